@@ -1,0 +1,176 @@
+"""The sense contract: what ``compute(state)`` may return, in one documented Python shape.
+
+A sense is a folder ``senses/<name>/`` holding ``sense.py`` that exports::
+
+    initial_state = {...}                    # any JSON-serialisable value
+    def compute(state): ...                  # or async def; may also take (state, ctx)
+
+``compute`` returns one of:
+
+- ``nerve.Result(state=..., observations=[...], workflow=...)``;
+- a mapping ``{"state": ..., "observations": [...], "workflow": ...}`` (seed 000's shape);
+- ``None``: state unchanged, nothing observed, no signal.
+
+``workflow`` may be a :class:`WorkflowTrigger`, a mapping
+``{"name", "max_rounds", "prompt", "dry_run"}`` (``maxRounds``/``dryRun`` also read), or the
+string ``"name|max_rounds|prompt"`` (only the first two ``|`` delimit; the rest is the prompt).
+A trigger that does not parse is rejected with an event; the compute itself still counts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from nerve.errors import SenseError, WorkflowError
+from nerve.events import Trust, parse_source, parse_trust
+
+MAX_ROUNDS_LIMIT = 10_000
+
+
+@dataclass(frozen=True, slots=True)
+class Observation:
+    """A Sense v0.1 event a sense reports; the kernel stamps and stores it."""
+
+    source: int | str
+    line: str
+    payload: Any = None
+    trust: Trust | str | int = Trust.UNTRUSTED
+    valid_time_ns: int | None = None
+    subject: str | None = None
+
+    def normalised(self) -> Observation:
+        """Same observation with ``source`` and ``trust`` as codes; raises ``SenseError``."""
+        try:
+            return Observation(
+                source=parse_source(self.source),
+                line=str(self.line),
+                payload=self.payload,
+                trust=parse_trust(self.trust),
+                valid_time_ns=self.valid_time_ns,
+                subject=self.subject,
+            )
+        except Exception as exc:
+            raise SenseError(f"invalid observation: {exc}") from None
+
+
+@dataclass(frozen=True, slots=True)
+class WorkflowTrigger:
+    """A request to run a workflow. ``max_rounds=None`` means the configured default."""
+
+    name: str
+    max_rounds: int | None = None
+    prompt: str = ""
+    dry_run: bool = False
+
+    @classmethod
+    def parse(cls, value: Any) -> WorkflowTrigger:
+        """Accept a trigger, a mapping or a ``name|rounds|prompt`` string; raise WorkflowError."""
+        if isinstance(value, WorkflowTrigger):
+            return value.checked()
+        if isinstance(value, str):
+            return _parse_directive(value)
+        if isinstance(value, Mapping):
+            return _parse_mapping(value)
+        raise WorkflowError(f"workflow trigger must be a string or mapping, got {type(value).__name__}")
+
+    def checked(self) -> WorkflowTrigger:
+        if not isinstance(self.name, str) or not self.name.strip():
+            raise WorkflowError("workflow trigger needs a non-empty name")
+        if not isinstance(self.prompt, str):
+            raise WorkflowError(f"workflow prompt must be a string, got {type(self.prompt).__name__}")
+        rounds = self.max_rounds
+        if rounds is not None and (
+            isinstance(rounds, bool) or not isinstance(rounds, int) or not 1 <= rounds <= MAX_ROUNDS_LIMIT
+        ):
+            raise WorkflowError(f"max_rounds {rounds!r} must be an integer in 1..{MAX_ROUNDS_LIMIT}")
+        if not isinstance(self.dry_run, bool):
+            raise WorkflowError(f"dry_run must be true or false, got {self.dry_run!r}")
+        return self
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "max_rounds": self.max_rounds, "prompt": self.prompt,
+                "dry_run": self.dry_run}
+
+
+def _parse_directive(text: str) -> WorkflowTrigger:
+    parts = text.split("|", 2)
+    if len(parts) != 3:
+        raise WorkflowError(f"workflow directive {text!r} must look like 'name|max_rounds|prompt'")
+    name, rounds, prompt = parts
+    try:
+        max_rounds = int(rounds.strip())
+    except ValueError:
+        raise WorkflowError(f"workflow directive {text!r}: max_rounds {rounds!r} is not an integer") from None
+    return WorkflowTrigger(name.strip(), max_rounds, prompt).checked()
+
+
+def _parse_mapping(value: Mapping[str, Any]) -> WorkflowTrigger:
+    known = {"name", "max_rounds", "maxRounds", "prompt", "dry_run", "dryRun"}
+    extra = sorted(set(value) - known)
+    if extra:
+        raise WorkflowError(f"workflow trigger has unknown keys: {', '.join(map(str, extra))}")
+    return WorkflowTrigger(
+        name=value.get("name", ""),
+        max_rounds=value.get("max_rounds", value.get("maxRounds")),
+        prompt=value.get("prompt", ""),
+        dry_run=value.get("dry_run", value.get("dryRun", False)),
+    ).checked()
+
+
+@dataclass(frozen=True, slots=True)
+class Result:
+    """What a compute returns. ``workflow`` is validated by the kernel, not here."""
+
+    state: Any
+    observations: Sequence[Observation] = ()
+    workflow: Any = None
+    signal: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class SenseContext:
+    """Passed as the second argument to ``compute(state, ctx)`` when it takes one."""
+
+    name: str
+    workspace: Path
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+
+_NO_RESULT = object()
+
+
+def normalise_result(returned: Any, previous_state: Any) -> Result:
+    """Turn any accepted return shape into a :class:`Result`; raise ``SenseError`` otherwise."""
+    if returned is None:
+        return Result(state=previous_state, signal=False)
+    if isinstance(returned, Result):
+        result = returned
+    elif isinstance(returned, Mapping) and "state" in returned:
+        extra = sorted(set(returned) - {"state", "observations", "workflow", "signal"})
+        if extra:
+            raise SenseError(f"compute returned unknown keys: {', '.join(map(str, extra))}")
+        result = Result(
+            state=returned["state"],
+            observations=returned.get("observations") or (),
+            workflow=returned.get("workflow"),
+            signal=bool(returned.get("signal", True)),
+        )
+    else:
+        raise SenseError(
+            "compute must return nerve.Result, a mapping with a 'state' key, or None; "
+            f"got {type(returned).__name__}"
+        )
+    if not isinstance(result.observations, Sequence) or isinstance(result.observations, str | bytes):
+        raise SenseError("observations must be a list of nerve.Observation")
+    obs = []
+    for item in result.observations:
+        if isinstance(item, Mapping):
+            item = Observation(**item)
+        if not isinstance(item, Observation):
+            raise SenseError(f"observation must be nerve.Observation or a mapping, got {type(item).__name__}")
+        obs.append(item.normalised())
+    return Result(state=result.state, observations=tuple(obs), workflow=result.workflow,
+                  signal=result.signal)

@@ -1,0 +1,84 @@
+"""Every error nerve raises on purpose.
+
+    NerveError                  root: catch this to catch anything nerve means to raise
+    ├── UsageError              a caller passed something nerve cannot use (bad flag value, bad JSON)
+    ├── ClockError              a remote HLC stamp is too far ahead, or a stamp went backwards
+    ├── EventError              an event field is out of range or has the wrong type
+    ├── LogError                the event log cannot do what was asked
+    │   ├── WriterLocked        a second writer tried to open a log another process holds
+    │   ├── LogCorrupt          stored bytes do not match what they claim (names file, row, field)
+    │   └── OrderError          an imported event does not sort after the log's newest
+    ├── ConfigError             nerve.yaml (or another workspace file) is invalid; names file, line, path
+    ├── SenseError              a sense could not be loaded or broke its contract
+    ├── WorkflowError           a workflow definition or run request is invalid
+    ├── CheckError              a gate-check manifest is invalid or a check cannot be fired
+    ├── ChainError              the sealed surfacing log failed verification
+    └── DaemonError             the daemon is not reachable, or is already running
+
+Messages name the offending value, file and line where one exists.
+"""
+
+from __future__ import annotations
+
+
+class NerveError(Exception):
+    """Root of every error nerve raises on purpose."""
+
+    hint: str | None = None
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message)
+        if hint is not None:
+            self.hint = hint
+
+
+class UsageError(NerveError):
+    """Raised when a caller passes a value nerve cannot use (a bad flag, bad JSON)."""
+
+
+class ClockError(NerveError):
+    """Raised when a remote stamp is further ahead of the physical clock than allowed."""
+
+
+class EventError(NerveError):
+    """Raised when an event field is out of range or of the wrong type."""
+
+
+class LogError(NerveError):
+    """Raised when the event log cannot do what was asked."""
+
+
+class WriterLocked(LogError):
+    """Raised when a second writer opens a log that another process holds."""
+
+
+class LogCorrupt(LogError):
+    """Raised when stored bytes do not match their checksum, address or chain."""
+
+
+class OrderError(LogError):
+    """Raised when imported events do not sort strictly after the log's newest event."""
+
+
+class ConfigError(NerveError):
+    """Raised when nerve.yaml or another workspace file is invalid."""
+
+
+class SenseError(NerveError):
+    """Raised when a sense cannot be loaded or breaks its contract."""
+
+
+class WorkflowError(NerveError):
+    """Raised when a workflow definition or a run request is invalid."""
+
+
+class CheckError(NerveError):
+    """Raised when a gate-check manifest is invalid or a check cannot be fired."""
+
+
+class ChainError(NerveError):
+    """Raised when the sealed surfacing log fails verification."""
+
+
+class DaemonError(NerveError):
+    """Raised when the daemon is unreachable or a second one would start."""

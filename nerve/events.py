@@ -1,0 +1,251 @@
+"""The event: Sense v0.1's observed datum plus what nerve needs to run.
+
+An event's id is blake3 over a fixed-order, length-prefixed encoding of every field (see
+``conformance/README.md`` for the bytes). Kinds are stable strings, never class paths.
+"""
+
+from __future__ import annotations
+
+import re
+import struct
+from dataclasses import dataclass, field
+from enum import IntEnum
+from typing import Any
+
+import blake3
+
+from nerve.canonical import canonical_json
+from nerve.clock import Hlc, check_stamp
+from nerve.errors import EventError
+
+ID_TAG = b"nerve.event.v1"
+VENDOR_MIN = 1024
+SOURCE_MAX = 2**32 - 1
+NERVE_SOURCE = VENDOR_MIN  # nerve's own control records (state, errors, config, runs)
+
+
+class SourceClass(IntEnum):
+    """Sense v0.1 §2 source classes. Codes are stable and append-only."""
+
+    FILE_CHANGE = 0
+    APP_FOCUS = 1
+    SYSTEM_LOG = 2
+    PROCESS_TREE = 3
+    THERMAL_POWER = 4
+    SHELL = 5
+    ACCESSIBILITY = 6
+    NETWORK = 7
+    ENDPOINT = 8
+    SALIENCE = 9
+
+
+class Trust(IntEnum):
+    """Sense v0.1 §2 trust levels; ``UNTRUSTED`` is the default."""
+
+    ATTESTED = 0
+    FIRST_PARTY = 1
+    INFERRED = 2
+    UNTRUSTED = 3
+
+
+_TRUST_NAMES = {
+    Trust.ATTESTED: "Attested",
+    Trust.FIRST_PARTY: "FirstParty",
+    Trust.INFERRED: "Inferred",
+    Trust.UNTRUSTED: "Untrusted",
+}
+_TRUST_BY_NAME = {name.lower(): level for level, name in _TRUST_NAMES.items()}
+_TRUST_BY_NAME.update({"first_party": Trust.FIRST_PARTY, "firstparty": Trust.FIRST_PARTY})
+_KIND_RE = re.compile(r"^[a-z][a-z0-9_]*(?:[.-][a-z0-9_]+)*$")
+
+
+def source_name(code: int) -> str:
+    """``file_change`` for a standard code, ``vendor:<code>`` for a vendor one."""
+    if code >= VENDOR_MIN:
+        return f"vendor:{code}"
+    try:
+        return SourceClass(code).name.lower()
+    except ValueError:
+        raise EventError(f"source code {code} is neither a standard class nor >= 1024") from None
+
+
+def parse_source(text: str | int) -> int:
+    """Read a source class name (``shell``), ``vendor:<code>`` or a code; return the code."""
+    if isinstance(text, int) and not isinstance(text, bool):
+        return check_source(text)
+    name = str(text).strip().lower()
+    if name.startswith("vendor:"):
+        digits = name.removeprefix("vendor:")
+        if not digits.isdigit() or int(digits) < VENDOR_MIN:
+            raise EventError(f"vendor source {text!r} needs a code >= {VENDOR_MIN}")
+        return check_source(int(digits))
+    if name.isdigit():
+        return check_source(int(name))
+    try:
+        return int(SourceClass[name.upper()])
+    except KeyError:
+        names = ", ".join(s.name.lower() for s in SourceClass)
+        raise EventError(f"unknown source class {text!r} (one of {names}, or vendor:<code>)") from None
+
+
+def check_source(code: int) -> int:
+    if code >= VENDOR_MIN and code <= SOURCE_MAX:
+        return code
+    if 0 <= code < len(SourceClass):
+        return code
+    raise EventError(f"source code {code} is neither a standard class nor in 1024..2^32-1")
+
+
+def trust_name(level: int) -> str:
+    return _TRUST_NAMES[Trust(level)]
+
+
+def parse_trust(text: str | int) -> Trust:
+    """Read ``Attested`` / ``FirstParty`` / ``Inferred`` / ``Untrusted`` (any case) or a code."""
+    if isinstance(text, int) and not isinstance(text, bool):
+        try:
+            return Trust(text)
+        except ValueError:
+            raise EventError(f"trust code {text} is not 0..3") from None
+    key = str(text).strip().lower().replace("-", "_")
+    if key in _TRUST_BY_NAME:
+        return _TRUST_BY_NAME[key]
+    raise EventError(f"unknown trust level {text!r} (Attested, FirstParty, Inferred, Untrusted)")
+
+
+def check_kind(kind: str) -> str:
+    if not isinstance(kind, str) or len(kind) > 128 or not _KIND_RE.match(kind):
+        raise EventError(f"kind {kind!r} must be a lower-case dotted name like 'sense.state'")
+    return kind
+
+
+def payload_bytes(payload: Any) -> bytes:
+    """Payload bytes: ``bytes`` as given, ``None`` as empty, anything else canonical JSON."""
+    if payload is None:
+        return b""
+    if isinstance(payload, bytes | bytearray | memoryview):
+        return bytes(payload)
+    return canonical_json(payload)
+
+
+def cid(data: bytes) -> bytes:
+    """Content address of ``data``: its 32-byte blake3 digest."""
+    return blake3.blake3(data).digest()
+
+
+_U32 = struct.Struct(">I")
+_HLC = struct.Struct(">QI")
+_I64 = struct.Struct(">q")
+
+
+def _field(data: bytes) -> bytes:
+    return _U32.pack(len(data)) + data
+
+
+def id_preimage(
+    hlc: Hlc,
+    node: str,
+    kind: str,
+    subject: str,
+    source: int,
+    trust: int,
+    valid_time_ns: int | None,
+    payload_cid: bytes,
+    line: str,
+) -> bytes:
+    """The exact bytes an event id hashes: each field as a u32 big-endian length then bytes."""
+    vt = b"" if valid_time_ns is None else _I64.pack(valid_time_ns)
+    return b"".join(
+        (
+            _field(ID_TAG),
+            _field(_HLC.pack(hlc[0], hlc[1])),
+            _field(node.encode()),
+            _field(kind.encode()),
+            _field(subject.encode()),
+            _field(_U32.pack(source)),
+            _field(bytes((trust,))),
+            _field(vt),
+            _field(payload_cid),
+            _field(line.encode()),
+        )
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """One stored event. ``id`` and ``payload_cid`` are derived from the other fields."""
+
+    hlc: Hlc
+    node: str
+    kind: str
+    subject: str = ""
+    source: int = NERVE_SOURCE
+    trust: Trust = Trust.UNTRUSTED
+    valid_time_ns: int | None = None
+    payload: bytes = b""
+    line: str = ""
+    payload_cid: bytes = field(init=False, repr=False, compare=False)
+    id: bytes = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        validate_fields(self.hlc, self.node, self.kind, self.subject, self.source, self.trust,
+                        self.valid_time_ns, self.line)
+        pcid = cid(self.payload)
+        object.__setattr__(self, "payload_cid", pcid)
+        object.__setattr__(self, "hlc", Hlc(*self.hlc))
+        object.__setattr__(self, "trust", Trust(self.trust))
+        pre = id_preimage(self.hlc, self.node, self.kind, self.subject, self.source,
+                          self.trust, self.valid_time_ns, pcid, self.line)
+        object.__setattr__(self, "id", cid(pre))
+
+    @property
+    def source_name(self) -> str:
+        return source_name(self.source)
+
+    @property
+    def trust_name(self) -> str:
+        return trust_name(self.trust)
+
+    def json_payload(self) -> Any:
+        """The payload decoded as JSON, or ``None`` if it is empty or not JSON."""
+        from nerve.log.codec import decode_payload
+
+        return decode_payload(self.payload)
+
+    def to_json(self) -> dict[str, Any]:
+        """The form ``nerve tail --json`` prints and ``nerve import`` reads."""
+        from nerve.log.codec import event_to_json
+
+        return event_to_json(self)
+
+
+def validate_fields(
+    hlc: Hlc,
+    node: str,
+    kind: str,
+    subject: str,
+    source: int,
+    trust: int,
+    valid_time_ns: int | None,
+    line: str,
+) -> None:
+    """Raise ``EventError`` naming the first field out of range."""
+    try:
+        check_stamp(Hlc(*hlc))
+    except Exception as exc:
+        raise EventError(f"hlc: {exc}") from None
+    for name, value in (("node", node), ("subject", subject), ("line", line)):
+        if not isinstance(value, str):
+            raise EventError(f"{name} must be a string, got {type(value).__name__}")
+    if not node:
+        raise EventError("node must not be empty")
+    check_kind(kind)
+    check_source(source)
+    if trust not in (0, 1, 2, 3):
+        raise EventError(f"trust {trust!r} is not 0..3")
+    if valid_time_ns is not None and (
+        isinstance(valid_time_ns, bool)
+        or not isinstance(valid_time_ns, int)
+        or not -(2**63) <= valid_time_ns < 2**63
+    ):
+        raise EventError(f"valid_time_ns {valid_time_ns!r} must be a signed 64-bit integer")
