@@ -1,0 +1,69 @@
+"""The ``nerve`` command: global options, command groups, and error translation."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from nerve.errors import NerveError
+from nerve.workspace import Workspace
+
+app = typer.Typer(
+    name="nerve",
+    help="An ambient-context daemon over one append-only, content-addressed event log.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+class State:
+    workspace_arg: Path | None = None
+
+    def workspace(self) -> Workspace:
+        return Workspace.at(self.workspace_arg)
+
+
+STATE = State()
+
+
+@app.callback()
+def _main(
+    workspace: Annotated[
+        Path | None,
+        typer.Option("--workspace", "-w", help="Workspace folder (default: the current folder).",
+                     envvar="NERVE_WORKSPACE"),
+    ] = None,
+) -> None:
+    STATE.workspace_arg = workspace
+
+
+def _register() -> None:
+    from nerve.cli import log_cmds
+
+    log_cmds.register(app)
+
+
+def fail(exc: NerveError) -> None:
+    """``ErrorName: message`` on stderr, the hint below it, exit 1."""
+    sys.stderr.write(f"{type(exc).__name__}: {exc}\n")
+    if exc.hint:
+        sys.stderr.write(f"hint: {exc.hint}\n")
+    raise SystemExit(1)
+
+
+def run() -> None:
+    _register()
+    try:
+        app()
+    except NerveError as exc:
+        fail(exc)
+    except BrokenPipeError:
+        sys.stderr.close()
+        raise SystemExit(0) from None
+    except KeyboardInterrupt:
+        raise SystemExit(130) from None

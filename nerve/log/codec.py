@@ -1,0 +1,346 @@
+"""Events as Arrow columns: the schema, batch id computation, and the JSON wire form.
+
+The batch path builds every row's id preimage with Arrow kernels (the same bytes as
+``nerve.events.id_preimage``) and then hashes each row; tests hold the two paths equal.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import struct
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import blake3
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from nerve.canonical import canonical_json
+from nerve.clock import Hlc
+from nerve.errors import EventError
+from nerve.events import (
+    ID_TAG,
+    Event,
+    Trust,
+    check_kind,
+    parse_source,
+    parse_trust,
+    payload_bytes,
+    source_name,
+    trust_name,
+    validate_fields,
+)
+
+SCHEMA = pa.schema(
+    [
+        pa.field("physical_ns", pa.int64(), nullable=False),
+        pa.field("logical", pa.uint32(), nullable=False),
+        pa.field("node", pa.string(), nullable=False),
+        pa.field("kind", pa.string(), nullable=False),
+        pa.field("subject", pa.string(), nullable=False),
+        pa.field("source", pa.uint32(), nullable=False),
+        pa.field("trust", pa.uint8(), nullable=False),
+        pa.field("valid_time_ns", pa.int64(), nullable=True),
+        pa.field("payload_cid", pa.binary(32), nullable=False),
+        pa.field("payload", pa.binary(), nullable=False),
+        pa.field("line", pa.string(), nullable=False),
+        pa.field("id", pa.binary(32), nullable=False),
+    ]
+)
+COLUMNS = SCHEMA.names
+EMPTY = SCHEMA.empty_table()
+
+_HLC_DTYPE = np.dtype([("p", ">u8"), ("l", ">u4")])
+_VT_DTYPE = np.dtype([("n", ">u4"), ("v", ">i8")])
+
+
+def _scalar(data: bytes) -> pa.Scalar:
+    return pa.scalar(data, pa.binary())
+
+
+def _fixed(data: bytes, width: int, count: int) -> pa.Array:
+    arr = pa.FixedSizeBinaryArray.from_buffers(pa.binary(width), count, [None, pa.py_buffer(data)])
+    return arr.cast(pa.binary())
+
+
+def _prefixed(values: pa.Array) -> list[pa.Array]:
+    binary = values.cast(pa.binary())
+    lengths = pc.binary_length(binary).to_numpy(zero_copy_only=False).astype(">u4")
+    return [_fixed(lengths.tobytes(), 4, len(values)), binary]
+
+
+def _valid_time_field(col: pa.Array) -> pa.Array:
+    count = len(col)
+    filled = pc.fill_null(col, 0).to_numpy(zero_copy_only=False)
+    packed = np.empty(count, dtype=_VT_DTYPE)
+    packed["n"] = 8
+    packed["v"] = filled
+    present = _fixed(packed.tobytes(), 12, count)
+    absent = _scalar(b"\x00\x00\x00\x00")
+    return pc.if_else(pc.is_null(col), absent, present)
+
+
+def _u32(value: int) -> bytes:
+    return struct.pack(">I", value)
+
+
+def preimages(batch: pa.Table | pa.RecordBatch) -> pa.Array:
+    """Every row's id preimage (see ``nerve.events.id_preimage``) as one binary array."""
+    if isinstance(batch, pa.Table):
+        batch = batch.combine_chunks().to_batches()[0] if batch.num_rows else None
+        if batch is None:
+            return pa.array([], pa.binary())
+    count = batch.num_rows
+    col = batch.column
+    hlc = np.empty(count, dtype=_HLC_DTYPE)
+    hlc["p"] = col("physical_ns").to_numpy(zero_copy_only=False)
+    hlc["l"] = col("logical").to_numpy(zero_copy_only=False)
+    source = col("source").to_numpy(zero_copy_only=False).astype(">u4")
+    trust = col("trust").to_numpy(zero_copy_only=False).astype(np.uint8)
+    parts: list[Any] = [_scalar(_u32(len(ID_TAG)) + ID_TAG + _u32(12)), _fixed(hlc.tobytes(), 12, count)]
+    for name in ("node", "kind", "subject"):
+        parts += _prefixed(col(name))
+    parts += [_scalar(_u32(4)), _fixed(source.tobytes(), 4, count)]
+    parts += [_scalar(_u32(1)), _fixed(trust.tobytes(), 1, count)]
+    parts += [_valid_time_field(col("valid_time_ns"))]
+    parts += [_scalar(_u32(32)), col("payload_cid").cast(pa.binary())]
+    parts += _prefixed(col("line"))
+    return pc.binary_join_element_wise(*parts, b"")
+
+
+def hash_each(values: pa.Array | pa.ChunkedArray) -> bytes:
+    """blake3 of every element of a binary array, concatenated (32 bytes each)."""
+    chunks = values.chunks if isinstance(values, pa.ChunkedArray) else [values]
+    out: list[bytes] = []
+    hasher = blake3.blake3()
+    update, digest, reset, append = hasher.update, hasher.digest, hasher.reset, out.append
+    for chunk in chunks:
+        chunk = chunk.cast(pa.binary())
+        if len(chunk) == 0:
+            continue
+        offsets = np.frombuffer(chunk.buffers()[1], dtype=np.int32)
+        bounds = offsets[chunk.offset : chunk.offset + len(chunk) + 1].tolist()
+        data = chunk.buffers()[2]
+        view = memoryview(data) if data is not None else memoryview(b"")
+        start = bounds[0]
+        for end in bounds[1:]:
+            update(view[start:end])
+            append(digest())
+            reset()
+            start = end
+    return b"".join(out)
+
+
+def ids_of(batch: pa.Table | pa.RecordBatch) -> bytes:
+    """Recompute every row's event id from its other columns."""
+    return hash_each(preimages(batch))
+
+
+def fixed_bytes(col: pa.Array | pa.ChunkedArray) -> bytes:
+    """The raw bytes of a fixed_size_binary(32) column, concatenated."""
+    chunks = col.chunks if isinstance(col, pa.ChunkedArray) else [col]
+    parts = []
+    for chunk in chunks:
+        width = chunk.type.byte_width
+        buf = chunk.buffers()[1]
+        parts.append(buf[chunk.offset * width : (chunk.offset + len(chunk)) * width].to_pybytes())
+    return b"".join(parts)
+
+
+def build_table(
+    stamps: Sequence[Hlc] | tuple[int, int, int],
+    *,
+    node: str | Sequence[str],
+    kind: Sequence[str],
+    subject: Sequence[str],
+    source: Sequence[int],
+    trust: Sequence[int],
+    valid_time_ns: Sequence[int | None],
+    payload: Sequence[bytes],
+    line: Sequence[str],
+) -> pa.Table:
+    """Columns in, a table with payload addresses and event ids out.
+
+    ``stamps`` is either one stamp per row or ``(physical_ns, first_logical, count)`` for a
+    run of consecutive logical values, which is what one group commit reserves.
+    """
+    count = len(kind)
+    if isinstance(stamps, tuple) and len(stamps) == 3 and isinstance(stamps[0], int):
+        physical = pa.array(np.full(count, stamps[0], dtype=np.int64))
+        logical = pa.array(np.arange(stamps[1], stamps[1] + count, dtype=np.uint32))
+    else:
+        physical = pa.array([s[0] for s in stamps], pa.int64())
+        logical = pa.array([s[1] for s in stamps], pa.uint32())
+    nodes = pa.array([node] * count, pa.string()) if isinstance(node, str) else pa.array(node, pa.string())
+    payloads = pa.array(payload, pa.binary())
+    cids = hash_each(payloads)
+    columns = [
+        physical, logical, nodes,
+        pa.array(kind, pa.string()), pa.array(subject, pa.string()),
+        pa.array(source, pa.uint32()), pa.array(trust, pa.uint8()),
+        pa.array(valid_time_ns, pa.int64()),
+        pa.FixedSizeBinaryArray.from_buffers(pa.binary(32), count, [None, pa.py_buffer(cids)]),
+        payloads, pa.array(line, pa.string()),
+    ]
+    partial = pa.RecordBatch.from_arrays(columns, names=COLUMNS[:-1])
+    ids = ids_of(partial)
+    id_col = pa.FixedSizeBinaryArray.from_buffers(pa.binary(32), count, [None, pa.py_buffer(ids)])
+    return pa.Table.from_batches([pa.RecordBatch.from_arrays([*columns, id_col], schema=SCHEMA)])
+
+
+def table_from_events(events: Iterable[Event]) -> pa.Table:
+    """Build a table from already-formed events (ids recomputed and cross-checked)."""
+    evs = list(events)
+    if not evs:
+        return EMPTY
+    table = build_table(
+        [e.hlc for e in evs],
+        node=[e.node for e in evs], kind=[e.kind for e in evs], subject=[e.subject for e in evs],
+        source=[e.source for e in evs], trust=[int(e.trust) for e in evs],
+        valid_time_ns=[e.valid_time_ns for e in evs], payload=[e.payload for e in evs],
+        line=[e.line for e in evs],
+    )
+    return table
+
+
+def events_from_table(table: pa.Table) -> list[Event]:
+    """Materialise rows as :class:`Event` objects (recomputing ids; slow path for APIs)."""
+    rows = table.to_pylist()
+    return [
+        Event(
+            hlc=Hlc(r["physical_ns"], r["logical"]), node=r["node"], kind=r["kind"],
+            subject=r["subject"], source=r["source"], trust=Trust(r["trust"]),
+            valid_time_ns=r["valid_time_ns"], payload=r["payload"], line=r["line"],
+        )
+        for r in rows
+    ]
+
+
+def decode_payload(data: bytes) -> Any:
+    """The payload as a JSON value, or ``None`` when empty or not JSON."""
+    if not data:
+        return None
+    try:
+        return json.loads(data)
+    except (ValueError, UnicodeDecodeError):
+        return None
+
+
+def _payload_wire(data: bytes) -> dict[str, Any]:
+    if not data:
+        return {"payload": None}
+    value = decode_payload(data)
+    if value is not None:
+        try:
+            if canonical_json(value) == data:
+                return {"payload": value}
+        except EventError:
+            pass
+    return {"payload_b64": base64.b64encode(data).decode("ascii")}
+
+
+def row_to_json(row: dict[str, Any]) -> dict[str, Any]:
+    """A table row (``to_pylist`` form) in the wire form ``nerve import`` reads."""
+    out: dict[str, Any] = {
+        "hlc": [row["physical_ns"], row["logical"]],
+        "node": row["node"],
+        "kind": row["kind"],
+        "subject": row["subject"],
+        "source": source_name(row["source"]),
+        "trust": trust_name(row["trust"]),
+        "valid_time_ns": row["valid_time_ns"],
+        "line": row["line"],
+        "payload_cid": row["payload_cid"].hex(),
+        "id": row["id"].hex(),
+    }
+    out.update(_payload_wire(row["payload"]))
+    return out
+
+
+def event_to_json(event: Event) -> dict[str, Any]:
+    return row_to_json(
+        {
+            "physical_ns": event.hlc.physical_ns, "logical": event.hlc.logical,
+            "node": event.node, "kind": event.kind, "subject": event.subject,
+            "source": event.source, "trust": int(event.trust),
+            "valid_time_ns": event.valid_time_ns, "line": event.line,
+            "payload_cid": event.payload_cid, "id": event.id, "payload": event.payload,
+        }
+    )
+
+
+_DRAFT_KEYS = {"source", "trust", "line", "payload", "payload_b64", "valid_time_ns", "kind", "subject"}
+_WIRE_KEYS = _DRAFT_KEYS | {"hlc", "node", "id", "payload_cid"}
+
+
+def wire_payload(obj: dict[str, Any]) -> bytes:
+    if "payload_b64" in obj:
+        if "payload" in obj and obj["payload"] is not None:
+            raise EventError("give either payload or payload_b64, not both")
+        try:
+            return base64.b64decode(str(obj["payload_b64"]), validate=True)
+        except ValueError:
+            raise EventError("payload_b64 is not valid base64") from None
+    return payload_bytes(obj.get("payload"))
+
+
+def draft_from_json(obj: Any, *, default_kind: str = "observation") -> dict[str, Any]:
+    """Validate one ``nerve emit --jsonl`` object into draft fields; raise ``EventError``."""
+    if not isinstance(obj, dict):
+        raise EventError(f"expected a JSON object, got {type(obj).__name__}")
+    extra = sorted(set(obj) - _DRAFT_KEYS)
+    if extra:
+        raise EventError(f"unknown field(s): {', '.join(extra)}")
+    if "source" not in obj:
+        raise EventError("missing field: source")
+    return _draft_fields(obj, default_kind)
+
+
+def _draft_fields(obj: dict[str, Any], default_kind: str) -> dict[str, Any]:
+    vt = obj.get("valid_time_ns")
+    line = obj.get("line", "")
+    subject = obj.get("subject", "")
+    if not isinstance(line, str) or not isinstance(subject, str):
+        raise EventError("line and subject must be strings")
+    if vt is not None and (isinstance(vt, bool) or not isinstance(vt, int)):
+        raise EventError(f"valid_time_ns must be an integer, got {vt!r}")
+    return {
+        "kind": check_kind(obj.get("kind", default_kind)),
+        "subject": subject,
+        "source": parse_source(obj["source"]),
+        "trust": int(parse_trust(obj.get("trust", "Untrusted"))),
+        "valid_time_ns": vt,
+        "payload": wire_payload(obj),
+        "line": line,
+    }
+
+
+def event_from_json(obj: Any) -> Event:
+    """Read one whole event in the wire form; a given ``id`` must match the recomputed one."""
+    if not isinstance(obj, dict):
+        raise EventError(f"expected a JSON object, got {type(obj).__name__}")
+    extra = sorted(set(obj) - _WIRE_KEYS)
+    if extra:
+        raise EventError(f"unknown field(s): {', '.join(extra)}")
+    for key in ("hlc", "node", "kind", "source"):
+        if key not in obj:
+            raise EventError(f"missing field: {key}")
+    hlc = obj["hlc"]
+    if not (isinstance(hlc, list) and len(hlc) == 2 and all(type(x) is int for x in hlc)):
+        raise EventError(f"hlc must be [physical_ns, logical] integers, got {hlc!r}")
+    fields = _draft_fields(obj, "observation")
+    node = obj["node"]
+    validate_fields(Hlc(*hlc), node, fields["kind"], fields["subject"], fields["source"],
+                    fields["trust"], fields["valid_time_ns"], fields["line"])
+    event = Event(hlc=Hlc(*hlc), node=node, **fields)
+    _check_claimed(obj, "payload_cid", event.payload_cid)
+    _check_claimed(obj, "id", event.id)
+    return event
+
+
+def _check_claimed(obj: dict[str, Any], key: str, actual: bytes) -> None:
+    claimed = obj.get(key)
+    if claimed is not None and claimed != actual.hex():
+        raise EventError(f"{key} {claimed} does not match the fields (recomputed {actual.hex()})")

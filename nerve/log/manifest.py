@@ -1,0 +1,151 @@
+"""The manifest: a hash-chained list of records saying which segments are live.
+
+One canonical-JSON record per line. ``prev`` is the blake3 (hex) of the previous line's
+bytes, so editing, dropping or reordering a record breaks the chain at that record.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import blake3
+
+from nerve.canonical import canonical_json
+from nerve.clock import Hlc
+from nerve.errors import LogCorrupt
+
+ZERO_HASH = "0" * 64
+
+
+@dataclass(frozen=True)
+class SegmentInfo:
+    """One sealed segment as the manifest records it."""
+
+    name: str  # blake3 hex of the file bytes
+    rows: int
+    min_hlc: Hlc
+    max_hlc: Hlc
+    root: str  # blake3 hex over the segment's event ids, in order
+
+    def to_json(self) -> dict[str, Any]:
+        return {"segment": self.name, "rows": self.rows, "min": list(self.min_hlc),
+                "max": list(self.max_hlc), "root": self.root}
+
+    @classmethod
+    def from_json(cls, obj: dict[str, Any]) -> SegmentInfo:
+        return cls(str(obj["segment"]), int(obj["rows"]), Hlc(*obj["min"]), Hlc(*obj["max"]),
+                   str(obj["root"]))
+
+
+@dataclass
+class ManifestState:
+    """The manifest folded: live segments in HLC order and the newest sealed WAL generation."""
+
+    records: list[dict[str, Any]] = field(default_factory=list)
+    live: dict[str, SegmentInfo] = field(default_factory=dict)
+    retired: dict[str, int] = field(default_factory=dict)  # name -> time_ns it was removed
+    sealed_gen: int = 0
+    head: str = ZERO_HASH
+    size: int = 0  # bytes of the good prefix
+
+    def segments(self) -> list[SegmentInfo]:
+        return sorted(self.live.values(), key=lambda s: (s.min_hlc, s.max_hlc))
+
+    def max_hlc(self) -> Hlc | None:
+        return max((s.max_hlc for s in self.live.values()), default=None)
+
+    def known(self) -> set[str]:
+        return set(self.live) | set(self.retired)
+
+
+def line_hash(line: bytes) -> str:
+    return blake3.blake3(line).hexdigest()
+
+
+def _apply(state: ManifestState, rec: dict[str, Any]) -> None:
+    for obj in rec.get("add", []):
+        info = SegmentInfo.from_json(obj)
+        state.live[info.name] = info
+        state.retired.pop(info.name, None)
+    for name in rec.get("remove", []):
+        if state.live.pop(name, None) is not None:
+            state.retired[name] = int(rec.get("time_ns", 0))
+    if "wal_gen" in rec:
+        state.sealed_gen = max(state.sealed_gen, int(rec["wal_gen"]))
+
+
+def read_manifest(
+    path: Path, *, strict_tail: bool = False, errors: list[LogCorrupt] | None = None
+) -> ManifestState:
+    """Fold the manifest. A torn last line is ignored (or raises with ``strict_tail``).
+
+    With ``errors`` given, the first bad record is appended there instead of raised and the
+    state folded so far is returned.
+    """
+    state = ManifestState()
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return state
+    pos = 0
+    for number, raw in enumerate(data.split(b"\n")[:-1], start=1):
+        try:
+            rec = _parse_line(path, number, raw, state)
+        except LogCorrupt as exc:
+            if errors is None:
+                raise
+            errors.append(exc)
+            return state
+        _apply(state, rec)
+        state.records.append(rec)
+        state.head = line_hash(raw)
+        pos += len(raw) + 1
+    if pos < len(data) and strict_tail:
+        raise LogCorrupt(f"{path}: line {len(state.records) + 1} is incomplete (torn write)")
+    state.size = pos
+    return state
+
+
+def _parse_line(path: Path, number: int, raw: bytes, state: ManifestState) -> dict[str, Any]:
+    where = f"{path}: line {number}"
+    try:
+        rec = json.loads(raw)
+    except ValueError:
+        raise LogCorrupt(f"{where}: not valid JSON") from None
+    if not isinstance(rec, dict) or canonical_json(rec) != raw:
+        raise LogCorrupt(f"{where}: record is not canonical JSON (edited?)")
+    if rec.get("seq") != len(state.records):
+        raise LogCorrupt(f"{where}: seq {rec.get('seq')} where {len(state.records)} was expected "
+                         "(a record was removed, duplicated or reordered)")
+    if rec.get("prev") != state.head:
+        raise LogCorrupt(f"{where}: prev does not match the previous record's hash "
+                         "(a record was edited, removed or reordered)")
+    try:
+        for obj in rec.get("add", []):
+            SegmentInfo.from_json(obj)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise LogCorrupt(f"{where}: malformed segment entry: {exc}") from None
+    return rec
+
+
+def append_record(path: Path, state: ManifestState, body: dict[str, Any]) -> dict[str, Any]:
+    """Append one record durably (write, fsync) and fold it into ``state``."""
+    rec = {**body, "seq": len(state.records), "prev": state.head}
+    line = canonical_json(rec)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    try:
+        if os.fstat(fd).st_size != state.size:
+            os.ftruncate(fd, state.size)  # drop a torn tail before appending
+        os.write(fd, line + b"\n")
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    _apply(state, rec)
+    state.records.append(rec)
+    state.head = line_hash(line)
+    state.size += len(line) + 1
+    return rec

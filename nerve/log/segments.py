@@ -1,0 +1,107 @@
+"""Sealed segments: immutable Parquet files named by the blake3 of their bytes."""
+
+from __future__ import annotations
+
+import os
+import secrets
+from pathlib import Path
+
+import blake3
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from nerve.clock import Hlc
+from nerve.errors import LogCorrupt
+from nerve.log.codec import SCHEMA, fixed_bytes
+from nerve.log.manifest import SegmentInfo
+from nerve.log.wal import fsync_dir
+
+ROW_GROUP = 131_072
+SORT_KEYS = [("physical_ns", "ascending"), ("logical", "ascending"), ("node", "ascending"),
+             ("id", "ascending")]
+_RAW_COLUMNS = ("id", "payload_cid")
+
+
+def sort_events(table: pa.Table) -> pa.Table:
+    """HLC order, ties broken by node then id. Skips the sort when already ordered."""
+    if table.num_rows < 2 or _is_sorted(table):
+        return table
+    return table.sort_by(SORT_KEYS)
+
+
+def _is_sorted(table: pa.Table) -> bool:
+    phys = table.column("physical_ns").to_numpy()
+    logi = table.column("logical").to_numpy()
+    dp = phys[1:] - phys[:-1]
+    if (dp < 0).any():
+        return False
+    same = dp == 0
+    return not (same & (logi[1:] <= logi[:-1])).any()
+
+
+def _encode(table: pa.Table) -> bytes:
+    sink = pa.BufferOutputStream()
+    compression = {name: ("none" if name in _RAW_COLUMNS else "zstd") for name in SCHEMA.names}
+    pq.write_table(
+        table, sink, row_group_size=ROW_GROUP, compression=compression,
+        use_dictionary=["node", "kind", "subject", "source", "trust"],
+        write_statistics=["physical_ns", "logical", "kind", "source"],
+    )
+    return sink.getvalue().to_pybytes()
+
+
+def ids_root(ids: bytes) -> str:
+    return blake3.blake3(ids).hexdigest()
+
+
+def write_segment(folder: Path, table: pa.Table) -> SegmentInfo:
+    """Write a sorted table crash-safely and return its manifest entry.
+
+    temp file in the same folder → fsync → rename to ``<blake3>.parquet`` → fsync folder.
+    """
+    table = sort_events(table.select(SCHEMA.names).cast(SCHEMA))
+    data = _encode(table)
+    name = blake3.blake3(data).hexdigest()
+    tmp = folder / f".tmp-{secrets.token_hex(8)}.parquet"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, folder / f"{name}.parquet")
+    fsync_dir(folder)
+    return SegmentInfo(name, table.num_rows, _hlc_at(table, 0), _hlc_at(table, -1),
+                       ids_root(fixed_bytes(table.column("id"))))
+
+
+def _hlc_at(table: pa.Table, index: int) -> Hlc:
+    row = index if index >= 0 else table.num_rows + index
+    return Hlc(table.column("physical_ns")[row].as_py(), table.column("logical")[row].as_py())
+
+
+def segment_path(folder: Path, name: str) -> Path:
+    return folder / f"{name}.parquet"
+
+
+def read_segment(path: Path, columns: list[str] | None = None) -> pa.Table:
+    try:
+        return pq.read_table(path, columns=columns)
+    except FileNotFoundError:
+        raise
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise LogCorrupt(f"{path}: cannot be read as Parquet: {exc}") from None
+
+
+def read_since(path: Path, since: Hlc) -> pa.Table:
+    """Rows strictly after ``since``, using the physical_ns statistics to skip row groups."""
+    table = pq.read_table(path, filters=[("physical_ns", ">=", since.physical_ns)])
+    if table.num_rows == 0:
+        return table
+    phys, logi = table.column("physical_ns"), table.column("logical")
+    keep = pc.or_(pc.greater(phys, since.physical_ns),
+                  pc.and_(pc.equal(phys, since.physical_ns), pc.greater(logi, since.logical)))
+    return table.filter(keep)

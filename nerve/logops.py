@@ -1,0 +1,118 @@
+"""Workspace-level log operations the CLI and notebooks call: emit, import, tail, replay."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import IO, Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from nerve.clock import HLC_ZERO, Hlc
+from nerve.errors import EventError, NerveError, UsageError
+from nerve.events import Event, parse_source
+from nerve.log.codec import draft_from_json, event_from_json, events_from_table, row_to_json
+from nerve.log.reader import snapshot, table_since
+from nerve.log.store import Draft
+from nerve.log.verify import VerifyReport, verify
+from nerve.workspace import Workspace
+
+
+def read_jsonl(stream: IO[str], name: str) -> Iterator[tuple[int, Any]]:
+    """Yield ``(line_number, value)`` for each non-blank line; junk names file and line."""
+    for number, text in enumerate(stream, start=1):
+        if not text.strip():
+            continue
+        try:
+            yield number, json.loads(text)
+        except ValueError as exc:
+            raise UsageError(f"{name}:{number}: not valid JSON: {exc.msg}") from None
+
+
+def drafts_from_jsonl(stream: IO[str], name: str) -> list[Draft]:
+    drafts = []
+    for number, obj in read_jsonl(stream, name):
+        try:
+            drafts.append(Draft(**draft_from_json(obj)))
+        except EventError as exc:
+            raise UsageError(f"{name}:{number}: {exc}") from None
+    return drafts
+
+
+def emit(ws: Workspace, drafts: list[Draft]) -> list[Event]:
+    """Append drafts as one group commit and return the stored events."""
+    with ws.open_log() as log:
+        return events_from_table(log.append_drafts(drafts))
+
+
+def import_stream(ws: Workspace, stream: IO[str], name: str) -> int:
+    """Import whole events (wire form); all are checked before any is appended."""
+    events = []
+    for number, obj in read_jsonl(stream, name):
+        try:
+            events.append(event_from_json(obj))
+        except NerveError as exc:
+            raise UsageError(f"{name}:{number}: {exc}") from None
+    with ws.open_log() as log:
+        return log.import_events(events)
+
+
+@dataclass(frozen=True)
+class TailFilter:
+    kinds: tuple[str, ...] = ()
+    sources: tuple[int, ...] = ()
+
+    @classmethod
+    def of(cls, kinds: list[str] | None, sources: list[str] | None) -> TailFilter:
+        return cls(tuple(kinds or ()), tuple(parse_source(s) for s in sources or ()))
+
+    def apply(self, table: pa.Table) -> pa.Table:
+        if self.kinds:
+            table = table.filter(pc.is_in(table.column("kind"), pa.array(self.kinds)))
+        if self.sources:
+            table = table.filter(pc.is_in(table.column("source"), pa.array(self.sources, pa.uint32())))
+        return table
+
+
+def tail_rows(ws: Workspace, *, count: int | None, filt: TailFilter,
+              since: Hlc = HLC_ZERO) -> tuple[list[dict[str, Any]], Hlc]:
+    """The last ``count`` matching events (all if None) as wire dicts, and the newest stamp."""
+    snap = snapshot(ws.log_root)
+    table = filt.apply(table_since(snap, since))
+    if count is not None:
+        table = table.slice(max(0, table.num_rows - count))
+    return [row_to_json(r) for r in table.to_pylist()], max(since, snap.newest)
+
+
+def follow(ws: Workspace, *, filt: TailFilter, since: Hlc, poll_s: float = 0.2,
+           stop_after_s: float | None = None) -> Iterator[dict[str, Any]]:
+    """Yield new matching events as another process appends them."""
+    started = time.monotonic()
+    while stop_after_s is None or time.monotonic() - started < stop_after_s:
+        rows, newest = tail_rows(ws, count=None, filt=filt, since=since)
+        yield from rows
+        since = newest
+        time.sleep(poll_s)
+
+
+def replay(ws: Workspace, *, full: bool) -> VerifyReport:
+    """Replay digest; with ``full``, every id, address and the manifest chain recomputed."""
+    from nerve.log.reader import replay_digest
+
+    if full:
+        return verify(ws.log_root)
+    digest = replay_digest(ws.log_root)
+    return VerifyReport(events=digest.events, digest=digest.digest,
+                        segments=len(snapshot(ws.log_root).segments))
+
+
+def parse_payload_arg(text: str | None) -> Any:
+    if text is None:
+        return None
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise UsageError(f"--payload is not valid JSON: {exc.msg}", hint="quote it: --payload '{\"k\": 1}'") from None

@@ -1,0 +1,131 @@
+"""DuckDB over the log: an ``events`` view (sealed segments + unsealed tail) and projections.
+
+Each ``projections/*.sql`` file holds one SELECT and becomes a view named after the file.
+Workspace projections load after the bundled ones and may replace them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import blake3
+import duckdb
+
+from nerve.canonical import canonical_json
+from nerve.errors import UsageError
+from nerve.events import SourceClass
+from nerve.log.reader import Snapshot, snapshot
+
+_SOURCE_NAMES = ", ".join(f"'{s.name.lower()}'" for s in SourceClass)
+_TRUST_NAMES = "'Attested', 'FirstParty', 'Inferred', 'Untrusted'"
+
+EVENTS_VIEW = f"""
+CREATE OR REPLACE TEMP VIEW events AS
+SELECT
+    physical_ns, logical, node, kind, subject, source,
+    CASE WHEN source >= 1024 THEN 'vendor:' || source::VARCHAR
+         ELSE [{_SOURCE_NAMES}][source + 1] END AS source_name,
+    trust, [{_TRUST_NAMES}][trust + 1] AS trust_name,
+    valid_time_ns, payload_cid, payload, line, id,
+    make_timestamp(physical_ns // 1000) AS ts,
+    TRY(decode(payload)::JSON) AS data
+FROM {{source}}
+"""
+
+
+@dataclass(frozen=True)
+class Projection:
+    name: str
+    path: Path
+    sql: str
+
+
+def load_projections(folders: Iterable[Path]) -> list[Projection]:
+    """Every ``*.sql`` in the folders; a later folder's file replaces an earlier one's."""
+    found: dict[str, Projection] = {}
+    for folder in folders:
+        if folder.is_dir():
+            for path in sorted(folder.glob("*.sql")):
+                sql = path.read_text(encoding="utf-8").strip().rstrip(";")
+                found[path.stem] = Projection(path.stem, path, sql)
+    return list(found.values())
+
+
+def _source_sql(snap: Snapshot) -> str:
+    parts = []
+    if snap.files:
+        files = ", ".join("'" + str(p).replace("'", "''") + "'" for p in snap.files)
+        parts.append(f"SELECT * FROM read_parquet([{files}])")
+    parts.append("SELECT * FROM _tail")
+    return "(" + " UNION ALL ".join(parts) + ")"
+
+
+def connect(log_root: Path, projection_dirs: Sequence[Path] = ()) -> duckdb.DuckDBPyConnection:
+    """An in-memory DuckDB connection with ``events`` and every projection as views."""
+    snap = snapshot(log_root)
+    conn = duckdb.connect()
+    conn.register("_tail", snap.tail)
+    conn.execute(EVENTS_VIEW.format(source=_source_sql(snap)))
+    _create_views(conn, load_projections(projection_dirs))
+    return conn
+
+
+def _create_views(conn: duckdb.DuckDBPyConnection, projections: list[Projection]) -> None:
+    """Create views, retrying so a projection may read another whatever the file order."""
+    pending = list(projections)
+    while pending:
+        failed: list[tuple[Projection, Exception]] = []
+        for proj in pending:
+            try:
+                conn.execute(f'CREATE OR REPLACE TEMP VIEW "{proj.name}" AS {proj.sql}')
+            except duckdb.Error as exc:
+                failed.append((proj, exc))
+        if len(failed) == len(pending):
+            proj, exc = failed[0]
+            raise UsageError(f"{proj.path}: projection does not load: {exc}")
+        pending = [p for p, _ in failed]
+
+
+@dataclass(frozen=True)
+class QueryResult:
+    columns: list[str]
+    rows: list[tuple[Any, ...]]
+
+    def records(self) -> list[dict[str, Any]]:
+        return [dict(zip(self.columns, row, strict=True)) for row in self.rows]
+
+
+def run_query(conn: duckdb.DuckDBPyConnection, sql: str) -> QueryResult:
+    try:
+        rel = conn.execute(sql)
+    except duckdb.Error as exc:
+        raise UsageError(f"query failed: {exc}") from None
+    columns = [d[0] for d in rel.description or []]
+    return QueryResult(columns, rel.fetchall())
+
+
+def jsonable(value: Any) -> Any:
+    """A query value in byte-stable JSON form (bytes as hex, times as ISO strings)."""
+    if isinstance(value, bytes | bytearray | memoryview):
+        return bytes(value).hex()
+    if hasattr(value, "isoformat"):
+        return value.isoformat()
+    if isinstance(value, list | tuple):
+        return [jsonable(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, float | int | str | bool) or value is None:
+        return value
+    return str(value)
+
+
+def projection_digest(conn: duckdb.DuckDBPyConnection, name: str) -> tuple[int, str]:
+    """Row count and blake3 over the projection's rows as canonical JSON, fully ordered."""
+    result = run_query(conn, f'SELECT * FROM "{name}" ORDER BY ALL')
+    hasher = blake3.blake3()
+    for record in result.records():
+        hasher.update(canonical_json(jsonable(record)) + b"\n")
+    return len(result.rows), hasher.hexdigest()

@@ -1,0 +1,102 @@
+"""A workspace: a folder with ``nerve.yaml``, its senses, workflows and ``data/``."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+
+import duckdb
+
+from nerve.config import LogConfig, NerveConfig, load_config
+from nerve.errors import UsageError
+from nerve.log.store import EventLog, default_node
+from nerve.query import connect
+from nerve.resources import bundled
+
+
+@dataclass(frozen=True)
+class Workspace:
+    root: Path
+
+    @classmethod
+    def at(cls, root: Path | str | None = None) -> Workspace:
+        path = Path(root or os.environ.get("NERVE_WORKSPACE") or ".").expanduser().resolve()
+        if not path.is_dir():
+            raise UsageError(f"workspace {path} is not a folder", hint="create one with `nerve init DIR`")
+        return cls(path)
+
+    @property
+    def config_path(self) -> Path:
+        return self.root / "nerve.yaml"
+
+    @property
+    def data(self) -> Path:
+        return self.root / "data"
+
+    @property
+    def log_root(self) -> Path:
+        return self.data / "log"
+
+    @cached_property
+    def config(self) -> NerveConfig:
+        if not self.config_path.exists():
+            return NerveConfig()
+        return load_config(self.config_path)
+
+    def log_config(self) -> LogConfig:
+        """Log settings, falling back to defaults if nerve.yaml cannot be read."""
+        return self.config.log if self.config_path.exists() else LogConfig()
+
+    @property
+    def node(self) -> str:
+        return self.config.node or default_node()
+
+    def projection_dirs(self) -> list[Path]:
+        dirs = [bundled("projections"), self.root / "projections"]
+        return list(dict.fromkeys(d.resolve() for d in dirs))
+
+    def sense_dirs(self) -> list[Path]:
+        dirs = [bundled("senses"), self.root / "senses"]
+        return list(dict.fromkeys(d.resolve() for d in dirs))
+
+    def open_log(self) -> EventLog:
+        """Open the log as its single writer (fails if a daemon or another writer holds it)."""
+        cfg = self.log_config()
+        return EventLog(
+            self.log_root, node=self.node, durability=cfg.durability,
+            seal_max_events=cfg.seal_max_events, seal_max_age_ns=cfg.seal_max_age * 10**6,
+            max_offset_ns=cfg.max_clock_offset * 10**6,
+        )
+
+    def connect(self) -> duckdb.DuckDBPyConnection:
+        """DuckDB with ``events`` and every projection (bundled, then the workspace's)."""
+        self.log_root.mkdir(parents=True, exist_ok=True)
+        return connect(self.log_root, self.projection_dirs())
+
+
+_GITIGNORE = "data/\n__pycache__/\n"
+_README = """# A nerve workspace
+
+- `nerve.yaml` names the senses nerve runs and how they are scheduled.
+- `senses/<name>/sense.py` holds your own senses; built-in ones need no folder.
+- `workflows/<name>/` holds workflows; `projections/*.sql` adds DuckDB views.
+- `data/` is the event log and runtime files (not for version control).
+"""
+
+
+def init_workspace(path: Path) -> Workspace:
+    """Create a workspace with the default nerve.yaml; refuse to overwrite one."""
+    path = path.expanduser().resolve()
+    if (path / "nerve.yaml").exists():
+        raise UsageError(f"{path / 'nerve.yaml'} already exists; not overwriting it")
+    for sub in ("senses", "workflows", "projections", "data"):
+        (path / sub).mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(bundled("nerve.yaml"), path / "nerve.yaml")
+    if not (path / ".gitignore").exists():
+        (path / ".gitignore").write_text(_GITIGNORE)
+    if not (path / "README.md").exists():
+        (path / "README.md").write_text(_README)
+    return Workspace(path)
