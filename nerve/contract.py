@@ -74,25 +74,37 @@ class WorkflowTrigger:
             return _parse_directive(value)
         if isinstance(value, Mapping):
             return _parse_mapping(value)
-        raise WorkflowError(f"workflow trigger must be a string or mapping, got {type(value).__name__}")
+        raise WorkflowError(
+            f"workflow trigger must be a string or mapping, got {type(value).__name__}"
+        )
 
     def checked(self) -> WorkflowTrigger:
         if not isinstance(self.name, str) or not self.name.strip():
             raise WorkflowError("workflow trigger needs a non-empty name")
         if not isinstance(self.prompt, str):
-            raise WorkflowError(f"workflow prompt must be a string, got {type(self.prompt).__name__}")
+            raise WorkflowError(
+                f"workflow prompt must be a string, got {type(self.prompt).__name__}"
+            )
         rounds = self.max_rounds
         if rounds is not None and (
-            isinstance(rounds, bool) or not isinstance(rounds, int) or not 1 <= rounds <= MAX_ROUNDS_LIMIT
+            isinstance(rounds, bool)
+            or not isinstance(rounds, int)
+            or not 1 <= rounds <= MAX_ROUNDS_LIMIT
         ):
-            raise WorkflowError(f"max_rounds {rounds!r} must be an integer in 1..{MAX_ROUNDS_LIMIT}")
+            raise WorkflowError(
+                f"max_rounds {rounds!r} must be an integer in 1..{MAX_ROUNDS_LIMIT}"
+            )
         if not isinstance(self.dry_run, bool):
             raise WorkflowError(f"dry_run must be true or false, got {self.dry_run!r}")
         return self
 
     def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "max_rounds": self.max_rounds, "prompt": self.prompt,
-                "dry_run": self.dry_run}
+        return {
+            "name": self.name,
+            "max_rounds": self.max_rounds,
+            "prompt": self.prompt,
+            "dry_run": self.dry_run,
+        }
 
 
 def _parse_directive(text: str) -> WorkflowTrigger:
@@ -103,7 +115,9 @@ def _parse_directive(text: str) -> WorkflowTrigger:
     try:
         max_rounds = int(rounds.strip())
     except ValueError:
-        raise WorkflowError(f"workflow directive {text!r}: max_rounds {rounds!r} is not an integer") from None
+        raise WorkflowError(
+            f"workflow directive {text!r}: max_rounds {rounds!r} is not an integer"
+        ) from None
     return WorkflowTrigger(name.strip(), max_rounds, prompt).checked()
 
 
@@ -163,14 +177,18 @@ def normalise_result(returned: Any, previous_state: Any) -> Result:
             "compute must return nerve.Result, a mapping with a 'state' key, or None; "
             f"got {type(returned).__name__}"
         )
-    if not isinstance(result.observations, Sequence) or isinstance(result.observations, str | bytes):
+    if not isinstance(result.observations, Sequence) or isinstance(
+        result.observations, str | bytes
+    ):
         raise SenseError("observations must be a list of nerve.Observation")
     obs = []
-    for item in result.observations:
-        if isinstance(item, Mapping):
-            item = Observation(**item)
+    for raw in result.observations:
+        item = Observation(**raw) if isinstance(raw, Mapping) else raw
         if not isinstance(item, Observation):
-            raise SenseError(f"observation must be nerve.Observation or a mapping, got {type(item).__name__}")
+            raise SenseError(
+                f"observation must be nerve.Observation or a mapping, got {type(item).__name__}"
+            )
         obs.append(item.normalised())
-    return Result(state=result.state, observations=tuple(obs), workflow=result.workflow,
-                  signal=result.signal)
+    return Result(
+        state=result.state, observations=tuple(obs), workflow=result.workflow, signal=result.signal
+    )

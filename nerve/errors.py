@@ -1,14 +1,14 @@
 """Every error nerve raises on purpose.
 
     NerveError                  root: catch this to catch anything nerve means to raise
-    ├── UsageError              a caller passed something nerve cannot use (bad flag value, bad JSON)
+    ├── UsageError              a caller passed something nerve cannot use (bad flag, bad JSON)
     ├── ClockError              a remote HLC stamp is too far ahead, or a stamp went backwards
     ├── EventError              an event field is out of range or has the wrong type
     ├── LogError                the event log cannot do what was asked
     │   ├── WriterLocked        a second writer tried to open a log another process holds
     │   ├── LogCorrupt          stored bytes do not match what they claim (names file, row, field)
     │   └── OrderError          an imported event does not sort after the log's newest
-    ├── ConfigError             nerve.yaml (or another workspace file) is invalid; names file, line, path
+    ├── ConfigError             nerve.yaml or another workspace file is invalid (file, line, path)
     ├── SenseError              a sense could not be loaded or broke its contract
     ├── WorkflowError           a workflow definition or run request is invalid
     ├── CheckError              a gate-check manifest is invalid or a check cannot be fired

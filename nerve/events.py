@@ -6,6 +6,7 @@ An event's id is blake3 over a fixed-order, length-prefixed encoding of every fi
 
 from __future__ import annotations
 
+import json
 import re
 import struct
 from dataclasses import dataclass, field
@@ -85,7 +86,9 @@ def parse_source(text: str | int) -> int:
         return int(SourceClass[name.upper()])
     except KeyError:
         names = ", ".join(s.name.lower() for s in SourceClass)
-        raise EventError(f"unknown source class {text!r} (one of {names}, or vendor:<code>)") from None
+        raise EventError(
+            f"unknown source class {text!r} (one of {names}, or vendor:<code>)"
+        ) from None
 
 
 def check_source(code: int) -> int:
@@ -126,6 +129,16 @@ def payload_bytes(payload: Any) -> bytes:
     if isinstance(payload, bytes | bytearray | memoryview):
         return bytes(payload)
     return canonical_json(payload)
+
+
+def decode_payload(data: bytes) -> Any:
+    """Payload bytes as a JSON value, or ``None`` when empty or not JSON."""
+    if not data:
+        return None
+    try:
+        return json.loads(data)
+    except (ValueError, UnicodeDecodeError):
+        return None
 
 
 def cid(data: bytes) -> bytes:
@@ -188,14 +201,31 @@ class Event:
     id: bytes = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        validate_fields(self.hlc, self.node, self.kind, self.subject, self.source, self.trust,
-                        self.valid_time_ns, self.line)
+        validate_fields(
+            self.hlc,
+            self.node,
+            self.kind,
+            self.subject,
+            self.source,
+            self.trust,
+            self.valid_time_ns,
+            self.line,
+        )
         pcid = cid(self.payload)
         object.__setattr__(self, "payload_cid", pcid)
         object.__setattr__(self, "hlc", Hlc(*self.hlc))
         object.__setattr__(self, "trust", Trust(self.trust))
-        pre = id_preimage(self.hlc, self.node, self.kind, self.subject, self.source,
-                          self.trust, self.valid_time_ns, pcid, self.line)
+        pre = id_preimage(
+            self.hlc,
+            self.node,
+            self.kind,
+            self.subject,
+            self.source,
+            self.trust,
+            self.valid_time_ns,
+            pcid,
+            self.line,
+        )
         object.__setattr__(self, "id", cid(pre))
 
     @property
@@ -208,15 +238,7 @@ class Event:
 
     def json_payload(self) -> Any:
         """The payload decoded as JSON, or ``None`` if it is empty or not JSON."""
-        from nerve.log.codec import decode_payload
-
         return decode_payload(self.payload)
-
-    def to_json(self) -> dict[str, Any]:
-        """The form ``nerve tail --json`` prints and ``nerve import`` reads."""
-        from nerve.log.codec import event_to_json
-
-        return event_to_json(self)
 
 
 def validate_fields(

@@ -23,12 +23,21 @@ from nerve.workspace import Workspace
 
 def read_jsonl(stream: IO[str], name: str) -> Iterator[tuple[int, Any]]:
     """Yield ``(line_number, value)`` for each non-blank line; junk names file and line."""
-    for number, text in enumerate(stream, start=1):
+    number = 0
+    lines = iter(stream)
+    while True:
+        try:
+            text = next(lines)
+        except StopIteration:
+            return
+        except UnicodeDecodeError:
+            raise UsageError(f"{name}:{number + 1}: not UTF-8 text") from None
+        number += 1
         if not text.strip():
             continue
         try:
             yield number, json.loads(text)
-        except ValueError as exc:
+        except json.JSONDecodeError as exc:
             raise UsageError(f"{name}:{number}: not valid JSON: {exc.msg}") from None
 
 
@@ -73,12 +82,15 @@ class TailFilter:
         if self.kinds:
             table = table.filter(pc.is_in(table.column("kind"), pa.array(self.kinds)))
         if self.sources:
-            table = table.filter(pc.is_in(table.column("source"), pa.array(self.sources, pa.uint32())))
+            table = table.filter(
+                pc.is_in(table.column("source"), pa.array(self.sources, pa.uint32()))
+            )
         return table
 
 
-def tail_rows(ws: Workspace, *, count: int | None, filt: TailFilter,
-              since: Hlc = HLC_ZERO) -> tuple[list[dict[str, Any]], Hlc]:
+def tail_rows(
+    ws: Workspace, *, count: int | None, filt: TailFilter, since: Hlc = HLC_ZERO
+) -> tuple[list[dict[str, Any]], Hlc]:
     """The last ``count`` matching events (all if None) as wire dicts, and the newest stamp."""
     snap = snapshot(ws.log_root)
     table = filt.apply(table_since(snap, since))
@@ -87,8 +99,14 @@ def tail_rows(ws: Workspace, *, count: int | None, filt: TailFilter,
     return [row_to_json(r) for r in table.to_pylist()], max(since, snap.newest)
 
 
-def follow(ws: Workspace, *, filt: TailFilter, since: Hlc, poll_s: float = 0.2,
-           stop_after_s: float | None = None) -> Iterator[dict[str, Any]]:
+def follow(
+    ws: Workspace,
+    *,
+    filt: TailFilter,
+    since: Hlc,
+    poll_s: float = 0.2,
+    stop_after_s: float | None = None,
+) -> Iterator[dict[str, Any]]:
     """Yield new matching events as another process appends them."""
     started = time.monotonic()
     while stop_after_s is None or time.monotonic() - started < stop_after_s:
@@ -105,8 +123,9 @@ def replay(ws: Workspace, *, full: bool) -> VerifyReport:
     if full:
         return verify(ws.log_root)
     digest = replay_digest(ws.log_root)
-    return VerifyReport(events=digest.events, digest=digest.digest,
-                        segments=len(snapshot(ws.log_root).segments))
+    return VerifyReport(
+        events=digest.events, digest=digest.digest, segments=len(snapshot(ws.log_root).segments)
+    )
 
 
 def parse_payload_arg(text: str | None) -> Any:
@@ -114,5 +133,7 @@ def parse_payload_arg(text: str | None) -> Any:
         return None
     try:
         return json.loads(text)
-    except ValueError as exc:
-        raise UsageError(f"--payload is not valid JSON: {exc.msg}", hint="quote it: --payload '{\"k\": 1}'") from None
+    except json.JSONDecodeError as exc:
+        raise UsageError(
+            f"--payload is not valid JSON: {exc.msg}", hint="quote it: --payload '{\"k\": 1}'"
+        ) from None

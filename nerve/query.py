@@ -84,8 +84,8 @@ def _create_views(conn: duckdb.DuckDBPyConnection, projections: list[Projection]
             except duckdb.Error as exc:
                 failed.append((proj, exc))
         if len(failed) == len(pending):
-            proj, exc = failed[0]
-            raise UsageError(f"{proj.path}: projection does not load: {exc}")
+            first, error = failed[0]
+            raise UsageError(f"{first.path}: projection does not load: {error}")
         pending = [p for p, _ in failed]
 
 

@@ -11,6 +11,7 @@ import typer
 from nerve.cli.output import console, dumps, emit_json, is_terminal, render_rows
 from nerve.errors import UsageError
 from nerve.events import parse_source, parse_trust
+from nerve.log.codec import event_to_json
 from nerve.log.store import Draft
 from nerve.logops import (
     TailFilter,
@@ -44,21 +45,31 @@ def _open_input(path: str) -> tuple[IO[str], str]:
     return target.open(encoding="utf-8"), str(target)
 
 
-def init(directory: Annotated[Path, typer.Argument(help="Folder to create the workspace in.")]) -> None:
+def init(
+    directory: Annotated[Path, typer.Argument(help="Folder to create the workspace in.")],
+) -> None:
     """Create a workspace: nerve.yaml, senses/, workflows/, projections/, data/."""
     ws = init_workspace(directory)
     typer.echo(f"created workspace {ws.root}")
 
 
 def emit_cmd(
-    source: Annotated[str | None, typer.Option("--source", "-s", help="Source class, e.g. shell or vendor:1100.")] = None,
-    trust: Annotated[str, typer.Option("--trust", "-t", help="Attested, FirstParty, Inferred or Untrusted.")] = "Untrusted",
+    source: Annotated[
+        str | None, typer.Option("--source", "-s", help="Source class, e.g. shell or vendor:1100.")
+    ] = None,
+    trust: Annotated[
+        str, typer.Option("--trust", "-t", help="Attested, FirstParty, Inferred or Untrusted.")
+    ] = "Untrusted",
     line: Annotated[str, typer.Option("--line", "-l", help="The event's text line.")] = "",
     payload: Annotated[str | None, typer.Option("--payload", "-p", help="Payload as JSON.")] = None,
-    valid_time: Annotated[int | None, typer.Option("--valid-time", help="Observation time in ns (data, not clock).")] = None,
+    valid_time: Annotated[
+        int | None, typer.Option("--valid-time", help="Observation time in ns (data, not clock).")
+    ] = None,
     kind: Annotated[str, typer.Option("--kind", help="Event kind.")] = "observation",
     subject: Annotated[str, typer.Option("--subject", help="Subject (a sense, run, path…).")] = "",
-    jsonl: Annotated[str | None, typer.Option("--jsonl", help="Append a batch: JSON lines from FILE or -.")] = None,
+    jsonl: Annotated[
+        str | None, typer.Option("--jsonl", help="Append a batch: JSON lines from FILE or -.")
+    ] = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Append an event (or a batch with --jsonl) and print what was stored."""
@@ -71,17 +82,28 @@ def emit_cmd(
     elif source is None:
         raise UsageError("--source is required", hint="e.g. nerve emit --source shell --line 'ls'")
     else:
-        drafts = [Draft.of(kind, source=parse_source(source), trust=parse_trust(trust), line=line,
-                           payload=parse_payload_arg(payload), subject=subject, valid_time_ns=valid_time)]
+        drafts = [
+            Draft.of(
+                kind,
+                source=parse_source(source),
+                trust=parse_trust(trust),
+                line=line,
+                payload=parse_payload_arg(payload),
+                subject=subject,
+                valid_time_ns=valid_time,
+            )
+        ]
     events = emit(ws, drafts)
     for ev in events:
         if as_json:
-            emit_json(ev.to_json())
+            emit_json(event_to_json(ev))
         else:
             typer.echo(f"{ev.hlc} {ev.id.hex()}")
 
 
-def import_cmd(path: Annotated[str, typer.Argument(help="JSON lines of whole events, or - for stdin.")]) -> None:
+def import_cmd(
+    path: Annotated[str, typer.Argument(help="JSON lines of whole events, or - for stdin.")],
+) -> None:
     """Import whole events (hlc, node kept); they must sort after the log's newest."""
     stream, name = _open_input(path)
     count = import_stream(_ws(), stream, name)
@@ -89,7 +111,9 @@ def import_cmd(path: Annotated[str, typer.Argument(help="JSON lines of whole eve
 
 
 def replay_cmd(
-    verify_: Annotated[bool, typer.Option("--verify", help="Recompute every id, address and the manifest chain.")] = False,
+    verify_: Annotated[
+        bool, typer.Option("--verify", help="Recompute every id, address and the manifest chain.")
+    ] = False,
     as_json: JsonFlag = False,
 ) -> None:
     """Replay the log and print its digest; with --verify, check everything."""
@@ -114,7 +138,9 @@ def seal_cmd() -> None:
 
 
 def compact_cmd(
-    target_rows: Annotated[int, typer.Option("--target-rows", help="Largest segment to build.")] = 1_000_000,
+    target_rows: Annotated[
+        int, typer.Option("--target-rows", help="Largest segment to build.")
+    ] = 1_000_000,
 ) -> None:
     """Merge small adjacent segments; the events and the digest are unchanged."""
     with _ws().open_log() as log:
@@ -122,27 +148,45 @@ def compact_cmd(
     typer.echo(f"merged {result.merged} segments into {result.written} ({result.rows} events)")
 
 
-def query_cmd(sql: Annotated[str, typer.Argument(help="SQL over `events` and the projections.")],
-              as_json: JsonFlag = False, as_csv: CsvFlag = False) -> None:
+def query_cmd(
+    sql: Annotated[str, typer.Argument(help="SQL over `events` and the projections.")],
+    as_json: JsonFlag = False,
+    as_csv: CsvFlag = False,
+) -> None:
     """Run SQL in DuckDB over the log."""
     result = run_query(_ws().connect(), sql)
-    render_rows(result.columns, result.rows, fmt="json" if as_json else "csv" if as_csv else "table")
+    render_rows(
+        result.columns, result.rows, fmt="json" if as_json else "csv" if as_csv else "table"
+    )
 
 
 TAIL_COLUMNS = ["hlc", "node", "kind", "source", "trust", "subject", "line"]
 
 
 def _tail_cells(row: dict[str, Any]) -> list[Any]:
-    return [f"{row['hlc'][0]}.{row['hlc'][1]}", row["node"], row["kind"], row["source"],
-            row["trust"], row["subject"], row["line"]]
+    return [
+        f"{row['hlc'][0]}.{row['hlc'][1]}",
+        row["node"],
+        row["kind"],
+        row["source"],
+        row["trust"],
+        row["subject"],
+        row["line"],
+    ]
 
 
 def tail_cmd(
     n: Annotated[int, typer.Option("-n", help="How many of the newest events.")] = 20,
     all_: Annotated[bool, typer.Option("--all", help="Every event.")] = False,
-    follow_: Annotated[bool, typer.Option("-f", "--follow", help="Keep printing new events.")] = False,
-    kind: Annotated[list[str] | None, typer.Option("--kind", help="Only this kind (repeatable).")] = None,
-    source: Annotated[list[str] | None, typer.Option("--source", help="Only this source class (repeatable).")] = None,
+    follow_: Annotated[
+        bool, typer.Option("-f", "--follow", help="Keep printing new events.")
+    ] = False,
+    kind: Annotated[
+        list[str] | None, typer.Option("--kind", help="Only this kind (repeatable).")
+    ] = None,
+    source: Annotated[
+        list[str] | None, typer.Option("--source", help="Only this source class (repeatable).")
+    ] = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Print the newest events; --json prints exactly what `nerve import` reads."""
@@ -151,24 +195,29 @@ def tail_cmd(
     rows, newest = tail_rows(ws, count=None if all_ else n, filt=filt)
     if as_json or not is_terminal():
         for row in rows:
-            sys.stdout.write((dumps(row) if as_json else "\t".join(map(str, _tail_cells(row)))) + "\n")
+            sys.stdout.write(
+                (dumps(row) if as_json else "\t".join(map(str, _tail_cells(row)))) + "\n"
+            )
         sys.stdout.flush()
         if follow_:
             for row in follow(ws, filt=filt, since=newest):
-                sys.stdout.write((dumps(row) if as_json else "\t".join(map(str, _tail_cells(row)))) + "\n")
+                sys.stdout.write(
+                    (dumps(row) if as_json else "\t".join(map(str, _tail_cells(row)))) + "\n"
+                )
                 sys.stdout.flush()
         return
     _tail_live(ws, rows, newest, filt, follow_, n)
 
 
-def _tail_live(ws: Any, rows: list[dict[str, Any]], newest: Any, filt: TailFilter,
-               follow_: bool, n: int) -> None:
+def _tail_live(
+    ws: Any, rows: list[dict[str, Any]], newest: Any, filt: TailFilter, follow_: bool, n: int
+) -> None:
     from rich.live import Live
     from rich.table import Table
 
     def table() -> Table:
         t = Table(*TAIL_COLUMNS, expand=False)
-        for row in rows[-max(n, 1):] if follow_ else rows:
+        for row in rows[-max(n, 1) :] if follow_ else rows:
             t.add_row(*(str(c) for c in _tail_cells(row)))
         return t
 
@@ -186,8 +235,10 @@ def payload_cmd(cid: Annotated[str, typer.Argument(help="Payload address (hex)."
     """Print the payload bytes stored under a content address."""
     if len(cid) != 64 or any(c not in "0123456789abcdef" for c in cid.lower()):
         raise UsageError(f"{cid!r} is not a 64-hex-digit address")
-    result = run_query(_ws().connect(),
-                       f"SELECT payload FROM events WHERE payload_cid = from_hex('{cid.lower()}') LIMIT 1")
+    result = run_query(
+        _ws().connect(),
+        f"SELECT payload FROM events WHERE payload_cid = from_hex('{cid.lower()}') LIMIT 1",
+    )
     if not result.rows:
         raise UsageError(f"no payload with address {cid}")
     sys.stdout.buffer.write(bytes(result.rows[0][0]))

@@ -35,8 +35,12 @@ STATE = State()
 def _main(
     workspace: Annotated[
         Path | None,
-        typer.Option("--workspace", "-w", help="Workspace folder (default: the current folder).",
-                     envvar="NERVE_WORKSPACE"),
+        typer.Option(
+            "--workspace",
+            "-w",
+            help="Workspace folder (default: the current folder).",
+            envvar="NERVE_WORKSPACE",
+        ),
     ] = None,
 ) -> None:
     STATE.workspace_arg = workspace

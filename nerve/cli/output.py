@@ -19,8 +19,9 @@ from nerve.query import jsonable
 def console(file: TextIO | None = None) -> Console:
     """A console that styles only on a terminal and honours ``NO_COLOR``."""
     out = file or sys.stdout
-    return Console(file=out, no_color=bool(os.environ.get("NO_COLOR")), highlight=False,
-                   soft_wrap=False)
+    return Console(
+        file=out, no_color=bool(os.environ.get("NO_COLOR")), highlight=False, soft_wrap=False
+    )
 
 
 def is_terminal(file: TextIO | None = None) -> bool:
@@ -37,8 +38,14 @@ def emit_json(value: Any, file: TextIO | None = None) -> None:
     (file or sys.stdout).write(dumps(value) + "\n")
 
 
-def render_rows(columns: Sequence[str], rows: Sequence[Sequence[Any]], *, fmt: str,
-                title: str | None = None, file: TextIO | None = None) -> None:
+def render_rows(
+    columns: Sequence[str],
+    rows: Sequence[Sequence[Any]],
+    *,
+    fmt: str,
+    title: str | None = None,
+    file: TextIO | None = None,
+) -> None:
     """Print rows as ``json`` (one object per line), ``csv``, or a table/tab-separated text."""
     out = file or sys.stdout
     if fmt == "json":

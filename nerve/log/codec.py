@@ -7,7 +7,6 @@ The batch path builds every row's id preimage with Arrow kernels (the same bytes
 from __future__ import annotations
 
 import base64
-import json
 import struct
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -25,6 +24,7 @@ from nerve.events import (
     Event,
     Trust,
     check_kind,
+    decode_payload,
     parse_source,
     parse_trust,
     payload_bytes,
@@ -99,7 +99,10 @@ def preimages(batch: pa.Table | pa.RecordBatch) -> pa.Array:
     hlc["l"] = col("logical").to_numpy(zero_copy_only=False)
     source = col("source").to_numpy(zero_copy_only=False).astype(">u4")
     trust = col("trust").to_numpy(zero_copy_only=False).astype(np.uint8)
-    parts: list[Any] = [_scalar(_u32(len(ID_TAG)) + ID_TAG + _u32(12)), _fixed(hlc.tobytes(), 12, count)]
+    parts: list[Any] = [
+        _scalar(_u32(len(ID_TAG)) + ID_TAG + _u32(12)),
+        _fixed(hlc.tobytes(), 12, count),
+    ]
     for name in ("node", "kind", "subject"):
         parts += _prefixed(col(name))
     parts += [_scalar(_u32(4)), _fixed(source.tobytes(), 4, count)]
@@ -116,8 +119,8 @@ def hash_each(values: pa.Array | pa.ChunkedArray) -> bytes:
     out: list[bytes] = []
     hasher = blake3.blake3()
     update, digest, reset, append = hasher.update, hasher.digest, hasher.reset, out.append
-    for chunk in chunks:
-        chunk = chunk.cast(pa.binary())
+    for raw in chunks:
+        chunk = raw.cast(pa.binary())
         if len(chunk) == 0:
             continue
         offsets = np.frombuffer(chunk.buffers()[1], dtype=np.int32)
@@ -173,16 +176,25 @@ def build_table(
     else:
         physical = pa.array([s[0] for s in stamps], pa.int64())
         logical = pa.array([s[1] for s in stamps], pa.uint32())
-    nodes = pa.array([node] * count, pa.string()) if isinstance(node, str) else pa.array(node, pa.string())
+    nodes = (
+        pa.array([node] * count, pa.string())
+        if isinstance(node, str)
+        else pa.array(node, pa.string())
+    )
     payloads = pa.array(payload, pa.binary())
     cids = hash_each(payloads)
     columns = [
-        physical, logical, nodes,
-        pa.array(kind, pa.string()), pa.array(subject, pa.string()),
-        pa.array(source, pa.uint32()), pa.array(trust, pa.uint8()),
+        physical,
+        logical,
+        nodes,
+        pa.array(kind, pa.string()),
+        pa.array(subject, pa.string()),
+        pa.array(source, pa.uint32()),
+        pa.array(trust, pa.uint8()),
         pa.array(valid_time_ns, pa.int64()),
         pa.FixedSizeBinaryArray.from_buffers(pa.binary(32), count, [None, pa.py_buffer(cids)]),
-        payloads, pa.array(line, pa.string()),
+        payloads,
+        pa.array(line, pa.string()),
     ]
     partial = pa.RecordBatch.from_arrays(columns, names=COLUMNS[:-1])
     ids = ids_of(partial)
@@ -197,9 +209,13 @@ def table_from_events(events: Iterable[Event]) -> pa.Table:
         return EMPTY
     table = build_table(
         [e.hlc for e in evs],
-        node=[e.node for e in evs], kind=[e.kind for e in evs], subject=[e.subject for e in evs],
-        source=[e.source for e in evs], trust=[int(e.trust) for e in evs],
-        valid_time_ns=[e.valid_time_ns for e in evs], payload=[e.payload for e in evs],
+        node=[e.node for e in evs],
+        kind=[e.kind for e in evs],
+        subject=[e.subject for e in evs],
+        source=[e.source for e in evs],
+        trust=[int(e.trust) for e in evs],
+        valid_time_ns=[e.valid_time_ns for e in evs],
+        payload=[e.payload for e in evs],
         line=[e.line for e in evs],
     )
     return table
@@ -210,22 +226,18 @@ def events_from_table(table: pa.Table) -> list[Event]:
     rows = table.to_pylist()
     return [
         Event(
-            hlc=Hlc(r["physical_ns"], r["logical"]), node=r["node"], kind=r["kind"],
-            subject=r["subject"], source=r["source"], trust=Trust(r["trust"]),
-            valid_time_ns=r["valid_time_ns"], payload=r["payload"], line=r["line"],
+            hlc=Hlc(r["physical_ns"], r["logical"]),
+            node=r["node"],
+            kind=r["kind"],
+            subject=r["subject"],
+            source=r["source"],
+            trust=Trust(r["trust"]),
+            valid_time_ns=r["valid_time_ns"],
+            payload=r["payload"],
+            line=r["line"],
         )
         for r in rows
     ]
-
-
-def decode_payload(data: bytes) -> Any:
-    """The payload as a JSON value, or ``None`` when empty or not JSON."""
-    if not data:
-        return None
-    try:
-        return json.loads(data)
-    except (ValueError, UnicodeDecodeError):
-        return None
 
 
 def _payload_wire(data: bytes) -> dict[str, Any]:
@@ -262,16 +274,32 @@ def row_to_json(row: dict[str, Any]) -> dict[str, Any]:
 def event_to_json(event: Event) -> dict[str, Any]:
     return row_to_json(
         {
-            "physical_ns": event.hlc.physical_ns, "logical": event.hlc.logical,
-            "node": event.node, "kind": event.kind, "subject": event.subject,
-            "source": event.source, "trust": int(event.trust),
-            "valid_time_ns": event.valid_time_ns, "line": event.line,
-            "payload_cid": event.payload_cid, "id": event.id, "payload": event.payload,
+            "physical_ns": event.hlc.physical_ns,
+            "logical": event.hlc.logical,
+            "node": event.node,
+            "kind": event.kind,
+            "subject": event.subject,
+            "source": event.source,
+            "trust": int(event.trust),
+            "valid_time_ns": event.valid_time_ns,
+            "line": event.line,
+            "payload_cid": event.payload_cid,
+            "id": event.id,
+            "payload": event.payload,
         }
     )
 
 
-_DRAFT_KEYS = {"source", "trust", "line", "payload", "payload_b64", "valid_time_ns", "kind", "subject"}
+_DRAFT_KEYS = {
+    "source",
+    "trust",
+    "line",
+    "payload",
+    "payload_b64",
+    "valid_time_ns",
+    "kind",
+    "subject",
+}
 _WIRE_KEYS = _DRAFT_KEYS | {"hlc", "node", "id", "payload_cid"}
 
 
@@ -332,8 +360,16 @@ def event_from_json(obj: Any) -> Event:
         raise EventError(f"hlc must be [physical_ns, logical] integers, got {hlc!r}")
     fields = _draft_fields(obj, "observation")
     node = obj["node"]
-    validate_fields(Hlc(*hlc), node, fields["kind"], fields["subject"], fields["source"],
-                    fields["trust"], fields["valid_time_ns"], fields["line"])
+    validate_fields(
+        Hlc(*hlc),
+        node,
+        fields["kind"],
+        fields["subject"],
+        fields["source"],
+        fields["trust"],
+        fields["valid_time_ns"],
+        fields["line"],
+    )
     event = Event(hlc=Hlc(*hlc), node=node, **fields)
     _check_claimed(obj, "payload_cid", event.payload_cid)
     _check_claimed(obj, "id", event.id)

@@ -26,10 +26,14 @@ class WriterLock:
             os.close(self._fd)
             raise WriterLocked(
                 f"the event log at {path.parent} already has a writer: {holder}",
-                hint="stop that process, or send writes through it (`nerve emit` does when a daemon runs)",
+                hint="stop that process, or write through it (`nerve emit` does so for a daemon)",
             ) from None
-        info = {"pid": os.getpid(), "host": socket.gethostname(),
-                "argv": " ".join(sys.argv[:4]), "since_ns": time.time_ns()}
+        info = {
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "argv": " ".join(sys.argv[:4]),
+            "since_ns": time.time_ns(),
+        }
         os.ftruncate(self._fd, 0)
         os.pwrite(self._fd, json.dumps(info).encode(), 0)
 

@@ -32,13 +32,23 @@ class SegmentInfo:
     root: str  # blake3 hex over the segment's event ids, in order
 
     def to_json(self) -> dict[str, Any]:
-        return {"segment": self.name, "rows": self.rows, "min": list(self.min_hlc),
-                "max": list(self.max_hlc), "root": self.root}
+        return {
+            "segment": self.name,
+            "rows": self.rows,
+            "min": list(self.min_hlc),
+            "max": list(self.max_hlc),
+            "root": self.root,
+        }
 
     @classmethod
     def from_json(cls, obj: dict[str, Any]) -> SegmentInfo:
-        return cls(str(obj["segment"]), int(obj["rows"]), Hlc(*obj["min"]), Hlc(*obj["max"]),
-                   str(obj["root"]))
+        return cls(
+            str(obj["segment"]),
+            int(obj["rows"]),
+            Hlc(*obj["min"]),
+            Hlc(*obj["max"]),
+            str(obj["root"]),
+        )
 
 
 @dataclass
@@ -119,11 +129,16 @@ def _parse_line(path: Path, number: int, raw: bytes, state: ManifestState) -> di
     if not isinstance(rec, dict) or canonical_json(rec) != raw:
         raise LogCorrupt(f"{where}: record is not canonical JSON (edited?)")
     if rec.get("seq") != len(state.records):
-        raise LogCorrupt(f"{where}: seq {rec.get('seq')} where {len(state.records)} was expected "
-                         "(a record was removed, duplicated or reordered)")
+        raise LogCorrupt(
+            f"{where}: seq {rec.get('seq')} where {len(state.records)} was expected "
+            "(a record was removed, duplicated or reordered)"
+        )
     if rec.get("prev") != state.head:
-        raise LogCorrupt(f"{where}: prev does not match the previous record's hash "
-                         "(a record was edited, removed or reordered)")
+        before = f"line {number - 1}" if number > 1 else "the genesis (zero) hash"
+        raise LogCorrupt(
+            f"{where}: prev does not match the hash of {before} "
+            f"({before} was edited, or a record was removed or reordered)"
+        )
     try:
         for obj in rec.get("add", []):
             SegmentInfo.from_json(obj)

@@ -36,7 +36,7 @@ class Snapshot:
 
     @property
     def count(self) -> int:
-        return sum(s.rows for s in self.segments) + self.tail.num_rows
+        return sum(s.rows for s in self.segments) + int(self.tail.num_rows)
 
     @property
     def newest(self) -> Hlc:
@@ -52,8 +52,12 @@ def snapshot(root: Path) -> Snapshot:
     for _ in range(SNAPSHOT_TRIES):
         state = read_manifest(paths.manifest)
         try:
-            tables = [t for g, p in paths.wal_files() if g > state.sealed_gen
-                      for t in scan(p, strict=False).tables]
+            tables = [
+                t
+                for g, p in paths.wal_files()
+                if g > state.sealed_gen
+                for t in scan(p, strict=False).tables
+            ]
         except FileNotFoundError:
             continue  # a seal finished between listing and reading
         if read_manifest(paths.manifest).head == state.head:
@@ -62,7 +66,9 @@ def snapshot(root: Path) -> Snapshot:
     raise LogError(f"{paths.root}: the log kept changing while reading it; try again")
 
 
-def table_since(snap: Snapshot, since: Hlc = HLC_ZERO, columns: list[str] | None = None) -> pa.Table:
+def table_since(
+    snap: Snapshot, since: Hlc = HLC_ZERO, columns: list[str] | None = None
+) -> pa.Table:
     """All events strictly after ``since`` in HLC order, as one table."""
     parts: list[pa.Table] = []
     for info, path in zip(snap.segments, snap.files, strict=True):
@@ -81,8 +87,10 @@ def _tail_since(tail: pa.Table, since: Hlc) -> pa.Table:
     import pyarrow.compute as pc
 
     phys, logi = tail.column("physical_ns"), tail.column("logical")
-    keep = pc.or_(pc.greater(phys, since.physical_ns),
-                  pc.and_(pc.equal(phys, since.physical_ns), pc.greater(logi, since.logical)))
+    keep = pc.or_(
+        pc.greater(phys, since.physical_ns),
+        pc.and_(pc.equal(phys, since.physical_ns), pc.greater(logi, since.logical)),
+    )
     return tail.filter(keep)
 
 

@@ -18,8 +18,12 @@ from nerve.log.manifest import SegmentInfo
 from nerve.log.wal import fsync_dir
 
 ROW_GROUP = 131_072
-SORT_KEYS = [("physical_ns", "ascending"), ("logical", "ascending"), ("node", "ascending"),
-             ("id", "ascending")]
+SORT_KEYS = [
+    ("physical_ns", "ascending"),
+    ("logical", "ascending"),
+    ("node", "ascending"),
+    ("id", "ascending"),
+]
 _RAW_COLUMNS = ("id", "payload_cid")
 
 
@@ -44,11 +48,15 @@ def _encode(table: pa.Table) -> bytes:
     sink = pa.BufferOutputStream()
     compression = {name: ("none" if name in _RAW_COLUMNS else "zstd") for name in SCHEMA.names}
     pq.write_table(
-        table, sink, row_group_size=ROW_GROUP, compression=compression,
+        table,
+        sink,
+        row_group_size=ROW_GROUP,
+        compression=compression,
         use_dictionary=["node", "kind", "subject", "source", "trust"],
         write_statistics=["physical_ns", "logical", "kind", "source"],
     )
-    return sink.getvalue().to_pybytes()
+    data: bytes = sink.getvalue().to_pybytes()
+    return data
 
 
 def ids_root(ids: bytes) -> str:
@@ -68,14 +76,19 @@ def write_segment(folder: Path, table: pa.Table) -> SegmentInfo:
     try:
         view = memoryview(data)
         while view:
-            view = view[os.write(fd, view):]
+            view = view[os.write(fd, view) :]
         os.fsync(fd)
     finally:
         os.close(fd)
     os.replace(tmp, folder / f"{name}.parquet")
     fsync_dir(folder)
-    return SegmentInfo(name, table.num_rows, _hlc_at(table, 0), _hlc_at(table, -1),
-                       ids_root(fixed_bytes(table.column("id"))))
+    return SegmentInfo(
+        name,
+        table.num_rows,
+        _hlc_at(table, 0),
+        _hlc_at(table, -1),
+        ids_root(fixed_bytes(table.column("id"))),
+    )
 
 
 def _hlc_at(table: pa.Table, index: int) -> Hlc:
@@ -102,6 +115,8 @@ def read_since(path: Path, since: Hlc) -> pa.Table:
     if table.num_rows == 0:
         return table
     phys, logi = table.column("physical_ns"), table.column("logical")
-    keep = pc.or_(pc.greater(phys, since.physical_ns),
-                  pc.and_(pc.equal(phys, since.physical_ns), pc.greater(logi, since.logical)))
+    keep = pc.or_(
+        pc.greater(phys, since.physical_ns),
+        pc.and_(pc.equal(phys, since.physical_ns), pc.greater(logi, since.logical)),
+    )
     return table.filter(keep)

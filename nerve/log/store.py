@@ -79,16 +79,25 @@ class Draft:
     valid_time_ns: int | None = None
 
     @classmethod
-    def of(cls, kind: str = "observation", *, source: int = NERVE_SOURCE,
-           trust: int = Trust.UNTRUSTED, line: str = "", payload: Any = None,
-           subject: str = "", valid_time_ns: int | None = None) -> Draft:
+    def of(
+        cls,
+        kind: str = "observation",
+        *,
+        source: int = NERVE_SOURCE,
+        trust: int = Trust.UNTRUSTED,
+        line: str = "",
+        payload: Any = None,
+        subject: str = "",
+        valid_time_ns: int | None = None,
+    ) -> Draft:
         """Validate fields and encode the payload (bytes as given, else canonical JSON)."""
         check_kind(kind)
         check_source(source)
         if int(trust) not in (0, 1, 2, 3):
             raise EventError(f"trust {trust!r} is not 0..3")
-        return cls(kind, source, int(trust), str(line), payload_bytes(payload), str(subject),
-                   valid_time_ns)
+        return cls(
+            kind, source, int(trust), str(line), payload_bytes(payload), str(subject), valid_time_ns
+        )
 
 
 @dataclass(frozen=True)
@@ -153,8 +162,10 @@ class EventLog:
     def _check_live_segments(self) -> None:
         for info in self.manifest.segments():
             if not self.paths.segment(info.name).exists():
-                raise LogCorrupt(f"{self.paths.segment(info.name)}: live segment is missing",
-                                 hint="run `nerve replay --verify` for a full report")
+                raise LogCorrupt(
+                    f"{self.paths.segment(info.name)}: live segment is missing",
+                    hint="run `nerve replay --verify` for a full report",
+                )
 
     def _remove_orphans(self) -> None:
         known, now = self.manifest.known(), self._now()
@@ -162,7 +173,10 @@ class EventLog:
             name = path.name.removesuffix(".parquet")
             if path.name.startswith(".tmp-") or name not in known:
                 path.unlink()  # an interrupted seal: its WAL still holds the events
-            elif name in self.manifest.retired and now - self.manifest.retired[name] > self.retire_grace_ns:
+            elif (
+                name in self.manifest.retired
+                and now - self.manifest.retired[name] > self.retire_grace_ns
+            ):
                 path.unlink()
 
     def _recover_wal(self) -> list[pa.Table]:
@@ -174,7 +188,9 @@ class EventLog:
         scans = [scan(p) for _, p in live]
         last_gen = max([self.manifest.sealed_gen, *(g for g, _ in live)]) + (0 if live else 1)
         if scans and scans[-1].torn:
-            self._wal = WalWriter(self.paths.wal, last_gen, sync=self.sync, truncate_to=scans[-1].good_end)
+            self._wal = WalWriter(
+                self.paths.wal, last_gen, sync=self.sync, truncate_to=scans[-1].good_end
+            )
         else:
             self._wal = WalWriter(self.paths.wal, last_gen, sync=self.sync)
         fsync_dir(self.paths.wal)
@@ -205,22 +221,41 @@ class EventLog:
         if not drafts:
             return EMPTY
         return self.append_columns(
-            kind=[d.kind for d in drafts], subject=[d.subject for d in drafts],
-            source=[d.source for d in drafts], trust=[d.trust for d in drafts],
-            valid_time_ns=[d.valid_time_ns for d in drafts], payload=[d.payload for d in drafts],
+            kind=[d.kind for d in drafts],
+            subject=[d.subject for d in drafts],
+            source=[d.source for d in drafts],
+            trust=[d.trust for d in drafts],
+            valid_time_ns=[d.valid_time_ns for d in drafts],
+            payload=[d.payload for d in drafts],
             line=[d.line for d in drafts],
         )
 
-    def append_columns(self, *, kind: Sequence[str], subject: Sequence[str], source: Sequence[int],
-                       trust: Sequence[int], valid_time_ns: Sequence[int | None],
-                       payload: Sequence[bytes], line: Sequence[str]) -> pa.Table:
+    def append_columns(
+        self,
+        *,
+        kind: Sequence[str],
+        subject: Sequence[str],
+        source: Sequence[int],
+        trust: Sequence[int],
+        valid_time_ns: Sequence[int | None],
+        payload: Sequence[bytes],
+        line: Sequence[str],
+    ) -> pa.Table:
         """The fast path: already-validated columns, stamped as one run of the clock."""
         with self._mutex:
             count = len(kind)
             first = self.clock.reserve(count)
-            table = build_table((first.physical_ns, first.logical, count), node=self.node,
-                                kind=kind, subject=subject, source=source, trust=trust,
-                                valid_time_ns=valid_time_ns, payload=payload, line=line)
+            table = build_table(
+                (first.physical_ns, first.logical, count),
+                node=self.node,
+                kind=kind,
+                subject=subject,
+                source=source,
+                trust=trust,
+                valid_time_ns=valid_time_ns,
+                payload=payload,
+                line=line,
+            )
             self._commit(table, Hlc(first.physical_ns, first.logical + count - 1))
             return table
 
@@ -264,9 +299,17 @@ class EventLog:
             self._tail = []
             old.close()
             info = seg.write_segment(self.paths.segments, pa.concat_tables(tables))
-            append_record(self.paths.manifest, self.manifest,
-                          {"op": "seal", "add": [info.to_json()], "remove": [],
-                           "wal_gen": old.gen, "time_ns": self._now()})
+            append_record(
+                self.paths.manifest,
+                self.manifest,
+                {
+                    "op": "seal",
+                    "add": [info.to_json()],
+                    "remove": [],
+                    "wal_gen": old.gen,
+                    "time_ns": self._now(),
+                },
+            )
             for gen, path in self.paths.wal_files():
                 if gen <= old.gen:
                     path.unlink()
@@ -278,11 +321,20 @@ class EventLog:
         with self._mutex:
             merged = written = rows = 0
             for run in _small_runs(self.manifest.segments(), target_rows):
-                table = pa.concat_tables([seg.read_segment(self.paths.segment(s.name)) for s in run])
+                table = pa.concat_tables(
+                    [seg.read_segment(self.paths.segment(s.name)) for s in run]
+                )
                 info = seg.write_segment(self.paths.segments, table)
-                append_record(self.paths.manifest, self.manifest,
-                              {"op": "compact", "add": [info.to_json()],
-                               "remove": [s.name for s in run], "time_ns": self._now()})
+                append_record(
+                    self.paths.manifest,
+                    self.manifest,
+                    {
+                        "op": "compact",
+                        "add": [info.to_json()],
+                        "remove": [s.name for s in run],
+                        "time_ns": self._now(),
+                    },
+                )
                 merged, written, rows = merged + len(run), written + 1, rows + info.rows
             self._remove_orphans()
             return CompactResult(merged, written, rows)
@@ -308,11 +360,15 @@ def _check_import_order(events: list[Event], newest: Hlc) -> None:
     for index, ev in enumerate(events):
         key = (ev.hlc, ev.node, ev.id)
         if index == 0 and ev.hlc <= newest:
-            raise OrderError(f"event 1 has stamp {ev.hlc}, not after the log's newest {newest}; "
-                             "nothing was imported")
+            raise OrderError(
+                f"event 1 has stamp {ev.hlc}, not after the log's newest {newest}; "
+                "nothing was imported"
+            )
         if prev is not None and key <= prev:
-            raise OrderError(f"event {index + 1} (stamp {ev.hlc}) does not sort after event "
-                             f"{index} (stamp {prev[0]}); nothing was imported")
+            raise OrderError(
+                f"event {index + 1} (stamp {ev.hlc}) does not sort after event "
+                f"{index} (stamp {prev[0]}); nothing was imported"
+            )
         prev = key
 
 

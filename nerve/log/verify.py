@@ -56,8 +56,13 @@ class VerifyReport:
         return not self.problems
 
     def to_json(self) -> dict[str, Any]:
-        return {"events": self.events, "digest": self.digest, "ok": self.ok,
-                "segments": self.segments, "problems": [p.to_json() for p in self.problems]}
+        return {
+            "events": self.events,
+            "digest": self.digest,
+            "ok": self.ok,
+            "segments": self.segments,
+            "problems": [p.to_json() for p in self.problems],
+        }
 
 
 def _first_mismatch(a: bytes, b: bytes) -> int | None:
@@ -72,12 +77,16 @@ def _first_mismatch(a: bytes, b: bytes) -> int | None:
 
 def _row_problem(table: pa.Table, name: str) -> Problem | None:
     """The first row whose payload address or id does not match its fields."""
-    bad_cid = _first_mismatch(hash_each(table.column("payload")), fixed_bytes(table.column("payload_cid")))
+    bad_cid = _first_mismatch(
+        hash_each(table.column("payload")), fixed_bytes(table.column("payload_cid"))
+    )
     bad_id = _first_mismatch(ids_of(table), fixed_bytes(table.column("id")))
     if bad_cid is not None and (bad_id is None or bad_cid <= bad_id):
         return Problem(name, "payload bytes do not match payload_cid", bad_cid, "payload")
     if bad_id is not None:
-        return Problem(name, "id does not match the event's fields (a field was changed)", bad_id, "id")
+        return Problem(
+            name, "id does not match the event's fields (a field was changed)", bad_id, "id"
+        )
     return _order_problem(table, name)
 
 
@@ -92,9 +101,15 @@ def _order_problem(table: pa.Table, name: str) -> Problem | None:
     return None
 
 
+def _rel(paths: LogPaths, path: Path) -> str:
+    """A path as the user knows it: from the workspace when the log is in ``data/log``."""
+    base = paths.root.parent.parent if paths.root.parent.name == "data" else paths.root.parent
+    return str(path.relative_to(base))
+
+
 def _check_segment(paths: LogPaths, info: SegmentInfo, hasher: Any) -> tuple[list[Problem], int]:
     path = paths.segment(info.name)
-    name = str(path.relative_to(paths.root.parent))
+    name = _rel(paths, path)
     try:
         data = path.read_bytes()
     except FileNotFoundError:
@@ -118,9 +133,13 @@ def _segment_rows(table: pa.Table, info: SegmentInfo, name: str) -> list[Problem
     if row is not None:
         problems.append(row)
     if table.num_rows != info.rows:
-        problems.append(Problem(name, f"holds {table.num_rows} rows, the manifest says {info.rows}"))
+        problems.append(
+            Problem(name, f"holds {table.num_rows} rows, the manifest says {info.rows}")
+        )
     elif ids_root(fixed_bytes(table.column("id"))) != info.root:
-        problems.append(Problem(name, "ids do not match the manifest's root (rows changed or reordered)"))
+        problems.append(
+            Problem(name, "ids do not match the manifest's root (rows changed or reordered)")
+        )
     elif table.num_rows and (_stamp(table, 0) != info.min_hlc or _stamp(table, -1) != info.max_hlc):
         problems.append(Problem(name, "HLC range does not match the manifest"))
     return problems
@@ -130,8 +149,12 @@ def _merge(problems: list[Problem]) -> list[Problem]:
     """Fold a row-level finding into the file-level one so the first problem is precise."""
     if len(problems) >= 2 and problems[0].row is None and problems[1].row is not None:
         first, detail = problems[0], problems[1]
-        merged = Problem(first.file, f"{first.message}; first bad row: {detail.message}",
-                         detail.row, detail.field)
+        merged = Problem(
+            first.file,
+            f"{first.message}; first bad row: {detail.message}",
+            detail.row,
+            detail.field,
+        )
         return [merged, *problems[2:]]
     return problems
 
@@ -147,13 +170,15 @@ def verify(root: Path) -> VerifyReport:
     report = VerifyReport()
     errors: list[LogCorrupt] = []
     state = read_manifest(paths.manifest, errors=errors)
-    rel = str(paths.manifest.relative_to(paths.root.parent))
+    rel = _rel(paths, paths.manifest)
     report.problems += [Problem(rel, str(e).split(": ", 1)[-1]) for e in errors]
     hasher = blake3.blake3()
     previous: SegmentInfo | None = None
     for info in state.segments():
         if previous is not None and info.min_hlc < previous.max_hlc:
-            report.problems.append(Problem(rel, f"segment {info.name[:12]} overlaps the one before it"))
+            report.problems.append(
+                Problem(rel, f"segment {info.name[:12]} overlaps the one before it")
+            )
         problems, rows = _check_segment(paths, info, hasher)
         report.problems += problems
         report.events += rows
@@ -168,7 +193,7 @@ def _check_tail(paths: LogPaths, sealed_gen: int, report: VerifyReport, hasher: 
     for gen, path in paths.wal_files():
         if gen <= sealed_gen:
             continue
-        name = str(path.relative_to(paths.root.parent))
+        name = _rel(paths, path)
         try:
             wal = scan(path)
         except LogCorrupt as exc:

@@ -42,7 +42,7 @@ def encode_frame(table: pa.Table) -> bytes:
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, SCHEMA) as writer:
         writer.write_table(table)
-    body = sink.getvalue().to_pybytes()
+    body: bytes = sink.getvalue().to_pybytes()
     return _FRAME.pack(FRAME_MAGIC, len(body), zlib.crc32(body)) + body
 
 
@@ -50,7 +50,9 @@ def _decode_body(body: bytes, path: Path, offset: int) -> pa.Table:
     try:
         table = pa.ipc.open_stream(body).read_all()
     except (pa.ArrowInvalid, OSError) as exc:
-        raise LogCorrupt(f"{path}: frame at byte {offset} has a valid checksum but no Arrow data: {exc}") from None
+        raise LogCorrupt(
+            f"{path}: frame at byte {offset} has a valid checksum but no Arrow data: {exc}"
+        ) from None
     if not table.schema.equals(SCHEMA):
         raise LogCorrupt(f"{path}: frame at byte {offset} has an unexpected schema")
     return table
@@ -143,7 +145,9 @@ def fsync_dir(path: Path) -> None:
 class WalWriter:
     """Appends frames to one WAL generation; ``sync`` decides whether commits fsync."""
 
-    def __init__(self, folder: Path, gen: int, *, sync: bool, truncate_to: int | None = None) -> None:
+    def __init__(
+        self, folder: Path, gen: int, *, sync: bool, truncate_to: int | None = None
+    ) -> None:
         self.path = folder / wal_name(gen)
         self.gen = gen
         self.sync = sync

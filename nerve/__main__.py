@@ -1,0 +1,3 @@
+from nerve.cli.main import run
+
+run()

@@ -1,0 +1,129 @@
+"""The conformance suite: published vectors in ``conformance/v1`` checked against nerve.
+
+Each vector file is JSON with a ``vector`` key naming its checker. ``run_all`` runs every
+file; another implementation can read the same files and README to check itself.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import blake3
+
+from nerve.events import Event, id_preimage, parse_source, parse_trust
+from nerve.log.codec import event_from_json, fixed_bytes, table_from_events
+from nerve.resources import bundled
+
+
+@dataclass(frozen=True)
+class VectorResult:
+    vector: str
+    file: str
+    ok: bool
+    detail: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"vector": self.vector, "file": self.file, "ok": self.ok, "detail": self.detail}
+
+
+Checker = Callable[[dict[str, Any]], tuple[bool, str]]
+CHECKERS: dict[str, Checker] = {}
+
+
+def checker(name: str) -> Callable[[Checker], Checker]:
+    def register(fn: Checker) -> Checker:
+        CHECKERS[name] = fn
+        return fn
+
+    return register
+
+
+def preimage_of(ev: Event) -> bytes:
+    return id_preimage(
+        ev.hlc,
+        ev.node,
+        ev.kind,
+        ev.subject,
+        ev.source,
+        ev.trust,
+        ev.valid_time_ns,
+        ev.payload_cid,
+        ev.line,
+    )
+
+
+@checker("C1")
+def check_c1(vec: dict[str, Any]) -> tuple[bool, str]:
+    """A fixed event sequence replays to the published digest, however it is segmented."""
+    from nerve.log.reader import replay_digest
+    from nerve.log.store import EventLog
+
+    events = [event_from_json(obj) for obj in vec["events"]]
+    for index, (ev, pre, eid) in enumerate(zip(events, vec["preimages"], vec["ids"], strict=True)):
+        if preimage_of(ev).hex() != pre or ev.id.hex() != eid:
+            return False, f"event {index}: preimage or id differs from the published bytes"
+    batch_ids = fixed_bytes(table_from_events(events).column("id"))
+    if batch_ids != b"".join(ev.id for ev in events):
+        return False, "batch id computation disagrees with the reference encoding"
+    direct = blake3.blake3(batch_ids).hexdigest()
+    with tempfile.TemporaryDirectory() as tmp:
+        with EventLog(Path(tmp), node="conformance") as log:
+            half = len(events) // 2
+            log.import_events(events[:half])
+            log.seal()
+            log.import_events(events[half:])
+        stored = replay_digest(Path(tmp)).digest
+    want = vec["replay_digest"]
+    if direct != want or stored != want:
+        return False, f"digest {direct} (direct) / {stored} (stored log), published {want}"
+    return True, f"{len(events)} events replay to {want[:16]}…"
+
+
+@checker("C2")
+def check_c2(vec: dict[str, Any]) -> tuple[bool, str]:
+    """A fixed event's id matches; re-tagging its source class or trust changes it."""
+    base = vec["event"]
+    ev = event_from_json(base)
+    if preimage_of(ev).hex() != vec["preimage"] or ev.id.hex() != vec["event_id"]:
+        return False, f"id {ev.id.hex()} differs from the published {vec['event_id']}"
+    for case in vec["retagged"]:
+        changed = event_from_json({**base, **case["change"], "id": None})
+        if changed.id.hex() != case["event_id"] or changed.id == ev.id:
+            return False, f"re-tagging {case['change']} gave {changed.id.hex()}"
+    return True, f"event id {ev.id.hex()[:16]}…; {len(vec['retagged'])} re-tags change it"
+
+
+def run_file(path: Path) -> VectorResult:
+    try:
+        vec = json.loads(path.read_text(encoding="utf-8"))
+        name = str(vec["vector"])
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        return VectorResult("?", path.name, False, f"unreadable vector: {exc}")
+    check = CHECKERS.get(name)
+    if check is None:
+        return VectorResult(name, path.name, False, f"no checker for vector {name}")
+    try:
+        ok, detail = check(vec)
+    except Exception as exc:  # a vector that crashes the checker is a failure, not a crash
+        ok, detail = False, f"{type(exc).__name__}: {exc}"
+    return VectorResult(name, path.name, ok, detail)
+
+
+def run_all(folder: Path | None = None) -> list[VectorResult]:
+    folder = folder or bundled("conformance") / "v1"
+    return [run_file(p) for p in sorted(folder.glob("*.json"))]
+
+
+def retag(obj: dict[str, Any], **change: Any) -> dict[str, Any]:
+    """A wire event with fields changed (used by the vector generator)."""
+    out = {**obj, **change}
+    if "source" in change:
+        parse_source(change["source"])
+    if "trust" in change:
+        parse_trust(change["trust"])
+    return out

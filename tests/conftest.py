@@ -1,0 +1,46 @@
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from nerve.workspace import Workspace, init_workspace
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run_cli(
+    *args: str,
+    cwd: Path | None = None,
+    input: str | None = None,
+    check: bool = True,
+    timeout: float = 60,
+    env: dict[str, str] | None = None,
+) -> subprocess.CompletedProcess[str]:
+    """Run the real ``nerve`` CLI in a subprocess."""
+    full_env = {**os.environ, "NO_COLOR": "1", **(env or {})}
+    proc = subprocess.run(
+        [sys.executable, "-m", "nerve", *args],
+        cwd=cwd,
+        input=input,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=full_env,
+    )
+    if check and proc.returncode != 0:
+        raise AssertionError(f"nerve {' '.join(args)} exited {proc.returncode}:\n{proc.stderr}")
+    return proc
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Workspace:
+    return init_workspace(tmp_path / "ws")
+
+
+@pytest.fixture
+def log_root(tmp_path: Path) -> Path:
+    return tmp_path / "log"

@@ -1,0 +1,139 @@
+"""The log commands end to end, through the real CLI in subprocesses."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from nerve.workspace import Workspace
+from tests.conftest import run_cli
+
+
+def cli(ws: Workspace, *args: str, **kw: object) -> object:
+    return run_cli("--workspace", str(ws.root), *args, **kw)  # type: ignore[arg-type]
+
+
+def test_init_refuses_to_overwrite(tmp_path: Path) -> None:
+    run_cli("init", str(tmp_path / "w"))
+    assert (tmp_path / "w" / "nerve.yaml").exists()
+    proc = run_cli("init", str(tmp_path / "w"), check=False)
+    assert proc.returncode == 1
+    assert proc.stderr.startswith("UsageError: ") and "already exists" in proc.stderr
+
+
+def test_emit_tail_and_query(workspace: Workspace) -> None:
+    out = cli(
+        workspace,
+        "emit",
+        "--source",
+        "shell",
+        "--trust",
+        "FirstParty",
+        "--line",
+        "ls -la",
+        "--payload",
+        '{"cmd": "ls"}',
+        "--valid-time",
+        "123",
+        "--json",
+    ).stdout  # type: ignore[attr-defined]
+    stored = json.loads(out)
+    assert stored["payload"] == {"cmd": "ls"} and stored["trust"] == "FirstParty"
+    assert stored["valid_time_ns"] == 123 and stored["source"] == "shell"
+    tail = cli(workspace, "tail", "--json").stdout  # type: ignore[attr-defined]
+    assert json.loads(tail) == stored
+    q = cli(
+        workspace, "query", "SELECT data->>'cmd' AS cmd, trust_name FROM events", "--json"
+    ).stdout  # type: ignore[attr-defined]
+    assert json.loads(q) == {"cmd": "ls", "trust_name": "FirstParty"}
+    csv = cli(
+        workspace, "query", "SELECT source_name, count(*) AS n FROM events GROUP BY ALL", "--csv"
+    ).stdout  # type: ignore[attr-defined]
+    assert csv == "source_name,n\nshell,1\n"
+
+
+def test_emit_jsonl_batch_and_junk_line(workspace: Workspace, tmp_path: Path) -> None:
+    batch = tmp_path / "batch.jsonl"
+    batch.write_text(
+        '{"source": "file_change", "line": "a"}\n\n{"source": "network", "payload": {"rx": 1}}\n'
+    )
+    cli(workspace, "emit", "--jsonl", str(batch))
+    batch.write_text('{"source": "file_change"}\n{"source": "nope"}\n')
+    proc = cli(workspace, "emit", "--jsonl", str(batch), check=False)
+    assert proc.returncode == 1  # type: ignore[attr-defined]
+    assert f"{batch}:2: unknown source class 'nope'" in proc.stderr  # type: ignore[attr-defined]
+    proc = cli(workspace, "emit", "--jsonl", "-", input="{not json\n", check=False)
+    assert "<stdin>:1: not valid JSON" in proc.stderr  # type: ignore[attr-defined]
+    rows = cli(workspace, "tail", "--all", "--json").stdout.splitlines()  # type: ignore[attr-defined]
+    assert len(rows) == 2  # nothing from the failed batches
+
+
+def test_tail_all_json_piped_into_import_copies_the_log(
+    workspace: Workspace, tmp_path: Path
+) -> None:
+    cli(workspace, "emit", "--source", "shell", "--line", "one")
+    cli(workspace, "seal")
+    cli(workspace, "emit", "--source", "network", "--payload", '{"b": [1, 2.5, "x"]}')
+    (tmp_path / "blob.bin").write_bytes(bytes(range(256)))
+    cli(
+        workspace,
+        "emit",
+        "--jsonl",
+        "-",
+        input=json.dumps({"source": "app_focus", "payload_b64": "AAEC"}) + "\n",
+    )
+    dump = cli(workspace, "tail", "--all", "--json").stdout  # type: ignore[attr-defined]
+    other = tmp_path / "copy"
+    run_cli("init", str(other))
+    run_cli("--workspace", str(other), "import", "-", input=dump)
+    a = json.loads(cli(workspace, "replay", "--json").stdout)  # type: ignore[attr-defined]
+    b = json.loads(run_cli("--workspace", str(other), "replay", "--verify", "--json").stdout)
+    assert a["digest"] == b["digest"] and a["events"] == b["events"] == 3 and b["ok"]
+    again = run_cli("--workspace", str(other), "import", "-", input=dump, check=False)
+    assert (
+        again.returncode == 1
+        and "OrderError" in again.stderr
+        and "nothing was imported" in again.stderr
+    )
+
+
+def test_import_junk_names_the_line(workspace: Workspace) -> None:
+    proc = cli(
+        workspace,
+        "import",
+        "-",
+        input='{"hlc": [1, 0], "node": "n", "kind": "observation", "source": "shell"}\n'
+        '{"hlc": "soon"}\n',
+        check=False,
+    )
+    assert proc.returncode == 1 and "<stdin>:2: " in proc.stderr  # type: ignore[attr-defined]
+    proc = cli(workspace, "import", str(workspace.root / "missing.jsonl"), check=False)
+    assert "no such file" in proc.stderr  # type: ignore[attr-defined]
+
+
+def test_seal_compact_replay_and_payload(workspace: Workspace) -> None:
+    for i in range(3):
+        cli(workspace, "emit", "--source", "shell", "--line", f"c{i}", "--payload", f'{{"i": {i}}}')
+        cli(workspace, "seal")
+    before = json.loads(cli(workspace, "replay", "--json").stdout)  # type: ignore[attr-defined]
+    assert "merged 3 segments into 1" in cli(workspace, "compact").stdout  # type: ignore[attr-defined]
+    after = json.loads(cli(workspace, "replay", "--verify", "--json").stdout)  # type: ignore[attr-defined]
+    assert after["digest"] == before["digest"] and after["ok"] and after["segments"] == 1
+    row = json.loads(cli(workspace, "tail", "-n", "1", "--json").stdout)  # type: ignore[attr-defined]
+    payload = cli(workspace, "payload", row["payload_cid"]).stdout  # type: ignore[attr-defined]
+    assert payload == '{"i":2}'
+
+
+def test_usage_errors_exit_2_and_expected_errors_have_no_traceback(workspace: Workspace) -> None:
+    proc = cli(workspace, "tail", "-n", "lots", check=False)
+    assert proc.returncode == 2  # type: ignore[attr-defined]
+    proc = cli(workspace, "emit", "--source", "shell", "--payload", "{bad", check=False)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr  # type: ignore[attr-defined]
+    assert proc.stderr.startswith("UsageError: --payload is not valid JSON")  # type: ignore[attr-defined]
+    proc = cli(workspace, "query", "SELECT * FROM nowhere", check=False)
+    assert proc.returncode == 1 and proc.stderr.startswith("UsageError: query failed")  # type: ignore[attr-defined]
+
+
+def test_conformance_command(workspace: Workspace) -> None:
+    out = json.loads(cli(workspace, "conformance", "--json").stdout)  # type: ignore[attr-defined]
+    assert out["ok"] and {v["vector"] for v in out["vectors"]} >= {"C1", "C2"}

@@ -1,0 +1,86 @@
+"""ruff and mypy run as part of the suite; imports point one way (STYLE.md §1)."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import nerve
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "nerve"
+
+# A module may import only from layers at or below its own.
+LAYERS = [
+    {"errors", "clock", "canonical", "resources"},
+    {"events", "contract"},
+    {"log"},
+    {"query", "config", "conformance", "chain", "attention", "checks"},
+    {"workspace", "logops", "recall"},
+    {"runtime", "flow"},
+    {"cli", "__main__"},
+]
+
+
+def _layer(module: str) -> int:
+    for index, names in enumerate(LAYERS):
+        if module in names:
+            return index
+    raise AssertionError(f"module nerve.{module} has no layer in tests/test_style.py")
+
+
+def _imports(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("nerve."):
+            found.add(node.module.split(".")[1])
+        elif isinstance(node, ast.Import):
+            found |= {a.name.split(".")[1] for a in node.names if a.name.startswith("nerve.")}
+    return found
+
+
+def test_dependencies_point_one_way() -> None:
+    bad = []
+    for path in PACKAGE.rglob("*.py"):
+        rel = path.relative_to(PACKAGE)
+        own = rel.parts[0].removesuffix(".py")
+        if own == "__init__":
+            continue
+        for target in _imports(path):
+            if _layer(target) > _layer(own):
+                bad.append(f"{rel} imports nerve.{target}")
+    assert bad == []
+
+
+def test_public_surface_is_listed() -> None:
+    for name in nerve.__all__:
+        assert hasattr(nerve, name), name
+
+
+def test_ruff() -> None:
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "ruff",
+            "check",
+            "nerve",
+            "tests",
+            "senses",
+            "workflows",
+            "conformance",
+            "bench",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_mypy() -> None:
+    proc = subprocess.run([sys.executable, "-m", "mypy"], cwd=ROOT, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr

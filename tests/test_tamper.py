@@ -1,0 +1,130 @@
+"""Each kind of tampering is caught by `nerve replay --verify`, which names the place."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pytest
+
+from nerve.log.store import Draft
+from nerve.workspace import Workspace
+from tests.conftest import run_cli
+
+
+def _build(ws: Workspace) -> None:
+    with ws.open_log() as log:
+        for batch in range(3):
+            log.append_drafts(
+                [Draft.of(source=i % 4, line=f"b{batch}-{i}", payload={"i": i}) for i in range(10)]
+            )
+            log.seal()
+        for i in range(3):  # three separate WAL frames
+            log.append(source=5, line=f"tail{i}")
+
+
+def _segments(ws: Workspace) -> list[Path]:
+    records = [json.loads(x) for x in (ws.log_root / "manifest.jsonl").read_text().splitlines()]
+    return [ws.log_root / "segments" / f"{r['add'][0]['segment']}.parquet" for r in records]
+
+
+def _flip(path: Path, offset: int) -> None:
+    data = bytearray(path.read_bytes())
+    data[offset] ^= 0x01
+    path.write_bytes(bytes(data))
+
+
+def flip_segment_byte(ws: Workspace) -> str:
+    seg = _segments(ws)[1]
+    _flip(seg, seg.stat().st_size // 2)
+    return seg.name
+
+
+def edit_a_row(ws: Workspace) -> str:
+    seg = _segments(ws)[0]
+    table = pq.read_table(seg)
+    lines = table.column("line").to_pylist()
+    lines[3] = "forged"
+    table = table.set_column(table.schema.get_field_index("line"), "line", pa.array(lines))
+    pq.write_table(table, seg)
+    return f"{seg.name} row 3 field id"
+
+
+def reorder_rows(ws: Workspace) -> str:
+    seg = _segments(ws)[2]
+    table = pq.read_table(seg)
+    order = pa.array([1, 0, *range(2, table.num_rows)])
+    pq.write_table(pc.take(table, order), seg)
+    return seg.name
+
+
+def delete_segment(ws: Workspace) -> str:
+    seg = _segments(ws)[1]
+    seg.unlink()
+    return f"{seg.name}: live segment is missing"
+
+
+def flip_wal_frame(ws: Workspace) -> str:
+    wal = next((ws.log_root / "wal").iterdir())
+    _flip(wal, 40)  # inside the first frame; two good frames follow
+    return wal.name
+
+
+def flip_manifest_byte(ws: Workspace) -> str:
+    path = ws.log_root / "manifest.jsonl"
+    text = path.read_text().replace('"rows":10', '"rows":11', 1)
+    path.write_text(text)
+    return "manifest.jsonl: line 2: prev does not match the hash of line 1"
+
+
+def swap_manifest_records(ws: Workspace) -> str:
+    path = ws.log_root / "manifest.jsonl"
+    lines = path.read_text().splitlines()
+    lines[0], lines[1] = lines[1], lines[0]
+    path.write_text("\n".join(lines) + "\n")
+    return "manifest.jsonl: line 1"
+
+
+@pytest.mark.parametrize(
+    "tamper",
+    [
+        flip_segment_byte,
+        edit_a_row,
+        reorder_rows,
+        delete_segment,
+        flip_wal_frame,
+        flip_manifest_byte,
+        swap_manifest_records,
+    ],
+)
+def test_verify_names_the_first_corrupt_thing(
+    workspace: Workspace, tamper: Callable[[Workspace], str]
+) -> None:
+    _build(workspace)
+    clean = run_cli("--workspace", str(workspace.root), "replay", "--verify", "--json")
+    assert json.loads(clean.stdout)["ok"] is True
+    where = tamper(workspace)
+    proc = run_cli("--workspace", str(workspace.root), "replay", "--verify", "--json", check=False)
+    assert proc.returncode == 1
+    report = json.loads(proc.stdout)
+    assert report["ok"] is False
+    first = report["problems"][0]
+    described = (
+        f"{first['file']}"
+        + (f" row {first['row']}" if first["row"] is not None else "")
+        + (f" field {first['field']}" if first["field"] else "")
+        + f": {first['message']}"
+    )
+    assert where in described, described
+
+
+def test_verify_text_output_names_the_file(workspace: Workspace) -> None:
+    _build(workspace)
+    name = flip_segment_byte(workspace)
+    proc = run_cli("--workspace", str(workspace.root), "replay", "--verify", check=False)
+    assert proc.returncode == 1
+    assert name in proc.stderr and "verify  FAILED" in proc.stdout
