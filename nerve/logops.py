@@ -14,7 +14,13 @@ import pyarrow.compute as pc
 from nerve.clock import HLC_ZERO, Hlc
 from nerve.errors import EventError, NerveError, UsageError
 from nerve.events import Event, parse_source
-from nerve.log.codec import draft_from_json, event_from_json, events_from_table, row_to_json
+from nerve.log.codec import (
+    draft_from_json,
+    event_from_json,
+    event_to_json,
+    events_from_table,
+    row_to_json,
+)
 from nerve.log.reader import snapshot, table_since
 from nerve.log.store import Draft
 from nerve.log.verify import VerifyReport, verify
@@ -52,9 +58,66 @@ def drafts_from_jsonl(stream: IO[str], name: str) -> list[Draft]:
 
 
 def emit(ws: Workspace, drafts: list[Draft]) -> list[Event]:
-    """Append drafts as one group commit and return the stored events."""
+    """Append drafts as one group commit (through the daemon when one runs)."""
+    if daemon_running(ws):
+        wire = [draft_to_json(d) for d in drafts]
+        reply = daemon_call(ws, {"type": "emit", "events": wire})
+        return [event_from_json(obj) for obj in reply["events"]]
     with ws.open_log() as log:
         return events_from_table(log.append_drafts(drafts))
+
+
+def daemon_running(ws: Workspace) -> bool:
+    from nerve.runtime.daemon import running
+
+    return running(ws)
+
+
+def daemon_call(ws: Workspace, request: dict[str, Any]) -> dict[str, Any]:
+    from nerve.runtime.daemon import call
+
+    return call(ws, request)
+
+
+def draft_to_json(draft: Draft) -> dict[str, Any]:
+    wire = row_to_json(
+        {
+            "physical_ns": 0,
+            "logical": 0,
+            "node": "-",
+            "kind": draft.kind,
+            "subject": draft.subject,
+            "source": draft.source,
+            "trust": draft.trust,
+            "valid_time_ns": draft.valid_time_ns,
+            "line": draft.line,
+            "payload_cid": b"",
+            "id": b"",
+            "payload": draft.payload,
+        }
+    )
+    for key in ("hlc", "node", "payload_cid", "id"):
+        wire.pop(key)
+    return wire
+
+
+def seal(ws: Workspace) -> dict[str, Any] | None:
+    """Seal the tail now (through the daemon when one runs); the new segment, or None."""
+    if daemon_running(ws):
+        sealed: dict[str, Any] | None = daemon_call(ws, {"type": "seal"})["sealed"]
+        return sealed
+    with ws.open_log() as log:
+        info = log.seal()
+    return info.to_json() if info else None
+
+
+def compact(ws: Workspace, target_rows: int) -> dict[str, int]:
+    if daemon_running(ws):
+        reply = daemon_call(ws, {"type": "compact", "target_rows": target_rows})
+        return {k: int(reply[k]) for k in ("merged", "written", "rows")}
+    with ws.open_log() as log:
+        result = log.compact(target_rows=target_rows)
+    return {"merged": result.merged, "written": result.written, "rows": result.rows}
 
 
 def import_stream(ws: Workspace, stream: IO[str], name: str) -> int:
@@ -65,6 +128,9 @@ def import_stream(ws: Workspace, stream: IO[str], name: str) -> int:
             events.append(event_from_json(obj))
         except NerveError as exc:
             raise UsageError(f"{name}:{number}: {exc}") from None
+    if daemon_running(ws):
+        wire = [event_to_json(e) for e in events]
+        return int(daemon_call(ws, {"type": "import", "events": wire})["imported"])
     with ws.open_log() as log:
         return log.import_events(events)
 

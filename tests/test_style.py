@@ -18,8 +18,8 @@ LAYERS = [
     {"events", "contract"},
     {"log"},
     {"query", "config", "conformance", "chain", "attention", "checks"},
-    {"workspace", "logops", "recall"},
-    {"runtime", "flow"},
+    {"workspace", "recall"},
+    {"runtime", "flow", "logops"},
     {"cli", "__main__"},
 ]
 

@@ -15,12 +15,14 @@ from nerve.log.codec import event_to_json
 from nerve.log.store import Draft
 from nerve.logops import (
     TailFilter,
+    compact,
     drafts_from_jsonl,
     emit,
     follow,
     import_stream,
     parse_payload_arg,
     replay,
+    seal,
     tail_rows,
 )
 from nerve.query import run_query
@@ -132,9 +134,10 @@ def replay_cmd(
 
 def seal_cmd() -> None:
     """Seal the unsealed tail into a segment now."""
-    with _ws().open_log() as log:
-        info = log.seal()
-    typer.echo(f"sealed {info.rows} events into {info.name}" if info else "nothing to seal")
+    info = seal(_ws())
+    typer.echo(
+        f"sealed {info['rows']} events into {info['segment']}" if info else "nothing to seal"
+    )
 
 
 def compact_cmd(
@@ -143,9 +146,10 @@ def compact_cmd(
     ] = 1_000_000,
 ) -> None:
     """Merge small adjacent segments; the events and the digest are unchanged."""
-    with _ws().open_log() as log:
-        result = log.compact(target_rows=target_rows)
-    typer.echo(f"merged {result.merged} segments into {result.written} ({result.rows} events)")
+    result = compact(_ws(), target_rows)
+    typer.echo(
+        f"merged {result['merged']} segments into {result['written']} ({result['rows']} events)"
+    )
 
 
 def query_cmd(

@@ -47,9 +47,11 @@ def _main(
 
 
 def _register() -> None:
-    from nerve.cli import log_cmds
+    from nerve.cli import daemon_cmds, log_cmds, sense_cmds
 
     log_cmds.register(app)
+    daemon_cmds.register(app)
+    sense_cmds.register(app)
 
 
 def fail(exc: NerveError) -> None:

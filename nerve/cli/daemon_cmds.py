@@ -1,0 +1,97 @@
+"""Daemon commands: dev, daemon start|stop|status|restart|logs|run, and top-level aliases."""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated, Any
+
+import typer
+
+from nerve.cli.output import emit_json
+from nerve.runtime import daemon
+
+daemon_app = typer.Typer(help="Run nerve's daemon in the background.", no_args_is_help=True)
+JsonFlag = Annotated[bool, typer.Option("--json", help="JSON output.")]
+
+
+def _ws() -> Any:
+    from nerve.cli.main import STATE
+
+    return STATE.workspace()
+
+
+def dev() -> None:
+    """Run the daemon in the foreground with a live view (Ctrl+C stops)."""
+    daemon.run_foreground(_ws(), view=sys.stdout.isatty())
+
+
+@daemon_app.command("run")
+def run_cmd() -> None:
+    """Run the daemon in the foreground without a view (what `start` runs)."""
+    daemon.run_foreground(_ws())
+
+
+@daemon_app.command("start")
+def start() -> None:
+    """Start the daemon in the background."""
+    pid = daemon.start_background(_ws())
+    typer.echo(f"nerve daemon started (pid {pid})")
+
+
+@daemon_app.command("stop")
+def stop() -> None:
+    """Stop the daemon."""
+    pid = daemon.stop(_ws())
+    typer.echo(f"nerve daemon stopped (pid {pid})" if pid else "nerve daemon is not running")
+
+
+@daemon_app.command("restart")
+def restart() -> None:
+    """Stop, then start the daemon."""
+    ws = _ws()
+    daemon.stop(ws)
+    typer.echo(f"nerve daemon started (pid {daemon.start_background(ws)})")
+
+
+@daemon_app.command("status")
+def status(as_json: JsonFlag = False) -> None:
+    """Show whether the daemon runs, and its health."""
+    ws = _ws()
+    if not daemon.running(ws):
+        if as_json:
+            emit_json({"running": False})
+        else:
+            typer.echo("nerve daemon is not running")
+        raise typer.Exit(3)
+    health = daemon.call(ws, {"type": "status"})["status"]
+    if as_json:
+        emit_json({"running": True, **health})
+        return
+    typer.echo(
+        f"running  pid {health['pid']}, up {health['uptime_s']} s\n"
+        f"events   {health['events']} appended ({health['commits']} commits), "
+        f"{health['segments']} segments, {health['tail_rows']} unsealed\n"
+        f"senses   {health['senses']} in {len(health['groups'])} groups"
+    )
+
+
+@daemon_app.command("logs")
+def logs(
+    n: Annotated[int, typer.Option("-n", help="Lines to show.")] = 50,
+    follow: Annotated[bool, typer.Option("-f", "--follow", help="Keep printing.")] = False,
+) -> None:
+    """Print the daemon's own log (process output, not events: see `nerve tail`)."""
+    path = daemon.log_path(_ws())
+    if not follow:
+        typer.echo(daemon.tail_text(path, n))
+        return
+    for line in daemon.follow_log(path, lines=n):
+        typer.echo(line)
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(daemon_app, name="daemon")
+    app.command("dev")(dev)
+    app.command("start", help="Start the daemon (alias of `daemon start`).")(start)
+    app.command("stop", help="Stop the daemon (alias of `daemon stop`).")(stop)
+    app.command("status", help="Daemon status (alias of `daemon status`).")(status)

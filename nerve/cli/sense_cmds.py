@@ -1,0 +1,140 @@
+"""Sense commands (list, trigger, state, history) and `nerve validate`."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any
+
+import typer
+
+from nerve.cli.output import emit_json, render_rows
+from nerve.config import validate_config
+from nerve.errors import UsageError
+from nerve.query import run_query
+from nerve.runtime import daemon
+from nerve.runtime.senses import check_layout
+
+sense_app = typer.Typer(help="Inspect and trigger senses.", no_args_is_help=True)
+JsonFlag = Annotated[bool, typer.Option("--json", help="JSON output (one object per line).")]
+CsvFlag = Annotated[bool, typer.Option("--csv", help="CSV output.")]
+
+
+def _ws() -> Any:
+    from nerve.cli.main import STATE
+
+    return STATE.workspace()
+
+
+def _fmt(as_json: bool, as_csv: bool) -> str:
+    return "json" if as_json else "csv" if as_csv else "table"
+
+
+LIST_COLUMNS = [
+    "name",
+    "group",
+    "interval_ms",
+    "on",
+    "throttle_ms",
+    "timeout_ms",
+    "computes",
+    "errors",
+    "last_line",
+]
+
+
+@sense_app.command("list")
+def list_cmd(as_json: JsonFlag = False, as_csv: CsvFlag = False) -> None:
+    """List senses: live figures from the daemon when it runs, else nerve.yaml."""
+    ws = _ws()
+    if daemon.running(ws):
+        senses = daemon.call(ws, {"type": "list-senses"})["senses"]
+    else:
+        senses = []
+        for name, cfg in ws.config.senses.items():
+            interval, on = ws.config.schedule_for(name)
+            senses.append(
+                {
+                    "name": name,
+                    "group": cfg.group or name,
+                    "interval_ms": interval,
+                    "on": on,
+                    "throttle_ms": cfg.throttle,
+                    "timeout_ms": cfg.effective_timeout_ms,
+                }
+            )
+    rows = [[s.get(c) for c in LIST_COLUMNS] for s in senses]
+    render_rows(LIST_COLUMNS, rows, fmt=_fmt(as_json, as_csv), title="senses")
+
+
+@sense_app.command("trigger")
+def trigger(name: Annotated[str, typer.Argument(help="Sense to compute now.")]) -> None:
+    """Ask the running daemon to compute a sense now."""
+    ws = _ws()
+    if not daemon.running(ws):
+        raise UsageError(
+            "the daemon is not running", hint="start it with `nerve start` or `nerve dev`"
+        )
+    daemon.call(ws, {"type": "trigger-sense", "sense": name})
+    typer.echo(f"triggered {name}")
+
+
+@sense_app.command("state")
+def state(name: Annotated[str, typer.Argument(help="Sense name.")]) -> None:
+    """Print a sense's latest stored state (from the log)."""
+    result = run_query(
+        _ws().connect(),
+        f"SELECT state, undecodable FROM sense_state WHERE sense = '{_quote(name)}'",
+    )
+    if not result.rows:
+        raise UsageError(f"no stored state for sense {name!r}")
+    stored, undecodable = result.rows[0]
+    if undecodable:
+        raise UsageError(f"the newest state of {name!r} cannot be decoded")
+    typer.echo(json.dumps(json.loads(stored), indent=2, sort_keys=True))
+
+
+def _quote(text: str) -> str:
+    return text.replace("'", "''")
+
+
+@sense_app.command("history")
+def history(
+    name: Annotated[str, typer.Argument(help="Sense name.")],
+    n: Annotated[int, typer.Option("-n", help="How many of the newest.")] = 20,
+    as_json: JsonFlag = False,
+    as_csv: CsvFlag = False,
+) -> None:
+    """A sense's computes, errors, signals and observations (from the log), newest last."""
+    sql = (
+        f"SELECT * FROM (SELECT physical_ns || '.' || logical AS hlc, ts, kind, line FROM events "
+        f"WHERE subject = '{_quote(name)}' ORDER BY physical_ns DESC, logical DESC LIMIT {int(n)}) "
+        "ORDER BY hlc"
+    )
+    result = run_query(_ws().connect(), sql)
+    render_rows(result.columns, result.rows, fmt=_fmt(as_json, as_csv), title=f"{name} history")
+
+
+def validate(as_json: JsonFlag = False) -> None:
+    """Check nerve.yaml and every sense it names; print every problem."""
+    ws = _ws()
+    issues = [str(i) for i in validate_config(ws.config_path)]
+    if not issues:
+        issues = check_layout(ws, ws.config)
+    if as_json:
+        emit_json({"ok": not issues, "problems": issues})
+    else:
+        for issue in issues:
+            typer.echo(issue, err=True)
+        if not issues:
+            cfg = ws.config
+            typer.echo(
+                f"{ws.config_path.name} is valid: {len(cfg.senses)} senses, "
+                f"{len(cfg.reflexes)} reflexes, {len(cfg.workflows)} workflows"
+            )
+    if issues:
+        raise typer.Exit(1)
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(sense_app, name="sense")
+    app.command("validate")(validate)

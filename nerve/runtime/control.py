@@ -1,0 +1,134 @@
+"""What the daemon answers on its socket. Each request type maps to one kernel call."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from nerve.contract import WorkflowTrigger
+from nerve.errors import NerveError
+
+if TYPE_CHECKING:
+    from nerve.runtime.kernel import Kernel
+
+Handler = Callable[["Kernel", dict[str, Any]], Awaitable[dict[str, Any]]]
+HANDLERS: dict[str, Handler] = {}
+
+
+def handles(name: str) -> Callable[[Handler], Handler]:
+    def register(fn: Handler) -> Handler:
+        HANDLERS[name] = fn
+        return fn
+
+    return register
+
+
+async def handle(kernel: Kernel, request: dict[str, Any]) -> dict[str, Any]:
+    fn = HANDLERS.get(request["type"])
+    if fn is None:
+        known = ", ".join(sorted(HANDLERS))
+        return {"ok": False, "error": f"unknown request type {request['type']!r} (known: {known})"}
+    try:
+        return await fn(kernel, request)
+    except NerveError as exc:
+        return {"ok": False, "error": str(exc), "error_type": type(exc).__name__}
+
+
+def _str_field(request: dict[str, Any], key: str) -> str:
+    value = request.get(key)
+    if not isinstance(value, str) or not value:
+        raise NerveError(f"request field {key!r} must be a non-empty string")
+    return value
+
+
+def _list_field(request: dict[str, Any], key: str) -> list[Any]:
+    value = request.get(key)
+    if not isinstance(value, list):
+        raise NerveError(f"request field {key!r} must be a list")
+    return value
+
+
+@handles("status")
+async def _status(kernel: Kernel, request: dict[str, Any]) -> dict[str, Any]:
+    return {"ok": True, "status": kernel.health()}
+
+
+@handles("list-senses")
+async def _list_senses(kernel: Kernel, request: dict[str, Any]) -> dict[str, Any]:
+    senses = []
+    for name, cfg in kernel.config.senses.items():
+        interval, on = kernel.config.schedule_for(name)
+        stats = kernel.stats.get(name)
+        senses.append(
+            {
+                "name": name,
+                "group": cfg.group or name,
+                "interval_ms": interval,
+                "on": on,
+                "throttle_ms": cfg.throttle,
+                "timeout_ms": cfg.effective_timeout_ms,
+                "grace_ms": cfg.grace_period,
+                **(stats.to_json() if stats else {}),
+            }
+        )
+    return {"ok": True, "senses": senses}
+
+
+@handles("trigger-sense")
+async def _trigger_sense(kernel: Kernel, request: dict[str, Any]) -> dict[str, Any]:
+    kernel.trigger_sense(_str_field(request, "sense"))
+    return {"ok": True}
+
+
+@handles("trigger-workflow")
+async def _trigger_workflow(kernel: Kernel, request: dict[str, Any]) -> dict[str, Any]:
+    raw = {
+        "name": _str_field(request, "workflow"),
+        "prompt": request.get("prompt", ""),
+        "max_rounds": request.get("max_rounds", request.get("maxRounds")),
+        "dry_run": request.get("dry_run", False),
+    }
+    trigger = WorkflowTrigger.parse(raw)
+    if not kernel.known_workflow(trigger.name):
+        raise NerveError(f"unknown workflow {trigger.name!r}")
+    run = await kernel.request_workflow(trigger, source="ipc")
+    return {"ok": True, **run}
+
+
+@handles("emit")
+async def _emit(kernel: Kernel, request: dict[str, Any]) -> dict[str, Any]:
+    return {"ok": True, "events": await kernel.emit(_list_field(request, "events"))}
+
+
+@handles("import")
+async def _import(kernel: Kernel, request: dict[str, Any]) -> dict[str, Any]:
+    return {"ok": True, "imported": await kernel.import_events(_list_field(request, "events"))}
+
+
+@handles("seal")
+async def _seal(kernel: Kernel, request: dict[str, Any]) -> dict[str, Any]:
+    info = await kernel.log_call("seal")
+    return {"ok": True, "sealed": info.to_json() if info else None}
+
+
+@handles("compact")
+async def _compact(kernel: Kernel, request: dict[str, Any]) -> dict[str, Any]:
+    result = await kernel.log_call(
+        "compact", target_rows=int(request.get("target_rows", 1_000_000))
+    )
+    return {"ok": True, "merged": result.merged, "written": result.written, "rows": result.rows}
+
+
+@handles("reload")
+async def _reload(kernel: Kernel, request: dict[str, Any]) -> dict[str, Any]:
+    applied = await kernel.reload("request")
+    return {
+        "ok": applied,
+        **({} if applied else {"error": "configuration rejected; see config.rejected"}),
+    }
+
+
+@handles("stop")
+async def _stop(kernel: Kernel, request: dict[str, Any]) -> dict[str, Any]:
+    kernel.stopping.set()
+    return {"ok": True}

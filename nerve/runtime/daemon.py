@@ -1,0 +1,174 @@
+"""Running the kernel as a daemon: pid file, background start, stop, status and its log."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from nerve.errors import DaemonError
+from nerve.runtime import ipc
+from nerve.workspace import Workspace
+
+START_TIMEOUT_S = 60.0
+STOP_TIMEOUT_S = 30.0
+
+
+def pid_path(ws: Workspace) -> Path:
+    return ws.data / "nerve.pid"
+
+
+def log_path(ws: Workspace) -> Path:
+    return ws.data / "daemon.log"
+
+
+def socket_path(ws: Workspace) -> Path:
+    return ws.root / ws.config.daemon.socket if ws.config_path.exists() else ws.data / "nerve.sock"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def read_pid(ws: Workspace) -> int | None:
+    """The pid in the pid file if that process is alive, else None."""
+    try:
+        pid = int(pid_path(ws).read_text().strip())
+    except (FileNotFoundError, ValueError):
+        return None
+    return pid if _alive(pid) else None
+
+
+def running(ws: Workspace) -> bool:
+    """True when a daemon answers on this workspace's socket."""
+    path = socket_path(ws)
+    return path.exists() and ipc.ping(path)
+
+
+def call(ws: Workspace, request: dict[str, Any], *, timeout: float = 60) -> dict[str, Any]:
+    """One request to the running daemon; a refusal becomes a DaemonError naming why."""
+    reply = ipc.request(socket_path(ws), request, timeout=timeout)
+    if not reply.get("ok"):
+        raise DaemonError(str(reply.get("error", "the daemon refused the request")))
+    return reply
+
+
+def run_foreground(ws: Workspace, *, view: bool = False) -> None:
+    """Run the kernel in this process until SIGTERM / SIGINT (or a `stop` request)."""
+    from nerve.runtime.kernel import Kernel
+
+    _refuse_second(ws)
+    ws.data.mkdir(parents=True, exist_ok=True)
+    pid_path(ws).write_text(f"{os.getpid()}\n")
+    kernel = Kernel(ws)
+    try:
+        if view:
+            from nerve.runtime.live import run_with_view
+
+            asyncio.run(run_with_view(kernel))
+        else:
+            asyncio.run(kernel.run_until_stopped())
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            if read_pid(ws) in (None, os.getpid()):
+                pid_path(ws).unlink()
+
+
+def _refuse_second(ws: Workspace) -> None:
+    pid = read_pid(ws)
+    if pid is not None and pid != os.getpid() and running(ws):
+        raise DaemonError(
+            f"a daemon is already running for {ws.root} (pid {pid})",
+            hint="`nerve status` shows it; `nerve stop` stops it",
+        )
+
+
+def start_background(ws: Workspace) -> int:
+    """Start ``nerve daemon run`` detached; return its pid once it answers on the socket."""
+    _refuse_second(ws)
+    ws.data.mkdir(parents=True, exist_ok=True)
+    logfile = log_path(ws).open("ab")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "nerve", "--workspace", str(ws.root), "daemon", "run"],
+        stdin=subprocess.DEVNULL,
+        stdout=logfile,
+        stderr=logfile,
+        cwd=ws.root,
+        start_new_session=True,
+    )
+    logfile.close()
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise DaemonError(
+                f"the daemon exited with code {proc.returncode} while starting:\n"
+                + tail_text(log_path(ws), 15)
+            )
+        if running(ws):
+            return proc.pid
+        time.sleep(0.1)
+    raise DaemonError("the daemon did not answer within 60 s:\n" + tail_text(log_path(ws), 15))
+
+
+def stop(ws: Workspace) -> int | None:
+    """Ask the daemon to stop; escalate to SIGTERM, then SIGKILL. Returns the pid stopped."""
+    pid = read_pid(ws)
+    if pid is None and not running(ws):
+        return None
+    with contextlib.suppress(DaemonError):
+        call(ws, {"type": "stop"}, timeout=5)
+    if pid is None:
+        return None
+    for sig, wait_s in ((None, STOP_TIMEOUT_S), (signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0)):
+        if sig is not None and _alive(pid):
+            os.kill(pid, sig)
+        if _wait_gone(pid, wait_s):
+            break
+    with contextlib.suppress(FileNotFoundError):
+        pid_path(ws).unlink()
+    return pid
+
+
+def _wait_gone(pid: int, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if not _alive(pid):
+            return True
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, os.WNOHANG)
+        time.sleep(0.05)
+    return not _alive(pid)
+
+
+def tail_text(path: Path, lines: int) -> str:
+    try:
+        text = path.read_text(errors="replace")
+    except FileNotFoundError:
+        return "(no daemon log yet)"
+    return "\n".join(text.splitlines()[-lines:])
+
+
+def follow_log(path: Path, *, lines: int) -> Iterator[str]:
+    """The last ``lines`` lines, then new ones as they are written."""
+    yield from tail_text(path, lines).splitlines()
+    with contextlib.suppress(FileNotFoundError), path.open(errors="replace") as handle:
+        handle.seek(0, os.SEEK_END)
+        while True:
+            line = handle.readline()
+            if line:
+                yield line.rstrip("\n")
+            else:
+                time.sleep(0.2)

@@ -1,0 +1,445 @@
+"""The kernel: the log's only writer, and the owner of everything that runs.
+
+It rebuilds sense state from the log, runs each sense group in a worker process, schedules
+computes (reflexes), carries signals on the bus, serves the IPC socket and reloads
+``nerve.yaml`` and sense code when they change. Every compute, signal, error, restart and
+configuration change is an event; in-memory state advances only after its event is durable.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from nerve.config import InvalidConfig, NerveConfig, load_config
+from nerve.contract import WorkflowTrigger
+from nerve.errors import NerveError
+from nerve.events import NERVE_SOURCE, Trust
+from nerve.log.codec import draft_from_json, event_from_json, row_to_json
+from nerve.log.reader import snapshot
+from nerve.log.store import Draft, EventLog
+from nerve.runtime.bus import SignalBus
+from nerve.runtime.committer import Committer
+from nerve.runtime.groups import GroupWorker, Job
+from nerve.runtime.ipc import IpcServer
+from nerve.runtime.scheduler import NS, Scheduler
+from nerve.runtime.senses import Layout, StoredState, check_sense_file, layout, stored_states
+from nerve.workspace import Workspace
+
+SEAL_CHECK_S = 1.0
+
+
+@dataclass
+class SenseStats:
+    group: str
+    computes: int = 0
+    errors: int = 0
+    last_wall_ns: int | None = None
+    last_duration_ms: float | None = None
+    last_line: str = ""
+    last_error: str = ""
+    lateness_us: list[int] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "group": self.group,
+            "computes": self.computes,
+            "errors": self.errors,
+            "last_ns": self.last_wall_ns,
+            "last_duration_ms": self.last_duration_ms,
+            "last_line": self.last_line,
+            "last_error": self.last_error,
+        }
+
+
+def _control(kind: str, subject: str, line: str, payload: Any) -> Draft:
+    return Draft.of(
+        kind,
+        source=NERVE_SOURCE,
+        trust=Trust.FIRST_PARTY,
+        line=line,
+        payload=payload,
+        subject=subject,
+    )
+
+
+class Kernel:
+    def __init__(self, ws: Workspace, *, with_ipc: bool = True, watch: bool = True) -> None:
+        self.ws = ws
+        self.with_ipc = with_ipc
+        self.watch = watch
+        self.config: NerveConfig = ws.config
+        self.log: EventLog | None = None
+        self.states: dict[str, Any] = {}
+        self.initial: dict[str, Any] = {}
+        self.stats: dict[str, SenseStats] = {}
+        self.groups: dict[str, GroupWorker] = {}
+        self.bus = SignalBus()
+        self.started_wall_ns = time.time_ns()
+        self.stopping = asyncio.Event()
+        self.extensions: list[Any] = []  # attention, workflows: objects with start/stop hooks
+        self._stored: dict[str, StoredState] = {}
+        self._tasks: list[asyncio.Task[Any]] = []
+        self._layout: Layout | None = None
+        self.recent_errors: list[str] = []
+        self.on_stats: list[Callable[[], None]] = []
+
+    # -- lifecycle ---------------------------------------------------------------------
+
+    async def start(self) -> None:
+        self.log = self.ws.open_log()
+        self.committer = Committer(self.log)
+        self.committer.start()
+        self.scheduler = Scheduler(self._dispatch)
+        self._stored = await asyncio.to_thread(stored_states, self.ws)
+        await self.record(
+            "daemon.started",
+            "daemon",
+            f"daemon started (pid {os.getpid()})",
+            {"pid": os.getpid(), "workspace": str(self.ws.root)},
+        )
+        await self._apply(self.config, reason="start")
+        for ext in self.extensions:
+            await ext.start(self)
+        if self.with_ipc:
+            from nerve.runtime.control import handle
+
+            self.ipc = IpcServer(
+                self.socket_path,
+                lambda req: handle(self, req),
+                max_bytes=self.config.daemon.max_request_bytes,
+            )
+            await self.ipc.start()
+        self._tasks.append(asyncio.create_task(self._seal_loop(), name="seal"))
+        if self.watch:
+            from nerve.runtime.watch import watch_workspace
+
+            self._tasks.append(asyncio.create_task(watch_workspace(self), name="watch"))
+
+    @property
+    def socket_path(self) -> Path:
+        return self.ws.root / self.config.daemon.socket
+
+    async def stop(self) -> None:
+        self.scheduler.stop()
+        for task in self._tasks:
+            task.cancel()
+        for ext in reversed(self.extensions):
+            with contextlib.suppress(Exception):
+                await ext.stop(self)
+        await asyncio.gather(*(g.stop() for g in self.groups.values()), return_exceptions=True)
+        if self.with_ipc:
+            await self.ipc.close()
+        await self.record("daemon.stopped", "daemon", "daemon stopped", {"pid": os.getpid()})
+        await self.committer.stop()
+        assert self.log is not None
+        self.log.close()
+
+    async def run_until_stopped(self) -> None:
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, self.stopping.set)
+        await self.start()
+        try:
+            await self.stopping.wait()
+        finally:
+            await self.stop()
+
+    # -- configuration -----------------------------------------------------------------
+
+    async def _apply(self, config: NerveConfig, *, reason: str) -> None:
+        lay = layout(self.ws, config)
+        for name, why in lay.missing.items():
+            await self._sense_error(name, "load", why)
+        old_groups, self.groups = self.groups, {}
+        await asyncio.gather(*(g.stop() for g in old_groups.values()), return_exceptions=True)
+        self.config, self._layout = config, lay
+        for group, specs in lay.specs.items():
+            for name in specs:
+                self.stats.setdefault(name, SenseStats(group)).group = group
+            worker = GroupWorker(group, specs, self.ws.root, self)
+            self.groups[group] = worker
+        await asyncio.gather(*(g.start() for g in self.groups.values()))
+        self.scheduler.load(lay.plans, keep_grace=reason != "start")
+        self.bus.clear()
+        for source, listeners in self.scheduler.subscribers().items():
+            for listener in listeners:
+                self.bus.subscribe(source, self._on_signal(listener))
+        await self.record(
+            "config.loaded",
+            "nerve.yaml",
+            f"configuration loaded ({reason})",
+            {
+                "reason": reason,
+                "senses": sorted(config.senses),
+                "groups": sorted(lay.specs),
+                "workflows": sorted(config.workflows),
+            },
+        )
+
+    async def reload(self, reason: str = "edit") -> bool:
+        """Re-read nerve.yaml and sense code; a bad edit keeps what runs. True if applied."""
+        try:
+            config = load_config(self.ws.config_path)
+            for group in layout(self.ws, config).specs.values():
+                for spec in group.values():
+                    check_sense_file(Path(spec.path))
+        except NerveError as exc:
+            issues = (
+                [str(i) for i in getattr(exc, "issues", [])]
+                if isinstance(exc, InvalidConfig)
+                else []
+            )
+            await self.record(
+                "config.rejected",
+                "nerve.yaml",
+                f"edit rejected: {str(exc).splitlines()[0]}",
+                {"error": str(exc), "issues": issues, "reason": reason},
+            )
+            return False
+        await self._apply(config, reason=reason)
+        return True
+
+    # -- scheduling and results --------------------------------------------------------
+
+    def _on_signal(self, listener: str) -> Callable[[str], None]:
+        def deliver(source: str) -> None:
+            self.scheduler.trigger(listener, f"on:{source}")
+
+        return deliver
+
+    def _dispatch(self, sense: str, reason: str, due_ns: int) -> None:
+        group = self.stats.get(sense)
+        worker = self.groups.get(group.group) if group else None
+        if worker is not None:
+            worker.enqueue(Job(sense, reason, due_ns))
+
+    def state_of(self, sense: str) -> Any:
+        return self.states.get(sense, self.initial.get(sense))
+
+    async def on_loaded(self, group: str, loaded: dict[str, Any]) -> None:
+        for name, info in loaded.items():
+            if not info["ok"]:
+                await self._sense_error(name, "load", info["error"])
+                continue
+            self.initial[name] = info["initial_state"]
+            if name in self.states:
+                continue
+            stored = self._stored.get(name)
+            if stored is None:
+                self.states[name] = info["initial_state"]
+            elif stored.undecodable:
+                self.states[name] = info["initial_state"]
+                await self._sense_error(
+                    name,
+                    "state-restore",
+                    "stored state is missing or undecodable; using initial_state",
+                )
+            else:
+                self.states[name] = stored.state
+
+    async def on_result(self, job: Job, started_ns: int, reply: dict[str, Any]) -> None:
+        stats = self.stats[job.sense]
+        if not reply.get("ok"):
+            await self._sense_error(
+                job.sense, reply.get("error_kind", "exception"), reply.get("error", "")
+            )
+            return
+        lateness_us = max(0, (started_ns - job.due_ns) // 1000)
+        drafts, workflow = self._result_drafts(job, reply, lateness_us)
+        await self.committer.append(drafts)  # durable before memory moves
+        self.states[job.sense] = reply["state"]
+        stats.computes += 1
+        stats.last_wall_ns = time.time_ns()
+        stats.last_duration_ms = reply.get("duration_ms")
+        stats.last_line = drafts[0].line
+        if len(stats.lateness_us) < 100_000:
+            stats.lateness_us.append(lateness_us)
+        if reply.get("signal"):
+            self.bus.publish(job.sense)
+        if workflow is not None:
+            for ext in self.extensions:
+                hook = getattr(ext, "on_workflow_requested", None)
+                if hook is not None:
+                    await hook(self, workflow, job.sense)
+
+    def _result_drafts(
+        self, job: Job, reply: dict[str, Any], lateness_us: int
+    ) -> tuple[list[Draft], WorkflowTrigger | None]:
+        drafts = [self._observation(job.sense, obs) for obs in reply.get("observations", [])]
+        summary = drafts[0].line if drafts else "state updated"
+        drafts.insert(
+            0,
+            _control(
+                "sense.state",
+                job.sense,
+                f"{job.sense}: {summary}",
+                {
+                    "state": reply["state"],
+                    "reason": job.reason,
+                    "duration_ms": reply.get("duration_ms"),
+                    "lateness_us": lateness_us,
+                },
+            ),
+        )
+        if reply.get("signal"):
+            drafts.append(
+                _control("signal", job.sense, f"{job.sense} signalled", {"reason": job.reason})
+            )
+        trigger, extra = self._workflow(job.sense, reply.get("workflow"))
+        drafts += extra
+        return drafts, trigger
+
+    def _observation(self, sense: str, obs: dict[str, Any]) -> Draft:
+        fields = draft_from_json(
+            {k: v for k, v in obs.items() if k != "subject" and v is not None}
+            | {"kind": "observation"}
+        )
+        return Draft(**{**fields, "subject": obs.get("subject") or sense})
+
+    def known_workflow(self, name: str) -> bool:
+        if name in self.config.workflows:
+            return True
+        from nerve.resources import bundled
+
+        return any((d / name).is_dir() for d in (self.ws.root / "workflows", bundled("workflows")))
+
+    def _workflow(self, sense: str, raw: Any) -> tuple[WorkflowTrigger | None, list[Draft]]:
+        """Validate a trigger: a ``workflow.requested`` event, or a ``workflow.rejected`` one."""
+        if raw is None:
+            return None, []
+        error = raw.get("invalid") if isinstance(raw, dict) else None
+        trigger: WorkflowTrigger | None = None
+        if error is None:
+            trigger = WorkflowTrigger.parse(raw)
+            if not self.known_workflow(trigger.name):
+                error = (
+                    f"unknown workflow {trigger.name!r} "
+                    f"(declare it under workflows: or add workflows/{trigger.name}/)"
+                )
+        if error is not None:
+            return None, [
+                _control(
+                    "workflow.rejected",
+                    sense,
+                    f"{sense}: workflow trigger rejected: {error}",
+                    {"sense": sense, "error": error, "trigger": raw},
+                )
+            ]
+        assert trigger is not None
+        rounds = trigger.max_rounds or self.config.max_rounds
+        payload = {**trigger.to_json(), "max_rounds": rounds, "sense": sense}
+        return trigger, [
+            _control(
+                "workflow.requested",
+                trigger.name,
+                f"{sense} requested workflow {trigger.name}",
+                payload,
+            )
+        ]
+
+    async def on_failure(self, job: Job, kind: str, message: str) -> None:
+        await self._sense_error(job.sense, kind, message)
+
+    async def on_restart(self, group: str, reason: str, pid: int | None) -> None:
+        worker = self.groups.get(group)
+        await self.record(
+            "sense.restart",
+            group,
+            f"group {group} worker restarted: {reason}",
+            {
+                "group": group,
+                "reason": reason,
+                "old_pid": pid,
+                "new_pid": worker.pid if worker else None,
+            },
+        )
+
+    async def _sense_error(self, sense: str, kind: str, message: str) -> None:
+        stats = self.stats.setdefault(sense, SenseStats(group="?"))
+        stats.errors += 1
+        stats.last_error = f"{kind}: {message}"
+        self.recent_errors = [*self.recent_errors[-19:], f"{sense}: {kind}: {message}"]
+        await self.record(
+            "sense.error",
+            sense,
+            f"{sense}: {kind}: {message.splitlines()[0] if message else ''}",
+            {"sense": sense, "kind": kind, "error": message},
+        )
+
+    async def record(self, kind: str, subject: str, line: str, payload: Any) -> pa.Table:
+        return await self.committer.append([_control(kind, subject, line, payload)])
+
+    # -- requests ----------------------------------------------------------------------
+
+    def trigger_sense(self, sense: str) -> None:
+        if not self.scheduler.trigger(sense, "manual"):
+            raise NerveError(f"unknown sense {sense!r}")
+
+    async def emit(self, objects: list[Any]) -> list[dict[str, Any]]:
+        drafts = [Draft(**draft_from_json(o)) for o in objects]
+        table = await self.committer.append(drafts)
+        return [row_to_json(r) for r in table.to_pylist()]
+
+    async def import_events(self, objects: list[Any]) -> int:
+        events = [event_from_json(o) for o in objects]
+        await self.committer.drain()
+        assert self.log is not None
+        log = self.log
+        return int(await asyncio.to_thread(log.import_events, events))
+
+    async def log_call(self, method: str, **kwargs: Any) -> Any:
+        """Run a log maintenance call (seal, compact) in the writer's thread."""
+        await self.committer.drain()
+        assert self.log is not None
+        return await asyncio.to_thread(getattr(self.log, method), **kwargs)
+
+    async def request_workflow(self, trigger: WorkflowTrigger, *, source: str) -> dict[str, Any]:
+        """Record a run request; a workflow engine extension, when loaded, starts it."""
+        rounds = trigger.max_rounds or self.config.max_rounds
+        payload = {**trigger.to_json(), "max_rounds": rounds, "sense": None, "source": source}
+        for ext in self.extensions:
+            hook = getattr(ext, "request_run", None)
+            if hook is not None:
+                result: dict[str, Any] = await hook(self, trigger, source)
+                return result
+        await self.record(
+            "workflow.requested",
+            trigger.name,
+            f"{source} requested workflow {trigger.name}",
+            payload,
+        )
+        return {"workflow": trigger.name, "run": None}
+
+    async def _seal_loop(self) -> None:
+        assert self.log is not None
+        while True:
+            await asyncio.sleep(SEAL_CHECK_S)
+            await asyncio.to_thread(self.log.maybe_seal)
+
+    def health(self) -> dict[str, Any]:
+        snap_newest = self.log.newest if self.log else None
+        return {
+            "pid": os.getpid(),
+            "workspace": str(self.ws.root),
+            "uptime_s": round((time.time_ns() - self.started_wall_ns) / NS, 1),
+            "senses": len(self.stats),
+            "events": self.committer.events,
+            "commits": self.committer.commits,
+            "groups": {
+                n: {"pid": g.pid, "restarts": g.restarts, "queued": g.queued, "busy": g.busy}
+                for n, g in self.groups.items()
+            },
+            "newest": str(snap_newest) if snap_newest else None,
+            "tail_rows": self.log.tail_rows if self.log else 0,
+            "segments": len(snapshot(self.ws.log_root).segments),
+        }

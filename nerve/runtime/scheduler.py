@@ -1,0 +1,145 @@
+"""Reflexes: when each sense computes. Intervals, ``on`` signals, throttle and grace.
+
+- ``interval``: a fixed-rate timer (absolute due times, so no drift); ticks missed while the
+  loop was busy are skipped, not queued.
+- ``on``: another sense's signal triggers this one (through the bus, never from the log).
+- ``throttle``: at least this long between compute starts; a trigger inside the window becomes
+  at most one deferred trigger at the window's end.
+- ``grace_period``: no compute before this long after the daemon (or the sense) started;
+  triggers meanwhile collapse into one at the end of the grace.
+- manual triggers run at once, past throttle and grace.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+NS = 1_000_000_000
+MS = 1_000_000
+
+Dispatch = Callable[[str, str, int], None]  # sense, reason, due (monotonic ns)
+
+
+@dataclass(frozen=True)
+class Plan:
+    sense: str
+    interval_ms: int | None = None
+    on: tuple[str, ...] = ()
+    throttle_ms: int | None = None
+    grace_ms: int | None = None
+
+
+@dataclass
+class _SenseClock:
+    plan: Plan
+    ready_ns: int  # end of grace
+    last_start_ns: int | None = None
+    deferred: asyncio.TimerHandle | None = None
+    interval: asyncio.TimerHandle | None = None
+    stats: dict[str, int] = field(
+        default_factory=lambda: {
+            "ticks": 0,
+            "dispatched": 0,
+            "skipped": 0,
+            "deferred": 0,
+            "coalesced": 0,
+        }
+    )
+
+
+class Scheduler:
+    def __init__(self, dispatch: Dispatch) -> None:
+        self._dispatch = dispatch
+        self._loop = asyncio.get_running_loop()
+        self._senses: dict[str, _SenseClock] = {}
+
+    def now_ns(self) -> int:
+        return int(self._loop.time() * NS)
+
+    def load(self, plans: list[Plan], *, keep_grace: bool = False) -> None:
+        """Replace every plan; timers restart. ``keep_grace`` keeps senses already past grace."""
+        old = self._senses
+        self.stop()
+        now = self.now_ns()
+        for plan in plans:
+            previous = old.get(plan.sense)
+            ready = now + (plan.grace_ms or 0) * MS
+            if keep_grace and previous is not None:
+                ready = min(ready, previous.ready_ns)
+            clock = _SenseClock(plan, ready, previous.last_start_ns if previous else None)
+            self._senses[plan.sense] = clock
+            if plan.interval_ms:
+                self._arm_interval(clock, max(ready, now))  # first compute as soon as allowed
+
+    def stop(self) -> None:
+        for clock in self._senses.values():
+            for handle in (clock.deferred, clock.interval):
+                if handle is not None:
+                    handle.cancel()
+        self._senses = {}
+
+    def subscribers(self) -> dict[str, list[str]]:
+        """For each sense, the senses that listen ``on`` it."""
+        subs: dict[str, list[str]] = {}
+        for name, clock in self._senses.items():
+            for source in clock.plan.on:
+                subs.setdefault(source, []).append(name)
+        return subs
+
+    def stats(self, sense: str) -> dict[str, int]:
+        return dict(self._senses[sense].stats) if sense in self._senses else {}
+
+    def _arm_interval(self, clock: _SenseClock, due_ns: int) -> None:
+        clock.interval = self._loop.call_at(due_ns / NS, self._on_interval, clock, due_ns)
+
+    def _on_interval(self, clock: _SenseClock, due_ns: int) -> None:
+        if self._senses.get(clock.plan.sense) is not clock:
+            return
+        clock.stats["ticks"] += 1
+        self.trigger(clock.plan.sense, "interval", due_ns=due_ns)
+        step = (clock.plan.interval_ms or 1) * MS
+        next_due, now = due_ns + step, self.now_ns()
+        if next_due <= now:
+            missed = (now - next_due) // step + 1
+            clock.stats["skipped"] += missed
+            next_due += missed * step
+        self._arm_interval(clock, next_due)
+
+    def trigger(self, sense: str, reason: str, *, due_ns: int | None = None) -> bool:
+        """Ask for a compute; returns False if the sense is unknown."""
+        clock = self._senses.get(sense)
+        if clock is None:
+            return False
+        now = self.now_ns()
+        due = now if due_ns is None else due_ns
+        if reason == "manual":
+            self._fire(clock, reason, due)
+            return True
+        gate = self._gate(clock, now)
+        if gate <= now:
+            self._fire(clock, reason, due)
+        elif clock.deferred is None:
+            clock.stats["deferred"] += 1
+            clock.deferred = self._loop.call_at(gate / NS, self._on_deferred, clock, reason, gate)
+        else:
+            clock.stats["coalesced"] += 1
+        return True
+
+    def _gate(self, clock: _SenseClock, now: int) -> int:
+        """The earliest instant a non-manual trigger may start a compute."""
+        earliest = clock.ready_ns
+        if clock.plan.throttle_ms and clock.last_start_ns is not None:
+            earliest = max(earliest, clock.last_start_ns + clock.plan.throttle_ms * MS)
+        return earliest
+
+    def _on_deferred(self, clock: _SenseClock, reason: str, due: int) -> None:
+        clock.deferred = None
+        if self._senses.get(clock.plan.sense) is clock:
+            self._fire(clock, f"{reason}+deferred", due)
+
+    def _fire(self, clock: _SenseClock, reason: str, due: int) -> None:
+        clock.last_start_ns = self.now_ns()
+        clock.stats["dispatched"] += 1
+        self._dispatch(clock.plan.sense, reason, due)

@@ -1,0 +1,96 @@
+"""Finding senses on disk and turning nerve.yaml into plans, groups and stored states."""
+
+from __future__ import annotations
+
+import json
+import py_compile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from nerve.config import NerveConfig
+from nerve.errors import SenseError
+from nerve.runtime.groups import SenseSpec
+from nerve.runtime.scheduler import Plan
+from nerve.workspace import Workspace
+
+SENSE_FILE = "sense.py"
+
+
+def find_sense(ws: Workspace, name: str, path: str | None = None) -> Path:
+    """``senses/<name>/sense.py`` in the workspace, else the built-in one; or ``path``."""
+    if path is not None:
+        candidate = (ws.root / path).resolve()
+        target = candidate / SENSE_FILE if candidate.is_dir() else candidate
+        if target.is_file():
+            return target
+        raise SenseError(f"sense {name!r}: {target} does not exist")
+    for folder in reversed(ws.sense_dirs()):
+        target = folder / name / SENSE_FILE
+        if target.is_file():
+            return target
+    raise SenseError(f"sense {name!r}: no senses/{name}/{SENSE_FILE} in the workspace or built-ins")
+
+
+def check_sense_file(path: Path) -> None:
+    """Refuse a sense file that does not compile (so a bad edit never replaces a good one)."""
+    try:
+        py_compile.compile(str(path), doraise=True, cfile=None, quiet=1)
+    except py_compile.PyCompileError as exc:
+        raise SenseError(f"{path}: {exc.msg.strip()}") from None
+
+
+@dataclass(frozen=True)
+class Layout:
+    specs: dict[str, dict[str, SenseSpec]]  # group -> sense -> spec
+    plans: list[Plan]
+    missing: dict[str, str]  # sense -> why it cannot run
+
+
+def layout(ws: Workspace, config: NerveConfig) -> Layout:
+    specs: dict[str, dict[str, SenseSpec]] = {}
+    plans: list[Plan] = []
+    missing: dict[str, str] = {}
+    for name, sense in config.senses.items():
+        if not sense.enabled:
+            continue
+        try:
+            path = find_sense(ws, name, sense.path)
+        except SenseError as exc:
+            missing[name] = str(exc)
+            continue
+        spec = SenseSpec(name, str(path), dict(sense.options), sense.effective_timeout_ms)
+        specs.setdefault(sense.group or name, {})[name] = spec
+        interval, on = config.schedule_for(name)
+        plans.append(Plan(name, interval, tuple(on), sense.throttle, sense.grace_period))
+    return Layout(specs, plans, missing)
+
+
+def check_layout(ws: Workspace, config: NerveConfig) -> list[str]:
+    """Problems ``nerve validate`` reports beyond nerve.yaml itself: missing or broken senses."""
+    lay = layout(ws, config)
+    problems = list(lay.missing.values())
+    for group in lay.specs.values():
+        for spec in group.values():
+            try:
+                check_sense_file(Path(spec.path))
+            except SenseError as exc:
+                problems.append(str(exc))
+    return problems
+
+
+@dataclass(frozen=True)
+class StoredState:
+    state: Any
+    undecodable: bool
+
+
+def stored_states(ws: Workspace) -> dict[str, StoredState]:
+    """The newest ``sense.state`` of every sense, read through the sense_state projection."""
+    conn = ws.connect()
+    rows = conn.execute("SELECT sense, state, undecodable FROM sense_state").fetchall()
+    out: dict[str, StoredState] = {}
+    for sense, state, undecodable in rows:
+        value = json.loads(state) if state is not None else None
+        out[sense] = StoredState(value, bool(undecodable) or state is None)
+    return out

@@ -1,0 +1,175 @@
+"""A sense worker process: runs one group's computes, one at a time.
+
+Protocol: JSON lines. The kernel writes requests to our stdin; we answer on the original
+stdout, which we keep for ourselves: a sense that prints writes to stderr instead.
+
+    kernel → {"op": "load", "workspace": W, "senses": {name: {"path": P, "options": {...}}}}
+    worker → {"op": "ready", "pid": N, "loaded": {name: {"ok": true, "initial_state": ...}
+                                                       | {"ok": false, "error": "..."}}}
+    kernel → {"op": "compute", "seq": N, "sense": name, "state": ...}
+    worker → {"op": "result", "seq": N, "ok": true, "state": ..., "observations": [...],
+              "workflow": ..., "signal": bool, "duration_ms": ...}
+           | {"op": "result", "seq": N, "ok": false, "error_kind": K, "error": "..."}
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import importlib.util
+import inspect
+import json
+import os
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
+from typing import Any, TextIO
+
+from nerve.canonical import canonical_json
+from nerve.contract import Observation, SenseContext, WorkflowTrigger, normalise_result
+from nerve.errors import NerveError
+
+_LOOP = asyncio.new_event_loop()
+
+
+class LoadedSense:
+    def __init__(self, name: str, module: ModuleType, ctx: SenseContext) -> None:
+        self.name = name
+        self.module = module
+        self.ctx = ctx
+        compute = getattr(module, "compute", None)
+        if not callable(compute):
+            raise NerveError(f"{module.__file__}: sense {name!r} has no compute(state) function")
+        self.compute: Callable[..., Any] = compute
+        self.takes_ctx = len(inspect.signature(compute).parameters) >= 2
+        if not hasattr(module, "initial_state"):
+            raise NerveError(f"{module.__file__}: sense {name!r} does not export initial_state")
+        self.initial_state = json.loads(canonical_json(module.initial_state))
+
+    def run(self, state: Any) -> Any:
+        out = self.compute(state, self.ctx) if self.takes_ctx else self.compute(state)
+        if inspect.isawaitable(out):
+            out = _LOOP.run_until_complete(_await(out))
+        return out
+
+
+async def _await(value: Any) -> Any:
+    return await value
+
+
+def load_sense(name: str, path: str, workspace: Path, options: dict[str, Any]) -> LoadedSense:
+    spec = importlib.util.spec_from_file_location(f"nerve_sense_{name.replace('-', '_')}", path)
+    if spec is None or spec.loader is None:
+        raise NerveError(f"{path}: cannot be imported as a sense module")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return LoadedSense(name, module, SenseContext(name, workspace, options))
+
+
+def _observation_json(obs: Observation) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "source": obs.source,
+        "trust": int(obs.trust),
+        "line": obs.line,
+        "valid_time_ns": obs.valid_time_ns,
+        "subject": obs.subject,
+    }
+    if isinstance(obs.payload, bytes | bytearray):
+        out["payload_b64"] = base64.b64encode(bytes(obs.payload)).decode()
+    else:
+        out["payload"] = (
+            json.loads(canonical_json(obs.payload)) if obs.payload is not None else None
+        )
+    return out
+
+
+def _workflow_json(raw: Any) -> Any:
+    if raw is None or raw == "":
+        return None
+    try:
+        return WorkflowTrigger.parse(raw).to_json()
+    except NerveError as exc:
+        return {"invalid": str(exc), "raw": repr(raw)[:200]}
+
+
+def compute(sense: LoadedSense, seq: int, state: Any) -> dict[str, Any]:
+    started = time.perf_counter()
+    try:
+        result = normalise_result(sense.run(state), state)
+    except Exception as exc:
+        return _failure(seq, "exception", f"{type(exc).__name__}: {exc}", traceback.format_exc())
+    try:
+        new_state = json.loads(canonical_json(result.state))
+    except NerveError as exc:
+        return _failure(seq, "unserialisable", f"state cannot be stored: {exc}")
+    try:
+        observations = [_observation_json(o) for o in result.observations]
+    except NerveError as exc:
+        return _failure(seq, "unserialisable", f"observation payload cannot be stored: {exc}")
+    return {
+        "op": "result",
+        "seq": seq,
+        "ok": True,
+        "state": new_state,
+        "observations": observations,
+        "workflow": _workflow_json(result.workflow),
+        "signal": result.signal,
+        "duration_ms": round((time.perf_counter() - started) * 1000, 3),
+    }
+
+
+def _failure(seq: int, kind: str, message: str, trace: str = "") -> dict[str, Any]:
+    return {
+        "op": "result",
+        "seq": seq,
+        "ok": False,
+        "error_kind": kind,
+        "error": message,
+        "traceback": trace[-4000:],
+    }
+
+
+def _load_all(msg: dict[str, Any], senses: dict[str, LoadedSense]) -> dict[str, Any]:
+    workspace = Path(msg["workspace"])
+    loaded: dict[str, Any] = {}
+    for name, spec in msg["senses"].items():
+        try:
+            senses[name] = load_sense(name, spec["path"], workspace, spec.get("options") or {})
+            loaded[name] = {"ok": True, "initial_state": senses[name].initial_state}
+        except BaseException as exc:  # a broken module must not take the worker down
+            loaded[name] = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
+    return {"op": "ready", "pid": os.getpid(), "loaded": loaded}
+
+
+def serve(inp: TextIO, out: TextIO) -> None:
+    senses: dict[str, LoadedSense] = {}
+    for line in inp:
+        msg = json.loads(line)
+        if msg["op"] == "load":
+            reply = _load_all(msg, senses)
+        elif msg["op"] == "compute":
+            sense = senses.get(msg["sense"])
+            reply = (
+                compute(sense, msg["seq"], msg["state"])
+                if sense is not None
+                else _failure(msg["seq"], "load", f"sense {msg['sense']!r} is not loaded")
+            )
+        else:
+            continue
+        out.write(json.dumps(reply, separators=(",", ":")) + "\n")
+        out.flush()
+
+
+def main() -> None:
+    protocol = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    os.dup2(2, 1)  # a sense's print() goes to the daemon log, not into the protocol
+    sys.stdout = sys.stderr
+    serve(sys.stdin, protocol)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""The built-in ``cpu`` sense; nerve loads ``sense.py`` by path."""

@@ -1,0 +1,81 @@
+"""CPU load: utilisation since the previous compute, load average and core counts.
+
+Source class ``thermal_power`` (the host's compute/power envelope), trust ``FirstParty``
+(psutil reads the kernel's own counters). One observation per compute.
+
+Options: ``per_cpu`` (bool, default false) adds each logical CPU's percent to the payload.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import psutil
+
+from nerve.contract import Observation, Result, SenseContext
+from nerve.events import SourceClass, Trust
+
+initial_state: dict[str, Any] = {"samples": 0, "percent": None, "load1": None, "note": None}
+
+# psutil measures cpu_percent(interval=None) against its previous call in this process; the
+# first call ever returns a meaningless 0.0, so prime it when the worker imports the sense.
+psutil.cpu_percent(interval=None)
+psutil.cpu_percent(interval=None, percpu=True)
+
+
+def compute(state: dict[str, Any], ctx: SenseContext) -> Result:
+    per_cpu = ctx.options.get("per_cpu", False)
+    if not isinstance(per_cpu, bool):
+        raise ValueError(
+            f"senses.{ctx.name}.options.per_cpu must be true or false, got {per_cpu!r}"
+        )
+    payload, note = _sample(per_cpu)
+    new_state = {
+        "samples": int(state.get("samples") or 0) + 1,
+        "percent": payload["percent"],
+        "load1": payload["load1"],
+        "note": note,
+    }
+    return Result(state=new_state, observations=[_observation(payload)])
+
+
+def _observation(payload: dict[str, Any]) -> Observation:
+    line = f"cpu {payload['percent']:.1f}%"
+    if payload["load1"] is not None:
+        line += f" load1 {payload['load1']:.2f}"
+    return Observation(
+        source=SourceClass.THERMAL_POWER,
+        line=f"{line} ({payload['cores_logical']} cores)",
+        payload=payload,
+        trust=Trust.FIRST_PARTY,
+        valid_time_ns=time.time_ns(),
+    )
+
+
+def _sample(per_cpu: bool) -> tuple[dict[str, Any], str | None]:
+    load, note = _load_average()
+    payload: dict[str, Any] = {
+        "percent": round(float(psutil.cpu_percent(interval=None)), 1),
+        "load1": load[0] if load else None,
+        "load5": load[1] if load else None,
+        "load15": load[2] if load else None,
+        "cores_logical": int(psutil.cpu_count(logical=True) or 1),
+        "cores_physical": _physical_cores(),
+    }
+    if per_cpu:
+        payload["per_cpu"] = [round(float(p), 1) for p in psutil.cpu_percent(percpu=True)]
+    return payload, note
+
+
+def _load_average() -> tuple[tuple[float, float, float] | None, str | None]:
+    try:
+        one, five, fifteen = psutil.getloadavg()
+    except (OSError, AttributeError, NotImplementedError) as exc:
+        return None, f"load average unavailable: {exc}"
+    return (round(float(one), 2), round(float(five), 2), round(float(fifteen), 2)), None
+
+
+def _physical_cores() -> int | None:
+    count = psutil.cpu_count(logical=False)
+    return int(count) if count else None

@@ -1,0 +1,1 @@
+"""The built-in ``disk`` sense; nerve loads ``sense.py`` by path."""

@@ -1,0 +1,1 @@
+"""The built-in ``files`` sense; nerve loads ``sense.py`` by path."""

@@ -1,0 +1,1 @@
+"""The built-in ``memory`` sense; nerve loads ``sense.py`` by path."""

@@ -1,0 +1,79 @@
+"""Memory: virtual memory and swap, as percent and bytes.
+
+Source class ``thermal_power`` (the host's resource envelope), trust ``FirstParty``. One
+observation per compute; ``pressure`` is true when memory use reaches ``warn_percent``.
+
+Options: ``warn_percent`` (number, default 90).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import psutil
+
+from nerve.contract import Observation, Result, SenseContext
+from nerve.events import SourceClass, Trust
+
+initial_state: dict[str, Any] = {"samples": 0, "percent": None, "swap_percent": None, "note": None}
+
+_GIB = 1024**3
+
+
+def compute(state: dict[str, Any], ctx: SenseContext) -> Result:
+    warn = _warn_percent(ctx)
+    vm = psutil.virtual_memory()
+    swap, note = _swap()
+    payload: dict[str, Any] = {
+        "percent": round(float(vm.percent), 1),
+        "total_bytes": int(vm.total),
+        "available_bytes": int(vm.available),
+        "used_bytes": int(vm.total - vm.available),
+        "pressure": float(vm.percent) >= warn,
+        **swap,
+    }
+    samples = int(state.get("samples") or 0) + 1
+    new_state = {"samples": samples, "percent": payload["percent"],
+                 "swap_percent": payload["swap_percent"], "note": note}  # fmt: skip
+    return Result(state=new_state, observations=[_observation(payload)])
+
+
+def _observation(payload: dict[str, Any]) -> Observation:
+    return Observation(
+        source=SourceClass.THERMAL_POWER,
+        line=_line(payload),
+        payload=payload,
+        trust=Trust.FIRST_PARTY,
+        valid_time_ns=time.time_ns(),
+    )
+
+
+def _warn_percent(ctx: SenseContext) -> float:
+    value = ctx.options.get("warn_percent", 90)
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 100:
+        raise ValueError(f"senses.{ctx.name}.options.warn_percent must be 0..100, got {value!r}")
+    return float(value)
+
+
+def _swap() -> tuple[dict[str, Any], str | None]:
+    """Swap figures, or ``None`` figures and a note where the host cannot report swap."""
+    try:
+        sw = psutil.swap_memory()
+    except (OSError, RuntimeError, NotImplementedError) as exc:
+        empty = {"swap_percent": None, "swap_total_bytes": None, "swap_used_bytes": None}
+        return empty, f"swap unavailable: {exc}"
+    figures = {
+        "swap_percent": round(float(sw.percent), 1),
+        "swap_total_bytes": int(sw.total),
+        "swap_used_bytes": int(sw.used),
+    }
+    return figures, None
+
+
+def _line(p: dict[str, Any]) -> str:
+    used, total = p["used_bytes"] / _GIB, p["total_bytes"] / _GIB
+    line = f"mem {p['percent']:.1f}% ({used:.1f} of {total:.1f} GiB)"
+    if p["swap_percent"] is not None:
+        line += f" swap {p['swap_percent']:.1f}%"
+    return line + (" PRESSURE" if p["pressure"] else "")

@@ -1,0 +1,1 @@
+"""The built-in ``network`` sense; nerve loads ``sense.py`` by path."""

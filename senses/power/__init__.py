@@ -1,0 +1,1 @@
+"""The built-in ``power`` sense; nerve loads ``sense.py`` by path."""

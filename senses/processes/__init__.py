@@ -1,0 +1,1 @@
+"""The built-in ``processes`` sense; nerve loads ``sense.py`` by path."""

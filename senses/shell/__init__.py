@@ -1,0 +1,1 @@
+"""The built-in ``shell`` sense; nerve loads ``sense.py`` by path."""

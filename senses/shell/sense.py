@@ -1,0 +1,270 @@
+"""Shell commands, read from the tail of history files.
+
+Source class ``shell``, trust ``Inferred``: a history file is a byte stream any program of the
+user's can write, and we parse it; no OS API vouches for it (Sense v0.1 §2). One observation
+per command, ``{"command", "format", "timestamp", "elapsed_s", "file", "redacted"}``.
+
+Per file, state keeps ``{inode, offset, tail, status, note}``: ``offset`` is the end of the
+last complete record read and ``tail`` a hash of the bytes just before it. Only bytes past
+``offset`` are read, at most ``max_read_bytes`` and ``max_per_compute`` commands at a time
+(the rest wait for the next compute; nothing is skipped). A file seen for the first time is
+started at its end (old history is not replayed); a file that was missing and then appears
+is read from its start. When a file is replaced (new inode), truncated or rewritten in place
+(``tail`` no longer matches), reading resumes at its new end and ``note`` says why: reading
+from the start would replay the whole retained history as if it were new.
+
+Formats: zsh extended history (``: 1700000000:5;cmd``, multi-line with ``\\``-newline,
+metafied bytes decoded), bash with ``HISTTIMEFORMAT`` (``#1700000000`` before a command) and
+plain one-command-per-line. Only regular files are read (a symlink to one is fine); anything
+else is skipped with a note. Values that look like secrets are masked before they reach the
+log, which keeps them forever (``redact``).
+
+Options: ``files`` (default ``~/.bash_history``, ``~/.zsh_history`` and ``$HISTFILE``),
+``max_per_compute`` (50), ``max_read_bytes`` (262144), ``redact`` (regexes; group 1, if any,
+is kept and the rest of the match masked; ``[]`` turns masking off).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import stat
+import time
+from collections.abc import Iterator
+from typing import Any, NamedTuple
+
+from nerve.contract import Observation, Result, SenseContext
+from nerve.events import SourceClass, Trust
+
+initial_state: dict[str, Any] = {"files": {}, "commands": 0}
+
+DEFAULT_REDACT = [
+    r"(?i)(\b[\w.-]*(?:password|passwd|secret|token|api_?key|access_?key)[\w.-]*=)\S+",
+    r"(?i)(--(?:password|passwd|secret|token|api-?key)[= ])\S+",
+    r"(://[^/\s:@]+:)[^/\s@]+(?=@)",
+]
+_ZSH_HEAD = re.compile(rb": \d+:\d+;")
+_ZSH_RECORD = re.compile(rb": (\d+):(\d+);(.*)", re.S)
+_BASH_STAMP = re.compile(rb"#(\d{1,12})")
+_META = re.compile(rb"\x83(.)", re.S)
+_TAIL_BYTES = 64
+_LINE_CHARS = 120
+_MAX_STAMP_S = (2**63 - 1) // 1_000_000_000  # valid_time_ns is a signed 64-bit integer
+
+
+class _Options(NamedTuple):
+    files: list[str]
+    max_per_compute: int
+    max_read_bytes: int
+    redact: list[re.Pattern[str]]
+
+
+def compute(state: dict[str, Any], ctx: SenseContext) -> Result:
+    opts = _options(ctx)
+    previous = state.get("files")
+    previous = previous if isinstance(previous, dict) else {}
+    files: dict[str, Any] = {}
+    observations: list[Observation] = []
+    for path in opts.files:
+        budget = opts.max_per_compute - len(observations)
+        files[path], records = _scan(path, previous.get(path), budget, opts.max_read_bytes)
+        observations += [_observation(r, path, opts.redact) for r in records]
+    commands = int(state.get("commands") or 0) + len(observations)
+    return Result(state={"files": files, "commands": commands}, observations=observations)
+
+
+def parse_history(data: bytes, limit: int) -> tuple[list[dict[str, Any]], int]:
+    """Up to ``limit`` complete commands from ``data`` and how many bytes they span.
+
+    A bash ``#timestamp`` line is consumed only with the command after it; an unfinished
+    last line (no newline yet, or a zsh record still continuing) is left for the next read.
+    """
+    records: list[dict[str, Any]] = []
+    consumed, stamp = 0, None
+    for end, raw in _logical_lines(data):
+        if len(records) >= limit:
+            break
+        if match := _BASH_STAMP.fullmatch(raw):
+            stamp = int(match[1])
+            continue
+        record = _record(raw, stamp)
+        if record["command"].strip():
+            records.append(record)
+        consumed, stamp = end, None
+    return records, consumed
+
+
+def _logical_lines(data: bytes) -> Iterator[tuple[int, bytes]]:
+    """``(end offset, record bytes)`` per complete record; zsh records span ``\\``-newlines."""
+    pos = 0
+    while (end := data.find(b"\n", pos)) >= 0:
+        if _ZSH_HEAD.match(data, pos):
+            while data[end - 1 : end] == b"\\":
+                end = data.find(b"\n", end + 1)
+                if end < 0:
+                    return
+        yield end + 1, data[pos:end].removesuffix(b"\r")
+        pos = end + 1
+
+
+def _record(raw: bytes, stamp: int | None) -> dict[str, Any]:
+    if match := _ZSH_RECORD.fullmatch(raw):
+        command = _META.sub(lambda m: bytes((m[1][0] ^ 0x20,)), match[3]).replace(b"\\\n", b"\n")
+        return {
+            "command": command.decode("utf-8", "replace"),
+            "format": "zsh-extended",
+            "timestamp": int(match[1]),
+            "elapsed_s": int(match[2]),
+        }
+    fmt = "plain" if stamp is None else "bash-timestamped"
+    return {
+        "command": raw.decode("utf-8", "replace"),
+        "format": fmt,
+        "timestamp": stamp,
+        "elapsed_s": None,
+    }
+
+
+def _options(ctx: SenseContext) -> _Options:
+    files = ctx.options.get("files", _default_files())
+    if not isinstance(files, list | tuple) or not all(isinstance(f, str) and f for f in files):
+        raise ValueError(f"senses.{ctx.name}.options.files must be a list of paths, got {files!r}")
+    patterns = ctx.options.get("redact", DEFAULT_REDACT)
+    if not isinstance(patterns, list | tuple) or not all(isinstance(p, str) for p in patterns):
+        raise ValueError(
+            f"senses.{ctx.name}.options.redact must be a list of regexes, got {patterns!r}"
+        )
+    expanded = [os.path.abspath(os.path.expanduser(f)) for f in files]
+    return _Options(
+        files=list(dict.fromkeys(expanded)),
+        max_per_compute=_positive(ctx, "max_per_compute", 50),
+        max_read_bytes=_positive(ctx, "max_read_bytes", 256 * 1024),
+        redact=[re.compile(p) for p in patterns],
+    )
+
+
+def _default_files() -> list[str]:
+    files = ["~/.bash_history", "~/.zsh_history"]
+    histfile = os.environ.get("HISTFILE")
+    return [*files, histfile] if histfile else files
+
+
+def _positive(ctx: SenseContext, key: str, default: int) -> int:
+    value = ctx.options.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(
+            f"senses.{ctx.name}.options.{key} must be a positive integer, got {value!r}"
+        )
+    return value
+
+
+def _scan(
+    path: str, entry: Any, budget: int, max_read: int
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The file's new state and the commands appended since ``entry`` was taken."""
+    entry = entry if isinstance(entry, dict) else None
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
+    except FileNotFoundError:
+        return _entry(
+            "missing", note="no such file; it will be read from its start once it appears"
+        ), []
+    except OSError as exc:
+        return _keep(entry, f"unreadable: {exc.strerror or exc}"), []
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            return _keep(entry, "skipped: not a regular file"), []
+        return _advance(fd, info, entry, budget, max_read)
+    finally:
+        os.close(fd)
+
+
+def _advance(
+    fd: int, info: os.stat_result, entry: dict[str, Any] | None, budget: int, max_read: int
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    offset, note = _resume_at(fd, info, entry)
+    data = os.pread(fd, min(info.st_size - offset, max_read), offset)
+    records, consumed = parse_history(data, budget)
+    if consumed == 0 and len(data) == max_read:
+        consumed, note = len(data), f"skipped {len(data)} bytes holding no complete line"
+    offset += consumed
+    if note is None and entry is not None:
+        note = entry.get("note")
+    return _entry("ok", info.st_ino, offset, _tail(fd, offset), note), records
+
+
+def _resume_at(
+    fd: int, info: os.stat_result, entry: dict[str, Any] | None
+) -> tuple[int, str | None]:
+    """Where to read from, and why when it is not where the last read stopped."""
+    end = info.st_size
+    if entry is None or (entry.get("inode") is None and entry.get("status") != "missing"):
+        return end, "first seen: started at the end; earlier history is not replayed"
+    if entry.get("inode") is None:
+        return 0, "appeared after being missing: read from the start"
+    offset = int(entry.get("offset") or 0)
+    if entry["inode"] != info.st_ino:
+        return end, "replaced (new inode): resumed at the new end"
+    if end < offset:
+        return end, "truncated: resumed at the new end"
+    if _tail(fd, offset) != entry.get("tail"):
+        return end, "rewritten in place: resumed at the new end"
+    return offset, None
+
+
+def _tail(fd: int, offset: int) -> str:
+    start = max(0, offset - _TAIL_BYTES)
+    return hashlib.sha256(os.pread(fd, offset - start, start)).hexdigest()[:32]
+
+
+def _entry(
+    status: str, inode: int | None = None, offset: int = 0, tail: str = "", note: str | None = None
+) -> dict[str, Any]:
+    return {"status": status, "inode": inode, "offset": offset, "tail": tail, "note": note}
+
+
+def _keep(entry: dict[str, Any] | None, status: str) -> dict[str, Any]:
+    """Keep the read position (the file may come back) but record why it was not read."""
+    if entry is None:
+        return _entry(status, note=status)
+    return {**entry, "status": status, "note": status}
+
+
+def _redact(text: str, patterns: list[re.Pattern[str]]) -> str:
+    for rx in patterns:
+        keep_group = rx.groups > 0
+
+        def mask(match: re.Match[str], keep: bool = keep_group) -> str:
+            kept = (match[1] or "") if keep else ""
+            return kept + "***"
+
+        text = rx.sub(mask, text)
+    return text
+
+
+def _observation(record: dict[str, Any], path: str, patterns: list[re.Pattern[str]]) -> Observation:
+    command = _redact(record["command"], patterns)
+    payload = {**record, "command": command, "file": path, "redacted": command != record["command"]}
+    return Observation(
+        source=SourceClass.SHELL,
+        line=_line(command),
+        payload=payload,
+        trust=Trust.INFERRED,
+        valid_time_ns=_valid_ns(record["timestamp"]),
+    )
+
+
+def _line(command: str) -> str:
+    """``$ `` and the command's first line, shortened with ``…`` when anything was cut."""
+    first = command.strip().split("\n", 1)[0]
+    short = first[:_LINE_CHARS]
+    return f"$ {short}…" if short != command.strip() else f"$ {short}"
+
+
+def _valid_ns(stamp: int | None) -> int:
+    """The command's own time when the history recorded a plausible one, else now."""
+    if stamp is not None and 0 < stamp < _MAX_STAMP_S:
+        return stamp * 1_000_000_000
+    return time.time_ns()
