@@ -33,7 +33,9 @@ class Hlc(NamedTuple):
         try:
             return check_stamp(cls(int(head), int(tail or 0)))
         except ValueError:
-            raise ClockError(f"not an HLC stamp: {text!r} (expected PHYSICAL_NS[.LOGICAL])") from None
+            raise ClockError(
+                f"not an HLC stamp: {text!r} (expected PHYSICAL_NS[.LOGICAL])"
+            ) from None
 
 
 HLC_ZERO = Hlc(0, 0)

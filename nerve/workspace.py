@@ -25,7 +25,9 @@ class Workspace:
     def at(cls, root: Path | str | None = None) -> Workspace:
         path = Path(root or os.environ.get("NERVE_WORKSPACE") or ".").expanduser().resolve()
         if not path.is_dir():
-            raise UsageError(f"workspace {path} is not a folder", hint="create one with `nerve init DIR`")
+            raise UsageError(
+                f"workspace {path} is not a folder", hint="create one with `nerve init DIR`"
+            )
         return cls(path)
 
     @property
@@ -66,8 +68,11 @@ class Workspace:
         """Open the log as its single writer (fails if a daemon or another writer holds it)."""
         cfg = self.log_config()
         return EventLog(
-            self.log_root, node=self.node, durability=cfg.durability,
-            seal_max_events=cfg.seal_max_events, seal_max_age_ns=cfg.seal_max_age * 10**6,
+            self.log_root,
+            node=self.node,
+            durability=cfg.durability,
+            seal_max_events=cfg.seal_max_events,
+            seal_max_age_ns=cfg.seal_max_age * 10**6,
             max_offset_ns=cfg.max_clock_offset * 10**6,
         )
 
