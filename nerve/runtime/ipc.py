@@ -81,10 +81,10 @@ class IpcServer:
         try:
             line = await reader.readuntil(b"\n")
         except asyncio.LimitOverrunError:
-            await _reply(
-                writer, {"ok": False, "error": f"request larger than {self.max_bytes} bytes"}
-            )
-            return False
+            ended = await _discard_line(reader)
+            too_big = f"request larger than {self.max_bytes} bytes"
+            await _reply(writer, {"ok": False, "error": too_big})
+            return ended
         except asyncio.IncompleteReadError as exc:
             if exc.partial.strip():
                 await _reply(
@@ -107,6 +107,19 @@ class IpcServer:
             return await self.handler(request)
         except Exception as exc:  # a handler bug becomes an error reply, not a dead daemon
             return {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
+
+
+async def _discard_line(reader: asyncio.StreamReader, cap: int = 64 << 20) -> bool:
+    """Skip the rest of an oversized line so the client can read our reply; True if it ended."""
+    dropped = 0
+    while dropped < cap:
+        chunk = await reader.read(1 << 16)
+        if not chunk:
+            return False
+        dropped += len(chunk)
+        if b"\n" in chunk:
+            return True  # anything after the newline is lost with the oversized request
+    return False
 
 
 async def _reply(writer: asyncio.StreamWriter, msg: dict[str, Any]) -> None:

@@ -1,0 +1,105 @@
+"""The verifier's trust record: the last checkpoint it accepted, kept outside the data folder.
+
+Against it, :func:`~nerve.chain.verify.verify_chain` catches truncation, rollback and a
+fresh genesis passed off as the same log.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from nerve.canonical import canonical_json
+from nerve.chain.keys import private_dir, write_private
+from nerve.chain.links import ID_SIZE, ZERO_ID
+from nerve.chain.verify import ChainReport
+from nerve.errors import ChainError
+
+
+def default_trust_dir(environ: Mapping[str, str] | None = None, home: Path | None = None) -> Path:
+    """``$XDG_STATE_HOME/nerve/trust``, else ``~/.local/state/nerve/trust``."""
+    env = os.environ if environ is None else environ
+    base = env.get("XDG_STATE_HOME") or str((home or Path.home()) / ".local" / "state")
+    return Path(base) / "nerve" / "trust"
+
+
+def trust_path(log_id: bytes, folder: Path | None = None) -> Path:
+    """Where the trust record for ``log_id`` lives: ``<folder>/<log-id-hex>.json``."""
+    return (default_trust_dir() if folder is None else Path(folder)) / f"{log_id.hex()}.json"
+
+
+@dataclass(frozen=True, slots=True)
+class TrustRecord:
+    """The last checkpoint a verifier accepted, kept OUTSIDE the daemon's data folder.
+
+    ``size`` counts links through that checkpoint, ``head`` is its id and ``root`` the
+    Merkle root over the ids of links ``0..size-1``; ``key`` is the genesis key.
+    """
+
+    log_id: bytes
+    key: bytes
+    size: int
+    head: bytes
+    root: bytes
+
+    @classmethod
+    def from_report(cls, report: ChainReport) -> TrustRecord:
+        """The record a first successful verification establishes (trust on first use)."""
+        if not report.ok or report.anchor is None or report.log_id is None:
+            raise ChainError("only a chain that verified can be trusted")
+        a, key = report.anchor, report.genesis_key or ZERO_ID
+        return cls(report.log_id, key, a.size, a.head, a.root)
+
+    def accept(self, report: ChainReport) -> TrustRecord:
+        """The record after ``report``; refuses one that is not a consistent extension."""
+        new = TrustRecord.from_report(report)
+        if new.log_id != self.log_id or new.key != self.key:
+            raise ChainError(
+                f"report is for log {new.log_id.hex()}, record for {self.log_id.hex()}"
+            )
+        if len(report.ids) < self.size or report.ids[self.size - 1] != self.head:
+            raise ChainError(f"report does not extend the accepted checkpoint at size {self.size}")
+        return new
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "log_id": self.log_id.hex(),
+            "key": self.key.hex(),
+            "size": self.size,
+            "head": self.head.hex(),
+            "root": self.root.hex(),
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> TrustRecord:
+        try:
+            hexes = [bytes.fromhex(data[k]) for k in ("log_id", "key", "head", "root")]
+            size = data["size"]
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ChainError(f"trust record is malformed: {exc!r}") from None
+        if not isinstance(size, int) or size < 1 or any(len(h) != ID_SIZE for h in hexes):
+            raise ChainError("trust record has a bad size or id length")
+        return cls(hexes[0], hexes[1], size, hexes[2], hexes[3])
+
+    @classmethod
+    def load(cls, path: Path) -> TrustRecord | None:
+        """Read the record at ``path``; ``None`` if there is none yet."""
+        try:
+            return cls.from_json(json.loads(Path(path).read_text()))
+        except FileNotFoundError:
+            return None
+        except ValueError as exc:
+            raise ChainError(f"{path}: trust record is not JSON: {exc}") from None
+
+    def save(self, path: Path) -> None:
+        """Write atomically (temp file, fsync, rename) with owner-only permissions."""
+        path = Path(path)
+        private_dir(path.parent)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        tmp.unlink(missing_ok=True)
+        write_private(tmp, canonical_json(self.to_json()) + b"\n")
+        os.replace(tmp, path)

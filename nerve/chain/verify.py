@@ -1,0 +1,307 @@
+"""Chain verification: walk the links once and report the first break.
+
+The rules, in the order they are applied, are in :mod:`nerve.chain`'s docstring.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from nerve.attention.gate import OUTCOMES
+from nerve.chain.keys import verifies
+from nerve.chain.links import (
+    EXIT_CODES,
+    FORMAT_VERSION,
+    ZERO_ID,
+    BreakKind,
+    ParsedLink,
+    digest,
+    parse_link,
+    schema_error,
+)
+from nerve.chain.merkle import MerkleAccumulator
+
+if TYPE_CHECKING:
+    from nerve.chain.trust import TrustRecord
+
+
+@dataclass(frozen=True, slots=True)
+class Break:
+    """The first place a chain fails: the position (= expected seq), the kind, and why."""
+
+    seq: int
+    kind: BreakKind
+    message: str
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_CODES[self.kind]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"seq": self.seq, "kind": self.kind, "message": self.message}
+
+
+@dataclass(frozen=True, slots=True)
+class Anchor:
+    """A verified checkpoint (or the genesis link): links through it, its id, their root."""
+
+    size: int
+    head: bytes
+    root: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class ChainReport:
+    """What :func:`verify_chain` found; ``links`` counts the links verified before any break."""
+
+    links: int
+    first_break: Break | None
+    log_id: bytes | None = None
+    genesis_key: bytes | None = None
+    key: bytes | None = None
+    epoch: int = 0
+    anchor: Anchor | None = None
+    ids: tuple[bytes, ...] = ()
+    since_checkpoint: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return self.first_break is None
+
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.first_break is None else self.first_break.exit_code
+
+    @property
+    def head(self) -> bytes | None:
+        return self.ids[-1] if self.ids else None
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready summary (ids in lower-case hex)."""
+        return {
+            "ok": self.ok,
+            "links": self.links,
+            "exit_code": self.exit_code,
+            "log_id": _hex(self.log_id),
+            "epoch": self.epoch,
+            "head": _hex(self.head),
+            "checkpoint": None if self.anchor is None else self.anchor.size,
+            "break": None if self.first_break is None else self.first_break.to_json(),
+        }
+
+
+def _hex(data: bytes | None) -> str | None:
+    return None if data is None else data.hex()
+
+
+_Problem = tuple[BreakKind, str] | None
+
+
+class _Verifier:
+    """Walks the presented links once, in order, keeping the chain state they establish."""
+
+    def __init__(
+        self, raws: Sequence[bytes], pinned: bytes | None, trusted: TrustRecord | None
+    ) -> None:
+        self.links = [parse_link(bytes(raw)) for raw in raws]
+        self.trusted = trusted
+        self.pinned = pinned if pinned is not None else (trusted.key if trusted else None)
+        self.seen: set[bytes] = set()
+        self.log = self.key = self.genesis_key = ZERO_ID
+        self.epoch = self.since_cp = 0
+        self.ids: list[bytes] = []
+        self.acc = MerkleAccumulator()
+        self.anchor: Anchor | None = None
+
+    def run(self) -> ChainReport:
+        for i, link in enumerate(self.links):
+            problem = self._check(i, link)
+            if problem is not None:
+                return self._report(Break(i, *problem))
+            self._advance(link)
+        return self._report(self._check_end())
+
+    def _report(self, brk: Break | None) -> ChainReport:
+        known = bool(self.ids)
+        return ChainReport(
+            len(self.ids),
+            brk,
+            self.log if known else None,
+            self.genesis_key if known else None,
+            self.key if known else None,
+            self.epoch,
+            self.anchor,
+            tuple(self.ids),
+            self.since_cp,
+        )
+
+    def _check(self, i: int, link: ParsedLink) -> _Problem:
+        if digest(link.raw) in self.seen:
+            return "duplicated", "the exact bytes of an earlier link"
+        if link.error is not None:
+            return link.error
+        first = self._check_genesis if i == 0 else self._check_log
+        for check in (
+            first,
+            self._check_sig,
+            self._check_fields,
+            self._check_seq,
+            self._check_prev,
+            self._check_kind,
+            self._check_trusted,
+        ):
+            problem = check(i, link)
+            if problem is not None:
+                return problem
+        return None
+
+    def _check_genesis(self, i: int, link: ParsedLink) -> _Problem:
+        core = link.core
+        if core["kind"] != "genesis" or core["seq"] != 0:
+            if core["seq"] > 0:
+                return self._check_seq(0, link)
+            return "malformed", f"position 0 holds a {core['kind']!r} link, not the genesis"
+        if (why := schema_error(core, link.sig2 is not None)) is not None:
+            return "malformed", why
+        if core["log"] != digest(core["key"] + core["nonce"]):
+            return "malformed", "log id is not blake3(genesis key + nonce)"
+        if self.trusted is not None and core["log"] != self.trusted.log_id:
+            return "fresh-genesis", f"log {core['log'].hex()} is not the trusted log"
+        if self.pinned is not None and core["key"] != self.pinned:
+            return "unknown-key", f"genesis key {core['key'].hex()} is not the pinned key"
+        self.log, self.key, self.epoch = core["log"], core["key"], core["epoch"]
+        return None
+
+    def _check_log(self, i: int, link: ParsedLink) -> _Problem:
+        if link.core["log"] != self.log:
+            return "forked", f"link names log {link.core['log'].hex()}, not this chain's"
+        return None
+
+    def _check_sig(self, i: int, link: ParsedLink) -> _Problem:
+        if verifies(self.key, link.core_bytes, link.sig):
+            return None
+        if self._witnessed_edit(i, link):
+            return "edited", "signature fails and the next link sealed a different id here"
+        if (problem := self._check_seq(i, link)) is not None:
+            return problem
+        if link.core["epoch"] != self.epoch:
+            return "unknown-key", f"signed for epoch {link.core['epoch']}, current is {self.epoch}"
+        return "bad-signature", f"signature does not verify under the epoch-{self.epoch} key"
+
+    def _witnessed_edit(self, i: int, link: ParsedLink) -> bool:
+        if i + 1 >= len(self.links) or self.links[i + 1].error is not None:
+            return False
+        nxt = self.links[i + 1]
+        if nxt.core["seq"] != i + 1 or nxt.core["prev"] == link.id:
+            return False
+        claimed = link.core.get("new_key")
+        keys = [self.key, *([claimed] if isinstance(claimed, bytes) else [])]
+        return any(verifies(k, nxt.core_bytes, nxt.sig) for k in keys)
+
+    def _check_fields(self, i: int, link: ParsedLink) -> _Problem:
+        why = schema_error(link.core, link.sig2 is not None)
+        if why is None and link.core["v"] != FORMAT_VERSION:
+            why = f"format version {link.core['v']} is not {FORMAT_VERSION}"
+        return None if why is None else ("malformed", why)
+
+    def _check_seq(self, i: int, link: ParsedLink) -> _Problem:
+        seq = link.core["seq"]
+        if seq < i:
+            return "reordered", f"seq {seq} at position {i}: the sequence goes backwards"
+        if seq > i:
+            if any(_claims(later, link.core["log"], i) for later in self.links[i + 1 :]):
+                return "reordered", f"seq {seq} at position {i}; seq {i} comes later"
+            return "excised", f"seq {seq} at position {i}: seq {i}..{seq - 1} missing"
+        return None
+
+    def _check_prev(self, i: int, link: ParsedLink) -> _Problem:
+        if i and link.core["prev"] != self.ids[-1]:
+            return (
+                "forked",
+                f"authentic link {i} follows {link.core['prev'].hex()}, not link {i - 1}",
+            )
+        return None
+
+    def _check_kind(self, i: int, link: ParsedLink) -> _Problem:
+        core = link.core
+        if core["epoch"] != self.epoch:
+            return "malformed", f"epoch {core['epoch']} signed by the epoch-{self.epoch} key"
+        if core["kind"] == "genesis" and i:
+            return "malformed", "a second genesis link"
+        if core["kind"] == "decision" and (core["trust"] > 3 or core["decision"] not in OUTCOMES):
+            return "malformed", f"trust {core['trust']} or decision {core['decision']!r} unknown"
+        if core["kind"] == "checkpoint":
+            return self._check_checkpoint(i, core)
+        if core["kind"] == "rotate":
+            return self._check_rotate(link)
+        return None
+
+    def _check_checkpoint(self, i: int, core: Mapping[str, Any]) -> _Problem:
+        expected = (i + 1, self.ids[-1], self.acc.root())
+        if (core["size"], core["head"], core["root"]) != expected:
+            return "forked", "checkpoint commits to a different history than the links shown"
+        return None
+
+    def _check_rotate(self, link: ParsedLink) -> _Problem:
+        core = link.core
+        if core["new_epoch"] != self.epoch + 1 or core["new_key"] == self.key:
+            return "malformed", "rotation must move to epoch + 1 and a different key"
+        if link.sig2 is None or not verifies(core["new_key"], link.core_bytes, link.sig2):
+            return "bad-signature", "rotate link is not signed by its new key"
+        return None
+
+    def _check_trusted(self, i: int, link: ParsedLink) -> _Problem:
+        record = self.trusted
+        if record is None or i != record.size - 1:
+            return None
+        acc = self.acc.copy()
+        acc.append(link.id)
+        if link.id != record.head or acc.root() != record.root:
+            return "rolled-back", f"link {i} is not the checkpoint this verifier accepted"
+        return None
+
+    def _check_end(self) -> Break | None:
+        n = len(self.links)
+        if n == 0:
+            return Break(0, "truncated", "no links: a chain starts with its genesis link")
+        if self.trusted is not None and n < self.trusted.size:
+            return Break(n, "truncated", f"{n} links, but {self.trusted.size} were accepted")
+        return None
+
+    def _advance(self, link: ParsedLink) -> None:
+        core, lid = link.core, link.id
+        self.seen.add(digest(link.raw))
+        self.ids.append(lid)
+        self.acc.append(lid)
+        self.since_cp += 1
+        if core["kind"] == "genesis":
+            self.genesis_key = core["key"]
+        if core["kind"] == "rotate":
+            self.key, self.epoch = core["new_key"], core["new_epoch"]
+        if core["kind"] in ("genesis", "checkpoint"):
+            self.anchor, self.since_cp = Anchor(len(self.ids), lid, self.acc.root()), 0
+
+
+def _claims(link: ParsedLink, log: bytes, seq: int) -> bool:
+    return link.error is None and link.core["seq"] == seq and link.core["log"] == log
+
+
+def verify_chain(
+    links: Sequence[bytes], *, pinned_key: bytes | None = None, trusted: TrustRecord | None = None
+) -> ChainReport:
+    """Verify ``links`` in order and report the first break (see the module docstring).
+
+    ``pinned_key`` is the expected genesis public key; ``trusted`` the verifier's record of
+    the last checkpoint it accepted (its key is pinned too unless ``pinned_key`` is given).
+    """
+    return _Verifier(links, pinned_key, trusted).run()
+
+
+def peek_log_id(links: Sequence[bytes]) -> bytes | None:
+    """The log id the first link claims (unverified), to find the matching trust record."""
+    if not links:
+        return None
+    first = parse_link(bytes(links[0]))
+    return None if first.error is not None else bytes(first.core["log"])

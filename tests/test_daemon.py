@@ -1,0 +1,247 @@
+"""A real daemon process, driven over its Unix socket."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import stat
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from nerve.workspace import init_workspace
+from tests.conftest import run_cli
+from tests.daemon_util import COUNTER, Daemon, write_sense
+
+HANG = """
+import time
+initial_state = {"n": 0}
+def compute(state):
+    if state["n"] >= 1:
+        time.sleep(60)
+    return {"state": {"n": state["n"] + 1}}
+"""
+CRASH = """
+import os
+initial_state = {"n": 0}
+def compute(state):
+    if state["n"] == 1:
+        os._exit(3)
+    return {"state": {"n": state["n"] + 1}}
+"""
+BAD_STATE = """
+initial_state = {"n": 0}
+def compute(state):
+    if state["n"] == 2:
+        return {"state": {"n": object()}}
+    return {"state": {"n": state["n"] + 1}}
+"""
+TRIGGERS = """
+initial_state = {"n": 0}
+def compute(state):
+    n = state["n"] + 1
+    wf = "nope|5|go" if n == 1 else ("cleanup|0|x" if n == 2 else "cleanup|3|tidy up")
+    return {"state": {"n": n}, "workflow": wf}
+"""
+CONFIG = """
+senses:
+  counter: {group: a, interval: 200ms}
+  echo: {group: b, path: senses/counter, on: [counter], throttle: 1s}
+  late: {group: c, path: senses/counter, interval: 100ms, grace_period: 2s}
+  hang: {group: h, interval: 300ms, timeout: 1s}
+  crash: {group: x, interval: 300ms}
+  badstate: {group: a, interval: 200ms}
+  triggers: {group: b, interval: 300ms}
+workflows:
+  cleanup: {concurrency: 1}
+"""
+
+
+@pytest.fixture
+def daemon(tmp_path: Path) -> Iterator[Daemon]:
+    ws = init_workspace(tmp_path / "ws")
+    for name, code in (
+        ("counter", COUNTER),
+        ("hang", HANG),
+        ("crash", CRASH),
+        ("badstate", BAD_STATE),
+        ("triggers", TRIGGERS),
+    ):
+        write_sense(ws.root, name, code)
+    (ws.root / "nerve.yaml").write_text(CONFIG)
+    d = Daemon(ws.root)
+    d.start()
+    try:
+        yield d
+    finally:
+        d.stop()
+
+
+def _computes(d: Daemon, sense: str) -> list[dict[str, object]]:
+    return d.events("sense.state", sense)
+
+
+def test_scheduling_errors_and_isolation(daemon: Daemon) -> None:
+    started = time.monotonic()
+    daemon.wait_for(lambda: len(_computes(daemon, "counter")) >= 15, what="15 counter computes")
+    elapsed = time.monotonic() - started
+    # interval: about 5 computes a second
+    assert len(_computes(daemon, "counter")) <= elapsed * 5 + 4
+    # on + throttle: echo follows counter's signals but at most once a second
+    echo = _computes(daemon, "echo")
+    assert 1 <= len(echo) <= elapsed + 2
+    assert all(str(e["data"]["reason"]).startswith("on:counter") for e in echo)  # type: ignore[index]
+    # grace: nothing from `late` in its first 2 s
+    late = _computes(daemon, "late")
+    first_late = min(e["physical_ns"] for e in late) if late else None  # type: ignore[type-var]
+    started_ev = daemon.events("daemon.started")[-1]["physical_ns"]
+    assert first_late is None or first_late - started_ev >= 1.9e9
+    # a hung compute is killed at its timeout; its group restarts; others keep running
+    daemon.wait_for(
+        lambda: any(e["data"]["kind"] == "timeout" for e in daemon.events("sense.error", "hang")),
+        what="hang timeout",
+    )
+    restarts = daemon.events("sense.restart")
+    assert any(r["subject"] == "h" and "hung" in r["data"]["reason"] for r in restarts)
+    # a compute that kills its worker: error, restart, and the sense carries on
+    daemon.wait_for(
+        lambda: any(e["data"]["kind"] == "crash" for e in daemon.events("sense.error", "crash")),
+        what="crash error",
+    )
+    assert any(r["subject"] == "x" for r in daemon.events("sense.restart"))
+    # unserialisable state: an error, state unchanged
+    daemon.wait_for(lambda: daemon.events("sense.error", "badstate"), what="badstate error")
+    err = daemon.events("sense.error", "badstate")[0]["data"]
+    assert err["kind"] == "unserialisable"
+    states = [e["data"]["state"]["n"] for e in _computes(daemon, "badstate")]
+    assert states[:2] == [1, 2] and 3 not in states
+    # other groups kept computing throughout
+    before = len(_computes(daemon, "counter"))
+    time.sleep(1.0)
+    assert len(_computes(daemon, "counter")) > before
+
+
+def test_workflow_triggers_are_validated(daemon: Daemon) -> None:
+    daemon.wait_for(lambda: len(_computes(daemon, "triggers")) >= 3, what="three trigger computes")
+    rejected = daemon.events("workflow.rejected", "triggers")
+    assert any("unknown workflow 'nope'" in r["data"]["error"] for r in rejected)
+    assert any("max_rounds" in r["data"]["error"] for r in rejected)
+    requested = daemon.events("workflow.requested", "cleanup")
+    assert requested and requested[0]["data"]["max_rounds"] == 3
+    assert (
+        requested[0]["data"]["prompt"] == "tidy up" and requested[0]["data"]["sense"] == "triggers"
+    )
+    # the computes that carried rejected triggers still counted
+    assert [e["data"]["state"]["n"] for e in _computes(daemon, "triggers")][:3] == [1, 2, 3]
+
+
+def _raw(sock_path: Path, payload: bytes, *, shutdown: bool = False) -> bytes:
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(10)
+        sock.connect(str(sock_path))
+        sock.sendall(payload)
+        if shutdown:
+            sock.shutdown(socket.SHUT_WR)
+        data = b""
+        while not data.endswith(b"\n"):
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+        return data
+
+
+def test_socket_is_private_and_survives_junk(daemon: Daemon) -> None:
+    mode = stat.S_IMODE(daemon.socket.stat().st_mode)
+    assert mode == 0o600
+    assert b'"ok":false' in _raw(daemon.socket, b"this is not json\n")
+    assert b"string" in _raw(daemon.socket, b"[1,2,3]\n")
+    assert b"unknown request type" in _raw(daemon.socket, b'{"type":"explode"}\n')
+    assert b"incomplete request" in _raw(daemon.socket, b'{"type":"sta', shutdown=True)
+    assert b"larger than" in _raw(daemon.socket, b"x" * (2 << 20) + b"\n")
+    assert b"non-empty string" in _raw(daemon.socket, b'{"type":"trigger-sense"}\n')
+    assert b"unknown sense" in _raw(daemon.socket, b'{"type":"trigger-sense","sense":"ghost"}\n')
+    status = daemon.request({"type": "status"})
+    assert status["ok"] and status["status"]["pid"] == daemon.pid()
+
+
+def test_cli_writes_go_through_the_daemon_and_second_daemon_is_refused(daemon: Daemon) -> None:
+    ws = str(daemon.root)
+    out = run_cli(
+        "--workspace", ws, "emit", "--source", "shell", "--line", "via daemon", "--json"
+    ).stdout
+    assert '"line":"via daemon"' in out
+    assert run_cli("--workspace", ws, "seal").returncode == 0
+    proc = run_cli("--workspace", ws, "daemon", "start", check=False)
+    assert proc.returncode == 1 and f"pid {daemon.pid()}" in proc.stderr
+    proc = run_cli("--workspace", ws, "daemon", "run", check=False, timeout=30)
+    assert proc.returncode == 1 and "already running" in proc.stderr
+    trig = run_cli("--workspace", ws, "sense", "trigger", "counter")
+    assert "triggered counter" in trig.stdout
+    listing = run_cli("--workspace", ws, "sense", "list", "--json").stdout
+    assert '"name":"counter"' in listing and '"computes":' in listing
+    status = run_cli("--workspace", ws, "status").stdout
+    assert f"pid {daemon.pid()}" in status
+
+
+def test_hot_reload_good_and_bad(daemon: Daemon) -> None:
+    config = daemon.root / "nerve.yaml"
+    loaded = len(daemon.events("config.loaded"))
+    fresh = "  fresh: {group: a, path: senses/counter, interval: 100ms}\n"
+    config.write_text(CONFIG.replace("senses:\n", "senses:\n" + fresh))
+    daemon.wait_for(lambda: _computes(daemon, "fresh"), what="the new sense to compute")
+    assert len(daemon.events("config.loaded")) > loaded
+    config.write_text(CONFIG.replace("interval: 200ms", "interval: 10x"))
+    daemon.wait_for(lambda: daemon.events("config.rejected"), what="config.rejected")
+    rejected = daemon.events("config.rejected")[-1]["data"]
+    assert "invalid duration" in rejected["error"] and "nerve.yaml:3" in rejected["error"]
+    before = len(_computes(daemon, "fresh"))
+    time.sleep(0.8)
+    assert len(_computes(daemon, "fresh")) > before  # the old configuration keeps running
+    write_sense(daemon.root, "counter", "def compute(state:\n")  # a syntax error
+    daemon.wait_for(lambda: len(daemon.events("config.rejected")) >= 2, what="code edit rejected")
+
+
+def test_kill_9_then_restart_keeps_every_sense_state(daemon: Daemon) -> None:
+    daemon.wait_for(lambda: len(_computes(daemon, "counter")) >= 5, what="some computes")
+    os.kill(daemon.pid(), signal.SIGKILL)
+    time.sleep(0.5)
+    last = {}
+    for ev in daemon.events("sense.state"):
+        last[ev["subject"]] = ev["data"]["state"]
+    proc = run_cli("--workspace", str(daemon.root), "replay", "--verify", "--json")
+    assert '"ok":true' in proc.stdout
+    daemon.start()
+    daemon.wait_for(lambda: len(daemon.events("daemon.started")) >= 2, what="restart")
+    restart_ns = daemon.events("daemon.started")[-1]["physical_ns"]
+    daemon.wait_for(
+        lambda: [e for e in _computes(daemon, "counter") if e["physical_ns"] > restart_ns],
+        what="a compute after restart",
+    )
+    first_after = next(e for e in _computes(daemon, "counter") if e["physical_ns"] > restart_ns)
+    assert first_after["data"]["state"]["n"] == last["counter"]["n"] + 1
+    state = run_cli("--workspace", str(daemon.root), "sense", "state", "counter").stdout
+    assert '"n":' in state
+    daemon.stop()
+    proc = run_cli("--workspace", str(daemon.root), "replay", "--verify", "--json")
+    assert '"ok":true' in proc.stdout
+
+
+def test_bad_config_is_reported_by_validate_and_start(tmp_path: Path) -> None:
+    ws = init_workspace(tmp_path / "bad")
+    (ws.root / "nerve.yaml").write_text(
+        "senses:\n  cpu:\n    interval: 10x\n    on: [ghost]\nreflexes:\n  - workflow: cleanup\n"
+    )
+    proc = run_cli("--workspace", str(ws.root), "validate", check=False)
+    assert proc.returncode == 1
+    assert "nerve.yaml:3:5: senses.cpu.interval: invalid duration" in proc.stderr
+    assert "senses.cpu.on[0]: unknown sense 'ghost'" in proc.stderr
+    assert "reflexes only schedule senses" in proc.stderr
+    proc = run_cli("--workspace", str(ws.root), "daemon", "start", check=False)
+    assert proc.returncode == 1 and "invalid duration" in proc.stderr
+    (ws.root / "nerve.yaml").write_text("senses:\n  ghost: {interval: 1s}\n")
+    proc = run_cli("--workspace", str(ws.root), "validate", check=False)
+    assert proc.returncode == 1 and "no senses/ghost/sense.py" in proc.stderr
