@@ -29,6 +29,7 @@ from nerve.log.reader import snapshot
 from nerve.log.store import Draft, EventLog
 from nerve.runtime.bus import SignalBus
 from nerve.runtime.committer import Committer
+from nerve.runtime.extensions import load_extensions
 from nerve.runtime.groups import GroupWorker, Job
 from nerve.runtime.ipc import IpcServer
 from nerve.runtime.scheduler import NS, Scheduler
@@ -73,7 +74,9 @@ def _control(kind: str, subject: str, line: str, payload: Any) -> Draft:
 
 
 class Kernel:
-    def __init__(self, ws: Workspace, *, with_ipc: bool = True, watch: bool = True) -> None:
+    def __init__(
+        self, ws: Workspace, *, with_ipc: bool = True, watch: bool = True, extensions: bool = True
+    ) -> None:
         self.ws = ws
         self.with_ipc = with_ipc
         self.watch = watch
@@ -86,7 +89,7 @@ class Kernel:
         self.bus = SignalBus()
         self.started_wall_ns = time.time_ns()
         self.stopping = asyncio.Event()
-        self.extensions: list[Any] = []  # attention, workflows: objects with start/stop hooks
+        self.extensions: list[Any] = load_extensions() if extensions else []
         self._stored: dict[str, StoredState] = {}
         self._tasks: list[asyncio.Task[Any]] = []
         self._layout: Layout | None = None
@@ -185,6 +188,10 @@ class Kernel:
                 "workflows": sorted(config.workflows),
             },
         )
+        for ext in self.extensions:
+            hook = getattr(ext, "on_config", None)
+            if hook is not None and reason != "start":
+                await hook(self, reason)
 
     async def reload(self, reason: str = "edit") -> bool:
         """Re-read nerve.yaml and sense code; a bad edit keeps what runs. True if applied."""

@@ -1,0 +1,39 @@
+"""Parts of the daemon that plug into the kernel: attention and the workflow engine.
+
+An extension is a plain object with ``async start(kernel)`` and ``async stop(kernel)``; it may
+also define ``async on_workflow_requested(kernel, trigger, sense)`` (a sense asked for a run)
+and ``async request_run(kernel, trigger, source) -> dict`` (CLI / IPC asked for one). It
+listens to committed events through ``kernel.committer.listeners`` and writes through
+``kernel.committer.append`` / ``kernel.record``, so it never opens the log itself.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any, Protocol
+
+BUILT_IN = (
+    "nerve.attention.service:AttentionService",
+    "nerve.flow.engine:WorkflowEngine",
+)
+
+
+class Extension(Protocol):
+    async def start(self, kernel: Any) -> None: ...
+
+    async def stop(self, kernel: Any) -> None: ...
+
+
+def load_extensions(names: tuple[str, ...] = BUILT_IN) -> list[Any]:
+    """Instantiate each built-in extension whose module is present."""
+    found = []
+    for name in names:
+        module_name, _, attr = name.partition(":")
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:
+            if exc.name != module_name:
+                raise
+            continue
+        found.append(getattr(module, attr)())
+    return found
