@@ -46,13 +46,13 @@ def _is_sorted(table: pa.Table) -> bool:
 
 def _encode(table: pa.Table) -> bytes:
     sink = pa.BufferOutputStream()
-    compression = {name: ("none" if name in _RAW_COLUMNS else "zstd") for name in SCHEMA.names}
+    compression = {name: ("none" if name in _RAW_COLUMNS else "snappy") for name in SCHEMA.names}
     pq.write_table(
         table,
         sink,
         row_group_size=ROW_GROUP,
         compression=compression,
-        use_dictionary=["node", "kind", "subject", "source", "trust"],
+        use_dictionary=["node", "kind", "subject", "source", "trust", "line"],
         write_statistics=["physical_ns", "logical", "kind", "source"],
     )
     data: bytes = sink.getvalue().to_pybytes()
