@@ -7,6 +7,7 @@ The batch path builds every row's id preimage with Arrow kernels (the same bytes
 from __future__ import annotations
 
 import base64
+import itertools
 import struct
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -128,7 +129,7 @@ def hash_each(values: pa.Array | pa.ChunkedArray) -> bytes:
         buf = chunk.buffers()[2]
         # Slicing bytes is cheaper per row than slicing a memoryview of the Arrow buffer.
         data = buf.to_pybytes() if buf is not None else b""
-        for start, end in zip(bounds, bounds[1:]):  # noqa: B905 (lengths differ by one)
+        for start, end in itertools.pairwise(bounds):
             update(data[start:end])
             append(digest())
             reset()
@@ -203,7 +204,9 @@ def _repeat(text: str, count: int) -> pa.Array:
     offsets = np.arange(0, (count + 1) * len(data), len(data) or 1, dtype=np.int32)[: count + 1]
     if not data:
         offsets = np.zeros(count + 1, dtype=np.int32)
-    return pa.StringArray.from_buffers(count, pa.py_buffer(offsets.tobytes()), pa.py_buffer(data * count))
+    return pa.StringArray.from_buffers(
+        count, pa.py_buffer(offsets.tobytes()), pa.py_buffer(data * count)
+    )
 
 
 def table_from_events(events: Iterable[Event]) -> pa.Table:
