@@ -114,7 +114,13 @@ def run_file(path: Path) -> VectorResult:
     return VectorResult(name, path.name, ok, detail)
 
 
+def _load_extra_checkers() -> None:
+    """Register the checkers that live in their own modules (they import this one)."""
+    import nerve.conformance_attention  # noqa: F401  (registers C3, C5)
+
+
 def run_all(folder: Path | None = None) -> list[VectorResult]:
+    _load_extra_checkers()
     folder = folder or bundled("conformance") / "v1"
     return [run_file(p) for p in sorted(folder.glob("*.json"))]
 

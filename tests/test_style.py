@@ -17,7 +17,7 @@ LAYERS = [
     {"errors", "clock", "canonical", "resources"},
     {"events", "contract"},
     {"log"},
-    {"query", "config", "conformance", "chain", "attention", "checks"},
+    {"query", "config", "conformance", "conformance_attention", "chain", "attention", "checks"},
     {"workspace", "recall"},
     {"runtime", "flow", "logops"},
     {"cli", "__main__"},

@@ -47,11 +47,12 @@ def _main(
 
 
 def _register() -> None:
-    from nerve.cli import daemon_cmds, log_cmds, sense_cmds
+    from nerve.cli import attend_cmds, daemon_cmds, log_cmds, sense_cmds
 
     log_cmds.register(app)
     daemon_cmds.register(app)
     sense_cmds.register(app)
+    attend_cmds.register(app)
 
 
 def fail(exc: NerveError) -> None:

@@ -132,3 +132,12 @@ async def _reload(kernel: Kernel, request: dict[str, Any]) -> dict[str, Any]:
 async def _stop(kernel: Kernel, request: dict[str, Any]) -> dict[str, Any]:
     kernel.stopping.set()
     return {"ok": True}
+
+
+@handles("rotate-key")
+async def _rotate_key(kernel: Kernel, request: dict[str, Any]) -> dict[str, Any]:
+    for ext in kernel.extensions:
+        rotate = getattr(ext, "rotate_key", None)
+        if rotate is not None:
+            return {"ok": True, "epoch": await rotate(kernel)}
+    raise NerveError("attention is not running in this daemon")

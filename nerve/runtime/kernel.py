@@ -24,7 +24,7 @@ from nerve.config import InvalidConfig, NerveConfig, load_config
 from nerve.contract import WorkflowTrigger
 from nerve.errors import NerveError
 from nerve.events import NERVE_SOURCE, Trust
-from nerve.log.codec import draft_from_json, event_from_json, row_to_json
+from nerve.log.codec import draft_from_json, event_from_json, row_to_json, table_from_events
 from nerve.log.reader import snapshot
 from nerve.log.store import Draft, EventLog
 from nerve.runtime.bus import SignalBus
@@ -136,10 +136,11 @@ class Kernel:
         self.scheduler.stop()
         for task in self._tasks:
             task.cancel()
+        await asyncio.gather(*(g.stop() for g in self.groups.values()), return_exceptions=True)
+        await self.committer.drain()  # results still in flight reach the extensions below
         for ext in reversed(self.extensions):
             with contextlib.suppress(Exception):
                 await ext.stop(self)
-        await asyncio.gather(*(g.stop() for g in self.groups.values()), return_exceptions=True)
         if self.with_ipc:
             await self.ipc.close()
         await self.record("daemon.stopped", "daemon", "daemon stopped", {"pid": os.getpid()})
@@ -402,7 +403,12 @@ class Kernel:
         await self.committer.drain()
         assert self.log is not None
         log = self.log
-        return int(await asyncio.to_thread(log.import_events, events))
+        count = int(await asyncio.to_thread(log.import_events, events))
+        if events:
+            table = table_from_events(events)
+            for listener in self.committer.listeners:  # imported observations are attended too
+                listener(table)
+        return count
 
     async def log_call(self, method: str, **kwargs: Any) -> Any:
         """Run a log maintenance call (seal, compact) in the writer's thread."""

@@ -1,0 +1,158 @@
+"""Regenerate the C3 (attention) and C5 (chain integrity) vectors; the output is deterministic.
+
+python conformance/generate_attention.py [OUT_DIR]     # default: conformance/v1
+
+The signal stream, the configurations, the Ed25519 seed and the genesis nonce are fixed
+below; Ed25519 signatures are deterministic, so every byte of the output is reproducible.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import blake3
+
+from nerve.attention.detector import DetectorParams
+from nerve.attention.gate import GateConfig, UserContext
+from nerve.attention.pipeline import AttentionConfig
+from nerve.chain import ChainWriter, Keyring
+from nerve.clock import Hlc
+from nerve.conformance_attention import (
+    Record,
+    busy_pass,
+    chain_summary,
+    context_to_json,
+    idle_pass,
+    run_stream,
+)
+from nerve.events import Event, SourceClass, Trust
+
+HERE = Path(__file__).resolve().parent / "v1"
+NODE = "conformance-node"
+T0 = 1_700_000_000_000_000_000
+MS = 1_000_000
+SEED = blake3.blake3(b"nerve conformance C5: a published test key, never a real one").digest()
+NONCE = blake3.blake3(b"nerve conformance C5 nonce").digest()[:16]
+
+# A steady round-robin of four first-party sources, one event every 2 s, broken by bursts
+# (250 ms apart): shell twice (salience, novelty), an Untrusted endpoint and later an
+# Untrusted app_focus (uncertainty), one Inferred accessibility event and an Untrusted vendor
+# class (novelty).
+_ROUND_ROBIN = (
+    SourceClass.FILE_CHANGE,
+    SourceClass.APP_FOCUS,
+    SourceClass.SYSTEM_LOG,
+    SourceClass.NETWORK,
+)
+_PHASES: list[tuple[int | None, Trust, int]] = [
+    (None, Trust.FIRST_PARTY, 32),
+    (SourceClass.SHELL, Trust.FIRST_PARTY, 6),
+    (None, Trust.FIRST_PARTY, 12),
+    (SourceClass.ENDPOINT, Trust.UNTRUSTED, 5),
+    (None, Trust.FIRST_PARTY, 16),
+    (SourceClass.ACCESSIBILITY, Trust.INFERRED, 1),
+    (None, Trust.FIRST_PARTY, 12),
+    (SourceClass.SHELL, Trust.FIRST_PARTY, 6),
+    (None, Trust.FIRST_PARTY, 12),
+    (SourceClass.APP_FOCUS, Trust.UNTRUSTED, 6),
+    (None, Trust.FIRST_PARTY, 24),
+    (2048, Trust.UNTRUSTED, 3),
+    (None, Trust.FIRST_PARTY, 4),
+]
+
+CONFIG = AttentionConfig(
+    window=8,
+    detector=DetectorParams(
+        alpha_num=1,
+        alpha_den=8,
+        k_milli=2500,
+        floor_milli=500,
+        min_sigma_milli=50,
+        debounce=4,
+        warmup=8,
+    ),
+    gate=GateConfig(budget_capacity_uj=10_000_000),  # generous: 40 surfacings
+)
+IDLE = UserContext(engagement_milli=0, active_modality="none")
+BUSY = UserContext(engagement_milli=500, active_modality="visual")
+# The same value and cost terms; room for one surfacing, refilled at 2.222 mJ/s.
+BUSY_GATE = CONFIG.gate.model_copy(update={"budget_capacity_uj": 300_000, "refill_uj_per_s": 2_222})
+
+
+def stream() -> list[Record]:
+    """The signal stream: each event's id, source and trust codes, and HLC physical time."""
+    out, t, i = [], T0, 0
+    for source, trust, count in _PHASES:
+        for k in range(count):
+            t += (2_000 if source is None else 250) * MS
+            src = int(_ROUND_ROBIN[k % 4] if source is None else source)
+            ev = Event(Hlc(t, 0), NODE, "observation", f"c3-{i}", src, trust)
+            out.append(
+                {"event_id": ev.id.hex(), "source": src, "trust": int(trust), "hlc_physical_ns": t}
+            )
+            i += 1
+    return out
+
+
+def c3(events: list[Record]) -> dict[str, Any]:
+    """The idle pass over ``events``, then its highlights re-gated for the busy user."""
+    idle = idle_pass(CONFIG, events, IDLE)
+    busy = busy_pass(BUSY_GATE, BUSY, events, idle)
+    assert {r["decision"]["outcome"] for r in busy} == {"surface", "hold:value", "hold:budget"}
+    return {
+        "vector": "C3",
+        "description": "A fixed signal stream through observer, detector and gate for an idle "
+        "user, then the same highlights re-gated for a busy user on a small budget.",
+        "config": CONFIG.model_dump(),
+        "stream": events,
+        "idle": {"context": context_to_json(IDLE), "decisions": idle},
+        "busy": {
+            "gate": BUSY_GATE.model_dump(),
+            "context": context_to_json(BUSY),
+            "decisions": busy,
+        },
+    }
+
+
+def c5(events: list[Record]) -> dict[str, Any]:
+    """The idle pass's decisions, sealed after a genesis link and followed by a checkpoint."""
+    keyring = Keyring.ephemeral(SEED)
+    writer = ChainWriter.create(keyring, nonce=NONCE, checkpoint_every=0)
+    for index, highlight, decision in run_stream(CONFIG, events, IDLE):
+        ev = events[index]
+        event_id = bytes.fromhex(ev["event_id"])
+        writer.append_decision(event_id, ev["trust"], highlight, decision, ev["hlc_physical_ns"])
+    writer.checkpoint()
+    links = list(writer.links)
+    summary = chain_summary(links, keyring.public_key(), len(links) // 2)
+    assert summary["verify"]["ok"] and summary["excised"]["kind"] == "excised"
+    return {
+        "vector": "C5",
+        "description": "A sealed surfacing log (genesis, the C3 idle-pass decisions, a "
+        "checkpoint) verifies whole; without its middle link it breaks there as excised.",
+        "seed": SEED.hex(),
+        "nonce": NONCE.hex(),
+        "pinned_key": keyring.public_key().hex(),
+        "log_id": writer.log_id.hex(),
+        "links": [raw.hex() for raw in links],
+        **summary,
+    }
+
+
+def write(folder: Path, name: str, data: dict[str, Any]) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+    (folder / name).write_text(text, encoding="utf-8")
+
+
+def main(folder: Path = HERE) -> None:
+    events = stream()
+    write(folder, "c3_attention.json", c3(events))
+    write(folder, "c5_chain.json", c5(events))
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]) if len(sys.argv) > 1 else HERE)

@@ -1,0 +1,483 @@
+"""Attention over the log: every observation through observer → detector → gate → chain.
+
+:class:`Attender` is the deterministic core: fed observations in HLC order, it produces
+``attention.highlight``, ``attention.decision`` and ``chain.link`` events (and, now and
+then, an ``attention.snapshot`` holding its state and cursor). The daemon runs it on each
+committed observation (:class:`AttentionService`); ``nerve attend --replay`` runs the same
+code over the log to catch it up (:func:`replay`); ``--check`` recomputes every decision
+from scratch and compares it with what was recorded (:func:`check`).
+
+Catching up is idempotent: the state is restored from the newest snapshot, observations
+after its cursor are replayed, and a decision already recorded for the same source event and
+probe advances the state without being sealed again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from nerve.attention.detector import Highlight
+from nerve.attention.gate import Decision, UserContext
+from nerve.attention.pipeline import Attention
+from nerve.attention.settings import AttentionSettings, ContextTracker, parse_settings
+from nerve.canonical import det_cbor_decode
+from nerve.chain import ChainWriter, Keyring
+from nerve.clock import HLC_ZERO, Hlc
+from nerve.errors import ChainError
+from nerve.events import NERVE_SOURCE, SourceClass, Trust
+from nerve.log.store import Draft, EventLog
+from nerve.query import connect
+
+HIGHLIGHT, DECISION, LINK, SNAPSHOT = (
+    "attention.highlight", "attention.decision", "chain.link", "attention.snapshot",
+)  # fmt: skip
+CHUNK = 5_000
+DECISION_FIELDS = ("outcome", "probe", "value_milli", "cost_milli", "charged_uj",
+                   "budget_before_uj", "budget_after_uj", "source_event")  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class Obs:
+    """One observation as attention sees it."""
+
+    id: bytes
+    source: int
+    trust: int
+    physical_ns: int
+    logical: int
+    line: str
+
+
+def link_summary(raw: bytes) -> tuple[int, str]:
+    """(seq, kind) of a sealed link."""
+    core = det_cbor_decode(det_cbor_decode(raw)["core"])
+    return int(core["seq"]), str(core["kind"])
+
+
+def _salience(kind: str, subject: str, line: str, payload: Any) -> Draft:
+    return Draft.of(
+        kind,
+        source=int(SourceClass.SALIENCE),
+        trust=Trust.FIRST_PARTY,
+        line=line,
+        payload=payload,
+        subject=subject,
+    )
+
+
+def decision_payload(
+    obs: Obs, hl: Highlight, dec: Decision, ctx: UserContext, chain_seq: int | None
+) -> dict[str, Any]:
+    return {
+        "outcome": dec.outcome,
+        "probe": hl.probe,
+        "value_milli": dec.value_milli,
+        "cost_milli": dec.cost_milli,
+        "charged_uj": dec.charged_uj,
+        "budget_before_uj": dec.budget_before_uj,
+        "budget_after_uj": dec.budget_after_uj,
+        "energy": dec.energy.to_json(),
+        "source_event": obs.id.hex(),
+        "source_line": obs.line,
+        "trust": obs.trust,
+        "chain_seq": chain_seq,
+        "engagement_milli": ctx.engagement_milli,
+        "modality": ctx.active_modality,
+        "highlight": _highlight_json(hl),
+    }
+
+
+def _highlight_json(hl: Highlight) -> dict[str, Any]:
+    return {
+        "probe": hl.probe,
+        "value_milli": hl.value_milli,
+        "baseline_milli": hl.baseline_milli,
+        "sigma_milli": hl.sigma_milli,
+        "score_milli": hl.score_milli,
+        "seq": hl.seq,
+    }
+
+
+class Attender:
+    """The deterministic core. ``keyring=None`` computes decisions without sealing them."""
+
+    def __init__(
+        self, settings: AttentionSettings, keyring: Keyring | None, links: Sequence[bytes] = ()
+    ) -> None:
+        self.settings = settings
+        self.pipeline = Attention(settings.pipeline())
+        self.tracker = ContextTracker(settings.context)
+        self.cursor: Hlc = HLC_ZERO
+        self.observed = 0
+        self.decisions: list[dict[str, Any]] = []
+        self._out: list[Draft] = []
+        self.chain: ChainWriter | None = None
+        if keyring is not None:
+            every = settings.chain.checkpoint_every
+            self.chain = (
+                ChainWriter.resume(links, keyring, sink=self._sink, checkpoint_every=every)
+                if links
+                else ChainWriter.create(keyring, sink=self._sink, checkpoint_every=every)
+            )
+
+    def _sink(self, raw: bytes) -> None:
+        seq, kind = link_summary(raw)
+        self._out.append(
+            Draft.of(
+                LINK,
+                source=NERVE_SOURCE,
+                trust=Trust.FIRST_PARTY,
+                line=f"link {seq}: {kind}",
+                payload=raw,
+                subject="chain",
+            )
+        )
+
+    def restore(self, snap: dict[str, Any]) -> None:
+        self.pipeline.restore(snap["attention"])
+        self.tracker.restore(snap["context"])
+        self.cursor = Hlc(*snap["cursor"])
+        self.observed = int(snap["observed"])
+
+    def snapshot(self) -> dict[str, Any]:
+        return {
+            "attention": self.pipeline.snapshot(),
+            "context": self.tracker.snapshot(),
+            "cursor": list(self.cursor),
+            "observed": self.observed,
+        }
+
+    def snapshot_draft(self) -> Draft:
+        return Draft.of(
+            SNAPSHOT,
+            source=NERVE_SOURCE,
+            trust=Trust.FIRST_PARTY,
+            line=f"attention state after {self.observed} observations",
+            payload=self.snapshot(),
+            subject="attention",
+        )
+
+    def observe(self, rows: Iterable[Obs], recorded: set[tuple[str, str]] | None = None) -> None:
+        """Attend to observations in order; skip those at or before the cursor."""
+        for obs in rows:
+            if Hlc(obs.physical_ns, obs.logical) <= self.cursor:
+                continue
+            ctx = self.tracker.update(obs.source, obs.physical_ns)
+            for hl, dec in self.pipeline.observe(
+                obs.id, obs.source, obs.trust, obs.physical_ns, ctx
+            ):
+                if recorded is not None and (obs.id.hex(), hl.probe) in recorded:
+                    continue
+                self._seal(obs, hl, dec, ctx)
+            self.cursor = Hlc(obs.physical_ns, obs.logical)
+            self.observed += 1
+
+    def _seal(self, obs: Obs, hl: Highlight, dec: Decision, ctx: UserContext) -> None:
+        seq = self.chain.size if self.chain is not None else None
+        payload = decision_payload(obs, hl, dec, ctx, seq)
+        self.decisions.append(payload)
+        self._out.append(
+            _salience(
+                HIGHLIGHT,
+                hl.probe,
+                f"{hl.probe} {hl.value_milli / 1000:.3f} (baseline "
+                f"{hl.baseline_milli / 1000:.3f}): {obs.line}",
+                {**_highlight_json(hl), "source_event": obs.id.hex(), "source_line": obs.line},
+            )
+        )
+        self._out.append(
+            _salience(DECISION, dec.outcome, f"{dec.outcome} ({hl.probe}): {obs.line}", payload)
+        )
+        if self.chain is not None:
+            self.chain.append_decision(obs.id, obs.trust, hl, dec, obs.physical_ns)
+
+    def checkpoint(self) -> None:
+        if self.chain is not None:
+            self.chain.checkpoint(force=True)
+
+    def rotate_key(self) -> int:
+        """Seal a rotation link (signed by the old and the new key); return the new epoch."""
+        if self.chain is None:
+            raise ChainError("this attender does not seal (no keyring)")
+        self.chain.rotate()
+        return self.chain.epoch
+
+    def take(self) -> list[Draft]:
+        out, self._out = self._out, []
+        return out
+
+
+# -- reading what the log holds ------------------------------------------------------------
+
+
+@dataclass
+class LogState:
+    links: list[bytes] = field(default_factory=list)
+    snapshot: dict[str, Any] | None = None
+    recorded: set[tuple[str, str]] = field(default_factory=set)
+    observations: list[Obs] = field(default_factory=list)
+
+
+def _after(cursor: Hlc) -> str:
+    p, lo = cursor
+    return f"(physical_ns > {int(p)} OR (physical_ns = {int(p)} AND logical > {int(lo)}))"
+
+
+def read_observations(conn: Any, cursor: Hlc = HLC_ZERO) -> list[Obs]:
+    rows = conn.execute(
+        "SELECT id, source, trust, physical_ns, logical, line FROM events "
+        f"WHERE kind = 'observation' AND {_after(cursor)} ORDER BY physical_ns, logical"
+    ).fetchall()
+    return [Obs(bytes(i), int(s), int(t), int(p), int(lo), ln) for i, s, t, p, lo, ln in rows]
+
+
+def load_state(log_root: Path) -> LogState:
+    """Links, the newest snapshot, decisions recorded after it, and observations to attend."""
+    import json
+
+    conn = connect(log_root)
+    state = LogState()
+    state.links = [
+        bytes(r[0])
+        for r in conn.execute(
+            f"SELECT payload FROM events WHERE kind = '{LINK}' ORDER BY physical_ns, logical"
+        ).fetchall()
+    ]
+    snap = conn.execute(
+        f"SELECT payload FROM events WHERE kind = '{SNAPSHOT}' "
+        "ORDER BY physical_ns DESC, logical DESC LIMIT 1"
+    ).fetchone()
+    cursor = HLC_ZERO
+    if snap is not None:
+        state.snapshot = json.loads(bytes(snap[0]))
+        cursor = Hlc(*state.snapshot["cursor"])
+    state.recorded = {
+        (str(e), str(p))
+        for e, p in conn.execute(
+            f"SELECT data->>'source_event', data->>'probe' FROM events WHERE kind = '{DECISION}' "
+            f"AND {_after(cursor)}"
+        ).fetchall()
+    }
+    state.observations = read_observations(conn, cursor)
+    return state
+
+
+def attender_for(
+    log_root: Path, settings: AttentionSettings, keys: Path
+) -> tuple[Attender, LogState]:
+    state = load_state(log_root)
+    att = Attender(settings, Keyring.open(keys), state.links)
+    if state.snapshot is not None:
+        att.restore(state.snapshot)
+    return att, state
+
+
+# -- offline: nerve attend --replay / --check -----------------------------------------------
+
+
+@dataclass(frozen=True)
+class ReplayResult:
+    observed: int
+    decisions: int
+    appended: int
+
+    def to_json(self) -> dict[str, int]:
+        return {"observed": self.observed, "decisions": self.decisions, "appended": self.appended}
+
+
+def replay(log: EventLog, settings: AttentionSettings, keys: Path) -> ReplayResult:
+    """Catch the log up exactly as the daemon would have; a second run appends nothing."""
+    att, state = attender_for(log.paths.root, settings, keys)
+    before, appended = att.observed, 0
+    for start in range(0, len(state.observations), CHUNK):
+        att.observe(state.observations[start : start + CHUNK], state.recorded)
+        appended += _append(log, att.take())
+    if att.observed > before:
+        att._out.append(att.snapshot_draft())
+    appended += _append(log, att.take())
+    return ReplayResult(att.observed - before, len(att.decisions), appended)
+
+
+def _append(log: EventLog, drafts: list[Draft]) -> int:
+    if drafts:
+        log.append_drafts(drafts)
+    return len(drafts)
+
+
+def rotate_offline(log: EventLog, settings: AttentionSettings, keys: Path) -> int:
+    """Rotate the signing key with no daemon running; returns the new epoch."""
+    att, _ = attender_for(log.paths.root, settings, keys)
+    epoch = att.rotate_key()
+    _append(log, att.take())
+    return epoch
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    compared: int
+    recorded: int
+    difference: dict[str, Any] | None
+
+    @property
+    def ok(self) -> bool:
+        return self.difference is None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "ok": self.ok,
+            "compared": self.compared,
+            "recorded": self.recorded,
+            "difference": self.difference,
+        }
+
+
+def check(log_root: Path, settings: AttentionSettings) -> CheckResult:
+    """Recompute every decision from scratch and compare, in order, with the recorded ones."""
+    import json
+
+    conn = connect(log_root)
+    att = Attender(settings, None)
+    att.observe(read_observations(conn))
+    recorded = [
+        json.loads(bytes(r[0]))
+        for r in conn.execute(
+            f"SELECT payload FROM events WHERE kind = '{DECISION}' ORDER BY physical_ns, logical"
+        ).fetchall()
+    ]
+    return CheckResult(
+        len(att.decisions), len(recorded), _first_difference(recorded, att.decisions)
+    )
+
+
+def _first_difference(
+    recorded: list[dict[str, Any]], computed: list[dict[str, Any]]
+) -> dict[str, Any] | None:
+    for index, (rec, comp) in enumerate(zip(recorded, computed, strict=False)):
+        for name in (*DECISION_FIELDS, "highlight"):
+            if rec.get(name) != comp.get(name):
+                return {
+                    "index": index,
+                    "source_event": rec.get("source_event"),
+                    "field": name,
+                    "recorded": rec.get(name),
+                    "computed": comp.get(name),
+                }
+    if len(recorded) != len(computed):
+        index = min(len(recorded), len(computed))
+        extra = "recorded" if len(recorded) > len(computed) else "computed"
+        return {
+            "index": index,
+            "field": "count",
+            "recorded": len(recorded),
+            "computed": len(computed),
+            "message": f"an extra {extra} decision at {index}",
+        }
+    return None
+
+
+# -- the daemon extension -----------------------------------------------------------------
+
+
+class AttentionService:
+    """Runs the Attender inside the daemon on every committed observation."""
+
+    def __init__(self) -> None:
+        self.att: Attender | None = None
+        self._queue: asyncio.Queue[list[Obs] | None] = asyncio.Queue()
+        self._tasks: list[asyncio.Task[None]] = []
+        self._since_snapshot = 0
+
+    async def start(self, kernel: Any) -> None:
+        settings = parse_settings(kernel.config.attention)
+        kernel.surfaced = []
+        if not settings.enabled:
+            return
+        self.settings = settings
+        kernel.committer.listeners.append(self._on_commit)  # before reading: nothing slips by
+        att, state = await asyncio.to_thread(
+            attender_for, kernel.ws.log_root, settings, kernel.ws.data / "keys"
+        )
+        self.att = att
+        att.observe(state.observations, state.recorded)
+        await self._flush(kernel, snapshot=bool(state.observations))
+        self._tasks = [
+            asyncio.create_task(self._run(kernel), name="attention"),
+            asyncio.create_task(self._timer(), name="chain-checkpoints"),
+        ]
+
+    def _on_commit(self, table: Any) -> None:
+        # Queued even before the catch-up finishes; the attender skips what it has seen.
+        rows = [
+            Obs(r["id"], r["source"], r["trust"], r["physical_ns"], r["logical"], r["line"])
+            for r in table.filter(_is_observation(table))
+            .select(["id", "source", "trust", "physical_ns", "logical", "line"])
+            .to_pylist()
+        ]
+        if rows:
+            self._queue.put_nowait(rows)
+
+    async def _timer(self) -> None:
+        while True:
+            await asyncio.sleep(self.settings.chain.checkpoint_interval / 1000)
+            self._queue.put_nowait(None)
+
+    async def _run(self, kernel: Any) -> None:
+        assert self.att is not None
+        while True:
+            rows = await self._queue.get()
+            done = len(self.att.decisions)
+            if rows is None:
+                self.att.checkpoint()
+            else:
+                self.att.observe(rows)
+                self._since_snapshot += len(rows)
+            due = self._since_snapshot >= self.settings.snapshot_every
+            await self._flush(kernel, snapshot=due)
+            await self._deliver(kernel, self.att.decisions[done:])
+
+    async def _flush(self, kernel: Any, *, snapshot: bool) -> None:
+        assert self.att is not None
+        drafts = self.att.take()
+        if snapshot:
+            drafts.append(self.att.snapshot_draft())
+            self._since_snapshot = 0
+        if drafts:
+            await kernel.committer.append(drafts)
+
+    async def _deliver(self, kernel: Any, decisions: list[dict[str, Any]]) -> None:
+        from nerve.attention.notify import deliver
+
+        for payload in decisions:
+            if payload["outcome"] == "surface":
+                kernel.surfaced.append(f"{payload['probe']}: {payload['source_line']}")
+                await deliver(kernel, self.settings.notify, payload)
+
+    async def rotate_key(self, kernel: Any) -> int:
+        if self.att is None:
+            raise ChainError("attention is disabled in nerve.yaml")
+        epoch = self.att.rotate_key()
+        await self._flush(kernel, snapshot=False)
+        return epoch
+
+    async def stop(self, kernel: Any) -> None:
+        for task in self._tasks:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        if self.att is not None:
+            while not self._queue.empty():
+                item = self._queue.get_nowait()
+                if item is not None:
+                    self.att.observe(item)
+            await self._flush(kernel, snapshot=True)
+
+
+def _is_observation(table: Any) -> Any:
+    import pyarrow.compute as pc
+
+    return pc.equal(table.column("kind"), "observation")

@@ -1,0 +1,133 @@
+"""The ``attention:`` section of nerve.yaml, and the user context it derives.
+
+Defaults behave sensibly on a desktop and on a headless server:
+
+    attention:
+      enabled: true
+      window: 64 / detector: {...} / gate: {...}   # see nerve.attention.pipeline
+      context:
+        engagement_sources: [shell, app_focus, accessibility, file_change]
+        engagement_window: 60s        # engagement = events of those sources in this window
+        engagement_per_event_milli: 100   # ×100 each, capped at 1000: 10 in a minute = fully busy
+        visual_sources: [app_focus, accessibility]
+        modality_window: 30s          # "visual" while such an event is this recent, else "none"
+      chain:
+        checkpoint_every: 64          # a signed checkpoint after this many links
+        checkpoint_interval: 5m       # and on this timer, even when idle (daemon only)
+      notify:
+        command: []                   # argv run for each surfaced highlight (no shell)
+        desktop: auto                 # notify-send when a desktop session is there (auto/on/off)
+      snapshot_every: 1000            # an attention.snapshot event every N observations
+
+On a headless server nothing reports app focus, so the modality stays ``none`` and only shell
+and file activity count as engagement; on a desktop an app-focus sense makes the user's
+visual attention expensive to interrupt. The budget refills at ``gate.refill_uj_per_s``.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Mapping
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from nerve.attention.detector import DetectorParams
+from nerve.attention.gate import GateConfig, UserContext
+from nerve.attention.observer import DEFAULT_WINDOW
+from nerve.attention.pipeline import AttentionConfig
+from nerve.config import Duration
+from nerve.errors import ConfigError
+from nerve.events import parse_source
+
+NS_PER_MS = 1_000_000
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ContextSettings(_Model):
+    engagement_sources: list[str] = Field(
+        default_factory=lambda: ["shell", "app_focus", "accessibility", "file_change"]
+    )
+    engagement_window: Duration = 60_000
+    engagement_per_event_milli: Annotated[int, Field(ge=1, le=1000)] = 100
+    visual_sources: list[str] = Field(default_factory=lambda: ["app_focus", "accessibility"])
+    modality_window: Duration = 30_000
+
+
+class ChainSettings(_Model):
+    checkpoint_every: Annotated[int, Field(ge=0)] = 64
+    checkpoint_interval: Duration = 300_000
+
+
+class NotifySettings(_Model):
+    command: list[str] = Field(default_factory=list)
+    desktop: Literal["auto", "on", "off"] = "auto"
+
+
+class AttentionSettings(_Model):
+    enabled: bool = True
+    window: Annotated[int, Field(ge=1, le=1_000_000)] = DEFAULT_WINDOW
+    detector: DetectorParams = Field(default_factory=DetectorParams)
+    gate: GateConfig = Field(default_factory=GateConfig)
+    context: ContextSettings = Field(default_factory=ContextSettings)
+    chain: ChainSettings = Field(default_factory=ChainSettings)
+    notify: NotifySettings = Field(default_factory=NotifySettings)
+    snapshot_every: Annotated[int, Field(ge=1)] = 1000
+
+    def pipeline(self) -> AttentionConfig:
+        return AttentionConfig(window=self.window, detector=self.detector, gate=self.gate)
+
+
+def parse_settings(raw: Mapping[str, Any] | None) -> AttentionSettings:
+    """Validate nerve.yaml's ``attention:`` mapping; errors name ``attention.<path>``."""
+    try:
+        settings = AttentionSettings.model_validate(dict(raw or {}))
+        for name in (*settings.context.engagement_sources, *settings.context.visual_sources):
+            parse_source(name)
+    except ValidationError as exc:
+        problems = "; ".join(
+            "attention." + ".".join(str(p) for p in e["loc"]) + f": {e['msg']}"
+            for e in exc.errors()
+        )
+        raise ConfigError(problems) from None
+    except Exception as exc:
+        raise ConfigError(f"attention.context: {exc}") from None
+    return settings
+
+
+class ContextTracker:
+    """Engagement and active modality, derived from the observation stream itself."""
+
+    def __init__(self, settings: ContextSettings) -> None:
+        self.settings = settings
+        self._engaged = {parse_source(s) for s in settings.engagement_sources}
+        self._visual = {parse_source(s) for s in settings.visual_sources}
+        # Only the newest events that can still count matter: engagement caps at 1000.
+        cap = -(-1000 // settings.engagement_per_event_milli)
+        self._recent: deque[int] = deque(maxlen=cap)
+        self._last_visual: int | None = None
+
+    def update(self, source: int, physical_ns: int) -> UserContext:
+        if source in self._engaged:
+            self._recent.append(physical_ns)
+        if source in self._visual:
+            self._last_visual = physical_ns
+        window = self.settings.engagement_window * NS_PER_MS
+        count = sum(1 for t in self._recent if physical_ns - t <= window)
+        engagement = min(1000, count * self.settings.engagement_per_event_milli)
+        recent_visual = self._last_visual is not None and (
+            physical_ns - self._last_visual <= self.settings.modality_window * NS_PER_MS
+        )
+        return UserContext(engagement, "visual" if recent_visual else "none")
+
+    def snapshot(self) -> dict[str, Any]:
+        return {"recent": list(self._recent), "last_visual": self._last_visual}
+
+    def restore(self, snap: Mapping[str, Any]) -> None:
+        self._recent.clear()
+        self._recent.extend(int(t) for t in snap.get("recent", []))
+        last = snap.get("last_visual")
+        self._last_visual = None if last is None else int(last)

@@ -1,0 +1,218 @@
+"""Attention and audit commands: attend (--replay, --check) and audit (verify, held, show, ...)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from nerve.attention import audit
+from nerve.attention.service import check, replay, rotate_offline
+from nerve.attention.settings import parse_settings
+from nerve.cli.output import emit_json, render_rows
+from nerve.clock import Hlc
+from nerve.config import parse_duration
+from nerve.errors import DaemonError, NerveError, UsageError
+from nerve.runtime import daemon
+
+audit_app = typer.Typer(help="Verify and inspect the sealed surfacing log.", no_args_is_help=True)
+JsonFlag = Annotated[bool, typer.Option("--json", help="JSON output.")]
+
+
+def _ws() -> Any:
+    from nerve.cli.main import STATE
+
+    return STATE.workspace()
+
+
+def attend(
+    replay_: Annotated[
+        bool, typer.Option("--replay", help="Attend to observations not yet attended.")
+    ] = False,
+    check_: Annotated[
+        bool, typer.Option("--check", help="Recompute every decision and compare.")
+    ] = False,
+    as_json: JsonFlag = False,
+) -> None:
+    """Catch a log up as the daemon would (--replay), or recheck every decision (--check)."""
+    if not (replay_ or check_):
+        raise UsageError("give --replay, --check or both")
+    ws = _ws()
+    settings = parse_settings(ws.config.attention)
+    if replay_:
+        if daemon.running(ws):
+            raise DaemonError(
+                "the daemon attends as it runs", hint="stop it first, or use --check alone"
+            )
+        with ws.open_log() as log:
+            result = replay(log, settings, ws.data / "keys")
+        _say(
+            as_json,
+            result.to_json(),
+            f"attended {result.observed} observations: {result.decisions} decisions, "
+            f"{result.appended} events appended",
+        )
+    if check_:
+        outcome = check(ws.log_root, settings)
+        _say(as_json, outcome.to_json(), _check_text(outcome.to_json()))
+        if not outcome.ok:
+            raise typer.Exit(1)
+
+
+def _check_text(data: dict[str, Any]) -> str:
+    if data["ok"]:
+        return f"check ok: {data['compared']} decisions recomputed, all equal to the log's"
+    d = data["difference"]
+    return (
+        f"check FAILED at decision {d['index']} (source event {d.get('source_event')}): "
+        f"{d['field']} recorded {d['recorded']!r}, recomputed {d['computed']!r}"
+    )
+
+
+def _say(as_json: bool, data: dict[str, Any], text: str) -> None:
+    if as_json:
+        emit_json(data)
+    else:
+        typer.echo(text)
+
+
+@audit_app.command("verify")
+def verify(
+    path: Annotated[
+        Path | None, typer.Argument(help="An exported bundle (default: this workspace's log).")
+    ] = None,
+    key: Annotated[str | None, typer.Option("--key", help="Pin this public key (hex).")] = None,
+    no_record: Annotated[
+        bool, typer.Option("--no-record", help="Do not advance the trust record.")
+    ] = False,
+    as_json: JsonFlag = False,
+) -> None:
+    """Check every signature, seq, prev link, encoding and checkpoint; name the first break."""
+    pinned = _parse_key(key)
+    if path is not None:
+        links, carried = audit.read_bundle(path)
+        origin_key = pinned or carried
+        origin = f"key:{origin_key.hex()}" if origin_key else f"bundle:{path.resolve()}"
+        verdict = audit.verify(
+            links,
+            origin=origin,
+            key=origin_key,
+            key_from="--key" if pinned else "bundle",
+            record=not no_record,
+        )
+    else:
+        ws = _ws()
+        verdict = audit.verify(
+            audit.chain_links(ws.log_root),
+            origin=f"workspace:{ws.root}",
+            key=pinned,
+            key_from="--key",
+            record=not no_record,
+        )
+    data = verdict.to_json()
+    if as_json:
+        emit_json(data)
+    elif verdict.report.ok:
+        typer.echo(
+            f"ok: {data['links']} links verified (log {data['log_id']}, epoch {data['epoch']}, "
+            f"key from {data['key_from']})"
+        )
+    else:
+        b = data["break"]
+        typer.echo(f"BREAK at seq {b['seq']}: {b['kind']}: {b['message']}", err=True)
+    raise typer.Exit(verdict.report.exit_code)
+
+
+def _parse_key(key: str | None) -> bytes | None:
+    if key is None:
+        return None
+    try:
+        raw = bytes.fromhex(key.strip())
+    except ValueError:
+        raise UsageError(f"--key {key!r} is not hex") from None
+    if len(raw) != 32:
+        raise UsageError(
+            f"--key must be a 32-byte Ed25519 public key (64 hex digits), got {len(raw)} bytes"
+        )
+    return raw
+
+
+HELD_COLUMNS = [
+    "chain_seq",
+    "ts",
+    "outcome",
+    "probe",
+    "value_milli",
+    "cost_milli",
+    "budget_before_uj",
+    "budget_after_uj",
+    "source_event",
+    "source_line",
+]
+
+
+def _since(text: str | None) -> int | None:
+    if text is None:
+        return None
+    if "." in text or (text.isdigit() and len(text) > 12):
+        return Hlc.parse(text).physical_ns
+    try:
+        return time.time_ns() - parse_duration(text) * 1_000_000
+    except NerveError:
+        raise UsageError(f"--since {text!r}: give a duration like 1h or an HLC stamp") from None
+
+
+@audit_app.command("held")
+def held(
+    since: Annotated[
+        str | None, typer.Option("--since", help="A duration (1h) or HLC stamp.")
+    ] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Each held highlight: why (value, cost, budget), its source event and chain seq."""
+    rows = audit.held(_ws().log_root, _since(since))
+    render_rows(
+        HELD_COLUMNS,
+        [[r.get(c) for c in HELD_COLUMNS] for r in rows],
+        fmt="json" if as_json else "table",
+        title="held highlights",
+    )
+
+
+@audit_app.command("show")
+def show(
+    seq: Annotated[int, typer.Argument(help="The link's seq.")], as_json: JsonFlag = False
+) -> None:
+    """One link of the chain, decoded."""
+    link = audit.show(_ws().log_root, seq)
+    if as_json:
+        emit_json(link)
+        return
+    for name, value in link.items():
+        typer.echo(f"{name:22} {value}")
+
+
+@audit_app.command("export")
+def export(out: Annotated[Path, typer.Option("--out", help="Bundle file to write.")]) -> None:
+    """Write a self-contained bundle that verifies offline elsewhere."""
+    info = audit.export(_ws().log_root, out)
+    typer.echo(f"wrote {info['links']} links to {info['path']} (public key {info['public_key']})")
+
+
+@audit_app.command("rotate-key")
+def rotate_key() -> None:
+    """Move to a new signing key: a link signed by the old and the new key."""
+    ws = _ws()
+    if daemon.running(ws):
+        epoch = daemon.call(ws, {"type": "rotate-key"})["epoch"]
+    else:
+        with ws.open_log() as log:
+            epoch = rotate_offline(log, parse_settings(ws.config.attention), ws.data / "keys")
+    typer.echo(f"signing key rotated: epoch {epoch}")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("attend")(attend)
+    app.add_typer(audit_app, name="audit")
