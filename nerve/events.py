@@ -195,7 +195,7 @@ class Event:
     source: int = NERVE_SOURCE
     trust: Trust = Trust.UNTRUSTED
     valid_time_ns: int | None = None
-    payload: bytes = b""
+    payload: bytes = b""  # any JSON value is accepted and stored as canonical JSON
     line: str = ""
     payload_cid: bytes = field(init=False, repr=False, compare=False)
     id: bytes = field(init=False, repr=False, compare=False)
@@ -211,6 +211,8 @@ class Event:
             self.valid_time_ns,
             self.line,
         )
+        if not isinstance(self.payload, bytes):  # a JSON value: stored as canonical JSON
+            object.__setattr__(self, "payload", payload_bytes(self.payload))
         pcid = cid(self.payload)
         object.__setattr__(self, "payload_cid", pcid)
         object.__setattr__(self, "hlc", Hlc(*self.hlc))

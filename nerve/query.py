@@ -6,7 +6,7 @@ Workspace projections load after the bundled ones and may replace them.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -43,13 +43,24 @@ class Projection:
     sql: str
 
 
-def load_projections(folders: Iterable[Path]) -> list[Projection]:
-    """Every ``*.sql`` in the folders; a later folder's file replaces an earlier one's."""
+DEFAULT_PARAMS = {"attention_window": "64"}
+
+
+def load_projections(
+    folders: Iterable[Path], params: Mapping[str, str] | None = None
+) -> list[Projection]:
+    """Every ``*.sql`` in the folders; a later folder's file replaces an earlier one's.
+
+    ``{{name}}`` in a file is replaced by ``params[name]`` (settings from nerve.yaml).
+    """
+    values = {**DEFAULT_PARAMS, **(params or {})}
     found: dict[str, Projection] = {}
     for folder in folders:
         if folder.is_dir():
             for path in sorted(folder.glob("*.sql")):
                 sql = path.read_text(encoding="utf-8").strip().rstrip(";")
+                for name, value in values.items():
+                    sql = sql.replace("{{" + name + "}}", value)
                 found[path.stem] = Projection(path.stem, path, sql)
     return list(found.values())
 
@@ -63,13 +74,15 @@ def _source_sql(snap: Snapshot) -> str:
     return "(" + " UNION ALL ".join(parts) + ")"
 
 
-def connect(log_root: Path, projection_dirs: Sequence[Path] = ()) -> duckdb.DuckDBPyConnection:
+def connect(
+    log_root: Path, projection_dirs: Sequence[Path] = (), params: Mapping[str, str] | None = None
+) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB connection with ``events`` and every projection as views."""
     snap = snapshot(log_root)
     conn = duckdb.connect()
     conn.register("_tail", snap.tail)
     conn.execute(EVENTS_VIEW.format(source=_source_sql(snap)))
-    _create_views(conn, load_projections(projection_dirs))
+    _create_views(conn, load_projections(projection_dirs, params))
     return conn
 
 

@@ -79,7 +79,12 @@ class Workspace:
     def connect(self) -> duckdb.DuckDBPyConnection:
         """DuckDB with ``events`` and every projection (bundled, then the workspace's)."""
         self.log_root.mkdir(parents=True, exist_ok=True)
-        return connect(self.log_root, self.projection_dirs())
+        return connect(self.log_root, self.projection_dirs(), self.projection_params())
+
+    def projection_params(self) -> dict[str, str]:
+        """Settings projections read as ``{{name}}``; defaults if nerve.yaml cannot be read."""
+        attention = self.config.attention if self.config_path.exists() else {}
+        return {"attention_window": str(int(attention.get("window", 64)))}
 
 
 _GITIGNORE = "data/\n__pycache__/\n"
