@@ -202,7 +202,8 @@ def compute(state):
     n = state["n"] + 1
     src = "shell" if n % 30 < 25 else "endpoint"
     trust = "FirstParty" if n % 30 < 25 else "Untrusted"
-    return Result(state={"n": n}, observations=[Observation(source=src, trust=trust, line=f"obs {n}")])
+    obs = Observation(source=src, trust=trust, line=f"obs {n}")
+    return Result(state={"n": n}, observations=[obs])
 """
 NOTIFY = """
 import os, sys
@@ -223,7 +224,8 @@ def test_daemon_attends_notifies_and_resumes_after_kill_9(
         "senses:\n  bursty: {interval: 20ms}\n"
         + ATTENTION.replace(
             "chain: {checkpoint_every: 4}",
-            f"chain: {{checkpoint_every: 4}}\n  notify: {{command: [{sys.executable}, {script}, {out}], desktop: off}}",
+            "chain: {checkpoint_every: 4}\n"
+            f"  notify: {{command: [{sys.executable}, {script}, {out}], desktop: off}}",
         )
     )
     daemon = Daemon(root)
@@ -232,7 +234,7 @@ def test_daemon_attends_notifies_and_resumes_after_kill_9(
         daemon.wait_for(
             lambda: len(daemon.events("attention.decision")) >= 3, timeout=40, what="decisions"
         )
-        daemon.wait_for(lambda: out.exists(), what="a notification")
+        daemon.wait_for(out.exists, what="a notification")
         os.kill(daemon.pid(), signal.SIGKILL)
         daemon.start()
         before = len(daemon.events("attention.decision"))
