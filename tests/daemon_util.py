@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from nerve.events import decode_payload
 from nerve.log.reader import snapshot, table_since
 from nerve.runtime import ipc
 from tests.conftest import run_cli
@@ -56,7 +56,7 @@ class Daemon:
             if (kind is None or row["kind"] == kind) and (
                 subject is None or row["subject"] == subject
             ):
-                row["data"] = json.loads(row["payload"]) if row["payload"] else None
+                row["data"] = decode_payload(row["payload"])
                 rows.append(row)
         return rows
 

@@ -137,3 +137,44 @@ def test_usage_errors_exit_2_and_expected_errors_have_no_traceback(workspace: Wo
 def test_conformance_command(workspace: Workspace) -> None:
     out = json.loads(cli(workspace, "conformance", "--json").stdout)  # type: ignore[attr-defined]
     assert out["ok"] and {v["vector"] for v in out["vectors"]} >= {"C1", "C2"}
+
+
+def test_tail_follow_sees_events_appended_by_another_process(workspace: Workspace) -> None:
+    import subprocess
+    import sys
+    import time
+
+    cli(workspace, "emit", "--source", "shell", "--line", "before")
+    follower = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "nerve",
+            "--workspace",
+            str(workspace.root),
+            "tail",
+            "-f",
+            "--json",
+            "--kind",
+            "observation",
+            "-n",
+            "1",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        time.sleep(1.5)
+        for i in range(3):
+            cli(workspace, "emit", "--source", "network", "--line", f"after {i}")
+        lines: list[str] = []
+        deadline = time.monotonic() + 20
+        assert follower.stdout is not None
+        while len(lines) < 4 and time.monotonic() < deadline:
+            lines.append(follower.stdout.readline())
+    finally:
+        follower.kill()
+        follower.wait()
+    got = [json.loads(line)["line"] for line in lines]
+    assert got == ["before", "after 0", "after 1", "after 2"]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+import json
 import os
 import signal
 import socket
@@ -46,6 +48,13 @@ def compute(state):
     wf = "nope|5|go" if n == 1 else ("cleanup|0|x" if n == 2 else "cleanup|3|tidy up")
     return {"state": {"n": n}, "workflow": wf}
 """
+RAISES = """
+initial_state = {"n": 0}
+def compute(state):
+    if state["n"] == 1:
+        raise RuntimeError("sensor unplugged")
+    return {"state": {"n": state["n"] + 1}}
+"""
 CONFIG = """
 senses:
   counter: {group: a, interval: 200ms}
@@ -55,6 +64,7 @@ senses:
   crash: {group: x, interval: 300ms}
   badstate: {group: a, interval: 200ms}
   triggers: {group: b, interval: 300ms}
+  raises: {group: a, interval: 300ms}
 workflows:
   cleanup: {concurrency: 1}
 """
@@ -69,6 +79,7 @@ def daemon(tmp_path: Path) -> Iterator[Daemon]:
         ("crash", CRASH),
         ("badstate", BAD_STATE),
         ("triggers", TRIGGERS),
+        ("raises", RAISES),
     ):
         write_sense(ws.root, name, code)
     (ws.root / "nerve.yaml").write_text(CONFIG)
@@ -85,14 +96,15 @@ def _computes(d: Daemon, sense: str) -> list[dict[str, object]]:
 
 
 def test_scheduling_errors_and_isolation(daemon: Daemon) -> None:
-    started = time.monotonic()
     daemon.wait_for(lambda: len(_computes(daemon, "counter")) >= 15, what="15 counter computes")
-    elapsed = time.monotonic() - started
-    # interval: about 5 computes a second
-    assert len(_computes(daemon, "counter")) <= elapsed * 5 + 4
+    counter = _computes(daemon, "counter")
+    span_s = (counter[-1]["physical_ns"] - counter[0]["physical_ns"]) / 1e9  # type: ignore[operator]
+    # interval: one compute per 200 ms, never more
+    assert len(counter) <= span_s * 5 + 2
     # on + throttle: echo follows counter's signals but at most once a second
     echo = _computes(daemon, "echo")
-    assert 1 <= len(echo) <= elapsed + 2
+    gaps = [(b["physical_ns"] - a["physical_ns"]) / 1e9 for a, b in itertools.pairwise(echo)]  # type: ignore[operator]
+    assert echo and all(g >= 0.95 for g in gaps), gaps
     assert all(str(e["data"]["reason"]).startswith("on:counter") for e in echo)  # type: ignore[index]
     # grace: nothing from `late` in its first 2 s
     late = _computes(daemon, "late")
@@ -118,6 +130,12 @@ def test_scheduling_errors_and_isolation(daemon: Daemon) -> None:
     assert err["kind"] == "unserialisable"
     states = [e["data"]["state"]["n"] for e in _computes(daemon, "badstate")]
     assert states[:2] == [1, 2] and 3 not in states
+    # an exception: an error event each time, the state stays where it was
+    daemon.wait_for(lambda: len(daemon.events("sense.error", "raises")) >= 2, what="raises errors")
+    errors = daemon.events("sense.error", "raises")
+    assert all(e["data"]["kind"] == "exception" for e in errors)
+    assert "RuntimeError: sensor unplugged" in errors[0]["data"]["error"]
+    assert [e["data"]["state"]["n"] for e in _computes(daemon, "raises")] == [1]
     # other groups kept computing throughout
     before = len(_computes(daemon, "counter"))
     time.sleep(1.0)
@@ -245,3 +263,30 @@ def test_bad_config_is_reported_by_validate_and_start(tmp_path: Path) -> None:
     (ws.root / "nerve.yaml").write_text("senses:\n  ghost: {interval: 1s}\n")
     proc = run_cli("--workspace", str(ws.root), "validate", check=False)
     assert proc.returncode == 1 and "no senses/ghost/sense.py" in proc.stderr
+
+
+def test_undecodable_stored_state_falls_back_to_initial_state(tmp_path: Path) -> None:
+    ws = init_workspace(tmp_path / "ws")
+    write_sense(ws.root, "counter", COUNTER)
+    (ws.root / "nerve.yaml").write_text("senses:\n  counter: {interval: 200ms}\n")
+    junk = json.dumps(
+        {
+            "kind": "sense.state",
+            "subject": "counter",
+            "source": "vendor:1024",
+            "payload_b64": "/w==",
+        }
+    )  # not JSON: the stored state cannot be decoded
+    run_cli("--workspace", str(ws.root), "emit", "--jsonl", "-", input=junk + "\n")
+    d = Daemon(ws.root)
+    d.start()
+    try:
+        d.wait_for(lambda: d.events("sense.error", "counter"), what="a state-restore error")
+        d.wait_for(lambda: len(_computes(d, "counter")) >= 2, what="computes")
+    finally:
+        d.stop()
+    assert d.events("sense.error", "counter")[0]["data"]["kind"] == "state-restore"
+    states = [e["data"] for e in _computes(d, "counter")]
+    assert states[1]["state"] == {"n": 1}  # the junk one first, then initial_state + 1
+    history = run_cli("--workspace", str(ws.root), "sense", "history", "counter", "--json").stdout
+    assert '"kind":"sense.error"' in history and '"kind":"sense.state"' in history

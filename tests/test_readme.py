@@ -10,6 +10,8 @@ import sys
 import time
 from pathlib import Path
 
+import pyarrow.compute as pc
+
 from nerve.log.reader import snapshot, table_since
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -46,11 +48,16 @@ def test_first_command_runs_the_daemon_on_the_bundled_workspace(tmp_path: Path) 
     )
     try:
         deadline = time.monotonic() + 40
-        kinds: set[str] = set()
-        while time.monotonic() < deadline and not {"observation", "sense.state"} <= kinds:
+        seen: set[str] = set()
+        while time.monotonic() < deadline and not {"cpu", "memory"} <= seen:
             time.sleep(0.5)
             if (ws / "data" / "log").exists():
-                kinds = set(table_since(snapshot(ws / "data" / "log")).column("kind").to_pylist())
+                table = table_since(snapshot(ws / "data" / "log"))
+                seen = set(
+                    table.filter(pc.equal(table.column("kind"), "observation"))
+                    .column("subject")
+                    .to_pylist()
+                )
     finally:
         proc.send_signal(signal.SIGINT)
         _out, err = proc.communicate(timeout=60)

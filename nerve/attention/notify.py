@@ -60,7 +60,8 @@ async def _run(argv: list[str], env: dict[str, str]) -> str | None:
     except OSError as exc:
         return f"cannot run {argv[0]}: {exc}"
     try:
-        _, err = await asyncio.wait_for(proc.communicate(), TIMEOUT_S)
+        async with asyncio.timeout(TIMEOUT_S):
+            _, err = await proc.communicate()
     except TimeoutError:
         proc.kill()
         await proc.wait()

@@ -474,7 +474,8 @@ class AttentionService:
                 item = self._queue.get_nowait()
                 if item is not None:
                     self.att.observe(item)
-            await self._flush(kernel, snapshot=True)
+                    self._since_snapshot += len(item)
+            await self._flush(kernel, snapshot=self._since_snapshot > 0)
 
 
 def _is_observation(table: Any) -> Any:

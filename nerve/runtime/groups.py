@@ -17,6 +17,7 @@ RESTART_WINDOW_S = 60.0
 RESTARTS_BEFORE_BACKOFF = 5
 BACKOFF_S = 5.0
 STREAM_LIMIT = 64 * 1024 * 1024
+MAX_BATCH = 64  # computes sent to a worker in one write
 
 
 @dataclass(frozen=True)
@@ -72,6 +73,10 @@ class GroupWorker:
         self.restarts = 0
         self.busy: str | None = None
         self.seq = 0
+        self.coalesced = 0
+        # A result is committed while the next compute already runs; only the same sense's
+        # next compute waits for it (it needs the durable state).
+        self._committing: dict[str, asyncio.Task[None]] = {}
 
     async def start(self) -> None:
         await self._spawn()
@@ -80,6 +85,7 @@ class GroupWorker:
     def enqueue(self, job: Job) -> None:
         """Queue a compute; a sense already waiting in the queue is not queued twice."""
         if job.sense in self._queued:
+            self.coalesced += 1
             return
         self._queued.add(job.sense)
         self._queue.append(job)
@@ -115,7 +121,9 @@ class GroupWorker:
     async def _receive(self, timeout_s: float) -> dict[str, Any] | None:
         """One reply line, or None if the worker died. Raises TimeoutError."""
         assert self._proc is not None and self._proc.stdout is not None
-        line = await asyncio.wait_for(self._proc.stdout.readline(), timeout_s)
+        # asyncio.timeout, not wait_for: on 3.11 wait_for can swallow a cancellation.
+        async with asyncio.timeout(timeout_s):
+            line = await self._proc.stdout.readline()
         return json.loads(line) if line else None
 
     async def _run(self) -> None:
@@ -123,50 +131,96 @@ class GroupWorker:
             while not self._queue:
                 self._wake.clear()
                 await self._wake.wait()
-            job = self._queue.popleft()
-            self._queued.discard(job.sense)
-            await self._compute(job)
+            batch = [self._queue.popleft() for _ in range(min(MAX_BATCH, len(self._queue)))]
+            for job in batch:
+                self._queued.discard(job.sense)
+            await self._run_batch([j for j in batch if j.sense in self.senses])
 
-    async def _compute(self, job: Job) -> None:
-        spec = self.senses.get(job.sense)
-        if spec is None:
-            return
-        self.seq += 1
-        self.busy = job.sense
-        started = self._now()
+    async def _run_batch(self, batch: list[Job]) -> None:
+        """Send every queued compute in one write; the worker answers them in order.
+
+        Each reply is awaited with its own sense's timeout, counted from the previous reply.
+        On a timeout or a crash the jobs not yet answered go back to the queue.
+        """
+        for job in batch:
+            pending = self._committing.get(job.sense)
+            if pending is not None:
+                await pending  # its next compute needs the durable state
+        lines = []
+        for job in batch:
+            self.seq += 1
+            msg = {
+                "op": "compute",
+                "seq": self.seq,
+                "sense": job.sense,
+                "state": self.host.state_of(job.sense),
+            }
+            lines.append(json.dumps(msg, separators=(",", ":")))
         try:
-            await self._send(
-                {
-                    "op": "compute",
-                    "seq": self.seq,
-                    "sense": job.sense,
-                    "state": self.host.state_of(job.sense),
-                }
-            )
+            await self._write(("\n".join(lines) + "\n").encode())
+        except (ConnectionError, BrokenPipeError):
+            await self._crashed(batch)
+            return
+        for index, job in enumerate(batch):
+            if not await self._await_reply(job):
+                self._requeue(batch[index + 1 :])
+                return
+
+    async def _await_reply(self, job: Job) -> bool:
+        """Handle one job's reply; False if the worker had to be restarted."""
+        spec = self.senses[job.sense]
+        self.busy = job.sense
+        try:
             reply = await self._receive(spec.timeout_ms / 1000)
         except TimeoutError:
             await self.host.on_failure(
                 job, "timeout", f"compute exceeded its {spec.timeout_ms} ms timeout"
             )
             await self._restart(f"sense {job.sense!r} hung past its timeout")
-            return
+            return False
         except (ConnectionError, BrokenPipeError):
             reply = None
         finally:
             self.busy = None
         if reply is None:
-            code = await self._exit_code()
-            await self.host.on_failure(
-                job, "crash", f"worker exited with code {code} during compute"
-            )
-            await self._restart(f"worker exited with code {code}")
-            return
-        await self.host.on_result(job, started, reply)
+            await self._crashed([job])
+            return False
+        started = int(reply.get("started_ns") or self._now())
+        task = asyncio.create_task(self.host.on_result(job, started, reply))
+        self._committing[job.sense] = task
+        task.add_done_callback(self._done)
+        return True
+
+    async def _crashed(self, batch: list[Job]) -> None:
+        code = await self._exit_code()
+        await self.host.on_failure(
+            batch[0], "crash", f"worker exited with code {code} during compute"
+        )
+        self._requeue(batch[1:])
+        await self._restart(f"worker exited with code {code}")
+
+    def _requeue(self, jobs: list[Job]) -> None:
+        for job in reversed(jobs):
+            if job.sense not in self._queued:
+                self._queued.add(job.sense)
+                self._queue.appendleft(job)
+        self._wake.set()
+
+    async def _write(self, data: bytes) -> None:
+        assert self._proc is not None and self._proc.stdin is not None
+        self._proc.stdin.write(data)
+        await self._proc.stdin.drain()
+
+    def _done(self, task: asyncio.Task[None]) -> None:
+        for sense, pending in list(self._committing.items()):
+            if pending is task:
+                del self._committing[sense]
 
     async def _exit_code(self) -> int | None:
         assert self._proc is not None
         try:
-            return await asyncio.wait_for(self._proc.wait(), 5)
+            async with asyncio.timeout(5):
+                return await self._proc.wait()
         except TimeoutError:
             return None
 
@@ -195,6 +249,8 @@ class GroupWorker:
         await proc.wait()
 
     async def stop(self) -> None:
+        if self._committing:
+            await asyncio.gather(*self._committing.values(), return_exceptions=True)
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):

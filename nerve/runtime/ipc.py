@@ -61,7 +61,8 @@ class IpcServer:
         if self._server is not None:
             self._server.close()
             with contextlib.suppress(Exception):
-                await asyncio.wait_for(self._server.wait_closed(), 2)
+                async with asyncio.timeout(2):
+                    await self._server.wait_closed()
         with contextlib.suppress(FileNotFoundError):
             self.path.unlink()
 

@@ -16,6 +16,8 @@ import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import blake3
+
 NS = 1_000_000_000
 MS = 1_000_000
 
@@ -49,6 +51,14 @@ class _SenseClock:
     )
 
 
+def _spread(plan: Plan) -> int:
+    """A stable offset (within the interval, at most 1 s) so senses do not all fire at once."""
+    if plan.grace_ms or not plan.interval_ms:
+        return 0  # a grace period already says when to start
+    digest = int.from_bytes(blake3.blake3(plan.sense.encode()).digest()[:8], "big")
+    return (digest % min(plan.interval_ms, 1000)) * MS
+
+
 class Scheduler:
     def __init__(self, dispatch: Dispatch) -> None:
         self._dispatch = dispatch
@@ -71,7 +81,7 @@ class Scheduler:
             clock = _SenseClock(plan, ready, previous.last_start_ns if previous else None)
             self._senses[plan.sense] = clock
             if plan.interval_ms:
-                self._arm_interval(clock, max(ready, now))  # first compute as soon as allowed
+                self._arm_interval(clock, max(ready, now) + _spread(plan))
 
     def stop(self) -> None:
         for clock in self._senses.values():

@@ -20,6 +20,7 @@ import importlib.util
 import inspect
 import json
 import os
+import select
 import sys
 import time
 import traceback
@@ -97,6 +98,7 @@ def _workflow_json(raw: Any) -> Any:
 
 
 def compute(sense: LoadedSense, seq: int, state: Any) -> dict[str, Any]:
+    started_ns = time.monotonic_ns()  # CLOCK_MONOTONIC: comparable with the kernel's loop time
     started = time.perf_counter()
     try:
         result = normalise_result(sense.run(state), state)
@@ -119,6 +121,7 @@ def compute(sense: LoadedSense, seq: int, state: Any) -> dict[str, Any]:
         "workflow": _workflow_json(result.workflow),
         "signal": result.signal,
         "duration_ms": round((time.perf_counter() - started) * 1000, 3),
+        "started_ns": started_ns,
     }
 
 
@@ -145,30 +148,56 @@ def _load_all(msg: dict[str, Any], senses: dict[str, LoadedSense]) -> dict[str, 
     return {"op": "ready", "pid": os.getpid(), "loaded": loaded}
 
 
-def serve(inp: TextIO, out: TextIO) -> None:
+class LineReader:
+    """Lines from a file descriptor, knowing whether another one is already waiting."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self._buf = b""
+
+    def readline(self) -> bytes:
+        while b"\n" not in self._buf:
+            chunk = os.read(self.fd, 1 << 16)
+            if not chunk:
+                line, self._buf = self._buf, b""
+                return line
+            self._buf += chunk
+        line, _, self._buf = self._buf.partition(b"\n")
+        return line + b"\n"
+
+    def more(self) -> bool:
+        if b"\n" in self._buf:
+            return True
+        ready, _, _ = select.select([self.fd], [], [], 0)
+        return bool(ready)
+
+
+def _handle(msg: dict[str, Any], senses: dict[str, LoadedSense]) -> dict[str, Any] | None:
+    if msg["op"] == "load":
+        return _load_all(msg, senses)
+    if msg["op"] == "compute":
+        sense = senses.get(msg["sense"])
+        if sense is None:
+            return _failure(msg["seq"], "load", f"sense {msg['sense']!r} is not loaded")
+        return compute(sense, msg["seq"], msg["state"])
+    return None
+
+
+def serve(inp: LineReader, out: TextIO) -> None:
     senses: dict[str, LoadedSense] = {}
-    for line in inp:
-        msg = json.loads(line)
-        if msg["op"] == "load":
-            reply = _load_all(msg, senses)
-        elif msg["op"] == "compute":
-            sense = senses.get(msg["sense"])
-            reply = (
-                compute(sense, msg["seq"], msg["state"])
-                if sense is not None
-                else _failure(msg["seq"], "load", f"sense {msg['sense']!r} is not loaded")
-            )
-        else:
-            continue
-        out.write(json.dumps(reply, separators=(",", ":")) + "\n")
-        out.flush()
+    while line := inp.readline():
+        reply = _handle(json.loads(line), senses)
+        if reply is not None:
+            out.write(json.dumps(reply, separators=(",", ":")) + "\n")
+        if not inp.more():
+            out.flush()  # once per batch of requests, not after every reply
 
 
 def main() -> None:
     protocol = os.fdopen(os.dup(1), "w", encoding="utf-8")
     os.dup2(2, 1)  # a sense's print() goes to the daemon log, not into the protocol
     sys.stdout = sys.stderr
-    serve(sys.stdin, protocol)
+    serve(LineReader(sys.stdin.fileno()), protocol)
 
 
 if __name__ == "__main__":
