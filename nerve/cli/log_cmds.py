@@ -213,6 +213,15 @@ def tail_cmd(
     _tail_live(ws, rows, newest, filt, follow_, n)
 
 
+def _row_style(row: dict[str, Any]) -> str | None:
+    """Surfaced highlights stand out; errors are red."""
+    if row["kind"] == "attention.decision" and row["subject"] == "surface":
+        return "bold yellow"
+    if row["kind"].endswith(".error") or row["kind"] == "config.rejected":
+        return "red"
+    return None
+
+
 def _tail_live(
     ws: Any, rows: list[dict[str, Any]], newest: Any, filt: TailFilter, follow_: bool, n: int
 ) -> None:
@@ -222,7 +231,7 @@ def _tail_live(
     def table() -> Table:
         t = Table(*TAIL_COLUMNS, expand=False)
         for row in rows[-max(n, 1) :] if follow_ else rows:
-            t.add_row(*(str(c) for c in _tail_cells(row)))
+            t.add_row(*(str(c) for c in _tail_cells(row)), style=_row_style(row))
         return t
 
     out = console()
