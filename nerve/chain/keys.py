@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -111,10 +112,15 @@ def _read_key(path: Path) -> SigningKey:
         raise ConfigError(f"{path}: not a 32-byte hex Ed25519 seed") from None
 
 
+@functools.lru_cache(maxsize=64)
+def _verify_key(key: bytes) -> VerifyKey:
+    return VerifyKey(key)
+
+
 def verifies(key: bytes, core: bytes, sig: bytes) -> bool:
     """True if ``sig`` is ``key``'s Ed25519 signature over ``DOMAIN + core``."""
     try:
-        VerifyKey(key).verify(DOMAIN + core, sig)
+        _verify_key(key).verify(DOMAIN + core, sig)
     except (CryptoError, ValueError, TypeError):
         return False
     return True

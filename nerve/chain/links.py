@@ -36,6 +36,9 @@ EXIT_CODES: dict[str, int] = {
 }  # fmt: skip
 
 
+_INT_MIN, _INT_MAX = -(2**64), 2**64 - 1
+
+
 def digest(data: bytes) -> bytes:
     """blake3 of ``data`` (32 bytes)."""
     return blake3.blake3(data).digest()
@@ -46,24 +49,37 @@ def link_id(core: bytes) -> bytes:
     return digest(core)
 
 
+# Exact type checks (a bool is not an int here): together with the kind's field list they
+# admit only what det-CBOR can encode, so a parsed core needs no separate type walk.
 def _uint(v: object) -> bool:
-    return isinstance(v, int) and v >= 0
+    return type(v) is int and 0 <= v <= _INT_MAX
 
 
 def _text(v: object) -> bool:
-    return isinstance(v, str)
+    return type(v) is str
 
 
 def _sized(n: int) -> Callable[[object], bool]:
-    return lambda v: isinstance(v, bytes) and len(v) == n
+    return lambda v: type(v) is bytes and len(v) == n
+
+
+def _small_map(v: object, allowed: tuple[type, ...]) -> bool:
+    if type(v) is not dict:
+        return False
+    for key, item in v.items():
+        if type(key) is not str or type(item) not in allowed:
+            return False
+        if type(item) is int and not _INT_MIN <= item <= _INT_MAX:
+            return False
+    return True
 
 
 def _hl(v: object) -> bool:
-    return isinstance(v, dict) and all(isinstance(x, int | str) for x in v.values())
+    return _small_map(v, (int, str))
 
 
 def _energy(v: object) -> bool:
-    return isinstance(v, dict) and all(isinstance(x, int) for x in v.values())
+    return _small_map(v, (int,))
 
 
 _COMMON: dict[str, Callable[[object], bool]] = {
@@ -82,12 +98,16 @@ _KIND_FIELDS: dict[str, dict[str, Callable[[object], bool]]] = {
 }  # fmt: skip
 
 
+_SPECS = {kind: {**_COMMON, **fields} for kind, fields in _KIND_FIELDS.items()}
+_SPEC_KEYS = {kind: frozenset(spec) for kind, spec in _SPECS.items()}
+
+
 def schema_error(core: Mapping[str, Any], has_sig2: bool) -> str | None:
     """Why ``core`` does not match its kind's fields, or None."""
-    spec = {**_COMMON, **_KIND_FIELDS.get(core["kind"], {})}
     if core["kind"] not in _KIND_FIELDS:
         return f"unknown kind {core['kind']!r}"
-    if set(core) != set(spec):
+    spec = _SPECS[core["kind"]]
+    if core.keys() != _SPEC_KEYS[core["kind"]]:
         return f"{core['kind']} fields are {sorted(core)}, expected {sorted(spec)}"
     bad = [k for k, check in spec.items() if not check(core[k])]
     if bad:
@@ -107,18 +127,52 @@ class ParsedLink:
     sig: bytes = b""
     sig2: bytes | None = None
     error: tuple[BreakKind, str] | None = None
-
-    @property
-    def id(self) -> bytes:
-        return link_id(self.core_bytes)
+    id: bytes = b""  # blake3 of core_bytes
+    raw_digest: bytes = b""  # blake3 of raw, to spot an exact duplicate
 
 
-def _decode(data: bytes, what: str) -> Any:
+def _plain(value: Any) -> bool:
+    """Only what det-CBOR allows: ints (not bools), bytes, text, lists, text-keyed maps."""
+    kind = type(value)
+    if kind is bytes or kind is str:
+        return True
+    if kind is int:
+        return bool(_INT_MIN <= value <= _INT_MAX)
+    if kind is dict:
+        return all(type(key) is str and _plain(item) for key, item in value.items())
+    if kind is list:
+        return all(_plain(item) for item in value)
+    return False
+
+
+def _fast_decode(data: bytes, *, typed: bool = True) -> Any:
+    """The common case in C (cbor2): decode, check the types, re-encode and compare.
+
+    Canonical CBOR from cbor2 equals det-CBOR for these types (short text keys sort the
+    same length-first and bytewise), so equal bytes prove the input was canonical. Returns
+    None when anything is off; the strict decoder then says exactly what.
+    """
+    try:
+        value = cbor2.loads(data)
+    except Exception:  # cbor2 raises several types on junk; the slow path names the problem
+        return None
+    if value is None or (typed and not _plain(value)):
+        return None
+    if cbor2.dumps(value, canonical=True) != data:
+        return None
+    return value
+
+
+def _decode(data: bytes, what: str, *, typed: bool = True) -> Any:
     """Strict det-CBOR decode; ``_DecodeFailure`` says whether it is non-canonical or junk.
 
     Bytes the strict decoder refuses are non-canonical if a lenient decoder reads them as
-    values det-CBOR could encode, and malformed otherwise.
+    values det-CBOR could encode, and malformed otherwise. ``typed=False`` leaves the type
+    check to the caller (a core's schema checks every field exactly).
     """
+    value = _fast_decode(data, typed=typed)
+    if value is not None:
+        return value
     try:
         value = det_cbor_decode(data)
     except EventError as exc:
@@ -138,17 +192,77 @@ class _DecodeFailure(Exception):
         self.kind: BreakKind = kind
 
 
+def _bstr_head(length: int) -> bytes:
+    """The det-CBOR head of a byte string of ``length`` bytes."""
+    if length < 24:
+        return bytes((0x40 | length,))
+    for info, size in ((24, 1), (25, 2), (26, 4), (27, 8)):
+        if length < 1 << (8 * size):
+            return bytes((0x40 | info,)) + length.to_bytes(size, "big")
+    raise ValueError("byte string too long")
+
+
+_SIG_PART = b"\x63sig" + _bstr_head(SIG_SIZE)
+_SIG2_PART = b"\x64sig2" + _bstr_head(SIG_SIZE)
+_CORE_KEY = b"\x64core"
+
+
+def _is_sig(value: object) -> bool:
+    return type(value) is bytes and len(value) == SIG_SIZE
+
+
+def _split_envelope(raw: bytes) -> dict[str, bytes] | None:
+    """The envelope's fields if ``raw`` is exactly its det-CBOR form; else None.
+
+    The canonical layout is fixed (map keys "sig" < "core" < "sig2"), so the common case is
+    checked by comparing bytes, not by decoding and re-encoding. Anything unusual returns
+    None and goes through the strict decoder, which names the problem.
+    """
+    count = raw[:1]
+    if count not in (b"\xa2", b"\xa3") or raw[1 : 1 + len(_SIG_PART)] != _SIG_PART:
+        return None
+    at = 1 + len(_SIG_PART)
+    sig, at = raw[at : at + SIG_SIZE], at + SIG_SIZE
+    if len(sig) != SIG_SIZE or raw[at : at + len(_CORE_KEY)] != _CORE_KEY:
+        return None
+    core, at = _take_bstr(raw, at + len(_CORE_KEY))
+    if core is None:
+        return None
+    out = {"sig": sig, "core": core}
+    if count == b"\xa3":
+        if raw[at : at + len(_SIG2_PART)] != _SIG2_PART:
+            return None
+        at += len(_SIG2_PART)
+        out["sig2"], at = raw[at : at + SIG_SIZE], at + SIG_SIZE
+    return out if at == len(raw) and len(out.get("sig2", sig)) == SIG_SIZE else None
+
+
+def _take_bstr(raw: bytes, at: int) -> tuple[bytes | None, int]:
+    """A byte string at ``at`` written with its shortest head, and the offset after it."""
+    if at >= len(raw) or raw[at] >> 5 != 2:
+        return None, at
+    info = raw[at] & 0x1F
+    size = {24: 1, 25: 2, 26: 4, 27: 8}.get(info, 0 if info < 24 else -1)
+    if size < 0:
+        return None, at
+    length = info if info < 24 else int.from_bytes(raw[at + 1 : at + 1 + size], "big")
+    start = at + 1 + size
+    if raw[at:start] != _bstr_head(length) or start + length > len(raw):
+        return None, at
+    return raw[start : start + length], start + length
+
+
 def parse_link(raw: bytes) -> ParsedLink:
     try:
-        outer = _decode(raw, "link")
+        outer = _split_envelope(raw) or _decode(raw, "link")
         if not isinstance(outer, dict) or set(outer) - {"sig2"} != {"core", "sig"}:
             return ParsedLink(raw, error=("malformed", "link is not a {core, sig[, sig2]} map"))
         sigs = [outer["sig"], outer.get("sig2", b"\0" * SIG_SIZE)]
-        if not isinstance(outer["core"], bytes) or not all(_sized(SIG_SIZE)(s) for s in sigs):
+        if not isinstance(outer["core"], bytes) or not all(_is_sig(s) for s in sigs):
             return ParsedLink(
                 raw, error=("malformed", "core must be bytes and signatures 64 bytes")
             )
-        core = _decode(outer["core"], "core")
+        core = _decode(outer["core"], "core", typed=False)
     except _DecodeFailure as exc:
         return ParsedLink(raw, error=(exc.kind, str(exc)))
     if not isinstance(core, dict) or not set(_COMMON) <= set(core):
@@ -156,4 +270,14 @@ def parse_link(raw: bytes) -> ParsedLink:
     bad = [k for k, check in _COMMON.items() if not check(core[k])]
     if bad:
         return ParsedLink(raw, error=("malformed", f"core field(s) {bad} mistyped"))
-    return ParsedLink(raw, outer["core"], core, outer["sig"], outer.get("sig2"))
+    core_bytes = outer["core"]
+    return ParsedLink(
+        raw,
+        core_bytes,
+        core,
+        outer["sig"],
+        outer.get("sig2"),
+        None,
+        link_id(core_bytes),
+        digest(raw),
+    )

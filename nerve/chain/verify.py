@@ -5,7 +5,9 @@ The rules, in the order they are applied, are in :mod:`nerve.chain`'s docstring.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -105,7 +107,7 @@ class _Verifier:
     def __init__(
         self, raws: Sequence[bytes], pinned: bytes | None, trusted: TrustRecord | None
     ) -> None:
-        self.links = [parse_link(bytes(raw)) for raw in raws]
+        self.links, self._sigs = _parse_and_presign(raws)
         self.trusted = trusted
         self.pinned = pinned if pinned is not None else (trusted.key if trusted else None)
         self.seen: set[bytes] = set()
@@ -138,7 +140,7 @@ class _Verifier:
         )
 
     def _check(self, i: int, link: ParsedLink) -> _Problem:
-        if digest(link.raw) in self.seen:
+        if (link.raw_digest or digest(link.raw)) in self.seen:
             return "duplicated", "the exact bytes of an earlier link"
         if link.error is not None:
             return link.error
@@ -180,7 +182,13 @@ class _Verifier:
         return None
 
     def _check_sig(self, i: int, link: ParsedLink) -> _Problem:
-        if verifies(self.key, link.core_bytes, link.sig):
+        checked = self._sigs.get(i)
+        ok = (
+            checked[1]
+            if checked and checked[0] == self.key
+            else verifies(self.key, link.core_bytes, link.sig)
+        )
+        if ok:
             return None
         if self._witnessed_edit(i, link):
             return "edited", "signature fails and the next link sealed a different id here"
@@ -272,7 +280,7 @@ class _Verifier:
 
     def _advance(self, link: ParsedLink) -> None:
         core, lid = link.core, link.id
-        self.seen.add(digest(link.raw))
+        self.seen.add(link.raw_digest or digest(link.raw))
         self.ids.append(lid)
         self.acc.append(lid)
         self.since_cp += 1
@@ -282,6 +290,63 @@ class _Verifier:
             self.key, self.epoch = core["new_key"], core["new_epoch"]
         if core["kind"] in ("genesis", "checkpoint"):
             self.anchor, self.since_cp = Anchor(len(self.ids), lid, self.acc.root()), 0
+
+
+_CHUNK = 256
+_POOL: ThreadPoolExecutor | None = None
+
+
+def _pool() -> ThreadPoolExecutor:
+    global _POOL
+    if _POOL is None:
+        _POOL = ThreadPoolExecutor(
+            max_workers=max(1, min(4, os.cpu_count() or 1)), thread_name_prefix="nerve-verify"
+        )
+    return _POOL
+
+
+def _parse_and_presign(
+    raws: Sequence[bytes],
+) -> tuple[list[ParsedLink], dict[int, tuple[bytes, bool]]]:
+    """Parse every link while other threads check signatures under the keys the links claim.
+
+    Ed25519 runs in C without the GIL, so signatures are checked alongside the parsing. The
+    results are only a cache: the sequential walk uses one when the key it has established
+    for that link is the key that was guessed, and checks again otherwise.
+    """
+    links: list[ParsedLink] = []
+    keys: dict[int, bytes] = {}
+    futures = []
+    for start in range(0, len(raws), _CHUNK):
+        jobs = []
+        for offset, raw in enumerate(raws[start : start + _CHUNK]):
+            link = parse_link(bytes(raw))
+            links.append(link)
+            key = _claimed_key(link, keys)
+            if key is not None:
+                jobs.append((start + offset, key, link.core_bytes, link.sig))
+        futures.append(_pool().submit(_check_many, jobs))
+    cache: dict[int, tuple[bytes, bool]] = {}
+    for future in futures:
+        cache.update(future.result())
+    return links, cache
+
+
+def _claimed_key(link: ParsedLink, keys: dict[int, bytes]) -> bytes | None:
+    """The key this link's epoch claims, learning keys from genesis and rotate links."""
+    if link.error is not None:
+        return None
+    core = link.core
+    if core.get("kind") == "genesis" and type(core.get("key")) is bytes:
+        keys.setdefault(core["epoch"], core["key"])
+    guess = keys.get(core["epoch"])
+    if core.get("kind") == "rotate" and type(core.get("new_key")) is bytes:
+        keys.setdefault(core.get("new_epoch", -1), core["new_key"])
+    return guess
+
+
+def _check_many(jobs: list[tuple[int, bytes, bytes, bytes]]) -> dict[int, tuple[bytes, bool]]:
+    return {i: (key, verifies(key, core, sig)) for i, key, core, sig in jobs}
 
 
 def _claims(link: ParsedLink, log: bytes, seq: int) -> bool:
