@@ -175,6 +175,6 @@ def test_tail_follow_sees_events_appended_by_another_process(workspace: Workspac
             lines.append(follower.stdout.readline())
     finally:
         follower.kill()
-        follower.wait()
+        follower.communicate()  # reaps it and closes its pipes
     got = [json.loads(line)["line"] for line in lines]
     assert got == ["before", "after 0", "after 1", "after 2"]

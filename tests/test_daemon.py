@@ -288,5 +288,7 @@ def test_undecodable_stored_state_falls_back_to_initial_state(tmp_path: Path) ->
     assert d.events("sense.error", "counter")[0]["data"]["kind"] == "state-restore"
     states = [e["data"] for e in _computes(d, "counter")]
     assert states[1]["state"] == {"n": 1}  # the junk one first, then initial_state + 1
-    history = run_cli("--workspace", str(ws.root), "sense", "history", "counter", "--json").stdout
+    history = run_cli(
+        "--workspace", str(ws.root), "sense", "history", "counter", "-n", "500", "--json"
+    ).stdout
     assert '"kind":"sense.error"' in history and '"kind":"sense.state"' in history

@@ -17,9 +17,10 @@ LAYERS = [
     {"errors", "clock", "canonical", "resources"},
     {"events", "contract"},
     {"log"},
-    {"query", "config", "conformance", "conformance_attention", "chain", "attention", "checks"},
-    {"workspace", "recall"},
-    {"runtime", "flow", "logops"},
+    {"query", "config", "conformance", "conformance_attention", "chain", "attention", "checks"}
+    | {"recall_core", "recall_tier0"},
+    {"workspace"},
+    {"runtime", "flow", "logops", "recall"},
     {"cli", "__main__"},
 ]
 

@@ -47,12 +47,23 @@ def _main(
 
 
 def _register() -> None:
-    from nerve.cli import attend_cmds, daemon_cmds, log_cmds, sense_cmds
+    from nerve.cli import (
+        ask_cmds,
+        attend_cmds,
+        check_cmds,
+        daemon_cmds,
+        log_cmds,
+        sense_cmds,
+        workflow_cmds,
+    )
 
     log_cmds.register(app)
     daemon_cmds.register(app)
     sense_cmds.register(app)
     attend_cmds.register(app)
+    ask_cmds.register(app)
+    workflow_cmds.register(app)
+    check_cmds.register(app)
 
 
 def fail(exc: NerveError) -> None:

@@ -10,6 +10,7 @@ import typer
 from nerve.cli.output import emit_json, render_rows
 from nerve.config import validate_config
 from nerve.errors import UsageError
+from nerve.flow.validate import check_workflows
 from nerve.query import run_query
 from nerve.runtime import daemon
 from nerve.runtime.senses import check_layout
@@ -119,7 +120,7 @@ def validate(as_json: JsonFlag = False) -> None:
     ws = _ws()
     issues = [str(i) for i in validate_config(ws.config_path)]
     if not issues:
-        issues = check_layout(ws, ws.config)
+        issues = check_layout(ws, ws.config) + check_workflows(ws, ws.config)
     if as_json:
         emit_json({"ok": not issues, "problems": issues})
     else:

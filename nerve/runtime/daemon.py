@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from nerve.errors import DaemonError
+from nerve.errors import ConfigError, DaemonError
 from nerve.runtime import ipc
 from nerve.workspace import Workspace
 
@@ -30,7 +30,14 @@ def log_path(ws: Workspace) -> Path:
 
 
 def socket_path(ws: Workspace) -> Path:
-    return ws.root / ws.config.daemon.socket if ws.config_path.exists() else ws.data / "nerve.sock"
+    """The daemon's socket; the default place if nerve.yaml is missing or broken (a daemon
+    started from a good configuration keeps running after a bad edit, and must stay reachable)."""
+    try:
+        return (
+            ws.root / ws.config.daemon.socket if ws.config_path.exists() else ws.data / "nerve.sock"
+        )
+    except ConfigError:
+        return ws.data / "nerve.sock"
 
 
 def _alive(pid: int) -> bool:
@@ -98,18 +105,28 @@ def _refuse_second(ws: Workspace) -> None:
 
 def start_background(ws: Workspace) -> int:
     """Start ``nerve daemon run`` detached; return its pid once it answers on the socket."""
+    if ws.config_path.exists():
+        _ = ws.config  # a bad nerve.yaml fails here, before anything starts
     _refuse_second(ws)
     ws.data.mkdir(parents=True, exist_ok=True)
-    logfile = log_path(ws).open("ab")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "nerve", "--workspace", str(ws.root), "daemon", "run"],
-        stdin=subprocess.DEVNULL,
-        stdout=logfile,
-        stderr=logfile,
-        cwd=ws.root,
-        start_new_session=True,
-    )
-    logfile.close()
+    with log_path(ws).open("ab") as logfile:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "nerve", "--workspace", str(ws.root), "daemon", "run"],
+            stdin=subprocess.DEVNULL,
+            stdout=logfile,
+            stderr=logfile,
+            cwd=ws.root,
+            start_new_session=True,
+        )
+    try:
+        return _wait_started(ws, proc)
+    except BaseException:
+        proc.kill()  # never leave a half-started daemon behind
+        proc.wait()
+        raise
+
+
+def _wait_started(ws: Workspace, proc: subprocess.Popen[bytes]) -> int:
     deadline = time.monotonic() + START_TIMEOUT_S
     while time.monotonic() < deadline:
         if proc.poll() is not None:

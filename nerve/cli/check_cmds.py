@@ -1,0 +1,73 @@
+"""Gate-check commands: list, describe, fire."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+from nerve.checks.catalog import lookup
+from nerve.cli.output import emit_json, render_rows
+from nerve.flow import client
+
+check_app = typer.Typer(help="Inspect and fire gate checks.", no_args_is_help=True)
+JsonFlag = Annotated[bool, typer.Option("--json", help="JSON output (one object per line).")]
+CsvFlag = Annotated[bool, typer.Option("--csv", help="CSV output.")]
+LIST_COLUMNS = ["id", "fire_on", "default_severity", "matches", "category", "description"]
+
+
+def _ws() -> Any:
+    from nerve.cli.main import STATE
+
+    return STATE.workspace()
+
+
+@check_app.command("list")
+def list_cmd(as_json: JsonFlag = False, as_csv: CsvFlag = False) -> None:
+    """Check manifests in workflows/checks/ (built-in, then the workspace's own)."""
+    rows = [[getattr(m, c) for c in LIST_COLUMNS] for m in client.checks(_ws()).values()]
+    fmt = "json" if as_json else "csv" if as_csv else "table"
+    render_rows(LIST_COLUMNS, rows, fmt=fmt, title="checks")
+
+
+@check_app.command("describe")
+def describe_cmd(
+    check_id: Annotated[str, typer.Argument(metavar="ID", help="Check id.")],
+    as_json: JsonFlag = False,
+) -> None:
+    """How nerve reads one manifest."""
+    shown = lookup(client.checks(_ws()), check_id).describe()
+    if as_json:
+        emit_json(shown)
+        return
+    for key, value in shown.items():
+        typer.echo(f"{key}: {value}")
+
+
+@check_app.command("fire")
+def fire_cmd(
+    check_id: Annotated[str, typer.Argument(metavar="ID", help="Check id.")],
+    path: Annotated[str, typer.Option("--path", help="Workspace file to check.")],
+    run: Annotated[str, typer.Option("--run", help="Run id handed to the check.")] = "manual",
+    as_json: JsonFlag = False,
+) -> None:
+    """Fire a check on one file: recorded through the daemon when it runs, else only printed.
+
+    Exits 1 when the check failed (found problems); a pass with a note exits 0.
+    """
+    verdict, recorded = client.fire_check(_ws(), check_id, path, run)
+    if as_json:
+        emit_json({**verdict, "recorded": recorded})
+    else:
+        note = f" ({verdict['note']})" if verdict.get("note") else ""
+        typer.echo(f"{check_id} on {verdict['path']}: {verdict['result']}{note}")
+        if verdict.get("detail_path"):
+            typer.echo(f"findings: {verdict['detail_path']}")
+        if not recorded:
+            typer.echo("(the daemon is not running: this fire was not recorded)", err=True)
+    if verdict["result"] == "failed":
+        raise typer.Exit(1)
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(check_app, name="check")

@@ -1,0 +1,170 @@
+"""Workflow commands: list, inspect, thread (read the log) and trigger, answer, recheck,
+override (ask the daemon)."""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated, Any
+
+import typer
+
+from nerve.cli.output import emit_json, render_rows
+from nerve.flow import client
+from nerve.flow.contract import Message
+from nerve.flow.history import list_runs, load_run, run_events, run_row, thread_page
+
+workflow_app = typer.Typer(help="Run and inspect workflows.", no_args_is_help=True)
+JsonFlag = Annotated[bool, typer.Option("--json", help="JSON output (one object per line).")]
+CsvFlag = Annotated[bool, typer.Option("--csv", help="CSV output.")]
+RunArg = Annotated[str, typer.Argument(help="Run id (see `nerve workflow list`).")]
+
+
+def _ws() -> Any:
+    from nerve.cli.main import STATE
+
+    return STATE.workspace()
+
+
+def _fmt(as_json: bool, as_csv: bool) -> str:
+    return "json" if as_json else "csv" if as_csv else "table"
+
+
+@workflow_app.command("list")
+def list_cmd(
+    include_all: Annotated[
+        bool, typer.Option("--all", help="Also finished runs (completed, failed, ...).")
+    ] = False,
+    workflow: Annotated[str | None, typer.Option("--workflow", help="Only this workflow.")] = None,
+    limit: Annotated[int, typer.Option("--limit", help="At most this many runs.")] = 20,
+    offset: Annotated[int, typer.Option("--offset", help="Skip this many runs.")] = 0,
+    as_json: JsonFlag = False,
+    as_csv: CsvFlag = False,
+) -> None:
+    """Runs, newest first: only unfinished ones (queued, started, waiting, ...) unless --all."""
+    columns, rows = list_runs(
+        _ws().connect(), include_all=include_all, workflow=workflow, limit=limit, offset=offset
+    )
+    render_rows(columns, rows, fmt=_fmt(as_json, as_csv), title="workflow runs")
+
+
+@workflow_app.command("inspect")
+def inspect_cmd(
+    run: RunArg,
+    limit: Annotated[int, typer.Option("--limit", help="At most this many events.")] = 100,
+    offset: Annotated[int, typer.Option("--offset", help="Skip this many events.")] = 0,
+    as_json: JsonFlag = False,
+) -> None:
+    """A run's status and its events: start frame, decisions, messages, checks, status changes."""
+    conn = _ws().connect()
+    row = run_row(conn, run)
+    events = run_events(conn, run)[max(0, offset) : max(0, offset) + max(0, limit)]
+    if as_json:
+        emit_json({"run": row, "events": events})
+        return
+    for key, value in row.items():
+        typer.echo(f"{key + ':':<14}{'' if value is None else value}")
+    typer.echo("")
+    cells = [[f"{e['physical_ns']}.{e['logical']}", e["ts"], e["kind"], e["line"]] for e in events]
+    render_rows(["hlc", "ts", "kind", "line"], cells, fmt="table", title=f"{run} events")
+
+
+@workflow_app.command("thread")
+def thread_cmd(
+    run: RunArg,
+    before: Annotated[
+        int | None, typer.Option("--before", help="Only rounds before this round number.")
+    ] = None,
+    budget: Annotated[
+        int | None, typer.Option("--budget", help="At most about this many characters.")
+    ] = None,
+) -> None:
+    """The run's role messages, oldest first; the newest rounds that fit --budget."""
+    conn = _ws().connect()
+    record = load_run(conn, run)
+    rounds = [
+        (Message.from_json(e["data"]), e["ts"])
+        for e in run_events(conn, run)
+        if e["kind"] == "workflow.message"
+    ]
+    page = thread_page(rounds, before=before, budget=budget)
+    typer.echo(f"thread {run} (workflow {record.workflow}, status {record.status})", err=True)
+    if not page.blocks:
+        typer.echo("no role messages recorded for this run", err=True)
+    typer.echo("\n".join(page.blocks), nl=False)
+    if page.older_before is not None:
+        more = f" --budget {budget}" if budget is not None else ""
+        typer.echo(
+            "older rounds not shown; fetch them with: "
+            f"nerve workflow thread {run} --before {page.older_before}{more}",
+            err=True,
+        )
+
+
+@workflow_app.command("trigger")
+def trigger_cmd(
+    name: Annotated[str, typer.Argument(help="Workflow to run.")],
+    prompt: Annotated[str, typer.Option("--prompt", help="The start frame's text.")] = "",
+    max_rounds: Annotated[
+        int | None, typer.Option("--max-rounds", help="Cap on role messages.")
+    ] = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Record the request and first decision only.")
+    ] = False,
+    as_json: JsonFlag = False,
+) -> None:
+    """Ask the running daemon to start a run."""
+    reply = client.trigger(_ws(), name, prompt=prompt, max_rounds=max_rounds, dry_run=dry_run)
+    if as_json:
+        emit_json(reply)
+    elif dry_run:
+        typer.echo(f"{reply['run']}: {reply['status']} (first decision: {reply.get('decision')})")
+    else:
+        extra = reply.get("reason") or reply.get("error")
+        typer.echo(f"{reply['run']}: {reply['status']}" + (f" ({extra})" if extra else ""))
+
+
+@workflow_app.command("answer")
+def answer_cmd(
+    run: RunArg,
+    choice: Annotated[str, typer.Argument(help="One of the question's options (or its number).")],
+) -> None:
+    """Answer a waiting run's question; the run resumes."""
+    reply = client.answer(_ws(), run, choice)
+    typer.echo(f"{run}: answered {reply['choice']!r}; {reply['status']}")
+
+
+@workflow_app.command("recheck")
+def recheck_cmd(run: RunArg, as_json: JsonFlag = False) -> None:
+    """Fire a held run's gate checks again; it completes if they pass now."""
+    reply = client.recheck(_ws(), run)
+    if as_json:
+        emit_json(reply)
+        return
+    typer.echo(f"{run}: {reply['status']}")
+    if reply["status"] == "held":
+        held = load_run(_ws().connect(), run).held or {}
+        typer.echo(f"still held: {held.get('reason')}", err=True)
+
+
+@workflow_app.command("override")
+def override_cmd(
+    run: RunArg,
+    reason: Annotated[str, typer.Option("--reason", help="Why the gate is overridden.")],
+    yes: Annotated[bool, typer.Option("--yes", help="Do not ask to confirm.")] = False,
+) -> None:
+    """Complete a held run despite its blocking checks (a person at a terminal only)."""
+    ws = _ws()
+    refusal = client.interactive_refusal(sys.stdin, sys.stdout)
+    if refusal is None and not yes:
+        held = load_run(ws.connect(), run).held or {}
+        for item in held.get("reasons") or []:
+            what = item.get("check") or item.get("output")
+            typer.echo(f"  {what}: {item.get('reason')} ({item.get('path', '')})")
+        if not typer.confirm(f"Override the gate of {run}?", default=False):
+            raise typer.Exit(1)
+    reply = client.override(ws, run, reason)
+    typer.echo(f"{run}: {reply['status']} (overrode {', '.join(reply['checks']) or 'the gate'})")
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(workflow_app, name="workflow")

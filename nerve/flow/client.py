@@ -1,0 +1,154 @@
+"""Asking the running daemon to act on workflows and checks (the CLI's library side).
+
+Writes go through the daemon, the log's only writer; a refusal comes back as the error class
+the daemon raised (``WorkflowError``, ``CheckError``), and no daemon is a ``DaemonError`` with
+the command that starts one. ``fire_check`` is the exception: with no daemon it fires the
+check here and records nothing.
+"""
+
+from __future__ import annotations
+
+import getpass
+import os
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, TextIO
+
+from nerve.checks.catalog import catalog, check_dirs, lookup, runnable
+from nerve.checks.dispatch import fire
+from nerve.checks.manifest import CheckManifest
+from nerve.errors import CheckError, DaemonError, NerveError, UsageError, WorkflowError
+from nerve.flow.gate import WRITE_DETAIL_DIR
+from nerve.resources import bundled
+from nerve.runtime import daemon, ipc
+from nerve.workspace import Workspace
+
+__all__ = [
+    "answer",
+    "checks",
+    "fire_check",
+    "interactive_refusal",
+    "override",
+    "recheck",
+    "trigger",
+]
+
+_ERRORS: dict[str, type[NerveError]] = {
+    "WorkflowError": WorkflowError,
+    "CheckError": CheckError,
+    "UsageError": UsageError,
+    "NerveError": NerveError,
+}
+
+
+def _call(ws: Workspace, request: dict[str, Any], timeout: float = 120) -> dict[str, Any]:
+    if not daemon.running(ws):
+        raise DaemonError(
+            "the daemon is not running", hint="start it with `nerve start` or `nerve dev`"
+        )
+    reply = ipc.request(daemon.socket_path(ws), request, timeout=timeout)
+    if not reply.get("ok"):
+        error = _ERRORS.get(str(reply.get("error_type")), DaemonError)
+        raise error(str(reply.get("error", "the daemon refused the request")))
+    return reply
+
+
+def trigger(
+    ws: Workspace,
+    name: str,
+    *,
+    prompt: str = "",
+    max_rounds: int | None = None,
+    dry_run: bool = False,
+) -> dict[str, Any]:
+    """Start a run; the daemon's answer (``workflow``, ``run``, ``status``, ...)."""
+    request = {
+        "type": "trigger-workflow",
+        "workflow": name,
+        "prompt": prompt,
+        "max_rounds": max_rounds,
+        "dry_run": dry_run,
+    }
+    return _call(ws, request)
+
+
+def answer(ws: Workspace, run: str, choice: str) -> dict[str, Any]:
+    return _call(ws, {"type": "workflow-answer", "run": run, "choice": choice, "by": _who()})
+
+
+def recheck(ws: Workspace, run: str) -> dict[str, Any]:
+    return _call(ws, {"type": "workflow-recheck", "run": run}, timeout=3600)
+
+
+def interactive_refusal(
+    stdin: TextIO, stdout: TextIO, environ: Mapping[str, str] = os.environ
+) -> str | None:
+    """Why this process may not override a gate (None: a person at a terminal may)."""
+    if environ.get("NERVE_WORKFLOW"):
+        return f"refused inside workflow {environ['NERVE_WORKFLOW']!r}: a role cannot override"
+    if not (_isatty(stdin) and _isatty(stdout)):
+        return "an override needs a person at an interactive terminal (stdin and stdout)"
+    return None
+
+
+def _isatty(stream: TextIO) -> bool:
+    return bool(getattr(stream, "isatty", lambda: False)())
+
+
+def override(
+    ws: Workspace,
+    run: str,
+    reason: str,
+    *,
+    stdin: TextIO = sys.stdin,
+    stdout: TextIO = sys.stdout,
+    environ: Mapping[str, str] = os.environ,
+) -> dict[str, Any]:
+    """Complete a held run by a person's decision; refused unless at an interactive terminal."""
+    refusal = interactive_refusal(stdin, stdout, environ)
+    if refusal is not None:
+        raise WorkflowError(
+            refusal, hint=f"fix the outputs and run `nerve workflow recheck {run}` instead"
+        )
+    request = {
+        "type": "workflow-override",
+        "run": run,
+        "reason": reason,
+        "interactive": True,
+        "by": _who(),
+        "tty": _tty(stdin),
+    }
+    return _call(ws, request)
+
+
+def _who() -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return f"uid {os.getuid()}"
+
+
+def _tty(stream: TextIO) -> str | None:
+    try:
+        return os.ttyname(stream.fileno())
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+def checks(ws: Workspace) -> dict[str, CheckManifest]:
+    """Every check manifest of the workspace (built-in ones first, then its own)."""
+    return catalog(check_dirs(ws.root, bundled("workflows")))
+
+
+def fire_check(ws: Workspace, check_id: str, path: str, run: str) -> tuple[dict[str, Any], bool]:
+    """Fire a check on a workspace file: through the daemon (recorded) when it runs, else here.
+
+    Returns the verdict and whether it was recorded in the log.
+    """
+    if daemon.running(ws):
+        reply = _call(ws, {"type": "check-fire", "check": check_id, "path": path, "run": run})
+        return dict(reply["verdict"]), True
+    manifest = runnable(lookup(checks(ws), check_id))
+    verdict = fire(manifest, path=Path(path), root=ws.root, run=run, detail_dir=WRITE_DETAIL_DIR)
+    return verdict.to_dict(), False

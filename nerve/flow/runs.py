@@ -1,0 +1,248 @@
+"""Driving one run: moderator, roles and gate, each step durable before the next begins.
+
+The kernel owns the automaton; the worker process only evaluates the author's moderator and
+roles. One step is: call the role the last decision named, ask the moderator what comes next,
+then append the role's ``workflow.message`` and the ``workflow.decision`` in one commit. A
+crash before that commit loses only the role call in flight, which runs again on resume; a
+role whose message is in the log never runs again. The moderator is told the number of role
+messages so far; a role picked once ``max_rounds`` messages exist fails the run
+(``reason: max_rounds``), as do an unknown role, an exception, a broken return value and a
+call past the workflow's ``role_timeout`` (default 10 minutes; the worker is then killed and
+its other runs resume on a fresh one). When the moderator returns ``END`` the gate decides
+between ``completed`` and ``held`` (see :mod:`nerve.flow.gate`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+from nerve.checks.manifest import CheckManifest
+from nerve.errors import CheckError
+from nerve.flow import gate
+from nerve.flow.contract import END, Message
+from nerve.flow.history import RunRecord
+from nerve.flow.process import WorkerHandle
+from nerve.flow.record import DECISION, MESSAGE, QUESTION, draft, status
+from nerve.log.store import Draft
+
+__all__ = ["Host", "StepFailed", "drive", "judge"]
+
+
+class Host(Protocol):
+    """What a run needs from its workflow's manager."""
+
+    name: str
+    root: Path
+
+    async def emit(self, drafts: Sequence[Draft]) -> None: ...
+
+    def timeout_s(self, handle: WorkerHandle) -> float: ...
+
+    def gate_manifests(self, ids: Sequence[str]) -> list[CheckManifest]: ...
+
+    def gate_ids(self, handle: WorkerHandle) -> list[str]: ...
+
+    async def timed_out(self, handle: WorkerHandle) -> None: ...
+
+
+class StepFailed(Exception):
+    """A step cannot go on: the run fails with this reason (after ``before`` is recorded)."""
+
+    def __init__(self, reason: str, *, traceback: str = "", before: Sequence[Draft] = ()) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.traceback = traceback
+        self.before = list(before)
+
+
+async def drive(host: Host, record: RunRecord, handle: WorkerHandle) -> str:
+    """Carry ``record`` on to its next stop; the outcome (completed, failed, held, waiting).
+
+    Raises ``WorkerDied`` when the worker exits mid-call (the caller marks the run crashed).
+    """
+    runner = _Runner(host, record, handle)
+    try:
+        return await runner.go()
+    except StepFailed as exc:
+        extra = {"traceback": exc.traceback} if exc.traceback else {}
+        failed = status(record.run, host.name, "failed", exc.reason, **extra)
+        await host.emit([*exc.before, failed])
+        return "failed"
+
+
+class _Runner:
+    def __init__(self, host: Host, record: RunRecord, handle: WorkerHandle) -> None:
+        self.host = host
+        self.record = record
+        self.handle = handle
+        assert record.start is not None
+        self.start = record.start
+
+    async def go(self) -> str:
+        if self.record.next_role is None:
+            after = self.record.messages[-1] if self.record.messages else None
+            decision = await self.decide(after)
+            if self.start.dry_run:
+                done = status(
+                    self.record.run,
+                    self.host.name,
+                    "completed",
+                    "dry run",
+                    dry_run=True,
+                    decision=self.record.next_role,
+                )
+                await self.host.emit([decision, done])
+                return "completed"
+            await self.host.emit([decision])
+        while self.record.next_role != END:
+            asked = await self.step(str(self.record.next_role))
+            if asked:
+                return "waiting"
+        return await self.finish()
+
+    async def decide(self, after: Message | None, before: Sequence[Draft] = ()) -> Draft:
+        """Ask the moderator; the ``workflow.decision`` draft (``record.next_role`` updated)."""
+        context: dict[str, Any] = (
+            {"kind": "start", "start": self.start.to_json()}
+            if after is None
+            else {"kind": "step", "message": after.to_json()}
+        )
+        msg = {
+            "op": "moderate",
+            "context": context,
+            "round": self.record.round,
+            "max_rounds": self.start.max_rounds,
+        }
+        reply = await self.call(msg, "moderator", before)
+        nxt = str(reply["next"])
+        self.record.next_role = nxt
+        payload = {
+            "run": self.record.run,
+            "workflow": self.host.name,
+            "round": self.record.round,
+            "context": context["kind"],
+            "after": after.role if after else None,
+            "next": nxt,
+        }
+        line = (
+            f"{self.record.run}: round {self.record.round}: {payload['after'] or 'start'} → {nxt}"
+        )
+        return draft(DECISION, self.record.run, line, payload)
+
+    def refuse(self, role: str) -> None:
+        roles = self.handle.definition.get("roles") or []
+        if role not in roles:
+            raise StepFailed(f"unknown role {role!r} (roles: {', '.join(roles)})")
+        if self.record.round >= self.start.max_rounds:
+            raise StepFailed(f"max_rounds: {self.start.max_rounds} role messages reached")
+
+    async def step(self, role: str) -> bool:
+        """Run ``role`` and record it; True if it asked a question (the run now waits)."""
+        self.refuse(role)
+        reply = await self.call(self.role_request(role), f"role {role!r}")
+        if "ask" in reply:
+            await self.ask(role, reply["ask"])
+            return True
+        message = Message(role, reply["content"], reply["meta"], self.record.round + 1)
+        said = self.message_draft(message)
+        self.record.messages.append(message)
+        self.record.answer = None
+        decision = await self.decide(message, before=[said])
+        await self.host.emit([said, decision])
+        return False
+
+    def role_request(self, role: str) -> dict[str, Any]:
+        answer = self.record.answer
+        ctx = {
+            "run": self.record.run,
+            "workflow": self.host.name,
+            "round": self.record.round + 1,
+            "output_dir": str(gate.run_dir(self.host.root, self.record.run)),
+            "answer": answer if answer and answer.get("role") == role else None,
+        }
+        messages = [m.to_json() for m in self.record.messages]
+        return {
+            "op": "role",
+            "role": role,
+            "start": self.start.to_json(),
+            "messages": messages,
+            "ctx": ctx,
+        }
+
+    def message_draft(self, message: Message) -> Draft:
+        first = message.content.strip().splitlines()[0][:200] if message.content.strip() else ""
+        line = f"{self.record.run}: #{message.round} {message.role}: {first}"
+        payload = {"run": self.record.run, "workflow": self.host.name, **message.to_json()}
+        return draft(MESSAGE, self.record.run, line, payload)
+
+    async def ask(self, role: str, ask: dict[str, Any]) -> None:
+        run = self.record.run
+        payload = {
+            "run": run,
+            "workflow": self.host.name,
+            "role": role,
+            "round": self.record.round + 1,
+            **ask,
+        }
+        question = draft(QUESTION, run, f"{run}: {role} asks: {ask['question']}"[:500], payload)
+        waiting = status(run, self.host.name, "waiting", f"{role} asked a question")
+        await self.host.emit([question, waiting])
+        self.record.question, self.record.status = payload, "waiting"
+
+    async def call(self, msg: dict[str, Any], what: str, before: Sequence[Draft] = ()) -> Any:
+        timeout = self.host.timeout_s(self.handle)
+        try:
+            reply = await self.handle.call(msg, timeout)
+        except TimeoutError:
+            await self.host.timed_out(self.handle)
+            raise StepFailed(f"{what} exceeded its {timeout:g} s timeout", before=before) from None
+        if not reply.get("ok"):
+            trace = str(reply.get("traceback") or "")
+            raise StepFailed(f"{what}: {reply.get('error')}", traceback=trace, before=before)
+        return reply
+
+    async def finish(self) -> str:
+        outputs = gate.declared_outputs(
+            self.handle.definition.get("outputs") or [], self.record.messages
+        )
+        try:
+            ids = self.host.gate_ids(self.handle)
+            manifests = self.host.gate_manifests(ids)
+        except CheckError as exc:
+            raise StepFailed(str(exc)) from None
+        return await judge(self.host, self.record.run, outputs, ids, manifests)
+
+
+async def judge(
+    host: Host, run: str, outputs: Sequence[str], ids: Sequence[str], manifests: list[CheckManifest]
+) -> str:
+    """Fire the gate on ``outputs`` and record ``completed`` or ``held``; the new status."""
+    gate_checks = [m for m in manifests if m.fire_on == "gate"]
+    reasons: list[dict[str, Any]] = []
+    if gate_checks and outputs:
+        reasons = await gate.evaluate(
+            host.emit,
+            root=host.root,
+            run=run,
+            workflow=host.name,
+            outputs=outputs,
+            manifests=gate_checks,
+        )
+    facts = {"outputs": list(outputs), "checks": list(ids)}
+    if not reasons:
+        await host.emit([status(run, host.name, "completed", None, **facts)])
+        return "completed"
+    await host.emit([status(run, host.name, "held", _summary(reasons), reasons=reasons, **facts)])
+    return "held"
+
+
+def _summary(reasons: Sequence[dict[str, Any]]) -> str:
+    parts = [
+        f"{r['check']} on {Path(r['path']).name}: {r['reason']}"
+        if "check" in r
+        else f"{r['output']}: {r['reason']}"
+        for r in reasons
+    ]
+    return f"gate refused: {'; '.join(parts)}"[:400]
