@@ -13,7 +13,7 @@ from nerve.errors import UsageError
 from nerve.flow.validate import check_workflows
 from nerve.query import run_query
 from nerve.runtime import daemon
-from nerve.runtime.senses import check_layout
+from nerve.runtime.senses import check_layout, sense_rows
 
 sense_app = typer.Typer(help="Inspect and trigger senses.", no_args_is_help=True)
 JsonFlag = Annotated[bool, typer.Option("--json", help="JSON output (one object per line).")]
@@ -50,19 +50,7 @@ def list_cmd(as_json: JsonFlag = False, as_csv: CsvFlag = False) -> None:
     if daemon.running(ws):
         senses = daemon.call(ws, {"type": "list-senses"})["senses"]
     else:
-        senses = []
-        for name, cfg in ws.config.senses.items():
-            interval, on = ws.config.schedule_for(name)
-            senses.append(
-                {
-                    "name": name,
-                    "group": cfg.group or name,
-                    "interval_ms": interval,
-                    "on": on,
-                    "throttle_ms": cfg.throttle,
-                    "timeout_ms": cfg.effective_timeout_ms,
-                }
-            )
+        senses = sense_rows(ws.config)
     rows = [[s.get(c) for c in LIST_COLUMNS] for s in senses]
     render_rows(LIST_COLUMNS, rows, fmt=_fmt(as_json, as_csv), title="senses")
 

@@ -14,7 +14,6 @@ from typing import Any
 
 import blake3
 
-from nerve.events import NERVE_SOURCE, Trust
 from nerve.log.store import Draft
 
 REQUESTED = "workflow.requested"
@@ -36,14 +35,7 @@ Emit = Callable[[Sequence[Draft]], Awaitable[Any]]
 
 def draft(kind: str, subject: str, line: str, payload: Any) -> Draft:
     """A first-party control event from nerve itself."""
-    return Draft.of(
-        kind,
-        source=NERVE_SOURCE,
-        trust=Trust.FIRST_PARTY,
-        line=line,
-        payload=payload,
-        subject=subject,
-    )
+    return Draft.control(kind, subject, line, payload)
 
 
 def status(run: str, workflow: str, state: str, reason: str | None = None, **extra: Any) -> Draft:

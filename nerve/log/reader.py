@@ -76,22 +76,9 @@ def table_since(
             continue
         table = seg.read_since(path, since) if since > HLC_ZERO else seg.read_segment(path)
         parts.append(table)
-    parts.append(_tail_since(snap.tail, since))
+    parts.append(seg.after(snap.tail, since))
     table = pa.concat_tables(parts) if parts else EMPTY
     return table.select(columns) if columns else table
-
-
-def _tail_since(tail: pa.Table, since: Hlc) -> pa.Table:
-    if since == HLC_ZERO or tail.num_rows == 0:
-        return tail
-    import pyarrow.compute as pc
-
-    phys, logi = tail.column("physical_ns"), tail.column("logical")
-    keep = pc.or_(
-        pc.greater(phys, since.physical_ns),
-        pc.and_(pc.equal(phys, since.physical_ns), pc.greater(logi, since.logical)),
-    )
-    return tail.filter(keep)
 
 
 def events_since(root: Path, since: Hlc = HLC_ZERO) -> Iterator[Event]:
@@ -100,7 +87,7 @@ def events_since(root: Path, since: Hlc = HLC_ZERO) -> Iterator[Event]:
     for info, path in zip(snap.segments, snap.files, strict=True):
         if info.max_hlc > since:
             yield from events_from_table(seg.read_since(path, since))
-    yield from events_from_table(_tail_since(snap.tail, since))
+    yield from events_from_table(seg.after(snap.tail, since))
 
 
 def _id_views(col: pa.ChunkedArray | pa.Array) -> Iterator[memoryview]:

@@ -111,8 +111,12 @@ def read_segment(path: Path, columns: list[str] | None = None) -> pa.Table:
 
 def read_since(path: Path, since: Hlc) -> pa.Table:
     """Rows strictly after ``since``, using the physical_ns statistics to skip row groups."""
-    table = pq.read_table(path, filters=[("physical_ns", ">=", since.physical_ns)])
-    if table.num_rows == 0:
+    return after(pq.read_table(path, filters=[("physical_ns", ">=", since.physical_ns)]), since)
+
+
+def after(table: pa.Table, since: Hlc) -> pa.Table:
+    """The rows of an HLC-ordered table stamped strictly after ``since``."""
+    if table.num_rows == 0 or since == (0, 0):
         return table
     phys, logi = table.column("physical_ns"), table.column("logical")
     keep = pc.or_(

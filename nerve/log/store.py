@@ -99,6 +99,18 @@ class Draft:
             kind, source, int(trust), str(line), payload_bytes(payload), str(subject), valid_time_ns
         )
 
+    @classmethod
+    def control(cls, kind: str, subject: str, line: str, payload: Any) -> Draft:
+        """A first-party record of nerve's own doing (state, errors, runs, configuration)."""
+        return cls.of(
+            kind,
+            source=NERVE_SOURCE,
+            trust=Trust.FIRST_PARTY,
+            line=line,
+            payload=payload,
+            subject=subject,
+        )
+
 
 @dataclass(frozen=True)
 class CompactResult:

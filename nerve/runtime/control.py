@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from nerve.contract import WorkflowTrigger
 from nerve.errors import NerveError
+from nerve.runtime.senses import sense_rows
 
 if TYPE_CHECKING:
     from nerve.runtime.kernel import Kernel
@@ -56,21 +57,9 @@ async def _status(kernel: Kernel, request: dict[str, Any]) -> dict[str, Any]:
 @handles("list-senses")
 async def _list_senses(kernel: Kernel, request: dict[str, Any]) -> dict[str, Any]:
     senses = []
-    for name, cfg in kernel.config.senses.items():
-        interval, on = kernel.config.schedule_for(name)
-        stats = kernel.stats.get(name)
-        senses.append(
-            {
-                "name": name,
-                "group": cfg.group or name,
-                "interval_ms": interval,
-                "on": on,
-                "throttle_ms": cfg.throttle,
-                "timeout_ms": cfg.effective_timeout_ms,
-                "grace_ms": cfg.grace_period,
-                **(stats.to_json() if stats else {}),
-            }
-        )
+    for row in sense_rows(kernel.config):
+        stats = kernel.stats.get(row["name"])
+        senses.append({**row, **(stats.to_json() if stats else {})})
     return {"ok": True, "senses": senses}
 
 

@@ -23,7 +23,6 @@ import pyarrow as pa
 from nerve.config import InvalidConfig, NerveConfig, load_config
 from nerve.contract import WorkflowTrigger
 from nerve.errors import NerveError
-from nerve.events import NERVE_SOURCE, Trust
 from nerve.log.codec import draft_from_json, event_from_json, row_to_json, table_from_events
 from nerve.log.reader import snapshot
 from nerve.log.store import Draft, EventLog
@@ -63,14 +62,7 @@ class SenseStats:
 
 
 def _control(kind: str, subject: str, line: str, payload: Any) -> Draft:
-    return Draft.of(
-        kind,
-        source=NERVE_SOURCE,
-        trust=Trust.FIRST_PARTY,
-        line=line,
-        payload=payload,
-        subject=subject,
-    )
+    return Draft.control(kind, subject, line, payload)
 
 
 class Kernel:

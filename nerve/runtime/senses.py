@@ -94,3 +94,22 @@ def stored_states(ws: Workspace) -> dict[str, StoredState]:
         value = json.loads(state) if state is not None else None
         out[sense] = StoredState(value, bool(undecodable) or state is None)
     return out
+
+
+def sense_rows(config: NerveConfig) -> list[dict[str, Any]]:
+    """Each configured sense with its schedule, as ``nerve sense list`` shows it."""
+    rows = []
+    for name, cfg in config.senses.items():
+        interval, on = config.schedule_for(name)
+        rows.append(
+            {
+                "name": name,
+                "group": cfg.group or name,
+                "interval_ms": interval,
+                "on": on,
+                "throttle_ms": cfg.throttle,
+                "timeout_ms": cfg.effective_timeout_ms,
+                "grace_ms": cfg.grace_period,
+            }
+        )
+    return rows
