@@ -57,6 +57,7 @@ _TRUST_NAMES = {
 }
 _TRUST_BY_NAME = {name.lower(): level for level, name in _TRUST_NAMES.items()}
 _TRUST_BY_NAME.update({"first_party": Trust.FIRST_PARTY, "firstparty": Trust.FIRST_PARTY})
+_GOOD_KINDS: set[str] = set()
 _KIND_RE = re.compile(r"^[a-z][a-z0-9_]*(?:[.-][a-z0-9_]+)*$")
 
 
@@ -117,8 +118,12 @@ def parse_trust(text: str | int) -> Trust:
 
 
 def check_kind(kind: str) -> str:
+    if kind in _GOOD_KINDS:
+        return kind
     if not isinstance(kind, str) or len(kind) > 128 or not _KIND_RE.match(kind):
         raise EventError(f"kind {kind!r} must be a lower-case dotted name like 'sense.state'")
+    if len(_GOOD_KINDS) < 4096:  # kinds are few; remembering them keeps appends cheap
+        _GOOD_KINDS.add(kind)
     return kind
 
 

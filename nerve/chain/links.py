@@ -100,6 +100,18 @@ _KIND_FIELDS: dict[str, dict[str, Callable[[object], bool]]] = {
 
 _SPECS = {kind: {**_COMMON, **fields} for kind, fields in _KIND_FIELDS.items()}
 _SPEC_KEYS = {kind: frozenset(spec) for kind, spec in _SPECS.items()}
+_SPEC_ITEMS = {kind: tuple(spec.items()) for kind, spec in _SPECS.items()}
+_COMMON_ITEMS = tuple(_COMMON.items())
+
+
+def _all_ok(
+    core: Mapping[str, Any], items: tuple[tuple[str, Callable[[object], bool]], ...]
+) -> bool:
+    # A plain loop, not all(genexpr): this runs for every link verified.
+    for key, check in items:  # noqa: SIM110
+        if not check(core[key]):
+            return False
+    return True
 
 
 def schema_error(core: Mapping[str, Any], has_sig2: bool) -> str | None:
@@ -109,8 +121,8 @@ def schema_error(core: Mapping[str, Any], has_sig2: bool) -> str | None:
     spec = _SPECS[core["kind"]]
     if core.keys() != _SPEC_KEYS[core["kind"]]:
         return f"{core['kind']} fields are {sorted(core)}, expected {sorted(spec)}"
-    bad = [k for k, check in spec.items() if not check(core[k])]
-    if bad:
+    if not _all_ok(core, _SPEC_ITEMS[core["kind"]]):
+        bad = [k for k, check in spec.items() if not check(core[k])]
         return f"field(s) {bad} have the wrong type or size"
     if has_sig2 != (core["kind"] == "rotate"):
         return "sig2 belongs on rotate links only, and every rotate link needs it"
@@ -267,8 +279,8 @@ def parse_link(raw: bytes) -> ParsedLink:
         return ParsedLink(raw, error=(exc.kind, str(exc)))
     if not isinstance(core, dict) or not set(_COMMON) <= set(core):
         return ParsedLink(raw, error=("malformed", f"core lacks fields {sorted(_COMMON)}"))
-    bad = [k for k, check in _COMMON.items() if not check(core[k])]
-    if bad:
+    if not _all_ok(core, _COMMON_ITEMS):
+        bad = [k for k, check in _COMMON.items() if not check(core[k])]
         return ParsedLink(raw, error=("malformed", f"core field(s) {bad} mistyped"))
     core_bytes = outer["core"]
     return ParsedLink(

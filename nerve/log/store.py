@@ -101,14 +101,19 @@ class Draft:
 
     @classmethod
     def control(cls, kind: str, subject: str, line: str, payload: Any) -> Draft:
-        """A first-party record of nerve's own doing (state, errors, runs, configuration)."""
-        return cls.of(
+        """A first-party record of nerve's own doing (state, errors, runs, configuration).
+
+        On the daemon's hot path: source and trust are constants, so only the kind is checked.
+        """
+        check_kind(kind)
+        return cls(
             kind,
-            source=NERVE_SOURCE,
-            trust=Trust.FIRST_PARTY,
-            line=line,
-            payload=payload,
-            subject=subject,
+            NERVE_SOURCE,
+            Trust.FIRST_PARTY,
+            str(line),
+            payload_bytes(payload),
+            str(subject),
+            None,
         )
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import sys
 import time
@@ -188,7 +189,7 @@ class GroupWorker:
         started = int(reply.get("started_ns") or self._now())
         task = asyncio.create_task(self.host.on_result(job, started, reply))
         self._committing[job.sense] = task
-        task.add_done_callback(self._done)
+        task.add_done_callback(functools.partial(self._done, job.sense))
         return True
 
     async def _crashed(self, batch: list[Job]) -> None:
@@ -211,10 +212,9 @@ class GroupWorker:
         self._proc.stdin.write(data)
         await self._proc.stdin.drain()
 
-    def _done(self, task: asyncio.Task[None]) -> None:
-        for sense, pending in list(self._committing.items()):
-            if pending is task:
-                del self._committing[sense]
+    def _done(self, sense: str, task: asyncio.Task[None]) -> None:
+        if self._committing.get(sense) is task:
+            del self._committing[sense]
 
     async def _exit_code(self) -> int | None:
         assert self._proc is not None

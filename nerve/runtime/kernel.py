@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import os
 import signal
 import time
@@ -20,6 +21,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from nerve.canonical import canonical_json
 from nerve.config import InvalidConfig, NerveConfig, load_config
 from nerve.contract import WorkflowTrigger
 from nerve.errors import NerveError
@@ -59,6 +61,12 @@ class SenseStats:
             "last_line": self.last_line,
             "last_error": self.last_error,
         }
+
+
+@functools.lru_cache(maxsize=256)
+def _reason(reason: str) -> bytes:
+    """A signal's payload; reasons repeat, so their encoding is kept."""
+    return canonical_json({"reason": reason})
 
 
 def _control(kind: str, subject: str, line: str, payload: Any) -> Draft:
@@ -293,7 +301,7 @@ class Kernel:
         )
         if reply.get("signal"):
             drafts.append(
-                _control("signal", job.sense, f"{job.sense} signalled", {"reason": job.reason})
+                _control("signal", job.sense, f"{job.sense} signalled", _reason(job.reason))
             )
         trigger, extra = self._workflow(job.sense, reply.get("workflow"))
         drafts += extra
