@@ -14,13 +14,16 @@ from typing import Any
 
 from nerve.errors import EventError
 
+# One encoder, built once: json.dumps with options builds a new one per call.
+_CANONICAL = json.JSONEncoder(
+    sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+)
+
 
 def canonical_json(value: Any) -> bytes:
     """Encode ``value`` as canonical JSON bytes; raise ``EventError`` if it cannot be."""
     try:
-        text = json.dumps(
-            value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
-        )
+        text = _CANONICAL.encode(value)
     except (TypeError, ValueError) as exc:
         raise EventError(f"value is not JSON-serialisable: {exc}") from None
     return text.encode("utf-8")

@@ -18,6 +18,7 @@ RESTART_WINDOW_S = 60.0
 RESTARTS_BEFORE_BACKOFF = 5
 BACKOFF_S = 5.0
 STREAM_LIMIT = 64 * 1024 * 1024
+_ENCODE = json.JSONEncoder(separators=(",", ":")).encode
 MAX_BATCH = 64  # computes sent to a worker in one write
 
 
@@ -156,7 +157,7 @@ class GroupWorker:
                 "sense": job.sense,
                 "state": self.host.state_of(job.sense),
             }
-            lines.append(json.dumps(msg, separators=(",", ":")))
+            lines.append(_ENCODE(msg))
         try:
             await self._write(("\n".join(lines) + "\n").encode())
         except (ConnectionError, BrokenPipeError):
