@@ -64,7 +64,7 @@ class Workspace:
         dirs = [bundled("senses"), self.root / "senses"]
         return list(dict.fromkeys(d.resolve() for d in dirs))
 
-    def open_log(self) -> EventLog:
+    def open_log(self, *, background_seal: bool = False) -> EventLog:
         """Open the log as its single writer (fails if a daemon or another writer holds it)."""
         cfg = self.log_config()
         return EventLog(
@@ -74,6 +74,7 @@ class Workspace:
             seal_max_events=cfg.seal_max_events,
             seal_max_age_ns=cfg.seal_max_age * 10**6,
             max_offset_ns=cfg.max_clock_offset * 10**6,
+            background_seal=background_seal,
         )
 
     def connect(self) -> duckdb.DuckDBPyConnection:

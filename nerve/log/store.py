@@ -139,7 +139,10 @@ class EventLog:
         retire_grace_ns: int = 60 * 10**9,
         max_offset_ns: int = DEFAULT_MAX_OFFSET_NS,
         now_ns: Callable[[], int] = time.time_ns,
+        background_seal: bool = False,
     ) -> None:
+        """``background_seal``: appends never seal by size themselves; the caller runs
+        :meth:`maybe_seal` from another thread (the daemon does, every second)."""
         if durability not in ("fsync", "os"):
             raise EventError(f"durability {durability!r} must be 'fsync' or 'os'")
         if not node:
@@ -151,8 +154,10 @@ class EventLog:
         self.seal_max_events = seal_max_events
         self.seal_max_age_ns = seal_max_age_ns
         self.retire_grace_ns = retire_grace_ns
+        self.background_seal = background_seal
         self._now = now_ns
-        self._mutex = threading.RLock()
+        self._mutex = threading.RLock()  # the WAL and the tail
+        self._seal_lock = threading.RLock()  # seals and compactions, one at a time
         self._lock = WriterLock(self.paths.lock)
         try:
             self.clock = clock or HybridClock(max_offset_ns=max_offset_ns)
@@ -274,7 +279,8 @@ class EventLog:
                 line=line,
             )
             self._commit(table, Hlc(first.physical_ns, first.logical + count - 1))
-            return table
+        self._seal_if_due()
+        return table
 
     def _commit(self, table: pa.Table, last: Hlc) -> None:
         self._wal.commit(table)  # durable (under fsync) before anything below changes
@@ -282,7 +288,10 @@ class EventLog:
             self._tail_since_ns = self._now()
         self._tail.append(table)
         self._newest = max(self._newest, last)
-        if self._wal.rows >= self.seal_max_events:
+
+    def _seal_if_due(self) -> None:
+        """Seal by size after an append, unless a background caller does it (the daemon)."""
+        if not self.background_seal and self.tail_rows >= self.seal_max_events:
             self.seal()
 
     def import_events(self, events: Iterable[Event]) -> int:
@@ -295,38 +304,42 @@ class EventLog:
             for start in range(0, len(evs), IMPORT_FRAME_ROWS):
                 chunk = evs[start : start + IMPORT_FRAME_ROWS]
                 self._commit(table_from_events(chunk), chunk[-1].hlc)
-            return len(evs)
+        self._seal_if_due()
+        return len(evs)
 
     # -- sealing and compaction --------------------------------------------------------
 
     def maybe_seal(self) -> SegmentInfo | None:
-        """Seal if the tail is old enough (size is checked on every commit)."""
+        """Seal if the tail is big or old enough."""
         with self._mutex:
-            if self._wal.rows and self._now() - self._tail_since_ns >= self.seal_max_age_ns:
-                return self.seal()
-            return None
+            rows, age = self._wal.rows, self._now() - self._tail_since_ns
+        if rows >= self.seal_max_events or (rows and age >= self.seal_max_age_ns):
+            return self.seal()
+        return None
 
     def seal(self) -> SegmentInfo | None:
-        """Turn every unsealed WAL generation into one segment. ``None`` if nothing to seal."""
-        with self._mutex:
-            if not self._tail:
-                return None
-            old, tables = self._wal, self._tail
-            self._wal = WalWriter(self.paths.wal, old.gen + 1, sync=self.sync)
-            self._tail = []
-            old.close()
+        """Turn every unsealed WAL generation into one segment. ``None`` if nothing to seal.
+
+        Only the WAL rotation holds the append lock; the segment is written while appends
+        go on into the next generation.
+        """
+        with self._seal_lock:
+            with self._mutex:
+                if not self._tail:
+                    return None
+                old, tables = self._wal, self._tail
+                self._wal = WalWriter(self.paths.wal, old.gen + 1, sync=self.sync)
+                self._tail = []
+                old.close()
             info = seg.write_segment(self.paths.segments, pa.concat_tables(tables))
-            append_record(
-                self.paths.manifest,
-                self.manifest,
-                {
-                    "op": "seal",
-                    "add": [info.to_json()],
-                    "remove": [],
-                    "wal_gen": old.gen,
-                    "time_ns": self._now(),
-                },
-            )
+            body = {
+                "op": "seal",
+                "add": [info.to_json()],
+                "remove": [],
+                "wal_gen": old.gen,
+                "time_ns": self._now(),
+            }
+            append_record(self.paths.manifest, self.manifest, body)
             for gen, path in self.paths.wal_files():
                 if gen <= old.gen:
                     path.unlink()
@@ -335,7 +348,7 @@ class EventLog:
 
     def compact(self, *, target_rows: int = 1_000_000) -> CompactResult:
         """Merge runs of adjacent small segments; one manifest record per merged run."""
-        with self._mutex:
+        with self._seal_lock:
             merged = written = rows = 0
             for run in _small_runs(self.manifest.segments(), target_rows):
                 table = pa.concat_tables(
@@ -357,7 +370,7 @@ class EventLog:
             return CompactResult(merged, written, rows)
 
     def close(self) -> None:
-        with self._mutex:
+        with self._seal_lock, self._mutex:
             self._wal.close()
             self._lock.release()
 

@@ -99,7 +99,7 @@ class Kernel:
     # -- lifecycle ---------------------------------------------------------------------
 
     async def start(self) -> None:
-        self.log = self.ws.open_log()
+        self.log = self.ws.open_log(background_seal=True)  # sealing never stalls commits
         self.committer = Committer(self.log)
         self.committer.start()
         self.scheduler = Scheduler(self._dispatch)

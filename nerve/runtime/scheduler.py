@@ -20,6 +20,7 @@ import blake3
 
 NS = 1_000_000_000
 MS = 1_000_000
+GRID_NS = 2 * MS  # interval timers are grouped into 2 ms slots
 
 Dispatch = Callable[[str, str, int], None]  # sense, reason, due (monotonic ns)
 
@@ -39,7 +40,6 @@ class _SenseClock:
     ready_ns: int  # end of grace
     last_start_ns: int | None = None
     deferred: asyncio.TimerHandle | None = None
-    interval: asyncio.TimerHandle | None = None
     stats: dict[str, int] = field(
         default_factory=lambda: {
             "ticks": 0,
@@ -64,6 +64,7 @@ class Scheduler:
         self._dispatch = dispatch
         self._loop = asyncio.get_running_loop()
         self._senses: dict[str, _SenseClock] = {}
+        self._slots: dict[int, list[tuple[_SenseClock, int]]] = {}
 
     def now_ns(self) -> int:
         return int(self._loop.time() * NS)
@@ -85,9 +86,8 @@ class Scheduler:
 
     def stop(self) -> None:
         for clock in self._senses.values():
-            for handle in (clock.deferred, clock.interval):
-                if handle is not None:
-                    handle.cancel()
+            if clock.deferred is not None:
+                clock.deferred.cancel()
         self._senses = {}
 
     def subscribers(self) -> dict[str, list[str]]:
@@ -102,7 +102,20 @@ class Scheduler:
         return dict(self._senses[sense].stats) if sense in self._senses else {}
 
     def _arm_interval(self, clock: _SenseClock, due_ns: int) -> None:
-        clock.interval = self._loop.call_at(due_ns / NS, self._on_interval, clock, due_ns)
+        """Senses due within one grid step share a timer: many fast senses, few wake-ups.
+
+        Lateness is still measured from each sense's own due time.
+        """
+        slot = -(-due_ns // GRID_NS)
+        entries = self._slots.get(slot)
+        if entries is None:
+            entries = self._slots[slot] = []
+            self._loop.call_at(slot * GRID_NS / NS, self._on_slot, slot)
+        entries.append((clock, due_ns))
+
+    def _on_slot(self, slot: int) -> None:
+        for clock, due_ns in self._slots.pop(slot, ()):
+            self._on_interval(clock, due_ns)
 
     def _on_interval(self, clock: _SenseClock, due_ns: int) -> None:
         if self._senses.get(clock.plan.sense) is not clock:
