@@ -104,7 +104,10 @@ def test_scheduling_errors_and_isolation(daemon: Daemon) -> None:
     # on + throttle: echo follows counter's signals but at most once a second
     echo = _computes(daemon, "echo")
     gaps = [(b["physical_ns"] - a["physical_ns"]) / 1e9 for a, b in itertools.pairwise(echo)]  # type: ignore[operator]
-    assert echo and all(g >= 0.95 for g in gaps), gaps
+    # Stamps are commit times, so single gaps jitter; none may be far under the window,
+    # and on average they must respect it.
+    assert echo and all(g >= 0.8 for g in gaps), gaps
+    assert not gaps or sum(gaps) / len(gaps) >= 0.95, gaps
     assert all(str(e["data"]["reason"]).startswith("on:counter") for e in echo)  # type: ignore[index]
     # grace: nothing from `late` in its first 2 s
     late = _computes(daemon, "late")
