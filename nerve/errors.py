@@ -16,6 +16,10 @@
     └── DaemonError             the daemon is not reachable, or is already running
 
 Messages name the offending value, file and line where one exists.
+
+``LogDamageWarning`` (a ``UserWarning``) is issued, not raised, when a reader shows less
+than the log holds: a damaged WAL frame hides the events after it. ``SealDeferred`` is issued
+when an append was stored but the seal after it failed; the next seal retries it.
 """
 
 from __future__ import annotations
@@ -82,3 +86,11 @@ class ChainError(NerveError):
 
 class DaemonError(NerveError):
     """Raised when the daemon is unreachable or a second one would start."""
+
+
+class LogDamageWarning(UserWarning):
+    """Issued when a reader can show only part of the log (damaged WAL bytes)."""
+
+
+class SealDeferred(UserWarning):
+    """Issued when events were stored but sealing them into a segment failed (retried later)."""

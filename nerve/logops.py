@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import IO, Any
@@ -12,7 +13,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from nerve.clock import HLC_ZERO, Hlc
-from nerve.errors import EventError, NerveError, UsageError
+from nerve.errors import EventError, NerveError, SealDeferred, UsageError
 from nerve.events import Event, parse_source
 from nerve.log.codec import (
     draft_from_json,
@@ -22,7 +23,7 @@ from nerve.log.codec import (
     row_to_json,
 )
 from nerve.log.reader import snapshot, table_since
-from nerve.log.store import Draft
+from nerve.log.store import Draft, EventLog
 from nerve.log.verify import VerifyReport, verify
 from nerve.workspace import Workspace
 
@@ -57,14 +58,34 @@ def drafts_from_jsonl(stream: IO[str], name: str) -> list[Draft]:
     return drafts
 
 
-def emit(ws: Workspace, drafts: list[Draft]) -> list[Event]:
-    """Append drafts as one group commit (through the daemon when one runs)."""
+def emit(ws: Workspace, drafts: list[Draft], *, key: str | None = None) -> list[Event]:
+    """Append drafts as one group commit (through the daemon when one runs).
+
+    With ``key``, a batch sent again with the same key is stored once (the first result is
+    returned). A seal that fails after the append does not fail it: the events are durable,
+    and a :class:`~nerve.errors.SealDeferred` warning says the seal will be retried.
+    """
     if daemon_running(ws):
         wire = [draft_to_json(d) for d in drafts]
-        reply = daemon_call(ws, {"type": "emit", "events": wire})
+        request: dict[str, Any] = {"type": "emit", "events": wire}
+        if key is not None:
+            request["key"] = key
+        reply = daemon_call(ws, request)
         return [event_from_json(obj) for obj in reply["events"]]
     with ws.open_log() as log:
-        return events_from_table(log.append_drafts(drafts))
+        events = events_from_table(log.append_drafts(drafts, key=key))
+        _warn_seal(log)
+    return events
+
+
+def _warn_seal(log: EventLog) -> None:
+    if log.seal_error is not None:
+        warnings.warn(
+            f"the events are stored, but sealing them into a segment failed ({log.seal_error}); "
+            "the next seal retries",
+            SealDeferred,
+            stacklevel=3,
+        )
 
 
 def daemon_running(ws: Workspace) -> bool:
@@ -111,6 +132,19 @@ def seal(ws: Workspace) -> dict[str, Any] | None:
     return info.to_json() if info else None
 
 
+def repair(ws: Workspace) -> list[str]:
+    """Open a damaged log keeping every good frame; returns what was moved aside or lost.
+
+    Damaged WAL files are copied to ``data/log/quarantine/`` before being rewritten with
+    their good frames; missing WAL generations are written off in the manifest; each step is
+    recorded as a ``log.recovered`` event. Nothing is deleted.
+    """
+    if daemon_running(ws):
+        raise UsageError("a daemon holds this log", hint="`nerve stop` first")
+    with ws.open_log(repair=True) as log:
+        return list(log.recovered)
+
+
 def compact(ws: Workspace, target_rows: int) -> dict[str, int]:
     if daemon_running(ws):
         reply = daemon_call(ws, {"type": "compact", "target_rows": target_rows})
@@ -120,7 +154,7 @@ def compact(ws: Workspace, target_rows: int) -> dict[str, int]:
     return {"merged": result.merged, "written": result.written, "rows": result.rows}
 
 
-def import_stream(ws: Workspace, stream: IO[str], name: str) -> int:
+def import_stream(ws: Workspace, stream: IO[str], name: str, *, key: str | None = None) -> int:
     """Import whole events (wire form); all are checked before any is appended."""
     events = []
     for number, obj in read_jsonl(stream, name):
@@ -130,9 +164,14 @@ def import_stream(ws: Workspace, stream: IO[str], name: str) -> int:
             raise UsageError(f"{name}:{number}: {exc}") from None
     if daemon_running(ws):
         wire = [event_to_json(e) for e in events]
-        return int(daemon_call(ws, {"type": "import", "events": wire})["imported"])
+        request: dict[str, Any] = {"type": "import", "events": wire}
+        if key is not None:
+            request["key"] = key
+        return int(daemon_call(ws, request)["imported"])
     with ws.open_log() as log:
-        return log.import_events(events)
+        count = log.import_events(events, key=key)
+        _warn_seal(log)
+    return count
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import duckdb
 
+from nerve import fsio
 from nerve.config import LogConfig, NerveConfig, load_config
 from nerve.errors import UsageError
 from nerve.log.store import EventLog, default_node
@@ -64,9 +65,10 @@ class Workspace:
         dirs = [bundled("senses"), self.root / "senses"]
         return list(dict.fromkeys(d.resolve() for d in dirs))
 
-    def open_log(self, *, background_seal: bool = False) -> EventLog:
+    def open_log(self, *, background_seal: bool = False, repair: bool = False) -> EventLog:
         """Open the log as its single writer (fails if a daemon or another writer holds it)."""
         cfg = self.log_config()
+        fsio.private_dir(self.data, allow_link=True)
         return EventLog(
             self.log_root,
             node=self.node,
@@ -75,11 +77,13 @@ class Workspace:
             seal_max_age_ns=cfg.seal_max_age * 10**6,
             max_offset_ns=cfg.max_clock_offset * 10**6,
             background_seal=background_seal,
+            repair=repair,
         )
 
     def connect(self) -> duckdb.DuckDBPyConnection:
         """DuckDB with ``events`` and every projection (bundled, then the workspace's)."""
-        self.log_root.mkdir(parents=True, exist_ok=True)
+        fsio.private_dir(self.data, allow_link=True)
+        fsio.private_dir(self.log_root)
         return connect(self.log_root, self.projection_dirs(), self.projection_params())
 
     def projection_params(self) -> dict[str, str]:

@@ -251,13 +251,17 @@ def test_a_damaged_frame_before_good_ones_refuses_to_open(log_root: Path) -> Non
 def test_interrupted_seal_states_recover_without_loss_or_duplicates(log_root: Path) -> None:
     with EventLog(log_root, node="n") as log:
         ids = fill(log, 6)
-    digest = replay_digest(log_root)
-    # 1. segment renamed into place but the manifest never recorded it: an orphan.
+    # 1. a half-written temp file is debris; a file that does not verify is kept aside.
     (log_root / "segments" / ("ab" * 32 + ".parquet")).write_bytes(b"orphan")
     (log_root / "segments" / ".tmp-deadbeef.parquet").write_bytes(b"half")
     with EventLog(log_root, node="n") as log:
         pass
     assert sorted(p.name for p in (log_root / "segments").iterdir()) == []
+    assert [p.name for p in (log_root / "quarantine").iterdir()] == ["ab" * 32 + ".parquet"]
+    events = list(events_since(log_root))
+    assert [e.kind for e in events[6:]] == ["log.recovered"]
+    ids = [e.id for e in events]
+    digest = replay_digest(log_root)
     # 2. sealed and recorded, but the old WAL was not deleted yet.
     with EventLog(log_root, node="n") as log:
         wal = sorted((log_root / "wal").iterdir())[0]
@@ -274,4 +278,4 @@ def test_interrupted_seal_states_recover_without_loss_or_duplicates(log_root: Pa
     with EventLog(log_root, node="n") as log:
         fill(log, 2)
         log.seal()
-    assert verify(log_root).ok and len(list(events_since(log_root))) == 8
+    assert verify(log_root).ok and len(list(events_since(log_root))) == 9

@@ -3,33 +3,25 @@
 from __future__ import annotations
 
 import functools
-import os
 from collections.abc import Mapping
 from pathlib import Path
 
 from nacl.exceptions import CryptoError
 from nacl.signing import SigningKey, VerifyKey
 
+from nerve import fsio
 from nerve.chain.links import DOMAIN
 from nerve.errors import ChainError, ConfigError
 
 
 def write_private(path: Path, data: bytes) -> None:
-    """Create ``path`` (it must not exist) with mode 0600, write ``data`` and fsync it."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    try:
-        os.fchmod(fd, 0o600)
-        os.write(fd, data)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    """Create ``path`` (it must not exist, nor be a symlink) with mode 0600, durably."""
+    fsio.write_private(path, data, site="key.write")
 
 
 def private_dir(folder: Path) -> Path:
-    """Make ``folder`` (and parents) if needed and set it to 0700."""
-    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-    os.chmod(folder, 0o700)
-    return folder
+    """Make ``folder`` (and parents) if needed, owner-only; refuse a symlink there."""
+    return fsio.private_dir(Path(folder))
 
 
 class Keyring:

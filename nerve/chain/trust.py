@@ -13,8 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from nerve import fsio
 from nerve.canonical import canonical_json
-from nerve.chain.keys import private_dir, write_private
+from nerve.chain.keys import private_dir
 from nerve.chain.links import ID_SIZE, ZERO_ID
 from nerve.chain.verify import ChainReport
 from nerve.errors import ChainError
@@ -99,7 +100,5 @@ class TrustRecord:
         """Write atomically (temp file, fsync, rename) with owner-only permissions."""
         path = Path(path)
         private_dir(path.parent)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        tmp.unlink(missing_ok=True)
-        write_private(tmp, canonical_json(self.to_json()) + b"\n")
-        os.replace(tmp, path)
+        body = canonical_json(self.to_json()) + b"\n"
+        fsio.write_private(path, body, site="trust.write", exclusive=False)

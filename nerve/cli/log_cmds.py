@@ -21,6 +21,7 @@ from nerve.logops import (
     follow,
     import_stream,
     parse_payload_arg,
+    repair,
     replay,
     seal,
     tail_rows,
@@ -30,6 +31,16 @@ from nerve.workspace import init_workspace
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="JSON output (one object per line).")]
 CsvFlag = Annotated[bool, typer.Option("--csv", help="CSV output.")]
+
+
+KeyOption = Annotated[
+    str | None,
+    typer.Option(
+        "--key",
+        help="Idempotency key: a batch sent again with the same key (within 24 h) is stored "
+        "once, and the first result is printed.",
+    ),
+]
 
 
 def _ws() -> Any:
@@ -72,6 +83,7 @@ def emit_cmd(
     jsonl: Annotated[
         str | None, typer.Option("--jsonl", help="Append a batch: JSON lines from FILE or -.")
     ] = None,
+    key: KeyOption = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Append an event (or a batch with --jsonl) and print what was stored."""
@@ -95,7 +107,7 @@ def emit_cmd(
                 valid_time_ns=valid_time,
             )
         ]
-    events = emit(ws, drafts)
+    events = emit(ws, drafts, key=key)
     for ev in events:
         if as_json:
             emit_json(event_to_json(ev))
@@ -105,10 +117,11 @@ def emit_cmd(
 
 def import_cmd(
     path: Annotated[str, typer.Argument(help="JSON lines of whole events, or - for stdin.")],
+    key: KeyOption = None,
 ) -> None:
     """Import whole events (hlc, node kept); they must sort after the log's newest."""
     stream, name = _open_input(path)
-    count = import_stream(_ws(), stream, name)
+    count = import_stream(_ws(), stream, name, key=key)
     typer.echo(f"imported {count} events", err=True)
 
 
@@ -126,6 +139,8 @@ def replay_cmd(
         typer.echo(f"events  {report.events}\nsegments {report.segments}\ndigest  {report.digest}")
         for problem in report.problems:
             typer.echo(f"corrupt: {problem}", err=True)
+        for warning in report.warnings:
+            typer.echo(f"warning: {warning}", err=True)
         if verify_:
             typer.echo("verify  " + ("ok" if report.ok else "FAILED"))
     if not report.ok:
@@ -138,6 +153,15 @@ def seal_cmd() -> None:
     typer.echo(
         f"sealed {info['rows']} events into {info['segment']}" if info else "nothing to seal"
     )
+
+
+def repair_cmd() -> None:
+    """Open a damaged log: keep every good frame, move damaged files to quarantine/."""
+    notes = repair(_ws())
+    for note in notes:
+        typer.echo(f"repaired: {note}")
+    if not notes:
+        typer.echo("nothing to repair")
 
 
 def compact_cmd(
@@ -279,6 +303,7 @@ def register(app: typer.Typer) -> None:
     app.command("replay")(replay_cmd)
     app.command("seal")(seal_cmd)
     app.command("compact")(compact_cmd)
+    app.command("repair")(repair_cmd)
     app.command("query")(query_cmd)
     app.command("tail")(tail_cmd)
     app.command("payload")(payload_cmd)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import warnings
 from pathlib import Path
 from typing import Annotated
 
@@ -74,8 +75,16 @@ def fail(exc: NerveError) -> None:
     raise SystemExit(1)
 
 
+def _show_warning(
+    message: Warning | str, category: type[Warning], *args: object, **kwargs: object
+) -> None:
+    """Warnings a user should see, as one line: ``warning: message``."""
+    sys.stderr.write(f"warning: {message}\n")
+
+
 def run() -> None:
     _register()
+    warnings.showwarning = _show_warning
     try:
         app()
     except NerveError as exc:

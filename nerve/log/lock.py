@@ -10,6 +10,7 @@ import sys
 import time
 from pathlib import Path
 
+from nerve import fsio
 from nerve.errors import WriterLocked
 
 
@@ -18,7 +19,7 @@ class WriterLock:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        self._fd = fsio.open_file(path, os.O_RDWR | os.O_CREAT)
         try:
             fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

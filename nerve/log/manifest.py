@@ -6,6 +6,7 @@ bytes, so editing, dropping or reordering a record breaks the chain at that reco
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from dataclasses import dataclass, field
@@ -14,6 +15,7 @@ from typing import Any
 
 import blake3
 
+from nerve import fsio
 from nerve.canonical import canonical_json
 from nerve.clock import Hlc
 from nerve.errors import LogCorrupt
@@ -59,6 +61,7 @@ class ManifestState:
     live: dict[str, SegmentInfo] = field(default_factory=dict)
     retired: dict[str, int] = field(default_factory=dict)  # name -> time_ns it was removed
     sealed_gen: int = 0
+    lost_gens: set[int] = field(default_factory=set)  # WAL generations a repair wrote off
     head: str = ZERO_HASH
     size: int = 0  # bytes of the good prefix
 
@@ -86,6 +89,7 @@ def _apply(state: ManifestState, rec: dict[str, Any]) -> None:
             state.retired[name] = int(rec.get("time_ns", 0))
     if "wal_gen" in rec:
         state.sealed_gen = max(state.sealed_gen, int(rec["wal_gen"]))
+    state.lost_gens.update(int(g) for g in rec.get("lost_wal_gens", []))
 
 
 def read_manifest(
@@ -151,12 +155,16 @@ def append_record(path: Path, state: ManifestState, body: dict[str, Any]) -> dic
     """Append one record durably (write, fsync) and fold it into ``state``."""
     rec = {**body, "seq": len(state.records), "prev": state.head}
     line = canonical_json(rec)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    fd = fsio.open_file(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
     try:
         if os.fstat(fd).st_size != state.size:
-            os.ftruncate(fd, state.size)  # drop a torn tail before appending
-        os.write(fd, line + b"\n")
-        os.fsync(fd)
+            os.ftruncate(fd, state.size)  # drop a torn tail (or a failed record) first
+        fsio.write_all(fd, line + b"\n", site="manifest.write", path=path)
+        fsio.fsync(fd, site="manifest.fsync", path=path)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.ftruncate(fd, state.size)  # a record that is not durable is not a record
+        raise
     finally:
         os.close(fd)
     _apply(state, rec)

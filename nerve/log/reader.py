@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -10,13 +11,13 @@ import blake3
 import pyarrow as pa
 
 from nerve.clock import HLC_ZERO, Hlc
-from nerve.errors import LogError
+from nerve.errors import LogDamageWarning, LogError
 from nerve.events import Event
 from nerve.log import segments as seg
 from nerve.log.codec import EMPTY, events_from_table
 from nerve.log.manifest import SegmentInfo, read_manifest
-from nerve.log.store import LogPaths
-from nerve.log.wal import scan
+from nerve.log.paths import LogPaths
+from nerve.log.wal import WalScan, scan
 
 SNAPSHOT_TRIES = 20
 
@@ -47,23 +48,35 @@ class Snapshot:
 
 
 def snapshot(root: Path) -> Snapshot:
-    """Read manifest, then tail, then check the manifest did not move; retry if it did."""
+    """Read manifest, then tail, then check the manifest did not move; retry if it did.
+
+    Damaged WAL bytes (not a torn append in progress) hide the events after them: that is
+    issued as a :class:`~nerve.errors.LogDamageWarning` naming the file, never silently.
+    """
     paths = LogPaths(Path(root))
     for _ in range(SNAPSHOT_TRIES):
         state = read_manifest(paths.manifest)
         try:
-            tables = [
-                t
-                for g, p in paths.wal_files()
-                if g > state.sealed_gen
-                for t in scan(p, strict=False).tables
-            ]
+            scans = [scan(p, strict=False) for g, p in paths.wal_files() if g > state.sealed_gen]
         except FileNotFoundError:
             continue  # a seal finished between listing and reading
         if read_manifest(paths.manifest).head == state.head:
+            _warn_damage(paths, scans)
+            tables = [t for s in scans for t in s.tables]
             tail = pa.concat_tables(tables) if tables else EMPTY
             return Snapshot(paths, state.segments(), tail, state.head)
     raise LogError(f"{paths.root}: the log kept changing while reading it; try again")
+
+
+def _warn_damage(paths: LogPaths, scans: list[WalScan]) -> None:
+    for index, found in enumerate(scans):
+        if found.damaged or (found.torn and index < len(scans) - 1):
+            warnings.warn(
+                f"{found.path}: damaged bytes at byte {found.good_end}; events stored after "
+                "them are not shown (`nerve replay --verify` reports the damage)",
+                LogDamageWarning,
+                stacklevel=3,
+            )
 
 
 def table_since(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 from pathlib import Path
@@ -11,11 +12,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from nerve import fsio
 from nerve.clock import Hlc
 from nerve.errors import LogCorrupt
 from nerve.log.codec import SCHEMA, fixed_bytes
 from nerve.log.manifest import SegmentInfo
-from nerve.log.wal import fsync_dir
 
 ROW_GROUP = 131_072
 SORT_KEYS = [
@@ -72,16 +73,20 @@ def write_segment(folder: Path, table: pa.Table) -> SegmentInfo:
     data = _encode(table)
     name = blake3.blake3(data).hexdigest()
     tmp = folder / f".tmp-{secrets.token_hex(8)}.parquet"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    final = folder / f"{name}.parquet"
     try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, folder / f"{name}.parquet")
-    fsync_dir(folder)
+        fd = fsio.open_file(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+        try:
+            fsio.write_all(fd, data, site="segment.write", path=tmp)
+            fsio.fsync(fd, site="segment.fsync", path=tmp)
+        finally:
+            os.close(fd)
+        fsio.rename(tmp, final, site="segment.rename")
+        fsio.fsync_dir(folder, site="segment.dirsync")
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
     return SegmentInfo(
         name,
         table.num_rows,
@@ -122,5 +127,17 @@ def after(table: pa.Table, since: Hlc) -> pa.Table:
     keep = pc.or_(
         pc.greater(phys, since.physical_ns),
         pc.and_(pc.equal(phys, since.physical_ns), pc.greater(logi, since.logical)),
+    )
+    return table.filter(keep)
+
+
+def up_to(table: pa.Table, last: Hlc) -> pa.Table:
+    """The rows of an HLC-ordered table stamped at or before ``last``."""
+    if table.num_rows == 0:
+        return table
+    phys, logi = table.column("physical_ns"), table.column("logical")
+    keep = pc.or_(
+        pc.less(phys, last.physical_ns),
+        pc.and_(pc.equal(phys, last.physical_ns), pc.less_equal(logi, last.logical)),
     )
     return table.filter(keep)

@@ -10,6 +10,7 @@ Layout under the log folder (a workspace's ``data/log``)::
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
@@ -20,101 +21,23 @@ from typing import Any
 
 import pyarrow as pa
 
+from nerve import fsio
 from nerve.clock import DEFAULT_MAX_OFFSET_NS, HLC_ZERO, Hlc, HybridClock
-from nerve.errors import EventError, LogCorrupt, OrderError
-from nerve.events import NERVE_SOURCE, Event, Trust, check_kind, check_source, payload_bytes
+from nerve.errors import EventError, LogCorrupt, NerveError, OrderError
+from nerve.events import Event
+from nerve.log import recovery
 from nerve.log import segments as seg
+from nerve.log.batchkeys import BatchKeys, check_key, key_draft
 from nerve.log.codec import EMPTY, build_table, events_from_table, table_from_events
+from nerve.log.drafts import Draft
 from nerve.log.lock import WriterLock
 from nerve.log.manifest import ManifestState, SegmentInfo, append_record, read_manifest
-from nerve.log.wal import WalWriter, fsync_dir, scan, wal_gen
+from nerve.log.paths import LogPaths
+from nerve.log.wal import WalWriter
+
+__all__ = ["CompactResult", "Draft", "EventLog", "LogPaths", "default_node", "manifest_state"]
 
 IMPORT_FRAME_ROWS = 65_536
-
-
-@dataclass(frozen=True)
-class LogPaths:
-    root: Path
-
-    @property
-    def manifest(self) -> Path:
-        return self.root / "manifest.jsonl"
-
-    @property
-    def segments(self) -> Path:
-        return self.root / "segments"
-
-    @property
-    def wal(self) -> Path:
-        return self.root / "wal"
-
-    @property
-    def lock(self) -> Path:
-        return self.root / "LOCK"
-
-    def segment(self, name: str) -> Path:
-        return seg.segment_path(self.segments, name)
-
-    def wal_files(self) -> list[tuple[int, Path]]:
-        if not self.wal.is_dir():
-            return []
-        found = [(wal_gen(p), p) for p in self.wal.iterdir()]
-        return sorted((g, p) for g, p in found if g is not None)
-
-    def ensure(self) -> None:
-        for folder in (self.root, self.segments, self.wal):
-            folder.mkdir(parents=True, exist_ok=True)
-
-
-@dataclass(frozen=True, slots=True)
-class Draft:
-    """An event before the writer stamps it."""
-
-    kind: str = "observation"
-    source: int = NERVE_SOURCE
-    trust: int = Trust.UNTRUSTED
-    line: str = ""
-    payload: bytes = b""
-    subject: str = ""
-    valid_time_ns: int | None = None
-
-    @classmethod
-    def of(
-        cls,
-        kind: str = "observation",
-        *,
-        source: int = NERVE_SOURCE,
-        trust: int = Trust.UNTRUSTED,
-        line: str = "",
-        payload: Any = None,
-        subject: str = "",
-        valid_time_ns: int | None = None,
-    ) -> Draft:
-        """Validate fields and encode the payload (bytes as given, else canonical JSON)."""
-        check_kind(kind)
-        check_source(source)
-        if int(trust) not in (0, 1, 2, 3):
-            raise EventError(f"trust {trust!r} is not 0..3")
-        return cls(
-            kind, source, int(trust), str(line), payload_bytes(payload), str(subject), valid_time_ns
-        )
-
-    @classmethod
-    def control(cls, kind: str, subject: str, line: str, payload: Any) -> Draft:
-        """A first-party record of nerve's own doing (state, errors, runs, configuration).
-
-        On the daemon's hot path: source and trust are constants, so only the kind is checked.
-        """
-        check_kind(kind)
-        return cls(
-            kind,
-            NERVE_SOURCE,
-            Trust.FIRST_PARTY,
-            str(line),
-            payload_bytes(payload),
-            str(subject),
-            None,
-        )
 
 
 @dataclass(frozen=True)
@@ -125,7 +48,12 @@ class CompactResult:
 
 
 class EventLog:
-    """The single writer. Appends are durable (per the policy) before they return."""
+    """The single writer. Appends are durable (per the policy) before they return.
+
+    A failed append is refused and leaves the log as it was. A failed seal keeps every
+    unsealed generation on disk and in memory, and is retried by the next seal; appends
+    go on meanwhile, and :attr:`seal_error` says what went wrong.
+    """
 
     def __init__(
         self,
@@ -140,9 +68,11 @@ class EventLog:
         max_offset_ns: int = DEFAULT_MAX_OFFSET_NS,
         now_ns: Callable[[], int] = time.time_ns,
         background_seal: bool = False,
+        repair: bool = False,
     ) -> None:
         """``background_seal``: appends never seal by size themselves; the caller runs
-        :meth:`maybe_seal` from another thread (the daemon does, every second)."""
+        :meth:`maybe_seal` from another thread (the daemon does, every second).
+        ``repair``: open a damaged log, keeping what is good and recording the rest."""
         if durability not in ("fsync", "os"):
             raise EventError(f"durability {durability!r} must be 'fsync' or 'os'")
         if not node:
@@ -155,31 +85,50 @@ class EventLog:
         self.seal_max_age_ns = seal_max_age_ns
         self.retire_grace_ns = retire_grace_ns
         self.background_seal = background_seal
+        self.seal_error: NerveError | OSError | None = None
+        self.recovered: list[str] = []
         self._now = now_ns
         self._mutex = threading.RLock()  # the WAL and the tail
         self._seal_lock = threading.RLock()  # seals and compactions, one at a time
+        self._keys: BatchKeys | None = None
         self._lock = WriterLock(self.paths.lock)
         try:
+            self.paths.tighten()
             self.clock = clock or HybridClock(max_offset_ns=max_offset_ns)
-            self._recover()
+            self._recover(repair)
         except BaseException:
+            if hasattr(self, "_wal"):
+                self._wal.close()
             self._lock.release()
             raise
+        self._record_recovery()
 
     # -- opening -----------------------------------------------------------------------
 
-    def _recover(self) -> None:
-        """Finish or undo whatever a crash interrupted, then seed the clock."""
+    def _recover(self, repair: bool) -> None:
+        """Settle what a crash left, refuse (or, repairing, record) damage; seed the clock."""
         self.manifest = read_manifest(self.paths.manifest)
         self._check_live_segments()
-        self._remove_orphans()
-        pending = self._recover_wal()
+        found = recovery.take_over_wal(self.paths, self.manifest, repair=repair)
+        self.recovered += found.notes
+        self._settle_segments(found)
+        self._account_for_gaps(found, repair)
+        self._wal = WalWriter(
+            self.paths.wal, found.current_gen, sync=self.sync, truncate_to=found.truncate_to
+        )
+        fsio.fsync_dir(self.paths.wal)
+        self._pending: list[tuple[int, list[pa.Table]]] = found.pending
+        self._tail: list[pa.Table] = found.current
+        self._wal.rows = sum(t.num_rows for t in self._tail)
+        self._tail_since_ns = self._now()
         newest = self.manifest.max_hlc() or HLC_ZERO
-        for table in pending:
+        for table in found.tables():
             if table.num_rows:
                 newest = max(newest, _last_stamp(table))
         self._newest = newest
         self.clock.seed(newest)
+        if self._pending:
+            self._try_seal()  # an interrupted seal left older generations behind: finish it
 
     def _check_live_segments(self) -> None:
         for info in self.manifest.segments():
@@ -189,39 +138,66 @@ class EventLog:
                     hint="run `nerve replay --verify` for a full report",
                 )
 
-    def _remove_orphans(self) -> None:
-        known, now = self.manifest.known(), self._now()
-        for path in self.paths.segments.iterdir():
-            name = path.name.removesuffix(".parquet")
-            if path.name.startswith(".tmp-") or name not in known:
-                path.unlink()  # an interrupted seal: its WAL still holds the events
-            elif (
-                name in self.manifest.retired
-                and now - self.manifest.retired[name] > self.retire_grace_ns
-            ):
-                path.unlink()
-
-    def _recover_wal(self) -> list[pa.Table]:
-        files = self.paths.wal_files()
-        for gen, path in files:
-            if gen <= self.manifest.sealed_gen:
-                path.unlink()  # sealed before the crash; only the delete was lost
-        live = [(g, p) for g, p in files if g > self.manifest.sealed_gen]
-        scans = [scan(p) for _, p in live]
-        last_gen = max([self.manifest.sealed_gen, *(g for g, _ in live)]) + (0 if live else 1)
-        if scans and scans[-1].torn:
-            self._wal = WalWriter(
-                self.paths.wal, last_gen, sync=self.sync, truncate_to=scans[-1].good_end
+    def _settle_segments(self, found: recovery.WalFound) -> None:
+        orphans = recovery.settle_segments(
+            self.paths,
+            self.manifest,
+            recovery.ids_of_tables(found.tables()),
+            now_ns=self._now(),
+            grace_ns=self.retire_grace_ns,
+        )
+        for path in orphans.redundant:
+            path.unlink()
+        for path in orphans.quarantine:
+            kept = recovery.quarantine(self.paths, path)
+            self.recovered.append(
+                f"{path.name}: a segment file the manifest does not list and that does not "
+                f"fit beside the live ones; moved to {kept.relative_to(self.paths.root)}"
             )
-        else:
-            self._wal = WalWriter(self.paths.wal, last_gen, sync=self.sync)
-        fsync_dir(self.paths.wal)
-        self._tail: list[pa.Table] = [t for s in scans for t in s.tables]
-        self._wal.rows = sum(t.num_rows for t in self._tail)
-        self._tail_since_ns = self._now()
-        if len(live) > 1:
-            self.seal()  # an interrupted seal left older generations behind: finish it
-        return self._tail
+        if orphans.adopt:
+            self._adopt(orphans.adopt, found)
+
+    def _adopt(self, infos: list[SegmentInfo], found: recovery.WalFound) -> None:
+        """Record verified segments the manifest lost; they also account for lost seals."""
+        body: dict[str, Any] = {
+            "op": "adopt",
+            "add": [i.to_json() for i in infos],
+            "remove": [],
+            "time_ns": self._now(),
+        }
+        live_gens = [g for g, _ in found.pending] + ([found.current_gen] if found.tables() else [])
+        below = [g for g in found.missing if not live_gens or g < min(live_gens)]
+        if below:
+            body["wal_gen"] = max(below)
+            found.missing = [g for g in found.missing if g not in below]
+        append_record(self.paths.manifest, self.manifest, body)
+        rows = sum(i.rows for i in infos)
+        self.recovered.append(
+            f"re-adopted {len(infos)} segment(s) ({rows} events) the manifest did not list"
+        )
+
+    def _account_for_gaps(self, found: recovery.WalFound, repair: bool) -> None:
+        if not found.missing:
+            return
+        gens = ", ".join(str(g) for g in found.missing)
+        if not repair:
+            raise LogCorrupt(
+                f"{self.paths.wal}: WAL generation(s) {gens} are missing and the manifest "
+                "does not account for them: their events are lost",
+                hint=recovery.REPAIR_HINT,
+            )
+        body = {"op": "repair", "add": [], "remove": [], "time_ns": self._now()}
+        append_record(self.paths.manifest, self.manifest, {**body, "lost_wal_gens": found.missing})
+        self.recovered.append(f"WAL generation(s) {gens} were missing: written off as lost")
+
+    def _record_recovery(self) -> None:
+        """Put what recovery had to do on the record, as an event of the log itself."""
+        if not self.recovered:
+            return
+        line = "log recovered: " + "; ".join(self.recovered)
+        self.append_drafts(
+            [Draft.control("log.recovered", "log", line[:1000], {"notes": self.recovered})]
+        )
 
     # -- appending ---------------------------------------------------------------------
 
@@ -231,26 +207,24 @@ class EventLog:
 
     @property
     def tail_rows(self) -> int:
-        return self._wal.rows
+        return int(self._wal.rows + sum(t.num_rows for _, ts in self._pending for t in ts))
 
     def append(self, kind: str = "observation", **fields: Any) -> Event:
         """Append one event and return it, stamped, once it is durable."""
         table = self.append_drafts([Draft.of(kind, **fields)])
         return events_from_table(table)[0]
 
-    def append_drafts(self, drafts: Sequence[Draft]) -> pa.Table:
-        """Append a batch as one group commit; returns the stored rows."""
+    def append_drafts(self, drafts: Sequence[Draft], *, key: str | None = None) -> pa.Table:
+        """Append a batch as one group commit; returns the stored rows.
+
+        With ``key``, a retried batch is stored once: a key seen before returns the rows
+        stored the first time and appends nothing (see :mod:`nerve.log.batchkeys`).
+        """
+        if key is not None:
+            return self._append_keyed(drafts, key)
         if not drafts:
             return EMPTY
-        return self.append_columns(
-            kind=[d.kind for d in drafts],
-            subject=[d.subject for d in drafts],
-            source=[d.source for d in drafts],
-            trust=[d.trust for d in drafts],
-            valid_time_ns=[d.valid_time_ns for d in drafts],
-            payload=[d.payload for d in drafts],
-            line=[d.line for d in drafts],
-        )
+        return self.append_columns(**_columns(drafts))
 
     def append_columns(
         self,
@@ -265,11 +239,7 @@ class EventLog:
     ) -> pa.Table:
         """The fast path: already-validated columns, stamped as one run of the clock."""
         with self._mutex:
-            count = len(kind)
-            first = self.clock.reserve(count)
-            table = build_table(
-                (first.physical_ns, first.logical, count),
-                node=self.node,
+            table = self._stamp_and_commit(
                 kind=kind,
                 subject=subject,
                 source=source,
@@ -278,8 +248,14 @@ class EventLog:
                 payload=payload,
                 line=line,
             )
-            self._commit(table, Hlc(first.physical_ns, first.logical + count - 1))
         self._seal_if_due()
+        return table
+
+    def _stamp_and_commit(self, **columns: Any) -> pa.Table:
+        count = len(columns["kind"])
+        first = self.clock.reserve(count)
+        table = build_table((first.physical_ns, first.logical, count), node=self.node, **columns)
+        self._commit(table, Hlc(first.physical_ns, first.logical + count - 1))
         return table
 
     def _commit(self, table: pa.Table, last: Hlc) -> None:
@@ -288,32 +264,91 @@ class EventLog:
             self._tail_since_ns = self._now()
         self._tail.append(table)
         self._newest = max(self._newest, last)
+        if self._keys is not None:
+            self._keys.observe(table)
+
+    def _append_keyed(self, drafts: Sequence[Draft], key: str) -> pa.Table:
+        check_key(key)
+        with self._mutex:
+            stored = self._batch_keys().lookup(key)
+            if stored is not None:
+                return stored
+            count = len(drafts)
+            first = self.clock.reserve(count + 1)
+            last = Hlc(first.physical_ns, first.logical + count - 1) if count else None
+            marker = key_draft(key, count, first if count else None, last)
+            columns = _columns([*drafts, marker])
+            table = build_table(
+                (first.physical_ns, first.logical, count + 1), node=self.node, **columns
+            )
+            self._commit(table, Hlc(first.physical_ns, first.logical + count))
+        self._seal_if_due()
+        return table.slice(0, count)
+
+    def _batch_keys(self) -> BatchKeys:
+        if self._keys is None:
+            self._keys = BatchKeys(self._now, self._rows_between)
+            self._keys.load(self.paths.segments, self.manifest.segments(), self._unsealed())
+        return self._keys
+
+    def _rows_between(self, first: Hlc, last: Hlc) -> pa.Table:
+        """Stored rows stamped from ``first`` to ``last`` inclusive, in order."""
+        parts = [
+            seg.read_since(self.paths.segment(s.name), _before(first))
+            for s in self.manifest.segments()
+            if s.max_hlc >= first and s.min_hlc <= last
+        ]
+        parts += [seg.after(t, _before(first)) for t in self._unsealed()]
+        table = pa.concat_tables(parts) if parts else EMPTY
+        return seg.up_to(table, last)
+
+    def _unsealed(self) -> list[pa.Table]:
+        return [t for _, ts in self._pending for t in ts] + self._tail
 
     def _seal_if_due(self) -> None:
-        """Seal by size after an append, unless a background caller does it (the daemon)."""
-        if not self.background_seal and self.tail_rows >= self.seal_max_events:
-            self.seal()
+        """Seal by size after an append, unless a background caller does it (the daemon).
 
-    def import_events(self, events: Iterable[Event]) -> int:
+        The append is already durable: a seal that fails here is kept in
+        :attr:`seal_error` and retried by the next seal, never reported as the append's.
+        """
+        if not self.background_seal and self.tail_rows >= self.seal_max_events:
+            self._try_seal()
+
+    def _try_seal(self) -> None:
+        try:
+            self.seal()
+        except (NerveError, OSError) as exc:
+            self.seal_error = exc
+
+    def import_events(self, events: Iterable[Event], *, key: str | None = None) -> int:
         """Append whole events (their stamps and nodes kept). All or nothing on bad order."""
         evs = list(events)
         with self._mutex:
+            if key is not None:
+                check_key(key)
+                stored = self._batch_keys().lookup(key)
+                if stored is not None:
+                    return int(stored.num_rows)
             _check_import_order(evs, self._newest)
             if evs:
                 self.clock.receive(evs[-1].hlc)
             for start in range(0, len(evs), IMPORT_FRAME_ROWS):
                 chunk = evs[start : start + IMPORT_FRAME_ROWS]
                 self._commit(table_from_events(chunk), chunk[-1].hlc)
+            if key is not None:
+                first, last = (evs[0].hlc, evs[-1].hlc) if evs else (None, None)
+                self._stamp_and_commit(**_columns([key_draft(key, len(evs), first, last)]))
         self._seal_if_due()
         return len(evs)
 
     # -- sealing and compaction --------------------------------------------------------
 
     def maybe_seal(self) -> SegmentInfo | None:
-        """Seal if the tail is big or old enough."""
+        """Seal if the tail is big or old enough, or a failed seal left generations behind."""
         with self._mutex:
-            rows, age = self._wal.rows, self._now() - self._tail_since_ns
-        if rows >= self.seal_max_events or (rows and age >= self.seal_max_age_ns):
+            rows, age = self.tail_rows, self._now() - self._tail_since_ns
+            retry = bool(self._pending)
+        if retry or rows >= self.seal_max_events or (rows and age >= self.seal_max_age_ns):
             return self.seal()
         return None
 
@@ -321,30 +356,63 @@ class EventLog:
         """Turn every unsealed WAL generation into one segment. ``None`` if nothing to seal.
 
         Only the WAL rotation holds the append lock; the segment is written while appends
-        go on into the next generation.
+        go on into the next generation. If writing fails, the rotated generations stay
+        pending (on disk and here) and the next seal includes them.
         """
         with self._seal_lock:
             with self._mutex:
-                if not self._tail:
-                    return None
-                old, tables = self._wal, self._tail
-                self._wal = WalWriter(self.paths.wal, old.gen + 1, sync=self.sync)
-                self._tail = []
-                old.close()
-            info = seg.write_segment(self.paths.segments, pa.concat_tables(tables))
-            body = {
-                "op": "seal",
-                "add": [info.to_json()],
-                "remove": [],
-                "wal_gen": old.gen,
-                "time_ns": self._now(),
-            }
-            append_record(self.paths.manifest, self.manifest, body)
-            for gen, path in self.paths.wal_files():
-                if gen <= old.gen:
-                    path.unlink()
-            fsync_dir(self.paths.wal)
+                if self._tail:
+                    self._rotate()
+                batch = list(self._pending)
+            if not batch:
+                return None
+            info = self._write_sealed(batch)
+            with self._mutex:
+                del self._pending[: len(batch)]
+            self.seal_error = None
+            self._drop_sealed_wal(batch[-1][0])
             return info
+
+    def _rotate(self) -> None:
+        """Open the next generation; the current one joins the pending list."""
+        old = self._wal
+        self._wal = WalWriter(self.paths.wal, old.gen + 1, sync=self.sync)
+        self._pending.append((old.gen, self._tail))
+        self._tail = []
+        old.close()
+
+    def _write_sealed(self, batch: list[tuple[int, list[pa.Table]]]) -> SegmentInfo:
+        tables = [t for _, ts in batch for t in ts]
+        info = seg.write_segment(self.paths.segments, pa.concat_tables(tables))
+        body = {
+            "op": "seal",
+            "add": [info.to_json()],
+            "remove": [],
+            "wal_gen": batch[-1][0],
+            "time_ns": self._now(),
+        }
+        try:
+            append_record(self.paths.manifest, self.manifest, body)
+        except BaseException:
+            self._discard_unrecorded(info.name)
+            raise
+        return info
+
+    def _discard_unrecorded(self, name: str) -> None:
+        """Remove a segment whose manifest record failed (its events are still elsewhere)."""
+        if name not in self.manifest.known():
+            with contextlib.suppress(OSError):
+                self.paths.segment(name).unlink()
+
+    def _drop_sealed_wal(self, sealed_gen: int) -> None:
+        """Delete generations the manifest now says are sealed; a failure here loses nothing
+        (the next open drops them), so it is not the seal's failure."""
+        with contextlib.suppress(OSError):
+            for gen, path in self.paths.wal_files():
+                if gen <= sealed_gen:
+                    fsio.hit("wal.unlink", path)
+                    path.unlink()
+            fsio.fsync_dir(self.paths.wal)
 
     def compact(self, *, target_rows: int = 1_000_000) -> CompactResult:
         """Merge runs of adjacent small segments; one manifest record per merged run."""
@@ -355,19 +423,28 @@ class EventLog:
                     [seg.read_segment(self.paths.segment(s.name)) for s in run]
                 )
                 info = seg.write_segment(self.paths.segments, table)
-                append_record(
-                    self.paths.manifest,
-                    self.manifest,
-                    {
-                        "op": "compact",
-                        "add": [info.to_json()],
-                        "remove": [s.name for s in run],
-                        "time_ns": self._now(),
-                    },
-                )
+                body = {
+                    "op": "compact",
+                    "add": [info.to_json()],
+                    "remove": [s.name for s in run],
+                    "time_ns": self._now(),
+                }
+                try:
+                    append_record(self.paths.manifest, self.manifest, body)
+                except BaseException:
+                    self._discard_unrecorded(info.name)
+                    raise
                 merged, written, rows = merged + len(run), written + 1, rows + info.rows
-            self._remove_orphans()
+            self._drop_retired()
             return CompactResult(merged, written, rows)
+
+    def _drop_retired(self) -> None:
+        """Delete segments compacted away once readers have had their grace period."""
+        now = self._now()
+        for name, since in list(self.manifest.retired.items()):
+            if now - since > self.retire_grace_ns:
+                with contextlib.suppress(FileNotFoundError):
+                    self.paths.segment(name).unlink()
 
     def close(self) -> None:
         with self._seal_lock, self._mutex:
@@ -379,6 +456,25 @@ class EventLog:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _columns(drafts: Sequence[Draft]) -> dict[str, Any]:
+    return {
+        "kind": [d.kind for d in drafts],
+        "subject": [d.subject for d in drafts],
+        "source": [d.source for d in drafts],
+        "trust": [d.trust for d in drafts],
+        "valid_time_ns": [d.valid_time_ns for d in drafts],
+        "payload": [d.payload for d in drafts],
+        "line": [d.line for d in drafts],
+    }
+
+
+def _before(stamp: Hlc) -> Hlc:
+    """The greatest stamp before ``stamp`` (so "after it" includes ``stamp``)."""
+    if stamp.logical:
+        return Hlc(stamp.physical_ns, stamp.logical - 1)
+    return Hlc(stamp.physical_ns - 1, 2**32 - 1)
 
 
 def _last_stamp(table: pa.Table) -> Hlc:

@@ -5,6 +5,8 @@ A report lists problems in log order; the first names the first corrupt thing.
 
 from __future__ import annotations
 
+import contextlib
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,9 +19,10 @@ import pyarrow.parquet as pq
 from nerve.clock import Hlc
 from nerve.errors import LogCorrupt
 from nerve.log.codec import SCHEMA, fixed_bytes, hash_each, ids_of
-from nerve.log.manifest import SegmentInfo, read_manifest
+from nerve.log.manifest import ManifestState, SegmentInfo, read_manifest
+from nerve.log.paths import LogPaths
+from nerve.log.recovery import ids_of_tables, missing_generations, settle_segments
 from nerve.log.segments import ids_root
-from nerve.log.store import LogPaths
 from nerve.log.wal import scan
 
 
@@ -46,10 +49,14 @@ class Problem:
 
 @dataclass
 class VerifyReport:
+    """``problems`` fail verification; ``warnings`` name what a writer settles on its own
+    (crash debris) or what was settled and recorded (adoptions, repairs, quarantine)."""
+
     events: int = 0
     digest: str = ""
     segments: int = 0
     problems: list[Problem] = field(default_factory=list)
+    warnings: list[Problem] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -62,6 +69,7 @@ class VerifyReport:
             "ok": self.ok,
             "segments": self.segments,
             "problems": [p.to_json() for p in self.problems],
+            "warnings": [p.to_json() for p in self.warnings],
         }
 
 
@@ -172,6 +180,7 @@ def verify(root: Path) -> VerifyReport:
     state = read_manifest(paths.manifest, errors=errors)
     rel = _rel(paths, paths.manifest)
     report.problems += [Problem(rel, str(e).split(": ", 1)[-1]) for e in errors]
+    _check_manifest_tail(paths, state, report)
     hasher = blake3.blake3()
     previous: SegmentInfo | None = None
     for info in state.segments():
@@ -184,24 +193,140 @@ def verify(root: Path) -> VerifyReport:
         report.events += rows
         report.segments += 1
         previous = info
-    _check_tail(paths, state.sealed_gen, report, hasher)
+    tail_ids = _check_tail(paths, state, report, hasher)
+    _check_unlisted(paths, state, tail_ids, report)
     report.digest = hasher.hexdigest()
     return report
 
 
-def _check_tail(paths: LogPaths, sealed_gen: int, report: VerifyReport, hasher: Any) -> None:
-    for gen, path in paths.wal_files():
-        if gen <= sealed_gen:
+def _check_manifest_tail(paths: LogPaths, state: ManifestState, report: VerifyReport) -> None:
+    rel = _rel(paths, paths.manifest)
+    with contextlib.suppress(FileNotFoundError):
+        extra = paths.manifest.stat().st_size - state.size
+        if extra > 0 and not report.problems:
+            report.warnings.append(
+                Problem(rel, f"a torn last record ({extra} bytes) that the next writer cuts")
+            )
+    for rec in state.records:
+        if rec.get("op") in ("adopt", "repair"):
+            report.warnings.append(Problem(rel, _recorded(rec)))
+
+
+def _recorded(rec: dict[str, Any]) -> str:
+    if rec["op"] == "adopt":
+        rows = sum(int(a["rows"]) for a in rec.get("add", []))
+        return f"record {rec['seq']}: {len(rec['add'])} segment(s) ({rows} events) re-adopted"
+    lost = ", ".join(str(g) for g in rec.get("lost_wal_gens", []))
+    return f"record {rec['seq']}: WAL generation(s) {lost} written off as lost by a repair"
+
+
+def _check_tail(
+    paths: LogPaths, state: ManifestState, report: VerifyReport, hasher: Any
+) -> list[pa.Table]:
+    files = [(g, p) for g, p in paths.wal_files() if g > state.sealed_gen]
+    has_data = bool(state.records) or bool(files)
+    missing = missing_generations(state, [g for g, _ in files], has_data)
+    if missing:
+        gens = ", ".join(str(g) for g in missing)
+        report.problems.append(
+            Problem(
+                _rel(paths, paths.wal),
+                f"WAL generation(s) {gens} are missing and the manifest does not account "
+                "for them (deleted or renamed files: their events are lost)",
+            )
+        )
+    tables = []
+    for index, (_, path) in enumerate(files):
+        table = _check_generation(paths, path, index == len(files) - 1, report)
+        if table is None:
             continue
-        name = _rel(paths, path)
-        try:
-            wal = scan(path)
-        except LogCorrupt as exc:
-            report.problems.append(Problem(name, str(exc).split(": ", 1)[-1]))
-            continue
-        table = wal.table()
-        problem = _row_problem(table, name)
+        problem = _row_problem(table, _rel(paths, path))
         if problem is not None:
             report.problems.append(problem)
         hasher.update(fixed_bytes(table.column("id")))
         report.events += table.num_rows
+        tables.append(table)
+    return tables
+
+
+def _check_generation(
+    paths: LogPaths, path: Path, newest: bool, report: VerifyReport
+) -> pa.Table | None:
+    name = _rel(paths, path)
+    try:
+        wal = scan(path, strict=False)
+    except LogCorrupt as exc:
+        report.problems.append(Problem(name, str(exc).split(": ", 1)[-1]))
+        return None
+    if wal.good_end == wal.size:
+        return wal.table()
+    where = f"{wal.cut_bytes} bytes from byte {wal.good_end}"
+    if wal.later_good:
+        report.problems.append(
+            Problem(
+                name,
+                f"frame at byte {wal.good_end} fails its checksum but later frames "
+                "are intact (events after it are not counted here)",
+            )
+        )
+    elif wal.damaged:
+        report.problems.append(
+            Problem(name, f"{where} fail their checksum: damaged, not a torn append")
+        )
+    elif not newest:
+        report.problems.append(
+            Problem(name, f"ends in a torn frame ({where}), yet it is not the newest generation")
+        )
+    else:
+        report.warnings.append(
+            Problem(
+                name,
+                f"a torn final frame ({where}): an append a crash interrupted, "
+                "never acknowledged; the next writer cuts it",
+            )
+        )
+    return wal.table()
+
+
+def _check_unlisted(
+    paths: LogPaths, state: ManifestState, tail: list[pa.Table], report: VerifyReport
+) -> None:
+    """Files in segments/ the manifest does not list, and what is in quarantine/."""
+    if paths.segments.is_dir():
+        found = settle_segments(
+            paths, state, ids_of_tables(tail), now_ns=time.time_ns(), grace_ns=2**62
+        )
+        for path in found.redundant:
+            if not path.name.startswith(".tmp-"):
+                report.warnings.append(
+                    Problem(
+                        _rel(paths, path),
+                        "not in the manifest, but every event in it "
+                        "is stored elsewhere (an interrupted seal or compaction)",
+                    )
+                )
+        for info in found.adopt:
+            report.problems.append(
+                Problem(
+                    _rel(paths, paths.segment(info.name)),
+                    f"holds {info.rows} events the manifest does not list (the manifest "
+                    "lost records); the next writer re-adopts it",
+                )
+            )
+        for path in found.quarantine:
+            report.problems.append(
+                Problem(
+                    _rel(paths, path),
+                    "is not in the manifest and does not fit beside "
+                    "the live segments; the next writer moves it to quarantine/",
+                )
+            )
+    if paths.quarantine.is_dir():
+        for path in sorted(paths.quarantine.iterdir()):
+            report.warnings.append(
+                Problem(
+                    _rel(paths, path),
+                    "kept in quarantine for inspection (see the "
+                    "log.recovered events); delete it once inspected",
+                )
+            )

@@ -4,12 +4,15 @@ File layout: a 16-byte header (``b"NWAL"``, u32 version, u64 generation), then f
 
     u32 magic 0x4E465231 | u32 body length | u32 crc32(body) | body (Arrow IPC stream)
 
-A torn tail (a partial or unchecksummed last frame with nothing valid after it) is cut off
-on recovery. A bad frame followed by a good one is corruption, and is reported, not cut.
+A torn tail (a prefix of a frame, or zeros, at the end of the newest generation: what a crash
+mid-append leaves) is cut off on recovery; it was never acknowledged. Anything else that fails
+its checksum is damage: reported by verify, refused by the writer, and moved aside (never
+deleted) only by an explicit ``nerve repair``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import struct
 import zlib
@@ -18,7 +21,8 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from nerve.errors import LogCorrupt
+from nerve import fsio
+from nerve.errors import LogCorrupt, LogError
 from nerve.log.codec import EMPTY, SCHEMA
 
 FILE_MAGIC = b"NWAL"
@@ -60,7 +64,12 @@ def _decode_body(body: bytes, path: Path, offset: int) -> pa.Table:
 
 @dataclass(frozen=True)
 class WalScan:
-    """What a WAL file holds: its good frames and where the good prefix ends."""
+    """What a WAL file holds: its good frames and what, if anything, follows them.
+
+    After the good prefix a file may hold a **torn** final frame (a prefix of a frame, or
+    zeros: what a crash mid-append leaves, never acknowledged) or **damaged** bytes (a
+    complete frame that fails its checksum, or junk: stored bytes that changed).
+    """
 
     path: Path
     gen: int
@@ -68,10 +77,16 @@ class WalScan:
     good_end: int
     size: int
     bad_offset: int | None  # first bad frame, if any
+    damaged: bool = False  # the bytes after the good prefix are not a torn frame
+    later_good: bool = False  # good frames follow the bad one (only without ``strict``)
 
     @property
     def torn(self) -> bool:
-        return self.good_end < self.size
+        return self.good_end < self.size and not self.damaged
+
+    @property
+    def cut_bytes(self) -> int:
+        return self.size - self.good_end
 
     def table(self) -> pa.Table:
         return pa.concat_tables(self.tables) if self.tables else EMPTY
@@ -90,34 +105,76 @@ def _frame_at(data: bytes, pos: int) -> tuple[int, int] | None:
     return start, end
 
 
+def _is_torn(data: bytes, pos: int) -> bool:
+    """True if the bytes from ``pos`` are what an interrupted append leaves behind."""
+    rest = data[pos:]
+    if not rest.strip(b"\0"):
+        return True  # space the file system extended but never filled
+    head = rest[: _FRAME.size]
+    if len(head) < _FRAME.size:
+        return _FRAME_MAGIC_BYTES.startswith(head[:4])
+    magic, length, _ = _FRAME.unpack(head)
+    complete = pos + _FRAME.size + int(length) <= len(data)
+    return bool(magic == FRAME_MAGIC and length <= MAX_FRAME and not complete)
+
+
+_FRAME_MAGIC_BYTES = struct.pack(">I", FRAME_MAGIC)
+
+
 def _later_frame_exists(data: bytes, pos: int) -> bool:
-    marker = struct.pack(">I", FRAME_MAGIC)
-    at = data.find(marker, pos + 1)
+    at = data.find(_FRAME_MAGIC_BYTES, pos + 1)
     while at != -1:
         if _frame_at(data, at) is not None:
             return True
-        at = data.find(marker, at + 1)
+        at = data.find(_FRAME_MAGIC_BYTES, at + 1)
     return False
 
 
-def scan(path: Path, *, strict: bool = True) -> WalScan:
+def scan(path: Path, *, strict: bool = True, start: int = 0) -> WalScan:
     """Read every good frame. With ``strict``, a bad frame before a good one raises."""
-    data = path.read_bytes()
+    data = read_wal(path)
     gen = _check_header(path, data)
     tables: list[pa.Table] = []
-    pos = _HEADER.size
+    pos = max(start, _HEADER.size)
     while pos < len(data):
         span = _frame_at(data, pos)
         if span is None:
-            if strict and _later_frame_exists(data, pos):
+            later = _later_frame_exists(data, pos)
+            if strict and later:
                 raise LogCorrupt(
                     f"{path}: frame at byte {pos} fails its checksum but later frames are intact",
-                    hint="run `nerve replay --verify` to see every damaged place",
+                    hint="`nerve replay --verify` reports it; `nerve repair` moves it aside",
                 )
-            return WalScan(path, gen, tables, pos, len(data), pos)
+            damaged = later or not _is_torn(data, pos)
+            return WalScan(path, gen, tables, pos, len(data), pos, damaged, later)
         tables.append(_decode_body(data[span[0] : span[1]], path, pos))
         pos = span[1]
     return WalScan(path, gen, tables, pos, len(data), None)
+
+
+def frames_after(path: Path, pos: int) -> tuple[list[pa.Table], int]:
+    """The good frames found from byte ``pos`` on, and where the last ends (for a repair)."""
+    data = read_wal(path)
+    tables: list[pa.Table] = []
+    end, at = pos, data.find(_FRAME_MAGIC_BYTES, pos)
+    while at != -1:
+        span = _frame_at(data, at)
+        if span is None:
+            at = data.find(_FRAME_MAGIC_BYTES, at + 1)
+            continue
+        tables.append(_decode_body(data[span[0] : span[1]], path, at))
+        end = at = span[1]
+    return tables, end
+
+
+def read_wal(path: Path) -> bytes:
+    return fsio.read_bytes(path)
+
+
+def write_generation(path: Path, gen: int, tables: list[pa.Table]) -> None:
+    """Replace a generation's file with a header and ``tables`` as frames (a repair)."""
+    body = _HEADER.pack(FILE_MAGIC, VERSION, gen) + b"".join(encode_frame(t) for t in tables)
+    fsio.write_private(path, body, site="wal.create", exclusive=False)
 
 
 def _check_header(path: Path, data: bytes) -> int:
@@ -134,16 +191,13 @@ def _check_header(path: Path, data: bytes) -> int:
     return int(gen)
 
 
-def fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 class WalWriter:
-    """Appends frames to one WAL generation; ``sync`` decides whether commits fsync."""
+    """Appends frames to one WAL generation; ``sync`` decides whether commits fsync.
+
+    An append that cannot be made durable is cut back off the file before the error
+    reaches the caller, so the file always ends at the last acknowledged frame; until
+    that cut succeeds, every append is refused.
+    """
 
     def __init__(
         self, folder: Path, gen: int, *, sync: bool, truncate_to: int | None = None
@@ -151,28 +205,61 @@ class WalWriter:
         self.path = folder / wal_name(gen)
         self.gen = gen
         self.sync = sync
-        fresh = not self.path.exists()
-        self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-        if fresh or os.fstat(self._fd).st_size < _HEADER.size:
-            os.ftruncate(self._fd, 0)
-            os.write(self._fd, _HEADER.pack(FILE_MAGIC, VERSION, gen))
-            os.fsync(self._fd)
-            fsync_dir(folder)
-        elif truncate_to is not None:
-            os.ftruncate(self._fd, truncate_to)
-            os.fsync(self._fd)
+        self._fd = fsio.open_file(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+        try:
+            self.size = os.fstat(self._fd).st_size
+            if self.size < _HEADER.size:
+                self._write_header(folder)
+            elif truncate_to is not None:
+                fsio.truncate(self._fd, truncate_to, site="wal.truncate", path=self.path)
+                os.fsync(self._fd)
+                self.size = truncate_to
+        except BaseException:
+            self.close()
+            raise
         self.rows = 0
+        self._broken = False
+
+    def _write_header(self, folder: Path) -> None:
+        os.ftruncate(self._fd, 0)
+        header = _HEADER.pack(FILE_MAGIC, VERSION, self.gen)
+        fsio.write_all(self._fd, header, site="wal.create", path=self.path)
+        os.fsync(self._fd)
+        fsio.fsync_dir(folder)
+        self.size = _HEADER.size
 
     def commit(self, table: pa.Table) -> None:
         """Write one frame and, under the fsync policy, make it durable before returning."""
+        if self._broken:
+            self._cut_back()
         frame = encode_frame(table)
-        view = memoryview(frame)
-        while view:
-            written = os.write(self._fd, view)
-            view = view[written:]
-        if self.sync:
-            os.fdatasync(self._fd)
+        try:
+            fsio.write_all(self._fd, frame, site="wal.write", path=self.path)
+            if self.sync:
+                fsio.fsync(self._fd, site="wal.fsync", path=self.path, data_only=True)
+        except OSError as exc:
+            self._broken = True
+            with contextlib.suppress(LogError):
+                self._cut_back()
+            raise LogError(
+                f"{self.path}: append not stored ({exc.strerror}); nothing was acknowledged",
+                hint="free space or fix the disk; the log takes appends again once it can",
+            ) from exc
+        self.size += len(frame)
         self.rows += table.num_rows
+
+    def _cut_back(self) -> None:
+        """Truncate to the last good frame after a failed append (and make that durable)."""
+        try:
+            fsio.truncate(self._fd, self.size, site="wal.truncate", path=self.path)
+            os.fsync(self._fd)
+        except OSError as exc:
+            raise LogError(
+                f"{self.path}: a failed append could not be cut off ({exc.strerror}); "
+                "refusing appends until it can",
+                hint="free space or fix the disk",
+            ) from exc
+        self._broken = False
 
     def close(self) -> None:
         if self._fd >= 0:

@@ -49,6 +49,14 @@ def _list_field(request: dict[str, Any], key: str) -> list[Any]:
     return value
 
 
+def _key_field(request: dict[str, Any]) -> str | None:
+    """The optional idempotency key of an emit or import (see nerve.log.batchkeys)."""
+    key = request.get("key")
+    if key is not None and not isinstance(key, str):
+        raise NerveError('request field "key" must be a string')
+    return key
+
+
 @handles("status")
 async def _status(kernel: Kernel, request: dict[str, Any]) -> dict[str, Any]:
     return {"ok": True, "status": kernel.health()}
@@ -86,12 +94,14 @@ async def _trigger_workflow(kernel: Kernel, request: dict[str, Any]) -> dict[str
 
 @handles("emit")
 async def _emit(kernel: Kernel, request: dict[str, Any]) -> dict[str, Any]:
-    return {"ok": True, "events": await kernel.emit(_list_field(request, "events"))}
+    events = await kernel.emit(_list_field(request, "events"), _key_field(request))
+    return {"ok": True, "events": events}
 
 
 @handles("import")
 async def _import(kernel: Kernel, request: dict[str, Any]) -> dict[str, Any]:
-    return {"ok": True, "imported": await kernel.import_events(_list_field(request, "events"))}
+    count = await kernel.import_events(_list_field(request, "events"), _key_field(request))
+    return {"ok": True, "imported": count}
 
 
 @handles("seal")

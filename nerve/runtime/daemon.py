@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from nerve import fsio
 from nerve.errors import ConfigError, DaemonError
 from nerve.runtime import ipc
 from nerve.workspace import Workspace
@@ -78,8 +79,8 @@ def run_foreground(ws: Workspace, *, view: bool = False) -> None:
     from nerve.runtime.kernel import Kernel
 
     _refuse_second(ws)
-    ws.data.mkdir(parents=True, exist_ok=True)
-    pid_path(ws).write_text(f"{os.getpid()}\n")
+    fsio.private_dir(ws.data, allow_link=True)
+    fsio.write_small(pid_path(ws), f"{os.getpid()}\n".encode())
     kernel = Kernel(ws)
     try:
         if view:
@@ -108,8 +109,8 @@ def start_background(ws: Workspace) -> int:
     if ws.config_path.exists():
         _ = ws.config  # a bad nerve.yaml fails here, before anything starts
     _refuse_second(ws)
-    ws.data.mkdir(parents=True, exist_ok=True)
-    with log_path(ws).open("ab") as logfile:
+    fsio.private_dir(ws.data, allow_link=True)
+    with os.fdopen(fsio.open_append(log_path(ws)), "ab") as logfile:
         proc = subprocess.Popen(
             [sys.executable, "-m", "nerve", "--workspace", str(ws.root), "daemon", "run"],
             stdin=subprocess.DEVNULL,

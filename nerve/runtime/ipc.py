@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from nerve.errors import DaemonError
+from nerve.fsio import is_socket
 
 Handler = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
 DEFAULT_MAX_BYTES = 1 << 20
@@ -44,10 +45,11 @@ class IpcServer:
         self.max_bytes = max_bytes
         self._server: asyncio.Server | None = None
         self.requests = 0
+        self._inode = -1
 
     async def start(self) -> None:
         _clear_stale(self.path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         old = os.umask(0o177)
         try:
             self._server = await asyncio.start_unix_server(
@@ -56,6 +58,7 @@ class IpcServer:
         finally:
             os.umask(old)
         os.chmod(self.path, 0o600)
+        self._inode = os.lstat(self.path).st_ino
 
     async def close(self) -> None:
         if self._server is not None:
@@ -64,7 +67,9 @@ class IpcServer:
                 async with asyncio.timeout(2):
                     await self._server.wait_closed()
         with contextlib.suppress(FileNotFoundError):
-            self.path.unlink()
+            # only our own socket: never a file someone put at the path since
+            if is_socket(self.path) and os.lstat(self.path).st_ino == self._inode:
+                self.path.unlink()
 
     async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
@@ -129,8 +134,15 @@ async def _reply(writer: asyncio.StreamWriter, msg: dict[str, Any]) -> None:
 
 
 def _clear_stale(path: Path) -> None:
-    if not path.exists():
+    """Remove a dead daemon's socket; refuse to touch anything else at the path."""
+    kind = is_socket(path)
+    if kind is None:
         return
+    if not kind:
+        raise DaemonError(
+            f"{path}: exists and is not a socket; the daemon will not replace it",
+            hint="choose another `daemon.socket` in nerve.yaml, or move the file",
+        )
     if ping(path):
         raise DaemonError(f"a daemon is already listening on {path}")
     path.unlink()

@@ -13,6 +13,7 @@ import contextlib
 import functools
 import os
 import signal
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -38,6 +39,7 @@ from nerve.runtime.senses import Layout, StoredState, check_sense_file, layout, 
 from nerve.workspace import Workspace
 
 SEAL_CHECK_S = 1.0
+SEAL_BACKOFF_MAX_S = 30.0
 
 
 @dataclass
@@ -88,6 +90,7 @@ class Kernel:
         self.groups: dict[str, GroupWorker] = {}
         self.bus = SignalBus()
         self.started_wall_ns = time.time_ns()
+        self.seal_failure: str | None = None
         self.stopping = asyncio.Event()
         self.extensions: list[Any] = load_extensions() if extensions else []
         self._stored: dict[str, StoredState] = {}
@@ -393,17 +396,26 @@ class Kernel:
         if not self.scheduler.trigger(sense, "manual"):
             raise NerveError(f"unknown sense {sense!r}")
 
-    async def emit(self, objects: list[Any]) -> list[dict[str, Any]]:
+    async def emit(self, objects: list[Any], key: str | None = None) -> list[dict[str, Any]]:
         drafts = [Draft(**draft_from_json(o)) for o in objects]
-        table = await self.committer.append(drafts)
+        if key is None:
+            table = await self.committer.append(drafts)
+        else:  # keyed batches commit alone: the key and its batch share one frame
+            await self.committer.drain()
+            assert self.log is not None
+            before = self.log.newest
+            table = await asyncio.to_thread(self.log.append_drafts, drafts, key=key)
+            if self.log.newest > before:  # stored now, not a replayed key
+                for listener in self.committer.listeners:
+                    listener(table)
         return [row_to_json(r) for r in table.to_pylist()]
 
-    async def import_events(self, objects: list[Any]) -> int:
+    async def import_events(self, objects: list[Any], key: str | None = None) -> int:
         events = [event_from_json(o) for o in objects]
         await self.committer.drain()
         assert self.log is not None
         log = self.log
-        count = int(await asyncio.to_thread(log.import_events, events))
+        count = int(await asyncio.to_thread(log.import_events, events, key=key))
         if events:
             table = table_from_events(events)
             for listener in self.committer.listeners:  # imported observations are attended too
@@ -434,10 +446,23 @@ class Kernel:
         return {"workflow": trigger.name, "run": None}
 
     async def _seal_loop(self) -> None:
+        """Seal by size or age; a failed seal is reported and retried with backoff, and
+        loses nothing (the unsealed generations stay on disk and pending)."""
         assert self.log is not None
+        wait = SEAL_CHECK_S
         while True:
-            await asyncio.sleep(SEAL_CHECK_S)
-            await asyncio.to_thread(self.log.maybe_seal)
+            await asyncio.sleep(wait)
+            try:
+                await asyncio.to_thread(self.log.maybe_seal)
+            except (NerveError, OSError) as exc:
+                if self.seal_failure is None:
+                    sys.stderr.write(f"nerve: seal failed, will retry: {exc}\n")
+                self.seal_failure = str(exc)
+                wait = min(wait * 2, SEAL_BACKOFF_MAX_S)
+                continue
+            if self.seal_failure is not None:
+                sys.stderr.write("nerve: seal succeeded again\n")
+            self.seal_failure, wait = None, SEAL_CHECK_S
 
     def health(self) -> dict[str, Any]:
         snap_newest = self.log.newest if self.log else None
@@ -454,5 +479,6 @@ class Kernel:
             },
             "newest": str(snap_newest) if snap_newest else None,
             "tail_rows": self.log.tail_rows if self.log else 0,
+            "seal_failure": self.seal_failure,
             "segments": len(snapshot(self.ws.log_root).segments),
         }
