@@ -7,6 +7,7 @@
     ├── LogError                the event log cannot do what was asked
     │   ├── WriterLocked        a second writer tried to open a log another process holds
     │   ├── LogCorrupt          stored bytes do not match what they claim (names file, row, field)
+    │   ├── UnsafePath          a path nerve would write is a symlink or not a plain file/folder
     │   └── OrderError          an imported event does not sort after the log's newest
     ├── ConfigError             nerve.yaml or another workspace file is invalid (file, line, path)
     ├── SenseError              a sense could not be loaded or broke its contract
@@ -58,6 +59,10 @@ class WriterLocked(LogError):
 
 class LogCorrupt(LogError):
     """Raised when stored bytes do not match their checksum, address or chain."""
+
+
+class UnsafePath(LogError):
+    """Raised when a path nerve would write is a symlink or not what it should be."""
 
 
 class OrderError(LogError):

@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from nerve.errors import LogError
+from nerve.errors import UnsafePath
 
 FILE_MODE = 0o600
 DIR_MODE = 0o700
@@ -44,12 +44,7 @@ SITES: tuple[str, ...] = (
     "quarantine.move",  # damaged or unaccounted files moved aside, never deleted
     "key.write",  # a chain signing key
     "trust.write",  # a verifier's trust record (pinned key, last checkpoint)
-    "runtime.write",  # the daemon's pid file
 )
-
-
-class UnsafePath(LogError):
-    """Raised when a path nerve would write is a symlink or not what it should be."""
 
 
 @dataclass
@@ -137,17 +132,9 @@ def private_dir(path: Path, *, allow_link: bool = False) -> Path:
     return path
 
 
-def open_file(path: Path, flags: int, *, site: str | None = None) -> int:
+def open_file(path: Path, flags: int) -> int:
     """``os.open`` with ``O_NOFOLLOW``, mode 0600 and (for an existing file) 0600 enforced."""
-    try:
-        fd = os.open(path, flags | os.O_NOFOLLOW | os.O_CLOEXEC, FILE_MODE)
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            raise UnsafePath(
-                f"{path}: is a symlink; nerve does not write through links",
-                hint="remove the link; nerve recreates the file",
-            ) from None
-        raise
+    fd = _open_nofollow(path, flags)
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
@@ -157,12 +144,19 @@ def open_file(path: Path, flags: int, *, site: str | None = None) -> int:
     except BaseException:
         os.close(fd)
         raise
-    if site is not None:
-        fault = _check(site)
-        if fault is not None:
-            os.close(fd)
-            _raise(fault, path)
     return fd
+
+
+def _open_nofollow(path: Path, flags: int) -> int:
+    try:
+        return os.open(path, flags | os.O_NOFOLLOW | os.O_CLOEXEC, FILE_MODE)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise UnsafePath(
+                f"{path}: is a symlink; nerve neither reads nor writes its files through links",
+                hint="remove the link",
+            ) from None
+        raise
 
 
 def write_all(fd: int, data: bytes | memoryview, *, site: str, path: Path | str) -> None:
@@ -205,10 +199,13 @@ def fsync_dir(path: Path, *, site: str | None = None) -> None:
 def write_private(path: Path, data: bytes, *, site: str, exclusive: bool = True) -> None:
     """Write a small owner-only file durably: new (``exclusive``) or atomically replaced."""
     if exclusive:
-        fd = open_file(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, site=site)
+        fd = open_file(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
         try:
             write_all(fd, data, site=site, path=path)
             os.fsync(fd)
+        except BaseException:
+            os.unlink(path)  # ours (O_EXCL): a half-written file must not look like a key
+            raise
         finally:
             os.close(fd)
         return
@@ -229,7 +226,9 @@ def write_small(path: Path, data: bytes) -> None:
     """Replace a small runtime file (a pid file) owner-only, never through a symlink."""
     fd = open_file(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
     try:
-        write_all(fd, data, site="runtime.write", path=path)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
     finally:
         os.close(fd)
 
@@ -241,7 +240,7 @@ def open_append(path: Path) -> int:
 
 def read_bytes(path: Path) -> bytes:
     """A file's bytes, refusing to follow a symlink."""
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    fd = _open_nofollow(path, os.O_RDONLY)
     with os.fdopen(fd, "rb") as f:
         return f.read()
 

@@ -2,47 +2,34 @@
 
 from __future__ import annotations
 
-import collections
-import os
-import random
-import signal
-import subprocess
-import sys
-import time
+import threading
 from pathlib import Path
 
-from nerve.log.reader import events_since
-from nerve.log.verify import verify
+from tests.crash_util import CrashTally, crash_rounds
 
-HELPER = Path(__file__).parent / "helpers" / "crash_writer.py"
-
-
-def _run_and_kill(root: Path, round_no: int, delay: float) -> list[str]:
-    proc = subprocess.Popen(
-        [sys.executable, str(HELPER), str(root), str(round_no)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    time.sleep(delay)
-    os.kill(proc.pid, signal.SIGKILL)
-    out, err = proc.communicate(timeout=30)
-    assert proc.returncode == -signal.SIGKILL, err
-    # The last line may be cut mid-write: only whole lines were acknowledged.
-    return [line for line in out.split("\n")[:-1] if line]
+KILLS_PER_LOG = 26  # two logs side by side: 52 kills across append, seal and compact
 
 
 def test_sigkill_at_random_moments_loses_and_duplicates_nothing(tmp_path: Path) -> None:
-    root = tmp_path / "log"
-    rng = random.Random(2024)
-    acked: list[str] = []
-    for round_no in range(10):
-        acked += _run_and_kill(root, round_no, rng.uniform(0.8, 1.6))
-    stored = [e.line for e in events_since(root)]
-    counts = collections.Counter(stored)
-    assert not [line for line, n in counts.items() if n > 1], "duplicated events"
-    missing = set(acked) - set(counts)
-    assert not missing, f"{len(missing)} acknowledged events lost"
-    assert len(acked) > 100
-    report = verify(root)
-    assert report.ok, report.problems
+    tallies: dict[int, CrashTally] = {}
+    errors: list[BaseException] = []
+
+    def run(seed: int) -> None:
+        try:
+            tallies[seed] = crash_rounds(tmp_path / f"log{seed}", KILLS_PER_LOG, seed)
+        except BaseException as exc:  # reported below, with its message
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=(seed,)) for seed in (1, 2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    assert sorted(tallies) == [1, 2]
+    for tally in tallies.values():
+        assert tally.kills == KILLS_PER_LOG
+        assert tally.duplicated == 0, "duplicated events"
+        assert tally.lost == 0, f"{tally.lost} acknowledged events lost"
+        assert tally.problems == []
+        assert tally.acked > 100

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,7 +29,7 @@ from nerve.attention.settings import AttentionSettings, ContextTracker, parse_se
 from nerve.canonical import det_cbor_decode
 from nerve.chain import ChainWriter, Keyring
 from nerve.clock import HLC_ZERO, Hlc
-from nerve.errors import ChainError
+from nerve.errors import ChainError, NerveError
 from nerve.events import NERVE_SOURCE, SourceClass, Trust
 from nerve.log.store import Draft, EventLog
 from nerve.query import connect
@@ -391,6 +392,7 @@ class AttentionService:
         self._queue: asyncio.Queue[list[Obs] | None] = asyncio.Queue()
         self._tasks: list[asyncio.Task[None]] = []
         self._since_snapshot = 0
+        self._held: list[Draft] = []  # chained drafts a failed append could not store yet
 
     async def start(self, kernel: Any) -> None:
         settings = parse_settings(kernel.config.attention)
@@ -441,13 +443,24 @@ class AttentionService:
             await self._deliver(kernel, self.att.decisions[done:])
 
     async def _flush(self, kernel: Any, *, snapshot: bool) -> None:
+        """Append what the attender produced. Links are already chained in memory, so a
+        failed append keeps them, in order, for the next flush (they are retried before
+        anything newer), and the failure is reported once on stderr."""
         assert self.att is not None
-        drafts = self.att.take()
+        drafts = self._held + self.att.take()
         if snapshot:
             drafts.append(self.att.snapshot_draft())
             self._since_snapshot = 0
-        if drafts:
+        if not drafts:
+            return
+        try:
             await kernel.committer.append(drafts)
+        except (NerveError, OSError) as exc:
+            if not self._held:
+                sys.stderr.write(f"nerve: attention records not stored yet, will retry: {exc}\n")
+            self._held = drafts
+            return
+        self._held = []
 
     async def _deliver(self, kernel: Any, decisions: list[dict[str, Any]]) -> None:
         from nerve.attention.notify import deliver

@@ -1,4 +1,8 @@
-"""A writer that prints each event's line once its append has returned (is acknowledged)."""
+"""A writer that prints each event's line once its append has returned (is acknowledged).
+
+It also seals and compacts often, printing ``#seal``/``#compact`` before and ``#done`` after,
+so whoever kills it can tell which step the kill landed in.
+"""
 
 from __future__ import annotations
 
@@ -12,7 +16,8 @@ from nerve.log.store import Draft, EventLog
 def main() -> None:
     root, round_no = Path(sys.argv[1]), int(sys.argv[2])
     rng = random.Random(round_no)
-    with EventLog(root, node="crash", seal_max_events=rng.choice([5, 20, 50])) as log:
+    out = sys.stdout
+    with EventLog(root, node="crash", seal_max_events=10**9) as log:
         counter = 0
         while True:
             batch = [f"r{round_no}-{counter + i}" for i in range(rng.randint(1, 5))]
@@ -20,10 +25,21 @@ def main() -> None:
             log.append_drafts(
                 [Draft.of(source=1, line=text, payload={"n": text}) for text in batch]
             )
-            sys.stdout.write("\n".join(batch) + "\n")
-            sys.stdout.flush()
-            if rng.random() < 0.05:
+            out.write("\n".join(batch) + "\n")
+            out.flush()
+            roll = rng.random()
+            if roll < 0.15:
+                out.write("#seal\n")
+                out.flush()
+                log.seal()
+                out.write("#done\n")
+                out.flush()
+            elif roll < 0.2:
+                out.write("#compact\n")
+                out.flush()
                 log.compact(target_rows=200)
+                out.write("#done\n")
+                out.flush()
 
 
 if __name__ == "__main__":

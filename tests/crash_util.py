@@ -1,0 +1,80 @@
+"""SIGKILL a real writer process at random instants; shared by the crash test and bench."""
+
+from __future__ import annotations
+
+import collections
+import os
+import random
+import select
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from nerve.log.reader import events_since
+from nerve.log.store import EventLog
+from nerve.log.verify import verify
+
+HELPER = Path(__file__).parent / "helpers" / "crash_writer.py"
+
+
+@dataclass
+class CrashTally:
+    kills: int = 0
+    acked: int = 0
+    lost: int = 0
+    duplicated: int = 0
+    by_step: collections.Counter[str] = field(default_factory=collections.Counter)
+    problems: list[str] = field(default_factory=list)
+
+
+def _first_line(proc: subprocess.Popen[bytes], timeout: float) -> bytes:
+    """Wait until the writer has acknowledged something (it has opened the log)."""
+    assert proc.stdout is not None
+    ready, _, _ = select.select([proc.stdout], [], [], timeout)
+    return os.read(proc.stdout.fileno(), 65536) if ready else b""
+
+
+def kill_once(root: Path, round_no: int, rng: random.Random) -> tuple[list[str], str]:
+    """Run a writer, kill it at a random instant; (acknowledged lines, step it was in)."""
+    proc = subprocess.Popen(
+        [sys.executable, str(HELPER), str(root), str(round_no)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    head = _first_line(proc, 60)
+    time.sleep(rng.uniform(0.0, 0.25))
+    os.kill(proc.pid, signal.SIGKILL)
+    out, err = proc.communicate(timeout=30)
+    if proc.returncode != -signal.SIGKILL:
+        raise AssertionError(f"writer exited {proc.returncode}: {err.decode()[-2000:]}")
+    # Only whole lines were acknowledged: the last one may be cut mid-write.
+    lines = (head + out).decode().split("\n")[:-1]
+    step = "append"
+    for line in reversed(lines):
+        if line.startswith("#"):
+            step = "append" if line == "#done" else line[1:]
+            break
+    return [x for x in lines if x and not x.startswith("#")], step
+
+
+def crash_rounds(root: Path, rounds: int, seed: int) -> CrashTally:
+    rng = random.Random(seed)
+    tally = CrashTally()
+    acked: list[str] = []
+    for round_no in range(rounds):
+        lines, step = kill_once(root, seed * 100_000 + round_no, rng)
+        acked += lines
+        tally.kills += 1
+        tally.by_step[step] += 1
+    with EventLog(root, node="check"):
+        pass  # a writer opens after the last kill, as a restarted daemon would
+    counts = collections.Counter(e.line for e in events_since(root))
+    tally.acked = len(acked)
+    tally.duplicated = sum(1 for n in counts.values() if n > 1)
+    tally.lost = len(set(acked) - set(counts))
+    report = verify(root)
+    tally.problems = [str(p) for p in report.problems]
+    return tally

@@ -1,0 +1,127 @@
+"""A real full disk: a size-limited tmpfs, filled until writes fail, then freed.
+
+Skipped (with the reason) where this process may not mount a file system.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from nerve.errors import LogError
+from nerve.log.reader import events_since
+from nerve.log.store import Draft, EventLog
+from nerve.log.verify import verify
+
+
+@pytest.fixture
+def small_fs(tmp_path: Path) -> Iterator[Path]:
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mnt)],
+        capture_output=True,
+        text=True,
+    )
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs here: {done.stderr.strip() or 'not permitted'}")
+    try:
+        yield mnt
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], check=False)
+
+
+def _fill(folder: Path, leave: int) -> Path:
+    """A ballast file taking all but about ``leave`` bytes of the file system."""
+    stats = os.statvfs(folder)
+    free = stats.f_bavail * stats.f_frsize
+    ballast = folder / "ballast"
+    with ballast.open("wb") as f:
+        f.write(b"\0" * max(0, free - leave))
+    return ballast
+
+
+def _batch(start: int, count: int, size: int = 2000) -> list[Draft]:
+    return [
+        Draft.of(source=1, line=f"e{start + i}", payload={"blob": os.urandom(size // 2).hex()})
+        for i in range(count)
+    ]
+
+
+def _ids(table: object) -> list[bytes]:
+    return [bytes(x) for x in table.column("id").to_pylist()]  # type: ignore[attr-defined]
+
+
+def test_full_disk_refuses_appends_keeps_every_acked_event_and_recovers(small_fs: Path) -> None:
+    root = small_fs / "log"
+    acked: list[bytes] = []
+    log = EventLog(root, node="d", seal_max_events=60)
+    acked += _ids(log.append_drafts(_batch(0, 50)))  # unsealed: 50 events, ~100 KB
+    ballast = _fill(small_fs, leave=40_000)
+    refused = 0
+    for n in range(50, 120, 5):  # each batch fits in the WAL until it does not; seals fail
+        try:
+            acked += _ids(log.append_drafts(_batch(n, 5)))
+        except LogError as exc:
+            assert "No space left on device" in str(exc)
+            refused += 1
+    assert refused, "the disk never filled"
+    assert log.seal_error is not None  # the size-triggered seal failed: kept, not raised
+    ballast.unlink()
+    acked += _ids(log.append_drafts(_batch(1000, 100)))  # space is back: appends and seal
+    assert log.seal_error is None and log.tail_rows == 0  # the retry sealed every generation
+    log.close()
+    log = EventLog(root, node="d")
+    acked += _ids(log.append_drafts(_batch(2000, 3)))
+    log.close()
+    stored = collections.Counter(e.id for e in events_since(root))
+    assert [i for i, n in stored.items() if n > 1] == []
+    assert [i for i in acked if i not in stored] == []
+    report = verify(root)
+    assert report.ok, report.problems
+    assert report.warnings == []
+
+
+def _nerve(ws: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "nerve", "--workspace", str(ws), *args],
+        capture_output=True,
+        text=True,
+        input=stdin,
+        timeout=60,
+    )
+
+
+def test_emit_acknowledges_a_stored_batch_when_the_seal_after_it_fails(small_fs: Path) -> None:
+    ws = small_fs / "ws"
+    assert _nerve(small_fs, "init", str(ws)).returncode == 0
+    config = ws / "nerve.yaml"
+    config.write_text(config.read_text().replace("seal_max_events: 100000", "seal_max_events: 60"))
+    lines = "".join(
+        json.dumps({"source": "shell", "line": f"e{i}", "payload": {"b": os.urandom(1000).hex()}})
+        + "\n"
+        for i in range(50)
+    )
+    assert _nerve(ws, "emit", "--jsonl", "-", stdin=lines).returncode == 0
+    ballast = _fill(small_fs, leave=60_000)
+    batch = "".join(lines.replace('"e', '"f').splitlines(keepends=True)[:12])  # WAL takes them
+    first = _nerve(ws, "emit", "--jsonl", "-", "--key", "batch-1", "--json", stdin=batch)
+    assert first.returncode == 0, first.stderr
+    assert "Traceback" not in first.stderr
+    assert "warning: the events are stored, but sealing them" in first.stderr
+    again = _nerve(ws, "emit", "--jsonl", "-", "--key", "batch-1", "--json", stdin=batch)
+    assert again.returncode == 0, again.stderr
+    assert again.stdout == first.stdout  # the first result, and nothing appended twice
+    ballast.unlink()
+    assert _nerve(ws, "seal").returncode == 0
+    lines_stored = [e.line for e in events_since(ws / "data" / "log")]
+    assert collections.Counter(lines_stored)["f0"] == 1
+    assert len([x for x in lines_stored if x.startswith("f")]) == batch.count("\n")
+    assert verify(ws / "data" / "log").ok

@@ -1,0 +1,221 @@
+"""Every durable write site, failing: nothing acknowledged is lost, nothing is duplicated.
+
+Each site in ``nerve.fsio.SITES`` has a scenario here: acknowledge events, make the site fail
+(as a full or broken disk would), clear the fault, carry on; then every acknowledged event is
+stored exactly once, verify is clean, and the writer takes new events.
+"""
+
+from __future__ import annotations
+
+import ast
+import collections
+import errno
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from nerve import fsio
+from nerve.chain.keys import Keyring
+from nerve.chain.trust import TrustRecord
+from nerve.errors import LogError, NerveError
+from nerve.log.reader import events_since
+from nerve.log.store import Draft, EventLog
+from nerve.log.verify import verify
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+class Ledger:
+    """A writer and the ids it acknowledged."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.acked: list[bytes] = []
+        self.log = EventLog(root, node="f", seal_max_events=10**9)
+        self.n = 0
+
+    def add(self, count: int = 3) -> None:
+        drafts = [Draft.of(source=1, line=f"e{self.n + i}") for i in range(count)]
+        table = self.log.append_drafts(drafts)
+        self.n += count
+        self.acked += [bytes(x) for x in table.column("id").to_pylist()]
+
+    def reopen(self) -> None:
+        self.log.close()
+        self.log = EventLog(self.root, node="f", seal_max_events=10**9)
+
+    def check(self) -> None:
+        """Every acknowledged event once, verify clean, and the writer still takes events."""
+        self.add(2)
+        self.reopen()
+        self.add(1)
+        self.log.seal()
+        self.log.close()
+        stored = collections.Counter(e.id for e in events_since(self.root))
+        assert not [i for i, n in stored.items() if n > 1], "duplicated events"
+        lost = [i for i in self.acked if i not in stored]
+        assert not lost, f"{len(lost)} acknowledged events lost"
+        report = verify(self.root)
+        assert report.ok, report.problems
+
+
+def _append_fails(tmp_path: Path, site: str) -> None:
+    led = Ledger(tmp_path / "log")
+    led.add()
+    with fsio.inject(site) as fault, pytest.raises(LogError, match="not stored"):
+        led.add()
+    assert fault.fired == 1
+    led.add()
+    led.check()
+
+
+def _append_and_cut_fail(tmp_path: Path, site: str) -> None:
+    """The append fails and so does cutting it off: appends are refused until the cut works."""
+    led = Ledger(tmp_path / "log")
+    led.add()
+    with fsio.inject("wal.write"), fsio.inject(site, times=2) as cut:
+        with pytest.raises(LogError, match="not stored"):
+            led.add()
+        with pytest.raises(LogError, match="could not be cut off"):
+            led.add()
+    assert cut.fired == 2
+    led.add()  # the cut succeeds first, then the append
+    led.check()
+
+
+def _seal_and_compact_fail(tmp_path: Path, site: str) -> None:
+    led = Ledger(tmp_path / "log")
+    for _ in range(3):
+        led.add()
+        led.log.seal()
+    led.add()
+    with fsio.inject(site) as fault, pytest.raises((NerveError, OSError)):
+        led.log.seal()
+    assert fault.fired == 1
+    led.add()  # appends go on while the seal is pending
+    assert led.log.seal() is not None  # the retry takes the failed generation too
+    with fsio.inject(site) as fault, pytest.raises((NerveError, OSError)):
+        led.log.compact(target_rows=1000)
+    assert fault.fired == 1
+    assert led.log.compact(target_rows=1000).merged >= 2
+    led.check()
+
+
+def _rotation_fails(tmp_path: Path, site: str) -> None:
+    led = Ledger(tmp_path / "log")
+    led.add()
+    with fsio.inject(site) as fault, pytest.raises((NerveError, OSError)):
+        led.log.seal()
+    assert fault.fired == 1
+    led.add()
+    assert led.log.seal() is not None
+    led.check()
+
+
+def _unlink_fails(tmp_path: Path, site: str) -> None:
+    """The seal is recorded; only dropping the sealed WAL fails: the next open drops it."""
+    led = Ledger(tmp_path / "log")
+    led.add()
+    with fsio.inject(site) as fault:
+        assert led.log.seal() is not None
+    assert fault.fired == 1
+    assert len(list((led.root / "wal").iterdir())) == 2
+    led.check()
+
+
+def _quarantine_fails(tmp_path: Path, site: str) -> None:
+    led = Ledger(tmp_path / "log")
+    led.add()
+    led.log.close()
+    stray = led.root / "segments" / ("cd" * 32 + ".parquet")
+    stray.write_bytes(b"not a segment")
+    with fsio.inject(site) as fault, pytest.raises(OSError):
+        EventLog(led.root, node="f")
+    assert fault.fired == 1 and stray.exists()  # refused, and nothing deleted
+    led.log = EventLog(led.root, node="f")
+    assert not stray.exists() and (led.root / "quarantine" / stray.name).exists()
+    led.check()
+
+
+def _key_write_fails(tmp_path: Path, site: str) -> None:
+    folder = tmp_path / "keys"
+    with fsio.inject(site) as fault, pytest.raises(OSError):
+        Keyring.open(folder)
+    assert fault.fired == 1
+    assert list(folder.iterdir()) == []  # no half-written key left to be read as one
+    ring = Keyring.open(folder)
+    assert Keyring.open(folder).public_key() == ring.public_key()
+
+
+def _trust_write_fails(tmp_path: Path, site: str) -> None:
+    path = tmp_path / "trust" / "record.json"
+    first = TrustRecord(b"a" * 32, b"b" * 32, 3, b"c" * 32, b"d" * 32)
+    first.save(path)
+    second = TrustRecord(b"a" * 32, b"b" * 32, 9, b"e" * 32, b"f" * 32)
+    with fsio.inject(site) as fault, pytest.raises(OSError):
+        second.save(path)
+    assert fault.fired == 1
+    assert TrustRecord.load(path) == first  # the old record stands whole
+    assert [p.name for p in path.parent.iterdir()] == ["record.json"]
+    second.save(path)
+    assert TrustRecord.load(path) == second
+
+
+SCENARIOS: dict[str, Callable[[Path, str], None]] = {
+    "wal.create": _rotation_fails,
+    "wal.write": _append_fails,
+    "wal.fsync": _append_fails,
+    "wal.truncate": _append_and_cut_fail,
+    "segment.write": _seal_and_compact_fail,
+    "segment.fsync": _seal_and_compact_fail,
+    "segment.rename": _seal_and_compact_fail,
+    "segment.dirsync": _seal_and_compact_fail,
+    "manifest.write": _seal_and_compact_fail,
+    "manifest.fsync": _seal_and_compact_fail,
+    "wal.unlink": _unlink_fails,
+    "quarantine.move": _quarantine_fails,
+    "key.write": _key_write_fails,
+    "trust.write": _trust_write_fails,
+}
+
+
+def _sites_in_code() -> set[str]:
+    """Every site name the code passes (``site="…"`` or ``fsio.hit("…", …)``)."""
+    found: set[str] = set()
+    for path in (ROOT / "nerve").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.Call):
+                continue
+            for kw in node.keywords:
+                if kw.arg == "site" and isinstance(kw.value, ast.Constant):
+                    found.add(kw.value.value)
+            func = node.func
+            if isinstance(func, ast.Attribute) and func.attr == "hit" and node.args:
+                first = node.args[0]
+                if isinstance(first, ast.Constant):
+                    found.add(first.value)
+    return found
+
+
+def test_every_write_site_is_listed_and_has_a_fault_scenario() -> None:
+    assert _sites_in_code() == set(fsio.SITES)
+    assert set(SCENARIOS) == set(fsio.SITES)
+
+
+@pytest.mark.parametrize("site", fsio.SITES)
+def test_a_fault_at_each_write_site_loses_nothing(tmp_path: Path, site: str) -> None:
+    SCENARIOS[site](tmp_path, site)
+
+
+def test_an_io_error_is_handled_like_a_full_disk(tmp_path: Path) -> None:
+    led = Ledger(tmp_path / "log")
+    led.add()
+    with (
+        fsio.inject("wal.fsync", err=errno.EIO),
+        pytest.raises(LogError, match="Input/output error"),
+    ):
+        led.add()
+    with fsio.inject("segment.fsync", err=errno.EIO), pytest.raises(OSError):
+        led.log.seal()
+    led.check()
