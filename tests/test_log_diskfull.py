@@ -8,6 +8,7 @@ from __future__ import annotations
 import collections
 import json
 import os
+import stat
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -124,4 +125,41 @@ def test_emit_acknowledges_a_stored_batch_when_the_seal_after_it_fails(small_fs:
     lines_stored = [e.line for e in events_since(ws / "data" / "log")]
     assert collections.Counter(lines_stored)["f0"] == 1
     assert len([x for x in lines_stored if x.startswith("f")]) == batch.count("\n")
+    assert verify(ws / "data" / "log").ok
+
+
+def test_a_daemon_on_a_full_disk_refuses_then_recovers_and_keys_dedupe(small_fs: Path) -> None:
+    ws = small_fs / "ws"
+    assert _nerve(small_fs, "init", str(ws)).returncode == 0
+    (ws / "nerve.yaml").write_text(
+        "senses: {}\nattention: {enabled: false}\nlog: {seal_max_events: 40}\n"
+    )
+    assert _nerve(ws, "daemon", "start").returncode == 0
+    try:
+        data = ws / "data"
+        modes = {
+            p.name: oct(stat.S_IMODE(p.stat().st_mode))
+            for p in (data / "nerve.pid", data / "daemon.log")
+        }
+        assert modes == {"nerve.pid": "0o600", "daemon.log": "0o600"}
+        rows = [json.dumps({"source": "shell", "line": f"k{i}"}) for i in range(5)]
+        batch = "\n".join(rows) + "\n"
+        first = _nerve(ws, "emit", "--jsonl", "-", "--key", "K1", "--json", stdin=batch)
+        again = _nerve(ws, "emit", "--jsonl", "-", "--key", "K1", "--json", stdin=batch)
+        assert first.returncode == again.returncode == 0
+        assert first.stdout == again.stdout
+        ballast = _fill(small_fs, leave=20_000)
+        big = json.dumps({"source": "shell", "line": "big", "payload": {"b": "x" * 60_000}})
+        refused = _nerve(ws, "emit", "--jsonl", "-", stdin=big + "\n")
+        assert refused.returncode == 1 and "Traceback" not in refused.stderr
+        assert "No space left on device" in refused.stderr
+        ballast.unlink()
+        done = _nerve(ws, "emit", "--jsonl", "-", stdin=big + "\n")
+        assert done.returncode == 0, done.stderr
+        assert _nerve(ws, "seal").returncode == 0
+    finally:
+        _nerve(ws, "daemon", "stop")
+    lines = [e.line for e in events_since(ws / "data" / "log")]
+    assert [x for x in lines if x.startswith("k")] == [f"k{i}" for i in range(5)]
+    assert lines.count("big") == 1
     assert verify(ws / "data" / "log").ok
