@@ -25,6 +25,9 @@ when an append was stored but the seal after it failed; the next seal retries it
 
 from __future__ import annotations
 
+import contextlib
+import sys
+
 
 class NerveError(Exception):
     """Root of every error nerve raises on purpose."""
@@ -99,3 +102,10 @@ class LogDamageWarning(UserWarning):
 
 class SealDeferred(UserWarning):
     """Issued when events were stored but sealing them into a segment failed (retried later)."""
+
+
+def report(message: str) -> None:
+    """Say something on stderr (a daemon's log) without ever failing: that disk may be full."""
+    with contextlib.suppress(OSError, ValueError):
+        sys.stderr.write(f"nerve: {message}\n")
+        sys.stderr.flush()

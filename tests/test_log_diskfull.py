@@ -11,6 +11,7 @@ import os
 import stat
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,6 +21,7 @@ from nerve.errors import LogError
 from nerve.log.reader import events_since
 from nerve.log.store import Draft, EventLog
 from nerve.log.verify import verify
+from tests.daemon_util import COUNTER, write_sense
 
 
 @pytest.fixture
@@ -128,11 +130,17 @@ def test_emit_acknowledges_a_stored_batch_when_the_seal_after_it_fails(small_fs:
     assert verify(ws / "data" / "log").ok
 
 
+def _states(ws: Path) -> int:
+    return sum(1 for e in events_since(ws / "data" / "log") if e.kind == "sense.state")
+
+
 def test_a_daemon_on_a_full_disk_refuses_then_recovers_and_keys_dedupe(small_fs: Path) -> None:
     ws = small_fs / "ws"
     assert _nerve(small_fs, "init", str(ws)).returncode == 0
+    write_sense(ws, "counter", COUNTER)
     (ws / "nerve.yaml").write_text(
-        "senses: {}\nattention: {enabled: false}\nlog: {seal_max_events: 40}\n"
+        "senses:\n  counter: {group: a, path: senses/counter, interval: 100ms}\n"
+        "attention: {enabled: false}\nlog: {seal_max_events: 40}\n"
     )
     assert _nerve(ws, "daemon", "start").returncode == 0
     try:
@@ -148,12 +156,18 @@ def test_a_daemon_on_a_full_disk_refuses_then_recovers_and_keys_dedupe(small_fs:
         again = _nerve(ws, "emit", "--jsonl", "-", "--key", "K1", "--json", stdin=batch)
         assert first.returncode == again.returncode == 0
         assert first.stdout == again.stdout
-        ballast = _fill(small_fs, leave=20_000)
+        ballast = _fill(small_fs, leave=0)
         big = json.dumps({"source": "shell", "line": "big", "payload": {"b": "x" * 60_000}})
         refused = _nerve(ws, "emit", "--jsonl", "-", stdin=big + "\n")
         assert refused.returncode == 1 and "Traceback" not in refused.stderr
         assert "No space left on device" in refused.stderr
+        time.sleep(1.0)  # the sense's results cannot be stored meanwhile
         ballast.unlink()
+        computed = _states(ws)
+        deadline = time.monotonic() + 30
+        while _states(ws) <= computed + 3 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert _states(ws) > computed + 3, "the sense stopped computing after the disk filled"
         done = _nerve(ws, "emit", "--jsonl", "-", stdin=big + "\n")
         assert done.returncode == 0, done.stderr
         assert _nerve(ws, "seal").returncode == 0

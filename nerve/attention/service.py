@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,7 +28,7 @@ from nerve.attention.settings import AttentionSettings, ContextTracker, parse_se
 from nerve.canonical import det_cbor_decode
 from nerve.chain import ChainWriter, Keyring
 from nerve.clock import HLC_ZERO, Hlc
-from nerve.errors import ChainError, NerveError
+from nerve.errors import ChainError, NerveError, report
 from nerve.events import NERVE_SOURCE, SourceClass, Trust
 from nerve.log.store import Draft, EventLog
 from nerve.query import connect
@@ -457,7 +456,7 @@ class AttentionService:
             await kernel.committer.append(drafts)
         except (NerveError, OSError) as exc:
             if not self._held:
-                sys.stderr.write(f"nerve: attention records not stored yet, will retry: {exc}\n")
+                report(f"attention records not stored yet, will retry: {exc}")
             self._held = drafts
             return
         self._held = []

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from nerve.errors import report
+
 READY_TIMEOUT_S = 60.0
 RESTART_WINDOW_S = 60.0
 RESTARTS_BEFORE_BACKOFF = 5
@@ -146,8 +148,9 @@ class GroupWorker:
         """
         for job in batch:
             pending = self._committing.get(job.sense)
-            if pending is not None:
-                await pending  # its next compute needs the durable state
+            if pending is not None:  # its next compute needs the durable state
+                with contextlib.suppress(Exception):  # a failed commit left the state as it was
+                    await pending
         lines = []
         for job in batch:
             self.seq += 1
@@ -216,6 +219,9 @@ class GroupWorker:
     def _done(self, sense: str, task: asyncio.Task[None]) -> None:
         if self._committing.get(sense) is task:
             del self._committing[sense]
+        if not task.cancelled() and task.exception() is not None:
+            # e.g. a full disk: the result was not stored, so the sense's state did not move
+            report(f"{sense}: result not stored: {task.exception()}")
 
     async def _exit_code(self) -> int | None:
         assert self._proc is not None

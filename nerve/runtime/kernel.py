@@ -13,7 +13,6 @@ import contextlib
 import functools
 import os
 import signal
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -25,7 +24,7 @@ import pyarrow as pa
 from nerve.canonical import canonical_json
 from nerve.config import InvalidConfig, NerveConfig, load_config
 from nerve.contract import WorkflowTrigger
-from nerve.errors import NerveError
+from nerve.errors import NerveError, report
 from nerve.log.codec import draft_from_json, event_from_json, row_to_json, table_from_events
 from nerve.log.reader import snapshot
 from nerve.log.store import Draft, EventLog
@@ -456,12 +455,12 @@ class Kernel:
                 await asyncio.to_thread(self.log.maybe_seal)
             except (NerveError, OSError) as exc:
                 if self.seal_failure is None:
-                    sys.stderr.write(f"nerve: seal failed, will retry: {exc}\n")
+                    report(f"seal failed, will retry: {exc}")
                 self.seal_failure = str(exc)
                 wait = min(wait * 2, SEAL_BACKOFF_MAX_S)
                 continue
             if self.seal_failure is not None:
-                sys.stderr.write("nerve: seal succeeded again\n")
+                report("seal succeeded again")
             self.seal_failure, wait = None, SEAL_CHECK_S
 
     def health(self) -> dict[str, Any]:
