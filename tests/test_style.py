@@ -14,7 +14,7 @@ PACKAGE = ROOT / "nerve"
 
 # A module may import only from layers at or below its own.
 LAYERS = [
-    {"errors", "clock", "canonical", "resources"},
+    {"errors", "clock", "canonical", "resources", "fsio"},
     {"events", "contract"},
     {"log"},
     {"query", "config", "conformance", "conformance_attention", "chain", "attention", "checks"}

@@ -96,12 +96,12 @@ class EventLog:
             self.paths.tighten()
             self.clock = clock or HybridClock(max_offset_ns=max_offset_ns)
             self._recover(repair)
+            self._record_recovery()
         except BaseException:
             if hasattr(self, "_wal"):
                 self._wal.close()
             self._lock.release()
             raise
-        self._record_recovery()
 
     # -- opening -----------------------------------------------------------------------
 
