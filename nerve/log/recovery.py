@@ -31,7 +31,7 @@ from nerve.log.manifest import ManifestState, SegmentInfo
 from nerve.log.paths import LogPaths
 
 REPAIR_HINT = (
-    "`nerve replay --verify` reports it; `nerve repair` keeps every good frame, moves the "
+    "`nerve replay --verify` reports it; `nerve repair` keeps every good frame, copies the "
     "damaged file to quarantine/ and records what was lost"
 )
 
@@ -97,10 +97,10 @@ def _take_generation(
     if newest and found.torn:
         return found.tables, found.good_end  # an append a crash interrupted: never acked
     if not repair:
-        what = "damaged bytes" if found.damaged else "a torn frame"
+        what = "damaged bytes" if found.damaged else "bytes of a torn frame"
         older = "" if newest else " (only the newest generation may end mid-frame)"
         raise LogCorrupt(
-            f"{path}: generation {gen} ends in {found.cut_bytes} bytes of {what} "
+            f"{path}: generation {gen} ends in {found.cut_bytes} {what} "
             f"from byte {found.good_end}{older}",
             hint=REPAIR_HINT,
         )
@@ -117,7 +117,7 @@ def _repair_generation(paths: LogPaths, gen: int, path: Path, notes: list[str]) 
     rows = sum(t.num_rows for t in tables)
     notes.append(
         f"wal generation {gen}: {prefix.size - prefix.good_end} bytes from byte "
-        f"{prefix.good_end} could not be read; kept {len(tables)} good frames ({rows} events); "
+        f"{prefix.good_end} could not be read; kept {len(tables)} good frame(s) ({rows} events); "
         f"the original is {kept.relative_to(paths.root)}"
     )
     return tables
