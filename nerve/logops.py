@@ -11,6 +11,7 @@ from typing import IO, Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from nerve.canonical import loads_bounded
 from nerve.clock import HLC_ZERO, Hlc
 from nerve.errors import EventError, NerveError, UsageError
 from nerve.events import Event, parse_source
@@ -28,7 +29,11 @@ from nerve.workspace import Workspace
 
 
 def read_jsonl(stream: IO[str], name: str) -> Iterator[tuple[int, Any]]:
-    """Yield ``(line_number, value)`` for each non-blank line; junk names file and line."""
+    """Yield ``(line_number, value)`` for each non-blank line; junk names file and line.
+
+    A line is an object around a payload, so it may nest one level more than a payload
+    (``MAX_NESTING``); a deeper one is refused before it is parsed, naming the field.
+    """
     number = 0
     lines = iter(stream)
     while True:
@@ -42,9 +47,11 @@ def read_jsonl(stream: IO[str], name: str) -> Iterator[tuple[int, Any]]:
         if not text.strip():
             continue
         try:
-            yield number, json.loads(text)
+            yield number, loads_bounded(text, envelope=1)
         except json.JSONDecodeError as exc:
             raise UsageError(f"{name}:{number}: not valid JSON: {exc.msg}") from None
+        except EventError as exc:
+            raise exc.located(f"{name}:{number}") from None
 
 
 def drafts_from_jsonl(stream: IO[str], name: str) -> list[Draft]:
@@ -52,9 +59,14 @@ def drafts_from_jsonl(stream: IO[str], name: str) -> list[Draft]:
     for number, obj in read_jsonl(stream, name):
         try:
             drafts.append(Draft(**draft_from_json(obj)))
-        except EventError as exc:
-            raise UsageError(f"{name}:{number}: {exc}") from None
+        except NerveError as exc:
+            raise exc.located(f"{name}:{number}") from None
     return drafts
+
+
+def draft_of(fields: dict[str, Any]) -> Draft:
+    """One draft from the fields of a JSON lines object, checked the same way."""
+    return Draft(**draft_from_json(fields))
 
 
 def emit(ws: Workspace, drafts: list[Draft]) -> list[Event]:
@@ -127,7 +139,7 @@ def import_stream(ws: Workspace, stream: IO[str], name: str) -> int:
         try:
             events.append(event_from_json(obj))
         except NerveError as exc:
-            raise UsageError(f"{name}:{number}: {exc}") from None
+            raise exc.located(f"{name}:{number}") from None
     if daemon_running(ws):
         wire = [event_to_json(e) for e in events]
         return int(daemon_call(ws, {"type": "import", "events": wire})["imported"])
@@ -198,7 +210,7 @@ def parse_payload_arg(text: str | None) -> Any:
     if text is None:
         return None
     try:
-        return json.loads(text)
+        return loads_bounded(text, field="payload")
     except json.JSONDecodeError as exc:
         raise UsageError(
             f"--payload is not valid JSON: {exc.msg}", hint="quote it: --payload '{\"k\": 1}'"

@@ -10,12 +10,11 @@ import typer
 
 from nerve.cli.output import console, dumps, emit_json, is_terminal, render_rows
 from nerve.errors import UsageError
-from nerve.events import parse_source, parse_trust
 from nerve.log.codec import event_to_json
-from nerve.log.store import Draft
 from nerve.logops import (
     TailFilter,
     compact,
+    draft_of,
     drafts_from_jsonl,
     emit,
     follow,
@@ -84,19 +83,17 @@ def emit_cmd(
     elif source is None:
         raise UsageError("--source is required", hint="e.g. nerve emit --source shell --line 'ls'")
     else:
-        drafts = [
-            Draft.of(
-                kind,
-                source=parse_source(source),
-                trust=parse_trust(trust),
-                line=line,
-                payload=parse_payload_arg(payload),
-                subject=subject,
-                valid_time_ns=valid_time,
-            )
-        ]
-    events = emit(ws, drafts)
-    for ev in events:
+        fields = {
+            "kind": kind,
+            "source": source,
+            "trust": trust,
+            "line": line,
+            "payload": parse_payload_arg(payload),
+            "subject": subject,
+            "valid_time_ns": valid_time,
+        }
+        drafts = [draft_of(fields)]
+    for ev in emit(ws, drafts):
         if as_json:
             emit_json(event_to_json(ev))
         else:

@@ -17,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from nerve.canonical import canonical_json
+from nerve.canonical import parse_canonical
 from nerve.clock import Hlc
 from nerve.errors import EventError
 from nerve.events import (
@@ -25,7 +25,8 @@ from nerve.events import (
     Event,
     Trust,
     check_kind,
-    decode_payload,
+    check_text,
+    check_valid_time,
     parse_source,
     parse_trust,
     payload_bytes,
@@ -248,15 +249,13 @@ def events_from_table(table: pa.Table) -> list[Event]:
 
 
 def _payload_wire(data: bytes) -> dict[str, Any]:
+    """``payload`` when the bytes are canonical JSON (not ``null``), else ``payload_b64``:
+    raw bytes, and JSON nesting deeper than the limit, travel as base64."""
     if not data:
         return {"payload": None}
-    value = decode_payload(data)
-    if value is not None:
-        try:
-            if canonical_json(value) == data:
-                return {"payload": value}
-        except EventError:
-            pass
+    parsed = parse_canonical(data)
+    if parsed is not None and parsed[0] is not None:
+        return {"payload": parsed[0]}
     return {"payload_b64": base64.b64encode(data).decode("ascii")}
 
 
@@ -334,21 +333,14 @@ def draft_from_json(obj: Any, *, default_kind: str = "observation") -> dict[str,
 
 
 def _draft_fields(obj: dict[str, Any], default_kind: str) -> dict[str, Any]:
-    vt = obj.get("valid_time_ns")
-    line = obj.get("line", "")
-    subject = obj.get("subject", "")
-    if not isinstance(line, str) or not isinstance(subject, str):
-        raise EventError("line and subject must be strings")
-    if vt is not None and (isinstance(vt, bool) or not isinstance(vt, int)):
-        raise EventError(f"valid_time_ns must be an integer, got {vt!r}")
     return {
         "kind": check_kind(obj.get("kind", default_kind)),
-        "subject": subject,
+        "subject": check_text("subject", obj.get("subject", "")),
         "source": parse_source(obj["source"]),
         "trust": int(parse_trust(obj.get("trust", "Untrusted"))),
-        "valid_time_ns": vt,
+        "valid_time_ns": check_valid_time(obj.get("valid_time_ns")),
         "payload": wire_payload(obj),
-        "line": line,
+        "line": check_text("line", obj.get("line", "")),
     }
 
 

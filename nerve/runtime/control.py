@@ -6,7 +6,8 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from nerve.contract import WorkflowTrigger
-from nerve.errors import NerveError
+from nerve.errors import NerveError, UsageError, WorkflowError
+from nerve.runtime.ipc import error_reply, refusal
 from nerve.runtime.senses import sense_rows
 
 if TYPE_CHECKING:
@@ -28,24 +29,32 @@ async def handle(kernel: Kernel, request: dict[str, Any]) -> dict[str, Any]:
     fn = HANDLERS.get(request["type"])
     if fn is None:
         known = ", ".join(sorted(HANDLERS))
-        return {"ok": False, "error": f"unknown request type {request['type']!r} (known: {known})"}
+        message = f"unknown request type {request['type']!r} (known: {known})"
+        return refusal("UsageError", message, field="type")
     try:
         return await fn(kernel, request)
-    except NerveError as exc:
-        return {"ok": False, "error": str(exc), "error_type": type(exc).__name__}
+    except (NerveError, OSError) as exc:
+        return error_reply(exc, request_type=request["type"])
 
 
 def _str_field(request: dict[str, Any], key: str) -> str:
     value = request.get(key)
     if not isinstance(value, str) or not value:
-        raise NerveError(f"request field {key!r} must be a non-empty string")
+        raise UsageError(f"request field {key!r} must be a non-empty string", field=key)
     return value
 
 
 def _list_field(request: dict[str, Any], key: str) -> list[Any]:
     value = request.get(key)
     if not isinstance(value, list):
-        raise NerveError(f"request field {key!r} must be a list")
+        raise UsageError(f"request field {key!r} must be a list", field=key)
+    return value
+
+
+def _int_field(request: dict[str, Any], key: str, default: int) -> int:
+    value = request.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise UsageError(f"request field {key!r} must be a positive integer", field=key)
     return value
 
 
@@ -79,7 +88,7 @@ async def _trigger_workflow(kernel: Kernel, request: dict[str, Any]) -> dict[str
     }
     trigger = WorkflowTrigger.parse(raw)
     if not kernel.known_workflow(trigger.name):
-        raise NerveError(f"unknown workflow {trigger.name!r}")
+        raise WorkflowError(f"unknown workflow {trigger.name!r}", field="workflow")
     run = await kernel.request_workflow(trigger, source="ipc")
     return {"ok": True, **run}
 
@@ -103,7 +112,7 @@ async def _seal(kernel: Kernel, request: dict[str, Any]) -> dict[str, Any]:
 @handles("compact")
 async def _compact(kernel: Kernel, request: dict[str, Any]) -> dict[str, Any]:
     result = await kernel.log_call(
-        "compact", target_rows=int(request.get("target_rows", 1_000_000))
+        "compact", target_rows=_int_field(request, "target_rows", 1_000_000)
     )
     return {"ok": True, "merged": result.merged, "written": result.written, "rows": result.rows}
 
@@ -111,10 +120,9 @@ async def _compact(kernel: Kernel, request: dict[str, Any]) -> dict[str, Any]:
 @handles("reload")
 async def _reload(kernel: Kernel, request: dict[str, Any]) -> dict[str, Any]:
     applied = await kernel.reload("request")
-    return {
-        "ok": applied,
-        **({} if applied else {"error": "configuration rejected; see config.rejected"}),
-    }
+    if applied:
+        return {"ok": True}
+    return refusal("ConfigError", "configuration rejected; see the config.rejected event")
 
 
 @handles("stop")

@@ -24,7 +24,7 @@ import pyarrow as pa
 from nerve.canonical import canonical_json
 from nerve.config import InvalidConfig, NerveConfig, load_config
 from nerve.contract import WorkflowTrigger
-from nerve.errors import NerveError
+from nerve.errors import NerveError, SenseError
 from nerve.log.codec import draft_from_json, event_from_json, row_to_json, table_from_events
 from nerve.log.reader import snapshot
 from nerve.log.store import Draft, EventLog
@@ -71,6 +71,26 @@ def _reason(reason: str) -> bytes:
 
 def _control(kind: str, subject: str, line: str, payload: Any) -> Draft:
     return Draft.control(kind, subject, line, payload)
+
+
+def _storable(text: str) -> str:
+    """``text`` with anything UTF-8 cannot store (lone surrogates) shown as escapes."""
+    if text.isascii():
+        return text
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def _parse_each(objects: list[Any], parse: Callable[[Any], Any], first: int = 0) -> list[Any]:
+    """``parse`` every object of a request; an error names the event (1-based, counting
+    ``first`` events sent before this request) and the field."""
+    out = []
+    for index, obj in enumerate(objects, start=first):
+        try:
+            out.append(parse(obj))
+        except NerveError as exc:
+            field = f"events[{index}]" + (f".{exc.field}" if exc.field else "")
+            raise exc.located(f"event {index + 1}", field=field) from None
+    return out
 
 
 class Kernel:
@@ -263,7 +283,11 @@ class Kernel:
             )
             return
         lateness_us = max(0, (started_ns - job.due_ns) // 1000)
-        drafts, workflow = self._result_drafts(job, reply, lateness_us)
+        try:
+            drafts, workflow = self._result_drafts(job, reply, lateness_us)
+        except NerveError as exc:  # e.g. an observation field the worker let through
+            await self._sense_error(job.sense, "unserialisable", f"result cannot be stored: {exc}")
+            return
         await self.committer.append(drafts)  # durable before memory moves
         self.states[job.sense] = reply["state"]
         stats.computes += 1
@@ -373,6 +397,7 @@ class Kernel:
         )
 
     async def _sense_error(self, sense: str, kind: str, message: str) -> None:
+        message = _storable(message)
         stats = self.stats.setdefault(sense, SenseStats(group="?"))
         stats.errors += 1
         stats.last_error = f"{kind}: {message}"
@@ -391,15 +416,15 @@ class Kernel:
 
     def trigger_sense(self, sense: str) -> None:
         if not self.scheduler.trigger(sense, "manual"):
-            raise NerveError(f"unknown sense {sense!r}")
+            raise SenseError(f"unknown sense {sense!r}", field="sense")
 
     async def emit(self, objects: list[Any]) -> list[dict[str, Any]]:
-        drafts = [Draft(**draft_from_json(o)) for o in objects]
+        drafts = _parse_each(objects, lambda o: Draft(**draft_from_json(o)))
         table = await self.committer.append(drafts)
         return [row_to_json(r) for r in table.to_pylist()]
 
     async def import_events(self, objects: list[Any]) -> int:
-        events = [event_from_json(o) for o in objects]
+        events = _parse_each(objects, event_from_json)
         await self.committer.drain()
         assert self.log is not None
         log = self.log
