@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import IO, Any
@@ -13,7 +14,7 @@ import pyarrow.compute as pc
 
 from nerve.canonical import loads_bounded
 from nerve.clock import HLC_ZERO, Hlc
-from nerve.errors import EventError, NerveError, UsageError
+from nerve.errors import EventError, NerveError, OrderError, UsageError
 from nerve.events import Event, parse_source
 from nerve.log.codec import (
     draft_from_json,
@@ -70,13 +71,59 @@ def draft_of(fields: dict[str, Any]) -> Draft:
 
 
 def emit(ws: Workspace, drafts: list[Draft]) -> list[Event]:
-    """Append drafts as one group commit (through the daemon when one runs)."""
+    """Append drafts as one group commit, all or nothing (through the daemon when one runs,
+    in parts of at most ``REQUEST_CHUNK_BYTES`` that it holds until the last one)."""
     if daemon_running(ws):
         wire = [draft_to_json(d) for d in drafts]
-        reply = daemon_call(ws, {"type": "emit", "events": wire})
+        reply = _send_in_parts(ws, "emit", wire)
         return [event_from_json(obj) for obj in reply["events"]]
     with ws.open_log() as log:
         return events_from_table(log.append_drafts(drafts))
+
+
+REQUEST_CHUNK_BYTES = 512 * 1024
+
+
+def _send_in_parts(ws: Workspace, request_type: str, wire: list[dict[str, Any]]) -> dict[str, Any]:
+    """Send ``wire`` in requests of at most ``REQUEST_CHUNK_BYTES``, in order, as the parts
+    of one stage (``nerve.runtime.staging``): the daemon appends nothing until the last."""
+    parts = _chunks(wire, _request_budget(ws))
+    if len(parts) <= 1:
+        return daemon_call(ws, {"type": request_type, "events": parts[0] if parts else []})
+    stage = uuid.uuid4().hex
+    for part in parts[:-1]:
+        daemon_call(ws, {"type": request_type, "events": part, "stage": stage, "more": True})
+    return daemon_call(ws, {"type": request_type, "events": parts[-1], "stage": stage})
+
+
+def _request_budget(ws: Workspace) -> int:
+    """Bytes of events per request: ``REQUEST_CHUNK_BYTES``, less if the daemon takes less."""
+    try:
+        limit = ws.config.daemon.max_request_bytes
+    except NerveError:
+        limit = REQUEST_CHUNK_BYTES * 2
+    return max(1, min(REQUEST_CHUNK_BYTES, limit - 1024))  # room for the request around them
+
+
+def _chunks(wire: list[dict[str, Any]], budget: int) -> list[list[dict[str, Any]]]:
+    """Consecutive runs of ``wire`` of at most ``budget`` bytes of JSON each (checked for
+    every event before anything is sent)."""
+    chunks: list[list[dict[str, Any]]] = []
+    size = budget
+    for index, obj in enumerate(wire):
+        cost = len(json.dumps(obj, ensure_ascii=False).encode("utf-8", "surrogatepass")) + 1
+        if cost > budget:
+            raise UsageError(
+                f"event {index + 1} is {cost} bytes of JSON, more than one request to the daemon "
+                f"may carry ({budget}); nothing was sent",
+                hint="raise daemon.max_request_bytes in nerve.yaml, or stop the daemon",
+            )
+        if size + cost > budget:
+            chunks.append([])
+            size = 0
+        chunks[-1].append(obj)
+        size += cost
+    return chunks
 
 
 def daemon_running(ws: Workspace) -> bool:
@@ -133,18 +180,35 @@ def compact(ws: Workspace, target_rows: int) -> dict[str, int]:
 
 
 def import_stream(ws: Workspace, stream: IO[str], name: str) -> int:
-    """Import whole events (wire form); all are checked before any is appended."""
+    """Import whole events (wire form); all are checked before any is appended.
+
+    All or nothing, with or without a daemon (through one, in parts it holds until the last,
+    then imports at once, so its own events cannot land between two parts).
+    """
     events = []
     for number, obj in read_jsonl(stream, name):
         try:
             events.append(event_from_json(obj))
         except NerveError as exc:
             raise exc.located(f"{name}:{number}") from None
-    if daemon_running(ws):
+    _check_sorted(events)
+    if daemon_running(ws):  # in parts, as emit sends them: still all or nothing
         wire = [event_to_json(e) for e in events]
-        return int(daemon_call(ws, {"type": "import", "events": wire})["imported"])
+        return int(_send_in_parts(ws, "import", wire)["imported"])
     with ws.open_log() as log:
         return log.import_events(events)
+
+
+def _check_sorted(events: list[Event]) -> None:
+    """Events to import must sort strictly by (hlc, node, id): found out before anything is
+    sent, not after the daemon has held a large batch."""
+    for index in range(1, len(events)):
+        before, event = events[index - 1], events[index]
+        if (event.hlc, event.node, event.id) <= (before.hlc, before.node, before.id):
+            raise OrderError(
+                f"event {index + 1} (stamp {event.hlc}) does not sort after event {index} "
+                f"(stamp {before.hlc}); nothing was imported"
+            )
 
 
 @dataclass(frozen=True)

@@ -75,6 +75,19 @@ def _exchange(path: Path, *lines: bytes) -> list[dict[str, Any]]:
         return replies
 
 
+@pytest.fixture
+def quiet(tmp_path: Path) -> Iterator[Daemon]:
+    """A daemon with no senses: nothing but what a test sends is appended."""
+    ws = init_workspace(tmp_path / "quiet")
+    (ws.root / "nerve.yaml").write_text("senses: {}\n")
+    d = Daemon(ws.root)
+    d.start()
+    try:
+        yield d
+    finally:
+        d.stop()
+
+
 def _error(reply: dict[str, Any]) -> dict[str, Any]:
     assert reply["ok"] is False and isinstance(reply["error"], dict), reply
     return dict(reply["error"])
@@ -140,3 +153,66 @@ def test_senses_returning_what_cannot_be_stored_get_errors(daemon: Daemon) -> No
     assert not daemon.events("observation", "deepobs")
     status = daemon.request({"type": "status"})
     assert status["ok"] and status["status"]["segments"] == 0
+
+
+def _big_batch(count: int, key: str) -> str:
+    """JSON lines of ``count`` events, about 600 bytes each, numbered under ``key``."""
+    return "".join(
+        json.dumps({"source": "shell", "line": f"{i:06d} " + "x" * 560, "payload": {key: i}}) + "\n"
+        for i in range(count)
+    )
+
+
+def test_batches_over_a_request_stream_through_the_daemon(quiet: Daemon, tmp_path: Path) -> None:
+    daemon, ws = quiet, str(quiet.root)
+    batch = _big_batch(3000, "i")  # 1.8 MB: more than one request may carry
+    assert len(batch.encode()) > 1 << 20
+    out = run_cli("--workspace", ws, "emit", "--jsonl", "-", "--json", input=batch).stdout
+    stored = [json.loads(line) for line in out.splitlines()]
+    assert [row["payload"]["i"] for row in stored] == list(range(3000))
+    numbered = [e["data"] for e in daemon.events("observation", "")]
+    assert [d["i"] for d in numbered if "i" in d] == list(range(3000))
+    other = init_workspace(tmp_path / "other")
+    run_cli("--workspace", str(other.root), "emit", "--jsonl", "-", input=_big_batch(2500, "j"))
+    dump = run_cli("--workspace", str(other.root), "tail", "--all", "--json").stdout
+    proc = run_cli("--workspace", ws, "import", "-", input=dump)
+    assert "imported 2500 events" in proc.stderr
+    numbered = [e["data"] for e in daemon.events("observation", "")]
+    assert [d["j"] for d in numbered if "j" in d] == list(range(2500))
+    assert run_cli("--workspace", ws, "seal").returncode == 0
+    status = daemon.request({"type": "status"})["status"]
+    assert status["segments"] == 1  # counted off the event loop, refreshed after the seal
+
+
+def test_a_batch_sent_in_parts_is_all_or_nothing(quiet: Daemon) -> None:
+    def part(first: int, count: int, **extra: Any) -> bytes:
+        events = [{"source": "shell", "line": f"e{i}"} for i in range(first, first + count)]
+        return encode({"type": "emit", "events": events, **extra})
+
+    before = len(quiet.events())
+    bad = json.loads(part(3, 2, stage="s1"))
+    bad["events"][1]["valid_time_ns"] = 2**70
+    held, refused, after = _exchange(
+        quiet.socket,
+        part(0, 3, stage="s1", more=True),
+        encode(bad),
+        part(5, 1, stage="s1"),  # the refusal dropped the stage: this is a batch of its own
+    )
+    assert held == {"ok": True, "staged": 3}
+    assert _error(refused)["field"] == "events[4].valid_time_ns"  # counted across the parts
+    assert refused["error"]["message"].startswith("event 5: valid_time_ns")
+    assert [e["line"] for e in after["events"]] == ["e5"]
+    assert [e["line"] for e in quiet.events()[before:]] == ["e5"]
+    replies = _exchange(
+        quiet.socket,
+        part(0, 2, stage="s2", more=True),
+        part(2, 2, stage="s2", more=True),
+        encode({"type": "import", "events": [], "stage": "s2"}),
+        part(4, 1, stage="s2"),
+    )
+    assert (
+        _error(replies[2])["field"] == "stage"
+        and "opened by a 'emit'" in replies[2]["error"]["message"]
+    )
+    assert [e["line"] for e in replies[3]["events"]] == ["e4"]
+    assert [e["line"] for e in quiet.events()[before:]] == ["e5", "e4"]

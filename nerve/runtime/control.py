@@ -95,12 +95,37 @@ async def _trigger_workflow(kernel: Kernel, request: dict[str, Any]) -> dict[str
 
 @handles("emit")
 async def _emit(kernel: Kernel, request: dict[str, Any]) -> dict[str, Any]:
-    return {"ok": True, "events": await kernel.emit(_list_field(request, "events"))}
+    drafts = _batch(kernel, request, kernel.parse_drafts)
+    if drafts is None:
+        return {"ok": True, "staged": kernel.stages.count(request["stage"])}
+    return {"ok": True, "events": await kernel.emit_drafts(drafts)}
 
 
 @handles("import")
 async def _import(kernel: Kernel, request: dict[str, Any]) -> dict[str, Any]:
-    return {"ok": True, "imported": await kernel.import_events(_list_field(request, "events"))}
+    events = _batch(kernel, request, kernel.parse_events)
+    if events is None:
+        return {"ok": True, "staged": kernel.stages.count(request["stage"])}
+    return {"ok": True, "imported": await kernel.import_parsed(events)}
+
+
+def _batch(
+    kernel: Kernel, request: dict[str, Any], parse: Callable[[list[Any], int], list[Any]]
+) -> list[Any] | None:
+    """The request's events, parsed; with ``stage`` (see ``nerve.runtime.staging``), held
+    until the last part, then the whole batch (``None`` for a part before the last)."""
+    objects = _list_field(request, "events")
+    if "stage" not in request:
+        return parse(objects, 0)
+    stage = _str_field(request, "stage")
+    more = request.get("more") is True
+    try:
+        items = parse(objects, kernel.stages.count(stage))
+        batch = kernel.stages.add(stage, request["type"], items, more=more)
+    except NerveError:
+        kernel.stages.drop(stage)
+        raise
+    return None if more else batch
 
 
 @handles("seal")

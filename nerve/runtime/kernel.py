@@ -25,9 +25,9 @@ from nerve.canonical import canonical_json
 from nerve.config import InvalidConfig, NerveConfig, load_config
 from nerve.contract import WorkflowTrigger
 from nerve.errors import NerveError, SenseError
+from nerve.events import Event
 from nerve.log.codec import draft_from_json, event_from_json, row_to_json, table_from_events
-from nerve.log.reader import snapshot
-from nerve.log.store import Draft, EventLog
+from nerve.log.store import Draft, EventLog, manifest_state
 from nerve.runtime.bus import SignalBus
 from nerve.runtime.committer import Committer
 from nerve.runtime.extensions import load_extensions
@@ -35,6 +35,7 @@ from nerve.runtime.groups import GroupWorker, Job
 from nerve.runtime.ipc import IpcServer
 from nerve.runtime.scheduler import NS, Scheduler
 from nerve.runtime.senses import Layout, StoredState, check_sense_file, layout, stored_states
+from nerve.runtime.staging import Stages
 from nerve.workspace import Workspace
 
 SEAL_CHECK_S = 1.0
@@ -114,6 +115,8 @@ class Kernel:
         self._tasks: list[asyncio.Task[Any]] = []
         self._layout: Layout | None = None
         self.recent_errors: list[str] = []
+        self.segments = 0  # live segments, as of the last seal check
+        self.stages = Stages()  # batches sent in several requests, until their last part
         self.on_stats: list[Callable[[], None]] = []
 
     # -- lifecycle ---------------------------------------------------------------------
@@ -124,6 +127,7 @@ class Kernel:
         self.committer.start()
         self.scheduler = Scheduler(self._dispatch)
         self._stored = await asyncio.to_thread(stored_states, self.ws)
+        await self._count_segments()
         await self.record(
             "daemon.started",
             "daemon",
@@ -418,13 +422,27 @@ class Kernel:
         if not self.scheduler.trigger(sense, "manual"):
             raise SenseError(f"unknown sense {sense!r}", field="sense")
 
+    def parse_drafts(self, objects: list[Any], first: int = 0) -> list[Draft]:
+        """Request objects as drafts; an error names the event (``first`` events before)."""
+        return _parse_each(objects, lambda o: Draft(**draft_from_json(o)), first)
+
+    def parse_events(self, objects: list[Any], first: int = 0) -> list[Event]:
+        """Request objects as whole events to import; an error names the event."""
+        return _parse_each(objects, event_from_json, first)
+
     async def emit(self, objects: list[Any]) -> list[dict[str, Any]]:
-        drafts = _parse_each(objects, lambda o: Draft(**draft_from_json(o)))
+        return await self.emit_drafts(self.parse_drafts(objects))
+
+    async def emit_drafts(self, drafts: list[Draft]) -> list[dict[str, Any]]:
+        """Append drafts as one group commit; the stored rows in the wire form."""
         table = await self.committer.append(drafts)
         return [row_to_json(r) for r in table.to_pylist()]
 
     async def import_events(self, objects: list[Any]) -> int:
-        events = _parse_each(objects, event_from_json)
+        return await self.import_parsed(self.parse_events(objects))
+
+    async def import_parsed(self, events: list[Event]) -> int:
+        """Import whole events at once (their order checked against the log's newest)."""
         await self.committer.drain()
         assert self.log is not None
         log = self.log
@@ -439,7 +457,10 @@ class Kernel:
         """Run a log maintenance call (seal, compact) in the writer's thread."""
         await self.committer.drain()
         assert self.log is not None
-        return await asyncio.to_thread(getattr(self.log, method), **kwargs)
+        try:
+            return await asyncio.to_thread(getattr(self.log, method), **kwargs)
+        finally:
+            await self._count_segments()
 
     async def request_workflow(self, trigger: WorkflowTrigger, *, source: str) -> dict[str, Any]:
         """Record a run request; a workflow engine extension, when loaded, starts it."""
@@ -463,8 +484,17 @@ class Kernel:
         while True:
             await asyncio.sleep(SEAL_CHECK_S)
             await asyncio.to_thread(self.log.maybe_seal)
+            await self._count_segments()
+
+    async def _count_segments(self) -> None:
+        """Refresh the segment count ``status`` shows, reading the manifest off the loop."""
+        root = self.ws.log_root
+        self.segments = await asyncio.to_thread(lambda: len(manifest_state(root).segments()))
 
     def health(self) -> dict[str, Any]:
+        """What ``status`` shows, from counters in memory: it never reads the log, so it
+        costs the event loop nothing however large the WAL (the segment count is refreshed
+        with every seal check, off the loop)."""
         snap_newest = self.log.newest if self.log else None
         return {
             "pid": os.getpid(),
@@ -479,5 +509,5 @@ class Kernel:
             },
             "newest": str(snap_newest) if snap_newest else None,
             "tail_rows": self.log.tail_rows if self.log else 0,
-            "segments": len(snapshot(self.ws.log_root).segments),
+            "segments": self.segments,
         }
