@@ -23,7 +23,7 @@ from nerve.log.codec import (
     events_from_table,
     row_to_json,
 )
-from nerve.log.reader import snapshot, table_since
+from nerve.log.reader import TailReader, snapshot, table_since
 from nerve.log.store import Draft
 from nerve.log.verify import VerifyReport, verify
 from nerve.workspace import Workspace
@@ -211,6 +211,9 @@ def _check_sorted(events: list[Event]) -> None:
             )
 
 
+FOLLOW_GATHER_S = 0.02
+
+
 @dataclass(frozen=True)
 class TailFilter:
     kinds: tuple[str, ...] = ()
@@ -230,15 +233,47 @@ class TailFilter:
         return table
 
 
-def tail_rows(
+def tail_table(
     ws: Workspace, *, count: int | None, filt: TailFilter, since: Hlc = HLC_ZERO
-) -> tuple[list[dict[str, Any]], Hlc]:
-    """The last ``count`` matching events (all if None) as wire dicts, and the newest stamp."""
+) -> tuple[pa.Table, Hlc]:
+    """The last ``count`` matching events (all if None) as a table, and the newest stamp."""
     snap = snapshot(ws.log_root)
     table = filt.apply(table_since(snap, since))
     if count is not None:
         table = table.slice(max(0, table.num_rows - count))
-    return [row_to_json(r) for r in table.to_pylist()], max(since, snap.newest)
+    return table, max(since, snap.newest)
+
+
+def tail_rows(
+    ws: Workspace, *, count: int | None, filt: TailFilter, since: Hlc = HLC_ZERO
+) -> tuple[list[dict[str, Any]], Hlc]:
+    """The last ``count`` matching events (all if None) as wire dicts, and the newest stamp."""
+    table, newest = tail_table(ws, count=count, filt=filt, since=since)
+    return [row_to_json(r) for r in table.to_pylist()], newest
+
+
+def follow_tables(
+    ws: Workspace,
+    *,
+    filt: TailFilter,
+    since: Hlc,
+    poll_s: float = 0.2,
+    stop_after_s: float | None = None,
+) -> Iterator[pa.Table]:
+    """Yield each batch of new matching events as another process appends them.
+
+    Reads only what is new each time (see :class:`nerve.log.reader.TailReader`); sleeps
+    ``poll_s`` when it has caught up, and only ``FOLLOW_GATHER_S`` while events keep coming.
+    """
+    reader = TailReader(ws.log_root, since)
+    started = time.monotonic()
+    while stop_after_s is None or time.monotonic() - started < stop_after_s:
+        table = reader.poll()
+        matching = filt.apply(table) if table.num_rows else table
+        if matching.num_rows:
+            yield matching
+        # caught up: wait a poll; busy: a short pause lets a batch gather
+        time.sleep(poll_s if not table.num_rows else min(poll_s, FOLLOW_GATHER_S))
 
 
 def follow(
@@ -249,13 +284,11 @@ def follow(
     poll_s: float = 0.2,
     stop_after_s: float | None = None,
 ) -> Iterator[dict[str, Any]]:
-    """Yield new matching events as another process appends them."""
-    started = time.monotonic()
-    while stop_after_s is None or time.monotonic() - started < stop_after_s:
-        rows, newest = tail_rows(ws, count=None, filt=filt, since=since)
-        yield from rows
-        since = newest
-        time.sleep(poll_s)
+    """Yield new matching events, one wire dict each, as another process appends them."""
+    for table in follow_tables(
+        ws, filt=filt, since=since, poll_s=poll_s, stop_after_s=stop_after_s
+    ):
+        yield from (row_to_json(r) for r in table.to_pylist())
 
 
 def replay(ws: Workspace, *, full: bool) -> VerifyReport:

@@ -21,9 +21,10 @@ from nerve.canonical import (
     loads_bounded,
     nesting_depth,
 )
+from nerve.cli.output import dumps
 from nerve.errors import DaemonError, EventError, LogError, OrderError, UsageError
 from nerve.events import decode_payload
-from nerve.log.codec import build_table, row_to_json
+from nerve.log.codec import build_table, row_to_json, wire_lines
 from nerve.runtime.ipc import reply_error
 from nerve.workspace import Workspace, init_workspace
 from tests.conftest import run_cli
@@ -145,6 +146,55 @@ def test_a_stored_deep_payload_decodes_as_raw_bytes() -> None:
     )
     rows = [row_to_json(r) for r in table.to_pylist()]
     assert all("payload_b64" in row and "payload" not in row for row in rows)
+
+
+_payloads = st.one_of(
+    st.binary(max_size=40),
+    st.sampled_from(
+        [b"", b"null", b"1e5", b'{"b":1,"a":2}', b'"\\u00e9"', b"NaN", deep_text(100).encode()]
+    ),
+    st.recursive(
+        st.none()
+        | st.booleans()
+        | st.integers()
+        | st.floats(allow_nan=False, allow_infinity=False)
+        | st.text(max_size=8),
+        lambda inner: (
+            st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3)
+        ),
+    ).map(canonical_json),
+)
+
+
+@given(
+    st.lists(
+        st.tuples(
+            _payloads,
+            st.text(max_size=12),
+            st.sampled_from([0, 5, 9, 1024, 2**32 - 1]),
+            st.none() | st.integers(-(2**63), 2**63 - 1),
+        ),
+        min_size=1,
+        max_size=8,
+    )
+)
+@settings(max_examples=150)
+def test_wire_lines_are_exactly_the_wire_form(
+    rows: list[tuple[bytes, str, int, int | None]],
+) -> None:
+    """`tail --json`'s fast path prints what `json.dumps(row_to_json(row))` would."""
+    table = build_table(
+        (123, 7, len(rows)),
+        node="nödé",
+        kind=["observation"] * len(rows),
+        subject=[r[1][::-1] for r in rows],
+        source=[r[2] for r in rows],
+        trust=[i % 4 for i in range(len(rows))],
+        valid_time_ns=[r[3] for r in rows],
+        payload=[r[0] for r in rows],
+        line=[r[1] for r in rows],
+    )
+    assert wire_lines(table) == [dumps(row_to_json(r)) for r in table.to_pylist()]
 
 
 def test_a_log_holding_a_deep_payload_still_reads_in_every_format(
