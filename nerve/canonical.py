@@ -2,6 +2,14 @@
 
 Canonical JSON is UTF-8, keys sorted, no insignificant whitespace, no NaN or infinity.
 
+**Nesting limit.** JSON nerve stores or reads may nest arrays and objects at most
+:data:`MAX_NESTING` (64) levels deep: ``1`` nests 0 levels, ``[1]`` 1, ``{"a": [1]}`` 2.
+:func:`canonical_json` refuses anything deeper with an ``EventError`` naming the field and
+the depth, so every capture path (CLI, socket, import, senses) enforces it; readers use
+:func:`loads_bounded`, which measures the text before parsing it (:func:`nesting_depth`,
+iterative and linear, never recursive), so a deep payload stored before the limit existed
+is shown raw instead of breaking them.
+
 Deterministic CBOR (:func:`det_cbor`, :func:`det_cbor_decode`) is RFC 8949 §4.2.1 core
 deterministic encoding restricted to integers, byte strings, text strings, arrays and maps
 with text keys; the sealed surfacing chain (``nerve.chain``) signs over it.
@@ -10,28 +18,204 @@ with text keys; the sealed surfacing chain (``nerve.chain``) signs over it.
 from __future__ import annotations
 
 import json
+import json.scanner
+import re
+from collections.abc import Callable
 from typing import Any
 
 from nerve.errors import EventError
+
+MAX_NESTING = 64
 
 # One encoder, built once: json.dumps with options builds a new one per call.
 _CANONICAL = json.JSONEncoder(
     sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
 )
+# For values that came out of json.loads (no cycles, no foreign types), the C encoder itself,
+# also built once: JSONEncoder.encode builds one per call, which costs more than the work.
+_C_MAKE_ENCODER = getattr(json.encoder, "c_make_encoder", None)
+_C_CANONICAL = (
+    _C_MAKE_ENCODER(None, None, json.encoder.encode_basestring, None, ":", ",", True, False, False)
+    if _C_MAKE_ENCODER is not None
+    else None
+)
 
 
-def canonical_json(value: Any) -> bytes:
-    """Encode ``value`` as canonical JSON bytes; raise ``EventError`` if it cannot be."""
+# One value at an index, without json.loads' wrapper around it.
+_SCAN: Callable[[str, int], tuple[Any, int]] = json.scanner.make_scanner(
+    json.JSONDecoder()  # type: ignore[arg-type]  # typeshed types the factory as a class
+)
+
+
+def _encode_parsed(value: Any) -> str:
+    if _C_CANONICAL is None:
+        return _CANONICAL.encode(value)
+    return "".join(_C_CANONICAL(value, 0))
+
+
+def _parse_whole(text: str) -> Any:
+    """The one JSON value filling ``text`` exactly (no whitespace around it); ValueError else."""
+    try:
+        value, end = _SCAN(text, 0)
+    except StopIteration:
+        raise ValueError("not JSON") from None
+    if end != len(text):
+        raise ValueError("extra data after the JSON value")
+    return value
+
+
+def canonical_json(value: Any, *, field: str = "value", limit: int = MAX_NESTING) -> bytes:
+    """Encode ``value`` as canonical JSON bytes; raise ``EventError`` if it cannot be.
+
+    ``field`` names the value in errors; ``limit`` is the deepest nesting accepted.
+    """
     try:
         text = _CANONICAL.encode(value)
+    except RecursionError:
+        raise _too_deep(field, None, limit) from None
     except (TypeError, ValueError) as exc:
-        raise EventError(f"value is not JSON-serialisable: {exc}") from None
-    return text.encode("utf-8")
+        raise EventError(f"{field} is not JSON-serialisable: {exc}", field=field) from None
+    try:
+        data = text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise EventError(
+            f"{field} holds text that is not valid Unicode: {exc.reason} "
+            f"({exc.object[exc.start : exc.end]!a})",
+            field=field,
+        ) from None
+    check_nesting(data, field=field, limit=limit)
+    return data
 
 
 def canonical_json_text(value: Any) -> str:
     """Like :func:`canonical_json` but returns ``str``."""
     return canonical_json(value).decode("utf-8")
+
+
+def parse_canonical(data: bytes) -> tuple[Any, str] | None:
+    """``(value, text)`` when ``data`` is canonical JSON nesting within :data:`MAX_NESTING`
+    levels, else ``None``. Never raises, whatever the bytes."""
+    if _opens(data) > MAX_NESTING and nesting_depth(data) > MAX_NESTING:
+        return None
+    try:
+        text = data.decode("utf-8")
+        value = _parse_whole(text)
+        return (value, text) if _encode_parsed(value) == text else None
+    except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
+        return None
+
+
+# --- nesting ---------------------------------------------------------------------------
+
+_ESCAPE = re.compile(rb"\\.", re.DOTALL)
+_NOT_STRUCTURE = bytes(c for c in range(256) if c not in b'[]{}"')
+_TOKEN = re.compile(rb'"[^"]*"|[\[\]{},:]')
+
+
+def _bytes(text: str | bytes | bytearray | memoryview) -> bytes:
+    return text.encode("utf-8", "surrogatepass") if isinstance(text, str) else bytes(text)
+
+
+def _opens(data: bytes) -> int:
+    return data.count(b"[") + data.count(b"{")
+
+
+def nesting_depth(text: str | bytes | bytearray | memoryview) -> int:
+    """How many levels of arrays and objects JSON text nests, found without parsing it.
+
+    Linear and iterative, so it is safe on any input, JSON or not; brackets inside strings
+    do not count. ``1`` is 0, ``[]`` is 1, ``{"a": [[]]}`` is 3.
+    """
+    data = _bytes(text)
+    if not _opens(data):
+        return 0
+    import numpy as np  # only here: most callers never get past the count above
+
+    if b"\\" in data:
+        data = _ESCAPE.sub(b"", data)  # an escaped quote must not open or close a string
+    codes = np.frombuffer(data.translate(None, _NOT_STRUCTURE), dtype=np.uint8)
+    outside = np.cumsum(codes == ord('"'), dtype=np.int64) % 2 == 0
+    steps = np.zeros(len(codes), dtype=np.int64)
+    steps[(codes == ord("[")) | (codes == ord("{"))] = 1
+    steps[(codes == ord("]")) | (codes == ord("}"))] = -1
+    levels = np.cumsum(steps * outside)
+    return max(0, int(levels.max()))
+
+
+def check_nesting(
+    text: str | bytes | bytearray | memoryview,
+    *,
+    field: str = "value",
+    limit: int = MAX_NESTING,
+    envelope: int = 0,
+) -> None:
+    """Raise ``EventError`` if JSON text nests deeper than ``limit`` + ``envelope`` levels.
+
+    ``envelope`` is how many levels wrap the value the limit is about (a JSON lines object
+    around a payload is 1); the error then names the field where the text went too deep.
+    """
+    data = _bytes(text)
+    if _opens(data) <= limit + envelope:
+        return
+    depth = nesting_depth(data)
+    if depth > limit + envelope:
+        where = _deep_path(data, limit + envelope, envelope) if envelope else field
+        raise _too_deep(where or field, depth - envelope, limit)
+
+
+def loads_bounded(
+    text: str | bytes | bytearray,
+    *,
+    field: str = "value",
+    limit: int = MAX_NESTING,
+    envelope: int = 0,
+) -> Any:
+    """``json.loads`` that first refuses text nesting deeper than the limit (``EventError``).
+
+    Other problems raise what ``json.loads`` raises (``ValueError``, ``UnicodeDecodeError``).
+    """
+    check_nesting(text, field=field, limit=limit, envelope=envelope)
+    try:
+        return json.loads(text)
+    except RecursionError:  # cannot happen within the limit; kept so no reader can crash
+        raise _too_deep(field, None, limit) from None
+
+
+def _too_deep(field: str, depth: int | None, limit: int) -> EventError:
+    how = f"{depth} levels of" if depth is not None else "too many levels of"
+    return EventError(
+        f"{field} nests {how} arrays/objects; at most {limit} are allowed",
+        field=field,
+        hint="flatten it, or store it as opaque bytes (payload_b64)",
+    )
+
+
+def _deep_path(data: bytes, limit: int, envelope: int) -> str | None:
+    """The first ``envelope`` steps of the path (``events[2].payload``) to where ``data``
+    first nests deeper than ``limit``; only called once the text is known to be too deep."""
+    if b"\\" in data:
+        data = _ESCAPE.sub(b"", data)
+    path: list[str | int] = []  # one step per open container: its current key or index
+    key: str | int = 0
+    for match in _TOKEN.finditer(data):
+        token = match.group()
+        if token in (b"[", b"{"):
+            path.append(key)
+            if len(path) > limit:
+                return _format_path(path[1 : envelope + 1])
+            key = 0 if token == b"[" else ""
+        elif token in (b"]", b"}"):
+            key = path.pop() if path else 0
+        elif token == b"," and isinstance(key, int):
+            key += 1
+        elif token.startswith(b'"') and isinstance(key, str):
+            key = token[1:-1].decode("utf-8", "replace")
+    return None
+
+
+def _format_path(steps: list[str | int]) -> str:
+    text = "".join(f"[{s}]" if isinstance(s, int) else f".{s}" for s in steps)
+    return text.removeprefix(".")
 
 
 # --- deterministic CBOR (RFC 8949 §4.2.1, restricted) ------------------------------------

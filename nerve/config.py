@@ -362,6 +362,9 @@ def load_yaml(text: str, filename: str, *, first_line: int = 1) -> YamlDoc:
     except YAMLError as exc:  # no position to give, e.g. a control character in the text
         issue = ConfigIssue(filename, None, None, "", "invalid YAML: " + " ".join(str(exc).split()))
         raise InvalidConfig([issue]) from None
+    except RecursionError:  # the YAML parser recurses once per level: far too deep to read
+        message = f"YAML is nested too deeply to read (at most {_MAX_DEPTH} levels are allowed)"
+        raise InvalidConfig([ConfigIssue(filename, None, None, "", message)]) from None
     return _Flattener(filename, first_line).document(root)
 
 

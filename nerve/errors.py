@@ -26,18 +26,44 @@ when an append was stored but the seal after it failed; the next seal retries it
 from __future__ import annotations
 
 import contextlib
+import errno
 import sys
+
+DISK_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EROFS, errno.EFBIG})
+
+
+def os_error_text(exc: OSError) -> str:
+    """``could not write FILE: No space left on device`` style text for an ``OSError``."""
+    what = exc.strerror or str(exc)
+    if not exc.filename:
+        return f"{what} (errno {exc.errno})" if exc.strerror else what
+    verb = "write" if exc.errno in DISK_ERRNOS else "use"
+    return f"could not {verb} {exc.filename}: {what}"
 
 
 class NerveError(Exception):
-    """Root of every error nerve raises on purpose."""
+    """Root of every error nerve raises on purpose.
+
+    ``hint`` says what to do about it (a flag, a command); ``field`` names the input field
+    at fault, where there is one (``payload``, ``valid_time_ns``).
+    """
 
     hint: str | None = None
+    field: str | None = None
 
-    def __init__(self, message: str, *, hint: str | None = None) -> None:
+    def __init__(self, message: str, *, hint: str | None = None, field: str | None = None) -> None:
         super().__init__(message)
         if hint is not None:
             self.hint = hint
+        if field is not None:
+            self.field = field
+
+    def located(self, where: str, *, field: str | None = None) -> NerveError:
+        """The same kind of error with ``where: `` in front (``FILE:LINE``, ``event 3``)."""
+        cls: type[NerveError] = type(self)
+        while cls.__init__ is not NerveError.__init__:  # its own signature: use its parent's
+            cls = next(b for b in cls.__bases__ if issubclass(b, NerveError))
+        return cls(f"{where}: {self}", hint=self.hint, field=field or self.field)
 
 
 class UsageError(NerveError):

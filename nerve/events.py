@@ -6,7 +6,6 @@ An event's id is blake3 over a fixed-order, length-prefixed encoding of every fi
 
 from __future__ import annotations
 
-import json
 import re
 import struct
 from dataclasses import dataclass, field
@@ -15,7 +14,7 @@ from typing import Any
 
 import blake3
 
-from nerve.canonical import canonical_json
+from nerve.canonical import canonical_json, loads_bounded
 from nerve.clock import Hlc, check_stamp
 from nerve.errors import EventError
 
@@ -118,31 +117,66 @@ def parse_trust(text: str | int) -> Trust:
 
 
 def check_kind(kind: str) -> str:
+    if not isinstance(kind, str):
+        raise EventError(f"kind must be a string, got {type(kind).__name__}", field="kind")
     if kind in _GOOD_KINDS:
         return kind
-    if not isinstance(kind, str) or len(kind) > 128 or not _KIND_RE.match(kind):
-        raise EventError(f"kind {kind!r} must be a lower-case dotted name like 'sense.state'")
+    if len(kind) > 128 or not _KIND_RE.match(kind):
+        raise EventError(
+            f"kind {kind!r} must be a lower-case dotted name like 'sense.state'", field="kind"
+        )
     if len(_GOOD_KINDS) < 4096:  # kinds are few; remembering them keeps appends cheap
         _GOOD_KINDS.add(kind)
     return kind
 
 
+def check_text(name: str, value: Any) -> str:
+    """``value`` if it is a string that UTF-8 can encode (no lone surrogates); else EventError."""
+    if not isinstance(value, str):
+        raise EventError(f"{name} must be a string, got {type(value).__name__}", field=name)
+    if not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            bad = value[exc.start : exc.end]
+            raise EventError(
+                f"{name} is not valid Unicode: {bad!a} at character {exc.start} ({exc.reason})",
+                field=name,
+            ) from None
+    return value
+
+
+def check_valid_time(value: Any) -> int | None:
+    """``value`` if it is ``None`` or a signed 64-bit integer (ns); else EventError."""
+    if value is not None and (
+        isinstance(value, bool) or not isinstance(value, int) or not -(2**63) <= value < 2**63
+    ):
+        shown = value if isinstance(value, int | float) else type(value).__name__
+        raise EventError(
+            f"valid_time_ns {shown!r} must be a signed 64-bit integer of nanoseconds",
+            field="valid_time_ns",
+        )
+    return value
+
+
 def payload_bytes(payload: Any) -> bytes:
-    """Payload bytes: ``bytes`` as given, ``None`` as empty, anything else canonical JSON."""
+    """Payload bytes: ``bytes`` as given, ``None`` as empty, anything else canonical JSON
+    (nesting at most ``nerve.canonical.MAX_NESTING`` levels)."""
     if payload is None:
         return b""
     if isinstance(payload, bytes | bytearray | memoryview):
         return bytes(payload)
-    return canonical_json(payload)
+    return canonical_json(payload, field="payload")
 
 
 def decode_payload(data: bytes) -> Any:
-    """Payload bytes as a JSON value, or ``None`` when empty or not JSON."""
+    """Payload bytes as a JSON value, or ``None`` when empty, not JSON, or nested deeper than
+    ``nerve.canonical.MAX_NESTING`` (stored raw bytes are never parsed past the limit)."""
     if not data:
         return None
     try:
-        return json.loads(data)
-    except (ValueError, UnicodeDecodeError):
+        return loads_bounded(data, field="payload")
+    except (ValueError, UnicodeDecodeError, EventError):
         return None
 
 
@@ -264,17 +298,11 @@ def validate_fields(
     except Exception as exc:
         raise EventError(f"hlc: {exc}") from None
     for name, value in (("node", node), ("subject", subject), ("line", line)):
-        if not isinstance(value, str):
-            raise EventError(f"{name} must be a string, got {type(value).__name__}")
+        check_text(name, value)
     if not node:
-        raise EventError("node must not be empty")
+        raise EventError("node must not be empty", field="node")
     check_kind(kind)
     check_source(source)
     if trust not in (0, 1, 2, 3):
-        raise EventError(f"trust {trust!r} is not 0..3")
-    if valid_time_ns is not None and (
-        isinstance(valid_time_ns, bool)
-        or not isinstance(valid_time_ns, int)
-        or not -(2**63) <= valid_time_ns < 2**63
-    ):
-        raise EventError(f"valid_time_ns {valid_time_ns!r} must be a signed 64-bit integer")
+        raise EventError(f"trust {trust!r} is not 0..3", field="trust")
+    check_valid_time(valid_time_ns)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+import uuid
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -12,8 +13,9 @@ from typing import IO, Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from nerve.canonical import loads_bounded
 from nerve.clock import HLC_ZERO, Hlc
-from nerve.errors import EventError, NerveError, SealDeferred, UsageError
+from nerve.errors import EventError, NerveError, OrderError, SealDeferred, UsageError
 from nerve.events import Event, parse_source
 from nerve.log.codec import (
     draft_from_json,
@@ -22,14 +24,18 @@ from nerve.log.codec import (
     events_from_table,
     row_to_json,
 )
-from nerve.log.reader import snapshot, table_since
+from nerve.log.reader import TailReader, snapshot, table_since
 from nerve.log.store import Draft, EventLog
 from nerve.log.verify import VerifyReport, verify
 from nerve.workspace import Workspace
 
 
 def read_jsonl(stream: IO[str], name: str) -> Iterator[tuple[int, Any]]:
-    """Yield ``(line_number, value)`` for each non-blank line; junk names file and line."""
+    """Yield ``(line_number, value)`` for each non-blank line; junk names file and line.
+
+    A line is an object around a payload, so it may nest one level more than a payload
+    (``MAX_NESTING``); a deeper one is refused before it is parsed, naming the field.
+    """
     number = 0
     lines = iter(stream)
     while True:
@@ -43,9 +49,11 @@ def read_jsonl(stream: IO[str], name: str) -> Iterator[tuple[int, Any]]:
         if not text.strip():
             continue
         try:
-            yield number, json.loads(text)
+            yield number, loads_bounded(text, envelope=1)
         except json.JSONDecodeError as exc:
             raise UsageError(f"{name}:{number}: not valid JSON: {exc.msg}") from None
+        except EventError as exc:
+            raise exc.located(f"{name}:{number}") from None
 
 
 def drafts_from_jsonl(stream: IO[str], name: str) -> list[Draft]:
@@ -53,13 +61,19 @@ def drafts_from_jsonl(stream: IO[str], name: str) -> list[Draft]:
     for number, obj in read_jsonl(stream, name):
         try:
             drafts.append(Draft(**draft_from_json(obj)))
-        except EventError as exc:
-            raise UsageError(f"{name}:{number}: {exc}") from None
+        except NerveError as exc:
+            raise exc.located(f"{name}:{number}") from None
     return drafts
 
 
+def draft_of(fields: dict[str, Any]) -> Draft:
+    """One draft from the fields of a JSON lines object, checked the same way."""
+    return Draft(**draft_from_json(fields))
+
+
 def emit(ws: Workspace, drafts: list[Draft], *, key: str | None = None) -> list[Event]:
-    """Append drafts as one group commit (through the daemon when one runs).
+    """Append drafts as one group commit, all or nothing (through the daemon when one runs,
+    in parts of at most ``REQUEST_CHUNK_BYTES`` that it holds until the last one).
 
     With ``key``, a batch sent again with the same key is stored once (the first result is
     returned). A seal that fails after the append does not fail it: the events are durable,
@@ -67,10 +81,7 @@ def emit(ws: Workspace, drafts: list[Draft], *, key: str | None = None) -> list[
     """
     if daemon_running(ws):
         wire = [draft_to_json(d) for d in drafts]
-        request: dict[str, Any] = {"type": "emit", "events": wire}
-        if key is not None:
-            request["key"] = key
-        reply = daemon_call(ws, request)
+        reply = _send_in_parts(ws, "emit", wire, key)
         return [event_from_json(obj) for obj in reply["events"]]
     with ws.open_log() as log:
         events = events_from_table(log.append_drafts(drafts, key=key))
@@ -86,6 +97,57 @@ def _warn_seal(log: EventLog) -> None:
             SealDeferred,
             stacklevel=3,
         )
+
+
+REQUEST_CHUNK_BYTES = 512 * 1024
+
+
+def _send_in_parts(
+    ws: Workspace, request_type: str, wire: list[dict[str, Any]], key: str | None = None
+) -> dict[str, Any]:
+    """Send ``wire`` in requests of at most ``REQUEST_CHUNK_BYTES``, in order, as the parts
+    of one stage (``nerve.runtime.staging``): the daemon appends nothing until the last,
+    which carries the idempotency key, if any."""
+    parts = _chunks(wire, _request_budget(ws))
+    last: dict[str, Any] = {"type": request_type, "events": parts[-1] if parts else []}
+    if key is not None:
+        last["key"] = key
+    if len(parts) <= 1:
+        return daemon_call(ws, last)
+    stage = uuid.uuid4().hex
+    for part in parts[:-1]:
+        daemon_call(ws, {"type": request_type, "events": part, "stage": stage, "more": True})
+    return daemon_call(ws, {**last, "stage": stage})
+
+
+def _request_budget(ws: Workspace) -> int:
+    """Bytes of events per request: ``REQUEST_CHUNK_BYTES``, less if the daemon takes less."""
+    try:
+        limit = ws.config.daemon.max_request_bytes
+    except NerveError:
+        limit = REQUEST_CHUNK_BYTES * 2
+    return max(1, min(REQUEST_CHUNK_BYTES, limit - 1024))  # room for the request around them
+
+
+def _chunks(wire: list[dict[str, Any]], budget: int) -> list[list[dict[str, Any]]]:
+    """Consecutive runs of ``wire`` of at most ``budget`` bytes of JSON each (checked for
+    every event before anything is sent)."""
+    chunks: list[list[dict[str, Any]]] = []
+    size = budget
+    for index, obj in enumerate(wire):
+        cost = len(json.dumps(obj, ensure_ascii=False).encode("utf-8", "surrogatepass")) + 1
+        if cost > budget:
+            raise UsageError(
+                f"event {index + 1} is {cost} bytes of JSON, more than one request to the daemon "
+                f"may carry ({budget}); nothing was sent",
+                hint="raise daemon.max_request_bytes in nerve.yaml, or stop the daemon",
+            )
+        if size + cost > budget:
+            chunks.append([])
+            size = 0
+        chunks[-1].append(obj)
+        size += cost
+    return chunks
 
 
 def daemon_running(ws: Workspace) -> bool:
@@ -155,23 +217,40 @@ def compact(ws: Workspace, target_rows: int) -> dict[str, int]:
 
 
 def import_stream(ws: Workspace, stream: IO[str], name: str, *, key: str | None = None) -> int:
-    """Import whole events (wire form); all are checked before any is appended."""
+    """Import whole events (wire form); all are checked before any is appended.
+
+    All or nothing, with or without a daemon (through one, in parts it holds until the last,
+    then imports at once, so its own events cannot land between two parts).
+    """
     events = []
     for number, obj in read_jsonl(stream, name):
         try:
             events.append(event_from_json(obj))
         except NerveError as exc:
-            raise UsageError(f"{name}:{number}: {exc}") from None
-    if daemon_running(ws):
+            raise exc.located(f"{name}:{number}") from None
+    _check_sorted(events)
+    if daemon_running(ws):  # in parts, as emit sends them: still all or nothing
         wire = [event_to_json(e) for e in events]
-        request: dict[str, Any] = {"type": "import", "events": wire}
-        if key is not None:
-            request["key"] = key
-        return int(daemon_call(ws, request)["imported"])
+        return int(_send_in_parts(ws, "import", wire, key)["imported"])
     with ws.open_log() as log:
         count = log.import_events(events, key=key)
         _warn_seal(log)
     return count
+
+
+def _check_sorted(events: list[Event]) -> None:
+    """Events to import must sort strictly by (hlc, node, id): found out before anything is
+    sent, not after the daemon has held a large batch."""
+    for index in range(1, len(events)):
+        before, event = events[index - 1], events[index]
+        if (event.hlc, event.node, event.id) <= (before.hlc, before.node, before.id):
+            raise OrderError(
+                f"event {index + 1} (stamp {event.hlc}) does not sort after event {index} "
+                f"(stamp {before.hlc}); nothing was imported"
+            )
+
+
+FOLLOW_GATHER_S = 0.02
 
 
 @dataclass(frozen=True)
@@ -193,15 +272,47 @@ class TailFilter:
         return table
 
 
-def tail_rows(
+def tail_table(
     ws: Workspace, *, count: int | None, filt: TailFilter, since: Hlc = HLC_ZERO
-) -> tuple[list[dict[str, Any]], Hlc]:
-    """The last ``count`` matching events (all if None) as wire dicts, and the newest stamp."""
+) -> tuple[pa.Table, Hlc]:
+    """The last ``count`` matching events (all if None) as a table, and the newest stamp."""
     snap = snapshot(ws.log_root)
     table = filt.apply(table_since(snap, since))
     if count is not None:
         table = table.slice(max(0, table.num_rows - count))
-    return [row_to_json(r) for r in table.to_pylist()], max(since, snap.newest)
+    return table, max(since, snap.newest)
+
+
+def tail_rows(
+    ws: Workspace, *, count: int | None, filt: TailFilter, since: Hlc = HLC_ZERO
+) -> tuple[list[dict[str, Any]], Hlc]:
+    """The last ``count`` matching events (all if None) as wire dicts, and the newest stamp."""
+    table, newest = tail_table(ws, count=count, filt=filt, since=since)
+    return [row_to_json(r) for r in table.to_pylist()], newest
+
+
+def follow_tables(
+    ws: Workspace,
+    *,
+    filt: TailFilter,
+    since: Hlc,
+    poll_s: float = 0.2,
+    stop_after_s: float | None = None,
+) -> Iterator[pa.Table]:
+    """Yield each batch of new matching events as another process appends them.
+
+    Reads only what is new each time (see :class:`nerve.log.reader.TailReader`); sleeps
+    ``poll_s`` when it has caught up, and only ``FOLLOW_GATHER_S`` while events keep coming.
+    """
+    reader = TailReader(ws.log_root, since)
+    started = time.monotonic()
+    while stop_after_s is None or time.monotonic() - started < stop_after_s:
+        table = reader.poll()
+        matching = filt.apply(table) if table.num_rows else table
+        if matching.num_rows:
+            yield matching
+        # caught up: wait a poll; busy: a short pause lets a batch gather
+        time.sleep(poll_s if not table.num_rows else min(poll_s, FOLLOW_GATHER_S))
 
 
 def follow(
@@ -212,13 +323,11 @@ def follow(
     poll_s: float = 0.2,
     stop_after_s: float | None = None,
 ) -> Iterator[dict[str, Any]]:
-    """Yield new matching events as another process appends them."""
-    started = time.monotonic()
-    while stop_after_s is None or time.monotonic() - started < stop_after_s:
-        rows, newest = tail_rows(ws, count=None, filt=filt, since=since)
-        yield from rows
-        since = newest
-        time.sleep(poll_s)
+    """Yield new matching events, one wire dict each, as another process appends them."""
+    for table in follow_tables(
+        ws, filt=filt, since=since, poll_s=poll_s, stop_after_s=stop_after_s
+    ):
+        yield from (row_to_json(r) for r in table.to_pylist())
 
 
 def replay(ws: Workspace, *, full: bool) -> VerifyReport:
@@ -237,7 +346,7 @@ def parse_payload_arg(text: str | None) -> Any:
     if text is None:
         return None
     try:
-        return json.loads(text)
+        return loads_bounded(text, field="payload")
     except json.JSONDecodeError as exc:
         raise UsageError(
             f"--payload is not valid JSON: {exc.msg}", hint="quote it: --payload '{\"k\": 1}'"

@@ -44,6 +44,7 @@ class Projection:
 
 
 DEFAULT_PARAMS = {"attention_window": "64"}
+_QUERY_HINT = 'e.g. nerve query "SELECT kind, count(*) FROM events GROUP BY ALL"'
 
 
 def load_projections(
@@ -116,6 +117,8 @@ def run_query(conn: duckdb.DuckDBPyConnection, sql: str) -> QueryResult:
         rel = conn.execute(sql)
     except duckdb.Error as exc:
         raise UsageError(f"query failed: {exc}") from None
+    if rel is None:  # DuckDB's answer to text holding no statement ("", ";", a comment)
+        raise UsageError(f"the query {sql!r} holds no SQL statement", hint=_QUERY_HINT)
     columns = [d[0] for d in rel.description or []]
     return QueryResult(columns, rel.fetchall())
 

@@ -12,10 +12,13 @@ import duckdb
 
 from nerve import fsio
 from nerve.config import LogConfig, NerveConfig, load_config
-from nerve.errors import UsageError
+from nerve.errors import EventError, UsageError
+from nerve.events import check_text
 from nerve.log.store import EventLog, default_node
 from nerve.query import connect
 from nerve.resources import bundled
+
+_NODE_HINT = "set NERVE_NODE, or node: in nerve.yaml, to a UTF-8 name"
 
 
 @dataclass(frozen=True)
@@ -55,7 +58,13 @@ class Workspace:
 
     @property
     def node(self) -> str:
-        return self.config.node or default_node()
+        """This host's id in events: nerve.yaml's ``node``, else ``NERVE_NODE`` or the host
+        name; ``EventError`` if it is not valid Unicode (say, undecodable bytes in the env)."""
+        node = self.config.node or default_node()
+        try:
+            return check_text("node", node)
+        except EventError as exc:
+            raise EventError(str(exc), field="node", hint=_NODE_HINT) from None
 
     def projection_dirs(self) -> list[Path]:
         dirs = [bundled("projections"), self.root / "projections"]

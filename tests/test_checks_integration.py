@@ -90,7 +90,7 @@ def test_verdicts_a_blocking_hold_and_fix_and_recheck(flows: Flows) -> None:
     fail_detail = flows.root / _verdicts(flows, run)["always-fail"]["detail_path"]
     assert fail_detail.exists()
     again = flows.request({"type": "workflow-recheck", "run": run})
-    assert not again["ok"] and "only a held run" in again["error"]
+    assert not again["ok"] and "only a held run" in again["error"]["message"]
 
 
 def _in_terminal(args: list[str], typed: str) -> tuple[int, str]:
@@ -121,7 +121,7 @@ def test_override_is_refused_unless_a_person_confirms_at_a_terminal(flows: Flows
     proc = _nerve(flows, "workflow", "override", run, "--reason", "fine", check=False)
     assert proc.returncode == 1 and "interactive terminal" in proc.stderr
     raw = flows.request({"type": "workflow-override", "run": run, "reason": "from a script"})
-    assert not raw["ok"] and "interactive terminal" in raw["error"]
+    assert not raw["ok"] and "interactive terminal" in raw["error"]["message"]
     assert flows.status(run) == "held" and not flows.events("workflow.override", run)
     args = ["--workspace", str(flows.root), "workflow", "override", run, "--reason", "ship it"]
     code, out = _in_terminal(args, "y\n")
@@ -186,7 +186,7 @@ def test_check_commands(flows: Flows, tmp_path: Path) -> None:
     assert fired["recorded"] is True and fired["result"] == "passed"
     assert flows.events("check.verdict", "notes/clean.md")
     escape = flows.request({"type": "check-fire", "check": "md-write", "path": "../x.md"})
-    assert not escape["ok"] and "outside the workspace" in escape["error"]
+    assert not escape["ok"] and "outside the workspace" in escape["error"]["message"]
     # without a daemon the fire runs here and records nothing
     ws = init_workspace(tmp_path / "idle")
     write_checks(ws.root, {"md-write": CHECKS["md-write"]})

@@ -4,30 +4,33 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import IO, Annotated, Any
+from typing import IO, TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from nerve.cli.output import console, dumps, emit_json, is_terminal, render_rows
+from nerve.cli.output import console, emit_json, is_terminal, render_rows
 from nerve.errors import UsageError
-from nerve.events import parse_source, parse_trust
-from nerve.log.codec import event_to_json
-from nerve.log.store import Draft
+from nerve.events import source_name, trust_name
+from nerve.log.codec import event_to_json, row_to_json, wire_lines
 from nerve.logops import (
     TailFilter,
     compact,
+    draft_of,
     drafts_from_jsonl,
     emit,
-    follow,
+    follow_tables,
     import_stream,
     parse_payload_arg,
     repair,
     replay,
     seal,
-    tail_rows,
+    tail_table,
 )
 from nerve.query import run_query
 from nerve.workspace import init_workspace
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="JSON output (one object per line).")]
 CsvFlag = Annotated[bool, typer.Option("--csv", help="CSV output.")]
@@ -96,19 +99,17 @@ def emit_cmd(
     elif source is None:
         raise UsageError("--source is required", hint="e.g. nerve emit --source shell --line 'ls'")
     else:
-        drafts = [
-            Draft.of(
-                kind,
-                source=parse_source(source),
-                trust=parse_trust(trust),
-                line=line,
-                payload=parse_payload_arg(payload),
-                subject=subject,
-                valid_time_ns=valid_time,
-            )
-        ]
-    events = emit(ws, drafts, key=key)
-    for ev in events:
+        fields = {
+            "kind": kind,
+            "source": source,
+            "trust": trust,
+            "line": line,
+            "payload": parse_payload_arg(payload),
+            "subject": subject,
+            "valid_time_ns": valid_time,
+        }
+        drafts = [draft_of(fields)]
+    for ev in emit(ws, drafts, key=key):
         if as_json:
             emit_json(event_to_json(ev))
         else:
@@ -203,6 +204,28 @@ def _tail_cells(row: dict[str, Any]) -> list[Any]:
     ]
 
 
+def _tsv_lines(table: pa.Table) -> list[str]:
+    """The tail's columns, tab-separated, one line per event (built column by column)."""
+    col = {name: table.column(name).to_pylist() for name in _TSV_COLUMNS}
+    sources = {code: source_name(code) for code in set(col["source"])}
+    trusts = {code: trust_name(code) for code in set(col["trust"])}
+    return [
+        f"{p}.{lo}\t{node}\t{kind}\t{sources[src]}\t{trusts[trust]}\t{subject}\t{line}"
+        for p, lo, node, kind, src, trust, subject, line in zip(
+            *(col[name] for name in _TSV_COLUMNS), strict=True
+        )
+    ]
+
+
+_TSV_COLUMNS = ("physical_ns", "logical", "node", "kind", "source", "trust", "subject", "line")
+
+
+def _write_lines(lines: list[str]) -> None:
+    if lines:
+        sys.stdout.write("\n".join(lines) + "\n")
+        sys.stdout.flush()
+
+
 def tail_cmd(
     n: Annotated[int, typer.Option("-n", help="How many of the newest events.")] = 20,
     all_: Annotated[bool, typer.Option("--all", help="Every event.")] = False,
@@ -220,21 +243,15 @@ def tail_cmd(
     """Print the newest events; --json prints exactly what `nerve import` reads."""
     ws = _ws()
     filt = TailFilter.of(kind, source)
-    rows, newest = tail_rows(ws, count=None if all_ else n, filt=filt)
+    table, newest = tail_table(ws, count=None if all_ else n, filt=filt)
     if as_json or not is_terminal():
-        for row in rows:
-            sys.stdout.write(
-                (dumps(row) if as_json else "\t".join(map(str, _tail_cells(row)))) + "\n"
-            )
-        sys.stdout.flush()
+        lines = wire_lines if as_json else _tsv_lines
+        _write_lines(lines(table))
         if follow_:
-            for row in follow(ws, filt=filt, since=newest):
-                sys.stdout.write(
-                    (dumps(row) if as_json else "\t".join(map(str, _tail_cells(row)))) + "\n"
-                )
-                sys.stdout.flush()
+            for batch in follow_tables(ws, filt=filt, since=newest):
+                _write_lines(lines(batch))
         return
-    _tail_live(ws, rows, newest, filt, follow_, n)
+    _tail_live(ws, [row_to_json(r) for r in table.to_pylist()], newest, filt, follow_, n)
 
 
 def _row_style(row: dict[str, Any]) -> str | None:
@@ -254,7 +271,7 @@ def _tail_live(
 
     def table() -> Table:
         t = Table(*TAIL_COLUMNS, expand=False)
-        for row in rows[-max(n, 1) :] if follow_ else rows:
+        for row in rows:
             t.add_row(*(str(c) for c in _tail_cells(row)), style=_row_style(row))
         return t
 
@@ -262,9 +279,12 @@ def _tail_live(
     if not follow_:
         out.print(table())
         return
+    keep = max(n, 1)
+    rows = rows[-keep:]
     with Live(table(), console=out, refresh_per_second=4) as live:
-        for row in follow(ws, filt=filt, since=newest):
-            rows.append(row)
+        for batch in follow_tables(ws, filt=filt, since=newest):
+            newest_rows = batch.slice(max(0, batch.num_rows - keep)).to_pylist()
+            rows = [*rows, *(row_to_json(r) for r in newest_rows)][-keep:]
             live.update(table())
 
 

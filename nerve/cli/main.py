@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from nerve.errors import NerveError
+from nerve.errors import DISK_ERRNOS, LogError, NerveError, os_error_text
 from nerve.workspace import Workspace
 
 app = typer.Typer(
@@ -92,5 +92,10 @@ def run() -> None:
     except BrokenPipeError:
         sys.stderr.close()
         raise SystemExit(0) from None
+    except OSError as exc:  # the system said no (disk full, read-only, no permission)
+        if exc.errno in DISK_ERRNOS:  # what nerve writes is the log
+            fail(LogError(os_error_text(exc), hint="free some space or fix the disk, then retry"))
+        sys.stderr.write(f"{type(exc).__name__}: {os_error_text(exc)}\n")
+        raise SystemExit(1) from None
     except KeyboardInterrupt:
         raise SystemExit(130) from None

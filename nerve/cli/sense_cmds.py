@@ -7,9 +7,10 @@ from typing import Annotated, Any
 
 import typer
 
+from nerve.canonical import loads_bounded
 from nerve.cli.output import emit_json, render_rows
 from nerve.config import validate_config
-from nerve.errors import UsageError
+from nerve.errors import EventError, UsageError
 from nerve.flow.validate import check_workflows
 from nerve.query import run_query
 from nerve.runtime import daemon
@@ -18,6 +19,7 @@ from nerve.runtime.senses import check_layout, sense_rows
 sense_app = typer.Typer(help="Inspect and trigger senses.", no_args_is_help=True)
 JsonFlag = Annotated[bool, typer.Option("--json", help="JSON output (one object per line).")]
 CsvFlag = Annotated[bool, typer.Option("--csv", help="CSV output.")]
+RAW_STATE_CHARS = 4000
 
 
 def _ws() -> Any:
@@ -79,7 +81,13 @@ def state(name: Annotated[str, typer.Argument(help="Sense name.")]) -> None:
     stored, undecodable = result.rows[0]
     if undecodable:
         raise UsageError(f"the newest state of {name!r} cannot be decoded")
-    typer.echo(json.dumps(json.loads(stored), indent=2, sort_keys=True))
+    try:
+        value = loads_bounded(stored, field="state")
+    except EventError as exc:  # stored before the nesting limit: shown as stored, cut short
+        typer.echo(f"{stored[:RAW_STATE_CHARS]}{'…' if len(stored) > RAW_STATE_CHARS else ''}")
+        typer.echo(f"warning: shown raw: {exc}", err=True)
+        return
+    typer.echo(json.dumps(value, indent=2, sort_keys=True))
 
 
 def _quote(text: str) -> str:

@@ -18,7 +18,7 @@ from typing import Any, TextIO
 from nerve.checks.catalog import catalog, check_dirs, lookup, runnable
 from nerve.checks.dispatch import fire
 from nerve.checks.manifest import CheckManifest
-from nerve.errors import CheckError, DaemonError, NerveError, UsageError, WorkflowError
+from nerve.errors import DaemonError, WorkflowError
 from nerve.flow.gate import WRITE_DETAIL_DIR
 from nerve.resources import bundled
 from nerve.runtime import daemon, ipc
@@ -34,13 +34,6 @@ __all__ = [
     "trigger",
 ]
 
-_ERRORS: dict[str, type[NerveError]] = {
-    "WorkflowError": WorkflowError,
-    "CheckError": CheckError,
-    "UsageError": UsageError,
-    "NerveError": NerveError,
-}
-
 
 def _call(ws: Workspace, request: dict[str, Any], timeout: float = 120) -> dict[str, Any]:
     if not daemon.running(ws):
@@ -49,8 +42,7 @@ def _call(ws: Workspace, request: dict[str, Any], timeout: float = 120) -> dict[
         )
     reply = ipc.request(daemon.socket_path(ws), request, timeout=timeout)
     if not reply.get("ok"):
-        error = _ERRORS.get(str(reply.get("error_type")), DaemonError)
-        raise error(str(reply.get("error", "the daemon refused the request")))
+        raise ipc.reply_error(reply)
     return reply
 
 

@@ -19,7 +19,6 @@ in threads so the kernel's loop never waits); details go to ``data/checks/``.
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -30,7 +29,7 @@ from nerve.checks.catalog import runnable
 from nerve.checks.dispatch import Verdict, fingerprint, fire, resolve_inside
 from nerve.checks.manifest import CheckManifest, matches_path
 from nerve.errors import CheckError, WorkflowError
-from nerve.events import SourceClass
+from nerve.events import SourceClass, decode_payload
 from nerve.flow.contract import Message
 from nerve.flow.definition import safe_output
 from nerve.flow.record import CHECK_FIRED, CHECK_VERDICT, Emit, draft
@@ -242,7 +241,4 @@ def _changed_paths(table: pa.Table, node: str) -> list[str]:
 
 
 def _json(raw: bytes | None) -> Any:
-    try:
-        return json.loads(raw) if raw else None
-    except (ValueError, UnicodeDecodeError):
-        return None
+    return decode_payload(raw) if raw else None

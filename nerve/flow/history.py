@@ -23,7 +23,8 @@ from typing import Any
 
 import duckdb
 
-from nerve.errors import WorkflowError
+from nerve.canonical import loads_bounded
+from nerve.errors import EventError, WorkflowError
 from nerve.flow.contract import Message, StartFrame
 
 __all__ = [
@@ -106,8 +107,19 @@ def run_events(conn: duckdb.DuckDBPyConnection, run: str) -> list[dict[str, Any]
     keys = ("physical_ns", "logical", "ts", "kind", "line", "data")
     out = [dict(zip(keys, row, strict=True)) for row in rows]
     for row in out:
-        row["data"] = json.loads(row["data"]) if row["data"] is not None else {}
+        row["data"] = _data(row["data"])
     return out
+
+
+def _data(text: str | None) -> Any:
+    """An event's payload as JSON; one nesting deeper than the limit is ``{"raw": text}``
+    (its first 200 characters) with ``"undecodable"`` saying why."""
+    if text is None:
+        return {}
+    try:
+        return loads_bounded(text, field="payload")
+    except EventError as exc:
+        return {"undecodable": str(exc), "raw": text[:200]}
 
 
 def load_run(conn: duckdb.DuckDBPyConnection, run: str) -> RunRecord:

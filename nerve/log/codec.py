@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import itertools
+import json
 import struct
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -17,7 +18,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from nerve.canonical import canonical_json
+from nerve.canonical import parse_canonical
 from nerve.clock import Hlc
 from nerve.errors import EventError
 from nerve.events import (
@@ -25,7 +26,8 @@ from nerve.events import (
     Event,
     Trust,
     check_kind,
-    decode_payload,
+    check_text,
+    check_valid_time,
     parse_source,
     parse_trust,
     payload_bytes,
@@ -248,15 +250,13 @@ def events_from_table(table: pa.Table) -> list[Event]:
 
 
 def _payload_wire(data: bytes) -> dict[str, Any]:
+    """``payload`` when the bytes are canonical JSON (not ``null``), else ``payload_b64``:
+    raw bytes, and JSON nesting deeper than the limit, travel as base64."""
     if not data:
         return {"payload": None}
-    value = decode_payload(data)
-    if value is not None:
-        try:
-            if canonical_json(value) == data:
-                return {"payload": value}
-        except EventError:
-            pass
+    parsed = parse_canonical(data)
+    if parsed is not None and parsed[0] is not None:
+        return {"payload": parsed[0]}
     return {"payload_b64": base64.b64encode(data).decode("ascii")}
 
 
@@ -276,6 +276,43 @@ def row_to_json(row: dict[str, Any]) -> dict[str, Any]:
     }
     out.update(_payload_wire(row["payload"]))
     return out
+
+
+_TEXT = json.encoder.encode_basestring  # a JSON string literal, non-ASCII kept (C)
+_WIRE_COLUMNS = ("physical_ns", "logical", "id", "kind", "line", "node", "payload")
+_WIRE_TAIL = ("payload_cid", "source", "subject", "trust", "valid_time_ns")
+
+
+def wire_lines(table: pa.Table) -> list[str]:
+    """Every row in the wire form as one JSON line (no newline), column by column.
+
+    The text is exactly ``json.dumps(row_to_json(row), sort_keys=True, separators=(",", ":"),
+    ensure_ascii=False)``, built without a dict per row: canonical payloads are spliced in
+    as stored. This is what ``nerve tail --json`` prints, fast enough to follow a busy log.
+    """
+    if not table.num_rows:
+        return []
+    col = {name: table.column(name).to_pylist() for name in (*_WIRE_COLUMNS, *_WIRE_TAIL)}
+    sources = {code: _TEXT(source_name(code)) for code in set(col["source"])}
+    trusts = {code: _TEXT(trust_name(code)) for code in set(col["trust"])}
+    return [
+        f'{{"hlc":[{p},{lo}],"id":"{eid.hex()}","kind":{_TEXT(kind)},"line":{_TEXT(line)},'
+        f'"node":{_TEXT(node)},{_payload_text(payload)},"payload_cid":"{pcid.hex()}",'
+        f'"source":{sources[src]},"subject":{_TEXT(subject)},"trust":{trusts[trust]},'
+        f'"valid_time_ns":{"null" if vt is None else vt}}}'
+        for p, lo, eid, kind, line, node, payload, pcid, src, subject, trust, vt in zip(
+            *(col[name] for name in (*_WIRE_COLUMNS, *_WIRE_TAIL)), strict=True
+        )
+    ]
+
+
+def _payload_text(data: bytes) -> str:
+    if not data:
+        return '"payload":null'
+    parsed = parse_canonical(data)
+    if parsed is not None and parsed[0] is not None:
+        return '"payload":' + parsed[1]
+    return '"payload_b64":"' + base64.b64encode(data).decode("ascii") + '"'
 
 
 def event_to_json(event: Event) -> dict[str, Any]:
@@ -334,21 +371,14 @@ def draft_from_json(obj: Any, *, default_kind: str = "observation") -> dict[str,
 
 
 def _draft_fields(obj: dict[str, Any], default_kind: str) -> dict[str, Any]:
-    vt = obj.get("valid_time_ns")
-    line = obj.get("line", "")
-    subject = obj.get("subject", "")
-    if not isinstance(line, str) or not isinstance(subject, str):
-        raise EventError("line and subject must be strings")
-    if vt is not None and (isinstance(vt, bool) or not isinstance(vt, int)):
-        raise EventError(f"valid_time_ns must be an integer, got {vt!r}")
     return {
         "kind": check_kind(obj.get("kind", default_kind)),
-        "subject": subject,
+        "subject": check_text("subject", obj.get("subject", "")),
         "source": parse_source(obj["source"]),
         "trust": int(parse_trust(obj.get("trust", "Untrusted"))),
-        "valid_time_ns": vt,
+        "valid_time_ns": check_valid_time(obj.get("valid_time_ns")),
         "payload": wire_payload(obj),
-        "line": line,
+        "line": check_text("line", obj.get("line", "")),
     }
 
 

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import struct
 import warnings
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -11,13 +14,13 @@ import blake3
 import pyarrow as pa
 
 from nerve.clock import HLC_ZERO, Hlc
-from nerve.errors import LogDamageWarning, LogError
+from nerve.errors import LogCorrupt, LogDamageWarning, LogError
 from nerve.events import Event
 from nerve.log import segments as seg
-from nerve.log.codec import EMPTY, events_from_table
-from nerve.log.manifest import SegmentInfo, read_manifest
+from nerve.log.codec import EMPTY, SCHEMA, events_from_table
+from nerve.log.manifest import ManifestState, SegmentInfo, read_manifest
 from nerve.log.paths import LogPaths
-from nerve.log.wal import WalScan, scan
+from nerve.log.wal import FILE_MAGIC, FRAME_MAGIC, MAX_FRAME, VERSION, WalScan, scan
 
 SNAPSHOT_TRIES = 20
 
@@ -127,3 +130,112 @@ def replay_digest(root: Path) -> Digest:
     for view in _id_views(snap.tail.column("id")):
         hasher.update(view)
     return Digest(snap.count, hasher.hexdigest())
+
+
+# -- following the log: only the bytes not yet seen ---------------------------------------
+
+_WAL_HEADER = struct.Struct(">4sIQ")  # the layout nerve.log.wal documents
+_WAL_FRAME = struct.Struct(">III")
+
+
+def _new_frames(path: Path, offset: int) -> tuple[list[pa.Table], int]:
+    """Whole, checksummed frames of a WAL file from byte ``offset`` on, and where they end.
+
+    A partial frame (a commit being written) or a bad one ends the read; the next read
+    starts there again.
+    """
+    with open(path, "rb") as handle:
+        if os.fstat(handle.fileno()).st_size < offset:
+            offset = 0  # the file was cut back: read it again; the caller drops what it had
+        if offset == 0:
+            header = handle.read(_WAL_HEADER.size)
+            if len(header) < _WAL_HEADER.size:
+                return [], 0
+            magic, version, _ = _WAL_HEADER.unpack(header)
+            if magic != FILE_MAGIC or version != VERSION:
+                raise LogCorrupt(f"{path}: bad WAL header (magic {magic!r}, version {version})")
+            offset = _WAL_HEADER.size
+        handle.seek(offset)
+        data = handle.read()
+    tables: list[pa.Table] = []
+    pos = 0
+    while pos + _WAL_FRAME.size <= len(data):
+        magic, length, crc = _WAL_FRAME.unpack_from(data, pos)
+        start, end = pos + _WAL_FRAME.size, pos + _WAL_FRAME.size + length
+        if magic != FRAME_MAGIC or length > MAX_FRAME or end > len(data):
+            break
+        body = memoryview(data)[start:end]
+        if zlib.crc32(body) != crc:
+            break
+        table = pa.ipc.open_stream(body).read_all()
+        if not table.schema.equals(SCHEMA):
+            raise LogCorrupt(f"{path}: frame at byte {offset + pos} has an unexpected schema")
+        tables.append(table)
+        pos = end
+    return tables, offset + pos
+
+
+def _stamp(path: Path) -> tuple[int, int, int] | None:
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return None
+    return (st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+class TailReader:
+    """Events appended after ``since``, read as a writer appends them (``nerve tail -f``).
+
+    Each :meth:`poll` reads only what is new: the WAL bytes past the last frame it read,
+    and a segment only if a seal took events it had not read yet from the WAL. The manifest
+    is re-read only when its file changed, and a poll that raced a seal is read again.
+    """
+
+    def __init__(self, root: Path, since: Hlc = HLC_ZERO) -> None:
+        self.paths = LogPaths(Path(root))
+        self.since = since
+        self._offsets: dict[int, int] = {}  # WAL generation -> bytes read
+        self._manifest: ManifestState | None = None
+        self._manifest_stamp: tuple[int, int, int] | None = None
+
+    def poll(self) -> pa.Table:
+        """Every event after the newest one returned so far, in HLC order (maybe none)."""
+        for _ in range(SNAPSHOT_TRIES):
+            state = self._read_manifest()
+            try:
+                parts, offsets = self._read(state)
+            except FileNotFoundError:
+                continue  # a seal removed a WAL file while we read: read again
+            if _stamp(self.paths.manifest) != self._manifest_stamp:
+                continue  # a seal or compaction finished meanwhile: read again
+            self._offsets = offsets
+            table = pa.concat_tables(parts) if parts else EMPTY
+            if table.num_rows:
+                newest = Hlc(
+                    table.column("physical_ns")[-1].as_py(), table.column("logical")[-1].as_py()
+                )
+                self.since = max(self.since, newest)
+            return table
+        raise LogError(f"{self.paths.root}: the log kept changing while reading it; try again")
+
+    def _read_manifest(self) -> ManifestState:
+        stamp = _stamp(self.paths.manifest)
+        if self._manifest is None or stamp != self._manifest_stamp:
+            self._manifest = read_manifest(self.paths.manifest)
+            self._manifest_stamp = stamp
+        return self._manifest
+
+    def _read(self, state: ManifestState) -> tuple[list[pa.Table], dict[int, int]]:
+        since = self.since
+        parts = [
+            seg.read_since(self.paths.segment(info.name), since)
+            for info in state.segments()
+            if info.max_hlc > since  # sealed before this reader saw it in the WAL
+        ]
+        offsets: dict[int, int] = {}
+        for gen, path in self.paths.wal_files():
+            if gen <= state.sealed_gen:
+                continue
+            tables, offsets[gen] = _new_frames(path, self._offsets.get(gen, 0))
+            parts += tables
+        return [after for t in parts if (after := seg.after(t, since)).num_rows], offsets

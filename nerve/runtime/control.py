@@ -6,7 +6,8 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from nerve.contract import WorkflowTrigger
-from nerve.errors import NerveError
+from nerve.errors import NerveError, UsageError, WorkflowError
+from nerve.runtime.ipc import error_reply, refusal
 from nerve.runtime.senses import sense_rows
 
 if TYPE_CHECKING:
@@ -28,24 +29,32 @@ async def handle(kernel: Kernel, request: dict[str, Any]) -> dict[str, Any]:
     fn = HANDLERS.get(request["type"])
     if fn is None:
         known = ", ".join(sorted(HANDLERS))
-        return {"ok": False, "error": f"unknown request type {request['type']!r} (known: {known})"}
+        message = f"unknown request type {request['type']!r} (known: {known})"
+        return refusal("UsageError", message, field="type")
     try:
         return await fn(kernel, request)
-    except NerveError as exc:
-        return {"ok": False, "error": str(exc), "error_type": type(exc).__name__}
+    except (NerveError, OSError) as exc:
+        return error_reply(exc, request_type=request["type"])
 
 
 def _str_field(request: dict[str, Any], key: str) -> str:
     value = request.get(key)
     if not isinstance(value, str) or not value:
-        raise NerveError(f"request field {key!r} must be a non-empty string")
+        raise UsageError(f"request field {key!r} must be a non-empty string", field=key)
     return value
 
 
 def _list_field(request: dict[str, Any], key: str) -> list[Any]:
     value = request.get(key)
     if not isinstance(value, list):
-        raise NerveError(f"request field {key!r} must be a list")
+        raise UsageError(f"request field {key!r} must be a list", field=key)
+    return value
+
+
+def _int_field(request: dict[str, Any], key: str, default: int) -> int:
+    value = request.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise UsageError(f"request field {key!r} must be a positive integer", field=key)
     return value
 
 
@@ -87,21 +96,44 @@ async def _trigger_workflow(kernel: Kernel, request: dict[str, Any]) -> dict[str
     }
     trigger = WorkflowTrigger.parse(raw)
     if not kernel.known_workflow(trigger.name):
-        raise NerveError(f"unknown workflow {trigger.name!r}")
+        raise WorkflowError(f"unknown workflow {trigger.name!r}", field="workflow")
     run = await kernel.request_workflow(trigger, source="ipc")
     return {"ok": True, **run}
 
 
 @handles("emit")
 async def _emit(kernel: Kernel, request: dict[str, Any]) -> dict[str, Any]:
-    events = await kernel.emit(_list_field(request, "events"), _key_field(request))
-    return {"ok": True, "events": events}
+    drafts = _batch(kernel, request, kernel.parse_drafts)
+    if drafts is None:
+        return {"ok": True, "staged": kernel.stages.count(request["stage"])}
+    return {"ok": True, "events": await kernel.emit_drafts(drafts, _key_field(request))}
 
 
 @handles("import")
 async def _import(kernel: Kernel, request: dict[str, Any]) -> dict[str, Any]:
-    count = await kernel.import_events(_list_field(request, "events"), _key_field(request))
-    return {"ok": True, "imported": count}
+    events = _batch(kernel, request, kernel.parse_events)
+    if events is None:
+        return {"ok": True, "staged": kernel.stages.count(request["stage"])}
+    return {"ok": True, "imported": await kernel.import_parsed(events, _key_field(request))}
+
+
+def _batch(
+    kernel: Kernel, request: dict[str, Any], parse: Callable[[list[Any], int], list[Any]]
+) -> list[Any] | None:
+    """The request's events, parsed; with ``stage`` (see ``nerve.runtime.staging``), held
+    until the last part, then the whole batch (``None`` for a part before the last)."""
+    objects = _list_field(request, "events")
+    if "stage" not in request:
+        return parse(objects, 0)
+    stage = _str_field(request, "stage")
+    more = request.get("more") is True
+    try:
+        items = parse(objects, kernel.stages.count(stage))
+        batch = kernel.stages.add(stage, request["type"], items, more=more)
+    except NerveError:
+        kernel.stages.drop(stage)
+        raise
+    return None if more else batch
 
 
 @handles("seal")
@@ -113,7 +145,7 @@ async def _seal(kernel: Kernel, request: dict[str, Any]) -> dict[str, Any]:
 @handles("compact")
 async def _compact(kernel: Kernel, request: dict[str, Any]) -> dict[str, Any]:
     result = await kernel.log_call(
-        "compact", target_rows=int(request.get("target_rows", 1_000_000))
+        "compact", target_rows=_int_field(request, "target_rows", 1_000_000)
     )
     return {"ok": True, "merged": result.merged, "written": result.written, "rows": result.rows}
 
@@ -121,10 +153,9 @@ async def _compact(kernel: Kernel, request: dict[str, Any]) -> dict[str, Any]:
 @handles("reload")
 async def _reload(kernel: Kernel, request: dict[str, Any]) -> dict[str, Any]:
     applied = await kernel.reload("request")
-    return {
-        "ok": applied,
-        **({} if applied else {"error": "configuration rejected; see config.rejected"}),
-    }
+    if applied:
+        return {"ok": True}
+    return refusal("ConfigError", "configuration rejected; see the config.rejected event")
 
 
 @handles("stop")

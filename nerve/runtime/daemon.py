@@ -70,7 +70,7 @@ def call(ws: Workspace, request: dict[str, Any], *, timeout: float = 60) -> dict
     """One request to the running daemon; a refusal becomes a DaemonError naming why."""
     reply = ipc.request(socket_path(ws), request, timeout=timeout)
     if not reply.get("ok"):
-        raise DaemonError(str(reply.get("error", "the daemon refused the request")))
+        raise ipc.reply_error(reply)  # the class the daemon raised: EventError, LogError, ...
     return reply
 
 

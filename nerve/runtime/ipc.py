@@ -1,8 +1,19 @@
 """The daemon's Unix socket: newline-delimited JSON, owner-only, one reply per request.
 
-A request is a JSON object with a ``type``; a reply is ``{"ok": true, ...}`` or
-``{"ok": false, "error": "..."}``. Junk, oversized or half-written requests get an error
-reply; none of them can take the daemon down.
+A request is a JSON object with a ``type``; a reply is ``{"ok": true, ...}`` or a refusal::
+
+    {"ok": false, "error": {"type": "EventError", "message": "...",
+                            "field": "payload", "hint": "..."}}
+
+``type`` is a class of ``nerve.errors`` (the client raises that class again); ``field`` and
+``hint`` are there when known. A failure that is not one of nerve's errors (a bug) is a
+``DaemonError`` naming the exception, its traceback in the daemon's log; a disk error is a
+``LogError``. Junk, oversized, half-written or too deeply nested requests get a refusal;
+none of them can take the daemon down. :func:`reply_error` also reads the older form
+``{"ok": false, "error": "text", "error_type": "Name"}``.
+
+A request may nest ``MAX_NESTING`` + 3 levels of arrays/objects (an ``emit`` request wraps
+each payload in three: the request, its ``events`` list, the event).
 """
 
 from __future__ import annotations
@@ -12,30 +23,102 @@ import contextlib
 import json
 import os
 import socket
+import sys
+import traceback
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from nerve.errors import DaemonError
+from nerve import errors
+from nerve.canonical import loads_bounded
+from nerve.errors import DaemonError, EventError, NerveError, UsageError, os_error_text
 from nerve.fsio import is_socket
 
 Handler = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
 DEFAULT_MAX_BYTES = 1 << 20
+REQUEST_ENVELOPE = 3  # request -> "events" list -> event -> payload
 
 
 def encode(msg: dict[str, Any]) -> bytes:
-    return json.dumps(msg, separators=(",", ":"), ensure_ascii=False).encode() + b"\n"
+    text = json.dumps(msg, separators=(",", ":"), ensure_ascii=False)
+    try:
+        return text.encode() + b"\n"
+    except UnicodeEncodeError:  # a lone surrogate in some text: escape it, stay valid UTF-8
+        return json.dumps(msg, separators=(",", ":")).encode() + b"\n"
 
 
 def parse_request(line: bytes) -> dict[str, Any]:
-    """Decode one request line; raise ValueError with a message for the client."""
+    """Decode one request line; raise a NerveError whose message is for the client."""
     try:
-        msg = json.loads(line)
+        msg = loads_bounded(line, field="request", envelope=REQUEST_ENVELOPE)
+    except EventError:
+        raise
     except (ValueError, UnicodeDecodeError) as exc:
-        raise ValueError(f"request is not valid JSON: {exc}") from None
+        raise UsageError(f"request is not valid JSON: {exc}") from None
     if not isinstance(msg, dict) or not isinstance(msg.get("type"), str):
-        raise ValueError('request must be a JSON object with a string "type"')
+        raise UsageError('request must be a JSON object with a string "type"')
     return msg
+
+
+# -- refusals --------------------------------------------------------------------------
+
+_KNOWN: dict[str, type[NerveError]] = {
+    name: cls
+    for name, cls in vars(errors).items()
+    if isinstance(cls, type) and issubclass(cls, NerveError)
+}
+
+
+def refusal(
+    type_name: str, message: str, *, field: str | None = None, hint: str | None = None
+) -> dict[str, Any]:
+    """A refused reply: ``{"ok": false, "error": {type, message[, field][, hint]}}``."""
+    body: dict[str, Any] = {"type": type_name, "message": message}
+    if field is not None:
+        body["field"] = field
+    if hint is not None:
+        body["hint"] = hint
+    return {"ok": False, "error": body}
+
+
+def error_reply(exc: BaseException, *, request_type: str = "?") -> dict[str, Any]:
+    """The refusal for an exception raised while serving a request."""
+    if isinstance(exc, NerveError):
+        known = next(c for c in type(exc).__mro__ if c.__name__ in _KNOWN)
+        return refusal(known.__name__, str(exc), field=exc.field, hint=exc.hint)
+    if isinstance(exc, OSError):
+        return refusal("LogError", os_error_text(exc))
+    traceback.print_exception(exc, file=sys.stderr)  # the daemon's log keeps the details
+    return refusal(
+        "DaemonError",
+        f"the daemon failed serving {request_type!r}: {type(exc).__name__}: {exc}",
+        hint="this is a bug in nerve; the daemon's log (nerve daemon logs) has the traceback",
+    )
+
+
+def reply_error(reply: dict[str, Any], default: type[NerveError] = DaemonError) -> NerveError:
+    """The error a refused reply carries, as the ``nerve.errors`` class it names.
+
+    Reads the structured form and the older plain-string one; an unknown type name becomes
+    ``default`` with the name kept in the message.
+    """
+    raw = reply.get("error")
+    if isinstance(raw, dict):
+        name, message = str(raw.get("type") or ""), str(raw.get("message") or "")
+        field, hint = raw.get("field"), raw.get("hint")
+    else:
+        name, message = str(reply.get("error_type") or ""), str(raw or "")
+        field = hint = None
+    message = message or "the daemon refused the request"
+    cls = _KNOWN.get(name)
+    if cls is None or cls.__init__ is not NerveError.__init__:
+        cls = default
+        message = f"{name}: {message}" if name and name != default.__name__ else message
+    return cls(
+        message,
+        field=field if isinstance(field, str) else None,
+        hint=hint if isinstance(hint, str) else None,
+    )
 
 
 class IpcServer:
@@ -89,14 +172,13 @@ class IpcServer:
         except asyncio.LimitOverrunError:
             ended = await _discard_line(reader)
             too_big = f"request larger than {self.max_bytes} bytes"
-            await _reply(writer, {"ok": False, "error": too_big})
+            hint = "send large batches in several requests (nerve emit and import do)"
+            await _reply(writer, refusal("UsageError", too_big, hint=hint))
             return ended
         except asyncio.IncompleteReadError as exc:
             if exc.partial.strip():
-                await _reply(
-                    writer,
-                    {"ok": False, "error": "incomplete request: no newline before end of input"},
-                )
+                message = "incomplete request: no newline before end of input"
+                await _reply(writer, refusal("UsageError", message))
             return False
         if not line.strip():
             return True
@@ -107,12 +189,12 @@ class IpcServer:
     async def _dispatch(self, line: bytes) -> dict[str, Any]:
         try:
             request = parse_request(line)
-        except ValueError as exc:
-            return {"ok": False, "error": str(exc)}
+        except NerveError as exc:
+            return error_reply(exc)
         try:
             return await self.handler(request)
         except Exception as exc:  # a handler bug becomes an error reply, not a dead daemon
-            return {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
+            return error_reply(exc, request_type=request["type"])
 
 
 async def _discard_line(reader: asyncio.StreamReader, cap: int = 64 << 20) -> bool:

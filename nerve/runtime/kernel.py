@@ -24,10 +24,10 @@ import pyarrow as pa
 from nerve.canonical import canonical_json
 from nerve.config import InvalidConfig, NerveConfig, load_config
 from nerve.contract import WorkflowTrigger
-from nerve.errors import NerveError, report
+from nerve.errors import NerveError, SenseError, report
+from nerve.events import Event
 from nerve.log.codec import draft_from_json, event_from_json, row_to_json, table_from_events
-from nerve.log.reader import snapshot
-from nerve.log.store import Draft, EventLog
+from nerve.log.store import Draft, EventLog, manifest_state
 from nerve.runtime.bus import SignalBus
 from nerve.runtime.committer import Committer
 from nerve.runtime.extensions import load_extensions
@@ -35,6 +35,7 @@ from nerve.runtime.groups import GroupWorker, Job
 from nerve.runtime.ipc import IpcServer
 from nerve.runtime.scheduler import NS, Scheduler
 from nerve.runtime.senses import Layout, StoredState, check_sense_file, layout, stored_states
+from nerve.runtime.staging import Stages
 from nerve.workspace import Workspace
 
 SEAL_CHECK_S = 1.0
@@ -74,6 +75,26 @@ def _control(kind: str, subject: str, line: str, payload: Any) -> Draft:
     return Draft.control(kind, subject, line, payload)
 
 
+def _storable(text: str) -> str:
+    """``text`` with anything UTF-8 cannot store (lone surrogates) shown as escapes."""
+    if text.isascii():
+        return text
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def _parse_each(objects: list[Any], parse: Callable[[Any], Any], first: int = 0) -> list[Any]:
+    """``parse`` every object of a request; an error names the event (1-based, counting
+    ``first`` events sent before this request) and the field."""
+    out = []
+    for index, obj in enumerate(objects, start=first):
+        try:
+            out.append(parse(obj))
+        except NerveError as exc:
+            field = f"events[{index}]" + (f".{exc.field}" if exc.field else "")
+            raise exc.located(f"event {index + 1}", field=field) from None
+    return out
+
+
 class Kernel:
     def __init__(
         self, ws: Workspace, *, with_ipc: bool = True, watch: bool = True, extensions: bool = True
@@ -96,6 +117,8 @@ class Kernel:
         self._tasks: list[asyncio.Task[Any]] = []
         self._layout: Layout | None = None
         self.recent_errors: list[str] = []
+        self.segments = 0  # live segments, as of the last seal check
+        self.stages = Stages()  # batches sent in several requests, until their last part
         self.on_stats: list[Callable[[], None]] = []
 
     # -- lifecycle ---------------------------------------------------------------------
@@ -106,6 +129,7 @@ class Kernel:
         self.committer.start()
         self.scheduler = Scheduler(self._dispatch)
         self._stored = await asyncio.to_thread(stored_states, self.ws)
+        await self._count_segments()
         await self.record(
             "daemon.started",
             "daemon",
@@ -265,7 +289,11 @@ class Kernel:
             )
             return
         lateness_us = max(0, (started_ns - job.due_ns) // 1000)
-        drafts, workflow = self._result_drafts(job, reply, lateness_us)
+        try:
+            drafts, workflow = self._result_drafts(job, reply, lateness_us)
+        except NerveError as exc:  # e.g. an observation field the worker let through
+            await self._sense_error(job.sense, "unserialisable", f"result cannot be stored: {exc}")
+            return
         await self.committer.append(drafts)  # durable before memory moves
         self.states[job.sense] = reply["state"]
         stats.computes += 1
@@ -375,6 +403,7 @@ class Kernel:
         )
 
     async def _sense_error(self, sense: str, kind: str, message: str) -> None:
+        message = _storable(message)
         stats = self.stats.setdefault(sense, SenseStats(group="?"))
         stats.errors += 1
         stats.last_error = f"{kind}: {message}"
@@ -393,10 +422,23 @@ class Kernel:
 
     def trigger_sense(self, sense: str) -> None:
         if not self.scheduler.trigger(sense, "manual"):
-            raise NerveError(f"unknown sense {sense!r}")
+            raise SenseError(f"unknown sense {sense!r}", field="sense")
+
+    def parse_drafts(self, objects: list[Any], first: int = 0) -> list[Draft]:
+        """Request objects as drafts; an error names the event (``first`` events before)."""
+        return _parse_each(objects, lambda o: Draft(**draft_from_json(o)), first)
+
+    def parse_events(self, objects: list[Any], first: int = 0) -> list[Event]:
+        """Request objects as whole events to import; an error names the event."""
+        return _parse_each(objects, event_from_json, first)
 
     async def emit(self, objects: list[Any], key: str | None = None) -> list[dict[str, Any]]:
-        drafts = [Draft(**draft_from_json(o)) for o in objects]
+        return await self.emit_drafts(self.parse_drafts(objects), key)
+
+    async def emit_drafts(
+        self, drafts: list[Draft], key: str | None = None
+    ) -> list[dict[str, Any]]:
+        """Append drafts as one group commit; the stored rows in the wire form."""
         if key is None:
             table = await self.committer.append(drafts)
         else:  # keyed batches commit alone: the key and its batch share one frame
@@ -410,12 +452,16 @@ class Kernel:
         return [row_to_json(r) for r in table.to_pylist()]
 
     async def import_events(self, objects: list[Any], key: str | None = None) -> int:
-        events = [event_from_json(o) for o in objects]
+        return await self.import_parsed(self.parse_events(objects), key)
+
+    async def import_parsed(self, events: list[Event], key: str | None = None) -> int:
+        """Import whole events at once (their order checked against the log's newest)."""
         await self.committer.drain()
         assert self.log is not None
         log = self.log
+        before = log.newest
         count = int(await asyncio.to_thread(log.import_events, events, key=key))
-        if events:
+        if events and log.newest > before:  # not a replayed key
             table = table_from_events(events)
             for listener in self.committer.listeners:  # imported observations are attended too
                 listener(table)
@@ -425,7 +471,10 @@ class Kernel:
         """Run a log maintenance call (seal, compact) in the writer's thread."""
         await self.committer.drain()
         assert self.log is not None
-        return await asyncio.to_thread(getattr(self.log, method), **kwargs)
+        try:
+            return await asyncio.to_thread(getattr(self.log, method), **kwargs)
+        finally:
+            await self._count_segments()
 
     async def request_workflow(self, trigger: WorkflowTrigger, *, source: str) -> dict[str, Any]:
         """Record a run request; a workflow engine extension, when loaded, starts it."""
@@ -462,8 +511,17 @@ class Kernel:
             if self.seal_failure is not None:
                 report("seal succeeded again")
             self.seal_failure, wait = None, SEAL_CHECK_S
+            await self._count_segments()
+
+    async def _count_segments(self) -> None:
+        """Refresh the segment count ``status`` shows, reading the manifest off the loop."""
+        root = self.ws.log_root
+        self.segments = await asyncio.to_thread(lambda: len(manifest_state(root).segments()))
 
     def health(self) -> dict[str, Any]:
+        """What ``status`` shows, from counters in memory: it never reads the log, so it
+        costs the event loop nothing however large the WAL (the segment count is refreshed
+        with every seal check, off the loop)."""
         snap_newest = self.log.newest if self.log else None
         return {
             "pid": os.getpid(),
@@ -479,5 +537,5 @@ class Kernel:
             "newest": str(snap_newest) if snap_newest else None,
             "tail_rows": self.log.tail_rows if self.log else 0,
             "seal_failure": self.seal_failure,
-            "segments": len(snapshot(self.ws.log_root).segments),
+            "segments": self.segments,
         }

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import json
 import py_compile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from nerve.canonical import loads_bounded
 from nerve.config import NerveConfig
-from nerve.errors import SenseError
+from nerve.errors import EventError, SenseError
 from nerve.runtime.groups import SenseSpec
 from nerve.runtime.scheduler import Plan
 from nerve.workspace import Workspace
@@ -91,9 +91,23 @@ def stored_states(ws: Workspace) -> dict[str, StoredState]:
     rows = conn.execute("SELECT sense, state, undecodable FROM sense_state").fetchall()
     out: dict[str, StoredState] = {}
     for sense, state, undecodable in rows:
-        value = json.loads(state) if state is not None else None
-        out[sense] = StoredState(value, bool(undecodable) or state is None)
+        value = _decoded(state)
+        missing = value is _UNDECODABLE
+        out[sense] = StoredState(None if missing else value, bool(undecodable) or missing)
     return out
+
+
+_UNDECODABLE = object()
+
+
+def _decoded(state: str | None) -> Any:
+    """A stored state, or ``_UNDECODABLE`` when it is missing or nests deeper than the limit."""
+    if state is None:
+        return _UNDECODABLE
+    try:
+        return loads_bounded(state, field="state")
+    except (EventError, ValueError):
+        return _UNDECODABLE
 
 
 def sense_rows(config: NerveConfig) -> list[dict[str, Any]]:

@@ -29,11 +29,14 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, TextIO
 
-from nerve.canonical import canonical_json
+from nerve.canonical import MAX_NESTING, canonical_json
 from nerve.contract import Observation, SenseContext, WorkflowTrigger, normalise_result
 from nerve.errors import NerveError
+from nerve.events import check_text, check_valid_time
 
 _LOOP = asyncio.new_event_loop()
+# A state is stored inside its sense.state payload ({"state": ...}): one level less than it.
+STATE_NESTING = MAX_NESTING - 1
 
 
 class LoadedSense:
@@ -48,7 +51,9 @@ class LoadedSense:
         self.takes_ctx = len(inspect.signature(compute).parameters) >= 2
         if not hasattr(module, "initial_state"):
             raise NerveError(f"{module.__file__}: sense {name!r} does not export initial_state")
-        self.initial_state = json.loads(canonical_json(module.initial_state))
+        self.initial_state = json.loads(
+            canonical_json(module.initial_state, field="initial_state", limit=STATE_NESTING)
+        )
 
     def run(self, state: Any) -> Any:
         out = self.compute(state, self.ctx) if self.takes_ctx else self.compute(state)
@@ -75,15 +80,17 @@ def _observation_json(obs: Observation) -> dict[str, Any]:
     out: dict[str, Any] = {
         "source": obs.source,
         "trust": int(obs.trust),
-        "line": obs.line,
-        "valid_time_ns": obs.valid_time_ns,
-        "subject": obs.subject,
+        "line": check_text("line", obs.line),
+        "valid_time_ns": check_valid_time(obs.valid_time_ns),
+        "subject": obs.subject if obs.subject is None else check_text("subject", obs.subject),
     }
     if isinstance(obs.payload, bytes | bytearray):
         out["payload_b64"] = base64.b64encode(bytes(obs.payload)).decode()
     else:
         out["payload"] = (
-            json.loads(canonical_json(obs.payload)) if obs.payload is not None else None
+            json.loads(canonical_json(obs.payload, field="payload"))
+            if obs.payload is not None
+            else None
         )
     return out
 
@@ -105,13 +112,13 @@ def compute(sense: LoadedSense, seq: int, state: Any) -> dict[str, Any]:
     except Exception as exc:
         return _failure(seq, "exception", f"{type(exc).__name__}: {exc}", traceback.format_exc())
     try:
-        new_state = json.loads(canonical_json(result.state))
+        new_state = json.loads(canonical_json(result.state, field="state", limit=STATE_NESTING))
     except NerveError as exc:
         return _failure(seq, "unserialisable", f"state cannot be stored: {exc}")
     try:
         observations = [_observation_json(o) for o in result.observations]
     except NerveError as exc:
-        return _failure(seq, "unserialisable", f"observation payload cannot be stored: {exc}")
+        return _failure(seq, "unserialisable", f"observation cannot be stored: {exc}")
     return {
         "op": "result",
         "seq": seq,
