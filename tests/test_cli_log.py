@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
-import selectors
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 from nerve.workspace import Workspace
 from tests.conftest import run_cli
+from tests.helpers.lines import LineReader
 
 
 def cli(ws: Workspace, *args: str, **kw: object) -> object:
@@ -144,29 +142,6 @@ def test_conformance_command(workspace: Workspace) -> None:
     assert out["ok"] and {v["vector"] for v in out["vectors"]} >= {"C1", "C2"}
 
 
-class _Lines:
-    """Lines from a child's stdout, read with a deadline: a silent child fails, never hangs."""
-
-    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
-        assert proc.stdout is not None
-        self.fd, self.buffer = proc.stdout.fileno(), b""
-
-    def take(self, count: int, timeout: float) -> list[str]:
-        deadline = time.monotonic() + timeout
-        with selectors.DefaultSelector() as selector:
-            selector.register(self.fd, selectors.EVENT_READ)
-            while self.buffer.count(b"\n") < count:
-                left = deadline - time.monotonic()
-                if left <= 0 or not selector.select(left):
-                    raise AssertionError(f"{count} lines not read in {timeout} s: {self.buffer!r}")
-                chunk = os.read(self.fd, 65536)
-                if not chunk:
-                    raise AssertionError(f"stdout closed after {self.buffer!r}")
-                self.buffer += chunk
-        *lines, self.buffer = self.buffer.split(b"\n", count)
-        return [line.decode("utf-8") for line in lines]
-
-
 def test_tail_follow_sees_events_appended_by_another_process(workspace: Workspace) -> None:
     cli(workspace, "emit", "--source", "shell", "--line", "before")
     argv = ["--workspace", str(workspace.root), "tail", "-f", "--json", "--kind", "observation"]
@@ -176,7 +151,7 @@ def test_tail_follow_sees_events_appended_by_another_process(workspace: Workspac
         stderr=subprocess.DEVNULL,
     )
     try:
-        out = _Lines(follower)
+        out = LineReader(follower)
         lines = out.take(1, timeout=20)  # it is running and has read the log
         for i in range(3):
             cli(workspace, "emit", "--source", "network", "--line", f"after {i}")
