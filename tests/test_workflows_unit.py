@@ -7,7 +7,6 @@ import asyncio
 import io
 import json
 import re
-import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -244,20 +243,6 @@ def test_a_moderator_returning_end_leaves_no_role_due() -> None:
     record = rebuild("w-1", events)
     assert (record.next_role, record.round) == (END, 1)
     assert END == "__end__"  # stored in workflow.decision events: it must never change
-
-
-def test_the_workflow_bench_runs_quick() -> None:
-    root = Path(__file__).resolve().parent.parent
-    proc = subprocess.run(
-        [sys.executable, str(root / "bench" / "workflow_bench.py"), "--quick", "--runs", "30"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=root,
-    )
-    assert proc.returncode == 0, proc.stderr
-    result = json.loads(proc.stdout.splitlines()[-1].removeprefix("RESULT "))
-    assert result["failed_runs"] == 0 and result["runs_per_s"] > 0 and result["fires"] > 0
 
 
 def test_the_readme_example_is_a_valid_workflow(tmp_path: Path) -> None:
