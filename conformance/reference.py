@@ -7,9 +7,9 @@ vector and returns the list of problems found; an empty list means the vector ag
 the byte layouts the README documents.
 
 Scope: C1 and C2 in full. For C5, the link format and a first-break walk for one key epoch
-(no ``rotate`` links, no trust record): duplicated, malformed (including non-canonical
-CBOR), unknown-key, forked, bad-signature (without telling an edit from a damaged
-signature), reordered and excised, and the checkpoint's size, head and Merkle root.
+(no ``rotate`` links, no trust record): duplicated, malformed, non-canonical, unknown-key,
+forked, bad-signature (without telling an edit from a damaged signature), reordered and
+excised, and the checkpoint's size, head and Merkle root.
 """
 
 from __future__ import annotations
@@ -153,6 +153,10 @@ class CborError(ValueError):
     """Bytes that are not deterministic CBOR of the allowed types."""
 
 
+class NonCanonical(CborError):
+    """CBOR of the allowed types, but not in its deterministic form."""
+
+
 def _head(major: int, arg: int) -> bytes:
     if arg < 24:
         return bytes([major << 5 | arg])
@@ -236,7 +240,7 @@ def cbor_decode(data: bytes) -> Any:
     if reader.pos != len(data):
         raise CborError(f"{len(data) - reader.pos} trailing byte(s)")
     if cbor_encode(value) != data:
-        raise CborError("not in deterministic form")
+        raise NonCanonical("not in deterministic form")
     return value
 
 
@@ -349,6 +353,8 @@ class _Walk:
             return "duplicated"
         try:
             core, core_bytes, sig = open_link(raw)
+        except NonCanonical:
+            return "non-canonical"
         except (CborError, UnicodeDecodeError):
             return "malformed"
         found = self.first_rules(position, core, core_bytes, sig)

@@ -3,7 +3,9 @@
 ``conformance/reference.py`` is written from ``conformance/README.md`` alone: if nerve's
 encoder and its checker agreed on a wrong byte, the reference would still disagree. Each
 vector is also altered in the places a shared mistake could hide (a preimage byte, a
-re-tagged id, a link byte, ``log_id``, ``nonce``), and the reference must reject it.
+re-tagged id, a link byte, ``log_id``, ``nonce``), and the reference must reject it. Only
+the last check here imports nerve: for a few damaged chains, the reference's first break and
+``nerve.chain.verify_chain``'s must agree.
 """
 
 from __future__ import annotations
@@ -227,6 +229,46 @@ def test_an_altered_c3_decision_no_longer_matches_its_link() -> None:
 def test_the_reference_decoder_rejects_what_is_not_det_cbor(raw: bytes) -> None:
     with pytest.raises(ref.CborError):
         ref.cbor_decode(raw)
+
+
+def _with(links: list[bytes], index: int, raw: bytes) -> list[bytes]:
+    return [*links[:index], raw, *links[index + 1 :]]
+
+
+def _long_heads(raw: bytes) -> bytes:
+    """The same link with the core's length in a 4-byte head: decodable, not deterministic."""
+    _, core_bytes, sig = ref.open_link(raw)
+    head = bytes([0x5A]) + len(core_bytes).to_bytes(4, "big")
+    return (
+        b"".join(
+            [bytes([0xA2]), ref.cbor_encode("sig"), ref.cbor_encode(sig), ref.cbor_encode("core")]
+        )
+        + head
+        + core_bytes
+    )
+
+
+def test_the_walk_names_the_break_the_readme_describes_as_nerve_does() -> None:
+    from nerve.chain import verify_chain  # the check: two implementations agree
+
+    vec = _vector("c5_chain.json")
+    key, links = bytes.fromhex(vec["pinned_key"]), [bytes.fromhex(h) for h in vec["links"]]
+    damaged_sig = bytearray(links[2])
+    damaged_sig[10] ^= 1  # inside the signature, which comes first in the envelope
+    cases = {
+        "duplicated": (3, [*links[:3], links[1], *links[3:]]),
+        "reordered": (3, [*links[:3], links[4], links[3], *links[5:]]),
+        "non-canonical": (2, _with(links, 2, _long_heads(links[2]))),
+        "malformed": (2, _with(links, 2, links[2][:-1])),
+        "bad-signature": (2, _with(links, 2, bytes(damaged_sig))),
+        "excised": (2, [*links[:2], *links[3:]]),
+    }
+    for kind, (seq, presented) in cases.items():
+        want = {"ok": False, "links": seq, "seq": seq, "kind": kind}
+        assert ref.verify(presented, key) == want, kind
+        report = verify_chain(presented, pinned_key=key)
+        assert report.first_break is not None, kind
+        assert (report.first_break.seq, report.first_break.kind) == (seq, kind)
 
 
 def test_the_merkle_root_follows_rfc_6962_splits() -> None:
