@@ -18,9 +18,12 @@ each through ``nerve.recall.ask`` in-process (a fresh workspace and DuckDB conne
 run, so every run reads the log; the envelope build alone is timed too) and through the
 ``nerve ask`` CLI in a subprocess (interpreter start and imports included; ``nerve --help``
 is timed as the start-up baseline). Questions run with ``record=False`` / ``--no-record`` so
-every run sees the same log. One warm-up run per case, then ``--runs`` timed ones: p50, p95
-(nearest rank) and min. The load average before and after is part of the result. The last
-line is ``RESULT {json}``; progress goes to stderr.
+every run sees the same log. One warm-up run per case (none with ``--quick``), then
+``--runs`` timed ones: p50, p95 (nearest rank) and min. The load average before and after is
+part of the result. The last line is ``RESULT {json}``; progress goes to stderr. ``--quick``
+means 50k events and 3 runs unless ``--events`` or ``--runs`` says otherwise. The exit status
+is 1 when an internal check fails: a question answered at another tier than expected, a CLI
+run that fails, or a built log holding another number of events than asked for.
 """
 
 from __future__ import annotations
@@ -212,9 +215,10 @@ def _summary(samples: list[float]) -> dict[str, float]:
     }
 
 
-def _timed(fn: Callable[[], Any], runs: int) -> tuple[list[float], Any]:
+def _timed(fn: Callable[[], Any], runs: int, warm: bool = True) -> tuple[list[float], Any]:
     samples, last = [], None
-    fn()  # warm the page cache and DuckDB's first-use costs once
+    if warm:
+        fn()  # warm the page cache and DuckDB's first-use costs once
     for _ in range(runs):
         started = time.perf_counter()
         last = fn()
@@ -236,15 +240,17 @@ def _ask(root: Path, question: str) -> Any:
     return ask(Workspace.at(root), question, record=False)  # a fresh workspace: config reread
 
 
-def _library(ws: Workspace, runs: int) -> dict[str, Any]:
+def _library(ws: Workspace, runs: int, warm: bool) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name, question, tier in CASES:
         samples, result = _timed(
-            lambda q=question: ask(Workspace.at(ws.root), q, record=False), runs
+            lambda q=question: ask(Workspace.at(ws.root), q, record=False), runs, warm
         )
         if result.tier != tier:
             raise SystemExit(f"{name}: expected tier {tier}, got {result.tier}: {result.text}")
-        envelope, _ = _timed(lambda q=question: build_retrieval(Workspace.at(ws.root), q), runs)
+        envelope, _ = _timed(
+            lambda q=question: build_retrieval(Workspace.at(ws.root), q), runs, warm
+        )
         out[name] = {
             "ask": _summary(samples),
             "envelope": _summary(envelope),
@@ -255,7 +261,7 @@ def _library(ws: Workspace, runs: int) -> dict[str, Any]:
     return out
 
 
-def _cli(ws: Workspace, runs: int) -> dict[str, Any]:
+def _cli(ws: Workspace, runs: int, warm: bool) -> dict[str, Any]:
     base = [sys.executable, "-m", "nerve", "--workspace", str(ws.root)]
     env = {**os.environ, "NO_COLOR": "1"}
 
@@ -263,11 +269,11 @@ def _cli(ws: Workspace, runs: int) -> dict[str, Any]:
         return subprocess.run([*base, *args], capture_output=True, text=True, env=env, check=False)
 
     out: dict[str, Any] = {}
-    startup, _ = _timed(lambda: run("--help"), runs)
+    startup, _ = _timed(lambda: run("--help"), runs, warm)
     out["startup_help"] = _summary(startup)
     _report("cli nerve --help", out["startup_help"])
     for name, question, _ in CASES:
-        samples, proc = _timed(lambda q=question: run("ask", "--no-record", q), runs)
+        samples, proc = _timed(lambda q=question: run("ask", "--no-record", q), runs, warm)
         if proc.returncode != 0:
             raise SystemExit(f"nerve ask {question!r} failed: {proc.stderr}")
         out[name] = _summary(samples)
@@ -280,27 +286,40 @@ def _report(label: str, figures: dict[str, float], extra: str = "") -> None:
     print(f"{line}   {extra}".rstrip())
 
 
-def main() -> None:
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--events", type=int, default=1_000_000)
-    parser.add_argument("--runs", type=int)
-    parser.add_argument("--quick", action="store_true", help="50k events, 3 runs (or --runs)")
+    parser.add_argument("--events", type=int, help="events in the log (default 1,000,000)")
+    parser.add_argument("--runs", type=int, help="timed runs per case (default 10)")
+    parser.add_argument("--quick", action="store_true", help="50k events, 3 runs unless given")
     parser.add_argument("--keep", type=Path, help="build (or reuse) the workspace here")
-    args = parser.parse_args()
-    events = 50_000 if args.quick else args.events
-    runs = args.runs or (3 if args.quick else 10)
+    args = parser.parse_args(argv)
+    if args.events is None:  # a flag the caller gave always wins over --quick
+        args.events = 50_000 if args.quick else 1_000_000
+    if args.runs is None:
+        args.runs = 3 if args.quick else 10
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
     tmp = None if args.keep else Path(tempfile.mkdtemp(prefix="nerve-ask-bench-"))
     root = args.keep or (tmp / "ws" if tmp else Path("ws"))
     try:
-        result = _run(root, events, runs)
+        result = _run(root, args.events, args.runs, warm=not args.quick)
     finally:
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)
     print("RESULT " + json.dumps(result, sort_keys=True))
+    if result["failed_checks"]:
+        failed = ", ".join(result["failed_checks"])
+        print(f"ask bench: check(s) failed: {failed}", file=sys.stderr)
+        return 1
+    return 0
 
 
-def _run(root: Path, events: int, runs: int) -> dict[str, Any]:
-    if (root / "nerve.yaml").exists():
+def _run(root: Path, events: int, runs: int, *, warm: bool = True) -> dict[str, Any]:
+    built = not (root / "nerve.yaml").exists()
+    if not built:
         ws, build_s = Workspace.at(root), 0.0
     else:
         ws, started = _workspace(root), time.perf_counter()
@@ -309,17 +328,22 @@ def _run(root: Path, events: int, runs: int) -> dict[str, Any]:
     count = int(ws.connect().execute("SELECT count(*) FROM events").fetchone()[0])
     load = [round(x, 2) for x in os.getloadavg()]
     print(f"log: {count:,} events (built in {build_s:.1f} s); {runs} runs; load {load}")
+    # A wrong tier or a failing CLI run stops the bench at once (SystemExit, status 1).
+    checks = {"log_holds_the_events_asked_for": count == events or not built}
     return {
         "load_before": load,
         "events": count,
         "runs": runs,
         "build_s": round(build_s, 1),
         "cpus": os.cpu_count(),
-        "library": _library(ws, runs),
-        "cli": _cli(ws, runs),
+        "warm_up_runs": warm,
+        "library": _library(ws, runs, warm),
+        "cli": _cli(ws, runs, warm),
         "load_after": [round(x, 2) for x in os.getloadavg()],
+        "checks": checks,
+        "failed_checks": [name for name, ok in checks.items() if not ok],
     }
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -66,7 +66,13 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'duplicated':<28}{total.duplicated:>12,}")
     print(f"{'verify problems':<28}{len(total.problems):>12,}")
     print(f"{'seconds':<28}{seconds:>12.1f}")
-    ok = not errors and not total.problems and total.lost == 0 and total.duplicated == 0
+    checks = {
+        "rounds_ran": not errors,
+        "nothing_lost": total.lost == 0,
+        "nothing_duplicated": total.duplicated == 0,
+        "verify_ok": not total.problems,
+    }
+    failed = [name for name, ok in checks.items() if not ok]
     result = {
         "kills": total.kills,
         "by_step": dict(total.by_step),
@@ -75,11 +81,14 @@ def main(argv: list[str] | None = None) -> int:
         "duplicated": total.duplicated,
         "problems": total.problems[:10],
         "errors": errors,
-        "ok": ok,
+        "checks": checks,
+        "failed_checks": failed,
         "seconds": round(seconds, 1),
     }
     print("RESULT " + json.dumps(result, sort_keys=True))
-    return 0 if ok else 1
+    for name in failed:
+        print(f"check failed: {name}", file=sys.stderr)
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

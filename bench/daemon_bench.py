@@ -1,12 +1,13 @@
 """nerve's daemon under load: many trivial senses on short intervals, measured from outside.
 
     .venv/bin/python bench/daemon_bench.py [--senses 200] [--groups 4] [--interval-ms 50]
-                                           [--seconds 30] [--quick] [--durability os] [--keep]
+                                           [--seconds 30] [--triggers 500] [--warm-up 2]
+                                           [--quick] [--durability os] [--keep]
 
 A temporary workspace holds one counter sense module and ``--senses`` senses that name it
 through ``path:``, spread round-robin over ``--groups`` groups, each on ``--interval-ms``.
 The bench starts the daemon with ``nerve daemon start``, waits until every sense has
-computed once (plus a short warm-up), then measures one steady window of ``--seconds``:
+computed once (plus ``--warm-up`` seconds), then measures one steady window of ``--seconds``:
 
 * achieved vs requested interval computes per second: ``sense.state`` events with
   ``reason = 'interval'`` whose ``physical_ns`` (commit time) falls in the window, against
@@ -15,8 +16,9 @@ computed once (plus a short warm-up), then measures one steady window of ``--sec
 * CPU as % of one core over the window (psutil): the kernel process, its sense workers,
   this bench process, and the whole machine (of all its cores);
 * group commits per second and events per commit (the kernel's status counters);
-* ``trigger-sense`` round trips over the socket at the window's start: sequential requests
-  on one persistent connection, then requests on a fresh connection each (connect included).
+* ``trigger-sense`` round trips over the socket at the window's start: ``--triggers``
+  sequential requests on one persistent connection, then a fifth as many on a fresh
+  connection each (connect included).
   A trigger for a sense already queued is coalesced, so few become ``manual`` computes.
 
 The daemon is stopped with ``nerve daemon stop`` (timed; whether ``daemon.stopped`` was
@@ -24,7 +26,9 @@ recorded; any of its processes still running are killed and counted), ``nerve re
 --verify --json`` checks the log, and the last stdout line is ``RESULT {json}``; progress
 goes to stderr. ``--durability os`` sets ``log.durability`` (no fsync per commit). The
 workspace and the daemon are cleaned up even when a step fails (``--keep`` keeps the
-workspace for inspection).
+workspace for inspection). ``--quick`` picks small sizes for every flag not given. The exit
+status is 1 when an internal check fails: interval computes recorded in the window,
+``daemon.stopped`` recorded, no process left running, ``replay --verify`` ok.
 """
 
 from __future__ import annotations
@@ -49,11 +53,10 @@ from nerve.query import connect
 from nerve.workspace import Workspace
 
 GOAL_RATIO = 0.99
-QUICK = {"senses": 20, "groups": 2, "interval_ms": 100, "seconds": 5.0}
-DEFAULTS = {"senses": 200, "groups": 4, "interval_ms": 50, "seconds": 30.0}
-PERSISTENT_TRIGGERS = 500
-FRESH_TRIGGERS = 100
-WARM_UP_S = 2.0
+QUICK = {"senses": 20, "groups": 2, "interval_ms": 100, "seconds": 5.0, "triggers": 100,
+         "warm_up": 0.5}  # fmt: skip
+DEFAULTS = {"senses": 200, "groups": 4, "interval_ms": 50, "seconds": 30.0, "triggers": 500,
+            "warm_up": 2.0}  # fmt: skip
 READY_TIMEOUT_S = 60.0
 SOCKET_TIMEOUT_S = 30.0
 MODULE = "counter"
@@ -310,12 +313,13 @@ def commit_rates(a: dict[str, Any], b: dict[str, Any], wall_s: float) -> dict[st
     }
 
 
-def measure_window(path: Path, kernel: psutil.Process, names: list[str], seconds: float) -> Window:
+def measure_window(path: Path, kernel: psutil.Process, names: list[str], cfg: Settings) -> Window:
     """Round trips at the window's start, then idle until its end; CPU over the whole."""
+    seconds = cfg.seconds
     status = ask_once(path, {"type": "status"})["status"]
     before = sample_cpu(kernel)
-    persistent = time_triggers(path, names, PERSISTENT_TRIGGERS, fresh=False)
-    fresh = time_triggers(path, names, FRESH_TRIGGERS, fresh=True)
+    persistent = time_triggers(path, names, cfg.triggers, fresh=False)
+    fresh = time_triggers(path, names, max(1, cfg.triggers // 5), fresh=True)
     remaining = before.wall_ns / 1e9 + seconds - time.time()
     if remaining < 0:
         say(f"round trips overran the window by {-remaining:.1f} s")
@@ -406,6 +410,8 @@ class Settings:
     groups: int
     interval_ms: int
     seconds: float
+    triggers: int
+    warm_up: float
     durability: str
     keep: bool
 
@@ -420,15 +426,29 @@ def run(cfg: Settings, root: Path) -> dict[str, Any]:
     with running_daemon(ws) as daemon:
         say(f"daemon pid {daemon.kernel.pid}; waiting for every sense's first compute")
         ready_s = wait_for_computes(path, cfg.senses)
-        time.sleep(WARM_UP_S)
+        time.sleep(cfg.warm_up)
         say(f"measuring {cfg.seconds:g} s")
-        window = measure_window(path, daemon.kernel, names, cfg.seconds)
+        window = measure_window(path, daemon.kernel, names, cfg)
     say(f"daemon stopped in {daemon.stop_s:.1f} s; reading the log")
     events = window_events(ws, window)
     stop = {"stop_s": round(daemon.stop_s or 0, 2), "left_running": daemon.left_running}
     stop["stopped_event"] = events.pop("stopped_event")
     result = summary(cfg, window, events, ready_s)
-    return result | {"stop": stop, "replay": replay_verify(ws)}
+    result |= {"stop": stop, "replay": replay_verify(ws)}
+    result["checks"] = checks(result)
+    result["failed_checks"] = [name for name, ok in result["checks"].items() if not ok]
+    return result
+
+
+def checks(result: dict[str, Any]) -> dict[str, bool]:
+    """The internal checks: what must hold whatever the machine's speed."""
+    replay = result["replay"]
+    return {
+        "interval_computes_recorded": result["computes"].get("interval", {"n": 0})["n"] > 0,
+        "stopped_event": bool(result["stop"]["stopped_event"]),
+        "none_left_running": result["stop"]["left_running"] == 0,
+        "replay_verifies": replay["exit"] == 0 and replay["report"].get("ok") is True,
+    }
 
 
 def summary(
@@ -520,6 +540,8 @@ def render(result: dict[str, Any], out: TextIO) -> None:
         file=out,
     )
     print(f"  replay --verify: exit {replay['exit']}, {replay['report']}", file=out)
+    for name, ok in result["checks"].items():
+        print(f"  check {name}: {ok}", file=out)
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -528,7 +550,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--groups", type=int)
     parser.add_argument("--interval-ms", type=int)
     parser.add_argument("--seconds", type=float)
-    parser.add_argument("--quick", action="store_true", help="20 senses, 2 groups, 100 ms, 5 s")
+    parser.add_argument("--triggers", type=int, help="trigger-sense round trips on one connection")
+    parser.add_argument("--warm-up", type=float, help="seconds between readiness and the window")
+    parser.add_argument(
+        "--quick", action="store_true", help="20 senses, 2 groups, 100 ms, 5 s, 100 triggers"
+    )
     parser.add_argument(
         "--durability", choices=("fsync", "os"), default="fsync", help="log.durability"
     )
@@ -554,6 +580,10 @@ def main(argv: Sequence[str] | None = None, out: TextIO = sys.stdout) -> int:
             shutil.rmtree(root, ignore_errors=True)
     render(result, out)
     print("RESULT " + json.dumps(result, sort_keys=True), file=out)
+    if result["failed_checks"]:
+        failed = ", ".join(result["failed_checks"])
+        print(f"daemon bench: check(s) failed: {failed}", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -246,10 +246,18 @@ def main(argv: Sequence[str] | None = None, out: TextIO = sys.stdout) -> int:
         else:
             shutil.rmtree(root.parent, ignore_errors=True)
     result["load_avg_1m"] = round(os.getloadavg()[0], 2)
+    result["seconds"] = args.seconds
+    result["checks"] = {
+        "every_event_followed": result["missing"] == 0,
+        "nothing_twice": result["extra"] == 0,
+        "in_order": result["misordered_samples"] == 0,
+    }
+    result["failed_checks"] = [name for name, ok in result["checks"].items() if not ok]
     render(result, out)
     print("RESULT " + json.dumps(result, sort_keys=True), file=out)
-    ok = result["missing"] == 0 and result["extra"] == 0 and result["misordered_samples"] == 0
-    return 0 if ok else 1
+    for name in result["failed_checks"]:
+        say(f"check failed: {name}")
+    return 1 if result["failed_checks"] else 0
 
 
 if __name__ == "__main__":

@@ -1,11 +1,12 @@
-"""Regenerate the published vectors in conformance/v1 (deterministic; run from the repo root).
+"""Regenerate the C1 and C2 vectors (deterministic; run from the repo root).
 
-python conformance/generate.py
+python conformance/generate.py [OUT_DIR]     # default: conformance/v1
 """
 
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import blake3
@@ -56,17 +57,18 @@ def c1_events() -> list[Event]:
     return events
 
 
-def write(name: str, data: dict[str, object]) -> None:
-    HERE.mkdir(parents=True, exist_ok=True)
-    (HERE / name).write_text(
+def write(folder: Path, name: str, data: dict[str, object]) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / name).write_text(
         json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
     )
 
 
-def main() -> None:
+def main(folder: Path = HERE) -> None:
     events = c1_events()
     ids = b"".join(e.id for e in events)
     write(
+        folder,
         "c1_replay_digest.json",
         {
             "vector": "C1",
@@ -101,6 +103,7 @@ def main() -> None:
         )
         cases.append({"change": change, "event_id": changed.id.hex()})
     write(
+        folder,
         "c2_event_id.json",
         {
             "vector": "C2",
@@ -127,4 +130,4 @@ def _trust(change: dict[str, str], default: Trust) -> Trust:
 
 
 if __name__ == "__main__":
-    main()
+    main(Path(sys.argv[1]) if len(sys.argv) > 1 else HERE)

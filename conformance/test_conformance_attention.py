@@ -114,6 +114,8 @@ def test_c5_excision_breaks_exactly_at_the_middle() -> None:
         ("excised", {"ok": False, "links": 5, "seq": 5, "kind": "reordered"}),
         ("verify", {"ok": True, "links": 9, "seq": None, "kind": None}),
         ("pinned_key", "00" * 32),
+        ("log_id", "00" * 32),
+        ("nonce", "00" * 16),
     ],
 )
 def test_c5_fails_when_a_published_fact_is_wrong(field: str, value: Any) -> None:

@@ -17,7 +17,7 @@ from nerve.attention.detector import Highlight
 from nerve.attention.gate import OUTCOMES, Decision, Gate, GateConfig, UserContext
 from nerve.attention.pipeline import Attention, AttentionConfig
 from nerve.chain import Keyring, verify_chain
-from nerve.chain.links import parse_link
+from nerve.chain.links import digest, parse_link
 from nerve.conformance import checker
 
 Record = dict[str, Any]
@@ -153,6 +153,17 @@ def chain_summary(links: list[bytes], key: bytes, middle: int) -> Record:
     }
 
 
+def _genesis_problem(vec: dict[str, Any], links: list[bytes], key: bytes) -> str | None:
+    """``log_id`` must be ``blake3(pinned_key + nonce)``, and the genesis link must carry both."""
+    nonce, log_id = bytes.fromhex(vec["nonce"]), bytes.fromhex(vec["log_id"])
+    if digest(key + nonce) != log_id:
+        return "log_id is not blake3(pinned_key + nonce)"
+    core = parse_link(links[0]).core if links else {}
+    if (core.get("key"), core.get("nonce"), core.get("log")) != (key, nonce, log_id):
+        return "the genesis link's key, nonce or log id differ from the published ones"
+    return None
+
+
 @checker("C5")
 def check_c5(vec: dict[str, Any]) -> tuple[bool, str]:
     """The log verifies to n links; excising the middle link breaks it where published."""
@@ -160,6 +171,9 @@ def check_c5(vec: dict[str, Any]) -> tuple[bool, str]:
     key = bytes.fromhex(vec["pinned_key"])
     if Keyring.ephemeral(bytes.fromhex(vec["seed"])).public_key() != key:
         return False, "pinned_key is not the public key of the published seed"
+    problem = _genesis_problem(vec, links, key)
+    if problem is not None:
+        return False, problem
     if vec["middle"] != len(links) // 2:
         return False, f"middle {vec['middle']} is not link {len(links) // 2} of {len(links)}"
     got = chain_summary(links, key, vec["middle"])

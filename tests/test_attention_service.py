@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import signal
 import sys
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from nerve.attention.observer import Observer
+from nerve.attention.service import DECISION_FIELDS
 from nerve.clock import Hlc
 from nerve.events import Event, SourceClass, Trust
+from nerve.log.reader import snapshot
 from nerve.log.store import Draft
 from nerve.query import projection_digest
 from nerve.workspace import Workspace, init_workspace
@@ -55,14 +59,19 @@ def stream(count: int = 400) -> list[Event]:
     return events
 
 
+def make_workspace(root: Path, events: list[Event], attention: str = ATTENTION) -> Workspace:
+    """A workspace whose log holds ``events``, imported in one batch."""
+    workspace = init_workspace(root)
+    (workspace.root / "nerve.yaml").write_text("senses: {}\n" + attention)
+    with Workspace(workspace.root).open_log() as log:
+        log.import_events(events)
+    return Workspace(workspace.root)
+
+
 @pytest.fixture
 def ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Workspace:
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "verifier-state"))
-    workspace = init_workspace(tmp_path / "ws")
-    (workspace.root / "nerve.yaml").write_text("senses: {}\n" + ATTENTION)
-    with Workspace(workspace.root).open_log() as log:
-        log.import_events(stream())
-    return Workspace(workspace.root)
+    return make_workspace(tmp_path / "ws", stream())
 
 
 def cli(ws: Workspace, *args: str, check: bool = True, **kw: object) -> object:
@@ -87,18 +96,37 @@ def test_replay_is_idempotent_and_check_recomputes_the_same(ws: Workspace) -> No
     assert jcli(ws, "replay", "--verify")["ok"] is True
 
 
-def test_check_names_the_first_difference(ws: Workspace) -> None:
-    cli(ws, "attend", "--replay")
-    (ws.root / "nerve.yaml").write_text(
-        "senses: {}\n" + ATTENTION.replace("k_milli: 2000", "k_milli: 2600")
+def _recorded_decisions(ws: Workspace) -> list[dict[str, Any]]:
+    rows = ws.connect().execute(
+        "SELECT payload FROM events WHERE kind = 'attention.decision' ORDER BY physical_ns, logical"
     )
+    return [json.loads(bytes(row[0])) for row in rows.fetchall()]
+
+
+def test_check_names_the_first_difference(ws: Workspace, tmp_path: Path) -> None:
+    stricter = ATTENTION.replace("k_milli: 2000", "k_milli: 2600")
+    cli(ws, "attend", "--replay")
+    # What the stricter detector decides, recorded by a replay of its own in another log
+    other = make_workspace(tmp_path / "other", stream(), stricter)
+    cli(other, "attend", "--replay")
+    recorded, computed = _recorded_decisions(ws), _recorded_decisions(other)
+    fields = (*DECISION_FIELDS, "highlight")
+    index = next(
+        i
+        for i, (a, b) in enumerate(zip(recorded, computed, strict=False))
+        if any(a[f] != b[f] for f in fields)
+    )
+    (ws.root / "nerve.yaml").write_text("senses: {}\n" + stricter)
     proc = cli(ws, "attend", "--check", "--json", check=False)
     assert proc.returncode == 1  # type: ignore[attr-defined]
     diff = json.loads(proc.stdout)["difference"]  # type: ignore[attr-defined]
-    assert diff["index"] >= 0 and diff["field"]
+    field = diff["field"]
+    assert (diff["index"], diff["source_event"]) == (index, recorded[index]["source_event"])
+    assert field in fields and recorded[index][field] != computed[index][field]
+    assert (diff["recorded"], diff["computed"]) == (recorded[index][field], computed[index][field])
 
 
-def test_salience_projection_equals_the_observer(ws: Workspace) -> None:
+def test_salience_projection_equals_the_observer(ws: Workspace, tmp_path: Path) -> None:
     conn = ws.connect()
     rows = conn.execute(
         "SELECT salience_milli, novelty_milli, uncertainty_milli FROM salience"
@@ -106,7 +134,21 @@ def test_salience_projection_equals_the_observer(ws: Workspace) -> None:
     observer = Observer(16)
     expected = [tuple(observer.observe(e.source, int(e.trust)).milli().values()) for e in stream()]
     assert rows == expected
-    assert projection_digest(conn, "salience") == projection_digest(ws.connect(), "salience")
+    count, digest = projection_digest(conn, "salience")
+    assert count == 400
+    # The same events split over two segments give the same digest; one re-tagged event
+    # gives another.
+    events = stream()
+    split = make_workspace(tmp_path / "split", events[:150])
+    with split.open_log() as log:
+        log.seal()
+        log.import_events(events[150:])
+    assert len(snapshot(split.log_root).segments) == 1  # one sealed, the rest in the tail
+    assert projection_digest(Workspace(split.root).connect(), "salience") == (count, digest)
+    retagged = events[:]
+    retagged[10] = dataclasses.replace(retagged[10], trust=Trust.UNTRUSTED)
+    changed = make_workspace(tmp_path / "changed", retagged)
+    assert projection_digest(changed.connect(), "salience")[1] != digest
 
 
 def test_audit_verify_export_and_tampering(ws: Workspace, tmp_path: Path) -> None:

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 from nerve.workspace import Workspace
 from tests.conftest import run_cli
+from tests.helpers.lines import LineReader
 
 
 def cli(ws: Workspace, *args: str, **kw: object) -> object:
@@ -140,39 +143,19 @@ def test_conformance_command(workspace: Workspace) -> None:
 
 
 def test_tail_follow_sees_events_appended_by_another_process(workspace: Workspace) -> None:
-    import subprocess
-    import sys
-    import time
-
     cli(workspace, "emit", "--source", "shell", "--line", "before")
+    argv = ["--workspace", str(workspace.root), "tail", "-f", "--json", "--kind", "observation"]
     follower = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "nerve",
-            "--workspace",
-            str(workspace.root),
-            "tail",
-            "-f",
-            "--json",
-            "--kind",
-            "observation",
-            "-n",
-            "1",
-        ],
+        [sys.executable, "-m", "nerve", *argv, "-n", "1"],
         stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
+        stderr=subprocess.DEVNULL,
     )
     try:
-        time.sleep(1.5)
+        out = LineReader(follower)
+        lines = out.take(1, timeout=20)  # it is running and has read the log
         for i in range(3):
             cli(workspace, "emit", "--source", "network", "--line", f"after {i}")
-        lines: list[str] = []
-        deadline = time.monotonic() + 20
-        assert follower.stdout is not None
-        while len(lines) < 4 and time.monotonic() < deadline:
-            lines.append(follower.stdout.readline())
+        lines += out.take(3, timeout=20)
     finally:
         follower.kill()
         follower.communicate()  # reaps it and closes its pipes

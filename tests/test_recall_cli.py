@@ -3,11 +3,8 @@
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
-
-import pytest
 
 from nerve.workspace import Workspace
 from tests.conftest import run_cli
@@ -94,27 +91,3 @@ def test_with_a_daemon_running_the_answer_is_recorded_through_it(workspace: Work
         assert answers[0]["data"]["answer"].startswith("Your last command")
     finally:
         daemon.stop()
-
-
-@pytest.mark.slow
-def test_the_ask_bench_runs_quick() -> None:
-    root = Path(__file__).resolve().parent.parent
-    proc = subprocess.run(
-        [sys.executable, str(root / "bench" / "ask_bench.py"), "--quick", "--runs", "2"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=True,
-        cwd=root,
-    )
-    result = json.loads(proc.stdout.splitlines()[-1].removeprefix("RESULT "))
-    assert result["events"] == 50_000
-    assert (
-        set(result["library"])
-        == set(result["cli"]) - {"startup_help"}
-        == {
-            "tier0",
-            "open",
-            "bm25",
-        }
-    )

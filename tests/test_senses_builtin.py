@@ -16,8 +16,9 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, NamedTuple
 
+import psutil
 import pytest
 
 from nerve.contract import Observation, Result, SenseContext, normalise_result
@@ -567,14 +568,74 @@ def test_power_permission_denied_is_a_reason(tmp_path: Path) -> None:
 
 def test_power_without_powercap_estimates_the_cpu(tmp_path: Path) -> None:
     root = tmp_path / "absent"
+    wall_before = time.monotonic_ns()
     first = run("power", initial("power"), tmp_path, powercap_root=str(root))
+    cpu_before = time.process_time()
     burn_cpu(0.03)
+    burnt_us = (time.process_time() - cpu_before) * 1e6
     result = run("power", first.state, tmp_path, powercap_root=str(root), estimate_watts_per_core=3)
-    energy = [p for p in payloads(result) if "provenance" in p]
-    assert energy == [
-        {"domain": "cpu", "provenance": "Estimator", "estimated_uj": energy[0]["estimated_uj"],
-         "reason": "no powercap counter", "interval_ms": energy[0]["interval_ms"]},
-    ]  # fmt: skip
-    assert isinstance(energy[0]["estimated_uj"], int) and energy[0]["estimated_uj"] >= 0
-    battery = result.state["battery"]
-    assert isinstance(battery, dict) or battery in ("no battery",) or battery.startswith("battery")
+    wall_us = (time.monotonic_ns() - wall_before) / 1000
+    # The estimate is the CPUs' busy time between the two computes (the sense keeps its
+    # readings in its state) times the watts per core: 3 W for 1 µs is 3 µJ.
+    busy_us = result.state["busy_us"] - first.state["busy_us"]
+    interval_ms = (result.state["t_ns"] - first.state["t_ns"]) // 1_000_000
+    assert payloads(result)[0] == {
+        "domain": "cpu",
+        "provenance": "Estimator",
+        "estimated_uj": round(busy_us * 3),
+        "reason": "no powercap counter",
+        "interval_ms": interval_ms,
+    }
+    # Those readings are real: the 30 ms burnt here is in the busy time (less a 10 ms
+    # clock tick), and no more CPU time passed than every core for the whole wall time.
+    assert burnt_us - 20_000 <= busy_us <= wall_us * (os.cpu_count() or 1) + 20_000
+    assert 30 <= interval_ms <= wall_us / 1000
+
+
+class _FakeBattery(NamedTuple):
+    percent: float
+    secsleft: int
+    power_plugged: bool | None
+
+
+def test_power_reports_the_battery_psutil_sees(tmp_path: Path) -> None:
+    result = run("power", initial("power"), tmp_path, powercap_root=str(tmp_path / "absent"))
+    if psutil.sensors_battery() is None:  # this machine: no battery, and no observation
+        assert result.state["battery"] == "no battery" and not result.observations
+    else:
+        assert result.state["battery"] == result.observations[-1].payload
+
+
+@pytest.mark.parametrize(
+    ("battery", "payload", "line"),
+    [
+        (
+            _FakeBattery(41.26, 5400, False),
+            {"percent": 41.3, "plugged": False, "secs_left": 5400},
+            "battery 41% on battery (1h30m left)",
+        ),
+        (
+            _FakeBattery(100.0, -2, True),  # psutil's POWER_TIME_UNLIMITED
+            {"percent": 100.0, "plugged": True, "secs_left": None},
+            "battery 100% plugged in",
+        ),
+    ],
+)
+def test_power_battery_payload_and_line(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    battery: _FakeBattery,
+    payload: dict[str, Any],
+    line: str,
+) -> None:
+    # No battery can be plugged into this machine, so psutil's reading is faked here.
+    monkeypatch.setattr(psutil, "sensors_battery", lambda: battery)
+    result = run("power", initial("power"), tmp_path, powercap_root=str(tmp_path / "absent"))
+    (obs,) = result.observations  # the first compute: no energy interval yet, the battery
+    assert (obs.source, obs.trust, obs.line, obs.payload) == (
+        SourceClass.THERMAL_POWER,
+        Trust.FIRST_PARTY,
+        line,
+        payload,
+    )
+    assert result.state["battery"] == payload

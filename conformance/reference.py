@@ -1,0 +1,508 @@
+"""An independent reference for C1, C2 and C5, written from ``conformance/README.md`` alone.
+
+It uses the standard library, ``blake3`` and PyNaCl (Ed25519) and never imports ``nerve``
+(``conformance/test_reference.py`` checks both by walking this file's syntax tree and by
+running it with ``nerve`` made unimportable). Each ``check_*`` function takes a parsed
+vector and returns the list of problems found; an empty list means the vector agrees with
+the byte layouts the README documents.
+
+Scope: C1 and C2 in full. For C5, the link format and a first-break walk for one key epoch
+(no ``rotate`` links, no trust record): duplicated, malformed, non-canonical, unknown-key,
+forked, bad-signature (without telling an edit from a damaged signature), reordered and
+excised, and the checkpoint's size, head and Merkle root.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import struct
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+import blake3
+from nacl.exceptions import BadSignatureError
+from nacl.signing import SigningKey, VerifyKey
+
+Problems = list[str]
+
+# -- the event id (README: "The event id, byte by byte") ------------------------------------
+
+TAG = b"nerve.event.v1"
+SOURCES = {
+    "file_change": 0, "app_focus": 1, "system_log": 2, "process_tree": 3,
+    "thermal_power": 4, "shell": 5, "accessibility": 6, "network": 7, "endpoint": 8,
+    "salience": 9,
+}  # fmt: skip
+VENDOR_MIN = 1024
+TRUSTS = {"Attested": 0, "FirstParty": 1, "Inferred": 2, "Untrusted": 3}
+
+
+def b3(data: bytes) -> bytes:
+    return blake3.blake3(data).digest()
+
+
+def source_code(name: str) -> int:
+    if name.startswith("vendor:"):
+        code = int(name.removeprefix("vendor:"))
+        if code < VENDOR_MIN:
+            raise ValueError(f"vendor code {code} is below {VENDOR_MIN}")
+        return code
+    return SOURCES[name]
+
+
+def canonical_json(value: Any) -> bytes:
+    """UTF-8, object keys sorted, no insignificant whitespace, no NaN or infinity."""
+    text = json.dumps(
+        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    )
+    return text.encode("utf-8")
+
+
+def payload_bytes(wire: dict[str, Any]) -> bytes:
+    """A wire event's payload: ``payload_b64``, the canonical JSON of ``payload``, or empty."""
+    if "payload_b64" in wire:
+        return base64.b64decode(wire["payload_b64"], validate=True)
+    value = wire.get("payload")
+    return b"" if value is None else canonical_json(value)
+
+
+def _field(data: bytes) -> bytes:
+    return struct.pack(">I", len(data)) + data
+
+
+def preimage(wire: dict[str, Any]) -> bytes:
+    """The ten length-prefixed fields of a wire event, in the README's order."""
+    physical_ns, logical = wire["hlc"]
+    valid = wire["valid_time_ns"]
+    fields = (
+        TAG,
+        struct.pack(">QI", physical_ns, logical),
+        wire["node"].encode("utf-8"),
+        wire["kind"].encode("utf-8"),
+        wire["subject"].encode("utf-8"),
+        struct.pack(">I", source_code(wire["source"])),
+        bytes([TRUSTS[wire["trust"]]]),
+        b"" if valid is None else struct.pack(">q", valid),
+        b3(payload_bytes(wire)),
+        wire["line"].encode("utf-8"),
+    )
+    return b"".join(_field(f) for f in fields)
+
+
+def event_id(wire: dict[str, Any]) -> bytes:
+    return b3(preimage(wire))
+
+
+def replay_digest(events: Sequence[dict[str, Any]]) -> bytes:
+    """blake3 over the raw ids in order: (physical_ns, logical), node bytes, then id."""
+    keyed = [(tuple(e["hlc"]), e["node"].encode("utf-8"), event_id(e)) for e in events]
+    return b3(b"".join(eid for _, _, eid in sorted(keyed)))
+
+
+def _wire_claims(index: int, wire: dict[str, Any]) -> Problems:
+    problems = []
+    cid = b3(payload_bytes(wire)).hex()
+    if wire.get("payload_cid") not in (None, cid):
+        problems.append(f"event {index}: payload_cid {wire['payload_cid']}, computed {cid}")
+    eid = event_id(wire).hex()
+    if wire.get("id") not in (None, eid):
+        problems.append(f"event {index}: id {wire['id']}, computed {eid}")
+    return problems
+
+
+def check_c1(vec: dict[str, Any]) -> Problems:
+    events = vec["events"]
+    problems: Problems = []
+    if not len(events) == len(vec["preimages"]) == len(vec["ids"]):
+        return ["events, preimages and ids differ in length"]
+    for index, (wire, pre, eid) in enumerate(
+        zip(events, vec["preimages"], vec["ids"], strict=True)
+    ):
+        problems += _wire_claims(index, wire)
+        if preimage(wire).hex() != pre:
+            problems.append(f"event {index}: preimage differs from the published bytes")
+        if event_id(wire).hex() != eid:
+            problems.append(f"event {index}: id {event_id(wire).hex()}, published {eid}")
+    digest = replay_digest(events).hex()
+    if digest != vec["replay_digest"]:
+        problems.append(f"replay digest {digest}, published {vec['replay_digest']}")
+    return problems
+
+
+def check_c2(vec: dict[str, Any]) -> Problems:
+    base = vec["event"]
+    problems = _wire_claims(0, base)
+    if preimage(base).hex() != vec["preimage"]:
+        problems.append("the event's preimage differs from the published bytes")
+    base_id = event_id(base).hex()
+    if base_id != vec["event_id"]:
+        problems.append(f"event id {base_id}, published {vec['event_id']}")
+    for case in vec["retagged"]:
+        changed = {**base, **case["change"]}
+        got = event_id(changed).hex()
+        if got != case["event_id"] or got == base_id:
+            problems.append(f"re-tagged {case['change']}: id {got}, published {case['event_id']}")
+    return problems
+
+
+# -- deterministic CBOR (README: "C5 — the link format") -------------------------------------
+
+
+class CborError(ValueError):
+    """Bytes that are not deterministic CBOR of the allowed types."""
+
+
+class NonCanonical(CborError):
+    """CBOR of the allowed types, but not in its deterministic form."""
+
+
+def _head(major: int, arg: int) -> bytes:
+    if arg < 24:
+        return bytes([major << 5 | arg])
+    for info, size in ((24, 1), (25, 2), (26, 4), (27, 8)):
+        if arg < 1 << (8 * size):
+            return bytes([major << 5 | info]) + arg.to_bytes(size, "big")
+    raise CborError(f"argument {arg} needs more than 8 bytes")
+
+
+def cbor_encode(value: Any) -> bytes:
+    """Integers, byte strings, text, arrays and text-keyed maps; shortest heads, sorted keys."""
+    if isinstance(value, bool) or value is None:
+        raise CborError(f"{value!r} is not allowed")
+    if isinstance(value, int):
+        return _head(0, value) if value >= 0 else _head(1, -1 - value)
+    if isinstance(value, bytes):
+        return _head(2, len(value)) + value
+    if isinstance(value, str):
+        raw = value.encode("utf-8")
+        return _head(3, len(raw)) + raw
+    if isinstance(value, list):
+        return _head(4, len(value)) + b"".join(cbor_encode(v) for v in value)
+    if isinstance(value, dict):
+        pairs = [(cbor_encode(k), cbor_encode(v)) for k, v in value.items()]
+        pairs.sort(key=lambda kv: (len(kv[0]), kv[0]))
+        return _head(5, len(pairs)) + b"".join(k + v for k, v in pairs)
+    raise CborError(f"cannot encode {type(value).__name__}")
+
+
+class _Reader:
+    def __init__(self, data: bytes) -> None:
+        self.data, self.pos = data, 0
+
+    def take(self, n: int) -> bytes:
+        if self.pos + n > len(self.data):
+            raise CborError("truncated")
+        chunk = self.data[self.pos : self.pos + n]
+        self.pos += n
+        return chunk
+
+    def item(self) -> Any:
+        first = self.take(1)[0]
+        major, info = first >> 5, first & 0x1F
+        if info < 24:
+            arg = info
+        elif info <= 27:
+            arg = int.from_bytes(self.take(1 << (info - 24)), "big")
+        else:
+            raise CborError(f"additional information {info} (indefinite or reserved)")
+        return self.value(major, arg)
+
+    def value(self, major: int, arg: int) -> Any:
+        if major == 0:
+            return arg
+        if major == 1:
+            return -1 - arg
+        if major == 2:
+            return self.take(arg)
+        if major == 3:
+            return self.take(arg).decode("utf-8")
+        if major == 4:
+            return [self.item() for _ in range(arg)]
+        if major == 5:
+            return self.mapping(arg)
+        raise CborError(f"major type {major} (tags, floats, simple values) is not allowed")
+
+    def mapping(self, count: int) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for _ in range(count):
+            key = self.item()
+            if not isinstance(key, str) or key in out:
+                raise CborError(f"map key {key!r} is not a new text string")
+            out[key] = self.item()
+        return out
+
+
+def cbor_decode(data: bytes) -> Any:
+    """Decode one item; it must use every byte and re-encode to exactly the same bytes."""
+    reader = _Reader(data)
+    value = reader.item()
+    if reader.pos != len(data):
+        raise CborError(f"{len(data) - reader.pos} trailing byte(s)")
+    if cbor_encode(value) != data:
+        raise NonCanonical("not in deterministic form")
+    return value
+
+
+# -- C5: the sealed surfacing log ------------------------------------------------------------
+
+DOMAIN = b"nerve.chain.v1\x00"
+ZERO_ID = bytes(32)
+PROVENANCE = {"HwShunt": 0, "ModelBased": 1, "Estimator": 2}
+
+
+def _uint(v: Any) -> bool:
+    return type(v) is int and v >= 0
+
+
+def _text(v: Any) -> bool:
+    return type(v) is str
+
+
+def _sized(n: int) -> Callable[[Any], bool]:
+    return lambda v: type(v) is bytes and len(v) == n
+
+
+def _ints_and_text(v: Any) -> bool:
+    return type(v) is dict and all(type(x) in (int, str) for x in v.values())
+
+
+COMMON = {"v": _uint, "log": _sized(32), "epoch": _uint, "seq": _uint, "prev": _sized(32),
+          "kind": _text}  # fmt: skip
+KINDS = {
+    "genesis": {"key": _sized(32), "nonce": _sized(16)},
+    "decision": {
+        "event": _sized(32), "trust": _uint, "probe": _text, "value": _uint, "cost": _uint,
+        "decision": _text, "charged_uj": _uint, "budget_uj": _uint, "hl": _ints_and_text,
+        "t": _uint, "energy": _ints_and_text,
+    },
+    "checkpoint": {"size": _uint, "head": _sized(32), "root": _sized(32)},
+}  # fmt: skip
+
+
+def merkle_root(leaves: Sequence[bytes]) -> bytes:
+    """RFC 6962 Merkle Tree Hash with blake3: leaf 0x00 || id, node 0x01 || left || right."""
+    if not leaves:
+        return b3(b"")
+    if len(leaves) == 1:
+        return b3(b"\x00" + leaves[0])
+    split = 1 << ((len(leaves) - 1).bit_length() - 1)
+    return b3(b"\x01" + merkle_root(leaves[:split]) + merkle_root(leaves[split:]))
+
+
+def open_link(raw: bytes) -> tuple[dict[str, Any], bytes, bytes]:
+    """``(core fields, core bytes, signature)``; raise ``CborError`` for a malformed link."""
+    envelope = cbor_decode(raw)
+    if type(envelope) is not dict or sorted(envelope) != ["core", "sig"]:
+        raise CborError("the envelope is not exactly {core, sig}")
+    core_bytes, sig = envelope["core"], envelope["sig"]
+    if type(core_bytes) is not bytes or not _sized(64)(sig):
+        raise CborError("core must be bytes and sig 64 bytes")
+    core = cbor_decode(core_bytes)
+    if type(core) is not dict:
+        raise CborError("the core is not a map")
+    return core, core_bytes, sig
+
+
+def schema_problem(core: dict[str, Any]) -> str | None:
+    kind = core.get("kind")
+    if not isinstance(kind, str) or kind not in KINDS:
+        return f"unknown kind {kind!r}"
+    spec = {**COMMON, **KINDS[kind]}
+    if set(core) != set(spec):
+        return f"fields {sorted(core)}, expected {sorted(spec)}"
+    bad = [name for name, ok in spec.items() if not ok(core[name])]
+    if bad or core["v"] != 1:
+        return f"field(s) {bad or ['v']} of the wrong type, size or value"
+    return None
+
+
+def signed_by(key: bytes, core_bytes: bytes, sig: bytes) -> bool:
+    try:
+        VerifyKey(key).verify(DOMAIN + core_bytes, sig)
+    except BadSignatureError:
+        return False
+    return True
+
+
+def _claimed_seq(raw: bytes) -> int | None:
+    try:
+        seq = open_link(raw)[0].get("seq")
+    except (CborError, UnicodeDecodeError):
+        return None
+    return seq if _uint(seq) else None
+
+
+class _Walk:
+    """The README's first-break walk over links in order, for one key epoch."""
+
+    def __init__(self, links: Sequence[bytes], pinned_key: bytes) -> None:
+        self.links, self.key = list(links), pinned_key
+        self.ids: list[bytes] = []
+        self.log = b""
+
+    def run(self) -> dict[str, Any]:
+        for position, raw in enumerate(self.links):
+            kind = self.judge(position, raw)
+            if kind is not None:
+                return {"ok": False, "links": position, "seq": position, "kind": kind}
+        return {"ok": True, "links": len(self.links), "seq": None, "kind": None}
+
+    def judge(self, position: int, raw: bytes) -> str | None:
+        if raw in self.links[:position]:
+            return "duplicated"
+        try:
+            core, core_bytes, sig = open_link(raw)
+        except NonCanonical:
+            return "non-canonical"
+        except (CborError, UnicodeDecodeError):
+            return "malformed"
+        found = self.first_rules(position, core, core_bytes, sig)
+        if found is not None:
+            return found
+        self.ids.append(b3(core_bytes))
+        return None
+
+    def first_rules(
+        self, position: int, core: dict[str, Any], core_bytes: bytes, sig: bytes
+    ) -> str | None:
+        for rule in self.rules(position, core, core_bytes, sig):
+            if rule is not None:
+                return rule
+        return None
+
+    def rules(
+        self, position: int, core: dict[str, Any], core_bytes: bytes, sig: bytes
+    ) -> Iterator[str | None]:
+        if position == 0:
+            yield self.genesis(core)
+        elif core.get("log") != self.log:
+            yield "forked"
+        yield None if signed_by(self.key, core_bytes, sig) else "bad-signature"
+        yield "malformed" if schema_problem(core) is not None else None
+        yield self.seq_rule(position, core["seq"])
+        yield "forked" if core["prev"] != (self.ids[-1] if self.ids else ZERO_ID) else None
+        yield self.kind_rule(position, core)
+
+    def genesis(self, core: dict[str, Any]) -> str | None:
+        seq = core.get("seq")
+        if core.get("kind") != "genesis" and _uint(seq) and seq > 0:
+            return self.seq_rule(0, seq)  # the genesis link itself is missing or moved
+        if core.get("kind") != "genesis" or schema_problem(core) is not None:
+            return "malformed"
+        if core["log"] != b3(core["key"] + core["nonce"]):
+            return "malformed"
+        self.log = core["log"]
+        return None if core["key"] == self.key else "unknown-key"
+
+    def seq_rule(self, position: int, seq: int) -> str | None:
+        if seq == position:
+            return None
+        if seq < position:
+            return "reordered"
+        later = [_claimed_seq(raw) for raw in self.links[position + 1 :]]
+        return "reordered" if position in later else "excised"
+
+    def kind_rule(self, position: int, core: dict[str, Any]) -> str | None:
+        if core["epoch"] != 0 or (core["kind"] == "genesis") != (position == 0):
+            return "malformed"
+        if core["kind"] != "checkpoint":
+            return None
+        agrees = (
+            core["size"] == position + 1
+            and core["head"] == self.ids[-1]
+            and core["root"] == merkle_root(self.ids)
+        )
+        return None if agrees else "forked"
+
+
+def verify(links: Sequence[bytes], pinned_key: bytes) -> dict[str, Any]:
+    """``{"ok", "links", "seq", "kind"}`` for ``links`` under ``pinned_key``."""
+    return _Walk(links, pinned_key).run()
+
+
+def _genesis_problems(vec: dict[str, Any], links: list[bytes]) -> Problems:
+    key, nonce, log_id = (bytes.fromhex(vec[k]) for k in ("pinned_key", "nonce", "log_id"))
+    problems = []
+    if bytes(SigningKey(bytes.fromhex(vec["seed"])).verify_key) != key:
+        problems.append("pinned_key is not the Ed25519 public key of seed")
+    if b3(key + nonce) != log_id:
+        problems.append("log_id is not blake3(pinned_key + nonce)")
+    core = open_link(links[0])[0]
+    if (core.get("key"), core.get("nonce"), core.get("log")) != (key, nonce, log_id):
+        problems.append("the genesis link's key, nonce or log differ from the published ones")
+    return problems
+
+
+def _link_problems(vec: dict[str, Any], links: list[bytes]) -> Problems:
+    problems = []
+    for index, raw in enumerate(links):
+        core, core_bytes, _ = open_link(raw)
+        if b3(core_bytes).hex() != vec["link_ids"][index]:
+            problems.append(f"link {index}: id is not blake3 of its core")
+        if core.get("kind") != vec["kinds"][index]:
+            problems.append(f"link {index}: kind {core.get('kind')!r}, published another")
+        if core.get("log") != bytes.fromhex(vec["log_id"]):
+            problems.append(f"link {index}: names another log")
+    return problems
+
+
+def _excision_problems(vec: dict[str, Any], links: list[bytes]) -> Problems:
+    key, middle = bytes.fromhex(vec["pinned_key"]), len(links) // 2
+    whole, cut = verify(links, key), verify(links[:middle] + links[middle + 1 :], key)
+    problems = []
+    if vec["middle"] != middle:
+        problems.append(f"middle {vec['middle']}, expected {middle}")
+    if whole != vec["verify"] or not whole["ok"] or whole["links"] != len(links):
+        problems.append(f"whole log verifies as {whole}, published {vec['verify']}")
+    if cut != vec["excised"] or (cut["seq"], cut["kind"]) != (middle, "excised"):
+        problems.append(f"without link {middle}: {cut}, published {vec['excised']}")
+    return problems
+
+
+def check_c5(vec: dict[str, Any]) -> Problems:
+    links = [bytes.fromhex(h) for h in vec["links"]]
+    if not len(links) == len(vec["link_ids"]) == len(vec["kinds"]):
+        return ["links, link_ids and kinds differ in length"]
+    try:
+        return (
+            _genesis_problems(vec, links)
+            + _link_problems(vec, links)
+            + _excision_problems(vec, links)
+        )
+    except (CborError, UnicodeDecodeError) as exc:
+        return [f"a link does not decode: {exc}"]
+
+
+def _decision_fields(c3: dict[str, Any], record: dict[str, Any]) -> dict[str, Any]:
+    """The decision link core fields the README derives from one C3 idle-pass record."""
+    event, hl, dec = c3["stream"][record["event"]], record["highlight"], record["decision"]
+    energy = {"estimated_uj": dec["energy"]["estimated_uj"],
+              "provenance": PROVENANCE[dec["energy"]["provenance"]]}  # fmt: skip
+    if dec["energy"]["measured_uj"] is not None:
+        energy["measured_uj"] = dec["energy"]["measured_uj"]
+    return {
+        "event": bytes.fromhex(event["event_id"]), "trust": event["trust"],
+        "probe": hl["probe"], "value": dec["value_milli"], "cost": dec["cost_milli"],
+        "decision": dec["outcome"], "charged_uj": dec["charged_uj"],
+        "budget_uj": dec["budget_after_uj"], "t": event["hlc_physical_ns"], "energy": energy,
+        "hl": {"probe": hl["probe"], "value": hl["value_milli"],
+               "baseline": hl["baseline_milli"], "sigma": hl["sigma_milli"],
+               "score": hl["score_milli"], "seq": hl["seq"]},
+    }  # fmt: skip
+
+
+def check_c5_against_c3(c5: dict[str, Any], c3: dict[str, Any]) -> Problems:
+    """C5's decision links seal exactly C3's idle-pass decisions, in order."""
+    cores = [open_link(bytes.fromhex(h))[0] for h in c5["links"]]
+    decisions = [core for core in cores if core.get("kind") == "decision"]
+    records = c3["idle"]["decisions"]
+    if len(decisions) != len(records):
+        return [f"{len(decisions)} decision links for {len(records)} idle-pass decisions"]
+    problems = []
+    for index, (core, record) in enumerate(zip(decisions, records, strict=True)):
+        want = _decision_fields(c3, record)
+        wrong = sorted(name for name, value in want.items() if core.get(name) != value)
+        if wrong:
+            problems.append(f"decision link {index}: {wrong} differ from C3's idle decision")
+    return problems

@@ -1,0 +1,226 @@
+"""Every bench under bench/ runs here in ``--quick`` mode with small sizes, its internal checks
+hold, the sizes the caller gave win over ``--quick``'s, and a failed internal check makes a
+bench exit non-zero."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+BENCH = ROOT / "bench"
+
+# Each bench's quick run (small sizes, a few seconds) and the figures its RESULT must echo.
+QUICK_RUNS: dict[str, tuple[list[str], dict[str, Any]]] = {
+    "log_bench.py": (
+        ["--quick", "--events", "3000", "--query-events", "20000", "--rounds", "1"],
+        {"events": 3000, "query_events": 20000, "rounds": 1},
+    ),
+    "attention_bench.py": (
+        ["--quick", "--observations", "4000", "--links", "300"],
+        {"observations": 4000, "links": 300, "rounds": 1},
+    ),
+    "daemon_bench.py": (
+        ["--quick", "--senses", "4", "--seconds", "1", "--triggers", "20", "--warm-up", "0"],
+        {
+            "config": {
+                "senses": 4,
+                "groups": 2,
+                "interval_ms": 100,
+                "seconds": 1.0,
+                "triggers": 20,
+                "warm_up": 0.0,
+                "durability": "fsync",
+            }
+        },
+    ),
+    "workflow_bench.py": (
+        ["--quick", "--runs", "12", "--fires", "10"],
+        {"runs": 12, "fires": 10, "failed_runs": 0},
+    ),
+    "ask_bench.py": (["--quick", "--events", "3000", "--runs", "1"], {"events": 3000, "runs": 1}),
+    "crash_bench.py": (["--quick", "--kills", "4"], {"kills": 4}),
+    "follow_bench.py": (["--quick", "--seconds", "1.5"], {"seconds": 1.5}),
+}
+
+
+def _load(name: str) -> ModuleType:
+    module_name = f"bench_{name.removesuffix('.py')}"
+    if module_name in sys.modules:
+        return sys.modules[module_name]
+    spec = importlib.util.spec_from_file_location(module_name, BENCH / name)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module  # dataclasses look their module up while being built
+    spec.loader.exec_module(module)
+    return module
+
+
+def _result(stdout: str) -> dict[str, Any]:
+    last = stdout.strip().splitlines()[-1]
+    assert last.startswith("RESULT "), stdout[-2000:]
+    data: dict[str, Any] = json.loads(last.removeprefix("RESULT "))
+    return data
+
+
+def test_every_bench_has_a_quick_run_here() -> None:
+    assert sorted(p.name for p in BENCH.glob("*.py")) == sorted(QUICK_RUNS)
+
+
+@pytest.mark.parametrize("name", sorted(QUICK_RUNS))
+def test_the_bench_runs_quick_and_its_checks_hold(name: str) -> None:
+    argv, echoed = QUICK_RUNS[name]
+    proc = subprocess.run(
+        [sys.executable, str(BENCH / name), *argv],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = _result(proc.stdout)
+    assert {key: result[key] for key in echoed} == echoed  # the flags given, not --quick's
+    verdicts = {key: value for key, value in result["checks"].items() if isinstance(value, bool)}
+    assert verdicts and all(verdicts.values()) and result["failed_checks"] == [], verdicts
+
+
+# A bench broken in one place, run in a subprocess: (code run after loading the bench as
+# ``bench``, its arguments, the check that must fail).
+SABOTAGE: dict[str, tuple[str, list[str], str]] = {
+    "log_bench.py": (
+        """
+        rows_with_ids = bench._rows_with_ids
+        def swapped(*args):  # the SQLite peer stores two rows out of order
+            rows = rows_with_ids(*args)
+            rows[0], rows[1] = rows[1], rows[0]
+            return rows
+        bench._rows_with_ids = swapped
+        """,
+        ["--events", "2000", "--query-events", "0", "--rounds", "1"],
+        "ids_match",
+    ),
+    "attention_bench.py": (
+        """
+        replay_path = bench.replay_path
+        def stricter(root, keys, settings):  # the replay runs another detector
+            strict = bench.parse_settings({"detector": {"k_milli": 6000, "warmup": 50}})
+            return replay_path(root, keys, strict)
+        bench.replay_path = stricter
+        """,
+        ["--observations", "4000", "--links", "300", "--no-cli"],
+        "replay_decisions_match",
+    ),
+    "daemon_bench.py": (
+        """
+        from nerve.workspace import Workspace
+        replay_verify = bench.replay_verify
+        def damaged(ws):  # a byte of the log changes after the daemon stopped
+            wal = sorted((Workspace.at(ws).log_root / "wal").iterdir())[0]
+            data = bytearray(wal.read_bytes())
+            data[len(data) // 2] ^= 0xFF
+            wal.write_bytes(bytes(data))
+            return replay_verify(ws)
+        bench.replay_verify = damaged
+        """,
+        ["--quick", "--senses", "2", "--seconds", "1", "--triggers", "5", "--warm-up", "0"],
+        "replay_verifies",
+    ),
+    "workflow_bench.py": (
+        """
+        bench.TRIO = bench.TRIO.replace("['a', 'b', 'c', '__end__']", "['a', 'nobody', 'c', 'x']")
+        """,
+        ["--quick", "--runs", "4", "--fires", "10"],
+        "every_run_completed",
+    ),
+    "ask_bench.py": (
+        """
+        bench.CASES = [("tier0", bench.OPEN_QUESTION, 0)]  # an open question expected at Tier 0
+        """,
+        ["--events", "3000", "--runs", "1"],
+        "expected tier 0",
+    ),
+    "crash_bench.py": (
+        """
+        crash_rounds = bench.crash_rounds
+        def forgetful(root, rounds, seed):  # as if one acknowledged event went missing
+            tally = crash_rounds(root, rounds, seed)
+            tally.lost += 1
+            return tally
+        bench.crash_rounds = forgetful
+        """,
+        ["--kills", "2"],
+        "nothing_lost",
+    ),
+    "follow_bench.py": (
+        """
+        measure = bench.measure
+        def doubled(root, args):  # as if the follower printed an event twice
+            result = measure(root, args)
+            result["extra"] += 1
+            return result
+        bench.measure = doubled
+        """,
+        ["--quick", "--seconds", "1"],
+        "nothing_twice",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SABOTAGE))
+def test_a_failed_internal_check_exits_non_zero(name: str) -> None:
+    patch, argv, check = SABOTAGE[name]
+    code = (
+        "import importlib.util, sys\n"
+        f"spec = importlib.util.spec_from_file_location('bench', {str(BENCH / name)!r})\n"
+        "bench = importlib.util.module_from_spec(spec)\n"
+        "sys.modules['bench'] = bench\n"
+        "spec.loader.exec_module(bench)\n"
+        + textwrap.dedent(patch)
+        + f"sys.exit(bench.main({argv!r}))\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=ROOT
+    )
+    assert proc.returncode == 1, (proc.returncode, proc.stderr[-3000:])
+    assert check in proc.stderr, proc.stderr[-3000:]
+
+
+@pytest.mark.parametrize(
+    ("name", "argv", "want"),
+    [
+        ("workflow_bench.py", ["--quick", "--runs", "30"], {"runs": 30, "fires": 30, "rounds": 1}),
+        ("workflow_bench.py", ["--quick"], {"runs": 100, "fires": 30, "rounds": 1}),
+        ("workflow_bench.py", [], {"runs": 1000, "fires": 200, "rounds": 3}),
+        (
+            "log_bench.py",
+            ["--quick", "--rounds", "2", "--query-events", "0"],
+            {"events": 50_000, "query_events": 0, "rounds": 2},
+        ),
+        (
+            "attention_bench.py",
+            ["--quick", "--rounds", "3", "--links", "7"],
+            {"observations": 50_000, "links": 7, "rounds": 3},
+        ),
+        ("ask_bench.py", ["--quick", "--events", "1234"], {"events": 1234, "runs": 3}),
+        ("ask_bench.py", [], {"events": 1_000_000, "runs": 10}),
+    ],
+)
+def test_quick_never_overrides_a_flag_the_caller_gave(
+    name: str, argv: list[str], want: dict[str, Any]
+) -> None:
+    args = _load(name).parse_args(argv)
+    assert {key: getattr(args, key) for key in want} == want
+
+
+def test_quick_never_overrides_a_daemon_bench_flag() -> None:
+    bench = _load("daemon_bench.py")
+    cfg = bench.settings(bench.parse_args(["--quick", "--seconds", "12", "--senses", "7"]))
+    assert (cfg.seconds, cfg.senses, cfg.groups, cfg.triggers) == (12.0, 7, 2, 100)
