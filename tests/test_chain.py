@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 import stat
@@ -304,14 +305,49 @@ def test_truncation_against_the_trust_record() -> None:
     assert verify_chain(list(_chain()[:15])).ok  # without a record a cut prefix looks fine
 
 
-def test_rollback_to_an_older_copy_is_caught() -> None:
-    record = _record()
-    older = list(_chain()[:10])
-    regrown = _grow(
-        ChainWriter.resume(older, Keyring.ephemeral(SEED), checkpoint_every=5), 8, 20, salt=1
-    )
-    assert verify_chain(regrown.links).ok  # on its own it is a fine chain
-    assert _break(list(regrown.links), trusted=record) == (18, "rolled-back")
+def _regrown(keep: int, stop: int) -> list[bytes]:
+    """The first ``keep`` links of :func:`_chain`, then other decisions: a rolled-back copy."""
+    older = list(_chain()[:keep])
+    writer = ChainWriter.resume(older, Keyring.ephemeral(SEED), checkpoint_every=5)
+    return list(_grow(writer, 8, stop, salt=1).links)
+
+
+def test_rollback_is_reported_where_history_diverged() -> None:
+    regrown = _regrown(10, 20)
+    assert verify_chain(regrown).ok  # on its own it is a fine chain
+    report = verify_chain(regrown, trusted=_record())
+    assert _break(regrown, trusted=_record()) == (10, "rolled-back")
+    assert report.links == 10 and "diverged here" in str(report.first_break)
+
+
+def test_a_shorter_rolled_back_copy_is_rolled_back_not_truncated() -> None:
+    assert _break(_regrown(4, 9), trusted=_record()) == (4, "rolled-back")
+
+
+def test_a_record_without_ids_still_catches_rollback_at_its_checkpoint() -> None:
+    legacy = dataclasses.replace(_record(), ids=())
+    assert _break(_regrown(10, 20), trusted=legacy) == (18, "rolled-back")
+
+
+def test_the_accepted_ids_survive_save_and_load(tmp_path: Path) -> None:
+    path = trust_path(_record().log_id, tmp_path)
+    _record().save(path)
+    loaded = TrustRecord.load(path)
+    assert loaded is not None and loaded.ids == verify_chain(_chain()).ids[:19]
+    assert _break(_regrown(10, 20), trusted=loaded) == (10, "rolled-back")
+
+
+def test_ids_on_file_are_extended_in_place_and_ignored_when_they_disagree(
+    tmp_path: Path,
+) -> None:
+    first = TrustRecord.from_report(verify_chain(_chain()[:8]))
+    path = trust_path(first.log_id, tmp_path)
+    first.save(path)
+    first.accept(verify_chain(_chain())).save(path)
+    assert path.with_suffix(".ids").read_bytes() == b"".join(verify_chain(_chain()).ids[:19])
+    path.with_suffix(".ids").write_bytes(bytes(32 * 19))  # not this record's ids
+    loaded = TrustRecord.load(path)
+    assert loaded is not None and loaded.ids == ()
 
 
 def test_equivocation_is_forked() -> None:

@@ -46,9 +46,11 @@ kind names what the evidence shows. At each position the checks run in this orde
    (not epoch + 1, same key) are ``malformed``; a checkpoint whose size, head or root
    disagrees with the links shown is ``forked``; a rotate link whose ``sig2`` does not
    verify under its ``new_key`` is ``bad-signature``.
-10. Against a :class:`TrustRecord` (the last checkpoint this verifier accepted): at the
-    recorded position, a link other than the recorded head is ``rolled-back`` (history was
-    rewound and re-grown past it). After the last link, fewer links than the recorded size
+10. Against a :class:`TrustRecord` (the last checkpoint this verifier accepted): an
+    authentic link other than the one accepted at its seq is ``rolled-back`` at the first
+    such seq, where history diverged (it was rewound and re-grown); a record that kept no
+    per-link ids catches it at the recorded checkpoint. After the last link, fewer links
+    than the recorded size
     is ``truncated`` at the first missing seq (a deleted tail and an older copy that was
     not extended look the same). An empty chain is ``truncated`` at 0.
 

@@ -262,12 +262,22 @@ class _Verifier:
 
     def _check_trusted(self, i: int, link: ParsedLink) -> _Problem:
         record = self.trusted
-        if record is None or i != record.size - 1:
+        if record is None or i >= record.size:
+            return None
+        if i < len(record.ids) and link.id != record.ids[i]:
+            return "rolled-back", (
+                f"link {i} differs from the link {i} this verifier accepted: history diverged "
+                f"here (accepted through seq {record.size - 1})"
+            )
+        if i != record.size - 1:
             return None
         acc = self.acc.copy()
         acc.append(link.id)
         if link.id != record.head or acc.root() != record.root:
-            return "rolled-back", f"link {i} is not the checkpoint this verifier accepted"
+            return "rolled-back", (
+                f"link {i} is not the checkpoint this verifier accepted (history diverged at "
+                "or before it; this trust record keeps no per-link ids to say where)"
+            )
         return None
 
     def _check_end(self) -> Break | None:
