@@ -1,4 +1,4 @@
-"""Auditing the sealed surfacing log: verify, list what was held, show a link, export a bundle.
+"""Auditing the sealed surfacing log: verify it, list what was held, show a link.
 
 The verifier pins what it has seen in a trust folder OUTSIDE the daemon's data folder
 (``$XDG_STATE_HOME/nerve/trust``): per log, the last checkpoint it accepted (a
@@ -6,28 +6,29 @@ The verifier pins what it has seen in a trust folder OUTSIDE the daemon's data f
 bundles) which log it is. So a truncated tail, a rolled-back copy and a fresh genesis passed
 off as the same log are all caught on the next verification.
 
-A bundle (``nerve audit export``) is one JSON file: the format tag, the genesis public key,
-the log id, every link (hex) and the decisions with their source lines. It verifies offline
-on another machine with ``nerve audit verify PATH [--key PUB]``.
+When no pin names the origin, the record kept for the log id the chain claims is used (a log
+verified before under another origin is still held to what was accepted then).
+
+Bundles (``nerve audit export``, ``nerve audit verify BUNDLE``) are in
+:mod:`nerve.attention.bundle`.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import blake3
 
 from nerve.attention.service import DECISION, LINK
-from nerve.canonical import canonical_json, det_cbor_decode
+from nerve.canonical import det_cbor_decode
 from nerve.chain import TrustRecord, default_trust_dir, peek_log_id, trust_path, verify_chain
-from nerve.chain.verify import ChainReport
+from nerve.chain.verify import Break, ChainReport
 from nerve.errors import ChainError, UsageError
 from nerve.query import connect
-
-BUNDLE_FORMAT = "nerve-audit-bundle/1"
 
 
 def chain_links(log_root: Path) -> list[bytes]:
@@ -91,41 +92,6 @@ def show(log_root: Path, seq: int) -> dict[str, Any]:
     return link
 
 
-def bundle(log_root: Path) -> dict[str, Any]:
-    links = chain_links(log_root)
-    if not links:
-        raise UsageError("the log has no sealed decisions yet (no chain links)")
-    genesis = decode_link(links[0])
-    return {
-        "format": BUNDLE_FORMAT,
-        "public_key": genesis.get("key"),
-        "log_id": genesis.get("log"),
-        "links": [raw.hex() for raw in links],
-        "decisions": decisions(log_root),
-    }
-
-
-def export(log_root: Path, out: Path) -> dict[str, Any]:
-    data = bundle(log_root)
-    out.write_bytes(canonical_json(data) + b"\n")
-    return {"path": str(out), "links": len(data["links"]), "public_key": data["public_key"]}
-
-
-def read_bundle(path: Path) -> tuple[list[bytes], bytes | None]:
-    """Links and carried key from a bundle; a bad file is a clear error."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        if data.get("format") != BUNDLE_FORMAT:
-            raise ValueError(f"format is {data.get('format')!r}, not {BUNDLE_FORMAT}")
-        links = [bytes.fromhex(h) for h in data["links"]]
-        key = bytes.fromhex(data["public_key"]) if data.get("public_key") else None
-    except FileNotFoundError:
-        raise UsageError(f"{path}: no such bundle") from None
-    except (ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise UsageError(f"{path}: not an audit bundle: {exc}") from None
-    return links, key
-
-
 @dataclass(frozen=True)
 class Verdict:
     report: ChainReport
@@ -137,6 +103,7 @@ class Verdict:
         return {
             **self.report.to_json(),
             "origin": self.origin,
+            "key": None if self.report.genesis_key is None else self.report.genesis_key.hex(),
             "key_from": self.pinned,
             "trust_recorded": self.recorded,
         }
@@ -156,6 +123,11 @@ def _load_record(trust_dir: Path, origin: str) -> TrustRecord | None:
     return TrustRecord.load(trust_path(bytes.fromhex(pin["log_id"]), trust_dir))
 
 
+def _record_for_log(folder: Path, links: list[bytes]) -> TrustRecord | None:
+    claimed = peek_log_id(links)
+    return None if claimed is None else TrustRecord.load(trust_path(claimed, folder))
+
+
 def verify(
     links: list[bytes],
     *,
@@ -164,14 +136,20 @@ def verify(
     key_from: str,
     trust_dir: Path | None = None,
     record: bool = True,
+    also: Callable[[ChainReport], Break | None] | None = None,
 ) -> Verdict:
-    """Verify against the pinned key and the last accepted checkpoint; advance them if ok."""
+    """Verify against the pinned key and the last accepted checkpoint; advance them if ok.
+
+    ``also`` runs on a chain that verified; a break it returns fails the verification.
+    """
     folder = trust_dir or default_trust_dir()
-    trusted = _load_record(folder, origin)
+    trusted = _load_record(folder, origin) or _record_for_log(folder, links)
     pinned_key, pinned = key, key_from
     if pinned_key is None and trusted is not None:
         pinned_key, pinned = trusted.key, "trust record"
     report = verify_chain(links, pinned_key=pinned_key, trusted=trusted)
+    if report.ok and also is not None and (brk := also(report)) is not None:
+        report = replace(report, first_break=brk)
     saved = False
     if report.ok and record and report.anchor is not None:
         new = trusted.accept(report) if trusted is not None else TrustRecord.from_report(report)

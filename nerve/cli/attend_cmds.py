@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from nerve.attention import audit
+from nerve.attention import audit, bundle
 from nerve.attention.service import check, replay, rotate_offline
 from nerve.attention.settings import parse_settings
 from nerve.cli.output import emit_json, render_rows
@@ -84,34 +84,26 @@ def verify(
         Path | None, typer.Argument(help="An exported bundle (default: this workspace's log).")
     ] = None,
     key: Annotated[str | None, typer.Option("--key", help="Pin this public key (hex).")] = None,
+    trust_bundle_key: Annotated[
+        bool,
+        typer.Option(
+            "--trust-bundle-key", help="Take the key the bundle carries (proves no authorship)."
+        ),
+    ] = False,
     no_record: Annotated[
         bool, typer.Option("--no-record", help="Do not advance the trust record.")
     ] = False,
     as_json: JsonFlag = False,
 ) -> None:
     """Check every signature, seq, prev link, encoding and checkpoint; name the first break."""
-    pinned = _parse_key(key)
-    if path is not None:
-        links, carried = audit.read_bundle(path)
-        origin_key = pinned or carried
-        origin = f"key:{origin_key.hex()}" if origin_key else f"bundle:{path.resolve()}"
-        verdict = audit.verify(
-            links,
-            origin=origin,
-            key=origin_key,
-            key_from="--key" if pinned else "bundle",
-            record=not no_record,
-        )
-    else:
-        ws = _ws()
-        verdict = audit.verify(
-            audit.chain_links(ws.log_root),
-            origin=f"workspace:{ws.root}",
-            key=pinned,
-            key_from="--key",
-            record=not no_record,
-        )
+    verdict = _verdict(path, _parse_key(key), trust_bundle_key, record=not no_record)
     data = verdict.to_json()
+    if verdict.pinned == "bundle":
+        typer.echo(
+            f"warning: key {data['key']} was taken from the bundle itself (--trust-bundle-key): "
+            "this shows the bundle is consistent, not who wrote it",
+            err=True,
+        )
     if as_json:
         emit_json(data)
     elif verdict.report.ok:
@@ -123,6 +115,27 @@ def verify(
         b = data["break"]
         typer.echo(f"BREAK at seq {b['seq']}: {b['kind']}: {b['message']}", err=True)
     raise typer.Exit(verdict.report.exit_code)
+
+
+def _verdict(
+    path: Path | None, key: bytes | None, trust_bundle_key: bool, *, record: bool
+) -> audit.Verdict:
+    if path is not None:
+        if key is not None and trust_bundle_key:
+            raise UsageError("give --key or --trust-bundle-key, not both")
+        return bundle.verify_bundle(path, key=key, trust_bundle_key=trust_bundle_key, record=record)
+    if trust_bundle_key:
+        raise UsageError(
+            "--trust-bundle-key applies to a bundle", hint="nerve audit verify BUNDLE ..."
+        )
+    ws = _ws()
+    return audit.verify(
+        audit.chain_links(ws.log_root),
+        origin=f"workspace:{ws.root}",
+        key=key,
+        key_from="--key",
+        record=record,
+    )
 
 
 def _parse_key(key: str | None) -> bytes | None:
@@ -197,7 +210,7 @@ def show(
 @audit_app.command("export")
 def export(out: Annotated[Path, typer.Option("--out", help="Bundle file to write.")]) -> None:
     """Write a self-contained bundle that verifies offline elsewhere."""
-    info = audit.export(_ws().log_root, out)
+    info = bundle.export(_ws().log_root, out)
     typer.echo(f"wrote {info['links']} links to {info['path']} (public key {info['public_key']})")
 
 
