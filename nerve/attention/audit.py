@@ -23,6 +23,7 @@ from typing import Any
 
 import blake3
 
+from nerve import fsio
 from nerve.attention.service import DECISION, LINK
 from nerve.canonical import det_cbor_decode
 from nerve.chain import TrustRecord, default_trust_dir, peek_log_id, trust_path, verify_chain
@@ -161,8 +162,9 @@ def verify(
 
 def _save_pin(folder: Path, origin: str, log_id: bytes) -> None:
     path = _pin_path(folder, origin)
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    path.write_text(json.dumps({"origin": origin, "log_id": log_id.hex()}) + "\n")
+    fsio.private_dir(path.parent)
+    body = json.dumps({"origin": origin, "log_id": log_id.hex()}) + "\n"
+    fsio.write_private(path, body.encode(), site="trust.write", exclusive=False)
 
 
 def log_id_of(links: list[bytes]) -> str | None:

@@ -18,6 +18,7 @@ import pyarrow.parquet as pq
 
 from nerve.clock import Hlc
 from nerve.errors import LogCorrupt
+from nerve.log.buffers import read_file
 from nerve.log.codec import SCHEMA, fixed_bytes, hash_each, ids_of
 from nerve.log.manifest import ManifestState, SegmentInfo, read_manifest
 from nerve.log.paths import LogPaths
@@ -119,7 +120,7 @@ def _check_segment(paths: LogPaths, info: SegmentInfo, hasher: Any) -> tuple[lis
     path = paths.segment(info.name)
     name = _rel(paths, path)
     try:
-        data = path.read_bytes()
+        data = read_file(path)  # Arrow's memory: see nerve.log.buffers
     except FileNotFoundError:
         return [Problem(name, "live segment is missing (deleted?)")], 0
     problems: list[Problem] = []
