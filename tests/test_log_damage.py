@@ -94,6 +94,21 @@ def test_a_wal_cut_mid_frame_is_reported_with_the_bytes_it_loses(tmp_path: Path)
     assert any("bytes from byte" in str(w) for w in report.warnings)
 
 
+@pytest.mark.parametrize("header", [b"", b"NWAL\x00\x00"])
+def test_a_generation_a_crash_left_without_its_header_is_debris(
+    tmp_path: Path, header: bytes
+) -> None:
+    """Killed between creating the next generation's file and writing its header."""
+    root = tmp_path / "log"
+    ids = _log(root)
+    (root / "wal" / "0000000000000002.wal").write_bytes(header)
+    assert verify(root).ok
+    with EventLog(root, node="n") as log:
+        log.append_drafts([Draft.of(source=1, line="after")])
+    assert _stored(root)[:12] == ids and len(_stored(root)) == 13
+    assert verify(root).ok and verify(root).warnings == []
+
+
 @pytest.mark.parametrize("how", ["delete", "rename"])
 def test_a_lost_wal_generation_is_reported_and_the_writer_refuses(tmp_path: Path, how: str) -> None:
     root = tmp_path / "log"

@@ -134,6 +134,9 @@ def scan(path: Path, *, strict: bool = True, start: int = 0) -> WalScan:
     """Read every good frame. With ``strict``, a bad frame before a good one raises."""
     data = read_wal(path)
     gen = _check_header(path, data)
+    if len(data) < _HEADER.size:  # a crash between creating the file and its header
+        damaged = not _HEADER.pack(FILE_MAGIC, VERSION, gen).startswith(data)
+        return WalScan(path, gen, [], 0, len(data), 0 if data else None, damaged)
     tables: list[pa.Table] = []
     pos = max(start, _HEADER.size)
     while pos < len(data):
