@@ -383,23 +383,25 @@ class EventLog:
 
     def _write_sealed(self, batch: list[tuple[int, list[pa.Table]]]) -> SegmentInfo:
         tables = [t for _, ts in batch for t in ts]
-        info = seg.write_segment(self.paths.segments, pa.concat_tables(tables))
-        body = {
-            "op": "seal",
-            "add": [info.to_json()],
-            "remove": [],
-            "wal_gen": batch[-1][0],
-            "time_ns": self._now(),
-        }
+        body = {"op": "seal", "remove": [], "wal_gen": batch[-1][0]}
+        return self._record_segment(pa.concat_tables(tables), body)
+
+    def _record_segment(self, table: pa.Table, body: dict[str, Any]) -> SegmentInfo:
+        """Write ``table`` as a segment, then the manifest record that adds it. A record
+        that fails takes the unrecorded file with it (its events are still elsewhere)."""
+        info = seg.write_segment(self.paths.segments, table)
         try:
-            append_record(self.paths.manifest, self.manifest, body)
+            append_record(
+                self.paths.manifest,
+                self.manifest,
+                {**body, "add": [info.to_json()], "time_ns": self._now()},
+            )
         except BaseException:
             self._discard_unrecorded(info.name)
             raise
         return info
 
     def _discard_unrecorded(self, name: str) -> None:
-        """Remove a segment whose manifest record failed (its events are still elsewhere)."""
         if name not in self.manifest.known():
             with contextlib.suppress(OSError):
                 self.paths.segment(name).unlink()
@@ -422,18 +424,8 @@ class EventLog:
                 table = pa.concat_tables(
                     [seg.read_segment(self.paths.segment(s.name)) for s in run]
                 )
-                info = seg.write_segment(self.paths.segments, table)
-                body = {
-                    "op": "compact",
-                    "add": [info.to_json()],
-                    "remove": [s.name for s in run],
-                    "time_ns": self._now(),
-                }
-                try:
-                    append_record(self.paths.manifest, self.manifest, body)
-                except BaseException:
-                    self._discard_unrecorded(info.name)
-                    raise
+                body = {"op": "compact", "remove": [s.name for s in run]}
+                info = self._record_segment(table, body)
                 merged, written, rows = merged + len(run), written + 1, rows + info.rows
             self._drop_retired()
             return CompactResult(merged, written, rows)
