@@ -315,21 +315,6 @@ def follow_tables(
         time.sleep(poll_s if not table.num_rows else min(poll_s, FOLLOW_GATHER_S))
 
 
-def follow(
-    ws: Workspace,
-    *,
-    filt: TailFilter,
-    since: Hlc,
-    poll_s: float = 0.2,
-    stop_after_s: float | None = None,
-) -> Iterator[dict[str, Any]]:
-    """Yield new matching events, one wire dict each, as another process appends them."""
-    for table in follow_tables(
-        ws, filt=filt, since=since, poll_s=poll_s, stop_after_s=stop_after_s
-    ):
-        yield from (row_to_json(r) for r in table.to_pylist())
-
-
 def replay(ws: Workspace, *, full: bool) -> VerifyReport:
     """Replay digest; with ``full``, every id, address and the manifest chain recomputed."""
     from nerve.log.reader import replay_digest

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -71,3 +72,14 @@ class Daemon:
             time.sleep(0.1)
         log = (self.root / "data" / "daemon.log").read_text(errors="replace")[-3000:]
         raise AssertionError(f"timed out waiting for {what}; daemon log:\n{log}")
+
+
+@contextlib.contextmanager
+def started(root: Path) -> Iterator[Daemon]:
+    """A daemon running on ``root`` for the length of the block, stopped however it ends."""
+    d = Daemon(root)
+    d.start()
+    try:
+        yield d
+    finally:
+        d.stop()

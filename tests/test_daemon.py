@@ -16,7 +16,7 @@ import pytest
 
 from nerve.workspace import init_workspace
 from tests.conftest import run_cli
-from tests.daemon_util import COUNTER, Daemon, write_sense
+from tests.daemon_util import COUNTER, Daemon, started, write_sense
 
 HANG = """
 import time
@@ -83,12 +83,8 @@ def daemon(tmp_path: Path) -> Iterator[Daemon]:
     ):
         write_sense(ws.root, name, code)
     (ws.root / "nerve.yaml").write_text(CONFIG)
-    d = Daemon(ws.root)
-    d.start()
-    try:
+    with started(ws.root) as d:
         yield d
-    finally:
-        d.stop()
 
 
 def _computes(d: Daemon, sense: str) -> list[dict[str, object]]:

@@ -14,7 +14,7 @@ import pytest
 from nerve.runtime.ipc import encode
 from nerve.workspace import init_workspace
 from tests.conftest import run_cli
-from tests.daemon_util import Daemon, write_sense
+from tests.daemon_util import Daemon, started, write_sense
 
 DEEP_STATE = """
 initial_state = {"n": 0}
@@ -50,12 +50,8 @@ def daemon(tmp_path: Path) -> Iterator[Daemon]:
     with ws.open_log() as log:  # a state stored before the limit: the daemon must still start
         deep = b'{"state":' + b"[" * 5000 + b"]" * 5000 + b"}"
         log.append("sense.state", source=1024, subject="deepstate", line="old", payload=deep)
-    d = Daemon(ws.root)
-    d.start()
-    try:
+    with started(ws.root) as d:
         yield d
-    finally:
-        d.stop()
 
 
 def _exchange(path: Path, *lines: bytes) -> list[dict[str, Any]]:
@@ -80,12 +76,8 @@ def quiet(tmp_path: Path) -> Iterator[Daemon]:
     """A daemon with no senses: nothing but what a test sends is appended."""
     ws = init_workspace(tmp_path / "quiet")
     (ws.root / "nerve.yaml").write_text("senses: {}\n")
-    d = Daemon(ws.root)
-    d.start()
-    try:
+    with started(ws.root) as d:
         yield d
-    finally:
-        d.stop()
 
 
 def _error(reply: dict[str, Any]) -> dict[str, Any]:

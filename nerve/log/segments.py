@@ -6,6 +6,7 @@ import contextlib
 import os
 import secrets
 from pathlib import Path
+from typing import Any
 
 import blake3
 import pyarrow as pa
@@ -123,21 +124,20 @@ def after(table: pa.Table, since: Hlc) -> pa.Table:
     """The rows of an HLC-ordered table stamped strictly after ``since``."""
     if table.num_rows == 0 or since == (0, 0):
         return table
-    phys, logi = table.column("physical_ns"), table.column("logical")
-    keep = pc.or_(
-        pc.greater(phys, since.physical_ns),
-        pc.and_(pc.equal(phys, since.physical_ns), pc.greater(logi, since.logical)),
-    )
-    return table.filter(keep)
+    return table.filter(_stamp_mask(table, since, pc.greater, pc.greater))
 
 
 def up_to(table: pa.Table, last: Hlc) -> pa.Table:
     """The rows of an HLC-ordered table stamped at or before ``last``."""
     if table.num_rows == 0:
         return table
+    return table.filter(_stamp_mask(table, last, pc.less, pc.less_equal))
+
+
+def _stamp_mask(table: pa.Table, stamp: Hlc, beyond: Any, at: Any) -> pa.ChunkedArray:
+    """Rows whose physical time is ``beyond`` the stamp's, or equal with a logical ``at``."""
     phys, logi = table.column("physical_ns"), table.column("logical")
-    keep = pc.or_(
-        pc.less(phys, last.physical_ns),
-        pc.and_(pc.equal(phys, last.physical_ns), pc.less_equal(logi, last.logical)),
+    return pc.or_(
+        beyond(phys, stamp.physical_ns),
+        pc.and_(pc.equal(phys, stamp.physical_ns), at(logi, stamp.logical)),
     )
-    return table.filter(keep)
