@@ -20,7 +20,7 @@ from nerve.attention.gate import GateConfig, UserContext
 from nerve.attention.pipeline import AttentionConfig
 from nerve.chain import ChainWriter, Keyring
 from nerve.clock import Hlc
-from nerve.conformance_attention import (
+from nerve.conformance.attention import (
     Record,
     busy_pass,
     chain_summary,

@@ -20,8 +20,8 @@ from nerve.clock import Hlc
 from nerve.events import NERVE_SOURCE, Event, SourceClass, Trust
 from nerve.log.codec import event_to_json
 from nerve.query import connect
-from nerve.recall_core import RetrievalParams
-from nerve.recall_tier0 import answer, retrieve_for
+from nerve.recall.core import RetrievalParams
+from nerve.recall.tier0 import answer, retrieve_for
 
 HERE = Path(__file__).resolve().parent / "v1"
 NODE = "conformance-node"

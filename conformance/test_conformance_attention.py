@@ -14,7 +14,7 @@ import pytest
 
 from nerve.attention.gate import GateConfig
 from nerve.conformance import CHECKERS, run_all
-from nerve.conformance_attention import busy_pass, context_from_json
+from nerve.conformance.attention import busy_pass, context_from_json
 
 HERE = Path(__file__).resolve().parent
 FILES = {"C3": "c3_attention.json", "C5": "c5_chain.json"}

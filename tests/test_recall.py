@@ -20,7 +20,7 @@ from nerve.events import NERVE_SOURCE, Event, SourceClass, Trust
 from nerve.logops import TailFilter, tail_rows
 from nerve.query import run_query
 from nerve.recall import ask, build_retrieval, load_recall_config
-from nerve.recall_core import (
+from nerve.recall.core import (
     IDF_BITS,
     Envelope,
     Retrieval,
@@ -33,7 +33,7 @@ from nerve.recall_core import (
     term_score,
     tokenize,
 )
-from nerve.recall_tier0 import answer, match_intent
+from nerve.recall.tier0 import answer, match_intent
 from nerve.workspace import Workspace
 
 T0 = 1_700_000_000_000_000_000

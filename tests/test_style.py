@@ -17,8 +17,8 @@ LAYERS = [
     {"errors", "clock", "canonical", "resources", "fsio"},
     {"events", "contract"},
     {"log"},
-    {"query", "config", "conformance", "conformance_attention", "chain", "attention", "checks"}
-    | {"recall_core", "recall_tier0"},
+    {"query", "config", "conformance", "chain", "attention", "checks"}
+    | {"recall.core", "recall.tier0"},
     {"workspace"},
     {"runtime", "flow", "logops", "recall"},
     {"cli", "__main__"},
@@ -26,10 +26,18 @@ LAYERS = [
 
 
 def _layer(module: str) -> int:
-    for index, names in enumerate(LAYERS):
-        if module in names:
-            return index
+    """A module's layer: its own entry (``recall.core``), else its package's (``recall``)."""
+    for name in (module, module.split(".", maxsplit=1)[0]):
+        for index, names in enumerate(LAYERS):
+            if name in names:
+                return index
     raise AssertionError(f"module nerve.{module} has no layer in tests/test_style.py")
+
+
+def _name(dotted: str) -> str:
+    """``nerve.recall.core.x`` -> ``recall.core``: the part of a path LAYERS can name."""
+    parts = dotted.split(".")[1:3]
+    return ".".join(parts)
 
 
 def _imports(path: Path) -> set[str]:
@@ -37,9 +45,9 @@ def _imports(path: Path) -> set[str]:
     found = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("nerve."):
-            found.add(node.module.split(".")[1])
+            found.add(_name(node.module))
         elif isinstance(node, ast.Import):
-            found |= {a.name.split(".")[1] for a in node.names if a.name.startswith("nerve.")}
+            found |= {_name(a.name) for a in node.names if a.name.startswith("nerve.")}
     return found
 
 
@@ -47,8 +55,9 @@ def test_dependencies_point_one_way() -> None:
     bad = []
     for path in PACKAGE.rglob("*.py"):
         rel = path.relative_to(PACKAGE)
-        own = rel.parts[0].removesuffix(".py")
-        if own == "__init__":
+        parts = [p.removesuffix(".py") for p in rel.parts[:2] if p != "__init__.py"]
+        own = ".".join(parts)
+        if own in ("", "__init__"):
             continue
         for target in _imports(path):
             if _layer(target) > _layer(own):
@@ -85,3 +94,13 @@ def test_ruff() -> None:
 def test_mypy() -> None:
     proc = subprocess.run([sys.executable, "-m", "mypy"], cwd=ROOT, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_cli_commands_do_not_import_main() -> None:
+    """Shared CLI state lives in ``nerve.cli.state``; ``main`` imports the commands, not back."""
+    bad = [
+        path.name
+        for path in (PACKAGE / "cli").glob("*.py")
+        if path.name != "main.py" and "nerve.cli.main" in path.read_text(encoding="utf-8")
+    ]
+    assert bad == []

@@ -33,7 +33,7 @@ def ask_cmd(
 
     Exits 3 when nothing could answer (no fallback configured), so scripts can tell.
     """
-    from nerve.cli.main import STATE
+    from nerve.cli.state import STATE
 
     result = ask(STATE.workspace(), question, k=k, record=not no_record)
     if as_json:

@@ -12,6 +12,7 @@ from nerve.attention import audit, bundle
 from nerve.attention.service import check, replay, rotate_offline
 from nerve.attention.settings import parse_settings
 from nerve.cli.output import emit_json, render_rows
+from nerve.cli.state import workspace as _ws
 from nerve.clock import Hlc
 from nerve.config import parse_duration
 from nerve.errors import DaemonError, NerveError, UsageError
@@ -19,12 +20,6 @@ from nerve.runtime import daemon
 
 audit_app = typer.Typer(help="Verify and inspect the sealed surfacing log.", no_args_is_help=True)
 JsonFlag = Annotated[bool, typer.Option("--json", help="JSON output.")]
-
-
-def _ws() -> Any:
-    from nerve.cli.main import STATE
-
-    return STATE.workspace()
 
 
 def attend(

@@ -2,24 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
 from nerve.checks.catalog import lookup
 from nerve.cli.output import emit_json, render_rows
+from nerve.cli.state import workspace as _ws
 from nerve.flow import client
 
 check_app = typer.Typer(help="Inspect and fire gate checks.", no_args_is_help=True)
 JsonFlag = Annotated[bool, typer.Option("--json", help="JSON output (one object per line).")]
 CsvFlag = Annotated[bool, typer.Option("--csv", help="CSV output.")]
 LIST_COLUMNS = ["id", "fire_on", "default_severity", "matches", "category", "description"]
-
-
-def _ws() -> Any:
-    from nerve.cli.main import STATE
-
-    return STATE.workspace()
 
 
 @check_app.command("list")

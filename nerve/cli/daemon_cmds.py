@@ -3,21 +3,16 @@
 from __future__ import annotations
 
 import sys
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
 from nerve.cli.output import emit_json
+from nerve.cli.state import workspace as _ws
 from nerve.runtime import daemon
 
 daemon_app = typer.Typer(help="Run nerve's daemon in the background.", no_args_is_help=True)
 JsonFlag = Annotated[bool, typer.Option("--json", help="JSON output.")]
-
-
-def _ws() -> Any:
-    from nerve.cli.main import STATE
-
-    return STATE.workspace()
 
 
 def dev() -> None:

@@ -9,6 +9,7 @@ from typing import IO, TYPE_CHECKING, Annotated, Any
 import typer
 
 from nerve.cli.output import console, emit_json, is_terminal, render_rows
+from nerve.cli.state import workspace as _ws
 from nerve.errors import UsageError
 from nerve.events import source_name, trust_name
 from nerve.log.codec import event_to_json, row_to_json, wire_lines
@@ -44,12 +45,6 @@ KeyOption = Annotated[
         "once, and the first result is printed.",
     ),
 ]
-
-
-def _ws() -> Any:
-    from nerve.cli.main import STATE
-
-    return STATE.workspace()
 
 
 def _open_input(path: str) -> tuple[IO[str], str]:

@@ -9,8 +9,8 @@ from typing import Annotated
 
 import typer
 
+from nerve.cli.state import STATE
 from nerve.errors import DISK_ERRNOS, LogError, NerveError, os_error_text
-from nerve.workspace import Workspace
 
 app = typer.Typer(
     name="nerve",
@@ -20,16 +20,6 @@ app = typer.Typer(
     add_completion=False,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
-
-
-class State:
-    workspace_arg: Path | None = None
-
-    def workspace(self) -> Workspace:
-        return Workspace.at(self.workspace_arg)
-
-
-STATE = State()
 
 
 @app.callback()

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
 from nerve.canonical import loads_bounded
 from nerve.cli.output import emit_json, render_rows
+from nerve.cli.state import workspace as _ws
 from nerve.config import validate_config
 from nerve.errors import EventError, UsageError
 from nerve.flow.validate import check_workflows
@@ -20,12 +21,6 @@ sense_app = typer.Typer(help="Inspect and trigger senses.", no_args_is_help=True
 JsonFlag = Annotated[bool, typer.Option("--json", help="JSON output (one object per line).")]
 CsvFlag = Annotated[bool, typer.Option("--csv", help="CSV output.")]
 RAW_STATE_CHARS = 4000
-
-
-def _ws() -> Any:
-    from nerve.cli.main import STATE
-
-    return STATE.workspace()
 
 
 def _fmt(as_json: bool, as_csv: bool) -> str:

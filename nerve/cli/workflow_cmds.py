@@ -4,11 +4,12 @@ override (ask the daemon)."""
 from __future__ import annotations
 
 import sys
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
 from nerve.cli.output import emit_json, render_rows
+from nerve.cli.state import workspace as _ws
 from nerve.flow import client
 from nerve.flow.contract import Message
 from nerve.flow.history import list_runs, load_run, run_events, run_row, thread_page
@@ -17,12 +18,6 @@ workflow_app = typer.Typer(help="Run and inspect workflows.", no_args_is_help=Tr
 JsonFlag = Annotated[bool, typer.Option("--json", help="JSON output (one object per line).")]
 CsvFlag = Annotated[bool, typer.Option("--csv", help="CSV output.")]
 RunArg = Annotated[str, typer.Argument(help="Run id (see `nerve workflow list`).")]
-
-
-def _ws() -> Any:
-    from nerve.cli.main import STATE
-
-    return STATE.workspace()
 
 
 def _fmt(as_json: bool, as_csv: bool) -> str:

@@ -5,7 +5,7 @@ and otherwise returns ``None`` so the cascade escalates.
 
 **Query side.** Every intent has trigger word sets (one must be wholly in the query's
 tokens) and a vocabulary; a query matches when it fires a trigger and every other token is a
-stop word (:data:`nerve.recall_core.STOPWORDS`) or in the intent's vocabulary — "which files
+stop word (:data:`nerve.recall.core.STOPWORDS`) or in the intent's vocabulary — "which files
 changed in src?" carries ``src``, which ``recent_files`` cannot honour, so it escalates. Only
 ``held`` takes free words (``why was the cpu spike held``), which must then match a held
 decision. Exactly one intent may match; two (``what did I edit and run``) escalate.
@@ -39,7 +39,7 @@ from typing import Any
 import duckdb
 
 from nerve.attention.energy import Energy
-from nerve.recall_core import (
+from nerve.recall.core import (
     STOPWORDS,
     Envelope,
     Retrieval,

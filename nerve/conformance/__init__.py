@@ -116,7 +116,7 @@ def run_file(path: Path) -> VectorResult:
 
 def _load_extra_checkers() -> None:
     """Register the checkers that live in their own modules (they import this one)."""
-    import nerve.conformance_attention  # noqa: F401  (registers C3, C5)
+    import nerve.conformance.attention  # noqa: F401  (registers C3, C5)
 
 
 def run_all(folder: Path | None = None) -> list[VectorResult]:
@@ -145,7 +145,7 @@ def check_c4(vec: dict[str, Any]) -> tuple[bool, str]:
     """
     from nerve.log.store import EventLog
     from nerve.query import connect
-    from nerve.recall_core import RetrievalParams
+    from nerve.recall.core import RetrievalParams
 
     raw = vec["params"]
     params = RetrievalParams(raw["k"], raw["window"], tuple(raw["kinds"]), raw["salience_window"])
@@ -169,7 +169,7 @@ def check_c4(vec: dict[str, Any]) -> tuple[bool, str]:
 
 def _c4_case(conn: Any, case: dict[str, Any], params: Any) -> str | None:
     from nerve.canonical import canonical_json
-    from nerve.recall_tier0 import answer, retrieve_for
+    from nerve.recall.tier0 import answer, retrieve_for
 
     retrieval = retrieve_for(conn, case["query"], params)
     envelope, found = retrieval.envelope, answer(retrieval)

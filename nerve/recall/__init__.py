@@ -1,7 +1,7 @@
 """The synthesis cascade (Sense v0.1 §6): ``nerve ask`` answers a question from the log.
 
-:func:`ask` builds the envelope (:mod:`nerve.recall_core`), tries Tier 0
-(:mod:`nerve.recall_tier0`) and escalates only when Tier 0 cannot answer, to the configured
+:func:`ask` builds the envelope (:mod:`nerve.recall.core`), tries Tier 0
+(:mod:`nerve.recall.tier0`) and escalates only when Tier 0 cannot answer, to the configured
 fallback. With none configured it says so plainly and the answer is marked unanswered.
 
 ``recall:`` in ``nerve.yaml`` (every key optional, unknown keys rejected)::
@@ -74,7 +74,7 @@ from nerve.events import NERVE_SOURCE, Trust, check_kind
 from nerve.flow.utils import CommandFailed, CommandResult, run_argv
 from nerve.log.store import Draft
 from nerve.logops import emit
-from nerve.recall_core import (
+from nerve.recall.core import (
     DEFAULT_K,
     DEFAULT_KINDS,
     DEFAULT_WINDOW_SPANS,
@@ -82,7 +82,7 @@ from nerve.recall_core import (
     Retrieval,
     RetrievalParams,
 )
-from nerve.recall_tier0 import Tier0Answer, answer, retrieve_for
+from nerve.recall.tier0 import Tier0Answer, answer, retrieve_for
 from nerve.workspace import Workspace
 
 __all__ = [
