@@ -50,6 +50,7 @@ class NerveError(Exception):
 
     hint: str | None = None
     field: str | None = None
+    exit_code = 1  # what the CLI exits with: 1 for errors, 2 for usage (STYLE §10)
 
     def __init__(self, message: str, *, hint: str | None = None, field: str | None = None) -> None:
         super().__init__(message)
@@ -67,7 +68,10 @@ class NerveError(Exception):
 
 
 class UsageError(NerveError):
-    """Raised when a caller passes a value nerve cannot use (a bad flag, bad JSON)."""
+    """Raised when a caller passes a value nerve cannot use (a bad flag, bad JSON), or runs a
+    command outside any workspace."""
+
+    exit_code = 2
 
 
 class ClockError(NerveError):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -33,6 +34,41 @@ class Workspace:
                 f"workspace {path} is not a folder", hint="create one with `nerve init DIR`"
             )
         return cls(path)
+
+    @classmethod
+    def find(
+        cls,
+        given: Path | str | None = None,
+        *,
+        cwd: Path | None = None,
+        env: Mapping[str, str] | None = None,
+        write: bool = False,
+    ) -> Workspace:
+        """The workspace a command means, found the way git finds a repository.
+
+        ``given`` (``--workspace``), else ``NERVE_WORKSPACE``, else the nearest folder from
+        ``cwd`` upwards that holds ``nerve.yaml``. A named folder without ``nerve.yaml`` is
+        accepted only for reading a log already there (an archive, a copied ``data/``); a
+        command that writes needs ``nerve.yaml``. Nothing is created here.
+        """
+        named = given or (os.environ if env is None else env).get("NERVE_WORKSPACE")
+        if not named:
+            start = (cwd or Path.cwd()).resolve()
+            for folder in (start, *start.parents):
+                if (folder / "nerve.yaml").is_file():
+                    return cls(folder)
+            raise UsageError(
+                f"not in a nerve workspace: no nerve.yaml in {start} or any folder above it",
+                hint="create one with `nerve init DIR`, or name one with --workspace DIR",
+            )
+        ws = cls.at(named)
+        if ws.config_path.is_file() or (not write and ws.log_root.is_dir()):
+            return ws
+        what = "writes to" if write else "reads"
+        raise UsageError(
+            f"{ws.root} is not a nerve workspace (no nerve.yaml); this command {what} one",
+            hint=f"create one with `nerve init {named}`",
+        )
 
     @property
     def config_path(self) -> Path:

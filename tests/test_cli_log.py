@@ -20,7 +20,7 @@ def test_init_refuses_to_overwrite(tmp_path: Path) -> None:
     run_cli("init", str(tmp_path / "w"))
     assert (tmp_path / "w" / "nerve.yaml").exists()
     proc = run_cli("init", str(tmp_path / "w"), check=False)
-    assert proc.returncode == 1
+    assert proc.returncode == 2
     assert proc.stderr.startswith("UsageError: ") and "already exists" in proc.stderr
 
 
@@ -131,10 +131,10 @@ def test_usage_errors_exit_2_and_expected_errors_have_no_traceback(workspace: Wo
     proc = cli(workspace, "tail", "-n", "lots", check=False)
     assert proc.returncode == 2  # type: ignore[attr-defined]
     proc = cli(workspace, "emit", "--source", "shell", "--payload", "{bad", check=False)
-    assert proc.returncode == 1 and "Traceback" not in proc.stderr  # type: ignore[attr-defined]
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr  # type: ignore[attr-defined]
     assert proc.stderr.startswith("UsageError: --payload is not valid JSON")  # type: ignore[attr-defined]
     proc = cli(workspace, "query", "SELECT * FROM nowhere", check=False)
-    assert proc.returncode == 1 and proc.stderr.startswith("UsageError: query failed")  # type: ignore[attr-defined]
+    assert proc.returncode == 2 and proc.stderr.startswith("UsageError: query failed")  # type: ignore[attr-defined]
 
 
 def test_conformance_command(workspace: Workspace) -> None:

@@ -55,8 +55,9 @@ def count(ws: Workspace) -> int:
 
 
 def assert_one_line_error(proc: subprocess.CompletedProcess[str], name: str, *parts: str) -> None:
-    """Exit 1, ``Name: message`` (and at most a ``hint:`` line) on stderr, no traceback."""
-    assert proc.returncode == 1, proc.stderr
+    """Exit 2 for a usage error, else 1; ``Name: message`` (and at most a ``hint:`` line) on
+    stderr, no traceback."""
+    assert proc.returncode == (2 if name == "UsageError" else 1), proc.stderr
     lines = proc.stderr.splitlines()
     assert lines and lines[0].startswith(f"{name}: "), proc.stderr
     assert all(line.startswith("hint: ") for line in lines[1:]), proc.stderr

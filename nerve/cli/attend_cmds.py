@@ -34,7 +34,7 @@ def attend(
     """Catch a log up as the daemon would (--replay), or recheck every decision (--check)."""
     if not (replay_ or check_):
         raise UsageError("give --replay, --check or both")
-    ws = _ws()
+    ws = _ws(write=True)
     settings = parse_settings(ws.config.attention)
     if replay_:
         if daemon.running(ws):
@@ -212,7 +212,7 @@ def export(out: Annotated[Path, typer.Option("--out", help="Bundle file to write
 @audit_app.command("rotate-key")
 def rotate_key() -> None:
     """Move to a new signing key: a link signed by the old and the new key."""
-    ws = _ws()
+    ws = _ws(write=True)
     if daemon.running(ws):
         epoch = daemon.call(ws, {"type": "rotate-key"})["epoch"]
     else:

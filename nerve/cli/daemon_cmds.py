@@ -17,19 +17,19 @@ JsonFlag = Annotated[bool, typer.Option("--json", help="JSON output.")]
 
 def dev() -> None:
     """Run the daemon in the foreground with a live view (Ctrl+C stops)."""
-    daemon.run_foreground(_ws(), view=sys.stdout.isatty())
+    daemon.run_foreground(_ws(write=True), view=sys.stdout.isatty())
 
 
 @daemon_app.command("run")
 def run_cmd() -> None:
     """Run the daemon in the foreground without a view (what `start` runs)."""
-    daemon.run_foreground(_ws())
+    daemon.run_foreground(_ws(write=True))
 
 
 @daemon_app.command("start")
 def start() -> None:
     """Start the daemon in the background."""
-    pid = daemon.start_background(_ws())
+    pid = daemon.start_background(_ws(write=True))
     typer.echo(f"nerve daemon started (pid {pid})")
 
 
@@ -43,7 +43,7 @@ def stop() -> None:
 @daemon_app.command("restart")
 def restart() -> None:
     """Stop, then start the daemon."""
-    ws = _ws()
+    ws = _ws(write=True)
     daemon.stop(ws)
     typer.echo(f"nerve daemon started (pid {daemon.start_background(ws)})")
 

@@ -85,7 +85,7 @@ def emit_cmd(
     as_json: JsonFlag = False,
 ) -> None:
     """Append an event (or a batch with --jsonl) and print what was stored."""
-    ws = _ws()
+    ws = _ws(write=True)
     if jsonl is not None:
         if source is not None:
             raise UsageError("give either --source or --jsonl, not both")
@@ -117,7 +117,7 @@ def import_cmd(
 ) -> None:
     """Import whole events (hlc, node kept); they must sort after the log's newest."""
     stream, name = _open_input(path)
-    count = import_stream(_ws(), stream, name, key=key)
+    count = import_stream(_ws(write=True), stream, name, key=key)
     typer.echo(f"imported {count} events", err=True)
 
 
@@ -145,7 +145,7 @@ def replay_cmd(
 
 def seal_cmd() -> None:
     """Seal the unsealed tail into a segment now."""
-    info = seal(_ws())
+    info = seal(_ws(write=True))
     typer.echo(
         f"sealed {info['rows']} events into {info['segment']}" if info else "nothing to seal"
     )
@@ -153,7 +153,7 @@ def seal_cmd() -> None:
 
 def repair_cmd() -> None:
     """Open a damaged log: keep every good frame, move damaged files to quarantine/."""
-    notes = repair(_ws())
+    notes = repair(_ws(write=True))
     for note in notes:
         typer.echo(f"repaired: {note}")
     if not notes:
@@ -166,7 +166,7 @@ def compact_cmd(
     ] = 1_000_000,
 ) -> None:
     """Merge small adjacent segments; the events and the digest are unchanged."""
-    result = compact(_ws(), target_rows)
+    result = compact(_ws(write=True), target_rows)
     typer.echo(
         f"merged {result['merged']} segments into {result['written']} ({result['rows']} events)"
     )

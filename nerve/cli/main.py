@@ -5,21 +5,37 @@ from __future__ import annotations
 import sys
 import warnings
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from nerve.cli.state import STATE
 from nerve.errors import DISK_ERRNOS, LogError, NerveError, os_error_text
 
+EXIT_CODES = (
+    "Exit codes: 0 ok · 1 error (the message says which) · 2 usage: a bad flag or value, or no "
+    "workspace · 3 daemon not running (status) · 10-21 audit verify: the kind of break · "
+    "130 interrupted (Ctrl+C)."
+)
+
 app = typer.Typer(
     name="nerve",
     help="An ambient-context daemon over one append-only, content-addressed event log.",
+    epilog=EXIT_CODES,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
-    add_completion=False,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
+
+WORKSPACE_FLAGS = ("--workspace", "-w")
+
+
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import version
+
+        typer.echo(f"nerve {version('nerve')}")
+        raise typer.Exit()
 
 
 @app.callback()
@@ -27,14 +43,63 @@ def _main(
     workspace: Annotated[
         Path | None,
         typer.Option(
-            "--workspace",
-            "-w",
-            help="Workspace folder (default: the current folder).",
-            envvar="NERVE_WORKSPACE",
+            *WORKSPACE_FLAGS,
+            help="Workspace folder, before or after the command (default: NERVE_WORKSPACE, "
+            "else the nearest folder upwards holding nerve.yaml).",
+            show_default=False,
         ),
     ] = None,
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", "-V", callback=_version, is_eager=True, help="Print nerve's version."
+        ),
+    ] = False,
 ) -> None:
     STATE.workspace_arg = workspace
+
+
+def _takes_value(command: Any, flag: str) -> bool | None:
+    """Whether ``flag`` is an option of ``command`` that consumes the next word (None: not
+    one of its options)."""
+    for param in getattr(command, "params", ()):
+        if flag in (*getattr(param, "opts", ()), *getattr(param, "secondary_opts", ())):
+            return not (getattr(param, "is_flag", False) or getattr(param, "count", False))
+    return None
+
+
+def hoist_workspace(command: Any, argv: list[str]) -> list[str]:
+    """Move ``--workspace DIR`` given after a subcommand to the front, where the root
+    option reads it; every other word keeps its place. Walks the real command tree so a
+    value that merely looks like the flag (``--line -w``) is left alone."""
+    front: list[str] = []
+    rest: list[str] = []
+    words = iter(argv)
+    current, positional = command, False
+    for word in words:
+        if word == "--":
+            rest += [word, *words]
+            break
+        flag, _, attached = word.partition("=")
+        if flag in WORKSPACE_FLAGS and _takes_value(current, flag) is None:
+            front += [word] if attached or "=" in word else [word, next(words, "")]
+            continue
+        rest.append(word)
+        if word.startswith("-"):
+            if not attached and _takes_value(current, flag):
+                rest.append(next(words, ""))
+        elif not positional and word in getattr(current, "commands", {}):
+            current = current.commands[word]
+        else:
+            positional = True
+    return [*front, *rest]
+
+
+def command() -> Any:
+    """The whole ``nerve`` command tree, every group registered (once)."""
+    if not app.registered_groups:
+        _register()
+    return typer.main.get_command(app)
 
 
 def _register() -> None:
@@ -58,11 +123,11 @@ def _register() -> None:
 
 
 def fail(exc: NerveError) -> None:
-    """``ErrorName: message`` on stderr, the hint below it, exit 1."""
+    """``ErrorName: message`` on stderr, the hint below it, exit 1 (2 for usage errors)."""
     sys.stderr.write(f"{type(exc).__name__}: {exc}\n")
     if exc.hint:
         sys.stderr.write(f"hint: {exc.hint}\n")
-    raise SystemExit(1)
+    raise SystemExit(exc.exit_code)
 
 
 def _show_warning(
@@ -72,11 +137,12 @@ def _show_warning(
     sys.stderr.write(f"warning: {message}\n")
 
 
-def run() -> None:
-    _register()
+def run(argv: list[str] | None = None) -> None:
     warnings.showwarning = _show_warning
+    tree = command()
+    args = hoist_workspace(tree, sys.argv[1:] if argv is None else argv)
     try:
-        app()
+        tree(args=args, prog_name="nerve")
     except NerveError as exc:
         fail(exc)
     except BrokenPipeError:

@@ -55,7 +55,7 @@ def list_cmd(as_json: JsonFlag = False, as_csv: CsvFlag = False) -> None:
 @sense_app.command("trigger")
 def trigger(name: Annotated[str, typer.Argument(help="Sense to compute now.")]) -> None:
     """Ask the running daemon to compute a sense now."""
-    ws = _ws()
+    ws = _ws(write=True)
     if not daemon.running(ws):
         raise UsageError(
             "the daemon is not running", hint="start it with `nerve start` or `nerve dev`"

@@ -12,15 +12,16 @@ if TYPE_CHECKING:
 class State:
     workspace_arg: Path | None = None
 
-    def workspace(self) -> Workspace:
+    def workspace(self, *, write: bool = False) -> Workspace:
         from nerve.workspace import Workspace
 
-        return Workspace.at(self.workspace_arg)
+        return Workspace.find(self.workspace_arg, write=write)
 
 
 STATE = State()
 
 
-def workspace() -> Workspace:
-    """The workspace the global options (or the current folder) name."""
-    return STATE.workspace()
+def workspace(*, write: bool = False) -> Workspace:
+    """The workspace ``--workspace``, ``NERVE_WORKSPACE`` or the current folder's nearest
+    ``nerve.yaml`` names; ``write`` for commands that append to its log or run its daemon."""
+    return STATE.workspace(write=write)

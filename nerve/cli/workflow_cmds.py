@@ -108,7 +108,9 @@ def trigger_cmd(
     as_json: JsonFlag = False,
 ) -> None:
     """Ask the running daemon to start a run."""
-    reply = client.trigger(_ws(), name, prompt=prompt, max_rounds=max_rounds, dry_run=dry_run)
+    reply = client.trigger(
+        _ws(write=True), name, prompt=prompt, max_rounds=max_rounds, dry_run=dry_run
+    )
     if as_json:
         emit_json(reply)
     elif dry_run:
@@ -124,20 +126,20 @@ def answer_cmd(
     choice: Annotated[str, typer.Argument(help="One of the question's options (or its number).")],
 ) -> None:
     """Answer a waiting run's question; the run resumes."""
-    reply = client.answer(_ws(), run, choice)
+    reply = client.answer(_ws(write=True), run, choice)
     typer.echo(f"{run}: answered {reply['choice']!r}; {reply['status']}")
 
 
 @workflow_app.command("recheck")
 def recheck_cmd(run: RunArg, as_json: JsonFlag = False) -> None:
     """Fire a held run's gate checks again; it completes if they pass now."""
-    reply = client.recheck(_ws(), run)
+    reply = client.recheck(_ws(write=True), run)
     if as_json:
         emit_json(reply)
         return
     typer.echo(f"{run}: {reply['status']}")
     if reply["status"] == "held":
-        held = load_run(_ws().connect(), run).held or {}
+        held = load_run(_ws(write=True).connect(), run).held or {}
         typer.echo(f"still held: {held.get('reason')}", err=True)
 
 
@@ -148,7 +150,7 @@ def override_cmd(
     yes: Annotated[bool, typer.Option("--yes", help="Do not ask to confirm.")] = False,
 ) -> None:
     """Complete a held run despite its blocking checks (a person at a terminal only)."""
-    ws = _ws()
+    ws = _ws(write=True)
     refusal = client.interactive_refusal(sys.stdin, sys.stdout)
     if refusal is None and not yes:
         held = load_run(ws.connect(), run).held or {}
