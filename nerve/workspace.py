@@ -8,16 +8,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-
-import duckdb
+from typing import TYPE_CHECKING
 
 from nerve import fsio
-from nerve.config import LogConfig, NerveConfig, load_config
 from nerve.errors import EventError, UsageError
-from nerve.events import check_text
-from nerve.log.store import EventLog, default_node
-from nerve.query import connect
 from nerve.resources import bundled
+
+if TYPE_CHECKING:  # loaded by the methods that use them: a CLI start-up skips DuckDB and Arrow
+    import duckdb
+
+    from nerve.config import LogConfig, NerveConfig
+    from nerve.log.store import EventLog
 
 _NODE_HINT = "set NERVE_NODE, or node: in nerve.yaml, to a UTF-8 name"
 
@@ -84,18 +85,25 @@ class Workspace:
 
     @cached_property
     def config(self) -> NerveConfig:
+        from nerve.config import NerveConfig, load_config
+
         if not self.config_path.exists():
             return NerveConfig()
         return load_config(self.config_path)
 
     def log_config(self) -> LogConfig:
         """Log settings, falling back to defaults if nerve.yaml cannot be read."""
+        from nerve.config import LogConfig
+
         return self.config.log if self.config_path.exists() else LogConfig()
 
     @property
     def node(self) -> str:
         """This host's id in events: nerve.yaml's ``node``, else ``NERVE_NODE`` or the host
         name; ``EventError`` if it is not valid Unicode (say, undecodable bytes in the env)."""
+        from nerve.events import check_text
+        from nerve.log.store import default_node
+
         node = self.config.node or default_node()
         try:
             return check_text("node", node)
@@ -112,6 +120,8 @@ class Workspace:
 
     def open_log(self, *, background_seal: bool = False, repair: bool = False) -> EventLog:
         """Open the log as its single writer (fails if a daemon or another writer holds it)."""
+        from nerve.log.store import EventLog
+
         cfg = self.log_config()
         fsio.private_dir(self.data, allow_link=True)
         return EventLog(
@@ -127,6 +137,8 @@ class Workspace:
 
     def connect(self) -> duckdb.DuckDBPyConnection:
         """DuckDB with ``events`` and every projection (bundled, then the workspace's)."""
+        from nerve.query import connect
+
         fsio.private_dir(self.data, allow_link=True)
         fsio.private_dir(self.log_root)
         return connect(self.log_root, self.projection_dirs(), self.projection_params())

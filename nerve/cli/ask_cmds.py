@@ -12,7 +12,6 @@ from typing import Annotated
 import typer
 
 from nerve.cli.output import emit_json
-from nerve.recall import ask
 
 EXIT_UNANSWERED = 3
 
@@ -34,6 +33,7 @@ def ask_cmd(
     Exits 3 when nothing could answer (no fallback configured), so scripts can tell.
     """
     from nerve.cli.state import STATE
+    from nerve.recall import ask
 
     result = ask(STATE.workspace(), question, k=k, record=not no_record)
     if as_json:

@@ -4,19 +4,16 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from nerve.attention import audit, bundle
-from nerve.attention.service import check, replay, rotate_offline
-from nerve.attention.settings import parse_settings
 from nerve.cli.output import emit_json, render_rows
 from nerve.cli.state import workspace as _ws
-from nerve.clock import Hlc
-from nerve.config import parse_duration
 from nerve.errors import DaemonError, NerveError, UsageError
-from nerve.runtime import daemon
+
+if TYPE_CHECKING:
+    from nerve.attention import audit
 
 audit_app = typer.Typer(help="Verify and inspect the sealed surfacing log.", no_args_is_help=True)
 JsonFlag = Annotated[bool, typer.Option("--json", help="JSON output.")]
@@ -32,6 +29,10 @@ def attend(
     as_json: JsonFlag = False,
 ) -> None:
     """Catch a log up as the daemon would (--replay), or recheck every decision (--check)."""
+    from nerve.attention.service import check, replay
+    from nerve.attention.settings import parse_settings
+    from nerve.runtime import daemon
+
     if not (replay_ or check_):
         raise UsageError("give --replay, --check or both")
     ws = _ws(write=True)
@@ -115,6 +116,8 @@ def verify(
 def _verdict(
     path: Path | None, key: bytes | None, trust_bundle_key: bool, *, record: bool
 ) -> audit.Verdict:
+    from nerve.attention import audit, bundle
+
     if path is not None:
         if key is not None and trust_bundle_key:
             raise UsageError("give --key or --trust-bundle-key, not both")
@@ -162,6 +165,9 @@ HELD_COLUMNS = [
 
 
 def _since(text: str | None) -> int | None:
+    from nerve.clock import Hlc
+    from nerve.config import parse_duration
+
     if text is None:
         return None
     if "." in text or (text.isdigit() and len(text) > 12):
@@ -180,6 +186,8 @@ def held(
     as_json: JsonFlag = False,
 ) -> None:
     """Each held highlight: why (value, cost, budget), its source event and chain seq."""
+    from nerve.attention import audit
+
     rows = audit.held(_ws().log_root, _since(since))
     render_rows(
         HELD_COLUMNS,
@@ -194,6 +202,8 @@ def show(
     seq: Annotated[int, typer.Argument(help="The link's seq.")], as_json: JsonFlag = False
 ) -> None:
     """One link of the chain, decoded."""
+    from nerve.attention import audit
+
     link = audit.show(_ws().log_root, seq)
     if as_json:
         emit_json(link)
@@ -205,6 +215,8 @@ def show(
 @audit_app.command("export")
 def export(out: Annotated[Path, typer.Option("--out", help="Bundle file to write.")]) -> None:
     """Write a self-contained bundle that verifies offline elsewhere."""
+    from nerve.attention import bundle
+
     info = bundle.export(_ws().log_root, out)
     typer.echo(f"wrote {info['links']} links to {info['path']} (public key {info['public_key']})")
 
@@ -212,6 +224,10 @@ def export(out: Annotated[Path, typer.Option("--out", help="Bundle file to write
 @audit_app.command("rotate-key")
 def rotate_key() -> None:
     """Move to a new signing key: a link signed by the old and the new key."""
+    from nerve.attention.service import rotate_offline
+    from nerve.attention.settings import parse_settings
+    from nerve.runtime import daemon
+
     ws = _ws(write=True)
     if daemon.running(ws):
         epoch = daemon.call(ws, {"type": "rotate-key"})["epoch"]

@@ -6,10 +6,8 @@ from typing import Annotated
 
 import typer
 
-from nerve.checks.catalog import lookup
 from nerve.cli.output import emit_json, render_rows
 from nerve.cli.state import workspace as _ws
-from nerve.flow import client
 
 check_app = typer.Typer(help="Inspect and fire gate checks.", no_args_is_help=True)
 JsonFlag = Annotated[bool, typer.Option("--json", help="JSON output (one object per line).")]
@@ -20,6 +18,8 @@ LIST_COLUMNS = ["id", "fire_on", "default_severity", "matches", "category", "des
 @check_app.command("list")
 def list_cmd(as_json: JsonFlag = False, as_csv: CsvFlag = False) -> None:
     """Check manifests in workflows/checks/ (built-in, then the workspace's own)."""
+    from nerve.flow import client
+
     rows = [[getattr(m, c) for c in LIST_COLUMNS] for m in client.checks(_ws()).values()]
     fmt = "json" if as_json else "csv" if as_csv else "table"
     render_rows(LIST_COLUMNS, rows, fmt=fmt, title="checks")
@@ -31,6 +31,9 @@ def describe_cmd(
     as_json: JsonFlag = False,
 ) -> None:
     """How nerve reads one manifest."""
+    from nerve.checks.catalog import lookup
+    from nerve.flow import client
+
     shown = lookup(client.checks(_ws()), check_id).describe()
     if as_json:
         emit_json(shown)
@@ -50,6 +53,8 @@ def fire_cmd(
 
     Exits 1 when the check failed (found problems); a pass with a note exits 0.
     """
+    from nerve.flow import client
+
     verdict, recorded = client.fire_check(_ws(), check_id, path, run)
     if as_json:
         emit_json({**verdict, "recorded": recorded})

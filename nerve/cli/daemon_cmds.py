@@ -9,7 +9,6 @@ import typer
 
 from nerve.cli.output import emit_json
 from nerve.cli.state import workspace as _ws
-from nerve.runtime import daemon
 
 daemon_app = typer.Typer(help="Run nerve's daemon in the background.", no_args_is_help=True)
 JsonFlag = Annotated[bool, typer.Option("--json", help="JSON output.")]
@@ -17,18 +16,24 @@ JsonFlag = Annotated[bool, typer.Option("--json", help="JSON output.")]
 
 def dev() -> None:
     """Run the daemon in the foreground with a live view (Ctrl+C stops)."""
+    from nerve.runtime import daemon
+
     daemon.run_foreground(_ws(write=True), view=sys.stdout.isatty())
 
 
 @daemon_app.command("run")
 def run_cmd() -> None:
     """Run the daemon in the foreground without a view (what `start` runs)."""
+    from nerve.runtime import daemon
+
     daemon.run_foreground(_ws(write=True))
 
 
 @daemon_app.command("start")
 def start() -> None:
     """Start the daemon in the background."""
+    from nerve.runtime import daemon
+
     pid = daemon.start_background(_ws(write=True))
     typer.echo(f"nerve daemon started (pid {pid})")
 
@@ -36,6 +41,8 @@ def start() -> None:
 @daemon_app.command("stop")
 def stop() -> None:
     """Stop the daemon."""
+    from nerve.runtime import daemon
+
     pid = daemon.stop(_ws())
     typer.echo(f"nerve daemon stopped (pid {pid})" if pid else "nerve daemon is not running")
 
@@ -43,6 +50,8 @@ def stop() -> None:
 @daemon_app.command("restart")
 def restart() -> None:
     """Stop, then start the daemon."""
+    from nerve.runtime import daemon
+
     ws = _ws(write=True)
     daemon.stop(ws)
     typer.echo(f"nerve daemon started (pid {daemon.start_background(ws)})")
@@ -51,6 +60,8 @@ def restart() -> None:
 @daemon_app.command("status")
 def status(as_json: JsonFlag = False) -> None:
     """Show whether the daemon runs, and its health."""
+    from nerve.runtime import daemon
+
     ws = _ws()
     if not daemon.running(ws):
         if as_json:
@@ -76,6 +87,8 @@ def logs(
     follow: Annotated[bool, typer.Option("-f", "--follow", help="Keep printing.")] = False,
 ) -> None:
     """Print the daemon's own log (process output, not events: see `nerve tail`)."""
+    from nerve.runtime import daemon
+
     path = daemon.log_path(_ws())
     if not follow:
         typer.echo(daemon.tail_text(path, n))

@@ -32,9 +32,9 @@ WORKSPACE_FLAGS = ("--workspace", "-w")
 
 def _version(value: bool) -> None:
     if value:
-        from importlib.metadata import version
+        from nerve import __version__
 
-        typer.echo(f"nerve {version('nerve')}")
+        typer.echo(f"nerve {__version__}")
         raise typer.Exit()
 
 

@@ -7,15 +7,9 @@ from typing import Annotated
 
 import typer
 
-from nerve.canonical import loads_bounded
 from nerve.cli.output import emit_json, render_rows
 from nerve.cli.state import workspace as _ws
-from nerve.config import validate_config
 from nerve.errors import EventError, UsageError
-from nerve.flow.validate import check_workflows
-from nerve.query import run_query
-from nerve.runtime import daemon
-from nerve.runtime.senses import check_layout, sense_rows
 
 sense_app = typer.Typer(help="Inspect and trigger senses.", no_args_is_help=True)
 JsonFlag = Annotated[bool, typer.Option("--json", help="JSON output (one object per line).")]
@@ -43,6 +37,9 @@ LIST_COLUMNS = [
 @sense_app.command("list")
 def list_cmd(as_json: JsonFlag = False, as_csv: CsvFlag = False) -> None:
     """List senses: live figures from the daemon when it runs, else nerve.yaml."""
+    from nerve.runtime import daemon
+    from nerve.runtime.senses import sense_rows
+
     ws = _ws()
     if daemon.running(ws):
         senses = daemon.call(ws, {"type": "list-senses"})["senses"]
@@ -55,6 +52,8 @@ def list_cmd(as_json: JsonFlag = False, as_csv: CsvFlag = False) -> None:
 @sense_app.command("trigger")
 def trigger(name: Annotated[str, typer.Argument(help="Sense to compute now.")]) -> None:
     """Ask the running daemon to compute a sense now."""
+    from nerve.runtime import daemon
+
     ws = _ws(write=True)
     if not daemon.running(ws):
         raise UsageError(
@@ -67,6 +66,9 @@ def trigger(name: Annotated[str, typer.Argument(help="Sense to compute now.")]) 
 @sense_app.command("state")
 def state(name: Annotated[str, typer.Argument(help="Sense name.")]) -> None:
     """Print a sense's latest stored state (from the log)."""
+    from nerve.canonical import loads_bounded
+    from nerve.query import run_query
+
     result = run_query(
         _ws().connect(),
         f"SELECT state, undecodable FROM sense_state WHERE sense = '{_quote(name)}'",
@@ -97,6 +99,8 @@ def history(
     as_csv: CsvFlag = False,
 ) -> None:
     """A sense's computes, errors, signals and observations (from the log), newest last."""
+    from nerve.query import run_query
+
     sql = (
         f"SELECT * FROM (SELECT physical_ns || '.' || logical AS hlc, ts, kind, line FROM events "
         f"WHERE subject = '{_quote(name)}' ORDER BY physical_ns DESC, logical DESC LIMIT {int(n)}) "
@@ -108,6 +112,10 @@ def history(
 
 def validate(as_json: JsonFlag = False) -> None:
     """Check nerve.yaml and every sense it names; print every problem."""
+    from nerve.config import validate_config
+    from nerve.flow.validate import check_workflows
+    from nerve.runtime.senses import check_layout
+
     ws = _ws()
     issues = [str(i) for i in validate_config(ws.config_path)]
     if not issues:

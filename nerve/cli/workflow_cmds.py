@@ -10,9 +10,6 @@ import typer
 
 from nerve.cli.output import emit_json, render_rows
 from nerve.cli.state import workspace as _ws
-from nerve.flow import client
-from nerve.flow.contract import Message
-from nerve.flow.history import list_runs, load_run, run_events, run_row, thread_page
 
 workflow_app = typer.Typer(help="Run and inspect workflows.", no_args_is_help=True)
 JsonFlag = Annotated[bool, typer.Option("--json", help="JSON output (one object per line).")]
@@ -36,6 +33,8 @@ def list_cmd(
     as_csv: CsvFlag = False,
 ) -> None:
     """Runs, newest first: only unfinished ones (queued, started, waiting, ...) unless --all."""
+    from nerve.flow.history import list_runs
+
     columns, rows = list_runs(
         _ws().connect(), include_all=include_all, workflow=workflow, limit=limit, offset=offset
     )
@@ -50,6 +49,8 @@ def inspect_cmd(
     as_json: JsonFlag = False,
 ) -> None:
     """A run's status and its events: start frame, decisions, messages, checks, status changes."""
+    from nerve.flow.history import run_events, run_row
+
     conn = _ws().connect()
     row = run_row(conn, run)
     events = run_events(conn, run)[max(0, offset) : max(0, offset) + max(0, limit)]
@@ -74,6 +75,9 @@ def thread_cmd(
     ] = None,
 ) -> None:
     """The run's role messages, oldest first; the newest rounds that fit --budget."""
+    from nerve.flow.contract import Message
+    from nerve.flow.history import load_run, run_events, thread_page
+
     conn = _ws().connect()
     record = load_run(conn, run)
     rounds = [
@@ -108,6 +112,8 @@ def trigger_cmd(
     as_json: JsonFlag = False,
 ) -> None:
     """Ask the running daemon to start a run."""
+    from nerve.flow import client
+
     reply = client.trigger(
         _ws(write=True), name, prompt=prompt, max_rounds=max_rounds, dry_run=dry_run
     )
@@ -126,6 +132,8 @@ def answer_cmd(
     choice: Annotated[str, typer.Argument(help="One of the question's options (or its number).")],
 ) -> None:
     """Answer a waiting run's question; the run resumes."""
+    from nerve.flow import client
+
     reply = client.answer(_ws(write=True), run, choice)
     typer.echo(f"{run}: answered {reply['choice']!r}; {reply['status']}")
 
@@ -133,6 +141,9 @@ def answer_cmd(
 @workflow_app.command("recheck")
 def recheck_cmd(run: RunArg, as_json: JsonFlag = False) -> None:
     """Fire a held run's gate checks again; it completes if they pass now."""
+    from nerve.flow import client
+    from nerve.flow.history import load_run
+
     reply = client.recheck(_ws(write=True), run)
     if as_json:
         emit_json(reply)
@@ -150,6 +161,9 @@ def override_cmd(
     yes: Annotated[bool, typer.Option("--yes", help="Do not ask to confirm.")] = False,
 ) -> None:
     """Complete a held run despite its blocking checks (a person at a terminal only)."""
+    from nerve.flow import client
+    from nerve.flow.history import load_run
+
     ws = _ws(write=True)
     refusal = client.interactive_refusal(sys.stdin, sys.stdout)
     if refusal is None and not yes:
