@@ -63,8 +63,8 @@ __all__ = [
 DEFAULT_TIMEOUT_MS = 30_000
 KEBAB_ID = re.compile(r"[a-z][a-z0-9-]*")
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
-_DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*(ms|s|m|h)?")
-_UNIT_MS = {"ms": 1, "s": 1_000, "m": 60_000, "h": 3_600_000}
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?")
+_UNIT_MS = {"ms": 1, "s": 1_000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
 _DURATION_HINT = "use e.g. 500ms, 10s, 2m"
 # An alias bomb or a self-referencing anchor must end in a clear error, not a hang.
 _MAX_NODES = 100_000

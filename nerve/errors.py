@@ -28,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import sys
+from collections.abc import Iterable
 
 DISK_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EROFS, errno.EFBIG})
 
@@ -132,6 +133,16 @@ class LogDamageWarning(UserWarning):
 
 class SealDeferred(UserWarning):
     """Issued when events were stored but sealing them into a segment failed (retried later)."""
+
+
+def did_you_mean(name: str, known: Iterable[str]) -> str | None:
+    """``did you mean 'cpu'?`` for the closest known names, or None if nothing is close."""
+    import difflib
+
+    close = difflib.get_close_matches(name, sorted(set(known)), n=3, cutoff=0.6)
+    if not close:
+        return None
+    return "did you mean " + " or ".join(repr(c) for c in close) + "?"
 
 
 def report(message: str) -> None:

@@ -267,8 +267,8 @@ def test_a_missing_program_is_a_clear_error(day: Workspace, tmp_path: Path) -> N
 def test_with_no_fallback_the_answer_says_so_plainly(day: Workspace) -> None:
     result = ask(day, OPEN_QUESTION)
     assert not result.answered and result.tier is None and not result.model_call
-    assert result.text.startswith("Tier 0 could not answer this from the log")
-    assert "no fallback is configured" in result.text
+    assert result.text.startswith("I could not answer that from what this machine has recorded")
+    assert "Tier" not in result.text and "recall.fallback" in result.text
     _, answered = kinds_recorded(day)
     assert answered["payload"]["answered"] is False
     assert answered["line"].startswith("unanswered: ")

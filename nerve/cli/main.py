@@ -14,8 +14,8 @@ from nerve.errors import DISK_ERRNOS, LogError, NerveError, os_error_text
 
 EXIT_CODES = (
     "Exit codes: 0 ok · 1 error (the message says which) · 2 usage: a bad flag or value, or no "
-    "workspace · 3 daemon not running (status) · 10-21 audit verify: the kind of break · "
-    "130 interrupted (Ctrl+C)."
+    "workspace · 3 daemon not running (status) or no answer (ask) · 10-21 audit verify: the "
+    "kind of break · 130 interrupted (Ctrl+C)."
 )
 
 app = typer.Typer(
@@ -99,7 +99,19 @@ def command() -> Any:
     """The whole ``nerve`` command tree, every group registered (once)."""
     if not app.registered_groups:
         _register()
-    return typer.main.get_command(app)
+    tree = typer.main.get_command(app)
+    _plain_flags(tree)
+    return tree
+
+
+def _plain_flags(cmd: Any) -> None:
+    """Help shows a flag as ``--json``, not ``--json <bool>``: a flag takes no value."""
+    ctx = typer.Context(cmd, help_option_names=["-h", "--help"])
+    for param in [*cmd.params, cmd.get_help_option(ctx)]:
+        if getattr(param, "is_flag", False) and param.metavar is None:
+            param.metavar = ""
+    for sub in getattr(cmd, "commands", {}).values():
+        _plain_flags(sub)
 
 
 def _register() -> None:

@@ -10,6 +10,7 @@ import typer
 
 from nerve.cli.output import emit_json, render_rows
 from nerve.cli.state import workspace as _ws
+from nerve.errors import ConfigError, UsageError
 
 workflow_app = typer.Typer(help="Run and inspect workflows.", no_args_is_help=True)
 JsonFlag = Annotated[bool, typer.Option("--json", help="JSON output (one object per line).")]
@@ -24,19 +25,34 @@ def _fmt(as_json: bool, as_csv: bool) -> str:
 @workflow_app.command("list")
 def list_cmd(
     include_all: Annotated[
-        bool, typer.Option("--all", help="Also finished runs (completed, failed, ...).")
+        bool, typer.Option("--all", help="Every run, however old and whatever its status.")
     ] = False,
+    since: Annotated[
+        str, typer.Option("--since", help="Also finished runs requested within this (30m, 1d).")
+    ] = "1h",
     workflow: Annotated[str | None, typer.Option("--workflow", help="Only this workflow.")] = None,
     limit: Annotated[int, typer.Option("--limit", help="At most this many runs.")] = 20,
     offset: Annotated[int, typer.Option("--offset", help="Skip this many runs.")] = 0,
     as_json: JsonFlag = False,
     as_csv: CsvFlag = False,
 ) -> None:
-    """Runs, newest first: only unfinished ones (queued, started, waiting, ...) unless --all."""
+    """Runs, newest first: unfinished ones and any requested in the last hour (--since)."""
+    import time
+
+    from nerve.config import parse_duration
     from nerve.flow.history import list_runs
 
+    try:
+        since_ns = time.time_ns() - parse_duration(since) * 1_000_000
+    except ConfigError as exc:
+        raise UsageError(f"--since: {exc}", hint="e.g. --since 30m or 2d") from None
     columns, rows = list_runs(
-        _ws().connect(), include_all=include_all, workflow=workflow, limit=limit, offset=offset
+        _ws().connect(),
+        include_all=include_all,
+        since_ns=since_ns,
+        workflow=workflow,
+        limit=limit,
+        offset=offset,
     )
     render_rows(columns, rows, fmt=_fmt(as_json, as_csv), title="workflow runs")
 
@@ -111,19 +127,23 @@ def trigger_cmd(
     ] = False,
     as_json: JsonFlag = False,
 ) -> None:
-    """Ask the running daemon to start a run."""
+    """Ask the running daemon to start a run; print its id and where its outputs land."""
     from nerve.flow import client
+    from nerve.flow.gate import run_dir
 
-    reply = client.trigger(
-        _ws(write=True), name, prompt=prompt, max_rounds=max_rounds, dry_run=dry_run
-    )
+    ws = _ws(write=True)
+    reply = client.trigger(ws, name, prompt=prompt, max_rounds=max_rounds, dry_run=dry_run)
+    outputs = run_dir(ws.root, reply["run"]) if reply.get("run") else None
     if as_json:
-        emit_json(reply)
-    elif dry_run:
+        emit_json({**reply, "outputs": str(outputs) if outputs else None})
+        return
+    if dry_run:
         typer.echo(f"{reply['run']}: {reply['status']} (first decision: {reply.get('decision')})")
-    else:
-        extra = reply.get("reason") or reply.get("error")
-        typer.echo(f"{reply['run']}: {reply['status']}" + (f" ({extra})" if extra else ""))
+        return
+    extra = reply.get("reason") or reply.get("error")
+    typer.echo(f"{reply['run']}: {reply['status']}" + (f" ({extra})" if extra else ""))
+    if outputs is not None:
+        typer.echo(f"outputs  {outputs}\nfollow   nerve workflow inspect {reply['run']}")
 
 
 @workflow_app.command("answer")

@@ -151,15 +151,23 @@ def list_runs(
     conn: duckdb.DuckDBPyConnection,
     *,
     include_all: bool = False,
+    since_ns: int | None = None,
     workflow: str | None = None,
     limit: int = 20,
     offset: int = 0,
 ) -> tuple[list[str], list[tuple[Any, ...]]]:
-    """Runs, newest request first: only unfinished ones unless ``include_all``."""
-    where, params = [], []
+    """Runs, newest request first: unfinished ones, and finished ones requested at or after
+    ``since_ns`` (wall ns); every run with ``include_all``."""
+    where: list[str] = []
+    params: list[Any] = []
     if not include_all:
-        where.append(f"status IN ({', '.join('?' * len(ACTIVE))})")
-        params += list(ACTIVE)
+        active = f"status IN ({', '.join('?' * len(ACTIVE))})"
+        if since_ns is None:
+            where.append(active)
+        else:
+            where.append(f"({active} OR requested_ns >= ?)")
+            params.append(since_ns)
+        params[:0] = list(ACTIVE)
     if workflow is not None:
         where.append("workflow = ?")
         params.append(workflow)

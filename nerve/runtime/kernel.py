@@ -24,7 +24,7 @@ import pyarrow as pa
 from nerve.canonical import canonical_json
 from nerve.config import InvalidConfig, NerveConfig, load_config
 from nerve.contract import WorkflowTrigger
-from nerve.errors import NerveError, SenseError, report
+from nerve.errors import NerveError, SenseError, did_you_mean, report
 from nerve.events import Event
 from nerve.log.codec import draft_from_json, event_from_json, row_to_json, table_from_events
 from nerve.log.store import Draft, EventLog, manifest_state
@@ -422,7 +422,9 @@ class Kernel:
 
     def trigger_sense(self, sense: str) -> None:
         if not self.scheduler.trigger(sense, "manual"):
-            raise SenseError(f"unknown sense {sense!r}", field="sense")
+            known = sorted(self.stats)
+            hint = did_you_mean(sense, known) or f"the senses are: {', '.join(known) or 'none'}"
+            raise SenseError(f"unknown sense {sense!r}", field="sense", hint=hint)
 
     def parse_drafts(self, objects: list[Any], first: int = 0) -> list[Draft]:
         """Request objects as drafts; an error names the event (``first`` events before)."""
