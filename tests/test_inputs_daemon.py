@@ -118,11 +118,15 @@ def test_socket_refusals_are_structured_and_the_connection_survives(daemon: Daem
         "type": "SenseError",
         "message": "unknown sense 'ghost'",
         "field": "sense",
+        "hint": _error(ghost)["hint"],
     }
+    assert _error(ghost)["hint"].startswith("the senses are: ")
     assert status["ok"] and status["status"]["pid"] == daemon.pid()
     assert not daemon.events("observation")  # the good first event of a refused batch too
     proc = run_cli("--workspace", str(daemon.root), "sense", "trigger", "ghost", check=False)
     assert proc.returncode == 1 and proc.stderr.startswith("SenseError: unknown sense 'ghost'")
+    proc = run_cli("--workspace", str(daemon.root), "sense", "trigger", "deepobz", check=False)
+    assert "hint: did you mean 'deepobs'?" in proc.stderr
 
 
 def test_senses_returning_what_cannot_be_stored_get_errors(daemon: Daemon) -> None:

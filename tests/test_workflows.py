@@ -263,3 +263,19 @@ def test_bad_definitions_are_reported_by_validate_and_at_load(tmp_path: Path) ->
 def test_replay_verifies_after_all_that(flows: Flows) -> None:
     proc = run_cli("--workspace", str(flows.root), "replay", "--verify", "--json")
     assert '"ok":true' in proc.stdout
+
+
+def test_trigger_says_where_outputs_land_and_list_shows_the_last_hour(flows: Flows) -> None:
+    said = cli(flows, "workflow", "trigger", "trio", "--prompt", "a shed").splitlines()
+    run = said[0].split(":")[0]
+    assert said[1] == f"outputs  {flows.root / 'data' / 'runs' / run}"
+    assert said[2] == f"follow   nerve workflow inspect {run}"
+    flows.wait_status(run, "completed")
+    recent = [json.loads(x)["run"] for x in cli(flows, "workflow", "list", "--json").splitlines()]
+    assert run in recent  # finished, but requested within the hour
+    none = cli(flows, "workflow", "list", "--since", "0s", "--json").splitlines()
+    assert run not in {json.loads(x)["run"] for x in none}
+    bad = run_cli(
+        "--workspace", str(flows.root), "workflow", "list", "--since", "soon", check=False
+    )
+    assert bad.returncode == 2 and bad.stderr.startswith("UsageError: --since: invalid duration")

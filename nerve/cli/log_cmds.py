@@ -83,6 +83,13 @@ def emit_cmd(
     ] = None,
     key: KeyOption = None,
     as_json: JsonFlag = False,
+    echo: Annotated[
+        bool,
+        typer.Option(
+            "--echo", help="With --jsonl: print every stored event (as --json does), not a count."
+        ),
+    ] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print nothing on success.")] = False,
 ) -> None:
     """Append an event (or a batch with --jsonl) and print what was stored."""
     ws = _ws(write=True)
@@ -104,7 +111,13 @@ def emit_cmd(
             "valid_time_ns": valid_time,
         }
         drafts = [draft_of(fields)]
-    for ev in emit(ws, drafts, key=key):
+    stored = emit(ws, drafts, key=key)
+    if quiet:
+        return
+    if jsonl is not None and not (echo or as_json):  # a batch: a count, unless asked
+        typer.echo(f"stored {len(stored)} events", err=True)
+        return
+    for ev in stored:
         if as_json:
             emit_json(event_to_json(ev))
         else:
