@@ -6,7 +6,6 @@ The batch path builds every row's id preimage with Arrow kernels (the same bytes
 
 from __future__ import annotations
 
-import base64
 import itertools
 import json
 import struct
@@ -18,23 +17,41 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from nerve.canonical import parse_canonical
 from nerve.clock import Hlc
-from nerve.errors import EventError
 from nerve.events import (
     ID_TAG,
     Event,
     Trust,
-    check_kind,
-    check_text,
-    check_valid_time,
-    parse_source,
-    parse_trust,
-    payload_bytes,
     source_name,
     trust_name,
-    validate_fields,
 )
+from nerve.log.wire import (
+    draft_from_json,
+    event_from_json,
+    event_to_json,
+    payload_text,
+    row_to_json,
+    wire_payload,
+)
+
+__all__ = [  # the JSON half lives in nerve.log.wire; kept importable from here
+    "COLUMNS",
+    "EMPTY",
+    "SCHEMA",
+    "build_table",
+    "draft_from_json",
+    "event_from_json",
+    "event_to_json",
+    "events_from_table",
+    "fixed_bytes",
+    "hash_each",
+    "ids_of",
+    "preimages",
+    "row_to_json",
+    "table_from_events",
+    "wire_lines",
+    "wire_payload",
+]
 
 SCHEMA = pa.schema(
     [
@@ -249,35 +266,6 @@ def events_from_table(table: pa.Table) -> list[Event]:
     ]
 
 
-def _payload_wire(data: bytes) -> dict[str, Any]:
-    """``payload`` when the bytes are canonical JSON (not ``null``), else ``payload_b64``:
-    raw bytes, and JSON nesting deeper than the limit, travel as base64."""
-    if not data:
-        return {"payload": None}
-    parsed = parse_canonical(data)
-    if parsed is not None and parsed[0] is not None:
-        return {"payload": parsed[0]}
-    return {"payload_b64": base64.b64encode(data).decode("ascii")}
-
-
-def row_to_json(row: dict[str, Any]) -> dict[str, Any]:
-    """A table row (``to_pylist`` form) in the wire form ``nerve import`` reads."""
-    out: dict[str, Any] = {
-        "hlc": [row["physical_ns"], row["logical"]],
-        "node": row["node"],
-        "kind": row["kind"],
-        "subject": row["subject"],
-        "source": source_name(row["source"]),
-        "trust": trust_name(row["trust"]),
-        "valid_time_ns": row["valid_time_ns"],
-        "line": row["line"],
-        "payload_cid": row["payload_cid"].hex(),
-        "id": row["id"].hex(),
-    }
-    out.update(_payload_wire(row["payload"]))
-    return out
-
-
 _TEXT = json.encoder.encode_basestring  # a JSON string literal, non-ASCII kept (C)
 _WIRE_COLUMNS = ("physical_ns", "logical", "id", "kind", "line", "node", "payload")
 _WIRE_TAIL = ("payload_cid", "source", "subject", "trust", "valid_time_ns")
@@ -297,123 +285,10 @@ def wire_lines(table: pa.Table) -> list[str]:
     trusts = {code: _TEXT(trust_name(code)) for code in set(col["trust"])}
     return [
         f'{{"hlc":[{p},{lo}],"id":"{eid.hex()}","kind":{_TEXT(kind)},"line":{_TEXT(line)},'
-        f'"node":{_TEXT(node)},{_payload_text(payload)},"payload_cid":"{pcid.hex()}",'
+        f'"node":{_TEXT(node)},{payload_text(payload)},"payload_cid":"{pcid.hex()}",'
         f'"source":{sources[src]},"subject":{_TEXT(subject)},"trust":{trusts[trust]},'
         f'"valid_time_ns":{"null" if vt is None else vt}}}'
         for p, lo, eid, kind, line, node, payload, pcid, src, subject, trust, vt in zip(
             *(col[name] for name in (*_WIRE_COLUMNS, *_WIRE_TAIL)), strict=True
         )
     ]
-
-
-def _payload_text(data: bytes) -> str:
-    if not data:
-        return '"payload":null'
-    parsed = parse_canonical(data)
-    if parsed is not None and parsed[0] is not None:
-        return '"payload":' + parsed[1]
-    return '"payload_b64":"' + base64.b64encode(data).decode("ascii") + '"'
-
-
-def event_to_json(event: Event) -> dict[str, Any]:
-    return row_to_json(
-        {
-            "physical_ns": event.hlc.physical_ns,
-            "logical": event.hlc.logical,
-            "node": event.node,
-            "kind": event.kind,
-            "subject": event.subject,
-            "source": event.source,
-            "trust": int(event.trust),
-            "valid_time_ns": event.valid_time_ns,
-            "line": event.line,
-            "payload_cid": event.payload_cid,
-            "id": event.id,
-            "payload": event.payload,
-        }
-    )
-
-
-_DRAFT_KEYS = {
-    "source",
-    "trust",
-    "line",
-    "payload",
-    "payload_b64",
-    "valid_time_ns",
-    "kind",
-    "subject",
-}
-_WIRE_KEYS = _DRAFT_KEYS | {"hlc", "node", "id", "payload_cid"}
-
-
-def wire_payload(obj: dict[str, Any]) -> bytes:
-    if "payload_b64" in obj:
-        if "payload" in obj and obj["payload"] is not None:
-            raise EventError("give either payload or payload_b64, not both")
-        try:
-            return base64.b64decode(str(obj["payload_b64"]), validate=True)
-        except ValueError:
-            raise EventError("payload_b64 is not valid base64") from None
-    return payload_bytes(obj.get("payload"))
-
-
-def draft_from_json(obj: Any, *, default_kind: str = "observation") -> dict[str, Any]:
-    """Validate one ``nerve emit --jsonl`` object into draft fields; raise ``EventError``."""
-    if not isinstance(obj, dict):
-        raise EventError(f"expected a JSON object, got {type(obj).__name__}")
-    extra = sorted(set(obj) - _DRAFT_KEYS)
-    if extra:
-        raise EventError(f"unknown field(s): {', '.join(extra)}")
-    if "source" not in obj:
-        raise EventError("missing field: source")
-    return _draft_fields(obj, default_kind)
-
-
-def _draft_fields(obj: dict[str, Any], default_kind: str) -> dict[str, Any]:
-    return {
-        "kind": check_kind(obj.get("kind", default_kind)),
-        "subject": check_text("subject", obj.get("subject", "")),
-        "source": parse_source(obj["source"]),
-        "trust": int(parse_trust(obj.get("trust", "Untrusted"))),
-        "valid_time_ns": check_valid_time(obj.get("valid_time_ns")),
-        "payload": wire_payload(obj),
-        "line": check_text("line", obj.get("line", "")),
-    }
-
-
-def event_from_json(obj: Any) -> Event:
-    """Read one whole event in the wire form; a given ``id`` must match the recomputed one."""
-    if not isinstance(obj, dict):
-        raise EventError(f"expected a JSON object, got {type(obj).__name__}")
-    extra = sorted(set(obj) - _WIRE_KEYS)
-    if extra:
-        raise EventError(f"unknown field(s): {', '.join(extra)}")
-    for key in ("hlc", "node", "kind", "source"):
-        if key not in obj:
-            raise EventError(f"missing field: {key}")
-    hlc = obj["hlc"]
-    if not (isinstance(hlc, list) and len(hlc) == 2 and all(type(x) is int for x in hlc)):
-        raise EventError(f"hlc must be [physical_ns, logical] integers, got {hlc!r}")
-    fields = _draft_fields(obj, "observation")
-    node = obj["node"]
-    validate_fields(
-        Hlc(*hlc),
-        node,
-        fields["kind"],
-        fields["subject"],
-        fields["source"],
-        fields["trust"],
-        fields["valid_time_ns"],
-        fields["line"],
-    )
-    event = Event(hlc=Hlc(*hlc), node=node, **fields)
-    _check_claimed(obj, "payload_cid", event.payload_cid)
-    _check_claimed(obj, "id", event.id)
-    return event
-
-
-def _check_claimed(obj: dict[str, Any], key: str, actual: bytes) -> None:
-    claimed = obj.get(key)
-    if claimed is not None and claimed != actual.hex():
-        raise EventError(f"{key} {claimed} does not match the fields (recomputed {actual.hex()})")
