@@ -15,7 +15,7 @@ from nerve.config import LogConfig, NerveConfig, load_config
 from nerve.errors import EventError, UsageError
 from nerve.events import check_text
 from nerve.log.store import EventLog, default_node
-from nerve.query import connect
+from nerve.query import DEFAULT_SETTINGS, connect
 from nerve.resources import bundled
 
 _NODE_HINT = "set NERVE_NODE, or node: in nerve.yaml, to a UTF-8 name"
@@ -93,12 +93,13 @@ class Workspace:
         """DuckDB with ``events`` and every projection (bundled, then the workspace's)."""
         fsio.private_dir(self.data, allow_link=True)
         fsio.private_dir(self.log_root)
-        return connect(self.log_root, self.projection_dirs(), self.projection_params())
+        return connect(self.log_root, self.projection_dirs(), self.settings())
 
-    def projection_params(self) -> dict[str, str]:
-        """Settings projections read as ``{{name}}``; defaults if nerve.yaml cannot be read."""
+    def settings(self) -> dict[str, int]:
+        """What projections read from the table ``nerve_settings``; defaults without nerve.yaml."""
         attention = self.config.attention if self.config_path.exists() else {}
-        return {"attention_window": str(int(attention.get("window", 64)))}
+        window = attention.get("window", DEFAULT_SETTINGS["attention_window"])
+        return {"attention_window": int(window)}
 
 
 _GITIGNORE = "data/\n__pycache__/\n"
