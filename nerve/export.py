@@ -11,10 +11,10 @@ file covers every event stored up to that moment, then writes:
   files the views read).
 
 The views read the segment files in place, so they go stale: events stored later are not
-in them, and once ``nerve compact`` (or erasure, or archiving) replaces a segment, DuckDB
+in them, and once ``nerve compact`` has replaced a segment and deleted its file, DuckDB
 fails with ``No files found that match the pattern "…/<hash>.parquet"`` until the file is
 exported again. ``copy=True`` copies the rows into the file instead (table ``log_rows``), so
-it stands alone, at the cost of its size.
+it stands alone, at the cost of its size. DuckDB 1.3 or newer opens the file.
 """
 
 from __future__ import annotations
@@ -38,6 +38,9 @@ from nerve.query import Projection, define_views, load_projections, parquet_sql
 from nerve.workspace import Workspace
 
 _FORCE_HINT = "--force replaces it"
+# The oldest DuckDB that opens the file: nerve's own floor, which the projections' SQL needs
+# (lambda syntax). A newer DuckDB would otherwise write a format older ones cannot read.
+READABLE_BY = "v1.3.0"
 
 
 @dataclass(frozen=True)
@@ -78,7 +81,7 @@ def export_duckdb(
     snap = snapshot(ws.log_root)
     with tempfile.TemporaryDirectory(prefix=f".{target.name}.", dir=target.parent) as tmp:
         staged = Path(tmp) / target.name
-        conn = duckdb.connect(str(staged))
+        conn = duckdb.connect(str(staged), config={"storage_compatibility_version": READABLE_BY})
         try:
             views = _write(conn, snap, projections, settings, copy=copy)
             _describe(conn, ws, snap, copy=copy)

@@ -24,20 +24,20 @@ def export_cmd(
         bool,
         typer.Option(
             "--copy",
-            help="Copy the events into FILE, so it stands alone and never goes stale "
-            "(a file as large as the log).",
+            help="Copy the events into FILE (as large as the log), so it stands alone and "
+            "compaction cannot break it.",
         ),
     ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="JSON output.")] = False,
 ) -> None:
     """Write the log as a DuckDB file that plain `duckdb FILE` queries, no nerve needed.
 
-    The unsealed tail is sealed first (through the daemon if one runs), so FILE covers every
-    event stored up to now. FILE holds views, not data: `events` (the columns of `nerve
-    query`'s, with source_name and trust_name) and every projection read the segment files
-    in place, by absolute path. They go stale: newer events are not in them, and after
-    `nerve compact` DuckDB reports the replaced segment files missing; export again with
-    --force, or use --copy.
+    Seals the unsealed tail first (through the daemon if one runs), so FILE holds every event
+    stored up to now. No data is copied: FILE holds views that read the segment files in
+    place, by absolute path: `events` (the columns `nerve query` shows, source_name and
+    trust_name included) and every projection. Events stored later are not in it, and once
+    `nerve compact` has deleted a segment it names, DuckDB reports that file missing: export
+    again with --force, or use --copy.
     """
     from nerve.export import export_duckdb
 
