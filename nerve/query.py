@@ -1,7 +1,9 @@
 """DuckDB over the log: an ``events`` view (sealed segments + unsealed tail) and projections.
 
-Each ``projections/*.sql`` file holds one SELECT and becomes a view named after the file.
-Workspace projections load after the bundled ones and may replace them.
+Each ``projections/*.sql`` file holds one plain SELECT and becomes a view named after the
+file. Workspace projections load after the bundled ones and may replace them. Settings from
+nerve.yaml reach them as the one-row table ``nerve_settings`` (``attention_window``), so the
+same SQL runs in plain DuckDB, e.g. in a file ``nerve export --duckdb`` wrote.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import blake3
 import duckdb
 
 from nerve.canonical import canonical_json
-from nerve.errors import UsageError
+from nerve.errors import ConfigError, UsageError
 from nerve.events import SourceClass
 from nerve.log.reader import Snapshot, snapshot
 
@@ -23,7 +25,7 @@ _SOURCE_NAMES = ", ".join(f"'{s.name.lower()}'" for s in SourceClass)
 _TRUST_NAMES = "'Attested', 'FirstParty', 'Inferred', 'Untrusted'"
 
 EVENTS_VIEW = f"""
-CREATE OR REPLACE TEMP VIEW events AS
+CREATE OR REPLACE {{kind}}VIEW events AS
 SELECT
     physical_ns, logical, node, kind, subject, source,
     CASE WHEN source >= 1024 THEN 'vendor:' || source::VARCHAR
@@ -43,63 +45,80 @@ class Projection:
     sql: str
 
 
-DEFAULT_PARAMS = {"attention_window": "64"}
+DEFAULT_SETTINGS: dict[str, int] = {"attention_window": 64}
 _QUERY_HINT = 'e.g. nerve query "SELECT kind, count(*) FROM events GROUP BY ALL"'
 
 
-def load_projections(
-    folders: Iterable[Path], params: Mapping[str, str] | None = None
-) -> list[Projection]:
-    """Every ``*.sql`` in the folders; a later folder's file replaces an earlier one's.
-
-    ``{{name}}`` in a file is replaced by ``params[name]`` (settings from nerve.yaml).
-    """
-    values = {**DEFAULT_PARAMS, **(params or {})}
+def load_projections(folders: Iterable[Path]) -> list[Projection]:
+    """Every ``*.sql`` in the folders; a later folder's file replaces an earlier one's."""
     found: dict[str, Projection] = {}
     for folder in folders:
         if folder.is_dir():
             for path in sorted(folder.glob("*.sql")):
                 sql = path.read_text(encoding="utf-8").strip().rstrip(";")
-                for name, value in values.items():
-                    sql = sql.replace("{{" + name + "}}", value)
                 found[path.stem] = Projection(path.stem, path, sql)
     return list(found.values())
 
 
+def parquet_sql(files: Sequence[Path]) -> str:
+    """``read_parquet([...])`` over the files, by the paths given (at least one)."""
+    names = ", ".join("'" + str(p).replace("'", "''") + "'" for p in files)
+    return f"read_parquet([{names}])"
+
+
 def _source_sql(snap: Snapshot) -> str:
-    parts = []
-    if snap.files:
-        files = ", ".join("'" + str(p).replace("'", "''") + "'" for p in snap.files)
-        parts.append(f"SELECT * FROM read_parquet([{files}])")
+    parts = [f"SELECT * FROM {parquet_sql(snap.files)}"] if snap.files else []
     parts.append("SELECT * FROM _tail")
     return "(" + " UNION ALL ".join(parts) + ")"
 
 
 def connect(
-    log_root: Path, projection_dirs: Sequence[Path] = (), params: Mapping[str, str] | None = None
+    log_root: Path,
+    projection_dirs: Sequence[Path] = (),
+    settings: Mapping[str, int] | None = None,
 ) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB connection with ``events`` and every projection as views."""
     snap = snapshot(log_root)
     conn = duckdb.connect()
     conn.register("_tail", snap.tail)
-    conn.execute(EVENTS_VIEW.format(source=_source_sql(snap)))
-    _create_views(conn, load_projections(projection_dirs, params))
+    define_views(conn, _source_sql(snap), load_projections(projection_dirs), settings)
     return conn
 
 
-def _create_views(conn: duckdb.DuckDBPyConnection, projections: list[Projection]) -> None:
+def define_views(
+    conn: duckdb.DuckDBPyConnection,
+    source: str,
+    projections: list[Projection],
+    settings: Mapping[str, int] | None = None,
+    *,
+    temp: bool = True,
+) -> list[str]:
+    """``nerve_settings``, ``events`` over ``source`` (SQL naming the stored rows), then each
+    projection; the names of the views made. ``temp=False`` stores them in the database."""
+    kind = "TEMP " if temp else ""
+    values = {**DEFAULT_SETTINGS, **(settings or {})}
+    columns = ", ".join(f"{int(value)} AS {name}" for name, value in values.items())
+    conn.execute(f"CREATE OR REPLACE {kind}TABLE nerve_settings AS SELECT {columns}")
+    conn.execute(EVENTS_VIEW.format(kind=kind, source=source))
+    _create_views(conn, projections, kind)
+    return ["events", *(p.name for p in projections)]
+
+
+def _create_views(
+    conn: duckdb.DuckDBPyConnection, projections: list[Projection], kind: str
+) -> None:
     """Create views, retrying so a projection may read another whatever the file order."""
     pending = list(projections)
     while pending:
         failed: list[tuple[Projection, Exception]] = []
         for proj in pending:
             try:
-                conn.execute(f'CREATE OR REPLACE TEMP VIEW "{proj.name}" AS {proj.sql}')
+                conn.execute(f'CREATE OR REPLACE {kind}VIEW "{proj.name}" AS {proj.sql}')
             except duckdb.Error as exc:
                 failed.append((proj, exc))
         if len(failed) == len(pending):
             first, error = failed[0]
-            raise UsageError(f"{first.path}: projection does not load: {error}")
+            raise ConfigError(f"{first.path}: projection does not load: {error}")
         pending = [p for p, _ in failed]
 
 

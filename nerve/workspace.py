@@ -141,12 +141,15 @@ class Workspace:
 
         fsio.private_dir(self.data, allow_link=True)
         fsio.private_dir(self.log_root)
-        return connect(self.log_root, self.projection_dirs(), self.projection_params())
+        return connect(self.log_root, self.projection_dirs(), self.settings())
 
-    def projection_params(self) -> dict[str, str]:
-        """Settings projections read as ``{{name}}``; defaults if nerve.yaml cannot be read."""
+    def settings(self) -> dict[str, int]:
+        """What projections read from the table ``nerve_settings``; defaults without nerve.yaml."""
+        from nerve.query import DEFAULT_SETTINGS
+
         attention = self.config.attention if self.config_path.exists() else {}
-        return {"attention_window": str(int(attention.get("window", 64)))}
+        window = attention.get("window", DEFAULT_SETTINGS["attention_window"])
+        return {"attention_window": int(window)}
 
 
 _GITIGNORE = "data/\n__pycache__/\n"

@@ -3,7 +3,8 @@
 --   salience    = observations of this source in the recency window / window length
 --   novelty     = 1 - observations of this source so far / all observations so far
 --   uncertainty = Inferred or Untrusted observations in the window / window length
--- The window is `attention.window` from nerve.yaml (64 unless configured).
+-- The window is `attention_window` in the one-row table `nerve_settings`: `attention.window`
+-- from nerve.yaml (64 unless configured).
 WITH obs AS (
     SELECT
         physical_ns, logical, id, source, source_name, trust, line,
@@ -17,7 +18,8 @@ WITH obs AS (
     WHERE kind = 'observation'
     WINDOW upto AS (ORDER BY physical_ns, logical ROWS UNBOUNDED PRECEDING),
            recent AS (ORDER BY physical_ns, logical
-                      ROWS BETWEEN {{attention_window}} - 1 PRECEDING AND CURRENT ROW)
+                      ROWS BETWEEN (SELECT attention_window FROM nerve_settings) - 1 PRECEDING
+                      AND CURRENT ROW)
 )
 SELECT
     physical_ns, logical, id, source_name, trust, line,

@@ -120,6 +120,7 @@ def _register() -> None:
         attend_cmds,
         check_cmds,
         daemon_cmds,
+        export_cmds,
         log_cmds,
         sense_cmds,
         workflow_cmds,
@@ -132,6 +133,7 @@ def _register() -> None:
     ask_cmds.register(app)
     workflow_cmds.register(app)
     check_cmds.register(app)
+    export_cmds.register(app)
 
 
 def fail(exc: NerveError) -> None:
