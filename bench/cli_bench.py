@@ -1,0 +1,227 @@
+"""How fast the CLI answers, next to the floor every typer + rich CLI pays.
+
+    .venv/bin/python bench/cli_bench.py [--rounds 15] [--events 1000000] [--quick] [--keep]
+
+One temporary workspace with no senses, holding ``--events`` sealed events (built with
+``EventLog.append_columns`` in batches of 100,000), and a running daemon on it. Each round runs
+every command once, in the same order, as a fresh process (what a person at a shell gets):
+
+* **floor**: ``python -c "import typer, rich"``, the least any CLI on this stack can cost;
+* ``nerve --version``, ``nerve --help``, ``nerve status``;
+* ``nerve emit --source shell --line … -q`` through the running daemon;
+* ``nerve tail -n 20`` over the ``--events`` log (stdout piped).
+
+It reports the median wall time of each and its ratio to the floor's median, against the
+goals: ``--version`` and ``--help`` ≤ 1.5× the floor, ``emit`` ≤ 2×, ``tail -n 20`` ≤ 0.5 s.
+Goals are reported, not asserted. The checks are about correctness: each command printed
+what it should, every emit was stored, and ``--version``, ``--help``, ``status`` and ``emit``
+imported none of duckdb, pyarrow, numpy or pandas (``python -X importtime``). Ends with one
+line ``RESULT {json}``; progress goes to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+QUICK = {"rounds": 3, "events": 20_000}
+DEFAULTS = {"rounds": 15, "events": 1_000_000}
+GOALS = {"version": 1.5, "help": 1.5, "emit": 2.0}
+TAIL_GOAL_S = 0.5
+TAIL_N = 20
+HEAVY = ("duckdb", "pyarrow", "numpy", "pandas")
+LIGHT = ("version", "help", "status", "emit")
+BATCH = 100_000
+
+
+def say(text: str) -> None:
+    print(f"[bench] {text}", file=sys.stderr, flush=True)
+
+
+def nerve_argv() -> list[str]:
+    """The installed ``nerve`` script next to this interpreter, else ``python -m nerve``."""
+    script = Path(sys.executable).with_name("nerve")
+    return [str(script)] if script.exists() else [sys.executable, "-m", "nerve"]
+
+
+def make_workspace(root: Path, events: int) -> None:
+    from nerve.events import SourceClass, Trust
+    from nerve.workspace import Workspace, init_workspace
+
+    init_workspace(root)
+    (root / "nerve.yaml").write_text("senses: {}\nlog:\n  seal_max_events: 10000000\n")
+    with Workspace.at(root).open_log() as log:
+        for start in range(0, events, BATCH):
+            count = min(BATCH, events - start)
+            log.append_columns(
+                kind=["observation"] * count,
+                subject=["bench"] * count,
+                source=[int(SourceClass.SHELL)] * count,
+                trust=[int(Trust.FIRST_PARTY)] * count,
+                valid_time_ns=[None] * count,
+                payload=[b'{"i":%d}' % i for i in range(start, start + count)],
+                line=[f"command {i}" for i in range(start, start + count)],
+            )
+        log.seal()
+
+
+def commands(root: Path) -> dict[str, list[str]]:
+    nerve = [*nerve_argv(), "--workspace", str(root)]
+    return {
+        "floor": [sys.executable, "-c", "import typer, rich"],
+        "version": [*nerve, "--version"],
+        "help": [*nerve, "--help"],
+        "status": [*nerve, "status"],
+        "emit": [*nerve, "emit", "--source", "shell", "--line", "bench", "-q"],
+        "tail": [*nerve, "tail", "-n", str(TAIL_N)],
+    }
+
+
+def timed(argv: list[str], env: dict[str, str]) -> tuple[float, subprocess.CompletedProcess[str]]:
+    started = time.perf_counter()
+    proc = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=120)
+    return time.perf_counter() - started, proc
+
+
+def heavy_imports(argv: list[str], env: dict[str, str]) -> list[str]:
+    """The heavy top-level packages a command imports, from ``-X importtime``."""
+    if argv[0] != sys.executable:  # the script: run the same entry point under -X importtime
+        argv = [sys.executable, "-m", "nerve", *argv[1:]]
+    proc = subprocess.run(
+        [sys.executable, "-X", "importtime", *argv[1:]],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    found = re.findall(r"\|\s+([A-Za-z_][\w.]*)\s*$", proc.stderr, flags=re.MULTILINE)
+    return sorted({name.split(".")[0] for name in found} & set(HEAVY))
+
+
+def _tail_lines(out: str) -> int:
+    return len(out.splitlines())
+
+
+def measure(root: Path, rounds: int) -> dict[str, Any]:
+    env = {**os.environ, "NO_COLOR": "1", "NERVE_WORKSPACE": ""}
+    argvs = commands(root)
+    times: dict[str, list[float]] = {name: [] for name in argvs}
+    outputs: dict[str, list[subprocess.CompletedProcess[str]]] = {name: [] for name in argvs}
+    for round_ in range(rounds):
+        for name, argv in argvs.items():
+            seconds, proc = timed(argv, env)
+            times[name].append(seconds)
+            outputs[name].append(proc)
+        say(
+            f"round {round_ + 1}/{rounds}: "
+            + ", ".join(f"{n} {t[-1]:.3f}s" for n, t in times.items())
+        )
+    medians = {name: statistics.median(values) for name, values in times.items()}
+    floor = medians["floor"]
+    return {
+        "median_s": {name: round(value, 4) for name, value in medians.items()},
+        "ratio_to_floor": {
+            name: round(value / floor, 2) for name, value in medians.items() if name != "floor"
+        },
+        "outputs": outputs,
+        "heavy": {name: heavy_imports(argvs[name], env) for name in LIGHT},
+    }
+
+
+def stored(root: Path) -> int:
+    from nerve.workspace import Workspace
+
+    conn = Workspace.at(root).connect()
+    row = conn.execute("SELECT count(*) FROM events WHERE line = 'bench'").fetchone()
+    return int(row[0]) if row else 0
+
+
+def verdicts(result: dict[str, Any], outputs: dict[str, Any], emitted: int) -> dict[str, Any]:
+    from nerve import __version__
+
+    ok = {name: all(p.returncode == 0 for p in procs) for name, procs in outputs.items()}
+    return {
+        "every_command_exit_0": all(ok.values()),
+        "version_text": all(p.stdout == f"nerve {__version__}\n" for p in outputs["version"]),
+        "help_lists_exit_codes": all("Exit codes" in p.stdout for p in outputs["help"]),
+        "status_running": all("running" in p.stdout for p in outputs["status"]),
+        "every_emit_stored": emitted == len(outputs["emit"]) + 1,  # + the importtime run
+        "tail_prints_n": all(_tail_lines(p.stdout) == TAIL_N for p in outputs["tail"]),
+        "light_imports": all(not found for found in result["heavy"].values()),
+    }
+
+
+def goals(result: dict[str, Any]) -> dict[str, bool]:
+    met = {
+        f"{name}_le_{limit}x": result["ratio_to_floor"][name] <= limit
+        for name, limit in GOALS.items()
+    }
+    met[f"tail_le_{TAIL_GOAL_S}s"] = result["median_s"]["tail"] <= TAIL_GOAL_S
+    return met
+
+
+def render(result: dict[str, Any], out: TextIO) -> None:
+    out.write(f"{'command':<10}{'median':>10}{'× floor':>10}\n")
+    for name, seconds in result["median_s"].items():
+        ratio = result["ratio_to_floor"].get(name, 1.0)
+        out.write(f"{name:<10}{seconds * 1000:>8.0f}ms{ratio:>9.2f}×\n")
+    for goal, met in result["goals"].items():
+        out.write(f"goal {goal}: {'met' if met else 'NOT met'}\n")
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rounds", type=int)
+    parser.add_argument("--events", type=int)
+    parser.add_argument("--quick", action="store_true", help=f"defaults {QUICK}")
+    parser.add_argument("--keep", action="store_true", help="keep the workspace")
+    args = parser.parse_args(argv)
+    for key, value in (QUICK if args.quick else DEFAULTS).items():
+        if getattr(args, key) is None:
+            setattr(args, key, value)
+    return args
+
+
+def main(argv: Sequence[str] | None = None, out: TextIO = sys.stdout) -> int:
+    args = parse_args(argv)
+    root = Path(tempfile.mkdtemp(prefix="nerve-cli-")) / "ws"
+    nerve = [*nerve_argv(), "--workspace", str(root)]
+    try:
+        say(f"building a log of {args.events} events")
+        make_workspace(root, args.events)
+        subprocess.run([*nerve, "start"], check=True, capture_output=True, timeout=120)
+        try:
+            result = measure(root, args.rounds)
+        finally:
+            subprocess.run([*nerve, "stop"], capture_output=True, timeout=120)
+        outputs = result.pop("outputs")
+        result["checks"] = verdicts(result, outputs, stored(root))
+    finally:
+        if args.keep:
+            say(f"kept {root}")
+        else:
+            shutil.rmtree(root.parent, ignore_errors=True)
+    result.update(rounds=args.rounds, events=args.events)
+    result["goals"] = goals(result)
+    result["load_avg_1m"] = round(os.getloadavg()[0], 2)
+    result["failed_checks"] = [name for name, ok in result["checks"].items() if not ok]
+    render(result, out)
+    print("RESULT " + json.dumps(result, sort_keys=True), file=out)
+    for name in result["failed_checks"]:
+        say(f"check failed: {name}")
+    return 1 if result["failed_checks"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
