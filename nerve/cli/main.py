@@ -22,9 +22,10 @@ app = typer.Typer(
     name="nerve",
     help="An ambient-context daemon over one append-only, content-addressed event log.",
     epilog=EXIT_CODES,
+    rich_markup_mode=None,  # plain help: rich's help renderer costs more than the rest of start-up
     no_args_is_help=True,
     pretty_exceptions_enable=False,
-    context_settings={"help_option_names": ["-h", "--help"]},
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 120},
 )
 
 WORKSPACE_FLAGS = ("--workspace", "-w")
