@@ -47,3 +47,10 @@ def test_a_batch_prints_a_count_unless_asked_to_echo(workspace: Workspace, tmp_p
     assert [json.loads(x)["line"] for x in as_json.stdout.splitlines()][-1] == "n49"
     quiet = run_cli(*ws, "emit", "-q", "--source", "shell", "--line", "hush")
     assert quiet.stdout == quiet.stderr == ""
+
+
+def test_shell_completion_completes_commands(tmp_path: Path) -> None:
+    env = {"_NERVE_COMPLETE": "complete_bash", "COMP_WORDS": "nerve ta", "COMP_CWORD": "1"}
+    assert run_cli(cwd=tmp_path, env=env).stdout.split() == ["tail"]
+    script = run_cli("--show-completion", "bash", cwd=tmp_path).stdout
+    assert "_nerve_completion" in script
