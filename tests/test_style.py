@@ -20,7 +20,7 @@ LAYERS = [
     {"query", "config", "conformance", "chain", "attention", "checks"}
     | {"recall.core", "recall.tier0"},
     {"workspace"},
-    {"runtime", "flow", "logops", "recall"},
+    {"runtime", "flow", "logops", "recall", "tail"},
     {"cli", "__main__"},
 ]
 
