@@ -543,4 +543,5 @@ class Kernel:
             "seal_failure": self.seal_failure,
             "segments": self.segments,
             "followers": len(self.followers),
+            "followers_dropped": self.followers.dropped,
         }
