@@ -82,6 +82,7 @@ def connect(
     """An in-memory DuckDB connection with ``events`` and every projection as views."""
     snap = snapshot(log_root)
     conn = duckdb.connect()
+    conn.execute("SET enable_progress_bar_print = false")  # DuckDB prints it on stdout
     conn.register("_tail", snap.tail)
     conn.execute(EVENTS_VIEW.format(source=_source_sql(snap)))
     _create_views(conn, load_projections(projection_dirs, params))
@@ -227,8 +228,13 @@ def stream_query(
         raise UsageError(f"query failed: {exc}") from None
 
 
+_PLAIN = (str, int, float, bool)
+
+
 def jsonable(value: Any) -> Any:
     """A query value in byte-stable JSON form (bytes as hex, times as ISO strings)."""
+    if value is None or type(value) in _PLAIN:  # most values: nothing to convert
+        return value
     if isinstance(value, bytes | bytearray | memoryview):
         return bytes(value).hex()
     if hasattr(value, "isoformat"):

@@ -66,3 +66,9 @@ def test_render_rows_keeps_what_other_listings_print() -> None:
     out = io.StringIO()
     render_rows(["name", "n"], [["cpu", 1]], fmt="table", file=out)
     assert out.getvalue() == "name\tn\ncpu\t1\n"
+
+
+def test_stdout_holds_only_the_rows(workspace: Workspace) -> None:
+    """DuckDB's progress bar prints on stdout; piped or not, nerve keeps it out."""
+    sql = "SET progress_bar_time = 0; SELECT count(*) AS n FROM range(20000000) GROUP BY range % 2"
+    assert query(workspace, sql) == "n\n10000000\n10000000\n"

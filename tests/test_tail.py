@@ -244,3 +244,11 @@ def test_the_bench_workspace_tails_without_its_bookkeeping(tmp_path: Path) -> No
         ("network", "observation", "network sample 2998"),  # 2997 is a sense.state
         ("network", "observation", "network detail 2999"),
     ]
+
+
+def test_the_readme_lists_the_bookkeeping_kinds() -> None:
+    from nerve.events import BOOKKEEPING_KINDS
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    bullet = readme[readme.index("**Bookkeeping is hidden**") :].split("\n- ")[0]
+    assert set(re.findall(r"`([a-z_]+\.[a-z_]+|signal)`", bullet)) == set(BOOKKEEPING_KINDS)

@@ -209,11 +209,12 @@ class Layout:
         return cls(widths)
 
     def line(self, cells: Sequence[str]) -> str:
-        last = len(cells) - 1
-        return GAP.join(
-            fit_cell(c, w, pad=i < last)
-            for i, (c, w) in enumerate(zip(cells, self.widths, strict=True))
-        )
+        parts = [
+            c.ljust(w) if c.isascii() and len(c) <= w else fit_cell(c, w)
+            for c, w in zip(cells, self.widths, strict=True)
+        ]
+        parts[-1] = parts[-1].rstrip(" ") if len(cells[-1]) < self.widths[-1] else parts[-1]
+        return GAP.join(parts)
 
 
 def _width(text: str) -> int:
@@ -233,6 +234,8 @@ _FLAT = str.maketrans({"\n": "↵", "\r": " ", "\t": " "})
 
 
 def _cell(value: Any) -> str:
+    if type(value) is str:  # most cells: skip the conversions below
+        return value
     value = jsonable(value)
     if value is None:
         return ""
@@ -243,4 +246,4 @@ def _cell(value: Any) -> str:
 
 def flat(text: str) -> str:
     """One line of text: newlines shown as ``↵``, tabs as spaces."""
-    return text.translate(_FLAT)
+    return text if text.isprintable() else text.translate(_FLAT)

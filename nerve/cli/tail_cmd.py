@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -19,14 +19,14 @@ from nerve.cli.output import (
     terminal_width,
 )
 from nerve.cli.state import workspace as _ws
+from nerve.clock import Hlc
 from nerve.errors import UsageError
 from nerve.events import display_source, trust_name
 
+if TYPE_CHECKING:
+    from nerve.log.select import TailFilter
+
 COUNT_ALL = 2**62  # "count every older match" for the note under a terminal's rows
-
-
-def _bad(flag: str, exc: UsageError) -> typer.BadParameter:
-    return typer.BadParameter(str(exc), param_hint=f"'{flag}'")
 
 
 def tail_cmd(
@@ -62,32 +62,18 @@ def tail_cmd(
     ] = False,
 ) -> None:
     """Print the newest events; --json prints exactly what `nerve import` reads."""
-    from nerve.tail import follow, name_warnings, parse_instant, read_tail, tail_filter
+    from nerve.tail import follow, name_warnings, read_tail
 
     ws = _ws()
-    try:
-        lower = parse_instant(since) if since is not None else None
-    except UsageError as exc:
-        raise _bad("--since", exc) from None
-    try:
-        upper = parse_instant(until, end=True) if until is not None else None
-    except UsageError as exc:
-        raise _bad("--until", exc) from None
+    lower, upper = _instant("--since", since), _instant("--until", until, end=True)
     if follow_ and upper is not None:
         raise typer.BadParameter("cannot be used with -f", param_hint="'--until'")
-    try:
-        # --json is the export form (`import` reads it): every kind, as before
-        filt = tail_filter(kind or [], source or [], all_kinds=all_kinds or as_json)
-    except UsageError as exc:
-        raise _bad("--source", exc) from None
+    filt = _filter(kind or [], source or [], all_kinds=all_kinds or as_json)
     for message in name_warnings(ws, filt):
         typer.echo(f"warning: {message}", err=True)
-
     terminal = not as_json and is_terminal()
     count = None if all_ else n
-    shown = count
-    if terminal and limit and (count is None or count > limit):
-        shown = limit
+    shown = limit if terminal and limit and (count is None or count > limit) else count
     older = 0 if shown == count else (COUNT_ALL if count is None else count - limit)
     tail = read_tail(ws, count=shown, filt=filt, since=lower, until=upper, count_older=older)
     write = _writer(as_json, terminal, utc=utc, hlc=hlc)
@@ -97,6 +83,25 @@ def tail_cmd(
     if follow_:
         for batch in follow(ws, filt=filt, since=tail.newest):
             write(batch)
+
+
+def _instant(flag: str, text: str | None, *, end: bool = False) -> Hlc | None:
+    from nerve.tail import parse_instant
+
+    try:
+        return parse_instant(text, end=end) if text is not None else None
+    except UsageError as exc:
+        raise typer.BadParameter(str(exc), param_hint=f"'{flag}'") from None
+
+
+def _filter(kinds: list[str], sources: list[str], *, all_kinds: bool) -> TailFilter:
+    """--json is the export form (`import` reads it): it keeps every kind, as it always did."""
+    from nerve.tail import tail_filter
+
+    try:
+        return tail_filter(kinds, sources, all_kinds=all_kinds)
+    except UsageError as exc:
+        raise typer.BadParameter(str(exc), param_hint="'--source'") from None
 
 
 def _writer(as_json: bool, terminal: bool, *, utc: bool, hlc: bool) -> Callable[[Any], None]:
