@@ -17,6 +17,7 @@ from nerve.clock import LOGICAL_MAX, Hlc
 from nerve.errors import UsageError
 from nerve.events import NERVE_SOURCE, SourceClass
 from nerve.log import segments as seg
+from nerve.log import window
 from nerve.log.reader import snapshot, table_since
 from nerve.log.select import TailFilter
 from nerve.log.store import EventLog
@@ -223,7 +224,9 @@ def test_newest_first_reads_what_a_whole_read_would(
     expected = filt.apply(seg.after(everything, before(lower)) if since >= 0 else everything)
     if upper is not None:
         expected = seg.up_to(expected, upper)
-    got = newest(snap, count, filt, since=before(lower), until=upper, count_older=10**6)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(window, "TAIL_SLICE", 7)  # the unsealed 20 read in three slices
+        got = newest(snap, count, filt, since=before(lower), until=upper, count_older=10**6)
     keep = expected.num_rows if count is None else min(count, expected.num_rows)
     assert (
         got.table.column("line").to_pylist()

@@ -19,6 +19,7 @@ from nerve.log.reader import Snapshot
 from nerve.log.select import TailFilter
 
 _FILTER_COLUMNS = ["physical_ns", "logical", "kind", "source"]
+TAIL_SLICE = 8192  # unsealed rows read at a time, newest first
 
 
 @dataclass(frozen=True)
@@ -103,7 +104,11 @@ class _Part:
 
 
 def _parts_newest_first(snap: Snapshot, since: Hlc, until: Hlc | None) -> Iterator[_Part]:
-    yield _Part(None, 0, snap.tail)
+    # the tail is one chunk per WAL frame: newest slices first, each made one chunk
+    rows = snap.tail.num_rows
+    for end in range(rows, 0, -TAIL_SLICE):
+        start = max(0, end - TAIL_SLICE)
+        yield _Part(None, 0, snap.tail.slice(start, end - start).combine_chunks())
     for info, path in zip(reversed(snap.segments), reversed(snap.files), strict=True):
         if info.max_hlc <= since:
             break  # segments are in HLC order: every older one is out of the window too
