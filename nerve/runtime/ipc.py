@@ -12,6 +12,10 @@ A request is a JSON object with a ``type``; a reply is ``{"ok": true, ...}`` or 
 none of them can take the daemon down. :func:`reply_error` also reads the older form
 ``{"ok": false, "error": "text", "error_type": "Name"}``.
 
+A stream request (``follow``, see ``nerve.runtime.followers``) keeps its connection: after
+its first reply the server goes on writing lines until either side ends it; the client reads
+it with :class:`LineStream`.
+
 A request may nest ``MAX_NESTING`` + 3 levels of arrays/objects (an ``emit`` request wraps
 each payload in three: the request, its ``events`` list, the event).
 """
