@@ -3,20 +3,17 @@
 from __future__ import annotations
 
 import json
-import time
 import uuid
 import warnings
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import IO, Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from nerve.canonical import loads_bounded
 from nerve.clock import HLC_ZERO, Hlc
 from nerve.errors import EventError, NerveError, OrderError, SealDeferred, UsageError
-from nerve.events import Event, parse_source
+from nerve.events import Event
 from nerve.log.codec import (
     draft_from_json,
     event_from_json,
@@ -24,9 +21,11 @@ from nerve.log.codec import (
     events_from_table,
     row_to_json,
 )
-from nerve.log.reader import TailReader, snapshot, table_since
+from nerve.log.reader import snapshot
+from nerve.log.select import TailFilter
 from nerve.log.store import Draft, EventLog
 from nerve.log.verify import VerifyReport, verify
+from nerve.log.window import newest
 from nerve.workspace import Workspace
 
 
@@ -250,69 +249,21 @@ def _check_sorted(events: list[Event]) -> None:
             )
 
 
-FOLLOW_GATHER_S = 0.02
-
-
-@dataclass(frozen=True)
-class TailFilter:
-    kinds: tuple[str, ...] = ()
-    sources: tuple[int, ...] = ()
-
-    @classmethod
-    def of(cls, kinds: list[str] | None, sources: list[str] | None) -> TailFilter:
-        return cls(tuple(kinds or ()), tuple(parse_source(s) for s in sources or ()))
-
-    def apply(self, table: pa.Table) -> pa.Table:
-        if self.kinds:
-            table = table.filter(pc.is_in(table.column("kind"), pa.array(self.kinds)))
-        if self.sources:
-            table = table.filter(
-                pc.is_in(table.column("source"), pa.array(self.sources, pa.uint32()))
-            )
-        return table
-
-
 def tail_table(
     ws: Workspace, *, count: int | None, filt: TailFilter, since: Hlc = HLC_ZERO
 ) -> tuple[pa.Table, Hlc]:
-    """The last ``count`` matching events (all if None) as a table, and the newest stamp."""
+    """The last ``count`` matching events (all if None) after ``since`` as a table, and the
+    newest stamp (read newest first: see :mod:`nerve.log.window`)."""
     snap = snapshot(ws.log_root)
-    table = filt.apply(table_since(snap, since))
-    if count is not None:
-        table = table.slice(max(0, table.num_rows - count))
-    return table, max(since, snap.newest)
+    return newest(snap, count, filt, since=since).table, max(since, snap.newest)
 
 
 def tail_rows(
     ws: Workspace, *, count: int | None, filt: TailFilter, since: Hlc = HLC_ZERO
 ) -> tuple[list[dict[str, Any]], Hlc]:
     """The last ``count`` matching events (all if None) as wire dicts, and the newest stamp."""
-    table, newest = tail_table(ws, count=count, filt=filt, since=since)
-    return [row_to_json(r) for r in table.to_pylist()], newest
-
-
-def follow_tables(
-    ws: Workspace,
-    *,
-    filt: TailFilter,
-    since: Hlc,
-    poll_s: float = 0.2,
-    stop_after_s: float | None = None,
-) -> Iterator[pa.Table]:
-    """Yield each batch of new matching events as another process appends them.
-
-    Reads only what is new each time (see :class:`nerve.log.reader.TailReader`); sleeps
-    ``poll_s`` when it has caught up, and only ``FOLLOW_GATHER_S`` while events keep coming.
-    """
-    reader = TailReader(ws.log_root, since)
-    started = time.monotonic()
-    while stop_after_s is None or time.monotonic() - started < stop_after_s:
-        table = reader.poll()
-        matching = filt.apply(table) if table.num_rows else table
-        if matching.num_rows:
-            yield matching
-        # caught up: wait a poll; busy: a short pause lets a batch gather
-        time.sleep(poll_s if not table.num_rows else min(poll_s, FOLLOW_GATHER_S))
+    table, newest_stamp = tail_table(ws, count=count, filt=filt, since=since)
+    return [row_to_json(r) for r in table.to_pylist()], newest_stamp
 
 
 def replay(ws: Workspace, *, full: bool) -> VerifyReport:

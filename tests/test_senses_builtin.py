@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import shutil
 import subprocess
 import time
@@ -110,11 +111,33 @@ def test_a_bad_option_is_a_clear_error(name: str, options: dict[str, Any], tmp_p
 # --- cpu, memory, disk, network -------------------------------------------------------------
 
 
+# Each sense's Sense v0.1 class: what it reads (senses/README.md says why).
+CLASSES = {
+    "cpu": SourceClass.ENDPOINT,
+    "memory": SourceClass.ENDPOINT,
+    "disk": SourceClass.ENDPOINT,
+    "power": SourceClass.THERMAL_POWER,
+    "processes": SourceClass.PROCESS_TREE,
+    "network": SourceClass.NETWORK,
+    "files": SourceClass.FILE_CHANGE,
+    "shell": SourceClass.SHELL,
+}
+
+
+def test_the_readme_tables_name_each_senses_class() -> None:
+    text = (SENSES_DIR / "README.md").read_text()
+    for name in BUILTINS:
+        rows = re.findall(rf"^\| `{name}` \| `([a-z_]+)` \|", text, flags=re.MULTILINE)
+        assert rows == [CLASSES[name].name.lower()] * 2, name  # both tables agree
+        code = (SENSES_DIR / name / "sense.py").read_text()
+        assert f"SourceClass.{CLASSES[name].name}" in code, name
+
+
 def test_cpu_reports_load_every_compute(tmp_path: Path) -> None:
     first = run("cpu", initial("cpu"), tmp_path)
     result = run("cpu", first.state, tmp_path, per_cpu=True)
     (obs,) = result.observations
-    assert (obs.source, obs.trust) == (SourceClass.THERMAL_POWER, Trust.FIRST_PARTY)
+    assert (obs.source, obs.trust) == (SourceClass.ENDPOINT, Trust.FIRST_PARTY)
     p = obs.payload
     assert 0.0 <= p["percent"] <= 100.0
     assert p["cores_logical"] >= 1 and len(p["per_cpu"]) == p["cores_logical"]
@@ -126,7 +149,7 @@ def test_cpu_reports_load_every_compute(tmp_path: Path) -> None:
 def test_memory_reports_percent_and_bytes(tmp_path: Path) -> None:
     (obs,) = run("memory", initial("memory"), tmp_path).observations
     p = obs.payload
-    assert (obs.source, obs.trust) == (SourceClass.THERMAL_POWER, Trust.FIRST_PARTY)
+    assert (obs.source, obs.trust) == (SourceClass.ENDPOINT, Trust.FIRST_PARTY)
     assert 0.0 <= p["percent"] <= 100.0
     assert 0 < p["used_bytes"] <= p["total_bytes"]
     assert p["swap_percent"] is None or 0.0 <= p["swap_percent"] <= 100.0
@@ -139,6 +162,9 @@ def test_disk_reports_usage_pressure_and_io_rates(tmp_path: Path) -> None:
     first = run("disk", initial("disk"), tmp_path, paths=["/", "no/such/dir"], warn_percent=0)
     (usage,) = payloads(first)
     assert usage["path"] == "/" and 0.0 <= usage["percent"] <= 100.0
+    assert {(o.source, o.trust) for o in first.observations} == {
+        (SourceClass.ENDPOINT, Trust.FIRST_PARTY)
+    }
     assert usage["pressure"] is True
     assert first.state["notes"]["no/such/dir"].startswith("unreadable")
     (tmp_path / "blob").write_bytes(os.urandom(4096))

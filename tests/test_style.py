@@ -20,7 +20,7 @@ LAYERS = [
     {"query", "config", "conformance", "chain", "attention", "checks"}
     | {"recall.core", "recall.tier0"},
     {"workspace"},
-    {"runtime", "flow", "logops", "recall", "export"},
+    {"runtime", "flow", "logops", "recall", "export", "tail"},
     {"cli", "__main__"},
 ]
 

@@ -4,34 +4,28 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Annotated, Any
+from typing import IO, Annotated
 
 import typer
 
-from nerve.cli.output import console, emit_json, is_terminal, render_rows
+from nerve.cli.output import DEFAULT_LIMIT, console, emit_json, render_chunks
 from nerve.cli.state import workspace as _ws
+from nerve.cli.tail_cmd import tail_cmd
 from nerve.errors import UsageError
-from nerve.events import source_name, trust_name
-from nerve.log.codec import event_to_json, row_to_json, wire_lines
+from nerve.log.codec import event_to_json
 from nerve.logops import (
-    TailFilter,
     compact,
     draft_of,
     drafts_from_jsonl,
     emit,
-    follow_tables,
     import_stream,
     parse_payload_arg,
     repair,
     replay,
     seal,
-    tail_table,
 )
-from nerve.query import run_query
+from nerve.query import run_query, stream_query
 from nerve.workspace import init_workspace
-
-if TYPE_CHECKING:
-    import pyarrow as pa
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="JSON output (one object per line).")]
 CsvFlag = Annotated[bool, typer.Option("--csv", help="CSV output.")]
@@ -189,111 +183,14 @@ def query_cmd(
     sql: Annotated[str, typer.Argument(help="SQL over `events` and the projections.")],
     as_json: JsonFlag = False,
     as_csv: CsvFlag = False,
+    limit: Annotated[
+        int, typer.Option("--limit", min=0, help="Rows a terminal shows at most (0: all).")
+    ] = DEFAULT_LIMIT,
 ) -> None:
-    """Run SQL in DuckDB over the log."""
-    result = run_query(_ws().connect(), sql)
-    render_rows(
-        result.columns, result.rows, fmt="json" if as_json else "csv" if as_csv else "table"
-    )
-
-
-TAIL_COLUMNS = ["hlc", "node", "kind", "source", "trust", "subject", "line"]
-
-
-def _tail_cells(row: dict[str, Any]) -> list[Any]:
-    return [
-        f"{row['hlc'][0]}.{row['hlc'][1]}",
-        row["node"],
-        row["kind"],
-        row["source"],
-        row["trust"],
-        row["subject"],
-        row["line"],
-    ]
-
-
-def _tsv_lines(table: pa.Table) -> list[str]:
-    """The tail's columns, tab-separated, one line per event (built column by column)."""
-    col = {name: table.column(name).to_pylist() for name in _TSV_COLUMNS}
-    sources = {code: source_name(code) for code in set(col["source"])}
-    trusts = {code: trust_name(code) for code in set(col["trust"])}
-    return [
-        f"{p}.{lo}\t{node}\t{kind}\t{sources[src]}\t{trusts[trust]}\t{subject}\t{line}"
-        for p, lo, node, kind, src, trust, subject, line in zip(
-            *(col[name] for name in _TSV_COLUMNS), strict=True
-        )
-    ]
-
-
-_TSV_COLUMNS = ("physical_ns", "logical", "node", "kind", "source", "trust", "subject", "line")
-
-
-def _write_lines(lines: list[str]) -> None:
-    if lines:
-        sys.stdout.write("\n".join(lines) + "\n")
-        sys.stdout.flush()
-
-
-def tail_cmd(
-    n: Annotated[int, typer.Option("-n", help="How many of the newest events.")] = 20,
-    all_: Annotated[bool, typer.Option("--all", help="Every event.")] = False,
-    follow_: Annotated[
-        bool, typer.Option("-f", "--follow", help="Keep printing new events.")
-    ] = False,
-    kind: Annotated[
-        list[str] | None, typer.Option("--kind", help="Only this kind (repeatable).")
-    ] = None,
-    source: Annotated[
-        list[str] | None, typer.Option("--source", help="Only this source class (repeatable).")
-    ] = None,
-    as_json: JsonFlag = False,
-) -> None:
-    """Print the newest events; --json prints exactly what `nerve import` reads."""
-    ws = _ws()
-    filt = TailFilter.of(kind, source)
-    table, newest = tail_table(ws, count=None if all_ else n, filt=filt)
-    if as_json or not is_terminal():
-        lines = wire_lines if as_json else _tsv_lines
-        _write_lines(lines(table))
-        if follow_:
-            for batch in follow_tables(ws, filt=filt, since=newest):
-                _write_lines(lines(batch))
-        return
-    _tail_live(ws, [row_to_json(r) for r in table.to_pylist()], newest, filt, follow_, n)
-
-
-def _row_style(row: dict[str, Any]) -> str | None:
-    """Surfaced highlights stand out; errors are red."""
-    if row["kind"] == "attention.decision" and row["subject"] == "surface":
-        return "bold yellow"
-    if row["kind"].endswith(".error") or row["kind"] == "config.rejected":
-        return "red"
-    return None
-
-
-def _tail_live(
-    ws: Any, rows: list[dict[str, Any]], newest: Any, filt: TailFilter, follow_: bool, n: int
-) -> None:
-    from rich.live import Live
-    from rich.table import Table
-
-    def table() -> Table:
-        t = Table(*TAIL_COLUMNS, expand=False)
-        for row in rows:
-            t.add_row(*(str(c) for c in _tail_cells(row)), style=_row_style(row))
-        return t
-
-    out = console()
-    if not follow_:
-        out.print(table())
-        return
-    keep = max(n, 1)
-    rows = rows[-keep:]
-    with Live(table(), console=out, refresh_per_second=4) as live:
-        for batch in follow_tables(ws, filt=filt, since=newest):
-            newest_rows = batch.slice(max(0, batch.num_rows - keep)).to_pylist()
-            rows = [*rows, *(row_to_json(r) for r in newest_rows)][-keep:]
-            live.update(table())
+    """Run SQL in DuckDB over the log (a terminal shows --limit rows; pipes get all)."""
+    result = stream_query(_ws().connect(), sql)
+    fmt = "json" if as_json else "csv" if as_csv else "table"
+    render_chunks(result.columns, result.chunks(), fmt=fmt, limit=limit)
 
 
 def payload_cmd(cid: Annotated[str, typer.Argument(help="Payload address (hex).")]) -> None:

@@ -70,7 +70,7 @@ SCHEMA = pa.schema(
     ]
 )
 COLUMNS = SCHEMA.names
-EMPTY = SCHEMA.empty_table()
+EMPTY = pa.Table.from_batches([], schema=SCHEMA)  # empty_table() would import pandas
 
 _HLC_DTYPE = np.dtype([("p", ">u8"), ("l", ">u4")])
 _VT_DTYPE = np.dtype([("n", ">u4"), ("v", ">i8")])

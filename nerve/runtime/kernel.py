@@ -31,6 +31,7 @@ from nerve.log.store import Draft, EventLog, manifest_state
 from nerve.runtime.bus import SignalBus
 from nerve.runtime.committer import Committer
 from nerve.runtime.extensions import load_extensions
+from nerve.runtime.followers import Followers
 from nerve.runtime.groups import GroupWorker, Job
 from nerve.runtime.ipc import IpcServer
 from nerve.runtime.scheduler import NS, Scheduler
@@ -125,6 +126,8 @@ class Kernel:
 
     async def start(self) -> None:
         self.log = self.ws.open_log(background_seal=True)  # sealing never stalls commits
+        self.followers = Followers(self.log.newest)  # `follow` subscribers (nerve tail -f)
+        self.log.on_commit.append(self.followers.hook(asyncio.get_running_loop()))
         self.committer = Committer(self.log)
         self.committer.start()
         self.scheduler = Scheduler(self._dispatch)
@@ -146,6 +149,7 @@ class Kernel:
                 self.socket_path,
                 lambda req: handle(self, req),
                 max_bytes=self.config.daemon.max_request_bytes,
+                streams={"follow": self.followers.serve},
             )
             await self.ipc.start()
         self._tasks.append(asyncio.create_task(self._seal_loop(), name="seal"))
@@ -540,4 +544,6 @@ class Kernel:
             "tail_rows": self.log.tail_rows if self.log else 0,
             "seal_failure": self.seal_failure,
             "segments": self.segments,
+            "followers": len(self.followers),
+            "followers_dropped": self.followers.dropped,
         }
