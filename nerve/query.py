@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -264,6 +265,8 @@ def jsonable(value: Any) -> Any:
         return {str(k): jsonable(v) for k, v in value.items()}
     if isinstance(value, float | int | str | bool) or value is None:
         return value
+    if isinstance(value, Decimal):  # HUGEINT and DECIMAL arrive through Arrow as Decimal
+        return int(value) if value == value.to_integral_value() else float(value)
     return str(value)
 
 
