@@ -6,27 +6,22 @@ import json
 import uuid
 import warnings
 from collections.abc import Iterator
-from typing import IO, Any
-
-import pyarrow as pa
+from typing import IO, TYPE_CHECKING, Any
 
 from nerve.canonical import loads_bounded
 from nerve.clock import HLC_ZERO, Hlc
 from nerve.errors import EventError, NerveError, OrderError, SealDeferred, UsageError
 from nerve.events import Event
-from nerve.log.codec import (
-    draft_from_json,
-    event_from_json,
-    event_to_json,
-    events_from_table,
-    row_to_json,
-)
-from nerve.log.reader import snapshot
-from nerve.log.select import TailFilter
-from nerve.log.store import Draft, EventLog
-from nerve.log.verify import VerifyReport, verify
-from nerve.log.window import newest
+from nerve.log.drafts import Draft
+from nerve.log.wire import draft_from_json, event_from_json, event_to_json, row_to_json
 from nerve.workspace import Workspace
+
+if TYPE_CHECKING:  # loaded where used: emit through the daemon never loads Arrow
+    import pyarrow as pa
+
+    from nerve.log.select import TailFilter
+    from nerve.log.store import EventLog
+    from nerve.log.verify import VerifyReport
 
 
 def read_jsonl(stream: IO[str], name: str) -> Iterator[tuple[int, Any]]:
@@ -78,6 +73,8 @@ def emit(ws: Workspace, drafts: list[Draft], *, key: str | None = None) -> list[
     returned). A seal that fails after the append does not fail it: the events are durable,
     and a :class:`~nerve.errors.SealDeferred` warning says the seal will be retried.
     """
+    from nerve.log.codec import events_from_table
+
     if daemon_running(ws):
         wire = [draft_to_json(d) for d in drafts]
         reply = _send_in_parts(ws, "emit", wire, key)
@@ -254,6 +251,9 @@ def tail_table(
 ) -> tuple[pa.Table, Hlc]:
     """The last ``count`` matching events (all if None) after ``since`` as a table, and the
     newest stamp (read newest first: see :mod:`nerve.log.window`)."""
+    from nerve.log.reader import snapshot
+    from nerve.log.window import newest
+
     snap = snapshot(ws.log_root)
     return newest(snap, count, filt, since=since).table, max(since, snap.newest)
 
@@ -268,7 +268,8 @@ def tail_rows(
 
 def replay(ws: Workspace, *, full: bool) -> VerifyReport:
     """Replay digest; with ``full``, every id, address and the manifest chain recomputed."""
-    from nerve.log.reader import replay_digest
+    from nerve.log.reader import replay_digest, snapshot
+    from nerve.log.verify import VerifyReport, verify
 
     if full:
         return verify(ws.log_root)

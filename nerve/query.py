@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +17,7 @@ import blake3
 import duckdb
 import pyarrow as pa
 
-from nerve.canonical import canonical_json, loads_bounded
+from nerve.canonical import canonical_json, jsonable, loads_bounded
 from nerve.errors import ConfigError, EventError, UsageError
 from nerve.events import SourceClass
 from nerve.log.reader import Snapshot, snapshot
@@ -246,28 +245,6 @@ def stream_query(
         return QueryStream(list(rel.columns), json_columns, rel.to_arrow_reader(batch_rows))
     except duckdb.Error as exc:
         raise UsageError(f"query failed: {exc}") from None
-
-
-_PLAIN = (str, int, float, bool)
-
-
-def jsonable(value: Any) -> Any:
-    """A query value in byte-stable JSON form (bytes as hex, times as ISO strings)."""
-    if value is None or type(value) in _PLAIN:  # most values: nothing to convert
-        return value
-    if isinstance(value, bytes | bytearray | memoryview):
-        return bytes(value).hex()
-    if hasattr(value, "isoformat"):
-        return value.isoformat()
-    if isinstance(value, list | tuple):
-        return [jsonable(v) for v in value]
-    if isinstance(value, dict):
-        return {str(k): jsonable(v) for k, v in value.items()}
-    if isinstance(value, float | int | str | bool) or value is None:
-        return value
-    if isinstance(value, Decimal):  # HUGEINT and DECIMAL arrive through Arrow as Decimal
-        return int(value) if value == value.to_integral_value() else float(value)
-    return str(value)
 
 
 def projection_digest(conn: duckdb.DuckDBPyConnection, name: str) -> tuple[int, str]:

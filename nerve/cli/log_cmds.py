@@ -10,22 +10,7 @@ import typer
 
 from nerve.cli.output import DEFAULT_LIMIT, console, emit_json, render_chunks
 from nerve.cli.state import workspace as _ws
-from nerve.cli.tail_cmd import tail_cmd
 from nerve.errors import UsageError
-from nerve.log.codec import event_to_json
-from nerve.logops import (
-    compact,
-    draft_of,
-    drafts_from_jsonl,
-    emit,
-    import_stream,
-    parse_payload_arg,
-    repair,
-    replay,
-    seal,
-)
-from nerve.query import run_query, stream_query
-from nerve.workspace import init_workspace
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="JSON output (one object per line).")]
 CsvFlag = Annotated[bool, typer.Option("--csv", help="CSV output.")]
@@ -54,6 +39,8 @@ def init(
     directory: Annotated[Path, typer.Argument(help="Folder to create the workspace in.")],
 ) -> None:
     """Create a workspace: nerve.yaml, senses/, workflows/, projections/, data/."""
+    from nerve.workspace import init_workspace
+
     ws = init_workspace(directory)
     typer.echo(f"created workspace {ws.root}")
 
@@ -86,6 +73,9 @@ def emit_cmd(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print nothing on success.")] = False,
 ) -> None:
     """Append an event (or a batch with --jsonl) and print what was stored."""
+    from nerve.log.wire import event_to_json
+    from nerve.logops import draft_of, drafts_from_jsonl, emit, parse_payload_arg
+
     ws = _ws(write=True)
     if jsonl is not None:
         if source is not None:
@@ -123,6 +113,8 @@ def import_cmd(
     key: KeyOption = None,
 ) -> None:
     """Import whole events (hlc, node kept); they must sort after the log's newest."""
+    from nerve.logops import import_stream
+
     stream, name = _open_input(path)
     count = import_stream(_ws(write=True), stream, name, key=key)
     typer.echo(f"imported {count} events", err=True)
@@ -135,6 +127,8 @@ def replay_cmd(
     as_json: JsonFlag = False,
 ) -> None:
     """Replay the log and print its digest; with --verify, check everything."""
+    from nerve.logops import replay
+
     report = replay(_ws(), full=verify_)
     if as_json:
         emit_json(report.to_json())
@@ -152,6 +146,8 @@ def replay_cmd(
 
 def seal_cmd() -> None:
     """Seal the unsealed tail into a segment now."""
+    from nerve.logops import seal
+
     info = seal(_ws(write=True))
     typer.echo(
         f"sealed {info['rows']} events into {info['segment']}" if info else "nothing to seal"
@@ -160,6 +156,8 @@ def seal_cmd() -> None:
 
 def repair_cmd() -> None:
     """Open a damaged log: keep every good frame, move damaged files to quarantine/."""
+    from nerve.logops import repair
+
     notes = repair(_ws(write=True))
     for note in notes:
         typer.echo(f"repaired: {note}")
@@ -173,6 +171,8 @@ def compact_cmd(
     ] = 1_000_000,
 ) -> None:
     """Merge small adjacent segments; the events and the digest are unchanged."""
+    from nerve.logops import compact
+
     result = compact(_ws(write=True), target_rows)
     typer.echo(
         f"merged {result['merged']} segments into {result['written']} ({result['rows']} events)"
@@ -188,6 +188,8 @@ def query_cmd(
     ] = DEFAULT_LIMIT,
 ) -> None:
     """Run SQL in DuckDB over the log (a terminal shows --limit rows; pipes get all)."""
+    from nerve.query import stream_query
+
     result = stream_query(_ws().connect(), sql)
     fmt = "json" if as_json else "csv" if as_csv else "table"
     render_chunks(result.columns, result.chunks(), fmt=fmt, limit=limit)
@@ -195,6 +197,8 @@ def query_cmd(
 
 def payload_cmd(cid: Annotated[str, typer.Argument(help="Payload address (hex).")]) -> None:
     """Print the payload bytes stored under a content address."""
+    from nerve.query import run_query
+
     if len(cid) != 64 or any(c not in "0123456789abcdef" for c in cid.lower()):
         raise UsageError(f"{cid!r} is not a 64-hex-digit address")
     result = run_query(
@@ -222,6 +226,8 @@ def conformance_cmd(as_json: JsonFlag = False) -> None:
 
 
 def register(app: typer.Typer) -> None:
+    from nerve.cli.tail_cmd import tail_cmd
+
     app.command("init")(init)
     app.command("emit")(emit_cmd)
     app.command("import")(import_cmd)

@@ -14,13 +14,12 @@ import shutil
 import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, TextIO
+from typing import TYPE_CHECKING, Any, Protocol, TextIO
 
-from rich.cells import cell_len, set_cell_size
-from rich.console import Console
-from rich.text import Text
+from nerve.canonical import jsonable
 
-from nerve.query import jsonable
+if TYPE_CHECKING:  # rich's console is loaded when something is drawn, not at start-up
+    from rich.console import Console
 
 UNWRAPPED = 1 << 14  # rich's width when not on a terminal: piped text is never wrapped
 DEFAULT_LIMIT = 100
@@ -33,6 +32,8 @@ SAMPLE_ROWS = 1000  # rows that size a terminal table's columns
 def console(file: TextIO | None = None) -> Console:
     """A console that styles only on a terminal, honours ``NO_COLOR``, and wraps nothing
     when piped or writing to a file."""
+    from rich.console import Console
+
     out = file or sys.stdout
     return Console(
         file=out,
@@ -180,6 +181,8 @@ def _start_table(
 
 
 def _header(layout: Layout, columns: list[str], out: TextIO, title: str | None) -> None:
+    from rich.text import Text
+
     term = console(out)
     if title:
         term.print(Text(title, style="bold"))
@@ -218,13 +221,19 @@ class Layout:
 
 
 def _width(text: str) -> int:
-    return len(text) if text.isascii() else cell_len(text)
+    if text.isascii():
+        return len(text)
+    from rich.cells import cell_len
+
+    return cell_len(text)
 
 
 def fit_cell(text: str, width: int, *, pad: bool = True) -> str:
     """``text`` cut to ``width`` cells (ending ``…`` when cut), padded unless ``pad`` is off."""
     size = _width(text)
     if size > width:
+        from rich.cells import set_cell_size
+
         text = text[: width - 1] if text.isascii() else set_cell_size(text, width - 1)
         return text.rstrip() + "…" + (" " * (width - _width(text.rstrip()) - 1) if pad else "")
     return text + " " * (width - size) if pad else text

@@ -21,7 +21,6 @@ from nerve.cli.output import (
 from nerve.cli.state import workspace as _ws
 from nerve.clock import Hlc
 from nerve.errors import UsageError
-from nerve.events import display_source, trust_name
 
 if TYPE_CHECKING:
     from nerve.log.select import TailFilter
@@ -120,6 +119,7 @@ def _write_lines(lines: list[str]) -> None:
 
 def _shown(batch: Any, *, utc: bool, short: bool) -> dict[str, list[Any]]:
     """The columns people read: time, stamp, source name (nerve's own as ``nerve``), …"""
+    from nerve.events import display_source
     from nerve.tail import format_times
 
     col = batch.columns()
@@ -134,6 +134,8 @@ def _shown(batch: Any, *, utc: bool, short: bool) -> dict[str, list[Any]]:
 
 def _tsv_lines(batch: Any, *, utc: bool, hlc: bool) -> list[str]:
     """time [hlc] source kind subject trust node line, tab-separated, one line per event."""
+    from nerve.events import trust_name
+
     if not len(batch):
         return []
     col = _shown(batch, utc=utc, short=False)
