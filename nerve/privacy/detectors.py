@@ -43,10 +43,11 @@ def luhn_ok(text: str) -> bool:
     return (sum(digits[::2]) + sum(doubled)) % 10 == 0
 
 
-# A value after ``=``/``:``: quoted (the quotes stay), or a bare word. Not a shell variable
-# (``token=$TOKEN`` names a secret, it does not hold one), nor an earlier redaction.
+# A value after ``:``, ``=`` or `` = `` (``PASSWORD= cmd`` assigns nothing): quoted (the quotes
+# stay), or a bare word. Not a shell variable (``token=$TOKEN`` names a secret, it does not
+# hold one), nor an earlier redaction.
 _VALUE = (
-    r"""(?:"(?P<secret>(?!\$)[^"\n]+)"|'(?P<secret2>[^'\n]+)'"""
+    r"""(?:"(?P<secret>(?![$]|[^"\n]*\[redacted:)[^"\n]+)"|'(?P<secret2>(?![^'\n]*\[redacted:)[^'\n]+)'"""
     r"""|(?P<secret3>(?![$\[])[^\s"',;&|<>(){}\[\]]+))"""
 )
 SECRET_KEYWORDS = (
@@ -98,7 +99,7 @@ DETECTORS: tuple[Detector, ...] = (
     Detector(
         "password-assignment",
         rf"(?:(?i:--(?:{SECRET_KEYWORDS}))\s+"
-        rf"|(?i:{SECRET_KEYWORDS})[\"']?\s*[:=]\s*){_VALUE}",
+        rf"|(?i:{SECRET_KEYWORDS})[\"']?(?:\s*:\s*|=|\s+=\s+)){_VALUE}",
         "password=, passwd:, secret=, token=, api_key= and --password VALUE",
         generic=True,
     ),

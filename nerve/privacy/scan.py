@@ -12,7 +12,7 @@ from __future__ import annotations
 import base64
 import functools
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from nerve.canonical import canonical_json
@@ -24,6 +24,8 @@ __all__ = ["MARKER", "Counts", "Pass", "Redactor", "label", "merge_counts"]
 MARKER = "_redacted"  # the payload field that records which rules fired
 Counts = dict[str, int]
 _REDACTED = "[redacted:"
+_WORD = re.compile(r"\w+")
+_NON_WORD = re.compile(r"\W+")
 _SECRET_KEY = re.compile(rf"(?i:{SECRET_KEYWORDS})\Z")
 
 
@@ -58,10 +60,8 @@ class Pass:
 
         def replace(match: re.Match[str]) -> str:
             nonlocal fired
-            whole = match[0]
-            if self.check is not None and not self.check(whole):
-                return whole
             fired += 1
+            whole = match[0]
             for group in self.groups:
                 start, end = match.span(group)
                 if start >= 0:
@@ -69,14 +69,54 @@ class Pass:
                     return whole[: start - base] + self.label + whole[end - base :]
             return self.label
 
-        out = self.rx.sub(replace, text)
+        if self.check is None:
+            out = self.rx.sub(replace, text)
+        else:
+            spans = list(self._checked(text))
+            fired = len(spans)
+            out = _replaced(text, spans, self.label)
         if fired:
             counts[self.name] = counts.get(self.name, 0) + fired
         return out
 
+    def _checked(self, text: str) -> Iterator[tuple[int, int]]:
+        """Spans that match and pass the check. A vetoed match is retried with fewer words
+        at its end, then from its next word on: a greedy match can swallow a number just
+        before or after a card's."""
+        pos = 0
+        while (match := self.rx.search(text, pos)) is not None:
+            start = match.start()
+            end = self._passing_end(text, start, match.end())
+            if end is not None:
+                yield start, end
+                pos = end
+            elif (gap := _NON_WORD.search(text, start)) is not None:
+                pos = gap.end()
+            else:
+                return
+
+    def _passing_end(self, text: str, start: int, stop: int) -> int | None:
+        assert self.check is not None
+        ends = [m.end() + start for m in _WORD.finditer(text[start:stop])]
+        for end in reversed(ends):
+            part = text[start:end]
+            if self.check(part) and self.rx.fullmatch(part):
+                return end
+        return None
+
     def found(self, text: str) -> bool:
         """Whether ``sub`` would replace anything in ``text``."""
-        return any(self.check is None or self.check(m[0]) for m in self.rx.finditer(text))
+        if self.check is None:
+            return self.rx.search(text) is not None
+        return next(self._checked(text), None) is not None
+
+
+def _replaced(text: str, spans: list[tuple[int, int]], label: str) -> str:
+    out, done = [], 0
+    for start, end in spans:
+        out += [text[done:start], label]
+        done = end
+    return "".join([*out, text[done:]])
 
 
 @functools.cache
@@ -176,17 +216,18 @@ class Redactor:
 
 def _marked(value: Any, original: bytes, counts: Counts) -> Any:
     if value is original:  # unchanged: only the line fired
-        value = decode_payload(original) if original else None
-        if value is None and original:
-            text = _text(original)
-            value = text if text is not None else {"b64": base64.b64encode(original).decode()}
+        value = _as_value(original)
     if isinstance(value, dict):
         return {**value, MARKER: counts}
     return {MARKER: counts} if value is None else {MARKER: counts, "value": value}
 
 
-def _text(data: bytes) -> str | None:
+def _as_value(data: bytes) -> Any:
+    """Payload bytes as a JSON value: JSON, else its text, else base64 under ``b64``."""
+    value = decode_payload(data)
+    if value is not None or not data or data.strip() == b"null":
+        return value
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:
-        return None
+        return {"b64": base64.b64encode(data).decode()}

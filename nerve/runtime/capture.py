@@ -100,7 +100,9 @@ class CaptureGate:
         elif (window := self.state.window) is not None:
             start, end = window
             kept = [
-                d for d in observations if d.valid_time_ns is None or not start <= d.valid_time_ns < end
+                d
+                for d in observations
+                if d.valid_time_ns is None or not start <= d.valid_time_ns < end
             ]
         else:
             return observations
