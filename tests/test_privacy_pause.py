@@ -3,14 +3,19 @@ not stored after it, a timed pause ends by itself, and a pause outlives the daem
 
 from __future__ import annotations
 
+import io
 import json
 import time
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, cast
+
+from rich.console import Console
 
 from nerve.log.drafts import Draft
 from nerve.privacy.pause import PAUSED, RESUMED, PauseState
 from nerve.runtime.capture import CaptureGate
+from nerve.runtime.live import render
 from nerve.workspace import init_workspace
 from tests.conftest import run_cli
 from tests.daemon_util import COUNTER, Daemon, started, write_sense
@@ -130,6 +135,18 @@ def test_observations_from_inside_a_finished_pause_are_withheld() -> None:
     assert gate.screen("s", drafts) == []  # the first result after a resume: none kept
     assert len(gate.screen("s", drafts)) == 3
     assert gate.withheld == 3 + 6 + 3
+
+
+def test_the_dev_view_says_capture_is_paused() -> None:
+    kernel = SimpleNamespace(
+        ws=SimpleNamespace(root=Path("/ws")),
+        health=lambda: {"pid": 1, "uptime_s": 1.0, "events": 2, "segments": 0,
+                        "capture": {"paused": True, "since_ns": 1, "until_ns": 60 * 10**9}},
+        stats={}, recent_errors=[],
+    )  # fmt: skip
+    out = io.StringIO()
+    Console(file=out, width=100, color_system=None).print(render(kernel, 0.0))  # type: ignore[arg-type]
+    assert out.getvalue().splitlines()[1] == "capture paused until 1970-01-01T00:01:00Z"
 
 
 def test_pause_state_from_its_records() -> None:

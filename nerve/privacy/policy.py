@@ -214,10 +214,10 @@ class Policy:
 
     def capture(self, draft: Draft) -> Draft | None:
         """``draft`` with the rules applied: None when a drop rule or exclusion matches."""
-        verdict = self.plan(draft.source, draft.kind, draft.subject).verdict(
-            draft.line, draft.payload
-        )
-        return self._counted(draft, verdict)
+        plan = self.plan(draft.source, draft.kind, draft.subject)
+        if not plan.drops and plan.redactor.untouched(draft.line, draft.payload):
+            return draft  # the common case, kept cheap
+        return self._counted(draft, plan.verdict(draft.line, draft.payload))
 
     def capture_all(self, drafts: Iterable[Draft]) -> list[Draft]:
         return [d for d in map(self.capture, drafts) if d is not None]
@@ -225,6 +225,8 @@ class Policy:
     def redact(self, draft: Draft) -> Draft:
         """``draft`` redacted, never dropped (for nerve's own records, such as state)."""
         plan = self.plan(draft.source, draft.kind, draft.subject)
+        if plan.redactor.untouched(draft.line, draft.payload):
+            return draft
         out = self._counted(draft, plan.verdict(draft.line, draft.payload, drops=False))
         assert out is not None
         return out

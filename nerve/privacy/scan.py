@@ -44,49 +44,62 @@ def merge_counts(*parts: Counts) -> Counts:
 
 
 class Pass:
-    """One rule's regex: its matches, or only their ``secret…`` groups, become its label."""
+    """One rule's regex: its matches, or only their ``secret…`` groups, become its label.
 
-    __slots__ = ("check", "groups", "label", "name", "rx")
+    A ``folded`` pass holds a lower-case pattern run over the lower-cased text (much faster
+    than a case-insensitive one); the spans it finds are replaced in the original text.
+    """
+
+    __slots__ = ("any_case", "check", "folded", "groups", "label", "name", "rx")
 
     def __init__(
-        self, name: str, rx: re.Pattern[str], check: Callable[[str], bool] | None = None
+        self,
+        name: str,
+        rx: re.Pattern[str],
+        check: Callable[[str], bool] | None = None,
+        *,
+        folded: bool = False,
     ) -> None:
-        self.name, self.rx, self.check = name, rx, check
+        self.name, self.rx, self.check, self.folded = name, rx, check, folded
+        self.any_case = re.compile(rx.pattern, re.IGNORECASE) if folded else rx
         self.label = label(name)
         self.groups = tuple(g for g in rx.groupindex if g.startswith("secret"))
 
     def sub(self, text: str, counts: Counts) -> str:
-        fired = 0
+        spans = self.spans(text)
+        if not spans:
+            return text
+        counts[self.name] = counts.get(self.name, 0) + len(spans)
+        return _replaced(text, spans, self.label)
 
-        def replace(match: re.Match[str]) -> str:
-            nonlocal fired
-            fired += 1
-            whole = match[0]
-            for group in self.groups:
-                start, end = match.span(group)
-                if start >= 0:
-                    base = match.start()
-                    return whole[: start - base] + self.label + whole[end - base :]
-            return self.label
+    def spans(self, text: str) -> list[tuple[int, int]]:
+        """What to replace in ``text``: each match, or its ``secret…`` group."""
+        target, rx = text, self.rx
+        if self.folded:
+            low = text.lower()
+            if len(low) == len(text):  # then every character kept its place
+                target = low
+            else:
+                rx = self.any_case
+        if self.check is not None:
+            return list(self._checked(target, rx))
+        return [self._span(m) for m in rx.finditer(target)]
 
-        if self.check is None:
-            out = self.rx.sub(replace, text)
-        else:
-            spans = list(self._checked(text))
-            fired = len(spans)
-            out = _replaced(text, spans, self.label)
-        if fired:
-            counts[self.name] = counts.get(self.name, 0) + fired
-        return out
+    def _span(self, match: re.Match[str]) -> tuple[int, int]:
+        for group in self.groups:
+            start, end = match.span(group)
+            if start >= 0:
+                return start, end
+        return match.span()
 
-    def _checked(self, text: str) -> Iterator[tuple[int, int]]:
+    def _checked(self, text: str, rx: re.Pattern[str]) -> Iterator[tuple[int, int]]:
         """Spans that match and pass the check. A vetoed match is retried with fewer words
         at its end, then from its next word on: a greedy match can swallow a number just
         before or after a card's."""
         pos = 0
-        while (match := self.rx.search(text, pos)) is not None:
+        while (match := rx.search(text, pos)) is not None:
             start = match.start()
-            end = self._passing_end(text, start, match.end())
+            end = self._passing_end(text, rx, start, match.end())
             if end is not None:
                 yield start, end
                 pos = end
@@ -95,20 +108,18 @@ class Pass:
             else:
                 return
 
-    def _passing_end(self, text: str, start: int, stop: int) -> int | None:
+    def _passing_end(self, text: str, rx: re.Pattern[str], start: int, stop: int) -> int | None:
         assert self.check is not None
         ends = [m.end() + start for m in _WORD.finditer(text[start:stop])]
         for end in reversed(ends):
             part = text[start:end]
-            if self.check(part) and self.rx.fullmatch(part):
+            if self.check(part) and rx.fullmatch(part):
                 return end
         return None
 
     def found(self, text: str) -> bool:
         """Whether ``sub`` would replace anything in ``text``."""
-        if self.check is None:
-            return self.rx.search(text) is not None
-        return next(self._checked(text), None) is not None
+        return bool(self.spans(text))
 
 
 def _replaced(text: str, spans: list[tuple[int, int]], label: str) -> str:
@@ -123,7 +134,7 @@ def _replaced(text: str, spans: list[tuple[int, int]], label: str) -> str:
 def detector_pass(name: str) -> Pass:
     """The compiled pass of one built-in detector (compiled on first use)."""
     detector = next(d for d in DETECTORS if d.name == name)
-    return Pass(name, re.compile(detector.pattern), detector.check)
+    return Pass(name, re.compile(detector.pattern), detector.check, folded=detector.folded)
 
 
 class Redactor:
@@ -152,6 +163,19 @@ class Redactor:
             text = rule.sub(text, counts)
         return text
 
+    def untouched(self, line: str, payload: bytes) -> bool:
+        """Whether nothing in ``line`` or ``payload`` can match: a few substring tests, so a
+        clean event (most of them) costs no more."""
+        if self.rules:
+            return False
+        if not self.mask:
+            return True
+        try:
+            text = payload.decode("utf-8")
+        except UnicodeDecodeError:
+            text = ""  # binary: there is no text to scan
+        return "\\" not in text and not candidates(f"{line}\n{text}") & self.mask
+
     def found(self, text: str) -> bool:
         """Whether a detector's regex matches anywhere in ``text`` (checks not applied).
 
@@ -160,7 +184,7 @@ class Redactor:
         """
         mask = candidates(text) & self.mask if self.mask else 0
         return bool(mask) and any(
-            step.rx.search(text) is not None for bit, step in self.detectors if bit & mask
+            step.found(text) for bit, step in self.detectors if bit & mask
         )
 
     def value(self, value: Any, counts: Counts) -> Any:
