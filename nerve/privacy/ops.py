@@ -8,14 +8,15 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nerve.errors import UsageError
 from nerve.events import parse_source
-from nerve.logops import daemon_call, daemon_running
 from nerve.privacy.pause import PauseState, paused_draft, resumed_draft, stored_pause, until_of
-from nerve.privacy.policy import Policy, Verdict
 from nerve.workspace import Workspace
+
+if TYPE_CHECKING:
+    from nerve.privacy.policy import Verdict
 
 __all__ = ["capture_state", "pause", "resume", "test_text"]
 
@@ -50,6 +51,18 @@ def resume(ws: Workspace, *, now: Clock = time.time_ns) -> PauseState | None:
     return state
 
 
+def daemon_running(ws: Workspace) -> bool:
+    from nerve.runtime.daemon import running  # only when asked: it is not light
+
+    return running(ws)
+
+
+def daemon_call(ws: Workspace, request: dict[str, Any]) -> dict[str, Any]:
+    from nerve.runtime.daemon import call
+
+    return call(ws, request)
+
+
 def capture_state(ws: Workspace, *, now: Clock = time.time_ns) -> PauseState:
     """Whether capture is paused: the daemon's word when it runs, else the log's."""
     if daemon_running(ws):
@@ -62,5 +75,7 @@ def test_text(
     ws: Workspace, text: str, *, source: str = "shell", kind: str = "observation", sense: str = ""
 ) -> Verdict:
     """What the workspace's privacy rules do to ``text`` captured as such an event."""
+    from nerve.privacy.policy import Policy
+
     code = parse_source(source)
     return Policy(ws.config.privacy).test(text, source=code, kind=kind, subject=sense)
