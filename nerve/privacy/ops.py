@@ -18,7 +18,7 @@ from nerve.workspace import Workspace
 if TYPE_CHECKING:
     from nerve.privacy.policy import Verdict
 
-__all__ = ["capture_state", "pause", "resume", "test_text"]
+__all__ = ["pause", "resume", "test_text"]
 
 Clock = Callable[[], int]
 
@@ -61,14 +61,6 @@ def daemon_call(ws: Workspace, request: dict[str, Any]) -> dict[str, Any]:
     from nerve.runtime.daemon import call
 
     return call(ws, request)
-
-
-def capture_state(ws: Workspace, *, now: Clock = time.time_ns) -> PauseState:
-    """Whether capture is paused: the daemon's word when it runs, else the log's."""
-    if daemon_running(ws):
-        return PauseState.from_json(daemon_call(ws, {"type": "status"})["status"]["capture"])
-    state = stored_pause(ws.connect())
-    return PauseState() if state.expired(now()) else state
 
 
 def test_text(
