@@ -30,7 +30,6 @@ from nerve.events import Event
 from nerve.log.codec import draft_from_json, event_from_json, row_to_json, table_from_events
 from nerve.log.store import Draft, EventLog, manifest_state
 from nerve.privacy.policy import Policy
-from nerve.privacy.scan import MARKER
 from nerve.runtime.bus import SignalBus
 from nerve.runtime.capture import CaptureGate
 from nerve.runtime.committer import Committer
@@ -350,8 +349,8 @@ class Kernel:
     def _redact_state(self, draft: Draft, reply: dict[str, Any]) -> Draft:
         """A state is captured too: when a rule fires in it, memory keeps what is stored."""
         redacted = self.privacy.redact(draft)
-        if redacted is not draft and MARKER in (stored := json.loads(redacted.payload)):
-            reply["state"] = stored["state"]
+        if redacted is not draft:
+            reply["state"] = json.loads(redacted.payload)["state"]
         return redacted
 
     def _observation(self, sense: str, obs: dict[str, Any]) -> Draft:
