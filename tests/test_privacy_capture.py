@@ -114,6 +114,15 @@ def test_privacy_test_shows_what_would_be_stored(tmp_path: Path) -> None:
     assert proc.returncode == 1 and "unknown source class 'nope'" in proc.stderr
 
 
+def test_privacy_detectors_lists_the_pack_and_what_is_on(tmp_path: Path) -> None:
+    ws = init_workspace(tmp_path / "ws")
+    (ws.root / "nerve.yaml").write_text("privacy: {detectors: {disable: [card-number]}}\n")
+    out = run_cli("--workspace", str(ws.root), "privacy", "detectors", "--json").stdout
+    rows = [json.loads(line) for line in out.splitlines()]
+    assert [r["name"] for r in rows if not r["on"]] == ["card-number"]
+    assert len(rows) == 11 and all(r["finds"] for r in rows)
+
+
 def _shell_lines(d: Daemon) -> list[str]:
     return [str(e["line"]) for e in d.events("observation", "shell")]
 

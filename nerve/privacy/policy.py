@@ -24,6 +24,7 @@ from nerve.privacy.settings import PrivacyConfig, RuleConfig
 
 __all__ = ["Plan", "Policy", "Verdict", "path_glob", "program_of"]
 
+_MAX_PLANS = 4096
 _Test = Callable[[str, Any], bool]  # (line, decoded payload) -> whether the event matches
 # The payload field each built-in sense reports what it saw in, by source class.
 _FIELD: dict[int, str] = {
@@ -192,11 +193,17 @@ class Policy:
     redacted: int = 0
     _plans: dict[tuple[int, str, str], Plan] = field(default_factory=dict, repr=False)
 
+    def __post_init__(self) -> None:
+        # Subjects are open-ended (run ids, paths): key plans on them only when a rule looks.
+        self._by_subject = any(rule.sense for rule in self.config.rules)
+
     def plan(self, source: int, kind: str, subject: str) -> Plan:
-        key = (source, kind, subject)
+        key = (source, kind, subject if self._by_subject else "")
         plan = self._plans.get(key)
         if plan is None:
-            plan = self._plans[key] = self._make(source, kind, subject)
+            if len(self._plans) >= _MAX_PLANS:  # a bounded cache: a long-lived daemon
+                self._plans.clear()
+            plan = self._plans[key] = self._make(*key)
         return plan
 
     def _make(self, source: int, kind: str, subject: str) -> Plan:
