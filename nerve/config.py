@@ -35,6 +35,8 @@ from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
 from nerve.contract import MAX_ROUNDS_LIMIT
 from nerve.errors import ConfigError
+from nerve.privacy.settings import MODELS as PRIVACY_MODELS
+from nerve.privacy.settings import PrivacyConfig
 
 __all__ = [
     "DEFAULT_TIMEOUT_MS",
@@ -272,6 +274,7 @@ class NerveConfig(_Model):
     attention: dict[str, Any] = Field(default_factory=dict)
     recall: dict[str, Any] = Field(default_factory=dict)
     daemon: DaemonConfig = Field(default_factory=DaemonConfig)
+    privacy: PrivacyConfig = Field(default_factory=PrivacyConfig)
 
     @model_validator(mode="before")
     @classmethod
@@ -307,7 +310,15 @@ def _body(section: str, name: str, body: Any) -> Any:
     return body
 
 
-_MODELS = (NerveConfig, SenseConfig, ReflexConfig, WorkflowConfig, LogConfig, DaemonConfig)
+_MODELS = (
+    NerveConfig,
+    SenseConfig,
+    ReflexConfig,
+    WorkflowConfig,
+    LogConfig,
+    DaemonConfig,
+    *PRIVACY_MODELS,
+)
 _KNOWN_KEYS = sorted({key for model in _MODELS for key in model.model_fields})
 
 

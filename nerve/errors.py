@@ -13,6 +13,7 @@
     ├── SenseError              a sense could not be loaded or broke its contract
     ├── WorkflowError           a workflow definition or run request is invalid
     ├── CheckError              a gate-check manifest is invalid or a check cannot be fired
+    ├── PrivacyError            the privacy rules refuse an input (an import they would change)
     ├── ChainError              the sealed surfacing log failed verification
     └── DaemonError             the daemon is not reachable, or is already running
 
@@ -117,6 +118,11 @@ class WorkflowError(NerveError):
 
 class CheckError(NerveError):
     """Raised when a gate-check manifest is invalid or a check cannot be fired."""
+
+
+class PrivacyError(NerveError):
+    """Raised when the privacy rules refuse an input: events to import that they would drop
+    or redact (an imported event's id binds its payload, so it cannot be changed)."""
 
 
 class ChainError(NerveError):

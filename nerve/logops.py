@@ -70,8 +70,10 @@ def emit(ws: Workspace, drafts: list[Draft], *, key: str | None = None) -> list[
     in parts of at most ``REQUEST_CHUNK_BYTES`` that it holds until the last one).
 
     With ``key``, a batch sent again with the same key is stored once (the first result is
-    returned). A seal that fails after the append does not fail it: the events are durable,
-    and a :class:`~nerve.errors.SealDeferred` warning says the seal will be retried.
+    returned). The privacy rules apply first: a draft may be stored redacted, or not at all
+    (see ``nerve.privacy``). A seal that fails after the append does not fail it: the events
+    are durable, and a :class:`~nerve.errors.SealDeferred` warning says the seal will be
+    retried.
     """
     from nerve.log.codec import events_from_table
 
@@ -79,6 +81,9 @@ def emit(ws: Workspace, drafts: list[Draft], *, key: str | None = None) -> list[
         wire = [draft_to_json(d) for d in drafts]
         reply = _send_in_parts(ws, "emit", wire, key)
         return [event_from_json(obj) for obj in reply["events"]]
+    from nerve.privacy.policy import Policy
+
+    drafts = Policy(ws.config.privacy).capture_all(drafts)  # the daemon does this itself
     with ws.open_log() as log:
         events = events_from_table(log.append_drafts(drafts, key=key))
         _warn_seal(log)
@@ -215,16 +220,21 @@ def compact(ws: Workspace, target_rows: int) -> dict[str, int]:
 def import_stream(ws: Workspace, stream: IO[str], name: str, *, key: str | None = None) -> int:
     """Import whole events (wire form); all are checked before any is appended.
 
+    Refused (``PrivacyError``) when a privacy rule would drop or redact one of them.
     All or nothing, with or without a daemon (through one, in parts it holds until the last,
     then imports at once, so its own events cannot land between two parts).
     """
-    events = []
+    events, places = [], []
     for number, obj in read_jsonl(stream, name):
         try:
             events.append(event_from_json(obj))
         except NerveError as exc:
             raise exc.located(f"{name}:{number}") from None
+        places.append(f"{name}:{number}")
     _check_sorted(events)
+    from nerve.privacy.policy import Policy
+
+    Policy(ws.config.privacy).screen(events, places)  # ids bind payloads: refuse, never edit
     if daemon_running(ws):  # in parts, as emit sends them: still all or nothing
         wire = [event_to_json(e) for e in events]
         return int(_send_in_parts(ws, "import", wire, key)["imported"])

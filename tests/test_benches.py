@@ -49,6 +49,10 @@ QUICK_RUNS: dict[str, tuple[list[str], dict[str, Any]]] = {
     "ask_bench.py": (["--quick", "--events", "3000", "--runs", "1"], {"events": 3000, "runs": 1}),
     "crash_bench.py": (["--quick", "--kills", "4"], {"kills": 4}),
     "follow_bench.py": (["--quick", "--seconds", "1.5"], {"seconds": 1.5}),
+    "privacy_bench.py": (
+        ["--quick", "--events", "3000", "--lines", "5000"],
+        {"events": 3000, "lines": 5000, "rounds": 1},
+    ),
 }
 
 
@@ -170,6 +174,16 @@ SABOTAGE: dict[str, tuple[str, list[str], str]] = {
         """,
         ["--quick", "--seconds", "1"],
         "nothing_twice",
+    ),
+    "privacy_bench.py": (
+        """
+        planted_corpus = bench.planted_corpus
+        def unknown(per_shape, seed=0):  # a token shape no detector knows
+            return [*planted_corpus(per_shape), ("github-token", "ghz_x", "export T=ghz_x")]
+        bench.planted_corpus = unknown
+        """,
+        ["--events", "2000", "--lines", "2000", "--rounds", "1"],
+        "every_planted_secret_redacted",
     ),
 }
 

@@ -409,7 +409,7 @@ def test_shell_waits_for_a_complete_line(tmp_path: Path) -> None:
     done = _shell(partial.state, tmp_path, hist)
     assert payloads(done) == [
         {"command": "partly done", "format": "bash-timestamped", "timestamp": 1700000000,
-         "elapsed_s": None, "file": str(hist), "redacted": False},
+         "elapsed_s": None, "file": str(hist)},
     ]  # fmt: skip
 
 
@@ -458,7 +458,9 @@ def test_shell_caps_per_compute_without_losing_commands(tmp_path: Path) -> None:
     assert seen == [f"cmd{i}" for i in range(5)]
 
 
-def test_shell_masks_secrets_and_decodes_zsh_meta(tmp_path: Path) -> None:
+def test_shell_leaves_secrets_to_the_privacy_rules_and_decodes_zsh_meta(tmp_path: Path) -> None:
+    """The sense reports commands as typed; the kernel's privacy rules redact them before
+    the WAL (tests/test_privacy_capture.py), so the sense's old mask is gone."""
     hist = tmp_path / "h"
     hist.write_text("")
     state = _shell(initial("shell"), tmp_path, hist).state
@@ -466,10 +468,16 @@ def test_shell_masks_secrets_and_decodes_zsh_meta(tmp_path: Path) -> None:
     _append(hist, b": 1700000003:0;echo \xc4\x83\xa3\n")  # zsh metafies the 0x83 of "\u0103"
     result = _shell(state, tmp_path, hist)
     assert _commands(result) == [
-        "export API_TOKEN=***", "curl https://bob:***@example.com", "echo \u0103"
+        "export API_TOKEN=abc123", "curl https://bob:hunter2@example.com", "echo \u0103"
     ]  # fmt: skip
-    assert [p["redacted"] for p in payloads(result)] == [True, True, False]
-    assert "abc123" not in json.dumps(result.state)
+    assert all("redacted" not in p for p in payloads(result))
+
+
+def test_shell_redact_option_points_to_the_privacy_rules(tmp_path: Path) -> None:
+    hist = tmp_path / "h"
+    hist.write_text("")
+    with pytest.raises(ValueError, match=r"options\.redact is gone.*privacy\.rules"):
+        _shell(initial("shell"), tmp_path, hist, redact=[r"x"])
 
 
 # --- power -----------------------------------------------------------------------------------

@@ -17,10 +17,10 @@ LAYERS = [
     {"errors", "clock", "canonical", "resources", "fsio"},
     {"events", "contract"},
     {"log"},
-    {"query", "config", "conformance", "chain", "attention", "checks"}
+    {"query", "config", "conformance", "chain", "attention", "checks", "privacy"}
     | {"recall.core", "recall.tier0"},
     {"workspace"},
-    {"runtime", "flow", "logops", "recall", "export", "tail"},
+    {"runtime", "flow", "logops", "recall", "export", "tail", "privacy.ops"},
     {"cli", "__main__"},
 ]
 

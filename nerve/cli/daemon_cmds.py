@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -77,8 +77,15 @@ def status(as_json: JsonFlag = False) -> None:
         f"running  pid {health['pid']}, up {health['uptime_s']} s\n"
         f"events   {health['events']} appended ({health['commits']} commits), "
         f"{health['segments']} segments, {health['tail_rows']} unsealed\n"
-        f"senses   {health['senses']} in {len(health['groups'])} groups"
+        f"senses   {health['senses']} in {len(health['groups'])} groups\n"
+        f"capture  {_capture(health.get('capture'))}"
     )
+
+
+def _capture(capture: dict[str, Any] | None) -> str:
+    from nerve.privacy.pause import PauseState
+
+    return PauseState.from_json(capture).describe() if capture else "capturing"
 
 
 @daemon_app.command("logs")

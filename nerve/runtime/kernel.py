@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import json
 import os
 import signal
 import time
@@ -28,7 +29,9 @@ from nerve.errors import NerveError, SenseError, did_you_mean, report
 from nerve.events import Event
 from nerve.log.codec import draft_from_json, event_from_json, row_to_json, table_from_events
 from nerve.log.store import Draft, EventLog, manifest_state
+from nerve.privacy.policy import Policy
 from nerve.runtime.bus import SignalBus
+from nerve.runtime.capture import CaptureGate
 from nerve.runtime.committer import Committer
 from nerve.runtime.extensions import load_extensions
 from nerve.runtime.followers import Followers
@@ -121,6 +124,8 @@ class Kernel:
         self.segments = 0  # live segments, as of the last seal check
         self.stages = Stages()  # batches sent in several requests, until their last part
         self.on_stats: list[Callable[[], None]] = []
+        self.privacy = Policy(self.config.privacy)  # applied to everything captured
+        self.capture = CaptureGate(self)  # pause and resume
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -132,6 +137,7 @@ class Kernel:
         self.committer.start()
         self.scheduler = Scheduler(self._dispatch)
         self._stored = await asyncio.to_thread(stored_states, self.ws)
+        await self.capture.restore()  # before any sense is scheduled
         await self._count_segments()
         await self.record(
             "daemon.started",
@@ -140,6 +146,7 @@ class Kernel:
             {"pid": os.getpid(), "workspace": str(self.ws.root)},
         )
         await self._apply(self.config, reason="start")
+        await self.capture.start()
         for ext in self.extensions:
             await ext.start(self)
         if self.with_ipc:
@@ -164,6 +171,7 @@ class Kernel:
 
     async def stop(self) -> None:
         self.scheduler.stop()
+        self.capture.stop()
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*(g.stop() for g in self.groups.values()), return_exceptions=True)
@@ -197,6 +205,7 @@ class Kernel:
         old_groups, self.groups = self.groups, {}
         await asyncio.gather(*(g.stop() for g in old_groups.values()), return_exceptions=True)
         self.config, self._layout = config, lay
+        self.privacy = Policy(config.privacy, self.privacy.dropped, self.privacy.redacted)
         for group, specs in lay.specs.items():
             for name in specs:
                 self.stats.setdefault(name, SenseStats(group)).group = group
@@ -256,6 +265,8 @@ class Kernel:
         return deliver
 
     def _dispatch(self, sense: str, reason: str, due_ns: int) -> None:
+        if self.capture.paused:
+            return
         group = self.stats.get(sense)
         worker = self.groups.get(group.group) if group else None
         if worker is not None:
@@ -299,7 +310,7 @@ class Kernel:
             await self._sense_error(job.sense, "unserialisable", f"result cannot be stored: {exc}")
             return
         await self.committer.append(drafts)  # durable before memory moves
-        self.states[job.sense] = reply["state"]
+        self.states[job.sense] = reply["state"]  # as stored: redacted if a rule fired
         stats.computes += 1
         stats.last_wall_ns = time.time_ns()
         stats.last_duration_ms = reply.get("duration_ms")
@@ -317,22 +328,20 @@ class Kernel:
     def _result_drafts(
         self, job: Job, reply: dict[str, Any], lateness_us: int
     ) -> tuple[list[Draft], WorkflowTrigger | None]:
-        drafts = [self._observation(job.sense, obs) for obs in reply.get("observations", [])]
+        observed = [self._observation(job.sense, obs) for obs in reply.get("observations", [])]
+        kept = self.capture.screen(job.sense, observed)
+        drafts = self.privacy.capture_all(kept)
         summary = drafts[0].line if drafts else "state updated"
-        drafts.insert(
-            0,
-            _control(
-                "sense.state",
-                job.sense,
-                f"{job.sense}: {summary}",
-                {
-                    "state": reply["state"],
-                    "reason": job.reason,
-                    "duration_ms": reply.get("duration_ms"),
-                    "lateness_us": lateness_us,
-                },
-            ),
-        )
+        payload = {
+            "state": reply["state"],
+            "reason": job.reason,
+            "duration_ms": reply.get("duration_ms"),
+            "lateness_us": lateness_us,
+        }
+        if len(kept) < len(observed):
+            payload["withheld"] = len(observed) - len(kept)  # paused: counted, not stored
+        state = _control("sense.state", job.sense, f"{job.sense}: {summary}", payload)
+        drafts.insert(0, self._redact_state(state, reply))
         if reply.get("signal"):
             drafts.append(
                 _control("signal", job.sense, f"{job.sense} signalled", _reason(job.reason))
@@ -340,6 +349,13 @@ class Kernel:
         trigger, extra = self._workflow(job.sense, reply.get("workflow"))
         drafts += extra
         return drafts, trigger
+
+    def _redact_state(self, draft: Draft, reply: dict[str, Any]) -> Draft:
+        """A state is captured too: when a rule fires in it, memory keeps what is stored."""
+        redacted = self.privacy.redact(draft)
+        if redacted is not draft:
+            reply["state"] = json.loads(redacted.payload)["state"]
+        return redacted
 
     def _observation(self, sense: str, obs: dict[str, Any]) -> Draft:
         fields = draft_from_json(
@@ -420,11 +436,17 @@ class Kernel:
         )
 
     async def record(self, kind: str, subject: str, line: str, payload: Any) -> pa.Table:
-        return await self.committer.append([_control(kind, subject, line, payload)])
+        draft = self.privacy.redact(_control(kind, subject, line, payload))
+        return await self.committer.append([draft])
 
     # -- requests ----------------------------------------------------------------------
 
     def trigger_sense(self, sense: str) -> None:
+        if self.capture.paused:
+            raise SenseError(
+                f"capture is {self.capture.state.describe()}; no sense computes",
+                hint="`nerve resume` first",
+            )
         if not self.scheduler.trigger(sense, "manual"):
             known = sorted(self.stats)
             hint = did_you_mean(sense, known) or f"the senses are: {', '.join(known) or 'none'}"
@@ -444,7 +466,9 @@ class Kernel:
     async def emit_drafts(
         self, drafts: list[Draft], key: str | None = None
     ) -> list[dict[str, Any]]:
-        """Append drafts as one group commit; the stored rows in the wire form."""
+        """Append drafts as one group commit, privacy rules applied; the stored rows in the
+        wire form (a dropped draft has none)."""
+        drafts = self.privacy.capture_all(drafts)
         if key is None:
             table = await self.committer.append(drafts)
         else:  # keyed batches commit alone: the key and its batch share one frame
@@ -461,7 +485,9 @@ class Kernel:
         return await self.import_parsed(self.parse_events(objects), key)
 
     async def import_parsed(self, events: list[Event], key: str | None = None) -> int:
-        """Import whole events at once (their order checked against the log's newest)."""
+        """Import whole events at once (their order checked against the log's newest);
+        refused if a privacy rule would change one (``PrivacyError``)."""
+        self.privacy.screen(events)
         await self.committer.drain()
         assert self.log is not None
         log = self.log
@@ -546,4 +572,6 @@ class Kernel:
             "segments": self.segments,
             "followers": len(self.followers),
             "followers_dropped": self.followers.dropped,
+            "capture": self.capture.to_json(),
+            "privacy": {"dropped": self.privacy.dropped, "redacted": self.privacy.redacted},
         }

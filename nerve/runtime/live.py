@@ -12,6 +12,8 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from nerve.privacy.pause import PauseState
+
 if TYPE_CHECKING:
     from nerve.runtime.kernel import Kernel
 
@@ -44,6 +46,9 @@ def render(kernel: Kernel, rate: float) -> Group:
             Text(stats.last_line[:80], overflow="ellipsis"),
         )
     parts: list[object] = [head, table]
+    if (capture := health.get("capture")) and capture["paused"]:
+        paused = PauseState.from_json(capture).describe()
+        parts.insert(1, Text(f"capture {paused}", style="bold yellow"))
     for line in getattr(kernel, "surfaced", [])[-5:]:
         parts.append(Text(f"▲ {line}", style="bold yellow"))
     if kernel.recent_errors:
