@@ -16,14 +16,17 @@ JsonFlag = Annotated[bool, typer.Option("--json", help="JSON output.")]
 
 
 def dev() -> None:
-    """Run the daemon in the foreground with a live view (Ctrl+C stops)."""
-    daemon.run_foreground(_ws(), view=sys.stdout.isatty())
+    """Run the daemon in the foreground with a live view (Ctrl+C stops).
+
+    Piped, it prints the daemon's log lines instead of the view."""
+    view = sys.stdout.isatty()
+    daemon.run_foreground(_ws(), view=view, echo=None if view else sys.stdout)
 
 
 @daemon_app.command("run")
 def run_cmd() -> None:
-    """Run the daemon in the foreground without a view (what `start` runs)."""
-    daemon.run_foreground(_ws())
+    """Run the daemon in the foreground without a view, its log on stderr (what `start` runs)."""
+    daemon.run_foreground(_ws(), echo=sys.stderr)
 
 
 @daemon_app.command("start")

@@ -56,6 +56,7 @@ class WorkerHandle:
             limit=STREAM_LIMIT,
             cwd=self.workspace,
             env={**os.environ, "NERVE_WORKFLOW": self.name},
+            process_group=0,  # a Ctrl+C for the daemon must not reach it: the kernel stops it
         )
         self.pid = self._proc.pid
         load = {"workflow": self.name, "path": str(self.path), "workspace": str(self.workspace)}

@@ -11,11 +11,11 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from nerve import fsio
 from nerve.errors import ConfigError, DaemonError
-from nerve.runtime import ipc
+from nerve.runtime import ipc, journal
 from nerve.workspace import Workspace
 
 START_TIMEOUT_S = 60.0
@@ -74,8 +74,13 @@ def call(ws: Workspace, request: dict[str, Any], *, timeout: float = 60) -> dict
     return reply
 
 
-def run_foreground(ws: Workspace, *, view: bool = False) -> None:
-    """Run the kernel in this process until SIGTERM / SIGINT (or a `stop` request)."""
+def run_foreground(ws: Workspace, *, view: bool = False, echo: TextIO | None = None) -> None:
+    """Run the kernel in this process until SIGTERM / SIGINT (or a `stop` request).
+
+    The daemon's own log goes to ``data/daemon.log`` and to ``echo`` if given (a background
+    daemon's stderr already is that file: it is not written twice); ``view`` draws the dev
+    view on this terminal instead.
+    """
     from nerve.runtime.kernel import Kernel
 
     _refuse_second(ws)
@@ -83,12 +88,13 @@ def run_foreground(ws: Workspace, *, view: bool = False) -> None:
     fsio.write_small(pid_path(ws), f"{os.getpid()}\n".encode())
     kernel = Kernel(ws)
     try:
-        if view:
-            from nerve.runtime.live import run_with_view
+        with journal.journal(log_path(ws), *([echo] if echo else [])) as recent:
+            if view:
+                from nerve.runtime.live import run_with_view
 
-            asyncio.run(run_with_view(kernel))
-        else:
-            asyncio.run(kernel.run_until_stopped())
+                asyncio.run(run_with_view(kernel, recent))
+            else:
+                asyncio.run(kernel.run_until_stopped())
     finally:
         with contextlib.suppress(FileNotFoundError):
             if read_pid(ws) in (None, os.getpid()):

@@ -21,6 +21,7 @@ import inspect
 import json
 import os
 import select
+import signal
 import sys
 import time
 import traceback
@@ -201,6 +202,9 @@ def serve(inp: LineReader, out: TextIO) -> None:
 
 
 def main() -> None:
+    # The kernel stops its workers; a Ctrl+C sent to a whole process group must not
+    # interrupt a compute (it runs in its own group too, this is the second line).
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     protocol = os.fdopen(os.dup(1), "w", encoding="utf-8")
     os.dup2(2, 1)  # a sense's print() goes to the daemon log, not into the protocol
     sys.stdout = sys.stderr
