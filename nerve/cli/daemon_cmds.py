@@ -75,13 +75,16 @@ def status(as_json: JsonFlag = False) -> None:
 
 @daemon_app.command("logs")
 def logs(
-    n: Annotated[int, typer.Option("-n", help="Lines to show.")] = 50,
+    n: Annotated[int, typer.Option("-n", min=0, help="Lines to show.")] = 50,
     follow: Annotated[bool, typer.Option("-f", "--follow", help="Keep printing.")] = False,
 ) -> None:
-    """Print the daemon's own log (process output, not events: see `nerve tail`)."""
+    """Print the daemon's own log: start-up, reloads, restarts, errors, shutdown
+    (not events: see `nerve tail`)."""
     path = daemon.log_path(_ws())
     if not follow:
-        typer.echo(daemon.tail_text(path, n))
+        text = daemon.tail_text(path, n)
+        if text:
+            typer.echo(text)
         return
     for line in daemon.follow_log(path, lines=n):
         typer.echo(line)

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
 REFRESH_S = 0.5
 # columns dropped first as the terminal narrows: (column, narrowest width that keeps it)
-_OPTIONAL = {"group": 72, "ms": 62, "runs": 52, "last": 40}
+_OPTIONAL = {"group": 90, "ms": 64, "runs": 52, "last": 40}
 _UNITS = (("d", 86400), ("h", 3600), ("m", 60), ("s", 1))
 
 
@@ -53,6 +53,15 @@ def uptime(seconds: float) -> str:
     return f"{whole}s"
 
 
+_CONTROLS = {c: None for c in [*range(32), 127]} | {9: " "}
+
+
+def clean(text: str) -> str:
+    """``text`` as one line of a cell: its first line, tabs as spaces, no other control
+    characters (an escape sequence in a sense's line must not reach the terminal)."""
+    return (text.splitlines() or [""])[0].translate(_CONTROLS)
+
+
 def _fit_path(path: str, room: int) -> str:
     """``path`` in ``room`` cells, keeping its end (the folder's own name)."""
     if len(path) <= room:
@@ -72,14 +81,19 @@ def _header(snap: Snapshot, width: int) -> Text:
         ]
     )
     title = "nerve dev "
-    place = _fit_path(snap.workspace, width - len(title) - len(stats) - 3)
+    place = _fit_path(clean(snap.workspace), width - len(title) - len(stats) - 3)
     head = Text.assemble((title, "bold"), place, "  ", (stats, "bold green" if snap.rate else ""))
     head.no_wrap, head.overflow = True, "ellipsis"
     return head
 
 
 def _alerts(snap: Snapshot) -> Text:
-    text = Text(" · ".join(snap.alerts), style="bold red", no_wrap=True, overflow="ellipsis")
+    text = Text(
+        " · ".join(clean(a) for a in snap.alerts),
+        style="bold red",
+        no_wrap=True,
+        overflow="ellipsis",
+    )
     return text
 
 
@@ -98,13 +112,13 @@ def _cells(row: SenseRow, now_s: float) -> dict[str, Text | str]:
         else f"{row.last_ms:.1f}"
     )
     return {
-        "sense": row.name,
-        "group": row.group,
+        "sense": clean(row.name),
+        "group": clean(row.group),
         "runs": f"{row.computes:,}",
         "err": Text(f"{row.errors:,}", style="red") if row.errors else "",
         "last": last,
         "ms": ms,
-        "latest": row.latest.splitlines()[0] if row.latest else "",
+        "latest": clean(row.latest),
     }
 
 
@@ -138,7 +152,7 @@ def _senses(snap: Snapshot, width: int, rows: int) -> Table:
 
 
 def _line(text: str, style: str = "") -> Text:
-    return Text(text, style=style, no_wrap=True, overflow="ellipsis")
+    return Text(clean(text), style=style, no_wrap=True, overflow="ellipsis")
 
 
 def _decision(h: Highlight, now_s: float) -> Text:
@@ -188,7 +202,7 @@ def render(snap: Snapshot, width: int, height: int) -> Layout:
         lines = [_decision(h, snap.now_s) for h in reversed(snap.highlights)]
         parts.append(_section("attention", lines, decisions, "no decisions yet"))
     if errors:
-        lines = [_line(f"{ago(snap.now_s - e.wall_s):>4} {e.text.splitlines()[0]}", "red")
+        lines = [_line(f"{ago(snap.now_s - e.wall_s):>4} {e.text}", "red")
                  for e in reversed(snap.errors)]  # fmt: skip
         parts.append(_section("errors", lines, errors, ""))
     used = header + senses + decisions + errors
