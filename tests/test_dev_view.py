@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import io
 import logging
+import re
+from pathlib import Path
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from rich.cells import cell_len
 from rich.console import Console
 
-from nerve.runtime.journal import Entry, format_line
+from nerve.errors import report
+from nerve.runtime.journal import Entry, format_line, journal
 from nerve.runtime.live import ago, render, uptime
 from nerve.runtime.snapshot import Highlight, Rate, SenseRow, Snapshot
 
@@ -78,3 +81,15 @@ def test_a_log_line_is_stamped_and_continued_indented() -> None:
     stamp, rest = line[:19], line[20:]
     assert stamp[4] == "-" and stamp[13] == ":"
     assert rest == "warning: seal failed\n    second line"
+
+
+def test_what_the_daemon_reports_lands_in_its_log_with_the_time(tmp_path: Path) -> None:
+    path, echoed = tmp_path / "daemon.log", io.StringIO()
+    with journal(path, echoed):
+        report("seal failed, will retry: disk full")
+    report("after the daemon: not in its log")
+    text = path.read_text()
+    assert re.fullmatch(
+        r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d warning: seal failed, will retry: disk full\n", text
+    )
+    assert echoed.getvalue() == text

@@ -25,7 +25,7 @@ import pyarrow as pa
 from nerve.canonical import canonical_json
 from nerve.config import InvalidConfig, NerveConfig, load_config
 from nerve.contract import WorkflowTrigger
-from nerve.errors import NerveError, SenseError, report
+from nerve.errors import NerveError, SenseError
 from nerve.events import Event
 from nerve.log.codec import draft_from_json, event_from_json, row_to_json, table_from_events
 from nerve.log.store import Draft, EventLog, manifest_state
@@ -555,20 +555,20 @@ class Kernel:
         """Seal by size or age; a failed seal is reported and retried with backoff, and
         loses nothing (the unsealed generations stay on disk and pending)."""
         assert self.log is not None
-        wait = SEAL_CHECK_S
+        wait, failures = SEAL_CHECK_S, 0
         while True:
             await asyncio.sleep(wait)
             try:
                 await asyncio.to_thread(self.log.maybe_seal)
             except (NerveError, OSError) as exc:
-                if self.seal_failure is None:
-                    report(f"seal failed, will retry: {exc}")
-                self.seal_failure = str(exc)
+                failures += 1
                 wait = min(wait * 2, SEAL_BACKOFF_MAX_S)
+                journal.warn(f"seal failed (attempt {failures}), retry in {wait:.0f} s: {exc}")
+                self.seal_failure = str(exc)
                 continue
-            if self.seal_failure is not None:
-                report("seal succeeded again")
-            self.seal_failure, wait = None, SEAL_CHECK_S
+            if failures:
+                journal.say(f"seal succeeded after {failures} failed attempts")
+            self.seal_failure, wait, failures = None, SEAL_CHECK_S, 0
             await self._count_segments()
 
     def _count(self, table: pa.Table) -> None:
