@@ -13,7 +13,7 @@ from rich.cells import cell_len
 from rich.console import Console
 
 from nerve.errors import report
-from nerve.runtime.journal import Entry, format_line, journal
+from nerve.runtime.journal import Entry, Recent, Repeats, format_line, journal
 from nerve.runtime.live import ago, render, uptime
 from nerve.runtime.snapshot import Highlight, Rate, SenseRow, Snapshot
 
@@ -93,3 +93,17 @@ def test_what_the_daemon_reports_lands_in_its_log_with_the_time(tmp_path: Path) 
         r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d warning: seal failed, will retry: disk full\n", text
     )
     assert echoed.getvalue() == text
+
+
+def test_the_same_error_is_logged_once_a_minute_and_a_new_one_at_once() -> None:
+    now = [0.0]
+    recent = Recent()
+    logging.getLogger("nerve").addHandler(recent)
+    try:
+        repeats = Repeats(60.0, clock=lambda: now[0])
+        for t, text in [(0, "a"), (1, "a"), (59, "a"), (60, "a"), (61, "b"), (62, "a")]:
+            now[0] = t
+            repeats.warn("shell", text)
+    finally:
+        logging.getLogger("nerve").removeHandler(recent)
+    assert [e.text for e in recent.entries] == ["a", "a", "b", "a"]

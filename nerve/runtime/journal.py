@@ -15,7 +15,7 @@ import logging
 import os
 import time
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
@@ -36,6 +36,22 @@ def warn(text: str) -> None:
     LOGGER.warning(text)
 
 
+class Repeats:
+    """Warn about the same thing again at most once per ``every_s``, unless its text changes
+    (a sense failing the same way every compute would fill the log)."""
+
+    def __init__(self, every_s: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self.every_s, self._clock = every_s, clock
+        self._last: dict[str, tuple[str, float]] = {}
+
+    def warn(self, key: str, text: str) -> None:
+        now = self._clock()
+        last = self._last.get(key)
+        if last is None or last[0] != text or now - last[1] >= self.every_s:
+            self._last[key] = (text, now)
+            warn(text)
+
+
 def stamp(wall_s: float) -> str:
     return time.strftime(STAMP, time.localtime(wall_s))
 
@@ -52,7 +68,7 @@ def senses_text(names: list[str]) -> str:
 
 
 def banner(
-    *, workspace: Path, socket: Path | None, senses: list[str], events: int, segments: int
+    workspace: Path, socket: Path | None, senses: list[str], events: int, segments: int
 ) -> str:
     """The start-up line: version, workspace, pid, socket, senses and log position."""
     from nerve import __version__

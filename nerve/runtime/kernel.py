@@ -43,7 +43,7 @@ from nerve.workspace import Workspace
 
 SEAL_CHECK_S = 1.0
 SEAL_BACKOFF_MAX_S = 30.0
-ERROR_REPEAT_S = 60.0  # the same sense error again is logged at most this often
+ERROR_REPEAT_S = 60.0
 HIGHLIGHTS_KEPT = 50
 
 
@@ -122,13 +122,12 @@ class Kernel:
         self._stored: dict[str, StoredState] = {}
         self._tasks: list[asyncio.Task[Any]] = []
         self._layout: Layout | None = None
-        self.recent_errors: list[str] = []
         self.segments = 0  # live segments, as of the last seal check
         self.stages = Stages()  # batches sent in several requests, until their last part
         self.on_stats: list[Callable[[], None]] = []
         self.highlights: collections.deque[Highlight] = collections.deque(maxlen=HIGHLIGHTS_KEPT)
         self.stop_reason = "stop request"
-        self._errors_logged: dict[str, tuple[str, float]] = {}
+        self._error_lines = journal.Repeats(ERROR_REPEAT_S)
         self.appended = 0  # events stored since start (appends, keyed batches, imports)
         self._base_events = 0  # events the log held before them
 
@@ -167,15 +166,8 @@ class Kernel:
             self._tasks.append(asyncio.create_task(watch_workspace(self), name="watch"))
         events, segments = await self._position()
         self._base_events = events - self.appended
-        journal.say(
-            journal.banner(
-                workspace=self.ws.root,
-                socket=self.socket_path if self.with_ipc else None,
-                senses=sorted(self.stats),
-                events=events,
-                segments=segments,
-            )
-        )
+        socket = self.socket_path if self.with_ipc else None
+        journal.say(journal.banner(self.ws.root, socket, sorted(self.stats), events, segments))
         self.ready.set()
 
     @property
@@ -447,22 +439,13 @@ class Kernel:
         stats = self.stats.setdefault(sense, SenseStats(group="?"))
         stats.errors += 1
         stats.last_error = f"{kind}: {message}"
-        self.recent_errors = [*self.recent_errors[-19:], f"{sense}: {kind}: {message}"]
-        self._log_error(sense, f"{kind}: {message}")
+        self._error_lines.warn(sense, f"sense {sense}: {kind}: {message}")  # not every compute
         await self.record(
             "sense.error",
             sense,
             f"{sense}: {kind}: {message.splitlines()[0] if message else ''}",
             {"sense": sense, "kind": kind, "error": message},
         )
-
-    def _log_error(self, sense: str, text: str) -> None:
-        """Log a sense error, but not the same one again every compute."""
-        now = time.monotonic()
-        last = self._errors_logged.get(sense)
-        if last is None or last[0] != text or now - last[1] >= ERROR_REPEAT_S:
-            self._errors_logged[sense] = (text, now)
-            journal.warn(f"sense {sense}: {text}")
 
     def on_decision(self, payload: dict[str, Any]) -> None:
         """An attention decision, surfaced or held, for the dev view and the daemon log."""
