@@ -15,7 +15,7 @@ from typing import Any, BinaryIO, TextIO
 
 from nerve import fsio
 from nerve.errors import ConfigError, DaemonError
-from nerve.runtime import ipc, journal
+from nerve.runtime import ipc
 from nerve.workspace import Workspace
 
 START_TIMEOUT_S = 60.0
@@ -82,6 +82,7 @@ def run_foreground(ws: Workspace, *, view: bool = False, echo: TextIO | None = N
     daemon's stderr already is that file: it is not written twice); ``view`` draws the dev
     view on this terminal instead.
     """
+    from nerve.runtime import journal
     from nerve.runtime.kernel import Kernel
 
     _refuse_second(ws)

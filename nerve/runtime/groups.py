@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from nerve.errors import report
-from nerve.runtime import journal
 
 READY_TIMEOUT_S = 60.0
 RESTART_WINDOW_S = 60.0
@@ -103,6 +102,8 @@ class GroupWorker:
         return len(self._queue)
 
     async def _spawn(self) -> None:
+        from nerve.runtime.journal import relay  # here: `nerve sense ...` imports this module
+
         self._proc = await asyncio.create_subprocess_exec(
             sys.executable,
             "-m",
@@ -119,7 +120,7 @@ class GroupWorker:
         self.pid = self._proc.pid
         assert self._proc.stderr is not None
         self._relay = asyncio.create_task(
-            journal.relay(self._proc.stderr, f"group {self.group} (pid {self.pid})"),
+            relay(self._proc.stderr, f"group {self.group} (pid {self.pid})"),
             name=f"stderr:{self.group}",
         )
         specs = {n: {"path": s.path, "options": s.options} for n, s in self.senses.items()}
@@ -262,15 +263,15 @@ class GroupWorker:
 
     async def _kill(self) -> None:
         proc, self._proc = self._proc, None
-        relay, self._relay = self._relay, None
+        stderr, self._relay = self._relay, None
         if proc is not None and proc.returncode is None:
             proc.kill()
             await proc.wait()
-        if relay is not None:  # its last lines, unless a child of the sense holds the pipe
+        if stderr is not None:  # its last lines, unless a child of the sense holds the pipe
             with contextlib.suppress(Exception):  # TimeoutError included
                 async with asyncio.timeout(RELAY_GRACE_S):
-                    await asyncio.shield(relay)
-            relay.cancel()
+                    await asyncio.shield(stderr)
+            stderr.cancel()
 
     async def stop(self) -> None:
         if self._committing:

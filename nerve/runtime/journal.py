@@ -9,7 +9,6 @@ person reading ``nerve daemon logs``. Lines go through the standard ``nerve`` lo
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 import os
@@ -18,9 +17,12 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from nerve import fsio
+
+if TYPE_CHECKING:
+    import asyncio
 
 LOGGER = logging.getLogger("nerve")
 STAMP = "%Y-%m-%d %H:%M:%S"
