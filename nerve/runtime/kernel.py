@@ -147,6 +147,11 @@ class Kernel:
             f"daemon started (pid {os.getpid()})",
             {"pid": os.getpid(), "workspace": str(self.ws.root)},
         )
+        events, segments = await self._position()
+        self._base_events = events - self.appended
+        socket = self.socket_path if self.with_ipc else None  # listening before ready is set
+        senses = sorted(self.config.senses)
+        journal.say(journal.banner(self.ws.root, socket, senses, events, segments))
         await self._apply(self.config, reason="start")
         for ext in self.extensions:
             await ext.start(self)
@@ -164,10 +169,6 @@ class Kernel:
             from nerve.runtime.watch import watch_workspace
 
             self._tasks.append(asyncio.create_task(watch_workspace(self), name="watch"))
-        events, segments = await self._position()
-        self._base_events = events - self.appended
-        socket = self.socket_path if self.with_ipc else None
-        journal.say(journal.banner(self.ws.root, socket, sorted(self.stats), events, segments))
         self.ready.set()
 
     @property
