@@ -107,3 +107,16 @@ def test_the_same_error_is_logged_once_a_minute_and_a_new_one_at_once() -> None:
     finally:
         logging.getLogger("nerve").removeHandler(recent)
     assert [e.text for e in recent.entries] == ["a", "a", "b", "a"]
+
+
+def test_a_task_that_failed_unexpectedly_is_logged_with_its_traceback(tmp_path: Path) -> None:
+    path = tmp_path / "daemon.log"
+    with journal(path):
+        try:
+            raise ZeroDivisionError("in a task")
+        except ZeroDivisionError as exc:  # what asyncio's default exception handler logs
+            logging.getLogger("asyncio").error("Task exception was never retrieved", exc_info=exc)
+    first, *rest = path.read_text().splitlines()
+    assert re.fullmatch(r"\S+ \S+ error: Task exception was never retrieved", first)
+    assert rest[0] == "    Traceback (most recent call last):"
+    assert rest[-1] == "    ZeroDivisionError: in a task"

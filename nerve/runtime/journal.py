@@ -25,6 +25,8 @@ if TYPE_CHECKING:
     import asyncio
 
 LOGGER = logging.getLogger("nerve")
+# asyncio's own: a task that failed unexpectedly is reported there, with its traceback
+_LOGGERS = (LOGGER, logging.getLogger("asyncio"))
 STAMP = "%Y-%m-%d %H:%M:%S"
 RECENT = 200
 MAX_RELAYED = 2000  # characters of one relayed line
@@ -98,7 +100,10 @@ async def relay(stream: asyncio.StreamReader, source: str) -> None:
 
 class _Format(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
-        return format_line(record.created, record.levelno, record.getMessage())
+        text = record.getMessage()
+        if record.exc_info:
+            text += "\n" + self.formatException(record.exc_info)
+        return format_line(record.created, record.levelno, text)
 
 
 class _Stream(logging.Handler):
@@ -173,24 +178,28 @@ def journal(path: Path | None, *echo: TextIO) -> Iterator[Recent]:
 def echo(stream: TextIO) -> Iterator[None]:
     """Also write the lines to ``stream`` for the length of the block."""
     handler = _Stream(stream)
-    LOGGER.addHandler(handler)
+    for logger in _LOGGERS:
+        logger.addHandler(handler)
     try:
         yield
     finally:
-        LOGGER.removeHandler(handler)
+        for logger in _LOGGERS:
+            logger.removeHandler(handler)
 
 
 @contextlib.contextmanager
 def _attached(handlers: list[logging.Handler]) -> Iterator[None]:
-    saved = LOGGER.level, LOGGER.propagate
+    saved = [(logger.propagate, logger.level) for logger in _LOGGERS]
     LOGGER.setLevel(logging.INFO)
-    LOGGER.propagate = False  # an application's root handlers would print every line twice
-    for handler in handlers:
-        LOGGER.addHandler(handler)
+    for logger in _LOGGERS:
+        logger.propagate = False  # an application's root handlers would print lines twice
+        for handler in handlers:
+            logger.addHandler(handler)
     try:
         yield
     finally:
-        for handler in handlers:
-            LOGGER.removeHandler(handler)
-        LOGGER.setLevel(saved[0])
-        LOGGER.propagate = saved[1]
+        for logger, (propagate, level) in zip(_LOGGERS, saved, strict=True):
+            for handler in handlers:
+                logger.removeHandler(handler)
+            logger.propagate = propagate
+            logger.setLevel(level)

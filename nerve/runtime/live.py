@@ -88,13 +88,7 @@ def _header(snap: Snapshot, width: int) -> Text:
 
 
 def _alerts(snap: Snapshot) -> Text:
-    text = Text(
-        " · ".join(clean(a) for a in snap.alerts),
-        style="bold red",
-        no_wrap=True,
-        overflow="ellipsis",
-    )
-    return text
+    return _line(" · ".join(clean(a) for a in snap.alerts), "bold red")
 
 
 def _columns(width: int) -> list[str]:
@@ -102,22 +96,21 @@ def _columns(width: int) -> list[str]:
     return [c for c in names if width >= _OPTIONAL.get(c, 0)]
 
 
+def _ms(ms: float | None) -> str:
+    if ms is None:
+        return ""
+    return f"{ms:.0f}" if ms >= 100 else f"{ms:.1f}"
+
+
 def _cells(row: SenseRow, now_s: float) -> dict[str, Text | str]:
     last = "—" if row.last_wall_s is None else ago(now_s - row.last_wall_s)
-    ms = (
-        ""
-        if row.last_ms is None
-        else f"{row.last_ms:.0f}"
-        if row.last_ms >= 100
-        else f"{row.last_ms:.1f}"
-    )
     return {
         "sense": clean(row.name),
         "group": clean(row.group),
         "runs": f"{row.computes:,}",
         "err": Text(f"{row.errors:,}", style="red") if row.errors else "",
         "last": last,
-        "ms": ms,
+        "ms": _ms(row.last_ms),
         "latest": clean(row.latest),
     }
 
@@ -137,17 +130,14 @@ def _senses(snap: Snapshot, width: int, rows: int) -> Table:
             ratio=1 if name == "latest" else None,
             min_width=8 if name == "latest" else None,
         )
-    shown = list(snap.senses)
-    if len(shown) > rows - 1:
-        hidden = len(shown) - max(0, rows - 2)
-        shown = shown[: max(0, rows - 2)]
-    else:
-        hidden = 0
+    fits = len(snap.senses) <= rows - 1
+    shown = snap.senses if fits else snap.senses[: max(0, rows - 2)]  # a row for "… N more"
     for row in shown:
         cells = _cells(row, snap.now_s)
         table.add_row(*(cells[c] for c in columns))
-    if hidden and rows > 1:
-        table.add_row(Text(f"… {hidden} more", style="dim"), *([""] * (len(columns) - 1)))
+    if not fits:
+        more = Text(f"… {len(snap.senses) - len(shown)} more", style="dim")
+        table.add_row(more, *([""] * (len(columns) - 1)))
     return table
 
 
@@ -206,10 +196,8 @@ def render(snap: Snapshot, width: int, height: int) -> Layout:
                  for e in reversed(snap.errors)]  # fmt: skip
         parts.append(_section("errors", lines, errors, ""))
     used = header + senses + decisions + errors
-    if used < height:
-        parts.append(
-            Layout(Text(" "), size=height - used)
-        )  # not "": a falsy renderable shows a placeholder
+    if used < height:  # a blank, not Text(""): Layout shows a placeholder for a falsy one
+        parts.append(Layout(Text(" "), size=height - used))
     view = Layout()
     view.split_column(*parts)
     return view
