@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from nerve.log.verify import verify
+from nerve.runtime import children
 from tests.daemon_util import COUNTER, Daemon, write_sense
 from tests.helpers.lines import LineReader
 
@@ -108,7 +109,7 @@ def test_daemon_run_prints_its_log_on_stderr_and_in_the_file(tmp_path: Path) -> 
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         out, err = proc.communicate(timeout=90)
-    assert proc.returncode == 0 and out == b""
+    assert proc.returncode == 0 and out == b"", err.decode()
     _assert_clean(err.decode())
     logged = (root / "data" / "daemon.log").read_text()
     assert "stopped (SIGTERM)" in logged
@@ -170,3 +171,36 @@ def test_dev_view_on_an_80x24_terminal_draws_and_stops_on_ctrl_c(tmp_path: Path)
     assert "\x1b[?1049h" in text and "\x1b[?1049l" in text  # the alternate screen, left
     assert "counter: count" not in text  # the latest line does not repeat the sense name
     assert "stopped (SIGINT); log at" in text.split("\x1b[?1049l")[-1]
+
+
+CHILD = """
+import sys
+from nerve.runtime.children import detach
+print("spawned", flush=True)
+sys.stdin.readline()
+detach()
+print("detached", flush=True)
+sys.stdin.readline()
+"""
+
+
+def test_a_stop_signal_for_the_daemons_group_during_a_spawn_spares_the_worker() -> None:
+    """A worker is in the daemon's process group between fork and its own setpgid; a
+    Ctrl+C or SIGTERM sent to the group then is held, and the worker drops it."""
+    with children.spawning():
+        proc = subprocess.Popen(
+            [sys.executable, "-c", CHILD], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+        )
+    assert proc.stdin is not None and proc.stdout is not None
+    reader = LineReader(proc)
+    assert reader.take(1, 60) == ["spawned"]
+    for sig in (signal.SIGINT, signal.SIGTERM):  # as if sent to the group in that instant
+        os.kill(proc.pid, sig)
+    proc.stdin.write(b"go\n")
+    proc.stdin.flush()
+    assert reader.take(1, 60) == ["detached"]
+    os.kill(proc.pid, signal.SIGINT)  # ignored from now on
+    os.kill(proc.pid, signal.SIGTERM)  # but SIGTERM ends it as usual
+    assert proc.wait(timeout=60) == -signal.SIGTERM
+    proc.stdin.close()
+    proc.stdout.close()

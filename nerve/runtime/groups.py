@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from nerve.errors import report
+from nerve.runtime.children import spawning
 
 READY_TIMEOUT_S = 60.0
 RESTART_WINDOW_S = 60.0
@@ -104,19 +105,18 @@ class GroupWorker:
     async def _spawn(self) -> None:
         from nerve.runtime.journal import relay  # here: `nerve sense ...` imports this module
 
-        self._proc = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "nerve.runtime.worker",
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            limit=STREAM_LIMIT,
-            cwd=self.workspace,
-            # its own process group: a Ctrl+C meant for the daemon does not reach it; the
-            # kernel stops it in order
-            process_group=0,
-        )
+        with spawning():
+            self._proc = await asyncio.create_subprocess_exec(
+                sys.executable,
+                "-m",
+                "nerve.runtime.worker",
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                limit=STREAM_LIMIT,
+                cwd=self.workspace,
+                process_group=0,  # see nerve.runtime.children
+            )
         self.pid = self._proc.pid
         assert self._proc.stderr is not None
         self._relay = asyncio.create_task(

@@ -21,7 +21,6 @@ import inspect
 import json
 import os
 import select
-import signal
 import sys
 import time
 import traceback
@@ -34,6 +33,7 @@ from nerve.canonical import MAX_NESTING, canonical_json
 from nerve.contract import Observation, SenseContext, WorkflowTrigger, normalise_result
 from nerve.errors import NerveError
 from nerve.events import check_text, check_valid_time
+from nerve.runtime.children import detach
 
 _LOOP = asyncio.new_event_loop()
 # A state is stored inside its sense.state payload ({"state": ...}): one level less than it.
@@ -202,9 +202,7 @@ def serve(inp: LineReader, out: TextIO) -> None:
 
 
 def main() -> None:
-    # The kernel stops its workers; a Ctrl+C sent to a whole process group must not
-    # interrupt a compute (it runs in its own group too, this is the second line).
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    detach()  # the kernel stops its workers: a Ctrl+C must not interrupt a compute
     protocol = os.fdopen(os.dup(1), "w", encoding="utf-8")
     os.dup2(2, 1)  # a sense's print() goes to the daemon log, not into the protocol
     sys.stdout = sys.stderr
