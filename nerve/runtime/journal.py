@@ -93,9 +93,14 @@ async def relay(stream: asyncio.StreamReader, source: str) -> None:
         if len(buffer) > MAX_RELAYED:  # no newline in sight: log what there is
             lines, buffer = [*lines, buffer], b""
         for line in lines:
-            say(f"{source}: {line.decode(errors='replace')[:MAX_RELAYED]}")
+            _relayed(source, line)
     if buffer:
-        say(f"{source}: {buffer.decode(errors='replace')[:MAX_RELAYED]}")
+        _relayed(source, buffer)
+
+
+def _relayed(source: str, line: bytes) -> None:
+    text = line.decode(errors="replace").rstrip("\r")
+    say(f"{source}: {text[:MAX_RELAYED]}")
 
 
 class _Format(logging.Formatter):
