@@ -152,7 +152,15 @@ def did_you_mean(name: str, known: Iterable[str]) -> str | None:
 
 
 def report(message: str) -> None:
-    """Say something on stderr (a daemon's log) without ever failing: that disk may be full."""
+    """Say something in the daemon's log without ever failing (that disk may be full):
+    through the ``nerve`` logger once the daemon has set it up (``nerve.runtime.journal``,
+    which stamps the time), else on stderr."""
+    import logging  # here: most commands never report
+
+    logger = logging.getLogger("nerve")
+    if logger.handlers:
+        logger.warning(message)
+        return
     with contextlib.suppress(OSError, ValueError):
         sys.stderr.write(f"nerve: {message}\n")
         sys.stderr.flush()

@@ -14,8 +14,10 @@ from rich.console import Console
 
 from nerve.log.drafts import Draft
 from nerve.privacy.pause import PAUSED, RESUMED, PauseState
+from nerve.runtime import journal
 from nerve.runtime.capture import CaptureGate
-from nerve.runtime.live import render
+from nerve.runtime.live import render, snapshot_of
+from nerve.runtime.snapshot import Rate
 from nerve.workspace import init_workspace
 from tests.conftest import run_cli
 from tests.daemon_util import COUNTER, Daemon, started, write_sense
@@ -138,15 +140,16 @@ def test_observations_from_inside_a_finished_pause_are_withheld() -> None:
 
 
 def test_the_dev_view_says_capture_is_paused() -> None:
+    gate = CaptureGate(cast(Any, None))
+    gate.state = PauseState(True, since_ns=1, until_ns=60 * 10**9)
     kernel = SimpleNamespace(
-        ws=SimpleNamespace(root=Path("/ws")),
-        health=lambda: {"pid": 1, "uptime_s": 1.0, "events": 2, "segments": 0,
-                        "capture": {"paused": True, "since_ns": 1, "until_ns": 60 * 10**9}},
-        stats={}, recent_errors=[],
+        ws=SimpleNamespace(root=Path("/ws")), stored_events=2, stats={}, started_wall_ns=0,
+        segments=0, highlights=[], capture=gate, seal_failure=None,
     )  # fmt: skip
+    snap = snapshot_of(kernel, Rate(), journal.Recent(), now_s=5.0)  # type: ignore[arg-type]
     out = io.StringIO()
-    Console(file=out, width=100, color_system=None).print(render(kernel, 0.0))  # type: ignore[arg-type]
-    assert out.getvalue().splitlines()[1] == "capture paused until 1970-01-01T00:01:00Z"
+    Console(file=out, width=100, height=12, color_system=None).print(render(snap, 100, 12))
+    assert out.getvalue().splitlines()[1].strip() == "capture paused until 1970-01-01T00:01:00Z"
 
 
 def test_pause_state_from_its_records() -> None:

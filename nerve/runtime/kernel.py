@@ -9,6 +9,7 @@ configuration change is an event; in-memory state advances only after its event 
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import functools
 import json
@@ -25,11 +26,12 @@ import pyarrow as pa
 from nerve.canonical import canonical_json
 from nerve.config import InvalidConfig, NerveConfig, load_config
 from nerve.contract import WorkflowTrigger
-from nerve.errors import NerveError, SenseError, did_you_mean, report
+from nerve.errors import NerveError, SenseError, did_you_mean
 from nerve.events import Event
 from nerve.log.codec import draft_from_json, event_from_json, row_to_json, table_from_events
 from nerve.log.store import Draft, EventLog, manifest_state
 from nerve.privacy.policy import Policy
+from nerve.runtime import journal
 from nerve.runtime.bus import SignalBus
 from nerve.runtime.capture import CaptureGate
 from nerve.runtime.committer import Committer
@@ -39,11 +41,14 @@ from nerve.runtime.groups import GroupWorker, Job
 from nerve.runtime.ipc import IpcServer
 from nerve.runtime.scheduler import NS, Scheduler
 from nerve.runtime.senses import Layout, StoredState, check_sense_file, layout, stored_states
+from nerve.runtime.snapshot import Highlight
 from nerve.runtime.staging import Stages
 from nerve.workspace import Workspace
 
 SEAL_CHECK_S = 1.0
 SEAL_BACKOFF_MAX_S = 30.0
+ERROR_REPEAT_S = 60.0
+HIGHLIGHTS_KEPT = 50
 
 
 @dataclass
@@ -116,16 +121,21 @@ class Kernel:
         self.started_wall_ns = time.time_ns()
         self.seal_failure: str | None = None
         self.stopping = asyncio.Event()
+        self.ready = asyncio.Event()  # set once start() has finished
         self.extensions: list[Any] = load_extensions() if extensions else []
         self._stored: dict[str, StoredState] = {}
         self._tasks: list[asyncio.Task[Any]] = []
         self._layout: Layout | None = None
-        self.recent_errors: list[str] = []
         self.segments = 0  # live segments, as of the last seal check
         self.stages = Stages()  # batches sent in several requests, until their last part
         self.on_stats: list[Callable[[], None]] = []
         self.privacy = Policy(self.config.privacy)  # applied to everything captured
         self.capture = CaptureGate(self)  # pause and resume
+        self.highlights: collections.deque[Highlight] = collections.deque(maxlen=HIGHLIGHTS_KEPT)
+        self.stop_reason = "stop request"
+        self._error_lines = journal.Repeats(ERROR_REPEAT_S)
+        self.appended = 0  # events stored since start (appends, keyed batches, imports)
+        self._base_events = 0  # events the log held before them
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -134,6 +144,7 @@ class Kernel:
         self.followers = Followers(self.log.newest)  # `follow` subscribers (nerve tail -f)
         self.log.on_commit.append(self.followers.hook(asyncio.get_running_loop()))
         self.committer = Committer(self.log)
+        self.committer.listeners.append(self._count)
         self.committer.start()
         self.scheduler = Scheduler(self._dispatch)
         self._stored = await asyncio.to_thread(stored_states, self.ws)
@@ -145,6 +156,11 @@ class Kernel:
             f"daemon started (pid {os.getpid()})",
             {"pid": os.getpid(), "workspace": str(self.ws.root)},
         )
+        events, segments = await self._position()
+        self._base_events = events - self.appended
+        socket = self.socket_path if self.with_ipc else None  # listening before ready is set
+        senses = sorted(self.config.senses)
+        journal.say(journal.banner(self.ws.root, socket, senses, events, segments))
         await self._apply(self.config, reason="start")
         await self.capture.start()
         for ext in self.extensions:
@@ -164,10 +180,16 @@ class Kernel:
             from nerve.runtime.watch import watch_workspace
 
             self._tasks.append(asyncio.create_task(watch_workspace(self), name="watch"))
+        self.ready.set()
 
     @property
     def socket_path(self) -> Path:
         return self.ws.root / self.config.daemon.socket
+
+    def request_stop(self, reason: str) -> None:
+        if not self.stopping.is_set():
+            self.stop_reason = reason
+        self.stopping.set()
 
     async def stop(self) -> None:
         self.scheduler.stop()
@@ -184,15 +206,20 @@ class Kernel:
         await self.record("daemon.stopped", "daemon", "daemon stopped", {"pid": os.getpid()})
         await self.committer.stop()
         assert self.log is not None
-        self.log.close()
+        self.log.close()  # waits for a seal in progress: the position below is final
+        events, segments = await self._position()
+        journal.say(
+            f"stopped ({self.stop_reason}); log at {events:,} events in {segments:,} segments"
+        )
 
     async def run_until_stopped(self) -> None:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, self.stopping.set)
+            loop.add_signal_handler(sig, self.request_stop, sig.name)
         await self.start()
         try:
             await self.stopping.wait()
+            journal.say(f"stopping ({self.stop_reason})")
         finally:
             await self.stop()
 
@@ -228,6 +255,9 @@ class Kernel:
                 "workflows": sorted(config.workflows),
             },
         )
+        if reason != "start":
+            senses = journal.senses_text(sorted(self.stats))
+            journal.say(f"configuration reloaded ({reason}): {senses}")
         for ext in self.extensions:
             hook = getattr(ext, "on_config", None)
             if hook is not None and reason != "start":
@@ -252,6 +282,7 @@ class Kernel:
                 f"edit rejected: {str(exc).splitlines()[0]}",
                 {"error": str(exc), "issues": issues, "reason": reason},
             )
+            journal.warn(f"configuration edit rejected, the running one is kept: {exc}")
             return False
         await self._apply(config, reason=reason)
         return True
@@ -314,7 +345,7 @@ class Kernel:
         stats.computes += 1
         stats.last_wall_ns = time.time_ns()
         stats.last_duration_ms = reply.get("duration_ms")
-        stats.last_line = drafts[0].line
+        stats.last_line = drafts[1].line if reply.get("observations") else "state updated"
         if len(stats.lateness_us) < 100_000:
             stats.lateness_us.append(lateness_us)
         if reply.get("signal"):
@@ -410,6 +441,8 @@ class Kernel:
 
     async def on_restart(self, group: str, reason: str, pid: int | None) -> None:
         worker = self.groups.get(group)
+        new_pid = worker.pid if worker else None
+        journal.warn(f"group {group} worker restarted (pid {pid} -> {new_pid}): {reason}")
         await self.record(
             "sense.restart",
             group,
@@ -427,13 +460,22 @@ class Kernel:
         stats = self.stats.setdefault(sense, SenseStats(group="?"))
         stats.errors += 1
         stats.last_error = f"{kind}: {message}"
-        self.recent_errors = [*self.recent_errors[-19:], f"{sense}: {kind}: {message}"]
+        self._error_lines.warn(sense, f"sense {sense}: {kind}: {message}")  # not every compute
         await self.record(
             "sense.error",
             sense,
             f"{sense}: {kind}: {message.splitlines()[0] if message else ''}",
             {"sense": sense, "kind": kind, "error": message},
         )
+
+    def on_decision(self, payload: dict[str, Any]) -> None:
+        """An attention decision, surfaced or held, for the dev view and the daemon log."""
+        seen = Highlight(
+            time.time(), payload["outcome"], str(payload["probe"]), str(payload["source_line"])
+        )
+        self.highlights.append(seen)
+        if seen.surfaced:
+            journal.say(f"surfaced {seen.probe}: {seen.line}")
 
     async def record(self, kind: str, subject: str, line: str, payload: Any) -> pa.Table:
         draft = self.privacy.redact(_control(kind, subject, line, payload))
@@ -529,21 +571,36 @@ class Kernel:
         """Seal by size or age; a failed seal is reported and retried with backoff, and
         loses nothing (the unsealed generations stay on disk and pending)."""
         assert self.log is not None
-        wait = SEAL_CHECK_S
+        wait, failures = SEAL_CHECK_S, 0
         while True:
             await asyncio.sleep(wait)
             try:
                 await asyncio.to_thread(self.log.maybe_seal)
             except (NerveError, OSError) as exc:
-                if self.seal_failure is None:
-                    report(f"seal failed, will retry: {exc}")
-                self.seal_failure = str(exc)
+                failures += 1
                 wait = min(wait * 2, SEAL_BACKOFF_MAX_S)
+                journal.warn(f"seal failed (attempt {failures}), retry in {wait:.0f} s: {exc}")
+                self.seal_failure = str(exc)
                 continue
-            if self.seal_failure is not None:
-                report("seal succeeded again")
-            self.seal_failure, wait = None, SEAL_CHECK_S
+            if failures:
+                journal.say(f"seal succeeded after {failures} failed attempts")
+            self.seal_failure, wait, failures = None, SEAL_CHECK_S, 0
             await self._count_segments()
+
+    def _count(self, table: pa.Table) -> None:
+        self.appended += table.num_rows
+
+    @property
+    def stored_events(self) -> int:
+        """Events in the log, counted in memory (the dev view reads it every refresh)."""
+        return self._base_events + self.appended
+
+    async def _position(self) -> tuple[int, int]:
+        """(events, segments) the log holds: the sealed rows plus the unsealed tail."""
+        assert self.log is not None
+        log = self.log
+        sealed = await asyncio.to_thread(lambda: [s.rows for s in log.manifest.segments()])
+        return sum(sealed) + log.tail_rows, len(sealed)
 
     async def _count_segments(self) -> None:
         """Refresh the segment count ``status`` shows, reading the manifest off the loop."""
