@@ -75,12 +75,11 @@ def emit(ws: Workspace, drafts: list[Draft], *, key: str | None = None) -> list[
     are durable, and a :class:`~nerve.errors.SealDeferred` warning says the seal will be
     retried.
     """
-    from nerve.log.codec import events_from_table
-
     if daemon_running(ws):
         wire = [draft_to_json(d) for d in drafts]
         reply = _send_in_parts(ws, "emit", wire, key)
         return [event_from_json(obj) for obj in reply["events"]]
+    from nerve.log.codec import events_from_table
     from nerve.privacy.policy import Policy
 
     drafts = Policy(ws.config.privacy).capture_all(drafts)  # the daemon does this itself
@@ -123,10 +122,15 @@ def _send_in_parts(
 
 def _request_budget(ws: Workspace) -> int:
     """Bytes of events per request: ``REQUEST_CHUNK_BYTES``, less if the daemon takes less."""
-    try:
-        limit = ws.config.daemon.max_request_bytes
-    except NerveError:
-        limit = REQUEST_CHUNK_BYTES * 2
+    from nerve.runtime.daemon import run_info
+
+    info = run_info(ws) or {}
+    limit = info.get("max_request_bytes")
+    if not isinstance(limit, int):
+        try:
+            limit = ws.config.daemon.max_request_bytes
+        except NerveError:
+            limit = REQUEST_CHUNK_BYTES * 2
     return max(1, min(REQUEST_CHUNK_BYTES, limit - 1024))  # room for the request around them
 
 

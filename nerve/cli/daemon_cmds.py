@@ -1,7 +1,5 @@
 """Daemon commands: dev, daemon start|stop|status|restart|logs|run, and top-level aliases."""
 
-from __future__ import annotations
-
 import sys
 from typing import Annotated, Any
 

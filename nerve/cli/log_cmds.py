@@ -1,7 +1,5 @@
 """Log commands: init, emit, import, replay, seal, compact, query, tail, payload, conformance."""
 
-from __future__ import annotations
-
 import sys
 from pathlib import Path
 from typing import IO, Annotated

@@ -1,7 +1,5 @@
 """The ``nerve`` command: global options, command groups, and error translation."""
 
-from __future__ import annotations
-
 import sys
 import warnings
 from pathlib import Path
@@ -156,8 +154,14 @@ def _show_warning(
 
 def run(argv: list[str] | None = None) -> None:
     warnings.showwarning = _show_warning
+    words = sys.argv[1:] if argv is None else argv
+    if words in (["--version"], ["-V"]):  # answered without building the command tree
+        from nerve import __version__
+
+        sys.stdout.write(f"nerve {__version__}\n")
+        return
     tree = command()
-    args = hoist_workspace(tree, sys.argv[1:] if argv is None else argv)
+    args = hoist_workspace(tree, words)
     try:
         tree(args=args, prog_name="nerve")
     except NerveError as exc:

@@ -1,7 +1,5 @@
 """Privacy commands: pause, resume, privacy test, privacy detectors."""
 
-from __future__ import annotations
-
 from typing import Annotated, Any
 
 import typer

@@ -1,7 +1,5 @@
 """``nerve tail``: the newest events, in local time, one line each; ``-f`` appends new ones."""
 
-from __future__ import annotations
-
 import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, Any
@@ -93,7 +91,7 @@ def _instant(flag: str, text: str | None, *, end: bool = False) -> Hlc | None:
         raise typer.BadParameter(str(exc), param_hint=f"'{flag}'") from None
 
 
-def _filter(kinds: list[str], sources: list[str], *, all_kinds: bool) -> TailFilter:
+def _filter(kinds: list[str], sources: list[str], *, all_kinds: bool) -> "TailFilter":
     """--json is the export form (`import` reads it): it keeps every kind, as it always did."""
     from nerve.tail import tail_filter
 

@@ -183,9 +183,7 @@ class Redactor:
         strings would, and more: every string is there verbatim, between quotes.
         """
         mask = candidates(text) & self.mask if self.mask else 0
-        return bool(mask) and any(
-            step.found(text) for bit, step in self.detectors if bit & mask
-        )
+        return bool(mask) and any(step.found(text) for bit, step in self.detectors if bit & mask)
 
     def value(self, value: Any, counts: Counts) -> Any:
         """A JSON value with every string redacted; under a key that names a secret

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import signal
 import subprocess
@@ -31,9 +32,32 @@ def log_path(ws: Workspace) -> Path:
     return ws.data / "daemon.log"
 
 
+def run_path(ws: Workspace) -> Path:
+    return ws.data / "nerve.run.json"
+
+
+def run_info(ws: Workspace) -> dict[str, Any] | None:
+    """What the running daemon wrote at start (pid, socket, request limit), or None.
+
+    Clients read this rather than nerve.yaml: it names the socket the daemon really listens
+    on (nerve.yaml may have been edited since), and it spares a command that only talks to
+    the daemon from loading the configuration parser at all.
+    """
+    try:
+        info = json.loads(run_path(ws).read_bytes())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(info, dict) or info.get("pid") != read_pid(ws):
+        return None  # a stale record: its daemon is gone
+    return info
+
+
 def socket_path(ws: Workspace) -> Path:
     """The daemon's socket; the default place if nerve.yaml is missing or broken (a daemon
     started from a good configuration keeps running after a bad edit, and must stay reachable)."""
+    info = run_info(ws)
+    if info is not None and isinstance(info.get("socket"), str):
+        return Path(info["socket"])
     try:
         return (
             ws.root / ws.config.daemon.socket if ws.config_path.exists() else ws.data / "nerve.sock"
@@ -89,6 +113,12 @@ def run_foreground(ws: Workspace, *, view: bool = False, echo: TextIO | None = N
     fsio.private_dir(ws.data, allow_link=True)
     fsio.write_small(pid_path(ws), f"{os.getpid()}\n".encode())
     kernel = Kernel(ws)
+    record = {
+        "pid": os.getpid(),
+        "socket": str(kernel.socket_path),
+        "max_request_bytes": kernel.config.daemon.max_request_bytes,
+    }
+    fsio.write_small(run_path(ws), json.dumps(record).encode())
     try:
         with journal.journal(log_path(ws), *([echo] if echo else [])) as recent:
             if view:
@@ -100,6 +130,7 @@ def run_foreground(ws: Workspace, *, view: bool = False, echo: TextIO | None = N
     finally:
         with contextlib.suppress(FileNotFoundError):
             if read_pid(ws) in (None, os.getpid()):
+                run_path(ws).unlink(missing_ok=True)
                 pid_path(ws).unlink()
 
 
@@ -164,6 +195,7 @@ def stop(ws: Workspace) -> int | None:
         if _wait_gone(pid, wait_s):
             break
     with contextlib.suppress(FileNotFoundError):
+        run_path(ws).unlink(missing_ok=True)
         pid_path(ws).unlink()
     return pid
 
