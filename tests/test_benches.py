@@ -20,6 +20,10 @@ BENCH = ROOT / "bench"
 
 # Each bench's quick run (small sizes, a few seconds) and the figures its RESULT must echo.
 QUICK_RUNS: dict[str, tuple[list[str], dict[str, Any]]] = {
+    "cli_bench.py": (
+        ["--quick", "--rounds", "1", "--events", "2000"],
+        {"rounds": 1, "events": 2000},
+    ),
     "log_bench.py": (
         ["--quick", "--events", "3000", "--query-events", "20000", "--rounds", "1"],
         {"events": 3000, "query_events": 20000, "rounds": 1},
@@ -99,6 +103,13 @@ def test_the_bench_runs_quick_and_its_checks_hold(name: str) -> None:
 # A bench broken in one place, run in a subprocess: (code run after loading the bench as
 # ``bench``, its arguments, the check that must fail).
 SABOTAGE: dict[str, tuple[str, list[str], str]] = {
+    "cli_bench.py": (
+        """
+        bench._tail_lines = lambda out: 0  # as if tail printed nothing
+        """,
+        ["--rounds", "1", "--events", "1000"],
+        "tail_prints_n",
+    ),
     "log_bench.py": (
         """
         rows_with_ids = bench._rows_with_ids

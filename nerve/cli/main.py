@@ -104,11 +104,16 @@ def command() -> Any:
 
 
 def _plain_flags(cmd: Any) -> None:
-    """Help shows a flag as ``--json``, not ``--json <bool>``: a flag takes no value."""
+    """Help shows ``--json``, not ``--json <bool>`` (a flag takes no value), and
+    ``--kind KIND``, not ``--kind <list[str]>``: the value named, argparse-style."""
     ctx = typer.Context(cmd, help_option_names=["-h", "--help"])
     for param in [*cmd.params, cmd.get_help_option(ctx)]:
-        if getattr(param, "is_flag", False) and param.metavar is None:
+        if param is None or param.metavar is not None:
+            continue
+        if getattr(param, "is_flag", False):
             param.metavar = ""
+        elif getattr(param, "param_type_name", "") == "option" and param.name:
+            param.metavar = param.name.rstrip("_").upper()
     for sub in getattr(cmd, "commands", {}).values():
         _plain_flags(sub)
 
