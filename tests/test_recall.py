@@ -17,7 +17,8 @@ from nerve.clock import Hlc
 from nerve.config import InvalidConfig
 from nerve.errors import UsageError
 from nerve.events import NERVE_SOURCE, Event, SourceClass, Trust
-from nerve.logops import TailFilter, tail_rows
+from nerve.log.select import TailFilter
+from nerve.logops import tail_rows
 from nerve.query import run_query
 from nerve.recall import ask, build_retrieval, load_recall_config
 from nerve.recall.core import (

@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 
 from nerve.attention.energy import Energy, Provenance
-from nerve.logops import TailFilter, tail_rows
+from nerve.log.select import TailFilter
+from nerve.logops import tail_rows
 from nerve.recall import SYSTEM_PROMPT, FallbackError, ask
 from nerve.workspace import Workspace
 from tests.test_recall import activity, seed
