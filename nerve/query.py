@@ -8,6 +8,7 @@ same SQL runs in plain DuckDB, e.g. in a file ``nerve export --duckdb`` wrote.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -81,7 +82,8 @@ def connect(
     """An in-memory DuckDB connection with ``events`` and every projection as views."""
     snap = snapshot(log_root)
     conn = duckdb.connect()
-    conn.execute("SET enable_progress_bar_print = false")  # DuckDB prints it on stdout
+    with contextlib.suppress(duckdb.InvalidInputException):  # refused inside Jupyter
+        conn.execute("SET enable_progress_bar_print = false")  # DuckDB prints it on stdout
     conn.register("_tail", snap.tail)
     define_views(conn, _source_sql(snap), load_projections(projection_dirs), settings)
     return conn

@@ -76,7 +76,7 @@ def test_pause_stops_senses_and_resume_withholds_the_backlog(tmp_path: Path) -> 
         count = first["data"]["state"]["n"]
         assert _after(d, "observation", resumed)[0]["line"] == f"count {count + 1}"
         assert _cli(root, "resume").stdout == "capture was not paused\n"
-    assert "nerve: capture resumed (command)" in (root / "data" / "daemon.log").read_text()
+    assert " capture resumed (command)" in (root / "data" / "daemon.log").read_text()
 
 
 def test_a_timed_pause_survives_a_restart_and_ends_by_itself(tmp_path: Path) -> None:

@@ -188,7 +188,8 @@ def test_every_problem_in_the_section_is_named_with_file_line_and_column(tmp_pat
         "(did you mean 'card-number'?)",
         "nerve.yaml:7:7: privacy.rules[0].regex: bad regex 'a(b': missing ), unterminated "
         "subpattern at position 1",
-        "nerve.yaml:8:7: privacy.rules[0].source: unknown source class 'shel' (one of "
+        "nerve.yaml:8:7: privacy.rules[0].source: unknown source class 'shel' (did you mean "
+        "'shell'? one of "
         "file_change, app_focus, system_log, process_tree, thermal_power, shell, "
         "accessibility, network, endpoint, salience, or vendor:<code>)",
         "nerve.yaml:9:7: privacy.rules[1]: a redact rule needs a regex or a detector to say "

@@ -372,7 +372,7 @@ def test_budget_and_last_error(day: Workspace) -> None:
 def test_tier0_escalates_when_unsure(day: Workspace, question: str) -> None:
     result = ask(day, question, record=False)
     assert not result.answered and result.tier is None and result.model_call is False
-    assert "no fallback is configured" in result.text
+    assert "no language model is set up" in result.text
     assert result.energy == Energy.zero()
 
 

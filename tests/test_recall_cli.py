@@ -42,7 +42,7 @@ def test_unanswered_exits_3_with_the_plain_message(workspace: Workspace) -> None
     seed(workspace, activity())
     code, out, err = _ask(workspace, "why is everything so slow?", check=False)
     assert code == 3 and err == ""
-    assert "no fallback is configured" in out
+    assert "no language model is set up" in out
 
 
 def test_an_escalated_answer_through_a_command(workspace: Workspace, tmp_path: Path) -> None:
@@ -73,7 +73,7 @@ def test_a_failing_fallback_is_an_error_on_stderr(workspace: Workspace, tmp_path
 
 def test_usage_errors(workspace: Workspace) -> None:
     code, _, err = _ask(workspace, "  ", check=False)
-    assert code == 1 and err.startswith("UsageError: the question is empty")
+    assert code == 2 and err.startswith("UsageError: the question is empty")
     code, _, err = _ask(workspace, "hi", "--k", "0", check=False)
     assert code == 2
 

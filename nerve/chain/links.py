@@ -120,7 +120,7 @@ def schema_error(core: Mapping[str, Any], has_sig2: bool) -> str | None:
         return f"unknown kind {core['kind']!r}"
     spec = _SPECS[core["kind"]]
     if core.keys() != _SPEC_KEYS[core["kind"]]:
-        return f"{core['kind']} fields are {sorted(core)}, expected {sorted(spec)}"
+        return f"{core['kind']} fields are {sorted(map(str, core))}, expected {sorted(spec)}"
     if not _all_ok(core, _SPEC_ITEMS[core["kind"]]):
         bad = [k for k, check in spec.items() if not check(core[k])]
         return f"field(s) {bad} have the wrong type or size"
