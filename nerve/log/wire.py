@@ -38,7 +38,10 @@ def _payload_wire(data: bytes) -> dict[str, Any]:
 
 
 def row_to_json(row: dict[str, Any]) -> dict[str, Any]:
-    """A table row (``to_pylist`` form) in the wire form ``nerve import`` reads."""
+    """A table row (``to_pylist`` form) in the wire form ``nerve import`` reads.
+
+    An erased row (null payload, see :mod:`nerve.log.erasure`) has ``"erased": true`` and
+    neither ``line`` nor ``payload``: absent, so it never reads as an empty value."""
     out: dict[str, Any] = {
         "hlc": [row["physical_ns"], row["logical"]],
         "node": row["node"],
@@ -51,6 +54,10 @@ def row_to_json(row: dict[str, Any]) -> dict[str, Any]:
         "payload_cid": row["payload_cid"].hex(),
         "id": row["id"].hex(),
     }
+    if row["payload"] is None:
+        del out["line"]
+        out["erased"] = True
+        return out
     out.update(_payload_wire(row["payload"]))
     return out
 
@@ -85,6 +92,7 @@ _DRAFT_KEYS = {
     "subject",
 }
 _WIRE_KEYS = _DRAFT_KEYS | {"hlc", "node", "id", "payload_cid"}
+_ERASED_HINT = "an erased event's id can no longer be recomputed, so it cannot be imported"
 
 
 def wire_payload(obj: dict[str, Any]) -> bytes:
@@ -126,6 +134,8 @@ def event_from_json(obj: Any) -> Event:
     """Read one whole event in the wire form; a given ``id`` must match the recomputed one."""
     if not isinstance(obj, dict):
         raise EventError(f"expected a JSON object, got {type(obj).__name__}")
+    if obj.get("erased") is True:
+        raise EventError(f"event {obj.get('id', '?')} is erased: {_ERASED_HINT}", field="erased")
     extra = sorted(set(obj) - _WIRE_KEYS)
     if extra:
         raise EventError(f"unknown field(s): {', '.join(extra)}")

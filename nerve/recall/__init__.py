@@ -471,8 +471,8 @@ def _error_draft(question_id: str, exc: FallbackError, fallback: str) -> Draft:
 def _unanswered_text() -> str:
     return (
         "I could not answer that from what this machine has recorded, and no language model is "
-        "set up to try harder. Try naming a sense, a file or a time (\"what did cpu do in the "
-        "last hour?\"), or set up a model under `recall.fallback` in nerve.yaml "
+        'set up to try harder. Try naming a sense, a file or a time ("what did cpu do in the '
+        'last hour?"), or set up a model under `recall.fallback` in nerve.yaml '
         "(kind: http or command)."
     )
 
