@@ -13,12 +13,14 @@ from nerve.cli.state import workspace as _ws
 from nerve.errors import UsageError
 from nerve.events import source_name, trust_name
 from nerve.log.codec import event_to_json, row_to_json, wire_lines
+from nerve.log.wire import ERASED_TEXT
 from nerve.logops import (
     TailFilter,
     compact,
     draft_of,
     drafts_from_jsonl,
     emit,
+    erased_payload,
     follow_tables,
     import_stream,
     parse_payload_arg,
@@ -146,14 +148,29 @@ def replay_cmd(
         emit_json(report.to_json())
     else:
         typer.echo(f"events  {report.events}\nsegments {report.segments}\ndigest  {report.digest}")
+        _replay_extras(report)
         for problem in report.problems:
             typer.echo(f"corrupt: {problem}", err=True)
         for warning in report.warnings:
             typer.echo(f"warning: {warning}", err=True)
+        for note in report.notes:
+            typer.echo(f"erased: {note}", err=True)
         if verify_:
             typer.echo("verify  " + ("ok" if report.ok else "FAILED"))
     if not report.ok:
         raise typer.Exit(1)
+
+
+def _replay_extras(report: Any) -> None:
+    """What the digest covers when segments were archived, and the digest before each
+    erasure (the erasure event is one more event; the digest before it is unchanged)."""
+    if report.archives:
+        typer.echo(f"covers  {report.covers}")
+    for point in report.checkpoints:
+        typer.echo(
+            f"before payload.erased {point.erasure[:12]}: {point.events} events, "
+            f"digest {point.digest}"
+        )
 
 
 def seal_cmd() -> None:
@@ -208,7 +225,7 @@ def _tail_cells(row: dict[str, Any]) -> list[Any]:
         row["source"],
         row["trust"],
         row["subject"],
-        row["line"],
+        row.get("line", ERASED_TEXT),
     ]
 
 
@@ -218,7 +235,8 @@ def _tsv_lines(table: pa.Table) -> list[str]:
     sources = {code: source_name(code) for code in set(col["source"])}
     trusts = {code: trust_name(code) for code in set(col["trust"])}
     return [
-        f"{p}.{lo}\t{node}\t{kind}\t{sources[src]}\t{trusts[trust]}\t{subject}\t{line}"
+        f"{p}.{lo}\t{node}\t{kind}\t{sources[src]}\t{trusts[trust]}\t{subject}\t"
+        f"{ERASED_TEXT if line is None else line}"
         for p, lo, node, kind, src, trust, subject, line in zip(
             *(col[name] for name in _TSV_COLUMNS), strict=True
         )
@@ -300,12 +318,16 @@ def payload_cmd(cid: Annotated[str, typer.Argument(help="Payload address (hex)."
     """Print the payload bytes stored under a content address."""
     if len(cid) != 64 or any(c not in "0123456789abcdef" for c in cid.lower()):
         raise UsageError(f"{cid!r} is not a 64-hex-digit address")
+    conn = _ws().connect()
     result = run_query(
-        _ws().connect(),
-        f"SELECT payload FROM events WHERE payload_cid = from_hex('{cid.lower()}') LIMIT 1",
+        conn,
+        f"SELECT payload FROM events WHERE payload_cid = from_hex('{cid.lower()}') "
+        "ORDER BY erased LIMIT 1",
     )
     if not result.rows:
         raise UsageError(f"no payload with address {cid}")
+    if result.rows[0][0] is None:
+        raise erased_payload(conn, cid.lower())
     sys.stdout.buffer.write(bytes(result.rows[0][0]))
 
 

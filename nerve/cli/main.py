@@ -123,6 +123,7 @@ def _register() -> None:
         daemon_cmds,
         export_cmds,
         log_cmds,
+        privacy_log_cmds,
         sense_cmds,
         workflow_cmds,
     )
@@ -135,6 +136,7 @@ def _register() -> None:
     workflow_cmds.register(app)
     check_cmds.register(app)
     export_cmds.register(app)
+    privacy_log_cmds.register(app)
 
 
 def fail(exc: NerveError) -> None:

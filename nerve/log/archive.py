@@ -293,10 +293,12 @@ class Coverage:
     def altered(self) -> list[Part]:
         return [p for p in self.parts if p.problem is not None and not p.missing]
 
-    def describe(self, live_events: int) -> str:
+    def describe(self, total: int) -> str:
+        """In words, for ``total`` events fed to the digest."""
         if not self.parts:
             return "the whole history (nothing archived)"
         archived = sum(p.events for p in self.parts)
+        live_events = total - archived if self.whole else total
         if self.whole:
             where = ", ".join(dict.fromkeys(str(p.folder) for p in self.parts))
             return (

@@ -70,6 +70,7 @@ class Plan:
     already: int = 0
     protected: int = 0
     replaced: list[tuple[SegmentInfo, SegmentInfo]] = field(default_factory=list)
+    erasures: list[str] = field(default_factory=list)  # the payload.erased ids recorded
 
     @property
     def count(self) -> int:

@@ -212,7 +212,8 @@ def replay_digest(root: Path, archives: Sequence[Path] = ()) -> Digest:
         table = seg.read_segment(path, columns)
         hasher.feed(table.column("id"), table.column("kind") if erased else None)
     hasher.feed(snap.tail.column("id"), snap.tail.column("kind"))
-    return Digest(hasher.events, hasher.hexdigest(), tuple(hasher.checkpoints), coverage)
+    points = tuple(hasher.checkpoints) if coverage.whole else ()  # a partial count misleads
+    return Digest(hasher.events, hasher.hexdigest(), points, coverage)
 
 
 # -- following the log: only the bytes not yet seen ---------------------------------------

@@ -470,6 +470,7 @@ class EventLog:
                 self._discard_rewrite(plan)
                 raise
             ids = [bytes(i).hex() for i in stored.column("id").to_pylist()]
+            plan.erasures = ids
             try:
                 self._record_rewrite(plan, ids)
             except (NerveError, OSError) as exc:

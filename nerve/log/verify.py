@@ -265,9 +265,9 @@ def verify(root: Path, archives: Sequence[Path] = ()) -> VerifyReport:
     _check_unlisted(paths, state, tail_ids, report)
     _check_erasures(state, erased, report)
     report.digest = hasher.hexdigest()
-    report.checkpoints = hasher.checkpoints
-    report.covers = coverage.describe(report.events)
+    report.checkpoints = hasher.checkpoints if coverage.whole else []  # a partial count misleads
     report.events += archived_events
+    report.covers = coverage.describe(report.events)
     return report
 
 

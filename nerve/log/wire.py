@@ -25,6 +25,8 @@ from nerve.events import (
     validate_fields,
 )
 
+ERASED_TEXT = "<erased>"  # how text output shows an erased line (JSON says "erased": true)
+
 
 def _payload_wire(data: bytes) -> dict[str, Any]:
     """``payload`` when the bytes are canonical JSON (not ``null``), else ``payload_b64``:

@@ -1,0 +1,1 @@
+"""Privacy: forgetting verifiably, retention and archive (and redaction at capture)."""
