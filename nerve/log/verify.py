@@ -459,7 +459,7 @@ def _check_unlisted(
                     Problem(
                         _rel(paths, path),
                         "not in the manifest, but every event in it "
-                        "is stored elsewhere (an interrupted seal or compaction)",
+                        "is stored elsewhere (an interrupted seal, compaction or erasure)",
                     )
                 )
         for info in found.adopt:
