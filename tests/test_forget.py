@@ -83,7 +83,7 @@ def test_the_secret_is_nowhere_in_the_log_once_the_grace_has_passed(
         log.maybe_seal()  # a writer's upkeep deletes retired files past the grace
     stored = b"".join(p.read_bytes() for p in workspace.log_root.rglob("*") if p.is_file())
     assert b"s3cret" not in stored
-    event = [r for r in _rows(workspace) if r["kind"] == ERASED_KIND][0]
+    event = next(r for r in _rows(workspace) if r["kind"] == ERASED_KIND)
     body = json.loads(event["payload"])
     assert "match" not in body["selection"] and len(body["selection"]["match_blake3"]) == 64
 
@@ -120,7 +120,7 @@ def test_selectors_combine_with_and_repeats_with_or(workspace: Workspace) -> Non
     assert count("--before", f"{cut.physical_ns}.{cut.logical}") == 11
     assert count("--after", f"{cut.physical_ns}.{cut.logical}", "--kind", "observation") == 12
     assert count("--before", "1d") == 0 and count("--after", "2000-01-01") == 24
-    cid = [r for r in _rows(workspace) if r["source"] == FILES][0]["payload_cid"].hex()
+    cid = next(r for r in _rows(workspace) if r["source"] == FILES)["payload_cid"].hex()
     assert count("--cid", cid) == 2  # both events that carry those bytes
 
 
