@@ -232,9 +232,10 @@ def parts(state: ManifestState) -> list[Part]:
     ]
 
 
-def locate(part: Part, candidates: Iterable[Path]) -> Part:
+def locate(part: Part, candidates: Iterable[Path], *, full: bool = False) -> Part:
     """Find the folder holding ``part``: its manifest chain holds the recorded head and
-    lists every segment, and each segment file's ids give the recorded root."""
+    lists every segment, and each segment file's ids give the recorded root (``full``:
+    and its bytes their blake3 name, as verify checks)."""
     tried = []
     for folder in dict.fromkeys([*candidates, Path(part.to)]):
         root = log_root(folder)
@@ -242,14 +243,14 @@ def locate(part: Part, candidates: Iterable[Path]) -> Part:
             tried.append(str(folder))
             continue
         part.folder = folder
-        part.problem = _check_part(part, LogPaths(root))
+        part.problem = _check_part(part, LogPaths(root), full)
         return part
     part.missing = True
     part.problem = f"not found (looked in {', '.join(tried) or 'no folder'})"
     return part
 
 
-def _check_part(part: Part, paths: LogPaths) -> str | None:
+def _check_part(part: Part, paths: LogPaths, full: bool) -> str | None:
     errors: list[LogCorrupt] = []
     theirs = read_manifest(paths.manifest, errors=errors)
     if errors:
@@ -263,7 +264,13 @@ def _check_part(part: Part, paths: LogPaths) -> str | None:
         path = paths.segment(info.name)
         if info.name not in theirs.live or not path.exists():
             return f"segment {info.name[:12]} is missing"
-        if seg.ids_root(fixed_bytes(seg.read_segment(path, ["id"]).column("id"))) != info.root:
+        try:
+            if full and blake3.blake3(fsio.read_bytes(path)).hexdigest() != info.name:
+                return f"segment {info.name[:12]}: its bytes do not match its name (altered)"
+            ids = fixed_bytes(seg.read_segment(path, ["id"]).column("id"))
+        except (LogCorrupt, OSError) as exc:
+            return f"segment {info.name[:12]} cannot be read (altered): {exc}"
+        if seg.ids_root(ids) != info.root:
             return f"segment {info.name[:12]} holds other ids than were archived (altered)"
     return None
 

@@ -186,11 +186,12 @@ class Digest:
 
 
 def feed_archives(
-    state: ManifestState, folders: Sequence[Path], hasher: IdHasher
+    state: ManifestState, folders: Sequence[Path], hasher: IdHasher, *, full: bool = False
 ) -> archive.Coverage:
     """Find the archives the manifest moved segments to; when every one is found intact,
     feed their ids to ``hasher`` (so the digest covers the whole history)."""
-    coverage = archive.Coverage([archive.locate(p, folders) for p in archive.parts(state)])
+    found = [archive.locate(p, folders, full=full) for p in archive.parts(state)]
+    coverage = archive.Coverage(found)
     if coverage.whole:
         for part in coverage.parts:
             for table in archive.archived_ids(part):

@@ -247,7 +247,7 @@ def verify(root: Path, archives: Sequence[Path] = ()) -> VerifyReport:
     embedded, bad = archive.embedded_erasures(state)
     erased.found += embedded
     report.problems += [Problem(rel, m) for m in bad]
-    coverage = feed_archives(state, archives, hasher)
+    coverage = feed_archives(state, archives, hasher, full=True)
     _report_archives(coverage, report)
     archived_events = hasher.events
     previous: SegmentInfo | None = None
