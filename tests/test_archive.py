@@ -111,7 +111,7 @@ def test_an_altered_archive_is_damage_named_where(workspace: Workspace, tmp_path
     segment.write_bytes(bytes(data))
     code, _, err = _cli(folder, "replay", "--verify", check=False)
     assert code == 1 and f"segments/{segment.name}" in err
-    code, out, err = _cli(workspace.root, "replay", "--verify", check=False)
+    code, _out, err = _cli(workspace.root, "replay", "--verify", check=False)
     assert code == 1 and str(folder) in err and "archive of manifest record" in err
 
 

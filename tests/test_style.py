@@ -20,7 +20,8 @@ LAYERS = [
     {"query", "config", "conformance", "chain", "attention", "checks"}
     | {"recall.core", "recall.tier0"},
     {"workspace"},
-    {"runtime", "flow", "logops", "recall", "export"},
+    {"runtime", "flow", "logops", "recall", "export"}
+    | {"privacy.forget", "privacy.archive", "privacy.selection"},
     {"cli", "__main__"},
 ]
 
