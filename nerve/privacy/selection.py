@@ -214,6 +214,7 @@ def retention_predicate(cfg: RetentionConfig, now_ns: int) -> Predicate:
 
 def _expired(cfg: RetentionConfig, now_ns: int, table: pa.Table) -> Any:
     import numpy as np
+    import pyarrow as pa
     import pyarrow.compute as pc
 
     never = np.iinfo(np.int64).min
@@ -224,7 +225,7 @@ def _expired(cfg: RetentionConfig, now_ns: int, table: pa.Table) -> Any:
     for kind, ms in cfg.kinds.items():
         hit = pc.equal(table.column("kind"), kind)
         cuts[np.asarray(hit.to_numpy(zero_copy_only=False), dtype=bool)] = now_ns - ms * 10**6
-    return table.column("physical_ns").to_numpy() < cuts
+    return pa.array(table.column("physical_ns").to_numpy() < cuts)
 
 
 def retention_recorded(cfg: RetentionConfig, now_ns: int) -> dict[str, Any]:
