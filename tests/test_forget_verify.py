@@ -214,3 +214,35 @@ def test_any_selection_keeps_the_digest_and_erases_exactly_it(
         assert report.checkpoints[0].digest == digest
     else:
         assert replay_digest(root).digest == digest
+
+
+def test_the_kept_preimage_is_the_id_preimage_without_the_line() -> None:
+    """As conformance/README.md documents it: fields 0-8 of the id preimage."""
+    from nerve.clock import Hlc
+    from nerve.events import Event, id_preimage
+    from nerve.log.codec import kept_hashes, table_from_events
+
+    event = Event(
+        Hlc(1_700_000_000_000_000_000, 3),
+        "n",
+        "observation",
+        "s",
+        5,
+        1,
+        None,
+        b'{"a":1}',
+        "the line",
+    )
+    full = id_preimage(
+        event.hlc,
+        event.node,
+        event.kind,
+        event.subject,
+        event.source,
+        event.trust,
+        event.valid_time_ns,
+        event.payload_cid,
+        event.line,
+    )
+    without = full[: -(4 + len(event.line.encode()))]
+    assert kept_hashes(table_from_events([event])) == blake3.blake3(without).digest()

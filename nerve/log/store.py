@@ -91,6 +91,7 @@ class EventLog:
         self._mutex = threading.RLock()  # the WAL and the tail
         self._seal_lock = threading.RLock()  # seals and compactions, one at a time
         self._keys: BatchKeys | None = None
+        self._gone: set[str] = set()  # retired segments already deleted
         self._lock = WriterLock(self.paths.lock)
         try:
             self.paths.tighten()
@@ -353,7 +354,7 @@ class EventLog:
         with self._mutex:
             rows, age = self.tail_rows, self._now() - self._tail_since_ns
             retry = bool(self._pending)
-        if self.manifest.retired:
+        if len(self.manifest.retired) > len(self._gone):
             with self._seal_lock:
                 self._drop_retired()
         if retry or rows >= self.seal_max_events or (rows and age >= self.seal_max_age_ns):
@@ -441,11 +442,14 @@ class EventLog:
         grace period; a failure keeps the file for the next try (it is no longer live)."""
         now, grace = self._now(), self.retire_grace_ns if grace_ns is None else grace_ns
         for name, since in list(self.manifest.retired.items()):
+            if name in self._gone or now - since < grace:
+                continue
             path = self.paths.segment(name)
-            if now - since >= grace and path.exists():
-                with contextlib.suppress(OSError):
+            with contextlib.suppress(OSError):
+                if path.exists():
                     fsio.hit("segment.unlink", path)
                     path.unlink()
+                self._gone.add(name)
 
     # -- erasure (see nerve.log.erasure) -----------------------------------------------
 
