@@ -12,7 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import blake3
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from nerve.clock import HLC_ZERO, Hlc
 from nerve.errors import LogCorrupt, LogDamageWarning, LogError
@@ -161,20 +163,19 @@ class IdHasher:
             self._hasher.update(raw[start * 32 :])
         self.events += len(ids) - start
         if kinds is not None and len(kinds):
-            self._last_kind = str(kinds[-1])
+            self._last_kind = str(kinds[len(kinds) - 1].as_py())
 
     def hexdigest(self) -> str:
         return self._hasher.hexdigest()
 
 
 def _erasure_starts(kinds: Any, before: str) -> list[int]:
-    if not isinstance(kinds, list):
-        kinds = kinds.to_pylist()
-    return [
-        i
-        for i, kind in enumerate(kinds)
-        if kind == ERASED_KIND and (kinds[i - 1] if i else before) != ERASED_KIND
-    ]
+    """Rows starting a run of ``payload.erased`` events (``before``: the kind just ahead)."""
+    hits = np.asarray(pc.equal(kinds, ERASED_KIND).to_numpy(zero_copy_only=False), dtype=bool)
+    if not hits.any():
+        return []
+    ahead = np.concatenate(([before == ERASED_KIND], hits[:-1]))
+    return [int(i) for i in np.flatnonzero(hits & ~ahead)]
 
 
 @dataclass(frozen=True)
