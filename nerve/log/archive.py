@@ -20,7 +20,7 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -90,6 +90,41 @@ def check_target(live: LogPaths, folder: Path, state: ManifestState) -> LogPaths
                 hint="archive each log to its own folder",
             )
     return target
+
+
+def move_out(
+    live: LogPaths,
+    state: ManifestState,
+    before: Hlc,
+    to: Path,
+    tail: list[pa.Table],
+    now_ns: Callable[[], int],
+) -> tuple[list[SegmentInfo], dict[str, Any] | None]:
+    """Copy the segments wholly before ``before`` into the archive ``to`` and record them
+    there; the segments, and the live record that completes the move (None: nothing)."""
+    target = check_target(live, to, state)
+    picked = prefix(state.segments(), before)
+    if not picked:
+        return [], None
+    files = [live.segment(i.name) for i in state.segments()]
+    erased = erased_ids(live.segment(i.name) for i in picked)
+    head = copy_out(
+        live,
+        target,
+        picked,
+        owner=log_id(state),
+        erasures=erasure_events(files, tail, erased),
+        now_ns=now_ns(),
+    )
+    body = {
+        "op": "archive",
+        "remove": [i.name for i in picked],
+        "archived": [i.to_json() for i in picked],
+        "to": str(Path(to).expanduser().resolve()),
+        "archive_head": head,
+        "time_ns": now_ns(),
+    }
+    return picked, body
 
 
 def copy_out(

@@ -293,6 +293,23 @@ def check_kept(plan: Plan, wanted: dict[str, str]) -> None:
                 )
 
 
+def finish_pending(
+    folder: Path,
+    segments: list[tuple[SegmentInfo, Path]],
+    tail: list[pa.Table],
+    done: set[str],
+) -> tuple[Plan, list[str]] | None:
+    """The rewrite that carries out every pending erasure (its copies written, not yet
+    recorded), and their ids; None when none is pending."""
+    todo = pending(stored_erasures(segments, tail), done)
+    if not todo:
+        return None
+    wanted = {i: k for e in todo for i, k in zip(e.events, e.kept, strict=True)}
+    plan = rewrite(folder, segments, id_predicate(wanted))
+    check_kept(plan, wanted)
+    return plan, [e.id for e in todo]
+
+
 def pending(found: Iterable[Erasure], done: set[str]) -> list[Erasure]:
     """Erasures whose rewrite no manifest record carried out (a forget interrupted)."""
     return [e for e in found if e.id not in done]

@@ -489,21 +489,15 @@ class EventLog:
     def finish_erasures(self) -> int:
         """Carry out ``payload.erased`` events no rewrite record names; how many there were."""
         with self._seal_lock:
-            stored = erasure.stored_erasures(
-                [(s, self.paths.segment(s.name)) for s in self.manifest.segments()],
-                self._unsealed(),
+            found = erasure.finish_pending(
+                self.paths.segments, self._live_files(), self._unsealed(), self.manifest.erasures
             )
-            todo = erasure.pending(stored, self.manifest.erasures)
-            if not todo:
+            if found is None:
                 return 0
-            wanted = {i: k for e in todo for i, k in zip(e.events, e.kept, strict=True)}
-            plan = erasure.rewrite(
-                self.paths.segments, self._live_files(), erasure.id_predicate(wanted)
-            )
-            erasure.check_kept(plan, wanted)
-            self._record_rewrite(plan, [e.id for e in todo])
+            plan, ids = found
+            self._record_rewrite(plan, ids)
             self._drop_retired()
-            return len(todo)
+            return len(ids)
 
     def archive(self, before: Hlc, to: Path, *, vacuum: bool = False) -> list[SegmentInfo]:
         """Move the oldest segments wholly before ``before`` into the archive folder ``to``
@@ -511,27 +505,10 @@ class EventLog:
         retired file now instead of after the reader grace."""
         with self._seal_lock:
             self.finish_erasures()  # an erasure must not be left pending on archived rows
-            target = archive.check_target(self.paths, to, self.manifest)
-            picked = archive.prefix(self.manifest.segments(), before)
-            if picked:
-                live = [self.paths.segment(i.name) for i in self.manifest.segments()]
-                erased = archive.erased_ids(self.paths.segment(i.name) for i in picked)
-                head = archive.copy_out(
-                    self.paths,
-                    target,
-                    picked,
-                    owner=archive.log_id(self.manifest),
-                    erasures=archive.erasure_events(live, self._unsealed(), erased),
-                    now_ns=self._now(),
-                )
-                body = {
-                    "op": "archive",
-                    "remove": [i.name for i in picked],
-                    "archived": [i.to_json() for i in picked],
-                    "to": str(Path(to).expanduser().resolve()),
-                    "archive_head": head,
-                    "time_ns": self._now(),
-                }
+            picked, body = archive.move_out(
+                self.paths, self.manifest, before, to, self._unsealed(), self._now
+            )
+            if body is not None:
                 append_record(self.paths.manifest, self.manifest, body)
             self._drop_retired(grace_ns=0 if vacuum else None)
             return picked
