@@ -166,11 +166,17 @@ def _replay_extras(report: Any) -> None:
     erasure (the erasure event is one more event; the digest before it is unchanged)."""
     if report.archives:
         typer.echo(f"covers  {report.covers}")
-    for point in report.checkpoints:
+    shown = report.checkpoints[-_CHECKPOINTS_SHOWN:]
+    if len(report.checkpoints) > len(shown):
+        typer.echo(f"({len(report.checkpoints) - len(shown)} earlier erasures: --json lists all)")
+    for point in shown:
         typer.echo(
             f"before payload.erased {point.erasure[:12]}: {point.events} events, "
             f"digest {point.digest}"
         )
+
+
+_CHECKPOINTS_SHOWN = 3
 
 
 def seal_cmd() -> None:

@@ -14,6 +14,8 @@ from nerve.errors import UsageError
 if TYPE_CHECKING:
     from nerve.privacy.forget import ForgetResult
 
+SEGMENTS_SHOWN = 20
+
 
 def forget_cmd(
     cid: Annotated[
@@ -82,16 +84,27 @@ def forget_cmd(
 
 
 def _print_result(result: ForgetResult) -> None:
+    if not result.erased and not (result.already or result.protected):
+        typer.echo("nothing to erase: no stored event matches")
+        return
     verb = "would erase" if result.dry_run else "erased"
     segments = len(result.segments)
     typer.echo(
         f"{verb} the payload and line of {result.erased} events in {segments} segment(s) "
         f"(reason: {result.reason}); ids, order and the replay digest are kept"
     )
-    for entry in result.segments:
+    for entry in result.segments[:SEGMENTS_SHOWN]:
         name = entry["segment"][:12] if entry["segment"] else "(unsealed)"
         by_source = ", ".join(f"{s} {n}" for s, n in entry["sources"].items())
-        typer.echo(f"  {name}  {entry['events']:>8}  {by_source}")
+        typer.echo(f"  {name:<12}  {entry['events']:>8}  {by_source}")
+    if len(result.segments) > SEGMENTS_SHOWN:
+        rest = result.segments[SEGMENTS_SHOWN:]
+        typer.echo(
+            f"  … and {len(rest)} more segments, {sum(e['events'] for e in rest)} events "
+            "(--json lists all)"
+        )
+    if result.sources and len(result.segments) > 1:
+        typer.echo("  by source: " + ", ".join(f"{s} {n}" for s, n in result.sources.items()))
     if result.already or result.protected:
         typer.echo(
             f"matched but kept: {result.already} already erased, {result.protected} "
