@@ -266,3 +266,23 @@ def test_an_interrupted_erasure_is_pending_then_finished(workspace: Workspace) -
 
 def _fail(*args: object) -> None:
     raise OSError(28, "No space left on device (test)")
+
+
+def test_payload_erased_cannot_be_sent_from_outside(workspace: Workspace, tmp_path: Path) -> None:
+    """Only an erasure writes one: an emitted one would name events for the next forget."""
+    code, _, err = _cli(
+        workspace,
+        "emit",
+        "--source",
+        "shell",
+        "--kind",
+        ERASED_KIND,
+        "--payload",
+        '{"events": [], "kept": [], "reason": "x"}',
+        check=False,
+    )
+    assert code == 1 and "kind 'payload.erased' cannot be sent" in err
+    line = {"hlc": [1, 0], "node": "n", "kind": ERASED_KIND, "source": "shell"}
+    (tmp_path / "e.jsonl").write_text(json.dumps(line) + "\n")
+    code, _, err = _cli(workspace, "import", str(tmp_path / "e.jsonl"), check=False)
+    assert code == 1 and "cannot be sent" in err

@@ -237,25 +237,25 @@ class Erasure:
     @classmethod
     def parse(cls, event_id: bytes, payload: bytes) -> Erasure:
         body = json.loads(payload)
-        return cls(
-            event_id.hex(),
-            str(body["reason"]),
-            list(body["events"]),
-            list(body["kept"]),
-            list(body.get("cids", [])),
-        )
+        events, kept = list(body["events"]), list(body["kept"])
+        if len(events) != len(kept) or not all(isinstance(x, str) for x in events + kept):
+            raise ValueError("events and kept must be lists of hex of one length")
+        return cls(event_id.hex(), str(body["reason"]), events, kept, list(body.get("cids", [])))
 
 
 def erasures_in(table: pa.Table) -> list[Erasure]:
-    """Every ``payload.erased`` event in a table (its rows whole: never erased)."""
+    """Every well-formed ``payload.erased`` event in a table. One that does not parse names
+    nothing (so rows it claims to have erased show as corruption)."""
     if "payload" not in table.column_names or not table.num_rows:
         return []
     rows = table.filter(pc.equal(table.column("kind"), ERASED_KIND))
-    return [
-        Erasure.parse(r["id"], r["payload"])
-        for r in rows.select(["id", "payload"]).to_pylist()
-        if r["payload"] is not None
-    ]
+    out = []
+    for r in rows.select(["id", "payload"]).to_pylist():
+        try:
+            out.append(Erasure.parse(r["id"], r["payload"]))
+        except (ValueError, KeyError, TypeError):
+            continue
+    return out
 
 
 def stored_erasures(

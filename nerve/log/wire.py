@@ -120,9 +120,19 @@ def draft_from_json(obj: Any, *, default_kind: str = "observation") -> dict[str,
     return _draft_fields(obj, default_kind)
 
 
+_RESERVED = {"payload.erased": "`nerve forget` and retention write it, with the erasure itself"}
+
+
+def _kind(value: Any) -> str:
+    kind = check_kind(value)
+    if kind in _RESERVED:
+        raise EventError(f"kind {kind!r} cannot be sent: {_RESERVED[kind]}", field="kind")
+    return kind
+
+
 def _draft_fields(obj: dict[str, Any], default_kind: str) -> dict[str, Any]:
     return {
-        "kind": check_kind(obj.get("kind", default_kind)),
+        "kind": _kind(obj.get("kind", default_kind)),
         "subject": check_text("subject", obj.get("subject", "")),
         "source": parse_source(obj["source"]),
         "trust": int(parse_trust(obj.get("trust", "Untrusted"))),
