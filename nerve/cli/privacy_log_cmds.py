@@ -19,24 +19,33 @@ SEGMENTS_SHOWN = 20
 
 def forget_cmd(
     cid: Annotated[
-        list[str] | None, typer.Option("--cid", help="A payload address (repeatable).")
+        list[str] | None,
+        typer.Option("--cid", metavar="HASH", help="A payload address (repeatable)."),
     ] = None,
     source: Annotated[
-        list[str] | None, typer.Option("--source", help="A source class (repeatable).")
+        list[str] | None,
+        typer.Option("--source", metavar="SOURCE", help="A source class (repeatable)."),
     ] = None,
-    kind: Annotated[list[str] | None, typer.Option("--kind", help="A kind (repeatable).")] = None,
+    kind: Annotated[
+        list[str] | None, typer.Option("--kind", metavar="KIND", help="A kind (repeatable).")
+    ] = None,
     match: Annotated[
-        str | None, typer.Option("--match", help="Text in the line or the payload.")
+        str | None, typer.Option("--match", metavar="TEXT", help="Text in the line or the payload.")
     ] = None,
     before: Annotated[
         str | None,
-        typer.Option("--before", help="Older than: 30d, an ISO time, or an HLC stamp."),
+        typer.Option(
+            "--before", metavar="WHEN", help="Older than: 30d, an ISO time, or an HLC stamp."
+        ),
     ] = None,
     after: Annotated[
-        str | None, typer.Option("--after", help="Newer than: 30d, an ISO time, or an HLC stamp.")
+        str | None,
+        typer.Option(
+            "--after", metavar="WHEN", help="Newer than: 30d, an ISO time, or an HLC stamp."
+        ),
     ] = None,
     reason: Annotated[
-        str, typer.Option("--reason", help="Why, kept in the payload.erased event.")
+        str, typer.Option("--reason", metavar="TEXT", help="Why, kept in the payload.erased event.")
     ] = "user",
     retention: Annotated[
         bool, typer.Option("--retention", help="Apply log.retention from nerve.yaml now.")
@@ -118,9 +127,13 @@ def _print_result(result: ForgetResult) -> None:
 def archive_cmd(
     before: Annotated[
         str,
-        typer.Option("--before", help="Move segments wholly older than this (30d, ISO, HLC)."),
+        typer.Option(
+            "--before", metavar="WHEN", help="Move segments wholly older than this (30d, ISO, HLC)."
+        ),
     ],
-    to: Annotated[Path, typer.Option("--to", help="The archive folder (created if needed).")],
+    to: Annotated[
+        Path, typer.Option("--to", metavar="DIR", help="The archive folder (created if needed).")
+    ],
     vacuum: Annotated[
         bool,
         typer.Option(
