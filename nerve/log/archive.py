@@ -213,7 +213,7 @@ def embedded_erasures(state: ManifestState) -> tuple[list[erasure.Erasure], list
     for rec in state.records:
         for obj in rec.get("erasure_events", []):
             try:
-                event = event_from_json(obj)
+                event = event_from_json(obj, own=True)
             except EventError as exc:
                 problems.append(
                     f"record {rec['seq']}: a payload.erased event does not verify: {exc}"

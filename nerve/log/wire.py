@@ -130,9 +130,10 @@ def _kind(value: Any) -> str:
     return kind
 
 
-def _draft_fields(obj: dict[str, Any], default_kind: str) -> dict[str, Any]:
+def _draft_fields(obj: dict[str, Any], default_kind: str, *, own: bool = False) -> dict[str, Any]:
+    kind = obj.get("kind", default_kind)
     return {
-        "kind": _kind(obj.get("kind", default_kind)),
+        "kind": check_kind(kind) if own else _kind(kind),
         "subject": check_text("subject", obj.get("subject", "")),
         "source": parse_source(obj["source"]),
         "trust": int(parse_trust(obj.get("trust", "Untrusted"))),
@@ -142,8 +143,9 @@ def _draft_fields(obj: dict[str, Any], default_kind: str) -> dict[str, Any]:
     }
 
 
-def event_from_json(obj: Any) -> Event:
-    """Read one whole event in the wire form; a given ``id`` must match the recomputed one."""
+def event_from_json(obj: Any, *, own: bool = False) -> Event:
+    """Read one whole event in the wire form; a given ``id`` must match the recomputed one.
+    ``own``: an event this log wrote (an archive's copy), so a reserved kind is fine."""
     if not isinstance(obj, dict):
         raise EventError(f"expected a JSON object, got {type(obj).__name__}")
     if obj.get("erased") is True:
@@ -157,7 +159,7 @@ def event_from_json(obj: Any) -> Event:
     hlc = obj["hlc"]
     if not (isinstance(hlc, list) and len(hlc) == 2 and all(type(x) is int for x in hlc)):
         raise EventError(f"hlc must be [physical_ns, logical] integers, got {hlc!r}")
-    fields = _draft_fields(obj, "observation")
+    fields = _draft_fields(obj, "observation", own=own)
     node = obj["node"]
     validate_fields(
         Hlc(*hlc),
