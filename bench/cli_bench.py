@@ -7,6 +7,8 @@ One temporary workspace with no senses, holding ``--events`` sealed events (buil
 every command once, in the same order, as a fresh process (what a person at a shell gets):
 
 * **floor**: ``python -c "import typer, rich"``, the least any CLI on this stack can cost;
+* **typer_app**: a one-command typer app parsing ``emit``'s three options, what typer itself
+  costs to run a command (it converts option values through pydantic);
 * ``nerve --version``, ``nerve --help``, ``nerve status``;
 * ``nerve emit --source shell --line … -q`` through the running daemon;
 * ``nerve tail -n 20`` over the ``--events`` log (stdout piped).
@@ -76,10 +78,23 @@ def make_workspace(root: Path, events: int) -> None:
         log.seal()
 
 
+# typer's own cost of running a command: since typer 0.2x it parses every option through a
+# pydantic TypeAdapter, which no import-only floor shows. Reported beside the floor.
+TYPER_APP = """
+import typer
+app = typer.Typer()
+@app.command()
+def emit(source: str = typer.Option(...), line: str = "", quiet: bool = typer.Option(False, "-q")):
+    pass
+app()
+"""
+
+
 def commands(root: Path) -> dict[str, list[str]]:
     nerve = [*nerve_argv(), "--workspace", str(root)]
     return {
         "floor": [sys.executable, "-c", "import typer, rich"],
+        "typer_app": [sys.executable, "-c", TYPER_APP, "--source", "shell", "--line", "x", "-q"],
         "version": [*nerve, "--version"],
         "help": [*nerve, "--help"],
         "status": [*nerve, "status"],

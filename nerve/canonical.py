@@ -21,6 +21,7 @@ import json
 import json.scanner
 import re
 from collections.abc import Callable
+from decimal import Decimal
 from typing import Any
 
 from nerve.errors import EventError
@@ -395,3 +396,25 @@ def det_cbor_decode(data: bytes | bytearray | memoryview) -> Any:
     if decoder.pos != len(decoder.data):
         raise decoder.fail(f"{len(decoder.data) - decoder.pos} trailing byte(s)", decoder.pos)
     return value
+
+
+_PLAIN = (str, int, float, bool)
+
+
+def jsonable(value: Any) -> Any:
+    """A query value in byte-stable JSON form (bytes as hex, times as ISO strings)."""
+    if value is None or type(value) in _PLAIN:  # most values: nothing to convert
+        return value
+    if isinstance(value, bytes | bytearray | memoryview):
+        return bytes(value).hex()
+    if hasattr(value, "isoformat"):
+        return value.isoformat()
+    if isinstance(value, list | tuple):
+        return [jsonable(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, float | int | str | bool) or value is None:
+        return value
+    if isinstance(value, Decimal):  # HUGEINT and DECIMAL arrive through Arrow as Decimal
+        return int(value) if value == value.to_integral_value() else float(value)
+    return str(value)

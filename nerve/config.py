@@ -37,6 +37,8 @@ from ruamel.yaml.error import MarkedYAMLError, YAMLError
 from nerve.contract import MAX_ROUNDS_LIMIT
 from nerve.errors import ConfigError, EventError
 from nerve.events import check_kind, parse_source
+from nerve.privacy.settings import MODELS as PRIVACY_MODELS
+from nerve.privacy.settings import PrivacyConfig
 
 __all__ = [
     "DEFAULT_TIMEOUT_MS",
@@ -320,6 +322,7 @@ class NerveConfig(_Model):
     attention: dict[str, Any] = Field(default_factory=dict)
     recall: dict[str, Any] = Field(default_factory=dict)
     daemon: DaemonConfig = Field(default_factory=DaemonConfig)
+    privacy: PrivacyConfig = Field(default_factory=PrivacyConfig)
 
     @model_validator(mode="before")
     @classmethod
@@ -363,6 +366,7 @@ _MODELS = (
     LogConfig,
     RetentionConfig,
     DaemonConfig,
+    *PRIVACY_MODELS,
 )
 _KNOWN_KEYS = sorted({key for model in _MODELS for key in model.model_fields})
 

@@ -13,6 +13,7 @@
     ├── SenseError              a sense could not be loaded or broke its contract
     ├── WorkflowError           a workflow definition or run request is invalid
     ├── CheckError              a gate-check manifest is invalid or a check cannot be fired
+    ├── PrivacyError            the privacy rules refuse an input (an import they would change)
     ├── ChainError              the sealed surfacing log failed verification
     └── DaemonError             the daemon is not reachable, or is already running
 
@@ -119,6 +120,11 @@ class CheckError(NerveError):
     """Raised when a gate-check manifest is invalid or a check cannot be fired."""
 
 
+class PrivacyError(NerveError):
+    """Raised when the privacy rules refuse an input: events to import that they would drop
+    or redact (an imported event's id binds its payload, so it cannot be changed)."""
+
+
 class ChainError(NerveError):
     """Raised when the sealed surfacing log fails verification."""
 
@@ -146,7 +152,15 @@ def did_you_mean(name: str, known: Iterable[str]) -> str | None:
 
 
 def report(message: str) -> None:
-    """Say something on stderr (a daemon's log) without ever failing: that disk may be full."""
+    """Say something in the daemon's log without ever failing (that disk may be full):
+    through the ``nerve`` logger once the daemon has set it up (``nerve.runtime.journal``,
+    which stamps the time), else on stderr."""
+    import logging  # here: most commands never report
+
+    logger = logging.getLogger("nerve")
+    if logger.handlers:
+        logger.warning(message)
+        return
     with contextlib.suppress(OSError, ValueError):
         sys.stderr.write(f"nerve: {message}\n")
         sys.stderr.flush()

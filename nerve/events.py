@@ -6,6 +6,7 @@ An event's id is blake3 over a fixed-order, length-prefixed encoding of every fi
 
 from __future__ import annotations
 
+import difflib
 import re
 import struct
 from dataclasses import dataclass, field
@@ -59,6 +60,28 @@ _TRUST_BY_NAME.update({"first_party": Trust.FIRST_PARTY, "firstparty": Trust.FIR
 _GOOD_KINDS: set[str] = set()
 _KIND_RE = re.compile(r"^[a-z][a-z0-9_]*(?:[.-][a-z0-9_]+)*$")
 
+# The kinds nerve itself writes (README "Event kinds"); a tail's typo check suggests these.
+NERVE_KINDS = (
+    "observation",
+    "sense.state", "sense.error", "sense.restart", "signal",
+    "config.loaded", "config.rejected", "daemon.started", "daemon.stopped",
+    "log.recovered", "batch.key",
+    "workflow.requested", "workflow.rejected", "workflow.status", "workflow.started",
+    "workflow.decision", "workflow.message", "workflow.question", "workflow.answer",
+    "workflow.override", "workflow.error", "workflow.backoff", "workflow.restart",
+    "check.fired", "check.verdict",
+    "attention.highlight", "attention.decision", "attention.snapshot",
+    "attention.notify_failed", "chain.link",
+    "ask.question", "ask.answer", "ask.error",
+)  # fmt: skip
+
+# Records nerve keeps for itself (state snapshots, signals, keys, chain links): `nerve tail`
+# hides them unless asked (`--all-kinds`, or a `--kind` naming one).
+BOOKKEEPING_KINDS = frozenset(
+    {"sense.state", "signal", "batch.key", "chain.link", "attention.snapshot"}
+)
+NERVE_SOURCE_NAME = "nerve"  # how readers show NERVE_SOURCE
+
 
 def source_name(code: int) -> str:
     """``file_change`` for a standard code, ``vendor:<code>`` for a vendor one."""
@@ -68,6 +91,11 @@ def source_name(code: int) -> str:
         return SourceClass(code).name.lower()
     except ValueError:
         raise EventError(f"source code {code} is neither a standard class nor >= 1024") from None
+
+
+def display_source(code: int) -> str:
+    """``source_name`` for people: nerve's own records read ``nerve``, not ``vendor:1024``."""
+    return NERVE_SOURCE_NAME if code == NERVE_SOURCE else source_name(code)
 
 
 def parse_source(text: str | int) -> int:
@@ -85,9 +113,11 @@ def parse_source(text: str | int) -> int:
     try:
         return int(SourceClass[name.upper()])
     except KeyError:
-        names = ", ".join(s.name.lower() for s in SourceClass)
+        known = [s.name.lower() for s in SourceClass]
+        close = difflib.get_close_matches(name, known, n=1)
+        guess = f"did you mean {close[0]!r}? " if close else ""
         raise EventError(
-            f"unknown source class {text!r} (one of {names}, or vendor:<code>)"
+            f"unknown source class {text!r} ({guess}one of {', '.join(known)}, or vendor:<code>)"
         ) from None
 
 

@@ -3,31 +3,25 @@
 from __future__ import annotations
 
 import json
-import time
 import uuid
 import warnings
 from collections.abc import Iterator
-from dataclasses import dataclass
-from typing import IO, Any
-
-import pyarrow as pa
-import pyarrow.compute as pc
+from typing import IO, TYPE_CHECKING, Any
 
 from nerve.canonical import loads_bounded
 from nerve.clock import HLC_ZERO, Hlc
 from nerve.errors import EventError, LogError, NerveError, OrderError, SealDeferred, UsageError
-from nerve.events import Event, parse_source
-from nerve.log.codec import (
-    draft_from_json,
-    event_from_json,
-    event_to_json,
-    events_from_table,
-    row_to_json,
-)
-from nerve.log.reader import TailReader, snapshot, table_since
-from nerve.log.store import Draft, EventLog
-from nerve.log.verify import VerifyReport, verify
+from nerve.events import Event
+from nerve.log.drafts import Draft
+from nerve.log.wire import draft_from_json, event_from_json, event_to_json, row_to_json
 from nerve.workspace import Workspace
+
+if TYPE_CHECKING:  # loaded where used: emit through the daemon never loads Arrow
+    import pyarrow as pa
+
+    from nerve.log.select import TailFilter
+    from nerve.log.store import EventLog
+    from nerve.log.verify import VerifyReport
 
 
 def read_jsonl(stream: IO[str], name: str) -> Iterator[tuple[int, Any]]:
@@ -76,13 +70,19 @@ def emit(ws: Workspace, drafts: list[Draft], *, key: str | None = None) -> list[
     in parts of at most ``REQUEST_CHUNK_BYTES`` that it holds until the last one).
 
     With ``key``, a batch sent again with the same key is stored once (the first result is
-    returned). A seal that fails after the append does not fail it: the events are durable,
-    and a :class:`~nerve.errors.SealDeferred` warning says the seal will be retried.
+    returned). The privacy rules apply first: a draft may be stored redacted, or not at all
+    (see ``nerve.privacy``). A seal that fails after the append does not fail it: the events
+    are durable, and a :class:`~nerve.errors.SealDeferred` warning says the seal will be
+    retried.
     """
     if daemon_running(ws):
         wire = [draft_to_json(d) for d in drafts]
         reply = _send_in_parts(ws, "emit", wire, key)
         return [event_from_json(obj) for obj in reply["events"]]
+    from nerve.log.codec import events_from_table
+    from nerve.privacy.policy import Policy
+
+    drafts = Policy(ws.config.privacy).capture_all(drafts)  # the daemon does this itself
     with ws.open_log() as log:
         events = events_from_table(log.append_drafts(drafts, key=key))
         _warn_seal(log)
@@ -122,10 +122,15 @@ def _send_in_parts(
 
 def _request_budget(ws: Workspace) -> int:
     """Bytes of events per request: ``REQUEST_CHUNK_BYTES``, less if the daemon takes less."""
-    try:
-        limit = ws.config.daemon.max_request_bytes
-    except NerveError:
-        limit = REQUEST_CHUNK_BYTES * 2
+    from nerve.runtime.daemon import run_info
+
+    info = run_info(ws) or {}
+    limit = info.get("max_request_bytes")
+    if not isinstance(limit, int):
+        try:
+            limit = ws.config.daemon.max_request_bytes
+        except NerveError:
+            limit = REQUEST_CHUNK_BYTES * 2
     return max(1, min(REQUEST_CHUNK_BYTES, limit - 1024))  # room for the request around them
 
 
@@ -219,16 +224,21 @@ def compact(ws: Workspace, target_rows: int) -> dict[str, int]:
 def import_stream(ws: Workspace, stream: IO[str], name: str, *, key: str | None = None) -> int:
     """Import whole events (wire form); all are checked before any is appended.
 
+    Refused (``PrivacyError``) when a privacy rule would drop or redact one of them.
     All or nothing, with or without a daemon (through one, in parts it holds until the last,
     then imports at once, so its own events cannot land between two parts).
     """
-    events = []
+    events, places = [], []
     for number, obj in read_jsonl(stream, name):
         try:
             events.append(event_from_json(obj))
         except NerveError as exc:
             raise exc.located(f"{name}:{number}") from None
+        places.append(f"{name}:{number}")
     _check_sorted(events)
+    from nerve.privacy.policy import Policy
+
+    Policy(ws.config.privacy).screen(events, places)  # ids bind payloads: refuse, never edit
     if daemon_running(ws):  # in parts, as emit sends them: still all or nothing
         wire = [event_to_json(e) for e in events]
         return int(_send_in_parts(ws, "import", wire, key)["imported"])
@@ -250,69 +260,24 @@ def _check_sorted(events: list[Event]) -> None:
             )
 
 
-FOLLOW_GATHER_S = 0.02
-
-
-@dataclass(frozen=True)
-class TailFilter:
-    kinds: tuple[str, ...] = ()
-    sources: tuple[int, ...] = ()
-
-    @classmethod
-    def of(cls, kinds: list[str] | None, sources: list[str] | None) -> TailFilter:
-        return cls(tuple(kinds or ()), tuple(parse_source(s) for s in sources or ()))
-
-    def apply(self, table: pa.Table) -> pa.Table:
-        if self.kinds:
-            table = table.filter(pc.is_in(table.column("kind"), pa.array(self.kinds)))
-        if self.sources:
-            table = table.filter(
-                pc.is_in(table.column("source"), pa.array(self.sources, pa.uint32()))
-            )
-        return table
-
-
 def tail_table(
     ws: Workspace, *, count: int | None, filt: TailFilter, since: Hlc = HLC_ZERO
 ) -> tuple[pa.Table, Hlc]:
-    """The last ``count`` matching events (all if None) as a table, and the newest stamp."""
+    """The last ``count`` matching events (all if None) after ``since`` as a table, and the
+    newest stamp (read newest first: see :mod:`nerve.log.window`)."""
+    from nerve.log.reader import snapshot
+    from nerve.log.window import newest
+
     snap = snapshot(ws.log_root)
-    table = filt.apply(table_since(snap, since))
-    if count is not None:
-        table = table.slice(max(0, table.num_rows - count))
-    return table, max(since, snap.newest)
+    return newest(snap, count, filt, since=since).table, max(since, snap.newest)
 
 
 def tail_rows(
     ws: Workspace, *, count: int | None, filt: TailFilter, since: Hlc = HLC_ZERO
 ) -> tuple[list[dict[str, Any]], Hlc]:
     """The last ``count`` matching events (all if None) as wire dicts, and the newest stamp."""
-    table, newest = tail_table(ws, count=count, filt=filt, since=since)
-    return [row_to_json(r) for r in table.to_pylist()], newest
-
-
-def follow_tables(
-    ws: Workspace,
-    *,
-    filt: TailFilter,
-    since: Hlc,
-    poll_s: float = 0.2,
-    stop_after_s: float | None = None,
-) -> Iterator[pa.Table]:
-    """Yield each batch of new matching events as another process appends them.
-
-    Reads only what is new each time (see :class:`nerve.log.reader.TailReader`); sleeps
-    ``poll_s`` when it has caught up, and only ``FOLLOW_GATHER_S`` while events keep coming.
-    """
-    reader = TailReader(ws.log_root, since)
-    started = time.monotonic()
-    while stop_after_s is None or time.monotonic() - started < stop_after_s:
-        table = reader.poll()
-        matching = filt.apply(table) if table.num_rows else table
-        if matching.num_rows:
-            yield matching
-        # caught up: wait a poll; busy: a short pause lets a batch gather
-        time.sleep(poll_s if not table.num_rows else min(poll_s, FOLLOW_GATHER_S))
+    table, newest_stamp = tail_table(ws, count=count, filt=filt, since=since)
+    return [row_to_json(r) for r in table.to_pylist()], newest_stamp
 
 
 def replay(ws: Workspace, *, full: bool) -> VerifyReport:
@@ -320,8 +285,8 @@ def replay(ws: Workspace, *, full: bool) -> VerifyReport:
 
     Segments archived away are read from ``log.archives`` (or the folder recorded) so the
     digest covers the whole history; ``covers`` says plainly when it cannot."""
-    from nerve.log.reader import replay_digest
-    from nerve.log.verify import Problem
+    from nerve.log.reader import replay_digest, snapshot
+    from nerve.log.verify import Problem, VerifyReport, verify
 
     archives = ws.archive_dirs()
     if full:

@@ -12,16 +12,17 @@ same SQL runs in plain DuckDB, e.g. in a file ``nerve export --duckdb`` wrote.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import blake3
 import duckdb
+import pyarrow as pa
 
-from nerve.canonical import canonical_json
-from nerve.errors import ConfigError, UsageError
+from nerve.canonical import canonical_json, jsonable, loads_bounded
+from nerve.errors import ConfigError, EventError, UsageError
 from nerve.events import SourceClass
 from nerve.log.reader import Snapshot, snapshot
 
@@ -85,6 +86,7 @@ def connect(
     """An in-memory DuckDB connection with ``events`` and every projection as views."""
     snap = snapshot(log_root)
     conn = duckdb.connect()
+    conn.execute("SET enable_progress_bar_print = false")  # DuckDB prints it on stdout
     conn.register("_tail", snap.tail)
     define_views(conn, _source_sql(snap), load_projections(projection_dirs), settings)
     return conn
@@ -147,19 +149,107 @@ def run_query(conn: duckdb.DuckDBPyConnection, sql: str) -> QueryResult:
     return QueryResult(columns, rel.fetchall())
 
 
-def jsonable(value: Any) -> Any:
-    """A query value in byte-stable JSON form (bytes as hex, times as ISO strings)."""
-    if isinstance(value, bytes | bytearray | memoryview):
-        return bytes(value).hex()
-    if hasattr(value, "isoformat"):
-        return value.isoformat()
-    if isinstance(value, list | tuple):
-        return [jsonable(v) for v in value]
-    if isinstance(value, dict):
-        return {str(k): jsonable(v) for k, v in value.items()}
-    if isinstance(value, float | int | str | bool) or value is None:
-        return value
-    return str(value)
+STREAM_BATCH_ROWS = 2048
+
+
+class RowChunk:
+    """One record batch of a result, turned into Python rows only when asked: a terminal
+    shows the first rows and only counts the rest."""
+
+    def __init__(self, batch: pa.RecordBatch, json_columns: frozenset[int]) -> None:
+        self.batch = batch
+        self.json_columns = json_columns
+
+    @property
+    def num_rows(self) -> int:
+        return int(self.batch.num_rows)
+
+    def rows(self, stop: int | None = None) -> list[tuple[Any, ...]]:
+        """Rows in column order; JSON columns parsed, maps as objects (``stop`` rows at most)."""
+        batch = self.batch if stop is None else self.batch.slice(0, stop)
+        columns = [
+            _column_values(batch.column(i), i in self.json_columns)
+            for i in range(batch.num_columns)
+        ]
+        return list(zip(*columns, strict=True)) if columns else []
+
+
+def _column_values(array: pa.Array, is_json: bool) -> list[Any]:
+    values: list[Any] = array.to_pylist()
+    if is_json:
+        return [None if v is None else _json_value(v) for v in values]
+    if _has_map(array.type):
+        return [_maps_as_dicts(v, array.type) for v in values]
+    return values
+
+
+def _json_value(text: str) -> Any:
+    """A JSON cell as its value; text nested past ``MAX_NESTING`` stays text (it is only
+    ever in raw payload bytes, and no reader parses that deep)."""
+    try:
+        return loads_bounded(text, field="data")
+    except EventError:
+        return text
+
+
+def _has_map(kind: pa.DataType) -> bool:
+    if pa.types.is_map(kind):
+        return True
+    if pa.types.is_struct(kind):
+        return any(_has_map(kind.field(i).type) for i in range(kind.num_fields))
+    if pa.types.is_list(kind) or pa.types.is_large_list(kind):
+        return _has_map(kind.value_type)
+    return False
+
+
+def _maps_as_dicts(value: Any, kind: pa.DataType) -> Any:
+    """A value of an Arrow type holding maps, with each map (pairs) as a dict."""
+    if value is None:
+        return None
+    if pa.types.is_map(kind):
+        return {str(k): _maps_as_dicts(v, kind.item_type) for k, v in value}
+    if pa.types.is_struct(kind):
+        return {
+            kind.field(i).name: _maps_as_dicts(value[kind.field(i).name], kind.field(i).type)
+            for i in range(kind.num_fields)
+        }
+    if pa.types.is_list(kind) or pa.types.is_large_list(kind):
+        return [_maps_as_dicts(v, kind.value_type) for v in value]
+    return value
+
+
+@dataclass
+class QueryStream:
+    """A result read a record batch at a time: the columns, then :meth:`chunks`."""
+
+    columns: list[str]
+    json_columns: frozenset[int]
+    _reader: Any
+
+    def chunks(self) -> Iterator[RowChunk]:
+        while True:
+            try:
+                batch = self._reader.read_next_batch()
+            except StopIteration:
+                return
+            except (duckdb.Error, pa.ArrowException) as exc:
+                raise UsageError(f"query failed: {exc}") from None
+            if batch.num_rows:
+                yield RowChunk(batch, self.json_columns)
+
+
+def stream_query(
+    conn: duckdb.DuckDBPyConnection, sql: str, *, batch_rows: int = STREAM_BATCH_ROWS
+) -> QueryStream:
+    """Run ``sql`` (the last statement's rows are the result) and read it lazily."""
+    try:
+        rel = conn.sql(sql)
+        if rel is None:  # text holding no statement ("", ";", a comment)
+            raise UsageError(f"the query {sql!r} holds no SQL statement", hint=_QUERY_HINT)
+        json_columns = frozenset(i for i, t in enumerate(rel.types) if str(t) == "JSON")
+        return QueryStream(list(rel.columns), json_columns, rel.to_arrow_reader(batch_rows))
+    except duckdb.Error as exc:
+        raise UsageError(f"query failed: {exc}") from None
 
 
 def projection_digest(conn: duckdb.DuckDBPyConnection, name: str) -> tuple[int, str]:

@@ -20,6 +20,10 @@ BENCH = ROOT / "bench"
 
 # Each bench's quick run (small sizes, a few seconds) and the figures its RESULT must echo.
 QUICK_RUNS: dict[str, tuple[list[str], dict[str, Any]]] = {
+    "cli_bench.py": (
+        ["--quick", "--rounds", "1", "--events", "2000"],
+        {"rounds": 1, "events": 2000},
+    ),
     "log_bench.py": (
         ["--quick", "--events", "3000", "--query-events", "20000", "--rounds", "1"],
         {"events": 3000, "query_events": 20000, "rounds": 1},
@@ -52,6 +56,10 @@ QUICK_RUNS: dict[str, tuple[list[str], dict[str, Any]]] = {
     "forget_bench.py": (
         ["--quick", "--events", "20000", "--segment-events", "5000"],
         {"events": 20000, "segment_events": 5000, "selected": 200, "erased": 200},
+    ),
+    "privacy_bench.py": (
+        ["--quick", "--events", "3000", "--lines", "5000"],
+        {"events": 3000, "lines": 5000, "rounds": 1},
     ),
 }
 
@@ -99,6 +107,13 @@ def test_the_bench_runs_quick_and_its_checks_hold(name: str) -> None:
 # A bench broken in one place, run in a subprocess: (code run after loading the bench as
 # ``bench``, its arguments, the check that must fail).
 SABOTAGE: dict[str, tuple[str, list[str], str]] = {
+    "cli_bench.py": (
+        """
+        bench._tail_lines = lambda out: 0  # as if tail printed nothing
+        """,
+        ["--rounds", "1", "--events", "1000"],
+        "tail_prints_n",
+    ),
     "log_bench.py": (
         """
         rows_with_ids = bench._rows_with_ids
@@ -185,6 +200,16 @@ SABOTAGE: dict[str, tuple[str, list[str], str]] = {
         """,
         ["--events", "4000", "--segment-events", "1000"],
         "exactly_selected_erased",
+    ),
+    "privacy_bench.py": (
+        """
+        planted_corpus = bench.planted_corpus
+        def unknown(per_shape, seed=0):  # a token shape no detector knows
+            return [*planted_corpus(per_shape), ("github-token", "ghz_x", "export T=ghz_x")]
+        bench.planted_corpus = unknown
+        """,
+        ["--events", "2000", "--lines", "2000", "--rounds", "1"],
+        "every_planted_secret_redacted",
     ),
 }
 

@@ -11,9 +11,10 @@ from nerve.clock import Hlc
 from nerve.events import Event
 from nerve.log.codec import table_from_events
 from nerve.log.reader import TailReader
+from nerve.log.select import TailFilter
 from nerve.log.store import EventLog
 from nerve.log.wal import encode_frame
-from nerve.logops import TailFilter, follow_tables
+from nerve.tail import follow_tables
 from nerve.workspace import Workspace
 
 APPENDER = """

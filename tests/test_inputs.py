@@ -206,7 +206,7 @@ def test_a_log_holding_a_deep_payload_still_reads_in_every_format(
         state = b'{"state":' + b"[" * 5000 + b"]" * 5000 + b"}"
         log.append("sense.state", source=1024, subject="cpu", line="deep state", payload=state)
         log.append(source=5, line="shallow", payload={"a": 1})
-    tsv = cli(workspace, "tail", "--all")
+    tsv = cli(workspace, "tail", "--all", "--all-kinds")
     assert tsv.returncode == 0 and [r.split("\t")[-1] for r in tsv.stdout.splitlines()] == [
         "deep",
         "deep state",

@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import shutil
 import subprocess
 import time
@@ -110,11 +111,33 @@ def test_a_bad_option_is_a_clear_error(name: str, options: dict[str, Any], tmp_p
 # --- cpu, memory, disk, network -------------------------------------------------------------
 
 
+# Each sense's Sense v0.1 class: what it reads (senses/README.md says why).
+CLASSES = {
+    "cpu": SourceClass.ENDPOINT,
+    "memory": SourceClass.ENDPOINT,
+    "disk": SourceClass.ENDPOINT,
+    "power": SourceClass.THERMAL_POWER,
+    "processes": SourceClass.PROCESS_TREE,
+    "network": SourceClass.NETWORK,
+    "files": SourceClass.FILE_CHANGE,
+    "shell": SourceClass.SHELL,
+}
+
+
+def test_the_readme_tables_name_each_senses_class() -> None:
+    text = (SENSES_DIR / "README.md").read_text()
+    for name in BUILTINS:
+        rows = re.findall(rf"^\| `{name}` \| `([a-z_]+)` \|", text, flags=re.MULTILINE)
+        assert rows == [CLASSES[name].name.lower()] * 2, name  # both tables agree
+        code = (SENSES_DIR / name / "sense.py").read_text()
+        assert f"SourceClass.{CLASSES[name].name}" in code, name
+
+
 def test_cpu_reports_load_every_compute(tmp_path: Path) -> None:
     first = run("cpu", initial("cpu"), tmp_path)
     result = run("cpu", first.state, tmp_path, per_cpu=True)
     (obs,) = result.observations
-    assert (obs.source, obs.trust) == (SourceClass.THERMAL_POWER, Trust.FIRST_PARTY)
+    assert (obs.source, obs.trust) == (SourceClass.ENDPOINT, Trust.FIRST_PARTY)
     p = obs.payload
     assert 0.0 <= p["percent"] <= 100.0
     assert p["cores_logical"] >= 1 and len(p["per_cpu"]) == p["cores_logical"]
@@ -126,7 +149,7 @@ def test_cpu_reports_load_every_compute(tmp_path: Path) -> None:
 def test_memory_reports_percent_and_bytes(tmp_path: Path) -> None:
     (obs,) = run("memory", initial("memory"), tmp_path).observations
     p = obs.payload
-    assert (obs.source, obs.trust) == (SourceClass.THERMAL_POWER, Trust.FIRST_PARTY)
+    assert (obs.source, obs.trust) == (SourceClass.ENDPOINT, Trust.FIRST_PARTY)
     assert 0.0 <= p["percent"] <= 100.0
     assert 0 < p["used_bytes"] <= p["total_bytes"]
     assert p["swap_percent"] is None or 0.0 <= p["swap_percent"] <= 100.0
@@ -139,6 +162,9 @@ def test_disk_reports_usage_pressure_and_io_rates(tmp_path: Path) -> None:
     first = run("disk", initial("disk"), tmp_path, paths=["/", "no/such/dir"], warn_percent=0)
     (usage,) = payloads(first)
     assert usage["path"] == "/" and 0.0 <= usage["percent"] <= 100.0
+    assert {(o.source, o.trust) for o in first.observations} == {
+        (SourceClass.ENDPOINT, Trust.FIRST_PARTY)
+    }
     assert usage["pressure"] is True
     assert first.state["notes"]["no/such/dir"].startswith("unreadable")
     (tmp_path / "blob").write_bytes(os.urandom(4096))
@@ -383,7 +409,7 @@ def test_shell_waits_for_a_complete_line(tmp_path: Path) -> None:
     done = _shell(partial.state, tmp_path, hist)
     assert payloads(done) == [
         {"command": "partly done", "format": "bash-timestamped", "timestamp": 1700000000,
-         "elapsed_s": None, "file": str(hist), "redacted": False},
+         "elapsed_s": None, "file": str(hist)},
     ]  # fmt: skip
 
 
@@ -432,7 +458,9 @@ def test_shell_caps_per_compute_without_losing_commands(tmp_path: Path) -> None:
     assert seen == [f"cmd{i}" for i in range(5)]
 
 
-def test_shell_masks_secrets_and_decodes_zsh_meta(tmp_path: Path) -> None:
+def test_shell_leaves_secrets_to_the_privacy_rules_and_decodes_zsh_meta(tmp_path: Path) -> None:
+    """The sense reports commands as typed; the kernel's privacy rules redact them before
+    the WAL (tests/test_privacy_capture.py), so the sense's old mask is gone."""
     hist = tmp_path / "h"
     hist.write_text("")
     state = _shell(initial("shell"), tmp_path, hist).state
@@ -440,10 +468,16 @@ def test_shell_masks_secrets_and_decodes_zsh_meta(tmp_path: Path) -> None:
     _append(hist, b": 1700000003:0;echo \xc4\x83\xa3\n")  # zsh metafies the 0x83 of "\u0103"
     result = _shell(state, tmp_path, hist)
     assert _commands(result) == [
-        "export API_TOKEN=***", "curl https://bob:***@example.com", "echo \u0103"
+        "export API_TOKEN=abc123", "curl https://bob:hunter2@example.com", "echo \u0103"
     ]  # fmt: skip
-    assert [p["redacted"] for p in payloads(result)] == [True, True, False]
-    assert "abc123" not in json.dumps(result.state)
+    assert all("redacted" not in p for p in payloads(result))
+
+
+def test_shell_redact_option_points_to_the_privacy_rules(tmp_path: Path) -> None:
+    hist = tmp_path / "h"
+    hist.write_text("")
+    with pytest.raises(ValueError, match=r"options\.redact is gone.*privacy\.rules"):
+        _shell(initial("shell"), tmp_path, hist, redact=[r"x"])
 
 
 # --- power -----------------------------------------------------------------------------------

@@ -59,7 +59,7 @@ def test_help_and_version_load_nothing_heavy(tmp_path: Path) -> None:
         heavy, code, out = _loaded(*argv, cwd=tmp_path)
         assert heavy == set(), (argv, heavy)
         assert code in ("0", "None", "2"), (argv, code)  # no arguments: help, exit 2 (click)
-        assert out
+        assert out or code == "2"  # no arguments: click prints the help on stderr
 
 
 def test_verbs_through_a_running_daemon_load_nothing_heavy(daemon: Daemon) -> None:

@@ -395,7 +395,6 @@ class AttentionService:
 
     async def start(self, kernel: Any) -> None:
         settings = parse_settings(kernel.config.attention)
-        kernel.surfaced = []
         if not settings.enabled:
             return
         self.settings = settings
@@ -465,8 +464,8 @@ class AttentionService:
         from nerve.attention.notify import deliver
 
         for payload in decisions:
+            kernel.on_decision(payload)  # surfaced or held: the dev view shows both
             if payload["outcome"] == "surface":
-                kernel.surfaced.append(f"{payload['probe']}: {payload['source_line']}")
                 await deliver(kernel, self.settings.notify, payload)
 
     async def rotate_key(self, kernel: Any) -> int:

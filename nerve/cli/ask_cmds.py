@@ -5,8 +5,6 @@ the plain message is still printed, so scripts can tell the two apart); 1 for an
 failing fallback, a bad ``recall:`` section); 2 for usage.
 """
 
-from __future__ import annotations
-
 from typing import Annotated
 
 import typer

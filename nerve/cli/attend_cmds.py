@@ -1,7 +1,5 @@
 """Attention and audit commands: attend (--replay, --check) and audit (verify, held, show, ...)."""
 
-from __future__ import annotations
-
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -115,7 +113,7 @@ def verify(
 
 def _verdict(
     path: Path | None, key: bytes | None, trust_bundle_key: bool, *, record: bool
-) -> audit.Verdict:
+) -> "audit.Verdict":
     from nerve.attention import audit, bundle
 
     if path is not None:

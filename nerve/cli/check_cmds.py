@@ -1,7 +1,5 @@
 """Gate-check commands: list, describe, fire."""
 
-from __future__ import annotations
-
 from typing import Annotated
 
 import typer

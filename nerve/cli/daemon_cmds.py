@@ -1,9 +1,7 @@
 """Daemon commands: dev, daemon start|stop|status|restart|logs|run, and top-level aliases."""
 
-from __future__ import annotations
-
 import sys
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -15,18 +13,21 @@ JsonFlag = Annotated[bool, typer.Option("--json", help="JSON output.")]
 
 
 def dev() -> None:
-    """Run the daemon in the foreground with a live view (Ctrl+C stops)."""
+    """Run the daemon in the foreground with a live view (Ctrl+C stops).
+
+    Piped, it prints the daemon's log lines instead of the view."""
     from nerve.runtime import daemon
 
-    daemon.run_foreground(_ws(write=True), view=sys.stdout.isatty())
+    view = sys.stdout.isatty()
+    daemon.run_foreground(_ws(write=True), view=view, echo=None if view else sys.stdout)
 
 
 @daemon_app.command("run")
 def run_cmd() -> None:
-    """Run the daemon in the foreground without a view (what `start` runs)."""
+    """Run the daemon in the foreground without a view, its log on stderr (what `start` runs)."""
     from nerve.runtime import daemon
 
-    daemon.run_foreground(_ws(write=True))
+    daemon.run_foreground(_ws(write=True), echo=sys.stderr)
 
 
 @daemon_app.command("start")
@@ -77,21 +78,31 @@ def status(as_json: JsonFlag = False) -> None:
         f"running  pid {health['pid']}, up {health['uptime_s']} s\n"
         f"events   {health['events']} appended ({health['commits']} commits), "
         f"{health['segments']} segments, {health['tail_rows']} unsealed\n"
-        f"senses   {health['senses']} in {len(health['groups'])} groups"
+        f"senses   {health['senses']} in {len(health['groups'])} groups\n"
+        f"capture  {_capture(health.get('capture'))}"
     )
+
+
+def _capture(capture: dict[str, Any] | None) -> str:
+    from nerve.privacy.pause import PauseState
+
+    return PauseState.from_json(capture).describe() if capture else "capturing"
 
 
 @daemon_app.command("logs")
 def logs(
-    n: Annotated[int, typer.Option("-n", help="Lines to show.")] = 50,
+    n: Annotated[int, typer.Option("-n", min=0, help="Lines to show.")] = 50,
     follow: Annotated[bool, typer.Option("-f", "--follow", help="Keep printing.")] = False,
 ) -> None:
-    """Print the daemon's own log (process output, not events: see `nerve tail`)."""
+    """Print the daemon's own log: start-up, reloads, restarts, errors, shutdown
+    (not events: see `nerve tail`)."""
     from nerve.runtime import daemon
 
     path = daemon.log_path(_ws())
     if not follow:
-        typer.echo(daemon.tail_text(path, n))
+        text = daemon.tail_text(path, n)
+        if text:
+            typer.echo(text)
         return
     for line in daemon.follow_log(path, lines=n):
         typer.echo(line)

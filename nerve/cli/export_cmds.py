@@ -1,7 +1,5 @@
 """Export commands: ``nerve export --duckdb FILE``, the log as a file plain DuckDB opens."""
 
-from __future__ import annotations
-
 from pathlib import Path
 from typing import Annotated
 

@@ -1,39 +1,14 @@
 """Log commands: init, emit, import, replay, seal, compact, query, tail, payload, conformance."""
 
-from __future__ import annotations
-
 import sys
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Annotated, Any
+from typing import IO, Annotated, Any
 
 import typer
 
-from nerve.cli.output import console, emit_json, is_terminal, render_rows
+from nerve.cli.output import DEFAULT_LIMIT, console, emit_json, render_chunks
 from nerve.cli.state import workspace as _ws
 from nerve.errors import UsageError
-from nerve.events import source_name, trust_name
-from nerve.log.codec import event_to_json, row_to_json, wire_lines
-from nerve.log.wire import ERASED_TEXT
-from nerve.logops import (
-    TailFilter,
-    compact,
-    draft_of,
-    drafts_from_jsonl,
-    emit,
-    erased_payload,
-    follow_tables,
-    import_stream,
-    parse_payload_arg,
-    repair,
-    replay,
-    seal,
-    tail_table,
-)
-from nerve.query import run_query
-from nerve.workspace import init_workspace
-
-if TYPE_CHECKING:
-    import pyarrow as pa
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="JSON output (one object per line).")]
 CsvFlag = Annotated[bool, typer.Option("--csv", help="CSV output.")]
@@ -62,6 +37,8 @@ def init(
     directory: Annotated[Path, typer.Argument(help="Folder to create the workspace in.")],
 ) -> None:
     """Create a workspace: nerve.yaml, senses/, workflows/, projections/, data/."""
+    from nerve.workspace import init_workspace
+
     ws = init_workspace(directory)
     typer.echo(f"created workspace {ws.root}")
 
@@ -94,6 +71,9 @@ def emit_cmd(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print nothing on success.")] = False,
 ) -> None:
     """Append an event (or a batch with --jsonl) and print what was stored."""
+    from nerve.log.wire import event_to_json
+    from nerve.logops import draft_of, drafts_from_jsonl, emit, parse_payload_arg
+
     ws = _ws(write=True)
     if jsonl is not None:
         if source is not None:
@@ -131,6 +111,8 @@ def import_cmd(
     key: KeyOption = None,
 ) -> None:
     """Import whole events (hlc, node kept); they must sort after the log's newest."""
+    from nerve.logops import import_stream
+
     stream, name = _open_input(path)
     count = import_stream(_ws(write=True), stream, name, key=key)
     typer.echo(f"imported {count} events", err=True)
@@ -143,6 +125,8 @@ def replay_cmd(
     as_json: JsonFlag = False,
 ) -> None:
     """Replay the log and print its digest; with --verify, check everything."""
+    from nerve.logops import replay
+
     report = replay(_ws(), full=verify_)
     if as_json:
         emit_json(report.to_json())
@@ -181,6 +165,8 @@ _CHECKPOINTS_SHOWN = 3
 
 def seal_cmd() -> None:
     """Seal the unsealed tail into a segment now."""
+    from nerve.logops import seal
+
     info = seal(_ws(write=True))
     typer.echo(
         f"sealed {info['rows']} events into {info['segment']}" if info else "nothing to seal"
@@ -189,6 +175,8 @@ def seal_cmd() -> None:
 
 def repair_cmd() -> None:
     """Open a damaged log: keep every good frame, move damaged files to quarantine/."""
+    from nerve.logops import repair
+
     notes = repair(_ws(write=True))
     for note in notes:
         typer.echo(f"repaired: {note}")
@@ -202,6 +190,8 @@ def compact_cmd(
     ] = 1_000_000,
 ) -> None:
     """Merge small adjacent segments; the events and the digest are unchanged."""
+    from nerve.logops import compact
+
     result = compact(_ws(write=True), target_rows)
     typer.echo(
         f"merged {result['merged']} segments into {result['written']} ({result['rows']} events)"
@@ -212,116 +202,23 @@ def query_cmd(
     sql: Annotated[str, typer.Argument(help="SQL over `events` and the projections.")],
     as_json: JsonFlag = False,
     as_csv: CsvFlag = False,
+    limit: Annotated[
+        int, typer.Option("--limit", min=0, help="Rows a terminal shows at most (0: all).")
+    ] = DEFAULT_LIMIT,
 ) -> None:
-    """Run SQL in DuckDB over the log."""
-    result = run_query(_ws().connect(), sql)
-    render_rows(
-        result.columns, result.rows, fmt="json" if as_json else "csv" if as_csv else "table"
-    )
+    """Run SQL in DuckDB over the log (a terminal shows --limit rows; pipes get all)."""
+    from nerve.query import stream_query
 
-
-TAIL_COLUMNS = ["hlc", "node", "kind", "source", "trust", "subject", "line"]
-
-
-def _tail_cells(row: dict[str, Any]) -> list[Any]:
-    return [
-        f"{row['hlc'][0]}.{row['hlc'][1]}",
-        row["node"],
-        row["kind"],
-        row["source"],
-        row["trust"],
-        row["subject"],
-        row.get("line", ERASED_TEXT),
-    ]
-
-
-def _tsv_lines(table: pa.Table) -> list[str]:
-    """The tail's columns, tab-separated, one line per event (built column by column)."""
-    col = {name: table.column(name).to_pylist() for name in _TSV_COLUMNS}
-    sources = {code: source_name(code) for code in set(col["source"])}
-    trusts = {code: trust_name(code) for code in set(col["trust"])}
-    return [
-        f"{p}.{lo}\t{node}\t{kind}\t{sources[src]}\t{trusts[trust]}\t{subject}\t"
-        f"{ERASED_TEXT if line is None else line}"
-        for p, lo, node, kind, src, trust, subject, line in zip(
-            *(col[name] for name in _TSV_COLUMNS), strict=True
-        )
-    ]
-
-
-_TSV_COLUMNS = ("physical_ns", "logical", "node", "kind", "source", "trust", "subject", "line")
-
-
-def _write_lines(lines: list[str]) -> None:
-    if lines:
-        sys.stdout.write("\n".join(lines) + "\n")
-        sys.stdout.flush()
-
-
-def tail_cmd(
-    n: Annotated[int, typer.Option("-n", help="How many of the newest events.")] = 20,
-    all_: Annotated[bool, typer.Option("--all", help="Every event.")] = False,
-    follow_: Annotated[
-        bool, typer.Option("-f", "--follow", help="Keep printing new events.")
-    ] = False,
-    kind: Annotated[
-        list[str] | None, typer.Option("--kind", help="Only this kind (repeatable).")
-    ] = None,
-    source: Annotated[
-        list[str] | None, typer.Option("--source", help="Only this source class (repeatable).")
-    ] = None,
-    as_json: JsonFlag = False,
-) -> None:
-    """Print the newest events; --json prints exactly what `nerve import` reads."""
-    ws = _ws()
-    filt = TailFilter.of(kind, source)
-    table, newest = tail_table(ws, count=None if all_ else n, filt=filt)
-    if as_json or not is_terminal():
-        lines = wire_lines if as_json else _tsv_lines
-        _write_lines(lines(table))
-        if follow_:
-            for batch in follow_tables(ws, filt=filt, since=newest):
-                _write_lines(lines(batch))
-        return
-    _tail_live(ws, [row_to_json(r) for r in table.to_pylist()], newest, filt, follow_, n)
-
-
-def _row_style(row: dict[str, Any]) -> str | None:
-    """Surfaced highlights stand out; errors are red."""
-    if row["kind"] == "attention.decision" and row["subject"] == "surface":
-        return "bold yellow"
-    if row["kind"].endswith(".error") or row["kind"] == "config.rejected":
-        return "red"
-    return None
-
-
-def _tail_live(
-    ws: Any, rows: list[dict[str, Any]], newest: Any, filt: TailFilter, follow_: bool, n: int
-) -> None:
-    from rich.live import Live
-    from rich.table import Table
-
-    def table() -> Table:
-        t = Table(*TAIL_COLUMNS, expand=False)
-        for row in rows:
-            t.add_row(*(str(c) for c in _tail_cells(row)), style=_row_style(row))
-        return t
-
-    out = console()
-    if not follow_:
-        out.print(table())
-        return
-    keep = max(n, 1)
-    rows = rows[-keep:]
-    with Live(table(), console=out, refresh_per_second=4) as live:
-        for batch in follow_tables(ws, filt=filt, since=newest):
-            newest_rows = batch.slice(max(0, batch.num_rows - keep)).to_pylist()
-            rows = [*rows, *(row_to_json(r) for r in newest_rows)][-keep:]
-            live.update(table())
+    result = stream_query(_ws().connect(), sql)
+    fmt = "json" if as_json else "csv" if as_csv else "table"
+    render_chunks(result.columns, result.chunks(), fmt=fmt, limit=limit)
 
 
 def payload_cmd(cid: Annotated[str, typer.Argument(help="Payload address (hex).")]) -> None:
     """Print the payload bytes stored under a content address."""
+    from nerve.logops import erased_payload
+    from nerve.query import run_query
+
     if len(cid) != 64 or any(c not in "0123456789abcdef" for c in cid.lower()):
         raise UsageError(f"{cid!r} is not a 64-hex-digit address")
     conn = _ws().connect()
@@ -353,6 +250,8 @@ def conformance_cmd(as_json: JsonFlag = False) -> None:
 
 
 def register(app: typer.Typer) -> None:
+    from nerve.cli.tail_cmd import tail_cmd
+
     app.command("init")(init)
     app.command("emit")(emit_cmd)
     app.command("import")(import_cmd)

@@ -1,7 +1,5 @@
 """The ``nerve`` command: global options, command groups, and error translation."""
 
-from __future__ import annotations
-
 import sys
 import warnings
 from pathlib import Path
@@ -106,11 +104,16 @@ def command() -> Any:
 
 
 def _plain_flags(cmd: Any) -> None:
-    """Help shows a flag as ``--json``, not ``--json <bool>``: a flag takes no value."""
+    """Help shows ``--json``, not ``--json <bool>`` (a flag takes no value), and
+    ``--kind KIND``, not ``--kind <list[str]>``: the value named, argparse-style."""
     ctx = typer.Context(cmd, help_option_names=["-h", "--help"])
     for param in [*cmd.params, cmd.get_help_option(ctx)]:
-        if getattr(param, "is_flag", False) and param.metavar is None:
+        if param is None or param.metavar is not None:
+            continue
+        if getattr(param, "is_flag", False):
             param.metavar = ""
+        elif getattr(param, "param_type_name", "") == "option" and param.name:
+            param.metavar = param.name.rstrip("_").upper()
     for sub in getattr(cmd, "commands", {}).values():
         _plain_flags(sub)
 
@@ -123,6 +126,7 @@ def _register() -> None:
         daemon_cmds,
         export_cmds,
         log_cmds,
+        privacy_cmds,
         privacy_log_cmds,
         sense_cmds,
         workflow_cmds,
@@ -137,6 +141,7 @@ def _register() -> None:
     check_cmds.register(app)
     export_cmds.register(app)
     privacy_log_cmds.register(app)
+    privacy_cmds.register(app)
 
 
 def fail(exc: NerveError) -> None:
@@ -156,8 +161,14 @@ def _show_warning(
 
 def run(argv: list[str] | None = None) -> None:
     warnings.showwarning = _show_warning
+    words = sys.argv[1:] if argv is None else argv
+    if words in (["--version"], ["-V"]):  # answered without building the command tree
+        from nerve import __version__
+
+        sys.stdout.write(f"nerve {__version__}\n")
+        return
     tree = command()
-    args = hoist_workspace(tree, sys.argv[1:] if argv is None else argv)
+    args = hoist_workspace(tree, words)
     try:
         tree(args=args, prog_name="nerve")
     except NerveError as exc:

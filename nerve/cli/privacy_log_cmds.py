@@ -1,7 +1,5 @@
 """Forgetting and archive: ``nerve forget``, ``nerve archive``."""
 
-from __future__ import annotations
-
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -92,7 +90,7 @@ def forget_cmd(
     _print_result(result)
 
 
-def _print_result(result: ForgetResult) -> None:
+def _print_result(result: "ForgetResult") -> None:
     if not result.erased and not (result.already or result.protected):
         typer.echo("nothing to erase: no stored event matches")
         return

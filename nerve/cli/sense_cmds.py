@@ -1,7 +1,5 @@
 """Sense commands (list, trigger, state, history) and `nerve validate`."""
 
-from __future__ import annotations
-
 import json
 from typing import Annotated
 

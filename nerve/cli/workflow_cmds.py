@@ -1,8 +1,6 @@
 """Workflow commands: list, inspect, thread (read the log) and trigger, answer, recheck,
 override (ask the daemon)."""
 
-from __future__ import annotations
-
 import sys
 from typing import Annotated
 

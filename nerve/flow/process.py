@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from nerve.errors import WorkflowError
+from nerve.runtime.children import spawning
 
 READY_TIMEOUT_S = 60.0
 STREAM_LIMIT = 64 * 1024 * 1024
@@ -47,16 +48,18 @@ class WorkerHandle:
 
     async def start(self) -> dict[str, Any]:
         """Spawn and load the workflow; its summary, or ``WorkflowError`` if it did not load."""
-        self._proc = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "nerve.flow.worker",
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            limit=STREAM_LIMIT,
-            cwd=self.workspace,
-            env={**os.environ, "NERVE_WORKFLOW": self.name},
-        )
+        with spawning():
+            self._proc = await asyncio.create_subprocess_exec(
+                sys.executable,
+                "-m",
+                "nerve.flow.worker",
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                limit=STREAM_LIMIT,
+                cwd=self.workspace,
+                env={**os.environ, "NERVE_WORKFLOW": self.name},
+                process_group=0,  # see nerve.runtime.children
+            )
         self.pid = self._proc.pid
         load = {"workflow": self.name, "path": str(self.path), "workspace": str(self.workspace)}
         await self._send({"op": "load", **load})

@@ -51,6 +51,7 @@ from nerve.flow.contract import (
     Step,
 )
 from nerve.flow.definition import Definition, load_definition
+from nerve.runtime.children import detach
 
 _THREADS = 64
 _TRACE_CHARS = 4000
@@ -240,6 +241,7 @@ async def serve(inp: TextIO, out: TextIO) -> None:
 
 
 def main() -> None:
+    detach()  # the kernel stops its workers, not Ctrl+C
     protocol = os.fdopen(os.dup(1), "w", encoding="utf-8")
     os.dup2(2, 1)  # a role's print() goes to the daemon log, not into the protocol
     sys.stdout = sys.stderr

@@ -74,7 +74,7 @@ SCHEMA = pa.schema(
     ]
 )
 COLUMNS = SCHEMA.names
-EMPTY = SCHEMA.empty_table()
+EMPTY = pa.Table.from_batches([], schema=SCHEMA)  # empty_table() would import pandas
 # A segment holding erased rows (nerve.log.erasure): their payload and line are null.
 ERASABLE_SCHEMA = pa.schema(
     [f.with_nullable(True) if f.name in ("payload", "line") else f for f in SCHEMA]

@@ -92,6 +92,9 @@ class EventLog:
         self._seal_lock = threading.RLock()  # seals and compactions, one at a time
         self._keys: BatchKeys | None = None
         self._gone: set[str] = set()  # retired segments already deleted
+        # Each durable frame, in stamp order: called in the committing thread under the
+        # append lock, so a hook must be quick and must not raise (the daemon's followers).
+        self.on_commit: list[Callable[[pa.Table], None]] = []
         self._lock = WriterLock(self.paths.lock)
         try:
             self.paths.tighten()
@@ -272,6 +275,8 @@ class EventLog:
         self._newest = max(self._newest, last)
         if self._keys is not None:
             self._keys.observe(table)
+        for hook in self.on_commit:
+            hook(table)
 
     def _append_keyed(self, drafts: Sequence[Draft], key: str) -> pa.Table:
         check_key(key)

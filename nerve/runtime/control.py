@@ -138,6 +138,20 @@ def _batch(
     return None if more else batch
 
 
+@handles("pause")
+async def _pause(kernel: Kernel, request: dict[str, Any]) -> dict[str, Any]:
+    for_ms = request.get("for_ms")
+    if for_ms is not None:
+        for_ms = _int_field(request, "for_ms", 1)
+    return {"ok": True, "capture": (await kernel.capture.pause(for_ms)).to_json()}
+
+
+@handles("resume")
+async def _resume(kernel: Kernel, request: dict[str, Any]) -> dict[str, Any]:
+    ended = await kernel.capture.resume("command")
+    return {"ok": True, "ended": ended.to_json() if ended else None}
+
+
 @handles("seal")
 async def _seal(kernel: Kernel, request: dict[str, Any]) -> dict[str, Any]:
     info = await kernel.log_call("seal")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import signal
 import subprocess
@@ -11,7 +12,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO, TextIO
 
 from nerve import fsio
 from nerve.errors import ConfigError, DaemonError
@@ -20,6 +21,7 @@ from nerve.workspace import Workspace
 
 START_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 30.0
+TAIL_BLOCK = 64 * 1024
 
 
 def pid_path(ws: Workspace) -> Path:
@@ -30,9 +32,32 @@ def log_path(ws: Workspace) -> Path:
     return ws.data / "daemon.log"
 
 
+def run_path(ws: Workspace) -> Path:
+    return ws.data / "nerve.run.json"
+
+
+def run_info(ws: Workspace) -> dict[str, Any] | None:
+    """What the running daemon wrote at start (pid, socket, request limit), or None.
+
+    Clients read this rather than nerve.yaml: it names the socket the daemon really listens
+    on (nerve.yaml may have been edited since), and it spares a command that only talks to
+    the daemon from loading the configuration parser at all.
+    """
+    try:
+        info = json.loads(run_path(ws).read_bytes())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(info, dict) or info.get("pid") != read_pid(ws):
+        return None  # a stale record: its daemon is gone
+    return info
+
+
 def socket_path(ws: Workspace) -> Path:
     """The daemon's socket; the default place if nerve.yaml is missing or broken (a daemon
     started from a good configuration keeps running after a bad edit, and must stay reachable)."""
+    info = run_info(ws)
+    if info is not None and isinstance(info.get("socket"), str):
+        return Path(info["socket"])
     try:
         return (
             ws.root / ws.config.daemon.socket if ws.config_path.exists() else ws.data / "nerve.sock"
@@ -74,24 +99,38 @@ def call(ws: Workspace, request: dict[str, Any], *, timeout: float = 60) -> dict
     return reply
 
 
-def run_foreground(ws: Workspace, *, view: bool = False) -> None:
-    """Run the kernel in this process until SIGTERM / SIGINT (or a `stop` request)."""
+def run_foreground(ws: Workspace, *, view: bool = False, echo: TextIO | None = None) -> None:
+    """Run the kernel in this process until SIGTERM / SIGINT (or a `stop` request).
+
+    The daemon's own log goes to ``data/daemon.log`` and to ``echo`` if given (a background
+    daemon's stderr already is that file: it is not written twice); ``view`` draws the dev
+    view on this terminal instead.
+    """
+    from nerve.runtime import journal
     from nerve.runtime.kernel import Kernel
 
     _refuse_second(ws)
     fsio.private_dir(ws.data, allow_link=True)
     fsio.write_small(pid_path(ws), f"{os.getpid()}\n".encode())
     kernel = Kernel(ws)
+    record = {
+        "pid": os.getpid(),
+        "socket": str(kernel.socket_path),
+        "max_request_bytes": kernel.config.daemon.max_request_bytes,
+    }
+    fsio.write_small(run_path(ws), json.dumps(record).encode())
     try:
-        if view:
-            from nerve.runtime.live import run_with_view
+        with journal.journal(log_path(ws), *([echo] if echo else [])) as recent:
+            if view:
+                from nerve.runtime.live import run_with_view
 
-            asyncio.run(run_with_view(kernel))
-        else:
-            asyncio.run(kernel.run_until_stopped())
+                asyncio.run(run_with_view(kernel, recent))
+            else:
+                asyncio.run(kernel.run_until_stopped())
     finally:
         with contextlib.suppress(FileNotFoundError):
             if read_pid(ws) in (None, os.getpid()):
+                run_path(ws).unlink(missing_ok=True)
                 pid_path(ws).unlink()
 
 
@@ -156,6 +195,7 @@ def stop(ws: Workspace) -> int | None:
         if _wait_gone(pid, wait_s):
             break
     with contextlib.suppress(FileNotFoundError):
+        run_path(ws).unlink(missing_ok=True)
         pid_path(ws).unlink()
     return pid
 
@@ -172,21 +212,41 @@ def _wait_gone(pid: int, seconds: float) -> bool:
 
 
 def tail_text(path: Path, lines: int) -> str:
+    """The last ``lines`` lines of the daemon's log."""
     try:
-        text = path.read_text(errors="replace")
+        with path.open("rb") as handle:
+            return "\n".join(_last_lines(handle, lines))
     except FileNotFoundError:
         return "(no daemon log yet)"
-    return "\n".join(text.splitlines()[-lines:])
 
 
-def follow_log(path: Path, *, lines: int) -> Iterator[str]:
-    """The last ``lines`` lines, then new ones as they are written."""
-    yield from tail_text(path, lines).splitlines()
-    with contextlib.suppress(FileNotFoundError), path.open(errors="replace") as handle:
-        handle.seek(0, os.SEEK_END)
+def _last_lines(handle: BinaryIO, count: int) -> list[str]:
+    """The last ``count`` lines, reading back from the end in blocks (a log grows large);
+    leaves ``handle`` at the end."""
+    end = handle.seek(0, os.SEEK_END)
+    start, data = end, b""
+    while start > 0 and data.count(b"\n") <= count:
+        start = max(0, start - TAIL_BLOCK)
+        handle.seek(start)
+        data = handle.read(end - start)
+    handle.seek(end)
+    found = data.decode(errors="replace").splitlines()[1 if start > 0 else 0 :]
+    return found[-count:] if count > 0 else []
+
+
+def follow_log(path: Path, *, lines: int, poll_s: float = 0.2) -> Iterator[str]:
+    """The last ``lines`` lines, then each line as it is written (waits for the file)."""
+    while not path.exists():
+        time.sleep(poll_s)
+    with path.open("rb") as handle:
+        yield from _last_lines(handle, lines)
+        partial = b""
         while True:
-            line = handle.readline()
-            if line:
-                yield line.rstrip("\n")
+            chunk = handle.readline()
+            if chunk.endswith(b"\n"):
+                yield (partial + chunk).decode(errors="replace").rstrip("\n")
+                partial = b""
+            elif chunk:  # a line still being written
+                partial += chunk
             else:
-                time.sleep(0.2)
+                time.sleep(poll_s)

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from nerve.errors import report
+from nerve.runtime.children import spawning
 
 READY_TIMEOUT_S = 60.0
 RESTART_WINDOW_S = 60.0
@@ -22,6 +23,7 @@ BACKOFF_S = 5.0
 STREAM_LIMIT = 64 * 1024 * 1024
 _ENCODE = json.JSONEncoder(separators=(",", ":")).encode
 MAX_BATCH = 64  # computes sent to a worker in one write
+RELAY_GRACE_S = 0.5
 
 
 @dataclass(frozen=True)
@@ -72,6 +74,7 @@ class GroupWorker:
         self._wake = asyncio.Event()
         self._proc: asyncio.subprocess.Process | None = None
         self._task: asyncio.Task[None] | None = None
+        self._relay: asyncio.Task[None] | None = None
         self._restarts: deque[float] = deque()
         self.pid: int | None = None
         self.restarts = 0
@@ -100,16 +103,26 @@ class GroupWorker:
         return len(self._queue)
 
     async def _spawn(self) -> None:
-        self._proc = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "nerve.runtime.worker",
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            limit=STREAM_LIMIT,
-            cwd=self.workspace,
-        )
+        from nerve.runtime.journal import relay  # here: `nerve sense ...` imports this module
+
+        with spawning():
+            self._proc = await asyncio.create_subprocess_exec(
+                sys.executable,
+                "-m",
+                "nerve.runtime.worker",
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                limit=STREAM_LIMIT,
+                cwd=self.workspace,
+                process_group=0,  # see nerve.runtime.children
+            )
         self.pid = self._proc.pid
+        assert self._proc.stderr is not None
+        self._relay = asyncio.create_task(
+            relay(self._proc.stderr, f"group {self.group} (pid {self.pid})"),
+            name=f"stderr:{self.group}",
+        )
         specs = {n: {"path": s.path, "options": s.options} for n, s in self.senses.items()}
         await self._send({"op": "load", "workspace": str(self.workspace), "senses": specs})
         reply = await self._receive(READY_TIMEOUT_S)
@@ -250,10 +263,15 @@ class GroupWorker:
 
     async def _kill(self) -> None:
         proc, self._proc = self._proc, None
-        if proc is None or proc.returncode is not None:
-            return
-        proc.kill()
-        await proc.wait()
+        stderr, self._relay = self._relay, None
+        if proc is not None and proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+        if stderr is not None:  # its last lines, unless a child of the sense holds the pipe
+            with contextlib.suppress(Exception):  # TimeoutError included
+                async with asyncio.timeout(RELAY_GRACE_S):
+                    await asyncio.shield(stderr)
+            stderr.cancel()
 
     async def stop(self) -> None:
         if self._committing:

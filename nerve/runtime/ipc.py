@@ -12,6 +12,10 @@ A request is a JSON object with a ``type``; a reply is ``{"ok": true, ...}`` or 
 none of them can take the daemon down. :func:`reply_error` also reads the older form
 ``{"ok": false, "error": "text", "error_type": "Name"}``.
 
+A stream request (``follow``, see ``nerve.runtime.followers``) keeps its connection: after
+its first reply the server goes on writing lines until either side ends it; the client reads
+it with :class:`LineStream`.
+
 A request may nest ``MAX_NESTING`` + 3 levels of arrays/objects (an ``emit`` request wraps
 each payload in three: the request, its ``events`` list, the event).
 """
@@ -25,7 +29,7 @@ import os
 import socket
 import sys
 import traceback
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +39,11 @@ from nerve.errors import DaemonError, EventError, NerveError, UsageError, os_err
 from nerve.fsio import is_socket
 
 Handler = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
+# A request that keeps its connection (``follow``): it writes its own replies, then the
+# connection closes.
+StreamHandler = Callable[
+    [dict[str, Any], asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]
+]
 DEFAULT_MAX_BYTES = 1 << 20
 REQUEST_ENVELOPE = 3  # request -> "events" list -> event -> payload
 
@@ -122,9 +131,17 @@ def reply_error(reply: dict[str, Any], default: type[NerveError] = DaemonError) 
 
 
 class IpcServer:
-    def __init__(self, path: Path, handler: Handler, *, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
+    def __init__(
+        self,
+        path: Path,
+        handler: Handler,
+        *,
+        max_bytes: int = DEFAULT_MAX_BYTES,
+        streams: dict[str, StreamHandler] | None = None,
+    ) -> None:
         self.path = path
         self.handler = handler
+        self.streams = streams or {}
         self.max_bytes = max_bytes
         self._server: asyncio.Server | None = None
         self.requests = 0
@@ -183,18 +200,38 @@ class IpcServer:
         if not line.strip():
             return True
         self.requests += 1
-        await _reply(writer, await self._dispatch(line))
-        return True
-
-    async def _dispatch(self, line: bytes) -> dict[str, Any]:
         try:
             request = parse_request(line)
         except NerveError as exc:
-            return error_reply(exc)
+            await _reply(writer, error_reply(exc))
+            return True
+        stream = self.streams.get(request["type"])
+        if stream is not None:
+            await self._stream(stream, request, reader, writer)
+            return False
+        await _reply(writer, await self._dispatch(request))
+        return True
+
+    async def _dispatch(self, request: dict[str, Any]) -> dict[str, Any]:
         try:
             return await self.handler(request)
         except Exception as exc:  # a handler bug becomes an error reply, not a dead daemon
             return error_reply(exc, request_type=request["type"])
+
+    async def _stream(
+        self,
+        stream: StreamHandler,
+        request: dict[str, Any],
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+    ) -> None:
+        try:
+            await stream(request, reader, writer)
+        except (ConnectionError, asyncio.IncompleteReadError):
+            raise
+        except Exception as exc:  # a refused stream ends with its refusal
+            with contextlib.suppress(ConnectionError):
+                await _reply(writer, error_reply(exc, request_type=request["type"]))
 
 
 async def _discard_line(reader: asyncio.StreamReader, cap: int = 64 << 20) -> bool:
@@ -264,3 +301,52 @@ def request(path: Path, msg: dict[str, Any], *, timeout: float = 30) -> dict[str
     except ValueError:
         raise DaemonError(f"daemon on {path} sent a reply that is not JSON") from None
     return reply
+
+
+class LineStream:
+    """The client side of a stream request: its first reply, then each line that follows
+    (a ``follow`` pushes events as the daemon commits them)."""
+
+    def __init__(self, path: Path, msg: dict[str, Any], *, timeout: float = 30) -> None:
+        self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._sock.settimeout(timeout)
+        self._partial = b""
+        self._ready: list[bytes] = []
+        try:
+            self._sock.connect(str(path))
+            self._sock.sendall(encode(msg))
+            first = next(self.lines(), [])
+        except (FileNotFoundError, ConnectionRefusedError):
+            self.close()
+            raise DaemonError(f"no daemon is listening on {path}") from None
+        except OSError as exc:
+            self.close()
+            raise DaemonError(f"daemon on {path} did not answer: {exc}") from None
+        self._sock.settimeout(None)  # the stream waits as long as the log is quiet
+        self._ready = first[1:]  # lines that came with the reply
+        try:
+            self.reply: dict[str, Any] = json.loads(first[0]) if first else {}
+        except ValueError:
+            self.close()
+            raise DaemonError(f"daemon on {path} sent a reply that is not JSON") from None
+
+    def lines(self) -> Iterator[list[bytes]]:
+        """The whole lines each read brings (without newlines); ends when the daemon closes
+        the connection."""
+        if self._ready:
+            ready, self._ready = self._ready, []
+            yield ready
+        while True:
+            chunk = self._sock.recv(1 << 16)
+            if not chunk:
+                return
+            data = self._partial + chunk
+            cut = data.rfind(b"\n")
+            if cut < 0:
+                self._partial = data
+                continue
+            self._partial = data[cut + 1 :]
+            yield data[:cut].split(b"\n")
+
+    def close(self) -> None:
+        self._sock.close()

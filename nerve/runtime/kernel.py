@@ -9,8 +9,10 @@ configuration change is an event; in-memory state advances only after its event 
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import functools
+import json
 import os
 import signal
 import time
@@ -24,23 +26,30 @@ import pyarrow as pa
 from nerve.canonical import canonical_json
 from nerve.config import InvalidConfig, NerveConfig, load_config
 from nerve.contract import WorkflowTrigger
-from nerve.errors import NerveError, SenseError, did_you_mean, report
+from nerve.errors import NerveError, SenseError, did_you_mean
 from nerve.events import Event
 from nerve.log.codec import draft_from_json, event_from_json, row_to_json, table_from_events
 from nerve.log.store import Draft, EventLog, manifest_state
+from nerve.privacy.policy import Policy
+from nerve.runtime import journal
 from nerve.runtime.bus import SignalBus
+from nerve.runtime.capture import CaptureGate
 from nerve.runtime.committer import Committer
 from nerve.runtime.extensions import load_extensions
+from nerve.runtime.followers import Followers
 from nerve.runtime.groups import GroupWorker, Job
 from nerve.runtime.ipc import IpcServer
 from nerve.runtime.scheduler import NS, Scheduler
 from nerve.runtime.senses import Layout, StoredState, check_sense_file, layout, stored_states
+from nerve.runtime.snapshot import Highlight
 from nerve.runtime.staging import Stages
 from nerve.workspace import Workspace
 
 SEAL_CHECK_S = 1.0
 SEAL_BACKOFF_MAX_S = 30.0
 UPKEEP_DELAY_S = 1.0  # the first erasure upkeep, once the daemon is up
+ERROR_REPEAT_S = 60.0
+HIGHLIGHTS_KEPT = 50
 
 
 @dataclass
@@ -113,23 +122,34 @@ class Kernel:
         self.started_wall_ns = time.time_ns()
         self.seal_failure: str | None = None
         self.stopping = asyncio.Event()
+        self.ready = asyncio.Event()  # set once start() has finished
         self.extensions: list[Any] = load_extensions() if extensions else []
         self._stored: dict[str, StoredState] = {}
         self._tasks: list[asyncio.Task[Any]] = []
         self._layout: Layout | None = None
-        self.recent_errors: list[str] = []
         self.segments = 0  # live segments, as of the last seal check
         self.stages = Stages()  # batches sent in several requests, until their last part
         self.on_stats: list[Callable[[], None]] = []
+        self.privacy = Policy(self.config.privacy)  # applied to everything captured
+        self.capture = CaptureGate(self)  # pause and resume
+        self.highlights: collections.deque[Highlight] = collections.deque(maxlen=HIGHLIGHTS_KEPT)
+        self.stop_reason = "stop request"
+        self._error_lines = journal.Repeats(ERROR_REPEAT_S)
+        self.appended = 0  # events stored since start (appends, keyed batches, imports)
+        self._base_events = 0  # events the log held before them
 
     # -- lifecycle ---------------------------------------------------------------------
 
     async def start(self) -> None:
         self.log = self.ws.open_log(background_seal=True)  # sealing never stalls commits
+        self.followers = Followers(self.log.newest)  # `follow` subscribers (nerve tail -f)
+        self.log.on_commit.append(self.followers.hook(asyncio.get_running_loop()))
         self.committer = Committer(self.log)
+        self.committer.listeners.append(self._count)
         self.committer.start()
         self.scheduler = Scheduler(self._dispatch)
         self._stored = await asyncio.to_thread(stored_states, self.ws)
+        await self.capture.restore()  # before any sense is scheduled
         await self._count_segments()
         await self.record(
             "daemon.started",
@@ -137,7 +157,13 @@ class Kernel:
             f"daemon started (pid {os.getpid()})",
             {"pid": os.getpid(), "workspace": str(self.ws.root)},
         )
+        events, segments = await self._position()
+        self._base_events = events - self.appended
+        socket = self.socket_path if self.with_ipc else None  # listening before ready is set
+        senses = sorted(self.config.senses)
+        journal.say(journal.banner(self.ws.root, socket, senses, events, segments))
         await self._apply(self.config, reason="start")
+        await self.capture.start()
         for ext in self.extensions:
             await ext.start(self)
         if self.with_ipc:
@@ -147,6 +173,7 @@ class Kernel:
                 self.socket_path,
                 lambda req: handle(self, req),
                 max_bytes=self.config.daemon.max_request_bytes,
+                streams={"follow": self.followers.serve},
             )
             await self.ipc.start()
         self._tasks.append(asyncio.create_task(self._seal_loop(), name="seal"))
@@ -155,13 +182,20 @@ class Kernel:
             from nerve.runtime.watch import watch_workspace
 
             self._tasks.append(asyncio.create_task(watch_workspace(self), name="watch"))
+        self.ready.set()
 
     @property
     def socket_path(self) -> Path:
         return self.ws.root / self.config.daemon.socket
 
+    def request_stop(self, reason: str) -> None:
+        if not self.stopping.is_set():
+            self.stop_reason = reason
+        self.stopping.set()
+
     async def stop(self) -> None:
         self.scheduler.stop()
+        self.capture.stop()
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*(g.stop() for g in self.groups.values()), return_exceptions=True)
@@ -174,15 +208,20 @@ class Kernel:
         await self.record("daemon.stopped", "daemon", "daemon stopped", {"pid": os.getpid()})
         await self.committer.stop()
         assert self.log is not None
-        self.log.close()
+        self.log.close()  # waits for a seal in progress: the position below is final
+        events, segments = await self._position()
+        journal.say(
+            f"stopped ({self.stop_reason}); log at {events:,} events in {segments:,} segments"
+        )
 
     async def run_until_stopped(self) -> None:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, self.stopping.set)
+            loop.add_signal_handler(sig, self.request_stop, sig.name)
         await self.start()
         try:
             await self.stopping.wait()
+            journal.say(f"stopping ({self.stop_reason})")
         finally:
             await self.stop()
 
@@ -195,6 +234,7 @@ class Kernel:
         old_groups, self.groups = self.groups, {}
         await asyncio.gather(*(g.stop() for g in old_groups.values()), return_exceptions=True)
         self.config, self._layout = config, lay
+        self.privacy = Policy(config.privacy, self.privacy.dropped, self.privacy.redacted)
         for group, specs in lay.specs.items():
             for name in specs:
                 self.stats.setdefault(name, SenseStats(group)).group = group
@@ -217,6 +257,9 @@ class Kernel:
                 "workflows": sorted(config.workflows),
             },
         )
+        if reason != "start":
+            senses = journal.senses_text(sorted(self.stats))
+            journal.say(f"configuration reloaded ({reason}): {senses}")
         for ext in self.extensions:
             hook = getattr(ext, "on_config", None)
             if hook is not None and reason != "start":
@@ -241,6 +284,7 @@ class Kernel:
                 f"edit rejected: {str(exc).splitlines()[0]}",
                 {"error": str(exc), "issues": issues, "reason": reason},
             )
+            journal.warn(f"configuration edit rejected, the running one is kept: {exc}")
             return False
         await self._apply(config, reason=reason)
         return True
@@ -254,6 +298,8 @@ class Kernel:
         return deliver
 
     def _dispatch(self, sense: str, reason: str, due_ns: int) -> None:
+        if self.capture.paused:
+            return
         group = self.stats.get(sense)
         worker = self.groups.get(group.group) if group else None
         if worker is not None:
@@ -297,11 +343,11 @@ class Kernel:
             await self._sense_error(job.sense, "unserialisable", f"result cannot be stored: {exc}")
             return
         await self.committer.append(drafts)  # durable before memory moves
-        self.states[job.sense] = reply["state"]
+        self.states[job.sense] = reply["state"]  # as stored: redacted if a rule fired
         stats.computes += 1
         stats.last_wall_ns = time.time_ns()
         stats.last_duration_ms = reply.get("duration_ms")
-        stats.last_line = drafts[0].line
+        stats.last_line = drafts[1].line if reply.get("observations") else "state updated"
         if len(stats.lateness_us) < 100_000:
             stats.lateness_us.append(lateness_us)
         if reply.get("signal"):
@@ -315,22 +361,20 @@ class Kernel:
     def _result_drafts(
         self, job: Job, reply: dict[str, Any], lateness_us: int
     ) -> tuple[list[Draft], WorkflowTrigger | None]:
-        drafts = [self._observation(job.sense, obs) for obs in reply.get("observations", [])]
+        observed = [self._observation(job.sense, obs) for obs in reply.get("observations", [])]
+        kept = self.capture.screen(job.sense, observed)
+        drafts = self.privacy.capture_all(kept)
         summary = drafts[0].line if drafts else "state updated"
-        drafts.insert(
-            0,
-            _control(
-                "sense.state",
-                job.sense,
-                f"{job.sense}: {summary}",
-                {
-                    "state": reply["state"],
-                    "reason": job.reason,
-                    "duration_ms": reply.get("duration_ms"),
-                    "lateness_us": lateness_us,
-                },
-            ),
-        )
+        payload = {
+            "state": reply["state"],
+            "reason": job.reason,
+            "duration_ms": reply.get("duration_ms"),
+            "lateness_us": lateness_us,
+        }
+        if len(kept) < len(observed):
+            payload["withheld"] = len(observed) - len(kept)  # paused: counted, not stored
+        state = _control("sense.state", job.sense, f"{job.sense}: {summary}", payload)
+        drafts.insert(0, self._redact_state(state, reply))
         if reply.get("signal"):
             drafts.append(
                 _control("signal", job.sense, f"{job.sense} signalled", _reason(job.reason))
@@ -338,6 +382,13 @@ class Kernel:
         trigger, extra = self._workflow(job.sense, reply.get("workflow"))
         drafts += extra
         return drafts, trigger
+
+    def _redact_state(self, draft: Draft, reply: dict[str, Any]) -> Draft:
+        """A state is captured too: when a rule fires in it, memory keeps what is stored."""
+        redacted = self.privacy.redact(draft)
+        if redacted is not draft:
+            reply["state"] = json.loads(redacted.payload)["state"]
+        return redacted
 
     def _observation(self, sense: str, obs: dict[str, Any]) -> Draft:
         fields = draft_from_json(
@@ -392,6 +443,8 @@ class Kernel:
 
     async def on_restart(self, group: str, reason: str, pid: int | None) -> None:
         worker = self.groups.get(group)
+        new_pid = worker.pid if worker else None
+        journal.warn(f"group {group} worker restarted (pid {pid} -> {new_pid}): {reason}")
         await self.record(
             "sense.restart",
             group,
@@ -409,7 +462,7 @@ class Kernel:
         stats = self.stats.setdefault(sense, SenseStats(group="?"))
         stats.errors += 1
         stats.last_error = f"{kind}: {message}"
-        self.recent_errors = [*self.recent_errors[-19:], f"{sense}: {kind}: {message}"]
+        self._error_lines.warn(sense, f"sense {sense}: {kind}: {message}")  # not every compute
         await self.record(
             "sense.error",
             sense,
@@ -417,12 +470,27 @@ class Kernel:
             {"sense": sense, "kind": kind, "error": message},
         )
 
+    def on_decision(self, payload: dict[str, Any]) -> None:
+        """An attention decision, surfaced or held, for the dev view and the daemon log."""
+        seen = Highlight(
+            time.time(), payload["outcome"], str(payload["probe"]), str(payload["source_line"])
+        )
+        self.highlights.append(seen)
+        if seen.surfaced:
+            journal.say(f"surfaced {seen.probe}: {seen.line}")
+
     async def record(self, kind: str, subject: str, line: str, payload: Any) -> pa.Table:
-        return await self.committer.append([_control(kind, subject, line, payload)])
+        draft = self.privacy.redact(_control(kind, subject, line, payload))
+        return await self.committer.append([draft])
 
     # -- requests ----------------------------------------------------------------------
 
     def trigger_sense(self, sense: str) -> None:
+        if self.capture.paused:
+            raise SenseError(
+                f"capture is {self.capture.state.describe()}; no sense computes",
+                hint="`nerve resume` first",
+            )
         if not self.scheduler.trigger(sense, "manual"):
             known = sorted(self.stats)
             hint = did_you_mean(sense, known) or f"the senses are: {', '.join(known) or 'none'}"
@@ -442,7 +510,9 @@ class Kernel:
     async def emit_drafts(
         self, drafts: list[Draft], key: str | None = None
     ) -> list[dict[str, Any]]:
-        """Append drafts as one group commit; the stored rows in the wire form."""
+        """Append drafts as one group commit, privacy rules applied; the stored rows in the
+        wire form (a dropped draft has none)."""
+        drafts = self.privacy.capture_all(drafts)
         if key is None:
             table = await self.committer.append(drafts)
         else:  # keyed batches commit alone: the key and its batch share one frame
@@ -459,7 +529,9 @@ class Kernel:
         return await self.import_parsed(self.parse_events(objects), key)
 
     async def import_parsed(self, events: list[Event], key: str | None = None) -> int:
-        """Import whole events at once (their order checked against the log's newest)."""
+        """Import whole events at once (their order checked against the log's newest);
+        refused if a privacy rule would change one (``PrivacyError``)."""
+        self.privacy.screen(events)
         await self.committer.drain()
         assert self.log is not None
         log = self.log
@@ -508,20 +580,20 @@ class Kernel:
         """Seal by size or age; a failed seal is reported and retried with backoff, and
         loses nothing (the unsealed generations stay on disk and pending)."""
         assert self.log is not None
-        wait = SEAL_CHECK_S
+        wait, failures = SEAL_CHECK_S, 0
         while True:
             await asyncio.sleep(wait)
             try:
                 await asyncio.to_thread(self.log.maybe_seal)
             except (NerveError, OSError) as exc:
-                if self.seal_failure is None:
-                    report(f"seal failed, will retry: {exc}")
-                self.seal_failure = str(exc)
+                failures += 1
                 wait = min(wait * 2, SEAL_BACKOFF_MAX_S)
+                journal.warn(f"seal failed (attempt {failures}), retry in {wait:.0f} s: {exc}")
+                self.seal_failure = str(exc)
                 continue
-            if self.seal_failure is not None:
-                report("seal succeeded again")
-            self.seal_failure, wait = None, SEAL_CHECK_S
+            if failures:
+                journal.say(f"seal succeeded after {failures} failed attempts")
+            self.seal_failure, wait, failures = None, SEAL_CHECK_S, 0
             await self._count_segments()
 
     async def _erasure_loop(self) -> None:
@@ -534,7 +606,7 @@ class Kernel:
         try:
             await self.with_log(lambda log: log.finish_erasures())
         except (NerveError, OSError) as exc:
-            report(f"a pending erasure could not be finished: {exc}")
+            journal.warn(f"a pending erasure could not be finished: {exc}")
         while True:
             retention = self.config.log.retention
             if retention.active:
@@ -545,8 +617,23 @@ class Kernel:
                         )
                     )
                 except (NerveError, OSError) as exc:
-                    report(f"retention failed, will retry: {exc}")
+                    journal.warn(f"retention failed, will retry: {exc}")
             await asyncio.sleep(retention.every / 1000)
+
+    def _count(self, table: pa.Table) -> None:
+        self.appended += table.num_rows
+
+    @property
+    def stored_events(self) -> int:
+        """Events in the log, counted in memory (the dev view reads it every refresh)."""
+        return self._base_events + self.appended
+
+    async def _position(self) -> tuple[int, int]:
+        """(events, segments) the log holds: the sealed rows plus the unsealed tail."""
+        assert self.log is not None
+        log = self.log
+        sealed = await asyncio.to_thread(lambda: [s.rows for s in log.manifest.segments()])
+        return sum(sealed) + log.tail_rows, len(sealed)
 
     async def _count_segments(self) -> None:
         """Refresh the segment count ``status`` shows, reading the manifest off the loop."""
@@ -573,4 +660,8 @@ class Kernel:
             "tail_rows": self.log.tail_rows if self.log else 0,
             "seal_failure": self.seal_failure,
             "segments": self.segments,
+            "followers": len(self.followers),
+            "followers_dropped": self.followers.dropped,
+            "capture": self.capture.to_json(),
+            "privacy": {"dropped": self.privacy.dropped, "redacted": self.privacy.redacted},
         }

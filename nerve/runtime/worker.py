@@ -33,6 +33,7 @@ from nerve.canonical import MAX_NESTING, canonical_json
 from nerve.contract import Observation, SenseContext, WorkflowTrigger, normalise_result
 from nerve.errors import NerveError
 from nerve.events import check_text, check_valid_time
+from nerve.runtime.children import detach
 
 _LOOP = asyncio.new_event_loop()
 # A state is stored inside its sense.state payload ({"state": ...}): one level less than it.
@@ -201,6 +202,7 @@ def serve(inp: LineReader, out: TextIO) -> None:
 
 
 def main() -> None:
+    detach()  # the kernel stops its workers: a Ctrl+C must not interrupt a compute
     protocol = os.fdopen(os.dup(1), "w", encoding="utf-8")
     os.dup2(2, 1)  # a sense's print() goes to the daemon log, not into the protocol
     sys.stdout = sys.stderr

@@ -1,6 +1,6 @@
 """CPU load: utilisation since the previous compute, load average and core counts.
 
-Source class ``thermal_power`` (the host's compute/power envelope), trust ``FirstParty``
+Source class ``endpoint`` (the state of this host as a whole), trust ``FirstParty``
 (psutil reads the kernel's own counters). One observation per compute.
 
 Options: ``per_cpu`` (bool, default false) adds each logical CPU's percent to the payload.
@@ -45,7 +45,7 @@ def _observation(payload: dict[str, Any]) -> Observation:
     if payload["load1"] is not None:
         line += f" load1 {payload['load1']:.2f}"
     return Observation(
-        source=SourceClass.THERMAL_POWER,
+        source=SourceClass.ENDPOINT,
         line=f"{line} ({payload['cores_logical']} cores)",
         payload=payload,
         trust=Trust.FIRST_PARTY,

@@ -1,6 +1,6 @@
 """Disk: usage of configured mount points and I/O throughput since the previous compute.
 
-Source class ``thermal_power`` (the host's resource envelope), trust ``FirstParty``. One
+Source class ``endpoint`` (the state of this host as a whole), trust ``FirstParty``. One
 observation per readable path (``pressure`` true at ``warn_percent`` or more) and, from the
 second compute on, one for I/O rates. The previous I/O counters live in state, so rates
 survive a worker restart; a reboot or a counter that went backwards restarts the baseline.
@@ -121,7 +121,7 @@ def _boot_time() -> int:
 
 def _observation(line: str, payload: dict[str, Any]) -> Observation:
     return Observation(
-        source=SourceClass.THERMAL_POWER,
+        source=SourceClass.ENDPOINT,
         line=line,
         payload=payload,
         trust=Trust.FIRST_PARTY,

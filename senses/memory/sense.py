@@ -1,6 +1,6 @@
 """Memory: virtual memory and swap, as percent and bytes.
 
-Source class ``thermal_power`` (the host's resource envelope), trust ``FirstParty``. One
+Source class ``endpoint`` (the state of this host as a whole), trust ``FirstParty``. One
 observation per compute; ``pressure`` is true when memory use reaches ``warn_percent``.
 
 Options: ``warn_percent`` (number, default 90).
@@ -41,7 +41,7 @@ def compute(state: dict[str, Any], ctx: SenseContext) -> Result:
 
 def _observation(payload: dict[str, Any]) -> Observation:
     return Observation(
-        source=SourceClass.THERMAL_POWER,
+        source=SourceClass.ENDPOINT,
         line=_line(payload),
         payload=payload,
         trust=Trust.FIRST_PARTY,

@@ -2,7 +2,7 @@
 
 Source class ``shell``, trust ``Inferred``: a history file is a byte stream any program of the
 user's can write, and we parse it; no OS API vouches for it (Sense v0.1 §2). One observation
-per command, ``{"command", "format", "timestamp", "elapsed_s", "file", "redacted"}``.
+per command, ``{"command", "format", "timestamp", "elapsed_s", "file"}``.
 
 Per file, state keeps ``{inode, offset, tail, status, note}``: ``offset`` is the end of the
 last complete record read and ``tail`` a hash of the bytes just before it. Only bytes past
@@ -16,12 +16,13 @@ from the start would replay the whole retained history as if it were new.
 Formats: zsh extended history (``: 1700000000:5;cmd``, multi-line with ``\\``-newline,
 metafied bytes decoded), bash with ``HISTTIMEFORMAT`` (``#1700000000`` before a command) and
 plain one-command-per-line. Only regular files are read (a symlink to one is fine); anything
-else is skipped with a note. Values that look like secrets are masked before they reach the
-log, which keeps them forever (``redact``).
+else is skipped with a note. Secrets in commands (tokens, ``password=…``, passwords in URLs)
+are replaced before they reach the log by nerve's privacy rules, which apply to every sense
+(``privacy:`` in nerve.yaml; ``nerve privacy test "CMD"`` shows what they do).
 
 Options: ``files`` (default ``~/.bash_history``, ``~/.zsh_history`` and ``$HISTFILE``),
-``max_per_compute`` (50), ``max_read_bytes`` (262144), ``redact`` (regexes; group 1, if any,
-is kept and the rest of the match masked; ``[]`` turns masking off).
+``max_per_compute`` (50), ``max_read_bytes`` (262144). The former ``redact`` option is now
+``privacy.rules`` in nerve.yaml; giving it is an error that says so.
 """
 
 from __future__ import annotations
@@ -39,11 +40,6 @@ from nerve.events import SourceClass, Trust
 
 initial_state: dict[str, Any] = {"files": {}, "commands": 0}
 
-DEFAULT_REDACT = [
-    r"(?i)(\b[\w.-]*(?:password|passwd|secret|token|api_?key|access_?key)[\w.-]*=)\S+",
-    r"(?i)(--(?:password|passwd|secret|token|api-?key)[= ])\S+",
-    r"(://[^/\s:@]+:)[^/\s@]+(?=@)",
-]
 _ZSH_HEAD = re.compile(rb": \d+:\d+;")
 _ZSH_RECORD = re.compile(rb": (\d+):(\d+);(.*)", re.S)
 _BASH_STAMP = re.compile(rb"#(\d{1,12})")
@@ -57,7 +53,6 @@ class _Options(NamedTuple):
     files: list[str]
     max_per_compute: int
     max_read_bytes: int
-    redact: list[re.Pattern[str]]
 
 
 def compute(state: dict[str, Any], ctx: SenseContext) -> Result:
@@ -69,7 +64,7 @@ def compute(state: dict[str, Any], ctx: SenseContext) -> Result:
     for path in opts.files:
         budget = opts.max_per_compute - len(observations)
         files[path], records = _scan(path, previous.get(path), budget, opts.max_read_bytes)
-        observations += [_observation(r, path, opts.redact) for r in records]
+        observations += [_observation(r, path) for r in records]
     commands = int(state.get("commands") or 0) + len(observations)
     return Result(state={"files": files, "commands": commands}, observations=observations)
 
@@ -130,17 +125,16 @@ def _options(ctx: SenseContext) -> _Options:
     files = ctx.options.get("files", _default_files())
     if not isinstance(files, list | tuple) or not all(isinstance(f, str) and f for f in files):
         raise ValueError(f"senses.{ctx.name}.options.files must be a list of paths, got {files!r}")
-    patterns = ctx.options.get("redact", DEFAULT_REDACT)
-    if not isinstance(patterns, list | tuple) or not all(isinstance(p, str) for p in patterns):
+    if "redact" in ctx.options:
         raise ValueError(
-            f"senses.{ctx.name}.options.redact must be a list of regexes, got {patterns!r}"
+            f"senses.{ctx.name}.options.redact is gone: secrets are redacted for every sense by "
+            "the privacy rules; move these regexes to privacy.rules in nerve.yaml"
         )
     expanded = [os.path.abspath(os.path.expanduser(f)) for f in files]
     return _Options(
         files=list(dict.fromkeys(expanded)),
         max_per_compute=_positive(ctx, "max_per_compute", 50),
         max_read_bytes=_positive(ctx, "max_read_bytes", 256 * 1024),
-        redact=[re.compile(p) for p in patterns],
     )
 
 
@@ -232,21 +226,9 @@ def _keep(entry: dict[str, Any] | None, status: str) -> dict[str, Any]:
     return {**entry, "status": status, "note": status}
 
 
-def _redact(text: str, patterns: list[re.Pattern[str]]) -> str:
-    for rx in patterns:
-        keep_group = rx.groups > 0
-
-        def mask(match: re.Match[str], keep: bool = keep_group) -> str:
-            kept = (match[1] or "") if keep else ""
-            return kept + "***"
-
-        text = rx.sub(mask, text)
-    return text
-
-
-def _observation(record: dict[str, Any], path: str, patterns: list[re.Pattern[str]]) -> Observation:
-    command = _redact(record["command"], patterns)
-    payload = {**record, "command": command, "file": path, "redacted": command != record["command"]}
+def _observation(record: dict[str, Any], path: str) -> Observation:
+    command = record["command"]
+    payload = {**record, "file": path}
     return Observation(
         source=SourceClass.SHELL,
         line=_line(command),

@@ -1,0 +1,196 @@
+"""``nerve tail``: the newest events, in local time, one line each; ``-f`` appends new ones."""
+
+import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from nerve.cli.output import (
+    DEFAULT_LIMIT,
+    GAP,
+    console,
+    fit_cell,
+    flat,
+    is_terminal,
+    more_rows,
+    terminal_width,
+)
+from nerve.cli.state import workspace as _ws
+from nerve.clock import Hlc
+from nerve.errors import UsageError
+
+if TYPE_CHECKING:
+    from nerve.log.select import TailFilter
+
+COUNT_ALL = 2**62  # "count every older match" for the note under a terminal's rows
+
+
+def tail_cmd(
+    n: Annotated[int, typer.Option("-n", min=0, help="How many of the newest events.")] = 20,
+    all_: Annotated[bool, typer.Option("--all", help="Every event.")] = False,
+    follow_: Annotated[
+        bool, typer.Option("-f", "--follow", help="Keep printing new events.")
+    ] = False,
+    kind: Annotated[
+        list[str] | None, typer.Option("--kind", help="Only this kind (repeatable).")
+    ] = None,
+    source: Annotated[
+        list[str] | None,
+        typer.Option("--source", help="Only this source class, or nerve (repeatable)."),
+    ] = None,
+    all_kinds: Annotated[
+        bool, typer.Option("--all-kinds", help="Show bookkeeping too (sense.state, signal, …).")
+    ] = False,
+    since: Annotated[
+        str | None,
+        typer.Option("--since", help="From 10m / 2h / 3d ago, an ISO-8601 time or an HLC stamp."),
+    ] = None,
+    until: Annotated[
+        str | None, typer.Option("--until", help="Up to a time (same forms as --since).")
+    ] = None,
+    utc: Annotated[bool, typer.Option("--utc", help="Times in UTC, not local time.")] = False,
+    hlc: Annotated[bool, typer.Option("--hlc", help="Show each event's HLC stamp too.")] = False,
+    limit: Annotated[
+        int, typer.Option("--limit", min=0, help="Rows a terminal shows at most (0: all).")
+    ] = DEFAULT_LIMIT,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Whole events as JSON lines (what `import` reads).")
+    ] = False,
+) -> None:
+    """Print the newest events; --json prints exactly what `nerve import` reads."""
+    from nerve.tail import follow, name_warnings, read_tail
+
+    ws = _ws()
+    lower, upper = _instant("--since", since), _instant("--until", until, end=True)
+    if follow_ and upper is not None:
+        raise typer.BadParameter("cannot be used with -f", param_hint="'--until'")
+    filt = _filter(kind or [], source or [], all_kinds=all_kinds or as_json)
+    for message in name_warnings(ws, filt):
+        typer.echo(f"warning: {message}", err=True)
+    terminal = not as_json and is_terminal()
+    count = None if all_ else n
+    shown = limit if terminal and limit and (count is None or count > limit) else count
+    older = 0 if shown == count else (COUNT_ALL if count is None else count - limit)
+    tail = read_tail(ws, count=shown, filt=filt, since=lower, until=upper, count_older=older)
+    write = _writer(as_json, terminal, utc=utc, hlc=hlc)
+    write(tail.batch)
+    if terminal and tail.older:
+        more_rows(tail.older, "use --limit 0 or --json for all")
+    if follow_:
+        for batch in follow(ws, filt=filt, since=tail.newest):
+            write(batch)
+
+
+def _instant(flag: str, text: str | None, *, end: bool = False) -> Hlc | None:
+    from nerve.tail import parse_instant
+
+    try:
+        return parse_instant(text, end=end) if text is not None else None
+    except UsageError as exc:
+        raise typer.BadParameter(str(exc), param_hint=f"'{flag}'") from None
+
+
+def _filter(kinds: list[str], sources: list[str], *, all_kinds: bool) -> "TailFilter":
+    """--json is the export form (`import` reads it): it keeps every kind, as it always did."""
+    from nerve.tail import tail_filter
+
+    try:
+        return tail_filter(kinds, sources, all_kinds=all_kinds)
+    except UsageError as exc:
+        raise typer.BadParameter(str(exc), param_hint="'--source'") from None
+
+
+def _writer(as_json: bool, terminal: bool, *, utc: bool, hlc: bool) -> Callable[[Any], None]:
+    if as_json:
+        return lambda batch: _write_lines(batch.lines())
+    if not terminal:
+        return lambda batch: _write_lines(_tsv_lines(batch, utc=utc, hlc=hlc))
+    return _TerminalLines(utc=utc, hlc=hlc).write
+
+
+def _write_lines(lines: list[str]) -> None:
+    if lines:
+        sys.stdout.write("\n".join(lines) + "\n")
+        sys.stdout.flush()
+
+
+def _shown(batch: Any, *, utc: bool, short: bool) -> dict[str, list[Any]]:
+    """The columns people read: time, stamp, source name (nerve's own as ``nerve``), …"""
+    from nerve.events import display_source
+    from nerve.tail import format_times
+
+    col = batch.columns()
+    names = {code: display_source(code) for code in set(col["source"])}
+    return {
+        **col,
+        "time": format_times(col["physical_ns"], utc=utc, short=short),
+        "hlc": [f"{p}.{lo}" for p, lo in zip(col["physical_ns"], col["logical"], strict=True)],
+        "source": [names[code] for code in col["source"]],
+    }
+
+
+def _tsv_lines(batch: Any, *, utc: bool, hlc: bool) -> list[str]:
+    """time [hlc] source kind subject trust node line, tab-separated, one line per event."""
+    from nerve.events import trust_name
+
+    if not len(batch):
+        return []
+    col = _shown(batch, utc=utc, short=False)
+    trusts = {code: trust_name(code) for code in set(col["trust"])}
+    fields = [col["time"], *([col["hlc"]] if hlc else []), col["source"], col["kind"]]
+    fields += [
+        [flat(s) for s in col["subject"]],
+        [trusts[t] for t in col["trust"]],
+        col["node"],
+        [flat(line) for line in col["line"]],
+    ]
+    return ["\t".join(row) for row in zip(*fields, strict=True)]
+
+
+def _row_style(kind: str, subject: str) -> str | None:
+    """Surfaced highlights stand out; errors are red."""
+    if kind == "attention.decision" and subject == "surface":
+        return "bold yellow"
+    if kind.endswith(".error") or kind == "config.rejected":
+        return "red"
+    return None
+
+
+_CAPS = {"source": (6, 13), "kind": (4, 22), "subject": (4, 16)}  # widths: least, most
+
+
+class _TerminalLines:
+    """One line per event, columns sized by the first batch and kept after it, so ``-f``
+    appends lines that line up (scrollback kept); the line is cut at the terminal's edge."""
+
+    def __init__(self, *, utc: bool, hlc: bool) -> None:
+        self.utc, self.hlc = utc, hlc
+        self.widths: dict[str, int] | None = None
+        self.out = console()
+
+    def write(self, batch: Any) -> None:
+        from rich.text import Text
+
+        if not len(batch):
+            return
+        col = _shown(batch, utc=self.utc, short=True)
+        widths = self.widths = self.widths or self._fit(col)
+        names = ["time", *(["hlc"] if self.hlc else []), "source", "kind", "subject"]
+        for i in range(len(col["time"])):
+            line = Text(no_wrap=True, overflow="ellipsis")
+            for name in names:
+                style = {"time": "dim", "hlc": "dim", "source": "cyan"}.get(name)
+                line.append(fit_cell(str(col[name][i]), widths[name]) + GAP, style=style)
+            text = fit_cell(flat(col["line"][i]), widths["line"], pad=False)
+            line.append(text, style=_row_style(col["kind"][i], col["subject"][i]))
+            self.out.print(line, soft_wrap=True)
+        self.out.file.flush()
+
+    def _fit(self, col: dict[str, list[Any]]) -> dict[str, int]:
+        widths = {"time": max(map(len, col["time"])), "hlc": max(map(len, col["hlc"]))}
+        for name, (low, high) in _CAPS.items():
+            widths[name] = max(low, min(high, max(len(str(v)) for v in col[name])))
+        used = sum(w + len(GAP) for k, w in widths.items() if k != "hlc" or self.hlc)
+        widths["line"] = max(10, terminal_width() - used)
+        return widths

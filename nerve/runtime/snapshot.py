@@ -1,0 +1,77 @@
+"""What the dev view shows, as plain data: the kernel's figures at one instant.
+
+:func:`nerve.runtime.live.render` draws a :class:`Snapshot` and nothing else, so a test can
+build one by hand, with its own clock, and compare the drawing with a golden file.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+
+from nerve.runtime.journal import Entry
+
+RATE_WINDOW_S = 10.0
+
+
+@dataclass(frozen=True)
+class Highlight:
+    """One attention decision: surfaced, or held (``hold:value``, ``hold:budget``)."""
+
+    wall_s: float
+    outcome: str
+    probe: str
+    line: str
+
+    @property
+    def surfaced(self) -> bool:
+        return self.outcome == "surface"
+
+
+@dataclass(frozen=True)
+class SenseRow:
+    name: str
+    group: str
+    computes: int = 0
+    errors: int = 0
+    last_wall_s: float | None = None
+    last_ms: float | None = None
+    latest: str = ""
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """``now_s`` is the wall clock the view measures every "ago" and the uptime from."""
+
+    workspace: str
+    pid: int
+    now_s: float
+    started_s: float
+    events: int
+    rate: float
+    segments: int
+    senses: tuple[SenseRow, ...] = ()
+    highlights: tuple[Highlight, ...] = ()
+    errors: tuple[Entry, ...] = ()
+    alerts: tuple[str, ...] = ()  # e.g. a failing seal: shown under the header
+
+
+class Rate:
+    """Events per second over the last ``window_s`` seconds, from (time, count) samples:
+    steady where a per-refresh difference would jump with every group commit."""
+
+    def __init__(self, window_s: float = RATE_WINDOW_S) -> None:
+        self.window_s = window_s
+        self._samples: deque[tuple[float, int]] = deque()
+
+    def add(self, t: float, count: int) -> None:
+        self._samples.append((t, count))
+        # keep one sample at or before the window's start, so the window is whole
+        while len(self._samples) > 2 and self._samples[1][0] <= t - self.window_s:
+            self._samples.popleft()
+
+    def per_second(self) -> float:
+        if len(self._samples) < 2:
+            return 0.0
+        (t0, c0), (t1, c1) = self._samples[0], self._samples[-1]
+        return (c1 - c0) / (t1 - t0) if t1 > t0 else 0.0

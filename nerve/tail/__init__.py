@@ -1,0 +1,135 @@
+"""What `nerve tail` reads: the newest events of a window, then new ones as they come.
+
+- :func:`read_tail` — the last N matching events, read newest first (a tail of a
+  million-event log reads the unsealed tail and the newest row group or two).
+- :func:`follow` — new events as they are stored (see :mod:`nerve.tail.follow`).
+- :func:`tail_filter` / :func:`name_warnings` — kinds and sources as people type them,
+  with nerve's bookkeeping kinds (``nerve.events.BOOKKEEPING_KINDS``) hidden unless asked.
+- :func:`parse_instant` / :func:`format_times` — ``--since 10m``, ISO times, HLC stamps.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from nerve.clock import HLC_ZERO, Hlc
+from nerve.errors import EventError, UsageError
+from nerve.events import (
+    NERVE_KINDS,
+    NERVE_SOURCE,
+    NERVE_SOURCE_NAME,
+    VENDOR_MIN,
+    SourceClass,
+    display_source,
+    parse_source,
+)
+from nerve.log.reader import Snapshot, snapshot
+from nerve.log.select import TailFilter
+from nerve.log.window import before, newest
+from nerve.tail.batch import Batch
+from nerve.tail.follow import follow, follow_tables
+from nerve.tail.when import format_times, parse_instant
+from nerve.workspace import Workspace
+
+__all__ = [
+    "Batch",
+    "Tail",
+    "TailFilter",
+    "follow",
+    "follow_tables",
+    "format_times",
+    "name_warnings",
+    "parse_instant",
+    "read_tail",
+    "tail_filter",
+]
+
+
+@dataclass(frozen=True)
+class Tail:
+    """The events shown, how many older ones matched too (counted up to what was asked),
+    and the log's newest stamp when it was read (following starts after it)."""
+
+    batch: Batch
+    older: int
+    newest: Hlc
+
+
+def read_tail(
+    ws: Workspace,
+    *,
+    count: int | None,
+    filt: TailFilter,
+    since: Hlc | None = None,
+    until: Hlc | None = None,
+    count_older: int = 0,
+) -> Tail:
+    """The last ``count`` matching events (all if None), from ``since`` to ``until`` (both
+    included, either open)."""
+    snap = snapshot(ws.log_root)
+    lower = before(since) if since is not None else HLC_ZERO
+    window = newest(snap, count, filt, since=lower, until=until, count_older=count_older)
+    return Tail(Batch(window.table), window.older, snap.newest)
+
+
+def tail_filter(kinds: list[str], sources: list[str], *, all_kinds: bool) -> TailFilter:
+    """A filter from ``--kind`` / ``--source`` values (``nerve`` names nerve's own source);
+    an unknown source class is a :class:`UsageError` suggesting the nearest name."""
+    return TailFilter(
+        tuple(kinds),
+        tuple(_source(text) for text in sources),
+        () if all_kinds or kinds else TailFilter.of(None, None, all_kinds=False).hidden,
+    )
+
+
+def _source(text: str) -> int:
+    if text.strip().lower() == NERVE_SOURCE_NAME:
+        return NERVE_SOURCE
+    try:
+        return parse_source(text)
+    except EventError:
+        known = [*(s.name.lower() for s in SourceClass), NERVE_SOURCE_NAME]
+        raise UsageError(
+            f"{text!r} is not a source class{_guess(text.strip().lower(), known)} "
+            f"(one of {', '.join(known)}, or vendor:<code>)"
+        ) from None
+
+
+def _guess(word: str, known: list[str]) -> str:
+    close = difflib.get_close_matches(word, known, n=1)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
+def name_warnings(ws: Workspace, filt: TailFilter) -> list[str]:
+    """A line for each ``--kind`` / ``--source`` that matches nothing known: kinds in the
+    log or nerve's own, standard classes, ``nerve``, vendor codes in the log. The log is
+    read (one column) only when a name is not among nerve's own."""
+    odd_kinds = [k for k in filt.kinds if k not in NERVE_KINDS]
+    odd_sources = [s for s in filt.sources if s >= VENDOR_MIN and s != NERVE_SOURCE]
+    if not (odd_kinds or odd_sources):
+        return []
+    snap = snapshot(ws.log_root)
+    messages = []
+    if odd_kinds:
+        present = _present(snap, "kind")
+        known = sorted(set(NERVE_KINDS) | {str(k) for k in present})
+        messages += [f"no kind {k!r}{_guess(k, known)}" for k in odd_kinds if k not in present]
+    if odd_sources:
+        codes = _present(snap, "source")
+        messages += [
+            f"no source {display_source(s)!r} in this log" for s in odd_sources if s not in codes
+        ]
+    return messages
+
+
+def _present(snap: Snapshot, column: str) -> set[object]:
+    """The distinct values of one column over the whole log."""
+    found = set(snap.tail.column(column).unique().to_pylist())
+    for path in snap.files:
+        table = pq.read_table(path, columns=[column])
+        found.update(pa.chunked_array(table.column(column)).unique().to_pylist())
+    return found
