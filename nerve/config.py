@@ -26,6 +26,7 @@ from pydantic import (
     ConfigDict,
     Field,
     ValidationError,
+    field_validator,
     model_validator,
 )
 from pydantic_core import PydanticCustomError
@@ -34,7 +35,8 @@ from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
 from nerve.contract import MAX_ROUNDS_LIMIT
-from nerve.errors import ConfigError
+from nerve.errors import ConfigError, EventError
+from nerve.events import check_kind, parse_source
 from nerve.privacy.settings import MODELS as PRIVACY_MODELS
 from nerve.privacy.settings import PrivacyConfig
 
@@ -50,6 +52,7 @@ __all__ = [
     "NerveConfig",
     "PositiveDuration",
     "ReflexConfig",
+    "RetentionConfig",
     "SenseConfig",
     "WorkflowConfig",
     "YamlDoc",
@@ -246,13 +249,58 @@ class WorkflowConfig(_Model):
     path: str | None = None
 
 
+class RetentionConfig(_Model):
+    """How long payloads and lines live (``log.retention``); off unless a limit is set.
+
+    An event's limit is its kind's, else its source's, else ``default``; older events are
+    erased as ``nerve forget`` erases (reason ``retention``), by the daemon every ``every``
+    and by ``nerve forget --retention``.
+    """
+
+    default: PositiveDuration | None = None
+    sources: dict[str, PositiveDuration] = Field(default_factory=dict)
+    kinds: dict[str, PositiveDuration] = Field(default_factory=dict)
+    every: PositiveDuration = 3_600_000
+
+    @field_validator("sources")
+    @classmethod
+    def _known_sources(cls, value: dict[str, int]) -> dict[str, int]:
+        for name in value:
+            try:
+                parse_source(name)
+            except EventError as exc:
+                raise PydanticCustomError(
+                    "nerve_source", "{reason}", {"reason": str(exc), "at_key": name}
+                ) from None
+        return value
+
+    @field_validator("kinds")
+    @classmethod
+    def _valid_kinds(cls, value: dict[str, int]) -> dict[str, int]:
+        for name in value:
+            try:
+                check_kind(name)
+            except EventError as exc:
+                raise PydanticCustomError(
+                    "nerve_kind", "{reason}", {"reason": str(exc), "at_key": name}
+                ) from None
+        return value
+
+    @property
+    def active(self) -> bool:
+        return self.default is not None or bool(self.sources) or bool(self.kinds)
+
+
 class LogConfig(_Model):
-    """When the write-ahead log is sealed, how it is made durable, and clock tolerance."""
+    """When the write-ahead log is sealed, how it is made durable, and clock tolerance;
+    how long payloads are kept, and where archived segments are."""
 
     seal_max_events: int = Field(default=100_000, ge=1)
     seal_max_age: PositiveDuration = 300_000
     durability: Literal["fsync", "os"] = "fsync"
     max_clock_offset: Duration = 500
+    retention: RetentionConfig = Field(default_factory=RetentionConfig)
+    archives: list[str] = Field(default_factory=list)
 
 
 class DaemonConfig(_Model):
@@ -316,6 +364,7 @@ _MODELS = (
     ReflexConfig,
     WorkflowConfig,
     LogConfig,
+    RetentionConfig,
     DaemonConfig,
     *PRIVACY_MODELS,
 )

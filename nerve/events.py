@@ -11,7 +11,7 @@ import re
 import struct
 from dataclasses import dataclass, field
 from enum import IntEnum
-from typing import Any
+from typing import Any, ClassVar
 
 import blake3
 
@@ -268,6 +268,7 @@ class Event:
     line: str = ""
     payload_cid: bytes = field(init=False, repr=False, compare=False)
     id: bytes = field(init=False, repr=False, compare=False)
+    erased: ClassVar[bool] = False
 
     def __post_init__(self) -> None:
         validate_fields(
@@ -310,6 +311,28 @@ class Event:
     def json_payload(self) -> Any:
         """The payload decoded as JSON, or ``None`` if it is empty or not JSON."""
         return decode_payload(self.payload)
+
+
+@dataclass(frozen=True, slots=True)
+class ErasedEvent:
+    """A stored event whose payload and line were erased (``payload.erased``): it has
+    neither, and its ``id`` and ``payload_cid`` are as stored, since they can no longer be
+    recomputed from its fields."""
+
+    hlc: Hlc
+    node: str
+    kind: str
+    subject: str
+    source: int
+    trust: Trust
+    valid_time_ns: int | None
+    payload_cid: bytes
+    id: bytes
+    erased: ClassVar[bool] = True
+
+    @property
+    def source_name(self) -> str:
+        return source_name(self.source)
 
 
 def validate_fields(

@@ -41,6 +41,10 @@ SITES: tuple[str, ...] = (
     "manifest.write",  # one hash-chained record
     "manifest.fsync",
     "wal.unlink",  # sealed generations dropped
+    "segment.unlink",  # segments compacted, erased or archived away, after the reader grace
+    "archive.write",  # a segment copied into an archive folder (its temp file)
+    "archive.fsync",
+    "archive.rename",  # temp file → <blake3>.parquet in the archive, then its folder synced
     "quarantine.move",  # damaged or unaccounted files moved aside, never deleted
     "key.write",  # a chain signing key
     "trust.write",  # a verifier's trust record (pinned key, last checkpoint)

@@ -10,7 +10,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from nerve.canonical import loads_bounded
 from nerve.clock import HLC_ZERO, Hlc
-from nerve.errors import EventError, NerveError, OrderError, SealDeferred, UsageError
+from nerve.errors import EventError, LogError, NerveError, OrderError, SealDeferred, UsageError
 from nerve.events import Event
 from nerve.log.drafts import Draft
 from nerve.log.wire import draft_from_json, event_from_json, event_to_json, row_to_json
@@ -281,16 +281,45 @@ def tail_rows(
 
 
 def replay(ws: Workspace, *, full: bool) -> VerifyReport:
-    """Replay digest; with ``full``, every id, address and the manifest chain recomputed."""
-    from nerve.log.reader import replay_digest, snapshot
-    from nerve.log.verify import VerifyReport, verify
+    """Replay digest; with ``full``, every id, address and the manifest chain recomputed.
 
+    Segments archived away are read from ``log.archives`` (or the folder recorded) so the
+    digest covers the whole history; ``covers`` says plainly when it cannot."""
+    from nerve.log.reader import replay_digest, snapshot
+    from nerve.log.verify import Problem, VerifyReport, verify
+
+    archives = ws.archive_dirs()
     if full:
-        return verify(ws.log_root)
-    digest = replay_digest(ws.log_root)
-    return VerifyReport(
-        events=digest.events, digest=digest.digest, segments=len(snapshot(ws.log_root).segments)
+        return verify(ws.log_root, archives)
+    digest = replay_digest(ws.log_root, archives)
+    report = VerifyReport(
+        events=digest.events,
+        digest=digest.digest,
+        segments=len(snapshot(ws.log_root).segments),
+        checkpoints=list(digest.checkpoints),
+        covers=digest.coverage.describe(digest.events),
+        archives=[p.to_json() for p in digest.coverage.parts],
     )
+    for part in digest.coverage.altered:
+        report.problems.append(Problem(str(part.folder), f"archive: {part.problem}"))
+    return report
+
+
+def erased_payload(conn: Any, cid: str) -> LogError:
+    """The error for ``nerve payload`` of an address whose every copy was erased, naming
+    the ``payload.erased`` event that says so."""
+    row = conn.execute(
+        "SELECT id, subject, strftime(ts, '%Y-%m-%d %H:%M:%SZ') FROM events "
+        "WHERE kind = 'payload.erased' AND contains(decode(payload), ?) "
+        "ORDER BY physical_ns, logical LIMIT 1",
+        [cid],
+    ).fetchone()
+    where = (
+        f"by payload.erased {bytes(row[0]).hex()[:12]} (reason: {row[1]}) at {row[2]}"
+        if row
+        else "(the payload.erased event naming it is archived)"
+    )
+    return LogError(f"payload {cid} was erased {where}; its bytes are gone")
 
 
 def parse_payload_arg(text: str | None) -> Any:

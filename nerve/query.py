@@ -1,5 +1,9 @@
 """DuckDB over the log: an ``events`` view (sealed segments + unsealed tail) and projections.
 
+In ``events``, ``erased`` is true for an event whose payload and line were erased by
+``nerve forget`` or retention: its ``payload``, ``line`` and ``data`` are NULL because they
+are gone, not because they were empty (an empty payload or line is ``''``, never NULL).
+
 Each ``projections/*.sql`` file holds one plain SELECT and becomes a view named after the
 file. Workspace projections load after the bundled ones and may replace them. Settings from
 nerve.yaml reach them as the one-row table ``nerve_settings`` (``attention_window``), so the
@@ -35,7 +39,8 @@ SELECT
     trust, [{_TRUST_NAMES}][trust + 1] AS trust_name,
     valid_time_ns, payload_cid, payload, line, id,
     make_timestamp(physical_ns // 1000) AS ts,
-    TRY(decode(payload)::JSON) AS data
+    TRY(decode(payload)::JSON) AS data,
+    line IS NULL AS erased
 FROM {{source}}
 """
 

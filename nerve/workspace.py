@@ -110,6 +110,12 @@ class Workspace:
         except EventError as exc:
             raise EventError(str(exc), field="node", hint=_NODE_HINT) from None
 
+    def archive_dirs(self) -> list[Path]:
+        """Archive folders ``log.archives`` names (relative to the workspace), for replay."""
+        if not self.config_path.exists():
+            return []
+        return [(self.root / Path(p).expanduser()).resolve() for p in self.config.log.archives]
+
     def projection_dirs(self) -> list[Path]:
         dirs = [bundled("projections"), self.root / "projections"]
         return list(dict.fromkeys(d.resolve() for d in dirs))

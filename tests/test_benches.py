@@ -53,6 +53,10 @@ QUICK_RUNS: dict[str, tuple[list[str], dict[str, Any]]] = {
     "ask_bench.py": (["--quick", "--events", "3000", "--runs", "1"], {"events": 3000, "runs": 1}),
     "crash_bench.py": (["--quick", "--kills", "4"], {"kills": 4}),
     "follow_bench.py": (["--quick", "--seconds", "1.5"], {"seconds": 1.5}),
+    "forget_bench.py": (
+        ["--quick", "--events", "20000", "--segment-events", "5000"],
+        {"events": 20000, "segment_events": 5000, "selected": 200, "erased": 200},
+    ),
     "privacy_bench.py": (
         ["--quick", "--events", "3000", "--lines", "5000"],
         {"events": 3000, "lines": 5000, "rounds": 1},
@@ -185,6 +189,17 @@ SABOTAGE: dict[str, tuple[str, list[str], str]] = {
         """,
         ["--quick", "--seconds", "1"],
         "nothing_twice",
+    ),
+    "forget_bench.py": (
+        """
+        from nerve.privacy.forget import Request
+        from nerve.privacy.selection import Selection
+        def wider():  # the forget takes one more source than the bench asked for
+            return Request(Selection(sources=(5, 1)), "bench")
+        bench.request = wider
+        """,
+        ["--events", "4000", "--segment-events", "1000"],
+        "exactly_selected_erased",
     ),
     "privacy_bench.py": (
         """

@@ -13,6 +13,8 @@ import errno
 from collections.abc import Callable
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 
 from nerve import fsio
@@ -99,7 +101,56 @@ def _seal_and_compact_fail(tmp_path: Path, site: str) -> None:
         led.log.compact(target_rows=1000)
     assert fault.fired == 1
     assert led.log.compact(target_rows=1000).merged >= 2
+    with fsio.inject(site) as fault, pytest.raises((NerveError, OSError)):
+        led.log.erase(_odd_lines, reason="fault", selection={})
+    assert fault.fired == 1
+    led.log.erase(_odd_lines, reason="fault", selection={})  # finishes, or does, the erasure
+    odd = len([i for i in range(led.n) if i % 2])
     led.check()
+    assert len([e for e in events_since(led.root) if e.erased]) == odd
+
+
+def _odd_lines(table: pa.Table) -> pa.ChunkedArray:
+    line = table.column("line")
+    ours = pc.match_substring_regex(line, r"^e\d+$")  # not the payload.erased event's line
+    numbers = pc.cast(pc.if_else(ours, pc.utf8_slice_codeunits(line, 1), "0"), pa.int64())
+    return pc.equal(pc.bit_wise_and(numbers, 1), 1)
+
+
+def _retired_unlink_fails(tmp_path: Path, site: str) -> None:
+    """A compacted-away segment that cannot be deleted stays (it is not live) and goes later."""
+    led = Ledger(tmp_path / "log")
+    for _ in range(3):
+        led.add()
+        led.log.seal()
+    led.log.retire_grace_ns = 0
+    with fsio.inject(site) as fault:
+        assert led.log.compact(target_rows=1000).merged == 3
+    assert fault.fired == 1
+    left = len(list((led.root / "segments").iterdir()))
+    assert left == 1 + 1  # the merged segment, and the retired file the fault kept
+    led.log.maybe_seal()  # the writer's upkeep tries again
+    assert len(list((led.root / "segments").iterdir())) == 1
+    led.check()
+
+
+def _archive_copy_fails(tmp_path: Path, site: str) -> None:
+    """A copy into the archive fails: nothing moves, no stray file is left, a retry moves."""
+    led = Ledger(tmp_path / "ws" / "data" / "log")
+    for _ in range(3):
+        led.add()
+        led.log.seal()
+    led.add()
+    cut, folder = led.log.newest, tmp_path / "archive"
+    manifest = (led.root / "manifest.jsonl").read_bytes()
+    with fsio.inject(site) as fault, pytest.raises(OSError):
+        led.log.archive(cut, folder)
+    assert fault.fired == 1
+    assert (led.root / "manifest.jsonl").read_bytes() == manifest
+    assert [p.name for p in (folder / "data" / "log" / "segments").iterdir()] == []
+    led.check()
+    assert len(led.log.archive(cut, folder)) == 3  # check() sealed the rest after the cut
+    assert verify(led.root, [folder]).ok and verify(folder / "data" / "log").ok
 
 
 def _rotation_fails(tmp_path: Path, site: str) -> None:
@@ -174,6 +225,10 @@ SCENARIOS: dict[str, Callable[[Path, str], None]] = {
     "manifest.write": _seal_and_compact_fail,
     "manifest.fsync": _seal_and_compact_fail,
     "wal.unlink": _unlink_fails,
+    "segment.unlink": _retired_unlink_fails,
+    "archive.write": _archive_copy_fails,
+    "archive.fsync": _archive_copy_fails,
+    "archive.rename": _archive_copy_fails,
     "quarantine.move": _quarantine_fails,
     "key.write": _key_write_fails,
     "trust.write": _trust_write_fails,

@@ -20,7 +20,8 @@ LAYERS = [
     {"query", "config", "conformance", "chain", "attention", "checks", "privacy"}
     | {"recall.core", "recall.tier0"},
     {"workspace"},
-    {"runtime", "flow", "logops", "recall", "export", "tail", "privacy.ops"},
+    {"runtime", "flow", "logops", "recall", "export", "tail", "privacy.ops"}
+    | {"privacy.forget", "privacy.archive", "privacy.selection"},
     {"cli", "__main__"},
 ]
 

@@ -2,7 +2,7 @@
 
 import sys
 from pathlib import Path
-from typing import IO, Annotated
+from typing import IO, Annotated, Any
 
 import typer
 
@@ -132,14 +132,35 @@ def replay_cmd(
         emit_json(report.to_json())
     else:
         typer.echo(f"events  {report.events}\nsegments {report.segments}\ndigest  {report.digest}")
+        _replay_extras(report)
         for problem in report.problems:
             typer.echo(f"corrupt: {problem}", err=True)
         for warning in report.warnings:
             typer.echo(f"warning: {warning}", err=True)
+        for note in report.notes:
+            typer.echo(f"erased: {note}", err=True)
         if verify_:
             typer.echo("verify  " + ("ok" if report.ok else "FAILED"))
     if not report.ok:
         raise typer.Exit(1)
+
+
+def _replay_extras(report: Any) -> None:
+    """What the digest covers when segments were archived, and the digest before each
+    erasure (the erasure event is one more event; the digest before it is unchanged)."""
+    if report.archives:
+        typer.echo(f"covers  {report.covers}")
+    shown = report.checkpoints[-_CHECKPOINTS_SHOWN:]
+    if len(report.checkpoints) > len(shown):
+        typer.echo(f"({len(report.checkpoints) - len(shown)} earlier erasures: --json lists all)")
+    for point in shown:
+        typer.echo(
+            f"before payload.erased {point.erasure[:12]}: {point.events} events, "
+            f"digest {point.digest}"
+        )
+
+
+_CHECKPOINTS_SHOWN = 3
 
 
 def seal_cmd() -> None:
@@ -195,16 +216,21 @@ def query_cmd(
 
 def payload_cmd(cid: Annotated[str, typer.Argument(help="Payload address (hex).")]) -> None:
     """Print the payload bytes stored under a content address."""
+    from nerve.logops import erased_payload
     from nerve.query import run_query
 
     if len(cid) != 64 or any(c not in "0123456789abcdef" for c in cid.lower()):
         raise UsageError(f"{cid!r} is not a 64-hex-digit address")
+    conn = _ws().connect()
     result = run_query(
-        _ws().connect(),
-        f"SELECT payload FROM events WHERE payload_cid = from_hex('{cid.lower()}') LIMIT 1",
+        conn,
+        f"SELECT payload FROM events WHERE payload_cid = from_hex('{cid.lower()}') "
+        "ORDER BY erased LIMIT 1",
     )
     if not result.rows:
         raise UsageError(f"no payload with address {cid}")
+    if result.rows[0][0] is None:
+        raise erased_payload(conn, cid.lower())
     sys.stdout.buffer.write(bytes(result.rows[0][0]))
 
 

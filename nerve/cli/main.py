@@ -127,6 +127,7 @@ def _register() -> None:
         export_cmds,
         log_cmds,
         privacy_cmds,
+        privacy_log_cmds,
         sense_cmds,
         workflow_cmds,
     )
@@ -139,6 +140,7 @@ def _register() -> None:
     workflow_cmds.register(app)
     check_cmds.register(app)
     export_cmds.register(app)
+    privacy_log_cmds.register(app)
     privacy_cmds.register(app)
 
 

@@ -20,6 +20,7 @@ import pyarrow.compute as pc
 from nerve.clock import Hlc
 from nerve.events import (
     ID_TAG,
+    ErasedEvent,
     Event,
     Trust,
     source_name,
@@ -37,6 +38,7 @@ from nerve.log.wire import (
 __all__ = [  # the JSON half lives in nerve.log.wire; kept importable from here
     "COLUMNS",
     "EMPTY",
+    "ERASABLE_SCHEMA",
     "SCHEMA",
     "build_table",
     "draft_from_json",
@@ -46,8 +48,10 @@ __all__ = [  # the JSON half lives in nerve.log.wire; kept importable from here
     "fixed_bytes",
     "hash_each",
     "ids_of",
+    "kept_hashes",
     "preimages",
     "row_to_json",
+    "stored_events",
     "table_from_events",
     "wire_lines",
     "wire_payload",
@@ -71,6 +75,10 @@ SCHEMA = pa.schema(
 )
 COLUMNS = SCHEMA.names
 EMPTY = pa.Table.from_batches([], schema=SCHEMA)  # empty_table() would import pandas
+# A segment holding erased rows (nerve.log.erasure): their payload and line are null.
+ERASABLE_SCHEMA = pa.schema(
+    [f.with_nullable(True) if f.name in ("payload", "line") else f for f in SCHEMA]
+)
 
 _HLC_DTYPE = np.dtype([("p", ">u8"), ("l", ">u4")])
 _VT_DTYPE = np.dtype([("n", ">u4"), ("v", ">i8")])
@@ -106,8 +114,10 @@ def _u32(value: int) -> bytes:
     return struct.pack(">I", value)
 
 
-def preimages(batch: pa.Table | pa.RecordBatch) -> pa.Array:
-    """Every row's id preimage (see ``nerve.events.id_preimage``) as one binary array."""
+def preimages(batch: pa.Table | pa.RecordBatch, *, line: bool = True) -> pa.Array:
+    """Every row's id preimage (see ``nerve.events.id_preimage``) as one binary array.
+
+    ``line=False`` leaves out the last field: what an erased row still holds."""
     if isinstance(batch, pa.Table):
         batch = batch.combine_chunks().to_batches()[0] if batch.num_rows else None
         if batch is None:
@@ -129,7 +139,8 @@ def preimages(batch: pa.Table | pa.RecordBatch) -> pa.Array:
     parts += [_scalar(_u32(1)), _fixed(trust.tobytes(), 1, count)]
     parts += [_valid_time_field(col("valid_time_ns"))]
     parts += [_scalar(_u32(32)), col("payload_cid").cast(pa.binary())]
-    parts += _prefixed(col("line"))
+    if line:
+        parts += _prefixed(col("line"))
     return pc.binary_join_element_wise(*parts, b"")
 
 
@@ -158,6 +169,12 @@ def hash_each(values: pa.Array | pa.ChunkedArray) -> bytes:
 def ids_of(batch: pa.Table | pa.RecordBatch) -> bytes:
     """Recompute every row's event id from its other columns."""
     return hash_each(preimages(batch))
+
+
+def kept_hashes(batch: pa.Table | pa.RecordBatch) -> bytes:
+    """blake3 of every row's preimage without its line (32 bytes each): what binds the
+    fields an erasure keeps, since the id can no longer be recomputed from them."""
+    return hash_each(preimages(batch, line=False))
 
 
 def fixed_bytes(col: pa.Array | pa.ChunkedArray) -> bytes:
@@ -247,6 +264,31 @@ def table_from_events(events: Iterable[Event]) -> pa.Table:
     return table
 
 
+def stored_events(table: pa.Table) -> list[Event | ErasedEvent]:
+    """Rows as events, an erased row as an :class:`ErasedEvent` (its stored id kept)."""
+    if not table.column("line").null_count:
+        return list(events_from_table(table))
+    out: list[Event | ErasedEvent] = []
+    for r in table.to_pylist():
+        if r["line"] is not None:
+            out += events_from_table(pa.Table.from_pylist([r], schema=table.schema))
+            continue
+        out.append(
+            ErasedEvent(
+                Hlc(r["physical_ns"], r["logical"]),
+                r["node"],
+                r["kind"],
+                r["subject"],
+                r["source"],
+                Trust(r["trust"]),
+                r["valid_time_ns"],
+                r["payload_cid"],
+                r["id"],
+            )
+        )
+    return out
+
+
 def events_from_table(table: pa.Table) -> list[Event]:
     """Materialise rows as :class:`Event` objects (recomputing ids; slow path for APIs)."""
     rows = table.to_pylist()
@@ -284,11 +326,16 @@ def wire_lines(table: pa.Table) -> list[str]:
     sources = {code: _TEXT(source_name(code)) for code in set(col["source"])}
     trusts = {code: _TEXT(trust_name(code)) for code in set(col["trust"])}
     return [
-        f'{{"hlc":[{p},{lo}],"id":"{eid.hex()}","kind":{_TEXT(kind)},"line":{_TEXT(line)},'
-        f'"node":{_TEXT(node)},{payload_text(payload)},"payload_cid":"{pcid.hex()}",'
+        f'{{{"" if payload is not None else _ERASED}"hlc":[{p},{lo}],"id":"{eid.hex()}",'
+        f'"kind":{_TEXT(kind)},{"" if line is None else f"{_LINE}{_TEXT(line)},"}'
+        f'"node":{_TEXT(node)},{"" if payload is None else payload_text(payload) + ","}'
+        f'"payload_cid":"{pcid.hex()}",'
         f'"source":{sources[src]},"subject":{_TEXT(subject)},"trust":{trusts[trust]},'
         f'"valid_time_ns":{"null" if vt is None else vt}}}'
         for p, lo, eid, kind, line, node, payload, pcid, src, subject, trust, vt in zip(
             *(col[name] for name in (*_WIRE_COLUMNS, *_WIRE_TAIL)), strict=True
         )
     ]
+
+
+_ERASED, _LINE = '"erased":true,', '"line":'

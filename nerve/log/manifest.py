@@ -2,6 +2,11 @@
 
 One canonical-JSON record per line. ``prev`` is the blake3 (hex) of the previous line's
 bytes, so editing, dropping or reordering a record breaks the chain at that record.
+
+Records by ``op``: ``seal``, ``compact``, ``adopt``, ``repair``; ``rewrite`` (an erasure:
+``add[i]`` replaces ``remove[i]`` with the same ids, ``erasure`` names the ``payload.erased``
+events); ``archive`` (segments moved to an archive folder, ``archived`` naming them); and,
+in an archive's own manifest, ``archived`` (which makes that log read-only).
 """
 
 from __future__ import annotations
@@ -62,6 +67,9 @@ class ManifestState:
     retired: dict[str, int] = field(default_factory=dict)  # name -> time_ns it was removed
     sealed_gen: int = 0
     lost_gens: set[int] = field(default_factory=set)  # WAL generations a repair wrote off
+    archived: dict[str, SegmentInfo] = field(default_factory=dict)  # moved to an archive
+    erasures: set[str] = field(default_factory=set)  # payload.erased ids a rewrite carried out
+    read_only: bool = False  # an archive: nothing appends to it but another archive move
     head: str = ZERO_HASH
     size: int = 0  # bytes of the good prefix
 
@@ -90,6 +98,11 @@ def _apply(state: ManifestState, rec: dict[str, Any]) -> None:
     if "wal_gen" in rec:
         state.sealed_gen = max(state.sealed_gen, int(rec["wal_gen"]))
     state.lost_gens.update(int(g) for g in rec.get("lost_wal_gens", []))
+    for obj in rec.get("archived", []):
+        info = SegmentInfo.from_json(obj)
+        state.archived[info.name] = info
+    state.erasures.update(str(e) for e in rec.get("erasure", []))
+    state.read_only = state.read_only or rec.get("op") == "archived"
 
 
 def read_manifest(
@@ -144,7 +157,7 @@ def _parse_line(path: Path, number: int, raw: bytes, state: ManifestState) -> di
             f"({before} was edited, or a record was removed or reordered)"
         )
     try:
-        for obj in rec.get("add", []):
+        for obj in [*rec.get("add", []), *rec.get("archived", [])]:
             SegmentInfo.from_json(obj)
     except (KeyError, TypeError, ValueError) as exc:
         raise LogCorrupt(f"{where}: malformed segment entry: {exc}") from None

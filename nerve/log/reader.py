@@ -6,18 +6,23 @@ import os
 import struct
 import warnings
 import zlib
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import blake3
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from nerve.clock import HLC_ZERO, Hlc
 from nerve.errors import LogCorrupt, LogDamageWarning, LogError
-from nerve.events import Event
+from nerve.events import ErasedEvent, Event
+from nerve.log import archive
 from nerve.log import segments as seg
-from nerve.log.codec import EMPTY, SCHEMA, events_from_table
+from nerve.log.codec import EMPTY, SCHEMA, fixed_bytes, stored_events
+from nerve.log.erasure import ERASED_KIND
 from nerve.log.manifest import ManifestState, SegmentInfo, read_manifest
 from nerve.log.paths import LogPaths
 from nerve.log.wal import FILE_MAGIC, FRAME_MAGIC, MAX_FRAME, VERSION, WalScan, scan
@@ -93,17 +98,18 @@ def table_since(
         table = seg.read_since(path, since) if since > HLC_ZERO else seg.read_segment(path)
         parts.append(table)
     parts.append(seg.after(snap.tail, since))
-    table = pa.concat_tables(parts) if parts else EMPTY
+    table = seg.concat(parts) if parts else EMPTY
     return table.select(columns) if columns else table
 
 
-def events_since(root: Path, since: Hlc = HLC_ZERO) -> Iterator[Event]:
-    """Sense v0.1's ``events_since``: events strictly after ``since``, in HLC order."""
+def events_since(root: Path, since: Hlc = HLC_ZERO) -> Iterator[Event | ErasedEvent]:
+    """Sense v0.1's ``events_since``: events strictly after ``since``, in HLC order (an
+    erased one as an :class:`~nerve.events.ErasedEvent`)."""
     snap = snapshot(root)
     for info, path in zip(snap.segments, snap.files, strict=True):
         if info.max_hlc > since:
-            yield from events_from_table(seg.read_since(path, since))
-    yield from events_from_table(seg.after(snap.tail, since))
+            yield from stored_events(seg.read_since(path, since))
+    yield from stored_events(seg.after(snap.tail, since))
 
 
 def _id_views(col: pa.ChunkedArray | pa.Array) -> Iterator[memoryview]:
@@ -115,21 +121,101 @@ def _id_views(col: pa.ChunkedArray | pa.Array) -> Iterator[memoryview]:
 
 
 @dataclass(frozen=True)
-class Digest:
+class Checkpoint:
+    """The digest over the events before a ``payload.erased`` event: what the digest was
+    when the forget began (the erasure itself is one more event)."""
+
+    erasure: str  # the payload.erased event's id (hex)
     events: int
     digest: str
 
+    def to_json(self) -> dict[str, Any]:
+        return {"erasure": self.erasure, "events": self.events, "digest": self.digest}
 
-def replay_digest(root: Path) -> Digest:
-    """blake3 over every event id (32 raw bytes each) in HLC order; reads only the ids."""
+
+class IdHasher:
+    """The replay digest, fed table by table; notes a :class:`Checkpoint` before the first
+    of each run of ``payload.erased`` events when given the kind column."""
+
+    def __init__(self) -> None:
+        self._hasher = blake3.blake3(max_threads=blake3.blake3.AUTO)
+        self.events = 0
+        self.checkpoints: list[Checkpoint] = []
+        self._last_kind = ""
+
+    def feed(self, ids: pa.ChunkedArray | pa.Array, kinds: Any = None) -> None:
+        marks = [] if kinds is None else _erasure_starts(kinds, self._last_kind)
+        start = 0
+        raw = None
+        for row in marks:
+            raw = raw if raw is not None else fixed_bytes(ids)
+            self._hasher.update(raw[start * 32 : row * 32])
+            self.events += row - start
+            digest = self._hasher.copy().hexdigest()
+            self.checkpoints.append(
+                Checkpoint(raw[row * 32 : row * 32 + 32].hex(), self.events, digest)
+            )
+            start = row
+        if raw is None:
+            for view in _id_views(ids):
+                self._hasher.update(view)
+        else:
+            self._hasher.update(raw[start * 32 :])
+        self.events += len(ids) - start
+        if kinds is not None and len(kinds):
+            self._last_kind = str(kinds[len(kinds) - 1].as_py())
+
+    def hexdigest(self) -> str:
+        return self._hasher.hexdigest()
+
+
+def _erasure_starts(kinds: Any, before: str) -> list[int]:
+    """Rows starting a run of ``payload.erased`` events (``before``: the kind just ahead)."""
+    hits = np.asarray(pc.equal(kinds, ERASED_KIND).to_numpy(zero_copy_only=False), dtype=bool)
+    if not hits.any():
+        return []
+    ahead = np.concatenate(([before == ERASED_KIND], hits[:-1]))
+    return [int(i) for i in np.flatnonzero(hits & ~ahead)]
+
+
+@dataclass(frozen=True)
+class Digest:
+    events: int
+    digest: str
+    checkpoints: tuple[Checkpoint, ...] = ()
+    coverage: archive.Coverage = field(default_factory=archive.Coverage)
+
+
+def feed_archives(
+    state: ManifestState, folders: Sequence[Path], hasher: IdHasher, *, full: bool = False
+) -> archive.Coverage:
+    """Find the archives the manifest moved segments to; when every one is found intact,
+    feed their ids to ``hasher`` (so the digest covers the whole history)."""
+    found = [archive.locate(p, folders, full=full) for p in archive.parts(state)]
+    coverage = archive.Coverage(found)
+    if coverage.whole:
+        for part in coverage.parts:
+            for table in archive.archived_ids(part):
+                hasher.feed(table.column("id"), table.column("kind"))
+    return coverage
+
+
+def replay_digest(root: Path, archives: Sequence[Path] = ()) -> Digest:
+    """blake3 over every event id (32 raw bytes each) in HLC order; reads only the ids (and
+    the kinds, once the log holds an erasure, for the checkpoints before each). Segments
+    moved to archives are read from ``archives`` (or the folder recorded) when reachable."""
     snap = snapshot(root)
-    hasher = blake3.blake3(max_threads=blake3.blake3.AUTO)
+    state = read_manifest(snap.paths.manifest)
+    erased = bool(state.erasures)
+    hasher = IdHasher()
+    coverage = feed_archives(state, archives, hasher)
+    columns = ["id", "kind"] if erased else ["id"]
     for path in snap.files:
-        for view in _id_views(seg.read_segment(path, ["id"]).column("id")):
-            hasher.update(view)
-    for view in _id_views(snap.tail.column("id")):
-        hasher.update(view)
-    return Digest(snap.count, hasher.hexdigest())
+        table = seg.read_segment(path, columns)
+        hasher.feed(table.column("id"), table.column("kind") if erased else None)
+    hasher.feed(snap.tail.column("id"), snap.tail.column("kind"))
+    points = tuple(hasher.checkpoints) if coverage.whole else ()  # a partial count misleads
+    return Digest(hasher.events, hasher.hexdigest(), points, coverage)
 
 
 # -- following the log: only the bytes not yet seen ---------------------------------------
@@ -209,7 +295,7 @@ class TailReader:
             if _stamp(self.paths.manifest) != self._manifest_stamp:
                 continue  # a seal or compaction finished meanwhile: read again
             self._offsets = offsets
-            table = pa.concat_tables(parts) if parts else EMPTY
+            table = seg.concat(parts) if parts else EMPTY
             if table.num_rows:
                 newest = Hlc(
                     table.column("physical_ns")[-1].as_py(), table.column("logical")[-1].as_py()

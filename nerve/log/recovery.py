@@ -55,8 +55,11 @@ def missing_generations(state: ManifestState, gens: list[int], has_data: bool) -
     """WAL generations that should be on disk and are not (nor written off by a repair).
 
     Live generations run without a gap from ``sealed_gen + 1``; once a log holds anything
-    at least that one exists, since a writer always has a generation open.
+    at least that one exists, since a writer always has a generation open. An archive has
+    no writer, hence no WAL.
     """
+    if state.read_only:
+        return []
     top = max(gens) if gens else (state.sealed_gen + 1 if has_data else 0)
     want = range(state.sealed_gen + 1, top + 1)
     return [g for g in want if g not in gens and g not in state.lost_gens]

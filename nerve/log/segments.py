@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 from nerve import fsio
 from nerve.clock import Hlc
 from nerve.errors import LogCorrupt
-from nerve.log.codec import SCHEMA, fixed_bytes
+from nerve.log.codec import ERASABLE_SCHEMA, SCHEMA, fixed_bytes
 from nerve.log.manifest import SegmentInfo
 
 ROW_GROUP = 131_072
@@ -69,8 +69,10 @@ def write_segment(folder: Path, table: pa.Table) -> SegmentInfo:
     """Write a sorted table crash-safely and return its manifest entry.
 
     temp file in the same folder → fsync → rename to ``<blake3>.parquet`` → fsync folder.
+    A table holding erased rows is written with :data:`ERASABLE_SCHEMA`; any other keeps
+    :data:`SCHEMA`, so segments without erasures are byte-for-byte what they always were.
     """
-    table = sort_events(table.select(SCHEMA.names).cast(SCHEMA))
+    table = sort_events(table.select(SCHEMA.names).cast(schema_for(table)))
     data = _encode(table)
     name = blake3.blake3(data).hexdigest()
     tmp = folder / f".tmp-{secrets.token_hex(8)}.parquet"
@@ -95,6 +97,18 @@ def write_segment(folder: Path, table: pa.Table) -> SegmentInfo:
         _hlc_at(table, -1),
         ids_root(fixed_bytes(table.column("id"))),
     )
+
+
+def schema_for(table: pa.Table) -> pa.Schema:
+    erased = table.column("payload").null_count or table.column("line").null_count
+    return ERASABLE_SCHEMA if erased else SCHEMA
+
+
+def concat(tables: list[pa.Table]) -> pa.Table:
+    """Tables of events as one; a segment with erased rows has nullable payload and line."""
+    if len({t.schema for t in tables}) > 1:
+        return pa.concat_tables(tables, promote_options="default")
+    return pa.concat_tables(tables)
 
 
 def _hlc_at(table: pa.Table, index: int) -> Hlc:

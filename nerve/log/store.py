@@ -23,9 +23,9 @@ import pyarrow as pa
 
 from nerve import fsio
 from nerve.clock import DEFAULT_MAX_OFFSET_NS, HLC_ZERO, Hlc, HybridClock
-from nerve.errors import EventError, LogCorrupt, NerveError, OrderError
+from nerve.errors import EventError, LogCorrupt, LogError, NerveError, OrderError
 from nerve.events import Event
-from nerve.log import recovery
+from nerve.log import archive, erasure, recovery
 from nerve.log import segments as seg
 from nerve.log.batchkeys import BatchKeys, check_key, key_draft
 from nerve.log.codec import EMPTY, build_table, events_from_table, table_from_events
@@ -91,6 +91,7 @@ class EventLog:
         self._mutex = threading.RLock()  # the WAL and the tail
         self._seal_lock = threading.RLock()  # seals and compactions, one at a time
         self._keys: BatchKeys | None = None
+        self._gone: set[str] = set()  # retired segments already deleted
         # Each durable frame, in stamp order: called in the committing thread under the
         # append lock, so a hook must be quick and must not raise (the daemon's followers).
         self.on_commit: list[Callable[[pa.Table], None]] = []
@@ -111,6 +112,11 @@ class EventLog:
     def _recover(self, repair: bool) -> None:
         """Settle what a crash left, refuse (or, repairing, record) damage; seed the clock."""
         self.manifest = read_manifest(self.paths.manifest)
+        if self.manifest.read_only:
+            raise LogError(
+                f"{self.paths.root}: is an archive (read-only): nothing appends to it",
+                hint="read it with `nerve --workspace DIR replay --verify`, query or tail",
+            )
         self._check_live_segments()
         found = recovery.take_over_wal(self.paths, self.manifest, repair=repair)
         self.recovered += found.notes
@@ -304,7 +310,7 @@ class EventLog:
             if s.max_hlc >= first and s.min_hlc <= last
         ]
         parts += [seg.after(t, _before(first)) for t in self._unsealed()]
-        table = pa.concat_tables(parts) if parts else EMPTY
+        table = seg.concat(parts) if parts else EMPTY
         return seg.up_to(table, last)
 
     def _unsealed(self) -> list[pa.Table]:
@@ -353,6 +359,9 @@ class EventLog:
         with self._mutex:
             rows, age = self.tail_rows, self._now() - self._tail_since_ns
             retry = bool(self._pending)
+        if len(self.manifest.retired) > len(self._gone):
+            with self._seal_lock:
+                self._drop_retired()
         if retry or rows >= self.seal_max_events or (rows and age >= self.seal_max_age_ns):
             return self.seal()
         return None
@@ -426,22 +435,103 @@ class EventLog:
         with self._seal_lock:
             merged = written = rows = 0
             for run in _small_runs(self.manifest.segments(), target_rows):
-                table = pa.concat_tables(
-                    [seg.read_segment(self.paths.segment(s.name)) for s in run]
-                )
+                table = seg.concat([seg.read_segment(self.paths.segment(s.name)) for s in run])
                 body = {"op": "compact", "remove": [s.name for s in run]}
                 info = self._record_segment(table, body)
                 merged, written, rows = merged + len(run), written + 1, rows + info.rows
             self._drop_retired()
             return CompactResult(merged, written, rows)
 
-    def _drop_retired(self) -> None:
-        """Delete segments compacted away once readers have had their grace period."""
-        now = self._now()
+    def _drop_retired(self, *, grace_ns: int | None = None) -> None:
+        """Delete segments compacted, erased or archived away once readers have had their
+        grace period; a failure keeps the file for the next try (it is no longer live)."""
+        now, grace = self._now(), self.retire_grace_ns if grace_ns is None else grace_ns
         for name, since in list(self.manifest.retired.items()):
-            if now - since > self.retire_grace_ns:
-                with contextlib.suppress(FileNotFoundError):
-                    self.paths.segment(name).unlink()
+            if name in self._gone or now - since < grace:
+                continue
+            path = self.paths.segment(name)
+            with contextlib.suppress(OSError):
+                if path.exists():
+                    fsio.hit("segment.unlink", path)
+                    path.unlink()
+                self._gone.add(name)
+
+    # -- erasure (see nerve.log.erasure) -----------------------------------------------
+
+    def erase(
+        self, predicate: erasure.Predicate, *, reason: str, selection: dict[str, Any]
+    ) -> erasure.Plan:
+        """Erase the payload and line of every event ``predicate`` selects, all or nothing.
+
+        Seals the tail first (so every stored event can be selected), finishes any erasure
+        an interrupted call left pending, writes the erased copies, appends the
+        ``payload.erased`` event(s), then swaps the segments in one manifest record.
+        """
+        with self._seal_lock:
+            self.seal()
+            self.finish_erasures()
+            plan = erasure.rewrite(self.paths.segments, self._live_files(), predicate)
+            if not plan.found:
+                return plan
+            try:
+                stored = self.append_drafts(erasure.drafts(plan, reason, selection))
+            except BaseException:
+                self._discard_rewrite(plan)
+                raise
+            ids = [bytes(i).hex() for i in stored.column("id").to_pylist()]
+            plan.erasures = ids
+            try:
+                self._record_rewrite(plan, ids)
+            except (NerveError, OSError) as exc:
+                raise LogError(
+                    f"the erasure is recorded (payload.erased {ids[0][:12]}) but the segments "
+                    f"could not be swapped: {exc}",
+                    hint="the next `nerve forget` (or daemon start) finishes it",
+                ) from exc
+            self._drop_retired()
+            return plan
+
+    def finish_erasures(self) -> int:
+        """Carry out ``payload.erased`` events no rewrite record names; how many there were."""
+        with self._seal_lock:
+            found = erasure.finish_pending(
+                self.paths.segments, self._live_files(), self._unsealed(), self.manifest.erasures
+            )
+            if found is None:
+                return 0
+            plan, ids = found
+            self._record_rewrite(plan, ids)
+            self._drop_retired()
+            return len(ids)
+
+    def archive(self, before: Hlc, to: Path, *, vacuum: bool = False) -> list[SegmentInfo]:
+        """Move the oldest segments wholly before ``before`` into the archive folder ``to``
+        (see :mod:`nerve.log.archive`); the segments moved. ``vacuum``: delete every
+        retired file now instead of after the reader grace."""
+        with self._seal_lock:
+            self.finish_erasures()  # an erasure must not be left pending on archived rows
+            picked, body = archive.move_out(
+                self.paths, self.manifest, before, to, self._unsealed(), self._now
+            )
+            if body is not None:
+                append_record(self.paths.manifest, self.manifest, body)
+            self._drop_retired(grace_ns=0 if vacuum else None)
+            return picked
+
+    def _live_files(self) -> list[tuple[SegmentInfo, Path]]:
+        return [(s, self.paths.segment(s.name)) for s in self.manifest.segments()]
+
+    def _record_rewrite(self, plan: erasure.Plan, erasures: list[str]) -> None:
+        body = {**erasure.record_body(plan, erasures), "time_ns": self._now()}
+        try:
+            append_record(self.paths.manifest, self.manifest, body)
+        except BaseException:
+            self._discard_rewrite(plan)
+            raise
+
+    def _discard_rewrite(self, plan: erasure.Plan) -> None:
+        for _, new in plan.replaced:
+            self._discard_unrecorded(new.name)
 
     def close(self) -> None:
         with self._seal_lock, self._mutex:

@@ -1,12 +1,19 @@
 """Full verification: every id from its fields, every address from its bytes, the chain.
 
 A report lists problems in log order; the first names the first corrupt thing.
+
+An erased row (payload and line null, see :mod:`nerve.log.erasure`) cannot have its id
+recomputed: it is checked against the segment's id root in the manifest instead, and must be
+named, with the fields it keeps, by an intact ``payload.erased`` event. Such rows are
+reported as notes; a missing payload or line that no erasure names is corruption.
 """
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -14,16 +21,19 @@ from typing import Any
 import blake3
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from nerve.clock import Hlc
 from nerve.errors import LogCorrupt
+from nerve.log import archive, erasure
 from nerve.log.buffers import read_file
-from nerve.log.codec import SCHEMA, fixed_bytes, hash_each, ids_of
+from nerve.log.codec import SCHEMA, fixed_bytes, hash_each, ids_of, kept_hashes
 from nerve.log.manifest import ManifestState, SegmentInfo, read_manifest
 from nerve.log.paths import LogPaths
+from nerve.log.reader import Checkpoint, IdHasher, feed_archives
 from nerve.log.recovery import ids_of_tables, missing_generations, settle_segments
-from nerve.log.segments import ids_root
+from nerve.log.segments import ids_root, schema_for
 from nerve.log.wal import scan
 
 
@@ -51,13 +61,18 @@ class Problem:
 @dataclass
 class VerifyReport:
     """``problems`` fail verification; ``warnings`` name what a writer settles on its own
-    (crash debris) or what was settled and recorded (adoptions, repairs, quarantine)."""
+    (crash debris) or what was settled and recorded (adoptions, repairs, quarantine);
+    ``notes`` say what verified differently and why (erasures)."""
 
     events: int = 0
     digest: str = ""
     segments: int = 0
     problems: list[Problem] = field(default_factory=list)
     warnings: list[Problem] = field(default_factory=list)
+    notes: list[Problem] = field(default_factory=list)
+    checkpoints: list[Checkpoint] = field(default_factory=list)
+    covers: str = ""
+    archives: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -71,7 +86,19 @@ class VerifyReport:
             "segments": self.segments,
             "problems": [p.to_json() for p in self.problems],
             "warnings": [p.to_json() for p in self.warnings],
+            "notes": [p.to_json() for p in self.notes],
+            "checkpoints": [c.to_json() for c in self.checkpoints],
+            "covers": self.covers,
+            "archives": self.archives,
         }
+
+
+@dataclass
+class _Erased:
+    """What verification gathers about erasures as it reads the log."""
+
+    rows: list[tuple[str, np.ndarray, bytes, bytes]] = field(default_factory=list)
+    found: list[erasure.Erasure] = field(default_factory=list)
 
 
 def _first_mismatch(a: bytes, b: bytes) -> int | None:
@@ -84,8 +111,35 @@ def _first_mismatch(a: bytes, b: bytes) -> int | None:
     return int(diff.argmax()) if diff.any() else rows
 
 
-def _row_problem(table: pa.Table, name: str) -> Problem | None:
-    """The first row whose payload address or id does not match its fields."""
+def _row_problem(table: pa.Table, name: str, erased: _Erased | None = None) -> Problem | None:
+    """The first row whose payload address or id does not match its fields; erased rows
+    (only in a segment, with ``erased`` given) are set aside for :func:`_check_erasures`."""
+    missing = np.asarray(_missing(table).to_numpy(zero_copy_only=False), dtype=bool)
+    if not missing.any():
+        return _whole_rows(table, name) or _order_problem(table, name)
+    rows = np.flatnonzero(missing)
+    if erased is None:
+        return Problem(name, "payload or line is missing (null)", int(rows[0]), "payload")
+    picked = table.take(pa.array(rows))
+    half = pc.xor(pc.is_null(picked.column("payload")), pc.is_null(picked.column("line")))
+    if pc.any(half).as_py():
+        first = int(rows[np.flatnonzero(half.to_numpy(zero_copy_only=False))[0]])
+        return Problem(
+            name, "payload or line is missing but not both (an erasure takes both)", first, "line"
+        )
+    erased.rows.append((name, rows, fixed_bytes(picked.column("id")), kept_hashes(picked)))
+    keep = np.flatnonzero(~missing)
+    problem = _whole_rows(table.take(pa.array(keep)), name)
+    if problem is not None and problem.row is not None:
+        problem = Problem(problem.file, problem.message, int(keep[problem.row]), problem.field)
+    return problem or _order_problem(table, name)
+
+
+def _missing(table: pa.Table) -> pa.ChunkedArray:
+    return pc.or_(pc.is_null(table.column("payload")), pc.is_null(table.column("line")))
+
+
+def _whole_rows(table: pa.Table, name: str) -> Problem | None:
     bad_cid = _first_mismatch(
         hash_each(table.column("payload")), fixed_bytes(table.column("payload_cid"))
     )
@@ -96,7 +150,7 @@ def _row_problem(table: pa.Table, name: str) -> Problem | None:
         return Problem(
             name, "id does not match the event's fields (a field was changed)", bad_id, "id"
         )
-    return _order_problem(table, name)
+    return None
 
 
 def _order_problem(table: pa.Table, name: str) -> Problem | None:
@@ -116,7 +170,9 @@ def _rel(paths: LogPaths, path: Path) -> str:
     return str(path.relative_to(base))
 
 
-def _check_segment(paths: LogPaths, info: SegmentInfo, hasher: Any) -> tuple[list[Problem], int]:
+def _check_segment(
+    paths: LogPaths, info: SegmentInfo, hasher: IdHasher, erased: _Erased
+) -> tuple[list[Problem], int]:
     path = paths.segment(info.name)
     name = _rel(paths, path)
     try:
@@ -127,18 +183,19 @@ def _check_segment(paths: LogPaths, info: SegmentInfo, hasher: Any) -> tuple[lis
     if blake3.blake3(data).hexdigest() != info.name:
         problems.append(Problem(name, "segment bytes do not match its address (file changed)"))
     try:
-        table = pq.read_table(pa.BufferReader(data))
-        table = table.select(SCHEMA.names).cast(SCHEMA)
+        table = pq.read_table(pa.BufferReader(data)).select(SCHEMA.names)
+        table = table.cast(schema_for(table))
     except (pa.ArrowInvalid, pa.ArrowTypeError, OSError, KeyError) as exc:
         return [*problems, Problem(name, f"cannot be read as an event segment: {exc}")], 0
-    problems += _segment_rows(table, info, name)
-    hasher.update(fixed_bytes(table.column("id")))
+    problems += _segment_rows(table, info, name, erased)
+    hasher.feed(table.column("id"), table.column("kind"))
+    erased.found += erasure.erasures_in(table)
     return _merge(problems), table.num_rows
 
 
-def _segment_rows(table: pa.Table, info: SegmentInfo, name: str) -> list[Problem]:
+def _segment_rows(table: pa.Table, info: SegmentInfo, name: str, erased: _Erased) -> list[Problem]:
     problems = []
-    row = _row_problem(table, name)
+    row = _row_problem(table, name, erased)
     if row is not None:
         problems.append(row)
     if table.num_rows != info.rows:
@@ -173,8 +230,12 @@ def _stamp(table: pa.Table, index: int) -> Hlc:
     return Hlc(table.column("physical_ns")[row].as_py(), table.column("logical")[row].as_py())
 
 
-def verify(root: Path) -> VerifyReport:
-    """Recompute everything the log claims; never raises for corruption, reports it."""
+def verify(root: Path, archives: Sequence[Path] = ()) -> VerifyReport:
+    """Recompute everything the log claims; never raises for corruption, reports it.
+
+    Segments moved to archive folders (``archives``, else the folder recorded) are checked
+    against the ids the live manifest recorded, and counted in the digest, when reachable;
+    ``nerve --workspace ARCHIVE replay --verify`` checks an archive through and through."""
     paths = LogPaths(Path(root))
     report = VerifyReport()
     errors: list[LogCorrupt] = []
@@ -182,22 +243,43 @@ def verify(root: Path) -> VerifyReport:
     rel = _rel(paths, paths.manifest)
     report.problems += [Problem(rel, str(e).split(": ", 1)[-1]) for e in errors]
     _check_manifest_tail(paths, state, report)
-    hasher = blake3.blake3()
+    hasher, erased = IdHasher(), _Erased()
+    embedded, bad = archive.embedded_erasures(state)
+    erased.found += embedded
+    report.problems += [Problem(rel, m) for m in bad]
+    coverage = feed_archives(state, archives, hasher, full=True)
+    _report_archives(coverage, report)
+    archived_events = hasher.events
     previous: SegmentInfo | None = None
     for info in state.segments():
         if previous is not None and info.min_hlc < previous.max_hlc:
             report.problems.append(
                 Problem(rel, f"segment {info.name[:12]} overlaps the one before it")
             )
-        problems, rows = _check_segment(paths, info, hasher)
+        problems, rows = _check_segment(paths, info, hasher, erased)
         report.problems += problems
         report.events += rows
         report.segments += 1
         previous = info
-    tail_ids = _check_tail(paths, state, report, hasher)
+    tail_ids = _check_tail(paths, state, report, hasher, erased)
     _check_unlisted(paths, state, tail_ids, report)
+    _check_erasures(state, erased, report)
     report.digest = hasher.hexdigest()
+    report.checkpoints = hasher.checkpoints if coverage.whole else []  # a partial count misleads
+    report.events += archived_events
+    report.covers = coverage.describe(report.events)
     return report
+
+
+def _report_archives(coverage: archive.Coverage, report: VerifyReport) -> None:
+    report.archives = [p.to_json() for p in coverage.parts]
+    for part in coverage.parts:
+        where = str(part.folder or part.to)
+        what = f"archive of manifest record {part.seq} ({part.events} events)"
+        if part.missing:
+            report.warnings.append(Problem(where, f"{what}: {part.problem}"))
+        elif part.problem is not None:
+            report.problems.append(Problem(where, f"{what}: {part.problem}"))
 
 
 def _check_manifest_tail(paths: LogPaths, state: ManifestState, report: VerifyReport) -> None:
@@ -208,9 +290,82 @@ def _check_manifest_tail(paths: LogPaths, state: ManifestState, report: VerifyRe
             report.warnings.append(
                 Problem(rel, f"a torn last record ({extra} bytes) that the next writer cuts")
             )
+    added: dict[str, SegmentInfo] = {}
     for rec in state.records:
         if rec.get("op") in ("adopt", "repair"):
             report.warnings.append(Problem(rel, _recorded(rec)))
+        if rec.get("op") == "rewrite":
+            report.problems += [Problem(rel, m) for m in _rewrite_problems(rec, added)]
+        added.update((i.name, i) for i in map(SegmentInfo.from_json, rec.get("add", [])))
+
+
+def _rewrite_problems(rec: dict[str, Any], added: dict[str, SegmentInfo]) -> list[str]:
+    """An erasure's rewrite must keep every id, in order: each new segment has the rows,
+    HLC range and id root of the one it replaces."""
+    out = []
+    for old, obj in zip(rec.get("remove", []), rec.get("add", []), strict=False):
+        new, before = SegmentInfo.from_json(obj), added.get(old)
+        if before is None or (before.rows, before.min_hlc, before.max_hlc, before.root) != (
+            new.rows,
+            new.min_hlc,
+            new.max_hlc,
+            new.root,
+        ):
+            out.append(
+                f"record {rec['seq']}: rewrite of segment {old[:12]} into {new.name[:12]} "
+                "changes its ids (an erasure keeps every id): not an erasure"
+            )
+    if len(rec.get("remove", [])) != len(rec.get("add", [])):
+        out.append(f"record {rec['seq']}: rewrite removes and adds different numbers of segments")
+    return out
+
+
+def _check_erasures(state: ManifestState, erased: _Erased, report: VerifyReport) -> None:
+    """Every erased row must be named, with the fields it keeps, by an intact erasure."""
+    index: dict[bytes, tuple[erasure.Erasure, bytes]] = {}
+    for found in erased.found:
+        for eid, held in zip(found.events, found.kept, strict=False):
+            index[bytes.fromhex(eid)] = (found, bytes.fromhex(held))
+    counts: collections.Counter[str] = collections.Counter()
+    for name, rows, ids, kept in erased.rows:
+        for j, row in enumerate(rows.tolist()):
+            hit = index.get(ids[j * 32 : j * 32 + 32])
+            if hit is None:
+                report.problems.append(Problem(name, _UNNAMED, row, "payload"))
+            elif hit[1] != kept[j * 32 : j * 32 + 32]:
+                message = f"fields changed since payload.erased {hit[0].id[:12]} erased this event"
+                report.problems.append(Problem(name, message, row, "id"))
+            else:
+                counts[hit[0].id] += 1
+    for found in {e.id: e for e in erased.found}.values():
+        _note_erasure(found, counts[found.id], found.id in state.erasures, report)
+
+
+_UNNAMED = (
+    "payload and line are missing and no payload.erased event names this event "
+    "(damage or tampering, not an erasure)"
+)
+
+
+def _note_erasure(found: erasure.Erasure, count: int, done: bool, report: VerifyReport) -> None:
+    what = f"payload.erased {found.id[:12]} ({found.reason})"
+    if not done:
+        report.warnings.append(
+            Problem(
+                what,
+                f"lists {len(found.events)} events not erased yet (a forget was interrupted); "
+                "the next `nerve forget` or daemon start finishes it",
+            )
+        )
+    elif count:
+        report.notes.append(
+            Problem(
+                what,
+                f"{count} events' payload and line erased; their ids cannot be recomputed from "
+                "their fields, so they were checked against the segments' id roots in the "
+                "manifest, and their other fields against the erasure",
+            )
+        )
 
 
 def _recorded(rec: dict[str, Any]) -> str:
@@ -222,7 +377,7 @@ def _recorded(rec: dict[str, Any]) -> str:
 
 
 def _check_tail(
-    paths: LogPaths, state: ManifestState, report: VerifyReport, hasher: Any
+    paths: LogPaths, state: ManifestState, report: VerifyReport, hasher: IdHasher, erased: _Erased
 ) -> list[pa.Table]:
     files = [(g, p) for g, p in paths.wal_files() if g > state.sealed_gen]
     has_data = bool(state.records) or bool(files)
@@ -244,7 +399,8 @@ def _check_tail(
         problem = _row_problem(table, _rel(paths, path))
         if problem is not None:
             report.problems.append(problem)
-        hasher.update(fixed_bytes(table.column("id")))
+        hasher.feed(table.column("id"), table.column("kind"))
+        erased.found += erasure.erasures_in(table)
         report.events += table.num_rows
         tables.append(table)
     return tables
@@ -303,7 +459,7 @@ def _check_unlisted(
                     Problem(
                         _rel(paths, path),
                         "not in the manifest, but every event in it "
-                        "is stored elsewhere (an interrupted seal or compaction)",
+                        "is stored elsewhere (an interrupted seal, compaction or erasure)",
                     )
                 )
         for info in found.adopt:

@@ -70,7 +70,7 @@ def newest(
             parts.append(table)
             want = None if want is None else want - table.num_rows
     parts.reverse()
-    table = pa.concat_tables(parts) if parts else EMPTY
+    table = seg.concat(parts) if parts else EMPTY
     return Window(table, min(older, count_older))
 
 

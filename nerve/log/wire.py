@@ -25,6 +25,8 @@ from nerve.events import (
     validate_fields,
 )
 
+ERASED_TEXT = "<erased>"  # how text output shows an erased line (JSON says "erased": true)
+
 
 def _payload_wire(data: bytes) -> dict[str, Any]:
     """``payload`` when the bytes are canonical JSON (not ``null``), else ``payload_b64``:
@@ -38,7 +40,10 @@ def _payload_wire(data: bytes) -> dict[str, Any]:
 
 
 def row_to_json(row: dict[str, Any]) -> dict[str, Any]:
-    """A table row (``to_pylist`` form) in the wire form ``nerve import`` reads."""
+    """A table row (``to_pylist`` form) in the wire form ``nerve import`` reads.
+
+    An erased row (null payload, see :mod:`nerve.log.erasure`) has ``"erased": true`` and
+    neither ``line`` nor ``payload``: absent, so it never reads as an empty value."""
     out: dict[str, Any] = {
         "hlc": [row["physical_ns"], row["logical"]],
         "node": row["node"],
@@ -51,6 +56,10 @@ def row_to_json(row: dict[str, Any]) -> dict[str, Any]:
         "payload_cid": row["payload_cid"].hex(),
         "id": row["id"].hex(),
     }
+    if row["payload"] is None:
+        del out["line"]
+        out["erased"] = True
+        return out
     out.update(_payload_wire(row["payload"]))
     return out
 
@@ -85,6 +94,7 @@ _DRAFT_KEYS = {
     "subject",
 }
 _WIRE_KEYS = _DRAFT_KEYS | {"hlc", "node", "id", "payload_cid"}
+_ERASED_HINT = "an erased event's id can no longer be recomputed, so it cannot be imported"
 
 
 def wire_payload(obj: dict[str, Any]) -> bytes:
@@ -110,9 +120,20 @@ def draft_from_json(obj: Any, *, default_kind: str = "observation") -> dict[str,
     return _draft_fields(obj, default_kind)
 
 
-def _draft_fields(obj: dict[str, Any], default_kind: str) -> dict[str, Any]:
+_RESERVED = {"payload.erased": "`nerve forget` and retention write it, with the erasure itself"}
+
+
+def _kind(value: Any) -> str:
+    kind = check_kind(value)
+    if kind in _RESERVED:
+        raise EventError(f"kind {kind!r} cannot be sent: {_RESERVED[kind]}", field="kind")
+    return kind
+
+
+def _draft_fields(obj: dict[str, Any], default_kind: str, *, own: bool = False) -> dict[str, Any]:
+    kind = obj.get("kind", default_kind)
     return {
-        "kind": check_kind(obj.get("kind", default_kind)),
+        "kind": check_kind(kind) if own else _kind(kind),
         "subject": check_text("subject", obj.get("subject", "")),
         "source": parse_source(obj["source"]),
         "trust": int(parse_trust(obj.get("trust", "Untrusted"))),
@@ -122,10 +143,13 @@ def _draft_fields(obj: dict[str, Any], default_kind: str) -> dict[str, Any]:
     }
 
 
-def event_from_json(obj: Any) -> Event:
-    """Read one whole event in the wire form; a given ``id`` must match the recomputed one."""
+def event_from_json(obj: Any, *, own: bool = False) -> Event:
+    """Read one whole event in the wire form; a given ``id`` must match the recomputed one.
+    ``own``: an event this log wrote (an archive's copy), so a reserved kind is fine."""
     if not isinstance(obj, dict):
         raise EventError(f"expected a JSON object, got {type(obj).__name__}")
+    if obj.get("erased") is True:
+        raise EventError(f"event {obj.get('id', '?')} is erased: {_ERASED_HINT}", field="erased")
     extra = sorted(set(obj) - _WIRE_KEYS)
     if extra:
         raise EventError(f"unknown field(s): {', '.join(extra)}")
@@ -135,7 +159,7 @@ def event_from_json(obj: Any) -> Event:
     hlc = obj["hlc"]
     if not (isinstance(hlc, list) and len(hlc) == 2 and all(type(x) is int for x in hlc)):
         raise EventError(f"hlc must be [physical_ns, logical] integers, got {hlc!r}")
-    fields = _draft_fields(obj, "observation")
+    fields = _draft_fields(obj, "observation", own=own)
     node = obj["node"]
     validate_fields(
         Hlc(*hlc),

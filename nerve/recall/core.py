@@ -49,6 +49,7 @@ from nerve.attention.observer import DEFAULT_WINDOW, Observer
 from nerve.canonical import canonical_json
 from nerve.errors import UsageError
 from nerve.events import decode_payload, source_name
+from nerve.log.wire import ERASED_TEXT
 
 __all__ = [
     "DEFAULT_K",
@@ -191,6 +192,7 @@ class Span:
     rank: int
     score: int
     via: str
+    erased: bool = False  # its line and payload were erased (``line`` then says so)
 
     @property
     def stratum(self) -> str:
@@ -207,6 +209,7 @@ class Span:
             "rank": self.rank,
             "score": self.score,
             "via": self.via,
+            **({"erased": True} if self.erased else {}),
         }
 
 
@@ -395,10 +398,11 @@ def _span(row: Sequence[Any], *, via: str) -> Span:
         source=source_name(int(source)),
         kind=str(kind),
         subject=str(subject),
-        line=str(line),
+        line=ERASED_TEXT if line is None else str(line),
         rank=int(rank),
         score=int(score[0]) if score else 0,
         via=via,
+        erased=line is None,
     )
 
 
@@ -502,7 +506,10 @@ def _payloads(conn: duckdb.DuckDBPyConnection, spans: Sequence[Span]) -> dict[st
         f"SELECT id, payload FROM {_TABLE} WHERE list_contains(?::BLOB[], id)",
         [[bytes.fromhex(s.id) for s in spans]],
     ).fetchall()
-    return {bytes(eid).hex(): decode_payload(bytes(payload)) for eid, payload in rows}
+    return {
+        bytes(eid).hex(): None if payload is None else decode_payload(bytes(payload))
+        for eid, payload in rows
+    }
 
 
 def retrieve(

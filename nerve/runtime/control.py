@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from nerve.clock import Hlc
 from nerve.contract import WorkflowTrigger
 from nerve.errors import NerveError, UsageError, WorkflowError
 from nerve.runtime.ipc import error_reply, refusal
@@ -162,6 +164,29 @@ async def _compact(kernel: Kernel, request: dict[str, Any]) -> dict[str, Any]:
         "compact", target_rows=_int_field(request, "target_rows", 1_000_000)
     )
     return {"ok": True, "merged": result.merged, "written": result.written, "rows": result.rows}
+
+
+@handles("forget")
+async def _forget(kernel: Kernel, request: dict[str, Any]) -> dict[str, Any]:
+    from nerve.privacy.forget import Request, apply
+
+    wanted = Request.from_json(request)
+    retention = kernel.config.log.retention
+    result = await kernel.with_log(lambda log: apply(log, wanted, retention))
+    return {"ok": True, "result": result.to_json()}
+
+
+@handles("archive")
+async def _archive(kernel: Kernel, request: dict[str, Any]) -> dict[str, Any]:
+    from nerve.privacy.archive import apply
+
+    before = request.get("before")
+    if not (isinstance(before, list) and len(before) == 2 and all(type(v) is int for v in before)):
+        raise UsageError("request field 'before' must be [physical_ns, logical]", field="before")
+    folder = Path(_str_field(request, "to"))
+    vacuum = request.get("vacuum") is True
+    result = await kernel.with_log(lambda log: apply(log, Hlc(*before), folder, vacuum=vacuum))
+    return {"ok": True, "result": result.to_json()}
 
 
 @handles("reload")

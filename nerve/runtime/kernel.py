@@ -47,6 +47,7 @@ from nerve.workspace import Workspace
 
 SEAL_CHECK_S = 1.0
 SEAL_BACKOFF_MAX_S = 30.0
+UPKEEP_DELAY_S = 1.0  # the first erasure upkeep, once the daemon is up
 ERROR_REPEAT_S = 60.0
 HIGHLIGHTS_KEPT = 50
 
@@ -176,6 +177,7 @@ class Kernel:
             )
             await self.ipc.start()
         self._tasks.append(asyncio.create_task(self._seal_loop(), name="seal"))
+        self._tasks.append(asyncio.create_task(self._erasure_loop(), name="erasure"))
         if self.watch:
             from nerve.runtime.watch import watch_workspace
 
@@ -543,10 +545,17 @@ class Kernel:
 
     async def log_call(self, method: str, **kwargs: Any) -> Any:
         """Run a log maintenance call (seal, compact) in the writer's thread."""
+        assert self.log is not None
+        return await self.with_log(lambda log: getattr(log, method)(**kwargs))
+
+    async def with_log(self, work: Callable[[EventLog], Any]) -> Any:
+        """Run ``work`` with the writer, off the loop (forget, archive, maintenance): events
+        already handed to the committer are stored first; appends go on meanwhile."""
         await self.committer.drain()
         assert self.log is not None
+        log = self.log
         try:
-            return await asyncio.to_thread(getattr(self.log, method), **kwargs)
+            return await asyncio.to_thread(work, log)
         finally:
             await self._count_segments()
 
@@ -586,6 +595,30 @@ class Kernel:
                 journal.say(f"seal succeeded after {failures} failed attempts")
             self.seal_failure, wait, failures = None, SEAL_CHECK_S, 0
             await self._count_segments()
+
+    async def _erasure_loop(self) -> None:
+        """Finish an erasure a crash left pending, then apply ``log.retention`` every
+        ``every`` (read afresh each time, so a reload takes effect); a failure is reported
+        and tried again next time, and erases nothing."""
+        from nerve.privacy.forget import RETENTION, Request, apply
+
+        await asyncio.sleep(UPKEEP_DELAY_S)
+        try:
+            await self.with_log(lambda log: log.finish_erasures())
+        except (NerveError, OSError) as exc:
+            journal.warn(f"a pending erasure could not be finished: {exc}")
+        while True:
+            retention = self.config.log.retention
+            if retention.active:
+                try:
+                    await self.with_log(
+                        functools.partial(
+                            apply, request=Request(None, RETENTION), retention=retention
+                        )
+                    )
+                except (NerveError, OSError) as exc:
+                    journal.warn(f"retention failed, will retry: {exc}")
+            await asyncio.sleep(retention.every / 1000)
 
     def _count(self, table: pa.Table) -> None:
         self.appended += table.num_rows

@@ -12,6 +12,7 @@ import pyarrow as pa
 from nerve.clock import HLC_ZERO, Hlc
 from nerve.events import parse_source, parse_trust
 from nerve.log.codec import wire_lines
+from nerve.log.wire import ERASED_TEXT
 
 SHOWN = ("physical_ns", "logical", "node", "kind", "subject", "source", "trust", "line")
 
@@ -34,16 +35,20 @@ class Batch:
         return wire_lines(self.table) if self.table is not None else []
 
     def columns(self) -> dict[str, list[Any]]:
-        """The shown fields, column by column (``source`` and ``trust`` as codes)."""
+        """The shown fields, column by column (``source`` and ``trust`` as codes); an erased
+        event's line reads ``<erased>``."""
         if self.table is not None:
-            return {name: self.table.column(name).to_pylist() for name in SHOWN}
+            shown = {name: self.table.column(name).to_pylist() for name in SHOWN}
+            shown["line"] = [ERASED_TEXT if x is None else x for x in shown["line"]]
+            return shown
         rows = self._rows()
         cols: dict[str, list[Any]] = {
             "physical_ns": [r["hlc"][0] for r in rows],
             "logical": [r["hlc"][1] for r in rows],
         }
-        for name in ("node", "kind", "subject", "line"):
+        for name in ("node", "kind", "subject"):
             cols[name] = [r[name] for r in rows]
+        cols["line"] = [r.get("line", ERASED_TEXT) for r in rows]
         sources = {name: parse_source(name) for name in {r["source"] for r in rows}}
         trusts = {name: int(parse_trust(name)) for name in {r["trust"] for r in rows}}
         cols["source"] = [sources[r["source"]] for r in rows]
