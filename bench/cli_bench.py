@@ -95,8 +95,8 @@ def commands(root: Path) -> dict[str, list[str]]:
     return {
         "floor": [sys.executable, "-c", "import typer, rich"],
         "typer_app": [sys.executable, "-c", TYPER_APP, "--source", "shell", "--line", "x", "-q"],
-        "version": [*nerve, "--version"],
-        "help": [*nerve, "--help"],
+        "version": [*nerve_argv(), "--version"],  # as a person types them: no workspace
+        "help": [*nerve_argv(), "--help"],
         "status": [*nerve, "status"],
         "emit": [*nerve, "emit", "--source", "shell", "--line", "bench", "-q"],
         "tail": [*nerve, "tail", "-n", str(TAIL_N)],
