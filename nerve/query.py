@@ -67,7 +67,8 @@ def parquet_sql(files: Sequence[Path]) -> str:
     return f"read_parquet([{names}])"
 
 
-def _source_sql(snap: Snapshot) -> str:
+def source_sql(snap: Snapshot) -> str:
+    """SQL naming every row of the snapshot: its segment files, then the tail as ``_tail``."""
     parts = [f"SELECT * FROM {parquet_sql(snap.files)}"] if snap.files else []
     parts.append("SELECT * FROM _tail")
     return "(" + " UNION ALL ".join(parts) + ")"
@@ -77,13 +78,16 @@ def connect(
     log_root: Path,
     projection_dirs: Sequence[Path] = (),
     settings: Mapping[str, int] | None = None,
+    *,
+    snap: Snapshot | None = None,
 ) -> duckdb.DuckDBPyConnection:
-    """An in-memory DuckDB connection with ``events`` and every projection as views."""
-    snap = snapshot(log_root)
+    """An in-memory DuckDB connection with ``events`` and every projection as views (over
+    ``snap`` if given: a caller that must know which files they read takes it first)."""
+    snap = snap or snapshot(log_root)
     conn = duckdb.connect()
     conn.execute("SET enable_progress_bar_print = false")  # DuckDB prints it on stdout
     conn.register("_tail", snap.tail)
-    define_views(conn, _source_sql(snap), load_projections(projection_dirs), settings)
+    define_views(conn, source_sql(snap), load_projections(projection_dirs), settings)
     return conn
 
 

@@ -123,6 +123,7 @@ def _register() -> None:
         daemon_cmds,
         export_cmds,
         log_cmds,
+        mcp_cmds,
         privacy_cmds,
         sense_cmds,
         workflow_cmds,
@@ -137,6 +138,7 @@ def _register() -> None:
     check_cmds.register(app)
     export_cmds.register(app)
     privacy_cmds.register(app)
+    mcp_cmds.register(app)
 
 
 def fail(exc: NerveError) -> None:
