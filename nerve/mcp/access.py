@@ -88,7 +88,8 @@ class Access:
     def line(self) -> str:
         who = f"{self.client} {self.version}".strip() + f" ({self.transport})"
         if self.outcome == "ok":
-            return f"{who} {self.tool}: {self.rows:,} rows, {self.bytes:,} bytes"
+            rows = f"{self.rows:,} row" + ("" if self.rows == 1 else "s")
+            return f"{who} {self.tool}: {rows}, {self.bytes:,} bytes"
         reason = " ".join((self.reason or "").split())[:160]
         return f"{who} {self.tool} {self.outcome}: {reason}"
 

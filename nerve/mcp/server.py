@@ -532,12 +532,11 @@ def serve_stdio(ws: Workspace) -> None:
 def serve_http(
     ws: Workspace, host: str, port: int, *, ready: Callable[[str], None] | None = None
 ) -> None:
-    """Serve streamable HTTP at ``http://host:port/mcp`` until interrupted; ``ready`` is
-    told the URL once the socket listens."""
+    """Serve streamable HTTP at ``http://host:port/mcp`` until interrupted (SIGINT or
+    SIGTERM); ``ready`` is told the URL once the socket listens (port 0: the one chosen)."""
     import uvicorn
 
-    url = f"http://{_url_host(host)}:{port}"
-    server = build(ws, "http", url=url)
+    server = build(ws, "http", url=f"http://{_url_host(host)}:{port}")
     app = server.streamable_http_app(host=host)
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
     runner = uvicorn.Server(config)
@@ -548,7 +547,8 @@ def serve_http(
             while not runner.started and not runner.should_exit:
                 await anyio.sleep(0.05)
             if runner.started and ready is not None:
-                ready(f"{url}/mcp")
+                bound = runner.servers[0].sockets[0].getsockname()[1]
+                ready(f"http://{_url_host(host)}:{bound}/mcp")
 
     anyio.run(main)
 
