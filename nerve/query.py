@@ -78,12 +78,9 @@ def connect(
     log_root: Path,
     projection_dirs: Sequence[Path] = (),
     settings: Mapping[str, int] | None = None,
-    *,
-    snap: Snapshot | None = None,
 ) -> duckdb.DuckDBPyConnection:
-    """An in-memory DuckDB connection with ``events`` and every projection as views (over
-    ``snap`` if given: a caller that must know which files they read takes it first)."""
-    snap = snap or snapshot(log_root)
+    """An in-memory DuckDB connection with ``events`` and every projection as views."""
+    snap = snapshot(log_root)
     conn = duckdb.connect()
     conn.execute("SET enable_progress_bar_print = false")  # DuckDB prints it on stdout
     conn.register("_tail", snap.tail)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -30,12 +31,12 @@ import duckdb
 from nerve.canonical import jsonable, loads_bounded
 from nerve.errors import AccessRefused, EventError, UsageError
 from nerve.log.reader import snapshot
-from nerve.query import connect
+from nerve.query import define_views, load_projections, source_sql
 
 if TYPE_CHECKING:
     from nerve.workspace import Workspace
 
-__all__ = ["SqlResult", "open_sandbox", "run_sql"]
+__all__ = ["Keep", "SqlResult", "open_sandbox", "run_sql"]
 
 MEMORY_LIMIT = "1GB"
 THREADS = 2
@@ -44,11 +45,30 @@ _SQL_HINT = (
 )
 
 
-def open_sandbox(ws: Workspace) -> duckdb.DuckDBPyConnection:
-    """A connection over the log as it is now that can read only the log's own files."""
+Keep = Callable[[int, str, str, str | None, bytes | None], bool]
+_KEEP = "_nerve_keep"
+
+
+def open_sandbox(ws: Workspace, keep: Keep | None = None) -> duckdb.DuckDBPyConnection:
+    """A connection over the log as it is now that can read only the log's own files.
+
+    ``keep(source, kind, subject, line, payload)``, if given, says which events ``events``
+    (and so every projection) holds: the privacy rules' drops, applied to stored events.
+    """
     snap = snapshot(ws.log_root)
-    conn = connect(ws.log_root, ws.projection_dirs(), ws.settings(), snap=snap)
+    conn = duckdb.connect()
     try:
+        conn.execute("SET enable_progress_bar_print = false")  # DuckDB prints it on stdout
+        conn.register("_tail", snap.tail)
+        source = source_sql(snap)
+        if keep is not None:
+            from duckdb.func import SPECIAL  # NULLs reach keep(): a payload may be null
+
+            kinds: list[Any] = ["BIGINT", "VARCHAR", "VARCHAR", "VARCHAR", "BLOB"]
+            conn.create_function(_KEEP, keep, kinds, "BOOLEAN", null_handling=SPECIAL)
+            args = "CAST(source AS BIGINT), kind, subject, line, payload"
+            source = f"(SELECT * FROM {source} WHERE {_KEEP}({args}))"
+        define_views(conn, source, load_projections(ws.projection_dirs()), ws.settings())
         _lock(conn, [str(p) for p in snap.files])
     except BaseException:
         conn.close()
@@ -118,14 +138,14 @@ def _one_select(conn: duckdb.DuckDBPyConnection, sql: str) -> str:
             f"the query holds {len(statements)} statements; exactly one SELECT is allowed",
             hint=_SQL_HINT,
         )
-    kind = statements[0].type
+    kind, text = statements[0].type, str(statements[0].query).strip()
     if kind != duckdb.StatementType.SELECT:
-        name = str(kind.name) if hasattr(kind, "name") else str(kind)
+        name = (text.split() or ["these"])[0].upper()  # as written: INSTALL is a LOAD to DuckDB
         raise AccessRefused(
             f"{name} statements are refused: this connection is read-only (one SELECT only)",
             hint=_SQL_HINT,
         )
-    return str(statements[0].query).strip().rstrip(";")
+    return text.rstrip(";")
 
 
 def _first_line(exc: BaseException) -> str:

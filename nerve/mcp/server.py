@@ -12,10 +12,12 @@ the SDK's own bearer middleware.
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import ipaddress
 import json
-from collections.abc import Callable
+import signal
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 
@@ -145,8 +147,7 @@ class _Audit:
         except BaseException as exc:  # a protocol error, or the client went away
             access.outcome = "error"
             access.reason = access.reason or f"{type(exc).__name__}: {exc}"[:500]
-            with anyio.CancelScope(shield=True):
-                await self._record(access)
+            await self._record(access)
             raise
         finally:
             _CALL.reset(token)
@@ -171,7 +172,10 @@ class _Audit:
         return result
 
     async def _record(self, access: Access) -> None:
-        await anyio.to_thread.run_sync(self.recorder.record, access)
+        """Store the record whatever happens to the request meanwhile (a client that went
+        away cancels it; the call still happened)."""
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(self.recorder.record, access)
 
     def _access(self, ctx: ServerRequestContext[Any, Any]) -> Access:
         params = dict(ctx.params or {})
@@ -550,7 +554,30 @@ def serve_http(
                 bound = runner.servers[0].sockets[0].getsockname()[1]
                 ready(f"http://{_url_host(host)}:{bound}/mcp")
 
-    anyio.run(main)
+    with _stop_on_signals():
+        anyio.run(main)
+
+
+class _Stopped(Exception):
+    """A stop signal: uvicorn shut down and raised it again."""
+
+
+@contextlib.contextmanager
+def _stop_on_signals() -> Iterator[None]:
+    """SIGINT and SIGTERM end the server cleanly (exit 0): uvicorn shuts down on them, then
+    raises the signal again for the handler it found, which is this one."""
+
+    def stop(signum: int, frame: Any) -> None:
+        raise _Stopped
+
+    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    except* _Stopped:  # raised inside the task group: it arrives in an ExceptionGroup
+        pass
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def _url_host(host: str) -> str:

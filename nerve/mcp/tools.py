@@ -429,7 +429,7 @@ def query(call: Call, sql: str, limit: int | None = None) -> QueryOut:
     from nerve.mcp.sandbox import open_sandbox, run_sql
 
     cap = max(0, min(limit if limit is not None else call.allowance.rows, call.allowance.rows))
-    conn = open_sandbox(call.ws)
+    conn = open_sandbox(call.ws, keep=call.screen.keep())
     try:
         result = run_sql(conn, sql, limit=cap, timeout_ms=call.timeout_ms)
     finally:
