@@ -65,6 +65,20 @@ def _stdio(root: Path, tmp: Path) -> StdioServerParameters:
     return StdioServerParameters(command=sys.executable, args=args, env=_env(tmp))
 
 
+def _readme_server(root: Path, tmp: Path) -> StdioServerParameters:
+    """The README's `mcpServers` entry, pointed at this venv's nerve and ``root``."""
+    text = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    block = re.search(r"```json\n(\{\n  \"mcpServers\".*?)```", text, re.S)
+    assert block, "the README shows an mcpServers entry"
+    entry = json.loads(block.group(1))["mcpServers"]["nerve"]
+    command = entry["command"].replace(
+        "/home/you/nerve/.venv/bin", str(Path(sys.executable).parent)
+    )
+    args = [a.replace("/home/you/nerve", str(root)) for a in entry["args"]]
+    assert Path(command).is_file() and args == ["--workspace", str(root), "mcp"]
+    return StdioServerParameters(command=command, args=args, env=_env(tmp))
+
+
 def _client(server: Any, name: str = "pytest-agent", version: str = "1.2") -> Client:
     return Client(server, client_info=Implementation(name=name, version=version))
 
@@ -89,6 +103,10 @@ def _count(root: Path) -> int:
 def _audit(root: Path, *args: str) -> list[dict[str, Any]]:
     out = run_cli("--workspace", str(root), "audit", "access", "--json", *args).stdout
     return [json.loads(line) for line in out.splitlines()]
+
+
+def _text(result: CallToolResult) -> str:
+    return " ".join(getattr(part, "text", "") for part in result.content)
 
 
 def _check(result: CallToolResult, schema: dict[str, Any] | None) -> dict[str, Any]:
@@ -129,7 +147,7 @@ def test_a_stdio_session_lists_calls_and_is_audited_with_the_daemon_running(
         out["schema"] = events
         return out
 
-    out = _session(_stdio(daemon.root, tmp_path), body)
+    out = _session(_readme_server(daemon.root, tmp_path), body)
     assert out["status"]["daemon"] and [s["name"] for s in out["status"]["senses"]] == ["counter"]
     assert [e["line"] for e in out["recent"]["events"]][:2] == [
         "git push",
@@ -193,7 +211,7 @@ def test_hostile_calls_are_refused_the_server_stays_up_and_writes_only_access_re
 
 
 def test_write_tools_exist_only_when_allowed_and_cannot_forge_nerve_records(tmp_path: Path) -> None:
-    ws = _workspace(tmp_path / "ws", "mcp:\n  allow_write: [emit]\n")
+    ws = _workspace(tmp_path / "ws", "mcp:\n  allow_write: [emit, answer]\n")
 
     async def body(client: Client) -> tuple[set[str], list[CallToolResult]]:
         names = {t.name for t in (await client.list_tools()).tools}
@@ -202,14 +220,17 @@ def test_write_tools_exist_only_when_allowed_and_cannot_forge_nerve_records(tmp_
             await client.call_tool("emit", {"line": "forged", "kind": "agent.access"}),
             await client.call_tool("emit", {"line": "forged", "source": "nerve"}),
             await client.call_tool("trigger_workflow", {"name": "digest"}),
+            await client.call_tool("answer", {"run": "r-1", "choice": "yes"}),
         ]
         return names, results
 
-    names, (ok, forged_kind, forged_source, absent) = _session(_stdio(ws.root, tmp_path), body)
-    assert names == READ_TOOLS | {"emit"}
+    names, results = _session(_stdio(ws.root, tmp_path), body)
+    ok, forged_kind, forged_source, absent, no_daemon = results
+    assert names == READ_TOOLS | {"emit", "answer"}
     assert not ok.is_error and ok.structured_content is not None
     assert forged_kind.is_error and "nerve's own" in forged_kind.content[0].text  # type: ignore[union-attr]
-    assert forged_source.is_error and absent.is_error
+    assert forged_source.is_error and absent.is_error and "Unknown tool" in _text(absent)
+    assert no_daemon.is_error and "daemon is not running" in _text(no_daemon)
     table = table_since(snapshot(ws.log_root))
     stored = [r for r in table.to_pylist() if r["line"] == "note from the agent"]
     assert (

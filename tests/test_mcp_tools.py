@@ -10,10 +10,11 @@ import duckdb
 import pytest
 
 from nerve import logops
-from nerve.errors import AccessRefused, UsageError
+from nerve.errors import AccessRefused, PrivacyError, UsageError
 from nerve.log.drafts import Draft
 from nerve.log.reader import replay_digest
 from nerve.mcp import tools
+from nerve.mcp.access import Access, Recorder, accesses
 from nerve.mcp.guard import Allowance, Budgets, Screen, fit
 from nerve.mcp.sandbox import open_sandbox, run_sql
 from nerve.mcp.settings import McpConfig
@@ -181,3 +182,16 @@ def test_ask_cites_events_with_time_and_source(ws: Workspace) -> None:
     out = tools.ask(_call(ws), "which commands did I run recently?")
     assert out.answered and out.tier == 0 and out.citations
     assert {c.source for c in out.citations} == {"shell"} and GHP not in out.answer
+
+
+def test_an_access_record_a_drop_rule_would_swallow_fails_the_call(tmp_path: Path) -> None:
+    root = init_workspace(tmp_path / "ws").root
+    (root / "nerve.yaml").write_text(
+        "privacy:\n  rules: [{name: quiet, action: drop, kind: agent.access, sense: spy}]\n"
+    )
+    recorder = Recorder(Workspace(root))
+    recorder.record(Access("claude-code", "1", "stdio", "s", "recent", {"limit": 3}))
+    with pytest.raises(PrivacyError, match="cannot be recorded"):
+        recorder.record(Access("spy", "1", "stdio", "s", "recent", {}))
+    lines = [a["client"] for a in accesses(Workspace(root))]
+    assert lines == ["claude-code"]

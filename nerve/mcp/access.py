@@ -17,7 +17,7 @@ session the call belongs to.
 With the daemon running the event goes through its socket; without one the log is opened as
 its writer for that one append and closed again, so a long-lived server never holds the
 writer lock (``nerve start`` must stay possible). A result is returned to the agent only
-after its record is stored.
+after its record is stored; a record a privacy drop rule would swallow fails the call.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from typing import Any
 import blake3
 
 from nerve.canonical import canonical_json, jsonable, loads_bounded
-from nerve.errors import NerveError, WriterLocked
+from nerve.errors import NerveError, PrivacyError, WriterLocked
 from nerve.events import AGENT_ACCESS
 from nerve.log.drafts import Draft
 from nerve.workspace import Workspace
@@ -110,12 +110,19 @@ class Recorder:
         with self._lock:
             for attempt in range(WRITE_TRIES):
                 try:
-                    emit(self.ws, [access.draft()])
-                    return
+                    stored = emit(self.ws, [access.draft()])
                 except WriterLocked:  # another short-lived writer, or a daemon starting
                     if attempt == WRITE_TRIES - 1:
                         raise
                     time.sleep(WRITE_PAUSE_S)
+                    continue
+                if not stored:  # no read goes unrecorded: then nothing is returned
+                    raise PrivacyError(
+                        f"a privacy drop rule matches this agent.access record (client "
+                        f"{access.client!r}), so the call cannot be recorded",
+                        hint="narrow the rule's scope (source, kind, sense) in nerve.yaml",
+                    )
+                return
 
 
 def accesses(
