@@ -9,6 +9,7 @@ import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
@@ -351,14 +352,20 @@ def test_http_needs_the_token_serves_twenty_clients_at_once_and_survives_a_disco
 
 def test_http_listens_on_loopback_only_unless_allowed(tmp_path: Path) -> None:
     ws = _workspace(tmp_path / "ws")
-    cases = [
-        (["--http", "0.0.0.0:8765"], "not a loopback address"),
-        (["--http", "8765"], "give HOST:PORT"),
-        (["--allow-remote"], "--allow-remote applies to --http"),
-    ]
-    for args, message in cases:
-        proc = run_cli("--workspace", str(ws.root), "mcp", *args, check=False, env=_env(tmp_path))
-        assert proc.returncode == 2 and message in proc.stderr, proc.stderr
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        cases = [
+            (["--http", "0.0.0.0:8765"], "not a loopback address"),
+            (["--http", "8765"], "give HOST:PORT"),
+            (["--allow-remote"], "--allow-remote applies to --http"),
+            (["--http", f"127.0.0.1:{taken.getsockname()[1]}"], "Address already in use"),
+        ]
+        for args, message in cases:
+            cmd = ("--workspace", str(ws.root), "mcp", *args)
+            proc = run_cli(*cmd, check=False, env=_env(tmp_path))
+            assert proc.returncode == 2 and message in proc.stderr, proc.stderr
+            assert "Traceback" not in proc.stderr
 
 
 def test_the_token_is_owner_only_outside_the_workspace_and_rotates(tmp_path: Path) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import ipaddress
 import signal
+import socket
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -96,22 +97,43 @@ def serve_http(
     SIGTERM); ``ready`` is told the URL once the socket listens (port 0: the one chosen)."""
     import uvicorn
 
-    server = build(ws, "http", url=f"http://{_url_host(host)}:{port}")
+    sock = listen(host, port)
+    url = f"http://{_url_host(host)}:{sock.getsockname()[1]}"
+    server = build(ws, "http", url=url)
     app = server.streamable_http_app(host=host)
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
+    config = uvicorn.Config(app, log_level="warning", lifespan="on")
     runner = uvicorn.Server(config)
 
     async def main() -> None:
         async with anyio.create_task_group() as group:
-            group.start_soon(runner.serve)
+            group.start_soon(lambda: runner.serve(sockets=[sock]))
             while not runner.started and not runner.should_exit:
                 await anyio.sleep(0.05)
             if runner.started and ready is not None:
-                bound = runner.servers[0].sockets[0].getsockname()[1]
-                ready(f"http://{_url_host(host)}:{bound}/mcp")
+                ready(f"{url}/mcp")
 
-    with _stop_on_signals():
+    with sock, _stop_on_signals():
         anyio.run(main)
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """A socket bound to ``host:port`` (port 0: any free one); a clear error if it cannot be."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+        family, kind, proto, _, address = infos[0]
+        sock = socket.socket(family, kind, proto)
+    except OSError as exc:
+        raise UsageError(f"--http {host}:{port}: {exc.strerror or exc}") from None
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+    except OSError as exc:
+        sock.close()
+        raise UsageError(
+            f"cannot listen on {host}:{port}: {exc.strerror or exc}",
+            hint="pick another port (0 picks a free one)",
+        ) from None
+    return sock
 
 
 class _Stopped(Exception):
