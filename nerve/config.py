@@ -37,6 +37,8 @@ from ruamel.yaml.error import MarkedYAMLError, YAMLError
 from nerve.contract import MAX_ROUNDS_LIMIT
 from nerve.errors import ConfigError, EventError
 from nerve.events import check_kind, parse_source
+from nerve.mcp.settings import MODELS as MCP_MODELS
+from nerve.mcp.settings import McpConfig
 from nerve.privacy.settings import MODELS as PRIVACY_MODELS
 from nerve.privacy.settings import PrivacyConfig
 
@@ -323,6 +325,7 @@ class NerveConfig(_Model):
     recall: dict[str, Any] = Field(default_factory=dict)
     daemon: DaemonConfig = Field(default_factory=DaemonConfig)
     privacy: PrivacyConfig = Field(default_factory=PrivacyConfig)
+    mcp: McpConfig = Field(default_factory=McpConfig)
 
     @model_validator(mode="before")
     @classmethod
@@ -367,6 +370,7 @@ _MODELS = (
     RetentionConfig,
     DaemonConfig,
     *PRIVACY_MODELS,
+    *MCP_MODELS,
 )
 _KNOWN_KEYS = sorted({key for model in _MODELS for key in model.model_fields})
 

@@ -15,7 +15,9 @@
     ├── CheckError              a gate-check manifest is invalid or a check cannot be fired
     ├── PrivacyError            the privacy rules refuse an input (an import they would change)
     ├── ChainError              the sealed surfacing log failed verification
-    └── DaemonError             the daemon is not reachable, or is already running
+    ├── DaemonError             the daemon is not reachable, or is already running
+    └── AccessRefused           an agent's MCP call broke a rule (read-only SQL, a budget, a
+                                write not allowed, a time limit)
 
 Messages name the offending value, file and line where one exists.
 
@@ -131,6 +133,12 @@ class ChainError(NerveError):
 
 class DaemonError(NerveError):
     """Raised when the daemon is unreachable or a second one would start."""
+
+
+class AccessRefused(NerveError):
+    """Raised when an agent's call through ``nerve mcp`` is refused: SQL that is not one
+    read-only SELECT or reads outside the log, a query past its time limit, a spent budget,
+    a write tool ``mcp.allow_write`` does not list."""
 
 
 class LogDamageWarning(UserWarning):

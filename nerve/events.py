@@ -73,7 +73,9 @@ NERVE_KINDS = (
     "attention.highlight", "attention.decision", "attention.snapshot",
     "attention.notify_failed", "chain.link",
     "ask.question", "ask.answer", "ask.error",
+    "agent.access",
 )  # fmt: skip
+AGENT_ACCESS = "agent.access"  # one per MCP tool call (nerve.mcp.access)
 
 # Records nerve keeps for itself (state snapshots, signals, keys, chain links): `nerve tail`
 # hides them unless asked (`--all-kinds`, or a `--kind` naming one).

@@ -48,6 +48,7 @@ SITES: tuple[str, ...] = (
     "quarantine.move",  # damaged or unaccounted files moved aside, never deleted
     "key.write",  # a chain signing key
     "trust.write",  # a verifier's trust record (pinned key, last checkpoint)
+    "mcp.token",  # the bearer token `nerve mcp --http` requires
 )
 
 

@@ -73,7 +73,8 @@ def parquet_sql(files: Sequence[Path]) -> str:
     return f"read_parquet([{names}])"
 
 
-def _source_sql(snap: Snapshot) -> str:
+def source_sql(snap: Snapshot) -> str:
+    """SQL naming every row of the snapshot: its segment files, then the tail as ``_tail``."""
     parts = [f"SELECT * FROM {parquet_sql(snap.files)}"] if snap.files else []
     parts.append("SELECT * FROM _tail")
     return "(" + " UNION ALL ".join(parts) + ")"
@@ -90,7 +91,7 @@ def connect(
     with contextlib.suppress(duckdb.InvalidInputException):  # refused inside Jupyter
         conn.execute("SET enable_progress_bar_print = false")  # DuckDB prints it on stdout
     conn.register("_tail", snap.tail)
-    define_views(conn, _source_sql(snap), load_projections(projection_dirs), settings)
+    define_views(conn, source_sql(snap), load_projections(projection_dirs), settings)
     return conn
 
 

@@ -61,6 +61,7 @@ QUICK_RUNS: dict[str, tuple[list[str], dict[str, Any]]] = {
         ["--quick", "--events", "3000", "--lines", "5000"],
         {"events": 3000, "lines": 5000, "rounds": 1},
     ),
+    "mcp_bench.py": (["--quick", "--events", "3000", "--runs", "2"], {"events": 3000, "runs": 2}),
 }
 
 
@@ -211,6 +212,14 @@ SABOTAGE: dict[str, tuple[str, list[str], str]] = {
         ["--events", "2000", "--lines", "2000", "--rounds", "1"],
         "every_planted_secret_redacted",
     ),
+    "mcp_bench.py": (
+        """
+        recent, library_call = bench.CASES["recent"]
+        bench.CASES["recent"] = ({**recent, "limit": 3}, library_call)  # the session asks less
+        """,
+        ["--quick", "--events", "2000", "--runs", "1"],
+        "session_matches_the_library",
+    ),
 }
 
 
@@ -251,6 +260,8 @@ def test_a_failed_internal_check_exits_non_zero(name: str) -> None:
         ),
         ("ask_bench.py", ["--quick", "--events", "1234"], {"events": 1234, "runs": 3}),
         ("ask_bench.py", [], {"events": 1_000_000, "runs": 10}),
+        ("mcp_bench.py", ["--quick", "--runs", "7"], {"events": 20_000, "runs": 7}),
+        ("mcp_bench.py", [], {"events": 1_000_000, "runs": 30}),
     ],
 )
 def test_quick_never_overrides_a_flag_the_caller_gave(

@@ -15,7 +15,7 @@ from rich.console import Console
 from nerve.errors import report
 from nerve.runtime.journal import Entry, Recent, Repeats, format_line, journal
 from nerve.runtime.live import ago, render, uptime
-from nerve.runtime.snapshot import Highlight, Rate, SenseRow, Snapshot
+from nerve.runtime.snapshot import AgentRead, Highlight, Rate, SenseRow, Snapshot
 
 NOW = 1_750_000_000.0
 texts = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=300)
@@ -26,6 +26,7 @@ def snapshots(draw: st.DrawFn) -> Snapshot:
     senses = draw(st.lists(st.tuples(texts, texts, texts), max_size=40))
     decisions = draw(st.lists(st.tuples(st.sampled_from(["surface", "hold:value"]), texts)))
     errors = draw(st.lists(texts, max_size=30))
+    agents = draw(st.lists(st.tuples(texts, texts, st.sampled_from(["ok", "refused"])), max_size=9))
     return Snapshot(
         workspace=draw(texts),
         pid=4242,
@@ -38,6 +39,7 @@ def snapshots(draw: st.DrawFn) -> Snapshot:
         highlights=tuple(Highlight(NOW - 9, o, "novelty", t) for o, t in decisions),
         errors=tuple(Entry(NOW - 60, logging.WARNING, t) for t in errors),
         alerts=tuple(draw(st.lists(texts, max_size=1))),
+        agents=tuple(AgentRead(NOW - 3, c, t, o, 10**9, 10**12) for c, t, o in agents),
     )
 
 

@@ -16,7 +16,7 @@ from rich.console import Console
 
 from nerve.runtime.journal import Entry
 from nerve.runtime.live import render
-from nerve.runtime.snapshot import Highlight, SenseRow, Snapshot
+from nerve.runtime.snapshot import AgentRead, Highlight, SenseRow, Snapshot
 
 GOLDEN = Path(__file__).parent / "golden"
 NOW = 1_750_000_000.0
@@ -32,7 +32,9 @@ def _sense(index: int, name: str) -> SenseRow:
     return SenseRow(name, group, 120 * index + 3, 2 if index == 7 else 0, last, 1.5 * index, line)
 
 
-def _snapshot(*, senses: list[str], alerts: tuple[str, ...] = ()) -> Snapshot:
+def _snapshot(
+    *, senses: list[str], alerts: tuple[str, ...] = (), agents: tuple[AgentRead, ...] = ()
+) -> Snapshot:
     decisions = tuple(
         Highlight(
             NOW - 600 + i * 90,
@@ -59,7 +61,15 @@ def _snapshot(*, senses: list[str], alerts: tuple[str, ...] = ()) -> Snapshot:
         highlights=decisions,
         errors=errors,
         alerts=alerts,
+        agents=agents,
     )
+
+
+AGENTS = (
+    AgentRead(NOW - 300, "claude-code", "ask", "ok", 4, 1_912),
+    AgentRead(NOW - 62, "claude-code", "query", "refused", 0, 0),
+    AgentRead(NOW - 8, "claude-code", "recent", "ok", 50, 14_305),
+)
 
 
 def _drawn(snap: Snapshot, width: int, height: int) -> str:
@@ -86,6 +96,7 @@ def _check(name: str, text: str) -> None:
             50,
             _snapshot(senses=BUNDLED + EXTRA, alerts=("seal failing: No space left on device",)),
         ),
+        ("dev_100x30_agents.txt", 100, 30, _snapshot(senses=BUNDLED, agents=AGENTS)),
     ],
 )
 def test_dev_view_matches_its_golden_drawing(

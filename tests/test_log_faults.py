@@ -24,6 +24,8 @@ from nerve.errors import LogError, NerveError
 from nerve.log.reader import events_since
 from nerve.log.store import Draft, EventLog
 from nerve.log.verify import verify
+from nerve.mcp import token as mcp_token
+from nerve.workspace import Workspace
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -213,6 +215,19 @@ def _trust_write_fails(tmp_path: Path, site: str) -> None:
     assert TrustRecord.load(path) == second
 
 
+def _token_write_fails(tmp_path: Path, site: str) -> None:
+    ws = Workspace(tmp_path / "ws")
+    env = {"XDG_STATE_HOME": str(tmp_path / "state")}
+    first = mcp_token.token(ws, environ=env)
+    with fsio.inject(site) as fault, pytest.raises(OSError):
+        mcp_token.token(ws, rotate=True, environ=env)
+    assert fault.fired == 1
+    path = mcp_token.token_path(ws, env)
+    assert mcp_token.read(path) == first  # the old token stands whole
+    assert [p.name for p in path.parent.iterdir()] == [path.name]
+    assert mcp_token.token(ws, rotate=True, environ=env) != first
+
+
 SCENARIOS: dict[str, Callable[[Path, str], None]] = {
     "wal.create": _rotation_fails,
     "wal.write": _append_fails,
@@ -232,6 +247,7 @@ SCENARIOS: dict[str, Callable[[Path, str], None]] = {
     "quarantine.move": _quarantine_fails,
     "key.write": _key_write_fails,
     "trust.write": _trust_write_fails,
+    "mcp.token": _token_write_fails,
 }
 
 

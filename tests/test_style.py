@@ -18,9 +18,9 @@ LAYERS = [
     {"events", "contract"},
     {"log"},
     {"query", "config", "conformance", "chain", "attention", "checks", "privacy"}
-    | {"recall.core", "recall.tier0"},
+    | {"recall.core", "recall.tier0", "mcp.settings"},
     {"workspace"},
-    {"runtime", "flow", "logops", "recall", "export", "tail", "privacy.ops"}
+    {"runtime", "flow", "logops", "recall", "export", "tail", "privacy.ops", "mcp"}
     | {"privacy.forget", "privacy.archive", "privacy.selection"},
     {"cli", "__main__"},
 ]

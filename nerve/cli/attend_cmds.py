@@ -195,6 +195,29 @@ def held(
     )
 
 
+@audit_app.command("access")
+def access(
+    since: Annotated[
+        str | None, typer.Option("--since", help="A duration (1d) or HLC stamp.")
+    ] = None,
+    client: Annotated[
+        str | None, typer.Option("--client", help="Only this MCP client (its name).")
+    ] = None,
+    as_json: JsonFlag = False,
+    as_csv: Annotated[bool, typer.Option("--csv", help="CSV output.")] = False,
+) -> None:
+    """What agents took through `nerve mcp`: each call's client, tool, rows, bytes, refusal."""
+    from nerve.mcp.access import COLUMNS, accesses
+
+    rows = accesses(_ws(), since_ns=_since(since), client=client)
+    render_rows(
+        COLUMNS,
+        [[r[c] for c in COLUMNS] for r in rows],
+        fmt="json" if as_json else "csv" if as_csv else "table",
+        title="agent access",
+    )
+
+
 @audit_app.command("show")
 def show(
     seq: Annotated[int, typer.Argument(help="The link's seq.")], as_json: JsonFlag = False

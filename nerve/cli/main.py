@@ -126,6 +126,7 @@ def _register() -> None:
         daemon_cmds,
         export_cmds,
         log_cmds,
+        mcp_cmds,
         privacy_cmds,
         privacy_log_cmds,
         sense_cmds,
@@ -142,6 +143,7 @@ def _register() -> None:
     export_cmds.register(app)
     privacy_log_cmds.register(app)
     privacy_cmds.register(app)
+    mcp_cmds.register(app)
 
 
 def fail(exc: NerveError) -> None:

@@ -41,7 +41,7 @@ from nerve.runtime.groups import GroupWorker, Job
 from nerve.runtime.ipc import IpcServer
 from nerve.runtime.scheduler import NS, Scheduler
 from nerve.runtime.senses import Layout, StoredState, check_sense_file, layout, stored_states
-from nerve.runtime.snapshot import Highlight
+from nerve.runtime.snapshot import AgentReads, Highlight
 from nerve.runtime.staging import Stages
 from nerve.workspace import Workspace
 
@@ -133,6 +133,7 @@ class Kernel:
         self.privacy = Policy(self.config.privacy)  # applied to everything captured
         self.capture = CaptureGate(self)  # pause and resume
         self.highlights: collections.deque[Highlight] = collections.deque(maxlen=HIGHLIGHTS_KEPT)
+        self.agents = AgentReads()  # calls through `nerve mcp`, for the dev view and status
         self.stop_reason = "stop request"
         self._error_lines = journal.Repeats(ERROR_REPEAT_S)
         self.appended = 0  # events stored since start (appends, keyed batches, imports)
@@ -145,7 +146,7 @@ class Kernel:
         self.followers = Followers(self.log.newest)  # `follow` subscribers (nerve tail -f)
         self.log.on_commit.append(self.followers.hook(asyncio.get_running_loop()))
         self.committer = Committer(self.log)
-        self.committer.listeners.append(self._count)
+        self.committer.listeners.extend([self._count, self.agents.note])
         self.committer.start()
         self.scheduler = Scheduler(self._dispatch)
         self._stored = await asyncio.to_thread(stored_states, self.ws)
@@ -664,4 +665,5 @@ class Kernel:
             "followers_dropped": self.followers.dropped,
             "capture": self.capture.to_json(),
             "privacy": {"dropped": self.privacy.dropped, "redacted": self.privacy.redacted},
+            "agents": self.agents.to_json(),
         }

@@ -24,7 +24,7 @@ from rich.table import Table
 from rich.text import Text
 
 from nerve.runtime import journal
-from nerve.runtime.snapshot import Highlight, Rate, SenseRow, Snapshot
+from nerve.runtime.snapshot import AgentRead, Highlight, Rate, SenseRow, Snapshot
 
 if TYPE_CHECKING:
     from nerve.runtime.kernel import Kernel
@@ -152,6 +152,12 @@ def _decision(h: Highlight, now_s: float) -> Text:
     return _line(f"{ago(now_s - h.wall_s):>4} · held ({why}) {h.probe}: {h.line}", "dim")
 
 
+def _agent(a: AgentRead, now_s: float) -> Text:
+    if a.outcome != "ok":
+        return _line(f"{ago(now_s - a.wall_s):>4} {a.client} {a.tool}: {a.outcome}", "red")
+    return _line(f"{ago(now_s - a.wall_s):>4} {a.client} {a.tool}: {a.rows:,} rows, {a.bytes:,} B")
+
+
 def _section(title: str, lines: list[Text], size: int, empty: str) -> Layout:
     body = lines[: size - 1] or [_line(f"     {empty}", "dim")]
     rule = Rule(title, align="left", style="dim")
@@ -160,29 +166,34 @@ def _section(title: str, lines: list[Text], size: int, empty: str) -> Layout:
     return part
 
 
-def plan(height: int, snap: Snapshot) -> tuple[int, int, int, int]:
-    """Rows for (header, senses, decisions, errors), each with its title, adding up to at
-    most ``height``: senses first, as many as fit beside a few decisions and errors; the
-    rest for those two, errors taking at most a third."""
+def plan(height: int, snap: Snapshot) -> tuple[int, int, int, int, int]:
+    """Rows for (header, senses, decisions, agents, errors), each with its title, adding up
+    to at most ``height``: senses first, as many as fit beside a few decisions, agent reads
+    and errors; the rest for those, errors taking at most a third."""
     header = min(height, 2 if snap.alerts else 1)
     room = height - header
     want_decisions = 1 + max(len(snap.highlights), 1)
+    want_agents = 1 + min(len(snap.agents), 3) if snap.agents else 0
     want_errors = 1 + len(snap.errors) if snap.errors else 0
     least_errors = min(want_errors, 3)
-    senses = min(1 + len(snap.senses), max(2, room - min(want_decisions, 4) - least_errors))
+    least = min(want_decisions, 4) + min(want_agents, 2) + least_errors
+    senses = min(1 + len(snap.senses), max(2, room - least))
     senses = min(senses, room)
     rest = room - senses
     errors = min(want_errors, max(least_errors, rest // 3), rest)
-    decisions = min(want_decisions, rest - errors)
+    agents = min(want_agents, max(0, rest - errors - 2))  # decisions keep a title and a line
+    if agents < 2:
+        agents = 0
+    decisions = min(want_decisions, rest - errors - agents)
     if decisions < 2:  # a title alone says nothing
         decisions = 0
-    errors = min(want_errors, rest - decisions)  # what decisions leave unused
-    return header, senses, decisions, errors if errors >= 2 else 0
+    errors = min(want_errors, rest - decisions - agents)  # what the others leave unused
+    return header, senses, decisions, agents, errors if errors >= 2 else 0
 
 
 def render(snap: Snapshot, width: int, height: int) -> Layout:
     """The whole view, ``height`` rows of at most ``width`` cells."""
-    header, senses, decisions, errors = plan(height, snap)
+    header, senses, decisions, agents, errors = plan(height, snap)
     parts = [Layout(_header(snap, width), size=1)]
     if header > 1:
         parts.append(Layout(_alerts(snap), size=1))
@@ -191,11 +202,14 @@ def render(snap: Snapshot, width: int, height: int) -> Layout:
     if decisions:
         lines = [_decision(h, snap.now_s) for h in reversed(snap.highlights)]
         parts.append(_section("attention", lines, decisions, "no decisions yet"))
+    if agents:
+        lines = [_agent(a, snap.now_s) for a in reversed(snap.agents)]
+        parts.append(_section("agents (nerve mcp)", lines, agents, ""))
     if errors:
         lines = [_line(f"{ago(snap.now_s - e.wall_s):>4} {e.text}", "red")
                  for e in reversed(snap.errors)]  # fmt: skip
         parts.append(_section("errors", lines, errors, ""))
-    used = header + senses + decisions + errors
+    used = header + senses + decisions + agents + errors
     if used < height:  # a blank, not Text(""): Layout shows a placeholder for a falsy one
         parts.append(Layout(Text(" "), size=height - used))
     view = Layout()
@@ -231,6 +245,7 @@ def snapshot_of(kernel: Kernel, rate: Rate, recent: journal.Recent, now_s: float
         highlights=tuple(kernel.highlights),
         errors=tuple(e for e in recent.entries if e.level >= logging.WARNING),
         alerts=_alerts_of(kernel),
+        agents=tuple(kernel.agents.recent),
     )
 
 

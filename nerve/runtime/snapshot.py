@@ -6,10 +6,17 @@ build one by hand, with its own clock, and compare the drawing with a golden fil
 
 from __future__ import annotations
 
+import json
+import time
 from collections import deque
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
+from nerve.events import AGENT_ACCESS
 from nerve.runtime.journal import Entry
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 RATE_WINDOW_S = 10.0
 
@@ -26,6 +33,60 @@ class Highlight:
     @property
     def surfaced(self) -> bool:
         return self.outcome == "surface"
+
+
+@dataclass(frozen=True)
+class AgentRead:
+    """One call an agent made through ``nerve mcp`` (its ``agent.access`` record)."""
+
+    wall_s: float
+    client: str
+    tool: str
+    outcome: str
+    rows: int
+    bytes: int
+
+
+class AgentReads:
+    """The newest agent calls and how many there were, noted from committed events."""
+
+    def __init__(self, kept: int = 20) -> None:
+        self.recent: deque[AgentRead] = deque(maxlen=kept)
+        self.calls = 0
+        self.refused = 0
+
+    def note(self, table: pa.Table) -> None:
+        """A committer listener: picks the ``agent.access`` rows out of a commit."""
+        import pyarrow.compute as pc
+
+        found = table.filter(pc.equal(table.column("kind"), AGENT_ACCESS))
+        for raw in found.column("payload").to_pylist() if found.num_rows else ():
+            data = _json(raw)
+            self.calls += 1
+            self.refused += data.get("outcome") != "ok"
+            found = data.get("client")
+            client: dict[str, Any] = found if isinstance(found, dict) else {}
+            self.recent.append(
+                AgentRead(
+                    time.time(),
+                    str(client.get("name", "unknown")),
+                    str(data.get("tool")),
+                    str(data.get("outcome")),
+                    int(data.get("rows") or 0),
+                    int(data.get("bytes") or 0),
+                )
+            )
+
+    def to_json(self) -> dict[str, Any]:
+        return {"calls": self.calls, "refused": self.refused}
+
+
+def _json(raw: bytes | None) -> dict[str, Any]:
+    try:
+        value = json.loads(raw or b"{}")
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
 
 
 @dataclass(frozen=True)
@@ -54,6 +115,7 @@ class Snapshot:
     highlights: tuple[Highlight, ...] = ()
     errors: tuple[Entry, ...] = ()
     alerts: tuple[str, ...] = ()  # e.g. a failing seal: shown under the header
+    agents: tuple[AgentRead, ...] = ()  # calls through `nerve mcp`, oldest first
 
 
 class Rate:

@@ -1,0 +1,169 @@
+"""Read-only SQL for agents: DuckDB locked to the log's own files, with a row cap and a clock.
+
+:func:`open_sandbox` builds the same ``events`` view and projections as ``nerve query``, then
+turns off everything that reaches outside them, and locks the configuration so no statement
+can turn it back on:
+
+- ``enable_external_access = false`` with ``allowed_paths`` = the snapshot's segment files:
+  ``read_csv('/etc/passwd')``, ``ATTACH 'x.db'``, ``COPY … TO`` a file, ``INSTALL`` /
+  ``LOAD`` of extensions all fail with DuckDB's permission error;
+- no spilling to disk (``temp_directory = ''``), no extension auto-install or auto-load, no
+  Python replacement scans (a query cannot name a Python object of this process);
+- ``memory_limit`` and ``threads`` bounded, then ``lock_configuration = true``.
+
+:func:`run_sql` also refuses, before DuckDB runs anything, text that is not exactly one
+``SELECT`` (``DESCRIBE``, ``SUMMARIZE``, ``SHOW``, ``FROM …`` and ``VALUES`` are SELECTs to
+DuckDB): ``PRAGMA``, ``SET``, ``CREATE``, ``COPY``, ``ATTACH`` … never reach the engine.
+Rows stop at ``limit`` (one more is read to know that there were more) and a query still
+running after ``timeout_ms`` is interrupted (``conn.interrupt()`` from a timer thread).
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import duckdb
+
+from nerve.canonical import jsonable, loads_bounded
+from nerve.errors import AccessRefused, EventError, UsageError
+from nerve.log.reader import snapshot
+from nerve.query import define_views, load_projections, source_sql
+
+if TYPE_CHECKING:
+    from nerve.workspace import Workspace
+
+__all__ = ["Keep", "SqlResult", "open_sandbox", "run_sql"]
+
+MEMORY_LIMIT = "1GB"
+THREADS = 2
+_SQL_HINT = (
+    "one SELECT over events or a projection, e.g. SELECT kind, count(*) FROM events GROUP BY ALL"
+)
+
+
+Keep = Callable[[int, str, str, str | None, bytes | None], bool]
+_KEEP = "_nerve_keep"
+
+
+def open_sandbox(ws: Workspace, keep: Keep | None = None) -> duckdb.DuckDBPyConnection:
+    """A connection over the log as it is now that can read only the log's own files.
+
+    ``keep(source, kind, subject, line, payload)``, if given, says which events ``events``
+    (and so every projection) holds: the privacy rules' drops, applied to stored events.
+    """
+    snap = snapshot(ws.log_root)
+    conn = duckdb.connect()
+    try:
+        conn.execute("SET enable_progress_bar_print = false")  # DuckDB prints it on stdout
+        conn.register("_tail", snap.tail)
+        source = source_sql(snap)
+        if keep is not None:
+            from duckdb.func import SPECIAL  # NULLs reach keep(): a payload may be null
+
+            kinds: list[Any] = ["BIGINT", "VARCHAR", "VARCHAR", "VARCHAR", "BLOB"]
+            conn.create_function(_KEEP, keep, kinds, "BOOLEAN", null_handling=SPECIAL)
+            args = "CAST(source AS BIGINT), kind, subject, line, payload"
+            source = f"(SELECT * FROM {source} WHERE {_KEEP}({args}))"
+        define_views(conn, source, load_projections(ws.projection_dirs()), ws.settings())
+        _lock(conn, [str(p) for p in snap.files])
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def _lock(conn: duckdb.DuckDBPyConnection, files: list[str]) -> None:
+    conn.execute("SET python_enable_replacements = false")
+    conn.execute("SET autoinstall_known_extensions = false")
+    conn.execute("SET autoload_known_extensions = false")
+    conn.execute("SET allowed_paths = ?", [files])
+    conn.execute("SET allowed_directories = ?", [[]])
+    conn.execute("SET temp_directory = ''")
+    conn.execute("SET enable_external_access = false")
+    conn.execute(f"SET memory_limit = '{MEMORY_LIMIT}'")
+    conn.execute(f"SET threads = {THREADS}")
+    conn.execute("SET lock_configuration = true")
+
+
+@dataclass(frozen=True)
+class SqlResult:
+    """Columns, rows as JSON values, and whether rows were left out at ``limit``."""
+
+    columns: list[str]
+    rows: list[list[Any]]
+    truncated: bool
+
+
+def run_sql(conn: duckdb.DuckDBPyConnection, sql: str, *, limit: int, timeout_ms: int) -> SqlResult:
+    """The first ``limit`` rows of one SELECT; :class:`AccessRefused` for anything else, a
+    file outside the log, or a query still running after ``timeout_ms``."""
+    statement = _one_select(conn, sql)
+    timer = threading.Timer(timeout_ms / 1000, conn.interrupt)
+    timer.start()
+    try:
+        rel = conn.sql(statement)
+        json_columns = {i for i, kind in enumerate(rel.types) if str(kind) == "JSON"}
+        rows = rel.limit(limit + 1).fetchall()
+    except duckdb.InterruptException:
+        raise AccessRefused(
+            f"the query ran longer than {timeout_ms / 1000:g} s and was stopped",
+            hint="narrow it (a WHERE on ts, a LIMIT, no cross join), or raise mcp.query_timeout",
+        ) from None
+    except duckdb.PermissionException as exc:
+        raise AccessRefused(
+            f"the query reaches outside this workspace's log ({_first_line(exc)}); only events "
+            "and the projections can be read",
+            hint=_SQL_HINT,
+        ) from None
+    except duckdb.Error as exc:
+        raise UsageError(f"query failed: {_first_line(exc)}", hint=_SQL_HINT) from None
+    finally:
+        timer.cancel()
+    columns = list(rel.columns)
+    out = [[_cell(v, i in json_columns) for i, v in enumerate(row)] for row in rows[:limit]]
+    return SqlResult(columns, out, truncated=len(rows) > limit)
+
+
+def _one_select(conn: duckdb.DuckDBPyConnection, sql: str) -> str:
+    try:
+        statements = conn.extract_statements(sql)
+    except duckdb.Error as exc:
+        raise UsageError(f"query failed: {_first_line(exc)}", hint=_SQL_HINT) from None
+    if len(statements) != 1:
+        raise AccessRefused(
+            f"the query holds {len(statements)} statements; exactly one SELECT is allowed",
+            hint=_SQL_HINT,
+        )
+    kind, text = statements[0].type, str(statements[0].query).strip()
+    if kind != duckdb.StatementType.SELECT:
+        name = (text.split() or ["these"])[0].upper()  # as written: INSTALL is a LOAD to DuckDB
+        raise AccessRefused(
+            f"{name} statements are refused: this connection is read-only (one SELECT only)",
+            hint=_SQL_HINT,
+        )
+    return text.rstrip(";")
+
+
+def _first_line(exc: BaseException) -> str:
+    """DuckDB's message without its ``LINE 1: …`` excerpt."""
+    return str(exc).strip().split("\n\n")[0].replace("\n", " ")
+
+
+def _cell(value: Any, is_json: bool) -> Any:
+    """A value as JSON: JSON columns parsed, bytes as hex, times as ISO text, NaN as text."""
+    if is_json and isinstance(value, str):
+        try:
+            return loads_bounded(value, field="data")
+        except (EventError, ValueError):
+            return value
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, dict):
+        return {str(k): _cell(v, False) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_cell(v, False) for v in value]
+    return jsonable(value)
