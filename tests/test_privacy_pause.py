@@ -17,7 +17,7 @@ from nerve.privacy.pause import PAUSED, RESUMED, PauseState
 from nerve.runtime import journal
 from nerve.runtime.capture import CaptureGate
 from nerve.runtime.live import render, snapshot_of
-from nerve.runtime.snapshot import Rate
+from nerve.runtime.snapshot import AgentReads, Rate
 from nerve.workspace import init_workspace
 from tests.conftest import run_cli
 from tests.daemon_util import COUNTER, Daemon, started, write_sense
@@ -144,7 +144,7 @@ def test_the_dev_view_says_capture_is_paused() -> None:
     gate.state = PauseState(True, since_ns=1, until_ns=60 * 10**9)
     kernel = SimpleNamespace(
         ws=SimpleNamespace(root=Path("/ws")), stored_events=2, stats={}, started_wall_ns=0,
-        segments=0, highlights=[], capture=gate, seal_failure=None,
+        segments=0, highlights=[], capture=gate, seal_failure=None, agents=AgentReads(),
     )  # fmt: skip
     snap = snapshot_of(kernel, Rate(), journal.Recent(), now_s=5.0)  # type: ignore[arg-type]
     out = io.StringIO()

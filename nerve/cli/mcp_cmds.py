@@ -1,7 +1,5 @@
 """`nerve mcp`: serve the log to AI assistants over MCP (stdio, or --http), and its token."""
 
-from __future__ import annotations
-
 import sys
 from typing import Annotated
 
