@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
@@ -251,6 +251,20 @@ class WorkflowConfig(_Model):
     path: str | None = None
 
 
+def _checked_keys(
+    value: dict[str, int], check: Callable[[str], object], code: str
+) -> dict[str, int]:
+    """``value`` unchanged if ``check`` accepts every key; else the error, at that key."""
+    for name in value:
+        try:
+            check(name)
+        except EventError as exc:
+            raise PydanticCustomError(
+                code, "{reason}", {"reason": str(exc), "at_key": name}
+            ) from None
+    return value
+
+
 class RetentionConfig(_Model):
     """How long payloads and lines live (``log.retention``); off unless a limit is set.
 
@@ -267,26 +281,12 @@ class RetentionConfig(_Model):
     @field_validator("sources")
     @classmethod
     def _known_sources(cls, value: dict[str, int]) -> dict[str, int]:
-        for name in value:
-            try:
-                parse_source(name)
-            except EventError as exc:
-                raise PydanticCustomError(
-                    "nerve_source", "{reason}", {"reason": str(exc), "at_key": name}
-                ) from None
-        return value
+        return _checked_keys(value, parse_source, "nerve_source")
 
     @field_validator("kinds")
     @classmethod
     def _valid_kinds(cls, value: dict[str, int]) -> dict[str, int]:
-        for name in value:
-            try:
-                check_kind(name)
-            except EventError as exc:
-                raise PydanticCustomError(
-                    "nerve_kind", "{reason}", {"reason": str(exc), "at_key": name}
-                ) from None
-        return value
+        return _checked_keys(value, check_kind, "nerve_kind")
 
     @property
     def active(self) -> bool:
