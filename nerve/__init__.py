@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from nerve.clock import Hlc, HybridClock
-    from nerve.contract import Observation, Result, SenseContext, WorkflowTrigger
+    from nerve.contract import Observation, Result, SenseContext, Skip, WorkflowTrigger
     from nerve.errors import NerveError
     from nerve.events import Event, SourceClass, Trust
 
@@ -21,6 +21,7 @@ _HOME = {
     "Observation": "nerve.contract",
     "Result": "nerve.contract",
     "SenseContext": "nerve.contract",
+    "Skip": "nerve.contract",
     "SourceClass": "nerve.events",
     "Trust": "nerve.events",
     "WorkflowTrigger": "nerve.contract",
@@ -34,6 +35,7 @@ __all__ = [
     "Observation",
     "Result",
     "SenseContext",
+    "Skip",
     "SourceClass",
     "Trust",
     "WorkflowTrigger",

@@ -9,7 +9,9 @@ A sense is a folder ``senses/<name>/`` holding ``sense.py`` that exports::
 
 - ``nerve.Result(state=..., observations=[...], workflow=...)``;
 - a mapping ``{"state": ..., "observations": [...], "workflow": ...}`` (seed 000's shape);
-- ``None``: state unchanged, nothing observed, no signal.
+- ``None``: state unchanged, nothing observed, no signal;
+- ``nerve.Skip("reason")``: nothing to do this time; state unchanged, and the reason is counted
+  and recorded as a ``sense.skipped`` event (repeats folded, see ``nerve.runtime.skips``).
 
 ``workflow`` may be a :class:`WorkflowTrigger`, a mapping
 ``{"name", "max_rounds", "prompt", "dry_run"}`` (``maxRounds``/``dryRun`` also read), or the
@@ -28,6 +30,7 @@ from nerve.errors import SenseError, WorkflowError
 from nerve.events import Trust, parse_source, parse_trust
 
 MAX_ROUNDS_LIMIT = 10_000
+MAX_SKIP_REASON = 200  # characters
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,6 +145,19 @@ class Result:
     observations: Sequence[Observation] = ()
     workflow: Any = None
     signal: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class Skip:
+    """What a compute returns when it has nothing to do: ``return nerve.Skip("no new mail")``."""
+
+    reason: str
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.reason, str) or not self.reason.strip():
+            raise SenseError(f"Skip needs a non-empty reason string, got {self.reason!r}")
+        if len(self.reason) > MAX_SKIP_REASON:
+            raise SenseError(f"Skip reason is longer than {MAX_SKIP_REASON} characters")
 
 
 @dataclass(frozen=True, slots=True)

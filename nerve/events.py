@@ -63,7 +63,7 @@ _KIND_RE = re.compile(r"^[a-z][a-z0-9_]*(?:[.-][a-z0-9_]+)*$")
 # The kinds nerve itself writes (README "Event kinds"); a tail's typo check suggests these.
 NERVE_KINDS = (
     "observation",
-    "sense.state", "sense.error", "sense.restart", "signal",
+    "sense.state", "sense.error", "sense.restart", "sense.skipped", "signal",
     "config.loaded", "config.rejected", "daemon.started", "daemon.stopped",
     "log.recovered", "batch.key",
     "workflow.requested", "workflow.rejected", "workflow.status", "workflow.started",
@@ -77,10 +77,10 @@ NERVE_KINDS = (
 )  # fmt: skip
 AGENT_ACCESS = "agent.access"  # one per MCP tool call (nerve.mcp.access)
 
-# Records nerve keeps for itself (state snapshots, signals, keys, chain links): `nerve tail`
-# hides them unless asked (`--all-kinds`, or a `--kind` naming one).
+# Records nerve keeps for itself (state snapshots, signals, skipped ticks, keys, chain links):
+# `nerve tail` hides them unless asked (`--all-kinds`, or a `--kind` naming one).
 BOOKKEEPING_KINDS = frozenset(
-    {"sense.state", "signal", "batch.key", "chain.link", "attention.snapshot"}
+    {"sense.state", "sense.skipped", "signal", "batch.key", "chain.link", "attention.snapshot"}
 )
 NERVE_SOURCE_NAME = "nerve"  # how readers show NERVE_SOURCE
 

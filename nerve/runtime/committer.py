@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 
 import pyarrow as pa
 
+from nerve.errors import report
 from nerve.log.store import Draft, EventLog
 
 Listener = Callable[[pa.Table], None]
@@ -39,6 +40,14 @@ class Committer:
         self._pending.append((list(drafts), future))
         self._wake.set()
         return await future
+
+    def submit(self, drafts: Sequence[Draft]) -> None:
+        """Queue ``drafts`` for the next commit without waiting for it (records nobody awaits,
+        such as folded skip counts); a failure is reported, and ``drain`` still waits."""
+        future: asyncio.Future[pa.Table] = asyncio.get_running_loop().create_future()
+        future.add_done_callback(_report_failure)
+        self._pending.append((list(drafts), future))
+        self._wake.set()
 
     async def run_locked(self, fn: Callable[[], object]) -> object:
         """Run a log operation (seal, compact, import) in the writer thread, between commits."""
@@ -82,3 +91,8 @@ class Committer:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
+
+
+def _report_failure(future: asyncio.Future[pa.Table]) -> None:
+    if not future.cancelled() and future.exception() is not None:
+        report(f"a record was not stored: {future.exception()}")

@@ -79,6 +79,7 @@ class GroupWorker:
         self.pid: int | None = None
         self.restarts = 0
         self.busy: str | None = None
+        self.restarting: str | None = None  # "restarting" or "backoff" while it is down
         self.seq = 0
         self.coalesced = 0
         # A result is committed while the next compute already runs; only the same sense's
@@ -89,14 +90,16 @@ class GroupWorker:
         await self._spawn()
         self._task = asyncio.create_task(self._run(), name=f"group:{self.group}")
 
-    def enqueue(self, job: Job) -> None:
-        """Queue a compute; a sense already waiting in the queue is not queued twice."""
+    def enqueue(self, job: Job) -> bool:
+        """Queue a compute; a sense already waiting in the queue is not queued twice (False:
+        the previous compute has not started yet, so this one overlaps it)."""
         if job.sense in self._queued:
             self.coalesced += 1
-            return
+            return False
         self._queued.add(job.sense)
         self._queue.append(job)
         self._wake.set()
+        return True
 
     @property
     def queued(self) -> int:
@@ -245,6 +248,13 @@ class GroupWorker:
             return None
 
     async def _restart(self, reason: str) -> None:
+        self.restarting = "restarting"
+        try:
+            await self._respawn(reason)
+        finally:
+            self.restarting = None
+
+    async def _respawn(self, reason: str) -> None:
         old_pid = self.pid
         await self._kill()
         now = time.monotonic()
@@ -256,7 +266,9 @@ class GroupWorker:
                 f"; {len(self._restarts)} restarts in {RESTART_WINDOW_S:.0f} s, "
                 f"backing off {BACKOFF_S:.0f} s"
             )
+            self.restarting = "backoff"
             await asyncio.sleep(BACKOFF_S)
+            self.restarting = "restarting"
         self.restarts += 1
         await self._spawn()
         await self.host.on_restart(self.group, reason, old_pid)

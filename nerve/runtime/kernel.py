@@ -41,6 +41,7 @@ from nerve.runtime.groups import GroupWorker, Job
 from nerve.runtime.ipc import IpcServer
 from nerve.runtime.scheduler import NS, Scheduler
 from nerve.runtime.senses import Layout, StoredState, check_sense_file, layout, stored_states
+from nerve.runtime.skips import Skips
 from nerve.runtime.snapshot import AgentReads, Highlight
 from nerve.runtime.staging import Stages
 from nerve.workspace import Workspace
@@ -49,6 +50,7 @@ SEAL_CHECK_S = 1.0
 SEAL_BACKOFF_MAX_S = 30.0
 UPKEEP_DELAY_S = 1.0  # the first erasure upkeep, once the daemon is up
 ERROR_REPEAT_S = 60.0
+SKIP_FLUSH_S = 5.0  # how often folded skip counts whose minute has ended are written
 HIGHLIGHTS_KEPT = 50
 
 
@@ -138,6 +140,7 @@ class Kernel:
         self._error_lines = journal.Repeats(ERROR_REPEAT_S)
         self.appended = 0  # events stored since start (appends, keyed batches, imports)
         self._base_events = 0  # events the log held before them
+        self.skips = Skips(self._record_skip)  # ticks that did not run, and why
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -148,7 +151,7 @@ class Kernel:
         self.committer = Committer(self.log)
         self.committer.listeners.extend([self._count, self.agents.note])
         self.committer.start()
-        self.scheduler = Scheduler(self._dispatch)
+        self.scheduler = Scheduler(self._dispatch, on_skip=self.skips.note)
         self._stored = await asyncio.to_thread(stored_states, self.ws)
         await self.capture.restore()  # before any sense is scheduled
         await self._count_segments()
@@ -179,6 +182,7 @@ class Kernel:
             await self.ipc.start()
         self._tasks.append(asyncio.create_task(self._seal_loop(), name="seal"))
         self._tasks.append(asyncio.create_task(self._erasure_loop(), name="erasure"))
+        self._tasks.append(asyncio.create_task(self._skip_loop(), name="skips"))
         if self.watch:
             from nerve.runtime.watch import watch_workspace
 
@@ -200,6 +204,7 @@ class Kernel:
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*(g.stop() for g in self.groups.values()), return_exceptions=True)
+        self.skips.flush(everything=True)  # folded skip counts are not lost at a stop
         await self.committer.drain()  # results still in flight reach the extensions below
         for ext in reversed(self.extensions):
             with contextlib.suppress(Exception):
@@ -300,11 +305,27 @@ class Kernel:
 
     def _dispatch(self, sense: str, reason: str, due_ns: int) -> None:
         if self.capture.paused:
+            self.skips.note(sense, "paused")
             return
         group = self.stats.get(sense)
         worker = self.groups.get(group.group) if group else None
-        if worker is not None:
-            worker.enqueue(Job(sense, reason, due_ns))
+        if worker is None:
+            return
+        if worker.restarting is not None:  # "restarting" or "backoff"
+            self.skips.note(sense, worker.restarting)
+        elif not worker.enqueue(Job(sense, reason, due_ns)):
+            self.skips.note(sense, "overlap")
+
+    def _record_skip(self, sense: str, line: str, payload: dict[str, Any]) -> None:
+        """Queue a ``sense.skipped`` record (nobody waits for it: it rides the next commit)."""
+        self.committer.submit(
+            [self.privacy.redact(_control("sense.skipped", sense, line, payload))]
+        )
+
+    async def _skip_loop(self) -> None:
+        while True:
+            await asyncio.sleep(SKIP_FLUSH_S)
+            self.skips.flush()
 
     def state_of(self, sense: str) -> Any:
         return self.states.get(sense, self.initial.get(sense))
@@ -337,6 +358,9 @@ class Kernel:
                 job.sense, reply.get("error_kind", "exception"), reply.get("error", "")
             )
             return
+        if "skip" in reply:  # the compute had nothing to do: counted, state unchanged
+            self.skips.note(job.sense, _storable(str(reply["skip"])), by="compute")
+            return
         lateness_us = max(0, (started_ns - job.due_ns) // 1000)
         try:
             drafts, workflow = self._result_drafts(job, reply, lateness_us)
@@ -346,6 +370,7 @@ class Kernel:
         await self.committer.append(drafts)  # durable before memory moves
         self.states[job.sense] = reply["state"]  # as stored: redacted if a rule fired
         stats.computes += 1
+        self.skips.computed(job.sense)
         stats.last_wall_ns = time.time_ns()
         stats.last_duration_ms = reply.get("duration_ms")
         stats.last_line = drafts[1].line if reply.get("observations") else "state updated"

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
 REFRESH_S = 0.5
 # columns dropped first as the terminal narrows: (column, narrowest width that keeps it)
-_OPTIONAL = {"group": 90, "ms": 64, "runs": 52, "last": 40}
+_OPTIONAL = {"group": 90, "skip": 72, "ms": 64, "runs": 52, "last": 40}
 _UNITS = (("d", 86400), ("h", 3600), ("m", 60), ("s", 1))
 
 
@@ -91,8 +91,9 @@ def _alerts(snap: Snapshot) -> Text:
     return _line(" · ".join(clean(a) for a in snap.alerts), "bold red")
 
 
-def _columns(width: int) -> list[str]:
-    names = ["sense", "group", "runs", "err", "last", "ms", "latest"]
+def _columns(width: int, skips: bool) -> list[str]:
+    """The sense table's columns; ``skip`` only once some tick was skipped."""
+    names = ["sense", "group", "runs", "err", *(["skip"] if skips else []), "last", "ms", "latest"]
     return [c for c in names if width >= _OPTIONAL.get(c, 0)]
 
 
@@ -109,6 +110,7 @@ def _cells(row: SenseRow, now_s: float) -> dict[str, Text | str]:
         "group": clean(row.group),
         "runs": f"{row.computes:,}",
         "err": Text(f"{row.errors:,}", style="red") if row.errors else "",
+        "skip": f"{row.skipped:,} {clean(row.skip_reason)}" if row.skipped else "",
         "last": last,
         "ms": _ms(row.last_ms),
         "latest": clean(row.latest),
@@ -117,7 +119,7 @@ def _cells(row: SenseRow, now_s: float) -> dict[str, Text | str]:
 
 def _senses(snap: Snapshot, width: int, rows: int) -> Table:
     """The sense table in ``rows`` lines, its heading included."""
-    columns = _columns(width)
+    columns = _columns(width, any(row.skipped for row in snap.senses))
     table = Table(box=None, pad_edge=False, padding=(0, 1), expand=True, header_style="bold")
     for name in columns:
         right = name in ("runs", "err", "last", "ms")
@@ -126,7 +128,9 @@ def _senses(snap: Snapshot, width: int, rows: int) -> Table:
             justify="right" if right else "left",
             no_wrap=True,
             overflow="ellipsis",
-            max_width={"sense": min(32, width // 5), "group": min(20, width // 8)}.get(name),
+            max_width={"sense": min(32, width // 5), "group": min(20, width // 8), "skip": 16}.get(
+                name
+            ),
             ratio=1 if name == "latest" else None,
             min_width=8 if name == "latest" else None,
         )
@@ -230,6 +234,8 @@ def snapshot_of(kernel: Kernel, rate: Rate, recent: journal.Recent, now_s: float
             None if st.last_wall_ns is None else st.last_wall_ns / 1e9,
             st.last_duration_ms,
             st.last_line,
+            sum(kernel.skips.totals(name).values()),
+            kernel.skips.last_reason(name) or "",
         )
         for name, st in sorted(kernel.stats.items())
     )

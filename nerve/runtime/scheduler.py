@@ -1,20 +1,25 @@
 """Reflexes: when each sense computes. Intervals, ``on`` signals, throttle and grace.
 
 - ``interval``: a fixed-rate timer (absolute due times, so no drift); ticks missed while the
-  loop was busy are skipped, not queued.
+  loop was busy are skipped (reason ``late``), not queued.
 - ``on``: another sense's signal triggers this one (through the bus, never from the log).
 - ``throttle``: at least this long between compute starts; a trigger inside the window becomes
-  at most one deferred trigger at the window's end.
+  at most one deferred trigger at the window's end (further ones are skipped: ``throttle``).
 - ``grace_period``: no compute before this long after the daemon (or the sense) started;
-  triggers meanwhile collapse into one at the end of the grace.
+  triggers meanwhile collapse into one at the end of the grace (the rest: ``grace``).
 - manual triggers run at once, past throttle and grace.
+
+Time comes from a :class:`Timers` (the event loop's monotonic clock and the wall clock), so
+tests drive the scheduler with a fake one.
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 import blake3
 
@@ -23,6 +28,37 @@ MS = 1_000_000
 GRID_NS = 2 * MS  # interval timers are grouped into 2 ms slots
 
 Dispatch = Callable[[str, str, int], None]  # sense, reason, due (monotonic ns)
+OnSkip = Callable[[str, str, int], None]  # sense, reason, how many ticks
+
+
+class Handle(Protocol):
+    def cancel(self) -> None: ...
+
+
+class Timers(Protocol):
+    """The scheduler's clocks and alarm: monotonic and wall nanoseconds, a call at an instant."""
+
+    def now_ns(self) -> int: ...
+
+    def wall_ns(self) -> int: ...
+
+    def call_at(self, when_ns: int, fn: Callable[..., None], *args: Any) -> Handle: ...
+
+
+class LoopTimers:
+    """The running event loop's clock (monotonic) and ``time.time_ns`` for the wall."""
+
+    def __init__(self) -> None:
+        self._loop = asyncio.get_running_loop()
+
+    def now_ns(self) -> int:
+        return int(self._loop.time() * NS)
+
+    def wall_ns(self) -> int:
+        return time.time_ns()
+
+    def call_at(self, when_ns: int, fn: Callable[..., None], *args: Any) -> Handle:
+        return self._loop.call_at(when_ns / NS, fn, *args)
 
 
 @dataclass(frozen=True)
@@ -39,7 +75,7 @@ class _SenseClock:
     plan: Plan
     ready_ns: int  # end of grace
     last_start_ns: int | None = None
-    deferred: asyncio.TimerHandle | None = None
+    deferred: Handle | None = None
     stats: dict[str, int] = field(
         default_factory=lambda: {
             "ticks": 0,
@@ -59,15 +95,26 @@ def _spread(plan: Plan) -> int:
     return (digest % min(plan.interval_ms, 1000)) * MS
 
 
+def _no_skip(sense: str, reason: str, count: int) -> None:
+    return None
+
+
 class Scheduler:
-    def __init__(self, dispatch: Dispatch) -> None:
+    def __init__(
+        self,
+        dispatch: Dispatch,
+        *,
+        on_skip: OnSkip = _no_skip,
+        timers: Timers | None = None,
+    ) -> None:
         self._dispatch = dispatch
-        self._loop = asyncio.get_running_loop()
+        self._on_skip = on_skip
+        self._timers: Timers = timers or LoopTimers()
         self._senses: dict[str, _SenseClock] = {}
         self._slots: dict[int, list[tuple[_SenseClock, int]]] = {}
 
     def now_ns(self) -> int:
-        return int(self._loop.time() * NS)
+        return self._timers.now_ns()
 
     def load(self, plans: list[Plan], *, keep_grace: bool = False) -> None:
         """Replace every plan; timers restart. ``keep_grace`` keeps senses already past grace."""
@@ -110,7 +157,7 @@ class Scheduler:
         entries = self._slots.get(slot)
         if entries is None:
             entries = self._slots[slot] = []
-            self._loop.call_at(slot * GRID_NS / NS, self._on_slot, slot)
+            self._timers.call_at(slot * GRID_NS, self._on_slot, slot)
         entries.append((clock, due_ns))
 
     def _on_slot(self, slot: int) -> None:
@@ -127,6 +174,7 @@ class Scheduler:
         if next_due <= now:
             missed = (now - next_due) // step + 1
             clock.stats["skipped"] += missed
+            self._on_skip(clock.plan.sense, "late", missed)
             next_due += missed * step
         self._arm_interval(clock, next_due)
 
@@ -145,9 +193,10 @@ class Scheduler:
             self._fire(clock, reason, due)
         elif clock.deferred is None:
             clock.stats["deferred"] += 1
-            clock.deferred = self._loop.call_at(gate / NS, self._on_deferred, clock, reason, gate)
+            clock.deferred = self._timers.call_at(gate, self._on_deferred, clock, reason, gate)
         else:
             clock.stats["coalesced"] += 1
+            self._on_skip(sense, "grace" if clock.ready_ns > now else "throttle", 1)
         return True
 
     def _gate(self, clock: _SenseClock, now: int) -> int:

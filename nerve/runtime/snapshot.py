@@ -98,6 +98,8 @@ class SenseRow:
     last_wall_s: float | None = None
     last_ms: float | None = None
     latest: str = ""
+    skipped: int = 0  # ticks that did not run since start
+    skip_reason: str = ""  # why the newest of them did not
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ stdout, which we keep for ourselves: a sense that prints writes to stderr instea
     kernel → {"op": "compute", "seq": N, "sense": name, "state": ...}
     worker → {"op": "result", "seq": N, "ok": true, "state": ..., "observations": [...],
               "workflow": ..., "signal": bool, "duration_ms": ...}
+           | {"op": "result", "seq": N, "ok": true, "skip": "reason", "duration_ms": ...}
            | {"op": "result", "seq": N, "ok": false, "error_kind": K, "error": "..."}
 """
 
@@ -30,7 +31,7 @@ from types import ModuleType
 from typing import Any, TextIO
 
 from nerve.canonical import MAX_NESTING, canonical_json
-from nerve.contract import Observation, SenseContext, WorkflowTrigger, normalise_result
+from nerve.contract import Observation, SenseContext, Skip, WorkflowTrigger, normalise_result
 from nerve.errors import NerveError
 from nerve.events import check_text, check_valid_time
 from nerve.runtime.children import detach
@@ -109,7 +110,10 @@ def compute(sense: LoadedSense, seq: int, state: Any) -> dict[str, Any]:
     started_ns = time.monotonic_ns()  # CLOCK_MONOTONIC: comparable with the kernel's loop time
     started = time.perf_counter()
     try:
-        result = normalise_result(sense.run(state), state)
+        returned = sense.run(state)
+        if isinstance(returned, Skip):
+            return _skipped(seq, returned.reason, started, started_ns)
+        result = normalise_result(returned, state)
     except Exception as exc:
         return _failure(seq, "exception", f"{type(exc).__name__}: {exc}", traceback.format_exc())
     try:
@@ -128,6 +132,17 @@ def compute(sense: LoadedSense, seq: int, state: Any) -> dict[str, Any]:
         "observations": observations,
         "workflow": _workflow_json(result.workflow),
         "signal": result.signal,
+        "duration_ms": round((time.perf_counter() - started) * 1000, 3),
+        "started_ns": started_ns,
+    }
+
+
+def _skipped(seq: int, reason: str, started: float, started_ns: int) -> dict[str, Any]:
+    return {
+        "op": "result",
+        "seq": seq,
+        "ok": True,
+        "skip": reason,
         "duration_ms": round((time.perf_counter() - started) * 1000, 3),
         "started_ns": started_ns,
     }
