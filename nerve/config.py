@@ -15,6 +15,7 @@ import difflib
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -180,11 +181,68 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
+def _cron(expr: str) -> str:
+    from cronsim import CronSim, CronSimError
+
+    try:
+        CronSim(expr, datetime.now(UTC))
+    except CronSimError as exc:
+        raise PydanticCustomError(
+            "nerve_cron",
+            "invalid cron expression {expr}: {reason} (five fields: minute hour day-of-month"
+            " month day-of-week, e.g. '0 9 * * 1-5')",
+            {"expr": repr(expr), "reason": str(exc).lower()},
+        ) from None
+    return expr
+
+
+def _timezone(name: str) -> str:
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+    try:
+        ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise PydanticCustomError(
+            "nerve_timezone",
+            "unknown time zone {name} (an IANA name such as 'Europe/Berlin' or 'UTC')",
+            {"name": repr(name)},
+        ) from None
+    return name
+
+
+def _jitter(value: Any) -> Any:
+    if isinstance(value, str) and value.strip().endswith("%"):
+        number = value.strip()[:-1].strip()
+        try:
+            percent = Decimal(number)
+        except ArithmeticError:
+            percent = Decimal(-1)
+        if not number or not 0 <= percent <= 100:
+            raise PydanticCustomError(
+                "nerve_jitter",
+                "jitter {value} must be a percentage from 0% to 100%",
+                {"value": repr(value)},
+            )
+        return value.strip()
+    return _duration(value)
+
+
+Cron = Annotated[str, AfterValidator(_cron)]
+TimeZone = Annotated[str, AfterValidator(_timezone)]
+Jitter = Annotated[int | str, BeforeValidator(_jitter)]
+"""``10%`` (of the interval) or a duration; kept as the percentage text or milliseconds."""
+
+
 class SenseConfig(_Model):
     """How one sense is scheduled and run."""
 
     group: Name
     interval: PositiveDuration | None = None
+    schedule: Cron | None = None
+    timezone: TimeZone | None = None
+    jitter: Jitter | None = None
+    catch_up: Literal["skip", "once", "all"] = "once"
+    catch_up_window: PositiveDuration | None = None
     on: list[str] = Field(default_factory=list)
     throttle: Duration | None = None
     timeout: PositiveDuration | None = None
@@ -193,10 +251,42 @@ class SenseConfig(_Model):
     enabled: bool = True
     path: str | None = None
 
+    @model_validator(mode="after")
+    def _one_timer(self) -> SenseConfig:
+        if self.schedule is not None and self.interval is not None:
+            raise PydanticCustomError(
+                "nerve_schedule",
+                "give 'schedule' (cron) or 'interval', not both",
+                {"at_key": "schedule"},
+            )
+        if self.timezone is not None and self.schedule is None:
+            raise PydanticCustomError(
+                "nerve_schedule",
+                "'timezone' applies to a cron 'schedule'; this sense has none",
+                {"at_key": "timezone"},
+            )
+        if isinstance(self.jitter, str) and self.interval is None:
+            raise PydanticCustomError(
+                "nerve_jitter",
+                "a percentage jitter is a share of 'interval'; with 'schedule' or 'on' give a"
+                " duration (e.g. 30s)",
+                {"at_key": "jitter"},
+            )
+        return self
+
     @property
     def effective_timeout_ms(self) -> int:
         """The compute time limit: the configured timeout, else the 30 s default."""
         return DEFAULT_TIMEOUT_MS if self.timeout is None else self.timeout
+
+    @property
+    def jitter_ms(self) -> int | None:
+        """The most a tick is shifted by: ``jitter`` as milliseconds (a percentage of the
+        interval worked out), or None when unset."""
+        if isinstance(self.jitter, str):
+            share = Decimal(self.jitter.rstrip("%").strip()) / 100
+            return int(share * (self.interval or 0))
+        return self.jitter
 
 
 class ReflexConfig(_Model):

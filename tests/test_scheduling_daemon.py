@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import time
 from pathlib import Path
 
 from rich.console import Console
@@ -84,3 +85,45 @@ def test_the_dev_view_shows_skipped_ticks_and_why() -> None:
     lines = out.getvalue().splitlines()
     assert "skip" in lines[1]
     assert "340 throttle" in next(line for line in lines if line.startswith("cpu"))
+
+
+def test_a_restart_after_downtime_catches_up_as_each_sense_says(tmp_path: Path) -> None:
+    ws = init_workspace(tmp_path / "ws")
+    write_sense(ws.root, "counter", COUNTER)
+    (ws.root / "nerve.yaml").write_text(
+        "senses:\n"
+        "  once: {group: a, path: senses/counter, interval: 1s}\n"
+        "  skip: {group: a, path: senses/counter, interval: 1s, catch_up: skip}\n"
+        "  all: {group: a, path: senses/counter, interval: 1s, catch_up: all,"
+        " catch_up_window: 3s}\n"
+        "  hourly: {group: a, path: senses/counter, interval: 1h}\n"
+    )
+    d = Daemon(ws.root)
+    d.start()
+    try:
+        d.wait_for(lambda: len(d.events("sense.state", "once")) >= 2, what="two computes")
+    finally:
+        d.stop()
+    first_run = {s: len(d.events("sense.state", s)) for s in ("once", "skip", "all", "hourly")}
+    assert first_run["hourly"] == 1  # the first start ever: at once
+    time.sleep(6)  # the daemon is down: about 6 ticks of each 1 s sense are missed
+    d.start()
+    try:
+        d.wait_for(
+            lambda: len(d.events("sense.state", "all")) >= first_run["all"] + 3,
+            what="three catch-up computes",
+        )
+    finally:
+        d.stop()
+
+    def catch_ups(sense: str) -> int:
+        return sum(r["data"]["reason"] == "catch-up" for r in d.events("sense.state", sense))
+
+    def missed(sense: str) -> int:
+        skipped = d.events("sense.skipped", sense)
+        return sum(r["data"]["count"] for r in skipped if r["data"]["reason"] == "missed")
+
+    assert (catch_ups("once"), catch_ups("skip"), catch_ups("all")) == (1, 0, 3)
+    assert missed("skip") >= 5 and missed("once") == missed("skip") - 1
+    assert missed("all") == missed("skip") - 3  # only the last 3 s were inside the window
+    assert len(d.events("sense.state", "hourly")) == 1  # its next tick is an hour after the last

@@ -70,7 +70,7 @@ class GroupWorker:
         self.host = host
         self._now = now_ns
         self._queue: deque[Job] = deque()
-        self._queued: set[str] = set()
+        self._queued: dict[str, int] = {}  # sense -> its jobs in the queue
         self._wake = asyncio.Event()
         self._proc: asyncio.subprocess.Process | None = None
         self._task: asyncio.Task[None] | None = None
@@ -90,13 +90,14 @@ class GroupWorker:
         await self._spawn()
         self._task = asyncio.create_task(self._run(), name=f"group:{self.group}")
 
-    def enqueue(self, job: Job) -> bool:
+    def enqueue(self, job: Job, *, coalesce: bool = True) -> bool:
         """Queue a compute; a sense already waiting in the queue is not queued twice (False:
-        the previous compute has not started yet, so this one overlaps it)."""
-        if job.sense in self._queued:
+        the previous compute has not started yet, so this one overlaps it) unless
+        ``coalesce`` is false (catching up on missed ticks, one compute each)."""
+        if coalesce and job.sense in self._queued:
             self.coalesced += 1
             return False
-        self._queued.add(job.sense)
+        self._queued[job.sense] = self._queued.get(job.sense, 0) + 1
         self._queue.append(job)
         self._wake.set()
         return True
@@ -151,10 +152,23 @@ class GroupWorker:
             while not self._queue:
                 self._wake.clear()
                 await self._wake.wait()
-            batch = [self._queue.popleft() for _ in range(min(MAX_BATCH, len(self._queue)))]
-            for job in batch:
-                self._queued.discard(job.sense)
+            batch = self._next_batch()
             await self._run_batch([j for j in batch if j.sense in self.senses])
+
+    def _next_batch(self) -> list[Job]:
+        """Queued jobs to send at once: a sense at most once (its next compute needs the
+        state this one stores), at most ``MAX_BATCH``."""
+        batch: list[Job] = []
+        senses: set[str] = set()
+        while self._queue and len(batch) < MAX_BATCH and self._queue[0].sense not in senses:
+            job = self._queue.popleft()
+            batch.append(job)
+            senses.add(job.sense)
+        for job in batch:
+            left = self._queued.pop(job.sense, 1) - 1
+            if left > 0:
+                self._queued[job.sense] = left
+        return batch
 
     async def _run_batch(self, batch: list[Job]) -> None:
         """Send every queued compute in one write; the worker answers them in order.
@@ -223,7 +237,7 @@ class GroupWorker:
     def _requeue(self, jobs: list[Job]) -> None:
         for job in reversed(jobs):
             if job.sense not in self._queued:
-                self._queued.add(job.sense)
+                self._queued[job.sense] = 1
                 self._queue.appendleft(job)
         self._wake.set()
 

@@ -40,7 +40,14 @@ from nerve.runtime.followers import Followers
 from nerve.runtime.groups import GroupWorker, Job
 from nerve.runtime.ipc import IpcServer
 from nerve.runtime.scheduler import NS, Scheduler
-from nerve.runtime.senses import Layout, StoredState, check_sense_file, layout, stored_states
+from nerve.runtime.senses import (
+    Layout,
+    StoredState,
+    check_sense_file,
+    last_alive_ns,
+    layout,
+    stored_states,
+)
 from nerve.runtime.skips import Skips
 from nerve.runtime.snapshot import AgentReads, Highlight
 from nerve.runtime.staging import Stages
@@ -141,6 +148,7 @@ class Kernel:
         self.appended = 0  # events stored since start (appends, keyed batches, imports)
         self._base_events = 0  # events the log held before them
         self.skips = Skips(self._record_skip)  # ticks that did not run, and why
+        self._down_since: int | None = None  # wall ns the log was last written by a daemon
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -153,6 +161,7 @@ class Kernel:
         self.committer.start()
         self.scheduler = Scheduler(self._dispatch, on_skip=self.skips.note)
         self._stored = await asyncio.to_thread(stored_states, self.ws)
+        self._down_since = await asyncio.to_thread(last_alive_ns, self.ws)
         await self.capture.restore()  # before any sense is scheduled
         await self._count_segments()
         await self.record(
@@ -247,7 +256,8 @@ class Kernel:
             worker = GroupWorker(group, specs, self.ws.root, self)
             self.groups[group] = worker
         await asyncio.gather(*(g.start() for g in self.groups.values()))
-        self.scheduler.load(lay.plans, keep_grace=reason != "start")
+        down_since = self._down_since if reason == "start" else None
+        self.scheduler.load(lay.plans, keep_grace=reason != "start", down_since_ns=down_since)
         self.bus.clear()
         for source, listeners in self.scheduler.subscribers().items():
             for listener in listeners:
@@ -313,7 +323,7 @@ class Kernel:
             return
         if worker.restarting is not None:  # "restarting" or "backoff"
             self.skips.note(sense, worker.restarting)
-        elif not worker.enqueue(Job(sense, reason, due_ns)):
+        elif not worker.enqueue(Job(sense, reason, due_ns), coalesce=reason != "catch-up"):
             self.skips.note(sense, "overlap")
 
     def _record_skip(self, sense: str, line: str, payload: dict[str, Any]) -> None:

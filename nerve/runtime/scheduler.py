@@ -1,7 +1,17 @@
-"""Reflexes: when each sense computes. Intervals, ``on`` signals, throttle and grace.
+"""Reflexes: when each sense computes. Intervals, cron, ``on`` signals, throttle and grace.
 
 - ``interval``: a fixed-rate timer (absolute due times, so no drift); ticks missed while the
   loop was busy are skipped (reason ``late``), not queued.
+- ``schedule``: a cron expression in ``timezone`` (default: the machine's), DST-correct; the
+  next fire is worked out on the wall clock and waited for on the monotonic one.
+- ``jitter``: every tick of a sense is shifted by the same share of the jitter, fixed by the
+  sense's name (so 200 senses on ``5s`` do not fire together, and a restart keeps the phase).
+  Without it an interval sense still gets a small stable spread (at most 1 s).
+- catch-up: ticks that fell in a downtime (the daemon was stopped: from the log's last event
+  to the start) or a sleep (the wall clock ran ahead of the monotonic one) are run or skipped
+  by the sense's ``catch_up``: ``skip`` none, ``once`` one (default), ``all`` every one (at most
+  ``MAX_CATCH_UP``); only ticks inside ``catch_up_window`` may run, the rest are skipped
+  (reason ``missed``).
 - ``on``: another sense's signal triggers this one (through the bus, never from the log).
 - ``throttle``: at least this long between compute starts; a trigger inside the window becomes
   at most one deferred trigger at the window's end (further ones are skipped: ``throttle``).
@@ -23,9 +33,15 @@ from typing import Any, Protocol
 
 import blake3
 
+from nerve.runtime.ticks import count_cron, jitter_ns, next_cron
+
 NS = 1_000_000_000
 MS = 1_000_000
 GRID_NS = 2 * MS  # interval timers are grouped into 2 ms slots
+WATCH_NS = NS  # how often the clocks are compared, to notice a sleep
+SLEEP_NS = 3 * NS  # the wall clock ahead of the monotonic one by more than this: a sleep
+MAX_CATCH_UP = 1000  # computes `catch_up: all` runs at most, however many ticks were missed
+COUNT_CAP = 1_000_000  # missed cron fires counted at most
 
 Dispatch = Callable[[str, str, int], None]  # sense, reason, due (monotonic ns)
 OnSkip = Callable[[str, str, int], None]  # sense, reason, how many ticks
@@ -68,6 +84,11 @@ class Plan:
     on: tuple[str, ...] = ()
     throttle_ms: int | None = None
     grace_ms: int | None = None
+    cron: str | None = None
+    timezone: str | None = None
+    jitter_ms: int | None = None
+    catch_up: str = "once"  # skip | once | all
+    catch_up_window_ms: int | None = None
 
 
 @dataclass
@@ -76,6 +97,7 @@ class _SenseClock:
     ready_ns: int  # end of grace
     last_start_ns: int | None = None
     deferred: Handle | None = None
+    cron_timer: Handle | None = None
     stats: dict[str, int] = field(
         default_factory=lambda: {
             "ticks": 0,
@@ -88,7 +110,10 @@ class _SenseClock:
 
 
 def _spread(plan: Plan) -> int:
-    """A stable offset (within the interval, at most 1 s) so senses do not all fire at once."""
+    """A stable offset so senses do not all fire at once: the sense's share of its ``jitter``,
+    else (interval senses) within the interval and at most 1 s."""
+    if plan.jitter_ms is not None:
+        return jitter_ns(plan.sense, plan.jitter_ms)
     if plan.grace_ms or not plan.interval_ms:
         return 0  # a grace period already says when to start
     digest = int.from_bytes(blake3.blake3(plan.sense.encode()).digest()[:8], "big")
@@ -112,15 +137,23 @@ class Scheduler:
         self._timers: Timers = timers or LoopTimers()
         self._senses: dict[str, _SenseClock] = {}
         self._slots: dict[int, list[tuple[_SenseClock, int]]] = {}
+        self._watch: Handle | None = None
+        self._seen = (0, 0)  # (monotonic, wall) at the last clock comparison
 
     def now_ns(self) -> int:
         return self._timers.now_ns()
 
-    def load(self, plans: list[Plan], *, keep_grace: bool = False) -> None:
-        """Replace every plan; timers restart. ``keep_grace`` keeps senses already past grace."""
+    def load(
+        self, plans: list[Plan], *, keep_grace: bool = False, down_since_ns: int | None = None
+    ) -> None:
+        """Replace every plan; timers restart. ``keep_grace`` keeps senses already past grace.
+
+        ``down_since_ns`` (wall) is when the daemon was last seen alive, on a start after a
+        downtime: ticks due since then are caught up or skipped, and interval phases go on
+        from then rather than from now."""
         old = self._senses
         self.stop()
-        now = self.now_ns()
+        now, wall = self.now_ns(), self._timers.wall_ns()
         for plan in plans:
             previous = old.get(plan.sense)
             ready = now + (plan.grace_ms or 0) * MS
@@ -129,13 +162,110 @@ class Scheduler:
             clock = _SenseClock(plan, ready, previous.last_start_ns if previous else None)
             self._senses[plan.sense] = clock
             if plan.interval_ms:
-                self._arm_interval(clock, max(ready, now) + _spread(plan))
+                self._arm_interval(clock, self._first_due(clock, now, wall, down_since_ns))
+            elif plan.cron:
+                self._arm_cron(clock)
+            if down_since_ns is not None and down_since_ns < wall:
+                self._catch_up(clock, down_since_ns, wall)
+        self._seen = (now, wall)
+        self._watch = self._timers.call_at(now + WATCH_NS, self._check_clocks)
+
+    def _first_due(self, clock: _SenseClock, now: int, wall: int, down_since: int | None) -> int:
+        """An interval sense's first tick: at once (plus its spread), or after a downtime the
+        next tick of the phase that started when the daemon was last alive."""
+        start = max(clock.ready_ns, now)
+        step = (clock.plan.interval_ms or 1) * MS
+        if down_since is not None and down_since < wall:
+            downtime = wall - down_since
+            start = max(start, now + step - downtime % step)
+        return start + _spread(clock.plan)
 
     def stop(self) -> None:
         for clock in self._senses.values():
-            if clock.deferred is not None:
-                clock.deferred.cancel()
+            for handle in (clock.deferred, clock.cron_timer):
+                if handle is not None:
+                    handle.cancel()
+        if self._watch is not None:
+            self._watch.cancel()
+            self._watch = None
         self._senses = {}
+
+    # -- cron --------------------------------------------------------------------------
+
+    def _arm_cron(self, clock: _SenseClock, after_wall: int | None = None) -> None:
+        """Wait for the cron expression's next wall time (plus the sense's spread)."""
+        plan = clock.plan
+        assert plan.cron is not None
+        now, wall = self.now_ns(), self._timers.wall_ns()
+        fire = next_cron(plan.cron, plan.timezone, max(wall, after_wall or 0))
+        due = now + (fire - wall) + _spread(plan)
+        clock.cron_timer = self._timers.call_at(due, self._on_cron, clock, fire, due)
+
+    def _on_cron(self, clock: _SenseClock, fire_wall: int, due: int) -> None:
+        clock.cron_timer = None
+        if self._senses.get(clock.plan.sense) is not clock:
+            return
+        clock.stats["ticks"] += 1
+        self.trigger(clock.plan.sense, "schedule", due_ns=due)
+        self._arm_cron(clock, after_wall=fire_wall)
+
+    # -- sleep and catch-up ------------------------------------------------------------
+
+    def _check_clocks(self) -> None:
+        """Compare how far the two clocks moved since the last look: a wall clock far ahead
+        means the machine slept (the monotonic clock stands still meanwhile)."""
+        now, wall = self.now_ns(), self._timers.wall_ns()
+        seen_mono, seen_wall = self._seen
+        slept = (wall - seen_wall) - (now - seen_mono)
+        self._seen = (now, wall)
+        if slept > SLEEP_NS:
+            self._woke(wall - slept, wall)
+        elif slept < -SLEEP_NS:  # the wall clock was set back: cron times are worked anew
+            self._rearm_crons()
+        self._watch = self._timers.call_at(now + WATCH_NS, self._check_clocks)
+
+    def _woke(self, asleep_since_wall: int, wall: int) -> None:
+        for clock in self._senses.values():
+            self._catch_up(clock, asleep_since_wall, wall)
+        self._rearm_crons()
+
+    def _rearm_crons(self) -> None:
+        for clock in self._senses.values():
+            if clock.plan.cron:
+                if clock.cron_timer is not None:
+                    clock.cron_timer.cancel()
+                self._arm_cron(clock)
+
+    def missed(self, plan: Plan, since_wall: int, until_wall: int) -> int:
+        """How many ticks of ``plan`` fell due in ``(since_wall, until_wall]``."""
+        if plan.cron:
+            return count_cron(plan.cron, plan.timezone, since_wall, until_wall, COUNT_CAP)
+        if plan.interval_ms:
+            return (until_wall - since_wall) // (plan.interval_ms * MS)
+        return 0
+
+    def _catch_up(self, clock: _SenseClock, since_wall: int, until_wall: int) -> None:
+        """Run or skip the ticks missed in the gap, as the sense's ``catch_up`` says."""
+        plan = clock.plan
+        total = self.missed(plan, since_wall, until_wall)
+        if not total:
+            return
+        window = plan.catch_up_window_ms
+        runnable = total
+        if window is not None and until_wall - since_wall > window * MS:
+            runnable = self.missed(plan, until_wall - window * MS, until_wall)
+        run = {"skip": 0, "once": min(1, runnable), "all": min(runnable, MAX_CATCH_UP)}
+        count = run.get(plan.catch_up, 1)
+        if total > count:
+            self._on_skip(plan.sense, "missed", total - count)
+        if count:  # past throttle, but not before the end of a grace period
+            at = max(clock.ready_ns, self.now_ns())
+            self._timers.call_at(at, self._run_catch_up, clock, count)
+
+    def _run_catch_up(self, clock: _SenseClock, count: int) -> None:
+        if self._senses.get(clock.plan.sense) is clock:
+            for _ in range(count):
+                self._fire(clock, "catch-up", self.now_ns())
 
     def subscribers(self) -> dict[str, list[str]]:
         """For each sense, the senses that listen ``on`` it."""

@@ -62,7 +62,20 @@ def layout(ws: Workspace, config: NerveConfig) -> Layout:
         spec = SenseSpec(name, str(path), dict(sense.options), sense.effective_timeout_ms)
         specs.setdefault(sense.group or name, {})[name] = spec
         interval, on = config.schedule_for(name)
-        plans.append(Plan(name, interval, tuple(on), sense.throttle, sense.grace_period))
+        plans.append(
+            Plan(
+                name,
+                interval,
+                tuple(on),
+                sense.throttle,
+                sense.grace_period,
+                cron=sense.schedule,
+                timezone=sense.timezone,
+                jitter_ms=sense.jitter_ms,
+                catch_up=sense.catch_up,
+                catch_up_window_ms=sense.catch_up_window,
+            )
+        )
     return Layout(specs, plans, missing)
 
 
@@ -98,6 +111,18 @@ def stored_states(ws: Workspace) -> dict[str, StoredState]:
 
 
 _UNDECODABLE = object()
+
+
+def last_alive_ns(ws: Workspace) -> int | None:
+    """When a daemon last wrote to the log (its newest event's physical time), if one ever
+    ran here: the start of the downtime that scheduling catches up on."""
+    conn = ws.connect()
+    row = conn.execute(
+        "SELECT max(physical_ns), count(*) FILTER (WHERE kind = 'daemon.started') FROM events"
+    ).fetchone()
+    if row is None or not row[1] or row[0] is None:
+        return None
+    return int(row[0])
 
 
 def _decoded(state: str | None) -> Any:
