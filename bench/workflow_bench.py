@@ -8,7 +8,7 @@ constant; the moderator goes a → b → c → END) and ``solo`` (one such role)
 in this process (``Kernel(ws, with_ipc=False, watch=False)``, the engine loaded as in the
 daemon, roles in their worker processes, every step durably appended with ``--durability``).
 
-* **runs/s**: ``--runs`` runs of ``trio`` requested at once (``overflow: queue``) with
+* **runs/s**: ``--runs`` runs of ``trio`` requested at once (``overlap: buffer_all``) with
   ``--concurrency`` slots, from the first request to the last ``completed`` status;
 * **per-round overhead**: a fifth as many ``trio`` and ``solo`` runs (at least 10), one at
   a time: ``(t_trio - t_solo) / 2`` per run is what one more round costs (a role call, a
@@ -94,7 +94,7 @@ def build(root: Path, concurrency: int, durability: str) -> Workspace:
     (root / "workflows" / "checks").mkdir()
     (root / "workflows" / "checks" / "trivial.md").write_text(MANIFEST)
     (root / "report.md").write_text("# a report\n")
-    wf = f"concurrency: {concurrency}, overflow: queue, max_queue: 1000000"
+    wf = f"concurrency: {concurrency}, overlap: buffer_all, max_queue: 1000000"
     (root / "nerve.yaml").write_text(
         f"senses: {{}}\nlog:\n  durability: {durability}\n"
         f"workflows:\n  trio: {{{wf}}}\n  solo: {{{wf}}}\n  one-trio: {{path: workflows/trio}}\n"

@@ -59,6 +59,7 @@ __all__ = [
     "SenseConfig",
     "WorkflowConfig",
     "YamlDoc",
+    "config_hints",
     "format_duration",
     "issues_from_validation",
     "load_config",
@@ -329,16 +330,38 @@ def _workflow_key(reflex: Any) -> str | None:
     return "kind" if reflex.get("kind") == "workflow" else None
 
 
+Overlap = Literal["skip", "buffer_one", "buffer_all", "cancel_other", "allow_all"]
+OLD_OVERFLOW: dict[str, Overlap] = {"drop": "skip", "queue": "buffer_all"}
+
+
 class WorkflowConfig(_Model):
-    """Run limits for one workflow."""
+    """Run limits for one workflow. ``overlap`` says what a run does when all ``concurrency``
+    slots are taken (Temporal's words); ``overflow: drop|queue`` is its old spelling."""
 
     concurrency: int = Field(default=1, ge=1)
+    overlap: Overlap | None = None
     overflow: Literal["drop", "queue"] = "drop"
     max_queue: int = Field(default=10, ge=0)
+    dedupe_window: PositiveDuration | None = None
     max_rounds: int | None = Field(default=None, ge=1, le=MAX_ROUNDS_LIMIT)
     drain_timeout: Duration | None = None
     checks: list[CheckId] = Field(default_factory=list)
     path: str | None = None
+
+    @model_validator(mode="after")
+    def _one_policy(self) -> WorkflowConfig:
+        if self.overlap is not None and "overflow" in self.model_fields_set:
+            raise PydanticCustomError(
+                "nerve_overlap",
+                "give 'overlap' alone ('overflow' is its old spelling)",
+                {"at_key": "overflow"},
+            )
+        return self
+
+    @property
+    def policy(self) -> Overlap:
+        """The overlap policy: ``overlap``, else the old ``overflow`` mapped (``skip`` unset)."""
+        return self.overlap if self.overlap is not None else OLD_OVERFLOW[self.overflow]
 
 
 def _checked_keys(
@@ -717,6 +740,25 @@ def validate_config(path: Path) -> list[ConfigIssue]:
         return _check(_read(path), str(path))[1]
     except InvalidConfig as exc:
         return exc.issues
+
+
+def config_hints(path: Path) -> list[ConfigIssue]:
+    """Spellings still accepted that have a newer form (``overflow`` → ``overlap``), for
+    ``nerve validate`` to mention without failing; empty when the file cannot be read."""
+    try:
+        doc = load_yaml(_read(path), str(path))
+    except InvalidConfig:
+        return []
+    hints = []
+    for name, body in _section(doc.data, "workflows", dict).items():
+        old = body.get("overflow") if isinstance(body, dict) else None
+        if isinstance(old, str) and old in OLD_OVERFLOW:
+            message = (
+                f"'overflow: {old}' is the old spelling of 'overlap: {OLD_OVERFLOW[old]}'"
+                " (still accepted)"
+            )
+            hints.append(doc.issue(("workflows", name, "overflow"), message))
+    return hints
 
 
 def _read(path: Path) -> str:

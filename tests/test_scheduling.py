@@ -316,3 +316,33 @@ def test_jitter_as_a_share_of_the_interval_or_a_duration() -> None:
     )
     assert (config.senses["a"].jitter_ms, config.senses["b"].jitter_ms) == (500, 120_000)
     assert config.senses["a"].catch_up == "once" and config.senses["a"].catch_up_window is None
+
+
+def test_workflow_overlap_policies_and_the_old_overflow_spelling() -> None:
+    from nerve.config import parse_config
+
+    flows = parse_config(
+        "workflows:\n  a: {}\n  b: {overflow: queue}\n  c: {overlap: cancel_other}\n"
+    ).workflows
+    assert [flows[n].policy for n in "abc"] == ["skip", "buffer_all", "cancel_other"]
+    issues = [
+        str(i)
+        for i in _workflow_issues("workflows:\n  w:\n    overlap: skip\n    overflow: drop\n")
+    ]
+    assert issues == [
+        "nerve.yaml:4:5: workflows.w.overflow: give 'overlap' alone"
+        " ('overflow' is its old spelling)"
+    ]
+    assert "must be 'skip', 'buffer_one'" in str(
+        _workflow_issues("workflows:\n  w: {overlap: x}\n")
+    )
+
+
+def _workflow_issues(text: str) -> list[object]:
+    from nerve.config import InvalidConfig, parse_config
+
+    try:
+        parse_config(text, "nerve.yaml")
+    except InvalidConfig as exc:
+        return list(exc.issues)
+    return []

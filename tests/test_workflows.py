@@ -33,6 +33,9 @@ workflows:
   trio: {concurrency: 2}
   solo: {concurrency: 1, overflow: drop, path: workflows/trio}
   line: {concurrency: 1, overflow: queue, max_queue: 1, path: workflows/trio}
+  one: {concurrency: 1, overlap: buffer_one, path: workflows/trio}
+  cancels: {concurrency: 1, overlap: cancel_other, path: workflows/trio}
+  every: {concurrency: 1, overlap: allow_all, path: workflows/trio}
   loop: {max_rounds: 3}
   ghost: {}
   boom: {}
@@ -133,7 +136,7 @@ def test_drop_overflow(flows: Flows) -> None:
     second = flows.trigger("solo", prompt="x")
     assert second["status"] == "dropped"
     reason = flows.events("workflow.status", second["run"])[-1]["data"]["reason"]
-    assert "overflow: drop" in reason
+    assert "overlap: skip" in reason  # `overflow: drop` is the old spelling of `overlap: skip`
     open_gate(flows.root, "slow-solo")
     flows.wait_status(first, "completed")
     assert flows.trigger("solo", prompt="y")["status"] == "started"  # the slot is free again
@@ -151,6 +154,48 @@ def test_queue_overflow_evicts_the_oldest_queued_run(flows: Flows) -> None:
     flows.wait_status(first, "completed")
     flows.wait_status(third["run"], "completed")
     assert flows.statuses(third["run"]) == ["queued", "started", "completed"]
+
+
+def test_overlap_buffer_one_keeps_one_waiting_and_drops_the_rest(flows: Flows) -> None:
+    first = flows.trigger("one", prompt="slow-one")["run"]
+    second, third = flows.trigger("one", prompt="b"), flows.trigger("one", prompt="c")
+    assert (second["status"], third["status"]) == ("queued", "dropped")
+    reason = flows.events("workflow.status", third["run"])[-1]["data"]["reason"]
+    assert reason == "a run is already buffered (overlap: buffer_one)"
+    open_gate(flows.root, "slow-one")
+    flows.wait_status(first, "completed")
+    flows.wait_status(second["run"], "completed")
+
+
+def test_overlap_cancel_other_interrupts_the_running_run_for_the_new_one(flows: Flows) -> None:
+    first = flows.trigger("cancels", prompt="slow-cancels")["run"]
+    flows.wait_for(lambda: flows.messages(first), what="the first role")
+    second = flows.trigger("cancels", prompt="newer")
+    assert second["status"] == "started"
+    flows.wait_status(second["run"], "completed")
+    assert flows.statuses(first) == ["started", "interrupted"]
+    cancelled = flows.events("workflow.status", first)[-1]["data"]
+    assert cancelled["cancelled_by"] == second["run"]
+    assert cancelled["reason"] == f"cancelled for {second['run']} (overlap: cancel_other)"
+    open_gate(flows.root, "slow-cancels")  # the abandoned role's thread may finish now
+
+
+def test_overlap_allow_all_starts_past_the_concurrency(flows: Flows) -> None:
+    runs = [flows.trigger("every", prompt=f"slow-every-{i}") for i in range(3)]
+    assert [r["status"] for r in runs] == ["started"] * 3
+    for i, r in enumerate(runs):
+        open_gate(flows.root, f"slow-every-{i}")
+        flows.wait_status(r["run"], "completed")
+
+
+def test_validate_hints_at_the_old_overflow_spelling(flows: Flows) -> None:
+    out = run_cli("--workspace", str(flows.root), "validate", "--json")
+    hints = json.loads(out.stdout)["hints"]
+    assert any(
+        "workflows.solo.overflow: 'overflow: drop' is the old spelling of 'overlap: skip'" in h
+        for h in hints
+    )
+    assert any(h.startswith(str(flows.root / "nerve.yaml") + ":") for h in hints)
 
 
 def test_a_question_is_answered_and_the_run_resumes(flows: Flows) -> None:

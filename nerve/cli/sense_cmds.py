@@ -110,7 +110,7 @@ def history(
 
 def validate(as_json: JsonFlag = False) -> None:
     """Check nerve.yaml and every sense it names; print every problem."""
-    from nerve.config import validate_config
+    from nerve.config import config_hints, validate_config
     from nerve.flow.validate import check_workflows
     from nerve.runtime.senses import check_layout
 
@@ -118,11 +118,14 @@ def validate(as_json: JsonFlag = False) -> None:
     issues = [str(i) for i in validate_config(ws.config_path)]
     if not issues:
         issues = check_layout(ws, ws.config) + check_workflows(ws, ws.config)
+    hints = [str(h) for h in config_hints(ws.config_path)]
     if as_json:
-        emit_json({"ok": not issues, "problems": issues})
+        emit_json({"ok": not issues, "problems": issues, "hints": hints})
     else:
         for issue in issues:
             typer.echo(issue, err=True)
+        for hint in hints:
+            typer.echo(f"hint: {hint}", err=True)
         if not issues:
             cfg = ws.config
             typer.echo(

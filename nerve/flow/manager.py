@@ -3,10 +3,14 @@
 **Slots.** ``concurrency`` runs of a workflow hold a slot at once: a run holds one from
 ``started`` until it completes, fails or is held, including while it is ``waiting`` for an
 answer (its thread is still open). ``held`` runs have finished their roles and hold none.
-When all slots are taken a new run is ``dropped`` (``overflow: drop``) or ``queued``
-(``overflow: queue``). A queue already ``max_queue`` long evicts its oldest run, recorded as
-``dropped`` (seed 001: "overflow: queue evicted a queued item when the queue was full"), and
-takes the new one; with ``max_queue: 0`` the new run itself is dropped. A dry run takes no
+When all slots are taken, ``overlap`` decides: ``skip`` (the default; old ``overflow: drop``)
+records the new run ``dropped``; ``buffer_one`` queues it unless a run is already queued
+(then it is dropped); ``buffer_all`` (old ``overflow: queue``) queues it, and a queue already
+``max_queue`` long evicts its oldest run, recorded as ``dropped`` (seed 001: "overflow: queue
+evicted a queued item when the queue was full"); with ``max_queue: 0`` the new run itself is
+dropped; ``cancel_other`` stops the oldest running run (recorded ``interrupted``, naming the
+new one) and starts the new one in its slot; ``allow_all`` starts it anyway, past
+``concurrency``. A dry run takes no
 slot: it records the start frame and the moderator's first decision, then ``completed``.
 
 **Crashes.** The worker is spawned on first use (at start-up for workflows named in
@@ -141,14 +145,35 @@ class Flow:
             return {"status": "failed", "error": refusal}
         if record.request.get("dry_run"):
             return await self._dry_run(record)
-        if len(self.active) < cfg.concurrency:
+        policy = cfg.policy
+        if len(self.active) < cfg.concurrency or policy == "allow_all":
             await self._launch(record, first=True)
             return {"status": "started"}
-        if cfg.overflow == "drop" or cfg.max_queue == 0:
-            why = f"all {cfg.concurrency} slot(s) busy (overflow: {cfg.overflow})"
+        if policy == "cancel_other" and await self._cancel_oldest(record.run):
+            await self._launch(record, first=True)
+            return {"status": "started"}
+        full = policy == "buffer_one" and self.queue
+        if policy in ("skip", "cancel_other") or cfg.max_queue == 0 or full:
+            why = f"all {cfg.concurrency} slot(s) busy (overlap: {policy})"
+            if full:
+                why = f"a run is already buffered (overlap: {policy})"
             await self.emit([status(record.run, self.name, "dropped", why, **req)])
             return {"status": "dropped", "reason": why}
         return await self._enqueue(record)
+
+    async def _cancel_oldest(self, by: str) -> bool:
+        """Stop the oldest active run for ``by`` (``cancel_other``); False if none can be."""
+        if not self.active:
+            return False
+        run = next(iter(self.active))
+        task = self.tasks.pop(run, None)
+        if task is not None:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+        self.active.pop(run, None)
+        why = f"cancelled for {by} (overlap: cancel_other)"
+        await self.emit([status(run, self.name, "interrupted", why, cancelled_by=by)])
+        return True
 
     async def _enqueue(self, record: RunRecord) -> dict[str, Any]:
         drafts = []
