@@ -14,7 +14,8 @@ A sense is a folder ``senses/<name>/`` holding ``sense.py`` that exports::
   and recorded as a ``sense.skipped`` event (repeats folded, see ``nerve.runtime.skips``).
 
 ``workflow`` may be a :class:`WorkflowTrigger`, a mapping
-``{"name", "max_rounds", "prompt", "dry_run"}`` (``maxRounds``/``dryRun`` also read), or the
+``{"name", "max_rounds", "prompt", "dry_run", "key"}`` (``maxRounds``/``dryRun`` also read;
+``key`` dedupes runs: a key that already started a run starts none), or the
 string ``"name|max_rounds|prompt"`` (only the first two ``|`` delimit; the rest is the prompt).
 A trigger that does not parse is rejected with an event; the compute itself still counts.
 """
@@ -31,6 +32,7 @@ from nerve.events import Trust, parse_source, parse_trust
 
 MAX_ROUNDS_LIMIT = 10_000
 MAX_SKIP_REASON = 200  # characters
+MAX_KEY = 200  # characters of a workflow trigger's dedupe key
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +69,7 @@ class WorkflowTrigger:
     max_rounds: int | None = None
     prompt: str = ""
     dry_run: bool = False
+    key: str | None = None
 
     @classmethod
     def parse(cls, value: Any) -> WorkflowTrigger:
@@ -99,15 +102,24 @@ class WorkflowTrigger:
             )
         if not isinstance(self.dry_run, bool):
             raise WorkflowError(f"dry_run must be true or false, got {self.dry_run!r}")
+        key = self.key
+        if key is not None and (not isinstance(key, str) or not key or len(key) > MAX_KEY):
+            raise WorkflowError(
+                f"workflow key must be a non-empty string of at most {MAX_KEY} characters,"
+                f" got {key!r}"
+            )
         return self
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "name": self.name,
             "max_rounds": self.max_rounds,
             "prompt": self.prompt,
             "dry_run": self.dry_run,
         }
+        if self.key is not None:  # absent when unset: older payloads stay as they were
+            out["key"] = self.key
+        return out
 
 
 def _parse_directive(text: str) -> WorkflowTrigger:
@@ -125,7 +137,7 @@ def _parse_directive(text: str) -> WorkflowTrigger:
 
 
 def _parse_mapping(value: Mapping[str, Any]) -> WorkflowTrigger:
-    known = {"name", "max_rounds", "maxRounds", "prompt", "dry_run", "dryRun"}
+    known = {"name", "max_rounds", "maxRounds", "prompt", "dry_run", "dryRun", "key"}
     extra = sorted(set(value) - known)
     if extra:
         raise WorkflowError(f"workflow trigger has unknown keys: {', '.join(map(str, extra))}")
@@ -134,6 +146,7 @@ def _parse_mapping(value: Mapping[str, Any]) -> WorkflowTrigger:
         max_rounds=value.get("max_rounds", value.get("maxRounds")),
         prompt=value.get("prompt", ""),
         dry_run=value.get("dry_run", value.get("dryRun", False)),
+        key=value.get("key"),
     ).checked()
 
 

@@ -127,3 +127,71 @@ def test_a_restart_after_downtime_catches_up_as_each_sense_says(tmp_path: Path) 
     assert missed("skip") >= 5 and missed("once") == missed("skip") - 1
     assert missed("all") == missed("skip") - 3  # only the last 3 s were inside the window
     assert len(d.events("sense.state", "hourly")) == 1  # its next tick is an hour after the last
+
+
+KEYED = """
+initial_state = {"n": 0}
+def compute(state):
+    trigger = {"name": "trio", "key": "from-the-sense", "prompt": "keyed"}
+    return {"state": {"n": state["n"] + 1}, "workflow": trigger}
+"""
+
+
+def test_dedupe_keys_from_the_cli_the_socket_and_a_sense_hold_across_a_restart(
+    tmp_path: Path,
+) -> None:
+    from tests.helpers.workflows import TRIO, running, write_workflow
+
+    ws = init_workspace(tmp_path / "ws")
+    write_workflow(ws.root, "trio", TRIO)
+    write_sense(ws.root, "keyed", KEYED)
+    (ws.root / "nerve.yaml").write_text(
+        "senses:\n  keyed: {interval: 1h, grace_period: 1h}\n"
+        "workflows:\n  trio: {concurrency: 4, overlap: buffer_all}\n"
+        "  brief: {path: workflows/trio, dedupe_window: 1s}\n"
+    )
+    cli = ("--workspace", str(ws.root))
+    with running(ws.root) as flows:
+        first = flows.trigger("trio", prompt="a", key="order-17")
+        assert first["status"] == "started"
+        again = flows.trigger("trio", prompt="b", key="order-17")
+        assert (again["status"], again["earlier_run"], again["run"]) == (
+            "deduped",
+            first["run"],
+            None,
+        )
+        out = run_cli(*cli, "workflow", "trigger", "trio", "--key", "order-17").stdout
+        assert out.strip() == f"deduped: key 'order-17' already started {first['run']}"
+        assert flows.trigger("trio", prompt="c", key="order-18")["status"] == "started"
+        # a sense's trigger carries a key too: its second compute starts nothing
+        run_cli(*cli, "sense", "trigger", "keyed")
+        flows.wait_for(lambda: flows.events("workflow.status"), what="a run")
+        flows.wait_for(
+            lambda: any(
+                e["data"]["request"]["sense"] == "keyed"
+                for e in flows.events("workflow.status")
+                if e["data"].get("request")
+            ),
+            what="the sense's run",
+        )
+        run_cli(*cli, "sense", "trigger", "keyed")
+        flows.wait_for(
+            lambda: [
+                e for e in flows.events("workflow.deduped") if e["data"]["key"] == "from-the-sense"
+            ],
+            what="the sense's second trigger deduped",
+        )
+        # a window lets the key start a run again once it has passed
+        brief = flows.trigger("brief", prompt="x", key="k")
+        assert flows.trigger("brief", prompt="y", key="k")["status"] == "deduped"
+        time.sleep(1.2)
+        assert flows.trigger("brief", prompt="z", key="k")["status"] == "started"
+        assert brief["status"] == "started"
+    with running(ws.root) as flows:  # the claims are rebuilt from the log
+        after = flows.trigger("trio", prompt="d", key="order-17")
+        assert (after["status"], after["earlier_run"]) == ("deduped", first["run"])
+    deduped = flows.events("workflow.deduped")
+    assert [e["data"]["earlier_run"] for e in deduped if e["data"]["key"] == "order-17"] == [
+        first["run"]
+    ] * 3
+    assert all(e["subject"] in ("trio", "brief") for e in deduped)

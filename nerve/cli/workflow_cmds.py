@@ -123,6 +123,10 @@ def trigger_cmd(
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Record the request and first decision only.")
     ] = False,
+    key: Annotated[
+        str | None,
+        typer.Option("--key", help="Dedupe key: a key that already started a run starts none."),
+    ] = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Ask the running daemon to start a run; print its id and where its outputs land."""
@@ -130,7 +134,13 @@ def trigger_cmd(
     from nerve.flow.gate import run_dir
 
     ws = _ws(write=True)
-    reply = client.trigger(ws, name, prompt=prompt, max_rounds=max_rounds, dry_run=dry_run)
+    reply = client.trigger(ws, name, prompt=prompt, max_rounds=max_rounds, dry_run=dry_run, key=key)
+    if reply.get("status") == "deduped":
+        if as_json:
+            emit_json(reply)
+        else:
+            typer.echo(f"deduped: key {key!r} already started {reply['earlier_run']}")
+        return
     outputs = run_dir(ws.root, reply["run"]) if reply.get("run") else None
     if as_json:
         emit_json({**reply, "outputs": str(outputs) if outputs else None})

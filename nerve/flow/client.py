@@ -53,15 +53,19 @@ def trigger(
     prompt: str = "",
     max_rounds: int | None = None,
     dry_run: bool = False,
+    key: str | None = None,
 ) -> dict[str, Any]:
-    """Start a run; the daemon's answer (``workflow``, ``run``, ``status``, ...)."""
-    request = {
+    """Start a run; the daemon's answer (``workflow``, ``run``, ``status``, ...); with a
+    ``key`` already used, ``status: deduped`` and the ``earlier_run``."""
+    request: dict[str, Any] = {
         "type": "trigger-workflow",
         "workflow": name,
         "prompt": prompt,
         "max_rounds": max_rounds,
         "dry_run": dry_run,
     }
+    if key is not None:
+        request["key"] = key
     return _call(ws, request)
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,7 @@ from nerve.config import WorkflowConfig
 from nerve.contract import WorkflowTrigger
 from nerve.errors import WorkflowError
 from nerve.flow import human
+from nerve.flow.dedupe import DEDUPED, Keys
 from nerve.flow.definition import find_workflow
 from nerve.flow.gate import WriteChecks, fire_one
 from nerve.flow.history import RunRecord, load_run
@@ -50,6 +52,7 @@ class WorkflowEngine:
         self._spawns: set[asyncio.Task[Any]] = set()
         self.kernel: Any = None
         self.root = Path(".")
+        self.keys = Keys()  # dedupe keys and the runs that claimed them
 
     # -- kernel hooks ------------------------------------------------------------------
 
@@ -60,6 +63,7 @@ class WorkflowEngine:
         self.writes = WriteChecks(self.emit, self.root, kernel.log.node)
         kernel.committer.listeners.append(self.writes.listener())
         await self._load_checks()
+        await asyncio.to_thread(lambda: self.keys.load(kernel.ws.connect()))
         await self._recover()
         self._spawn_configured()
 
@@ -80,7 +84,9 @@ class WorkflowEngine:
         self, kernel: Any, trigger: WorkflowTrigger, sense: str
     ) -> None:
         record = self._record(trigger, source="sense", sense=sense)
-        submit = self.flow(trigger.name).submit(record)
+        if await self._deduped(trigger, record) is not None:
+            return
+        submit = self._admit(trigger, record)
         if trigger.dry_run:  # a dry run waits for the moderator: not on the sense's time
             task = asyncio.get_running_loop().create_task(submit)
             self._spawns.add(task)
@@ -92,11 +98,36 @@ class WorkflowEngine:
         self, kernel: Any, trigger: WorkflowTrigger, source: str
     ) -> dict[str, Any]:
         record = self._record(trigger, source=source, sense=None)
+        deduped = await self._deduped(trigger, record)
+        if deduped is not None:
+            return deduped
         payload = {**trigger.to_json(), **record.request, "run": record.run}
         line = f"{source} requested workflow {trigger.name}"
         await self.emit([draft(REQUESTED, trigger.name, line, payload)])
-        result = await self.flow(trigger.name).submit(record)
+        result = await self._admit(trigger, record)
         return {"workflow": trigger.name, "run": record.run, **result}
+
+    async def _deduped(self, trigger: WorkflowTrigger, record: RunRecord) -> dict[str, Any] | None:
+        """If ``trigger.key`` already started a run (within the workflow's
+        ``dedupe_window``), record ``workflow.deduped`` and say so; else claim the key."""
+        if trigger.key is None:
+            return None
+        name, key, now = trigger.name, trigger.key, time.time_ns()
+        earlier = self.keys.earlier(name, key, self.config_for(name).dedupe_window, now)
+        if earlier is None:
+            self.keys.claim(name, key, record.run, now)
+            return None
+        payload = {"workflow": name, "key": key, "earlier_run": earlier, **record.request}
+        line = f"{name}: key {key!r} already started {earlier}; not started again"
+        await self.emit([draft(DEDUPED, name, line[:500], payload)])
+        return {"workflow": name, "run": None, "status": "deduped", "earlier_run": earlier}
+
+    async def _admit(self, trigger: WorkflowTrigger, record: RunRecord) -> dict[str, Any]:
+        """Submit the run; a run refused at once gives its key back."""
+        result = await self.flow(trigger.name).submit(record)
+        if trigger.key is not None and result.get("status") in ("dropped", "failed"):
+            self.keys.release(trigger.name, trigger.key, record.run)
+        return result
 
     # -- what flows need (manager.EngineHost) ------------------------------------------
 
@@ -184,6 +215,8 @@ class WorkflowEngine:
             "source": source,
             "sense": sense,
         }
+        if trigger.key is not None:
+            request["key"] = trigger.key
         return RunRecord(new_run_id(trigger.name), workflow=trigger.name, request=request)
 
     async def _load_checks(self) -> None:

@@ -95,6 +95,7 @@ async def _trigger_workflow(kernel: Kernel, request: dict[str, Any]) -> dict[str
         "prompt": request.get("prompt", ""),
         "max_rounds": request.get("max_rounds", request.get("maxRounds")),
         "dry_run": request.get("dry_run", False),
+        "key": request.get("key"),
     }
     trigger = WorkflowTrigger.parse(raw)
     if not kernel.known_workflow(trigger.name):
