@@ -83,6 +83,7 @@ def test_skips_are_recorded_at_once_then_folded_to_one_record_per_minute() -> No
         now[0] += NS // 20
     assert [(r["reason"], r["count"]) for r in records] == [("throttle", 1)]
     assert records[0]["line"] == "cpu: skipped (throttle)"
+    assert skips.totals("cpu") == {"throttle": 600}
     skips.flush()  # the minute has not ended: nothing yet
     assert len(records) == 1
     now[0] += 31 * NS
@@ -93,17 +94,22 @@ def test_skips_are_recorded_at_once_then_folded_to_one_record_per_minute() -> No
 
 
 def test_a_new_reason_and_the_first_skip_after_a_compute_are_recorded_at_once() -> None:
+    """A compute makes the next skip news, unless the sense wrote a record in the last 10 s."""
     skips, records, now = skip_log()
     skips.note("cpu", "throttle")
     skips.note("cpu", "throttle")  # folded
     skips.note("cpu", "overlap")  # a reason not recorded this minute: at once
     skips.computed("cpu")
     now[0] += NS
-    skips.note("cpu", "throttle")  # the first after a compute: at once, with the folded one
+    skips.note("cpu", "throttle")  # after a compute, but the last record is 1 s old: folded
+    assert len(records) == 2
+    skips.computed("cpu")
+    now[0] += 10 * NS
+    skips.note("cpu", "throttle")  # the first after a compute: at once, with the folded ones
     assert [(r["reason"], r["count"]) for r in records] == [
         ("throttle", 1),
         ("overlap", 1),
-        ("throttle", 2),
+        ("throttle", 3),
     ]
     for _ in range(100):  # reasons that alternate are still folded
         skips.note("cpu", "throttle")
@@ -114,7 +120,7 @@ def test_a_new_reason_and_the_first_skip_after_a_compute_are_recorded_at_once() 
         ("overlap", 100),
         ("throttle", 100),
     ]
-    assert skips.totals("cpu") == {"throttle": 103, "overlap": 101}
+    assert skips.totals("cpu") == {"throttle": 104, "overlap": 101}
 
 
 def test_a_compute_skip_names_its_reason_and_says_who_skipped() -> None:
@@ -346,3 +352,17 @@ def _workflow_issues(text: str) -> list[object]:
     except InvalidConfig as exc:
         return list(exc.issues)
     return []
+
+
+def test_no_flood_at_200_senses_skipping_20_times_a_second_between_computes() -> None:
+    skips, records, now = skip_log()
+    senses = [f"s{i:03d}" for i in range(200)]
+    for _ in range(20 * 60):  # one minute: every sense computes, then skips, 20 times a second
+        for sense in senses:
+            skips.computed(sense)
+            skips.note(sense, "overlap")
+        now[0] += NS // 20
+        skips.flush()
+    skips.flush(everything=True)
+    assert sum(r["count"] for r in records) == 200 * 20 * 60  # every skip is counted
+    assert len(records) <= 200 * 8  # at once every 10 s, plus the minute's fold: ~7 a sense

@@ -6,12 +6,13 @@ previous compute still queued or running), ``paused``, ``backoff``, ``restarting
 worker), ``late`` (interval ticks the loop fell behind on) and ``missed`` (ticks that fell in a
 downtime or a sleep and that the sense's ``catch_up`` does not run).
 
-The first skip of a sense after one of its computes, or for a reason not recorded for it within
-the last ``fold`` window (60 s), is recorded at once. Repeats are folded: they are only
-counted, and the count goes out as one record when the window ends (or when the daemon stops).
-So a sense writes at most one record per reason per minute however often it ticks, plus at
-most one per compute (the first skip after it); reasons that alternate do not defeat the
-folding.
+A skip for a reason not recorded for its sense within the last ``fold`` window (60 s) is
+recorded at once, and so is the first skip after a compute when the sense's newest record is
+at least ``spacing`` (10 s) old. Repeats are folded: they are only counted, and the count
+goes out as one record when the window ends (or when the daemon stops). So a sense writes at
+most one record per reason per minute plus one per ten seconds, however often it ticks and
+computes (200 senses skipping 20 times a second write at most ~20 records a second, not 4,000),
+and reasons that alternate do not defeat the folding.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 FOLD_NS = 60 * 1_000_000_000
+SPACING_NS = 10 * 1_000_000_000  # a compute makes the next skip news again after this long
 KIND = "sense.skipped"
 
 Record = Callable[[str, str, dict[str, Any]], None]  # sense, line, payload
@@ -42,6 +44,7 @@ class _SenseSkips:
     by: dict[str, str] = field(default_factory=dict)  # reason -> compute | scheduler
     last_reason: str | None = None  # the newest reason noted
     computed: bool = True  # a compute ran since the last record
+    last_record_ns: int = 0
 
 
 class Skips:
@@ -53,10 +56,12 @@ class Skips:
         *,
         clock: Callable[[], int] = time.time_ns,
         fold_ns: int = FOLD_NS,
+        spacing_ns: int = SPACING_NS,
     ) -> None:
         self._record = record
         self._clock = clock
         self.fold_ns = fold_ns
+        self.spacing_ns = spacing_ns
         self._senses: dict[str, _SenseSkips] = {}
 
     def note(self, sense: str, reason: str, count: int = 1, *, by: str = "scheduler") -> None:
@@ -72,7 +77,8 @@ class Skips:
         pending = skips.pending.pop(reason, None) or _Pending(0, now, now)
         pending.count += count
         pending.last_ns = now
-        if last is None or now - last >= self.fold_ns or skips.computed:
+        news = skips.computed and now - skips.last_record_ns >= self.spacing_ns
+        if last is None or now - last >= self.fold_ns or news:
             self._write(sense, skips, reason, pending, now)
         else:
             skips.pending[reason] = pending
@@ -103,6 +109,7 @@ class Skips:
         self, sense: str, skips: _SenseSkips, reason: str, pending: _Pending, now: int
     ) -> None:
         skips.recorded[reason] = now
+        skips.last_record_ns = now
         skips.computed = False
         by = skips.by.get(reason, "scheduler")
         payload = {
