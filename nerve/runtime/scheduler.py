@@ -163,7 +163,7 @@ class Scheduler:
             self._senses[plan.sense] = clock
             if plan.interval_ms:
                 self._arm_interval(clock, self._first_due(clock, now, wall, down_since_ns))
-            elif plan.cron:
+            if plan.cron:  # a reflex may add an interval to a cron sense: both run
                 self._arm_cron(clock)
             if down_since_ns is not None and down_since_ns < wall:
                 self._catch_up(clock, down_since_ns, wall)
