@@ -128,19 +128,27 @@ def _tty(stream: TextIO) -> str | None:
         return None
 
 
-def checks(ws: Workspace) -> dict[str, CheckManifest]:
-    """Every check manifest of the workspace (built-in ones first, then its own)."""
-    return catalog(check_dirs(ws.root, bundled("workflows")))
+def checks(ws: Workspace, errors: list[str] | None = None) -> dict[str, CheckManifest]:
+    """Every check manifest of the workspace (built-in ones first, then its own).
+
+    With ``errors`` a list, a bad manifest is left out and its error appended there.
+    """
+    return catalog(check_dirs(ws.root, bundled("workflows")), errors)
 
 
-def fire_check(ws: Workspace, check_id: str, path: str, run: str) -> tuple[dict[str, Any], bool]:
+def fire_check(
+    ws: Workspace, check_id: str, path: str, run: str, stage: str = "manual"
+) -> tuple[dict[str, Any], bool]:
     """Fire a check on a workspace file: through the daemon (recorded) when it runs, else here.
 
     Returns the verdict and whether it was recorded in the log.
     """
     if daemon.running(ws):
-        reply = _call(ws, {"type": "check-fire", "check": check_id, "path": path, "run": run})
+        request = {"type": "check-fire", "check": check_id, "path": path, "run": run}
+        reply = _call(ws, {**request, "stage": stage})
         return dict(reply["verdict"]), True
     manifest = runnable(lookup(checks(ws), check_id))
-    verdict = fire(manifest, path=Path(path), root=ws.root, run=run, detail_dir=WRITE_DETAIL_DIR)
+    verdict = fire(
+        manifest, path=Path(path), root=ws.root, run=run, stage=stage, detail_dir=WRITE_DETAIL_DIR
+    )
     return verdict.to_dict(), False
