@@ -9,7 +9,14 @@ A sense is a folder ``senses/<name>/`` holding ``sense.py`` that exports::
 
 - ``nerve.Result(state=..., observations=[...], workflow=...)``;
 - a mapping ``{"state": ..., "observations": [...], "workflow": ...}`` (seed 000's shape);
+- a mapping without ``state`` (the TypeScript nerve's ``{path, workflow}``): state unchanged;
+  its keys other than ``observations``, ``workflow`` and ``signal`` are the signal's
+  ``value``;
 - ``None``: state unchanged, nothing observed, no signal.
+
+A compute signals its ``on:`` listeners unless it launches a workflow (seed 001: a return
+that starts a workflow is not a signal); ``signal=True`` signals anyway, ``signal=False``
+never. A trigger that does not parse launches nothing, so that return signals.
 
 ``workflow`` may be a :class:`WorkflowTrigger`, a mapping
 ``{"name", "max_rounds", "prompt", "dry_run"}`` (``maxRounds``/``dryRun`` also read), or the
@@ -141,7 +148,8 @@ class Result:
     state: Any
     observations: Sequence[Observation] = ()
     workflow: Any = None
-    signal: bool = True
+    signal: bool | None = None  # None: signal unless a workflow is launched
+    value: Any = None  # what a state-less mapping returned, carried by its signal
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,7 +178,16 @@ def normalise_result(returned: Any, previous_state: Any) -> Result:
             state=returned["state"],
             observations=returned.get("observations") or (),
             workflow=returned.get("workflow"),
-            signal=bool(returned.get("signal", True)),
+            signal=_signal(returned),
+        )
+    elif isinstance(returned, Mapping):
+        value = {k: v for k, v in returned.items() if k not in _RESULT_KEYS}
+        result = Result(
+            state=previous_state,
+            observations=returned.get("observations") or (),
+            workflow=returned.get("workflow"),
+            signal=_signal(returned),
+            value=value or None,
         )
     else:
         raise SenseError(
@@ -190,5 +207,17 @@ def normalise_result(returned: Any, previous_state: Any) -> Result:
             )
         obs.append(item.normalised())
     return Result(
-        state=result.state, observations=tuple(obs), workflow=result.workflow, signal=result.signal
+        state=result.state,
+        observations=tuple(obs),
+        workflow=result.workflow,
+        signal=result.signal,
+        value=result.value,
     )
+
+
+_RESULT_KEYS = frozenset({"observations", "workflow", "signal"})
+
+
+def _signal(returned: Mapping[str, Any]) -> bool | None:
+    raw = returned.get("signal")
+    return None if raw is None else bool(raw)

@@ -377,9 +377,10 @@ class Kernel:
         state = _control("sense.state", job.sense, f"{job.sense}: {summary}", payload)
         drafts.insert(0, self._redact_state(state, reply))
         if reply.get("signal"):
-            drafts.append(
-                _control("signal", job.sense, f"{job.sense} signalled", _reason(job.reason))
-            )
+            payload = _reason(job.reason)
+            if reply.get("value") is not None:  # a state-less return's value (seed 001)
+                payload = canonical_json({"reason": job.reason, "value": reply["value"]})
+            drafts.append(_control("signal", job.sense, f"{job.sense} signalled", payload))
         trigger, extra = self._workflow(job.sense, reply.get("workflow"))
         drafts += extra
         return drafts, trigger

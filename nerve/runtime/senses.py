@@ -62,7 +62,10 @@ def layout(ws: Workspace, config: NerveConfig) -> Layout:
         spec = SenseSpec(name, str(path), dict(sense.options), sense.effective_timeout_ms)
         specs.setdefault(sense.group or name, {})[name] = spec
         interval, on = config.schedule_for(name)
-        plans.append(Plan(name, interval, tuple(on), sense.throttle, sense.grace_period))
+        throttle = sense.throttle
+        if name in on and not throttle:
+            throttle = interval  # its own signal repeats it at most once an interval
+        plans.append(Plan(name, interval, tuple(on), throttle, sense.grace_period))
     return Layout(specs, plans, missing)
 
 

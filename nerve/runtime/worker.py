@@ -105,6 +105,11 @@ def _workflow_json(raw: Any) -> Any:
         return {"invalid": str(exc), "raw": repr(raw)[:200]}
 
 
+def _value_json(value: Any) -> Any:
+    # It is stored inside the signal's payload, so one level less than a payload may nest.
+    return json.loads(canonical_json(value, field="value", limit=MAX_NESTING - 1))
+
+
 def compute(sense: LoadedSense, seq: int, state: Any) -> dict[str, Any]:
     started_ns = time.monotonic_ns()  # CLOCK_MONOTONIC: comparable with the kernel's loop time
     started = time.perf_counter()
@@ -120,14 +125,21 @@ def compute(sense: LoadedSense, seq: int, state: Any) -> dict[str, Any]:
         observations = [_observation_json(o) for o in result.observations]
     except NerveError as exc:
         return _failure(seq, "unserialisable", f"observation cannot be stored: {exc}")
+    try:
+        value = None if result.value is None else _value_json(result.value)
+    except NerveError as exc:
+        return _failure(seq, "unserialisable", f"returned value cannot be stored: {exc}")
+    workflow = _workflow_json(result.workflow)
+    launches = workflow is not None and "invalid" not in workflow
     return {
         "op": "result",
         "seq": seq,
         "ok": True,
         "state": new_state,
         "observations": observations,
-        "workflow": _workflow_json(result.workflow),
-        "signal": result.signal,
+        "workflow": workflow,
+        "signal": (not launches) if result.signal is None else result.signal,
+        "value": value,
         "duration_ms": round((time.perf_counter() - started) * 1000, 3),
         "started_ns": started_ns,
     }
