@@ -9,6 +9,7 @@ check here and records nothing.
 from __future__ import annotations
 
 import getpass
+import json
 import os
 import sys
 from collections.abc import Mapping
@@ -18,7 +19,8 @@ from typing import Any, TextIO
 from nerve.checks.catalog import catalog, check_dirs, lookup, runnable
 from nerve.checks.dispatch import fire
 from nerve.checks.manifest import CheckManifest
-from nerve.errors import DaemonError, WorkflowError
+from nerve.contract import WorkflowTrigger
+from nerve.errors import DaemonError, UsageError, WorkflowError
 from nerve.flow.gate import WRITE_DETAIL_DIR
 from nerve.resources import bundled
 from nerve.runtime import daemon, ipc
@@ -30,6 +32,7 @@ __all__ = [
     "fire_check",
     "interactive_refusal",
     "override",
+    "payload_fields",
     "recheck",
     "trigger",
 ]
@@ -63,6 +66,38 @@ def trigger(
         "dry_run": dry_run,
     }
     return _call(ws, request)
+
+
+_PAYLOAD_KEYS = {
+    "prompt": "prompt",
+    "maxRounds": "max_rounds",
+    "max_rounds": "max_rounds",
+    "dryRun": "dry_run",
+    "dry_run": "dry_run",
+}
+
+
+def payload_fields(text: str) -> dict[str, Any]:
+    """The trigger fields of seed 001's ``--payload`` JSON (``prompt``, ``maxRounds``, and
+    nerve's ``dryRun``; snake_case also read), checked; ``UsageError`` names what is wrong."""
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise UsageError(f"--payload is not JSON: {exc}", field="payload") from None
+    if not isinstance(value, dict):
+        raise UsageError("--payload must be a JSON object", field="payload")
+    unknown = sorted(set(value) - set(_PAYLOAD_KEYS))
+    if unknown:
+        known = ", ".join(_PAYLOAD_KEYS)
+        raise UsageError(
+            f"--payload has unknown keys: {', '.join(unknown)} (known: {known})", field="payload"
+        )
+    fields = {_PAYLOAD_KEYS[key]: item for key, item in value.items()}
+    try:
+        WorkflowTrigger.parse({"name": "payload", **fields})
+    except WorkflowError as exc:
+        raise UsageError(f"--payload: {exc}", field="payload") from None
+    return fields
 
 
 def answer(ws: Workspace, run: str, choice: str) -> dict[str, Any]:
