@@ -377,13 +377,18 @@ class Kernel:
         state = _control("sense.state", job.sense, f"{job.sense}: {summary}", payload)
         drafts.insert(0, self._redact_state(state, reply))
         if reply.get("signal"):
-            payload = _reason(job.reason)
-            if reply.get("value") is not None:  # a state-less return's value (seed 001)
-                payload = canonical_json({"reason": job.reason, "value": reply["value"]})
-            drafts.append(_control("signal", job.sense, f"{job.sense} signalled", payload))
+            drafts.append(self._signal(job, reply.get("value")))
         trigger, extra = self._workflow(job.sense, reply.get("workflow"))
         drafts += extra
         return drafts, trigger
+
+    def _signal(self, job: Job, value: Any) -> Draft:
+        """The ``signal`` event; a state-less return's value (seed 001) rides on it, redacted."""
+        line = f"{job.sense} signalled"
+        if value is None:
+            return _control("signal", job.sense, line, _reason(job.reason))
+        payload = {"reason": job.reason, "value": value}
+        return self.privacy.redact(_control("signal", job.sense, line, payload))
 
     def _redact_state(self, draft: Draft, reply: dict[str, Any]) -> Draft:
         """A state is captured too: when a rule fires in it, memory keeps what is stored."""
