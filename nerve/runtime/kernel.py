@@ -61,6 +61,7 @@ class SenseStats:
     last_duration_ms: float | None = None
     last_line: str = ""
     last_error: str = ""
+    last_signal_ns: int | None = None
     lateness_us: list[int] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
@@ -72,6 +73,7 @@ class SenseStats:
             "last_duration_ms": self.last_duration_ms,
             "last_line": self.last_line,
             "last_error": self.last_error,
+            "last_signal_ns": self.last_signal_ns,
         }
 
 
@@ -79,6 +81,29 @@ class SenseStats:
 def _reason(reason: str) -> bytes:
     """A signal's payload; reasons repeat, so their encoding is kept."""
     return canonical_json({"reason": reason})
+
+
+async def _seed_listener(kernel: Kernel) -> IpcServer | None:
+    """A second listener at the workspace root's ``nerve.sock``, where seed-era clients
+    connect (replies shaped by :func:`nerve.runtime.control.seed_reply`); skipped, with a
+    warning, when something else holds that path."""
+    from nerve.runtime.control import SEED_SOCKET, handle, seed_reply
+
+    path = kernel.ws.root / SEED_SOCKET
+    if path.resolve() == kernel.socket_path.resolve():
+        return None
+    server = IpcServer(
+        path,
+        lambda req: handle(kernel, req),
+        max_bytes=kernel.config.daemon.max_request_bytes,
+        reshape=seed_reply,
+    )
+    try:
+        await server.start()
+    except (NerveError, OSError) as exc:
+        journal.warn(f"no seed-compatible socket at {path}: {exc}")
+        return None
+    return server
 
 
 def _control(kind: str, subject: str, line: str, payload: Any) -> Draft:
@@ -111,6 +136,7 @@ class Kernel:
     ) -> None:
         self.ws = ws
         self.with_ipc = with_ipc
+        self.seed_ipc: IpcServer | None = None
         self.watch = watch
         self.config: NerveConfig = ws.config
         self.log: EventLog | None = None
@@ -177,6 +203,7 @@ class Kernel:
                 streams={"follow": self.followers.serve},
             )
             await self.ipc.start()
+            self.seed_ipc = await _seed_listener(self)
         self._tasks.append(asyncio.create_task(self._seal_loop(), name="seal"))
         self._tasks.append(asyncio.create_task(self._erasure_loop(), name="erasure"))
         if self.watch:
@@ -206,6 +233,8 @@ class Kernel:
                 await ext.stop(self)
         if self.with_ipc:
             await self.ipc.close()
+            if self.seed_ipc is not None:
+                await self.seed_ipc.close()
         await self.record("daemon.stopped", "daemon", "daemon stopped", {"pid": os.getpid()})
         await self.committer.stop()
         assert self.log is not None
@@ -352,6 +381,7 @@ class Kernel:
         if len(stats.lateness_us) < 100_000:
             stats.lateness_us.append(lateness_us)
         if reply.get("signal"):
+            stats.last_signal_ns = time.time_ns()
             self.bus.publish(job.sense)
         if workflow is not None:
             for ext in self.extensions:
