@@ -3,6 +3,7 @@ sense paced on its own signal."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,6 +13,7 @@ from nerve.config import parse_config, validate_config
 from nerve.contract import Result, normalise_result
 from nerve.runtime.senses import layout
 from nerve.workspace import Workspace, init_workspace
+from tests.conftest import run_cli
 from tests.daemon_util import Daemon, started, write_sense
 
 # {path, workflow} and {path}, as a TypeScript sense returns them: no state at all.
@@ -120,6 +122,11 @@ def test_a_launch_is_not_a_signal_and_a_stateless_return_keeps_state(daemon: Dae
     heard = daemon.events("sense.state", "listener")
     assert heard and all(e["data"]["reason"].startswith("on:launcher") for e in heard)
     assert len(heard) <= len(signals)
+    # the listener's state history, as `nerve sense query` reads it
+    sql = "SELECT count(*) AS n, min(reason) AS reason FROM states"
+    shown = run_cli("--workspace", str(daemon.root), "sense", "query", "listener", sql, "--json")
+    row = json.loads(shown.stdout)
+    assert row["n"] >= 1 and row["reason"].startswith("on:launcher")
 
 
 def test_signal_true_signals_a_launch_too(daemon: Daemon) -> None:
