@@ -26,6 +26,7 @@ A trigger that does not parse is rejected with an event; the compute itself stil
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -154,11 +155,24 @@ class Result:
 
 @dataclass(frozen=True, slots=True)
 class SenseContext:
-    """Passed as the second argument to ``compute(state, ctx)`` when it takes one."""
+    """Passed as the second argument to ``compute(state, ctx)`` when it takes one.
+
+    ``cancelled`` turns true when the compute has run past its timeout: a long compute
+    should check it and return (or raise) soon; it has the grace period before its worker
+    is killed. An ``async`` compute is cancelled instead (``asyncio.CancelledError``).
+    """
 
     name: str
     workspace: Path
     options: Mapping[str, Any] = field(default_factory=dict)
+    cancel_event: threading.Event = field(
+        default_factory=threading.Event, repr=False, compare=False
+    )
+
+    @property
+    def cancelled(self) -> bool:
+        """Whether this compute has been asked to stop (its timeout ran out)."""
+        return self.cancel_event.is_set()
 
 
 _NO_RESULT = object()

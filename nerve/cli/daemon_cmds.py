@@ -81,6 +81,18 @@ def status(as_json: JsonFlag = False) -> None:
         f"senses   {health['senses']} in {len(health['groups'])} groups\n"
         f"capture  {_capture(health.get('capture'))}"
     )
+    for sense in health.get("sense_results", []):
+        typer.echo(_sense_line(sense))
+
+
+def _sense_line(sense: dict[str, Any]) -> str:
+    """One sense as `status` shows it: computes, errors, its last result and last error."""
+    last = sense.get("last_result") or "-"
+    line = (
+        f"  {sense['name']}  {sense['computes']} computes, {sense['errors']} errors  last: {last}"
+    )
+    error = sense.get("last_error")
+    return f"{line}  error: {error}" if error else line
 
 
 def _capture(capture: dict[str, Any] | None) -> str:

@@ -687,6 +687,18 @@ class Kernel:
             "workspace": str(self.ws.root),
             "uptime_s": round((time.time_ns() - self.started_wall_ns) / NS, 1),
             "senses": len(self.stats),
+            "sense_results": [
+                {
+                    "name": name,
+                    "group": stats.group,
+                    "computes": stats.computes,
+                    "errors": stats.errors,
+                    "last_ns": stats.last_wall_ns,
+                    "last_result": stats.last_line,
+                    "last_error": stats.last_error,
+                }
+                for name, stats in sorted(self.stats.items())
+            ],
             "events": self.committer.events,
             "commits": self.committer.commits,
             "groups": {
