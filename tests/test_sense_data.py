@@ -60,6 +60,8 @@ def test_query_reads_the_flattened_observations_and_the_senses_views(root: Path)
     assert paths.stdout.splitlines() == ["path,n,ok", "/,3,", "/home,4,True"]
     full = _nerve(root, "query", "disk", "SELECT path FROM disk__full", "--json")
     assert [json.loads(line) for line in full.stdout.splitlines()] == [{"path": "/"}]
+    every = _nerve(root, "query", "disk", "--json")  # no SQL: every observation
+    assert [json.loads(line)["path"] for line in every.stdout.splitlines()] == ["/", "/home"]
     states = _nerve(root, "query", "disk", "SELECT count(*) AS n FROM states", "--json")
     assert json.loads(states.stdout) == {"n": 0}
 

@@ -145,8 +145,12 @@ def schema_cmd(
 def query_cmd(
     name: Annotated[str, typer.Argument(help="Sense name.")],
     sql: Annotated[
-        str, typer.Argument(help="SQL over `observations`, `states` and the sense's own views.")
-    ],
+        str,
+        typer.Argument(
+            help="SQL over `observations`, `states` and the sense's own views"
+            " (default: every observation)."
+        ),
+    ] = "SELECT * FROM observations",
     as_json: JsonFlag = False,
     as_csv: CsvFlag = False,
     limit: Annotated[
