@@ -173,7 +173,7 @@ async def bench_runs(kernel: Kernel, args: argparse.Namespace) -> dict[str, Any]
 
 async def bench_fires(kernel: Kernel, root: Path, args: argparse.Namespace) -> dict[str, Any]:
     manifest = runnable(parse_manifest(root / "workflows" / "checks" / "trivial.md"))
-    argv = [*manifest.command, "--run", "bench", "--output-path", "report.md"]
+    argv = [*manifest.command, "--stage", "bench", "--output-path", "report.md"]
     outputs = [f"out-{i}.md" for i in range(BATCH)]
     for name in outputs:
         (run_dir(root, "bench") / name).parent.mkdir(parents=True, exist_ok=True)

@@ -673,7 +673,7 @@ def _cross_reference_issues(doc: YamlDoc) -> list[ConfigIssue]:
     issues = []
     for name, body in senses.items():
         on = body.get("on") if isinstance(body, dict) else None
-        issues += _on_issues(doc, ("senses", name), on, name, senses)
+        issues += _on_issues(doc, ("senses", name), on, name, senses, _paced(senses, name))
     reflexes: list[Any] = _section(doc.data, "reflexes", list)
     for i, reflex in enumerate(reflexes):
         if isinstance(reflex, dict):
@@ -693,12 +693,20 @@ def _reflex_issues(
     issues = []
     if isinstance(sense, str) and sense not in senses:
         issues.append(doc.issue(("reflexes", index, "sense"), _unknown_sense(sense, senses)))
-    issues += _on_issues(doc, ("reflexes", index), reflex.get("on"), sense, senses)
+    paced = bool(reflex.get("interval")) or _paced(senses, sense)
+    issues += _on_issues(doc, ("reflexes", index), reflex.get("on"), sense, senses, paced)
     return issues
 
 
+def _paced(senses: Mapping[str, Any], name: Any) -> bool:
+    """Whether a sense has a throttle or an interval: then listening to its own signal is a
+    paced repeat (seed 001's configuration does it), not a loop."""
+    body = senses.get(name) if isinstance(name, str) else None
+    return isinstance(body, dict) and bool(body.get("throttle") or body.get("interval"))
+
+
 def _on_issues(
-    doc: YamlDoc, at: YamlPath, on: Any, target: Any, senses: Mapping[str, Any]
+    doc: YamlDoc, at: YamlPath, on: Any, target: Any, senses: Mapping[str, Any], paced: bool
 ) -> list[ConfigIssue]:
     if not isinstance(on, list):
         return []
@@ -707,8 +715,12 @@ def _on_issues(
         if not isinstance(name, str):
             continue  # the type error is reported by validation
         if name == target:
-            message = f"sense {name!r} cannot be scheduled on its own signal: it would loop"
-            issues.append(doc.issue((*at, "on", i), message))
+            if not paced:
+                message = (
+                    f"sense {name!r} cannot be scheduled on its own signal without a"
+                    " 'throttle' or 'interval': it would loop"
+                )
+                issues.append(doc.issue((*at, "on", i), message))
         elif name not in senses:
             issues.append(doc.issue((*at, "on", i), _unknown_sense(name, senses)))
     return issues

@@ -9,9 +9,16 @@ A sense is a folder ``senses/<name>/`` holding ``sense.py`` that exports::
 
 - ``nerve.Result(state=..., observations=[...], workflow=...)``;
 - a mapping ``{"state": ..., "observations": [...], "workflow": ...}`` (seed 000's shape);
+- a mapping without ``state`` (the TypeScript nerve's ``{path, workflow}``): state unchanged;
+  its keys other than ``observations``, ``workflow`` and ``signal`` are the signal's
+  ``value``;
 - ``None``: state unchanged, nothing observed, no signal;
 - ``nerve.Skip("reason")``: nothing to do this time; state unchanged, and the reason is counted
   and recorded as a ``sense.skipped`` event (repeats folded, see ``nerve.runtime.skips``).
+
+A compute signals its ``on:`` listeners unless it launches a workflow (seed 001: a return
+that starts a workflow is not a signal); ``signal=True`` signals anyway, ``signal=False``
+never. A trigger that does not parse launches nothing, so that return signals.
 
 ``workflow`` may be a :class:`WorkflowTrigger`, a mapping
 ``{"name", "max_rounds", "prompt", "dry_run", "key"}`` (``maxRounds``/``dryRun`` also read;
@@ -22,6 +29,7 @@ A trigger that does not parse is rejected with an event; the compute itself stil
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -157,7 +165,8 @@ class Result:
     state: Any
     observations: Sequence[Observation] = ()
     workflow: Any = None
-    signal: bool = True
+    signal: bool | None = None  # None: signal unless a workflow is launched
+    value: Any = None  # what a state-less mapping returned, carried by its signal
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,11 +184,24 @@ class Skip:
 
 @dataclass(frozen=True, slots=True)
 class SenseContext:
-    """Passed as the second argument to ``compute(state, ctx)`` when it takes one."""
+    """Passed as the second argument to ``compute(state, ctx)`` when it takes one.
+
+    ``cancelled`` turns true when the compute has run past its timeout: a long compute
+    should check it and return (or raise) soon; it has the grace period before its worker
+    is killed. An ``async`` compute is cancelled instead (``asyncio.CancelledError``).
+    """
 
     name: str
     workspace: Path
     options: Mapping[str, Any] = field(default_factory=dict)
+    cancel_event: threading.Event = field(
+        default_factory=threading.Event, repr=False, compare=False
+    )
+
+    @property
+    def cancelled(self) -> bool:
+        """Whether this compute has been asked to stop (its timeout ran out)."""
+        return self.cancel_event.is_set()
 
 
 _NO_RESULT = object()
@@ -199,7 +221,16 @@ def normalise_result(returned: Any, previous_state: Any) -> Result:
             state=returned["state"],
             observations=returned.get("observations") or (),
             workflow=returned.get("workflow"),
-            signal=bool(returned.get("signal", True)),
+            signal=_signal(returned),
+        )
+    elif isinstance(returned, Mapping):
+        value = {k: v for k, v in returned.items() if k not in _RESULT_KEYS}
+        result = Result(
+            state=previous_state,
+            observations=returned.get("observations") or (),
+            workflow=returned.get("workflow"),
+            signal=_signal(returned),
+            value=value or None,
         )
     else:
         raise SenseError(
@@ -219,5 +250,17 @@ def normalise_result(returned: Any, previous_state: Any) -> Result:
             )
         obs.append(item.normalised())
     return Result(
-        state=result.state, observations=tuple(obs), workflow=result.workflow, signal=result.signal
+        state=result.state,
+        observations=tuple(obs),
+        workflow=result.workflow,
+        signal=result.signal,
+        value=result.value,
     )
+
+
+_RESULT_KEYS = frozenset({"observations", "workflow", "signal"})
+
+
+def _signal(returned: Mapping[str, Any]) -> bool | None:
+    raw = returned.get("signal")
+    return None if raw is None else bool(raw)

@@ -158,7 +158,7 @@ class Workspace:
         return {"attention_window": int(window)}
 
 
-_GITIGNORE = "data/\n__pycache__/\n"
+_GITIGNORE = "data/\n__pycache__/\nnerve.sock\n"
 _README = """# A nerve workspace
 
 - `nerve.yaml` names the senses nerve runs and how they are scheduled.

@@ -15,7 +15,7 @@ from nerve.checks.dispatch import Verdict, fingerprint, fire, resolve_inside
 from nerve.checks.manifest import CheckManifest, parse_manifest
 from nerve.errors import CheckError
 
-# Every script gets: --run <run> <--output-path|--file-path> <path>, with cwd = the workspace.
+# Every script gets: --stage <stage> <--output-path|--file-path> <path>, with cwd = the workspace.
 PRELUDE = """\
 import json, os, subprocess, sys, time
 args = dict(zip(sys.argv[1::2], sys.argv[2::2]))
@@ -73,7 +73,7 @@ def test_clean_pass(root: Path) -> None:
     assert verdict.fingerprint == blake3.blake3(b"# A\n").hexdigest()
     assert verdict.detail_path is None and len(verdict.fire_id) == 8
     argv, stdin = json.loads((root / "seen.json").read_text())  # ran in the workspace root
-    assert argv == ["--run", "run-1", "--output-path", "docs/a.md"] and stdin == ""
+    assert argv == ["--stage", "manual", "--output-path", "docs/a.md"] and stdin == ""
 
 
 def test_file_path_flag_from_input_schema(root: Path) -> None:

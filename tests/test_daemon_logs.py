@@ -104,3 +104,28 @@ def test_tail_text_reads_only_the_last_lines(tmp_path: Path) -> None:
     assert tail_text(path, 0) == ""  # not every line, as a [-0:] slice would give
     assert len(tail_text(path, 1000).splitlines()) == 1000
     assert tail_text(tmp_path / "missing.log", 5) == "(no daemon log yet)"
+
+
+def test_nerve_logs_pages_back_with_offset(tmp_path: Path) -> None:
+    """Seed 001's `nerve logs [-n N] [--offset K]`: the top-level alias of `daemon logs`."""
+    ws = init_workspace(tmp_path / "ws")
+    (ws.root / "data" / "daemon.log").write_text("".join(f"line {i}\n" for i in range(10)))
+
+    def logs(*args: str) -> subprocess.CompletedProcess[str]:
+        return run_cli("--workspace", str(ws.root), "logs", *args, check=False)
+
+    newest = logs("-n", "3")
+    assert newest.stdout.splitlines() == ["line 7", "line 8", "line 9"]
+    assert "earlier lines: nerve logs --offset 3 -n 3" in newest.stderr
+    page = logs("--offset", "3", "-n", "3")
+    assert page.stdout.splitlines() == ["line 4", "line 5", "line 6"]
+    assert "--offset 6 -n 3" in page.stderr
+    first = logs("--offset", "8", "-n", "3")
+    assert first.stdout.splitlines() == ["line 0", "line 1"] and first.stderr == ""
+    assert logs("--offset", "20").stdout == ""
+    negative = logs("--offset", "-5", "-n", "50")
+    assert negative.returncode == 1 and "--offset must be 0 or more, got -5" in negative.stderr
+    assert (
+        logs("-n", "2").stdout
+        == run_cli("--workspace", str(ws.root), "daemon", "logs", "-n", "2").stdout
+    )

@@ -272,10 +272,11 @@ def test_request_forces_the_extract_tool_with_the_schema_and_bearer(llm: FakeLLM
     body = request.body
     assert body["model"] == "small-model"
     assert body["temperature"] == 0.25
-    assert body["tool_choice"] == {"type": "function", "function": {"name": "extract"}}
+    # the tool is named after the schema's title, as seed 001 names it
+    assert body["tool_choice"] == {"type": "function", "function": {"name": "Sense"}}
     (tool,) = body["tools"]
     assert tool["type"] == "function"
-    assert tool["function"]["name"] == "extract"
+    assert tool["function"]["name"] == "Sense"
     assert tool["function"]["parameters"] == Sense.model_json_schema()
     assert tool["function"]["description"] == "Metadata for a new sense."
     assert body["messages"] == [
@@ -292,12 +293,12 @@ def test_json_object_in_content_is_the_fallback(llm: FakeLLM) -> None:
     assert [m["role"] for m in request.body["messages"]] == ["user"]
 
 
-def test_http_error_status_is_http_status(llm: FakeLLM) -> None:
+def test_http_error_status_is_http_error(llm: FakeLLM) -> None:
     llm.reply(500, "upstream exploded " + "!" * 1000)
     with pytest.raises(ExtractError) as caught:
         ask(llm)
     err = caught.value
-    assert (err.kind, err.status) == ("http_status", 500)
+    assert (err.kind, err.status) == ("http_error", 500)
     assert err.body.startswith("upstream exploded") and len(err.body) == 500
     assert "500" in str(err)
     assert "sk-secret-key" not in f"{err} {err!r} {err.body} {err.__cause__}"
@@ -307,26 +308,35 @@ def test_redirect_is_not_followed(llm: FakeLLM) -> None:
     llm.reply(307, "", Location=llm.url + "elsewhere")
     with pytest.raises(ExtractError) as caught:
         ask(llm)
-    assert (caught.value.kind, caught.value.status) == ("http_status", 307)
+    assert (caught.value.kind, caught.value.status) == ("http_error", 307)
     assert len(llm.received) == 1
 
 
 @pytest.mark.parametrize(
-    "body",
+    ("body", "kind"),
     [
-        pytest.param("<html>bad gateway</html>", id="body-not-json"),
-        pytest.param(tool_reply('{"name": "cpu", '), id="arguments-not-json"),
-        pytest.param(tool_reply('["cpu", 5]'), id="arguments-not-object"),
-        pytest.param(json.dumps({"choices": []}), id="no-choices"),
-        pytest.param(content_reply("Sure! The name is cpu."), id="content-not-json"),
-        pytest.param(json.dumps({"choices": [{"message": {"role": "assistant"}}]}), id="empty"),
+        pytest.param("<html>bad gateway</html>", "invalid_response_json", id="body-not-json"),
+        pytest.param("[1, 2]", "invalid_response_json", id="body-not-object"),
+        pytest.param(
+            tool_reply('{"name": "cpu", '), "tool_arguments_invalid_json", id="arguments-not-json"
+        ),
+        pytest.param(
+            tool_reply('["cpu", 5]'), "tool_arguments_invalid_json", id="arguments-not-object"
+        ),
+        pytest.param(json.dumps({"choices": []}), "no_tool_call", id="no-choices"),
+        pytest.param(content_reply("Sure! The name is cpu."), "no_tool_call", id="content-prose"),
+        pytest.param(
+            json.dumps({"choices": [{"message": {"role": "assistant"}}]}),
+            "no_tool_call",
+            id="empty",
+        ),
     ],
 )
-def test_unusable_replies_are_invalid_json(llm: FakeLLM, body: str) -> None:
+def test_unusable_replies_have_the_seeds_error_kinds(llm: FakeLLM, body: str, kind: str) -> None:
     llm.reply(200, body)
     with pytest.raises(ExtractError) as caught:
         ask(llm)
-    assert caught.value.kind == "invalid_json"
+    assert caught.value.kind == kind
     assert caught.value.body == body[:500]
 
 
@@ -335,7 +345,7 @@ def test_schema_mismatch_carries_the_pydantic_errors(llm: FakeLLM) -> None:
     with pytest.raises(ExtractError) as caught:
         ask(llm)
     err = caught.value
-    assert err.kind == "schema_mismatch"
+    assert err.kind == "schema_validation_failed"
     assert [e["loc"] for e in err.errors] == [("interval_s",)]
     assert "interval_s" in str(err) and "Sense" in str(err)
     assert '"often"' in err.body
@@ -358,7 +368,7 @@ def test_connection_refused_is_network() -> None:
             llm_model="m",
             timeout_s=5,
         )
-    assert caught.value.kind == "network"
+    assert caught.value.kind == "network_error"
     assert "sk-secret-key" not in str(caught.value)
 
 
@@ -368,7 +378,7 @@ def test_server_slower_than_the_timeout_is_network(llm: FakeLLM) -> None:
     started = time.monotonic()
     with pytest.raises(ExtractError) as caught:
         ask(llm, timeout_s=0.3)
-    assert caught.value.kind == "network"
+    assert caught.value.kind == "network_error"
     assert "within 0.3 s" in str(caught.value)
     assert time.monotonic() - started < 3
 

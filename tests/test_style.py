@@ -17,7 +17,7 @@ LAYERS = [
     {"errors", "clock", "canonical", "resources", "fsio"},
     {"events", "contract"},
     {"log"},
-    {"query", "config", "conformance", "chain", "attention", "checks", "privacy"}
+    {"query", "config", "conformance", "chain", "attention", "checks", "privacy", "sensedata"}
     | {"recall.core", "recall.tier0", "mcp.settings"},
     {"workspace"},
     {"runtime", "flow", "logops", "recall", "export", "tail", "privacy.ops", "mcp"}

@@ -234,6 +234,49 @@ def test_dry_run_records_only_the_first_decision(flows: Flows) -> None:
     assert requested and requested[0]["data"]["dry_run"] is True
 
 
+def test_trigger_takes_the_seeds_payload(flows: Flows) -> None:
+    payload = '{"prompt": "from the payload", "maxRounds": 7, "dryRun": true}'
+    reply = json.loads(cli(flows, "workflow", "trigger", "trio", "--payload", payload, "--json"))
+    requested = [
+        e["data"]
+        for e in flows.events("workflow.requested", "trio")
+        if e["data"].get("run") == reply["run"]
+    ]
+    assert (requested[0]["prompt"], requested[0]["max_rounds"]) == ("from the payload", 7)
+    assert requested[0]["dry_run"] is True and reply["status"] == "completed"
+    refused = {
+        "{not json": "--payload is not JSON",
+        "[1]": "--payload must be a JSON object",
+        '{"promt": "x"}': "--payload has unknown keys: promt (known: prompt, maxRounds,",
+        '{"maxRounds": "many"}': "--payload: max_rounds 'many' must be an integer",
+    }
+    for text, message in refused.items():
+        proc = run_cli(
+            "--workspace",
+            str(flows.root),
+            "workflow",
+            "trigger",
+            "trio",
+            "--payload",
+            text,
+            check=False,
+        )
+        assert proc.returncode == 2 and message in proc.stderr, proc.stderr
+    both = run_cli(
+        "--workspace",
+        str(flows.root),
+        "workflow",
+        "trigger",
+        "trio",
+        "--prompt",
+        "a",
+        "--payload",
+        '{"prompt": "b"}',
+        check=False,
+    )
+    assert both.returncode == 2 and "prompt given both as a flag and in --payload" in both.stderr
+
+
 def test_a_sense_starts_a_run(flows: Flows) -> None:
     flows.request({"type": "trigger-sense", "sense": "asker"})
     found = flows.wait_for(

@@ -112,12 +112,16 @@ def test_definitions_load_and_say_what_is_wrong(tmp_path: Path) -> None:
         "checks": ["a-check"],
         "outputs": ["out/report.md"],
         "role_timeout": 5.0,
+        "autonomous": False,
     }
     bad = {
         "roles = []\ndef moderator(c, r, m): pass": "export roles, a non-empty dict",
         "roles = {'__end__': print}\ndef moderator(c, r, m): pass": "'__end__' is not allowed",
         "roles = {'a': lambda: 1}\ndef moderator(c, r, m): pass": "must take (start, messages",
         "roles = {'a': lambda s, m: 1}\ndef moderator(c): pass": "export moderator(",
+        "roles = {'a': lambda s, m: 1}\ndef moderator(c, r, m): pass\nautonomous = 1": (
+            "autonomous must be True or False, got 1"
+        ),
         "roles = {'a': lambda s, m: 1}\ndef moderator(c, r, m): pass\noutputs = ['../x']": "../x",
         "roles = {'a': lambda s, m: 1}\ndef moderator(c, r, m): pass\nchecks = 'x'": "list of str",
         "roles = {'a': lambda s, m: 1}\ndef moderator(c, r, m): pass\nrole_timeout = -1": "posit",

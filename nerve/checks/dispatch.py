@@ -1,8 +1,13 @@
 """Firing a gate check: run its command on one file and turn what it says into a verdict.
 
-The command gets the manifest's argv plus ``--run <run> --output-path <path>`` (or
-``--file-path``), runs in the workspace root with no shell and no stdin, and prints one JSON
-line with a boolean ``pass`` (plus ``findings`` and ``findings_count``), exiting 0 either way.
+The command gets the manifest's argv plus ``--stage <stage> --output-path <path>`` (or
+``--file-path``), as AI-DLC's dispatcher appends them, runs in the workspace root with no
+shell and no stdin, and prints one JSON line with a boolean ``pass`` (plus ``findings`` and
+``findings_count``), exiting 0 either way. nerve's own context is in its environment:
+``NERVE_RUN`` (the run id), ``NERVE_STAGE`` and ``NERVE_FIRE_ID``.
+
+The time limit is the manifest's ``timeout_seconds`` (or the caller's override), capped by
+``AIDLC_SENSOR_TIMEOUT_MS`` in the environment when that is set.
 
 Anything that evaluated nothing is recorded as a *noted* pass, never as a clean one:
 
@@ -38,7 +43,7 @@ from nerve.canonical import canonical_json_text
 from nerve.checks.manifest import CheckManifest
 from nerve.errors import CheckError
 
-__all__ = ["DETAIL_DIR", "Verdict", "fingerprint", "fire", "resolve_inside"]
+__all__ = ["DETAIL_DIR", "TIMEOUT_ENV", "Verdict", "fingerprint", "fire", "resolve_inside"]
 
 DETAIL_DIR = ".nerve-checks"
 _STDERR_TAIL = 2000
@@ -69,6 +74,7 @@ class Verdict:
     fingerprint: str
     detail_path: str | None
     fire_id: str = ""
+    stage: str = ""
 
     @property
     def clean(self) -> bool:
@@ -80,8 +86,14 @@ class Verdict:
         return severity == "blocking" and not self.clean
 
     def to_dict(self) -> dict[str, Any]:
-        """The verdict as plain JSON-ready data (for ``check.verdict`` events and the CLI)."""
-        return asdict(self)
+        """The verdict as plain JSON-ready data (for ``check.verdict`` events and the CLI).
+
+        AI-DLC's verdict field names (``fire_id``, ``sensor_id``, ``stage``,
+        ``output_path``, ``result``, ``detail_path``, ``note``) are all present, beside
+        nerve's own (``check_id`` and ``path`` say the same as ``sensor_id`` and
+        ``output_path``).
+        """
+        return {**asdict(self), "sensor_id": self.check_id, "output_path": self.path}
 
     def to_json(self) -> str:
         """The verdict as canonical JSON text."""
@@ -140,26 +152,32 @@ def fire(
     path: Path,
     root: Path,
     run: str,
+    stage: str = "manual",
     timeout_s: float | None = None,
     env: Mapping[str, str] | None = None,
     detail_dir: Path | None = None,
     now_ns: Callable[[], int] = time.time_ns,
 ) -> Verdict:
-    """Run ``manifest``'s check on ``path`` inside ``root`` for ``run`` and return its verdict.
+    """Run ``manifest``'s check on ``path`` inside ``root`` and return its verdict.
 
-    ``path`` and a relative ``detail_dir`` are taken relative to ``root``; ``timeout_s``
-    overrides the manifest's ``timeout_seconds``; ``env`` replaces the inherited environment.
-    Raises ``CheckError`` only for a caller's mistake (a path outside ``root``, no such root);
-    whatever the check itself does ends in a verdict.
+    The check is told ``--stage <stage>``; ``run`` goes to its environment as
+    ``NERVE_RUN``. ``path`` and a relative ``detail_dir`` are taken relative to ``root``;
+    ``timeout_s`` overrides the manifest's ``timeout_seconds``; ``env`` replaces the inherited
+    environment. Raises ``CheckError`` only for a caller's mistake (a path outside ``root``,
+    no such root, a bad ``AIDLC_SENSOR_TIMEOUT_MS``); whatever the check itself does ends in
+    a verdict.
     """
     base = _workspace(root)
     target = resolve_inside(base, path)
     relpath = target.relative_to(base).as_posix()
-    argv = [*manifest.command, "--run", run, manifest.path_flag, relpath]
-    timeout = manifest.timeout_seconds if timeout_s is None else timeout_s
+    argv = [*manifest.command, "--stage", stage, manifest.path_flag, relpath]
+    environ = dict(os.environ if env is None else env)
+    timeout = _time_limit(manifest.timeout_seconds if timeout_s is None else timeout_s, environ)
+    fire_id = _fire_id(run, relpath, now_ns())
+    environ |= {"NERVE_RUN": run, "NERVE_STAGE": stage, "NERVE_FIRE_ID": fire_id}
     before = fingerprint(target)
     started = time.monotonic_ns()
-    outcome = _execute(argv, base, timeout, env)
+    outcome = _execute(argv, base, timeout, environ)
     elapsed_ms = (time.monotonic_ns() - started) // 1_000_000
     judgement = _judge(outcome, changed=fingerprint(target) != before)
     verdict = _verdict(
@@ -171,7 +189,7 @@ def fire(
         judgement=judgement,
         elapsed_ms=elapsed_ms,
     )
-    verdict = replace(verdict, fire_id=_fire_id(run, relpath, now_ns()))
+    verdict = replace(verdict, fire_id=fire_id, stage=stage)
     detail = _keep_details(verdict, judgement.report, base / (detail_dir or DETAIL_DIR))
     return verdict if detail is None else _with_detail(verdict, detail, base)
 
@@ -201,6 +219,22 @@ def _verdict(
         fingerprint=before,
         detail_path=None,
     )
+
+
+TIMEOUT_ENV = "AIDLC_SENSOR_TIMEOUT_MS"
+
+
+def _time_limit(seconds: float, environ: Mapping[str, str]) -> float:
+    """The fire's limit: ``seconds``, capped by ``AIDLC_SENSOR_TIMEOUT_MS`` when set."""
+    raw = environ.get(TIMEOUT_ENV, "").strip()
+    if not raw:
+        return seconds
+    if not raw.isdigit() or int(raw) == 0:
+        raise CheckError(
+            f"{TIMEOUT_ENV}={raw!r}: must be a positive whole number of milliseconds",
+            field=TIMEOUT_ENV,
+        )
+    return min(seconds, int(raw) / 1000)
 
 
 def _fire_id(run: str, relpath: str, now: int) -> str:

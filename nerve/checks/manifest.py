@@ -42,14 +42,20 @@ from nerve.errors import CheckError
 
 __all__ = [
     "DEFAULT_TIMEOUT_SECONDS",
+    "SENSOR_FILE",
     "CheckManifest",
     "glob_regex",
     "load_manifests",
     "matches_path",
     "parse_manifest",
+    "stem_ids",
 ]
 
 DEFAULT_TIMEOUT_SECONDS = 1200
+# AI-DLC's file naming: `aidlc-<id>.md` declares the check `<id>`.
+SENSOR_FILE = re.compile(r"aidlc-([a-z][a-z0-9-]*)\.md")
+# AI-DLC's shipped routing for manifests that declare no input_schema keys.
+_FILE_PATH_IDS = frozenset({"linter", "type-check"})
 _FENCE = "---"
 
 
@@ -106,7 +112,13 @@ class CheckManifest(BaseModel):
 
     @property
     def path_flag(self) -> str:
-        """``--file-path`` when ``input_schema`` declares ``file_path``, else ``--output-path``."""
+        """``--file-path`` when ``input_schema`` declares ``file_path``, else ``--output-path``.
+
+        A manifest that declares no ``input_schema`` keys keeps AI-DLC's shipped routing:
+        ``--file-path`` for the ids ``linter`` and ``type-check`` only.
+        """
+        if not self.input_schema:
+            return "--file-path" if self.id in _FILE_PATH_IDS else "--output-path"
         return "--file-path" if "file_path" in self.input_schema else "--output-path"
 
     def describe(self) -> dict[str, Any]:
@@ -159,6 +171,12 @@ def load_manifests(folder: Path) -> dict[str, CheckManifest]:
     return found
 
 
+def stem_ids(path: Path) -> tuple[str, ...]:
+    """The ids a manifest file may declare: its stem, and for ``aidlc-<id>.md`` also ``<id>``."""
+    match = SENSOR_FILE.fullmatch(Path(path).name)
+    return (Path(path).stem,) if match is None else (match.group(1), Path(path).stem)
+
+
 def _read(path: Path) -> str:
     try:
         text = Path(path).read_bytes().decode("utf-8")
@@ -200,9 +218,13 @@ def _validate(doc: YamlDoc, path: Path, body: str) -> CheckManifest:
 
 def _stem_issues(doc: YamlDoc, path: Path) -> list[ConfigIssue]:
     given = doc.data.get("id")
-    if not isinstance(given, str) or given == path.stem:
+    allowed = stem_ids(path)
+    if not isinstance(given, str) or given in allowed:
         return []
-    return [doc.issue(("id",), f"id {given!r} must equal the file name stem {path.stem!r}")]
+    if len(allowed) == 1:
+        return [doc.issue(("id",), f"id {given!r} must equal the file name stem {path.stem!r}")]
+    why = f"id {given!r} must equal the file name stem without 'aidlc-' ({allowed[0]!r})"
+    return [doc.issue(("id",), why)]
 
 
 def _sorted(issues: list[ConfigIssue]) -> list[ConfigIssue]:

@@ -14,13 +14,30 @@ LIST_COLUMNS = ["id", "fire_on", "default_severity", "matches", "category", "des
 
 
 @check_app.command("list")
-def list_cmd(as_json: JsonFlag = False, as_csv: CsvFlag = False) -> None:
-    """Check manifests in workflows/checks/ (built-in, then the workspace's own)."""
+def list_cmd(
+    as_json: JsonFlag = False,
+    as_csv: CsvFlag = False,
+    strict: Annotated[
+        bool, typer.Option("--strict", help="Exit 1 when any manifest is bad.")
+    ] = False,
+) -> None:
+    """Check manifests: workflows/checks/ (built-in, then the workspace's) and .claude/sensors/.
+
+    A manifest that does not load is reported on stderr (file:line and why) and the rest are
+    listed; the exit is 1 for it only with --strict.
+    """
     from nerve.flow import client
 
-    rows = [[getattr(m, c) for c in LIST_COLUMNS] for m in client.checks(_ws()).values()]
+    errors: list[str] = []
+    found = client.checks(_ws(), errors)
+    rows = [[getattr(m, c) for c in LIST_COLUMNS] for m in found.values()]
     fmt = "json" if as_json else "csv" if as_csv else "table"
     render_rows(LIST_COLUMNS, rows, fmt=fmt, title="checks")
+    label = "error" if strict else "warning"
+    for line in (line for error in errors for line in error.splitlines()):
+        typer.echo(f"{label}: {line}", err=True)
+    if errors and strict:
+        raise typer.Exit(1)
 
 
 @check_app.command("describe")
@@ -44,7 +61,12 @@ def describe_cmd(
 def fire_cmd(
     check_id: Annotated[str, typer.Argument(metavar="ID", help="Check id.")],
     path: Annotated[str, typer.Option("--path", help="Workspace file to check.")],
-    run: Annotated[str, typer.Option("--run", help="Run id handed to the check.")] = "manual",
+    run: Annotated[
+        str, typer.Option("--run", help="Run id, given to the check as NERVE_RUN.")
+    ] = "manual",
+    stage: Annotated[
+        str, typer.Option("--stage", help="Stage slug handed to the check as --stage.")
+    ] = "manual",
     as_json: JsonFlag = False,
 ) -> None:
     """Fire a check on one file: recorded through the daemon when it runs, else only printed.
@@ -53,7 +75,7 @@ def fire_cmd(
     """
     from nerve.flow import client
 
-    verdict, recorded = client.fire_check(_ws(), check_id, path, run)
+    verdict, recorded = client.fire_check(_ws(), check_id, path, run, stage)
     if as_json:
         emit_json({**verdict, "recorded": recorded})
     else:

@@ -81,6 +81,18 @@ def status(as_json: JsonFlag = False) -> None:
         f"senses   {health['senses']} in {len(health['groups'])} groups\n"
         f"capture  {_capture(health.get('capture'))}"
     )
+    for sense in health.get("sense_results", []):
+        typer.echo(_sense_line(sense))
+
+
+def _sense_line(sense: dict[str, Any]) -> str:
+    """One sense as `status` shows it: computes, errors, its last result and last error."""
+    last = sense.get("last_result") or "-"
+    line = (
+        f"  {sense['name']}  {sense['computes']} computes, {sense['errors']} errors  last: {last}"
+    )
+    error = sense.get("last_error")
+    return f"{line}  error: {error}" if error else line
 
 
 def _capture(capture: dict[str, Any] | None) -> str:
@@ -92,20 +104,32 @@ def _capture(capture: dict[str, Any] | None) -> str:
 @daemon_app.command("logs")
 def logs(
     n: Annotated[int, typer.Option("-n", min=0, help="Lines to show.")] = 50,
+    offset: Annotated[
+        int, typer.Option("--offset", help="Skip this many of the newest lines (page back).")
+    ] = 0,
     follow: Annotated[bool, typer.Option("-f", "--follow", help="Keep printing.")] = False,
 ) -> None:
     """Print the daemon's own log: start-up, reloads, restarts, errors, shutdown
-    (not events: see `nerve tail`)."""
+    (not events: see `nerve tail`). `--offset K` pages back: the N lines before the newest K;
+    stderr names the command for the page before."""
+    from nerve.errors import NerveError
     from nerve.runtime import daemon
 
+    if offset < 0:
+        raise NerveError(f"--offset must be 0 or more, got {offset}", field="offset")
     path = daemon.log_path(_ws())
-    if not follow:
-        text = daemon.tail_text(path, n)
-        if text:
-            typer.echo(text)
+    if follow:
+        for line in daemon.follow_log(path, lines=n):
+            typer.echo(line)
         return
-    for line in daemon.follow_log(path, lines=n):
-        typer.echo(line)
+    if not path.exists():
+        typer.echo("(no daemon log yet)")
+        return
+    shown, earlier = daemon.log_page(path, n, offset)
+    if shown:
+        typer.echo("\n".join(shown))
+    if earlier is not None:
+        typer.echo(f"earlier lines: nerve logs --offset {earlier} -n {n}", err=True)
 
 
 def register(app: typer.Typer) -> None:
@@ -114,3 +138,4 @@ def register(app: typer.Typer) -> None:
     app.command("start", help="Start the daemon (alias of `daemon start`).")(start)
     app.command("stop", help="Stop the daemon (alias of `daemon stop`).")(stop)
     app.command("status", help="Daemon status (alias of `daemon status`).")(status)
+    app.command("logs", help="The daemon's own log (alias of `daemon logs`).")(logs)

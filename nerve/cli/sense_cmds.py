@@ -1,7 +1,8 @@
-"""Sense commands (list, trigger, state, history) and `nerve validate`."""
+"""Sense commands (list, trigger, state, history, schema, query) and `nerve validate`."""
 
 import json
-from typing import Annotated
+from pathlib import Path
+from typing import Annotated, Any
 
 import typer
 
@@ -106,6 +107,63 @@ def history(
     )
     result = run_query(_ws().connect(), sql)
     render_rows(result.columns, result.rows, fmt=_fmt(as_json, as_csv), title=f"{name} history")
+
+
+def _sense_conn(name: str) -> tuple[Any, list[str]]:
+    """A connection with the sense's views (see nerve.sensedata), and their names."""
+    from nerve.errors import SenseError
+    from nerve.runtime.senses import find_sense
+    from nerve.sensedata import sense_views
+
+    ws = _ws()
+    configured = ws.config.senses.get(name) if ws.config_path.exists() else None
+    try:
+        folder: Path | None = find_sense(ws, name, configured.path if configured else None).parent
+    except SenseError:
+        folder = None
+    conn = ws.connect()
+    return conn, sense_views(conn, name, folder)
+
+
+@sense_app.command("schema")
+def schema_cmd(
+    name: Annotated[str, typer.Argument(help="Sense name.")],
+    as_json: JsonFlag = False,
+    as_csv: CsvFlag = False,
+) -> None:
+    """The columns of a sense's data: its observations flattened (types from the log), its
+    state history, and the views its senses/<name>/*.sql files define."""
+    from nerve.sensedata import sense_schema
+
+    conn, views = _sense_conn(name)
+    rows = sense_schema(conn, views)
+    columns = ["view", "column", "type"]
+    render_rows(columns, [list(r) for r in rows], fmt=_fmt(as_json, as_csv), title=name)
+
+
+@sense_app.command("query")
+def query_cmd(
+    name: Annotated[str, typer.Argument(help="Sense name.")],
+    sql: Annotated[
+        str,
+        typer.Argument(
+            help="SQL over `observations`, `states` and the sense's own views"
+            " (default: every observation)."
+        ),
+    ] = "SELECT * FROM observations",
+    as_json: JsonFlag = False,
+    as_csv: CsvFlag = False,
+    limit: Annotated[
+        int, typer.Option("--limit", min=0, help="Rows a terminal shows at most (0: all).")
+    ] = 100,
+) -> None:
+    """SQL over one sense's data (see `nerve sense schema NAME`)."""
+    from nerve.cli.output import render_chunks
+    from nerve.query import stream_query
+
+    conn, _ = _sense_conn(name)
+    result = stream_query(conn, sql)
+    render_chunks(result.columns, result.chunks(), fmt=_fmt(as_json, as_csv), limit=limit)
 
 
 def validate(as_json: JsonFlag = False) -> None:

@@ -2,7 +2,7 @@
 override (ask the daemon)."""
 
 import sys
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -127,20 +127,36 @@ def trigger_cmd(
         str | None,
         typer.Option("--key", help="Dedupe key: a key that already started a run starts none."),
     ] = None,
+    payload: Annotated[
+        str | None,
+        typer.Option(
+            "--payload",
+            help='JSON as seed 001 takes it: {"prompt": "...", "maxRounds": 50} (dryRun too).',
+        ),
+    ] = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Ask the running daemon to start a run; print its id and where its outputs land."""
     from nerve.flow import client
     from nerve.flow.gate import run_dir
 
+    fields: dict[str, Any] = {"prompt": prompt, "max_rounds": max_rounds, "dry_run": dry_run}
+    if payload is not None:
+        given = client.payload_fields(payload)
+        flags = {"prompt": prompt != "", "max_rounds": max_rounds is not None, "dry_run": dry_run}
+        twice = sorted(key for key in given if flags[key])
+        if twice:
+            raise UsageError(f"{', '.join(twice)} given both as a flag and in --payload")
+        fields |= given
     ws = _ws(write=True)
-    reply = client.trigger(ws, name, prompt=prompt, max_rounds=max_rounds, dry_run=dry_run, key=key)
+    reply = client.trigger(ws, name, **fields, key=key)
     if reply.get("status") == "deduped":
         if as_json:
             emit_json(reply)
         else:
             typer.echo(f"deduped: key {key!r} already started {reply['earlier_run']}")
         return
+    dry_run = bool(fields["dry_run"])
     outputs = run_dir(ws.root, reply["run"]) if reply.get("run") else None
     if as_json:
         emit_json({**reply, "outputs": str(outputs) if outputs else None})

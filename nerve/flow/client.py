@@ -9,6 +9,7 @@ check here and records nothing.
 from __future__ import annotations
 
 import getpass
+import json
 import os
 import sys
 from collections.abc import Mapping
@@ -18,7 +19,8 @@ from typing import Any, TextIO
 from nerve.checks.catalog import catalog, check_dirs, lookup, runnable
 from nerve.checks.dispatch import fire
 from nerve.checks.manifest import CheckManifest
-from nerve.errors import DaemonError, WorkflowError
+from nerve.contract import WorkflowTrigger
+from nerve.errors import DaemonError, UsageError, WorkflowError
 from nerve.flow.gate import WRITE_DETAIL_DIR
 from nerve.resources import bundled
 from nerve.runtime import daemon, ipc
@@ -30,6 +32,7 @@ __all__ = [
     "fire_check",
     "interactive_refusal",
     "override",
+    "payload_fields",
     "recheck",
     "trigger",
 ]
@@ -67,6 +70,38 @@ def trigger(
     if key is not None:
         request["key"] = key
     return _call(ws, request)
+
+
+_PAYLOAD_KEYS = {
+    "prompt": "prompt",
+    "maxRounds": "max_rounds",
+    "max_rounds": "max_rounds",
+    "dryRun": "dry_run",
+    "dry_run": "dry_run",
+}
+
+
+def payload_fields(text: str) -> dict[str, Any]:
+    """The trigger fields of seed 001's ``--payload`` JSON (``prompt``, ``maxRounds``, and
+    nerve's ``dryRun``; snake_case also read), checked; ``UsageError`` names what is wrong."""
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise UsageError(f"--payload is not JSON: {exc}", field="payload") from None
+    if not isinstance(value, dict):
+        raise UsageError("--payload must be a JSON object", field="payload")
+    unknown = sorted(set(value) - set(_PAYLOAD_KEYS))
+    if unknown:
+        known = ", ".join(_PAYLOAD_KEYS)
+        raise UsageError(
+            f"--payload has unknown keys: {', '.join(unknown)} (known: {known})", field="payload"
+        )
+    fields = {_PAYLOAD_KEYS[key]: item for key, item in value.items()}
+    try:
+        WorkflowTrigger.parse({"name": "payload", **fields})
+    except WorkflowError as exc:
+        raise UsageError(f"--payload: {exc}", field="payload") from None
+    return fields
 
 
 def answer(ws: Workspace, run: str, choice: str) -> dict[str, Any]:
@@ -132,19 +167,27 @@ def _tty(stream: TextIO) -> str | None:
         return None
 
 
-def checks(ws: Workspace) -> dict[str, CheckManifest]:
-    """Every check manifest of the workspace (built-in ones first, then its own)."""
-    return catalog(check_dirs(ws.root, bundled("workflows")))
+def checks(ws: Workspace, errors: list[str] | None = None) -> dict[str, CheckManifest]:
+    """Every check manifest of the workspace (built-in ones first, then its own).
+
+    With ``errors`` a list, a bad manifest is left out and its error appended there.
+    """
+    return catalog(check_dirs(ws.root, bundled("workflows")), errors)
 
 
-def fire_check(ws: Workspace, check_id: str, path: str, run: str) -> tuple[dict[str, Any], bool]:
+def fire_check(
+    ws: Workspace, check_id: str, path: str, run: str, stage: str = "manual"
+) -> tuple[dict[str, Any], bool]:
     """Fire a check on a workspace file: through the daemon (recorded) when it runs, else here.
 
     Returns the verdict and whether it was recorded in the log.
     """
     if daemon.running(ws):
-        reply = _call(ws, {"type": "check-fire", "check": check_id, "path": path, "run": run})
+        request = {"type": "check-fire", "check": check_id, "path": path, "run": run}
+        reply = _call(ws, {**request, "stage": stage})
         return dict(reply["verdict"]), True
     manifest = runnable(lookup(checks(ws), check_id))
-    verdict = fire(manifest, path=Path(path), root=ws.root, run=run, detail_dir=WRITE_DETAIL_DIR)
+    verdict = fire(
+        manifest, path=Path(path), root=ws.root, run=run, stage=stage, detail_dir=WRITE_DETAIL_DIR
+    )
     return verdict.to_dict(), False

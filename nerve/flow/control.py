@@ -77,7 +77,8 @@ async def _status(kernel: Kernel, request: dict[str, Any]) -> dict[str, Any]:
 @handles("check-fire")
 async def _check_fire(kernel: Kernel, request: dict[str, Any]) -> dict[str, Any]:
     run = request.get("run") or "manual"
+    stage = request.get("stage") or "manual"
     verdict = await _engine(kernel).fire_check(
-        _text(request, "check"), _text(request, "path"), str(run)
+        _text(request, "check"), _text(request, "path"), str(run), str(stage)
     )
     return {"ok": True, "verdict": verdict.to_dict()}

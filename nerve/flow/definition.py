@@ -43,6 +43,7 @@ class Definition:
     checks: tuple[str, ...]
     outputs: tuple[str, ...]
     role_timeout: float | None
+    autonomous: bool = False
 
     def summary(self) -> dict[str, Any]:
         """What the worker reports to the kernel once loaded."""
@@ -51,6 +52,7 @@ class Definition:
             "checks": list(self.checks),
             "outputs": list(self.outputs),
             "role_timeout": self.role_timeout,
+            "autonomous": self.autonomous,
         }
 
 
@@ -91,7 +93,14 @@ def load_definition(name: str, path: Path) -> Definition:
         checks=_checks(getattr(module, "checks", ()), where),
         outputs=tuple(_output(o, where) for o in _strings(getattr(module, "outputs", ()), where)),
         role_timeout=_timeout(getattr(module, "role_timeout", None), where),
+        autonomous=_flag(getattr(module, "autonomous", False), f"{where}: autonomous"),
     )
+
+
+def _flag(raw: Any, where: str) -> bool:
+    if not isinstance(raw, bool):
+        raise WorkflowError(f"{where} must be True or False, got {raw!r}")
+    return raw
 
 
 def _import(name: str, path: Path) -> Any:

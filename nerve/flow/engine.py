@@ -174,9 +174,13 @@ class WorkflowEngine:
             flow = self.flow(record.workflow)
             return await human.override(flow, record, reason=reason, by=by, tty=tty)
 
-    async def fire_check(self, check_id: str, path: str, run: str) -> Verdict:
+    async def fire_check(
+        self, check_id: str, path: str, run: str, stage: str = "manual"
+    ) -> Verdict:
         manifest = lookup(self.checks, check_id)
-        return await fire_one(self.emit, root=self.root, manifest=manifest, path=path, run=run)
+        return await fire_one(
+            self.emit, root=self.root, manifest=manifest, path=path, run=run, stage=stage
+        )
 
     def status(self) -> dict[str, Any]:
         return {

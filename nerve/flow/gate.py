@@ -67,8 +67,15 @@ async def evaluate(
     workflow: str,
     outputs: Sequence[str],
     manifests: Sequence[CheckManifest],
+    autonomous: bool = False,
 ) -> list[dict[str, Any]]:
-    """Fire ``manifests`` on ``outputs``; the reasons the gate refuses (empty: it passes)."""
+    """Fire ``manifests`` on ``outputs``; the reasons the gate refuses (empty: it passes).
+
+    In an autonomous run (no person will read the gate's advisory evidence) only blocking
+    checks fire, as AI-DLC's gate does under autonomy.
+    """
+    if autonomous:
+        manifests = [m for m in manifests if m.default_severity == "blocking"]
     root = root.resolve()
     folder = run_dir(root, run)
     reasons: list[dict[str, Any]] = []
@@ -135,6 +142,7 @@ async def _fire(
     manifest: CheckManifest,
     rel: str,
     mode: str,
+    stage: str | None = None,
 ) -> Verdict:
     subject = run if mode == "gate" else rel
     common = {
@@ -147,8 +155,15 @@ async def _fire(
     }
     recorder.append([draft(CHECK_FIRED, subject, f"check {manifest.id} fired on {rel}", common)])
     details = (RUNS_DIR / run / ".checks") if mode == "gate" else WRITE_DETAIL_DIR
+    stage = stage or (workflow if mode == "gate" and workflow else mode)
     verdict = await asyncio.to_thread(
-        fire, runnable(manifest), path=Path(rel), root=root, run=run, detail_dir=details
+        fire,
+        runnable(manifest),
+        path=Path(rel),
+        root=root,
+        run=run,
+        stage=stage,
+        detail_dir=details,
     )
     blocks = mode == "gate" and verdict.blocks(manifest.default_severity)
     payload = {**verdict.to_dict(), **common, "blocks": blocks}
@@ -159,21 +174,27 @@ async def _fire(
 
 
 async def _fire_now(
-    emit: Emit, root: Path, run: str, manifest: CheckManifest, rel: str, mode: str
+    emit: Emit,
+    root: Path,
+    run: str,
+    manifest: CheckManifest,
+    rel: str,
+    mode: str,
+    stage: str | None = None,
 ) -> Verdict:
     recorder = _Recorder(emit)
     try:
-        return await _fire(recorder, root, run, None, manifest, rel, mode)
+        return await _fire(recorder, root, run, None, manifest, rel, mode, stage)
     finally:
         await recorder.flush()
 
 
 async def fire_one(
-    emit: Emit, *, root: Path, manifest: CheckManifest, path: str, run: str
+    emit: Emit, *, root: Path, manifest: CheckManifest, path: str, run: str, stage: str = "manual"
 ) -> Verdict:
     """One recorded fire of one check on one workspace file (``nerve check fire``)."""
     rel = resolve_inside(root, path).relative_to(root.resolve()).as_posix()
-    return await _fire_now(emit, root.resolve(), run, manifest, rel, "manual")
+    return await _fire_now(emit, root.resolve(), run, manifest, rel, "manual", stage)
 
 
 class WriteChecks:

@@ -212,13 +212,23 @@ class _Runner:
             manifests = self.host.gate_manifests(ids)
         except CheckError as exc:
             raise StepFailed(str(exc)) from None
-        return await judge(self.host, self.record.run, outputs, ids, manifests)
+        autonomous = self.handle.definition.get("autonomous") is True
+        return await judge(self.host, self.record.run, outputs, ids, manifests, autonomous)
 
 
 async def judge(
-    host: Host, run: str, outputs: Sequence[str], ids: Sequence[str], manifests: list[CheckManifest]
+    host: Host,
+    run: str,
+    outputs: Sequence[str],
+    ids: Sequence[str],
+    manifests: list[CheckManifest],
+    autonomous: bool = False,
 ) -> str:
-    """Fire the gate on ``outputs`` and record ``completed`` or ``held``; the new status."""
+    """Fire the gate on ``outputs`` and record ``completed`` or ``held``; the new status.
+
+    ``autonomous`` (the workflow says no person reads its gate) fires only blocking checks;
+    a recheck, asked for by a person, fires them all.
+    """
     gate_checks = [m for m in manifests if m.fire_on == "gate"]
     reasons: list[dict[str, Any]] = []
     if gate_checks and outputs:
@@ -229,6 +239,7 @@ async def judge(
             workflow=host.name,
             outputs=outputs,
             manifests=gate_checks,
+            autonomous=autonomous,
         )
     facts = {"outputs": list(outputs), "checks": list(ids)}
     if not reasons:

@@ -1,17 +1,26 @@
-"""Helpers for workflow role authors: run a command safely, extract typed data with an LLM.
+"""Helpers for workflow role authors: run a command or an agent CLI safely, read the
+workspace's nerve.yaml, and extract typed data with an LLM (seed 001's workflow-utils:
+``readNerveYaml`` → :func:`read_nerve_yaml`, ``nerveAgentContext`` → :data:`AGENT_CONTEXT`,
+``nerveCommandEnv`` → :func:`command_env`, ``spawnSafe`` → :func:`run_argv`,
+``cursorAgent`` → :func:`run_agent` with :data:`CURSOR_AGENT`, ``llmExtract`` →
+:func:`extract`).
 
     WorkflowError (nerve.errors)
     ├── ArgvError       run_argv got a str, bytes, empty argv or a non-str item (a TypeError too)
     ├── CommandFailed   a command could not start (kind "spawn_failed"), exited non-zero ("exit")
     │                   or ran past its timeout ("timeout")
-    └── ExtractError    an extraction call failed: "network", "http_status", "invalid_json"
-                        or "schema_mismatch"
+    ├── NerveYamlError  read_nerve_yaml: "PATH_TRAVERSAL" or "READ_FAILED" (its ``code``)
+    └── ExtractError    an extraction call failed, with seed 001's kinds: "network_error",
+                        "http_error", "invalid_response_json", "no_tool_call",
+                        "tool_arguments_invalid_json" or "schema_validation_failed"
 
 `run_argv` never goes through a shell: the program gets exactly the arguments it is given. The
 child runs in a new session, so a timeout kills everything it started, not just the child.
 
 `extract` asks an OpenAI-compatible chat-completions endpoint to call one forced function,
-`extract`, whose parameters are the pydantic model's JSON schema, and validates the answer.
+named after the schema's title (the model's class name unless its config says otherwise;
+`extract` when there is none), whose parameters are the pydantic model's JSON schema, and
+validates the answer.
 Nothing here logs; the API key only ever travels in the `Authorization` header.
 """
 
@@ -21,8 +30,10 @@ import contextlib
 import http.client
 import json
 import os
+import re
 import signal
 import subprocess
+import sys
 import threading
 import time
 import urllib.error
@@ -38,15 +49,23 @@ from pydantic import BaseModel, ValidationError
 from nerve.errors import WorkflowError
 
 __all__ = [
+    "AGENT_CONTEXT",
+    "CURSOR_AGENT",
     "DEFAULT_MAX_OUTPUT_BYTES",
+    "DEFAULT_TIMEOUT_S",
     "ArgvError",
     "CommandFailed",
     "CommandFailureKind",
     "CommandResult",
     "ExtractError",
     "ExtractErrorKind",
+    "NerveYamlError",
+    "command_env",
     "extract",
+    "read_nerve_yaml",
+    "run_agent",
     "run_argv",
+    "tool_name",
 ]
 
 MIB = 1024 * 1024
@@ -54,7 +73,16 @@ DEFAULT_MAX_OUTPUT_BYTES = 10 * MIB
 """Per stream: stdout and stderr are each kept up to this many bytes."""
 
 CommandFailureKind = Literal["spawn_failed", "exit", "timeout"]
-ExtractErrorKind = Literal["network", "http_status", "invalid_json", "schema_mismatch"]
+ExtractErrorKind = Literal[
+    "network_error",
+    "http_error",
+    "invalid_response_json",
+    "no_tool_call",
+    "tool_arguments_invalid_json",
+    "schema_validation_failed",
+]
+DEFAULT_TIMEOUT_S = 300.0
+"""run_argv's and run_agent's default time limit (seed 001's 300,000 ms)."""
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -64,6 +92,7 @@ _STDERR_TAIL_CHARS = 500
 _BODY_EXCERPT_CHARS = 500
 _MAX_RESPONSE_BYTES = 16 * MIB
 _TOOL_NAME = "extract"
+_TOOL_NAME_CHARS = re.compile(r"[^A-Za-z0-9_-]+")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -99,11 +128,13 @@ class CommandFailed(WorkflowError):
 class ExtractError(WorkflowError):
     """Raised when `extract` cannot turn the endpoint's reply into a valid model instance.
 
-    kind "network": no answer (refused, DNS, timeout, dropped connection);
-    "http_status": a non-2xx answer, `status` set; "invalid_json": the body, or the tool-call
-    arguments, are not a JSON object, or there is no tool call; "schema_mismatch": the object
-    fails pydantic validation, `errors` set. `body` holds the first 500 characters of the
-    body (or of the extracted object) when there is one.
+    kind "network_error": no answer (refused, DNS, timeout, dropped connection);
+    "http_error": a non-2xx answer, `status` set; "invalid_response_json": the body is not a
+    JSON object (or too large); "no_tool_call": no tool call and no JSON object in the
+    content; "tool_arguments_invalid_json": the tool call's arguments are not a JSON object;
+    "schema_validation_failed": the object fails pydantic validation, `errors` set. `body`
+    holds the first 500 characters of the body (or of the extracted object) when there is
+    one.
     """
 
     def __init__(
@@ -160,7 +191,7 @@ class CommandResult:
 def run_argv(
     argv: Sequence[str],
     *,
-    timeout_s: float,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
     env: Mapping[str, str] | None = None,
     inherit_env: bool = True,
     cwd: Path | None = None,
@@ -169,10 +200,11 @@ def run_argv(
 ) -> CommandResult:
     """Run argv (never through a shell) and return what it did; a non-zero exit is not raised.
 
-    The child starts in a new session; at the deadline its whole process group is killed.
-    `env` is laid over os.environ when `inherit_env`, else it is the child's entire
-    environment. Raises ArgvError for a bad argv and CommandFailed("spawn_failed") when the
-    program cannot be started.
+    `timeout_s` defaults to 300 s, as seed 001's spawnSafe. The child starts in a new
+    session; at the deadline its whole process group is killed. `env` is laid over
+    os.environ when `inherit_env`, else it is the child's entire environment. Raises
+    ArgvError for a bad argv and CommandFailed("spawn_failed") when the program cannot be
+    started.
     """
     args = _checked_argv(argv)
     _check_limits(timeout_s, max_output_bytes)
@@ -327,6 +359,103 @@ def _stderr_tail(stderr: str) -> str:
 
 
 # ---------------------------------------------------------------------------------------------
+# the workspace, for agents and commands
+
+
+class NerveYamlError(WorkflowError):
+    """Raised by read_nerve_yaml; ``code`` is "PATH_TRAVERSAL" (nerve.yaml leads out of the
+    workspace) or "READ_FAILED" (missing, unreadable, not UTF-8), as seed 001 names them."""
+
+    def __init__(self, message: str, *, code: Literal["PATH_TRAVERSAL", "READ_FAILED"]) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def read_nerve_yaml(root: Path) -> str:
+    """The text of ``<root>/nerve.yaml``; refused when it resolves outside ``root`` (a
+    symlink leading out). Raises NerveYamlError."""
+    base = Path(root).resolve()
+    target = (base / "nerve.yaml").resolve()
+    if not target.is_relative_to(base):
+        message = f"{base / 'nerve.yaml'} resolves to {target}, outside the workspace {base}"
+        raise NerveYamlError(message, code="PATH_TRAVERSAL")
+    try:
+        return target.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise NerveYamlError(f"cannot read {target}: {exc}", code="READ_FAILED") from None
+
+
+AGENT_CONTEXT = """\
+You are working in a nerve workspace. nerve is an ambient-context daemon: senses (Python
+`compute(state)` functions under senses/<name>/) observe the world and record events in one
+append-only log; nerve.yaml schedules them (interval, on: other senses' signals, throttle)
+and declares workflows (workflows/<name>/workflow.py: roles and a moderator). The `nerve`
+CLI reads and drives it: `nerve tail`, `nerve query SQL`, `nerve sense list|schema|query`,
+`nerve workflow list|inspect`, `nerve validate`. Keep paths and commands consistent with
+this workspace's nerve.yaml and its senses folder."""
+"""What an agent a workflow runs should know about nerve (seed 001's nerveAgentContext)."""
+
+
+def command_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment for commands a role runs: this process's, with the folder of the
+    Python nerve runs on first on ``PATH`` (so ``nerve`` and ``python`` are this install's),
+    then ``extra`` laid over it (seed 001's nerveCommandEnv)."""
+    env = dict(os.environ)
+    folder = str(Path(sys.executable).parent)
+    parts = [p for p in env.get("PATH", "").split(os.pathsep) if p and p != folder]
+    env["PATH"] = os.pathsep.join([folder, *parts])
+    return env | dict(extra or {})
+
+
+CURSOR_AGENT: tuple[str, ...] = (
+    "cursor-agent",
+    "-p",
+    "{prompt}",
+    "--model",
+    "auto",
+    "--output-format",
+    "text",
+    "--trust",
+    "--force",
+)
+"""Seed 001's cursorAgent call, for run_agent (append "--mode=plan" or "--mode=ask")."""
+
+
+def run_agent(
+    argv: Sequence[str],
+    prompt: str,
+    *,
+    cwd: Path | None = None,
+    context: str | None = AGENT_CONTEXT,
+    env: Mapping[str, str] | None = None,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+    max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES,
+) -> str:
+    """Run an agent CLI on ``prompt`` and return what it printed (trailing space removed).
+
+    The prompt, after ``context`` and a blank line when ``context`` is given, is one argv
+    item: it replaces an item that is exactly ``{prompt}``, else it is appended. The agent
+    runs with :func:`command_env` (``env`` over it), never through a shell, and is killed
+    with everything it started at ``timeout_s`` (300 s). Raises CommandFailed: kind
+    "spawn_failed", "exit" (non-zero) or "timeout", its ``result`` holding the output.
+    """
+    text = prompt if context is None else f"{context}\n\n{prompt}"
+    args = _checked_argv(argv)
+    placed = [text if arg == "{prompt}" else arg for arg in args]
+    if "{prompt}" not in args:
+        placed.append(text)
+    result = run_argv(
+        placed,
+        timeout_s=timeout_s,
+        env=command_env(env),
+        inherit_env=False,
+        cwd=cwd,
+        max_output_bytes=max_output_bytes,
+    ).check()
+    return result.stdout.rstrip()
+
+
+# ---------------------------------------------------------------------------------------------
 # extract
 
 
@@ -343,15 +472,25 @@ def extract(
 ) -> T:
     """Ask `{endpoint}/chat/completions` to fill `model` from `prompt`; return the instance.
 
-    The request forces one function call, `extract`, whose parameters are the model's JSON
-    schema. The call's arguments are validated; when the reply has no tool call, a JSON
-    object in the message content is accepted instead. `timeout_s` bounds each socket
-    operation. Raises ExtractError (see its kinds).
+    The request forces one function call, named by :func:`tool_name`, whose parameters are
+    the model's JSON schema. The call's arguments are validated; when the reply has no tool
+    call, a JSON object in the message content is accepted instead. `timeout_s` bounds each
+    socket operation. Raises ExtractError (see its kinds).
     """
     url = _completions_url(endpoint)
-    payload = _request_payload(model, prompt, llm_model, system, temperature)
+    name = tool_name(model)
+    payload = _request_payload(model, name, prompt, llm_model, system, temperature)
     body = _post_json(url, payload, api_key, timeout_s)
-    return _validate(model, _extracted_object(body))
+    return _validate(model, _extracted_object(body, name))
+
+
+def tool_name(model: type[BaseModel]) -> str:
+    """The forced function's name: the schema's ``title`` (the class name unless the model's
+    config sets one), as seed 001 names it, made a valid function name (letters, digits,
+    ``_`` and ``-``, at most 64); ``extract`` when that leaves nothing."""
+    title = model.model_json_schema().get("title")
+    name = _TOOL_NAME_CHARS.sub("_", title.strip()).strip("_") if isinstance(title, str) else ""
+    return name[:64] or _TOOL_NAME
 
 
 def _completions_url(endpoint: str) -> str:
@@ -362,18 +501,23 @@ def _completions_url(endpoint: str) -> str:
 
 
 def _request_payload(
-    model: type[BaseModel], prompt: str, llm_model: str, system: str | None, temperature: float
+    model: type[BaseModel],
+    name: str,
+    prompt: str,
+    llm_model: str,
+    system: str | None,
+    temperature: float,
 ) -> dict[str, object]:
     schema = model.model_json_schema()
     description = schema.get("description") or f"Record the {model.__name__} found in the text."
-    function = {"name": _TOOL_NAME, "description": description, "parameters": schema}
+    function = {"name": name, "description": description, "parameters": schema}
     messages = [{"role": "system", "content": system}] if system is not None else []
     return {
         "model": llm_model,
         "messages": [*messages, {"role": "user", "content": prompt}],
         "temperature": temperature,
         "tools": [{"type": "function", "function": function}],
-        "tool_choice": {"type": "function", "function": {"name": _TOOL_NAME}},
+        "tool_choice": {"type": "function", "function": {"name": name}},
     }
 
 
@@ -406,7 +550,7 @@ def _post_json(
         raise _network_error(url, exc, timeout_s) from exc
     if len(body) > _MAX_RESPONSE_BYTES:
         message = f"the reply from {url} is larger than {_MAX_RESPONSE_BYTES} bytes"
-        raise ExtractError(message, kind="invalid_json", body=_excerpt(body))
+        raise ExtractError(message, kind="invalid_response_json", body=_excerpt(body))
     return body
 
 
@@ -418,67 +562,76 @@ def _status_error(url: str, exc: urllib.error.HTTPError) -> ExtractError:
             body = b""
     excerpt = _excerpt(body)
     message = f"{url} answered HTTP {exc.code}: {excerpt or '(empty body)'}"
-    return ExtractError(message, kind="http_status", status=exc.code, body=excerpt)
+    return ExtractError(message, kind="http_error", status=exc.code, body=excerpt)
 
 
 def _network_error(url: str, exc: BaseException, timeout_s: float) -> ExtractError:
     reason = exc.reason if isinstance(exc, urllib.error.URLError) else exc
     if isinstance(reason, TimeoutError):
-        return ExtractError(f"no answer from {url} within {timeout_s} s", kind="network")
-    return ExtractError(f"could not reach {url}: {reason or type(reason).__name__}", kind="network")
+        return ExtractError(f"no answer from {url} within {timeout_s} s", kind="network_error")
+    why = reason or type(reason).__name__
+    return ExtractError(f"could not reach {url}: {why}", kind="network_error")
 
 
 class _Malformed(Exception):
     """Internal: the reply is not the JSON shape extract needs; becomes ExtractError."""
 
+    def __init__(self, message: str, kind: ExtractErrorKind) -> None:
+        super().__init__(message)
+        self.kind: ExtractErrorKind = kind
 
-def _extracted_object(body: bytes) -> dict[str, object]:
+
+def _extracted_object(body: bytes, name: str) -> dict[str, object]:
     try:
-        return _object_from_message(_first_message(_loads(body, "the response body")))
+        response = _loads(body, "the response body", "invalid_response_json")
+        return _object_from_message(_first_message(response), name)
     except _Malformed as exc:
-        raise ExtractError(str(exc), kind="invalid_json", body=_excerpt(body)) from None
+        raise ExtractError(str(exc), kind=exc.kind, body=_excerpt(body)) from None
 
 
-def _loads(raw: str | bytes, what: str) -> object:
+def _loads(raw: str | bytes, what: str, kind: ExtractErrorKind) -> object:
     try:
         return json.loads(raw)
     except ValueError as exc:
-        raise _Malformed(f"{what} is not JSON ({exc})") from None
+        raise _Malformed(f"{what} is not JSON ({exc})", kind) from None
 
 
 def _first_message(response: object) -> dict[str, object]:
-    choices = response.get("choices") if isinstance(response, dict) else None
+    if not isinstance(response, dict):
+        raise _Malformed("the response body is not a JSON object", "invalid_response_json")
+    choices = response.get("choices")
     first = choices[0] if isinstance(choices, list) and choices else None
     message = first.get("message") if isinstance(first, dict) else None
     if not isinstance(message, dict):
-        raise _Malformed("the reply has no choices[0].message")
+        raise _Malformed("the reply has no choices[0].message", "no_tool_call")
     return message
 
 
-def _object_from_message(message: dict[str, object]) -> dict[str, object]:
-    arguments = _tool_call_arguments(message)
+def _object_from_message(message: dict[str, object], name: str) -> dict[str, object]:
+    arguments = _tool_call_arguments(message, name)
     if arguments is not None:
-        return _as_object(arguments, "the tool call's argument text")
+        return _as_object(arguments, "the tool call's argument text", "tool_arguments_invalid_json")
     content = message.get("content")
     if isinstance(content, str) and content.strip():
-        return _as_object(_strip_fence(content), "the reply has no tool call and its content")
-    raise _Malformed("the reply has neither a tool call nor content")
+        what = "the reply has no tool call and its content"
+        return _as_object(_strip_fence(content), what, "no_tool_call")
+    raise _Malformed("the reply has neither a tool call nor content", "no_tool_call")
 
 
-def _tool_call_arguments(message: dict[str, object]) -> object | None:
+def _tool_call_arguments(message: dict[str, object], name: str) -> object | None:
     calls = message.get("tool_calls")
     calls = calls if isinstance(calls, list) else []
     functions = [call.get("function") for call in calls if isinstance(call, dict)]
     candidates = [f for f in functions if isinstance(f, dict)]
-    named = [f for f in candidates if f.get("name") == _TOOL_NAME]
+    named = [f for f in candidates if f.get("name") == name]
     chosen = (named or candidates)[:1]
     return chosen[0].get("arguments") if chosen else None
 
 
-def _as_object(raw: object, what: str) -> dict[str, object]:
-    parsed = _loads(raw, what) if isinstance(raw, str) else raw
+def _as_object(raw: object, what: str, kind: ExtractErrorKind) -> dict[str, object]:
+    parsed = _loads(raw, what, kind) if isinstance(raw, str) else raw
     if not isinstance(parsed, dict):
-        raise _Malformed(f"{what} is not a JSON object")
+        raise _Malformed(f"{what} is not a JSON object", kind)
     return parsed
 
 
@@ -502,7 +655,9 @@ def _validate(model: type[T], obj: dict[str, object]) -> T:
             f"first at {where}: {first['msg']}"
         )
         body = _excerpt(json.dumps(obj, default=str).encode("utf-8"))
-        raise ExtractError(message, kind="schema_mismatch", body=body, errors=errors) from exc
+        raise ExtractError(
+            message, kind="schema_validation_failed", body=body, errors=errors
+        ) from exc
 
 
 def _excerpt(body: bytes) -> str:

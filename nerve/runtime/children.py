@@ -39,3 +39,7 @@ def detach() -> None:
     term = signal.signal(signal.SIGTERM, signal.SIG_IGN)  # ignoring discards a held one
     signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
     signal.signal(signal.SIGTERM, term)
+
+
+# The kernel's word to a sense worker that its compute ran past its timeout.
+CANCEL_SIGNAL = signal.SIGUSR1

@@ -78,8 +78,35 @@ async def _list_senses(kernel: Kernel, request: dict[str, Any]) -> dict[str, Any
     senses = []
     for row in sense_rows(kernel.config):
         stats = kernel.stats.get(row["name"])
-        senses.append({**row, **(stats.to_json() if stats else {})})
+        live = stats.to_json() if stats else {}
+        senses.append({**row, **live, **_seed_sense(kernel, row["name"], live)})
     return {"ok": True, "senses": senses}
+
+
+def _seed_sense(kernel: Kernel, name: str, live: dict[str, Any]) -> dict[str, Any]:
+    """Seed 001's ``SenseInfo`` fields: configured throttle and timeout in ms (null when not
+    set) and the last signal's time in epoch ms (null before the first)."""
+    cfg = kernel.config.senses[name]
+    signalled = live.get("last_signal_ns")
+    return {
+        "throttle": cfg.throttle,
+        "timeout": cfg.timeout,
+        "lastSignalTs": None if signalled is None else signalled // 1_000_000,
+    }
+
+
+SEED_SOCKET = "nerve.sock"
+
+
+def seed_reply(reply: dict[str, Any]) -> dict[str, Any]:
+    """A reply as seed 001's clients read it at the workspace root's ``nerve.sock``: the
+    same, except that a refusal's ``error`` is one string (``"ErrorName: message"``) rather
+    than nerve's object."""
+    error = reply.get("error")
+    if reply.get("ok") is False and isinstance(error, dict):
+        name, message = error.get("type"), error.get("message", "")
+        return {**reply, "error": f"{name}: {message}" if name else str(message)}
+    return reply
 
 
 @handles("trigger-sense")

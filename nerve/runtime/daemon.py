@@ -220,6 +220,19 @@ def tail_text(path: Path, lines: int) -> str:
         return "(no daemon log yet)"
 
 
+def log_page(path: Path, lines: int, offset: int) -> tuple[list[str], int | None]:
+    """``lines`` lines of the daemon's log ending ``offset`` lines before its end, and the
+    offset of the page before them (``None`` when this page starts at the first line)."""
+    try:
+        with path.open("rb") as handle:
+            found = _last_lines(handle, lines + offset + 1)
+    except FileNotFoundError:
+        return [], None
+    kept = found[: len(found) - offset] if offset else found
+    earlier = len(kept) > lines
+    return kept[-lines:] if lines > 0 else [], (offset + lines) if earlier else None
+
+
 def _last_lines(handle: BinaryIO, count: int) -> list[str]:
     """The last ``count`` lines, reading back from the end in blocks (a log grows large);
     leaves ``handle`` at the end."""

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from nerve.errors import report
-from nerve.runtime.children import spawning
+from nerve.runtime.children import CANCEL_SIGNAL, spawning
 
 READY_TIMEOUT_S = 60.0
 RESTART_WINDOW_S = 60.0
@@ -32,6 +32,7 @@ class SenseSpec:
     path: str
     options: dict[str, Any]
     timeout_ms: int
+    cancel_grace_ms: int = 1000
 
 
 @dataclass(frozen=True)
@@ -208,8 +209,9 @@ class GroupWorker:
         try:
             reply = await self._receive(spec.timeout_ms / 1000)
         except TimeoutError:
+            how = await self._cancel(spec.cancel_grace_ms / 1000)
             await self.host.on_failure(
-                job, "timeout", f"compute exceeded its {spec.timeout_ms} ms timeout"
+                job, "timeout", f"compute exceeded its {spec.timeout_ms} ms timeout; {how}"
             )
             await self._restart(f"sense {job.sense!r} hung past its timeout")
             return False
@@ -225,6 +227,22 @@ class GroupWorker:
         self._committing[job.sense] = task
         task.add_done_callback(functools.partial(self._done, job.sense))
         return True
+
+    async def _cancel(self, grace_s: float) -> str:
+        """Ask the worker's compute to stop (it sees ``ctx.cancelled``, or an async compute
+        is cancelled) and give it ``grace_s`` to answer; what it did. Its late answer is
+        not used: a timed-out compute leaves the state as it was."""
+        if self._proc is None or self._proc.returncode is not None:
+            return "its worker had exited"
+        with contextlib.suppress(ProcessLookupError):
+            self._proc.send_signal(CANCEL_SIGNAL)
+        try:
+            reply = await self._receive(grace_s)
+        except (TimeoutError, ConnectionError, ValueError):
+            reply = None
+        if reply is None:
+            return f"not stopped within the {grace_s:g} s grace period, killed"
+        return "stopped when cancelled, within the grace period"
 
     async def _crashed(self, batch: list[Job]) -> None:
         code = await self._exit_code()

@@ -138,9 +138,11 @@ class IpcServer:
         *,
         max_bytes: int = DEFAULT_MAX_BYTES,
         streams: dict[str, StreamHandler] | None = None,
+        reshape: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
     ) -> None:
         self.path = path
         self.handler = handler
+        self.reshape = reshape  # applied to every reply (a compatibility listener's dialect)
         self.streams = streams or {}
         self.max_bytes = max_bytes
         self._server: asyncio.Server | None = None
@@ -190,12 +192,12 @@ class IpcServer:
             ended = await _discard_line(reader)
             too_big = f"request larger than {self.max_bytes} bytes"
             hint = "send large batches in several requests (nerve emit and import do)"
-            await _reply(writer, refusal("UsageError", too_big, hint=hint))
+            await self._send(writer, refusal("UsageError", too_big, hint=hint))
             return ended
         except asyncio.IncompleteReadError as exc:
             if exc.partial.strip():
                 message = "incomplete request: no newline before end of input"
-                await _reply(writer, refusal("UsageError", message))
+                await self._send(writer, refusal("UsageError", message))
             return False
         if not line.strip():
             return True
@@ -203,14 +205,17 @@ class IpcServer:
         try:
             request = parse_request(line)
         except NerveError as exc:
-            await _reply(writer, error_reply(exc))
+            await self._send(writer, error_reply(exc))
             return True
         stream = self.streams.get(request["type"])
         if stream is not None:
             await self._stream(stream, request, reader, writer)
             return False
-        await _reply(writer, await self._dispatch(request))
+        await self._send(writer, await self._dispatch(request))
         return True
+
+    async def _send(self, writer: asyncio.StreamWriter, msg: dict[str, Any]) -> None:
+        await _reply(writer, msg if self.reshape is None else self.reshape(msg))
 
     async def _dispatch(self, request: dict[str, Any]) -> dict[str, Any]:
         try:

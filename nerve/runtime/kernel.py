@@ -70,6 +70,7 @@ class SenseStats:
     last_duration_ms: float | None = None
     last_line: str = ""
     last_error: str = ""
+    last_signal_ns: int | None = None
     lateness_us: list[int] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
@@ -81,6 +82,7 @@ class SenseStats:
             "last_duration_ms": self.last_duration_ms,
             "last_line": self.last_line,
             "last_error": self.last_error,
+            "last_signal_ns": self.last_signal_ns,
         }
 
 
@@ -88,6 +90,29 @@ class SenseStats:
 def _reason(reason: str) -> bytes:
     """A signal's payload; reasons repeat, so their encoding is kept."""
     return canonical_json({"reason": reason})
+
+
+async def _seed_listener(kernel: Kernel) -> IpcServer | None:
+    """A second listener at the workspace root's ``nerve.sock``, where seed-era clients
+    connect (replies shaped by :func:`nerve.runtime.control.seed_reply`); skipped, with a
+    warning, when something else holds that path."""
+    from nerve.runtime.control import SEED_SOCKET, handle, seed_reply
+
+    path = kernel.ws.root / SEED_SOCKET
+    if path.resolve() == kernel.socket_path.resolve():
+        return None
+    server = IpcServer(
+        path,
+        lambda req: handle(kernel, req),
+        max_bytes=kernel.config.daemon.max_request_bytes,
+        reshape=seed_reply,
+    )
+    try:
+        await server.start()
+    except (NerveError, OSError) as exc:
+        journal.warn(f"no seed-compatible socket at {path}: {exc}")
+        return None
+    return server
 
 
 def _control(kind: str, subject: str, line: str, payload: Any) -> Draft:
@@ -120,6 +145,7 @@ class Kernel:
     ) -> None:
         self.ws = ws
         self.with_ipc = with_ipc
+        self.seed_ipc: IpcServer | None = None
         self.watch = watch
         self.config: NerveConfig = ws.config
         self.log: EventLog | None = None
@@ -189,6 +215,7 @@ class Kernel:
                 streams={"follow": self.followers.serve},
             )
             await self.ipc.start()
+            self.seed_ipc = await _seed_listener(self)
         self._tasks.append(asyncio.create_task(self._seal_loop(), name="seal"))
         self._tasks.append(asyncio.create_task(self._erasure_loop(), name="erasure"))
         self._tasks.append(asyncio.create_task(self._skip_loop(), name="skips"))
@@ -220,6 +247,8 @@ class Kernel:
                 await ext.stop(self)
         if self.with_ipc:
             await self.ipc.close()
+            if self.seed_ipc is not None:
+                await self.seed_ipc.close()
         await self.record("daemon.stopped", "daemon", "daemon stopped", {"pid": os.getpid()})
         await self.committer.stop()
         assert self.log is not None
@@ -387,6 +416,7 @@ class Kernel:
         if len(stats.lateness_us) < 100_000:
             stats.lateness_us.append(lateness_us)
         if reply.get("signal"):
+            stats.last_signal_ns = time.time_ns()
             self.bus.publish(job.sense)
         if workflow is not None:
             for ext in self.extensions:
@@ -412,12 +442,18 @@ class Kernel:
         state = _control("sense.state", job.sense, f"{job.sense}: {summary}", payload)
         drafts.insert(0, self._redact_state(state, reply))
         if reply.get("signal"):
-            drafts.append(
-                _control("signal", job.sense, f"{job.sense} signalled", _reason(job.reason))
-            )
+            drafts.append(self._signal(job, reply.get("value")))
         trigger, extra = self._workflow(job.sense, reply.get("workflow"))
         drafts += extra
         return drafts, trigger
+
+    def _signal(self, job: Job, value: Any) -> Draft:
+        """The ``signal`` event; a state-less return's value (seed 001) rides on it, redacted."""
+        line = f"{job.sense} signalled"
+        if value is None:
+            return _control("signal", job.sense, line, _reason(job.reason))
+        payload = {"reason": job.reason, "value": value}
+        return self.privacy.redact(_control("signal", job.sense, line, payload))
 
     def _redact_state(self, draft: Draft, reply: dict[str, Any]) -> Draft:
         """A state is captured too: when a rule fires in it, memory keeps what is stored."""
@@ -686,6 +722,18 @@ class Kernel:
             "workspace": str(self.ws.root),
             "uptime_s": round((time.time_ns() - self.started_wall_ns) / NS, 1),
             "senses": len(self.stats),
+            "sense_results": [
+                {
+                    "name": name,
+                    "group": stats.group,
+                    "computes": stats.computes,
+                    "errors": stats.errors,
+                    "last_ns": stats.last_wall_ns,
+                    "last_result": stats.last_line,
+                    "last_error": stats.last_error,
+                }
+                for name, stats in sorted(self.stats.items())
+            ],
             "events": self.committer.events,
             "commits": self.committer.commits,
             "groups": {

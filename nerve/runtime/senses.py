@@ -40,6 +40,10 @@ def check_sense_file(path: Path) -> None:
         raise SenseError(f"{path}: {exc.msg.strip()}") from None
 
 
+# How long a compute past its timeout has to stop once cancelled, unless its grace_period says.
+CANCEL_GRACE_MS = 1000
+
+
 @dataclass(frozen=True)
 class Layout:
     specs: dict[str, dict[str, SenseSpec]]  # group -> sense -> spec
@@ -59,15 +63,19 @@ def layout(ws: Workspace, config: NerveConfig) -> Layout:
         except SenseError as exc:
             missing[name] = str(exc)
             continue
-        spec = SenseSpec(name, str(path), dict(sense.options), sense.effective_timeout_ms)
+        grace = sense.grace_period or CANCEL_GRACE_MS
+        spec = SenseSpec(name, str(path), dict(sense.options), sense.effective_timeout_ms, grace)
         specs.setdefault(sense.group or name, {})[name] = spec
         interval, on = config.schedule_for(name)
+        throttle = sense.throttle
+        if name in on and not throttle:
+            throttle = interval  # its own signal repeats it at most once an interval
         plans.append(
             Plan(
                 name,
                 interval,
                 tuple(on),
-                sense.throttle,
+                throttle,
                 sense.grace_period,
                 cron=sense.schedule,
                 timezone=sense.timezone,

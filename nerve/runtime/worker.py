@@ -22,6 +22,7 @@ import inspect
 import json
 import os
 import select
+import signal
 import sys
 import time
 import traceback
@@ -34,7 +35,7 @@ from nerve.canonical import MAX_NESTING, canonical_json
 from nerve.contract import Observation, SenseContext, Skip, WorkflowTrigger, normalise_result
 from nerve.errors import NerveError
 from nerve.events import check_text, check_valid_time
-from nerve.runtime.children import detach
+from nerve.runtime.children import CANCEL_SIGNAL, detach
 
 _LOOP = asyncio.new_event_loop()
 # A state is stored inside its sense.state payload ({"state": ...}): one level less than it.
@@ -58,14 +59,38 @@ class LoadedSense:
         )
 
     def run(self, state: Any) -> Any:
-        out = self.compute(state, self.ctx) if self.takes_ctx else self.compute(state)
-        if inspect.isawaitable(out):
-            out = _LOOP.run_until_complete(_await(out))
-        return out
+        self.ctx.cancel_event.clear()
+        _CURRENT.ctx = self.ctx
+        try:
+            out = self.compute(state, self.ctx) if self.takes_ctx else self.compute(state)
+            if inspect.isawaitable(out):
+                _CURRENT.task = _LOOP.create_task(_await(out))
+                out = _LOOP.run_until_complete(_CURRENT.task)
+            return out
+        finally:
+            _CURRENT.ctx = _CURRENT.task = None
 
 
 async def _await(value: Any) -> Any:
     return await value
+
+
+class _Current:
+    """The compute running now, for the cancel signal's handler."""
+
+    ctx: SenseContext | None = None
+    task: asyncio.Task[Any] | None = None
+
+
+_CURRENT = _Current()
+
+
+def _on_cancel(signum: int, frame: Any) -> None:
+    ctx, task = _CURRENT.ctx, _CURRENT.task
+    if ctx is not None:
+        ctx.cancel_event.set()
+    if task is not None:
+        _LOOP.call_soon_threadsafe(task.cancel)
 
 
 def load_sense(name: str, path: str, workspace: Path, options: dict[str, Any]) -> LoadedSense:
@@ -106,6 +131,11 @@ def _workflow_json(raw: Any) -> Any:
         return {"invalid": str(exc), "raw": repr(raw)[:200]}
 
 
+def _value_json(value: Any) -> Any:
+    # It is stored inside the signal's payload, so one level less than a payload may nest.
+    return json.loads(canonical_json(value, field="value", limit=MAX_NESTING - 1))
+
+
 def compute(sense: LoadedSense, seq: int, state: Any) -> dict[str, Any]:
     started_ns = time.monotonic_ns()  # CLOCK_MONOTONIC: comparable with the kernel's loop time
     started = time.perf_counter()
@@ -114,6 +144,8 @@ def compute(sense: LoadedSense, seq: int, state: Any) -> dict[str, Any]:
         if isinstance(returned, Skip):
             return _skipped(seq, returned.reason, started, started_ns)
         result = normalise_result(returned, state)
+    except asyncio.CancelledError:
+        return _failure(seq, "cancelled", "compute cancelled past its timeout")
     except Exception as exc:
         return _failure(seq, "exception", f"{type(exc).__name__}: {exc}", traceback.format_exc())
     try:
@@ -124,14 +156,21 @@ def compute(sense: LoadedSense, seq: int, state: Any) -> dict[str, Any]:
         observations = [_observation_json(o) for o in result.observations]
     except NerveError as exc:
         return _failure(seq, "unserialisable", f"observation cannot be stored: {exc}")
+    try:
+        value = None if result.value is None else _value_json(result.value)
+    except NerveError as exc:
+        return _failure(seq, "unserialisable", f"returned value cannot be stored: {exc}")
+    workflow = _workflow_json(result.workflow)
+    launches = workflow is not None and "invalid" not in workflow
     return {
         "op": "result",
         "seq": seq,
         "ok": True,
         "state": new_state,
         "observations": observations,
-        "workflow": _workflow_json(result.workflow),
-        "signal": result.signal,
+        "workflow": workflow,
+        "signal": (not launches) if result.signal is None else result.signal,
+        "value": value,
         "duration_ms": round((time.perf_counter() - started) * 1000, 3),
         "started_ns": started_ns,
     }
@@ -218,6 +257,7 @@ def serve(inp: LineReader, out: TextIO) -> None:
 
 def main() -> None:
     detach()  # the kernel stops its workers: a Ctrl+C must not interrupt a compute
+    signal.signal(CANCEL_SIGNAL, _on_cancel)
     protocol = os.fdopen(os.dup(1), "w", encoding="utf-8")
     os.dup2(2, 1)  # a sense's print() goes to the daemon log, not into the protocol
     sys.stdout = sys.stderr

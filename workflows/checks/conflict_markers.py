@@ -1,6 +1,6 @@
 """The conflict-markers check: lines left over from an unresolved merge.
 
-python workflows/checks/conflict_markers.py --run RUN --file-path PATH
+python workflows/checks/conflict_markers.py --stage STAGE --file-path PATH
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ MARKERS = ("<<<<<<< ", ">>>>>>> ")
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--run", default="")
+    parser.add_argument("--stage", default="")
     parser.add_argument("--file-path", "--output-path", dest="path", required=True)
     args = parser.parse_args()
     try:

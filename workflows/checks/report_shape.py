@@ -1,7 +1,7 @@
 """The report-shape check: required H2 headings in a Markdown file.
 
     python workflows/checks/report_shape.py --require Summary [--require ...]
-        --run RUN --output-path PATH
+        --stage STAGE --output-path PATH
 
 Prints one JSON line with a boolean ``pass``, ``findings`` and ``findings_count``; exits 0
 whether the file passes or not (nerve reads any other exit as a script error).
@@ -17,7 +17,7 @@ from pathlib import Path
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--require", action="append", default=[])
-    parser.add_argument("--run", default="")
+    parser.add_argument("--stage", default="")
     parser.add_argument("--output-path", "--file-path", dest="path", required=True)
     args = parser.parse_args()
     try:
