@@ -23,6 +23,7 @@ REGENERATED = {
     "c3_attention.json": "test_conformance_attention.py",
     "c5_chain.json": "test_conformance_attention.py",
     "c4_recall.json": "test_conformance_c4.py",
+    "n1_payload_jcs.json": "test_conformance.py",
 }
 
 
@@ -50,3 +51,10 @@ def test_every_shipped_vector_is_regenerated_and_compared() -> None:
     assert sorted(_shipped()) == sorted(REGENERATED)
     for name, module in REGENERATED.items():
         assert name in (HERE / module).read_text(encoding="utf-8"), (name, module)
+
+
+def test_the_payload_vector_is_regenerated_byte_for_byte(tmp_path: Path) -> None:
+    before = _shipped()["n1_payload_jcs.json"]
+    script = HERE / "generate_payloads.py"
+    subprocess.run([sys.executable, str(script), str(tmp_path)], check=True, cwd=HERE.parent)
+    assert (tmp_path / "n1_payload_jcs.json").read_bytes() == before

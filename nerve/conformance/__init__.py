@@ -98,6 +98,23 @@ def check_c2(vec: dict[str, Any]) -> tuple[bool, str]:
     return True, f"event id {ev.id.hex()[:16]}…; {len(vec['retagged'])} re-tags change it"
 
 
+@checker("N1")
+def check_n1(vec: dict[str, Any]) -> tuple[bool, str]:
+    """Each payload's JSON text canonicalises to the published RFC 8785 bytes and address."""
+    from nerve.canonical import canonical_json, parse_canonical
+
+    for case in vec["cases"]:
+        data = canonical_json(json.loads(case["input"]), field=case["name"])
+        want = case["canonical"].encode("utf-8")
+        if data != want:
+            return False, f"{case['name']}: wrote {data!r}, published {want!r}"
+        if blake3.blake3(data).hexdigest() != case["payload_cid"]:
+            return False, f"{case['name']}: payload address differs from the published one"
+        if parse_canonical(want) is None:
+            return False, f"{case['name']}: the published bytes do not read back as canonical"
+    return True, f"{len(vec['cases'])} payloads in RFC 8785 form with their addresses"
+
+
 def run_file(path: Path) -> VectorResult:
     try:
         vec = json.loads(path.read_text(encoding="utf-8"))
