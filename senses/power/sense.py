@@ -12,8 +12,8 @@ means: in the last ``live_window`` (5) samples it advanced at least ``live_min_a
 times, the samples cover at least ``live_min_ms`` (300) ms, and the CPUs did at least
 ``live_min_busy_ms`` (10) ms of work meanwhile; and the interval graded is one in which it
 advanced (a counter that stood still over an interval measured nothing, whatever the window
-says, so that interval is never ``HwShunt`` with 0 µJ). Otherwise the figure comes from the estimator
-(CPU busy time since the previous compute x ``estimate_watts_per_core``), provenance
+says, so that interval is never ``HwShunt`` with 0 µJ). Otherwise the figure comes from the
+estimator (CPU busy time since the previous compute x ``estimate_watts_per_core``), provenance
 ``Estimator``, no ``measured_uj``, and ``reason`` says why. ``estimated_uj`` is always
 present; a package's share of the estimate is the CPU estimate split evenly over packages.
 Wraparound is undone with ``max_energy_range_uj``; a counter that goes backwards without a
