@@ -218,6 +218,22 @@ def check_n1(vec: dict[str, Any]) -> Problems:
     return problems
 
 
+def check_n2(vec: dict[str, Any]) -> Problems:
+    """Projection rows are RFC 8785 objects, sorted by their UTF-8 bytes, and the digest is
+    blake3 over each line and a newline (README: "Projection digests"). Running the SQL
+    itself needs DuckDB; this checks the encoding, order and digest of the published rows."""
+    problems: Problems = []
+    for view in vec["projections"]:
+        lines = [line.encode("utf-8") for line in view["lines"]]
+        if any(canonical_json(json.loads(line)) != line for line in lines):
+            problems.append(f"{view['name']}: a row is not in RFC 8785 form")
+        if lines != sorted(lines) or len(lines) != view["rows"]:
+            problems.append(f"{view['name']}: rows are not sorted by their bytes")
+        if b3(b"".join(line + b"\n" for line in lines)).hex() != view["digest"]:
+            problems.append(f"{view['name']}: digest differs")
+    return problems
+
+
 def check_c2(vec: dict[str, Any]) -> Problems:
     base = vec["event"]
     problems = _wire_claims(0, base)

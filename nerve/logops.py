@@ -336,3 +336,17 @@ def parse_payload_arg(text: str | None) -> Any:
         raise UsageError(
             f"--payload is not valid JSON: {exc.msg}", hint="quote it: --payload '{\"k\": 1}'"
         ) from None
+
+
+def projection_digests(ws: Workspace) -> list[dict[str, Any]]:
+    """``{"name", "rows", "digest"}`` for every projection view, by name (see
+    ``nerve.query.projection_digest``)."""
+    from nerve.query import load_projections, projection_digest
+
+    names = sorted(p.name for p in load_projections(ws.projection_dirs()))
+    conn = ws.connect()
+    try:
+        digests = [(name, *projection_digest(conn, name)) for name in names]
+    finally:
+        conn.close()
+    return [{"name": name, "rows": rows, "digest": digest} for name, rows, digest in digests]

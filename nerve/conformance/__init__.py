@@ -115,6 +115,31 @@ def check_n1(vec: dict[str, Any]) -> tuple[bool, str]:
     return True, f"{len(vec['cases'])} payloads in RFC 8785 form with their addresses"
 
 
+@checker("N2")
+def check_n2(vec: dict[str, Any]) -> tuple[bool, str]:
+    """The published events, imported into a fresh log, give each projection the published
+    canonical rows and digest (with the shipped projection SQL and the given settings)."""
+    from nerve.log.store import EventLog
+    from nerve.query import connect, lines_digest, projection_lines
+
+    with tempfile.TemporaryDirectory() as tmp:
+        with EventLog(Path(tmp), node="conformance") as log:
+            log.import_events(event_from_json(obj) for obj in vec["events"])
+        conn = connect(Path(tmp), [bundled("projections")], vec["settings"])
+        try:
+            got = {p["name"]: projection_lines(conn, p["name"]) for p in vec["projections"]}
+        finally:
+            conn.close()
+    for view in vec["projections"]:
+        lines = got[view["name"]]
+        if [line.decode("utf-8") for line in lines] != view["lines"]:
+            return False, f"projection {view['name']}: rows differ from the published ones"
+        if lines_digest(lines) != view["digest"] or len(lines) != view["rows"]:
+            return False, f"projection {view['name']}: digest differs from {view['digest']}"
+    names = ", ".join(v["name"] for v in vec["projections"])
+    return True, f"projection digests of {names} reproduced"
+
+
 def run_file(path: Path) -> VectorResult:
     try:
         vec = json.loads(path.read_text(encoding="utf-8"))
