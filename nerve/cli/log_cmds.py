@@ -242,11 +242,21 @@ def payload_cmd(cid: Annotated[str, typer.Argument(help="Payload address (hex)."
     sys.stdout.buffer.write(bytes(result.rows[0][0]))
 
 
-def conformance_cmd(as_json: JsonFlag = False) -> None:
-    """Run every published conformance vector."""
+def conformance_cmd(
+    vectors: Annotated[
+        Path | None,
+        typer.Option(
+            "--vectors",
+            help="A folder laid out like conformance/v1 (e.g. another implementation's).",
+            file_okay=False,
+        ),
+    ] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Run every published conformance vector (or those in --vectors DIR)."""
     from nerve.conformance import run_all
 
-    results = run_all()
+    results = run_all(vectors)
     if as_json:
         emit_json({"ok": all(r.ok for r in results), "vectors": [r.to_json() for r in results]})
     else:

@@ -151,6 +151,8 @@ def run_file(path: Path) -> VectorResult:
         return VectorResult(name, path.name, False, f"no checker for vector {name}")
     try:
         ok, detail = check(vec)
+    except KeyError as exc:
+        ok, detail = False, f"missing field {exc} (a vector {name} needs it)"
     except Exception as exc:  # a vector that crashes the checker is a failure, not a crash
         ok, detail = False, f"{type(exc).__name__}: {exc}"
     return VectorResult(name, path.name, ok, detail)
@@ -162,9 +164,23 @@ def _load_extra_checkers() -> None:
 
 
 def run_all(folder: Path | None = None) -> list[VectorResult]:
+    """Check every ``*.json`` vector in ``folder`` (default: the shipped ``conformance/v1``),
+    each by the checker its ``vector`` key names; any folder laid out the same way works,
+    such as another implementation's vectors. ``UsageError`` if it holds none."""
+    from nerve.errors import UsageError
+
     _load_extra_checkers()
     folder = folder or bundled("conformance") / "v1"
-    return [run_file(p) for p in sorted(folder.glob("*.json"))]
+    if not folder.is_dir():
+        raise UsageError(f"{folder} is not a folder of conformance vectors")
+    files = sorted(folder.glob("*.json"))
+    if not files:
+        raise UsageError(
+            f"{folder} holds no *.json vectors",
+            hint="a folder laid out like conformance/v1: one JSON file per vector, each with "
+            f"a 'vector' key ({', '.join(sorted(CHECKERS))})",
+        )
+    return [run_file(p) for p in files]
 
 
 def retag(obj: dict[str, Any], **change: Any) -> dict[str, Any]:
