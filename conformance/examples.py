@@ -211,7 +211,27 @@ def projection_row() -> str:
     return "\n".join([*view["lines"], f"rows {view['rows']}, digest {view['digest']}"])
 
 
+def replay_digest() -> str:
+    vec = _vector("c1_replay_digest.json")
+    events = sorted(
+        zip(vec["events"], vec["ids"], strict=True),
+        key=lambda p: (p[0]["hlc"], p[0]["node"].encode(), bytes.fromhex(p[1])),
+    )
+    lines = [f"{e['hlc'][0]}.{e['hlc'][1]}  {e['node']}  {i}" for e, i in events]
+    digest = blake3.blake3(b"".join(bytes.fromhex(i) for _, i in events)).hexdigest()
+    assert digest == vec["replay_digest"]
+    return "\n".join([*lines, f"replay digest = blake3(the 8 ids, 32 bytes each) = {digest}"])
+
+
+def wire_form() -> str:
+    vec = _vector("c1_replay_digest.json")
+    shown = [vec["events"][0], vec["events"][2], vec["events"][3]]
+    return "\n".join(canonical_json(e).decode() for e in shown)
+
+
 EXAMPLES: dict[str, Callable[[], str]] = {
+    "replay-digest": replay_digest,
+    "wire-form": wire_form,
     "payload-floats": payload_floats,
     "attestation": attestation,
     "link-genesis": link_genesis,
