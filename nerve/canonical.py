@@ -61,11 +61,7 @@ _SCAN: Callable[[str, int], tuple[Any, int]] = json.scanner.make_scanner(
 
 def _encode_parsed(value: Any) -> str:
     text = _CANONICAL.encode(value) if _C_CANONICAL is None else "".join(_C_CANONICAL(value, 0))
-    if not _maybe_not_jcs(text):
-        return text
-    out: list[str] = []
-    _jcs(value, out)
-    return "".join(out)
+    return _as_jcs(text, value)
 
 
 def _parse_whole(text: str) -> Any:
@@ -83,20 +79,34 @@ def _parse_whole(text: str) -> Any:
 #
 # The stdlib's C encoder (keys sorted by code point) already gives JCS bytes unless the value
 # holds a float (Python's float text differs from ECMAScript's) or a key with a character
-# beyond U+FFFF (code point and UTF-16 order differ there). Both show in its output, so the
-# common case costs one C encode and a scan; the rest goes through :func:`_jcs`.
+# beyond U+FFFF (code point and UTF-16 order differ there). Both show in its output: floats
+# are rewritten token by token in one regex pass that steps over strings, and only a text
+# with a character beyond U+FFFF is encoded again by :func:`_jcs`, which sorts keys by UTF-16.
 
+_JSON_TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|-?\d+(?:\.\d+)?(?:e[+-]\d+)?')
 _STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
-_FLOAT_MARK = re.compile(r"[.]|e[+-]")  # every float Python writes has one; no other token does
+_FLOAT_MARK = re.compile(r"[.]|e[+-]")  # every float Python writes has one; no other token
 _ASTRAL = re.compile("[\U00010000-\U0010ffff]")
 
 
-def _maybe_not_jcs(text: str) -> bool:
+def _token_text(match: re.Match[str]) -> str:
+    token = match.group()
+    if token[0] == '"' or ("." not in token and "e" not in token):
+        return token  # a string, or an integer (exact digits)
+    return _jcs_number(float(token))
+
+
+def _as_jcs(text: str, value: Any) -> str:
+    """``text`` (the C encoder's output for ``value``) in JCS form."""
     if not text.isascii() and _ASTRAL.search(text):
-        return True
+        out: list[str] = []
+        _jcs(value, out)
+        return "".join(out)
     if "." not in text and "e+" not in text and "e-" not in text:
-        return False
-    return _FLOAT_MARK.search(_STRING.sub("", text)) is not None
+        return text
+    if _FLOAT_MARK.search(_STRING.sub("", text)) is None:  # the marks were inside strings
+        return text
+    return _JSON_TOKEN.sub(_token_text, text)
 
 
 def _jcs_key(key: object) -> str:
@@ -108,6 +118,14 @@ def _jcs_key(key: object) -> str:
 
 
 def _jcs_number(value: float) -> str:
+    """ECMAScript's number text. Where Python writes a float without an exponent
+    (1e-4 <= |x| < 1e16) both use the same shortest digits and fixed notation, differing
+    only in Python's ``.0`` on whole numbers; elsewhere the ``rfc8785`` package decides."""
+    text = float.__repr__(value)
+    if "e" not in text and "n" not in text:  # not an exponent, inf or nan
+        if value == 0:
+            return "0"
+        return text[:-2] if text.endswith(".0") else text
     import rfc8785
 
     return rfc8785.dumps(value).decode("ascii")
@@ -150,12 +168,7 @@ def _utf16_key(pair: tuple[str, Any]) -> bytes:
 def jcs_text(value: Any) -> str:
     """``value`` as RFC 8785 text (see the module docstring); TypeError / ValueError / a
     RecursionError as ``json.dumps`` raises them."""
-    text = _CANONICAL.encode(value)
-    if not _maybe_not_jcs(text):
-        return text
-    out: list[str] = []
-    _jcs(value, out)
-    return "".join(out)
+    return _as_jcs(_CANONICAL.encode(value), value)
 
 
 def legacy_json(value: Any) -> bytes:
