@@ -51,12 +51,88 @@ def source_code(name: str) -> int:
     return SOURCES[name]
 
 
+# -- payloads (README: "Payloads"): RFC 8785, the JSON Canonicalization Scheme -------------
+
+_SHORT_ESCAPES = {
+    '"': '\\"',
+    "\\": "\\\\",
+    "\b": "\\b",
+    "\f": "\\f",
+    "\n": "\\n",
+    "\r": "\\r",
+    "\t": "\\t",
+}
+
+
+def jcs_string(text: str) -> str:
+    """A JSON string as ECMAScript's JSON.stringify writes it (RFC 8785 §3.2.2.2)."""
+    out = ['"']
+    for ch in text:
+        if ch in _SHORT_ESCAPES:
+            out.append(_SHORT_ESCAPES[ch])
+        elif ord(ch) < 0x20:
+            out.append(f"\\u{ord(ch):04x}")
+        else:
+            out.append(ch)
+    return "".join(out) + '"'
+
+
+def jcs_number(value: float) -> str:
+    """ECMAScript's Number::toString (RFC 8785 §3.2.2.3) from the shortest round-trip digits."""
+    if value - value != 0:  # NaN and the infinities
+        raise ValueError(f"{value} has no JSON form")
+    if value == 0:
+        return "0"
+    if value < 0:
+        return "-" + jcs_number(-value)
+    mantissa, _, exp = repr(value).partition("e")
+    whole, _, frac = mantissa.partition(".")
+    raw = whole + frac
+    digits = raw.lstrip("0")
+    n = len(whole) + int(exp or 0) - (len(raw) - len(digits))  # value = 0.digits × 10^n
+    digits = digits.rstrip("0")
+    k = len(digits)
+    if k <= n <= 21:
+        return digits + "0" * (n - k)
+    if 0 < n <= 21:
+        return digits[:n] + "." + digits[n:]
+    if -6 < n <= 0:
+        return "0." + "0" * -n + digits
+    e = n - 1
+    head = digits if k == 1 else digits[0] + "." + digits[1:]
+    return f"{head}e{'+' if e >= 0 else '-'}{abs(e)}"
+
+
+def _utf16_units(key: str) -> list[int]:
+    units = []
+    for ch in key:
+        cp = ord(ch)
+        if cp < 0x10000:
+            units.append(cp)
+        else:
+            units += [0xD800 + ((cp - 0x10000) >> 10), 0xDC00 + ((cp - 0x10000) & 0x3FF)]
+    return units
+
+
+def jcs(value: Any) -> str:
+    """RFC 8785 text; integers are written exactly, also beyond 2^53 (README: "Payloads")."""
+    if value is None or isinstance(value, bool):
+        return {None: "null", True: "true", False: "false"}[value]
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return jcs_number(value)
+    if isinstance(value, str):
+        return jcs_string(value)
+    if isinstance(value, list):
+        return "[" + ",".join(jcs(v) for v in value) + "]"
+    keys = sorted(value, key=_utf16_units)
+    return "{" + ",".join(jcs_string(k) + ":" + jcs(value[k]) for k in keys) + "}"
+
+
 def canonical_json(value: Any) -> bytes:
-    """UTF-8, object keys sorted, no insignificant whitespace, no NaN or infinity."""
-    text = json.dumps(
-        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
-    )
-    return text.encode("utf-8")
+    """A structured payload's bytes: the UTF-8 of its RFC 8785 text."""
+    return jcs(value).encode("utf-8")
 
 
 def payload_bytes(wire: dict[str, Any]) -> bytes:
@@ -127,6 +203,34 @@ def check_c1(vec: dict[str, Any]) -> Problems:
     digest = replay_digest(events).hex()
     if digest != vec["replay_digest"]:
         problems.append(f"replay digest {digest}, published {vec['replay_digest']}")
+    return problems
+
+
+def check_n1(vec: dict[str, Any]) -> Problems:
+    """Payload JSON texts and their RFC 8785 bytes and addresses (README: "Payloads")."""
+    problems: Problems = []
+    for case in vec["cases"]:
+        data = canonical_json(json.loads(case["input"]))
+        if data != case["canonical"].encode("utf-8"):
+            problems.append(f"{case['name']}: canonical form is {data!r}")
+        elif b3(data).hex() != case["payload_cid"]:
+            problems.append(f"{case['name']}: payload address differs")
+    return problems
+
+
+def check_n2(vec: dict[str, Any]) -> Problems:
+    """Projection rows are RFC 8785 objects, sorted by their UTF-8 bytes, and the digest is
+    blake3 over each line and a newline (README: "Projection digests"). Running the SQL
+    itself needs DuckDB; this checks the encoding, order and digest of the published rows."""
+    problems: Problems = []
+    for view in vec["projections"]:
+        lines = [line.encode("utf-8") for line in view["lines"]]
+        if any(canonical_json(json.loads(line)) != line for line in lines):
+            problems.append(f"{view['name']}: a row is not in RFC 8785 form")
+        if lines != sorted(lines) or len(lines) != view["rows"]:
+            problems.append(f"{view['name']}: rows are not sorted by their bytes")
+        if b3(b"".join(line + b"\n" for line in lines)).hex() != view["digest"]:
+            problems.append(f"{view['name']}: digest differs")
     return problems
 
 

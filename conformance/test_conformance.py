@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from nerve.conformance import run_all
 
 HERE = Path(__file__).resolve().parent
@@ -23,6 +25,8 @@ REGENERATED = {
     "c3_attention.json": "test_conformance_attention.py",
     "c5_chain.json": "test_conformance_attention.py",
     "c4_recall.json": "test_conformance_c4.py",
+    "n1_payload_jcs.json": "test_conformance.py",
+    "n2_projections.json": "test_conformance.py",
 }
 
 
@@ -50,3 +54,19 @@ def test_every_shipped_vector_is_regenerated_and_compared() -> None:
     assert sorted(_shipped()) == sorted(REGENERATED)
     for name, module in REGENERATED.items():
         assert name in (HERE / module).read_text(encoding="utf-8"), (name, module)
+
+
+@pytest.mark.parametrize(
+    ("script", "name"),
+    [
+        ("generate_payloads.py", "n1_payload_jcs.json"),
+        ("generate_projections.py", "n2_projections.json"),
+    ],
+)
+def test_nerves_own_vectors_are_regenerated_byte_for_byte(
+    tmp_path: Path, script: str, name: str
+) -> None:
+    before = _shipped()[name]
+    subprocess.run([sys.executable, str(HERE / script), str(tmp_path)], check=True, cwd=HERE.parent)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [name]
+    assert (tmp_path / name).read_bytes() == before

@@ -75,7 +75,8 @@ def test_the_reference_checks_every_vector_with_nerve_unimportable() -> None:
         f"v = lambda n: json.loads(open({str(HERE / 'v1')!r} + '/' + n).read())\n"
         "c3, c5 = v('c3_attention.json'), v('c5_chain.json')\n"
         "print(json.dumps([r.check_c1(v('c1_replay_digest.json')), r.check_c2("
-        "v('c2_event_id.json')), r.check_c5(c5), r.check_c5_against_c3(c5, c3)]))\n"
+        "v('c2_event_id.json')), r.check_c5(c5), r.check_c5_against_c3(c5, c3),"
+        " r.check_n1(v('n1_payload_jcs.json')), r.check_n2(v('n2_projections.json'))]))\n"
         "assert sys.modules['nerve'] is None\n"
         "assert not any(m.startswith('nerve.') for m in sys.modules)\n"
     )
@@ -83,7 +84,7 @@ def test_the_reference_checks_every_vector_with_nerve_unimportable() -> None:
         [sys.executable, "-c", script], capture_output=True, text=True, check=False
     )
     assert proc.returncode == 0, proc.stderr
-    assert json.loads(proc.stdout) == [[], [], [], []]
+    assert json.loads(proc.stdout) == [[], [], [], [], [], []]
 
 
 def test_c1_preimages_ids_and_replay_digest() -> None:
@@ -99,6 +100,43 @@ def test_the_replay_digest_follows_the_documented_order_not_the_listing() -> Non
     assert ref.check_c1(vec) == []
     listed = ref.b3(b"".join(bytes.fromhex(i) for i in vec["ids"])).hex()
     assert listed != vec["replay_digest"]
+
+
+def test_n1_payload_bytes_agree_with_the_reference_and_rfc8785() -> None:
+    """The published bytes are recomputed by two implementations nerve does not share:
+    the reference, and the ``rfc8785`` package where JCS's own integer range allows."""
+    import rfc8785
+
+    vec = _vector("n1_payload_jcs.json")
+    assert ref.check_n1(vec) == []
+    safe = 0
+    for case in vec["cases"]:
+        try:
+            theirs = rfc8785.dumps(json.loads(case["input"]))
+        except rfc8785.IntegerDomainError:
+            continue  # 1700000000000000001: JCS itself has no exact form; nerve keeps digits
+        assert theirs == case["canonical"].encode("utf-8"), case["name"]
+        safe += 1
+    assert safe == len(vec["cases"]) - 1
+    altered = copy.deepcopy(vec)
+    altered["cases"][0]["canonical"] = altered["cases"][0]["canonical"].replace("1e-7", "1e-07")
+    assert ref.check_n1(altered) != []
+
+
+def test_n2_rows_and_digests_and_what_breaks_them() -> None:
+    vec = _vector("n2_projections.json")
+    assert ref.check_n2(vec) == []
+    assert {v["name"] for v in vec["projections"]} == {"sense_state", "attention_budget"}
+    for change in ("reorder", "float-text", "digest"):
+        altered = copy.deepcopy(vec)
+        view = altered["projections"][0]
+        if change == "reorder":
+            view["lines"].reverse()
+        elif change == "float-text":
+            view["lines"] = [line.replace("1e-7", "1e-07") for line in view["lines"]]
+        else:
+            view["digest"] = "00" * 32
+        assert ref.check_n2(altered) != [], change
 
 
 def test_c2_id_and_retags() -> None:

@@ -1,6 +1,17 @@
 """Canonical encodings: JSON for payloads and wire output, det-CBOR for signed records.
 
-Canonical JSON is UTF-8, keys sorted, no insignificant whitespace, no NaN or infinity.
+Canonical JSON is RFC 8785, the JSON Canonicalization Scheme (JCS): UTF-8, object keys
+sorted by their UTF-16 code units, no insignificant whitespace, strings escaped as
+ECMAScript's ``JSON.stringify`` does, numbers in ECMAScript's shortest form (``1e-7``,
+``1e+21``, ``0`` for ``-0``; the number text comes from the ``rfc8785`` package), no NaN or
+infinity. One extension: an integer outside JCS's exact range (beyond ±(2^53 − 1), such as
+a nanosecond stamp) is written as its exact decimal digits, never rounded to a double.
+
+Payloads written before nerve used JCS were in nerve's first form (:func:`legacy_json`:
+keys sorted by code point, Python's float text such as ``1e-07``). Stored bytes are never
+re-encoded, so their addresses and ids stay valid; readers that recompute an encoding
+(``nerve import`` of a ``"payload"`` value with a claimed address, the manifest check)
+accept either form.
 
 **Nesting limit.** JSON nerve stores or reads may nest arrays and objects at most
 :data:`MAX_NESTING` (64) levels deep: ``1`` nests 0 levels, ``[1]`` 1, ``{"a": [1]}`` 2.
@@ -49,9 +60,8 @@ _SCAN: Callable[[str, int], tuple[Any, int]] = json.scanner.make_scanner(
 
 
 def _encode_parsed(value: Any) -> str:
-    if _C_CANONICAL is None:
-        return _CANONICAL.encode(value)
-    return "".join(_C_CANONICAL(value, 0))
+    text = _CANONICAL.encode(value) if _C_CANONICAL is None else "".join(_C_CANONICAL(value, 0))
+    return _as_jcs(text, value)
 
 
 def _parse_whole(text: str) -> Any:
@@ -65,13 +75,116 @@ def _parse_whole(text: str) -> Any:
     return value
 
 
+# --- RFC 8785 (JCS) ----------------------------------------------------------------------
+#
+# The stdlib's C encoder (keys sorted by code point) already gives JCS bytes unless the value
+# holds a float (Python's float text differs from ECMAScript's) or a key with a character
+# beyond U+FFFF (code point and UTF-16 order differ there). Both show in its output: floats
+# are rewritten token by token in one regex pass that steps over strings, and only a text
+# with a character beyond U+FFFF is encoded again by :func:`_jcs`, which sorts keys by UTF-16.
+
+_JSON_TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|-?\d+(?:\.\d+)?(?:e[+-]\d+)?')
+_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
+_FLOAT_MARK = re.compile(r"[.]|e[+-]")  # every float Python writes has one; no other token
+_ASTRAL = re.compile("[\U00010000-\U0010ffff]")
+
+
+def _token_text(match: re.Match[str]) -> str:
+    token = match.group()
+    if token[0] == '"' or ("." not in token and "e" not in token):
+        return token  # a string, or an integer (exact digits)
+    return _jcs_number(float(token))
+
+
+def _as_jcs(text: str, value: Any) -> str:
+    """``text`` (the C encoder's output for ``value``) in JCS form."""
+    if not text.isascii() and _ASTRAL.search(text):
+        out: list[str] = []
+        _jcs(value, out)
+        return "".join(out)
+    if "." not in text and "e+" not in text and "e-" not in text:
+        return text
+    if _FLOAT_MARK.search(_STRING.sub("", text)) is None:  # the marks were inside strings
+        return text
+    return _JSON_TOKEN.sub(_token_text, text)
+
+
+def _jcs_key(key: object) -> str:
+    if isinstance(key, str):
+        return key
+    if key is None or isinstance(key, bool | int | float):  # as json.dumps turns them to text
+        return _CANONICAL.encode(key) if not isinstance(key, float) else _jcs_number(key)
+    raise TypeError(f"keys must be str, int, float, bool or None, not {type(key).__name__}")
+
+
+def _jcs_number(value: float) -> str:
+    """ECMAScript's number text. Where Python writes a float without an exponent
+    (1e-4 <= |x| < 1e16) both use the same shortest digits and fixed notation, differing
+    only in Python's ``.0`` on whole numbers; elsewhere the ``rfc8785`` package decides."""
+    text = float.__repr__(value)
+    if "e" not in text and "n" not in text:  # not an exponent, inf or nan
+        if value == 0:
+            return "0"
+        return text[:-2] if text.endswith(".0") else text
+    import rfc8785
+
+    return rfc8785.dumps(value).decode("ascii")
+
+
+def _jcs(value: Any, out: list[str]) -> None:
+    if isinstance(value, str):
+        out.append(json.encoder.encode_basestring(value))
+    elif value is None or isinstance(value, bool):
+        out.append("null" if value is None else "true" if value else "false")
+    elif isinstance(value, int):
+        out.append(int.__repr__(value))  # exact digits, also beyond 2^53
+    elif isinstance(value, float):
+        out.append(_jcs_number(value))
+    elif isinstance(value, list | tuple):
+        out.append("[")
+        for index, item in enumerate(value):
+            out.append("," if index else "")
+            _jcs(item, out)
+        out.append("]")
+    elif isinstance(value, dict):
+        _jcs_object(value, out)
+    else:
+        raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
+def _jcs_object(value: dict[Any, Any], out: list[str]) -> None:
+    pairs = sorted(((_jcs_key(k), v) for k, v in value.items()), key=_utf16_key)
+    out.append("{")
+    for index, (key, item) in enumerate(pairs):
+        out.append(("," if index else "") + json.encoder.encode_basestring(key) + ":")
+        _jcs(item, out)
+    out.append("}")
+
+
+def _utf16_key(pair: tuple[str, Any]) -> bytes:
+    return pair[0].encode("utf-16-be", "surrogatepass")
+
+
+def jcs_text(value: Any) -> str:
+    """``value`` as RFC 8785 text (see the module docstring); TypeError / ValueError / a
+    RecursionError as ``json.dumps`` raises them."""
+    return _as_jcs(_CANONICAL.encode(value), value)
+
+
+def legacy_json(value: Any) -> bytes:
+    """``value`` in nerve's first canonical form (keys by code point, Python float text),
+    which payloads stored before JCS use; only for checking such stored bytes."""
+    return _CANONICAL.encode(value).encode("utf-8", "surrogatepass")
+
+
 def canonical_json(value: Any, *, field: str = "value", limit: int = MAX_NESTING) -> bytes:
-    """Encode ``value`` as canonical JSON bytes; raise ``EventError`` if it cannot be.
+    """Encode ``value`` as canonical JSON (RFC 8785) bytes; raise ``EventError`` if it
+    cannot be.
 
     ``field`` names the value in errors; ``limit`` is the deepest nesting accepted.
     """
     try:
-        text = _CANONICAL.encode(value)
+        text = jcs_text(value)
     except RecursionError:
         raise _too_deep(field, None, limit) from None
     except (TypeError, ValueError) as exc:

@@ -425,6 +425,24 @@ class DaemonConfig(_Model):
     max_request_bytes: int = Field(default=1 << 20, ge=1)
 
 
+_KEY_HEX = re.compile(r"^[0-9a-f]{64}$")
+
+
+class AttestationConfig(_Model):
+    """The Ed25519 public keys (64 lower-case hex digits each) whose signature earns an
+    event trust ``Attested`` (see ``nerve.log.attest``); none by default."""
+
+    keys: list[str] = Field(default_factory=list)
+
+    @field_validator("keys")
+    @classmethod
+    def _hex_keys(cls, keys: list[str]) -> list[str]:
+        for key in keys:
+            if not _KEY_HEX.match(key):
+                raise ValueError(f"{key!r} is not an Ed25519 public key in 64 lower-case hex")
+        return keys
+
+
 class NerveConfig(_Model):
     """A whole ``nerve.yaml``."""
 
@@ -439,6 +457,7 @@ class NerveConfig(_Model):
     daemon: DaemonConfig = Field(default_factory=DaemonConfig)
     privacy: PrivacyConfig = Field(default_factory=PrivacyConfig)
     mcp: McpConfig = Field(default_factory=McpConfig)
+    attestation: AttestationConfig = Field(default_factory=AttestationConfig)
 
     @model_validator(mode="before")
     @classmethod
@@ -482,6 +501,7 @@ _MODELS = (
     LogConfig,
     RetentionConfig,
     DaemonConfig,
+    AttestationConfig,
     *PRIVACY_MODELS,
     *MCP_MODELS,
 )

@@ -43,6 +43,13 @@ MAX_SKIP_REASON = 200  # characters
 MAX_KEY = 200  # characters of a workflow trigger's dedupe key
 
 
+def _is_attested(trust: object) -> bool:
+    try:
+        return parse_trust(trust) == Trust.ATTESTED  # type: ignore[arg-type]
+    except Exception:
+        return False  # normalised() names the bad value
+
+
 @dataclass(frozen=True, slots=True)
 class Observation:
     """A Sense v0.1 event a sense reports; the kernel stamps and stores it."""
@@ -55,7 +62,17 @@ class Observation:
     subject: str | None = None
 
     def normalised(self) -> Observation:
-        """Same observation with ``source`` and ``trust`` as codes; raises ``SenseError``."""
+        """Same observation with ``source`` and ``trust`` as codes; raises ``SenseError``
+        (also for ``Attested``: a sense holds no key the workspace pins, see
+        ``nerve.log.attest``)."""
+        if _is_attested(self.trust):
+            raise SenseError(
+                "invalid observation: trust Attested refused: a sense cannot attest (rule: "
+                "Attested needs an Ed25519 signature over the event's claim by a key pinned "
+                "in nerve.yaml attestation.keys)",
+                hint="report FirstParty for an OS API the sense called; a device that signs "
+                "emits through the socket",
+            )
         try:
             return Observation(
                 source=parse_source(self.source),

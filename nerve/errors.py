@@ -4,6 +4,7 @@
     ├── UsageError              a caller passed something nerve cannot use (bad flag, bad JSON)
     ├── ClockError              a remote HLC stamp is too far ahead, or a stamp went backwards
     ├── EventError              an event field is out of range or has the wrong type
+    │   └── TrustError          an event claims ``Attested`` with no attestation nerve can check
     ├── LogError                the event log cannot do what was asked
     │   ├── WriterLocked        a second writer tried to open a log another process holds
     │   ├── LogCorrupt          stored bytes do not match what they claim (names file, row, field)
@@ -84,6 +85,11 @@ class ClockError(NerveError):
 
 class EventError(NerveError):
     """Raised when an event field is out of range or of the wrong type."""
+
+
+class TrustError(EventError):
+    """An event claims trust ``Attested`` without an attestation nerve can check (an
+    Ed25519 signature by a key the workspace pins, see ``nerve.log.attest``)."""
 
 
 class LogError(NerveError):

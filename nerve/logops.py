@@ -12,6 +12,7 @@ from nerve.canonical import loads_bounded
 from nerve.clock import HLC_ZERO, Hlc
 from nerve.errors import EventError, LogError, NerveError, OrderError, SealDeferred, UsageError
 from nerve.events import Event
+from nerve.log.attest import check_batch, drafts_of_object
 from nerve.log.drafts import Draft
 from nerve.log.wire import draft_from_json, event_from_json, event_to_json, row_to_json
 from nerve.workspace import Workspace
@@ -51,10 +52,12 @@ def read_jsonl(stream: IO[str], name: str) -> Iterator[tuple[int, Any]]:
 
 
 def drafts_from_jsonl(stream: IO[str], name: str) -> list[Draft]:
+    """Drafts from JSON lines; an ``attestation`` on a line adds its ``trust.attestation``
+    draft after it (``nerve.log.attest``)."""
     drafts = []
     for number, obj in read_jsonl(stream, name):
         try:
-            drafts.append(Draft(**draft_from_json(obj)))
+            drafts += drafts_of_object(obj)
         except NerveError as exc:
             raise exc.located(f"{name}:{number}") from None
     return drafts
@@ -83,6 +86,7 @@ def emit(ws: Workspace, drafts: list[Draft], *, key: str | None = None) -> list[
     from nerve.privacy.policy import Policy
 
     drafts = Policy(ws.config.privacy).capture_all(drafts)  # the daemon does this itself
+    check_batch(drafts, ws.config.attestation.keys)  # what is stored is what was vouched for
     with ws.open_log() as log:
         events = events_from_table(log.append_drafts(drafts, key=key))
         _warn_seal(log)
@@ -236,6 +240,7 @@ def import_stream(ws: Workspace, stream: IO[str], name: str, *, key: str | None 
             raise exc.located(f"{name}:{number}") from None
         places.append(f"{name}:{number}")
     _check_sorted(events)
+    check_batch(events, ws.config.attestation.keys)
     from nerve.privacy.policy import Policy
 
     Policy(ws.config.privacy).screen(events, places)  # ids bind payloads: refuse, never edit
@@ -331,3 +336,17 @@ def parse_payload_arg(text: str | None) -> Any:
         raise UsageError(
             f"--payload is not valid JSON: {exc.msg}", hint="quote it: --payload '{\"k\": 1}'"
         ) from None
+
+
+def projection_digests(ws: Workspace) -> list[dict[str, Any]]:
+    """``{"name", "rows", "digest"}`` for every projection view, by name (see
+    ``nerve.query.projection_digest``)."""
+    from nerve.query import load_projections, projection_digest
+
+    names = sorted(p.name for p in load_projections(ws.projection_dirs()))
+    conn = ws.connect()
+    try:
+        digests = [(name, *projection_digest(conn, name)) for name in names]
+    finally:
+        conn.close()
+    return [{"name": name, "rows": rows, "digest": digest} for name, rows, digest in digests]

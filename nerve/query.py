@@ -255,10 +255,29 @@ def stream_query(
         raise UsageError(f"query failed: {exc}") from None
 
 
-def projection_digest(conn: duckdb.DuckDBPyConnection, name: str) -> tuple[int, str]:
-    """Row count and blake3 over the projection's rows as canonical JSON, fully ordered."""
-    result = run_query(conn, f'SELECT * FROM "{name}" ORDER BY ALL')
+def projection_lines(conn: duckdb.DuckDBPyConnection, name: str) -> list[bytes]:
+    """A view's rows in canonical form and order: each row the JSON object ``{column:
+    value}`` in RFC 8785 form (bytes as hex, times as ISO 8601, JSON columns as their parsed
+    value, integers exact), the lines sorted by their bytes."""
+    stream = stream_query(conn, f'SELECT * FROM "{name}"')
+    return sorted(
+        canonical_json(jsonable(dict(zip(stream.columns, row, strict=True))), field=name)
+        for chunk in stream.chunks()
+        for row in chunk.rows()
+    )
+
+
+def lines_digest(lines: Iterable[bytes]) -> str:
+    """blake3 over each line followed by one ``\n`` byte (hex)."""
     hasher = blake3.blake3()
-    for record in result.records():
-        hasher.update(canonical_json(jsonable(record)) + b"\n")
-    return len(result.rows), hasher.hexdigest()
+    for line in lines:
+        hasher.update(line + b"\n")
+    return hasher.hexdigest()
+
+
+def projection_digest(conn: duckdb.DuckDBPyConnection, name: str) -> tuple[int, str]:
+    """Row count and digest of a view's rows (:func:`projection_lines`), the same whatever
+    the row order, the segmentation or the machine (conformance/README.md, "Projection
+    digests")."""
+    lines = projection_lines(conn, name)
+    return len(lines), lines_digest(lines)

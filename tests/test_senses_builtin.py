@@ -527,6 +527,21 @@ def test_power_live_counter_is_a_hardware_reading(tmp_path: Path) -> None:
     assert isinstance(p["measured_uj"], int)
 
 
+def test_power_interval_without_an_advance_is_never_hwshunt(tmp_path: Path) -> None:
+    """4 of the last 5 samples advanced (a live window), but not the last one: the CPUs
+    worked through it, so 0 µJ is no measurement and the estimator grades it."""
+    _zone(tmp_path, 0)
+    readings = [0, 100_000, 200_000, 300_000, 400_000, 500_000, 500_000]
+    (obs,) = _power_series(tmp_path, readings, burn=0.07).observations
+    p = obs.payload
+    assert p["provenance"] == "Estimator" and "measured_uj" not in p
+    assert p["reason"].startswith("counter not live: did not advance this interval while the CPUs")
+    assert p["reason"].endswith("(advanced in 4 of last 5 samples)")
+    assert p["estimated_uj"] > 0
+    (again,) = _power_series(tmp_path, [*readings, 600_000], burn=0.07).observations
+    assert again.payload["provenance"] == "HwShunt" and again.payload["measured_uj"] == 100_000
+
+
 def test_power_live_counter_survives_wraparound(tmp_path: Path) -> None:
     _zone(tmp_path, 0, max_uj=1_000_000)
     readings = [0, 200_000, 400_000, 600_000, 800_000, 999_000, 100_000]

@@ -122,17 +122,25 @@ def replay_cmd(
     verify_: Annotated[
         bool, typer.Option("--verify", help="Recompute every id, address and the manifest chain.")
     ] = False,
+    projections: Annotated[
+        bool,
+        typer.Option("--projections", help="Also print a digest of every projection's rows."),
+    ] = False,
     as_json: JsonFlag = False,
 ) -> None:
     """Replay the log and print its digest; with --verify, check everything."""
-    from nerve.logops import replay
+    from nerve.logops import projection_digests, replay
 
-    report = replay(_ws(), full=verify_)
+    ws = _ws()
+    report = replay(ws, full=verify_)
+    views = projection_digests(ws) if projections else None
     if as_json:
-        emit_json(report.to_json())
+        emit_json(report.to_json() | ({} if views is None else {"projections": views}))
     else:
         typer.echo(f"events  {report.events}\nsegments {report.segments}\ndigest  {report.digest}")
         _replay_extras(report)
+        for view in views or []:
+            typer.echo(f"projection {view['name']}: {view['rows']} rows, digest {view['digest']}")
         for problem in report.problems:
             typer.echo(f"corrupt: {problem}", err=True)
         for warning in report.warnings:
@@ -234,11 +242,21 @@ def payload_cmd(cid: Annotated[str, typer.Argument(help="Payload address (hex)."
     sys.stdout.buffer.write(bytes(result.rows[0][0]))
 
 
-def conformance_cmd(as_json: JsonFlag = False) -> None:
-    """Run every published conformance vector."""
+def conformance_cmd(
+    vectors: Annotated[
+        Path | None,
+        typer.Option(
+            "--vectors",
+            help="A folder laid out like conformance/v1 (e.g. another implementation's).",
+            file_okay=False,
+        ),
+    ] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Run every published conformance vector (or those in --vectors DIR)."""
     from nerve.conformance import run_all
 
-    results = run_all()
+    results = run_all(vectors)
     if as_json:
         emit_json({"ok": all(r.ok for r in results), "vectors": [r.to_json() for r in results]})
     else:

@@ -98,6 +98,48 @@ def check_c2(vec: dict[str, Any]) -> tuple[bool, str]:
     return True, f"event id {ev.id.hex()[:16]}…; {len(vec['retagged'])} re-tags change it"
 
 
+@checker("N1")
+def check_n1(vec: dict[str, Any]) -> tuple[bool, str]:
+    """Each payload's JSON text canonicalises to the published RFC 8785 bytes and address."""
+    from nerve.canonical import canonical_json, parse_canonical
+
+    for case in vec["cases"]:
+        data = canonical_json(json.loads(case["input"]), field=case["name"])
+        want = case["canonical"].encode("utf-8")
+        if data != want:
+            return False, f"{case['name']}: wrote {data!r}, published {want!r}"
+        if blake3.blake3(data).hexdigest() != case["payload_cid"]:
+            return False, f"{case['name']}: payload address differs from the published one"
+        if parse_canonical(want) is None:
+            return False, f"{case['name']}: the published bytes do not read back as canonical"
+    return True, f"{len(vec['cases'])} payloads in RFC 8785 form with their addresses"
+
+
+@checker("N2")
+def check_n2(vec: dict[str, Any]) -> tuple[bool, str]:
+    """The published events, imported into a fresh log, give each projection the published
+    canonical rows and digest (with the shipped projection SQL and the given settings)."""
+    from nerve.log.store import EventLog
+    from nerve.query import connect, lines_digest, projection_lines
+
+    with tempfile.TemporaryDirectory() as tmp:
+        with EventLog(Path(tmp), node="conformance") as log:
+            log.import_events(event_from_json(obj) for obj in vec["events"])
+        conn = connect(Path(tmp), [bundled("projections")], vec["settings"])
+        try:
+            got = {p["name"]: projection_lines(conn, p["name"]) for p in vec["projections"]}
+        finally:
+            conn.close()
+    for view in vec["projections"]:
+        lines = got[view["name"]]
+        if [line.decode("utf-8") for line in lines] != view["lines"]:
+            return False, f"projection {view['name']}: rows differ from the published ones"
+        if lines_digest(lines) != view["digest"] or len(lines) != view["rows"]:
+            return False, f"projection {view['name']}: digest differs from {view['digest']}"
+    names = ", ".join(v["name"] for v in vec["projections"])
+    return True, f"projection digests of {names} reproduced"
+
+
 def run_file(path: Path) -> VectorResult:
     try:
         vec = json.loads(path.read_text(encoding="utf-8"))
@@ -109,6 +151,8 @@ def run_file(path: Path) -> VectorResult:
         return VectorResult(name, path.name, False, f"no checker for vector {name}")
     try:
         ok, detail = check(vec)
+    except KeyError as exc:
+        ok, detail = False, f"missing field {exc} (a vector {name} needs it)"
     except Exception as exc:  # a vector that crashes the checker is a failure, not a crash
         ok, detail = False, f"{type(exc).__name__}: {exc}"
     return VectorResult(name, path.name, ok, detail)
@@ -120,9 +164,23 @@ def _load_extra_checkers() -> None:
 
 
 def run_all(folder: Path | None = None) -> list[VectorResult]:
+    """Check every ``*.json`` vector in ``folder`` (default: the shipped ``conformance/v1``),
+    each by the checker its ``vector`` key names; any folder laid out the same way works,
+    such as another implementation's vectors. ``UsageError`` if it holds none."""
+    from nerve.errors import UsageError
+
     _load_extra_checkers()
     folder = folder or bundled("conformance") / "v1"
-    return [run_file(p) for p in sorted(folder.glob("*.json"))]
+    if not folder.is_dir():
+        raise UsageError(f"{folder} is not a folder of conformance vectors")
+    files = sorted(folder.glob("*.json"))
+    if not files:
+        raise UsageError(
+            f"{folder} holds no *.json vectors",
+            hint="a folder laid out like conformance/v1: one JSON file per vector, each with "
+            f"a 'vector' key ({', '.join(sorted(CHECKERS))})",
+        )
+    return [run_file(p) for p in files]
 
 
 def retag(obj: dict[str, Any], **change: Any) -> dict[str, Any]:

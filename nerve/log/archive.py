@@ -30,13 +30,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from nerve import fsio
-from nerve.canonical import canonical_json
 from nerve.clock import Hlc
 from nerve.errors import EventError, LogCorrupt, UsageError
 from nerve.log import erasure
 from nerve.log import segments as seg
 from nerve.log.codec import fixed_bytes, row_to_json
-from nerve.log.manifest import ManifestState, SegmentInfo, append_record, line_hash, read_manifest
+from nerve.log.manifest import ManifestState, SegmentInfo, append_record, read_manifest
 from nerve.log.paths import LogPaths
 from nerve.log.wire import event_from_json
 
@@ -49,7 +48,10 @@ def log_root(folder: Path) -> Path:
 
 def log_id(state: ManifestState) -> str:
     """What names a log across its archives: the blake3 of its manifest's first line."""
-    return line_hash(canonical_json(state.records[0])) if state.records else ""
+    if not state.records:
+        return ""
+    # each record's prev is the hash of the line before it, exactly as stored
+    return str(state.records[1]["prev"]) if len(state.records) > 1 else state.head
 
 
 def prefix(segments: list[SegmentInfo], before: Hlc) -> list[SegmentInfo]:
@@ -311,7 +313,9 @@ def _check_part(part: Part, paths: LogPaths, full: bool) -> str | None:
 
 
 def _heads(state: ManifestState) -> set[str]:
-    return {line_hash(canonical_json(rec)) for rec in state.records}
+    return {str(rec["prev"]) for rec in state.records[1:]} | (
+        {state.head} if state.records else set()
+    )
 
 
 def archived_ids(part: Part) -> list[pa.Table]:

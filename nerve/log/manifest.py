@@ -21,7 +21,7 @@ from typing import Any
 import blake3
 
 from nerve import fsio
-from nerve.canonical import canonical_json
+from nerve.canonical import canonical_json, legacy_json
 from nerve.clock import Hlc
 from nerve.errors import LogCorrupt
 
@@ -143,7 +143,7 @@ def _parse_line(path: Path, number: int, raw: bytes, state: ManifestState) -> di
         rec = json.loads(raw)
     except ValueError:
         raise LogCorrupt(f"{where}: not valid JSON") from None
-    if not isinstance(rec, dict) or canonical_json(rec) != raw:
+    if not isinstance(rec, dict) or (canonical_json(rec) != raw and legacy_json(rec) != raw):
         raise LogCorrupt(f"{where}: record is not canonical JSON (edited?)")
     if rec.get("seq") != len(state.records):
         raise LogCorrupt(

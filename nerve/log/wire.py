@@ -9,7 +9,7 @@ from __future__ import annotations
 import base64
 from typing import Any
 
-from nerve.canonical import parse_canonical
+from nerve.canonical import legacy_json, parse_canonical
 from nerve.clock import Hlc
 from nerve.errors import EventError
 from nerve.events import (
@@ -17,6 +17,7 @@ from nerve.events import (
     check_kind,
     check_text,
     check_valid_time,
+    cid,
     parse_source,
     parse_trust,
     payload_bytes,
@@ -160,6 +161,7 @@ def event_from_json(obj: Any, *, own: bool = False) -> Event:
     if not (isinstance(hlc, list) and len(hlc) == 2 and all(type(x) is int for x in hlc)):
         raise EventError(f"hlc must be [physical_ns, logical] integers, got {hlc!r}")
     fields = _draft_fields(obj, "observation", own=own)
+    fields["payload"] = _stored_form(obj, fields["payload"])
     node = obj["node"]
     validate_fields(
         Hlc(*hlc),
@@ -175,6 +177,20 @@ def event_from_json(obj: Any, *, own: bool = False) -> Event:
     _check_claimed(obj, "payload_cid", event.payload_cid)
     _check_claimed(obj, "id", event.id)
     return event
+
+
+def _stored_form(obj: dict[str, Any], data: bytes) -> bytes:
+    """The payload bytes a ``"payload"`` value was stored as: canonical JSON (RFC 8785), or
+    nerve's first form when the claimed ``payload_cid`` names those bytes (an event written
+    before JCS, exported by a nerve of that time)."""
+    claimed = obj.get("payload_cid")
+    if "payload_b64" in obj or not isinstance(claimed, str) or claimed == cid(data).hex():
+        return data
+    try:
+        legacy = legacy_json(obj.get("payload"))
+    except (TypeError, ValueError):
+        return data
+    return legacy if cid(legacy).hex() == claimed else data
 
 
 def _check_claimed(obj: dict[str, Any], key: str, actual: bytes) -> None:

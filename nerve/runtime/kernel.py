@@ -28,6 +28,7 @@ from nerve.config import InvalidConfig, NerveConfig, load_config
 from nerve.contract import WorkflowTrigger
 from nerve.errors import NerveError, SenseError, did_you_mean
 from nerve.events import Event
+from nerve.log.attest import check_batch, drafts_of_object
 from nerve.log.codec import draft_from_json, event_from_json, row_to_json, table_from_events
 from nerve.log.store import Draft, EventLog, manifest_state
 from nerve.privacy.policy import Policy
@@ -570,7 +571,8 @@ class Kernel:
 
     def parse_drafts(self, objects: list[Any], first: int = 0) -> list[Draft]:
         """Request objects as drafts; an error names the event (``first`` events before)."""
-        return _parse_each(objects, lambda o: Draft(**draft_from_json(o)), first)
+        parsed = _parse_each(objects, drafts_of_object, first)  # an attestation adds a draft
+        return [draft for drafts in parsed for draft in drafts]
 
     def parse_events(self, objects: list[Any], first: int = 0) -> list[Event]:
         """Request objects as whole events to import; an error names the event."""
@@ -585,6 +587,7 @@ class Kernel:
         """Append drafts as one group commit, privacy rules applied; the stored rows in the
         wire form (a dropped draft has none)."""
         drafts = self.privacy.capture_all(drafts)
+        check_batch(drafts, self.config.attestation.keys)  # stored as vouched for, or refused
         if key is None:
             table = await self.committer.append(drafts)
         else:  # keyed batches commit alone: the key and its batch share one frame
@@ -602,7 +605,9 @@ class Kernel:
 
     async def import_parsed(self, events: list[Event], key: str | None = None) -> int:
         """Import whole events at once (their order checked against the log's newest);
-        refused if a privacy rule would change one (``PrivacyError``)."""
+        refused if a privacy rule would change one (``PrivacyError``), or if one claims
+        ``Attested`` without a checkable attestation after it (``TrustError``)."""
+        check_batch(events, self.config.attestation.keys)
         self.privacy.screen(events)
         await self.committer.drain()
         assert self.log is not None

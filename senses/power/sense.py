@@ -10,8 +10,10 @@ when no zone can be used::
 Sense v0.1 §7: a counter is graded ``HwShunt`` only while it is demonstrably live. Here that
 means: in the last ``live_window`` (5) samples it advanced at least ``live_min_advances`` (4)
 times, the samples cover at least ``live_min_ms`` (300) ms, and the CPUs did at least
-``live_min_busy_ms`` (10) ms of work meanwhile. Otherwise the figure comes from the estimator
-(CPU busy time since the previous compute x ``estimate_watts_per_core``), provenance
+``live_min_busy_ms`` (10) ms of work meanwhile; and the interval graded is one in which it
+advanced (a counter that stood still over an interval measured nothing, whatever the window
+says, so that interval is never ``HwShunt`` with 0 µJ). Otherwise the figure comes from the
+estimator (CPU busy time since the previous compute x ``estimate_watts_per_core``), provenance
 ``Estimator``, no ``measured_uj``, and ``reason`` says why. ``estimated_uj`` is always
 present; a package's share of the estimate is the CPU estimate split evenly over packages.
 Wraparound is undone with ``max_energy_range_uj``; a counter that goes backwards without a
@@ -213,6 +215,11 @@ def _liveness(history: list[list[int]], opts: _Options) -> str:
         return f"counter not live: {count} over {span_ms} ms, needs {opts.min_ms} ms"
     if busy_ms < opts.min_busy_ms:
         return f"counter not live: {count} but CPUs did only {busy_ms} ms of work"
+    if not history[-1][0]:  # a live window, but 0 µJ over this interval is no measurement
+        return (
+            f"counter not live: did not advance this interval while the CPUs did "
+            f"{history[-1][2]} ms of work ({count})"
+        )
     return f"counter live: {count} over {span_ms} ms"
 
 
