@@ -30,9 +30,7 @@ from nerve.log.reader import Snapshot, snapshot
 _SOURCE_NAMES = ", ".join(f"'{s.name.lower()}'" for s in SourceClass)
 _TRUST_NAMES = "'Attested', 'FirstParty', 'Inferred', 'Untrusted'"
 
-EVENTS_VIEW = f"""
-CREATE OR REPLACE {{kind}}VIEW events AS
-SELECT
+EVENT_COLUMNS = f"""\
     physical_ns, logical::BIGINT AS logical, node, kind, subject, source::BIGINT AS source,
     CASE WHEN source >= 1024 THEN 'vendor:' || source::VARCHAR
          ELSE [{_SOURCE_NAMES}][source + 1] END AS source_name,
@@ -41,7 +39,11 @@ SELECT
     make_timestamp(physical_ns // 1000) AS ts,
     TRY(decode(payload)::JSON) AS data,
     line IS NULL AS erased
-FROM {{source}}
+"""
+EVENTS_VIEW = f"""
+CREATE OR REPLACE {{kind}}VIEW events AS
+SELECT
+{EVENT_COLUMNS}FROM {{source}}
 """
 
 
