@@ -193,6 +193,13 @@ def _trusted(
     head: Head, table_head: Head | None, pins: Pins, report: HostReport, repin: bool
 ) -> bool:
     pinned = pins.hosts.get(report.host)
+    if table_head is not None and table_head.key != head.key and not repin:
+        report.fail(
+            "key-changed",
+            f"head.json is signed by key {head.key.hex()[:16]}…, the table's newest snapshot "
+            f"by {table_head.key.hex()[:16]}… (re-signed by another key?)",
+        )
+        return False
     for label, candidate in (("head.json", head), ("the table's newest snapshot", table_head)):
         if candidate is None:
             continue

@@ -277,7 +277,13 @@ TABLE_PROPERTIES = {
 
 
 def _catalog(resolved: Resolved) -> Any:
-    from pyiceberg.catalog.sql import SqlCatalog
+    try:
+        from pyiceberg.catalog.sql import SqlCatalog
+    except ImportError:
+        raise UsageError(
+            "nerve fleet needs pyiceberg and SQLAlchemy, which are not installed",
+            hint="pip install 'nerve[fleet]'",
+        ) from None
 
     if resolved.catalog.startswith("sqlite:///"):
         Path(resolved.catalog.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
