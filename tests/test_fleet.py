@@ -31,6 +31,12 @@ from tests.helpers.fleet import add_segment, make_host
 HOSTS = ("alpha", "beta", "gamma")
 
 
+@pytest.fixture(autouse=True)
+def _verifier_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pins go to the verifier's state folder: a temporary one here, never the home's."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "verifier-state"))
+
+
 @pytest.fixture
 def fleet(tmp_path: Path) -> dict[str, Workspace]:
     """Three hosts with three sealed segments each, shipped."""
@@ -330,3 +336,65 @@ def test_the_head_body_is_canonical_and_signed_with_a_domain(fleet: dict[str, Wo
     body = canonical_json(raw["body"])
     VerifyKey(bytes.fromhex(raw["body"]["key"])).verify(DOMAIN + body, bytes.fromhex(raw["sig"]))
     assert raw["body"]["host"] == "alpha" and len(raw["body"]["segments"]) == 3
+
+
+def test_the_daemon_ships_after_each_seal_when_auto(tmp_path: Path) -> None:
+    from tests.daemon_util import started
+
+    warehouse = (tmp_path / "warehouse").as_uri()
+    ws = make_host(tmp_path / "zeta", "zeta", warehouse, rows=20, ages_h=(2,), ship="auto")
+    run_cli(
+        "-w",
+        str(ws.root),
+        "fleet",
+        "init",
+        "--warehouse",
+        warehouse,
+        "--host",
+        "zeta",
+        "--ship",
+        "auto",
+    )
+    with started(ws.root) as daemon:
+        wh = _wh(ws)
+
+        def registered() -> list[str]:
+            wh.refresh()
+            return _files(wh, "zeta")
+
+        assert len(daemon.wait_for(registered, 60, "the first ship")) == 1
+        run_cli("-w", str(ws.root), "emit", "-s", "shell", "--line", "after start")
+        run_cli("-w", str(ws.root), "seal")
+        daemon.wait_for(lambda: len(registered()) == 2, 60, "a ship after the seal")
+    log = (ws.data / "daemon.log").read_text()
+    assert "fleet: shipped 1 segment(s)" in log
+    assert _verify(ws).returncode == 0
+
+
+def test_a_failing_ship_is_reported_and_retried_by_the_daemon(tmp_path: Path) -> None:
+    from tests.daemon_util import started
+
+    warehouse = (tmp_path / "warehouse").as_uri()
+    ws = make_host(tmp_path / "eta", "eta", warehouse, rows=20, ages_h=(2,), ship="auto")
+    with started(ws.root) as daemon:  # no table yet: every ship fails until init
+        daemon.wait_for(
+            lambda: "fleet ship failed" in (ws.data / "daemon.log").read_text(), 60, "a failure"
+        )
+        run_cli(
+            "-w",
+            str(ws.root),
+            "fleet",
+            "init",
+            "--warehouse",
+            warehouse,
+            "--host",
+            "eta",
+            "--ship",
+            "auto",
+        )
+        daemon.wait_for(
+            lambda: "fleet ship succeeded after" in (ws.data / "daemon.log").read_text(),
+            90,
+            "the retry",
+        )
+    assert "no fleet table" in (ws.data / "daemon.log").read_text()

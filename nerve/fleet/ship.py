@@ -273,7 +273,6 @@ def _sweep(wh: Warehouse, host: str, live: set[str], result: ShipResult) -> None
     and uploads a killed ship left behind."""
     from pyarrow import fs as pafs
 
-    registered = {segment_name(f.file_path) for f in _host_files(wh, host)}
     folder = f"{wh.host_dir(host)}/segments"
     filesystem, path = wh.fs_path(folder)
     try:
@@ -283,7 +282,7 @@ def _sweep(wh: Warehouse, host: str, live: set[str], result: ShipResult) -> None
         return
     for entry in entries:
         name = entry.base_name.removesuffix(".parquet")
-        if entry.base_name.endswith(".parquet") and name not in live and name not in registered:
+        if entry.base_name.endswith(".parquet") and name not in live:  # live = registered now
             try:
                 wh.delete(f"{folder}/{entry.base_name}")
             except FleetError as exc:

@@ -144,6 +144,7 @@ class Warehouse:
         self.resolved = resolved
         self.catalog = catalog
         self.table = table
+        self._files: tuple[int, list[Any]] | None = None
 
     @property
     def location(self) -> str:
@@ -213,10 +214,15 @@ class Warehouse:
     # -- the table --------------------------------------------------------------------
 
     def data_files(self) -> list[Any]:
-        """Every data file the table's current snapshot holds (pyiceberg ``DataFile``s)."""
-        if self.table.current_snapshot() is None:
+        """Every data file the table's current snapshot holds (pyiceberg ``DataFile``s);
+        read once per snapshot."""
+        snapshot = self.table.current_snapshot()
+        if snapshot is None:
             return []
-        return [task.file for task in self.table.scan().plan_files()]
+        if self._files is None or self._files[0] != snapshot.snapshot_id:
+            files = [task.file for task in self.table.scan().plan_files()]
+            self._files = (snapshot.snapshot_id, files)
+        return self._files[1]
 
     def commit(self, attempt: Callable[[Warehouse], T], *, sleep: float = 0.05) -> T:
         """Run ``attempt`` (which builds and commits one transaction) until the catalog takes
