@@ -76,8 +76,8 @@ def seaweed(folder: Path, bucket: str = "fleet") -> Iterator[S3Server]:
     ports = dict(zip(PORTS, _free_ports(len(PORTS)), strict=True))
     args = [weed_binary(), "server", f"-dir={folder / 'data'}", "-ip=127.0.0.1"]
     args += ["-ip.bind=127.0.0.1", "-filer", "-s3", f"-s3.config={config}"]
-    args += ["-s3.port.iceberg=0", "-s3.port.lance=0", "-volume.max=4"]
-    args += ["-master.volumeSizeLimitMB=64"]
+    args += ["-s3.port.iceberg=0", "-s3.port.lance=0", "-volume.max=64"]
+    args += ["-master.volumeSizeLimitMB=128"]
     for name, port in ports.items():  # "filer.grpc" is the flag -filer.port.grpc
         role, _, grpc = name.partition(".")
         args.append(f"-{role}.port{'.grpc' if grpc else ''}={port}")
