@@ -108,18 +108,24 @@ def query_cmd(
     ] = DEFAULT_LIMIT,
 ) -> None:
     """Run SQL in DuckDB over every host's shipped events, reading only the files needed."""
-    from nerve.fleet.query import connect_fleet, plan
+    from nerve.fleet.query import connect_fleet, plan, trim_cache
+    from nerve.fleet.ship import fleet_settings
     from nerve.privacy.selection import parse_when
     from nerve.query import stream_query
 
+    ws = _ws()
     wh = _open()
     since_ns = None if since is None else parse_when(since, time.time_ns(), "--since").physical_ns
     fleet = plan(wh, since_ns=since_ns, hosts=host)
     if sys.stderr.isatty():
         sys.stderr.write(f"fleet: reading {fleet.read} of {fleet.total} files\n")
-    result = stream_query(connect_fleet(wh, fleet), sql)
+    limit_mb = fleet_settings(ws).cache_mb
+    cache = ws.data / "fleet" / "cache" if limit_mb else None
+    result = stream_query(connect_fleet(wh, fleet, cache), sql)
     fmt = "json" if as_json else "csv" if as_csv else "table"
     render_chunks(result.columns, result.chunks(), fmt=fmt, limit=limit)
+    if cache is not None and cache.is_dir():
+        trim_cache(cache, limit_mb * 1024 * 1024)
 
 
 @fleet_app.command("verify")

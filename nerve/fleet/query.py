@@ -9,10 +9,14 @@ datasets (projection and filters pushed down) as the view ``fleet_events``: the 
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from nerve.fleet.warehouse import Warehouse, host_of
+import blake3
+
+from nerve.fleet.warehouse import FleetError, Warehouse, host_of, segment_name, write_local
 
 __all__ = ["FleetPlan", "connect_fleet", "plan"]
 
@@ -43,36 +47,106 @@ def plan(
     return FleetPlan(files, total, since_ns)
 
 
-def connect_fleet(wh: Warehouse, fleet: FleetPlan) -> Any:
-    """A DuckDB connection with ``fleet_events`` over the planned files."""
-    import duckdb
-    import pyarrow as pa
-    import pyarrow.dataset as ds
+def connect_fleet(wh: Warehouse, fleet: FleetPlan, cache: Path | None = None) -> Any:
+    """A DuckDB connection with ``fleet_events`` over the planned files.
 
-    from nerve.fleet.warehouse import table_schema
+    With ``cache`` (a folder), each file is read from there, fetched on first use: a file's
+    name is the blake3 of its bytes, so a cached copy is checked once and never goes stale.
+    Without, the files are read from the store through pyarrow datasets.
+    """
+    import duckdb
+
     from nerve.query import EVENT_COLUMNS
 
     conn = duckdb.connect()
     conn.execute("SET enable_progress_bar_print = false")
+    local = fetch(wh, fleet, cache) if cache is not None else None
     parts = []
     for index, (host, uris) in enumerate(sorted(fleet.files.items())):
-        filesystem, _ = wh.fs_path(uris[0])
-        paths = [wh.fs_path(u)[1] for u in uris]
-        name = f"_fleet_{index}"
-        dataset = ds.FileSystemDataset.from_paths(
-            paths, schema=table_schema(), format=ds.ParquetFileFormat(), filesystem=filesystem
-        )  # from the paths alone: no listing, no footer read before the query
-        conn.register(name, dataset)
         host_sql = host.replace("'", "''")
-        parts.append(f"SELECT *, '{host_sql}' AS host FROM {name}")
+        if local is not None:
+            names = ", ".join("'" + str(local[u]).replace("'", "''") + "'" for u in uris)
+            source = f"read_parquet([{names}])"
+        else:
+            source = f"_fleet_{index}"
+            conn.register(source, _dataset(wh, uris))
+        parts.append(f"SELECT *, '{host_sql}' AS host FROM {source}")
     if not parts:  # an empty table still has the view, with no rows
-        empty = pa.Table.from_batches([], schema=table_schema())
-        conn.register("_fleet_empty", empty)
+        conn.register("_fleet_empty", _empty())
         parts.append("SELECT *, ''::VARCHAR AS host FROM _fleet_empty")
     where = "" if fleet.since_ns is None else f" WHERE physical_ns >= {int(fleet.since_ns)}"
-    source = "(" + " UNION ALL ".join(parts) + ")"
+    source = "(" + " UNION ALL BY NAME ".join(parts) + ")"
     conn.execute(
         f"CREATE OR REPLACE TEMP VIEW fleet_events AS SELECT {EVENT_COLUMNS}, host "
         f"FROM {source}{where}"
     )
     return conn
+
+
+def _dataset(wh: Warehouse, uris: list[str]) -> Any:
+    import pyarrow.dataset as ds
+
+    from nerve.fleet.warehouse import table_schema
+
+    filesystem, _ = wh.fs_path(uris[0])
+    paths = [wh.fs_path(u)[1] for u in uris]
+    return ds.FileSystemDataset.from_paths(
+        paths, schema=table_schema(), format=ds.ParquetFileFormat(), filesystem=filesystem
+    )  # from the paths alone: no listing, no footer read before the query
+
+
+def _empty() -> Any:
+    import pyarrow as pa
+
+    from nerve.fleet.warehouse import table_schema
+
+    return pa.Table.from_batches([], schema=table_schema())
+
+
+FETCH_THREADS = 8
+
+
+def fetch(wh: Warehouse, fleet: FleetPlan, cache: Path) -> dict[str, Path]:
+    """Every planned file in ``cache`` (fetched and blake3-checked if missing); uri -> path.
+    A local warehouse is read in place."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    uris = [u for group in fleet.files.values() for u in group]
+    if all(u.startswith("file://") for u in uris):
+        from nerve.fleet.warehouse import local_path
+
+        return {u: local_path(u) for u in uris}
+    cache.mkdir(parents=True, exist_ok=True)
+
+    def one(uri: str) -> tuple[str, Path]:
+        path = cache / f"{segment_name(uri)}.parquet"
+        if path.exists():
+            os.utime(path)  # recently used: evicted last
+            return uri, path
+        data = wh.read(uri)
+        if data is None:
+            raise FleetError(
+                f"{uri}: registered, but the store does not have it (run fleet verify)"
+            )
+        if blake3.blake3(data).hexdigest() != segment_name(uri):
+            raise FleetError(f"{uri}: its bytes do not hash to its name (run fleet verify)")
+        write_local(path, data)
+        return uri, path
+
+    with ThreadPoolExecutor(FETCH_THREADS) as pool:
+        found = dict(pool.map(one, uris))
+    return found
+
+
+def trim_cache(cache: Path, limit_bytes: int) -> int:
+    """Drop the least recently used files until the cache fits; returns bytes dropped."""
+    files = sorted(cache.glob("*.parquet"), key=lambda p: p.stat().st_mtime)
+    total = sum(p.stat().st_size for p in files)
+    dropped = 0
+    for path in files:
+        if total - dropped <= limit_bytes:
+            break
+        size = path.stat().st_size
+        path.unlink(missing_ok=True)
+        dropped += size
+    return dropped

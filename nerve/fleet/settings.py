@@ -9,6 +9,7 @@
       endpoint: http://127.0.0.1:8333           # S3-compatible server (s3:// warehouses only)
       region: us-east-1
       credentials_file: ~/.config/nerve/s3.ini  # AWS-style [profile] file; else the environment
+      cache_mb: 2048                            # files a query fetched, kept (content-named)
 
 Secrets never live here: S3 keys come from ``AWS_ACCESS_KEY_ID`` / ``AWS_SECRET_ACCESS_KEY``
 or ``credentials_file``; a catalog password from ``NERVE_FLEET_CATALOG`` (the whole URI).
@@ -20,7 +21,7 @@ import re
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
 __all__ = ["HOST_PATTERN", "SECRET_KEYS", "FleetConfig"]
@@ -51,6 +52,7 @@ class FleetConfig(BaseModel):
     region: str = "us-east-1"
     credentials_file: str | None = None
     profile: str = "default"
+    cache_mb: int = Field(default=2048, ge=0)  # fetched files kept for queries (0: none)
 
     @model_validator(mode="before")
     @classmethod
