@@ -227,8 +227,8 @@ SABOTAGE: dict[str, tuple[str, list[str], str]] = {
     "fleet_bench.py": (
         """
         fleet_query = bench.fleet_query
-        def short(wh, sql, since_ns=None):  # as if the fleet lost a host's last row group
-            seconds, rows, plan = fleet_query(wh, sql, since_ns)
+        def short(wh, sql, since_ns=None, cache=None):  # as if the fleet lost a host's row
+            seconds, rows, plan = fleet_query(wh, sql, since_ns, cache)
             return seconds, rows[:-1], plan
         bench.fleet_query = short
         """,
