@@ -38,6 +38,8 @@ from ruamel.yaml.error import MarkedYAMLError, YAMLError
 from nerve.contract import MAX_ROUNDS_LIMIT
 from nerve.errors import ConfigError, EventError
 from nerve.events import check_kind, parse_source
+from nerve.fleet.settings import MODELS as FLEET_MODELS
+from nerve.fleet.settings import FleetConfig
 from nerve.mcp.settings import MODELS as MCP_MODELS
 from nerve.mcp.settings import McpConfig
 from nerve.privacy.settings import MODELS as PRIVACY_MODELS
@@ -458,6 +460,7 @@ class NerveConfig(_Model):
     privacy: PrivacyConfig = Field(default_factory=PrivacyConfig)
     mcp: McpConfig = Field(default_factory=McpConfig)
     attestation: AttestationConfig = Field(default_factory=AttestationConfig)
+    fleet: FleetConfig | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -504,6 +507,7 @@ _MODELS = (
     AttestationConfig,
     *PRIVACY_MODELS,
     *MCP_MODELS,
+    *FLEET_MODELS,
 )
 _KNOWN_KEYS = sorted({key for model in _MODELS for key in model.model_fields})
 

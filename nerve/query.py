@@ -30,18 +30,20 @@ from nerve.log.reader import Snapshot, snapshot
 _SOURCE_NAMES = ", ".join(f"'{s.name.lower()}'" for s in SourceClass)
 _TRUST_NAMES = "'Attested', 'FirstParty', 'Inferred', 'Untrusted'"
 
-EVENTS_VIEW = f"""
-CREATE OR REPLACE {{kind}}VIEW events AS
-SELECT
-    physical_ns, logical, node, kind, subject, source,
+EVENT_COLUMNS = f"""\
+    physical_ns, logical::BIGINT AS logical, node, kind, subject, source::BIGINT AS source,
     CASE WHEN source >= 1024 THEN 'vendor:' || source::VARCHAR
          ELSE [{_SOURCE_NAMES}][source + 1] END AS source_name,
-    trust, [{_TRUST_NAMES}][trust + 1] AS trust_name,
+    trust::INTEGER AS trust, [{_TRUST_NAMES}][trust + 1] AS trust_name,
     valid_time_ns, payload_cid, payload, line, id,
     make_timestamp(physical_ns // 1000) AS ts,
     TRY(decode(payload)::JSON) AS data,
     line IS NULL AS erased
-FROM {{source}}
+"""
+EVENTS_VIEW = f"""
+CREATE OR REPLACE {{kind}}VIEW events AS
+SELECT
+{EVENT_COLUMNS}FROM {{source}}
 """
 
 

@@ -199,7 +199,7 @@ def test_any_selection_keeps_the_digest_and_erases_exactly_it(
         digest = replay_digest(root).digest
 
         def picked(t: pa.Table) -> pa.Array:
-            wanted = pc.is_in(t.column("source"), pa.array(sorted(sources), pa.uint32()))
+            wanted = pc.is_in(t.column("source"), pa.array(sorted(sources), pa.int64()))
             nth = pc.equal(pc.bit_wise_and(t.column("logical"), every), 0)
             return pc.and_(wanted, nth)
 

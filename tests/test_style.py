@@ -18,9 +18,9 @@ LAYERS = [
     {"events", "contract"},
     {"log"},
     {"query", "config", "conformance", "chain", "attention", "checks", "privacy", "sensedata"}
-    | {"recall.core", "recall.tier0", "mcp.settings"},
+    | {"recall.core", "recall.tier0", "mcp.settings", "fleet.settings"},
     {"workspace"},
-    {"runtime", "flow", "logops", "recall", "export", "tail", "privacy.ops", "mcp"}
+    {"runtime", "flow", "logops", "recall", "export", "tail", "privacy.ops", "mcp", "fleet"}
     | {"privacy.forget", "privacy.archive", "privacy.selection"},
     {"cli", "__main__"},
 ]

@@ -125,6 +125,7 @@ def _register() -> None:
         check_cmds,
         daemon_cmds,
         export_cmds,
+        fleet_cmds,
         log_cmds,
         mcp_cmds,
         privacy_cmds,
@@ -144,6 +145,7 @@ def _register() -> None:
     privacy_log_cmds.register(app)
     privacy_cmds.register(app)
     mcp_cmds.register(app)
+    fleet_cmds.register(app)
 
 
 def fail(exc: NerveError) -> None:

@@ -57,28 +57,62 @@ __all__ = [  # the JSON half lives in nerve.log.wire; kept importable from here
     "wire_payload",
 ]
 
-SCHEMA = pa.schema(
-    [
-        pa.field("physical_ns", pa.int64(), nullable=False),
-        pa.field("logical", pa.uint32(), nullable=False),
-        pa.field("node", pa.string(), nullable=False),
-        pa.field("kind", pa.string(), nullable=False),
-        pa.field("subject", pa.string(), nullable=False),
-        pa.field("source", pa.uint32(), nullable=False),
-        pa.field("trust", pa.uint8(), nullable=False),
-        pa.field("valid_time_ns", pa.int64(), nullable=True),
-        pa.field("payload_cid", pa.binary(32), nullable=False),
-        pa.field("payload", pa.binary(), nullable=False),
-        pa.field("line", pa.string(), nullable=False),
-        pa.field("id", pa.binary(32), nullable=False),
-    ]
-)
+
+def _schema(logical: pa.DataType, source: pa.DataType, trust: pa.DataType) -> pa.Schema:
+    return pa.schema(
+        [
+            pa.field("physical_ns", pa.int64(), nullable=False),
+            pa.field("logical", logical, nullable=False),
+            pa.field("node", pa.string(), nullable=False),
+            pa.field("kind", pa.string(), nullable=False),
+            pa.field("subject", pa.string(), nullable=False),
+            pa.field("source", source, nullable=False),
+            pa.field("trust", trust, nullable=False),
+            pa.field("valid_time_ns", pa.int64(), nullable=True),
+            pa.field("payload_cid", pa.binary(32), nullable=False),
+            pa.field("payload", pa.binary(), nullable=False),
+            pa.field("line", pa.string(), nullable=False),
+            pa.field("id", pa.binary(32), nullable=False),
+        ]
+    )
+
+
+# Signed types only: Iceberg (and Spark, Trino) has no unsigned integers, so segments can be
+# registered in an Iceberg table as they are. Values keep their ranges (logical and source
+# fit 32 unsigned bits, trust 0..3); only the stored type is wider.
+SCHEMA = _schema(pa.int64(), pa.int64(), pa.int32())
+# What segments and WAL frames held before: readers still accept it (see ``conform``).
+SCHEMA_V1 = _schema(pa.uint32(), pa.uint32(), pa.uint8())
 COLUMNS = SCHEMA.names
 EMPTY = pa.Table.from_batches([], schema=SCHEMA)  # empty_table() would import pandas
+
+
+def _erasable(schema: pa.Schema) -> pa.Schema:
+    return pa.schema(
+        [f.with_nullable(True) if f.name in ("payload", "line") else f for f in schema]
+    )
+
+
 # A segment holding erased rows (nerve.log.erasure): their payload and line are null.
-ERASABLE_SCHEMA = pa.schema(
-    [f.with_nullable(True) if f.name in ("payload", "line") else f for f in SCHEMA]
-)
+ERASABLE_SCHEMA = _erasable(SCHEMA)
+_V1_SCHEMAS = (SCHEMA_V1, _erasable(SCHEMA_V1))
+_WIDEN = {"logical": pa.int64(), "source": pa.int64(), "trust": pa.int32()}
+
+
+def is_v1(schema: pa.Schema) -> bool:
+    """True for a table (or a column selection of one) stored with the unsigned v1 types."""
+    return any(
+        name in schema.names and schema.field(name).type != kind for name, kind in _WIDEN.items()
+    )
+
+
+def conform(table: pa.Table) -> pa.Table:
+    """A table read from a segment or WAL frame of either schema, in today's types."""
+    if not is_v1(table.schema):
+        return table
+    fields = [f.with_type(_WIDEN[f.name]) if f.name in _WIDEN else f for f in table.schema]
+    return table.cast(pa.schema(fields, metadata=table.schema.metadata))
+
 
 _HLC_DTYPE = np.dtype([("p", ">u8"), ("l", ">u4")])
 _VT_DTYPE = np.dtype([("n", ">u4"), ("v", ">i8")])
@@ -208,10 +242,10 @@ def build_table(
     count = len(kind)
     if isinstance(stamps, tuple) and len(stamps) == 3 and isinstance(stamps[0], int):
         physical = pa.array(np.full(count, stamps[0], dtype=np.int64))
-        logical = pa.array(np.arange(stamps[1], stamps[1] + count, dtype=np.uint32))
+        logical = pa.array(np.arange(stamps[1], stamps[1] + count, dtype=np.int64))
     else:
         physical = pa.array([s[0] for s in stamps], pa.int64())
-        logical = pa.array([s[1] for s in stamps], pa.uint32())
+        logical = _ranged([s[1] for s in stamps], pa.uint32(), pa.int64())
     nodes = _repeat(node, count) if isinstance(node, str) else pa.array(node, pa.string())
     payloads = pa.array(payload, pa.binary())
     cids = hash_each(payloads)
@@ -221,8 +255,8 @@ def build_table(
         nodes,
         pa.array(kind, pa.string()),
         pa.array(subject, pa.string()),
-        pa.array(source, pa.uint32()),
-        pa.array(trust, pa.uint8()),
+        _ranged(source, pa.uint32(), pa.int64()),
+        _ranged(trust, pa.uint8(), pa.int32()),
         pa.array(valid_time_ns, pa.int64()),
         pa.FixedSizeBinaryArray.from_buffers(pa.binary(32), count, [None, pa.py_buffer(cids)]),
         payloads,
@@ -232,6 +266,11 @@ def build_table(
     ids = ids_of(partial)
     id_col = pa.FixedSizeBinaryArray.from_buffers(pa.binary(32), count, [None, pa.py_buffer(ids)])
     return pa.Table.from_batches([pa.RecordBatch.from_arrays([*columns, id_col], schema=SCHEMA)])
+
+
+def _ranged(values: Sequence[int], narrow: pa.DataType, stored: pa.DataType) -> pa.Array:
+    """Values checked against the range the id preimage encodes, in the stored type."""
+    return pa.array(values, narrow).cast(stored)
 
 
 def _repeat(text: str, count: int) -> pa.Array:

@@ -21,11 +21,11 @@ from nerve.errors import LogCorrupt, LogDamageWarning, LogError
 from nerve.events import ErasedEvent, Event
 from nerve.log import archive
 from nerve.log import segments as seg
-from nerve.log.codec import EMPTY, SCHEMA, fixed_bytes, stored_events
+from nerve.log.codec import EMPTY, fixed_bytes, stored_events
 from nerve.log.erasure import ERASED_KIND
 from nerve.log.manifest import ManifestState, SegmentInfo, read_manifest
 from nerve.log.paths import LogPaths
-from nerve.log.wal import FILE_MAGIC, FRAME_MAGIC, MAX_FRAME, VERSION, WalScan, scan
+from nerve.log.wal import FILE_MAGIC, FRAME_MAGIC, MAX_FRAME, VERSION, WalScan, frame_table, scan
 
 SNAPSHOT_TRIES = 20
 
@@ -254,9 +254,7 @@ def _new_frames(path: Path, offset: int) -> tuple[list[pa.Table], int]:
         if zlib.crc32(body) != crc:
             break
         table = pa.ipc.open_stream(body).read_all()
-        if not table.schema.equals(SCHEMA):
-            raise LogCorrupt(f"{path}: frame at byte {offset + pos} has an unexpected schema")
-        tables.append(table)
+        tables.append(frame_table(table, path, offset + pos))
         pos = end
     return tables, offset + pos
 

@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 from nerve import fsio
 from nerve.clock import Hlc
 from nerve.errors import LogCorrupt
-from nerve.log.codec import ERASABLE_SCHEMA, SCHEMA, fixed_bytes
+from nerve.log.codec import ERASABLE_SCHEMA, SCHEMA, conform, fixed_bytes, is_v1
 from nerve.log.manifest import SegmentInfo
 
 ROW_GROUP = 131_072
@@ -122,16 +122,25 @@ def segment_path(folder: Path, name: str) -> Path:
 
 def read_segment(path: Path, columns: list[str] | None = None) -> pa.Table:
     try:
-        return pq.read_table(path, columns=columns)
+        return conform(pq.read_table(path, columns=columns))
     except FileNotFoundError:
         raise
     except (pa.ArrowInvalid, OSError) as exc:
         raise LogCorrupt(f"{path}: cannot be read as Parquet: {exc}") from None
 
 
+def stored_v1(path: Path) -> bool:
+    """True for a segment written with the v1 (unsigned) column types; reads the footer."""
+    try:
+        return is_v1(pq.read_schema(path))
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise LogCorrupt(f"{path}: cannot be read as Parquet: {exc}") from None
+
+
 def read_since(path: Path, since: Hlc) -> pa.Table:
     """Rows strictly after ``since``, using the physical_ns statistics to skip row groups."""
-    return after(pq.read_table(path, filters=[("physical_ns", ">=", since.physical_ns)]), since)
+    table = pq.read_table(path, filters=[("physical_ns", ">=", since.physical_ns)])
+    return after(conform(table), since)
 
 
 def after(table: pa.Table, since: Hlc) -> pa.Table:

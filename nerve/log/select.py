@@ -48,7 +48,7 @@ class TailFilter:
         if self.hidden:
             keep = pc.and_(keep, pc.invert(pc.is_in(kind, pa.array(self.hidden, pa.string()))))
         if self.sources:
-            keep = pc.and_(keep, pc.is_in(source, pa.array(self.sources, pa.uint32())))
+            keep = pc.and_(keep, pc.is_in(source, pa.array(self.sources, pa.int64())))
         return keep
 
     def to_json(self) -> dict[str, Any]:

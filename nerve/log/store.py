@@ -431,16 +431,27 @@ class EventLog:
             fsio.fsync_dir(self.paths.wal)
 
     def compact(self, *, target_rows: int = 1_000_000) -> CompactResult:
-        """Merge runs of adjacent small segments; one manifest record per merged run."""
+        """Merge runs of adjacent small segments, and rewrite any segment still stored with
+        the v1 (unsigned) types; one manifest record per run."""
         with self._seal_lock:
             merged = written = rows = 0
-            for run in _small_runs(self.manifest.segments(), target_rows):
+            for run in self._compaction_runs(target_rows):
                 table = seg.concat([seg.read_segment(self.paths.segment(s.name)) for s in run])
                 body = {"op": "compact", "remove": [s.name for s in run]}
                 info = self._record_segment(table, body)
                 merged, written, rows = merged + len(run), written + 1, rows + info.rows
             self._drop_retired()
             return CompactResult(merged, written, rows)
+
+    def _compaction_runs(self, target_rows: int) -> list[list[SegmentInfo]]:
+        segments = self.manifest.segments()
+        runs = _small_runs(segments, target_rows)
+        merged = {s.name for run in runs for s in run}
+        old = [s for s in segments if s.name not in merged and self._stored_v1(s)]
+        return runs + [[s] for s in old]
+
+    def _stored_v1(self, info: SegmentInfo) -> bool:
+        return seg.stored_v1(self.paths.segment(info.name))
 
     def _drop_retired(self, *, grace_ns: int | None = None) -> None:
         """Delete segments compacted, erased or archived away once readers have had their

@@ -28,7 +28,7 @@ from nerve.clock import Hlc
 from nerve.errors import LogCorrupt
 from nerve.log import archive, erasure
 from nerve.log.buffers import read_file
-from nerve.log.codec import SCHEMA, fixed_bytes, hash_each, ids_of, kept_hashes
+from nerve.log.codec import SCHEMA, conform, fixed_bytes, hash_each, ids_of, kept_hashes
 from nerve.log.manifest import ManifestState, SegmentInfo, read_manifest
 from nerve.log.paths import LogPaths
 from nerve.log.reader import Checkpoint, IdHasher, feed_archives
@@ -183,7 +183,7 @@ def _check_segment(
     if blake3.blake3(data).hexdigest() != info.name:
         problems.append(Problem(name, "segment bytes do not match its address (file changed)"))
     try:
-        table = pq.read_table(pa.BufferReader(data)).select(SCHEMA.names)
+        table = conform(pq.read_table(pa.BufferReader(data)).select(SCHEMA.names))
         table = table.cast(schema_for(table))
     except (pa.ArrowInvalid, pa.ArrowTypeError, OSError, KeyError) as exc:
         return [*problems, Problem(name, f"cannot be read as an event segment: {exc}")], 0

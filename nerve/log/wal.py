@@ -23,7 +23,7 @@ import pyarrow as pa
 
 from nerve import fsio
 from nerve.errors import LogCorrupt, LogError
-from nerve.log.codec import EMPTY, SCHEMA
+from nerve.log.codec import EMPTY, SCHEMA, SCHEMA_V1, conform
 
 FILE_MAGIC = b"NWAL"
 VERSION = 1
@@ -57,9 +57,16 @@ def _decode_body(body: bytes, path: Path, offset: int) -> pa.Table:
         raise LogCorrupt(
             f"{path}: frame at byte {offset} has a valid checksum but no Arrow data: {exc}"
         ) from None
-    if not table.schema.equals(SCHEMA):
-        raise LogCorrupt(f"{path}: frame at byte {offset} has an unexpected schema")
-    return table
+    return frame_table(table, path, offset)
+
+
+def frame_table(table: pa.Table, path: Path, offset: int) -> pa.Table:
+    """A decoded frame in today's types; a frame of an unknown schema is corruption."""
+    if table.schema.equals(SCHEMA):
+        return table
+    if table.schema.equals(SCHEMA_V1):
+        return conform(table)
+    raise LogCorrupt(f"{path}: frame at byte {offset} has an unexpected schema")
 
 
 @dataclass(frozen=True)

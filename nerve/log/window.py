@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 from nerve.clock import HLC_ZERO, LOGICAL_MAX, Hlc
 from nerve.errors import LogCorrupt
 from nerve.log import segments as seg
-from nerve.log.codec import EMPTY
+from nerve.log.codec import EMPTY, conform
 from nerve.log.reader import Snapshot
 from nerve.log.select import TailFilter
 
@@ -96,7 +96,7 @@ class _Part:
             return self.tail.select(columns) if columns else self.tail
         assert self.path is not None
         try:
-            return pq.ParquetFile(self.path).read_row_group(self.group, columns=columns)
+            return conform(pq.ParquetFile(self.path).read_row_group(self.group, columns=columns))
         except FileNotFoundError:
             raise
         except (pa.ArrowInvalid, OSError) as exc:

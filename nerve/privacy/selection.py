@@ -171,7 +171,7 @@ def _pick(sel: Selection, table: pa.Table) -> Any:
         wanted = pa.array([bytes.fromhex(c) for c in sel.cids], pa.binary(32))
         terms.append(pc.is_in(table.column("payload_cid"), wanted))
     if sel.sources:
-        terms.append(pc.is_in(table.column("source"), pa.array(sel.sources, pa.uint32())))
+        terms.append(pc.is_in(table.column("source"), pa.array(sel.sources, pa.int64())))
     if sel.kinds:
         terms.append(pc.is_in(table.column("kind"), pa.array(sel.kinds, pa.string())))
     if sel.before is not None:

@@ -220,6 +220,9 @@ class Kernel:
         self._tasks.append(asyncio.create_task(self._seal_loop(), name="seal"))
         self._tasks.append(asyncio.create_task(self._erasure_loop(), name="erasure"))
         self._tasks.append(asyncio.create_task(self._skip_loop(), name="skips"))
+        from nerve.runtime.shipper import ship_loop
+
+        self._tasks.append(asyncio.create_task(ship_loop(self), name="fleet-ship"))
         if self.watch:
             from nerve.runtime.watch import watch_workspace
 

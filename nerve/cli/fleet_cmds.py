@@ -1,0 +1,222 @@
+"""`nerve fleet`: ship sealed segments to a shared Iceberg table, query it, verify it."""
+
+import sys
+import time
+from typing import Annotated, Any
+
+import typer
+
+from nerve.cli.output import DEFAULT_LIMIT, console, emit_json, render_chunks, render_rows
+from nerve.cli.state import workspace as _ws
+from nerve.errors import UsageError
+
+fleet_app = typer.Typer(
+    help="Many hosts: ship sealed segments to an Apache Iceberg table; query and verify it.",
+    no_args_is_help=True,
+)
+
+JsonFlag = Annotated[bool, typer.Option("--json", help="JSON output.")]
+
+
+@fleet_app.command("init")
+def init_cmd(
+    warehouse: Annotated[
+        str,
+        typer.Option(
+            "--warehouse",
+            metavar="URI",
+            help="Where files go: s3://bucket/prefix, file:///dir, or a folder.",
+        ),
+    ],
+    catalog: Annotated[
+        str | None,
+        typer.Option(
+            "--catalog",
+            metavar="URI",
+            help="SQLAlchemy URI of the Iceberg catalog (default: SQLite beside a local "
+            "warehouse, else in data/fleet).",
+        ),
+    ] = None,
+    table: Annotated[
+        str | None, typer.Option("--table", metavar="NS.NAME", help="Default nerve.events.")
+    ] = None,
+    host: Annotated[
+        str | None, typer.Option("--host", metavar="NAME", help="Default: this machine's name.")
+    ] = None,
+    endpoint: Annotated[
+        str | None,
+        typer.Option("--endpoint", metavar="URL", help="S3-compatible server (s3:// only)."),
+    ] = None,
+    ship: Annotated[
+        str | None,
+        typer.Option("--ship", metavar="MODE", help="manual (default) or auto: after each seal."),
+    ] = None,
+) -> None:
+    """Write nerve.yaml's fleet section and create the namespace and table."""
+    from nerve.fleet.setup import init_fleet, warehouse_uri
+
+    ws = _ws(write=True)
+    settings = {
+        "warehouse": warehouse_uri(warehouse),
+        "catalog": catalog,
+        "table": table,
+        "host": host,
+        "endpoint": endpoint,
+        "ship": ship,
+    }
+    resolved, wh = init_fleet(ws, settings)
+    typer.echo(f"fleet table {resolved.table} at {wh.location}")
+    typer.echo(f"this workspace ships as host {resolved.host!r}; next: nerve fleet ship")
+
+
+@fleet_app.command("ship")
+def ship_cmd(as_json: JsonFlag = False) -> None:
+    """Upload sealed segments not yet shipped, sign the manifest head, register the files."""
+    from nerve.fleet.ship import ship
+
+    result = ship(_ws())
+    if as_json:
+        emit_json(result.to_json())
+        return
+    if result.seq < 0:
+        typer.echo("nothing sealed yet: nothing to ship")
+        return
+    mb = result.bytes / 1e6
+    typer.echo(
+        f"host {result.host}: uploaded {result.uploaded} segment(s) ({mb:.1f} MB), "
+        f"registered {result.added}, dropped {result.removed}, at manifest record {result.seq}"
+        + (f"; commit {result.commit_s * 1000:.0f} ms" if result.snapshot else "")
+    )
+    for problem in result.problems:
+        sys.stderr.write(f"warning: {problem}\n")
+
+
+@fleet_app.command("query")
+def query_cmd(
+    sql: Annotated[str, typer.Argument(help="SQL over `fleet_events` (events + host).")],
+    since: Annotated[
+        str | None,
+        typer.Option("--since", help="Only events from 1h / 3d ago, an ISO time or an HLC."),
+    ] = None,
+    host: Annotated[
+        list[str] | None, typer.Option("--host", help="Only these hosts (repeatable).")
+    ] = None,
+    as_json: JsonFlag = False,
+    as_csv: Annotated[bool, typer.Option("--csv", help="CSV output.")] = False,
+    limit: Annotated[
+        int, typer.Option("--limit", min=0, help="Rows a terminal shows at most (0: all).")
+    ] = DEFAULT_LIMIT,
+) -> None:
+    """Run SQL in DuckDB over every host's shipped events, reading only the files needed."""
+    from nerve.fleet.query import connect_fleet, plan, trim_cache
+    from nerve.fleet.ship import fleet_settings
+    from nerve.privacy.selection import parse_when
+    from nerve.query import stream_query
+
+    ws = _ws()
+    wh = _open()
+    since_ns = None if since is None else parse_when(since, time.time_ns(), "--since").physical_ns
+    fleet = plan(wh, since_ns=since_ns, hosts=host)
+    if sys.stderr.isatty():
+        sys.stderr.write(f"fleet: reading {fleet.read} of {fleet.total} files\n")
+    limit_mb = fleet_settings(ws).cache_mb
+    cache = ws.data / "fleet" / "cache" if limit_mb else None
+    result = stream_query(connect_fleet(wh, fleet, cache), sql)
+    fmt = "json" if as_json else "csv" if as_csv else "table"
+    render_chunks(result.columns, result.chunks(), fmt=fmt, limit=limit)
+    if cache is not None and cache.is_dir():
+        trim_cache(cache, limit_mb * 1024 * 1024)
+
+
+@fleet_app.command("verify")
+def verify_cmd(
+    host: Annotated[
+        list[str] | None, typer.Option("--host", help="Only these hosts (repeatable).")
+    ] = None,
+    repin: Annotated[
+        bool,
+        typer.Option("--repin", help="Accept the named hosts' current keys (after a rotation)."),
+    ] = False,
+    as_json: JsonFlag = False,
+) -> None:
+    """Check each host's files, signed head, manifest and digest; exit 3–9 names a problem.
+
+    3 altered file, 4 key changed, 5 bad head, 6 rolled back, 7 missing, 8 extra, 9 digest.
+    """
+    from nerve.canonical import canonical_json
+    from nerve.chain.trust import default_trust_dir
+    from nerve.fleet.status import verify_record_path
+    from nerve.fleet.verify import exit_code, verify_fleet
+    from nerve.fleet.warehouse import write_local
+
+    if repin and not host:
+        raise UsageError("--repin needs --host NAME: the hosts whose new key you accept")
+    ws = _ws()
+    wh = _open()
+    reports = verify_fleet(wh, default_trust_dir().parent, hosts=host, repin=repin)
+    record = {"time_ns": time.time_ns(), "hosts": [r.to_json() for r in reports]}
+    write_local(verify_record_path(ws.data), canonical_json(record) + b"\n")
+    if as_json:
+        emit_json({"ok": all(r.ok for r in reports), **record})
+    else:
+        _show_verify(reports)
+    code = exit_code(reports)
+    if code:
+        raise typer.Exit(code)
+
+
+def _show_verify(reports: list[Any]) -> None:
+    out = console()
+    if not reports:
+        out.print("no hosts have shipped to this table yet")
+    for r in reports:
+        if r.ok:
+            out.print(f"ok    {r.host}: {r.files} files, {r.rows} rows, record {r.seq}")
+        for kind, message in r.problems:
+            out.print(f"FAIL  {r.host}: {kind}: {message}", markup=False, highlight=False)
+        for note in r.notes:
+            out.print(f"note  {r.host}: {note}", markup=False, highlight=False)
+
+
+@fleet_app.command("status")
+def status_cmd(as_json: JsonFlag = False) -> None:
+    """Hosts, their last ship, files, rows, lag behind their newest seal, last verify."""
+    from nerve.fleet.status import fleet_status
+    from nerve.fleet.warehouse import resolve
+
+    ws = _ws()
+    wh = _open()
+    host = resolve(ws.config.fleet, ws.data).host  # type: ignore[arg-type]
+    rows = fleet_status(wh, local_host=host, log_root=ws.log_root, data_dir=ws.data)
+    if as_json:
+        emit_json(rows)
+        return
+    columns = ["host", "last ship", "files", "rows", "behind", "verify"]
+    render_rows(columns, [_status_row(r) for r in rows], fmt="table")
+
+
+def _status_row(r: dict[str, Any]) -> list[Any]:
+    from datetime import datetime
+
+    shipped = r["last_ship_ns"]
+    when = (
+        datetime.fromtimestamp(shipped / 1e9).strftime("%Y-%m-%d %H:%M:%S") if shipped else "never"
+    )
+    behind = "?" if r["behind_segments"] is None else f"{r['behind_segments']} seg"
+    if r["behind_s"]:
+        behind += f", {r['behind_s']:.0f}s"
+    verify = r["verify"]
+    checked = "-" if verify is None else ("ok" if verify["ok"] else "FAILED")
+    return [r["host"], when, r["files"], r["rows"], behind, checked]
+
+
+def _open() -> Any:
+    from nerve.fleet.ship import fleet_settings
+    from nerve.fleet.warehouse import open_warehouse, resolve
+
+    ws = _ws()
+    return open_warehouse(resolve(fleet_settings(ws), ws.data))
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(fleet_app, name="fleet")

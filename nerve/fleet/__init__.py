@@ -1,0 +1,1 @@
+"""Many hosts: sealed segments shipped to an Apache Iceberg table, queried and verified."""

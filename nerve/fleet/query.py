@@ -1,0 +1,152 @@
+"""``nerve fleet query``: SQL over every host's events, reading only the files it must.
+
+The Iceberg scan is planned with the time filter, so only files whose ``physical_ns``
+bounds reach the window are listed (the manifests' statistics, no data read); a host
+filter keeps only that host's files. DuckDB then reads those files through pyarrow
+datasets (projection and filters pushed down) as the view ``fleet_events``: the columns of
+``events`` plus ``host``.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import blake3
+
+from nerve.fleet.warehouse import FleetError, Warehouse, host_of, segment_name, write_local
+
+__all__ = ["FleetPlan", "connect_fleet", "plan"]
+
+
+@dataclass(frozen=True)
+class FleetPlan:
+    files: dict[str, list[str]]  # host -> file URIs to read
+    total: int  # files the table holds
+    since_ns: int | None
+
+    @property
+    def read(self) -> int:
+        return sum(len(v) for v in self.files.values())
+
+
+def plan(
+    wh: Warehouse, *, since_ns: int | None = None, hosts: list[str] | None = None
+) -> FleetPlan:
+    if wh.table.current_snapshot() is None:
+        return FleetPlan({}, 0, since_ns)
+    total = len(wh.data_files())
+    row_filter = "True" if since_ns is None else f"physical_ns >= {int(since_ns)}"
+    files: dict[str, list[str]] = {}
+    for task in wh.table.scan(row_filter=row_filter).plan_files():
+        host = host_of(task.file.file_path)
+        if host is not None and (not hosts or host in hosts):
+            files.setdefault(host, []).append(task.file.file_path)
+    return FleetPlan(files, total, since_ns)
+
+
+def connect_fleet(wh: Warehouse, fleet: FleetPlan, cache: Path | None = None) -> Any:
+    """A DuckDB connection with ``fleet_events`` over the planned files.
+
+    With ``cache`` (a folder), each file is read from there, fetched on first use: a file's
+    name is the blake3 of its bytes, so a cached copy is checked once and never goes stale.
+    Without, the files are read from the store through pyarrow datasets.
+    """
+    import duckdb
+
+    from nerve.query import EVENT_COLUMNS
+
+    conn = duckdb.connect()
+    conn.execute("SET enable_progress_bar_print = false")
+    local = fetch(wh, fleet, cache) if cache is not None else None
+    parts = []
+    for index, (host, uris) in enumerate(sorted(fleet.files.items())):
+        host_sql = host.replace("'", "''")
+        if local is not None:
+            names = ", ".join("'" + str(local[u]).replace("'", "''") + "'" for u in uris)
+            source = f"read_parquet([{names}])"
+        else:
+            source = f"_fleet_{index}"
+            conn.register(source, _dataset(wh, uris))
+        parts.append(f"SELECT *, '{host_sql}' AS host FROM {source}")
+    if not parts:  # an empty table still has the view, with no rows
+        conn.register("_fleet_empty", _empty())
+        parts.append("SELECT *, ''::VARCHAR AS host FROM _fleet_empty")
+    where = "" if fleet.since_ns is None else f" WHERE physical_ns >= {int(fleet.since_ns)}"
+    source = "(" + " UNION ALL BY NAME ".join(parts) + ")"
+    conn.execute(
+        f"CREATE OR REPLACE TEMP VIEW fleet_events AS SELECT {EVENT_COLUMNS}, host "
+        f"FROM {source}{where}"
+    )
+    return conn
+
+
+def _dataset(wh: Warehouse, uris: list[str]) -> Any:
+    import pyarrow.dataset as ds
+
+    from nerve.fleet.warehouse import table_schema
+
+    filesystem, _ = wh.fs_path(uris[0])
+    paths = [wh.fs_path(u)[1] for u in uris]
+    return ds.FileSystemDataset.from_paths(
+        paths, schema=table_schema(), format=ds.ParquetFileFormat(), filesystem=filesystem
+    )  # from the paths alone: no listing, no footer read before the query
+
+
+def _empty() -> Any:
+    import pyarrow as pa
+
+    from nerve.fleet.warehouse import table_schema
+
+    return pa.Table.from_batches([], schema=table_schema())
+
+
+FETCH_THREADS = 8
+
+
+def fetch(wh: Warehouse, fleet: FleetPlan, cache: Path) -> dict[str, Path]:
+    """Every planned file in ``cache`` (fetched and blake3-checked if missing); uri -> path.
+    A local warehouse is read in place."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    uris = [u for group in fleet.files.values() for u in group]
+    if all(u.startswith("file://") for u in uris):
+        from nerve.fleet.warehouse import local_path
+
+        return {u: local_path(u) for u in uris}
+    cache.mkdir(parents=True, exist_ok=True)
+
+    def one(uri: str) -> tuple[str, Path]:
+        path = cache / f"{segment_name(uri)}.parquet"
+        if path.exists():
+            os.utime(path)  # recently used: evicted last
+            return uri, path
+        data = wh.read(uri)
+        if data is None:
+            raise FleetError(
+                f"{uri}: registered, but the store does not have it (run fleet verify)"
+            )
+        if blake3.blake3(data).hexdigest() != segment_name(uri):
+            raise FleetError(f"{uri}: its bytes do not hash to its name (run fleet verify)")
+        write_local(path, data)
+        return uri, path
+
+    with ThreadPoolExecutor(FETCH_THREADS) as pool:
+        found = dict(pool.map(one, uris))
+    return found
+
+
+def trim_cache(cache: Path, limit_bytes: int) -> int:
+    """Drop the least recently used files until the cache fits; returns bytes dropped."""
+    files = sorted(cache.glob("*.parquet"), key=lambda p: p.stat().st_mtime)
+    total = sum(p.stat().st_size for p in files)
+    dropped = 0
+    for path in files:
+        if total - dropped <= limit_bytes:
+            break
+        size = path.stat().st_size
+        path.unlink(missing_ok=True)
+        dropped += size
+    return dropped

@@ -1,0 +1,114 @@
+"""The ``fleet:`` section of nerve.yaml (validated with the rest of the file)::
+
+    fleet:
+      warehouse: file:///srv/nerve-fleet        # or s3://bucket/prefix
+      catalog: sqlite:////srv/nerve-fleet/catalog.db  # any SQLAlchemy URI
+      table: nerve.events                       # namespace.table
+      host: laptop                              # default: this machine's name
+      ship: manual                              # or auto: the daemon ships after each seal
+      endpoint: http://127.0.0.1:8333           # S3-compatible server (s3:// warehouses only)
+      region: us-east-1
+      credentials_file: ~/.config/nerve/s3.ini  # AWS-style [profile] file; else the environment
+      cache_mb: 2048                            # files a query fetched, kept (content-named)
+
+Secrets never live here: S3 keys come from ``AWS_ACCESS_KEY_ID`` / ``AWS_SECRET_ACCESS_KEY``
+or ``credentials_file``; a catalog password from ``NERVE_FLEET_CATALOG`` (the whole URI).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+from urllib.parse import urlsplit
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic_core import PydanticCustomError
+
+__all__ = ["HOST_PATTERN", "SECRET_KEYS", "FleetConfig"]
+
+HOST_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
+_TABLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\.[A-Za-z_][A-Za-z0-9_]*$")
+SECRET_KEYS = frozenset(
+    {"access_key", "access_key_id", "aws_access_key_id", "secret_key", "secret_access_key"}
+    | {"aws_secret_access_key", "session_token", "password", "token"}
+)
+
+
+def _fail(code: str, message: str, **ctx: Any) -> PydanticCustomError:
+    return PydanticCustomError(code, message, ctx)
+
+
+class FleetConfig(BaseModel):
+    """A whole ``fleet:`` section."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    warehouse: str
+    catalog: str | None = None
+    table: str = "nerve.events"
+    host: str | None = None
+    ship: Literal["manual", "auto"] = "manual"
+    endpoint: str | None = None
+    region: str = "us-east-1"
+    credentials_file: str | None = None
+    profile: str = "default"
+    cache_mb: int = Field(default=2048, ge=0)  # fetched files kept for queries (0: none)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_secrets(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            for key in data:
+                if str(key).lower() in SECRET_KEYS:
+                    raise _fail(
+                        "nerve_fleet_secret",
+                        "credentials never go in nerve.yaml: set AWS_ACCESS_KEY_ID and "
+                        "AWS_SECRET_ACCESS_KEY, or name a file with 'credentials_file'",
+                        at_key=key,
+                    )
+        return data
+
+    @field_validator("warehouse")
+    @classmethod
+    def _warehouse(cls, value: str) -> str:
+        scheme = urlsplit(value).scheme
+        if scheme not in ("file", "s3"):
+            raise _fail(
+                "nerve_fleet_uri", "must be a file:// or s3:// URI (got {value!r})", value=value
+            )
+        if scheme == "s3" and not urlsplit(value).netloc:
+            raise _fail("nerve_fleet_uri", "an s3:// warehouse needs a bucket: s3://bucket/prefix")
+        return value.rstrip("/")
+
+    @field_validator("catalog")
+    @classmethod
+    def _catalog(cls, value: str | None) -> str | None:
+        if value is not None and urlsplit(value).password:
+            raise _fail(
+                "nerve_fleet_secret",
+                "the catalog URI holds a password: set the whole URI in NERVE_FLEET_CATALOG"
+                " instead",
+            )
+        return value
+
+    @field_validator("table")
+    @classmethod
+    def _table(cls, value: str) -> str:
+        if not _TABLE.match(value):
+            raise _fail("nerve_fleet_table", "must be namespace.table (got {value!r})", value=value)
+        return value
+
+    @field_validator("host")
+    @classmethod
+    def _host(cls, value: str | None) -> str | None:
+        if value is not None and not HOST_PATTERN.match(value):
+            raise _fail(
+                "nerve_fleet_host",
+                "host {value!r}: letters, digits, '.', '-' or '_', at most 63, not starting "
+                "with a dot or dash",
+                value=value,
+            )
+        return value
+
+
+MODELS = (FleetConfig,)

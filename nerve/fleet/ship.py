@@ -1,0 +1,309 @@
+"""``nerve fleet ship``: this host's sealed segments into the fleet's Iceberg table.
+
+1. Each live segment not yet in the store is uploaded under its content name, then read
+   back and its blake3 checked (one already there with the right bytes is left alone).
+2. The manifest and a signed head over it go up beside them.
+3. One Iceberg commit registers the new files (``add_files``-style: nothing is rewritten)
+   and drops the ones the host no longer holds (compacted, erased, archived), with the head
+   in the snapshot's properties. A commit that loses a race reloads and recomputes.
+
+The table decides what is registered, so a ship killed at any instant and run again
+registers every segment exactly once: before the commit nothing is registered, after it
+everything is.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import blake3
+
+from nerve.errors import UsageError
+from nerve.fleet.head import Head, live_digest
+from nerve.fleet.warehouse import (
+    FleetError,
+    Warehouse,
+    host_of,
+    open_warehouse,
+    resolve,
+    segment_name,
+    ship_lock,
+)
+from nerve.log.manifest import ManifestState, SegmentInfo, read_manifest
+from nerve.log.paths import LogPaths
+from nerve.workspace import Workspace
+
+__all__ = ["ShipResult", "fleet_settings", "ship"]
+
+UPLOAD_THREADS = 8
+
+
+@dataclass
+class ShipResult:
+    host: str
+    seq: int
+    uploaded: int = 0  # files put this ship
+    reused: int = 0  # files already in the store, bytes checked
+    added: int = 0  # files registered by this ship's commit
+    removed: int = 0  # files the commit dropped
+    bytes: int = 0
+    snapshot: int | None = None
+    commit_s: float = 0.0
+    seconds: float = 0.0
+    problems: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def fleet_settings(ws: Workspace) -> Any:
+    cfg = ws.config.fleet
+    if cfg is None:
+        raise UsageError(
+            f"{ws.config_path}: no fleet section",
+            hint="add one with `nerve fleet init --warehouse URI`",
+        )
+    return cfg
+
+
+def ship(ws: Workspace, *, hook: Callable[[str], None] | None = None) -> ShipResult:
+    """Ship what is sealed and not yet in the table; ``hook(step)`` is called between steps
+    (tests kill the process there)."""
+    started = time.perf_counter()
+    resolved = resolve(fleet_settings(ws), ws.data)
+    step = hook or (lambda _: None)
+    with ship_lock(ws.data):
+        wh = open_warehouse(resolved)
+        paths = LogPaths(ws.log_root)
+        state = read_manifest(paths.manifest)
+        result = ShipResult(resolved.host, len(state.records) - 1)
+        if not state.records:
+            return result
+        live = state.segments()
+        _refuse_v1(paths, live)
+        _upload(wh, paths, live, result, step)
+        head = _sign(ws, wh, paths, state, live)
+        wh.write(
+            f"{wh.host_dir(resolved.host)}/manifest.jsonl",
+            paths.manifest.read_bytes()[: state.size],
+        )
+        step("manifest")
+        wh.write(f"{wh.host_dir(resolved.host)}/head.json", head.to_bytes())
+        step("head")
+        _register(wh, paths, head, live, result)
+        step("commit")
+        _sweep(wh, resolved.host, {s.name for s in live}, result)
+    result.seconds = time.perf_counter() - started
+    _record(ws.data, result)
+    return result
+
+
+def _refuse_v1(paths: LogPaths, live: list[SegmentInfo]) -> None:
+    from nerve.log import segments as seg
+
+    old = [s.name for s in live if seg.stored_v1(paths.segment(s.name))]
+    if old:
+        raise UsageError(
+            f"{len(old)} segment(s) still use the v1 column types Iceberg cannot hold "
+            f"(first: {old[0][:12]})",
+            hint="rewrite them with `nerve compact`, then ship again",
+        )
+
+
+def _upload(
+    wh: Warehouse,
+    paths: LogPaths,
+    live: list[SegmentInfo],
+    result: ShipResult,
+    step: Callable[[str], None],
+) -> None:
+    host = wh.resolved.host
+    registered = {segment_name(f.file_path) for f in _host_files(wh, host)}
+    todo = [s for s in live if s.name not in registered]
+
+    def put(info: SegmentInfo) -> tuple[bool, int]:
+        data = paths.segment(info.name).read_bytes()
+        if blake3.blake3(data).hexdigest() != info.name:
+            raise FleetError(
+                f"{paths.segment(info.name)}: bytes do not match the name",
+                hint="run `nerve replay --verify`",
+            )
+        uri = wh.segment_uri(host, info.name)
+        if wh.size(uri) == len(data) and _matches(wh.read(uri), info.name):
+            return False, 0
+        wh.write(uri, data)
+        if not _matches(wh.read(uri), info.name):
+            raise FleetError(f"{uri}: the upload read back with other bytes")
+        step("upload")
+        return True, len(data)
+
+    with ThreadPoolExecutor(UPLOAD_THREADS) as pool:
+        for fresh, size in pool.map(put, todo):
+            result.uploaded += fresh
+            result.reused += not fresh
+            result.bytes += size
+
+
+def _matches(data: bytes | None, name: str) -> bool:
+    return data is not None and blake3.blake3(data).hexdigest() == name
+
+
+def _host_files(wh: Warehouse, host: str) -> list[Any]:
+    return [f for f in wh.data_files() if host_of(f.file_path) == host]
+
+
+def _sign(
+    ws: Workspace, wh: Warehouse, paths: LogPaths, state: ManifestState, live: list[SegmentInfo]
+) -> Head:
+    from nerve.chain.keys import Keyring
+    from nerve.log import segments as seg
+    from nerve.log.codec import fixed_bytes
+
+    ids = [fixed_bytes(seg.read_segment(paths.segment(s.name), ["id"]).column("id")) for s in live]
+    body = {
+        "host": wh.resolved.host,
+        "node": ws.node,
+        "table": wh.resolved.table,
+        "seq": len(state.records) - 1,
+        "head": state.head,
+        "segments": [s.name for s in live],
+        "rows": sum(s.rows for s in live),
+        "min": list(live[0].min_hlc) if live else None,
+        "max": list(live[-1].max_hlc) if live else None,
+        "digest": live_digest(ids),
+        "time_ns": time.time_ns(),
+    }
+    return Head.sign(body, Keyring.open(ws.data / "keys").signing_key())
+
+
+def _register(
+    wh: Warehouse, paths: LogPaths, head: Head, live: list[SegmentInfo], result: ShipResult
+) -> None:
+    host = wh.resolved.host
+    wanted = {s.name: s for s in live}
+
+    def attempt(wh: Warehouse) -> tuple[int, int, int | None]:
+        have = {segment_name(f.file_path): f for f in _host_files(wh, host)}
+        add = [n for n in wanted if n not in have]
+        drop = [f for n, f in have.items() if n not in wanted]
+        if not add and not drop:
+            return 0, 0, None
+        props = _properties(head)
+        with wh.table.transaction() as tx:
+            _ensure_name_mapping(tx)
+            files = [
+                _data_file(tx.table_metadata, wh.segment_uri(host, n), paths.segment(n))
+                for n in add
+            ]
+            producer = tx.update_snapshot(snapshot_properties=props)
+            with producer.overwrite() if drop else producer.fast_append() as change:
+                for data_file in files:
+                    change.append_data_file(data_file)
+                for data_file in drop:
+                    change.delete_data_file(data_file)
+        snapshot = wh.table.current_snapshot()
+        return len(add), len(drop), snapshot.snapshot_id if snapshot else None
+
+    began = time.perf_counter()
+    result.added, result.removed, result.snapshot = wh.commit(attempt)
+    result.commit_s = time.perf_counter() - began
+
+
+def _properties(head: Head) -> dict[str, str]:
+    body = head.body
+    return {
+        "nerve.host": head.host,
+        "nerve.node": str(body["node"]),
+        "nerve.head.seq": str(head.seq),
+        "nerve.head": head.hash,
+        "nerve.hlc.min": json.dumps(body["min"]),
+        "nerve.hlc.max": json.dumps(body["max"]),
+        "nerve.head.signed": head.to_bytes().decode(),
+    }
+
+
+def _ensure_name_mapping(tx: Any) -> None:
+    """Segments carry no Iceberg field ids; a name mapping lets every engine read them."""
+    if tx.table_metadata.name_mapping() is None:
+        mapping = tx.table_metadata.schema().name_mapping.model_dump_json()
+        tx.set_properties(**{"schema.name-mapping.default": mapping})
+
+
+def _data_file(metadata: Any, uri: str, local: Path) -> Any:
+    """The Iceberg ``DataFile`` for a shipped segment, from its local copy's footer (the
+    same bytes), so registering costs no read of the store."""
+    import pyarrow.parquet as pq
+    from pyiceberg.io.pyarrow import (
+        compute_statistics_plan,
+        data_file_statistics_from_parquet_metadata,
+        parquet_path_to_id_mapping,
+    )
+    from pyiceberg.manifest import DataFile, DataFileContent, FileFormat
+
+    meta = pq.read_metadata(local)
+    schema = metadata.schema()
+    stats = data_file_statistics_from_parquet_metadata(
+        parquet_metadata=meta,
+        stats_columns=compute_statistics_plan(schema, metadata.properties),
+        parquet_column_mapping=parquet_path_to_id_mapping(schema),
+    )
+    return DataFile.from_args(
+        content=DataFileContent.DATA,
+        file_path=uri,
+        file_format=FileFormat.PARQUET,
+        partition=stats.partition(metadata.spec(), schema),
+        file_size_in_bytes=local.stat().st_size,
+        sort_order_id=None,
+        spec_id=metadata.default_spec_id,
+        equality_ids=None,
+        key_metadata=None,
+        **stats.to_serialized_dict(),
+    )
+
+
+def _sweep(wh: Warehouse, host: str, live: set[str], result: ShipResult) -> None:
+    """Delete this host's objects the table no longer names and the host no longer holds:
+    segments compacted or erased away (an erased payload must not linger in the store),
+    and uploads a killed ship left behind."""
+    from pyarrow import fs as pafs
+
+    folder = f"{wh.host_dir(host)}/segments"
+    filesystem, path = wh.fs_path(folder)
+    try:
+        entries = filesystem.get_file_info(pafs.FileSelector(path, allow_not_found=True))
+    except OSError as exc:
+        result.problems.append(f"cannot list {folder}: {exc}")
+        return
+    for entry in entries:
+        name = entry.base_name.removesuffix(".parquet")
+        if entry.base_name.endswith(".parquet") and name not in live:  # live = registered now
+            try:
+                wh.delete(f"{folder}/{entry.base_name}")
+            except FleetError as exc:
+                result.problems.append(str(exc))
+
+
+def state_path(data_dir: Path) -> Path:
+    return data_dir / "fleet" / "state.json"
+
+
+def _record(data_dir: Path, result: ShipResult) -> None:
+    from nerve.canonical import canonical_json
+    from nerve.fleet.warehouse import write_local
+
+    body = {**result.to_json(), "time_ns": time.time_ns()}
+    write_local(state_path(data_dir), canonical_json(body) + b"\n")
+
+
+def last_ship(data_dir: Path) -> dict[str, Any] | None:
+    try:
+        obj = json.loads(state_path(data_dir).read_bytes())
+    except (OSError, ValueError):
+        return None
+    return obj if isinstance(obj, dict) else None

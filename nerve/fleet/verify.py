@@ -1,0 +1,315 @@
+"""``nerve fleet verify``: what the table holds for each host is what that host recorded.
+
+For each host:
+
+- its newest signed head (``head.json``) verifies, under the key pinned the first time the
+  host was seen (a different key is reported, never taken);
+- neither it nor the head in the table's newest snapshot for the host is older than the
+  newest one this verifier accepted before (an old head replayed, a rolled-back table);
+- the uploaded manifest's hash chain reaches that head, and folds to the segments it names;
+- the files the table registers for the host are exactly those segments, each present and
+  each with the blake3 its name says;
+- the ids in those files, in HLC order, hash to the digest the head reports.
+
+Pins (``<trust dir>/<table id>.json``) live outside any workspace's data folder.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import blake3
+
+from nerve import fsio
+from nerve.canonical import canonical_json
+from nerve.errors import LogCorrupt
+from nerve.fleet.head import Head, HeadError, live_digest
+from nerve.fleet.warehouse import Warehouse, host_of, segment_name
+from nerve.log.manifest import read_manifest
+
+__all__ = ["CODES", "HostReport", "verify_fleet"]
+
+# Exit codes, most serious first: the code of a run is the smallest of its problems'.
+CODES = {
+    "altered": 3,  # a file's bytes do not match its content name
+    "key-changed": 4,  # a head signed by a key other than the one pinned for the host
+    "bad-head": 5,  # a head whose signature fails, or a manifest that does not reach it
+    "rolled-back": 6,  # a head (or the table) older than one accepted before
+    "missing": 7,  # a segment the head names that the table or the store lacks
+    "extra": 8,  # a registered file the head does not name
+    "digest": 9,  # the ids in the files do not hash to the head's digest
+}
+
+
+@dataclass
+class HostReport:
+    host: str
+    seq: int | None = None
+    files: int = 0
+    rows: int = 0
+    digest: str | None = None
+    problems: list[tuple[str, str]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def fail(self, kind: str, message: str) -> None:
+        self.problems.append((kind, message))
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "host": self.host,
+            "ok": self.ok,
+            "seq": self.seq,
+            "files": self.files,
+            "rows": self.rows,
+            "digest": self.digest,
+            "problems": [{"kind": k, "code": CODES[k], "message": m} for k, m in self.problems],
+            "notes": self.notes,
+        }
+
+
+def exit_code(reports: list[HostReport]) -> int:
+    codes = [CODES[kind] for r in reports for kind, _ in r.problems]
+    return min(codes, default=0)
+
+
+class Pins:
+    """Per table: each host's key (pinned on first sight) and newest accepted head."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        try:
+            self.hosts: dict[str, dict[str, Any]] = json.loads(path.read_bytes())["hosts"]
+        except FileNotFoundError:
+            self.hosts = {}
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise LogCorrupt(f"{path}: unreadable fleet pins: {exc}") from None
+
+    def save(self) -> None:
+        fsio.private_dir(self.path.parent)
+        tmp = self.path.with_suffix(".tmp")
+        tmp.write_bytes(canonical_json({"hosts": self.hosts}) + b"\n")
+        tmp.chmod(0o600)
+        tmp.replace(self.path)
+
+
+def pins_path(wh: Warehouse, trust_dir: Path) -> Path:
+    ident = blake3.blake3(f"{wh.location}\n{wh.resolved.table}".encode()).hexdigest()[:24]
+    return trust_dir / "fleet" / f"{ident}.json"
+
+
+def verify_fleet(
+    wh: Warehouse, trust_dir: Path, *, hosts: list[str] | None = None, repin: bool = False
+) -> list[HostReport]:
+    """Check every host (or those named); accepted heads and first-seen keys are pinned."""
+    pins = Pins(pins_path(wh, trust_dir))
+    files: dict[str, list[Any]] = {}
+    for data_file in wh.data_files():
+        files.setdefault(host_of(data_file.file_path) or "?", []).append(data_file)
+    table_heads = _table_heads(wh)
+    known = sorted(set(files) | set(table_heads) | set(pins.hosts) | set(_stored_hosts(wh)))
+    reports = []
+    for host in hosts or known:
+        report = _verify_host(wh, host, files.get(host, []), table_heads.get(host), pins, repin)
+        reports.append(report)
+    pins.save()
+    return reports
+
+
+def _table_heads(wh: Warehouse) -> dict[str, Head]:
+    """The head in each host's newest snapshot (snapshots oldest first in the metadata)."""
+    heads: dict[str, Head] = {}
+    for snap in wh.table.snapshots():
+        props = snap.summary.additional_properties if snap.summary else {}
+        signed = props.get("nerve.head.signed")
+        if signed:
+            try:
+                head = Head.parse(signed.encode(), f"snapshot {snap.snapshot_id}")
+            except HeadError:
+                continue  # reported against the host below if it matters
+            heads[head.host] = head
+    return heads
+
+
+def _stored_hosts(wh: Warehouse) -> list[str]:
+    from pyarrow import fs as pafs
+
+    filesystem, path = wh.fs_path(f"{wh.location}/hosts")
+    try:
+        entries = filesystem.get_file_info(pafs.FileSelector(path, allow_not_found=True))
+    except OSError:
+        return []
+    return [e.base_name for e in entries if e.type == pafs.FileType.Directory]
+
+
+def _verify_host(
+    wh: Warehouse,
+    host: str,
+    files: list[Any],
+    table_head: Head | None,
+    pins: Pins,
+    repin: bool,
+) -> HostReport:
+    report = HostReport(host, files=len(files), rows=sum(int(f.record_count) for f in files))
+    uri = f"{wh.host_dir(host)}/head.json"
+    data = wh.read(uri)
+    if data is None:
+        report.fail("missing", f"{uri}: no signed head (the host never finished a ship)")
+        return report
+    try:
+        head = Head.parse(data, uri)
+    except HeadError as exc:
+        report.fail("bad-head", str(exc))
+        return report
+    report.seq = head.seq
+    if not _trusted(head, table_head, pins, report, repin):
+        return report
+    if table_head is not None and table_head.seq < head.seq:
+        report.notes.append(
+            f"head.json (record {head.seq}) is newer than the table's (record {table_head.seq}):"
+            " a ship did not finish, or changed no files"
+        )
+    _check_manifest(wh, host, head, report)
+    if report.ok:
+        _check_files(wh, host, head, files, report)
+    if report.ok:
+        pins.hosts[host] = {
+            "key": head.key.hex(),
+            "seq": head.seq,
+            "head": head.hash,
+            "verified_ns": time.time_ns(),
+        }
+    return report
+
+
+def _trusted(
+    head: Head, table_head: Head | None, pins: Pins, report: HostReport, repin: bool
+) -> bool:
+    pinned = pins.hosts.get(report.host)
+    if table_head is not None and table_head.key != head.key and not repin:
+        report.fail(
+            "key-changed",
+            f"head.json is signed by key {head.key.hex()[:16]}…, the table's newest snapshot "
+            f"by {table_head.key.hex()[:16]}… (re-signed by another key?)",
+        )
+        return False
+    for label, candidate in (("head.json", head), ("the table's newest snapshot", table_head)):
+        if candidate is None:
+            continue
+        if pinned and not repin and candidate.key.hex() != pinned["key"]:
+            report.fail(
+                "key-changed",
+                f"{label} is signed by key {candidate.key.hex()[:16]}…, not the pinned "
+                f"{str(pinned['key'])[:16]}… (if the host's key really changed: "
+                f"--repin --host {report.host})",
+            )
+            return False
+        if not candidate.verifies() or candidate.host != report.host:
+            report.fail("bad-head", f"{label}: the signature does not verify (edited or replaced)")
+            return False
+    if pinned and int(pinned["seq"]) > head.seq:
+        report.fail(
+            "rolled-back",
+            f"head.json is at manifest record {head.seq}, older than record {pinned['seq']} "
+            "accepted before (an old head replayed)",
+        )
+        return False
+    if table_head is not None and table_head.seq > head.seq:
+        report.fail(
+            "rolled-back",
+            f"head.json is at manifest record {head.seq}, older than record {table_head.seq} "
+            "the table already registered (an old head replayed)",
+        )
+        return False
+    if pinned and table_head is not None and int(pinned["seq"]) > table_head.seq:
+        report.fail(
+            "rolled-back",
+            f"the table's newest snapshot for the host is at record {table_head.seq}, older "
+            f"than record {pinned['seq']} accepted before (the table was rolled back)",
+        )
+        return False
+    return True
+
+
+def _check_manifest(wh: Warehouse, host: str, head: Head, report: HostReport) -> None:
+    uri = f"{wh.host_dir(host)}/manifest.jsonl"
+    data = wh.read(uri)
+    if data is None:
+        report.fail("missing", f"{uri}: the manifest is missing")
+        return
+    end = _prefix_end(data, head.seq)
+    import tempfile
+
+    with tempfile.NamedTemporaryFile(suffix=".jsonl") as tmp:
+        tmp.write(data[:end])
+        tmp.flush()
+        try:
+            state = read_manifest(Path(tmp.name), strict_tail=True)
+        except LogCorrupt as exc:
+            report.fail("bad-head", f"{uri}: {str(exc).split(': ', 1)[-1]}")
+            return
+    if state.head != head.hash or len(state.records) != head.seq + 1:
+        report.fail("bad-head", f"{uri}: its record {head.seq} is not the one the head signs")
+        return
+    if [s.name for s in state.segments()] != head.segments:
+        report.fail("bad-head", f"{uri}: folds to other segments than the head names")
+
+
+def _prefix_end(data: bytes, seq: int) -> int:
+    """Byte length of the first ``seq + 1`` lines (the manifest may have grown since)."""
+    end = -1
+    for _ in range(seq + 1):
+        end = data.find(b"\n", end + 1)
+        if end < 0:
+            return len(data)
+    return end + 1
+
+
+def _check_files(
+    wh: Warehouse, host: str, head: Head, files: list[Any], report: HostReport
+) -> None:
+    registered = {segment_name(f.file_path): f for f in files}
+    wanted = head.segments
+    for name in wanted:
+        if name not in registered:
+            report.fail("missing", f"segment {name[:16]}… is named by the head but not registered")
+    named = set(wanted)
+    for name, data_file in registered.items():
+        if name not in named:
+            report.fail("extra", f"{data_file.file_path}: registered; the head does not name it")
+    ids: list[bytes] = []
+    for name in wanted:
+        if name not in registered:
+            continue
+        uri = registered[name].file_path
+        data = wh.read(uri)
+        if data is None:
+            report.fail("missing", f"{uri}: registered, but the store no longer has it")
+        elif blake3.blake3(data).hexdigest() != name:
+            report.fail("altered", f"{uri}: its bytes do not hash to its name (swapped or edited)")
+        else:
+            ids.append(_ids(data))
+    if report.ok:
+        report.digest = live_digest(ids)
+        if report.digest != head.body["digest"]:
+            report.fail(
+                "digest",
+                f"the files' ids hash to {report.digest[:16]}…, "
+                f"the head says {str(head.body['digest'])[:16]}…",
+            )
+
+
+def _ids(data: bytes) -> bytes:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from nerve.log.codec import fixed_bytes
+
+    return fixed_bytes(pq.read_table(pa.BufferReader(data), columns=["id"]).column("id"))

@@ -1,0 +1,342 @@
+"""Where a fleet lives: the catalog, the Iceberg table and its object store, opened from
+the ``fleet:`` settings plus the environment (which alone holds secrets).
+
+Layout under the table's location (``<warehouse>/<namespace>/<table>``)::
+
+    hosts/<host>/segments/<blake3>.parquet   sealed segments, byte for byte as on the host
+    hosts/<host>/manifest.jsonl              the host's manifest (a prefix of it, hash-chained)
+    hosts/<host>/head.json                   its newest signed manifest head
+"""
+
+from __future__ import annotations
+
+import configparser
+import os
+import socket
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+from urllib.parse import unquote, urlsplit
+
+from nerve.errors import ConfigError, NerveError, UsageError
+from nerve.fleet.settings import HOST_PATTERN, FleetConfig
+
+__all__ = [
+    "FleetError",
+    "Warehouse",
+    "host_of",
+    "open_warehouse",
+    "resolve",
+]
+
+T = TypeVar("T")
+COMMIT_TRIES = 12
+
+
+class FleetError(NerveError):
+    """The catalog, the table or the object store refused or failed (network, permissions)."""
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """Settings with defaults and the environment applied (secrets only in memory)."""
+
+    warehouse: str
+    catalog: str
+    table: str
+    host: str
+    properties: dict[str, str]
+
+    @property
+    def namespace(self) -> str:
+        return self.table.split(".", 1)[0]
+
+
+def default_host() -> str:
+    name = socket.gethostname().split(".", 1)[0] or "localhost"
+    return name if HOST_PATTERN.match(name) else "localhost"
+
+
+def resolve(cfg: FleetConfig, data_dir: Path, environ: Mapping[str, str] | None = None) -> Resolved:
+    """The catalog URI (``NERVE_FLEET_CATALOG`` wins), the host, and the FileIO properties."""
+    env = os.environ if environ is None else environ
+    catalog = env.get("NERVE_FLEET_CATALOG") or cfg.catalog or _default_catalog(cfg, data_dir)
+    props = {"uri": catalog, "warehouse": cfg.warehouse}
+    if cfg.warehouse.startswith("s3://"):
+        props.update(_s3_properties(cfg, env))
+    return Resolved(cfg.warehouse, catalog, cfg.table, cfg.host or default_host(), props)
+
+
+def _default_catalog(cfg: FleetConfig, data_dir: Path) -> str:
+    """SQLite beside a local warehouse (so every workspace naming it shares it), else in
+    this workspace's data folder (other hosts must then name a shared catalog)."""
+    if cfg.warehouse.startswith("file://"):
+        return f"sqlite:///{local_path(cfg.warehouse)}/catalog.db"
+    return f"sqlite:///{data_dir / 'fleet' / 'catalog.db'}"
+
+
+def _s3_properties(cfg: FleetConfig, env: Mapping[str, str]) -> dict[str, str]:
+    key, secret = env.get("AWS_ACCESS_KEY_ID"), env.get("AWS_SECRET_ACCESS_KEY")
+    if not (key and secret):
+        key, secret = _credentials_file(cfg, env)
+    props = {
+        "s3.access-key-id": key,
+        "s3.secret-access-key": secret,
+        "s3.region": env.get("AWS_REGION") or cfg.region,
+        "s3.connect-timeout": "10",
+        "s3.request-timeout": "60",
+    }
+    endpoint = cfg.endpoint or env.get("AWS_ENDPOINT_URL_S3") or env.get("AWS_ENDPOINT_URL")
+    if endpoint:
+        props["s3.endpoint"] = endpoint
+    if env.get("AWS_SESSION_TOKEN"):
+        props["s3.session-token"] = env["AWS_SESSION_TOKEN"]
+    return props
+
+
+def _credentials_file(cfg: FleetConfig, env: Mapping[str, str]) -> tuple[str, str]:
+    named = cfg.credentials_file or env.get("AWS_SHARED_CREDENTIALS_FILE")
+    path = Path(named or "~/.aws/credentials").expanduser()
+    hint = "set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or fleet.credentials_file"
+    if not path.is_file():
+        raise UsageError(
+            f"no S3 credentials: not in the environment, and {path} is missing", hint=hint
+        )
+    if path.stat().st_mode & 0o077:
+        raise ConfigError(
+            f"{path}: credentials file is readable by others", hint=f"chmod 600 {path}"
+        )
+    parser = configparser.ConfigParser()
+    try:
+        parser.read(path, encoding="utf-8")
+    except (configparser.Error, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: not an INI credentials file: {exc}") from None
+    section = env.get("AWS_PROFILE") or cfg.profile
+    try:
+        return parser[section]["aws_access_key_id"], parser[section]["aws_secret_access_key"]
+    except KeyError as exc:
+        raise ConfigError(f"{path}: profile [{section}] lacks {exc}", hint=hint) from None
+
+
+def local_path(uri: str) -> Path:
+    return Path(unquote(urlsplit(uri).path))
+
+
+def host_of(file_path: str) -> str | None:
+    """The host a registered file was shipped from (``.../hosts/<host>/segments/x.parquet``)."""
+    parts = file_path.rsplit("/", 4)
+    if len(parts) == 5 and parts[1] == "hosts" and parts[3] == "segments":
+        return parts[2]
+    return None
+
+
+def segment_name(file_path: str) -> str:
+    return file_path.rsplit("/", 1)[-1].removesuffix(".parquet")
+
+
+class Warehouse:
+    """The table and its files. Methods that write retry what the store lets them retry."""
+
+    def __init__(self, resolved: Resolved, catalog: Any, table: Any) -> None:
+        self.resolved = resolved
+        self.catalog = catalog
+        self.table = table
+        self._files: tuple[int, list[Any]] | None = None
+
+    @property
+    def location(self) -> str:
+        return str(self.table.location()).rstrip("/")
+
+    def host_dir(self, host: str) -> str:
+        return f"{self.location}/hosts/{host}"
+
+    def segment_uri(self, host: str, name: str) -> str:
+        return f"{self.host_dir(host)}/segments/{name}.parquet"
+
+    def fs_path(self, uri: str) -> tuple[Any, str]:
+        """The pyarrow file system and the path in it that ``uri`` names."""
+        io = self.table.io
+        scheme, netloc, path = io.parse_location(uri, io.properties)
+        return io.fs_by_scheme(scheme, netloc), path
+
+    def refresh(self) -> None:
+        self.table = self.catalog.load_table(self.resolved.table)
+
+    # -- objects ----------------------------------------------------------------------
+
+    def read(self, uri: str) -> bytes | None:
+        """The object's bytes, or None when it does not exist."""
+        try:
+            with self.table.io.new_input(uri).open() as stream:
+                data: bytes = stream.read()
+                return data
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            if _not_found(exc):
+                return None
+            raise FleetError(f"cannot read {uri}: {exc}") from None
+
+    def size(self, uri: str) -> int | None:
+        try:
+            return len(self.table.io.new_input(uri))
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            if _not_found(exc):
+                return None
+            raise FleetError(f"cannot stat {uri}: {exc}") from None
+
+    def write(self, uri: str, data: bytes) -> None:
+        """Put ``data`` whole. On a local warehouse: a temp file renamed into place, so a
+        reader (or a kill) never sees part of it; an S3 PUT is already all or nothing."""
+        if uri.startswith("file://"):
+            write_local(local_path(uri), data)
+            return
+        try:
+            with self.table.io.new_output(uri).create(overwrite=True) as stream:
+                stream.write(data)
+        except OSError as exc:
+            raise FleetError(f"cannot write {uri}: {exc}") from None
+
+    def delete(self, uri: str) -> None:
+        try:
+            self.table.io.delete(uri)
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            if not _not_found(exc):
+                raise FleetError(f"cannot delete {uri}: {exc}") from None
+
+    # -- the table --------------------------------------------------------------------
+
+    def data_files(self) -> list[Any]:
+        """Every data file the table's current snapshot holds (pyiceberg ``DataFile``s);
+        read once per snapshot."""
+        snapshot = self.table.current_snapshot()
+        if snapshot is None:
+            return []
+        if self._files is None or self._files[0] != snapshot.snapshot_id:
+            files = [task.file for task in self.table.scan().plan_files()]
+            self._files = (snapshot.snapshot_id, files)
+        return self._files[1]
+
+    def commit(self, attempt: Callable[[Warehouse], T], *, sleep: float = 0.05) -> T:
+        """Run ``attempt`` (which builds and commits one transaction) until the catalog takes
+        it: another writer committing first, or SQLite busy, means reload and try again."""
+        from pyiceberg.exceptions import CommitFailedException
+        from sqlalchemy.exc import OperationalError
+
+        for tries in range(1, COMMIT_TRIES + 1):
+            try:
+                return attempt(self)
+            except (CommitFailedException, OperationalError) as exc:
+                if tries == COMMIT_TRIES:
+                    raise FleetError(
+                        f"commit to {self.resolved.table} kept failing: {exc}"
+                    ) from None
+                time.sleep(sleep * tries)
+                self.refresh()
+        raise AssertionError("unreachable")
+
+
+def _not_found(exc: OSError) -> bool:
+    text = str(exc)
+    return "NoSuchKey" in text or "Path does not exist" in text or "404" in text
+
+
+def write_local(path: Path, data: bytes) -> None:
+    from nerve import fsio
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = fsio.open_file(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+    try:
+        fsio.write_all(fd, data, site="fleet.write", path=tmp)
+        fsio.fsync(fd, site="fleet.fsync", path=tmp)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+
+
+def table_schema() -> Any:
+    """The Iceberg schema: a segment's columns, payload and line optional (erasures)."""
+    from nerve.log.codec import ERASABLE_SCHEMA
+
+    return ERASABLE_SCHEMA
+
+
+# Bounds (min/max) only for the columns a filter prunes by (the segment writer keeps
+# statistics for those alone); the rest carry no metrics.
+TABLE_PROPERTIES = {
+    "write.metadata.metrics.default": "none",
+    "write.metadata.metrics.column.physical_ns": "full",
+    "write.metadata.metrics.column.logical": "full",
+    "write.metadata.metrics.column.kind": "truncate(16)",
+    "write.metadata.metrics.column.source": "full",
+    "commit.manifest-merge.enabled": "true",
+    "nerve.format": "nerve-segment-v2",
+}
+
+
+def _catalog(resolved: Resolved) -> Any:
+    try:
+        from pyiceberg.catalog.sql import SqlCatalog
+    except ImportError:
+        raise UsageError(
+            "nerve fleet needs pyiceberg and SQLAlchemy, which are not installed",
+            hint="pip install 'nerve[fleet]'",
+        ) from None
+
+    if resolved.catalog.startswith("sqlite:///"):
+        Path(resolved.catalog.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
+    try:
+        return SqlCatalog("nerve", **resolved.properties)
+    except Exception as exc:  # SQLAlchemy raises many kinds; all mean "cannot open"
+        raise FleetError(f"cannot open the catalog {_safe(resolved.catalog)}: {exc}") from None
+
+
+def _safe(uri: str) -> str:
+    parts = urlsplit(uri)
+    return uri.replace(parts.password, "***") if parts.password else uri
+
+
+def open_warehouse(resolved: Resolved, *, create: bool = False) -> Warehouse:
+    """The catalog and table; ``create`` makes the namespace and table when missing."""
+    from pyiceberg.exceptions import NoSuchTableError
+
+    catalog = _catalog(resolved)
+    try:
+        if create:
+            catalog.create_namespace_if_not_exists(resolved.namespace)
+            table = catalog.create_table_if_not_exists(
+                resolved.table, schema=table_schema(), properties=TABLE_PROPERTIES
+            )
+        else:
+            table = catalog.load_table(resolved.table)
+    except NoSuchTableError:
+        raise UsageError(
+            f"no fleet table {resolved.table} in {_safe(resolved.catalog)}",
+            hint="create it with `nerve fleet init --warehouse URI`",
+        ) from None
+    except OSError as exc:
+        raise FleetError(f"cannot reach the warehouse {resolved.warehouse}: {exc}") from None
+    return Warehouse(resolved, catalog, table)
+
+
+@contextmanager
+def ship_lock(data_dir: Path) -> Iterator[None]:
+    """One ship at a time per workspace (the daemon's and a typed one)."""
+    import fcntl
+
+    folder = data_dir / "fleet"
+    folder.mkdir(parents=True, exist_ok=True)
+    fd = os.open(folder / "ship.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
