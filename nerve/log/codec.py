@@ -355,9 +355,10 @@ _WIRE_TAIL = ("payload_cid", "source", "subject", "trust", "valid_time_ns")
 def wire_lines(table: pa.Table) -> list[str]:
     """Every row in the wire form as one JSON line (no newline), column by column.
 
-    The text is exactly ``json.dumps(row_to_json(row), sort_keys=True, separators=(",", ":"),
-    ensure_ascii=False)``, built without a dict per row: canonical payloads are spliced in
-    as stored. This is what ``nerve tail --json`` prints, fast enough to follow a busy log.
+    The value is ``row_to_json(row)``'s and the text ``json.dumps(…, sort_keys=True,
+    separators=(",", ":"), ensure_ascii=False)``'s, built without a dict per row, except that
+    a canonical payload is spliced in as stored (its JCS number text, e.g. ``0.00001`` where
+    Python writes ``1e-05``), so a re-import addresses the same bytes. This is what ``nerve tail --json`` prints, fast enough to follow a busy log.
     """
     if not table.num_rows:
         return []
