@@ -358,7 +358,8 @@ def wire_lines(table: pa.Table) -> list[str]:
     The value is ``row_to_json(row)``'s and the text ``json.dumps(…, sort_keys=True,
     separators=(",", ":"), ensure_ascii=False)``'s, built without a dict per row, except that
     a canonical payload is spliced in as stored (its JCS number text, e.g. ``0.00001`` where
-    Python writes ``1e-05``), so a re-import addresses the same bytes. This is what ``nerve tail --json`` prints, fast enough to follow a busy log.
+    Python writes ``1e-05``), so a re-import addresses the same bytes. This is what
+    ``nerve tail --json`` prints, fast enough to follow a busy log.
     """
     if not table.num_rows:
         return []
