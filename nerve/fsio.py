@@ -49,6 +49,8 @@ SITES: tuple[str, ...] = (
     "key.write",  # a chain signing key
     "trust.write",  # a verifier's trust record (pinned key, last checkpoint)
     "mcp.token",  # the bearer token `nerve mcp --http` requires
+    "fleet.write",  # an object in a local fleet warehouse, or fleet state (its temp file)
+    "fleet.fsync",
 )
 
 

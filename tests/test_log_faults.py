@@ -228,6 +228,25 @@ def _token_write_fails(tmp_path: Path, site: str) -> None:
     assert mcp_token.token(ws, rotate=True, environ=env) != first
 
 
+def _fleet_write_fails(tmp_path: Path, site: str) -> None:
+    from nerve.fleet.ship import ship
+    from nerve.fleet.warehouse import FleetError
+    from tests.conftest import run_cli
+    from tests.helpers.fleet import make_host
+
+    warehouse = tmp_path / "warehouse"
+    ws = make_host(tmp_path / "h", "h", warehouse.as_uri(), rows=20, ages_h=(2, 1))
+    run_cli("-w", str(ws.root), "fleet", "init", "--warehouse", warehouse.as_uri())
+    with fsio.inject(site, after=1) as fault, pytest.raises(FleetError, match="cannot write"):
+        ship(ws)  # the second segment's upload fails: nothing is registered
+    assert fault.fired == 1
+    assert not [p for p in warehouse.rglob("*") if p.name.endswith(".tmp")]
+    result = ship(ws)
+    assert (result.added, result.removed) == (2, 0)
+    env = {"XDG_STATE_HOME": str(tmp_path / "state")}
+    assert run_cli("-w", str(ws.root), "fleet", "verify", env=env).returncode == 0
+
+
 SCENARIOS: dict[str, Callable[[Path, str], None]] = {
     "wal.create": _rotation_fails,
     "wal.write": _append_fails,
@@ -248,6 +267,8 @@ SCENARIOS: dict[str, Callable[[Path, str], None]] = {
     "key.write": _key_write_fails,
     "trust.write": _trust_write_fails,
     "mcp.token": _token_write_fails,
+    "fleet.write": _fleet_write_fails,
+    "fleet.fsync": _fleet_write_fails,
 }
 
 

@@ -194,7 +194,10 @@ class Warehouse:
         """Put ``data`` whole. On a local warehouse: a temp file renamed into place, so a
         reader (or a kill) never sees part of it; an S3 PUT is already all or nothing."""
         if uri.startswith("file://"):
-            write_local(local_path(uri), data)
+            try:
+                write_local(local_path(uri), data)
+            except OSError as exc:
+                raise FleetError(f"cannot write {uri}: {exc.strerror or exc}") from None
             return
         try:
             with self.table.io.new_output(uri).create(overwrite=True) as stream:
@@ -255,11 +258,15 @@ def write_local(path: Path, data: bytes) -> None:
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     fd = fsio.open_file(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
     try:
-        fsio.write_all(fd, data, site="fleet.write", path=tmp)
-        fsio.fsync(fd, site="fleet.fsync", path=tmp)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
+        try:
+            fsio.write_all(fd, data, site="fleet.write", path=tmp)
+            fsio.fsync(fd, site="fleet.fsync", path=tmp)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)  # a write that failed leaves nothing behind
+        raise
 
 
 def table_schema() -> Any:
