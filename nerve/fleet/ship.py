@@ -197,10 +197,8 @@ def _register(
         props = _properties(head)
         with wh.table.transaction() as tx:
             _ensure_name_mapping(tx)
-            files = [
-                _data_file(tx.table_metadata, wh.segment_uri(host, n), paths.segment(n))
-                for n in add
-            ]
+            metadata = tx.table_metadata  # a deep copy per access: taken once
+            files = [_data_file(metadata, wh.segment_uri(host, n), paths.segment(n)) for n in add]
             producer = tx.update_snapshot(snapshot_properties=props)
             with producer.overwrite() if drop else producer.fast_append() as change:
                 for data_file in files:
