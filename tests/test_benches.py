@@ -62,6 +62,10 @@ QUICK_RUNS: dict[str, tuple[list[str], dict[str, Any]]] = {
         {"events": 3000, "lines": 5000, "rounds": 1},
     ),
     "mcp_bench.py": (["--quick", "--events", "3000", "--runs", "2"], {"events": 3000, "runs": 2}),
+    "footprint_bench.py": (
+        ["--quick", "--seconds", "8", "--sample-s", "2"],
+        {"seconds": 8.0, "sample_s": 2.0},
+    ),
 }
 
 
@@ -219,6 +223,18 @@ SABOTAGE: dict[str, tuple[str, list[str], str]] = {
         """,
         ["--quick", "--events", "2000", "--runs", "1"],
         "session_matches_the_library",
+    ),
+    "footprint_bench.py": (
+        """
+        log_figures = bench.log_figures
+        def senseless(ws):  # as if one bundled sense never computed
+            figures = log_figures(ws)
+            figures["subjects_computed"] = figures["subjects_computed"][1:]
+            return figures
+        bench.log_figures = senseless
+        """,
+        ["--seconds", "6", "--sample-s", "2"],
+        "every_sense_computed",
     ),
 }
 
