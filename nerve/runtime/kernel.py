@@ -49,6 +49,10 @@ SEAL_CHECK_S = 1.0
 SEAL_BACKOFF_MAX_S = 30.0
 UPKEEP_DELAY_S = 1.0  # the first erasure upkeep, once the daemon is up
 ERROR_REPEAT_S = 60.0
+# A compute that leaves the state as it was is counted, not stored; the count is stored with
+# the next `sense.state`, which is written at the latest this long after the previous one
+# (and when the daemon stops), so `sense history` still shows the sense running.
+STATE_CHECKPOINT_NS = 600 * 1_000_000_000
 HIGHLIGHTS_KEPT = 50
 
 
@@ -62,6 +66,8 @@ class SenseStats:
     last_line: str = ""
     last_error: str = ""
     lateness_us: list[int] = field(default_factory=list)
+    unrecorded: int = 0  # computes since the last `sense.state`, not stored yet
+    recorded_ns: int | None = None  # monotonic time of the last `sense.state` since start
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -201,6 +207,7 @@ class Kernel:
             task.cancel()
         await asyncio.gather(*(g.stop() for g in self.groups.values()), return_exceptions=True)
         await self.committer.drain()  # results still in flight reach the extensions below
+        await self._checkpoint_states()
         for ext in reversed(self.extensions):
             with contextlib.suppress(Exception):
                 await ext.stop(self)
@@ -343,12 +350,14 @@ class Kernel:
         except NerveError as exc:  # e.g. an observation field the worker let through
             await self._sense_error(job.sense, "unserialisable", f"result cannot be stored: {exc}")
             return
-        await self.committer.append(drafts)  # durable before memory moves
+        if drafts:
+            await self.committer.append(drafts)  # durable before memory moves
         self.states[job.sense] = reply["state"]  # as stored: redacted if a rule fired
         stats.computes += 1
         stats.last_wall_ns = time.time_ns()
         stats.last_duration_ms = reply.get("duration_ms")
-        stats.last_line = drafts[1].line if reply.get("observations") else "state updated"
+        observed = [d for d in drafts if d.kind == "observation"]
+        stats.last_line = observed[0].line if observed else "state updated"
         if len(stats.lateness_us) < 100_000:
             stats.lateness_us.append(lateness_us)
         if reply.get("signal"):
@@ -362,27 +371,61 @@ class Kernel:
     def _result_drafts(
         self, job: Job, reply: dict[str, Any], lateness_us: int
     ) -> tuple[list[Draft], WorkflowTrigger | None]:
+        """What a compute stores: its observations; its ``sense.state`` when the state
+        changed (or a checkpoint is due, or observations were withheld); a ``signal`` when
+        a sense listens; a workflow request or rejection."""
         observed = [self._observation(job.sense, obs) for obs in reply.get("observations", [])]
         kept = self.capture.screen(job.sense, observed)
         drafts = self.privacy.capture_all(kept)
-        summary = drafts[0].line if drafts else "state updated"
+        stats = self.stats[job.sense]
         payload = {
             "state": reply["state"],
             "reason": job.reason,
             "duration_ms": reply.get("duration_ms"),
             "lateness_us": lateness_us,
+            "computes": stats.unrecorded + 1,
         }
         if len(kept) < len(observed):
             payload["withheld"] = len(observed) - len(kept)  # paused: counted, not stored
-        state = _control("sense.state", job.sense, f"{job.sense}: {summary}", payload)
-        drafts.insert(0, self._redact_state(state, reply))
-        if reply.get("signal"):
+        state = self._state_draft(job.sense, payload, drafts[0].line if drafts else None)
+        previous = canonical_json(self.state_of(job.sense))
+        state = self._redact_state(state, reply)
+        now = time.monotonic_ns()
+        if (
+            "withheld" in payload
+            or canonical_json(reply["state"]) != previous
+            or stats.recorded_ns is None  # the first compute since the daemon started
+            or now - stats.recorded_ns >= STATE_CHECKPOINT_NS
+        ):
+            drafts.insert(0, state)
+            stats.unrecorded, stats.recorded_ns = 0, now
+        else:
+            stats.unrecorded += 1
+        if reply.get("signal") and self.bus.listened(job.sense):
             drafts.append(
                 _control("signal", job.sense, f"{job.sense} signalled", _reason(job.reason))
             )
         trigger, extra = self._workflow(job.sense, reply.get("workflow"))
         drafts += extra
         return drafts, trigger
+
+    def _state_draft(self, sense: str, payload: dict[str, Any], summary: str | None) -> Draft:
+        line = f"{sense}: {summary or 'state updated'}"
+        if payload["computes"] > 1:
+            line += f" ({payload['computes']} computes since the last record)"
+        return _control("sense.state", sense, line, payload)
+
+    async def _checkpoint_states(self) -> None:
+        """Store the counts of computes not recorded yet (the daemon is stopping)."""
+        drafts = []
+        for name, stats in sorted(self.stats.items()):
+            if stats.unrecorded and name in self.states:
+                payload = {"state": self.states[name], "reason": "checkpoint"}
+                payload |= {"computes": stats.unrecorded}
+                drafts.append(self.privacy.redact(self._state_draft(name, payload, None)))
+                stats.unrecorded = 0
+        if drafts:
+            await self.committer.append(drafts)
 
     def _redact_state(self, draft: Draft, reply: dict[str, Any]) -> Draft:
         """A state is captured too: when a rule fires in it, memory keeps what is stored."""
