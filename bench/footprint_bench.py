@@ -36,14 +36,15 @@ import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC
 from pathlib import Path
 from typing import Any, TextIO
 
 import psutil
 
 ROOT = Path(__file__).resolve().parent.parent
-QUICK = {"seconds": 60.0, "sample_s": 5.0}
-DEFAULTS = {"seconds": 600.0, "sample_s": 10.0}
+QUICK = {"seconds": 60.0, "sample_s": 5.0, "stream_s": 600.0}
+DEFAULTS = {"seconds": 600.0, "sample_s": 10.0, "stream_s": 3600.0}
 BOOKKEEPING = ("sense.state", "signal")
 MIB = 2**20
 GOALS = {"uss_mib": 120, "bookkeeping_share": 0.30, "disk_mb_per_day": 5.0, "cpu_pct": 0.5}
@@ -298,12 +299,330 @@ def disk_figures(ws: Path, events_per_s: float) -> dict[str, Any]:
     }
 
 
+# Writer options tried on the run's own events (one segment, as compaction writes it). The
+# hashes (id, payload_cid) are random bytes: stored raw in every trial.
+DICTIONARY = ["node", "kind", "subject", "source", "trust", "line"]
+DELTA = {"physical_ns": "DELTA_BINARY_PACKED", "valid_time_ns": "DELTA_BINARY_PACKED"}
+CODEC_TRIALS: dict[str, dict[str, Any]] = {
+    "snappy": {"codec": "snappy", "dictionary": DICTIONARY},
+    "zstd-1": {"codec": "zstd", "level": 1, "dictionary": DICTIONARY},
+    "zstd-3": {"codec": "zstd", "level": 3, "dictionary": DICTIONARY},
+    "zstd-9": {"codec": "zstd", "level": 9, "dictionary": DICTIONARY},
+    "zstd-19": {"codec": "zstd", "level": 19, "dictionary": DICTIONARY},
+    "zstd-9, no dictionary": {"codec": "zstd", "level": 9, "dictionary": []},
+    "zstd-9, dictionary + payload": {
+        "codec": "zstd",
+        "level": 9,
+        "dictionary": [*DICTIONARY, "payload"],
+    },
+    "zstd-3, delta times": {
+        "codec": "zstd",
+        "level": 3,
+        "dictionary": DICTIONARY,
+        "encoding": DELTA,
+    },
+    "zstd-9, delta times": {
+        "codec": "zstd",
+        "level": 9,
+        "dictionary": DICTIONARY,
+        "encoding": DELTA,
+    },
+}
+
+
+def codec_trials(root: Path) -> dict[str, Any]:
+    """Bytes per event of the log's events written once with each trial's options, the
+    columns' share of the current writer's bytes, and a DuckDB read of each trial."""
+    import pyarrow.parquet as pq
+
+    from nerve.log.reader import snapshot, table_since
+    from nerve.log.segments import sort_events
+
+    table = sort_events(table_since(snapshot(root)))
+    rows = max(table.num_rows, 1)
+    out: dict[str, Any] = {"rows": table.num_rows, "bytes_per_event": {}, "readable": {}}
+    trials = {name: _write_trial(table, trial) for name, trial in CODEC_TRIALS.items()}
+    trials["chosen (the segment writer)"] = _current_bytes(table)
+    for name, data in trials.items():
+        out["bytes_per_event"][name] = round(len(data) / rows, 1)
+        out["readable"][name] = _duckdb_rows(data) == table.num_rows
+    current = pq.ParquetFile(_pa_buffer(_current_bytes(table))).metadata
+    out["footer_bytes_per_event"] = round(current.serialized_size / rows, 1)
+    out["column_bytes_per_event"] = {
+        current.schema.column(i).name: round(
+            sum(
+                current.row_group(g).column(i).total_compressed_size
+                for g in range(current.num_row_groups)
+            )
+            / rows,
+            1,
+        )
+        for i in range(current.num_columns)
+    }
+    return out
+
+
+def _write_trial(table: Any, trial: dict[str, Any]) -> bytes:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    raw = ("id", "payload_cid")
+    codec = {n: ("none" if n in raw else trial["codec"]) for n in table.schema.names}
+    levels = {n: trial["level"] for n in table.schema.names if n not in raw and "level" in trial}
+    sink = pa.BufferOutputStream()
+    pq.write_table(
+        table,
+        sink,
+        compression=codec,
+        compression_level=levels or None,
+        use_dictionary=trial["dictionary"],
+        column_encoding=trial.get("encoding"),
+        write_statistics=["physical_ns", "logical", "kind", "source"],
+    )
+    return bytes(sink.getvalue().to_pybytes())
+
+
+def _current_bytes(table: Any) -> bytes:
+    from nerve.log.segments import encode_table
+
+    return encode_table(table)
+
+
+def _pa_buffer(data: bytes) -> Any:
+    import pyarrow as pa
+
+    return pa.BufferReader(data)
+
+
+def _duckdb_rows(data: bytes) -> int:
+    import duckdb
+
+    with tempfile.NamedTemporaryFile(suffix=".parquet") as f:
+        f.write(data)
+        f.flush()
+        row = duckdb.connect().execute("SELECT count(*) FROM read_parquet(?)", [f.name]).fetchone()
+    return int(row[0]) if row else -1
+
+
 def _segment_bytes(root: Path) -> int:
     return sum(p.stat().st_size for p in (root / "segments").glob("*.parquet"))
 
 
 def replay_verifies(ws: Path) -> bool:
     return nerve_cli(ws, "replay", "--verify", "--json", check=False).returncode == 0
+
+
+# -- one recorded stream, into nerve and into ActivityWatch's datastore -------------------
+
+# The bundled senses that sample the machine, each at its interval in nerve.yaml. `files`
+# and `shell` are left out: they read what the user does, and a bench does not record that.
+STREAM_SENSES = ("cpu", "memory", "disk", "network", "power", "processes")
+QUERY_SOURCE = "cpu"
+
+
+@dataclass(frozen=True)
+class Obs:
+    t_ns: int
+    sense: str
+    source: int
+    trust: int
+    valid_time_ns: int | None
+    payload: bytes
+    line: str
+    data: Any
+
+
+def _load_sense(name: str) -> Any:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        f"bench_sense_{name}", ROOT / "senses" / name / "sense.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def record_stream(seconds: float, start_ns: int) -> list[Obs]:
+    """``seconds`` of the bundled machine senses, each compute called at its turn (the
+    readings are real; the times are the schedule's, so an hour records in seconds)."""
+    from nerve.canonical import canonical_json
+    from nerve.config import load_config
+    from nerve.contract import SenseContext, normalise_result
+
+    config = load_config(ROOT / "nerve.yaml")
+    ticks = []
+    for name in STREAM_SENSES:
+        every_ns = int(config.senses[name].interval or 1000) * 1_000_000
+        ticks += [(k * every_ns, name) for k in range(int(seconds * 1e9) // every_ns)]
+    modules = {name: _load_sense(name) for name in STREAM_SENSES}
+    states = {name: modules[name].initial_state for name in STREAM_SENSES}
+    out: list[Obs] = []
+    for offset, name in sorted(ticks):
+        ctx = SenseContext(name, ROOT, dict(config.senses[name].options))
+        result = normalise_result(modules[name].compute(states[name], ctx), states[name])
+        states[name] = result.state
+        for raw in result.observations:
+            obs = raw.normalised()
+            payload = canonical_json(obs.payload) if obs.payload is not None else b""
+            out.append(
+                Obs(
+                    start_ns + offset,
+                    name,
+                    int(obs.source),
+                    int(obs.trust),
+                    obs.valid_time_ns,
+                    payload,
+                    obs.line,
+                    obs.payload,
+                )
+            )
+    return out
+
+
+def _batches(stream: Sequence[Obs]) -> list[list[Obs]]:
+    """The stream as the daemon commits it: one batch per compute (same sense, same time)."""
+    out: list[list[Obs]] = []
+    for obs in stream:
+        if out and (out[-1][0].t_ns, out[-1][0].sense) == (obs.t_ns, obs.sense):
+            out[-1].append(obs)
+        else:
+            out.append([obs])
+    return out
+
+
+def nerve_side(root: Path, stream: Sequence[Obs], durability: str) -> dict[str, Any]:
+    """Append one batch per compute (the log's clock reads the stream's times), seal and
+    compact; then time "everything from QUERY_SOURCE in the last hour" on the events view."""
+    from nerve.clock import HybridClock
+    from nerve.log.store import EventLog
+    from nerve.query import connect
+
+    now = [stream[0].t_ns if stream else 0]
+    batches = _batches(stream)
+    with EventLog(
+        root,
+        node="bench",
+        durability=durability,
+        clock=HybridClock(lambda: now[0]),
+        seal_max_events=10**12,
+    ) as log:
+        started = time.perf_counter()
+        for batch in batches:
+            now[0] = batch[0].t_ns
+            log.append_columns(
+                kind=["observation"] * len(batch),
+                subject=[o.sense for o in batch],
+                source=[o.source for o in batch],
+                trust=[o.trust for o in batch],
+                valid_time_ns=[o.valid_time_ns for o in batch],
+                payload=[o.payload for o in batch],
+                line=[o.line for o in batch],
+            )
+        insert_s = time.perf_counter() - started
+        log.seal()
+        log.compact(target_rows=10**9)
+    since = (stream[-1].t_ns if stream else 0) - 3600 * 10**9
+    conn = connect(root)
+    sql = (
+        "SELECT ts, data FROM events WHERE subject = ? AND physical_ns >= ? "
+        "ORDER BY physical_ns DESC"
+    )
+    rows, query_s = _best_of(lambda: conn.execute(sql, [QUERY_SOURCE, since]).fetchall())
+    conn.close()
+    disk = sum(p.stat().st_size for p in root.rglob("*") if p.is_file())
+    return _side(len(stream), insert_s, disk, len(rows), query_s)
+
+
+def aw_side(path: Path, stream: Sequence[Obs]) -> dict[str, Any]:
+    """ActivityWatch's own SQLite storage (aw-core): one bucket per sense, each compute's
+    observations one ``insert_many`` of events with timestamp, duration 0 and data."""
+    from datetime import datetime, timedelta
+
+    from aw_core.models import Event
+    from aw_datastore.storages.sqlite import SqliteStorage
+
+    storage = SqliteStorage(testing=True, filepath=str(path))
+    created = datetime.now(UTC).isoformat()
+    for name in STREAM_SENSES:
+        storage.create_bucket(name, "nerve.observation", "bench", "bench", created)
+    when = lambda ns: datetime.fromtimestamp(ns / 1e9, tz=UTC)  # noqa: E731
+    batches = [
+        [
+            Event(timestamp=when(o.t_ns), duration=0, data={"line": o.line, "payload": o.data})
+            for o in b
+        ]
+        for b in _batches(stream)
+    ]
+    names = [b[0].sense for b in _batches(stream)]
+    started = time.perf_counter()
+    for name, events in zip(names, batches, strict=True):
+        storage.insert_many(name, events)
+    storage.commit()
+    insert_s = time.perf_counter() - started
+    end = when(stream[-1].t_ns) if stream else datetime.now(UTC)
+    found, query_s = _best_of(
+        lambda: storage.get_events(QUERY_SOURCE, -1, end - timedelta(hours=1), end)
+    )
+    storage.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    storage.conn.close()
+    disk = sum(p.stat().st_size for p in path.parent.glob(path.name + "*"))
+    return _side(len(stream), insert_s, disk, len(found), query_s)
+
+
+def _best_of(work: Any, runs: int = 5) -> tuple[Any, float]:
+    best, result = float("inf"), None
+    for _ in range(runs):
+        started = time.perf_counter()
+        result = work()
+        best = min(best, time.perf_counter() - started)
+    return result, best
+
+
+def _side(events: int, insert_s: float, disk: int, found: int, query_s: float) -> dict[str, Any]:
+    return {
+        "events": events,
+        "insert_s": round(insert_s, 4),
+        "inserts_per_s": round(events / insert_s) if insert_s else None,
+        "disk_bytes": disk,
+        "bytes_per_event": round(disk / events, 1) if events else None,
+        "query_rows": found,
+        "query_ms": round(query_s * 1000, 3),
+    }
+
+
+def compare_peer(work: Path, args: argparse.Namespace) -> dict[str, Any]:
+    say(f"recording {args.stream_s:.0f} s of the bundled machine senses")
+    stream = record_stream(args.stream_s, time.time_ns() - int(args.stream_s * 1e9))
+    say(f"{len(stream)} observations; into nerve and into aw-core's SQLite storage")
+    nerve = nerve_side(work / "nerve-log", stream, "os")
+    nerve_fsync = nerve_side(work / "nerve-log-fsync", stream, "fsync")
+    codecs = codec_trials(work / "nerve-log")
+    try:
+        aw = aw_side(work / "aw.db", stream)
+    except ImportError as exc:
+        say(f"aw-core is not installed ({exc}): `pip install -e '.[bench]'`")
+        aw = None
+    out: dict[str, Any] = {
+        "stream_events": len(stream),
+        "nerve": nerve,
+        "nerve_fsync": nerve_fsync,
+        "aw": aw,
+        "codecs": codecs,
+    }
+    if aw:
+        out["ratios"] = {
+            "bytes_per_event": _ratio(nerve["bytes_per_event"], aw["bytes_per_event"]),
+            "insert_rate": _ratio(nerve["inserts_per_s"], aw["inserts_per_s"]),
+            "query_latency": _ratio(nerve["query_ms"], aw["query_ms"]),
+        }
+        out["same_rows"] = nerve["query_rows"] == aw["query_rows"]
+    return out
+
+
+def _ratio(a: float | None, b: float | None) -> float | None:
+    return round(a / b, 3) if a and b else None
 
 
 # -- the run -----------------------------------------------------------------------------
@@ -346,12 +665,40 @@ def render(result: dict[str, Any], out: TextIO) -> None:
     for proc in d["uss_by_process"]:
         print(f"  {proc['role']:<20} pid {proc['pid']:>7} {proc['uss_mib']:>7} MiB", file=out)
     print("events by kind: " + json.dumps(lg["kinds"], sort_keys=True), file=out)
+    render_peer(result["peer"], out)
+
+
+def render_peer(peer: dict[str, Any], out: TextIO) -> None:
+    print(f"\none recorded stream of {peer['stream_events']} observations", file=out)
+    print(
+        f"{'store':<22} {'bytes/event':>12} {'inserts/s':>11} {'last hour of cpu, ms':>21}",
+        file=out,
+    )
+    sides = [("nerve", peer["nerve"]), ("nerve (fsync)", peer["nerve_fsync"])]
+    sides += [("aw-core sqlite", peer["aw"])] if peer["aw"] else []
+    for name, side in sides:
+        figures = f"{side['bytes_per_event']:>12} {side['inserts_per_s']:>11,}"
+        print(f"{name:<22} {figures} {side['query_ms']:>21}", file=out)
+    if peer.get("ratios"):
+        r = peer["ratios"]
+        print(
+            f"nerve / aw-core: bytes {r['bytes_per_event']} (goal <= 0.5), insert rate "
+            f"{r['insert_rate']} (>= 1), query {r['query_latency']} (<= 1)",
+            file=out,
+        )
+    else:
+        print("aw-core not installed: `.venv/bin/pip install -e '.[bench]'`", file=out)
+    codecs = peer["codecs"]
+    print(f"segment writer trials ({codecs['rows']} events), bytes/event:", file=out)
+    for name, value in codecs["bytes_per_event"].items():
+        print(f"  {name:<30} {value:>8}", file=out)
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seconds", type=float, help="how long the daemon runs")
     parser.add_argument("--sample-s", type=float, help="seconds between samples")
+    parser.add_argument("--stream-s", type=float, help="seconds of senses recorded for the peer")
     parser.add_argument("--quick", action="store_true", help="60 s, a sample every 5 s")
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder")
     args = parser.parse_args(argv)
@@ -366,8 +713,12 @@ def main(argv: Sequence[str] | None = None, out: TextIO = sys.stdout) -> int:
     args = parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="nerve-footprint-"))
     try:
-        result = {"seconds": args.seconds, "sample_s": args.sample_s}
+        result = {"seconds": args.seconds, "sample_s": args.sample_s, "stream_s": args.stream_s}
         result |= measure_daemon(work, args)
+        result["peer"] = peer = compare_peer(work, args)
+        result["checks"]["codec_trials_readable"] = all(peer["codecs"]["readable"].values())
+        if peer["aw"] is not None:
+            result["checks"]["peer_same_rows"] = peer["same_rows"] and peer["aw"]["query_rows"] > 0
     finally:
         if args.keep:
             say(f"kept {work}")

@@ -63,8 +63,8 @@ QUICK_RUNS: dict[str, tuple[list[str], dict[str, Any]]] = {
     ),
     "mcp_bench.py": (["--quick", "--events", "3000", "--runs", "2"], {"events": 3000, "runs": 2}),
     "footprint_bench.py": (
-        ["--quick", "--seconds", "8", "--sample-s", "2"],
-        {"seconds": 8.0, "sample_s": 2.0},
+        ["--quick", "--seconds", "8", "--sample-s", "2", "--stream-s", "120"],
+        {"seconds": 8.0, "sample_s": 2.0, "stream_s": 120.0},
     ),
 }
 
@@ -233,7 +233,7 @@ SABOTAGE: dict[str, tuple[str, list[str], str]] = {
             return figures
         bench.log_figures = senseless
         """,
-        ["--seconds", "6", "--sample-s", "2"],
+        ["--seconds", "6", "--sample-s", "2", "--stream-s", "60"],
         "every_sense_computed",
     ),
 }
