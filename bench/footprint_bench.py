@@ -8,8 +8,8 @@ temporary folder and its daemon started with ``nerve daemon start``. For ``--sec
 process (the kernel and its workers, found again at each sample): unique memory (USS, from
 psutil), CPU time and context switches. It reports memory at the end (total and per
 process), the slope of total USS over the second half of the run (MiB per hour), CPU as a
-share of one core, and wakeups per second (voluntary context switches: the process went to
-sleep and was woken; involuntary ones are shown next to them).
+share of one core, and wakeups per second (voluntary context switches of every thread: a
+thread went to sleep and was woken; involuntary ones are shown next to them).
 
 After ``nerve daemon stop`` it reads the log: events per second by kind and the bookkeeping
 share (``sense.state`` and ``signal`` records among all events of the run). Then it seals
@@ -145,18 +145,32 @@ def _role(proc: psutil.Process) -> str:
     return "kernel" if "daemon" in cmd else " ".join(cmd[-2:])
 
 
+def thread_switches(pid: int) -> tuple[int, int]:
+    """Voluntary and involuntary context switches of every thread of ``pid``, from
+    ``/proc/<pid>/task/*/status`` (a process's own status counts its main thread only)."""
+    vol = invol = 0
+    for status in Path(f"/proc/{pid}/task").glob("*/status"):
+        with contextlib.suppress(OSError):
+            for line in status.read_text().splitlines():
+                if line.startswith("voluntary_ctxt_switches:"):
+                    vol += int(line.split()[1])
+                elif line.startswith("nonvoluntary_ctxt_switches:"):
+                    invol += int(line.split()[1])
+    return vol, invol
+
+
 def sample_process(proc: psutil.Process) -> ProcSample | None:
     try:
         with proc.oneshot():
             times = proc.cpu_times()
-            ctx = proc.num_ctx_switches()
+            vol, invol = thread_switches(proc.pid)
             return ProcSample(
                 proc.pid,
                 _role(proc),
                 proc.memory_full_info().uss,
                 times.user + times.system,
-                ctx.voluntary,
-                ctx.involuntary,
+                vol,
+                invol,
             )
     except (psutil.NoSuchProcess, psutil.AccessDenied):
         return None
