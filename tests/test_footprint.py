@@ -3,12 +3,16 @@ changed nothing records (see README, "What a compute records")."""
 
 from __future__ import annotations
 
+import os
 import shutil
+import time
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 
+from nerve.log.store import Draft
 from tests.daemon_util import started
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -28,14 +32,49 @@ def _mapped(pid: int) -> str:
     return Path(f"/proc/{pid}/maps").read_text()
 
 
-def test_the_daemon_never_loads_pandas(bundled: Path) -> None:
+def test_the_daemon_loads_neither_duckdb_nor_pandas(bundled: Path) -> None:
     with started(bundled) as d:
         d.wait_for(lambda: d.events("observation", "cpu"), what="a cpu observation")
-        maps = _mapped(d.pid())
+        kernel = psutil.Process(d.pid())
+        maps = _mapped(kernel.pid)
+        children = [" ".join(c.cmdline()) for c in kernel.children()]
         status = d.request({"type": "status"})
-    assert "libarrow" in maps  # it built arrays and stored them: the probe has happened
+    assert "libarrow" in maps  # it built arrays and stored them: pyarrow's probe has run
     assert "pandas" not in maps
+    # it rebuilt its state from projections at start, in its query process, not in itself
+    assert "duckdb" not in maps
+    assert sum("nerve.runtime.queries" in c for c in children) <= 1
     assert status["ok"]
+
+
+def test_the_query_process_starts_on_a_query_and_stops_when_idle(tmp_path: Path) -> None:
+    from nerve.runtime.queries import QueryChild, QueryError
+    from nerve.workspace import Workspace
+
+    ws = Workspace.at(tmp_path)
+    with ws.open_log() as log:
+        log.append_drafts([Draft.control("note", "t", "one", {"n": 1})])
+    child = QueryChild(idle_s=0.5)
+    assert child.pid is None  # nothing started before a query
+    conn = child.connect(tmp_path)
+    assert conn.execute("SELECT subject, line FROM events").fetchall() == [("t", "one")]
+    assert child.pid is not None and child.pid != os.getpid()
+    rows = child.connect(tmp_path, projections=False).execute("SELECT count(*) FROM events")
+    assert rows.fetchone() == (1,) and rows.fetchone() is None
+    with pytest.raises(QueryError, match="no_such_table"):
+        conn.execute("SELECT * FROM no_such_table")
+    _wait(lambda: child.pid is None, "the idle query process to stop")
+    assert child.connect(tmp_path).execute("SELECT count(*) FROM events").fetchall() == [(1,)]
+    assert child.started == 2
+    child.close()
+    assert child.pid is None
+
+
+def _wait(check: Any, what: str, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.05)
 
 
 # A sense whose state stops changing after its first compute; each compute leaves a mark in

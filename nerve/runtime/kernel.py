@@ -39,6 +39,7 @@ from nerve.runtime.extensions import load_extensions
 from nerve.runtime.followers import Followers
 from nerve.runtime.groups import GroupWorker, Job
 from nerve.runtime.ipc import IpcServer
+from nerve.runtime.queries import QueryChild
 from nerve.runtime.scheduler import NS, Scheduler
 from nerve.runtime.senses import Layout, StoredState, check_sense_file, layout, stored_states
 from nerve.runtime.snapshot import AgentReads, Highlight
@@ -144,6 +145,7 @@ class Kernel:
         self._error_lines = journal.Repeats(ERROR_REPEAT_S)
         self.appended = 0  # events stored since start (appends, keyed batches, imports)
         self._base_events = 0  # events the log held before them
+        self.queries = QueryChild()  # DuckDB, in a process of its own while it is used
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -155,7 +157,7 @@ class Kernel:
         self.committer.listeners.extend([self._count, self.agents.note])
         self.committer.start()
         self.scheduler = Scheduler(self._dispatch)
-        self._stored = await asyncio.to_thread(stored_states, self.ws)
+        self._stored = await asyncio.to_thread(stored_states, self.ws, self.connect)
         await self.capture.restore()  # before any sense is scheduled
         await self._count_segments()
         await self.record(
@@ -191,6 +193,11 @@ class Kernel:
             self._tasks.append(asyncio.create_task(watch_workspace(self), name="watch"))
         self.ready.set()
 
+    def connect(self, *, projections: bool = True) -> Any:
+        """DuckDB over the log, run by the query process (see ``nerve.runtime.queries``):
+        ``events`` and every projection, or ``events`` alone."""
+        return self.queries.connect(self.ws.root, projections=projections)
+
     @property
     def socket_path(self) -> Path:
         return self.ws.root / self.config.daemon.socket
@@ -218,6 +225,7 @@ class Kernel:
         assert self.log is not None
         self.log.close()  # waits for a seal in progress: the position below is final
         events, segments = await self._position()
+        await asyncio.to_thread(self.queries.close)
         journal.say(
             f"stopped ({self.stop_reason}); log at {events:,} events in {segments:,} segments"
         )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import py_compile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -85,9 +86,12 @@ class StoredState:
     undecodable: bool
 
 
-def stored_states(ws: Workspace) -> dict[str, StoredState]:
-    """The newest ``sense.state`` of every sense, read through the sense_state projection."""
-    conn = ws.connect()
+def stored_states(
+    ws: Workspace, connect: Callable[[], Any] | None = None
+) -> dict[str, StoredState]:
+    """The newest ``sense.state`` of every sense, read through the sense_state projection
+    (over ``connect()``, by default the workspace's own DuckDB connection)."""
+    conn = (connect or ws.connect)()
     rows = conn.execute("SELECT sense, state, undecodable FROM sense_state").fetchall()
     out: dict[str, StoredState] = {}
     for sense, state, undecodable in rows:
