@@ -419,7 +419,12 @@ def _duckdb_rows(data: bytes) -> int:
 
 
 def _segment_bytes(root: Path) -> int:
-    return sum(p.stat().st_size for p in (root / "segments").glob("*.parquet"))
+    """Bytes of the live segments (a compaction leaves the ones it replaced on disk for a
+    grace period; they are not counted)."""
+    from nerve.log.store import manifest_state
+
+    live = manifest_state(root).segments()
+    return sum((root / "segments" / f"{s.name}.parquet").stat().st_size for s in live)
 
 
 def replay_verifies(ws: Path) -> bool:
