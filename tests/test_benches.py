@@ -66,6 +66,10 @@ QUICK_RUNS: dict[str, tuple[list[str], dict[str, Any]]] = {
         ["--quick", "--hosts", "2", "--events", "2400"],
         {"hosts": 2, "events": 2400, "segments": 24},
     ),
+    "footprint_bench.py": (
+        ["--quick", "--seconds", "8", "--sample-s", "2", "--stream-s", "120"],
+        {"seconds": 8.0, "sample_s": 2.0, "stream_s": 120.0},
+    ),
 }
 
 
@@ -234,6 +238,18 @@ SABOTAGE: dict[str, tuple[str, list[str], str]] = {
         """,
         ["--quick", "--hosts", "2", "--events", "2400"],
         "same_answer_as_duckdb",
+    ),
+    "footprint_bench.py": (
+        """
+        log_figures = bench.log_figures
+        def senseless(ws):  # as if one bundled sense never computed
+            figures = log_figures(ws)
+            figures["subjects_computed"] = figures["subjects_computed"][1:]
+            return figures
+        bench.log_figures = senseless
+        """,
+        ["--seconds", "6", "--sample-s", "2", "--stream-s", "60"],
+        "every_sense_computed",
     ),
 }
 

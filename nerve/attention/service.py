@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Iterable, Sequence
+import functools
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,7 +32,6 @@ from nerve.clock import HLC_ZERO, Hlc
 from nerve.errors import ChainError, NerveError, report
 from nerve.events import NERVE_SOURCE, SourceClass, Trust
 from nerve.log.store import Draft, EventLog
-from nerve.query import connect
 
 HIGHLIGHT, DECISION, LINK, SNAPSHOT = (
     "attention.highlight", "attention.decision", "chain.link", "attention.snapshot",
@@ -236,11 +236,12 @@ def read_observations(conn: Any, cursor: Hlc = HLC_ZERO) -> list[Obs]:
     return [Obs(bytes(i), int(s), int(t), int(p), int(lo), ln) for i, s, t, p, lo, ln in rows]
 
 
-def load_state(log_root: Path) -> LogState:
-    """Links, the newest snapshot, decisions recorded after it, and observations to attend."""
+def load_state(log_root: Path, connect: Callable[[], Any] | None = None) -> LogState:
+    """Links, the newest snapshot, decisions recorded after it, and observations to attend
+    (read over ``connect()``, by default DuckDB's ``events`` view of ``log_root``)."""
     import json
 
-    conn = connect(log_root)
+    conn = connect() if connect is not None else _events(log_root)
     state = LogState()
     state.links = [
         bytes(r[0])
@@ -267,10 +268,19 @@ def load_state(log_root: Path) -> LogState:
     return state
 
 
+def _events(log_root: Path) -> Any:
+    from nerve.query import connect
+
+    return connect(log_root)
+
+
 def attender_for(
-    log_root: Path, settings: AttentionSettings, keys: Path
+    log_root: Path,
+    settings: AttentionSettings,
+    keys: Path,
+    connect: Callable[[], Any] | None = None,
 ) -> tuple[Attender, LogState]:
-    state = load_state(log_root)
+    state = load_state(log_root, connect)
     att = Attender(settings, Keyring.open(keys), state.links)
     if state.snapshot is not None:
         att.restore(state.snapshot)
@@ -340,7 +350,7 @@ def check(log_root: Path, settings: AttentionSettings) -> CheckResult:
     """Recompute every decision from scratch and compare, in order, with the recorded ones."""
     import json
 
-    conn = connect(log_root)
+    conn = _events(log_root)
     att = Attender(settings, None)
     att.observe(read_observations(conn))
     recorded = [
@@ -400,7 +410,11 @@ class AttentionService:
         self.settings = settings
         kernel.committer.listeners.append(self._on_commit)  # before reading: nothing slips by
         att, state = await asyncio.to_thread(
-            attender_for, kernel.ws.log_root, settings, kernel.ws.data / "keys"
+            attender_for,
+            kernel.ws.log_root,
+            settings,
+            kernel.ws.data / "keys",
+            functools.partial(kernel.connect, projections=False),
         )
         self.att = att
         att.observe(state.observations, state.recorded)

@@ -144,7 +144,7 @@ class WorkflowEngine:
 
     async def load_runs(self, runs: Sequence[str]) -> list[RunRecord]:
         def read() -> list[RunRecord]:
-            conn = self.kernel.ws.connect()
+            conn = self.kernel.connect()
             return [load_run(conn, run) for run in runs]
 
         return await asyncio.to_thread(read) if runs else []
@@ -234,7 +234,7 @@ class WorkflowEngine:
 
     async def _recover(self) -> None:
         def read() -> list[RunRecord]:
-            conn = self.kernel.ws.connect()
+            conn = self.kernel.connect()
             sql = (
                 f"SELECT run FROM workflow_runs WHERE status IN {_OPEN} "
                 "ORDER BY requested_ns, requested_logical"

@@ -19,13 +19,14 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
-
-import duckdb
+from typing import TYPE_CHECKING, Any
 
 from nerve.canonical import loads_bounded
 from nerve.errors import EventError, WorkflowError
 from nerve.flow.contract import Message, StartFrame
+
+if TYPE_CHECKING:  # the daemon's connections are run by its query process
+    import duckdb
 
 __all__ = [
     "ACTIVE",

@@ -46,7 +46,9 @@ class SenseOut(BaseModel):
     name: str
     group: str
     interval_ms: int | None = Field(description="How often it computes (null: only on signals).")
-    computes: int = Field(description="State records in the log (one per compute).")
+    computes: int = Field(
+        description="Computes the log records (each `sense.state` counts those since the last)."
+    )
     errors: int = Field(description="sense.error records in the log.")
     last_time: str | None = Field(description="Local time of its last compute or error.")
     last_line: str | None = Field(description="Its newest observation's line.")
@@ -75,7 +77,8 @@ class StatusOut(BaseModel):
 
 _SENSE_SQL = """
 SELECT subject,
-    count(*) FILTER (kind = 'sense.state') AS computes,
+    coalesce(sum(coalesce(TRY_CAST(data ->> 'computes' AS BIGINT), 1))
+        FILTER (kind = 'sense.state'), 0) AS computes,
     count(*) FILTER (kind = 'sense.error') AS errors,
     max(physical_ns) FILTER (kind IN ('sense.state', 'sense.error')) AS last_ns,
     arg_max(line, physical_ns) FILTER (kind = 'observation') AS last_line,

@@ -19,6 +19,10 @@ class SignalBus:
     def subscribe(self, sense: str, handler: Handler) -> None:
         self._subs[sense].append(handler)
 
+    def listened(self, sense: str) -> bool:
+        """Whether any sense listens ``on`` this one (a signal nobody hears is not stored)."""
+        return bool(self._subs.get(sense))
+
     def clear(self) -> None:
         self._subs.clear()
 

@@ -40,8 +40,8 @@ class CaptureGate:
 
     async def restore(self) -> None:
         """Read the newest pause record, before any sense is scheduled."""
-        ws = self.kernel.ws
-        self.state = await asyncio.to_thread(lambda: stored_pause(ws.connect()))
+        connect = self.kernel.connect
+        self.state = await asyncio.to_thread(lambda: stored_pause(connect()))
 
     async def start(self) -> None:
         """Honour a restored pause: end it now if its time is up, else arm its timer."""

@@ -40,6 +40,7 @@ from nerve.runtime.extensions import load_extensions
 from nerve.runtime.followers import Followers
 from nerve.runtime.groups import GroupWorker, Job
 from nerve.runtime.ipc import IpcServer
+from nerve.runtime.queries import QueryChild
 from nerve.runtime.scheduler import NS, Scheduler
 from nerve.runtime.senses import (
     Layout,
@@ -59,6 +60,10 @@ SEAL_BACKOFF_MAX_S = 30.0
 UPKEEP_DELAY_S = 1.0  # the first erasure upkeep, once the daemon is up
 ERROR_REPEAT_S = 60.0
 SKIP_FLUSH_S = 5.0  # how often folded skip counts whose minute has ended are written
+# A compute that leaves the state as it was is counted, not stored; the count is stored with
+# the next `sense.state`, which is written at the latest this long after the previous one
+# (and when the daemon stops), so `sense history` still shows the sense running.
+STATE_CHECKPOINT_NS = 600 * 1_000_000_000
 HIGHLIGHTS_KEPT = 50
 
 
@@ -73,6 +78,8 @@ class SenseStats:
     last_error: str = ""
     last_signal_ns: int | None = None
     lateness_us: list[int] = field(default_factory=list)
+    unrecorded: int = 0  # computes since the last `sense.state`, not stored yet
+    recorded_ns: int | None = None  # monotonic time of the last `sense.state` since start
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -176,6 +183,7 @@ class Kernel:
         self._base_events = 0  # events the log held before them
         self.skips = Skips(self._record_skip)  # ticks that did not run, and why
         self._down_since: int | None = None  # wall ns the log was last written by a daemon
+        self.queries = QueryChild()  # DuckDB, in a process of its own while it is used
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -187,8 +195,8 @@ class Kernel:
         self.committer.listeners.extend([self._count, self.agents.note])
         self.committer.start()
         self.scheduler = Scheduler(self._dispatch, on_skip=self.skips.note)
-        self._stored = await asyncio.to_thread(stored_states, self.ws)
-        self._down_since = await asyncio.to_thread(last_alive_ns, self.ws)
+        self._stored = await asyncio.to_thread(stored_states, self.ws, self.connect)
+        self._down_since = await asyncio.to_thread(last_alive_ns, self.ws, self.connect)
         await self.capture.restore()  # before any sense is scheduled
         await self._count_segments()
         await self.record(
@@ -229,6 +237,11 @@ class Kernel:
             self._tasks.append(asyncio.create_task(watch_workspace(self), name="watch"))
         self.ready.set()
 
+    def connect(self, *, projections: bool = True) -> Any:
+        """DuckDB over the log, run by the query process (see ``nerve.runtime.queries``):
+        ``events`` and every projection, or ``events`` alone."""
+        return self.queries.connect(self.ws.root, projections=projections)
+
     @property
     def socket_path(self) -> Path:
         return self.ws.root / self.config.daemon.socket
@@ -246,6 +259,7 @@ class Kernel:
         await asyncio.gather(*(g.stop() for g in self.groups.values()), return_exceptions=True)
         self.skips.flush(everything=True)  # folded skip counts are not lost at a stop
         await self.committer.drain()  # results still in flight reach the extensions below
+        await self._checkpoint_states()
         for ext in reversed(self.extensions):
             with contextlib.suppress(Exception):
                 await ext.stop(self)
@@ -258,6 +272,7 @@ class Kernel:
         assert self.log is not None
         self.log.close()  # waits for a seal in progress: the position below is final
         events, segments = await self._position()
+        await asyncio.to_thread(self.queries.close)
         journal.say(
             f"stopped ({self.stop_reason}); log at {events:,} events in {segments:,} segments"
         )
@@ -410,13 +425,15 @@ class Kernel:
         except NerveError as exc:  # e.g. an observation field the worker let through
             await self._sense_error(job.sense, "unserialisable", f"result cannot be stored: {exc}")
             return
-        await self.committer.append(drafts)  # durable before memory moves
+        if drafts:
+            await self.committer.append(drafts)  # durable before memory moves
         self.states[job.sense] = reply["state"]  # as stored: redacted if a rule fired
         stats.computes += 1
         self.skips.computed(job.sense)
         stats.last_wall_ns = time.time_ns()
         stats.last_duration_ms = reply.get("duration_ms")
-        stats.last_line = drafts[1].line if reply.get("observations") else "state updated"
+        observed = [d for d in drafts if d.kind == "observation"]
+        stats.last_line = observed[0].line if observed else "state updated"
         if len(stats.lateness_us) < 100_000:
             stats.lateness_us.append(lateness_us)
         if reply.get("signal"):
@@ -431,21 +448,37 @@ class Kernel:
     def _result_drafts(
         self, job: Job, reply: dict[str, Any], lateness_us: int
     ) -> tuple[list[Draft], WorkflowTrigger | None]:
+        """What a compute stores: its observations; its ``sense.state`` when the state
+        changed (or a checkpoint is due, or observations were withheld); a ``signal`` when
+        a sense listens; a workflow request or rejection."""
         observed = [self._observation(job.sense, obs) for obs in reply.get("observations", [])]
         kept = self.capture.screen(job.sense, observed)
         drafts = self.privacy.capture_all(kept)
-        summary = drafts[0].line if drafts else "state updated"
+        stats = self.stats[job.sense]
         payload = {
             "state": reply["state"],
             "reason": job.reason,
             "duration_ms": reply.get("duration_ms"),
             "lateness_us": lateness_us,
+            "computes": stats.unrecorded + 1,
         }
         if len(kept) < len(observed):
             payload["withheld"] = len(observed) - len(kept)  # paused: counted, not stored
-        state = _control("sense.state", job.sense, f"{job.sense}: {summary}", payload)
-        drafts.insert(0, self._redact_state(state, reply))
-        if reply.get("signal"):
+        state = self._state_draft(job.sense, payload, drafts[0].line if drafts else None)
+        previous = canonical_json(self.state_of(job.sense))
+        state = self._redact_state(state, reply)
+        now = time.monotonic_ns()
+        if (
+            "withheld" in payload
+            or canonical_json(reply["state"]) != previous
+            or stats.recorded_ns is None  # the first compute since the daemon started
+            or now - stats.recorded_ns >= STATE_CHECKPOINT_NS
+        ):
+            drafts.insert(0, state)
+            stats.unrecorded, stats.recorded_ns = 0, now
+        else:
+            stats.unrecorded += 1
+        if reply.get("signal") and self.bus.listened(job.sense):
             drafts.append(self._signal(job, reply.get("value")))
         trigger, extra = self._workflow(job.sense, reply.get("workflow"))
         drafts += extra
@@ -458,6 +491,24 @@ class Kernel:
             return _control("signal", job.sense, line, _reason(job.reason))
         payload = {"reason": job.reason, "value": value}
         return self.privacy.redact(_control("signal", job.sense, line, payload))
+
+    def _state_draft(self, sense: str, payload: dict[str, Any], summary: str | None) -> Draft:
+        line = f"{sense}: {summary or 'state updated'}"
+        if payload["computes"] > 1:
+            line += f" ({payload['computes']} computes since the last record)"
+        return _control("sense.state", sense, line, payload)
+
+    async def _checkpoint_states(self) -> None:
+        """Store the counts of computes not recorded yet (the daemon is stopping)."""
+        drafts = []
+        for name, stats in sorted(self.stats.items()):
+            if stats.unrecorded and name in self.states:
+                payload = {"state": self.states[name], "reason": "checkpoint"}
+                payload |= {"computes": stats.unrecorded}
+                drafts.append(self.privacy.redact(self._state_draft(name, payload, None)))
+                stats.unrecorded = 0
+        if drafts:
+            await self.committer.append(drafts)
 
     def _redact_state(self, draft: Draft, reply: dict[str, Any]) -> Draft:
         """A state is captured too: when a rule fires in it, memory keeps what is stored."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import py_compile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -106,9 +107,12 @@ class StoredState:
     undecodable: bool
 
 
-def stored_states(ws: Workspace) -> dict[str, StoredState]:
-    """The newest ``sense.state`` of every sense, read through the sense_state projection."""
-    conn = ws.connect()
+def stored_states(
+    ws: Workspace, connect: Callable[[], Any] | None = None
+) -> dict[str, StoredState]:
+    """The newest ``sense.state`` of every sense, read through the sense_state projection
+    (over ``connect()``, by default the workspace's own DuckDB connection)."""
+    conn = (connect or ws.connect)()
     rows = conn.execute("SELECT sense, state, undecodable FROM sense_state").fetchall()
     out: dict[str, StoredState] = {}
     for sense, state, undecodable in rows:
@@ -121,10 +125,11 @@ def stored_states(ws: Workspace) -> dict[str, StoredState]:
 _UNDECODABLE = object()
 
 
-def last_alive_ns(ws: Workspace) -> int | None:
+def last_alive_ns(ws: Workspace, connect: Callable[[], Any] | None = None) -> int | None:
     """When a daemon last wrote to the log (its newest event's physical time), if one ever
-    ran here: the start of the downtime that scheduling catches up on."""
-    conn = ws.connect()
+    ran here: the start of the downtime that scheduling catches up on (read over
+    ``connect()``, by default the workspace's own DuckDB connection)."""
+    conn = (connect or ws.connect)()
     row = conn.execute(
         "SELECT max(physical_ns), count(*) FILTER (WHERE kind = 'daemon.started') FROM events"
     ).fetchone()

@@ -44,6 +44,7 @@ initial_state: dict[str, Any] = {
 
 DEFAULT_IGNORE = ["data/**", ".git/**", "**/__pycache__/**", ".venv/**"]
 _RUST_TIMEOUT_MS = 200  # how often an idle watcher wakes (and proves it is set up)
+_STEP_MS = 200  # watchfiles' polling step (its 50 ms default wakes the thread 20 times a second)
 _NET_CHANGE = {
     (True, True): "modified",
     (False, True): "added",
@@ -211,6 +212,7 @@ class _Watcher:
                 *roots,
                 watch_filter=self._accept,
                 debounce=opts.debounce_ms,
+                step=min(_STEP_MS, opts.debounce_ms),
                 stop_event=self.stop,
                 rust_timeout=_RUST_TIMEOUT_MS,
                 yield_on_timeout=True,

@@ -1,0 +1,757 @@
+"""What the daemon costs the machine it watches: memory, CPU, wakeups, events and disk.
+
+    .venv/bin/python bench/footprint_bench.py [--seconds 600] [--sample-s 10] [--quick] [--keep]
+
+The bundled workspace (the repository's ``nerve.yaml`` and ``senses/``) is copied to a
+temporary folder and its daemon started with ``nerve daemon start``. For ``--seconds``
+(default 600; ``--quick`` 60) the bench samples, every ``--sample-s`` seconds, every nerve
+process (the kernel and its workers, found again at each sample): unique memory (USS, from
+psutil), CPU time and context switches. It reports memory at the end (total and per
+process), the slope of total USS over the second half of the run (MiB per hour), CPU as a
+share of one core, and wakeups per second (voluntary context switches of every thread: a
+thread went to sleep and was woken; involuntary ones are shown next to them).
+
+After ``nerve daemon stop`` it reads the log: events per second by kind and the bookkeeping
+share (``sense.state`` and ``signal`` records among all events of the run). Then it seals
+and compacts the log and reports the bytes of sealed Parquet per event, and extrapolates
+disk per day from the events per second of the run.
+
+Checks: the daemon started and stopped cleanly (``daemon.stopped`` recorded, no process left
+running), every bundled sense computed, the log verifies (``nerve replay --verify``), and
+compaction kept the replay digest. Ends with one line ``RESULT {json}``; progress goes to
+stderr. Goals (issue figures): memory <= 120 MiB, bookkeeping <= 30%, disk <= 5 MB/day,
+CPU <= 0.5% of one core.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC
+from pathlib import Path
+from typing import Any, TextIO
+
+import psutil
+
+ROOT = Path(__file__).resolve().parent.parent
+QUICK = {"seconds": 60.0, "sample_s": 5.0, "stream_s": 600.0}
+DEFAULTS = {"seconds": 600.0, "sample_s": 10.0, "stream_s": 3600.0}
+BOOKKEEPING = ("sense.state", "signal")
+MIB = 2**20
+GOALS = {"uss_mib": 120, "bookkeeping_share": 0.30, "disk_mb_per_day": 5.0, "cpu_pct": 0.5}
+
+
+def say(text: str) -> None:
+    print(f"[bench] {text}", file=sys.stderr, flush=True)
+
+
+# -- the workspace and the daemon --------------------------------------------------------
+
+
+def bundled_workspace(dest: Path) -> Path:
+    """A copy of the repository's own workspace: nerve.yaml and senses/, no data."""
+    dest.mkdir(parents=True)
+    shutil.copy2(ROOT / "nerve.yaml", dest / "nerve.yaml")
+    shutil.copytree(ROOT / "senses", dest / "senses", ignore=shutil.ignore_patterns("__pycache__"))
+    return dest
+
+
+def bundled_senses() -> list[str]:
+    from nerve.config import load_config
+
+    return sorted(load_config(ROOT / "nerve.yaml").senses)
+
+
+def nerve_cli(ws: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    cmd = [sys.executable, "-m", "nerve", "--workspace", str(ws), *args]
+    done = subprocess.run(cmd, capture_output=True, text=True, cwd=ws)
+    if check and done.returncode != 0:
+        raise RuntimeError(f"`nerve {' '.join(args)}` exited {done.returncode}: {done.stderr}")
+    return done
+
+
+def nerve_processes(kernel: psutil.Process) -> list[psutil.Process]:
+    with contextlib.suppress(psutil.NoSuchProcess):
+        return [kernel, *kernel.children(recursive=True)]
+    return []
+
+
+@dataclass
+class Daemon:
+    ws: Path
+    kernel: psutil.Process | None = None
+    seen: dict[int, psutil.Process] = field(default_factory=dict)
+    left_running: int = 0
+
+    def start(self) -> None:
+        nerve_cli(self.ws, "daemon", "start")
+        pid = int((self.ws / "data" / "nerve.pid").read_text().strip())
+        self.kernel = psutil.Process(pid)
+
+    def processes(self) -> list[psutil.Process]:
+        procs = nerve_processes(self.kernel) if self.kernel else []
+        self.seen.update((p.pid, p) for p in procs)
+        return procs
+
+    def stop(self) -> None:
+        done = nerve_cli(self.ws, "daemon", "stop", check=False)
+        if done.returncode != 0:
+            say(f"daemon stop exited {done.returncode}: {done.stderr.strip()}")
+        for proc in self.seen.values():
+            with contextlib.suppress(psutil.NoSuchProcess):
+                if proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE:
+                    proc.kill()
+                    self.left_running += 1
+
+
+@contextlib.contextmanager
+def running_daemon(ws: Path) -> Iterator[Daemon]:
+    daemon = Daemon(ws)
+    try:
+        daemon.start()
+        yield daemon
+    finally:
+        daemon.stop()
+
+
+# -- sampling ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ProcSample:
+    pid: int
+    name: str
+    uss: int
+    cpu_s: float
+    voluntary: int
+    involuntary: int
+
+
+def _role(proc: psutil.Process) -> str:
+    cmd = proc.cmdline()
+    if "nerve.runtime.worker" in cmd:
+        return "sense worker"
+    if "nerve.flow.worker" in cmd:
+        return "workflow worker"
+    return "kernel" if "daemon" in cmd else " ".join(cmd[-2:])
+
+
+def thread_switches(pid: int) -> tuple[int, int]:
+    """Voluntary and involuntary context switches of every thread of ``pid``, from
+    ``/proc/<pid>/task/*/status`` (a process's own status counts its main thread only)."""
+    vol = invol = 0
+    for status in Path(f"/proc/{pid}/task").glob("*/status"):
+        with contextlib.suppress(OSError):
+            for line in status.read_text().splitlines():
+                if line.startswith("voluntary_ctxt_switches:"):
+                    vol += int(line.split()[1])
+                elif line.startswith("nonvoluntary_ctxt_switches:"):
+                    invol += int(line.split()[1])
+    return vol, invol
+
+
+def sample_process(proc: psutil.Process) -> ProcSample | None:
+    try:
+        with proc.oneshot():
+            times = proc.cpu_times()
+            vol, invol = thread_switches(proc.pid)
+            return ProcSample(
+                proc.pid,
+                _role(proc),
+                proc.memory_full_info().uss,
+                times.user + times.system,
+                vol,
+                invol,
+            )
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return None
+
+
+@dataclass(frozen=True)
+class Sample:
+    at: float  # seconds since the window started
+    procs: tuple[ProcSample, ...]
+
+    @property
+    def uss(self) -> int:
+        return sum(p.uss for p in self.procs)
+
+
+def take_sample(daemon: Daemon, started: float) -> Sample:
+    found = (sample_process(p) for p in daemon.processes())
+    return Sample(time.monotonic() - started, tuple(s for s in found if s is not None))
+
+
+def sample_window(daemon: Daemon, seconds: float, every: float) -> list[Sample]:
+    started = time.monotonic()
+    samples = [take_sample(daemon, started)]
+    while samples[-1].at < seconds:
+        time.sleep(max(0.0, min(every, seconds - samples[-1].at)))
+        samples.append(take_sample(daemon, started))
+        say(
+            f"{samples[-1].at:5.0f} s: {samples[-1].uss / MIB:6.1f} MiB in {len(samples[-1].procs)}"
+        )
+    return samples
+
+
+def _deltas(first: Sample, last: Sample) -> tuple[float, int, int]:
+    """CPU seconds and context switches between two samples, per pid present in both (a
+    worker that restarted in between counts from its first sample)."""
+    before = {p.pid: p for p in first.procs}
+    cpu, vol, invol = 0.0, 0, 0
+    for p in last.procs:
+        b = before.get(p.pid)
+        cpu += p.cpu_s - (b.cpu_s if b else 0.0)
+        vol += p.voluntary - (b.voluntary if b else 0)
+        invol += p.involuntary - (b.involuntary if b else 0)
+    return cpu, vol, invol
+
+
+def slope_mib_per_h(samples: Sequence[Sample]) -> float | None:
+    """Least-squares slope of total USS over time, in MiB per hour."""
+    if len(samples) < 3:
+        return None
+    xs = [s.at for s in samples]
+    ys = [s.uss / MIB for s in samples]
+    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+    var = sum((x - mx) ** 2 for x in xs)
+    if not var:
+        return None
+    cov = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True))
+    return round(cov / var * 3600, 2)
+
+
+def resource_figures(samples: Sequence[Sample]) -> dict[str, Any]:
+    """Memory at the end, its slope over the second half, CPU and wakeups over the run.
+
+    CPU and wakeups count from the first sample after start-up (the second one), so the
+    start-up's imports and state rebuild are not charged to idling."""
+    first, last = samples[1] if len(samples) > 2 else samples[0], samples[-1]
+    wall = max(last.at - first.at, 1e-9)
+    cpu, vol, invol = _deltas(first, last)
+    half = [s for s in samples if s.at >= samples[-1].at / 2]
+    return {
+        "uss_mib": round(last.uss / MIB, 1),
+        "uss_by_process": sorted(
+            ({"pid": p.pid, "role": p.name, "uss_mib": round(p.uss / MIB, 1)} for p in last.procs),
+            key=lambda r: (-r["uss_mib"], r["pid"]),
+        ),
+        "uss_max_mib": round(max(s.uss for s in samples) / MIB, 1),
+        "uss_slope_mib_per_h": slope_mib_per_h(half),
+        "processes": len(last.procs),
+        "cpu_pct": round(cpu / wall * 100, 3),
+        "wakeups_per_s": round(vol / wall, 1),
+        "involuntary_per_s": round(invol / wall, 1),
+        "measured_s": round(wall, 1),
+    }
+
+
+# -- the log -----------------------------------------------------------------------------
+
+KINDS_SQL = "SELECT kind, count(*) FROM events GROUP BY kind ORDER BY kind"
+SPAN_SQL = "SELECT min(physical_ns), max(physical_ns) FROM events"
+COMPUTED_SQL = "SELECT DISTINCT subject FROM events WHERE kind IN ('sense.state', 'observation')"
+STOPPED_SQL = "SELECT count(*) FROM events WHERE kind = 'daemon.stopped'"
+
+
+def log_figures(ws: Path) -> dict[str, Any]:
+    from nerve.workspace import Workspace
+
+    conn = Workspace.at(ws).connect()
+    try:
+        kinds = dict(conn.execute(KINDS_SQL).fetchall())
+        lo, hi = conn.execute(SPAN_SQL).fetchone() or (0, 0)
+        computed = sorted(r[0] for r in conn.execute(COMPUTED_SQL).fetchall())
+        stopped = conn.execute(STOPPED_SQL).fetchone()
+    finally:
+        conn.close()
+    total = sum(kinds.values())
+    span_s = max((hi - lo) / 1e9, 1e-9) if total else 1e-9
+    kept = sum(kinds.get(k, 0) for k in BOOKKEEPING)
+    return {
+        "events": total,
+        "events_per_s": round(total / span_s, 3),
+        "kinds": kinds,
+        "bookkeeping_share": round(kept / total, 3) if total else None,
+        "span_s": round(span_s, 1),
+        "subjects_computed": computed,
+        "stopped_event": bool(stopped and stopped[0]),
+    }
+
+
+def disk_figures(ws: Path, events_per_s: float) -> dict[str, Any]:
+    """Seal and compact the log; bytes of Parquet per event, and the digest before/after."""
+    from nerve.log.reader import replay_digest
+    from nerve.log.store import EventLog
+    from nerve.workspace import Workspace
+
+    root = Workspace.at(ws).log_root
+    with EventLog(root, node="bench", durability="os") as log:
+        log.seal()
+        sealed = _segment_bytes(root)
+        before = replay_digest(root)
+        log.compact(target_rows=10**9)
+    compacted = _segment_bytes(root)
+    after = replay_digest(root)
+    per_event = compacted / before.events if before.events else 0.0
+    return {
+        "sealed_bytes": sealed,
+        "compacted_bytes": compacted,
+        "bytes_per_event": round(per_event, 1),
+        "sealed_bytes_per_event": round(sealed / before.events, 1) if before.events else 0.0,
+        "disk_mb_per_day": round(per_event * events_per_s * 86400 / 1e6, 2),
+        "digest_kept": after.digest == before.digest and after.events == before.events,
+    }
+
+
+# Writer options tried on the run's own events (one segment, as compaction writes it). The
+# hashes (id, payload_cid) are random bytes: stored raw in every trial.
+DICTIONARY = ["node", "kind", "subject", "source", "trust", "line"]
+DELTA = {"physical_ns": "DELTA_BINARY_PACKED", "valid_time_ns": "DELTA_BINARY_PACKED"}
+CODEC_TRIALS: dict[str, dict[str, Any]] = {
+    "snappy": {"codec": "snappy", "dictionary": DICTIONARY},
+    "zstd-1": {"codec": "zstd", "level": 1, "dictionary": DICTIONARY},
+    "zstd-3": {"codec": "zstd", "level": 3, "dictionary": DICTIONARY},
+    "zstd-9": {"codec": "zstd", "level": 9, "dictionary": DICTIONARY},
+    "zstd-19": {"codec": "zstd", "level": 19, "dictionary": DICTIONARY},
+    "zstd-9, no dictionary": {"codec": "zstd", "level": 9, "dictionary": []},
+    "zstd-9, dictionary + payload": {
+        "codec": "zstd",
+        "level": 9,
+        "dictionary": [*DICTIONARY, "payload"],
+    },
+    "zstd-3, delta times": {
+        "codec": "zstd",
+        "level": 3,
+        "dictionary": DICTIONARY,
+        "encoding": DELTA,
+    },
+    "zstd-9, delta times": {
+        "codec": "zstd",
+        "level": 9,
+        "dictionary": DICTIONARY,
+        "encoding": DELTA,
+    },
+}
+
+
+def codec_trials(root: Path) -> dict[str, Any]:
+    """Bytes per event of the log's events written once with each trial's options, the
+    columns' share of the current writer's bytes, and a DuckDB read of each trial."""
+    import pyarrow.parquet as pq
+
+    from nerve.log.reader import snapshot, table_since
+    from nerve.log.segments import sort_events
+
+    table = sort_events(table_since(snapshot(root)))
+    rows = max(table.num_rows, 1)
+    out: dict[str, Any] = {"rows": table.num_rows, "bytes_per_event": {}, "readable": {}}
+    trials = {name: _write_trial(table, trial) for name, trial in CODEC_TRIALS.items()}
+    trials["chosen (the segment writer)"] = _current_bytes(table)
+    for name, data in trials.items():
+        out["bytes_per_event"][name] = round(len(data) / rows, 1)
+        out["readable"][name] = _duckdb_rows(data) == table.num_rows
+    current = pq.ParquetFile(_pa_buffer(_current_bytes(table))).metadata
+    out["footer_bytes_per_event"] = round(current.serialized_size / rows, 1)
+    out["column_bytes_per_event"] = {
+        current.schema.column(i).name: round(
+            sum(
+                current.row_group(g).column(i).total_compressed_size
+                for g in range(current.num_row_groups)
+            )
+            / rows,
+            1,
+        )
+        for i in range(current.num_columns)
+    }
+    return out
+
+
+def _write_trial(table: Any, trial: dict[str, Any]) -> bytes:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    raw = ("id", "payload_cid")
+    codec = {n: ("none" if n in raw else trial["codec"]) for n in table.schema.names}
+    levels = {n: trial["level"] for n in table.schema.names if n not in raw and "level" in trial}
+    sink = pa.BufferOutputStream()
+    pq.write_table(
+        table,
+        sink,
+        compression=codec,
+        compression_level=levels or None,
+        use_dictionary=trial["dictionary"],
+        column_encoding=trial.get("encoding"),
+        write_statistics=["physical_ns", "logical", "kind", "source"],
+    )
+    return bytes(sink.getvalue().to_pybytes())
+
+
+def _current_bytes(table: Any) -> bytes:
+    from nerve.log.segments import encode_table
+
+    return encode_table(table)
+
+
+def _pa_buffer(data: bytes) -> Any:
+    import pyarrow as pa
+
+    return pa.BufferReader(data)
+
+
+def _duckdb_rows(data: bytes) -> int:
+    import duckdb
+
+    with tempfile.NamedTemporaryFile(suffix=".parquet") as f:
+        f.write(data)
+        f.flush()
+        row = duckdb.connect().execute("SELECT count(*) FROM read_parquet(?)", [f.name]).fetchone()
+    return int(row[0]) if row else -1
+
+
+def _segment_bytes(root: Path) -> int:
+    """Bytes of the live segments (a compaction leaves the ones it replaced on disk for a
+    grace period; they are not counted)."""
+    from nerve.log.store import manifest_state
+
+    live = manifest_state(root).segments()
+    return sum((root / "segments" / f"{s.name}.parquet").stat().st_size for s in live)
+
+
+def replay_verifies(ws: Path) -> bool:
+    return nerve_cli(ws, "replay", "--verify", "--json", check=False).returncode == 0
+
+
+# -- one recorded stream, into nerve and into ActivityWatch's datastore -------------------
+
+# The bundled senses that sample the machine, each at its interval in nerve.yaml. `files`
+# and `shell` are left out: they read what the user does, and a bench does not record that.
+STREAM_SENSES = ("cpu", "memory", "disk", "network", "power", "processes")
+QUERY_SOURCE = "cpu"
+
+
+@dataclass(frozen=True)
+class Obs:
+    t_ns: int
+    sense: str
+    source: int
+    trust: int
+    valid_time_ns: int | None
+    payload: bytes
+    line: str
+    data: Any
+
+
+def _load_sense(name: str) -> Any:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        f"bench_sense_{name}", ROOT / "senses" / name / "sense.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def record_stream(seconds: float, start_ns: int) -> list[Obs]:
+    """``seconds`` of the bundled machine senses, each compute called at its turn (the
+    readings are real; the times are the schedule's, so an hour records in seconds)."""
+    from nerve.canonical import canonical_json
+    from nerve.config import load_config
+    from nerve.contract import SenseContext, normalise_result
+
+    config = load_config(ROOT / "nerve.yaml")
+    ticks = []
+    for name in STREAM_SENSES:
+        every_ns = int(config.senses[name].interval or 1000) * 1_000_000
+        ticks += [(k * every_ns, name) for k in range(int(seconds * 1e9) // every_ns)]
+    modules = {name: _load_sense(name) for name in STREAM_SENSES}
+    states = {name: modules[name].initial_state for name in STREAM_SENSES}
+    out: list[Obs] = []
+    for offset, name in sorted(ticks):
+        ctx = SenseContext(name, ROOT, dict(config.senses[name].options))
+        result = normalise_result(modules[name].compute(states[name], ctx), states[name])
+        states[name] = result.state
+        for raw in result.observations:
+            obs = raw.normalised()
+            payload = canonical_json(obs.payload) if obs.payload is not None else b""
+            out.append(
+                Obs(
+                    start_ns + offset,
+                    name,
+                    int(obs.source),
+                    int(obs.trust),
+                    obs.valid_time_ns,
+                    payload,
+                    obs.line,
+                    obs.payload,
+                )
+            )
+    return out
+
+
+def _batches(stream: Sequence[Obs]) -> list[list[Obs]]:
+    """The stream as the daemon commits it: one batch per compute (same sense, same time)."""
+    out: list[list[Obs]] = []
+    for obs in stream:
+        if out and (out[-1][0].t_ns, out[-1][0].sense) == (obs.t_ns, obs.sense):
+            out[-1].append(obs)
+        else:
+            out.append([obs])
+    return out
+
+
+def nerve_side(root: Path, stream: Sequence[Obs], durability: str) -> dict[str, Any]:
+    """Append one batch per compute (the log's clock reads the stream's times), seal and
+    compact; then time "everything from QUERY_SOURCE in the last hour" on the events view."""
+    from nerve.clock import HybridClock
+    from nerve.log.store import EventLog
+    from nerve.query import connect
+
+    now = [stream[0].t_ns if stream else 0]
+    batches = _batches(stream)
+    with EventLog(
+        root,
+        node="bench",
+        durability=durability,
+        clock=HybridClock(lambda: now[0]),
+        seal_max_events=10**12,
+    ) as log:
+        started = time.perf_counter()
+        for batch in batches:
+            now[0] = batch[0].t_ns
+            log.append_columns(
+                kind=["observation"] * len(batch),
+                subject=[o.sense for o in batch],
+                source=[o.source for o in batch],
+                trust=[o.trust for o in batch],
+                valid_time_ns=[o.valid_time_ns for o in batch],
+                payload=[o.payload for o in batch],
+                line=[o.line for o in batch],
+            )
+        insert_s = time.perf_counter() - started
+        log.seal()
+        log.compact(target_rows=10**9)
+    since = (stream[-1].t_ns if stream else 0) - 3600 * 10**9
+    conn = connect(root)
+    sql = (
+        "SELECT ts, data FROM events WHERE subject = ? AND physical_ns >= ? "
+        "ORDER BY physical_ns DESC"
+    )
+    rows, query_s = _best_of(lambda: conn.execute(sql, [QUERY_SOURCE, since]).fetchall())
+    conn.close()
+    disk = sum(p.stat().st_size for p in root.rglob("*") if p.is_file())
+    return _side(len(stream), insert_s, disk, len(rows), query_s)
+
+
+def aw_side(path: Path, stream: Sequence[Obs]) -> dict[str, Any]:
+    """ActivityWatch's own SQLite storage (aw-core): one bucket per sense, each compute's
+    observations one ``insert_many`` of events with timestamp, duration 0 and data."""
+    from datetime import datetime, timedelta
+
+    from aw_core.models import Event
+    from aw_datastore.storages.sqlite import SqliteStorage
+
+    storage = SqliteStorage(testing=True, filepath=str(path))
+    created = datetime.now(UTC).isoformat()
+    for name in STREAM_SENSES:
+        storage.create_bucket(name, "nerve.observation", "bench", "bench", created)
+    when = lambda ns: datetime.fromtimestamp(ns / 1e9, tz=UTC)  # noqa: E731
+    batches = [
+        [
+            Event(timestamp=when(o.t_ns), duration=0, data={"line": o.line, "payload": o.data})
+            for o in b
+        ]
+        for b in _batches(stream)
+    ]
+    names = [b[0].sense for b in _batches(stream)]
+    started = time.perf_counter()
+    for name, events in zip(names, batches, strict=True):
+        storage.insert_many(name, events)
+    storage.commit()
+    insert_s = time.perf_counter() - started
+    end = when(stream[-1].t_ns) if stream else datetime.now(UTC)
+    found, query_s = _best_of(
+        lambda: storage.get_events(QUERY_SOURCE, -1, end - timedelta(hours=1), end)
+    )
+    storage.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    storage.conn.close()
+    disk = sum(p.stat().st_size for p in path.parent.glob(path.name + "*"))
+    return _side(len(stream), insert_s, disk, len(found), query_s)
+
+
+def _best_of(work: Any, runs: int = 5) -> tuple[Any, float]:
+    best, result = float("inf"), None
+    for _ in range(runs):
+        started = time.perf_counter()
+        result = work()
+        best = min(best, time.perf_counter() - started)
+    return result, best
+
+
+def _side(events: int, insert_s: float, disk: int, found: int, query_s: float) -> dict[str, Any]:
+    return {
+        "events": events,
+        "insert_s": round(insert_s, 4),
+        "inserts_per_s": round(events / insert_s) if insert_s else None,
+        "disk_bytes": disk,
+        "bytes_per_event": round(disk / events, 1) if events else None,
+        "query_rows": found,
+        "query_ms": round(query_s * 1000, 3),
+    }
+
+
+def compare_peer(work: Path, args: argparse.Namespace) -> dict[str, Any]:
+    say(f"recording {args.stream_s:.0f} s of the bundled machine senses")
+    stream = record_stream(args.stream_s, time.time_ns() - int(args.stream_s * 1e9))
+    say(f"{len(stream)} observations; into nerve and into aw-core's SQLite storage")
+    nerve = nerve_side(work / "nerve-log", stream, "os")
+    nerve_fsync = nerve_side(work / "nerve-log-fsync", stream, "fsync")
+    codecs = codec_trials(work / "nerve-log")
+    try:
+        aw = aw_side(work / "aw.db", stream)
+    except ImportError as exc:
+        say(f"aw-core is not installed ({exc}): `pip install -e '.[bench]'`")
+        aw = None
+    out: dict[str, Any] = {
+        "stream_events": len(stream),
+        "nerve": nerve,
+        "nerve_fsync": nerve_fsync,
+        "aw": aw,
+        "codecs": codecs,
+    }
+    if aw:
+        out["ratios"] = {
+            "bytes_per_event": _ratio(nerve["bytes_per_event"], aw["bytes_per_event"]),
+            "insert_rate": _ratio(nerve["inserts_per_s"], aw["inserts_per_s"]),
+            "query_latency": _ratio(nerve["query_ms"], aw["query_ms"]),
+        }
+        out["same_rows"] = nerve["query_rows"] == aw["query_rows"]
+    return out
+
+
+def _ratio(a: float | None, b: float | None) -> float | None:
+    return round(a / b, 3) if a and b else None
+
+
+# -- the run -----------------------------------------------------------------------------
+
+
+def measure_daemon(work: Path, args: argparse.Namespace) -> dict[str, Any]:
+    ws = bundled_workspace(work / "ws")
+    say(f"bundled workspace copied; daemon runs for {args.seconds:.0f} s")
+    with running_daemon(ws) as daemon:
+        samples = sample_window(daemon, args.seconds, args.sample_s)
+    say("daemon stopped; reading the log")
+    resources = resource_figures(samples)
+    events = log_figures(ws)
+    disk = disk_figures(ws, events["events_per_s"])
+    senses = bundled_senses()
+    checks = {
+        "stopped_cleanly": events["stopped_event"] and daemon.left_running == 0,
+        "every_sense_computed": set(senses) <= set(events["subjects_computed"]),
+        "replay_verifies": replay_verifies(ws),
+        "compaction_kept_digest": disk["digest_kept"],
+    }
+    return {"daemon": resources, "log": events, "disk": disk, "senses": senses, "checks": checks}
+
+
+def render(result: dict[str, Any], out: TextIO) -> None:
+    d, lg, dk = result["daemon"], result["log"], result["disk"]
+    print(f"bundled workspace, {result['seconds']:.0f} s, {d['processes']} processes", file=out)
+    rows = [
+        ("memory, all nerve processes (USS)", f"{d['uss_mib']} MiB", f"<= {GOALS['uss_mib']}"),
+        ("memory slope (second half)", f"{d['uss_slope_mib_per_h']} MiB/h", "~0"),
+        ("CPU, share of one core", f"{d['cpu_pct']}%", f"<= {GOALS['cpu_pct']}%"),
+        ("wakeups/s (voluntary switches)", f"{d['wakeups_per_s']}", ""),
+        ("events/s", f"{lg['events_per_s']}", ""),
+        ("bookkeeping share", f"{lg['bookkeeping_share']}", f"<= {GOALS['bookkeeping_share']}"),
+        ("bytes/event, compacted", f"{dk['bytes_per_event']}", ""),
+        ("disk per day", f"{dk['disk_mb_per_day']} MB", f"<= {GOALS['disk_mb_per_day']}"),
+    ]
+    for name, value, goal in rows:
+        print(f"{name:<36} {value:>14}  {goal}", file=out)
+    for proc in d["uss_by_process"]:
+        print(f"  {proc['role']:<20} pid {proc['pid']:>7} {proc['uss_mib']:>7} MiB", file=out)
+    print("events by kind: " + json.dumps(lg["kinds"], sort_keys=True), file=out)
+    render_peer(result["peer"], out)
+
+
+def render_peer(peer: dict[str, Any], out: TextIO) -> None:
+    print(f"\none recorded stream of {peer['stream_events']} observations", file=out)
+    print(
+        f"{'store':<22} {'bytes/event':>12} {'inserts/s':>11} {'last hour of cpu, ms':>21}",
+        file=out,
+    )
+    sides = [("nerve", peer["nerve"]), ("nerve (fsync)", peer["nerve_fsync"])]
+    sides += [("aw-core sqlite", peer["aw"])] if peer["aw"] else []
+    for name, side in sides:
+        figures = f"{side['bytes_per_event']:>12} {side['inserts_per_s']:>11,}"
+        print(f"{name:<22} {figures} {side['query_ms']:>21}", file=out)
+    if peer.get("ratios"):
+        r = peer["ratios"]
+        print(
+            f"nerve / aw-core: bytes {r['bytes_per_event']} (goal <= 0.5), insert rate "
+            f"{r['insert_rate']} (>= 1), query {r['query_latency']} (<= 1)",
+            file=out,
+        )
+    else:
+        print("aw-core not installed: `.venv/bin/pip install -e '.[bench]'`", file=out)
+    codecs = peer["codecs"]
+    print(f"segment writer trials ({codecs['rows']} events), bytes/event:", file=out)
+    for name, value in codecs["bytes_per_event"].items():
+        print(f"  {name:<30} {value:>8}", file=out)
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seconds", type=float, help="how long the daemon runs")
+    parser.add_argument("--sample-s", type=float, help="seconds between samples")
+    parser.add_argument("--stream-s", type=float, help="seconds of senses recorded for the peer")
+    parser.add_argument("--quick", action="store_true", help="60 s, a sample every 5 s")
+    parser.add_argument("--keep", action="store_true", help="keep the temporary folder")
+    args = parser.parse_args(argv)
+    sizes = QUICK if args.quick else DEFAULTS
+    for key, value in sizes.items():
+        if getattr(args, key) is None:
+            setattr(args, key, value)
+    return args
+
+
+def main(argv: Sequence[str] | None = None, out: TextIO = sys.stdout) -> int:
+    args = parse_args(argv)
+    work = Path(tempfile.mkdtemp(prefix="nerve-footprint-"))
+    try:
+        result = {"seconds": args.seconds, "sample_s": args.sample_s, "stream_s": args.stream_s}
+        result |= measure_daemon(work, args)
+        result["peer"] = peer = compare_peer(work, args)
+        result["checks"]["codec_trials_readable"] = all(peer["codecs"]["readable"].values())
+        if peer["aw"] is not None:
+            result["checks"]["peer_same_rows"] = peer["same_rows"] and peer["aw"]["query_rows"] > 0
+    finally:
+        if args.keep:
+            say(f"kept {work}")
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+    result["goals"] = GOALS
+    result["load_avg_1m"] = round(os.getloadavg()[0], 2)
+    result["failed_checks"] = [name for name, ok in result["checks"].items() if not ok]
+    render(result, out)
+    print("RESULT " + json.dumps(result, sort_keys=True), file=out)
+    for name in result["failed_checks"]:
+        say(f"check failed: {name}")
+    return 1 if result["failed_checks"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

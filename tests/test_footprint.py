@@ -1,0 +1,172 @@
+"""What the daemon costs: libraries it never uses stay unloaded, and what a compute that
+changed nothing records (see README, "What a compute records")."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+
+from nerve.log.store import Draft
+from tests.daemon_util import started
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def bundled(tmp_path: Path) -> Path:
+    """A copy of the repository's own workspace: nerve.yaml and the built-in senses."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    shutil.copy2(ROOT / "nerve.yaml", ws / "nerve.yaml")
+    shutil.copytree(ROOT / "senses", ws / "senses", ignore=shutil.ignore_patterns("__pycache__"))
+    return ws
+
+
+def _mapped(pid: int) -> str:
+    return Path(f"/proc/{pid}/maps").read_text()
+
+
+def test_the_daemon_loads_neither_duckdb_nor_pandas(bundled: Path) -> None:
+    with started(bundled) as d:
+        d.wait_for(lambda: d.events("observation", "cpu"), what="a cpu observation")
+        kernel = psutil.Process(d.pid())
+        maps = _mapped(kernel.pid)
+        children = [" ".join(c.cmdline()) for c in kernel.children()]
+        status = d.request({"type": "status"})
+    assert "libarrow" in maps  # it built arrays and stored them: pyarrow's probe has run
+    assert "pandas" not in maps
+    # it rebuilt its state from projections at start, in its query process, not in itself
+    assert "duckdb" not in maps
+    assert sum("nerve.runtime.queries" in c for c in children) <= 1
+    assert status["ok"]
+
+
+def test_the_query_process_starts_on_a_query_and_stops_when_idle(tmp_path: Path) -> None:
+    from nerve.runtime.queries import QueryChild, QueryError
+    from nerve.workspace import Workspace
+
+    ws = Workspace.at(tmp_path)
+    with ws.open_log() as log:
+        log.append_drafts([Draft.control("note", "t", "one", {"n": 1})])
+    child = QueryChild(idle_s=0.5)
+    assert child.pid is None  # nothing started before a query
+    conn = child.connect(tmp_path)
+    assert conn.execute("SELECT subject, line FROM events").fetchall() == [("t", "one")]
+    assert child.pid is not None and child.pid != os.getpid()
+    rows = child.connect(tmp_path, projections=False).execute("SELECT count(*) FROM events")
+    assert rows.fetchone() == (1,) and rows.fetchone() is None
+    with pytest.raises(QueryError, match="no_such_table"):
+        conn.execute("SELECT * FROM no_such_table")
+    _wait(lambda: child.pid is None, "the idle query process to stop")
+    assert child.connect(tmp_path).execute("SELECT count(*) FROM events").fetchall() == [(1,)]
+    assert child.started == 2
+    child.close()
+    assert child.pid is None
+
+
+def _wait(check: Any, what: str, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.05)
+
+
+# A sense whose state stops changing after its first compute; each compute leaves a mark in
+# a file, so the test knows how many computes really ran.
+STILL = """
+from pathlib import Path
+from typing import Any
+from nerve import Result
+initial_state = {"n": 0}
+def compute(state):
+    with open(Path(__file__).parent / "computes", "a") as f:
+        f.write("x")
+    return Result(state={"n": 1})
+"""
+
+COUNTER = """
+from nerve import Observation, Result
+initial_state = {"n": 0}
+def compute(state):
+    n = state["n"] + 1
+    return Result(state={"n": n}, observations=[Observation(source="endpoint", line=f"count {n}")])
+"""
+
+ECHO = """
+from nerve import Result
+initial_state = {"heard": 0}
+def compute(state):
+    return Result(state={"heard": state["heard"] + 1}, signal=False)
+"""
+
+SHAPES_YAML = """
+senses:
+  still: {group: a, interval: 100ms}
+  counter: {group: a, interval: 100ms}
+  echo: {group: b, on: [counter]}
+"""
+
+
+def _shapes_workspace(root: Path) -> Path:
+    for name, code in (("still", STILL), ("counter", COUNTER), ("echo", ECHO)):
+        (root / "senses" / name).mkdir(parents=True)
+        (root / "senses" / name / "sense.py").write_text(code)
+    (root / "nerve.yaml").write_text(SHAPES_YAML)
+    return root
+
+
+def _counts(events: list[dict[str, Any]], kind: str) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for e in events:
+        if e["kind"] == kind:
+            out[e["subject"]] = out.get(e["subject"], 0) + 1
+    return out
+
+
+def test_a_compute_that_changed_nothing_is_counted_not_stored(tmp_path: Path) -> None:
+    ws = _shapes_workspace(tmp_path)
+    marks = ws / "senses" / "still" / "computes"
+    with started(ws) as d:
+        d.wait_for(lambda: marks.exists() and len(marks.read_text()) >= 10, what="10 computes")
+        d.wait_for(lambda: len(d.events("observation", "counter")) >= 5, what="5 counts")
+        live = d.events()
+    ran = len(marks.read_text())
+    events = d.events()
+    # while running: the unchanged sense stored one state (its first compute since start)
+    assert _counts(live, "sense.state")["still"] == 1
+    # signals only from the sense someone listens to; the listener's own are not stored
+    assert set(_counts(events, "signal")) == {"counter"}
+    assert _counts(events, "signal")["counter"] == _counts(events, "observation")["counter"]
+    # a changed state is stored every time, and says it stands for one compute
+    counter = [
+        e["data"] for e in events if e["kind"] == "sense.state" and e["subject"] == "counter"
+    ]
+    assert [s["computes"] for s in counter] == [1] * _counts(events, "observation")["counter"]
+    # the stop stored the count of the computes that were not recorded: nothing is lost
+    still = [e["data"] for e in events if e["kind"] == "sense.state" and e["subject"] == "still"]
+    assert still[-1]["reason"] == "checkpoint" and still[-1]["state"] == {"n": 1}
+    assert sum(s["computes"] for s in still) == ran
+    assert all(s["state"] == {"n": 1} for s in still)
+
+
+def test_a_restart_rebuilds_state_from_the_stored_records(tmp_path: Path) -> None:
+    ws = _shapes_workspace(tmp_path)
+    with started(ws) as d:
+        d.wait_for(lambda: len(d.events("observation", "counter")) >= 3, what="3 counts")
+    last = max(int(e["line"].split()[1]) for e in d.events("observation", "counter"))
+    with started(ws) as d:
+        d.wait_for(
+            lambda: len(d.events("observation", "counter")) > last, what="a count after restart"
+        )
+        senses = {s["name"]: s for s in d.request({"type": "list-senses"})["senses"]}
+    counts = [int(e["line"].split()[1]) for e in d.events("observation", "counter")]
+    assert counts == list(range(1, len(counts) + 1))  # it went on from where it stopped
+    still = d.events("sense.state", "still")
+    assert [e["data"]["state"] for e in still] == [{"n": 1}] * len(still)
+    assert senses["still"]["computes"] >= 1
