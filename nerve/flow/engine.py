@@ -63,7 +63,7 @@ class WorkflowEngine:
         self.writes = WriteChecks(self.emit, self.root, kernel.log.node)
         kernel.committer.listeners.append(self.writes.listener())
         await self._load_checks()
-        await asyncio.to_thread(lambda: self.keys.load(kernel.ws.connect()))
+        await asyncio.to_thread(lambda: self.keys.load(kernel.connect()))
         await self._recover()
         self._spawn_configured()
 
