@@ -23,6 +23,7 @@ from nerve.events import (
     ErasedEvent,
     Event,
     Trust,
+    id_preimage,
     source_name,
     trust_name,
 )
@@ -240,6 +241,12 @@ def build_table(
     run of consecutive logical values, which is what one group commit reserves.
     """
     count = len(kind)
+    if count <= SMALL_BATCH:
+        nodes_ = [node] * count if isinstance(node, str) else list(node)
+        pairs = _stamp_pairs(stamps, count)
+        return _small_table(
+            pairs, nodes_, kind, subject, source, trust, valid_time_ns, payload, line
+        )
     if isinstance(stamps, tuple) and len(stamps) == 3 and isinstance(stamps[0], int):
         physical = pa.array(np.full(count, stamps[0], dtype=np.int64))
         logical = pa.array(np.arange(stamps[1], stamps[1] + count, dtype=np.int64))
@@ -266,6 +273,63 @@ def build_table(
     ids = ids_of(partial)
     id_col = pa.FixedSizeBinaryArray.from_buffers(pa.binary(32), count, [None, pa.py_buffer(ids)])
     return pa.Table.from_batches([pa.RecordBatch.from_arrays([*columns, id_col], schema=SCHEMA)])
+
+
+# At most this many rows, ids are hashed row by row in Python: per call, Arrow's compute
+# kernels cost more than the work itself (a compute's observations are one to a few rows).
+SMALL_BATCH = 16
+
+
+def _stamp_pairs(stamps: Sequence[Hlc] | tuple[int, int, int], count: int) -> list[tuple[int, int]]:
+    if isinstance(stamps, tuple) and len(stamps) == 3 and isinstance(stamps[0], int):
+        first, logical = int(stamps[0]), int(stamps[1])
+        return [(first, logical + i) for i in range(count)]
+    return [(int(s[0]), int(s[1])) for s in stamps]
+
+
+def _small_table(
+    stamps: list[tuple[int, int]],
+    node: list[str],
+    kind: Sequence[str],
+    subject: Sequence[str],
+    source: Sequence[int],
+    trust: Sequence[int],
+    valid_time_ns: Sequence[int | None],
+    payload: Sequence[bytes],
+    line: Sequence[str],
+) -> pa.Table:
+    """``build_table`` for a few rows: the same table, ids from ``events.id_preimage``."""
+    _check_range([s[1] for s in stamps], pa.uint32())
+    _check_range(source, pa.uint32())
+    _check_range(trust, pa.uint8())
+    cids = [blake3.blake3(p).digest() for p in payload]
+    ids = [
+        blake3.blake3(id_preimage(Hlc(*hlc), *fields)).digest()
+        for hlc, *fields in zip(
+            stamps, node, kind, subject, source, trust, valid_time_ns, cids, line, strict=True
+        )
+    ]
+    columns = [
+        pa.array([s[0] for s in stamps], pa.int64()),
+        pa.array([s[1] for s in stamps], pa.int64()),
+        pa.array(node, pa.string()),
+        pa.array(kind, pa.string()),
+        pa.array(subject, pa.string()),
+        pa.array(source, pa.int64()),
+        pa.array(trust, pa.int32()),
+        pa.array(valid_time_ns, pa.int64()),
+        pa.array(cids, pa.binary(32)),
+        pa.array(payload, pa.binary()),
+        pa.array(line, pa.string()),
+        pa.array(ids, pa.binary(32)),
+    ]
+    return pa.Table.from_batches([pa.RecordBatch.from_arrays(columns, schema=SCHEMA)])
+
+
+def _check_range(values: Sequence[int], narrow: pa.DataType) -> None:
+    top = (1 << narrow.bit_width) - 1
+    if not all(isinstance(v, int) and 0 <= v <= top for v in values):
+        pa.array(values, narrow)  # raises as the wide path does
 
 
 def _ranged(values: Sequence[int], narrow: pa.DataType, stored: pa.DataType) -> pa.Array:
