@@ -326,8 +326,8 @@ def _limited(limit: int) -> None:
 
 def test_disk_full_is_a_one_line_log_error(workspace: Workspace) -> None:
     """A file-size limit makes the disk say no (EFBIG), as a full disk would (ENOSPC)."""
-    noise = os.urandom(48_000).hex()  # incompressible, so the segment is as large
-    for _ in range(3):
+    for _ in range(3):  # each line its own noise: zstd would fold repeats of one
+        noise = os.urandom(48_000).hex()  # 4 bits per character: the segment is ≥ 72 KB
         assert cli(workspace, "emit", "--source", "shell", "--line", noise).returncode == 0
     base = [sys.executable, "-m", "nerve", "--workspace", str(workspace.root)]
     env = {**os.environ, "NO_COLOR": "1"}
