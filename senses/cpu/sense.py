@@ -16,7 +16,9 @@ import psutil
 from nerve.contract import Observation, Result, SenseContext
 from nerve.events import SourceClass, Trust
 
-initial_state: dict[str, Any] = {"samples": 0, "percent": None, "load1": None, "note": None}
+# The reading lives in the observation; state keeps only what the next compute needs (psutil
+# keeps the previous counters in this process), so a compute stores no new state.
+initial_state: dict[str, Any] = {"note": None}
 
 # psutil measures cpu_percent(interval=None) against its previous call in this process; the
 # first call ever returns a meaningless 0.0, so prime it when the worker imports the sense.
@@ -31,13 +33,7 @@ def compute(state: dict[str, Any], ctx: SenseContext) -> Result:
             f"senses.{ctx.name}.options.per_cpu must be true or false, got {per_cpu!r}"
         )
     payload, note = _sample(per_cpu)
-    new_state = {
-        "samples": int(state.get("samples") or 0) + 1,
-        "percent": payload["percent"],
-        "load1": payload["load1"],
-        "note": note,
-    }
-    return Result(state=new_state, observations=[_observation(payload)])
+    return Result(state={"note": note}, observations=[_observation(payload)])
 
 
 def _observation(payload: dict[str, Any]) -> Observation:

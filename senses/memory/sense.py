@@ -16,7 +16,9 @@ import psutil
 from nerve.contract import Observation, Result, SenseContext
 from nerve.events import SourceClass, Trust
 
-initial_state: dict[str, Any] = {"samples": 0, "percent": None, "swap_percent": None, "note": None}
+# The reading lives in the observation; state keeps only the note, so a compute that reads
+# as the previous one did stores no new state.
+initial_state: dict[str, Any] = {"note": None}
 
 _GIB = 1024**3
 
@@ -33,10 +35,7 @@ def compute(state: dict[str, Any], ctx: SenseContext) -> Result:
         "pressure": float(vm.percent) >= warn,
         **swap,
     }
-    samples = int(state.get("samples") or 0) + 1
-    new_state = {"samples": samples, "percent": payload["percent"],
-                 "swap_percent": payload["swap_percent"], "note": note}  # fmt: skip
-    return Result(state=new_state, observations=[_observation(payload)])
+    return Result(state={"note": note}, observations=[_observation(payload)])
 
 
 def _observation(payload: dict[str, Any]) -> Observation:
