@@ -144,6 +144,7 @@ def _upload(
     host = wh.resolved.host
     registered = {segment_name(f.file_path) for f in _host_files(wh, host)}
     todo = [s for s in live if s.name not in registered]
+    stored = _stored(wh, host) if todo else {}  # one listing, not a request per file
 
     def put(info: SegmentInfo) -> tuple[bool, int]:
         data = paths.segment(info.name).read_bytes()
@@ -153,8 +154,8 @@ def _upload(
                 hint="run `nerve replay --verify`",
             )
         uri = wh.segment_uri(host, info.name)
-        if wh.size(uri) == len(data) and _matches(wh.read(uri), info.name):
-            return False, 0
+        if stored.get(info.name) == len(data) and _matches(wh.read(uri), info.name):
+            return False, 0  # already there whole (a ship killed before its commit)
         wh.write(uri, data)
         if not _matches(wh.read(uri), info.name):
             raise FleetError(f"{uri}: the upload read back with other bytes")
@@ -283,10 +284,8 @@ def _data_file(metadata: Any, uri: str, local: Path) -> Any:
     )
 
 
-def _sweep(wh: Warehouse, host: str, live: set[str], result: ShipResult) -> None:
-    """Delete this host's objects the table no longer names and the host no longer holds:
-    segments compacted or erased away (an erased payload must not linger in the store),
-    and uploads a killed ship left behind."""
+def _stored(wh: Warehouse, host: str) -> dict[str, int]:
+    """The host's segment objects in the store: name -> size (one listing)."""
     from pyarrow import fs as pafs
 
     folder = f"{wh.host_dir(host)}/segments"
@@ -294,13 +293,28 @@ def _sweep(wh: Warehouse, host: str, live: set[str], result: ShipResult) -> None
     try:
         entries = filesystem.get_file_info(pafs.FileSelector(path, allow_not_found=True))
     except OSError as exc:
-        result.problems.append(f"cannot list {folder}: {exc}")
+        raise FleetError(f"cannot list {folder}: {exc}") from None
+    return {
+        e.base_name.removesuffix(".parquet"): int(e.size)
+        for e in entries
+        if e.base_name.endswith(".parquet") and e.size is not None
+    }
+
+
+def _sweep(wh: Warehouse, host: str, live: set[str], result: ShipResult) -> None:
+    """Delete this host's objects the table no longer names and the host no longer holds:
+    segments compacted or erased away (an erased payload must not linger in the store),
+    and uploads a killed ship left behind."""
+    try:
+        stored = _stored(wh, host)
+    except FleetError as exc:
+        result.problems.append(str(exc))
         return
-    for entry in entries:
-        name = entry.base_name.removesuffix(".parquet")
-        if entry.base_name.endswith(".parquet") and name not in live:  # live = registered now
+    folder = f"{wh.host_dir(host)}/segments"
+    for name in stored:
+        if name not in live:  # live = registered now
             try:
-                wh.delete(f"{folder}/{entry.base_name}")
+                wh.delete(f"{folder}/{name}.parquet")
             except FleetError as exc:
                 result.problems.append(str(exc))
 

@@ -180,16 +180,6 @@ class Warehouse:
                 return None
             raise FleetError(f"cannot read {uri}: {exc}") from None
 
-    def size(self, uri: str) -> int | None:
-        try:
-            return len(self.table.io.new_input(uri))
-        except FileNotFoundError:
-            return None
-        except OSError as exc:
-            if _not_found(exc):
-                return None
-            raise FleetError(f"cannot stat {uri}: {exc}") from None
-
     def write(self, uri: str, data: bytes) -> None:
         """Put ``data`` whole. On a local warehouse: a temp file renamed into place, so a
         reader (or a kill) never sees part of it; an S3 PUT is already all or nothing."""
