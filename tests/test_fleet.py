@@ -398,3 +398,26 @@ def test_a_failing_ship_is_reported_and_retried_by_the_daemon(tmp_path: Path) ->
             "the retry",
         )
     assert "no fleet table" in (ws.data / "daemon.log").read_text()
+
+
+def test_without_the_fleet_extra_init_says_how_and_changes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import importlib.util
+
+    from nerve.errors import UsageError
+    from nerve.fleet.setup import init_fleet
+    from nerve.workspace import init_workspace
+
+    ws = init_workspace(tmp_path / "ws")
+    before = ws.config_path.read_bytes()
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *a: None if name == "pyiceberg" else real(name, *a),
+    )
+    with pytest.raises(UsageError, match="needs pyiceberg") as caught:
+        init_fleet(ws, {"warehouse": (tmp_path / "w").as_uri()})
+    assert "pip install -e '.[fleet]'" in (caught.value.hint or "")
+    assert ws.config_path.read_bytes() == before

@@ -24,7 +24,9 @@ def init_fleet(ws: Workspace, settings: dict[str, Any]) -> tuple[Resolved, Wareh
     """Add ``fleet:`` to nerve.yaml (or keep an identical one), validate the whole file,
     and create the namespace and table. A file that would not validate is left as it was."""
     from nerve.config import load_config
+    from nerve.fleet.warehouse import require_fleet
 
+    require_fleet()  # before nerve.yaml is touched
     before = ws.config_path.read_text(encoding="utf-8")
     current = ws.config.fleet
     wanted = {k: v for k, v in settings.items() if v is not None}

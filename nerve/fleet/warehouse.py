@@ -29,6 +29,7 @@ __all__ = [
     "Warehouse",
     "host_of",
     "open_warehouse",
+    "require_fleet",
     "resolve",
 ]
 
@@ -279,14 +280,20 @@ TABLE_PROPERTIES = {
 }
 
 
-def _catalog(resolved: Resolved) -> Any:
-    try:
-        from pyiceberg.catalog.sql import SqlCatalog
-    except ImportError:
+def require_fleet() -> None:
+    """Refuse, with the install command, when the ``fleet`` extra is missing."""
+    import importlib.util
+
+    missing = [m for m in ("pyiceberg", "sqlalchemy") if importlib.util.find_spec(m) is None]
+    if missing:
         raise UsageError(
-            "nerve fleet needs pyiceberg and SQLAlchemy, which are not installed",
-            hint="pip install 'nerve[fleet]'",
-        ) from None
+            f"nerve fleet needs {' and '.join(missing)}, which this install lacks",
+            hint="install the fleet extra: .venv/bin/pip install -e '.[fleet]'",
+        )
+
+
+def _catalog(resolved: Resolved) -> Any:
+    from pyiceberg.catalog.sql import SqlCatalog
 
     if resolved.catalog.startswith("sqlite:///"):
         Path(resolved.catalog.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
@@ -303,6 +310,7 @@ def _safe(uri: str) -> str:
 
 def open_warehouse(resolved: Resolved, *, create: bool = False) -> Warehouse:
     """The catalog and table; ``create`` makes the namespace and table when missing."""
+    require_fleet()
     from pyiceberg.exceptions import NoSuchTableError
 
     catalog = _catalog(resolved)
