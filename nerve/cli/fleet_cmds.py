@@ -11,7 +11,7 @@ from nerve.cli.state import workspace as _ws
 from nerve.errors import UsageError
 
 fleet_app = typer.Typer(
-    help="Many hosts: ship sealed segments to an Apache Iceberg table; query and verify it.",
+    help="Many hosts: ship to an Iceberg table, query it, verify it.",
     no_args_is_help=True,
 )
 
@@ -52,7 +52,7 @@ def init_cmd(
         typer.Option("--ship", metavar="MODE", help="manual (default) or auto: after each seal."),
     ] = None,
 ) -> None:
-    """Write nerve.yaml's fleet section and create the namespace and table."""
+    """Write nerve.yaml's fleet section; create the table."""
     from nerve.fleet.setup import init_fleet, warehouse_uri
 
     ws = _ws(write=True)
@@ -71,7 +71,11 @@ def init_cmd(
 
 @fleet_app.command("ship")
 def ship_cmd(as_json: JsonFlag = False) -> None:
-    """Upload sealed segments not yet shipped, sign the manifest head, register the files."""
+    """Ship sealed segments: upload, sign the head, register.
+
+    Each new segment is uploaded and read back, the manifest and a signed head follow, and
+    one Iceberg commit registers the files (and drops those the host no longer holds).
+    """
     from nerve.fleet.ship import ship
 
     result = ship(_ws())
@@ -107,7 +111,10 @@ def query_cmd(
         int, typer.Option("--limit", min=0, help="Rows a terminal shows at most (0: all).")
     ] = DEFAULT_LIMIT,
 ) -> None:
-    """Run SQL in DuckDB over every host's shipped events, reading only the files needed."""
+    """SQL over every host's shipped events (fleet_events).
+
+    DuckDB reads only the files whose times reach --since, of the hosts named by --host.
+    """
     from nerve.fleet.query import connect_fleet, plan, trim_cache
     from nerve.fleet.ship import fleet_settings
     from nerve.privacy.selection import parse_when
@@ -139,8 +146,9 @@ def verify_cmd(
     ] = False,
     as_json: JsonFlag = False,
 ) -> None:
-    """Check each host's files, signed head, manifest and digest; exit 3–9 names a problem.
+    """Check every host's files, signed head and digest.
 
+    Exit 3–9 names the problem:
     3 altered file, 4 key changed, 5 bad head, 6 rolled back, 7 missing, 8 extra, 9 digest.
     """
     from nerve.canonical import canonical_json
@@ -180,7 +188,7 @@ def _show_verify(reports: list[Any]) -> None:
 
 @fleet_app.command("status")
 def status_cmd(as_json: JsonFlag = False) -> None:
-    """Hosts, their last ship, files, rows, lag behind their newest seal, last verify."""
+    """Hosts: last ship, files, rows, lag, last verify."""
     from nerve.fleet.status import fleet_status
     from nerve.fleet.warehouse import resolve
 
