@@ -79,3 +79,18 @@ def test_compact_rewrites_old_segments_and_keeps_the_digest(old_ws: Path) -> Non
     assert report["checkpoints"][0]["digest"] == BEFORE_FORGET  # type: ignore[index]
     run_cli("-w", str(old_ws), "emit", "-s", "shell", "--line", "after the change")
     assert _replay(old_ws, "--verify")["events"] == 952
+
+
+def test_ship_refuses_v1_segments_until_compacted(
+    old_ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    warehouse = (tmp_path / "warehouse").as_uri()
+    run_cli("-w", str(old_ws), "fleet", "init", "--warehouse", warehouse, "--host", "old")
+    proc = run_cli("-w", str(old_ws), "fleet", "ship", check=False)
+    assert proc.returncode == 2 and "v1 column types" in proc.stderr
+    assert "nerve compact" in proc.stderr
+    run_cli("-w", str(old_ws), "seal")
+    run_cli("-w", str(old_ws), "compact", "--target-rows", "10")
+    run_cli("-w", str(old_ws), "fleet", "ship")
+    assert run_cli("-w", str(old_ws), "fleet", "verify").returncode == 0

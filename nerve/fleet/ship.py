@@ -89,7 +89,6 @@ def ship(ws: Workspace, *, hook: Callable[[str], None] | None = None) -> ShipRes
         if not state.records:
             return result
         live = state.segments()
-        _refuse_v1(paths, live)
         _upload(wh, paths, live, result, hook)
         step("upload")
         head = _sign(ws, wh, paths, state, live)
@@ -144,6 +143,7 @@ def _upload(
     host = wh.resolved.host
     registered = {segment_name(f.file_path) for f in _host_files(wh, host)}
     todo = [s for s in live if s.name not in registered]
+    _refuse_v1(paths, todo)  # what is registered was v2 when it shipped: read no footer again
     stored = _stored(wh, host) if todo else {}  # one listing, not a request per file
 
     def put(info: SegmentInfo) -> tuple[bool, int]:

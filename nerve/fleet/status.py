@@ -65,9 +65,9 @@ def _lag(wh: Warehouse, host: str, registered: set[str], log_root: Path | None) 
         ends = {}
     pending = [n for n in names if n not in registered]
     done = [ends[n] for n in names if n in registered and n in ends]
-    behind = 0.0
+    behind: float | None = 0.0
     if pending and newest is not None:
-        behind = (newest - max(done, default=0)) / 1e9 if done else None  # type: ignore[assignment]
+        behind = (newest - max(done)) / 1e9 if done else None  # nothing registered: unknown
     return {"behind_segments": len(pending), "behind_s": behind}
 
 
