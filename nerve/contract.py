@@ -4,6 +4,14 @@ A sense is a folder ``senses/<name>/`` holding ``sense.py`` that exports::
 
     initial_state = {...}                    # any JSON-serialisable value
     def compute(state): ...                  # or async def; may also take (state, ctx)
+    state_records = "checkpoints"            # optional; the default is "changes"
+
+``state_records`` says when a changed state is stored. ``"changes"`` (the default): every
+change is a ``sense.state`` event, so a restart, even after SIGKILL, resumes from the exact
+state. ``"checkpoints"``: for a state that only carries the previous reading (counters to take
+a difference from), stored at most every 10 minutes and at stop. A clean restart resumes from
+it; after a daemon that did not stop cleanly the sense starts from ``initial_state`` (a new
+baseline), never from a stale reading that would count an interval twice.
 
 ``compute`` returns one of:
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import time
 from pathlib import Path
 from typing import Any
@@ -13,7 +14,7 @@ import psutil
 import pytest
 
 from nerve.log.store import Draft
-from tests.daemon_util import started
+from tests.daemon_util import Daemon, started
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -170,3 +171,98 @@ def test_a_restart_rebuilds_state_from_the_stored_records(tmp_path: Path) -> Non
     still = d.events("sense.state", "still")
     assert [e["data"]["state"] for e in still] == [{"n": 1}] * len(still)
     assert senses["still"]["computes"] >= 1
+
+
+# A counter sense whose state is stored only at checkpoints (state_records).
+READING = """
+from nerve import Observation, Result
+initial_state = {"n": 0}
+state_records = "checkpoints"
+def compute(state):
+    n = state["n"] + 1
+    return Result(state={"n": n}, observations=[Observation(source="endpoint", line=f"count {n}")])
+"""
+
+
+def _reading_workspace(root: Path, records: str = "checkpoints") -> Path:
+    (root / "senses" / "reading").mkdir(parents=True)
+    code = READING.replace('"checkpoints"', repr(records))
+    (root / "senses" / "reading" / "sense.py").write_text(code)
+    (root / "nerve.yaml").write_text("senses:\n  reading: {group: a, interval: 100ms}\n")
+    return root
+
+
+def _reading_counts(d: Daemon) -> list[int]:
+    return [int(e["line"].split()[1]) for e in d.events("observation", "reading")]
+
+
+def test_a_checkpointed_state_is_stored_at_start_and_stop_and_resumes_after_a_clean_stop(
+    tmp_path: Path,
+) -> None:
+    ws = _reading_workspace(tmp_path)
+    with started(ws) as d:
+        d.wait_for(lambda: len(_reading_counts(d)) >= 8, what="8 computes")
+        live = d.events("sense.state", "reading")
+        shown = d.request({"type": "list-senses"})["senses"]
+    assert len(live) == 1 and live[0]["data"]["state"] == {"n": 1}  # the first compute only
+    assert next(s["computes"] for s in shown if s["name"] == "reading") >= 8
+    states = d.events("sense.state", "reading")
+    last = max(_reading_counts(d))
+    assert states[-1]["data"]["reason"] == "checkpoint"
+    assert states[-1]["data"]["state"] == {"n": last}  # the stop stored the exact state
+    assert sum(s["data"]["computes"] for s in states) == last  # every compute counted
+    with started(ws) as d:
+        d.wait_for(lambda: max(_reading_counts(d)) > last, what="a compute after restart")
+    counts = _reading_counts(d)
+    assert counts == list(range(1, len(counts) + 1))  # went on from the exact state
+
+
+def test_a_checkpointed_state_restarts_from_its_baseline_after_sigkill(tmp_path: Path) -> None:
+    ws = _reading_workspace(tmp_path)
+    with started(ws) as d:
+        d.wait_for(lambda: len(_reading_counts(d)) >= 5, what="5 computes")
+        pid = d.pid()
+        os.kill(pid, signal.SIGKILL)
+        d.wait_for(lambda: _gone(pid), what="the killed daemon to exit")
+    killed_at = max(_reading_counts(d))
+    assert killed_at >= 5
+    with started(ws) as d:
+        d.wait_for(lambda: len(_reading_counts(d)) > killed_at, what="computes after restart")
+        log = (ws / "data" / "daemon.log").read_text()
+    after = _reading_counts(d)[killed_at:]
+    # the stored checkpoint (n=1, from the first compute) predates what was observed since:
+    # the sense starts a new baseline rather than from that stale reading
+    assert after[:2] == [1, 2]
+    assert "reading: the daemon did not stop cleanly; starting from initial_state" in log
+
+
+def test_a_changed_state_of_an_every_change_sense_survives_sigkill(tmp_path: Path) -> None:
+    ws = _reading_workspace(tmp_path, records="changes")
+    with started(ws) as d:
+        d.wait_for(lambda: len(_reading_counts(d)) >= 5, what="5 computes")
+        pid = d.pid()
+        os.kill(pid, signal.SIGKILL)
+        d.wait_for(lambda: _gone(pid), what="the killed daemon to exit")
+    killed_at = max(_reading_counts(d))
+    with started(ws) as d:
+        d.wait_for(lambda: len(_reading_counts(d)) > killed_at, what="computes after restart")
+    counts = _reading_counts(d)
+    assert counts == list(range(1, len(counts) + 1))  # every change was stored
+
+
+def test_a_bad_state_records_value_is_a_load_error_naming_the_file(tmp_path: Path) -> None:
+    ws = _reading_workspace(tmp_path, records="sometimes")
+    with started(ws) as d:
+        errors = d.wait_for(lambda: d.events("sense.error", "reading"), what="the load error")
+    error = errors[0]["data"]
+    assert error["kind"] == "load" and "reading/sense.py" in error["error"]
+    assert "state_records must be 'changes' or 'checkpoints', got 'sometimes'" in error["error"]
+    assert not d.events("observation", "reading")
+
+
+def _gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False

@@ -46,6 +46,7 @@ from nerve.runtime.senses import (
     Layout,
     StoredState,
     check_sense_file,
+    ended_cleanly,
     last_alive_ns,
     layout,
     stored_states,
@@ -159,6 +160,8 @@ class Kernel:
         self.log: EventLog | None = None
         self.states: dict[str, Any] = {}
         self.initial: dict[str, Any] = {}
+        self.state_records: dict[str, str] = {}  # sense -> "changes" | "checkpoints"
+        self._ended_cleanly = True  # did the previous daemon record daemon.stopped?
         self.stats: dict[str, SenseStats] = {}
         self.groups: dict[str, GroupWorker] = {}
         self.bus = SignalBus()
@@ -198,6 +201,7 @@ class Kernel:
         self.scheduler = Scheduler(self._dispatch, on_skip=self.skips.note)
         self._stored = await asyncio.to_thread(stored_states, self.ws, self.connect)
         self._down_since = await asyncio.to_thread(last_alive_ns, self.ws, self.connect)
+        self._ended_cleanly = await asyncio.to_thread(ended_cleanly, self.ws, self.connect)
         await self.capture.restore()  # before any sense is scheduled
         await self._count_segments()
         await self.record(
@@ -395,9 +399,13 @@ class Kernel:
                 await self._sense_error(name, "load", info["error"])
                 continue
             self.initial[name] = info["initial_state"]
+            self.state_records[name] = info.get("state_records", "changes")
             if name in self.states:
                 continue
             stored = self._stored.get(name)
+            if stored is not None and not self._ended_cleanly and self._checkpointed(name):
+                stored = None  # the last checkpoint may predate readings already observed
+                journal.say(f"{name}: the daemon did not stop cleanly; starting from initial_state")
             if stored is None:
                 self.states[name] = info["initial_state"]
             elif stored.undecodable:
@@ -409,6 +417,10 @@ class Kernel:
                 )
             else:
                 self.states[name] = stored.state
+
+    def _checkpointed(self, sense: str) -> bool:
+        """True when ``sense`` stores its state at checkpoints only (``state_records``)."""
+        return self.state_records.get(sense) == "checkpoints"
 
     async def on_result(self, job: Job, started_ns: int, reply: dict[str, Any]) -> None:
         stats = self.stats[job.sense]
@@ -469,9 +481,10 @@ class Kernel:
         previous = canonical_json(self.state_of(job.sense))
         state = self._redact_state(state, reply)
         now = time.monotonic_ns()
+        changed = canonical_json(reply["state"]) != previous
         if (
             "withheld" in payload
-            or canonical_json(reply["state"]) != previous
+            or (changed and not self._checkpointed(job.sense))
             or stats.recorded_ns is None  # the first compute since the daemon started
             or now - stats.recorded_ns >= STATE_CHECKPOINT_NS
         ):

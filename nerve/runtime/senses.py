@@ -138,6 +138,17 @@ def last_alive_ns(ws: Workspace, connect: Callable[[], Any] | None = None) -> in
     return int(row[0])
 
 
+def ended_cleanly(ws: Workspace, connect: Callable[[], Any] | None = None) -> bool:
+    """Whether the last daemon here recorded ``daemon.stopped`` after its ``daemon.started``
+    (True for a log no daemon ran on). Read before this daemon records its own start."""
+    conn = (connect or ws.connect)()
+    row = conn.execute(
+        "SELECT kind FROM events WHERE kind IN ('daemon.started', 'daemon.stopped') "
+        "ORDER BY physical_ns DESC, logical DESC LIMIT 1"
+    ).fetchone()
+    return row is None or row[0] == "daemon.stopped"
+
+
 def _decoded(state: str | None) -> Any:
     """A stored state, or ``_UNDECODABLE`` when it is missing or nests deeper than the limit."""
     if state is None:

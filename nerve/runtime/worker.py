@@ -4,7 +4,8 @@ Protocol: JSON lines. The kernel writes requests to our stdin; we answer on the 
 stdout, which we keep for ourselves: a sense that prints writes to stderr instead.
 
     kernel → {"op": "load", "workspace": W, "senses": {name: {"path": P, "options": {...}}}}
-    worker → {"op": "ready", "pid": N, "loaded": {name: {"ok": true, "initial_state": ...}
+    worker → {"op": "ready", "pid": N, "loaded": {name: {"ok": true, "initial_state": ...,
+                                                              "state_records": "changes"}
                                                        | {"ok": false, "error": "..."}}}
     kernel → {"op": "compute", "seq": N, "sense": name, "state": ...}
     worker → {"op": "result", "seq": N, "ok": true, "state": ..., "observations": [...],
@@ -40,6 +41,7 @@ from nerve.runtime.children import CANCEL_SIGNAL, detach
 _LOOP = asyncio.new_event_loop()
 # A state is stored inside its sense.state payload ({"state": ...}): one level less than it.
 STATE_NESTING = MAX_NESTING - 1
+STATE_RECORDS = ("changes", "checkpoints")  # see nerve.contract
 
 
 class LoadedSense:
@@ -57,6 +59,12 @@ class LoadedSense:
         self.initial_state = json.loads(
             canonical_json(module.initial_state, field="initial_state", limit=STATE_NESTING)
         )
+        self.state_records = getattr(module, "state_records", "changes")
+        if self.state_records not in STATE_RECORDS:
+            raise NerveError(
+                f"{module.__file__}: sense {name!r}: state_records must be 'changes' or "
+                f"'checkpoints', got {self.state_records!r}"
+            )
 
     def run(self, state: Any) -> Any:
         self.ctx.cancel_event.clear()
@@ -204,7 +212,12 @@ def _load_all(msg: dict[str, Any], senses: dict[str, LoadedSense]) -> dict[str, 
     for name, spec in msg["senses"].items():
         try:
             senses[name] = load_sense(name, spec["path"], workspace, spec.get("options") or {})
-            loaded[name] = {"ok": True, "initial_state": senses[name].initial_state}
+            sense = senses[name]
+            loaded[name] = {
+                "ok": True,
+                "initial_state": sense.initial_state,
+                "state_records": sense.state_records,
+            }
         except BaseException as exc:  # a broken module must not take the worker down
             loaded[name] = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
     return {"op": "ready", "pid": os.getpid(), "loaded": loaded}

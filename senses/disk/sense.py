@@ -4,6 +4,7 @@ Source class ``endpoint`` (the state of this host as a whole), trust ``FirstPart
 observation per readable path (``pressure`` true at ``warn_percent`` or more) and, from the
 second compute on, one for I/O rates. The previous I/O counters live in state, so rates
 survive a worker restart; a reboot or a counter that went backwards restarts the baseline.
+The state is stored at checkpoints (``state_records``): the readings are in the observations.
 
 Options: ``paths`` (list, default ``["/"]``; relative paths are under the workspace),
 ``warn_percent`` (number, default 90).
@@ -21,6 +22,7 @@ from nerve.contract import Observation, Result, SenseContext
 from nerve.events import SourceClass, Trust
 
 initial_state: dict[str, Any] = {"boot": None, "io": None, "usage": {}, "notes": {}}
+state_records = "checkpoints"
 
 _IO_FIELDS = ("read_bytes", "write_bytes", "read_count", "write_count")
 _GIB = 1024**3

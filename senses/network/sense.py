@@ -1,8 +1,9 @@
 """Network throughput: bytes and packets per second since the previous compute.
 
-Source class ``network``, trust ``FirstParty``. The previous counters live in state; the
-first compute (and the first after a reboot, or after a counter went backwards) records a
-baseline and observes nothing. Then one observation for all interfaces together and, with
+Source class ``network``, trust ``FirstParty``. The previous counters live in state, stored
+at checkpoints (``state_records``); the first compute (and the first after a reboot, a
+counter that went backwards, or a daemon that did not stop cleanly) records a baseline and
+observes nothing. Then one observation for all interfaces together and, with
 ``per_nic``, one per interface.
 
 Options: ``per_nic`` (bool, default false), ``nics`` (list of interface names, default all).
@@ -25,6 +26,7 @@ initial_state: dict[str, Any] = {
     "nics": {},
     "note": None,
 }
+state_records = "checkpoints"
 
 _FIELDS = ("bytes_sent", "bytes_recv", "packets_sent", "packets_recv", "errin", "errout")
 _KIB = 1024

@@ -47,6 +47,9 @@ initial_state: dict[str, Any] = {
     "reason": None,
     "battery": None,
 }
+# The counters to take the next difference from: stored every 10 min and at stop, not on
+# every compute (a daemon that did not stop cleanly starts a new baseline).
+state_records = "checkpoints"
 
 DEFAULT_POWERCAP_ROOT = "/sys/class/powercap"
 _PACKAGE_ZONE = re.compile(r"intel-rapl:\d+")
