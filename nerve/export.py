@@ -34,7 +34,14 @@ from nerve.errors import UsageError
 from nerve.log.codec import EMPTY
 from nerve.log.reader import Snapshot, snapshot
 from nerve.logops import seal
-from nerve.query import Projection, define_views, load_projections, parquet_sql
+from nerve.query import (
+    COMPUTED_CID,
+    Projection,
+    define_views,
+    load_projections,
+    parquet_sql,
+    register_blake3,
+)
 from nerve.workspace import Workspace
 
 _FORCE_HINT = "--force replaces it"
@@ -129,8 +136,12 @@ def _write(
     if files and not copy:
         source = parquet_sql(files)
     else:  # the rows themselves: asked for, or no segment to name (an empty typed table)
-        if files:
-            conn.execute(f"CREATE TABLE log_rows AS SELECT * FROM {parquet_sql(files)}")
+        if files:  # with every payload_cid: a segment stores it for erased rows alone
+            register_blake3(conn)
+            conn.execute(
+                f"CREATE TABLE log_rows AS SELECT * REPLACE ({COMPUTED_CID} AS payload_cid) "
+                f"FROM {parquet_sql(files)}"
+            )
         else:
             conn.register("_empty", EMPTY)
             conn.execute("CREATE TABLE log_rows AS SELECT * FROM _empty")

@@ -30,21 +30,51 @@ from nerve.log.reader import Snapshot, snapshot
 _SOURCE_NAMES = ", ".join(f"'{s.name.lower()}'" for s in SourceClass)
 _TRUST_NAMES = "'Attested', 'FirstParty', 'Inferred', 'Untrusted'"
 
-EVENT_COLUMNS = f"""\
+# A segment stores payload_cid only for erased rows (nerve.log.codec.stored_form); nerve's
+# connections compute the rest with this function. Plain DuckDB has no blake3: there the
+# column is NULL except on erased rows.
+BLAKE3_UDF = "nerve_blake3"
+COMPUTED_CID = f"coalesce(payload_cid, {BLAKE3_UDF}(payload))"
+
+
+def event_columns(cid: str = COMPUTED_CID) -> str:
+    """The ``events`` columns over stored rows; ``cid`` is the SQL for ``payload_cid``."""
+    return f"""\
     physical_ns, logical::BIGINT AS logical, node, kind, subject, source::BIGINT AS source,
     CASE WHEN source >= 1024 THEN 'vendor:' || source::VARCHAR
          ELSE [{_SOURCE_NAMES}][source + 1] END AS source_name,
     trust::INTEGER AS trust, [{_TRUST_NAMES}][trust + 1] AS trust_name,
-    valid_time_ns, payload_cid, payload, line, id,
+    valid_time_ns, {cid} AS payload_cid, payload, line, id,
     make_timestamp(physical_ns // 1000) AS ts,
     TRY(decode(payload)::JSON) AS data,
     line IS NULL AS erased
 """
-EVENTS_VIEW = f"""
-CREATE OR REPLACE {{kind}}VIEW events AS
+
+
+EVENT_COLUMNS = event_columns()
+EVENTS_VIEW = """
+CREATE OR REPLACE {kind}VIEW events AS
 SELECT
-{EVENT_COLUMNS}FROM {{source}}
+{columns}FROM {source}
 """
+
+
+def register_blake3(conn: duckdb.DuckDBPyConnection) -> None:
+    """``nerve_blake3(blob)``: the payload address, for the rows that do not store it."""
+    from duckdb.func import ARROW
+
+    conn.create_function(BLAKE3_UDF, _blake3_column, ["blob"], "blob", type=ARROW)
+
+
+def _blake3_column(values: pa.Array) -> pa.Array:
+    from nerve.log.codec import hash_each
+
+    digests = pa.FixedSizeBinaryArray.from_buffers(
+        pa.binary(32), len(values), [None, pa.py_buffer(hash_each(values))]
+    ).cast(pa.binary())
+    if values.null_count:
+        return pa.compute.if_else(pa.compute.is_null(values), pa.scalar(None, pa.binary()), digests)
+    return digests
 
 
 @dataclass(frozen=True)
@@ -106,12 +136,16 @@ def define_views(
     temp: bool = True,
 ) -> list[str]:
     """``nerve_settings``, ``events`` over ``source`` (SQL naming the stored rows), then each
-    projection; the names of the views made. ``temp=False`` stores them in the database."""
+    projection; the names of the views made. ``temp=False`` stores them in the database,
+    for plain DuckDB: there ``payload_cid`` is as stored (see ``BLAKE3_UDF``)."""
     kind = "TEMP " if temp else ""
     values = {**DEFAULT_SETTINGS, **(settings or {})}
     columns = ", ".join(f"{int(value)} AS {name}" for name, value in values.items())
     conn.execute(f"CREATE OR REPLACE {kind}TABLE nerve_settings AS SELECT {columns}")
-    conn.execute(EVENTS_VIEW.format(kind=kind, source=source))
+    if temp:
+        register_blake3(conn)
+    cid = COMPUTED_CID if temp else "payload_cid"
+    conn.execute(EVENTS_VIEW.format(kind=kind, source=source, columns=event_columns(cid)))
     _create_views(conn, projections, kind)
     return ["events", *(p.name for p in projections)]
 

@@ -421,3 +421,35 @@ def test_without_the_fleet_extra_init_says_how_and_changes_nothing(
         init_fleet(ws, {"warehouse": (tmp_path / "w").as_uri()})
     assert "pip install -e '.[fleet]'" in (caught.value.hint or "")
     assert ws.config_path.read_bytes() == before
+
+
+def test_a_table_that_required_every_payload_cid_is_evolved_on_ship(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import blake3
+
+    from nerve.fleet import warehouse
+    from nerve.log.codec import ERASABLE_SCHEMA
+
+    url = (tmp_path / "warehouse").as_uri()
+    ws = make_host(tmp_path / "old", "old", url, rows=20, ages_h=(1,))
+    cfg = ws.config.fleet
+    assert cfg is not None
+    with monkeypatch.context() as patch:  # the table as an earlier nerve made it
+        patch.setattr(warehouse, "table_schema", lambda: ERASABLE_SCHEMA)
+        patch.setitem(warehouse.TABLE_PROPERTIES, "nerve.format", "nerve-segment-v2")
+        made = open_warehouse(resolve(cfg, ws.data), create=True)
+    assert made.table.schema().find_field("payload_cid").required
+    ship(ws)
+    table = _wh(ws).table
+    assert not table.schema().find_field("payload_cid").required
+    assert table.properties["nerve.format"] == warehouse.FORMAT
+    sql = "SELECT payload, payload_cid FROM fleet_events"
+    out = run_cli("-w", str(ws.root), "fleet", "query", sql, "--json").stdout
+    rows = [json.loads(line) for line in out.splitlines()]
+    assert len(rows) == 20
+    assert all(
+        bytes.fromhex(r["payload_cid"]) == blake3.blake3(bytes.fromhex(r["payload"])).digest()
+        for r in rows
+    )
+    assert _verify(ws).returncode == 0

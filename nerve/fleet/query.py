@@ -56,10 +56,11 @@ def connect_fleet(wh: Warehouse, fleet: FleetPlan, cache: Path | None = None) ->
     """
     import duckdb
 
-    from nerve.query import EVENT_COLUMNS
+    from nerve.query import EVENT_COLUMNS, register_blake3
 
     conn = duckdb.connect()
     conn.execute("SET enable_progress_bar_print = false")
+    register_blake3(conn)
     local = fetch(wh, fleet, cache) if cache is not None else None
     parts = []
     for index, (host, uris) in enumerate(sorted(fleet.files.items())):

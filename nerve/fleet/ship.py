@@ -216,6 +216,7 @@ def _register(
         props = _properties(head)
         with wh.table.transaction() as tx:
             _ensure_name_mapping(tx)
+            _optional_cid(tx)
             metadata = tx.table_metadata  # a deep copy per access: taken once
             files = [_data_file(metadata, wh.segment_uri(host, n), paths.segment(n)) for n in add]
             producer = tx.update_snapshot(snapshot_properties=props)
@@ -250,6 +251,17 @@ def _ensure_name_mapping(tx: Any) -> None:
     if tx.table_metadata.name_mapping() is None:
         mapping = tx.table_metadata.schema().name_mapping.model_dump_json()
         tx.set_properties(**{"schema.name-mapping.default": mapping})
+
+
+def _optional_cid(tx: Any) -> None:
+    """A table made before segments stored payload_cid for erased rows alone declares it
+    required: make it optional (a compatible change) before registering such a file."""
+    from nerve.fleet.warehouse import FORMAT
+
+    if tx.table_metadata.schema().find_field("payload_cid").required:
+        with tx.update_schema() as update:
+            update.update_column("payload_cid", required=False)
+        tx.set_properties(**{"nerve.format": FORMAT})
 
 
 def _data_file(metadata: Any, uri: str, local: Path) -> Any:

@@ -260,11 +260,15 @@ def write_local(path: Path, data: bytes) -> None:
         raise
 
 
-def table_schema() -> Any:
-    """The Iceberg schema: a segment's columns, payload and line optional (erasures)."""
-    from nerve.log.codec import ERASABLE_SCHEMA
+FORMAT = "nerve-segment-v3"  # v3: payload_cid stored for erased rows only
 
-    return ERASABLE_SCHEMA
+
+def table_schema() -> Any:
+    """The Iceberg schema: a segment's columns; payload and line optional (erasures), and
+    payload_cid too (stored for erased rows only; elsewhere it is blake3(payload))."""
+    from nerve.log.codec import STORED_SCHEMA
+
+    return STORED_SCHEMA
 
 
 # Bounds (min/max) only for the columns a filter prunes by (the segment writer keeps
@@ -276,7 +280,7 @@ TABLE_PROPERTIES = {
     "write.metadata.metrics.column.kind": "truncate(16)",
     "write.metadata.metrics.column.source": "full",
     "commit.manifest-merge.enabled": "true",
-    "nerve.format": "nerve-segment-v2",
+    "nerve.format": FORMAT,
 }
 
 

@@ -41,6 +41,7 @@ __all__ = [  # the JSON half lives in nerve.log.wire; kept importable from here
     "EMPTY",
     "ERASABLE_SCHEMA",
     "SCHEMA",
+    "STORED_SCHEMA",
     "build_table",
     "draft_from_json",
     "event_from_json",
@@ -96,6 +97,11 @@ def _erasable(schema: pa.Schema) -> pa.Schema:
 
 # A segment holding erased rows (nerve.log.erasure): their payload and line are null.
 ERASABLE_SCHEMA = _erasable(SCHEMA)
+# What any segment file may hold (the Iceberg table's schema): also payload_cid may be null,
+# since a segment stores it for erased rows alone (see ``stored_form``).
+STORED_SCHEMA = pa.schema(
+    [f.with_nullable(True) if f.name == "payload_cid" else f for f in ERASABLE_SCHEMA]
+)
 _V1_SCHEMAS = (SCHEMA_V1, _erasable(SCHEMA_V1))
 _WIDEN = {"logical": pa.int64(), "source": pa.int64(), "trust": pa.int32()}
 
@@ -108,11 +114,38 @@ def is_v1(schema: pa.Schema) -> bool:
 
 
 def conform(table: pa.Table) -> pa.Table:
-    """A table read from a segment or WAL frame of either schema, in today's types."""
-    if not is_v1(table.schema):
+    """A table read from a segment or WAL frame of any version, in today's types, with every
+    ``payload_cid`` present (see :func:`stored_form`)."""
+    if is_v1(table.schema):
+        fields = [f.with_type(_WIDEN[f.name]) if f.name in _WIDEN else f for f in table.schema]
+        table = table.cast(pa.schema(fields, metadata=table.schema.metadata))
+    return _filled_cids(table)
+
+
+def stored_form(table: pa.Table) -> pa.Table:
+    """A table as a segment stores it: ``payload_cid`` only where the payload is gone (an
+    erased row: the proof of what was there). Elsewhere it is ``blake3(payload)`` by
+    definition and readers recompute it, which saves 32 incompressible bytes an event."""
+    at = table.schema.get_field_index("payload_cid")
+    cids = table.column(at)
+    kept = pc.if_else(pc.is_null(table.column("payload")), cids, pa.scalar(None, cids.type))
+    return table.set_column(at, table.schema.field(at).with_nullable(True), kept)
+
+
+def _filled_cids(table: pa.Table) -> pa.Table:
+    at = table.schema.get_field_index("payload_cid")
+    if at < 0:
         return table
-    fields = [f.with_type(_WIDEN[f.name]) if f.name in _WIDEN else f for f in table.schema]
-    return table.cast(pa.schema(fields, metadata=table.schema.metadata))
+    cids, field = table.column(at), table.schema.field(at)
+    if cids.null_count:
+        payload = table.column("payload")
+        computed = pa.FixedSizeBinaryArray.from_buffers(
+            pa.binary(32), len(payload), [None, pa.py_buffer(hash_each(payload))]
+        )
+        cids = pc.coalesce(cids, computed)
+    elif not field.nullable:
+        return table
+    return table.set_column(at, field.with_nullable(False), cids)
 
 
 _HLC_DTYPE = np.dtype([("p", ">u8"), ("l", ">u4")])

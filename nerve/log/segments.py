@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 from nerve import fsio
 from nerve.clock import Hlc
 from nerve.errors import LogCorrupt
-from nerve.log.codec import ERASABLE_SCHEMA, SCHEMA, conform, fixed_bytes, is_v1
+from nerve.log.codec import ERASABLE_SCHEMA, SCHEMA, conform, fixed_bytes, is_v1, stored_form
 from nerve.log.manifest import SegmentInfo
 
 ROW_GROUP = 131_072
@@ -29,7 +29,8 @@ SORT_KEYS = [
 # Writer options, chosen by measurement (bench/footprint_bench.py, an hour of the bundled
 # senses): zstd level 3 stores ~13% fewer bytes than snappy; higher levels gain <1% more;
 # delta encoding of the two clocks ~2%; dictionaries matter little for size but keep
-# kind/subject scans cheap. The hashes are random bytes: compressing them gains nothing.
+# kind/subject scans cheap. The hashes are random bytes: compressing them gains nothing, so
+# ``payload_cid``, which is blake3(payload), is stored only for erased rows (stored_form).
 _RAW_COLUMNS = ("id", "payload_cid")
 _DELTA_COLUMNS = ("physical_ns", "valid_time_ns")
 ZSTD_LEVEL = 3
@@ -57,7 +58,7 @@ def encode_table(table: pa.Table) -> bytes:
     sink = pa.BufferOutputStream()
     packed = [name for name in SCHEMA.names if name not in _RAW_COLUMNS]
     pq.write_table(
-        table,
+        stored_form(table),
         sink,
         row_group_size=ROW_GROUP,
         compression={name: ("zstd" if name in packed else "none") for name in SCHEMA.names},
@@ -131,11 +132,21 @@ def segment_path(folder: Path, name: str) -> Path:
 
 def read_segment(path: Path, columns: list[str] | None = None) -> pa.Table:
     try:
-        return conform(pq.read_table(path, columns=columns))
+        wanted = with_cid_source(columns)
+        table = conform(pq.read_table(path, columns=wanted))
+        return table if wanted == columns else table.select(columns)
     except FileNotFoundError:
         raise
     except (pa.ArrowInvalid, OSError) as exc:
         raise LogCorrupt(f"{path}: cannot be read as Parquet: {exc}") from None
+
+
+def with_cid_source(columns: list[str] | None) -> list[str] | None:
+    """The columns to read for ``columns``: ``payload`` too when ``payload_cid`` is asked for,
+    since most rows' address is recomputed from it."""
+    if columns is not None and "payload_cid" in columns and "payload" not in columns:
+        return [*columns, "payload"]
+    return columns
 
 
 def stored_v1(path: Path) -> bool:

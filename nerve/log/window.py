@@ -96,7 +96,9 @@ class _Part:
             return self.tail.select(columns) if columns else self.tail
         assert self.path is not None
         try:
-            return conform(pq.ParquetFile(self.path).read_row_group(self.group, columns=columns))
+            wanted = seg.with_cid_source(columns)
+            table = conform(pq.ParquetFile(self.path).read_row_group(self.group, columns=wanted))
+            return table if wanted == columns else table.select(columns)
         except FileNotFoundError:
             raise
         except (pa.ArrowInvalid, OSError) as exc:
