@@ -68,8 +68,11 @@ def encode_frame(table: pa.Table) -> bytes:
 
 
 def encode_small_frame(rows: Sequence[Row]) -> bytes:
-    """A frame of a few rows (``codec.small_rows``'s tuples) as deterministic CBOR."""
-    body: bytes = cbor2.dumps(rows, canonical=True)
+    """A frame of a few rows (``codec.small_rows``'s tuples) as deterministic CBOR.
+
+    Rows hold only integers, text, bytes and null, which CBOR encodes one way (shortest
+    heads, definite lengths): the default encoder writes what ``canonical=True`` would."""
+    body: bytes = cbor2.dumps(rows)
     return _FRAME.pack(SMALL_MAGIC, len(body), zlib.crc32(body)) + body
 
 
