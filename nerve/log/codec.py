@@ -339,7 +339,10 @@ def small_rows(
     """
     count = len(kind)
     nodes = [node] * count if isinstance(node, str) else node
-    pairs = _stamp_pairs(stamps, count)
+    if isinstance(stamps, tuple) and len(stamps) == 3 and isinstance(stamps[0], int):
+        pairs = [(stamps[0], stamps[1] + i) for i in range(count)]
+    else:
+        pairs = _stamp_pairs(stamps, count)
     columns = (nodes, kind, subject, source, trust, valid_time_ns, payload, line)
     out: list[Row] = []
     for (p, lo), nd, k, s, src, tr, vt, pl, ln in zip(pairs, *columns, strict=True):
@@ -351,9 +354,7 @@ def small_rows(
             (
                 _TAG,
                 _STAMP.pack(p, lo),
-                _text_field(nd),
-                _text_field(k),
-                _text_field(s),
+                _text_fields(nd, k, s),
                 _SOURCE_TRUST.pack(4, src, 1, tr),
                 _NO_VALID_TIME if vt is None else _VALID_TIME.pack(8, vt),
                 _CID_LENGTH,
@@ -376,10 +377,10 @@ _NO_VALID_TIME, _CID_LENGTH = _u32(0), _u32(32)
 
 
 @functools.lru_cache(maxsize=1024)
-def _text_field(text: str) -> bytes:
-    """A text field of the preimage (length, UTF-8); node, kind and subject repeat."""
-    data = text.encode()
-    return _LENGTH.pack(len(data)) + data
+def _text_fields(*texts: str) -> bytes:
+    """Text fields of the preimage (each a length, then UTF-8): node, kind and subject,
+    which repeat from one append to the next."""
+    return b"".join(_LENGTH.pack(len(data)) + data for data in (t.encode() for t in texts))
 
 
 def _plain(

@@ -226,7 +226,8 @@ class EventLog:
 
     @property
     def tail_rows(self) -> int:
-        return int(self._wal.rows + sum(u.rows for _, u in self._pending))
+        pending = sum(u.rows for _, u in self._pending) if self._pending else 0
+        return int(self._wal.rows + pending)
 
     def append(self, kind: str = "observation", **fields: Any) -> Event:
         """Append one event and return it, stamped, once it is durable."""
@@ -287,19 +288,36 @@ class EventLog:
         """:meth:`append_columns` for a caller that does not need the stored rows back: the
         same commit, durable before it returns, but a small batch builds no Arrow table
         unless an ``on_commit`` hook takes one. Returns how many events were appended."""
-        columns = dict(
-            kind=kind,
-            subject=subject,
-            source=source,
-            trust=trust,
-            valid_time_ns=valid_time_ns,
-            payload=payload,
-            line=line,
-        )
+        count = len(kind)
         with self._mutex:
-            self._stamp_and_commit(columns, returning=False)
+            if count > SMALL_BATCH:
+                columns = dict(
+                    kind=kind,
+                    subject=subject,
+                    source=source,
+                    trust=trust,
+                    valid_time_ns=valid_time_ns,
+                    payload=payload,
+                    line=line,
+                )
+                self._stamp_and_commit(columns, returning=False)
+            else:  # _stamp_and_commit's small branch, inline: this is the hot path
+                first = self.clock.reserve(count)
+                p, lo = first
+                rows = small_rows(
+                    (p, lo, count),
+                    node=self.node,
+                    kind=kind,
+                    subject=subject,
+                    source=source,
+                    trust=trust,
+                    valid_time_ns=valid_time_ns,
+                    payload=payload,
+                    line=line,
+                )
+                self._commit_rows(rows, Hlc(p, lo + count - 1), False)
         self._seal_if_due()
-        return len(kind)
+        return count
 
     def _stamp_and_commit(self, columns: dict[str, Any], *, returning: bool) -> pa.Table | None:
         count = len(columns["kind"])
@@ -377,9 +395,9 @@ class EventLog:
         return seg.up_to(table, last)
 
     def _unsealed(self) -> list[pa.Table]:
-        with self._mutex:
-            parts = [*(u for _, u in self._pending), self._tail]
-        return [t for u in parts for t in u.tables()]
+        with self._mutex:  # the current generation is read under the append lock only
+            pending, current = [u for _, u in self._pending], self._tail.tables()
+        return [t for u in pending for t in u.tables()] + current
 
     def _seal_if_due(self) -> None:
         """Seal by size after an append, unless a background caller does it (the daemon).

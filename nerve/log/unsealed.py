@@ -18,7 +18,12 @@ FLUSH_ROWS = 4096  # rows kept as tuples at most (memory), then built into one t
 
 
 class Unsealed:
-    """The tables and rows of one generation; safe to read from another thread."""
+    """The tables and rows of one generation.
+
+    Only the writer adds to a generation, holding the log's append lock, and the open
+    generation is read under that lock too; a rotated (pending) one may be read by several
+    threads at once, so reading takes this object's own lock.
+    """
 
     def __init__(self, tables: Iterable[pa.Table] = ()) -> None:
         self._tables: list[pa.Table] = list(tables)
@@ -30,17 +35,15 @@ class Unsealed:
         return self.rows > 0 or bool(self._tables)
 
     def add_table(self, table: pa.Table) -> None:
-        with self._lock:
-            self._flush()
-            self._tables.append(table)
-            self.rows += table.num_rows
+        self._flush()
+        self._tables.append(table)
+        self.rows += table.num_rows
 
     def add_rows(self, rows: Sequence[Row]) -> None:
-        with self._lock:
-            self._rows += rows
-            self.rows += len(rows)
-            if len(self._rows) >= FLUSH_ROWS:
-                self._flush()
+        self._rows += rows
+        self.rows += len(rows)
+        if len(self._rows) >= FLUSH_ROWS:
+            self._flush()
 
     def tables(self) -> list[pa.Table]:
         """Every committed row, as tables in commit order."""
