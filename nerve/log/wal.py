@@ -112,13 +112,25 @@ def decode_small(body: bytes | memoryview, path: Path, offset: int) -> list[Row]
 
 
 def _row_ok(row: object) -> bool:
+    """A row of the log's columns, each value in the range its id field encodes."""
     if not isinstance(row, list) or len(row) != len(_ROW_TYPES):
         return False
-    if not all(
-        isinstance(v, t) and not isinstance(v, bool) for v, t in zip(row, _ROW_TYPES, strict=True)
-    ):
+    typed = zip(row, _ROW_TYPES, strict=True)
+    if not all(isinstance(v, t) and not isinstance(v, bool) for v, t in typed):
         return False
-    return len(row[8]) == 32 and len(row[11]) == 32
+    physical, logical, source, trust, valid_time = row[0], row[1], row[5], row[6], row[7]
+    return (
+        0 <= physical <= _I64_MAX
+        and 0 <= logical <= _U32_MAX
+        and 0 <= source <= _U32_MAX
+        and 0 <= trust <= 255
+        and (valid_time is None or -_I64_MAX - 1 <= valid_time <= _I64_MAX)
+        and len(row[8]) == 32
+        and len(row[11]) == 32
+    )
+
+
+_I64_MAX, _U32_MAX = (1 << 63) - 1, (1 << 32) - 1
 
 
 def small_table(rows: list[Row], path: Path, offset: int) -> pa.Table:
