@@ -278,3 +278,25 @@ def test_small_frames_hold_canonical_cbor() -> None:
     frame = wal.encode_small_frame(rows)
     assert frame[12:] == cbor2.dumps(rows, canonical=True)
     assert wal.decode_small(frame[12:], Path("x.wal"), 16) == rows
+
+
+def test_append_count_hands_hooks_the_stored_rows_and_refuses_bad_values(tmp_path: Path) -> None:
+    root = tmp_path / "log"
+    seen: list[pa.Table] = []
+    with _log(root) as log:
+        log.append_count(**_columns(["quiet"]))  # no hook: no table is built
+        log.on_commit.append(seen.append)
+        assert log.append_count(**_columns(["a", "b"])) == 2
+        size = _wal(root).stat().st_size
+        for column, bad in [("source", 2**32), ("trust", 256), ("valid_time_ns", 2**63)]:
+            columns = _columns(["bad"])
+            columns[column] = [bad]
+            with pytest.raises((pa.ArrowInvalid, OverflowError)):
+                log.append_count(**columns)  # type: ignore[arg-type]
+        assert _wal(root).stat().st_size == size  # nothing of a refused batch was written
+        converted = _columns(["?"])
+        converted["line"] = [b"utf-8 bytes"]  # the Arrow path takes these as text: so here
+        log.append_count(**converted)  # type: ignore[arg-type]
+        stored = _unsealed(log)
+    assert len(seen) == 2 and pa.concat_tables(seen).equals(stored.slice(1))
+    assert stored.column("line").to_pylist() == ["quiet", "a", "b", "utf-8 bytes"]
