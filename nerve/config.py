@@ -347,6 +347,7 @@ class WorkflowConfig(_Model):
     dedupe_window: PositiveDuration | None = None
     max_rounds: int | None = Field(default=None, ge=1, le=MAX_ROUNDS_LIMIT)
     drain_timeout: Duration | None = None
+    idle_exit: Duration | None = None
     checks: list[CheckId] = Field(default_factory=list)
     path: str | None = None
 

@@ -293,3 +293,31 @@ def test_undecodable_stored_state_falls_back_to_initial_state(tmp_path: Path) ->
         "--workspace", str(ws.root), "sense", "history", "counter", "-n", "500", "--json"
     ).stdout
     assert '"kind":"sense.error"' in history and '"kind":"sense.state"' in history
+
+
+def test_the_daemon_seals_by_age_and_by_size(tmp_path: Path) -> None:
+    ws = init_workspace(tmp_path / "ws")
+    config = ws.root / "nerve.yaml"
+    segments = ws.root / "data" / "log" / "segments"
+
+    def sealed() -> int:
+        return len(list(segments.glob("*.parquet"))) if segments.exists() else 0
+
+    def emit(count: int) -> None:
+        batch = tmp_path / "batch.jsonl"
+        lines = [json.dumps({"source": "shell", "line": f"e{i}"}) for i in range(count)]
+        batch.write_text("\n".join(lines) + "\n")
+        run_cli("--workspace", str(ws.root), "emit", "--jsonl", str(batch))
+
+    config.write_text("senses: {}\nlog: {seal_max_age: 1s}\n")
+    with started(ws.root) as daemon:
+        daemon.wait_for(lambda: sealed() >= 1, what="the start's own events sealed by age")
+        before = sealed()
+        emit(1)  # nothing else is written: only the age deadline can seal this
+        daemon.wait_for(lambda: sealed() > before, what="a seal by age")
+    config.write_text("senses: {}\nlog: {seal_max_age: 1h, seal_max_events: 20}\n")
+    with started(ws.root) as daemon:
+        before = sealed()
+        emit(25)  # only the size limit can seal within the hour
+        daemon.wait_for(lambda: sealed() > before, what="a seal by size")
+        assert daemon.request({"type": "status"})["status"]["segments"] == sealed()

@@ -74,6 +74,27 @@ def test_seal_by_size_and_by_age(log_root: Path) -> None:
         assert log.maybe_seal() is not None
 
 
+def test_seal_due_says_how_long_a_daemon_may_sleep(log_root: Path) -> None:
+    clock = [0]
+    with EventLog(
+        log_root,
+        node="n",
+        seal_max_events=4,
+        seal_max_age_ns=100,
+        now_ns=lambda: clock[0],
+        background_seal=True,
+    ) as log:
+        assert log.seal_due_in_ns() is None  # nothing to seal: sleep until a commit
+        clock[0] = 10
+        fill(log, 1)
+        clock[0] = 40
+        assert log.seal_due_in_ns() == 70  # the age limit, counted from the first row
+        fill(log, 3)
+        assert log.seal_due_in_ns() == 0  # the size limit
+        assert log.maybe_seal() is not None
+        assert log.seal_due_in_ns() is None
+
+
 def test_events_since_is_strict_and_ordered(log_root: Path) -> None:
     with EventLog(log_root, node="n") as log:
         fill(log, 5)

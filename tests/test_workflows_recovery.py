@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -11,14 +12,38 @@ import pytest
 
 from nerve.workspace import init_workspace
 from tests.conftest import run_cli
-from tests.helpers.workflows import CRASHY, Flows, open_gate, running, traces, write_workflow
+from tests.helpers.workflows import (
+    COMMON,
+    CRASHY,
+    Flows,
+    open_gate,
+    running,
+    traces,
+    write_workflow,
+)
 
 CONFIG = """
 senses: {}
 workflows:
   crashy: {concurrency: 2}
   drainy: {drain_timeout: 300ms, path: workflows/drainy}
+  idler: {idle_exit: 300ms}
 """
+
+IDLER = (
+    COMMON
+    + """
+def only(start, messages, ctx):
+    trace(ctx)
+    wait_for_gate(ctx, start.prompt)
+    return "done"
+
+roles = {"only": only}
+
+def moderator(context, round, max_rounds):
+    return ["only", END][round]
+"""
+)
 
 
 @pytest.fixture(scope="module")
@@ -26,6 +51,7 @@ def flows(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Flows]:
     ws = init_workspace(tmp_path_factory.mktemp("recovery") / "ws")
     write_workflow(ws.root, "crashy", CRASHY)
     write_workflow(ws.root, "drainy", CRASHY)
+    write_workflow(ws.root, "idler", IDLER)
     (ws.root / "nerve.yaml").write_text(CONFIG)
     with running(ws.root) as daemon:
         yield daemon
@@ -102,3 +128,20 @@ def test_a_killed_daemon_resumes_its_runs_on_restart(flows: Flows) -> None:
     assert len(traces(flows.root, "first")) == firsts
     proc = run_cli("--workspace", str(flows.root), "replay", "--verify", "--json")
     assert '"ok":true' in proc.stdout
+
+
+def test_an_idle_worker_exits_and_the_next_run_starts_a_fresh_one(flows: Flows) -> None:
+    # spawned at start (a bad definition would be reported then), gone after idle_exit
+    flows.wait_for(lambda: flows.worker_pid("idler") is None, what="the idle worker to exit")
+    run = flows.trigger("idler", prompt="idle-gate")["run"]
+    flows.wait_for(lambda: traces(flows.root, "only"), what="the role to start")
+    busy = flows.worker_pid("idler")
+    assert busy is not None
+    time.sleep(1.0)  # three idle_exit periods with a role in flight: the worker stays
+    assert flows.worker_pid("idler") == busy and flows.status(run) == "started"
+    open_gate(flows.root, "idle-gate")
+    flows.wait_status(run, "completed")
+    assert flows.statuses(run) == ["started", "completed"]
+    flows.wait_for(lambda: flows.worker_pid("idler") is None, what="the worker to exit again")
+    assert not flows.events("workflow.restart", "idler")  # an idle exit is not a crash
+    assert not flows.events("workflow.error", "idler")

@@ -24,6 +24,10 @@ Five crashes within sixty seconds stop that: a ``workflow.backoff`` event, the r
 the old worker is drained: its runs in flight carry on there (a run never switches definitions
 mid-step) while new runs get a new worker; after ``drain_timeout`` (default 30 s) the old one
 is killed and runs still on it become ``interrupted``.
+
+**Idle.** A worker that has carried no call for ``idle_exit`` (default 60 s; ``0`` keeps it)
+exits, and the next run spawns a fresh one: a daemon that rarely runs workflows does not keep
+an interpreter waiting for them.
 """
 
 from __future__ import annotations
@@ -55,6 +59,7 @@ log = logging.getLogger(__name__)
 
 DEFAULT_ROLE_TIMEOUT_S = 600.0
 DEFAULT_DRAIN_MS = 30_000
+DEFAULT_IDLE_MS = 60_000
 CRASH_WINDOW_S = 60.0
 CRASHES_BEFORE_BACKOFF = 5
 
@@ -106,6 +111,8 @@ class Flow:
         self.draining: set[WorkerHandle] = set()
         self._spawning: asyncio.Task[WorkerHandle] | None = None
         self._background: set[asyncio.Task[Any]] = set()
+        self._idle: asyncio.TimerHandle | None = None
+        self._used = 0.0
         self.fingerprint = self._fingerprint()
 
     @property
@@ -271,6 +278,7 @@ class Flow:
 
     async def worker(self) -> WorkerHandle:
         """The live worker, spawned if needed; ``WorkflowError`` if it cannot be."""
+        self._used = time.monotonic()
         if self.handle is not None and not self.handle.dead:
             return self.handle
         if self.error is not None:
@@ -295,11 +303,37 @@ class Flow:
             await self.emit([draft(ERROR, self.name, self.error.splitlines()[0][:300], payload)])
             raise WorkflowError(self.error) from None
         self.handle = handle
+        self._arm_idle()
         return handle
+
+    def _idle_ms(self) -> int:
+        limit = self.config.idle_exit
+        return DEFAULT_IDLE_MS if limit is None else int(limit)
+
+    def _arm_idle(self) -> None:
+        if self._idle is not None:
+            self._idle.cancel()
+        self._idle = None
+        if self._idle_ms() > 0 and self.handle is not None:
+            loop = asyncio.get_running_loop()
+            self._idle = loop.call_later(self._idle_ms() / 1000, self._retire_if_idle)
+
+    def _retire_if_idle(self) -> None:
+        """Let the worker go if nothing used it for ``idle_exit``; else look again later."""
+        self._idle, handle = None, self.handle
+        if handle is None or handle.dead:
+            return
+        quiet_s = time.monotonic() - self._used
+        on_it = any(h is handle for h in self.bound.values())
+        if handle.busy or on_it or self.queue or quiet_s * 1000 < self._idle_ms():
+            self._arm_idle()
+            return
+        self.handle = None
+        self._background_task(handle.kill("idle"))
 
     async def _exited(self, handle: WorkerHandle) -> None:
         """The worker process is gone: settle the runs it carried."""
-        if handle.kill_reason in ("stop", "load"):
+        if handle.kill_reason in ("stop", "load", "idle"):
             return
         if self.handle is handle:
             self.handle = None
@@ -426,6 +460,8 @@ class Flow:
 
     async def close(self) -> None:
         """Daemon stop: runs stay ``started`` in the log and resume on the next start."""
+        if self._idle is not None:
+            self._idle.cancel()
         for task in [*self.tasks.values(), *self._background]:
             task.cancel()
         await asyncio.gather(*self.tasks.values(), *self._background, return_exceptions=True)

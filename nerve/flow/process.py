@@ -2,7 +2,7 @@
 
 Calls are matched to replies by id, so many runs share one process. When the process exits,
 every call in flight fails with :class:`WorkerDied` and ``on_exit`` is told once; whoever
-killed it on purpose says why in ``kill_reason`` (``drain``, ``timeout``, ``stop``), so a
+killed it on purpose says why in ``kill_reason`` (``drain``, ``timeout``, ``stop``, ``idle``), so a
 planned exit is not mistaken for a crash.
 """
 

@@ -439,6 +439,17 @@ class EventLog:
 
     # -- sealing and compaction --------------------------------------------------------
 
+    def seal_due_in_ns(self) -> int | None:
+        """How long until :meth:`maybe_seal` would seal: 0 now, None while nothing is to seal
+        (an empty tail); else until the tail reaches ``seal_max_age``."""
+        with self._mutex:
+            rows, since, retry = self.tail_rows, self._tail_since_ns, bool(self._pending)
+        if retry or rows >= self.seal_max_events or len(self.manifest.retired) > len(self._gone):
+            return 0
+        if not rows:
+            return None
+        return max(0, since + self.seal_max_age_ns - self._now())
+
     def maybe_seal(self) -> SegmentInfo | None:
         """Seal if the tail is big or old enough, or a failed seal left generations behind."""
         with self._mutex:

@@ -108,6 +108,9 @@ def run_foreground(ws: Workspace, *, view: bool = False, echo: TextIO | None = N
     view on this terminal instead.
     """
     keep_out(UNUSED_IN_DAEMON)
+    # Arrow's own allocator keeps freed pages for reuse; the daemon's tables are small and
+    # short-lived, so the system allocator costs nothing and returns ~6 MiB.
+    os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
     from nerve.runtime import journal
     from nerve.runtime.kernel import Kernel
 

@@ -171,6 +171,7 @@ class Kernel:
         self._tasks: list[asyncio.Task[Any]] = []
         self._layout: Layout | None = None
         self.segments = 0  # live segments, as of the last seal check
+        self._seal_wake = asyncio.Event()
         self.stages = Stages()  # batches sent in several requests, until their last part
         self.on_stats: list[Callable[[], None]] = []
         self.privacy = Policy(self.config.privacy)  # applied to everything captured
@@ -192,7 +193,7 @@ class Kernel:
         self.followers = Followers(self.log.newest)  # `follow` subscribers (nerve tail -f)
         self.log.on_commit.append(self.followers.hook(asyncio.get_running_loop()))
         self.committer = Committer(self.log)
-        self.committer.listeners.extend([self._count, self.agents.note])
+        self.committer.listeners.extend([self._count, self.agents.note, self._nudge_seal])
         self.committer.start()
         self.scheduler = Scheduler(self._dispatch, on_skip=self.skips.note)
         self._stored = await asyncio.to_thread(stored_states, self.ws, self.connect)
@@ -688,6 +689,7 @@ class Kernel:
         try:
             return await asyncio.to_thread(work, log)
         finally:
+            self._seal_wake.set()  # e.g. segments retired by an erasure are dropped
             await self._count_segments()
 
     async def request_workflow(self, trigger: WorkflowTrigger, *, source: str) -> dict[str, Any]:
@@ -709,23 +711,44 @@ class Kernel:
 
     async def _seal_loop(self) -> None:
         """Seal by size or age; a failed seal is reported and retried with backoff, and
-        loses nothing (the unsealed generations stay on disk and pending)."""
+        loses nothing (the unsealed generations stay on disk and pending).
+
+        The loop sleeps until the tail's age is due, or until a commit wakes it (the first
+        rows of a tail, or the size limit): an idle daemon does not poll."""
         assert self.log is not None
-        wait, failures = SEAL_CHECK_S, 0
+        failures = 0
+        await self._count_segments()
         while True:
-            await asyncio.sleep(wait)
+            if failures:
+                await asyncio.sleep(min(SEAL_CHECK_S * 2**failures, SEAL_BACKOFF_MAX_S))
+            else:
+                await self._seal_due()
             try:
-                await asyncio.to_thread(self.log.maybe_seal)
+                sealed = await asyncio.to_thread(self.log.maybe_seal)
             except (NerveError, OSError) as exc:
                 failures += 1
-                wait = min(wait * 2, SEAL_BACKOFF_MAX_S)
+                wait = min(SEAL_CHECK_S * 2**failures, SEAL_BACKOFF_MAX_S)
                 journal.warn(f"seal failed (attempt {failures}), retry in {wait:.0f} s: {exc}")
                 self.seal_failure = str(exc)
                 continue
             if failures:
                 journal.say(f"seal succeeded after {failures} failed attempts")
-            self.seal_failure, wait, failures = None, SEAL_CHECK_S, 0
-            await self._count_segments()
+            self.seal_failure, failures = None, 0
+            if sealed is not None:
+                await self._count_segments()
+
+    async def _seal_due(self) -> None:
+        """Return once the log is due a seal (see ``EventLog.seal_due_in_ns``)."""
+        assert self.log is not None
+        while (due := self.log.seal_due_in_ns()) != 0:
+            self._seal_wake.clear()
+            timeout = None if due is None else due / NS
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._seal_wake.wait(), timeout)
+
+    def _nudge_seal(self, table: pa.Table) -> None:
+        """A commit: the seal loop looks again (a first row starts the age clock)."""
+        self._seal_wake.set()
 
     async def _erasure_loop(self) -> None:
         """Finish an erasure a crash left pending, then apply ``log.retention`` every

@@ -6,7 +6,8 @@
   next fire is worked out on the wall clock and waited for on the monotonic one.
 - ``jitter``: every tick of a sense is shifted by the same share of the jitter, fixed by the
   sense's name (so 200 senses on ``5s`` do not fire together, and a restart keeps the phase).
-  Without it an interval sense still gets a small stable spread (at most 1 s).
+  Without it a sub-second interval sense still gets a small stable spread within its interval;
+  senses on 1 s or longer share one phase, so ticks due together wake the daemon once.
 - catch-up: ticks that fell in a downtime (the daemon was stopped: from the log's last event
   to the start) or a sleep (the wall clock ran ahead of the monotonic one) are run or skipped
   by the sense's ``catch_up``: ``skip`` none, ``once`` one (default), ``all`` every one (at most
@@ -38,6 +39,7 @@ from nerve.runtime.ticks import count_cron, jitter_ns, next_cron
 NS = 1_000_000_000
 MS = 1_000_000
 GRID_NS = 2 * MS  # interval timers are grouped into 2 ms slots
+COALESCE_MS = 1000  # interval senses this slow, without jitter, are not spread
 WATCH_NS = NS  # how often the clocks are compared, to notice a sleep
 SLEEP_NS = 3 * NS  # the wall clock ahead of the monotonic one by more than this: a sleep
 MAX_CATCH_UP = 1000  # computes `catch_up: all` runs at most, however many ticks were missed
@@ -110,11 +112,12 @@ class _SenseClock:
 
 
 def _spread(plan: Plan) -> int:
-    """A stable offset so senses do not all fire at once: the sense's share of its ``jitter``,
-    else (interval senses) within the interval and at most 1 s."""
+    """A stable offset: the sense's share of its ``jitter``; else, for a sub-second interval,
+    a share of the interval, so fast senses do not all land in one loop turn. Slower senses
+    keep one phase: a 2 s, a 5 s and a 10 s sense wake the machine 6 times in 10 s, not 16."""
     if plan.jitter_ms is not None:
         return jitter_ns(plan.sense, plan.jitter_ms)
-    if plan.grace_ms or not plan.interval_ms:
+    if plan.grace_ms or not plan.interval_ms or plan.interval_ms >= COALESCE_MS:
         return 0  # a grace period already says when to start
     digest = int.from_bytes(blake3.blake3(plan.sense.encode()).digest()[:8], "big")
     return (digest % min(plan.interval_ms, 1000)) * MS

@@ -19,8 +19,8 @@ if TYPE_CHECKING:
 DEBOUNCE_MS = 300
 # How often watchfiles' loop wakes to look for changes and for the stop request: its default
 # (50 ms) wakes each watching thread 20 times a second on an idle machine; an edit is still
-# picked up within about half a second.
-STEP_MS = 250
+# picked up within about two seconds.
+STEP_MS = 1000
 _RELEVANT = (".py", ".yaml", ".yml", ".md")
 
 

@@ -44,7 +44,9 @@ initial_state: dict[str, Any] = {
 
 DEFAULT_IGNORE = ["data/**", ".git/**", "**/__pycache__/**", ".venv/**"]
 _RUST_TIMEOUT_MS = 200  # how often an idle watcher wakes (and proves it is set up)
-_STEP_MS = 200  # watchfiles' polling step (its 50 ms default wakes the thread 20 times a second)
+# watchfiles' polling step (its 50 ms default wakes the thread 20 times a second); a burst of
+# changes is handed over once a step passes without new ones
+_STEP_MS = 500
 _NET_CHANGE = {
     (True, True): "modified",
     (False, True): "added",
