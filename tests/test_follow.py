@@ -9,11 +9,11 @@ from pathlib import Path
 
 from nerve.clock import Hlc
 from nerve.events import Event
-from nerve.log.codec import table_from_events
+from nerve.log.codec import rows_of, table_from_events
 from nerve.log.reader import TailReader
 from nerve.log.select import TailFilter
 from nerve.log.store import EventLog
-from nerve.log.wal import encode_frame
+from nerve.log.wal import encode_small_frame
 from nerve.tail import follow_tables
 from nerve.workspace import Workspace
 
@@ -78,7 +78,7 @@ def test_a_half_written_commit_is_read_once_it_is_whole(log_root: Path) -> None:
         event = log.append(source=5, line="whole")
     wal = sorted((log_root / "wal").iterdir())[-1]
     data = wal.read_bytes()
-    frame = encode_frame(table_from_events([event]))
+    frame = encode_small_frame(rows_of(table_from_events([event])))
     assert data.endswith(frame)
     wal.write_bytes(data[: len(data) - len(frame) // 2])  # the writer is mid-way through it
     assert lines(reader.poll()) == []

@@ -6,6 +6,7 @@ The batch path builds every row's id preimage with Arrow kernels (the same bytes
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import struct
@@ -23,7 +24,6 @@ from nerve.events import (
     ErasedEvent,
     Event,
     Trust,
-    id_preimage,
     source_name,
     trust_name,
 )
@@ -53,8 +53,11 @@ __all__ = [  # the JSON half lives in nerve.log.wire; kept importable from here
     "kept_hashes",
     "preimages",
     "row_to_json",
+    "rows_of",
+    "small_rows",
     "stored_events",
     "table_from_events",
+    "table_from_rows",
     "wire_lines",
     "wire_payload",
 ]
@@ -275,11 +278,34 @@ def build_table(
     """
     count = len(kind)
     if count <= SMALL_BATCH:
-        nodes_ = [node] * count if isinstance(node, str) else list(node)
-        pairs = _stamp_pairs(stamps, count)
-        return _small_table(
-            pairs, nodes_, kind, subject, source, trust, valid_time_ns, payload, line
+        rows = small_rows(
+            stamps,
+            node=node,
+            kind=kind,
+            subject=subject,
+            source=source,
+            trust=trust,
+            valid_time_ns=valid_time_ns,
+            payload=payload,
+            line=line,
         )
+        return table_from_rows(rows)
+    return _bulk_table(stamps, node, kind, subject, source, trust, valid_time_ns, payload, line)
+
+
+def _bulk_table(
+    stamps: Sequence[Hlc] | tuple[int, int, int],
+    node: str | Sequence[str],
+    kind: Sequence[str],
+    subject: Sequence[str],
+    source: Sequence[int],
+    trust: Sequence[int],
+    valid_time_ns: Sequence[int | None],
+    payload: Sequence[bytes],
+    line: Sequence[str],
+) -> pa.Table:
+    """``build_table`` with Arrow kernels: ids hashed from preimages built column-wise."""
+    count = len(kind)
     if isinstance(stamps, tuple) and len(stamps) == 3 and isinstance(stamps[0], int):
         physical = pa.array(np.full(count, stamps[0], dtype=np.int64))
         logical = pa.array(np.arange(stamps[1], stamps[1] + count, dtype=np.int64))
@@ -315,14 +341,21 @@ SMALL_BATCH = 16
 
 def _stamp_pairs(stamps: Sequence[Hlc] | tuple[int, int, int], count: int) -> list[tuple[int, int]]:
     if isinstance(stamps, tuple) and len(stamps) == 3 and isinstance(stamps[0], int):
-        first, logical = int(stamps[0]), int(stamps[1])
+        first, logical = stamps[0], stamps[1]
         return [(first, logical + i) for i in range(count)]
-    return [(int(s[0]), int(s[1])) for s in stamps]
+    return [(s[0], s[1]) for s in stamps]
 
 
-def _small_table(
-    stamps: list[tuple[int, int]],
-    node: list[str],
+# One stored row in ``SCHEMA``'s column order: what a small WAL frame holds.
+Row = tuple[int, int, str, str, str, int, int, int | None, bytes, bytes, str, bytes]
+_STRUCT = pa.struct(list(SCHEMA))
+_I64_MIN, _I64_MAX, _U32_MAX = -(1 << 63), (1 << 63) - 1, (1 << 32) - 1
+
+
+def small_rows(
+    stamps: Sequence[Hlc] | tuple[int, int, int],
+    *,
+    node: str | Sequence[str],
     kind: Sequence[str],
     subject: Sequence[str],
     source: Sequence[int],
@@ -330,39 +363,105 @@ def _small_table(
     valid_time_ns: Sequence[int | None],
     payload: Sequence[bytes],
     line: Sequence[str],
-) -> pa.Table:
-    """``build_table`` for a few rows: the same table, ids from ``events.id_preimage``."""
-    _check_range([s[1] for s in stamps], pa.uint32())
-    _check_range(source, pa.uint32())
-    _check_range(trust, pa.uint8())
-    cids = [blake3.blake3(p).digest() for p in payload]
-    ids = [
-        blake3.blake3(id_preimage(Hlc(*hlc), *fields)).digest()
-        for hlc, *fields in zip(
-            stamps, node, kind, subject, source, trust, valid_time_ns, cids, line, strict=True
+) -> list[Row]:
+    """``build_table``'s rows for a few events as Python tuples, without Arrow.
+
+    Ids hash the bytes of ``events.id_preimage``. Values of the plain types (``str``,
+    ``int``, ``bytes``, in range) are taken as they are; a batch holding anything else goes
+    through the Arrow path, so it is refused (or converted) exactly as ``build_table`` would.
+    """
+    count = len(kind)
+    nodes = [node] * count if isinstance(node, str) else node
+    if isinstance(stamps, tuple) and len(stamps) == 3 and isinstance(stamps[0], int):
+        pairs = [(stamps[0], stamps[1] + i) for i in range(count)]
+    else:
+        pairs = _stamp_pairs(stamps, count)
+    columns = (nodes, kind, subject, source, trust, valid_time_ns, payload, line)
+    out: list[Row] = []
+    for (p, lo), nd, k, s, src, tr, vt, pl, ln in zip(pairs, *columns, strict=True):
+        if not _plain(p, lo, nd, k, s, src, tr, vt, pl, ln):
+            return rows_of(_bulk_table(stamps, node, *columns[1:]))
+        cid = blake3.blake3(pl).digest()
+        text = ln.encode()
+        preimage = b"".join(
+            (
+                _TAG,
+                _STAMP.pack(p, lo),
+                _text_fields(nd, k, s),
+                _SOURCE_TRUST.pack(4, src, 1, tr),
+                _NO_VALID_TIME if vt is None else _VALID_TIME.pack(8, vt),
+                _CID_LENGTH,
+                cid,
+                _LENGTH.pack(len(text)),
+                text,
+            )
         )
-    ]
-    columns = [
-        pa.array([s[0] for s in stamps], pa.int64()),
-        pa.array([s[1] for s in stamps], pa.int64()),
-        pa.array(node, pa.string()),
-        pa.array(kind, pa.string()),
-        pa.array(subject, pa.string()),
-        pa.array(source, pa.int64()),
-        pa.array(trust, pa.int32()),
-        pa.array(valid_time_ns, pa.int64()),
-        pa.array(cids, pa.binary(32)),
-        pa.array(payload, pa.binary()),
-        pa.array(line, pa.string()),
-        pa.array(ids, pa.binary(32)),
-    ]
-    return pa.Table.from_batches([pa.RecordBatch.from_arrays(columns, schema=SCHEMA)])
+        out.append((p, lo, nd, k, s, src, tr, vt, cid, pl, ln, blake3.blake3(preimage).digest()))
+    return out
 
 
-def _check_range(values: Sequence[int], narrow: pa.DataType) -> None:
-    top = (1 << narrow.bit_width) - 1
-    if not all(isinstance(v, int) and 0 <= v <= top for v in values):
-        pa.array(values, narrow)  # raises as the wide path does
+# ``events.id_preimage``'s fields, packed a few at a time (tests hold the two equal).
+_TAG = _u32(len(ID_TAG)) + ID_TAG + _u32(12)  # the tag, then the stamp's length
+_STAMP = struct.Struct(">QI")
+_LENGTH = struct.Struct(">I")
+_SOURCE_TRUST = struct.Struct(">IIIB")  # u32 4, source, u32 1, trust
+_VALID_TIME = struct.Struct(">Iq")
+_NO_VALID_TIME, _CID_LENGTH = _u32(0), _u32(32)
+
+
+@functools.lru_cache(maxsize=1024)
+def _text_fields(*texts: str) -> bytes:
+    """Text fields of the preimage (each a length, then UTF-8): node, kind and subject,
+    which repeat from one append to the next."""
+    return b"".join(_LENGTH.pack(len(data)) + data for data in (t.encode() for t in texts))
+
+
+def _plain(
+    p: object,
+    lo: object,
+    node: object,
+    kind: object,
+    subject: object,
+    source: object,
+    trust: object,
+    valid_time_ns: object,
+    payload: object,
+    line: object,
+) -> bool:
+    """True if a row's values need no conversion and lie in the ranges the id encodes."""
+    return (
+        type(p) is int
+        and 0 <= p <= _I64_MAX
+        and type(lo) is int
+        and 0 <= lo <= _U32_MAX
+        and type(node) is str
+        and type(kind) is str
+        and type(subject) is str
+        and type(source) is int
+        and 0 <= source <= _U32_MAX
+        and type(trust) is int
+        and 0 <= trust <= 255
+        and (
+            valid_time_ns is None
+            or (type(valid_time_ns) is int and _I64_MIN <= valid_time_ns <= _I64_MAX)
+        )
+        and type(payload) is bytes
+        and type(line) is str
+    )
+
+
+def table_from_rows(rows: Sequence[Row]) -> pa.Table:
+    """Rows (``SCHEMA`` order, as :func:`small_rows` makes them) as a table: one conversion."""
+    if not rows:
+        return EMPTY
+    batch = pa.RecordBatch.from_struct_array(pa.array(rows, _STRUCT))
+    return pa.Table.from_batches([batch], schema=SCHEMA)
+
+
+def rows_of(table: pa.Table) -> list[Row]:
+    """A table's rows as tuples in ``SCHEMA`` order (the inverse of :func:`table_from_rows`)."""
+    columns = [table.column(name).to_pylist() for name in COLUMNS]
+    return list(zip(*columns, strict=True))
 
 
 def _ranged(values: Sequence[int], narrow: pa.DataType, stored: pa.DataType) -> pa.Array:

@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from nerve.clock import HLC_ZERO, Hlc
-from nerve.errors import LogCorrupt, LogDamageWarning, LogError
+from nerve.errors import LogDamageWarning, LogError
 from nerve.events import ErasedEvent, Event
 from nerve.log import archive
 from nerve.log import segments as seg
@@ -25,7 +25,7 @@ from nerve.log.codec import EMPTY, fixed_bytes, stored_events
 from nerve.log.erasure import ERASED_KIND
 from nerve.log.manifest import ManifestState, SegmentInfo, read_manifest
 from nerve.log.paths import LogPaths
-from nerve.log.wal import FILE_MAGIC, FRAME_MAGIC, MAX_FRAME, VERSION, WalScan, frame_table, scan
+from nerve.log.wal import MAX_FRAME, WalScan, decode_frame, frame_magics, read_header, scan
 
 SNAPSHOT_TRIES = 20
 
@@ -233,14 +233,11 @@ def _new_frames(path: Path, offset: int) -> tuple[list[pa.Table], int]:
     with open(path, "rb") as handle:
         if os.fstat(handle.fileno()).st_size < offset:
             offset = 0  # the file was cut back: read it again; the caller drops what it had
-        if offset == 0:
-            header = handle.read(_WAL_HEADER.size)
-            if len(header) < _WAL_HEADER.size:
-                return [], 0
-            magic, version, _ = _WAL_HEADER.unpack(header)
-            if magic != FILE_MAGIC or version != VERSION:
-                raise LogCorrupt(f"{path}: bad WAL header (magic {magic!r}, version {version})")
-            offset = _WAL_HEADER.size
+        header = handle.read(_WAL_HEADER.size)
+        if len(header) < _WAL_HEADER.size:
+            return [], 0
+        magics = frame_magics(read_header(path, header)[1])
+        offset = max(offset, _WAL_HEADER.size)
         handle.seek(offset)
         data = handle.read()
     tables: list[pa.Table] = []
@@ -248,13 +245,12 @@ def _new_frames(path: Path, offset: int) -> tuple[list[pa.Table], int]:
     while pos + _WAL_FRAME.size <= len(data):
         magic, length, crc = _WAL_FRAME.unpack_from(data, pos)
         start, end = pos + _WAL_FRAME.size, pos + _WAL_FRAME.size + length
-        if magic != FRAME_MAGIC or length > MAX_FRAME or end > len(data):
+        if magic not in magics or length > MAX_FRAME or end > len(data):
             break
         body = memoryview(data)[start:end]
         if zlib.crc32(body) != crc:
             break
-        table = pa.ipc.open_stream(body).read_all()
-        tables.append(frame_table(table, path, offset + pos))
+        tables.append(decode_frame(magic, body, path, offset + pos))
         pos = end
     return tables, offset + pos
 

@@ -114,13 +114,13 @@ def _repair_generation(paths: LogPaths, gen: int, path: Path, notes: list[str]) 
     """Keep every good frame of a damaged generation; the original goes to quarantine."""
     prefix = walmod.scan(path, strict=False)
     later, _ = walmod.frames_after(path, (prefix.bad_offset or prefix.good_end) + 1)
-    tables = prefix.tables + later
+    tables, frames = prefix.tables + later, prefix.frames + len(later)
     kept = quarantine(paths, path, copy=True)
     walmod.write_generation(path, gen, tables)
     rows = sum(t.num_rows for t in tables)
     notes.append(
         f"wal generation {gen}: {prefix.size - prefix.good_end} bytes from byte "
-        f"{prefix.good_end} could not be read; kept {len(tables)} good frame(s) ({rows} events); "
+        f"{prefix.good_end} could not be read; kept {frames} good frame(s) ({rows} events); "
         f"the original is {kept.relative_to(paths.root)}"
     )
     return tables

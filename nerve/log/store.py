@@ -27,12 +27,22 @@ from nerve.errors import EventError, LogCorrupt, LogError, NerveError, OrderErro
 from nerve.events import Event
 from nerve.log import archive, erasure, recovery
 from nerve.log import segments as seg
-from nerve.log.batchkeys import BatchKeys, check_key, key_draft
-from nerve.log.codec import EMPTY, build_table, events_from_table, table_from_events
+from nerve.log.batchkeys import KEY_KIND, BatchKeys, check_key, key_draft
+from nerve.log.codec import (
+    EMPTY,
+    SMALL_BATCH,
+    Row,
+    build_table,
+    events_from_table,
+    small_rows,
+    table_from_events,
+    table_from_rows,
+)
 from nerve.log.drafts import Draft
 from nerve.log.lock import WriterLock
 from nerve.log.manifest import ManifestState, SegmentInfo, append_record, read_manifest
 from nerve.log.paths import LogPaths
+from nerve.log.unsealed import Unsealed
 from nerve.log.wal import WalWriter
 
 __all__ = ["CompactResult", "Draft", "EventLog", "LogPaths", "default_node", "manifest_state"]
@@ -126,9 +136,9 @@ class EventLog:
             self.paths.wal, found.current_gen, sync=self.sync, truncate_to=found.truncate_to
         )
         fsio.fsync_dir(self.paths.wal)
-        self._pending: list[tuple[int, list[pa.Table]]] = found.pending
-        self._tail: list[pa.Table] = found.current
-        self._wal.rows = sum(t.num_rows for t in self._tail)
+        self._pending: list[tuple[int, Unsealed]] = [(g, Unsealed(t)) for g, t in found.pending]
+        self._tail = Unsealed(found.current)
+        self._wal.rows = self._tail.rows
         self._tail_since_ns = self._now()
         newest = self.manifest.max_hlc() or HLC_ZERO
         for table in found.tables():
@@ -216,7 +226,8 @@ class EventLog:
 
     @property
     def tail_rows(self) -> int:
-        return int(self._wal.rows + sum(t.num_rows for _, ts in self._pending for t in ts))
+        pending = sum(u.rows for _, u in self._pending) if self._pending else 0
+        return int(self._wal.rows + pending)
 
     def append(self, kind: str = "observation", **fields: Any) -> Event:
         """Append one event and return it, stamped, once it is durable."""
@@ -247,32 +258,102 @@ class EventLog:
         line: Sequence[str],
     ) -> pa.Table:
         """The fast path: already-validated columns, stamped as one run of the clock."""
+        columns = dict(
+            kind=kind,
+            subject=subject,
+            source=source,
+            trust=trust,
+            valid_time_ns=valid_time_ns,
+            payload=payload,
+            line=line,
+        )
         with self._mutex:
-            table = self._stamp_and_commit(
-                kind=kind,
-                subject=subject,
-                source=source,
-                trust=trust,
-                valid_time_ns=valid_time_ns,
-                payload=payload,
-                line=line,
-            )
+            table = self._stamp_and_commit(columns, returning=True)
         self._seal_if_due()
+        if table is None:  # pragma: no cover - returning=True always builds it
+            raise AssertionError("append built no table")
         return table
 
-    def _stamp_and_commit(self, **columns: Any) -> pa.Table:
+    def append_count(
+        self,
+        *,
+        kind: Sequence[str],
+        subject: Sequence[str],
+        source: Sequence[int],
+        trust: Sequence[int],
+        valid_time_ns: Sequence[int | None],
+        payload: Sequence[bytes],
+        line: Sequence[str],
+    ) -> int:
+        """:meth:`append_columns` for a caller that does not need the stored rows back: the
+        same commit, durable before it returns, but a small batch builds no Arrow table
+        unless an ``on_commit`` hook takes one. Returns how many events were appended."""
+        count = len(kind)
+        with self._mutex:
+            if count > SMALL_BATCH:
+                columns = dict(
+                    kind=kind,
+                    subject=subject,
+                    source=source,
+                    trust=trust,
+                    valid_time_ns=valid_time_ns,
+                    payload=payload,
+                    line=line,
+                )
+                self._stamp_and_commit(columns, returning=False)
+            else:  # _stamp_and_commit's small branch, inline: this is the hot path
+                first = self.clock.reserve(count)
+                p, lo = first
+                rows = small_rows(
+                    (p, lo, count),
+                    node=self.node,
+                    kind=kind,
+                    subject=subject,
+                    source=source,
+                    trust=trust,
+                    valid_time_ns=valid_time_ns,
+                    payload=payload,
+                    line=line,
+                )
+                self._commit_rows(rows, Hlc(p, lo + count - 1), False)
+        self._seal_if_due()
+        return count
+
+    def _stamp_and_commit(self, columns: dict[str, Any], *, returning: bool) -> pa.Table | None:
         count = len(columns["kind"])
         first = self.clock.reserve(count)
-        table = build_table((first.physical_ns, first.logical, count), node=self.node, **columns)
-        self._commit(table, Hlc(first.physical_ns, first.logical + count - 1))
-        return table
+        stamps = (first.physical_ns, first.logical, count)
+        last = Hlc(first.physical_ns, first.logical + count - 1)
+        if count > SMALL_BATCH:
+            table = build_table(stamps, node=self.node, **columns)
+            self._commit(table, last)
+            return table
+        return self._commit_rows(small_rows(stamps, node=self.node, **columns), last, returning)
 
     def _commit(self, table: pa.Table, last: Hlc) -> None:
         self._wal.commit(table)  # durable (under fsync) before anything below changes
+        self._mark_tail()
+        self._tail.add_table(table)
+        self._committed(table, last)
+
+    def _commit_rows(self, rows: list[Row], last: Hlc, returning: bool) -> pa.Table | None:
+        """Commit a small batch as a small frame; its table is built only if wanted."""
+        self._wal.commit_rows(rows)  # durable (under fsync) before anything below changes
+        self._mark_tail()
+        self._tail.add_rows(rows)
+        keyed = self._keys is not None and any(row[3] == KEY_KIND for row in rows)
+        table = table_from_rows(rows) if returning or keyed or self.on_commit else None
+        self._committed(table, last)
+        return table
+
+    def _mark_tail(self) -> None:
         if not self._tail:
             self._tail_since_ns = self._now()
-        self._tail.append(table)
+
+    def _committed(self, table: pa.Table | None, last: Hlc) -> None:
         self._newest = max(self._newest, last)
+        if table is None:
+            return
         if self._keys is not None:
             self._keys.observe(table)
         for hook in self.on_commit:
@@ -314,7 +395,9 @@ class EventLog:
         return seg.up_to(table, last)
 
     def _unsealed(self) -> list[pa.Table]:
-        return [t for _, ts in self._pending for t in ts] + self._tail
+        with self._mutex:  # the current generation is read under the append lock only
+            pending, current = [u for _, u in self._pending], self._tail.tables()
+        return [t for u in pending for t in u.tables()] + current
 
     def _seal_if_due(self) -> None:
         """Seal by size after an append, unless a background caller does it (the daemon).
@@ -348,7 +431,9 @@ class EventLog:
                 self._commit(table_from_events(chunk), chunk[-1].hlc)
             if key is not None:
                 first, last = (evs[0].hlc, evs[-1].hlc) if evs else (None, None)
-                self._stamp_and_commit(**_columns([key_draft(key, len(evs), first, last)]))
+                self._stamp_and_commit(
+                    _columns([key_draft(key, len(evs), first, last)]), returning=False
+                )
         self._seal_if_due()
         return len(evs)
 
@@ -403,11 +488,11 @@ class EventLog:
         old = self._wal
         self._wal = WalWriter(self.paths.wal, old.gen + 1, sync=self.sync)
         self._pending.append((old.gen, self._tail))
-        self._tail = []
+        self._tail = Unsealed()
         old.close()
 
-    def _write_sealed(self, batch: list[tuple[int, list[pa.Table]]]) -> SegmentInfo:
-        tables = [t for _, ts in batch for t in ts]
+    def _write_sealed(self, batch: list[tuple[int, Unsealed]]) -> SegmentInfo:
+        tables = [t for _, u in batch for t in u.tables()]
         body = {"op": "seal", "remove": [], "wal_gen": batch[-1][0]}
         return self._record_segment(pa.concat_tables(tables), body)
 
