@@ -329,6 +329,13 @@ CODEC_TRIALS: dict[str, dict[str, Any]] = {
         "level": 9,
         "dictionary": [*DICTIONARY, "payload"],
     },
+    "zstd-3, delta times, every payload_cid (the previous writer)": {
+        "codec": "zstd",
+        "level": 3,
+        "dictionary": DICTIONARY,
+        "encoding": DELTA,
+        "every_cid": True,
+    },
     "zstd-3, delta times": {
         "codec": "zstd",
         "level": 3,
@@ -377,9 +384,14 @@ def codec_trials(root: Path) -> dict[str, Any]:
 
 
 def _write_trial(table: Any, trial: dict[str, Any]) -> bytes:
+    """The table written with a trial's options; as the writer stores it (payload_cid only
+    for erased rows) unless the trial keeps ``every_cid``."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    from nerve.log.codec import stored_form
+
+    table = table if trial.get("every_cid") else stored_form(table)
     raw = ("id", "payload_cid")
     codec = {n: ("none" if n in raw else trial["codec"]) for n in table.schema.names}
     levels = {n: trial["level"] for n in table.schema.names if n not in raw and "level" in trial}
