@@ -288,36 +288,19 @@ class EventLog:
         """:meth:`append_columns` for a caller that does not need the stored rows back: the
         same commit, durable before it returns, but a small batch builds no Arrow table
         unless an ``on_commit`` hook takes one. Returns how many events were appended."""
-        count = len(kind)
+        columns = dict(
+            kind=kind,
+            subject=subject,
+            source=source,
+            trust=trust,
+            valid_time_ns=valid_time_ns,
+            payload=payload,
+            line=line,
+        )
         with self._mutex:
-            if count > SMALL_BATCH:
-                columns = dict(
-                    kind=kind,
-                    subject=subject,
-                    source=source,
-                    trust=trust,
-                    valid_time_ns=valid_time_ns,
-                    payload=payload,
-                    line=line,
-                )
-                self._stamp_and_commit(columns, returning=False)
-            else:  # _stamp_and_commit's small branch, inline: this is the hot path
-                first = self.clock.reserve(count)
-                p, lo = first
-                rows = small_rows(
-                    (p, lo, count),
-                    node=self.node,
-                    kind=kind,
-                    subject=subject,
-                    source=source,
-                    trust=trust,
-                    valid_time_ns=valid_time_ns,
-                    payload=payload,
-                    line=line,
-                )
-                self._commit_rows(rows, Hlc(p, lo + count - 1), False)
+            self._stamp_and_commit(columns, returning=False)
         self._seal_if_due()
-        return count
+        return len(kind)
 
     def _stamp_and_commit(self, columns: dict[str, Any], *, returning: bool) -> pa.Table | None:
         count = len(columns["kind"])
