@@ -221,9 +221,7 @@ def test_a_checkpointed_state_restarts_from_its_baseline_after_sigkill(tmp_path:
     ws = _reading_workspace(tmp_path)
     with started(ws) as d:
         d.wait_for(lambda: len(_reading_counts(d)) >= 5, what="5 computes")
-        pid = d.pid()
-        os.kill(pid, signal.SIGKILL)
-        d.wait_for(lambda: _gone(pid), what="the killed daemon to exit")
+        _sigkill(d)
     killed_at = max(_reading_counts(d))
     assert killed_at >= 5
     with started(ws) as d:
@@ -240,9 +238,7 @@ def test_a_changed_state_of_an_every_change_sense_survives_sigkill(tmp_path: Pat
     ws = _reading_workspace(tmp_path, records="changes")
     with started(ws) as d:
         d.wait_for(lambda: len(_reading_counts(d)) >= 5, what="5 computes")
-        pid = d.pid()
-        os.kill(pid, signal.SIGKILL)
-        d.wait_for(lambda: _gone(pid), what="the killed daemon to exit")
+        _sigkill(d)
     killed_at = max(_reading_counts(d))
     with started(ws) as d:
         d.wait_for(lambda: len(_reading_counts(d)) > killed_at, what="computes after restart")
@@ -258,6 +254,12 @@ def test_a_bad_state_records_value_is_a_load_error_naming_the_file(tmp_path: Pat
     assert error["kind"] == "load" and "reading/sense.py" in error["error"]
     assert "state_records must be 'changes' or 'checkpoints', got 'sometimes'" in error["error"]
     assert not d.events("observation", "reading")
+
+
+def _sigkill(d: Daemon) -> None:
+    pid = d.pid()
+    os.kill(pid, signal.SIGKILL)
+    d.wait_for(lambda: _gone(pid), what="the killed daemon to exit")
 
 
 def _gone(pid: int) -> bool:
