@@ -268,3 +268,33 @@ def _gone(pid: int) -> bool:
     except ProcessLookupError:
         return True
     return False
+
+
+SLOW = """
+import time
+from pathlib import Path
+from nerve import Observation, Result
+initial_state = {"n": 0}
+def compute(state):
+    (Path(__file__).parent / "started").write_text("x")
+    time.sleep(1.0)
+    n = state["n"] + 1
+    return Result(state={"n": n}, observations=[Observation(source="endpoint", line=f"done {n}")])
+"""
+
+
+def test_a_compute_running_at_stop_is_stored_not_dropped(tmp_path: Path) -> None:
+    (tmp_path / "senses" / "slow").mkdir(parents=True)
+    (tmp_path / "senses" / "slow" / "sense.py").write_text(SLOW)
+    (tmp_path / "nerve.yaml").write_text("senses:\n  slow: {group: a, interval: 1h}\n")
+    started_mark = tmp_path / "senses" / "slow" / "started"
+    with started(tmp_path) as d:
+        d.wait_for(lambda: d.events("observation", "slow"), what="the first compute")
+        started_mark.unlink()
+        d.request({"type": "trigger-sense", "sense": "slow"})
+        d.wait_for(started_mark.exists, what="the second compute to start")
+        d.stop()  # while it sleeps
+    lines = [e["line"] for e in d.events("observation", "slow")]
+    assert lines == ["done 1", "done 2"]
+    states = d.events("sense.state", "slow")
+    assert states[-1]["data"]["state"] == {"n": 2}

@@ -24,6 +24,9 @@ STREAM_LIMIT = 64 * 1024 * 1024
 _ENCODE = json.JSONEncoder(separators=(",", ":")).encode
 MAX_BATCH = 64  # computes sent to a worker in one write
 RELAY_GRACE_S = 0.5
+# At a stop, computes already sent get this long to answer, so a compute that ran is also
+# stored and counted; one still running after it is abandoned (its worker is killed).
+STOP_GRACE_S = 5.0
 
 
 @dataclass(frozen=True)
@@ -86,6 +89,7 @@ class GroupWorker:
         # A result is committed while the next compute already runs; only the same sense's
         # next compute waits for it (it needs the durable state).
         self._committing: dict[str, asyncio.Task[None]] = {}
+        self._stopping = False
 
     async def start(self) -> None:
         await self._spawn()
@@ -149,10 +153,12 @@ class GroupWorker:
         return json.loads(line) if line else None
 
     async def _run(self) -> None:
-        while True:
+        while not self._stopping:
             while not self._queue:
                 self._wake.clear()
                 await self._wake.wait()
+                if self._stopping:
+                    return
             batch = self._next_batch()
             await self._run_batch([j for j in batch if j.sense in self.senses])
 
@@ -280,6 +286,9 @@ class GroupWorker:
             return None
 
     async def _restart(self, reason: str) -> None:
+        if self._stopping:  # no new worker for a group that is going away
+            await self._kill()
+            return
         self.restarting = "restarting"
         try:
             await self._respawn(reason)
@@ -318,10 +327,18 @@ class GroupWorker:
             stderr.cancel()
 
     async def stop(self) -> None:
-        if self._committing:
-            await asyncio.gather(*self._committing.values(), return_exceptions=True)
+        """Send nothing more; let the computes already sent answer (``STOP_GRACE_S``) and
+        their results be stored; then kill the worker."""
+        self._stopping = True
+        self._wake.set()
         if self._task is not None:
+            # a timeout, or the loop's own failure (reported where it fell): stop regardless
+            with contextlib.suppress(Exception):
+                async with asyncio.timeout(STOP_GRACE_S):
+                    await asyncio.shield(self._task)
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._task
+        if self._committing:
+            await asyncio.gather(*self._committing.values(), return_exceptions=True)
         await self._kill()
