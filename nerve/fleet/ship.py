@@ -7,6 +7,11 @@
    and drops the ones the host no longer holds (compacted, erased, archived), with the head
    in the snapshot's properties. A commit that loses a race reloads and recomputes.
 
+What the host has registered is read from its own newest snapshot's signed head (in the
+table's metadata), not from a scan of every host's manifests; only a ship that drops files
+scans, to find the entries it removes. A host name whose head another key signed is
+refused before anything is written: a ship never deletes what another key signed.
+
 The table decides what is registered, so a ship killed at any instant and run again
 registers every segment exactly once: before the commit nothing is registered, after it
 everything is.
@@ -25,7 +30,7 @@ from typing import Any
 import blake3
 
 from nerve.errors import UsageError
-from nerve.fleet.head import Head, live_digest
+from nerve.fleet.head import Head, HeadError, live_digest
 from nerve.fleet.warehouse import (
     FleetError,
     Warehouse,
@@ -52,6 +57,7 @@ class ShipResult:
     reused: int = 0  # files already in the store, bytes checked
     added: int = 0  # files registered by this ship's commit
     removed: int = 0  # files the commit dropped
+    conflicts: int = 0  # commits lost to another writer, each retried after a backoff
     bytes: int = 0
     snapshot: int | None = None
     commit_s: float = 0.0
@@ -80,32 +86,83 @@ def ship(ws: Workspace, *, hook: Callable[[str], None] | None = None) -> ShipRes
     resolved = resolve(fleet_settings(ws), ws.data)
     hook = hook or (lambda _: None)
     with ship_lock(ws.data):
-        wh = open_warehouse(resolved)
-        paths = LogPaths(ws.log_root)
-        state = read_manifest(paths.manifest)
-        result = ShipResult(resolved.host, len(state.records) - 1)
-        step = _Steps(result.timings, hook, started)
-        step("open")
-        if not state.records:
-            return result
-        live = state.segments()
-        _upload(wh, paths, live, result, hook)
-        step("upload")
-        head = _sign(ws, wh, paths, state, live)
-        wh.write(
-            f"{wh.host_dir(resolved.host)}/manifest.jsonl",
-            paths.manifest.read_bytes()[: state.size],
-        )
-        step("manifest")
-        wh.write(f"{wh.host_dir(resolved.host)}/head.json", head.to_bytes())
-        step("head")
-        _register(wh, paths, head, live, result)
-        step("commit")
-        _sweep(wh, resolved.host, {s.name for s in live}, result)
-        step("sweep")
+        try:
+            result = _ship_locked(ws, resolved, hook, started)
+        except FleetError as exc:
+            _record_failure(ws.data, resolved.host, exc)
+            raise
     result.seconds = time.perf_counter() - started
-    _record(ws.data, result)
+    try:
+        _record(ws.data, result)
+    except OSError as exc:  # the ship is done: say so, and what could not be noted locally
+        result.problems.append(
+            f"shipped: {result.added} segment(s) registered, {result.removed} dropped "
+            f"(snapshot {result.snapshot}, manifest record {result.seq}); only the local note "
+            f"of it ({state_path(ws.data)}) could not be written: {exc.strerror or exc}. "
+            "Nothing needs shipping again; `fleet status` shows this ship once the note is "
+            "written by the next one"
+        )
     return result
+
+
+def _ship_locked(
+    ws: Workspace, resolved: Any, hook: Callable[[str], None], started: float
+) -> ShipResult:
+    wh = open_warehouse(resolved)
+    paths = LogPaths(ws.log_root)
+    state = read_manifest(paths.manifest)
+    result = ShipResult(resolved.host, len(state.records) - 1)
+    step = _Steps(result.timings, hook, started)
+    step("open")
+    if not state.records:
+        return result
+    key = _signing_key(ws)
+    ours = bytes(key.verify_key.encode())
+    _claim(wh, resolved.host, ours)
+    live = state.segments()
+    _upload(wh, paths, live, result, hook, set(_registered_now(wh, resolved.host, ours)))
+    step("upload")
+    head = _sign(ws, wh, paths, state, live, key)
+    wh.write(
+        f"{wh.host_dir(resolved.host)}/manifest.jsonl",
+        paths.manifest.read_bytes()[: state.size],
+    )
+    step("manifest")
+    wh.write(f"{wh.host_dir(resolved.host)}/head.json", head.to_bytes())
+    step("head")
+    _register(wh, paths, head, live, result)
+    step("commit")
+    _sweep(wh, resolved.host, {s.name for s in live}, result, head.key)
+    step("sweep")
+    return result
+
+
+def _signing_key(ws: Workspace) -> Any:
+    from nerve.chain.keys import Keyring
+
+    return Keyring.open(ws.data / "keys").signing_key()
+
+
+def _claim(wh: Warehouse, host: str, ours: bytes) -> None:
+    """Refuse a host name another key has shipped as (its newest head in the table, or its
+    head.json in the store): two workspaces sharing a name must not overwrite each other."""
+    theirs = wh.table_head(host)
+    if theirs is None:
+        data = wh.read(f"{wh.host_dir(host)}/head.json")
+        try:
+            theirs = Head.parse(data, "head.json") if data else None
+        except HeadError:
+            theirs = None  # unreadable: verify reports it; its key proves nothing
+    if theirs is not None and theirs.key != ours:
+        raise FleetError(
+            f"host {host!r} in {wh.resolved.table} is signed by another key "
+            f"({theirs.key.hex()[:16]}…; this workspace's is {ours.hex()[:16]}…): another "
+            "workspace ships under this name. Nothing was uploaded, registered or deleted",
+            hint="give this workspace a name of its own: fleet.host in nerve.yaml "
+            "(unset, it is the machine's name plus data/fleet/id)",
+        )
+
+
 
 
 class _Steps:
@@ -139,9 +196,9 @@ def _upload(
     live: list[SegmentInfo],
     result: ShipResult,
     step: Callable[[str], None],
+    registered: set[str],
 ) -> None:
     host = wh.resolved.host
-    registered = {segment_name(f.file_path) for f in _host_files(wh, host)}
     todo = [s for s in live if s.name not in registered]
     _refuse_v1(paths, todo)  # what is registered was v2 when it shipped: read no footer again
     stored = _stored(wh, host) if todo else {}  # one listing, not a request per file
@@ -178,9 +235,13 @@ def _host_files(wh: Warehouse, host: str) -> list[Any]:
 
 
 def _sign(
-    ws: Workspace, wh: Warehouse, paths: LogPaths, state: ManifestState, live: list[SegmentInfo]
+    ws: Workspace,
+    wh: Warehouse,
+    paths: LogPaths,
+    state: ManifestState,
+    live: list[SegmentInfo],
+    key: Any,
 ) -> Head:
-    from nerve.chain.keys import Keyring
     from nerve.log import segments as seg
     from nerve.log.codec import fixed_bytes
 
@@ -198,7 +259,7 @@ def _sign(
         "digest": live_digest(ids),
         "time_ns": time.time_ns(),
     }
-    return Head.sign(body, Keyring.open(ws.data / "keys").signing_key())
+    return Head.sign(body, key)
 
 
 def _register(
@@ -206,14 +267,16 @@ def _register(
 ) -> None:
     host = wh.resolved.host
     wanted = {s.name: s for s in live}
+    lost: list[float] = []
 
     def attempt(wh: Warehouse) -> tuple[int, int, int | None]:
-        have = {segment_name(f.file_path): f for f in _host_files(wh, host)}
+        _claim(wh, host, head.key)  # again, against the table as it is now
+        have = _registered_now(wh, host, head.key)
         add = [n for n in wanted if n not in have]
-        drop = [f for n, f in have.items() if n not in wanted]
+        drop = [f for n, f in _droppable(wh, host, have, wanted).items()]
         if not add and not drop:
             return 0, 0, None
-        props = _properties(head)
+        props = _properties(head, len(lost))
         with wh.table.transaction() as tx:
             _ensure_name_mapping(tx)
             _optional_cid(tx)
@@ -229,20 +292,42 @@ def _register(
         return len(add), len(drop), snapshot.snapshot_id if snapshot else None
 
     began = time.perf_counter()
-    result.added, result.removed, result.snapshot = wh.commit(attempt)
+    try:
+        result.added, result.removed, result.snapshot = wh.commit(attempt, lost=lost)
+    finally:
+        result.conflicts = len(lost)
     result.commit_s = time.perf_counter() - began
 
 
-def _properties(head: Head) -> dict[str, str]:
-    body = head.body
+def _registered_now(wh: Warehouse, host: str, key: bytes) -> dict[str, Any]:
+    """What the table registers for ``host`` (name -> DataFile, or None): its newest
+    snapshot's signed head names it (files and head are one commit), so no manifest is
+    read; a scan only when the table has no head of ours."""
+    head = wh.table_head(host)
+    if head is not None and head.key == key and head.verifies():
+        return dict.fromkeys(head.segments)
+    return {segment_name(f.file_path): f for f in _host_files(wh, host)}
+
+
+def _droppable(
+    wh: Warehouse, host: str, have: dict[str, Any], wanted: dict[str, SegmentInfo]
+) -> dict[str, Any]:
+    """The registered files the host no longer holds; a scan only when there are some."""
+    gone = [n for n in have if n not in wanted]
+    if not gone:
+        return {}
+    files = {segment_name(f.file_path): f for f in _host_files(wh, host)}
+    return {n: files[n] for n in gone if n in files}
+
+
+def _properties(head: Head, conflicts: int) -> dict[str, str]:
+    """The host (to find its snapshot without parsing heads), the signed head (which holds
+    node, HLC range and record), and the races this ship lost before this commit."""
     return {
         "nerve.host": head.host,
-        "nerve.node": str(body["node"]),
         "nerve.head.seq": str(head.seq),
-        "nerve.head": head.hash,
-        "nerve.hlc.min": json.dumps(body["min"]),
-        "nerve.hlc.max": json.dumps(body["max"]),
         "nerve.head.signed": head.to_bytes().decode(),
+        "nerve.ship.conflicts": str(conflicts),
     }
 
 
@@ -313,10 +398,14 @@ def _stored(wh: Warehouse, host: str) -> dict[str, int]:
     }
 
 
-def _sweep(wh: Warehouse, host: str, live: set[str], result: ShipResult) -> None:
+def _sweep(wh: Warehouse, host: str, live: set[str], result: ShipResult, key: bytes) -> None:
     """Delete this host's objects the table no longer names and the host no longer holds:
     segments compacted or erased away (an erased payload must not linger in the store),
-    and uploads a killed ship left behind."""
+    and uploads a killed ship left behind. Only while the host's newest head is ours."""
+    newest = wh.table_head(host)
+    if newest is not None and newest.key != key:
+        result.problems.append(f"host {host!r}: another key shipped meanwhile; nothing deleted")
+        return
     try:
         stored = _stored(wh, host)
     except FleetError as exc:
@@ -341,6 +430,28 @@ def _record(data_dir: Path, result: ShipResult) -> None:
 
     body = {**result.to_json(), "time_ns": time.time_ns()}
     write_local(state_path(data_dir), canonical_json(body) + b"\n")
+
+
+def _record_failure(data_dir: Path, host: str, exc: FleetError) -> None:
+    """A failed ship, counted, for `fleet status` (a ship that keeps losing says so)."""
+    from nerve.canonical import canonical_json
+    from nerve.fleet.warehouse import write_local
+
+    before = last_ship(data_dir) or {}
+    failure = before.get("failure") or {}
+    body = {
+        **before,
+        "host": host,
+        "failure": {
+            "failures": int(failure.get("failures", 0)) + 1,
+            "message": str(exc),
+            "time_ns": time.time_ns(),
+        },
+    }
+    try:
+        write_local(state_path(data_dir), canonical_json(body) + b"\n")
+    except OSError:
+        pass  # the error itself is what the caller reports
 
 
 def last_ship(data_dir: Path) -> dict[str, Any] | None:

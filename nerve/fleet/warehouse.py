@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import configparser
 import os
+import random
+import secrets
 import socket
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -35,6 +37,8 @@ __all__ = [
 
 T = TypeVar("T")
 COMMIT_TRIES = 12
+BACKOFF_S = 0.05  # first retry's mean wait; doubles per lost race, capped below
+BACKOFF_MAX_S = 5.0
 
 
 class FleetError(NerveError):
@@ -56,9 +60,26 @@ class Resolved:
         return self.table.split(".", 1)[0]
 
 
-def default_host() -> str:
+def default_host(data_dir: Path) -> str:
+    """This machine's name plus the workspace's own id: cloned machines share a hostname,
+    never a workspace id, so two workspaces never ship as one host by default."""
     name = socket.gethostname().split(".", 1)[0] or "localhost"
-    return name if HOST_PATTERN.match(name) else "localhost"
+    name = name if HOST_PATTERN.match(name[:54]) else "localhost"
+    return f"{name[:54]}-{workspace_id(data_dir)}"
+
+
+def workspace_id(data_dir: Path) -> str:
+    """Eight random hex digits made once per workspace (``data/fleet/id``)."""
+    path = data_dir / "fleet" / "id"
+    try:
+        text = path.read_text(encoding="ascii").strip()
+        if len(text) == 8 and all(c in "0123456789abcdef" for c in text):
+            return text
+    except (OSError, UnicodeDecodeError):
+        pass
+    text = secrets.token_hex(4)
+    write_local(path, text.encode() + b"\n")
+    return text
 
 
 def resolve(cfg: FleetConfig, data_dir: Path, environ: Mapping[str, str] | None = None) -> Resolved:
@@ -68,7 +89,8 @@ def resolve(cfg: FleetConfig, data_dir: Path, environ: Mapping[str, str] | None 
     props = {"uri": catalog, "warehouse": cfg.warehouse}
     if cfg.warehouse.startswith("s3://"):
         props.update(_s3_properties(cfg, env))
-    return Resolved(cfg.warehouse, catalog, cfg.table, cfg.host or default_host(), props)
+    host = cfg.host or default_host(data_dir)
+    return Resolved(cfg.warehouse, catalog, cfg.table, host, props)
 
 
 def _default_catalog(cfg: FleetConfig, data_dir: Path) -> str:
@@ -208,19 +230,39 @@ class Warehouse:
     # -- the table --------------------------------------------------------------------
 
     def data_files(self) -> list[Any]:
-        """Every data file the table's current snapshot holds (pyiceberg ``DataFile``s);
-        read once per snapshot."""
+        """Every data file the table's current snapshot holds (pyiceberg ``DataFile``s, one
+        per manifest entry: a file registered twice is listed twice)."""
+        return [task.file for task in self.scan_tasks()]
+
+    def scan_tasks(self) -> list[Any]:
+        """The full scan's tasks (a data file with the delete files that apply to it), as
+        every Iceberg engine plans them; read once per snapshot."""
         snapshot = self.table.current_snapshot()
         if snapshot is None:
             return []
         if self._files is None or self._files[0] != snapshot.snapshot_id:
-            files = [task.file for task in self.table.scan().plan_files()]
-            self._files = (snapshot.snapshot_id, files)
+            self._files = (snapshot.snapshot_id, list(self.table.scan().plan_files()))
         return self._files[1]
 
-    def commit(self, attempt: Callable[[Warehouse], T], *, sleep: float = 0.05) -> T:
+    def table_head(self, host: str) -> Any:
+        """The signed head of ``host``'s newest snapshot still in the table's metadata (no
+        manifest read), or None."""
+        from nerve.fleet.head import Head, HeadError
+
+        for snap in reversed(self.table.metadata.snapshots):
+            props = snap.summary.additional_properties if snap.summary else {}
+            if props.get("nerve.host") == host and props.get("nerve.head.signed"):
+                try:
+                    return Head.parse(props["nerve.head.signed"].encode(), "snapshot")
+                except HeadError:
+                    return None
+        return None
+
+    def commit(self, attempt: Callable[[Warehouse], T], *, lost: list[float] | None = None) -> T:
         """Run ``attempt`` (which builds and commits one transaction) until the catalog takes
-        it: another writer committing first, or SQLite busy, means reload and try again."""
+        it: another writer committing first, or SQLite busy, means reload and try again
+        after a random wait that doubles per lost race (full jitter, so writers that lost
+        together do not collide again). ``lost`` gets the seconds waited per lost race."""
         from pyiceberg.exceptions import CommitFailedException
         from sqlalchemy.exc import OperationalError
 
@@ -230,9 +272,13 @@ class Warehouse:
             except (CommitFailedException, OperationalError) as exc:
                 if tries == COMMIT_TRIES:
                     raise FleetError(
-                        f"commit to {self.resolved.table} kept failing: {exc}"
+                        f"commit to {self.resolved.table} lost {tries} races in a row: {exc}",
+                        hint="ships are too many at once: spread them (fleet.ship_interval)",
                     ) from None
-                time.sleep(sleep * tries)
+                wait = random.uniform(0, min(BACKOFF_MAX_S, BACKOFF_S * 2**tries))
+                if lost is not None:
+                    lost.append(round(wait, 3))
+                time.sleep(wait)
                 self.refresh()
         raise AssertionError("unreachable")
 
@@ -299,11 +345,25 @@ def require_fleet() -> None:
 def _catalog(resolved: Resolved) -> Any:
     from pyiceberg.catalog.sql import SqlCatalog
 
+    if resolved.catalog.startswith(("http://", "https://")):
+        return _rest_catalog(resolved)
     if resolved.catalog.startswith("sqlite:///"):
         Path(resolved.catalog.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
     try:
         return SqlCatalog("nerve", **resolved.properties)
     except Exception as exc:  # SQLAlchemy raises many kinds; all mean "cannot open"
+        raise FleetError(f"cannot open the catalog {_safe(resolved.catalog)}: {exc}") from None
+
+
+def _rest_catalog(resolved: Resolved) -> Any:
+    """An Iceberg REST catalog (``http(s)://``); the warehouse names its bucket or prefix."""
+    from pyiceberg.catalog.rest import RestCatalog
+
+    props = dict(resolved.properties)
+    props["warehouse"] = resolved.warehouse
+    try:
+        return RestCatalog("nerve", **props)
+    except Exception as exc:  # connection, HTTP and config errors alike mean "cannot open"
         raise FleetError(f"cannot open the catalog {_safe(resolved.catalog)}: {exc}") from None
 
 
