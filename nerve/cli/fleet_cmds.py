@@ -126,6 +126,8 @@ def query_cmd(
     fleet = plan(wh, since_ns=since_ns, hosts=host)
     if sys.stderr.isatty():
         sys.stderr.write(f"fleet: reading {fleet.read} of {fleet.total} files\n")
+    for warning in fleet.warnings:
+        sys.stderr.write(f"warning: {warning}\n")
     limit_mb = fleet_settings(ws).cache_mb
     cache = ws.data / "fleet" / "cache" if limit_mb else None
     result = stream_query(connect_fleet(wh, fleet, cache), sql)
@@ -199,8 +201,14 @@ def status_cmd(as_json: JsonFlag = False) -> None:
     if as_json:
         emit_json(rows)
         return
-    columns = ["host", "last ship", "files", "rows", "behind", "verify"]
+    columns = ["host", "last ship", "files", "rows", "behind", "conflicts", "verify"]
     render_rows(columns, [_status_row(r) for r in rows], fmt="table")
+    for r in rows:
+        if r.get("failures"):
+            sys.stderr.write(
+                f"warning: host {r['host']}: {r['failures']} ship(s) failed since the last "
+                f"good one: {r['failure']}\n"
+            )
 
 
 def _status_row(r: dict[str, Any]) -> list[Any]:
@@ -215,7 +223,8 @@ def _status_row(r: dict[str, Any]) -> list[Any]:
         behind += f", {r['behind_s']:.0f}s"
     verify = r["verify"]
     checked = "-" if verify is None else ("ok" if verify["ok"] else "FAILED")
-    return [r["host"], when, r["files"], r["rows"], behind, checked]
+    lost = "-" if r["conflicts"] is None else r["conflicts"]
+    return [r["host"], when, r["files"], r["rows"], behind, lost, checked]
 
 
 def _open() -> Any:

@@ -5,12 +5,18 @@ bounds reach the window are listed (the manifests' statistics, no data read); a 
 filter keeps only that host's files. DuckDB then reads those files through pyarrow
 datasets (projection and filters pushed down) as the view ``fleet_events``: the columns of
 ``events`` plus ``host``.
+
+The view holds what every Iceberg engine reads: a file registered twice is read twice, and
+a file with delete files is read through pyiceberg with them applied. Such a table no
+longer holds what its hosts sealed; the plan says so (``warnings``) and ``fleet verify``
+fails it.
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +32,8 @@ class FleetPlan:
     files: dict[str, list[str]]  # host -> file URIs to read
     total: int  # files the table holds
     since_ns: int | None
+    deletes: dict[str, Any] = field(default_factory=dict)  # uri -> its task, with deletes
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def read(self) -> int:
@@ -40,11 +48,24 @@ def plan(
     total = len(wh.data_files())
     row_filter = "True" if since_ns is None else f"physical_ns >= {int(since_ns)}"
     files: dict[str, list[str]] = {}
+    deletes: dict[str, Any] = {}
     for task in wh.table.scan(row_filter=row_filter).plan_files():
         host = host_of(task.file.file_path)
         if host is not None and (not hosts or host in hosts):
             files.setdefault(host, []).append(task.file.file_path)
-    return FleetPlan(files, total, since_ns)
+            if task.delete_files:
+                deletes[task.file.file_path] = task
+    return FleetPlan(files, total, since_ns, deletes, _warnings(files, deletes))
+
+
+def _warnings(files: dict[str, list[str]], deletes: dict[str, Any]) -> list[str]:
+    twice = sum(n - 1 for group in files.values() for n in Counter(group).values() if n > 1)
+    out = []
+    if twice:
+        out.append(f"{twice} file(s) are registered more than once and read as often")
+    if deletes:
+        out.append(f"{len(deletes)} file(s) have delete files applied: rows the hosts sealed")
+    return [w + " (the table is not what the hosts shipped: run `nerve fleet verify`)" for w in out]
 
 
 def connect_fleet(wh: Warehouse, fleet: FleetPlan, cache: Path | None = None) -> Any:
@@ -63,8 +84,15 @@ def connect_fleet(wh: Warehouse, fleet: FleetPlan, cache: Path | None = None) ->
     register_blake3(conn)
     local = fetch(wh, fleet, cache) if cache is not None else None
     parts = []
-    for index, (host, uris) in enumerate(sorted(fleet.files.items())):
+    for index, (host, all_uris) in enumerate(sorted(fleet.files.items())):
         host_sql = host.replace("'", "''")
+        uris = [u for u in all_uris if u not in fleet.deletes]
+        for count, uri in enumerate(u for u in all_uris if u in fleet.deletes):
+            name = f"_fleet_{index}_deleted_{count}"
+            conn.register(name, _with_deletes(wh, fleet.deletes[uri]))
+            parts.append(f"SELECT *, '{host_sql}' AS host FROM {name}")
+        if not uris:
+            continue
         if local is not None:
             names = ", ".join("'" + str(local[u]).replace("'", "''") + "'" for u in uris)
             source = f"read_parquet([{names}])"
@@ -94,6 +122,16 @@ def _dataset(wh: Warehouse, uris: list[str]) -> Any:
     return ds.FileSystemDataset.from_paths(
         paths, schema=table_schema(), format=ds.ParquetFileFormat(), filesystem=filesystem
     )  # from the paths alone: no listing, no footer read before the query
+
+
+def _with_deletes(wh: Warehouse, task: Any) -> Any:
+    """The file's rows as pyiceberg reads them: its delete files applied."""
+    from pyiceberg.expressions import AlwaysTrue
+    from pyiceberg.io.pyarrow import ArrowScan
+
+    metadata = wh.table.metadata
+    scan = ArrowScan(metadata, wh.table.io, metadata.schema(), AlwaysTrue())
+    return scan.to_table([task])
 
 
 def _empty() -> Any:

@@ -19,6 +19,7 @@ everything is.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from collections.abc import Callable
@@ -161,8 +162,6 @@ def _claim(wh: Warehouse, host: str, ours: bytes) -> None:
             hint="give this workspace a name of its own: fleet.host in nerve.yaml "
             "(unset, it is the machine's name plus data/fleet/id)",
         )
-
-
 
 
 class _Steps:
@@ -448,10 +447,8 @@ def _record_failure(data_dir: Path, host: str, exc: FleetError) -> None:
             "time_ns": time.time_ns(),
         },
     }
-    try:
+    with contextlib.suppress(OSError):  # the error itself is what the caller reports
         write_local(state_path(data_dir), canonical_json(body) + b"\n")
-    except OSError:
-        pass  # the error itself is what the caller reports
 
 
 def last_ship(data_dir: Path) -> dict[str, Any] | None:

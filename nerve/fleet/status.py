@@ -24,11 +24,14 @@ def fleet_status(
     for data_file in wh.data_files():
         files.setdefault(host_of(data_file.file_path) or "?", []).append(data_file)
     shipped: dict[str, int] = {}
+    conflicts: dict[str, int] = {}
     for snap in wh.table.snapshots():
         props = snap.summary.additional_properties if snap.summary else {}
         if "nerve.host" in props:
             shipped[props["nerve.host"]] = int(snap.timestamp_ms) * 1_000_000
+            conflicts[props["nerve.host"]] = int(props.get("nerve.ship.conflicts", 0))
     verified = _last_verify(data_dir)
+    failing = _failing(data_dir)
     rows = []
     for host in sorted(set(files) | set(shipped) | {local_host}):
         mine = files.get(host, [])
@@ -38,7 +41,10 @@ def fleet_status(
             "last_ship_ns": shipped.get(host),
             "files": len(mine),
             "rows": sum(int(f.record_count) for f in mine),
+            "conflicts": conflicts.get(host),  # races its last committed ship lost
         }
+        if host == local_host:  # failed ships since the last good one: only this host knows
+            entry.update(failing)
         entry.update(_lag(wh, host, registered, log_root if host == local_host else None))
         entry["verify"] = verified.get(host)
         rows.append(entry)
@@ -69,6 +75,13 @@ def _lag(wh: Warehouse, host: str, registered: set[str], log_root: Path | None) 
     if pending and newest is not None:
         behind = (newest - max(done)) / 1e9 if done else None  # nothing registered: unknown
     return {"behind_segments": len(pending), "behind_s": behind}
+
+
+def _failing(data_dir: Path) -> dict[str, Any]:
+    from nerve.fleet.ship import last_ship
+
+    failure = (last_ship(data_dir) or {}).get("failure") or {}
+    return {"failures": int(failure.get("failures", 0)), "failure": failure.get("message")}
 
 
 def _last_verify(data_dir: Path) -> dict[str, Any]:

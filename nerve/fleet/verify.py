@@ -7,9 +7,15 @@ For each host:
 - neither it nor the head in the table's newest snapshot for the host is older than the
   newest one this verifier accepted before (an old head replayed, a rolled-back table);
 - the uploaded manifest's hash chain reaches that head, and folds to the segments it names;
-- the files the table registers for the host are exactly those segments, each present and
-  each with the blake3 its name says;
+- the files the table registers for the host are exactly those segments, each once, each
+  present and each with the blake3 its name says;
+- nothing in the table changes what an engine's scan of them returns: no delete file
+  (position or equality) applies to them, their row counts and time bounds are the files'
+  own, and the schema and name mapping read each column as the column of that name;
 - the ids in those files, in HLC order, hash to the digest the head reports.
+
+Verify reads the scan every Iceberg engine plans (data files with their delete files), not
+a list of file names.
 
 Pins (``<trust dir>/<table id>.json``) live outside any workspace's data folder.
 """
@@ -42,6 +48,9 @@ CODES = {
     "missing": 7,  # a segment the head names that the table or the store lacks
     "extra": 8,  # a registered file the head does not name
     "digest": 9,  # the ids in the files do not hash to the head's digest
+    "duplicate": 10,  # a file registered more than once (engines read it twice)
+    "deletes": 11,  # delete files registered against a host's file (engines read fewer rows)
+    "metadata": 12,  # row counts, bounds, schema or name mapping that change a scan
 }
 
 
@@ -110,17 +119,49 @@ def verify_fleet(
 ) -> list[HostReport]:
     """Check every host (or those named); accepted heads and first-seen keys are pinned."""
     pins = Pins(pins_path(wh, trust_dir))
-    files: dict[str, list[Any]] = {}
-    for data_file in wh.data_files():
-        files.setdefault(host_of(data_file.file_path) or "?", []).append(data_file)
+    tasks: dict[str, list[Any]] = {}
+    for task in wh.scan_tasks():
+        tasks.setdefault(host_of(task.file.file_path) or "?", []).append(task)
     table_heads = _table_heads(wh)
-    known = sorted(set(files) | set(table_heads) | set(pins.hosts) | set(_stored_hosts(wh)))
+    schema_problems = _schema_problems(wh)
+    known = sorted(set(tasks) | set(table_heads) | set(pins.hosts) | set(_stored_hosts(wh)))
     reports = []
     for host in hosts or known:
-        report = _verify_host(wh, host, files.get(host, []), table_heads.get(host), pins, repin)
-        reports.append(report)
+        found = _Found(tasks.get(host, []), table_heads.get(host), schema_problems)
+        reports.append(_verify_host(wh, host, found, pins, repin))
     pins.save()
     return reports
+
+
+def _schema_problems(wh: Warehouse) -> list[str]:
+    """The table must read each segment column as that column: same names, types and
+    optionality as a segment, and a name mapping that maps each name to its own field."""
+    from nerve.fleet.warehouse import table_schema
+
+    schema = wh.table.schema()
+    problems = []
+    if [f.name for f in schema.fields] != [f.name for f in table_schema()]:
+        problems.append("the table's schema no longer names a segment's columns as they are")
+    mapping = wh.table.metadata.name_mapping()
+    if mapping is not None:
+        ids = {f.name: f.field_id for f in schema.fields}
+        for field in mapping:
+            if any(ids.get(name) not in (None, field.field_id) for name in field.names):
+                problems.append(
+                    f"the table's name mapping reads column {field.names[0]!r} as field "
+                    f"{field.field_id}, not its own (engines read another column's values)"
+                )
+    return problems
+
+
+@dataclass(frozen=True)
+class _Found:
+    """What the table holds for one host: its scan tasks, its newest snapshot's head, and
+    the table-wide problems (schema, name mapping) that change every host's scan."""
+
+    tasks: list[Any]
+    table_head: Head | None
+    table_problems: list[str]
 
 
 def _table_heads(wh: Warehouse) -> dict[str, Head]:
@@ -149,14 +190,9 @@ def _stored_hosts(wh: Warehouse) -> list[str]:
     return [e.base_name for e in entries if e.type == pafs.FileType.Directory]
 
 
-def _verify_host(
-    wh: Warehouse,
-    host: str,
-    files: list[Any],
-    table_head: Head | None,
-    pins: Pins,
-    repin: bool,
-) -> HostReport:
+def _verify_host(wh: Warehouse, host: str, found: _Found, pins: Pins, repin: bool) -> HostReport:
+    files = [t.file for t in found.tasks]
+    table_head = found.table_head
     report = HostReport(host, files=len(files), rows=sum(int(f.record_count) for f in files))
     uri = f"{wh.host_dir(host)}/head.json"
     data = wh.read(uri)
@@ -177,8 +213,10 @@ def _verify_host(
             " a ship did not finish, or changed no files"
         )
     _check_manifest(wh, host, head, report)
+    for message in found.table_problems:
+        report.fail("metadata", message)
     if report.ok:
-        _check_files(wh, host, head, files, report)
+        _check_files(wh, head, found.tasks, report)
     if report.ok:
         pins.hosts[host] = {
             "key": head.key.hex(),
@@ -272,10 +310,9 @@ def _prefix_end(data: bytes, seq: int) -> int:
     return end + 1
 
 
-def _check_files(
-    wh: Warehouse, host: str, head: Head, files: list[Any], report: HostReport
-) -> None:
-    registered = {segment_name(f.file_path): f for f in files}
+def _check_files(wh: Warehouse, head: Head, tasks: list[Any], report: HostReport) -> None:
+    _check_scan(tasks, report)
+    registered = {segment_name(t.file.file_path): t.file for t in tasks}
     wanted = head.segments
     for name in wanted:
         if name not in registered:
@@ -295,7 +332,7 @@ def _check_files(
         elif blake3.blake3(data).hexdigest() != name:
             report.fail("altered", f"{uri}: its bytes do not hash to its name (swapped or edited)")
         else:
-            ids.append(_ids(data))
+            ids.append(_read_checked(wh, registered[name], data, report))
     if report.ok:
         report.digest = live_digest(ids)
         if report.digest != head.body["digest"]:
@@ -306,10 +343,62 @@ def _check_files(
             )
 
 
-def _ids(data: bytes) -> bytes:
+def _check_scan(tasks: list[Any], report: HostReport) -> None:
+    """What the manifests add to the files: a second entry, or delete files, change what
+    every engine reads though each file's bytes are intact."""
+    seen: dict[str, int] = {}
+    for task in tasks:
+        seen[task.file.file_path] = seen.get(task.file.file_path, 0) + 1
+        for delete in sorted(task.delete_files, key=lambda d: str(d.file_path)):
+            kind = str(getattr(delete.content, "name", delete.content)).lower().replace("_", "-")
+            report.fail(
+                "deletes",
+                f"{task.file.file_path}: a {kind} file ({delete.file_path}, "
+                f"{delete.record_count} row(s)) applies to it: engines read fewer rows "
+                "than the host sealed",
+            )
+    for path, count in seen.items():
+        if count > 1:
+            report.fail(
+                "duplicate",
+                f"{path}: registered {count} times (engines read its events {count} times)",
+            )
+
+
+def _read_checked(wh: Warehouse, data_file: Any, data: bytes, report: HostReport) -> bytes:
+    """The file's ids; its row count and time bounds in the table must be the file's own
+    (engines answer counts from the first, and skip files by the second)."""
     import pyarrow as pa
+    import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
     from nerve.log.codec import fixed_bytes
 
-    return fixed_bytes(pq.read_table(pa.BufferReader(data), columns=["id"]).column("id"))
+    table = pq.read_table(pa.BufferReader(data), columns=["id", "physical_ns"])
+    uri = data_file.file_path
+    if int(data_file.record_count) != table.num_rows:
+        report.fail(
+            "metadata",
+            f"{uri}: the table says {data_file.record_count} rows, the file holds {table.num_rows}",
+        )
+    if table.num_rows:
+        low, high = pc.min_max(table.column("physical_ns")).values()
+        _check_bounds(wh, data_file, int(low.as_py()), int(high.as_py()), report)
+    return fixed_bytes(table.column("id"))
+
+
+def _check_bounds(wh: Warehouse, data_file: Any, low: int, high: int, report: HostReport) -> None:
+    from pyiceberg.conversions import from_bytes
+    from pyiceberg.types import LongType
+
+    field = wh.table.schema().find_field("physical_ns").field_id
+    lower = (data_file.lower_bounds or {}).get(field)
+    upper = (data_file.upper_bounds or {}).get(field)
+    if (lower is not None and int(from_bytes(LongType(), lower)) > low) or (
+        upper is not None and int(from_bytes(LongType(), upper)) < high
+    ):
+        report.fail(
+            "metadata",
+            f"{data_file.file_path}: the table's physical_ns bounds do not cover the file's "
+            "events (a time filter would skip them)",
+        )

@@ -72,3 +72,85 @@ def add_segment(ws: Workspace, rows: int = 50) -> None:
 def log_newest(log: Any) -> int:
     newest = log.manifest.max_hlc()
     return int(newest.physical_ns) if newest else 0
+
+
+def register_position_deletes(wh: Any, data_uri: str, positions: list[int]) -> str:
+    """Register a position-delete file against ``data_uri`` as another Iceberg writer
+    would (pyiceberg writes no delete manifests itself): the rows at ``positions`` vanish
+    from every engine's scan. Returns the delete file's URI."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from pyiceberg.manifest import (
+        DataFile,
+        DataFileContent,
+        FileFormat,
+        ManifestContent,
+        ManifestEntry,
+        ManifestEntryStatus,
+        ManifestWriterV2,
+    )
+    from pyiceberg.typedef import Record
+
+    def field(name: str, kind: Any, ident: int) -> pa.Field:
+        return pa.field(name, kind, nullable=False, metadata={b"PARQUET:field_id": str(ident)})
+
+    schema = pa.schema(
+        [field("file_path", pa.string(), 2147483546), field("pos", pa.int64(), 2147483545)]
+    )
+    rows = pa.table({"file_path": [data_uri] * len(positions), "pos": positions}, schema=schema)
+    uri = f"{wh.location}/data/deletes-{len(positions)}-{time.time_ns()}.parquet"
+    filesystem, path = wh.fs_path(uri)
+    with filesystem.open_output_stream(path) as out:
+        pq.write_table(rows, out)
+    size = filesystem.get_file_info(path).size
+    delete = DataFile.from_args(
+        content=DataFileContent.POSITION_DELETES,
+        file_path=uri,
+        file_format=FileFormat.PARQUET,
+        partition=Record(),
+        record_count=len(positions),
+        file_size_in_bytes=size,
+    )
+    delete.spec_id = 0
+
+    class DeleteWriter(ManifestWriterV2):
+        def content(self) -> ManifestContent:
+            return ManifestContent.DELETES
+
+        @property
+        def _meta(self) -> dict[str, str]:
+            return {**super()._meta, "content": "deletes"}
+
+    with wh.table.transaction() as tx:
+        producer = tx.update_snapshot().fast_append()
+        metadata = tx.table_metadata
+        out_file = wh.table.io.new_output(f"{wh.location}/metadata/deletes-{time.time_ns()}.avro")
+        with DeleteWriter(
+            metadata.spec(), metadata.schema(), out_file, producer._snapshot_id, "deflate"
+        ) as writer:
+            writer.add(
+                ManifestEntry.from_args(
+                    status=ManifestEntryStatus.ADDED,
+                    snapshot_id=producer._snapshot_id,
+                    sequence_number=None,
+                    file_sequence_number=None,
+                    data_file=delete,
+                )
+            )
+        manifest = writer.to_manifest_file()
+        existing = producer._existing_manifests
+        producer._existing_manifests = lambda: [*existing(), manifest]  # type: ignore[method-assign]
+        with producer:
+            pass
+    return uri
+
+
+def register_again(wh: Any, data_uri: str) -> None:
+    """Register an already registered file a second time (a plain fast append)."""
+    from nerve.fleet.ship import _data_file
+    from nerve.fleet.warehouse import local_path
+
+    with wh.table.transaction() as tx:
+        data_file = _data_file(tx.table_metadata, data_uri, local_path(data_uri))
+        with tx.update_snapshot().fast_append() as append:
+            append.append_data_file(data_file)
