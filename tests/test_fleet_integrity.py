@@ -193,3 +193,20 @@ def test_a_commit_that_keeps_losing_shows_in_status(
     status = json.loads(run_cli("-w", str(ws.root), "fleet", "status", "--json").stdout)
     mine = next(s for s in status if s["host"] == "alpha")
     assert mine["failures"] == 0 and mine["files"] == 1
+
+
+def test_auto_ship_slots_are_stable_per_host_and_spread_over_the_interval() -> None:
+    from nerve.runtime.shipper import next_slot, slot_offset
+
+    hour = 3600
+    offsets = [slot_offset(f"host-{i}", hour) for i in range(1000)]
+    assert offsets == [slot_offset(f"host-{i}", hour) for i in range(1000)]
+    per_minute = [0] * 60
+    for offset in offsets:
+        per_minute[int(offset // 60)] += 1
+    assert max(per_minute) <= 35 and min(per_minute) >= 5  # ~17 a minute, none on the hour
+    now = 1_700_000_000.0
+    slot = next_slot(now, "host-1", hour)
+    assert now < slot <= now + hour
+    assert (slot - slot_offset("host-1", hour)) % hour == 0
+    assert next_slot(slot, "host-1", hour) == slot + hour

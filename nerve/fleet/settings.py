@@ -6,6 +6,9 @@
       table: nerve.events                       # namespace.table
       host: laptop                              # default: this machine's name
       ship: manual                              # or auto: the daemon ships after each seal
+      ship_interval: 3600                       # auto: at most one ship an hour, at a
+                                                # moment of the hour fixed per host (0: after
+                                                # each seal)
       endpoint: http://127.0.0.1:8333           # S3-compatible server (s3:// warehouses only)
       region: us-east-1
       credentials_file: ~/.config/nerve/s3.ini  # AWS-style [profile] file; else the environment
@@ -48,6 +51,7 @@ class FleetConfig(BaseModel):
     table: str = "nerve.events"
     host: str | None = None
     ship: Literal["manual", "auto"] = "manual"
+    ship_interval: int = Field(default=0, ge=0, le=7 * 86400)  # seconds; 0: after each seal
     endpoint: str | None = None
     region: str = "us-east-1"
     credentials_file: str | None = None

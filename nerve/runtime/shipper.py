@@ -2,7 +2,12 @@
 
 The child is ``nerve fleet ship`` itself, so the daemon never loads pyiceberg and a ship
 that hangs or crashes cannot take the kernel with it. A failed ship is reported in the
-daemon log and tried again with backoff; the next success says how many attempts it took.
+daemon log and tried again with backoff and jitter; the next success says how many
+attempts it took.
+
+With ``fleet.ship_interval`` a host ships at most once per interval, at an offset into it
+drawn from its host name: a thousand hosts shipping hourly spread over the hour instead of
+all committing on the hour.
 """
 
 from __future__ import annotations
@@ -10,14 +15,19 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import random
 import sys
+import time
 from typing import Any
+
+import blake3
 
 from nerve.runtime import journal
 
 CHECK_S = 2.0
 BACKOFF_MAX_S = 300.0
 TIMEOUT_S = 600.0
+SLOT_STEP_S = 30.0
 
 
 async def ship_loop(kernel: Any) -> None:
@@ -33,10 +43,12 @@ async def ship_loop(kernel: Any) -> None:
         size = _size(manifest)
         if size == shipped or size <= 0:
             continue
+        if fleet.ship_interval and not failures:
+            await _until_slot(kernel, fleet.ship_interval)
         ok, text = await _ship_once(kernel.ws.root)
         if not ok:
             failures += 1
-            wait = min(max(wait, CHECK_S) * 2, BACKOFF_MAX_S)
+            wait = random.uniform(0.5, 1.0) * min(CHECK_S * 2**failures, BACKOFF_MAX_S)
             journal.warn(f"fleet ship failed (attempt {failures}), retry in {wait:.0f} s: {text}")
             continue
         if failures:
@@ -44,6 +56,32 @@ async def ship_loop(kernel: Any) -> None:
         shipped, wait, failures = size, CHECK_S, 0
         if text:
             journal.say(text)
+
+
+def slot_offset(host: str, interval: int) -> float:
+    """Seconds into each interval at which ``host`` ships: stable per host, uniform over
+    hosts (from blake3 of the name)."""
+    digest = int.from_bytes(blake3.blake3(host.encode()).digest()[:8], "big")
+    return digest / 2**64 * interval
+
+
+def next_slot(now: float, host: str, interval: int) -> float:
+    """The first moment after ``now`` (epoch seconds) that is ``host``'s slot."""
+    offset = slot_offset(host, interval)
+    start = now - (now - offset) % interval
+    return start + interval if start <= now else start
+
+
+async def _until_slot(kernel: Any, interval: int) -> None:
+    from nerve.fleet.warehouse import resolve
+
+    host = resolve(kernel.config.fleet, kernel.ws.data).host
+    target = next_slot(time.time(), host, interval)
+    while (remaining := target - time.time()) > 0:  # in steps: a settings edit is seen
+        await asyncio.sleep(min(remaining, SLOT_STEP_S))
+        fleet = kernel.config.fleet
+        if fleet is None or fleet.ship != "auto" or fleet.ship_interval != interval:
+            return
 
 
 def _size(path: os.PathLike[str]) -> int:
