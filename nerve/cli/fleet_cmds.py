@@ -188,6 +188,47 @@ def _show_verify(reports: list[Any]) -> None:
             out.print(f"note  {r.host}: {note}", markup=False, highlight=False)
 
 
+@fleet_app.command("maintain")
+def maintain_cmd(
+    keep: Annotated[
+        str,
+        typer.Option("--keep", metavar="AGE", help="Keep every snapshot younger (default 1h)."),
+    ] = "1h",
+    grace: Annotated[
+        str,
+        typer.Option(
+            "--grace", metavar="AGE", help="Leave unnamed files younger than this (default 1h)."
+        ),
+    ] = "1h",
+    as_json: JsonFlag = False,
+) -> None:
+    """Rewrite manifests, expire snapshots, remove orphans; keep what verify needs.
+
+    Each host's newest snapshot (its signed head) is always kept. Safe on several hosts at
+    once and while hosts ship.
+    """
+    from nerve.fleet.maintain import maintain
+
+    wh = _open()
+    result = maintain(wh, keep_s=_age_s(keep, "--keep"), grace_s=_age_s(grace, "--grace"))
+    if as_json:
+        emit_json(result.to_json())
+        return
+    typer.echo(
+        f"snapshots {result.snapshots_before} -> {result.snapshots_after}, manifests "
+        f"{result.manifests_before} -> {result.manifests_after}, metadata.json "
+        f"{result.metadata_bytes_before / 1e3:.0f} -> {result.metadata_bytes_after / 1e3:.0f} kB, "
+        f"{result.orphans_removed} orphan file(s) removed"
+    )
+
+
+def _age_s(text: str, flag: str) -> float:
+    from nerve.privacy.selection import parse_when
+
+    now = time.time_ns()
+    return max(0.0, (now - parse_when(text, now, flag).physical_ns) / 1e9)
+
+
 @fleet_app.command("status")
 def status_cmd(as_json: JsonFlag = False) -> None:
     """Hosts: last ship, files, rows, lag, last verify."""

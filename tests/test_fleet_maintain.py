@@ -1,0 +1,90 @@
+"""``nerve fleet maintain``: fewer snapshots, manifests and metadata bytes, and what verify
+needs is kept: each host still verifies, and tampering after upkeep is still caught."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from nerve.fleet.ship import ship
+from nerve.fleet.verify import CODES
+from nerve.fleet.warehouse import Warehouse, host_of, open_warehouse, resolve
+from nerve.workspace import Workspace
+from tests.conftest import run_cli
+from tests.helpers.fleet import add_segment, make_host
+
+HOSTS = ("alpha", "beta", "gamma")
+
+
+@pytest.fixture(autouse=True)
+def _verifier_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "verifier-state"))
+
+
+def _wh(ws: Workspace) -> Warehouse:
+    cfg = ws.config.fleet
+    assert cfg is not None
+    return open_warehouse(resolve(cfg, ws.data))
+
+
+@pytest.fixture
+def shipped(tmp_path: Path) -> dict[str, Workspace]:
+    """Three hosts, each shipped three times (nine snapshots, nine manifests)."""
+    warehouse = (tmp_path / "warehouse").as_uri()
+    hosts = {h: make_host(tmp_path / h, h, warehouse, rows=20, ages_h=(3,)) for h in HOSTS}
+    run_cli("-w", str(hosts["alpha"].root), "fleet", "init", "--warehouse", warehouse)
+    for _ in range(3):
+        for ws in hosts.values():
+            ship(ws)
+            add_segment(ws, rows=10)
+    return hosts
+
+
+def _maintain(ws: Workspace) -> dict[str, int]:
+    args = ("fleet", "maintain", "--keep", "0s", "--grace", "0s", "--json")
+    return json.loads(run_cli("-w", str(ws.root), *args).stdout)
+
+
+def _verify(ws: Workspace, *args: str) -> int:
+    return run_cli("-w", str(ws.root), "fleet", "verify", *args, check=False).returncode
+
+
+def test_maintain_shrinks_the_table_and_every_host_still_verifies(
+    shipped: dict[str, Workspace],
+) -> None:
+    alpha = shipped["alpha"]
+    assert _verify(alpha) == 0  # pins each host's head
+    result = _maintain(alpha)
+    assert result["snapshots_before"] == 9 and result["manifests_before"] == 9
+    assert result["snapshots_after"] == 4  # each host's newest, and the merged current one
+    assert result["manifests_after"] == 1
+    assert result["metadata_bytes_after"] < result["metadata_bytes_before"]
+    assert result["orphans_removed"] > 0
+    assert _verify(alpha) == 0
+    sql = "SELECT host, count(*) AS n FROM fleet_events GROUP BY host ORDER BY host"
+    out = run_cli("-w", str(alpha.root), "fleet", "query", sql, "--json").stdout
+    assert [json.loads(line)["n"] for line in out.splitlines()] == [40, 40, 40]
+    for ws in shipped.values():  # ships after upkeep register what is new, once
+        assert ship(ws).added == 1
+    assert _verify(alpha) == 0
+    assert _maintain(alpha)["snapshots_after"] == 4
+
+
+def test_tampering_after_maintain_is_still_caught(shipped: dict[str, Workspace]) -> None:
+    beta = shipped["beta"]
+    wh = _wh(beta)
+    head = Path(f"{wh.host_dir('beta')}/head.json".removeprefix("file://"))
+    old = head.read_bytes()
+    ship(beta)
+    assert _verify(beta) == 0
+    _maintain(beta)
+    head.write_bytes(old)  # an old head replayed
+    assert _verify(beta, "--host", "beta") == CODES["rolled-back"]
+    ship(beta)  # puts the newest head back
+    assert _verify(beta, "--host", "beta") == 0
+    wh.refresh()
+    victim = next(f.file_path for f in wh.data_files() if host_of(f.file_path) == "gamma")
+    Path(victim.removeprefix("file://")).unlink()
+    assert _verify(beta, "--host", "gamma") == CODES["missing"]
