@@ -33,8 +33,8 @@ def init_cmd(
         typer.Option(
             "--catalog",
             metavar="URI",
-            help="SQLAlchemy URI of the Iceberg catalog (default: SQLite beside a local "
-            "warehouse, else in data/fleet).",
+            help="SQLAlchemy URI of the Iceberg catalog, or a REST catalog's http(s) URL "
+            "(default: SQLite beside a local warehouse, else in data/fleet).",
         ),
     ] = None,
     table: Annotated[
@@ -51,6 +51,14 @@ def init_cmd(
         str | None,
         typer.Option("--ship", metavar="MODE", help="manual (default) or auto: after each seal."),
     ] = None,
+    rest_signing: Annotated[
+        str | None,
+        typer.Option(
+            "--rest-signing",
+            metavar="SERVICE",
+            help="Sign REST catalog requests with the S3 keys (SigV4) as SERVICE: s3tables, glue.",
+        ),
+    ] = None,
 ) -> None:
     """Write nerve.yaml's fleet section; create the table."""
     from nerve.fleet.setup import init_fleet, warehouse_uri
@@ -63,6 +71,7 @@ def init_cmd(
         "host": host,
         "endpoint": endpoint,
         "ship": ship,
+        "rest_signing": rest_signing,
     }
     resolved, wh = init_fleet(ws, settings)
     typer.echo(f"fleet table {resolved.table} at {wh.location}")

@@ -2,7 +2,10 @@
 
     fleet:
       warehouse: file:///srv/nerve-fleet        # or s3://bucket/prefix
-      catalog: sqlite:////srv/nerve-fleet/catalog.db  # any SQLAlchemy URI
+      catalog: sqlite:////srv/nerve-fleet/catalog.db  # any SQLAlchemy URI, or an Iceberg
+                                                # REST catalog's http(s):// URL
+      rest_signing: s3tables                    # REST: SigV4-sign requests with the S3 keys,
+                                                # as this service (s3tables, glue)
       table: nerve.events                       # namespace.table
       host: laptop                              # default: this machine's name
       ship: manual                              # or auto: the daemon ships after each seal
@@ -13,6 +16,9 @@
       region: us-east-1
       credentials_file: ~/.config/nerve/s3.ini  # AWS-style [profile] file; else the environment
       cache_mb: 2048                            # files a query fetched, kept (content-named)
+      files: s3://bucket/nerve                  # host folders elsewhere than the table's
+                                                # location (a REST table bucket holds only
+                                                # Iceberg's files)
 
 Secrets never live here: S3 keys come from ``AWS_ACCESS_KEY_ID`` / ``AWS_SECRET_ACCESS_KEY``
 or ``credentials_file``; a catalog password from ``NERVE_FLEET_CATALOG`` (the whole URI).
@@ -55,8 +61,10 @@ class FleetConfig(BaseModel):
     endpoint: str | None = None
     region: str = "us-east-1"
     credentials_file: str | None = None
+    rest_signing: str | None = None  # SigV4 service name for a REST catalog (s3tables, glue)
     profile: str = "default"
     cache_mb: int = Field(default=2048, ge=0)  # fetched files kept for queries (0: none)
+    files: str | None = None  # where host folders go; default: the table's location
 
     @model_validator(mode="before")
     @classmethod
@@ -72,9 +80,11 @@ class FleetConfig(BaseModel):
                     )
         return data
 
-    @field_validator("warehouse")
+    @field_validator("warehouse", "files")
     @classmethod
-    def _warehouse(cls, value: str) -> str:
+    def _warehouse(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
         scheme = urlsplit(value).scheme
         if scheme not in ("file", "s3"):
             raise _fail(

@@ -182,7 +182,7 @@ def _table_heads(wh: Warehouse) -> dict[str, Head]:
 def _stored_hosts(wh: Warehouse) -> list[str]:
     from pyarrow import fs as pafs
 
-    filesystem, path = wh.fs_path(f"{wh.location}/hosts")
+    filesystem, path = wh.fs_path(f"{wh.files_root}/hosts")
     try:
         entries = filesystem.get_file_info(pafs.FileSelector(path, allow_not_found=True))
     except OSError:

@@ -1,7 +1,9 @@
 """Where a fleet lives: the catalog, the Iceberg table and its object store, opened from
 the ``fleet:`` settings plus the environment (which alone holds secrets).
 
-Layout under the table's location (``<warehouse>/<namespace>/<table>``)::
+Layout under the table's location (``<warehouse>/<namespace>/<table>``), or under
+``<files>/<namespace>/<table>`` when ``fleet.files`` is set (a REST catalog's table bucket
+holds only Iceberg's own files)::
 
     hosts/<host>/segments/<blake3>.parquet   sealed segments, byte for byte as on the host
     hosts/<host>/manifest.jsonl              the host's manifest (a prefix of it, hash-chained)
@@ -54,6 +56,7 @@ class Resolved:
     table: str
     host: str
     properties: dict[str, str]
+    files: str | None = None  # where host folders go, when not under the table's location
 
     @property
     def namespace(self) -> str:
@@ -89,8 +92,10 @@ def resolve(cfg: FleetConfig, data_dir: Path, environ: Mapping[str, str] | None 
     props = {"uri": catalog, "warehouse": cfg.warehouse}
     if cfg.warehouse.startswith("s3://"):
         props.update(_s3_properties(cfg, env))
+    if cfg.rest_signing and catalog.startswith(("http://", "https://")):
+        props.update(_sigv4_properties(cfg.rest_signing, props, env))
     host = cfg.host or default_host(data_dir)
-    return Resolved(cfg.warehouse, catalog, cfg.table, host, props)
+    return Resolved(cfg.warehouse, catalog, cfg.table, host, props, cfg.files)
 
 
 def _default_catalog(cfg: FleetConfig, data_dir: Path) -> str:
@@ -118,6 +123,22 @@ def _s3_properties(cfg: FleetConfig, env: Mapping[str, str]) -> dict[str, str]:
     if env.get("AWS_SESSION_TOKEN"):
         props["s3.session-token"] = env["AWS_SESSION_TOKEN"]
     return props
+
+
+def _sigv4_properties(
+    service: str, props: Mapping[str, str], env: Mapping[str, str]
+) -> dict[str, str]:
+    """A REST catalog that authenticates like S3 (SeaweedFS, Amazon S3 Tables, Glue): each
+    request signed with the same keys."""
+    signed = {
+        "rest.sigv4-enabled": "true",
+        "rest.signing-name": service,
+        "rest.signing-region": props.get("s3.region") or env.get("AWS_REGION") or "us-east-1",
+    }
+    for name in ("access-key-id", "secret-access-key", "session-token", "region"):
+        if props.get(f"s3.{name}"):
+            signed[f"client.{name}"] = props[f"s3.{name}"]
+    return signed
 
 
 def _credentials_file(cfg: FleetConfig, env: Mapping[str, str]) -> tuple[str, str]:
@@ -173,8 +194,15 @@ class Warehouse:
     def location(self) -> str:
         return str(self.table.location()).rstrip("/")
 
+    @property
+    def files_root(self) -> str:
+        """Where the host folders live: the table's location, or ``fleet.files``."""
+        if self.resolved.files:
+            return f"{self.resolved.files.rstrip('/')}/{self.resolved.table.replace('.', '/')}"
+        return self.location
+
     def host_dir(self, host: str) -> str:
-        return f"{self.location}/hosts/{host}"
+        return f"{self.files_root}/hosts/{host}"
 
     def segment_uri(self, host: str, name: str) -> str:
         return f"{self.host_dir(host)}/segments/{name}.parquet"
@@ -330,11 +358,13 @@ TABLE_PROPERTIES = {
 }
 
 
-def require_fleet() -> None:
+def require_fleet(*, rest: bool = False) -> None:
     """Refuse, with the install command, when the ``fleet`` extra is missing."""
     import importlib.util
 
     missing = [m for m in ("pyiceberg", "sqlalchemy") if importlib.util.find_spec(m) is None]
+    if rest and importlib.util.find_spec("boto3") is None:
+        missing.append("boto3 (to sign REST catalog requests)")
     if missing:
         raise UsageError(
             f"nerve fleet needs {' and '.join(missing)}, which this install lacks",
@@ -374,7 +404,7 @@ def _safe(uri: str) -> str:
 
 def open_warehouse(resolved: Resolved, *, create: bool = False) -> Warehouse:
     """The catalog and table; ``create`` makes the namespace and table when missing."""
-    require_fleet()
+    require_fleet(rest="sigv4-enabled" in str(resolved.properties))
     from pyiceberg.exceptions import NoSuchTableError
 
     catalog = _catalog(resolved)

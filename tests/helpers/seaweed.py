@@ -132,3 +132,19 @@ def _wait_ready(server: S3Server, folder: Path, timeout: float = 60.0) -> None:
             last = exc
             time.sleep(0.3)
     raise RuntimeError(f"SeaweedFS not ready in {timeout:.0f} s: {last}")
+
+
+def table_bucket(server: S3Server, name: str) -> str:
+    """Make an S3 Tables bucket (what SeaweedFS's Iceberg REST catalog serves tables of);
+    returns its ``s3://`` warehouse."""
+    import boto3
+
+    client = boto3.client(
+        "s3tables",
+        endpoint_url=server.endpoint,
+        region_name="us-east-1",
+        aws_access_key_id=ACCESS_KEY,
+        aws_secret_access_key=SECRET_KEY,
+    )
+    client.create_table_bucket(name=name)
+    return f"s3://{name}"
