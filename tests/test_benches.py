@@ -66,6 +66,10 @@ QUICK_RUNS: dict[str, tuple[list[str], dict[str, Any]]] = {
         ["--quick", "--hosts", "2", "--events", "2400"],
         {"hosts": 2, "events": 2400, "segments": 24},
     ),
+    "fleet_scale_bench.py": (
+        ["--quick", "--hosts", "4", "--catalog", "sql"],
+        {"hosts": 4, "catalog": "sql", "rows": 50},
+    ),
     "footprint_bench.py": (
         ["--quick", "--seconds", "8", "--sample-s", "2", "--stream-s", "120"],
         {"seconds": 8.0, "sample_s": 2.0, "stream_s": 120.0},
@@ -238,6 +242,17 @@ SABOTAGE: dict[str, tuple[str, list[str], str]] = {
         """,
         ["--quick", "--hosts", "2", "--events", "2400"],
         "same_answer_as_duckdb",
+    ),
+    "fleet_scale_bench.py": (
+        """
+        registered_counts = bench.registered_counts
+        def doubled(wh, hosts):  # as if one segment were registered twice
+            lost, duplicated = registered_counts(wh, hosts)
+            return lost, duplicated + 1
+        bench.registered_counts = doubled
+        """,
+        ["--quick", "--hosts", "3", "--catalog", "sql"],
+        "nothing_duplicated",
     ),
     "footprint_bench.py": (
         """

@@ -331,7 +331,10 @@ def _properties(head: Head, conflicts: int) -> dict[str, str]:
 
 
 def _ensure_name_mapping(tx: Any) -> None:
-    """Segments carry no Iceberg field ids; a name mapping lets every engine read them."""
+    """Segments carry no Iceberg field ids; a name mapping lets every engine read them. (And
+    a table made before nerve retried its own commits gets that setting.)"""
+    if tx.table_metadata.properties.get("commit.retry.num-retries") != "0":
+        tx.set_properties(**{"commit.retry.num-retries": "0"})
     if tx.table_metadata.name_mapping() is None:
         mapping = tx.table_metadata.schema().name_mapping.model_dump_json()
         tx.set_properties(**{"schema.name-mapping.default": mapping})
