@@ -16,7 +16,7 @@ import blake3
 from nerve.canonical import canonical_json
 from nerve.errors import NerveError
 
-__all__ = ["DOMAIN", "Head", "HeadError", "live_digest"]
+__all__ = ["DOMAIN", "Head", "HeadError", "Registration", "live_digest"]
 
 DOMAIN = b"nerve.fleet.head.v1\x00"
 _FIELDS = ("host", "node", "seq", "head", "segments", "rows", "digest", "key", "time_ns")
@@ -92,3 +92,65 @@ def live_digest(ids: list[bytes]) -> str:
     for chunk in ids:
         hasher.update(chunk)
     return hasher.hexdigest()
+
+
+REGISTRATION_DOMAIN = b"nerve.fleet.registration.v1\x00"
+
+
+@dataclass(frozen=True)
+class Registration:
+    """What a ship's snapshot carries instead of its whole head, so the table's metadata
+    grows by a fixed ~270 bytes per host however many segments it holds: the host, the
+    manifest record and head hash the commit registered, the key, and a signature over
+    them (its own domain). The segments are the head's with that record and hash."""
+
+    host: str
+    seq: int
+    hash: str
+    key: bytes
+    sig: bytes
+
+    segments = None  # not carried: the head.json of this record names them
+
+    def _body(self) -> bytes:
+        body = {"host": self.host, "seq": self.seq, "head": self.hash, "key": self.key.hex()}
+        return REGISTRATION_DOMAIN + canonical_json(body)
+
+    def to_text(self) -> str:
+        return f"v1.{self.seq}.{self.hash}.{self.key.hex()}.{self.sig.hex()}"
+
+    def verifies(self) -> bool:
+        from nacl.exceptions import BadSignatureError
+        from nacl.signing import VerifyKey
+
+        try:
+            VerifyKey(self.key).verify(self._body(), self.sig)
+        except (BadSignatureError, ValueError, TypeError):
+            return False
+        return True
+
+    def names(self, head: Head) -> bool:
+        """``head`` is the one this registration was made from (same host, record, key)."""
+        return (head.host, head.seq, head.hash, head.key) == (
+            self.host,
+            self.seq,
+            self.hash,
+            self.key,
+        )
+
+    @classmethod
+    def of(cls, head: Head, signing_key: Any) -> Registration:
+        unsigned = cls(head.host, head.seq, head.hash, head.key, b"")
+        return cls(
+            **{**unsigned.__dict__, "sig": bytes(signing_key.sign(unsigned._body()).signature)}
+        )
+
+    @classmethod
+    def parse(cls, host: str, text: str, where: str) -> Registration:
+        try:
+            version, seq, digest, key, sig = text.split(".")
+            if version != "v1":
+                raise ValueError(version)
+            return cls(host, int(seq), digest, bytes.fromhex(key), bytes.fromhex(sig))
+        except ValueError:
+            raise HeadError(f"{where}: not a nerve registration") from None

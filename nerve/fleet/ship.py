@@ -31,7 +31,7 @@ from typing import Any
 import blake3
 
 from nerve.errors import UsageError
-from nerve.fleet.head import Head, HeadError, live_digest
+from nerve.fleet.head import Head, HeadError, Registration, live_digest
 from nerve.fleet.warehouse import (
     FleetError,
     Warehouse,
@@ -119,9 +119,11 @@ def _ship_locked(
         return result
     key = _signing_key(ws)
     ours = bytes(key.verify_key.encode())
-    _claim(wh, resolved.host, ours)
+    before = _stored_head(wh, resolved.host)  # the last ship's, before this one replaces it
+    _claim(wh, resolved.host, ours, before)
     live = state.segments()
-    _upload(wh, paths, live, result, hook, set(_registered_now(wh, resolved.host, ours)))
+    registered = _registered_now(wh, resolved.host, ours, before)
+    _upload(wh, paths, live, result, hook, set(registered))
     step("upload")
     head = _sign(ws, wh, paths, state, live, key)
     wh.write(
@@ -131,7 +133,7 @@ def _ship_locked(
     step("manifest")
     wh.write(f"{wh.host_dir(resolved.host)}/head.json", head.to_bytes())
     step("head")
-    _register(wh, paths, head, live, result)
+    _register(wh, paths, _Shipping(head, key, before), live, result)
     step("commit")
     _sweep(wh, resolved.host, {s.name for s in live}, result, head.key)
     step("sweep")
@@ -144,16 +146,30 @@ def _signing_key(ws: Workspace) -> Any:
     return Keyring.open(ws.data / "keys").signing_key()
 
 
-def _claim(wh: Warehouse, host: str, ours: bytes) -> None:
+def _stored_head(wh: Warehouse, host: str) -> Head | None:
+    """The host's head.json in the store, or None (absent or unreadable: verify reports it;
+    an unreadable head proves nothing)."""
+    data = wh.read(f"{wh.host_dir(host)}/head.json")
+    try:
+        return Head.parse(data, "head.json") if data else None
+    except HeadError:
+        return None
+
+
+@dataclass(frozen=True)
+class _Shipping:
+    """This ship's new head, the key that signs its registration, and the head.json it
+    found (the previous ship's)."""
+
+    head: Head
+    key: Any
+    before: Head | None
+
+
+def _claim(wh: Warehouse, host: str, ours: bytes, stored: Head | None) -> None:
     """Refuse a host name another key has shipped as (its newest head in the table, or its
     head.json in the store): two workspaces sharing a name must not overwrite each other."""
-    theirs = wh.table_head(host)
-    if theirs is None:
-        data = wh.read(f"{wh.host_dir(host)}/head.json")
-        try:
-            theirs = Head.parse(data, "head.json") if data else None
-        except HeadError:
-            theirs = None  # unreadable: verify reports it; its key proves nothing
+    theirs = wh.table_head(host) or stored
     if theirs is not None and theirs.key != ours:
         raise FleetError(
             f"host {host!r} in {wh.resolved.table} is signed by another key "
@@ -262,20 +278,21 @@ def _sign(
 
 
 def _register(
-    wh: Warehouse, paths: LogPaths, head: Head, live: list[SegmentInfo], result: ShipResult
+    wh: Warehouse, paths: LogPaths, shipping: _Shipping, live: list[SegmentInfo], result: ShipResult
 ) -> None:
     host = wh.resolved.host
+    head = shipping.head
     wanted = {s.name: s for s in live}
     lost: list[float] = []
 
     def attempt(wh: Warehouse) -> tuple[int, int, int | None]:
-        _claim(wh, host, head.key)  # again, against the table as it is now
-        have = _registered_now(wh, host, head.key)
+        _claim(wh, host, head.key, None)  # again, against the table as it is now
+        have = _registered_now(wh, host, head.key, shipping.before)
         add = [n for n in wanted if n not in have]
         drop = [f for n, f in _droppable(wh, host, have, wanted).items()]
         if not add and not drop:
             return 0, 0, None
-        props = _properties(head, len(lost))
+        props = _properties(head, shipping.key, len(lost))
         with wh.table.transaction() as tx:
             _ensure_name_mapping(tx)
             _optional_cid(tx)
@@ -298,13 +315,17 @@ def _register(
     result.commit_s = time.perf_counter() - began
 
 
-def _registered_now(wh: Warehouse, host: str, key: bytes) -> dict[str, Any]:
+def _registered_now(wh: Warehouse, host: str, key: bytes, stored: Head | None) -> dict[str, Any]:
     """What the table registers for ``host`` (name -> DataFile, or None): its newest
-    snapshot's signed head names it (files and head are one commit), so no manifest is
-    read; a scan only when the table has no head of ours."""
-    head = wh.table_head(host)
-    if head is not None and head.key == key and head.verifies():
-        return dict.fromkeys(head.segments)
+    snapshot's signed registration names a record, and the head.json of that record names
+    its segments (files and registration are one commit), so no manifest is read. A scan
+    only when they do not match (a ship killed between head.json and its commit)."""
+    found = wh.table_head(host)
+    if found is not None and found.key == key and found.verifies():
+        if found.segments is not None:  # a whole head, as older tables carry
+            return dict.fromkeys(found.segments)
+        if stored is not None and found.names(stored) and stored.verifies():
+            return dict.fromkeys(stored.segments)
     return {segment_name(f.file_path): f for f in _host_files(wh, host)}
 
 
@@ -319,13 +340,13 @@ def _droppable(
     return {n: files[n] for n in gone if n in files}
 
 
-def _properties(head: Head, conflicts: int) -> dict[str, str]:
-    """The host (to find its snapshot without parsing heads), the signed head (which holds
-    node, HLC range and record), and the races this ship lost before this commit."""
+def _properties(head: Head, key: Any, conflicts: int) -> dict[str, str]:
+    """The host, the signed registration of its head (record, hash, key: a fixed size, so
+    metadata.json grows by the same few hundred bytes per host however many segments it
+    holds), and the races this ship lost before this commit."""
     return {
         "nerve.host": head.host,
-        "nerve.head.seq": str(head.seq),
-        "nerve.head.signed": head.to_bytes().decode(),
+        "nerve.registration": Registration.of(head, key).to_text(),
         "nerve.ship.conflicts": str(conflicts),
     }
 

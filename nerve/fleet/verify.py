@@ -34,7 +34,7 @@ from nerve import fsio
 from nerve.canonical import canonical_json
 from nerve.errors import LogCorrupt
 from nerve.fleet.head import Head, HeadError, live_digest
-from nerve.fleet.warehouse import Warehouse, host_of, segment_name
+from nerve.fleet.warehouse import Warehouse, host_of, segment_name, snapshot_head
 from nerve.log.manifest import read_manifest
 
 __all__ = ["CODES", "HostReport", "verify_fleet"]
@@ -166,16 +166,13 @@ class _Found:
 
 def _table_heads(wh: Warehouse) -> dict[str, Head]:
     """The head in each host's newest snapshot (snapshots oldest first in the metadata)."""
-    heads: dict[str, Head] = {}
+    heads: dict[str, Any] = {}
     for snap in wh.table.snapshots():
         props = snap.summary.additional_properties if snap.summary else {}
-        signed = props.get("nerve.head.signed")
-        if signed:
-            try:
-                head = Head.parse(signed.encode(), f"snapshot {snap.snapshot_id}")
-            except HeadError:
-                continue  # reported against the host below if it matters
-            heads[head.host] = head
+        host = props.get("nerve.host")
+        found = snapshot_head(host, props, snap.snapshot_id) if host else None
+        if found is not None:  # an unreadable one: reported against the host if it matters
+            heads[found.host] = found
     return heads
 
 

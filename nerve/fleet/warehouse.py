@@ -273,17 +273,13 @@ class Warehouse:
         return self._files[1]
 
     def table_head(self, host: str) -> Any:
-        """The signed head of ``host``'s newest snapshot still in the table's metadata (no
-        manifest read), or None."""
-        from nerve.fleet.head import Head, HeadError
-
+        """What ``host``'s newest snapshot still in the table's metadata registered (no
+        manifest read): a signed ``Registration`` (or a whole ``Head``, as tables made
+        before registrations carry), or None."""
         for snap in reversed(self.table.metadata.snapshots):
             props = snap.summary.additional_properties if snap.summary else {}
-            if props.get("nerve.host") == host and props.get("nerve.head.signed"):
-                try:
-                    return Head.parse(props["nerve.head.signed"].encode(), "snapshot")
-                except HeadError:
-                    return None
+            if props.get("nerve.host") == host:
+                return snapshot_head(host, props, snap.snapshot_id)
         return None
 
     def commit(self, attempt: Callable[[Warehouse], T], *, lost: list[float] | None = None) -> T:
@@ -309,6 +305,22 @@ class Warehouse:
                 time.sleep(wait)
                 self.refresh()
         raise AssertionError("unreachable")
+
+
+def snapshot_head(host: str, props: Mapping[str, str], snapshot_id: int) -> Any:
+    """The registration (or whole head) in a ship's snapshot properties, or None when it
+    holds neither or cannot be read (verify reports such a host)."""
+    from nerve.fleet.head import Head, HeadError, Registration
+
+    where = f"snapshot {snapshot_id}"
+    try:
+        if props.get("nerve.registration"):
+            return Registration.parse(host, props["nerve.registration"], where)
+        if props.get("nerve.head.signed"):
+            return Head.parse(props["nerve.head.signed"].encode(), where)
+    except HeadError:
+        return None
+    return None
 
 
 def _not_found(exc: OSError) -> bool:
