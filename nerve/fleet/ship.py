@@ -344,11 +344,10 @@ def _properties(head: Head, key: Any, conflicts: int) -> dict[str, str]:
     """The host, the signed registration of its head (record, hash, key: a fixed size, so
     metadata.json grows by the same few hundred bytes per host however many segments it
     holds), and the races this ship lost before this commit."""
-    return {
-        "nerve.host": head.host,
-        "nerve.registration": Registration.of(head, key).to_text(),
-        "nerve.ship.conflicts": str(conflicts),
-    }
+    props = {"nerve.host": head.host, "nerve.registration": Registration.of(head, key).to_text()}
+    if conflicts:
+        props["nerve.ship.conflicts"] = str(conflicts)
+    return props
 
 
 def _ensure_name_mapping(tx: Any) -> None:
