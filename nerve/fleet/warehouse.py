@@ -38,9 +38,9 @@ __all__ = [
 ]
 
 T = TypeVar("T")
-COMMIT_TRIES = 12
+COMMIT_DEADLINE_S = 600.0  # a ship keeps retrying lost races this long (a stampede drains)
 BACKOFF_S = 0.05  # first retry's mean wait; doubles per lost race, capped below
-BACKOFF_MAX_S = 5.0
+BACKOFF_MAX_S = 10.0
 
 
 class FleetError(NerveError):
@@ -290,21 +290,24 @@ class Warehouse:
         from pyiceberg.exceptions import CommitFailedException
         from sqlalchemy.exc import OperationalError
 
-        for tries in range(1, COMMIT_TRIES + 1):
+        started, tries = time.monotonic(), 0
+        while True:
             try:
                 return attempt(self)
             except (CommitFailedException, OperationalError) as exc:
-                if tries == COMMIT_TRIES:
+                tries += 1
+                elapsed = time.monotonic() - started
+                if elapsed >= COMMIT_DEADLINE_S:
                     raise FleetError(
-                        f"commit to {self.resolved.table} lost {tries} races in a row: {exc}",
+                        f"commit to {self.resolved.table} lost {tries} races in a row "
+                        f"over {elapsed:.0f} s: {exc}",
                         hint="ships are too many at once: spread them (fleet.ship_interval)",
                     ) from None
-                wait = random.uniform(0, min(BACKOFF_MAX_S, BACKOFF_S * 2**tries))
+                wait = random.uniform(0, min(BACKOFF_MAX_S, BACKOFF_S * 2 ** min(tries, 20)))
                 if lost is not None:
                     lost.append(round(wait, 3))
                 time.sleep(wait)
                 self.refresh()
-        raise AssertionError("unreachable")
 
 
 def snapshot_head(host: str, props: Mapping[str, str], snapshot_id: int) -> Any:
