@@ -214,7 +214,7 @@ class Warehouse:
         return io.fs_by_scheme(scheme, netloc), path
 
     def refresh(self) -> None:
-        self.table = self.catalog.load_table(self.resolved.table)
+        self.table = busy_retry(lambda: self.catalog.load_table(self.resolved.table))
 
     # -- objects ----------------------------------------------------------------------
 
@@ -326,6 +326,22 @@ def snapshot_head(host: str, props: Mapping[str, str], snapshot_id: int) -> Any:
     return None
 
 
+def busy_retry(read: Callable[[], T], *, seconds: float = 30.0) -> T:
+    """``read`` again while a SQLite catalog is busy (another writer holds its lock)."""
+    from sqlalchemy.exc import OperationalError
+
+    deadline = time.monotonic() + seconds
+    wait = 0.02
+    while True:
+        try:
+            return read()
+        except OperationalError as exc:
+            if time.monotonic() > deadline:
+                raise FleetError(f"the catalog stayed busy for {seconds:.0f} s: {exc}") from None
+            time.sleep(random.uniform(0, wait))
+            wait = min(wait * 2, 1.0)
+
+
 def _not_found(exc: OSError) -> bool:
     text = str(exc)
     return "NoSuchKey" in text or "Path does not exist" in text or "404" in text
@@ -433,7 +449,7 @@ def open_warehouse(resolved: Resolved, *, create: bool = False) -> Warehouse:
                 resolved.table, schema=table_schema(), properties=TABLE_PROPERTIES
             )
         else:
-            table = catalog.load_table(resolved.table)
+            table = busy_retry(lambda: catalog.load_table(resolved.table))
     except NoSuchTableError:
         raise UsageError(
             f"no fleet table {resolved.table} in {_safe(resolved.catalog)}",
