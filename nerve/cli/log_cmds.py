@@ -34,7 +34,9 @@ def _open_input(path: str) -> tuple[IO[str], str]:
 
 
 def init(
-    directory: Annotated[Path, typer.Argument(help="Folder to create the workspace in.")],
+    directory: Annotated[
+        Path, typer.Argument(help="Folder to create the workspace in (default: this one).")
+    ] = Path("."),
 ) -> None:
     """Create a workspace: nerve.yaml, senses/, workflows/, projections/, data/."""
     from nerve.workspace import init_workspace

@@ -6,9 +6,10 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from typer._click import exceptions as click  # typer carries its own click
 
 from nerve.cli.state import STATE
-from nerve.errors import DISK_ERRNOS, LogError, NerveError, os_error_text
+from nerve.errors import DISK_ERRNOS, LogError, NerveError, UsageError, os_error_text
 
 EXIT_CODES = (
     "Exit codes: 0 ok · 1 error (the message says which) · 2 usage: a bad flag or value, or no "
@@ -174,7 +175,18 @@ def run(argv: list[str] | None = None) -> None:
     tree = command()
     args = hoist_workspace(tree, words)
     try:
-        tree(args=args, prog_name="nerve")
+        code = tree(args=args, prog_name="nerve", standalone_mode=False)
+    except click.NoArgsIsHelpError as exc:  # `nerve audit`: the group's help
+        sys.stdout.write(exc.format_message() + "\n")
+        raise SystemExit(0) from None
+    except click.UsageError as exc:
+        fail(_usage_error(exc))
+    except click.ClickException as exc:
+        exc.show()
+        raise SystemExit(exc.exit_code) from None
+    except typer.Abort:
+        sys.stderr.write("aborted\n")
+        raise SystemExit(1) from None
     except NerveError as exc:
         fail(exc)
     except BrokenPipeError:
@@ -187,3 +199,11 @@ def run(argv: list[str] | None = None) -> None:
         raise SystemExit(1) from None
     except KeyboardInterrupt:
         raise SystemExit(130) from None
+    raise SystemExit(code if isinstance(code, int) else 0)  # click's Exit(n) comes back as n
+
+
+def _usage_error(exc: click.UsageError) -> UsageError:
+    """click's Usage/Try/Error block as one ``UsageError`` line and a hint naming --help."""
+    message = " ".join(exc.format_message().split()).rstrip(".")
+    path = exc.ctx.command_path if exc.ctx is not None else "nerve"
+    return UsageError(message[:1].lower() + message[1:], hint=f"see {path} --help")
