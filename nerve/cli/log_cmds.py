@@ -6,7 +6,7 @@ from typing import IO, Annotated, Any
 
 import typer
 
-from nerve.cli.output import DEFAULT_LIMIT, console, emit_json, render_chunks
+from nerve.cli.output import LIMIT_HELP, console, emit_json, render_chunks
 from nerve.cli.state import workspace as _ws
 from nerve.errors import UsageError
 
@@ -212,9 +212,7 @@ def query_cmd(
     sql: Annotated[str, typer.Argument(help="SQL over `events` and the projections.")],
     as_json: JsonFlag = False,
     as_csv: CsvFlag = False,
-    limit: Annotated[
-        int, typer.Option("--limit", min=0, help="Rows a terminal shows at most (0: all).")
-    ] = DEFAULT_LIMIT,
+    limit: Annotated[int | None, typer.Option("--limit", min=0, help=LIMIT_HELP)] = None,
 ) -> None:
     """Run SQL in DuckDB over the log (a terminal shows --limit rows; pipes get all)."""
     from nerve.query import stream_query

@@ -55,8 +55,19 @@ def _main(
             "--version", "-V", callback=_version, is_eager=True, help="Print nerve's version."
         ),
     ] = False,
+    no_pager: Annotated[
+        bool,
+        typer.Option(
+            "--no-pager",
+            help="Never page long output (the pager: NERVE_PAGER, else PAGER, else less).",
+        ),
+    ] = False,
 ) -> None:
     STATE.workspace_arg = workspace
+    if no_pager:
+        from nerve.cli.output import PAGING
+
+        PAGING.off = True
 
 
 def _takes_value(command: Any, flag: str) -> bool | None:
@@ -69,9 +80,9 @@ def _takes_value(command: Any, flag: str) -> bool | None:
 
 
 def hoist_workspace(command: Any, argv: list[str]) -> list[str]:
-    """Move ``--workspace DIR`` given after a subcommand to the front, where the root
-    option reads it; every other word keeps its place. Walks the real command tree so a
-    value that merely looks like the flag (``--line -w``) is left alone."""
+    """Move ``--workspace DIR`` (and ``--no-pager``) given after a subcommand to the front,
+    where the root option reads it; every other word keeps its place. Walks the real command
+    tree so a value that merely looks like the flag (``--line -w``) is left alone."""
     front: list[str] = []
     rest: list[str] = []
     words = iter(argv)
@@ -81,6 +92,9 @@ def hoist_workspace(command: Any, argv: list[str]) -> list[str]:
             rest += [word, *words]
             break
         flag, _, attached = word.partition("=")
+        if word == "--no-pager" and _takes_value(current, word) is None:
+            front.append(word)
+            continue
         if flag in WORKSPACE_FLAGS and _takes_value(current, flag) is None:
             front += [word] if attached or "=" in word else [word, next(words, "")]
             continue
@@ -175,7 +189,7 @@ def run(argv: list[str] | None = None) -> None:
     tree = command()
     args = hoist_workspace(tree, words)
     try:
-        code = tree(args=args, prog_name="nerve", standalone_mode=False)
+        code = _invoke(tree, args)
     except click.NoArgsIsHelpError as exc:  # `nerve audit`: the group's help
         sys.stdout.write(exc.format_message() + "\n")
         raise SystemExit(0) from None
@@ -200,6 +214,15 @@ def run(argv: list[str] | None = None) -> None:
     except KeyboardInterrupt:
         raise SystemExit(130) from None
     raise SystemExit(code if isinstance(code, int) else 0)  # click's Exit(n) comes back as n
+
+
+def _invoke(tree: Any, args: list[str]) -> Any:
+    """The command, its output through the pager if it started one."""
+    try:
+        return tree(args=args, prog_name="nerve", standalone_mode=False)
+    finally:
+        if "nerve.cli.output" in sys.modules:
+            sys.modules["nerve.cli.output"].end_paging()
 
 
 def _usage_error(exc: click.UsageError) -> UsageError:

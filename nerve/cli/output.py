@@ -7,14 +7,18 @@ stderr how many it left out, pipes get every row.
 
 from __future__ import annotations
 
+import contextlib
 import csv
+import io
 import json
 import os
+import shlex
 import shutil
+import subprocess
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol, TextIO
+from typing import IO, TYPE_CHECKING, Any, Protocol, TextIO
 
 from nerve.canonical import jsonable
 
@@ -27,6 +31,10 @@ FOR_ALL = "use --limit 0, --csv or --json for all"
 GAP = "  "
 MIN_WIDTH = 6
 SAMPLE_ROWS = 1000  # rows that size a terminal table's columns
+LIMIT_HELP = (
+    f"At most this many rows, piped or not (0: all). Unset: {DEFAULT_LIMIT} on a terminal, "
+    "every row when piped."
+)
 
 
 def console(file: TextIO | None = None) -> Console:
@@ -40,7 +48,7 @@ def console(file: TextIO | None = None) -> Console:
         no_color=bool(os.environ.get("NO_COLOR")),
         highlight=False,
         soft_wrap=False,
-        width=None if is_terminal(out) else UNWRAPPED,
+        width=terminal_width(out) if is_terminal(out) else UNWRAPPED,
     )
 
 
@@ -100,7 +108,7 @@ def render_rows(
     fmt: str,
     title: str | None = None,
     file: TextIO | None = None,
-    limit: int = 0,
+    limit: int | None = 0,
 ) -> int:
     """Print rows as ``json`` (one object per line), ``csv``, or a table (tab-separated
     when piped); see :func:`render_chunks`."""
@@ -114,39 +122,68 @@ def render_chunks(
     fmt: str,
     title: str | None = None,
     file: TextIO | None = None,
-    limit: int = 0,
+    limit: int | None = None,
 ) -> int:
-    """Write each chunk as it comes. A table on a terminal shows at most ``limit`` rows
-    (0: all) and counts the rest; the count left out is returned and said on stderr."""
+    """Write each chunk as it comes. ``limit`` rows at most, wherever they go (0: all);
+    ``None`` is the default a person did not type: ``DEFAULT_LIMIT`` on a terminal's
+    table, every row elsewhere. What a terminal left out is counted on stderr."""
     out = file or sys.stdout
-    if fmt == "json":
-        for chunk in chunks:
-            out.write("".join(row_json(columns, row) + "\n" for row in chunk.rows()))
+    terminal = fmt == "table" and is_terminal(out)
+    cap = (DEFAULT_LIMIT if terminal else 0) if limit is None else limit
+    if not terminal:
+        _write_plain(columns, _capped(chunks, cap), fmt, out)
         return 0
-    if fmt == "csv":
-        writer = csv.writer(out, lineterminator="\n")
-        writer.writerow(columns)
-        for chunk in chunks:
-            writer.writerows([[_cell(v) for v in row] for row in chunk.rows()])
-        return 0
-    if not is_terminal(out):
-        out.write("\t".join(columns) + "\n")
-        for chunk in chunks:
-            out.write("".join("\t".join(_cell(v) for v in row) + "\n" for row in chunk.rows()))
-        return 0
-    left = _terminal_table(columns, chunks, out, title, limit)
+    if out is sys.stdout:
+        page()
+        out = sys.stdout
+    left, layout = _terminal_table(columns, chunks, out, title, cap)
+    if layout.note():
+        note(layout.note() or "")
     if left:
         more_rows(left, FOR_ALL)
     return left
 
 
+def _capped(chunks: Iterable[Chunk], cap: int) -> Iterable[Sequence[Sequence[Any]]]:
+    """The rows of each chunk, ``cap`` in all at most (0: every row)."""
+    taken = 0
+    for chunk in chunks:
+        rows = chunk.rows(cap - taken if cap else None)
+        taken += len(rows)
+        yield rows
+        if cap and taken >= cap:
+            return
+
+
+def _write_plain(
+    columns: Sequence[str], batches: Iterable[Sequence[Sequence[Any]]], fmt: str, out: TextIO
+) -> None:
+    if fmt == "json":
+        for rows in batches:
+            out.write("".join(row_json(columns, row) + "\n" for row in rows))
+    elif fmt == "csv":
+        writer = csv.writer(out, lineterminator="\n")
+        writer.writerow(columns)
+        for rows in batches:
+            writer.writerows([[_cell(v) for v in row] for row in rows])
+    else:
+        out.write("\t".join(columns) + "\n")
+        for rows in batches:
+            out.write("".join("\t".join(flat(_cell(v)) for v in row) + "\n" for row in rows))
+
+
+def note(text: str) -> None:
+    """A line for the person, not the data: on stderr (in the pager, below the rows)."""
+    (PAGING.stream or sys.stderr).write(text + "\n")
+
+
 def more_rows(count: int, how: str) -> None:
-    sys.stderr.write(f"… {count:,} more row{'s' if count != 1 else ''} ({how})\n")
+    note(f"… {count:,} more row{'s' if count != 1 else ''} ({how})")
 
 
 def _terminal_table(
     columns: Sequence[str], chunks: Iterable[Chunk], out: TextIO, title: str | None, limit: int
-) -> int:
+) -> tuple[int, Layout]:
     """Aligned columns sized from the first rows (up to ``SAMPLE_ROWS``, however the result
     is chunked); rows past the limit are only counted."""
     shown, left = 0, 0
@@ -169,7 +206,7 @@ def _terminal_table(
         layout = _start_table(list(columns), held, out, title)
         out.write("".join(layout.line(cells) + "\n" for cells in held))
     out.flush()
-    return left
+    return left, layout
 
 
 def _start_table(
@@ -190,34 +227,92 @@ def _header(layout: Layout, columns: list[str], out: TextIO, title: str | None) 
     term.print(Text(GAP.join("─" * w for w in layout.widths), style="dim"))
 
 
+_TIMES = {"time", "ts", "hlc", "physical_ns"}
+_IDS = {"id", "run", "seq", "chain_seq", "source_event"}
+_TEXTS = {"line", "last_line", "source_line", "text", "reason", "prompt", "message", "detail"}
+_TEXTS |= {"description", "error", "last_error", "why", "question", "answer"}
+_NAMES = {"name", "kind", "subject", "source", "source_name", "workflow", "status", "outcome"}
+_NAMES |= {"tool", "client", "sense", "probe", "group", "errors"}
+MIN_TEXT = 20  # the least a text column is cut to before other columns are left out
+
+
+def _rank(name: str, *, first_time: bool) -> int:
+    """Which columns a narrow terminal keeps first: a time, ids, the text (which takes what
+    is left over), names; then the rest, left to right."""
+    if first_time and (name in _TIMES or name.endswith("_at")):
+        return 0
+    if name in _IDS or name.endswith("_id"):
+        return 1
+    if name in _TEXTS:
+        return 2
+    return 3 if name in _NAMES else 4
+
+
+def _ranks(columns: Sequence[str]) -> list[int]:
+    ranks: list[int] = []
+    for name in columns:
+        ranks.append(_rank(name, first_time=0 not in ranks))
+    return ranks
+
+
 @dataclass(frozen=True)
 class Layout:
-    """Column widths for one table: each fitted to its text, the widest cut first when
-    the terminal is narrower; the last column is never padded."""
+    """Which columns a table shows, and how wide: the columns that matter are kept whole,
+    a text column is cut at the terminal's edge, and the others are left out (and named)
+    when they do not fit; the last column is never padded."""
 
+    shown: list[int]
     widths: list[int]
+    left_out: list[str]
 
     @classmethod
     def fit(cls, columns: list[str], rows: list[list[str]], width: int) -> Layout:
-        widths = [len(name) for name in columns]
+        natural = [len(name) for name in columns]
         for cells in rows:
-            widths = [max(w, _width(c)) for w, c in zip(widths, cells, strict=True)]
-        budget = width - len(GAP) * (len(columns) - 1)
-        widths = [min(w, max(budget, MIN_WIDTH)) for w in widths]
-        while sum(widths) > budget:
-            widest = max(range(len(widths)), key=widths.__getitem__)
-            if widths[widest] <= MIN_WIDTH:
-                break  # too many columns: the terminal wraps rather than hide one
-            widths[widest] -= 1
-        return cls(widths)
+            natural = [max(w, _width(c)) for w, c in zip(natural, cells, strict=True)]
+        ranks = _ranks(columns)
+        want = [min(w, MIN_TEXT) if r == 2 else w for w, r in zip(natural, ranks, strict=True)]
+        order = sorted(range(len(columns)), key=lambda i: (ranks[i], i))
+        kept: dict[int, int] = {}
+        _place(kept, [i for i in order if ranks[i] < 4], want, width)
+        for i in [i for i in order if ranks[i] == 2 and i in kept]:  # the text takes its room
+            kept[i] += min(_spare(kept, width), natural[i] - kept[i])
+        _place(kept, [i for i in order if ranks[i] == 4], want, width)
+        shown = sorted(kept)
+        left_out = [name for i, name in enumerate(columns) if i not in kept]
+        return cls(shown, [kept[i] for i in shown], left_out)
 
     def line(self, cells: Sequence[str]) -> str:
+        chosen = [cells[i] for i in self.shown]
         parts = [
             c.ljust(w) if c.isascii() and len(c) <= w else fit_cell(c, w)
-            for c, w in zip(cells, self.widths, strict=True)
+            for c, w in zip(chosen, self.widths, strict=True)
         ]
-        parts[-1] = parts[-1].rstrip(" ") if len(cells[-1]) < self.widths[-1] else parts[-1]
+        parts[-1] = parts[-1].rstrip(" ")
         return GAP.join(parts)
+
+    def note(self) -> str | None:
+        """What a narrow terminal left out, for stderr, or None."""
+        if not self.left_out:
+            return None
+        total = len(self.shown) + len(self.left_out)
+        return (
+            f"… {len(self.left_out)} of {total} columns left out: {', '.join(self.left_out)} "
+            "(a wider terminal, --csv or --json shows them)"
+        )
+
+
+def _spare(kept: dict[int, int], width: int) -> int:
+    return width - sum(kept.values()) - len(GAP) * max(0, len(kept) - 1)
+
+
+def _place(kept: dict[int, int], order: list[int], want: list[int], width: int) -> None:
+    """Keep each column, in ``order``, that fits whole in what is left (the first one is
+    kept even if it must be cut)."""
+    for i in order:
+        room = _spare(kept, width) - (len(GAP) if kept else 0)
+        if want[i] <= room or not kept:
+            kept[i] = min(want[i], max(room, MIN_WIDTH))
 
 
 def _width(text: str) -> int:
@@ -256,3 +351,112 @@ def _cell(value: Any) -> str:
 def flat(text: str) -> str:
     """One line of text: newlines shown as ``↵``, tabs as spaces."""
     return text if text.isprintable() else text.translate(_FLAT)
+
+
+# A pager for long output on a terminal, as git and journalctl page: output is held until
+# it is taller than the screen, then goes through ``NERVE_PAGER``, ``PAGER`` or ``less``.
+PAGER_ENV = {"LESS": "FRSX"}  # quit if one screen, keep colours, cut long lines, no init
+
+
+def pager_command(environ: Mapping[str, str]) -> list[str] | None:
+    """The pager to run (``NERVE_PAGER`` first, then ``PAGER``, else ``less``), or None
+    when it is set empty or to ``cat``."""
+    text = environ.get("NERVE_PAGER", environ.get("PAGER"))
+    if text is None:
+        return ["less"] if shutil.which("less") else None
+    words = shlex.split(text)
+    return None if not words or words == ["cat"] else words
+
+
+def may_page(environ: Mapping[str, str] | None = None) -> bool:
+    """Paging needs a person: stdin and stdout on a terminal (not a pipe, not a test's
+    stand-in), a terminal that can page, and no ``--no-pager``."""
+    env = os.environ if environ is None else environ
+    if PAGING.off or env.get("TERM") == "dumb":
+        return False
+    try:
+        return os.isatty(sys.stdin.fileno()) and os.isatty(sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+class _Paging:
+    """The process-wide pager switch: ``off`` from ``--no-pager``; ``stream`` while paged."""
+
+    off = False
+    stream: PagedOutput | None = None
+
+
+PAGING = _Paging()
+
+
+class PagedOutput(io.TextIOBase):
+    """stdout held back until it is taller than the screen, then piped to the pager; a
+    short output is written to the terminal as it was."""
+
+    def __init__(self, real: TextIO, command: list[str], height: int) -> None:
+        self.real, self.command, self.height = real, command, height
+        self.held: list[str] = []
+        self.lines = 0
+        self.pipe: IO[str] | None = None
+        self.proc: subprocess.Popen[str] | None = None
+
+    def isatty(self) -> bool:
+        return True
+
+    def fileno(self) -> int:  # the terminal's, so its size is the terminal's
+        return self.real.fileno()
+
+    def write(self, text: str) -> int:
+        if self.pipe is not None:
+            return self.pipe.write(text)
+        self.held.append(text)
+        self.lines += text.count("\n")
+        if self.lines >= self.height - 1:
+            self._start()
+        return len(text)
+
+    def flush(self) -> None:
+        if self.pipe is not None:
+            self.pipe.flush()
+
+    def _start(self) -> None:
+        env = {**PAGER_ENV, **os.environ}
+        self.proc = subprocess.Popen(
+            self.command, stdin=subprocess.PIPE, stdout=self.real, text=True, env=env
+        )
+        self.pipe = self.proc.stdin
+        assert self.pipe is not None
+        self.pipe.write("".join(self.held))
+        self.held = []
+
+    def finish(self) -> None:
+        """Write what was held (a short output), or close the pipe and wait for the pager."""
+        if self.proc is None:
+            self.real.write("".join(self.held))
+            self.real.flush()
+            return
+        with contextlib.suppress(BrokenPipeError):  # the person quit the pager early
+            assert self.pipe is not None
+            self.pipe.close()
+        self.proc.wait()
+
+
+def page() -> None:
+    """Route stdout through the pager from here on, when a person is reading; the rows
+    are written the same way, styled as on a terminal."""
+    if PAGING.stream is not None or not may_page():
+        return
+    command = pager_command(os.environ)
+    if command is None:
+        return
+    height = shutil.get_terminal_size().lines
+    PAGING.stream = PagedOutput(sys.stdout, command, height)
+    sys.stdout = PAGING.stream
+
+
+def end_paging() -> None:
+    stream, PAGING.stream = PAGING.stream, None
+    if stream is not None:
+        sys.stdout = stream.real
+        stream.finish()

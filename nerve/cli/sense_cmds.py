@@ -6,7 +6,7 @@ from typing import Annotated, Any
 
 import typer
 
-from nerve.cli.output import emit_json, render_rows
+from nerve.cli.output import LIMIT_HELP, emit_json, render_rows
 from nerve.cli.state import workspace as _ws
 from nerve.errors import EventError, UsageError
 
@@ -153,9 +153,7 @@ def query_cmd(
     ] = "SELECT * FROM observations",
     as_json: JsonFlag = False,
     as_csv: CsvFlag = False,
-    limit: Annotated[
-        int, typer.Option("--limit", min=0, help="Rows a terminal shows at most (0: all).")
-    ] = 100,
+    limit: Annotated[int | None, typer.Option("--limit", min=0, help=LIMIT_HELP)] = None,
 ) -> None:
     """SQL over one sense's data (see `nerve sense schema NAME`)."""
     from nerve.cli.output import render_chunks
