@@ -65,6 +65,11 @@ def terminal_width(file: TextIO | None = None) -> int:
         return shutil.get_terminal_size().columns
 
 
+def plural(count: int, noun: str) -> str:
+    """``1 event``, ``2 events``, ``1,024 events``."""
+    return f"{count:,} {noun}{'' if count == 1 else 's'}"
+
+
 def dumps(value: Any) -> str:
     """Byte-stable JSON: sorted keys, no spaces, UTF-8 kept."""
     return json.dumps(jsonable(value), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
@@ -229,8 +234,8 @@ def _header(layout: Layout, columns: list[str], out: TextIO, title: str | None) 
 
 _TIMES = {"time", "ts", "hlc", "physical_ns"}
 _IDS = {"id", "run", "seq", "chain_seq", "source_event"}
-_TEXTS = {"line", "last_line", "source_line", "text", "reason", "prompt", "message", "detail"}
-_TEXTS |= {"description", "error", "last_error", "why", "question", "answer"}
+_TEXTS = {"line", "last_line", "last", "source_line", "text", "reason", "prompt", "message"}
+_TEXTS |= {"detail", "description", "error", "last_error", "why", "question", "answer"}
 _NAMES = {"name", "kind", "subject", "source", "source_name", "workflow", "status", "outcome"}
 _NAMES |= {"tool", "client", "sense", "probe", "group", "errors"}
 MIN_TEXT = 20  # the least a text column is cut to before other columns are left out

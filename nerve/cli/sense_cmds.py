@@ -63,7 +63,9 @@ def trigger(name: Annotated[str, typer.Argument(help="Sense to compute now.")]) 
 
 
 @sense_app.command("state")
-def state(name: Annotated[str, typer.Argument(help="Sense name.")]) -> None:
+def state(
+    name: Annotated[str, typer.Argument(help="Sense name.")], as_json: JsonFlag = False
+) -> None:
     """Print a sense's latest stored state (from the log)."""
     from nerve.canonical import loads_bounded
     from nerve.query import run_query
@@ -83,7 +85,18 @@ def state(name: Annotated[str, typer.Argument(help="Sense name.")]) -> None:
         typer.echo(f"{stored[:RAW_STATE_CHARS]}{'…' if len(stored) > RAW_STATE_CHARS else ''}")
         typer.echo(f"warning: shown raw: {exc}", err=True)
         return
+    if not as_json and _empty(value):
+        fields = ", ".join(value) if isinstance(value, dict) else ""
+        typer.echo(f"{name} holds no state" + (f" ({fields}: empty)" if fields else ""))
+        return
     typer.echo(json.dumps(value, indent=2, sort_keys=True))
+
+
+def _empty(value: object) -> bool:
+    """A state with nothing in it: ``{}``, ``null`` or a map of empty values."""
+    if isinstance(value, dict):
+        return all(v in (None, "", [], {}) for v in value.values())
+    return value in (None, "", [], {})
 
 
 def _quote(text: str) -> str:
