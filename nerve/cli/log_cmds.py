@@ -244,7 +244,7 @@ def query_cmd(
 
 def payload_cmd(cid: Annotated[str, typer.Argument(help="Payload address (hex).")]) -> None:
     """Print the payload bytes stored under a content address."""
-    from nerve.logops import erased_payload
+    from nerve.logops import erased_payload, erasure_naming
     from nerve.query import run_query
 
     if len(cid) != 64 or any(c not in "0123456789abcdef" for c in cid.lower()):
@@ -256,6 +256,8 @@ def payload_cmd(cid: Annotated[str, typer.Argument(help="Payload address (hex)."
         "ORDER BY erased LIMIT 1",
     )
     if not result.rows:
+        if erasure_naming(conn, cid.lower()) is not None:  # the event is archived, the record not
+            raise erased_payload(conn, cid.lower())
         raise UsageError(f"no payload with address {cid}")
     if result.rows[0][0] is None:
         raise erased_payload(conn, cid.lower())
