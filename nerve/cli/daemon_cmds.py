@@ -23,11 +23,30 @@ JsonFlag = Annotated[bool, typer.Option("--json", help="JSON output.")]
 def dev() -> None:
     """Run the daemon in the foreground with a live view (Ctrl+C stops).
 
-    Piped, it prints the daemon's log lines instead of the view."""
+    With a daemon already running (`nerve start`), view that one instead: Ctrl+C leaves the
+    view and the daemon runs on. Piped, it prints the daemon's log lines instead of the view."""
     from nerve.runtime import daemon
 
     view = sys.stdout.isatty()
+    ws = _ws()
+    if daemon.running(ws):
+        _attach(ws, view=view)
+        return
     daemon.run_foreground(_ws(write=True), view=view, echo=None if view else sys.stdout)
+
+
+def _attach(ws: Any, *, view: bool) -> None:
+    from nerve.runtime import attach, daemon
+
+    if not view:  # piped: the running daemon's log, followed
+        for line in daemon.follow_log(daemon.log_path(ws), lines=0):
+            typer.echo(line)
+        return
+    pid = attach.view(ws)
+    if pid:
+        typer.echo(f"left the view; the daemon runs on (pid {pid}): `nerve stop` stops it")
+    else:
+        typer.echo("the daemon stopped")
 
 
 @daemon_app.command("run")
