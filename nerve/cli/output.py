@@ -236,21 +236,26 @@ _TIMES = {"time", "ts", "hlc", "physical_ns"}
 _IDS = {"id", "run", "seq", "chain_seq", "source_event"}
 _TEXTS = {"line", "last_line", "last", "source_line", "text", "reason", "prompt", "message"}
 _TEXTS |= {"detail", "description", "error", "last_error", "why", "question", "answer"}
-_NAMES = {"name", "kind", "subject", "source", "source_name", "workflow", "status", "outcome"}
-_NAMES |= {"tool", "client", "sense", "probe", "group", "errors"}
+_KEYS = {"name", "kind", "status", "outcome", "sense", "errors"}  # before the text
+_NAMES = {"subject", "source_name", "workflow", "tool", "client", "probe", "group"}
 MIN_TEXT = 20  # the least a text column is cut to before other columns are left out
 
 
+TEXT, NAMES = 3, 4  # the ranks of a text column and of the names placed after it
+
+
 def _rank(name: str, *, first_time: bool) -> int:
-    """Which columns a narrow terminal keeps first: a time, ids, the text (which takes what
-    is left over), names; then the rest, left to right."""
+    """Which columns a narrow terminal keeps first: a time, ids, the key names (kind,
+    status), the text, other names; the text then takes what is left; then the rest."""
     if first_time and (name in _TIMES or name.endswith("_at")):
         return 0
     if name in _IDS or name.endswith("_id"):
         return 1
-    if name in _TEXTS:
+    if name in _KEYS:
         return 2
-    return 3 if name in _NAMES else 4
+    if name in _TEXTS:
+        return TEXT
+    return NAMES if name in _NAMES else 5
 
 
 def _ranks(columns: Sequence[str]) -> list[int]:
@@ -276,13 +281,15 @@ class Layout:
         for cells in rows:
             natural = [max(w, _width(c)) for w, c in zip(natural, cells, strict=True)]
         ranks = _ranks(columns)
-        want = [min(w, MIN_TEXT) if r == 2 else w for w, r in zip(natural, ranks, strict=True)]
+        want = [min(w, MIN_TEXT) if r == TEXT else w for w, r in zip(natural, ranks, strict=True)]
         order = sorted(range(len(columns)), key=lambda i: (ranks[i], i))
         kept: dict[int, int] = {}
-        _place(kept, [i for i in order if ranks[i] < 4], want, width)
-        for i in [i for i in order if ranks[i] == 2 and i in kept]:  # the text takes its room
+        _place(kept, [i for i in order if ranks[i] < TEXT], want, width)
+        _place(kept, [i for i in order if ranks[i] == TEXT], want, width, least=MIN_WIDTH * 2)
+        _place(kept, [i for i in order if ranks[i] == NAMES], want, width)
+        for i in [i for i in order if ranks[i] == TEXT and i in kept]:  # the text takes its room
             kept[i] += min(_spare(kept, width), natural[i] - kept[i])
-        _place(kept, [i for i in order if ranks[i] == 4], want, width)
+        _place(kept, [i for i in order if ranks[i] > NAMES], want, width)
         shown = sorted(kept)
         left_out = [name for i, name in enumerate(columns) if i not in kept]
         return cls(shown, [kept[i] for i in shown], left_out)
@@ -311,12 +318,14 @@ def _spare(kept: dict[int, int], width: int) -> int:
     return width - sum(kept.values()) - len(GAP) * max(0, len(kept) - 1)
 
 
-def _place(kept: dict[int, int], order: list[int], want: list[int], width: int) -> None:
-    """Keep each column, in ``order``, that fits whole in what is left (the first one is
-    kept even if it must be cut)."""
+def _place(
+    kept: dict[int, int], order: list[int], want: list[int], width: int, *, least: int = 0
+) -> None:
+    """Keep each column, in ``order``, that fits whole in what is left, or cut to no less
+    than ``least`` (0: whole only); the first column is kept even if it must be cut."""
     for i in order:
         room = _spare(kept, width) - (len(GAP) if kept else 0)
-        if want[i] <= room or not kept:
+        if want[i] <= room or not kept or (least and room >= least):
             kept[i] = min(want[i], max(room, MIN_WIDTH))
 
 
