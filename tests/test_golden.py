@@ -227,7 +227,8 @@ HEALTH = {
     "pid": 4242, "uptime_s": 3723.4, "events": 1, "commits": 1, "segments": 3, "tail_rows": 53,
     "senses": 3, "groups": {"system": {}}, "capture": None,
     "sense_results": [
-        {"name": "cpu", "computes": 5, "errors": 0, "last_result": "cpu 27.3% load1 2.48 (2 cores)"},
+        {"name": "cpu", "computes": 5, "errors": 0,
+         "last_result": "cpu 27.3% load1 2.48 (2 cores)"},
         {"name": "temperature-of-the-north-rack", "computes": 120, "errors": 2,
          "last_result": "rack inlet 24.5 °C",
          "last_error": "compute exceeded its 300 ms timeout; the worker was restarted"},
