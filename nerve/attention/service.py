@@ -24,6 +24,7 @@ from typing import Any
 
 from nerve.attention.detector import Highlight
 from nerve.attention.gate import Decision, UserContext
+from nerve.attention.kinds import DECISION, HIGHLIGHT, LINK, SNAPSHOT
 from nerve.attention.pipeline import Attention
 from nerve.attention.settings import AttentionSettings, ContextTracker, parse_settings
 from nerve.canonical import det_cbor_decode
@@ -33,9 +34,6 @@ from nerve.errors import ChainError, NerveError, report
 from nerve.events import NERVE_SOURCE, SourceClass, Trust
 from nerve.log.store import Draft, EventLog
 
-HIGHLIGHT, DECISION, LINK, SNAPSHOT = (
-    "attention.highlight", "attention.decision", "chain.link", "attention.snapshot",
-)  # fmt: skip
 CHUNK = 5_000
 DECISION_FIELDS = ("outcome", "probe", "value_milli", "cost_milli", "charged_uj",
                    "budget_before_uj", "budget_after_uj", "source_event")  # fmt: skip

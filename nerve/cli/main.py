@@ -1,5 +1,6 @@
 """The ``nerve`` command: global options, command groups, and error translation."""
 
+import importlib.abc
 import sys
 import warnings
 from pathlib import Path
@@ -186,6 +187,8 @@ def run(argv: list[str] | None = None) -> None:
 
         sys.stdout.write(f"nerve {__version__}\n")
         return
+    if argv is None:  # the process is nerve's own: pyarrow need not probe for pandas (~0.5 s)
+        sys.meta_path.insert(0, _NoPandas())
     tree = command()
     args = hoist_workspace(tree, words)
     try:
@@ -214,6 +217,16 @@ def run(argv: list[str] | None = None) -> None:
     except KeyboardInterrupt:
         raise SystemExit(130) from None
     raise SystemExit(code if isinstance(code, int) else 0)  # click's Exit(n) comes back as n
+
+
+class _NoPandas(importlib.abc.MetaPathFinder):
+    """pandas answered "not installed": no command uses it, but pyarrow imports it the
+    first time it builds an array, to see whether it was given a DataFrame (as the daemon
+    does, see ``nerve.runtime.daemon.keep_out``)."""
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
+        if name.partition(".")[0] == "pandas":
+            raise ModuleNotFoundError("pandas is not loaded by the nerve command", name=name)
 
 
 def _invoke(tree: Any, args: list[str]) -> Any:
