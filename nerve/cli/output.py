@@ -66,8 +66,8 @@ def terminal_width(file: TextIO | None = None) -> int:
 
 
 def plural(count: int, noun: str) -> str:
-    """``1 event``, ``2 events``, ``1,024 events``."""
-    return f"{count:,} {noun}{'' if count == 1 else 's'}"
+    """``1 event``, ``2 events``."""
+    return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
 def dumps(value: Any) -> str:
