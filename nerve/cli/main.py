@@ -66,7 +66,7 @@ def _main(
 ) -> None:
     STATE.workspace_arg = workspace
     if no_pager:
-        from nerve.cli.output import PAGING
+        from nerve.cli.pager import PAGING
 
         PAGING.off = True
 
@@ -234,8 +234,8 @@ def _invoke(tree: Any, args: list[str]) -> Any:
     try:
         return tree(args=args, prog_name="nerve", standalone_mode=False)
     finally:
-        if "nerve.cli.output" in sys.modules:
-            sys.modules["nerve.cli.output"].end_paging()
+        if "nerve.cli.pager" in sys.modules:
+            sys.modules["nerve.cli.pager"].end_paging()
 
 
 def _usage_error(exc: click.UsageError) -> UsageError:

@@ -15,9 +15,9 @@ from nerve.cli.output import (
     flat,
     is_terminal,
     more_rows,
-    page,
     terminal_width,
 )
+from nerve.cli.pager import page
 from nerve.cli.state import workspace as _ws
 from nerve.clock import Hlc
 from nerve.errors import UsageError
