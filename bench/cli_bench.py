@@ -22,7 +22,8 @@ the sealed chain has links, and shipped to a fleet warehouse in a local folder):
 * **start**: ``nerve start`` until its socket answers ``status`` (then it is stopped, off
   the clock), at most ``START_ROUNDS`` rounds.
 
-It reports the median wall time of each and its ratio to the floor's median, against the
+It reports the median wall time of each (and its CPU time, user + system, which a loaded
+machine inflates much less) and its ratio to the floor's median, against the
 goals: ``--version`` and ``--help`` ≤ 1.5× the floor, ``emit`` ≤ 2×, ``tail -n 20`` ≤ 0.5 s;
 ``emit_offline`` ≤ 0.4 s, ``start`` ≤ 1.5 s, ``audit_show`` ≤ 0.5 s, ``fleet_query`` ≤ 1 s.
 Goals are reported, not asserted. The checks are about correctness: each command printed
@@ -37,6 +38,7 @@ import argparse
 import json
 import os
 import re
+import resource
 import shutil
 import statistics
 import subprocess
@@ -176,6 +178,13 @@ def timed(argv: list[str], env: dict[str, str]) -> tuple[float, subprocess.Compl
     return time.perf_counter() - started, proc
 
 
+def children_cpu_s() -> float:
+    """CPU seconds (user + system) of every child waited for so far: on a loaded machine
+    the wall time grows with the load, a command's own CPU time much less."""
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
+
+
 def heavy_imports(argv: list[str], env: dict[str, str]) -> list[str]:
     """The heavy top-level packages a command imports, from ``-X importtime``."""
     if argv[0] != sys.executable:  # the script: run the same entry point under -X importtime
@@ -199,11 +208,14 @@ def measure(root: Path, side: Path, rounds: int) -> dict[str, Any]:
     env = {**os.environ, "NO_COLOR": "1", "NERVE_WORKSPACE": ""}
     argvs = {**commands(root), **side_commands(side)}
     times: dict[str, list[float]] = {name: [] for name in argvs}
+    cpu: dict[str, list[float]] = {name: [] for name in argvs}
     outputs: dict[str, list[subprocess.CompletedProcess[str]]] = {name: [] for name in argvs}
     for round_ in range(rounds):
         for name, argv in argvs.items():
+            before = children_cpu_s()
             seconds, proc = timed(argv, env)
             times[name].append(seconds)
+            cpu[name].append(children_cpu_s() - before)
             outputs[name].append(proc)
         say(
             f"round {round_ + 1}/{rounds}: "
@@ -215,6 +227,7 @@ def measure(root: Path, side: Path, rounds: int) -> dict[str, Any]:
     floor = medians["floor"]
     return {
         "median_s": {name: round(value, 4) for name, value in medians.items()},
+        "median_cpu_s": {name: round(statistics.median(v), 4) for name, v in cpu.items()},
         "ratio_to_floor": {
             name: round(value / floor, 2) for name, value in medians.items() if name != "floor"
         },
@@ -261,12 +274,14 @@ def goals(result: dict[str, Any]) -> dict[str, bool]:
 
 
 def render(result: dict[str, Any], out: TextIO) -> None:
-    out.write(f"{'command':<14}{'median':>10}{'× floor':>10}{'goal':>10}\n")
+    out.write(f"{'command':<14}{'median':>10}{'cpu':>10}{'× floor':>10}{'goal':>10}\n")
     for name, seconds in result["median_s"].items():
         ratio = result["ratio_to_floor"].get(name, 1.0)
+        cpu = result["median_cpu_s"].get(name)
+        cpu_text = "" if cpu is None else f"{cpu * 1000:.0f}ms"
         goal = f"{SECONDS_GOALS[name]:.1f} s" if name in SECONDS_GOALS else GOALS.get(name, "")
         goal = f"{goal}×" if isinstance(goal, float) else goal
-        out.write(f"{name:<14}{seconds * 1000:>8.0f}ms{ratio:>9.2f}×{goal:>10}\n")
+        out.write(f"{name:<14}{seconds * 1000:>8.0f}ms{cpu_text:>10}{ratio:>9.2f}×{goal:>10}\n")
     for goal, met in result["goals"].items():
         out.write(f"goal {goal}: {'met' if met else 'NOT met'}\n")
 
