@@ -129,3 +129,10 @@ def test_small_words(workspace: Workspace, tmp_path: Path) -> None:
     assert cli(workspace, "sense", "state", "cpu").stdout == "cpu holds no state (note: empty)\n"
     names = cli(workspace, "query", "SELECT DISTINCT source_name FROM events ORDER BY 1").stdout
     assert names.split() == ["source_name", "nerve", "shell"]
+
+
+def test_forget_names_nerves_own_source_nerve(workspace: Workspace) -> None:
+    cli(workspace, "emit", "-s", "vendor:1024", "--kind", "note", "-l", "secret a", "-q")
+    cli(workspace, "emit", "-s", "shell", "-l", "secret b", "-q")
+    said = cli(workspace, "forget", "--match", "secret").stdout
+    assert "shell 1, nerve 1" in said and "vendor:1024" not in said
