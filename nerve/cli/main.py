@@ -65,10 +65,9 @@ def _main(
     ] = False,
 ) -> None:
     STATE.workspace_arg = workspace
-    if no_pager:
-        from nerve.cli.pager import PAGING
+    from nerve.cli.pager import PAGING
 
-        PAGING.off = True
+    PAGING.off = no_pager  # each run says it anew (tests run many in one process)
 
 
 def _takes_value(command: Any, flag: str) -> bool | None:
