@@ -142,6 +142,7 @@ class _Probe:
     slope: int = 0  # EMA of the clamped steps (thousandths)
     step_err: int = 0  # EMA of the absolute steps
     fired: int = 0  # the score of the latest fire
+    climb: int = 0  # the steepest recent trend
     fits: list[_Fit] = field(default_factory=lambda: [_Fit(), _Fit(), _Fit()])
     daily: dict[int, list[int]] = field(default_factory=dict)  # slot -> [mean, count]
     weekly: dict[int, list[int]] = field(default_factory=dict)
@@ -157,6 +158,7 @@ class _Probe:
 
 _SCALARS = (
     "n", "level", "quiet", "peak", "run", "run_min", "held", "last", "slope", "step_err", "fired",
+    "climb",
 )  # fmt: skip
 
 
@@ -253,8 +255,8 @@ class ValueDetector:
             self._spike(s, round_div(abs(x - pred) * 1000, sigma)),
             self._trend(s, x, floor),
         )
-        # Within the debounce only a stronger surprise fires (a spike, then the run it starts).
-        if blocked or score == 0 or (quiet > 0 and score <= s.fired):
+        # Within the debounce only a surprise twice as strong fires (a spike, then its run).
+        if blocked or score == 0 or (quiet > 0 and score <= 2 * s.fired):
             return None
         s.quiet, s.fired = p.debounce, score
         return Highlight(
@@ -290,7 +292,12 @@ class ValueDetector:
         s.step_err = (
             _ema(s.step_err, min(abs(step), cap), p.err_num, p.err_den) if s.n > 1 else abs(step)
         )
-        return _over(round_div(abs(s.slope) * 1000, scale), p.trend_k_milli)
+        z = round_div(abs(s.slope) * 1000, scale)
+        bar = max(p.trend_k_milli, s.climb)
+        s.climb -= s.climb >> p.peak_shift
+        if z > bar:  # a climb that fired is the one to beat for a while
+            s.climb = z
+        return _over(z, bar)
 
     def _fold(
         self, s: _Probe, x: int, preds: list[int | None], slots: tuple[int, int], learn: bool
@@ -301,7 +308,10 @@ class ValueDetector:
                 continue
             miss = abs(x - pred)
             if fit.n:
-                miss = min(miss, round_div(max(fit.err, _F) * p.clamp_milli, 1000))
+                # A pending run widens no error beyond one unit a reading (so it stays a run,
+                # while an integer hum still learns its spread); otherwise up to clamp times.
+                cap = max(fit.err, _F)
+                miss = min(miss, cap if not learn else round_div(cap * p.clamp_milli, 1000))
             fit.err = _ema(fit.err, miss, p.err_num, p.err_den) if fit.n else miss
             fit.n += 1
         s.last, s.n = x, s.n + 1
