@@ -158,7 +158,7 @@ def score_corpus(corpus: list[Series], scores: dict[str, list[float]]) -> dict[s
 
 
 def _stamp(text: str) -> str:
-    return text.split(".")[0]
+    return text.split(".", maxsplit=1)[0]
 
 
 def load_nab(root: Path, only: str | None) -> list[Series]:

@@ -445,8 +445,14 @@ class AttentionService:
         columns = ["id", "source", "trust", "physical_ns", "logical", "line", "subject", "payload"]
         rows = [
             Obs(
-                r["id"], r["source"], r["trust"], r["physical_ns"], r["logical"], r["line"],
-                r["subject"], readings_from_bytes(r["payload"]),
+                r["id"],
+                r["source"],
+                r["trust"],
+                r["physical_ns"],
+                r["logical"],
+                r["line"],
+                r["subject"],
+                readings_from_bytes(r["payload"]),
             )  # fmt: skip
             for r in table.filter(_is_observation(table)).select(columns).to_pylist()
         ]
