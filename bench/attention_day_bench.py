@@ -23,6 +23,8 @@ start), **precision** (surfaced decisions from the start of an incident to 2 min
 its end, over all surfaced), **interruptions per hour** of background (surfaced decisions
 outside every incident, per hour outside them). Goals (checks): recall ≥ 0.9, precision ≥
 0.8, ≤ 2 interruptions per hour; and ``replay_identical`` (a second run decides the same).
+``--quick`` (8 hours, one incident of each kind) reports the figures against the goals but
+checks only that some incident is caught in time (``recall_above_zero``) besides the replay.
 The last stdout line is ``RESULT {json}``; the exit status is 1 when a check fails.
 """
 
@@ -288,13 +290,17 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     values = json.loads(args.values)
     decisions = attend(obs, values)
     figures = score(obs, decisions, day.incidents, args.hours)
-    checks = {
+    goals = {
         "recall": figures["recall"] >= GOALS["recall"],
         "precision": figures["precision"] >= GOALS["precision"],
         "interruptions_per_hour": figures["interruptions_per_hour"]
         <= GOALS["interruptions_per_hour"],
-        "replay_identical": attend(obs, values) == decisions,
     }
+    checks: dict[str, bool] = {"replay_identical": attend(obs, values) == decisions}
+    if args.quick:
+        checks["recall_above_zero"] = figures["recall"] > 0
+    else:
+        checks.update(goals)
     for name in ("recall", "precision", "interruptions_per_hour"):
         print(f"{name}: {figures[name]:.3f} (goal {GOALS[name]})", file=sys.stderr)
     return {
@@ -302,6 +308,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "seed": args.seed,
         "observations": len(obs),
         **{k: round(v, 3) if isinstance(v, float) else v for k, v in figures.items()},
+        "goals_met": goals,
         "checks": checks,
         "failed_checks": [k for k, v in checks.items() if not v],
     }

@@ -28,11 +28,11 @@ null)`` with ``perfect = tp · windows`` and ``null = −fn · windows``.
 **Checks.** ``scorer_matches_published``: NAB's own ``null``, ``random`` and
 ``windowedGaussian`` outputs from ``results/`` scored here agree with ``final_results.json``
 within 0.05 on every profile (``random`` within 2: the per-row outputs NAB ships for it are
-not those of the run behind its final scores; skipped without them). ``standard_goal``: nerve scores ≥ 70 on
-the standard profile (the goal; ``--quick`` checks only that nerve beats the null and random
-detectors on the synthetic corpus). ``replay_identical``: a second run over the first series
-gives the same decisions bit for bit. The last stdout line is ``RESULT {json}``; the exit
-status is 1 when a check fails.
+not those of the run behind its final scores; skipped without them). ``standard_goal``:
+nerve scores ≥ 70 on the standard profile (the goal; ``--quick`` checks only that nerve beats
+the null and random detectors on the synthetic corpus). ``replay_identical``: a second run
+over the first series gives the same decisions bit for bit. The last stdout line is
+``RESULT {json}``; the exit status is 1 when a check fails.
 """
 
 from __future__ import annotations

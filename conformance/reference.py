@@ -669,8 +669,9 @@ class RefDetector:
             threshold = mean + rdiv(p["k_milli"] * sigma, 1000)
             if x >= p["floor_milli"] and 1000 * x > threshold:
                 score = min(1000, rdiv((1000 * x - threshold) * 1000, 1_000_000 - threshold))
-                fire = {"probe": probe, "value_milli": x, "baseline_milli": rdiv(mean, 1000),
-                        "sigma_milli": rdiv(sigma, 1000), "score_milli": score, "seq": seq}  # fmt: skip
+                fire = {"probe": probe, "value_milli": x, "seq": seq,
+                        "baseline_milli": rdiv(mean, 1000), "sigma_milli": rdiv(sigma, 1000),
+                        "score_milli": score}  # fmt: skip
                 quiet = p["debounce"]
         if n == 0:
             mean, var = 1000 * x, 0

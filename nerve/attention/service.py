@@ -444,17 +444,7 @@ class AttentionService:
         # Queued even before the catch-up finishes; the attender skips what it has seen.
         columns = ["id", "source", "trust", "physical_ns", "logical", "line", "subject", "payload"]
         rows = [
-            Obs(
-                r["id"],
-                r["source"],
-                r["trust"],
-                r["physical_ns"],
-                r["logical"],
-                r["line"],
-                r["subject"],
-                readings_from_bytes(r["payload"]),
-            )  # fmt: skip
-            for r in table.filter(_is_observation(table)).select(columns).to_pylist()
+            _obs_of(r) for r in table.filter(_is_observation(table)).select(columns).to_pylist()
         ]
         if rows:
             self._queue.put_nowait(rows)
@@ -525,6 +515,13 @@ class AttentionService:
                     self.att.observe(item)
                     self._since_snapshot += len(item)
             await self._flush(kernel, snapshot=self._since_snapshot > 0)
+
+
+def _obs_of(r: dict[str, Any]) -> Obs:
+    return Obs(
+        r["id"], r["source"], r["trust"], r["physical_ns"], r["logical"], r["line"],
+        r["subject"], readings_from_bytes(r["payload"]),
+    )  # fmt: skip
 
 
 def _is_observation(table: Any) -> Any:
