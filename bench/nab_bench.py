@@ -344,6 +344,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 def main(argv: Sequence[str] | None = None, out: TextIO = sys.stdout) -> int:
     args = parse_args(argv)
     result = run(args)
+    for name in result["failed_checks"]:
+        print(f"check failed: {name}", file=sys.stderr)
     print("RESULT " + json.dumps(result, sort_keys=True), file=out)
     return 1 if result["failed_checks"] else 0
 

@@ -253,6 +253,20 @@ SABOTAGE: dict[str, tuple[str, list[str], str]] = {
         ["--seconds", "6", "--sample-s", "2", "--stream-s", "60"],
         "every_sense_computed",
     ),
+    "nab_bench.py": (
+        """
+        bench.readings_from_bytes = lambda payload: {}  # the readings never reach attention
+        """,
+        ["--quick"],
+        "beats_null",
+    ),
+    "attention_day_bench.py": (
+        """
+        bench.attend = lambda obs, values=None: []  # attention decides nothing
+        """,
+        ["--quick", "--hours", "6"],
+        "recall_above_zero",
+    ),
 }
 
 
