@@ -801,14 +801,15 @@ class RefValues:
         for table, slot in zip(s["tables"], slots, strict=True):
             cell = table.get(slot)
             preds.append(cell[0] if cell and cell[1] >= p["season_min"] else None)
-        ready = [(s["fits"][i][0], i) for i in range(3)
+        bias = (1000, p["season_bias_milli"], p["season_bias_milli"])
+        ready = [(rdiv(s["fits"][i][0] * bias[i], 1000), i) for i in range(3)
                  if preds[i] is not None and s["fits"][i][1] >= p["season_min"]]  # fmt: skip
         blocked = s["n"] < p["warmup"] or not ready
         q, s["quiet"] = s["quiet"], max(0, s["quiet"] - 1)
         fire = None
         if ready:
-            e, i = min(ready)
-            pred = preds[i]
+            i = min(ready)[1]
+            e, pred = s["fits"][i][0], preds[i]
             assert pred is not None
             floor = max(p["min_dev_milli"], rdiv(abs(pred) * p["rel_floor_milli"], 1_000_000))
             sigma = max(e, floor)
@@ -820,6 +821,10 @@ class RefValues:
                         "score_milli": score, "seq": seq}  # fmt: skip
         self._fold(s, x, preds, slots)
         return fire
+
+    def _w(self, count: int) -> tuple[int, int]:
+        p = self.p
+        return (1, count) if count * p["err_num"] < p["err_den"] else (p["err_num"], p["err_den"])
 
     def _spike(self, s: dict[str, Any], z: int) -> int:
         p = self.p
@@ -846,7 +851,7 @@ class RefValues:
         cap = rdiv(scale * p["clamp_milli"], 1000)
         if s["n"] > 1:
             s["slope"] = _ema(s["slope"], max(-cap, min(cap, step)), p["trend_num"], p["trend_den"])
-            s["step_err"] = _ema(s["step_err"], min(abs(step), cap), p["err_num"], p["err_den"])
+            s["step_err"] = _ema(s["step_err"], min(abs(step), cap), *self._w(s["n"]))
         elif s["n"] == 1:
             s["step_err"] = abs(step)
         zt = rdiv(abs(s["slope"]) * 1000, scale)
@@ -868,7 +873,7 @@ class RefValues:
             if fit[1] > 0:
                 c = max(fit[0], 1000)
                 m = min(m, rdiv(c * p["clamp_milli"], 1000) if learn else c)
-                fit[0] = _ema(fit[0], m, p["err_num"], p["err_den"])
+                fit[0] = _ema(fit[0], m, *self._w(fit[1] + 1))
             else:
                 fit[0] = m
             fit[1] += 1

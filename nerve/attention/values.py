@@ -64,6 +64,7 @@ class ValueParams(BaseModel):
     season_num: Annotated[int, Field(ge=1)] = 1
     season_den: Annotated[int, Field(ge=1)] = 4
     season_min: Annotated[int, Field(ge=1)] = 4
+    season_bias_milli: Annotated[int, Field(ge=0, le=1000)] = 700
     clamp_milli: Annotated[int, Field(ge=1000)] = 6000
     k_milli: Annotated[int, Field(ge=0)] = 5000
     peak_ratio_milli: Annotated[int, Field(ge=0)] = 1500
@@ -228,16 +229,21 @@ class ValueDetector:
         ]
 
     def _best(self, s: _Probe, preds: list[int | None]) -> tuple[int, int] | None:
-        """(prediction, its error) of the fit with the smallest error that has data."""
+        """(prediction, its error) of the fit with the smallest error that has data; a
+        season's error counts ``season_bias_milli / 1000`` of itself (a cycle, once seen, is
+        preferred to a level that happens to fit as well)."""
+        p = self.params
         ready = [
-            (s.fits[i].err, i, p)
-            for i, p in enumerate(preds)
-            if p is not None and s.fits[i].n >= self.params.season_min
+            (round_div(s.fits[i].err * (1000 if i == 0 else p.season_bias_milli), 1000), i)
+            for i, pred in enumerate(preds)
+            if pred is not None and s.fits[i].n >= p.season_min
         ]
         if not ready:
             return None
-        err, _, pred = min(ready)
-        return pred, err
+        _, i = min(ready)
+        pred = preds[i]
+        assert pred is not None
+        return pred, s.fits[i].err
 
     def _judge(
         self, probe: str, s: _Probe, x: int, preds: list[int | None], seq: int
@@ -290,7 +296,7 @@ class ValueDetector:
         if s.n > 1:
             s.slope = _ema(s.slope, max(-cap, min(cap, step)), p.trend_num, p.trend_den)
         s.step_err = (
-            _ema(s.step_err, min(abs(step), cap), p.err_num, p.err_den) if s.n > 1 else abs(step)
+            _ema(s.step_err, min(abs(step), cap), *self._weight(s.n)) if s.n > 1 else abs(step)
         )
         z = round_div(abs(s.slope) * 1000, scale)
         bar = max(p.trend_k_milli, s.climb)
@@ -298,6 +304,12 @@ class ValueDetector:
         if z > bar:  # a climb that fired is the one to beat for a while
             s.climb = z
         return _over(z, bar)
+
+    def _weight(self, count: int) -> tuple[int, int]:
+        """An error's weight for its ``count``-th sample: the mean of the samples so far
+        (``1 / count``) until that is below ``err_num / err_den``."""
+        p = self.params
+        return (1, count) if count * p.err_num < p.err_den else (p.err_num, p.err_den)
 
     def _fold(
         self, s: _Probe, x: int, preds: list[int | None], slots: tuple[int, int], learn: bool
@@ -312,7 +324,7 @@ class ValueDetector:
                 # while an integer hum still learns its spread); otherwise up to clamp times.
                 cap = max(fit.err, _F)
                 miss = min(miss, cap if not learn else round_div(cap * p.clamp_milli, 1000))
-            fit.err = _ema(fit.err, miss, p.err_num, p.err_den) if fit.n else miss
+            fit.err = _ema(fit.err, miss, *self._weight(fit.n + 1)) if fit.n else miss
             fit.n += 1
         s.last, s.n = x, s.n + 1
         if not learn:
