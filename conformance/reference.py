@@ -1,15 +1,20 @@
-"""An independent reference for C1, C2 and C5, written from ``conformance/README.md`` alone.
+"""An independent reference for C1, C2, C3, C3V, C4 and C5, written from
+``conformance/README.md`` alone.
 
 It uses the standard library, ``blake3`` and PyNaCl (Ed25519) and never imports ``nerve``
 (``conformance/test_reference.py`` checks both by walking this file's syntax tree and by
 running it with ``nerve`` made unimportable). Each ``check_*`` function takes a parsed
 vector and returns the list of problems found; an empty list means the vector agrees with
-the byte layouts the README documents.
+the byte layouts and rules the README documents.
 
-Scope: C1 and C2 in full. For C5, the link format and a first-break walk for one key epoch
-(no ``rotate`` links, no trust record): duplicated, malformed, non-canonical, unknown-key,
-forked, bad-signature (without telling an edit from a damaged signature), reordered and
-excised, and the checkpoint's size, head and Merkle root.
+Scope: C1 and C2 in full. C3 and C3V in full: observer, detector, value probes and gate
+recomputed, every highlight and decision compared. C4: every case's envelope (window,
+tokens, BM25 in fixed point, named strata, recency fill, strata, salience) and its digest,
+and the Tier-0 intent its query matches; not the answer texts, which the README leaves to
+the vector. For C5, the link format and a first-break walk for one key epoch (no ``rotate``
+links, no trust record): duplicated, malformed, non-canonical, unknown-key, forked,
+bad-signature (without telling an edit from a damaged signature), reordered and excised,
+and the checkpoint's size, head and Merkle root.
 """
 
 from __future__ import annotations
@@ -893,3 +898,184 @@ def check_c3v(vec: dict[str, Any]) -> Problems:
     """C3V's value-probe decisions, recomputed from the README's rules."""
     idle = _ref_idle(vec["config"], vec["stream"], vec["idle"]["context"])
     return _first_mismatch("idle", idle, vec["idle"]["decisions"])
+
+
+# -- C4: the synthesis cascade's envelope (README: "C4 — synthesis cascade") ----------------
+
+
+def _words(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+STOP = _words(
+    "about after all am an and any are as at be been before but by can could did do does done "
+    "for from give had has have how if in into is it its just last lately latest list me most "
+    "my newest of on or our please recent recently show so some tell than that the their them "
+    "then there these this those to us was we were what when where which who why will with "
+    "would you your"
+)
+NAMES = {
+    "file_change": "file files edit edited edits editing modified saved wrote written touched "
+    "created deleted renamed",
+    "shell": "command commands ran run typed executed shell terminal",
+    "process_tree": "process processes program programs app apps",
+    "thermal_power": "cpu load memory ram disk battery power thermal temperature busy",
+    "network": "network net download upload bandwidth traffic wifi internet",
+    "app_focus": "focus focused window windows switched",
+    "system_log": "syslog journal kernel",
+    "attention.decision": "surfaced surface surfacing held hold withheld budget joules decision "
+    "decisions interrupted interruption shown showed alerted notified",
+    "attention.highlight": "highlight highlights anomaly anomalies spike spikes",
+    "sense.error": "error errors failed failure failures failing crashed crash",
+}
+INTENTS = {  # name: (stratum, triggers, vocabulary)
+    "recent_files": ("file_change", "file files edit edited edits modified saved wrote touched",
+                     "change changed changes recently save touch work worked working write "
+                     "written"),
+    "last_command": ("shell", "command commands ran run typed executed shell",
+                     "enter entered execute executed previous terminal type"),
+    "surfaced": ("attention.decision", "surfaced surface showed shown show+you alerted notified "
+                 "interrupted", "alert alerts attention interrupt notification notifications "
+                 "notify"),
+    "held": ("attention.decision", "held hold withheld holds",
+             "attention back decision decisions keep kept not"),
+    "budget": ("attention.decision", "budget",
+               "attention energy joules left much remain remaining remains spent"),
+    "last_error": ("sense.error", "error errors failed failure failures crashed crash",
+                   "happened occurred sense senses went wrong"),
+}  # fmt: skip
+
+
+def tokens(text: str) -> list[str]:
+    out, run = [], []
+    for ch in text + " ":
+        if ch.isascii() and ch.isalnum():
+            run.append(ch.lower())
+        else:
+            if len(run) >= 2:
+                out.append("".join(run))
+            run = []
+    return out
+
+
+def log2_fixed(num: int, den: int) -> int:
+    whole = 0
+    while den << (whole + 1) <= num:
+        whole += 1
+    y, fraction = (num << 64) // (den << whole), 0
+    for _ in range(16):
+        y = (y * y) >> 64
+        fraction <<= 1
+        if y >= 1 << 65:
+            fraction |= 1
+            y >>= 1
+    return (whole << 16) + fraction
+
+
+def intent_of(query: str) -> str | None:
+    words = tokens(query)
+    matched = []
+    for name, (_, triggers, vocabulary) in INTENTS.items():
+        for trigger in triggers.split():
+            need = set(trigger.split("+"))
+            if not need <= set(words):
+                continue
+            known = set(vocabulary.split()) | {w for t in triggers.split() for w in t.split("+")}
+            others = [w for w in words if w not in STOP and w not in known]
+            if name == "held" or not others:
+                matched.append(name)
+                break
+    return matched[0] if len(matched) == 1 else None
+
+
+def _stratum(ev: dict[str, Any]) -> str:
+    return ev["source"] if ev["kind"] == "observation" else ev["kind"]
+
+
+def _newest_key(ev: dict[str, Any]) -> tuple[int, int, bytes, bytes]:
+    return (ev["hlc"][0], ev["hlc"][1], ev["node"].encode(), bytes.fromhex(ev["id"]))
+
+
+def _salience(events: list[dict[str, Any]], window: int) -> dict[str, Any] | None:
+    obs = [e for e in events if e["kind"] == "observation"]
+    if not obs:
+        return None
+    observer = RefObserver(window)
+    for e in obs:
+        got = observer.observe(source_code(e["source"]), TRUSTS[e["trust"]])
+    return {"source": obs[-1]["source"], **got, "window": window,
+            "observations": len(obs), "hlc": obs[-1]["hlc"]}  # fmt: skip
+
+
+def envelope(events: list[dict[str, Any]], query: str, params: dict[str, Any]) -> dict[str, Any]:
+    ordered = sorted(events, key=_newest_key)
+    candidates = [e for e in ordered if e["kind"] in params["kinds"]]
+    window = candidates[-params["window"] :]
+    words = tokens(query)
+    terms = sorted(list(dict.fromkeys(w for w in words if w not in STOP))[:32])
+    span_tokens = {e["id"]: tokens(e["line"]) for e in window}
+    scores = dict.fromkeys(span_tokens, 0)
+    for term in terms:
+        n = sum(1 for t in span_tokens.values() if term in t)
+        idf = log2_fixed(2 * len(window) + 2, 2 * n + 1)
+        for eid, toks in span_tokens.items():
+            tf = toks.count(term)
+            scores[eid] += idf * 11 * tf // (5 * tf + 6)
+    newest_first = sorted(window, key=_newest_key, reverse=True)
+    rank, strata = {}, {}
+    for e in newest_first:
+        st = _stratum(e)
+        rank[e["id"]] = sum(1 for x in newest_first[: newest_first.index(e)] if _stratum(x) == st)
+        strata.setdefault(st, []).append(e)
+    present = set(strata)
+    intent = intent_of(query)
+    named: list[str] = []
+    if intent is not None and INTENTS[intent][0] in present:
+        named.append(INTENTS[intent][0])
+    for w in words:
+        for st, vocab in NAMES.items():
+            if w in vocab.split() and st in present and st not in named:
+                named.append(st)
+    by_score = sorted((e for e in window if scores[e["id"]] > 0),
+                      key=lambda e: (scores[e["id"]], _newest_key(e)), reverse=True)  # fmt: skip
+    hits = by_score[: params["k"]]
+    others = sorted((st for st in present if st not in named),
+                    key=lambda st: (tuple(-v for v in strata[st][0]["hlc"]), st))  # fmt: skip
+    place = {st: i for i, st in enumerate(named + others)}
+    hit_ids = {e["id"] for e in hits}
+
+    def fill_key(e: dict[str, Any]) -> tuple[bool, int, int]:
+        return (_stratum(e) not in named, rank[e["id"]], place[_stratum(e)])
+
+    rest = sorted((e for e in window if e["id"] not in hit_ids), key=fill_key)
+    chosen = [(e, "bm25") for e in hits] + [(e, "fill") for e in rest[: params["k"] - len(hits)]]
+    spans = [{"id": e["id"], "hlc": e["hlc"], "source": e["source"], "kind": e["kind"],
+              "subject": e["subject"], "line": e["line"], "rank": rank[e["id"]],
+              "score": scores[e["id"]], "via": via} for e, via in chosen]  # fmt: skip
+    return {
+        "version": 1, "query": query, "terms": terms, "named": named, "k": params["k"],
+        "spans": spans,
+        "window": {"limit": params["window"], "kinds": params["kinds"], "spans": len(window),
+                   "complete": len(window) == len(candidates)},
+        "strata": [{"stratum": st, "spans": len(strata[st]), "newest": strata[st][0]["hlc"]}
+                   for st in sorted(strata)],
+        "salience": _salience(ordered, params["salience_window"]),
+    }  # fmt: skip
+
+
+def check_c4(vec: dict[str, Any]) -> Problems:
+    """Every case's envelope and digest, and the Tier-0 intent its query matches."""
+    problems = []
+    for case in vec["cases"]:
+        got = envelope(vec["events"], case["query"], vec["params"])
+        if got != case["envelope"]:
+            keys = sorted(k for k in got if got[k] != case["envelope"].get(k))
+            problems.append(f"{case['query']!r}: envelope {keys} differ")
+        elif b3(canonical_json(got)).hex() != case["envelope_digest"]:
+            problems.append(f"{case['query']!r}: envelope digest differs")
+        intent = intent_of(case["query"])
+        if case["expect"] == "deterministic" and intent != case.get("intent"):
+            problems.append(f"{case['query']!r}: intent {intent}, published {case.get('intent')}")
+        if case["expect"] == "escalate" and case.get("model_call") is True and intent:
+            problems.append(f"{case['query']!r}: escalates though it matches {intent}")
+    return problems

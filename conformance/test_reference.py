@@ -78,7 +78,7 @@ def test_the_reference_checks_every_vector_with_nerve_unimportable() -> None:
         "print(json.dumps([r.check_c1(v('c1_replay_digest.json')), r.check_c2("
         "v('c2_event_id.json')), r.check_c5(c5), r.check_c5_against_c3(c5, c3),"
         " r.check_n1(v('n1_payload_jcs.json')), r.check_n2(v('n2_projections.json')),"
-        " r.check_c3(c3), r.check_c3v(v('c3_values.json'))]))\n"
+        " r.check_c3(c3), r.check_c3v(v('c3_values.json')), r.check_c4(v('c4_recall.json'))]))\n"
         "assert sys.modules['nerve'] is None\n"
         "assert not any(m.startswith('nerve.') for m in sys.modules)\n"
     )
@@ -86,7 +86,7 @@ def test_the_reference_checks_every_vector_with_nerve_unimportable() -> None:
         [sys.executable, "-c", script], capture_output=True, text=True, check=False
     )
     assert proc.returncode == 0, proc.stderr
-    assert json.loads(proc.stdout) == [[], [], [], [], [], [], [], []]
+    assert json.loads(proc.stdout) == [[], [], [], [], [], [], [], [], []]
 
 
 def test_c1_preimages_ids_and_replay_digest() -> None:
@@ -374,3 +374,18 @@ def test_a_changed_nerve_with_regenerated_vectors_fails_the_reference(
         assert ref.check_c3(regenerated) != []
     else:
         assert ref.check_c3v(gen.c3v(gen.value_stream())) != []
+
+
+def test_c4_envelopes_digests_and_intents_recomputed_from_the_readme() -> None:
+    vec = _vector("c4_recall.json")
+    assert ref.check_c4(vec) == []
+    moved = copy.deepcopy(vec)
+    moved["cases"][0]["envelope"]["spans"][0]["rank"] += 1  # a published rank that is wrong
+    assert ref.check_c4(moved) != []
+    renamed = copy.deepcopy(vec)
+    spike = next(e for e in renamed["events"] if e["kind"] == "attention.highlight")
+    spike["line"] = "salience spike cpu 0.900"  # the log changes, not the cases
+    assert ref.check_c4(renamed) != []
+    wrong = copy.deepcopy(vec)
+    wrong["cases"][1]["intent"] = "recent_files"
+    assert ref.check_c4(wrong) != []
