@@ -389,3 +389,20 @@ def test_c4_envelopes_digests_and_intents_recomputed_from_the_readme() -> None:
     wrong = copy.deepcopy(vec)
     wrong["cases"][1]["intent"] = "recent_files"
     assert ref.check_c4(wrong) != []
+
+
+@pytest.mark.parametrize("change", ["idf_fixed", "named_strata"])
+def test_a_changed_cascade_with_a_regenerated_c4_fails_the_reference(
+    change: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    core = importlib.import_module("nerve.recall.core")
+    original = getattr(core, change)
+    if change == "idf_fixed":  # rarer terms weigh a little more
+        monkeypatch.setattr(core, change, lambda spans, holding: original(spans, holding) + 1)
+    else:  # the strata a query names served in the opposite order
+        monkeypatch.setattr(core, change, lambda query, first=(): original(query, first)[::-1])
+    spec = importlib.util.spec_from_file_location("gen_c4", HERE / "generate_c4.py")
+    assert spec is not None and spec.loader is not None
+    gen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen)
+    assert ref.check_c4(gen.build(tmp_path)) != []
