@@ -263,3 +263,24 @@ def _refused_ids(ws: Path) -> list[bytes]:
         _open(_log_root(ws)).close()
     wanted = {f"e{n}" for n in range(100, 103)}
     return [e.id for e in events_since(_log_root(ws)) if not e.erased and e.line in wanted]
+
+
+@pytest.mark.parametrize("how", ["seal", "compact"])
+def test_a_record_whose_fsync_and_cut_back_fail_never_bricks_the_log(
+    tmp_path: Path, how: str
+) -> None:
+    """Issue repro: the manifest's fsync fails with EIO and so does cutting the record back
+    off, while deleting still works. The record may be stored, so its segment must stay:
+    the log opens, every acknowledged event is there once, and verify is clean."""
+    ws = tmp_path / "ws"
+    acked = _build(_log_root(ws), tail=how == "seal")
+
+    def sync_or_cut(site: str) -> bool:
+        return site.startswith("nerve/log/manifest.py") and site.endswith(("fsync", "ftruncate"))
+
+    with syscalls.failing_where(sync_or_cut, errno.EIO), pytest.raises((NerveError, OSError)):
+        (_run_seal if how == "seal" else _run_compact)(ws)
+    _open(_log_root(ws)).close()  # opens: nothing it names was deleted
+    stored = _stored(ws)
+    assert [i for i in acked if stored[i] != 1] == []
+    assert verify(_log_root(ws)).ok

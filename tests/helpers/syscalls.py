@@ -35,6 +35,7 @@ class Plan:
     target: tuple[str, int] | None = None  # (site, nth call of it, from 1)
     err: int = 0
     sticky: bool = False  # once it fired, every later call fails too (the disk broke)
+    where: Callable[[str], bool] | None = None  # else: fail every call at a matching site
     calls: list[str] = field(default_factory=list)  # sites, in call order
     counts: dict[str, int] = field(default_factory=dict)
     fired: bool = False
@@ -42,6 +43,9 @@ class Plan:
     def hit(self, site: str) -> bool:
         self.calls.append(site)
         self.counts[site] = self.counts.get(site, 0) + 1
+        if self.where is not None:
+            self.fired = self.fired or self.where(site)
+            return self.where(site)
         if self.fired:
             return self.sticky
         self.fired = self.target == (site, self.counts[site])
@@ -98,6 +102,11 @@ def failing(
     """Fail the ``nth`` call made at ``site`` with ``err``; every other call runs (with
     ``sticky``, every call after it fails too, as on a disk that broke there)."""
     return patched(Plan(target=(site, nth), err=err, sticky=sticky))
+
+
+def failing_where(pred: Callable[[str], bool], err: int) -> contextlib.AbstractContextManager[Plan]:
+    """Fail every call nerve makes at a site ``pred`` accepts (``"nerve/log/x.py:12 fsync"``)."""
+    return patched(Plan(where=pred, err=err))
 
 
 def instances(calls: list[str]) -> list[tuple[str, int]]:
