@@ -39,6 +39,7 @@ class Salvage:
 
     remove: list[str] = field(default_factory=list)
     add: list[SegmentInfo] = field(default_factory=list)
+    restored: list[str] = field(default_factory=list)  # rebuilt byte for byte, same name
     lost: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
@@ -48,6 +49,7 @@ class Salvage:
             "remove": self.remove,
             "add": [i.to_json() for i in self.add],
             "lost_segments": self.lost,
+            "restored": self.restored,
             "time_ns": now_ns,
         }
 
@@ -67,9 +69,11 @@ def salvage(paths: LogPaths, state: ManifestState, broken: list[SegmentInfo]) ->
         own = [e for e in erasure.erasures_in(table) if e.id in state.erasures]
         table = _reerase(table, _ids_named(own, erased))
         new = seg.write_segment(paths.segments, table) if table.num_rows else None
-        out.remove.append(info.name)
-        if new is not None:
-            out.add.append(new)
+        if new is not None and new.name == info.name:
+            out.restored.append(info.name)  # the same bytes: the file is simply back
+        else:
+            out.remove.append(info.name)
+            out.add += [new] if new is not None else []
         out.notes.append(_note(info, new, out))
     return out
 

@@ -330,7 +330,9 @@ def _check_anchor(path: Path, state: ManifestState, report: VerifyReport, rel: s
     accepted = anchors.load(path)
     why = None if accepted is None else anchors.check(state, accepted)
     if why is not None:
-        report.problems.append(Problem(rel, f"the manifest {why}"))
+        report.problems.append(
+            Problem(rel, f"the manifest {why}; if you changed it on purpose, delete {path}")
+        )
     if report.ok:
         try:
             anchors.advance(path, state)
@@ -439,8 +441,20 @@ def _recorded(rec: dict[str, Any]) -> str:
     if rec["op"] == "adopt":
         rows = sum(int(a["rows"]) for a in rec.get("add", []))
         return f"record {rec['seq']}: {len(rec['add'])} segment(s) ({rows} events) re-adopted"
-    lost = ", ".join(str(g) for g in rec.get("lost_wal_gens", []))
-    return f"record {rec['seq']}: WAL generation(s) {lost} written off as lost by a repair"
+    said = []
+    if rec.get("lost_wal_gens"):
+        gens = ", ".join(str(g) for g in rec["lost_wal_gens"])
+        said.append(f"WAL generation(s) {gens} written off as lost")
+    for obj in rec.get("lost_segments", []):
+        said.append(
+            f"segment {str(obj['segment'])[:12]} (HLC {obj['min']} to {obj['max']}) was gone: "
+            f"{obj['lost']} of its {obj['rows']} events written off as lost"
+        )
+    rebuilt = len(rec.get("remove", [])) - len(rec.get("lost_segments", []))
+    rebuilt += len(rec.get("restored", []))
+    if rebuilt > 0:
+        said.append(f"{rebuilt} gone segment(s) rebuilt whole from the files they replaced")
+    return f"record {rec['seq']}: by a repair, " + "; ".join(said or ["nothing lost"])
 
 
 def _check_tail(
