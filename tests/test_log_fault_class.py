@@ -2,10 +2,11 @@
 
 Each operation runs once with every durable call recorded (``tests/helpers/syscalls.py``:
 ``os``'s write, fsync, fdatasync, ftruncate, rename, replace, unlink, mkdir and creating
-opens, each named by the line of nerve making it). Then, for each recorded call, the operation runs again on a fresh copy of the same log
-with exactly that call failing (EIO, then ENOSPC), and once more with the disk breaking
-there (EIO at that call and at every durable call after it: a failed fsync whose cut-back
-fails too). The process then "ends" (the writer is dropped), and:
+opens, each named by the line of nerve making it). Then, for each recorded call, the
+operation runs again on a fresh copy of the same log with exactly that call failing (EIO,
+then ENOSPC), and once more with the disk breaking there (EIO at that call and at every
+durable call after it: a failed fsync whose cut-back fails too). The process then "ends"
+(the writer is dropped), and:
 
 - the log opens again (a repair's log: after a clean repair), with no fault;
 - every acknowledged event is stored exactly once; an append refused as "not stored" is not
@@ -20,6 +21,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import errno
+import functools
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -140,11 +142,11 @@ def _build_damaged(root: Path) -> list[bytes]:
 
 
 OPS = [
-    Op("append", lambda r: _build(r), _run_append),
-    Op("seal", lambda r: _build(r), _run_seal),
-    Op("compact", lambda r: _build(r, tail=False), _run_compact),
-    Op("forget", lambda r: _build(r), _run_forget),
-    Op("archive", lambda r: _build(r), _run_archive),
+    Op("append", _build, _run_append),
+    Op("seal", _build, _run_seal),
+    Op("compact", functools.partial(_build, tail=False), _run_compact),
+    Op("forget", _build, _run_forget),
+    Op("archive", _build, _run_archive),
     Op("repair", _build_damaged, _run_repair, repair=True),
 ]
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from nerve.canonical import canonical_json
-from nerve.errors import LogCorrupt, LogError
+from nerve.errors import LogCorrupt
 from nerve.log import erasure
 from nerve.log.anchor import anchor_file
 from nerve.log.manifest import append_record, line_hash, read_manifest
@@ -26,8 +26,7 @@ from nerve.log.store import Draft, EventLog
 from nerve.log.verify import verify
 from nerve.workspace import Workspace
 from tests.conftest import run_cli
-from tests.test_log_diskfull import _fill as _fill_disk
-from tests.test_log_diskfull import small_fs  # noqa: F401 - a fixture
+from tests.helpers.smallfs import fill, small_tmpfs
 
 BIG = "1" * 5000
 
@@ -132,7 +131,8 @@ from nerve.log.reader import events_since
 from nerve.log.verify import verify
 root = Path(sys.argv[1])
 warnings.simplefilter("ignore")
-for step in (lambda: list(events_since(root)), lambda: verify(root), lambda: EventLog(root, node="h")):
+steps = (lambda: list(events_since(root)), lambda: verify(root), lambda: EventLog(root, node="h"))
+for step in steps:
     try:
         step()
         print("ok")
@@ -310,13 +310,14 @@ def test_time_bounds_past_2262_select_all_or_nothing(workspace: Workspace, args:
 
 
 def test_an_export_onto_a_full_disk_is_a_one_line_error(
-    workspace: Workspace, small_fs: Path
+    workspace: Workspace, tmp_path: Path
 ) -> None:
     _fill(workspace.log_root, segments=2)
-    _fill_disk(small_fs, leave=8 * 1024)
-    target = small_fs / "out.duckdb"
-    done = _cli(workspace.root, "export", "--duckdb", str(target), "--copy")
-    assert done.returncode == 1, done.stdout
-    assert "Traceback" not in done.stderr, done.stderr
-    assert "cannot write the export" in done.stderr
-    assert not target.exists()
+    with small_tmpfs(tmp_path / "mnt") as disk:
+        fill(disk, leave=8 * 1024)
+        target = disk / "out.duckdb"
+        done = _cli(workspace.root, "export", "--duckdb", str(target), "--copy")
+        assert done.returncode == 1, done.stdout
+        assert "Traceback" not in done.stderr, done.stderr
+        assert "cannot write the export" in done.stderr
+        assert not target.exists()
