@@ -24,7 +24,7 @@ import pyarrow.compute as pc
 
 from nerve import fsio
 from nerve.clock import Hlc
-from nerve.errors import LogCorrupt
+from nerve.errors import LogError
 from nerve.log import erasure
 from nerve.log import segments as seg
 from nerve.log import wal as walmod
@@ -98,12 +98,12 @@ def _sources(paths: LogPaths, state: ManifestState) -> list[pa.Table]:
         name = path.name.removesuffix(".parquet")
         if name in state.live or path.name.startswith(".") or not fsio.is_regular(path):
             continue
-        with contextlib.suppress(OSError, LogCorrupt):
+        with contextlib.suppress(OSError, LogError):
             if blake3.blake3(fsio.read_bytes(path)).hexdigest() == name:
                 out.append(seg.read_segment(path))
     for gen, path in paths.wal_files():
         if gen <= state.sealed_gen and fsio.is_regular(path):
-            with contextlib.suppress(OSError, LogCorrupt):
+            with contextlib.suppress(OSError, LogError):
                 out += walmod.scan(path, strict=False).tables
     return out
 

@@ -27,7 +27,7 @@ import pyarrow.parquet as pq
 
 from nerve import fsio
 from nerve.clock import Hlc
-from nerve.errors import LogCorrupt
+from nerve.errors import LogCorrupt, LogError
 from nerve.log import anchor as anchors
 from nerve.log import archive, erasure
 from nerve.log.buffers import read_file
@@ -247,13 +247,15 @@ def _applied_names(
     paths: LogPaths, state: ManifestState, embedded: list[erasure.Erasure]
 ) -> dict[bytes, str]:
     """Every event id an erasure the manifest says was carried out names."""
+    if not state.erasures:
+        return {}
     tables: list[pa.Table] = []
     for info in state.segments():
-        with contextlib.suppress(LogCorrupt, OSError, pa.ArrowException):
+        with contextlib.suppress(LogError, OSError, pa.ArrowException):
             tables += erasure.tables_with_erasures([paths.segment(info.name)])
     for gen, path in paths.wal_files():
         if gen > state.sealed_gen:
-            with contextlib.suppress(LogCorrupt, OSError):
+            with contextlib.suppress(LogError, OSError):
                 tables += scan(path, strict=False).tables
     found = [e for t in tables for e in erasure.erasures_in(t)] + embedded
     return {bytes.fromhex(eid): e.id for e in found if e.id in state.erasures for eid in e.events}
@@ -291,8 +293,12 @@ def verify(
     paths = LogPaths(Path(root))
     report = VerifyReport()
     errors: list[LogCorrupt] = []
-    state = read_manifest(paths.manifest, errors=errors)
     rel = _rel(paths, paths.manifest)
+    try:
+        state = read_manifest(paths.manifest, errors=errors)
+    except LogError as exc:  # not a regular file: nothing else can be checked against it
+        report.problems.append(Problem(rel, str(exc).split(": ", 1)[-1]))
+        return report
     report.problems += [Problem(rel, str(e).split(": ", 1)[-1]) for e in errors]
     _check_manifest_tail(paths, state, report)
     hasher, erased = IdHasher(), _Erased()
@@ -493,7 +499,7 @@ def _check_generation(
     name = _rel(paths, path)
     try:
         wal = scan(path, strict=False)
-    except LogCorrupt as exc:
+    except LogError as exc:  # LogCorrupt, or UnsafePath: not a regular file
         report.problems.append(Problem(name, str(exc).split(": ", 1)[-1]))
         return None
     if wal.good_end == wal.size:
