@@ -31,6 +31,7 @@ from __future__ import annotations
 import json
 import json.scanner
 import re
+import sys
 from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
@@ -293,6 +294,13 @@ def loads_bounded(
         return json.loads(text)
     except RecursionError:  # cannot happen within the limit; kept so no reader can crash
         raise _too_deep(field, None, limit) from None
+    except ValueError as exc:
+        if isinstance(exc, json.JSONDecodeError) or "digits" not in str(exc):
+            raise
+        raise EventError(  # Python's guard against quadratic int parsing
+            f"{field}: holds an integer of more than {sys.get_int_max_str_digits()} digits; "
+            "store a number that long as a string"
+        ) from None
 
 
 def _too_deep(field: str, depth: int | None, limit: int) -> EventError:

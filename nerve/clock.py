@@ -41,6 +41,14 @@ class Hlc(NamedTuple):
 HLC_ZERO = Hlc(0, 0)
 
 
+def bound(physical_ns: int, logical: int = 0) -> Hlc:
+    """A time bound as a stamp in the log's range: before 1970 is the first stamp, past
+    ``PHYSICAL_MAX`` (year 2262) the last one, so a far bound selects all or nothing."""
+    if physical_ns > PHYSICAL_MAX:
+        return Hlc(PHYSICAL_MAX, LOGICAL_MAX)
+    return Hlc(max(physical_ns, 0), min(max(logical, 0), LOGICAL_MAX))
+
+
 def check_stamp(stamp: Hlc) -> Hlc:
     """Return ``stamp`` if both parts are in range, else raise ``ClockError``."""
     if not 0 <= stamp.physical_ns <= PHYSICAL_MAX:

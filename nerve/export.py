@@ -30,7 +30,7 @@ from typing import Any
 import duckdb
 
 from nerve import __version__, fsio
-from nerve.errors import UsageError
+from nerve.errors import LogError, UsageError
 from nerve.log.codec import EMPTY
 from nerve.log.reader import Snapshot, snapshot
 from nerve.logops import seal
@@ -88,12 +88,14 @@ def export_duckdb(
     snap = snapshot(ws.log_root)
     with tempfile.TemporaryDirectory(prefix=f".{target.name}.", dir=target.parent) as tmp:
         staged = Path(tmp) / target.name
-        conn = duckdb.connect(str(staged), config={"storage_compatibility_version": READABLE_BY})
         try:
-            views = _write(conn, snap, projections, settings, copy=copy)
-            _describe(conn, ws, snap, copy=copy)
-        finally:
-            conn.close()
+            views = _build(staged, ws, snap, projections, settings, copy=copy)
+        except duckdb.Error as exc:  # a full disk shows as a failed transaction or I/O error
+            raise LogError(
+                f"{target}: cannot write the export: {str(exc).splitlines()[0]}; "
+                "nothing was written",
+                hint="free space in that folder, or export to another disk",
+            ) from None
         os.chmod(staged, fsio.FILE_MODE)
         _place(staged, target, force=force)
     fsio.fsync_dir(target.parent)
@@ -106,6 +108,24 @@ def export_duckdb(
         unsealed=int(snap.tail.num_rows),
         copied=copy,
     )
+
+
+def _build(
+    staged: Path,
+    ws: Workspace,
+    snap: Snapshot,
+    projections: list[Projection],
+    settings: dict[str, int],
+    *,
+    copy: bool,
+) -> list[str]:
+    conn = duckdb.connect(str(staged), config={"storage_compatibility_version": READABLE_BY})
+    try:
+        views = _write(conn, snap, projections, settings, copy=copy)
+        _describe(conn, ws, snap, copy=copy)
+    finally:
+        conn.close()
+    return views
 
 
 def check_target(path: Path, *, force: bool) -> Path:

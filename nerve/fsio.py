@@ -4,9 +4,10 @@ Three guarantees for the files under a workspace's ``data/``:
 
 - **Owner-only.** Files are created 0600 and folders 0700 whatever the umask; a folder that
   already exists is tightened to 0700.
-- **No symlinks followed.** Files are opened with ``O_NOFOLLOW`` and folders are checked with
-  ``lstat``: a symlink planted at a path nerve writes is refused with :class:`UnsafePath`,
-  never written through.
+- **No symlinks followed, nothing but regular files opened.** Files are opened with
+  ``O_NOFOLLOW`` and ``O_NONBLOCK`` and folders are checked with ``lstat``: a symlink planted
+  at a path nerve writes is refused with :class:`UnsafePath`, never written through, and so
+  is a FIFO or device at once (an ``open`` of a FIFO would otherwise wait forever).
 - **Named write sites.** Each write, fsync, truncate and rename carries a site name from
   :data:`SITES`. Tests install a fault for a site (:func:`inject`) to make that one call fail
   as a full or broken disk would, so every site's failure path is exercised. A test walks
@@ -40,11 +41,15 @@ SITES: tuple[str, ...] = (
     "segment.dirsync",
     "manifest.write",  # one hash-chained record
     "manifest.fsync",
+    "manifest.truncate",  # cutting a torn or failed record back off
+    "manifest.dirsync",  # the manifest file's creation made durable
+    "wal.dirsync",  # a new generation, or dropped ones, made durable in the folder
     "wal.unlink",  # sealed generations dropped
     "segment.unlink",  # segments compacted, erased or archived away, after the reader grace
     "archive.write",  # a segment copied into an archive folder (its temp file)
     "archive.fsync",
     "archive.rename",  # temp file → <blake3>.parquet in the archive, then its folder synced
+    "archive.dirsync",
     "quarantine.move",  # damaged or unaccounted files moved aside, never deleted
     "key.write",  # a chain signing key
     "trust.write",  # a verifier's trust record (pinned key, last checkpoint)
@@ -144,8 +149,6 @@ def open_file(path: Path, flags: int) -> int:
     fd = _open_nofollow(path, flags)
     try:
         info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise UnsafePath(f"{path}: is not a regular file")
         if stat.S_IMODE(info.st_mode) != FILE_MODE and flags & (os.O_WRONLY | os.O_RDWR):
             os.fchmod(fd, FILE_MODE)
     except BaseException:
@@ -155,15 +158,52 @@ def open_file(path: Path, flags: int) -> int:
 
 
 def _open_nofollow(path: Path, flags: int) -> int:
+    """Open a regular file only: a link is refused, and so is a FIFO or device, at once
+    (``O_NONBLOCK`` keeps the ``open`` of a FIFO from waiting for its other end)."""
     try:
-        return os.open(path, flags | os.O_NOFOLLOW | os.O_CLOEXEC, FILE_MODE)
+        fd = os.open(path, flags | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK, FILE_MODE)
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             raise UnsafePath(
                 f"{path}: is a symlink; nerve neither reads nor writes its files through links",
                 hint="remove the link",
             ) from None
+        if exc.errno in (errno.ENXIO, errno.EISDIR):  # a FIFO with no reader, a folder
+            raise _not_regular(path) from None
         raise
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise _not_regular(path)
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _not_regular(path: Path) -> UnsafePath:
+    return UnsafePath(
+        f"{path}: is not a regular file (a FIFO, device or folder); nerve reads none",
+        hint="move it aside",
+    )
+
+
+def is_regular(path: Path) -> bool:
+    """True for a regular file at ``path`` (not a symlink, FIFO, device or folder)."""
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except FileNotFoundError:
+        return False
+
+
+def unlink(path: Path, *, site: str, missing_ok: bool = False) -> None:
+    """Delete a file at a named site."""
+    hit(site, path)
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        if not missing_ok:
+            raise
 
 
 def write_all(fd: int, data: bytes | memoryview, *, site: str, path: Path | str) -> None:
@@ -196,7 +236,7 @@ def rename(src: Path, dst: Path, *, site: str) -> None:
 def fsync_dir(path: Path, *, site: str | None = None) -> None:
     if site is not None:
         hit(site, path)
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
     try:
         os.fsync(fd)
     finally:
@@ -245,8 +285,13 @@ def open_append(path: Path) -> int:
     return open_file(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
 
 
+def open_read(path: Path) -> int:
+    """A regular file opened for reading (never a link, FIFO or device)."""
+    return _open_nofollow(path, os.O_RDONLY)
+
+
 def read_bytes(path: Path) -> bytes:
-    """A file's bytes, refusing to follow a symlink."""
+    """A file's bytes, refusing to follow a symlink or to open anything but a regular file."""
     fd = _open_nofollow(path, os.O_RDONLY)
     with os.fdopen(fd, "rb") as f:
         return f.read()

@@ -295,7 +295,10 @@ def replay(ws: Workspace, *, full: bool) -> VerifyReport:
 
     archives = ws.archive_dirs()
     if full:
-        return verify(ws.log_root, archives)
+        from nerve.chain.trust import default_trust_dir
+        from nerve.log.anchor import anchor_file
+
+        return verify(ws.log_root, archives, anchor=anchor_file(default_trust_dir(), ws.log_root))
     digest = replay_digest(ws.log_root, archives)
     report = VerifyReport(
         events=digest.events,

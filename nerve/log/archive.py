@@ -176,10 +176,11 @@ def _copy(source: Path, folder: Path, name: str) -> None:
         finally:
             os.close(fd)
         fsio.rename(tmp, final, site="archive.rename")
-        fsio.fsync_dir(folder)
+        fsio.fsync_dir(folder, site="archive.dirsync")
     except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
+        for path in (tmp, final):  # no record names the copy yet: leave no stray file
+            with contextlib.suppress(OSError):
+                os.unlink(path)
         raise
 
 
@@ -273,18 +274,34 @@ def locate(part: Part, candidates: Iterable[Path], *, full: bool = False) -> Par
     """Find the folder holding ``part``: its manifest chain holds the recorded head and
     lists every segment, and each segment file's ids give the recorded root (``full``:
     and its bytes their blake3 name, as verify checks)."""
-    tried = []
+    tried, stripped = [], None
     for folder in dict.fromkeys([*candidates, Path(part.to)]):
         root = log_root(folder)
         if not (root / "manifest.jsonl").is_file():
             tried.append(str(folder))
+            if stripped is None and _holds_segments(LogPaths(root), part):
+                stripped = folder
             continue
         part.folder = folder
         part.problem = _check_part(part, LogPaths(root), full)
         return part
+    if stripped is not None:  # the segments are there, the manifest that binds them is not
+        part.folder = stripped
+        part.problem = "its manifest.jsonl is missing (deleted?): its segments are not bound"
+        return part
     part.missing = True
     part.problem = f"not found (looked in {', '.join(tried) or 'no folder'})"
     return part
+
+
+def _holds_segments(paths: LogPaths, part: Part) -> bool:
+    """True when a folder holds the log folder an archive leaves, or any of its segments."""
+    if paths.manifest.exists() or os.path.lexists(paths.manifest):
+        return True  # there, but not a file
+    return paths.segments.is_dir() and (
+        any(paths.segment(i.name).exists() for i in part.segments)
+        or not any(paths.segments.iterdir())
+    )
 
 
 def _check_part(part: Part, paths: LogPaths, full: bool) -> str | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
@@ -35,15 +36,19 @@ class WriterLock:
             "argv": " ".join(sys.argv[:4]),
             "since_ns": time.time_ns(),
         }
-        os.ftruncate(self._fd, 0)
-        os.pwrite(self._fd, json.dumps(info).encode(), 0)
+        with contextlib.suppress(OSError):  # the name is a courtesy; the lock is what counts
+            os.ftruncate(self._fd, 0)
+            os.pwrite(self._fd, json.dumps(info).encode(), 0)
 
     def release(self) -> None:
         if self._fd >= 0:
-            os.ftruncate(self._fd, 0)
-            fcntl.flock(self._fd, fcntl.LOCK_UN)
-            os.close(self._fd)
-            self._fd = -1
+            try:
+                with contextlib.suppress(OSError):  # a disk error must not keep the lock held
+                    os.ftruncate(self._fd, 0)
+                fcntl.flock(self._fd, fcntl.LOCK_UN)
+            finally:
+                os.close(self._fd)
+                self._fd = -1
 
 
 def describe_holder(path: Path) -> str:

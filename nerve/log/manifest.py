@@ -11,7 +11,6 @@ in an archive's own manifest, ``archived`` (which makes that log read-only).
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 from dataclasses import dataclass, field
@@ -23,7 +22,7 @@ import blake3
 from nerve import fsio
 from nerve.canonical import canonical_json, legacy_json
 from nerve.clock import Hlc
-from nerve.errors import LogCorrupt
+from nerve.errors import LogCorrupt, LogError
 
 ZERO_HASH = "0" * 64
 
@@ -72,6 +71,9 @@ class ManifestState:
     read_only: bool = False  # an archive: nothing appends to it but another archive move
     head: str = ZERO_HASH
     size: int = 0  # bytes of the good prefix
+    # A record failed and could not be cut back off: the file may hold it whole. Until a
+    # later append cuts the file back to ``size``, nothing it might name may be deleted.
+    uncertain: bool = False
 
     def segments(self) -> list[SegmentInfo]:
         return sorted(self.live.values(), key=lambda s: (s.min_hlc, s.max_hlc))
@@ -115,7 +117,7 @@ def read_manifest(
     """
     state = ManifestState()
     try:
-        data = path.read_bytes()
+        data = fsio.read_bytes(path)
     except FileNotFoundError:
         return state
     pos = 0
@@ -165,19 +167,28 @@ def _parse_line(path: Path, number: int, raw: bytes, state: ManifestState) -> di
 
 
 def append_record(path: Path, state: ManifestState, body: dict[str, Any]) -> dict[str, Any]:
-    """Append one record durably (write, fsync) and fold it into ``state``."""
+    """Append one record durably (write, fsync) and fold it into ``state``.
+
+    A record that fails is cut back off the file; if even that fails, the record may be
+    stored after all: ``state.uncertain`` says so (callers then delete nothing it names)
+    and the error says the outcome is unknown until the next open settles it.
+    """
     rec = {**body, "seq": len(state.records), "prev": state.head}
     line = canonical_json(rec)
+    created = not path.exists()
     fd = fsio.open_file(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
     try:
         if os.fstat(fd).st_size != state.size:
-            os.ftruncate(fd, state.size)  # drop a torn tail (or a failed record) first
-        fsio.write_all(fd, line + b"\n", site="manifest.write", path=path)
-        fsio.fsync(fd, site="manifest.fsync", path=path)
-    except OSError:
-        with contextlib.suppress(OSError):
-            os.ftruncate(fd, state.size)  # a record that is not durable is not a record
-        raise
+            _cut(fd, path, state)  # drop a torn tail (or a failed record) first
+        state.uncertain = False
+        try:
+            fsio.write_all(fd, line + b"\n", site="manifest.write", path=path)
+            fsio.fsync(fd, site="manifest.fsync", path=path)
+            if created:
+                fsio.fsync_dir(path.parent, site="manifest.dirsync")
+        except OSError as exc:
+            _cut_after_failure(fd, path, state, exc)
+            raise
     finally:
         os.close(fd)
     _apply(state, rec)
@@ -185,3 +196,22 @@ def append_record(path: Path, state: ManifestState, body: dict[str, Any]) -> dic
     state.head = line_hash(line)
     state.size += len(line) + 1
     return rec
+
+
+def _cut(fd: int, path: Path, state: ManifestState) -> None:
+    fsio.truncate(fd, state.size, site="manifest.truncate", path=path)
+    os.fsync(fd)
+
+
+def _cut_after_failure(fd: int, path: Path, state: ManifestState, exc: OSError) -> None:
+    """A record that is not durable is not a record: cut it off, or say it may be one."""
+    try:
+        _cut(fd, path, state)
+    except OSError as cut:
+        state.uncertain = True
+        raise LogError(
+            f"{path}: a manifest record failed ({exc.strerror}) and could not be cut back "
+            f"off ({cut.strerror}): it may be stored; nothing it names is deleted, and the "
+            "next open of the log settles it",
+            hint="fix the disk, then run any nerve command that opens the log",
+        ) from exc

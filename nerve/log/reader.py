@@ -16,6 +16,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from nerve import fsio
 from nerve.clock import HLC_ZERO, Hlc
 from nerve.errors import LogDamageWarning, LogError
 from nerve.events import ErasedEvent, Event
@@ -72,8 +73,26 @@ def snapshot(root: Path) -> Snapshot:
             _warn_damage(paths, scans)
             tables = [t for s in scans for t in s.tables]
             tail = pa.concat_tables(tables) if tables else EMPTY
-            return Snapshot(paths, state.segments(), tail, state.head)
+            return Snapshot(paths, _present(paths, state.segments()), tail, state.head)
     raise LogError(f"{paths.root}: the log kept changing while reading it; try again")
+
+
+def _present(paths: LogPaths, segments: list[SegmentInfo]) -> list[SegmentInfo]:
+    """The live segments whose file is there; a gone one (deleted, or not a regular file)
+    is left out with a :class:`~nerve.errors.LogDamageWarning`, so readers show the rest."""
+    out = []
+    for info in segments:
+        if fsio.is_regular(paths.segment(info.name)):
+            out.append(info)
+            continue
+        warnings.warn(
+            f"{paths.segment(info.name)}: live segment is missing or not a regular file; its "
+            f"{info.rows} events (HLC {info.min_hlc} to {info.max_hlc}) are not shown "
+            "(`nerve repair` rebuilds it from the files it replaced, or records the loss)",
+            LogDamageWarning,
+            stacklevel=4,
+        )
+    return out
 
 
 def _warn_damage(paths: LogPaths, scans: list[WalScan]) -> None:
@@ -230,7 +249,7 @@ def _new_frames(path: Path, offset: int) -> tuple[list[pa.Table], int]:
     A partial frame (a commit being written) or a bad one ends the read; the next read
     starts there again.
     """
-    with open(path, "rb") as handle:
+    with os.fdopen(fsio.open_read(path), "rb") as handle:
         if os.fstat(handle.fileno()).st_size < offset:
             offset = 0  # the file was cut back: read it again; the caller drops what it had
         header = handle.read(_WAL_HEADER.size)

@@ -13,8 +13,6 @@ damaged file to ``quarantine/``, keeps every good frame, and records what was lo
 
 from __future__ import annotations
 
-import os
-import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,7 +21,7 @@ import pyarrow as pa
 
 from nerve import fsio
 from nerve.clock import Hlc
-from nerve.errors import LogCorrupt
+from nerve.errors import LogCorrupt, LogError
 from nerve.log import segments as seg
 from nerve.log import wal as walmod
 from nerve.log.codec import fixed_bytes
@@ -69,8 +67,7 @@ def take_over_wal(paths: LogPaths, state: ManifestState, *, repair: bool) -> Wal
     files = paths.wal_files()
     for gen, path in files:
         if gen <= state.sealed_gen:  # sealed before a crash; only the delete was lost
-            fsio.hit("wal.unlink", path)
-            path.unlink()
+            fsio.unlink(path, site="wal.unlink")
     live = [(g, p) for g, p in files if g > state.sealed_gen]
     found = WalFound(current_gen=live[-1][0] if live else state.sealed_gen + 1)
     for index, (gen, path) in enumerate(live):
@@ -134,13 +131,11 @@ def quarantine(paths: LogPaths, path: Path, *, copy: bool = False) -> Path:
     while target.exists():
         number += 1
         target = folder / f"{path.name}.{number}"
-    fsio.hit("quarantine.move", target)
-    if copy:
-        shutil.copyfile(path, target, follow_symlinks=False)
-        os.chmod(target, fsio.FILE_MODE)
+    if copy:  # durable before the original is rewritten
+        fsio.write_private(target, fsio.read_bytes(path), site="quarantine.move")
     else:
-        os.rename(path, target)
-    fsio.fsync_dir(folder)
+        fsio.rename(path, target, site="quarantine.move")
+    fsio.fsync_dir(folder, site="quarantine.move")
     return target
 
 
@@ -224,7 +219,7 @@ def read_orphan(path: Path) -> tuple[SegmentInfo, set[bytes]] | None:
         if blake3.blake3(data).hexdigest() != name:
             return None
         table = seg.read_segment(path)
-    except (OSError, LogCorrupt):
+    except (OSError, LogError):  # LogError: not a regular file (UnsafePath)
         return None
     if table.num_rows == 0:
         return None

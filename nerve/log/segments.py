@@ -130,7 +130,18 @@ def segment_path(folder: Path, name: str) -> Path:
     return folder / f"{name}.parquet"
 
 
+def check_regular(path: Path) -> None:
+    """Refuse a segment path that is not a regular file at once (a FIFO would block the
+    Parquet reader forever, a folder would be read as a dataset)."""
+    if fsio.is_regular(path):
+        return
+    if not os.path.lexists(path):
+        raise FileNotFoundError(2, "live segment is missing", str(path))
+    raise LogCorrupt(f"{path}: is not a regular file (a FIFO, device, folder or link)")
+
+
 def read_segment(path: Path, columns: list[str] | None = None) -> pa.Table:
+    check_regular(path)
     try:
         wanted = with_cid_source(columns)
         table = conform(pq.read_table(path, columns=wanted))
@@ -151,6 +162,7 @@ def with_cid_source(columns: list[str] | None) -> list[str] | None:
 
 def stored_v1(path: Path) -> bool:
     """True for a segment written with the v1 (unsigned) column types; reads the footer."""
+    check_regular(path)
     try:
         return is_v1(pq.read_schema(path))
     except (pa.ArrowInvalid, OSError) as exc:
@@ -159,6 +171,7 @@ def stored_v1(path: Path) -> bool:
 
 def read_since(path: Path, since: Hlc) -> pa.Table:
     """Rows strictly after ``since``, using the physical_ns statistics to skip row groups."""
+    check_regular(path)
     table = pq.read_table(path, filters=[("physical_ns", ">=", since.physical_ns)])
     return after(conform(table), since)
 

@@ -25,7 +25,7 @@ from nerve import fsio
 from nerve.clock import DEFAULT_MAX_OFFSET_NS, HLC_ZERO, Hlc, HybridClock
 from nerve.errors import EventError, LogCorrupt, LogError, NerveError, OrderError
 from nerve.events import Event
-from nerve.log import archive, erasure, recovery
+from nerve.log import archive, erasure, recovery, salvage
 from nerve.log import segments as seg
 from nerve.log.batchkeys import KEY_KIND, BatchKeys, check_key, key_draft
 from nerve.log.codec import (
@@ -127,7 +127,7 @@ class EventLog:
                 f"{self.paths.root}: is an archive (read-only): nothing appends to it",
                 hint="read it with `nerve --workspace DIR replay --verify`, query or tail",
             )
-        self._check_live_segments()
+        self._check_live_segments(repair)
         found = recovery.take_over_wal(self.paths, self.manifest, repair=repair)
         self.recovered += found.notes
         self._settle_segments(found)
@@ -135,7 +135,7 @@ class EventLog:
         self._wal = WalWriter(
             self.paths.wal, found.current_gen, sync=self.sync, truncate_to=found.truncate_to
         )
-        fsio.fsync_dir(self.paths.wal)
+        fsio.fsync_dir(self.paths.wal, site="wal.dirsync")
         self._pending: list[tuple[int, Unsealed]] = [(g, Unsealed(t)) for g, t in found.pending]
         self._tail = Unsealed(found.current)
         self._wal.rows = self._tail.rows
@@ -149,13 +149,27 @@ class EventLog:
         if self._pending:
             self._try_seal()  # an interrupted seal left older generations behind: finish it
 
-    def _check_live_segments(self) -> None:
-        for info in self.manifest.segments():
-            if not self.paths.segment(info.name).exists():
-                raise LogCorrupt(
-                    f"{self.paths.segment(info.name)}: live segment is missing",
-                    hint="run `nerve replay --verify` for a full report",
-                )
+    def _check_live_segments(self, repair: bool) -> None:
+        """Refuse a live segment that is gone (or not a regular file); a repair rebuilds it
+        from the files it replaced, or records what is lost (:mod:`nerve.log.salvage`)."""
+        broken = salvage.gone(self.paths, self.manifest)
+        if not broken:
+            return
+        if not repair:
+            path = self.paths.segment(broken[0].name)
+            what = "is missing" if not os.path.lexists(path) else "is not a regular file"
+            raise LogCorrupt(
+                f"{path}: live segment {what}",
+                hint="`nerve replay --verify` reports it; `nerve repair` rebuilds it from the "
+                "files it replaced, or records what is lost",
+            )
+        for info in broken:
+            path = self.paths.segment(info.name)
+            if os.path.lexists(path):
+                recovery.quarantine(self.paths, path)
+        found = salvage.salvage(self.paths, self.manifest, broken)
+        append_record(self.paths.manifest, self.manifest, found.body(self._now()))
+        self.recovered += found.notes
 
     def _settle_segments(self, found: recovery.WalFound) -> None:
         orphans = recovery.settle_segments(
@@ -166,7 +180,7 @@ class EventLog:
             grace_ns=self.retire_grace_ns,
         )
         for path in orphans.redundant:
-            path.unlink()
+            fsio.unlink(path, site="segment.unlink", missing_ok=True)
         for path in orphans.quarantine:
             kept = recovery.quarantine(self.paths, path)
             self.recovered.append(
@@ -495,7 +509,9 @@ class EventLog:
         return info
 
     def _discard_unrecorded(self, name: str) -> None:
-        if name not in self.manifest.known():
+        """Delete a segment no record names; never while a record may name it (a failed
+        record that could not be cut back): the next open adopts or drops it."""
+        if not self.manifest.uncertain and name not in self.manifest.known():
             with contextlib.suppress(OSError):
                 self.paths.segment(name).unlink()
 
@@ -505,9 +521,8 @@ class EventLog:
         with contextlib.suppress(OSError):
             for gen, path in self.paths.wal_files():
                 if gen <= sealed_gen:
-                    fsio.hit("wal.unlink", path)
-                    path.unlink()
-            fsio.fsync_dir(self.paths.wal)
+                    fsio.unlink(path, site="wal.unlink")
+            fsio.fsync_dir(self.paths.wal, site="wal.dirsync")
 
     def compact(self, *, target_rows: int = 1_000_000) -> CompactResult:
         """Merge runs of adjacent small segments, and rewrite any segment still stored with
@@ -541,9 +556,7 @@ class EventLog:
                 continue
             path = self.paths.segment(name)
             with contextlib.suppress(OSError):
-                if path.exists():
-                    fsio.hit("segment.unlink", path)
-                    path.unlink()
+                fsio.unlink(path, site="segment.unlink", missing_ok=True)
                 self._gone.add(name)
 
     # -- erasure (see nerve.log.erasure) -----------------------------------------------

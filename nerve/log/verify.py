@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import os
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -24,8 +25,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from nerve import fsio
 from nerve.clock import Hlc
-from nerve.errors import LogCorrupt
+from nerve.errors import LogCorrupt, LogError
+from nerve.log import anchor as anchors
 from nerve.log import archive, erasure
 from nerve.log.buffers import read_file
 from nerve.log.codec import SCHEMA, conform, fixed_bytes, hash_each, ids_of, kept_hashes
@@ -99,6 +102,8 @@ class _Erased:
 
     rows: list[tuple[str, np.ndarray, bytes, bytes]] = field(default_factory=list)
     found: list[erasure.Erasure] = field(default_factory=list)
+    # event id -> the applied erasure naming it: each must be found erased, never intact
+    named: dict[bytes, str] = field(default_factory=dict)
 
 
 def _first_mismatch(a: bytes, b: bytes) -> int | None:
@@ -175,6 +180,9 @@ def _check_segment(
 ) -> tuple[list[Problem], int]:
     path = paths.segment(info.name)
     name = _rel(paths, path)
+    if not fsio.is_regular(path):
+        what = "is not a regular file" if os.path.lexists(path) else "is missing (deleted?)"
+        return [Problem(name, f"live segment {what}")], 0
     try:
         data = read_file(path)  # Arrow's memory: see nerve.log.buffers
     except FileNotFoundError:
@@ -188,6 +196,7 @@ def _check_segment(
     except (pa.ArrowInvalid, pa.ArrowTypeError, OSError, KeyError) as exc:
         return [*problems, Problem(name, f"cannot be read as an event segment: {exc}")], 0
     problems += _segment_rows(table, info, name, erased)
+    problems += _named_but_intact(table, name, erased.named)
     hasher.feed(table.column("id"), table.column("kind"))
     erased.found += erasure.erasures_in(table)
     return _merge(problems), table.num_rows
@@ -211,6 +220,47 @@ def _segment_rows(table: pa.Table, info: SegmentInfo, name: str, erased: _Erased
     return problems
 
 
+def _named_but_intact(table: pa.Table, name: str, named: dict[bytes, str]) -> list[Problem]:
+    """Rows an applied erasure names whose payload and line are still there: the erasure
+    record lies (or the rewrite it recorded was undone)."""
+    if not named or not table.num_rows:
+        return []
+    wanted = pa.array(list(named), pa.binary(32))
+    hit = pc.and_(pc.is_in(table.column("id"), wanted), pc.invert(_missing(table)))
+    rows = np.flatnonzero(np.asarray(hit.to_numpy(zero_copy_only=False), dtype=bool))
+    out = []
+    for row in rows.tolist()[:10]:
+        eid = bytes(table.column("id")[row].as_py())
+        out.append(
+            Problem(
+                name,
+                f"payload.erased {named[eid][:12]} (carried out, says the manifest) names this "
+                "event, but its payload and line are intact: the erasure record lies",
+                row,
+                "payload",
+            )
+        )
+    return out
+
+
+def _applied_names(
+    paths: LogPaths, state: ManifestState, embedded: list[erasure.Erasure]
+) -> dict[bytes, str]:
+    """Every event id an erasure the manifest says was carried out names."""
+    if not state.erasures:
+        return {}
+    tables: list[pa.Table] = []
+    for info in state.segments():
+        with contextlib.suppress(LogError, OSError, pa.ArrowException):
+            tables += erasure.tables_with_erasures([paths.segment(info.name)])
+    for gen, path in paths.wal_files():
+        if gen > state.sealed_gen:
+            with contextlib.suppress(LogError, OSError):
+                tables += scan(path, strict=False).tables
+    found = [e for t in tables for e in erasure.erasures_in(t)] + embedded
+    return {bytes.fromhex(eid): e.id for e in found if e.id in state.erasures for eid in e.events}
+
+
 def _merge(problems: list[Problem]) -> list[Problem]:
     """Fold a row-level finding into the file-level one so the first problem is precise."""
     if len(problems) >= 2 and problems[0].row is None and problems[1].row is not None:
@@ -230,22 +280,31 @@ def _stamp(table: pa.Table, index: int) -> Hlc:
     return Hlc(table.column("physical_ns")[row].as_py(), table.column("logical")[row].as_py())
 
 
-def verify(root: Path, archives: Sequence[Path] = ()) -> VerifyReport:
+def verify(
+    root: Path, archives: Sequence[Path] = (), *, anchor: Path | None = None
+) -> VerifyReport:
     """Recompute everything the log claims; never raises for corruption, reports it.
 
     Segments moved to archive folders (``archives``, else the folder recorded) are checked
     against the ids the live manifest recorded, and counted in the digest, when reachable;
-    ``nerve --workspace ARCHIVE replay --verify`` checks an archive through and through."""
+    ``nerve --workspace ARCHIVE replay --verify`` checks an archive through and through.
+    ``anchor``: the file keeping the manifest chain this verifier accepted before
+    (:mod:`nerve.log.anchor`); a rewritten chain is a problem, a clean verify advances it."""
     paths = LogPaths(Path(root))
     report = VerifyReport()
     errors: list[LogCorrupt] = []
-    state = read_manifest(paths.manifest, errors=errors)
     rel = _rel(paths, paths.manifest)
+    try:
+        state = read_manifest(paths.manifest, errors=errors)
+    except LogError as exc:  # not a regular file: nothing else can be checked against it
+        report.problems.append(Problem(rel, str(exc).split(": ", 1)[-1]))
+        return report
     report.problems += [Problem(rel, str(e).split(": ", 1)[-1]) for e in errors]
     _check_manifest_tail(paths, state, report)
     hasher, erased = IdHasher(), _Erased()
     embedded, bad = archive.embedded_erasures(state)
     erased.found += embedded
+    erased.named = _applied_names(paths, state, embedded)
     report.problems += [Problem(rel, m) for m in bad]
     coverage = feed_archives(state, archives, hasher, full=True)
     _report_archives(coverage, report)
@@ -268,7 +327,23 @@ def verify(root: Path, archives: Sequence[Path] = ()) -> VerifyReport:
     report.checkpoints = hasher.checkpoints if coverage.whole else []  # a partial count misleads
     report.events += archived_events
     report.covers = coverage.describe(report.events)
+    if anchor is not None:
+        _check_anchor(anchor, state, report, rel)
     return report
+
+
+def _check_anchor(path: Path, state: ManifestState, report: VerifyReport, rel: str) -> None:
+    accepted = anchors.load(path)
+    why = None if accepted is None else anchors.check(state, accepted)
+    if why is not None:
+        report.problems.append(
+            Problem(rel, f"the manifest {why}; if you changed it on purpose, delete {path}")
+        )
+    if report.ok:
+        try:
+            anchors.advance(path, state)
+        except OSError as exc:
+            report.warnings.append(Problem(str(path), f"cannot record the verified chain: {exc}"))
 
 
 def _report_archives(coverage: archive.Coverage, report: VerifyReport) -> None:
@@ -372,8 +447,20 @@ def _recorded(rec: dict[str, Any]) -> str:
     if rec["op"] == "adopt":
         rows = sum(int(a["rows"]) for a in rec.get("add", []))
         return f"record {rec['seq']}: {len(rec['add'])} segment(s) ({rows} events) re-adopted"
-    lost = ", ".join(str(g) for g in rec.get("lost_wal_gens", []))
-    return f"record {rec['seq']}: WAL generation(s) {lost} written off as lost by a repair"
+    said = []
+    if rec.get("lost_wal_gens"):
+        gens = ", ".join(str(g) for g in rec["lost_wal_gens"])
+        said.append(f"WAL generation(s) {gens} written off as lost")
+    for obj in rec.get("lost_segments", []):
+        said.append(
+            f"segment {str(obj['segment'])[:12]} (HLC {obj['min']} to {obj['max']}) was gone: "
+            f"{obj['lost']} of its {obj['rows']} events written off as lost"
+        )
+    rebuilt = len(rec.get("remove", [])) - len(rec.get("lost_segments", []))
+    rebuilt += len(rec.get("restored", []))
+    if rebuilt > 0:
+        said.append(f"{rebuilt} gone segment(s) rebuilt whole from the files they replaced")
+    return f"record {rec['seq']}: by a repair, " + "; ".join(said or ["nothing lost"])
 
 
 def _check_tail(
@@ -412,7 +499,7 @@ def _check_generation(
     name = _rel(paths, path)
     try:
         wal = scan(path, strict=False)
-    except LogCorrupt as exc:
+    except LogError as exc:  # LogCorrupt, or UnsafePath: not a regular file
         report.problems.append(Problem(name, str(exc).split(": ", 1)[-1]))
         return None
     if wal.good_end == wal.size:

@@ -19,7 +19,6 @@ deleted) only by an explicit ``nerve repair``.
 
 from __future__ import annotations
 
-import contextlib
 import io
 import os
 import struct
@@ -380,7 +379,7 @@ class WalWriter:
         header = _HEADER.pack(FILE_MAGIC, VERSION, self.gen)
         fsio.write_all(self._fd, header, site="wal.create", path=self.path)
         os.fsync(self._fd)
-        fsio.fsync_dir(folder)
+        fsio.fsync_dir(folder, site="wal.dirsync")
         self.size = _HEADER.size
 
     def commit(self, table: pa.Table) -> None:
@@ -404,8 +403,16 @@ class WalWriter:
                 fsio.fsync(self._fd, site="wal.fsync", path=self.path, data_only=True)
         except OSError as exc:
             self._broken = True
-            with contextlib.suppress(LogError):
+            try:
                 self._cut_back()
+            except LogError as cut:
+                why = getattr(cut.__cause__, "strerror", cut)
+                raise LogError(
+                    f"{self.path}: append failed ({exc.strerror}) and could not be cut back "
+                    f"off ({why}): it MAY be stored; refusing appends until the cut succeeds",
+                    hint="check with `nerve tail` before sending it again, or send it with "
+                    "--key so a retry is stored once",
+                ) from exc
             raise LogError(
                 f"{self.path}: append not stored ({exc.strerror}); nothing was acknowledged",
                 hint="free space or fix the disk; the log takes appends again once it can",

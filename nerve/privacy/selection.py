@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import blake3
 
-from nerve.clock import Hlc
+from nerve.clock import Hlc, bound
 from nerve.config import RetentionConfig, format_duration, parse_duration
 from nerve.errors import ConfigError, EventError, UsageError
 from nerve.events import check_kind, parse_source, source_name
@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 
 _HLC = re.compile(r"(\d{10,20})(?:\.(\d{1,10}))?")
 _DURATION = re.compile(r"\d+(?:\.\d+)?\s*(?:ms|s|m|h|d)")
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 _WHEN_HINT = "give a duration back from now (30d, 12h), an ISO time (2024-05-01) or an HLC stamp"
 
 
@@ -41,19 +42,19 @@ def parse_when(text: str, now_ns: int, flag: str) -> Hlc:
     value = text.strip()
     if _DURATION.fullmatch(value):
         try:
-            return Hlc(now_ns - parse_duration(value) * 10**6, 0)
+            return bound(now_ns - parse_duration(value) * 10**6)
         except ConfigError as exc:
             raise UsageError(f"{flag} {text!r}: {exc}", hint=_WHEN_HINT) from None
     stamp = _HLC.fullmatch(value)
     if stamp is not None:
-        return Hlc(int(stamp.group(1)), int(stamp.group(2) or 0))
+        return bound(int(stamp.group(1)), int(stamp.group(2) or 0))
     try:
         when = dt.datetime.fromisoformat(value)
     except ValueError:
         raise UsageError(f"{flag} {text!r} is not a time", hint=_WHEN_HINT) from None
     if when.tzinfo is None:
         when = when.astimezone()  # local time, as a person means it
-    return Hlc(int(when.timestamp() * 10**9), 0)
+    return bound((when - _EPOCH) // dt.timedelta(microseconds=1) * 1000)
 
 
 @dataclass(frozen=True)

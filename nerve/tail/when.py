@@ -9,7 +9,7 @@ import time as _time
 from datetime import UTC, datetime, timedelta, tzinfo
 from datetime import time as dtime
 
-from nerve.clock import LOGICAL_MAX, Hlc
+from nerve.clock import LOGICAL_MAX, PHYSICAL_MAX, Hlc, bound
 from nerve.errors import NerveError, UsageError
 
 _AGO = re.compile(r"(\d+(?:\.\d+)?)\s*(s|m|h|d|w)")
@@ -33,10 +33,11 @@ def parse_instant(
     ago = _AGO.fullmatch(raw)
     if ago:
         ns = now_ns - int(float(ago.group(1)) * _UNIT_S[ago.group(2)] * NS)
-        return Hlc(max(ns, 0), LOGICAL_MAX if end else 0)
+        return bound(ns, LOGICAL_MAX if end else 0)
     if _STAMP.fullmatch(raw):
         try:
-            return Hlc.parse(raw)
+            head, _, tail = raw.partition(".")
+            return bound(int(head), int(tail or 0)) if int(head) > PHYSICAL_MAX else Hlc.parse(raw)
         except NerveError:
             pass
     moment = _datetime(raw, tz, now_ns)
@@ -46,7 +47,7 @@ def parse_instant(
             "(2024-05-01T14:00, with or without a zone) or an HLC stamp"
         )
     ns = (moment - _EPOCH) // timedelta(microseconds=1) * 1000
-    return Hlc(max(ns, 0), LOGICAL_MAX if end else 0)
+    return bound(ns, LOGICAL_MAX if end else 0)
 
 
 def _datetime(raw: str, tz: tzinfo | None, now_ns: int) -> datetime | None:
