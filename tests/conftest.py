@@ -53,3 +53,12 @@ def workspace(tmp_path: Path) -> Workspace:
 @pytest.fixture
 def log_root(tmp_path: Path) -> Path:
     return tmp_path / "log"
+
+
+@pytest.fixture(autouse=True)
+def _own_state_home(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Trust anchors and tokens go under ``$XDG_STATE_HOME``: each test gets its own, so no
+    test reads what another accepted, and nothing lands in the real home folder."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path_factory.mktemp("state")))
