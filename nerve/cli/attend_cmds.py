@@ -29,19 +29,19 @@ def attend(
     """Catch a log up as the daemon would (--replay), or recheck every decision (--check)."""
     from nerve.attention.service import check, replay
     from nerve.attention.settings import parse_settings
-    from nerve.runtime import daemon
+    from nerve.runtime.client import route
 
     if not (replay_ or check_):
         raise UsageError("give --replay, --check or both")
     ws = _ws(write=True)
     settings = parse_settings(ws.config.attention)
     if replay_:
-        if daemon.running(ws):
-            raise DaemonError(
-                "the daemon attends as it runs", hint="stop it first, or use --check alone"
-            )
-        with ws.open_log() as log:
-            result = replay(log, settings, ws.data / "keys")
+
+        def direct() -> Any:
+            with ws.open_log() as log:
+                return replay(log, settings, ws.data / "keys")
+
+        result = route(ws, log=direct, busy=_attends_itself)
         _say(
             as_json,
             result.to_json(),
@@ -53,6 +53,10 @@ def attend(
         _say(as_json, outcome.to_json(), _check_text(outcome.to_json()))
         if not outcome.ok:
             raise typer.Exit(1)
+
+
+def _attends_itself() -> DaemonError:
+    return DaemonError("the daemon attends as it runs", hint="stop it first, or use --check alone")
 
 
 def _check_text(data: dict[str, Any]) -> str:
@@ -247,14 +251,15 @@ def rotate_key() -> None:
     """Move to a new signing key: a link signed by the old and the new key."""
     from nerve.attention.service import rotate_offline
     from nerve.attention.settings import parse_settings
-    from nerve.runtime import daemon
+    from nerve.runtime.client import route
 
     ws = _ws(write=True)
-    if daemon.running(ws):
-        epoch = daemon.call(ws, {"type": "rotate-key"})["epoch"]
-    else:
+
+    def direct() -> Any:
         with ws.open_log() as log:
-            epoch = rotate_offline(log, parse_settings(ws.config.attention), ws.data / "keys")
+            return rotate_offline(log, parse_settings(ws.config.attention), ws.data / "keys")
+
+    epoch = route(ws, daemon=lambda d: d.call({"type": "rotate-key"})["epoch"], log=direct)
     typer.echo(f"signing key rotated: epoch {epoch}")
 
 

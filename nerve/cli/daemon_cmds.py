@@ -61,16 +61,16 @@ def restart() -> None:
 @daemon_app.command("status")
 def status(as_json: JsonFlag = False) -> None:
     """Show whether the daemon runs, and its health."""
-    from nerve.runtime import daemon
+    from nerve.runtime.client import route
 
     ws = _ws()
-    if not daemon.running(ws):
+    health = route(ws, daemon=lambda d: d.call({"type": "status"})["status"], log=lambda: None)
+    if health is None:
         if as_json:
             emit_json({"running": False})
         else:
             typer.echo("nerve daemon is not running")
         raise typer.Exit(3)
-    health = daemon.call(ws, {"type": "status"})["status"]
     if as_json:
         emit_json({"running": True, **health})
         return
