@@ -321,9 +321,7 @@ class Workspace:
 
     def attention_settings(self) -> AttentionSettings:
         """The ``attention:`` section as the daemon runs it (gate, detector, budget)."""
-        from nerve.attention.settings import parse_settings
-
-        return parse_settings(self.folder.config.attention)
+        return self.folder.config.attention
 
     def audit_verify(self, *, record: bool = False, key: bytes | None = None) -> Verdict:
         """Verify the sealed surfacing chain (``nerve audit verify``); ``record`` advances

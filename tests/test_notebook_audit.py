@@ -20,7 +20,6 @@ from nbclient import NotebookClient
 
 from nerve.attention import audit
 from nerve.attention.service import replay
-from nerve.attention.settings import parse_settings
 from nerve.clock import Hlc
 from nerve.events import Event, SourceClass, Trust
 from nerve.workspace import Workspace, init_workspace
@@ -85,7 +84,7 @@ def _attended_workspace(root: Path) -> Workspace:
     ws = Workspace(ws.root)
     with ws.open_log() as log:
         log.import_events([_observation(i) for i in range(6 * CYCLE)])
-        replay(log, parse_settings(ws.config.attention), ws.data / "keys")
+        replay(log, ws.config.attention, ws.data / "keys")
     return ws
 
 

@@ -14,14 +14,16 @@ PACKAGE = ROOT / "nerve"
 
 # A module may import only from layers at or below its own.
 LAYERS = [
-    {"errors", "clock", "canonical", "resources", "fsio"},
+    {"errors", "clock", "canonical", "resources", "fsio", "durations"},
     {"events", "contract"},
     {"log"},
     {"query", "config", "conformance", "chain", "attention", "checks", "privacy", "sensedata"}
     | {"recall.core", "recall.tier0", "mcp.settings", "fleet.settings"},
     {"workspace"},
-    {"runtime", "flow", "logops", "recall", "export", "tail", "privacy.ops", "mcp", "fleet"}
+    {"runtime", "flow", "logops", "recall", "export", "tail", "privacy.ops", "fleet"}
     | {"privacy.forget", "privacy.archive", "privacy.selection"},
+    {"api"},
+    {"mcp"},
     {"cli", "__main__"},
 ]
 

@@ -25,7 +25,7 @@ from typing import Any
 from nerve.attention.detector import Highlight
 from nerve.attention.gate import Decision, UserContext
 from nerve.attention.pipeline import Attention
-from nerve.attention.settings import AttentionSettings, ContextTracker, parse_settings
+from nerve.attention.settings import AttentionSettings, ContextTracker
 from nerve.canonical import det_cbor_decode
 from nerve.chain import ChainWriter, Keyring
 from nerve.clock import HLC_ZERO, Hlc
@@ -404,7 +404,7 @@ class AttentionService:
         self._held: list[Draft] = []  # chained drafts a failed append could not store yet
 
     async def start(self, kernel: Any) -> None:
-        settings = parse_settings(kernel.config.attention)
+        settings = kernel.config.attention
         if not settings.enabled:
             return
         self.settings = settings

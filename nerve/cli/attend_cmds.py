@@ -28,13 +28,12 @@ def attend(
 ) -> None:
     """Catch a log up as the daemon would (--replay), or recheck every decision (--check)."""
     from nerve.attention.service import check, replay
-    from nerve.attention.settings import parse_settings
     from nerve.runtime.client import route
 
     if not (replay_ or check_):
         raise UsageError("give --replay, --check or both")
     ws = _ws(write=True)
-    settings = parse_settings(ws.config.attention)
+    settings = ws.config.attention
     if replay_:
 
         def direct() -> Any:
@@ -168,7 +167,7 @@ HELD_COLUMNS = [
 
 def _since(text: str | None) -> int | None:
     from nerve.clock import Hlc
-    from nerve.config import parse_duration
+    from nerve.durations import parse_duration
 
     if text is None:
         return None
@@ -250,14 +249,13 @@ def export(out: Annotated[Path, typer.Option("--out", help="Bundle file to write
 def rotate_key() -> None:
     """Move to a new signing key: a link signed by the old and the new key."""
     from nerve.attention.service import rotate_offline
-    from nerve.attention.settings import parse_settings
     from nerve.runtime.client import route
 
     ws = _ws(write=True)
 
     def direct() -> Any:
         with ws.open_log() as log:
-            return rotate_offline(log, parse_settings(ws.config.attention), ws.data / "keys")
+            return rotate_offline(log, ws.config.attention, ws.data / "keys")
 
     epoch = route(ws, daemon=lambda d: d.call({"type": "rotate-key"})["epoch"], log=direct)
     typer.echo(f"signing key rotated: epoch {epoch}")

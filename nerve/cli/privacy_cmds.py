@@ -15,7 +15,7 @@ JsonFlag = Annotated[bool, typer.Option("--json", help="JSON output.")]
 
 
 def _for_ms(text: str | None) -> int | None:
-    from nerve.config import parse_duration
+    from nerve.durations import parse_duration
 
     if text is None:
         return None

@@ -27,7 +27,7 @@ from typing import Any
 from nerve.checks.catalog import catalog, check_dirs, lookup
 from nerve.checks.dispatch import Verdict
 from nerve.checks.manifest import CheckManifest
-from nerve.config import WorkflowConfig
+from nerve.config.models import WorkflowConfig
 from nerve.contract import WorkflowTrigger
 from nerve.errors import WorkflowError
 from nerve.flow import human

@@ -45,7 +45,7 @@ import blake3
 
 from nerve.checks.catalog import lookup
 from nerve.checks.manifest import CheckManifest
-from nerve.config import WorkflowConfig
+from nerve.config.models import WorkflowConfig
 from nerve.errors import CheckError, WorkflowError
 from nerve.flow import gate
 from nerve.flow.contract import StartFrame

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from nerve.config import RetentionConfig
+from nerve.config.models import RetentionConfig
 from nerve.errors import UsageError
 from nerve.events import source_name
 from nerve.privacy.selection import (

@@ -24,7 +24,9 @@ from typing import Any
 import pyarrow as pa
 
 from nerve.canonical import canonical_json
-from nerve.config import InvalidConfig, NerveConfig, load_config
+from nerve.config import load_config
+from nerve.config.issues import InvalidConfig
+from nerve.config.models import NerveConfig
 from nerve.contract import WorkflowTrigger
 from nerve.errors import NerveError, SenseError, did_you_mean
 from nerve.events import Event
