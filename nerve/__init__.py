@@ -11,6 +11,8 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from nerve.version import __version__ as __version__
+
 if TYPE_CHECKING:
     from nerve.api import Status, Workspace
     from nerve.api import open as open
@@ -116,8 +118,6 @@ __all__ = [
     "WriterLocked",
     "open",
 ]
-
-__version__ = "0.1.0"
 
 
 def __getattr__(name: str) -> Any:

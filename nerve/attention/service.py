@@ -482,6 +482,13 @@ class AttentionService:
             if payload["outcome"] == "surface":
                 await deliver(kernel, self.settings.notify, payload)
 
+    def handlers(self) -> dict[str, Any]:
+        """The socket requests attention answers (``nerve.runtime.control``)."""
+        return {"rotate-key": self._rotate_key_request}
+
+    async def _rotate_key_request(self, kernel: Any, request: dict[str, Any]) -> dict[str, Any]:
+        return {"ok": True, "epoch": await self.rotate_key(kernel)}
+
     async def rotate_key(self, kernel: Any) -> int:
         if self.att is None:
             raise ChainError("attention is disabled in nerve.yaml")

@@ -57,8 +57,6 @@ class WorkflowEngine:
     # -- kernel hooks ------------------------------------------------------------------
 
     async def start(self, kernel: Any) -> None:
-        from nerve.flow import control  # noqa: F401  (registers the IPC requests)
-
         self.kernel, self.root = kernel, kernel.ws.root
         self.writes = WriteChecks(self.emit, self.root, kernel.log.node)
         kernel.committer.listeners.append(self.writes.listener())
@@ -66,6 +64,12 @@ class WorkflowEngine:
         await asyncio.to_thread(lambda: self.keys.load(kernel.connect()))
         await self._recover()
         self._spawn_configured()
+
+    def handlers(self) -> dict[str, Any]:
+        """The socket requests the engine answers (``nerve.flow.control``)."""
+        from nerve.flow.control import handlers
+
+        return dict(handlers(self))
 
     async def stop(self, kernel: Any) -> None:
         for task in self._spawns:
