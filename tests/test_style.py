@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import ast
+import importlib
+import inspect
 import subprocess
 import sys
 from pathlib import Path
@@ -175,6 +177,40 @@ def test_chain_never_imports_attention() -> None:
         for t in targets
         if t.startswith("nerve.attention")
     )
+    assert bad == []
+
+
+def _ours(node: ast.ImportFrom) -> bool:
+    return not node.level and (node.module or "").startswith("nerve.")
+
+
+def _borrowed(node: ast.ImportFrom) -> list[str]:
+    """Names ``node`` takes from a module that only imported them (a package's face, such
+    as ``nerve`` or ``nerve.flow``, may list what its modules define)."""
+    module = importlib.import_module(str(node.module))
+    if hasattr(module, "__path__"):
+        return []
+    found = []
+    for alias in node.names:
+        value = getattr(module, alias.name, None)
+        home = getattr(value, "__module__", None) or ""
+        defined = inspect.isclass(value) or inspect.isfunction(value)
+        if defined and home.startswith("nerve") and home != node.module:
+            found.append(f"{alias.name} from {node.module} (its home is {home})")
+    return found
+
+
+def test_each_name_has_one_home() -> None:
+    """A class or function is imported from the module that defines it, never through
+    another module that happens to import it (STYLE.md §4)."""
+    bad = []
+    for folder in ("nerve", "tests", "bench", "conformance", "senses", "workflows"):
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+            for node in ast.walk(tree):
+                if isinstance(node, ast.ImportFrom) and _ours(node):
+                    rel = path.relative_to(ROOT)
+                    bad += [f"{rel}:{node.lineno}: {b}" for b in _borrowed(node)]
     assert bad == []
 
 

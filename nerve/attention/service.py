@@ -31,7 +31,8 @@ from nerve.chain import ChainWriter, Keyring
 from nerve.clock import HLC_ZERO, Hlc
 from nerve.errors import ChainError, NerveError, report
 from nerve.events import NERVE_SOURCE, SourceClass, Trust
-from nerve.log.store import Draft, EventLog
+from nerve.log.drafts import Draft
+from nerve.log.store import EventLog
 
 HIGHLIGHT, DECISION, LINK, SNAPSHOT = (
     "attention.highlight", "attention.decision", "chain.link", "attention.snapshot",

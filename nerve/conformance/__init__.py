@@ -17,7 +17,8 @@ import blake3
 
 from nerve.conformance.attention import CHECKERS as ATTENTION_CHECKERS
 from nerve.events import Event, id_preimage, parse_source, parse_trust
-from nerve.log.codec import event_from_json, fixed_bytes, table_from_events
+from nerve.log.codec import fixed_bytes, table_from_events
+from nerve.log.wire import event_from_json
 from nerve.resources import bundled
 
 

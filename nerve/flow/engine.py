@@ -37,7 +37,7 @@ from nerve.flow.gate import WriteChecks, fire_one
 from nerve.flow.history import RunRecord, load_run
 from nerve.flow.manager import DEFAULT_ROLE_TIMEOUT_S, Flow
 from nerve.flow.record import ERROR, REQUESTED, draft, new_run_id
-from nerve.log.store import Draft
+from nerve.log.drafts import Draft
 from nerve.resources import bundled
 
 _OPEN = "('queued', 'started', 'crashed', 'waiting')"

@@ -53,7 +53,7 @@ from nerve.flow.history import RunRecord
 from nerve.flow.process import WorkerDied, WorkerHandle
 from nerve.flow.record import BACKOFF, ERROR, RESTART, STARTED, draft, status
 from nerve.flow.runs import drive
-from nerve.log.store import Draft
+from nerve.log.drafts import Draft
 
 log = logging.getLogger(__name__)
 

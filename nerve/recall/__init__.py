@@ -69,7 +69,7 @@ from nerve.config.recall import CommandFallback, HttpFallback, RecallConfig
 from nerve.errors import NerveError, UsageError
 from nerve.events import NERVE_SOURCE, Trust
 from nerve.flow.utils import CommandFailed, CommandResult, run_argv
-from nerve.log.store import Draft
+from nerve.log.drafts import Draft
 from nerve.logops import emit
 from nerve.recall.core import (
     Envelope,

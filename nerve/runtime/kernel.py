@@ -31,8 +31,10 @@ from nerve.contract import WorkflowTrigger
 from nerve.errors import NerveError, SenseError, did_you_mean
 from nerve.events import Event
 from nerve.log.attest import check_batch, drafts_of_object
-from nerve.log.codec import draft_from_json, event_from_json, row_to_json, table_from_events
-from nerve.log.store import Draft, EventLog, manifest_state
+from nerve.log.codec import table_from_events
+from nerve.log.drafts import Draft
+from nerve.log.store import EventLog, manifest_state
+from nerve.log.wire import draft_from_json, event_from_json, row_to_json
 from nerve.privacy.policy import Policy
 from nerve.runtime import control, journal
 from nerve.runtime.bus import SignalBus
