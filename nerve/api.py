@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from nerve.errors import UsageError
+from nerve.errors import DaemonError, UsageError
 from nerve.workspace import Workspace as Folder
 
 if TYPE_CHECKING:  # loaded by the methods that use them: a read or an emit loads only its own
@@ -29,6 +29,7 @@ if TYPE_CHECKING:  # loaded by the methods that use them: a read or an emit load
     import pyarrow as pa
 
     from nerve.attention.audit import Verdict
+    from nerve.attention.service import CheckResult, ReplayResult
     from nerve.attention.settings import AttentionSettings
     from nerve.clock import Hlc
     from nerve.events import Event
@@ -36,7 +37,7 @@ if TYPE_CHECKING:  # loaded by the methods that use them: a read or an emit load
     from nerve.log.select import TailFilter
     from nerve.log.verify import VerifyReport
     from nerve.privacy.archive import ArchiveResult
-    from nerve.privacy.forget import ForgetResult
+    from nerve.privacy.forget import ForgetResult, Request
     from nerve.privacy.pause import PauseState
     from nerve.tail.batch import Batch
 
@@ -85,6 +86,11 @@ class Workspace:
     @property
     def root(self) -> Path:
         return self.folder.root
+
+    @property
+    def log_root(self) -> Path:
+        """The log's folder (``data/log``): segments, WAL and manifest."""
+        return self.folder.log_root
 
     def close(self) -> None:
         """Close the DuckDB connection :meth:`sql` opened (a later query opens a new one)."""
@@ -277,8 +283,7 @@ class Workspace:
     ) -> ForgetResult:
         """Erase the payload and line of the events selected (selectors combine with AND),
         or apply ``log.retention`` (``retention``); ``dry_run`` says what would go."""
-        from nerve.privacy.forget import dry_run as plan
-        from nerve.privacy.forget import forget, request_of
+        from nerve.privacy.forget import request_of
 
         request = request_of(
             cids=cids,
@@ -290,6 +295,13 @@ class Workspace:
             reason=reason,
             retention=retention,
         )
+        return self.forget_request(request, dry_run=dry_run)
+
+    def forget_request(self, request: Request, *, dry_run: bool = False) -> ForgetResult:
+        """Run a forget already put together (``nerve.privacy.forget.request_of``)."""
+        from nerve.privacy.forget import dry_run as plan
+        from nerve.privacy.forget import forget
+
         return plan(self.folder, request) if dry_run else forget(self._writable(), request)
 
     def archive(self, before: Hlc, to: Path | str, *, vacuum: bool = False) -> ArchiveResult:
@@ -317,7 +329,61 @@ class Workspace:
 
         return stop(self.folder)
 
+    def senses(self) -> list[dict[str, Any]]:
+        """Every sense: live figures from the daemon when it runs, else nerve.yaml's."""
+        from nerve.runtime.client import route
+        from nerve.runtime.senses import sense_rows
+
+        folder = self.folder
+        return route(
+            folder,
+            daemon=lambda d: list(d.call({"type": "list-senses"})["senses"]),
+            log=lambda: sense_rows(folder.config),
+        )
+
+    def trigger_sense(self, name: str) -> None:
+        """Ask the running daemon to compute a sense now (``UsageError`` without one)."""
+        from nerve.runtime.client import route
+
+        request = {"type": "trigger-sense", "sense": name}
+        route(self._writable(), daemon=lambda d: d.call(request), absent=_needs_daemon)
+
     # -- attention ----------------------------------------------------------------------
+
+    def attend_replay(self) -> ReplayResult:
+        """Attend to the observations not yet attended, as the daemon would (no daemon may
+        run: it attends as it runs)."""
+        from nerve.attention.service import replay
+        from nerve.runtime.client import route
+
+        folder = self._writable()
+
+        def direct() -> ReplayResult:
+            with folder.open_log() as log:
+                return replay(log, folder.config.attention, folder.data / "keys")
+
+        return route(folder, log=direct, busy=_attends_itself)
+
+    def attend_check(self) -> CheckResult:
+        """Recompute every attention decision from the log and compare (``.ok``)."""
+        from nerve.attention.service import check
+
+        return check(self.folder.log_root, self.folder.config.attention)
+
+    def rotate_key(self) -> int:
+        """Move the surfacing chain to a new signing key; the new key epoch."""
+        from nerve.attention.service import rotate_offline
+        from nerve.runtime.client import route
+
+        folder = self._writable()
+
+        def direct() -> int:
+            with folder.open_log() as log:
+                return rotate_offline(log, folder.config.attention, folder.data / "keys")
+
+        return route(
+            folder, daemon=lambda d: int(d.call({"type": "rotate-key"})["epoch"]), log=direct
+        )
 
     def attention_settings(self) -> AttentionSettings:
         """The ``attention:`` section as the daemon runs it (gate, detector, budget)."""
@@ -334,17 +400,34 @@ class Workspace:
         record = record and not self.read_only
         return audit.verify(links, origin=origin, key=key, key_from=key_from, record=record)
 
-    def held(self) -> list[dict[str, Any]]:
-        """Every decision the gate held back, and why (``nerve audit held``)."""
+    def chain_links(self) -> list[bytes]:
+        """The sealed surfacing chain's links, as stored, in order."""
         from nerve.attention import audit
 
-        return audit.held(self.folder.log_root)
+        return audit.chain_links(self.folder.log_root)
+
+    def held(self, since_ns: int | None = None) -> list[dict[str, Any]]:
+        """Every decision the gate held back (decided after ``since_ns``), and why: its
+        outcome (``hold:value``, ``hold:budget``), figures and the highlight it answered."""
+        from nerve.attention import audit
+
+        return audit.held(self.folder.log_root, since_ns)
 
     def audit_show(self, seq: int) -> dict[str, Any]:
         """One sealed link by chain seq, checked up to it (``nerve audit show``)."""
         from nerve.attention import audit
 
         return audit.show(self.folder.log_root, seq)
+
+
+def _needs_daemon() -> UsageError:
+    return UsageError(
+        "the daemon is not running", hint="start it with `nerve start` or `nerve dev`"
+    )
+
+
+def _attends_itself() -> DaemonError:
+    return DaemonError("the daemon attends as it runs", hint="stop it first, or use --check alone")
 
 
 def _filter(kinds: Iterable[str], sources: Iterable[str], bookkeeping: bool) -> TailFilter:

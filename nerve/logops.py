@@ -318,13 +318,18 @@ def replay(ws: Workspace, *, full: bool) -> VerifyReport:
     return report
 
 
+def check_cid(cid: str) -> None:
+    """``UsageError`` unless ``cid`` is a payload address: 64 hex digits."""
+    if len(cid) != 64 or any(c not in "0123456789abcdef" for c in cid.lower()):
+        raise UsageError(f"{cid!r} is not a 64-hex-digit address")
+
+
 def payload(conn: Any, cid: str) -> bytes:
     """The payload bytes stored under a content address (64 hex digits) in the log ``conn``
     reads; ``UsageError`` for a bad or unknown address, ``LogError`` for an erased one."""
     from nerve.query import run_query
 
-    if len(cid) != 64 or any(c not in "0123456789abcdef" for c in cid.lower()):
-        raise UsageError(f"{cid!r} is not a 64-hex-digit address")
+    check_cid(cid)
     result = run_query(
         conn,
         f"SELECT payload FROM events WHERE payload_cid = from_hex('{cid.lower()}') "
