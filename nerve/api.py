@@ -33,12 +33,16 @@ if TYPE_CHECKING:  # loaded by the methods that use them: a read or an emit load
     from nerve.attention.settings import AttentionSettings
     from nerve.clock import Hlc
     from nerve.events import Event
+    from nerve.export import Export
+    from nerve.fleet.ship import ShipResult
+    from nerve.flow.history import RunRecord
     from nerve.log.drafts import Draft
     from nerve.log.select import TailFilter
     from nerve.log.verify import VerifyReport
     from nerve.privacy.archive import ArchiveResult
     from nerve.privacy.forget import ForgetResult, Request
     from nerve.privacy.pause import PauseState
+    from nerve.recall import AskResult
     from nerve.tail.batch import Batch
 
 __all__ = ["Status", "Workspace", "open"]
@@ -347,6 +351,54 @@ class Workspace:
 
         request = {"type": "trigger-sense", "sense": name}
         route(self._writable(), daemon=lambda d: d.call(request), absent=_needs_daemon)
+
+    # -- workflows, recall, export, fleet ------------------------------------------------
+
+    def trigger_workflow(
+        self, name: str, *, prompt: str = "", max_rounds: int | None = None, key: str | None = None
+    ) -> dict[str, Any]:
+        """Ask the running daemon to start a run of workflow ``name``; its answer (``run``,
+        ``status``; ``status: deduped`` with the ``earlier_run`` for a ``key`` used before)."""
+        from nerve.flow import client
+
+        return client.trigger(self._writable(), name, prompt=prompt, max_rounds=max_rounds, key=key)
+
+    def runs(
+        self, *, include_all: bool = False, workflow: str | None = None, limit: int = 20
+    ) -> list[dict[str, Any]]:
+        """Workflow runs, newest request first (``nerve workflow list``): unfinished ones, or
+        every one with ``include_all``."""
+        from nerve.flow.history import list_runs
+
+        conn = self.connection()
+        columns, rows = list_runs(conn, include_all=include_all, workflow=workflow, limit=limit)
+        return [dict(zip(columns, row, strict=True)) for row in rows]
+
+    def run(self, run: str) -> RunRecord:
+        """One workflow run as the log tells it (``nerve workflow inspect RUN``)."""
+        from nerve.flow.history import load_run
+
+        return load_run(self.connection(), run)
+
+    def ask(self, question: str, *, k: int | None = None, record: bool = True) -> AskResult:
+        """Answer a question from the log (``nerve ask``): deterministic recall first, the
+        configured fallback only when that cannot answer; recorded unless ``record=False``."""
+        from nerve.recall import ask
+
+        folder = self._writable() if record else self.folder
+        return ask(folder, question, k=k, record=record)
+
+    def export(self, path: Path | str, *, force: bool = False, copy: bool = False) -> Export:
+        """Write a DuckDB file any DuckDB opens without nerve (``nerve export --duckdb``)."""
+        from nerve.export import export_duckdb
+
+        return export_duckdb(self._writable(), path, force=force, copy=copy)
+
+    def ship(self) -> ShipResult:
+        """Ship sealed segments to the fleet warehouse (``nerve fleet ship``)."""
+        from nerve.fleet.ship import ship
+
+        return ship(self._writable())
 
     # -- attention ----------------------------------------------------------------------
 

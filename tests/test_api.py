@@ -130,3 +130,27 @@ def test_dir_shows_names_not_yet_loaded() -> None:
     code = "import nerve; print('open' in dir(nerve), 'open' in vars(nerve))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["True", "False"]
+
+
+def test_ask_runs_and_export_through_the_front_door(workspace: Folder, tmp_path: Path) -> None:
+    ws = nerve.open(workspace.root)
+    ws.emit(source="shell", line="git push origin main")
+    before = ws.events().num_rows
+    answer = ws.ask("which git commands did I run?", record=False)
+    assert answer.question == "which git commands did I run?"
+    assert ws.events().num_rows == before  # nothing recorded
+    ws.ask("which git commands did I run?")
+    kinds = ws.events().column("kind").to_pylist()[before:]
+    assert kinds[0] == "ask.question" and len(kinds) == 2
+    assert ws.runs() == []
+    exported = ws.export(tmp_path / "out.duckdb")
+    count = duckdb.connect(str(tmp_path / "out.duckdb")).sql("select count(*) from events")
+    assert count.fetchall() == [(exported.events,)] and exported.events >= 1
+
+
+def test_sense_list_comes_from_nerve_yaml_without_a_daemon(workspace: Folder) -> None:
+    ws = nerve.open(workspace.root)
+    names = {row["name"] for row in ws.senses()}
+    assert names == set(workspace.config.senses)
+    with pytest.raises(nerve.UsageError, match="the daemon is not running"):
+        ws.trigger_sense(sorted(names)[0])
