@@ -43,6 +43,7 @@ if TYPE_CHECKING:  # loaded by the methods that use them: a read or an emit load
     from nerve.privacy.forget import ForgetResult, Request
     from nerve.privacy.pause import PauseState
     from nerve.recall import AskResult
+    from nerve.runtime.client import Daemon
     from nerve.tail.batch import Batch
 
 __all__ = ["Status", "Workspace", "open"]
@@ -315,12 +316,14 @@ class Workspace:
 
     # -- the daemon ---------------------------------------------------------------------
 
-    def status(self) -> Status:
+    def status(self, *, timeout: float = 60) -> Status:
         """Whether a daemon runs, and its health figures (as ``nerve status``)."""
         from nerve.runtime.client import route
 
-        health = route(self.folder, daemon=lambda d: d.call({"type": "status"})["status"], log=dict)
-        return Status(bool(health), health)
+        def through(daemon: Daemon) -> Status:
+            return Status(True, daemon.call({"type": "status"}, timeout=timeout)["status"])
+
+        return route(self.folder, daemon=through, log=lambda: Status(False))
 
     def start(self) -> int:
         """Start the daemon in the background; its pid once it answers."""
