@@ -104,31 +104,34 @@ class Workspace:
             self._conn = None
 
     def _writable(self) -> Folder:
+        """The folder, for a write: refused on a read-only open; the next query opens a
+        new connection, so it sees what this write stores."""
         if self.read_only:
             raise UsageError(
                 f"{self.root} was opened read-only; this writes to it",
                 hint="nerve.open(path) without read_only=True",
             )
+        self.close()
         return self.folder
 
     # -- reading ------------------------------------------------------------------------
 
     def connection(self) -> duckdb.DuckDBPyConnection:
         """The DuckDB connection (``events`` and every projection as views) :meth:`sql`
-        runs on; opened on first use, over the log as it is then (:meth:`refresh` sees
-        events stored since). Temporary views made on it last until :meth:`close`."""
+        runs on; opened on first use over the log as it is then, and again after a write
+        through this workspace (:meth:`refresh` sees what others stored since). Temporary
+        views made on it last until then."""
         if self._conn is None:
-            from nerve.query import connect
-
-            folder = self.folder
-            if not self.read_only:
-                return self._cache(folder.connect())
-            self._conn = connect(folder.log_root, folder.projection_dirs(), folder.settings())
+            self._conn = self._open_connection()
         return self._conn
 
-    def _cache(self, conn: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
-        self._conn = conn
-        return conn
+    def _open_connection(self) -> duckdb.DuckDBPyConnection:
+        if not self.read_only:
+            return self.folder.connect()  # makes data/ if missing, as the CLI does
+        from nerve.query import connect
+
+        folder = self.folder
+        return connect(folder.log_root, folder.projection_dirs(), folder.settings())
 
     def refresh(self) -> None:
         """See events stored since the connection opened (temporary views are dropped)."""

@@ -154,3 +154,10 @@ def test_sense_list_comes_from_nerve_yaml_without_a_daemon(workspace: Folder) ->
     assert names == set(workspace.config.senses)
     with pytest.raises(nerve.UsageError, match="the daemon is not running"):
         ws.trigger_sense(sorted(names)[0])
+
+
+def test_a_query_after_a_write_sees_it(workspace: Folder) -> None:
+    ws = nerve.open(workspace.root)
+    assert ws.sql("select count(*) from events").fetchall() == [(0,)]
+    ws.emit(source="shell", line="one")
+    assert ws.sql("select count(*) from events").fetchall() == [(1,)]
