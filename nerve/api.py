@@ -361,13 +361,22 @@ class Workspace:
     # -- workflows, recall, export, fleet ------------------------------------------------
 
     def trigger_workflow(
-        self, name: str, *, prompt: str = "", max_rounds: int | None = None, key: str | None = None
+        self,
+        name: str,
+        *,
+        prompt: str = "",
+        max_rounds: int | None = None,
+        dry_run: bool = False,
+        key: str | None = None,
     ) -> dict[str, Any]:
         """Ask the running daemon to start a run of workflow ``name``; its answer (``run``,
         ``status``; ``status: deduped`` with the ``earlier_run`` for a ``key`` used before)."""
         from nerve.flow import client
 
-        return client.trigger(self._writable(), name, prompt=prompt, max_rounds=max_rounds, key=key)
+        folder = self._writable()
+        return client.trigger(
+            folder, name, prompt=prompt, max_rounds=max_rounds, dry_run=dry_run, key=key
+        )
 
     def runs(
         self, *, include_all: bool = False, workflow: str | None = None, limit: int = 20
