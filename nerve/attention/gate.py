@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -29,9 +29,10 @@ from nerve.attention.energy import Energy
 from nerve.attention.observer import round_div
 from nerve.errors import EventError
 
+if TYPE_CHECKING:  # only a name: the chain package loads its crypto when imported
+    from nerve.chain.records import Outcome
+
 Modality = Literal["visual", "audio", "none"]
-Outcome = Literal["surface", "hold:value", "hold:budget"]
-OUTCOMES: tuple[Outcome, ...] = ("surface", "hold:value", "hold:budget")
 SNAPSHOT_VERSION = 1
 _NS_PER_S = 1_000_000_000
 

@@ -27,14 +27,15 @@ from nerve.attention.detector import Highlight
 from nerve.attention.gate import Decision, UserContext
 from nerve.attention.kinds import DECISION, HIGHLIGHT, LINK, SNAPSHOT
 from nerve.attention.pipeline import Attention
-from nerve.attention.settings import AttentionSettings, ContextTracker, parse_settings
+from nerve.attention.settings import AttentionSettings, ContextTracker
 from nerve.attention.values import readings_of
 from nerve.canonical import det_cbor_decode
 from nerve.chain import ChainWriter, Keyring
 from nerve.clock import HLC_ZERO, Hlc
 from nerve.errors import ChainError, NerveError, report
 from nerve.events import NERVE_SOURCE, SourceClass, Trust
-from nerve.log.store import Draft, EventLog
+from nerve.log.drafts import Draft
+from nerve.log.store import EventLog
 
 CHUNK = 5_000
 DECISION_FIELDS = ("outcome", "probe", "value_milli", "cost_milli", "charged_uj",
@@ -418,7 +419,7 @@ class AttentionService:
         self._held: list[Draft] = []  # chained drafts a failed append could not store yet
 
     async def start(self, kernel: Any) -> None:
-        settings = parse_settings(kernel.config.attention)
+        settings = kernel.config.attention
         if not settings.enabled:
             return
         self.settings = settings
@@ -493,6 +494,13 @@ class AttentionService:
             kernel.on_decision(payload)  # surfaced or held: the dev view shows both
             if payload["outcome"] == "surface":
                 await deliver(kernel, self.settings.notify, payload)
+
+    def handlers(self) -> dict[str, Any]:
+        """The socket requests attention answers (``nerve.runtime.control``)."""
+        return {"rotate-key": self._rotate_key_request}
+
+    async def _rotate_key_request(self, kernel: Any, request: dict[str, Any]) -> dict[str, Any]:
+        return {"ok": True, "epoch": await self.rotate_key(kernel)}
 
     async def rotate_key(self, kernel: Any) -> int:
         if self.att is None:

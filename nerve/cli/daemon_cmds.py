@@ -14,6 +14,7 @@ from nerve.cli.output import (
     plural,
     terminal_width,
 )
+from nerve.cli.state import door as _door
 from nerve.cli.state import workspace as _ws
 
 daemon_app = typer.Typer(help="Run nerve's daemon in the background.", no_args_is_help=True)
@@ -25,11 +26,11 @@ def dev() -> None:
 
     With a daemon already running (`nerve start`), view that one instead: Ctrl+C leaves the
     view and the daemon runs on. Piped, it prints the daemon's log lines instead of the view."""
-    from nerve.runtime import daemon
+    from nerve.runtime import client, daemon
 
     view = sys.stdout.isatty()
     ws = _ws()
-    if daemon.running(ws):
+    if client.running(ws):
         _attach(ws, view=view)
         return
     daemon.run_foreground(_ws(write=True), view=view, echo=None if view else sys.stdout)
@@ -60,44 +61,36 @@ def run_cmd() -> None:
 @daemon_app.command("start")
 def start() -> None:
     """Start the daemon in the background."""
-    from nerve.runtime import daemon
-
-    pid = daemon.start_background(_ws(write=True))
+    pid = _door(write=True).start()
     typer.echo(f"nerve daemon started (pid {pid})")
 
 
 @daemon_app.command("stop")
 def stop() -> None:
     """Stop the daemon."""
-    from nerve.runtime import daemon
-
-    pid = daemon.stop(_ws())
+    pid = _door().stop()
     typer.echo(f"nerve daemon stopped (pid {pid})" if pid else "nerve daemon is not running")
 
 
 @daemon_app.command("restart")
 def restart() -> None:
     """Stop, then start the daemon."""
-    from nerve.runtime import daemon
-
-    ws = _ws(write=True)
-    daemon.stop(ws)
-    typer.echo(f"nerve daemon started (pid {daemon.start_background(ws)})")
+    ws = _door(write=True)
+    ws.stop()
+    typer.echo(f"nerve daemon started (pid {ws.start()})")
 
 
 @daemon_app.command("status")
 def status(as_json: JsonFlag = False) -> None:
     """Show whether the daemon runs, and its health."""
-    from nerve.runtime import daemon
-
-    ws = _ws()
-    if not daemon.running(ws):
+    status_ = _door().status()
+    health = status_.health
+    if not status_.running:
         if as_json:
             emit_json({"running": False})
         else:
             typer.echo("nerve daemon is not running")
         raise typer.Exit(3)
-    health = daemon.call(ws, {"type": "status"})["status"]
     if as_json:
         emit_json({"running": True, **health})
         return

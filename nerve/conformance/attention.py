@@ -1,6 +1,6 @@
 """Conformance checkers C3 (attention) and C5 (chain integrity), Sense v0.1 §9.
 
-:func:`nerve.conformance.run_all` imports this module, which registers both checkers. The
+:func:`nerve.conformance.run_all` adds :data:`CHECKERS` to its own table. The
 JSON forms of highlights, decisions and user contexts defined here are the ones the vectors
 publish; ``conformance/generate_attention.py`` writes the vectors with the same functions,
 and ``conformance/README.md`` describes every field.
@@ -14,11 +14,11 @@ from dataclasses import asdict
 from typing import Any
 
 from nerve.attention.detector import Highlight
-from nerve.attention.gate import OUTCOMES, Decision, Gate, GateConfig, UserContext
+from nerve.attention.gate import Decision, Gate, GateConfig, UserContext
 from nerve.attention.pipeline import Attention, AttentionConfig
 from nerve.chain import Keyring, verify_chain
 from nerve.chain.links import digest, parse_link
-from nerve.conformance import checker
+from nerve.chain.records import OUTCOMES
 
 Record = dict[str, Any]
 
@@ -110,7 +110,6 @@ def _outcome_counts(records: list[Record]) -> str:
     return ", ".join(f"{counts[o]} {o}" for o in OUTCOMES if counts[o])
 
 
-@checker("C3")
 def check_c3(vec: dict[str, Any]) -> tuple[bool, str]:
     """The stream's highlights and decisions, then the busy re-gating, match exactly."""
     config = AttentionConfig.model_validate(vec["config"])
@@ -138,7 +137,6 @@ def check_c3(vec: dict[str, Any]) -> tuple[bool, str]:
     )
 
 
-@checker("C3V")
 def check_c3v(vec: dict[str, Any]) -> tuple[bool, str]:
     """Value probes: a stream of readings gives exactly the published highlights and decisions."""
     config = AttentionConfig.model_validate(vec["config"])
@@ -190,7 +188,6 @@ def _genesis_problem(vec: dict[str, Any], links: list[bytes], key: bytes) -> str
     return None
 
 
-@checker("C5")
 def check_c5(vec: dict[str, Any]) -> tuple[bool, str]:
     """The log verifies to n links; excising the middle link breaks it where published."""
     links = [bytes.fromhex(h) for h in vec["links"]]
@@ -215,3 +212,6 @@ def check_c5(vec: dict[str, Any]) -> tuple[bool, str]:
         f"{len(links)} links verify; excising link {vec['middle']} breaks at "
         f"seq {cut['seq']} ({cut['kind']})"
     )
+
+
+CHECKERS = {"C3": check_c3, "C3V": check_c3v, "C5": check_c5}

@@ -125,14 +125,14 @@ def view(ws: Workspace) -> int:
     from rich.console import Console
     from rich.live import Live
 
-    from nerve.runtime import daemon
+    from nerve.runtime import client, daemon
     from nerve.runtime.live import render
 
     console, rate, pid = Console(), Rate(), 0
     with Live(console=console, screen=True, auto_refresh=False) as live:
         try:
             while True:
-                health = daemon.call(ws, {"type": "status"})["status"]
+                health = client.call(ws, {"type": "status"})["status"]
                 pid = int(health["pid"])
                 rate.add(time.monotonic(), int(health.get("events", 0)))
                 snap = snapshot_from(

@@ -14,7 +14,8 @@ from collections.abc import Callable, Sequence
 import pyarrow as pa
 
 from nerve.errors import report
-from nerve.log.store import Draft, EventLog
+from nerve.log.drafts import Draft
+from nerve.log.store import EventLog
 
 Listener = Callable[[pa.Table], None]
 
@@ -48,10 +49,6 @@ class Committer:
         future.add_done_callback(_report_failure)
         self._pending.append((list(drafts), future))
         self._wake.set()
-
-    async def run_locked(self, fn: Callable[[], object]) -> object:
-        """Run a log operation (seal, compact, import) in the writer thread, between commits."""
-        return await asyncio.to_thread(fn)
 
     async def _run(self) -> None:
         while True:
