@@ -32,10 +32,11 @@ import pyarrow.compute as pc
 import pytest
 
 from nerve.errors import NerveError
+from nerve.log.drafts import Draft
 from nerve.log.manifest import read_manifest
 from nerve.log.reader import events_since
 from nerve.log.segments import read_segment
-from nerve.log.store import Draft, EventLog
+from nerve.log.store import EventLog
 from nerve.log.verify import verify
 from nerve.log.wal import wal_name
 from tests.helpers import syscalls

@@ -19,9 +19,10 @@ import pytest
 from nerve.canonical import canonical_json
 from nerve.errors import LogCorrupt
 from nerve.log import erasure
+from nerve.log.drafts import Draft
 from nerve.log.manifest import append_record, line_hash, read_manifest
 from nerve.log.reader import events_since
-from nerve.log.store import Draft, EventLog
+from nerve.log.store import EventLog
 from nerve.log.verify import verify
 from nerve.workspace import Workspace
 from tests.conftest import run_cli

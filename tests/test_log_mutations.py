@@ -20,9 +20,10 @@ from nerve.clock import Hlc
 from nerve.errors import LogCorrupt, NerveError
 from nerve.log import segments as seg
 from nerve.log.codec import fixed_bytes
+from nerve.log.drafts import Draft
 from nerve.log.manifest import SegmentInfo, append_record, read_manifest
 from nerve.log.reader import events_since
-from nerve.log.store import Draft, EventLog
+from nerve.log.store import EventLog
 from nerve.log.verify import verify
 from nerve.log.wal import wal_name
 
