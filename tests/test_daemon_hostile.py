@@ -20,11 +20,14 @@ from tests.daemon_util import COUNTER, Daemon, started, write_sense
 # A sense that starts two long-lived descendants which leave its session (one a child that
 # calls setsid(), one a grandchild whose parent exits), then writes junk on the worker's
 # protocol descriptor, found as the one pipe that is neither stdin nor stderr.
-HOSTILE = '''
+HOSTILE = """
 import os, pathlib, subprocess, sys
 initial_state = {"n": 0}
 PROBE = pathlib.Path.cwd() / "probe"
-CHILD = "import os,sys,time; os.setsid(); open(sys.argv[1],'w').write(str(os.getpid())); time.sleep(600)"
+CHILD = (
+    "import os,sys,time; os.setsid(); "
+    "open(sys.argv[1],'w').write(str(os.getpid())); time.sleep(600)"
+)
 ORPHAN = (
     "import os,sys,time\\n"
     "if os.fork() == 0:\\n"
@@ -54,7 +57,7 @@ def compute(state):
         (PROBE / "junked").touch()
         _junk()
     return {"state": {"n": state["n"] + 1}}
-'''
+"""
 CONFIG = """
 senses:
   counter: {group: a, interval: 200ms}
@@ -94,8 +97,11 @@ def test_junk_on_the_protocol_restarts_the_group_and_ends_its_descendants(
     with started(daemon.root):
         first = daemon.wait_for(lambda: _pids(daemon, "a"), what="the first descendants")
         error = daemon.wait_for(
-            lambda: [e for e in daemon.events("sense.error", "hostile") if e["data"]["kind"]
-                     == "protocol"],
+            lambda: [
+                e
+                for e in daemon.events("sense.error", "hostile")
+                if e["data"]["kind"] == "protocol"
+            ],
             what="a protocol error",
         )[0]["data"]
         assert "this is not the protocol" in error["error"]
@@ -105,8 +111,9 @@ def test_junk_on_the_protocol_restarts_the_group_and_ends_its_descendants(
         # the sense computes again after its restart
         restart_ns = daemon.events("sense.restart", "s")[0]["physical_ns"]
         daemon.wait_for(
-            lambda: [e for e in daemon.events("sense.state", "hostile")
-                     if e["physical_ns"] > restart_ns],
+            lambda: [
+                e for e in daemon.events("sense.state", "hostile") if e["physical_ns"] > restart_ns
+            ],
             what="a compute after the restart",
         )
         second = daemon.wait_for(lambda: _pids(daemon, "b"), what="the second descendants")
