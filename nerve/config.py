@@ -605,8 +605,8 @@ def _check_limits(text: str, filename: str, first_line: int) -> None:
             expanded += sizes.get(event.anchor, 1)
         if expanded > _MAX_NODES:
             message = (
-                f"YAML expands to more than {_MAX_NODES:,} entries (aliases and `<<:` merges "
-                "count each time they are used)"
+                f"YAML expands too many aliases: past {_MAX_NODES:,} entries (an alias or "
+                "`<<:` merge counts its whole node each time it is used)"
             )
             raise InvalidConfig([_marked(event, filename, first_line, message)])
 
