@@ -94,7 +94,8 @@ def raw(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Raw]:
 
 def _call(request_id: int, tool: str, arguments: Any) -> str:
     params = {"name": tool, "arguments": arguments}
-    return json.dumps({"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params})
+    message = {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}
+    return json.dumps(message)
 
 
 NOT_MESSAGES: list[tuple[str | bytes, int, Any, str]] = [
