@@ -108,3 +108,33 @@ def test_ask_neither_quotes_nor_cites_a_withheld_event(ws: Workspace, tmp_path: 
         text = str(out.model_dump())
         for form in _forms(EXCLUDED) + _forms(GHP):
             assert form not in text, f"{form!r} left through ask {question!r}"
+
+
+def test_a_huge_result_is_cut_at_the_byte_budget_before_the_screen(
+    ws: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from nerve.mcp.sandbox import open_sandbox, run_sql
+
+    conn = open_sandbox(ws)
+    huge = "SELECT repeat('password=hunter2 ', 5000000) AS x"
+    result = run_sql(conn, huge, limit=10, timeout_ms=5_000, max_bytes=10_000)
+    assert result.rows == [] and result.truncated
+    many = run_sql(
+        conn,
+        "SELECT repeat('y', 1000) FROM range(100)",
+        limit=50,
+        timeout_ms=5_000,
+        max_bytes=10_000,
+    )
+    assert 5 <= len(many.rows) <= 10 and many.truncated
+    seen: list[int] = []
+    screen = Screen.value
+
+    def spy(self: Screen, value: object) -> object:
+        seen.append(len(str(value)))
+        return screen(self, value)
+
+    monkeypatch.setattr(Screen, "value", spy)
+    out = tools.query(_call(ws), huge)
+    assert out.rows == [] and out.more and "hunter2" not in str(out.model_dump())
+    assert max(seen) <= 1 << 20  # the screen never had the 80 MB value to scan

@@ -99,16 +99,27 @@ class SqlResult:
     truncated: bool
 
 
-def run_sql(conn: duckdb.DuckDBPyConnection, sql: str, *, limit: int, timeout_ms: int) -> SqlResult:
+def run_sql(
+    conn: duckdb.DuckDBPyConnection,
+    sql: str,
+    *,
+    limit: int,
+    timeout_ms: int,
+    max_bytes: int | None = None,
+) -> SqlResult:
     """The first ``limit`` rows of one SELECT; :class:`AccessRefused` for anything else, a
-    file outside the log, or a query still running after ``timeout_ms``."""
+    file outside the log, or a query still running after ``timeout_ms``.
+
+    Rows stop too once they hold about ``max_bytes`` of text: what follows (the privacy
+    screen, the JSON) then handles no more than a call may return, however large a value
+    the SQL made (``repeat('x', 10**8)``)."""
     statement = _one_select(conn, sql)
     timer = threading.Timer(timeout_ms / 1000, conn.interrupt)
     timer.start()
     try:
         rel = conn.sql(statement)
         json_columns = {i for i, kind in enumerate(rel.types) if str(kind) == "JSON"}
-        rows = rel.limit(limit + 1).fetchall()
+        rows, cut = _fetch(conn.execute(statement), limit, max_bytes)
     except duckdb.InterruptException:
         raise AccessRefused(
             f"the query ran longer than {timeout_ms / 1000:g} s and was stopped",
@@ -126,7 +137,42 @@ def run_sql(conn: duckdb.DuckDBPyConnection, sql: str, *, limit: int, timeout_ms
         timer.cancel()
     columns = list(rel.columns)
     out = [[_cell(v, i in json_columns) for i, v in enumerate(row)] for row in rows[:limit]]
-    return SqlResult(columns, out, truncated=len(rows) > limit)
+    return SqlResult(columns, out, truncated=cut or len(rows) > limit)
+
+
+_FETCH = 64
+
+
+def _fetch(
+    cursor: duckdb.DuckDBPyConnection, limit: int, max_bytes: int | None
+) -> tuple[list[Any], bool]:
+    """Rows streamed until ``limit + 1`` or ``max_bytes``; and whether the bytes cut them
+    short. The rows after them are never computed."""
+    rows: list[Any] = []
+    size = 0
+    while len(rows) <= limit:
+        chunk = cursor.fetchmany(min(_FETCH, limit + 1 - len(rows)))
+        if not chunk:
+            return rows, False
+        for row in chunk:
+            size += _size(row)
+            if max_bytes is not None and size > max_bytes:
+                return rows, True
+            rows.append(row)
+    return rows, False
+
+
+def _size(value: Any) -> int:
+    """About how many bytes ``value`` takes as JSON (bytes as hex), without building it."""
+    if isinstance(value, str):
+        return len(value) + 2
+    if isinstance(value, bytes | bytearray | memoryview):
+        return 2 * len(value) + 2
+    if isinstance(value, dict):
+        return sum(_size(k) + _size(v) for k, v in value.items()) + 2
+    if isinstance(value, list | tuple):
+        return sum(_size(v) + 1 for v in value) + 2
+    return 8
 
 
 def _one_select(conn: duckdb.DuckDBPyConnection, sql: str) -> str:

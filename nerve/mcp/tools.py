@@ -435,7 +435,9 @@ def query(call: Call, sql: str, limit: int | None = None) -> QueryOut:
     cap = max(0, min(limit if limit is not None else call.allowance.rows, call.allowance.rows))
     conn = open_sandbox(call.ws, call.screen.rows)
     try:
-        result = run_sql(conn, sql, limit=cap, timeout_ms=call.timeout_ms)
+        result = run_sql(
+            conn, sql, limit=cap, timeout_ms=call.timeout_ms, max_bytes=call.allowance.bytes
+        )
     finally:
         conn.close()
     rows, cut = call.fit(call.screen.value(result.rows))
