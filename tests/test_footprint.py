@@ -330,4 +330,3 @@ def test_the_bench_compares_insert_rates_only_like_for_like() -> None:
     assert "durable: nerve `fsync` / aw-core a commit per insert: 1.2" in text
     assert "buffered: nerve `os` / aw-core lazy commits: 1.5" in text
     assert "power loss" in text and "up to 50 inserts" in text  # what each side promises
-    assert "insert_rate_eager" not in str(bench.compare_peer.__code__.co_consts)
