@@ -95,28 +95,36 @@ def test_junk_on_the_protocol_restarts_the_group_and_ends_its_descendants(
     daemon: Daemon,
 ) -> None:
     with started(daemon.root):
-        first = daemon.wait_for(lambda: _pids(daemon, "a"), what="the first descendants")
+        first = daemon.wait_for(
+            lambda: _pids(daemon, "a"), timeout=90, what="the first descendants"
+        )
         error = daemon.wait_for(
             lambda: [
                 e
                 for e in daemon.events("sense.error", "hostile")
                 if e["data"]["kind"] == "protocol"
             ],
+            timeout=90,
             what="a protocol error",
         )[0]["data"]
         assert "this is not the protocol" in error["error"]
-        daemon.wait_for(lambda: daemon.events("sense.restart", "s"), what="a restart of s")
+        daemon.wait_for(
+            lambda: daemon.events("sense.restart", "s"), timeout=90, what="a restart of s"
+        )
         # the group's old descendants were ended with its worker, setsid() or not
-        daemon.wait_for(lambda: _all_ended(first), what="the old descendants to end")
+        daemon.wait_for(lambda: _all_ended(first), timeout=90, what="the old descendants to end")
         # the sense computes again after its restart
         restart_ns = daemon.events("sense.restart", "s")[0]["physical_ns"]
         daemon.wait_for(
             lambda: [
                 e for e in daemon.events("sense.state", "hostile") if e["physical_ns"] > restart_ns
             ],
+            timeout=90,
             what="a compute after the restart",
         )
-        second = daemon.wait_for(lambda: _pids(daemon, "b"), what="the second descendants")
+        second = daemon.wait_for(
+            lambda: _pids(daemon, "b"), timeout=90, what="the second descendants"
+        )
         assert all(_alive(p) for p in second)
     # `nerve daemon stop` ends them too
     deadline = time.monotonic() + 20
@@ -133,15 +141,19 @@ def test_hostile_config_edits_are_rejected_and_later_edits_still_apply(daemon: D
     config = daemon.root / "nerve.yaml"
     with started(daemon.root):
         config.write_text(CONFIG + "daemon:\n  max_request_bytes: " + "9" * 5000 + "\n")
-        errors = daemon.wait_for(lambda: _rejections(daemon), what="the long integer rejected")
+        errors = daemon.wait_for(
+            lambda: _rejections(daemon), timeout=90, what="the long integer rejected"
+        )
         assert "nerve.yaml:6:" in errors[0] and "integer of 5,000 digits" in errors[0]
         config.write_text(CONFIG + _bomb())
-        daemon.wait_for(lambda: len(_rejections(daemon)) >= 2, what="the bomb rejected")
+        daemon.wait_for(lambda: len(_rejections(daemon)) >= 2, timeout=90, what="the bomb rejected")
         assert "expands too many aliases" in _rejections(daemon)[1]
         assert daemon.request({"type": "status"})["ok"]
         fresh = "  fresh: {group: a, path: senses/counter, interval: 100ms}\n"
         config.write_text(CONFIG + fresh)
-        daemon.wait_for(lambda: daemon.events("sense.state", "fresh"), what="the valid edit")
+        daemon.wait_for(
+            lambda: daemon.events("sense.state", "fresh"), timeout=90, what="the valid edit"
+        )
 
 
 def _bomb(merges: int = 200, keys: int = 2000) -> str:

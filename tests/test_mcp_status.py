@@ -28,7 +28,7 @@ def test_status_counts_what_the_daemon_computed_since_the_last_record(tmp_path: 
             rows = d.request({"type": "list-senses"})["senses"]
             return int(next(r for r in rows if r["name"] == "steady").get("computes") or 0)
 
-        d.wait_for(lambda: live_computes() >= 5, what="five computes")
+        d.wait_for(lambda: live_computes() >= 5, timeout=90, what="five computes")
         recorded = len(d.events("sense.state", "steady"))
         ws = Workspace(root)
         out = status(ws, Screen(ws.config.privacy))
