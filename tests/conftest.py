@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from nerve.workspace import Workspace, init_workspace
+from tests.helpers import hypothesis_profile  # noqa: F401  (no per-example deadline)
 from tests.helpers.incli import needs_process, run_in_process
 
 ROOT = Path(__file__).resolve().parent.parent

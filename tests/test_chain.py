@@ -129,6 +129,9 @@ def test_sound_chain_verifies() -> None:
 def test_verification_is_deterministic() -> None:
     again = ChainWriter.create(Keyring.ephemeral(SEED), nonce=NONCE, checkpoint_every=5)
     assert _grow(again, 0, 16).links == _chain()
+    first, second = verify_chain(_chain()), verify_chain(again.links)
+    assert first.ok and second.ok
+    assert (first.ids, first.anchor, first.log_id) == (second.ids, second.anchor, second.log_id)
 
 
 # --- the mutation matrix -------------------------------------------------------------------------
@@ -291,6 +294,34 @@ def test_malformed_links(raw: bytes) -> None:
 
 def test_empty_chain_is_truncated() -> None:
     assert _break([]) == (0, "truncated")
+
+
+def test_a_chain_not_begun_is_no_damage_unless_links_were_accepted() -> None:
+    report = verify_chain([], empty_ok=True)
+    assert (report.ok, report.links, report.exit_code) == (True, 0, 0)
+    assert _break([], trusted=_record(), empty_ok=True) == (0, "truncated")
+
+
+def test_audit_verify_on_a_workspace_whose_daemon_never_ran(tmp_path: Path) -> None:
+    from nerve.workspace import init_workspace
+    from tests.conftest import run_cli
+
+    root = init_workspace(tmp_path / "ws").root
+    env = {"XDG_STATE_HOME": str(tmp_path / "state")}
+    proc = run_cli("--workspace", str(root), "audit", "verify", check=False, env=env)
+    assert (proc.returncode, proc.stderr) == (0, ""), proc.stderr
+    assert "no links yet" in proc.stdout
+
+
+@pytest.mark.parametrize("last", [True, False], ids=["last-link", "inside"])
+def test_a_checkpoint_resigned_by_the_chain_key_over_a_wrong_root_is_caught(last: bool) -> None:
+    """Size and head right, root wrong, signed by the chain's own key: only the root
+    comparison can catch it."""
+    key = SigningKey(SEED)
+    wrong = _reseal(_chain()[18], lambda core: core.update(root=_bump(core["root"])), key=key)
+    links = _replaced(18, wrong)
+    assert _kinds([wrong]) == ["checkpoint"]
+    assert _break(links[:19] if last else links) == (18, "forked")
 
 
 # --- against a trust record ---------------------------------------------------------------------

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -298,3 +299,34 @@ def test_a_compute_running_at_stop_is_stored_not_dropped(tmp_path: Path) -> None
     assert lines == ["done 1", "done 2"]
     states = d.events("sense.state", "slow")
     assert states[-1]["data"]["state"] == {"n": 2}
+
+
+def test_the_bench_compares_insert_rates_only_like_for_like() -> None:
+    import importlib.util
+    import io
+
+    path = Path(__file__).resolve().parent.parent / "bench" / "footprint_bench.py"
+    spec = importlib.util.spec_from_file_location("footprint_bench_render", path)
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = bench
+    spec.loader.exec_module(bench)
+    side = {"bytes_per_event": 1.0, "inserts_per_s": 10, "query_ms": 1.0}
+    ratios = {
+        "bytes_per_event": 0.1,
+        "insert_rate": 1.5,
+        "insert_rate_durable": 1.2,
+        "insert_rate_table": 0.3,
+        "query_latency": 0.5,
+    }
+    peer = {
+        "stream_events": 1, "nerve": side, "nerve_fsync": side, "nerve_table": side,
+        "aw": side, "aw_eager": side, "ratios": ratios,
+        "codecs": {"rows": 1, "bytes_per_event": {}},
+    }  # fmt: skip
+    out = io.StringIO()
+    bench.render_peer(peer, out)
+    text = out.getvalue()
+    assert "durable: nerve `fsync` / aw-core a commit per insert: 1.2" in text
+    assert "buffered: nerve `os` / aw-core lazy commits: 1.5" in text
+    assert "power loss" in text and "up to 50 inserts" in text  # what each side promises

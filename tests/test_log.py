@@ -236,7 +236,12 @@ def test_readers_run_while_a_writer_appends_and_seals(log_root: Path) -> None:
         for _ in range(40):
             acked += fill(log, 7)
         log.compact(target_rows=200)
-        time.sleep(0.05)  # a read or two after the compaction
+        marks = {which: len(seen) for which, seen in views.items()}
+        deadline = time.monotonic() + 30  # each reader reads again after the compaction
+        while time.monotonic() < deadline and not errors:
+            if all(len(views[w]) > marks[w] for w in views):
+                break
+            time.sleep(0.01)
         stop.set()
         for t in threads:
             t.join()

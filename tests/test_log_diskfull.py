@@ -162,7 +162,7 @@ def test_a_daemon_on_a_full_disk_refuses_then_recovers_and_keys_dedupe(small_fs:
         refused = _nerve(ws, "emit", "--jsonl", "-", stdin=big + "\n")
         assert refused.returncode == 1 and "Traceback" not in refused.stderr
         assert "No space left on device" in refused.stderr
-        time.sleep(1.0)  # the sense's results cannot be stored meanwhile
+        _logged(ws, "result not stored")  # the sense's results cannot be stored meanwhile
         ballast.unlink()
         computed = _states(ws)
         deadline = time.monotonic() + 30
@@ -178,3 +178,14 @@ def test_a_daemon_on_a_full_disk_refuses_then_recovers_and_keys_dedupe(small_fs:
     assert [x for x in lines if x.startswith("k")] == [f"k{i}" for i in range(5)]
     assert lines.count("big") == 1
     assert verify(ws / "data" / "log").ok
+
+
+def _logged(ws: Path, text: str, timeout: float = 30.0) -> None:
+    """Wait until the daemon's log says ``text``."""
+    log = ws / "data" / "daemon.log"
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if text in log.read_text(errors="replace"):
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"the daemon log never said {text!r}")

@@ -49,6 +49,12 @@ TRUE_POSITIVES = [
     ("github-token", "", "gho_" + GHP[4:], ""),
     ("github-token", "", "ghs_" + GHP[4:], ""),
     ("github-token", "", "ghu_" + GHP[4:], ""),
+    ("github-token", "", "ghr_" + GHP[4:], ""),
+    *[("slack-token", "SLACK=", f"xox{kind}-" + SLACK[5:], "") for kind in "baprs"],
+    *[
+        ("aws-access-key", "key ", prefix + "IOSFODNN7EXAMPLE", "")
+        for prefix in ("AKIA", "ASIA", "ABIA", "ACCA", "A3TX", "A3T7")
+    ],
     ("gitlab-token", "curl -H 'PRIVATE-TOKEN: ", GLPAT, "'"),
     ("slack-token", "SLACK=", SLACK, " ./post"),
     ("openai-key", "OPENAI=", OPENAI, ""),
@@ -80,6 +86,10 @@ FALSE_POSITIVES = [
     ("github-token", "git clone https://github.com/org/repo_name"),
     ("gitlab-token", "glpat-short"),
     ("slack-token", "xoxo-hugs and xox are not tokens"),
+    ("slack-token", "xoxc-" + SLACK[5:]),  # c is not one of Slack's token kinds
+    ("aws-access-key", "AKIB" + "IOSFODNN7EXAMPLE"),  # not a key-id prefix
+    ("aws-access-key", "A3T-" + "IOSFODNN7EXAMPLE"),
+    ("github-token", "ghx_" + GHP[4:]),  # not one of GitHub's prefixes
     ("openai-key", "pip install sk-learn is a typo for scikit-learn"),
     ("openai-key", "sk-without-any-digits-but-quite-long-indeed"),
     ("jwt", "eyJhbGciOiJIUzI1NiJ9 alone is only a header"),

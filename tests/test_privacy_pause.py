@@ -23,7 +23,6 @@ from tests.conftest import run_cli
 from tests.daemon_util import COUNTER, Daemon, started, write_sense
 
 CONFIG = "senses:\n  counter: {interval: 200ms}\n"
-QUIET_S = 1.0  # five of the counter's intervals: long enough to see it does not compute
 
 
 def _workspace(tmp_path: Path) -> Path:
@@ -46,6 +45,17 @@ def _hlc(event: dict[str, Any]) -> tuple[int, int]:
     return (event["physical_ns"], event["logical"])
 
 
+def _ticks_refused(d: Daemon, mark: dict[str, Any] | None = None) -> None:
+    """Wait until the scheduler says it refused the counter's ticks as paused: proof that
+    ticks came while paused (not only that time passed)."""
+
+    def refused() -> list[dict[str, Any]]:
+        skips = _after(d, "sense.skipped", mark) if mark else d.events("sense.skipped")
+        return [e for e in skips if e["subject"] == "counter" and e["data"]["reason"] == "paused"]
+
+    d.wait_for(refused, what="ticks refused as paused")
+
+
 def _after(d: Daemon, kind: str, mark: dict[str, Any]) -> list[dict[str, Any]]:
     return [e for e in d.events(kind, "counter") if _hlc(e) > _hlc(mark)]
 
@@ -63,7 +73,7 @@ def test_pause_stops_senses_and_resume_withholds_the_backlog(tmp_path: Path) -> 
         trigger = _cli(root, "sense", "trigger", "counter", check=False)
         assert trigger.returncode == 1
         assert "capture is paused until `nerve resume`; no sense computes" in trigger.stderr
-        time.sleep(QUIET_S)
+        _ticks_refused(d, paused)
         assert _after(d, "observation", paused) == []
         assert len(_after(d, "sense.state", paused)) <= 1  # a compute already running
 
@@ -88,7 +98,7 @@ def test_a_timed_pause_survives_a_restart_and_ends_by_itself(tmp_path: Path) -> 
     with started(root) as d:
         restarted = d.events("daemon.started")[-1]
         assert _capture(root)["paused"] and _capture(root)["until_ns"] == until
-        time.sleep(QUIET_S)
+        _ticks_refused(d, restarted)
         assert _after(d, "sense.state", restarted) == []
         _cli(root, "pause", "--for", "1s")  # a new pause replaces the old one
         d.wait_for(lambda: d.events(RESUMED), what="the timer to resume capture")
@@ -108,7 +118,7 @@ def test_a_pause_recorded_without_a_daemon_is_honoured_by_the_next_start(tmp_pat
     assert _cli(root, "pause").stdout == "capture paused until `nerve resume`\n"
     with started(root) as d:
         assert _capture(root)["paused"]
-        time.sleep(QUIET_S)
+        _ticks_refused(d)
         assert d.events("sense.state", "counter") == []
         _cli(root, "resume")
         d.wait_for(lambda: d.events("observation", "counter"), what="computes after resume")

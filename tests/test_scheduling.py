@@ -46,6 +46,25 @@ def test_throttled_triggers_beyond_the_one_deferred_are_skipped_as_throttle() ->
     assert [r for _, r, _ in rec.fired] == ["on:src", "on:src+deferred"]
 
 
+def test_a_manual_trigger_runs_at_once_past_throttle_and_grace() -> None:
+    rec = Recorder()
+    rec.scheduler.load(
+        [Plan("echo", on=("src",), throttle_ms=1000), Plan("late", on=("src",), grace_ms=2000)]
+    )
+    rec.scheduler.trigger("echo", "on:src")
+    for _ in range(3):
+        rec.timers.advance(10 * MS)
+        rec.scheduler.trigger("echo", "manual")
+        rec.scheduler.trigger("late", "manual")
+    assert [(s, r) for s, r, _ in rec.fired] == [("echo", "on:src")] + [
+        ("echo", "manual"),
+        ("late", "manual"),
+    ] * 3
+    assert rec.skipped == []  # nothing deferred, nothing skipped
+    rec.timers.advance(5 * NS)
+    assert len(rec.fired) == 7  # and nothing deferred fires later
+
+
 def test_triggers_during_grace_are_skipped_as_grace() -> None:
     rec = Recorder()
     rec.scheduler.load([Plan("late", on=("src",), grace_ms=2000)])

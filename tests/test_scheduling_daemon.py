@@ -45,6 +45,11 @@ def test_skips_from_a_compute_and_from_throttle_are_recorded_and_flushed_at_stop
         assert "echo: skipped (throttle)" in history.stdout
         tail = run_cli("--workspace", str(ws.root), "tail", "-n", "50").stdout
         assert "sense.skipped" not in tail  # bookkeeping: hidden unless asked
+        # a manual trigger runs at once, past the 2 s throttle: three in a row, three computes
+        for _ in range(3):
+            assert d.request({"type": "trigger-sense", "sense": "echo"})["ok"]
+        d.wait_for(lambda: len(_manual(d, "echo")) >= 3, what="three manual computes")
+        assert {e["data"]["reason"] for e in _manual(d, "echo")} == {"manual"}
     finally:
         d.stop()
     # (on a loaded machine the scheduler may also skip a `late` tick: not counted here)
@@ -57,6 +62,10 @@ def test_skips_from_a_compute_and_from_throttle_are_recorded_and_flushed_at_stop
     assert sum(r["data"]["count"] for r in echo) > len(echo)
     kinds = [r["kind"] for r in d.events()]
     assert kinds[-1] == "daemon.stopped" and "sense.skipped" in kinds[-4:]  # the final flush
+
+
+def _manual(d: Daemon, sense: str) -> list[dict[str, object]]:
+    return [e for e in d.events("sense.state", sense) if "manual" in str(e["data"]["reason"])]
 
 
 def test_paused_ticks_are_skipped_as_paused(tmp_path: Path) -> None:

@@ -138,17 +138,19 @@ def verify(
     trust_dir: Path | None = None,
     record: bool = True,
     also: Callable[[ChainReport], Break | None] | None = None,
+    empty_ok: bool = False,
 ) -> Verdict:
     """Verify against the pinned key and the last accepted checkpoint; advance them if ok.
 
     ``also`` runs on a chain that verified; a break it returns fails the verification.
+    ``empty_ok``: see :func:`~nerve.chain.verify.verify_chain`.
     """
     folder = trust_dir or default_trust_dir()
     trusted = _load_record(folder, origin) or _record_for_log(folder, links)
     pinned_key, pinned = key, key_from
     if pinned_key is None and trusted is not None:
         pinned_key, pinned = trusted.key, "trust record"
-    report = verify_chain(links, pinned_key=pinned_key, trusted=trusted)
+    report = verify_chain(links, pinned_key=pinned_key, trusted=trusted, empty_ok=empty_ok)
     if report.ok and also is not None and (brk := also(report)) is not None:
         report = replace(report, first_break=brk)
     saved = False

@@ -119,8 +119,13 @@ class _Verifier:
     """Walks the presented links once, in order, keeping the chain state they establish."""
 
     def __init__(
-        self, raws: Sequence[bytes], pinned: bytes | None, trusted: Accepted | None
+        self,
+        raws: Sequence[bytes],
+        pinned: bytes | None,
+        trusted: Accepted | None,
+        empty_ok: bool = False,
     ) -> None:
+        self.empty_ok = empty_ok
         self.links, self._sigs = _parse_and_presign(raws)
         self.trusted = trusted
         self.pinned = pinned if pinned is not None else (trusted.key if trusted else None)
@@ -296,6 +301,8 @@ class _Verifier:
 
     def _check_end(self) -> Break | None:
         n = len(self.links)
+        if n == 0 and self.empty_ok and (self.trusted is None or self.trusted.size == 0):
+            return None  # nothing written yet, and nothing accepted before: no damage
         if n == 0:
             return Break(0, "truncated", "no links: a chain starts with its genesis link")
         if self.trusted is not None and n < self.trusted.size:
@@ -378,14 +385,20 @@ def _claims(link: ParsedLink, log: bytes, seq: int) -> bool:
 
 
 def verify_chain(
-    links: Sequence[bytes], *, pinned_key: bytes | None = None, trusted: Accepted | None = None
+    links: Sequence[bytes],
+    *,
+    pinned_key: bytes | None = None,
+    trusted: Accepted | None = None,
+    empty_ok: bool = False,
 ) -> ChainReport:
     """Verify ``links`` in order and report the first break (see the module docstring).
 
     ``pinned_key`` is the expected genesis public key; ``trusted`` the verifier's record of
     the last checkpoint it accepted (its key is pinned too unless ``pinned_key`` is given).
+    ``empty_ok``: no links at all is a chain not begun (a workspace whose daemon never
+    surfaced anything), not a truncated one, unless ``trusted`` accepted links before.
     """
-    return _Verifier(links, pinned_key, trusted).run()
+    return _Verifier(links, pinned_key, trusted, empty_ok).run()
 
 
 def peek_log_id(links: Sequence[bytes]) -> bytes | None:

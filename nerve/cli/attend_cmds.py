@@ -91,6 +91,8 @@ def verify(
         )
     if as_json:
         emit_json(data)
+    elif verdict.report.ok and not data["links"]:
+        typer.echo("ok: no links yet (nothing has been surfaced or held in this workspace)")
     elif verdict.report.ok:
         typer.echo(
             f"ok: {data['links']} links verified (log {data['log_id']}, epoch {data['epoch']}, "
@@ -122,6 +124,7 @@ def _verdict(
         key=key,
         key_from="--key",
         record=record,
+        empty_ok=True,  # the log is append-only: no links means none were ever written
     )
 
 

@@ -26,6 +26,9 @@ YamlPath = tuple[str | int, ...]
 # An alias bomb or a self-referencing anchor must end in a clear error, not a hang.
 _MAX_NODES = 100_000
 _MAX_DEPTH = 64
+_MAX_BYTES = 1 << 20  # a nerve.yaml is a few KiB; past this it is not a configuration
+_MAX_DIGITS = 4300  # Python's own limit on int(text)
+_INTEGER = re.compile(r"[-+]?[0-9][0-9_]*")  # decimal: the base int() limits
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +73,7 @@ def load_yaml(text: str, filename: str, *, first_line: int = 1) -> YamlDoc:
     ``first_line`` is the file line the text starts on (front matter starts after ``---``).
     """
     try:
+        _check_limits(text, filename, first_line)
         root = YAML(typ="rt", pure=True).load(text)
     except MarkedYAMLError as exc:
         raise InvalidConfig([_syntax_issue(exc, filename, first_line)]) from None
@@ -79,7 +83,56 @@ def load_yaml(text: str, filename: str, *, first_line: int = 1) -> YamlDoc:
     except RecursionError:  # the YAML parser recurses once per level: far too deep to read
         message = f"YAML is nested too deeply to read (at most {_MAX_DEPTH} levels are allowed)"
         raise InvalidConfig([ConfigIssue(filename, None, None, "", message)]) from None
+    except ValueError as exc:  # a value the constructor cannot build, e.g. int() refusing
+        issue = ConfigIssue(filename, None, None, "", "invalid YAML value: " + str(exc))
+        raise InvalidConfig([issue]) from None
     return _Flattener(filename, first_line).document(root)
+
+
+def _check_limits(text: str, filename: str, first_line: int) -> None:
+    """Refuse, before anything is built, a text too large, an integer too long to convert,
+    or aliases and merges that expand past ``_MAX_NODES`` entries (a YAML bomb): the
+    events are counted as they stream, so a bomb fails at its first excess."""
+    if len(text) > _MAX_BYTES:
+        message = f"file is {len(text):,} characters; at most {_MAX_BYTES:,} are allowed"
+        raise InvalidConfig([ConfigIssue(filename, None, None, "", message)])
+    sizes: dict[str, int] = {}  # anchor -> entries its node expands to
+    open_nodes: list[tuple[str | None, int]] = []
+    expanded = 0
+    for event in YAML(typ="rt", pure=True).parse(text):
+        kind = type(event).__name__
+        if kind in ("MappingStartEvent", "SequenceStartEvent"):
+            open_nodes.append((event.anchor, expanded))
+            expanded += 1
+        elif kind in ("MappingEndEvent", "SequenceEndEvent"):
+            anchor, start = open_nodes.pop()
+            if anchor is not None:
+                sizes[anchor] = expanded - start
+        elif kind == "ScalarEvent":
+            expanded += 1
+            _check_scalar(event, filename, first_line)
+            if event.anchor is not None:
+                sizes[event.anchor] = 1
+        elif kind == "AliasEvent":
+            expanded += sizes.get(event.anchor, 1)
+        if expanded > _MAX_NODES:
+            message = (
+                f"YAML expands too many aliases: past {_MAX_NODES:,} entries (an alias or "
+                "`<<:` merge counts its whole node each time it is used)"
+            )
+            raise InvalidConfig([_marked(event, filename, first_line, message)])
+
+
+def _check_scalar(event: Any, filename: str, first_line: int) -> None:
+    value = event.value
+    if event.style is None and len(value) > _MAX_DIGITS and _INTEGER.fullmatch(value):
+        message = f"integer of {len(value):,} digits; at most {_MAX_DIGITS:,} are allowed"
+        raise InvalidConfig([_marked(event, filename, first_line, message)])
+
+
+def _marked(event: Any, filename: str, first_line: int, message: str) -> ConfigIssue:
+    mark = event.start_mark
+    return ConfigIssue(filename, mark.line + first_line, mark.column + 1, "", message)
 
 
 def _syntax_issue(exc: MarkedYAMLError, filename: str, first_line: int) -> ConfigIssue:

@@ -22,6 +22,7 @@ after its record is stored; a record a privacy drop rule would swallow fails the
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from dataclasses import dataclass, field
@@ -54,6 +55,52 @@ def args_digest(arguments: Any) -> tuple[str, int]:
     return str(blake3.blake3(body).hexdigest()), len(body)
 
 
+_GRAM = 6  # a quote of this many characters of an argument is taken out of a reason
+_SCAN = 4096  # of a long argument, its start and its end are what messages quote
+_PYDANTIC_INPUT = re.compile(r",? ?input_value=.*?(?=, input_type=|\]|$)", re.S)
+_PYDANTIC_URL = re.compile(r"\s*For further information visit \S+")
+
+
+def scrub(reason: str, arguments: Any) -> str:
+    """``reason`` without what it quotes of ``arguments``: pydantic's ``input_value=…``
+    and help links, and every run of :data:`_GRAM` or more characters found in an argument's
+    text (or its repr), each replaced by ``…``."""
+    text = _PYDANTIC_URL.sub("", _PYDANTIC_INPUT.sub("", reason))
+    grams: set[str] = set()
+    for value in _texts(arguments):
+        for form in {value, repr(value)[1:-1], value.encode("unicode_escape").decode()}:
+            if len(form) < _GRAM:
+                if len(form) >= 3:
+                    text = text.replace(form, "…")
+                continue
+            for part in {form[:_SCAN], form[-_SCAN:]}:
+                grams.update(part[i : i + _GRAM] for i in range(len(part) - _GRAM + 1))
+    return _cut(text, grams) if grams else text
+
+
+def _cut(text: str, grams: set[str]) -> str:
+    hidden = [False] * len(text)
+    for i in range(len(text) - _GRAM + 1):
+        if text[i : i + _GRAM] in grams:
+            hidden[i : i + _GRAM] = [True] * _GRAM
+    out: list[str] = []
+    for i, char in enumerate(text):
+        if not hidden[i]:
+            out.append(char)
+        elif i == 0 or not hidden[i - 1]:
+            out.append("…")
+    return "".join(out)
+
+
+def _texts(value: Any) -> list[str]:
+    """Every scalar in an argument value, as text (not the names: they are the schema's)."""
+    if isinstance(value, dict):
+        return [t for v in value.values() for t in _texts(v)]
+    if isinstance(value, list | tuple):
+        return [t for v in value for t in _texts(v)]
+    return [] if value is None or isinstance(value, bool) else [str(value)]
+
+
 @dataclass
 class Access:
     """One call, as it will be recorded."""
@@ -80,17 +127,22 @@ class Access:
             "args_digest": digest,
             "args_bytes": size,
             "outcome": self.outcome,
-            "reason": self.reason,
+            "reason": self.shown_reason(),
             "rows": self.rows,
             "bytes": self.bytes,
         }
+
+    def shown_reason(self) -> str | None:
+        """The reason, with anything it quotes of the arguments taken out (see
+        :func:`scrub`): the record holds a digest of them, never the arguments."""
+        return None if self.reason is None else scrub(self.reason, self.arguments)
 
     def line(self) -> str:
         who = f"{self.client} {self.version}".strip() + f" ({self.transport})"
         if self.outcome == "ok":
             rows = f"{self.rows:,} row" + ("" if self.rows == 1 else "s")
             return f"{who} {self.tool}: {rows}, {self.bytes:,} bytes"
-        reason = " ".join((self.reason or "").split())[:160]
+        reason = " ".join((self.shown_reason() or "").split())[:160]
         return f"{who} {self.tool} {self.outcome}: {reason}"
 
     def draft(self) -> Draft:

@@ -12,6 +12,7 @@ sections are read again when the file changes.
 from __future__ import annotations
 
 import contextvars
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
@@ -34,7 +35,7 @@ from nerve.workspace import Workspace
 if TYPE_CHECKING:
     from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 
-__all__ = ["Audit", "Pending", "Transport", "current", "run"]
+__all__ = ["Audit", "Pending", "Transport", "current", "in_words", "run", "stdio_session"]
 
 Transport = Literal["stdio", "http"]
 _T = TypeVar("_T")
@@ -128,6 +129,8 @@ class Audit:
     async def _finish(self, method: str, pending: Pending, result: HandlerResult) -> HandlerResult:
         access = pending.access
         body = result if isinstance(result, dict) else {}
+        if body.get("isError"):
+            _reword(body)
         if body.get("isError") and access.outcome == "ok":  # the SDK refused it: unknown, bad args
             access.outcome, access.reason = "refused", _text_of(body)[:500]
         if access.outcome == "ok":
@@ -169,13 +172,22 @@ class Audit:
         """A short name for the caller's session: stdio is one per process; HTTP one per MCP
         session, or per client name, version and address where the protocol has none."""
         if self.transport == "stdio":
-            key = "stdio"
+            return stdio_session()
         else:
             request = ctx.request
             headers = getattr(request, "headers", None) or {}
             peer = getattr(getattr(request, "client", None), "host", "?")
             key = headers.get("mcp-session-id") or f"{name}/{version}@{peer}"
-        return str(blake3.blake3(key.encode("utf-8", "surrogatepass")).hexdigest()[:16])
+        return _session_name(key)
+
+
+def stdio_session() -> str:
+    """The session name of a stdio server: one per process."""
+    return _session_name("stdio")
+
+
+def _session_name(key: str) -> str:
+    return str(blake3.blake3(key.encode("utf-8", "surrogatepass")).hexdigest()[:16])
 
 
 def _client(ctx: ServerRequestContext[Any, Any], params: dict[str, Any]) -> tuple[str, str]:
@@ -199,6 +211,36 @@ def _clean(value: Any) -> str:
 def _text_of(body: dict[str, Any]) -> str:
     parts = body.get("content") or []
     return " ".join(str(p.get("text", "")) for p in parts if isinstance(p, dict))
+
+
+_VALIDATION = re.compile(r"(?:Error executing tool (\S+): )?\d+ validation errors? for \S+\n")
+_PYDANTIC_TAIL = re.compile(r"\s*\[type=[^\]]*\]\s*$")
+
+
+def in_words(text: str) -> str:
+    """pydantic's report on a tool's arguments as one line of words: each field and what
+    is wrong with it, without input echoes, error codes or help links."""
+    found = _VALIDATION.search(text)
+    if found is None:
+        return text
+    problems, field_name = [], ""
+    for line in text[found.end() :].splitlines():
+        stripped = line.strip()
+        if not stripped or stripped.startswith("For further information"):
+            continue
+        if not line.startswith(" "):
+            field_name = stripped
+            continue
+        message = _PYDANTIC_TAIL.sub("", stripped)
+        problems.append(f"{field_name}: {message}" if field_name else message)
+    tool = f" for {found.group(1)}" if found.group(1) else ""
+    return f"invalid arguments{tool}: " + "; ".join(problems)
+
+
+def _reword(body: dict[str, Any]) -> None:
+    for part in body.get("content") or []:
+        if isinstance(part, dict) and isinstance(part.get("text"), str):
+            part["text"] = in_words(part["text"])
 
 
 def _error_result(method: str, text: str) -> CallToolResult:

@@ -24,9 +24,9 @@ import json
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nerve.errors import AccessRefused
 from nerve.events import decode_payload
@@ -35,9 +35,13 @@ from nerve.privacy.policy import Policy
 from nerve.privacy.scan import Counts, Pass, Redactor, detector_pass
 from nerve.privacy.settings import PrivacyConfig
 
+if TYPE_CHECKING:
+    import pyarrow as pa
+
 __all__ = ["Allowance", "Budgets", "Screen", "Shown", "fit", "json_size"]
 
 ERASED = "[erased]"
+_SCREENED = ("source", "kind", "subject", "line", "payload")
 _MAX_SESSIONS = 1024
 
 
@@ -72,24 +76,41 @@ class Screen:
         self.withheld = 0
         self.redacted = 0
 
-    def keep(self) -> Callable[[int, str, str, str | None, bytes | None], bool] | None:
-        """Whether a stored event may leave at all (its drop rules and exclusions), for the
-        query sandbox; None when no rule drops anything."""
-        config = self.policy.config
-        excludes = (config.files.exclude, config.shell.exclude, config.processes.exclude)
-        if not any(r.action == "drop" for r in config.rules) and not any(excludes):
+    def rows(self, table: pa.Table) -> pa.Table:
+        """Stored rows as they may leave: those a drop rule or exclusion withholds taken
+        out, the others' line and payload redacted by the rules for their source, kind and
+        subject. The query sandbox and ``ask`` read only these, so no SQL over them (a
+        transform, a hex of the payload) can bring back what the rules hold back."""
+        import pyarrow as pa
+
+        columns = [table.column(n).to_pylist() for n in _SCREENED]
+        keep: list[bool] = []
+        lines: list[str | None] = []
+        payloads: list[bytes | None] = []
+        for source, kind, subject, line, payload in zip(*columns, strict=True):
+            shown = self._row(source, kind, subject, line, payload)
+            keep.append(shown is not None)
+            if shown is not None:
+                lines.append(shown[0])
+                payloads.append(shown[1])
+        kept = table.filter(pa.array(keep, pa.bool_())) if not all(keep) else table
+        at = kept.schema.get_field_index
+        kept = kept.set_column(at("line"), "line", pa.array(lines, kept.schema.field("line").type))
+        kind = kept.schema.field("payload").type
+        return kept.set_column(at("payload"), "payload", pa.array(payloads, kind))
+
+    def _row(
+        self, source: int, kind: str, subject: str, line: str | None, payload: bytes | None
+    ) -> tuple[str | None, bytes | None] | None:
+        if line is None:  # erased: nothing of its text is stored
+            return line, payload
+        verdict = self.policy.plan(int(source), kind, subject).verdict(line, payload or b"")
+        if verdict.dropped_by is not None:
+            self.withheld += 1
             return None
-        policy = self.policy
-
-        def keep(
-            source: int, kind: str, subject: str, line: str | None, payload: bytes | None
-        ) -> bool:
-            plan = policy.plan(source, kind, subject)
-            if not plan.drops:
-                return True
-            return plan.verdict(line or "", payload or b"").dropped_by is None
-
-        return keep
+        if verdict.fired:
+            self.redacted += 1
+        return verdict.line, (verdict.payload if payload is not None else None)
 
     def event(self, source: int, kind: str, subject: str, line: str, payload: bytes) -> Shown:
         """An event as the rules for its source, kind and subject let it leave."""

@@ -47,7 +47,8 @@ class SenseOut(BaseModel):
     group: str
     interval_ms: int | None = Field(description="How often it computes (null: only on signals).")
     computes: int = Field(
-        description="Computes the log records (each `sense.state` counts those since the last)."
+        description="Computes so far: the daemon's own count when it runs, else what the log "
+        "records (each `sense.state` counts those since the last)."
     )
     errors: int = Field(description="sense.error records in the log.")
     last_time: str | None = Field(description="Local time of its last compute or error.")
@@ -95,6 +96,7 @@ def status(ws: Workspace, screen: Screen) -> StatusOut:
     from nerve.runtime.senses import sense_rows
 
     health = _health(ws)
+    live = _live(ws) if health is not None else {}
     conn = ws.connect()
     try:
         configured = sense_rows(ws.config)
@@ -110,7 +112,9 @@ def status(ws: Workspace, screen: Screen) -> StatusOut:
         uptime_s=health.get("uptime_s") if health else None,
         capture=capture,
         paused=paused,
-        senses=[_sense(screen, row, seen.get(row["name"])) for row in configured],
+        senses=[
+            _sense(screen, row, seen.get(row["name"]), live.get(row["name"])) for row in configured
+        ],
         log=LogOut(
             events=snap.count,
             segments=len(snap.segments),
@@ -133,6 +137,19 @@ def _health(ws: Workspace) -> dict[str, Any] | None:
     return status.health if status.running else None
 
 
+def _live(ws: Workspace) -> dict[str, dict[str, Any]]:
+    """The running daemon's own counts per sense (the log records a steady sense's state
+    only at checkpoints, minutes apart); empty if it does not answer."""
+    from nerve.errors import DaemonError
+    from nerve.runtime import client
+
+    try:
+        rows = client.call(ws, {"type": "list-senses"}, timeout=10)["senses"]
+    except (DaemonError, KeyError, TypeError):
+        return {}
+    return {str(r["name"]): r for r in rows if isinstance(r, dict) and "name" in r}
+
+
 def _capture(conn: Any, health: dict[str, Any] | None) -> tuple[str, bool]:
     from nerve.privacy.pause import PauseState, stored_pause
 
@@ -147,19 +164,31 @@ def _time(ns: int | None) -> str | None:
     return None if ns is None else format_times([int(ns)])[0]
 
 
-def _sense(screen: Screen, row: dict[str, Any], seen: tuple[Any, ...] | None) -> SenseOut:
+def _sense(
+    screen: Screen,
+    row: dict[str, Any],
+    seen: tuple[Any, ...] | None,
+    live: dict[str, Any] | None = None,
+) -> SenseOut:
+    """A sense from the log (``seen``), brought up to date by the daemon's ``live`` counts
+    when it runs."""
     _, computes, errors, last_ns, last_line, last_error, error_ns = seen or (
         None,
         0,
         0,
         *[None] * 4,
     )
+    live = live or {}
+    live_ns = live.get("last_ns")
+    if isinstance(live_ns, int) and (last_ns is None or live_ns >= last_ns):
+        last_ns, last_line = live_ns, live.get("last_line") or last_line
+    last_error = live.get("last_error") or last_error
     return SenseOut(
         name=row["name"],
         group=row["group"],
         interval_ms=row["interval_ms"],
-        computes=int(computes),
-        errors=int(errors),
+        computes=max(int(computes), int(live.get("computes") or 0)),
+        errors=max(int(errors), int(live.get("errors") or 0)),
         last_time=_time(last_ns),
         last_line=None if last_line is None else screen.text(str(last_line)),
         last_error=None if last_error is None else screen.text(str(last_error)),

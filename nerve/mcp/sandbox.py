@@ -4,9 +4,11 @@
 turns off everything that reaches outside them, and locks the configuration so no statement
 can turn it back on:
 
-- ``enable_external_access = false`` with ``allowed_paths`` = the snapshot's segment files:
-  ``read_csv('/etc/passwd')``, ``ATTACH 'x.db'``, ``COPY … TO`` a file, ``INSTALL`` /
-  ``LOAD`` of extensions all fail with DuckDB's permission error;
+- the rows are read before the lock and held in memory, privacy applied, so SQL sees
+  only them: no segment file (``read_parquet``) nor the raw tail is reachable;
+- ``enable_external_access = false`` with no allowed path: ``read_csv('/etc/passwd')``,
+  ``ATTACH 'x.db'``, ``COPY … TO`` a file, ``INSTALL`` / ``LOAD`` of extensions all fail
+  with DuckDB's permission error;
 - no spilling to disk (``temp_directory = ''``), no extension auto-install or auto-load, no
   Python replacement scans (a query cannot name a Python object of this process);
 - ``memory_limit`` and ``threads`` bounded, then ``lock_configuration = true``.
@@ -34,9 +36,11 @@ from nerve.log.reader import snapshot
 from nerve.query import define_views, load_projections, source_sql
 
 if TYPE_CHECKING:
+    import pyarrow as pa
+
     from nerve.workspace import Workspace
 
-__all__ = ["Keep", "SqlResult", "open_sandbox", "run_sql"]
+__all__ = ["Shown", "SqlResult", "open_sandbox", "run_sql"]
 
 MEMORY_LIMIT = "1GB"
 THREADS = 2
@@ -45,42 +49,39 @@ _SQL_HINT = (
 )
 
 
-Keep = Callable[[int, str, str, str | None, bytes | None], bool]
-_KEEP = "_nerve_keep"
+Shown = Callable[["pa.Table"], "pa.Table"]
+_SHOWN = "_events_shown"
 
 
-def open_sandbox(ws: Workspace, keep: Keep | None = None) -> duckdb.DuckDBPyConnection:
-    """A connection over the log as it is now that can read only the log's own files.
+def open_sandbox(ws: Workspace, shown: Shown | None = None) -> duckdb.DuckDBPyConnection:
+    """A connection over the log as it is now that reads no file at all.
 
-    ``keep(source, kind, subject, line, payload)``, if given, says which events ``events``
-    (and so every projection) holds: the privacy rules' drops, applied to stored events.
+    The snapshot's rows are read once, passed through ``shown`` (the privacy rules applied
+    to stored events: :meth:`nerve.mcp.guard.Screen.rows`) and held in memory; ``events``
+    and every projection are views over those rows only. The segment files and the unsealed
+    tail are not reachable from SQL: the raw rows are never registered.
     """
     snap = snapshot(ws.log_root)
     conn = duckdb.connect()
     try:
         conn.execute("SET enable_progress_bar_print = false")  # DuckDB prints it on stdout
         conn.register("_tail", snap.tail)
-        source = source_sql(snap)
-        if keep is not None:
-            from duckdb.func import SPECIAL  # NULLs reach keep(): a payload may be null
-
-            kinds: list[Any] = ["BIGINT", "VARCHAR", "VARCHAR", "VARCHAR", "BLOB"]
-            conn.create_function(_KEEP, keep, kinds, "BOOLEAN", null_handling=SPECIAL)
-            args = "CAST(source AS BIGINT), kind, subject, line, payload"
-            source = f"(SELECT * FROM {source} WHERE {_KEEP}({args}))"
-        define_views(conn, source, load_projections(ws.projection_dirs()), ws.settings())
-        _lock(conn, [str(p) for p in snap.files])
+        rows = conn.sql(f"SELECT * FROM {source_sql(snap)}").to_arrow_table()
+        conn.unregister("_tail")
+        conn.register(_SHOWN, shown(rows) if shown is not None else rows)
+        define_views(conn, _SHOWN, load_projections(ws.projection_dirs()), ws.settings())
+        _lock(conn)
     except BaseException:
         conn.close()
         raise
     return conn
 
 
-def _lock(conn: duckdb.DuckDBPyConnection, files: list[str]) -> None:
+def _lock(conn: duckdb.DuckDBPyConnection) -> None:
     conn.execute("SET python_enable_replacements = false")
     conn.execute("SET autoinstall_known_extensions = false")
     conn.execute("SET autoload_known_extensions = false")
-    conn.execute("SET allowed_paths = ?", [files])
+    conn.execute("SET allowed_paths = ?", [[]])
     conn.execute("SET allowed_directories = ?", [[]])
     conn.execute("SET temp_directory = ''")
     conn.execute("SET enable_external_access = false")
@@ -98,16 +99,27 @@ class SqlResult:
     truncated: bool
 
 
-def run_sql(conn: duckdb.DuckDBPyConnection, sql: str, *, limit: int, timeout_ms: int) -> SqlResult:
+def run_sql(
+    conn: duckdb.DuckDBPyConnection,
+    sql: str,
+    *,
+    limit: int,
+    timeout_ms: int,
+    max_bytes: int | None = None,
+) -> SqlResult:
     """The first ``limit`` rows of one SELECT; :class:`AccessRefused` for anything else, a
-    file outside the log, or a query still running after ``timeout_ms``."""
+    file outside the log, or a query still running after ``timeout_ms``.
+
+    Rows stop too once they hold about ``max_bytes`` of text: what follows (the privacy
+    screen, the JSON) then handles no more than a call may return, however large a value
+    the SQL made (``repeat('x', 10**8)``)."""
     statement = _one_select(conn, sql)
     timer = threading.Timer(timeout_ms / 1000, conn.interrupt)
     timer.start()
     try:
         rel = conn.sql(statement)
         json_columns = {i for i, kind in enumerate(rel.types) if str(kind) == "JSON"}
-        rows = rel.limit(limit + 1).fetchall()
+        rows, cut = _fetch(conn.execute(statement), limit, max_bytes)
     except duckdb.InterruptException:
         raise AccessRefused(
             f"the query ran longer than {timeout_ms / 1000:g} s and was stopped",
@@ -125,7 +137,42 @@ def run_sql(conn: duckdb.DuckDBPyConnection, sql: str, *, limit: int, timeout_ms
         timer.cancel()
     columns = list(rel.columns)
     out = [[_cell(v, i in json_columns) for i, v in enumerate(row)] for row in rows[:limit]]
-    return SqlResult(columns, out, truncated=len(rows) > limit)
+    return SqlResult(columns, out, truncated=cut or len(rows) > limit)
+
+
+_FETCH = 64
+
+
+def _fetch(
+    cursor: duckdb.DuckDBPyConnection, limit: int, max_bytes: int | None
+) -> tuple[list[Any], bool]:
+    """Rows streamed until ``limit + 1`` or ``max_bytes``; and whether the bytes cut them
+    short. The rows after them are never computed."""
+    rows: list[Any] = []
+    size = 0
+    while len(rows) <= limit:
+        chunk = cursor.fetchmany(min(_FETCH, limit + 1 - len(rows)))
+        if not chunk:
+            return rows, False
+        for row in chunk:
+            size += _size(row)
+            if max_bytes is not None and size > max_bytes:
+                return rows, True
+            rows.append(row)
+    return rows, False
+
+
+def _size(value: Any) -> int:
+    """About how many bytes ``value`` takes as JSON (bytes as hex), without building it."""
+    if isinstance(value, str):
+        return len(value) + 2
+    if isinstance(value, bytes | bytearray | memoryview):
+        return 2 * len(value) + 2
+    if isinstance(value, dict):
+        return sum(_size(k) + _size(v) for k, v in value.items()) + 2
+    if isinstance(value, list | tuple):
+        return sum(_size(v) + 1 for v in value) + 2
+    return 8
 
 
 def _one_select(conn: duckdb.DuckDBPyConnection, sql: str) -> str:

@@ -87,7 +87,11 @@ def check_host(host: str, *, allow_remote: bool) -> None:
 
 def serve_stdio(ws: Workspace) -> None:
     """Serve on stdin/stdout until the client closes them."""
-    build(ws, "stdio").run("stdio")
+    from nerve.mcp.stdio import serve
+
+    server = build(ws, "stdio")
+    audit = next((m for m in server.middleware if isinstance(m, Audit)), None)
+    serve(server, audit)
 
 
 def serve_http(

@@ -320,9 +320,13 @@ def search(
 def ask(call: Call, question: str, k: int | None = None) -> AskOut:
     """The recall cascade as ``nerve ask`` runs it, recording nothing (an agent's question
     is in its ``agent.access`` record, as a digest)."""
+    from nerve.mcp.sandbox import open_sandbox
     from nerve.recall import ask as recall_ask
 
-    result = recall_ask(call.ws, question, k=k, record=False)
+    def shown() -> Any:  # what it reads: the rows privacy lets leave, nothing else
+        return open_sandbox(call.ws, call.screen.rows)
+
+    result = recall_ask(call.ws, question, k=k, record=False, connect=shown)
     spans = {s.id: s for s in result.envelope.spans}
     conn = call.ws.connect()
     try:
@@ -429,9 +433,11 @@ def query(call: Call, sql: str, limit: int | None = None) -> QueryOut:
     from nerve.mcp.sandbox import open_sandbox, run_sql
 
     cap = max(0, min(limit if limit is not None else call.allowance.rows, call.allowance.rows))
-    conn = open_sandbox(call.ws, keep=call.screen.keep())
+    conn = open_sandbox(call.ws, call.screen.rows)
     try:
-        result = run_sql(conn, sql, limit=cap, timeout_ms=call.timeout_ms)
+        result = run_sql(
+            conn, sql, limit=cap, timeout_ms=call.timeout_ms, max_bytes=call.allowance.bytes
+        )
     finally:
         conn.close()
     rows, cut = call.fit(call.screen.value(result.rows))

@@ -59,9 +59,9 @@ import urllib.error
 import urllib.parse
 import urllib.request
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nerve.attention.energy import Energy
 from nerve.canonical import canonical_json
@@ -78,6 +78,9 @@ from nerve.recall.core import (
 )
 from nerve.recall.tier0 import Tier0Answer, answer, retrieve_for
 from nerve.workspace import Workspace
+
+if TYPE_CHECKING:
+    import duckdb
 
 __all__ = [
     "SYSTEM_PROMPT",
@@ -399,9 +402,15 @@ def _checked_question(question: str) -> str:
 
 
 def build_retrieval(
-    ws: Workspace, question: str, *, k: int | None = None, config: RecallConfig | None = None
+    ws: Workspace,
+    question: str,
+    *,
+    k: int | None = None,
+    config: RecallConfig | None = None,
+    connect: Callable[[], duckdb.DuckDBPyConnection] | None = None,
 ) -> Retrieval:
-    """The envelope (and its spans' payloads) for ``question`` over the workspace's log."""
+    """The envelope (and its spans' payloads) for ``question`` over the workspace's log;
+    ``connect`` opens the connection it reads (an agent's: privacy applied to the rows)."""
     cfg = config or load_recall_config(ws)
     params = RetrievalParams(
         k=cfg.k if k is None else k,
@@ -409,7 +418,7 @@ def build_retrieval(
         kinds=tuple(cfg.kinds),
         salience_window=_salience_window(ws),
     )
-    conn = ws.connect()
+    conn = (connect or ws.connect)()
     try:
         return retrieve_for(conn, _checked_question(question), params)
     finally:
@@ -461,6 +470,7 @@ def ask(
     record: bool = True,
     environ: Mapping[str, str] | None = None,
     question_id: str | None = None,
+    connect: Callable[[], duckdb.DuckDBPyConnection] | None = None,
 ) -> AskResult:
     """Answer ``question`` from the log: Tier 0 first, the fallback only if Tier 0 cannot.
 
@@ -469,7 +479,7 @@ def ask(
     question and :class:`FallbackError` when the fallback fails (after recording it).
     """
     cfg = load_recall_config(ws)
-    retrieval = build_retrieval(ws, question, k=k, config=cfg)
+    retrieval = build_retrieval(ws, question, k=k, config=cfg, connect=connect)
     envelope, qid = retrieval.envelope, question_id or _new_question_id()
     recorder, asked = _Recorder(ws, record), _question_draft(qid, envelope)
     found = answer(retrieval)

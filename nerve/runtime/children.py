@@ -10,7 +10,9 @@ with SIGINT ignored.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import signal
+import sys
 from collections.abc import Iterator
 
 STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM}
@@ -43,3 +45,34 @@ def detach() -> None:
 
 # The kernel's word to a sense worker that its compute ran past its timeout.
 CANCEL_SIGNAL = signal.SIGUSR1
+
+
+def adopt_orphans() -> None:
+    """In a worker: become the subreaper of its descendants (Linux), so a sense's child
+    that detaches (``setsid()`` and its parent gone) stays under the worker, where
+    :func:`end_descendants` finds it, instead of passing to init and outliving its group."""
+    if not sys.platform.startswith("linux"):
+        return
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+
+
+def end_descendants(pid: int) -> int:
+    """SIGKILL every process under ``pid`` (not ``pid`` itself); how many were ended.
+    Twice, for a child forked while the first pass ran."""
+    import psutil  # here: only the daemon stops workers
+
+    ended = 0
+    for _ in range(2):
+        try:
+            tree = psutil.Process(pid).children(recursive=True)
+        except psutil.Error:
+            return ended
+        for proc in tree:
+            with contextlib.suppress(psutil.Error):
+                proc.kill()
+                ended += 1
+    return ended
+
+
+_PR_SET_CHILD_SUBREAPER = 36

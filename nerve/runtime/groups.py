@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from nerve.errors import report
-from nerve.runtime.children import CANCEL_SIGNAL, spawning
+from nerve.runtime.children import CANCEL_SIGNAL, end_descendants, spawning
 
 READY_TIMEOUT_S = 60.0
 RESTART_WINDOW_S = 60.0
@@ -57,6 +57,22 @@ class Host(Protocol):
     async def on_restart(self, group: str, reason: str, pid: int | None) -> None: ...
 
     async def on_loaded(self, group: str, loaded: dict[str, Any]) -> None: ...
+
+
+class ProtocolError(ValueError):
+    """A worker wrote a line that is not a protocol reply (say, a sense writing to the
+    worker's protocol descriptor): the worker can no longer be trusted, so it is restarted."""
+
+
+def _reply(line: bytes) -> dict[str, Any]:
+    try:
+        reply = json.loads(line)
+    except (ValueError, RecursionError):
+        reply = None
+    if not isinstance(reply, dict):
+        shown = line[:80].decode("utf-8", "replace").rstrip("\n")
+        raise ProtocolError(f"worker wrote a line that is not a reply: {shown!r}")
+    return reply
 
 
 class GroupWorker:
@@ -150,7 +166,7 @@ class GroupWorker:
         # asyncio.timeout, not wait_for: on 3.11 wait_for can swallow a cancellation.
         async with asyncio.timeout(timeout_s):
             line = await self._proc.stdout.readline()
-        return json.loads(line) if line else None
+        return _reply(line) if line else None
 
     async def _run(self) -> None:
         while not self._stopping:
@@ -159,8 +175,24 @@ class GroupWorker:
                 await self._wake.wait()
                 if self._stopping:
                     return
-            batch = self._next_batch()
-            await self._run_batch([j for j in batch if j.sense in self.senses])
+            batch = [j for j in self._next_batch() if j.sense in self.senses]
+            try:
+                await self._run_batch(batch)
+            except Exception as exc:  # the group must not end silently: restart it
+                await self._recover(batch, exc)
+
+    async def _recover(self, batch: list[Job], exc: Exception) -> None:
+        report(f"sense group {self.group!r}: {type(exc).__name__}: {exc}")
+        if batch:
+            await self.host.on_failure(batch[0], "internal", f"{type(exc).__name__}: {exc}")
+        while not self._stopping:
+            try:
+                await self._restart(f"{type(exc).__name__}: {exc}")
+                return
+            except Exception as again:  # e.g. the new worker did not start: wait, retry
+                report(f"sense group {self.group!r}: restart failed: {again}")
+                exc = again
+                await asyncio.sleep(BACKOFF_S)
 
     def _next_batch(self) -> list[Job]:
         """Queued jobs to send at once: a sense at most once (its next compute needs the
@@ -203,17 +235,24 @@ class GroupWorker:
         except (ConnectionError, BrokenPipeError):
             await self._crashed(batch)
             return
+        first = self.seq - len(batch) + 1
         for index, job in enumerate(batch):
-            if not await self._await_reply(job):
+            if not await self._await_reply(job, first + index):
                 self._requeue(batch[index + 1 :])
                 return
 
-    async def _await_reply(self, job: Job) -> bool:
+    async def _await_reply(self, job: Job, seq: int) -> bool:
         """Handle one job's reply; False if the worker had to be restarted."""
         spec = self.senses[job.sense]
         self.busy = job.sense
         try:
             reply = await self._receive(spec.timeout_ms / 1000)
+            if reply is not None and (reply.get("op"), reply.get("seq")) != ("result", seq):
+                raise ProtocolError(f"worker answered {str(reply)[:80]!r} to compute {seq}")
+        except ProtocolError as exc:
+            await self.host.on_failure(job, "protocol", str(exc))
+            await self._restart(f"sense {job.sense!r}: {exc}")
+            return False
         except TimeoutError:
             how = await self._cancel(spec.cancel_grace_ms / 1000)
             await self.host.on_failure(
@@ -318,6 +357,7 @@ class GroupWorker:
         proc, self._proc = self._proc, None
         stderr, self._relay = self._relay, None
         if proc is not None and proc.returncode is None:
+            end_descendants(proc.pid)  # first: with the worker gone they pass to init
             proc.kill()
             await proc.wait()
         if stderr is not None:  # its last lines, unless a child of the sense holds the pipe

@@ -339,11 +339,9 @@ class Kernel:
     async def reload(self, reason: str = "edit") -> bool:
         """Re-read nerve.yaml and sense code; a bad edit keeps what runs. True if applied."""
         try:
-            config = load_config(self.ws.config_path)
-            for group in layout(self.ws, config).specs.values():
-                for spec in group.values():
-                    check_sense_file(Path(spec.path))
-        except NerveError as exc:
+            # off the loop: a large or hostile file must not stop the daemon answering
+            config = await asyncio.to_thread(self._read_config)
+        except (NerveError, ValueError, RecursionError, MemoryError) as exc:
             issues = (
                 [str(i) for i in getattr(exc, "issues", [])]
                 if isinstance(exc, InvalidConfig)
@@ -359,6 +357,13 @@ class Kernel:
             return False
         await self._apply(config, reason=reason)
         return True
+
+    def _read_config(self) -> NerveConfig:
+        config = load_config(self.ws.config_path)
+        for group in layout(self.ws, config).specs.values():
+            for spec in group.values():
+                check_sense_file(Path(spec.path))
+        return config
 
     # -- scheduling and results --------------------------------------------------------
 

@@ -12,8 +12,9 @@ import for ``import``. So a batch is all or nothing however many parts it took, 
 daemon's own events cannot land between two parts of an import and break its order.
 
 A part that is refused drops the whole stage; so does silence: a stage no part has reached
-for ``STAGE_TTL_S`` is forgotten, as are all of them when the daemon stops. One stage holds
-at most ``MAX_STAGED`` events.
+for ``STAGE_TTL_S`` is forgotten, as are all of them when the daemon stops. All stages
+together hold at most ``MAX_STAGED`` events, and at most ``MAX_STAGES`` are open at once:
+many clients (or one opening many ids) cannot make the daemon hold more than one batch may.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from nerve.errors import UsageError
 
 STAGE_TTL_S = 120.0
 MAX_STAGED = 2_000_000
+MAX_STAGES = 16
 
 
 @dataclass
@@ -52,6 +54,13 @@ class Stages:
         """Hold ``items``; return the whole batch when this is the last part, else ``[]``."""
         now = self._now()
         self._held = {k: s for k, s in self._held.items() if now - s.touched < STAGE_TTL_S}
+        if stage not in self._held and len(self._held) >= MAX_STAGES:
+            raise UsageError(
+                f"{MAX_STAGES} staged batches are already open; stage {stage!r} is refused",
+                field="stage",
+                hint="finish or abandon the open batches first (an idle one is dropped after "
+                f"{STAGE_TTL_S:.0f} s)",
+            )
         held = self._held.pop(stage, None) or _Stage(request_type)
         if held.request_type != request_type:
             raise UsageError(
@@ -61,9 +70,10 @@ class Stages:
             )
         held.items += items
         held.touched = now
-        if len(held.items) > MAX_STAGED:
+        if len(held.items) + self._others(stage) > MAX_STAGED:
             raise UsageError(
-                f"stage {stage!r} holds more than {MAX_STAGED} events; the stage is dropped",
+                f"stage {stage!r} would bring the staged events past {MAX_STAGED} (all open "
+                "stages together); the stage is dropped",
                 field="stage",
                 hint="send fewer events per batch, or stop the daemon and run the command again",
             )
@@ -71,6 +81,9 @@ class Stages:
             self._held[stage] = held
             return []
         return held.items
+
+    def _others(self, stage: str) -> int:
+        return sum(len(s.items) for k, s in self._held.items() if k != stage)
 
     def drop(self, stage: str) -> None:
         self._held.pop(stage, None)

@@ -36,7 +36,7 @@ from nerve.canonical import MAX_NESTING, canonical_json
 from nerve.contract import Observation, SenseContext, Skip, WorkflowTrigger, normalise_result
 from nerve.errors import NerveError
 from nerve.events import check_text, check_valid_time
-from nerve.runtime.children import CANCEL_SIGNAL, detach
+from nerve.runtime.children import CANCEL_SIGNAL, adopt_orphans, detach
 
 _LOOP = asyncio.new_event_loop()
 # A state is stored inside its sense.state payload ({"state": ...}): one level less than it.
@@ -270,6 +270,7 @@ def serve(inp: LineReader, out: TextIO) -> None:
 
 def main() -> None:
     detach()  # the kernel stops its workers: a Ctrl+C must not interrupt a compute
+    adopt_orphans()
     signal.signal(CANCEL_SIGNAL, _on_cancel)
     protocol = os.fdopen(os.dup(1), "w", encoding="utf-8")
     os.dup2(2, 1)  # a sense's print() goes to the daemon log, not into the protocol
