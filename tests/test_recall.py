@@ -362,7 +362,6 @@ def test_budget_and_last_error(day: Workspace) -> None:
     "question",
     [
         "why is the network slow?",  # open-ended
-        "which files changed in src?",  # a qualifier recent_files cannot honour
         "what did I edit and what did I run?",  # two intents
         "what was not surfaced?",  # a negation surfaced cannot honour
         "why was the disk held?",  # no held decision mentions the disk
