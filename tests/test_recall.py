@@ -389,7 +389,11 @@ def test_none_in_the_log_only_when_the_window_holds_the_log(workspace: Workspace
     assert result.text == "No shell commands are in the log (2 events searched, the whole log)."
     assert result.spans == ()
     workspace.config_path.write_text("recall:\n  window: 1\n")
-    assert not ask(Workspace.at(workspace.root), "what did I run?", record=False).answered
+    retrieval = build_retrieval(Workspace.at(workspace.root), "what did I run?")
+    assert answer(retrieval) is None  # the envelope cannot tell: its window is one event
+    # ...so the answer comes from reading the whole log over the period instead
+    late = ask(Workspace.at(workspace.root), "what did I run?", record=False)
+    assert late.intent == "commands" and late.text == "Nothing in this log records shell commands."
 
 
 def test_intents_match_on_words_alone() -> None:

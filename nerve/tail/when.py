@@ -233,36 +233,43 @@ def _bounded(how: str, target: Period, now_ns: int) -> Period:
 def find_period(text: str, *, now_ns: int | None = None, tz: tzinfo | None = None) -> Period | None:
     """The first time phrase in ``text`` (a question) as a period, or None (see the module)."""
     now_ns = _time.time_ns() if now_ns is None else now_ns
-    low = " ".join(text.lower().split())
+    found = _find(" ".join(text.lower().split()), now_ns, tz)
+    return None if found is None else found[0]
+
+
+def _find(low: str, now_ns: int, tz: tzinfo | None) -> tuple[Period, re.Match[str]] | None:
     if match := _BETWEEN.search(low):
         first, second = _clock(match[1], now_ns, tz), _clock(match[2], now_ns, tz)
         if first is not None and second is not None:
             second += _DAY_NS if second < first else 0
-            return Period(first, min(second, now_ns), f"between {match[1]} and {match[2]}")
+            label = f"between {match[1]} and {match[2]}"
+            return Period(first, min(second, now_ns), label), match
     if match := _LAST.search(low):
         seconds = _count(match[1]) * _unit_s(match[2])
         span = f"{match[1] + ' ' if match[1] else ''}{match[2]}"
-        return Period(now_ns - seconds * NS, now_ns, f"the last {span}")
+        return Period(now_ns - seconds * NS, now_ns, f"the last {span}"), match
     if match := _AGO_WORDS.search(low):
         moment = now_ns - _count(match[1]) * _unit_s(match[2]) * NS
-        return Period(moment, moment, match[0])
+        return Period(moment, moment, match[0]), match
     if match := _SINCE.search(low):
         target = _at(match[2] or match[3], now_ns, tz)
         if target is not None:
-            return _bounded(match[1], target, now_ns)
+            return _bounded(match[1], target, now_ns), match
     if match := _NAMED_RE.search(low):
-        return _named(match[1], now_ns, tz)
+        return _named(match[1], now_ns, tz), match
     return None
 
 
 def parse_period(text: str, *, now_ns: int | None = None, tz: tzinfo | None = None) -> Period | None:
     """A whole time phrase (``yesterday``, ``since 9``, ``last 10 minutes``) or None."""
     now_ns = _time.time_ns() if now_ns is None else now_ns
-    low = " ".join(text.lower().split())
+    low = re.sub(r"^(?:(?:in|during|over|for)\s+)?(?:the\s+)?", "", " ".join(text.lower().split()))
     if (moment := _clock(low, now_ns, tz)) is not None:
         return Period(moment, moment, low)
-    found = find_period(low, now_ns=now_ns, tz=tz)
-    if found is None and (match := re.fullmatch(rf"{_COUNT}\s*{_UNIT}", low)):
+    if match := re.fullmatch(rf"{_COUNT}\s*{_UNIT}", low):
         seconds = _count(match[1]) * _unit_s(match[2])
         return Period(now_ns - seconds * NS, now_ns, f"the last {low}")
-    return found
+    found = _find(low, now_ns, tz)
+    if found is None or found[1].span() != (0, len(low)):
+        return None  # "yesterday-ish" is no time: only a whole phrase is
+    return found[0]
