@@ -355,19 +355,34 @@ def _new_processes(ask: _Ask) -> Tier0Answer:
 
 
 def _spells(ask: _Ask, period: Period | None) -> list[tuple[_Row, int, int]]:
-    """Each focus (row) with the part of the period it lasted: (row, start, end)."""
+    """Each focus (its row) with the part of the period it lasted: ``(row, start, end)``.
+
+    A focus lasts until the next focus or ``away``; ``back`` resumes the focus it left.
+    """
     span = period or Period(0, ask.now_ns, "")
-    before = ask.rows(SourceClass.APP_FOCUS, period=Period(0, span.start_ns, ""))
-    rows = [*before[-1:], *ask.rows(SourceClass.APP_FOCUS, period=span)]
-    spells = []
-    for i, row in enumerate(rows):
-        if row.data.get("event") != "focus":
-            continue
-        nxt = rows[i + 1].t if i + 1 < len(rows) else min(span.end_ns, ask.now_ns)
-        start, end = max(row.t, span.start_ns), min(nxt, span.end_ns)
-        if end >= start and (end > start or span.start_ns == span.end_ns):
-            spells.append((row, start, end))
+    rows = ask.rows(SourceClass.APP_FOCUS, period=Period(0, span.end_ns, ""))
+    spells: list[tuple[_Row, int, int]] = []
+    current: _Row | None = None
+    since: int | None = None
+    for row in rows:
+        event = row.data.get("event")
+        if event in ("focus", "away") and current is not None and since is not None:
+            _clip(spells, current, since, row.t, span)
+        if event == "focus":
+            current, since = row, row.t
+        elif event == "away":
+            since = None
+        elif event == "back":
+            since = row.t
+    if current is not None and since is not None:
+        _clip(spells, current, since, min(span.end_ns, ask.now_ns), span)
     return spells
+
+
+def _clip(spells: list[tuple[_Row, int, int]], row: _Row, since: int, until: int, span: Period) -> None:
+    start, end = max(since, span.start_ns), min(until, span.end_ns)
+    if end > start or (span.point and since <= span.start_ns <= until):
+        spells.append((row, start, end))
 
 
 def _app(row: _Row) -> str:
@@ -409,7 +424,7 @@ def _time_per_app(ask: _Ask) -> Tier0Answer:
     if not totals:
         return _none(ask, "time_per_app", "time in focus")
     used = [(cite[a], f"{a}: {_duration(ns)}") for a, ns in sorted(totals.items(), key=lambda kv: (-kv[1], kv[0]))]
-    return _answer("time_per_app", f"Time per app {ask.scope()} (away time counts as \"(no window)\" only when nothing had focus):", used)
+    return _answer("time_per_app", f"Time per app {ask.scope()} (time away not counted):", used)
 
 
 def _duration(ns: int) -> str:
@@ -475,7 +490,8 @@ def _happened(ask: _Ask) -> Tier0Answer:
     for source in (SourceClass.SHELL, SourceClass.FILE_CHANGE, SourceClass.APP_FOCUS, SourceClass.PROCESS_TREE):
         for r in reversed(scoped.rows(source)[-2:]):
             lines.append((r, f"{ask.when(r.t)}  {r.line}"))
-    return _answer("happened", f"{scoped.scope()}: {parts} observations. Among them:", lines)
+    scope = scoped.scope()
+    return _answer("happened", f"{scope[:1].upper()}{scope[1:]}: {parts} observations. Among them:", lines)
 
 
 # -- the intents -----------------------------------------------------------------------------------
