@@ -46,7 +46,8 @@ SHELLS = ("bash", "zsh", "fish")
 _BASH = r"""# nerve shell hook (bash >= 5): each command, as it ends, becomes one line of a spool.
 __nerve_spool="${NERVE_SHELL_SPOOL:-${XDG_STATE_HOME:-$HOME/.local/state}/nerve/shell.spool}"
 __nerve_sid="$$.${EPOCHSECONDS:-0}"
-__nerve_armed= __nerve_start= __nerve_bc= __nerve_last=
+__nerve_armed= __nerve_start= __nerve_bc= __nerve_last=$(HISTTIMEFORMAT= builtin history 1)
+__nerve_last=${__nerve_last#"${__nerve_last%%[![:space:]]*}"}; __nerve_last=${__nerve_last%%[[:space:]]*}
 __nerve_preexec() {
   [ -n "$__nerve_armed" ] && [ "$BASH_COMMAND" != __nerve_precmd ] || return 0
   __nerve_armed= __nerve_start=$EPOCHREALTIME __nerve_bc=$BASH_COMMAND
@@ -56,11 +57,12 @@ __nerve_esc() {
 }
 __nerve_precmd() {
   local st=$? end=$EPOCHREALTIME h num cmd
-  [ -n "$__nerve_start" ] || return $st
   h=$(HISTTIMEFORMAT= builtin history 1)
   h=${h#"${h%%[![:space:]]*}"}; num=${h%%[[:space:]]*}
   cmd=${h#"$num"}; cmd=${cmd#"${cmd%%[![:space:]]*}"}
-  if [ -n "$num" ] && { [ "$num" != "$__nerve_last" ] || [[ $cmd == "$__nerve_bc"* ]]; }; then
+  # a new history entry, or the same one run again (ignoredups); no DEBUG trap (a subshell): no start
+  if [ -n "$num" ] && { [ "$num" != "$__nerve_last" ] || { [ -n "$__nerve_start" ] && [[ $cmd == "$__nerve_bc"* ]]; }; }; then
+    [ -n "$__nerve_start" ] || __nerve_start=$end
     __nerve_last=$num
     __nerve_esc "$cmd"; local c=$__nerve_out; __nerve_esc "$PWD"
     [ -e "$__nerve_spool" ] || (umask 077; mkdir -p "${__nerve_spool%/*}"; : >>"$__nerve_spool")
