@@ -13,8 +13,9 @@ round counts, so a change of load falls on all alike). Goal: ≤ 5 ms added at p
 
 Checks: every command of every hooked run is in the spool, with the right exit status (and
 nothing for the plain runs); with the daemon down nothing is lost: once a daemon starts,
-every spooled command becomes a ``shell`` observation. Ends with ``RESULT {json}``; exits 1
-when a check fails.
+every spooled command becomes a ``shell`` observation; and the added p99 is within the goal
+(reported, not checked, with ``--quick``, whose few commands make p99 the slowest one). Ends
+with ``RESULT {json}``; exits 1 when a check fails.
 """
 
 from __future__ import annotations
@@ -162,44 +163,50 @@ def _hook(shell: str, tmp: Path) -> Path:
 
 
 def bench_shell(shell: str, args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
+    """Rounds of plain / hook with the daemon down / hook with it up, in turns."""
     hook = _hook(shell, tmp)
     best: dict[str, list[float]] = {}
-    spool_ok, losses = True, 0
-    daemon_spool = tmp / f"daemon-{shell}.spool"
-    daemon = Daemon(tmp / shell, daemon_spool) if (tmp / shell).mkdir() is None else None
-    assert daemon is not None
-    down_spool = tmp / f"down-{shell}.spool"
+    spool_ok, lost = True, 0
     for rnd in range(args.rounds):
         say(f"{shell}: round {rnd + 1}/{args.rounds}")
-        for setup in ("plain", "hook_daemon_down", "hook_daemon_up"):
-            spool = {"plain": tmp / "plain.spool", "hook_daemon_down": down_spool}.get(setup, daemon_spool)
-            spool.unlink(missing_ok=True)
-            if setup == "hook_daemon_up":
-                daemon.start()
-            try:
-                gaps = run_shell(shell, None if setup == "plain" else hook, args.commands, tmp, spool)
-            finally:
-                if setup == "hook_daemon_up":
-                    daemon.stop()
-            want = [] if setup == "plain" else _expected(args.commands)
-            spool_ok = spool_ok and spooled(spool) == want
-            if setup not in best or percentile(gaps, 0.99) < percentile(best[setup], 0.99):
-                best[setup] = gaps
-    # nothing lost with the daemon down: a daemon started afterwards reads every line
-    late = Daemon(tmp / shell / "late", down_spool) if (tmp / shell / "late").mkdir() is None else None
-    assert late is not None
-    late.start()
-    try:
-        seen = late.wait_observed(args.commands)
-    finally:
-        late.stop()
-    losses = args.commands - seen if seen >= 0 else args.commands
+        spool = tmp / f"{shell}-{rnd}.spool"
+        _keep_best(best, "plain", run_shell(shell, None, args.commands, tmp, tmp / "plain.spool"))
+        spool_ok = spool_ok and spooled(tmp / "plain.spool") == []
+        _keep_best(best, "hook_daemon_down", run_shell(shell, hook, args.commands, tmp, spool))
+        spool_ok = spool_ok and spooled(spool) == _expected(args.commands)
+        (tmp / f"{shell}-{rnd}").mkdir()
+        daemon = Daemon(tmp / f"{shell}-{rnd}", spool)
+        daemon.start()  # it reads what was spooled while it was down: nothing may be lost
+        try:
+            seen = daemon.wait_observed(args.commands)
+            lost += args.commands - seen if seen >= 0 else args.commands
+            gaps = run_shell(shell, hook, args.commands, tmp, spool)
+            _keep_best(best, "hook_daemon_up", gaps)
+            spool_ok = spool_ok and spooled(spool) == _expected(args.commands) * 2
+        finally:
+            daemon.stop()
     figures = {setup: _summary(gaps) for setup, gaps in best.items()}
     added = {
         setup: round(figures[setup]["p99_ms"] - figures["plain"]["p99_ms"], 3)
         for setup in ("hook_daemon_down", "hook_daemon_up")
     }
-    return {"figures": figures, "added_p99_ms": added, "spool_ok": spool_ok, "lost": losses}
+    added_p50 = {
+        setup: round(figures[setup]["p50_ms"] - figures["plain"]["p50_ms"], 3)
+        for setup in ("hook_daemon_down", "hook_daemon_up")
+    }
+    return {
+        "figures": figures,
+        "added_p99_ms": added,
+        "added_p50_ms": added_p50,
+        "spool_ok": spool_ok,
+        "lost": lost,
+    }
+
+
+def _keep_best(best: dict[str, list[float]], setup: str, gaps: list[float]) -> None:
+    """A setup's round with the lowest p99 counts: load that comes and goes falls on all."""
+    if gaps and (setup not in best or percentile(gaps, 0.99) < percentile(best[setup], 0.99)):
+        best[setup] = gaps
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -222,7 +229,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         checks[f"{shell}_every_command_spooled"] = res["spool_ok"]
         checks[f"{shell}_nothing_lost_daemon_down"] = res["lost"] == 0
         worst = max(res["added_p99_ms"].values())
-        checks[f"{shell}_added_p99_within_goal"] = worst <= GOAL_MS
+        # a quick run's few commands make p99 their slowest one: the goal is reported only
+        checks[f"{shell}_added_p99_within_goal"] = worst <= GOAL_MS if not args.quick else None
         say(f"{shell}: {json.dumps(res['figures'])}; added p99 {res['added_p99_ms']} ms")
     failed = [k for k, v in checks.items() if v is False]
     for name in failed:

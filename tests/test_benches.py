@@ -66,6 +66,7 @@ QUICK_RUNS: dict[str, tuple[list[str], dict[str, Any]]] = {
         ["--quick", "--hosts", "2", "--events", "2400"],
         {"hosts": 2, "events": 2400, "segments": 24},
     ),
+    "shell_hook_bench.py": (["--quick", "--commands", "30"], {"commands": 30, "rounds": 1}),
     "footprint_bench.py": (
         ["--quick", "--seconds", "8", "--sample-s", "2", "--stream-s", "120"],
         {"seconds": 8.0, "sample_s": 2.0, "stream_s": 120.0},
@@ -239,6 +240,7 @@ SABOTAGE: dict[str, tuple[str, list[str], str]] = {
         ["--quick", "--hosts", "2", "--events", "2400"],
         "same_answer_as_duckdb",
     ),
+    "shell_hook_bench.py": (["--quick", "--commands", "30"], {"commands": 30, "rounds": 1}),
     "footprint_bench.py": (
         """
         log_figures = bench.log_figures

@@ -173,7 +173,7 @@ def _rotate(path: str, entry: dict[str, Any]) -> dict[str, Any]:
     except OSError as exc:
         return {**entry, "note": f"could not rename the full spool: {exc.strerror or exc}"}
     rotated = {"inode": entry["inode"], "offset": entry["offset"]}
-    return {"inode": None, "offset": 0, "note": None, "rotated": rotated}
+    return {"inode": None, "offset": 0, "note": entry.get("note"), "rotated": rotated}
 
 
 def _drain_rotated(opts: _Options, rotated: Any) -> list[SpoolRecord]:
