@@ -21,6 +21,7 @@ with ``RESULT {json}``; exits 1 when a check fails.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import shutil
@@ -40,7 +41,7 @@ GOAL_MS = 5.0
 NERVE = [sys.executable, "-m", "nerve"]
 
 _TIMER = {
-    "bash": "__bench_t() { printf '%s\\n' \"$EPOCHREALTIME\" >>\"$BENCH_TIMES\"; }\n"
+    "bash": '__bench_t() { printf \'%s\\n\' "$EPOCHREALTIME" >>"$BENCH_TIMES"; }\n'
     'PROMPT_COMMAND="${PROMPT_COMMAND:+$PROMPT_COMMAND;}__bench_t"\n',
     "zsh": "zmodload zsh/datetime\n__bench_t() { print -r -- $EPOCHREALTIME >>$BENCH_TIMES }\n"
     "precmd_functions+=(__bench_t)\n",
@@ -79,8 +80,10 @@ def run_shell(shell: str, hook: Path | None, commands: int, tmp: Path, spool: Pa
         timeout=300,
         check=False,
     )
-    stamps = [float(t.replace(",", ".")) for t in times.read_text().split()] if times.exists() else []
-    gaps = [(b - a) * 1000 for a, b in zip(stamps, stamps[1:], strict=False)]
+    stamps = (
+        [float(t.replace(",", ".")) for t in times.read_text().split()] if times.exists() else []
+    )
+    gaps = [(b - a) * 1000 for a, b in itertools.pairwise(stamps)]
     return gaps[2:]  # the first prompts include the hook's own set-up
 
 

@@ -47,7 +47,8 @@ _BASH = r"""# nerve shell hook (bash >= 5): each command, as it ends, becomes on
 __nerve_spool="${NERVE_SHELL_SPOOL:-${XDG_STATE_HOME:-$HOME/.local/state}/nerve/shell.spool}"
 __nerve_sid="$$.${EPOCHSECONDS:-0}"
 __nerve_armed= __nerve_start= __nerve_bc= __nerve_last=$(HISTTIMEFORMAT= builtin history 1)
-__nerve_last=${__nerve_last#"${__nerve_last%%[![:space:]]*}"}; __nerve_last=${__nerve_last%%[[:space:]]*}
+__nerve_last=${__nerve_last#"${__nerve_last%%[![:space:]]*}"}
+__nerve_last=${__nerve_last%%[[:space:]]*}
 __nerve_preexec() {
   [ -n "$__nerve_armed" ] && [ "$BASH_COMMAND" != __nerve_precmd ] || return 0
   __nerve_armed= __nerve_start=$EPOCHREALTIME __nerve_bc=$BASH_COMMAND
@@ -60,8 +61,11 @@ __nerve_precmd() {
   h=$(HISTTIMEFORMAT= builtin history 1)
   h=${h#"${h%%[![:space:]]*}"}; num=${h%%[[:space:]]*}
   cmd=${h#"$num"}; cmd=${cmd#"${cmd%%[![:space:]]*}"}
-  # a new history entry, or the same one run again (ignoredups); no DEBUG trap (a subshell): no start
-  if [ -n "$num" ] && { [ "$num" != "$__nerve_last" ] || { [ -n "$__nerve_start" ] && [[ $cmd == "$__nerve_bc"* ]]; }; }; then
+  # a new history entry, or the same one again (ignoredups); no DEBUG trap ran (a subshell):
+  # no start, so the end stands for it
+  local again=
+  [ -n "$__nerve_start" ] && [[ $cmd == "$__nerve_bc"* ]] && again=1
+  if [ -n "$num" ] && { [ "$num" != "$__nerve_last" ] || [ -n "$again" ]; }; then
     [ -n "$__nerve_start" ] || __nerve_start=$end
     __nerve_last=$num
     __nerve_esc "$cmd"; local c=$__nerve_out; __nerve_esc "$PWD"
@@ -79,7 +83,8 @@ PROMPT_COMMAND="__nerve_precmd${PROMPT_COMMAND:+;$PROMPT_COMMAND};__nerve_arm"
 
 _ZSH = r"""# nerve shell hook (zsh): each command, as it ends, becomes one line of a spool.
 zmodload zsh/datetime 2>/dev/null
-typeset -g __nerve_spool="${NERVE_SHELL_SPOOL:-${XDG_STATE_HOME:-$HOME/.local/state}/nerve/shell.spool}"
+typeset -g __nerve_spool="${XDG_STATE_HOME:-$HOME/.local/state}/nerve/shell.spool"
+[[ -n $NERVE_SHELL_SPOOL ]] && __nerve_spool=$NERVE_SHELL_SPOOL
 typeset -g __nerve_sid="$$.$EPOCHSECONDS" __nerve_start= __nerve_cmd=
 __nerve_esc() {
   local s=${1//\\/\\\\}; s=${s//$'\t'/\\t}; s=${s//$'\n'/\\n}; REPLY=${s//$'\r'/\\r}
@@ -100,12 +105,17 @@ add-zsh-hook precmd __nerve_precmd
 """
 
 _FISH = r"""# nerve shell hook (fish >= 3.1): each command, as it ends, becomes one line of a spool.
-set -q NERVE_SHELL_SPOOL; and set -g __nerve_spool $NERVE_SHELL_SPOOL
-set -q __nerve_spool; or set -q XDG_STATE_HOME; and set -g __nerve_spool $XDG_STATE_HOME/nerve/shell.spool
-set -q __nerve_spool; or set -g __nerve_spool $HOME/.local/state/nerve/shell.spool
+if set -q NERVE_SHELL_SPOOL; and test -n "$NERVE_SHELL_SPOOL"
+    set -g __nerve_spool $NERVE_SHELL_SPOOL
+else if set -q XDG_STATE_HOME; and test -n "$XDG_STATE_HOME"
+    set -g __nerve_spool $XDG_STATE_HOME/nerve/shell.spool
+else
+    set -g __nerve_spool $HOME/.local/state/nerve/shell.spool
+end
 set -g __nerve_sid $fish_pid.(date +%s)
 function __nerve_esc
-    string replace -a \\ \\\\ -- $argv[1] | string replace -a \t \\t | string replace -a \r \\r | string join \\n
+    string replace -a \\ \\\\ -- $argv[1] | string replace -a \t \\t | string replace -a \r \\r \
+        | string join \\n
 end
 function __nerve_postexec --on-event fish_postexec
     set -l st $status
@@ -115,7 +125,10 @@ function __nerve_postexec --on-event fish_postexec
     if not test -e $__nerve_spool
         mkdir -p (dirname $__nerve_spool); and touch $__nerve_spool; and chmod 600 $__nerve_spool
     end
-    printf 'nerve1\tfish\t%s\t%s\t%s\t%s\t%s\t%s\n' $__nerve_sid $start $end $st (__nerve_esc $PWD) (__nerve_esc "$argv[1]") >>$__nerve_spool 2>/dev/null
+    set -l cwd (__nerve_esc $PWD)
+    set -l cmd (__nerve_esc "$argv[1]")
+    printf 'nerve1\tfish\t%s\t%s\t%s\t%s\t%s\t%s\n' $__nerve_sid $start $end $st "$cwd" "$cmd" \
+        >>$__nerve_spool 2>/dev/null
 end
 """
 

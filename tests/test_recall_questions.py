@@ -114,8 +114,10 @@ def test_the_question_set_is_answered(day: Workspace, monkeypatch: pytest.Monkey
         verdicts[_verdict(q, result)].append(q.question)
         shown[q.question] = result.text
     share = len(verdicts["right"]) / len(QUESTIONS)
-    print(f"\nquestion set: {len(verdicts['right'])}/{len(QUESTIONS)} right ({share:.0%}), "
-          f"{len(verdicts['unsure'])} unsure, {len(verdicts['wrong'])} wrong")
+    print(
+        f"\nquestion set: {len(verdicts['right'])}/{len(QUESTIONS)} right ({share:.0%}), "
+        f"{len(verdicts['unsure'])} unsure, {len(verdicts['wrong'])} wrong"
+    )
     wrong = {q: shown[q] for q in verdicts["wrong"]}
     assert not wrong, wrong  # never a wrong answer given as an answer
     assert share >= 0.9, {q: shown[q] for q in verdicts["unsure"]}
@@ -142,5 +144,7 @@ def test_mcp_ask_gives_the_same_answers(day: Workspace, monkeypatch: pytest.Monk
     monkeypatch.setattr("time.time_ns", lambda: workday.NOW)
     for question in ("which commands failed today?", "which files changed in src?"):
         cli = ask(day, question, record=False, now_ns=workday.NOW)
-        over_mcp = tools.ask(tools.Call(day, Screen(day.config.privacy), Allowance(500, 1 << 20)), question)
+        over_mcp = tools.ask(
+            tools.Call(day, Screen(day.config.privacy), Allowance(500, 1 << 20)), question
+        )
         assert over_mcp.answer == cli.text and cli.answered

@@ -67,7 +67,9 @@ def test_processes_top_is_quiet_when_nothing_moves(tmp_path: Path) -> None:
 
 def test_processes_top_n_options_are_checked(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match=r"senses\.processes\.options\.top_n"):
-        load("processes").compute(initial("processes"), SenseContext("processes", tmp_path, {"top_n": 0}))
+        load("processes").compute(
+            initial("processes"), SenseContext("processes", tmp_path, {"top_n": 0})
+        )
 
 
 # --- the shell hook, in real shells -------------------------------------------------------------
@@ -86,7 +88,9 @@ def _interactive(shell: str, lines: list[str], tmp: Path, spool: Path) -> None:
         "TERM": "dumb",
     }
     script = "\n".join([f"source {hook_file}", *lines, "exit 0", ""])
-    subprocess.run(argv, input=script, env=env, capture_output=True, text=True, timeout=60, check=False)
+    subprocess.run(
+        argv, input=script, env=env, capture_output=True, text=True, timeout=60, check=False
+    )
 
 
 SHELLS = [s for s in ("bash", "zsh") if shutil.which(s)]
@@ -99,7 +103,13 @@ def test_the_hook_records_exit_duration_cwd_and_session(shell: str, tmp_path: Pa
     work.mkdir()
     _interactive(
         shell,
-        [f"cd '{work}'", "ls /no/such/place", "sleep 0.3", "printf 'a\\nb' >/dev/null", " echo hidden"],
+        [
+            f"cd '{work}'",
+            "ls /no/such/place",
+            "sleep 0.3",
+            "printf 'a\\nb' >/dev/null",
+            " echo hidden",
+        ],
         tmp_path,
         spool,
     )
@@ -170,10 +180,14 @@ def test_a_secret_in_a_command_is_redacted_before_the_log(tmp_path: Path) -> Non
 
     spool = tmp_path / "shell.spool"
     token = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
-    spool.write_text(f"nerve1\tbash\t1.1\t1700000000.5\t1700000001.0\t0\t/tmp\tgit push https://x:{token}@h/r\n")
+    spool.write_text(
+        f"nerve1\tbash\t1.1\t1700000000.5\t1700000001.0\t0\t/tmp\tgit push https://x:{token}@h/r\n"
+    )
     result = run("shell", initial("shell"), tmp_path, spool=str(spool), files=[])
     (obs,) = result.observations
-    draft = Draft.of("observation", source=obs.source, line=obs.line, payload=dict(obs.payload), subject="shell")
+    draft = Draft.of(
+        "observation", source=obs.source, line=obs.line, payload=dict(obs.payload), subject="shell"
+    )
     captured = Policy().capture(draft)
     assert captured is not None and token not in captured.line
     assert token.encode() not in captured.payload
@@ -182,7 +196,9 @@ def test_a_secret_in_a_command_is_redacted_before_the_log(tmp_path: Path) -> Non
 # --- focus, under a real X server ---------------------------------------------------------------
 
 
-def test_focus_without_a_display_says_so_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_focus_without_a_display_says_so_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.delenv("DISPLAY", raising=False)
     monkeypatch.setenv("WAYLAND_DISPLAY", "wayland-0")
     first = run("focus", initial("focus"), tmp_path)
@@ -200,11 +216,28 @@ def xserver(tmp_path: Path) -> Iterator[str]:
     if missing:
         pytest.skip(f"missing {', '.join(missing)} (.ci/run installs them)")
     display = f":{90 + os.getpid() % 400}"
-    procs = [subprocess.Popen(["Xvfb", display, "-screen", "0", "800x600x24", "-nolisten", "tcp"], stderr=subprocess.DEVNULL)]
+    procs = [
+        subprocess.Popen(
+            ["Xvfb", display, "-screen", "0", "800x600x24", "-nolisten", "tcp"],
+            stderr=subprocess.DEVNULL,
+        )
+    ]
     env = {**os.environ, "DISPLAY": display}
     try:
-        assert poll(lambda: subprocess.run(["xdotool", "getmouselocation"], env=env, capture_output=True).returncode == 0, timeout=20)
-        procs.append(subprocess.Popen(["openbox"], env=env, stderr=subprocess.DEVNULL, stdout=subprocess.DEVNULL))
+        assert poll(
+            lambda: (
+                subprocess.run(
+                    ["xdotool", "getmouselocation"], env=env, capture_output=True
+                ).returncode
+                == 0
+            ),
+            timeout=20,
+        )
+        procs.append(
+            subprocess.Popen(
+                ["openbox"], env=env, stderr=subprocess.DEVNULL, stdout=subprocess.DEVNULL
+            )
+        )
         assert poll(lambda: _root_has(env, "_NET_SUPPORTING_WM_CHECK"), timeout=20)
         yield display
     finally:
@@ -214,15 +247,23 @@ def xserver(tmp_path: Path) -> Iterator[str]:
 
 
 def _root_has(env: dict[str, str], atom: str) -> bool:
-    out = subprocess.run(["xprop", "-root", atom], env=env, capture_output=True, text=True) if shutil.which("xprop") else None
+    out = (
+        subprocess.run(["xprop", "-root", atom], env=env, capture_output=True, text=True)
+        if shutil.which("xprop")
+        else None
+    )
     if out is not None:
         return "window id" in out.stdout
-    return subprocess.run(["xdotool", "getactivewindow"], env=env, capture_output=True).returncode == 0
+    return (
+        subprocess.run(["xdotool", "getactivewindow"], env=env, capture_output=True).returncode == 0
+    )
 
 
 def _xterm(display: str, title: str) -> subprocess.Popen[bytes]:
     env = {**os.environ, "DISPLAY": display}
-    return subprocess.Popen(["xterm", "-T", title, "-e", "sleep", "60"], env=env, stderr=subprocess.DEVNULL)
+    return subprocess.Popen(
+        ["xterm", "-T", title, "-e", "sleep", "60"], env=env, stderr=subprocess.DEVNULL
+    )
 
 
 def _focused(display: str, tmp: Path, state: Any, **opts: Any) -> tuple[Any, list[dict[str, Any]]]:
@@ -251,13 +292,17 @@ def test_focus_follows_real_windows_and_idle(xserver: str, tmp_path: Path) -> No
         two = _xterm(xserver, "second window")
         assert poll(lambda: titled("second window"), timeout=20), seen
         # focus back to the first through the window manager, as a click would
-        subprocess.run(["xdotool", "search", "--name", "first window", "windowactivate"], env=env, check=False)
+        subprocess.run(
+            ["xdotool", "search", "--name", "first window", "windowactivate"], env=env, check=False
+        )
         seen.clear()
         assert poll(lambda: titled("first window"), timeout=20), seen
         # idle: no input for longer than idle_s, then input again
         state, out = _focused(xserver, tmp_path, state, idle_s=0.001)
         assert [p["event"] for p in out] == ["away"]
-        subprocess.run(["xdotool", "mousemove", "10", "10", "mousemove", "20", "20"], env=env, check=True)
+        subprocess.run(
+            ["xdotool", "mousemove", "10", "10", "mousemove", "20", "20"], env=env, check=True
+        )
         state, out = _focused(xserver, tmp_path, state, idle_s=0.5)
         assert [p["event"] for p in out] == ["back"] and out[0]["away_ms"] >= 0
     finally:

@@ -473,7 +473,7 @@ def _error_draft(question_id: str, exc: FallbackError, fallback: str) -> Draft:
 def _unanswered_text() -> str:
     return (
         "I could not answer that from what this machine has recorded, and no language model is "
-        'set up to try harder. Try a question about commands, processes, windows, files or '
+        "set up to try harder. Try a question about commands, processes, windows, files or "
         'a time ("what did cpu do in the last hour?", "which commands failed today?"), or set '
         "up a model under `recall.fallback` in nerve.yaml (kind: http or command)."
     )
@@ -543,7 +543,9 @@ class _Recorder:
         return replace(result, recorded=tuple(self.ids))
 
 
-def _facts(ws: Workspace, question: str, now_ns: int | None, tz: tzinfo | None) -> Tier0Answer | None:
+def _facts(
+    ws: Workspace, question: str, now_ns: int | None, tz: tzinfo | None
+) -> Tier0Answer | None:
     """Tier 0 over the question's period (:mod:`nerve.recall.facts`)."""
     conn = ws.connect()
     try:

@@ -71,10 +71,13 @@ class _Ask:
     now_ns: int
     tz: tzinfo | None
 
-    def rows(self, source: int, subject: str | None = None, period: Period | None = None) -> list[_Row]:
+    def rows(
+        self, source: int, subject: str | None = None, period: Period | None = None
+    ) -> list[_Row]:
         """Observations of ``source`` in the period, oldest first (the newest ``_MAX_ROWS``)."""
         span = period if period is not None else self.period
-        where, args = ["kind = 'observation'", "source = ?"], [int(source)]
+        where = ["kind = 'observation'", "source = ?"]
+        args: list[Any] = [int(source)]
         if subject is not None:
             where.append("subject = ?")
             args.append(subject)
@@ -114,8 +117,10 @@ class _Ask:
 
 
 def _label(label: str) -> str:
-    return label if label.startswith(("since", "before", "after", "until", "between")) else (
-        f"in {label}" if label.startswith("the ") else label
+    return (
+        label
+        if label.startswith(("since", "before", "after", "until", "between"))
+        else (f"in {label}" if label.startswith("the ") else label)
     )
 
 
@@ -127,7 +132,13 @@ def _local(ns: int, tz: tzinfo | None) -> datetime:
 def _row(raw: tuple[Any, ...]) -> _Row:
     eid, t, subject, line, payload = raw
     data = decode_payload(bytes(payload)) if payload is not None else None
-    return _Row(bytes(eid).hex(), int(t), str(subject), str(line or ""), data if isinstance(data, dict) else {})
+    return _Row(
+        bytes(eid).hex(),
+        int(t),
+        str(subject),
+        str(line or ""),
+        data if isinstance(data, dict) else {},
+    )
 
 
 def _listing(title: str, lines: list[str]) -> str:
@@ -183,7 +194,9 @@ def _failed_commands(ask: _Ask) -> Tier0Answer:
         (r, f"{ask.when(r.t)}  {_cmd(r)}  → exit {r.data['exit']} in {r.data.get('cwd', '?')}")
         for r in failed
     ]
-    return _answer("failed_commands", f"{len(failed)} command(s) failed {ask.scope()}, newest first:", used)
+    return _answer(
+        "failed_commands", f"{len(failed)} command(s) failed {ask.scope()}, newest first:", used
+    )
 
 
 def _any_hooked(ask: _Ask) -> bool:
@@ -240,7 +253,9 @@ def _commands_in(ask: _Ask) -> Tier0Answer | None:
     ]  # fmt: skip
     if not inside:
         return _none(ask, "commands_in", f"commands run in {folder} (or below it)")
-    used = [(r, f"{ask.when(r.t)}  {_cmd(r)}  (exit {r.data['exit']}, {r.data['cwd']})") for r in inside]
+    used = [
+        (r, f"{ask.when(r.t)}  {_cmd(r)}  (exit {r.data['exit']}, {r.data['cwd']})") for r in inside
+    ]
     return _answer("commands_in", f"Commands run in {folder} {ask.scope()}, newest first:", used)
 
 
@@ -292,11 +307,18 @@ def _top_cpu(ask: _Ask) -> Tier0Answer:
             peak[key] = max(peak[key], share)
             last[key] = (row, entry)
     if not total:
-        return Tier0Answer("top_cpu", f"No process used a noticeable share of CPU {ask.scope()} ({len(rows)} samples).", tuple(r.id for r in rows[-1:]))
+        return Tier0Answer(
+            "top_cpu",
+            f"No process used a noticeable share of CPU {ask.scope()} ({len(rows)} samples).",
+            tuple(r.id for r in rows[-1:]),
+        )
     ranked = sorted(total, key=lambda k: (-total[k], str(k)))
     used = [
-        (last[k][0], f"{_who(last[k][1])}: {total[k] / len(rows) / 10:.1f}% of a core on average, "
-         f"peak {peak[k] / 10:.1f}%")
+        (
+            last[k][0],
+            f"{_who(last[k][1])}: {total[k] / len(rows) / 10:.1f}% of a core on average, "
+            f"peak {peak[k] / 10:.1f}%",
+        )
         for k in ranked
     ]
     title = f"Most CPU {ask.scope()}, from {len(rows)} samples:"
@@ -315,7 +337,9 @@ def _latest(ask: _Ask, rows: list[_Row]) -> list[_Row]:
     """For "now" / "at T": the newest sample at or before the point (within 10 minutes)."""
     point = ask.period.start_ns if ask.period is not None else ask.now_ns
     window = Period(point - 600 * 10**9, point, "")
-    found = [r for r in ask.rows(SourceClass.PROCESS_TREE, period=window) if r.data.get("event") == "top"]
+    found = [
+        r for r in ask.rows(SourceClass.PROCESS_TREE, period=window) if r.data.get("event") == "top"
+    ]
     return found[-1:] if found else rows[-1:]
 
 
@@ -328,7 +352,10 @@ def _top_memory(ask: _Ask) -> Tier0Answer:
         if not rows:
             return _none(ask, "top_memory", "process samples")
         row = rows[0]
-        used = [(row, f"{_who(e)}: {int(e.get('rss_bytes') or 0) // _MIB} MiB") for e in row.data.get("memory", [])]
+        used = [
+            (row, f"{_who(e)}: {int(e.get('rss_bytes') or 0) // _MIB} MiB")
+            for e in row.data.get("memory", [])
+        ]
         return _answer("top_memory", f"Largest resident memory at {ask.when(row.t)}:", used)
     peak: dict[tuple[Any, Any], tuple[int, _Row, dict[str, Any]]] = {}
     for row in rows:
@@ -337,18 +364,26 @@ def _top_memory(ask: _Ask) -> Tier0Answer:
             if key not in peak or rss > peak[key][0]:
                 peak[key] = (rss, row, entry)
     ranked = sorted(peak.values(), key=lambda v: (-v[0], v[1].t))
-    used = [(row, f"{_who(e)}: peak {rss // _MIB} MiB ({ask.when(row.t)})") for rss, row, e in ranked]
+    used = [
+        (row, f"{_who(e)}: peak {rss // _MIB} MiB ({ask.when(row.t)})") for rss, row, e in ranked
+    ]
     return _answer("top_memory", f"Most memory {ask.scope()}, from {len(rows)} samples:", used)
 
 
 def _new_processes(ask: _Ask) -> Tier0Answer:
     if not ask.ever(SourceClass.PROCESS_TREE):
         return _never("new_processes", "processes")
-    rows = [r for r in reversed(ask.rows(SourceClass.PROCESS_TREE)) if r.data.get("event") == "started"]
+    rows = [
+        r for r in reversed(ask.rows(SourceClass.PROCESS_TREE)) if r.data.get("event") == "started"
+    ]
     if not rows:
         return _none(ask, "new_processes", "notable process started")
     used = [(r, f"{ask.when(r.t)}  {_who(r.data)} ({r.data.get('why', '?')})") for r in rows]
-    return _answer("new_processes", f"{len(rows)} notable process(es) started {ask.scope()}, newest first:", used)
+    return _answer(
+        "new_processes",
+        f"{len(rows)} notable process(es) started {ask.scope()}, newest first:",
+        used,
+    )
 
 
 # -- focus ---------------------------------------------------------------------------------------
@@ -379,7 +414,9 @@ def _spells(ask: _Ask, period: Period | None) -> list[tuple[_Row, int, int]]:
     return spells
 
 
-def _clip(spells: list[tuple[_Row, int, int]], row: _Row, since: int, until: int, span: Period) -> None:
+def _clip(
+    spells: list[tuple[_Row, int, int]], row: _Row, since: int, until: int, span: Period
+) -> None:
     start, end = max(since, span.start_ns), min(until, span.end_ns)
     if end > start or (span.point and since <= span.start_ns <= until):
         spells.append((row, start, end))
@@ -393,23 +430,35 @@ def _doing(ask: _Ask) -> Tier0Answer:
     focus_ever = ask.ever(SourceClass.APP_FOCUS)
     period = ask.period or Period(ask.now_ns - 3600 * 10**9, ask.now_ns, "the last hour")
     spells = _spells(ask, period) if focus_ever else []
-    near = period if not period.point else Period(period.start_ns - _AROUND_NS, period.end_ns + _AROUND_NS, "")
+    near = (
+        period
+        if not period.point
+        else Period(period.start_ns - _AROUND_NS, period.end_ns + _AROUND_NS, "")
+    )
     commands = [r for r in ask.rows(SourceClass.SHELL, period=near)]
     files = [r for r in ask.rows(SourceClass.FILE_CHANGE, period=near)]
     if not spells and not commands and not files:
         if not focus_ever:
-            return _never("doing", "the focused window (the focus sense needs an X display), nor commands or file changes then")
+            what = "the focused window (the focus sense needs an X display)"
+            return _never("doing", f"{what}, nor commands or file changes then")
         return _none(ask, "doing", "recorded activity")
     lines: list[tuple[_Row, str]] = []
     for row, start, end in reversed(spells):
         title = str(row.data.get("title") or "")
         lasted = f", {(end - start) // 10**9} s" if end > start else ""
-        lines.append((row, f"{ask.when(start)}  {_app(row)}{': ' + title if title else ''}{lasted}"))
+        lines.append(
+            (row, f"{ask.when(start)}  {_app(row)}{': ' + title if title else ''}{lasted}")
+        )
     lines += [(r, f"{ask.when(r.t)}  $ {_cmd(r)}{_exit(r)}") for r in reversed(commands[-3:])]
-    lines += [(r, f"{ask.when(r.t)}  file {r.data.get('change', 'changed')} {r.data.get('path', '?')}") for r in reversed(files[-3:])]
+    lines += [
+        (r, f"{ask.when(r.t)}  file {r.data.get('change', 'changed')} {r.data.get('path', '?')}")
+        for r in reversed(files[-3:])
+    ]
     scope = ask.scope() if ask.period is not None else "in the last hour"
     title = f"What you were doing {scope}: windows in focus, newest first"
-    return _answer("doing", title + (", then commands and files:" if commands or files else ":"), lines)
+    return _answer(
+        "doing", title + (", then commands and files:" if commands or files else ":"), lines
+    )
 
 
 def _time_per_app(ask: _Ask) -> Tier0Answer:
@@ -423,7 +472,10 @@ def _time_per_app(ask: _Ask) -> Tier0Answer:
         cite.setdefault(_app(row), row)
     if not totals:
         return _none(ask, "time_per_app", "time in focus")
-    used = [(cite[a], f"{a}: {_duration(ns)}") for a, ns in sorted(totals.items(), key=lambda kv: (-kv[1], kv[0]))]
+    used = [
+        (cite[a], f"{a}: {_duration(ns)}")
+        for a, ns in sorted(totals.items(), key=lambda kv: (-kv[1], kv[0]))
+    ]
     return _answer("time_per_app", f"Time per app {ask.scope()} (time away not counted):", used)
 
 
@@ -454,25 +506,32 @@ def _files_changed(ask: _Ask) -> Tier0Answer:
     return _answer("files_changed", title, list(seen.values()))
 
 
-def _usage(ask: _Ask, sense: str, intent: str, unit: str) -> Tier0Answer:
+def _usage(ask: _Ask, sense: str, intent: str, unit: str = "%") -> Tier0Answer:
+    """The machine's CPU or memory over the period (or its latest reading)."""
     if not ask.ever(SourceClass.ENDPOINT, sense):
         return _never(intent, f"{sense} use (the {sense} sense)")
+    name = "CPU" if sense == "cpu" else sense.capitalize()
     rows = ask.rows(SourceClass.ENDPOINT, sense)
     if ask.period is None or ask.period.point or not rows:
-        rows = [r for r in ask.rows(SourceClass.ENDPOINT, sense, Period(0, (ask.period or Period(0, ask.now_ns, "")).end_ns, ""))][-1:]
+        until = ask.period.end_ns if ask.period is not None else ask.now_ns
+        rows = ask.rows(SourceClass.ENDPOINT, sense, Period(0, until, ""))[-1:]
         if not rows:
             return _none(ask, intent, f"{sense} readings")
-        return Tier0Answer(intent, f"{sense.upper() if sense == 'cpu' else sense.capitalize()} at {ask.when(rows[0].t)}: {rows[0].line}", (rows[0].id,))
-    values = [float(r.data["percent"]) for r in rows if isinstance(r.data.get("percent"), int | float)]
-    if not values:
-        return _none(ask, intent, f"{sense} readings")
-    high = max(rows, key=lambda r: float(r.data.get("percent") or 0))
+        text = f"{name} at {ask.when(rows[0].t)}: {rows[0].line}"
+        return Tier0Answer(intent, text, (rows[0].id,))
+    values = [_percent(r) for r in rows]
+    high = max(rows, key=_percent)
     text = (
-        f"{sense.upper() if sense == 'cpu' else sense.capitalize()} {ask.scope()}: average "
-        f"{sum(values) / len(values):.1f}{unit}, peak {max(values):.1f}{unit} at {ask.when(high.t)}, "
+        f"{name} {ask.scope()}: average {sum(values) / len(values):.1f}{unit}, "
+        f"peak {max(values):.1f}{unit} at {ask.when(high.t)}, "
         f"latest {values[-1]:.1f}{unit} ({len(values)} readings)."
     )
     return Tier0Answer(intent, text, (high.id, rows[-1].id))
+
+
+def _percent(row: _Row) -> float:
+    value = row.data.get("percent")
+    return float(value) if isinstance(value, int | float) else 0.0
 
 
 def _happened(ask: _Ask) -> Tier0Answer:
@@ -487,11 +546,18 @@ def _happened(ask: _Ask) -> Tier0Answer:
         return _none(scoped, "happened", "observations")
     parts = ", ".join(f"{n} {s}" for s, n in counts)
     lines: list[tuple[_Row, str]] = []
-    for source in (SourceClass.SHELL, SourceClass.FILE_CHANGE, SourceClass.APP_FOCUS, SourceClass.PROCESS_TREE):
+    for source in (
+        SourceClass.SHELL,
+        SourceClass.FILE_CHANGE,
+        SourceClass.APP_FOCUS,
+        SourceClass.PROCESS_TREE,
+    ):
         for r in reversed(scoped.rows(source)[-2:]):
             lines.append((r, f"{ask.when(r.t)}  {r.line}"))
     scope = scoped.scope()
-    return _answer("happened", f"{scope[:1].upper()}{scope[1:]}: {parts} observations. Among them:", lines)
+    return _answer(
+        "happened", f"{scope[:1].upper()}{scope[1:]}: {parts} observations. Among them:", lines
+    )
 
 
 # -- the intents -----------------------------------------------------------------------------------
@@ -502,47 +568,95 @@ def _has(*patterns: str) -> Callable[[str], bool]:
     return lambda text: all(c.search(text) for c in compiled)
 
 
-_COMMANDS = r"\b(commands?|ran|run|runs|shell|typed|executed)\b"
-_CPU = r"\bcpu\b|\bprocessor\b"
-_MEMORY = r"\b(memory|ram|rss)\b"
-_WHO = r"\b(most|top|hogs?|hogging|using|used|uses|heaviest|busiest|biggest|largest|which process|what process|processes)\b"
+def _any(*phrases: str) -> str:
+    """A regex matching any of the phrases as whole words."""
+    return r"\b(" + "|".join(phrases) + r")\b"
 
-FACTS: tuple[tuple[str, Callable[[str], bool], Callable[[_Ask], Tier0Answer | None]], ...] = (
-    ("failed_commands", _has(_COMMANDS, r"\b(fail|failed|fails|failing|failures?|errors?|errored|non-?zero|exit (codes?|status))\b"), _failed_commands),
-    ("slowest_commands", _has(_COMMANDS, r"\b(slowest|longest|slow|took the longest)\b"), _slowest_commands),
+
+def _words(text: str) -> tuple[str, ...]:
+    return tuple(text.split())
+
+
+_COMMANDS = _any("commands?", "ran", "run", "runs", "shell", "typed", "executed")
+_FAILED = _any(
+    "fail", "failed", "fails", "failing", "failures?", "errors?", "errored", "non-?zero",
+    "exit (codes?|status)",
+)  # fmt: skip
+_SLOW = _any("slowest", "longest", "slow", "took the longest")
+_CPU = _any("cpu", "processor")
+_MEMORY = _any("memory", "ram", "rss")
+_WHO = _any(
+    "most", "top", "hogs?", "hogging", "using", "used", "uses", "heaviest", "busiest",
+    "biggest", "largest", "which process", "what process", "processes",
+)  # fmt: skip
+_PER_APP = _any(
+    "time per app", "per app", "time (spent )?in each app", "time by app", "which apps?",
+    "apps? did i use", r"how long .*\bin (each|which)",
+)  # fmt: skip
+_DOING = _any(
+    "what was i (doing|working on|up to)", "what did i do", "what was (on )?(my )?screen",
+    "what was focused", "which windows?", "what windows?", "what have i been doing",
+    "what am i doing",
+)  # fmt: skip
+_FILES = _any("files?")
+_CHANGED = _any(
+    "changed", "change", "changes", "modified", "edited", "touched", "saved", "written",
+    "created", "deleted",
+)  # fmt: skip
+_STARTED = _any(
+    "new process(es)?", "processes (were )?started", "process(es)? started",
+    "which processes started", "what started", "new programs?", "programs? started",
+)  # fmt: skip
+_LISTED = _any(
+    "what did i run", "what have i run", "which commands", "what commands", "commands did i",
+    "commands i ran", "what did i type",
+)  # fmt: skip
+_HAPPENED = _any(
+    "what happened", "what went on", "anything happen", "what has happened", "what's happened"
+)
+
+Render = Callable[[_Ask], Tier0Answer | None]
+
+FACTS: tuple[tuple[str, Callable[[str], bool], Render], ...] = (
+    ("failed_commands", _has(_COMMANDS, _FAILED), _failed_commands),
+    ("slowest_commands", _has(_COMMANDS, _SLOW), _slowest_commands),
     ("commands_in", _has(_COMMANDS, r"\bin\s+(~|\.{0,2}/)"), _commands_in),
     ("top_cpu", _has(_CPU, _WHO), _top_cpu),
     ("top_memory", _has(_MEMORY, _WHO), _top_memory),
-    ("time_per_app", _has(r"\b(time per app|per app|time (spent )?in each app|time by app|which apps?|apps? did i use|how long .*\bin (each|which)\b)"), _time_per_app),
-    ("doing", _has(r"\b(what was i (doing|working on|up to)|what did i do|what was (on )?(my )?screen|what was focused|which windows?|what windows?|what have i been doing|what am i doing)\b"), _doing),
-    ("files_changed", _has(r"\bfiles?\b", r"\b(changed|change|changes|modified|edited|touched|saved|written|created|deleted)\b"), _files_changed),
-    ("new_processes", _has(r"\b(new process(es)?|processes (were )?started|process(es)? started|which processes started|what started|new programs?|programs? started)\b"), _new_processes),
-    ("cpu_usage", _has(_CPU), lambda a: _usage(a, "cpu", "cpu_usage", "%")),
-    ("memory_usage", _has(_MEMORY), lambda a: _usage(a, "memory", "memory_usage", "%")),
-    ("commands", _has(r"\b(what did i run|what have i run|which commands|what commands|commands did i|commands i ran|what did i type)\b"), _commands),
-    ("happened", _has(r"\b(what happened|what went on|anything happen|what has happened|what's happened)\b"), _happened),
+    ("time_per_app", _has(_PER_APP), _time_per_app),
+    ("doing", _has(_DOING), _doing),
+    ("files_changed", _has(_FILES, _CHANGED), _files_changed),
+    ("new_processes", _has(_STARTED), _new_processes),
+    ("cpu_usage", _has(_CPU), lambda a: _usage(a, "cpu", "cpu_usage")),
+    ("memory_usage", _has(_MEMORY), lambda a: _usage(a, "memory", "memory_usage")),
+    ("commands", _has(_LISTED), _commands),
+    ("happened", _has(_HAPPENED), _happened),
 )
 """(intent, does the lower-cased question fit, render), tried in order."""
 
-_DEFER = re.compile(r"\b(held|hold|withheld|surfaced|budget|highlights?)\b")
+_DEFER = re.compile(_any("held", "hold", "withheld", "surfaced", "budget", "highlights?"))
 _KNOWN = frozenset(
-    """
-    what which who when where how did do does is are was were has have had i me my you the an
-    of in on at to for from by with and or any all since until till before after between last
-    past this that these those ago today yesterday morning afternoon evening tonight night week
-    now right currently recent recently few couple minute minutes min mins hour hours hr hrs
-    day days second seconds sec secs weeks am pm noon midnight around during over list show
-    tell give please so far commands command ran run runs shell typed executed type failed fail
-    fails failing failure failures error errors errored non nonzero zero exit code codes status
-    statuses their slowest longest slow took long cpu processor most top hog hogs hogging using
-    used uses use heaviest busiest biggest largest process processes program programs memory
-    ram rss time per app apps application applications spent each doing working up screen
-    focused focus window windows been files file changed change changes modified edited
-    touched saved written created deleted new started start happened went anything happen
-    usage much level load one two three five ten fifteen twenty thirty folder directory dir
-    under inside there any it its
-    """.split()
+    _words(
+        """
+        what which who when where how did do does is are was were has have had i me my you
+        the an of in on at to for from by with and or any all since until till before after
+        between last past this that these those ago today yesterday morning afternoon evening
+        tonight night week now right currently recent recently few couple minute minutes min
+        mins hour hours hr hrs day days second seconds sec secs weeks am pm noon midnight
+        around during over list show tell give please so far commands command ran run runs
+        shell typed executed type failed fail fails failing failure failures error errors
+        errored non nonzero zero exit code codes status statuses their slowest longest slow
+        took long cpu processor most top hog hogs hogging using used uses use heaviest
+        busiest biggest largest process processes program programs memory ram rss time per
+        app apps application applications spent each doing working up screen focused focus
+        window windows been files file changed change changes modified edited touched saved
+        written created deleted new started start happened went anything happen usage much
+        level load one two three five ten fifteen twenty thirty folder directory dir under
+        inside there it its
+        """
+    )
 )
+"""Every word the intents here understand; a question with another one escalates."""
 
 
 def _strange(text: str) -> bool:

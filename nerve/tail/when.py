@@ -260,7 +260,9 @@ def _find(low: str, now_ns: int, tz: tzinfo | None) -> tuple[Period, re.Match[st
     return None
 
 
-def parse_period(text: str, *, now_ns: int | None = None, tz: tzinfo | None = None) -> Period | None:
+def parse_period(
+    text: str, *, now_ns: int | None = None, tz: tzinfo | None = None
+) -> Period | None:
     """A whole time phrase (``yesterday``, ``since 9``, ``last 10 minutes``) or None."""
     now_ns = _time.time_ns() if now_ns is None else now_ns
     low = re.sub(r"^(?:(?:in|during|over|for)\s+)?(?:the\s+)?", "", " ".join(text.lower().split()))

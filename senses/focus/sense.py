@@ -72,10 +72,14 @@ def compute(state: dict[str, Any], ctx: SenseContext) -> Result | None:
 def _options(ctx: SenseContext) -> _Options:
     idle_s = ctx.options.get("idle_s", 300)
     if isinstance(idle_s, bool) or not isinstance(idle_s, int | float) or idle_s <= 0:
-        raise ValueError(f"senses.{ctx.name}.options.idle_s must be a positive number, got {idle_s!r}")
+        raise ValueError(
+            f"senses.{ctx.name}.options.idle_s must be a positive number, got {idle_s!r}"
+        )
     apps = ctx.options.get("exclude_apps", [])
     if not isinstance(apps, list) or not all(isinstance(a, str) and a for a in apps):
-        raise ValueError(f"senses.{ctx.name}.options.exclude_apps must be a list of names, got {apps!r}")
+        raise ValueError(
+            f"senses.{ctx.name}.options.exclude_apps must be a list of names, got {apps!r}"
+        )
     display = ctx.options.get("display", os.environ.get("DISPLAY"))
     if display is not None and not isinstance(display, str):
         raise ValueError(f"senses.{ctx.name}.options.display must be text, got {display!r}")
@@ -91,7 +95,7 @@ def _display(opts: _Options) -> tuple[Any, str]:
     if _conn.get("name") == opts.display:
         return _conn["display"], ""
     try:
-        from Xlib import display as xdisplay
+        from Xlib import display as xdisplay  # type: ignore[import-untyped]
     except ImportError:
         return None, "python-xlib is not installed: nothing to observe"
     try:

@@ -250,6 +250,7 @@ def _note_heavy(procs: dict[str, _Proc], notable: dict[str, Any], opts: _Options
         if pid not in notable and _why(proc, opts) is not None:
             notable[pid] = _record(proc)
 
+
 # -- the top ----------------------------------------------------------------------------------
 
 _last_top_ns = 0  # when this worker last read the counters: the interval the CPU shares cover
@@ -274,9 +275,7 @@ def _top(
     return obs, {"at": now, "memory": mem_now}
 
 
-def _ranked(
-    procs: list[_Proc], opts: _Options
-) -> tuple[list[_Proc], list[_Proc], list[_Proc]]:
+def _ranked(procs: list[_Proc], opts: _Options) -> tuple[list[_Proc], list[_Proc], list[_Proc]]:
     """Top by CPU (at ``min_cpu_percent`` or more), top by RSS, and the rest over a threshold."""
     by_cpu = sorted(procs, key=lambda p: (-p.cpu_percent, p.pid))
     cpu = [p for p in by_cpu[: opts.top_n] if p.cpu_percent >= opts.min_cpu_percent]

@@ -218,7 +218,7 @@ def _hook_observation(record: SpoolRecord, streaks: dict[str, Any]) -> Observati
     }
     line = _line(record.command)
     if record.exit != 0:
-        line = f"{line[:_LINE_CHARS + 2]} [exit {record.exit}]"
+        line = f"{line[: _LINE_CHARS + 2]} [exit {record.exit}]"
     return Observation(
         source=SourceClass.SHELL,
         line=line,

@@ -77,7 +77,9 @@ def top(t: int, hog: bool) -> Event:
 
 def started(t: int, pid: int, name: str, why: str) -> Event:
     payload = {"pid": pid, "name": name, "event": "started", "cmdline": name, "why": why}
-    return _event(t, SourceClass.PROCESS_TREE, "processes", f"process started {name} [{pid}]", payload)
+    return _event(
+        t, SourceClass.PROCESS_TREE, "processes", f"process started {name} [{pid}]", payload
+    )
 
 
 def reading(t: int, sense: str, percent: float) -> Event:
