@@ -7,7 +7,8 @@ everyday words (``yesterday``, ``this morning``, ``last 10 minutes``, ``since 9`
 ``yesterday``, ``this week`` / ``last week`` (weeks start on Monday); ``this morning``
 (05:00-12:00), ``this afternoon`` (12:00-18:00), ``this evening`` / ``tonight``
 (18:00-24:00), ``last night`` (yesterday 18:00 to today 05:00); ``last/past N
-minutes|hours|days|weeks`` (``the last hour``, ``last few minutes`` = 5); ``N minutes ago``;
+minutes|hours|days|weeks`` (``the last hour``, ``last few minutes`` = 5; ``last week`` alone
+is the calendar week before this one, ``the last week`` seven days); ``N minutes ago``;
 a time of day ``9``, ``9:30``, ``3pm``, ``15:00``, ``noon``, ``midnight`` (today; a time
 still to come today is yesterday's); ``since T``, ``after T``, ``before T``, ``at T`` (a
 point), ``between T and T`` / ``from T to T``.
@@ -140,6 +141,7 @@ _NAMED = (
     r"this afternoon|this evening|tonight|last night)"
 )
 _LAST = re.compile(rf"\b(?:last|past)\s+(?:{_COUNT}\s*)?{_UNIT}\b")
+_LAST_WEEK = re.compile(r"(?<!the )(?<!in )\blast week\b")
 _AGO_WORDS = re.compile(rf"\b{_COUNT}\s*{_UNIT}\s+ago\b")
 _BETWEEN = re.compile(rf"\b(?:between|from)\s+{_CLOCK}\s+(?:and|to|until|till)\s+{_CLOCK}\b")
 _SINCE = re.compile(rf"\b(since|after|before|until|at|around)\s+(?:{_NAMED}|{_CLOCK})(?![\w:/.-])")
@@ -244,6 +246,8 @@ def _find(low: str, now_ns: int, tz: tzinfo | None) -> tuple[Period, re.Match[st
             second += _DAY_NS if second < first else 0
             label = f"between {match[1]} and {match[2]}"
             return Period(first, min(second, now_ns), label), match
+    if match := _LAST_WEEK.search(low):  # the calendar week; "the last week" is 7 days
+        return _named("last week", now_ns, tz), match
     if match := _LAST.search(low):
         seconds = _count(match[1]) * _unit_s(match[2])
         span = f"{match[1] + ' ' if match[1] else ''}{match[2]}"
