@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
+
 from nerve.cli.main import run
 from nerve.errors import UsageError
 from nerve.tail.when import find_period, parse_instant, parse_period
