@@ -52,7 +52,7 @@ def test_processes_top_names_a_cpu_hog_with_its_cost(tmp_path: Path) -> None:
     (top,) = _tops(first)
     assert set(top["readings"]) == {"top_cpu_permille", "top_rss_bytes", "over_threshold"}
     assert all(isinstance(v, int) for v in top["readings"].values())
-    assert len(top["memory"]) == 3 and top["interval_ms"] > 0
+    assert len(top["memory"]) in (0, 3) and top["interval_ms"] > 0  # sent when it moved
 
 
 def test_processes_top_is_quiet_when_nothing_moves(tmp_path: Path) -> None:

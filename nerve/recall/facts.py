@@ -333,12 +333,15 @@ def _tops_ever(ask: _Ask) -> bool:
     return ask.conn.execute(sql, [int(SourceClass.PROCESS_TREE)]).fetchone() is not None
 
 
-def _latest(ask: _Ask, rows: list[_Row]) -> list[_Row]:
-    """For "now" / "at T": the newest sample at or before the point (within 10 minutes)."""
+def _latest(ask: _Ask, rows: list[_Row], memory: bool = False) -> list[_Row]:
+    """For "now" / "at T": the newest sample at or before the point (within 10 minutes);
+    with ``memory``, the newest that carries the memory top (it is sent when it moves)."""
     point = ask.period.start_ns if ask.period is not None else ask.now_ns
     window = Period(point - 600 * 10**9, point, "")
     found = [
-        r for r in ask.rows(SourceClass.PROCESS_TREE, period=window) if r.data.get("event") == "top"
+        r
+        for r in ask.rows(SourceClass.PROCESS_TREE, period=window)
+        if r.data.get("event") == "top" and (r.data.get("memory") or not memory)
     ]
     return found[-1:] if found else rows[-1:]
 
@@ -348,7 +351,7 @@ def _top_memory(ask: _Ask) -> Tier0Answer:
         return _never("top_memory", "per-process memory (the processes sense reports a top)")
     rows = _tops(ask) if ask.period is not None and not ask.period.point else []
     if not rows:
-        rows = _latest(ask, [])
+        rows = _latest(ask, [], memory=True)
         if not rows:
             return _none(ask, "top_memory", "process samples")
         row = rows[0]

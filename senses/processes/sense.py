@@ -4,8 +4,9 @@ Source class ``process_tree``, trust ``FirstParty``. Each compute reports the **
 processes: the ``top_n`` using the most CPU over the interval (those at ``min_cpu_percent`` or
 more), the ``top_memory_n`` with the largest resident memory, and any at or over
 ``cpu_percent`` / ``rss_mb``, as one observation (``event: "top"``; see senses/README.md for
-its payload). A quiet machine whose memory top is unchanged reports it at most every
-``top_every_s`` seconds, so an idle day costs little disk. A process is identified by
+its payload). The memory list is sent only when it changed (another process, or one moved by
+a tenth) or ``top_every_s`` passed, and else is empty; a quiet machine sends no top at all
+between those, so an idle day costs little disk. A process is identified by
 ``(pid, create_time)``, so a reused pid is a new process. The first compute (and the first
 after a reboot) records a baseline and observes nothing. A process is notable when its name
 matches ``notable`` (a trailing version is allowed: ``python`` matches ``python3.11``), or
@@ -18,7 +19,7 @@ are folded into ``cutoff``, so they are never mistaken for new ones) and ``notab
 
 Options: ``notable`` (names, default below), ``cpu_percent`` (default 80), ``rss_mb``
 (default 2048), ``max_per_compute`` (default 50), ``max_tracked`` (10000), ``max_notable``
-(500), ``top_n`` (5), ``top_memory_n`` (3), ``min_cpu_percent`` (1), ``top_every_s`` (300).
+(500), ``top_n`` (5), ``top_memory_n`` (3), ``min_cpu_percent`` (5), ``top_every_s`` (300).
 
 CPU shares come from psutil's per-process counters kept in the worker between computes, so
 the first compute of a worker sees every process at 0 %: its top lists memory only.
@@ -121,7 +122,7 @@ def _options(ctx: SenseContext) -> _Options:
         max_notable=int(_number(ctx, "max_notable", 500)),
         top_n=int(_number(ctx, "top_n", 5)),
         top_memory_n=int(_number(ctx, "top_memory_n", 3)),
-        min_cpu_percent=_number(ctx, "min_cpu_percent", 1),
+        min_cpu_percent=_number(ctx, "min_cpu_percent", 5),
         top_every_ns=int(_number(ctx, "top_every_s", 300) * 1e9),
     )
 
@@ -253,6 +254,7 @@ def _note_heavy(procs: dict[str, _Proc], notable: dict[str, Any], opts: _Options
 
 # -- the top ----------------------------------------------------------------------------------
 
+_TOP_CMDLINE_MAX = 120
 _last_top_ns = 0  # when this worker last read the counters: the interval the CPU shares cover
 
 
@@ -268,10 +270,14 @@ def _top(
     previous = previous if isinstance(previous, dict) else {}
     mem_now = {str(p.pid): p.rss_bytes for p in memory}
     due = now - int(previous.get("at") or 0) >= opts.top_every_ns
-    if not (cpu or over or due or _memory_moved(previous.get("memory"), mem_now)):
+    moved = due or _memory_moved(previous.get("memory"), mem_now)
+    if not (cpu or over or moved):
         return None, previous or None
-    payload = _top_payload(cpu, memory, over, interval_ms)
+    # the memory top rides along only when it moved (or is due): a busy CPU repeats less
+    payload = _top_payload(cpu, memory if moved else [], over, interval_ms)
     obs = _observation(_top_line(cpu, memory), payload)
+    if not moved:
+        return obs, previous
     return obs, {"at": now, "memory": mem_now}
 
 
@@ -301,7 +307,7 @@ def _entry(proc: _Proc) -> dict[str, Any]:
         "pid": proc.pid,
         "name": proc.name,
         "user": proc.user,
-        "cmdline": _cmdline(proc.pid),
+        "cmdline": _cmdline(proc.pid)[:_TOP_CMDLINE_MAX],
         "cpu_permille": round(proc.cpu_percent * 10),
         "rss_bytes": proc.rss_bytes,
         "start_time": int(proc.create_time),

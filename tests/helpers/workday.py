@@ -65,11 +65,11 @@ def _proc(pid: int, name: str, permille: int, rss_mib: int) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def top(t: int, hog: bool) -> Event:
+def top(t: int, hog: bool, memory_moved: bool = True) -> Event:
     busy = [_proc(4242, "yes", 980, 2)] if hog else []
     before = at("15:00") > t >= at("14:00")
     busy += [_proc(100, "python", 300 if before else 20, 500)]
-    memory = [_proc(300, "java", 5, 2048), _proc(100, "python", 20, 500)]
+    memory = [_proc(300, "java", 5, 2048), _proc(100, "python", 20, 500)] if memory_moved else []
     payload = {"event": "top", "interval_ms": 60_000, "cpu": busy, "memory": memory, "over": []}
     line = "top cpu: " + ", ".join(f"{p['name']} {p['cpu_permille'] // 10}%" for p in busy)
     return _event(t, SourceClass.PROCESS_TREE, "processes", line, payload)
@@ -128,7 +128,8 @@ def events() -> list[Event]:
     ]
     for minute in range(14 * 60, 15 * 60 + 30):
         t = at(f"{minute // 60}:{minute % 60}") + 500_000_000
-        out.append(top(t, hog=minute >= 15 * 60 + 20))
+        # the memory top is sent only when it moved: here every tenth minute
+        out.append(top(t, hog=minute >= 15 * 60 + 20, memory_moved=minute % 10 == 0))
         if minute % 5 == 0:
             out.append(reading(t, "cpu", 95.0 if minute >= 15 * 60 + 20 else 20.0))
             out.append(reading(t, "memory", 40.0))
