@@ -46,6 +46,10 @@ SHELLS = ("bash", "zsh", "fish")
 _BASH = r"""# nerve shell hook (bash >= 5): each command, as it ends, becomes one line of a spool.
 __nerve_spool="${NERVE_SHELL_SPOOL:-${XDG_STATE_HOME:-$HOME/.local/state}/nerve/shell.spool}"
 __nerve_sid="$$.${EPOCHSECONDS:-0}"
+# `history 1` goes through a small per-shell file, not $(...): a fork can stall a busy machine
+__nerve_tmp=${XDG_RUNTIME_DIR:-/dev/shm}
+[ -d "$__nerve_tmp" ] && [ -w "$__nerve_tmp" ] || __nerve_tmp=${TMPDIR:-/tmp}
+__nerve_tmp=$__nerve_tmp/nerve-hook.$$
 __nerve_armed= __nerve_start= __nerve_bc= __nerve_last=$(HISTTIMEFORMAT= builtin history 1)
 __nerve_last=${__nerve_last#"${__nerve_last%%[![:space:]]*}"}
 __nerve_last=${__nerve_last%%[[:space:]]*}
@@ -58,7 +62,8 @@ __nerve_esc() {
 }
 __nerve_precmd() {
   local st=$? end=$EPOCHREALTIME h num cmd
-  h=$(HISTTIMEFORMAT= builtin history 1)
+  HISTTIMEFORMAT= builtin history 1 2>/dev/null >"$__nerve_tmp"
+  IFS= read -r -d '' h <"$__nerve_tmp"; h=${h%$'\n'}
   h=${h#"${h%%[![:space:]]*}"}; num=${h%%[[:space:]]*}
   cmd=${h#"$num"}; cmd=${cmd#"${cmd%%[![:space:]]*}"}
   # a new history entry, or the same one again (ignoredups); no DEBUG trap ran (a subshell):
@@ -77,6 +82,8 @@ __nerve_precmd() {
   return $st
 }
 __nerve_arm() { __nerve_armed=1; }
+(umask 077; : >"$__nerve_tmp")
+[ -n "$(trap -p EXIT)" ] || trap 'command rm -f "$__nerve_tmp"' EXIT
 trap '__nerve_preexec' DEBUG
 PROMPT_COMMAND="__nerve_precmd${PROMPT_COMMAND:+;$PROMPT_COMMAND};__nerve_arm"
 """
