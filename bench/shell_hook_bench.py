@@ -133,8 +133,15 @@ class Daemon:
             capture_output=True, text=True, env=self.env, timeout=120, check=False,
         )  # fmt: skip
 
-    def start(self) -> None:
+    def start(self, timeout: float = 180.0) -> None:
+        """Start it; on a loaded machine `nerve start` may give up waiting while the daemon
+        still comes up, so its status is polled a while longer."""
         done = self.cli("start")
+        deadline = time.monotonic() + timeout
+        while done.returncode != 0 and time.monotonic() < deadline:
+            if self.cli("status").returncode == 0:
+                return
+            time.sleep(1)
         if done.returncode != 0:
             raise RuntimeError(f"nerve start failed: {done.stderr.strip()}")
 
