@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/shell_hook_bench.py [--commands 400] [--rounds 3] [--quick]
 
-For each shell found (bash, zsh), an interactive shell (``-i``, no start-up files) reads
+For each shell found (bash, zsh; the first only with ``--quick``), an interactive shell (``-i``, no start-up files) reads
 ``--commands`` commands (``true``, and every tenth ``false``) from a pipe, in three setups
 that take turns for ``--rounds`` rounds: **plain** (no hook), **hook, daemon down** and
 **hook, daemon up** (a running daemon whose ``shell`` sense reads the spool). A last
@@ -230,6 +230,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if getattr(args, key) is None:
             setattr(args, key, value)
     shells = [s for s in ("bash", "zsh") if shutil.which(s)]
+    shells = shells[:1] if args.quick else shells  # a quick run: one shell, one daemon start
     results: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="nerve-hook-bench-") as tmp:
         for shell in shells:
