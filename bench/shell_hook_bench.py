@@ -2,7 +2,8 @@
 
     .venv/bin/python bench/shell_hook_bench.py [--commands 400] [--rounds 3] [--quick]
 
-For each shell found (bash, zsh; the first only with ``--quick``), an interactive shell (``-i``, no start-up files) reads
+For each shell found (bash, zsh; the first only with ``--quick``), an interactive shell
+(``-i``, no start-up files) reads
 ``--commands`` commands (``true``, and every tenth ``false``) from a pipe, in three setups
 that take turns for ``--rounds`` rounds: **plain** (no hook), **hook, daemon down** and
 **hook, daemon up** (a running daemon whose ``shell`` sense reads the spool). A last
