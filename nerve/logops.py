@@ -310,15 +310,22 @@ def replay(ws: Workspace, *, full: bool) -> VerifyReport:
     return report
 
 
-def erased_payload(conn: Any, cid: str) -> LogError:
-    """The error for ``nerve payload`` of an address whose every copy was erased, naming
-    the ``payload.erased`` event that says so."""
+def erasure_naming(conn: Any, cid: str) -> tuple[Any, ...] | None:
+    """The first ``payload.erased`` event that names payload ``cid`` (its id, reason and
+    time), or None. It stays in the live log when the erased event itself is archived."""
     row = conn.execute(
         "SELECT id, subject, strftime(ts, '%Y-%m-%d %H:%M:%SZ') FROM events "
         "WHERE kind = 'payload.erased' AND contains(decode(payload), ?) "
         "ORDER BY physical_ns, logical LIMIT 1",
         [cid],
     ).fetchone()
+    return tuple(row) if row else None
+
+
+def erased_payload(conn: Any, cid: str) -> LogError:
+    """The error for ``nerve payload`` of an address whose every copy was erased, naming
+    the ``payload.erased`` event that says so."""
+    row = erasure_naming(conn, cid)
     where = (
         f"by payload.erased {bytes(row[0]).hex()[:12]} (reason: {row[1]}) at {row[2]}"
         if row

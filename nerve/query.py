@@ -24,7 +24,7 @@ import pyarrow as pa
 
 from nerve.canonical import canonical_json, jsonable, loads_bounded
 from nerve.errors import ConfigError, EventError, UsageError
-from nerve.events import SourceClass
+from nerve.events import NERVE_SOURCE, NERVE_SOURCE_NAME, SourceClass
 from nerve.log.reader import Snapshot, snapshot
 
 _SOURCE_NAMES = ", ".join(f"'{s.name.lower()}'" for s in SourceClass)
@@ -41,7 +41,8 @@ def event_columns(cid: str = COMPUTED_CID) -> str:
     """The ``events`` columns over stored rows; ``cid`` is the SQL for ``payload_cid``."""
     return f"""\
     physical_ns, logical::BIGINT AS logical, node, kind, subject, source::BIGINT AS source,
-    CASE WHEN source >= 1024 THEN 'vendor:' || source::VARCHAR
+    CASE WHEN source = {NERVE_SOURCE} THEN '{NERVE_SOURCE_NAME}'
+         WHEN source >= 1024 THEN 'vendor:' || source::VARCHAR
          ELSE [{_SOURCE_NAMES}][source + 1] END AS source_name,
     trust::INTEGER AS trust, [{_TRUST_NAMES}][trust + 1] AS trust_name,
     valid_time_ns, {cid} AS payload_cid, payload, line, id,

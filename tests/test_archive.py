@@ -186,3 +186,24 @@ def test_archived_erasures_verify_in_the_archive(workspace: Workspace, tmp_path:
     _, out, _ = _cli(workspace.root, "replay", "--verify")
     assert "verify  ok" in out
     shutil.rmtree(folder)
+
+
+def test_payload_of_an_erased_then_archived_event_says_it_was_erased(
+    workspace: Workspace, tmp_path: Path
+) -> None:
+    with workspace.open_log() as log:
+        log.append_drafts([Draft.of(source=SHELL, line="secret", payload={"only": "here"})])
+        log.seal()
+        cut = f"{log.newest.physical_ns}.{log.newest.logical + 1}"
+    _fill(workspace, segments=1)
+    sql = "SELECT hex(payload_cid) FROM events WHERE line = 'secret'"
+    _, out, _ = _cli(workspace.root, "query", sql)
+    cid = out.splitlines()[1].lower()
+    _cli(workspace.root, "forget", "--match", "secret")
+    _cli(workspace.root, "archive", "--before", cut, "--to", str(tmp_path / "old"))
+    code, out, err = _cli(workspace.root, "payload", cid, check=False)
+    assert code == 1 and out == ""
+    assert err.startswith(f"LogError: payload {cid} was erased by payload.erased ")
+    assert "no payload with address" not in err
+    code, _, err = _cli(workspace.root, "payload", "ab" * 32, check=False)
+    assert code == 2 and err.startswith("UsageError: no payload with address")

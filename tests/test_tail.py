@@ -113,7 +113,7 @@ def test_since_and_until_take_durations_iso_times_and_stamps(day: Workspace) -> 
     for flag in ("--since", "--until"):
         proc = cli(day, "tail", flag, "yesterday-ish", check=False)
         assert proc.returncode == 2  # type: ignore[attr-defined]
-        assert f"Invalid value for '{flag}': 'yesterday-ish'" in said(proc.stderr)  # type: ignore[attr-defined]
+        assert f"UsageError: invalid value for '{flag}': 'yesterday-ish'" in said(proc.stderr)  # type: ignore[attr-defined]
 
 
 def test_typos_are_caught(day: Workspace) -> None:

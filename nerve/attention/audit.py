@@ -24,7 +24,7 @@ from typing import Any
 import blake3
 
 from nerve import fsio
-from nerve.attention.service import DECISION, LINK
+from nerve.attention.kinds import DECISION, LINK
 from nerve.canonical import det_cbor_decode
 from nerve.chain import TrustRecord, default_trust_dir, peek_log_id, trust_path, verify_chain
 from nerve.chain.verify import Break, ChainReport

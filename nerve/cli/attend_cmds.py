@@ -159,6 +159,7 @@ HELD_COLUMNS = [
     "budget_after_uj",
     "source_event",
     "source_line",
+    "why",
 ]
 
 
@@ -182,15 +183,23 @@ def held(
         str | None, typer.Option("--since", help="A duration (1h) or HLC stamp.")
     ] = None,
     as_json: JsonFlag = False,
+    as_csv: Annotated[bool, typer.Option("--csv", help="CSV output.")] = False,
 ) -> None:
-    """Each held highlight: why (value, cost, budget), its source event and chain seq."""
+    """Each held highlight: why in words (value, cost, margin, budget), its source event and
+    chain seq."""
     from nerve.attention import audit
+    from nerve.attention.settings import parse_settings
+    from nerve.cli.audit_words import why_held
 
-    rows = audit.held(_ws().log_root, _since(since))
+    ws = _ws()
+    gate = parse_settings(ws.config.attention).gate
+    rows = audit.held(ws.log_root, _since(since))
+    for r in rows:
+        r["why"] = why_held(r, gate.margin_milli, gate.surface_cost_uj)
     render_rows(
         HELD_COLUMNS,
         [[r.get(c) for c in HELD_COLUMNS] for r in rows],
-        fmt="json" if as_json else "table",
+        fmt="json" if as_json else "csv" if as_csv else "table",
         title="held highlights",
     )
 
@@ -224,13 +233,13 @@ def show(
 ) -> None:
     """One link of the chain, decoded."""
     from nerve.attention import audit
+    from nerve.cli.audit_words import link_lines
 
     link = audit.show(_ws().log_root, seq)
     if as_json:
         emit_json(link)
         return
-    for name, value in link.items():
-        typer.echo(f"{name:22} {value}")
+    typer.echo("\n".join(link_lines(link)))
 
 
 @audit_app.command("export")

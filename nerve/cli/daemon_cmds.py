@@ -5,7 +5,15 @@ from typing import Annotated, Any
 
 import typer
 
-from nerve.cli.output import emit_json
+from nerve.cli.output import (
+    UNWRAPPED,
+    Layout,
+    emit_json,
+    flat,
+    is_terminal,
+    plural,
+    terminal_width,
+)
 from nerve.cli.state import workspace as _ws
 
 daemon_app = typer.Typer(help="Run nerve's daemon in the background.", no_args_is_help=True)
@@ -15,11 +23,30 @@ JsonFlag = Annotated[bool, typer.Option("--json", help="JSON output.")]
 def dev() -> None:
     """Run the daemon in the foreground with a live view (Ctrl+C stops).
 
-    Piped, it prints the daemon's log lines instead of the view."""
+    With a daemon already running (`nerve start`), view that one instead: Ctrl+C leaves the
+    view and the daemon runs on. Piped, it prints the daemon's log lines instead of the view."""
     from nerve.runtime import daemon
 
     view = sys.stdout.isatty()
+    ws = _ws()
+    if daemon.running(ws):
+        _attach(ws, view=view)
+        return
     daemon.run_foreground(_ws(write=True), view=view, echo=None if view else sys.stdout)
+
+
+def _attach(ws: Any, *, view: bool) -> None:
+    from nerve.runtime import attach, daemon
+
+    if not view:  # piped: the running daemon's log, followed
+        for line in daemon.follow_log(daemon.log_path(ws), lines=0):
+            typer.echo(line)
+        return
+    pid = attach.view(ws)
+    if pid:
+        typer.echo(f"left the view; the daemon runs on (pid {pid}): `nerve stop` stops it")
+    else:
+        typer.echo("the daemon stopped")
 
 
 @daemon_app.command("run")
@@ -74,25 +101,49 @@ def status(as_json: JsonFlag = False) -> None:
     if as_json:
         emit_json({"running": True, **health})
         return
-    typer.echo(
-        f"running  pid {health['pid']}, up {health['uptime_s']} s\n"
-        f"events   {health['events']} appended ({health['commits']} commits), "
-        f"{health['segments']} segments, {health['tail_rows']} unsealed\n"
-        f"senses   {health['senses']} in {len(health['groups'])} groups\n"
-        f"capture  {_capture(health.get('capture'))}"
-    )
-    for sense in health.get("sense_results", []):
-        typer.echo(_sense_line(sense))
+    typer.echo("\n".join(status_lines(health, terminal_width() if is_terminal() else None)))
 
 
-def _sense_line(sense: dict[str, Any]) -> str:
-    """One sense as `status` shows it: computes, errors, its last result and last error."""
-    last = sense.get("last_result") or "-"
-    line = (
-        f"  {sense['name']}  {sense['computes']} computes, {sense['errors']} errors  last: {last}"
-    )
-    error = sense.get("last_error")
-    return f"{line}  error: {error}" if error else line
+def status_lines(health: dict[str, Any], width: int | None) -> list[str]:
+    """What `status` prints: the daemon's health, then one aligned row per sense (cut to
+    ``width`` on a terminal; whole when piped)."""
+    groups = len(health["groups"])
+    lines = [
+        f"running  pid {health['pid']}, up {_uptime(float(health['uptime_s']))}",
+        f"events   {plural(health['events'], 'event')} appended "
+        f"({plural(health['commits'], 'commit')}), {plural(health['segments'], 'segment')}, "
+        f"{health['tail_rows']:,} unsealed",
+        f"senses   {health['senses']} in {plural(groups, 'group')}",
+        f"capture  {_capture(health.get('capture'))}",
+    ]
+    senses = health.get("sense_results", [])
+    if not senses:
+        return lines
+    columns = ["sense", "computes", "errors", "last", "error"]
+    rows = [[_cell_text(r.get(k)) for k in ("name", "computes", "errors")] for r in senses]
+    for row, sense in zip(rows, senses, strict=True):
+        row += [flat(sense.get("last_result") or "-"), flat(sense.get("last_error") or "")]
+    if not any(row[-1] for row in rows):  # no sense has an error: no empty column
+        columns, rows = columns[:-1], [row[:-1] for row in rows]
+    layout = Layout.fit(columns, rows, width or UNWRAPPED)
+    return [*lines, "", layout.line(columns)] + [layout.line(row) for row in rows]
+
+
+def _cell_text(value: Any) -> str:
+    return "" if value is None else str(value)
+
+
+def _uptime(seconds: float) -> str:
+    """``4.2 s``, ``12 min 5 s``, ``3 h 20 min``, ``2 d 4 h``."""
+    whole = int(seconds)
+    days, rest = divmod(whole, 86_400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    if days:
+        return f"{days} d {hours} h"
+    if hours:
+        return f"{hours} h {minutes} min"
+    return f"{minutes} min {secs} s" if minutes else f"{seconds:.1f} s"
 
 
 def _capture(capture: dict[str, Any] | None) -> str:

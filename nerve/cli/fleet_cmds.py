@@ -6,7 +6,7 @@ from typing import Annotated, Any
 
 import typer
 
-from nerve.cli.output import DEFAULT_LIMIT, console, emit_json, render_chunks, render_rows
+from nerve.cli.output import LIMIT_HELP, console, emit_json, render_chunks, render_rows
 from nerve.cli.state import workspace as _ws
 from nerve.errors import UsageError
 
@@ -107,9 +107,7 @@ def query_cmd(
     ] = None,
     as_json: JsonFlag = False,
     as_csv: Annotated[bool, typer.Option("--csv", help="CSV output.")] = False,
-    limit: Annotated[
-        int, typer.Option("--limit", min=0, help="Rows a terminal shows at most (0: all).")
-    ] = DEFAULT_LIMIT,
+    limit: Annotated[int | None, typer.Option("--limit", min=0, help=LIMIT_HELP)] = None,
 ) -> None:
     """SQL over every host's shipped events (fleet_events).
 

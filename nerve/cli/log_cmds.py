@@ -1,12 +1,13 @@
 """Log commands: init, emit, import, replay, seal, compact, query, tail, payload, conformance."""
 
 import sys
+import time
 from pathlib import Path
 from typing import IO, Annotated, Any
 
 import typer
 
-from nerve.cli.output import DEFAULT_LIMIT, console, emit_json, render_chunks
+from nerve.cli.output import LIMIT_HELP, console, emit_json, plural, render_chunks
 from nerve.cli.state import workspace as _ws
 from nerve.errors import UsageError
 
@@ -34,7 +35,9 @@ def _open_input(path: str) -> tuple[IO[str], str]:
 
 
 def init(
-    directory: Annotated[Path, typer.Argument(help="Folder to create the workspace in.")],
+    directory: Annotated[
+        Path, typer.Argument(help="Folder to create the workspace in (default: this one).")
+    ] = Path("."),
 ) -> None:
     """Create a workspace: nerve.yaml, senses/, workflows/, projections/, data/."""
     from nerve.workspace import init_workspace
@@ -93,17 +96,33 @@ def emit_cmd(
             "valid_time_ns": valid_time,
         }
         drafts = [draft_of(fields)]
+    started_ns = time.time_ns()
     stored = emit(ws, drafts, key=key)
     if quiet:
         return
+    already = key is not None and _stored_before(stored, started_ns)
     if jsonl is not None and not (echo or as_json):  # a batch: a count, unless asked
-        typer.echo(f"stored {len(stored)} events", err=True)
+        typer.echo(_stored_text(len(stored), key if already else None), err=True)
         return
+    if already and not as_json:
+        typer.echo(_stored_text(len(stored), key), err=True)
     for ev in stored:
         if as_json:
             emit_json(event_to_json(ev))
         else:
-            typer.echo(f"{ev.hlc} {ev.id.hex()}")
+            typer.echo(f"stored {ev.kind} hlc {ev.hlc} id {ev.id.hex()}")
+
+
+def _stored_before(stored: list[Any], started_ns: int) -> bool:
+    """Whether a keyed batch came back as stored earlier: a fresh append is stamped at or
+    after the wall clock read before it (the clock never runs behind it)."""
+    return bool(stored) and all(ev.hlc.physical_ns < started_ns for ev in stored)
+
+
+def _stored_text(count: int, replayed_key: str | None) -> str:
+    if replayed_key is not None:
+        return f"already stored: {plural(count, 'event')} under key {replayed_key!r}, none added"
+    return f"stored {plural(count, 'event')}"
 
 
 def import_cmd(
@@ -115,7 +134,7 @@ def import_cmd(
 
     stream, name = _open_input(path)
     count = import_stream(_ws(write=True), stream, name, key=key)
-    typer.echo(f"imported {count} events", err=True)
+    typer.echo(f"imported {plural(count, 'event')}", err=True)
 
 
 def replay_cmd(
@@ -177,7 +196,9 @@ def seal_cmd() -> None:
 
     info = seal(_ws(write=True))
     typer.echo(
-        f"sealed {info['rows']} events into {info['segment']}" if info else "nothing to seal"
+        f"sealed {plural(info['rows'], 'event')} into {info['segment']}"
+        if info
+        else "nothing to seal"
     )
 
 
@@ -202,7 +223,8 @@ def compact_cmd(
 
     result = compact(_ws(write=True), target_rows)
     typer.echo(
-        f"merged {result['merged']} segments into {result['written']} ({result['rows']} events)"
+        f"merged {plural(result['merged'], 'segment')} into {result['written']} "
+        f"({plural(result['rows'], 'event')})"
     )
 
 
@@ -210,9 +232,7 @@ def query_cmd(
     sql: Annotated[str, typer.Argument(help="SQL over `events` and the projections.")],
     as_json: JsonFlag = False,
     as_csv: CsvFlag = False,
-    limit: Annotated[
-        int, typer.Option("--limit", min=0, help="Rows a terminal shows at most (0: all).")
-    ] = DEFAULT_LIMIT,
+    limit: Annotated[int | None, typer.Option("--limit", min=0, help=LIMIT_HELP)] = None,
 ) -> None:
     """Run SQL in DuckDB over the log (a terminal shows --limit rows; pipes get all)."""
     from nerve.query import stream_query
@@ -224,7 +244,7 @@ def query_cmd(
 
 def payload_cmd(cid: Annotated[str, typer.Argument(help="Payload address (hex).")]) -> None:
     """Print the payload bytes stored under a content address."""
-    from nerve.logops import erased_payload
+    from nerve.logops import erased_payload, erasure_naming
     from nerve.query import run_query
 
     if len(cid) != 64 or any(c not in "0123456789abcdef" for c in cid.lower()):
@@ -236,6 +256,8 @@ def payload_cmd(cid: Annotated[str, typer.Argument(help="Payload address (hex)."
         "ORDER BY erased LIMIT 1",
     )
     if not result.rows:
+        if erasure_naming(conn, cid.lower()) is not None:  # the event is archived, the record not
+            raise erased_payload(conn, cid.lower())
         raise UsageError(f"no payload with address {cid}")
     if result.rows[0][0] is None:
         raise erased_payload(conn, cid.lower())

@@ -1,14 +1,16 @@
 """The ``nerve`` command: global options, command groups, and error translation."""
 
+import importlib.abc
 import sys
 import warnings
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from typer._click import exceptions as click  # typer carries its own click
 
 from nerve.cli.state import STATE
-from nerve.errors import DISK_ERRNOS, LogError, NerveError, os_error_text
+from nerve.errors import DISK_ERRNOS, LogError, NerveError, UsageError, os_error_text
 
 EXIT_CODES = (
     "Exit codes: 0 ok · 1 error (the message says which) · 2 usage: a bad flag or value, or no "
@@ -54,8 +56,18 @@ def _main(
             "--version", "-V", callback=_version, is_eager=True, help="Print nerve's version."
         ),
     ] = False,
+    no_pager: Annotated[
+        bool,
+        typer.Option(
+            "--no-pager",
+            help="Never page long output (the pager: NERVE_PAGER, else PAGER, else less).",
+        ),
+    ] = False,
 ) -> None:
     STATE.workspace_arg = workspace
+    from nerve.cli.pager import PAGING
+
+    PAGING.off = no_pager  # each run says it anew (tests run many in one process)
 
 
 def _takes_value(command: Any, flag: str) -> bool | None:
@@ -68,9 +80,9 @@ def _takes_value(command: Any, flag: str) -> bool | None:
 
 
 def hoist_workspace(command: Any, argv: list[str]) -> list[str]:
-    """Move ``--workspace DIR`` given after a subcommand to the front, where the root
-    option reads it; every other word keeps its place. Walks the real command tree so a
-    value that merely looks like the flag (``--line -w``) is left alone."""
+    """Move ``--workspace DIR`` (and ``--no-pager``) given after a subcommand to the front,
+    where the root option reads it; every other word keeps its place. Walks the real command
+    tree so a value that merely looks like the flag (``--line -w``) is left alone."""
     front: list[str] = []
     rest: list[str] = []
     words = iter(argv)
@@ -80,6 +92,9 @@ def hoist_workspace(command: Any, argv: list[str]) -> list[str]:
             rest += [word, *words]
             break
         flag, _, attached = word.partition("=")
+        if word == "--no-pager" and _takes_value(current, word) is None:
+            front.append(word)
+            continue
         if flag in WORKSPACE_FLAGS and _takes_value(current, flag) is None:
             front += [word] if attached or "=" in word else [word, next(words, "")]
             continue
@@ -173,10 +188,23 @@ def run(argv: list[str] | None = None) -> None:
 
         sys.stdout.write(f"nerve {__version__}\n")
         return
+    if argv is None:  # the process is nerve's own: pyarrow need not probe for pandas (~0.5 s)
+        sys.meta_path.insert(0, _NoPandas())
     tree = command()
     args = hoist_workspace(tree, words)
     try:
-        tree(args=args, prog_name="nerve")
+        code = _invoke(tree, args)
+    except click.NoArgsIsHelpError as exc:  # `nerve audit`: the group's help
+        sys.stdout.write(exc.format_message() + "\n")
+        raise SystemExit(0) from None
+    except click.UsageError as exc:
+        fail(_usage_error(exc))
+    except click.ClickException as exc:
+        exc.show()
+        raise SystemExit(exc.exit_code) from None
+    except typer.Abort:
+        sys.stderr.write("aborted\n")
+        raise SystemExit(1) from None
     except NerveError as exc:
         fail(exc)
     except BrokenPipeError:
@@ -189,3 +217,30 @@ def run(argv: list[str] | None = None) -> None:
         raise SystemExit(1) from None
     except KeyboardInterrupt:
         raise SystemExit(130) from None
+    raise SystemExit(code if isinstance(code, int) else 0)  # click's Exit(n) comes back as n
+
+
+class _NoPandas(importlib.abc.MetaPathFinder):
+    """pandas answered "not installed": no command uses it, but pyarrow imports it the
+    first time it builds an array, to see whether it was given a DataFrame (as the daemon
+    does, see ``nerve.runtime.daemon.keep_out``)."""
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
+        if name.partition(".")[0] == "pandas":
+            raise ModuleNotFoundError("pandas is not loaded by the nerve command", name=name)
+
+
+def _invoke(tree: Any, args: list[str]) -> Any:
+    """The command, its output through the pager if it started one."""
+    try:
+        return tree(args=args, prog_name="nerve", standalone_mode=False)
+    finally:
+        if "nerve.cli.pager" in sys.modules:
+            sys.modules["nerve.cli.pager"].end_paging()
+
+
+def _usage_error(exc: click.UsageError) -> UsageError:
+    """click's Usage/Try/Error block as one ``UsageError`` line and a hint naming --help."""
+    message = " ".join(exc.format_message().split()).rstrip(".")
+    path = exc.ctx.command_path if exc.ctx is not None else "nerve"
+    return UsageError(message[:1].lower() + message[1:], hint=f"see {path} --help")

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, TextIO
 
 from nerve.canonical import jsonable
+from nerve.cli.pager import PAGING, page
 
 if TYPE_CHECKING:  # rich's console is loaded when something is drawn, not at start-up
     from rich.console import Console
@@ -27,6 +28,10 @@ FOR_ALL = "use --limit 0, --csv or --json for all"
 GAP = "  "
 MIN_WIDTH = 6
 SAMPLE_ROWS = 1000  # rows that size a terminal table's columns
+LIMIT_HELP = (
+    f"At most this many rows, piped or not (0: all). Unset: {DEFAULT_LIMIT} on a terminal, "
+    "every row when piped."
+)
 
 
 def console(file: TextIO | None = None) -> Console:
@@ -40,7 +45,7 @@ def console(file: TextIO | None = None) -> Console:
         no_color=bool(os.environ.get("NO_COLOR")),
         highlight=False,
         soft_wrap=False,
-        width=None if is_terminal(out) else UNWRAPPED,
+        width=terminal_width(out) if is_terminal(out) else UNWRAPPED,
     )
 
 
@@ -55,6 +60,11 @@ def terminal_width(file: TextIO | None = None) -> int:
         return os.get_terminal_size(out.fileno()).columns
     except (OSError, ValueError, AttributeError):
         return shutil.get_terminal_size().columns
+
+
+def plural(count: int, noun: str) -> str:
+    """``1 event``, ``2 events``."""
+    return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
 def dumps(value: Any) -> str:
@@ -100,7 +110,7 @@ def render_rows(
     fmt: str,
     title: str | None = None,
     file: TextIO | None = None,
-    limit: int = 0,
+    limit: int | None = 0,
 ) -> int:
     """Print rows as ``json`` (one object per line), ``csv``, or a table (tab-separated
     when piped); see :func:`render_chunks`."""
@@ -114,39 +124,68 @@ def render_chunks(
     fmt: str,
     title: str | None = None,
     file: TextIO | None = None,
-    limit: int = 0,
+    limit: int | None = None,
 ) -> int:
-    """Write each chunk as it comes. A table on a terminal shows at most ``limit`` rows
-    (0: all) and counts the rest; the count left out is returned and said on stderr."""
+    """Write each chunk as it comes. ``limit`` rows at most, wherever they go (0: all);
+    ``None`` is the default a person did not type: ``DEFAULT_LIMIT`` on a terminal's
+    table, every row elsewhere. What a terminal left out is counted on stderr."""
     out = file or sys.stdout
-    if fmt == "json":
-        for chunk in chunks:
-            out.write("".join(row_json(columns, row) + "\n" for row in chunk.rows()))
+    terminal = fmt == "table" and is_terminal(out)
+    cap = (DEFAULT_LIMIT if terminal else 0) if limit is None else limit
+    if not terminal:
+        _write_plain(columns, _capped(chunks, cap), fmt, out)
         return 0
-    if fmt == "csv":
-        writer = csv.writer(out, lineterminator="\n")
-        writer.writerow(columns)
-        for chunk in chunks:
-            writer.writerows([[_cell(v) for v in row] for row in chunk.rows()])
-        return 0
-    if not is_terminal(out):
-        out.write("\t".join(columns) + "\n")
-        for chunk in chunks:
-            out.write("".join("\t".join(_cell(v) for v in row) + "\n" for row in chunk.rows()))
-        return 0
-    left = _terminal_table(columns, chunks, out, title, limit)
+    if out is sys.stdout:
+        page()
+        out = sys.stdout
+    left, layout = _terminal_table(columns, chunks, out, title, cap)
+    if layout.note():
+        note(layout.note() or "")
     if left:
         more_rows(left, FOR_ALL)
     return left
 
 
+def _capped(chunks: Iterable[Chunk], cap: int) -> Iterable[Sequence[Sequence[Any]]]:
+    """The rows of each chunk, ``cap`` in all at most (0: every row)."""
+    taken = 0
+    for chunk in chunks:
+        rows = chunk.rows(cap - taken if cap else None)
+        taken += len(rows)
+        yield rows
+        if cap and taken >= cap:
+            return
+
+
+def _write_plain(
+    columns: Sequence[str], batches: Iterable[Sequence[Sequence[Any]]], fmt: str, out: TextIO
+) -> None:
+    if fmt == "json":
+        for rows in batches:
+            out.write("".join(row_json(columns, row) + "\n" for row in rows))
+    elif fmt == "csv":
+        writer = csv.writer(out, lineterminator="\n")
+        writer.writerow(columns)
+        for rows in batches:
+            writer.writerows([[_cell(v) for v in row] for row in rows])
+    else:
+        out.write("\t".join(columns) + "\n")
+        for rows in batches:
+            out.write("".join("\t".join(flat(_cell(v)) for v in row) + "\n" for row in rows))
+
+
+def note(text: str) -> None:
+    """A line for the person, not the data: on stderr (in the pager, below the rows)."""
+    (PAGING.stream or sys.stderr).write(text + "\n")
+
+
 def more_rows(count: int, how: str) -> None:
-    sys.stderr.write(f"… {count:,} more row{'s' if count != 1 else ''} ({how})\n")
+    note(f"… {count:,} more row{'s' if count != 1 else ''} ({how})")
 
 
 def _terminal_table(
     columns: Sequence[str], chunks: Iterable[Chunk], out: TextIO, title: str | None, limit: int
-) -> int:
+) -> tuple[int, Layout]:
     """Aligned columns sized from the first rows (up to ``SAMPLE_ROWS``, however the result
     is chunked); rows past the limit are only counted."""
     shown, left = 0, 0
@@ -169,7 +208,7 @@ def _terminal_table(
         layout = _start_table(list(columns), held, out, title)
         out.write("".join(layout.line(cells) + "\n" for cells in held))
     out.flush()
-    return left
+    return left, layout
 
 
 def _start_table(
@@ -190,34 +229,101 @@ def _header(layout: Layout, columns: list[str], out: TextIO, title: str | None) 
     term.print(Text(GAP.join("─" * w for w in layout.widths), style="dim"))
 
 
+_TIMES = {"time", "ts", "hlc", "physical_ns"}
+_IDS = {"id", "run", "seq", "chain_seq", "source_event"}
+_TEXTS = {"line", "last_line", "last", "source_line", "text", "reason", "prompt", "message"}
+_TEXTS |= {"detail", "description", "error", "last_error", "why", "question", "answer"}
+_KEYS = {"name", "kind", "status", "outcome", "sense", "errors"}  # before the text
+_NAMES = {"subject", "source_name", "workflow", "tool", "client", "probe", "group"}
+MIN_TEXT = 20  # the least a text column is cut to before other columns are left out
+
+
+TEXT, NAMES = 3, 4  # the ranks of a text column and of the names placed after it
+
+
+def _rank(name: str, *, first_time: bool) -> int:
+    """Which columns a narrow terminal keeps first: a time, ids, the key names (kind,
+    status), the text, other names; the text then takes what is left; then the rest."""
+    if first_time and (name in _TIMES or name.endswith("_at")):
+        return 0
+    if name in _IDS or name.endswith("_id"):
+        return 1
+    if name in _KEYS:
+        return 2
+    if name in _TEXTS:
+        return TEXT
+    return NAMES if name in _NAMES else 5
+
+
+def _ranks(columns: Sequence[str]) -> list[int]:
+    ranks: list[int] = []
+    for name in columns:
+        ranks.append(_rank(name, first_time=0 not in ranks))
+    return ranks
+
+
 @dataclass(frozen=True)
 class Layout:
-    """Column widths for one table: each fitted to its text, the widest cut first when
-    the terminal is narrower; the last column is never padded."""
+    """Which columns a table shows, and how wide: the columns that matter are kept whole,
+    a text column is cut at the terminal's edge, and the others are left out (and named)
+    when they do not fit; the last column is never padded."""
 
+    shown: list[int]
     widths: list[int]
+    left_out: list[str]
 
     @classmethod
     def fit(cls, columns: list[str], rows: list[list[str]], width: int) -> Layout:
-        widths = [len(name) for name in columns]
+        natural = [len(name) for name in columns]
         for cells in rows:
-            widths = [max(w, _width(c)) for w, c in zip(widths, cells, strict=True)]
-        budget = width - len(GAP) * (len(columns) - 1)
-        widths = [min(w, max(budget, MIN_WIDTH)) for w in widths]
-        while sum(widths) > budget:
-            widest = max(range(len(widths)), key=widths.__getitem__)
-            if widths[widest] <= MIN_WIDTH:
-                break  # too many columns: the terminal wraps rather than hide one
-            widths[widest] -= 1
-        return cls(widths)
+            natural = [max(w, _width(c)) for w, c in zip(natural, cells, strict=True)]
+        ranks = _ranks(columns)
+        want = [min(w, MIN_TEXT) if r == TEXT else w for w, r in zip(natural, ranks, strict=True)]
+        order = sorted(range(len(columns)), key=lambda i: (ranks[i], i))
+        kept: dict[int, int] = {}
+        _place(kept, [i for i in order if ranks[i] < TEXT], want, width)
+        _place(kept, [i for i in order if ranks[i] == TEXT], want, width, least=MIN_WIDTH * 2)
+        _place(kept, [i for i in order if ranks[i] == NAMES], want, width)
+        for i in [i for i in order if ranks[i] == TEXT and i in kept]:  # the text takes its room
+            kept[i] += min(_spare(kept, width), natural[i] - kept[i])
+        _place(kept, [i for i in order if ranks[i] > NAMES], want, width)
+        shown = sorted(kept)
+        left_out = [name for i, name in enumerate(columns) if i not in kept]
+        return cls(shown, [kept[i] for i in shown], left_out)
 
     def line(self, cells: Sequence[str]) -> str:
+        chosen = [cells[i] for i in self.shown]
         parts = [
             c.ljust(w) if c.isascii() and len(c) <= w else fit_cell(c, w)
-            for c, w in zip(cells, self.widths, strict=True)
+            for c, w in zip(chosen, self.widths, strict=True)
         ]
-        parts[-1] = parts[-1].rstrip(" ") if len(cells[-1]) < self.widths[-1] else parts[-1]
+        parts[-1] = parts[-1].rstrip(" ")
         return GAP.join(parts)
+
+    def note(self) -> str | None:
+        """What a narrow terminal left out, for stderr, or None."""
+        if not self.left_out:
+            return None
+        total = len(self.shown) + len(self.left_out)
+        return (
+            f"… {len(self.left_out)} of {total} columns left out: {', '.join(self.left_out)} "
+            "(a wider terminal, --csv or --json shows them)"
+        )
+
+
+def _spare(kept: dict[int, int], width: int) -> int:
+    return width - sum(kept.values()) - len(GAP) * max(0, len(kept) - 1)
+
+
+def _place(
+    kept: dict[int, int], order: list[int], want: list[int], width: int, *, least: int = 0
+) -> None:
+    """Keep each column, in ``order``, that fits whole in what is left, or cut to no less
+    than ``least`` (0: whole only); the first column is kept even if it must be cut."""
+    for i in order:
+        room = _spare(kept, width) - (len(GAP) if kept else 0)
+        if want[i] <= room or not kept or (least and room >= least):
+            kept[i] = min(want[i], max(room, MIN_WIDTH))
 
 
 def _width(text: str) -> int:

@@ -102,7 +102,7 @@ def _print_result(result: "ForgetResult") -> None:
     )
     for entry in result.segments[:SEGMENTS_SHOWN]:
         name = entry["segment"][:12] if entry["segment"] else "(unsealed)"
-        by_source = ", ".join(f"{s} {n}" for s, n in entry["sources"].items())
+        by_source = _by_source(entry["sources"])
         typer.echo(f"  {name:<12}  {entry['events']:>8}  {by_source}")
     if len(result.segments) > SEGMENTS_SHOWN:
         rest = result.segments[SEGMENTS_SHOWN:]
@@ -111,7 +111,7 @@ def _print_result(result: "ForgetResult") -> None:
             "(--json lists all)"
         )
     if result.sources and len(result.segments) > 1:
-        typer.echo("  by source: " + ", ".join(f"{s} {n}" for s, n in result.sources.items()))
+        typer.echo("  by source: " + _by_source(result.sources))
     if result.already or result.protected:
         typer.echo(
             f"matched but kept: {result.already} already erased, {result.protected} "
@@ -166,3 +166,11 @@ def archive_cmd(
 def register(app: typer.Typer) -> None:
     app.command("forget")(forget_cmd)
     app.command("archive")(archive_cmd)
+
+
+def _by_source(counts: dict[str, int]) -> str:
+    """``shell 3, nerve 1``: nerve's own source read as everywhere else, ``nerve``."""
+    from nerve.events import NERVE_SOURCE, NERVE_SOURCE_NAME, source_name
+
+    own = source_name(NERVE_SOURCE)
+    return ", ".join(f"{NERVE_SOURCE_NAME if s == own else s} {n}" for s, n in counts.items())

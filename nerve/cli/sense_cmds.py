@@ -6,7 +6,7 @@ from typing import Annotated, Any
 
 import typer
 
-from nerve.cli.output import emit_json, render_rows
+from nerve.cli.output import LIMIT_HELP, emit_json, render_rows
 from nerve.cli.state import workspace as _ws
 from nerve.errors import EventError, UsageError
 
@@ -63,7 +63,9 @@ def trigger(name: Annotated[str, typer.Argument(help="Sense to compute now.")]) 
 
 
 @sense_app.command("state")
-def state(name: Annotated[str, typer.Argument(help="Sense name.")]) -> None:
+def state(
+    name: Annotated[str, typer.Argument(help="Sense name.")], as_json: JsonFlag = False
+) -> None:
     """Print a sense's latest stored state (from the log)."""
     from nerve.canonical import loads_bounded
     from nerve.query import run_query
@@ -83,7 +85,18 @@ def state(name: Annotated[str, typer.Argument(help="Sense name.")]) -> None:
         typer.echo(f"{stored[:RAW_STATE_CHARS]}{'…' if len(stored) > RAW_STATE_CHARS else ''}")
         typer.echo(f"warning: shown raw: {exc}", err=True)
         return
+    if not as_json and _empty(value):
+        fields = ", ".join(value) if isinstance(value, dict) else ""
+        typer.echo(f"{name} holds no state" + (f" ({fields}: empty)" if fields else ""))
+        return
     typer.echo(json.dumps(value, indent=2, sort_keys=True))
+
+
+def _empty(value: object) -> bool:
+    """A state with nothing in it: ``{}``, ``null`` or a map of empty values."""
+    if isinstance(value, dict):
+        return all(v in (None, "", [], {}) for v in value.values())
+    return value in (None, "", [], {})
 
 
 def _quote(text: str) -> str:
@@ -153,9 +166,7 @@ def query_cmd(
     ] = "SELECT * FROM observations",
     as_json: JsonFlag = False,
     as_csv: CsvFlag = False,
-    limit: Annotated[
-        int, typer.Option("--limit", min=0, help="Rows a terminal shows at most (0: all).")
-    ] = 100,
+    limit: Annotated[int | None, typer.Option("--limit", min=0, help=LIMIT_HELP)] = None,
 ) -> None:
     """SQL over one sense's data (see `nerve sense schema NAME`)."""
     from nerve.cli.output import render_chunks

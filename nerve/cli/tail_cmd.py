@@ -9,6 +9,7 @@ import typer
 from nerve.cli.output import (
     DEFAULT_LIMIT,
     GAP,
+    LIMIT_HELP,
     console,
     fit_cell,
     flat,
@@ -16,12 +17,13 @@ from nerve.cli.output import (
     more_rows,
     terminal_width,
 )
+from nerve.cli.pager import page
 from nerve.cli.state import workspace as _ws
 from nerve.clock import Hlc
 from nerve.errors import UsageError
 
 if TYPE_CHECKING:
-    from nerve.log.select import TailFilter
+    from nerve.tail import TextFilter
 
 COUNT_ALL = 2**62  # "count every older match" for the note under a terminal's rows
 
@@ -51,12 +53,17 @@ def tail_cmd(
     ] = None,
     utc: Annotated[bool, typer.Option("--utc", help="Times in UTC, not local time.")] = False,
     hlc: Annotated[bool, typer.Option("--hlc", help="Show each event's HLC stamp too.")] = False,
-    limit: Annotated[
-        int, typer.Option("--limit", min=0, help="Rows a terminal shows at most (0: all).")
-    ] = DEFAULT_LIMIT,
+    limit: Annotated[int | None, typer.Option("--limit", min=0, help=LIMIT_HELP)] = None,
+    sense: Annotated[
+        list[str] | None, typer.Option("--sense", help="Only this sense's events (repeatable).")
+    ] = None,
+    grep: Annotated[
+        str | None, typer.Option("--grep", help="Only events whose line holds TEXT (any case).")
+    ] = None,
     as_json: Annotated[
         bool, typer.Option("--json", help="Whole events as JSON lines (what `import` reads).")
     ] = False,
+    as_csv: Annotated[bool, typer.Option("--csv", help="CSV, with a header line.")] = False,
 ) -> None:
     """Print the newest events; --json prints exactly what `nerve import` reads."""
     from nerve.tail import follow, name_warnings, read_tail
@@ -65,21 +72,32 @@ def tail_cmd(
     lower, upper = _instant("--since", since), _instant("--until", until, end=True)
     if follow_ and upper is not None:
         raise typer.BadParameter("cannot be used with -f", param_hint="'--until'")
-    filt = _filter(kind or [], source or [], all_kinds=all_kinds or as_json)
+    if as_json and as_csv:
+        raise UsageError("give --json or --csv, not both")
+    filt = _filter(
+        kind or [], source or [], all_kinds=all_kinds or as_json, senses=sense, grep=grep
+    )
     for message in name_warnings(ws, filt):
         typer.echo(f"warning: {message}", err=True)
-    terminal = not as_json and is_terminal()
+    terminal = not (as_json or as_csv) and is_terminal()
     count = None if all_ else n
-    shown = limit if terminal and limit and (count is None or count > limit) else count
-    older = 0 if shown == count else (COUNT_ALL if count is None else count - limit)
+    cap = (DEFAULT_LIMIT if terminal else 0) if limit is None else limit
+    shown = cap if cap and (count is None or count > cap) else count
+    older = 0 if shown == count or not terminal or filt.narrows else count_older(count, cap)
     tail = read_tail(ws, count=shown, filt=filt, since=lower, until=upper, count_older=older)
-    write = _writer(as_json, terminal, utc=utc, hlc=hlc)
+    if terminal and not follow_:
+        page()
+    write = _writer("json" if as_json else "csv" if as_csv else "", terminal, utc=utc, hlc=hlc)
     write(tail.batch)
     if terminal and tail.older:
         more_rows(tail.older, "use --limit 0 or --json for all")
     if follow_:
         for batch in follow(ws, filt=filt, since=tail.newest):
             write(batch)
+
+
+def count_older(count: int | None, cap: int) -> int:
+    return COUNT_ALL if count is None else count - cap
 
 
 def _instant(flag: str, text: str | None, *, end: bool = False) -> Hlc | None:
@@ -91,19 +109,28 @@ def _instant(flag: str, text: str | None, *, end: bool = False) -> Hlc | None:
         raise typer.BadParameter(str(exc), param_hint=f"'{flag}'") from None
 
 
-def _filter(kinds: list[str], sources: list[str], *, all_kinds: bool) -> "TailFilter":
+def _filter(
+    kinds: list[str],
+    sources: list[str],
+    *,
+    all_kinds: bool,
+    senses: list[str] | None,
+    grep: str | None,
+) -> "TextFilter":
     """--json is the export form (`import` reads it): it keeps every kind, as it always did."""
     from nerve.tail import tail_filter
 
     try:
-        return tail_filter(kinds, sources, all_kinds=all_kinds)
+        return tail_filter(kinds, sources, all_kinds=all_kinds, senses=senses, grep=grep or "")
     except UsageError as exc:
         raise typer.BadParameter(str(exc), param_hint="'--source'") from None
 
 
-def _writer(as_json: bool, terminal: bool, *, utc: bool, hlc: bool) -> Callable[[Any], None]:
-    if as_json:
+def _writer(fmt: str, terminal: bool, *, utc: bool, hlc: bool) -> Callable[[Any], None]:
+    if fmt == "json":
         return lambda batch: _write_lines(batch.lines())
+    if fmt == "csv":
+        return _CsvLines(hlc=hlc).write
     if not terminal:
         return lambda batch: _write_lines(_tsv_lines(batch, utc=utc, hlc=hlc))
     return _TerminalLines(utc=utc, hlc=hlc).write
@@ -130,22 +157,47 @@ def _shown(batch: Any, *, utc: bool, short: bool) -> dict[str, list[Any]]:
     }
 
 
-def _tsv_lines(batch: Any, *, utc: bool, hlc: bool) -> list[str]:
-    """time [hlc] source kind subject trust node line, tab-separated, one line per event."""
+def _plain_fields(batch: Any, *, utc: bool, hlc: bool, keep: Callable[[str], str]) -> list[Any]:
+    """time [hlc] source kind subject trust node line, each a column of text."""
     from nerve.events import trust_name
 
-    if not len(batch):
-        return []
     col = _shown(batch, utc=utc, short=False)
     trusts = {code: trust_name(code) for code in set(col["trust"])}
     fields = [col["time"], *([col["hlc"]] if hlc else []), col["source"], col["kind"]]
-    fields += [
-        [flat(s) for s in col["subject"]],
+    return [
+        *fields,
+        [keep(s) for s in col["subject"]],
         [trusts[t] for t in col["trust"]],
         col["node"],
-        [flat(line) for line in col["line"]],
+        [keep(line or "") for line in col["line"]],
     ]
+
+
+def _tsv_lines(batch: Any, *, utc: bool, hlc: bool) -> list[str]:
+    """One tab-separated line per event (newlines in a line shown as ``↵``)."""
+    if not len(batch):
+        return []
+    fields = _plain_fields(batch, utc=utc, hlc=hlc, keep=flat)
     return ["\t".join(row) for row in zip(*fields, strict=True)]
+
+
+class _CsvLines:
+    """CSV with a header, the columns of the piped form; times in UTC ISO 8601."""
+
+    def __init__(self, *, hlc: bool) -> None:
+        import csv
+
+        self.hlc = hlc
+        self.writer = csv.writer(sys.stdout, lineterminator="\n")
+        hlc_col = ["hlc"] if hlc else []
+        names = ["time", *hlc_col, "source", "kind", "subject", "trust", "node", "line"]
+        self.writer.writerow(names)
+
+    def write(self, batch: Any) -> None:
+        if len(batch):
+            fields = _plain_fields(batch, utc=True, hlc=self.hlc, keep=str)
+            self.writer.writerows(zip(*fields, strict=True))
+        sys.stdout.flush()
 
 
 def _row_style(kind: str, subject: str) -> str | None:
@@ -158,6 +210,7 @@ def _row_style(kind: str, subject: str) -> str | None:
 
 
 _CAPS = {"source": (6, 13), "kind": (4, 22), "subject": (4, 16)}  # widths: least, most
+_NARROW_CAPS = {"kind": 14, "subject": 10}
 
 
 class _TerminalLines:
@@ -176,7 +229,8 @@ class _TerminalLines:
             return
         col = _shown(batch, utc=self.utc, short=True)
         widths = self.widths = self.widths or self._fit(col)
-        names = ["time", *(["hlc"] if self.hlc else []), "source", "kind", "subject"]
+        names = [k for k in ("time", "hlc", "source", "kind", "subject") if k in widths]
+        names = [k for k in names if k != "hlc" or self.hlc]
         for i in range(len(col["time"])):
             line = Text(no_wrap=True, overflow="ellipsis")
             for name in names:
@@ -188,9 +242,20 @@ class _TerminalLines:
         self.out.file.flush()
 
     def _fit(self, col: dict[str, list[Any]]) -> dict[str, int]:
+        """Widths from the first batch. The line is what people read: when it would get
+        less than half the terminal, the source column goes (the subject names the sense),
+        then kind and subject are cut shorter."""
+        width = terminal_width()
         widths = {"time": max(map(len, col["time"])), "hlc": max(map(len, col["hlc"]))}
         for name, (low, high) in _CAPS.items():
             widths[name] = max(low, min(high, max(len(str(v)) for v in col[name])))
-        used = sum(w + len(GAP) for k, w in widths.items() if k != "hlc" or self.hlc)
-        widths["line"] = max(10, terminal_width() - used)
+        if self._line(widths, width) < width // 2:
+            del widths["source"]
+        for name, high in _NARROW_CAPS.items():
+            if self._line(widths, width) < width // 2:
+                widths[name] = min(widths[name], high)
+        widths["line"] = max(10, self._line(widths, width))
         return widths
+
+    def _line(self, widths: dict[str, int], width: int) -> int:
+        return width - sum(w + len(GAP) for k, w in widths.items() if k != "hlc" or self.hlc)

@@ -446,7 +446,7 @@ class Kernel:
         stats.last_wall_ns = time.time_ns()
         stats.last_duration_ms = reply.get("duration_ms")
         observed = [d for d in drafts if d.kind == "observation"]
-        stats.last_line = observed[0].line if observed else "state updated"
+        stats.last_line = observed[0].line if observed else "nothing new"
         if len(stats.lateness_us) < 100_000:
             stats.lateness_us.append(lateness_us)
         if reply.get("signal"):

@@ -14,6 +14,7 @@ import difflib
 from dataclasses import dataclass
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from nerve.clock import HLC_ZERO, Hlc
@@ -39,6 +40,7 @@ __all__ = [
     "Batch",
     "Tail",
     "TailFilter",
+    "TextFilter",
     "follow",
     "follow_tables",
     "format_times",
@@ -76,13 +78,53 @@ def read_tail(
     return Tail(Batch(window.table), window.older, snap.newest)
 
 
-def tail_filter(kinds: list[str], sources: list[str], *, all_kinds: bool) -> TailFilter:
-    """A filter from ``--kind`` / ``--source`` values (``nerve`` names nerve's own source);
-    an unknown source class is a :class:`UsageError` suggesting the nearest name."""
-    return TailFilter(
+@dataclass(frozen=True)
+class TextFilter(TailFilter):
+    """A :class:`TailFilter` that also keeps only the events of these senses (their
+    subject) and whose line holds ``grep`` (any case). Applied where the rows are read, so
+    a daemon follower, which filters by kind and source, sends a superset."""
+
+    subjects: tuple[str, ...] = ()
+    grep: str = ""
+
+    @property
+    def everything(self) -> bool:
+        return super().everything and not (self.subjects or self.grep)
+
+    @property
+    def narrows(self) -> bool:
+        """Whether it reads more than kind and source (so a count of only those overcounts)."""
+        return bool(self.subjects or self.grep)
+
+    def mask(self, table: pa.Table | pa.RecordBatch) -> pa.ChunkedArray | pa.Array:
+        keep = super().mask(table)
+        names = table.schema.names
+        if self.subjects and "subject" in names:
+            wanted = pa.array(self.subjects, pa.string())
+            keep = pc.and_(keep, pc.is_in(table.column("subject"), wanted))
+        if self.grep and "line" in names:
+            found = pc.match_substring(table.column("line"), self.grep, ignore_case=True)
+            keep = pc.and_(keep, pc.fill_null(found, False))  # an erased line holds nothing
+        return keep
+
+
+def tail_filter(
+    kinds: list[str],
+    sources: list[str],
+    *,
+    all_kinds: bool,
+    senses: list[str] | None = None,
+    grep: str = "",
+) -> TextFilter:
+    """A filter from ``--kind`` / ``--source`` values (``nerve`` names nerve's own source),
+    ``--sense`` names and ``--grep`` text; an unknown source class is a
+    :class:`UsageError` suggesting the nearest name."""
+    return TextFilter(
         tuple(kinds),
         tuple(_source(text) for text in sources),
         () if all_kinds or kinds else TailFilter.of(None, None, all_kinds=False).hidden,
+        subjects=tuple(senses or ()),
+        grep=grep,
     )
 
 

@@ -1,0 +1,82 @@
+"""Audit answers in words: why a highlight was held, and a chain link's fields labelled."""
+
+from __future__ import annotations
+
+from typing import Any
+
+# What each field of a decision link means; a nested map's fields read ``hl.value``.
+LINK_FIELDS = {
+    "t": "when it was decided (HLC physical ns)",
+    "seq": "this link's place in the chain",
+    "kind": "genesis, decision, checkpoint or rotation",
+    "event": "the attention.decision event it seals",
+    "decision": "surface, hold:value (not worth it) or hold:budget (could not pay)",
+    "value": "what the gate weighed: the highlight's score, thousandths",
+    "cost": "what an interruption costs now, thousandths",
+    "budget_uj": "the attention budget after it, µJ",
+    "charged_uj": "what it took from the budget, µJ",
+    "energy.estimated_uj": "the energy it is counted at, µJ",
+    "energy.provenance": "how that figure was got",
+    "hl.probe": "the probe that fired",
+    "hl.value": "the reading the probe saw, thousandths (not what the gate weighed)",
+    "hl.baseline": "the baseline the reading beat, thousandths",
+    "hl.sigma": "the spread around that baseline, thousandths",
+    "hl.score": "how far the reading rose past the threshold, thousandths",
+    "hl.seq": "the observation's number in the detector's window",
+    "trust": "the source event's trust",
+    "probe": "the probe that fired",
+    "source_line": "the line of the event that was observed",
+    "verified_through_here": "whether the chain verifies up to this link",
+}
+
+
+def flat_fields(link: dict[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
+    """``(name, value)`` pairs, nested maps spelled out as ``hl.value`` (no Python reprs)."""
+    out: list[tuple[str, Any]] = []
+    for name, value in link.items():
+        if isinstance(value, dict):
+            out += flat_fields(value, f"{prefix}{name}.")
+        else:
+            out.append((f"{prefix}{name}", value))
+    return out
+
+
+def link_lines(link: dict[str, Any]) -> list[str]:
+    """One line per field: name, value and, for the fields people ask about, what it is."""
+    fields = [(name, _shown(name, value)) for name, value in flat_fields(link)]
+    width = max(len(name) for name, _ in fields)
+    said = max((len(v) for n, v in fields if n in LINK_FIELDS and len(v) <= 24), default=0)
+    lines = []
+    for name, value in fields:
+        text = f"{name:<{width}}  {value}"
+        meaning = LINK_FIELDS.get(name)
+        lines.append(f"{text:<{width + 2 + said}}  # {meaning}" if meaning else text)
+    return [line.rstrip() for line in lines]
+
+
+def _shown(name: str, value: Any) -> str:
+    from nerve.attention.energy import Provenance
+    from nerve.tail import format_times
+
+    if name == "energy.provenance" and isinstance(value, int):
+        return Provenance(value).label
+    if name == "t" and isinstance(value, int):
+        return f"{value} ({format_times([value], utc=True)[0]})"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    return "" if value is None else str(value)
+
+
+def why_held(decision: dict[str, Any], margin_milli: int, price_uj: int) -> str:
+    """Why the gate held a highlight, in words, with the figures it compared."""
+    value, cost = decision.get("value_milli"), decision.get("cost_milli")
+    if decision.get("outcome") == "hold:budget":
+        before = decision.get("budget_before_uj")
+        return (
+            f"the budget could not pay: {before} µJ left, a surfacing costs {price_uj} µJ "
+            f"(value {value} beat cost {cost} + margin {margin_milli})"
+        )
+    return (
+        f"margin not beaten: value {value} ≤ cost {cost} + margin {margin_milli} "
+        "(thousandths): not worth an interruption"
+    )

@@ -1,0 +1,151 @@
+"""``nerve dev`` beside a running daemon: a viewer of it, as ``journalctl -f`` is of a service.
+
+The daemon keeps running; the view asks it for its status over the socket each refresh,
+reads its newest decisions from the log and its warnings from its own log file, and draws
+the same :func:`nerve.runtime.live.render` a foreground daemon draws. Ctrl+C leaves the view
+and nothing else.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from nerve.errors import DaemonError
+from nerve.runtime.journal import Entry
+from nerve.runtime.snapshot import Highlight, Rate, SenseRow, Snapshot
+from nerve.workspace import Workspace
+
+REFRESH_S = 1.0
+_LOG_LINE = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) (warning|error|critical): (.*)$")
+_LOG_BYTES = 64 * 1024  # the end of the daemon's log that is searched for warnings
+_LEVELS = {"warning": 30, "error": 40, "critical": 50}
+
+
+def snapshot_from(
+    health: dict[str, Any],
+    *,
+    now_s: float,
+    rate: float,
+    highlights: tuple[Highlight, ...] = (),
+    errors: tuple[Entry, ...] = (),
+) -> Snapshot:
+    """The view's figures from a daemon's ``status`` answer (what a viewer can ask)."""
+    senses = tuple(
+        SenseRow(
+            s["name"],
+            s.get("group", ""),
+            s.get("computes", 0),
+            s.get("errors", 0),
+            None if s.get("last_ns") is None else s["last_ns"] / 1e9,
+            None,
+            s.get("last_result") or "",
+        )
+        for s in health.get("sense_results", [])
+    )
+    alerts = (f"seal failing: {health['seal_failure']}",) if health.get("seal_failure") else ()
+    return Snapshot(
+        workspace=str(health.get("workspace", "")),
+        pid=int(health["pid"]),
+        now_s=now_s,
+        started_s=now_s - float(health.get("uptime_s", 0.0)),
+        events=int(health.get("events", 0)),
+        rate=rate,
+        segments=int(health.get("segments", 0)),
+        senses=senses,
+        highlights=highlights,
+        errors=errors,
+        alerts=(*_capture_alert(health), *alerts),
+    )
+
+
+def _capture_alert(health: dict[str, Any]) -> tuple[str, ...]:
+    capture = health.get("capture") or {}
+    if not capture.get("paused"):
+        return ()
+    from nerve.privacy.pause import PauseState
+
+    return (f"capture {PauseState.from_json(capture).describe()}",)
+
+
+def log_warnings(path: Path, keep: int = 20) -> tuple[Entry, ...]:
+    """The newest warnings and errors in the daemon's own log file."""
+    try:
+        with path.open("rb") as fh:
+            fh.seek(max(0, path.stat().st_size - _LOG_BYTES))
+            text = fh.read().decode("utf-8", "replace")
+    except FileNotFoundError:
+        return ()
+    found = []
+    for line in text.splitlines():
+        match = _LOG_LINE.match(line)
+        if match:
+            wall = datetime.strptime(match[1], "%Y-%m-%d %H:%M:%S").timestamp()
+            found.append(Entry(wall, _LEVELS[match[2]], match[3]))
+    return tuple(found[-keep:])
+
+
+def newest_decisions(ws: Workspace, count: int = 20) -> tuple[Highlight, ...]:
+    """The newest attention decisions in the log, oldest first."""
+    from nerve.tail import read_tail, tail_filter
+
+    filt = tail_filter(["attention.decision"], [], all_kinds=True)
+    table = read_tail(ws, count=count, filt=filt).batch.table
+    if table is None or not table.num_rows:
+        return ()
+    out = []
+    for row in table.select(["physical_ns", "subject", "payload", "line"]).to_pylist():
+        data = _json(row["payload"])
+        outcome = str(data.get("outcome") or row["subject"])
+        out.append(
+            Highlight(row["physical_ns"] / 1e9, outcome, str(data.get("probe", "")), _said(row))
+        )
+    return tuple(out)
+
+
+def _said(row: dict[str, Any]) -> str:
+    line = row["line"] or ""
+    return line.split(": ", 1)[1] if ": " in line else line
+
+
+def _json(raw: bytes | None) -> dict[str, Any]:
+    try:
+        value = json.loads(raw or b"{}")
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def view(ws: Workspace) -> int:
+    """Draw the running daemon until Ctrl+C (or it stops); returns its pid."""
+    from rich.console import Console
+    from rich.live import Live
+
+    from nerve.runtime import daemon
+    from nerve.runtime.live import render
+
+    console, rate, pid = Console(), Rate(), 0
+    with Live(console=console, screen=True, auto_refresh=False) as live:
+        try:
+            while True:
+                health = daemon.call(ws, {"type": "status"})["status"]
+                pid = int(health["pid"])
+                rate.add(time.monotonic(), int(health.get("events", 0)))
+                snap = snapshot_from(
+                    health,
+                    now_s=time.time(),
+                    rate=rate.per_second(),
+                    highlights=newest_decisions(ws),
+                    errors=log_warnings(daemon.log_path(ws)),
+                )
+                live.update(render(snap, console.width, console.height), refresh=True)
+                time.sleep(REFRESH_S)
+        except KeyboardInterrupt:
+            pass
+        except DaemonError:
+            pid = 0  # it stopped while we watched
+    return pid

@@ -1,0 +1,98 @@
+"""`nerve dev` beside a `nerve start` daemon: a viewer of it; Ctrl+C leaves the daemon running."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import select
+import signal
+import struct
+import subprocess
+import sys
+import termios
+import time
+from pathlib import Path
+
+from nerve.runtime.attach import snapshot_from
+from nerve.runtime.live import render
+from tests.conftest import run_cli
+from tests.daemon_util import COUNTER, started, write_sense
+
+CONFIG = "senses:\n  counter: {group: a, interval: 200ms}\n"
+
+
+def _dev_on_a_terminal(root: Path) -> tuple[subprocess.Popen[bytes], int]:
+    """`nerve dev` on an 80×24 pseudo-terminal that is its controlling terminal."""
+    master, slave = os.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "nerve", "--workspace", str(root), "dev"],
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        start_new_session=True,
+        preexec_fn=lambda: fcntl.ioctl(0, termios.TIOCSCTTY, 0),  # noqa: PLW1509
+        env={**os.environ, "TERM": "xterm-256color", "NO_COLOR": "1"},
+    )
+    os.close(slave)
+    return proc, master
+
+
+def _read(master: int, until: bytes, buffer: bytearray, timeout: float = 60) -> bool:
+    deadline = time.monotonic() + timeout
+    while until not in buffer and time.monotonic() < deadline:
+        if select.select([master], [], [], 0.2)[0]:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            buffer += chunk
+    return until in buffer
+
+
+def test_dev_views_a_running_daemon_and_ctrl_c_leaves_it_running(tmp_path: Path) -> None:
+    root = tmp_path / "ws"
+    root.mkdir()
+    write_sense(root, "counter", COUNTER)
+    (root / "nerve.yaml").write_text(CONFIG)
+    with started(root) as daemon:
+        pid = daemon.pid()
+        proc, master = _dev_on_a_terminal(root)
+        screen = bytearray()
+        try:
+            drawn = _read(master, b"count ", screen)  # the counter's latest line, drawn
+            os.write(master, b"\x03")  # Ctrl+C, typed
+            _read(master, b"runs on", screen)
+            proc.wait(timeout=60)
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+            os.close(master)
+        text = screen.decode(errors="replace")
+        assert drawn and "already running" not in text, text[-2000:]
+        assert proc.returncode == 0 and f"the daemon runs on (pid {pid})" in text
+        status = run_cli("--workspace", str(root), "status", check=False)
+        assert status.returncode == 0 and f"pid {pid}" in status.stdout
+        assert daemon.pid() == pid
+
+
+def test_the_viewer_draws_what_status_answers() -> None:
+    health = {
+        "pid": 77,
+        "workspace": "/ws",
+        "uptime_s": 65.0,
+        "events": 1234,
+        "segments": 2,
+        "sense_results": [
+            {"name": "cpu", "group": "system", "computes": 9, "errors": 0,
+             "last_ns": 1_750_000_000 * 10**9, "last_result": "cpu 12% load1 0.5"},
+        ],
+        "capture": {"paused": False},
+    }  # fmt: skip
+    snap = snapshot_from(health, now_s=1_750_000_002.0, rate=3.0)
+    assert snap.pid == 77 and snap.senses[0].latest == "cpu 12% load1 0.5"
+    assert snap.started_s == 1_750_000_002.0 - 65.0 and snap.events == 1234
+    assert render(snap, 80, 24) is not None
