@@ -56,13 +56,21 @@ def test_processes_top_names_a_cpu_hog_with_its_cost(tmp_path: Path) -> None:
 
 
 def test_processes_top_is_quiet_when_nothing_moves(tmp_path: Path) -> None:
-    quiet = {"min_cpu_percent": 10_000, "top_every_s": 3600, "cpu_percent": 10_000, "rss_mb": 10**9}
-    state = run("processes", initial("processes"), tmp_path, **quiet).state
-    first = run("processes", state, tmp_path, **quiet)
-    assert len(_tops(first)) == 1  # the first top after the baseline is always reported
-    # the memory top only moves by a tenth or a new process: mostly silent from here
-    seen = [len(_tops(first := run("processes", first.state, tmp_path, **quiet))) for _ in range(3)]
-    assert seen.count(0) >= 1
+    sense = load("processes")
+    quiet = {"min_cpu_percent": 50, "top_every_s": 3600}
+    opts = sense._options(SenseContext("processes", tmp_path, quiet))
+    idle = {"1": sense._Proc(1, "a", 0.0, 0.0, 100 * 2**20), "2": sense._Proc(2, "b", 0.0, 0.0, 50)}
+    obs, state = sense._top(idle, None, opts)
+    assert obs is not None and [e["pid"] for e in obs.payload["memory"]] == [1, 2]
+    again, kept = sense._top(idle, state, opts)
+    assert again is None and kept == state  # nothing moved: nothing sent
+    busy = {**idle, "2": sense._Proc(2, "b", 0.0, 90.0, 50)}
+    hot, _ = sense._top(busy, state, opts)
+    assert hot is not None and hot.payload["memory"] == []  # CPU news, the memory list unchanged
+    assert [e["pid"] for e in hot.payload["cpu"]] == [2]
+    grown = {**idle, "1": sense._Proc(1, "a", 0.0, 0.0, 120 * 2**20)}
+    moved, _ = sense._top(grown, state, opts)
+    assert moved is not None and moved.payload["memory"]  # a tenth more: sent again
 
 
 def test_processes_top_n_options_are_checked(tmp_path: Path) -> None:
