@@ -70,6 +70,7 @@ QUICK_RUNS: dict[str, tuple[list[str], dict[str, Any]]] = {
         ["--quick", "--hosts", "4", "--catalog", "sql"],
         {"hosts": 4, "catalog": "sql", "rows": 50},
     ),
+    "shell_hook_bench.py": (["--quick", "--commands", "30"], {"commands": 30, "rounds": 1}),
     "nab_bench.py": (["--quick"], {"corpus": "synthetic", "series": 4}),
     "attention_day_bench.py": (["--quick", "--hours", "8"], {"hours": 8.0}),
     "footprint_bench.py": (

@@ -26,7 +26,7 @@ from nerve.contract import Observation, Result, SenseContext, normalise_result
 from nerve.events import SourceClass, Trust
 
 SENSES_DIR = Path(__file__).resolve().parent.parent / "senses"
-BUILTINS = ["cpu", "memory", "disk", "files", "processes", "network", "shell", "power"]
+BUILTINS = ["cpu", "memory", "disk", "files", "processes", "network", "shell", "power", "focus"]
 _LOADED: dict[str, ModuleType] = {}
 
 
@@ -100,6 +100,7 @@ def test_each_builtin_exports_the_contract(name: str) -> None:
         ("network", {"nics": "lo"}),
         ("shell", {"files": [""]}),
         ("power", {"estimate_watts_per_core": -1}),
+        ("focus", {"idle_s": 0}),
     ],
 )
 def test_a_bad_option_is_a_clear_error(name: str, options: dict[str, Any], tmp_path: Path) -> None:
@@ -121,6 +122,7 @@ CLASSES = {
     "network": SourceClass.NETWORK,
     "files": SourceClass.FILE_CHANGE,
     "shell": SourceClass.SHELL,
+    "focus": SourceClass.APP_FOCUS,
 }
 
 
@@ -320,13 +322,22 @@ def test_processes_started_then_exited(tmp_path: Path) -> None:
     finally:
         proc.kill()
         proc.wait()
-    mine = [o for o in started.observations if o.payload["pid"] == proc.pid]
+    mine = [o for o in started.observations if o.payload.get("pid") == proc.pid]
     assert [(o.payload["event"], o.payload["name"]) for o in mine] == [("started", "sleep")]
     assert mine[0].payload["cmdline"] == "sleep 30" and mine[0].payload["why"] == "name"
     assert (mine[0].source, mine[0].trust) == (SourceClass.PROCESS_TREE, Trust.FIRST_PARTY)
     exited = run("processes", started.state, tmp_path, **opts)
-    gone = [o.payload for o in exited.observations if o.payload["pid"] == proc.pid]
-    assert gone == [{"pid": proc.pid, "name": "sleep", "event": "exited", "cmdline": "sleep 30"}]
+    gone = [o.payload for o in exited.observations if o.payload.get("pid") == proc.pid]
+    assert gone == [
+        {
+            "pid": proc.pid,
+            "name": "sleep",
+            "event": "exited",
+            "cmdline": "sleep 30",
+            "user": mine[0].payload["user"],
+            "start_time": mine[0].payload["start_time"],
+        }
+    ]
 
 
 @pytest.mark.skipif(shutil.which("sleep") is None, reason="no sleep binary")
@@ -339,9 +350,9 @@ def test_processes_baseline_is_silent_but_remembers_notable(tmp_path: Path) -> N
         proc.kill()
         proc.wait()
     assert str(proc.pid) in baseline.state["notable"]
-    assert not [o for o in again.observations if o.payload["pid"] == proc.pid]
+    assert not [o for o in again.observations if o.payload.get("pid") == proc.pid]
     after = run("processes", again.state, tmp_path, notable=["sleep"])
-    assert [o.payload["event"] for o in after.observations if o.payload["pid"] == proc.pid] == [
+    assert [o.payload["event"] for o in after.observations if o.payload.get("pid") == proc.pid] == [
         "exited"
     ]
 
@@ -352,7 +363,8 @@ def test_processes_state_is_bounded(tmp_path: Path) -> None:
     result = run("processes", initial("processes"), tmp_path, max_tracked=3, **quiet)
     assert len(result.state["known"]) == 3 and result.state["cutoff"] > 0
     again = run("processes", result.state, tmp_path, max_tracked=3, **quiet)
-    assert not again.observations  # older processes past the cap are not "started"
+    events = [o.payload["event"] for o in again.observations]
+    assert "started" not in events  # older processes past the cap are not "started"
 
 
 # --- shell -----------------------------------------------------------------------------------

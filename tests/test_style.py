@@ -18,7 +18,7 @@ PACKAGE = ROOT / "nerve"
 # A module may import only from layers at or below its own.
 LAYERS = [
     {"errors", "clock", "canonical", "resources", "fsio", "durations", "version"},
-    {"events", "contract"},
+    {"events", "contract", "shellhook"},
     {"log"},
     {"query", "config", "conformance", "chain", "attention", "checks", "privacy", "sensedata"}
     | {"recall.core", "recall.tier0", "mcp.settings", "fleet.settings"},

@@ -146,6 +146,7 @@ def _register() -> None:
         privacy_cmds,
         privacy_log_cmds,
         sense_cmds,
+        shell_cmds,
         workflow_cmds,
     )
 
@@ -161,6 +162,7 @@ def _register() -> None:
     privacy_cmds.register(app)
     mcp_cmds.register(app)
     fleet_cmds.register(app)
+    shell_cmds.register(app)
 
 
 def fail(exc: NerveError) -> None:

@@ -61,6 +61,7 @@ import urllib.request
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
+from datetime import tzinfo
 from typing import TYPE_CHECKING, Any
 
 from nerve.attention.energy import Energy
@@ -76,6 +77,7 @@ from nerve.recall.core import (
     Retrieval,
     RetrievalParams,
 )
+from nerve.recall.facts import answer_facts
 from nerve.recall.tier0 import Tier0Answer, answer, retrieve_for
 from nerve.workspace import Workspace
 
@@ -386,9 +388,9 @@ def _error_draft(question_id: str, exc: FallbackError, fallback: str) -> Draft:
 def _unanswered_text() -> str:
     return (
         "I could not answer that from what this machine has recorded, and no language model is "
-        'set up to try harder. Try naming a sense, a file or a time ("what did cpu do in the '
-        'last hour?"), or set up a model under `recall.fallback` in nerve.yaml '
-        "(kind: http or command)."
+        "set up to try harder. Try a question about commands, processes, windows, files or "
+        'a time ("what did cpu do in the last hour?", "which commands failed today?"), or set '
+        "up a model under `recall.fallback` in nerve.yaml (kind: http or command)."
     )
 
 
@@ -462,6 +464,22 @@ class _Recorder:
         return replace(result, recorded=tuple(self.ids))
 
 
+def _facts(
+    ws: Workspace,
+    question: str,
+    now_ns: int | None,
+    tz: tzinfo | None,
+    connect: Callable[[], duckdb.DuckDBPyConnection] | None,
+) -> Tier0Answer | None:
+    """Tier 0 over the question's period (:mod:`nerve.recall.facts`), over the same rows
+    the envelope read (an agent's connection has privacy applied)."""
+    conn = (connect or ws.connect)()
+    try:
+        return answer_facts(conn, question, now_ns=now_ns or time.time_ns(), tz=tz)
+    finally:
+        conn.close()
+
+
 def ask(
     ws: Workspace,
     question: str,
@@ -471,8 +489,13 @@ def ask(
     environ: Mapping[str, str] | None = None,
     question_id: str | None = None,
     connect: Callable[[], duckdb.DuckDBPyConnection] | None = None,
+    now_ns: int | None = None,
+    tz: tzinfo | None = None,
 ) -> AskResult:
     """Answer ``question`` from the log: Tier 0 first, the fallback only if Tier 0 cannot.
+
+    Tier 0 is the envelope's intents, then those read over the question's period ("in the
+    last 5 minutes", "yesterday"; ``now_ns`` and ``tz`` fix "now" and the local zone).
 
     Records ``ask.question`` and ``ask.answer`` (or ``ask.error``) unless ``record`` is
     false. Raises ``InvalidConfig`` for a bad ``recall:`` section, ``UsageError`` for an empty
@@ -482,7 +505,7 @@ def ask(
     retrieval = build_retrieval(ws, question, k=k, config=cfg, connect=connect)
     envelope, qid = retrieval.envelope, question_id or _new_question_id()
     recorder, asked = _Recorder(ws, record), _question_draft(qid, envelope)
-    found = answer(retrieval)
+    found = answer(retrieval) or _facts(ws, question, now_ns, tz, connect)
     if found is not None:
         return recorder.finish(_tier0_result(qid, envelope, found), asked)
     if cfg.fallback is None:

@@ -1,6 +1,12 @@
-"""Notable processes started and exited since the previous compute.
+"""What the processes cost, and notable processes started and exited since the previous compute.
 
-Source class ``process_tree``, trust ``FirstParty``. A process is identified by
+Source class ``process_tree``, trust ``FirstParty``. Each compute reports the **top**
+processes: the ``top_n`` using the most CPU over the interval (those at ``min_cpu_percent`` or
+more), the ``top_memory_n`` with the largest resident memory, and any at or over
+``cpu_percent`` / ``rss_mb``, as one observation (``event: "top"``; see senses/README.md for
+its payload). The memory list is sent only when it changed (another process, or one moved by
+a tenth) or ``top_every_s`` passed, and else is empty; a quiet machine sends no top at all
+between those, so an idle day costs little disk. A process is identified by
 ``(pid, create_time)``, so a reused pid is a new process. The first compute (and the first
 after a reboot) records a baseline and observes nothing. A process is notable when its name
 matches ``notable`` (a trailing version is allowed: ``python`` matches ``python3.11``), or
@@ -13,17 +19,26 @@ are folded into ``cutoff``, so they are never mistaken for new ones) and ``notab
 
 Options: ``notable`` (names, default below), ``cpu_percent`` (default 80), ``rss_mb``
 (default 2048), ``max_per_compute`` (default 50), ``max_tracked`` (10000), ``max_notable``
-(500).
+(500), ``top_n`` (5), ``top_memory_n`` (3), ``min_cpu_percent`` (5), ``top_every_s`` (300).
+
+CPU shares come from psutil's per-process counters kept in the worker between computes, so
+the first compute of a worker sees every process at 0 %: its top lists memory only.
 """
 
 from __future__ import annotations
 
+import functools
 import re
 import time
 from collections.abc import Iterator
 from typing import Any, NamedTuple
 
 import psutil
+
+try:
+    import pwd
+except ImportError:  # not on Windows: user names are then uids
+    pwd = None  # type: ignore[assignment]
 
 from nerve.contract import Observation, Result, SenseContext
 from nerve.events import SourceClass, Trust
@@ -39,6 +54,7 @@ initial_state: dict[str, Any] = {
     "known": None,
     "notable": {},
     "note": None,
+    "top": None,
 }
 
 _CMDLINE_MAX = 200
@@ -51,6 +67,7 @@ class _Proc(NamedTuple):
     create_time: float
     cpu_percent: float
     rss_bytes: int
+    user: str = ""
 
 
 class _Options(NamedTuple):
@@ -60,6 +77,10 @@ class _Options(NamedTuple):
     max_per_compute: int
     max_tracked: int
     max_notable: int
+    top_n: int
+    top_memory_n: int
+    min_cpu_percent: float
+    top_every_ns: int
 
 
 def compute(state: dict[str, Any], ctx: SenseContext) -> Result:
@@ -76,10 +97,12 @@ def compute(state: dict[str, Any], ctx: SenseContext) -> Result:
     observations = [_exited(pid, notable.pop(pid)) for pid in exited if pid in notable]
     observations += list(_started(started, procs, notable, opts))
     _note_heavy(procs, notable, opts)
-    new_state = _bounded({"boot": boot, "note": None}, procs, notable, opts)
+    top_obs, top_state = _top(procs, state.get("top"), opts)
+    new_state = _bounded({"boot": boot, "note": None, "top": top_state}, procs, notable, opts)
+    kept = observations[: opts.max_per_compute]
     return Result(
         state=_capped(new_state, observations, opts),
-        observations=observations[: opts.max_per_compute],
+        observations=kept + ([top_obs] if top_obs is not None else []),
     )
 
 
@@ -97,6 +120,10 @@ def _options(ctx: SenseContext) -> _Options:
         max_per_compute=int(_number(ctx, "max_per_compute", 50)),
         max_tracked=int(_number(ctx, "max_tracked", 10_000)),
         max_notable=int(_number(ctx, "max_notable", 500)),
+        top_n=int(_number(ctx, "top_n", 5)),
+        top_memory_n=int(_number(ctx, "top_memory_n", 3)),
+        min_cpu_percent=_number(ctx, "min_cpu_percent", 5),
+        top_every_ns=int(_number(ctx, "top_every_s", 300) * 1e9),
     )
 
 
@@ -111,7 +138,7 @@ def _number(ctx: SenseContext, key: str, default: float) -> float:
 
 def _snapshot() -> Iterator[_Proc]:
     """Every process we may see; ones that vanish or refuse mid-read are skipped."""
-    attrs = ["pid", "name", "create_time", "cpu_percent", "memory_info"]
+    attrs = ["pid", "name", "create_time", "cpu_percent", "memory_info", "uids"]
     for proc in psutil.process_iter(attrs, ad_value=None):
         info = proc.info
         if info.get("create_time") is None:
@@ -123,7 +150,25 @@ def _snapshot() -> Iterator[_Proc]:
             create_time=float(info["create_time"]),
             cpu_percent=float(info.get("cpu_percent") or 0.0),
             rss_bytes=int(mem.rss) if mem is not None else 0,
+            user=_user(info.get("uids")),
         )
+
+
+def _user(uids: Any) -> str:
+    """The real user's name (its uid as text when it has none); a lookup per distinct uid."""
+    if uids is None:
+        return ""
+    return _user_name(int(uids.real))
+
+
+@functools.lru_cache(maxsize=256)
+def _user_name(uid: int) -> str:
+    if pwd is None:
+        return str(uid)
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except (KeyError, OSError):
+        return str(uid)
 
 
 def _diff(
@@ -158,7 +203,12 @@ def _cmdline(pid: int) -> str:
 
 
 def _record(proc: _Proc) -> dict[str, Any]:
-    return {"name": proc.name, "create_time": proc.create_time, "cmdline": _cmdline(proc.pid)}
+    return {
+        "name": proc.name,
+        "create_time": proc.create_time,
+        "cmdline": _cmdline(proc.pid),
+        "user": proc.user,
+    }
 
 
 def _started(
@@ -176,6 +226,9 @@ def _started(
             "event": "started",
             "cmdline": record["cmdline"],
             "why": why,
+            "user": proc.user,
+            "start_time": int(proc.create_time),
+            "rss_bytes": proc.rss_bytes,
         }
         yield _observation(f"process started {proc.name} [{proc.pid}]", payload)
 
@@ -186,6 +239,8 @@ def _exited(pid: str, record: dict[str, Any]) -> Observation:
         "name": record.get("name", ""),
         "event": "exited",
         "cmdline": record.get("cmdline", ""),
+        "user": record.get("user", ""),
+        "start_time": int(record.get("create_time") or 0),
     }
     return _observation(f"process exited {payload['name']} [{pid}]", payload)
 
@@ -195,6 +250,92 @@ def _note_heavy(procs: dict[str, _Proc], notable: dict[str, Any], opts: _Options
     for pid, proc in procs.items():
         if pid not in notable and _why(proc, opts) is not None:
             notable[pid] = _record(proc)
+
+
+# -- the top ----------------------------------------------------------------------------------
+
+_TOP_CMDLINE_MAX = 120
+_last_top_ns = 0  # when this worker last read the counters: the interval the CPU shares cover
+
+
+def _top(
+    procs: dict[str, _Proc], previous: Any, opts: _Options
+) -> tuple[Observation | None, dict[str, Any] | None]:
+    """The ``top`` observation (None when a quiet machine has nothing new) and its state."""
+    global _last_top_ns
+    now = time.time_ns()
+    interval_ms = (now - _last_top_ns) // 1_000_000 if _last_top_ns else 0
+    _last_top_ns = now
+    cpu, memory, over = _ranked(list(procs.values()), opts)
+    previous = previous if isinstance(previous, dict) else {}
+    mem_now = {str(p.pid): p.rss_bytes for p in memory}
+    due = now - int(previous.get("at") or 0) >= opts.top_every_ns
+    moved = due or _memory_moved(previous.get("memory"), mem_now)
+    if not (cpu or over or moved):
+        return None, previous or None
+    # the memory top rides along only when it moved (or is due): a busy CPU repeats less
+    payload = _top_payload(cpu, memory if moved else [], over, interval_ms)
+    obs = _observation(_top_line(cpu, memory), payload)
+    if not moved:
+        return obs, previous
+    return obs, {"at": now, "memory": mem_now}
+
+
+def _ranked(procs: list[_Proc], opts: _Options) -> tuple[list[_Proc], list[_Proc], list[_Proc]]:
+    """Top by CPU (at ``min_cpu_percent`` or more), top by RSS, and the rest over a threshold."""
+    by_cpu = sorted(procs, key=lambda p: (-p.cpu_percent, p.pid))
+    cpu = [p for p in by_cpu[: opts.top_n] if p.cpu_percent >= opts.min_cpu_percent]
+    memory = sorted(procs, key=lambda p: (-p.rss_bytes, p.pid))[: opts.top_memory_n]
+    listed = {p.pid for p in cpu + memory}
+    over = [
+        p for p in by_cpu
+        if p.pid not in listed
+        and (p.cpu_percent >= opts.cpu_percent or p.rss_bytes >= opts.rss_bytes)
+    ][: opts.max_per_compute]  # fmt: skip
+    return cpu, memory, over
+
+
+def _memory_moved(before: Any, now: dict[str, int]) -> bool:
+    """Whether the memory top has other processes, or one moved by a tenth or more."""
+    if not isinstance(before, dict) or set(before) != set(now):
+        return True
+    return any(abs(now[pid] - int(before[pid] or 0)) * 10 >= max(now[pid], 1) for pid in now)
+
+
+def _entry(proc: _Proc) -> dict[str, Any]:
+    return {
+        "pid": proc.pid,
+        "name": proc.name,
+        "user": proc.user,
+        "cmdline": _cmdline(proc.pid)[:_TOP_CMDLINE_MAX],
+        "cpu_permille": round(proc.cpu_percent * 10),
+        "rss_bytes": proc.rss_bytes,
+        "start_time": int(proc.create_time),
+    }
+
+
+def _top_payload(
+    cpu: list[_Proc], memory: list[_Proc], over: list[_Proc], interval_ms: int
+) -> dict[str, Any]:
+    everyone = cpu + memory + over
+    return {
+        "event": "top",
+        "interval_ms": interval_ms,
+        "cpu": [_entry(p) for p in cpu],
+        "memory": [_entry(p) for p in memory],
+        "over": [_entry(p) for p in over],
+        "readings": {
+            "top_cpu_permille": round(max((p.cpu_percent for p in everyone), default=0) * 10),
+            "top_rss_bytes": max((p.rss_bytes for p in everyone), default=0),
+            "over_threshold": len(over),
+        },
+    }
+
+
+def _top_line(cpu: list[_Proc], memory: list[_Proc]) -> str:
+    busy = ", ".join(f"{p.name} {p.cpu_percent:.0f}% [{p.pid}]" for p in cpu[:3]) or "idle"
+    big = ", ".join(f"{p.name} {p.rss_bytes // _MIB} MiB [{p.pid}]" for p in memory[:2])
+    return f"top cpu: {busy}; memory: {big or 'none'}"[:200]
 
 
 def _bounded(

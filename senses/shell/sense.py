@@ -1,8 +1,23 @@
-"""Shell commands, read from the tail of history files.
+"""Shell commands with their outcome, from the shell hook's spool; else from history files.
 
-Source class ``shell``, trust ``Inferred``: a history file is a byte stream any program of the
-user's can write, and we parse it; no OS API vouches for it (Sense v0.1 §2). One observation
-per command, ``{"command", "format", "timestamp", "elapsed_s", "file"}``.
+Source class ``shell``, trust ``Inferred``: the spool and the history files are byte streams
+any program of the user's can write, and we parse them; no OS API vouches for them (Sense
+v0.1 §2). One observation per command.
+
+**The spool** (``nerve shell-hook bash|zsh|fish``; the line format is in
+:mod:`nerve.shellhook`) gives each command its exit status, duration, working directory,
+shell session and start time: ``{"command", "format": "hook", "exit", "duration_ms", "cwd",
+"session", "shell", "timestamp", "elapsed_s", "readings": {"exit_status", "duration_ms",
+"failure_streak"}}`` (``failure_streak``: failures in a row in that session, this one
+included). The spool is read from its start when first seen (it holds only the hook's
+lines), so commands run while the daemon was down are read when it is back. A fully read
+spool past ``spool_max_bytes`` is renamed to ``<spool>.1``; the hook then starts a new one,
+and any line a shell wrote to the old file meanwhile is read from it at the next compute.
+Once the spool has had a line from a shell, that shell's history file is no longer read
+(the hook has its commands, with more detail).
+
+**History files** are the fallback for shells without the hook:
+``{"command", "format", "timestamp", "elapsed_s", "file"}``.
 
 Per file, state keeps ``{inode, offset, tail, status, note}``: ``offset`` is the end of the
 last complete record read and ``tail`` a hash of the bytes just before it. Only bytes past
@@ -21,7 +36,9 @@ are replaced before they reach the log by nerve's privacy rules, which apply to 
 (``privacy:`` in nerve.yaml; ``nerve privacy test "CMD"`` shows what they do).
 
 Options: ``files`` (default ``~/.bash_history``, ``~/.zsh_history`` and ``$HISTFILE``),
-``max_per_compute`` (50), ``max_read_bytes`` (262144). The former ``redact`` option is now
+``max_per_compute`` (50), ``max_read_bytes`` (262144), ``spool`` (default
+``$NERVE_SHELL_SPOOL``, else ``$XDG_STATE_HOME/nerve/shell.spool``), ``spool_max_bytes``
+(1048576). The former ``redact`` option is now
 ``privacy.rules`` in nerve.yaml; giving it is an error that says so.
 """
 
@@ -37,6 +54,7 @@ from typing import Any, NamedTuple
 
 from nerve.contract import Observation, Result, SenseContext
 from nerve.events import SourceClass, Trust
+from nerve.shellhook import SpoolRecord, default_spool, parse_spool_line
 
 initial_state: dict[str, Any] = {"files": {}, "commands": 0}
 
@@ -53,20 +71,161 @@ class _Options(NamedTuple):
     files: list[str]
     max_per_compute: int
     max_read_bytes: int
+    spool: str
+    spool_max_bytes: int
+
+
+_MAX_SESSIONS = 64
+_HISTORY_OF = {"bash": "bash_history", "zsh": "zsh_history", "fish": "fish_history"}
 
 
 def compute(state: dict[str, Any], ctx: SenseContext) -> Result:
     opts = _options(ctx)
+    spool, records = _read_spool(opts, state.get("spool"))
+    hooked = sorted({*_strings(state.get("hooked")), *(r.shell for r in records)})
+    streaks = dict(state.get("streaks") or {})
+    observations = [_hook_observation(r, streaks) for r in records]
     previous = state.get("files")
     previous = previous if isinstance(previous, dict) else {}
     files: dict[str, Any] = {}
-    observations: list[Observation] = []
     for path in opts.files:
+        if _hooked_history(path, hooked):
+            files[path] = _keep(previous.get(path), "skipped: the shell hook records these")
+            continue
         budget = opts.max_per_compute - len(observations)
-        files[path], records = _scan(path, previous.get(path), budget, opts.max_read_bytes)
-        observations += [_observation(r, path) for r in records]
+        files[path], found = _scan(path, previous.get(path), budget, opts.max_read_bytes)
+        observations += [_observation(r, path) for r in found]
     commands = int(state.get("commands") or 0) + len(observations)
-    return Result(state={"files": files, "commands": commands}, observations=observations)
+    new_state = {"files": files, "commands": commands, "spool": spool}
+    if hooked:
+        new_state |= {"hooked": hooked, "streaks": _bounded_streaks(streaks)}
+    return Result(state=new_state, observations=observations)
+
+
+def _strings(value: Any) -> list[str]:
+    return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
+
+
+def _hooked_history(path: str, hooked: list[str]) -> bool:
+    name = os.path.basename(path).lstrip(".")
+    return any(_HISTORY_OF.get(shell) == name for shell in hooked)
+
+
+def _bounded_streaks(streaks: dict[str, Any]) -> dict[str, Any]:
+    """The newest sessions' streaks (dicts keep insertion order; a session moves to the end)."""
+    return dict(list(streaks.items())[-_MAX_SESSIONS:])
+
+
+# -- the hook's spool ---------------------------------------------------------------------
+
+
+def _read_spool(opts: _Options, entry: Any) -> tuple[dict[str, Any], list[SpoolRecord]]:
+    """New records from a renamed spool's tail, then the spool; the spool's new state."""
+    entry = dict(entry) if isinstance(entry, dict) else {}
+    records = _drain_rotated(opts, entry.pop("rotated", None))
+    try:
+        fd = os.open(opts.spool, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
+    except FileNotFoundError:
+        return {"inode": None, "offset": 0, "note": "no spool yet (no hook has written)"}, records
+    except OSError as exc:
+        return {**entry, "note": f"unreadable: {exc.strerror or exc}"}, records
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            return {**entry, "note": "skipped: the spool is not a regular file"}, records
+        offset = int(entry.get("offset") or 0)
+        if entry.get("inode") != info.st_ino or offset > info.st_size:
+            offset = 0  # a new spool (or one truncated): it holds only unread hook lines
+        budget = opts.max_per_compute - len(records)
+        found, offset, note = _spool_lines(fd, offset, info.st_size, budget, opts.max_read_bytes)
+    finally:
+        os.close(fd)
+    new = {"inode": info.st_ino, "offset": offset, "note": note}
+    if offset == info.st_size and offset >= opts.spool_max_bytes:
+        new = _rotate(opts.spool, new)
+    return new, records + found
+
+
+def _spool_lines(
+    fd: int, offset: int, size: int, budget: int, max_read: int
+) -> tuple[list[SpoolRecord], int, str | None]:
+    """Complete lines from ``offset`` (at most ``budget``); bad lines are skipped, counted."""
+    data = os.pread(fd, min(size - offset, max_read), offset)
+    records: list[SpoolRecord] = []
+    bad: list[str] = []
+    pos = 0
+    while len(records) < budget and (end := data.find(b"\n", pos)) >= 0:
+        line = data[pos:end].decode("utf-8", "replace")
+        pos = end + 1
+        try:
+            records.append(parse_spool_line(line))
+        except ValueError as exc:
+            bad.append(f"byte {offset + pos - len(line) - 1}: {exc}")
+    if pos == 0 and len(data) == max_read:
+        pos, bad = len(data), [*bad, f"skipped {len(data)} bytes holding no complete line"]
+    note = f"{len(bad)} bad spool line(s) skipped; first at {bad[0]}" if bad else None
+    return records, offset + pos, note
+
+
+def _rotate(path: str, entry: dict[str, Any]) -> dict[str, Any]:
+    try:
+        os.replace(path, path + ".1")
+    except OSError as exc:
+        return {**entry, "note": f"could not rename the full spool: {exc.strerror or exc}"}
+    rotated = {"inode": entry["inode"], "offset": entry["offset"]}
+    return {"inode": None, "offset": 0, "note": entry.get("note"), "rotated": rotated}
+
+
+def _drain_rotated(opts: _Options, rotated: Any) -> list[SpoolRecord]:
+    """Lines a shell appended to the spool after it was read and renamed; then drop it."""
+    if not isinstance(rotated, dict):
+        return []
+    old = opts.spool + ".1"
+    try:
+        fd = os.open(old, os.O_RDONLY)
+    except OSError:
+        return []
+    try:
+        info = os.fstat(fd)
+        if info.st_ino != rotated.get("inode"):
+            return []
+        offset = int(rotated.get("offset") or 0)
+        found, _, _ = _spool_lines(fd, offset, info.st_size, 10**6, opts.max_read_bytes)
+    finally:
+        os.close(fd)
+    os.unlink(old)
+    return found
+
+
+def _hook_observation(record: SpoolRecord, streaks: dict[str, Any]) -> Observation:
+    streak = int(streaks.pop(record.session, 0) or 0) + 1 if record.exit != 0 else 0
+    streaks[record.session] = streak
+    payload = {
+        "command": record.command,
+        "format": "hook",
+        "exit": record.exit,
+        "duration_ms": record.duration_ms,
+        "cwd": record.cwd,
+        "session": record.session,
+        "shell": record.shell,
+        "timestamp": record.start_ns // 1_000_000_000,
+        "elapsed_s": record.duration_ms // 1000,
+        "readings": {
+            "exit_status": record.exit,
+            "duration_ms": record.duration_ms,
+            "failure_streak": streak,
+        },
+    }
+    line = _line(record.command)
+    if record.exit != 0:
+        line = f"{line[: _LINE_CHARS + 2]} [exit {record.exit}]"
+    return Observation(
+        source=SourceClass.SHELL,
+        line=line,
+        payload=payload,
+        trust=Trust.INFERRED,
+        valid_time_ns=record.start_ns,
+    )
 
 
 def parse_history(data: bytes, limit: int) -> tuple[list[dict[str, Any]], int]:
@@ -135,7 +294,18 @@ def _options(ctx: SenseContext) -> _Options:
         files=list(dict.fromkeys(expanded)),
         max_per_compute=_positive(ctx, "max_per_compute", 50),
         max_read_bytes=_positive(ctx, "max_read_bytes", 256 * 1024),
+        spool=_spool_option(ctx),
+        spool_max_bytes=_positive(ctx, "spool_max_bytes", 1024 * 1024),
     )
+
+
+def _spool_option(ctx: SenseContext) -> str:
+    spool = ctx.options.get("spool")
+    if spool is None:
+        return str(default_spool())
+    if not isinstance(spool, str) or not spool:
+        raise ValueError(f"senses.{ctx.name}.options.spool must be a path, got {spool!r}")
+    return os.path.abspath(os.path.expanduser(spool))
 
 
 def _default_files() -> list[str]:

@@ -1,0 +1,223 @@
+"""The shell hook: a snippet for bash, zsh or fish that records each command as it ends.
+
+``nerve shell-hook bash`` prints it; ``eval "$(nerve shell-hook bash)"`` at the end of
+``~/.bashrc`` installs it. When a command ends the hook appends one line to a spool file and
+returns: no process of nerve's is reached, so a prompt never waits for the daemon, and with
+the daemon down the lines wait in the spool. The ``shell`` sense reads the spool.
+
+A spool line is tab-separated, ``\\n``-terminated, with ``\\``, tab, newline and carriage
+return escaped as ``\\\\``, ``\\t``, ``\\n``, ``\\r`` in its text fields::
+
+    nerve1  SHELL  SESSION  START  END  EXIT  CWD  COMMAND
+
+``START`` and ``END`` are Unix times in seconds with a fraction (the shell's
+``$EPOCHREALTIME``; a comma is accepted as the decimal mark). The spool is created
+owner-only (mode 0600); ``$NERVE_SHELL_SPOOL`` moves it.
+
+bash needs 5.0 or later (``$EPOCHREALTIME``) and keeps ``PROMPT_COMMAND`` and the ``DEBUG``
+trap for itself: source the line last. A command that history does not keep (a leading space
+with ``HISTCONTROL=ignorespace``) is not recorded either.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from decimal import Decimal, InvalidOperation
+from pathlib import Path
+from typing import NamedTuple
+
+from nerve.errors import UsageError
+
+__all__ = [
+    "SHELLS",
+    "SPOOL_VERSION",
+    "SpoolRecord",
+    "default_spool",
+    "hook",
+    "install_line",
+    "parse_spool_line",
+]
+
+SPOOL_VERSION = "nerve1"
+SHELLS = ("bash", "zsh", "fish")
+
+_BASH = r"""# nerve shell hook (bash >= 5): each command, as it ends, becomes one line of a spool.
+__nerve_spool="${NERVE_SHELL_SPOOL:-${XDG_STATE_HOME:-$HOME/.local/state}/nerve/shell.spool}"
+__nerve_sid="$$.${EPOCHSECONDS:-0}"
+# `history 1` goes through a small per-shell file, not $(...): a fork can stall a busy machine
+__nerve_tmp=${XDG_RUNTIME_DIR:-/dev/shm}
+[ -d "$__nerve_tmp" ] && [ -w "$__nerve_tmp" ] || __nerve_tmp=${TMPDIR:-/tmp}
+__nerve_tmp=$__nerve_tmp/nerve-hook.$$
+__nerve_armed= __nerve_start= __nerve_bc= __nerve_last=$(HISTTIMEFORMAT= builtin history 1)
+__nerve_last=${__nerve_last#"${__nerve_last%%[![:space:]]*}"}
+__nerve_last=${__nerve_last%%[[:space:]]*}
+__nerve_preexec() {
+  [ -n "$__nerve_armed" ] && [ "$BASH_COMMAND" != __nerve_precmd ] || return 0
+  __nerve_armed= __nerve_start=$EPOCHREALTIME __nerve_bc=$BASH_COMMAND
+}
+__nerve_esc() {
+  local s=${1//\\/\\\\}; s=${s//$'\t'/\\t}; s=${s//$'\n'/\\n}; __nerve_out=${s//$'\r'/\\r}
+}
+__nerve_precmd() {
+  local st=$? end=$EPOCHREALTIME h num cmd
+  HISTTIMEFORMAT= builtin history 1 2>/dev/null >"$__nerve_tmp"
+  IFS= read -r -d '' h <"$__nerve_tmp"; h=${h%$'\n'}
+  h=${h#"${h%%[![:space:]]*}"}; num=${h%%[[:space:]]*}
+  cmd=${h#"$num"}; cmd=${cmd#"${cmd%%[![:space:]]*}"}
+  # a new history entry, or the same one again (ignoredups); no DEBUG trap ran (a subshell):
+  # no start, so the end stands for it
+  local again=
+  [ -n "$__nerve_start" ] && [[ $cmd == "$__nerve_bc"* ]] && again=1
+  if [ -n "$num" ] && { [ "$num" != "$__nerve_last" ] || [ -n "$again" ]; }; then
+    [ -n "$__nerve_start" ] || __nerve_start=$end
+    __nerve_last=$num
+    __nerve_esc "$cmd"; local c=$__nerve_out; __nerve_esc "$PWD"
+    [ -e "$__nerve_spool" ] || (umask 077; mkdir -p "${__nerve_spool%/*}"; : >>"$__nerve_spool")
+    builtin printf 'nerve1\tbash\t%s\t%s\t%s\t%s\t%s\t%s\n' "$__nerve_sid" "$__nerve_start" \
+      "$end" "$st" "$__nerve_out" "$c" 2>/dev/null >>"$__nerve_spool"
+  fi
+  __nerve_start=
+  return $st
+}
+__nerve_arm() { __nerve_armed=1; }
+(umask 077; : >"$__nerve_tmp")
+[ -n "$(trap -p EXIT)" ] || trap 'command rm -f "$__nerve_tmp"' EXIT
+trap '__nerve_preexec' DEBUG
+PROMPT_COMMAND="__nerve_precmd${PROMPT_COMMAND:+;$PROMPT_COMMAND};__nerve_arm"
+"""
+
+_ZSH = r"""# nerve shell hook (zsh): each command, as it ends, becomes one line of a spool.
+zmodload zsh/datetime 2>/dev/null
+typeset -g __nerve_spool="${XDG_STATE_HOME:-$HOME/.local/state}/nerve/shell.spool"
+[[ -n $NERVE_SHELL_SPOOL ]] && __nerve_spool=$NERVE_SHELL_SPOOL
+typeset -g __nerve_sid="$$.$EPOCHSECONDS" __nerve_start= __nerve_cmd=
+__nerve_esc() {
+  local s=${1//\\/\\\\}; s=${s//$'\t'/\\t}; s=${s//$'\n'/\\n}; REPLY=${s//$'\r'/\\r}
+}
+__nerve_preexec() { __nerve_cmd=$1; __nerve_start=$EPOCHREALTIME; }
+__nerve_precmd() {
+  local st=$? end=$EPOCHREALTIME c REPLY
+  [[ -n $__nerve_start ]] || return 0
+  __nerve_esc "$__nerve_cmd"; c=$REPLY; __nerve_esc "$PWD"
+  [[ -e $__nerve_spool ]] || (umask 077; mkdir -p "${__nerve_spool:h}"; : >>"$__nerve_spool")
+  print -rn -- "nerve1	zsh	$__nerve_sid	$__nerve_start	$end	$st	$REPLY	$c
+" 2>/dev/null >>"$__nerve_spool"
+  __nerve_start=
+}
+autoload -Uz add-zsh-hook
+add-zsh-hook preexec __nerve_preexec
+add-zsh-hook precmd __nerve_precmd
+"""
+
+_FISH = r"""# nerve shell hook (fish >= 3.1): each command, as it ends, becomes one line of a spool.
+if set -q NERVE_SHELL_SPOOL; and test -n "$NERVE_SHELL_SPOOL"
+    set -g __nerve_spool $NERVE_SHELL_SPOOL
+else if set -q XDG_STATE_HOME; and test -n "$XDG_STATE_HOME"
+    set -g __nerve_spool $XDG_STATE_HOME/nerve/shell.spool
+else
+    set -g __nerve_spool $HOME/.local/state/nerve/shell.spool
+end
+set -g __nerve_sid $fish_pid.(date +%s)
+function __nerve_esc
+    string replace -a \\ \\\\ -- $argv[1] | string replace -a \t \\t | string replace -a \r \\r \
+        | string join \\n
+end
+function __nerve_postexec --on-event fish_postexec
+    set -l st $status
+    test -n "$argv[1]"; or return
+    set -l end (date +%s.%N)
+    set -l start (math -s6 "$end - $CMD_DURATION / 1000")
+    if not test -e $__nerve_spool
+        mkdir -p (dirname $__nerve_spool); and touch $__nerve_spool; and chmod 600 $__nerve_spool
+    end
+    set -l cwd (__nerve_esc $PWD)
+    set -l cmd (__nerve_esc "$argv[1]")
+    printf 'nerve1\tfish\t%s\t%s\t%s\t%s\t%s\t%s\n' $__nerve_sid $start $end $st "$cwd" "$cmd" \
+        >>$__nerve_spool 2>/dev/null
+end
+"""
+
+_SNIPPETS = {"bash": _BASH, "zsh": _ZSH, "fish": _FISH}
+_INSTALL = {
+    "bash": ('eval "$(nerve shell-hook bash)"', "~/.bashrc"),
+    "zsh": ('eval "$(nerve shell-hook zsh)"', "~/.zshrc"),
+    "fish": ("nerve shell-hook fish | source", "~/.config/fish/config.fish"),
+}
+
+
+def _checked(shell: str) -> str:
+    if shell not in _SNIPPETS:
+        raise UsageError(
+            f"no hook for the shell {shell!r}; there is one for {', '.join(SHELLS)}",
+            hint="nerve shell-hook bash",
+        )
+    return shell
+
+
+def hook(shell: str) -> str:
+    """The snippet for ``shell`` (``bash``, ``zsh`` or ``fish``); a ``UsageError`` otherwise."""
+    return _SNIPPETS[_checked(shell)]
+
+
+def install_line(shell: str) -> tuple[str, str]:
+    """The one line that installs the hook, and the start-up file it goes at the end of."""
+    return _INSTALL[_checked(shell)]
+
+
+def default_spool(environ: Mapping[str, str] | None = None) -> Path:
+    """Where the hook appends: ``$NERVE_SHELL_SPOOL``, else under ``$XDG_STATE_HOME``."""
+    env = os.environ if environ is None else environ
+    if env.get("NERVE_SHELL_SPOOL"):
+        return Path(env["NERVE_SHELL_SPOOL"])
+    state = env.get("XDG_STATE_HOME") or os.path.join(env.get("HOME", "~"), ".local", "state")
+    return Path(os.path.expanduser(state)) / "nerve" / "shell.spool"
+
+
+class SpoolRecord(NamedTuple):
+    """One spool line, parsed: times in integer nanoseconds since the Unix epoch."""
+
+    shell: str
+    session: str
+    start_ns: int
+    end_ns: int
+    exit: int
+    cwd: str
+    command: str
+
+    @property
+    def duration_ms(self) -> int:
+        return max(0, self.end_ns - self.start_ns) // 1_000_000
+
+
+_ESCAPE = re.compile(r"\\(.)", re.S)
+_UNESCAPED = {"t": "\t", "n": "\n", "r": "\r", "\\": "\\"}
+
+
+def _unescape(text: str) -> str:
+    return _ESCAPE.sub(lambda m: _UNESCAPED.get(m[1], m[0]), text)
+
+
+def _epoch_ns(text: str) -> int:
+    value = Decimal(text.replace(",", "."))
+    if not value.is_finite() or not 0 < value < 2**62 // 10**9:
+        raise ValueError(f"time {text!r} is out of range")
+    return int(value * 10**9)
+
+
+def parse_spool_line(line: str) -> SpoolRecord:
+    """A spool line (without its newline) as a record; ``ValueError`` naming the bad field."""
+    fields = line.split("\t", 7)
+    if len(fields) != 8 or fields[0] != SPOOL_VERSION:
+        raise ValueError(f"not a {SPOOL_VERSION} line of 8 tab-separated fields")
+    _, shell, session, start, end, status, cwd, command = fields
+    try:
+        start_ns, end_ns = _epoch_ns(start), _epoch_ns(end)
+    except (InvalidOperation, ValueError):
+        raise ValueError(f"START/END must be Unix times, got {start!r} and {end!r}") from None
+    if not re.fullmatch(r"-?\d{1,6}", status):
+        raise ValueError(f"EXIT must be an integer, got {status!r}")
+    return SpoolRecord(
+        shell, session, start_ns, end_ns, int(status), _unescape(cwd), _unescape(command)
+    )

@@ -1,0 +1,143 @@
+"""A fixed, recorded workday: the bundled senses' observations with known times.
+
+2026-05-06 (a Wednesday), UTC; "now" is 15:30. The day holds focus changes, an away spell,
+shell commands through the hook (some failing), file changes, processes' top samples with a
+CPU hog (``yes``) from 15:20, machine readings and two attention decisions; and one evening
+of the day before. Times are the events' HLC times, so the log itself is the record.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from datetime import UTC, datetime
+from typing import Any
+
+from nerve.canonical import canonical_json
+from nerve.clock import Hlc
+from nerve.events import NERVE_SOURCE, Event, SourceClass, Trust
+from nerve.workspace import Workspace
+
+NODE = "workday"
+HOME = "/home/u"
+
+
+def at(hhmm: str, day: int = 6) -> int:
+    hour, minute = (int(part) for part in hhmm.split(":"))
+    return int(datetime(2026, 5, day, hour, minute, tzinfo=UTC).timestamp()) * 10**9
+
+
+NOW = at("15:30")
+
+
+def _event(t: int, source: int, subject: str, line: str, payload: dict[str, Any]) -> Event:
+    trust = Trust.INFERRED if source == SourceClass.SHELL else Trust.FIRST_PARTY
+    kind = "observation" if source != NERVE_SOURCE else payload.pop("_kind")
+    return Event(Hlc(t, 0), NODE, kind, subject, source, trust, None, canonical_json(payload), line)
+
+
+def focus(t: int, app: str, title: str) -> Event:
+    payload = {"event": "focus", "app": app, "title": title, "window": 1, "pid": 7}
+    return _event(t, SourceClass.APP_FOCUS, "focus", f"focus {app}: {title}", payload)
+
+
+def idle(t: int, event: str) -> Event:
+    return _event(t, SourceClass.APP_FOCUS, "focus", event, {"event": event})
+
+
+def command(t: int, cmd: str, code: int, ms: int, cwd: str) -> Event:
+    payload = {
+        "command": cmd, "format": "hook", "exit": code, "duration_ms": ms, "cwd": cwd,
+        "session": "1.1", "shell": "bash", "timestamp": t // 10**9, "elapsed_s": ms // 1000,
+    }  # fmt: skip
+    line = f"$ {cmd}" + (f" [exit {code}]" if code else "")
+    return _event(t, SourceClass.SHELL, "shell", line, payload)
+
+
+def changed(t: int, path: str, change: str = "modified") -> Event:
+    payload = {"path": path, "change": change}
+    return _event(t, SourceClass.FILE_CHANGE, "files", f"file {change} {path}", payload)
+
+
+def _proc(pid: int, name: str, permille: int, rss_mib: int) -> dict[str, Any]:
+    return {
+        "pid": pid, "name": name, "user": "u", "cmdline": name, "cpu_permille": permille,
+        "rss_bytes": rss_mib * 1024**2, "start_time": 1_778_000_000 + pid,
+    }  # fmt: skip
+
+
+def top(t: int, hog: bool, memory_moved: bool = True) -> Event:
+    busy = [_proc(4242, "yes", 980, 2)] if hog else []
+    before = at("15:00") > t >= at("14:00")
+    busy += [_proc(100, "python", 300 if before else 20, 500)]
+    memory = [_proc(300, "java", 5, 2048), _proc(100, "python", 20, 500)] if memory_moved else []
+    payload = {"event": "top", "interval_ms": 60_000, "cpu": busy, "memory": memory, "over": []}
+    line = "top cpu: " + ", ".join(f"{p['name']} {p['cpu_permille'] // 10}%" for p in busy)
+    return _event(t, SourceClass.PROCESS_TREE, "processes", line, payload)
+
+
+def started(t: int, pid: int, name: str, why: str) -> Event:
+    payload = {"pid": pid, "name": name, "event": "started", "cmdline": name, "why": why}
+    return _event(
+        t, SourceClass.PROCESS_TREE, "processes", f"process started {name} [{pid}]", payload
+    )
+
+
+def reading(t: int, sense: str, percent: float) -> Event:
+    line = f"cpu {percent:.1f}%" if sense == "cpu" else f"mem {percent:.1f}% (6.4 of 16.0 GiB)"
+    return _event(t, SourceClass.ENDPOINT, sense, line, {"percent": percent})
+
+
+def own(t: int, kind: str, subject: str, line: str, payload: dict[str, Any]) -> Event:
+    return _event(t, NERVE_SOURCE, subject, line, {**payload, "_kind": kind})
+
+
+def decision(t: int, outcome: str, seen: str) -> Event:
+    payload = {
+        "outcome": outcome, "probe": "salience", "value_milli": 900, "cost_milli": 400,
+        "charged_uj": 250_000 if outcome == "surface" else 0, "budget_before_uj": 1_000_000,
+        "budget_after_uj": 750_000, "source_line": seen, "chain_seq": 1,
+    }  # fmt: skip
+    return own(t, "attention.decision", "attention", f"{outcome}: {seen}", payload)
+
+
+def events() -> list[Event]:
+    out = [
+        focus(at("16:00", 5), "code", "deploy.yaml — ops"),
+        command(at("16:05", 5), "deploy.sh", 0, 300_000, f"{HOME}/ops"),
+        idle(at("17:00", 5), "away"),
+        focus(at("09:00"), "xterm", "vim src/app.py"),
+        command(at("09:05"), "make test", 2, 12_000, f"{HOME}/src/x"),
+        command(at("09:06"), "git status", 0, 50, f"{HOME}/src/x"),
+        changed(at("09:10"), "src/app.py"),
+        started(at("09:30"), 100, "python", "name"),
+        focus(at("09:40"), "firefox", "Docs — Mozilla Firefox"),
+        idle(at("10:00"), "away"),
+        idle(at("10:30"), "back"),
+        focus(at("14:00"), "code", "main.py — x"),
+        own(at("14:30"), "sense.error", "disk", "sense disk: compute raised OSError: EIO", {}),
+        focus(at("15:15"), "code", "lib.rs — x"),
+        started(at("15:20"), 4242, "yes", "cpu"),
+        focus(at("15:21"), "xterm", "cargo build"),
+        command(at("15:22"), "cargo build", 101, 65_000, f"{HOME}/src/y"),
+        changed(at("15:24"), "docs/readme.md", "added"),
+        command(at("15:25"), "ls", 0, 5, HOME),
+        command(at("15:26"), "false", 1, 2, HOME),
+        decision(at("15:26") + 1, "surface", "top cpu: yes 98%"),
+        decision(at("15:26") + 2, "hold:value", "net all down 0.0 KiB/s up 0.0 KiB/s"),
+        changed(at("15:28"), "src/lib.rs"),
+    ]
+    for minute in range(14 * 60, 15 * 60 + 30):
+        t = at(f"{minute // 60}:{minute % 60}") + 500_000_000
+        # the memory top is sent only when it moved: here every tenth minute
+        out.append(top(t, hog=minute >= 15 * 60 + 20, memory_moved=minute % 10 == 0))
+        if minute % 5 == 0:
+            out.append(reading(t, "cpu", 95.0 if minute >= 15 * 60 + 20 else 20.0))
+            out.append(reading(t, "memory", 40.0))
+    ordered = sorted(out, key=lambda e: (e.hlc.physical_ns, e.hlc.logical))
+    return [dataclasses.replace(e, hlc=Hlc(e.hlc.physical_ns, i)) for i, e in enumerate(ordered)]
+
+
+def record(ws: Workspace) -> Workspace:
+    with ws.open_log() as log:
+        log.import_events(events())
+    return ws
