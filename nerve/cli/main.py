@@ -131,6 +131,7 @@ def _register() -> None:
         privacy_cmds,
         privacy_log_cmds,
         sense_cmds,
+        ui_cmds,
         workflow_cmds,
     )
 
@@ -146,6 +147,7 @@ def _register() -> None:
     privacy_cmds.register(app)
     mcp_cmds.register(app)
     fleet_cmds.register(app)
+    ui_cmds.register(app)
 
 
 def fail(exc: NerveError) -> None:

@@ -1,0 +1,645 @@
+"""Every read and write ``nerve ui`` makes, over the library calls the CLI and MCP use.
+
+Pages call only this module, so what the UI can see and change is in one place. Reads go to
+the log directly (a read snapshot, never the writer's lock); writes (pause, resume, forget,
+a sense trigger) go through the same routed calls as the CLI: the daemon when it runs, else
+the log opened as its writer for that one change.
+
+Privacy: every event leaves through :class:`~nerve.mcp.guard.Screen` (drop rules withhold
+it, redaction rewrites its line and payload, an erased payload shows as erased), and every
+connection's ``events`` holds only what the drop rules keep, so a rule added today hides
+old text on every page. SQL runs in MCP's sandbox (:mod:`nerve.mcp.sandbox`).
+
+A person's own page views are not recorded as events: the UI is served to the log's owner
+alone (loopback and the owner-only token), and a record per page view would fill the log
+with reads of itself. Agents' reads (``agent.access``) are what the log keeps and shows.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import duckdb
+
+from nerve.clock import Hlc
+from nerve.errors import UsageError
+from nerve.events import AGENT_ACCESS, BOOKKEEPING_KINDS, display_source, trust_name
+from nerve.mcp.guard import ERASED, Screen
+from nerve.workspace import Workspace
+
+__all__ = [
+    "Window",
+    "access_records",
+    "chain_state",
+    "context",
+    "decision",
+    "decisions",
+    "event",
+    "events",
+    "forget",
+    "health",
+    "live_batch",
+    "pause",
+    "resume",
+    "senses",
+    "sql",
+    "timeline",
+    "trigger_sense",
+    "window",
+    "workflows",
+]
+
+_COLS = "physical_ns, logical, id, source, kind, subject, trust, line, payload, erased"
+_KEEP = "_nerve_ui_keep"
+_DAY_NS = 86_400 * 10**9
+MAX_PAGE = 500
+SQL_ROWS = 1_000
+SQL_BYTES = 8 << 20
+
+
+# -- connections -----------------------------------------------------------------------------
+
+
+def screen(ws: Workspace) -> Screen:
+    """The privacy rules of nerve.yaml as they are now."""
+    return Screen(ws.config.privacy)
+
+
+def _connect(ws: Workspace, scr: Screen) -> duckdb.DuckDBPyConnection:
+    """``events`` over a read snapshot, holding only what the drop rules keep."""
+    from nerve.log.reader import snapshot
+    from nerve.query import define_views, source_sql
+
+    snap = snapshot(ws.log_root)
+    conn = duckdb.connect()
+    conn.execute("SET enable_progress_bar_print = false")
+    conn.register("_tail", snap.tail)
+    source = source_sql(snap)
+    keep = scr.keep()
+    if keep is not None:
+        from duckdb.func import SPECIAL
+
+        kinds: list[Any] = ["BIGINT", "VARCHAR", "VARCHAR", "VARCHAR", "BLOB"]
+        conn.create_function(_KEEP, keep, kinds, "BOOLEAN", null_handling=SPECIAL)
+        args = "CAST(source AS BIGINT), kind, subject, line, payload"
+        source = f"(SELECT * FROM {source} WHERE {_KEEP}({args}))"
+    define_views(conn, source, [], ws.settings())
+    return conn
+
+
+def _rows(conn: duckdb.DuckDBPyConnection, sql: str, args: list[Any]) -> list[dict[str, Any]]:
+    cursor = conn.execute(sql, args)
+    names = [d[0] for d in cursor.description]
+    return [dict(zip(names, r, strict=True)) for r in cursor.fetchall()]
+
+
+def _shown(scr: Screen, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Event rows as they may leave: times, names, and the privacy rules applied."""
+    from nerve.tail import format_times
+
+    times = format_times([int(r["physical_ns"]) for r in rows])
+    return [_one(scr, r, t) for r, t in zip(rows, times, strict=True)]
+
+
+def _one(scr: Screen, row: dict[str, Any], when: str) -> dict[str, Any]:
+    erased = bool(row["erased"])
+    payload = b"" if erased else bytes(row["payload"] or b"")
+    shown = scr.event(
+        int(row["source"]), str(row["kind"]), str(row["subject"]), str(row["line"] or ""), payload
+    )
+    return {
+        "id": bytes(row["id"]).hex(),
+        "time": when,
+        "hlc": f"{row['physical_ns']}.{row['logical']}",
+        "source": display_source(int(row["source"])),
+        "kind": str(row["kind"]),
+        "subject": str(row["subject"]),
+        "trust": trust_name(int(row["trust"])),
+        "line": ERASED if erased else shown.line,
+        "data": None if erased else shown.data,
+        "erased": erased,
+        "withheld": shown.rule is not None,
+    }
+
+
+# -- windows ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Window:
+    """A span of wall time in ns, ``since`` inclusive, ``until`` exclusive."""
+
+    since: int
+    until: int
+
+    def to_json(self) -> dict[str, Any]:
+        from nerve.tail import format_times
+
+        a, b = format_times([self.since, self.until])
+        return {"since_ns": self.since, "until_ns": self.until, "since": a, "until": b}
+
+
+def window(since: str | None, until: str | None, *, now_ns: int | None = None) -> Window:
+    """``since``/``until`` as ns, an ISO time, an HLC stamp or a duration ago (``2h``);
+    by default the day so far (local midnight to now)."""
+    now = now_ns or time.time_ns()
+    hi = _instant(until, "until", now) or now + 1
+    lo = _instant(since, "since", now)
+    if lo is None:
+        lo = _midnight(now) if until is None else hi - _DAY_NS
+    if lo >= hi:
+        raise UsageError(f"since ({since}) must be before until ({until})", field="since")
+    return Window(lo, hi)
+
+
+def _instant(text: str | None, name: str, now: int) -> int | None:
+    from nerve.tail import parse_instant
+
+    if text is None or not text.strip():
+        return None
+    if text.strip().isdigit() and len(text.strip()) > 12:
+        return int(text.strip())
+    try:
+        return parse_instant(text, now_ns=now).physical_ns
+    except UsageError as exc:
+        raise UsageError(f"{name}: {exc}", field=name) from None
+
+
+def _midnight(now_ns: int) -> int:
+    from datetime import datetime
+
+    local = datetime.fromtimestamp(now_ns / 1e9).astimezone()
+    return int(local.replace(hour=0, minute=0, second=0, microsecond=0).timestamp()) * 10**9
+
+
+# -- timeline --------------------------------------------------------------------------------
+
+
+def timeline(ws: Workspace, win: Window, *, buckets: int = 96, lanes: int = 14) -> dict[str, Any]:
+    """The window aggregated in DuckDB: a histogram, swimlanes per source and per subject,
+    attention decisions, paused intervals and erased counts, and the newest events in view."""
+    scr = screen(ws)
+    buckets = max(4, min(buckets, 400))
+    width = max(1, -(-(win.until - win.since) // buckets))
+    conn = _connect(ws, scr)
+    try:
+        where = "physical_ns >= ? AND physical_ns < ?"
+        span = [win.since, win.until]
+        bucket = f"CAST((physical_ns - {win.since}) // {width} AS BIGINT)"
+        hist = conn.execute(
+            f"SELECT {bucket} b, count(*), count(*) FILTER (erased) FROM events WHERE {where} "
+            "GROUP BY b ORDER BY b",
+            span,
+        ).fetchall()
+        lane_rows = conn.execute(
+            f"SELECT source, subject, {bucket} b, count(*) FROM events WHERE {where} "
+            f"AND kind NOT IN ({_quoted(BOOKKEEPING_KINDS)}) GROUP BY ALL",
+            span,
+        ).fetchall()
+        marks = _rows(
+            conn,
+            f"SELECT physical_ns, data->>'outcome' AS outcome, (data->>'chain_seq')::BIGINT AS seq "
+            f"FROM events WHERE kind = 'attention.decision' AND {where} ORDER BY physical_ns",
+            span,
+        )
+        pauses = _pauses(conn, win)
+        recent = _rows(
+            conn,
+            f"SELECT {_COLS} FROM events WHERE {where} AND kind NOT IN "
+            f"({_quoted(BOOKKEEPING_KINDS)}) ORDER BY physical_ns DESC, logical DESC LIMIT 200",
+            span,
+        )
+    finally:
+        conn.close()
+    counts = [0] * buckets
+    erased = [0] * buckets
+    for b, n, e in hist:
+        if 0 <= b < buckets:
+            counts[b], erased[b] = int(n), int(e)
+    return {
+        "window": win.to_json(),
+        "bucket_ns": width,
+        "counts": counts,
+        "erased": erased,
+        "lanes": _lanes(lane_rows, buckets, lanes),
+        "decisions": [{**m, "at": int(m.pop("physical_ns"))} for m in marks],
+        "paused": pauses,
+        "events": _shown(scr, recent),
+    }
+
+
+def _quoted(names: Any) -> str:
+    return ", ".join("'" + str(n).replace("'", "''") + "'" for n in sorted(names))
+
+
+def _lanes(rows: list[Any], buckets: int, most: int) -> list[dict[str, Any]]:
+    """One lane per source, then one per subject of that source, busiest first."""
+    lanes: dict[tuple[str, str], list[int]] = {}
+    for source, subject, b, n in rows:
+        name = display_source(int(source))
+        for key in ((name, ""), (name, str(subject))):
+            cells = lanes.setdefault(key, [0] * buckets)
+            if 0 <= b < buckets:
+                cells[b] += int(n)
+    busiest = sorted(lanes.items(), key=lambda kv: (-sum(kv[1]), kv[0]))
+    top = {k for k, _ in busiest[:most]} | {k for k in lanes if not k[1]}
+    out = [
+        {"source": s, "subject": sub, "cells": cells, "total": sum(cells)}
+        for (s, sub), cells in sorted(lanes.items())
+        if (s, sub) in top
+    ]
+    return out
+
+
+def _pauses(conn: duckdb.DuckDBPyConnection, win: Window) -> list[dict[str, int]]:
+    from nerve.privacy.pause import PAUSED, RESUMED
+
+    rows = conn.execute(
+        "SELECT physical_ns, kind FROM events WHERE kind IN (?, ?) AND physical_ns < ? "
+        "ORDER BY physical_ns, logical",
+        [PAUSED, RESUMED, win.until],
+    ).fetchall()
+    spans: list[dict[str, int]] = []
+    start: int | None = None
+    for at, kind in rows:
+        if kind == PAUSED and start is None:
+            start = int(at)
+        elif kind == RESUMED and start is not None:
+            spans.append({"from": start, "to": int(at)})
+            start = None
+    if start is not None:
+        spans.append({"from": start, "to": win.until})
+    return [s for s in spans if s["to"] > win.since]
+
+
+# -- events ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Filters:
+    """What the events page and the live tail narrow to."""
+
+    text: str = ""
+    sources: tuple[str, ...] = ()
+    kinds: tuple[str, ...] = ()
+    subject: str = ""
+    trust: str = ""
+    everything: bool = False  # bookkeeping kinds too
+
+
+def _where(f: Filters, win: Window | None) -> tuple[str, list[Any]]:
+    from nerve.tail import tail_filter
+
+    parts, args = ["TRUE"], []
+    filt = tail_filter(list(f.kinds), list(f.sources), all_kinds=f.everything)
+    if win is not None:
+        parts.append("physical_ns >= ? AND physical_ns < ?")
+        args += [win.since, win.until]
+    if filt.sources:
+        parts.append(f"source IN ({', '.join(str(int(s)) for s in filt.sources)})")
+    if filt.kinds:
+        parts.append("list_contains(?::VARCHAR[], kind)")
+        args.append(list(filt.kinds))
+    hidden = {*filt.hidden, AGENT_ACCESS} if filt.hidden else set()
+    if hidden:
+        parts.append(f"kind NOT IN ({_quoted(hidden)})")
+    if f.subject:
+        parts.append("subject = ?")
+        args.append(f.subject)
+    if f.trust:
+        parts.append("lower(trust_name) = lower(?)")
+        args.append(f.trust)
+    if f.text:
+        parts.append("(line ILIKE ? OR CAST(data AS VARCHAR) ILIKE ?)")
+        like = "%" + f.text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        args += [like, like]
+        parts[-1] = parts[-1].replace("ILIKE ?", "ILIKE ? ESCAPE '\\'")
+    return " AND ".join(parts), args
+
+
+def events(ws: Workspace, f: Filters, win: Window, *, page: int = 0, size: int = 100) -> dict[str, Any]:
+    """One bounded page of matching events, newest first; a text search matches what may be
+    shown (after redaction), never the hidden text."""
+    scr = screen(ws)
+    size = max(1, min(size, MAX_PAGE))
+    where, args = _where(f, win)
+    conn = _connect(ws, scr)
+    try:
+        total = int(conn.execute(f"SELECT count(*) FROM events WHERE {where}", args).fetchone()[0])  # type: ignore[index]
+        rows = _rows(
+            conn,
+            f"SELECT {_COLS} FROM events WHERE {where} ORDER BY physical_ns DESC, logical DESC "
+            f"LIMIT {size} OFFSET {max(0, page) * size}",
+            args,
+        )
+    finally:
+        conn.close()
+    shown = _shown(scr, rows)
+    if f.text:
+        needle = f.text.lower()
+        shown = [e for e in shown if needle in (e["line"] + _text(e["data"])).lower()]
+    return {
+        "window": win.to_json(),
+        "page": page,
+        "size": size,
+        "total": total,
+        "more": (page + 1) * size < total,
+        "events": shown,
+    }
+
+
+def _text(data: Any) -> str:
+    import json
+
+    return "" if data is None else json.dumps(data, ensure_ascii=False)
+
+
+def event(ws: Workspace, event_id: str) -> dict[str, Any]:
+    """One event by its id (hex); :class:`UsageError` when there is none."""
+    found = context(ws, event_id, around=0)
+    return dict(found["event"])
+
+
+def context(ws: Workspace, event_id: str, *, around: int = 5) -> dict[str, Any]:
+    """One event and the ``around`` events just before and after it (bookkeeping hidden)."""
+    try:
+        raw = bytes.fromhex(event_id)
+    except ValueError:
+        raise UsageError(f"{event_id!r} is not an event id (hex)", field="id") from None
+    scr = screen(ws)
+    conn = _connect(ws, scr)
+    try:
+        hit = _rows(conn, f"SELECT {_COLS} FROM events WHERE id = ?", [raw])
+        if not hit:
+            raise UsageError(f"no event {event_id} in this log", field="id")
+        p, lo = int(hit[0]["physical_ns"]), int(hit[0]["logical"])
+        hide = f"kind NOT IN ({_quoted(BOOKKEEPING_KINDS)})"
+        before = _rows(
+            conn,
+            f"SELECT {_COLS} FROM events WHERE (physical_ns, logical) < (?, ?) AND {hide} "
+            f"ORDER BY physical_ns DESC, logical DESC LIMIT {around}",
+            [p, lo],
+        )
+        after = _rows(
+            conn,
+            f"SELECT {_COLS} FROM events WHERE (physical_ns, logical) > (?, ?) AND {hide} "
+            f"ORDER BY physical_ns, logical LIMIT {around}",
+            [p, lo],
+        )
+    finally:
+        conn.close()
+    return {
+        "event": _shown(scr, hit)[0],
+        "before": _shown(scr, before[::-1]),
+        "after": _shown(scr, after),
+    }
+
+
+# -- live ------------------------------------------------------------------------------------
+
+
+def live_batch(
+    ws: Workspace, f: Filters, after: Hlc | None, *, limit: int = 2_000
+) -> tuple[list[dict[str, Any]], Hlc | None]:
+    """Events stored after ``after`` (all of them, oldest first, at most ``limit``) and the
+    new cursor; with no cursor, none: the tail starts now."""
+    scr = screen(ws)
+    conn = _connect(ws, scr)
+    try:
+        if after is None:
+            row = conn.execute(
+                "SELECT physical_ns, logical FROM events ORDER BY physical_ns DESC, logical DESC "
+                "LIMIT 1"
+            ).fetchone()
+            return [], Hlc(int(row[0]), int(row[1])) if row else Hlc(0, 0)
+        where, args = _where(f, None)
+        rows = _rows(
+            conn,
+            f"SELECT {_COLS}, ({where}) AS wanted FROM events WHERE (physical_ns, logical) > "
+            f"(?, ?) ORDER BY physical_ns, logical LIMIT {limit}",
+            [*args, after.physical_ns, after.logical],
+        )
+    finally:
+        conn.close()
+    if not rows:
+        return [], after
+    cursor = Hlc(int(rows[-1]["physical_ns"]), int(rows[-1]["logical"]))
+    matching = [r for r in rows if r["wanted"]]
+    return _shown(scr, matching), cursor
+
+
+# -- SQL -------------------------------------------------------------------------------------
+
+
+def sql(ws: Workspace, text: str, *, timeout_ms: int | None = None) -> dict[str, Any]:
+    """One read-only SELECT in MCP's sandbox (the same tool function), privacy applied."""
+    from nerve.mcp.guard import Allowance
+    from nerve.mcp.tools import Call, query
+
+    limit = timeout_ms if timeout_ms is not None else ws.config.mcp.query_timeout
+    call = Call(ws, screen(ws), Allowance(SQL_ROWS, SQL_BYTES), limit)
+    out = query(call, text)
+    return {"sql": text, "columns": out.columns, "rows": out.rows, "more": out.more}
+
+
+# -- attention and audit ---------------------------------------------------------------------
+
+
+def decisions(ws: Workspace) -> dict[str, Any]:
+    """Every attention decision, newest first, with why, and the budget over time."""
+    from nerve.attention import audit
+    from nerve.mcp.tools import _why
+
+    scr = screen(ws)
+    rows = audit.decisions(ws.log_root)
+    out = []
+    for d in rows[::-1]:
+        d = {**d, "why": _why(d), "source_line": scr.text(str(d.get("source_line") or ""))}
+        out.append(d)
+    budget = [
+        {"hlc": d["hlc"], "budget_after_uj": d.get("budget_after_uj")}
+        for d in rows
+        if isinstance(d.get("budget_after_uj"), int)
+    ]
+    return {"decisions": out, "budget": budget}
+
+
+def decision(ws: Workspace, seq: int) -> dict[str, Any]:
+    """One chain link (seq, prev, key, signature), whether the chain verifies through it,
+    and the observations that led to its decision."""
+    from nerve.attention import audit
+
+    link = audit.show(ws.log_root, seq)
+    if link.get("source_line") is not None:
+        link["source_line"] = screen(ws).text(str(link["source_line"]))
+    found = [d for d in audit.decisions(ws.log_root) if d.get("chain_seq") == seq]
+    led: dict[str, Any] | None = None
+    source = found[0].get("source_event") if found else None
+    if isinstance(source, str):
+        try:
+            led = context(ws, source, around=5)
+        except UsageError:
+            led = None
+    return {"link": link, "decision": found[0] if found else None, "led_to_it": led}
+
+
+def chain_state(ws: Workspace) -> dict[str, Any]:
+    """The whole chain verified as ``nerve audit verify --no-record`` does: the first break."""
+    from nerve.attention import audit
+
+    verdict = audit.verify(
+        audit.chain_links(ws.log_root),
+        origin=f"workspace:{ws.root}",
+        key=None,
+        key_from="--key",
+        record=False,
+    )
+    return verdict.to_json()
+
+
+# -- senses and workflows --------------------------------------------------------------------
+
+
+def senses(ws: Workspace) -> dict[str, Any]:
+    """Each sense's schedule and last result (from the daemon when it runs, else nerve.yaml)."""
+    from nerve.runtime import daemon
+    from nerve.runtime.senses import sense_rows
+
+    if daemon.running(ws):
+        return {"daemon": True, "senses": daemon.call(ws, {"type": "list-senses"})["senses"]}
+    return {"daemon": False, "senses": sense_rows(ws.config)}
+
+
+def trigger_sense(ws: Workspace, name: str) -> dict[str, Any]:
+    """Ask the running daemon to compute ``name`` now (as ``nerve sense trigger``)."""
+    from nerve.errors import DaemonError
+    from nerve.runtime import daemon
+
+    if not daemon.running(ws):
+        raise DaemonError("the daemon is not running", hint="start it with `nerve start`")
+    daemon.call(ws, {"type": "trigger-sense", "sense": name})
+    return {"triggered": name}
+
+
+def workflows(ws: Workspace) -> dict[str, Any]:
+    """Workflow runs, newest first, as ``nerve workflow list --all`` lists them."""
+    from nerve.flow.history import list_runs
+
+    conn = ws.connect()
+    try:
+        columns, rows = list_runs(conn, include_all=True, limit=100)
+    finally:
+        conn.close()
+    scr = screen(ws)
+    return {"columns": columns, "runs": scr.value([list(r) for r in _jsonable(rows)])}
+
+
+def _jsonable(rows: list[Any]) -> list[Any]:
+    from nerve.canonical import jsonable
+
+    return [[jsonable(v) for v in r] for r in rows]
+
+
+# -- privacy and agents ----------------------------------------------------------------------
+
+
+def pause(ws: Workspace, for_ms: int | None = None) -> dict[str, Any]:
+    from nerve.privacy.ops import pause as pause_capture
+
+    return {"paused": True, "state": _state_json(pause_capture(ws, for_ms))}
+
+
+def resume(ws: Workspace) -> dict[str, Any]:
+    from nerve.privacy.ops import resume as resume_capture
+
+    return {"resumed": resume_capture(ws) is not None}
+
+
+def _state_json(state: Any) -> Any:
+    to_json = getattr(state, "to_json", None)
+    return to_json() if callable(to_json) else repr(state)
+
+
+def capture(ws: Workspace) -> dict[str, Any]:
+    """Whether capture is paused now, from the log."""
+    from nerve.privacy.pause import stored_pause
+
+    conn = ws.connect()
+    try:
+        return dict(_state_json(stored_pause(conn)))
+    finally:
+        conn.close()
+
+
+def forget(
+    ws: Workspace, *, match: str | None, kinds: list[str], sources: list[str],
+    before: str | None, after: str | None, reason: str, dry_run: bool,
+) -> dict[str, Any]:  # fmt: skip
+    """What a forget would erase (``dry_run``), or erase it, as ``nerve forget`` does."""
+    from nerve.privacy.forget import Request, check_reason
+    from nerve.privacy.forget import dry_run as plan
+    from nerve.privacy.forget import forget as erase
+    from nerve.privacy.selection import Selection
+
+    if not (match or kinds or sources or before or after):
+        raise UsageError("choose what to forget: text, a kind, a source or a time", field="match")
+    chosen = Selection.of(
+        cids=(), sources=sources, kinds=kinds, match=match or None, before=before or None,
+        after=after or None, now_ns=time.time_ns(),
+    )  # fmt: skip
+    request = Request(chosen, check_reason(reason))
+    result = plan(ws, request) if dry_run else erase(ws, request)
+    return result.to_json()
+
+
+def access_records(ws: Workspace) -> dict[str, Any]:
+    """Every ``agent.access`` record, newest first."""
+    from nerve.mcp.access import COLUMNS, accesses
+
+    return {"columns": COLUMNS, "records": accesses(ws)[::-1]}
+
+
+# -- health ----------------------------------------------------------------------------------
+
+
+def health(ws: Workspace, *, verify: bool = False) -> dict[str, Any]:
+    """Daemon status, the replay digest (``verify``: every id recomputed), segments, and
+    disk per day."""
+    from nerve.canonical import jsonable
+    from nerve.log.reader import snapshot
+    from nerve.logops import replay
+    from nerve.runtime import daemon
+
+    status: dict[str, Any] = {"running": daemon.running(ws)}
+    if status["running"]:
+        status.update(daemon.call(ws, {"type": "status"})["status"])
+    report = replay(ws, full=verify)
+    snap = snapshot(ws.log_root)
+    return {
+        "daemon": jsonable(status),
+        "replay": {
+            "events": report.events,
+            "digest": report.digest,
+            "segments": report.segments,
+            "verified": verify,
+            "ok": not report.problems,
+            "problems": [str(p) for p in report.problems],
+        },
+        "tail_rows": int(snap.tail.num_rows),
+        "disk": _disk_per_day(snap),
+    }
+
+
+def _disk_per_day(snap: Any) -> list[dict[str, Any]]:
+    from datetime import datetime
+
+    days: dict[str, dict[str, int]] = {}
+    for info, path in zip(snap.segments, snap.files, strict=True):
+        day = datetime.fromtimestamp(info.min_hlc.physical_ns / 1e9).astimezone().date()
+        slot = days.setdefault(day.isoformat(), {"segments": 0, "rows": 0, "bytes": 0})
+        slot["segments"] += 1
+        slot["rows"] += info.rows
+        slot["bytes"] += path.stat().st_size if path.exists() else 0
+    return [{"day": d, **v} for d, v in sorted(days.items())]
