@@ -394,6 +394,7 @@ def build_app(ws: Workspace, keys: Keys, served: Served) -> Guard:
     pages = Pages(ws, keys)
     routes = [
         Route("/login", pages.login),
+        Route("/favicon.ico", lambda request: Response(status_code=204)),
         Route("/", pages.timeline),
         Route("/events", pages.events),
         Route("/events/{id}", pages.event),

@@ -208,7 +208,7 @@ def timeline(ws: Workspace, win: Window, *, buckets: int = 96, lanes: int = 14) 
         recent = _rows(
             conn,
             f"SELECT {_COLS} FROM events WHERE {where} AND kind NOT IN "
-            f"({_quoted(BOOKKEEPING_KINDS)}) ORDER BY physical_ns DESC, logical DESC LIMIT 200",
+            f"({_quoted(BOOKKEEPING_KINDS)}) ORDER BY physical_ns DESC, logical DESC LIMIT 50",
             span,
         )
     finally:

@@ -125,8 +125,9 @@ function sqlChart() {
   if (t < 0) return;
   const nums = columns.map((_, i) => i).filter((i) => i !== t && rows.every((r) => typeof r[i] === "number"));
   if (!nums.length) return;
-  const order = rows.slice().sort((a, b) => Date.parse(a[t]) - Date.parse(b[t]));
-  chartOf(document.getElementById("chart"), order.map((r) => Date.parse(r[t]) / 1000),
+  const when = (v) => Date.parse(/(Z|[+-]\d\d:?\d\d)$/.test(v) ? v : v + "Z");  // DuckDB: UTC
+  const order = rows.slice().sort((a, b) => when(a[t]) - when(b[t]));
+  chartOf(document.getElementById("chart"), order.map((r) => when(r[t]) / 1000),
     nums.map((i) => order.map((r) => r[i])), nums.map((i) => columns[i]));
 }
 
