@@ -27,6 +27,7 @@ from nerve.clock import Hlc
 from nerve.errors import UsageError
 from nerve.events import AGENT_ACCESS, BOOKKEEPING_KINDS, display_source, trust_name
 from nerve.mcp.guard import ERASED, Screen
+from nerve.privacy.settings import PrivacyConfig
 from nerve.workspace import Workspace
 
 __all__ = [
@@ -62,9 +63,33 @@ SQL_BYTES = 8 << 20
 # -- connections -----------------------------------------------------------------------------
 
 
+_PRIVACY: dict[str, tuple[tuple[int, int], PrivacyConfig]] = {}
+
+
 def screen(ws: Workspace) -> Screen:
-    """The privacy rules of nerve.yaml as they are now."""
-    return Screen(ws.config.privacy)
+    """The privacy rules of nerve.yaml as they are now (read again when the file changes; a
+    bad edit keeps the last good rules)."""
+    return Screen(_privacy(ws))
+
+
+def _privacy(ws: Workspace) -> PrivacyConfig:
+    from nerve.config import load_config
+    from nerve.errors import NerveError
+
+    try:
+        stat = ws.config_path.stat()
+    except FileNotFoundError:
+        return PrivacyConfig()
+    key, mtime = str(ws.root), (stat.st_mtime_ns, stat.st_size)
+    known = _PRIVACY.get(key)
+    if known is not None and known[0] == mtime:
+        return known[1]
+    try:
+        rules = load_config(ws.config_path).privacy
+    except NerveError:
+        return known[1] if known is not None else ws.config.privacy
+    _PRIVACY[key] = (mtime, rules)
+    return rules
 
 
 def _connect(ws: Workspace, scr: Screen) -> duckdb.DuckDBPyConnection:
