@@ -207,3 +207,21 @@ def _csrf(c: TestClient) -> str:
     marker = 'name="csrf-token" content="'
     start = page.index(marker) + len(marker)
     return page[start : page.index('"', start)]
+
+
+def test_pages_name_only_static_files_that_ship_with_their_licences() -> None:
+    import re
+
+    from nerve.ui import app as ui_app
+
+    here = Path(ui_app.__file__).parent
+    named = set()
+    for template in (here / "templates").glob("*.html"):
+        named |= set(re.findall(r'"/static/([^"]+)"', template.read_text()))
+    assert named and all((here / "static" / n).is_file() for n in named)
+    vendored = [p.name for p in (here / "static" / "vendor").iterdir()]
+    licences = (here / "static" / "LICENSES.md").read_text()
+    for name in vendored:
+        if not name.endswith(".LICENSE"):
+            assert name in licences and (here / "static" / "vendor").glob("*.LICENSE")
+    assert "<script>" not in "".join(t.read_text() for t in (here / "templates").glob("*.html"))

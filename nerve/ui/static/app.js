@@ -106,12 +106,12 @@ function live() {
 }
 
 // -- charts (uPlot): a SQL result with a time column and numbers; the joule budget ----------
-function chartOf(el, xs, series, names) {
+function chartOf(el, xs, series, names, ordinal) {
   if (!el || typeof uPlot === "undefined" || !xs.length) return;
   const opts = {
-    width: el.clientWidth || 800, height: 220,
+    width: el.clientWidth || 800, height: 220, scales: { x: { time: !ordinal } },
     series: [{}, ...names.map((n, i) => ({ label: n, stroke: ["#2b6cb0", "#c05621", "#2f855a", "#805ad5"][i % 4] }))],
-    axes: [{}, {}],
+    axes: [{}, { size: 80 }],
   };
   new uPlot(opts, [xs, ...series], el);
 }
@@ -135,8 +135,10 @@ function budgetChart() {
   const blob = document.getElementById("budget-data");
   if (!blob) return;
   const points = JSON.parse(blob.textContent);
-  chartOf(document.getElementById("budget-chart"),
-    points.map((p) => Number(p.hlc.split(".")[0]) / 1e9), [points.map((p) => p.budget_after_uj)], ["budget µJ"]);
+  const xs = points.map((p) => Number(p.hlc.split(".")[0]) / 1e9);
+  const flat = xs.length < 2 || xs[xs.length - 1] - xs[0] < 1;  // decided in one replay: by order
+  chartOf(document.getElementById("budget-chart"), flat ? xs.map((_, i) => i + 1) : xs,
+    [points.map((p) => p.budget_after_uj)], ["budget µJ"], flat);
 }
 
 // -- saved queries (kept in this browser) ----------------------------------------------------
