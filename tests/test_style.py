@@ -22,6 +22,7 @@ LAYERS = [
     {"workspace"},
     {"runtime", "flow", "logops", "recall", "export", "tail", "privacy.ops", "mcp", "fleet"}
     | {"privacy.forget", "privacy.archive", "privacy.selection"},
+    {"ui"},
     {"cli", "__main__"},
 ]
 

@@ -169,7 +169,9 @@ def test_forget_previews_then_erases(ws: Workspace) -> None:
     assert as_json(c, "/events?text=secret+plan&since=1h")["events"]  # nothing changed yet
     page = c.post("/do/forget", data=form).text
     assert 'id="forget-confirm"' in page and 'value="yes"' in page
-    done = c.post("/do/forget", data={**form, "confirm": "yes"}, headers={"accept": "application/json"})
+    done = c.post(
+        "/do/forget", data={**form, "confirm": "yes"}, headers={"accept": "application/json"}
+    )
     assert done.json()["dry_run"] is False and done.json()["erased"] == 1
     assert not as_json(c, "/events?text=secret+plan&since=1h")["events"]
     assert not logops.replay(ws, full=True).problems  # verify tells the erasure from tampering

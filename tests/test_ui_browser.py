@@ -78,7 +78,9 @@ def ui(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Ui]:
     mp.setenv("XDG_STATE_HOME", str(root / "state"))
     ws = attended_workspace(root / "ws")
     (ws.root / "nerve.yaml").write_text(
-        (ws.root / "nerve.yaml").read_text().replace("senses: {}", "senses:\n  counter: {interval: 1h}")
+        (ws.root / "nerve.yaml")
+        .read_text()
+        .replace("senses: {}", "senses:\n  counter: {interval: 1h}")
     )
     write_sense(ws.root, "counter", COUNTER)
     ws = Workspace(ws.root)
@@ -122,14 +124,20 @@ def test_the_timeline_zooms_by_brush_and_keys(ui: Ui) -> None:
     ui.page.mouse.move(left + width * 0.90, y, steps=5)
     with ui.page.expect_navigation():
         ui.page.mouse.up()
-    view = ui.page.evaluate("fetch(location.href, {headers: {accept: 'application/json'}}).then(r => r.json())")
+    view = ui.page.evaluate(
+        "fetch(location.href, {headers: {accept: 'application/json'}}).then(r => r.json())"
+    )
     span = view["window"]["until_ns"] - view["window"]["since_ns"]
     assert 300 * 10**9 < span < 420 * 10**9  # a tenth of the hour
     assert sum(view["counts"]) > 0
     with ui.page.expect_navigation():
         ui.page.keyboard.press("-")
-    wider = ui.page.evaluate("fetch(location.href, {headers: {accept: 'application/json'}}).then(r => r.json())")
-    assert wider["window"]["until_ns"] - wider["window"]["since_ns"] == pytest.approx(2 * span, rel=0.01)
+    wider = ui.page.evaluate(
+        "fetch(location.href, {headers: {accept: 'application/json'}}).then(r => r.json())"
+    )
+    assert wider["window"]["until_ns"] - wider["window"]["since_ns"] == pytest.approx(
+        2 * span, rel=0.01
+    )
     ui.clean()
 
 
@@ -162,7 +170,16 @@ def test_live_follows_emitted_events_without_loss_or_doubles(ui: Ui) -> None:
     assert not [t for t in ui.page.locator("#live-rows td.line").all_inner_texts() if "held" in t]
     ui.page.click("#live-pause")
     wait_until(
-        lambda: len([t for t in ui.page.locator("#live-rows td.line").all_inner_texts() if "held line" in t]) == 5,
+        lambda: (
+            len(
+                [
+                    t
+                    for t in ui.page.locator("#live-rows td.line").all_inner_texts()
+                    if "held line" in t
+                ]
+            )
+            == 5
+        ),
         what="the held rows after resume",
     )
     ui.shot("live")

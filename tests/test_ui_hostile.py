@@ -21,8 +21,8 @@ from tests.helpers.browser import XSS, attended_workspace
 
 PORT = 8765
 BASE = f"http://127.0.0.1:{PORT}"
-PAGES = ["/", "/events", "/events/00", "/live", "/live/stream", "/sql?q=SELECT+1",
-         "/attention", "/attention/0", "/senses", "/privacy", "/health", "/static/app.js"]  # fmt: skip
+PAGES = ["/", "/events", "/events/00", "/live", "/live/stream", "/sql?q=SELECT+1", "/attention",
+         "/attention/0", "/senses", "/privacy", "/health", "/static/app.js"]  # fmt: skip
 GHP = "ghp_" + "A1b2C3d4E5" * 3 + "F6g7H8"
 
 
@@ -198,9 +198,7 @@ def test_a_rule_added_later_hides_old_text_on_every_page(ws: Workspace) -> None:
     c = logged_in(ws)
     found = c.get("/events?text=GITHUB_TOKEN&since=1h", headers={"accept": "application/json"})
     assert GHP in found.json()["events"][0]["line"]  # stored while detectors were off
-    yaml = (
-        "senses: {}\nprivacy:\n  rules:\n    - {name: payroll, regex: 'payroll', action: drop}\n"
-    )
+    yaml = "senses: {}\nprivacy:\n  rules:\n    - {name: payroll, regex: 'payroll', action: drop}\n"
     (ws.root / "nerve.yaml").write_text(yaml)
     try:
         for path in ("/?since=1h", "/events?since=1h", "/events?since=1h&text=GITHUB"):

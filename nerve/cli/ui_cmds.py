@@ -20,7 +20,10 @@ def serve(
     host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
     open_: Annotated[bool, typer.Option("--open", help="Open the login URL in a browser.")] = False,
     allow_remote: Annotated[
-        bool, typer.Option("--allow-remote", help="Let --host be beyond loopback (token still required).")
+        bool,
+        typer.Option(
+            "--allow-remote", help="Let --host be beyond loopback (token still required)."
+        ),
     ] = False,
 ) -> None:
     """Serve the UI and print its one login URL (it sets a cookie, then the URL is not needed).

@@ -88,7 +88,9 @@ class Pages:
     def __init__(self, ws: Workspace, keys: Keys) -> None:
         self.ws, self.keys, self.env = ws, keys, _env()
 
-    def render(self, request: Request, name: str, payload: dict[str, Any], **extra: Any) -> Response:
+    def render(
+        self, request: Request, name: str, payload: dict[str, Any], **extra: Any
+    ) -> Response:
         if wants_json(request):
             return JSONResponse(payload)
         state = request.scope.get("state", {})
@@ -115,9 +117,7 @@ class Pages:
         if not self.keys.token_ok(offered):
             return PlainTextResponse("refused: that login token is not (or no longer) valid\n", 401)
         response = RedirectResponse("/", 303)
-        response.set_cookie(
-            COOKIE, self.keys.cookie(), httponly=True, samesite="strict", path="/"
-        )
+        response.set_cookie(COOKIE, self.keys.cookie(), httponly=True, samesite="strict", path="/")
         return response
 
     # -- pages -------------------------------------------------------------------------------
@@ -153,7 +153,9 @@ class Pages:
             f = self._filters(request)
             win = data.window(p.get("since") or "7d", p.get("until"))
             page, size = _int(p.get("page"), 0, "page"), _int(p.get("size"), 100, "size")
-            out = await self.run(request, lambda: data.events(self.ws, f, win, page=page, size=size))
+            out = await self.run(
+                request, lambda: data.events(self.ws, f, win, page=page, size=size)
+            )
         except NerveError as exc:
             return self.failed(request, exc)
         if p.get("format") == "csv":
@@ -184,10 +186,12 @@ class Pages:
             return PlainTextResponse(f"bad request: {exc}\n", 400)
         return StreamingResponse(self._stream(request, f, cursor), media_type="text/event-stream")
 
-    async def _stream(self, request: Request, f: data.Filters, cursor: Hlc | None) -> AsyncIterator[str]:
+    async def _stream(
+        self, request: Request, f: data.Filters, cursor: Hlc | None
+    ) -> AsyncIterator[str]:
         yield ": nerve live tail\nretry: 1000\n\n"
         while not await request.is_disconnected():
-            rows, nxt = await anyio.to_thread.run_sync(lambda: data.live_batch(self.ws, f, cursor))
+            rows, nxt = await anyio.to_thread.run_sync(data.live_batch, self.ws, f, cursor)
             if nxt is not None and nxt != cursor:
                 cursor = nxt
                 yield f"id: {cursor}\nevent: events\ndata: {json.dumps(rows, default=str)}\n\n"

@@ -317,7 +317,8 @@ class Filters:
 def _where(f: Filters, win: Window | None) -> tuple[str, list[Any]]:
     from nerve.tail import tail_filter
 
-    parts, args = ["TRUE"], []
+    parts: list[str] = ["TRUE"]
+    args: list[Any] = []
     filt = tail_filter(list(f.kinds), list(f.sources), all_kinds=f.everything)
     if win is not None:
         parts.append("physical_ns >= ? AND physical_ns < ?")
@@ -344,7 +345,9 @@ def _where(f: Filters, win: Window | None) -> tuple[str, list[Any]]:
     return " AND ".join(parts), args
 
 
-def events(ws: Workspace, f: Filters, win: Window, *, page: int = 0, size: int = 100) -> dict[str, Any]:
+def events(
+    ws: Workspace, f: Filters, win: Window, *, page: int = 0, size: int = 100
+) -> dict[str, Any]:
     """One bounded page of matching events, newest first; a text search matches what may be
     shown (after redaction), never the hidden text."""
     scr = screen(ws)
@@ -472,23 +475,20 @@ def sql(ws: Workspace, text: str, *, timeout_ms: int | None = None) -> dict[str,
 # -- attention and audit ---------------------------------------------------------------------
 
 
-def decisions(ws: Workspace) -> dict[str, Any]:
-    """Every attention decision, newest first, with why, and the budget over time."""
-    from nerve.attention import audit
-    from nerve.mcp.tools import _why
+def decisions(ws: Workspace, *, limit: int = 1_000) -> dict[str, Any]:
+    """Attention decisions, newest first, with why (MCP's ``highlights``), and the budget
+    over time, oldest first."""
+    from nerve.mcp.guard import Allowance
+    from nerve.mcp.tools import Call, highlights
 
-    scr = screen(ws)
-    rows = audit.decisions(ws.log_root)
-    out = []
-    for d in rows[::-1]:
-        d = {**d, "why": _why(d), "source_line": scr.text(str(d.get("source_line") or ""))}
-        out.append(d)
+    out = highlights(Call(ws, screen(ws), Allowance(limit, SQL_BYTES)), limit=limit)
+    rows = [d.model_dump() for d in out.decisions]
     budget = [
-        {"hlc": d["hlc"], "budget_after_uj": d.get("budget_after_uj")}
-        for d in rows
-        if isinstance(d.get("budget_after_uj"), int)
+        {"hlc": d["hlc"], "budget_after_uj": d["budget_after_uj"]}
+        for d in rows[::-1]
+        if d["budget_after_uj"] is not None
     ]
-    return {"decisions": out, "budget": budget}
+    return {"decisions": rows, "more": out.more, "budget": budget}
 
 
 def decision(ws: Workspace, seq: int) -> dict[str, Any]:
