@@ -227,3 +227,12 @@ def test_pages_name_only_static_files_that_ship_with_their_licences() -> None:
         if not name.endswith(".LICENSE"):
             assert name in licences and (here / "static" / "vendor").glob("*.LICENSE")
     assert "<script>" not in "".join(t.read_text() for t in (here / "templates").glob("*.html"))
+
+
+def test_pages_are_compressed_but_the_live_tail_is_not(ws: Workspace) -> None:
+    c = client(ws)
+    assert c.get("/static/vendor/htmx-2.0.11.min.js").headers["content-encoding"] == "gzip"
+    assert c.get("/?since=1h").headers["content-encoding"] == "gzip"
+    with c.stream("GET", "/live/stream") as r:
+        assert "content-encoding" not in r.headers
+        assert next(r.iter_lines()).startswith(": nerve live tail")

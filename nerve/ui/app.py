@@ -20,6 +20,8 @@ from jinja2 import Environment, FileSystemLoader
 from markupsafe import Markup, escape
 from starlette.applications import Starlette
 from starlette.datastructures import FormData
+from starlette.middleware import Middleware
+from starlette.middleware.gzip import GZipMiddleware
 from starlette.requests import Request
 from starlette.responses import (
     JSONResponse,
@@ -413,6 +415,6 @@ def build_app(ws: Workspace, keys: Keys, served: Served) -> Guard:
         Route("/do/{action}", pages.write, methods=["POST"]),
         Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
     ]
-    app = Starlette(routes=routes)
+    app = Starlette(routes=routes, middleware=[Middleware(GZipMiddleware, minimum_size=1024)])
     app.state.keys = keys
     return Guard(app, keys, served)
