@@ -213,16 +213,11 @@ def timeline(ws: Workspace, win: Window, *, buckets: int = 96, lanes: int = 14) 
         where = "physical_ns >= ? AND physical_ns < ?"
         span = [win.since, win.until]
         bucket = f"CAST((physical_ns - {win.since}) // {width} AS BIGINT)"
-        hist = conn.execute(
-            f"SELECT {bucket} b, count(*), count(*) FILTER (erased) FROM events WHERE {where} "
-            "GROUP BY b ORDER BY b",
+        cells = conn.execute(
+            f"SELECT source, subject, {bucket} b, kind IN ({_quoted(BOOKKEEPING_KINDS)}) bk, "
+            f"count(*), count(*) FILTER (erased) FROM events WHERE {where} GROUP BY ALL",
             span,
-        ).fetchall()
-        lane_rows = conn.execute(
-            f"SELECT source, subject, {bucket} b, count(*) FROM events WHERE {where} "
-            f"AND kind NOT IN ({_quoted(BOOKKEEPING_KINDS)}) GROUP BY ALL",
-            span,
-        ).fetchall()
+        ).fetchall()  # one scan: the histogram, the erased marks and the lanes
         marks = _rows(
             conn,
             f"SELECT physical_ns, data->>'outcome' AS outcome, (data->>'chain_seq')::BIGINT AS seq "
@@ -240,9 +235,11 @@ def timeline(ws: Workspace, win: Window, *, buckets: int = 96, lanes: int = 14) 
         conn.close()
     counts = [0] * buckets
     erased = [0] * buckets
-    for b, n, e in hist:
+    for _, _, b, _, n, e in cells:
         if 0 <= b < buckets:
-            counts[b], erased[b] = int(n), int(e)
+            counts[b] += int(n)
+            erased[b] += int(e)
+    lane_rows = [(src, sub, b, n) for src, sub, b, bk, n, _ in cells if not bk]
     return {
         "window": win.to_json(),
         "bucket_ns": width,
