@@ -236,3 +236,19 @@ def test_pages_are_compressed_but_the_live_tail_is_not(ws: Workspace) -> None:
     with c.stream("GET", "/live/stream") as r:
         assert "content-encoding" not in r.headers
         assert next(r.iter_lines()).startswith(": nerve live tail")
+
+
+def test_live_stream_resumes_from_the_last_event_id(ws: Workspace) -> None:
+    import json
+
+    from nerve.ui import data
+
+    _, cursor = data.live_batch(ws, data.Filters(), None)
+    logops.emit(ws, [Draft.of(source=5, line=f"resumed {i}", payload={}) for i in range(3)])
+    c = client(ws)
+    with c.stream("GET", "/live/stream", headers={"last-event-id": str(cursor)}) as r:
+        lines = r.iter_lines()
+        sent = next(line for line in lines if line.startswith("data: "))
+    rows = json.loads(sent.removeprefix("data: "))
+    assert [row["line"] for row in rows] == ["resumed 0", "resumed 1", "resumed 2"]
+    assert c.get("/live/stream?after=junk").status_code == 400

@@ -31,8 +31,10 @@ from nerve.privacy.settings import PrivacyConfig
 from nerve.workspace import Workspace
 
 __all__ = [
+    "Filters",
     "Window",
     "access_records",
+    "capture",
     "chain_state",
     "context",
     "decision",
@@ -44,6 +46,7 @@ __all__ = [
     "live_batch",
     "pause",
     "resume",
+    "screen",
     "senses",
     "sql",
     "timeline",
