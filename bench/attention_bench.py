@@ -73,7 +73,8 @@ from nerve.canonical import det_cbor_decode
 from nerve.chain import DOMAIN, ChainWriter, Keyring, verify_chain
 from nerve.clock import HybridClock
 from nerve.events import NERVE_SOURCE, Trust, source_name
-from nerve.log.store import Draft, EventLog
+from nerve.log.drafts import Draft
+from nerve.log.store import EventLog
 from nerve.query import connect
 
 QUICK = {"observations": 50_000, "links": 5_000}

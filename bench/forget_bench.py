@@ -96,7 +96,7 @@ def run_compact(root: Path) -> float:
 
 
 def run_forget(root: Path) -> tuple[float, dict[str, Any]]:
-    from nerve.config import RetentionConfig
+    from nerve.config.models import RetentionConfig
     from nerve.log.store import EventLog
     from nerve.privacy.forget import apply
 

@@ -43,9 +43,10 @@ from types import ModuleType
 from typing import Any, TextIO
 
 from nerve.events import SourceClass
-from nerve.log.codec import draft_from_json
+from nerve.log.drafts import Draft
 from nerve.log.reader import replay_digest
-from nerve.log.store import Draft, EventLog
+from nerve.log.store import EventLog
+from nerve.log.wire import draft_from_json
 from nerve.privacy.detectors import DETECTORS, luhn_ok
 from nerve.privacy.policy import Policy
 from nerve.privacy.scan import Redactor

@@ -14,7 +14,7 @@ import blake3
 from nerve.clock import Hlc
 from nerve.conformance import preimage_of
 from nerve.events import Event, SourceClass, Trust
-from nerve.log.codec import event_to_json
+from nerve.log.wire import event_to_json
 
 HERE = Path(__file__).resolve().parent / "v1"
 NODE = "conformance-node"

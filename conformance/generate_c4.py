@@ -18,7 +18,7 @@ from typing import Any
 from nerve.canonical import canonical_json
 from nerve.clock import Hlc
 from nerve.events import NERVE_SOURCE, Event, SourceClass, Trust
-from nerve.log.codec import event_to_json
+from nerve.log.wire import event_to_json
 from nerve.query import connect
 from nerve.recall.core import RetrievalParams
 from nerve.recall.tier0 import answer, retrieve_for

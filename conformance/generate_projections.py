@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from nerve.events import NERVE_SOURCE, Event, SourceClass, Trust
-from nerve.log.codec import event_to_json
 from nerve.log.store import EventLog
+from nerve.log.wire import event_to_json
 from nerve.query import DEFAULT_SETTINGS, connect, lines_digest, projection_lines
 from nerve.resources import bundled
 

@@ -29,7 +29,7 @@ from typing import Any
 
 import duckdb
 
-from nerve import __version__, fsio
+from nerve import fsio
 from nerve.errors import UsageError
 from nerve.log.codec import EMPTY
 from nerve.log.reader import Snapshot, snapshot
@@ -42,6 +42,7 @@ from nerve.query import (
     parquet_sql,
     register_blake3,
 )
+from nerve.version import __version__
 from nerve.workspace import Workspace
 
 _FORCE_HINT = "--force replaces it"

@@ -15,6 +15,7 @@ from nerve.events import Event
 from nerve.log.attest import check_batch, drafts_of_object
 from nerve.log.drafts import Draft
 from nerve.log.wire import draft_from_json, event_from_json, event_to_json, row_to_json
+from nerve.runtime.client import Daemon, route, run_info
 from nerve.workspace import Workspace
 
 if TYPE_CHECKING:  # loaded where used: emit through the daemon never loads Arrow
@@ -78,10 +79,15 @@ def emit(ws: Workspace, drafts: list[Draft], *, key: str | None = None) -> list[
     are durable, and a :class:`~nerve.errors.SealDeferred` warning says the seal will be
     retried.
     """
-    if daemon_running(ws):
-        wire = [draft_to_json(d) for d in drafts]
-        reply = _send_in_parts(ws, "emit", wire, key)
+
+    def through(daemon: Daemon) -> list[Event]:
+        reply = _send_in_parts(daemon, [draft_to_json(d) for d in drafts], "emit", key)
         return [event_from_json(obj) for obj in reply["events"]]
+
+    return route(ws, daemon=through, log=lambda: _emit_direct(ws, drafts, key))
+
+
+def _emit_direct(ws: Workspace, drafts: list[Draft], key: str | None) -> list[Event]:
     from nerve.log.codec import events_from_table
     from nerve.privacy.policy import Policy
 
@@ -107,27 +113,25 @@ REQUEST_CHUNK_BYTES = 512 * 1024
 
 
 def _send_in_parts(
-    ws: Workspace, request_type: str, wire: list[dict[str, Any]], key: str | None = None
+    daemon: Daemon, wire: list[dict[str, Any]], request_type: str, key: str | None = None
 ) -> dict[str, Any]:
     """Send ``wire`` in requests of at most ``REQUEST_CHUNK_BYTES``, in order, as the parts
     of one stage (``nerve.runtime.staging``): the daemon appends nothing until the last,
     which carries the idempotency key, if any."""
-    parts = _chunks(wire, _request_budget(ws))
+    parts = _chunks(wire, _request_budget(daemon.ws))
     last: dict[str, Any] = {"type": request_type, "events": parts[-1] if parts else []}
     if key is not None:
         last["key"] = key
     if len(parts) <= 1:
-        return daemon_call(ws, last)
+        return daemon.call(last)
     stage = uuid.uuid4().hex
     for part in parts[:-1]:
-        daemon_call(ws, {"type": request_type, "events": part, "stage": stage, "more": True})
-    return daemon_call(ws, {**last, "stage": stage})
+        daemon.call({"type": request_type, "events": part, "stage": stage, "more": True})
+    return daemon.call({**last, "stage": stage})
 
 
 def _request_budget(ws: Workspace) -> int:
     """Bytes of events per request: ``REQUEST_CHUNK_BYTES``, less if the daemon takes less."""
-    from nerve.runtime.daemon import run_info
-
     info = run_info(ws) or {}
     limit = info.get("max_request_bytes")
     if not isinstance(limit, int):
@@ -159,18 +163,6 @@ def _chunks(wire: list[dict[str, Any]], budget: int) -> list[list[dict[str, Any]
     return chunks
 
 
-def daemon_running(ws: Workspace) -> bool:
-    from nerve.runtime.daemon import running
-
-    return running(ws)
-
-
-def daemon_call(ws: Workspace, request: dict[str, Any]) -> dict[str, Any]:
-    from nerve.runtime.daemon import call
-
-    return call(ws, request)
-
-
 def draft_to_json(draft: Draft) -> dict[str, Any]:
     wire = row_to_json(
         {
@@ -195,12 +187,17 @@ def draft_to_json(draft: Draft) -> dict[str, Any]:
 
 def seal(ws: Workspace) -> dict[str, Any] | None:
     """Seal the tail now (through the daemon when one runs); the new segment, or None."""
-    if daemon_running(ws):
-        sealed: dict[str, Any] | None = daemon_call(ws, {"type": "seal"})["sealed"]
+
+    def direct() -> dict[str, Any] | None:
+        with ws.open_log() as log:
+            info = log.seal()
+        return info.to_json() if info else None
+
+    def through(daemon: Daemon) -> dict[str, Any] | None:
+        sealed: dict[str, Any] | None = daemon.call({"type": "seal"})["sealed"]
         return sealed
-    with ws.open_log() as log:
-        info = log.seal()
-    return info.to_json() if info else None
+
+    return route(ws, daemon=through, log=direct)
 
 
 def repair(ws: Workspace) -> list[str]:
@@ -210,19 +207,25 @@ def repair(ws: Workspace) -> list[str]:
     their good frames; missing WAL generations are written off in the manifest; each step is
     recorded as a ``log.recovered`` event. Nothing is deleted.
     """
-    if daemon_running(ws):
-        raise UsageError("a daemon holds this log", hint="`nerve stop` first")
-    with ws.open_log(repair=True) as log:
-        return list(log.recovered)
+
+    def direct() -> list[str]:
+        with ws.open_log(repair=True) as log:
+            return list(log.recovered)
+
+    return route(ws, log=direct)
 
 
 def compact(ws: Workspace, target_rows: int) -> dict[str, int]:
-    if daemon_running(ws):
-        reply = daemon_call(ws, {"type": "compact", "target_rows": target_rows})
+    def through(daemon: Daemon) -> dict[str, int]:
+        reply = daemon.call({"type": "compact", "target_rows": target_rows})
         return {k: int(reply[k]) for k in ("merged", "written", "rows")}
-    with ws.open_log() as log:
-        result = log.compact(target_rows=target_rows)
-    return {"merged": result.merged, "written": result.written, "rows": result.rows}
+
+    def direct() -> dict[str, int]:
+        with ws.open_log() as log:
+            result = log.compact(target_rows=target_rows)
+        return {"merged": result.merged, "written": result.written, "rows": result.rows}
+
+    return route(ws, daemon=through, log=direct)
 
 
 def import_stream(ws: Workspace, stream: IO[str], name: str, *, key: str | None = None) -> int:
@@ -244,13 +247,18 @@ def import_stream(ws: Workspace, stream: IO[str], name: str, *, key: str | None 
     from nerve.privacy.policy import Policy
 
     Policy(ws.config.privacy).screen(events, places)  # ids bind payloads: refuse, never edit
-    if daemon_running(ws):  # in parts, as emit sends them: still all or nothing
+
+    def through(daemon: Daemon) -> int:  # in parts, as emit sends them: still all or nothing
         wire = [event_to_json(e) for e in events]
-        return int(_send_in_parts(ws, "import", wire, key)["imported"])
-    with ws.open_log() as log:
-        count = log.import_events(events, key=key)
-        _warn_seal(log)
-    return count
+        return int(_send_in_parts(daemon, wire, "import", key)["imported"])
+
+    def direct() -> int:
+        with ws.open_log() as log:
+            count = log.import_events(events, key=key)
+            _warn_seal(log)
+        return count
+
+    return route(ws, daemon=through, log=direct)
 
 
 def _check_sorted(events: list[Event]) -> None:
@@ -308,6 +316,30 @@ def replay(ws: Workspace, *, full: bool) -> VerifyReport:
     for part in digest.coverage.altered:
         report.problems.append(Problem(str(part.folder), f"archive: {part.problem}"))
     return report
+
+
+def check_cid(cid: str) -> None:
+    """``UsageError`` unless ``cid`` is a payload address: 64 hex digits."""
+    if len(cid) != 64 or any(c not in "0123456789abcdef" for c in cid.lower()):
+        raise UsageError(f"{cid!r} is not a 64-hex-digit address")
+
+
+def payload(conn: Any, cid: str) -> bytes:
+    """The payload bytes stored under a content address (64 hex digits) in the log ``conn``
+    reads; ``UsageError`` for a bad or unknown address, ``LogError`` for an erased one."""
+    from nerve.query import run_query
+
+    check_cid(cid)
+    result = run_query(
+        conn,
+        f"SELECT payload FROM events WHERE payload_cid = from_hex('{cid.lower()}') "
+        "ORDER BY erased LIMIT 1",
+    )
+    if not result.rows:
+        raise UsageError(f"no payload with address {cid}")
+    if result.rows[0][0] is None:
+        raise erased_payload(conn, cid.lower())
+    return bytes(result.rows[0][0])
 
 
 def erased_payload(conn: Any, cid: str) -> LogError:

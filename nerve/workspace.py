@@ -17,7 +17,7 @@ from nerve.resources import bundled
 if TYPE_CHECKING:  # loaded by the methods that use them: a CLI start-up skips DuckDB and Arrow
     import duckdb
 
-    from nerve.config import LogConfig, NerveConfig
+    from nerve.config.models import LogConfig, NerveConfig
     from nerve.log.store import EventLog
 
 _NODE_HINT = "set NERVE_NODE, or node: in nerve.yaml, to a UTF-8 name"
@@ -85,7 +85,8 @@ class Workspace:
 
     @cached_property
     def config(self) -> NerveConfig:
-        from nerve.config import NerveConfig, load_config
+        from nerve.config import load_config
+        from nerve.config.models import NerveConfig
 
         if not self.config_path.exists():
             return NerveConfig()
@@ -93,7 +94,7 @@ class Workspace:
 
     def log_config(self) -> LogConfig:
         """Log settings, falling back to defaults if nerve.yaml cannot be read."""
-        from nerve.config import LogConfig
+        from nerve.config.models import LogConfig
 
         return self.config.log if self.config_path.exists() else LogConfig()
 
@@ -153,9 +154,9 @@ class Workspace:
         """What projections read from the table ``nerve_settings``; defaults without nerve.yaml."""
         from nerve.query import DEFAULT_SETTINGS
 
-        attention = self.config.attention if self.config_path.exists() else {}
-        window = attention.get("window", DEFAULT_SETTINGS["attention_window"])
-        return {"attention_window": int(window)}
+        if not self.config_path.exists():
+            return dict(DEFAULT_SETTINGS)
+        return {"attention_window": self.config.attention.window}
 
 
 _GITIGNORE = "data/\n__pycache__/\nnerve.sock\n"

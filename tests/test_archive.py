@@ -10,8 +10,9 @@ import pytest
 
 from nerve.errors import LogError
 from nerve.events import SourceClass
+from nerve.log.drafts import Draft
 from nerve.log.reader import replay_digest
-from nerve.log.store import Draft, EventLog
+from nerve.log.store import EventLog
 from nerve.workspace import Workspace
 from tests.conftest import run_cli
 

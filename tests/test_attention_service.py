@@ -17,8 +17,8 @@ from nerve.attention.observer import Observer
 from nerve.attention.service import DECISION_FIELDS
 from nerve.clock import Hlc
 from nerve.events import Event, SourceClass, Trust
+from nerve.log.drafts import Draft
 from nerve.log.reader import snapshot
-from nerve.log.store import Draft
 from nerve.query import projection_digest
 from nerve.workspace import Workspace, init_workspace
 from tests.conftest import run_cli

@@ -15,7 +15,7 @@ from nacl.signing import SigningKey
 
 from nerve.canonical import det_cbor, det_cbor_decode
 from nerve.chain import DOMAIN, MerkleAccumulator, link_id
-from nerve.log.store import Draft
+from nerve.log.drafts import Draft
 from nerve.workspace import Workspace, init_workspace
 from tests.conftest import run_cli
 from tests.test_attention_service import ATTENTION, cli, jcli, stream

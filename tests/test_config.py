@@ -8,17 +8,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from nerve.config import (
-    DEFAULT_TIMEOUT_MS,
-    ConfigIssue,
-    InvalidConfig,
-    NerveConfig,
-    format_duration,
-    load_config,
-    parse_config,
-    parse_duration,
-    validate_config,
-)
+from nerve.config import load_config, parse_config, validate_config
+from nerve.config.issues import ConfigIssue, InvalidConfig
+from nerve.config.models import DEFAULT_TIMEOUT_MS, NerveConfig
+from nerve.durations import format_duration, parse_duration
 from nerve.errors import ConfigError, NerveError
 
 GOOD = """\
@@ -60,7 +53,8 @@ log:
   seal_max_age: 1h
 daemon:
   socket: run/nerve.sock
-attention: {budget_uj: 1000}
+attention: {window: 32, gate: {margin_milli: 50}}
+recall: {k: 3}
 """
 
 
@@ -97,7 +91,8 @@ def test_good_config_loads_with_every_field(tmp_path: Path) -> None:
     assert config.workflows["code-review"].checks == ["required-sections"]
     assert (config.log.durability, config.log.seal_max_age) == ("os", 3_600_000)
     assert config.daemon.socket == "run/nerve.sock"
-    assert config.attention == {"budget_uj": 1000} and config.recall == {}
+    assert (config.attention.window, config.attention.gate.margin_milli) == (32, 50)
+    assert (config.recall.k, config.recall.fallback) == (3, None)
 
 
 def test_good_config_round_trips_through_plain_data(tmp_path: Path) -> None:
@@ -423,3 +418,26 @@ def test_alias_bomb_is_refused_quickly() -> None:
 def test_issue_without_position_prints_file_and_message() -> None:
     assert str(ConfigIssue("n.yaml", None, None, "", "file not found")) == "n.yaml: file not found"
     assert str(ConfigIssue("n.yaml", 3, 7, "a.b", "bad")) == "n.yaml:3:7: a.b: bad"
+
+
+@pytest.mark.parametrize(
+    ("yaml", "where"),
+    [
+        ("attention: {budget_uj: 1000}\n", "nerve.yaml:1:13: attention.budget_uj: unknown key"),
+        ("attention:\n  window: 0\n", "nerve.yaml:2:3: attention.window: "),
+        (
+            "attention:\n  context:\n    visual_sources: [no-such-source]\n",
+            "nerve.yaml:3:5: attention.context.visual_sources: ",
+        ),
+        ("recall:\n  k: 0\n", "nerve.yaml:2:3: recall.k: "),
+        ("recall:\n  colour: red\n", "nerve.yaml:2:3: recall.colour: unknown key 'colour'"),
+    ],
+)
+def test_attention_and_recall_are_checked_as_nerve_yaml_loads(
+    tmp_path: Path, yaml: str, where: str
+) -> None:
+    """What the daemon would refuse at start, validate refuses, at the line."""
+    issue = only_issue(tmp_path, yaml)
+    assert str(issue).replace(str(tmp_path) + "/", "").startswith(where), str(issue)
+    with pytest.raises(InvalidConfig):
+        parse_config(yaml)

@@ -7,13 +7,8 @@ from hypothesis import strategies as st
 from nerve.clock import Hlc
 from nerve.errors import EventError
 from nerve.events import Event, SourceClass, Trust, parse_source, parse_trust, source_name
-from nerve.log.codec import (
-    draft_from_json,
-    event_from_json,
-    event_to_json,
-    fixed_bytes,
-    table_from_events,
-)
+from nerve.log.codec import fixed_bytes, table_from_events
+from nerve.log.wire import draft_from_json, event_from_json, event_to_json
 
 texts = st.text(max_size=40)
 sources = st.one_of(st.sampled_from([int(s) for s in SourceClass]), st.integers(1024, 2**32 - 1))

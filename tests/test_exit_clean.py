@@ -19,7 +19,7 @@ import pyarrow as pa
 
 from nerve.events import SourceClass
 from nerve.log.buffers import read_file
-from nerve.log.store import Draft
+from nerve.log.drafts import Draft
 from nerve.workspace import Workspace, init_workspace
 
 HELPER = Path(__file__).parent / "helpers" / "exit_stress.py"

@@ -15,8 +15,9 @@ import duckdb
 import pytest
 
 from nerve.events import SourceClass, Trust
+from nerve.log.drafts import Draft
 from nerve.log.reader import snapshot
-from nerve.log.store import Draft, EventLog
+from nerve.log.store import EventLog
 from nerve.resources import bundled
 from nerve.workspace import Workspace, init_workspace
 from tests.conftest import run_cli

@@ -13,7 +13,7 @@ from typing import Any
 import psutil
 import pytest
 
-from nerve.log.store import Draft
+from nerve.log.drafts import Draft
 from tests.daemon_util import Daemon, started
 
 ROOT = Path(__file__).resolve().parent.parent

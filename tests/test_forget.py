@@ -9,9 +9,10 @@ import pyarrow.compute as pc
 import pytest
 
 from nerve.events import ErasedEvent, SourceClass
+from nerve.log.drafts import Draft
 from nerve.log.erasure import ERASED_KIND
 from nerve.log.reader import events_since, replay_digest, snapshot, table_since
-from nerve.log.store import Draft, EventLog
+from nerve.log.store import EventLog
 from nerve.log.verify import verify
 from nerve.workspace import Workspace
 from tests.conftest import run_cli

@@ -18,10 +18,11 @@ from pathlib import Path
 
 import pyarrow.compute as pc
 
+from nerve.log.drafts import Draft
 from nerve.log.erasure import ERASED_KIND
 from nerve.log.manifest import read_manifest
 from nerve.log.reader import replay_digest, snapshot, table_since
-from nerve.log.store import Draft, EventLog
+from nerve.log.store import EventLog
 from nerve.log.verify import verify
 
 HELPER = Path(__file__).parent / "helpers" / "forget_writer.py"

@@ -21,9 +21,10 @@ from nerve.canonical import canonical_json
 from nerve.events import SourceClass
 from nerve.log import erasure
 from nerve.log import segments as seg
+from nerve.log.drafts import Draft
 from nerve.log.manifest import read_manifest
 from nerve.log.reader import replay_digest, snapshot, table_since
-from nerve.log.store import Draft, EventLog
+from nerve.log.store import EventLog
 from nerve.log.verify import verify
 
 SHELL = int(SourceClass.SHELL)

@@ -24,7 +24,8 @@ from nerve.canonical import (
 from nerve.cli.output import dumps
 from nerve.errors import DaemonError, EventError, LogError, OrderError, UsageError
 from nerve.events import decode_payload
-from nerve.log.codec import build_table, row_to_json, wire_lines
+from nerve.log.codec import build_table, wire_lines
+from nerve.log.wire import row_to_json
 from nerve.runtime.ipc import reply_error
 from nerve.workspace import Workspace, init_workspace
 from tests.conftest import run_cli

@@ -15,8 +15,9 @@ from nerve.clock import Hlc
 from nerve.errors import LogCorrupt, OrderError, WriterLocked
 from nerve.events import Event
 from nerve.log.codec import fixed_bytes
+from nerve.log.drafts import Draft
 from nerve.log.reader import events_since, replay_digest, snapshot, table_since
-from nerve.log.store import Draft, EventLog
+from nerve.log.store import EventLog
 from nerve.log.verify import verify
 
 

@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 
 from nerve.errors import LogCorrupt, LogDamageWarning, UnsafePath
+from nerve.log.drafts import Draft
 from nerve.log.reader import events_since, replay_digest, snapshot
 from nerve.log.segments import write_segment
-from nerve.log.store import Draft, EventLog
+from nerve.log.store import EventLog
 from nerve.log.verify import verify
 from tests.conftest import run_cli
 

@@ -18,8 +18,9 @@ from pathlib import Path
 import pytest
 
 from nerve.errors import LogError
+from nerve.log.drafts import Draft
 from nerve.log.reader import events_since
-from nerve.log.store import Draft, EventLog
+from nerve.log.store import EventLog
 from nerve.log.verify import verify
 from tests.daemon_util import COUNTER, write_sense
 

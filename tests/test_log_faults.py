@@ -21,8 +21,9 @@ from nerve import fsio
 from nerve.chain.keys import Keyring
 from nerve.chain.trust import TrustRecord
 from nerve.errors import LogError, NerveError
+from nerve.log.drafts import Draft
 from nerve.log.reader import events_since
-from nerve.log.store import Draft, EventLog
+from nerve.log.store import EventLog
 from nerve.log.verify import verify
 from nerve.mcp import token as mcp_token
 from nerve.workspace import Workspace

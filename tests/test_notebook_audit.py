@@ -19,30 +19,11 @@ from jupyter_client.kernelspec import KernelSpecManager
 from nbclient import NotebookClient
 
 from nerve.attention import audit
-from nerve.attention.service import replay
-from nerve.attention.settings import parse_settings
-from nerve.clock import Hlc
-from nerve.events import Event, SourceClass, Trust
 from nerve.workspace import Workspace, init_workspace
+from tests.helpers.attended import attended_workspace
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 AUDIT = NOTEBOOKS / "audit.ipynb"
-T0 = 1_750_000_000_000_000_000
-STEP_NS = 3 * 10**9
-CYCLE = 40  # observations per cycle: shell, then a burst of untrusted endpoint events
-
-# Steady shell work keeps engagement full (cost 600‰). In odd cycles an app-focus event makes
-# the modality visual for two minutes, so the endpoint burst that follows also pays the 300‰
-# interference and is held for value. The budget holds two surfacings and refills 120 mJ per
-# cycle, so it runs short and some highlights that were worth it are held for budget.
-ATTENTION = """
-attention:
-  window: 16
-  detector: {warmup: 4, debounce: 3, k_milli: 2000}
-  gate: {budget_capacity_uj: 500000, refill_uj_per_s: 1000}
-  context: {modality_window: 2m}
-  chain: {checkpoint_every: 4}
-"""
 REASON_ROW = re.compile(r"^\d+\s+(hold:\w+)\s+(\d+)\s", re.MULTILINE)
 
 
@@ -57,36 +38,6 @@ def notebook_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         ipykernel.kernelspec.install(prefix=str(prefix))
         monkeypatch.setenv("JUPYTER_PATH", str(prefix / "share" / "jupyter"))
     return state
-
-
-def _observation(i: int) -> Event:
-    cycle, phase = divmod(i, CYCLE)
-    if phase >= CYCLE - 4:
-        source, trust = SourceClass.ENDPOINT, Trust.UNTRUSTED
-    elif cycle % 2 == 1 and phase == 12:
-        source, trust = SourceClass.APP_FOCUS, Trust.FIRST_PARTY
-    else:
-        source, trust = SourceClass.SHELL, Trust.FIRST_PARTY
-    return Event(
-        hlc=Hlc(T0 + i * STEP_NS, 0),
-        node="n",
-        kind="observation",
-        source=int(source),
-        trust=trust,
-        line=f"{source.name.lower()} #{i}",
-        payload={"i": i},
-    )
-
-
-def _attended_workspace(root: Path) -> Workspace:
-    """Six cycles of observations, attended to and sealed."""
-    ws = init_workspace(root)
-    (ws.root / "nerve.yaml").write_text("senses: {}\n" + ATTENTION)
-    ws = Workspace(ws.root)
-    with ws.open_log() as log:
-        log.import_events([_observation(i) for i in range(6 * CYCLE)])
-        replay(log, parse_settings(ws.config.attention), ws.data / "keys")
-    return ws
 
 
 def _run_audit(ws: Workspace, monkeypatch: pytest.MonkeyPatch) -> nbformat.NotebookNode:
@@ -138,7 +89,7 @@ def test_audit_notebook_is_committed_without_outputs() -> None:
 def test_audit_notebook_walks_held_decisions(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, notebook_env: Path
 ) -> None:
-    ws = _attended_workspace(tmp_path / "ws")
+    ws = attended_workspace(tmp_path / "ws")
     held = audit.held(ws.log_root)
     reasons = Counter(h["outcome"] for h in held)
     assert reasons["hold:value"] > 0 and reasons["hold:budget"] > 0, reasons
@@ -155,7 +106,7 @@ def test_audit_notebook_walks_held_decisions(
     assert "first break:    none" in integrity
     assert not notebook_env.exists(), "the notebook must not write a trust record"
     stdout = _stdout(_outputs(nb))
-    assert f"audit.held() lists {len(held)} held decisions" in stdout
+    assert f"ws.held() lists {len(held)} held decisions" in stdout
     assert f"{reasons['hold:value']} held for value" in stdout
     assert f"{reasons['hold:budget']} held for budget" in stdout
     assert f"chain seq {held[-1]['chain_seq']}: {held[-1]['outcome']}" in stdout
@@ -175,6 +126,6 @@ def test_audit_notebook_runs_on_an_empty_workspace(
     stdout = _stdout(_outputs(nb))
     assert "The chain is empty" in stdout
     assert "The log holds no attention decisions yet" in stdout
-    assert "audit.held() lists 0 held decisions; the SQL above counts 0 (agrees)" in stdout
+    assert "ws.held() lists 0 held decisions; the SQL above counts 0 (agrees)" in stdout
     assert "No held decision to inspect." in stdout
     assert not notebook_env.exists()

@@ -15,8 +15,8 @@ from nbclient import NotebookClient
 
 from nerve.clock import Hlc
 from nerve.events import Event, SourceClass, Trust, payload_bytes
+from nerve.log.drafts import Draft
 from nerve.log.reader import replay_digest
-from nerve.log.store import Draft
 from nerve.workspace import Workspace, init_workspace
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"

@@ -65,3 +65,37 @@ def test_first_command_runs_the_daemon_on_the_bundled_workspace(tmp_path: Path) 
     subjects = set(table_since(snapshot(ws / "data" / "log")).column("subject").to_pylist())
     assert {"cpu", "memory"} <= subjects, subjects
     assert "daemon" in subjects  # daemon.started / daemon.stopped
+
+
+def _python_session() -> str:
+    """The code block of the README's "Python" section."""
+    text = (ROOT / "README.md").read_text()
+    section = text.split("\n## Python\n", 1)[1].split("\n## ", 1)[0]
+    return section.split("```python\n", 1)[1].split("```", 1)[0]
+
+
+def test_the_python_session_runs_as_written(tmp_path: Path) -> None:
+    """Open, a query to pandas, a plot, why a highlight was held, verify: on a log that
+    holds surfaced and held decisions, from the workspace folder as an analyst would."""
+    from tests.helpers.attended import attended_workspace
+
+    ws = attended_workspace(tmp_path / "ws")
+    env = {**os.environ, "MPLBACKEND": "Agg", "NERVE_WORKSPACE": ""}
+    proc = subprocess.run(
+        [sys.executable, "-c", _python_session()],
+        cwd=ws.root,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    held = [line for line in lines if line.startswith("seq ")]
+    assert held and all(": worth " in line and "hold:" in line for line in held), lines
+    printed = subprocess.run(
+        [sys.executable, "-m", "nerve", "replay"], cwd=ws.root, capture_output=True, text=True
+    ).stdout
+    digest = printed.split("digest  ", 1)[1].split()[0]
+    assert lines[-1].startswith("verify ok: ") and lines[-1].endswith(f"digest {digest}")
+    assert (ws.root / "observations.png").stat().st_size > 0

@@ -14,7 +14,7 @@ from nerve.attention.energy import Energy, Provenance
 from nerve.attention.observer import Observer
 from nerve.canonical import canonical_json
 from nerve.clock import Hlc
-from nerve.config import InvalidConfig
+from nerve.config.issues import InvalidConfig
 from nerve.errors import UsageError
 from nerve.events import NERVE_SOURCE, Event, SourceClass, Trust
 from nerve.log.select import TailFilter

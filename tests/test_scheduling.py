@@ -276,7 +276,8 @@ def test_a_start_after_downtime_catches_up_and_keeps_the_interval_phase() -> Non
 
 
 def _issues(body: str) -> list[str]:
-    from nerve.config import InvalidConfig, parse_config
+    from nerve.config import parse_config
+    from nerve.config.issues import InvalidConfig
 
     try:
         parse_config("senses:\n  s:\n" + body, "nerve.yaml")
@@ -345,7 +346,8 @@ def test_workflow_overlap_policies_and_the_old_overflow_spelling() -> None:
 
 
 def _workflow_issues(text: str) -> list[object]:
-    from nerve.config import InvalidConfig, parse_config
+    from nerve.config import parse_config
+    from nerve.config.issues import InvalidConfig
 
     try:
         parse_config(text, "nerve.yaml")

@@ -11,8 +11,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from nerve.log.codec import fixed_bytes
+from nerve.log.drafts import Draft
 from nerve.log.reader import snapshot, table_since
-from nerve.log.store import Draft, EventLog
+from nerve.log.store import EventLog
 from nerve.log.verify import verify
 from nerve.workspace import Workspace, init_workspace
 from tests.conftest import run_cli

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import ast
+import importlib
+import inspect
 import subprocess
 import sys
 from pathlib import Path
@@ -14,14 +16,16 @@ PACKAGE = ROOT / "nerve"
 
 # A module may import only from layers at or below its own.
 LAYERS = [
-    {"errors", "clock", "canonical", "resources", "fsio"},
+    {"errors", "clock", "canonical", "resources", "fsio", "durations", "version"},
     {"events", "contract"},
     {"log"},
     {"query", "config", "conformance", "chain", "attention", "checks", "privacy", "sensedata"}
     | {"recall.core", "recall.tier0", "mcp.settings", "fleet.settings"},
     {"workspace"},
-    {"runtime", "flow", "logops", "recall", "export", "tail", "privacy.ops", "mcp", "fleet"}
+    {"runtime", "flow", "logops", "recall", "export", "tail", "privacy.ops", "fleet"}
     | {"privacy.forget", "privacy.archive", "privacy.selection"},
+    {"api"},
+    {"mcp"},
     {"ui"},
     {"cli", "__main__"},
 ]
@@ -64,6 +68,150 @@ def test_dependencies_point_one_way() -> None:
         for target in _imports(path):
             if _layer(target) > _layer(own):
                 bad.append(f"{rel} imports nerve.{target}")
+    assert bad == []
+
+
+def _modules() -> dict[str, Path]:
+    """Every module of the package by dotted name (a package by its ``__init__``)."""
+    found = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = path.relative_to(ROOT).with_suffix("").parts
+        found[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return found
+
+
+def _targets(node: ast.Import | ast.ImportFrom, package: str, modules: set[str]) -> set[str]:
+    """The nerve modules one import statement loads: ``from a import b`` loads ``a.b`` when
+    that is a module, else ``a`` (relative imports resolved against ``package``)."""
+    if isinstance(node, ast.Import):
+        names = [alias.name for alias in node.names]
+    else:
+        base = node.module or ""
+        if node.level:
+            parts = package.split(".")[: len(package.split(".")) - node.level + 1]
+            base = ".".join([*parts, *([base] if base else [])])
+        names = [f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base for a in node.names]
+    found = set()
+    for dotted in names:
+        name = dotted
+        while name and name not in modules:
+            name = name.rpartition(".")[0]
+        if name.startswith("nerve"):
+            found.add(name)
+    return found
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Module -> the nerve modules it imports anywhere: at the top, inside a function, or
+    only for type checking (each is a dependency a reader has to follow)."""
+    modules = _modules()
+    graph = {}
+    for name, path in modules.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        edges: set[str] = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import | ast.ImportFrom):
+                edges |= _targets(node, package, set(modules))
+        graph[name] = edges - {name}
+    return graph
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan, iteratively)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                elif child in stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+def test_no_import_circles() -> None:
+    """STYLE.md §7: not even small ones, not even behind a function or TYPE_CHECKING."""
+    assert circles(import_graph()) == []
+
+
+def test_the_circle_finder_finds_circles() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": {"e"} - {"e"}}
+    assert circles(graph) == [["a", "b", "c"]]
+    tree = ast.parse("def f():\n    if TYPE_CHECKING:\n        from nerve.log import store\n")
+    node = next(n for n in ast.walk(tree) if isinstance(n, ast.ImportFrom))
+    assert _targets(node, "nerve.runtime", {"nerve.log", "nerve.log.store"}) == {"nerve.log.store"}
+
+
+def test_chain_never_imports_attention() -> None:
+    """The chain seals what attention decides; what it records is its own (chain.records)."""
+    graph = import_graph()
+    bad = sorted(
+        f"{m} imports {t}"
+        for m, targets in graph.items()
+        if m.startswith("nerve.chain")
+        for t in targets
+        if t.startswith("nerve.attention")
+    )
+    assert bad == []
+
+
+def _ours(node: ast.ImportFrom) -> bool:
+    return not node.level and (node.module or "").startswith("nerve.")
+
+
+def _borrowed(node: ast.ImportFrom) -> list[str]:
+    """Names ``node`` takes from a module that only imported them (a package's face, such
+    as ``nerve`` or ``nerve.flow``, may list what its modules define)."""
+    module = importlib.import_module(str(node.module))
+    if hasattr(module, "__path__"):
+        return []
+    found = []
+    for alias in node.names:
+        value = getattr(module, alias.name, None)
+        home = getattr(value, "__module__", None) or ""
+        defined = inspect.isclass(value) or inspect.isfunction(value)
+        if defined and home.startswith("nerve") and home != node.module:
+            found.append(f"{alias.name} from {node.module} (its home is {home})")
+    return found
+
+
+def test_each_name_has_one_home() -> None:
+    """A class or function is imported from the module that defines it, never through
+    another module that happens to import it (STYLE.md §4)."""
+    bad = []
+    for folder in ("nerve", "tests", "bench", "conformance", "senses", "workflows"):
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+            for node in ast.walk(tree):
+                if isinstance(node, ast.ImportFrom) and _ours(node):
+                    rel = path.relative_to(ROOT)
+                    bad += [f"{rel}:{node.lineno}: {b}" for b in _borrowed(node)]
     assert bad == []
 
 

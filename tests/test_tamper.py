@@ -11,7 +11,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
-from nerve.log.store import Draft
+from nerve.log.drafts import Draft
 from nerve.workspace import Workspace
 from tests.conftest import run_cli
 

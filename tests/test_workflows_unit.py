@@ -24,7 +24,7 @@ from nerve.flow.gate import declared_outputs, evaluate
 from nerve.flow.history import rebuild, thread_page
 from nerve.flow.human import match_choice
 from nerve.flow.worker import _Refused, normalise_role_result
-from nerve.log.store import Draft
+from nerve.log.drafts import Draft
 from tests.helpers.workflows import write_checks
 
 

@@ -27,11 +27,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from nerve.attention.detector import Highlight
 from nerve.attention.energy import Energy
 from nerve.attention.observer import round_div
+from nerve.chain.records import Outcome
 from nerve.errors import EventError
 
 Modality = Literal["visual", "audio", "none"]
-Outcome = Literal["surface", "hold:value", "hold:budget"]
-OUTCOMES: tuple[Outcome, ...] = ("surface", "hold:value", "hold:budget")
 SNAPSHOT_VERSION = 1
 _NS_PER_S = 1_000_000_000
 

@@ -25,13 +25,14 @@ from typing import Any
 from nerve.attention.detector import Highlight
 from nerve.attention.gate import Decision, UserContext
 from nerve.attention.pipeline import Attention
-from nerve.attention.settings import AttentionSettings, ContextTracker, parse_settings
+from nerve.attention.settings import AttentionSettings, ContextTracker
 from nerve.canonical import det_cbor_decode
 from nerve.chain import ChainWriter, Keyring
 from nerve.clock import HLC_ZERO, Hlc
 from nerve.errors import ChainError, NerveError, report
 from nerve.events import NERVE_SOURCE, SourceClass, Trust
-from nerve.log.store import Draft, EventLog
+from nerve.log.drafts import Draft
+from nerve.log.store import EventLog
 
 HIGHLIGHT, DECISION, LINK, SNAPSHOT = (
     "attention.highlight", "attention.decision", "chain.link", "attention.snapshot",
@@ -404,7 +405,7 @@ class AttentionService:
         self._held: list[Draft] = []  # chained drafts a failed append could not store yet
 
     async def start(self, kernel: Any) -> None:
-        settings = parse_settings(kernel.config.attention)
+        settings = kernel.config.attention
         if not settings.enabled:
             return
         self.settings = settings
@@ -481,6 +482,13 @@ class AttentionService:
             kernel.on_decision(payload)  # surfaced or held: the dev view shows both
             if payload["outcome"] == "surface":
                 await deliver(kernel, self.settings.notify, payload)
+
+    def handlers(self) -> dict[str, Any]:
+        """The socket requests attention answers (``nerve.runtime.control``)."""
+        return {"rotate-key": self._rotate_key_request}
+
+    async def _rotate_key_request(self, kernel: Any, request: dict[str, Any]) -> dict[str, Any]:
+        return {"ok": True, "epoch": await self.rotate_key(kernel)}
 
     async def rotate_key(self, kernel: Any) -> int:
         if self.att is None:

@@ -30,14 +30,14 @@ from collections import deque
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
 from nerve.attention.detector import DetectorParams
 from nerve.attention.gate import GateConfig, UserContext
 from nerve.attention.observer import DEFAULT_WINDOW
 from nerve.attention.pipeline import AttentionConfig
-from nerve.config import Duration
-from nerve.errors import ConfigError
+from nerve.durations import Duration
+from nerve.errors import ConfigError, NerveError
 from nerve.events import parse_source
 
 NS_PER_MS = 1_000_000
@@ -47,13 +47,25 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+def _source_names(names: list[str]) -> list[str]:
+    for name in names:
+        try:
+            parse_source(name)
+        except NerveError as exc:
+            raise ValueError(str(exc)) from None
+    return names
+
+
+SourceNames = Annotated[list[str], AfterValidator(_source_names)]
+
+
 class ContextSettings(_Model):
-    engagement_sources: list[str] = Field(
+    engagement_sources: SourceNames = Field(
         default_factory=lambda: ["shell", "app_focus", "accessibility", "file_change"]
     )
     engagement_window: Duration = 60_000
     engagement_per_event_milli: Annotated[int, Field(ge=1, le=1000)] = 100
-    visual_sources: list[str] = Field(default_factory=lambda: ["app_focus", "accessibility"])
+    visual_sources: SourceNames = Field(default_factory=lambda: ["app_focus", "accessibility"])
     modality_window: Duration = 30_000
 
 
@@ -81,21 +93,27 @@ class AttentionSettings(_Model):
         return AttentionConfig(window=self.window, detector=self.detector, gate=self.gate)
 
 
+MODELS = (
+    AttentionSettings,
+    ContextSettings,
+    ChainSettings,
+    NotifySettings,
+    DetectorParams,
+    GateConfig,
+)
+
+
 def parse_settings(raw: Mapping[str, Any] | None) -> AttentionSettings:
-    """Validate nerve.yaml's ``attention:`` mapping; errors name ``attention.<path>``."""
+    """Validate an ``attention:`` mapping given as data (nerve.yaml's is checked as it loads:
+    ``NerveConfig.attention``); errors name ``attention.<path>``."""
     try:
-        settings = AttentionSettings.model_validate(dict(raw or {}))
-        for name in (*settings.context.engagement_sources, *settings.context.visual_sources):
-            parse_source(name)
+        return AttentionSettings.model_validate(dict(raw or {}))
     except ValidationError as exc:
         problems = "; ".join(
             "attention." + ".".join(str(p) for p in e["loc"]) + f": {e['msg']}"
             for e in exc.errors()
         )
         raise ConfigError(problems) from None
-    except Exception as exc:
-        raise ConfigError(f"attention.context: {exc}") from None
-    return settings
 
 
 class ContextTracker:

@@ -9,9 +9,8 @@ import os
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from nerve.attention.gate import OUTCOMES
 from nerve.chain.keys import verifies
 from nerve.chain.links import (
     EXIT_CODES,
@@ -24,9 +23,24 @@ from nerve.chain.links import (
     schema_error,
 )
 from nerve.chain.merkle import MerkleAccumulator
+from nerve.chain.records import OUTCOMES
 
-if TYPE_CHECKING:
-    from nerve.chain.trust import TrustRecord
+
+class Accepted(Protocol):
+    """What verification reads of a verifier's trust record (``nerve.chain.trust``)."""
+
+    @property
+    def log_id(self) -> bytes: ...
+    @property
+    def key(self) -> bytes: ...
+    @property
+    def size(self) -> int: ...
+    @property
+    def head(self) -> bytes: ...
+    @property
+    def root(self) -> bytes: ...
+    @property
+    def ids(self) -> tuple[bytes, ...]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,7 +119,7 @@ class _Verifier:
     """Walks the presented links once, in order, keeping the chain state they establish."""
 
     def __init__(
-        self, raws: Sequence[bytes], pinned: bytes | None, trusted: TrustRecord | None
+        self, raws: Sequence[bytes], pinned: bytes | None, trusted: Accepted | None
     ) -> None:
         self.links, self._sigs = _parse_and_presign(raws)
         self.trusted = trusted
@@ -364,7 +378,7 @@ def _claims(link: ParsedLink, log: bytes, seq: int) -> bool:
 
 
 def verify_chain(
-    links: Sequence[bytes], *, pinned_key: bytes | None = None, trusted: TrustRecord | None = None
+    links: Sequence[bytes], *, pinned_key: bytes | None = None, trusted: Accepted | None = None
 ) -> ChainReport:
     """Verify ``links`` in order and report the first break (see the module docstring).
 

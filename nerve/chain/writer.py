@@ -10,8 +10,6 @@ from typing import Any
 
 from nacl.signing import SigningKey
 
-from nerve.attention.detector import Highlight
-from nerve.attention.gate import Decision
 from nerve.canonical import det_cbor
 from nerve.chain.keys import Keyring
 from nerve.chain.links import (
@@ -25,6 +23,7 @@ from nerve.chain.links import (
     link_id,
 )
 from nerve.chain.merkle import MerkleAccumulator, inclusion_proof
+from nerve.chain.records import SealedDecision, SealedHighlight
 from nerve.chain.verify import Break, ChainReport, verify_chain
 from nerve.errors import ChainError, EventError
 
@@ -157,7 +156,12 @@ class ChainWriter:
         return inclusion_proof(self._ids, index)
 
     def append_decision(
-        self, event_id: bytes, trust: int, highlight: Highlight, decision: Decision, t_ns: int
+        self,
+        event_id: bytes,
+        trust: int,
+        highlight: SealedHighlight,
+        decision: SealedDecision,
+        t_ns: int,
     ) -> bytes:
         """Seal one gate decision (held or surfaced); return its link bytes.
 

@@ -30,14 +30,9 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 from pydantic_core import PydanticCustomError
 
-from nerve.config import (
-    CheckId,
-    ConfigIssue,
-    InvalidConfig,
-    YamlDoc,
-    issues_from_validation,
-    load_yaml,
-)
+from nerve.config.issues import ConfigIssue, InvalidConfig
+from nerve.config.models import CheckId
+from nerve.config.yamlmap import YamlDoc, issues_from_validation, load_yaml
 from nerve.errors import CheckError
 
 __all__ = [

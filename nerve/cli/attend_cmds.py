@@ -7,8 +7,9 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from nerve.cli.output import emit_json, render_rows
+from nerve.cli.state import door as _door
 from nerve.cli.state import workspace as _ws
-from nerve.errors import DaemonError, NerveError, UsageError
+from nerve.errors import NerveError, UsageError
 
 if TYPE_CHECKING:
     from nerve.attention import audit
@@ -27,21 +28,11 @@ def attend(
     as_json: JsonFlag = False,
 ) -> None:
     """Catch a log up as the daemon would (--replay), or recheck every decision (--check)."""
-    from nerve.attention.service import check, replay
-    from nerve.attention.settings import parse_settings
-    from nerve.runtime import daemon
-
     if not (replay_ or check_):
         raise UsageError("give --replay, --check or both")
-    ws = _ws(write=True)
-    settings = parse_settings(ws.config.attention)
+    ws = _door(write=True)
     if replay_:
-        if daemon.running(ws):
-            raise DaemonError(
-                "the daemon attends as it runs", hint="stop it first, or use --check alone"
-            )
-        with ws.open_log() as log:
-            result = replay(log, settings, ws.data / "keys")
+        result = ws.attend_replay()
         _say(
             as_json,
             result.to_json(),
@@ -49,7 +40,7 @@ def attend(
             f"{result.appended} events appended",
         )
     if check_:
-        outcome = check(ws.log_root, settings)
+        outcome = ws.attend_check()
         _say(as_json, outcome.to_json(), _check_text(outcome.to_json()))
         if not outcome.ok:
             raise typer.Exit(1)
@@ -164,7 +155,7 @@ HELD_COLUMNS = [
 
 def _since(text: str | None) -> int | None:
     from nerve.clock import Hlc
-    from nerve.config import parse_duration
+    from nerve.durations import parse_duration
 
     if text is None:
         return None
@@ -184,9 +175,7 @@ def held(
     as_json: JsonFlag = False,
 ) -> None:
     """Each held highlight: why (value, cost, budget), its source event and chain seq."""
-    from nerve.attention import audit
-
-    rows = audit.held(_ws().log_root, _since(since))
+    rows = _door().held(_since(since))
     render_rows(
         HELD_COLUMNS,
         [[r.get(c) for c in HELD_COLUMNS] for r in rows],
@@ -245,16 +234,7 @@ def export(out: Annotated[Path, typer.Option("--out", help="Bundle file to write
 @audit_app.command("rotate-key")
 def rotate_key() -> None:
     """Move to a new signing key: a link signed by the old and the new key."""
-    from nerve.attention.service import rotate_offline
-    from nerve.attention.settings import parse_settings
-    from nerve.runtime import daemon
-
-    ws = _ws(write=True)
-    if daemon.running(ws):
-        epoch = daemon.call(ws, {"type": "rotate-key"})["epoch"]
-    else:
-        with ws.open_log() as log:
-            epoch = rotate_offline(log, parse_settings(ws.config.attention), ws.data / "keys")
+    epoch = _door(write=True).rotate_key()
     typer.echo(f"signing key rotated: epoch {epoch}")
 
 

@@ -6,6 +6,7 @@ from typing import Annotated, Any
 import typer
 
 from nerve.cli.output import emit_json
+from nerve.cli.state import door as _door
 from nerve.cli.state import workspace as _ws
 
 daemon_app = typer.Typer(help="Run nerve's daemon in the background.", no_args_is_help=True)
@@ -61,16 +62,14 @@ def restart() -> None:
 @daemon_app.command("status")
 def status(as_json: JsonFlag = False) -> None:
     """Show whether the daemon runs, and its health."""
-    from nerve.runtime import daemon
-
-    ws = _ws()
-    if not daemon.running(ws):
+    status_ = _door().status()
+    health = status_.health
+    if not status_.running:
         if as_json:
             emit_json({"running": False})
         else:
             typer.echo("nerve daemon is not running")
         raise typer.Exit(3)
-    health = daemon.call(ws, {"type": "status"})["status"]
     if as_json:
         emit_json({"running": True, **health})
         return

@@ -7,6 +7,7 @@ from typing import IO, Annotated, Any
 import typer
 
 from nerve.cli.output import DEFAULT_LIMIT, console, emit_json, render_chunks
+from nerve.cli.state import door as _door
 from nerve.cli.state import workspace as _ws
 from nerve.errors import UsageError
 
@@ -72,14 +73,14 @@ def emit_cmd(
 ) -> None:
     """Append an event (or a batch with --jsonl) and print what was stored."""
     from nerve.log.wire import event_to_json
-    from nerve.logops import draft_of, drafts_from_jsonl, emit, parse_payload_arg
+    from nerve.logops import parse_payload_arg
 
-    ws = _ws(write=True)
+    ws = _door(write=True)
     if jsonl is not None:
         if source is not None:
             raise UsageError("give either --source or --jsonl, not both")
         stream, name = _open_input(jsonl)
-        drafts = drafts_from_jsonl(stream, name)
+        stored = ws.emit_jsonl(stream, name, key=key)
     elif source is None:
         raise UsageError("--source is required", hint="e.g. nerve emit --source shell --line 'ls'")
     else:
@@ -92,8 +93,7 @@ def emit_cmd(
             "subject": subject,
             "valid_time_ns": valid_time,
         }
-        drafts = [draft_of(fields)]
-    stored = emit(ws, drafts, key=key)
+        stored = ws.emit_many([fields], key=key)
     if quiet:
         return
     if jsonl is not None and not (echo or as_json):  # a batch: a count, unless asked
@@ -111,10 +111,8 @@ def import_cmd(
     key: KeyOption = None,
 ) -> None:
     """Import whole events (hlc, node kept); they must sort after the log's newest."""
-    from nerve.logops import import_stream
-
     stream, name = _open_input(path)
-    count = import_stream(_ws(write=True), stream, name, key=key)
+    count = _door(write=True).import_events(stream, name, key=key)
     typer.echo(f"imported {count} events", err=True)
 
 
@@ -129,11 +127,9 @@ def replay_cmd(
     as_json: JsonFlag = False,
 ) -> None:
     """Replay the log and print its digest; with --verify, check everything."""
-    from nerve.logops import projection_digests, replay
-
-    ws = _ws()
-    report = replay(ws, full=verify_)
-    views = projection_digests(ws) if projections else None
+    ws = _door()
+    report = ws.replay(verify=verify_)
+    views = ws.projection_digests() if projections else None
     if as_json:
         emit_json(report.to_json() | ({} if views is None else {"projections": views}))
     else:
@@ -173,9 +169,7 @@ _CHECKPOINTS_SHOWN = 3
 
 def seal_cmd() -> None:
     """Seal the unsealed tail into a segment now."""
-    from nerve.logops import seal
-
-    info = seal(_ws(write=True))
+    info = _door(write=True).seal()
     typer.echo(
         f"sealed {info['rows']} events into {info['segment']}" if info else "nothing to seal"
     )
@@ -183,9 +177,7 @@ def seal_cmd() -> None:
 
 def repair_cmd() -> None:
     """Open a damaged log: keep every good frame, move damaged files to quarantine/."""
-    from nerve.logops import repair
-
-    notes = repair(_ws(write=True))
+    notes = _door(write=True).repair()
     for note in notes:
         typer.echo(f"repaired: {note}")
     if not notes:
@@ -198,9 +190,7 @@ def compact_cmd(
     ] = 1_000_000,
 ) -> None:
     """Merge small adjacent segments; the events and the digest are unchanged."""
-    from nerve.logops import compact
-
-    result = compact(_ws(write=True), target_rows)
+    result = _door(write=True).compact(target_rows)
     typer.echo(
         f"merged {result['merged']} segments into {result['written']} ({result['rows']} events)"
     )
@@ -224,22 +214,10 @@ def query_cmd(
 
 def payload_cmd(cid: Annotated[str, typer.Argument(help="Payload address (hex).")]) -> None:
     """Print the payload bytes stored under a content address."""
-    from nerve.logops import erased_payload
-    from nerve.query import run_query
+    from nerve.logops import check_cid
 
-    if len(cid) != 64 or any(c not in "0123456789abcdef" for c in cid.lower()):
-        raise UsageError(f"{cid!r} is not a 64-hex-digit address")
-    conn = _ws().connect()
-    result = run_query(
-        conn,
-        f"SELECT payload FROM events WHERE payload_cid = from_hex('{cid.lower()}') "
-        "ORDER BY erased LIMIT 1",
-    )
-    if not result.rows:
-        raise UsageError(f"no payload with address {cid}")
-    if result.rows[0][0] is None:
-        raise erased_payload(conn, cid.lower())
-    sys.stdout.buffer.write(bytes(result.rows[0][0]))
+    check_cid(cid)  # before the workspace is looked for, as a usage error should be
+    sys.stdout.buffer.write(_door().payload(cid))
 
 
 def conformance_cmd(

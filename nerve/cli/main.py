@@ -31,7 +31,7 @@ WORKSPACE_FLAGS = ("--workspace", "-w")
 
 def _version(value: bool) -> None:
     if value:
-        from nerve import __version__
+        from nerve.version import __version__
 
         typer.echo(f"nerve {__version__}")
         raise typer.Exit()
@@ -169,7 +169,7 @@ def run(argv: list[str] | None = None) -> None:
     warnings.showwarning = _show_warning
     words = sys.argv[1:] if argv is None else argv
     if words in (["--version"], ["-V"]):  # answered without building the command tree
-        from nerve import __version__
+        from nerve.version import __version__
 
         sys.stdout.write(f"nerve {__version__}\n")
         return

@@ -5,6 +5,7 @@ from typing import Annotated, Any
 import typer
 
 from nerve.cli.output import emit_json
+from nerve.cli.state import door as _door
 from nerve.cli.state import workspace as _ws
 from nerve.errors import NerveError, UsageError
 
@@ -15,7 +16,7 @@ JsonFlag = Annotated[bool, typer.Option("--json", help="JSON output.")]
 
 
 def _for_ms(text: str | None) -> int | None:
-    from nerve.config import parse_duration
+    from nerve.durations import parse_duration
 
     if text is None:
         return None
@@ -41,9 +42,7 @@ def pause(
 
     Recorded as a capture.paused event; without a daemon the next start honours it.
     """
-    from nerve.privacy.ops import pause as pause_capture
-
-    state = pause_capture(_ws(write=True), _for_ms(for_))
+    state = _door(write=True).pause(_for_ms(for_))
     if as_json:
         emit_json(state.to_json())
     else:
@@ -52,9 +51,7 @@ def pause(
 
 def resume(as_json: JsonFlag = False) -> None:
     """Start capture again after `nerve pause` (a capture.resumed event)."""
-    from nerve.privacy.ops import resume as resume_capture
-
-    ended = resume_capture(_ws(write=True))
+    ended = _door(write=True).resume()
     if as_json:
         emit_json({"resumed": ended is not None})
     else:

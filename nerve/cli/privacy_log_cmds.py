@@ -1,13 +1,11 @@
 """Forgetting and archive: ``nerve forget``, ``nerve archive``."""
 
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from nerve.cli.state import workspace as _ws
-from nerve.errors import UsageError
+from nerve.cli.state import door as _door
 
 if TYPE_CHECKING:
     from nerve.privacy.forget import ForgetResult
@@ -60,28 +58,19 @@ def forget_cmd(
     records what went and why (a --match text only as its blake3), and `nerve replay
     --verify` reports the erasure, not tampering. Goes through the daemon when one runs.
     """
-    from nerve.privacy.forget import Request, check_reason, forget
-    from nerve.privacy.forget import dry_run as plan
-    from nerve.privacy.selection import Selection
+    from nerve.privacy.forget import request_of
 
-    picked = any([cid, source, kind, match is not None, before, after])
-    if retention and picked:
-        raise UsageError("--retention applies nerve.yaml's limits: give it without selectors")
-    if retention:
-        request = Request(None, "retention")
-    else:
-        chosen = Selection.of(
-            cids=cid or (),
-            sources=source or (),
-            kinds=kind or (),
-            match=match,
-            before=before,
-            after=after,
-            now_ns=time.time_ns(),
-        )
-        request = Request(chosen, check_reason(reason))
-    ws = _ws(write=not dry_run)
-    result = plan(ws, request) if dry_run else forget(ws, request)
+    request = request_of(
+        cids=cid or (),
+        sources=source or (),
+        kinds=kind or (),
+        match=match,
+        before=before,
+        after=after,
+        reason=reason,
+        retention=retention,
+    )
+    result = _door(write=not dry_run).forget_request(request, dry_run=dry_run)
     if as_json:
         from nerve.cli.output import emit_json
 
@@ -146,9 +135,9 @@ def archive_cmd(
     the move, and `nerve replay` prints the whole-history digest while the archive is
     reachable (list it under log.archives in nerve.yaml if you move it).
     """
-    from nerve.privacy.archive import archive, cut_of
+    from nerve.privacy.archive import cut_of
 
-    result = archive(_ws(write=True), cut_of(before), to, vacuum=vacuum)
+    result = _door(write=True).archive(cut_of(before), to, vacuum=vacuum)
     if as_json:
         from nerve.cli.output import emit_json
 

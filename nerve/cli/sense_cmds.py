@@ -7,6 +7,7 @@ from typing import Annotated, Any
 import typer
 
 from nerve.cli.output import emit_json, render_rows
+from nerve.cli.state import door as _door
 from nerve.cli.state import workspace as _ws
 from nerve.errors import EventError, UsageError
 
@@ -36,14 +37,7 @@ LIST_COLUMNS = [
 @sense_app.command("list")
 def list_cmd(as_json: JsonFlag = False, as_csv: CsvFlag = False) -> None:
     """List senses: live figures from the daemon when it runs, else nerve.yaml."""
-    from nerve.runtime import daemon
-    from nerve.runtime.senses import sense_rows
-
-    ws = _ws()
-    if daemon.running(ws):
-        senses = daemon.call(ws, {"type": "list-senses"})["senses"]
-    else:
-        senses = sense_rows(ws.config)
+    senses = _door().senses()
     rows = [[s.get(c) for c in LIST_COLUMNS] for s in senses]
     render_rows(LIST_COLUMNS, rows, fmt=_fmt(as_json, as_csv), title="senses")
 
@@ -51,14 +45,7 @@ def list_cmd(as_json: JsonFlag = False, as_csv: CsvFlag = False) -> None:
 @sense_app.command("trigger")
 def trigger(name: Annotated[str, typer.Argument(help="Sense to compute now.")]) -> None:
     """Ask the running daemon to compute a sense now."""
-    from nerve.runtime import daemon
-
-    ws = _ws(write=True)
-    if not daemon.running(ws):
-        raise UsageError(
-            "the daemon is not running", hint="start it with `nerve start` or `nerve dev`"
-        )
-    daemon.call(ws, {"type": "trigger-sense", "sense": name})
+    _door(write=True).trigger_sense(name)
     typer.echo(f"triggered {name}")
 
 

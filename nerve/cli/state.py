@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from nerve import api
     from nerve.workspace import Workspace
 
 
@@ -25,3 +26,11 @@ def workspace(*, write: bool = False) -> Workspace:
     """The workspace ``--workspace``, ``NERVE_WORKSPACE`` or the current folder's nearest
     ``nerve.yaml`` names; ``write`` for commands that append to its log or run its daemon."""
     return STATE.workspace(write=write)
+
+
+def door(*, write: bool = False) -> api.Workspace:
+    """The front door (``nerve.open``) on the workspace :func:`workspace` finds: what a
+    command does to a workspace, it asks of this."""
+    from nerve.api import Workspace as Door
+
+    return Door(STATE.workspace(write=write))

@@ -37,7 +37,7 @@ def list_cmd(
     """Runs, newest first: unfinished ones and any requested in the last hour (--since)."""
     import time
 
-    from nerve.config import parse_duration
+    from nerve.durations import parse_duration
     from nerve.flow.history import list_runs
 
     try:

@@ -15,8 +15,10 @@ from typing import Any
 
 import blake3
 
+from nerve.conformance.attention import CHECKERS as ATTENTION_CHECKERS
 from nerve.events import Event, id_preimage, parse_source, parse_trust
-from nerve.log.codec import event_from_json, fixed_bytes, table_from_events
+from nerve.log.codec import fixed_bytes, table_from_events
+from nerve.log.wire import event_from_json
 from nerve.resources import bundled
 
 
@@ -158,18 +160,12 @@ def run_file(path: Path) -> VectorResult:
     return VectorResult(name, path.name, ok, detail)
 
 
-def _load_extra_checkers() -> None:
-    """Register the checkers that live in their own modules (they import this one)."""
-    import nerve.conformance.attention  # noqa: F401  (registers C3, C5)
-
-
 def run_all(folder: Path | None = None) -> list[VectorResult]:
     """Check every ``*.json`` vector in ``folder`` (default: the shipped ``conformance/v1``),
     each by the checker its ``vector`` key names; any folder laid out the same way works,
     such as another implementation's vectors. ``UsageError`` if it holds none."""
     from nerve.errors import UsageError
 
-    _load_extra_checkers()
     folder = folder or bundled("conformance") / "v1"
     if not folder.is_dir():
         raise UsageError(f"{folder} is not a folder of conformance vectors")
@@ -245,3 +241,6 @@ def _c4_case(conn: Any, case: dict[str, Any], params: Any) -> str | None:
     if got != want or found.energy.to_json() != case["energy"] or case["model_call"]:
         return f"{where}: Tier 0 answered {got}, published {want}"
     return None
+
+
+CHECKERS.update(ATTENTION_CHECKERS)  # C3 and C5 live in a module of their own

@@ -1,6 +1,6 @@
 """Conformance checkers C3 (attention) and C5 (chain integrity), Sense v0.1 §9.
 
-:func:`nerve.conformance.run_all` imports this module, which registers both checkers. The
+:func:`nerve.conformance.run_all` adds :data:`CHECKERS` to its own table. The
 JSON forms of highlights, decisions and user contexts defined here are the ones the vectors
 publish; ``conformance/generate_attention.py`` writes the vectors with the same functions,
 and ``conformance/README.md`` describes every field.
@@ -14,11 +14,11 @@ from dataclasses import asdict
 from typing import Any
 
 from nerve.attention.detector import Highlight
-from nerve.attention.gate import OUTCOMES, Decision, Gate, GateConfig, UserContext
+from nerve.attention.gate import Decision, Gate, GateConfig, UserContext
 from nerve.attention.pipeline import Attention, AttentionConfig
 from nerve.chain import Keyring, verify_chain
 from nerve.chain.links import digest, parse_link
-from nerve.conformance import checker
+from nerve.chain.records import OUTCOMES
 
 Record = dict[str, Any]
 
@@ -105,7 +105,6 @@ def _outcome_counts(records: list[Record]) -> str:
     return ", ".join(f"{counts[o]} {o}" for o in OUTCOMES if counts[o])
 
 
-@checker("C3")
 def check_c3(vec: dict[str, Any]) -> tuple[bool, str]:
     """The stream's highlights and decisions, then the busy re-gating, match exactly."""
     config = AttentionConfig.model_validate(vec["config"])
@@ -164,7 +163,6 @@ def _genesis_problem(vec: dict[str, Any], links: list[bytes], key: bytes) -> str
     return None
 
 
-@checker("C5")
 def check_c5(vec: dict[str, Any]) -> tuple[bool, str]:
     """The log verifies to n links; excising the middle link breaks it where published."""
     links = [bytes.fromhex(h) for h in vec["links"]]
@@ -189,3 +187,6 @@ def check_c5(vec: dict[str, Any]) -> tuple[bool, str]:
         f"{len(links)} links verify; excising link {vec['middle']} breaks at "
         f"seq {cut['seq']} ({cut['kind']})"
     )
+
+
+CHECKERS = {"C3": check_c3, "C5": check_c5}

@@ -20,10 +20,10 @@ from nerve.checks.catalog import catalog, check_dirs, lookup, runnable
 from nerve.checks.dispatch import fire
 from nerve.checks.manifest import CheckManifest
 from nerve.contract import WorkflowTrigger
-from nerve.errors import DaemonError, UsageError, WorkflowError
+from nerve.errors import UsageError, WorkflowError
 from nerve.flow.gate import WRITE_DETAIL_DIR
 from nerve.resources import bundled
-from nerve.runtime import daemon, ipc
+from nerve.runtime.client import route
 from nerve.workspace import Workspace
 
 __all__ = [
@@ -39,14 +39,7 @@ __all__ = [
 
 
 def _call(ws: Workspace, request: dict[str, Any], timeout: float = 120) -> dict[str, Any]:
-    if not daemon.running(ws):
-        raise DaemonError(
-            "the daemon is not running", hint="start it with `nerve start` or `nerve dev`"
-        )
-    reply = ipc.request(daemon.socket_path(ws), request, timeout=timeout)
-    if not reply.get("ok"):
-        raise ipc.reply_error(reply)
-    return reply
+    return route(ws, daemon=lambda d: d.call(request, timeout=timeout))
 
 
 def trigger(
@@ -182,12 +175,20 @@ def fire_check(
 
     Returns the verdict and whether it was recorded in the log.
     """
-    if daemon.running(ws):
-        request = {"type": "check-fire", "check": check_id, "path": path, "run": run}
-        reply = _call(ws, {**request, "stage": stage})
-        return dict(reply["verdict"]), True
-    manifest = runnable(lookup(checks(ws), check_id))
-    verdict = fire(
-        manifest, path=Path(path), root=ws.root, run=run, stage=stage, detail_dir=WRITE_DETAIL_DIR
+    request = {"type": "check-fire", "check": check_id, "path": path, "run": run, "stage": stage}
+
+    def direct() -> tuple[dict[str, Any], bool]:
+        manifest = runnable(lookup(checks(ws), check_id))
+        verdict = fire(
+            manifest,
+            path=Path(path),
+            root=ws.root,
+            run=run,
+            stage=stage,
+            detail_dir=WRITE_DETAIL_DIR,
+        )
+        return verdict.to_dict(), False
+
+    return route(
+        ws, daemon=lambda d: (dict(d.call(request, timeout=120)["verdict"]), True), log=direct
     )
-    return verdict.to_dict(), False

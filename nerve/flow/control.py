@@ -14,23 +14,49 @@ stdout are terminals outside any workflow.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Coroutine
+from typing import TYPE_CHECKING, Any, Protocol
 
 from nerve.errors import WorkflowError
-from nerve.runtime.control import handles
 
 if TYPE_CHECKING:
-    from nerve.flow.engine import WorkflowEngine
-    from nerve.runtime.kernel import Kernel
+    from nerve.checks.dispatch import Verdict
+    from nerve.runtime.control import Handler
+
+Reply = dict[str, Any]
 
 
-def _engine(kernel: Kernel) -> WorkflowEngine:
-    from nerve.flow.engine import WorkflowEngine
+class Engine(Protocol):
+    """What these requests need of the workflow engine."""
 
-    for ext in kernel.extensions:
-        if isinstance(ext, WorkflowEngine):
-            return ext
-    raise WorkflowError("the workflow engine is not loaded in this daemon")
+    async def answer(self, run: str, choice: str, by: str) -> Reply: ...
+
+    async def recheck(self, run: str) -> Reply: ...
+
+    async def override(self, run: str, *, reason: str, by: str, tty: str | None) -> Reply: ...
+
+    def status(self) -> Reply: ...
+
+    async def fire_check(self, check: str, path: str, run: str, stage: str) -> Verdict: ...
+
+
+def handlers(engine: Engine) -> dict[str, Handler]:
+    """The socket requests the engine answers, bound to it, for the kernel's table."""
+    table: dict[str, Callable[[Engine, Reply], Coroutine[Any, Any, Reply]]] = {
+        "workflow-answer": _answer,
+        "workflow-recheck": _recheck,
+        "workflow-override": _override,
+        "workflow-status": _status,
+        "check-fire": _check_fire,
+    }
+    return {name: _bound(fn, engine) for name, fn in table.items()}
+
+
+def _bound(fn: Callable[[Engine, Reply], Coroutine[Any, Any, Reply]], engine: Engine) -> Handler:
+    async def answer(kernel: Any, request: Reply) -> Reply:
+        return await fn(engine, request)
+
+    return answer
 
 
 def _text(request: dict[str, Any], key: str, default: str | None = None) -> str:
@@ -40,27 +66,24 @@ def _text(request: dict[str, Any], key: str, default: str | None = None) -> str:
     return value
 
 
-@handles("workflow-answer")
-async def _answer(kernel: Kernel, request: dict[str, Any]) -> dict[str, Any]:
+async def _answer(engine: Engine, request: Reply) -> Reply:
     by = _text(request, "by", "cli")
-    reply = await _engine(kernel).answer(_text(request, "run"), _text(request, "choice"), by)
+    reply = await engine.answer(_text(request, "run"), _text(request, "choice"), by)
     return {"ok": True, **reply}
 
 
-@handles("workflow-recheck")
-async def _recheck(kernel: Kernel, request: dict[str, Any]) -> dict[str, Any]:
-    return {"ok": True, **await _engine(kernel).recheck(_text(request, "run"))}
+async def _recheck(engine: Engine, request: Reply) -> Reply:
+    return {"ok": True, **await engine.recheck(_text(request, "run"))}
 
 
-@handles("workflow-override")
-async def _override(kernel: Kernel, request: dict[str, Any]) -> dict[str, Any]:
+async def _override(engine: Engine, request: Reply) -> Reply:
     if request.get("interactive") is not True:
         raise WorkflowError(
             "an override must come from a person at an interactive terminal",
             hint="run `nerve workflow override RUN --reason TEXT` in a terminal",
         )
     tty = request.get("tty")
-    reply = await _engine(kernel).override(
+    reply = await engine.override(
         _text(request, "run"),
         reason=_text(request, "reason"),
         by=_text(request, "by", "unknown"),
@@ -69,16 +92,14 @@ async def _override(kernel: Kernel, request: dict[str, Any]) -> dict[str, Any]:
     return {"ok": True, **reply}
 
 
-@handles("workflow-status")
-async def _status(kernel: Kernel, request: dict[str, Any]) -> dict[str, Any]:
-    return {"ok": True, "workflows": _engine(kernel).status()}
+async def _status(engine: Engine, request: Reply) -> Reply:
+    return {"ok": True, "workflows": engine.status()}
 
 
-@handles("check-fire")
-async def _check_fire(kernel: Kernel, request: dict[str, Any]) -> dict[str, Any]:
+async def _check_fire(engine: Engine, request: Reply) -> Reply:
     run = request.get("run") or "manual"
     stage = request.get("stage") or "manual"
-    verdict = await _engine(kernel).fire_check(
+    verdict = await engine.fire_check(
         _text(request, "check"), _text(request, "path"), str(run), str(stage)
     )
     return {"ok": True, "verdict": verdict.to_dict()}

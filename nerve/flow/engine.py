@@ -27,7 +27,7 @@ from typing import Any
 from nerve.checks.catalog import catalog, check_dirs, lookup
 from nerve.checks.dispatch import Verdict
 from nerve.checks.manifest import CheckManifest
-from nerve.config import WorkflowConfig
+from nerve.config.models import WorkflowConfig
 from nerve.contract import WorkflowTrigger
 from nerve.errors import WorkflowError
 from nerve.flow import human
@@ -37,7 +37,7 @@ from nerve.flow.gate import WriteChecks, fire_one
 from nerve.flow.history import RunRecord, load_run
 from nerve.flow.manager import DEFAULT_ROLE_TIMEOUT_S, Flow
 from nerve.flow.record import ERROR, REQUESTED, draft, new_run_id
-from nerve.log.store import Draft
+from nerve.log.drafts import Draft
 from nerve.resources import bundled
 
 _OPEN = "('queued', 'started', 'crashed', 'waiting')"
@@ -57,8 +57,6 @@ class WorkflowEngine:
     # -- kernel hooks ------------------------------------------------------------------
 
     async def start(self, kernel: Any) -> None:
-        from nerve.flow import control  # noqa: F401  (registers the IPC requests)
-
         self.kernel, self.root = kernel, kernel.ws.root
         self.writes = WriteChecks(self.emit, self.root, kernel.log.node)
         kernel.committer.listeners.append(self.writes.listener())
@@ -66,6 +64,12 @@ class WorkflowEngine:
         await asyncio.to_thread(lambda: self.keys.load(kernel.connect()))
         await self._recover()
         self._spawn_configured()
+
+    def handlers(self) -> dict[str, Any]:
+        """The socket requests the engine answers (``nerve.flow.control``)."""
+        from nerve.flow.control import handlers
+
+        return dict(handlers(self))
 
     async def stop(self, kernel: Any) -> None:
         for task in self._spawns:

@@ -33,7 +33,7 @@ from nerve.events import SourceClass, decode_payload
 from nerve.flow.contract import Message
 from nerve.flow.definition import safe_output
 from nerve.flow.record import CHECK_FIRED, CHECK_VERDICT, Emit, draft
-from nerve.log.store import Draft
+from nerve.log.drafts import Draft
 
 RUNS_DIR = Path("data") / "runs"
 WRITE_DETAIL_DIR = Path("data") / "checks"

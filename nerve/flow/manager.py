@@ -45,7 +45,7 @@ import blake3
 
 from nerve.checks.catalog import lookup
 from nerve.checks.manifest import CheckManifest
-from nerve.config import WorkflowConfig
+from nerve.config.models import WorkflowConfig
 from nerve.errors import CheckError, WorkflowError
 from nerve.flow import gate
 from nerve.flow.contract import StartFrame
@@ -53,7 +53,7 @@ from nerve.flow.history import RunRecord
 from nerve.flow.process import WorkerDied, WorkerHandle
 from nerve.flow.record import BACKOFF, ERROR, RESTART, STARTED, draft, status
 from nerve.flow.runs import drive
-from nerve.log.store import Draft
+from nerve.log.drafts import Draft
 
 log = logging.getLogger(__name__)
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import blake3
 
-from nerve.log.store import Draft
+from nerve.log.drafts import Draft
 
 REQUESTED = "workflow.requested"
 STATUS = "workflow.status"

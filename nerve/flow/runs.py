@@ -25,7 +25,7 @@ from nerve.flow.contract import END, Message
 from nerve.flow.history import RunRecord
 from nerve.flow.process import WorkerHandle
 from nerve.flow.record import DECISION, MESSAGE, QUESTION, draft, status
-from nerve.log.store import Draft
+from nerve.log.drafts import Draft
 
 __all__ = ["Host", "StepFailed", "drive", "judge"]
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from nerve.checks.catalog import catalog, check_dirs
-from nerve.config import NerveConfig
+from nerve.config.models import NerveConfig
 from nerve.errors import WorkflowError
 from nerve.flow.definition import NOT_WORKFLOWS, WORKFLOW_FILE, find_workflow, load_definition
 from nerve.resources import bundled

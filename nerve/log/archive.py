@@ -34,10 +34,10 @@ from nerve.clock import Hlc
 from nerve.errors import EventError, LogCorrupt, UsageError
 from nerve.log import erasure
 from nerve.log import segments as seg
-from nerve.log.codec import fixed_bytes, row_to_json
+from nerve.log.codec import fixed_bytes
 from nerve.log.manifest import ManifestState, SegmentInfo, append_record, read_manifest
 from nerve.log.paths import LogPaths
-from nerve.log.wire import event_from_json
+from nerve.log.wire import event_from_json, row_to_json
 
 LOG_IN_FOLDER = Path("data") / "log"
 

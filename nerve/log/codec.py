@@ -28,38 +28,28 @@ from nerve.events import (
     trust_name,
 )
 from nerve.log.wire import (
-    draft_from_json,
-    event_from_json,
-    event_to_json,
     payload_text,
-    row_to_json,
-    wire_payload,
 )
 
-__all__ = [  # the JSON half lives in nerve.log.wire; kept importable from here
+__all__ = [  # the JSON half is nerve.log.wire
     "COLUMNS",
     "EMPTY",
     "ERASABLE_SCHEMA",
     "SCHEMA",
     "STORED_SCHEMA",
     "build_table",
-    "draft_from_json",
-    "event_from_json",
-    "event_to_json",
     "events_from_table",
     "fixed_bytes",
     "hash_each",
     "ids_of",
     "kept_hashes",
     "preimages",
-    "row_to_json",
     "rows_of",
     "small_rows",
     "stored_events",
     "table_from_events",
     "table_from_rows",
     "wire_lines",
-    "wire_payload",
 ]
 
 

@@ -45,7 +45,7 @@ from nerve.log.paths import LogPaths
 from nerve.log.unsealed import Unsealed
 from nerve.log.wal import WalWriter
 
-__all__ = ["CompactResult", "Draft", "EventLog", "LogPaths", "default_node", "manifest_state"]
+__all__ = ["CompactResult", "EventLog", "LogPaths", "default_node", "manifest_state"]
 
 IMPORT_FRAME_ROWS = 65_536
 

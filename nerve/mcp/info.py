@@ -124,12 +124,12 @@ def status(ws: Workspace, screen: Screen) -> StatusOut:
 
 def _health(ws: Workspace) -> dict[str, Any] | None:
     from nerve.errors import DaemonError
-    from nerve.runtime import daemon
+    from nerve.runtime.client import route
 
-    if not daemon.running(ws):
-        return None
     try:
-        health: dict[str, Any] = daemon.call(ws, {"type": "status"}, timeout=10)["status"]
+        health: dict[str, Any] | None = route(
+            ws, daemon=lambda d: d.call({"type": "status"}, timeout=10)["status"], log=lambda: None
+        )
     except DaemonError:
         return None
     return health

@@ -21,11 +21,11 @@ from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import MCPServer
 
-from nerve import __version__
 from nerve.errors import UsageError
 from nerve.mcp.audit import Audit, Transport
 from nerve.mcp.catalog import INSTRUCTIONS, add_resources, add_tools
 from nerve.mcp.token import check, token_path
+from nerve.version import __version__
 from nerve.workspace import Workspace
 
 __all__ = ["build", "check_host", "serve_http", "serve_stdio"]

@@ -13,27 +13,15 @@ has no sessions, one client name and version for the life of the server).
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
-from pydantic_core import PydanticCustomError
+from pydantic import BaseModel, ConfigDict, Field
+
+from nerve.durations import PositiveDuration
 
 __all__ = ["WRITE_TOOLS", "Budget", "McpConfig"]
 
 WRITE_TOOLS = ("emit", "trigger_workflow", "answer")
-
-
-def _ms(value: Any) -> int:
-    from nerve.config import parse_duration  # here: nerve.config imports this module
-    from nerve.errors import ConfigError
-
-    try:
-        ms = parse_duration(value)
-    except ConfigError as exc:
-        raise PydanticCustomError("nerve_duration", "{reason}", {"reason": str(exc)}) from None
-    if ms == 0:
-        raise PydanticCustomError("nerve_duration", "must be longer than 0ms")
-    return ms
 
 
 class _Model(BaseModel):
@@ -52,7 +40,7 @@ class McpConfig(_Model):
 
     max_rows: Budget = Budget(call=500, session=50_000)
     max_bytes: Budget = Budget(call=256 * 1024, session=16 * 1024 * 1024)
-    query_timeout: Annotated[int, BeforeValidator(_ms)] = 5_000
+    query_timeout: PositiveDuration = 5_000
     allow_write: list[Literal["emit", "trigger_workflow", "answer"]] = Field(default_factory=list)
 
 

@@ -68,12 +68,14 @@ def trigger_workflow(
     return WriteOut(done=f"workflow {name} requested: run {reply.get('run')}", detail=detail)
 
 
-def answer(ws: Workspace, run: str, choice: str, by: str) -> WriteOut:
-    from nerve.runtime import daemon
+def _answer_needs_daemon() -> UsageError:
+    return UsageError("the daemon is not running; a run can only be answered through it")
 
-    if not daemon.running(ws):
-        raise UsageError("the daemon is not running; a run can only be answered through it")
+
+def answer(ws: Workspace, run: str, choice: str, by: str) -> WriteOut:
+    from nerve.runtime.client import route
+
     request = {"type": "workflow-answer", "run": run, "choice": choice, "by": by}
-    reply = daemon.call(ws, request)
+    reply = route(ws, daemon=lambda d: d.call(request), absent=_answer_needs_daemon)
     detail = {k: v for k, v in reply.items() if k != "ok"}
     return WriteOut(done=f"run {run} answered {reply.get('choice')!r}", detail=detail)

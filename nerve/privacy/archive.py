@@ -57,12 +57,13 @@ def apply(log: EventLog, before: Hlc, to: Path, *, vacuum: bool) -> ArchiveResul
 
 def archive(ws: Workspace, before: Hlc, to: Path, *, vacuum: bool = False) -> ArchiveResult:
     """Archive through the daemon when one runs, else as the log's writer."""
-    from nerve.logops import daemon_call, daemon_running
+    from nerve.runtime.client import route
 
     folder = Path(to).expanduser().resolve()
-    if daemon_running(ws):
-        request = {"type": "archive", "before": list(before), "to": str(folder), "vacuum": vacuum}
-        reply = daemon_call(ws, request)["result"]
-        return ArchiveResult(**reply)
-    with ws.open_log() as log:
-        return apply(log, before, folder, vacuum=vacuum)
+    request = {"type": "archive", "before": list(before), "to": str(folder), "vacuum": vacuum}
+
+    def direct() -> ArchiveResult:
+        with ws.open_log() as log:
+            return apply(log, before, folder, vacuum=vacuum)
+
+    return route(ws, daemon=lambda d: ArchiveResult(**d.call(request)["result"]), log=direct)

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import collections
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from nerve.config import RetentionConfig
+from nerve.config.models import RetentionConfig
 from nerve.errors import UsageError
 from nerve.events import source_name
 from nerve.privacy.selection import (
@@ -109,6 +109,37 @@ class Request:
         return cls(Selection.from_json(obj.get("selection")), check_reason(obj.get("reason")))
 
 
+def request_of(
+    *,
+    cids: Iterable[str] = (),
+    sources: Iterable[str] = (),
+    kinds: Iterable[str] = (),
+    match: str | None = None,
+    before: str | None = None,
+    after: str | None = None,
+    reason: str = "user",
+    retention: bool = False,
+    now_ns: int | None = None,
+) -> Request:
+    """The request ``nerve forget`` makes of its selectors (``retention``: nerve.yaml's limits)."""
+    cids, sources, kinds = tuple(cids), tuple(sources), tuple(kinds)
+    picked = any([cids, sources, kinds, match is not None, before, after])
+    if retention and picked:
+        raise UsageError("--retention applies nerve.yaml's limits: give it without selectors")
+    if retention:
+        return Request(None, "retention")
+    chosen = Selection.of(
+        cids=cids,
+        sources=sources,
+        kinds=kinds,
+        match=match,
+        before=before,
+        after=after,
+        now_ns=time.time_ns() if now_ns is None else now_ns,
+    )
+    return Request(chosen, check_reason(reason))
+
+
 def check_reason(value: Any) -> str:
     if not isinstance(value, str) or not value.strip() or len(value) > MAX_REASON:
         raise UsageError(
@@ -164,10 +195,12 @@ def dry_run(ws: Workspace, request: Request, *, now_ns: int | None = None) -> Fo
 
 def forget(ws: Workspace, request: Request) -> ForgetResult:
     """Forget through the daemon when one runs, else as the log's writer."""
-    from nerve.logops import daemon_call, daemon_running
+    from nerve.runtime.client import route
 
-    if daemon_running(ws):
-        reply = daemon_call(ws, request.to_json())
-        return ForgetResult.from_json(reply["result"])
-    with ws.open_log() as log:
-        return apply(log, request, ws.log_config().retention)
+    def direct() -> ForgetResult:
+        with ws.open_log() as log:
+            return apply(log, request, ws.log_config().retention)
+
+    return route(
+        ws, daemon=lambda d: ForgetResult.from_json(d.call(request.to_json())["result"]), log=direct
+    )

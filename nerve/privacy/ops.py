@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from nerve.errors import UsageError
 from nerve.events import parse_source
 from nerve.privacy.pause import PauseState, paused_draft, resumed_draft, stored_pause, until_of
+from nerve.runtime.client import Daemon, route
 from nerve.workspace import Workspace
 
 if TYPE_CHECKING:
@@ -27,40 +28,36 @@ def pause(ws: Workspace, for_ms: int | None = None, *, now: Clock = time.time_ns
     """Stop the senses (for ``for_ms`` milliseconds, else until :func:`resume`)."""
     if for_ms is not None and for_ms <= 0:
         raise UsageError(f"a pause must last longer than 0ms (got {for_ms}ms)", field="for")
-    if daemon_running(ws):
-        reply = daemon_call(ws, {"type": "pause", "for_ms": for_ms})
-        return PauseState.from_json(reply["capture"])
-    until = until_of(now(), for_ms)
-    with ws.open_log() as log:
-        table = log.append_drafts([paused_draft(until, for_ms)])
-    return PauseState(True, table.column("physical_ns")[0].as_py(), until)
+
+    def through(daemon: Daemon) -> PauseState:
+        return PauseState.from_json(daemon.call({"type": "pause", "for_ms": for_ms})["capture"])
+
+    def direct() -> PauseState:
+        until = until_of(now(), for_ms)
+        with ws.open_log() as log:
+            table = log.append_drafts([paused_draft(until, for_ms)])
+        return PauseState(True, table.column("physical_ns")[0].as_py(), until)
+
+    return route(ws, daemon=through, log=direct)
 
 
 def resume(ws: Workspace, *, now: Clock = time.time_ns) -> PauseState | None:
     """Start the senses again; the pause that ended, or None when capture was not paused."""
-    if daemon_running(ws):
-        reply: dict[str, Any] = daemon_call(ws, {"type": "resume"})
-        ended = reply.get("ended")
+
+    def through(daemon: Daemon) -> PauseState | None:
+        ended = daemon.call({"type": "resume"}).get("ended")
         return PauseState.from_json(ended) if ended else None
-    state = stored_pause(ws.connect())
-    if not state.paused:
-        return None
-    reason = "timer" if state.expired(now()) else "command"
-    with ws.open_log() as log:
-        log.append_drafts([resumed_draft(state, reason)])
-    return state
 
+    def direct() -> PauseState | None:
+        state = stored_pause(ws.connect())
+        if not state.paused:
+            return None
+        reason = "timer" if state.expired(now()) else "command"
+        with ws.open_log() as log:
+            log.append_drafts([resumed_draft(state, reason)])
+        return state
 
-def daemon_running(ws: Workspace) -> bool:
-    from nerve.runtime.daemon import running  # only when asked: it is not light
-
-    return running(ws)
-
-
-def daemon_call(ws: Workspace, request: dict[str, Any]) -> dict[str, Any]:
-    from nerve.runtime.daemon import call
-
-    return call(ws, request)
+    return route(ws, daemon=through, log=direct)
 
 
 def test_text(

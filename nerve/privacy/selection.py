@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING, Any
 import blake3
 
 from nerve.clock import Hlc
-from nerve.config import RetentionConfig, format_duration, parse_duration
+from nerve.config.models import RetentionConfig
+from nerve.durations import format_duration, parse_duration
 from nerve.errors import ConfigError, EventError, UsageError
 from nerve.events import check_kind, parse_source, source_name
 

@@ -61,23 +61,17 @@ import urllib.request
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Annotated, Any, Literal
-
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
+from typing import Any
 
 from nerve.attention.energy import Energy
-from nerve.attention.observer import DEFAULT_WINDOW
 from nerve.canonical import canonical_json
-from nerve.config import InvalidConfig, PositiveDuration, YamlDoc, issues_from_validation, load_yaml
+from nerve.config.recall import CommandFallback, HttpFallback, RecallConfig
 from nerve.errors import NerveError, UsageError
-from nerve.events import NERVE_SOURCE, Trust, check_kind
+from nerve.events import NERVE_SOURCE, Trust
 from nerve.flow.utils import CommandFailed, CommandResult, run_argv
-from nerve.log.store import Draft
+from nerve.log.drafts import Draft
 from nerve.logops import emit
 from nerve.recall.core import (
-    DEFAULT_K,
-    DEFAULT_KINDS,
-    DEFAULT_WINDOW_SPANS,
     Envelope,
     Retrieval,
     RetrievalParams,
@@ -86,32 +80,20 @@ from nerve.recall.tier0 import Tier0Answer, answer, retrieve_for
 from nerve.workspace import Workspace
 
 __all__ = [
-    "DEFAULT_UJ_PER_TOKEN",
-    "DEFAULT_WATTS",
     "SYSTEM_PROMPT",
     "AskResult",
-    "CommandFallback",
     "FallbackError",
     "FallbackReply",
-    "HttpFallback",
-    "RecallConfig",
     "ask",
     "build_retrieval",
     "call_fallback",
     "load_recall_config",
 ]
 
-DEFAULT_UJ_PER_TOKEN = 1_000_000
-DEFAULT_WATTS = 30
 MAX_QUESTION_CHARS = 4_000
 _LINE_CHARS = 160
 _MAX_REPLY_BYTES = 4 * 1024 * 1024
 _EXCERPT_CHARS = 300
-_CONFIG_HINT = (
-    "recall: takes k, window, kinds and fallback (kind: http with endpoint and model, "
-    "or kind: command with argv)"
-)
-
 SYSTEM_PROMPT = (
     "You answer a person's question about what happened on their computer. The user message "
     "is a JSON envelope from nerve's event log: `query` is the question; `spans` are events "
@@ -133,84 +115,14 @@ class FallbackError(NerveError):
 # -- configuration ----------------------------------------------------------------------------
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
-
-
-def _http_url(value: str) -> str:
-    parts = urllib.parse.urlsplit(value)
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise ValueError(f"must be an http(s) URL, got {value!r}")
-    return value
-
-
-def _kind_name(value: str) -> str:
-    try:
-        return check_kind(value)
-    except NerveError as exc:
-        raise ValueError(str(exc)) from None
-
-
-class HttpFallback(_Strict):
-    """An OpenAI-compatible ``{endpoint}/chat/completions``."""
-
-    kind: Literal["http"]
-    endpoint: Annotated[str, AfterValidator(_http_url)]
-    model: str = Field(min_length=1)
-    api_key_env: str | None = Field(default=None, min_length=1)
-    timeout: PositiveDuration = 30_000
-    max_tokens: int | None = Field(default=None, ge=1)
-    uj_per_token: int = Field(default=DEFAULT_UJ_PER_TOKEN, ge=0)
-
-
-class CommandFallback(_Strict):
-    """A program run with argv (no shell): envelope JSON on stdin, the answer on stdout."""
-
-    kind: Literal["command"]
-    argv: list[str] = Field(min_length=1)
-    timeout: PositiveDuration = 30_000
-    watts: int = Field(default=DEFAULT_WATTS, ge=0)
-
-
-Fallback = Annotated[HttpFallback | CommandFallback, Field(discriminator="kind")]
-
-
-class RecallConfig(_Strict):
-    """The ``recall:`` section of ``nerve.yaml`` (see the module docstring)."""
-
-    k: int = Field(default=DEFAULT_K, ge=1, le=1_000)
-    window: int = Field(default=DEFAULT_WINDOW_SPANS, ge=1, le=100_000_000)
-    kinds: list[Annotated[str, AfterValidator(_kind_name)]] = Field(
-        default_factory=lambda: list(DEFAULT_KINDS), min_length=1
-    )
-    fallback: Fallback | None = None
-
-
-class _Section(_Strict):
-    recall: RecallConfig
-
-
 def load_recall_config(ws: Workspace) -> RecallConfig:
-    """Validate ``recall:``; raise ``InvalidConfig`` naming ``recall.<field>`` and its line."""
-    try:
-        return _Section.model_validate({"recall": ws.config.recall}).recall
-    except ValidationError as exc:
-        issues = issues_from_validation(_doc(ws), exc)
-        issues.sort(key=lambda issue: (issue.line or 0, issue.column or 0))
-        raise InvalidConfig(issues, hint=_CONFIG_HINT) from None
-
-
-def _doc(ws: Workspace) -> YamlDoc:
-    if not ws.config_path.exists():
-        return YamlDoc(ws.config_path.name, {}, {})
-    return load_yaml(ws.config_path.read_text(encoding="utf-8"), str(ws.config_path))
+    """The ``recall:`` section; ``InvalidConfig`` naming ``recall.<field>`` and its line."""
+    return ws.config.recall  # checked as nerve.yaml loads (nerve.config.recall)
 
 
 def _salience_window(ws: Workspace) -> int:
     """The attention observer's window from ``attention.window``, else its default."""
-    window = ws.config.attention.get("window", DEFAULT_WINDOW)
-    valid = isinstance(window, int) and not isinstance(window, bool) and window >= 1
-    return window if valid else DEFAULT_WINDOW
+    return ws.config.attention.window
 
 
 # -- fallbacks --------------------------------------------------------------------------------

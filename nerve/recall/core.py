@@ -47,14 +47,12 @@ import duckdb
 
 from nerve.attention.observer import DEFAULT_WINDOW, Observer
 from nerve.canonical import canonical_json
+from nerve.config.recall import DEFAULT_K, DEFAULT_KINDS, DEFAULT_WINDOW_SPANS
 from nerve.errors import UsageError
 from nerve.events import decode_payload, source_name
 from nerve.log.wire import ERASED_TEXT
 
 __all__ = [
-    "DEFAULT_K",
-    "DEFAULT_KINDS",
-    "DEFAULT_WINDOW_SPANS",
     "ENVELOPE_VERSION",
     "IDF_BITS",
     "LEXICON",
@@ -75,9 +73,6 @@ __all__ = [
 ]
 
 ENVELOPE_VERSION = 1
-DEFAULT_K = 12
-DEFAULT_WINDOW_SPANS = 50_000
-DEFAULT_KINDS = ("observation", "attention.highlight", "attention.decision", "sense.error")
 IDF_BITS = 16
 MAX_TERMS = 32
 _TOKEN = re.compile(r"[A-Za-z0-9]{2,}")

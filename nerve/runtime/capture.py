@@ -13,20 +13,40 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from nerve.errors import report
 from nerve.log.drafts import Draft
 from nerve.privacy.pause import PauseState, paused_draft, resumed_draft, stored_pause, until_of
 
 if TYPE_CHECKING:
-    from nerve.runtime.kernel import Kernel
+    from collections.abc import Mapping
+
+    from nerve.runtime.committer import Committer
+    from nerve.runtime.scheduler import Scheduler
+
+
+class Gated(Protocol):
+    """What the pause switch needs of the kernel: its committer, the senses it schedules
+    (``stats`` names them) and a reader of the log."""
+
+    @property
+    def committer(self) -> Committer: ...
+
+    @property
+    def scheduler(self) -> Scheduler: ...
+
+    @property
+    def stats(self) -> Mapping[str, Any]: ...
+
+    def connect(self, *, projections: bool = True) -> Any: ...
+
 
 NS = 1_000_000_000
 
 
 class CaptureGate:
-    def __init__(self, kernel: Kernel, *, clock: Callable[[], int] = time.time_ns) -> None:
+    def __init__(self, kernel: Gated, *, clock: Callable[[], int] = time.time_ns) -> None:
         self.kernel = kernel
         self.clock = clock
         self.state = PauseState()

@@ -14,7 +14,8 @@ from collections.abc import Callable, Sequence
 import pyarrow as pa
 
 from nerve.errors import report
-from nerve.log.store import Draft, EventLog
+from nerve.log.drafts import Draft
+from nerve.log.store import EventLog
 
 Listener = Callable[[pa.Table], None]
 

@@ -1,10 +1,16 @@
-"""What the daemon answers on its socket. Each request type maps to one kernel call."""
+"""What the daemon answers on its socket. Each request type maps to one kernel call.
+
+The built-in requests are :data:`HANDLERS`; an extension adds its own explicitly, through
+its ``handlers()`` (the workflow engine's are in ``nerve.flow.control``), and the kernel
+passes the table it built to :func:`handle`.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+import asyncio
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from nerve.clock import Hlc
 from nerve.contract import WorkflowTrigger
@@ -13,9 +19,60 @@ from nerve.runtime.ipc import error_reply, refusal
 from nerve.runtime.senses import sense_rows
 
 if TYPE_CHECKING:
-    from nerve.runtime.kernel import Kernel
+    from nerve.config.models import NerveConfig
+    from nerve.events import Event
+    from nerve.log.drafts import Draft
+    from nerve.log.store import EventLog
+    from nerve.runtime.capture import CaptureGate
+    from nerve.runtime.staging import Stages
 
-Handler = Callable[["Kernel", dict[str, Any]], Awaitable[dict[str, Any]]]
+
+class Controlled(Protocol):
+    """What the socket's requests need of the kernel."""
+
+    @property
+    def config(self) -> NerveConfig: ...
+
+    @property
+    def capture(self) -> CaptureGate: ...
+
+    @property
+    def stages(self) -> Stages: ...
+
+    @property
+    def stats(self) -> Mapping[str, Any]: ...
+
+    @property
+    def stopping(self) -> asyncio.Event: ...
+
+    def health(self) -> dict[str, Any]: ...
+
+    def known_workflow(self, name: str) -> bool: ...
+
+    def trigger_sense(self, sense: str) -> None: ...
+
+    def parse_drafts(self, objects: list[Any], first: int = 0) -> list[Draft]: ...
+
+    def parse_events(self, objects: list[Any], first: int = 0) -> list[Event]: ...
+
+    async def emit_drafts(
+        self, drafts: list[Draft], key: str | None = None
+    ) -> list[dict[str, Any]]: ...
+
+    async def import_parsed(self, events: list[Event], key: str | None = None) -> int: ...
+
+    async def log_call(self, method: str, **kwargs: Any) -> Any: ...
+
+    async def with_log(self, work: Callable[[EventLog], Any]) -> Any: ...
+
+    async def reload(self, reason: str = "edit") -> bool: ...
+
+    async def request_workflow(
+        self, trigger: WorkflowTrigger, *, source: str
+    ) -> dict[str, Any]: ...
+
+
+Handler = Callable[[Controlled, dict[str, Any]], Awaitable[dict[str, Any]]]
 HANDLERS: dict[str, Handler] = {}
 
 
@@ -27,10 +84,14 @@ def handles(name: str) -> Callable[[Handler], Handler]:
     return register
 
 
-async def handle(kernel: Kernel, request: dict[str, Any]) -> dict[str, Any]:
-    fn = HANDLERS.get(request["type"])
+async def handle(
+    kernel: Controlled, request: dict[str, Any], table: Mapping[str, Handler] = HANDLERS
+) -> dict[str, Any]:
+    """Answer one request with its handler in ``table`` (the built-in ones and those the
+    kernel's extensions registered)."""
+    fn = table.get(request["type"])
     if fn is None:
-        known = ", ".join(sorted(HANDLERS))
+        known = ", ".join(sorted(table))
         message = f"unknown request type {request['type']!r} (known: {known})"
         return refusal("UsageError", message, field="type")
     try:
@@ -69,12 +130,12 @@ def _key_field(request: dict[str, Any]) -> str | None:
 
 
 @handles("status")
-async def _status(kernel: Kernel, request: dict[str, Any]) -> dict[str, Any]:
+async def _status(kernel: Controlled, request: dict[str, Any]) -> dict[str, Any]:
     return {"ok": True, "status": kernel.health()}
 
 
 @handles("list-senses")
-async def _list_senses(kernel: Kernel, request: dict[str, Any]) -> dict[str, Any]:
+async def _list_senses(kernel: Controlled, request: dict[str, Any]) -> dict[str, Any]:
     senses = []
     for row in sense_rows(kernel.config):
         stats = kernel.stats.get(row["name"])
@@ -83,7 +144,7 @@ async def _list_senses(kernel: Kernel, request: dict[str, Any]) -> dict[str, Any
     return {"ok": True, "senses": senses}
 
 
-def _seed_sense(kernel: Kernel, name: str, live: dict[str, Any]) -> dict[str, Any]:
+def _seed_sense(kernel: Controlled, name: str, live: dict[str, Any]) -> dict[str, Any]:
     """Seed 001's ``SenseInfo`` fields: configured throttle and timeout in ms (null when not
     set) and the last signal's time in epoch ms (null before the first)."""
     cfg = kernel.config.senses[name]
@@ -110,13 +171,13 @@ def seed_reply(reply: dict[str, Any]) -> dict[str, Any]:
 
 
 @handles("trigger-sense")
-async def _trigger_sense(kernel: Kernel, request: dict[str, Any]) -> dict[str, Any]:
+async def _trigger_sense(kernel: Controlled, request: dict[str, Any]) -> dict[str, Any]:
     kernel.trigger_sense(_str_field(request, "sense"))
     return {"ok": True}
 
 
 @handles("trigger-workflow")
-async def _trigger_workflow(kernel: Kernel, request: dict[str, Any]) -> dict[str, Any]:
+async def _trigger_workflow(kernel: Controlled, request: dict[str, Any]) -> dict[str, Any]:
     raw = {
         "name": _str_field(request, "workflow"),
         "prompt": request.get("prompt", ""),
@@ -132,7 +193,7 @@ async def _trigger_workflow(kernel: Kernel, request: dict[str, Any]) -> dict[str
 
 
 @handles("emit")
-async def _emit(kernel: Kernel, request: dict[str, Any]) -> dict[str, Any]:
+async def _emit(kernel: Controlled, request: dict[str, Any]) -> dict[str, Any]:
     drafts = _batch(kernel, request, kernel.parse_drafts)
     if drafts is None:
         return {"ok": True, "staged": kernel.stages.count(request["stage"])}
@@ -140,7 +201,7 @@ async def _emit(kernel: Kernel, request: dict[str, Any]) -> dict[str, Any]:
 
 
 @handles("import")
-async def _import(kernel: Kernel, request: dict[str, Any]) -> dict[str, Any]:
+async def _import(kernel: Controlled, request: dict[str, Any]) -> dict[str, Any]:
     events = _batch(kernel, request, kernel.parse_events)
     if events is None:
         return {"ok": True, "staged": kernel.stages.count(request["stage"])}
@@ -148,7 +209,7 @@ async def _import(kernel: Kernel, request: dict[str, Any]) -> dict[str, Any]:
 
 
 def _batch(
-    kernel: Kernel, request: dict[str, Any], parse: Callable[[list[Any], int], list[Any]]
+    kernel: Controlled, request: dict[str, Any], parse: Callable[[list[Any], int], list[Any]]
 ) -> list[Any] | None:
     """The request's events, parsed; with ``stage`` (see ``nerve.runtime.staging``), held
     until the last part, then the whole batch (``None`` for a part before the last)."""
@@ -167,7 +228,7 @@ def _batch(
 
 
 @handles("pause")
-async def _pause(kernel: Kernel, request: dict[str, Any]) -> dict[str, Any]:
+async def _pause(kernel: Controlled, request: dict[str, Any]) -> dict[str, Any]:
     for_ms = request.get("for_ms")
     if for_ms is not None:
         for_ms = _int_field(request, "for_ms", 1)
@@ -175,19 +236,19 @@ async def _pause(kernel: Kernel, request: dict[str, Any]) -> dict[str, Any]:
 
 
 @handles("resume")
-async def _resume(kernel: Kernel, request: dict[str, Any]) -> dict[str, Any]:
+async def _resume(kernel: Controlled, request: dict[str, Any]) -> dict[str, Any]:
     ended = await kernel.capture.resume("command")
     return {"ok": True, "ended": ended.to_json() if ended else None}
 
 
 @handles("seal")
-async def _seal(kernel: Kernel, request: dict[str, Any]) -> dict[str, Any]:
+async def _seal(kernel: Controlled, request: dict[str, Any]) -> dict[str, Any]:
     info = await kernel.log_call("seal")
     return {"ok": True, "sealed": info.to_json() if info else None}
 
 
 @handles("compact")
-async def _compact(kernel: Kernel, request: dict[str, Any]) -> dict[str, Any]:
+async def _compact(kernel: Controlled, request: dict[str, Any]) -> dict[str, Any]:
     result = await kernel.log_call(
         "compact", target_rows=_int_field(request, "target_rows", 1_000_000)
     )
@@ -195,7 +256,7 @@ async def _compact(kernel: Kernel, request: dict[str, Any]) -> dict[str, Any]:
 
 
 @handles("forget")
-async def _forget(kernel: Kernel, request: dict[str, Any]) -> dict[str, Any]:
+async def _forget(kernel: Controlled, request: dict[str, Any]) -> dict[str, Any]:
     from nerve.privacy.forget import Request, apply
 
     wanted = Request.from_json(request)
@@ -205,7 +266,7 @@ async def _forget(kernel: Kernel, request: dict[str, Any]) -> dict[str, Any]:
 
 
 @handles("archive")
-async def _archive(kernel: Kernel, request: dict[str, Any]) -> dict[str, Any]:
+async def _archive(kernel: Controlled, request: dict[str, Any]) -> dict[str, Any]:
     from nerve.privacy.archive import apply
 
     before = request.get("before")
@@ -218,7 +279,7 @@ async def _archive(kernel: Kernel, request: dict[str, Any]) -> dict[str, Any]:
 
 
 @handles("reload")
-async def _reload(kernel: Kernel, request: dict[str, Any]) -> dict[str, Any]:
+async def _reload(kernel: Controlled, request: dict[str, Any]) -> dict[str, Any]:
     applied = await kernel.reload("request")
     if applied:
         return {"ok": True}
@@ -226,15 +287,6 @@ async def _reload(kernel: Kernel, request: dict[str, Any]) -> dict[str, Any]:
 
 
 @handles("stop")
-async def _stop(kernel: Kernel, request: dict[str, Any]) -> dict[str, Any]:
+async def _stop(kernel: Controlled, request: dict[str, Any]) -> dict[str, Any]:
     kernel.stopping.set()
     return {"ok": True}
-
-
-@handles("rotate-key")
-async def _rotate_key(kernel: Kernel, request: dict[str, Any]) -> dict[str, Any]:
-    for ext in kernel.extensions:
-        rotate = getattr(ext, "rotate_key", None)
-        if rotate is not None:
-            return {"ok": True, "epoch": await rotate(kernel)}
-    raise NerveError("attention is not running in this daemon")

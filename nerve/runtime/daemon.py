@@ -1,4 +1,6 @@
-"""Running the kernel as a daemon: pid file, background start, stop, status and its log."""
+"""Running the kernel as a daemon (the server half): start, stop, and its log.
+
+The client half (pid, socket, one request) is ``nerve.runtime.client``."""
 
 from __future__ import annotations
 
@@ -16,8 +18,8 @@ from pathlib import Path
 from typing import Any, BinaryIO, TextIO
 
 from nerve import fsio
-from nerve.errors import ConfigError, DaemonError
-from nerve.runtime import ipc
+from nerve.errors import DaemonError
+from nerve.runtime.client import alive, call, pid_path, read_pid, run_path, running
 from nerve.workspace import Workspace
 
 START_TIMEOUT_S = 60.0
@@ -25,79 +27,8 @@ STOP_TIMEOUT_S = 30.0
 TAIL_BLOCK = 64 * 1024
 
 
-def pid_path(ws: Workspace) -> Path:
-    return ws.data / "nerve.pid"
-
-
 def log_path(ws: Workspace) -> Path:
     return ws.data / "daemon.log"
-
-
-def run_path(ws: Workspace) -> Path:
-    return ws.data / "nerve.run.json"
-
-
-def run_info(ws: Workspace) -> dict[str, Any] | None:
-    """What the running daemon wrote at start (pid, socket, request limit), or None.
-
-    Clients read this rather than nerve.yaml: it names the socket the daemon really listens
-    on (nerve.yaml may have been edited since), and it spares a command that only talks to
-    the daemon from loading the configuration parser at all.
-    """
-    try:
-        info = json.loads(run_path(ws).read_bytes())
-    except (OSError, ValueError):
-        return None
-    if not isinstance(info, dict) or info.get("pid") != read_pid(ws):
-        return None  # a stale record: its daemon is gone
-    return info
-
-
-def socket_path(ws: Workspace) -> Path:
-    """The daemon's socket; the default place if nerve.yaml is missing or broken (a daemon
-    started from a good configuration keeps running after a bad edit, and must stay reachable)."""
-    info = run_info(ws)
-    if info is not None and isinstance(info.get("socket"), str):
-        return Path(info["socket"])
-    try:
-        return (
-            ws.root / ws.config.daemon.socket if ws.config_path.exists() else ws.data / "nerve.sock"
-        )
-    except ConfigError:
-        return ws.data / "nerve.sock"
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def read_pid(ws: Workspace) -> int | None:
-    """The pid in the pid file if that process is alive, else None."""
-    try:
-        pid = int(pid_path(ws).read_text().strip())
-    except (FileNotFoundError, ValueError):
-        return None
-    return pid if _alive(pid) else None
-
-
-def running(ws: Workspace) -> bool:
-    """True when a daemon answers on this workspace's socket."""
-    path = socket_path(ws)
-    return path.exists() and ipc.ping(path)
-
-
-def call(ws: Workspace, request: dict[str, Any], *, timeout: float = 60) -> dict[str, Any]:
-    """One request to the running daemon; a refusal becomes a DaemonError naming why."""
-    reply = ipc.request(socket_path(ws), request, timeout=timeout)
-    if not reply.get("ok"):
-        raise ipc.reply_error(reply)  # the class the daemon raised: EventError, LogError, ...
-    return reply
 
 
 def run_foreground(ws: Workspace, *, view: bool = False, echo: TextIO | None = None) -> None:
@@ -220,7 +151,7 @@ def stop(ws: Workspace) -> int | None:
     if pid is None:
         return None
     for sig, wait_s in ((None, STOP_TIMEOUT_S), (signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0)):
-        if sig is not None and _alive(pid):
+        if sig is not None and alive(pid):
             os.kill(pid, sig)
         if _wait_gone(pid, wait_s):
             break
@@ -233,12 +164,12 @@ def stop(ws: Workspace) -> int | None:
 def _wait_gone(pid: int, seconds: float) -> bool:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
-        if not _alive(pid):
+        if not alive(pid):
             return True
         with contextlib.suppress(ChildProcessError):
             os.waitpid(pid, os.WNOHANG)
         time.sleep(0.05)
-    return not _alive(pid)
+    return not alive(pid)
 
 
 def tail_text(path: Path, lines: int) -> str:

@@ -75,7 +75,7 @@ def banner(
     workspace: Path, socket: Path | None, senses: list[str], events: int, segments: int
 ) -> str:
     """The start-up line: version, workspace, pid, socket, senses and log position."""
-    from nerve import __version__
+    from nerve.version import __version__
 
     parts = [f"workspace {workspace}", f"pid {os.getpid()}"]
     if socket is not None:

@@ -24,15 +24,19 @@ from typing import Any
 import pyarrow as pa
 
 from nerve.canonical import canonical_json
-from nerve.config import InvalidConfig, NerveConfig, load_config
+from nerve.config import load_config
+from nerve.config.issues import InvalidConfig
+from nerve.config.models import NerveConfig
 from nerve.contract import WorkflowTrigger
 from nerve.errors import NerveError, SenseError, did_you_mean
 from nerve.events import Event
 from nerve.log.attest import check_batch, drafts_of_object
-from nerve.log.codec import draft_from_json, event_from_json, row_to_json, table_from_events
-from nerve.log.store import Draft, EventLog, manifest_state
+from nerve.log.codec import table_from_events
+from nerve.log.drafts import Draft
+from nerve.log.store import EventLog, manifest_state
+from nerve.log.wire import draft_from_json, event_from_json, row_to_json
 from nerve.privacy.policy import Policy
-from nerve.runtime import journal
+from nerve.runtime import control, journal
 from nerve.runtime.bus import SignalBus
 from nerve.runtime.capture import CaptureGate
 from nerve.runtime.committer import Committer
@@ -112,7 +116,7 @@ async def _seed_listener(kernel: Kernel) -> IpcServer | None:
         return None
     server = IpcServer(
         path,
-        lambda req: handle(kernel, req),
+        lambda req: handle(kernel, req, kernel.handlers),
         max_bytes=kernel.config.daemon.max_request_bytes,
         reshape=seed_reply,
     )
@@ -188,6 +192,7 @@ class Kernel:
         self.skips = Skips(self._record_skip)  # ticks that did not run, and why
         self._down_since: int | None = None  # wall ns the log was last written by a daemon
         self.queries = QueryChild()  # DuckDB, in a process of its own while it is used
+        self.handlers: dict[str, Any] = dict(control.HANDLERS)  # and each extension's
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -219,12 +224,11 @@ class Kernel:
         await self.capture.start()
         for ext in self.extensions:
             await ext.start(self)
+            self.handlers.update(ext.handlers())
         if self.with_ipc:
-            from nerve.runtime.control import handle
-
             self.ipc = IpcServer(
                 self.socket_path,
-                lambda req: handle(self, req),
+                lambda req: control.handle(self, req, self.handlers),
                 max_bytes=self.config.daemon.max_request_bytes,
                 streams={"follow": self.followers.serve},
             )

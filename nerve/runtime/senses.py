@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from nerve.canonical import loads_bounded
-from nerve.config import NerveConfig
+from nerve.config.models import NerveConfig
 from nerve.errors import EventError, SenseError
 from nerve.runtime.groups import SenseSpec
 from nerve.runtime.scheduler import Plan

@@ -9,12 +9,22 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import watchfiles
 
 if TYPE_CHECKING:
-    from nerve.runtime.kernel import Kernel
+    from nerve.workspace import Workspace
+
+
+class Reloads(Protocol):
+    """What the watcher needs of the kernel: the workspace it watches, and a reload."""
+
+    @property
+    def ws(self) -> Workspace: ...
+
+    async def reload(self, reason: str = "edit") -> bool: ...
+
 
 DEBOUNCE_MS = 300
 # How often watchfiles' loop wakes to look for changes and for the stop request: its default
@@ -57,7 +67,7 @@ async def _merged(
             task.cancel()
 
 
-async def watch_workspace(kernel: Kernel) -> None:
+async def watch_workspace(kernel: Reloads) -> None:
     stop = asyncio.Event()
     try:
         async for changes in _merged(kernel.ws.root, stop):

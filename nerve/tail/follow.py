@@ -21,6 +21,7 @@ from nerve.clock import Hlc
 from nerve.log import segments as seg
 from nerve.log.reader import TailReader, snapshot, table_since
 from nerve.log.select import TailFilter
+from nerve.runtime.client import running
 from nerve.tail.batch import Batch, wire_stamp
 from nerve.workspace import Workspace
 
@@ -62,7 +63,7 @@ def follow(
 ) -> Iterator[Batch]:
     """Each batch of matching events stamped after ``since``, as they are stored."""
     cursor = _Cursor(since)
-    while daemon and _daemon_running(ws):
+    while daemon and running(ws):
         outcome = yield from _through_daemon(ws, filt, cursor)
         if outcome != "dropped":
             break  # no daemon to follow (gone, or one that does not serve `follow`)
@@ -71,18 +72,12 @@ def follow(
         yield Batch(table)
 
 
-def _daemon_running(ws: Workspace) -> bool:
-    from nerve.runtime.daemon import running
-
-    return running(ws)
-
-
 def _through_daemon(
     ws: Workspace, filt: TailFilter, cursor: _Cursor
 ) -> Generator[Batch, None, str]:
     """Follow one subscription; return how it ended: ``dropped``, ``gone`` or ``refused``."""
     from nerve.errors import DaemonError
-    from nerve.runtime.daemon import socket_path
+    from nerve.runtime.client import socket_path
     from nerve.runtime.ipc import LineStream
 
     try:

@@ -10,7 +10,8 @@ import random
 import sys
 from pathlib import Path
 
-from nerve.log.store import Draft, EventLog
+from nerve.log.drafts import Draft
+from nerve.log.store import EventLog
 
 
 def main() -> None:

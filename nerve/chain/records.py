@@ -1,0 +1,45 @@
+"""What a sealed decision link records, as the chain sees it: the outcomes a decision may
+have, and the shapes of the highlight and the decision it seals.
+
+Here so that the chain needs nothing from ``nerve.attention``: attention's ``Highlight``
+and ``Decision`` fit these protocols, and its gate takes its outcomes from here.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, Protocol
+
+__all__ = ["OUTCOMES", "Outcome", "SealedDecision", "SealedHighlight"]
+
+Outcome = Literal["surface", "hold:value", "hold:budget"]
+OUTCOMES: tuple[Outcome, ...] = ("surface", "hold:value", "hold:budget")
+
+
+class _Measured(Protocol):
+    def to_cbor_map(self) -> dict[str, int]: ...
+
+
+class SealedHighlight(Protocol):
+    """The detector fire a decision answers."""
+
+    @property
+    def probe(self) -> str: ...
+
+    def to_cbor_map(self) -> dict[str, int | str]: ...
+
+
+class SealedDecision(Protocol):
+    """The gate's decision, its figures and the energy it cost."""
+
+    @property
+    def outcome(self) -> Outcome: ...
+    @property
+    def value_milli(self) -> int: ...
+    @property
+    def cost_milli(self) -> int: ...
+    @property
+    def charged_uj(self) -> int: ...
+    @property
+    def budget_after_uj(self) -> int: ...
+    @property
+    def energy(self) -> _Measured: ...
