@@ -1,9 +1,10 @@
-"""Every read and write ``nerve ui`` makes, over the library calls the CLI and MCP use.
+"""Every read and write ``nerve ui`` makes, over the front door and the calls MCP uses.
 
-Pages call only this module, so what the UI can see and change is in one place. Reads go to
-the log directly (a read snapshot, never the writer's lock); writes (pause, resume, forget,
-a sense trigger) go through the same routed calls as the CLI: the daemon when it runs, else
-the log opened as its writer for that one change.
+Pages call only this module, so what the UI can see and change is in one place. Event reads
+go to the log directly (a read snapshot, never the writer's lock); writes (pause, resume,
+forget, a sense trigger) and the daemon's answers go through ``nerve.open``'s
+:class:`~nerve.api.Workspace` (:func:`door`), as the CLI's do: the daemon when it runs,
+else the log opened as its writer for that one change.
 
 Privacy: every event leaves through :class:`~nerve.mcp.guard.Screen` (drop rules withhold
 it, redaction rewrites its line and payload, an erased payload shows as erased), and every
@@ -19,7 +20,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
 
@@ -30,6 +31,9 @@ from nerve.mcp.guard import ERASED, Screen
 from nerve.privacy.settings import PrivacyConfig
 from nerve.workspace import Workspace
 
+if TYPE_CHECKING:
+    from nerve import api
+
 __all__ = [
     "Filters",
     "Window",
@@ -39,6 +43,7 @@ __all__ = [
     "context",
     "decision",
     "decisions",
+    "door",
     "event",
     "events",
     "forget",
@@ -67,6 +72,14 @@ SQL_BYTES = 8 << 20
 
 
 _PRIVACY: dict[str, tuple[tuple[int, int], PrivacyConfig]] = {}
+
+
+def door(ws: Workspace) -> api.Workspace:
+    """The front door (``nerve.open``) over the workspace: every write, and the daemon's
+    answers, go through it as the CLI's do."""
+    from nerve import api
+
+    return api.Workspace(ws)
 
 
 def screen(ws: Workspace) -> Screen:
@@ -496,7 +509,7 @@ def decision(ws: Workspace, seq: int) -> dict[str, Any]:
     and the observations that led to its decision."""
     from nerve.attention import audit
 
-    link = audit.show(ws.log_root, seq)
+    link = door(ws).audit_show(seq)
     if link.get("source_line") is not None:
         link["source_line"] = screen(ws).text(str(link["source_line"]))
     found = [d for d in audit.decisions(ws.log_root) if d.get("chain_seq") == seq]
@@ -512,16 +525,7 @@ def decision(ws: Workspace, seq: int) -> dict[str, Any]:
 
 def chain_state(ws: Workspace) -> dict[str, Any]:
     """The whole chain verified as ``nerve audit verify --no-record`` does: the first break."""
-    from nerve.attention import audit
-
-    verdict = audit.verify(
-        audit.chain_links(ws.log_root),
-        origin=f"workspace:{ws.root}",
-        key=None,
-        key_from="--key",
-        record=False,
-    )
-    return verdict.to_json()
+    return dict(door(ws).audit_verify(record=False).to_json())
 
 
 # -- senses and workflows --------------------------------------------------------------------
@@ -529,22 +533,13 @@ def chain_state(ws: Workspace) -> dict[str, Any]:
 
 def senses(ws: Workspace) -> dict[str, Any]:
     """Each sense's schedule and last result (from the daemon when it runs, else nerve.yaml)."""
-    from nerve.runtime import daemon
-    from nerve.runtime.senses import sense_rows
-
-    if daemon.running(ws):
-        return {"daemon": True, "senses": daemon.call(ws, {"type": "list-senses"})["senses"]}
-    return {"daemon": False, "senses": sense_rows(ws.config)}
+    front = door(ws)
+    return {"daemon": front.status().running, "senses": front.senses()}
 
 
 def trigger_sense(ws: Workspace, name: str) -> dict[str, Any]:
     """Ask the running daemon to compute ``name`` now (as ``nerve sense trigger``)."""
-    from nerve.errors import DaemonError
-    from nerve.runtime import daemon
-
-    if not daemon.running(ws):
-        raise DaemonError("the daemon is not running", hint="start it with `nerve start`")
-    daemon.call(ws, {"type": "trigger-sense", "sense": name})
+    door(ws).trigger_sense(name)
     return {"triggered": name}
 
 
@@ -571,15 +566,11 @@ def _jsonable(rows: list[Any]) -> list[Any]:
 
 
 def pause(ws: Workspace, for_ms: int | None = None) -> dict[str, Any]:
-    from nerve.privacy.ops import pause as pause_capture
-
-    return {"paused": True, "state": _state_json(pause_capture(ws, for_ms))}
+    return {"paused": True, "state": _state_json(door(ws).pause(for_ms))}
 
 
 def resume(ws: Workspace) -> dict[str, Any]:
-    from nerve.privacy.ops import resume as resume_capture
-
-    return {"resumed": resume_capture(ws) is not None}
+    return {"resumed": door(ws).resume() is not None}
 
 
 def _state_json(state: Any) -> Any:
@@ -603,19 +594,12 @@ def forget(
     before: str | None, after: str | None, reason: str, dry_run: bool,
 ) -> dict[str, Any]:  # fmt: skip
     """What a forget would erase (``dry_run``), or erase it, as ``nerve forget`` does."""
-    from nerve.privacy.forget import Request, check_reason
-    from nerve.privacy.forget import dry_run as plan
-    from nerve.privacy.forget import forget as erase
-    from nerve.privacy.selection import Selection
-
     if not (match or kinds or sources or before or after):
         raise UsageError("choose what to forget: text, a kind, a source or a time", field="match")
-    chosen = Selection.of(
-        cids=(), sources=sources, kinds=kinds, match=match or None, before=before or None,
-        after=after or None, now_ns=time.time_ns(),
+    result = door(ws).forget(
+        sources=sources, kinds=kinds, match=match or None, before=before or None,
+        after=after or None, reason=reason, dry_run=dry_run,
     )  # fmt: skip
-    request = Request(chosen, check_reason(reason))
-    result = plan(ws, request) if dry_run else erase(ws, request)
     return result.to_json()
 
 
@@ -634,13 +618,10 @@ def health(ws: Workspace, *, verify: bool = False) -> dict[str, Any]:
     disk per day."""
     from nerve.canonical import jsonable
     from nerve.log.reader import snapshot
-    from nerve.logops import replay
-    from nerve.runtime import daemon
 
-    status: dict[str, Any] = {"running": daemon.running(ws)}
-    if status["running"]:
-        status.update(daemon.call(ws, {"type": "status"})["status"])
-    report = replay(ws, full=verify)
+    front = door(ws)
+    status = front.status().to_json()
+    report = front.replay(verify=verify)
     snap = snapshot(ws.log_root)
     return {
         "daemon": jsonable(status),
