@@ -13,6 +13,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from nerve import logops
+from nerve.events import BOOKKEEPING_KINDS
 from nerve.log.drafts import Draft
 from nerve.log.reader import replay_digest
 from nerve.ui.app import build_app
@@ -74,7 +75,18 @@ def test_timeline_aggregates_the_day_on_the_server(ws: Workspace) -> None:
     assert {"shell", "endpoint", "app_focus"} <= sources
     outcomes = {m["outcome"] for m in data["decisions"]}
     assert "surface" in outcomes and {"hold:value", "hold:budget"} & outcomes
-    assert len(data["events"]) <= 50  # a table twin, never the whole log
+    assert len(data["events"]) == 50  # a table twin of the newest in view, never the log
+    w = data["window"]
+    conn = ws.connect()
+    try:
+        newest = conn.execute(
+            "SELECT id FROM events WHERE physical_ns >= ? AND physical_ns < ? AND kind NOT IN "
+            "(SELECT unnest(?::VARCHAR[])) ORDER BY physical_ns DESC, logical DESC LIMIT 50",
+            [w["since_ns"], w["until_ns"], sorted(BOOKKEEPING_KINDS)],
+        ).fetchall()
+    finally:
+        conn.close()
+    assert [e["id"] for e in data["events"]] == [bytes(r[0]).hex() for r in newest]
 
 
 def test_timeline_shades_a_pause(ws: Workspace) -> None:

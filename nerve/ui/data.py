@@ -241,12 +241,7 @@ def timeline(ws: Workspace, win: Window, *, buckets: int = 96, lanes: int = 14) 
             span,
         )
         pauses = _pauses(conn, win)
-        recent = _rows(
-            conn,
-            f"SELECT {_COLS} FROM events WHERE {where} AND kind NOT IN "
-            f"({_quoted(BOOKKEEPING_KINDS)}) ORDER BY physical_ns DESC, logical DESC LIMIT 50",
-            span,
-        )
+        recent = _newest(conn, f"{where} AND kind NOT IN ({_quoted(BOOKKEEPING_KINDS)})", span)
     finally:
         conn.close()
     counts = [0] * buckets
@@ -266,6 +261,25 @@ def timeline(ws: Workspace, win: Window, *, buckets: int = 96, lanes: int = 14) 
         "paused": pauses,
         "events": _shown(scr, recent),
     }
+
+
+def _newest(
+    conn: duckdb.DuckDBPyConnection, where: str, args: list[Any], count: int = 50
+) -> list[dict[str, Any]]:
+    """The newest ``count`` matching rows: their stamps found first (two columns), then only
+    rows from the oldest of them are read whole (segments are pruned by their HLC range)."""
+    edge = conn.execute(
+        f"SELECT physical_ns, logical FROM events WHERE {where} "
+        f"ORDER BY physical_ns DESC, logical DESC LIMIT 1 OFFSET {count - 1}",
+        args,
+    ).fetchone()
+    floor = "TRUE" if edge is None else f"physical_ns >= {int(edge[0])}"
+    return _rows(
+        conn,
+        f"SELECT {_COLS} FROM events WHERE {where} AND {floor} "
+        f"ORDER BY physical_ns DESC, logical DESC LIMIT {count}",
+        args,
+    )
 
 
 def _quoted(names: Any) -> str:
