@@ -220,3 +220,17 @@ def test_serving_beyond_loopback_needs_allow_remote(ws: Workspace) -> None:
         serve(ws, "0.0.0.0", 0)
     c = app(ws, allow_remote=True)
     assert c.get("/", headers={"host": "nerve.example:8765"}).status_code == 401  # token still
+
+
+def test_redaction_counts_by_rule_never_the_text(ws: Workspace) -> None:
+    (ws.root / "nerve.yaml").write_text(
+        "senses: {}\nprivacy:\n  rules:\n    - {name: codename, regex: 'bluebird'}\n"
+    )
+    try:
+        logops.emit(Workspace(ws.root), [Draft.of(source=5, line="bluebird and bluebird")])
+        c = logged_in(ws)
+        got = c.get("/privacy", headers={"accept": "application/json"}).json()["redactions"]
+        assert {"rule": "codename", "events": 1, "matches": 2} in got
+        assert "bluebird" not in c.get("/privacy").text
+    finally:
+        (ws.root / "nerve.yaml").write_text("senses: {}\nprivacy:\n  detectors: {enabled: false}\n")

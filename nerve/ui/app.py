@@ -242,7 +242,11 @@ class Pages:
 
     async def privacy(self, request: Request) -> Response:
         def both() -> dict[str, Any]:
-            return {"capture": data.capture(self.ws), **data.access_records(self.ws)}
+            return {
+                "capture": data.capture(self.ws),
+                "redactions": data.redactions(self.ws),
+                **data.access_records(self.ws),
+            }
 
         try:
             out = await self.run(request, both)

@@ -50,6 +50,7 @@ __all__ = [
     "health",
     "live_batch",
     "pause",
+    "redactions",
     "resume",
     "screen",
     "senses",
@@ -615,6 +616,31 @@ def forget(
         after=after or None, reason=reason, dry_run=dry_run,
     )  # fmt: skip
     return result.to_json()
+
+
+def redactions(ws: Workspace) -> list[dict[str, Any]]:
+    """What capture redacted, by rule: events touched and matches replaced (from the
+    ``_redacted`` counts each redacted payload keeps; never the text)."""
+    import json
+
+    from nerve.privacy.scan import MARKER
+
+    conn = _connect(ws, screen(ws))
+    try:
+        rows = conn.execute(
+            f"SELECT CAST(data->'{MARKER}' AS VARCHAR) FROM events "
+            f"WHERE (data->'{MARKER}') IS NOT NULL"
+        ).fetchall()
+    finally:
+        conn.close()
+    rules: dict[str, list[int]] = {}
+    for (text,) in rows:
+        counts = json.loads(text) if text else {}
+        for rule, n in counts.items() if isinstance(counts, dict) else ():
+            slot = rules.setdefault(str(rule), [0, 0])
+            slot[0] += 1
+            slot[1] += int(n) if isinstance(n, int) else 0
+    return [{"rule": r, "events": e, "matches": m} for r, (e, m) in sorted(rules.items())]
 
 
 def access_records(ws: Workspace) -> dict[str, Any]:
