@@ -234,3 +234,35 @@ def test_redaction_counts_by_rule_never_the_text(ws: Workspace) -> None:
         assert "bluebird" not in c.get("/privacy").text
     finally:
         (ws.root / "nerve.yaml").write_text("senses: {}\nprivacy:\n  detectors: {enabled: false}\n")
+
+
+def test_the_token_command_prints_and_rotates(
+    ws: Workspace, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from nerve.cli.main import run
+
+    def cli(*words: str) -> None:
+        with pytest.raises(SystemExit) as done:
+            run(["--workspace", str(ws.root), "ui", *words])
+        assert done.value.code in (0, None)
+
+    cli("token")
+    first = capsys.readouterr().out.strip()
+    assert first == token(ws)
+    c = logged_in(ws)
+    cli("token", "--rotate")
+    second = capsys.readouterr().out.strip()
+    assert second != first and second == token(ws)
+    assert c.get("/").status_code == 401  # the old session ended with the old token
+
+
+def test_ui_beyond_loopback_is_a_usage_error_at_the_cli(
+    ws: Workspace, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from nerve.cli.main import run
+
+    with pytest.raises(SystemExit) as done:
+        run(["--workspace", str(ws.root), "ui", "--host", "0.0.0.0"])
+    assert done.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("UsageError: ") and "--allow-remote" in err and "Traceback" not in err
