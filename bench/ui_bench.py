@@ -23,7 +23,8 @@ cache), Debian's Chromium loads:
 Both servers answer once untimed first (a running server is what is compared, not its
 start-up). Ratios are nerve / aw (fastest round each); goals are ≤ 0.5 for both. ``--big`` builds a
 second log of that many events stamped within one day and times the timeline page for that
-day in process (the server's time, median of 5). The ``nerve ui`` process's memory and CPU
+day in process (the server's time, median of 5), and a search over the week (``/events?text=``,
+one match, median of 5). The ``nerve ui`` process's memory and CPU
 while idle are reported. Checks: nerve's timeline counts every event of the day; aw returns
 every event posted; in a full run, the goals. ``--quick``: 1,000 events, 1 round, a 20k big
 log. The last line is ``RESULT {json}``; progress goes to stderr.
@@ -59,6 +60,7 @@ DEFAULTS = {"events": 20_000, "rounds": 5, "big": 1_000_000}
 QUICK = {"events": 1_000, "rounds": 1, "big": 20_000}
 GOAL_RATIO = 0.5
 GOAL_BIG_MS = 300
+GOAL_SEARCH_MS = 500
 DAY_NS = 86_400 * 10**9
 APPS = [
     ("firefox", "nerve ui — timeline"),
@@ -330,7 +332,24 @@ def big_timeline(work: Path, events: int) -> dict[str, Any]:
         total = sum(r.json()["counts"])
         html = client.get("/?since=24h")
         assert html.status_code == 200
-    return {"events": events, "in_day": total, "ms_median": round(statistics.median(times[1:]), 1)}
+    last = events - 1
+    while last % 3 != 2 or last % 30 == 2:  # the rows biglog writes as "<sense> detail <i>"
+        last -= 1
+    searches = []
+    for i in range(6):
+        t0 = time.perf_counter()
+        found = client.get(
+            f"/events?text=detail+{last - 30 * i}&since=7d",
+            headers={"accept": "application/json"},
+        ).json()
+        searches.append((time.perf_counter() - t0) * 1000)
+        assert found["events"], found
+    return {
+        "events": events,
+        "in_day": total,
+        "ms_median": round(statistics.median(times[1:]), 1),
+        "search_week_ms_median": round(statistics.median(searches[1:]), 1),
+    }
 
 
 # -- main ------------------------------------------------------------------------------------
@@ -362,6 +381,7 @@ def checks(result: dict[str, Any], args: argparse.Namespace) -> dict[str, bool]:
         out["bytes_goal"] = side["bytes_ratio"] <= GOAL_RATIO
         if "big" in result:
             out["big_timeline_goal"] = result["big"]["ms_median"] <= GOAL_BIG_MS
+            out["big_search_goal"] = result["big"]["search_week_ms_median"] <= GOAL_SEARCH_MS
     return out
 
 
