@@ -25,7 +25,9 @@ start-up). Ratios are nerve / aw (fastest round each); goals are ≤ 0.5 for bot
 second log of that many events stamped within one day and times the timeline page for that
 day in process (the server's time, median of 5), and a search over the week (``/events?text=``,
 one match, median of 5). The ``nerve ui`` process's memory and CPU
-while idle are reported. Checks: nerve's timeline counts every event of the day; aw returns
+while idle are reported. The live tail is followed over server-sent events while events are
+appended at ``--rate`` per second for ``--live-seconds``: every one must arrive, once, in
+order. Checks: nerve's timeline counts every event of the day; aw returns
 every event posted; in a full run, the goals. ``--quick``: 1,000 events, 1 round, a 20k big
 log. The last line is ``RESULT {json}``; progress goes to stderr.
 """
@@ -56,8 +58,8 @@ from nerve.events import Event, SourceClass, Trust
 from nerve.workspace import Workspace, init_workspace
 from tests.helpers.browser import CHROMIUM, CHROMIUM_ARGS, UiProcess
 
-DEFAULTS = {"events": 20_000, "rounds": 5, "big": 1_000_000}
-QUICK = {"events": 1_000, "rounds": 1, "big": 20_000}
+DEFAULTS = {"events": 20_000, "rounds": 5, "big": 1_000_000, "live_seconds": 10.0, "rate": 5_000}
+QUICK = {"events": 1_000, "rounds": 1, "big": 20_000, "live_seconds": 1.0, "rate": 1_000}
 GOAL_RATIO = 0.5
 GOAL_BIG_MS = 300
 GOAL_SEARCH_MS = 500
@@ -310,6 +312,70 @@ def _idle(pid: int) -> dict[str, Any]:
     }
 
 
+def live_rate(work: Path, seconds: float, rate: int) -> dict[str, Any]:
+    """Append ``rate`` events/s for ``seconds`` while the live tail (server-sent events from a
+    real ``nerve ui``) is followed; what arrived, doubled, and how late the last one was."""
+    import threading
+
+    from nerve.ui.auth import Keys, token_path
+
+    root = work / "live"
+    ws = init_workspace(root)
+    (root / "nerve.yaml").write_text("senses: {}\nlog:\n  durability: os\n")
+    ws = Workspace(root)
+    with ws.open_log() as log:
+        first = log.append_columns(**_columns(["start"]))
+    after = f"{first.column('physical_ns')[0].as_py()}.{first.column('logical')[0].as_py()}"
+    ui = UiProcess(ws.root, {"XDG_STATE_HOME": os.environ["XDG_STATE_HOME"]})
+    seen: list[str] = []
+    stop = threading.Event()
+    cookie = Keys(token_path(ws)).cookie()
+
+    def follow() -> None:
+        req = urllib.request.Request(
+            f"{ui.base}/live/stream?after={after}", headers={"cookie": f"nerve_ui={cookie}"}
+        )
+        with urllib.request.urlopen(req, timeout=60) as stream:
+            for raw in stream:
+                if raw.startswith(b"data: "):
+                    seen.extend(e["line"] for e in json.loads(raw[6:]))
+                if stop.is_set():
+                    return
+
+    reader = threading.Thread(target=follow, daemon=True)
+    reader.start()  # from the stamp of the first event: none appended after it can be missed
+    total, batch = int(seconds * rate), max(1, rate // 20)
+    t0 = time.perf_counter()
+    with ws.open_log() as log:
+        for start in range(0, total, batch):
+            log.append_columns(**_columns([f"live {i}" for i in range(start, start + batch)]))
+            ahead = t0 + (start + batch) / rate - time.perf_counter()
+            if ahead > 0:
+                time.sleep(ahead)
+    appended_s = time.perf_counter() - t0
+    deadline = time.monotonic() + 60
+    while len(seen) < total and time.monotonic() < deadline:
+        time.sleep(0.05)
+    lag_s = time.perf_counter() - t0 - appended_s
+    stop.set()
+    ui.stop()
+    wanted = [f"live {i}" for i in range(total)]
+    return {
+        "rate_asked": rate, "appended": total, "rate_appended": round(total / appended_s),
+        "received": len(seen), "missing": len(set(wanted) - set(seen)),
+        "doubled": len(seen) - len(set(seen)), "in_order": seen == wanted,
+        "last_arrived_after_s": round(lag_s, 2),
+    }  # fmt: skip
+
+
+def _columns(lines: list[str]) -> dict[str, Any]:
+    n = len(lines)
+    return {
+        "kind": ["observation"] * n, "subject": ["bench"] * n, "source": [5] * n,
+        "trust": [1] * n, "valid_time_ns": [None] * n, "payload": [b""] * n, "line": lines,
+    }  # fmt: skip
+
+
 def big_timeline(work: Path, events: int) -> dict[str, Any]:
     """Server time of the timeline page for a day holding ``events`` events."""
     from starlette.testclient import TestClient
@@ -360,6 +426,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--events", type=int)
     parser.add_argument("--rounds", type=int)
     parser.add_argument("--big", type=int, help="events in the server-time log (0: skip)")
+    parser.add_argument("--live-seconds", type=float, help="how long to append (0: skip)")
+    parser.add_argument("--rate", type=int, help="events/s appended while the tail follows")
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder")
     args = parser.parse_args(argv)
@@ -376,6 +444,11 @@ def checks(result: dict[str, Any], args: argparse.Namespace) -> dict[str, bool]:
         "nerve_counts_every_event": side["nerve_counted"] == args.events,
         "aw_returns_every_event": side["aw_returned"] == args.events,
     }
+    if "live" in result:
+        live = result["live"]
+        out["live_no_loss"] = live["missing"] == 0 and live["received"] == live["appended"]
+        out["live_no_doubles"] = live["doubled"] == 0
+        out["live_in_order"] = live["in_order"]
     if not args.quick:
         out["time_goal"] = side["time_ratio"] <= GOAL_RATIO
         out["bytes_goal"] = side["bytes_ratio"] <= GOAL_RATIO
@@ -395,6 +468,8 @@ def main(argv: Sequence[str] | None = None, out: TextIO = sys.stdout) -> int:
     work = Path(tempfile.mkdtemp(prefix="nerve-ui-bench-"))
     try:
         result: dict[str, Any] = {"side_by_side": side_by_side(work, args)}
+        if args.live_seconds:
+            result["live"] = live_rate(work, args.live_seconds, args.rate)
         if args.big:
             result["big"] = big_timeline(work, args.big)
     finally:
@@ -421,6 +496,13 @@ def render(result: dict[str, Any], out: TextIO) -> None:
     w = s["aw_webui_page"]
     print(f"aw-webui page            {w['bytes']:,} B, {w['failed']} failed requests", file=out)
     print(f"nerve ui idle            {s['ui_idle']}", file=out)
+    if "live" in result:
+        v = result["live"]
+        print(
+            f"live tail at {v['rate_appended']:,}/s: {v['received']:,} of {v['appended']:,} "
+            f"received, {v['doubled']} doubled, last {v['last_arrived_after_s']} s after",
+            file=out,
+        )
     if "big" in result:
         b = result["big"]
         print(

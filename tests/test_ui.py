@@ -264,3 +264,26 @@ def test_live_stream_resumes_from_the_last_event_id(ws: Workspace) -> None:
     rows = json.loads(sent.removeprefix("data: "))
     assert [row["line"] for row in rows] == ["resumed 0", "resumed 1", "resumed 2"]
     assert c.get("/live/stream?after=junk").status_code == 400
+
+
+def test_a_stop_ends_the_server_even_with_a_live_tail_open(ws: Workspace) -> None:
+    import os
+    import subprocess
+    import urllib.request
+
+    from tests.helpers.browser import ui_process
+
+    env = {"XDG_STATE_HOME": os.environ["XDG_STATE_HOME"]}
+    with ui_process(ws.root, env) as ui:
+        cookie = Keys(token_path(ws)).cookie()
+        req = urllib.request.Request(
+            f"{ui.base}/live/stream", headers={"cookie": f"nerve_ui={cookie}"}
+        )
+        stream = urllib.request.urlopen(req, timeout=30)
+        assert stream.readline().startswith(b": nerve live tail")
+        try:
+            assert ui.stop() == 0  # SIGTERM: a clean exit, not a wait for the tab to close
+        except subprocess.TimeoutExpired:
+            pytest.fail("nerve ui did not stop while a live tail was open")
+        finally:
+            stream.close()

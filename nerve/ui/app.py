@@ -44,6 +44,7 @@ __all__ = ["build_app"]
 
 HERE = Path(__file__).parent
 POLL_S = 0.25
+KEEP_ALIVE_S = 15.0
 PAGES = [
     ("/", "Timeline"),
     ("/events", "Events"),
@@ -192,13 +193,18 @@ class Pages:
         self, request: Request, f: data.Filters, cursor: Hlc | None
     ) -> AsyncIterator[str]:
         yield ": nerve live tail\nretry: 1000\n\n"
+        quiet = 0.0
         while not await request.is_disconnected():
             rows, nxt = await anyio.to_thread.run_sync(data.live_batch, self.ws, f, cursor)
             if nxt is not None and nxt != cursor:
-                cursor = nxt
+                cursor, quiet = nxt, 0.0
                 yield f"id: {cursor}\nevent: events\ndata: {json.dumps(rows, default=str)}\n\n"
                 continue
             await anyio.sleep(POLL_S)
+            quiet += POLL_S
+            if quiet >= KEEP_ALIVE_S:  # a comment, so an idle tail is not taken for a dead one
+                quiet = 0.0
+                yield ": keep-alive\n\n"
 
     async def sql(self, request: Request) -> Response:
         text = request.query_params.get("q", "").strip()

@@ -17,6 +17,8 @@ from nerve.workspace import Workspace
 
 __all__ = ["serve"]
 
+GRACE_S = 2
+
 
 class _Stopped(Exception):
     """SIGINT or SIGTERM: uvicorn shut down and raised the signal again."""
@@ -39,7 +41,10 @@ def serve(
     bound = sock.getsockname()[1]
     name = f"[{host}]" if ":" in host else host
     app = build_app(ws, Keys(token_path(ws)), Served(host, bound, allow_remote))
-    runner = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
+    config = uvicorn.Config(
+        app, log_level="warning", lifespan="off", timeout_graceful_shutdown=GRACE_S
+    )  # an open live tail never ends by itself: a stop waits this long for it, then cuts it
+    runner = uvicorn.Server(config)
 
     async def main() -> None:
         async with anyio.create_task_group() as group:
