@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from nerve.api import Status, Workspace
     from nerve.api import open as open
     from nerve.clock import Hlc, HybridClock
+    from nerve.config.issues import InvalidConfig
     from nerve.contract import Observation, Result, SenseContext, Skip, WorkflowTrigger
     from nerve.errors import (
         AccessRefused,
@@ -41,7 +42,11 @@ if TYPE_CHECKING:
         WriterLocked,
     )
     from nerve.events import Event, SourceClass, Trust
+    from nerve.fleet.head import HeadError
+    from nerve.fleet.warehouse import FleetError
     from nerve.log.verify import VerifyReport
+    from nerve.recall import FallbackError
+    from nerve.runtime.queries import QueryError
 
 # Public name -> the module that defines it. Loaded on first use, so the CLI's start-up (which
 # imports ``nerve.cli``, hence this package) pays only for what a command uses.
@@ -54,8 +59,12 @@ _HOME = {
     "DaemonError": "nerve.errors",
     "Event": "nerve.events",
     "EventError": "nerve.errors",
+    "FallbackError": "nerve.recall",
+    "FleetError": "nerve.fleet.warehouse",
+    "HeadError": "nerve.fleet.head",
     "Hlc": "nerve.clock",
     "HybridClock": "nerve.clock",
+    "InvalidConfig": "nerve.config.issues",
     "LogCorrupt": "nerve.errors",
     "LogDamageWarning": "nerve.errors",
     "LogError": "nerve.errors",
@@ -63,6 +72,7 @@ _HOME = {
     "Observation": "nerve.contract",
     "OrderError": "nerve.errors",
     "PrivacyError": "nerve.errors",
+    "QueryError": "nerve.runtime.queries",
     "Result": "nerve.contract",
     "SealDeferred": "nerve.errors",
     "SenseContext": "nerve.contract",
@@ -91,8 +101,12 @@ __all__ = [
     "DaemonError",
     "Event",
     "EventError",
+    "FallbackError",
+    "FleetError",
+    "HeadError",
     "Hlc",
     "HybridClock",
+    "InvalidConfig",
     "LogCorrupt",
     "LogDamageWarning",
     "LogError",
@@ -100,6 +114,7 @@ __all__ = [
     "Observation",
     "OrderError",
     "PrivacyError",
+    "QueryError",
     "Result",
     "SealDeferred",
     "SenseContext",

@@ -43,6 +43,7 @@ if TYPE_CHECKING:  # loaded by the methods that use them: a read or an emit load
     from nerve.privacy.forget import ForgetResult, Request
     from nerve.privacy.pause import PauseState
     from nerve.recall import AskResult
+    from nerve.runtime.client import Daemon
     from nerve.tail.batch import Batch
 
 __all__ = ["Status", "Workspace", "open"]
@@ -103,31 +104,34 @@ class Workspace:
             self._conn = None
 
     def _writable(self) -> Folder:
+        """The folder, for a write: refused on a read-only open; the next query opens a
+        new connection, so it sees what this write stores."""
         if self.read_only:
             raise UsageError(
                 f"{self.root} was opened read-only; this writes to it",
                 hint="nerve.open(path) without read_only=True",
             )
+        self.close()
         return self.folder
 
     # -- reading ------------------------------------------------------------------------
 
     def connection(self) -> duckdb.DuckDBPyConnection:
         """The DuckDB connection (``events`` and every projection as views) :meth:`sql`
-        runs on; opened on first use, over the log as it is then (:meth:`refresh` sees
-        events stored since). Temporary views made on it last until :meth:`close`."""
+        runs on; opened on first use over the log as it is then, and again after a write
+        through this workspace (:meth:`refresh` sees what others stored since). Temporary
+        views made on it last until then."""
         if self._conn is None:
-            from nerve.query import connect
-
-            folder = self.folder
-            if not self.read_only:
-                return self._cache(folder.connect())
-            self._conn = connect(folder.log_root, folder.projection_dirs(), folder.settings())
+            self._conn = self._open_connection()
         return self._conn
 
-    def _cache(self, conn: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
-        self._conn = conn
-        return conn
+    def _open_connection(self) -> duckdb.DuckDBPyConnection:
+        if not self.read_only:
+            return self.folder.connect()  # makes data/ if missing, as the CLI does
+        from nerve.query import connect
+
+        folder = self.folder
+        return connect(folder.log_root, folder.projection_dirs(), folder.settings())
 
     def refresh(self) -> None:
         """See events stored since the connection opened (temporary views are dropped)."""
@@ -315,12 +319,14 @@ class Workspace:
 
     # -- the daemon ---------------------------------------------------------------------
 
-    def status(self) -> Status:
+    def status(self, *, timeout: float = 60) -> Status:
         """Whether a daemon runs, and its health figures (as ``nerve status``)."""
         from nerve.runtime.client import route
 
-        health = route(self.folder, daemon=lambda d: d.call({"type": "status"})["status"], log=dict)
-        return Status(bool(health), health)
+        def through(daemon: Daemon) -> Status:
+            return Status(True, daemon.call({"type": "status"}, timeout=timeout)["status"])
+
+        return route(self.folder, daemon=through, log=lambda: Status(False))
 
     def start(self) -> int:
         """Start the daemon in the background; its pid once it answers."""
@@ -355,13 +361,22 @@ class Workspace:
     # -- workflows, recall, export, fleet ------------------------------------------------
 
     def trigger_workflow(
-        self, name: str, *, prompt: str = "", max_rounds: int | None = None, key: str | None = None
+        self,
+        name: str,
+        *,
+        prompt: str = "",
+        max_rounds: int | None = None,
+        dry_run: bool = False,
+        key: str | None = None,
     ) -> dict[str, Any]:
         """Ask the running daemon to start a run of workflow ``name``; its answer (``run``,
         ``status``; ``status: deduped`` with the ``earlier_run`` for a ``key`` used before)."""
         from nerve.flow import client
 
-        return client.trigger(self._writable(), name, prompt=prompt, max_rounds=max_rounds, key=key)
+        folder = self._writable()
+        return client.trigger(
+            folder, name, prompt=prompt, max_rounds=max_rounds, dry_run=dry_run, key=key
+        )
 
     def runs(
         self, *, include_all: bool = False, workflow: str | None = None, limit: int = 20

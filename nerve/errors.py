@@ -11,15 +11,25 @@
     │   ├── UnsafePath          a path nerve would write is a symlink or not a plain file/folder
     │   └── OrderError          an imported event does not sort after the log's newest
     ├── ConfigError             nerve.yaml or another workspace file is invalid (file, line, path)
+    │   └── InvalidConfig       every problem found, one issue each (nerve.config.issues)
     ├── SenseError              a sense could not be loaded or broke its contract
     ├── WorkflowError           a workflow definition or run request is invalid
+    │   ├── ArgvError           a command given as a string, or an empty argv (nerve.flow.utils)
+    │   ├── CommandFailed       a workflow's command did not start or failed (nerve.flow.utils)
+    │   ├── ExtractError        an endpoint's reply is not the model asked for (nerve.flow.utils)
+    │   └── NerveYamlError      a workflow read a nerve.yaml it may not (nerve.flow.utils)
     ├── CheckError              a gate-check manifest is invalid or a check cannot be fired
     ├── PrivacyError            the privacy rules refuse an input (an import they would change)
     ├── ChainError              the sealed surfacing log failed verification
     ├── DaemonError             the daemon is not reachable, or is already running
+    ├── QueryError              the daemon's query process refused one (nerve.runtime.queries)
+    ├── FallbackError           recall's configured fallback failed (nerve.recall)
+    ├── FleetError              the fleet catalog, table or store failed (nerve.fleet.warehouse)
+    ├── HeadError               a fleet head cannot be read or does not verify (nerve.fleet.head)
     └── AccessRefused           an agent's MCP call broke a rule (read-only SQL, a budget, a
                                 write not allowed, a time limit)
 
+The classes drawn with a module in brackets live with the feature that raises them.
 Messages name the offending value, file and line where one exists.
 
 ``LogDamageWarning`` (a ``UserWarning``) is issued, not raised, when a reader shows less

@@ -154,3 +154,27 @@ def test_sense_list_comes_from_nerve_yaml_without_a_daemon(workspace: Folder) ->
     assert names == set(workspace.config.senses)
     with pytest.raises(nerve.UsageError, match="the daemon is not running"):
         ws.trigger_sense(sorted(names)[0])
+
+
+def test_a_query_after_a_write_sees_it(workspace: Folder) -> None:
+    ws = nerve.open(workspace.root)
+    assert ws.sql("select count(*) from events").fetchall() == [(0,)]
+    ws.emit(source="shell", line="one")
+    assert ws.sql("select count(*) from events").fetchall() == [(1,)]
+
+
+def test_the_error_tree_draws_every_nerve_error() -> None:
+    """One exception tree: every NerveError subclass nerve defines is drawn in nerve.errors."""
+    import pkgutil
+
+    for info in pkgutil.walk_packages(nerve.__path__, "nerve."):
+        if not info.name.endswith("__main__"):
+            importlib.import_module(info.name)
+    found, todo = set(), [errors.NerveError]
+    while todo:
+        for sub in todo.pop().__subclasses__():
+            if sub.__module__.startswith("nerve.") and sub.__name__ not in found:
+                found.add(sub.__name__)
+                todo.append(sub)
+    drawn = str(errors.__doc__)
+    assert sorted(name for name in found if f"── {name} " not in drawn) == []

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import importlib
 import inspect
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -266,3 +267,26 @@ def test_cli_command_modules_keep_annotations_as_objects() -> None:
         and "typer.Option" in path.read_text(encoding="utf-8")
     ]
     assert lazy == []
+
+
+def test_cli_commands_reach_the_workspace_through_the_front_door() -> None:
+    """No command module opens the log or talks to the daemon itself: the rule "through the
+    daemon when one runs, else the log" lives in one place (``nerve.runtime.client.route``),
+    under ``nerve.open``."""
+    bad = []
+    for path in sorted((PACKAGE / "cli").glob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        for needle in (".open_log(", "nerve.runtime.client", "nerve.runtime.ipc", "route("):
+            if needle in text:
+                bad.append(f"{path.name}: {needle}")
+    assert bad == []
+
+
+def test_whether_a_daemon_runs_is_asked_in_one_place() -> None:
+    """One ``running()``, in the daemon's client half; no copies of it elsewhere."""
+    found = sorted(
+        str(path.relative_to(PACKAGE))
+        for path in PACKAGE.rglob("*.py")
+        if re.search(r"def \w*running\(", path.read_text(encoding="utf-8"))
+    )
+    assert found == ["runtime/client.py"]

@@ -34,29 +34,23 @@ def run_cmd() -> None:
 @daemon_app.command("start")
 def start() -> None:
     """Start the daemon in the background."""
-    from nerve.runtime import daemon
-
-    pid = daemon.start_background(_ws(write=True))
+    pid = _door(write=True).start()
     typer.echo(f"nerve daemon started (pid {pid})")
 
 
 @daemon_app.command("stop")
 def stop() -> None:
     """Stop the daemon."""
-    from nerve.runtime import daemon
-
-    pid = daemon.stop(_ws())
+    pid = _door().stop()
     typer.echo(f"nerve daemon stopped (pid {pid})" if pid else "nerve daemon is not running")
 
 
 @daemon_app.command("restart")
 def restart() -> None:
     """Stop, then start the daemon."""
-    from nerve.runtime import daemon
-
-    ws = _ws(write=True)
-    daemon.stop(ws)
-    typer.echo(f"nerve daemon started (pid {daemon.start_background(ws)})")
+    ws = _door(write=True)
+    ws.stop()
+    typer.echo(f"nerve daemon started (pid {ws.start()})")
 
 
 @daemon_app.command("status")

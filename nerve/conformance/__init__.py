@@ -16,7 +16,7 @@ from typing import Any
 import blake3
 
 from nerve.conformance.attention import CHECKERS as ATTENTION_CHECKERS
-from nerve.events import Event, id_preimage, parse_source, parse_trust
+from nerve.events import Event, id_preimage
 from nerve.log.codec import fixed_bytes, table_from_events
 from nerve.log.wire import event_from_json
 from nerve.resources import bundled
@@ -177,16 +177,6 @@ def run_all(folder: Path | None = None) -> list[VectorResult]:
             f"a 'vector' key ({', '.join(sorted(CHECKERS))})",
         )
     return [run_file(p) for p in files]
-
-
-def retag(obj: dict[str, Any], **change: Any) -> dict[str, Any]:
-    """A wire event with fields changed (used by the vector generator)."""
-    out = {**obj, **change}
-    if "source" in change:
-        parse_source(change["source"])
-    if "trust" in change:
-        parse_trust(change["trust"])
-    return out
 
 
 @checker("C4")

@@ -123,16 +123,14 @@ def status(ws: Workspace, screen: Screen) -> StatusOut:
 
 
 def _health(ws: Workspace) -> dict[str, Any] | None:
+    from nerve.api import Workspace as Door
     from nerve.errors import DaemonError
-    from nerve.runtime.client import route
 
     try:
-        health: dict[str, Any] | None = route(
-            ws, daemon=lambda d: d.call({"type": "status"}, timeout=10)["status"], log=lambda: None
-        )
+        status = Door(ws).status(timeout=10)
     except DaemonError:
         return None
-    return health
+    return status.health if status.running else None
 
 
 def _capture(conn: Any, health: dict[str, Any] | None) -> tuple[str, bool]:

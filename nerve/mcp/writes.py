@@ -34,8 +34,8 @@ def emit(
     subject: str = "",
     payload: Any = None,
 ) -> WriteOut:
+    from nerve.api import Workspace as Door
     from nerve.log.drafts import Draft
-    from nerve.logops import emit as log_emit
 
     if kind != "observation" and kind in NERVE_KINDS:
         raise AccessRefused(f"kind {kind!r} is nerve's own; an agent may not write it")
@@ -48,7 +48,7 @@ def emit(
     draft = Draft.of(
         kind, source=code, trust=Trust.UNTRUSTED, line=line, payload=payload, subject=subject
     )
-    events = log_emit(ws, [draft])
+    events = Door(ws).emit_many([draft])
     if not events:
         return WriteOut(done="not stored: a privacy rule drops such events", detail={})
     event = events[0]
@@ -61,9 +61,9 @@ def emit(
 def trigger_workflow(
     ws: Workspace, name: str, prompt: str = "", max_rounds: int | None = None, dry_run: bool = False
 ) -> WriteOut:
-    from nerve.flow import client
+    from nerve.api import Workspace as Door
 
-    reply = client.trigger(ws, name, prompt=prompt, max_rounds=max_rounds, dry_run=dry_run)
+    reply = Door(ws).trigger_workflow(name, prompt=prompt, max_rounds=max_rounds, dry_run=dry_run)
     detail = {k: v for k, v in reply.items() if k != "ok"}
     return WriteOut(done=f"workflow {name} requested: run {reply.get('run')}", detail=detail)
 

@@ -50,10 +50,6 @@ class Committer:
         self._pending.append((list(drafts), future))
         self._wake.set()
 
-    async def run_locked(self, fn: Callable[[], object]) -> object:
-        """Run a log operation (seal, compact, import) in the writer thread, between commits."""
-        return await asyncio.to_thread(fn)
-
     async def _run(self) -> None:
         while True:
             await self._wake.wait()

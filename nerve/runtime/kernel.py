@@ -153,9 +153,7 @@ def _parse_each(objects: list[Any], parse: Callable[[Any], Any], first: int = 0)
 
 
 class Kernel:
-    def __init__(
-        self, ws: Workspace, *, with_ipc: bool = True, watch: bool = True, extensions: bool = True
-    ) -> None:
+    def __init__(self, ws: Workspace, *, with_ipc: bool = True, watch: bool = True) -> None:
         self.ws = ws
         self.with_ipc = with_ipc
         self.seed_ipc: IpcServer | None = None
@@ -173,7 +171,7 @@ class Kernel:
         self.seal_failure: str | None = None
         self.stopping = asyncio.Event()
         self.ready = asyncio.Event()  # set once start() has finished
-        self.extensions: list[Any] = load_extensions() if extensions else []
+        self.extensions: list[Any] = load_extensions()
         self._stored: dict[str, StoredState] = {}
         self._tasks: list[asyncio.Task[Any]] = []
         self._layout: Layout | None = None
