@@ -366,7 +366,7 @@ def _where(f: Filters, win: Window | None) -> tuple[str, list[Any]]:
         parts.append("lower(trust_name) = lower(?)")
         args.append(f.trust)
     if f.text:
-        parts.append("(line ILIKE ? OR CAST(data AS VARCHAR) ILIKE ?)")
+        parts.append("(line ILIKE ? OR TRY(decode(payload)) ILIKE ?)")  # the JSON's text, unparsed
         like = "%" + f.text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
         args += [like, like]
         parts[-1] = parts[-1].replace("ILIKE ?", "ILIKE ? ESCAPE '\\'")
@@ -383,13 +383,7 @@ def events(
     where, args = _where(f, win)
     conn = _connect(ws, scr)
     try:
-        total = int(conn.execute(f"SELECT count(*) FROM events WHERE {where}", args).fetchone()[0])  # type: ignore[index]
-        rows = _rows(
-            conn,
-            f"SELECT {_COLS} FROM events WHERE {where} ORDER BY physical_ns DESC, logical DESC "
-            f"LIMIT {size} OFFSET {max(0, page) * size}",
-            args,
-        )
+        total, rows = _page(conn, where, args, size, max(0, page) * size)
     finally:
         conn.close()
     shown = _shown(scr, rows)
@@ -404,6 +398,30 @@ def events(
         "more": (page + 1) * size < total,
         "events": shown,
     }
+
+
+def _page(
+    conn: duckdb.DuckDBPyConnection, where: str, args: list[Any], size: int, skip: int
+) -> tuple[int, list[dict[str, Any]]]:
+    """How many rows match, and one page of them newest first: one filtered scan sorts only
+    the stamps, then just the page's rows are read whole."""
+    stamps = conn.execute(
+        f"SELECT physical_ns, logical, count(*) OVER () FROM events WHERE {where} "
+        f"ORDER BY physical_ns DESC, logical DESC LIMIT {size} OFFSET {skip}",
+        args,
+    ).fetchall()
+    if not stamps:
+        total = conn.execute(f"SELECT count(*) FROM events WHERE {where}", args).fetchone()
+        return int(total[0]) if total else 0, []
+    lo, hi = int(stamps[-1][0]), int(stamps[0][0])
+    rows = _rows(
+        conn,
+        f"SELECT {_COLS} FROM events WHERE physical_ns BETWEEN {lo} AND {hi} "
+        "AND list_contains(?::STRUCT(p BIGINT, l BIGINT)[], {'p': physical_ns, 'l': logical}) "
+        "ORDER BY physical_ns DESC, logical DESC",
+        [[{"p": int(p), "l": int(lg)} for p, lg, _ in stamps]],
+    )
+    return int(stamps[0][2]), rows
 
 
 def _text(data: Any) -> str:
