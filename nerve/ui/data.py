@@ -18,17 +18,16 @@ with reads of itself. Agents' reads (``agent.access``) are what the log keeps an
 
 from __future__ import annotations
 
-import time
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import duckdb
 
 from nerve.clock import Hlc
 from nerve.errors import UsageError
-from nerve.events import AGENT_ACCESS, BOOKKEEPING_KINDS, display_source, trust_name
+from nerve.events import BOOKKEEPING_KINDS, display_source, trust_name
 from nerve.mcp.guard import ERASED, Screen
 from nerve.privacy.settings import PrivacyConfig
+from nerve.ui.select import Filters, Window, quoted, where_of, window
 from nerve.workspace import Workspace
 
 if TYPE_CHECKING:
@@ -63,7 +62,6 @@ __all__ = [
 
 _COLS = "physical_ns, logical, id, source, kind, subject, trust, line, payload, erased"
 _KEEP = "_nerve_ui_keep"
-_DAY_NS = 86_400 * 10**9
 MAX_PAGE = 500
 SQL_ROWS = 1_000
 SQL_BYTES = 8 << 20
@@ -166,56 +164,6 @@ def _one(scr: Screen, row: dict[str, Any], when: str) -> dict[str, Any]:
     }
 
 
-# -- windows ---------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Window:
-    """A span of wall time in ns, ``since`` inclusive, ``until`` exclusive."""
-
-    since: int
-    until: int
-
-    def to_json(self) -> dict[str, Any]:
-        from nerve.tail import format_times
-
-        a, b = format_times([self.since, self.until])
-        return {"since_ns": self.since, "until_ns": self.until, "since": a, "until": b}
-
-
-def window(since: str | None, until: str | None, *, now_ns: int | None = None) -> Window:
-    """``since``/``until`` as ns, an ISO time, an HLC stamp or a duration ago (``2h``);
-    by default the day so far (local midnight to now)."""
-    now = now_ns or time.time_ns()
-    hi = _instant(until, "until", now) or now + 1
-    lo = _instant(since, "since", now)
-    if lo is None:
-        lo = _midnight(now) if until is None else hi - _DAY_NS
-    if lo >= hi:
-        raise UsageError(f"since ({since}) must be before until ({until})", field="since")
-    return Window(lo, hi)
-
-
-def _instant(text: str | None, name: str, now: int) -> int | None:
-    from nerve.tail import parse_instant
-
-    if text is None or not text.strip():
-        return None
-    if text.strip().isdigit() and len(text.strip()) > 12:
-        return int(text.strip())
-    try:
-        return parse_instant(text, now_ns=now).physical_ns
-    except UsageError as exc:
-        raise UsageError(f"{name}: {exc}", field=name) from None
-
-
-def _midnight(now_ns: int) -> int:
-    from datetime import datetime
-
-    local = datetime.fromtimestamp(now_ns / 1e9).astimezone()
-    return int(local.replace(hour=0, minute=0, second=0, microsecond=0).timestamp()) * 10**9
-
-
 # -- timeline --------------------------------------------------------------------------------
 
 
@@ -231,7 +179,7 @@ def timeline(ws: Workspace, win: Window, *, buckets: int = 96, lanes: int = 14) 
         span = [win.since, win.until]
         bucket = f"CAST((physical_ns - {win.since}) // {width} AS BIGINT)"
         cells = conn.execute(
-            f"SELECT source, subject, {bucket} b, kind IN ({_quoted(BOOKKEEPING_KINDS)}) bk, "
+            f"SELECT source, subject, {bucket} b, kind IN ({quoted(BOOKKEEPING_KINDS)}) bk, "
             f"count(*), count(*) FILTER (erased) FROM events WHERE {where} GROUP BY ALL",
             span,
         ).fetchall()  # one scan: the histogram, the erased marks and the lanes
@@ -242,7 +190,7 @@ def timeline(ws: Workspace, win: Window, *, buckets: int = 96, lanes: int = 14) 
             span,
         )
         pauses = _pauses(conn, win)
-        recent = _newest(conn, f"{where} AND kind NOT IN ({_quoted(BOOKKEEPING_KINDS)})", span)
+        recent = _newest(conn, f"{where} AND kind NOT IN ({quoted(BOOKKEEPING_KINDS)})", span)
     finally:
         conn.close()
     counts = [0] * buckets
@@ -281,10 +229,6 @@ def _newest(
         f"ORDER BY physical_ns DESC, logical DESC LIMIT {count}",
         args,
     )
-
-
-def _quoted(names: Any) -> str:
-    return ", ".join("'" + str(n).replace("'", "''") + "'" for n in sorted(names))
 
 
 def _lanes(rows: list[Any], buckets: int, most: int) -> list[dict[str, Any]]:
@@ -330,49 +274,6 @@ def _pauses(conn: duckdb.DuckDBPyConnection, win: Window) -> list[dict[str, int]
 # -- events ----------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Filters:
-    """What the events page and the live tail narrow to."""
-
-    text: str = ""
-    sources: tuple[str, ...] = ()
-    kinds: tuple[str, ...] = ()
-    subject: str = ""
-    trust: str = ""
-    everything: bool = False  # bookkeeping kinds too
-
-
-def _where(f: Filters, win: Window | None) -> tuple[str, list[Any]]:
-    from nerve.tail import tail_filter
-
-    parts: list[str] = ["TRUE"]
-    args: list[Any] = []
-    filt = tail_filter(list(f.kinds), list(f.sources), all_kinds=f.everything)
-    if win is not None:
-        parts.append("physical_ns >= ? AND physical_ns < ?")
-        args += [win.since, win.until]
-    if filt.sources:
-        parts.append(f"source IN ({', '.join(str(int(s)) for s in filt.sources)})")
-    if filt.kinds:
-        parts.append("list_contains(?::VARCHAR[], kind)")
-        args.append(list(filt.kinds))
-    hidden = {*filt.hidden, AGENT_ACCESS} if filt.hidden else set()
-    if hidden:
-        parts.append(f"kind NOT IN ({_quoted(hidden)})")
-    if f.subject:
-        parts.append("subject = ?")
-        args.append(f.subject)
-    if f.trust:
-        parts.append("lower(trust_name) = lower(?)")
-        args.append(f.trust)
-    if f.text:
-        parts.append("(line ILIKE ? OR TRY(decode(payload)) ILIKE ?)")  # the JSON's text, unparsed
-        like = "%" + f.text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-        args += [like, like]
-        parts[-1] = parts[-1].replace("ILIKE ?", "ILIKE ? ESCAPE '\\'")
-    return " AND ".join(parts), args
-
-
 def events(
     ws: Workspace, f: Filters, win: Window, *, page: int = 0, size: int = 100
 ) -> dict[str, Any]:
@@ -380,7 +281,7 @@ def events(
     shown (after redaction), never the hidden text."""
     scr = screen(ws)
     size = max(1, min(size, MAX_PAGE))
-    where, args = _where(f, win)
+    where, args = where_of(f, win)
     conn = _connect(ws, scr)
     try:
         total, rows = _page(conn, where, args, size, max(0, page) * size)
@@ -449,7 +350,7 @@ def context(ws: Workspace, event_id: str, *, around: int = 5) -> dict[str, Any]:
         if not hit:
             raise UsageError(f"no event {event_id} in this log", field="id")
         p, lo = int(hit[0]["physical_ns"]), int(hit[0]["logical"])
-        hide = f"kind NOT IN ({_quoted(BOOKKEEPING_KINDS)})"
+        hide = f"kind NOT IN ({quoted(BOOKKEEPING_KINDS)})"
         before = _rows(
             conn,
             f"SELECT {_COLS} FROM events WHERE (physical_ns, logical) < (?, ?) AND {hide} "
@@ -488,7 +389,7 @@ def live_batch(
                 "LIMIT 1"
             ).fetchone()
             return [], Hlc(int(row[0]), int(row[1])) if row else Hlc(0, 0)
-        where, args = _where(f, None)
+        where, args = where_of(f, None)
         rows = _rows(
             conn,
             f"SELECT {_COLS}, ({where}) AS wanted FROM events WHERE (physical_ns, logical) > "
