@@ -20,15 +20,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from nerve.attention.detector import Highlight
 from nerve.attention.energy import Energy
 from nerve.attention.observer import round_div
-from nerve.chain.records import Outcome
 from nerve.errors import EventError
+
+if TYPE_CHECKING:  # only a name: the chain package loads its crypto when imported
+    from nerve.chain.records import Outcome
 
 Modality = Literal["visual", "audio", "none"]
 SNAPSHOT_VERSION = 1
