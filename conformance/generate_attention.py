@@ -1,4 +1,5 @@
-"""Regenerate the C3 (attention) and C5 (chain integrity) vectors; the output is deterministic.
+"""Regenerate the C3 (attention), C3V (value probes) and C5 (chain integrity) vectors; the
+output is deterministic.
 
 python conformance/generate_attention.py [OUT_DIR]     # default: conformance/v1
 
@@ -18,6 +19,7 @@ import blake3
 from nerve.attention.detector import DetectorParams
 from nerve.attention.gate import GateConfig, UserContext
 from nerve.attention.pipeline import AttentionConfig
+from nerve.attention.values import ValueParams
 from nerve.chain import ChainWriter, Keyring
 from nerve.clock import Hlc
 from nerve.conformance.attention import (
@@ -106,7 +108,7 @@ def c3(events: list[Record]) -> dict[str, Any]:
         "vector": "C3",
         "description": "A fixed signal stream through observer, detector and gate for an idle "
         "user, then the same highlights re-gated for a busy user on a small budget.",
-        "config": CONFIG.model_dump(),
+        "config": CONFIG.model_dump(exclude={"values"}),  # C3 predates value probes
         "stream": events,
         "idle": {"context": context_to_json(IDLE), "decisions": idle},
         "busy": {
@@ -142,9 +144,67 @@ def c5(events: list[Record]) -> dict[str, Any]:
     }
 
 
+# C3V: three senses with readings, every 10 s for 100 minutes (600 steps), noise from a fixed
+# linear congruential generator: ``cpu`` holds steady, then drops, then a hog (a sustained
+# rise); ``disk`` loses a little, then fills steadily (a trend); ``net`` hums with a spike
+# every 10 minutes (the norm after a few) and one far larger; ``shell`` observes now and then,
+# and once in a rush (its rate).
+V_CONFIG = AttentionConfig(window=8, gate=GateConfig(budget_capacity_uj=10_000_000),
+                           values=ValueParams())  # fmt: skip
+V_T0 = T0 - T0 % (3_600 * 1_000 * MS)  # on the hour
+
+
+def _lcg(seed: int) -> Any:
+    state = seed
+    while True:
+        state = (state * 6364136223846793005 + 1442695040888963407) % 2**64
+        yield state >> 40  # 24 bits
+
+
+def value_stream() -> list[Record]:
+    noise, out = _lcg(2026), []
+    for i in range(600):
+        t = V_T0 + i * 10_000 * MS
+        for subject, readings in _value_readings(i, noise):
+            ev = Event(Hlc(t, len(out) % 4), NODE, "observation", subject, 8, Trust.FIRST_PARTY)
+            out.append({"event_id": ev.id.hex(), "source": int(SourceClass.ENDPOINT),
+                        "trust": int(Trust.FIRST_PARTY), "hlc_physical_ns": t,
+                        "subject": subject, "readings": readings})  # fmt: skip
+    return out
+
+
+def _value_readings(i: int, noise: Any) -> list[tuple[str, dict[str, int]]]:
+    cpu = 60 + next(noise) % 21 - (45 if 150 <= i < 190 else 0) + (500 if 300 <= i < 340 else 0)
+    disk = 90_000 - i // 30 + next(noise) % 5 - (max(0, i - 500) * 150 if i >= 500 else 0)
+    net = next(noise) % 3 + (300 if i % 60 == 30 else 0) + (5_000 if i == 470 else 0)
+    rows = [("cpu", {"busy_permille": cpu}), ("disk", {"free_mib": disk}),
+            ("net", {"down_kib_per_s": net})]  # fmt: skip
+    if i % 37 == 0 or 400 <= i < 430:
+        rows.append(("shell", {}))
+    return rows
+
+
+def c3v(events: list[Record]) -> dict[str, Any]:
+    idle = idle_pass(V_CONFIG, events, IDLE)
+    probes = {r["highlight"]["probe"] for r in idle}
+    assert {"value:cpu.busy_permille", "value:disk.free_mib", "value:net.down_kib_per_s"} <= probes
+    return {
+        "vector": "C3V",
+        "description": "Value probes: senses' readings (a sustained rise and a drop, a steady "
+        "fill, spikes that are the norm and one that is not, a sense's rate) through observer, "
+        "detector, value probes and gate for an idle user.",
+        "config": V_CONFIG.model_dump(),
+        "stream": events,
+        "idle": {"context": context_to_json(IDLE), "decisions": idle},
+    }
+
+
 def write(folder: Path, name: str, data: dict[str, Any]) -> None:
     folder.mkdir(parents=True, exist_ok=True)
-    text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+    indent = None if data["vector"] == "C3V" else 2  # C3V's long stream: one line per event
+    text = json.dumps(data, indent=indent, ensure_ascii=False) + "\n"
+    if indent is None:
+        text = text.replace('}, {"event_id"', '},\n{"event_id"')
     (folder / name).write_text(text, encoding="utf-8")
 
 
@@ -152,6 +212,7 @@ def main(folder: Path = HERE) -> None:
     events = stream()
     write(folder, "c3_attention.json", c3(events))
     write(folder, "c5_chain.json", c5(events))
+    write(folder, "c3_values.json", c3v(value_stream()))
 
 
 if __name__ == "__main__":

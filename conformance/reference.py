@@ -1,15 +1,20 @@
-"""An independent reference for C1, C2 and C5, written from ``conformance/README.md`` alone.
+"""An independent reference for C1, C2, C3, C3V, C4 and C5, written from
+``conformance/README.md`` alone.
 
 It uses the standard library, ``blake3`` and PyNaCl (Ed25519) and never imports ``nerve``
 (``conformance/test_reference.py`` checks both by walking this file's syntax tree and by
 running it with ``nerve`` made unimportable). Each ``check_*`` function takes a parsed
 vector and returns the list of problems found; an empty list means the vector agrees with
-the byte layouts the README documents.
+the byte layouts and rules the README documents.
 
-Scope: C1 and C2 in full. For C5, the link format and a first-break walk for one key epoch
-(no ``rotate`` links, no trust record): duplicated, malformed, non-canonical, unknown-key,
-forked, bad-signature (without telling an edit from a damaged signature), reordered and
-excised, and the checkpoint's size, head and Merkle root.
+Scope: C1 and C2 in full. C3 and C3V in full: observer, detector, value probes and gate
+recomputed, every highlight and decision compared. C4: every case's envelope (window,
+tokens, BM25 in fixed point, named strata, recency fill, strata, salience) and its digest,
+and the Tier-0 intent its query matches; not the answer texts, which the README leaves to
+the vector. For C5, the link format and a first-break walk for one key epoch (no ``rotate``
+links, no trust record): duplicated, malformed, non-canonical, unknown-key, forked,
+bad-signature (without telling an edit from a damaged signature), reordered and excised,
+and the checkpoint's size, head and Merkle root.
 """
 
 from __future__ import annotations
@@ -609,4 +614,468 @@ def check_c5_against_c3(c5: dict[str, Any], c3: dict[str, Any]) -> Problems:
         wrong = sorted(name for name, value in want.items() if core.get(name) != value)
         if wrong:
             problems.append(f"decision link {index}: {wrong} differ from C3's idle decision")
+    return problems
+
+
+# -- C3: observer, detector and gate (README: "C3 — attention") ------------------------------
+
+
+def rdiv(a: int, b: int) -> int:
+    """floor((2a + b) / (2b)): half rounds up, also for negative a."""
+    return (2 * a + b) // (2 * b)
+
+
+def isqrt(n: int) -> int:
+    """The largest r with r·r ≤ n (Newton's method on integers)."""
+    if n < 2:
+        return n
+    r = 1 << ((n.bit_length() + 1) // 2)
+    while True:
+        s = (r + n // r) // 2
+        if s >= r:
+            return r
+        r = s
+
+
+LOW_TRUST = (2, 3)  # Inferred, Untrusted
+
+
+class RefObserver:
+    def __init__(self, window: int) -> None:
+        self.window, self.recent, self.counts, self.total = window, [], {}, 0
+
+    def observe(self, source: int, trust: int) -> dict[str, int]:
+        self.recent = [*self.recent, (source, trust)][-self.window :]
+        self.counts[source] = self.counts.get(source, 0) + 1
+        self.total += 1
+        size = len(self.recent)
+        in_window = sum(1 for s, _ in self.recent if s == source)
+        low = sum(1 for _, t in self.recent if t in LOW_TRUST)
+        return {
+            "salience": rdiv(1000 * in_window, size),
+            "novelty": rdiv(1000 * (self.total - self.counts[source]), self.total),
+            "uncertainty": rdiv(1000 * low, size),
+        }
+
+
+class RefDetector:
+    def __init__(self, params: dict[str, int]) -> None:
+        self.p = params
+        self.state = {probe: [0, 0, 0, 0] for probe in ("salience", "novelty", "uncertainty")}
+
+    def step(self, probe: str, x: int, seq: int) -> dict[str, Any] | None:
+        p, st = self.p, self.state[probe]
+        n, mean, var, quiet = st
+        blocked = quiet > 0 or n < p["warmup"]
+        quiet = max(0, quiet - 1)
+        fire = None
+        if not blocked:
+            sigma = max(isqrt(var), 1000 * p["min_sigma_milli"])
+            threshold = mean + rdiv(p["k_milli"] * sigma, 1000)
+            if x >= p["floor_milli"] and 1000 * x > threshold:
+                score = min(1000, rdiv((1000 * x - threshold) * 1000, 1_000_000 - threshold))
+                fire = {"probe": probe, "value_milli": x, "seq": seq,
+                        "baseline_milli": rdiv(mean, 1000), "sigma_milli": rdiv(sigma, 1000),
+                        "score_milli": score}  # fmt: skip
+                quiet = p["debounce"]
+        if n == 0:
+            mean, var = 1000 * x, 0
+        else:
+            d = 1000 * x - mean
+            mean += rdiv(d * p["alpha_num"], p["alpha_den"])
+            var += rdiv((d * d - var) * p["alpha_num"], p["alpha_den"])
+        self.state[probe] = [n + 1, mean, var, quiet]
+        return fire
+
+
+class RefGate:
+    def __init__(self, config: dict[str, Any]) -> None:
+        self.c, self.budget, self.last, self.carry = config, config["budget_capacity_uj"], None, 0
+
+    def decide(self, hl: dict[str, Any], ctx: dict[str, Any], t: int) -> dict[str, Any]:
+        c = self.c
+        if self.last is None:
+            self.last = t
+        elif t > self.last:
+            earned = (t - self.last) * c["refill_uj_per_s"] + self.carry
+            self.last = t
+            self.budget += earned // 1_000_000_000
+            self.carry = earned % 1_000_000_000
+            if self.budget >= c["budget_capacity_uj"]:
+                self.budget, self.carry = c["budget_capacity_uj"], 0
+        value = hl["score_milli"]
+        if hl["probe"] == "uncertainty":
+            value = rdiv(value * c["uncertainty_discount_milli"], 1000)
+        cost = rdiv(ctx["engagement_milli"] * c["displacement_per_engagement_milli"], 1000)
+        if ctx["active_modality"] == c["surface_modality"]:
+            cost += c["interference_milli"]
+        before, charged = self.budget, 0
+        if value <= cost + c["margin_milli"]:
+            outcome = "hold:value"
+        elif before < c["surface_cost_uj"]:
+            outcome = "hold:budget"
+        else:
+            outcome, charged = "surface", c["surface_cost_uj"]
+            self.budget -= charged
+        return {"outcome": outcome, "value_milli": value, "cost_milli": cost,
+                "charged_uj": charged, "budget_before_uj": before,
+                "budget_after_uj": self.budget,
+                "energy": {"estimated_uj": charged, "measured_uj": None,
+                           "provenance": "Estimator"}}  # fmt: skip
+
+
+def _ref_idle(
+    config: dict[str, Any], stream: Sequence[dict[str, Any]], ctx: dict[str, Any]
+) -> list[dict[str, Any]]:
+    observer, detector = RefObserver(config["window"]), RefDetector(config["detector"])
+    gate = RefGate(config["gate"])
+    values = RefValues(config["values"]) if "values" in config else None
+    out = []
+    for index, ev in enumerate(stream):
+        readings = observer.observe(ev["source"], ev["trust"])
+        seq = observer.total - 1
+        fires = [detector.step(p, readings[p], seq) for p in ("salience", "novelty", "uncertainty")]
+        if values is not None:
+            fires += values.observe(ev.get("subject", ""), ev.get("readings") or {}, seq,
+                                    ev["hlc_physical_ns"])  # fmt: skip
+        for hl in fires:
+            if hl is not None:
+                dec = gate.decide(hl, ctx, ev["hlc_physical_ns"])
+                out.append({"event": index, "highlight": hl, "decision": dec})
+    return out
+
+
+def _first_mismatch(name: str, got: list[dict[str, Any]], want: list[dict[str, Any]]) -> Problems:
+    if len(got) != len(want):
+        return [f"{name}: {len(got)} decisions, published {len(want)}"]
+    for index, (g, w) in enumerate(zip(got, want, strict=True)):
+        if g != w:
+            return [f"{name} decision {index}: computed {g}, published {w}"]
+    return []
+
+
+def check_c3(vec: dict[str, Any]) -> Problems:
+    """C3's idle pass and busy re-gating, recomputed from the README's rules."""
+    idle = _ref_idle(vec["config"], vec["stream"], vec["idle"]["context"])
+    problems = _first_mismatch("idle", idle, vec["idle"]["decisions"])
+    gate, busy = RefGate(vec["busy"]["gate"]), []
+    for index, record in enumerate(idle):
+        t = vec["stream"][record["event"]]["hlc_physical_ns"]
+        dec = gate.decide(record["highlight"], vec["busy"]["context"], t)
+        busy.append({"highlight": index, "hlc_physical_ns": t, "decision": dec})
+    return problems + _first_mismatch("busy", busy, vec["busy"]["decisions"])
+
+
+# -- C3V: value probes (README: "C3V — value probes") ---------------------------------------
+
+
+def _over(z: int, bar: int) -> int:
+    return min(1000, rdiv((z - bar) * 1000, z)) if z > bar else 0
+
+
+def _ema(a: int, b: int, num: int, den: int) -> int:
+    return a + rdiv((b - a) * num, den)
+
+
+class RefValues:
+    FIELDS = ("n", "level", "quiet", "peak", "run", "run_min", "held", "last", "slope",
+              "step_err", "fired", "climb")  # fmt: skip
+
+    def __init__(self, params: dict[str, int]) -> None:
+        self.p, self.probes, self.times = params, {}, {}
+
+    def observe(self, subject: str, readings: dict[str, int], seq: int, t: int) -> list[Any]:
+        named = [(k, readings[k]) for k in sorted(readings) if k != "per_min"]
+        if subject:
+            times = [*self.times.get(subject, []), t][-1000:]
+            self.times[subject] = [u for u in times if t - u < 60_000_000_000]
+            named.append(("per_min", len(self.times[subject])))
+        return [self.step(f"value:{subject}.{k}", v, seq, t) for k, v in named]
+
+    def step(self, probe: str, v: int, seq: int, t: int) -> dict[str, Any] | None:
+        p = self.p
+        if probe not in self.probes:
+            if len(self.probes) >= p["max_probes"]:
+                return None
+            self.probes[probe] = {**dict.fromkeys(self.FIELDS, 0), "fits": [[0, 0], [0, 0], [0, 0]],
+                                  "tables": [{}, {}]}  # fmt: skip
+        s = self.probes[probe]
+        x, h = 1000 * v, t // 3_600_000_000_000
+        slots = (h % 24, (h + 72) % 168)
+        preds = [s["level"] if s["n"] > 0 else None]
+        for table, slot in zip(s["tables"], slots, strict=True):
+            cell = table.get(slot)
+            preds.append(cell[0] if cell and cell[1] >= p["season_min"] else None)
+        bias = (1000, p["season_bias_milli"], p["season_bias_milli"])
+        ready = [(rdiv(s["fits"][i][0] * bias[i], 1000), i) for i in range(3)
+                 if preds[i] is not None and s["fits"][i][1] >= p["season_min"]]  # fmt: skip
+        blocked = s["n"] < p["warmup"] or not ready
+        q, s["quiet"] = s["quiet"], max(0, s["quiet"] - 1)
+        fire = None
+        if ready:
+            i = min(ready)[1]
+            e, pred = s["fits"][i][0], preds[i]
+            assert pred is not None
+            floor = max(p["min_dev_milli"], rdiv(abs(pred) * p["rel_floor_milli"], 1_000_000))
+            sigma = max(e, floor)
+            score = max(self._spike(s, rdiv(abs(x - pred) * 1000, sigma)), self._trend(s, x, floor))
+            if not (blocked or score == 0 or (q > 0 and score <= 2 * s["fired"])):
+                s["quiet"], s["fired"] = p["debounce"], score
+                fire = {"probe": probe, "value_milli": rdiv(x, 1000),
+                        "baseline_milli": rdiv(pred, 1000), "sigma_milli": rdiv(sigma, 1000),
+                        "score_milli": score, "seq": seq}  # fmt: skip
+        self._fold(s, x, preds, slots)
+        return fire
+
+    def _w(self, count: int) -> tuple[int, int]:
+        p = self.p
+        return (1, count) if count * p["err_num"] < p["err_den"] else (p["err_num"], p["err_den"])
+
+    def _spike(self, s: dict[str, Any], z: int) -> int:
+        p = self.p
+        bar = max(p["k_milli"], rdiv(s["peak"] * p["peak_ratio_milli"], 1000))
+        spike = rdiv(_over(z, bar) * p["spike_weight_milli"], 1000)
+        s["peak"] = max(z, s["peak"] - (s["peak"] >> p["peak_shift"]))
+        if z > p["k_milli"]:
+            s["run_min"] = min(s["run_min"], z) if s["run"] > 0 else z
+            s["run"] += 1
+        else:
+            s["run"] = s["run_min"] = 0
+        s["held"] -= s["held"] >> p["peak_shift"]
+        shift = 0
+        if s["run"] >= p["sustain"]:
+            bar = max(p["k_milli"], rdiv(s["held"] * p["peak_ratio_milli"], 1000))
+            shift = _over(s["run_min"], bar)
+            s["held"] = max(s["held"], s["run_min"])
+        return max(spike, shift)
+
+    def _trend(self, s: dict[str, Any], x: int, floor: int) -> int:
+        p = self.p
+        step = x - s["last"]
+        scale = max(s["step_err"], floor, 1000)
+        cap = rdiv(scale * p["clamp_milli"], 1000)
+        if s["n"] > 1:
+            s["slope"] = _ema(s["slope"], max(-cap, min(cap, step)), p["trend_num"], p["trend_den"])
+            s["step_err"] = _ema(s["step_err"], min(abs(step), cap), *self._w(s["n"]))
+        elif s["n"] == 1:
+            s["step_err"] = abs(step)
+        zt = rdiv(abs(s["slope"]) * 1000, scale)
+        bar = max(p["trend_k_milli"], s["climb"])
+        s["climb"] -= s["climb"] >> p["peak_shift"]
+        if zt > bar:
+            s["climb"] = zt
+        return _over(zt, bar)
+
+    def _fold(
+        self, s: dict[str, Any], x: int, preds: list[int | None], slots: tuple[int, int]
+    ) -> None:
+        p = self.p
+        learn = not 0 < s["run"] < p["sustain"]
+        for fit, pred in zip(s["fits"], preds, strict=True):
+            if pred is None:
+                continue
+            m = abs(x - pred)
+            if fit[1] > 0:
+                c = max(fit[0], 1000)
+                m = min(m, rdiv(c * p["clamp_milli"], 1000) if learn else c)
+                fit[0] = _ema(fit[0], m, *self._w(fit[1] + 1))
+            else:
+                fit[0] = m
+            fit[1] += 1
+        s["last"], s["n"] = x, s["n"] + 1
+        if not learn:
+            return
+        s["level"] = x if s["n"] == 1 else _ema(s["level"], x, p["alpha_num"], p["alpha_den"])
+        for table, slot in zip(s["tables"], slots, strict=True):
+            cell = table.get(slot)
+            if cell is None:
+                table[slot] = [x, 1]
+            else:
+                table[slot] = [_ema(cell[0], x, p["season_num"], p["season_den"]), cell[1] + 1]
+
+
+def check_c3v(vec: dict[str, Any]) -> Problems:
+    """C3V's value-probe decisions, recomputed from the README's rules."""
+    idle = _ref_idle(vec["config"], vec["stream"], vec["idle"]["context"])
+    return _first_mismatch("idle", idle, vec["idle"]["decisions"])
+
+
+# -- C4: the synthesis cascade's envelope (README: "C4 — synthesis cascade") ----------------
+
+
+def _words(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+STOP = _words(
+    "about after all am an and any are as at be been before but by can could did do does done "
+    "for from give had has have how if in into is it its just last lately latest list me most "
+    "my newest of on or our please recent recently show so some tell than that the their them "
+    "then there these this those to us was we were what when where which who why will with "
+    "would you your"
+)
+NAMES = {
+    "file_change": "file files edit edited edits editing modified saved wrote written touched "
+    "created deleted renamed",
+    "shell": "command commands ran run typed executed shell terminal",
+    "process_tree": "process processes program programs app apps",
+    "thermal_power": "cpu load memory ram disk battery power thermal temperature busy",
+    "network": "network net download upload bandwidth traffic wifi internet",
+    "app_focus": "focus focused window windows switched",
+    "system_log": "syslog journal kernel",
+    "attention.decision": "surfaced surface surfacing held hold withheld budget joules decision "
+    "decisions interrupted interruption shown showed alerted notified",
+    "attention.highlight": "highlight highlights anomaly anomalies spike spikes",
+    "sense.error": "error errors failed failure failures failing crashed crash",
+}
+INTENTS = {  # name: (stratum, triggers, vocabulary)
+    "recent_files": ("file_change", "file files edit edited edits modified saved wrote touched",
+                     "change changed changes recently save touch work worked working write "
+                     "written"),
+    "last_command": ("shell", "command commands ran run typed executed shell",
+                     "enter entered execute executed previous terminal type"),
+    "surfaced": ("attention.decision", "surfaced surface showed shown show+you alerted notified "
+                 "interrupted", "alert alerts attention interrupt notification notifications "
+                 "notify"),
+    "held": ("attention.decision", "held hold withheld holds",
+             "attention back decision decisions keep kept not"),
+    "budget": ("attention.decision", "budget",
+               "attention energy joules left much remain remaining remains spent"),
+    "last_error": ("sense.error", "error errors failed failure failures crashed crash",
+                   "happened occurred sense senses went wrong"),
+}  # fmt: skip
+
+
+def tokens(text: str) -> list[str]:
+    out, run = [], []
+    for ch in text + " ":
+        if ch.isascii() and ch.isalnum():
+            run.append(ch.lower())
+        else:
+            if len(run) >= 2:
+                out.append("".join(run))
+            run = []
+    return out
+
+
+def log2_fixed(num: int, den: int) -> int:
+    whole = 0
+    while den << (whole + 1) <= num:
+        whole += 1
+    y, fraction = (num << 64) // (den << whole), 0
+    for _ in range(16):
+        y = (y * y) >> 64
+        fraction <<= 1
+        if y >= 1 << 65:
+            fraction |= 1
+            y >>= 1
+    return (whole << 16) + fraction
+
+
+def intent_of(query: str) -> str | None:
+    words = tokens(query)
+    matched = []
+    for name, (_, triggers, vocabulary) in INTENTS.items():
+        for trigger in triggers.split():
+            need = set(trigger.split("+"))
+            if not need <= set(words):
+                continue
+            known = set(vocabulary.split()) | {w for t in triggers.split() for w in t.split("+")}
+            others = [w for w in words if w not in STOP and w not in known]
+            if name == "held" or not others:
+                matched.append(name)
+                break
+    return matched[0] if len(matched) == 1 else None
+
+
+def _stratum(ev: dict[str, Any]) -> str:
+    return ev["source"] if ev["kind"] == "observation" else ev["kind"]
+
+
+def _newest_key(ev: dict[str, Any]) -> tuple[int, int, bytes, bytes]:
+    return (ev["hlc"][0], ev["hlc"][1], ev["node"].encode(), bytes.fromhex(ev["id"]))
+
+
+def _salience(events: list[dict[str, Any]], window: int) -> dict[str, Any] | None:
+    obs = [e for e in events if e["kind"] == "observation"]
+    if not obs:
+        return None
+    observer = RefObserver(window)
+    for e in obs:
+        got = observer.observe(source_code(e["source"]), TRUSTS[e["trust"]])
+    return {"source": obs[-1]["source"], **got, "window": window,
+            "observations": len(obs), "hlc": obs[-1]["hlc"]}  # fmt: skip
+
+
+def envelope(events: list[dict[str, Any]], query: str, params: dict[str, Any]) -> dict[str, Any]:
+    ordered = sorted(events, key=_newest_key)
+    candidates = [e for e in ordered if e["kind"] in params["kinds"]]
+    window = candidates[-params["window"] :]
+    words = tokens(query)
+    terms = sorted(list(dict.fromkeys(w for w in words if w not in STOP))[:32])
+    span_tokens = {e["id"]: tokens(e["line"]) for e in window}
+    scores = dict.fromkeys(span_tokens, 0)
+    for term in terms:
+        n = sum(1 for t in span_tokens.values() if term in t)
+        idf = log2_fixed(2 * len(window) + 2, 2 * n + 1)
+        for eid, toks in span_tokens.items():
+            tf = toks.count(term)
+            scores[eid] += idf * 11 * tf // (5 * tf + 6)
+    newest_first = sorted(window, key=_newest_key, reverse=True)
+    rank, strata = {}, {}
+    for e in newest_first:
+        st = _stratum(e)
+        rank[e["id"]] = sum(1 for x in newest_first[: newest_first.index(e)] if _stratum(x) == st)
+        strata.setdefault(st, []).append(e)
+    present = set(strata)
+    intent = intent_of(query)
+    named: list[str] = []
+    if intent is not None and INTENTS[intent][0] in present:
+        named.append(INTENTS[intent][0])
+    for w in words:
+        for st, vocab in NAMES.items():
+            if w in vocab.split() and st in present and st not in named:
+                named.append(st)
+    by_score = sorted((e for e in window if scores[e["id"]] > 0),
+                      key=lambda e: (scores[e["id"]], _newest_key(e)), reverse=True)  # fmt: skip
+    hits = by_score[: params["k"]]
+    others = sorted((st for st in present if st not in named),
+                    key=lambda st: (tuple(-v for v in strata[st][0]["hlc"]), st))  # fmt: skip
+    place = {st: i for i, st in enumerate(named + others)}
+    hit_ids = {e["id"] for e in hits}
+
+    def fill_key(e: dict[str, Any]) -> tuple[bool, int, int]:
+        return (_stratum(e) not in named, rank[e["id"]], place[_stratum(e)])
+
+    rest = sorted((e for e in window if e["id"] not in hit_ids), key=fill_key)
+    chosen = [(e, "bm25") for e in hits] + [(e, "fill") for e in rest[: params["k"] - len(hits)]]
+    spans = [{"id": e["id"], "hlc": e["hlc"], "source": e["source"], "kind": e["kind"],
+              "subject": e["subject"], "line": e["line"], "rank": rank[e["id"]],
+              "score": scores[e["id"]], "via": via} for e, via in chosen]  # fmt: skip
+    return {
+        "version": 1, "query": query, "terms": terms, "named": named, "k": params["k"],
+        "spans": spans,
+        "window": {"limit": params["window"], "kinds": params["kinds"], "spans": len(window),
+                   "complete": len(window) == len(candidates)},
+        "strata": [{"stratum": st, "spans": len(strata[st]), "newest": strata[st][0]["hlc"]}
+                   for st in sorted(strata)],
+        "salience": _salience(ordered, params["salience_window"]),
+    }  # fmt: skip
+
+
+def check_c4(vec: dict[str, Any]) -> Problems:
+    """Every case's envelope and digest, and the Tier-0 intent its query matches."""
+    problems = []
+    for case in vec["cases"]:
+        got = envelope(vec["events"], case["query"], vec["params"])
+        if got != case["envelope"]:
+            keys = sorted(k for k in got if got[k] != case["envelope"].get(k))
+            problems.append(f"{case['query']!r}: envelope {keys} differ")
+        elif b3(canonical_json(got)).hex() != case["envelope_digest"]:
+            problems.append(f"{case['query']!r}: envelope digest differs")
+        intent = intent_of(case["query"])
+        if case["expect"] == "deterministic" and intent != case.get("intent"):
+            problems.append(f"{case['query']!r}: intent {intent}, published {case.get('intent')}")
+        if case["expect"] == "escalate" and case.get("model_call") is True and intent:
+            problems.append(f"{case['query']!r}: escalates though it matches {intent}")
     return problems

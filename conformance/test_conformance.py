@@ -23,6 +23,7 @@ REGENERATED = {
     "c1_replay_digest.json": "test_conformance.py",
     "c2_event_id.json": "test_conformance.py",
     "c3_attention.json": "test_conformance_attention.py",
+    "c3_values.json": "test_conformance_attention.py",
     "c5_chain.json": "test_conformance_attention.py",
     "c4_recall.json": "test_conformance_c4.py",
     "n1_payload_jcs.json": "test_conformance.py",

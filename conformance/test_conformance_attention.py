@@ -17,7 +17,7 @@ from nerve.conformance import CHECKERS, run_all
 from nerve.conformance.attention import busy_pass, context_from_json
 
 HERE = Path(__file__).resolve().parent
-FILES = {"C3": "c3_attention.json", "C5": "c5_chain.json"}
+FILES = {"C3": "c3_attention.json", "C5": "c5_chain.json", "C3V": "c3_values.json"}
 
 
 def _vector(name: str) -> dict[str, Any]:
@@ -132,3 +132,19 @@ def test_c5_fails_when_a_link_is_edited() -> None:
     ok, detail = _check(vec)
     assert not ok
     assert detail.startswith(("link_ids", "verify"))
+
+
+def test_an_altered_c3v_fails() -> None:
+    vec = _vector("C3V")
+    assert _check(vec)[0], _check(vec)[1]
+    for change in ("score", "reading", "config"):
+        bad = copy.deepcopy(vec)
+        if change == "score":
+            bad["idle"]["decisions"][-1]["highlight"]["score_milli"] += 1
+        elif change == "reading":
+            event = bad["idle"]["decisions"][-1]["event"]
+            name = next(iter(bad["stream"][event]["readings"]))
+            bad["stream"][event]["readings"][name] += 10_000
+        else:
+            bad["config"]["values"]["sustain"] += 1
+        assert not _check(bad)[0], change

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from nerve.workspace import Workspace, init_workspace
+from tests.helpers.incli import needs_process, run_in_process
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -19,8 +20,16 @@ def run_cli(
     check: bool = True,
     timeout: float = 60,
     env: dict[str, str] | None = None,
+    process: bool = False,
 ) -> subprocess.CompletedProcess[str]:
-    """Run the real ``nerve`` CLI in a subprocess."""
+    """Run the real ``nerve`` CLI: in this process through its entry point, or in a
+    subprocess for what only a process shows (``process=True``, or see
+    :func:`tests.helpers.incli.needs_process`)."""
+    if not process and not needs_process(args, env):
+        proc = run_in_process(args, cwd=cwd, input=input, env=env)
+        if check and proc.returncode != 0:
+            raise AssertionError(f"nerve {' '.join(args)} exited {proc.returncode}:\n{proc.stderr}")
+        return proc
     full_env = {**os.environ, "NO_COLOR": "1", **(env or {})}
     proc = subprocess.run(
         [sys.executable, "-m", "nerve", *args],

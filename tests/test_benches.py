@@ -66,6 +66,8 @@ QUICK_RUNS: dict[str, tuple[list[str], dict[str, Any]]] = {
         ["--quick", "--hosts", "2", "--events", "2400"],
         {"hosts": 2, "events": 2400, "segments": 24},
     ),
+    "nab_bench.py": (["--quick"], {"corpus": "synthetic", "series": 4}),
+    "attention_day_bench.py": (["--quick", "--hours", "8"], {"hours": 8.0}),
     "footprint_bench.py": (
         ["--quick", "--seconds", "8", "--sample-s", "2", "--stream-s", "120"],
         {"seconds": 8.0, "sample_s": 2.0, "stream_s": 120.0},
@@ -254,6 +256,20 @@ SABOTAGE: dict[str, tuple[str, list[str], str]] = {
         """,
         ["--seconds", "6", "--sample-s", "2", "--stream-s", "60"],
         "every_sense_computed",
+    ),
+    "nab_bench.py": (
+        """
+        bench.readings_from_bytes = lambda payload: {}  # the readings never reach attention
+        """,
+        ["--quick"],
+        "beats_null",
+    ),
+    "attention_day_bench.py": (
+        """
+        bench.attend = lambda obs, values=None: []  # attention decides nothing
+        """,
+        ["--quick", "--hours", "6"],
+        "recall_above_zero",
     ),
 }
 

@@ -68,9 +68,11 @@ class Highlight:
 
     ``score_milli`` is how far the reading rose above the threshold, as a share of the
     headroom between the threshold and 1.0 (0..1000). ``seq`` is the observation's number.
+    A value probe (``value:<sense>.<reading>``, see :mod:`nerve.attention.values`) gives
+    its reading, prediction and spread in the reading's own unit instead of thousandths.
     """
 
-    probe: Probe
+    probe: str
     value_milli: int
     baseline_milli: int
     sigma_milli: int

@@ -21,6 +21,11 @@
         budget_capacity_uj: 1000000
         refill_uj_per_s: 5000
         surface_modality: visual
+      values:                    # value probes, see ValueParams (nerve.attention.values)
+        k_milli: 5000            # fire beyond 5 typical errors of the best prediction
+        peak_ratio_milli: 1500   # ... and 1.5 times the largest recent surprise
+        debounce: 12
+        warmup: 16
 
 Every key is optional; unknown keys are rejected.
 """
@@ -35,6 +40,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from nerve.attention.detector import Detector, DetectorParams, Highlight
 from nerve.attention.gate import Decision, Gate, GateConfig, UserContext
 from nerve.attention.observer import DEFAULT_WINDOW, Observer
+from nerve.attention.values import ValueDetector, ValueParams
 from nerve.errors import EventError
 
 SNAPSHOT_VERSION = 1
@@ -42,7 +48,8 @@ EVENT_ID_SIZE = 32
 
 
 class AttentionConfig(BaseModel):
-    """``window`` (64), ``detector`` (:class:`DetectorParams`), ``gate`` (:class:`GateConfig`).
+    """``window`` (64), ``detector`` (:class:`DetectorParams`), ``gate`` (:class:`GateConfig`),
+    ``values`` (:class:`ValueParams`).
 
     Every default is listed in the module docstring.
     """
@@ -52,6 +59,7 @@ class AttentionConfig(BaseModel):
     window: Annotated[int, Field(ge=1, le=1_000_000)] = DEFAULT_WINDOW
     detector: DetectorParams = Field(default_factory=DetectorParams)
     gate: GateConfig = Field(default_factory=GateConfig)
+    values: ValueParams = Field(default_factory=ValueParams)
 
 
 class Attention:
@@ -66,6 +74,7 @@ class Attention:
         self.observer = Observer(self.config.window)
         self.detector = Detector(self.config.detector)
         self.gate = Gate(self.config.gate)
+        self.values = ValueDetector(self.config.values)
 
     def observe(
         self,
@@ -74,8 +83,11 @@ class Attention:
         trust: int,
         hlc_physical_ns: int,
         ctx: UserContext,
+        subject: str = "",
+        readings: Mapping[str, int] | None = None,
     ) -> list[tuple[Highlight, Decision]]:
-        """Project one event; gate every highlight it raises (salience, novelty, uncertainty).
+        """Project one event; gate every highlight it raises (salience, novelty, uncertainty,
+        then each of its ``readings`` by name as the value probe of ``subject``, its sense).
 
         ``event_id`` is the 32-byte id of the observed event; the caller seals it with each
         decision (see :meth:`nerve.chain.ChainWriter.append_decision`).
@@ -84,6 +96,10 @@ class Attention:
             raise EventError(f"event_id must be {EVENT_ID_SIZE} bytes, got {event_id!r}")
         projection = self.observer.observe(source, trust)
         highlights = self.detector.observe(projection)
+        if readings or subject:
+            highlights += self.values.observe(
+                subject, readings or {}, projection.seq, hlc_physical_ns
+            )
         return [(h, self.gate.decide(h, ctx, hlc_physical_ns)) for h in highlights]
 
     def snapshot(self) -> dict[str, Any]:
@@ -93,6 +109,7 @@ class Attention:
             "observer": self.observer.snapshot(),
             "detector": self.detector.snapshot(),
             "gate": self.gate.snapshot(),
+            "values": self.values.snapshot(),
         }
 
     def restore(self, snapshot: Mapping[str, Any]) -> None:
@@ -106,4 +123,10 @@ class Attention:
         fresh.observer.restore(snapshot["observer"])
         fresh.detector.restore(snapshot["detector"])
         fresh.gate.restore(snapshot["gate"])
+        values = snapshot.get("values")  # absent in snapshots taken before value probes
+        if values is not None:
+            if not isinstance(values, Mapping):
+                raise EventError("attention snapshot: values must be a map")
+            fresh.values.restore(values)
         self.observer, self.detector, self.gate = fresh.observer, fresh.detector, fresh.gate
+        self.values = fresh.values

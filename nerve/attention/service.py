@@ -17,7 +17,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-from collections.abc import Callable, Iterable, Sequence
+import json
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,7 @@ from nerve.attention.detector import Highlight
 from nerve.attention.gate import Decision, UserContext
 from nerve.attention.pipeline import Attention
 from nerve.attention.settings import AttentionSettings, ContextTracker
+from nerve.attention.values import readings_of
 from nerve.canonical import det_cbor_decode
 from nerve.chain import ChainWriter, Keyring
 from nerve.clock import HLC_ZERO, Hlc
@@ -44,7 +46,8 @@ DECISION_FIELDS = ("outcome", "probe", "value_milli", "cost_milli", "charged_uj"
 
 @dataclass(frozen=True, slots=True)
 class Obs:
-    """One observation as attention sees it."""
+    """One observation as attention sees it: ``subject`` names its sense and ``readings``
+    are the payload's ``readings`` (see :func:`nerve.attention.values.readings_of`)."""
 
     id: bytes
     source: int
@@ -52,6 +55,18 @@ class Obs:
     physical_ns: int
     logical: int
     line: str
+    subject: str = ""
+    readings: Mapping[str, int] = field(default_factory=dict)
+
+
+def readings_from_bytes(payload: bytes | None) -> dict[str, int]:
+    """The readings of a stored payload; ``{}`` when it is not a JSON object holding them."""
+    if not payload or payload[:1] != b"{" or b'"readings"' not in payload:
+        return {}
+    try:
+        return readings_of(json.loads(payload))
+    except ValueError:
+        return {}
 
 
 def link_summary(raw: bytes) -> tuple[int, str]:
@@ -170,7 +185,7 @@ class Attender:
                 continue
             ctx = self.tracker.update(obs.source, obs.physical_ns)
             for hl, dec in self.pipeline.observe(
-                obs.id, obs.source, obs.trust, obs.physical_ns, ctx
+                obs.id, obs.source, obs.trust, obs.physical_ns, ctx, obs.subject, obs.readings
             ):
                 if recorded is not None and (obs.id.hex(), hl.probe) in recorded:
                     continue
@@ -231,16 +246,18 @@ def _after(cursor: Hlc) -> str:
 
 def read_observations(conn: Any, cursor: Hlc = HLC_ZERO) -> list[Obs]:
     rows = conn.execute(
-        "SELECT id, source, trust, physical_ns, logical, line FROM events "
+        "SELECT id, source, trust, physical_ns, logical, line, subject, payload FROM events "
         f"WHERE kind = 'observation' AND {_after(cursor)} ORDER BY physical_ns, logical"
     ).fetchall()
-    return [Obs(bytes(i), int(s), int(t), int(p), int(lo), ln) for i, s, t, p, lo, ln in rows]
+    return [
+        Obs(bytes(i), int(s), int(t), int(p), int(lo), ln, sub, readings_from_bytes(pl))
+        for i, s, t, p, lo, ln, sub, pl in rows
+    ]
 
 
 def load_state(log_root: Path, connect: Callable[[], Any] | None = None) -> LogState:
     """Links, the newest snapshot, decisions recorded after it, and observations to attend
     (read over ``connect()``, by default DuckDB's ``events`` view of ``log_root``)."""
-    import json
 
     conn = connect() if connect is not None else _events(log_root)
     state = LogState()
@@ -349,7 +366,6 @@ class CheckResult:
 
 def check(log_root: Path, settings: AttentionSettings) -> CheckResult:
     """Recompute every decision from scratch and compare, in order, with the recorded ones."""
-    import json
 
     conn = _events(log_root)
     att = Attender(settings, None)
@@ -427,11 +443,9 @@ class AttentionService:
 
     def _on_commit(self, table: Any) -> None:
         # Queued even before the catch-up finishes; the attender skips what it has seen.
+        columns = ["id", "source", "trust", "physical_ns", "logical", "line", "subject", "payload"]
         rows = [
-            Obs(r["id"], r["source"], r["trust"], r["physical_ns"], r["logical"], r["line"])
-            for r in table.filter(_is_observation(table))
-            .select(["id", "source", "trust", "physical_ns", "logical", "line"])
-            .to_pylist()
+            _obs_of(r) for r in table.filter(_is_observation(table)).select(columns).to_pylist()
         ]
         if rows:
             self._queue.put_nowait(rows)
@@ -509,6 +523,13 @@ class AttentionService:
                     self.att.observe(item)
                     self._since_snapshot += len(item)
             await self._flush(kernel, snapshot=self._since_snapshot > 0)
+
+
+def _obs_of(r: dict[str, Any]) -> Obs:
+    return Obs(
+        r["id"], r["source"], r["trust"], r["physical_ns"], r["logical"], r["line"],
+        r["subject"], readings_from_bytes(r["payload"]),
+    )  # fmt: skip
 
 
 def _is_observation(table: Any) -> Any:

@@ -4,7 +4,7 @@ Defaults behave sensibly on a desktop and on a headless server:
 
     attention:
       enabled: true
-      window: 64 / detector: {...} / gate: {...}   # see nerve.attention.pipeline
+      window: 64 / detector: {...} / gate: {...} / values: {...}  # see nerve.attention.pipeline
       context:
         engagement_sources: [shell, app_focus, accessibility, file_change]
         engagement_window: 60s        # engagement = events of those sources in this window
@@ -36,6 +36,7 @@ from nerve.attention.detector import DetectorParams
 from nerve.attention.gate import GateConfig, UserContext
 from nerve.attention.observer import DEFAULT_WINDOW
 from nerve.attention.pipeline import AttentionConfig
+from nerve.attention.values import ValueParams
 from nerve.durations import Duration
 from nerve.errors import ConfigError, NerveError
 from nerve.events import parse_source
@@ -84,13 +85,16 @@ class AttentionSettings(_Model):
     window: Annotated[int, Field(ge=1, le=1_000_000)] = DEFAULT_WINDOW
     detector: DetectorParams = Field(default_factory=DetectorParams)
     gate: GateConfig = Field(default_factory=GateConfig)
+    values: ValueParams = Field(default_factory=ValueParams)
     context: ContextSettings = Field(default_factory=ContextSettings)
     chain: ChainSettings = Field(default_factory=ChainSettings)
     notify: NotifySettings = Field(default_factory=NotifySettings)
     snapshot_every: Annotated[int, Field(ge=1)] = 1000
 
     def pipeline(self) -> AttentionConfig:
-        return AttentionConfig(window=self.window, detector=self.detector, gate=self.gate)
+        return AttentionConfig(
+            window=self.window, detector=self.detector, gate=self.gate, values=self.values
+        )
 
 
 MODELS = (

@@ -52,11 +52,16 @@ def context_from_json(obj: Record) -> UserContext:
 def run_stream(
     config: AttentionConfig, stream: Sequence[Record], ctx: UserContext
 ) -> list[tuple[int, Highlight, Decision]]:
-    """Feed the stream through a fresh pipeline: ``(event index, highlight, decision)``."""
+    """Feed the stream through a fresh pipeline: ``(event index, highlight, decision)``.
+
+    An event with ``subject`` and ``readings`` (C3V) also steps its value probes."""
     attention, out = Attention(config), []
     for index, ev in enumerate(stream):
         event_id = bytes.fromhex(ev["event_id"])
-        pairs = attention.observe(event_id, ev["source"], ev["trust"], ev["hlc_physical_ns"], ctx)
+        pairs = attention.observe(
+            event_id, ev["source"], ev["trust"], ev["hlc_physical_ns"], ctx,
+            ev.get("subject", ""), ev.get("readings"),
+        )  # fmt: skip
         out += [(index, h, d) for h, d in pairs]
     return out
 
@@ -108,7 +113,10 @@ def _outcome_counts(records: list[Record]) -> str:
 def check_c3(vec: dict[str, Any]) -> tuple[bool, str]:
     """The stream's highlights and decisions, then the busy re-gating, match exactly."""
     config = AttentionConfig.model_validate(vec["config"])
-    if config.model_dump() != vec["config"]:
+    listed = config.model_dump()
+    if "values" not in vec["config"]:  # C3 predates value probes; its streams have none
+        del listed["values"]
+    if listed != vec["config"]:
         return False, "config must list every parameter explicitly"
     stream, idle_vec, busy_vec = vec["stream"], vec["idle"], vec["busy"]
     idle = idle_pass(config, stream, context_from_json(idle_vec["context"]))
@@ -126,6 +134,24 @@ def check_c3(vec: dict[str, Any]) -> tuple[bool, str]:
     return True, (
         f"{len(stream)} events → {len(idle)} highlights; idle: {_outcome_counts(idle)}; "
         f"busy: {_outcome_counts(busy)}, {left} µJ left"
+    )
+
+
+@checker("C3V")
+def check_c3v(vec: dict[str, Any]) -> tuple[bool, str]:
+    """Value probes: a stream of readings gives exactly the published highlights and decisions."""
+    config = AttentionConfig.model_validate(vec["config"])
+    if config.model_dump() != vec["config"]:
+        return False, "config must list every parameter explicitly, values included"
+    stream, idle_vec = vec["stream"], vec["idle"]
+    idle = idle_pass(config, stream, context_from_json(idle_vec["context"]))
+    problem = _first_difference("idle", idle, idle_vec["decisions"])
+    if problem is not None:
+        return False, problem
+    probes = sorted({r["highlight"]["probe"] for r in idle})
+    return True, (
+        f"{len(stream)} events → {len(idle)} value highlights ({', '.join(probes)}); "
+        f"{_outcome_counts(idle)}"
     )
 
 

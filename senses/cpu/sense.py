@@ -4,6 +4,9 @@ Source class ``endpoint`` (the state of this host as a whole), trust ``FirstPart
 (psutil reads the kernel's own counters). One observation per compute.
 
 Options: ``per_cpu`` (bool, default false) adds each logical CPU's percent to the payload.
+
+Readings (for attention's value probes): ``busy_permille`` (utilisation, 0..1000) and, where
+the host has a load average, ``load1_centi`` (the 1-minute load × 100).
 """
 
 from __future__ import annotations
@@ -61,7 +64,15 @@ def _sample(per_cpu: bool) -> tuple[dict[str, Any], str | None]:
     }
     if per_cpu:
         payload["per_cpu"] = [round(float(p), 1) for p in psutil.cpu_percent(percpu=True)]
+    payload["readings"] = _readings(payload)
     return payload, note
+
+
+def _readings(payload: dict[str, Any]) -> dict[str, int]:
+    readings = {"busy_permille": round(payload["percent"] * 10)}
+    if payload["load1"] is not None:
+        readings["load1_centi"] = round(payload["load1"] * 100)
+    return readings
 
 
 def _load_average() -> tuple[tuple[float, float, float] | None, str | None]:

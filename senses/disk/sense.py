@@ -8,6 +8,10 @@ The state is stored at checkpoints (``state_records``): the readings are in the 
 
 Options: ``paths`` (list, default ``["/"]``; relative paths are under the workspace),
 ``warn_percent`` (number, default 90).
+
+Readings (for attention's value probes): ``free_mib:<path>`` on each usage observation (the
+path cut to fit a reading's 64-character name), and ``read_kib_per_s`` / ``write_kib_per_s``
+on the I/O one.
 """
 
 from __future__ import annotations
@@ -80,6 +84,7 @@ def _usage(workspace: Path, path: str, warn: float) -> dict[str, Any] | str:
         "used_bytes": int(du.used),
         "free_bytes": int(du.free),
         "pressure": percent >= warn,
+        "readings": {f"free_mib:{path}"[:64]: int(du.free) // _MIB},
     }
 
 
@@ -114,6 +119,10 @@ def _rates(previous: dict[str, Any], current: dict[str, int]) -> dict[str, Any] 
         return None
     rates: dict[str, Any] = {f"{k}_per_s": round(v * 1e9 / dt_ns, 1) for k, v in deltas.items()}
     rates["interval_ms"] = dt_ns // 1_000_000
+    rates["readings"] = {
+        "read_kib_per_s": round(rates["read_bytes_per_s"] / 1024),
+        "write_kib_per_s": round(rates["write_bytes_per_s"] / 1024),
+    }
     return rates
 
 

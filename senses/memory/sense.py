@@ -4,6 +4,9 @@ Source class ``endpoint`` (the state of this host as a whole), trust ``FirstPart
 observation per compute; ``pressure`` is true when memory use reaches ``warn_percent``.
 
 Options: ``warn_percent`` (number, default 90).
+
+Readings (for attention's value probes): ``used_mib`` (memory in use) and, where the host
+reports swap, ``swap_used_mib``.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from nerve.events import SourceClass, Trust
 initial_state: dict[str, Any] = {"note": None}
 
 _GIB = 1024**3
+_MIB = 1024**2
 
 
 def compute(state: dict[str, Any], ctx: SenseContext) -> Result:
@@ -35,7 +39,15 @@ def compute(state: dict[str, Any], ctx: SenseContext) -> Result:
         "pressure": float(vm.percent) >= warn,
         **swap,
     }
+    payload["readings"] = _readings(payload)
     return Result(state={"note": note}, observations=[_observation(payload)])
+
+
+def _readings(payload: dict[str, Any]) -> dict[str, int]:
+    readings = {"used_mib": payload["used_bytes"] // _MIB}
+    if isinstance(payload.get("swap_used_bytes"), int):
+        readings["swap_used_mib"] = payload["swap_used_bytes"] // _MIB
+    return readings
 
 
 def _observation(payload: dict[str, Any]) -> Observation:

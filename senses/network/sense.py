@@ -7,6 +7,11 @@ observes nothing. Then one observation for all interfaces together and, with
 ``per_nic``, one per interface.
 
 Options: ``per_nic`` (bool, default false), ``nics`` (list of interface names, default all).
+
+Readings (for attention's value probes), on the ``all`` observation: ``down_kib_per_s``,
+``up_kib_per_s``, ``errors`` and, where the host lists its sockets, ``listening_ports``
+(distinct TCP ports in LISTEN); a per-interface observation carries
+``down_kib_per_s:<nic>`` and ``up_kib_per_s:<nic>``.
 """
 
 from __future__ import annotations
@@ -108,9 +113,34 @@ def _rates(previous: dict[str, Any], current: dict[str, int], dt_ns: int) -> dic
     return rates
 
 
+def _listening_ports() -> int | None:
+    """Distinct local TCP ports in LISTEN; None where the host hides its sockets. (UDP is
+    left out: every DNS lookup binds a short-lived port, which would be noise.)"""
+    try:
+        conns = psutil.net_connections(kind="tcp")
+    except (OSError, psutil.Error, NotImplementedError):
+        return None
+    return len({c.laddr.port for c in conns if c.laddr and c.status == psutil.CONN_LISTEN})
+
+
+def _readings(nic: str, rates: dict[str, Any]) -> dict[str, int]:
+    suffix = "" if nic == "all" else f":{nic}"
+    readings = {
+        f"down_kib_per_s{suffix}"[:64]: round(rates["bytes_recv_per_s"] / _KIB),
+        f"up_kib_per_s{suffix}"[:64]: round(rates["bytes_sent_per_s"] / _KIB),
+    }
+    if nic == "all":
+        readings["errors"] = int(rates["errors"])
+        ports = _listening_ports()
+        if ports is not None:
+            readings["listening_ports"] = ports
+    return readings
+
+
 def _observation(nic: str, rates: dict[str, Any] | None) -> Observation | None:
     if rates is None:
         return None
+    rates = {**rates, "readings": _readings(nic, rates)}
     down, up = rates["bytes_recv_per_s"] / _KIB, rates["bytes_sent_per_s"] / _KIB
     return Observation(
         source=SourceClass.NETWORK,

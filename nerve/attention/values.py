@@ -1,0 +1,380 @@
+"""Value probes: each (sense, reading) a sense declares is a probe the detector follows.
+
+A sense puts integer readings in its observation's payload as ``readings: {name: int}``
+(see :func:`readings_of`). Each ``(subject, name)`` pair keeps its own state, and a reading
+``x`` is judged against the prediction that has lately fitted best:
+
+- ``level``: an EMA of the readings (weight ``alpha_num / alpha_den``);
+- ``daily`` and ``weekly``: an EMA per hour of the day (24 slots) and per hour of the week
+  (168 slots) of the reading's HLC time, used once that slot has seen ``season_min``
+  readings, so a daily or weekly cycle is expected, not surprising.
+
+Each prediction keeps an EMA of its absolute error (weight ``err_num / err_den``, slower
+than the level, and each error clamped to ``clamp_milli / 1000`` times that EMA so one spike
+does not widen it). The surprise is ``z = |x − p| / max(err, floor)`` in thousandths, where
+``floor = max(min_dev_milli / 1000, |p| · rel_floor_milli / 1000000)``: rises and drops alike.
+
+Spikes that are the norm: ``peak`` is the largest recent surprise, losing ``1 / 2^peak_shift``
+of itself per reading. A reading fires when, after ``warmup`` readings and outside the
+``debounce`` after a fire, ``z > k_milli`` and ``z > peak · peak_ratio_milli / 1000``; a
+spike every hour keeps ``peak`` high, so only a larger one fires. Its score is
+``1000 · (z − bar) / z`` with ``bar`` the larger of the two thresholds.
+
+Everything is integer arithmetic (values in thousandths of the reading's unit, divisions
+rounded half-up, no floats), so a replay reproduces every decision bit for bit.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from nerve.attention.detector import Highlight
+from nerve.attention.observer import round_div
+from nerve.errors import EventError
+
+SNAPSHOT_VERSION = 1
+VALUE_PREFIX = "value:"
+MAX_READINGS = 32  # per observation; more are ignored (sorted by name, the first kept)
+MAX_NAME = 64
+MAX_ABS = 2**53 - 1  # readings beyond JSON's exact integers are ignored
+_F = 1000  # readings are held in thousandths of their unit
+_HOUR_NS = 3_600_000_000_000
+_MINUTE_NS = 60_000_000_000
+RATE = "per_min"  # the reading every sense gets: its observations in the last minute
+MAX_RATE = 1000  # a sense's rate counts at most this many
+_DAY, _WEEK = 24, 168
+# 1970-01-01 was a Thursday: shift so slot 0 of the week is Monday 00:00 UTC.
+_WEEK_SHIFT = 72
+
+
+class ValueParams(BaseModel):
+    """Tuning of the value probes, all integers (see the module docstring)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    alpha_num: Annotated[int, Field(ge=1)] = 1
+    alpha_den: Annotated[int, Field(ge=1)] = 16
+    err_num: Annotated[int, Field(ge=1)] = 1
+    err_den: Annotated[int, Field(ge=1)] = 64
+    season_num: Annotated[int, Field(ge=1)] = 1
+    season_den: Annotated[int, Field(ge=1)] = 4
+    season_min: Annotated[int, Field(ge=1)] = 4
+    season_bias_milli: Annotated[int, Field(ge=0, le=1000)] = 700
+    clamp_milli: Annotated[int, Field(ge=1000)] = 6000
+    k_milli: Annotated[int, Field(ge=0)] = 5000
+    peak_ratio_milli: Annotated[int, Field(ge=0)] = 1500
+    peak_shift: Annotated[int, Field(ge=1, le=30)] = 11
+    sustain: Annotated[int, Field(ge=1)] = 6
+    trend_num: Annotated[int, Field(ge=1)] = 1
+    trend_den: Annotated[int, Field(ge=1)] = 4
+    trend_k_milli: Annotated[int, Field(ge=0)] = 3000
+    min_dev_milli: Annotated[int, Field(ge=1)] = 100
+    rel_floor_milli: Annotated[int, Field(ge=0, le=1_000_000)] = 0
+    spike_weight_milli: Annotated[int, Field(ge=0, le=1000)] = 50
+    debounce: Annotated[int, Field(ge=0)] = 12
+    warmup: Annotated[int, Field(ge=0)] = 8
+    max_probes: Annotated[int, Field(ge=1)] = 4096
+
+    @model_validator(mode="after")
+    def _weights_at_most_one(self) -> ValueParams:
+        for num, den in (
+            (self.alpha_num, self.alpha_den),
+            (self.err_num, self.err_den),
+            (self.season_num, self.season_den),
+            (self.trend_num, self.trend_den),
+        ):
+            if num > den:
+                raise ValueError(f"weight {num}/{den} must be at most 1")
+        return self
+
+
+def readings_of(payload: Any) -> dict[str, int]:
+    """The ``readings`` of an observation's payload: names to integers, others skipped.
+
+    A reading is a text name (1..64 characters) and an integer (not a bool) within
+    ±(2^53 − 1); anything else
+    in the mapping is ignored, and a payload without one gives ``{}``.
+    """
+    if not isinstance(payload, Mapping):
+        return {}
+    raw = payload.get("readings")
+    if not isinstance(raw, Mapping):
+        return {}
+    good = {
+        name: value
+        for name, value in raw.items()
+        if isinstance(name, str)
+        and 0 < len(name) <= MAX_NAME
+        and isinstance(value, int)
+        and not isinstance(value, bool)
+        and -MAX_ABS <= value <= MAX_ABS
+    }
+    return {name: good[name] for name in sorted(good)[:MAX_READINGS]}
+
+
+def probe_name(subject: str, reading: str) -> str:
+    """The probe a reading is followed as: ``value:<sense>.<reading>``."""
+    return f"{VALUE_PREFIX}{subject}.{reading}"
+
+
+@dataclass(slots=True)
+class _Fit:
+    """One prediction's running absolute error (thousandths)."""
+
+    err: int = 0
+    n: int = 0
+
+
+@dataclass(slots=True)
+class _Probe:
+    n: int = 0
+    level: int = 0  # thousandths
+    quiet: int = 0
+    peak: int = 0  # the largest recent spike surprise, milli-errors
+    run: int = 0  # readings in a row beyond k
+    run_min: int = 0  # the smallest surprise of that run
+    held: int = 0  # the largest recent sustained surprise
+    last: int = 0  # the previous reading (thousandths)
+    slope: int = 0  # EMA of the clamped steps (thousandths)
+    step_err: int = 0  # EMA of the absolute steps
+    fired: int = 0  # the score of the latest fire
+    climb: int = 0  # the steepest recent trend
+    fits: list[_Fit] = field(default_factory=lambda: [_Fit(), _Fit(), _Fit()])
+    daily: dict[int, list[int]] = field(default_factory=dict)  # slot -> [mean, count]
+    weekly: dict[int, list[int]] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            **{name: getattr(self, name) for name in _SCALARS},
+            "fits": [[f.err, f.n] for f in self.fits],
+            "daily": sorted([k, *v] for k, v in self.daily.items()),
+            "weekly": sorted([k, *v] for k, v in self.weekly.items()),
+        }
+
+
+_SCALARS = (
+    "n", "level", "quiet", "peak", "run", "run_min", "held", "last", "slope", "step_err", "fired",
+    "climb",
+)  # fmt: skip
+
+
+def _ema(old: int, new: int, num: int, den: int) -> int:
+    return old + round_div((new - old) * num, den)
+
+
+def _over(z: int, bar: int) -> int:
+    """A surprise's score: how far ``z`` is past ``bar``, as a share of ``z`` (0..1000)."""
+    return min(1000, round_div((z - bar) * 1000, z)) if z > bar else 0
+
+
+class ValueDetector:
+    """Value probes keyed by probe name; :meth:`step` decides, then folds the reading in."""
+
+    def __init__(self, params: ValueParams | None = None) -> None:
+        self.params = params or ValueParams()
+        self._probes: dict[str, _Probe] = {}
+        self._times: dict[str, deque[int]] = {}  # per sense: its observations' times, newest last
+
+    def observe(
+        self, subject: str, readings: Mapping[str, int], seq: int, now_ns: int
+    ) -> list[Highlight]:
+        """Step each reading (by name) of one observation, then the sense's own rate
+        (``per_min``: its observations in the minute up to this one); return the fires."""
+        named = {name: readings[name] for name in sorted(readings) if name != RATE}
+        if subject:
+            named[RATE] = self._rate(subject, now_ns)
+        fires = (self.step(probe_name(subject, n), v, seq, now_ns) for n, v in named.items())
+        return [h for h in fires if h is not None]
+
+    def _rate(self, subject: str, now_ns: int) -> int:
+        times = self._times.get(subject)
+        if times is None:
+            if len(self._times) >= self.params.max_probes:
+                return 0
+            times = self._times[subject] = deque(maxlen=MAX_RATE)
+        times.append(now_ns)
+        while times[0] <= now_ns - _MINUTE_NS:
+            times.popleft()
+        return len(times)
+
+    def step(self, probe: str, value: int, seq: int, now_ns: int) -> Highlight | None:
+        """Decide one reading ``value`` (an integer in the reading's unit) at ``now_ns``."""
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise EventError(f"value probe {probe!r}: reading {value!r} is not an integer")
+        state = self._probes.get(probe)
+        if state is None:
+            if len(self._probes) >= self.params.max_probes:
+                return None  # bounded state: probes beyond the cap are not followed
+            state = self._probes[probe] = _Probe()
+        x, hour = value * _F, now_ns // _HOUR_NS
+        slots = (hour % _DAY, (hour + _WEEK_SHIFT) % _WEEK)
+        preds = self._predictions(state, slots)
+        fire = self._judge(probe, state, x, preds, seq)
+        # The level does not learn a run not yet sustained, so the run stays visible.
+        self._fold(state, x, preds, slots, learn=not 0 < state.run < self.params.sustain)
+        return fire
+
+    def _predictions(self, s: _Probe, slots: tuple[int, int]) -> list[int | None]:
+        need = self.params.season_min
+        day, week = s.daily.get(slots[0]), s.weekly.get(slots[1])
+        return [
+            s.level if s.n else None,
+            day[0] if day and day[1] >= need else None,
+            week[0] if week and week[1] >= need else None,
+        ]
+
+    def _best(self, s: _Probe, preds: list[int | None]) -> tuple[int, int] | None:
+        """(prediction, its error) of the fit with the smallest error that has data; a
+        season's error counts ``season_bias_milli / 1000`` of itself (a cycle, once seen, is
+        preferred to a level that happens to fit as well)."""
+        p = self.params
+        ready = [
+            (round_div(s.fits[i].err * (1000 if i == 0 else p.season_bias_milli), 1000), i)
+            for i, pred in enumerate(preds)
+            if pred is not None and s.fits[i].n >= p.season_min
+        ]
+        if not ready:
+            return None
+        _, i = min(ready)
+        pred = preds[i]
+        assert pred is not None
+        return pred, s.fits[i].err
+
+    def _judge(
+        self, probe: str, s: _Probe, x: int, preds: list[int | None], seq: int
+    ) -> Highlight | None:
+        p = self.params
+        best = self._best(s, preds)
+        blocked = s.n < p.warmup or best is None
+        quiet, s.quiet = s.quiet, max(0, s.quiet - 1)
+        if best is None:
+            return None
+        pred, err = best
+        floor = max(p.min_dev_milli, round_div(abs(pred) * p.rel_floor_milli, 1_000_000))
+        sigma = max(err, floor)
+        score = max(
+            self._spike(s, round_div(abs(x - pred) * 1000, sigma)),
+            self._trend(s, x, floor),
+        )
+        # Within the debounce only a surprise twice as strong fires (a spike, then its run).
+        if blocked or score == 0 or (quiet > 0 and score <= 2 * s.fired):
+            return None
+        s.quiet, s.fired = p.debounce, score
+        return Highlight(
+            probe, round_div(x, _F), round_div(pred, _F), round_div(sigma, _F), score, seq
+        )
+
+    def _spike(self, s: _Probe, z: int) -> int:
+        """Score of a spike beyond k and the recent peak, or of a run of ``sustain``
+        readings beyond k whose smallest surprise beats the recent sustained ones."""
+        p = self.params
+        spike = _over(z, max(p.k_milli, round_div(s.peak * p.peak_ratio_milli, 1000)))
+        spike = round_div(spike * p.spike_weight_milli, 1000)
+        s.peak = max(z, s.peak - (s.peak >> p.peak_shift))
+        s.run, s.run_min = (
+            (s.run + 1, min(s.run_min, z) if s.run else z) if z > p.k_milli else (0, 0)
+        )
+        s.held -= s.held >> p.peak_shift
+        if s.run < p.sustain:
+            return spike
+        shift = _over(s.run_min, max(p.k_milli, round_div(s.held * p.peak_ratio_milli, 1000)))
+        s.held = max(s.held, s.run_min)
+        return max(spike, shift)
+
+    def _trend(self, s: _Probe, x: int, floor: int) -> int:
+        """Score of a steady climb or fall: the EMA of clamped steps against their size."""
+        p = self.params
+        if s.n == 0:
+            return 0
+        step, scale = x - s.last, max(s.step_err, floor, _F)
+        cap = round_div(scale * p.clamp_milli, 1000)
+        if s.n > 1:
+            s.slope = _ema(s.slope, max(-cap, min(cap, step)), p.trend_num, p.trend_den)
+        s.step_err = (
+            _ema(s.step_err, min(abs(step), cap), *self._weight(s.n)) if s.n > 1 else abs(step)
+        )
+        z = round_div(abs(s.slope) * 1000, scale)
+        bar = max(p.trend_k_milli, s.climb)
+        s.climb -= s.climb >> p.peak_shift
+        if z > bar:  # a climb that fired is the one to beat for a while
+            s.climb = z
+        return _over(z, bar)
+
+    def _weight(self, count: int) -> tuple[int, int]:
+        """An error's weight for its ``count``-th sample: the mean of the samples so far
+        (``1 / count``) until that is below ``err_num / err_den``."""
+        p = self.params
+        return (1, count) if count * p.err_num < p.err_den else (p.err_num, p.err_den)
+
+    def _fold(
+        self, s: _Probe, x: int, preds: list[int | None], slots: tuple[int, int], learn: bool
+    ) -> None:
+        p = self.params
+        for fit, pred in zip(s.fits, preds, strict=True):
+            if pred is None:
+                continue
+            miss = abs(x - pred)
+            if fit.n:
+                # A pending run widens no error beyond one unit a reading (so it stays a run,
+                # while an integer hum still learns its spread); otherwise up to clamp times.
+                cap = max(fit.err, _F)
+                miss = min(miss, cap if not learn else round_div(cap * p.clamp_milli, 1000))
+            fit.err = _ema(fit.err, miss, *self._weight(fit.n + 1)) if fit.n else miss
+            fit.n += 1
+        s.last, s.n = x, s.n + 1
+        if not learn:
+            return
+        s.level = _ema(s.level, x, p.alpha_num, p.alpha_den) if s.n > 1 else x
+        for table, slot in ((s.daily, slots[0]), (s.weekly, slots[1])):
+            cell = table.get(slot)
+            if cell is None:
+                table[slot] = [x, 1]
+            else:
+                cell[0] = _ema(cell[0], x, p.season_num, p.season_den)
+                cell[1] += 1
+
+    def snapshot(self) -> dict[str, Any]:
+        """Plain JSON state: each probe's counters, level, fits and seasonal slots."""
+        return {
+            "v": SNAPSHOT_VERSION,
+            "probes": {name: s.to_json() for name, s in sorted(self._probes.items())},
+            "times": {name: list(t) for name, t in sorted(self._times.items())},
+        }
+
+    def restore(self, snapshot: Mapping[str, Any]) -> None:
+        """Replace state with ``snapshot``; raises ``EventError`` if it is malformed."""
+        if snapshot.get("v") != SNAPSHOT_VERSION:
+            raise EventError(f"value snapshot version {snapshot.get('v')!r} is not 1")
+        probes = snapshot.get("probes")
+        if not isinstance(probes, Mapping):
+            raise EventError("value snapshot needs a probes map")
+        try:
+            self._probes = {str(k): _read_probe(v) for k, v in probes.items()}
+            self._times = {
+                str(k): deque((_int(t) for t in v), maxlen=MAX_RATE)
+                for k, v in snapshot.get("times", {}).items()
+            }
+        except (KeyError, TypeError, ValueError) as exc:
+            raise EventError(f"value snapshot is malformed: {exc!r}") from None
+
+
+def _int(v: Any) -> int:
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise ValueError(f"{v!r} is not an integer")
+    return v
+
+
+def _read_probe(data: Mapping[str, Any]) -> _Probe:
+    def slots(rows: Any) -> dict[int, list[int]]:
+        return {_int(k): [_int(m), _int(c)] for k, m, c in rows}
+
+    fits = [_Fit(_int(e), _int(n)) for e, n in data["fits"]]
+    if len(fits) != 3:
+        raise ValueError("fits must hold three entries")
+    scalars = {name: _int(data[name]) for name in _SCALARS}
+    return _Probe(**scalars, fits=fits, daily=slots(data["daily"]), weekly=slots(data["weekly"]))
