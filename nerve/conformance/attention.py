@@ -137,7 +137,6 @@ def check_c3(vec: dict[str, Any]) -> tuple[bool, str]:
     )
 
 
-@checker("C3V")
 def check_c3v(vec: dict[str, Any]) -> tuple[bool, str]:
     """Value probes: a stream of readings gives exactly the published highlights and decisions."""
     config = AttentionConfig.model_validate(vec["config"])
@@ -215,4 +214,4 @@ def check_c5(vec: dict[str, Any]) -> tuple[bool, str]:
     )
 
 
-CHECKERS = {"C3": check_c3, "C5": check_c5}
+CHECKERS = {"C3": check_c3, "C3V": check_c3v, "C5": check_c5}
