@@ -27,6 +27,7 @@ LAYERS = [
     | {"privacy.forget", "privacy.archive", "privacy.selection"},
     {"api"},
     {"mcp"},
+    {"ui"},
     {"cli", "__main__"},
 ]
 

@@ -147,6 +147,7 @@ def _register() -> None:
         privacy_log_cmds,
         sense_cmds,
         shell_cmds,
+        ui_cmds,
         workflow_cmds,
     )
 
@@ -163,6 +164,7 @@ def _register() -> None:
     mcp_cmds.register(app)
     fleet_cmds.register(app)
     shell_cmds.register(app)
+    ui_cmds.register(app)
 
 
 def fail(exc: NerveError) -> None:

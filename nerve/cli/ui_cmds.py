@@ -1,0 +1,63 @@
+"""`nerve ui`: serve the log as web pages on loopback, and its login token."""
+
+import sys
+from typing import Annotated
+
+import typer
+
+from nerve.cli.state import workspace as _ws
+
+ui_app = typer.Typer(
+    help="Serve this workspace's log as web pages (timeline, search, live tail, SQL, audit).",
+    invoke_without_command=True,
+)
+
+
+@ui_app.callback(invoke_without_command=True)
+def serve(
+    ctx: typer.Context,
+    port: Annotated[int, typer.Option("--port", help="Port to listen on (0: a free one).")] = 0,
+    host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
+    open_: Annotated[bool, typer.Option("--open", help="Open the login URL in a browser.")] = False,
+    allow_remote: Annotated[
+        bool,
+        typer.Option(
+            "--allow-remote", help="Let --host be beyond loopback (token still required)."
+        ),
+    ] = False,
+) -> None:
+    """Serve the UI and print its one login URL (it sets a cookie, then the URL is not needed).
+
+    Works with or without the daemon; writes (pause, resume, forget, trigger) go the way the
+    CLI's do. Stop it with Ctrl+C.
+    """
+    if ctx.invoked_subcommand is not None:
+        return
+    from nerve.ui.server import serve as serve_ui
+
+    def ready(url: str) -> None:
+        sys.stdout.write(f"{url}\n")
+        sys.stdout.flush()
+        sys.stderr.write("nerve ui: open the URL above to log in (Ctrl+C stops)\n")
+        if open_:
+            import webbrowser
+
+            webbrowser.open(url)
+
+    serve_ui(_ws(), host, port, allow_remote=allow_remote, ready=ready)
+
+
+@ui_app.command("token")
+def token_cmd(
+    rotate: Annotated[
+        bool, typer.Option("--rotate", help="Replace it: every open session must log in again.")
+    ] = False,
+) -> None:
+    """Print the token the login URL carries (made on first use)."""
+    from nerve.ui.auth import token
+
+    typer.echo(token(_ws(), rotate=rotate))
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(ui_app, name="ui")

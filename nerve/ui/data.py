@@ -1,0 +1,610 @@
+"""Every read and write ``nerve ui`` makes, over the front door and the calls MCP uses.
+
+Pages call only this module, so what the UI can see and change is in one place. Event reads
+go to the log directly (a read snapshot, never the writer's lock); writes (pause, resume,
+forget, a sense trigger) and the daemon's answers go through ``nerve.open``'s
+:class:`~nerve.api.Workspace` (:func:`door`), as the CLI's do: the daemon when it runs,
+else the log opened as its writer for that one change.
+
+Privacy: every event leaves through :class:`~nerve.mcp.guard.Screen` (drop rules withhold
+it, redaction rewrites its line and payload, an erased payload shows as erased), and every
+connection's ``events`` holds only what the drop rules keep, so a rule added today hides
+old text on every page. SQL runs in MCP's sandbox (:mod:`nerve.mcp.sandbox`).
+
+A person's own page views are not recorded as events: the UI is served to the log's owner
+alone (loopback and the owner-only token), and a record per page view would fill the log
+with reads of itself. Agents' reads (``agent.access``) are what the log keeps and shows.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import duckdb
+
+from nerve.clock import Hlc
+from nerve.errors import UsageError
+from nerve.events import BOOKKEEPING_KINDS, display_source, trust_name
+from nerve.mcp.guard import ERASED, Screen
+from nerve.privacy.settings import PrivacyConfig
+from nerve.ui.select import Filters, Window, quoted, where_of, window
+from nerve.workspace import Workspace
+
+if TYPE_CHECKING:
+    from nerve import api
+
+__all__ = [
+    "Filters",
+    "Window",
+    "access_records",
+    "capture",
+    "chain_state",
+    "context",
+    "decision",
+    "decisions",
+    "door",
+    "event",
+    "events",
+    "forget",
+    "health",
+    "live_batch",
+    "pause",
+    "redactions",
+    "resume",
+    "screen",
+    "senses",
+    "sql",
+    "timeline",
+    "trigger_sense",
+    "window",
+    "workflows",
+]
+
+_COLS = "physical_ns, logical, id, source, kind, subject, trust, line, payload, erased"
+_KEEP = "_nerve_ui_keep"
+MAX_PAGE = 500
+SQL_ROWS = 1_000
+SQL_BYTES = 8 << 20
+
+
+# -- connections -----------------------------------------------------------------------------
+
+
+_PRIVACY: dict[str, tuple[tuple[int, int], PrivacyConfig]] = {}
+
+
+def door(ws: Workspace) -> api.Workspace:
+    """The front door (``nerve.open``) over the workspace: every write, and the daemon's
+    answers, go through it as the CLI's do."""
+    from nerve import api
+
+    return api.Workspace(ws)
+
+
+def screen(ws: Workspace) -> Screen:
+    """The privacy rules of nerve.yaml as they are now (read again when the file changes; a
+    bad edit keeps the last good rules)."""
+    return Screen(_privacy(ws))
+
+
+def _privacy(ws: Workspace) -> PrivacyConfig:
+    from nerve.config import load_config
+    from nerve.errors import NerveError
+
+    try:
+        stat = ws.config_path.stat()
+    except FileNotFoundError:
+        return PrivacyConfig()
+    key, mtime = str(ws.root), (stat.st_mtime_ns, stat.st_size)
+    known = _PRIVACY.get(key)
+    if known is not None and known[0] == mtime:
+        return known[1]
+    try:
+        rules = load_config(ws.config_path).privacy
+    except NerveError:
+        return known[1] if known is not None else ws.config.privacy
+    _PRIVACY[key] = (mtime, rules)
+    return rules
+
+
+def _connect(ws: Workspace, scr: Screen) -> duckdb.DuckDBPyConnection:
+    """``events`` over a read snapshot, holding only what the drop rules keep."""
+    from nerve.log.reader import snapshot
+    from nerve.query import define_views, source_sql
+
+    snap = snapshot(ws.log_root)
+    conn = duckdb.connect()
+    conn.execute("SET enable_progress_bar_print = false")
+    conn.register("_tail", snap.tail)
+    source = source_sql(snap)
+    keep = scr.keep()
+    if keep is not None:
+        from duckdb.func import SPECIAL
+
+        kinds: list[Any] = ["BIGINT", "VARCHAR", "VARCHAR", "VARCHAR", "BLOB"]
+        conn.create_function(_KEEP, keep, kinds, "BOOLEAN", null_handling=SPECIAL)
+        args = "CAST(source AS BIGINT), kind, subject, line, payload"
+        source = f"(SELECT * FROM {source} WHERE {_KEEP}({args}))"
+    define_views(conn, source, [], ws.settings())
+    return conn
+
+
+def _rows(conn: duckdb.DuckDBPyConnection, sql: str, args: list[Any]) -> list[dict[str, Any]]:
+    cursor = conn.execute(sql, args)
+    names = [d[0] for d in cursor.description]
+    return [dict(zip(names, r, strict=True)) for r in cursor.fetchall()]
+
+
+def _shown(scr: Screen, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Event rows as they may leave: times, names, and the privacy rules applied."""
+    from nerve.tail import format_times
+
+    times = format_times([int(r["physical_ns"]) for r in rows])
+    return [_one(scr, r, t) for r, t in zip(rows, times, strict=True)]
+
+
+def _one(scr: Screen, row: dict[str, Any], when: str) -> dict[str, Any]:
+    erased = bool(row["erased"])
+    payload = b"" if erased else bytes(row["payload"] or b"")
+    shown = scr.event(
+        int(row["source"]), str(row["kind"]), str(row["subject"]), str(row["line"] or ""), payload
+    )
+    return {
+        "id": bytes(row["id"]).hex(),
+        "time": when,
+        "hlc": f"{row['physical_ns']}.{row['logical']}",
+        "source": display_source(int(row["source"])),
+        "kind": str(row["kind"]),
+        "subject": str(row["subject"]),
+        "trust": trust_name(int(row["trust"])),
+        "line": ERASED if erased else shown.line,
+        "data": None if erased else shown.data,
+        "erased": erased,
+        "withheld": shown.rule is not None,
+    }
+
+
+# -- timeline --------------------------------------------------------------------------------
+
+
+def timeline(ws: Workspace, win: Window, *, buckets: int = 96, lanes: int = 14) -> dict[str, Any]:
+    """The window aggregated in DuckDB: a histogram, swimlanes per source and per subject,
+    attention decisions, paused intervals and erased counts, and the newest events in view."""
+    scr = screen(ws)
+    buckets = max(4, min(buckets, 400))
+    width = max(1, -(-(win.until - win.since) // buckets))
+    conn = _connect(ws, scr)
+    try:
+        where = "physical_ns >= ? AND physical_ns < ?"
+        span = [win.since, win.until]
+        bucket = f"CAST((physical_ns - {win.since}) // {width} AS BIGINT)"
+        cells = conn.execute(
+            f"SELECT source, subject, {bucket} b, kind IN ({quoted(BOOKKEEPING_KINDS)}) bk, "
+            f"count(*), count(*) FILTER (erased) FROM events WHERE {where} GROUP BY ALL",
+            span,
+        ).fetchall()  # one scan: the histogram, the erased marks and the lanes
+        marks = _rows(
+            conn,
+            f"SELECT physical_ns, data->>'outcome' AS outcome, (data->>'chain_seq')::BIGINT AS seq "
+            f"FROM events WHERE kind = 'attention.decision' AND {where} ORDER BY physical_ns",
+            span,
+        )
+        pauses = _pauses(conn, win)
+        recent = _newest(conn, f"{where} AND kind NOT IN ({quoted(BOOKKEEPING_KINDS)})", span)
+    finally:
+        conn.close()
+    counts = [0] * buckets
+    erased = [0] * buckets
+    for _, _, b, _, n, e in cells:
+        if 0 <= b < buckets:
+            counts[b] += int(n)
+            erased[b] += int(e)
+    lane_rows = [(src, sub, b, n) for src, sub, b, bk, n, _ in cells if not bk]
+    return {
+        "window": win.to_json(),
+        "bucket_ns": width,
+        "counts": counts,
+        "erased": erased,
+        "lanes": _lanes(lane_rows, buckets, lanes),
+        "decisions": [{**m, "at": int(m.pop("physical_ns"))} for m in marks],
+        "paused": pauses,
+        "events": _shown(scr, recent),
+    }
+
+
+def _newest(
+    conn: duckdb.DuckDBPyConnection, where: str, args: list[Any], count: int = 50
+) -> list[dict[str, Any]]:
+    """The newest ``count`` matching rows: their stamps found first (two columns), then only
+    rows from the oldest of them are read whole (segments are pruned by their HLC range)."""
+    edge = conn.execute(
+        f"SELECT physical_ns, logical FROM events WHERE {where} "
+        f"ORDER BY physical_ns DESC, logical DESC LIMIT 1 OFFSET {count - 1}",
+        args,
+    ).fetchone()
+    floor = "TRUE" if edge is None else f"physical_ns >= {int(edge[0])}"
+    return _rows(
+        conn,
+        f"SELECT {_COLS} FROM events WHERE {where} AND {floor} "
+        f"ORDER BY physical_ns DESC, logical DESC LIMIT {count}",
+        args,
+    )
+
+
+def _lanes(rows: list[Any], buckets: int, most: int) -> list[dict[str, Any]]:
+    """One lane per source, then one per subject of that source, busiest first."""
+    lanes: dict[tuple[str, str], list[int]] = {}
+    for source, subject, b, n in rows:
+        name = display_source(int(source))
+        for key in ((name, ""), (name, str(subject))):
+            cells = lanes.setdefault(key, [0] * buckets)
+            if 0 <= b < buckets:
+                cells[b] += int(n)
+    busiest = sorted(lanes.items(), key=lambda kv: (-sum(kv[1]), kv[0]))
+    top = {k for k, _ in busiest[:most]} | {k for k in lanes if not k[1]}
+    out = [
+        {"source": s, "subject": sub, "cells": cells, "total": sum(cells)}
+        for (s, sub), cells in sorted(lanes.items())
+        if (s, sub) in top
+    ]
+    return out
+
+
+def _pauses(conn: duckdb.DuckDBPyConnection, win: Window) -> list[dict[str, int]]:
+    from nerve.privacy.pause import PAUSED, RESUMED
+
+    rows = conn.execute(
+        "SELECT physical_ns, kind FROM events WHERE kind IN (?, ?) AND physical_ns < ? "
+        "ORDER BY physical_ns, logical",
+        [PAUSED, RESUMED, win.until],
+    ).fetchall()
+    spans: list[dict[str, int]] = []
+    start: int | None = None
+    for at, kind in rows:
+        if kind == PAUSED and start is None:
+            start = int(at)
+        elif kind == RESUMED and start is not None:
+            spans.append({"from": start, "to": int(at)})
+            start = None
+    if start is not None:
+        spans.append({"from": start, "to": win.until})
+    return [s for s in spans if s["to"] > win.since]
+
+
+# -- events ----------------------------------------------------------------------------------
+
+
+def events(
+    ws: Workspace, f: Filters, win: Window, *, page: int = 0, size: int = 100
+) -> dict[str, Any]:
+    """One bounded page of matching events, newest first; a text search matches what may be
+    shown (after redaction), never the hidden text."""
+    scr = screen(ws)
+    size = max(1, min(size, MAX_PAGE))
+    where, args = where_of(f, win)
+    conn = _connect(ws, scr)
+    try:
+        total, rows = _page(conn, where, args, size, max(0, page) * size)
+    finally:
+        conn.close()
+    shown = _shown(scr, rows)
+    if f.text:
+        needle = f.text.lower()
+        shown = [e for e in shown if needle in (e["line"] + _text(e["data"])).lower()]
+    return {
+        "window": win.to_json(),
+        "page": page,
+        "size": size,
+        "total": total,
+        "more": (page + 1) * size < total,
+        "events": shown,
+    }
+
+
+def _page(
+    conn: duckdb.DuckDBPyConnection, where: str, args: list[Any], size: int, skip: int
+) -> tuple[int, list[dict[str, Any]]]:
+    """How many rows match, and one page of them newest first: one filtered scan sorts only
+    the stamps, then just the page's rows are read whole."""
+    stamps = conn.execute(
+        f"SELECT physical_ns, logical, count(*) OVER () FROM events WHERE {where} "
+        f"ORDER BY physical_ns DESC, logical DESC LIMIT {size} OFFSET {skip}",
+        args,
+    ).fetchall()
+    if not stamps:
+        total = conn.execute(f"SELECT count(*) FROM events WHERE {where}", args).fetchone()
+        return int(total[0]) if total else 0, []
+    lo, hi = int(stamps[-1][0]), int(stamps[0][0])
+    rows = _rows(
+        conn,
+        f"SELECT {_COLS} FROM events WHERE physical_ns BETWEEN {lo} AND {hi} "
+        "AND list_contains(?::STRUCT(p BIGINT, l BIGINT)[], {'p': physical_ns, 'l': logical}) "
+        "ORDER BY physical_ns DESC, logical DESC",
+        [[{"p": int(p), "l": int(lg)} for p, lg, _ in stamps]],
+    )
+    return int(stamps[0][2]), rows
+
+
+def _text(data: Any) -> str:
+    import json
+
+    return "" if data is None else json.dumps(data, ensure_ascii=False)
+
+
+def event(ws: Workspace, event_id: str) -> dict[str, Any]:
+    """One event by its id (hex); :class:`UsageError` when there is none."""
+    found = context(ws, event_id, around=0)
+    return dict(found["event"])
+
+
+def context(ws: Workspace, event_id: str, *, around: int = 5) -> dict[str, Any]:
+    """One event and the ``around`` events just before and after it (bookkeeping hidden)."""
+    try:
+        raw = bytes.fromhex(event_id)
+    except ValueError:
+        raise UsageError(f"{event_id!r} is not an event id (hex)", field="id") from None
+    scr = screen(ws)
+    conn = _connect(ws, scr)
+    try:
+        hit = _rows(conn, f"SELECT {_COLS} FROM events WHERE id = ?", [raw])
+        if not hit:
+            raise UsageError(f"no event {event_id} in this log", field="id")
+        p, lo = int(hit[0]["physical_ns"]), int(hit[0]["logical"])
+        hide = f"kind NOT IN ({quoted(BOOKKEEPING_KINDS)})"
+        before = _rows(
+            conn,
+            f"SELECT {_COLS} FROM events WHERE (physical_ns, logical) < (?, ?) AND {hide} "
+            f"ORDER BY physical_ns DESC, logical DESC LIMIT {around}",
+            [p, lo],
+        )
+        after = _rows(
+            conn,
+            f"SELECT {_COLS} FROM events WHERE (physical_ns, logical) > (?, ?) AND {hide} "
+            f"ORDER BY physical_ns, logical LIMIT {around}",
+            [p, lo],
+        )
+    finally:
+        conn.close()
+    return {
+        "event": _shown(scr, hit)[0],
+        "before": _shown(scr, before[::-1]),
+        "after": _shown(scr, after),
+    }
+
+
+# -- live ------------------------------------------------------------------------------------
+
+
+def live_batch(
+    ws: Workspace, f: Filters, after: Hlc | None, *, limit: int = 2_000
+) -> tuple[list[dict[str, Any]], Hlc | None]:
+    """Events stored after ``after`` (all of them, oldest first, at most ``limit``) and the
+    new cursor; with no cursor, none: the tail starts now."""
+    scr = screen(ws)
+    conn = _connect(ws, scr)
+    try:
+        if after is None:
+            row = conn.execute(
+                "SELECT physical_ns, logical FROM events ORDER BY physical_ns DESC, logical DESC "
+                "LIMIT 1"
+            ).fetchone()
+            return [], Hlc(int(row[0]), int(row[1])) if row else Hlc(0, 0)
+        where, args = where_of(f, None)
+        rows = _rows(
+            conn,
+            f"SELECT {_COLS}, ({where}) AS wanted FROM events WHERE (physical_ns, logical) > "
+            f"(?, ?) ORDER BY physical_ns, logical LIMIT {limit}",
+            [*args, after.physical_ns, after.logical],
+        )
+    finally:
+        conn.close()
+    if not rows:
+        return [], after
+    cursor = Hlc(int(rows[-1]["physical_ns"]), int(rows[-1]["logical"]))
+    matching = [r for r in rows if r["wanted"]]
+    return _shown(scr, matching), cursor
+
+
+# -- SQL -------------------------------------------------------------------------------------
+
+
+def sql(ws: Workspace, text: str, *, timeout_ms: int | None = None) -> dict[str, Any]:
+    """One read-only SELECT in MCP's sandbox (the same tool function), privacy applied."""
+    from nerve.mcp.guard import Allowance
+    from nerve.mcp.tools import Call, query
+
+    limit = timeout_ms if timeout_ms is not None else ws.config.mcp.query_timeout
+    call = Call(ws, screen(ws), Allowance(SQL_ROWS, SQL_BYTES), limit)
+    out = query(call, text)
+    return {"sql": text, "columns": out.columns, "rows": out.rows, "more": out.more}
+
+
+# -- attention and audit ---------------------------------------------------------------------
+
+
+def decisions(ws: Workspace, *, limit: int = 1_000) -> dict[str, Any]:
+    """Attention decisions, newest first, with why (MCP's ``highlights``), and the budget
+    over time, oldest first."""
+    from nerve.mcp.guard import Allowance
+    from nerve.mcp.tools import Call, highlights
+
+    out = highlights(Call(ws, screen(ws), Allowance(limit, SQL_BYTES)), limit=limit)
+    rows = [d.model_dump() for d in out.decisions]
+    budget = [
+        {"hlc": d["hlc"], "budget_after_uj": d["budget_after_uj"]}
+        for d in rows[::-1]
+        if d["budget_after_uj"] is not None
+    ]
+    return {"decisions": rows, "more": out.more, "budget": budget}
+
+
+def decision(ws: Workspace, seq: int) -> dict[str, Any]:
+    """One chain link (seq, prev, key, signature), whether the chain verifies through it,
+    and the observations that led to its decision."""
+    from nerve.attention import audit
+
+    link = door(ws).audit_show(seq)
+    if link.get("source_line") is not None:
+        link["source_line"] = screen(ws).text(str(link["source_line"]))
+    found = [d for d in audit.decisions(ws.log_root) if d.get("chain_seq") == seq]
+    led: dict[str, Any] | None = None
+    source = found[0].get("source_event") if found else None
+    if isinstance(source, str):
+        try:
+            led = context(ws, source, around=5)
+        except UsageError:
+            led = None
+    return {"link": link, "decision": found[0] if found else None, "led_to_it": led}
+
+
+def chain_state(ws: Workspace) -> dict[str, Any]:
+    """The whole chain verified as ``nerve audit verify --no-record`` does: the first break."""
+    return dict(door(ws).audit_verify(record=False).to_json())
+
+
+# -- senses and workflows --------------------------------------------------------------------
+
+
+def senses(ws: Workspace) -> dict[str, Any]:
+    """Each sense's schedule and last result (from the daemon when it runs, else nerve.yaml)."""
+    front = door(ws)
+    return {"daemon": front.status().running, "senses": front.senses()}
+
+
+def trigger_sense(ws: Workspace, name: str) -> dict[str, Any]:
+    """Ask the running daemon to compute ``name`` now (as ``nerve sense trigger``)."""
+    door(ws).trigger_sense(name)
+    return {"triggered": name}
+
+
+def workflows(ws: Workspace) -> dict[str, Any]:
+    """Workflow runs, newest first, as ``nerve workflow list --all`` lists them."""
+    from nerve.flow.history import list_runs
+
+    conn = ws.connect()
+    try:
+        columns, rows = list_runs(conn, include_all=True, limit=100)
+    finally:
+        conn.close()
+    scr = screen(ws)
+    return {"columns": columns, "runs": scr.value([list(r) for r in _jsonable(rows)])}
+
+
+def _jsonable(rows: list[Any]) -> list[Any]:
+    from nerve.canonical import jsonable
+
+    return [[jsonable(v) for v in r] for r in rows]
+
+
+# -- privacy and agents ----------------------------------------------------------------------
+
+
+def pause(ws: Workspace, for_ms: int | None = None) -> dict[str, Any]:
+    return {"paused": True, "state": _state_json(door(ws).pause(for_ms))}
+
+
+def resume(ws: Workspace) -> dict[str, Any]:
+    return {"resumed": door(ws).resume() is not None}
+
+
+def _state_json(state: Any) -> Any:
+    to_json = getattr(state, "to_json", None)
+    return to_json() if callable(to_json) else repr(state)
+
+
+def capture(ws: Workspace) -> dict[str, Any]:
+    """Whether capture is paused now, from the log."""
+    from nerve.privacy.pause import stored_pause
+
+    conn = ws.connect()
+    try:
+        return dict(_state_json(stored_pause(conn)))
+    finally:
+        conn.close()
+
+
+def forget(
+    ws: Workspace, *, match: str | None, kinds: list[str], sources: list[str],
+    before: str | None, after: str | None, reason: str, dry_run: bool,
+) -> dict[str, Any]:  # fmt: skip
+    """What a forget would erase (``dry_run``), or erase it, as ``nerve forget`` does."""
+    if not (match or kinds or sources or before or after):
+        raise UsageError("choose what to forget: text, a kind, a source or a time", field="match")
+    result = door(ws).forget(
+        sources=sources, kinds=kinds, match=match or None, before=before or None,
+        after=after or None, reason=reason, dry_run=dry_run,
+    )  # fmt: skip
+    return result.to_json()
+
+
+def redactions(ws: Workspace) -> list[dict[str, Any]]:
+    """What capture redacted, by rule: events touched and matches replaced (from the
+    ``_redacted`` counts each redacted payload keeps; never the text)."""
+    import json
+
+    from nerve.privacy.scan import MARKER
+
+    conn = _connect(ws, screen(ws))
+    try:
+        rows = conn.execute(
+            f"SELECT CAST(data->'{MARKER}' AS VARCHAR) FROM events "
+            f"WHERE (data->'{MARKER}') IS NOT NULL"
+        ).fetchall()
+    finally:
+        conn.close()
+    rules: dict[str, list[int]] = {}
+    for (text,) in rows:
+        counts = json.loads(text) if text else {}
+        for rule, n in counts.items() if isinstance(counts, dict) else ():
+            slot = rules.setdefault(str(rule), [0, 0])
+            slot[0] += 1
+            slot[1] += int(n) if isinstance(n, int) else 0
+    return [{"rule": r, "events": e, "matches": m} for r, (e, m) in sorted(rules.items())]
+
+
+def access_records(ws: Workspace) -> dict[str, Any]:
+    """Every ``agent.access`` record, newest first."""
+    from nerve.mcp.access import COLUMNS, accesses
+
+    return {"columns": COLUMNS, "records": accesses(ws)[::-1]}
+
+
+# -- health ----------------------------------------------------------------------------------
+
+
+def health(ws: Workspace, *, verify: bool = False) -> dict[str, Any]:
+    """Daemon status, the replay digest (``verify``: every id recomputed), segments, and
+    disk per day."""
+    from nerve.canonical import jsonable
+    from nerve.log.reader import snapshot
+
+    front = door(ws)
+    status = front.status().to_json()
+    report = front.replay(verify=verify)
+    snap = snapshot(ws.log_root)
+    return {
+        "daemon": jsonable(status),
+        "replay": {
+            "events": report.events,
+            "digest": report.digest,
+            "segments": report.segments,
+            "verified": verify,
+            "ok": not report.problems,
+            "problems": [str(p) for p in report.problems],
+        },
+        "tail_rows": int(snap.tail.num_rows),
+        "disk": _disk_per_day(snap),
+    }
+
+
+def _disk_per_day(snap: Any) -> list[dict[str, Any]]:
+    from datetime import datetime
+
+    days: dict[str, dict[str, int]] = {}
+    for info, path in zip(snap.segments, snap.files, strict=True):
+        day = datetime.fromtimestamp(info.min_hlc.physical_ns / 1e9).astimezone().date()
+        slot = days.setdefault(day.isoformat(), {"segments": 0, "rows": 0, "bytes": 0})
+        slot["segments"] += 1
+        slot["rows"] += info.rows
+        slot["bytes"] += path.stat().st_size if path.exists() else 0
+    return [{"day": d, **v} for d, v in sorted(days.items())]

@@ -1,0 +1,75 @@
+"""Serving ``nerve ui``: a socket on loopback (unless allowed beyond), uvicorn, the login URL."""
+
+from __future__ import annotations
+
+import signal
+import socket
+from collections.abc import Callable
+from typing import Any
+
+import anyio
+
+from nerve.mcp.server import check_host, listen
+from nerve.ui.app import build_app
+from nerve.ui.auth import Keys, token, token_path
+from nerve.ui.guard import Served
+from nerve.workspace import Workspace
+
+__all__ = ["serve"]
+
+GRACE_S = 2
+
+
+class _Stopped(Exception):
+    """SIGINT or SIGTERM: uvicorn shut down and raised the signal again."""
+
+
+def serve(
+    ws: Workspace,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    *,
+    allow_remote: bool = False,
+    ready: Callable[[str], None] | None = None,
+) -> None:
+    """Serve the UI until SIGINT/SIGTERM; ``ready`` gets the one login URL once listening."""
+    import uvicorn
+
+    check_host(host, allow_remote=allow_remote)
+    secret = token(ws)
+    sock = listen(host, port)
+    bound = sock.getsockname()[1]
+    name = f"[{host}]" if ":" in host else host
+    app = build_app(ws, Keys(token_path(ws)), Served(host, bound, allow_remote))
+    config = uvicorn.Config(
+        app, log_level="warning", lifespan="off", timeout_graceful_shutdown=GRACE_S
+    )  # an open live tail never ends by itself: a stop waits this long for it, then cuts it
+    runner = uvicorn.Server(config)
+
+    async def main() -> None:
+        async with anyio.create_task_group() as group:
+            group.start_soon(lambda: runner.serve(sockets=[sock]))
+            while not runner.started and not runner.should_exit:
+                await anyio.sleep(0.05)
+            if runner.started and ready is not None:
+                ready(f"http://{name}:{bound}/login?token={secret}")
+
+    def stop(signum: int, frame: Any) -> None:
+        raise _Stopped
+
+    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        with sock:
+            anyio.run(main)
+    except* _Stopped:
+        pass
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def free_port() -> int:
+    """A loopback port free now (for tests and benches)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])

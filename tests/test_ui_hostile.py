@@ -1,0 +1,268 @@
+"""`nerve ui` against hostile requests: no login, a wrong or rotated token, a foreign Host
+(DNS rebinding), cross-site writes, script stored in events, SQL that tries to get out."""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Iterator
+
+import pytest
+from starlette.testclient import TestClient
+
+from nerve import logops
+from nerve.errors import UsageError
+from nerve.log.drafts import Draft
+from nerve.ui.app import build_app
+from nerve.ui.auth import Keys, token, token_path
+from nerve.ui.guard import Served
+from nerve.workspace import Workspace
+from tests.helpers.browser import XSS, attended_workspace
+
+PORT = 8765
+BASE = f"http://127.0.0.1:{PORT}"
+PAGES = ["/", "/events", "/events/00", "/live", "/live/stream", "/sql?q=SELECT+1", "/attention",
+         "/attention/0", "/senses", "/privacy", "/health", "/static/app.js"]  # fmt: skip
+GHP = "ghp_" + "A1b2C3d4E5" * 3 + "F6g7H8"
+
+
+@pytest.fixture(scope="module")
+def ws(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Workspace]:
+    root = tmp_path_factory.mktemp("hostile")
+    mp = pytest.MonkeyPatch()
+    mp.setenv("XDG_STATE_HOME", str(root / "state"))
+    ws = attended_workspace(root / "ws", cycles=2)
+    (ws.root / "nerve.yaml").write_text("senses: {}\nprivacy:\n  detectors: {enabled: false}\n")
+    ws = Workspace(ws.root)
+    logops.emit(ws, [Draft.of(source=5, line=x, payload={"note": x}) for x in XSS])
+    logops.emit(ws, [Draft.of(source=5, line=f"export GITHUB_TOKEN={GHP}", payload={})])
+    logops.emit(ws, [Draft.of(source=5, line="payroll for alice", payload={})])
+    yield ws
+    mp.undo()
+
+
+def app(ws: Workspace, **kw: bool) -> TestClient:
+    served = Served("127.0.0.1", PORT, **kw)
+    return TestClient(build_app(ws, Keys(token_path(ws)), served), base_url=BASE)
+
+
+def logged_in(ws: Workspace) -> TestClient:
+    c = app(ws)
+    assert c.get(f"/login?token={token(ws)}", follow_redirects=False).status_code == 303
+    return c
+
+
+def csrf(c: TestClient) -> str:
+    page = c.get("/privacy").text
+    marker = 'name="csrf-token" content="'
+    start = page.index(marker) + len(marker)
+    return page[start : page.index('"', start)]
+
+
+def paused(c: TestClient) -> bool:
+    r = c.get("/privacy", headers={"accept": "application/json"})
+    return bool(r.json()["capture"]["paused"])
+
+
+@pytest.mark.parametrize("path", PAGES)
+def test_no_login_no_page(ws: Workspace, path: str) -> None:
+    c = app(ws)
+    for accept in ("text/html", "application/json"):
+        r = c.get(path, headers={"accept": accept})
+        assert r.status_code == 401, path
+        assert "not logged in" in r.text and "<nav>" not in r.text
+
+
+def test_a_wrong_token_logs_nobody_in(ws: Workspace) -> None:
+    c = app(ws)
+    r = c.get("/login?token=" + "x" * 43, follow_redirects=False)
+    assert r.status_code == 401 and "set-cookie" not in r.headers
+    assert c.get("/login", follow_redirects=False).status_code == 401
+    c.cookies.set("nerve_ui", "forged.0000")
+    assert c.get("/").status_code == 401
+    assert c.get("/", headers={"authorization": "Bearer nope"}).status_code == 401
+    assert c.get("/", headers={"authorization": f"Bearer {token(ws)}"}).status_code == 200
+
+
+def test_the_cookie_is_httponly_strict_and_the_token_owner_only(ws: Workspace) -> None:
+    r = app(ws).get(f"/login?token={token(ws)}", follow_redirects=False)
+    cookie = r.headers["set-cookie"].lower()
+    assert "httponly" in cookie and "samesite=strict" in cookie and "path=/" in cookie
+    assert token(ws) not in r.headers["set-cookie"]  # the cookie is not the token
+    assert stat.S_IMODE(os.stat(token_path(ws)).st_mode) == 0o600
+    assert stat.S_IMODE(os.stat(token_path(ws).parent).st_mode) == 0o700
+
+
+def test_rotating_the_token_ends_every_session(ws: Workspace) -> None:
+    c = logged_in(ws)
+    old = token(ws)
+    assert c.get("/").status_code == 200
+    token(ws, rotate=True)
+    assert c.get("/").status_code == 401
+    assert app(ws).get(f"/login?token={old}", follow_redirects=False).status_code == 401
+    assert logged_in(ws).get("/").status_code == 200
+
+
+@pytest.mark.parametrize("host", ["evil.example", "evil.example:8765", "127.0.0.1:9999",
+                                  "localhost.evil.example:8765", ""])  # fmt: skip
+def test_a_foreign_host_is_refused_even_logged_in(ws: Workspace, host: str) -> None:
+    c = logged_in(ws)
+    r = c.get("/", headers={"host": host})
+    assert r.status_code == 403 and "<nav>" not in r.text
+    assert c.get("/", headers={"host": f"localhost:{PORT}"}).status_code == 200
+
+
+def test_cross_site_posts_change_nothing(ws: Workspace) -> None:
+    c = logged_in(ws)
+    good = csrf(c)
+    evil = {"origin": "http://evil.example"}
+    assert c.post("/do/pause", data={"csrf": good}, headers=evil).status_code == 403
+    site = {"sec-fetch-site": "cross-site"}
+    assert c.post("/do/pause", data={"csrf": good}, headers=site).status_code == 403
+    assert c.post("/do/pause", data={}).status_code == 403  # no CSRF value
+    assert c.post("/do/pause", data={"csrf": "0" * 64}).status_code == 403
+    assert c.post("/do/pause", headers={"x-csrf-token": "0" * 64}).status_code == 403
+    assert c.get("/do/pause").status_code == 405  # a write is never a GET
+    other = logged_in(ws)
+    assert c.post("/do/pause", data={"csrf": csrf(other)}).status_code == 403  # another session's
+    assert not paused(c)
+    ok = c.post("/do/pause", data={"csrf": good}, headers={"origin": BASE})
+    assert ok.status_code == 200 and paused(c)
+    assert c.post("/do/resume", headers={"x-csrf-token": good}).status_code == 200
+    assert not paused(c)
+
+
+def test_no_cors_ever(ws: Workspace) -> None:
+    c = logged_in(ws)
+    r = c.get("/events", headers={"accept": "application/json"})
+    assert not any(k.lower().startswith("access-control-") for k in r.headers)
+    pre = c.options("/do/pause", headers={"origin": BASE, "access-control-request-method": "POST"})
+    assert pre.status_code == 405
+    assert not any(k.lower().startswith("access-control-") for k in pre.headers)
+
+
+def test_every_answer_carries_the_csp(ws: Workspace) -> None:
+    c = logged_in(ws)
+    for r in (c.get("/"), c.get("/static/app.js"), app(ws).get("/")):
+        csp = r.headers["content-security-policy"]
+        assert "script-src 'self'" in csp and "unsafe-inline" not in csp
+        assert "frame-ancestors 'none'" in csp
+        assert r.headers["x-content-type-options"] == "nosniff"
+
+
+@pytest.mark.parametrize(
+    "path", ["/", "/?since=1h", "/events?since=1h", "/events?text=pwned&since=1h"]
+)
+def test_script_in_events_is_shown_as_text(ws: Workspace, path: str) -> None:
+    page = logged_in(ws).get(path).text
+    shown = "<mark>pwned</mark>" if "text=" in path else "pwned"
+    assert f"&lt;script&gt;window.__{shown} = 1&lt;/script&gt;" in page
+    assert "<script>window" not in page
+    assert "<img src=x" not in page and "onerror=" not in page.replace("onerror=&#34;", "")
+    assert 'href="javascript:' not in page
+    assert "<script>" not in page.replace('<script src="/static/', "")  # no inline script at all
+
+
+def test_script_in_a_payload_is_escaped_on_its_page(ws: Workspace) -> None:
+    c = logged_in(ws)
+    hits = c.get("/events?text=onerror&since=1h", headers={"accept": "application/json"}).json()
+    page = c.get(f"/events/{hits['events'][0]['id']}").text
+    assert "&lt;img src=x onerror=" in page and "<img" not in page
+
+
+HOSTILE_SQL = {
+    "COPY (SELECT * FROM events) TO '/tmp/nerve-ui-out.csv'": "COPY statements are refused",
+    "SELECT * FROM read_csv('/etc/passwd')": "reaches outside this workspace's log",
+    "SELECT * FROM read_text('/etc/hostname')": "reaches outside this workspace's log",
+    "ATTACH '/tmp/nerve-ui.db' AS other": "ATTACH statements are refused",
+    "INSTALL httpfs": "INSTALL statements are refused",
+    "PRAGMA database_list": "PRAGMA statements are refused",
+    "SET enable_external_access = true": "SET statements are refused",
+    "SELECT 1; DROP VIEW events": "exactly one SELECT",
+    "SELECT * FROM events'; --": "query failed",
+}
+
+
+@pytest.mark.parametrize("sql", list(HOSTILE_SQL))
+def test_sql_cannot_escape_the_sandbox(ws: Workspace, sql: str) -> None:
+    c = logged_in(ws)
+    r = c.get("/sql", params={"q": sql}, headers={"accept": "application/json"})
+    assert r.status_code == 400
+    assert HOSTILE_SQL[sql] in r.json()["message"]
+    assert not os.path.exists("/tmp/nerve-ui-out.csv")
+    html = c.get("/sql", params={"q": sql})
+    assert html.status_code == 400 and HOSTILE_SQL[sql].split()[0] in html.text
+
+
+def test_a_rule_added_later_hides_old_text_on_every_page(ws: Workspace) -> None:
+    c = logged_in(ws)
+    found = c.get("/events?text=GITHUB_TOKEN&since=1h", headers={"accept": "application/json"})
+    assert GHP in found.json()["events"][0]["line"]  # stored while detectors were off
+    yaml = "senses: {}\nprivacy:\n  rules:\n    - {name: payroll, regex: 'payroll', action: drop}\n"
+    (ws.root / "nerve.yaml").write_text(yaml)
+    try:
+        for path in ("/?since=1h", "/events?since=1h", "/events?since=1h&text=GITHUB"):
+            page = c.get(path).text
+            assert GHP not in page and "payroll for alice" not in page
+        assert "[redacted:" in c.get("/events?since=1h").text
+        assert GHP not in c.get("/sql", params={"q": "SELECT line FROM events"}).text
+        q = "SELECT count(*) FROM events WHERE line LIKE '%payroll%'"
+        assert c.get("/sql", params={"q": q, "format": "json"}).json()["rows"] == [[0]]
+        assert not c.get("/events?text=ghp_&since=1h&format=json").json()["events"]
+    finally:
+        (ws.root / "nerve.yaml").write_text("senses: {}\nprivacy:\n  detectors: {enabled: false}\n")
+
+
+def test_serving_beyond_loopback_needs_allow_remote(ws: Workspace) -> None:
+    from nerve.ui.server import serve
+
+    with pytest.raises(UsageError, match="not a loopback address"):
+        serve(ws, "0.0.0.0", 0)
+    c = app(ws, allow_remote=True)
+    assert c.get("/", headers={"host": "nerve.example:8765"}).status_code == 401  # token still
+
+
+def test_redaction_counts_by_rule_never_the_text(ws: Workspace) -> None:
+    (ws.root / "nerve.yaml").write_text(
+        "senses: {}\nprivacy:\n  rules:\n    - {name: codename, regex: 'bluebird'}\n"
+    )
+    try:
+        logops.emit(Workspace(ws.root), [Draft.of(source=5, line="bluebird and bluebird")])
+        c = logged_in(ws)
+        got = c.get("/privacy", headers={"accept": "application/json"}).json()["redactions"]
+        assert {"rule": "codename", "events": 1, "matches": 2} in got
+        assert "bluebird" not in c.get("/privacy").text
+    finally:
+        (ws.root / "nerve.yaml").write_text("senses: {}\nprivacy:\n  detectors: {enabled: false}\n")
+
+
+def test_the_token_command_prints_and_rotates(
+    ws: Workspace, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from nerve.cli.main import run
+
+    def cli(*words: str) -> None:
+        with pytest.raises(SystemExit) as done:
+            run(["--workspace", str(ws.root), "ui", *words])
+        assert done.value.code in (0, None)
+
+    cli("token")
+    first = capsys.readouterr().out.strip()
+    assert first == token(ws)
+    c = logged_in(ws)
+    cli("token", "--rotate")
+    second = capsys.readouterr().out.strip()
+    assert second != first and second == token(ws)
+    assert c.get("/").status_code == 401  # the old session ended with the old token
+
+
+def test_ui_beyond_loopback_is_a_usage_error_at_the_cli(
+    ws: Workspace, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from nerve.cli.main import run
+
+    with pytest.raises(SystemExit) as done:
+        run(["--workspace", str(ws.root), "ui", "--host", "0.0.0.0"])
+    assert done.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("UsageError: ") and "--allow-remote" in err and "Traceback" not in err
