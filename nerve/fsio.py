@@ -54,6 +54,7 @@ SITES: tuple[str, ...] = (
     "key.write",  # a chain signing key
     "trust.write",  # a verifier's trust record (pinned key, last checkpoint)
     "mcp.token",  # the bearer token `nerve mcp --http` requires
+    "ui.token",  # the login token `nerve ui` prints
     "fleet.write",  # an object in a local fleet warehouse, or fleet state (its temp file)
     "fleet.fsync",
 )

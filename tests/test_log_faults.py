@@ -268,6 +268,19 @@ def _token_write_fails(tmp_path: Path, site: str) -> None:
     assert mcp_token.token(ws, rotate=True, environ=env) != first
 
 
+def _ui_token_write_fails(tmp_path: Path, site: str) -> None:
+    from nerve.ui import auth
+
+    ws = Workspace(tmp_path / "ws")
+    env = {"XDG_STATE_HOME": str(tmp_path / "state")}
+    first = auth.token(ws, environ=env)
+    with fsio.inject(site) as fault, pytest.raises(OSError):
+        auth.token(ws, rotate=True, environ=env)
+    assert fault.fired == 1
+    assert auth.token(ws, environ=env) == first  # the old token stands whole
+    assert auth.token(ws, rotate=True, environ=env) != first
+
+
 def _fleet_write_fails(tmp_path: Path, site: str) -> None:
     from nerve.fleet.ship import ship
     from nerve.fleet.warehouse import FleetError
@@ -311,6 +324,7 @@ SCENARIOS: dict[str, Callable[[Path, str], None]] = {
     "key.write": _key_write_fails,
     "trust.write": _trust_write_fails,
     "mcp.token": _token_write_fails,
+    "ui.token": _ui_token_write_fails,
     "fleet.write": _fleet_write_fails,
     "fleet.fsync": _fleet_write_fails,
 }
