@@ -211,3 +211,20 @@ def test_auto_ship_slots_are_stable_per_host_and_spread_over_the_interval() -> N
     assert now < slot <= now + hour
     assert (slot - slot_offset("host-1", hour)) % hour == 0
     assert next_slot(slot, "host-1", hour) == slot + hour
+
+
+@pytest.mark.parametrize(
+    ("section", "says"),
+    [
+        ("warehouse: ftp://x", "fleet.warehouse: must be a file:// or s3:// URI (got 'ftp://x')"),
+        ("table: nodot", "fleet.table: must be namespace.table (got 'nodot')"),
+        ("host: -bad", "fleet.host: host '-bad': letters"),
+    ],
+)
+def test_a_bad_fleet_setting_names_the_value_it_got(
+    workspace: Workspace, section: str, says: str
+) -> None:
+    with workspace.config_path.open("a") as f:
+        f.write(f"fleet:\n  {section}\n")
+    proc = run_cli("-w", str(workspace.root), "validate", check=False)
+    assert proc.returncode == 1 and says in proc.stderr, proc.stderr

@@ -88,7 +88,7 @@ class FleetConfig(BaseModel):
         scheme = urlsplit(value).scheme
         if scheme not in ("file", "s3"):
             raise _fail(
-                "nerve_fleet_uri", "must be a file:// or s3:// URI (got {value!r})", value=value
+                "nerve_fleet_uri", "must be a file:// or s3:// URI (got {value})", value=repr(value)
             )
         if scheme == "s3" and not urlsplit(value).netloc:
             raise _fail("nerve_fleet_uri", "an s3:// warehouse needs a bucket: s3://bucket/prefix")
@@ -109,7 +109,8 @@ class FleetConfig(BaseModel):
     @classmethod
     def _table(cls, value: str) -> str:
         if not _TABLE.match(value):
-            raise _fail("nerve_fleet_table", "must be namespace.table (got {value!r})", value=value)
+            message = "must be namespace.table (got {value})"
+            raise _fail("nerve_fleet_table", message, value=repr(value))
         return value
 
     @field_validator("host")
@@ -118,9 +119,9 @@ class FleetConfig(BaseModel):
         if value is not None and not HOST_PATTERN.match(value):
             raise _fail(
                 "nerve_fleet_host",
-                "host {value!r}: letters, digits, '.', '-' or '_', at most 63, not starting "
+                "host {value}: letters, digits, '.', '-' or '_', at most 63, not starting "
                 "with a dot or dash",
-                value=value,
+                value=repr(value),
             )
         return value
 
