@@ -76,10 +76,15 @@ def test_paused_ticks_are_skipped_as_paused(tmp_path: Path) -> None:
     d.start()
     try:
         run_cli("--workspace", str(ws.root), "pause")
-        d.wait_for(lambda: d.events("sense.skipped", "counter"), what="a paused skip")
+        d.wait_for(lambda: "paused" in _reasons(d), what="a paused skip")
     finally:
         d.stop()
-    assert {r["data"]["reason"] for r in d.events("sense.skipped", "counter")} == {"paused"}
+    # before the pause, a loaded machine may also skip a `late` or `overlap` tick (100 ms)
+    assert "paused" in _reasons(d) and _reasons(d) <= {"paused", "late", "overlap"}
+
+
+def _reasons(d: Daemon) -> set[str]:
+    return {r["data"]["reason"] for r in d.events("sense.skipped", "counter")}
 
 
 def test_the_dev_view_shows_skipped_ticks_and_why() -> None:
