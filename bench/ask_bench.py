@@ -48,7 +48,7 @@ from nerve.canonical import canonical_json
 from nerve.events import NERVE_SOURCE, SourceClass
 from nerve.log.store import EventLog
 from nerve.recall import ask, build_retrieval
-from nerve.workspace import Workspace, init_workspace
+from nerve.workspace import WorkspaceDir, init_workspace
 
 BATCH = 100_000
 TIER0_QUESTION = "which files changed recently?"
@@ -226,30 +226,30 @@ def _timed(fn: Callable[[], Any], runs: int, warm: bool = True) -> tuple[list[fl
     return samples, last
 
 
-def _workspace(root: Path) -> Workspace:
+def _workspace(root: Path) -> WorkspaceDir:
     ws = init_workspace(root)
     argv = json.dumps([sys.executable, "-c", FALLBACK_SCRIPT])
     ws.config_path.write_text(
         "log:\n  durability: os\n"
         f"recall:\n  fallback: {{kind: command, argv: {argv}, timeout: 30s}}\n"
     )
-    return Workspace.at(root)
+    return WorkspaceDir.at(root)
 
 
 def _ask(root: Path, question: str) -> Any:
-    return ask(Workspace.at(root), question, record=False)  # a fresh workspace: config reread
+    return ask(WorkspaceDir.at(root), question, record=False)  # a fresh workspace: config reread
 
 
-def _library(ws: Workspace, runs: int, warm: bool) -> dict[str, Any]:
+def _library(ws: WorkspaceDir, runs: int, warm: bool) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name, question, tier in CASES:
         samples, result = _timed(
-            lambda q=question: ask(Workspace.at(ws.root), q, record=False), runs, warm
+            lambda q=question: ask(WorkspaceDir.at(ws.root), q, record=False), runs, warm
         )
         if result.tier != tier:
             raise SystemExit(f"{name}: expected tier {tier}, got {result.tier}: {result.text}")
         envelope, _ = _timed(
-            lambda q=question: build_retrieval(Workspace.at(ws.root), q), runs, warm
+            lambda q=question: build_retrieval(WorkspaceDir.at(ws.root), q), runs, warm
         )
         out[name] = {
             "ask": _summary(samples),
@@ -261,7 +261,7 @@ def _library(ws: Workspace, runs: int, warm: bool) -> dict[str, Any]:
     return out
 
 
-def _cli(ws: Workspace, runs: int, warm: bool) -> dict[str, Any]:
+def _cli(ws: WorkspaceDir, runs: int, warm: bool) -> dict[str, Any]:
     base = [sys.executable, "-m", "nerve", "--workspace", str(ws.root)]
     env = {**os.environ, "NO_COLOR": "1"}
 
@@ -320,7 +320,7 @@ def main(argv: list[str] | None = None) -> int:
 def _run(root: Path, events: int, runs: int, *, warm: bool = True) -> dict[str, Any]:
     built = not (root / "nerve.yaml").exists()
     if not built:
-        ws, build_s = Workspace.at(root), 0.0
+        ws, build_s = WorkspaceDir.at(root), 0.0
     else:
         ws, started = _workspace(root), time.perf_counter()
         build_log(ws.log_root, events)

@@ -75,11 +75,11 @@ def nerve_argv() -> list[str]:
 
 def make_workspace(root: Path, events: int) -> None:
     from nerve.events import SourceClass, Trust
-    from nerve.workspace import Workspace, init_workspace
+    from nerve.workspace import WorkspaceDir, init_workspace
 
     init_workspace(root)
     (root / "nerve.yaml").write_text("senses: {}\nlog:\n  seal_max_events: 10000000\n")
-    with Workspace.at(root).open_log() as log:
+    with WorkspaceDir.at(root).open_log() as log:
         for start in range(0, events, BATCH):
             count = min(BATCH, events - start)
             log.append_columns(
@@ -238,9 +238,9 @@ def measure(root: Path, side: Path, rounds: int) -> dict[str, Any]:
 
 
 def stored(root: Path) -> int:
-    from nerve.workspace import Workspace
+    from nerve.workspace import WorkspaceDir
 
-    conn = Workspace.at(root).connect()
+    conn = WorkspaceDir.at(root).connect()
     row = conn.execute("SELECT count(*) FROM events WHERE line = 'bench'").fetchone()
     return int(row[0]) if row else 0
 

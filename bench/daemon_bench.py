@@ -50,7 +50,7 @@ from typing import Any, TextIO
 import psutil
 
 from nerve.query import connect
-from nerve.workspace import Workspace
+from nerve.workspace import WorkspaceDir
 
 GOAL_RATIO = 0.99
 QUICK = {"senses": 20, "groups": 2, "interval_ms": 100, "seconds": 5.0, "triggers": 100,
@@ -378,7 +378,7 @@ STOPPED_SQL = "SELECT count(*) FROM events WHERE kind = 'daemon.stopped'"
 
 def window_events(ws: Path, window: Window) -> dict[str, Any]:
     """Computes by reason (count, lateness µs, duration), event counts by kind, clean stop."""
-    conn = connect(Workspace.at(ws).log_root)  # the events view only: no projections needed
+    conn = connect(WorkspaceDir.at(ws).log_root)  # the events view only: no projections needed
     try:
         bounds = {"start": window.start_ns, "end": window.end_ns}
         rows = conn.execute(COMPUTE_SQL, bounds).fetchall()

@@ -152,7 +152,7 @@ def duckdb_query(work: Path, sql: str) -> tuple[float, list[Any]]:
 def measure(work: Path, args: argparse.Namespace) -> dict[str, Any]:
     from nerve.fleet.setup import init_fleet
     from nerve.fleet.verify import verify_fleet
-    from nerve.workspace import Workspace
+    from nerve.workspace import WorkspaceDir
     from tests.helpers.seaweed import seaweed
 
     with seaweed(work / "seaweed") as s3:
@@ -169,7 +169,7 @@ def measure(work: Path, args: argparse.Namespace) -> dict[str, Any]:
                 work / "hosts" / f"h{h:02d}", f"h{h:02d}", args.events, args.segments, now, fleet
             )
         build_s = time.perf_counter() - started
-        hosts = [Workspace.at(work / "hosts" / f"h{h:02d}") for h in range(args.hosts)]
+        hosts = [WorkspaceDir.at(work / "hosts" / f"h{h:02d}") for h in range(args.hosts)]
         _, wh = init_fleet(hosts[0], {"warehouse": f"s3://{s3.bucket}/bench"})
         say("bare upload")
         bare_s, total_bytes = bare_upload(wh, hosts)

@@ -53,9 +53,9 @@ def say(text: str) -> None:
 def append_for(root: Path, seconds: float, batch: int, rate: float) -> dict[str, Any]:
     """Append batches for ``seconds``; the count and the window, as the appender saw them."""
     from nerve.events import SourceClass, Trust
-    from nerve.workspace import Workspace
+    from nerve.workspace import WorkspaceDir
 
-    ws = Workspace.at(root)
+    ws = WorkspaceDir.at(root)
     appended = 0
     with ws.open_log() as log:
         started = time.monotonic()

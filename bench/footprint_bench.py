@@ -265,9 +265,9 @@ STOPPED_SQL = "SELECT count(*) FROM events WHERE kind = 'daemon.stopped'"
 
 
 def log_figures(ws: Path) -> dict[str, Any]:
-    from nerve.workspace import Workspace
+    from nerve.workspace import WorkspaceDir
 
-    conn = Workspace.at(ws).connect()
+    conn = WorkspaceDir.at(ws).connect()
     try:
         kinds = dict(conn.execute(KINDS_SQL).fetchall())
         lo, hi = conn.execute(SPAN_SQL).fetchone() or (0, 0)
@@ -293,9 +293,9 @@ def disk_figures(ws: Path, events_per_s: float) -> dict[str, Any]:
     """Seal and compact the log; bytes of Parquet per event, and the digest before/after."""
     from nerve.log.reader import replay_digest
     from nerve.log.store import EventLog
-    from nerve.workspace import Workspace
+    from nerve.workspace import WorkspaceDir
 
-    root = Workspace.at(ws).log_root
+    root = WorkspaceDir.at(ws).log_root
     with EventLog(root, node="bench", durability="os") as log:
         log.seal()
         sealed = _segment_bytes(root)

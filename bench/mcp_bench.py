@@ -54,7 +54,7 @@ from mcp_types import Implementation
 from nerve.log.reader import snapshot, table_since
 from nerve.mcp import tools
 from nerve.mcp.guard import Allowance, Screen
-from nerve.workspace import Workspace, init_workspace
+from nerve.workspace import WorkspaceDir, init_workspace
 
 QUESTION = "which files changed recently?"
 GROUP_BY = (
@@ -116,7 +116,7 @@ def _plain(value: Any) -> Any:
     return json.loads(value.model_dump_json()) if hasattr(value, "model_dump_json") else value
 
 
-def library(ws: Workspace, runs: int, warm: bool) -> tuple[dict[str, Any], dict[str, Any]]:
+def library(ws: WorkspaceDir, runs: int, warm: bool) -> tuple[dict[str, Any], dict[str, Any]]:
     figures, results = {}, {}
     allowance = Allowance(1000, 4 * 1024 * 1024)
     for name, (_, call) in CASES.items():
@@ -136,7 +136,7 @@ def library(ws: Workspace, runs: int, warm: bool) -> tuple[dict[str, Any], dict[
 
 
 def session(
-    ws: Workspace, runs: int, warm: bool, label: str
+    ws: WorkspaceDir, runs: int, warm: bool, label: str
 ) -> tuple[dict[str, Any], dict[str, Any], int]:
     """Timed calls through one stdio session; (figures, last results, calls made)."""
     env = {"NO_COLOR": "1", "XDG_STATE_HOME": str(ws.root / "state")}
@@ -169,7 +169,7 @@ def session(
     return figures, results, calls
 
 
-def cli_ask(ws: Workspace, runs: int, warm: bool) -> dict[str, Any]:
+def cli_ask(ws: WorkspaceDir, runs: int, warm: bool) -> dict[str, Any]:
     cmd = [sys.executable, "-m", "nerve", "--workspace", str(ws.root), "ask", "--no-record"]
     env = {**os.environ, "NO_COLOR": "1"}
     samples = []
@@ -185,12 +185,12 @@ def cli_ask(ws: Workspace, runs: int, warm: bool) -> dict[str, Any]:
     return figures
 
 
-def _daemon(ws: Workspace, verb: str) -> None:
+def _daemon(ws: WorkspaceDir, verb: str) -> None:
     cmd = [sys.executable, "-m", "nerve", "--workspace", str(ws.root), verb]
     subprocess.run(cmd, check=True, capture_output=True, timeout=120)
 
 
-def _kinds(ws: Workspace, since: int) -> list[str]:
+def _kinds(ws: WorkspaceDir, since: int) -> list[str]:
     """The kinds of the events stored after the first ``since``."""
     return [str(k) for k in table_since(snapshot(ws.log_root)).column("kind").to_pylist()[since:]]
 
@@ -225,14 +225,14 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _build(root: Path, events: int) -> tuple[Workspace, float, bool]:
+def _build(root: Path, events: int) -> tuple[WorkspaceDir, float, bool]:
     if (root / "nerve.yaml").exists():
-        return Workspace.at(root), 0.0, False
+        return WorkspaceDir.at(root), 0.0, False
     ws = init_workspace(root)
     ws.config_path.write_text(CONFIG)
     started = time.perf_counter()
     _ask_bench().build_log(ws.log_root, events)
-    return Workspace.at(root), time.perf_counter() - started, True
+    return WorkspaceDir.at(root), time.perf_counter() - started, True
 
 
 def run(root: Path, events: int, runs: int, *, warm: bool = True) -> dict[str, Any]:

@@ -55,7 +55,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from nerve.clock import Hlc
 from nerve.events import Event, SourceClass, Trust
-from nerve.workspace import Workspace, init_workspace
+from nerve.workspace import WorkspaceDir, init_workspace
 from tests.helpers.browser import CHROMIUM, CHROMIUM_ARGS, UiProcess
 
 DEFAULTS = {"events": 20_000, "rounds": 5, "big": 1_000_000, "live_seconds": 10.0, "rate": 5_000}
@@ -89,10 +89,10 @@ def day_of_events(count: int, end_ns: int) -> list[tuple[int, int, str, str]]:
     ]
 
 
-def nerve_store(root: Path, day: list[tuple[int, int, str, str]]) -> Workspace:
+def nerve_store(root: Path, day: list[tuple[int, int, str, str]]) -> WorkspaceDir:
     ws = init_workspace(root)
     (root / "nerve.yaml").write_text("senses: {}\nlog:\n  durability: os\n")
-    ws = Workspace(root)
+    ws = WorkspaceDir(root)
     events = [
         Event(
             hlc=Hlc(t, 0),
@@ -322,7 +322,7 @@ def live_rate(work: Path, seconds: float, rate: int) -> dict[str, Any]:
     root = work / "live"
     ws = init_workspace(root)
     (root / "nerve.yaml").write_text("senses: {}\nlog:\n  durability: os\n")
-    ws = Workspace(root)
+    ws = WorkspaceDir(root)
     with ws.open_log() as log:
         first = log.append_columns(**_columns(["start"]))
     after = f"{first.column('physical_ns')[0].as_py()}.{first.column('logical')[0].as_py()}"

@@ -51,7 +51,7 @@ from nerve.checks.manifest import parse_manifest
 from nerve.contract import WorkflowTrigger
 from nerve.flow.gate import evaluate, fire_one, run_dir
 from nerve.runtime.kernel import Kernel
-from nerve.workspace import Workspace
+from nerve.workspace import WorkspaceDir
 
 GOAL_FIRE_RATIO = 0.8
 BATCH = 10
@@ -85,7 +85,7 @@ def say(text: str) -> None:
     print(f"[bench] {text}", file=sys.stderr, flush=True)
 
 
-def build(root: Path, concurrency: int, durability: str) -> Workspace:
+def build(root: Path, concurrency: int, durability: str) -> WorkspaceDir:
     for name, code in (("trio", TRIO), ("solo", SOLO)):
         (root / "workflows" / name).mkdir(parents=True)
         (root / "workflows" / name / "workflow.py").write_text(code)
@@ -100,7 +100,7 @@ def build(root: Path, concurrency: int, durability: str) -> Workspace:
         f"workflows:\n  trio: {{{wf}}}\n  solo: {{{wf}}}\n  one-trio: {{path: workflows/trio}}\n"
         f"  one-solo: {{path: workflows/solo}}\n"
     )
-    return Workspace(root)
+    return WorkspaceDir(root)
 
 
 class Finished:

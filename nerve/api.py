@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from nerve.errors import DaemonError, UsageError
-from nerve.workspace import Workspace as Folder
+from nerve.workspace import WorkspaceDir as Folder
 
 if TYPE_CHECKING:  # loaded by the methods that use them: a read or an emit loads only its own
     import duckdb

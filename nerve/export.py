@@ -43,7 +43,7 @@ from nerve.query import (
     register_blake3,
 )
 from nerve.version import __version__
-from nerve.workspace import Workspace
+from nerve.workspace import WorkspaceDir
 
 _FORCE_HINT = "--force replaces it"
 # The oldest DuckDB that opens the file: nerve's own floor, which the projections' SQL needs
@@ -76,7 +76,7 @@ class Export:
 
 
 def export_duckdb(
-    ws: Workspace, path: Path | str, *, force: bool = False, copy: bool = False
+    ws: WorkspaceDir, path: Path | str, *, force: bool = False, copy: bool = False
 ) -> Export:
     """Seal the tail, then write the DuckDB file at ``path`` (see the module docstring).
 
@@ -113,7 +113,7 @@ def export_duckdb(
 
 def _build(
     staged: Path,
-    ws: Workspace,
+    ws: WorkspaceDir,
     snap: Snapshot,
     projections: list[Projection],
     settings: dict[str, int],
@@ -176,7 +176,7 @@ def _files(snap: Snapshot) -> list[Path]:
 
 
 def _describe(
-    conn: duckdb.DuckDBPyConnection, ws: Workspace, snap: Snapshot, *, copy: bool
+    conn: duckdb.DuckDBPyConnection, ws: WorkspaceDir, snap: Snapshot, *, copy: bool
 ) -> None:
     """The ``nerve_export`` and ``nerve_segments`` tables: what the file holds, and from where."""
     conn.execute(

@@ -16,7 +16,7 @@ from nerve.log.attest import check_batch, drafts_of_object
 from nerve.log.drafts import Draft
 from nerve.log.wire import draft_from_json, event_from_json, event_to_json, row_to_json
 from nerve.runtime.client import Daemon, route, run_info
-from nerve.workspace import Workspace
+from nerve.workspace import WorkspaceDir
 
 if TYPE_CHECKING:  # loaded where used: emit through the daemon never loads Arrow
     import pyarrow as pa
@@ -69,7 +69,7 @@ def draft_of(fields: dict[str, Any]) -> Draft:
     return Draft(**draft_from_json(fields))
 
 
-def emit(ws: Workspace, drafts: list[Draft], *, key: str | None = None) -> list[Event]:
+def emit(ws: WorkspaceDir, drafts: list[Draft], *, key: str | None = None) -> list[Event]:
     """Append drafts as one group commit, all or nothing (through the daemon when one runs,
     in parts of at most ``REQUEST_CHUNK_BYTES`` that it holds until the last one).
 
@@ -87,7 +87,7 @@ def emit(ws: Workspace, drafts: list[Draft], *, key: str | None = None) -> list[
     return route(ws, daemon=through, log=lambda: _emit_direct(ws, drafts, key))
 
 
-def _emit_direct(ws: Workspace, drafts: list[Draft], key: str | None) -> list[Event]:
+def _emit_direct(ws: WorkspaceDir, drafts: list[Draft], key: str | None) -> list[Event]:
     from nerve.log.codec import events_from_table
     from nerve.privacy.policy import Policy
 
@@ -130,7 +130,7 @@ def _send_in_parts(
     return daemon.call({**last, "stage": stage})
 
 
-def _request_budget(ws: Workspace) -> int:
+def _request_budget(ws: WorkspaceDir) -> int:
     """Bytes of events per request: ``REQUEST_CHUNK_BYTES``, less if the daemon takes less."""
     info = run_info(ws) or {}
     limit = info.get("max_request_bytes")
@@ -185,7 +185,7 @@ def draft_to_json(draft: Draft) -> dict[str, Any]:
     return wire
 
 
-def seal(ws: Workspace) -> dict[str, Any] | None:
+def seal(ws: WorkspaceDir) -> dict[str, Any] | None:
     """Seal the tail now (through the daemon when one runs); the new segment, or None."""
 
     def direct() -> dict[str, Any] | None:
@@ -200,7 +200,7 @@ def seal(ws: Workspace) -> dict[str, Any] | None:
     return route(ws, daemon=through, log=direct)
 
 
-def repair(ws: Workspace) -> list[str]:
+def repair(ws: WorkspaceDir) -> list[str]:
     """Open a damaged log keeping every good frame; returns what was moved aside or lost.
 
     Damaged WAL files are copied to ``data/log/quarantine/`` before being rewritten with
@@ -215,7 +215,7 @@ def repair(ws: Workspace) -> list[str]:
     return route(ws, log=direct)
 
 
-def compact(ws: Workspace, target_rows: int) -> dict[str, int]:
+def compact(ws: WorkspaceDir, target_rows: int) -> dict[str, int]:
     def through(daemon: Daemon) -> dict[str, int]:
         reply = daemon.call({"type": "compact", "target_rows": target_rows})
         return {k: int(reply[k]) for k in ("merged", "written", "rows")}
@@ -228,7 +228,7 @@ def compact(ws: Workspace, target_rows: int) -> dict[str, int]:
     return route(ws, daemon=through, log=direct)
 
 
-def import_stream(ws: Workspace, stream: IO[str], name: str, *, key: str | None = None) -> int:
+def import_stream(ws: WorkspaceDir, stream: IO[str], name: str, *, key: str | None = None) -> int:
     """Import whole events (wire form); all are checked before any is appended.
 
     Refused (``PrivacyError``) when a privacy rule would drop or redact one of them.
@@ -274,7 +274,7 @@ def _check_sorted(events: list[Event]) -> None:
 
 
 def tail_table(
-    ws: Workspace, *, count: int | None, filt: TailFilter, since: Hlc = HLC_ZERO
+    ws: WorkspaceDir, *, count: int | None, filt: TailFilter, since: Hlc = HLC_ZERO
 ) -> tuple[pa.Table, Hlc]:
     """The last ``count`` matching events (all if None) after ``since`` as a table, and the
     newest stamp (read newest first: see :mod:`nerve.log.window`)."""
@@ -286,14 +286,14 @@ def tail_table(
 
 
 def tail_rows(
-    ws: Workspace, *, count: int | None, filt: TailFilter, since: Hlc = HLC_ZERO
+    ws: WorkspaceDir, *, count: int | None, filt: TailFilter, since: Hlc = HLC_ZERO
 ) -> tuple[list[dict[str, Any]], Hlc]:
     """The last ``count`` matching events (all if None) as wire dicts, and the newest stamp."""
     table, newest_stamp = tail_table(ws, count=count, filt=filt, since=since)
     return [row_to_json(r) for r in table.to_pylist()], newest_stamp
 
 
-def replay(ws: Workspace, *, full: bool) -> VerifyReport:
+def replay(ws: WorkspaceDir, *, full: bool) -> VerifyReport:
     """Replay digest; with ``full``, every id, address and the manifest chain recomputed.
 
     Segments archived away are read from ``log.archives`` (or the folder recorded) so the
@@ -382,7 +382,7 @@ def parse_payload_arg(text: str | None) -> Any:
         ) from None
 
 
-def projection_digests(ws: Workspace) -> list[dict[str, Any]]:
+def projection_digests(ws: WorkspaceDir) -> list[dict[str, Any]]:
     """``{"name", "rows", "digest"}`` for every projection view, by name (see
     ``nerve.query.projection_digest``)."""
     from nerve.query import load_projections, projection_digest

@@ -2,7 +2,7 @@
 the views it ships.
 
 In nerve a sense's data are its events. :func:`sense_views` adds, on a connection from
-:meth:`nerve.workspace.Workspace.connect`, three kinds of temporary views for one sense:
+:meth:`nerve.workspace.WorkspaceDir.connect`, three kinds of temporary views for one sense:
 
 - ``observations``: the sense's ``observation`` events (subject = the sense's name, which is
   what the kernel gives an observation that names no subject of its own), one row each:

@@ -24,11 +24,11 @@ _NODE_HINT = "set NERVE_NODE, or node: in nerve.yaml, to a UTF-8 name"
 
 
 @dataclass(frozen=True)
-class Workspace:
+class WorkspaceDir:
     root: Path
 
     @classmethod
-    def at(cls, root: Path | str | None = None) -> Workspace:
+    def at(cls, root: Path | str | None = None) -> WorkspaceDir:
         path = Path(root or os.environ.get("NERVE_WORKSPACE") or ".").expanduser().resolve()
         if not path.is_dir():
             raise UsageError(
@@ -44,7 +44,7 @@ class Workspace:
         cwd: Path | None = None,
         env: Mapping[str, str] | None = None,
         write: bool = False,
-    ) -> Workspace:
+    ) -> WorkspaceDir:
         """The workspace a command means, found the way git finds a repository.
 
         ``given`` (``--workspace``), else ``NERVE_WORKSPACE``, else the nearest folder from
@@ -169,7 +169,7 @@ _README = """# A nerve workspace
 """
 
 
-def init_workspace(path: Path) -> Workspace:
+def init_workspace(path: Path) -> WorkspaceDir:
     """Create a workspace with the default nerve.yaml; refuse to overwrite one."""
     path = path.expanduser().resolve()
     if (path / "nerve.yaml").exists():
@@ -181,4 +181,4 @@ def init_workspace(path: Path) -> Workspace:
         (path / ".gitignore").write_text(_GITIGNORE)
     if not (path / "README.md").exists():
         (path / "README.md").write_text(_README)
-    return Workspace(path)
+    return WorkspaceDir(path)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from nerve.workspace import Workspace, init_workspace
+from nerve.workspace import WorkspaceDir, init_workspace
 from tests.helpers import hypothesis_profile  # noqa: F401  (no per-example deadline)
 from tests.helpers.incli import needs_process, run_in_process
 
@@ -47,7 +47,7 @@ def run_cli(
 
 
 @pytest.fixture
-def workspace(tmp_path: Path) -> Workspace:
+def workspace(tmp_path: Path) -> WorkspaceDir:
     return init_workspace(tmp_path / "ws")
 
 

@@ -14,7 +14,7 @@ import pytest
 
 import nerve
 from nerve import errors
-from nerve.workspace import Workspace as Folder
+from nerve.workspace import WorkspaceDir as Folder
 from tests.conftest import run_cli
 from tests.daemon_util import started
 

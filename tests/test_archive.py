@@ -13,13 +13,13 @@ from nerve.events import SourceClass
 from nerve.log.drafts import Draft
 from nerve.log.reader import replay_digest
 from nerve.log.store import EventLog
-from nerve.workspace import Workspace
+from nerve.workspace import WorkspaceDir
 from tests.conftest import run_cli
 
 SHELL = int(SourceClass.SHELL)
 
 
-def _fill(ws: Workspace, segments: int = 4) -> list[str]:
+def _fill(ws: WorkspaceDir, segments: int = 4) -> list[str]:
     """Sealed segments; the stamp after each (as ``P.L`` text), to archive before."""
     cuts = []
     with ws.open_log() as log:
@@ -43,7 +43,7 @@ def _digest(out: str) -> str:
 
 
 def test_archive_moves_old_segments_into_a_verifiable_log(
-    workspace: Workspace, tmp_path: Path
+    workspace: WorkspaceDir, tmp_path: Path
 ) -> None:
     cuts = _fill(workspace)
     whole = replay_digest(workspace.log_root)
@@ -66,7 +66,7 @@ def test_archive_moves_old_segments_into_a_verifiable_log(
     assert record["archive_head"] and record["to"] == str(folder)
 
 
-def test_a_second_archive_extends_the_same_folder(workspace: Workspace, tmp_path: Path) -> None:
+def test_a_second_archive_extends_the_same_folder(workspace: WorkspaceDir, tmp_path: Path) -> None:
     cuts = _fill(workspace)
     whole = replay_digest(workspace.log_root).digest
     folder = tmp_path / "old"
@@ -80,7 +80,7 @@ def test_a_second_archive_extends_the_same_folder(workspace: Workspace, tmp_path
 
 
 def test_a_missing_archive_is_said_plainly_and_log_archives_finds_it_moved(
-    workspace: Workspace, tmp_path: Path
+    workspace: WorkspaceDir, tmp_path: Path
 ) -> None:
     cuts = _fill(workspace)
     whole = replay_digest(workspace.log_root).digest
@@ -102,7 +102,7 @@ def test_a_missing_archive_is_said_plainly_and_log_archives_finds_it_moved(
     assert _digest(out) == whole and "read from " + str(tmp_path / "moved") in out
 
 
-def test_an_altered_archive_is_damage_named_where(workspace: Workspace, tmp_path: Path) -> None:
+def test_an_altered_archive_is_damage_named_where(workspace: WorkspaceDir, tmp_path: Path) -> None:
     cuts = _fill(workspace)
     folder = tmp_path / "old"
     _cli(workspace.root, "archive", "--before", cuts[1], "--to", str(folder))
@@ -117,7 +117,7 @@ def test_an_altered_archive_is_damage_named_where(workspace: Workspace, tmp_path
 
 
 def test_an_archive_whose_manifest_was_rewritten_is_not_taken(
-    workspace: Workspace, tmp_path: Path
+    workspace: WorkspaceDir, tmp_path: Path
 ) -> None:
     cuts = _fill(workspace)
     folder = tmp_path / "old"
@@ -131,7 +131,7 @@ def test_an_archive_whose_manifest_was_rewritten_is_not_taken(
 
 
 def test_bad_archive_targets_are_refused_and_move_nothing(
-    workspace: Workspace, tmp_path: Path
+    workspace: WorkspaceDir, tmp_path: Path
 ) -> None:
     cuts = _fill(workspace)
     manifest = (workspace.log_root / "manifest.jsonl").read_bytes()
@@ -152,12 +152,12 @@ def test_bad_archive_targets_are_refused_and_move_nothing(
     assert (workspace.log_root / "manifest.jsonl").read_bytes() == manifest
 
 
-def test_an_archive_of_another_log_is_refused(workspace: Workspace, tmp_path: Path) -> None:
+def test_an_archive_of_another_log_is_refused(workspace: WorkspaceDir, tmp_path: Path) -> None:
     cuts = _fill(workspace)
     folder = tmp_path / "old"
     _cli(workspace.root, "archive", "--before", cuts[0], "--to", str(folder))
     run_cli("init", str(tmp_path / "b"))
-    second = Workspace(tmp_path / "b")
+    second = WorkspaceDir(tmp_path / "b")
     more = _fill(second)
     code, _, err = _cli(
         second.root, "archive", "--before", more[0], "--to", str(folder), check=False
@@ -165,7 +165,7 @@ def test_an_archive_of_another_log_is_refused(workspace: Workspace, tmp_path: Pa
     assert code == 2 and "archives another log" in err
 
 
-def test_an_archive_is_read_only(workspace: Workspace, tmp_path: Path) -> None:
+def test_an_archive_is_read_only(workspace: WorkspaceDir, tmp_path: Path) -> None:
     cuts = _fill(workspace)
     folder = tmp_path / "old"
     _cli(workspace.root, "archive", "--before", cuts[0], "--to", str(folder))
@@ -177,7 +177,7 @@ def test_an_archive_is_read_only(workspace: Workspace, tmp_path: Path) -> None:
     assert json.loads(out) == {"n": 5}
 
 
-def test_archived_erasures_verify_in_the_archive(workspace: Workspace, tmp_path: Path) -> None:
+def test_archived_erasures_verify_in_the_archive(workspace: WorkspaceDir, tmp_path: Path) -> None:
     cuts = _fill(workspace)
     _cli(workspace.root, "forget", "--match", "cmd 0.")
     folder = tmp_path / "old"
@@ -190,7 +190,7 @@ def test_archived_erasures_verify_in_the_archive(workspace: Workspace, tmp_path:
 
 
 def test_payload_of_an_erased_then_archived_event_says_it_was_erased(
-    workspace: Workspace, tmp_path: Path
+    workspace: WorkspaceDir, tmp_path: Path
 ) -> None:
     with workspace.open_log() as log:
         log.append_drafts([Draft.of(source=SHELL, line="secret", payload={"only": "here"})])

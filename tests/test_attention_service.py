@@ -20,7 +20,7 @@ from nerve.events import Event, SourceClass, Trust
 from nerve.log.drafts import Draft
 from nerve.log.reader import snapshot
 from nerve.query import projection_digest
-from nerve.workspace import Workspace, init_workspace
+from nerve.workspace import WorkspaceDir, init_workspace
 from tests.conftest import run_cli
 from tests.daemon_util import Daemon, write_sense
 
@@ -59,30 +59,30 @@ def stream(count: int = 400) -> list[Event]:
     return events
 
 
-def make_workspace(root: Path, events: list[Event], attention: str = ATTENTION) -> Workspace:
+def make_workspace(root: Path, events: list[Event], attention: str = ATTENTION) -> WorkspaceDir:
     """A workspace whose log holds ``events``, imported in one batch."""
     workspace = init_workspace(root)
     (workspace.root / "nerve.yaml").write_text("senses: {}\n" + attention)
-    with Workspace(workspace.root).open_log() as log:
+    with WorkspaceDir(workspace.root).open_log() as log:
         log.import_events(events)
-    return Workspace(workspace.root)
+    return WorkspaceDir(workspace.root)
 
 
 @pytest.fixture
-def ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Workspace:
+def ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> WorkspaceDir:
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "verifier-state"))
     return make_workspace(tmp_path / "ws", stream())
 
 
-def cli(ws: Workspace, *args: str, check: bool = True, **kw: object) -> object:
+def cli(ws: WorkspaceDir, *args: str, check: bool = True, **kw: object) -> object:
     return run_cli("--workspace", str(ws.root), *args, check=check, **kw)  # type: ignore[arg-type]
 
 
-def jcli(ws: Workspace, *args: str) -> dict[str, object]:
+def jcli(ws: WorkspaceDir, *args: str) -> dict[str, object]:
     return json.loads(cli(ws, *args, "--json").stdout)  # type: ignore[attr-defined]
 
 
-def test_replay_is_idempotent_and_check_recomputes_the_same(ws: Workspace) -> None:
+def test_replay_is_idempotent_and_check_recomputes_the_same(ws: WorkspaceDir) -> None:
     first = jcli(ws, "attend", "--replay")
     assert first["observed"] == 400 and first["decisions"] > 3
     assert jcli(ws, "attend", "--replay") == {"appended": 0, "decisions": 0, "observed": 0}
@@ -96,14 +96,14 @@ def test_replay_is_idempotent_and_check_recomputes_the_same(ws: Workspace) -> No
     assert jcli(ws, "replay", "--verify")["ok"] is True
 
 
-def _recorded_decisions(ws: Workspace) -> list[dict[str, Any]]:
+def _recorded_decisions(ws: WorkspaceDir) -> list[dict[str, Any]]:
     rows = ws.connect().execute(
         "SELECT payload FROM events WHERE kind = 'attention.decision' ORDER BY physical_ns, logical"
     )
     return [json.loads(bytes(row[0])) for row in rows.fetchall()]
 
 
-def test_check_names_the_first_difference(ws: Workspace, tmp_path: Path) -> None:
+def test_check_names_the_first_difference(ws: WorkspaceDir, tmp_path: Path) -> None:
     stricter = ATTENTION.replace("k_milli: 2000", "k_milli: 2600")
     cli(ws, "attend", "--replay")
     # What the stricter detector decides, recorded by a replay of its own in another log
@@ -126,7 +126,7 @@ def test_check_names_the_first_difference(ws: Workspace, tmp_path: Path) -> None
     assert (diff["recorded"], diff["computed"]) == (recorded[index][field], computed[index][field])
 
 
-def test_salience_projection_equals_the_observer(ws: Workspace, tmp_path: Path) -> None:
+def test_salience_projection_equals_the_observer(ws: WorkspaceDir, tmp_path: Path) -> None:
     conn = ws.connect()
     rows = conn.execute(
         "SELECT salience_milli, novelty_milli, uncertainty_milli FROM salience"
@@ -144,14 +144,14 @@ def test_salience_projection_equals_the_observer(ws: Workspace, tmp_path: Path) 
         log.seal()
         log.import_events(events[150:])
     assert len(snapshot(split.log_root).segments) == 1  # one sealed, the rest in the tail
-    assert projection_digest(Workspace(split.root).connect(), "salience") == (count, digest)
+    assert projection_digest(WorkspaceDir(split.root).connect(), "salience") == (count, digest)
     retagged = events[:]
     retagged[10] = dataclasses.replace(retagged[10], trust=Trust.UNTRUSTED)
     changed = make_workspace(tmp_path / "changed", retagged)
     assert projection_digest(changed.connect(), "salience")[1] != digest
 
 
-def test_audit_verify_export_and_tampering(ws: Workspace, tmp_path: Path) -> None:
+def test_audit_verify_export_and_tampering(ws: WorkspaceDir, tmp_path: Path) -> None:
     cli(ws, "attend", "--replay")
     ok = jcli(ws, "audit", "verify")
     assert ok["ok"] is True and ok["links"] > 5 and ok["trust_recorded"] is True
@@ -184,7 +184,7 @@ def test_audit_verify_export_and_tampering(ws: Workspace, tmp_path: Path) -> Non
     assert code == 18 and brk["kind"] == "truncated"
 
 
-def test_fresh_genesis_is_caught(ws: Workspace, tmp_path: Path) -> None:
+def test_fresh_genesis_is_caught(ws: WorkspaceDir, tmp_path: Path) -> None:
     cli(ws, "attend", "--replay")
     key = jcli(ws, "audit", "show", "0")["key"]
     bundle = tmp_path / "b1.json"
@@ -197,16 +197,16 @@ def test_fresh_genesis_is_caught(ws: Workspace, tmp_path: Path) -> None:
         target = clone.root / "data" / "keys" / path.name
         target.write_bytes(path.read_bytes())
         target.chmod(0o600)
-    with Workspace(clone.root).open_log() as log:
+    with WorkspaceDir(clone.root).open_log() as log:
         log.import_events(stream(120))
-    cli(Workspace(clone.root), "attend", "--replay")
+    cli(WorkspaceDir(clone.root), "attend", "--replay")
     bundle2 = tmp_path / "b2.json"
-    cli(Workspace(clone.root), "audit", "export", "--out", str(bundle2))
+    cli(WorkspaceDir(clone.root), "audit", "export", "--out", str(bundle2))
     proc = run_cli("audit", "verify", str(bundle2), "--key", str(key), "--json", check=False)
     assert proc.returncode == 21 and json.loads(proc.stdout)["break"]["kind"] == "fresh-genesis"
 
 
-def test_held_show_and_key_rotation(ws: Workspace) -> None:
+def test_held_show_and_key_rotation(ws: WorkspaceDir) -> None:
     cli(ws, "attend", "--replay")
     held = [json.loads(x) for x in cli(ws, "audit", "held", "--json").stdout.splitlines()]  # type: ignore[attr-defined]
     assert held and all(h["outcome"].startswith("hold:") for h in held)
@@ -292,7 +292,7 @@ def test_daemon_attends_notifies_and_resumes_after_kill_9(
     assert max(keys.values()) == 1, "a decision was sealed twice"
     notified = [json.loads(x) for x in out.read_text().splitlines()]
     assert notified and all(n["outcome"] == "surface" for n in notified)
-    ws = Workspace(root)
+    ws = WorkspaceDir(root)
     assert jcli(ws, "attend", "--check")["ok"] is True
     assert jcli(ws, "audit", "verify")["ok"] is True
     assert jcli(ws, "replay", "--verify")["ok"] is True

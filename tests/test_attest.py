@@ -15,7 +15,7 @@ from nerve.events import NERVE_SOURCE, SourceClass, Trust
 from nerve.log.attest import ATTEST_KIND, DOMAIN, check_batch, claim, sign
 from nerve.log.drafts import Draft
 from nerve.log.reader import snapshot, table_since
-from nerve.workspace import Workspace, init_workspace
+from nerve.workspace import WorkspaceDir, init_workspace
 from tests.conftest import run_cli
 from tests.daemon_util import Daemon
 
@@ -25,7 +25,7 @@ PUBLIC = DEVICE.verify_key.encode().hex()
 RULE = "rule: Attested needs an Ed25519 signature over the event's claim by a key pinned"
 
 
-def _workspace(root: Path, keys: list[str], senses: bool = True) -> Workspace:
+def _workspace(root: Path, keys: list[str], senses: bool = True) -> WorkspaceDir:
     init_workspace(root)
     text = "" if senses else "senses: {}\n"
     listed = "".join(f"    - {key}\n" for key in keys)
@@ -33,7 +33,7 @@ def _workspace(root: Path, keys: list[str], senses: bool = True) -> Workspace:
     if not senses or keys:
         base = (root / "nerve.yaml").read_text() if senses else ""
         (root / "nerve.yaml").write_text(base + "\n" + text)
-    return Workspace(root)
+    return WorkspaceDir(root)
 
 
 def _event(**change: object) -> dict[str, object]:
@@ -54,12 +54,12 @@ def _signed(obj: dict[str, object], seed: bytes = SEED) -> dict[str, object]:
     return {**obj, "attestation": sign(seed, draft_of(obj))}
 
 
-def _emit(ws: Workspace, *objs: dict[str, object], check: bool = True) -> object:
+def _emit(ws: WorkspaceDir, *objs: dict[str, object], check: bool = True) -> object:
     text = "".join(json.dumps(o) + "\n" for o in objs)
     return run_cli("--workspace", str(ws.root), "emit", "--jsonl", "-", input=text, check=check)
 
 
-def _rows(ws: Workspace) -> list[dict[str, object]]:
+def _rows(ws: WorkspaceDir) -> list[dict[str, object]]:
     rows: list[dict[str, object]] = table_since(snapshot(ws.log_root)).to_pylist()
     return rows
 

@@ -16,25 +16,25 @@ from nacl.signing import SigningKey
 from nerve.canonical import det_cbor, det_cbor_decode
 from nerve.chain import DOMAIN, MerkleAccumulator, link_id
 from nerve.log.drafts import Draft
-from nerve.workspace import Workspace, init_workspace
+from nerve.workspace import WorkspaceDir, init_workspace
 from tests.conftest import run_cli
 from tests.test_attention_service import ATTENTION, cli, jcli, stream
 
 
 @pytest.fixture
-def attended(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Workspace:
+def attended(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> WorkspaceDir:
     """A workspace whose log holds a sealed chain of decisions."""
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "owner-state"))
     workspace = init_workspace(tmp_path / "ws")
     (workspace.root / "nerve.yaml").write_text("senses: {}\n" + ATTENTION)
-    with Workspace(workspace.root).open_log() as log:
+    with WorkspaceDir(workspace.root).open_log() as log:
         log.import_events(stream())
-    ws = Workspace(workspace.root)
+    ws = WorkspaceDir(workspace.root)
     cli(ws, "attend", "--replay")
     return ws
 
 
-def _export(ws: Workspace, path: Path) -> dict[str, Any]:
+def _export(ws: WorkspaceDir, path: Path) -> dict[str, Any]:
     cli(ws, "audit", "export", "--out", str(path))
     data: dict[str, Any] = json.loads(path.read_text())
     return data
@@ -69,7 +69,7 @@ def _verify(
 
 
 def test_a_bundle_resigned_with_a_fresh_key_is_refused_without_a_trusted_key(
-    attended: Workspace, tmp_path: Path
+    attended: WorkspaceDir, tmp_path: Path
 ) -> None:
     data = _export(attended, tmp_path / "bundle.json")
     forged, forger = _forge(data)
@@ -91,7 +91,7 @@ def test_a_bundle_resigned_with_a_fresh_key_is_refused_without_a_trusted_key(
 
 
 def test_a_key_pinned_for_the_log_id_is_used_and_a_forgery_still_refused(
-    attended: Workspace, tmp_path: Path
+    attended: WorkspaceDir, tmp_path: Path
 ) -> None:
     data = _export(attended, tmp_path / "bundle.json")
     path, auditor = tmp_path / "copy.json", {"XDG_STATE_HOME": str(tmp_path / "auditor")}
@@ -102,7 +102,7 @@ def test_a_key_pinned_for_the_log_id_is_used_and_a_forgery_still_refused(
     assert _verify(forged, path, env=auditor).returncode == 1
 
 
-def test_a_tampered_decisions_entry_is_caught(attended: Workspace, tmp_path: Path) -> None:
+def test_a_tampered_decisions_entry_is_caught(attended: WorkspaceDir, tmp_path: Path) -> None:
     data = _export(attended, tmp_path / "bundle.json")
     key, auditor = data["public_key"], {"XDG_STATE_HOME": str(tmp_path / "auditor")}
     entries = data["decisions"]
@@ -128,12 +128,12 @@ def test_a_tampered_decisions_entry_is_caught(attended: Workspace, tmp_path: Pat
         assert brk["message"].startswith(f"decisions entry {k}: {field} is"), brk["message"]
 
 
-def _held(ws: Workspace) -> list[dict[str, Any]]:
+def _held(ws: WorkspaceDir) -> list[dict[str, Any]]:
     out = cli(ws, "audit", "held", "--json").stdout  # type: ignore[attr-defined]
     return [json.loads(line) for line in out.splitlines()]
 
 
-def _more(ws: Workspace, count: int, tag: str) -> None:
+def _more(ws: WorkspaceDir, count: int, tag: str) -> None:
     """``count`` more observations, their lines marked with ``tag``, then attention."""
     drafts = [
         Draft.of("observation", source=e.source, trust=e.trust, line=f"{tag} {e.line}")
@@ -144,7 +144,9 @@ def _more(ws: Workspace, count: int, tag: str) -> None:
     cli(ws, "attend", "--replay")
 
 
-def test_a_rollback_is_reported_where_history_diverged(attended: Workspace, tmp_path: Path) -> None:
+def test_a_rollback_is_reported_where_history_diverged(
+    attended: WorkspaceDir, tmp_path: Path
+) -> None:
     ws = attended
     backup = tmp_path / "backup"
     shutil.copytree(ws.data, backup)

@@ -159,10 +159,10 @@ SABOTAGE: dict[str, tuple[str, list[str], str]] = {
     ),
     "daemon_bench.py": (
         """
-        from nerve.workspace import Workspace
+        from nerve.workspace import WorkspaceDir
         replay_verify = bench.replay_verify
         def damaged(ws):  # a byte of the log changes after the daemon stopped
-            wal = sorted((Workspace.at(ws).log_root / "wal").iterdir())[0]
+            wal = sorted((WorkspaceDir.at(ws).log_root / "wal").iterdir())[0]
             data = bytearray(wal.read_bytes())
             data[len(data) // 2] ^= 0xFF
             wal.write_bytes(bytes(data))

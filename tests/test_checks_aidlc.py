@@ -18,7 +18,7 @@ from nerve.checks.dispatch import fire
 from nerve.errors import CheckError
 from nerve.flow import client
 from nerve.resources import bundled
-from nerve.workspace import Workspace, init_workspace
+from nerve.workspace import WorkspaceDir, init_workspace
 from tests.conftest import run_cli
 from tests.helpers.workflows import COMMON, Flows, running, write_workflow
 
@@ -138,7 +138,7 @@ def _catalog(root: Path, errors: list[str] | None = None) -> dict[str, object]:
 
 def test_seed_manifests_load_with_their_naming_and_location(tmp_path: Path) -> None:
     seed_sensors(tmp_path)
-    found = client.checks(Workspace(tmp_path))
+    found = client.checks(WorkspaceDir(tmp_path))
     assert {"required-sections", "word-count", "linter"} <= set(found)
     assert "notes" not in found  # only aidlc-<id>.md files are manifests there
     sections = found["required-sections"]
@@ -197,7 +197,7 @@ def test_a_fire_passes_stage_and_keeps_the_run_in_the_environment(tmp_path: Path
     seed_sensors(tmp_path)
     (tmp_path / "docs").mkdir()
     (tmp_path / "docs" / "report.md").write_text("# R\n## A\n## B\n")
-    manifest = runnable(lookup(client.checks(Workspace(tmp_path)), "required-sections"))
+    manifest = runnable(lookup(client.checks(WorkspaceDir(tmp_path)), "required-sections"))
     verdict = fire(manifest, path=Path("docs/report.md"), root=tmp_path, run="r1", stage="review")
     assert verdict.clean
     seen = json.loads((tmp_path / ".claude" / "seen" / "required-sections-review").read_text())
@@ -218,7 +218,7 @@ def test_the_environment_caps_the_time_limit(tmp_path: Path) -> None:
     tools = tmp_path / ".claude" / "tools" / "aidlc-sensor-linter.py"
     tools.write_text("import time\ntime.sleep(30)\n")
     (tmp_path / "a.ts").write_text("let x = 1\n")
-    manifest = runnable(lookup(client.checks(Workspace(tmp_path)), "linter"))
+    manifest = runnable(lookup(client.checks(WorkspaceDir(tmp_path)), "linter"))
     assert manifest.timeout_seconds == 1200
     env = {"PATH": "/usr/bin:/bin", "AIDLC_SENSOR_TIMEOUT_MS": "300"}
     verdict = fire(manifest, path=Path("a.ts"), root=tmp_path, run="r", env=env)

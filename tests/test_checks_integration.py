@@ -15,7 +15,7 @@ import pytest
 
 from nerve.checks.catalog import lookup
 from nerve.flow import client
-from nerve.workspace import Workspace, init_workspace
+from nerve.workspace import WorkspaceDir, init_workspace
 from tests.conftest import run_cli
 from tests.helpers.workflows import REPORT, Flows, running, write_checks, write_workflow
 
@@ -177,7 +177,7 @@ def test_check_commands(flows: Flows, tmp_path: Path) -> None:
     ]
     ids = {row["id"] for row in listed}
     assert {"sections", "md-write", "report-shape", "conflict-markers"} <= ids
-    described = lookup(client.checks(Workspace(flows.root)), "sleepy").describe()
+    described = lookup(client.checks(WorkspaceDir(flows.root)), "sleepy").describe()
     assert (described["timeout_seconds"], described["fire_on"]) == (1, "gate")
     (flows.root / "notes" / "clean.md").write_text("all done\n")
     fired = json.loads(

@@ -7,7 +7,7 @@ import tomllib
 from pathlib import Path
 
 import nerve
-from nerve.workspace import Workspace
+from nerve.workspace import WorkspaceDir
 from tests.conftest import ROOT, run_cli
 
 
@@ -35,7 +35,9 @@ def test_version_is_the_package_version_and_the_licence_matches() -> None:
     }
 
 
-def test_a_batch_prints_a_count_unless_asked_to_echo(workspace: Workspace, tmp_path: Path) -> None:
+def test_a_batch_prints_a_count_unless_asked_to_echo(
+    workspace: WorkspaceDir, tmp_path: Path
+) -> None:
     batch = tmp_path / "b.jsonl"
     batch.write_text("".join(f'{{"source": "shell", "line": "n{i}"}}\n' for i in range(50)))
     ws = ["--workspace", str(workspace.root)]

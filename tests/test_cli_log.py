@@ -7,12 +7,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-from nerve.workspace import Workspace
+from nerve.workspace import WorkspaceDir
 from tests.conftest import run_cli
 from tests.helpers.lines import LineReader
 
 
-def cli(ws: Workspace, *args: str, **kw: object) -> object:
+def cli(ws: WorkspaceDir, *args: str, **kw: object) -> object:
     return run_cli("--workspace", str(ws.root), *args, **kw)  # type: ignore[arg-type]
 
 
@@ -24,7 +24,7 @@ def test_init_refuses_to_overwrite(tmp_path: Path) -> None:
     assert proc.stderr.startswith("UsageError: ") and "already exists" in proc.stderr
 
 
-def test_emit_tail_and_query(workspace: Workspace) -> None:
+def test_emit_tail_and_query(workspace: WorkspaceDir) -> None:
     out = cli(
         workspace,
         "emit",
@@ -55,7 +55,7 @@ def test_emit_tail_and_query(workspace: Workspace) -> None:
     assert csv == "source_name,n\nshell,1\n"
 
 
-def test_emit_jsonl_batch_and_junk_line(workspace: Workspace, tmp_path: Path) -> None:
+def test_emit_jsonl_batch_and_junk_line(workspace: WorkspaceDir, tmp_path: Path) -> None:
     batch = tmp_path / "batch.jsonl"
     batch.write_text(
         '{"source": "file_change", "line": "a"}\n\n{"source": "network", "payload": {"rx": 1}}\n'
@@ -72,7 +72,7 @@ def test_emit_jsonl_batch_and_junk_line(workspace: Workspace, tmp_path: Path) ->
 
 
 def test_tail_all_json_piped_into_import_copies_the_log(
-    workspace: Workspace, tmp_path: Path
+    workspace: WorkspaceDir, tmp_path: Path
 ) -> None:
     cli(workspace, "emit", "--source", "shell", "--line", "one")
     cli(workspace, "seal")
@@ -100,7 +100,7 @@ def test_tail_all_json_piped_into_import_copies_the_log(
     )
 
 
-def test_import_junk_names_the_line(workspace: Workspace) -> None:
+def test_import_junk_names_the_line(workspace: WorkspaceDir) -> None:
     proc = cli(
         workspace,
         "import",
@@ -114,7 +114,7 @@ def test_import_junk_names_the_line(workspace: Workspace) -> None:
     assert "no such file" in proc.stderr  # type: ignore[attr-defined]
 
 
-def test_seal_compact_replay_and_payload(workspace: Workspace) -> None:
+def test_seal_compact_replay_and_payload(workspace: WorkspaceDir) -> None:
     for i in range(3):
         cli(workspace, "emit", "--source", "shell", "--line", f"c{i}", "--payload", f'{{"i": {i}}}')
         cli(workspace, "seal")
@@ -127,7 +127,7 @@ def test_seal_compact_replay_and_payload(workspace: Workspace) -> None:
     assert payload == '{"i":2}'
 
 
-def test_usage_errors_exit_2_and_expected_errors_have_no_traceback(workspace: Workspace) -> None:
+def test_usage_errors_exit_2_and_expected_errors_have_no_traceback(workspace: WorkspaceDir) -> None:
     proc = cli(workspace, "tail", "-n", "lots", check=False)
     assert proc.returncode == 2  # type: ignore[attr-defined]
     proc = cli(workspace, "emit", "--source", "shell", "--payload", "{bad", check=False)
@@ -137,12 +137,12 @@ def test_usage_errors_exit_2_and_expected_errors_have_no_traceback(workspace: Wo
     assert proc.returncode == 2 and proc.stderr.startswith("UsageError: query failed")  # type: ignore[attr-defined]
 
 
-def test_conformance_command(workspace: Workspace) -> None:
+def test_conformance_command(workspace: WorkspaceDir) -> None:
     out = json.loads(cli(workspace, "conformance", "--json").stdout)  # type: ignore[attr-defined]
     assert out["ok"] and {v["vector"] for v in out["vectors"]} >= {"C1", "C2"}
 
 
-def test_tail_follow_sees_events_appended_by_another_process(workspace: Workspace) -> None:
+def test_tail_follow_sees_events_appended_by_another_process(workspace: WorkspaceDir) -> None:
     cli(workspace, "emit", "--source", "shell", "--line", "before")
     argv = ["--workspace", str(workspace.root), "tail", "-f", "--json", "--kind", "observation"]
     follower = subprocess.Popen(

@@ -16,16 +16,16 @@ import time
 from pathlib import Path
 
 from nerve.mcp.access import Access, Recorder
-from nerve.workspace import Workspace
+from nerve.workspace import WorkspaceDir
 from tests.conftest import run_cli
 from tests.helpers.tty import run_tty
 
 
-def cli(ws: Workspace, *args: str, **kw: object) -> subprocess.CompletedProcess[str]:
+def cli(ws: WorkspaceDir, *args: str, **kw: object) -> subprocess.CompletedProcess[str]:
     return run_cli("--workspace", str(ws.root), *args, **kw)  # type: ignore[arg-type]
 
 
-def _lines(ws: Workspace, count: int) -> None:
+def _lines(ws: WorkspaceDir, count: int) -> None:
     batch = "".join(
         json.dumps({"source": "shell", "line": f"cmd {i}", "subject": "cpu" if i % 2 else ""})
         + "\n"
@@ -34,7 +34,7 @@ def _lines(ws: Workspace, count: int) -> None:
     cli(ws, "emit", "--jsonl", "-", input=batch)
 
 
-def test_a_typed_limit_is_obeyed_on_a_pipe(workspace: Workspace) -> None:
+def test_a_typed_limit_is_obeyed_on_a_pipe(workspace: WorkspaceDir) -> None:
     sql = "SELECT range AS n FROM range(1000)"
     assert cli(workspace, "query", sql, "--limit", "3").stdout == "n\n0\n1\n2\n"
     assert len(cli(workspace, "query", sql, "--limit", "3", "--json").stdout.splitlines()) == 3
@@ -44,7 +44,7 @@ def test_a_typed_limit_is_obeyed_on_a_pipe(workspace: Workspace) -> None:
     assert len(cli(workspace, "tail", "--limit", "2").stdout.splitlines()) == 2
 
 
-def test_tail_csv_grep_and_sense(workspace: Workspace) -> None:
+def test_tail_csv_grep_and_sense(workspace: WorkspaceDir) -> None:
     _lines(workspace, 6)
     rows = list(csv.reader(io.StringIO(cli(workspace, "tail", "--csv").stdout)))
     assert rows[0] == ["time", "source", "kind", "subject", "trust", "node", "line"]
@@ -56,7 +56,7 @@ def test_tail_csv_grep_and_sense(workspace: Workspace) -> None:
     assert [json.loads(x)["line"] for x in sense] == ["cmd 1", "cmd 3", "cmd 5"]
 
 
-def test_audit_access_keeps_one_row_a_line(workspace: Workspace) -> None:
+def test_audit_access_keeps_one_row_a_line(workspace: WorkspaceDir) -> None:
     reason = "1 validation error for QueryArgs\nsql\n  Field required\n    For further information"
     Recorder(workspace).record(
         Access("rawclient", "0.1", "stdio", "s1", "query", {}, outcome="refused", reason=reason)
@@ -70,7 +70,7 @@ def test_audit_access_keeps_one_row_a_line(workspace: Workspace) -> None:
     assert held[0].endswith(",why")
 
 
-def _on_a_terminal(ws: Workspace, *args: str, env: dict[str, str]) -> str:
+def _on_a_terminal(ws: WorkspaceDir, *args: str, env: dict[str, str]) -> str:
     """stdin and stdout on a 80×24 pseudo-terminal: a person, so the pager may engage."""
     master, slave = os.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
@@ -95,7 +95,9 @@ def _on_a_terminal(ws: Workspace, *args: str, env: dict[str, str]) -> str:
     return out.decode().replace("\r\n", "\n")
 
 
-def test_a_pager_only_for_long_output_at_a_terminal(workspace: Workspace, tmp_path: Path) -> None:
+def test_a_pager_only_for_long_output_at_a_terminal(
+    workspace: WorkspaceDir, tmp_path: Path
+) -> None:
     pager = tmp_path / "pager"
     pager.write_text('#!/bin/sh\necho "paged $(wc -l) lines"\n')
     pager.chmod(0o755)
@@ -112,7 +114,7 @@ def test_a_pager_only_for_long_output_at_a_terminal(workspace: Workspace, tmp_pa
     assert "paged" not in cli(workspace, "query", long_sql, env=env).stdout
 
 
-def test_small_words(workspace: Workspace, tmp_path: Path) -> None:
+def test_small_words(workspace: WorkspaceDir, tmp_path: Path) -> None:
     one = cli(workspace, "emit", "-s", "shell", "-l", "ls").stdout.split()
     assert one[:4] == ["stored", "observation", "hlc", one[3]] and one[4] == "id"
     batch = tmp_path / "b.jsonl"
@@ -131,7 +133,7 @@ def test_small_words(workspace: Workspace, tmp_path: Path) -> None:
     assert names.split() == ["source_name", "nerve", "shell"]
 
 
-def test_forget_names_nerves_own_source_nerve(workspace: Workspace) -> None:
+def test_forget_names_nerves_own_source_nerve(workspace: WorkspaceDir) -> None:
     cli(workspace, "emit", "-s", "vendor:1024", "--kind", "note", "-l", "secret a", "-q")
     cli(workspace, "emit", "-s", "shell", "-l", "secret b", "-q")
     said = cli(workspace, "forget", "--match", "secret").stdout

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from nerve.workspace import Workspace
+from nerve.workspace import WorkspaceDir
 from tests.conftest import ROOT, run_cli
 
 
@@ -21,7 +21,7 @@ from tests.conftest import ROOT, run_cli
     ],
 )
 def test_a_bad_flag_is_one_line_and_a_hint(
-    workspace: Workspace, args: list[str], start: str
+    workspace: WorkspaceDir, args: list[str], start: str
 ) -> None:
     proc = run_cli("--workspace", str(workspace.root), *args, check=False)
     first, hint = proc.stderr.splitlines()

@@ -9,7 +9,7 @@ import pytest
 
 from nerve.cli.main import command, hoist_workspace, run
 from nerve.errors import UsageError
-from nerve.workspace import Workspace, init_workspace
+from nerve.workspace import WorkspaceDir, init_workspace
 from tests.conftest import run_cli
 
 WRITES = [
@@ -91,10 +91,10 @@ def test_a_log_without_nerve_yaml_is_readable_but_not_writable(tmp_path: Path) -
 def test_find_walks_up_and_names_the_start_when_it_finds_nothing(tmp_path: Path) -> None:
     ws = init_workspace(tmp_path / "ws")
     (ws.root / "a" / "b").mkdir(parents=True)
-    assert Workspace.find(cwd=ws.root / "a" / "b", env={}).root == ws.root
+    assert WorkspaceDir.find(cwd=ws.root / "a" / "b", env={}).root == ws.root
     with pytest.raises(UsageError, match=str(tmp_path)):
-        Workspace.find(cwd=tmp_path, env={})
-    assert Workspace.find(cwd=tmp_path, env={"NERVE_WORKSPACE": str(ws.root)}).root == ws.root
+        WorkspaceDir.find(cwd=tmp_path, env={})
+    assert WorkspaceDir.find(cwd=tmp_path, env={"NERVE_WORKSPACE": str(ws.root)}).root == ws.root
 
 
 def test_hoisting_moves_only_the_workspace_flag() -> None:

@@ -20,7 +20,7 @@ import pyarrow as pa
 from nerve.events import SourceClass
 from nerve.log.buffers import read_file
 from nerve.log.drafts import Draft
-from nerve.workspace import Workspace, init_workspace
+from nerve.workspace import WorkspaceDir, init_workspace
 
 HELPER = Path(__file__).parent / "helpers" / "exit_stress.py"
 RUNS, PARALLEL = 240, 6
@@ -38,7 +38,7 @@ def test_file_bytes_for_the_parquet_reader_are_arrow_memory(tmp_path: Path) -> N
 
 def _sealed_log(tmp_path: Path) -> Path:
     ws = init_workspace(tmp_path / "ws")
-    with Workspace(ws.root).open_log() as log:
+    with WorkspaceDir(ws.root).open_log() as log:
         for rows in (300, 300, 1):
             log.append_drafts(
                 [Draft.of("observation", source=SHELL, line=f"cmd {i}") for i in range(rows)]

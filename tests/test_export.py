@@ -19,7 +19,7 @@ from nerve.log.drafts import Draft
 from nerve.log.reader import snapshot
 from nerve.log.store import EventLog
 from nerve.resources import bundled
-from nerve.workspace import Workspace, init_workspace
+from nerve.workspace import WorkspaceDir, init_workspace
 from tests.conftest import run_cli
 from tests.daemon_util import started
 
@@ -65,11 +65,11 @@ def plain(path: Path, sql: str = JOINED, check: bool = True) -> subprocess.Compl
     return proc
 
 
-def cli(ws: Workspace, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+def cli(ws: WorkspaceDir, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     return run_cli("--workspace", str(ws.root), *args, check=check)
 
 
-def query(ws: Workspace, sql: str) -> list[dict[str, Any]]:
+def query(ws: WorkspaceDir, sql: str) -> list[dict[str, Any]]:
     return [json.loads(line) for line in cli(ws, "query", "--json", sql).stdout.splitlines()]
 
 
@@ -87,21 +87,21 @@ def drafts(start: int, count: int) -> list[Draft]:
 
 
 @pytest.fixture
-def ws(tmp_path: Path) -> Workspace:
+def ws(tmp_path: Path) -> WorkspaceDir:
     """Events in a sealed segment and in the WAL; window 3; one projection of its own."""
     ws = init_workspace(tmp_path / "ws")
     ws.config_path.write_text("senses: {}\nattention:\n  window: 3\n")
     (ws.root / "projections" / "lines.sql").write_text("SELECT line FROM events ORDER BY line")
-    with Workspace(ws.root).open_log() as log:
+    with WorkspaceDir(ws.root).open_log() as log:
         log.append_drafts(drafts(0, 12))
         log.seal()
         log.append_drafts(drafts(12, 7))
     snap = snapshot(ws.log_root)
     assert len(snap.segments) == 1 and snap.tail.num_rows == 7
-    return Workspace(ws.root)
+    return WorkspaceDir(ws.root)
 
 
-def test_plain_duckdb_reads_everything_nerve_does(ws: Workspace, tmp_path: Path) -> None:
+def test_plain_duckdb_reads_everything_nerve_does(ws: WorkspaceDir, tmp_path: Path) -> None:
     out = tmp_path / "out" / "nerve.duckdb"
     out.parent.mkdir()
     result = json.loads(cli(ws, "export", "--duckdb", str(out), "--json").stdout)
@@ -127,7 +127,7 @@ def test_plain_duckdb_reads_everything_nerve_does(ws: Workspace, tmp_path: Path)
     assert seen["result"][3]["salience_milli"] == 333  # 1 of the last 3, not of 64
 
 
-def test_projections_are_plain_sql_reading_nerve_settings(ws: Workspace) -> None:
+def test_projections_are_plain_sql_reading_nerve_settings(ws: WorkspaceDir) -> None:
     for path in bundled("projections").glob("*.sql"):
         assert "{{" not in path.read_text(), path
     conn = ws.connect()
@@ -136,7 +136,7 @@ def test_projections_are_plain_sql_reading_nerve_settings(ws: Workspace) -> None
 
 @pytest.mark.parametrize("where", ["missing/x.duckdb", "taken.duckdb", "folder", "file/x.duckdb"])
 def test_a_bad_path_is_refused_and_nothing_changes(
-    ws: Workspace, tmp_path: Path, where: str
+    ws: WorkspaceDir, tmp_path: Path, where: str
 ) -> None:
     place = tmp_path / "place"
     (place / "folder").mkdir(parents=True)
@@ -153,7 +153,7 @@ def test_a_bad_path_is_refused_and_nothing_changes(
     assert snapshot(ws.log_root).tail.num_rows == 7  # refused before sealing anything
 
 
-def test_a_failed_export_leaves_nothing(ws: Workspace, tmp_path: Path) -> None:
+def test_a_failed_export_leaves_nothing(ws: WorkspaceDir, tmp_path: Path) -> None:
     (ws.root / "projections" / "broken.sql").write_text("SELECT nope FROM events")
     out = tmp_path / "out" / "nerve.duckdb"
     out.parent.mkdir()
@@ -176,7 +176,7 @@ def test_an_empty_log_exports_typed_empty_views(tmp_path: Path) -> None:
     ]
 
 
-def test_compaction_stales_views_but_not_a_copy(ws: Workspace, tmp_path: Path) -> None:
+def test_compaction_stales_views_but_not_a_copy(ws: WorkspaceDir, tmp_path: Path) -> None:
     views, copied = tmp_path / "views.duckdb", tmp_path / "copied.duckdb"
     cli(ws, "export", "--duckdb", str(views))
     assert "copied into the file" in cli(ws, "export", "--duckdb", str(copied), "--copy").stdout
@@ -196,7 +196,7 @@ def test_compaction_stales_views_but_not_a_copy(ws: Workspace, tmp_path: Path) -
     assert json.loads(plain(views).stdout)["result"] == query(ws, JOINED)
 
 
-def test_export_seals_through_a_running_daemon(ws: Workspace, tmp_path: Path) -> None:
+def test_export_seals_through_a_running_daemon(ws: WorkspaceDir, tmp_path: Path) -> None:
     out = tmp_path / "live.duckdb"
     with started(ws.root):
         cli(ws, "emit", "--source", "shell", "--line", "while running")

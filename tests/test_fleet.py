@@ -24,7 +24,7 @@ from nerve.fleet.ship import ship
 from nerve.fleet.verify import CODES
 from nerve.fleet.warehouse import Warehouse, host_of, open_warehouse, resolve, segment_name
 from nerve.log.manifest import read_manifest
-from nerve.workspace import Workspace
+from nerve.workspace import WorkspaceDir
 from tests.conftest import run_cli
 from tests.helpers.fleet import add_segment, make_host
 
@@ -38,7 +38,7 @@ def _verifier_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
-def fleet(tmp_path: Path) -> dict[str, Workspace]:
+def fleet(tmp_path: Path) -> dict[str, WorkspaceDir]:
     """Three hosts with three sealed segments each, shipped."""
     warehouse = (tmp_path / "warehouse").as_uri()
     hosts = {h: make_host(tmp_path / h, h, warehouse) for h in HOSTS}
@@ -48,13 +48,13 @@ def fleet(tmp_path: Path) -> dict[str, Workspace]:
     return hosts
 
 
-def _wh(ws: Workspace) -> Warehouse:
+def _wh(ws: WorkspaceDir) -> Warehouse:
     cfg = ws.config.fleet
     assert cfg is not None
     return open_warehouse(resolve(cfg, ws.data))
 
 
-def _verify(ws: Workspace, *args: str) -> subprocess.CompletedProcess[str]:
+def _verify(ws: WorkspaceDir, *args: str) -> subprocess.CompletedProcess[str]:
     return run_cli("-w", str(ws.root), "fleet", "verify", *args, check=False)
 
 
@@ -66,7 +66,7 @@ def _local(uri: str) -> Path:
     return Path(uri.removeprefix("file://"))
 
 
-def test_three_hosts_ship_query_and_verify(fleet: dict[str, Workspace]) -> None:
+def test_three_hosts_ship_query_and_verify(fleet: dict[str, WorkspaceDir]) -> None:
     alpha = fleet["alpha"]
     sql = (
         "SELECT host, count(*) AS n, count(DISTINCT node) AS nodes FROM fleet_events "
@@ -88,13 +88,13 @@ def test_three_hosts_ship_query_and_verify(fleet: dict[str, Workspace]) -> None:
     assert all(s["verify"]["ok"] for s in status)
 
 
-def test_a_second_ship_changes_nothing(fleet: dict[str, Workspace]) -> None:
+def test_a_second_ship_changes_nothing(fleet: dict[str, WorkspaceDir]) -> None:
     again = ship(fleet["beta"])
     assert (again.uploaded, again.added, again.removed, again.snapshot) == (0, 0, 0, None)
     assert len(_files(_wh(fleet["beta"]), "beta")) == 3
 
 
-def test_new_segments_ship_and_status_shows_the_lag(fleet: dict[str, Workspace]) -> None:
+def test_new_segments_ship_and_status_shows_the_lag(fleet: dict[str, WorkspaceDir]) -> None:
     gamma = fleet["gamma"]
     add_segment(gamma)
     status = json.loads(run_cli("-w", str(gamma.root), "fleet", "status", "--json").stdout)
@@ -105,7 +105,7 @@ def test_new_segments_ship_and_status_shows_the_lag(fleet: dict[str, Workspace])
     assert _verify(gamma).returncode == 0
 
 
-def test_since_reads_only_the_files_that_reach_the_window(fleet: dict[str, Workspace]) -> None:
+def test_since_reads_only_the_files_that_reach_the_window(fleet: dict[str, WorkspaceDir]) -> None:
     wh = _wh(fleet["alpha"])
     hour_ago = time.time_ns() - 3600 * 10**9
     recent = plan(wh, since_ns=hour_ago)
@@ -127,7 +127,7 @@ def test_since_reads_only_the_files_that_reach_the_window(fleet: dict[str, Works
     assert json.loads(out) == {"host": "beta", "n": 200}
 
 
-def test_a_deleted_file_is_missing(fleet: dict[str, Workspace]) -> None:
+def test_a_deleted_file_is_missing(fleet: dict[str, WorkspaceDir]) -> None:
     wh = _wh(fleet["alpha"])
     _local(_files(wh, "beta")[0]).unlink()
     proc = _verify(fleet["alpha"])
@@ -136,7 +136,7 @@ def test_a_deleted_file_is_missing(fleet: dict[str, Workspace]) -> None:
     assert "ok    alpha" in proc.stdout and "ok    gamma" in proc.stdout
 
 
-def test_a_swapped_file_is_altered(fleet: dict[str, Workspace]) -> None:
+def test_a_swapped_file_is_altered(fleet: dict[str, WorkspaceDir]) -> None:
     wh = _wh(fleet["alpha"])
     first, second = _files(wh, "gamma")[:2]
     _local(first).write_bytes(_local(second).read_bytes())
@@ -151,7 +151,7 @@ def _head_path(wh: Warehouse, host: str) -> Path:
     return _local(f"{wh.host_dir(host)}/head.json")
 
 
-def test_a_replaced_head_is_refused(fleet: dict[str, Workspace]) -> None:
+def test_a_replaced_head_is_refused(fleet: dict[str, WorkspaceDir]) -> None:
     wh = _wh(fleet["alpha"])
     path = _head_path(wh, "alpha")
     head = Head.parse(path.read_bytes(), "head")
@@ -162,7 +162,7 @@ def test_a_replaced_head_is_refused(fleet: dict[str, Workspace]) -> None:
     assert "signature does not verify" in proc.stdout
 
 
-def test_an_old_head_replayed_is_a_rollback(fleet: dict[str, Workspace]) -> None:
+def test_an_old_head_replayed_is_a_rollback(fleet: dict[str, WorkspaceDir]) -> None:
     beta = fleet["beta"]
     wh = _wh(beta)
     old = _head_path(wh, "beta").read_bytes()
@@ -175,7 +175,7 @@ def test_an_old_head_replayed_is_a_rollback(fleet: dict[str, Workspace]) -> None
     assert "old head replayed" in proc.stdout
 
 
-def test_a_head_signed_by_another_key_is_reported(fleet: dict[str, Workspace]) -> None:
+def test_a_head_signed_by_another_key_is_reported(fleet: dict[str, WorkspaceDir]) -> None:
     gamma = fleet["gamma"]
     assert _verify(gamma).returncode == 0  # pins gamma's key
     wh = _wh(gamma)
@@ -187,7 +187,7 @@ def test_a_head_signed_by_another_key_is_reported(fleet: dict[str, Workspace]) -
     assert "re-signed by another key" in proc.stdout or "not the pinned" in proc.stdout
 
 
-def test_a_registered_file_the_head_does_not_name_is_extra(fleet: dict[str, Workspace]) -> None:
+def test_a_registered_file_the_head_does_not_name_is_extra(fleet: dict[str, WorkspaceDir]) -> None:
     from nerve.fleet.ship import _data_file, _ensure_name_mapping
 
     alpha = fleet["alpha"]
@@ -203,7 +203,7 @@ def test_a_registered_file_the_head_does_not_name_is_extra(fleet: dict[str, Work
     assert proc.returncode == CODES["extra"], proc.stdout
 
 
-def test_a_signed_head_with_the_wrong_digest_is_caught(fleet: dict[str, Workspace]) -> None:
+def test_a_signed_head_with_the_wrong_digest_is_caught(fleet: dict[str, WorkspaceDir]) -> None:
     from nerve.chain.keys import Keyring
 
     alpha = fleet["alpha"]
@@ -216,7 +216,7 @@ def test_a_signed_head_with_the_wrong_digest_is_caught(fleet: dict[str, Workspac
     assert proc.returncode == CODES["digest"], proc.stdout
 
 
-def test_forget_and_compact_follow_into_the_table(fleet: dict[str, Workspace]) -> None:
+def test_forget_and_compact_follow_into_the_table(fleet: dict[str, WorkspaceDir]) -> None:
     alpha = fleet["alpha"]
     wh = _wh(alpha)
     before = _files(wh, "alpha")
@@ -242,8 +242,8 @@ KILL_SCRIPT = """
 import sys
 from pathlib import Path
 from nerve.fleet.ship import ship
-from nerve.workspace import Workspace
-ship(Workspace.at(Path(sys.argv[1])))
+from nerve.workspace import WorkspaceDir
+ship(WorkspaceDir.at(Path(sys.argv[1])))
 """
 
 
@@ -304,7 +304,7 @@ def test_init_writes_the_section_once(tmp_path: Path) -> None:
     assert json.loads(proc.stdout) == {"n": 0}
 
 
-def test_a_second_engine_reads_the_table(fleet: dict[str, Workspace]) -> None:
+def test_a_second_engine_reads_the_table(fleet: dict[str, WorkspaceDir]) -> None:
     """ClickHouse (chDB, embedded) reads the table from its Iceberg metadata alone; the host
     is the file path's. chDB reads files only under its working folder, hence the cwd."""
     wh = _wh(fleet["alpha"])
@@ -326,7 +326,9 @@ def test_a_second_engine_reads_the_table(fleet: dict[str, Workspace]) -> None:
     assert proc.stdout.strip().splitlines() == [f'"{h}",600,60' for h in HOSTS]
 
 
-def test_the_head_body_is_canonical_and_signed_with_a_domain(fleet: dict[str, Workspace]) -> None:
+def test_the_head_body_is_canonical_and_signed_with_a_domain(
+    fleet: dict[str, WorkspaceDir],
+) -> None:
     from nacl.signing import VerifyKey
 
     from nerve.fleet.head import DOMAIN

@@ -16,7 +16,7 @@ from nerve.errors import NerveError
 from nerve.fleet.ship import ship
 from nerve.fleet.verify import CODES
 from nerve.fleet.warehouse import Warehouse, host_of, open_warehouse, resolve
-from nerve.workspace import Workspace, init_workspace
+from nerve.workspace import WorkspaceDir, init_workspace
 from tests.conftest import run_cli
 from tests.helpers.fleet import make_host, register_again, register_position_deletes
 
@@ -26,7 +26,7 @@ def _verifier_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "verifier-state"))
 
 
-def _wh(ws: Workspace) -> Warehouse:
+def _wh(ws: WorkspaceDir) -> Warehouse:
     cfg = ws.config.fleet
     assert cfg is not None
     return open_warehouse(resolve(cfg, ws.data))
@@ -40,7 +40,7 @@ def _local(uri: str) -> Path:
     return Path(uri.removeprefix("file://"))
 
 
-def _shipped(tmp_path: Path, host: str = "alpha", **extra: object) -> Workspace:
+def _shipped(tmp_path: Path, host: str = "alpha", **extra: object) -> WorkspaceDir:
     warehouse = (tmp_path / "warehouse").as_uri()
     ws = make_host(tmp_path / host, host, warehouse, **extra)  # type: ignore[arg-type]
     run_cli("-w", str(ws.root), "fleet", "init", "--warehouse", warehouse)
@@ -48,12 +48,12 @@ def _shipped(tmp_path: Path, host: str = "alpha", **extra: object) -> Workspace:
     return ws
 
 
-def _verify(ws: Workspace) -> tuple[int, dict[str, object]]:
+def _verify(ws: WorkspaceDir) -> tuple[int, dict[str, object]]:
     proc = run_cli("-w", str(ws.root), "fleet", "verify", "--json", check=False)
     return proc.returncode, json.loads(proc.stdout)
 
 
-def _count(ws: Workspace) -> tuple[int, str]:
+def _count(ws: WorkspaceDir) -> tuple[int, str]:
     sql = "SELECT count(*) AS n FROM fleet_events"
     proc = run_cli("-w", str(ws.root), "fleet", "query", sql, "--json")
     return json.loads(proc.stdout)["n"], proc.stderr
@@ -87,7 +87,7 @@ def test_the_default_host_name_differs_between_workspaces(tmp_path: Path) -> Non
     for name in ("one", "two"):
         ws = init_workspace(tmp_path / name)
         ws.config_path.write_text(f"fleet:\n  warehouse: {json.dumps(warehouse)}\n")
-        cfg = Workspace.at(ws.root).config.fleet
+        cfg = WorkspaceDir.at(ws.root).config.fleet
         assert cfg is not None
         names.append(resolve(cfg, ws.data).host)
         assert resolve(cfg, ws.data).host == names[-1]  # stable for the workspace
@@ -222,7 +222,7 @@ def test_auto_ship_slots_are_stable_per_host_and_spread_over_the_interval() -> N
     ],
 )
 def test_a_bad_fleet_setting_names_the_value_it_got(
-    workspace: Workspace, section: str, says: str
+    workspace: WorkspaceDir, section: str, says: str
 ) -> None:
     with workspace.config_path.open("a") as f:
         f.write(f"fleet:\n  {section}\n")

@@ -11,7 +11,7 @@ import pytest
 from nerve.fleet.ship import ship
 from nerve.fleet.verify import CODES
 from nerve.fleet.warehouse import Warehouse, host_of, open_warehouse, resolve
-from nerve.workspace import Workspace
+from nerve.workspace import WorkspaceDir
 from tests.conftest import run_cli
 from tests.helpers.fleet import add_segment, make_host
 
@@ -23,14 +23,14 @@ def _verifier_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "verifier-state"))
 
 
-def _wh(ws: Workspace) -> Warehouse:
+def _wh(ws: WorkspaceDir) -> Warehouse:
     cfg = ws.config.fleet
     assert cfg is not None
     return open_warehouse(resolve(cfg, ws.data))
 
 
 @pytest.fixture
-def shipped(tmp_path: Path) -> dict[str, Workspace]:
+def shipped(tmp_path: Path) -> dict[str, WorkspaceDir]:
     """Three hosts, each shipped three times (nine snapshots, nine manifests)."""
     warehouse = (tmp_path / "warehouse").as_uri()
     hosts = {h: make_host(tmp_path / h, h, warehouse, rows=20, ages_h=(3,)) for h in HOSTS}
@@ -42,17 +42,17 @@ def shipped(tmp_path: Path) -> dict[str, Workspace]:
     return hosts
 
 
-def _maintain(ws: Workspace) -> dict[str, int]:
+def _maintain(ws: WorkspaceDir) -> dict[str, int]:
     args = ("fleet", "maintain", "--keep", "0s", "--grace", "0s", "--json")
     return json.loads(run_cli("-w", str(ws.root), *args).stdout)
 
 
-def _verify(ws: Workspace, *args: str) -> int:
+def _verify(ws: WorkspaceDir, *args: str) -> int:
     return run_cli("-w", str(ws.root), "fleet", "verify", *args, check=False).returncode
 
 
 def test_maintain_shrinks_the_table_and_every_host_still_verifies(
-    shipped: dict[str, Workspace],
+    shipped: dict[str, WorkspaceDir],
 ) -> None:
     alpha = shipped["alpha"]
     assert _verify(alpha) == 0  # pins each host's head
@@ -72,7 +72,7 @@ def test_maintain_shrinks_the_table_and_every_host_still_verifies(
     assert _maintain(alpha)["snapshots_after"] == 4
 
 
-def test_tampering_after_maintain_is_still_caught(shipped: dict[str, Workspace]) -> None:
+def test_tampering_after_maintain_is_still_caught(shipped: dict[str, WorkspaceDir]) -> None:
     beta = shipped["beta"]
     wh = _wh(beta)
     head = Path(f"{wh.host_dir('beta')}/head.json".removeprefix("file://"))

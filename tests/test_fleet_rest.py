@@ -16,7 +16,7 @@ import pytest
 from nerve.fleet.verify import CODES
 from nerve.fleet.warehouse import host_of, open_warehouse, resolve, segment_name
 from nerve.log.manifest import read_manifest
-from nerve.workspace import Workspace
+from nerve.workspace import WorkspaceDir
 from tests.conftest import run_cli
 from tests.helpers.fleet import add_segment, make_host
 from tests.helpers.seaweed import S3Server, seaweed, table_bucket
@@ -36,7 +36,7 @@ def s3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
 
 
 @pytest.fixture
-def hosts(s3: S3Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Workspace]:
+def hosts(s3: S3Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, WorkspaceDir]:
     """Three hosts configured for a table bucket of their own (one per test)."""
     for key, value in s3.env.items():
         monkeypatch.setenv(key, value)
@@ -50,7 +50,7 @@ def hosts(s3: S3Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict
     return made
 
 
-def _ship(ws: Workspace, env: dict[str, str]) -> subprocess.Popen[str]:
+def _ship(ws: WorkspaceDir, env: dict[str, str]) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-m", "nerve", "-w", str(ws.root), "fleet", "ship", "--json"],
         stdout=subprocess.PIPE,
@@ -60,14 +60,14 @@ def _ship(ws: Workspace, env: dict[str, str]) -> subprocess.Popen[str]:
     )
 
 
-def _wh(ws: Workspace) -> object:
+def _wh(ws: WorkspaceDir) -> object:
     cfg = ws.config.fleet
     assert cfg is not None
     return open_warehouse(resolve(cfg, ws.data))
 
 
 def test_concurrent_ships_query_and_verify_through_the_rest_catalog(
-    s3: S3Server, hosts: dict[str, Workspace]
+    s3: S3Server, hosts: dict[str, WorkspaceDir]
 ) -> None:
     add_segment(hosts["south"])
     procs = [_ship(ws, s3.env) for ws in hosts.values()]
@@ -110,7 +110,7 @@ def test_concurrent_ships_query_and_verify_through_the_rest_catalog(
 
 
 def test_a_second_workspace_under_a_taken_name_is_refused_by_the_rest_catalog(
-    s3: S3Server, hosts: dict[str, Workspace], tmp_path: Path
+    s3: S3Server, hosts: dict[str, WorkspaceDir], tmp_path: Path
 ) -> None:
     north = hosts["north"]
     assert run_cli("-w", str(north.root), "fleet", "ship", check=False).returncode == 0

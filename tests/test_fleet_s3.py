@@ -19,7 +19,7 @@ import pytest
 from nerve.fleet.verify import CODES
 from nerve.fleet.warehouse import host_of, open_warehouse, resolve, segment_name
 from nerve.log.manifest import read_manifest
-from nerve.workspace import Workspace
+from nerve.workspace import WorkspaceDir
 from tests.conftest import run_cli
 from tests.helpers.fleet import add_segment, make_host
 from tests.helpers.seaweed import S3Server, seaweed
@@ -46,7 +46,7 @@ def s3_env(s3: S3Server, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
     return s3.env
 
 
-def _ship_proc(ws: Workspace, env: dict[str, str]) -> subprocess.Popen[str]:
+def _ship_proc(ws: WorkspaceDir, env: dict[str, str]) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-m", "nerve", "-w", str(ws.root), "fleet", "ship", "--json"],
         stdout=subprocess.PIPE,

@@ -15,12 +15,12 @@ from nerve.log.select import TailFilter
 from nerve.log.store import EventLog
 from nerve.log.wal import encode_small_frame
 from nerve.tail import follow_tables
-from nerve.workspace import Workspace
+from nerve.workspace import WorkspaceDir
 
 APPENDER = """
 import sys
-from nerve.workspace import Workspace
-ws = Workspace.at(sys.argv[1])
+from nerve.workspace import WorkspaceDir
+ws = WorkspaceDir.at(sys.argv[1])
 with ws.open_log() as log:
     for start in range(0, 6000, 200):
         log.append_columns(
@@ -86,7 +86,7 @@ def test_a_half_written_commit_is_read_once_it_is_whole(log_root: Path) -> None:
     assert lines(reader.poll()) == ["whole"]
 
 
-def test_follow_keeps_up_with_another_process_appending(workspace: Workspace) -> None:
+def test_follow_keeps_up_with_another_process_appending(workspace: WorkspaceDir) -> None:
     (workspace.root / "nerve.yaml").write_text("log:\n  seal_max_events: 1000\n  durability: os\n")
     proc = subprocess.Popen([sys.executable, "-c", APPENDER, str(workspace.root)])
     seen: list[str] = []

@@ -51,9 +51,9 @@ def test_the_daemon_loads_neither_duckdb_nor_pandas(bundled: Path) -> None:
 
 def test_the_query_process_starts_on_a_query_and_stops_when_idle(tmp_path: Path) -> None:
     from nerve.runtime.queries import QueryChild, QueryError
-    from nerve.workspace import Workspace
+    from nerve.workspace import WorkspaceDir
 
-    ws = Workspace.at(tmp_path)
+    ws = WorkspaceDir.at(tmp_path)
     with ws.open_log() as log:
         log.append_drafts([Draft.control("note", "t", "one", {"n": 1})])
     child = QueryChild(idle_s=0.5)

@@ -14,7 +14,7 @@ from nerve.log.erasure import ERASED_KIND
 from nerve.log.reader import events_since, replay_digest, snapshot, table_since
 from nerve.log.store import EventLog
 from nerve.log.verify import verify
-from nerve.workspace import Workspace
+from nerve.workspace import WorkspaceDir
 from tests.conftest import run_cli
 
 SHELL, FILES = int(SourceClass.SHELL), int(SourceClass.FILE_CHANGE)
@@ -33,17 +33,17 @@ def _fill(log: EventLog, segments: int = 3, per: int = 6) -> None:
         log.seal()
 
 
-def _cli(ws: Workspace, *args: str, check: bool = True) -> tuple[int, str, str]:
+def _cli(ws: WorkspaceDir, *args: str, check: bool = True) -> tuple[int, str, str]:
     proc = run_cli("--workspace", str(ws.root), *args, check=check)
     return proc.returncode, proc.stdout, proc.stderr
 
 
-def _rows(ws: Workspace) -> list[dict]:
+def _rows(ws: WorkspaceDir) -> list[dict]:
     return table_since(snapshot(ws.log_root)).to_pylist()
 
 
 def test_forget_erases_payload_and_line_and_keeps_ids_order_and_digest(
-    workspace: Workspace,
+    workspace: WorkspaceDir,
 ) -> None:
     with workspace.open_log() as log:
         _fill(log)
@@ -75,7 +75,7 @@ def test_forget_erases_payload_and_line_and_keeps_ids_order_and_digest(
 
 
 def test_the_secret_is_nowhere_in_the_log_once_the_grace_has_passed(
-    workspace: Workspace,
+    workspace: WorkspaceDir,
 ) -> None:
     with workspace.open_log() as log:
         _fill(log)
@@ -90,7 +90,7 @@ def test_the_secret_is_nowhere_in_the_log_once_the_grace_has_passed(
 
 
 def test_dry_run_counts_per_segment_and_source_and_changes_nothing(
-    workspace: Workspace,
+    workspace: WorkspaceDir,
 ) -> None:
     with workspace.open_log() as log:
         _fill(log)
@@ -106,7 +106,7 @@ def test_dry_run_counts_per_segment_and_source_and_changes_nothing(
     assert all(r["payload"] is not None for r in _rows(workspace))
 
 
-def test_selectors_combine_with_and_repeats_with_or(workspace: Workspace) -> None:
+def test_selectors_combine_with_and_repeats_with_or(workspace: WorkspaceDir) -> None:
     with workspace.open_log() as log:
         _fill(log, segments=1, per=6)
         cut = log.newest
@@ -125,7 +125,7 @@ def test_selectors_combine_with_and_repeats_with_or(workspace: Workspace) -> Non
     assert count("--cid", cid) == 2  # both events that carry those bytes
 
 
-def test_overlapping_forgets_erase_each_event_once(workspace: Workspace) -> None:
+def test_overlapping_forgets_erase_each_event_once(workspace: WorkspaceDir) -> None:
     with workspace.open_log() as log:
         _fill(log)
     first = json.loads(_cli(workspace, "forget", "--match", "s3cret", "--json")[1])
@@ -143,7 +143,7 @@ def test_overlapping_forgets_erase_each_event_once(workspace: Workspace) -> None
     assert report.ok and len(report.notes) == 2 and not report.warnings
 
 
-def test_records_nerve_needs_are_never_erased(workspace: Workspace) -> None:
+def test_records_nerve_needs_are_never_erased(workspace: WorkspaceDir) -> None:
     with workspace.open_log() as log:
         _fill(log, segments=1)
     _cli(workspace, "forget", "--match", "s3cret")
@@ -168,7 +168,7 @@ def test_records_nerve_needs_are_never_erased(workspace: Workspace) -> None:
     ],
 )
 def test_bad_input_is_a_usage_error_and_changes_nothing(
-    workspace: Workspace, args: tuple[str, ...], message: str
+    workspace: WorkspaceDir, args: tuple[str, ...], message: str
 ) -> None:
     with workspace.open_log() as log:
         _fill(log, segments=1)
@@ -178,7 +178,7 @@ def test_bad_input_is_a_usage_error_and_changes_nothing(
     assert (workspace.log_root / "manifest.jsonl").read_bytes() == manifest
 
 
-def test_readers_show_erased_values_as_erased(workspace: Workspace) -> None:
+def test_readers_show_erased_values_as_erased(workspace: WorkspaceDir) -> None:
     with workspace.open_log() as log:
         _fill(log, segments=1)
     rows = _rows(workspace)
@@ -208,7 +208,7 @@ def test_readers_show_erased_values_as_erased(workspace: Workspace) -> None:
     assert isinstance(erased_event, ErasedEvent) and erased_event.id == secret["id"]
 
 
-def test_ask_shows_an_erased_command_as_erased(workspace: Workspace) -> None:
+def test_ask_shows_an_erased_command_as_erased(workspace: WorkspaceDir) -> None:
     with workspace.open_log() as log:
         log.append_drafts([Draft.of(source=SHELL, line="$ export TOKEN=abc", payload={})])
     _cli(workspace, "forget", "--match", "TOKEN=abc")
@@ -217,13 +217,13 @@ def test_ask_shows_an_erased_command_as_erased(workspace: Workspace) -> None:
     assert "<erased>" in json.dumps(answer) and "TOKEN=abc" not in out
 
 
-def test_an_erased_event_cannot_be_imported(workspace: Workspace, tmp_path: Path) -> None:
+def test_an_erased_event_cannot_be_imported(workspace: WorkspaceDir, tmp_path: Path) -> None:
     with workspace.open_log() as log:
         _fill(log, segments=1)
     _cli(workspace, "forget", "--match", "s3cret0")
     _, out, _ = _cli(workspace, "tail", "--json", "--all")
     run_cli("init", str(tmp_path / "b"))
-    other = Workspace(tmp_path / "b")
+    other = WorkspaceDir(tmp_path / "b")
     dump = tmp_path / "dump.jsonl"
     dump.write_text(out)
     code, _, err = _cli(other, "import", str(dump), check=False)
@@ -231,7 +231,7 @@ def test_an_erased_event_cannot_be_imported(workspace: Workspace, tmp_path: Path
     assert not other.log_root.exists() or replay_digest(other.log_root).events == 0
 
 
-def test_compaction_keeps_erasures_verifiable(workspace: Workspace) -> None:
+def test_compaction_keeps_erasures_verifiable(workspace: WorkspaceDir) -> None:
     with workspace.open_log() as log:
         _fill(log, segments=4)
         before = replay_digest(workspace.log_root).digest
@@ -242,7 +242,7 @@ def test_compaction_keeps_erasures_verifiable(workspace: Workspace) -> None:
     assert sum(r["payload"] is None for r in _rows(workspace)) == 24
 
 
-def test_an_interrupted_erasure_is_pending_then_finished(workspace: Workspace) -> None:
+def test_an_interrupted_erasure_is_pending_then_finished(workspace: WorkspaceDir) -> None:
     """The event was stored, the swap was not (a crash between): verify is clean and warns;
     the next forget carries it out before its own."""
     with workspace.open_log() as log:
@@ -269,7 +269,9 @@ def _fail(*args: object) -> None:
     raise OSError(28, "No space left on device (test)")
 
 
-def test_payload_erased_cannot_be_sent_from_outside(workspace: Workspace, tmp_path: Path) -> None:
+def test_payload_erased_cannot_be_sent_from_outside(
+    workspace: WorkspaceDir, tmp_path: Path
+) -> None:
     """Only an erasure writes one: an emitted one would name events for the next forget."""
     code, _, err = _cli(
         workspace,

@@ -27,7 +27,7 @@ from nerve.events import decode_payload
 from nerve.log.codec import build_table, wire_lines
 from nerve.log.wire import row_to_json
 from nerve.runtime.ipc import reply_error
-from nerve.workspace import Workspace, init_workspace
+from nerve.workspace import WorkspaceDir, init_workspace
 from tests.conftest import run_cli
 
 DEEP = 100_000
@@ -45,11 +45,11 @@ def deep_text(depth: int) -> str:
     return "[" * depth + "1" + "]" * depth
 
 
-def cli(ws: Workspace, *args: str, **kw: object) -> subprocess.CompletedProcess[str]:
+def cli(ws: WorkspaceDir, *args: str, **kw: object) -> subprocess.CompletedProcess[str]:
     return run_cli("--workspace", str(ws.root), *args, check=False, **kw)  # type: ignore[arg-type]
 
 
-def count(ws: Workspace) -> int:
+def count(ws: WorkspaceDir) -> int:
     return int(
         json.loads(run_cli("--workspace", str(ws.root), "replay", "--json").stdout)["events"]
     )
@@ -207,7 +207,7 @@ def test_wire_lines_are_exactly_the_wire_form(
 
 
 def test_a_log_holding_a_deep_payload_still_reads_in_every_format(
-    workspace: Workspace, tmp_path: Path
+    workspace: WorkspaceDir, tmp_path: Path
 ) -> None:
     with workspace.open_log() as log:
         log.append(source=5, line="deep", payload=RAW_DEEP)  # bytes are stored as given
@@ -258,7 +258,7 @@ _LONE = "\\ud800"  # a lone surrogate, as JSON text spells it
     ],
 )
 def test_bad_jsonl_fields_are_one_line_errors_and_append_nothing(
-    workspace: Workspace, line: str, message: str
+    workspace: WorkspaceDir, line: str, message: str
 ) -> None:
     before = count(workspace)
     proc = cli(workspace, "emit", "--jsonl", "-", input='{"source": "shell"}\n' + line + "\n")
@@ -267,7 +267,7 @@ def test_bad_jsonl_fields_are_one_line_errors_and_append_nothing(
 
 
 def _argv_bytes(
-    ws: Workspace, *args: bytes, env: dict[str, str] | None = None
+    ws: WorkspaceDir, *args: bytes, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
     """The CLI with raw bytes in argv (invalid UTF-8 reaches Python as lone surrogates)."""
     cmd = [sys.executable.encode(), b"-m", b"nerve", b"--workspace", str(ws.root).encode(), *args]
@@ -276,7 +276,7 @@ def _argv_bytes(
     )
 
 
-def test_bad_arguments_are_one_line_errors_and_append_nothing(workspace: Workspace) -> None:
+def test_bad_arguments_are_one_line_errors_and_append_nothing(workspace: WorkspaceDir) -> None:
     before = count(workspace)
     emit = [b"emit", b"--source", b"shell"]
     for extra, message in (
@@ -295,7 +295,7 @@ def test_bad_arguments_are_one_line_errors_and_append_nothing(workspace: Workspa
     )
 
 
-def test_import_refuses_bad_fields_and_deep_payloads(workspace: Workspace) -> None:
+def test_import_refuses_bad_fields_and_deep_payloads(workspace: WorkspaceDir) -> None:
     event = {"hlc": [1, 0], "node": "n", "kind": "observation", "source": "shell"}
     for bad, message in (
         ({"node": "x\ud800"}, "node is not valid Unicode"),  # json.dumps escapes it
@@ -308,7 +308,7 @@ def test_import_refuses_bad_fields_and_deep_payloads(workspace: Workspace) -> No
     assert count(workspace) == 0
 
 
-def test_empty_query_and_deep_yaml_are_one_line_errors(workspace: Workspace) -> None:
+def test_empty_query_and_deep_yaml_are_one_line_errors(workspace: WorkspaceDir) -> None:
     for sql in ("", " ; ", "/* only a comment */"):
         assert_one_line_error(cli(workspace, "query", sql), "UsageError", "holds no SQL statement")
     config = workspace.root / "nerve.yaml"
@@ -325,7 +325,7 @@ def _limited(limit: int) -> None:
     resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))  # writes past it fail: EFBIG
 
 
-def test_disk_full_is_a_one_line_log_error(workspace: Workspace) -> None:
+def test_disk_full_is_a_one_line_log_error(workspace: WorkspaceDir) -> None:
     """A file-size limit makes the disk say no (EFBIG), as a full disk would (ENOSPC)."""
     for _ in range(3):  # each line its own noise: zstd would fold repeats of one
         noise = os.urandom(48_000).hex()  # 4 bits per character: the segment is ≥ 72 KB

@@ -187,10 +187,10 @@ def _old_log(ws_root: Path) -> list[str]:
     """A workspace whose log holds payloads in the first canonical form, sealed and not."""
     from nerve.events import SourceClass
     from nerve.log.store import EventLog
-    from nerve.workspace import Workspace
+    from nerve.workspace import WorkspaceDir
 
     ids = []
-    with EventLog(Workspace(ws_root).log_root, node="old-node") as log:
+    with EventLog(WorkspaceDir(ws_root).log_root, node="old-node") as log:
         for index, data in enumerate(OLD_PAYLOADS):
             event = log.append(source=int(SourceClass.SHELL), line=f"old {index}", payload=data)
             assert event.payload == data  # stored as written, never re-encoded

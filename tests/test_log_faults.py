@@ -26,7 +26,7 @@ from nerve.log.reader import events_since
 from nerve.log.store import EventLog
 from nerve.log.verify import verify
 from nerve.mcp import token as mcp_token
-from nerve.workspace import Workspace
+from nerve.workspace import WorkspaceDir
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -256,7 +256,7 @@ def _trust_write_fails(tmp_path: Path, site: str) -> None:
 
 
 def _token_write_fails(tmp_path: Path, site: str) -> None:
-    ws = Workspace(tmp_path / "ws")
+    ws = WorkspaceDir(tmp_path / "ws")
     env = {"XDG_STATE_HOME": str(tmp_path / "state")}
     first = mcp_token.token(ws, environ=env)
     with fsio.inject(site) as fault, pytest.raises(OSError):
@@ -271,7 +271,7 @@ def _token_write_fails(tmp_path: Path, site: str) -> None:
 def _ui_token_write_fails(tmp_path: Path, site: str) -> None:
     from nerve.ui import auth
 
-    ws = Workspace(tmp_path / "ws")
+    ws = WorkspaceDir(tmp_path / "ws")
     env = {"XDG_STATE_HOME": str(tmp_path / "state")}
     first = auth.token(ws, environ=env)
     with fsio.inject(site) as fault, pytest.raises(OSError):

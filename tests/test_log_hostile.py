@@ -24,7 +24,7 @@ from nerve.log.manifest import append_record, line_hash, read_manifest
 from nerve.log.reader import events_since
 from nerve.log.store import EventLog
 from nerve.log.verify import verify
-from nerve.workspace import Workspace
+from nerve.workspace import WorkspaceDir
 from tests.conftest import run_cli
 from tests.helpers.smallfs import fill, small_tmpfs
 
@@ -105,7 +105,7 @@ def test_repair_writes_off_a_gone_segment_and_keeps_the_rest(tmp_path: Path, how
 
 
 def test_nerve_repair_and_readers_on_a_gone_segment_say_it_in_one_line(
-    workspace: Workspace,
+    workspace: WorkspaceDir,
 ) -> None:
     _fill(workspace.log_root)
     first = _live(workspace.log_root)[0]
@@ -234,7 +234,7 @@ def test_a_manifest_rewritten_and_rechained_is_caught_against_its_anchor(tmp_pat
 
 
 def test_replay_verify_anchors_the_manifest_outside_data(
-    workspace: Workspace, tmp_path: Path
+    workspace: WorkspaceDir, tmp_path: Path
 ) -> None:
     env = {"XDG_STATE_HOME": str(tmp_path / "state")}
     _fill(workspace.log_root)
@@ -249,7 +249,7 @@ def test_replay_verify_anchors_the_manifest_outside_data(
 
 
 def test_an_archive_stripped_of_its_manifest_is_damage_not_missing(
-    workspace: Workspace, tmp_path: Path
+    workspace: WorkspaceDir, tmp_path: Path
 ) -> None:
     _fill(workspace.log_root)
     folder = tmp_path / "old"
@@ -278,7 +278,7 @@ def test_an_archive_stripped_of_its_manifest_is_damage_not_missing(
     ],
 )
 def test_an_integer_of_5000_digits_is_a_one_line_error(
-    workspace: Workspace, args: list[str], stdin: str | None
+    workspace: WorkspaceDir, args: list[str], stdin: str | None
 ) -> None:
     done = run_cli("--workspace", str(workspace.root), *args, input=stdin, check=False)
     assert done.returncode == 1
@@ -287,7 +287,9 @@ def test_an_integer_of_5000_digits_is_a_one_line_error(
     assert _stored(workspace.log_root) == []  # nothing was stored
 
 
-def test_an_import_with_a_huge_integer_names_its_line(workspace: Workspace, tmp_path: Path) -> None:
+def test_an_import_with_a_huge_integer_names_its_line(
+    workspace: WorkspaceDir, tmp_path: Path
+) -> None:
     source = tmp_path / "in.jsonl"
     source.write_text('{"kind": "observation", "payload": {"n": ' + BIG + "}}\n")
     done = _cli(workspace.root, "import", str(source))
@@ -304,7 +306,9 @@ def test_an_import_with_a_huge_integer_names_its_line(workspace: Workspace, tmp_
         ["forget", "--before", "99999999999d", "--dry-run"],
     ],
 )
-def test_time_bounds_past_2262_select_all_or_nothing(workspace: Workspace, args: list[str]) -> None:
+def test_time_bounds_past_2262_select_all_or_nothing(
+    workspace: WorkspaceDir, args: list[str]
+) -> None:
     _fill(workspace.log_root, segments=1)
     done = _cli(workspace.root, *args)
     assert "Traceback" not in done.stderr, done.stderr
@@ -314,7 +318,7 @@ def test_time_bounds_past_2262_select_all_or_nothing(workspace: Workspace, args:
 
 
 def test_an_export_onto_a_full_disk_is_a_one_line_error(
-    workspace: Workspace, tmp_path: Path
+    workspace: WorkspaceDir, tmp_path: Path
 ) -> None:
     _fill(workspace.log_root, segments=2)
     with small_tmpfs(tmp_path / "mnt") as disk:

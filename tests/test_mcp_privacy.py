@@ -13,7 +13,7 @@ from nerve.errors import NerveError
 from nerve.log.drafts import Draft
 from nerve.mcp import tools
 from nerve.mcp.guard import Allowance, Screen
-from nerve.workspace import Workspace, init_workspace
+from nerve.workspace import WorkspaceDir, init_workspace
 
 GHP = "ghp_" + "Z9y8X7w6V5" * 3 + "U4t3S2"
 EXCLUDED = "vault read secret/prod-db"
@@ -24,20 +24,20 @@ def _shell(command: str) -> Draft:
 
 
 @pytest.fixture(scope="module")
-def ws(tmp_path_factory: pytest.TempPathFactory) -> Workspace:
+def ws(tmp_path_factory: pytest.TempPathFactory) -> WorkspaceDir:
     """Events stored before their rules: a token (detectors were off) and a command an
     exclusion added later withholds; some sealed, some in the unsealed tail."""
     root = init_workspace(tmp_path_factory.mktemp("mcp-privacy") / "ws").root
     (root / "nerve.yaml").write_text("privacy:\n  detectors: {enabled: false}\n")
-    early = Workspace(root)
+    early = WorkspaceDir(root)
     logops.emit(early, [_shell(f"export GITHUB_TOKEN={GHP}"), _shell(EXCLUDED)])
     logops.seal(early)
     logops.emit(early, [_shell(f"echo {GHP}"), _shell(EXCLUDED + " --tail"), _shell("ls")])
     (root / "nerve.yaml").write_text("privacy:\n  shell: {exclude: ['vault *']}\n")
-    return Workspace(root)
+    return WorkspaceDir(root)
 
 
-def _call(ws: Workspace) -> tools.Call:
+def _call(ws: WorkspaceDir) -> tools.Call:
     return tools.Call(ws, Screen(ws.config.privacy), Allowance(500, 1 << 20), 5_000)
 
 
@@ -55,7 +55,7 @@ def _forms(secret: str) -> list[str]:
     ]
 
 
-def _leaked(ws: Workspace, sql: str) -> str:
+def _leaked(ws: WorkspaceDir, sql: str) -> str:
     """Everything a query shows an agent: its rows, or its error's message."""
     try:
         return str(tools.query(_call(ws), sql).model_dump())
@@ -87,13 +87,13 @@ TRANSFORMS = [
 
 
 @pytest.mark.parametrize("sql", PAST_THE_VIEW + TRANSFORMS)
-def test_no_sql_brings_back_what_the_rules_withhold_or_redact(ws: Workspace, sql: str) -> None:
+def test_no_sql_brings_back_what_the_rules_withhold_or_redact(ws: WorkspaceDir, sql: str) -> None:
     shown = _leaked(ws, sql)
     for form in _forms(GHP) + _forms(EXCLUDED):
         assert form not in shown, f"{form!r} left through {sql!r}"
 
 
-def test_the_sandbox_still_reads_every_row_it_may(ws: Workspace) -> None:
+def test_the_sandbox_still_reads_every_row_it_may(ws: WorkspaceDir) -> None:
     rows = tools.query(_call(ws), "SELECT line FROM events ORDER BY ts").rows
     assert [r[0] for r in rows] == [
         "export GITHUB_TOKEN=[redacted:github-token]",
@@ -102,7 +102,7 @@ def test_the_sandbox_still_reads_every_row_it_may(ws: Workspace) -> None:
     ]
 
 
-def test_ask_neither_quotes_nor_cites_a_withheld_event(ws: Workspace, tmp_path: Path) -> None:
+def test_ask_neither_quotes_nor_cites_a_withheld_event(ws: WorkspaceDir, tmp_path: Path) -> None:
     for question in ("which commands did I run?", "vault read secret", "what did I read?"):
         out = tools.ask(_call(ws), question)
         text = str(out.model_dump())
@@ -111,7 +111,7 @@ def test_ask_neither_quotes_nor_cites_a_withheld_event(ws: Workspace, tmp_path: 
 
 
 def test_a_huge_result_is_cut_at_the_byte_budget_before_the_screen(
-    ws: Workspace, monkeypatch: pytest.MonkeyPatch
+    ws: WorkspaceDir, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from nerve.mcp.sandbox import open_sandbox, run_sql
 

@@ -29,7 +29,7 @@ from nerve import logops
 from nerve.log.drafts import Draft
 from nerve.log.reader import snapshot, table_since
 from nerve.mcp.access import args_digest
-from nerve.workspace import Workspace, init_workspace
+from nerve.workspace import WorkspaceDir, init_workspace
 from tests.conftest import run_cli
 from tests.daemon_util import COUNTER, Daemon, started, write_sense
 
@@ -45,7 +45,7 @@ CALLS: list[tuple[str, dict[str, Any]]] = [
 ]
 
 
-def _workspace(root: Path, yaml: str = "", *, filler: int = 0) -> Workspace:
+def _workspace(root: Path, yaml: str = "", *, filler: int = 0) -> WorkspaceDir:
     """A workspace whose log holds four shell commands (after ``filler`` other events: a
     cross join of a few thousand events with itself cannot finish in time)."""
     ws = init_workspace(root)
@@ -53,8 +53,8 @@ def _workspace(root: Path, yaml: str = "", *, filler: int = 0) -> Workspace:
     lines = ["git status", "make build", "make build failed: exit 2", "git push"]
     drafts = [Draft.of(source=8, line=f"tick {i}") for i in range(filler)]
     drafts += [Draft.of(source=5, line=x, payload={"command": x}) for x in lines]
-    logops.emit(Workspace(ws.root), drafts)
-    return Workspace(ws.root)
+    logops.emit(WorkspaceDir(ws.root), drafts)
+    return WorkspaceDir(ws.root)
 
 
 def _env(tmp: Path) -> dict[str, str]:

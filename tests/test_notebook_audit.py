@@ -19,7 +19,7 @@ from jupyter_client.kernelspec import KernelSpecManager
 from nbclient import NotebookClient
 
 from nerve.attention import audit
-from nerve.workspace import Workspace, init_workspace
+from nerve.workspace import WorkspaceDir, init_workspace
 from tests.helpers.attended import attended_workspace
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
@@ -40,7 +40,7 @@ def notebook_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return state
 
 
-def _run_audit(ws: Workspace, monkeypatch: pytest.MonkeyPatch) -> nbformat.NotebookNode:
+def _run_audit(ws: WorkspaceDir, monkeypatch: pytest.MonkeyPatch) -> nbformat.NotebookNode:
     monkeypatch.setenv("NERVE_WORKSPACE", str(ws.root))
     nb = nbformat.read(AUDIT, as_version=4)
     client = NotebookClient(

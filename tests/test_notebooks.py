@@ -17,7 +17,7 @@ from nerve.clock import Hlc
 from nerve.events import Event, SourceClass, Trust, payload_bytes
 from nerve.log.drafts import Draft
 from nerve.log.reader import replay_digest
-from nerve.workspace import Workspace, init_workspace
+from nerve.workspace import WorkspaceDir, init_workspace
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 HISTORY = NOTEBOOKS / "history.ipynb"
@@ -35,7 +35,7 @@ def kernel_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.setenv("JUPYTER_PATH", str(prefix / "share" / "jupyter"))
 
 
-def _run_history(ws: Workspace, monkeypatch: pytest.MonkeyPatch) -> nbformat.NotebookNode:
+def _run_history(ws: WorkspaceDir, monkeypatch: pytest.MonkeyPatch) -> nbformat.NotebookNode:
     """Execute the notebook on ``ws`` in a fresh kernel (which inherits the environment)."""
     monkeypatch.setenv("NERVE_WORKSPACE", str(ws.root))
     nb = nbformat.read(HISTORY, as_version=4)
@@ -64,7 +64,7 @@ def _assert_ran_cleanly(nb: nbformat.NotebookNode) -> None:
     assert problems == []
 
 
-def _write_history(ws: Workspace) -> None:
+def _write_history(ws: WorkspaceDir) -> None:
     """File changes and shell commands spread over four past minutes, then two focus events now."""
     start = (time.time_ns() // MINUTE_NS - 10) * MINUTE_NS
     paths = ["src/app.py", "README.md", "src/app.py", "src/util.py"]

@@ -8,18 +8,18 @@ import io
 import json
 
 from nerve.cli.output import console, render_rows
-from nerve.workspace import Workspace
+from nerve.workspace import WorkspaceDir
 from tests.conftest import run_cli
 from tests.helpers.tty import run_tty
 
 STRUCTS = "SELECT 2 AS b, 1 AS a, {'y': 1, 'x': [2, 3]} AS s, MAP {'k': {'z': 1, 'a': 2}} AS m"
 
 
-def query(ws: Workspace, *args: str) -> str:
+def query(ws: WorkspaceDir, *args: str) -> str:
     return run_cli("--workspace", str(ws.root), "query", *args).stdout
 
 
-def test_json_keeps_the_column_order_and_json_values(workspace: Workspace) -> None:
+def test_json_keeps_the_column_order_and_json_values(workspace: WorkspaceDir) -> None:
     assert query(workspace, STRUCTS, "--json") == (
         '{"b":2,"a":1,"s":{"y":1,"x":[2,3]},"m":{"k":{"z":1,"a":2}}}\n'
     )
@@ -32,13 +32,13 @@ def test_json_keeps_the_column_order_and_json_values(workspace: Workspace) -> No
     assert json.loads(row)["data"] == {"argv": ["-l"], "cmd": "ls"}
 
 
-def test_csv_keeps_the_order_too(workspace: Workspace) -> None:
+def test_csv_keeps_the_order_too(workspace: WorkspaceDir) -> None:
     assert query(workspace, STRUCTS, "--csv") == (
         'b,a,s,m\n2,1,"{""y"":1,""x"":[2,3]}","{""k"":{""z"":1,""a"":2}}"\n'
     )
 
 
-def test_a_terminal_shows_limit_rows_and_pipes_get_them_all(workspace: Workspace) -> None:
+def test_a_terminal_shows_limit_rows_and_pipes_get_them_all(workspace: WorkspaceDir) -> None:
     sql = "SELECT range AS n, 'row ' || range AS label FROM range(250)"
     text, err, code = run_tty("--workspace", str(workspace.root), "query", sql,
                               env={"NO_COLOR": "1"})  # fmt: skip
@@ -68,7 +68,7 @@ def test_render_rows_keeps_what_other_listings_print() -> None:
     assert out.getvalue() == "name\tn\ncpu\t1\n"
 
 
-def test_stdout_holds_only_the_rows(workspace: Workspace) -> None:
+def test_stdout_holds_only_the_rows(workspace: WorkspaceDir) -> None:
     """DuckDB's progress bar prints on stdout; piped or not, nerve keeps it out."""
     sql = "SET progress_bar_time = 0; SELECT count(*) AS n FROM range(20000000) GROUP BY range % 2"
     assert query(workspace, sql) == "n\n10000000\n10000000\n"

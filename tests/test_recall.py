@@ -35,7 +35,7 @@ from nerve.recall.core import (
     tokenize,
 )
 from nerve.recall.tier0 import answer, match_intent
-from nerve.workspace import Workspace
+from nerve.workspace import WorkspaceDir
 
 T0 = 1_700_000_000_000_000_000
 S = 1_000_000_000
@@ -100,18 +100,18 @@ def activity() -> list[Event]:
     ]
 
 
-def seed(ws: Workspace, events: list[Event]) -> None:
+def seed(ws: WorkspaceDir, events: list[Event]) -> None:
     with ws.open_log() as log:
         log.import_events(events)
 
 
 @pytest.fixture
-def day(workspace: Workspace) -> Workspace:
+def day(workspace: WorkspaceDir) -> WorkspaceDir:
     seed(workspace, activity())
     return workspace
 
 
-def envelope_of(ws: Workspace, question: str, **params: Any) -> Envelope:
+def envelope_of(ws: WorkspaceDir, question: str, **params: Any) -> Envelope:
     conn = ws.connect()
     try:
         return retrieve(conn, question, RetrievalParams(**params)).envelope
@@ -168,7 +168,7 @@ def test_idf_is_zero_only_for_a_term_in_every_span() -> None:
     assert term_score(1 << IDF_BITS, 1) < term_score(1 << IDF_BITS, 3) < 11 * (1 << IDF_BITS) // 5
 
 
-def test_scores_in_sql_match_the_python_reference(day: Workspace) -> None:
+def test_scores_in_sql_match_the_python_reference(day: WorkspaceDir) -> None:
     env = envelope_of(day, "git status pytest")
     hits = [s for s in env.spans if s.via == "bm25"]
     assert [s.line for s in hits] == ["$ git status", "$ pytest -q"]
@@ -177,7 +177,7 @@ def test_scores_in_sql_match_the_python_reference(day: Workspace) -> None:
     assert hits[1].score == term_score(once, 1)
 
 
-def test_repeated_terms_count_exactly(workspace: Workspace) -> None:
+def test_repeated_terms_count_exactly(workspace: WorkspaceDir) -> None:
     seed(workspace, [shell(0, "make make make"), shell(1, "make test"), shell(2, "ls")])
     env = envelope_of(workspace, "make")
     hits = [s for s in env.spans if s.via == "bm25"]
@@ -191,16 +191,16 @@ def test_repeated_terms_count_exactly(workspace: Workspace) -> None:
 # -- the envelope --------------------------------------------------------------------------------
 
 
-def test_the_envelope_is_byte_identical_for_the_same_log_and_query(day: Workspace) -> None:
+def test_the_envelope_is_byte_identical_for_the_same_log_and_query(day: WorkspaceDir) -> None:
     first = build_retrieval(day, "why is the network slow?").envelope
     second = build_retrieval(day, "why is the network slow?").envelope
-    reopened = build_retrieval(Workspace.at(day.root), "why is the network slow?").envelope
+    reopened = build_retrieval(WorkspaceDir.at(day.root), "why is the network slow?").envelope
     assert first.canonical == second.canonical == reopened.canonical
     assert first.digest == reopened.digest
     assert first.canonical == canonical_json(first.to_json())
 
 
-def test_the_envelope_survives_sealing_and_compaction(day: Workspace) -> None:
+def test_the_envelope_survives_sealing_and_compaction(day: WorkspaceDir) -> None:
     before = build_retrieval(day, "git status").envelope.canonical
     with day.open_log() as log:
         log.seal()
@@ -213,11 +213,11 @@ def test_the_envelope_survives_sealing_and_compaction(day: Workspace) -> None:
     assert build_retrieval(day, "git status").envelope.canonical == after.canonical
 
 
-def test_a_different_question_gives_a_different_envelope(day: Workspace) -> None:
+def test_a_different_question_gives_a_different_envelope(day: WorkspaceDir) -> None:
     assert envelope_of(day, "git").digest != envelope_of(day, "pytest").digest
 
 
-def test_recency_fill_when_no_token_overlaps(day: Workspace) -> None:
+def test_recency_fill_when_no_token_overlaps(day: WorkspaceDir) -> None:
     env = envelope_of(day, "xyzzy plugh", k=7)
     assert [s.via for s in env.spans] == ["fill"] * 7
     assert env.terms == ("plugh", "xyzzy") and env.named == ()
@@ -234,7 +234,7 @@ def test_recency_fill_when_no_token_overlaps(day: Workspace) -> None:
     ]
 
 
-def test_named_strata_are_served_first(day: Workspace) -> None:
+def test_named_strata_are_served_first(day: WorkspaceDir) -> None:
     env = envelope_of(day, "which files changed and which command?", k=6)
     assert env.named == ("file_change", "shell")
     assert [(s.stratum, s.rank) for s in env.spans] == [
@@ -247,7 +247,7 @@ def test_named_strata_are_served_first(day: Workspace) -> None:
     ]
 
 
-def test_hits_come_before_the_fill_newest_first_on_ties(day: Workspace) -> None:
+def test_hits_come_before_the_fill_newest_first_on_ties(day: WorkspaceDir) -> None:
     env = envelope_of(day, "net en0", k=4)
     hits = [s for s in env.spans if s.via == "bm25"]
     assert [s.line for s in hits] == [
@@ -258,7 +258,7 @@ def test_hits_come_before_the_fill_newest_first_on_ties(day: Workspace) -> None:
     assert env.spans[3].via == "fill"
 
 
-def test_the_window_bounds_the_candidates(day: Workspace) -> None:
+def test_the_window_bounds_the_candidates(day: WorkspaceDir) -> None:
     whole = envelope_of(day, "anything")
     assert whole.complete and whole.window_spans == 11  # sense.state is not a candidate
     small = envelope_of(day, "anything", window=4)
@@ -266,7 +266,7 @@ def test_the_window_bounds_the_candidates(day: Workspace) -> None:
     assert {s.name for s in small.strata} == {"attention.decision", "sense.error"}
 
 
-def test_salience_is_the_observer_at_the_newest_observation(day: Workspace) -> None:
+def test_salience_is_the_observer_at_the_newest_observation(day: WorkspaceDir) -> None:
     observer, last = Observer(4), None
     for event in activity():
         if event.kind == "observation":
@@ -284,7 +284,7 @@ def test_salience_is_the_observer_at_the_newest_observation(day: Workspace) -> N
     assert narrow.salience == env.salience
 
 
-def test_an_empty_log_gives_an_empty_envelope(workspace: Workspace) -> None:
+def test_an_empty_log_gives_an_empty_envelope(workspace: WorkspaceDir) -> None:
     env = envelope_of(workspace, "anything")
     assert env.spans == () and env.salience is None and env.complete
 
@@ -292,7 +292,7 @@ def test_an_empty_log_gives_an_empty_envelope(workspace: Workspace) -> None:
 # -- Tier 0 --------------------------------------------------------------------------------------
 
 
-def _tier0(ws: Workspace, question: str) -> Any:
+def _tier0(ws: WorkspaceDir, question: str) -> Any:
     result = ask(ws, question, record=False)
     assert result.answered and result.tier == 0 and result.model_call is False
     assert result.energy == Energy.zero()
@@ -300,7 +300,7 @@ def _tier0(ws: Workspace, question: str) -> Any:
     return result
 
 
-def test_recent_files(day: Workspace) -> None:
+def test_recent_files(day: WorkspaceDir) -> None:
     result = _tier0(day, "Which files changed?")
     assert result.intent == "recent_files"
     assert result.text == (
@@ -313,7 +313,7 @@ def test_recent_files(day: Workspace) -> None:
     assert _tier0(day, "recent files").intent == "recent_files"
 
 
-def test_last_command(day: Workspace) -> None:
+def test_last_command(day: WorkspaceDir) -> None:
     result = _tier0(day, "What was my last command?")
     assert result.text == "Your last command (2023-11-14 22:13:24Z): pytest -q"
     many = _tier0(day, "what commands did I run?")
@@ -324,7 +324,7 @@ def test_last_command(day: Workspace) -> None:
     assert _tier0(day, "what did I run").intent == "last_command"
 
 
-def test_surfaced(day: Workspace) -> None:
+def test_surfaced(day: WorkspaceDir) -> None:
     result = _tier0(day, "What did you show me?")
     assert result.intent == "surfaced"
     assert result.text == (
@@ -335,7 +335,7 @@ def test_surfaced(day: Workspace) -> None:
     assert _tier0(day, "what was surfaced?").text == result.text
 
 
-def test_held(day: Workspace) -> None:
+def test_held(day: WorkspaceDir) -> None:
     result = _tier0(day, "what was held?")
     lines = result.text.splitlines()
     assert lines[0] == "Held, newest first, among all 3 attention decisions in the log:"
@@ -349,7 +349,7 @@ def test_held(day: Workspace) -> None:
     assert len(why.spans) == 1
 
 
-def test_budget_and_last_error(day: Workspace) -> None:
+def test_budget_and_last_error(day: WorkspaceDir) -> None:
     budget = _tier0(day, "how much budget is left?")
     assert budget.text.startswith("The attention budget held 100,000 µJ after the last decision")
     error = _tier0(day, "what was the last error?")
@@ -368,14 +368,14 @@ def test_budget_and_last_error(day: Workspace) -> None:
         "when did I last push?",
     ],
 )
-def test_tier0_escalates_when_unsure(day: Workspace, question: str) -> None:
+def test_tier0_escalates_when_unsure(day: WorkspaceDir, question: str) -> None:
     result = ask(day, question, record=False)
     assert not result.answered and result.tier is None and result.model_call is False
     assert "no language model is set up" in result.text
     assert result.energy == Energy.zero()
 
 
-def test_a_missing_newest_span_escalates(day: Workspace) -> None:
+def test_a_missing_newest_span_escalates(day: WorkspaceDir) -> None:
     retrieval = build_retrieval(day, "what did I run")
     assert answer(retrieval) is not None
     older = tuple(s for s in retrieval.envelope.spans if not (s.stratum == "shell" and s.rank == 0))
@@ -383,16 +383,16 @@ def test_a_missing_newest_span_escalates(day: Workspace) -> None:
     assert answer(thinned) is None
 
 
-def test_none_in_the_log_only_when_the_window_holds_the_log(workspace: Workspace) -> None:
+def test_none_in_the_log_only_when_the_window_holds_the_log(workspace: WorkspaceDir) -> None:
     seed(workspace, [file_change(0, "a.txt"), file_change(1, "b.txt")])
     result = _tier0(workspace, "what did I run?")
     assert result.text == "No shell commands are in the log (2 events searched, the whole log)."
     assert result.spans == ()
     workspace.config_path.write_text("recall:\n  window: 1\n")
-    retrieval = build_retrieval(Workspace.at(workspace.root), "what did I run?")
+    retrieval = build_retrieval(WorkspaceDir.at(workspace.root), "what did I run?")
     assert answer(retrieval) is None  # the envelope cannot tell: its window is one event
     # ...so the answer comes from reading the whole log over the period instead
-    late = ask(Workspace.at(workspace.root), "what did I run?", record=False)
+    late = ask(WorkspaceDir.at(workspace.root), "what did I run?", record=False)
     assert late.intent == "commands" and late.text == "Nothing in this log records shell commands."
 
 
@@ -411,7 +411,7 @@ def test_spans_are_plain_json() -> None:
 # -- recording and configuration -----------------------------------------------------------------
 
 
-def test_every_question_and_answer_is_an_event(day: Workspace) -> None:
+def test_every_question_and_answer_is_an_event(day: WorkspaceDir) -> None:
     result = ask(day, "what did I run?", question_id="q-test")
     rows, _ = tail_rows(day, count=2, filt=TailFilter.of(["ask.question", "ask.answer"], None))
     assert [r["kind"] for r in rows] == ["ask.question", "ask.answer"]
@@ -429,28 +429,28 @@ def test_every_question_and_answer_is_an_event(day: Workspace) -> None:
     assert answered["trust"] == "FirstParty" and answered["source"] == "vendor:1024"
 
 
-def test_asking_does_not_change_the_next_envelope(day: Workspace) -> None:
+def test_asking_does_not_change_the_next_envelope(day: WorkspaceDir) -> None:
     first = ask(day, "why is the network slow?")
     second = ask(day, "why is the network slow?")
     assert first.envelope.canonical == second.envelope.canonical
     assert first.question_id != second.question_id
 
 
-def test_no_record_appends_nothing(day: Workspace) -> None:
+def test_no_record_appends_nothing(day: WorkspaceDir) -> None:
     ask(day, "what did I run?", record=False)
     rows = run_query(day.connect(), "SELECT count(*) FROM events WHERE kind LIKE 'ask.%'").rows
     assert rows == [(0,)]
 
 
-def test_an_empty_question_is_a_usage_error(day: Workspace) -> None:
+def test_an_empty_question_is_a_usage_error(day: WorkspaceDir) -> None:
     with pytest.raises(UsageError, match="empty"):
         ask(day, "   ")
 
 
-def _config_error(ws: Workspace, text: str) -> str:
+def _config_error(ws: WorkspaceDir, text: str) -> str:
     ws.config_path.write_text(text)
     with pytest.raises(InvalidConfig) as caught:
-        load_recall_config(Workspace.at(ws.root))
+        load_recall_config(WorkspaceDir.at(ws.root))
     return str(caught.value)
 
 
@@ -470,13 +470,15 @@ def _config_error(ws: Workspace, text: str) -> str:
         ("recall:\n  fallback: {kind: command, argv: [x], timeout: 0s}\n", "timeout"),
     ],
 )
-def test_a_bad_recall_section_names_the_field(workspace: Workspace, yaml: str, where: str) -> None:
+def test_a_bad_recall_section_names_the_field(
+    workspace: WorkspaceDir, yaml: str, where: str
+) -> None:
     assert where in _config_error(workspace, yaml)
 
 
-def test_recall_settings_apply(day: Workspace) -> None:
+def test_recall_settings_apply(day: WorkspaceDir) -> None:
     day.config_path.write_text("recall:\n  k: 3\n  window: 5\n  kinds: [observation]\n")
-    ws = Workspace.at(day.root)
+    ws = WorkspaceDir.at(day.root)
     cfg = load_recall_config(ws)
     assert (cfg.k, cfg.window, cfg.kinds, cfg.fallback) == (3, 5, ["observation"], None)
     env = build_retrieval(ws, "anything").envelope

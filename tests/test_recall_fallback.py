@@ -18,7 +18,7 @@ from nerve.attention.energy import Energy, Provenance
 from nerve.log.select import TailFilter
 from nerve.logops import tail_rows
 from nerve.recall import SYSTEM_PROMPT, FallbackError, ask
-from nerve.workspace import Workspace
+from nerve.workspace import WorkspaceDir
 from tests.test_recall import activity, seed
 
 OPEN_QUESTION = "why is the network slow this afternoon?"
@@ -77,22 +77,22 @@ def model() -> Iterator[tuple[Model, str]]:
 
 
 @pytest.fixture
-def day(workspace: Workspace) -> Workspace:
+def day(workspace: WorkspaceDir) -> WorkspaceDir:
     seed(workspace, activity())
     return workspace
 
 
-def configure(ws: Workspace, fallback: str) -> Workspace:
+def configure(ws: WorkspaceDir, fallback: str) -> WorkspaceDir:
     ws.config_path.write_text(f"recall:\n  fallback: {fallback}\n")
-    return Workspace.at(ws.root)
+    return WorkspaceDir.at(ws.root)
 
 
-def http_fallback(ws: Workspace, endpoint: str, extra: str = "") -> Workspace:
+def http_fallback(ws: WorkspaceDir, endpoint: str, extra: str = "") -> WorkspaceDir:
     spec = f"{{kind: http, endpoint: '{endpoint}', model: tiny, api_key_env: TEST_KEY{extra}}}"
     return configure(ws, spec)
 
 
-def kinds_recorded(ws: Workspace) -> list[dict[str, Any]]:
+def kinds_recorded(ws: WorkspaceDir) -> list[dict[str, Any]]:
     filt = TailFilter.of(["ask.question", "ask.answer", "ask.error"], None)
     return tail_rows(ws, count=None, filt=filt)[0]
 
@@ -101,7 +101,7 @@ def kinds_recorded(ws: Workspace) -> list[dict[str, Any]]:
 
 
 def test_an_open_question_escalates_to_the_http_fallback(
-    day: Workspace, model: tuple[Model, str]
+    day: WorkspaceDir, model: tuple[Model, str]
 ) -> None:
     state, endpoint = model
     state.reply("  The network is busy with a large download.  ", total_tokens=42)
@@ -131,7 +131,9 @@ def test_an_open_question_escalates_to_the_http_fallback(
     assert answered["payload"]["energy"]["estimated_uj"] == 21_000
 
 
-def test_the_same_question_sends_the_same_bytes(day: Workspace, model: tuple[Model, str]) -> None:
+def test_the_same_question_sends_the_same_bytes(
+    day: WorkspaceDir, model: tuple[Model, str]
+) -> None:
     state, endpoint = model
     state.reply("ok")
     ws = http_fallback(day, endpoint)
@@ -142,7 +144,7 @@ def test_the_same_question_sends_the_same_bytes(day: Workspace, model: tuple[Mod
 
 
 def test_without_usage_tokens_are_estimated_from_bytes(
-    day: Workspace, model: tuple[Model, str]
+    day: WorkspaceDir, model: tuple[Model, str]
 ) -> None:
     state, endpoint = model
     state.reply("fine", total_tokens=None)
@@ -153,14 +155,16 @@ def test_without_usage_tokens_are_estimated_from_bytes(
     assert result.energy == Energy.estimate(tokens * 10)
 
 
-def test_tier0_answers_never_reach_the_fallback(day: Workspace, model: tuple[Model, str]) -> None:
+def test_tier0_answers_never_reach_the_fallback(
+    day: WorkspaceDir, model: tuple[Model, str]
+) -> None:
     state, endpoint = model
     state.reply("should not be asked")
     result = ask(http_fallback(day, endpoint), "what did I run?", environ={"TEST_KEY": "k"})
     assert result.tier == 0 and not result.model_call and state.requests == []
 
 
-def _failing(ws: Workspace, kind: str, match: str) -> FallbackError:
+def _failing(ws: WorkspaceDir, kind: str, match: str) -> FallbackError:
     with pytest.raises(FallbackError, match=match) as caught:
         ask(ws, OPEN_QUESTION, environ={"TEST_KEY": "k"})
     assert caught.value.kind == kind
@@ -172,26 +176,26 @@ def _failing(ws: Workspace, kind: str, match: str) -> FallbackError:
 
 
 def test_an_http_500_is_a_clear_error_and_the_question_is_kept(
-    day: Workspace, model: tuple[Model, str]
+    day: WorkspaceDir, model: tuple[Model, str]
 ) -> None:
     state, endpoint = model
     state.status, state.body = 500, b'{"error": "overloaded"}'
     _failing(http_fallback(day, endpoint), "http_status", r"answered HTTP 500: \{\"error\"")
 
 
-def test_a_junk_reply_is_a_clear_error(day: Workspace, model: tuple[Model, str]) -> None:
+def test_a_junk_reply_is_a_clear_error(day: WorkspaceDir, model: tuple[Model, str]) -> None:
     state, endpoint = model
     state.body = b"<html>not json</html>"
     _failing(http_fallback(day, endpoint), "invalid_reply", "did not send a chat completion")
 
 
-def test_an_empty_answer_is_a_clear_error(day: Workspace, model: tuple[Model, str]) -> None:
+def test_an_empty_answer_is_a_clear_error(day: WorkspaceDir, model: tuple[Model, str]) -> None:
     state, endpoint = model
     state.reply("   ")
     _failing(http_fallback(day, endpoint), "invalid_reply", "empty answer")
 
 
-def test_a_slow_endpoint_times_out(day: Workspace, model: tuple[Model, str]) -> None:
+def test_a_slow_endpoint_times_out(day: WorkspaceDir, model: tuple[Model, str]) -> None:
     state, endpoint = model
     state.reply("late")
     state.delay_s = 1.5
@@ -199,11 +203,11 @@ def test_a_slow_endpoint_times_out(day: Workspace, model: tuple[Model, str]) -> 
     assert error.hint is not None and "timeout" in error.hint
 
 
-def test_an_unreachable_endpoint_is_a_network_error(day: Workspace) -> None:
+def test_an_unreachable_endpoint_is_a_network_error(day: WorkspaceDir) -> None:
     _failing(http_fallback(day, "http://127.0.0.1:9/v1"), "network", "could not reach")
 
 
-def test_an_unset_key_variable_is_named(day: Workspace, model: tuple[Model, str]) -> None:
+def test_an_unset_key_variable_is_named(day: WorkspaceDir, model: tuple[Model, str]) -> None:
     _, endpoint = model
     ws = http_fallback(day, endpoint)
     with pytest.raises(FallbackError, match="TEST_KEY, which is not set") as caught:
@@ -226,7 +230,9 @@ def script(tmp_path: Path, body: str) -> str:
     return f"{{kind: command, argv: ['{sys.executable}', '{path}'], watts: 20, timeout: 5s}}"
 
 
-def test_an_open_question_escalates_to_the_command_fallback(day: Workspace, tmp_path: Path) -> None:
+def test_an_open_question_escalates_to_the_command_fallback(
+    day: WorkspaceDir, tmp_path: Path
+) -> None:
     ws = configure(day, script(tmp_path, ANSWER_SCRIPT))
     result = ask(ws, OPEN_QUESTION)
     assert (
@@ -254,18 +260,18 @@ def test_an_open_question_escalates_to_the_command_fallback(day: Workspace, tmp_
     ],
 )
 def test_a_failing_command_is_a_clear_error(
-    day: Workspace, tmp_path: Path, body: str, timeout: str, kind: str, match: str
+    day: WorkspaceDir, tmp_path: Path, body: str, timeout: str, kind: str, match: str
 ) -> None:
     spec = script(tmp_path, body).replace("timeout: 5s", f"timeout: {timeout}")
     _failing(configure(day, spec), kind, match)
 
 
-def test_a_missing_program_is_a_clear_error(day: Workspace, tmp_path: Path) -> None:
+def test_a_missing_program_is_a_clear_error(day: WorkspaceDir, tmp_path: Path) -> None:
     missing = tmp_path / "no-such-program"
     _failing(configure(day, f"{{kind: command, argv: ['{missing}']}}"), "spawn_failed", "start")
 
 
-def test_with_no_fallback_the_answer_says_so_plainly(day: Workspace) -> None:
+def test_with_no_fallback_the_answer_says_so_plainly(day: WorkspaceDir) -> None:
     result = ask(day, OPEN_QUESTION)
     assert not result.answered and result.tier is None and not result.model_call
     assert result.text.startswith("I could not answer that from what this machine has recorded")

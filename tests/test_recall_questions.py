@@ -14,7 +14,7 @@ from typing import Any, NamedTuple
 import pytest
 
 from nerve.recall import AskResult, ask
-from nerve.workspace import Workspace
+from nerve.workspace import WorkspaceDir
 from tests.helpers import workday
 
 
@@ -94,17 +94,17 @@ def _verdict(q: Q, result: AskResult) -> str:
 
 
 @pytest.fixture(scope="module")
-def day(tmp_path_factory: pytest.TempPathFactory) -> Workspace:
+def day(tmp_path_factory: pytest.TempPathFactory) -> WorkspaceDir:
     from nerve.workspace import init_workspace
 
     return workday.record(init_workspace(tmp_path_factory.mktemp("workday") / "ws"))
 
 
-def _ask(ws: Workspace, question: str) -> AskResult:
+def _ask(ws: WorkspaceDir, question: str) -> AskResult:
     return ask(ws, question, record=False, now_ns=workday.NOW, tz=UTC)
 
 
-def test_the_question_set_is_answered(day: Workspace, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_question_set_is_answered(day: WorkspaceDir, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HOME", workday.HOME)
     assert len(QUESTIONS) >= 40
     verdicts: dict[str, list[str]] = {"right": [], "unsure": [], "wrong": []}
@@ -123,7 +123,7 @@ def test_the_question_set_is_answered(day: Workspace, monkeypatch: pytest.Monkey
     assert share >= 0.9, {q: shown[q] for q in verdicts["unsure"]}
 
 
-def test_answers_cite_the_events_they_used(day: Workspace) -> None:
+def test_answers_cite_the_events_they_used(day: WorkspaceDir) -> None:
     result = _ask(day, "which commands failed today?")
     assert result.intent == "failed_commands" and len(result.spans) == 3
     conn = day.connect()
@@ -137,7 +137,7 @@ def test_answers_cite_the_events_they_used(day: Workspace) -> None:
     assert lines == ["$ false [exit 1]", "$ cargo build [exit 101]", "$ make test [exit 2]"]
 
 
-def test_mcp_ask_gives_the_same_answers(day: Workspace, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_mcp_ask_gives_the_same_answers(day: WorkspaceDir, monkeypatch: pytest.MonkeyPatch) -> None:
     from nerve.mcp import tools
     from nerve.mcp.guard import Allowance, Screen
 

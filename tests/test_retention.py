@@ -13,7 +13,7 @@ from nerve.log.erasure import ERASED_KIND
 from nerve.log.reader import replay_digest, snapshot, table_since
 from nerve.log.verify import verify
 from nerve.runtime import ipc
-from nerve.workspace import Workspace
+from nerve.workspace import WorkspaceDir
 from tests.conftest import run_cli
 from tests.daemon_util import started
 
@@ -28,7 +28,7 @@ log:
 """
 
 
-def _aged(ws: Workspace, tmp_path: Path) -> None:
+def _aged(ws: WorkspaceDir, tmp_path: Path) -> None:
     """Import events stamped 100, 10 and 2 days ago, then store some now."""
     now = time.time_ns()
     lines = []
@@ -58,14 +58,14 @@ def _aged(ws: Workspace, tmp_path: Path) -> None:
     run_cli("--workspace", str(ws.root), "emit", "--source", "shell", "--line", "now", "-q")
 
 
-def _erased_lines(ws: Workspace, original: list[dict]) -> set[str]:
+def _erased_lines(ws: WorkspaceDir, original: list[dict]) -> set[str]:
     before = {r["id"]: r["line"] for r in original}
     rows = table_since(snapshot(ws.log_root)).to_pylist()
     return {before[r["id"]] for r in rows if r["line"] is None}
 
 
 def test_retention_on_demand_erases_by_kind_then_source_then_default(
-    workspace: Workspace, tmp_path: Path
+    workspace: WorkspaceDir, tmp_path: Path
 ) -> None:
     (workspace.root / "nerve.yaml").write_text("senses: {}\n" + RETENTION)
     _aged(workspace, tmp_path)
@@ -85,7 +85,7 @@ def test_retention_on_demand_erases_by_kind_then_source_then_default(
     assert verify(workspace.log_root).ok
 
 
-def test_retention_off_unless_configured(workspace: Workspace) -> None:
+def test_retention_off_unless_configured(workspace: WorkspaceDir) -> None:
     proc = run_cli("--workspace", str(workspace.root), "forget", "--retention", check=False)
     assert proc.returncode == 2 and "no retention is configured" in proc.stderr
 
@@ -100,7 +100,7 @@ def test_bad_retention_is_named_with_file_line_and_column(tmp_path: Path) -> Non
     assert any(f"{path}:5:5: log.retention.default: invalid duration 'soon'" in i for i in issues)
 
 
-def test_the_daemon_applies_retention_on_its_timer(workspace: Workspace, tmp_path: Path) -> None:
+def test_the_daemon_applies_retention_on_its_timer(workspace: WorkspaceDir, tmp_path: Path) -> None:
     (workspace.root / "nerve.yaml").write_text("senses: {}\n" + RETENTION)
     _aged(workspace, tmp_path)
     original = table_since(snapshot(workspace.log_root)).to_pylist()
@@ -114,7 +114,7 @@ def test_the_daemon_applies_retention_on_its_timer(workspace: Workspace, tmp_pat
     assert verify(workspace.log_root).ok
 
 
-def test_forget_through_a_running_daemon_while_appends_race_it(workspace: Workspace) -> None:
+def test_forget_through_a_running_daemon_while_appends_race_it(workspace: WorkspaceDir) -> None:
     (workspace.root / "nerve.yaml").write_text("senses: {}\n")
     acked: list[str] = []
     stop = threading.Event()

@@ -12,7 +12,7 @@ import pytest
 from nerve.config import parse_config, validate_config
 from nerve.contract import Result, normalise_result
 from nerve.runtime.senses import layout
-from nerve.workspace import Workspace, init_workspace
+from nerve.workspace import WorkspaceDir, init_workspace
 from tests.conftest import run_cli
 from tests.daemon_util import Daemon, started, write_sense
 
@@ -94,7 +94,7 @@ def test_an_interval_paces_a_sense_on_its_own_signal(tmp_path: Path) -> None:
         write_sense(ws.root, name, PULSE)
     text = "senses:\n  tick: {on: [tick], interval: 2s}\n  tock: {on: [tick], interval: 2s}\n"
     config = parse_config(text, "nerve.yaml")
-    plans = {plan.sense: plan for plan in layout(Workspace(ws.root), config).plans}
+    plans = {plan.sense: plan for plan in layout(WorkspaceDir(ws.root), config).plans}
     assert plans["tick"].throttle_ms == 2000  # its own signal repeats it at most once an interval
     assert plans["tock"].throttle_ms is None  # another sense's signal is not throttled
 

@@ -15,7 +15,7 @@ from nerve.log.drafts import Draft
 from nerve.log.reader import snapshot, table_since
 from nerve.log.store import EventLog
 from nerve.log.verify import verify
-from nerve.workspace import Workspace, init_workspace
+from nerve.workspace import WorkspaceDir, init_workspace
 from tests.conftest import run_cli
 
 
@@ -61,7 +61,7 @@ def test_a_changed_payload_is_still_caught_by_its_id(tmp_path: Path) -> None:
 
 
 @pytest.fixture
-def workspace(tmp_path: Path) -> Workspace:
+def workspace(tmp_path: Path) -> WorkspaceDir:
     ws = init_workspace(tmp_path / "ws")
     with ws.open_log() as log:
         _fill(log)
@@ -69,7 +69,7 @@ def workspace(tmp_path: Path) -> Workspace:
     return ws
 
 
-def test_queries_see_every_address_and_an_erased_row_keeps_its_own(workspace: Workspace) -> None:
+def test_queries_see_every_address_and_an_erased_row_keeps_its_own(workspace: WorkspaceDir) -> None:
     root = str(workspace.root)
     sql = "SELECT line, payload, payload_cid FROM events WHERE kind = 'observation'"
     rows = workspace.connect().execute(sql).fetchall()
@@ -97,7 +97,7 @@ def test_queries_see_every_address_and_an_erased_row_keeps_its_own(workspace: Wo
 
 
 def test_a_view_export_leaves_the_address_to_nerve_and_a_copy_holds_it(
-    workspace: Workspace, tmp_path: Path
+    workspace: WorkspaceDir, tmp_path: Path
 ) -> None:
     root = str(workspace.root)
     views, copy = tmp_path / "views.duckdb", tmp_path / "copy.duckdb"

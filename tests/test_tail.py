@@ -23,7 +23,7 @@ from nerve.log.select import TailFilter
 from nerve.log.store import EventLog
 from nerve.log.window import before, newest
 from nerve.tail import parse_instant
-from nerve.workspace import Workspace
+from nerve.workspace import WorkspaceDir
 from tests.conftest import run_cli
 from tests.helpers.tty import TtyProcess, run_tty
 
@@ -31,7 +31,7 @@ NS = 1_000_000_000
 MAY_1_10H = int(datetime(2024, 5, 1, 10, tzinfo=UTC).timestamp()) * NS  # 12:00 in Paris
 
 
-def cli(ws: Workspace, *args: str, **kw: object) -> object:
+def cli(ws: WorkspaceDir, *args: str, **kw: object) -> object:
     return run_cli("--workspace", str(ws.root), *args, **kw)  # type: ignore[arg-type]
 
 
@@ -49,7 +49,7 @@ def wire(hour: int, line: str, kind: str = "observation", source: str = "shell")
 
 
 @pytest.fixture
-def day(workspace: Workspace) -> Workspace:
+def day(workspace: WorkspaceDir) -> WorkspaceDir:
     """A log of one morning: observations, nerve's bookkeeping and an error."""
     events = [
         wire(10, "ls"),
@@ -66,7 +66,7 @@ def day(workspace: Workspace) -> Workspace:
 # -- reading: what a person sees ------------------------------------------------------
 
 
-def test_piped_tail_reads_local_time_first_and_names_nerve(day: Workspace) -> None:
+def test_piped_tail_reads_local_time_first_and_names_nerve(day: WorkspaceDir) -> None:
     out = cli(day, "tail", env={"TZ": "Europe/Paris"}).stdout  # type: ignore[attr-defined]
     rows = [line.split("\t") for line in out.splitlines()]
     assert [r[0] for r in rows] == [
@@ -81,7 +81,7 @@ def test_piped_tail_reads_local_time_first_and_names_nerve(day: Workspace) -> No
     assert time_ == "2024-05-01T13:00:00.000000Z" and stamp == f"{MAY_1_10H + 3 * 3600 * NS}.0"
 
 
-def test_bookkeeping_shows_when_asked(day: Workspace) -> None:
+def test_bookkeeping_shows_when_asked(day: WorkspaceDir) -> None:
     def lines(*args: str) -> list[str]:
         out = cli(day, "tail", *args).stdout  # type: ignore[attr-defined]
         return [row.split("\t")[-1] for row in out.splitlines()]
@@ -95,7 +95,7 @@ def test_bookkeeping_shows_when_asked(day: Workspace) -> None:
     assert len(dump.splitlines()) == 6  # the export form keeps every kind, as `import` needs
 
 
-def test_since_and_until_take_durations_iso_times_and_stamps(day: Workspace) -> None:
+def test_since_and_until_take_durations_iso_times_and_stamps(day: WorkspaceDir) -> None:
     def lines(*args: str) -> list[str]:
         out = cli(day, "tail", *args, env={"TZ": "Europe/Paris"}).stdout  # type: ignore[attr-defined]
         return [row.split("\t")[-1] for row in out.splitlines()]
@@ -116,7 +116,7 @@ def test_since_and_until_take_durations_iso_times_and_stamps(day: Workspace) -> 
         assert f"UsageError: invalid value for '{flag}': 'yesterday-ish'" in said(proc.stderr)  # type: ignore[attr-defined]
 
 
-def test_typos_are_caught(day: Workspace) -> None:
+def test_typos_are_caught(day: WorkspaceDir) -> None:
     proc = cli(day, "tail", "--kind", "sense.stat")
     assert "warning: no kind 'sense.stat'; did you mean 'sense.state'?" in proc.stderr  # type: ignore[attr-defined]
     quiet = cli(day, "tail", "--kind", "sense.error", "--source", "nerve")
@@ -132,7 +132,7 @@ def test_typos_are_caught(day: Workspace) -> None:
 # -- on a terminal ----------------------------------------------------------------------
 
 
-def test_a_terminal_shows_at_most_limit_rows_and_says_how_many_more(day: Workspace) -> None:
+def test_a_terminal_shows_at_most_limit_rows_and_says_how_many_more(day: WorkspaceDir) -> None:
     args = ("--workspace", str(day.root), "tail", "--all", "--all-kinds")
     text, err, code = run_tty(*args, "--limit", "2", env={"TZ": "UTC", "NO_COLOR": "1"})
     shown = text.splitlines()
@@ -145,7 +145,7 @@ def test_a_terminal_shows_at_most_limit_rows_and_says_how_many_more(day: Workspa
     assert len(text.splitlines()) == 6 and err == ""
 
 
-def test_follow_on_a_terminal_appends_lines(day: Workspace) -> None:
+def test_follow_on_a_terminal_appends_lines(day: WorkspaceDir) -> None:
     """No redrawn table: each event is one more line, and scrollback keeps the old ones."""
     follower = TtyProcess("--workspace", str(day.root), "tail", "-f", "-n", "1",
                           env={"NO_COLOR": "1"}, columns=80)  # fmt: skip

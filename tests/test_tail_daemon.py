@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from nerve.workspace import Workspace
+from nerve.workspace import WorkspaceDir
 from tests.conftest import run_cli
 from tests.daemon_util import Daemon, started
 from tests.helpers.lines import LineReader
@@ -21,7 +21,7 @@ FILLER = "x" * 400  # big enough that a few thousand events fill any pipe or soc
 
 
 @pytest.fixture
-def daemon(workspace: Workspace) -> Iterator[Daemon]:
+def daemon(workspace: WorkspaceDir) -> Iterator[Daemon]:
     (workspace.root / "nerve.yaml").write_text("senses: {}\nlog: {durability: os}\n")
     with started(workspace.root) as d:
         yield d

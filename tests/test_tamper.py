@@ -12,11 +12,11 @@ import pyarrow.parquet as pq
 import pytest
 
 from nerve.log.drafts import Draft
-from nerve.workspace import Workspace
+from nerve.workspace import WorkspaceDir
 from tests.conftest import run_cli
 
 
-def _build(ws: Workspace) -> None:
+def _build(ws: WorkspaceDir) -> None:
     with ws.open_log() as log:
         for batch in range(3):
             log.append_drafts(
@@ -27,7 +27,7 @@ def _build(ws: Workspace) -> None:
             log.append(source=5, line=f"tail{i}")
 
 
-def _segments(ws: Workspace) -> list[Path]:
+def _segments(ws: WorkspaceDir) -> list[Path]:
     records = [json.loads(x) for x in (ws.log_root / "manifest.jsonl").read_text().splitlines()]
     return [ws.log_root / "segments" / f"{r['add'][0]['segment']}.parquet" for r in records]
 
@@ -38,13 +38,13 @@ def _flip(path: Path, offset: int) -> None:
     path.write_bytes(bytes(data))
 
 
-def flip_segment_byte(ws: Workspace) -> str:
+def flip_segment_byte(ws: WorkspaceDir) -> str:
     seg = _segments(ws)[1]
     _flip(seg, seg.stat().st_size // 2)
     return seg.name
 
 
-def edit_a_row(ws: Workspace) -> str:
+def edit_a_row(ws: WorkspaceDir) -> str:
     seg = _segments(ws)[0]
     table = pq.read_table(seg)
     lines = table.column("line").to_pylist()
@@ -54,7 +54,7 @@ def edit_a_row(ws: Workspace) -> str:
     return f"{seg.name} row 3 field id"
 
 
-def reorder_rows(ws: Workspace) -> str:
+def reorder_rows(ws: WorkspaceDir) -> str:
     seg = _segments(ws)[2]
     table = pq.read_table(seg)
     order = pa.array([1, 0, *range(2, table.num_rows)])
@@ -62,26 +62,26 @@ def reorder_rows(ws: Workspace) -> str:
     return seg.name
 
 
-def delete_segment(ws: Workspace) -> str:
+def delete_segment(ws: WorkspaceDir) -> str:
     seg = _segments(ws)[1]
     seg.unlink()
     return f"{seg.name}: live segment is missing"
 
 
-def flip_wal_frame(ws: Workspace) -> str:
+def flip_wal_frame(ws: WorkspaceDir) -> str:
     wal = next((ws.log_root / "wal").iterdir())
     _flip(wal, 40)  # inside the first frame; two good frames follow
     return wal.name
 
 
-def flip_manifest_byte(ws: Workspace) -> str:
+def flip_manifest_byte(ws: WorkspaceDir) -> str:
     path = ws.log_root / "manifest.jsonl"
     text = path.read_text().replace('"rows":10', '"rows":11', 1)
     path.write_text(text)
     return "manifest.jsonl: line 2: prev does not match the hash of line 1"
 
 
-def swap_manifest_records(ws: Workspace) -> str:
+def swap_manifest_records(ws: WorkspaceDir) -> str:
     path = ws.log_root / "manifest.jsonl"
     lines = path.read_text().splitlines()
     lines[0], lines[1] = lines[1], lines[0]
@@ -102,7 +102,7 @@ def swap_manifest_records(ws: Workspace) -> str:
     ],
 )
 def test_verify_names_the_first_corrupt_thing(
-    workspace: Workspace, tamper: Callable[[Workspace], str]
+    workspace: WorkspaceDir, tamper: Callable[[WorkspaceDir], str]
 ) -> None:
     _build(workspace)
     clean = run_cli("--workspace", str(workspace.root), "replay", "--verify", "--json")
@@ -122,7 +122,7 @@ def test_verify_names_the_first_corrupt_thing(
     assert where in described, described
 
 
-def test_verify_text_output_names_the_file(workspace: Workspace) -> None:
+def test_verify_text_output_names_the_file(workspace: WorkspaceDir) -> None:
     _build(workspace)
     name = flip_segment_byte(workspace)
     proc = run_cli("--workspace", str(workspace.root), "replay", "--verify", check=False)

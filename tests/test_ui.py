@@ -19,7 +19,7 @@ from nerve.log.reader import replay_digest
 from nerve.ui.app import build_app
 from nerve.ui.auth import Keys, token, token_path
 from nerve.ui.guard import Served
-from nerve.workspace import Workspace
+from nerve.workspace import WorkspaceDir
 from tests.helpers.browser import attended_workspace
 
 PORT = 8765
@@ -29,7 +29,7 @@ PAGES = ["/", "/?since=1h", "/events", "/live", "/sql", "/attention", "/senses",
 
 
 @pytest.fixture(scope="module")
-def ws(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Workspace]:
+def ws(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WorkspaceDir]:
     root = tmp_path_factory.mktemp("ui")
     mp = pytest.MonkeyPatch()
     mp.setenv("XDG_STATE_HOME", str(root / "state"))
@@ -39,7 +39,7 @@ def ws(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Workspace]:
     mp.undo()
 
 
-def client(ws: Workspace) -> TestClient:
+def client(ws: WorkspaceDir) -> TestClient:
     """A client logged in through the login URL, as a browser would be."""
     app = build_app(ws, Keys(token_path(ws)), Served("127.0.0.1", PORT))
     c = TestClient(app, base_url=BASE)
@@ -56,7 +56,7 @@ def as_json(c: TestClient, path: str, **kw: Any) -> Any:
 
 
 @pytest.mark.parametrize("path", PAGES)
-def test_every_page_answers_html_and_its_json_twin(ws: Workspace, path: str) -> None:
+def test_every_page_answers_html_and_its_json_twin(ws: WorkspaceDir, path: str) -> None:
     c = client(ws)
     page = c.get(path)
     assert page.status_code == 200, page.text
@@ -66,7 +66,7 @@ def test_every_page_answers_html_and_its_json_twin(ws: Workspace, path: str) -> 
     assert isinstance(as_json(c, path), dict)
 
 
-def test_timeline_aggregates_the_day_on_the_server(ws: Workspace) -> None:
+def test_timeline_aggregates_the_day_on_the_server(ws: WorkspaceDir) -> None:
     data = as_json(client(ws), "/?since=1h&buckets=48")
     assert len(data["counts"]) == 48
     digest = replay_digest(ws.log_root)
@@ -89,7 +89,7 @@ def test_timeline_aggregates_the_day_on_the_server(ws: Workspace) -> None:
     assert [e["id"] for e in data["events"]] == [bytes(r[0]).hex() for r in newest]
 
 
-def test_timeline_shades_a_pause(ws: Workspace) -> None:
+def test_timeline_shades_a_pause(ws: WorkspaceDir) -> None:
     c = client(ws)
     c.post("/do/pause", data={"csrf": _csrf(c)})
     try:
@@ -101,7 +101,7 @@ def test_timeline_shades_a_pause(ws: Workspace) -> None:
     assert as_json(c, "/privacy")["capture"]["paused"] is False
 
 
-def test_events_search_filters_and_highlights(ws: Workspace) -> None:
+def test_events_search_filters_and_highlights(ws: WorkspaceDir) -> None:
     c = client(ws)
     data = as_json(c, "/events?text=deploy&since=1h")
     assert [e["line"] for e in data["events"]] == ["deploy finished: exit 0"]
@@ -114,7 +114,7 @@ def test_events_search_filters_and_highlights(ws: Workspace) -> None:
     assert untrusted["events"] and {e["trust"] for e in untrusted["events"]} == {"Untrusted"}
 
 
-def test_events_page_through_and_download(ws: Workspace) -> None:
+def test_events_page_through_and_download(ws: WorkspaceDir) -> None:
     c = client(ws)
     first = as_json(c, "/events?source=shell&since=1h&size=10")
     second = as_json(c, "/events?source=shell&since=1h&size=10&page=1")
@@ -126,7 +126,7 @@ def test_events_page_through_and_download(ws: Workspace) -> None:
     assert [row[2] for row in rows[1:]] == [e["id"] for e in first["events"]]
 
 
-def test_event_permalink_shows_context(ws: Workspace) -> None:
+def test_event_permalink_shows_context(ws: WorkspaceDir) -> None:
     c = client(ws)
     target = as_json(c, "/events?source=shell&since=1h&size=20")["events"][10]
     ctx = as_json(c, f"/events/{target['id']}")
@@ -137,7 +137,7 @@ def test_event_permalink_shows_context(ws: Workspace) -> None:
     assert c.get("/events/not-hex").status_code == 404
 
 
-def test_sql_runs_in_the_sandbox_and_downloads_csv(ws: Workspace) -> None:
+def test_sql_runs_in_the_sandbox_and_downloads_csv(ws: WorkspaceDir) -> None:
     c = client(ws)
     q = "SELECT source_name, count(*) AS n FROM events GROUP BY ALL ORDER BY n DESC"
     data = as_json(c, "/sql", params={"q": q})
@@ -147,7 +147,7 @@ def test_sql_runs_in_the_sandbox_and_downloads_csv(ws: Workspace) -> None:
     assert 'id="chart"' in c.get("/sql", params={"q": q}).text
 
 
-def test_attention_lists_decisions_and_the_chain_verifies(ws: Workspace) -> None:
+def test_attention_lists_decisions_and_the_chain_verifies(ws: WorkspaceDir) -> None:
     c = client(ws)
     data = as_json(c, "/attention")
     assert data["chain"]["ok"] is True and data["chain"]["links"] > 0
@@ -162,7 +162,7 @@ def test_attention_lists_decisions_and_the_chain_verifies(ws: Workspace) -> None
     assert c.get("/attention/99999").status_code == 404
 
 
-def test_senses_health_and_access_without_a_daemon(ws: Workspace) -> None:
+def test_senses_health_and_access_without_a_daemon(ws: WorkspaceDir) -> None:
     c = client(ws)
     assert as_json(c, "/senses")["daemon"] is False
     health = as_json(c, "/health?verify=1")
@@ -172,7 +172,7 @@ def test_senses_health_and_access_without_a_daemon(ws: Workspace) -> None:
     assert as_json(c, "/privacy")["records"] == []
 
 
-def test_forget_previews_then_erases(ws: Workspace) -> None:
+def test_forget_previews_then_erases(ws: WorkspaceDir) -> None:
     c = client(ws)
     logops.emit(ws, [Draft.of(source=5, line="secret plan alpha", payload={"x": 1})])
     form = {"csrf": _csrf(c), "match": "secret plan alpha", "reason": "test"}
@@ -191,7 +191,7 @@ def test_forget_previews_then_erases(ws: Workspace) -> None:
     assert any(e["erased"] and e["line"] == "[erased]" for e in erased)
 
 
-def test_live_stream_sends_new_events_once(ws: Workspace) -> None:
+def test_live_stream_sends_new_events_once(ws: WorkspaceDir) -> None:
     from nerve.ui import data
 
     f = data.Filters()
@@ -208,7 +208,7 @@ def test_live_stream_sends_new_events_once(ws: Workspace) -> None:
     assert rows == [] and cursor4 != cursor3  # the cursor moves past what the filter hides
 
 
-def test_live_stream_endpoint_speaks_sse(ws: Workspace) -> None:
+def test_live_stream_endpoint_speaks_sse(ws: WorkspaceDir) -> None:
     c = client(ws)
     with c.stream("GET", "/live/stream") as r:
         assert r.headers["content-type"].startswith("text/event-stream")
@@ -241,7 +241,7 @@ def test_pages_name_only_static_files_that_ship_with_their_licences() -> None:
     assert "<script>" not in "".join(t.read_text() for t in (here / "templates").glob("*.html"))
 
 
-def test_pages_are_compressed_but_the_live_tail_is_not(ws: Workspace) -> None:
+def test_pages_are_compressed_but_the_live_tail_is_not(ws: WorkspaceDir) -> None:
     c = client(ws)
     assert c.get("/static/vendor/htmx-2.0.11.min.js").headers["content-encoding"] == "gzip"
     assert c.get("/?since=1h").headers["content-encoding"] == "gzip"
@@ -250,7 +250,7 @@ def test_pages_are_compressed_but_the_live_tail_is_not(ws: Workspace) -> None:
         assert next(r.iter_lines()).startswith(": nerve live tail")
 
 
-def test_live_stream_resumes_from_the_last_event_id(ws: Workspace) -> None:
+def test_live_stream_resumes_from_the_last_event_id(ws: WorkspaceDir) -> None:
     import json
 
     from nerve.ui import data
@@ -266,7 +266,7 @@ def test_live_stream_resumes_from_the_last_event_id(ws: Workspace) -> None:
     assert c.get("/live/stream?after=junk").status_code == 400
 
 
-def test_a_stop_ends_the_server_even_with_a_live_tail_open(ws: Workspace) -> None:
+def test_a_stop_ends_the_server_even_with_a_live_tail_open(ws: WorkspaceDir) -> None:
     import os
     import subprocess
     import urllib.request

@@ -14,7 +14,7 @@ import pytest
 
 from nerve import logops
 from nerve.log.drafts import Draft
-from nerve.workspace import Workspace
+from nerve.workspace import WorkspaceDir
 from tests.daemon_util import COUNTER, started, write_sense
 from tests.helpers.browser import (
     attended_workspace,
@@ -45,7 +45,7 @@ PAGES = {
 class Ui:
     """The served workspace, the `nerve ui` process and a logged-in browser page."""
 
-    def __init__(self, ws: Workspace, base: str, page: Any, shots: Path) -> None:
+    def __init__(self, ws: WorkspaceDir, base: str, page: Any, shots: Path) -> None:
         self.ws, self.base, self.page, self.shots = ws, base, page, shots
         self.errors: list[str] = []
         page.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
@@ -83,7 +83,7 @@ def ui(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Ui]:
         .replace("senses: {}", "senses:\n  counter: {interval: 1h}")
     )
     write_sense(ws.root, "counter", COUNTER)
-    ws = Workspace(ws.root)
+    ws = WorkspaceDir(ws.root)
     shots = root / "screenshots"
     shots.mkdir()
     try:
@@ -271,7 +271,7 @@ def test_readable_on_a_phone(ui: Ui) -> None:
         ui.page.set_viewport_size({"width": 1280, "height": 800})
 
 
-def _counts(ws: Workspace) -> list[Any]:
+def _counts(ws: WorkspaceDir) -> list[Any]:
     conn = ws.connect()
     try:
         return conn.execute("SELECT id FROM events WHERE line LIKE 'count %'").fetchall()

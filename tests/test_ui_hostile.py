@@ -16,7 +16,7 @@ from nerve.log.drafts import Draft
 from nerve.ui.app import build_app
 from nerve.ui.auth import Keys, token, token_path
 from nerve.ui.guard import Served
-from nerve.workspace import Workspace
+from nerve.workspace import WorkspaceDir
 from tests.helpers.browser import XSS, attended_workspace
 
 PORT = 8765
@@ -27,13 +27,13 @@ GHP = "ghp_" + "A1b2C3d4E5" * 3 + "F6g7H8"
 
 
 @pytest.fixture(scope="module")
-def ws(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Workspace]:
+def ws(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WorkspaceDir]:
     root = tmp_path_factory.mktemp("hostile")
     mp = pytest.MonkeyPatch()
     mp.setenv("XDG_STATE_HOME", str(root / "state"))
     ws = attended_workspace(root / "ws", cycles=2)
     (ws.root / "nerve.yaml").write_text("senses: {}\nprivacy:\n  detectors: {enabled: false}\n")
-    ws = Workspace(ws.root)
+    ws = WorkspaceDir(ws.root)
     logops.emit(ws, [Draft.of(source=5, line=x, payload={"note": x}) for x in XSS])
     logops.emit(ws, [Draft.of(source=5, line=f"export GITHUB_TOKEN={GHP}", payload={})])
     logops.emit(ws, [Draft.of(source=5, line="payroll for alice", payload={})])
@@ -41,12 +41,12 @@ def ws(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Workspace]:
     mp.undo()
 
 
-def app(ws: Workspace, **kw: bool) -> TestClient:
+def app(ws: WorkspaceDir, **kw: bool) -> TestClient:
     served = Served("127.0.0.1", PORT, **kw)
     return TestClient(build_app(ws, Keys(token_path(ws)), served), base_url=BASE)
 
 
-def logged_in(ws: Workspace) -> TestClient:
+def logged_in(ws: WorkspaceDir) -> TestClient:
     c = app(ws)
     assert c.get(f"/login?token={token(ws)}", follow_redirects=False).status_code == 303
     return c
@@ -65,7 +65,7 @@ def paused(c: TestClient) -> bool:
 
 
 @pytest.mark.parametrize("path", PAGES)
-def test_no_login_no_page(ws: Workspace, path: str) -> None:
+def test_no_login_no_page(ws: WorkspaceDir, path: str) -> None:
     c = app(ws)
     for accept in ("text/html", "application/json"):
         r = c.get(path, headers={"accept": accept})
@@ -73,7 +73,7 @@ def test_no_login_no_page(ws: Workspace, path: str) -> None:
         assert "not logged in" in r.text and "<nav>" not in r.text
 
 
-def test_a_wrong_token_logs_nobody_in(ws: Workspace) -> None:
+def test_a_wrong_token_logs_nobody_in(ws: WorkspaceDir) -> None:
     c = app(ws)
     r = c.get("/login?token=" + "x" * 43, follow_redirects=False)
     assert r.status_code == 401 and "set-cookie" not in r.headers
@@ -84,7 +84,7 @@ def test_a_wrong_token_logs_nobody_in(ws: Workspace) -> None:
     assert c.get("/", headers={"authorization": f"Bearer {token(ws)}"}).status_code == 200
 
 
-def test_the_cookie_is_httponly_strict_and_the_token_owner_only(ws: Workspace) -> None:
+def test_the_cookie_is_httponly_strict_and_the_token_owner_only(ws: WorkspaceDir) -> None:
     r = app(ws).get(f"/login?token={token(ws)}", follow_redirects=False)
     cookie = r.headers["set-cookie"].lower()
     assert "httponly" in cookie and "samesite=strict" in cookie and "path=/" in cookie
@@ -93,7 +93,7 @@ def test_the_cookie_is_httponly_strict_and_the_token_owner_only(ws: Workspace) -
     assert stat.S_IMODE(os.stat(token_path(ws).parent).st_mode) == 0o700
 
 
-def test_rotating_the_token_ends_every_session(ws: Workspace) -> None:
+def test_rotating_the_token_ends_every_session(ws: WorkspaceDir) -> None:
     c = logged_in(ws)
     old = token(ws)
     assert c.get("/").status_code == 200
@@ -105,14 +105,14 @@ def test_rotating_the_token_ends_every_session(ws: Workspace) -> None:
 
 @pytest.mark.parametrize("host", ["evil.example", "evil.example:8765", "127.0.0.1:9999",
                                   "localhost.evil.example:8765", ""])  # fmt: skip
-def test_a_foreign_host_is_refused_even_logged_in(ws: Workspace, host: str) -> None:
+def test_a_foreign_host_is_refused_even_logged_in(ws: WorkspaceDir, host: str) -> None:
     c = logged_in(ws)
     r = c.get("/", headers={"host": host})
     assert r.status_code == 403 and "<nav>" not in r.text
     assert c.get("/", headers={"host": f"localhost:{PORT}"}).status_code == 200
 
 
-def test_cross_site_posts_change_nothing(ws: Workspace) -> None:
+def test_cross_site_posts_change_nothing(ws: WorkspaceDir) -> None:
     c = logged_in(ws)
     good = csrf(c)
     evil = {"origin": "http://evil.example"}
@@ -132,7 +132,7 @@ def test_cross_site_posts_change_nothing(ws: Workspace) -> None:
     assert not paused(c)
 
 
-def test_no_cors_ever(ws: Workspace) -> None:
+def test_no_cors_ever(ws: WorkspaceDir) -> None:
     c = logged_in(ws)
     r = c.get("/events", headers={"accept": "application/json"})
     assert not any(k.lower().startswith("access-control-") for k in r.headers)
@@ -141,7 +141,7 @@ def test_no_cors_ever(ws: Workspace) -> None:
     assert not any(k.lower().startswith("access-control-") for k in pre.headers)
 
 
-def test_every_answer_carries_the_csp(ws: Workspace) -> None:
+def test_every_answer_carries_the_csp(ws: WorkspaceDir) -> None:
     c = logged_in(ws)
     for r in (c.get("/"), c.get("/static/app.js"), app(ws).get("/")):
         csp = r.headers["content-security-policy"]
@@ -153,7 +153,7 @@ def test_every_answer_carries_the_csp(ws: Workspace) -> None:
 @pytest.mark.parametrize(
     "path", ["/", "/?since=1h", "/events?since=1h", "/events?text=pwned&since=1h"]
 )
-def test_script_in_events_is_shown_as_text(ws: Workspace, path: str) -> None:
+def test_script_in_events_is_shown_as_text(ws: WorkspaceDir, path: str) -> None:
     page = logged_in(ws).get(path).text
     shown = "<mark>pwned</mark>" if "text=" in path else "pwned"
     assert f"&lt;script&gt;window.__{shown} = 1&lt;/script&gt;" in page
@@ -163,7 +163,7 @@ def test_script_in_events_is_shown_as_text(ws: Workspace, path: str) -> None:
     assert "<script>" not in page.replace('<script src="/static/', "")  # no inline script at all
 
 
-def test_script_in_a_payload_is_escaped_on_its_page(ws: Workspace) -> None:
+def test_script_in_a_payload_is_escaped_on_its_page(ws: WorkspaceDir) -> None:
     c = logged_in(ws)
     hits = c.get("/events?text=onerror&since=1h", headers={"accept": "application/json"}).json()
     page = c.get(f"/events/{hits['events'][0]['id']}").text
@@ -184,7 +184,7 @@ HOSTILE_SQL = {
 
 
 @pytest.mark.parametrize("sql", list(HOSTILE_SQL))
-def test_sql_cannot_escape_the_sandbox(ws: Workspace, sql: str) -> None:
+def test_sql_cannot_escape_the_sandbox(ws: WorkspaceDir, sql: str) -> None:
     c = logged_in(ws)
     r = c.get("/sql", params={"q": sql}, headers={"accept": "application/json"})
     assert r.status_code == 400
@@ -194,7 +194,7 @@ def test_sql_cannot_escape_the_sandbox(ws: Workspace, sql: str) -> None:
     assert html.status_code == 400 and HOSTILE_SQL[sql].split()[0] in html.text
 
 
-def test_a_rule_added_later_hides_old_text_on_every_page(ws: Workspace) -> None:
+def test_a_rule_added_later_hides_old_text_on_every_page(ws: WorkspaceDir) -> None:
     c = logged_in(ws)
     found = c.get("/events?text=GITHUB_TOKEN&since=1h", headers={"accept": "application/json"})
     assert GHP in found.json()["events"][0]["line"]  # stored while detectors were off
@@ -213,7 +213,7 @@ def test_a_rule_added_later_hides_old_text_on_every_page(ws: Workspace) -> None:
         (ws.root / "nerve.yaml").write_text("senses: {}\nprivacy:\n  detectors: {enabled: false}\n")
 
 
-def test_serving_beyond_loopback_needs_allow_remote(ws: Workspace) -> None:
+def test_serving_beyond_loopback_needs_allow_remote(ws: WorkspaceDir) -> None:
     from nerve.ui.server import serve
 
     with pytest.raises(UsageError, match="not a loopback address"):
@@ -222,12 +222,12 @@ def test_serving_beyond_loopback_needs_allow_remote(ws: Workspace) -> None:
     assert c.get("/", headers={"host": "nerve.example:8765"}).status_code == 401  # token still
 
 
-def test_redaction_counts_by_rule_never_the_text(ws: Workspace) -> None:
+def test_redaction_counts_by_rule_never_the_text(ws: WorkspaceDir) -> None:
     (ws.root / "nerve.yaml").write_text(
         "senses: {}\nprivacy:\n  rules:\n    - {name: codename, regex: 'bluebird'}\n"
     )
     try:
-        logops.emit(Workspace(ws.root), [Draft.of(source=5, line="bluebird and bluebird")])
+        logops.emit(WorkspaceDir(ws.root), [Draft.of(source=5, line="bluebird and bluebird")])
         c = logged_in(ws)
         got = c.get("/privacy", headers={"accept": "application/json"}).json()["redactions"]
         assert {"rule": "codename", "events": 1, "matches": 2} in got
@@ -237,7 +237,7 @@ def test_redaction_counts_by_rule_never_the_text(ws: Workspace) -> None:
 
 
 def test_the_token_command_prints_and_rotates(
-    ws: Workspace, capsys: pytest.CaptureFixture[str]
+    ws: WorkspaceDir, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from nerve.cli.main import run
 
@@ -257,7 +257,7 @@ def test_the_token_command_prints_and_rotates(
 
 
 def test_ui_beyond_loopback_is_a_usage_error_at_the_cli(
-    ws: Workspace, capsys: pytest.CaptureFixture[str]
+    ws: WorkspaceDir, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from nerve.cli.main import run
 

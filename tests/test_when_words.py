@@ -9,7 +9,7 @@ import pytest
 from nerve.cli.main import run
 from nerve.errors import UsageError
 from nerve.tail.when import find_period, parse_instant, parse_period
-from nerve.workspace import Workspace
+from nerve.workspace import WorkspaceDir
 
 NOW = int(datetime(2026, 5, 6, 15, 30, tzinfo=UTC).timestamp()) * 10**9  # a Wednesday
 
@@ -76,7 +76,7 @@ def _nerve(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, st
 
 
 def test_tail_since_words_through_the_cli(
-    workspace: Workspace, capsys: pytest.CaptureFixture[str]
+    workspace: WorkspaceDir, capsys: pytest.CaptureFixture[str]
 ) -> None:
     root = str(workspace.root)
     code, _, err = _nerve(["--workspace", root, "tail", "--since", "this morning", "--all"], capsys)

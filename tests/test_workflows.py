@@ -10,7 +10,7 @@ import pytest
 
 from nerve.errors import WorkflowError
 from nerve.flow.history import list_runs, run_row
-from nerve.workspace import Workspace, init_workspace
+from nerve.workspace import WorkspaceDir, init_workspace
 from tests.conftest import run_cli
 from tests.daemon_util import write_sense
 from tests.helpers.workflows import (
@@ -97,7 +97,7 @@ def test_three_roles_run_to_completion(flows: Flows) -> None:
     ]
     row = next(r for r in listed if r["run"] == run)
     assert (row["status"], row["rounds"], row["workflow"]) == ("completed", 3, "trio")
-    _, active = list_runs(Workspace(flows.root).connect())
+    _, active = list_runs(WorkspaceDir(flows.root).connect())
     assert run not in {row[0] for row in active}  # finished runs need --all
     inspected = json.loads(cli(flows, "workflow", "inspect", run, "--json"))
     assert inspected["run"]["status"] == "completed" and len(inspected["events"]) == 10
@@ -207,7 +207,7 @@ def test_a_question_is_answered_and_the_run_resumes(flows: Flows) -> None:
         ["yes", "no"],
         "decide",
     )
-    _, rows = list_runs(Workspace(flows.root).connect(), workflow="ask")
+    _, rows = list_runs(WorkspaceDir(flows.root).connect(), workflow="ask")
     assert [(r[0], r[2]) for r in rows] == [(run, "waiting")]
     bad = run_cli("--workspace", str(flows.root), "workflow", "answer", run, "maybe", check=False)
     assert bad.returncode == 1 and "WorkflowError: 'maybe' is not one of the options" in bad.stderr
@@ -292,7 +292,7 @@ def test_writes_need_the_daemon_and_unknown_names_are_refused(flows: Flows) -> N
     proc = run_cli("--workspace", str(flows.root), "workflow", "trigger", "nope", check=False)
     assert proc.returncode == 1 and "unknown workflow 'nope'" in proc.stderr
     with pytest.raises(WorkflowError, match="no workflow run 'nope-1'"):
-        run_row(Workspace(flows.root).connect(), "nope-1")
+        run_row(WorkspaceDir(flows.root).connect(), "nope-1")
 
 
 def test_the_bundled_digest_runs_end_to_end_in_the_default_workspace(tmp_path: Path) -> None:

@@ -7,22 +7,22 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from nerve import api
-    from nerve.workspace import Workspace
+    from nerve.workspace import WorkspaceDir
 
 
 class State:
     workspace_arg: Path | None = None
 
-    def workspace(self, *, write: bool = False) -> Workspace:
-        from nerve.workspace import Workspace
+    def workspace(self, *, write: bool = False) -> WorkspaceDir:
+        from nerve.workspace import WorkspaceDir
 
-        return Workspace.find(self.workspace_arg, write=write)
+        return WorkspaceDir.find(self.workspace_arg, write=write)
 
 
 STATE = State()
 
 
-def workspace(*, write: bool = False) -> Workspace:
+def workspace(*, write: bool = False) -> WorkspaceDir:
     """The workspace ``--workspace``, ``NERVE_WORKSPACE`` or the current folder's nearest
     ``nerve.yaml`` names; ``write`` for commands that append to its log or run its daemon."""
     return STATE.workspace(write=write)

@@ -7,7 +7,7 @@ from typing import Any
 
 from nerve.errors import NerveError, UsageError
 from nerve.fleet.warehouse import Resolved, Warehouse, open_warehouse, resolve
-from nerve.workspace import Workspace
+from nerve.workspace import WorkspaceDir
 
 __all__ = ["init_fleet", "warehouse_uri"]
 
@@ -20,7 +20,7 @@ def warehouse_uri(text: str, cwd: Path | None = None) -> str:
     return (path if path.is_absolute() else (cwd or Path.cwd()) / path).resolve().as_uri()
 
 
-def init_fleet(ws: Workspace, settings: dict[str, Any]) -> tuple[Resolved, Warehouse]:
+def init_fleet(ws: WorkspaceDir, settings: dict[str, Any]) -> tuple[Resolved, Warehouse]:
     """Add ``fleet:`` to nerve.yaml (or keep an identical one), validate the whole file,
     and create the namespace and table. A file that would not validate is left as it was."""
     from nerve.config import load_config

@@ -43,7 +43,7 @@ from nerve.fleet.warehouse import (
 )
 from nerve.log.manifest import ManifestState, SegmentInfo, read_manifest
 from nerve.log.paths import LogPaths
-from nerve.workspace import Workspace
+from nerve.workspace import WorkspaceDir
 
 __all__ = ["ShipResult", "fleet_settings", "ship"]
 
@@ -70,7 +70,7 @@ class ShipResult:
         return asdict(self)
 
 
-def fleet_settings(ws: Workspace) -> Any:
+def fleet_settings(ws: WorkspaceDir) -> Any:
     cfg = ws.config.fleet
     if cfg is None:
         raise UsageError(
@@ -80,7 +80,7 @@ def fleet_settings(ws: Workspace) -> Any:
     return cfg
 
 
-def ship(ws: Workspace, *, hook: Callable[[str], None] | None = None) -> ShipResult:
+def ship(ws: WorkspaceDir, *, hook: Callable[[str], None] | None = None) -> ShipResult:
     """Ship what is sealed and not yet in the table; ``hook(step)`` is called between steps
     (tests kill the process there)."""
     started = time.perf_counter()
@@ -107,7 +107,7 @@ def ship(ws: Workspace, *, hook: Callable[[str], None] | None = None) -> ShipRes
 
 
 def _ship_locked(
-    ws: Workspace, resolved: Any, hook: Callable[[str], None], started: float
+    ws: WorkspaceDir, resolved: Any, hook: Callable[[str], None], started: float
 ) -> ShipResult:
     wh = open_warehouse(resolved)
     paths = LogPaths(ws.log_root)
@@ -140,7 +140,7 @@ def _ship_locked(
     return result
 
 
-def _signing_key(ws: Workspace) -> Any:
+def _signing_key(ws: WorkspaceDir) -> Any:
     from nerve.chain.keys import Keyring
 
     return Keyring.open(ws.data / "keys").signing_key()
@@ -250,7 +250,7 @@ def _host_files(wh: Warehouse, host: str) -> list[Any]:
 
 
 def _sign(
-    ws: Workspace,
+    ws: WorkspaceDir,
     wh: Warehouse,
     paths: LogPaths,
     state: ManifestState,

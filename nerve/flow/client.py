@@ -24,7 +24,7 @@ from nerve.errors import UsageError, WorkflowError
 from nerve.flow.gate import WRITE_DETAIL_DIR
 from nerve.resources import bundled
 from nerve.runtime.client import route
-from nerve.workspace import Workspace
+from nerve.workspace import WorkspaceDir
 
 __all__ = [
     "answer",
@@ -38,12 +38,12 @@ __all__ = [
 ]
 
 
-def _call(ws: Workspace, request: dict[str, Any], timeout: float = 120) -> dict[str, Any]:
+def _call(ws: WorkspaceDir, request: dict[str, Any], timeout: float = 120) -> dict[str, Any]:
     return route(ws, daemon=lambda d: d.call(request, timeout=timeout))
 
 
 def trigger(
-    ws: Workspace,
+    ws: WorkspaceDir,
     name: str,
     *,
     prompt: str = "",
@@ -97,11 +97,11 @@ def payload_fields(text: str) -> dict[str, Any]:
     return fields
 
 
-def answer(ws: Workspace, run: str, choice: str) -> dict[str, Any]:
+def answer(ws: WorkspaceDir, run: str, choice: str) -> dict[str, Any]:
     return _call(ws, {"type": "workflow-answer", "run": run, "choice": choice, "by": _who()})
 
 
-def recheck(ws: Workspace, run: str) -> dict[str, Any]:
+def recheck(ws: WorkspaceDir, run: str) -> dict[str, Any]:
     return _call(ws, {"type": "workflow-recheck", "run": run}, timeout=3600)
 
 
@@ -121,7 +121,7 @@ def _isatty(stream: TextIO) -> bool:
 
 
 def override(
-    ws: Workspace,
+    ws: WorkspaceDir,
     run: str,
     reason: str,
     *,
@@ -160,7 +160,7 @@ def _tty(stream: TextIO) -> str | None:
         return None
 
 
-def checks(ws: Workspace, errors: list[str] | None = None) -> dict[str, CheckManifest]:
+def checks(ws: WorkspaceDir, errors: list[str] | None = None) -> dict[str, CheckManifest]:
     """Every check manifest of the workspace (built-in ones first, then its own).
 
     With ``errors`` a list, a bad manifest is left out and its error appended there.
@@ -169,7 +169,7 @@ def checks(ws: Workspace, errors: list[str] | None = None) -> dict[str, CheckMan
 
 
 def fire_check(
-    ws: Workspace, check_id: str, path: str, run: str, stage: str = "manual"
+    ws: WorkspaceDir, check_id: str, path: str, run: str, stage: str = "manual"
 ) -> tuple[dict[str, Any], bool]:
     """Fire a check on a workspace file: through the daemon (recorded) when it runs, else here.
 

@@ -14,12 +14,12 @@ from nerve.config.models import NerveConfig
 from nerve.errors import WorkflowError
 from nerve.flow.definition import NOT_WORKFLOWS, WORKFLOW_FILE, find_workflow, load_definition
 from nerve.resources import bundled
-from nerve.workspace import Workspace
+from nerve.workspace import WorkspaceDir
 
 __all__ = ["check_workflows", "workflow_names"]
 
 
-def workflow_names(ws: Workspace, config: NerveConfig) -> list[str]:
+def workflow_names(ws: WorkspaceDir, config: NerveConfig) -> list[str]:
     """Workflows named in ``nerve.yaml`` plus those with a folder in the workspace."""
     folder = ws.root / "workflows"
     found = set(config.workflows)
@@ -32,7 +32,7 @@ def workflow_names(ws: Workspace, config: NerveConfig) -> list[str]:
     return sorted(found)
 
 
-def check_workflows(ws: Workspace, config: NerveConfig) -> list[str]:
+def check_workflows(ws: WorkspaceDir, config: NerveConfig) -> list[str]:
     """Problems with workflows and check manifests, one message each (empty: all good)."""
     problems: list[str] = []
     checks = catalog(check_dirs(ws.root, bundled("workflows")), problems)

@@ -34,7 +34,7 @@ from nerve.canonical import canonical_json, jsonable, loads_bounded
 from nerve.errors import NerveError, PrivacyError, WriterLocked
 from nerve.events import AGENT_ACCESS
 from nerve.log.drafts import Draft
-from nerve.workspace import Workspace
+from nerve.workspace import WorkspaceDir
 
 __all__ = ["COLUMNS", "Access", "Recorder", "accesses", "args_digest"]
 
@@ -152,7 +152,7 @@ class Access:
 class Recorder:
     """Appends access records: through the daemon, else as the writer for one append."""
 
-    def __init__(self, ws: Workspace) -> None:
+    def __init__(self, ws: WorkspaceDir) -> None:
         self.ws = ws
         self._lock = threading.Lock()  # one writer per process: appends take turns
 
@@ -178,7 +178,7 @@ class Recorder:
 
 
 def accesses(
-    ws: Workspace, *, since_ns: int | None = None, client: str | None = None
+    ws: WorkspaceDir, *, since_ns: int | None = None, client: str | None = None
 ) -> list[dict[str, Any]]:
     """Every ``agent.access`` record, oldest first, as rows of :data:`COLUMNS` (local times)."""
     from nerve.tail import format_times

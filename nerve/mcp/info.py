@@ -17,7 +17,7 @@ from pydantic import BaseModel, Field
 
 from nerve.events import display_source
 from nerve.mcp.guard import Screen
-from nerve.workspace import Workspace
+from nerve.workspace import WorkspaceDir
 
 __all__ = ["EVENT_COLUMNS", "StatusOut", "projection_names", "schema", "sources", "status"]
 
@@ -91,7 +91,7 @@ GROUP BY subject
 """
 
 
-def status(ws: Workspace, screen: Screen) -> StatusOut:
+def status(ws: WorkspaceDir, screen: Screen) -> StatusOut:
     from nerve.log.reader import snapshot
     from nerve.runtime.senses import sense_rows
 
@@ -126,7 +126,7 @@ def status(ws: Workspace, screen: Screen) -> StatusOut:
     )
 
 
-def _health(ws: Workspace) -> dict[str, Any] | None:
+def _health(ws: WorkspaceDir) -> dict[str, Any] | None:
     from nerve.api import Workspace as Door
     from nerve.errors import DaemonError
 
@@ -137,7 +137,7 @@ def _health(ws: Workspace) -> dict[str, Any] | None:
     return status.health if status.running else None
 
 
-def _live(ws: Workspace) -> dict[str, dict[str, Any]]:
+def _live(ws: WorkspaceDir) -> dict[str, dict[str, Any]]:
     """The running daemon's own counts per sense (the log records a steady sense's state
     only at checkpoints, minutes apart); empty if it does not answer."""
     from nerve.errors import DaemonError
@@ -207,13 +207,13 @@ def _size(root: Path) -> int:
     return total
 
 
-def projection_names(ws: Workspace) -> list[str]:
+def projection_names(ws: WorkspaceDir) -> list[str]:
     from nerve.query import load_projections
 
     return [p.name for p in load_projections(ws.projection_dirs())]
 
 
-def schema(ws: Workspace, name: str) -> dict[str, Any]:
+def schema(ws: WorkspaceDir, name: str) -> dict[str, Any]:
     """The view's columns (name, DuckDB type, what it means) and what the view holds."""
     from nerve.errors import UsageError
     from nerve.query import load_projections
@@ -252,7 +252,7 @@ def _comment(sql: str) -> str:
     return " ".join(lines)
 
 
-def sources(ws: Workspace) -> dict[str, Any]:
+def sources(ws: WorkspaceDir) -> dict[str, Any]:
     """Source classes and kinds present in the log, with counts and newest local times."""
     conn = ws.connect()
     try:

@@ -38,7 +38,7 @@ from nerve.query import define_views, load_projections, source_sql
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from nerve.workspace import Workspace
+    from nerve.workspace import WorkspaceDir
 
 __all__ = ["Shown", "SqlResult", "open_sandbox", "run_sql"]
 
@@ -53,7 +53,7 @@ Shown = Callable[["pa.Table"], "pa.Table"]
 _SHOWN = "_events_shown"
 
 
-def open_sandbox(ws: Workspace, shown: Shown | None = None) -> duckdb.DuckDBPyConnection:
+def open_sandbox(ws: WorkspaceDir, shown: Shown | None = None) -> duckdb.DuckDBPyConnection:
     """A connection over the log as it is now that reads no file at all.
 
     The snapshot's rows are read once, passed through ``shown`` (the privacy rules applied

@@ -17,12 +17,12 @@ from pathlib import Path
 import blake3
 
 from nerve import fsio
-from nerve.workspace import Workspace
+from nerve.workspace import WorkspaceDir
 
 __all__ = ["check", "read", "token", "token_path"]
 
 
-def token_path(ws: Workspace, environ: Mapping[str, str] | None = None) -> Path:
+def token_path(ws: WorkspaceDir, environ: Mapping[str, str] | None = None) -> Path:
     env = os.environ if environ is None else environ
     base = env.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
     name = blake3.blake3(str(ws.root).encode("utf-8", "surrogateescape")).hexdigest()[:32]
@@ -38,7 +38,9 @@ def read(path: Path) -> str | None:
     return text or None
 
 
-def token(ws: Workspace, *, rotate: bool = False, environ: Mapping[str, str] | None = None) -> str:
+def token(
+    ws: WorkspaceDir, *, rotate: bool = False, environ: Mapping[str, str] | None = None
+) -> str:
     """The workspace's token: made on first use, replaced with ``rotate``."""
     path = token_path(ws, environ)
     current = None if rotate else read(path)

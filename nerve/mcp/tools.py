@@ -23,7 +23,7 @@ from nerve.clock import Hlc
 from nerve.errors import UsageError
 from nerve.events import AGENT_ACCESS, display_source, trust_name
 from nerve.mcp.guard import ERASED, Allowance, Screen, fit
-from nerve.workspace import Workspace
+from nerve.workspace import WorkspaceDir
 
 __all__ = [
     "AskOut",
@@ -48,7 +48,7 @@ class Call:
     """One tool call: where it reads, what it may return, and (set by the tool) how many
     items it returned."""
 
-    ws: Workspace
+    ws: WorkspaceDir
     screen: Screen
     allowance: Allowance
     timeout_ms: int = 5_000
@@ -243,7 +243,9 @@ def recent(
 # -- search ----------------------------------------------------------------------------------
 
 
-def _filtered_conn(ws: Workspace, since: Hlc | None, until: Hlc | None, sources: list[int]) -> Any:
+def _filtered_conn(
+    ws: WorkspaceDir, since: Hlc | None, until: Hlc | None, sources: list[int]
+) -> Any:
     """DuckDB whose ``events`` holds only the window and sources asked for."""
     import duckdb
 

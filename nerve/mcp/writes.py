@@ -16,7 +16,7 @@ from pydantic import BaseModel, Field
 
 from nerve.errors import AccessRefused, EventError, UsageError
 from nerve.events import NERVE_KINDS, NERVE_SOURCE, Trust, display_source, parse_source
-from nerve.workspace import Workspace
+from nerve.workspace import WorkspaceDir
 
 __all__ = ["WriteOut", "answer", "emit", "trigger_workflow"]
 
@@ -27,7 +27,7 @@ class WriteOut(BaseModel):
 
 
 def emit(
-    ws: Workspace,
+    ws: WorkspaceDir,
     line: str,
     kind: str = "observation",
     source: str = "endpoint",
@@ -59,7 +59,11 @@ def emit(
 
 
 def trigger_workflow(
-    ws: Workspace, name: str, prompt: str = "", max_rounds: int | None = None, dry_run: bool = False
+    ws: WorkspaceDir,
+    name: str,
+    prompt: str = "",
+    max_rounds: int | None = None,
+    dry_run: bool = False,
 ) -> WriteOut:
     from nerve.api import Workspace as Door
 
@@ -72,7 +76,7 @@ def _answer_needs_daemon() -> UsageError:
     return UsageError("the daemon is not running; a run can only be answered through it")
 
 
-def answer(ws: Workspace, run: str, choice: str, by: str) -> WriteOut:
+def answer(ws: WorkspaceDir, run: str, choice: str, by: str) -> WriteOut:
     from nerve.runtime.client import route
 
     request = {"type": "workflow-answer", "run": run, "choice": choice, "by": by}

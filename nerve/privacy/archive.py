@@ -16,7 +16,7 @@ from nerve.privacy.selection import parse_when
 
 if TYPE_CHECKING:
     from nerve.log.store import EventLog
-    from nerve.workspace import Workspace
+    from nerve.workspace import WorkspaceDir
 
 
 @dataclass(frozen=True)
@@ -55,7 +55,7 @@ def apply(log: EventLog, before: Hlc, to: Path, *, vacuum: bool) -> ArchiveResul
     )
 
 
-def archive(ws: Workspace, before: Hlc, to: Path, *, vacuum: bool = False) -> ArchiveResult:
+def archive(ws: WorkspaceDir, before: Hlc, to: Path, *, vacuum: bool = False) -> ArchiveResult:
     """Archive through the daemon when one runs, else as the log's writer."""
     from nerve.runtime.client import route
 

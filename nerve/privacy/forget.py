@@ -26,7 +26,7 @@ from nerve.privacy.selection import (
 if TYPE_CHECKING:
     from nerve.log.erasure import Plan
     from nerve.log.store import EventLog
-    from nerve.workspace import Workspace
+    from nerve.workspace import WorkspaceDir
 
 RETENTION = "retention"
 MAX_REASON = 200
@@ -172,7 +172,7 @@ def apply(
     return ForgetResult.of(plan, dry_run=False, reason=request.reason)
 
 
-def dry_run(ws: Workspace, request: Request, *, now_ns: int | None = None) -> ForgetResult:
+def dry_run(ws: WorkspaceDir, request: Request, *, now_ns: int | None = None) -> ForgetResult:
     """What a forget would erase now, from a read snapshot (sealed segments and the tail)."""
     from nerve.log import erasure
     from nerve.log.reader import snapshot
@@ -193,7 +193,7 @@ def dry_run(ws: Workspace, request: Request, *, now_ns: int | None = None) -> Fo
     return ForgetResult.of(plan, dry_run=True, reason=request.reason)
 
 
-def forget(ws: Workspace, request: Request) -> ForgetResult:
+def forget(ws: WorkspaceDir, request: Request) -> ForgetResult:
     """Forget through the daemon when one runs, else as the log's writer."""
     from nerve.runtime.client import route
 

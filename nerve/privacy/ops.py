@@ -14,7 +14,7 @@ from nerve.errors import UsageError
 from nerve.events import parse_source
 from nerve.privacy.pause import PauseState, paused_draft, resumed_draft, stored_pause, until_of
 from nerve.runtime.client import Daemon, route
-from nerve.workspace import Workspace
+from nerve.workspace import WorkspaceDir
 
 if TYPE_CHECKING:
     from nerve.privacy.policy import Verdict
@@ -24,7 +24,7 @@ __all__ = ["pause", "resume", "test_text"]
 Clock = Callable[[], int]
 
 
-def pause(ws: Workspace, for_ms: int | None = None, *, now: Clock = time.time_ns) -> PauseState:
+def pause(ws: WorkspaceDir, for_ms: int | None = None, *, now: Clock = time.time_ns) -> PauseState:
     """Stop the senses (for ``for_ms`` milliseconds, else until :func:`resume`)."""
     if for_ms is not None and for_ms <= 0:
         raise UsageError(f"a pause must last longer than 0ms (got {for_ms}ms)", field="for")
@@ -41,7 +41,7 @@ def pause(ws: Workspace, for_ms: int | None = None, *, now: Clock = time.time_ns
     return route(ws, daemon=through, log=direct)
 
 
-def resume(ws: Workspace, *, now: Clock = time.time_ns) -> PauseState | None:
+def resume(ws: WorkspaceDir, *, now: Clock = time.time_ns) -> PauseState | None:
     """Start the senses again; the pause that ended, or None when capture was not paused."""
 
     def through(daemon: Daemon) -> PauseState | None:
@@ -61,7 +61,12 @@ def resume(ws: Workspace, *, now: Clock = time.time_ns) -> PauseState | None:
 
 
 def test_text(
-    ws: Workspace, text: str, *, source: str = "shell", kind: str = "observation", sense: str = ""
+    ws: WorkspaceDir,
+    text: str,
+    *,
+    source: str = "shell",
+    kind: str = "observation",
+    sense: str = "",
 ) -> Verdict:
     """What the workspace's privacy rules do to ``text`` captured as such an event."""
     from nerve.privacy.policy import Policy

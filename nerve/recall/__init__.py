@@ -79,7 +79,7 @@ from nerve.recall.core import (
 )
 from nerve.recall.facts import answer_facts
 from nerve.recall.tier0 import Tier0Answer, answer, retrieve_for
-from nerve.workspace import Workspace
+from nerve.workspace import WorkspaceDir
 
 if TYPE_CHECKING:
     import duckdb
@@ -120,12 +120,12 @@ class FallbackError(NerveError):
 # -- configuration ----------------------------------------------------------------------------
 
 
-def load_recall_config(ws: Workspace) -> RecallConfig:
+def load_recall_config(ws: WorkspaceDir) -> RecallConfig:
     """The ``recall:`` section; ``InvalidConfig`` naming ``recall.<field>`` and its line."""
     return ws.config.recall  # checked as nerve.yaml loads (nerve.config.recall)
 
 
-def _salience_window(ws: Workspace) -> int:
+def _salience_window(ws: WorkspaceDir) -> int:
     """The attention observer's window from ``attention.window``, else its default."""
     return ws.config.attention.window
 
@@ -404,7 +404,7 @@ def _checked_question(question: str) -> str:
 
 
 def build_retrieval(
-    ws: Workspace,
+    ws: WorkspaceDir,
     question: str,
     *,
     k: int | None = None,
@@ -450,7 +450,7 @@ def _fallback_result(question_id: str, envelope: Envelope, reply: FallbackReply)
 class _Recorder:
     """Appends the question's events (nothing when ``enabled`` is false); keeps their ids."""
 
-    ws: Workspace
+    ws: WorkspaceDir
     enabled: bool
     ids: list[str] = field(default_factory=list)
 
@@ -465,7 +465,7 @@ class _Recorder:
 
 
 def _facts(
-    ws: Workspace,
+    ws: WorkspaceDir,
     question: str,
     now_ns: int | None,
     tz: tzinfo | None,
@@ -481,7 +481,7 @@ def _facts(
 
 
 def ask(
-    ws: Workspace,
+    ws: WorkspaceDir,
     question: str,
     *,
     k: int | None = None,

@@ -18,7 +18,7 @@ from typing import Any
 from nerve.errors import DaemonError
 from nerve.runtime.journal import Entry
 from nerve.runtime.snapshot import Highlight, Rate, SenseRow, Snapshot
-from nerve.workspace import Workspace
+from nerve.workspace import WorkspaceDir
 
 REFRESH_S = 1.0
 _LOG_LINE = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) (warning|error|critical): (.*)$")
@@ -89,7 +89,7 @@ def log_warnings(path: Path, keep: int = 20) -> tuple[Entry, ...]:
     return tuple(found[-keep:])
 
 
-def newest_decisions(ws: Workspace, count: int = 20) -> tuple[Highlight, ...]:
+def newest_decisions(ws: WorkspaceDir, count: int = 20) -> tuple[Highlight, ...]:
     """The newest attention decisions in the log, oldest first."""
     from nerve.tail import read_tail, tail_filter
 
@@ -120,7 +120,7 @@ def _json(raw: bytes | None) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def view(ws: Workspace) -> int:
+def view(ws: WorkspaceDir) -> int:
     """Draw the running daemon until Ctrl+C (or it stops); returns its pid."""
     from rich.console import Console
     from rich.live import Live

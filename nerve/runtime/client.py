@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from nerve.errors import ConfigError, DaemonError, NerveError, UsageError
-from nerve.workspace import Workspace
+from nerve.workspace import WorkspaceDir
 
 T = TypeVar("T")
 Need = Literal["either", "daemon", "log"]
@@ -22,15 +22,15 @@ Need = Literal["either", "daemon", "log"]
 __all__ = ["Daemon", "call", "pid_path", "read_pid", "route", "run_info", "running"]
 
 
-def pid_path(ws: Workspace) -> Path:
+def pid_path(ws: WorkspaceDir) -> Path:
     return ws.data / "nerve.pid"
 
 
-def run_path(ws: Workspace) -> Path:
+def run_path(ws: WorkspaceDir) -> Path:
     return ws.data / "nerve.run.json"
 
 
-def run_info(ws: Workspace) -> dict[str, Any] | None:
+def run_info(ws: WorkspaceDir) -> dict[str, Any] | None:
     """What the running daemon wrote at start (pid, socket, request limit), or None.
 
     Clients read this rather than nerve.yaml: it names the socket the daemon really listens
@@ -46,7 +46,7 @@ def run_info(ws: Workspace) -> dict[str, Any] | None:
     return info
 
 
-def socket_path(ws: Workspace) -> Path:
+def socket_path(ws: WorkspaceDir) -> Path:
     """The daemon's socket; the default place if nerve.yaml is missing or broken (a daemon
     started from a good configuration keeps running after a bad edit, and must stay reachable)."""
     info = run_info(ws)
@@ -70,7 +70,7 @@ def alive(pid: int) -> bool:
     return True
 
 
-def read_pid(ws: Workspace) -> int | None:
+def read_pid(ws: WorkspaceDir) -> int | None:
     """The pid in the pid file if that process is alive, else None."""
     try:
         pid = int(pid_path(ws).read_text().strip())
@@ -79,7 +79,7 @@ def read_pid(ws: Workspace) -> int | None:
     return pid if alive(pid) else None
 
 
-def running(ws: Workspace) -> bool:
+def running(ws: WorkspaceDir) -> bool:
     """True when a daemon answers on this workspace's socket."""
     from nerve.runtime import ipc  # asyncio: only for a command that asks
 
@@ -87,7 +87,7 @@ def running(ws: Workspace) -> bool:
     return path.exists() and ipc.ping(path)
 
 
-def call(ws: Workspace, request: dict[str, Any], *, timeout: float = 60) -> dict[str, Any]:
+def call(ws: WorkspaceDir, request: dict[str, Any], *, timeout: float = 60) -> dict[str, Any]:
     """One request to the running daemon; a refusal becomes the error the daemon raised
     (``EventError``, ``LogError``, ...), an absent daemon a ``DaemonError``."""
     from nerve.runtime import ipc
@@ -101,7 +101,7 @@ def call(ws: Workspace, request: dict[str, Any], *, timeout: float = 60) -> dict
 class Daemon:
     """The running daemon of one workspace, as :func:`route` hands it to a caller."""
 
-    def __init__(self, ws: Workspace) -> None:
+    def __init__(self, ws: WorkspaceDir) -> None:
         self.ws = ws
 
     def call(self, request: dict[str, Any], *, timeout: float = 60) -> dict[str, Any]:
@@ -119,7 +119,7 @@ def holds_log() -> UsageError:
 
 
 def route(
-    ws: Workspace,
+    ws: WorkspaceDir,
     *,
     daemon: Callable[[Daemon], T] | None = None,
     log: Callable[[], T] | None = None,

@@ -20,18 +20,18 @@ from typing import Any, BinaryIO, TextIO
 from nerve import fsio
 from nerve.errors import DaemonError
 from nerve.runtime.client import alive, call, pid_path, read_pid, run_path, running
-from nerve.workspace import Workspace
+from nerve.workspace import WorkspaceDir
 
 START_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 30.0
 TAIL_BLOCK = 64 * 1024
 
 
-def log_path(ws: Workspace) -> Path:
+def log_path(ws: WorkspaceDir) -> Path:
     return ws.data / "daemon.log"
 
 
-def run_foreground(ws: Workspace, *, view: bool = False, echo: TextIO | None = None) -> None:
+def run_foreground(ws: WorkspaceDir, *, view: bool = False, echo: TextIO | None = None) -> None:
     """Run the kernel in this process until SIGTERM / SIGINT (or a `stop` request).
 
     The daemon's own log goes to ``data/daemon.log`` and to ``echo`` if given (a background
@@ -95,7 +95,7 @@ def keep_out(names: tuple[str, ...]) -> None:
         sys.meta_path.insert(0, _KeepOut(missing))
 
 
-def _refuse_second(ws: Workspace) -> None:
+def _refuse_second(ws: WorkspaceDir) -> None:
     pid = read_pid(ws)
     if pid is not None and pid != os.getpid() and running(ws):
         raise DaemonError(
@@ -104,7 +104,7 @@ def _refuse_second(ws: Workspace) -> None:
         )
 
 
-def start_background(ws: Workspace) -> int:
+def start_background(ws: WorkspaceDir) -> int:
     """Start ``nerve daemon run`` detached; return its pid once it answers on the socket."""
     if ws.config_path.exists():
         _ = ws.config  # a bad nerve.yaml fails here, before anything starts
@@ -127,7 +127,7 @@ def start_background(ws: Workspace) -> int:
         raise
 
 
-def _wait_started(ws: Workspace, proc: subprocess.Popen[bytes]) -> int:
+def _wait_started(ws: WorkspaceDir, proc: subprocess.Popen[bytes]) -> int:
     deadline = time.monotonic() + START_TIMEOUT_S
     while time.monotonic() < deadline:
         if proc.poll() is not None:
@@ -141,7 +141,7 @@ def _wait_started(ws: Workspace, proc: subprocess.Popen[bytes]) -> int:
     raise DaemonError("the daemon did not answer within 60 s:\n" + tail_text(log_path(ws), 15))
 
 
-def stop(ws: Workspace) -> int | None:
+def stop(ws: WorkspaceDir) -> int | None:
     """Ask the daemon to stop; escalate to SIGTERM, then SIGKILL. Returns the pid stopped."""
     pid = read_pid(ws)
     if pid is None and not running(ws):

@@ -58,7 +58,7 @@ from nerve.runtime.senses import (
 from nerve.runtime.skips import Skips
 from nerve.runtime.snapshot import AgentReads, Highlight
 from nerve.runtime.staging import Stages
-from nerve.workspace import Workspace
+from nerve.workspace import WorkspaceDir
 
 SEAL_CHECK_S = 1.0
 SEAL_BACKOFF_MAX_S = 30.0
@@ -153,7 +153,7 @@ def _parse_each(objects: list[Any], parse: Callable[[Any], Any], first: int = 0)
 
 
 class Kernel:
-    def __init__(self, ws: Workspace, *, with_ipc: bool = True, watch: bool = True) -> None:
+    def __init__(self, ws: WorkspaceDir, *, with_ipc: bool = True, watch: bool = True) -> None:
         self.ws = ws
         self.with_ipc = with_ipc
         self.seed_ipc: IpcServer | None = None

@@ -95,7 +95,7 @@ class QueryChild:
         return proc.pid if proc is not None and proc.poll() is None else None
 
     def connect(self, workspace: Path, *, projections: bool = True) -> RemoteConnection:
-        """A connection over the workspace's log as it is now: ``Workspace.connect()``'s
+        """A connection over the workspace's log as it is now: ``WorkspaceDir.connect()``'s
         (``events`` and every projection), or with ``projections=False`` the ``events``
         view alone."""
         ident = next(self._ids)
@@ -167,9 +167,9 @@ class QueryChild:
 
 def _open(root: str, projections: bool) -> Any:
     from nerve.query import connect
-    from nerve.workspace import Workspace
+    from nerve.workspace import WorkspaceDir
 
-    ws = Workspace.at(root)
+    ws = WorkspaceDir.at(root)
     return ws.connect() if projections else connect(ws.log_root)
 
 

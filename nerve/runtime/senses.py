@@ -13,12 +13,12 @@ from nerve.config.models import NerveConfig
 from nerve.errors import EventError, SenseError
 from nerve.runtime.groups import SenseSpec
 from nerve.runtime.scheduler import Plan
-from nerve.workspace import Workspace
+from nerve.workspace import WorkspaceDir
 
 SENSE_FILE = "sense.py"
 
 
-def find_sense(ws: Workspace, name: str, path: str | None = None) -> Path:
+def find_sense(ws: WorkspaceDir, name: str, path: str | None = None) -> Path:
     """``senses/<name>/sense.py`` in the workspace, else the built-in one; or ``path``."""
     if path is not None:
         candidate = (ws.root / path).resolve()
@@ -52,7 +52,7 @@ class Layout:
     missing: dict[str, str]  # sense -> why it cannot run
 
 
-def layout(ws: Workspace, config: NerveConfig) -> Layout:
+def layout(ws: WorkspaceDir, config: NerveConfig) -> Layout:
     specs: dict[str, dict[str, SenseSpec]] = {}
     plans: list[Plan] = []
     missing: dict[str, str] = {}
@@ -88,7 +88,7 @@ def layout(ws: Workspace, config: NerveConfig) -> Layout:
     return Layout(specs, plans, missing)
 
 
-def check_layout(ws: Workspace, config: NerveConfig) -> list[str]:
+def check_layout(ws: WorkspaceDir, config: NerveConfig) -> list[str]:
     """Problems ``nerve validate`` reports beyond nerve.yaml itself: missing or broken senses."""
     lay = layout(ws, config)
     problems = list(lay.missing.values())
@@ -108,7 +108,7 @@ class StoredState:
 
 
 def stored_states(
-    ws: Workspace, connect: Callable[[], Any] | None = None
+    ws: WorkspaceDir, connect: Callable[[], Any] | None = None
 ) -> dict[str, StoredState]:
     """The newest ``sense.state`` of every sense, read through the sense_state projection
     (over ``connect()``, by default the workspace's own DuckDB connection)."""
@@ -125,7 +125,7 @@ def stored_states(
 _UNDECODABLE = object()
 
 
-def last_alive_ns(ws: Workspace, connect: Callable[[], Any] | None = None) -> int | None:
+def last_alive_ns(ws: WorkspaceDir, connect: Callable[[], Any] | None = None) -> int | None:
     """When a daemon last wrote to the log (its newest event's physical time), if one ever
     ran here: the start of the downtime that scheduling catches up on (read over
     ``connect()``, by default the workspace's own DuckDB connection)."""
@@ -138,7 +138,7 @@ def last_alive_ns(ws: Workspace, connect: Callable[[], Any] | None = None) -> in
     return int(row[0])
 
 
-def ended_cleanly(ws: Workspace, connect: Callable[[], Any] | None = None) -> bool:
+def ended_cleanly(ws: WorkspaceDir, connect: Callable[[], Any] | None = None) -> bool:
     """Whether the last daemon here recorded ``daemon.stopped`` after its ``daemon.started``
     (True for a log no daemon ran on). Read before this daemon records its own start."""
     conn = (connect or ws.connect)()

@@ -14,14 +14,14 @@ from typing import TYPE_CHECKING, Protocol
 import watchfiles
 
 if TYPE_CHECKING:
-    from nerve.workspace import Workspace
+    from nerve.workspace import WorkspaceDir
 
 
 class Reloads(Protocol):
     """What the watcher needs of the kernel: the workspace it watches, and a reload."""
 
     @property
-    def ws(self) -> Workspace: ...
+    def ws(self) -> WorkspaceDir: ...
 
     async def reload(self, reason: str = "edit") -> bool: ...
 

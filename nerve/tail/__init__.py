@@ -34,7 +34,7 @@ from nerve.log.window import before, newest
 from nerve.tail.batch import Batch
 from nerve.tail.follow import follow, follow_tables
 from nerve.tail.when import format_times, parse_instant
-from nerve.workspace import Workspace
+from nerve.workspace import WorkspaceDir
 
 __all__ = [
     "Batch",
@@ -62,7 +62,7 @@ class Tail:
 
 
 def read_tail(
-    ws: Workspace,
+    ws: WorkspaceDir,
     *,
     count: int | None,
     filt: TailFilter,
@@ -146,7 +146,7 @@ def _guess(word: str, known: list[str]) -> str:
     return f"; did you mean {close[0]!r}?" if close else ""
 
 
-def name_warnings(ws: Workspace, filt: TailFilter) -> list[str]:
+def name_warnings(ws: WorkspaceDir, filt: TailFilter) -> list[str]:
     """A line for each ``--kind`` / ``--source`` that matches nothing known: kinds in the
     log or nerve's own, standard classes, ``nerve``, vendor codes in the log. The log is
     read (one column) only when a name is not among nerve's own."""

@@ -23,14 +23,14 @@ from nerve.log.reader import TailReader, snapshot, table_since
 from nerve.log.select import TailFilter
 from nerve.runtime.client import running
 from nerve.tail.batch import Batch, wire_stamp
-from nerve.workspace import Workspace
+from nerve.workspace import WorkspaceDir
 
 FOLLOW_GATHER_S = 0.02
 _EVENT = b'{"hlc":'
 
 
 def follow_tables(
-    ws: Workspace,
+    ws: WorkspaceDir,
     *,
     filt: TailFilter,
     since: Hlc,
@@ -59,7 +59,7 @@ class _Cursor:
 
 
 def follow(
-    ws: Workspace, *, filt: TailFilter, since: Hlc, poll_s: float = 0.2, daemon: bool = True
+    ws: WorkspaceDir, *, filt: TailFilter, since: Hlc, poll_s: float = 0.2, daemon: bool = True
 ) -> Iterator[Batch]:
     """Each batch of matching events stamped after ``since``, as they are stored."""
     cursor = _Cursor(since)
@@ -73,7 +73,7 @@ def follow(
 
 
 def _through_daemon(
-    ws: Workspace, filt: TailFilter, cursor: _Cursor
+    ws: WorkspaceDir, filt: TailFilter, cursor: _Cursor
 ) -> Generator[Batch, None, str]:
     """Follow one subscription; return how it ended: ``dropped``, ``gone`` or ``refused``."""
     from nerve.errors import DaemonError

@@ -28,7 +28,7 @@ from nerve.events import BOOKKEEPING_KINDS, display_source, trust_name
 from nerve.mcp.guard import ERASED, Screen
 from nerve.privacy.settings import PrivacyConfig
 from nerve.ui.select import Filters, Window, quoted, where_of, window
-from nerve.workspace import Workspace
+from nerve.workspace import WorkspaceDir
 
 if TYPE_CHECKING:
     from nerve import api
@@ -73,7 +73,7 @@ SQL_BYTES = 8 << 20
 _PRIVACY: dict[str, tuple[tuple[int, int], PrivacyConfig]] = {}
 
 
-def door(ws: Workspace) -> api.Workspace:
+def door(ws: WorkspaceDir) -> api.Workspace:
     """The front door (``nerve.open``) over the workspace: every write, and the daemon's
     answers, go through it as the CLI's do."""
     from nerve import api
@@ -81,13 +81,13 @@ def door(ws: Workspace) -> api.Workspace:
     return api.Workspace(ws)
 
 
-def screen(ws: Workspace) -> Screen:
+def screen(ws: WorkspaceDir) -> Screen:
     """The privacy rules of nerve.yaml as they are now (read again when the file changes; a
     bad edit keeps the last good rules)."""
     return Screen(_privacy(ws))
 
 
-def _privacy(ws: Workspace) -> PrivacyConfig:
+def _privacy(ws: WorkspaceDir) -> PrivacyConfig:
     from nerve.config import load_config
     from nerve.errors import NerveError
 
@@ -107,7 +107,7 @@ def _privacy(ws: Workspace) -> PrivacyConfig:
     return rules
 
 
-def _connect(ws: Workspace, scr: Screen) -> duckdb.DuckDBPyConnection:
+def _connect(ws: WorkspaceDir, scr: Screen) -> duckdb.DuckDBPyConnection:
     """``events`` over a read snapshot, holding only what the drop rules keep."""
     from nerve.log.reader import snapshot
     from nerve.query import define_views, source_sql
@@ -167,7 +167,9 @@ def _one(scr: Screen, row: dict[str, Any], when: str) -> dict[str, Any]:
 # -- timeline --------------------------------------------------------------------------------
 
 
-def timeline(ws: Workspace, win: Window, *, buckets: int = 96, lanes: int = 14) -> dict[str, Any]:
+def timeline(
+    ws: WorkspaceDir, win: Window, *, buckets: int = 96, lanes: int = 14
+) -> dict[str, Any]:
     """The window aggregated in DuckDB: a histogram, swimlanes per source and per subject,
     attention decisions, paused intervals and erased counts, and the newest events in view."""
     scr = screen(ws)
@@ -275,7 +277,7 @@ def _pauses(conn: duckdb.DuckDBPyConnection, win: Window) -> list[dict[str, int]
 
 
 def events(
-    ws: Workspace, f: Filters, win: Window, *, page: int = 0, size: int = 100
+    ws: WorkspaceDir, f: Filters, win: Window, *, page: int = 0, size: int = 100
 ) -> dict[str, Any]:
     """One bounded page of matching events, newest first; a text search matches what may be
     shown (after redaction), never the hidden text."""
@@ -331,13 +333,13 @@ def _text(data: Any) -> str:
     return "" if data is None else json.dumps(data, ensure_ascii=False)
 
 
-def event(ws: Workspace, event_id: str) -> dict[str, Any]:
+def event(ws: WorkspaceDir, event_id: str) -> dict[str, Any]:
     """One event by its id (hex); :class:`UsageError` when there is none."""
     found = context(ws, event_id, around=0)
     return dict(found["event"])
 
 
-def context(ws: Workspace, event_id: str, *, around: int = 5) -> dict[str, Any]:
+def context(ws: WorkspaceDir, event_id: str, *, around: int = 5) -> dict[str, Any]:
     """One event and the ``around`` events just before and after it (bookkeeping hidden)."""
     try:
         raw = bytes.fromhex(event_id)
@@ -376,7 +378,7 @@ def context(ws: Workspace, event_id: str, *, around: int = 5) -> dict[str, Any]:
 
 
 def live_batch(
-    ws: Workspace, f: Filters, after: Hlc | None, *, limit: int = 2_000
+    ws: WorkspaceDir, f: Filters, after: Hlc | None, *, limit: int = 2_000
 ) -> tuple[list[dict[str, Any]], Hlc | None]:
     """Events stored after ``after`` (all of them, oldest first, at most ``limit``) and the
     new cursor; with no cursor, none: the tail starts now."""
@@ -408,7 +410,7 @@ def live_batch(
 # -- SQL -------------------------------------------------------------------------------------
 
 
-def sql(ws: Workspace, text: str, *, timeout_ms: int | None = None) -> dict[str, Any]:
+def sql(ws: WorkspaceDir, text: str, *, timeout_ms: int | None = None) -> dict[str, Any]:
     """One read-only SELECT in MCP's sandbox (the same tool function), privacy applied."""
     from nerve.mcp.guard import Allowance
     from nerve.mcp.tools import Call, query
@@ -422,7 +424,7 @@ def sql(ws: Workspace, text: str, *, timeout_ms: int | None = None) -> dict[str,
 # -- attention and audit ---------------------------------------------------------------------
 
 
-def decisions(ws: Workspace, *, limit: int = 1_000) -> dict[str, Any]:
+def decisions(ws: WorkspaceDir, *, limit: int = 1_000) -> dict[str, Any]:
     """Attention decisions, newest first, with why (MCP's ``highlights``), and the budget
     over time, oldest first."""
     from nerve.mcp.guard import Allowance
@@ -438,7 +440,7 @@ def decisions(ws: Workspace, *, limit: int = 1_000) -> dict[str, Any]:
     return {"decisions": rows, "more": out.more, "budget": budget}
 
 
-def decision(ws: Workspace, seq: int) -> dict[str, Any]:
+def decision(ws: WorkspaceDir, seq: int) -> dict[str, Any]:
     """One chain link (seq, prev, key, signature), whether the chain verifies through it,
     and the observations that led to its decision."""
     from nerve.attention import audit
@@ -457,7 +459,7 @@ def decision(ws: Workspace, seq: int) -> dict[str, Any]:
     return {"link": link, "decision": found[0] if found else None, "led_to_it": led}
 
 
-def chain_state(ws: Workspace) -> dict[str, Any]:
+def chain_state(ws: WorkspaceDir) -> dict[str, Any]:
     """The whole chain verified as ``nerve audit verify --no-record`` does: the first break."""
     return dict(door(ws).audit_verify(record=False).to_json())
 
@@ -465,19 +467,19 @@ def chain_state(ws: Workspace) -> dict[str, Any]:
 # -- senses and workflows --------------------------------------------------------------------
 
 
-def senses(ws: Workspace) -> dict[str, Any]:
+def senses(ws: WorkspaceDir) -> dict[str, Any]:
     """Each sense's schedule and last result (from the daemon when it runs, else nerve.yaml)."""
     front = door(ws)
     return {"daemon": front.status().running, "senses": front.senses()}
 
 
-def trigger_sense(ws: Workspace, name: str) -> dict[str, Any]:
+def trigger_sense(ws: WorkspaceDir, name: str) -> dict[str, Any]:
     """Ask the running daemon to compute ``name`` now (as ``nerve sense trigger``)."""
     door(ws).trigger_sense(name)
     return {"triggered": name}
 
 
-def workflows(ws: Workspace) -> dict[str, Any]:
+def workflows(ws: WorkspaceDir) -> dict[str, Any]:
     """Workflow runs, newest first, as ``nerve workflow list --all`` lists them."""
     from nerve.flow.history import list_runs
 
@@ -499,11 +501,11 @@ def _jsonable(rows: list[Any]) -> list[Any]:
 # -- privacy and agents ----------------------------------------------------------------------
 
 
-def pause(ws: Workspace, for_ms: int | None = None) -> dict[str, Any]:
+def pause(ws: WorkspaceDir, for_ms: int | None = None) -> dict[str, Any]:
     return {"paused": True, "state": _state_json(door(ws).pause(for_ms))}
 
 
-def resume(ws: Workspace) -> dict[str, Any]:
+def resume(ws: WorkspaceDir) -> dict[str, Any]:
     return {"resumed": door(ws).resume() is not None}
 
 
@@ -512,7 +514,7 @@ def _state_json(state: Any) -> Any:
     return to_json() if callable(to_json) else repr(state)
 
 
-def capture(ws: Workspace) -> dict[str, Any]:
+def capture(ws: WorkspaceDir) -> dict[str, Any]:
     """Whether capture is paused now, from the log."""
     from nerve.privacy.pause import stored_pause
 
@@ -524,7 +526,7 @@ def capture(ws: Workspace) -> dict[str, Any]:
 
 
 def forget(
-    ws: Workspace, *, match: str | None, kinds: list[str], sources: list[str],
+    ws: WorkspaceDir, *, match: str | None, kinds: list[str], sources: list[str],
     before: str | None, after: str | None, reason: str, dry_run: bool,
 ) -> dict[str, Any]:  # fmt: skip
     """What a forget would erase (``dry_run``), or erase it, as ``nerve forget`` does."""
@@ -537,7 +539,7 @@ def forget(
     return result.to_json()
 
 
-def redactions(ws: Workspace) -> list[dict[str, Any]]:
+def redactions(ws: WorkspaceDir) -> list[dict[str, Any]]:
     """What capture redacted, by rule: events touched and matches replaced (from the
     ``_redacted`` counts each redacted payload keeps; never the text)."""
     import json
@@ -562,7 +564,7 @@ def redactions(ws: Workspace) -> list[dict[str, Any]]:
     return [{"rule": r, "events": e, "matches": m} for r, (e, m) in sorted(rules.items())]
 
 
-def access_records(ws: Workspace) -> dict[str, Any]:
+def access_records(ws: WorkspaceDir) -> dict[str, Any]:
     """Every ``agent.access`` record, newest first."""
     from nerve.mcp.access import COLUMNS, accesses
 
@@ -572,7 +574,7 @@ def access_records(ws: Workspace) -> dict[str, Any]:
 # -- health ----------------------------------------------------------------------------------
 
 
-def health(ws: Workspace, *, verify: bool = False) -> dict[str, Any]:
+def health(ws: WorkspaceDir, *, verify: bool = False) -> dict[str, Any]:
     """Daemon status, the replay digest (``verify``: every id recomputed), segments, and
     disk per day."""
     from nerve.canonical import jsonable

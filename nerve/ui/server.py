@@ -13,7 +13,7 @@ from nerve.mcp.server import check_host, listen
 from nerve.ui.app import build_app
 from nerve.ui.auth import Keys, token, token_path
 from nerve.ui.guard import Served
-from nerve.workspace import Workspace
+from nerve.workspace import WorkspaceDir
 
 __all__ = ["serve"]
 
@@ -25,7 +25,7 @@ class _Stopped(Exception):
 
 
 def serve(
-    ws: Workspace,
+    ws: WorkspaceDir,
     host: str = "127.0.0.1",
     port: int = 0,
     *,

@@ -9,7 +9,7 @@ from pathlib import Path
 from nerve.attention.service import replay
 from nerve.clock import Hlc
 from nerve.events import Event, SourceClass, Trust
-from nerve.workspace import Workspace, init_workspace
+from nerve.workspace import WorkspaceDir, init_workspace
 
 T0 = 1_750_000_000_000_000_000
 STEP_NS = 3 * 10**9
@@ -48,11 +48,11 @@ def observation(i: int) -> Event:
     )
 
 
-def attended_workspace(root: Path) -> Workspace:
+def attended_workspace(root: Path) -> WorkspaceDir:
     """Six cycles of observations, attended to and sealed."""
     ws = init_workspace(root)
     (ws.root / "nerve.yaml").write_text("senses: {}\n" + ATTENTION)
-    ws = Workspace(ws.root)
+    ws = WorkspaceDir(ws.root)
     with ws.open_log() as log:
         log.import_events([observation(i) for i in range(6 * CYCLE)])
         replay(log, ws.config.attention, ws.data / "keys")

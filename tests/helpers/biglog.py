@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from nerve.events import NERVE_SOURCE, SourceClass
-from nerve.workspace import Workspace, init_workspace
+from nerve.workspace import WorkspaceDir, init_workspace
 
 SENSES = (
     ("cpu", SourceClass.ENDPOINT),
@@ -41,14 +41,14 @@ def _columns(start: int, count: int) -> dict[str, list[object]]:
     return {"kind": kind, "subject": subject, "source": source, "line": line, "payload": payload}
 
 
-def build_log(root: Path, events: int, *, seal_every: int = 1_000_000) -> Workspace:
+def build_log(root: Path, events: int, *, seal_every: int = 1_000_000) -> WorkspaceDir:
     """A new workspace at ``root`` holding ``events`` events, sealed (each segment at most
     ``seal_every`` events); returns it."""
     ws = init_workspace(root)
     (root / "nerve.yaml").write_text(
         f"log:\n  durability: os\n  seal_max_events: {max(seal_every, BATCH)}\n"
     )
-    ws = Workspace.at(root)
+    ws = WorkspaceDir.at(root)
     with ws.open_log() as log:
         for start in range(0, events, BATCH):
             count = min(BATCH, events - start)

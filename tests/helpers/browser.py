@@ -18,7 +18,7 @@ from nerve.attention.service import replay
 from nerve.attention.settings import parse_settings
 from nerve.clock import Hlc
 from nerve.events import Event, SourceClass, Trust
-from nerve.workspace import Workspace, init_workspace
+from nerve.workspace import WorkspaceDir, init_workspace
 from tests.helpers.lines import LineReader
 
 CHROMIUM = "/usr/bin/chromium"
@@ -66,12 +66,12 @@ def _observation(i: int, t0: int) -> Event:
     )
 
 
-def attended_workspace(root: Path, *, cycles: int = 6, end_ns: int | None = None) -> Workspace:
+def attended_workspace(root: Path, *, cycles: int = 6, end_ns: int | None = None) -> WorkspaceDir:
     """Observations ending a minute before ``end_ns`` (now), hostile text among them, with
     attention replayed over them: decisions surfaced and held, sealed in the signed chain."""
     ws = init_workspace(root)
     (ws.root / "nerve.yaml").write_text("senses: {}\n" + ATTENTION)
-    ws = Workspace(ws.root)
+    ws = WorkspaceDir(ws.root)
     count = cycles * CYCLE
     t0 = (end_ns or time.time_ns()) - 60 * 10**9 - count * STEP_NS
     with ws.open_log() as log:

@@ -9,7 +9,7 @@ from typing import Any
 
 from nerve.clock import Hlc
 from nerve.events import Event, SourceClass, Trust
-from nerve.workspace import Workspace, init_workspace
+from nerve.workspace import WorkspaceDir, init_workspace
 
 HOUR = 3600 * 10**9
 AGES_H = (24 * 30, 48, 0.5)  # a segment from last month, one from two days ago, one recent
@@ -30,11 +30,11 @@ def make_host(
     rows: int = 200,
     ages_h: tuple[float, ...] = AGES_H,
     **extra: Any,
-) -> Workspace:
+) -> WorkspaceDir:
     """A workspace holding one sealed segment of ``rows`` events per age, oldest first."""
     init_workspace(root)
     (root / "nerve.yaml").write_text(fleet_yaml(host, warehouse, **extra))
-    ws = Workspace.at(root)
+    ws = WorkspaceDir.at(root)
     now = time.time_ns()
     with ws.open_log() as log:
         for age in ages_h:
@@ -61,7 +61,7 @@ def _events(host: str, start: int, rows: int) -> list[Event]:
     ]
 
 
-def add_segment(ws: Workspace, rows: int = 50) -> None:
+def add_segment(ws: WorkspaceDir, rows: int = 50) -> None:
     """One more sealed segment of events stamped now."""
     host = ws.root.name
     with ws.open_log() as log:

@@ -15,7 +15,7 @@ from typing import Any
 from nerve.canonical import canonical_json
 from nerve.clock import Hlc
 from nerve.events import NERVE_SOURCE, Event, SourceClass, Trust
-from nerve.workspace import Workspace
+from nerve.workspace import WorkspaceDir
 
 NODE = "workday"
 HOME = "/home/u"
@@ -137,7 +137,7 @@ def events() -> list[Event]:
     return [dataclasses.replace(e, hlc=Hlc(e.hlc.physical_ns, i)) for i, e in enumerate(ordered)]
 
 
-def record(ws: Workspace) -> Workspace:
+def record(ws: WorkspaceDir) -> WorkspaceDir:
     with ws.open_log() as log:
         log.import_events(events())
     return ws

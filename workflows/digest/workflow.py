@@ -29,9 +29,9 @@ def _window_minutes(prompt: str) -> int:
 
 
 def _recent(workspace: Path, since_ns: int) -> tuple[list[tuple[str, str, int]], dict[str, str]]:
-    from nerve.workspace import Workspace  # imported here: only this role needs DuckDB
+    from nerve.workspace import WorkspaceDir  # imported here: only this role needs DuckDB
 
-    conn = Workspace(workspace).connect()
+    conn = WorkspaceDir(workspace).connect()
     counts = conn.execute(
         "SELECT kind, source_name, count(*) FROM events WHERE physical_ns >= ? "
         "GROUP BY ALL ORDER BY 3 DESC, 1, 2",
