@@ -1,6 +1,5 @@
 """The ``nerve`` command: global options, command groups, and error translation."""
 
-import importlib.abc
 import sys
 import warnings
 from pathlib import Path
@@ -10,6 +9,7 @@ import typer
 from typer._click import exceptions as click  # typer carries its own click
 
 from nerve.cli.state import STATE
+from nerve.cli.tree import LazyRoot, load_all, plain_flags, quick_values
 from nerve.errors import DISK_ERRNOS, LogError, NerveError, UsageError, os_error_text
 
 EXIT_CODES = (
@@ -22,6 +22,7 @@ app = typer.Typer(
     name="nerve",
     help="An ambient-context daemon over one append-only, content-addressed event log.",
     epilog=EXIT_CODES,
+    cls=LazyRoot,  # a command imports its own module only
     rich_markup_mode=None,  # plain help: rich's help renderer costs more than the rest of start-up
     no_args_is_help=True,
     pretty_exceptions_enable=False,
@@ -42,7 +43,7 @@ def _version(value: bool) -> None:
 @app.callback()
 def _main(
     workspace: Annotated[
-        Path | None,
+        str | None,  # text: typer's Path converter costs every command ~60 ms of pydantic
         typer.Option(
             *WORKSPACE_FLAGS,
             help="Workspace folder, before or after the command (default: NERVE_WORKSPACE, "
@@ -64,7 +65,7 @@ def _main(
         ),
     ] = False,
 ) -> None:
-    STATE.workspace_arg = workspace
+    STATE.workspace_arg = None if workspace is None else Path(workspace)
     from nerve.cli.pager import PAGING
 
     PAGING.off = no_pager  # each run says it anew (tests run many in one process)
@@ -102,69 +103,36 @@ def hoist_workspace(command: Any, argv: list[str]) -> list[str]:
         if word.startswith("-"):
             if not attached and _takes_value(current, flag):
                 rest.append(next(words, ""))
-        elif not positional and word in getattr(current, "commands", {}):
-            current = current.commands[word]
+        elif not positional and (sub := _child(current, word)) is not None:
+            current = sub
         else:
             positional = True
     return [*front, *rest]
 
 
-def command() -> Any:
-    """The whole ``nerve`` command tree, every group registered (once)."""
-    if not app.registered_groups:
-        _register()
-    tree = typer.main.get_command(app)
-    _plain_flags(tree)
-    return tree
+def _child(command: Any, word: str) -> Any:
+    """The subcommand ``word`` of a group (loading its module), else None."""
+    if not hasattr(command, "get_command") or word.startswith("-"):
+        return None
+    return command.get_command(None, word)
 
 
-def _plain_flags(cmd: Any) -> None:
-    """Help shows ``--json``, not ``--json <bool>`` (a flag takes no value), and
-    ``--kind KIND``, not ``--kind <list[str]>``: the value named, argparse-style."""
-    ctx = typer.Context(cmd, help_option_names=["-h", "--help"])
-    for param in [*cmd.params, cmd.get_help_option(ctx)]:
-        if param is None or param.metavar is not None:
-            continue
-        if getattr(param, "is_flag", False):
-            param.metavar = ""
-        elif getattr(param, "param_type_name", "") == "option" and param.name:
-            param.metavar = param.name.rstrip("_").upper()
-    for sub in getattr(cmd, "commands", {}).values():
-        _plain_flags(sub)
+def command(*, lazy: bool = False) -> Any:
+    """The ``nerve`` command tree: every group loaded, or (``lazy``) each when first asked for."""
+    tree = _root()
+    return tree if lazy else load_all(tree)
 
 
-def _register() -> None:
-    from nerve.cli import (
-        ask_cmds,
-        attend_cmds,
-        check_cmds,
-        daemon_cmds,
-        export_cmds,
-        fleet_cmds,
-        log_cmds,
-        mcp_cmds,
-        privacy_cmds,
-        privacy_log_cmds,
-        sense_cmds,
-        shell_cmds,
-        ui_cmds,
-        workflow_cmds,
-    )
+_ROOTS: list[Any] = []
 
-    log_cmds.register(app)
-    daemon_cmds.register(app)
-    sense_cmds.register(app)
-    attend_cmds.register(app)
-    ask_cmds.register(app)
-    workflow_cmds.register(app)
-    check_cmds.register(app)
-    export_cmds.register(app)
-    privacy_log_cmds.register(app)
-    privacy_cmds.register(app)
-    mcp_cmds.register(app)
-    fleet_cmds.register(app)
-    shell_cmds.register(app)
-    ui_cmds.register(app)
+
+def _root() -> Any:
+    if not _ROOTS:
+        tree = typer.main.get_command(app)
+        plain_flags(tree)
+        quick_values(tree)
+        _ROOTS.append(tree)
+    return _ROOTS[0]
 
 
 def fail(exc: NerveError) -> None:
@@ -191,8 +159,8 @@ def run(argv: list[str] | None = None) -> None:
         sys.stdout.write(f"nerve {__version__}\n")
         return
     if argv is None:  # the process is nerve's own: pyarrow need not probe for pandas (~0.5 s)
-        sys.meta_path.insert(0, _NoPandas())
-    tree = command()
+        sys.meta_path.insert(0, _NoPandas())  # type: ignore[arg-type]
+    tree = command(lazy=True)
     args = hoist_workspace(tree, words)
     try:
         code = _invoke(tree, args)
@@ -222,7 +190,7 @@ def run(argv: list[str] | None = None) -> None:
     raise SystemExit(code if isinstance(code, int) else 0)  # click's Exit(n) comes back as n
 
 
-class _NoPandas(importlib.abc.MetaPathFinder):
+class _NoPandas:
     """pandas answered "not installed": no command uses it, but pyarrow imports it the
     first time it builds an array, to see whether it was given a DataFrame (as the daemon
     does, see ``nerve.runtime.daemon.keep_out``)."""

@@ -22,7 +22,6 @@ each payload in three: the request, its ``events`` list, the event).
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 import os
@@ -31,18 +30,21 @@ import sys
 import traceback
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nerve import errors
 from nerve.canonical import loads_bounded
 from nerve.errors import DaemonError, EventError, NerveError, UsageError, os_error_text
 from nerve.fsio import is_socket
 
+if TYPE_CHECKING:  # the server's half; a client (every CLI command) never loads asyncio
+    import asyncio
+
 Handler = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
 # A request that keeps its connection (``follow``): it writes its own replies, then the
 # connection closes.
 StreamHandler = Callable[
-    [dict[str, Any], asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]
+    [dict[str, Any], "asyncio.StreamReader", "asyncio.StreamWriter"], Awaitable[None]
 ]
 DEFAULT_MAX_BYTES = 1 << 20
 REQUEST_ENVELOPE = 3  # request -> "events" list -> event -> payload
@@ -150,6 +152,8 @@ class IpcServer:
         self._inode = -1
 
     async def start(self) -> None:
+        import asyncio  # the server's only: clients of this module never load it
+
         _clear_stale(self.path)
         self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         old = os.umask(0o177)
@@ -163,6 +167,8 @@ class IpcServer:
         self._inode = os.lstat(self.path).st_ino
 
     async def close(self) -> None:
+        import asyncio
+
         if self._server is not None:
             self._server.close()
             with contextlib.suppress(Exception):
@@ -174,6 +180,8 @@ class IpcServer:
                 self.path.unlink()
 
     async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        import asyncio
+
         try:
             while await self._one(reader, writer):
                 pass
@@ -186,6 +194,8 @@ class IpcServer:
 
     async def _one(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bool:
         """Serve one request; False when the connection should close."""
+        import asyncio
+
         try:
             line = await reader.readuntil(b"\n")
         except asyncio.LimitOverrunError:
@@ -230,6 +240,8 @@ class IpcServer:
         reader: asyncio.StreamReader,
         writer: asyncio.StreamWriter,
     ) -> None:
+        import asyncio
+
         try:
             await stream(request, reader, writer)
         except (ConnectionError, asyncio.IncompleteReadError):

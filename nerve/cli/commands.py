@@ -1,0 +1,91 @@
+"""Every ``nerve`` command: the module that registers it and the first paragraph of its help.
+
+``nerve --help`` lists these without importing a command module, and a command imports only
+its own (``nerve.cli.tree``). Kept equal to the modules by ``tests/test_cli_tree.py``, which
+prints the table to paste here when they differ.
+"""
+
+COMMANDS: dict[str, tuple[str, str]] = {
+    "init": (
+        "log_cmds",
+        "Create a workspace: nerve.yaml, senses/, workflows/, projections/, data/.",
+    ),
+    "emit": ("log_cmds", "Append an event (or a batch with --jsonl) and print what was stored."),
+    "import": (
+        "log_cmds",
+        "Import whole events (hlc, node kept); they must sort after the log's newest.",
+    ),
+    "replay": ("log_cmds", "Replay the log and print its digest; with --verify, check everything."),
+    "seal": ("log_cmds", "Seal the unsealed tail into a segment now."),
+    "compact": (
+        "log_cmds",
+        "Merge small adjacent segments; the events and the digest are unchanged.",
+    ),
+    "repair": (
+        "log_cmds",
+        "Open a damaged log: keep every good frame, move damaged files to quarantine/.",
+    ),
+    "query": (
+        "log_cmds",
+        "Run SQL in DuckDB over the log (a terminal shows --limit rows; pipes get all).",
+    ),
+    "tail": (
+        "log_cmds",
+        "Print the newest events; --json prints exactly what `nerve import` reads.",
+    ),
+    "payload": ("log_cmds", "Print the payload bytes stored under a content address."),
+    "conformance": (
+        "log_cmds",
+        "Run every published conformance vector (or those in --vectors DIR).",
+    ),
+    "dev": ("daemon_cmds", "Run the daemon in the foreground with a live view (Ctrl+C stops)."),
+    "start": ("daemon_cmds", "Start the daemon (alias of `daemon start`)."),
+    "stop": ("daemon_cmds", "Stop the daemon (alias of `daemon stop`)."),
+    "status": ("daemon_cmds", "Daemon status (alias of `daemon status`)."),
+    "logs": ("daemon_cmds", "The daemon's own log (alias of `daemon logs`)."),
+    "validate": ("sense_cmds", "Check nerve.yaml and every sense it names; print every problem."),
+    "attend": (
+        "attend_cmds",
+        "Catch a log up as the daemon would (--replay), or recheck every decision (--check).",
+    ),
+    "ask": (
+        "ask_cmds",
+        "Answer QUESTION from the log: deterministic recall first, the fallback only if needed.",
+    ),
+    "export": (
+        "export_cmds",
+        "Write the log as a DuckDB file that plain `duckdb FILE` queries, no nerve needed.",
+    ),
+    "forget": (
+        "privacy_log_cmds",
+        "Erase the payload and line of the events selected, and prove nothing else changed.",
+    ),
+    "archive": (
+        "privacy_log_cmds",
+        "Move whole sealed segments older than --before into DIR, a read-only nerve log.",
+    ),
+    "pause": (
+        "privacy_cmds",
+        "Stop capture: no sense computes until `nerve resume` (or the --for time is up).",
+    ),
+    "resume": (
+        "privacy_cmds",
+        "Start capture again after `nerve pause` (a capture.resumed event).",
+    ),
+    "shell-hook": ("shell_cmds", "Print the shell hook for SHELL."),
+    "daemon": ("daemon_cmds", "Run nerve's daemon in the background."),
+    "sense": ("sense_cmds", "Inspect and trigger senses."),
+    "audit": ("attend_cmds", "Verify and inspect the sealed surfacing log."),
+    "workflow": ("workflow_cmds", "Run and inspect workflows."),
+    "check": ("check_cmds", "Inspect and fire gate checks."),
+    "privacy": ("privacy_cmds", "See what the privacy rules keep out of the log."),
+    "mcp": (
+        "mcp_cmds",
+        "Serve this workspace's log to AI assistants over the Model Context Protocol.",
+    ),
+    "fleet": ("fleet_cmds", "Many hosts: ship to an Iceberg table, query it, verify it."),
+    "ui": (
+        "ui_cmds",
+        "Serve this workspace's log as web pages (timeline, search, live tail, SQL, audit).",
+    ),
+}
