@@ -21,6 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+from nerve.door.fleet import Fleet
+from nerve.door.reads import Reads
+from nerve.door.runs import Runs
 from nerve.errors import DaemonError, UsageError
 from nerve.workspace import WorkspaceDir as Folder
 
@@ -70,8 +73,13 @@ def open(  # the front door is nerve.open, as io.open is io's
     return Workspace(Folder.find(path, write=not read_only), read_only=read_only)
 
 
-class Workspace:
-    """One nerve workspace: its log, its daemon if one runs, its configuration."""
+class Workspace(Reads, Runs, Fleet):
+    """One nerve workspace: its log, its daemon if one runs, its configuration.
+
+    Besides the methods below: streamed SQL, the tail and a sense's data
+    (:class:`nerve.door.reads.Reads`), workflow runs and checks
+    (:class:`nerve.door.runs.Runs`), and the fleet table (:class:`nerve.door.fleet.Fleet`).
+    """
 
     def __init__(self, folder: Folder, *, read_only: bool = False) -> None:
         self.folder = folder
@@ -124,6 +132,11 @@ class Workspace:
         if self._conn is None:
             self._conn = self._open_connection()
         return self._conn
+
+    def new_connection(self) -> duckdb.DuckDBPyConnection:
+        """A DuckDB connection of the caller's own over the log as it is now (``events``
+        and every projection), for temporary views or threads; the caller closes it."""
+        return self._open_connection()
 
     def _open_connection(self) -> duckdb.DuckDBPyConnection:
         if not self.read_only:
@@ -327,6 +340,12 @@ class Workspace:
             return Status(True, daemon.call({"type": "status"}, timeout=timeout)["status"])
 
         return route(self.folder, daemon=through, log=lambda: Status(False))
+
+    def has_daemon(self) -> bool:
+        """Whether a daemon answers on this workspace's socket now."""
+        from nerve.runtime.client import route
+
+        return route(self.folder, daemon=lambda _: True, log=lambda: False)
 
     def start(self) -> int:
         """Start the daemon in the background; its pid once it answers."""

@@ -5,7 +5,7 @@ from typing import Annotated
 import typer
 
 from nerve.cli.output import emit_json, render_rows
-from nerve.cli.state import workspace as _ws
+from nerve.cli.state import door as _door
 
 check_app = typer.Typer(help="Inspect and fire gate checks.", no_args_is_help=True)
 JsonFlag = Annotated[bool, typer.Option("--json", help="JSON output (one object per line).")]
@@ -26,10 +26,8 @@ def list_cmd(
     A manifest that does not load is reported on stderr (file:line and why) and the rest are
     listed; the exit is 1 for it only with --strict.
     """
-    from nerve.flow import client
-
     errors: list[str] = []
-    found = client.checks(_ws(), errors)
+    found = _door().checks(errors)
     rows = [[getattr(m, c) for c in LIST_COLUMNS] for m in found.values()]
     fmt = "json" if as_json else "csv" if as_csv else "table"
     render_rows(LIST_COLUMNS, rows, fmt=fmt, title="checks")
@@ -47,9 +45,8 @@ def describe_cmd(
 ) -> None:
     """How nerve reads one manifest."""
     from nerve.checks.catalog import lookup
-    from nerve.flow import client
 
-    shown = lookup(client.checks(_ws()), check_id).describe()
+    shown = lookup(_door().checks(), check_id).describe()
     if as_json:
         emit_json(shown)
         return
@@ -73,9 +70,7 @@ def fire_cmd(
 
     Exits 1 when the check failed (found problems); a pass with a note exits 0.
     """
-    from nerve.flow import client
-
-    verdict, recorded = client.fire_check(_ws(), check_id, path, run, stage)
+    verdict, recorded = _door().fire_check(check_id, path, run=run, stage=stage)
     if as_json:
         emit_json({**verdict, "recorded": recorded})
     else:

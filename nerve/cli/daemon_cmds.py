@@ -26,11 +26,11 @@ def dev() -> None:
 
     With a daemon already running (`nerve start`), view that one instead: Ctrl+C leaves the
     view and the daemon runs on. Piped, it prints the daemon's log lines instead of the view."""
-    from nerve.runtime import client, daemon
+    from nerve.runtime import daemon
 
     view = sys.stdout.isatty()
     ws = _ws()
-    if client.running(ws):
+    if _door().has_daemon():
         _attach(ws, view=view)
         return
     daemon.run_foreground(_ws(write=True), view=view, echo=None if view else sys.stdout)

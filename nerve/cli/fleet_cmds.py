@@ -7,7 +7,7 @@ from typing import Annotated, Any
 import typer
 
 from nerve.cli.output import LIMIT_HELP, console, emit_json, render_chunks, render_rows
-from nerve.cli.state import workspace as _ws
+from nerve.cli.state import door as _door
 from nerve.errors import UsageError
 
 fleet_app = typer.Typer(
@@ -61,9 +61,8 @@ def init_cmd(
     ] = None,
 ) -> None:
     """Write nerve.yaml's fleet section; create the table."""
-    from nerve.fleet.setup import init_fleet, warehouse_uri
+    from nerve.fleet.setup import warehouse_uri
 
-    ws = _ws(write=True)
     settings = {
         "warehouse": warehouse_uri(warehouse),
         "catalog": catalog,
@@ -73,7 +72,7 @@ def init_cmd(
         "ship": ship,
         "rest_signing": rest_signing,
     }
-    resolved, wh = init_fleet(ws, settings)
+    resolved, wh = _door(write=True).fleet_init(settings)
     typer.echo(f"fleet table {resolved.table} at {wh.location}")
     typer.echo(f"this workspace ships as host {resolved.host!r}; next: nerve fleet ship")
 
@@ -85,9 +84,7 @@ def ship_cmd(as_json: JsonFlag = False) -> None:
     Each new segment is uploaded and read back, the manifest and a signed head follow, and
     one Iceberg commit registers the files (and drops those the host no longer holds).
     """
-    from nerve.fleet.ship import ship
-
-    result = ship(_ws())
+    result = _door().ship()
     if as_json:
         emit_json(result.to_json())
         return
@@ -122,26 +119,19 @@ def query_cmd(
 
     DuckDB reads only the files whose times reach --since, of the hosts named by --host.
     """
-    from nerve.fleet.query import connect_fleet, plan, trim_cache
-    from nerve.fleet.ship import fleet_settings
     from nerve.privacy.selection import parse_when
-    from nerve.query import stream_query
 
-    ws = _ws()
-    wh = _open()
     since_ns = None if since is None else parse_when(since, time.time_ns(), "--since").physical_ns
-    fleet = plan(wh, since_ns=since_ns, hosts=host)
+    answer = _door().fleet_query(sql, since_ns=since_ns, hosts=host, on_plan=_say_plan)
+    fmt = "json" if as_json else "csv" if as_csv else "table"
+    render_chunks(answer.columns, answer.chunks(), fmt=fmt, limit=limit)
+
+
+def _say_plan(fleet: Any) -> None:
     if sys.stderr.isatty():
         sys.stderr.write(f"fleet: reading {fleet.read} of {fleet.total} files\n")
     for warning in fleet.warnings:
         sys.stderr.write(f"warning: {warning}\n")
-    limit_mb = fleet_settings(ws).cache_mb
-    cache = ws.data / "fleet" / "cache" if limit_mb else None
-    result = stream_query(connect_fleet(wh, fleet, cache), sql)
-    fmt = "json" if as_json else "csv" if as_csv else "table"
-    render_chunks(result.columns, result.chunks(), fmt=fmt, limit=limit)
-    if cache is not None and cache.is_dir():
-        trim_cache(cache, limit_mb * 1024 * 1024)
 
 
 @fleet_app.command("verify")
@@ -160,26 +150,15 @@ def verify_cmd(
     Exit 3–9 names the problem:
     3 altered file, 4 key changed, 5 bad head, 6 rolled back, 7 missing, 8 extra, 9 digest.
     """
-    from nerve.canonical import canonical_json
-    from nerve.chain.trust import default_trust_dir
-    from nerve.fleet.status import verify_record_path
-    from nerve.fleet.verify import exit_code, verify_fleet
-    from nerve.fleet.warehouse import write_local
-
     if repin and not host:
         raise UsageError("--repin needs --host NAME: the hosts whose new key you accept")
-    ws = _ws()
-    wh = _open()
-    reports = verify_fleet(wh, default_trust_dir().parent, hosts=host, repin=repin)
-    record = {"time_ns": time.time_ns(), "hosts": [r.to_json() for r in reports]}
-    write_local(verify_record_path(ws.data), canonical_json(record) + b"\n")
+    verdict = _door().fleet_verify(hosts=host, repin=repin)
     if as_json:
-        emit_json({"ok": all(r.ok for r in reports), **record})
+        emit_json(verdict.to_json())
     else:
-        _show_verify(reports)
-    code = exit_code(reports)
-    if code:
-        raise typer.Exit(code)
+        _show_verify(verdict.reports)
+    if verdict.code:
+        raise typer.Exit(verdict.code)
 
 
 def _show_verify(reports: list[Any]) -> None:
@@ -214,10 +193,7 @@ def maintain_cmd(
     Each host's newest snapshot (its signed head) is always kept. Safe on several hosts at
     once and while hosts ship.
     """
-    from nerve.fleet.maintain import maintain
-
-    wh = _open()
-    result = maintain(wh, keep_s=_age_s(keep, "--keep"), grace_s=_age_s(grace, "--grace"))
+    result = _door().fleet_maintain(keep_s=_age_s(keep, "--keep"), grace_s=_age_s(grace, "--grace"))
     if as_json:
         emit_json(result.to_json())
         return
@@ -239,13 +215,7 @@ def _age_s(text: str, flag: str) -> float:
 @fleet_app.command("status")
 def status_cmd(as_json: JsonFlag = False) -> None:
     """Hosts: last ship, files, rows, lag, last verify."""
-    from nerve.fleet.status import fleet_status
-    from nerve.fleet.warehouse import resolve
-
-    ws = _ws()
-    wh = _open()
-    host = resolve(ws.config.fleet, ws.data).host  # type: ignore[arg-type]
-    rows = fleet_status(wh, local_host=host, log_root=ws.log_root, data_dir=ws.data)
+    rows = _door().fleet_status()
     if as_json:
         emit_json(rows)
         return
@@ -273,14 +243,6 @@ def _status_row(r: dict[str, Any]) -> list[Any]:
     checked = "-" if verify is None else ("ok" if verify["ok"] else "FAILED")
     lost = "-" if r["conflicts"] is None else r["conflicts"]
     return [r["host"], when, r["files"], r["rows"], behind, lost, checked]
-
-
-def _open() -> Any:
-    from nerve.fleet.ship import fleet_settings
-    from nerve.fleet.warehouse import open_warehouse, resolve
-
-    ws = _ws()
-    return open_warehouse(resolve(fleet_settings(ws), ws.data))
 
 
 def register(app: typer.Typer) -> None:

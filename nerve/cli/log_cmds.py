@@ -10,7 +10,6 @@ import typer
 
 from nerve.cli.output import LIMIT_HELP, console, emit_json, plural, render_chunks
 from nerve.cli.state import door as _door
-from nerve.cli.state import workspace as _ws
 from nerve.errors import UsageError
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="JSON output (one object per line).")]
@@ -227,9 +226,7 @@ def query_cmd(
     limit: Annotated[int | None, typer.Option("--limit", min=0, help=LIMIT_HELP)] = None,
 ) -> None:
     """Run SQL in DuckDB over the log (a terminal shows --limit rows; pipes get all)."""
-    from nerve.query import stream_query
-
-    result = stream_query(_ws().connect(), sql)
+    result = _door().query(sql)
     fmt = "json" if as_json else "csv" if as_csv else "table"
     render_chunks(result.columns, result.chunks(), fmt=fmt, limit=limit)
 

@@ -159,7 +159,7 @@ def run(argv: list[str] | None = None) -> None:
         sys.stdout.write(f"nerve {__version__}\n")
         return
     if argv is None:  # the process is nerve's own: pyarrow need not probe for pandas (~0.5 s)
-        sys.meta_path.insert(0, _NoPandas())  # type: ignore[arg-type]
+        sys.meta_path.insert(0, _NoPandas())
     tree = command(lazy=True)
     args = hoist_workspace(tree, words)
     try:

@@ -1,8 +1,7 @@
 """Sense commands (list, trigger, state, history, schema, query) and `nerve validate`."""
 
 import json
-from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
@@ -55,15 +54,11 @@ def state(
 ) -> None:
     """Print a sense's latest stored state (from the log)."""
     from nerve.canonical import loads_bounded
-    from nerve.query import run_query
 
-    result = run_query(
-        _ws().connect(),
-        f"SELECT state, undecodable FROM sense_state WHERE sense = '{_quote(name)}'",
-    )
-    if not result.rows:
+    found = _door().sense_state(name)
+    if found is None:
         raise UsageError(f"no stored state for sense {name!r}")
-    stored, undecodable = result.rows[0]
+    stored, undecodable = found.text, found.undecodable
     if undecodable:
         raise UsageError(f"the newest state of {name!r} cannot be decoded")
     try:
@@ -86,10 +81,6 @@ def _empty(value: object) -> bool:
     return value in (None, "", [], {})
 
 
-def _quote(text: str) -> str:
-    return text.replace("'", "''")
-
-
 @sense_app.command("history")
 def history(
     name: Annotated[str, typer.Argument(help="Sense name.")],
@@ -98,31 +89,8 @@ def history(
     as_csv: CsvFlag = False,
 ) -> None:
     """A sense's computes, errors, signals and observations (from the log), newest last."""
-    from nerve.query import run_query
-
-    sql = (
-        f"SELECT * FROM (SELECT physical_ns || '.' || logical AS hlc, ts, kind, line FROM events "
-        f"WHERE subject = '{_quote(name)}' ORDER BY physical_ns DESC, logical DESC LIMIT {int(n)}) "
-        "ORDER BY hlc"
-    )
-    result = run_query(_ws().connect(), sql)
+    result = _door().sense_history(name, n)
     render_rows(result.columns, result.rows, fmt=_fmt(as_json, as_csv), title=f"{name} history")
-
-
-def _sense_conn(name: str) -> tuple[Any, list[str]]:
-    """A connection with the sense's views (see nerve.sensedata), and their names."""
-    from nerve.errors import SenseError
-    from nerve.runtime.senses import find_sense
-    from nerve.sensedata import sense_views
-
-    ws = _ws()
-    configured = ws.config.senses.get(name) if ws.config_path.exists() else None
-    try:
-        folder: Path | None = find_sense(ws, name, configured.path if configured else None).parent
-    except SenseError:
-        folder = None
-    conn = ws.connect()
-    return conn, sense_views(conn, name, folder)
 
 
 @sense_app.command("schema")
@@ -133,10 +101,7 @@ def schema_cmd(
 ) -> None:
     """The columns of a sense's data: its observations flattened (types from the log), its
     state history, and the views its senses/<name>/*.sql files define."""
-    from nerve.sensedata import sense_schema
-
-    conn, views = _sense_conn(name)
-    rows = sense_schema(conn, views)
+    rows = _door().sense_schema(name)
     columns = ["view", "column", "type"]
     render_rows(columns, [list(r) for r in rows], fmt=_fmt(as_json, as_csv), title=name)
 
@@ -157,10 +122,8 @@ def query_cmd(
 ) -> None:
     """SQL over one sense's data (see `nerve sense schema NAME`)."""
     from nerve.cli.output import render_chunks
-    from nerve.query import stream_query
 
-    conn, _ = _sense_conn(name)
-    result = stream_query(conn, sql)
+    result = _door().sense_query(name, sql)
     render_chunks(result.columns, result.chunks(), fmt=_fmt(as_json, as_csv), limit=limit)
 
 

@@ -18,7 +18,7 @@ from nerve.cli.output import (
     terminal_width,
 )
 from nerve.cli.pager import page
-from nerve.cli.state import workspace as _ws
+from nerve.cli.state import door as _door
 from nerve.clock import Hlc
 from nerve.errors import UsageError
 
@@ -66,9 +66,7 @@ def tail_cmd(
     as_csv: Annotated[bool, typer.Option("--csv", help="CSV, with a header line.")] = False,
 ) -> None:
     """Print the newest events; --json prints exactly what `nerve import` reads."""
-    from nerve.tail import follow, name_warnings, read_tail
-
-    ws = _ws()
+    ws = _door()
     lower, upper = _instant("--since", since), _instant("--until", until, end=True)
     if follow_ and upper is not None:
         raise typer.BadParameter("cannot be used with -f", param_hint="'--until'")
@@ -77,14 +75,14 @@ def tail_cmd(
     filt = _filter(
         kind or [], source or [], all_kinds=all_kinds or as_json, senses=sense, grep=grep
     )
-    for message in name_warnings(ws, filt):
+    for message in ws.filter_warnings(filt):
         typer.echo(f"warning: {message}", err=True)
     terminal = not (as_json or as_csv) and is_terminal()
     count = None if all_ else n
     cap = (DEFAULT_LIMIT if terminal else 0) if limit is None else limit
     shown = cap if cap and (count is None or count > cap) else count
     older = 0 if shown == count or not terminal or filt.narrows else count_older(count, cap)
-    tail = read_tail(ws, count=shown, filt=filt, since=lower, until=upper, count_older=older)
+    tail = ws.read_tail(count=shown, filt=filt, since=lower, until=upper, count_older=older)
     if terminal and not follow_:
         page()
     write = _writer("json" if as_json else "csv" if as_csv else "", terminal, utc=utc, hlc=hlc)
@@ -92,7 +90,7 @@ def tail_cmd(
     if terminal and tail.older:
         more_rows(tail.older, "use --limit 0 or --json for all")
     if follow_:
-        for batch in follow(ws, filt=filt, since=tail.newest):
+        for batch in ws.follow(filt, tail.newest):
             write(batch)
 
 

@@ -146,7 +146,7 @@ def _quick_class(base: type) -> type:
     if base in _QUICK:
         return _QUICK[base]
 
-    class Quick(base):  # type: ignore[misc, valid-type]
+    class Quick(base):  # type: ignore[misc]
         def _coerce_value(self, value: Any, param: Any, ctx: Any) -> Any:
             kind = self.annotation
             if _plain(self.parameter_info):

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 import typer
 
 from nerve.cli.output import emit_json, render_rows
-from nerve.cli.state import workspace as _ws
+from nerve.cli.state import door as _door
 from nerve.errors import ConfigError, UsageError
 
 workflow_app = typer.Typer(help="Run and inspect workflows.", no_args_is_help=True)
@@ -38,21 +38,15 @@ def list_cmd(
     import time
 
     from nerve.durations import parse_duration
-    from nerve.flow.history import list_runs
 
     try:
         since_ns = time.time_ns() - parse_duration(since) * 1_000_000
     except ConfigError as exc:
         raise UsageError(f"--since: {exc}", hint="e.g. --since 30m or 2d") from None
-    columns, rows = list_runs(
-        _ws().connect(),
-        include_all=include_all,
-        since_ns=since_ns,
-        workflow=workflow,
-        limit=limit,
-        offset=offset,
+    runs = _door().run_table(
+        include_all=include_all, since_ns=since_ns, workflow=workflow, limit=limit, offset=offset
     )
-    render_rows(columns, rows, fmt=_fmt(as_json, as_csv), title="workflow runs")
+    render_rows(runs.columns, runs.rows, fmt=_fmt(as_json, as_csv), title="workflow runs")
 
 
 @workflow_app.command("inspect")
@@ -63,11 +57,9 @@ def inspect_cmd(
     as_json: JsonFlag = False,
 ) -> None:
     """A run's status and its events: start frame, decisions, messages, checks, status changes."""
-    from nerve.flow.history import run_events, run_row
-
-    conn = _ws().connect()
-    row = run_row(conn, run)
-    events = run_events(conn, run)[max(0, offset) : max(0, offset) + max(0, limit)]
+    ws = _door()
+    row = ws.run_row(run)
+    events = ws.run_events(run)[max(0, offset) : max(0, offset) + max(0, limit)]
     if as_json:
         emit_json({"run": row, "events": events})
         return
@@ -90,13 +82,13 @@ def thread_cmd(
 ) -> None:
     """The run's role messages, oldest first; the newest rounds that fit --budget."""
     from nerve.flow.contract import Message
-    from nerve.flow.history import load_run, run_events, thread_page
+    from nerve.flow.history import thread_page
 
-    conn = _ws().connect()
-    record = load_run(conn, run)
+    ws = _door()
+    record = ws.run(run)
     rounds = [
         (Message.from_json(e["data"]), e["ts"])
-        for e in run_events(conn, run)
+        for e in ws.run_events(run)
         if e["kind"] == "workflow.message"
     ]
     page = thread_page(rounds, before=before, budget=budget)
@@ -137,19 +129,19 @@ def trigger_cmd(
     as_json: JsonFlag = False,
 ) -> None:
     """Ask the running daemon to start a run; print its id and where its outputs land."""
-    from nerve.flow import client
+    from nerve.flow.client import payload_fields
     from nerve.flow.gate import run_dir
 
     fields: dict[str, Any] = {"prompt": prompt, "max_rounds": max_rounds, "dry_run": dry_run}
     if payload is not None:
-        given = client.payload_fields(payload)
+        given = payload_fields(payload)
         flags = {"prompt": prompt != "", "max_rounds": max_rounds is not None, "dry_run": dry_run}
         twice = sorted(key for key in given if flags[key])
         if twice:
             raise UsageError(f"{', '.join(twice)} given both as a flag and in --payload")
         fields |= given
-    ws = _ws(write=True)
-    reply = client.trigger(ws, name, **fields, key=key)
+    ws = _door(write=True)
+    reply = ws.trigger_workflow(name, **fields, key=key)
     if reply.get("status") == "deduped":
         if as_json:
             emit_json(reply)
@@ -176,25 +168,21 @@ def answer_cmd(
     choice: Annotated[str, typer.Argument(help="One of the question's options (or its number).")],
 ) -> None:
     """Answer a waiting run's question; the run resumes."""
-    from nerve.flow import client
-
-    reply = client.answer(_ws(write=True), run, choice)
+    reply = _door(write=True).answer_run(run, choice)
     typer.echo(f"{run}: answered {reply['choice']!r}; {reply['status']}")
 
 
 @workflow_app.command("recheck")
 def recheck_cmd(run: RunArg, as_json: JsonFlag = False) -> None:
     """Fire a held run's gate checks again; it completes if they pass now."""
-    from nerve.flow import client
-    from nerve.flow.history import load_run
-
-    reply = client.recheck(_ws(write=True), run)
+    ws = _door(write=True)
+    reply = ws.recheck_run(run)
     if as_json:
         emit_json(reply)
         return
     typer.echo(f"{run}: {reply['status']}")
     if reply["status"] == "held":
-        held = load_run(_ws(write=True).connect(), run).held or {}
+        held = ws.run(run).held or {}
         typer.echo(f"still held: {held.get('reason')}", err=True)
 
 
@@ -205,19 +193,16 @@ def override_cmd(
     yes: Annotated[bool, typer.Option("--yes", help="Do not ask to confirm.")] = False,
 ) -> None:
     """Complete a held run despite its blocking checks (a person at a terminal only)."""
-    from nerve.flow import client
-    from nerve.flow.history import load_run
-
-    ws = _ws(write=True)
-    refusal = client.interactive_refusal(sys.stdin, sys.stdout)
+    ws = _door(write=True)
+    refusal = ws.override_refusal(stdin=sys.stdin, stdout=sys.stdout)
     if refusal is None and not yes:
-        held = load_run(ws.connect(), run).held or {}
+        held = ws.run(run).held or {}
         for item in held.get("reasons") or []:
             what = item.get("check") or item.get("output")
             typer.echo(f"  {what}: {item.get('reason')} ({item.get('path', '')})")
         if not typer.confirm(f"Override the gate of {run}?", default=False):
             raise typer.Exit(1)
-    reply = client.override(ws, run, reason)
+    reply = ws.override_run(run, reason, stdin=sys.stdin, stdout=sys.stdout)
     typer.echo(f"{run}: {reply['status']} (overrode {', '.join(reply['checks']) or 'the gate'})")
 
 

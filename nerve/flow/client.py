@@ -97,8 +97,10 @@ def payload_fields(text: str) -> dict[str, Any]:
     return fields
 
 
-def answer(ws: WorkspaceDir, run: str, choice: str) -> dict[str, Any]:
-    return _call(ws, {"type": "workflow-answer", "run": run, "choice": choice, "by": _who()})
+def answer(ws: WorkspaceDir, run: str, choice: str, by: str | None = None) -> dict[str, Any]:
+    """Answer a waiting run's question, as ``by`` (default: this process's user)."""
+    request = {"type": "workflow-answer", "run": run, "choice": choice, "by": by or _who()}
+    return _call(ws, request)
 
 
 def recheck(ws: WorkspaceDir, run: str) -> dict[str, Any]:

@@ -157,12 +157,12 @@ class Recorder:
         self._lock = threading.Lock()  # one writer per process: appends take turns
 
     def record(self, access: Access) -> None:
-        from nerve.logops import emit
+        from nerve.api import Workspace as Door
 
         with self._lock:
             for attempt in range(WRITE_TRIES):
                 try:
-                    stored = emit(self.ws, [access.draft()])
+                    stored = Door(self.ws).emit_many([access.draft()])
                 except WriterLocked:  # another short-lived writer, or a daemon starting
                     if attempt == WRITE_TRIES - 1:
                         raise
@@ -191,7 +191,9 @@ def accesses(
     if client is not None:
         where.append("lower(data->'client'->>'name') = lower(?)")
         args.append(client)
-    conn = ws.connect()
+    from nerve.api import Workspace as Door
+
+    conn = Door(ws).new_connection()
     try:
         rows = conn.execute(
             f"SELECT physical_ns, CAST(data AS VARCHAR) FROM events WHERE {' AND '.join(where)} "

@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from nerve.api import Workspace as Door
 from nerve.events import display_source
 from nerve.mcp.guard import Screen
 from nerve.workspace import WorkspaceDir
@@ -92,12 +93,12 @@ GROUP BY subject
 
 
 def status(ws: WorkspaceDir, screen: Screen) -> StatusOut:
-    from nerve.log.reader import snapshot
     from nerve.runtime.senses import sense_rows
 
+    door = Door(ws)
     health = _health(ws)
-    live = _live(ws) if health is not None else {}
-    conn = ws.connect()
+    live = door.live_senses(timeout=10) if health is not None else {}
+    conn = door.new_connection()
     try:
         configured = sense_rows(ws.config)
         names = [row["name"] for row in configured]
@@ -105,7 +106,7 @@ def status(ws: WorkspaceDir, screen: Screen) -> StatusOut:
         capture, paused = _capture(conn, health)
     finally:
         conn.close()
-    snap = snapshot(ws.log_root)
+    snap = door.snapshot()
     return StatusOut(
         daemon=health is not None,
         pid=health.get("pid") if health else None,
@@ -127,7 +128,6 @@ def status(ws: WorkspaceDir, screen: Screen) -> StatusOut:
 
 
 def _health(ws: WorkspaceDir) -> dict[str, Any] | None:
-    from nerve.api import Workspace as Door
     from nerve.errors import DaemonError
 
     try:
@@ -135,19 +135,6 @@ def _health(ws: WorkspaceDir) -> dict[str, Any] | None:
     except DaemonError:
         return None
     return status.health if status.running else None
-
-
-def _live(ws: WorkspaceDir) -> dict[str, dict[str, Any]]:
-    """The running daemon's own counts per sense (the log records a steady sense's state
-    only at checkpoints, minutes apart); empty if it does not answer."""
-    from nerve.errors import DaemonError
-    from nerve.runtime import client
-
-    try:
-        rows = client.call(ws, {"type": "list-senses"}, timeout=10)["senses"]
-    except (DaemonError, KeyError, TypeError):
-        return {}
-    return {str(r["name"]): r for r in rows if isinstance(r, dict) and "name" in r}
 
 
 def _capture(conn: Any, health: dict[str, Any] | None) -> tuple[str, bool]:
@@ -221,7 +208,7 @@ def schema(ws: WorkspaceDir, name: str) -> dict[str, Any]:
     found = {p.name: p for p in load_projections(ws.projection_dirs())}
     if name != "events" and name not in found:
         raise UsageError(f"no view {name!r}: events, or one of {', '.join(sorted(found))}")
-    conn = ws.connect()
+    conn = Door(ws).new_connection()
     try:
         columns = conn.execute(f'DESCRIBE "{name}"').fetchall()
     finally:
@@ -254,7 +241,7 @@ def _comment(sql: str) -> str:
 
 def sources(ws: WorkspaceDir) -> dict[str, Any]:
     """Source classes and kinds present in the log, with counts and newest local times."""
-    conn = ws.connect()
+    conn = Door(ws).new_connection()
     try:
         by_source = conn.execute(
             "SELECT source, count(*), max(physical_ns) FROM events GROUP BY source ORDER BY source"

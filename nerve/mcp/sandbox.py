@@ -32,7 +32,6 @@ import duckdb
 
 from nerve.canonical import jsonable, loads_bounded
 from nerve.errors import AccessRefused, EventError, UsageError
-from nerve.log.reader import snapshot
 from nerve.query import define_views, load_projections, source_sql
 
 if TYPE_CHECKING:
@@ -61,7 +60,9 @@ def open_sandbox(ws: WorkspaceDir, shown: Shown | None = None) -> duckdb.DuckDBP
     and every projection are views over those rows only. The segment files and the unsealed
     tail are not reachable from SQL: the raw rows are never registered.
     """
-    snap = snapshot(ws.log_root)
+    from nerve.api import Workspace as Door
+
+    snap = Door(ws).snapshot()
     conn = duckdb.connect()
     try:
         conn.execute("SET enable_progress_bar_print = false")  # DuckDB prints it on stdout

@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from nerve.api import Workspace as Door
 from nerve.clock import Hlc
 from nerve.errors import UsageError
 from nerve.events import AGENT_ACCESS, display_source, trust_name
@@ -220,14 +221,13 @@ def recent(
 ) -> RecentOut:
     """The newest matching events, as ``nerve tail`` reads them; bookkeeping (and agents'
     own ``agent.access`` records) hidden unless asked for by kind or flag."""
-    from nerve.tail import read_tail, tail_filter
+    from nerve.tail import tail_filter
 
     filt = tail_filter(kinds or [], sources or [], all_kinds=include_bookkeeping)
     if filt.hidden:
         filt = dataclasses.replace(filt, hidden=(*filt.hidden, AGENT_ACCESS))
     count = max(0, min(limit, call.allowance.rows))
-    tail = read_tail(
-        call.ws,
+    tail = Door(call.ws).read_tail(
         count=count,
         filt=filt,
         since=_instant(since, "since"),
@@ -249,10 +249,9 @@ def _filtered_conn(
     """DuckDB whose ``events`` holds only the window and sources asked for."""
     import duckdb
 
-    from nerve.log.reader import snapshot
     from nerve.query import define_views, source_sql
 
-    snap = snapshot(ws.log_root)
+    snap = Door(ws).snapshot()
     conn = duckdb.connect()
     conn.execute("SET enable_progress_bar_print = false")
     conn.register("_tail", snap.tail)
@@ -330,7 +329,7 @@ def ask(call: Call, question: str, k: int | None = None) -> AskOut:
 
     result = recall_ask(call.ws, question, k=k, record=False, connect=shown)
     spans = {s.id: s for s in result.envelope.spans}
-    conn = call.ws.connect()
+    conn = Door(call.ws).new_connection()
     try:
         rows = _rows_by_id(conn, [i for i in result.spans if i in spans])
     finally:
@@ -387,7 +386,7 @@ def highlights(
     if outcome is not None:
         where.append(_OUTCOMES[outcome])
     count = max(0, min(limit, call.allowance.rows))
-    conn = call.ws.connect()
+    conn = Door(call.ws).new_connection()
     try:
         rows = conn.execute(
             f"SELECT physical_ns, logical, CAST(data AS VARCHAR) FROM events "

@@ -77,9 +77,11 @@ def _answer_needs_daemon() -> UsageError:
 
 
 def answer(ws: WorkspaceDir, run: str, choice: str, by: str) -> WriteOut:
-    from nerve.runtime.client import route
+    from nerve.api import Workspace as Door
 
-    request = {"type": "workflow-answer", "run": run, "choice": choice, "by": by}
-    reply = route(ws, daemon=lambda d: d.call(request), absent=_answer_needs_daemon)
+    door = Door(ws)
+    if not door.has_daemon():
+        raise _answer_needs_daemon()
+    reply = door.answer_run(run, choice, by=by)
     detail = {k: v for k, v in reply.items() if k != "ok"}
     return WriteOut(done=f"run {run} answered {reply.get('choice')!r}", detail=detail)

@@ -1,0 +1,142 @@
+"""The fleet through the front door: set up, query, verify, maintain and report on the
+Iceberg table every host ships to (``nerve fleet …``; ``ship`` is on the workspace itself)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from nerve.fleet.maintain import MaintainResult
+    from nerve.fleet.query import FleetPlan
+    from nerve.fleet.verify import HostReport
+    from nerve.fleet.warehouse import Resolved, Warehouse
+    from nerve.query import QueryStream
+    from nerve.workspace import WorkspaceDir
+
+__all__ = ["Fleet", "FleetAnswer", "FleetVerdict"]
+
+
+@dataclass
+class FleetAnswer:
+    """A fleet query: which files it reads (``plan.read`` of ``plan.total``, ``warnings``)
+    and its rows, read lazily; iterating the chunks to the end trims the local file cache."""
+
+    plan: FleetPlan
+    result: QueryStream
+    cache: Path | None = None
+    cache_bytes: int = 0
+
+    @property
+    def columns(self) -> list[str]:
+        return list(self.result.columns)
+
+    def chunks(self) -> Iterator[Any]:
+        from nerve.fleet.query import trim_cache
+
+        yield from self.result.chunks()
+        if self.cache is not None and self.cache.is_dir():
+            trim_cache(self.cache, self.cache_bytes)
+
+
+@dataclass
+class FleetVerdict:
+    """``nerve fleet verify``: one report per host (``.ok``, ``.problems``, ``.notes``),
+    the exit code that names the first kind of problem (0 when none), and the record
+    written to ``data/fleet/verify.json``."""
+
+    reports: list[HostReport]
+    code: int
+    record: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return all(r.ok for r in self.reports)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"ok": self.ok, **self.record}
+
+
+class Fleet:
+    """Fleet methods: mixed into :class:`nerve.api.Workspace`."""
+
+    folder: WorkspaceDir
+
+    if TYPE_CHECKING:
+
+        def _writable(self) -> WorkspaceDir: ...
+
+    def fleet_init(self, settings: dict[str, Any]) -> tuple[Resolved, Warehouse]:
+        """Write nerve.yaml's ``fleet:`` section (``warehouse``, ``catalog``, ``table``,
+        ``host``, ``endpoint``, ``ship``, ``rest_signing``) and create the table."""
+        from nerve.fleet.setup import init_fleet
+
+        return init_fleet(self._writable(), settings)
+
+    def warehouse(self) -> Warehouse:
+        """The fleet table nerve.yaml names (``UsageError`` without a ``fleet:`` section)."""
+        from nerve.fleet.ship import fleet_settings
+        from nerve.fleet.warehouse import open_warehouse, resolve
+
+        return open_warehouse(resolve(fleet_settings(self.folder), self.folder.data))
+
+    def fleet_query(
+        self,
+        sql: str,
+        *,
+        since_ns: int | None = None,
+        hosts: list[str] | None = None,
+        on_plan: Callable[[FleetPlan], None] | None = None,
+    ) -> FleetAnswer:
+        """SQL over ``fleet_events`` (every host's shipped events and ``host``); DuckDB
+        reads only the files whose times reach ``since_ns``, of ``hosts`` (all if None).
+        ``on_plan`` sees which files will be read before the query runs."""
+        from nerve.fleet.query import connect_fleet, plan
+        from nerve.fleet.ship import fleet_settings
+        from nerve.query import stream_query
+
+        wh = self.warehouse()
+        fleet = plan(wh, since_ns=since_ns, hosts=hosts)
+        if on_plan is not None:
+            on_plan(fleet)
+        limit_mb = fleet_settings(self.folder).cache_mb
+        cache = self.folder.data / "fleet" / "cache" if limit_mb else None
+        result = stream_query(connect_fleet(wh, fleet, cache), sql)
+        return FleetAnswer(fleet, result, cache, limit_mb * 1024 * 1024)
+
+    def fleet_verify(self, *, hosts: list[str] | None = None, repin: bool = False) -> FleetVerdict:
+        """Check every host's files, signed head and digest against what it signed; with
+        ``repin``, accept the named hosts' current keys. Recorded for ``fleet status``."""
+        from nerve.canonical import canonical_json
+        from nerve.chain.trust import default_trust_dir
+        from nerve.fleet.status import verify_record_path
+        from nerve.fleet.verify import exit_code, verify_fleet
+        from nerve.fleet.warehouse import write_local
+
+        reports = verify_fleet(
+            self.warehouse(), default_trust_dir().parent, hosts=hosts, repin=repin
+        )
+        record = {"time_ns": time.time_ns(), "hosts": [r.to_json() for r in reports]}
+        write_local(verify_record_path(self.folder.data), canonical_json(record) + b"\n")
+        return FleetVerdict(reports, exit_code(reports), record)
+
+    def fleet_maintain(self, *, keep_s: float = 3600.0, grace_s: float = 3600.0) -> MaintainResult:
+        """Rewrite manifests, expire snapshots older than ``keep_s``, remove unnamed files
+        older than ``grace_s``; every host's newest snapshot (its signed head) is kept."""
+        from nerve.fleet.maintain import maintain
+
+        return maintain(self.warehouse(), keep_s=keep_s, grace_s=grace_s)
+
+    def fleet_status(self) -> list[dict[str, Any]]:
+        """One row per host: last ship, files, rows, how far behind, conflicts, last verify."""
+        from nerve.fleet.status import fleet_status
+        from nerve.fleet.warehouse import resolve
+
+        ws = self.folder
+        host = resolve(ws.config.fleet, ws.data).host  # type: ignore[arg-type]
+        return fleet_status(
+            self.warehouse(), local_host=host, log_root=ws.log_root, data_dir=ws.data
+        )
