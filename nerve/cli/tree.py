@@ -150,7 +150,7 @@ def _quick_class(base: type) -> type:
         def _coerce_value(self, value: Any, param: Any, ctx: Any) -> Any:
             kind = self.annotation
             if _plain(self.parameter_info):
-                if kind in (str, bool) and type(value) is kind:
+                if kind in (str, bool, int) and type(value) is kind:  # a default, or text
                     return value
                 if kind is int and isinstance(value, str) and _DIGITS.fullmatch(value):
                     return int(value)

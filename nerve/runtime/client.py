@@ -80,9 +80,15 @@ def read_pid(ws: WorkspaceDir) -> int | None:
 
 
 def running(ws: WorkspaceDir) -> bool:
-    """True when a daemon answers on this workspace's socket."""
-    from nerve.runtime import ipc  # asyncio: only for a command that asks
+    """True when a daemon answers on this workspace's socket.
 
+    A daemon writes its pid file before it listens and removes it only as it exits, so
+    with no live pid there is none to ask, and nerve.yaml (for the socket's place) is not
+    even read: a command that finds no daemon stays free of the configuration parser."""
+    from nerve.runtime import ipc
+
+    if read_pid(ws) is None:
+        return False
     path = socket_path(ws)
     return path.exists() and ipc.ping(path)
 
