@@ -28,20 +28,54 @@ from nerve.attention.kinds import DECISION, LINK
 from nerve.canonical import det_cbor_decode
 from nerve.chain import TrustRecord, default_trust_dir, peek_log_id, trust_path, verify_chain
 from nerve.chain.verify import Break, ChainReport
-from nerve.errors import ChainError, UsageError
-from nerve.query import connect
+from nerve.errors import ChainError, LogCorrupt, UsageError
 
 
 def chain_links(log_root: Path) -> list[bytes]:
-    rows = (
-        connect(log_root)
-        .execute(f"SELECT payload FROM events WHERE kind = '{LINK}' ORDER BY physical_ns, logical")
-        .fetchall()
-    )
-    return [bytes(r[0]) for r in rows]
+    """The sealed surfacing chain's links, in HLC order: read from the segments' ``kind``
+    and ``payload`` columns with Arrow (a row-group filter), without DuckDB's start-up."""
+    return [payload for _, payload in _payloads_of(log_root, LINK)]
+
+
+def _payloads_of(log_root: Path, kind: str) -> list[tuple[tuple[int, int], bytes]]:
+    """``((physical_ns, logical), payload)`` of every stored event of ``kind`` whose payload
+    is kept, in HLC order: segments (filtered as Parquet is read), then the unsealed tail."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from nerve.log.reader import snapshot
+    from nerve.log.segments import check_regular
+
+    snap = snapshot(log_root)
+    columns = ["physical_ns", "logical", "kind", "payload"]
+    parts = [snap.tail.select(columns)]
+    for path in snap.files:
+        check_regular(path)
+        try:
+            parts.append(pq.read_table(path, columns=columns, filters=[("kind", "=", kind)]))
+        except (pa.ArrowInvalid, OSError) as exc:
+            raise LogCorrupt(f"{path}: cannot be read as Parquet: {exc}") from None
+    found = [
+        ((row["physical_ns"], row["logical"]), row["payload"])
+        for part in parts
+        for row in part.to_pylist()
+        if row["kind"] == kind and row["payload"] is not None
+    ]
+    return sorted(found, key=lambda item: item[0])
+
+
+def _decision_at(log_root: Path, seq: int) -> dict[str, Any] | None:
+    """The gate decision sealed as chain link ``seq``, if the log holds it."""
+    for _, raw in _payloads_of(log_root, DECISION):
+        decision = json.loads(raw)
+        if isinstance(decision, dict) and decision.get("chain_seq") == seq:
+            return decision
+    return None
 
 
 def decisions(log_root: Path, where: str = "TRUE") -> list[dict[str, Any]]:
+    from nerve.query import connect
+
     rows = (
         connect(log_root)
         .execute(
@@ -88,8 +122,8 @@ def show(log_root: Path, seq: int) -> dict[str, Any]:
     report = verify_chain(links[: seq + 1])
     link["verified_through_here"] = report.ok
     if link.get("kind") == "decision":
-        found = decisions(log_root, f"(data->>'chain_seq')::BIGINT = {seq}")
-        link["source_line"] = found[0]["source_line"] if found else None
+        found = _decision_at(log_root, seq)
+        link["source_line"] = found["source_line"] if found else None
     return link
 
 
