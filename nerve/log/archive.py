@@ -27,7 +27,6 @@ from typing import Any
 
 import blake3
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from nerve import fsio
 from nerve.clock import Hlc
@@ -35,6 +34,7 @@ from nerve.errors import EventError, LogCorrupt, UsageError
 from nerve.log import erasure
 from nerve.log import segments as seg
 from nerve.log.codec import fixed_bytes
+from nerve.log.lazy import pc
 from nerve.log.manifest import ManifestState, SegmentInfo, append_record, read_manifest
 from nerve.log.paths import LogPaths
 from nerve.log.wire import event_from_json, row_to_json

@@ -18,12 +18,12 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from nerve.clock import Hlc
 from nerve.errors import EventError
 from nerve.log import segments as seg
 from nerve.log.drafts import Draft
+from nerve.log.lazy import pc
 from nerve.log.manifest import SegmentInfo
 
 KEY_KIND = "batch.key"

@@ -16,7 +16,6 @@ from typing import Any
 import blake3
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from nerve.clock import Hlc
 from nerve.events import (
@@ -27,6 +26,7 @@ from nerve.events import (
     source_name,
     trust_name,
 )
+from nerve.log.lazy import pc
 from nerve.log.wire import (
     payload_text,
 )

@@ -28,13 +28,13 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from nerve.errors import LogCorrupt
 from nerve.log import segments as seg
 from nerve.log.batchkeys import KEY_KIND
 from nerve.log.codec import SCHEMA, fixed_bytes, ids_of, kept_hashes
 from nerve.log.drafts import Draft
+from nerve.log.lazy import pc
 from nerve.log.manifest import SegmentInfo
 
 ERASED_KIND = "payload.erased"

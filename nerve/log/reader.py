@@ -14,7 +14,6 @@ from typing import Any
 import blake3
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from nerve import fsio
 from nerve.clock import HLC_ZERO, Hlc
@@ -24,6 +23,7 @@ from nerve.log import archive
 from nerve.log import segments as seg
 from nerve.log.codec import EMPTY, fixed_bytes, stored_events
 from nerve.log.erasure import ERASED_KIND
+from nerve.log.lazy import pc
 from nerve.log.manifest import ManifestState, SegmentInfo, read_manifest
 from nerve.log.paths import LogPaths
 from nerve.log.wal import MAX_FRAME, WalScan, decode_frame, frame_magics, read_header, scan

@@ -20,7 +20,6 @@ from typing import Any
 import blake3
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from nerve import fsio
 from nerve.clock import Hlc
@@ -29,6 +28,7 @@ from nerve.log import erasure
 from nerve.log import segments as seg
 from nerve.log import wal as walmod
 from nerve.log.codec import EMPTY, fixed_bytes
+from nerve.log.lazy import pc
 from nerve.log.manifest import ManifestState, SegmentInfo
 from nerve.log.paths import LogPaths
 

@@ -6,10 +6,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from nerve.errors import UsageError
 from nerve.events import BOOKKEEPING_KINDS, check_kind, parse_source
+from nerve.log.lazy import pc
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,6 @@ from typing import Any
 import blake3
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from nerve import fsio
@@ -32,6 +31,7 @@ from nerve.log import anchor as anchors
 from nerve.log import archive, erasure
 from nerve.log.buffers import read_file
 from nerve.log.codec import SCHEMA, conform, fixed_bytes, hash_each, ids_of, kept_hashes
+from nerve.log.lazy import pc
 from nerve.log.manifest import ManifestState, SegmentInfo, read_manifest
 from nerve.log.paths import LogPaths
 from nerve.log.reader import Checkpoint, IdHasher, feed_archives

@@ -14,7 +14,6 @@ import difflib
 from dataclasses import dataclass
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from nerve.clock import HLC_ZERO, Hlc
@@ -28,6 +27,7 @@ from nerve.events import (
     display_source,
     parse_source,
 )
+from nerve.log.lazy import pc
 from nerve.log.reader import Snapshot, snapshot
 from nerve.log.select import TailFilter
 from nerve.log.window import before, newest
