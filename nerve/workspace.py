@@ -151,11 +151,11 @@ class WorkspaceDir:
         return connect(self.log_root, self.projection_dirs(), self.settings())
 
     def settings(self) -> dict[str, int]:
-        """What projections read from the table ``nerve_settings``; defaults without nerve.yaml."""
-        from nerve.query import DEFAULT_SETTINGS
-
+        """What projections read from the table ``nerve_settings``, as nerve.yaml sets it;
+        nothing without one (``nerve.query.define_views`` fills in the defaults). Imports no
+        DuckDB: the daemon asks this of its query process's connections."""
         if not self.config_path.exists():
-            return dict(DEFAULT_SETTINGS)
+            return {}
         return {"attention_window": self.config.attention.window}
 
 
