@@ -37,9 +37,9 @@ _Ints = npt.NDArray[np.int64]
 def valid_inputs(ids: Sequence[bytes], sources: Sequence[int], trusts: Sequence[int]) -> bool:
     """True if every observation would pass the scalar path's checks (ids of 32 bytes,
     integer sources in range, trust 0..3); otherwise the scalar path raises at the bad one."""
-    if {type(i) for i in ids} - {bytes} or set(map(len, ids)) - {32}:
+    if set(map(type, ids)) - {bytes} or set(map(len, ids)) - {32}:
         return False
-    if {type(s) for s in sources} - {int} or {type(t) for t in trusts} - {int}:
+    if set(map(type, sources)) - {int} or set(map(type, trusts)) - {int}:
         return False
     if set(trusts) - {0, 1, 2, 3}:
         return False
@@ -151,19 +151,34 @@ def _baselines(
     det: Detector, n: int, mean: int, var: int, values: Sequence[int]
 ) -> tuple[list[int], list[int], tuple[int, int]]:
     """The prior (mean, var) at each reading, and the baseline after the last, by the
-    update of ``_Baseline.update`` (``round_div(a, d) = (2a + d) // 2d``)."""
+    update of ``_Baseline.update``: ``round_div(a·num, den) = (2a·num + den) // 2den``, which
+    for ``num = 1`` and ``den = 2^k`` is ``(a + den / 2) >> k`` (the default, 1/8)."""
     p = det.params
-    a2, d, d2 = 2 * p.alpha_num, p.alpha_den, 2 * p.alpha_den
-    means, vars_ = [0] * len(values), [0] * len(values)
-    start = 0
-    if n == 0 and values:
-        means[0], vars_[0] = mean, var
-        mean, var, start = values[0] * _FIXED, 0, 1
-    for j in range(start, len(values)):
-        means[j], vars_[j] = mean, var
-        dev = values[j] * _FIXED - mean
-        mean += (dev * a2 + d) // d2
-        var += ((dev * dev - var) * a2 + d) // d2
+    means: list[int] = []
+    vars_: list[int] = []
+    keep_mean, keep_var = means.append, vars_.append
+    xs = [v * _FIXED for v in values]
+    if n == 0 and xs:
+        keep_mean(mean)
+        keep_var(var)
+        mean, var, xs = xs[0], 0, xs[1:]
+    den = p.alpha_den
+    if p.alpha_num == 1 and den & (den - 1) == 0:
+        half, shift = den >> 1, den.bit_length() - 1
+        for x in xs:
+            keep_mean(mean)
+            keep_var(var)
+            dev = x - mean
+            mean += (dev + half) >> shift
+            var += (dev * dev - var + half) >> shift
+    else:
+        a2, d2 = 2 * p.alpha_num, 2 * den
+        for x in xs:
+            keep_mean(mean)
+            keep_var(var)
+            dev = x - mean
+            mean += (dev * a2 + den) // d2
+            var += ((dev * dev - var) * a2 + den) // d2
     return means, vars_, (mean, var)
 
 

@@ -150,8 +150,9 @@ class ContextTracker:
     def batch(self, sources: Sequence[int], times: Sequence[int]) -> Callable[[int], UserContext]:
         """Advance past a batch of observations at once; the returned function gives the
         context :meth:`update` would have returned for observation ``i`` of the batch."""
-        engaged = [j for j, s in enumerate(sources) if s in self._engaged]
-        visual = [j for j, s in enumerate(sources) if s in self._visual]
+        engaging, seen_visual = self._engaged, self._visual
+        engaged = [j for j, s in enumerate(sources) if s in engaging]
+        visual = [j for j, s in enumerate(sources) if s in seen_visual]
         before, last_visual = list(self._recent), self._last_visual
         stamps = before + [times[j] for j in engaged]
         cap = self._recent.maxlen or 1
