@@ -20,8 +20,10 @@ low-trust observations and newly appearing vendor sources — goes through
   with ``EventLog.append_columns`` in batches of 100k, ``durability="os"``): reading,
   attending and appending, end to end — what ``nerve attend --replay`` runs.
   ``append_columns`` stamps a whole batch at one physical time, so in (c) the gate sees no
-  time pass within a batch: the same highlights and decisions as (a) and (b) (checked), but
-  fewer of them surface (the budget refills only between batches).
+  time pass within a batch: fewer highlights surface (the budget refills only between
+  batches), and a sense's ``per_min`` value probe sees its whole batch in one minute, so it
+  fires where (b1) does not. What the replay recorded must be what ``nerve attend --replay
+  --check`` recomputes from scratch over the same log (``replay_decisions_match``).
 
 **Audit** (M links, default 100,000): a chain of decisions with a checkpoint every 64 links,
 sealed with ``ChainWriter``; ``verify_chain`` and ``nerve.attention.audit.verify`` against
@@ -73,7 +75,7 @@ from nerve.attention import audit
 from nerve.attention.detector import Highlight
 from nerve.attention.gate import Decision, Gate, UserContext
 from nerve.attention.pipeline import Attention
-from nerve.attention.service import DECISION, LINK, Attender, Obs, replay
+from nerve.attention.service import DECISION, LINK, Attender, Obs, check, replay
 from nerve.attention.settings import AttentionSettings, ContextTracker, parse_settings
 from nerve.canonical import det_cbor_decode
 from nerve.chain import DOMAIN, ChainWriter, Keyring, verify_chain
@@ -565,7 +567,10 @@ def run_replay(bench: Bench, stream: Stream, settings: AttentionSettings) -> Non
         "surfaced": outcomes.get("surface", 0),
     }
     att = bench.tallies["attender"]
-    bench.checks["replay_decisions_match"] = result["decisions"] == att["decisions"]
+    recomputed = check(root, settings)  # what `nerve attend --replay --check` runs
+    bench.checks["replay_decisions_match"] = (
+        recomputed.ok and recomputed.recorded == result["decisions"]
+    )
     bench.checks["attender_highlights_match_bare"] = (
         att["highlights"] == bench.tallies["bare"]["highlights"]
     )
