@@ -3,6 +3,8 @@ detached children, hostile nerve.yaml edits, and staged batches past their bound
 
 from __future__ import annotations
 
+import os
+import signal
 import time
 from pathlib import Path
 
@@ -17,13 +19,7 @@ from nerve.workspace import init_workspace
 from tests.conftest import run_cli
 from tests.daemon_util import COUNTER, Daemon, started, write_sense
 
-# A sense that starts two long-lived descendants which leave its session (one a child that
-# calls setsid(), one a grandchild whose parent exits), then writes junk on the worker's
-# protocol descriptor, found as the one pipe that is neither stdin nor stderr.
-HOSTILE = """
-import os, pathlib, subprocess, sys
-initial_state = {"n": 0}
-PROBE = pathlib.Path.cwd() / "probe"
+DETACHERS = """
 CHILD = (
     "import os,sys,time; os.setsid(); "
     "open(sys.argv[1],'w').write(str(os.getpid())); time.sleep(600)"
@@ -35,7 +31,19 @@ ORPHAN = (
     "    open(sys.argv[1],'w').write(str(os.getpid()))\\n"
     "    time.sleep(600)\\n"
 )
+"""
 
+# A sense that starts two long-lived descendants which leave its session (one a child that
+# calls setsid(), one a grandchild whose parent exits), then writes junk on the worker's
+# protocol descriptor, found as the one pipe that is neither stdin nor stderr.
+HOSTILE = (
+    """
+import os, pathlib, subprocess, sys
+initial_state = {"n": 0}
+PROBE = pathlib.Path.cwd() / "probe"
+"""
+    + DETACHERS
+    + """
 def _junk():
     mine = {os.readlink(f"/proc/self/fd/{fd}") for fd in (0, 2)}
     for fd in os.listdir("/proc/self/fd"):
@@ -58,6 +66,7 @@ def compute(state):
         _junk()
     return {"state": {"n": state["n"] + 1}}
 """
+)
 CONFIG = """
 senses:
   counter: {group: a, interval: 200ms}
@@ -131,6 +140,52 @@ def test_junk_on_the_protocol_restarts_the_group_and_ends_its_descendants(
     while not _all_ended(second) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert _all_ended(second), "a sense's detached descendants outlived the daemon"
+
+
+# A sense that, once, starts a child that calls setsid() and a grandchild whose parent
+# exits, and writes its worker's pid; the test then kills that worker from outside.
+SPAWNER = (
+    """
+import os, pathlib, subprocess, sys
+initial_state = {"n": 0}
+PROBE = pathlib.Path.cwd() / "probe"
+"""
+    + DETACHERS
+    + """
+def compute(state):
+    PROBE.mkdir(exist_ok=True)
+    if not (PROBE / "spawned").exists():
+        (PROBE / "spawned").touch()
+        subprocess.Popen([sys.executable, "-c", CHILD, str(PROBE / "k-child")])
+        subprocess.Popen([sys.executable, "-c", ORPHAN, str(PROBE / "k-orphan")]).wait()
+        (PROBE / "worker").write_text(str(os.getpid()))
+    return {"state": {"n": state["n"] + 1}}
+"""
+)
+
+
+def test_a_killed_worker_s_detached_descendants_are_ended(tmp_path: Path) -> None:
+    ws = init_workspace(tmp_path / "ws")
+    write_sense(ws.root, "spawner", SPAWNER)
+    (ws.root / "nerve.yaml").write_text("senses:\n  spawner: {group: s, interval: 200ms}\n")
+    d = Daemon(ws.root)
+    with started(d.root):
+        left = d.wait_for(lambda: _pids(d, "k"), timeout=90, what="the descendants")
+        worker = int(d.wait_for(lambda: _text(d.root / "probe" / "worker"), what="the worker"))
+        assert all(_alive(p) for p in left)
+        os.kill(worker, signal.SIGKILL)  # the worker cannot end its own tree now
+        try:
+            d.wait_for(lambda: d.events("sense.restart", "s"), timeout=90, what="a restart")
+            d.wait_for(lambda: _all_ended(left), timeout=60, what="the descendants to end")
+            for pid in left:  # ended and reaped: not left as zombies under the daemon
+                assert not psutil.pid_exists(pid) or psutil.Process(pid).ppid() != d.pid()
+        finally:
+            for pid in filter(_alive, left):  # a failed run leaves no sleepers behind
+                os.kill(pid, signal.SIGKILL)
+
+
+def _text(path: Path) -> str:
+    return path.read_text() if path.exists() else ""
 
 
 def _rejections(d: Daemon) -> list[str]:
