@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -12,7 +14,7 @@ import psutil
 import pytest
 
 from nerve.config import InvalidConfig, load_yaml
-from nerve.errors import UsageError
+from nerve.errors import DaemonError, UsageError
 from nerve.runtime import staging
 from nerve.runtime.staging import Stages
 from nerve.workspace import init_workspace
@@ -209,6 +211,63 @@ def test_hostile_config_edits_are_rejected_and_later_edits_still_apply(daemon: D
         daemon.wait_for(
             lambda: daemon.events("sense.state", "fresh"), timeout=90, what="the valid edit"
         )
+
+
+# A real daemon whose reload parse waits at its start for a gate the test opens, and marks
+# its end: with the parse on the loop, nothing would answer until the gate opened.
+HELD_PARSE = """
+import pathlib, sys, time
+from nerve.runtime import daemon, kernel
+from nerve.workspace import Workspace
+
+root = pathlib.Path(sys.argv[1])
+gate = root / "gate"
+real = kernel.load_config
+
+def held(path):
+    (gate / "parsing").touch()
+    deadline = time.monotonic() + 120
+    while not (gate / "open").exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    try:
+        return real(path)
+    finally:
+        (gate / "parsed").touch()
+
+kernel.load_config = held
+daemon.run_foreground(Workspace.at(root), echo=sys.stderr)
+"""
+
+
+def test_the_loop_answers_while_a_hostile_config_is_parsed(daemon: Daemon) -> None:
+    gate = daemon.root / "gate"
+    gate.mkdir()
+    with (daemon.root / "data").joinpath("held.log").open("wb") as err:
+        proc = subprocess.Popen(
+            [sys.executable, "-c", HELD_PARSE, str(daemon.root)], stdout=err, stderr=err
+        )
+    try:
+        daemon.wait_for(lambda: _answers(daemon), timeout=90, what="the daemon to answer")
+        (daemon.root / "nerve.yaml").write_text(CONFIG + _bomb())
+        daemon.wait_for((gate / "parsing").exists, timeout=90, what="the reload's parse")
+        # ordering, not a clock: the status answers while the parse has not ended
+        assert daemon.request({"type": "status"})["ok"]
+        assert not (gate / "parsed").exists() and not _rejections(daemon)
+        (gate / "open").touch()
+        daemon.wait_for(lambda: _rejections(daemon), timeout=90, what="the bomb rejected")
+        assert "expands too many aliases" in _rejections(daemon)[0]
+        assert (gate / "parsed").exists()
+    finally:
+        (gate / "open").touch()
+        daemon.stop()
+        proc.wait(timeout=60)
+
+
+def _answers(d: Daemon) -> bool:
+    try:
+        return bool(d.request({"type": "status"})["ok"])
+    except DaemonError:
+        return False
 
 
 def _bomb(merges: int = 200, keys: int = 2000) -> str:
