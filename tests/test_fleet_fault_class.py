@@ -46,6 +46,7 @@ class Tally:
     lost: int = 0
     duplicated: int = 0
     refused: int = 0  # ships that failed with a one-line error
+    refused_but_registered: int = 0  # of those, ships whose commit had landed
     unverifiable: int = 0
     failures: list[str] = field(default_factory=list)
 
@@ -141,6 +142,8 @@ def test_one_io_error_at_any_local_durable_call_of_a_ship(
         tally.faults[site] += 1
         outcome, refused = _faulted(ws, site, nth, mode)
         tally.refused += refused and not outcome
+        if refused and not outcome and set(_registered(ws)) == set(_live(ws)):
+            tally.refused_but_registered += 1
         if not outcome:
             outcome = _check(ws, trust, tally)
         if outcome:
@@ -148,7 +151,8 @@ def test_one_io_error_at_any_local_durable_call_of_a_ship(
     with capsys.disabled():
         print(
             f"\n[ship, {how}] {len(calls)} durable calls at {len(tally.faults)} sites, "
-            f"{sum(tally.faults.values())} faults, {tally.refused} refused in one line; "
+            f"{sum(tally.faults.values())} faults, {tally.refused} refused in one line "
+            f"({tally.refused_but_registered} of them after the commit); "
             f"segments {tally.segments}, lost "
             f"{tally.lost}, registered twice {tally.duplicated}, verify not clean "
             f"{tally.unverifiable}"

@@ -30,6 +30,7 @@ from nerve.log import segments as seg
 from nerve.log.batchkeys import KEY_KIND, BatchKeys, check_key, key_draft
 from nerve.log.codec import (
     EMPTY,
+    SCHEMA,
     SMALL_BATCH,
     Row,
     build_table,
@@ -433,30 +434,39 @@ class EventLog:
             _check_import_order(evs, self._newest)
             if evs:
                 self.clock.receive(evs[-1].hlc)
+            marker = None
+            if key is not None:
+                first, last = (evs[0].hlc, evs[-1].hlc) if evs else (None, None)
+                marker = _columns([key_draft(key, len(evs), first, last)])
             if erased:
-                self._import_sealed(evs)
+                self._import_sealed(evs, marker)
             else:
                 whole = [e for e in evs if isinstance(e, Event)]
                 for start in range(0, len(whole), IMPORT_FRAME_ROWS):
                     chunk = whole[start : start + IMPORT_FRAME_ROWS]
                     self._commit(table_from_events(chunk), chunk[-1].hlc)
-            if key is not None:
-                first, last = (evs[0].hlc, evs[-1].hlc) if evs else (None, None)
-                self._stamp_and_commit(
-                    _columns([key_draft(key, len(evs), first, last)]), returning=False
-                )
+                if marker is not None:
+                    self._stamp_and_commit(marker, returning=False)
         self._seal_if_due()
         return len(evs)
 
-    def _import_sealed(self, evs: list[Event | ErasedEvent]) -> None:
-        """Seal the tail, then write ``evs`` as one segment of their own (seal lock and
-        mutex held): the segments stay in HLC order."""
+    def _import_sealed(self, evs: list[Event | ErasedEvent], marker: dict[str, Any] | None) -> None:
+        """Seal the tail, then write ``evs`` (and the batch key's record, ``marker``) as one
+        segment of their own, in one manifest record (seal lock and mutex held): the
+        segments stay in HLC order, and a keyed import is stored whole or not at all."""
         if self._tail or self._pending:
             self.seal()
         table = table_from_stored(evs)
+        last = evs[-1].hlc
+        if marker is not None:
+            first = self.clock.reserve(1)
+            last = first
+            rows = small_rows((first.physical_ns, first.logical, 1), node=self.node, **marker)
+            key_table = table_from_rows(rows).select(SCHEMA.names).cast(table.schema)
+            table = pa.concat_tables([table, key_table])
         carried = [e.id for e in erasure.erasures_in(table) if _all_erased(e, evs)]
         self._record_segment(table, {"op": "import", "remove": [], "erasure": carried})
-        self._committed(table, evs[-1].hlc)
+        self._committed(table, last)
 
     # -- sealing and compaction --------------------------------------------------------
 
