@@ -124,6 +124,7 @@ def test_junk_on_the_protocol_restarts_the_group_and_ends_its_descendants(
         )
         # the group's old descendants were ended with its worker, setsid() or not
         daemon.wait_for(lambda: _all_ended(first), timeout=90, what="the old descendants to end")
+        assert not _zombies_of(daemon.pid(), first)  # reaped, not left to the daemon
         # the sense computes again after its restart
         restart_ns = daemon.events("sense.restart", "s")[0]["physical_ns"]
         daemon.wait_for(
@@ -179,11 +180,21 @@ def test_a_killed_worker_s_detached_descendants_are_ended(tmp_path: Path) -> Non
         try:
             d.wait_for(lambda: d.events("sense.restart", "s"), timeout=90, what="a restart")
             d.wait_for(lambda: _all_ended(left), timeout=60, what="the descendants to end")
-            for pid in left:  # ended and reaped: not left as zombies under the daemon
-                assert not psutil.pid_exists(pid) or psutil.Process(pid).ppid() != d.pid()
+            assert not _zombies_of(d.pid(), left)  # ended and reaped, not left as zombies
         finally:
             for pid in filter(_alive, left):  # a failed run leaves no sleepers behind
                 os.kill(pid, signal.SIGKILL)
+
+
+def _zombies_of(parent: int, pids: list[int]) -> list[int]:
+    out = []
+    for pid in pids:
+        try:
+            if psutil.Process(pid).ppid() == parent:
+                out.append(pid)
+        except psutil.NoSuchProcess:
+            continue
+    return out
 
 
 def _text(path: Path) -> str:

@@ -14,7 +14,7 @@ import ctypes
 import os
 import signal
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM}
@@ -72,20 +72,21 @@ def new_mark() -> str:
     return secrets.token_hex(8)
 
 
-def end_adopted(mark: str, group: int) -> int:
+def end_adopted(mark: str, group: int, ended: Iterable[int] = ()) -> int:
     """In the daemon, after a sense worker is gone: SIGKILL and reap what the daemon (a
     subreaper, see :func:`adopt_orphans`) adopted from it, with their descendants; how many.
 
     A worker that was itself killed cannot end its tree, and the tree passes to the daemon.
-    Its members are known by the worker's ``mark`` in their environment, or by the worker's
-    process group (``group``); only those are touched: the daemon's other children (workers,
+    Its members are known by the worker's ``mark`` in their environment, by the worker's
+    process group (``group``), or as ``ended`` (what :func:`end_descendants` killed: dead,
+    they show neither); only those are touched: the daemon's other children (workers,
     checks) are waited on by whoever started them.
     """
     if not sys.platform.startswith("linux"):
         return 0
     import psutil  # here: only the daemon stops workers
 
-    doomed: set[int] = set()
+    doomed: set[int] = set(ended)
     for _ in range(8):  # a killed child's own children pass to us in turn: reap them too
         found = [c for c in _children(psutil) if c.pid in doomed or _carries(c, mark, group)]
         if not found:
@@ -125,12 +126,12 @@ def _carries(proc: Any, mark: str, group: int) -> bool:
         return False
 
 
-def end_descendants(pid: int) -> int:
-    """SIGKILL every process under ``pid`` (not ``pid`` itself); how many were ended.
+def end_descendants(pid: int) -> set[int]:
+    """SIGKILL every process under ``pid`` (not ``pid`` itself); the pids ended.
     Twice, for a child forked while the first pass ran."""
     import psutil  # here: only the daemon stops workers
 
-    ended = 0
+    ended: set[int] = set()
     for _ in range(2):
         try:
             tree = psutil.Process(pid).children(recursive=True)
@@ -139,7 +140,7 @@ def end_descendants(pid: int) -> int:
         for proc in tree:
             with contextlib.suppress(psutil.Error):
                 proc.kill()
-                ended += 1
+                ended.add(proc.pid)
     return ended
 
 

@@ -367,13 +367,15 @@ class GroupWorker:
     async def _kill(self) -> None:
         proc, self._proc = self._proc, None
         stderr, self._relay = self._relay, None
+        ended: set[int] = set()
         if proc is not None and proc.returncode is None:
-            end_descendants(proc.pid)  # first: with the worker gone they pass to the daemon
+            ended = end_descendants(proc.pid)  # first: with the worker gone they pass to us
             proc.kill()
         if proc is not None:
             await proc.wait()
-            # a worker killed from outside left its tree to the daemon: end that too
-            await asyncio.to_thread(end_adopted, self._mark, proc.pid)
+            # what passed to the daemon (all of it, for a worker killed from outside): end
+            # and reap it
+            await asyncio.to_thread(end_adopted, self._mark, proc.pid, ended)
         if stderr is not None:  # its last lines, unless a child of the sense holds the pipe
             with contextlib.suppress(Exception):  # TimeoutError included
                 async with asyncio.timeout(RELAY_GRACE_S):
