@@ -246,6 +246,9 @@ def test_a_copy_of_a_log_with_erasures_imports_verifies_and_keeps_its_digest(
             row["payload_cid"],
         )
     assert sum(r["payload"] is None for r in copied.values()) == 5
+    gone = next(r for r in copied.values() if r["payload"] is None)
+    code, _, err = _cli(other, "payload", gone["payload_cid"].hex(), check=False)
+    assert code == 1 and "was erased by payload.erased" in err  # the copy says so too
     # a later forget in the copy finds the erased ones erased, and nothing pending
     result = json.loads(_cli(other, "forget", "--match", "s3cret", "--json")[1])
     assert result["erased"] == 0
