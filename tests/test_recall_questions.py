@@ -70,6 +70,14 @@ QUESTIONS = [
     Q("which files changed since 15:25?", ("src/lib.rs",), ("readme",)),
     Q("new processes in the last 15 minutes", ("yes [4242]",), ("python",)),
     Q("which processes started today?", ("yes [4242]", "python [100]")),
+    Q(
+        "which ports were opened today?",
+        ("tcp 127.0.0.1:8000 opened by python [100]", "tcp 0.0.0.0:5432 opened by postgres [555]"),
+    ),
+    Q("which ports were opened in the last 10 minutes?", ("127.0.0.1:8000",), ("5432",)),
+    Q("new listening ports this morning", ("0.0.0.0:5432", "postgres"), ("8000",)),
+    Q("which ports were closed today?", ("127.0.0.1:8000 closed by python [100]",), ("5432",)),
+    Q("which ports were opened yesterday?", ("No listening port opened yesterday",)),
     # attention and errors
     Q("why was the net highlight held?", ("hold:value", "net all down")),
     Q("what was surfaced?", ("top cpu: yes 98%",)),
@@ -77,7 +85,7 @@ QUESTIONS = [
     Q("what was the last error?", ("OSError: EIO",)),
     Q("what happened in the last 10 minutes?", ("shell", "file_change")),
     # what nothing here can answer: say so
-    Q("which ports were opened today?", answered=False),
+    Q("which ports does nginx proxy to?", answered=False),
     Q("when did I last push?", answered=False),
     Q("why is the network slow?", answered=False),
     Q("what did I edit and what did I run?", answered=False),
@@ -142,9 +150,31 @@ def test_mcp_ask_gives_the_same_answers(day: Workspace, monkeypatch: pytest.Monk
     from nerve.mcp.guard import Allowance, Screen
 
     monkeypatch.setattr("time.time_ns", lambda: workday.NOW)
-    for question in ("which commands failed today?", "which files changed in src?"):
+    questions = ("which commands failed today?", "which files changed in src?")
+    for question in (*questions, "which ports were opened today?"):
         cli = ask(day, question, record=False, now_ns=workday.NOW)
         over_mcp = tools.ask(
             tools.Call(day, Screen(day.config.privacy), Allowance(500, 1 << 20)), question
         )
         assert over_mcp.answer == cli.text and cli.answered
+
+
+def test_ports_opened_name_their_process_and_cite_the_port_events(day: Workspace) -> None:
+    result = _ask(day, "which ports were opened today?")
+    assert result.answered and result.intent == "ports"
+    assert result.text.splitlines()[1:] == [
+        "- 15:23:00  tcp 127.0.0.1:8000 opened by python [100], user u",
+        "- 09:12:00  tcp 0.0.0.0:5432 opened by postgres [555], user u",
+    ]
+    conn = day.connect()
+    try:
+        lines = [
+            conn.execute("SELECT line FROM events WHERE id = ?", [bytes.fromhex(s)]).fetchone()[0]
+            for s in result.spans
+        ]
+    finally:
+        conn.close()
+    assert lines == [
+        "port 127.0.0.1:8000 opened by python [100]",
+        "port 0.0.0.0:5432 opened by postgres [555]",
+    ]

@@ -12,6 +12,7 @@ import json
 import os
 import re
 import shutil
+import socket
 import subprocess
 import time
 from collections.abc import Callable, Iterator
@@ -191,6 +192,30 @@ def test_network_baseline_then_rates(tmp_path: Path) -> None:
     assert total["nic"] == "all" and total["interval_ms"] >= 40
     assert all(v >= 0 for k, v in total.items() if k.endswith("_per_s"))
     assert {p["nic"] for p in payloads(second)[1:]} == set(second.state["nics"])
+
+
+def test_network_reports_ports_opened_and_closed_with_their_process(tmp_path: Path) -> None:
+    def ours(result: Result, port: int) -> list[dict[str, Any]]:
+        return [p for p in payloads(result) if p.get("port") == port and "event" in p]
+
+    first = run("network", initial("network"), tmp_path)
+    assert not [p for p in payloads(first) if "event" in p]  # a baseline, ports included
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        port = sock.getsockname()[1]
+        second = run("network", first.state, tmp_path)
+        [opened] = ours(second, port)
+        assert opened["event"] == "port_opened" and opened["address"] == "127.0.0.1"
+        assert opened["pid"] == os.getpid() and opened["name"] == psutil.Process().name()
+        line = next(o.line for o in second.observations if o.payload.get("port") == port)
+        assert line == f"port 127.0.0.1:{port} opened by {opened['name']} [{os.getpid()}]"
+        assert second.observations[0].payload["readings"]["listening_ports"] >= 1
+        assert not ours(run("network", second.state, tmp_path), port)  # reported once
+    third = run("network", second.state, tmp_path)
+    [closed] = ours(third, port)
+    assert closed["event"] == "port_closed" and closed["pid"] == os.getpid()
+    assert f"127.0.0.1:{port}" not in third.state["ports"]
 
 
 # --- files ----------------------------------------------------------------------------------

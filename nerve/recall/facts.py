@@ -19,6 +19,7 @@ intent                 e.g.                                         read from
 ``time_per_app``       time per app today                           ``app_focus``
 ``files_changed``      which files changed in the last 10 minutes?  ``file_change``
 ``new_processes``      new processes since 9                        ``processes`` starts
+``ports``              which ports were opened today?               ``network`` port events
 ``cpu_usage``          what did cpu do in the last hour?            ``cpu``
 ``memory_usage``       what is the memory usage?                    ``memory``
 ``happened``           what happened in the last 10 minutes?        every observation
@@ -389,6 +390,48 @@ def _new_processes(ask: _Ask) -> Tier0Answer:
     )
 
 
+# -- ports ---------------------------------------------------------------------------------------
+
+_PORT_EVENTS = ("port_opened", "port_closed")
+
+
+def _ports(ask: _Ask) -> Tier0Answer:
+    """Listening ports opened (or, when the question says so, closed) in the period."""
+    if not _ports_ever(ask):
+        return _never("ports", "listening ports (the network sense reports them)")
+    event = (
+        "port_closed" if re.search(_any("closed", "close", "stopped"), ask.text) else "port_opened"
+    )
+    rows = [r for r in reversed(ask.rows(SourceClass.NETWORK)) if r.data.get("event") == event]
+    verb = event.removeprefix("port_")
+    if not rows:
+        return _none(ask, "ports", f"listening port {verb}")
+    used = [(r, f"{ask.when(r.t)}  {_socket(r.data)} {verb} {_holder(r.data)}") for r in rows]
+    return _answer(
+        "ports", f"{len(rows)} listening port(s) {verb} {ask.scope()}, newest first:", used
+    )
+
+
+def _ports_ever(ask: _Ask) -> bool:
+    sql = (
+        "SELECT 1 FROM events WHERE kind = 'observation' AND source = ? "
+        "AND json_extract_string(data, '$.event') IN ('port_opened', 'port_closed') LIMIT 1"
+    )
+    return ask.conn.execute(sql, [int(SourceClass.NETWORK)]).fetchone() is not None
+
+
+def _socket(data: dict[str, Any]) -> str:
+    ip = str(data.get("address") or "?")
+    return f"{data.get('proto', 'tcp')} {f'[{ip}]' if ':' in ip else ip}:{data.get('port', '?')}"
+
+
+def _holder(data: dict[str, Any]) -> str:
+    if not data.get("name"):
+        return "(by a process the host did not name)"
+    user = f", user {data['user']}" if data.get("user") else ""
+    return f"by {data['name']} [{data.get('pid', '?')}]{user}"
+
+
 # -- focus ---------------------------------------------------------------------------------------
 
 
@@ -614,6 +657,7 @@ _LISTED = _any(
     "what did i run", "what have i run", "which commands", "what commands", "commands did i",
     "commands i ran", "what did i type",
 )  # fmt: skip
+_PORTS = _any("ports?", "listening", "listens?", "sockets?")
 _HAPPENED = _any(
     "what happened", "what went on", "anything happen", "what has happened", "what's happened"
 )
@@ -629,6 +673,7 @@ FACTS: tuple[tuple[str, Callable[[str], bool], Render], ...] = (
     ("time_per_app", _has(_PER_APP), _time_per_app),
     ("doing", _has(_DOING), _doing),
     ("files_changed", _has(_FILES, _CHANGED), _files_changed),
+    ("ports", _has(_PORTS), _ports),
     ("new_processes", _has(_STARTED), _new_processes),
     ("cpu_usage", _has(_CPU), lambda a: _usage(a, "cpu", "cpu_usage")),
     ("memory_usage", _has(_MEMORY), lambda a: _usage(a, "memory", "memory_usage")),
@@ -655,7 +700,8 @@ _KNOWN = frozenset(
         window windows been files file changed change changes modified edited touched saved
         written created deleted new started start happened went anything happen usage much
         level load one two three five ten fifteen twenty thirty folder directory dir under
-        inside there it its
+        inside there it its port ports opened open closed close stopped listening listen
+        listens socket sockets
         """
     )
 )

@@ -1,7 +1,7 @@
 """A fixed, recorded workday: the bundled senses' observations with known times.
 
 2026-05-06 (a Wednesday), UTC; "now" is 15:30. The day holds focus changes, an away spell,
-shell commands through the hook (some failing), file changes, processes' top samples with a
+shell commands through the hook (some failing), file changes, listening ports opened and closed, processes' top samples with a
 CPU hog (``yes``) from 15:20, machine readings and two attention decisions; and one evening
 of the day before. Times are the events' HLC times, so the log itself is the record.
 """
@@ -82,6 +82,16 @@ def started(t: int, pid: int, name: str, why: str) -> Event:
     )
 
 
+def port(t: int, event: str, address: str, number: int, pid: int, name: str) -> Event:
+    payload = {
+        "event": event, "proto": "tcp", "address": address, "port": number, "pid": pid,
+        "name": name, "user": "u",
+    }  # fmt: skip
+    verb = "opened by" if event == "port_opened" else "closed (was held by"
+    line = f"port {address}:{number} {verb} {name} [{pid}]" + (")" if "closed" in event else "")
+    return _event(t, SourceClass.NETWORK, "network", line, payload)
+
+
 def reading(t: int, sense: str, percent: float) -> Event:
     line = f"cpu {percent:.1f}%" if sense == "cpu" else f"mem {percent:.1f}% (6.4 of 16.0 GiB)"
     return _event(t, SourceClass.ENDPOINT, sense, line, {"percent": percent})
@@ -109,6 +119,7 @@ def events() -> list[Event]:
         command(at("09:05"), "make test", 2, 12_000, f"{HOME}/src/x"),
         command(at("09:06"), "git status", 0, 50, f"{HOME}/src/x"),
         changed(at("09:10"), "src/app.py"),
+        port(at("09:12"), "port_opened", "0.0.0.0", 5432, 555, "postgres"),
         started(at("09:30"), 100, "python", "name"),
         focus(at("09:40"), "firefox", "Docs — Mozilla Firefox"),
         idle(at("10:00"), "away"),
@@ -119,7 +130,9 @@ def events() -> list[Event]:
         started(at("15:20"), 4242, "yes", "cpu"),
         focus(at("15:21"), "xterm", "cargo build"),
         command(at("15:22"), "cargo build", 101, 65_000, f"{HOME}/src/y"),
+        port(at("15:23"), "port_opened", "127.0.0.1", 8000, 100, "python"),
         changed(at("15:24"), "docs/readme.md", "added"),
+        port(at("15:27"), "port_closed", "127.0.0.1", 8000, 100, "python"),
         command(at("15:25"), "ls", 0, 5, HOME),
         command(at("15:26"), "false", 1, 2, HOME),
         decision(at("15:26") + 1, "surface", "top cpu: yes 98%"),
