@@ -116,6 +116,9 @@ def test_the_hook_records_exit_duration_cwd_and_session(shell: str, tmp_path: Pa
             "ls /no/such/place",
             "sleep 0.3",
             "printf 'a\\nb' >/dev/null",
+            "echo  two   spaces  >/dev/null",
+            "cd /",
+            "true",
             " echo hidden",
         ],
         tmp_path,
@@ -125,6 +128,7 @@ def test_the_hook_records_exit_duration_cwd_and_session(shell: str, tmp_path: Pa
     records = [parse_spool_line(line) for line in spool.read_text().splitlines()]
     by_command = {r.command: r for r in records}
     expected = {f"cd '{work}'", "ls /no/such/place", "sleep 0.3", "printf 'a\\nb' >/dev/null"}
+    expected |= {"echo  two   spaces  >/dev/null", "cd /", "true"}  # spacing kept
     if shell == "zsh":
         expected.add(" echo hidden")  # zsh hands preexec the line as typed
         assert expected <= set(by_command)
@@ -132,6 +136,7 @@ def test_the_hook_records_exit_duration_cwd_and_session(shell: str, tmp_path: Pa
         assert set(by_command) == expected  # history kept no hidden command: nor does the hook
     assert by_command["ls /no/such/place"].exit != 0 and by_command["sleep 0.3"].exit == 0
     assert by_command["ls /no/such/place"].cwd == str(work)
+    assert by_command["cd /"].cwd == by_command["true"].cwd == "/"  # a new folder is seen
     assert by_command["sleep 0.3"].duration_ms >= 250
     assert len({r.session for r in records}) == 1 and records[0].shell == shell
 
