@@ -338,7 +338,7 @@ def test_ignore_globs(glob: str, matches: list[str], misses: list[str]) -> None:
 
 @pytest.mark.skipif(shutil.which("sleep") is None, reason="no sleep binary")
 def test_processes_started_then_exited(tmp_path: Path) -> None:
-    opts = {"notable": ["sleep"]}
+    opts = {"notable": ["sleep"], "min_life_s": 0}  # every notable process at once
     baseline = run("processes", initial("processes"), tmp_path, **opts)
     assert not baseline.observations and baseline.state["note"].startswith("baseline")
     proc = subprocess.Popen(["sleep", "30"])
@@ -380,6 +380,48 @@ def test_processes_baseline_is_silent_but_remembers_notable(tmp_path: Path) -> N
     assert [o.payload["event"] for o in after.observations if o.payload.get("pid") == proc.pid] == [
         "exited"
     ]
+
+
+@pytest.mark.skipif(shutil.which("sleep") is None, reason="no sleep binary")
+def test_processes_short_lived_are_counted_and_the_rest_reported_once_they_lasted(
+    tmp_path: Path,
+) -> None:
+    # a name of its own: other tests' sleeps may come and go meanwhile
+    binary = tmp_path / "zzbrief"
+    shutil.copy(shutil.which("sleep") or "sleep", binary)
+    opts = {"notable": ["zzbrief"], "min_life_s": 1}
+    state = run("processes", initial("processes"), tmp_path, **opts).state
+    brief = subprocess.Popen([binary, "30"])
+    lasting = subprocess.Popen([binary, "30"])
+    try:
+        seen = run("processes", state, tmp_path, **opts)
+        assert not [
+            o for o in seen.observations if o.payload.get("pid") in (brief.pid, lasting.pid)
+        ]
+        assert {str(brief.pid), str(lasting.pid)} <= set(seen.state["pending"])
+        brief.kill()
+        brief.wait()
+        born = psutil.Process(lasting.pid).create_time()
+        assert poll(lambda: time.time() - born >= 1.0, timeout=10)
+        after = run("processes", seen.state, tmp_path, **opts)
+    finally:
+        for proc in (brief, lasting):
+            proc.kill()
+            proc.wait()
+    events = {(o.payload.get("event"), o.payload.get("pid")) for o in after.observations}
+    assert ("started", lasting.pid) in events  # it lasted: reported, at its start
+    assert not {e for e in events if e[1] == brief.pid}  # it did not: neither start nor exit
+    [started] = [o for o in after.observations if o.payload.get("pid") == lasting.pid]
+    assert started.valid_time_ns == int(born * 1e9)
+    [summary] = [o for o in after.observations if o.payload.get("event") == "brief"]
+    assert summary.payload["counts"] == {"zzbrief": 1}
+    assert summary.payload["readings"] == {"brief_exits": 1}
+    assert summary.line == "short-lived processes: zzbrief ×1"
+    assert after.state["brief"]["counts"] == {}  # sent: the next waits brief_every_s
+    gone = run("processes", after.state, tmp_path, **opts)
+    assert [
+        o.payload["event"] for o in gone.observations if o.payload.get("pid") == lasting.pid
+    ] == ["exited"]
 
 
 def test_processes_state_is_bounded(tmp_path: Path) -> None:

@@ -13,13 +13,21 @@ matches ``notable`` (a trailing version is allowed: ``python`` matches ``python3
 its CPU or resident memory reaches ``cpu_percent`` / ``rss_mb``; a process that was notable
 at any compute is reported when it exits, with the name and command line it had.
 
+Short-lived processes are not reported one by one: a notable process is reported as started
+at the first compute at which it has run ``min_life_s`` (the observation's time is still its
+start), and one that exits before is only counted, by name; the counts go out as one ``event:
+"brief"`` observation at most every ``brief_every_s`` (the first after a quiet spell at once),
+whose reading ``brief_exits`` keeps a crash loop visible. A busy machine's builds and test
+runs would otherwise fill the log with a start and an exit for every compiler and test worker.
+
 State: ``known`` (pid -> create time, at most ``max_tracked``; older processes past the cap
 are folded into ``cutoff``, so they are never mistaken for new ones) and ``notable``
 (pid -> name, create time, command line, at most ``max_notable``).
 
 Options: ``notable`` (names, default below), ``cpu_percent`` (default 80), ``rss_mb``
 (default 2048), ``max_per_compute`` (default 50), ``max_tracked`` (10000), ``max_notable``
-(500), ``top_n`` (5), ``top_memory_n`` (3), ``min_cpu_percent`` (5), ``top_every_s`` (300).
+(500), ``top_n`` (5), ``top_memory_n`` (3), ``min_cpu_percent`` (5), ``top_every_s`` (300),
+``min_life_s`` (30; 0 reports every notable process at once), ``brief_every_s`` (60).
 
 CPU shares come from psutil's per-process counters kept in the worker between computes, so
 the first compute of a worker sees every process at 0 %: its top lists memory only.
@@ -55,9 +63,12 @@ initial_state: dict[str, Any] = {
     "notable": {},
     "note": None,
     "top": None,
+    "pending": {},
+    "brief": None,
 }
 
 _CMDLINE_MAX = 200
+_BRIEF_NAMES = 50  # distinct names a brief counts; more are left out
 _MIB = 1024**2
 
 
@@ -81,6 +92,8 @@ class _Options(NamedTuple):
     top_memory_n: int
     min_cpu_percent: float
     top_every_ns: int
+    min_life_s: float
+    brief_every_ns: int
 
 
 def compute(state: dict[str, Any], ctx: SenseContext) -> Result:
@@ -94,16 +107,23 @@ def compute(state: dict[str, Any], ctx: SenseContext) -> Result:
         return Result(state=_bounded(base, procs, notable, opts))
     started, exited = _diff(known, float(state.get("cutoff") or 0.0), procs)
     notable = dict(state.get("notable") or {})
+    pending = dict(state.get("pending") or {})
+    brief = _Brief.of(state.get("brief"))
     observations = [_exited(pid, notable.pop(pid)) for pid in exited if pid in notable]
-    observations += list(_started(started, procs, notable, opts))
-    _note_heavy(procs, notable, opts)
+    for pid in exited:
+        if pid in pending:  # gone before it had run min_life_s: only counted
+            brief.count(str(pending.pop(pid).get("name", "")))
+    now = time.time()
+    observations += list(_started(started, procs, notable, pending, opts, now))
+    observations += list(_matured(procs, notable, pending, opts, now))
+    _note_heavy(procs, notable, pending, opts)
+    brief_obs = brief.flush(time.time_ns(), opts)
     top_obs, top_state = _top(procs, state.get("top"), opts)
-    new_state = _bounded({"boot": boot, "note": None, "top": top_state}, procs, notable, opts)
+    base = {"boot": boot, "note": None, "top": top_state, "brief": brief.state()}
+    new_state = _bounded(base, procs, notable, opts, pending)
     kept = observations[: opts.max_per_compute]
-    return Result(
-        state=_capped(new_state, observations, opts),
-        observations=kept + ([top_obs] if top_obs is not None else []),
-    )
+    extra = [o for o in (brief_obs, top_obs) if o is not None]
+    return Result(state=_capped(new_state, observations, opts), observations=kept + extra)
 
 
 def _options(ctx: SenseContext) -> _Options:
@@ -124,15 +144,21 @@ def _options(ctx: SenseContext) -> _Options:
         top_memory_n=int(_number(ctx, "top_memory_n", 3)),
         min_cpu_percent=_number(ctx, "min_cpu_percent", 5),
         top_every_ns=int(_number(ctx, "top_every_s", 300) * 1e9),
+        min_life_s=_number(ctx, "min_life_s", 30, zero=True),
+        brief_every_ns=int(_number(ctx, "brief_every_s", 60) * 1e9),
     )
 
 
-def _number(ctx: SenseContext, key: str, default: float) -> float:
+def _number(ctx: SenseContext, key: str, default: float, zero: bool = False) -> float:
     value = ctx.options.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
-        raise ValueError(
-            f"senses.{ctx.name}.options.{key} must be a positive number, got {value!r}"
-        )
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or value < 0
+        or (value == 0 and not zero)
+    ):
+        what = "a number, 0 or more" if zero else "a positive number"
+        raise ValueError(f"senses.{ctx.name}.options.{key} must be {what}, got {value!r}")
     return float(value)
 
 
@@ -212,25 +238,94 @@ def _record(proc: _Proc) -> dict[str, Any]:
 
 
 def _started(
-    pids: list[str], procs: dict[str, _Proc], notable: dict[str, Any], opts: _Options
+    pids: list[str],
+    procs: dict[str, _Proc],
+    notable: dict[str, Any],
+    pending: dict[str, Any],
+    opts: _Options,
+    now: float,
 ) -> Iterator[Observation]:
+    """Notable new processes: reported when they have run ``min_life_s``, else pending."""
     for pid in sorted(pids, key=lambda p: procs[p].create_time):
         proc = procs[pid]
         why = _why(proc, opts)
         if why is None:
             continue
-        notable[pid] = record = _record(proc)
+        record = {**_record(proc), "why": why}
+        if now - proc.create_time < opts.min_life_s:
+            pending[pid] = record
+            continue
+        notable[pid] = {k: v for k, v in record.items() if k != "why"}
+        yield _started_observation(proc, record, why)
+
+
+def _matured(
+    procs: dict[str, _Proc],
+    notable: dict[str, Any],
+    pending: dict[str, Any],
+    opts: _Options,
+    now: float,
+) -> Iterator[Observation]:
+    """Pending processes that have now run ``min_life_s``: reported as started."""
+    for pid in sorted(pending, key=lambda p: float(pending[p].get("create_time") or 0)):
+        proc = procs.get(pid)
+        if proc is None or now - proc.create_time < opts.min_life_s:
+            continue
+        record = pending.pop(pid)
+        notable[pid] = {k: v for k, v in record.items() if k != "why"}
+        yield _started_observation(proc, record, str(record.get("why") or "name"))
+
+
+def _started_observation(proc: _Proc, record: dict[str, Any], why: str) -> Observation:
+    payload = {
+        "pid": proc.pid,
+        "name": proc.name,
+        "event": "started",
+        "cmdline": record["cmdline"],
+        "why": why,
+        "user": proc.user,
+        "start_time": int(proc.create_time),
+        "rss_bytes": proc.rss_bytes,
+    }
+    line = f"process started {proc.name} [{proc.pid}]"
+    return _observation(line, payload, valid_time_ns=int(proc.create_time * 1e9))
+
+
+class _Brief:
+    """Counts, by name, of notable processes that exited before ``min_life_s``."""
+
+    def __init__(self, at: int, counts: dict[str, int]) -> None:
+        self.at, self.counts = at, counts
+
+    @classmethod
+    def of(cls, raw: Any) -> _Brief:
+        if not isinstance(raw, dict) or not isinstance(raw.get("counts"), dict):
+            return cls(0, {})
+        counts = {str(k): int(v) for k, v in raw["counts"].items() if isinstance(v, int)}
+        return cls(int(raw.get("at") or 0), counts)
+
+    def count(self, name: str) -> None:
+        if name in self.counts or len(self.counts) < _BRIEF_NAMES:
+            self.counts[name] = self.counts.get(name, 0) + 1
+
+    def flush(self, now_ns: int, opts: _Options) -> Observation | None:
+        """The ``brief`` observation when counts wait and ``brief_every_s`` has passed."""
+        if not self.counts or now_ns - self.at < opts.brief_every_ns:
+            return None
+        counts = dict(sorted(self.counts.items(), key=lambda kv: (-kv[1], kv[0])))
+        total = sum(counts.values())
+        names = ", ".join(f"{name} ×{n}" for name, n in counts.items())
         payload = {
-            "pid": proc.pid,
-            "name": proc.name,
-            "event": "started",
-            "cmdline": record["cmdline"],
-            "why": why,
-            "user": proc.user,
-            "start_time": int(proc.create_time),
-            "rss_bytes": proc.rss_bytes,
+            "event": "brief",
+            "counts": counts,
+            "since_ns": self.at,
+            "readings": {"brief_exits": total},
         }
-        yield _observation(f"process started {proc.name} [{proc.pid}]", payload)
+        self.at, self.counts = now_ns, {}
+        return _observation(f"short-lived processes: {names}"[:200], payload)
+
+    def state(self) -> dict[str, Any]:
+        return {"at": self.at, "counts": dict(sorted(self.counts.items()))}
 
 
 def _exited(pid: str, record: dict[str, Any]) -> Observation:
@@ -245,10 +340,12 @@ def _exited(pid: str, record: dict[str, Any]) -> Observation:
     return _observation(f"process exited {payload['name']} [{pid}]", payload)
 
 
-def _note_heavy(procs: dict[str, _Proc], notable: dict[str, Any], opts: _Options) -> None:
+def _note_heavy(
+    procs: dict[str, _Proc], notable: dict[str, Any], pending: dict[str, Any], opts: _Options
+) -> None:
     """Processes that became notable since they started: remember them, to report their exit."""
     for pid, proc in procs.items():
-        if pid not in notable and _why(proc, opts) is not None:
+        if pid not in notable and pid not in pending and _why(proc, opts) is not None:
             notable[pid] = _record(proc)
 
 
@@ -339,7 +436,11 @@ def _top_line(cpu: list[_Proc], memory: list[_Proc]) -> str:
 
 
 def _bounded(
-    base: dict[str, Any], procs: dict[str, _Proc], notable: dict[str, Any], opts: _Options
+    base: dict[str, Any],
+    procs: dict[str, _Proc],
+    notable: dict[str, Any],
+    opts: _Options,
+    pending: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """State with ``known`` capped to the newest ``max_tracked`` and ``notable`` capped too."""
     newest = sorted(procs.values(), key=lambda p: p.create_time, reverse=True)
@@ -352,6 +453,7 @@ def _bounded(
         "cutoff": cutoff,
         "known": {str(p.pid): p.create_time for p in kept},
         "notable": dict(recent[: opts.max_notable]),
+        "pending": {pid: r for pid, r in (pending or {}).items() if pid in procs},
     }
 
 
@@ -364,13 +466,15 @@ def _capped(
     return {**state, "note": f"{extra} process events over max_per_compute were not observed"}
 
 
-def _observation(line: str, payload: dict[str, Any]) -> Observation:
+def _observation(
+    line: str, payload: dict[str, Any], valid_time_ns: int | None = None
+) -> Observation:
     return Observation(
         source=SourceClass.PROCESS_TREE,
         line=line,
         payload=payload,
         trust=Trust.FIRST_PARTY,
-        valid_time_ns=time.time_ns(),
+        valid_time_ns=time.time_ns() if valid_time_ns is None else valid_time_ns,
     )
 
 
