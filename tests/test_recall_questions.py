@@ -68,8 +68,9 @@ QUESTIONS = [
     Q("which files changed this morning?", ("src/app.py",), ("lib.rs",)),
     Q("which files changed in src?", ("src/lib.rs", "src/app.py"), ("docs",)),
     Q("which files changed since 15:25?", ("src/lib.rs",), ("readme",)),
-    Q("new processes in the last 15 minutes", ("yes [4242]",), ("python",)),
-    Q("which processes started today?", ("yes [4242]", "python [100]")),
+    Q("new processes in the last 15 minutes", ("yes [4242]", "cc1 ×12, make ×2"), ("python",)),
+    Q("which processes started today?", ("yes [4242]", "python [100]", "cc1 ×12")),
+    Q("which processes started this morning?", ("python [100]",), ("yes", "cc1")),
     Q(
         "which ports were opened today?",
         ("tcp 127.0.0.1:8000 opened by python [100]", "tcp 0.0.0.0:5432 opened by postgres [555]"),

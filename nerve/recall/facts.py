@@ -377,17 +377,31 @@ def _top_memory(ask: _Ask) -> Tier0Answer:
 def _new_processes(ask: _Ask) -> Tier0Answer:
     if not ask.ever(SourceClass.PROCESS_TREE):
         return _never("new_processes", "processes")
-    rows = [
-        r for r in reversed(ask.rows(SourceClass.PROCESS_TREE)) if r.data.get("event") == "started"
-    ]
-    if not rows:
+    sampled = list(reversed(ask.rows(SourceClass.PROCESS_TREE)))
+    rows = [r for r in sampled if r.data.get("event") == "started"]
+    brief = _brief_counts([r for r in sampled if r.data.get("event") == "brief"])
+    if not rows and not brief:
         return _none(ask, "new_processes", "notable process started")
     used = [(r, f"{ask.when(r.t)}  {_who(r.data)} ({r.data.get('why', '?')})") for r in rows]
+    if brief:
+        first, counts = brief
+        names = ", ".join(f"{name} ×{n}" for name, n in counts.most_common(6))
+        used.append((first, f"and short-lived ones, counted but not listed: {names}"))
     return _answer(
         "new_processes",
         f"{len(rows)} notable process(es) started {ask.scope()}, newest first:",
         used,
     )
+
+
+def _brief_counts(rows: list[_Row]) -> tuple[_Row, Counter[str]] | None:
+    """The newest ``brief`` row and the short-lived processes they count together, by name."""
+    counts: Counter[str] = Counter()
+    for row in rows:
+        raw = row.data.get("counts")
+        if isinstance(raw, dict):
+            counts.update({str(k): v for k, v in raw.items() if isinstance(v, int)})
+    return (rows[0], counts) if rows and counts else None
 
 
 # -- ports ---------------------------------------------------------------------------------------

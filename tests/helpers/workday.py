@@ -1,9 +1,9 @@
 """A fixed, recorded workday: the bundled senses' observations with known times.
 
 2026-05-06 (a Wednesday), UTC; "now" is 15:30. The day holds focus changes, an away spell,
-shell commands through the hook (some failing), file changes, listening ports opened and closed, processes' top samples with a
-CPU hog (``yes``) from 15:20, machine readings and two attention decisions; and one evening
-of the day before. Times are the events' HLC times, so the log itself is the record.
+shell commands through the hook (some failing), file changes, listening ports opened and
+closed, processes' top samples with a CPU hog (``yes``) from 15:20, a count of short-lived
+processes, machine readings and two attention decisions; and one evening of the day before. Times are the events' HLC times, so the log itself is the record.
 """
 
 from __future__ import annotations
@@ -82,6 +82,18 @@ def started(t: int, pid: int, name: str, why: str) -> Event:
     )
 
 
+def brief(t: int, counts: dict[str, int]) -> Event:
+    names = ", ".join(f"{name} ×{n}" for name, n in counts.items())
+    payload = {
+        "event": "brief",
+        "counts": counts,
+        "readings": {"brief_exits": sum(counts.values())},
+    }
+    return _event(
+        t, SourceClass.PROCESS_TREE, "processes", f"short-lived processes: {names}", payload
+    )
+
+
 def port(t: int, event: str, address: str, number: int, pid: int, name: str) -> Event:
     payload = {
         "event": event, "proto": "tcp", "address": address, "port": number, "pid": pid,
@@ -128,6 +140,7 @@ def events() -> list[Event]:
         own(at("14:30"), "sense.error", "disk", "sense disk: compute raised OSError: EIO", {}),
         focus(at("15:15"), "code", "lib.rs — x"),
         started(at("15:20"), 4242, "yes", "cpu"),
+        brief(at("15:21"), {"cc1": 12, "make": 2}),
         focus(at("15:21"), "xterm", "cargo build"),
         command(at("15:22"), "cargo build", 101, 65_000, f"{HOME}/src/y"),
         port(at("15:23"), "port_opened", "127.0.0.1", 8000, 100, "python"),
