@@ -3,7 +3,8 @@
 2026-05-06 (a Wednesday), UTC; "now" is 15:30. The day holds focus changes, an away spell,
 shell commands through the hook (some failing), file changes, listening ports opened and
 closed, processes' top samples with a CPU hog (``yes``) from 15:20, a count of short-lived
-processes, machine readings and two attention decisions; and one evening of the day before. Times are the events' HLC times, so the log itself is the record.
+processes, machine readings and two attention decisions; and one evening of the day before.
+Times are the events' HLC times, so the log itself is the record.
 """
 
 from __future__ import annotations
