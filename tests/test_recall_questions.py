@@ -79,6 +79,8 @@ QUESTIONS = [
     Q("new listening ports this morning", ("0.0.0.0:5432", "postgres"), ("8000",)),
     Q("which ports were closed today?", ("127.0.0.1:8000 closed by python [100]",), ("5432",)),
     Q("which ports were opened yesterday?", ("No listening port opened yesterday",)),
+    Q("which ports are listening now?", ("tcp 0.0.0.0:5432 by postgres [555]",), ("8000",)),
+    Q("which ports were open at 15:25?", ("127.0.0.1:8000", "0.0.0.0:5432")),
     # attention and errors
     Q("why was the net highlight held?", ("hold:value", "net all down")),
     Q("what was surfaced?", ("top cpu: yes 98%",)),

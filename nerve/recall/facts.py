@@ -413,6 +413,10 @@ def _ports(ask: _Ask) -> Tier0Answer:
     """Listening ports opened (or, when the question says so, closed) in the period."""
     if not _ports_ever(ask):
         return _never("ports", "listening ports (the network sense reports them)")
+    if re.search(_any("open", "listening", "listens?"), ask.text) and not re.search(
+        _any("opened", "closed", "close", "stopped", "new"), ask.text
+    ):
+        return _ports_open(ask)
     event = (
         "port_closed" if re.search(_any("closed", "close", "stopped"), ask.text) else "port_opened"
     )
@@ -424,6 +428,26 @@ def _ports(ask: _Ask) -> Tier0Answer:
     return _answer(
         "ports", f"{len(rows)} listening port(s) {verb} {ask.scope()}, newest first:", used
     )
+
+
+def _ports_open(ask: _Ask) -> Tier0Answer:
+    """The sockets whose latest event up to the period's end (or now) is an opening."""
+    until = ask.period.end_ns if ask.period is not None else ask.now_ns
+    latest: dict[tuple[Any, Any], _Row] = {}
+    for row in ask.rows(SourceClass.NETWORK, period=Period(0, until, "")):
+        if row.data.get("event") in _PORT_EVENTS:
+            latest[(row.data.get("address"), row.data.get("port"))] = row
+    still = [r for r in reversed(latest.values()) if r.data["event"] == "port_opened"]
+    at = ask.when(until)
+    if not still:
+        text = f"No port opened since the network sense began is still listening at {at}."
+        return Tier0Answer("ports", text, ())
+    used = [(r, f"{_socket(r.data)} {_holder(r.data)}, since {ask.when(r.t)}") for r in still]
+    title = (
+        f"Listening at {at}, of the ports opened since the network sense began "
+        "(those listening before it are not known):"
+    )
+    return _answer("ports", title, used)
 
 
 def _ports_ever(ask: _Ask) -> bool:
