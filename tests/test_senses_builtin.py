@@ -198,13 +198,13 @@ def test_network_reports_ports_opened_and_closed_with_their_process(tmp_path: Pa
     def ours(result: Result, port: int) -> list[dict[str, Any]]:
         return [p for p in payloads(result) if p.get("port") == port and "event" in p]
 
-    first = run("network", initial("network"), tmp_path)
+    first = run("network", initial("network"), tmp_path, port_min_life_s=0)
     assert not [p for p in payloads(first) if "event" in p]  # a baseline, ports included
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         sock.listen()
         port = sock.getsockname()[1]
-        second = run("network", first.state, tmp_path)
+        second = run("network", first.state, tmp_path, port_min_life_s=0)
         [opened] = ours(second, port)
         assert opened["event"] == "port_opened" and opened["address"] == "127.0.0.1"
         assert opened["pid"] == os.getpid() and opened["name"] == psutil.Process().name()
@@ -216,6 +216,31 @@ def test_network_reports_ports_opened_and_closed_with_their_process(tmp_path: Pa
     [closed] = ours(third, port)
     assert closed["event"] == "port_closed" and closed["pid"] == os.getpid()
     assert f"127.0.0.1:{port}" not in third.state["ports"]
+
+
+def test_network_reports_a_port_once_it_lasted_and_never_a_brief_one(tmp_path: Path) -> None:
+    def ours(result: Result, port: int) -> list[str]:
+        return [p["event"] for p in payloads(result) if p.get("port") == port and "event" in p]
+
+    state = run("network", initial("network"), tmp_path, port_min_life_s=1).state
+    with socket.socket() as brief, socket.socket() as lasting:
+        for sock in (brief, lasting):
+            sock.bind(("127.0.0.1", 0))
+            sock.listen()
+        ports = brief.getsockname()[1], lasting.getsockname()[1]
+        seen = run("network", state, tmp_path, port_min_life_s=1)
+        assert not ours(seen, ports[0]) and not ours(seen, ports[1])  # too young yet
+        brief.close()
+        first_seen = seen.state["ports"][f"127.0.0.1:{ports[1]}"]["since"]
+        assert poll(lambda: time.time() - first_seen >= 1.0, timeout=10)
+        later = run("network", seen.state, tmp_path, port_min_life_s=1)
+    assert not ours(later, ports[0])  # it came and went: neither opened nor closed
+    assert ours(later, ports[1]) == ["port_opened"]
+    [opened] = [o for o in later.observations if o.payload.get("port") == ports[1]]
+    assert opened.valid_time_ns == int(first_seen * 1e9)  # when it was first seen listening
+    assert ours(run("network", later.state, tmp_path, port_min_life_s=1), ports[1]) == [
+        "port_closed"
+    ]
 
 
 # --- files ----------------------------------------------------------------------------------

@@ -6,7 +6,8 @@ counter that went backwards, or a daemon that did not stop cleanly) records a ba
 observes nothing. Then one observation for all interfaces together and, with
 ``per_nic``, one per interface.
 
-Options: ``per_nic`` (bool, default false), ``nics`` (list of interface names, default all).
+Options: ``per_nic`` (bool, default false), ``nics`` (list of interface names, default all),
+``port_min_life_s`` (default 30).
 
 Readings (for attention's value probes), on the ``all`` observation: ``down_kib_per_s``,
 ``up_kib_per_s``, ``errors`` and, where the host lists its sockets, ``listening_ports``
@@ -16,9 +17,12 @@ Readings (for attention's value probes), on the ``all`` observation: ``down_kib_
 Listening ports: each compute compares the TCP sockets in LISTEN (address and port) with the
 previous compute's and sends one observation per socket that appeared (``event:
 "port_opened"``) or went (``event: "port_closed"``), with the process that holds it (pid, name,
-user; none where the host does not say, e.g. another user's process without privileges). The
-first compute records the sockets it finds without reporting them; state keeps at most
-``_PORTS_MAX`` sockets and a compute reports at most ``_PORT_EVENTS_MAX`` changes.
+user; none where the host does not say, e.g. another user's process without privileges). A
+socket is reported opened once it has listened ``port_min_life_s`` (default 30; the
+observation's time is when it was first seen), and closed only if its opening was: the ports
+of test servers that come and go are not news. The first compute records the sockets it
+finds without reporting them; state keeps at most ``_PORTS_MAX`` sockets and a compute
+reports at most ``_PORT_EVENTS_MAX`` changes.
 """
 
 from __future__ import annotations
@@ -49,15 +53,17 @@ _PORT_EVENTS_MAX = 50
 
 def compute(state: dict[str, Any], ctx: SenseContext) -> Result:
     per_nic, wanted = _options(ctx)
+    min_life = _min_life(ctx)
     listening = _listening()
     current = _read(per_nic, wanted)
     if isinstance(current, str):
-        port_obs, ports = _port_changes(state.get("ports"), listening)
+        port_obs, ports = _port_changes(state.get("ports"), listening, min_life)
         failed = {**initial_state, "note": current, "ports": ports}
         return Result(state=failed, observations=port_obs)
     same_boot = _same_boot(state.get("boot"), current["boot"])
     # after a reboot every socket is new: the first compute is a baseline for ports too
-    port_obs, current["ports"] = _port_changes(state.get("ports") if same_boot else None, listening)
+    previous = state.get("ports") if same_boot else None
+    port_obs, current["ports"] = _port_changes(previous, listening, min_life)
     if not same_boot or not isinstance(state.get("total"), dict):
         baseline = {**current, "note": "baseline: no previous counters"}
         return Result(state=baseline, observations=port_obs)
@@ -149,30 +155,51 @@ def _listening() -> dict[str, dict[str, Any]] | None:
     return found
 
 
+def _min_life(ctx: SenseContext) -> float:
+    value = ctx.options.get("port_min_life_s", 30)
+    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+        raise ValueError(
+            f"senses.{ctx.name}.options.port_min_life_s must be a number, 0 or more, got {value!r}"
+        )
+    return float(value)
+
+
 def _port_changes(
-    previous: Any, listening: dict[str, dict[str, Any]] | None
+    previous: Any, listening: dict[str, dict[str, Any]] | None, min_life: float
 ) -> tuple[list[Observation], dict[str, dict[str, Any]] | None]:
-    """Observations of sockets opened and closed since ``previous``, and the state to keep."""
+    """Observations of sockets opened and closed since ``previous``, and the state to keep.
+
+    A new socket is reported once it has listened ``min_life`` seconds (a test server's
+    port that comes and goes is not news) and its closing only if its opening was.
+    """
     if listening is None:
         return [], previous if isinstance(previous, dict) else None
-    if not isinstance(previous, dict):
-        return [], _bounded_ports({k: _holder(v) for k, v in listening.items()})
+    now = time.time()
+    if not isinstance(previous, dict):  # a baseline: these were listening already
+        found = {k: {**_holder(v), "since": now, "told": True} for k, v in listening.items()}
+        return [], _bounded_ports(found)
     kept: dict[str, dict[str, Any]] = {}
-    opened: list[Observation] = []
+    events: list[Observation] = []
     for key, sock in sorted(listening.items()):
         old = previous.get(key)
         pids = (old.get("pid") if isinstance(old, dict) else None, sock["pid"])
         if not isinstance(old, dict) or (None not in pids and pids[0] != pids[1]):
-            kept[key] = _holder(sock)  # a new socket, or another process holds it now
-            opened.append(_port_observation("port_opened", kept[key]))
-        else:  # the same socket; learn its holder if we did not know it yet
-            kept[key] = _holder(sock) if pids[0] is None and pids[1] is not None else old
+            if isinstance(old, dict) and old.get("told"):  # another process holds it now
+                events.append(_port_observation("port_closed", old))
+            old = {**_holder(sock), "since": now, "told": False}
+        elif pids[0] is None and pids[1] is not None:  # learn its holder
+            old = {**_holder(sock), "since": old.get("since", now), "told": old.get("told")}
+        since = float(old.get("since") or now)
+        if not old.get("told") and now - since >= min_life:
+            old = {**old, "told": True}
+            events.append(_port_observation("port_opened", old, int(since * 1e9)))
+        kept[key] = old
     closed = [
         _port_observation("port_closed", old)
         for key, old in sorted(previous.items())
-        if key not in listening and isinstance(old, dict)
+        if key not in listening and isinstance(old, dict) and old.get("told")
     ]
-    return (closed + opened)[:_PORT_EVENTS_MAX], _bounded_ports(kept)
+    return (closed + events)[:_PORT_EVENTS_MAX], _bounded_ports(kept)
 
 
 def _bounded_ports(ports: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -191,7 +218,9 @@ def _holder(sock: dict[str, Any]) -> dict[str, Any]:
     return {**sock, "name": name, "user": user}
 
 
-def _port_observation(event: str, sock: dict[str, Any]) -> Observation:
+def _port_observation(
+    event: str, sock: dict[str, Any], valid_time_ns: int | None = None
+) -> Observation:
     ip = str(sock.get("address", "?"))
     where = f"[{ip}]:{sock.get('port')}" if ":" in ip else f"{ip}:{sock.get('port')}"
     who = f"{sock['name']} [{sock['pid']}]" if sock.get("name") else "an unknown process"
@@ -211,7 +240,7 @@ def _port_observation(event: str, sock: dict[str, Any]) -> Observation:
         line=line,
         payload=payload,
         trust=Trust.FIRST_PARTY,
-        valid_time_ns=time.time_ns(),
+        valid_time_ns=time.time_ns() if valid_time_ns is None else valid_time_ns,
     )
 
 
