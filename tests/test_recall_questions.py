@@ -27,9 +27,13 @@ class Q(NamedTuple):
 
 QUESTIONS = [
     # resources
-    Q("what used the most CPU in the last 5 minutes?", ("yes [4242]",), ("python [100]: 30",)),
+    Q(
+        "what used the most CPU in the last 5 minutes?",
+        ("yes [4242] (u) `yes --hog`",),
+        ("python [100]: 30",),
+    ),
     Q("what used the most CPU between 14:00 and 15:00?", ("python [100]",), ("yes",)),
-    Q("which process is using the most cpu now?", ("yes [4242]",)),
+    Q("which process is using the most cpu now?", ("yes [4242] (u) `yes --hog`",)),
     Q("what used the most cpu 5 minutes ago?", ("yes [4242]",)),
     Q("what used the most cpu this morning?", ("No process samples this morning",)),
     Q("what is using memory now?", ("java [300]", "2048 MiB")),

@@ -282,6 +282,31 @@ def _tops(ask: _Ask) -> list[_Row]:
     return [r for r in ask.rows(SourceClass.PROCESS_TREE) if r.data.get("event") == "top"]
 
 
+def _described(rows: list[_Row]) -> dict[tuple[Any, Any], dict[str, Any]]:
+    """Per process, the newest top entry carrying its command line and user (a top sends
+    them once per ``top_every_s``, not in every sample)."""
+    about: dict[tuple[Any, Any], dict[str, Any]] = {}
+    for row in rows:
+        for kind in ("cpu", "memory", "over"):
+            for entry in row.data.get(kind) or []:
+                if isinstance(entry, dict) and "cmdline" in entry:
+                    about[(entry.get("pid"), entry.get("start_time"))] = entry
+    return about
+
+
+def _near(ask: _Ask) -> list[_Row]:
+    """The top samples of the 15 minutes up to the question's point (or now)."""
+    point = ask.period.start_ns if ask.period is not None else ask.now_ns
+    window = Period(point - 900 * 10**9, point, "")
+    return [
+        r for r in ask.rows(SourceClass.PROCESS_TREE, period=window) if r.data.get("event") == "top"
+    ]
+
+
+def _full(about: dict[tuple[Any, Any], dict[str, Any]], entry: dict[str, Any]) -> dict[str, Any]:
+    return {**about.get((entry.get("pid"), entry.get("start_time")), {}), **entry}
+
+
 def _who(entry: dict[str, Any]) -> str:
     name = str(entry.get("name") or "?")
     cmd = " ".join(str(entry.get("cmdline") or "").split())[:60]
@@ -314,10 +339,12 @@ def _top_cpu(ask: _Ask) -> Tier0Answer:
             tuple(r.id for r in rows[-1:]),
         )
     ranked = sorted(total, key=lambda k: (-total[k], str(k)))
+    about = _described(_near(ask) if ask.period is not None and ask.period.point else rows)
     used = [
         (
             last[k][0],
-            f"{_who(last[k][1])}: {total[k] / len(rows) / 10:.1f}% of a core on average, "
+            f"{_who(_full(about, last[k][1]))}: {total[k] / len(rows) / 10:.1f}% of a core "
+            "on average, "
             f"peak {peak[k] / 10:.1f}%",
         )
         for k in ranked
@@ -356,8 +383,9 @@ def _top_memory(ask: _Ask) -> Tier0Answer:
         if not rows:
             return _none(ask, "top_memory", "process samples")
         row = rows[0]
+        about = _described(_near(ask))
         used = [
-            (row, f"{_who(e)}: {int(e.get('rss_bytes') or 0) // _MIB} MiB")
+            (row, f"{_who(_full(about, e))}: {int(e.get('rss_bytes') or 0) // _MIB} MiB")
             for e in row.data.get("memory", [])
         ]
         return _answer("top_memory", f"Largest resident memory at {ask.when(row.t)}:", used)
@@ -368,8 +396,10 @@ def _top_memory(ask: _Ask) -> Tier0Answer:
             if key not in peak or rss > peak[key][0]:
                 peak[key] = (rss, row, entry)
     ranked = sorted(peak.values(), key=lambda v: (-v[0], v[1].t))
+    about = _described(rows)
     used = [
-        (row, f"{_who(e)}: peak {rss // _MIB} MiB ({ask.when(row.t)})") for rss, row, e in ranked
+        (row, f"{_who(_full(about, e))}: peak {rss // _MIB} MiB ({ask.when(row.t)})")
+        for rss, row, e in ranked
     ]
     return _answer("top_memory", f"Most memory {ask.scope()}, from {len(rows)} samples:", used)
 

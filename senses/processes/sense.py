@@ -352,6 +352,7 @@ def _note_heavy(
 # -- the top ----------------------------------------------------------------------------------
 
 _TOP_CMDLINE_MAX = 120
+_DESCRIBED_MAX = 200  # processes whose command line a top need not repeat
 _last_top_ns = 0  # when this worker last read the counters: the interval the CPU shares cover
 
 
@@ -370,12 +371,15 @@ def _top(
     moved = due or _memory_moved(previous.get("memory"), mem_now)
     if not (cpu or over or moved):
         return None, previous or None
+    # a process's command line and user go out once per top_every_s, not in every sample
+    described = {} if due else dict(previous.get("described") or {})
     # the memory top rides along only when it moved (or is due): a busy CPU repeats less
-    payload = _top_payload(cpu, memory if moved else [], over, interval_ms)
+    payload = _top_payload(cpu, memory if moved else [], over, interval_ms, described)
     obs = _observation(_top_line(cpu, memory), payload)
+    described = dict(sorted(described.items(), key=lambda kv: kv[1])[-_DESCRIBED_MAX:])
     if not moved:
-        return obs, previous
-    return obs, {"at": now, "memory": mem_now}
+        return obs, {**previous, "described": described}
+    return obs, {"at": now, "memory": mem_now, "described": described}
 
 
 def _ranked(procs: list[_Proc], opts: _Options) -> tuple[list[_Proc], list[_Proc], list[_Proc]]:
@@ -399,12 +403,15 @@ def _memory_moved(before: Any, now: dict[str, int]) -> bool:
     return any(abs(now[pid] - int(before[pid] or 0)) * 10 >= max(now[pid], 1) for pid in now)
 
 
-def _entry(proc: _Proc) -> dict[str, Any]:
+def _entry(proc: _Proc, described: dict[str, int]) -> dict[str, Any]:
+    """A process of the top; ``user`` and ``cmdline`` only if ``described`` lacks it."""
+    entry: dict[str, Any] = {"pid": proc.pid, "name": proc.name}
+    if described.get(str(proc.pid)) != int(proc.create_time):
+        described[str(proc.pid)] = int(proc.create_time)
+        entry["user"] = proc.user
+        entry["cmdline"] = _cmdline(proc.pid)[:_TOP_CMDLINE_MAX]
     return {
-        "pid": proc.pid,
-        "name": proc.name,
-        "user": proc.user,
-        "cmdline": _cmdline(proc.pid)[:_TOP_CMDLINE_MAX],
+        **entry,
         "cpu_permille": round(proc.cpu_percent * 10),
         "rss_bytes": proc.rss_bytes,
         "start_time": int(proc.create_time),
@@ -412,15 +419,19 @@ def _entry(proc: _Proc) -> dict[str, Any]:
 
 
 def _top_payload(
-    cpu: list[_Proc], memory: list[_Proc], over: list[_Proc], interval_ms: int
+    cpu: list[_Proc],
+    memory: list[_Proc],
+    over: list[_Proc],
+    interval_ms: int,
+    described: dict[str, int],
 ) -> dict[str, Any]:
     everyone = cpu + memory + over
     return {
         "event": "top",
         "interval_ms": interval_ms,
-        "cpu": [_entry(p) for p in cpu],
-        "memory": [_entry(p) for p in memory],
-        "over": [_entry(p) for p in over],
+        "cpu": [_entry(p, described) for p in cpu],
+        "memory": [_entry(p, described) for p in memory],
+        "over": [_entry(p, described) for p in over],
         "readings": {
             "top_cpu_permille": round(max((p.cpu_percent for p in everyone), default=0) * 10),
             "top_rss_bytes": max((p.rss_bytes for p in everyone), default=0),

@@ -59,18 +59,30 @@ def changed(t: int, path: str, change: str = "modified") -> Event:
     return _event(t, SourceClass.FILE_CHANGE, "files", f"file {change} {path}", payload)
 
 
-def _proc(pid: int, name: str, permille: int, rss_mib: int) -> dict[str, Any]:
+def _proc(
+    pid: int, name: str, permille: int, rss_mib: int, described: bool = True
+) -> dict[str, Any]:
+    about = {"user": "u", "cmdline": _CMDLINES.get(name, name)} if described else {}
     return {
-        "pid": pid, "name": name, "user": "u", "cmdline": name, "cpu_permille": permille,
+        "pid": pid, "name": name, **about, "cpu_permille": permille,
         "rss_bytes": rss_mib * 1024**2, "start_time": 1_778_000_000 + pid,
     }  # fmt: skip
 
 
-def top(t: int, hog: bool, memory_moved: bool = True) -> Event:
-    busy = [_proc(4242, "yes", 980, 2)] if hog else []
+_CMDLINES = {"yes": "yes --hog"}
+
+
+def top(t: int, hog: bool, memory_moved: bool = True, described: bool = True) -> Event:
+    """A top sample; a process's user and command line are sent only when ``described``
+    (the sense sends them once per ``top_every_s``)."""
+    busy = [_proc(4242, "yes", 980, 2, described)] if hog else []
     before = at("15:00") > t >= at("14:00")
-    busy += [_proc(100, "python", 300 if before else 20, 500)]
-    memory = [_proc(300, "java", 5, 2048), _proc(100, "python", 20, 500)] if memory_moved else []
+    busy += [_proc(100, "python", 300 if before else 20, 500, described)]
+    memory = (
+        [_proc(300, "java", 5, 2048, described), _proc(100, "python", 20, 500, described)]
+        if memory_moved
+        else []
+    )
     payload = {"event": "top", "interval_ms": 60_000, "cpu": busy, "memory": memory, "over": []}
     line = "top cpu: " + ", ".join(f"{p['name']} {p['cpu_permille'] // 10}%" for p in busy)
     return _event(t, SourceClass.PROCESS_TREE, "processes", line, payload)
@@ -156,7 +168,8 @@ def events() -> list[Event]:
     for minute in range(14 * 60, 15 * 60 + 30):
         t = at(f"{minute // 60}:{minute % 60}") + 500_000_000
         # the memory top is sent only when it moved: here every tenth minute
-        out.append(top(t, hog=minute >= 15 * 60 + 20, memory_moved=minute % 10 == 0))
+        hog, moved = minute >= 15 * 60 + 20, minute % 10 == 0
+        out.append(top(t, hog=hog, memory_moved=moved, described=minute % 5 == 0))
         if minute % 5 == 0:
             out.append(reading(t, "cpu", 95.0 if minute >= 15 * 60 + 20 else 20.0))
             out.append(reading(t, "memory", 40.0))
