@@ -394,14 +394,14 @@ def test_processes_started_then_exited(tmp_path: Path) -> None:
 def test_processes_baseline_is_silent_but_remembers_notable(tmp_path: Path) -> None:
     proc = subprocess.Popen(["sleep", "30"])
     try:
-        baseline = run("processes", initial("processes"), tmp_path, notable=["sleep"])
-        again = run("processes", baseline.state, tmp_path, notable=["sleep"])
+        baseline = run("processes", initial("processes"), tmp_path, notable=["sleep"], min_life_s=0)
+        again = run("processes", baseline.state, tmp_path, notable=["sleep"], min_life_s=0)
     finally:
         proc.kill()
         proc.wait()
     assert str(proc.pid) in baseline.state["notable"]
     assert not [o for o in again.observations if o.payload.get("pid") == proc.pid]
-    after = run("processes", again.state, tmp_path, notable=["sleep"])
+    after = run("processes", again.state, tmp_path, notable=["sleep"], min_life_s=0)
     assert [o.payload["event"] for o in after.observations if o.payload.get("pid") == proc.pid] == [
         "exited"
     ]

@@ -56,6 +56,12 @@ DEFAULT_NOTABLE = [
     "docker", "podman", "git", "ssh", "scp", "rsync", "pytest", "npm", "java", "psql",
 ]  # fmt: skip
 
+# The state (every process's pid and start time) changes at nearly every compute of a busy
+# machine: kept in memory and stored at checkpoints. After a daemon that did not stop
+# cleanly the sense begins with a baseline, so it reports nothing twice; the exits of
+# processes it had noted before are then not reported.
+state_records = "checkpoints"
+
 initial_state: dict[str, Any] = {
     "boot": None,
     "cutoff": 0.0,
@@ -102,9 +108,15 @@ def compute(state: dict[str, Any], ctx: SenseContext) -> Result:
     boot = round(float(psutil.boot_time()))
     known = state.get("known")
     if not isinstance(known, dict) or not _same_boot(state.get("boot"), boot):
-        notable = {pid: _record(p) for pid, p in procs.items() if _why(p, opts)}
+        # the young ones wait for min_life_s like any new process: a test run's workers
+        # found by the baseline are counted when they go, not reported one by one
+        now = time.time()
+        heavy = {pid: p for pid, p in procs.items() if _why(p, opts)}
+        young = {pid for pid, p in heavy.items() if now - p.create_time < opts.min_life_s}
+        notable = {pid: _record(p) for pid, p in heavy.items() if pid not in young}
+        pending = {pid: {**_record(heavy[pid]), "why": _why(heavy[pid], opts)} for pid in young}
         base = {"boot": boot, "note": "baseline: first compute since start or reboot"}
-        return Result(state=_bounded(base, procs, notable, opts))
+        return Result(state=_bounded(base, procs, notable, opts, pending))
     started, exited = _diff(known, float(state.get("cutoff") or 0.0), procs)
     notable = dict(state.get("notable") or {})
     pending = dict(state.get("pending") or {})
