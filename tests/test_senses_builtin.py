@@ -443,6 +443,15 @@ def test_processes_short_lived_are_counted_and_the_rest_reported_once_they_laste
     assert summary.payload["readings"] == {"brief_exits": 1}
     assert summary.line == "short-lived processes: zzbrief ×1"
     assert after.state["brief"]["counts"] == {}  # sent: the next waits brief_every_s
+    sense = load("processes")
+    opts_ = sense._options(SenseContext("processes", tmp_path, opts))
+    waiting = sense._Brief.of(after.state["brief"])
+    waiting.count("zzbrief")
+    assert waiting.flush(time.time_ns(), opts_) is None  # one more: it waits brief_every_s
+    waiting.count("zzbrief")
+    waiting.count("zzbrief")
+    looped = waiting.flush(time.time_ns(), opts_)  # three of one name: a loop, sent at once
+    assert looped is not None and looped.payload["counts"] == {"zzbrief": 3}
     gone = run("processes", after.state, tmp_path, **opts)
     assert [
         o.payload["event"] for o in gone.observations if o.payload.get("pid") == lasting.pid

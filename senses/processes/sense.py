@@ -17,8 +17,9 @@ Short-lived processes are not reported one by one: a notable process is reported
 at the first compute at which it has run ``min_life_s`` (the observation's time is still its
 start), and one that exits before is only counted, by name; the counts go out as one ``event:
 "brief"`` observation at most every ``brief_every_s`` (the first after a quiet spell at once),
-whose reading ``brief_exits`` keeps a crash loop visible. A busy machine's builds and test
-runs would otherwise fill the log with a start and an exit for every compiler and test worker.
+or as soon as one name has gone three times (a crash loop), with the reading ``brief_exits``.
+A busy machine's builds and test runs would otherwise fill the log with a start and an exit
+for every compiler and test worker.
 
 State: ``known`` (pid -> create time, at most ``max_tracked``; older processes past the cap
 are folded into ``cutoff``, so they are never mistaken for new ones) and ``notable``
@@ -75,6 +76,7 @@ initial_state: dict[str, Any] = {
 
 _CMDLINE_MAX = 200
 _BRIEF_NAMES = 50  # distinct names a brief counts; more are left out
+_LOOP = 3  # short-lived exits of one name that send a brief before brief_every_s
 _MIB = 1024**2
 
 
@@ -321,8 +323,10 @@ class _Brief:
             self.counts[name] = self.counts.get(name, 0) + 1
 
     def flush(self, now_ns: int, opts: _Options) -> Observation | None:
-        """The ``brief`` observation when counts wait and ``brief_every_s`` has passed."""
-        if not self.counts or now_ns - self.at < opts.brief_every_ns:
+        """The ``brief`` observation when counts wait and ``brief_every_s`` has passed, or
+        sooner when one name went ``_LOOP`` times (a crash loop shows at its own pace)."""
+        looping = max(self.counts.values(), default=0) >= _LOOP
+        if not self.counts or (now_ns - self.at < opts.brief_every_ns and not looping):
             return None
         counts = dict(sorted(self.counts.items(), key=lambda kv: (-kv[1], kv[0])))
         total = sum(counts.values())
