@@ -185,3 +185,26 @@ def test_ports_opened_name_their_process_and_cite_the_port_events(day: Workspace
         "port 127.0.0.1:8000 opened by python [100]",
         "port 0.0.0.0:5432 opened by postgres [555]",
     ]
+
+
+def test_a_top_sample_stands_until_the_next_one(tmp_path: Any) -> None:
+    """The sense sends a top when it changed: a busy minute, then a quiet top, then nothing
+    for four minutes is a fifth of the five minutes busy, not half of the samples."""
+    import dataclasses
+
+    from nerve.canonical import canonical_json
+    from nerve.clock import Hlc
+    from nerve.workspace import init_workspace
+
+    busy = workday.top(workday.at("15:25"), hog=True)
+    quiet = dataclasses.replace(workday.top(workday.at("15:26"), hog=False), line="top cpu: idle")
+    events = [busy, quiet]
+    payload = {"event": "top", "interval_ms": 5000, "cpu": [], "memory": [], "over": []}
+    events[1] = dataclasses.replace(
+        quiet, payload=canonical_json(payload), hlc=Hlc(workday.at("15:26"), 1)
+    )
+    ws = init_workspace(tmp_path / "ws")
+    with ws.open_log() as log:
+        log.import_events(events)
+    text = _ask(ws, "what used the most CPU in the last 5 minutes?").text
+    assert "yes [4242] (u) `yes --hog`: 19.6% of a core on average, peak 98.0%" in text, text

@@ -75,6 +75,14 @@ def test_processes_top_is_quiet_when_nothing_moves(tmp_path: Path) -> None:
     hot, _ = sense._top(busy, state, opts)
     assert hot is not None and hot.payload["memory"] == []  # CPU news, the memory list unchanged
     assert [e["pid"] for e in hot.payload["cpu"]] == [2]
+    _, hot_state = sense._top(busy, state, opts)
+    same, same_state = sense._top(busy, hot_state, opts)
+    assert same is None and same_state == hot_state  # the same busy process: not sent again
+    busier = {**idle, "2": sense._Proc(2, "b", 0.0, 100.0, 50)}
+    hotter, hotter_state = sense._top(busier, hot_state, opts)
+    assert hotter is not None and hotter.payload["cpu"][0]["cpu_permille"] == 1000  # moved
+    quiet, _ = sense._top(idle, hotter_state, opts)
+    assert quiet is not None and quiet.payload["cpu"] == []  # gone quiet: said once
     grown = {**idle, "1": sense._Proc(1, "a", 0.0, 0.0, 120 * 2**20)}
     moved, _ = sense._top(grown, state, opts)
     assert moved is not None and moved.payload["memory"]  # a tenth more: sent again

@@ -325,11 +325,12 @@ def _top_cpu(ask: _Ask) -> Tier0Answer:
     total: dict[tuple[Any, Any], int] = defaultdict(int)
     peak: dict[tuple[Any, Any], int] = defaultdict(int)
     last: dict[tuple[Any, Any], tuple[_Row, dict[str, Any]]] = {}
-    for row in rows:
+    weights = _stands(ask, rows)
+    for row, weight in zip(rows, weights, strict=True):
         for entry in [*row.data.get("cpu", []), *row.data.get("over", [])]:
             key = (entry.get("pid"), entry.get("start_time"))
             share = int(entry.get("cpu_permille") or 0)
-            total[key] += share
+            total[key] += share * weight
             peak[key] = max(peak[key], share)
             last[key] = (row, entry)
     if not total:
@@ -343,7 +344,7 @@ def _top_cpu(ask: _Ask) -> Tier0Answer:
     used = [
         (
             last[k][0],
-            f"{_who(_full(about, last[k][1]))}: {total[k] / len(rows) / 10:.1f}% of a core "
+            f"{_who(_full(about, last[k][1]))}: {total[k] / sum(weights) / 10:.1f}% of a core "
             "on average, "
             f"peak {peak[k] / 10:.1f}%",
         )
@@ -351,6 +352,17 @@ def _top_cpu(ask: _Ask) -> Tier0Answer:
     ]
     title = f"Most CPU {ask.scope()}, from {len(rows)} samples:"
     return _answer("top_cpu", title, used)
+
+
+_STANDS_MAX_NS = 300 * 10**9  # the sense sends a busy top at least every top_every_s
+
+
+def _stands(ask: _Ask, rows: list[_Row]) -> list[int]:
+    """How long each top sample stands for, in ns: until the next one (the sense sends a top
+    when it changed), at most ``_STANDS_MAX_NS``; the last until the period's end or now."""
+    end = min(ask.period.end_ns, ask.now_ns) if ask.period is not None else ask.now_ns
+    nexts = [r.t for r in rows[1:]] + [max(end, rows[-1].t)]
+    return [max(1, min(n - r.t, _STANDS_MAX_NS)) for r, n in zip(rows, nexts, strict=True)]
 
 
 def _tops_ever(ask: _Ask) -> bool:

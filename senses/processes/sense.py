@@ -385,8 +385,14 @@ def _top(
     mem_now = {str(p.pid): p.rss_bytes for p in memory}
     due = now - int(previous.get("at") or 0) >= opts.top_every_ns
     moved = due or _memory_moved(previous.get("memory"), mem_now)
-    if not (cpu or over or moved):
+    # the CPU top too is sent when it changed (another process, a share moved by a tenth of
+    # a core, the machine gone quiet) or top_every_s passed: a sample stands until the next
+    cpu_now = {str(p.pid): round(p.cpu_percent * 10) for p in cpu + over}
+    cpu_due = now - int(previous.get("cpu_at") or 0) >= opts.top_every_ns
+    changed = _cpu_changed(previous.get("cpu"), cpu_now) or (cpu_due and bool(cpu_now))
+    if not (changed or moved):
         return None, previous or None
+    previous = {**previous, "cpu": cpu_now, "cpu_at": now} if changed else previous
     # a process's command line and user go out once per top_every_s, not in every sample
     described = {} if due else dict(previous.get("described") or {})
     # the memory top rides along only when it moved (or is due): a busy CPU repeats less
@@ -395,7 +401,7 @@ def _top(
     described = dict(sorted(described.items(), key=lambda kv: kv[1])[-_DESCRIBED_MAX:])
     if not moved:
         return obs, {**previous, "described": described}
-    return obs, {"at": now, "memory": mem_now, "described": described}
+    return obs, {**previous, "at": now, "memory": mem_now, "described": described}
 
 
 def _ranked(procs: list[_Proc], opts: _Options) -> tuple[list[_Proc], list[_Proc], list[_Proc]]:
@@ -410,6 +416,13 @@ def _ranked(procs: list[_Proc], opts: _Options) -> tuple[list[_Proc], list[_Proc
         and (p.cpu_percent >= opts.cpu_percent or p.rss_bytes >= opts.rss_bytes)
     ][: opts.max_per_compute]  # fmt: skip
     return cpu, memory, over
+
+
+def _cpu_changed(before: Any, now: dict[str, int]) -> bool:
+    """Whether the CPU top has other processes, or a share moved by 100 permille or more."""
+    if not isinstance(before, dict) or set(before) != set(now):
+        return True
+    return any(abs(now[pid] - int(before[pid] or 0)) >= 100 for pid in now)
 
 
 def _memory_moved(before: Any, now: dict[str, int]) -> bool:
