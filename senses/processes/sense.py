@@ -4,9 +4,12 @@ Source class ``process_tree``, trust ``FirstParty``. Each compute reports the **
 processes: the ``top_n`` using the most CPU over the interval (those at ``min_cpu_percent`` or
 more), the ``top_memory_n`` with the largest resident memory, and any at or over
 ``cpu_percent`` / ``rss_mb``, as one observation (``event: "top"``; see senses/README.md for
-its payload). The memory list is sent only when it changed (another process, or one moved by
-a tenth) or ``top_every_s`` passed, and else is empty; a quiet machine sends no top at all
-between those, so an idle day costs little disk. A process is identified by
+its payload). A top is sent only when its CPU list changed (another process, a share moved by
+a tenth of a core, or the machine gone quiet: one top with an empty list) or its memory list
+did (another process, or one moved by a tenth) or ``top_every_s`` passed; each sample stands
+until the next. The memory list is filled only when it changed or is due, and a process's
+user and command line only the first time it is on a top within ``top_every_s``; a quiet
+machine sends no top at all, so an idle day costs little disk. A process is identified by
 ``(pid, create_time)``, so a reused pid is a new process. The first compute (and the first
 after a reboot) records a baseline and observes nothing. A process is notable when its name
 matches ``notable`` (a trailing version is allowed: ``python`` matches ``python3.11``), or
