@@ -30,9 +30,11 @@ def _rows(seed: int) -> list[tuple[int, str, int, str, dict[str, Any]]]:
         busy = min(1000, max(0, round(rng.gauss(80, 10)) + (500 if hog else 0)))
         cpu = {"percent": busy / 10, "readings": {"busy_permille": busy}}
         rows.append((t, "cpu", SourceClass.ENDPOINT, f"cpu {busy / 10:.1f}%", cpu))
-        if hog:
-            top = {"event": "top", "readings": {"top_cpu_permille": 990, "over_threshold": 0}}
-            rows.append((t + 1, "processes", SourceClass.PROCESS_TREE, "top cpu: yes 99%", top))
+        if t in (HOG[0], HOG[1]):  # a top is sent when it changed: the hog came, and went
+            permille = 990 if hog else 0
+            top = {"event": "top", "readings": {"top_cpu_permille": permille, "over_threshold": 0}}
+            line = "top cpu: yes 99%" if hog else "top cpu: idle"
+            rows.append((t + 1, "processes", SourceClass.PROCESS_TREE, line, top))
     for t in range(T0 + 3 * S, T0 + 3600 * S, 10 * S):
         down, up = (rng.randint(0, 2), rng.randint(0, 1)) if rng.random() < 0.5 else (0, 0)
         net = {"nic": "all", "readings": {"down_kib_per_s": down, "up_kib_per_s": up,
