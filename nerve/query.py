@@ -25,6 +25,7 @@ import pyarrow as pa
 from nerve.canonical import canonical_json, jsonable, loads_bounded
 from nerve.errors import ConfigError, EventError, UsageError
 from nerve.events import NERVE_SOURCE, NERVE_SOURCE_NAME, SourceClass
+from nerve.log.crypt import is_encrypted
 from nerve.log.reader import Snapshot, snapshot
 
 _SOURCE_NAMES = ", ".join(f"'{s.name.lower()}'" for s in SourceClass)
@@ -101,8 +102,11 @@ def load_projections(folders: Iterable[Path]) -> list[Projection]:
 
 
 def parquet_sql(files: Sequence[Path]) -> str:
-    """``read_parquet([...])`` over the files, by the paths given (at least one)."""
-    names = ", ".join("'" + str(p).replace("'", "''") + "'" for p in files)
+    """``read_parquet([...])`` over the files, by the paths given (at least one); an
+    encrypted segment by its ``nervesealed://`` URI (see :mod:`nerve.sealedfs`)."""
+    from nerve.sealedfs import uri
+
+    names = ", ".join("'" + uri(p).replace("'", "''") + "'" for p in files)
     return f"read_parquet([{names}])"
 
 
@@ -124,6 +128,10 @@ def connect(
     with contextlib.suppress(duckdb.InvalidInputException):  # refused inside Jupyter
         conn.execute("SET enable_progress_bar_print = false")  # DuckDB prints it on stdout
     conn.register("_tail", snap.tail)
+    if snap.files and is_encrypted(log_root):
+        from nerve.sealedfs import register
+
+        register(conn)
     define_views(conn, source_sql(snap), load_projections(projection_dirs), settings)
     return conn
 

@@ -1,0 +1,343 @@
+"""Encryption at rest: an envelope around each file (or WAL frame) that holds event content.
+
+Key hierarchy::
+
+    key file (≥ 32 bytes) ─┐
+    passphrase ─ Argon2id ─┴─▶ key-encryption key (KEK) ─ wraps ─▶ data key (DEK, 32 random bytes)
+
+The wrapped data key lives in ``keyring.json`` at the log's root, beside the manifest; its
+presence is what makes a log encrypted. Rotation re-wraps the same data key under a new KEK
+(one atomic file replace), so no segment is rewritten.
+
+An envelope is ``b"NENC\\x01" | key id (8) | nonce (24) | XChaCha20-Poly1305(content)``, the
+first 13 bytes bound as associated data. The nonce is a keyed blake3 of the content, so the
+same plaintext always seals to the same bytes: a segment's name (the blake3 of the bytes on
+disk) stays deterministic, and the manifest chain and every segment's address verify without
+the key. Event ids and the replay digest are over plaintext fields and do not change.
+
+Unlocked data keys live in this process only (:data:`_UNLOCKED`, by key id): readers find the
+key an envelope names there, writers the one of their log's keyring (:func:`cipher_for`).
+"""
+
+from __future__ import annotations
+
+import getpass
+import json
+import os
+import stat
+import sys
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import blake3
+from nacl import bindings, pwhash, secret, utils
+from nacl.exceptions import CryptoError
+
+from nerve import fsio
+from nerve.errors import LogCorrupt, LogError
+
+KEYRING = "keyring.json"
+MAGIC = b"NENC\x01"
+_HEAD = len(MAGIC) + 8  # magic + key id: the associated data
+_NONCE = bindings.crypto_aead_xchacha20poly1305_ietf_NPUBBYTES
+OVERHEAD = _HEAD + _NONCE + bindings.crypto_aead_xchacha20poly1305_ietf_ABYTES
+KEY_BYTES = 32
+KEY_FILE_HEADER = "nerve-key-1 "  # what `nerve key new` writes: header, 64 hex, check
+CIPHER_NAME = "xchacha20poly1305"
+ENV_KEY_FILE = "NERVE_KEY_FILE"
+ENV_PASSPHRASE = "NERVE_PASSPHRASE"
+_UNLOCK_HINT = f"set {ENV_KEY_FILE}=PATH (or {ENV_PASSPHRASE}, or answer the prompt on a terminal)"
+
+
+class KeyMissing(LogError):
+    """Encrypted content was asked for and no key that opens it is unlocked."""
+
+
+class WrongKey(LogError):
+    """The key given does not open the log's data key (nothing was written)."""
+
+
+class KeyFileError(LogError):
+    """A key file cannot be used: missing, not a regular file, too short, or truncated."""
+
+
+@dataclass(frozen=True)
+class Cipher:
+    """An unlocked data key."""
+
+    key: bytes
+
+    @property
+    def key_id(self) -> bytes:
+        return blake3.blake3(self.key, derive_key_context="nerve 2026 key id").digest(8)
+
+    def seal(self, content: bytes | memoryview) -> bytes:
+        head = MAGIC + self.key_id
+        nonce = blake3.blake3(content, key=self._nonce_key()).digest(_NONCE)
+        body = bindings.crypto_aead_xchacha20poly1305_ietf_encrypt(
+            bytes(content), head, nonce, self.key
+        )
+        return head + nonce + body
+
+    def open(self, data: bytes | memoryview, where: object) -> bytes:
+        view = memoryview(data)
+        nonce = bytes(view[_HEAD : _HEAD + _NONCE])
+        try:
+            return bindings.crypto_aead_xchacha20poly1305_ietf_decrypt(
+                bytes(view[_HEAD + _NONCE :]), bytes(view[:_HEAD]), nonce, self.key
+            )
+        except CryptoError:
+            raise LogCorrupt(f"{where}: encrypted content fails its authentication tag") from None
+
+    def _nonce_key(self) -> bytes:
+        return blake3.blake3(self.key, derive_key_context="nerve 2026 nonce").digest()
+
+
+_UNLOCKED: dict[bytes, Cipher] = {}
+_GUARD = threading.Lock()
+
+
+def is_sealed(data: bytes | memoryview) -> bool:
+    return bytes(data[: len(MAGIC)]) == MAGIC
+
+
+def open_bytes(data: bytes | memoryview, where: object) -> bytes | memoryview:
+    """Content as stored if plain; decrypted if sealed (with the key its envelope names)."""
+    if not is_sealed(data):
+        return data
+    if len(data) < OVERHEAD:
+        raise LogCorrupt(f"{where}: encrypted envelope is cut short ({len(data)} bytes)")
+    key_id = bytes(data[len(MAGIC) : _HEAD])
+    cipher = _UNLOCKED.get(key_id)
+    if cipher is None:
+        raise KeyMissing(f"{where}: is encrypted and its key is not unlocked", hint=_UNLOCK_HINT)
+    return cipher.open(data, where)
+
+
+def sealed_file(path: Path) -> bool:
+    """True if the file at ``path`` starts with an envelope (reads 5 bytes)."""
+    with open(path, "rb") as fh:
+        return fh.read(len(MAGIC)) == MAGIC
+
+
+def forget_keys() -> None:
+    """Drop every unlocked key from this process (``nerve lock``)."""
+    with _GUARD:
+        _UNLOCKED.clear()
+        _KDF_MEMO.clear()
+
+
+# -- the keyring ---------------------------------------------------------------------------
+
+
+def keyring_path(log_root: Path) -> Path:
+    return log_root / KEYRING
+
+
+def is_encrypted(log_root: Path) -> bool:
+    return keyring_path(log_root).exists()
+
+
+def read_keyring(log_root: Path) -> dict[str, Any]:
+    path = keyring_path(log_root)
+    try:
+        ring = json.loads(fsio.read_bytes(path))
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise LogCorrupt(f"{path}: not a readable keyring: {exc}") from None
+    if not isinstance(ring, dict) or ring.get("version") != 1 or "wrapped" not in ring:
+        raise LogCorrupt(f"{path}: not a nerve keyring (version 1 with a wrapped key)")
+    return ring
+
+
+def cipher_for(log_root: Path, env: Mapping[str, str] | None = None) -> Cipher | None:
+    """The data key of an encrypted log (unlocking it from the environment if need be);
+    None for a plain log. ``KeyMissing`` / ``WrongKey`` / ``KeyFileError`` otherwise."""
+    if not is_encrypted(log_root):
+        return None
+    ring = read_keyring(log_root)
+    env = os.environ if env is None else env
+    if not (env.get(ENV_KEY_FILE) or env.get(ENV_PASSPHRASE)):  # unlocked before, or asked
+        found = _UNLOCKED.get(bytes.fromhex(str(ring.get("key_id", ""))))
+        if found is not None:
+            return found
+    return unlock(log_root, kek_from_env(log_root, ring, env))  # the key given is checked
+
+
+def unlock(log_root: Path, kek: bytes) -> Cipher:
+    """Unwrap the log's data key with ``kek`` and keep it for this process."""
+    ring = read_keyring(log_root)
+    cipher = Cipher(_unwrap(ring, kek, keyring_path(log_root)))
+    with _GUARD:
+        _UNLOCKED[cipher.key_id] = cipher
+    return cipher
+
+
+def _unwrap(ring: dict[str, Any], kek: bytes, path: Path) -> bytes:
+    try:
+        key = secret.SecretBox(kek).decrypt(bytes.fromhex(str(ring["wrapped"])))
+    except (CryptoError, ValueError):
+        raise WrongKey(
+            f"{path}: the key given does not open this log's data key (wrong key file or "
+            "passphrase); nothing was written",
+            hint=_UNLOCK_HINT,
+        ) from None
+    if len(key) != KEY_BYTES:
+        raise LogCorrupt(f"{path}: the wrapped data key is {len(key)} bytes, not {KEY_BYTES}")
+    return bytes(key)
+
+
+def new_keyring(log_root: Path, kek: bytes, source: dict[str, Any]) -> Cipher:
+    """Make ``log_root`` an encrypted log under a new random data key, wrapped by ``kek``."""
+    path = keyring_path(log_root)
+    if path.exists():
+        raise LogError(f"{path}: the log is already encrypted")
+    cipher = Cipher(utils.random(KEY_BYTES))
+    fsio.private_dir(log_root)
+    fsio.write_private(path, _ring_bytes(cipher, kek, source), site="keyring.write")
+    fsio.fsync_dir(log_root)
+    with _GUARD:
+        _UNLOCKED[cipher.key_id] = cipher
+    return cipher
+
+
+def rewrap(log_root: Path, old_kek: bytes, new_kek: bytes, source: dict[str, Any]) -> Cipher:
+    """Wrap the same data key under ``new_kek``: one atomic replace, old or new, never half."""
+    ring = read_keyring(log_root)
+    cipher = Cipher(_unwrap(ring, old_kek, keyring_path(log_root)))
+    data = _ring_bytes(cipher, new_kek, source)
+    fsio.write_private(keyring_path(log_root), data, site="keyring.write", exclusive=False)
+    return cipher
+
+
+def _ring_bytes(cipher: Cipher, kek: bytes, source: dict[str, Any]) -> bytes:
+    ring = {
+        "version": 1,
+        "cipher": CIPHER_NAME,
+        "key_id": cipher.key_id.hex(),
+        "kek": source,
+        "wrapped": secret.SecretBox(kek).encrypt(cipher.key).hex(),
+    }
+    return (json.dumps(ring, indent=1, sort_keys=True) + "\n").encode()
+
+
+def copy_keyring(log_root: Path, to_root: Path) -> None:
+    """Give an archive folder (itself a log) the keyring its segments need."""
+    if is_encrypted(log_root) and not is_encrypted(to_root):
+        data = fsio.read_bytes(keyring_path(log_root))
+        fsio.write_private(keyring_path(to_root), data, site="keyring.write")
+
+
+# -- key-encryption keys -------------------------------------------------------------------
+
+
+def file_source() -> dict[str, Any]:
+    return {"kind": "file"}
+
+
+def passphrase_source() -> dict[str, Any]:
+    return {
+        "kind": "passphrase",
+        "kdf": "argon2id",
+        "salt": utils.random(pwhash.argon2id.SALTBYTES).hex(),
+        "opslimit": pwhash.argon2id.OPSLIMIT_INTERACTIVE,
+        "memlimit": pwhash.argon2id.MEMLIMIT_INTERACTIVE,
+    }
+
+
+def kek_from_passphrase(passphrase: str, source: dict[str, Any]) -> bytes:
+    """Argon2id over the passphrase with the keyring's salt and limits (remembered for
+    the process, by a hash: a daemon unlocking again need not pay the KDF twice)."""
+    if not passphrase:
+        raise WrongKey("the passphrase is empty")
+    memo = blake3.blake3(f"{passphrase}\0{sorted(source.items())}".encode()).digest()
+    if memo not in _KDF_MEMO:
+        _KDF_MEMO[memo] = _argon2id(passphrase, source)
+    return _KDF_MEMO[memo]
+
+
+_KDF_MEMO: dict[bytes, bytes] = {}
+
+
+def _argon2id(passphrase: str, source: dict[str, Any]) -> bytes:
+    return bytes(
+        pwhash.argon2id.kdf(
+            KEY_BYTES,
+            passphrase.encode(),
+            bytes.fromhex(source["salt"]),
+            opslimit=int(source["opslimit"]),
+            memlimit=int(source["memlimit"]),
+        )
+    )
+
+
+def new_key_file(path: Path) -> None:
+    """Write a new random key file, owner-only; refuse to overwrite one."""
+    key = utils.random(KEY_BYTES)
+    check = blake3.blake3(key).hexdigest()[:8]
+    text = f"{KEY_FILE_HEADER}{key.hex()} {check}\n".encode()
+    fsio.write_private(path, text, site="keyring.write")
+
+
+def kek_from_file(path: Path, warn: Any = None) -> bytes:
+    """The KEK a key file holds: nerve's own format (checked), or any ≥ 32 bytes, hashed."""
+    material = _read_key_file(path, warn)
+    text = material.decode("ascii", "replace").strip()
+    if text.startswith(KEY_FILE_HEADER.strip()):
+        material = _nerve_key(path, text)
+    elif len(material) < KEY_BYTES:
+        raise KeyFileError(
+            f"{path}: holds {len(material)} bytes; a key file needs at least {KEY_BYTES} "
+            "(truncated?)"
+        )
+    return blake3.blake3(material, derive_key_context="nerve 2026 key file").digest()
+
+
+def _nerve_key(path: Path, text: str) -> bytes:
+    parts = text.split()
+    if len(parts) != 3 or len(parts[1]) != 2 * KEY_BYTES:
+        raise KeyFileError(f"{path}: a nerve key file cut short or changed (truncated?)")
+    try:
+        key = bytes.fromhex(parts[1])
+    except ValueError:
+        raise KeyFileError(f"{path}: the key is not hexadecimal") from None
+    if blake3.blake3(key).hexdigest()[:8] != parts[2]:
+        raise KeyFileError(f"{path}: the key does not match its check (damaged or truncated)")
+    return key
+
+
+def _read_key_file(path: Path, warn: Any) -> bytes:
+    try:
+        info = os.stat(path)
+    except OSError as exc:
+        raise KeyFileError(f"{path}: cannot read the key file: {exc.strerror}") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise KeyFileError(f"{path}: the key file is not a regular file")
+    if info.st_mode & 0o077:
+        (warn or _warn)(f"warning: key file {path} is readable by others; chmod 600 {path}")
+    with open(path, "rb") as fh:
+        return fh.read(1 << 16)
+
+
+def _warn(message: str) -> None:
+    print(message, file=sys.stderr)
+
+
+def kek_from_env(
+    log_root: Path, ring: dict[str, Any], env: Mapping[str, str] | None = None
+) -> bytes:
+    """The KEK the environment gives: ``NERVE_KEY_FILE``, ``NERVE_PASSPHRASE``, or a prompt
+    on a terminal for a passphrase keyring."""
+    env = os.environ if env is None else env
+    source = ring.get("kek") or {}
+    where = keyring_path(log_root)
+    if env.get(ENV_KEY_FILE):
+        return kek_from_file(Path(env[ENV_KEY_FILE]))
+    if source.get("kind") == "passphrase":
+        if env.get(ENV_PASSPHRASE):
+            return kek_from_passphrase(env[ENV_PASSPHRASE], source)
+        if sys.stdin.isatty() and sys.stderr.isatty():
+            return kek_from_passphrase(getpass.getpass(f"passphrase for {where}: "), source)
+    raise KeyMissing(f"{log_root}: the log is encrypted and no key was given", hint=_UNLOCK_HINT)
