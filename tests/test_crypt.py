@@ -75,3 +75,95 @@ def test_reads_without_the_key_are_refused_in_one_line(tmp_path: Path) -> None:
         out = run_cli("-w", str(ws), *args, check=False)
         assert out.returncode == 1, args
         assert out.stderr.startswith("KeyMissing: ") and "Traceback" not in out.stderr, args
+
+
+LEAKY = f'''
+from nerve import Observation, Result
+initial_state = {{"note": "", "n": 0}}
+_calls = [0]
+def compute(state):
+    n = state["n"] + 1
+    _calls[0] += 1
+    print({SECRETS[0]!r})  # a sense's print() goes to the daemon log
+    if _calls[0] % 3 == 0:
+        raise RuntimeError({SECRETS[3]!r})  # a sense.error, and a daemon log warning
+    return Result(
+        state={{"note": {SECRETS[2]!r}, "n": n}},
+        observations=[Observation(source="endpoint", line={SECRETS[4]!r} + f" {{n}}")],
+    )
+'''
+
+NERVE_YAML = """\
+senses:
+  leaky:
+    interval: 200ms
+log:
+  encryption:
+    key: file
+  seal_max_events: 8
+"""
+
+
+def test_nothing_readable_in_data_after_a_killed_daemon(tmp_path: Path) -> None:
+    """Known lines, payloads, sense state, sense errors and daemon log lines: none of them,
+    nor a 12-character piece of one, in any file under data/ after a run ending in
+    SIGKILL, then an archive and an export attempt."""
+    import signal
+
+    from tests.daemon_util import write_sense
+
+    key, ws = tmp_path / "K", tmp_path / "ws"
+    run_cli("init", "--encrypt", "--key-file", str(key), str(ws))
+    (ws / "nerve.yaml").write_text(NERVE_YAML)
+    write_sense(ws, "leaky", LEAKY)
+    env = {"NERVE_KEY_FILE": str(key)}
+    w = ("-w", str(ws))
+    run_cli(*w, "daemon", "start", env=env, timeout=90)
+    pid = int((ws / "data" / "nerve.pid").read_text())
+    try:
+        payload = json.dumps({"ref": SECRETS[1]})
+        for _ in range(3):
+            run_cli(*w, "emit", "-s", "shell", "--line", SECRETS[0], "-p", payload, env=env)
+        _wait(ws, env, "SELECT count(*) FROM events WHERE kind = 'sense.error'")
+        _wait(ws, env, "SELECT count(*) FROM events WHERE kind = 'sense.state'", at_least=4)
+        _wait(ws, env, f"SELECT count(*) FROM events WHERE line LIKE '{SECRETS[4]}%'", 10)
+        logs = run_cli(*w, "logs", "-n", "200", env=env).stdout
+        assert SECRETS[0] in logs and SECRETS[3] in logs  # readable with the key
+    finally:
+        os.kill(pid, signal.SIGKILL)
+    assert list((ws / "data" / "log" / "segments").iterdir())  # seals happened
+    assert leaks(ws / "data") == []
+
+    run_cli(*w, "archive", "--before", "0s", "--to", str(ws / "data" / "archive"), env=env)
+    refused = run_cli(*w, "export", "--duckdb", str(ws / "data" / "x.duckdb"), env=env, check=False)
+    assert refused.returncode == 2 and "encrypted" in refused.stderr
+    inside = run_cli(
+        *w, "export", "--duckdb", str(ws / "data" / "x.duckdb"), "--copy", "--plaintext",
+        env=env, check=False,
+    )
+    assert inside.returncode == 2 and "may not go under" in inside.stderr
+    assert leaks(ws / "data") == []
+    report = json.loads(run_cli(*w, "replay", "--verify", "--json", env=env).stdout)
+    assert report["ok"], report["problems"]
+
+
+def _wait(ws: Path, env: dict[str, str], sql: str, at_least: int = 1) -> None:
+    import time
+
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        out = run_cli("-w", str(ws), "query", sql, "--csv", env=env).stdout.splitlines()
+        if int(out[-1]) >= at_least:
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {sql}")
+
+
+def test_the_leak_search_finds_a_plain_workspace_out(tmp_path: Path) -> None:
+    """The search the tests above rely on does find what a plain workspace keeps."""
+    ws = tmp_path / "ws"
+    run_cli("init", str(ws))
+    _emit_secrets(ws, {})
+    assert leaks(ws / "data")
+    run_cli("-w", str(ws), "seal")
+    assert any("segments" in hit for hit in leaks(ws / "data"))

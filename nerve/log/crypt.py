@@ -123,6 +123,31 @@ def sealed_file(path: Path) -> bool:
         return fh.read(len(MAGIC)) == MAGIC
 
 
+LINE_TAG = "nenc:"
+
+
+def seal_line(cipher: Cipher, text: str) -> str:
+    """A line of text (a daemon log entry) as one line of base64 envelope."""
+    import base64
+
+    return LINE_TAG + base64.b64encode(cipher.seal(text.encode())).decode()
+
+
+def open_line(line: str) -> str:
+    """A line :func:`seal_line` wrote, decrypted with an unlocked key; other lines as
+    they are; one that no unlocked key opens says so."""
+    import base64
+    import binascii
+
+    if not line.startswith(LINE_TAG):
+        return line
+    try:
+        data = base64.b64decode(line[len(LINE_TAG) :], validate=True)
+        return bytes(open_bytes(data, "daemon log line")).decode(errors="replace")
+    except (binascii.Error, LogError):
+        return "(an encrypted line: it needs the key)"
+
+
 def forget_keys() -> None:
     """Drop every unlocked key from this process (``nerve lock``)."""
     with _GUARD:

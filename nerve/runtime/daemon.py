@@ -13,7 +13,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO, TextIO
 
@@ -55,8 +55,11 @@ def run_foreground(ws: Workspace, *, view: bool = False, echo: TextIO | None = N
         "max_request_bytes": kernel.config.daemon.max_request_bytes,
     }
     fsio.write_small(run_path(ws), json.dumps(record).encode())
+    seal = _line_sealer(ws)
     try:
-        with journal.journal(log_path(ws), *([echo] if echo else [])) as recent:
+        with journal.journal(log_path(ws), *([echo] if echo else []), seal=seal) as recent:
+            if seal is not None and journal.same_file(sys.stderr, log_path(ws)):
+                _relay_stdio()  # a background daemon: its stderr is the log file
             if view:
                 from nerve.runtime.live import run_with_view
 
@@ -68,6 +71,49 @@ def run_foreground(ws: Workspace, *, view: bool = False, echo: TextIO | None = N
             if read_pid(ws) in (None, os.getpid()):
                 run_path(ws).unlink(missing_ok=True)
                 pid_path(ws).unlink()
+
+
+def _line_sealer(ws: Workspace) -> Callable[[str], str] | None:
+    """How an encrypted workspace's daemon writes its log lines: sealed, one per line."""
+    from functools import partial
+
+    from nerve.log import crypt
+
+    cipher = crypt.cipher_for(ws.log_root)
+    return None if cipher is None else partial(crypt.seal_line, cipher)
+
+
+def _relay_stdio() -> None:
+    """Send what this process writes on stdout/stderr (a background daemon's are the log
+    file) through the sealed journal, so no plaintext reaches the file."""
+    import threading
+
+    from nerve.runtime import journal
+
+    read_fd, write_fd = os.pipe()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.dup2(write_fd, 1)
+    os.dup2(write_fd, 2)
+    os.close(write_fd)
+
+    def pump() -> None:
+        with os.fdopen(read_fd, "rb") as pipe:
+            for raw in pipe:
+                journal.say("stderr: " + raw.decode(errors="replace").rstrip("\n"))
+
+    threading.Thread(target=pump, name="stdio-relay", daemon=True).start()
+
+
+def open_lines(ws: Workspace, lines: list[str]) -> list[str]:
+    """Daemon log lines as a person reads them: sealed ones opened with the key if given."""
+    from nerve.log import crypt
+
+    if not any(line.startswith(crypt.LINE_TAG) for line in lines):
+        return lines
+    with contextlib.suppress(crypt.KeyMissing):
+        crypt.cipher_for(ws.log_root)
+    return [crypt.open_line(line) for line in lines]
 
 
 # Libraries the daemon never calls but would load anyway: pyarrow probes for pandas the
