@@ -167,3 +167,92 @@ def test_the_leak_search_finds_a_plain_workspace_out(tmp_path: Path) -> None:
     assert leaks(ws / "data")
     run_cli("-w", str(ws), "seal")
     assert any("segments" in hit for hit in leaks(ws / "data"))
+
+
+def test_a_truncated_or_short_key_file_is_a_clear_error(tmp_path: Path) -> None:
+    key, ws = tmp_path / "K", tmp_path / "ws"
+    run_cli("init", "--encrypt", "--key-file", str(key), str(ws))
+    cut = tmp_path / "cut"
+    cut.write_bytes(key.read_bytes()[:40])
+    os.chmod(cut, 0o600)
+    short = tmp_path / "short"
+    short.write_bytes(b"0123456789")
+    os.chmod(short, 0o600)
+    for bad, said in ((cut, "truncated"), (short, "holds 10 bytes"), (tmp_path / "gone", "cannot read")):
+        out = run_cli("-w", str(ws), "emit", "-s", "shell", env={"NERVE_KEY_FILE": str(bad)}, check=False)
+        assert out.returncode == 1 and out.stderr.startswith("KeyFileError: "), out.stderr
+        assert said in out.stderr and "Traceback" not in out.stderr
+
+
+def test_a_key_file_others_can_read_is_warned_about(tmp_path: Path) -> None:
+    key, ws = tmp_path / "K", tmp_path / "ws"
+    key.write_bytes(os.urandom(32))
+    os.chmod(key, 0o644)
+    run_cli("init", "--encrypt", "--key-file", str(key), str(ws))
+    out = run_cli("-w", str(ws), "emit", "-s", "shell", "-l", "x", env={"NERVE_KEY_FILE": str(key)})
+    assert f"chmod 600 {key}" in out.stderr
+
+
+def test_passphrase_then_rotation_to_a_key_file_rewrites_no_segment(tmp_path: Path) -> None:
+    ws, w = tmp_path / "ws", ("-w", str(tmp_path / "ws"))
+    run_cli("init", "--encrypt", "--passphrase", str(ws), input="correct horse\n")
+    assert "key: passphrase" in (ws / "nerve.yaml").read_text()
+    env = {"NERVE_PASSPHRASE": "correct horse"}
+    _emit_secrets(ws, env)
+    run_cli(*w, "seal", env=env)
+    wrong = run_cli(*w, "tail", "--all", env={"NERVE_PASSPHRASE": "wrong horse"}, check=False)
+    assert wrong.returncode == 1 and wrong.stderr.startswith("WrongKey: ")
+    segments = files_under(ws / "data" / "log" / "segments")
+    digest = json.loads(run_cli(*w, "replay", "--json", env=env).stdout)["digest"]
+
+    key = tmp_path / "new.key"
+    run_cli(*w, "key", "rotate", "--key-file", str(key), env=env)
+    assert "key: file" in (ws / "nerve.yaml").read_text()
+    assert files_under(ws / "data" / "log" / "segments") == segments
+    old = run_cli(*w, "tail", "--all", env=env, check=False)
+    assert old.returncode == 1 and old.stderr.startswith("WrongKey: ")
+    new = {"NERVE_KEY_FILE": str(key)}
+    assert json.loads(run_cli(*w, "replay", "--json", env=new).stdout)["digest"] == digest
+    assert json.loads(run_cli(*w, "replay", "--verify", "--json", env=new).stdout)["ok"]
+
+
+def test_a_rotation_killed_midway_leaves_the_old_key_working(tmp_path: Path) -> None:
+    """SIGKILL between writing the new keyring and putting it in place: the old one stands."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    key, ws = tmp_path / "K", tmp_path / "ws"
+    run_cli("init", "--encrypt", "--key-file", str(key), str(ws))
+    _emit_secrets(ws, {"NERVE_KEY_FILE": str(key)})
+    marker = tmp_path / "at-rename"
+    child = f"""
+import sys, time
+from pathlib import Path
+from nerve import fsio
+from nerve.cli.main import run
+real = fsio.rename
+def paused(src, dst, *, site):
+    if site == "keyring.write":
+        Path({str(marker)!r}).write_text("x")
+        time.sleep(60)
+    real(src, dst, site=site)
+fsio.rename = paused
+run(["-w", {str(ws)!r}, "key", "rotate", "--key-file", {str(tmp_path / "new.key")!r}])
+"""
+    env = {**os.environ, "NERVE_KEY_FILE": str(key)}
+    proc = subprocess.Popen([sys.executable, "-c", child], env=env)
+    deadline = time.monotonic() + 60
+    while not marker.exists() and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.05)
+    assert marker.exists()
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    tail = run_cli("-w", str(ws), "tail", "--all", "--json", env={"NERVE_KEY_FILE": str(key)})
+    assert SECRETS[0] in tail.stdout
+    moved = run_cli(
+        "-w", str(ws), "tail", "--all", env={"NERVE_KEY_FILE": str(tmp_path / "new.key")},
+        check=False,
+    )
+    assert moved.stderr.startswith("WrongKey: ")

@@ -360,6 +360,11 @@ def kek_from_env(
     where = keyring_path(log_root)
     if env.get(ENV_KEY_FILE):
         return kek_from_file(Path(env[ENV_KEY_FILE]))
+    if env.get(ENV_PASSPHRASE) and source.get("kind") != "passphrase":
+        raise WrongKey(
+            f"{where}: this log opens with a key file, not a passphrase; nothing was written",
+            hint=f"set {ENV_KEY_FILE}=PATH",
+        )
     if source.get("kind") == "passphrase":
         if env.get(ENV_PASSPHRASE):
             return kek_from_passphrase(env[ENV_PASSPHRASE], source)
