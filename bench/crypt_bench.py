@@ -159,10 +159,14 @@ def run(args: argparse.Namespace, tmp: Path, say: Callable[[str], None]) -> dict
     for root in logs.values():
         build_query_log(root, args.query_events)
     answers = {n: cold_query(r) for n, r in logs.items()}
-    query_s = best(args.rounds, {n: (lambda r=r: timed(lambda: cold_query(r))[0]) for n, r in logs.items()})
+    query_s = best(
+        args.rounds, {n: (lambda r=r: timed(lambda: cold_query(r))[0]) for n, r in logs.items()}
+    )
     say("verify")
     reports = {n: verify(r) for n, r in logs.items()}
-    verify_s = best(args.rounds, {n: (lambda r=r: timed(lambda: verify(r))[0]) for n, r in logs.items()})
+    verify_s = best(
+        args.rounds, {n: (lambda r=r: timed(lambda: verify(r))[0]) for n, r in logs.items()}
+    )
     sizes = {n: disk_bytes(r) for n, r in logs.items()}
     digests = {n: replay_digest(r).digest for n, r in logs.items()}
     return figures(args, append_s, query_s, verify_s, sizes, digests, answers, reports)

@@ -1,55 +1,54 @@
 """DuckDB over an encrypted log: a read-only file system that decrypts segments in memory.
 
 DuckDB's own Parquet reader does the work (projection, row-group pruning, threads); it reads
-``nervesealed://<absolute path>`` through this fsspec file system, which opens the envelope
-(:mod:`nerve.log.crypt`) once per file and serves the plaintext from memory. Nothing
-decrypted is ever written to disk. Parquet Modular Encryption was the other way; see the
-README's "Encryption at rest" for why this one was chosen.
+``nervesealed://<absolute path>`` through this fsspec file system, which opens only the
+sealed chunks a read touches (:class:`nerve.log.crypt.SealedFile`): a query over a few
+columns decrypts about what a plain query reads. Nothing decrypted is written to disk.
 """
 
 from __future__ import annotations
 
 import collections
 import datetime
-import io
 import threading
 from pathlib import Path
 from typing import Any
 
 import duckdb
-from fsspec import AbstractFileSystem
+from fsspec import AbstractFileSystem  # type: ignore[import-untyped]
+from fsspec.spec import AbstractBufferedFile  # type: ignore[import-untyped]
 
-from nerve import fsio
 from nerve.log import crypt
 
 PROTOCOL = "nervesealed"
-_CACHE_BYTES = 512 << 20
+_OPEN_FILES = 16
 
 
 class SealedFileSystem(AbstractFileSystem):  # type: ignore[misc]
-    """Read-only: ``open`` gives a segment's plaintext, ``info`` its plaintext size."""
+    """Read-only: ``open`` reads a segment's plaintext by range, ``info`` gives its size."""
 
     protocol = PROTOCOL
     cachable = False
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self._plain: collections.OrderedDict[str, bytes] = collections.OrderedDict()
+        self._files: collections.OrderedDict[str, crypt.SealedFile] = collections.OrderedDict()
         self._lock = threading.Lock()
 
-    def _bytes(self, path: str) -> bytes:
+    def sealed(self, path: str) -> crypt.SealedFile:
+        """The file's reader (kept for the last few files: each keeps its last chunks)."""
         path = self._strip_protocol(path)
         with self._lock:
-            hit = self._plain.get(path)
+            hit = self._files.get(path)
             if hit is not None:
-                self._plain.move_to_end(path)
+                self._files.move_to_end(path)
                 return hit
-        data = bytes(crypt.open_bytes(fsio.read_bytes(Path(path)), path))
+        found = crypt.SealedFile(Path(path))
         with self._lock:
-            self._plain[path] = data
-            while len(self._plain) > 1 and sum(map(len, self._plain.values())) > _CACHE_BYTES:
-                self._plain.popitem(last=False)
-        return data
+            self._files[path] = found
+            while len(self._files) > _OPEN_FILES:
+                self._files.popitem(last=False)
+        return found
 
     @classmethod
     def _strip_protocol(cls, path: str) -> str:
@@ -57,13 +56,14 @@ class SealedFileSystem(AbstractFileSystem):  # type: ignore[misc]
         prefix = f"{PROTOCOL}://"
         return path[len(prefix) :] if path.startswith(prefix) else path
 
-    def _open(self, path: str, mode: str = "rb", **kwargs: Any) -> io.BytesIO:
+    def _open(self, path: str, mode: str = "rb", **kwargs: Any) -> _Reader:
         if "r" not in mode:
             raise PermissionError(f"{path}: an encrypted segment is read-only here")
-        return io.BytesIO(self._bytes(path))
+        return _Reader(self, path, mode, **kwargs)
 
     def info(self, path: str, **kwargs: Any) -> dict[str, Any]:
-        return {"name": self._strip_protocol(path), "size": len(self._bytes(path)), "type": "file"}
+        name = self._strip_protocol(path)
+        return {"name": name, "size": self.sealed(name).size, "type": "file"}
 
     def modified(self, path: str) -> datetime.datetime:
         stamp = Path(self._strip_protocol(path)).stat().st_mtime
@@ -72,6 +72,16 @@ class SealedFileSystem(AbstractFileSystem):  # type: ignore[misc]
     def ls(self, path: str, detail: bool = True, **kwargs: Any) -> list[Any]:
         entry = self.info(path)
         return [entry] if detail else [entry["name"]]
+
+
+class _Reader(AbstractBufferedFile):  # type: ignore[misc]
+    def __init__(self, fs: SealedFileSystem, path: str, mode: str, **kwargs: Any) -> None:
+        self._sealed = fs.sealed(path)
+        kwargs.setdefault("cache_type", "none")
+        super().__init__(fs, path, mode, size=self._sealed.size, **kwargs)
+
+    def _fetch_range(self, start: int, end: int) -> bytes:
+        return self._sealed.read(start, end)
 
 
 _SHARED: SealedFileSystem | None = None

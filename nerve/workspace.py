@@ -146,13 +146,13 @@ class Workspace:
         """Refuse to write plaintext where nerve.yaml asks for encryption (a keyring lost)."""
         from nerve.log.crypt import KEYRING, is_encrypted
 
-        if self.config_path.exists() and self.config.log.encryption and self.log_root.is_dir():
-            if not is_encrypted(self.log_root):
-                raise UsageError(
-                    f"{self.config_path}: log.encryption is set but {self.log_root / KEYRING} "
-                    "is missing: refusing to write plaintext",
-                    hint="restore the keyring from a backup; a lost key is lost data",
-                )
+        wanted = self.config_path.exists() and self.config.log.encryption is not None
+        if wanted and self.log_root.is_dir() and not is_encrypted(self.log_root):
+            raise UsageError(
+                f"{self.config_path}: log.encryption is set but {self.log_root / KEYRING} "
+                "is missing: refusing to write plaintext",
+                hint="restore the keyring from a backup; a lost key is lost data",
+            )
 
     def connect(self) -> duckdb.DuckDBPyConnection:
         """DuckDB with ``events`` and every projection (bundled, then the workspace's)."""
@@ -191,7 +191,9 @@ _README = """# A nerve workspace
 """
 
 
-def init_workspace(path: Path, *, encrypt: tuple[bytes, dict[str, object]] | None = None) -> Workspace:
+def init_workspace(
+    path: Path, *, encrypt: tuple[bytes, dict[str, object]] | None = None
+) -> Workspace:
     """Create a workspace with the default nerve.yaml; refuse to overwrite one.
 
     ``encrypt``: (key-encryption key, its keyring source): the log starts encrypted under a

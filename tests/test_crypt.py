@@ -45,7 +45,14 @@ def test_done_when(tmp_path: Path) -> None:
     run_cli("key", "new", str(other))
     before = files_under(ws / "data")
     refused = run_cli(
-        "-w", str(ws), "emit", "-s", "shell", "--line", "x", env={"NERVE_KEY_FILE": str(other)},
+        "-w",
+        str(ws),
+        "emit",
+        "-s",
+        "shell",
+        "--line",
+        "x",
+        env={"NERVE_KEY_FILE": str(other)},
         check=False,
     )
     assert refused.returncode == 1
@@ -77,7 +84,7 @@ def test_reads_without_the_key_are_refused_in_one_line(tmp_path: Path) -> None:
         assert out.stderr.startswith("KeyMissing: ") and "Traceback" not in out.stderr, args
 
 
-LEAKY = f'''
+LEAKY = f"""
 from nerve import Observation, Result
 initial_state = {{"note": "", "n": 0}}
 _calls = [0]
@@ -91,7 +98,7 @@ def compute(state):
         state={{"note": {SECRETS[2]!r}, "n": n}},
         observations=[Observation(source="endpoint", line={SECRETS[4]!r} + f" {{n}}")],
     )
-'''
+"""
 
 NERVE_YAML = """\
 senses:
@@ -138,8 +145,14 @@ def test_nothing_readable_in_data_after_a_killed_daemon(tmp_path: Path) -> None:
     refused = run_cli(*w, "export", "--duckdb", str(ws / "data" / "x.duckdb"), env=env, check=False)
     assert refused.returncode == 2 and "encrypted" in refused.stderr
     inside = run_cli(
-        *w, "export", "--duckdb", str(ws / "data" / "x.duckdb"), "--copy", "--plaintext",
-        env=env, check=False,
+        *w,
+        "export",
+        "--duckdb",
+        str(ws / "data" / "x.duckdb"),
+        "--copy",
+        "--plaintext",
+        env=env,
+        check=False,
     )
     assert inside.returncode == 2 and "may not go under" in inside.stderr
     assert leaks(ws / "data") == []
@@ -178,8 +191,14 @@ def test_a_truncated_or_short_key_file_is_a_clear_error(tmp_path: Path) -> None:
     short = tmp_path / "short"
     short.write_bytes(b"0123456789")
     os.chmod(short, 0o600)
-    for bad, said in ((cut, "truncated"), (short, "holds 10 bytes"), (tmp_path / "gone", "cannot read")):
-        out = run_cli("-w", str(ws), "emit", "-s", "shell", env={"NERVE_KEY_FILE": str(bad)}, check=False)
+    for bad, said in (
+        (cut, "truncated"),
+        (short, "holds 10 bytes"),
+        (tmp_path / "gone", "cannot read"),
+    ):
+        out = run_cli(
+            "-w", str(ws), "emit", "-s", "shell", env={"NERVE_KEY_FILE": str(bad)}, check=False
+        )
         assert out.returncode == 1 and out.stderr.startswith("KeyFileError: "), out.stderr
         assert said in out.stderr and "Traceback" not in out.stderr
 
@@ -252,7 +271,11 @@ run(["-w", {str(ws)!r}, "key", "rotate", "--key-file", {str(tmp_path / "new.key"
     tail = run_cli("-w", str(ws), "tail", "--all", "--json", env={"NERVE_KEY_FILE": str(key)})
     assert SECRETS[0] in tail.stdout
     moved = run_cli(
-        "-w", str(ws), "tail", "--all", env={"NERVE_KEY_FILE": str(tmp_path / "new.key")},
+        "-w",
+        str(ws),
+        "tail",
+        "--all",
+        env={"NERVE_KEY_FILE": str(tmp_path / "new.key")},
         check=False,
     )
     assert moved.stderr.startswith("WrongKey: ")

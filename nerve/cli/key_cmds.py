@@ -54,7 +54,9 @@ def _read_passphrase() -> str:
 
 
 @key_app.command("new")
-def key_new(file: Annotated[Path, typer.Argument(help="Where to write it (must not exist).")]) -> None:
+def key_new(
+    file: Annotated[Path, typer.Argument(help="Where to write it (must not exist).")],
+) -> None:
     """Write a new random key file, owner-only."""
     from nerve.log import crypt
 
@@ -110,4 +112,3 @@ def lock_cmd() -> None:
 def register(app: typer.Typer) -> None:
     app.add_typer(key_app, name="key")
     app.command("lock")(lock_cmd)
-

@@ -43,7 +43,9 @@ def init(
     ] = Path("."),
     encrypt: Annotated[
         bool,
-        typer.Option("--encrypt", help="Encrypt the log at rest (with --key-file or --passphrase)."),
+        typer.Option(
+            "--encrypt", help="Encrypt the log at rest (with --key-file or --passphrase)."
+        ),
     ] = False,
     key_file: KeyFileOpt = None,
     passphrase: PassphraseOpt = False,

@@ -21,10 +21,12 @@ key an envelope names there, writers the one of their log's keyring (:func:`ciph
 
 from __future__ import annotations
 
+import collections
 import getpass
 import json
 import os
 import stat
+import struct
 import sys
 import threading
 from collections.abc import Mapping
@@ -40,8 +42,11 @@ from nerve import fsio
 from nerve.errors import LogCorrupt, LogError
 
 KEYRING = "keyring.json"
-MAGIC = b"NENC\x01"
+MAGIC = b"NENC\x01"  # one sealed body (a WAL frame's, a log line's)
+FILE_MAGIC = b"NENC\x02"  # a file in sealed chunks: any range opens without the rest
 _HEAD = len(MAGIC) + 8  # magic + key id: the associated data
+_FILE_HEAD = struct.Struct(">5s8s16sIQ")  # magic, key id, file nonce, chunk size, length
+CHUNK = 1 << 20
 _NONCE = bindings.crypto_aead_xchacha20poly1305_ietf_NPUBBYTES
 OVERHEAD = _HEAD + _NONCE + bindings.crypto_aead_xchacha20poly1305_ietf_ABYTES
 KEY_BYTES = 32
@@ -92,6 +97,24 @@ class Cipher:
         except CryptoError:
             raise LogCorrupt(f"{where}: encrypted content fails its authentication tag") from None
 
+    def seal_file(self, content: bytes | memoryview) -> bytes:
+        """A file's bytes in sealed chunks of :data:`CHUNK`: chunk ``i`` is sealed with the
+        nonce ``file nonce | i`` and the header as associated data, so chunks cannot be
+        moved, dropped or swapped between files."""
+        view = memoryview(content)
+        nonce = blake3.blake3(view, key=self._nonce_key()).digest(16)
+        head = _FILE_HEAD.pack(FILE_MAGIC, self.key_id, nonce, CHUNK, len(view))
+        parts = [head]
+        for index, start in enumerate(range(0, len(view), CHUNK)):
+            parts.append(self._chunk(head, index, bytes(view[start : start + CHUNK]), seal=True))
+        return b"".join(parts)
+
+    def _chunk(self, head: bytes, index: int, data: bytes, *, seal: bool) -> bytes:
+        nonce, aad = head[13:29] + struct.pack(">Q", index), head + struct.pack(">Q", index)
+        if seal:
+            return bindings.crypto_aead_xchacha20poly1305_ietf_encrypt(data, aad, nonce, self.key)
+        return bindings.crypto_aead_xchacha20poly1305_ietf_decrypt(data, aad, nonce, self.key)
+
     def _nonce_key(self) -> bytes:
         return blake3.blake3(self.key, derive_key_context="nerve 2026 nonce").digest()
 
@@ -101,26 +124,108 @@ _GUARD = threading.Lock()
 
 
 def is_sealed(data: bytes | memoryview) -> bool:
-    return bytes(data[: len(MAGIC)]) == MAGIC
+    return bytes(data[: len(MAGIC)]) in (MAGIC, FILE_MAGIC)
+
+
+def _cipher(key_id: bytes, where: object) -> Cipher:
+    cipher = _UNLOCKED.get(key_id)
+    if cipher is None:
+        raise KeyMissing(f"{where}: is encrypted and its key is not unlocked", hint=_UNLOCK_HINT)
+    return cipher
+
+
+class SealedFile:
+    """A file of sealed chunks, read by plaintext range: only the chunks a range touches are
+    read and opened (DuckDB reads a few column chunks of a segment, not all of it)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        with open(path, "rb") as fh:
+            head = fh.read(_FILE_HEAD.size)
+        if len(head) < _FILE_HEAD.size or head[:5] != FILE_MAGIC:
+            raise LogCorrupt(f"{path}: not a file of sealed chunks")
+        _, key_id, _, self.chunk, self.size = _FILE_HEAD.unpack(head)
+        self.head, self.cipher = head, _cipher(key_id, path)
+        if self.chunk <= 0:
+            raise LogCorrupt(f"{path}: sealed chunk size {self.chunk}")
+        self._kept: collections.OrderedDict[int, bytes] = collections.OrderedDict()
+        self._lock = threading.Lock()
+
+    def read(self, start: int, end: int) -> bytes:
+        """Plaintext bytes ``[start, end)`` (clipped to the file)."""
+        end = min(end, self.size)
+        if start >= end:
+            return b""
+        first, last = start // self.chunk, (end - 1) // self.chunk
+        plain = b"".join(self._chunk_at(i) for i in range(first, last + 1))
+        offset = start - first * self.chunk
+        return plain[offset : offset + end - start]
+
+    def _chunk_at(self, index: int) -> bytes:
+        """One chunk's plaintext; the last few opened are kept (readers come back)."""
+        with self._lock:
+            hit = self._kept.get(index)
+        if hit is not None:
+            return hit
+        stored = self.chunk + _TAG
+        with open(self.path, "rb") as fh:
+            fh.seek(_FILE_HEAD.size + index * stored)
+            plain = self._open_chunk(index, fh.read(stored))
+        with self._lock:
+            self._kept[index] = plain
+            while len(self._kept) > _KEPT_CHUNKS:
+                self._kept.popitem(last=False)
+        return plain
+
+    def _open_chunk(self, index: int, data: bytes) -> bytes:
+        want = min(self.chunk, self.size - index * self.chunk) + _TAG
+        if len(data) != want:
+            raise LogCorrupt(f"{self.path}: sealed chunk {index} is cut short")
+        try:
+            return self.cipher._chunk(self.head, index, data, seal=False)
+        except CryptoError:
+            raise LogCorrupt(f"{self.path}: sealed chunk {index} fails its tag") from None
+
+
+_TAG = bindings.crypto_aead_xchacha20poly1305_ietf_ABYTES
+_KEPT_CHUNKS = 16
+
+
+def _open_file(data: bytes | memoryview, where: object) -> bytes:
+    view = memoryview(data)
+    if len(view) < _FILE_HEAD.size:
+        raise LogCorrupt(f"{where}: encrypted header is cut short")
+    head = bytes(view[: _FILE_HEAD.size])
+    _, key_id, _, chunk, size = _FILE_HEAD.unpack(head)
+    cipher, stored = _cipher(key_id, where), chunk + _TAG
+    body = view[_FILE_HEAD.size :]
+    count = -(-size // chunk) if chunk else -1
+    if chunk <= 0 or len(body) != size + count * _TAG:
+        raise LogCorrupt(f"{where}: encrypted file is cut short or has bytes added")
+    try:
+        return b"".join(
+            cipher._chunk(head, i, bytes(body[i * stored : (i + 1) * stored]), seal=False)
+            for i in range(count)
+        )
+    except CryptoError:
+        raise LogCorrupt(f"{where}: encrypted content fails its authentication tag") from None
 
 
 def open_bytes(data: bytes | memoryview, where: object) -> bytes | memoryview:
     """Content as stored if plain; decrypted if sealed (with the key its envelope names)."""
     if not is_sealed(data):
         return data
+    if bytes(data[: len(FILE_MAGIC)]) == FILE_MAGIC:
+        return _open_file(data, where)
     if len(data) < OVERHEAD:
         raise LogCorrupt(f"{where}: encrypted envelope is cut short ({len(data)} bytes)")
-    key_id = bytes(data[len(MAGIC) : _HEAD])
-    cipher = _UNLOCKED.get(key_id)
-    if cipher is None:
-        raise KeyMissing(f"{where}: is encrypted and its key is not unlocked", hint=_UNLOCK_HINT)
-    return cipher.open(data, where)
+    return _cipher(bytes(data[len(MAGIC) : _HEAD]), where).open(data, where)
 
 
 def sealed_file(path: Path) -> bool:
     """True if the file at ``path`` starts with an envelope (reads 5 bytes)."""
     with open(path, "rb") as fh:
-        return fh.read(len(MAGIC)) == MAGIC
+        return fh.read(len(MAGIC)) in (MAGIC, FILE_MAGIC)
 
 
 LINE_TAG = "nenc:"

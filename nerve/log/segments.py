@@ -89,7 +89,7 @@ def write_segment(folder: Path, table: pa.Table) -> SegmentInfo:
     data = encode_table(table)
     cipher = crypt.cipher_for(folder.parent)
     if cipher is not None:  # an encrypted log: the name is over the bytes on disk
-        data = cipher.seal(data)
+        data = cipher.seal_file(data)
     name = blake3.blake3(data).hexdigest()
     tmp = folder / f".tmp-{secrets.token_hex(8)}.parquet"
     final = folder / f"{name}.parquet"

@@ -97,7 +97,9 @@ class _Part:
         assert self.path is not None
         try:
             wanted = seg.with_cid_source(columns)
-            table = conform(pq.ParquetFile(seg.source(self.path)).read_row_group(self.group, columns=wanted))
+            table = conform(
+                pq.ParquetFile(seg.source(self.path)).read_row_group(self.group, columns=wanted)
+            )
             return table if wanted == columns else table.select(columns)
         except FileNotFoundError:
             raise

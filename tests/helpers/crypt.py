@@ -5,6 +5,8 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
+import pytest
+
 SECRETS = (
     "rm -rf /srv/zebra-quartz-archive",
     "ref-9f2ce1d7a4b84411aa55e3c1",
@@ -39,3 +41,15 @@ def leaks(folder: Path, secrets: tuple[str, ...] = SECRETS) -> list[str]:
                 found.append(f"{path.relative_to(folder)}: {piece!r}")
                 break
     return found
+
+
+def encrypt_log(root: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Make ``root`` an encrypted log under a new key file that ``NERVE_KEY_FILE`` names for
+    the test (so processes it starts find the key too)."""
+    from nerve.log import crypt
+
+    key = root.parent / f"{root.name}.key"
+    crypt.new_key_file(key)
+    crypt.new_keyring(root, crypt.kek_from_file(key), crypt.file_source())
+    monkeypatch.setenv(crypt.ENV_KEY_FILE, str(key))
+    return root
