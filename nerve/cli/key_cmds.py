@@ -6,6 +6,7 @@ from typing import Annotated, Any
 
 import typer
 
+from nerve.cli.state import door as _door
 from nerve.cli.state import workspace as _ws
 from nerve.errors import UsageError
 
@@ -96,16 +97,7 @@ def _set_config_key(path: Path, kind: str) -> None:
 def lock_cmd() -> None:
     """Stop capture and drop the key: the daemon (which holds it in memory) stops; reads
     need the key again."""
-    from nerve.api import Workspace as Door
-    from nerve.log import crypt
-    from nerve.runtime.client import running
-
-    ws = _ws()
-    door = Door(ws)
-    was = running(ws)
-    if was:
-        door.stop()
-    crypt.forget_keys()
+    was = _door().lock()
     typer.echo("locked: the daemon stopped" if was else "locked (no daemon was running)")
 
 
