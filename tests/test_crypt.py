@@ -279,3 +279,16 @@ run(["-w", {str(ws)!r}, "key", "rotate", "--key-file", {str(tmp_path / "new.key"
         check=False,
     )
     assert moved.stderr.startswith("WrongKey: ")
+
+
+def test_fleet_ship_refuses_an_encrypted_workspace(tmp_path: Path) -> None:
+    key, ws = tmp_path / "K", tmp_path / "ws"
+    run_cli("init", "--encrypt", "--key-file", str(key), str(ws))
+    env = {"NERVE_KEY_FILE": str(key)}
+    _emit_secrets(ws, env)
+    run_cli("-w", str(ws), "seal", env=env)
+    before = files_under(ws / "data")
+    out = run_cli("-w", str(ws), "fleet", "ship", env=env, check=False)
+    assert out.returncode == 1 and out.stderr.startswith("FleetError: "), out.stderr
+    assert "encrypted at rest" in out.stderr and "nothing was shipped" in out.stderr
+    assert files_under(ws / "data") == before
