@@ -183,6 +183,7 @@ def _write(
     else:  # the rows themselves: asked for, or no segment to name (an empty typed table)
         if files:  # with every payload_cid: a segment stores it for erased rows alone
             register_blake3(conn)
+            register_sealed(conn, snap)
             conn.execute(
                 f"CREATE TABLE log_rows AS SELECT * REPLACE ({COMPUTED_CID} AS payload_cid) "
                 f"FROM {parquet_sql(files)}"
@@ -193,6 +194,16 @@ def _write(
             conn.unregister("_empty")
         source = "log_rows"
     return define_views(conn, source, projections, settings, temp=False)
+
+
+def register_sealed(conn: duckdb.DuckDBPyConnection, snap: Snapshot) -> None:
+    """An encrypted log's segments are read through :mod:`nerve.sealedfs` (``--plaintext``)."""
+    from nerve.log.crypt import is_encrypted
+
+    if is_encrypted(snap.paths.root):
+        from nerve.sealedfs import register
+
+        register(conn)
 
 
 def _files(snap: Snapshot) -> list[Path]:

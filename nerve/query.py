@@ -117,6 +117,16 @@ def source_sql(snap: Snapshot) -> str:
     return "(" + " UNION ALL ".join(parts) + ")"
 
 
+def register_snapshot(conn: duckdb.DuckDBPyConnection, snap: Snapshot) -> None:
+    """What :func:`source_sql` names: the tail as ``_tail``, and for an encrypted log the
+    file system its segments are read through (:mod:`nerve.sealedfs`)."""
+    conn.register("_tail", snap.tail)
+    if snap.files and is_encrypted(snap.paths.root):
+        from nerve.sealedfs import register
+
+        register(conn)
+
+
 def connect(
     log_root: Path,
     projection_dirs: Sequence[Path] = (),
@@ -127,11 +137,7 @@ def connect(
     conn = duckdb.connect()
     with contextlib.suppress(duckdb.InvalidInputException):  # refused inside Jupyter
         conn.execute("SET enable_progress_bar_print = false")  # DuckDB prints it on stdout
-    conn.register("_tail", snap.tail)
-    if snap.files and is_encrypted(log_root):
-        from nerve.sealedfs import register
-
-        register(conn)
+    register_snapshot(conn, snap)
     define_views(conn, source_sql(snap), load_projections(projection_dirs), settings)
     return conn
 

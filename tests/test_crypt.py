@@ -292,3 +292,45 @@ def test_fleet_ship_refuses_an_encrypted_workspace(tmp_path: Path) -> None:
     assert out.returncode == 1 and out.stderr.startswith("FleetError: "), out.stderr
     assert "encrypted at rest" in out.stderr and "nothing was shipped" in out.stderr
     assert files_under(ws / "data") == before
+
+
+def test_mcp_sql_ui_data_and_a_plaintext_export_read_an_encrypted_log(tmp_path: Path) -> None:
+    """The other readers of the log (the MCP sandbox, the web UI's connection, a decrypted
+    export asked for as such) work with the key, like `nerve query`."""
+    import duckdb
+
+    from nerve.api import open as nerve_open
+    from nerve.mcp.sandbox import open_sandbox
+    from nerve.ui.data import _connect
+    from nerve.workspace import Workspace
+
+    key, ws = tmp_path / "K", tmp_path / "ws"
+    run_cli("init", "--encrypt", "--key-file", str(key), str(ws))
+    env = {"NERVE_KEY_FILE": str(key)}
+    _emit_secrets(ws, env)
+    run_cli("-w", str(ws), "seal", env=env)
+    os.environ["NERVE_KEY_FILE"] = str(key)
+    try:
+        door = nerve_open(ws, read_only=True)
+        assert door.sql("SELECT count(*) FROM events").fetchall() == [(2,)]
+        sandbox = open_sandbox(Workspace(ws))
+        assert sandbox.execute("SELECT max(line) FROM events").fetchone() == (SECRETS[0],)
+        ui = _connect(Workspace(ws), _no_screen())
+        assert ui.execute("SELECT count(*) FROM events").fetchone() == (2,)
+        out = tmp_path / "plain.duckdb"
+        run_cli("-w", str(ws), "export", "--duckdb", str(out), "--copy", "--plaintext", env=env)
+    finally:
+        del os.environ["NERVE_KEY_FILE"]
+        from nerve.log.crypt import forget_keys
+
+        forget_keys()
+    lines = duckdb.connect(str(out)).execute("SELECT line FROM events ORDER BY 1").fetchall()
+    assert lines == [("",), (SECRETS[0],)]
+
+
+def _no_screen() -> object:
+    class _Keep:
+        def keep(self) -> None:
+            return None
+
+    return _Keep()
