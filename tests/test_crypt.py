@@ -334,3 +334,14 @@ def _no_screen() -> object:
             return None
 
     return _Keep()
+
+
+def test_the_daemon_unlocks_at_start_and_a_wrong_key_starts_nothing(tmp_path: Path) -> None:
+    key, ws = tmp_path / "K", tmp_path / "ws"
+    run_cli("init", "--encrypt", "--passphrase", str(ws), input="a long passphrase\n")
+    before = files_under(ws / "data")
+    for env, error in (({}, "KeyMissing: "), ({"NERVE_PASSPHRASE": "not it"}, "WrongKey: ")):
+        out = run_cli("-w", str(ws), "start", env=env, check=False, timeout=90)
+        assert out.returncode == 1 and out.stderr.startswith(error), out.stderr
+        assert not (ws / "data" / "nerve.pid").exists()
+    assert files_under(ws / "data") == before

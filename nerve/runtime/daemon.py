@@ -155,6 +155,7 @@ def start_background(ws: Workspace) -> int:
     if ws.config_path.exists():
         _ = ws.config  # a bad nerve.yaml fails here, before anything starts
     _refuse_second(ws)
+    env = unlock_env(ws)
     fsio.private_dir(ws.data, allow_link=True)
     with os.fdopen(fsio.open_append(log_path(ws)), "ab") as logfile:
         proc = subprocess.Popen(
@@ -164,6 +165,7 @@ def start_background(ws: Workspace) -> int:
             stderr=logfile,
             cwd=ws.root,
             start_new_session=True,
+            env=env,
         )
     try:
         return _wait_started(ws, proc)
@@ -171,6 +173,27 @@ def start_background(ws: Workspace) -> int:
         proc.kill()  # never leave a half-started daemon behind
         proc.wait()
         raise
+
+
+def unlock_env(ws: Workspace) -> dict[str, str]:
+    """The environment a background daemon starts with. An encrypted workspace is unlocked
+    here first (``NERVE_KEY_FILE``, ``NERVE_PASSPHRASE``, or a passphrase asked on this
+    terminal), so a wrong or missing key fails now, in one line, and the daemon is given
+    the passphrase in its own environment (readable only by this user)."""
+    import getpass
+
+    from nerve.log import crypt
+
+    env = dict(os.environ)
+    if not crypt.is_encrypted(ws.log_root):
+        return env
+    ring = crypt.read_keyring(ws.log_root)
+    given = env.get(crypt.ENV_KEY_FILE) or env.get(crypt.ENV_PASSPHRASE)
+    asks = (ring.get("kek") or {}).get("kind") == "passphrase" and sys.stdin.isatty()
+    if not given and asks:
+        env[crypt.ENV_PASSPHRASE] = getpass.getpass(f"passphrase for {ws.root}: ")
+    crypt.cipher_for(ws.log_root, env)  # KeyMissing / WrongKey / KeyFileError, before starting
+    return env
 
 
 def _wait_started(ws: Workspace, proc: subprocess.Popen[bytes]) -> int:
