@@ -345,3 +345,29 @@ def test_the_daemon_unlocks_at_start_and_a_wrong_key_starts_nothing(tmp_path: Pa
         assert out.returncode == 1 and out.stderr.startswith(error), out.stderr
         assert not (ws / "data" / "nerve.pid").exists()
     assert files_under(ws / "data") == before
+
+
+def _systemd_creds_works() -> bool:
+    import shutil
+    import subprocess
+
+    tool = shutil.which("systemd-creds")
+    if tool is None:
+        return False
+    args = [tool, "encrypt", "--name=nerve-probe", "-", "-"]
+    done = subprocess.run(args, input=b"probe", capture_output=True, timeout=60, check=False)
+    return done.returncode == 0
+
+
+def test_a_key_kept_by_systemd_creds_unlocks_without_a_key_file(tmp_path: Path) -> None:
+    if not _systemd_creds_works():
+        pytest.skip("systemd-creds cannot encrypt here (not installed, or not root)")
+    ws = tmp_path / "ws"
+    run_cli("init", "--encrypt", "--systemd-creds", str(ws))
+    assert "key: systemd-creds" in (ws / "nerve.yaml").read_text()
+    _emit_secrets(ws, {})
+    assert SECRETS[0] in run_cli("-w", str(ws), "tail", "--all", "--json").stdout
+    assert leaks(ws / "data") == []
+    (ws / "data" / "log" / "kek.cred").write_bytes(b"not a credential")
+    out = run_cli("-w", str(ws), "tail", "--all", check=False)
+    assert out.returncode == 1 and out.stderr.startswith("KeyMissing: systemd-creds decrypt")

@@ -16,6 +16,13 @@ KeyFileOpt = Annotated[
     Path | None,
     typer.Option("--key-file", help="A key file (made, owner-only, if it does not exist)."),
 ]
+CredsOpt = Annotated[
+    bool,
+    typer.Option(
+        "--systemd-creds",
+        help="A key kept by systemd-creds (the TPM2 or this host's key; root only).",
+    ),
+]
 PassphraseOpt = Annotated[
     bool,
     typer.Option(
@@ -25,12 +32,17 @@ PassphraseOpt = Annotated[
 ]
 
 
-def kek_for_new(key_file: Path | None, passphrase: bool) -> tuple[bytes, dict[str, Any]]:
+def kek_for_new(
+    key_file: Path | None, passphrase: bool, creds: bool = False, log_root: Path | None = None
+) -> tuple[bytes, dict[str, Any]]:
     """The key-encryption key a new keyring (init, rotate) is wrapped under."""
     from nerve.log import crypt
 
-    if (key_file is None) == (not passphrase):
-        raise UsageError("give one of --key-file FILE or --passphrase")
+    if [key_file is not None, passphrase, creds].count(True) != 1:
+        raise UsageError("give one of --key-file FILE, --passphrase or --systemd-creds")
+    if creds:
+        assert log_root is not None
+        return crypt.systemd_creds_source(log_root)
     if key_file is not None:
         if not key_file.exists():
             crypt.new_key_file(key_file)
@@ -68,7 +80,9 @@ def key_new(
 
 
 @key_app.command("rotate")
-def key_rotate(key_file: KeyFileOpt = None, passphrase: PassphraseOpt = False) -> None:
+def key_rotate(
+    key_file: KeyFileOpt = None, passphrase: PassphraseOpt = False, creds: CredsOpt = False
+) -> None:
     """Re-wrap the data key under a new key (the current one from NERVE_KEY_FILE, or a
     passphrase); no segment is rewritten. The old key stops working."""
     from nerve.log import crypt
@@ -78,7 +92,7 @@ def key_rotate(key_file: KeyFileOpt = None, passphrase: PassphraseOpt = False) -
         raise UsageError(f"{ws.root} is not encrypted", hint="nerve init --encrypt makes one")
     ring = crypt.read_keyring(ws.log_root)
     old = crypt.kek_from_env(ws.log_root, ring)
-    new, source = kek_for_new(key_file, passphrase)
+    new, source = kek_for_new(key_file, passphrase, creds, ws.log_root)
     crypt.rewrap(ws.log_root, old, new, source)
     _set_config_key(ws.config_path, str(source["kind"]))
     typer.echo(f"rotated: {crypt.keyring_path(ws.log_root)} now opens with the new key")
@@ -89,7 +103,7 @@ def _set_config_key(path: Path, kind: str) -> None:
     if not path.exists():
         return
     text = path.read_text(encoding="utf-8")
-    for old in ("file", "passphrase"):
+    for old in ("file", "passphrase", "systemd-creds"):
         text = text.replace(f"    key: {old}  #", f"    key: {kind}  #")
     path.write_text(text, encoding="utf-8")
 

@@ -308,7 +308,7 @@ class RetentionConfig(_Model):
 class EncryptionConfig(_Model):
     """Encryption at rest (``nerve init --encrypt``): what unlocks the data key."""
 
-    key: Literal["file", "passphrase"] = "file"
+    key: Literal["file", "passphrase", "systemd-creds"] = "file"
 
 
 class LogConfig(_Model):

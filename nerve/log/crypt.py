@@ -422,7 +422,7 @@ def kek_from_file(path: Path, warn: Any = None) -> bytes:
             f"{path}: holds {len(material)} bytes; a key file needs at least {KEY_BYTES} "
             "(truncated?)"
         )
-    return blake3.blake3(material, derive_key_context="nerve 2026 key file").digest()
+    return _kek_of(material)
 
 
 def _nerve_key(path: Path, text: str) -> bytes:
@@ -455,6 +455,51 @@ def _warn(message: str) -> None:
     print(message, file=sys.stderr)
 
 
+CRED_FILE = "kek.cred"
+_CRED_NAME = "nerve-kek"
+
+
+def systemd_creds_source(log_root: Path) -> tuple[bytes, dict[str, Any]]:
+    """A new KEK kept by the system's credential store: random key material encrypted by
+    ``systemd-creds`` (the TPM2 or the host key, root only) into ``kek.cred`` beside the
+    keyring; a copy of the folder on another host cannot decrypt it."""
+    material = utils.random(KEY_BYTES)
+    fsio.private_dir(log_root)
+    blob = _systemd_creds(["encrypt", f"--name={_CRED_NAME}", "-", "-"], material.hex().encode())
+    fsio.write_private(log_root / CRED_FILE, blob, site="keyring.write", exclusive=False)
+    return _kek_of(material), {"kind": "systemd-creds", "file": CRED_FILE}
+
+
+def _kek_from_systemd_creds(log_root: Path, source: dict[str, Any]) -> bytes:
+    blob = fsio.read_bytes(log_root / str(source.get("file", CRED_FILE)))
+    text = _systemd_creds(["decrypt", f"--name={_CRED_NAME}", "-", "-"], blob)
+    try:
+        return _kek_of(bytes.fromhex(text.decode().strip()))
+    except ValueError:
+        raise KeyFileError(f"{log_root / CRED_FILE}: the credential holds no key") from None
+
+
+def _kek_of(material: bytes) -> bytes:
+    return blake3.blake3(material, derive_key_context="nerve 2026 key file").digest()
+
+
+def _systemd_creds(args: list[str], data: bytes) -> bytes:
+    import shutil
+    import subprocess
+
+    tool = shutil.which("systemd-creds")
+    if tool is None:
+        raise KeyMissing("systemd-creds is not installed here: the log's key cannot be read")
+    try:
+        done = subprocess.run([tool, *args], input=data, capture_output=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise KeyMissing(f"systemd-creds {args[0]} did not run: {exc}") from None
+    if done.returncode != 0:
+        why = (done.stderr.decode(errors="replace").strip().splitlines() or ["failed"])[-1]
+        raise KeyMissing(f"systemd-creds {args[0]} failed: {why}")
+    return done.stdout
+
+
 def kek_from_env(
     log_root: Path, ring: dict[str, Any], env: Mapping[str, str] | None = None
 ) -> bytes:
@@ -465,6 +510,8 @@ def kek_from_env(
     where = keyring_path(log_root)
     if env.get(ENV_KEY_FILE):
         return kek_from_file(Path(env[ENV_KEY_FILE]))
+    if source.get("kind") == "systemd-creds":
+        return _kek_from_systemd_creds(log_root, source)
     if env.get(ENV_PASSPHRASE) and source.get("kind") != "passphrase":
         raise WrongKey(
             f"{where}: this log opens with a key file, not a passphrase; nothing was written",
