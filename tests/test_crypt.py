@@ -337,7 +337,7 @@ def _no_screen() -> object:
 
 
 def test_the_daemon_unlocks_at_start_and_a_wrong_key_starts_nothing(tmp_path: Path) -> None:
-    key, ws = tmp_path / "K", tmp_path / "ws"
+    ws = tmp_path / "ws"
     run_cli("init", "--encrypt", "--passphrase", str(ws), input="a long passphrase\n")
     before = files_under(ws / "data")
     for env, error in (({}, "KeyMissing: "), ({"NERVE_PASSPHRASE": "not it"}, "WrongKey: ")):
