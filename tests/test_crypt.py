@@ -371,3 +371,26 @@ def test_a_key_kept_by_systemd_creds_unlocks_without_a_key_file(tmp_path: Path) 
     (ws / "data" / "log" / "kek.cred").write_bytes(b"not a credential")
     out = run_cli("-w", str(ws), "tail", "--all", check=False)
     assert out.returncode == 1 and out.stderr.startswith("KeyMissing: systemd-creds decrypt")
+
+
+def test_forget_and_compact_on_an_encrypted_log_verify_with_and_without_the_key(
+    tmp_path: Path,
+) -> None:
+    key, ws = tmp_path / "K", tmp_path / "ws"
+    run_cli("init", "--encrypt", "--key-file", str(key), str(ws))
+    env, w = {"NERVE_KEY_FILE": str(key)}, ("-w", str(ws))
+    _emit_secrets(ws, env)
+    run_cli(*w, "seal", env=env)
+    run_cli(*w, "emit", "-s", "shell", "--line", SECRETS[4], env=env)
+    run_cli(*w, "seal", env=env)
+    digest = json.loads(run_cli(*w, "replay", "--json", env=env).stdout)["digest"]
+    run_cli(*w, "compact", env=env)
+    run_cli(*w, "forget", "--match", SECRETS[4][:20], "--reason", "test", env=env)
+    report = json.loads(run_cli(*w, "replay", "--verify", "--json", env=env).stdout)
+    assert report["ok"], report["problems"]
+    assert report["checkpoints"][0]["digest"] == digest  # the digest before the erasure
+    erased = run_cli(*w, "query", "SELECT count(*) FROM events WHERE erased", "--csv", env=env)
+    assert erased.stdout.splitlines()[-1] == "1"
+    keyless = json.loads(run_cli(*w, "replay", "--verify", "--json").stdout)
+    assert keyless["ok"] and keyless["keyless"]
+    assert leaks(ws / "data") == []
