@@ -106,7 +106,8 @@ def parquet_sql(files: Sequence[Path]) -> str:
     encrypted segment by its ``nervesealed://`` URI (see :mod:`nerve.sealedfs`)."""
     from nerve.sealedfs import uri
 
-    names = ", ".join("'" + uri(p).replace("'", "''") + "'" for p in files)
+    sealed = bool(files) and is_encrypted(files[0].parent.parent)
+    names = ", ".join("'" + (uri(p) if sealed else str(p)).replace("'", "''") + "'" for p in files)
     return f"read_parquet([{names}])"
 
 

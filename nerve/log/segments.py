@@ -149,8 +149,8 @@ def check_regular(path: Path) -> None:
 def source(path: Path) -> Path | pa.BufferReader:
     """What the Parquet reader should read for a segment: the file itself, or for an
     encrypted one its plaintext in memory (kept a while: segments never change)."""
-    if not crypt.sealed_file(path):
-        return path
+    if not crypt.is_encrypted(path.parent.parent) or not crypt.sealed_file(path):
+        return path  # a plain log's segment: one stat, no extra open
     return pa.BufferReader(plaintext(path))
 
 
