@@ -345,6 +345,24 @@ def test_the_daemon_unlocks_at_start_and_a_wrong_key_starts_nothing(tmp_path: Pa
         assert out.returncode == 1 and out.stderr.startswith(error), out.stderr
         assert not (ws / "data" / "nerve.pid").exists()
     assert files_under(ws / "data") == before
+    (ws / "nerve.yaml").write_text("senses: {}\nlog:\n  encryption:\n    key: passphrase\n")
+    env = {"NERVE_PASSPHRASE": "a long passphrase"}
+    run_cli("-w", str(ws), "start", env=env, timeout=90)
+    pid = int((ws / "data" / "nerve.pid").read_text())
+    run_cli("-w", str(ws), "emit", "-s", "shell", "-l", SECRETS[0], env=env)
+    locked = run_cli("-w", str(ws), "lock", env=env, timeout=90)
+    assert locked.stdout.strip() == "locked: the daemon stopped"
+    assert not _alive(pid)
+    assert leaks(ws / "data") == []
+
+
+def _alive(pid: int) -> bool:
+    import psutil
+
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
 
 
 def _systemd_creds_works() -> bool:
