@@ -412,3 +412,15 @@ def test_forget_and_compact_on_an_encrypted_log_verify_with_and_without_the_key(
     keyless = json.loads(run_cli(*w, "replay", "--verify", "--json").stdout)
     assert keyless["ok"] and keyless["keyless"]
     assert leaks(ws / "data") == []
+
+
+def test_a_lost_keyring_is_refused_not_written_over_in_plaintext(tmp_path: Path) -> None:
+    key, ws = tmp_path / "K", tmp_path / "ws"
+    run_cli("init", "--encrypt", "--key-file", str(key), str(ws))
+    env = {"NERVE_KEY_FILE": str(key)}
+    run_cli("-w", str(ws), "emit", "-s", "shell", "-l", SECRETS[0], env=env)
+    (ws / "data" / "log" / "keyring.json").unlink()
+    before = files_under(ws / "data")
+    out = run_cli("-w", str(ws), "emit", "-s", "shell", "-l", SECRETS[1], env=env, check=False)
+    assert out.returncode == 2 and "refusing to write plaintext" in out.stderr
+    assert files_under(ws / "data") == before
