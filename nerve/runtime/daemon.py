@@ -201,13 +201,17 @@ def _wait_started(ws: Workspace, proc: subprocess.Popen[bytes]) -> int:
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise DaemonError(
-                f"the daemon exited with code {proc.returncode} while starting:\n"
-                + tail_text(log_path(ws), 15)
+                f"the daemon exited with code {proc.returncode} while starting:\n" + _last_words(ws)
             )
         if running(ws):
             return proc.pid
         time.sleep(0.1)
-    raise DaemonError("the daemon did not answer within 60 s:\n" + tail_text(log_path(ws), 15))
+    raise DaemonError("the daemon did not answer within 60 s:\n" + _last_words(ws))
+
+
+def _last_words(ws: Workspace) -> str:
+    """The daemon log's last lines, opened if sealed and the key is at hand."""
+    return "\n".join(open_lines(ws, tail_text(log_path(ws), 15).splitlines()))
 
 
 def stop(ws: Workspace) -> int | None:
