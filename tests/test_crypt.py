@@ -424,3 +424,23 @@ def test_a_lost_keyring_is_refused_not_written_over_in_plaintext(tmp_path: Path)
     out = run_cli("-w", str(ws), "emit", "-s", "shell", "-l", SECRETS[1], env=env, check=False)
     assert out.returncode == 2 and "refusing to write plaintext" in out.stderr
     assert files_under(ws / "data") == before
+
+
+def test_a_keyless_verify_names_a_segment_the_manifest_does_not_list(tmp_path: Path) -> None:
+    key, ws = tmp_path / "K", tmp_path / "ws"
+    run_cli("init", "--encrypt", "--key-file", str(key), str(ws))
+    env = {"NERVE_KEY_FILE": str(key)}
+    _emit_secrets(ws, env)
+    run_cli("-w", str(ws), "seal", env=env)
+    folder = ws / "data" / "log" / "segments"
+    (folder / f"{'ab' * 32}.parquet").write_bytes(next(folder.iterdir()).read_bytes())
+    report = json.loads(run_cli("-w", str(ws), "replay", "--verify", "--json").stdout)
+    assert report["keyless"] and report["ok"]
+    assert [w["file"] for w in report["warnings"]] == [f"data/log/segments/{'ab' * 32}.parquet"]
+    tampered = folder / next(p.name for p in folder.iterdir() if not p.name.startswith("abab"))
+    data = bytearray(tampered.read_bytes())
+    data[100] ^= 1
+    tampered.write_bytes(bytes(data))
+    broken = run_cli("-w", str(ws), "replay", "--verify", "--json", check=False)
+    assert broken.returncode == 1
+    assert "do not match its address" in json.loads(broken.stdout)["problems"][0]["message"]

@@ -344,6 +344,19 @@ _KEYLESS = (
 )
 
 
+def _unlisted_by_name(paths: LogPaths, state: ManifestState, report: VerifyReport) -> None:
+    """Without the key, a segment file the manifest does not list is named, not read."""
+    for path in sorted(paths.segments.glob("*.parquet")):
+        if not path.name.startswith(".tmp-") and path.stem not in state.live:
+            report.warnings.append(
+                Problem(
+                    _rel(paths, path),
+                    "not in the manifest (without the key its events cannot be compared "
+                    "with the log's; verify with the key to settle it)",
+                )
+            )
+
+
 def _keyless(root: Path) -> bool:
     """True for an encrypted log whose key is not given (a wrong key given is an error)."""
     try:
@@ -558,6 +571,8 @@ def _check_unlisted(
     paths: LogPaths, state: ManifestState, tail: list[pa.Table], report: VerifyReport
 ) -> None:
     """Files in segments/ the manifest does not list, and what is in quarantine/."""
+    if paths.segments.is_dir() and report.keyless:
+        _unlisted_by_name(paths, state, report)
     if paths.segments.is_dir() and not report.keyless:
         found = settle_segments(
             paths, state, ids_of_tables(tail), now_ns=time.time_ns(), grace_ns=2**62
