@@ -12,10 +12,13 @@ they hold the same events (the same ids, the same replay digest):
 * ``verify`` with the key: every id, address and the manifest chain;
 * bytes on disk under the log's folder.
 
-Each timing keeps the best of ``--rounds`` interleaved runs. Goals (the checks): append
-≥ 0.8× plain, query ≤ 2×, verify ≤ 1.3×, bytes ≤ 1.05×, and the same digest and query
-result both ways. The last stdout line is ``RESULT {json}``; progress goes to stderr; the
-exit status is 1 when a check fails.
+Each timing keeps the best of ``--rounds`` interleaved runs. Checks: the same digest and
+query result both ways, verify clean, and the goals append ≥ 0.8× plain, query ≤ 2×,
+verify ≤ 1.3×, bytes ≤ 1.05×. With ``--quick`` the three timing goals are reported under
+``goals_met`` but are not checks: at its sizes (a tenth of a second per run) they measure
+the machine's load more than encryption, and the suite's run must not fail on a busy host.
+The last stdout line is ``RESULT {json}``; progress goes to stderr; the exit status is 1
+when a check fails.
 """
 
 from __future__ import annotations
@@ -188,10 +191,13 @@ def figures(
         "verify": verify_s["encrypted"] / verify_s["plain"],
         "bytes": sizes["encrypted"] / sizes["plain"],
     }
-    checks: dict[str, Any] = {
+    goals = {
         "append_ratio_ok": ratios["append"] >= GOALS["append"],
         "query_ratio_ok": ratios["query"] <= GOALS["query"],
         "verify_ratio_ok": ratios["verify"] <= GOALS["verify"],
+    }
+    checks: dict[str, Any] = {
+        **({} if args.quick else goals),
         "bytes_ratio_ok": ratios["bytes"] <= GOALS["bytes"],
         "same_digest": digests["plain"] == digests["encrypted"],
         "same_answer": answers["plain"] == answers["encrypted"],
@@ -208,6 +214,7 @@ def figures(
         "bytes": sizes,
         "ratios": {n: round(r, 3) for n, r in ratios.items()},
         "goals": GOALS,
+        "goals_met": goals,
         "checks": checks,
         "failed_checks": [name for name, ok in checks.items() if ok is False],
     }
