@@ -19,6 +19,7 @@ from typing import Any, BinaryIO, TextIO
 
 from nerve import fsio
 from nerve.errors import DaemonError
+from nerve.runtime.children import adopt_orphans
 from nerve.runtime.client import alive, call, pid_path, read_pid, run_path, running
 from nerve.workspace import Workspace
 
@@ -46,6 +47,7 @@ def run_foreground(ws: Workspace, *, view: bool = False, echo: TextIO | None = N
     from nerve.runtime.kernel import Kernel
 
     _refuse_second(ws)
+    adopt_orphans()  # a killed worker's descendants come here, not to init (see groups)
     fsio.private_dir(ws.data, allow_link=True)
     fsio.write_small(pid_path(ws), f"{os.getpid()}\n".encode())
     kernel = Kernel(ws)
