@@ -38,6 +38,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "log_cmds",
         "Run every published conformance vector (or those in --vectors DIR).",
     ),
+    "lock": (
+        "key_cmds",
+        "Stop capture and drop the key: the daemon (which holds it in memory) stops; "
+        "reads need the key again.",
+    ),
     "dev": ("daemon_cmds", "Run the daemon in the foreground with a live view (Ctrl+C stops)."),
     "start": ("daemon_cmds", "Start the daemon (alias of `daemon start`)."),
     "stop": ("daemon_cmds", "Stop the daemon (alias of `daemon stop`)."),
@@ -73,6 +78,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "Start capture again after `nerve pause` (a capture.resumed event).",
     ),
     "shell-hook": ("shell_cmds", "Print the shell hook for SHELL."),
+    "key": ("key_cmds", "Keys of an encrypted workspace (see nerve init --encrypt)."),
     "daemon": ("daemon_cmds", "Run nerve's daemon in the background."),
     "sense": ("sense_cmds", "Inspect and trigger senses."),
     "audit": ("attend_cmds", "Verify and inspect the sealed surfacing log."),

@@ -167,6 +167,7 @@ def _quick_class(base: type) -> type:
 
 GROUPS = (  # the command modules, in the order their commands are listed
     "log_cmds",
+    "key_cmds",
     "daemon_cmds",
     "sense_cmds",
     "attend_cmds",

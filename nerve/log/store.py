@@ -25,7 +25,7 @@ from nerve import fsio
 from nerve.clock import DEFAULT_MAX_OFFSET_NS, HLC_ZERO, Hlc, HybridClock
 from nerve.errors import EventError, LogCorrupt, LogError, NerveError, OrderError
 from nerve.events import ErasedEvent, Event
-from nerve.log import archive, erasure, recovery, salvage
+from nerve.log import archive, crypt, erasure, recovery, salvage
 from nerve.log import segments as seg
 from nerve.log.batchkeys import KEY_KIND, BatchKeys, check_key, key_draft
 from nerve.log.codec import (
@@ -90,6 +90,8 @@ class EventLog:
         if not node:
             raise EventError("node must not be empty")
         self.paths = LogPaths(Path(root))
+        # An encrypted log is unlocked before anything is touched: a wrong key writes nothing
+        self.cipher = crypt.cipher_for(self.paths.root)
         self.paths.ensure()
         self.node = node
         self.sync = durability == "fsync"
@@ -135,7 +137,11 @@ class EventLog:
         self._settle_segments(found)
         self._account_for_gaps(found, repair)
         self._wal = WalWriter(
-            self.paths.wal, found.current_gen, sync=self.sync, truncate_to=found.truncate_to
+            self.paths.wal,
+            found.current_gen,
+            sync=self.sync,
+            truncate_to=found.truncate_to,
+            cipher=self.cipher,
         )
         fsio.fsync_dir(self.paths.wal, site="wal.dirsync")
         self._pending: list[tuple[int, Unsealed]] = [(g, Unsealed(t)) for g, t in found.pending]
@@ -517,7 +523,7 @@ class EventLog:
     def _rotate(self) -> None:
         """Open the next generation; the current one joins the pending list."""
         old = self._wal
-        self._wal = WalWriter(self.paths.wal, old.gen + 1, sync=self.sync)
+        self._wal = WalWriter(self.paths.wal, old.gen + 1, sync=self.sync, cipher=self.cipher)
         self._pending.append((old.gen, self._tail))
         self._tail = Unsealed()
         old.close()

@@ -249,12 +249,12 @@ def _filtered_conn(
     """DuckDB whose ``events`` holds only the window and sources asked for."""
     import duckdb
 
-    from nerve.query import define_views, source_sql
+    from nerve.query import define_views, register_snapshot, source_sql
 
     snap = Door(ws).snapshot()
     conn = duckdb.connect()
     conn.execute("SET enable_progress_bar_print = false")
-    conn.register("_tail", snap.tail)
+    register_snapshot(conn, snap)
     where = []
     if since is not None:
         p, lo = since.physical_ns, since.logical
