@@ -24,9 +24,10 @@ import duckdb
 
 from nerve.clock import Hlc
 from nerve.errors import UsageError
-from nerve.events import BOOKKEEPING_KINDS, display_source, trust_name
+from nerve.events import BOOKKEEPING_KINDS, decode_payload, display_source, trust_name
 from nerve.mcp.guard import ERASED, Screen
 from nerve.privacy.settings import PrivacyConfig
+from nerve.ui import screened
 from nerve.ui.select import Filters, Window, quoted, where_of, window
 from nerve.workspace import Workspace
 
@@ -61,7 +62,6 @@ __all__ = [
 ]
 
 _COLS = "physical_ns, logical, id, source, kind, subject, trust, line, payload, erased"
-_KEEP = "_nerve_ui_keep"
 MAX_PAGE = 500
 SQL_ROWS = 1_000
 SQL_BYTES = 8 << 20
@@ -108,24 +108,18 @@ def _privacy(ws: Workspace) -> PrivacyConfig:
 
 
 def _connect(ws: Workspace, scr: Screen) -> duckdb.DuckDBPyConnection:
-    """``events`` over a read snapshot, holding only what the drop rules keep."""
+    """``events`` over a read snapshot as the rules let it leave: withheld rows left out,
+    redacted ones with their redacted text, so every filter sees only what may be shown."""
     from nerve.log.reader import snapshot
     from nerve.query import define_views, source_sql
 
     snap = snapshot(ws.log_root)
+    over = screened.overlay(snap, scr)
     conn = duckdb.connect()
     conn.execute("SET enable_progress_bar_print = false")
     conn.register("_tail", snap.tail)
-    source = source_sql(snap)
-    keep = scr.keep()
-    if keep is not None:
-        from duckdb.func import SPECIAL
-
-        kinds: list[Any] = ["BIGINT", "VARCHAR", "VARCHAR", "VARCHAR", "BLOB"]
-        conn.create_function(_KEEP, keep, kinds, "BOOLEAN", null_handling=SPECIAL)
-        args = "CAST(source AS BIGINT), kind, subject, line, payload"
-        source = f"(SELECT * FROM {source} WHERE {_KEEP}({args}))"
-    define_views(conn, source, [], ws.settings())
+    screened.register(conn, over)
+    define_views(conn, screened.source(source_sql(snap), over), [], ws.settings())
     return conn
 
 
@@ -136,19 +130,16 @@ def _rows(conn: duckdb.DuckDBPyConnection, sql: str, args: list[Any]) -> list[di
 
 
 def _shown(scr: Screen, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Event rows as they may leave: times, names, and the privacy rules applied."""
+    """Event rows with their times and names (the rows of ``events`` are screened already)."""
     from nerve.tail import format_times
 
     times = format_times([int(r["physical_ns"]) for r in rows])
-    return [_one(scr, r, t) for r, t in zip(rows, times, strict=True)]
+    return [_one(r, t) for r, t in zip(rows, times, strict=True)]
 
 
-def _one(scr: Screen, row: dict[str, Any], when: str) -> dict[str, Any]:
+def _one(row: dict[str, Any], when: str) -> dict[str, Any]:
     erased = bool(row["erased"])
     payload = b"" if erased else bytes(row["payload"] or b"")
-    shown = scr.event(
-        int(row["source"]), str(row["kind"]), str(row["subject"]), str(row["line"] or ""), payload
-    )
     return {
         "id": bytes(row["id"]).hex(),
         "time": when,
@@ -157,10 +148,9 @@ def _one(scr: Screen, row: dict[str, Any], when: str) -> dict[str, Any]:
         "kind": str(row["kind"]),
         "subject": str(row["subject"]),
         "trust": trust_name(int(row["trust"])),
-        "line": ERASED if erased else shown.line,
-        "data": None if erased else shown.data,
+        "line": ERASED if erased else str(row["line"] or ""),
+        "data": None if erased or not payload else decode_payload(payload),
         "erased": erased,
-        "withheld": shown.rule is not None,
     }
 
 
@@ -278,7 +268,8 @@ def events(
     ws: Workspace, f: Filters, win: Window, *, page: int = 0, size: int = 100
 ) -> dict[str, Any]:
     """One bounded page of matching events, newest first; a text search matches what may be
-    shown (after redaction), never the hidden text."""
+    shown (the redacted text), never the hidden text: a search for a redacted secret finds
+    what a search for text not in the log finds."""
     scr = screen(ws)
     size = max(1, min(size, MAX_PAGE))
     where, args = where_of(f, win)
@@ -288,9 +279,6 @@ def events(
     finally:
         conn.close()
     shown = _shown(scr, rows)
-    if f.text:
-        needle = f.text.lower()
-        shown = [e for e in shown if needle in (e["line"] + _text(e["data"])).lower()]
     return {
         "window": win.to_json(),
         "page": page,
@@ -323,12 +311,6 @@ def _page(
         [[{"p": int(p), "l": int(lg)} for p, lg, _ in stamps]],
     )
     return int(stamps[0][2]), rows
-
-
-def _text(data: Any) -> str:
-    import json
-
-    return "" if data is None else json.dumps(data, ensure_ascii=False)
 
 
 def event(ws: Workspace, event_id: str) -> dict[str, Any]:

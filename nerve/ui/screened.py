@@ -1,0 +1,259 @@
+"""The stored rows as the privacy rules let them leave, for every page of ``nerve ui``.
+
+A page searches, counts and shows the same rows: a row a drop rule withholds is not there,
+a row a redaction changes is there with its redacted line and payload. So a search runs over
+the redacted text only, and cannot tell that a hidden secret matched.
+
+Most rows are left as they are by the rules. They are found in DuckDB, a column at a time:
+only a row whose text holds what some detector's match must hold (:data:`MAY_MATCH`, a
+superset of :func:`~nerve.privacy.detectors.candidates`), or one a regex or drop rule
+applies to, is screened in Python. What that changes is the *overlay*: the stamps of the
+rows it replaces and their screened rows. A sealed segment never changes (an erasure writes
+a new file under a new name), so its overlay is kept per segment name and rules; the
+unsealed tail's grows with it. :func:`source` is the SQL the ``events`` view reads.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import duckdb
+import pyarrow as pa
+
+from nerve.log.codec import EMPTY
+
+if TYPE_CHECKING:
+    from nerve.log.reader import Snapshot
+    from nerve.mcp.guard import Screen
+
+__all__ = ["MAY_MATCH", "Overlay", "overlay", "source"]
+
+_TEXT = "(coalesce(line, '') || chr(10) || coalesce(TRY(decode(payload)), ''))"
+_EQ = "(contains(t, '=') OR contains(t, ':') OR contains(t, '--'))"
+_TOKENS = ("PRIVATE KEY", "glpat-", "xox", "sk-", "AKIA", "ASIA", "ABIA", "ACCA", "A3T", "eyJ")
+# Whether a row's text (line, a newline, the payload's text) may hold a built-in detector's
+# match: each test is one ``candidates`` makes, or looser (non-ASCII text with an assignment
+# goes to Python, where lower-casing may differ); an escape in the payload may hide one.
+MAY_MATCH = " OR ".join(
+    [
+        *(f"contains(t, '{tok}')" for tok in _TOKENS),
+        "(contains(t, '_') AND (contains(t, 'gh') OR contains(t, 'github_pat_')))",
+        "(contains(t, '@') AND contains(t, '://'))",
+        f"({_EQ} AND (regexp_matches(t, '(?i)secret|pass|token|key') "
+        "OR regexp_matches(t, '[^\\x00-\\x7f]')))",
+        "length(t) - length(regexp_replace(t, '[0-9]', '', 'g')) >= 13",
+        "contains(coalesce(TRY(decode(payload)), ''), '\\')",
+    ]
+)
+_MAX_SEGMENTS = 4096
+
+
+@dataclass(frozen=True)
+class Overlay:
+    """Rows the rules change: ``hidden`` (their stamps) are read from ``rows`` instead
+    (withheld ones left out); every row at a hidden stamp is in ``rows``."""
+
+    hidden: pa.Table  # physical_ns, logical
+    rows: pa.Table  # the stored columns, line and payload screened
+
+    @property
+    def empty(self) -> bool:
+        return bool(self.hidden.num_rows == 0)
+
+
+_STAMPS = pa.schema([("physical_ns", pa.int64()), ("logical", pa.int64())])
+NOTHING = Overlay(_STAMPS.empty_table(), EMPTY)
+
+
+class _Cache:
+    """Overlays of sealed segments by (name, rules); the tail's as far as it was read."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.segments: OrderedDict[tuple[str, str], Overlay] = OrderedDict()
+        self.tail: dict[str, tuple[bytes, int, Overlay]] = {}
+
+
+_CACHE = _Cache()
+
+
+def fingerprint(scr: Screen) -> str:
+    """The rules a screen applies, as a key: an overlay holds for these rules only."""
+    text = scr.policy.config.model_dump_json()
+    return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
+
+
+def overlay(snap: Snapshot, scr: Screen) -> Overlay:
+    """What the rules change in the snapshot's rows (sealed segments from the cache)."""
+    rules = fingerprint(scr)
+    parts = [_segment(name, path, scr, rules) for name, path in _files(snap)]
+    parts.append(_tail(snap.tail, scr, rules))
+    with _CACHE.lock:  # a segment gone from the snapshot (compacted, erased) is forgotten
+        live = {(name, rules) for name, _ in _files(snap)}
+        for key in [k for k in _CACHE.segments if k[1] == rules and k not in live]:
+            del _CACHE.segments[key]
+    found = [p for p in parts if not p.empty]
+    if not found:
+        return NOTHING
+    return Overlay(
+        pa.concat_tables([p.hidden for p in found]),
+        pa.concat_tables([p.rows for p in found], promote_options="permissive"),
+    )
+
+
+def source(raw: str, over: Overlay) -> str:
+    """SQL naming the rows as they may leave, over ``raw`` (the stored rows' SQL); the
+    overlay must be registered as ``_hidden`` and ``_screened``."""
+    if over.empty:
+        return raw
+    kept = f"SELECT r.* FROM {raw} r ANTI JOIN _hidden h USING (physical_ns, logical)"
+    return f"({kept} UNION ALL BY NAME SELECT * FROM _screened)"
+
+
+def register(conn: duckdb.DuckDBPyConnection, over: Overlay) -> None:
+    if not over.empty:
+        conn.register("_hidden", over.hidden)
+        conn.register("_screened", over.rows)
+
+
+def _files(snap: Snapshot) -> list[tuple[str, str]]:
+    return [(info.name, str(path)) for info, path in zip(snap.segments, snap.files, strict=True)]
+
+
+def _segment(name: str, path: str, scr: Screen, rules: str) -> Overlay:
+    key = (name, rules)
+    with _CACHE.lock:
+        found = _CACHE.segments.get(key)
+        if found is not None:
+            _CACHE.segments.move_to_end(key)
+            return found
+    made = _screen("read_parquet('" + path.replace("'", "''") + "')", None, scr)
+    with _CACHE.lock:
+        _CACHE.segments[key] = made
+        while len(_CACHE.segments) > _MAX_SEGMENTS:
+            _CACHE.segments.popitem(last=False)
+    return made
+
+
+def _tail(tail: pa.Table, scr: Screen, rules: str) -> Overlay:
+    """The tail's overlay: rows appended since the last read are screened, the rest kept
+    while the tail starts with the same event (it only grows until it is sealed)."""
+    if tail.num_rows == 0:
+        return NOTHING
+    first = bytes(tail.column("id")[0].as_py())
+    with _CACHE.lock:
+        known = _CACHE.tail.get(rules)
+    done, before = 0, NOTHING
+    if known is not None and known[0] == first and known[1] <= tail.num_rows:
+        done, before = known[1], known[2]
+    if done < tail.num_rows:
+        fresh = _screen("_rows", tail.slice(done), scr)
+        before = _joined(before, fresh)
+        with _CACHE.lock:
+            _CACHE.tail = {rules: (first, tail.num_rows, before)}
+    return before
+
+
+def _joined(a: Overlay, b: Overlay) -> Overlay:
+    if a.empty or b.empty:
+        return b if a.empty else a
+    rows = pa.concat_tables([a.rows, b.rows], promote_options="permissive")
+    return Overlay(pa.concat_tables([a.hidden, b.hidden]), rows)
+
+
+def _screen(table_sql: str, table: pa.Table | None, scr: Screen) -> Overlay:
+    """Screen the rows that may change in Python: their stamps, and every row at them."""
+    from nerve.query import register_blake3
+
+    conn = duckdb.connect()
+    try:
+        conn.execute("SET enable_progress_bar_print = false")
+        if table is not None:
+            conn.register("_rows", table)
+        keys = conn.execute(f"SELECT DISTINCT source::BIGINT, kind, subject FROM {table_sql}")
+        wide, narrow = _plans(scr, keys.fetchall())
+        if not wide and not narrow:
+            return NOTHING
+        conn.execute(
+            f"CREATE TEMP TABLE c AS SELECT physical_ns, logical, source, kind, subject, line, "
+            f"payload FROM (SELECT * REPLACE (logical::BIGINT AS logical, source::BIGINT AS "
+            f"source), {_TEXT} AS t FROM {table_sql}) WHERE line IS NOT NULL AND ({_CANDIDATES})",
+            [wide, narrow],
+        )
+        changed = [
+            (p, lg)
+            for p, lg, *row in conn.execute("SELECT * FROM c").fetchall()
+            if _changes(scr, *row)
+        ]
+        if not changed:
+            return NOTHING
+        hidden = pa.table(
+            {"physical_ns": [p for p, _ in changed], "logical": [lg for _, lg in changed]},
+            schema=_STAMPS,
+        )
+        conn.register("_h", hidden)
+        register_blake3(conn)
+        rows = conn.sql(
+            f"SELECT s.* REPLACE (coalesce(s.payload_cid, nerve_blake3(s.payload)) AS payload_cid) "
+            f"FROM {table_sql} s SEMI JOIN _h USING (physical_ns, logical)"
+        ).to_arrow_table()
+    finally:
+        conn.close()
+    return Overlay(hidden, _screened(scr, rows))
+
+
+def _plans(scr: Screen, keys: Sequence[tuple[Any, ...]]) -> tuple[list[Any], list[Any]]:
+    """Keys (source, kind, subject) whose every row is screened (a drop or regex rule
+    applies), and those whose rows with a possible detector match are."""
+    wide, narrow = [], []
+    for source, kind, subject in keys:
+        plan = scr.policy.plan(int(source), str(kind), str(subject))
+        key = {"s": int(source), "k": str(kind), "j": str(subject)}
+        if plan.drops or plan.redactor.rules:
+            wide.append(key)
+        elif plan.redactor:
+            narrow.append(key)
+    return wide, narrow
+
+
+_KEY = (
+    "list_contains(?::STRUCT(s BIGINT, k VARCHAR, j VARCHAR)[], "
+    "{'s': source, 'k': kind, 'j': subject})"
+)
+_CANDIDATES = f"{_KEY} OR ({_KEY} AND ({MAY_MATCH}))"
+
+
+def _changes(scr: Screen, source: int, kind: str, subject: str, line: str, payload: Any) -> bool:
+    raw = bytes(payload or b"")
+    verdict = scr.policy.plan(int(source), kind, subject).verdict(line, raw)
+    return verdict.dropped_by is not None or bool(verdict.fired)
+
+
+def _screened(scr: Screen, rows: pa.Table) -> pa.Table:
+    """``rows`` with the rules applied: withheld ones out, the others' text redacted."""
+    keep: list[bool] = []
+    lines: list[str | None] = []
+    payloads: list[bytes | None] = []
+    names = ("source", "kind", "subject", "line", "payload")
+    for source, kind, subject, line, payload in zip(
+        *(rows.column(n).to_pylist() for n in names), strict=True
+    ):
+        if line is None:  # erased: no text is stored
+            keep.append(True)
+            lines.append(None)
+            payloads.append(payload)
+            continue
+        verdict = scr.policy.plan(int(source), kind, subject).verdict(line, payload or b"")
+        keep.append(verdict.dropped_by is None)
+        if verdict.dropped_by is None:
+            lines.append(verdict.line)
+            payloads.append(verdict.payload if payload is not None else None)
+    kept = rows.filter(pa.array(keep, pa.bool_()))
+    at = kept.schema.get_field_index
+    kept = kept.set_column(at("line"), "line", pa.array(lines, pa.string()))
+    return kept.set_column(at("payload"), "payload", pa.array(payloads, pa.binary()))
