@@ -31,25 +31,22 @@ if TYPE_CHECKING:
     from nerve.log.reader import Snapshot
     from nerve.mcp.guard import Screen
 
-__all__ = ["MAY_MATCH", "Overlay", "overlay", "source"]
+__all__ = ["MAY_MATCH", "PAYLOAD_TEXT", "Overlay", "overlay", "source"]
 
-_TEXT = "(coalesce(line, '') || chr(10) || coalesce(TRY(decode(payload)), ''))"
-_EQ = "(contains(t, '=') OR contains(t, ':') OR contains(t, '--'))"
-_TOKENS = ("PRIVATE KEY", "glpat-", "xox", "sk-", "AKIA", "ASIA", "ABIA", "ACCA", "A3T", "eyJ")
-# Whether a row's text (line, a newline, the payload's text) may hold a built-in detector's
-# match: each test is one ``candidates`` makes, or looser (non-ASCII text with an assignment
-# goes to Python, where lower-casing may differ); an escape in the payload may hide one.
-MAY_MATCH = " OR ".join(
-    [
-        *(f"contains(t, '{tok}')" for tok in _TOKENS),
-        "(contains(t, '_') AND (contains(t, 'gh') OR contains(t, 'github_pat_')))",
-        "(contains(t, '@') AND contains(t, '://'))",
-        f"({_EQ} AND (regexp_matches(t, '(?i)secret|pass|token|key') "
-        "OR regexp_matches(t, '[^\\x00-\\x7f]')))",
-        "length(t) - length(regexp_replace(t, '[0-9]', '', 'g')) >= 13",
-        "contains(coalesce(TRY(decode(payload)), ''), '\\')",
-    ]
+# Whether a row's line or payload text may hold a built-in detector's match, in one RE2 pass
+# each: what every match of a detector must hold (a token's prefix, the keyword of an
+# assignment or a secret-named key, 13 digits of a card), or non-ASCII text (lower-casing
+# may differ there), or an escape (which may hide any of them).
+_MAY = (
+    "PRIVATE KEY|glpat-|xox|sk-|A(?:KIA|SIA|BIA|CCA|3T)|eyJ|gh[pousr]_|github_pat_|://|\\\\"
+    "|[Ss][Ee][Cc][Rr][Ee][Tt]|[Pp][Aa][Ss][Ss]|[Tt][Oo][Kk][Ee][Nn]|[Kk][Ee][Yy]"
 )
+_CARD = "[0-9](?:[ -]?[0-9]){12}"
+MAY_MATCH = " OR ".join(
+    f"regexp_matches({c}, '{_MAY}') OR regexp_matches({c}, '{_CARD}') OR strlen({c}) != length({c})"
+    for c in ("line", "t")
+)
+PAYLOAD_TEXT = "coalesce(TRY(decode(payload)), '')"
 _MAX_SEGMENTS = 4096
 
 
@@ -180,9 +177,10 @@ def _screen(table_sql: str, table: pa.Table | None, scr: Screen) -> Overlay:
         if not wide and not narrow:
             return NOTHING
         conn.execute(
-            f"CREATE TEMP TABLE c AS SELECT physical_ns, logical, source, kind, subject, line, "
-            f"payload FROM (SELECT * REPLACE (logical::BIGINT AS logical, source::BIGINT AS "
-            f"source), {_TEXT} AS t FROM {table_sql}) WHERE line IS NOT NULL AND ({_CANDIDATES})",
+            "CREATE TEMP TABLE c AS SELECT physical_ns, logical, source, kind, subject, line, "
+            "payload FROM (SELECT * REPLACE (logical::BIGINT AS logical, source::BIGINT AS "
+            f"source), {PAYLOAD_TEXT} AS t FROM {table_sql}) "
+            f"WHERE line IS NOT NULL AND ({_CANDIDATES})",
             [wide, narrow],
         )
         changed = [
