@@ -27,12 +27,13 @@ from nerve.errors import UsageError
 from nerve.events import BOOKKEEPING_KINDS, decode_payload, display_source, trust_name
 from nerve.mcp.guard import ERASED, Screen
 from nerve.privacy.settings import PrivacyConfig
-from nerve.ui import screened
+from nerve.ui import screened, summary
 from nerve.ui.select import Filters, Window, quoted, where_of, window
 from nerve.workspace import Workspace
 
 if TYPE_CHECKING:
     from nerve import api
+    from nerve.log.reader import Snapshot
 
 __all__ = [
     "Filters",
@@ -107,19 +108,25 @@ def _privacy(ws: Workspace) -> PrivacyConfig:
     return rules
 
 
-def _connect(ws: Workspace, scr: Screen) -> duckdb.DuckDBPyConnection:
+def _connect(
+    ws: Workspace, scr: Screen, snap: Snapshot | None = None
+) -> duckdb.DuckDBPyConnection:
     """``events`` over a read snapshot as the rules let it leave: withheld rows left out,
     redacted ones with their redacted text, so every filter sees only what may be shown."""
     from nerve.log.reader import snapshot
-    from nerve.query import define_views, source_sql
+    from nerve.query import define_views, event_columns, source_sql
 
-    snap = snapshot(ws.log_root)
+    snap = snap or snapshot(ws.log_root)
+    summary.forget_except({info.name for info in snap.segments})
     over = screened.overlay(snap, scr)
     conn = duckdb.connect()
     conn.execute("SET enable_progress_bar_print = false")
     conn.register("_tail", snap.tail)
     screened.register(conn, over)
     define_views(conn, screened.source(source_sql(snap), over), [], ws.settings())
+    tail = screened.source("(SELECT * FROM _tail)", over)  # overlay rows of segments: cut
+    conn.execute(f"CREATE TEMP VIEW tail_events AS SELECT {event_columns()} FROM {tail} "
+                 f"WHERE {_after(snap)}")  # fmt: skip
     return conn
 
 
@@ -158,67 +165,82 @@ def _one(row: dict[str, Any], when: str) -> dict[str, Any]:
 
 
 def timeline(ws: Workspace, win: Window, *, buckets: int = 96, lanes: int = 14) -> dict[str, Any]:
-    """The window aggregated in DuckDB: a histogram, swimlanes per source and per subject,
-    attention decisions, paused intervals and erased counts, and the newest events in view."""
+    """The window aggregated: a histogram, swimlanes per source and per subject, attention
+    decisions, paused intervals and erased counts, and the newest events in view. Sealed
+    segments are counted from their summaries (:mod:`nerve.ui.summary`), the tail in DuckDB."""
+    from nerve.log.reader import snapshot
+
     scr = screen(ws)
     buckets = max(4, min(buckets, 400))
     width = max(1, -(-(win.until - win.since) // buckets))
-    conn = _connect(ws, scr)
+    snap = snapshot(ws.log_root)
+    segs = [(info, str(path)) for info, path in zip(snap.segments, snap.files, strict=True)]
+    found = summary.summaries(segs, scr, win.since, win.until)
+    cells, newest = summary.cells(found, win.since, width, buckets)
+    marks = [d for s in found for d in s.decisions if win.since <= d["at"] < win.until]
+    conn = _connect(ws, scr, snap)
     try:
         where = "physical_ns >= ? AND physical_ns < ?"
         span = [win.since, win.until]
         bucket = f"CAST((physical_ns - {win.since}) // {width} AS BIGINT)"
-        cells = conn.execute(
+        for src, sub, b, bk, n, e in conn.execute(
             f"SELECT source, subject, {bucket} b, kind IN ({quoted(BOOKKEEPING_KINDS)}) bk, "
-            f"count(*), count(*) FILTER (erased) FROM events WHERE {where} GROUP BY ALL",
+            f"count(*), count(*) FILTER (erased) FROM tail_events WHERE {where} GROUP BY ALL",
             span,
-        ).fetchall()  # one scan: the histogram, the erased marks and the lanes
-        marks = _rows(
-            conn,
-            f"SELECT physical_ns, data->>'outcome' AS outcome, (data->>'chain_seq')::BIGINT AS seq "
-            f"FROM events WHERE kind = 'attention.decision' AND {where} ORDER BY physical_ns",
-            span,
-        )
+        ).fetchall():  # the unsealed tail
+            slot = cells.setdefault((int(src), str(sub), int(b), bool(bk)), [0, 0])
+            slot[0], slot[1] = slot[0] + int(n), slot[1] + int(e)
+        marks += [
+            {"at": int(m.pop("physical_ns")), **m}
+            for m in _rows(
+                conn,
+                "SELECT physical_ns, data->>'outcome' AS outcome, "
+                "(data->>'chain_seq')::BIGINT AS seq FROM tail_events "
+                f"WHERE kind = 'attention.decision' AND {where} ORDER BY physical_ns",
+                span,
+            )
+        ]
         pauses = _pauses(conn, win)
-        recent = _newest(conn, f"{where} AND kind NOT IN ({quoted(BOOKKEEPING_KINDS)})", span)
+        shown = f"kind NOT IN ({quoted(BOOKKEEPING_KINDS)})"
+        newest += [int(r[0]) for r in conn.execute(
+            f"SELECT physical_ns FROM tail_events WHERE {where} AND {shown} "
+            "ORDER BY physical_ns DESC LIMIT 50", span,
+        ).fetchall()]  # fmt: skip
+        floor = sorted(newest, reverse=True)[:50][-1:] or [win.until]
+        recent = _rows(
+            conn,
+            f"SELECT {_COLS} FROM events WHERE physical_ns >= ? AND physical_ns < ? AND {shown} "
+            "ORDER BY physical_ns DESC, logical DESC LIMIT 50",
+            [max(win.since, floor[0]), win.until],
+        )
     finally:
         conn.close()
     counts = [0] * buckets
     erased = [0] * buckets
-    for _, _, b, _, n, e in cells:
+    for (_, _, b, _), (n, e) in cells.items():
         if 0 <= b < buckets:
-            counts[b] += int(n)
-            erased[b] += int(e)
-    lane_rows = [(src, sub, b, n) for src, sub, b, bk, n, _ in cells if not bk]
+            counts[b] += n
+            erased[b] += e
+    lane_rows = [(src, sub, b, n) for (src, sub, b, bk), (n, _) in cells.items() if not bk]
     return {
         "window": win.to_json(),
         "bucket_ns": width,
         "counts": counts,
         "erased": erased,
         "lanes": _lanes(lane_rows, buckets, lanes),
-        "decisions": [{**m, "at": int(m.pop("physical_ns"))} for m in marks],
+        "decisions": sorted(marks, key=lambda m: m["at"]),
         "paused": pauses,
         "events": _shown(scr, recent),
     }
 
 
-def _newest(
-    conn: duckdb.DuckDBPyConnection, where: str, args: list[Any], count: int = 50
-) -> list[dict[str, Any]]:
-    """The newest ``count`` matching rows: their stamps found first (two columns), then only
-    rows from the oldest of them are read whole (segments are pruned by their HLC range)."""
-    edge = conn.execute(
-        f"SELECT physical_ns, logical FROM events WHERE {where} "
-        f"ORDER BY physical_ns DESC, logical DESC LIMIT 1 OFFSET {count - 1}",
-        args,
-    ).fetchone()
-    floor = "TRUE" if edge is None else f"physical_ns >= {int(edge[0])}"
-    return _rows(
-        conn,
-        f"SELECT {_COLS} FROM events WHERE {where} AND {floor} "
-        f"ORDER BY physical_ns DESC, logical DESC LIMIT {count}",
-        args,
-    )
+def _after(snap: Snapshot) -> str:
+    """SQL keeping only the rows after the sealed segments (the unsealed tail)."""
+    if not snap.segments:
+        return "TRUE"
+    last = max(s.max_hlc for s in snap.segments)
+    p, lo = int(last.physical_ns), int(last.logical)
+    return f"physical_ns >= {p} AND (physical_ns > {p} OR logical > {lo})"  # >=: prunes files
 
 
 def _lanes(rows: list[Any], buckets: int, most: int) -> list[dict[str, Any]]:

@@ -31,7 +31,16 @@ if TYPE_CHECKING:
     from nerve.log.reader import Snapshot
     from nerve.mcp.guard import Screen
 
-__all__ = ["MAY_MATCH", "PAYLOAD_TEXT", "Overlay", "overlay", "source"]
+__all__ = [
+    "MAY_MATCH",
+    "PAYLOAD_TEXT",
+    "Overlay",
+    "fingerprint",
+    "overlay",
+    "register",
+    "segment",
+    "source",
+]
 
 # Whether a row's line or payload text may hold a built-in detector's match, in one RE2 pass
 # each: what every match of a detector must hold (a token's prefix, the keyword of an
@@ -91,8 +100,8 @@ def overlay(snap: Snapshot, scr: Screen) -> Overlay:
     parts = [_segment(name, path, scr, rules) for name, path in _files(snap)]
     parts.append(_tail(snap.tail, scr, rules))
     with _CACHE.lock:  # a segment gone from the snapshot (compacted, erased) is forgotten
-        live = {(name, rules) for name, _ in _files(snap)}
-        for key in [k for k in _CACHE.segments if k[1] == rules and k not in live]:
+        live = {name for name, _ in _files(snap)}
+        for key in [k for k in _CACHE.segments if k[0] not in live]:
             del _CACHE.segments[key]
     found = [p for p in parts if not p.empty]
     if not found:
@@ -120,6 +129,11 @@ def register(conn: duckdb.DuckDBPyConnection, over: Overlay) -> None:
 
 def _files(snap: Snapshot) -> list[tuple[str, str]]:
     return [(info.name, str(path)) for info, path in zip(snap.segments, snap.files, strict=True)]
+
+
+def segment(name: str, path: str, scr: Screen) -> Overlay:
+    """One sealed segment's overlay (kept while the segment is in the snapshots read)."""
+    return _segment(name, path, scr, fingerprint(scr))
 
 
 def _segment(name: str, path: str, scr: Screen, rules: str) -> Overlay:
