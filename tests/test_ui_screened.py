@@ -3,7 +3,10 @@ and that test must find every row the built-in detectors would change."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import duckdb
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -60,3 +63,40 @@ def test_each_sample_is_changed_and_flagged_and_plain_rows_are_not() -> None:
     assert changed("", hidden) and flagged("", hidden)
     assert not flagged("cpu sample 12", b'{"v":12}')
     assert not flagged("cpu detail 123456", b"")
+
+
+def test_the_timeline_counts_sealed_and_unsealed_rows_as_the_rules_leave_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from nerve import logops
+    from nerve.log.drafts import Draft
+    from nerve.ui import data
+    from nerve.workspace import Workspace, init_workspace
+
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    init_workspace(tmp_path / "ws")
+    ws = Workspace(tmp_path / "ws")
+    (ws.root / "nerve.yaml").write_text("senses: {}\nlog:\n  durability: os\n")
+    ws = Workspace(ws.root)
+    logops.emit(ws, [Draft.of(source=5, line=f"sealed {i}") for i in range(6)])
+    logops.emit(ws, [Draft.of(source=5, line="payroll sealed")])
+    with ws.open_log() as log:
+        log.seal()
+    logops.emit(ws, [Draft.of(source=5, line=f"tail {i}") for i in range(3)])
+    logops.emit(ws, [Draft.of(source=5, line="payroll tail")])
+    win = data.window("1h", None)
+
+    def counted() -> tuple[int, int]:
+        view = data.timeline(ws, win)
+        return sum(view["counts"]), sum(view["erased"])
+
+    assert counted() == (11, 0)
+    (ws.root / "nerve.yaml").write_text(
+        "senses: {}\nlog:\n  durability: os\n"
+        "privacy:\n  rules:\n    - {name: payroll, regex: 'payroll', action: drop}\n"
+    )
+    assert counted() == (9, 0)  # withheld in the sealed segment and in the tail
+    data.forget(ws, match="sealed 3", kinds=[], sources=[], before=None, after=None,
+                reason="test", dry_run=False)  # fmt: skip
+    total, erased = counted()
+    assert erased == 1 and total >= 9  # the rewritten segment is summarised anew
