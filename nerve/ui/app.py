@@ -283,7 +283,7 @@ class Pages:
             return JSONResponse(out)
         if action == "forget" and out.get("dry_run"):
             return self.render(request, "forget_preview.html", out, form=form)
-        back = "/senses" if action == "trigger" else "/privacy"
+        back = "/senses" if action in ("trigger", "override") else "/privacy"
         return self.render(request, "done.html", out, back=back, action=action)
 
     def _act(self, action: str, form: FormData) -> dict[str, Any]:
@@ -294,6 +294,11 @@ class Pages:
             return data.resume(ws)
         if action == "trigger":
             return data.trigger_sense(ws, str(form.get("sense", "")))
+        if action == "override":
+            return data.override(
+                ws, _field(form, "run") or "", _field(form, "reason") or "",
+                confirmed=form.get("confirm") == "yes",
+            )  # fmt: skip
         if action == "forget":
             return data.forget(
                 ws, match=_field(form, "match"), kinds=_many(form, "kind"),

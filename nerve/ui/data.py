@@ -50,6 +50,7 @@ __all__ = [
     "forget",
     "health",
     "live_batch",
+    "override",
     "pause",
     "redactions",
     "resume",
@@ -492,6 +493,23 @@ def workflows(ws: Workspace) -> dict[str, Any]:
         conn.close()
     scr = screen(ws)
     return {"columns": columns, "runs": scr.value([list(r) for r in _jsonable(rows)])}
+
+
+def override(ws: Workspace, run: str, reason: str, *, confirmed: bool) -> dict[str, Any]:
+    """Complete a held run despite its blocking checks, as ``nerve workflow override`` does
+    (the same ``workflow.override`` record; ``tty`` says it was confirmed on this page)."""
+    from nerve.flow import client
+
+    if not run:
+        raise UsageError("choose the held run to override", field="run")
+    if not reason.strip():
+        raise UsageError("an override needs a reason", field="reason")
+    if not confirmed:
+        raise UsageError("tick the confirmation to override the gate", field="confirm")
+    return client.override_confirmed(ws, run, reason.strip(), where=OVERRIDE_WHERE)
+
+
+OVERRIDE_WHERE = "nerve ui (confirmed on its page)"
 
 
 def _jsonable(rows: list[Any]) -> list[Any]:
