@@ -18,22 +18,25 @@ with reads of itself. Agents' reads (``agent.access``) are what the log keeps an
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import duckdb
+import pyarrow as pa
 
 from nerve.clock import Hlc
 from nerve.errors import UsageError
 from nerve.events import BOOKKEEPING_KINDS, decode_payload, display_source, trust_name
+from nerve.log.codec import EMPTY
 from nerve.mcp.guard import ERASED, Screen
 from nerve.privacy.settings import PrivacyConfig
-from nerve.ui import screened, summary
+from nerve.ui import fleet, screened, summary
 from nerve.ui.select import Filters, Window, quoted, where_of, window
 from nerve.workspace import Workspace
 
 if TYPE_CHECKING:
     from nerve import api
-    from nerve.log.reader import Snapshot
 
 __all__ = [
     "Filters",
@@ -109,25 +112,58 @@ def _privacy(ws: Workspace) -> PrivacyConfig:
     return rules
 
 
-def _connect(
-    ws: Workspace, scr: Screen, snap: Snapshot | None = None
-) -> duckdb.DuckDBPyConnection:
-    """``events`` over a read snapshot as the rules let it leave: withheld rows left out,
-    redacted ones with their redacted text, so every filter sees only what may be shown."""
-    from nerve.log.reader import snapshot
-    from nerve.query import define_views, event_columns, source_sql
+@dataclass(frozen=True)
+class Rows:
+    """What a page reads: this host's log (a read snapshot), or one fleet host's shipped
+    segments. ``files``: (name, path, first ns, last ns) each; the tail comes after ``last``."""
 
-    snap = snap or snapshot(ws.log_root)
-    summary.forget_except({info.name for info in snap.segments})
-    over = screened.overlay(snap, scr)
+    files: list[tuple[str, str, int, int]]
+    tail: pa.Table
+    last: Hlc | None
+    host: str | None = None
+    warnings: tuple[str, ...] = ()
+    local: bool = True  # this host's whole log
+
+
+def rows_of(ws: Workspace, host: str = "", since_ns: int | None = None) -> Rows:
+    """This host's rows, or ``host``'s in the fleet (this host's own: its log)."""
+    from nerve.log.reader import snapshot
+
+    if host and not fleet.configured(ws):
+        raise UsageError(f"host {host!r}: there is no fleet (no fleet: section)", field="host")
+    if host and host != fleet.local_host(ws):
+        got = fleet.host_files(ws, host, since_ns)
+        files = [(name, path, 0, 2**63 - 1) for name, path in got.files]
+        return Rows(files, EMPTY, None, host, tuple(got.warnings), local=False)
+    snap = snapshot(ws.log_root)
+    files = [
+        (info.name, str(path), info.min_hlc.physical_ns, info.max_hlc.physical_ns)
+        for info, path in zip(snap.segments, snap.files, strict=True)
+    ]
+    last = max((s.max_hlc for s in snap.segments), default=None)
+    summary.forget_except({f[0] for f in files})
+    return Rows(files, snap.tail, last, host or None)
+
+
+def _connect(ws: Workspace, scr: Screen, rows: Rows | None = None) -> duckdb.DuckDBPyConnection:
+    """``events`` over the rows as the rules let them leave: withheld rows left out,
+    redacted ones with their redacted text, so every filter sees only what may be shown;
+    ``tail_events``, the same over the unsealed tail only."""
+    from nerve.query import define_views, event_columns, parquet_sql
+
+    rows = rows or rows_of(ws)
+    pairs = [(name, path) for name, path, _, _ in rows.files]
+    over = screened.overlay(pairs, rows.tail, scr, whole=rows.local)
     conn = duckdb.connect()
     conn.execute("SET enable_progress_bar_print = false")
-    conn.register("_tail", snap.tail)
+    conn.register("_tail", rows.tail)
     screened.register(conn, over)
-    define_views(conn, screened.source(source_sql(snap), over), [], ws.settings())
+    parts = [f"SELECT * FROM {parquet_sql([Path(p) for _, p in pairs])}"] if pairs else []
+    raw = "(" + " UNION ALL BY NAME ".join([*parts, "SELECT * FROM _tail"]) + ")"
+    define_views(conn, screened.source(raw, over), [], ws.settings())
     tail = screened.source("(SELECT * FROM _tail)", over)  # overlay rows of segments: cut
     conn.execute(f"CREATE TEMP VIEW tail_events AS SELECT {event_columns()} FROM {tail} "
-                 f"WHERE {_after(snap)}")  # fmt: skip
+                 f"WHERE {_after(rows.last)}")  # fmt: skip
     return conn
 
 
@@ -165,21 +201,20 @@ def _one(row: dict[str, Any], when: str) -> dict[str, Any]:
 # -- timeline --------------------------------------------------------------------------------
 
 
-def timeline(ws: Workspace, win: Window, *, buckets: int = 96, lanes: int = 14) -> dict[str, Any]:
+def timeline(
+    ws: Workspace, win: Window, *, buckets: int = 96, lanes: int = 14, host: str = ""
+) -> dict[str, Any]:
     """The window aggregated: a histogram, swimlanes per source and per subject, attention
     decisions, paused intervals and erased counts, and the newest events in view. Sealed
     segments are counted from their summaries (:mod:`nerve.ui.summary`), the tail in DuckDB."""
-    from nerve.log.reader import snapshot
-
     scr = screen(ws)
     buckets = max(4, min(buckets, 400))
     width = max(1, -(-(win.until - win.since) // buckets))
-    snap = snapshot(ws.log_root)
-    segs = [(info, str(path)) for info, path in zip(snap.segments, snap.files, strict=True)]
-    found = summary.summaries(segs, scr, win.since, win.until)
+    rows = rows_of(ws, host, win.since)
+    found = summary.summaries(rows.files, scr, win.since, win.until)
     cells, newest = summary.cells(found, win.since, width, buckets)
     marks = [d for s in found for d in s.decisions if win.since <= d["at"] < win.until]
-    conn = _connect(ws, scr, snap)
+    conn = _connect(ws, scr, rows)
     try:
         where = "physical_ns >= ? AND physical_ns < ?"
         span = [win.since, win.until]
@@ -231,15 +266,27 @@ def timeline(ws: Workspace, win: Window, *, buckets: int = 96, lanes: int = 14) 
         "lanes": _lanes(lane_rows, buckets, lanes),
         "decisions": sorted(marks, key=lambda m: m["at"]),
         "paused": pauses,
-        "events": _shown(scr, recent),
+        "events": _hosted(_shown(scr, recent), rows),
+        **_where(ws, rows),
     }
 
 
-def _after(snap: Snapshot) -> str:
+def _hosted(shown: list[dict[str, Any]], rows: Rows) -> list[dict[str, Any]]:
+    """Events of another fleet host name it (their permalinks read that host's rows)."""
+    return [{**e, "host": rows.host} for e in shown] if rows.host is not None else shown
+
+
+def _where(ws: Workspace, rows: Rows) -> dict[str, Any]:
+    """Which host's rows a page shows, and the fleet's hosts to choose from."""
+    if not fleet.configured(ws):
+        return {}
+    return {"host": rows.host or "", "hosts": fleet.hosts(ws), "warnings": list(rows.warnings)}
+
+
+def _after(last: Hlc | None) -> str:
     """SQL keeping only the rows after the sealed segments (the unsealed tail)."""
-    if not snap.segments:
+    if last is None:
         return "TRUE"
-    last = max(s.max_hlc for s in snap.segments)
     p, lo = int(last.physical_ns), int(last.logical)
     return f"physical_ns >= {p} AND (physical_ns > {p} OR logical > {lo})"  # >=: prunes files
 
@@ -296,13 +343,15 @@ def events(
     scr = screen(ws)
     size = max(1, min(size, MAX_PAGE))
     where, args = where_of(f, win)
-    conn = _connect(ws, scr)
+    source = rows_of(ws, f.host, win.since)
+    conn = _connect(ws, scr, source)
     try:
         total, rows = _page(conn, where, args, size, max(0, page) * size)
     finally:
         conn.close()
-    shown = _shown(scr, rows)
+    shown = _hosted(_shown(scr, rows), source)
     return {
+        **_where(ws, source),
         "window": win.to_json(),
         "page": page,
         "size": size,
@@ -342,14 +391,14 @@ def event(ws: Workspace, event_id: str) -> dict[str, Any]:
     return dict(found["event"])
 
 
-def context(ws: Workspace, event_id: str, *, around: int = 5) -> dict[str, Any]:
+def context(ws: Workspace, event_id: str, *, around: int = 5, host: str = "") -> dict[str, Any]:
     """One event and the ``around`` events just before and after it (bookkeeping hidden)."""
     try:
         raw = bytes.fromhex(event_id)
     except ValueError:
         raise UsageError(f"{event_id!r} is not an event id (hex)", field="id") from None
     scr = screen(ws)
-    conn = _connect(ws, scr)
+    conn = _connect(ws, scr, rows_of(ws, host))
     try:
         hit = _rows(conn, f"SELECT {_COLS} FROM events WHERE id = ?", [raw])
         if not hit:
@@ -616,7 +665,29 @@ def health(ws: Workspace, *, verify: bool = False) -> dict[str, Any]:
         },
         "tail_rows": int(snap.tail.num_rows),
         "disk": _disk_per_day(snap),
+        **_fleet_health(ws),
     }
+
+
+def _fleet_health(ws: Workspace) -> dict[str, Any]:
+    """Each fleet host's last ship, lag and last verify (none without a fleet); a fleet that
+    cannot be read is said on the page, the rest of it still shown."""
+    from nerve.errors import NerveError
+    from nerve.tail import format_times
+
+    if not fleet.configured(ws):
+        return {"fleet": None}
+    try:
+        rows = fleet.health(ws)
+    except (NerveError, OSError) as exc:
+        return {"fleet": [], "fleet_error": f"the fleet cannot be read: {exc}"}
+    for row in rows:
+        shipped = row.get("last_ship_ns")
+        row["last_ship"] = format_times([int(shipped)])[0] if shipped else None
+        checked = row.get("verify") or {}
+        if checked.get("time_ns"):
+            checked["at"] = format_times([int(checked["time_ns"])])[0]
+    return {"fleet": rows}
 
 
 def _disk_per_day(snap: Any) -> list[dict[str, Any]]:

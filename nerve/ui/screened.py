@@ -28,7 +28,6 @@ import pyarrow as pa
 from nerve.log.codec import EMPTY
 
 if TYPE_CHECKING:
-    from nerve.log.reader import Snapshot
     from nerve.mcp.guard import Screen
 
 __all__ = [
@@ -94,15 +93,20 @@ def fingerprint(scr: Screen) -> str:
     return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
 
 
-def overlay(snap: Snapshot, scr: Screen) -> Overlay:
-    """What the rules change in the snapshot's rows (sealed segments from the cache)."""
+def overlay(
+    files: list[tuple[str, str]], tail: pa.Table, scr: Screen, *, whole: bool = False
+) -> Overlay:
+    """What the rules change in these segments (name, path) and tail rows, sealed segments'
+    from the cache; ``whole``: these are all the log's segments, and the cache forgets the
+    others (compacted, or rewritten by an erasure: their text must not outlive them)."""
     rules = fingerprint(scr)
-    parts = [_segment(name, path, scr, rules) for name, path in _files(snap)]
-    parts.append(_tail(snap.tail, scr, rules))
-    with _CACHE.lock:  # a segment gone from the snapshot (compacted, erased) is forgotten
-        live = {name for name, _ in _files(snap)}
-        for key in [k for k in _CACHE.segments if k[0] not in live]:
-            del _CACHE.segments[key]
+    parts = [_segment(name, path, scr, rules) for name, path in files]
+    parts.append(_tail(tail, scr, rules))
+    if whole:
+        live = {name for name, _ in files}
+        with _CACHE.lock:
+            for key in [k for k in _CACHE.segments if k[0] not in live]:
+                del _CACHE.segments[key]
     found = [p for p in parts if not p.empty]
     if not found:
         return NOTHING
@@ -125,10 +129,6 @@ def register(conn: duckdb.DuckDBPyConnection, over: Overlay) -> None:
     if not over.empty:
         conn.register("_hidden", over.hidden)
         conn.register("_screened", over.rows)
-
-
-def _files(snap: Snapshot) -> list[tuple[str, str]]:
-    return [(info.name, str(path)) for info, path in zip(snap.segments, snap.files, strict=True)]
 
 
 def segment(name: str, path: str, scr: Screen) -> Overlay:

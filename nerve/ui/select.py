@@ -74,6 +74,7 @@ class Filters:
     subject: str = ""
     trust: str = ""
     everything: bool = False  # bookkeeping kinds too
+    host: str = ""  # in a fleet: that host's shipped events ("": this host's log)
 
 
 def where_of(f: Filters, win: Window | None) -> tuple[str, list[Any]]:

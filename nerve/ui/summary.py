@@ -22,7 +22,6 @@ from nerve.events import BOOKKEEPING_KINDS
 from nerve.ui import screened
 
 if TYPE_CHECKING:
-    from nerve.log.manifest import SegmentInfo
     from nerve.mcp.guard import Screen
 
 __all__ = ["Summary", "cells", "summaries"]
@@ -52,16 +51,12 @@ _KEPT: OrderedDict[tuple[str, str], Summary] = OrderedDict()
 
 
 def summaries(
-    segments: list[tuple[SegmentInfo, str]], scr: Screen, since: int, until: int
+    segments: list[tuple[str, str, int, int]], scr: Screen, since: int, until: int
 ) -> list[Summary]:
-    """The summaries of the segments whose HLC range meets [since, until)."""
+    """The summaries of the segments (name, path, first and last ns) meeting [since, until)."""
     rules = screened.fingerprint(scr)
-    wanted = [
-        (info, path)
-        for info, path in segments
-        if info.max_hlc.physical_ns >= since and info.min_hlc.physical_ns < until
-    ]
-    return [_summary(info.name, path, scr, rules) for info, path in wanted]
+    wanted = [(n, p) for n, p, lo, hi in segments if hi >= since and lo < until]
+    return [_summary(name, path, scr, rules) for name, path in wanted]
 
 
 def _summary(name: str, path: str, scr: Screen, rules: str) -> Summary:
