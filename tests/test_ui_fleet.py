@@ -92,6 +92,7 @@ def test_privacy_rules_apply_to_other_hosts_rows(alpha: Workspace) -> None:
         hidden = as_json(c, f"/events?{span_q}&host=beta&text=beta+event+7")
         absent = as_json(c, f"/events?{span_q}&host=beta&text=zeta+event+7")
         assert hidden == absent and hidden["total"] == 0
+        assert sum(as_json(c, f"/?{span_q}&host=beta")["counts"]) == 2 * ROWS  # counted once
         assert "beta event 7<" not in c.get("/events?since=3d&host=beta&size=500").text
     finally:
         yaml.write_text(before)

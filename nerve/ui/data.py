@@ -163,7 +163,7 @@ def _connect(ws: Workspace, scr: Screen, rows: Rows | None = None) -> duckdb.Duc
     define_views(conn, screened.source(raw, over), [], ws.settings())
     tail = screened.source("(SELECT * FROM _tail)", over)  # overlay rows of segments: cut
     conn.execute(f"CREATE TEMP VIEW tail_events AS SELECT {event_columns()} FROM {tail} "
-                 f"WHERE {_after(rows.last)}")  # fmt: skip
+                 f"WHERE {_after(rows)}")  # fmt: skip
     return conn
 
 
@@ -283,10 +283,13 @@ def _where(ws: Workspace, rows: Rows) -> dict[str, Any]:
     return {"host": rows.host or "", "hosts": fleet.hosts(ws), "warnings": list(rows.warnings)}
 
 
-def _after(last: Hlc | None) -> str:
+def _after(rows: Rows) -> str:
     """SQL keeping only the rows after the sealed segments (the unsealed tail)."""
-    if last is None:
+    if not rows.local:
+        return "FALSE"  # another host's rows are all in its segments
+    if rows.last is None:
         return "TRUE"
+    last = rows.last
     p, lo = int(last.physical_ns), int(last.logical)
     return f"physical_ns >= {p} AND (physical_ns > {p} OR logical > {lo})"  # >=: prunes files
 
