@@ -187,15 +187,16 @@ def _screen(table_sql: str, table: pa.Table | None, scr: Screen) -> Overlay:
         if table is not None:
             conn.register("_rows", table)
         keys = conn.execute(f"SELECT DISTINCT source::BIGINT, kind, subject FROM {table_sql}")
-        wide, narrow = _plans(scr, keys.fetchall())
-        if not wide and not narrow:
+        modes = _modes(scr, keys.fetchall())
+        if not any(modes.column("mode").to_pylist()):
             return NOTHING
+        conn.register("_modes", modes)
         conn.execute(
             "CREATE TEMP TABLE c AS SELECT physical_ns, logical, source, kind, subject, line, "
             "payload FROM (SELECT * REPLACE (logical::BIGINT AS logical, source::BIGINT AS "
-            f"source), {PAYLOAD_TEXT} AS t FROM {table_sql}) "
-            f"WHERE line IS NOT NULL AND ({_CANDIDATES})",
-            [wide, narrow],
+            f"source), {PAYLOAD_TEXT} AS t FROM {table_sql}) JOIN _modes USING (source, kind, "
+            f"subject) WHERE line IS NOT NULL AND (mode = {_ALL} OR (mode = {_SOME} AND "
+            f"({MAY_MATCH})))"
         )
         changed = [
             (p, lg)
@@ -219,25 +220,22 @@ def _screen(table_sql: str, table: pa.Table | None, scr: Screen) -> Overlay:
     return Overlay(hidden, _screened(scr, rows))
 
 
-def _plans(scr: Screen, keys: Sequence[tuple[Any, ...]]) -> tuple[list[Any], list[Any]]:
-    """Keys (source, kind, subject) whose every row is screened (a drop or regex rule
-    applies), and those whose rows with a possible detector match are."""
-    wide, narrow = [], []
+_SOME, _ALL = 1, 2
+
+
+def _modes(scr: Screen, keys: Sequence[tuple[Any, ...]]) -> pa.Table:
+    """Per (source, kind, subject): whether every row is screened (``_ALL``: a drop or regex
+    rule applies), only rows with a possible detector match (``_SOME``), or none (0)."""
+    modes = []
     for source, kind, subject in keys:
         plan = scr.policy.plan(int(source), str(kind), str(subject))
-        key = {"s": int(source), "k": str(kind), "j": str(subject)}
-        if plan.drops or plan.redactor.rules:
-            wide.append(key)
-        elif plan.redactor:
-            narrow.append(key)
-    return wide, narrow
-
-
-_KEY = (
-    "list_contains(?::STRUCT(s BIGINT, k VARCHAR, j VARCHAR)[], "
-    "{'s': source, 'k': kind, 'j': subject})"
-)
-_CANDIDATES = f"{_KEY} OR ({_KEY} AND ({MAY_MATCH}))"
+        modes.append(_ALL if plan.drops or plan.redactor.rules else _SOME if plan.redactor else 0)
+    return pa.table({
+        "source": pa.array([int(k[0]) for k in keys], pa.int64()),
+        "kind": pa.array([str(k[1]) for k in keys], pa.string()),
+        "subject": pa.array([str(k[2]) for k in keys], pa.string()),
+        "mode": pa.array(modes, pa.int8()),
+    })  # fmt: skip
 
 
 def _changes(scr: Screen, source: int, kind: str, subject: str, line: str, payload: Any) -> bool:
