@@ -31,7 +31,7 @@ from nerve.events import BOOKKEEPING_KINDS, decode_payload, display_source, trus
 from nerve.log.codec import EMPTY
 from nerve.mcp.guard import ERASED, Screen
 from nerve.privacy.settings import PrivacyConfig
-from nerve.ui import fleet, screened, summary
+from nerve.ui import duck, fleet, screened, summary
 from nerve.ui.select import Filters, Window, quoted, where_of, window
 from nerve.workspace import Workspace
 
@@ -149,18 +149,19 @@ def _connect(ws: Workspace, scr: Screen, rows: Rows | None = None) -> duckdb.Duc
     """``events`` over the rows as the rules let them leave: withheld rows left out,
     redacted ones with their redacted text, so every filter sees only what may be shown;
     ``tail_events``, the same over the unsealed tail only."""
-    from nerve.query import define_views, event_columns, parquet_sql
+    from nerve.query import event_columns, parquet_sql
 
     rows = rows or rows_of(ws)
     pairs = [(name, path) for name, path, _, _ in rows.files]
     over = screened.overlay(pairs, rows.tail, scr, whole=rows.local)
-    conn = duckdb.connect()
-    conn.execute("SET enable_progress_bar_print = false")
+    conn = duck.cursor()
     conn.register("_tail", rows.tail)
     screened.register(conn, over)
     parts = [f"SELECT * FROM {parquet_sql([Path(p) for _, p in pairs])}"] if pairs else []
     raw = "(" + " UNION ALL BY NAME ".join([*parts, "SELECT * FROM _tail"]) + ")"
-    define_views(conn, screened.source(raw, over), [], ws.settings())
+    conn.execute(
+        f"CREATE TEMP VIEW events AS SELECT {event_columns()} FROM {screened.source(raw, over)}"
+    )
     tail = screened.source("(SELECT * FROM _tail)", over)  # overlay rows of segments: cut
     conn.execute(f"CREATE TEMP VIEW tail_events AS SELECT {event_columns()} FROM {tail} "
                  f"WHERE {_after(rows)}")  # fmt: skip

@@ -26,6 +26,7 @@ import duckdb
 import pyarrow as pa
 
 from nerve.log.codec import EMPTY
+from nerve.ui import duck
 
 if TYPE_CHECKING:
     from nerve.mcp.guard import Screen
@@ -163,7 +164,7 @@ def _tail(tail: pa.Table, scr: Screen, rules: str) -> Overlay:
     if known is not None and known[0] == first and known[1] <= tail.num_rows:
         done, before = known[1], known[2]
     if done < tail.num_rows:
-        fresh = _screen("_rows", tail.slice(done), scr)
+        fresh = _screen_here(tail.slice(done), scr)
         before = _joined(before, fresh)
         with _CACHE.lock:
             _CACHE.tail = {rules: (first, tail.num_rows, before)}
@@ -177,13 +178,56 @@ def _joined(a: Overlay, b: Overlay) -> Overlay:
     return Overlay(pa.concat_tables([a.hidden, b.hidden]), rows)
 
 
+def _screen_here(rows: pa.Table, scr: Screen) -> Overlay:
+    """A few rows (the tail's new ones) screened in Python, each with capture's own quick
+    test first: most rows need no more than a few substring tests."""
+    names = ("physical_ns", "logical", "source", "kind", "subject", "line", "payload")
+    changed: list[tuple[int, int]] = []
+    for p, lg, source, kind, subject, line, payload in zip(
+        *(rows.column(n).to_pylist() for n in names), strict=True
+    ):
+        if line is None:
+            continue
+        plan = scr.policy.plan(int(source), kind, subject)
+        raw = bytes(payload or b"")
+        if not plan.drops and plan.redactor.untouched(line, raw):
+            continue
+        if _changes(scr, source, kind, subject, line, raw):
+            changed.append((int(p), int(lg)))
+    if not changed:
+        return NOTHING
+    at = set(changed)
+    keep = [
+        (int(p), int(lg)) in at
+        for p, lg in zip(rows.column("physical_ns").to_pylist(), rows.column("logical").to_pylist(),
+                         strict=True)
+    ]  # fmt: skip
+    stamps = pa.table(
+        {"physical_ns": [p for p, _ in changed], "logical": [lg for _, lg in changed]},
+        schema=_STAMPS,
+    )
+    return Overlay(stamps, _screened(scr, _with_cids(rows.filter(pa.array(keep)))))
+
+
+def _with_cids(rows: pa.Table) -> pa.Table:
+    """``payload_cid`` filled in from the stored payload (before it is redacted)."""
+    import pyarrow.compute as pc
+
+    from nerve.log.codec import hash_each
+
+    payloads = rows.column("payload").combine_chunks()
+    buffer = pa.py_buffer(hash_each(payloads))
+    cids = pa.FixedSizeBinaryArray.from_buffers(pa.binary(32), len(payloads), [None, buffer])
+    stored = rows.column("payload_cid").combine_chunks()
+    kind = rows.schema.field("payload_cid").type
+    filled = pc.if_else(pc.is_null(stored), cids.cast(kind), stored)
+    return rows.set_column(rows.schema.get_field_index("payload_cid"), "payload_cid", filled)
+
+
 def _screen(table_sql: str, table: pa.Table | None, scr: Screen) -> Overlay:
     """Screen the rows that may change in Python: their stamps, and every row at them."""
-    from nerve.query import register_blake3
-
-    conn = duckdb.connect()
+    conn = duck.cursor()
     try:
-        conn.execute("SET enable_progress_bar_print = false")
         if table is not None:
             conn.register("_rows", table)
         keys = conn.execute(f"SELECT DISTINCT source::BIGINT, kind, subject FROM {table_sql}")
@@ -210,7 +254,6 @@ def _screen(table_sql: str, table: pa.Table | None, scr: Screen) -> Overlay:
             schema=_STAMPS,
         )
         conn.register("_h", hidden)
-        register_blake3(conn)
         rows = conn.sql(
             f"SELECT s.* REPLACE (coalesce(s.payload_cid, nerve_blake3(s.payload)) AS payload_cid) "
             f"FROM {table_sql} s SEMI JOIN _h USING (physical_ns, logical)"

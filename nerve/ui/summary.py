@@ -14,12 +14,11 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import duckdb
 import numpy as np
 import pyarrow as pa
 
 from nerve.events import BOOKKEEPING_KINDS
-from nerve.ui import screened
+from nerve.ui import duck, screened
 
 if TYPE_CHECKING:
     from nerve.mcp.guard import Screen
@@ -86,9 +85,8 @@ def _build(path: str, over: screened.Overlay) -> Summary:
 
     raw = "(SELECT * FROM read_parquet('" + path.replace("'", "''") + "'))"
     bookkeeping = ", ".join(f"'{k}'" for k in sorted(BOOKKEEPING_KINDS))
-    conn = duckdb.connect()
+    conn = duck.cursor()
     try:
-        conn.execute("SET enable_progress_bar_print = false")
         screened.register(conn, over)
         conn.execute(
             "CREATE TEMP TABLE s AS SELECT physical_ns, logical, source::BIGINT AS source, "
