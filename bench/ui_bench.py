@@ -28,8 +28,8 @@ builds the segment's summary and finds the rows the privacy rules change), and a
 the week (``/events?text=``, one match, median of 5, and its first). The ``nerve ui``
 process's memory and CPU while idle are reported. The live tail is followed over
 server-sent events while events are appended at ``--rate`` per second for
-``--live-seconds``: every one must arrive, once, in order. Checks: nerve's timeline counts every event of the day; aw returns
-every event posted; in a full run, the goals. ``--quick``: 1,000 events, 1 round, a 20k big
+``--live-seconds``: every one must arrive, once, in order. Checks: nerve's timeline counts
+every event of the day; aw returns every event posted; in a full run, the goals. ``--quick``: 1,000 events, 1 round, a 20k big
 log. The last line is ``RESULT {json}``; progress goes to stderr.
 """
 
