@@ -21,16 +21,17 @@ cache), Debian's Chromium loads:
   a ratio under the goal against that bound holds against the full page a fortiori.
 
 Both servers answer once untimed first (a running server is what is compared, not its
-start-up). Ratios are nerve / aw (fastest round each); goals are ≤ 0.5 for both. ``--big`` builds a
-second log of that many events stamped within one day and times the timeline page for that
-day in process (the server's time, median of 5 after a first request, reported apart: it
-builds the segment's summary and finds the rows the privacy rules change), and a search over
-the week (``/events?text=``, one match, median of 5, and its first). The ``nerve ui``
-process's memory and CPU while idle are reported. The live tail is followed over
-server-sent events while events are appended at ``--rate`` per second for
+start-up). Ratios are nerve / aw (fastest round each); goals are ≤ 0.5 for both. ``--big``
+builds a second log of that many events stamped within one day and times the timeline page
+for that day in process (the server's time, median of 5 after a first request, reported
+apart: it builds the segment's summary and finds the rows the privacy rules change), and a
+search over the week (``/events?text=``, one match, median of 5, and its first). The
+``nerve ui`` process's memory and CPU while idle are reported. The live tail is followed
+over server-sent events while events are appended at ``--rate`` per second for
 ``--live-seconds``: every one must arrive, once, in order. Checks: nerve's timeline counts
-every event of the day; aw returns every event posted; in a full run, the goals. ``--quick``: 1,000 events, 1 round, a 20k big
-log. The last line is ``RESULT {json}``; progress goes to stderr.
+every event of the day; aw returns every event posted; in a full run, the goals.
+``--quick``: 1,000 events, 1 round, a 20k big log. The last line is ``RESULT {json}``;
+progress goes to stderr.
 """
 
 from __future__ import annotations
