@@ -2,14 +2,15 @@
 
 Pages call only this module, so what the UI can see and change is in one place. Event reads
 go to the log directly (a read snapshot, never the writer's lock); writes (pause, resume,
-forget, a sense trigger) and the daemon's answers go through ``nerve.open``'s
+forget, a sense trigger, a held run's override) and the daemon's answers go through ``nerve.open``'s
 :class:`~nerve.api.Workspace` (:func:`door`), as the CLI's do: the daemon when it runs,
 else the log opened as its writer for that one change.
 
-Privacy: every event leaves through :class:`~nerve.mcp.guard.Screen` (drop rules withhold
-it, redaction rewrites its line and payload, an erased payload shows as erased), and every
-connection's ``events`` holds only what the drop rules keep, so a rule added today hides
-old text on every page. SQL runs in MCP's sandbox (:mod:`nerve.mcp.sandbox`).
+Privacy: every page reads ``events`` as the rules of :class:`~nerve.mcp.guard.Screen` let
+rows leave (:mod:`nerve.ui.rows`): drop rules withhold a row, redaction rewrites its line and
+payload, an erased payload shows as erased. Searches, filters and counts run over those rows,
+so a rule added today hides old text on every page and no search can tell that hidden text
+matched. SQL runs in MCP's sandbox (:mod:`nerve.mcp.sandbox`).
 
 A person's own page views are not recorded as events: the UI is served to the log's owner
 alone (loopback and the owner-only token), and a record per page view would fill the log
@@ -18,20 +19,17 @@ with reads of itself. Agents' reads (``agent.access``) are what the log keeps an
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import duckdb
-import pyarrow as pa
 
 from nerve.clock import Hlc
 from nerve.errors import UsageError
-from nerve.events import BOOKKEEPING_KINDS, decode_payload, display_source, trust_name
-from nerve.log.codec import EMPTY
-from nerve.mcp.guard import ERASED, Screen
+from nerve.events import BOOKKEEPING_KINDS, display_source
+from nerve.mcp.guard import Screen
 from nerve.privacy.settings import PrivacyConfig
-from nerve.ui import duck, fleet, screened, summary
+from nerve.ui import fleet, summary
+from nerve.ui.rows import as_shown, connect, fleet_fields, hosted, records, rows_of
 from nerve.ui.select import Filters, Window, quoted, where_of, window
 from nerve.workspace import Workspace
 
@@ -112,93 +110,6 @@ def _privacy(ws: Workspace) -> PrivacyConfig:
     return rules
 
 
-@dataclass(frozen=True)
-class Rows:
-    """What a page reads: this host's log (a read snapshot), or one fleet host's shipped
-    segments. ``files``: (name, path, first ns, last ns) each; the tail comes after ``last``."""
-
-    files: list[tuple[str, str, int, int]]
-    tail: pa.Table
-    last: Hlc | None
-    host: str | None = None
-    warnings: tuple[str, ...] = ()
-    local: bool = True  # this host's whole log
-
-
-def rows_of(ws: Workspace, host: str = "", since_ns: int | None = None) -> Rows:
-    """This host's rows, or ``host``'s in the fleet (this host's own: its log)."""
-    from nerve.log.reader import snapshot
-
-    if host and not fleet.configured(ws):
-        raise UsageError(f"host {host!r}: there is no fleet (no fleet: section)", field="host")
-    if host and host != fleet.local_host(ws):
-        got = fleet.host_files(ws, host, since_ns)
-        files = [(name, path, 0, 2**63 - 1) for name, path in got.files]
-        return Rows(files, EMPTY, None, host, tuple(got.warnings), local=False)
-    snap = snapshot(ws.log_root)
-    files = [
-        (info.name, str(path), info.min_hlc.physical_ns, info.max_hlc.physical_ns)
-        for info, path in zip(snap.segments, snap.files, strict=True)
-    ]
-    last = max((s.max_hlc for s in snap.segments), default=None)
-    summary.forget_except({f[0] for f in files})
-    return Rows(files, snap.tail, last, host or None)
-
-
-def _connect(ws: Workspace, scr: Screen, rows: Rows | None = None) -> duckdb.DuckDBPyConnection:
-    """``events`` over the rows as the rules let them leave: withheld rows left out,
-    redacted ones with their redacted text, so every filter sees only what may be shown;
-    ``tail_events``, the same over the unsealed tail only."""
-    from nerve.query import event_columns, parquet_sql
-
-    rows = rows or rows_of(ws)
-    pairs = [(name, path) for name, path, _, _ in rows.files]
-    over = screened.overlay(pairs, rows.tail, scr, whole=rows.local)
-    conn = duck.cursor()
-    conn.register("_tail", rows.tail)
-    screened.register(conn, over)
-    parts = [f"SELECT * FROM {parquet_sql([Path(p) for _, p in pairs])}"] if pairs else []
-    raw = "(" + " UNION ALL BY NAME ".join([*parts, "SELECT * FROM _tail"]) + ")"
-    conn.execute(
-        f"CREATE TEMP VIEW events AS SELECT {event_columns()} FROM {screened.source(raw, over)}"
-    )
-    tail = screened.source("(SELECT * FROM _tail)", over)  # overlay rows of segments: cut
-    conn.execute(f"CREATE TEMP VIEW tail_events AS SELECT {event_columns()} FROM {tail} "
-                 f"WHERE {_after(rows)}")  # fmt: skip
-    return conn
-
-
-def _rows(conn: duckdb.DuckDBPyConnection, sql: str, args: list[Any]) -> list[dict[str, Any]]:
-    cursor = conn.execute(sql, args)
-    names = [d[0] for d in cursor.description]
-    return [dict(zip(names, r, strict=True)) for r in cursor.fetchall()]
-
-
-def _shown(scr: Screen, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Event rows with their times and names (the rows of ``events`` are screened already)."""
-    from nerve.tail import format_times
-
-    times = format_times([int(r["physical_ns"]) for r in rows])
-    return [_one(r, t) for r, t in zip(rows, times, strict=True)]
-
-
-def _one(row: dict[str, Any], when: str) -> dict[str, Any]:
-    erased = bool(row["erased"])
-    payload = b"" if erased else bytes(row["payload"] or b"")
-    return {
-        "id": bytes(row["id"]).hex(),
-        "time": when,
-        "hlc": f"{row['physical_ns']}.{row['logical']}",
-        "source": display_source(int(row["source"])),
-        "kind": str(row["kind"]),
-        "subject": str(row["subject"]),
-        "trust": trust_name(int(row["trust"])),
-        "line": ERASED if erased else str(row["line"] or ""),
-        "data": None if erased or not payload else decode_payload(payload),
-        "erased": erased,
-    }
-
-
 # -- timeline --------------------------------------------------------------------------------
 
 
@@ -215,7 +126,7 @@ def timeline(
     found = summary.summaries(rows.files, scr, win.since, win.until)
     cells, newest = summary.cells(found, win.since, width, buckets)
     marks = [d for s in found for d in s.decisions if win.since <= d["at"] < win.until]
-    conn = _connect(ws, scr, rows)
+    conn = connect(ws, scr, rows)
     try:
         where = "physical_ns >= ? AND physical_ns < ?"
         span = [win.since, win.until]
@@ -229,7 +140,7 @@ def timeline(
             slot[0], slot[1] = slot[0] + int(n), slot[1] + int(e)
         marks += [
             {"at": int(m.pop("physical_ns")), **m}
-            for m in _rows(
+            for m in records(
                 conn,
                 "SELECT physical_ns, data->>'outcome' AS outcome, "
                 "(data->>'chain_seq')::BIGINT AS seq FROM tail_events "
@@ -244,7 +155,7 @@ def timeline(
             "ORDER BY physical_ns DESC LIMIT 50", span,
         ).fetchall()]  # fmt: skip
         floor = sorted(newest, reverse=True)[:50][-1:] or [win.until]
-        recent = _rows(
+        recent = records(
             conn,
             f"SELECT {_COLS} FROM events WHERE physical_ns >= ? AND physical_ns < ? AND {shown} "
             "ORDER BY physical_ns DESC, logical DESC LIMIT 50",
@@ -267,32 +178,9 @@ def timeline(
         "lanes": _lanes(lane_rows, buckets, lanes),
         "decisions": sorted(marks, key=lambda m: m["at"]),
         "paused": pauses,
-        "events": _hosted(_shown(scr, recent), rows),
-        **_where(ws, rows),
+        "events": hosted(as_shown(recent), rows),
+        **fleet_fields(ws, rows),
     }
-
-
-def _hosted(shown: list[dict[str, Any]], rows: Rows) -> list[dict[str, Any]]:
-    """Events of another fleet host name it (their permalinks read that host's rows)."""
-    return [{**e, "host": rows.host} for e in shown] if rows.host is not None else shown
-
-
-def _where(ws: Workspace, rows: Rows) -> dict[str, Any]:
-    """Which host's rows a page shows, and the fleet's hosts to choose from."""
-    if not fleet.configured(ws):
-        return {}
-    return {"host": rows.host or "", "hosts": fleet.hosts(ws), "warnings": list(rows.warnings)}
-
-
-def _after(rows: Rows) -> str:
-    """SQL keeping only the rows after the sealed segments (the unsealed tail)."""
-    if not rows.local:
-        return "FALSE"  # another host's rows are all in its segments
-    if rows.last is None:
-        return "TRUE"
-    last = rows.last
-    p, lo = int(last.physical_ns), int(last.logical)
-    return f"physical_ns >= {p} AND (physical_ns > {p} OR logical > {lo})"  # >=: prunes files
 
 
 def _lanes(rows: list[Any], buckets: int, most: int) -> list[dict[str, Any]]:
@@ -348,14 +236,14 @@ def events(
     size = max(1, min(size, MAX_PAGE))
     where, args = where_of(f, win)
     source = rows_of(ws, f.host, win.since)
-    conn = _connect(ws, scr, source)
+    conn = connect(ws, scr, source)
     try:
         total, rows = _page(conn, where, args, size, max(0, page) * size)
     finally:
         conn.close()
-    shown = _hosted(_shown(scr, rows), source)
+    shown = hosted(as_shown(rows), source)
     return {
-        **_where(ws, source),
+        **fleet_fields(ws, source),
         "window": win.to_json(),
         "page": page,
         "size": size,
@@ -379,7 +267,7 @@ def _page(
         total = conn.execute(f"SELECT count(*) FROM events WHERE {where}", args).fetchone()
         return int(total[0]) if total else 0, []
     lo, hi = int(stamps[-1][0]), int(stamps[0][0])
-    rows = _rows(
+    rows = records(
         conn,
         f"SELECT {_COLS} FROM events WHERE physical_ns BETWEEN {lo} AND {hi} "
         "AND list_contains(?::STRUCT(p BIGINT, l BIGINT)[], {'p': physical_ns, 'l': logical}) "
@@ -402,20 +290,20 @@ def context(ws: Workspace, event_id: str, *, around: int = 5, host: str = "") ->
     except ValueError:
         raise UsageError(f"{event_id!r} is not an event id (hex)", field="id") from None
     scr = screen(ws)
-    conn = _connect(ws, scr, rows_of(ws, host))
+    conn = connect(ws, scr, rows_of(ws, host))
     try:
-        hit = _rows(conn, f"SELECT {_COLS} FROM events WHERE id = ?", [raw])
+        hit = records(conn, f"SELECT {_COLS} FROM events WHERE id = ?", [raw])
         if not hit:
             raise UsageError(f"no event {event_id} in this log", field="id")
         p, lo = int(hit[0]["physical_ns"]), int(hit[0]["logical"])
         hide = f"kind NOT IN ({quoted(BOOKKEEPING_KINDS)})"
-        before = _rows(
+        before = records(
             conn,
             f"SELECT {_COLS} FROM events WHERE (physical_ns, logical) < (?, ?) AND {hide} "
             f"ORDER BY physical_ns DESC, logical DESC LIMIT {around}",
             [p, lo],
         )
-        after = _rows(
+        after = records(
             conn,
             f"SELECT {_COLS} FROM events WHERE (physical_ns, logical) > (?, ?) AND {hide} "
             f"ORDER BY physical_ns, logical LIMIT {around}",
@@ -424,9 +312,9 @@ def context(ws: Workspace, event_id: str, *, around: int = 5, host: str = "") ->
     finally:
         conn.close()
     return {
-        "event": _shown(scr, hit)[0],
-        "before": _shown(scr, before[::-1]),
-        "after": _shown(scr, after),
+        "event": as_shown(hit)[0],
+        "before": as_shown(before[::-1]),
+        "after": as_shown(after),
     }
 
 
@@ -439,7 +327,7 @@ def live_batch(
     """Events stored after ``after`` (all of them, oldest first, at most ``limit``) and the
     new cursor; with no cursor, none: the tail starts now."""
     scr = screen(ws)
-    conn = _connect(ws, scr)
+    conn = connect(ws, scr)
     try:
         if after is None:
             row = conn.execute(
@@ -448,7 +336,7 @@ def live_batch(
             ).fetchone()
             return [], Hlc(int(row[0]), int(row[1])) if row else Hlc(0, 0)
         where, args = where_of(f, None)
-        rows = _rows(
+        rows = records(
             conn,
             f"SELECT {_COLS}, ({where}) AS wanted FROM events WHERE (physical_ns, logical) > "
             f"(?, ?) ORDER BY physical_ns, logical LIMIT {limit}",
@@ -460,7 +348,7 @@ def live_batch(
         return [], after
     cursor = Hlc(int(rows[-1]["physical_ns"]), int(rows[-1]["logical"]))
     matching = [r for r in rows if r["wanted"]]
-    return _shown(scr, matching), cursor
+    return as_shown(matching), cursor
 
 
 # -- SQL -------------------------------------------------------------------------------------
@@ -619,7 +507,7 @@ def redactions(ws: Workspace) -> list[dict[str, Any]]:
 
     from nerve.privacy.scan import MARKER
 
-    conn = _connect(ws, screen(ws))
+    conn = connect(ws, screen(ws))
     try:
         rows = conn.execute(
             f"SELECT CAST(data->'{MARKER}' AS VARCHAR) FROM events "
