@@ -100,3 +100,25 @@ def test_the_timeline_counts_sealed_and_unsealed_rows_as_the_rules_leave_them(
                 reason="test", dry_run=False)  # fmt: skip
     total, erased = counted()
     assert erased == 1 and total >= 9  # the rewritten segment is summarised anew
+
+
+def test_a_search_is_for_the_text_as_typed_in_any_case(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from nerve import logops
+    from nerve.log.drafts import Draft
+    from nerve.ui import data
+    from nerve.workspace import Workspace, init_workspace
+
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    ws = init_workspace(tmp_path / "ws")
+    lines = ["build_50%_done", "buildX50%Xdone", "BUILD_50%_DONE", "other"]
+    logops.emit(ws, [Draft.of(source=5, line=x, payload={"n": i}) for i, x in enumerate(lines)])
+    ws = Workspace(ws.root)
+
+    def found(text: str) -> list[str]:
+        got = data.events(ws, data.Filters(text=text), data.window("1h", None))
+        return sorted(e["line"] for e in got["events"])
+
+    assert found("build_50%_done") == ["BUILD_50%_DONE", "build_50%_done"]  # no wildcards
+    assert found("\\") == [] and found('"n":3') == ["other"]  # the payload's JSON text
