@@ -9,7 +9,6 @@ search of every page sees only what may be shown.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import duckdb
@@ -66,7 +65,7 @@ def connect(ws: Workspace, scr: Screen, rows: Rows | None = None) -> duckdb.Duck
     """``events`` over the rows as the rules let them leave: withheld rows left out,
     redacted ones with their redacted text, so every filter sees only what may be shown;
     ``tail_events``, the same over the unsealed tail only."""
-    from nerve.query import event_columns, parquet_sql
+    from nerve.query import event_columns
 
     rows = rows or rows_of(ws)
     pairs = [(name, path) for name, path, _, _ in rows.files]
@@ -74,7 +73,7 @@ def connect(ws: Workspace, scr: Screen, rows: Rows | None = None) -> duckdb.Duck
     conn = duck.cursor()
     conn.register("_tail", rows.tail)
     screened.register(conn, over)
-    parts = [f"SELECT * FROM {parquet_sql([Path(p) for _, p in pairs])}"] if pairs else []
+    parts = [f"SELECT * FROM {duck.parquet([p for _, p in pairs])}"] if pairs else []
     raw = "(" + " UNION ALL BY NAME ".join([*parts, "SELECT * FROM _tail"]) + ")"
     conn.execute(
         f"CREATE TEMP VIEW events AS SELECT {event_columns()} FROM {screened.source(raw, over)}"

@@ -144,7 +144,7 @@ def _segment(name: str, path: str, scr: Screen, rules: str) -> Overlay:
         if found is not None:
             _CACHE.segments.move_to_end(key)
             return found
-    made = _screen("read_parquet('" + path.replace("'", "''") + "')", None, scr)
+    made = _screen(duck.parquet([path]), None, scr)
     with _CACHE.lock:
         _CACHE.segments[key] = made
         while len(_CACHE.segments) > _MAX_SEGMENTS:

@@ -83,7 +83,7 @@ def forget_except(names: set[str]) -> None:
 def _build(path: str, over: screened.Overlay) -> Summary:
     from nerve.privacy.pause import PAUSED, RESUMED
 
-    raw = "(SELECT * FROM read_parquet('" + path.replace("'", "''") + "'))"
+    raw = f"(SELECT * FROM {duck.parquet([path])})"
     bookkeeping = ", ".join(f"'{k}'" for k in sorted(BOOKKEEPING_KINDS))
     conn = duck.cursor()
     try:
