@@ -188,7 +188,8 @@ def test_a_head_signed_by_another_key_is_reported(fleet: dict[str, Workspace]) -
 
 
 def test_a_registered_file_the_head_does_not_name_is_extra(fleet: dict[str, Workspace]) -> None:
-    from nerve.fleet.ship import _data_file, _ensure_name_mapping
+    from nerve.fleet.ship import _data_file
+    from nerve.fleet.warehouse import prepare_transaction
 
     alpha = fleet["alpha"]
     wh = _wh(alpha)
@@ -196,7 +197,7 @@ def test_a_registered_file_the_head_does_not_name_is_extra(fleet: dict[str, Work
     uri = wh.segment_uri("alpha", segment_name(foreign))
     _local(uri).write_bytes(_local(foreign).read_bytes())
     with wh.table.transaction() as tx:
-        _ensure_name_mapping(tx)
+        prepare_transaction(tx)
         with tx.update_snapshot().fast_append() as append:
             append.append_data_file(_data_file(tx.table_metadata, uri, _local(foreign)))
     proc = _verify(alpha, "--host", "alpha")

@@ -85,7 +85,7 @@ def _rewrite_manifests(wh: Warehouse) -> None:
     before = wh.table.properties.get(key)
     if _manifest_count(wh) <= 1:
         return
-    with wh.table.transaction() as tx:
+    with wh.transaction() as tx:
         tx.set_properties(**METADATA_PROPERTIES, **{key: "2"})
         props = {"nerve.maintain": "rewrite-manifests"}
         with tx.update_snapshot(snapshot_properties=props).merge_append():
@@ -102,18 +102,21 @@ def _expire(wh: Warehouse, keep_s: float) -> None:
     ids = _expirable(wh, keep_s)
     if not ids:
         return
-    with wh.table.transaction() as tx:
+    with wh.transaction() as tx:
         ExpireSnapshots(tx).by_ids(ids).commit()
 
 
 def _expirable(wh: Warehouse, keep_s: float) -> list[int]:
-    """Snapshots older than ``keep_s``, less the current one, refs' and each host's newest."""
+    """Snapshots older than ``keep_s``, less the current one, refs', and the newest of each
+    host whose registration is still in a snapshot (shipped before registrations moved
+    into the table's properties, and not since)."""
     metadata = wh.table.metadata
     keep = {ref.snapshot_id for ref in metadata.refs.values()}
+    moved = wh.registrations()
     newest: dict[str, int] = {}
     for snap in metadata.snapshots:  # oldest first
         props = snap.summary.additional_properties if snap.summary else {}
-        if "nerve.host" in props:
+        if "nerve.host" in props and props["nerve.host"] not in moved:
             newest[props["nerve.host"]] = snap.snapshot_id
     keep |= set(newest.values())
     cutoff_ms = (time.time() - keep_s) * 1000

@@ -34,7 +34,13 @@ from nerve import fsio
 from nerve.canonical import canonical_json
 from nerve.errors import LogCorrupt
 from nerve.fleet.head import Head, HeadError, live_digest
-from nerve.fleet.warehouse import Warehouse, host_of, segment_name, snapshot_head
+from nerve.fleet.warehouse import (
+    Warehouse,
+    host_of,
+    property_head,
+    segment_name,
+    snapshot_head,
+)
 from nerve.log.manifest import read_manifest
 
 __all__ = ["CODES", "HostReport", "verify_fleet"]
@@ -165,14 +171,19 @@ class _Found:
 
 
 def _table_heads(wh: Warehouse) -> dict[str, Head]:
-    """The head in each host's newest snapshot (snapshots oldest first in the metadata)."""
+    """What the table registers per host: its registration property, or (a table shipped
+    to before registrations moved there) the head in its newest snapshot."""
     heads: dict[str, Any] = {}
-    for snap in wh.table.snapshots():
+    for snap in wh.table.snapshots():  # oldest first
         props = snap.summary.additional_properties if snap.summary else {}
         host = props.get("nerve.host")
         found = snapshot_head(host, props, snap.snapshot_id) if host else None
         if found is not None:  # an unreadable one: reported against the host if it matters
             heads[found.host] = found
+    for host, value in wh.registrations().items():
+        found = property_head(host, value)
+        if found is not None:
+            heads[host] = found
     return heads
 
 

@@ -13,10 +13,12 @@ holds only Iceberg's own files)::
 from __future__ import annotations
 
 import configparser
+import functools
 import os
 import random
 import secrets
 import socket
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -273,24 +275,52 @@ class Warehouse:
         return self._files[1]
 
     def table_head(self, host: str) -> Any:
-        """What ``host``'s newest snapshot still in the table's metadata registered (no
-        manifest read): a signed ``Registration`` (or a whole ``Head``, as tables made
-        before registrations carry), or None."""
+        """What the table registers for ``host`` (no manifest read): the signed
+        ``Registration`` in its properties, set by the commit that registered the host's
+        files; in a table shipped to before registrations moved there, the one in the
+        host's newest snapshot (or a whole ``Head``, as older tables carry); or None."""
+        text = self.table.metadata.properties.get(REGISTRATION_PREFIX + host)
+        if text is not None:
+            return property_head(host, text)
         for snap in reversed(self.table.metadata.snapshots):
             props = snap.summary.additional_properties if snap.summary else {}
             if props.get("nerve.host") == host:
                 return snapshot_head(host, props, snap.snapshot_id)
         return None
 
-    def commit(self, attempt: Callable[[Warehouse], T], *, lost: list[float] | None = None) -> T:
+    def registrations(self) -> dict[str, str]:
+        """host -> the registration property's text, for every host that has one."""
+        props = self.table.metadata.properties
+        return {
+            k.removeprefix(REGISTRATION_PREFIX): v
+            for k, v in props.items()
+            if k.startswith(REGISTRATION_PREFIX)
+        }
+
+    def transaction(self) -> Any:
+        """A transaction on the table that reads its metadata without a deep copy per read
+        (pyiceberg copies the whole metadata on each of the ~20 reads of a commit, which
+        grows with the snapshot count)."""
+        return _transaction_class()(self.table)
+
+    def commit(
+        self,
+        attempt: Callable[[Warehouse], T],
+        *,
+        lost: list[float] | None = None,
+        fresh: bool = False,
+    ) -> T:
         """Run ``attempt`` (which builds and commits one transaction) until the catalog takes
         it: another writer committing first, or SQLite busy, means reload and try again
         after a random wait that doubles per lost race (full jitter, so writers that lost
-        together do not collide again). ``lost`` gets the seconds waited per lost race."""
+        together do not collide again). ``lost`` gets the seconds waited per lost race;
+        ``fresh`` reloads the table first (a reload is cheaper than a commit bound to fail)."""
         from pyiceberg.exceptions import CommitFailedException
         from sqlalchemy.exc import OperationalError
 
         started, tries = time.monotonic(), 0
+        if fresh:
+            self.refresh()
         while True:
             try:
                 return attempt(self)
@@ -308,6 +338,75 @@ class Warehouse:
                     lost.append(round(wait, 3))
                 time.sleep(wait)
                 self.refresh()
+
+
+REGISTRATION_PREFIX = "nerve.registration."
+
+
+def registration_value(text: str, time_ms: int, conflicts: int) -> str:
+    """A registration property's value: the signed registration, then (unsigned, for
+    ``fleet status``) when it was committed and the races its ship lost before."""
+    return f"{text} {time_ms} {conflicts}"
+
+
+def property_head(host: str, value: str) -> Any:
+    """The signed registration in a registration property, or None when unreadable."""
+    from nerve.fleet.head import HeadError, Registration
+
+    try:
+        return Registration.parse(host, value.split(" ", 1)[0], f"property of host {host!r}")
+    except HeadError:
+        return None
+
+
+def property_note(value: str) -> tuple[int | None, int | None]:
+    """(commit time in ms, races lost) from a registration property's value."""
+    parts = value.split(" ")
+    try:
+        return int(parts[1]), int(parts[2])
+    except (IndexError, ValueError):
+        return None, None
+
+
+def prepare_transaction(tx: Any) -> None:
+    """What every registering commit first makes sure of. Segments carry no Iceberg field
+    ids: a name mapping lets every engine read them. A table made before nerve retried
+    its own commits gets that setting. And a table made before segments stored
+    payload_cid for erased rows alone declares it required: it becomes optional (a
+    compatible change) before such a file is registered."""
+    metadata = tx.table_metadata
+    if metadata.properties.get("commit.retry.num-retries") != "0":
+        tx.set_properties(**{"commit.retry.num-retries": "0"})
+    if metadata.name_mapping() is None:
+        mapping = metadata.schema().name_mapping.model_dump_json()
+        tx.set_properties(**{"schema.name-mapping.default": mapping})
+    if tx.table_metadata.schema().find_field("payload_cid").required:
+        with tx.update_schema() as update:
+            update.update_column("payload_cid", required=False)
+        tx.set_properties(**{"nerve.format": FORMAT})
+
+
+@functools.cache
+def _transaction_class() -> Any:
+    from pyiceberg.table import Transaction
+    from pyiceberg.table.update import update_table_metadata
+
+    class _Transaction(Transaction):
+        """Metadata read once per staged change: pyiceberg's models are frozen, so the
+        deep copy it makes per read protects nothing the commit path changes."""
+
+        _seen: tuple[Any, Any, Any] | None = None
+
+        @property
+        def table_metadata(self) -> Any:
+            base, updates = self._table.metadata, self._updates
+            if not updates:
+                return base
+            if self._seen is None or self._seen[0] is not base or self._seen[1] is not updates:
+                self._seen = (base, updates, update_table_metadata(base, updates))
+            return self._seen[2]
+
+    return _Transaction
 
 
 def snapshot_head(host: str, props: Mapping[str, str], snapshot_id: int) -> Any:
@@ -406,7 +505,22 @@ def require_fleet(*, rest: bool = False) -> None:
         )
 
 
+_CATALOGS: dict[tuple[str, ...], Any] = {}
+_CATALOGS_LOCK = threading.Lock()
+
+
 def _catalog(resolved: Resolved) -> Any:
+    """One catalog client per settings and process: a process shipping many workspaces
+    (a committer, the scale bench) opens it once, not per ship (a REST client's set-up is
+    a config request and two boto3 sessions)."""
+    key = (resolved.catalog, *sorted(f"{k}={v}" for k, v in resolved.properties.items()))
+    with _CATALOGS_LOCK:
+        if key not in _CATALOGS:
+            _CATALOGS[key] = _open_catalog(resolved)
+        return _CATALOGS[key]
+
+
+def _open_catalog(resolved: Resolved) -> Any:
     from pyiceberg.catalog.sql import SqlCatalog
 
     if resolved.catalog.startswith(("http://", "https://")):
