@@ -87,7 +87,13 @@ def ship_timed(ws: Any) -> dict[str, Any]:
         result = ship(ws)
     except NerveError as exc:
         return {"ok": False, "error": str(exc), "seconds": time.perf_counter() - started}
-    return {"ok": True, "seconds": result.seconds, "conflicts": result.conflicts}
+    return {
+        "ok": True,
+        "seconds": result.seconds,
+        "conflicts": result.conflicts,
+        "retries": result.retries,
+        "steps": result.timings,
+    }
 
 
 def jittered_round(hosts: list[Any], hour_s: float, workers: int) -> tuple[float, list[Any]]:
@@ -130,7 +136,18 @@ def ship_figures(seconds: float, results: list[Any]) -> dict[str, Any]:
         "conflicts_p50": pct([r["conflicts"] for r in good], 0.50),
         "conflicts_p99": pct([r["conflicts"] for r in good], 0.99),
         "conflicts_max": max((r["conflicts"] for r in good), default=0),
+        "retries_p50": pct([r["retries"] for r in good], 0.50),
+        "retries_p99": pct([r["retries"] for r in good], 0.99),
+        "steps_mean_s": _mean_steps(good),
     }
+
+
+def _mean_steps(results: list[Any]) -> dict[str, float]:
+    """Mean seconds per ship step (and hosts per commit), over the ships that worked."""
+    sums: Counter[str] = Counter()
+    for r in results:
+        sums.update(r["steps"])
+    return {k: round(v / len(results), 3) for k, v in sums.items()} if results else {}
 
 
 def registered_counts(wh: Any, hosts: list[Any]) -> tuple[int, int]:

@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import contextlib
 import json
+import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -142,7 +144,10 @@ def open_requests(wh: Warehouse, mine: Request) -> list[Request]:
         host = entry.base_name.removesuffix(".json")
         if host == mine.host or not entry.base_name.endswith(".json"):
             continue
-        data = wh.read(request_uri(wh, host))
+        try:
+            data = wh.read(request_uri(wh, host))
+        except FleetError:
+            continue  # withdrawn meanwhile, or unreadable: not taken
         request = Request.parse(data) if data else None
         if request is not None and request.host == host and _takeable(wh, request):
             found.append(request)
@@ -161,9 +166,35 @@ def _takeable(wh: Warehouse, request: Request) -> bool:
     return known is None or known.key == new.key
 
 
+_TURNS: dict[str, threading.Lock] = {}
+_TURNS_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def turn(wh: Warehouse) -> Iterator[bool]:
+    """One committing thread per table in this process (a process shipping for many
+    workspaces is one committer for them all): the others wait, then find their request
+    taken by its commit. Yields whether it waited (the table must then be reloaded)."""
+    with _TURNS_LOCK:
+        lock = _TURNS.setdefault(f"{wh.resolved.catalog}\n{wh.resolved.table}", threading.Lock())
+    waited = not lock.acquire(blocking=False)
+    if waited:
+        lock.acquire()
+    try:
+        yield waited
+    finally:
+        lock.release()
+
+
 def commit_group(wh: Warehouse, mine: Request, lost: int, snapshot_props: dict[str, str]) -> int:
     """One commit of ``mine`` and the open requests found beside it; returns how many
-    hosts it registered. Raises what the catalog raises when the race is lost."""
+    hosts it registered. Raises what the catalog raises when the race is lost, and a
+    lost race too when the table no longer holds the registration ``mine`` is based on
+    (the caller reloads and works out its change again)."""
+    from pyiceberg.exceptions import CommitFailedException
+
+    if current(wh, mine.host) != mine.base:
+        raise CommitFailedException(f"host {mine.host!r}: registered meanwhile by another ship")
     batch = [mine, *open_requests(wh, mine)]
     now_ms = time.time_ns() // 1_000_000
     with wh.transaction() as tx:

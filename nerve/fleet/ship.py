@@ -63,7 +63,8 @@ class ShipResult:
     reused: int = 0  # files already in the store, bytes checked
     added: int = 0  # files registered by this ship's commit
     removed: int = 0  # files the commit dropped
-    conflicts: int = 0  # commits lost to another writer, each retried after a backoff
+    conflicts: int = 0  # commits lost to another writer (races), each followed by a reload
+    retries: int = 0  # commits tried again after a lost race (not when another's took ours)
     bytes: int = 0
     snapshot: int | None = None
     commit_s: float = 0.0
@@ -291,6 +292,7 @@ def _register(
     wanted = {s.name: s for s in live}
     lost: list[float] = []
     sent: list[Request] = []  # this ship's request, once written
+    tried = [0]  # commits this ship sent
 
     def attempt(wh: Warehouse) -> tuple[int, int, int | None]:
         _claim(wh, host, head.key, None)  # again, against the table as it is now
@@ -302,12 +304,19 @@ def _register(
         if not add and not drop:
             return 0, 0, None
         if drop or not group.groupable(wh):
+            tried[0] += 1
             return _commit_alone(wh, paths, mine, add, drop, len(lost))
         request = _request(wh, paths, host, mine, add, len(lost))
         if not sent or sent[-1] != request:
             wh.write(group.request_uri(wh, host), request.to_bytes())
             sent[:] = [request]
-        hosts = group.commit_group(wh, request, len(lost), _summary(len(lost)))
+        with group.turn(wh) as waited:
+            if waited:  # another thread of this process committed meanwhile: ours too?
+                wh.refresh()
+                if group.current(wh, host) == mine:
+                    return len(add), 0, _current_snapshot(wh)
+            tried[0] += 1
+            hosts = group.commit_group(wh, request, len(lost), _summary(len(lost)))
         result.timings["group_hosts"] = hosts
         return len(add), 0, _current_snapshot(wh)
 
@@ -315,7 +324,7 @@ def _register(
     try:
         result.added, result.removed, result.snapshot = wh.commit(attempt, lost=lost, fresh=True)
     finally:
-        result.conflicts = len(lost)
+        result.conflicts, result.retries = len(lost), max(0, tried[0] - 1)
         if sent:
             group.withdraw(wh, host)
     result.commit_s = time.perf_counter() - began

@@ -191,6 +191,7 @@ class Warehouse:
         self.catalog = catalog
         self.table = table
         self._files: tuple[int, list[Any]] | None = None
+        self._shipped: tuple[Any, dict[str, tuple[Any, int]]] | None = None
 
     @property
     def location(self) -> str:
@@ -279,14 +280,14 @@ class Warehouse:
         ``Registration`` in its properties, set by the commit that registered the host's
         files; in a table shipped to before registrations moved there, the one in the
         host's newest snapshot (or a whole ``Head``, as older tables carry); or None."""
-        text = self.table.metadata.properties.get(REGISTRATION_PREFIX + host)
+        metadata = self.table.metadata
+        text = metadata.properties.get(REGISTRATION_PREFIX + host)
         if text is not None:
             return property_head(host, text)
-        for snap in reversed(self.table.metadata.snapshots):
-            props = snap.summary.additional_properties if snap.summary else {}
-            if props.get("nerve.host") == host:
-                return snapshot_head(host, props, snap.snapshot_id)
-        return None
+        if self._shipped is None or self._shipped[0] is not metadata:
+            self._shipped = (metadata, _newest_per_host(metadata.snapshots))
+        found = self._shipped[1].get(host)
+        return None if found is None else snapshot_head(host, found[0], found[1])
 
     def registrations(self) -> dict[str, str]:
         """host -> the registration property's text, for every host that has one."""
@@ -343,6 +344,17 @@ class Warehouse:
 REGISTRATION_PREFIX = "nerve.registration."
 
 
+def _newest_per_host(snapshots: list[Any]) -> dict[str, tuple[Any, int]]:
+    """host -> (properties, id) of its newest snapshot carrying its registration (tables
+    shipped to before registrations moved into the table's properties)."""
+    newest: dict[str, tuple[Any, int]] = {}
+    for snap in snapshots:  # oldest first
+        props = snap.summary.additional_properties if snap.summary else {}
+        if "nerve.host" in props:
+            newest[props["nerve.host"]] = (props, snap.snapshot_id)
+    return newest
+
+
 def registration_value(text: str, time_ms: int, conflicts: int) -> str:
     """A registration property's value: the signed registration, then (unsigned, for
     ``fleet status``) when it was committed and the races its ship lost before."""
@@ -389,11 +401,11 @@ def prepare_transaction(tx: Any) -> None:
 @functools.cache
 def _transaction_class() -> Any:
     from pyiceberg.table import Transaction
-    from pyiceberg.table.update import update_table_metadata
 
     class _Transaction(Transaction):
-        """Metadata read once per staged change: pyiceberg's models are frozen, so the
-        deep copy it makes per read protects nothing the commit path changes."""
+        """Metadata worked out once per staged change, and not deep-copied: pyiceberg's
+        models are frozen, and this view is only read (the catalog applies the updates
+        itself when the commit is sent)."""
 
         _seen: tuple[Any, Any, Any] | None = None
 
@@ -403,10 +415,26 @@ def _transaction_class() -> Any:
             if not updates:
                 return base
             if self._seen is None or self._seen[0] is not base or self._seen[1] is not updates:
-                self._seen = (base, updates, update_table_metadata(base, updates))
+                self._seen = (base, updates, _applied(base, updates))
             return self._seen[2]
 
     return _Transaction
+
+
+def _applied(base: Any, updates: Any) -> Any:
+    """``base`` with ``updates`` applied, as pyiceberg's ``update_table_metadata`` does
+    less its final deep copy (its public form where the step it is made of is missing)."""
+    try:
+        from pyiceberg.table.update import _apply_table_update, _TableMetadataUpdateContext
+    except ImportError:
+        from pyiceberg.table.update import update_table_metadata
+
+        return update_table_metadata(base, updates)
+    context = _TableMetadataUpdateContext()
+    metadata = base
+    for update in updates:
+        metadata = _apply_table_update(update, metadata, context)
+    return metadata
 
 
 def snapshot_head(host: str, props: Mapping[str, str], snapshot_id: int) -> Any:
@@ -443,7 +471,9 @@ def busy_retry(read: Callable[[], T], *, seconds: float = 30.0) -> T:
 
 def _not_found(exc: OSError) -> bool:
     text = str(exc)
-    return "NoSuchKey" in text or "Path does not exist" in text or "404" in text
+    return any(
+        mark in text for mark in ("NoSuchKey", "Path does not exist", "404", "RESOURCE_NOT_FOUND")
+    )
 
 
 def write_local(path: Path, data: bytes) -> None:
