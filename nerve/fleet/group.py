@@ -1,10 +1,11 @@
 """Group commits: ships under way at once register together, in one Iceberg commit.
 
-A ship that only adds files writes its request (the files' Iceberg entries and its signed
-registration) to ``<files>/<ns>/<table>/requests/<host>.json`` before it commits. Whichever
-ship commits next takes every open request it finds along with its own, so a stampede of
-ships lands in a few commits instead of one per host, and a ship whose request another
-committed is done without a commit of its own.
+A ship that only adds files and cannot commit at once (it lost a race, or another thread
+of its process is committing) writes its request (the files' Iceberg entries and its
+signed registration) to ``<files>/<ns>/<table>/requests/<host>.json``. Every commit takes
+the open requests it finds along with its own, so a stampede of ships lands in a few
+commits instead of one per host, and a ship whose request another committed is done
+without a commit of its own.
 
 A request names the registration the table held for its host when it was made (its
 ``base``); it is committed only while the table still holds that one, so a request never
@@ -19,7 +20,7 @@ import contextlib
 import json
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -171,14 +172,16 @@ _TURNS_LOCK = threading.Lock()
 
 
 @contextlib.contextmanager
-def turn(wh: Warehouse) -> Iterator[bool]:
+def turn(wh: Warehouse, before_waiting: Callable[[], None]) -> Iterator[bool]:
     """One committing thread per table in this process (a process shipping for many
-    workspaces is one committer for them all): the others wait, then find their request
-    taken by its commit. Yields whether it waited (the table must then be reloaded)."""
+    workspaces is one committer for them all): the others call ``before_waiting`` (which
+    writes their request), wait, then find their request taken by the next commit.
+    Yields whether it waited (the table must then be reloaded)."""
     with _TURNS_LOCK:
         lock = _TURNS.setdefault(f"{wh.resolved.catalog}\n{wh.resolved.table}", threading.Lock())
     waited = not lock.acquire(blocking=False)
     if waited:
+        before_waiting()
         lock.acquire()
     try:
         yield waited

@@ -129,13 +129,13 @@ def _ship_locked(
     _claim(wh, resolved.host, ours, before)
     live = state.segments()
     registered = _registered_now(wh, resolved.host, ours, before)
-    _upload(wh, paths, live, result, hook, set(registered))
+    manifest = (f"{wh.host_dir(resolved.host)}/manifest.jsonl", paths.manifest.read_bytes())
+    # the manifest goes up beside the segments: verify reads it only up to the head's record
+    _upload(
+        wh, paths, live, result, hook, set(registered), (manifest[0], manifest[1][: state.size])
+    )
     step("upload")
     head = _sign(ws, wh, paths, state, live, key)
-    wh.write(
-        f"{wh.host_dir(resolved.host)}/manifest.jsonl",
-        paths.manifest.read_bytes()[: state.size],
-    )
     step("manifest")
     wh.write(f"{wh.host_dir(resolved.host)}/head.json", head.to_bytes())
     step("head")
@@ -218,6 +218,7 @@ def _upload(
     result: ShipResult,
     step: Callable[[str], None],
     registered: set[str],
+    beside: tuple[str, bytes],
 ) -> None:
     host = wh.resolved.host
     todo = [s for s in live if s.name not in registered]
@@ -241,10 +242,12 @@ def _upload(
         return True, len(data)
 
     with ThreadPoolExecutor(UPLOAD_THREADS) as pool:
+        other = pool.submit(wh.write, *beside)
         for fresh, size in pool.map(put, todo):
             result.uploaded += fresh
             result.reused += not fresh
             result.bytes += size
+        other.result()
 
 
 def _matches(data: bytes | None, name: str) -> bool:
@@ -307,10 +310,15 @@ def _register(
             tried[0] += 1
             return _commit_alone(wh, paths, mine, add, drop, len(lost))
         request = _request(wh, paths, host, mine, add, len(lost))
-        if not sent or sent[-1] != request:
-            wh.write(group.request_uri(wh, host), request.to_bytes())
-            sent[:] = [request]
-        with group.turn(wh) as waited:
+
+        def send() -> None:  # for another committer to take, while this ship waits
+            if not sent or sent[-1] != request:
+                wh.write(group.request_uri(wh, host), request.to_bytes())
+                sent[:] = [request]
+
+        if lost:  # lost a race: the next winner may take this ship's files with its own
+            send()
+        with group.turn(wh, send) as waited:
             if waited:  # another thread of this process committed meanwhile: ours too?
                 wh.refresh()
                 if group.current(wh, host) == mine:
@@ -401,6 +409,9 @@ def _droppable(
     return {n: files[n] for n in gone if n in files}
 
 
+_PLAN: list[Any] = [None]  # (key, (statistics plan, column mapping)) of the last table
+
+
 def _footer_stats(metadata: Any, local: Path) -> Any:
     """pyiceberg's statistics of a shipped segment from its local copy's footer (the same
     bytes), so registering costs no read of the store."""
@@ -411,11 +422,21 @@ def _footer_stats(metadata: Any, local: Path) -> Any:
         parquet_path_to_id_mapping,
     )
 
-    schema = metadata.schema()
+    metrics = sorted(kv for kv in metadata.properties.items() if kv[0].startswith("write.metadata"))
+    key = (metadata.table_uuid, metadata.current_schema_id, tuple(metrics))
+    known = _PLAN[0]
+    if known is None or known[0] != key:  # one plan per table, schema and settings
+        schema = metadata.schema()
+        plan = (
+            compute_statistics_plan(schema, metadata.properties),
+            parquet_path_to_id_mapping(schema),
+        )
+        known = _PLAN[0] = (key, plan)
+    columns, mapping = known[1]
     return data_file_statistics_from_parquet_metadata(
         parquet_metadata=pq.read_metadata(local),
-        stats_columns=compute_statistics_plan(schema, metadata.properties),
-        parquet_column_mapping=parquet_path_to_id_mapping(schema),
+        stats_columns=columns,
+        parquet_column_mapping=mapping,
     )
 
 
