@@ -96,20 +96,46 @@ def ship_timed(ws: Any) -> dict[str, Any]:
     }
 
 
-def jittered_round(hosts: list[Any], hour_s: float, workers: int) -> tuple[float, list[Any]]:
-    """Each host ships at its slot of the compressed hour (its ``ship_interval`` offset)."""
+def jittered_round(
+    hosts: list[Any], hour_s: float, workers: int, maintains: list[Any]
+) -> tuple[float, list[Any]]:
+    """Each host ships at its slot of the compressed hour (its ``ship_interval`` offset),
+    while a scheduled maintain runs every quarter of it (as ``maintain_interval: 900``
+    would), keeping a quarter's snapshots."""
+    import threading
+
     from nerve.runtime.shipper import slot_offset
 
     start = time.perf_counter()
     order = sorted(hosts, key=lambda ws: slot_offset(ws.root.name, 3600))
     futures = []
-    with ThreadPoolExecutor(workers) as pool:
-        for ws in order:
-            due = start + slot_offset(ws.root.name, 3600) / 3600 * hour_s
-            time.sleep(max(0.0, due - time.perf_counter()))
-            futures.append(pool.submit(ship_timed, ws))
-        results = [f.result() for f in futures]
+    done = threading.Event()
+    upkeep = threading.Thread(
+        target=scheduled_maintain, args=(hosts[0], hour_s / 4, done, maintains)
+    )
+    upkeep.start()
+    try:
+        with ThreadPoolExecutor(workers) as pool:
+            for ws in order:
+                due = start + slot_offset(ws.root.name, 3600) / 3600 * hour_s
+                time.sleep(max(0.0, due - time.perf_counter()))
+                futures.append(pool.submit(ship_timed, ws))
+            results = [f.result() for f in futures]
+    finally:
+        done.set()
+        upkeep.join()
     return time.perf_counter() - start, results
+
+
+def scheduled_maintain(ws: Any, every_s: float, done: Any, out: list[Any]) -> None:
+    """``fleet maintain`` every ``every_s`` until ``done``, through a warehouse of its own."""
+    from nerve.fleet.maintain import maintain
+    from nerve.fleet.warehouse import open_warehouse, resolve
+
+    wh = open_warehouse(resolve(ws.config.fleet, ws.data))
+    while not done.wait(every_s):
+        wh.refresh()
+        out.append(maintain(wh, keep_s=every_s, grace_s=every_s).to_json())
 
 
 def stampede(hosts: list[Any], rows: int, workers: int) -> tuple[float, list[Any]]:
@@ -230,7 +256,12 @@ def measure(work: Path, args: argparse.Namespace) -> dict[str, Any]:
         warehouse = settings.pop("warehouse")
         _, wh = init_fleet(hosts[0], {"warehouse": warehouse, **settings, "host": "h00000"})
         say(f"{args.hosts} hosts built in {result['build_s']} s; the jittered hour")
-        result["hour"] = ship_figures(*jittered_round(hosts, args.hour_s, args.workers))
+        maintains: list[Any] = []
+        result["hour"] = ship_figures(*jittered_round(hosts, args.hour_s, args.workers, maintains))
+        result["hour"]["maintains"] = len(maintains)
+        result["hour"]["metadata_bytes_max"] = max(
+            (m["metadata_bytes_before"] for m in maintains), default=0
+        )
         result["peak_rss_mb_ships"] = peak_rss_mb()
         trust = work / "verifier"
         old_head = wh.read(f"{wh.host_dir(hosts[-1].root.name)}/head.json") or b""
