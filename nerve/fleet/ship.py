@@ -131,11 +131,11 @@ def _ship_locked(
     registered = _registered_now(wh, resolved.host, ours, before)
     manifest = (f"{wh.host_dir(resolved.host)}/manifest.jsonl", paths.manifest.read_bytes())
     # the manifest goes up beside the segments: verify reads it only up to the head's record
-    _upload(
+    ids = _upload(
         wh, paths, live, result, hook, set(registered), (manifest[0], manifest[1][: state.size])
     )
     step("upload")
-    head = _sign(ws, wh, paths, state, live, key)
+    head = _sign(ws, wh, state, live, key, ids)
     step("manifest")
     wh.write(f"{wh.host_dir(resolved.host)}/head.json", head.to_bytes())
     step("head")
@@ -219,11 +219,19 @@ def _upload(
     step: Callable[[str], None],
     registered: set[str],
     beside: tuple[str, bytes],
-) -> None:
+) -> dict[str, bytes]:
+    """Upload what is not registered (and ``beside``, an object to put meanwhile); returns
+    every live segment's ids, read in the same threads (the head's digest is over them)."""
+    from nerve.log import segments as seg
+    from nerve.log.codec import fixed_bytes
+
     host = wh.resolved.host
     todo = [s for s in live if s.name not in registered]
     _refuse_v1(paths, todo)  # what is registered was v2 when it shipped: read no footer again
     stored = _stored(wh, host) if todo else {}  # one listing, not a request per file
+
+    def ids(info: SegmentInfo) -> bytes:
+        return bytes(fixed_bytes(seg.read_segment(paths.segment(info.name), ["id"]).column("id")))
 
     def put(info: SegmentInfo) -> tuple[bool, int]:
         data = paths.segment(info.name).read_bytes()
@@ -243,11 +251,13 @@ def _upload(
 
     with ThreadPoolExecutor(UPLOAD_THREADS) as pool:
         other = pool.submit(wh.write, *beside)
+        found = {s.name: pool.submit(ids, s) for s in live}
         for fresh, size in pool.map(put, todo):
             result.uploaded += fresh
             result.reused += not fresh
             result.bytes += size
         other.result()
+        return {name: future.result() for name, future in found.items()}
 
 
 def _matches(data: bytes | None, name: str) -> bool:
@@ -261,15 +271,11 @@ def _host_files(wh: Warehouse, host: str) -> list[Any]:
 def _sign(
     ws: Workspace,
     wh: Warehouse,
-    paths: LogPaths,
     state: ManifestState,
     live: list[SegmentInfo],
     key: Any,
+    ids: dict[str, bytes],
 ) -> Head:
-    from nerve.log import segments as seg
-    from nerve.log.codec import fixed_bytes
-
-    ids = [fixed_bytes(seg.read_segment(paths.segment(s.name), ["id"]).column("id")) for s in live]
     body = {
         "host": wh.resolved.host,
         "node": ws.node,
@@ -280,7 +286,7 @@ def _sign(
         "rows": sum(s.rows for s in live),
         "min": list(live[0].min_hlc) if live else None,
         "max": list(live[-1].max_hlc) if live else None,
-        "digest": live_digest(ids),
+        "digest": live_digest([ids[s.name] for s in live]),
         "time_ns": time.time_ns(),
     }
     return Head.sign(body, key)

@@ -224,7 +224,7 @@ class Warehouse:
     def read(self, uri: str) -> bytes | None:
         """The object's bytes, or None when it does not exist."""
         try:
-            with self.table.io.new_input(uri).open() as stream:
+            with self.table.io.new_input(uri).open(seekable=False) as stream:  # one GET
                 data: bytes = stream.read()
                 return data
         except FileNotFoundError:
