@@ -10,19 +10,24 @@ Iceberg REST catalog (``rest``, SigV4-signed, an S3 Tables bucket) or a SQLite c
 (``sql``). In compressed time:
 
 1. **an hour of ships**: each host ships once at its own slot of an ``--hour-s``-second
-   "hour" (the offset ``fleet.ship_interval`` gives it), ``--workers`` ships at most at once;
+   "hour" (the offset ``fleet.ship_interval`` gives it), ``--workers`` ships at most at once,
+   while a scheduled maintain runs every quarter of the hour (as ``maintain_interval`` would);
 2. **a stampede**: every host seals one more segment (stamped "now") and all ship at once;
 3. **maintain** (keep nothing older, no grace), then **query** ``--since 1h`` (the stampede's
    hour) and **verify** every host; then one host's file is deleted and another's head is
    rolled back, and verify must catch both.
 
-Reported: commits/s, ship latency p50/p99, conflicts (lost races) per commit p50/p99,
+All hosts ship from this one process, which is one committer for them (ships that wait
+for its commit hand it their request; see ``nerve/fleet/group.py``).
+
+Reported: ships/s (``commits_per_s``), ship latency p50/p99, lost races per ship p50/p99
+(``conflicts``) and commits a ship had to try again (``retries``),
 metadata.json size and snapshot count before and after maintain, manifests, the query's
 plan time and files read, verify's time, peak memory (RSS) after each phase, the load
 average. Checks (exit 1 when one fails): no segment lost or duplicated, no failed ship,
 every host verifies after maintain, both tamperings caught, metadata.json ≤ 1 MB after
-maintain, the query reads ≤ 2x the files of its hour. The latency and conflict goals
-(p99 ≤ 2 s, ≤ 1 lost race per commit at p99) are reported under ``goals``.
+maintain, the query reads ≤ 2x the files of its hour. The latency and retry goals
+(p99 ≤ 2 s, ≤ 1 retry per commit at p99) are reported under ``goals``.
 Ends with one line ``RESULT {json}``; progress goes to stderr.
 """
 
@@ -295,6 +300,7 @@ def judge(result: dict[str, Any]) -> None:
     good = [h for h in (hour, stamp) if h["ships"] > h["failed"]]
     result["ship_p99_s"] = max((h["ship_p99_s"] for h in good), default=0.0)
     result["conflicts_p99"] = max((h["conflicts_p99"] for h in good), default=0)
+    result["retries_p99"] = max((h["retries_p99"] for h in good), default=0)
     result["checks"] = {
         "nothing_lost": result["lost"] == 0,
         "nothing_duplicated": result["duplicated"] == 0,
@@ -308,7 +314,7 @@ def judge(result: dict[str, Any]) -> None:
     }
     result["goals"] = {
         "ship_p99_at_most_2s": result["ship_p99_s"] <= SHIP_P99_GOAL_S,
-        "conflicts_p99_at_most_1": result["conflicts_p99"] <= CONFLICT_P99_GOAL,
+        "retries_p99_at_most_1": result["retries_p99"] <= CONFLICT_P99_GOAL,
     }
 
 
@@ -319,7 +325,7 @@ def render(result: dict[str, Any], out: TextIO) -> None:
             f"{phase}: {f['ships']} ships in {f['seconds']} s ({f['commits_per_s']} commits/s), "
             f"{f['failed']} failed; ship p50 {f['ship_p50_s']} s, p99 {f['ship_p99_s']} s; "
             f"lost races p50 {f['conflicts_p50']}, p99 {f['conflicts_p99']}, "
-            f"max {f['conflicts_max']}",
+            f"max {f['conflicts_max']}; retries p99 {f['retries_p99']}",
             file=out,
         )
     b, a = result["before_maintain"], result["after_maintain"]

@@ -167,26 +167,42 @@ def _takeable(wh: Warehouse, request: Request) -> bool:
     return known is None or known.key == new.key
 
 
-_TURNS: dict[str, threading.Lock] = {}
+@dataclass
+class Turn:
+    """This process's committing turn on one table, and the table as its last commit left
+    it (a waiter reads that instead of loading the table again)."""
+
+    lock: threading.Lock
+    table: Any = None
+
+    def newest(self, wh: Warehouse) -> None:
+        """Make ``wh`` hold the newer of its table and the one the last commit left."""
+        mine, last = wh.table, self.table
+        if last is not None and last.metadata.last_updated_ms > mine.metadata.last_updated_ms:
+            wh.table = last
+
+
+_TURNS: dict[str, Turn] = {}
 _TURNS_LOCK = threading.Lock()
 
 
 @contextlib.contextmanager
-def turn(wh: Warehouse, before_waiting: Callable[[], None]) -> Iterator[bool]:
+def turn(wh: Warehouse, before_waiting: Callable[[], None]) -> Iterator[tuple[bool, Turn]]:
     """One committing thread per table in this process (a process shipping for many
     workspaces is one committer for them all): the others call ``before_waiting`` (which
     writes their request), wait, then find their request taken by the next commit.
-    Yields whether it waited (the table must then be reloaded)."""
+    Yields whether it waited, and the turn (whose ``table`` a committer sets)."""
     with _TURNS_LOCK:
-        lock = _TURNS.setdefault(f"{wh.resolved.catalog}\n{wh.resolved.table}", threading.Lock())
-    waited = not lock.acquire(blocking=False)
+        key = f"{wh.resolved.catalog}\n{wh.resolved.table}"
+        state = _TURNS.setdefault(key, Turn(threading.Lock()))
+    waited = not state.lock.acquire(blocking=False)
     if waited:
         before_waiting()
-        lock.acquire()
+        state.lock.acquire()
     try:
-        yield waited
+        yield waited, state
     finally:
-        lock.release()
+        state.lock.release()
 
 
 def commit_group(wh: Warehouse, mine: Request, lost: int, snapshot_props: dict[str, str]) -> int:

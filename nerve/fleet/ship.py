@@ -1,16 +1,18 @@
 """``nerve fleet ship``: this host's sealed segments into the fleet's Iceberg table.
 
 1. Each live segment not yet in the store is uploaded under its content name, then read
-   back and its blake3 checked (one already there with the right bytes is left alone).
-2. The manifest and a signed head over it go up beside them.
+   back and its blake3 checked (one already there with the right bytes is left alone);
+   the manifest goes up meanwhile.
+2. A signed head over the manifest goes up beside them.
 3. One Iceberg commit registers the new files (``add_files``-style: nothing is rewritten)
-   and drops the ones the host no longer holds (compacted, erased, archived), with the head
-   in the snapshot's properties. A commit that loses a race reloads and recomputes.
+   and drops the ones the host no longer holds (compacted, erased, archived), and sets the
+   host's signed registration as a table property. A commit that loses a race reloads and
+   recomputes; a ship that must wait hands its request to the next commit (``group``).
 
-What the host has registered is read from its own newest snapshot's signed head (in the
-table's metadata), not from a scan of every host's manifests; only a ship that drops files
-scans, to find the entries it removes. A host name whose head another key signed is
-refused before anything is written: a ship never deletes what another key signed.
+What the host has registered is read from its registration (in the table's metadata) and
+the head.json of that record, not from a scan of every host's manifests; only a ship that
+drops files scans, to find the entries it removes. A host name whose head another key
+signed is refused before anything is written: a ship never deletes what another key signed.
 
 The table decides what is registered, so a ship killed at any instant and run again
 registers every segment exactly once: before the commit nothing is registered, after it
@@ -324,13 +326,14 @@ def _register(
 
         if lost:  # lost a race: the next winner may take this ship's files with its own
             send()
-        with group.turn(wh, send) as waited:
+        with group.turn(wh, send) as (waited, state):
             if waited:  # another thread of this process committed meanwhile: ours too?
-                wh.refresh()
+                state.newest(wh)
                 if group.current(wh, host) == mine:
                     return len(add), 0, _current_snapshot(wh)
             tried[0] += 1
             hosts = group.commit_group(wh, request, len(lost), _summary(len(lost)))
+            state.table = wh.table  # as this commit left it, for the threads waiting
         result.timings["group_hosts"] = hosts
         return len(add), 0, _current_snapshot(wh)
 
