@@ -167,42 +167,26 @@ def _takeable(wh: Warehouse, request: Request) -> bool:
     return known is None or known.key == new.key
 
 
-@dataclass
-class Turn:
-    """This process's committing turn on one table, and the table as its last commit left
-    it (a waiter reads that instead of loading the table again)."""
-
-    lock: threading.Lock
-    table: Any = None
-
-    def newest(self, wh: Warehouse) -> None:
-        """Make ``wh`` hold the newer of its table and the one the last commit left."""
-        mine, last = wh.table, self.table
-        if last is not None and last.metadata.last_updated_ms > mine.metadata.last_updated_ms:
-            wh.table = last
-
-
-_TURNS: dict[str, Turn] = {}
+_TURNS: dict[str, threading.Lock] = {}
 _TURNS_LOCK = threading.Lock()
 
 
 @contextlib.contextmanager
-def turn(wh: Warehouse, before_waiting: Callable[[], None]) -> Iterator[tuple[bool, Turn]]:
+def turn(wh: Warehouse, before_waiting: Callable[[], None]) -> Iterator[bool]:
     """One committing thread per table in this process (a process shipping for many
     workspaces is one committer for them all): the others call ``before_waiting`` (which
     writes their request), wait, then find their request taken by the next commit.
-    Yields whether it waited, and the turn (whose ``table`` a committer sets)."""
+    Yields whether it waited (the table must then be reloaded)."""
     with _TURNS_LOCK:
-        key = f"{wh.resolved.catalog}\n{wh.resolved.table}"
-        state = _TURNS.setdefault(key, Turn(threading.Lock()))
-    waited = not state.lock.acquire(blocking=False)
+        lock = _TURNS.setdefault(f"{wh.resolved.catalog}\n{wh.resolved.table}", threading.Lock())
+    waited = not lock.acquire(blocking=False)
     if waited:
         before_waiting()
-        state.lock.acquire()
+        lock.acquire()
     try:
-        yield waited, state
+        yield waited
     finally:
-        state.lock.release()
+        lock.release()
 
 
 def commit_group(wh: Warehouse, mine: Request, lost: int, snapshot_props: dict[str, str]) -> int:

@@ -2,9 +2,10 @@
 
 1. **Rewrite manifests**: one merge commit folds the many small manifests (one per ship)
    into few, so planning reads few files.
-2. **Expire snapshots**: every snapshot older than ``keep_s`` goes, except the current one
-   and each host's newest (its signed head is how verify knows what the table last
-   registered for the host, and how a rolled-back table is caught).
+2. **Expire snapshots**: every snapshot older than ``keep_s`` goes, except the current one.
+   What verify and the next ship read, each host's signed registration, is a table
+   property, which no expiry touches (a table shipped to before registrations moved there
+   keeps each such host's newest snapshot until the host ships again).
 3. **Remove orphans**: files under ``metadata/`` that no kept snapshot or metadata version
    names, older than ``grace_s`` (a ship or maintain still under way may have written
    files it has not committed yet).
@@ -17,11 +18,9 @@ Segment objects are not touched here: each host's ship sweeps its own.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from nerve.fleet.group import turn
 from nerve.fleet.warehouse import FleetError, Warehouse
 
 __all__ = ["MaintainResult", "maintain"]
@@ -56,8 +55,8 @@ def maintain(wh: Warehouse, *, keep_s: float = 3600.0, grace_s: float = 3600.0) 
         metadata_bytes_before=metadata_bytes(wh),
     )
     if wh.table.current_snapshot() is not None:
-        wh.commit(_in_turn(_rewrite_manifests))
-        wh.commit(_in_turn(lambda w: _expire(w, keep_s)))
+        wh.commit(_rewrite_manifests)
+        wh.commit(lambda w: _expire(w, keep_s))
     result.orphans_removed = _remove_orphans(wh, grace_s)
     wh.refresh()
     result.snapshots_after = len(wh.table.metadata.snapshots)
@@ -65,19 +64,6 @@ def maintain(wh: Warehouse, *, keep_s: float = 3600.0, grace_s: float = 3600.0) 
     result.metadata_bytes_after = metadata_bytes(wh)
     result.seconds = round(time.perf_counter() - started, 3)
     return result
-
-
-def _in_turn(step: Callable[[Warehouse], None]) -> Callable[[Warehouse], None]:
-    """``step`` in this process's committing turn (a process that ships for many hosts
-    does not starve its own upkeep with its ships' commits), on the newest table it knows."""
-
-    def attempt(wh: Warehouse) -> None:
-        with turn(wh, lambda: None) as (_, state):
-            state.newest(wh)
-            step(wh)
-            state.table = wh.table
-
-    return attempt
 
 
 def metadata_bytes(wh: Warehouse) -> int:

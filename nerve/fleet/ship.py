@@ -326,14 +326,13 @@ def _register(
 
         if lost:  # lost a race: the next winner may take this ship's files with its own
             send()
-        with group.turn(wh, send) as (waited, state):
+        with group.turn(wh, send) as waited:
             if waited:  # another thread of this process committed meanwhile: ours too?
-                state.newest(wh)
+                wh.refresh()
                 if group.current(wh, host) == mine:
                     return len(add), 0, _current_snapshot(wh)
             tried[0] += 1
             hosts = group.commit_group(wh, request, len(lost), _summary(len(lost)))
-            state.table = wh.table  # as this commit left it, for the threads waiting
         result.timings["group_hosts"] = hosts
         return len(add), 0, _current_snapshot(wh)
 
