@@ -20,7 +20,7 @@ from nerve.runtime.senses import sense_rows
 
 if TYPE_CHECKING:
     from nerve.config.models import NerveConfig
-    from nerve.events import Event
+    from nerve.events import ErasedEvent, Event
     from nerve.log.drafts import Draft
     from nerve.log.store import EventLog
     from nerve.runtime.capture import CaptureGate
@@ -53,13 +53,15 @@ class Controlled(Protocol):
 
     def parse_drafts(self, objects: list[Any], first: int = 0) -> list[Draft]: ...
 
-    def parse_events(self, objects: list[Any], first: int = 0) -> list[Event]: ...
+    def parse_events(self, objects: list[Any], first: int = 0) -> list[Event | ErasedEvent]: ...
 
     async def emit_drafts(
         self, drafts: list[Draft], key: str | None = None
     ) -> list[dict[str, Any]]: ...
 
-    async def import_parsed(self, events: list[Event], key: str | None = None) -> int: ...
+    async def import_parsed(
+        self, events: list[Event | ErasedEvent], key: str | None = None
+    ) -> int: ...
 
     async def log_call(self, method: str, **kwargs: Any) -> Any: ...
 

@@ -29,12 +29,12 @@ from nerve.config.issues import InvalidConfig
 from nerve.config.models import NerveConfig
 from nerve.contract import WorkflowTrigger
 from nerve.errors import NerveError, SenseError, did_you_mean
-from nerve.events import Event
+from nerve.events import ErasedEvent, Event
 from nerve.log.attest import check_batch, drafts_of_object
 from nerve.log.codec import table_from_events
 from nerve.log.drafts import Draft
 from nerve.log.store import EventLog, manifest_state
-from nerve.log.wire import draft_from_json, event_from_json, row_to_json
+from nerve.log.wire import draft_from_json, row_to_json, stored_event_from_json
 from nerve.privacy.policy import Policy
 from nerve.runtime import control, journal
 from nerve.runtime.bus import SignalBus
@@ -649,9 +649,9 @@ class Kernel:
         parsed = _parse_each(objects, drafts_of_object, first)  # an attestation adds a draft
         return [draft for drafts in parsed for draft in drafts]
 
-    def parse_events(self, objects: list[Any], first: int = 0) -> list[Event]:
-        """Request objects as whole events to import; an error names the event."""
-        return _parse_each(objects, event_from_json, first)
+    def parse_events(self, objects: list[Any], first: int = 0) -> list[Event | ErasedEvent]:
+        """Request objects as events of a copied log to import; an error names the event."""
+        return _parse_each(objects, stored_event_from_json, first)
 
     async def emit(self, objects: list[Any], key: str | None = None) -> list[dict[str, Any]]:
         return await self.emit_drafts(self.parse_drafts(objects), key)
@@ -678,19 +678,20 @@ class Kernel:
     async def import_events(self, objects: list[Any], key: str | None = None) -> int:
         return await self.import_parsed(self.parse_events(objects), key)
 
-    async def import_parsed(self, events: list[Event], key: str | None = None) -> int:
+    async def import_parsed(self, events: list[Event | ErasedEvent], key: str | None = None) -> int:
         """Import whole events at once (their order checked against the log's newest);
         refused if a privacy rule would change one (``PrivacyError``), or if one claims
         ``Attested`` without a checkable attestation after it (``TrustError``)."""
-        check_batch(events, self.config.attestation.keys)
-        self.privacy.screen(events)
+        whole = [e for e in events if isinstance(e, Event)]  # an erased one holds no text
+        check_batch(whole, self.config.attestation.keys)
+        self.privacy.screen(whole)
         await self.committer.drain()
         assert self.log is not None
         log = self.log
         before = log.newest
         count = int(await asyncio.to_thread(log.import_events, events, key=key))
-        if events and log.newest > before:  # not a replayed key
-            table = table_from_events(events)
+        if whole and log.newest > before:  # not a replayed key
+            table = table_from_events(whole)
             for listener in self.committer.listeners:  # imported observations are attended too
                 listener(table)
         return count
