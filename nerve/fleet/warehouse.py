@@ -568,9 +568,12 @@ _CATALOGS_LOCK = threading.Lock()
 
 
 def _catalog(resolved: Resolved) -> Any:
-    """One catalog client per settings and process: a process shipping many workspaces
-    (a committer, the scale bench) opens it once, not per ship (a REST client's set-up is
-    a config request and two boto3 sessions)."""
+    """One REST catalog client per settings and process: a process shipping many
+    workspaces (a committer, the scale bench) opens it once, not per ship (its set-up is a
+    config request and two boto3 sessions). A SQL catalog is opened each time: it is
+    cheap, and a pooled connection would outlive a catalog file replaced meanwhile."""
+    if not resolved.catalog.startswith(("http://", "https://")):
+        return _open_catalog(resolved)
     key = (resolved.catalog, *sorted(f"{k}={v}" for k, v in resolved.properties.items()))
     with _CATALOGS_LOCK:
         if key not in _CATALOGS:
