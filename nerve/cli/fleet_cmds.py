@@ -143,16 +143,19 @@ def verify_cmd(
         bool,
         typer.Option("--repin", help="Accept the named hosts' current keys (after a rotation)."),
     ] = False,
+    threads: Annotated[
+        int, typer.Option("--threads", min=1, help="Hosts checked at once (default 8).")
+    ] = 8,
     as_json: JsonFlag = False,
 ) -> None:
-    """Check every host's files, signed head and digest.
+    """Check every host's files, signed head and digest, several hosts at once.
 
     Exit 3–9 names the problem:
     3 altered file, 4 key changed, 5 bad head, 6 rolled back, 7 missing, 8 extra, 9 digest.
     """
     if repin and not host:
         raise UsageError("--repin needs --host NAME: the hosts whose new key you accept")
-    verdict = _door().fleet_verify(hosts=host, repin=repin)
+    verdict = _door().fleet_verify(hosts=host, repin=repin, threads=threads)
     if as_json:
         emit_json(verdict.to_json())
     else:

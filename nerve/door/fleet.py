@@ -107,18 +107,20 @@ class Fleet:
         result = stream_query(connect_fleet(wh, fleet, cache), sql)
         return FleetAnswer(fleet, result, cache, limit_mb * 1024 * 1024)
 
-    def fleet_verify(self, *, hosts: list[str] | None = None, repin: bool = False) -> FleetVerdict:
+    def fleet_verify(
+        self, *, hosts: list[str] | None = None, repin: bool = False, threads: int = 8
+    ) -> FleetVerdict:
         """Check every host's files, signed head and digest against what it signed; with
-        ``repin``, accept the named hosts' current keys. Recorded for ``fleet status``."""
+        ``repin``, accept the named hosts' current keys; ``threads`` hosts at once.
+        Recorded for ``fleet status``."""
         from nerve.canonical import canonical_json
         from nerve.chain.trust import default_trust_dir
         from nerve.fleet.status import verify_record_path
         from nerve.fleet.verify import exit_code, verify_fleet
         from nerve.fleet.warehouse import write_local
 
-        reports = verify_fleet(
-            self.warehouse(), default_trust_dir().parent, hosts=hosts, repin=repin
-        )
+        trust = default_trust_dir().parent
+        reports = verify_fleet(self.warehouse(), trust, hosts=hosts, repin=repin, threads=threads)
         record = {"time_ns": time.time_ns(), "hosts": [r.to_json() for r in reports]}
         write_local(verify_record_path(self.folder.data), canonical_json(record) + b"\n")
         return FleetVerdict(reports, exit_code(reports), record)
