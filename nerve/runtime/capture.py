@@ -58,6 +58,9 @@ class CaptureGate:
     def paused(self) -> bool:
         return self.state.paused
 
+    def describe(self) -> str:
+        return self.state.describe()
+
     async def restore(self) -> None:
         """Read the newest pause record, before any sense is scheduled."""
         connect = self.kernel.connect

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from nerve.clock import Hlc
 from nerve.contract import WorkflowTrigger
 from nerve.errors import NerveError, UsageError, WorkflowError
-from nerve.runtime.ipc import error_reply, refusal
+from nerve.runtime.ipc import IpcServer, error_reply, refusal
 from nerve.runtime.senses import sense_rows
 
 if TYPE_CHECKING:
@@ -157,6 +157,29 @@ def _seed_sense(kernel: Controlled, name: str, live: dict[str, Any]) -> dict[str
 
 
 SEED_SOCKET = "nerve.sock"
+
+
+async def seed_listener(
+    root: Path,
+    socket_path: Path,
+    config: NerveConfig,
+    answer: Callable[[dict[str, Any]], Awaitable[dict[str, Any]]],
+) -> IpcServer | None:
+    """A second listener at the workspace root's ``nerve.sock``, where seed-era clients
+    connect (replies shaped by :func:`seed_reply`); skipped, with a warning, when something
+    else holds that path."""
+    from nerve.runtime import journal
+
+    path = root / SEED_SOCKET
+    if path.resolve() == socket_path.resolve():
+        return None
+    server = IpcServer(path, answer, max_bytes=config.daemon.max_request_bytes, reshape=seed_reply)
+    try:
+        await server.start()
+    except (NerveError, OSError) as exc:
+        journal.warn(f"no seed-compatible socket at {path}: {exc}")
+        return None
+    return server
 
 
 def seed_reply(reply: dict[str, Any]) -> dict[str, Any]:

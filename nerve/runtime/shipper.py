@@ -18,11 +18,26 @@ import os
 import random
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Protocol
 
 import blake3
 
 from nerve.runtime import journal
+
+if TYPE_CHECKING:
+    from nerve.config.models import NerveConfig
+    from nerve.workspace import Workspace
+
+
+class Shipping(Protocol):
+    """What the ship loop reads of the kernel: the workspace and ``fleet:`` in force."""
+
+    @property
+    def ws(self) -> Workspace: ...
+
+    @property
+    def config(self) -> NerveConfig: ...
+
 
 CHECK_S = 2.0
 BACKOFF_MAX_S = 300.0
@@ -30,7 +45,7 @@ TIMEOUT_S = 600.0
 SLOT_STEP_S = 30.0
 
 
-async def ship_loop(kernel: Any) -> None:
+async def ship_loop(kernel: Shipping) -> None:
     """Watch the manifest; when it grew since the last good ship, ship."""
     manifest = kernel.ws.log_root / "manifest.jsonl"
     shipped, wait, failures = -1, CHECK_S, 0
@@ -72,9 +87,11 @@ def next_slot(now: float, host: str, interval: int) -> float:
     return start + interval if start <= now else start
 
 
-async def _until_slot(kernel: Any, interval: int) -> None:
+async def _until_slot(kernel: Shipping, interval: int) -> None:
     from nerve.fleet.warehouse import resolve
 
+    if kernel.config.fleet is None:
+        return
     host = resolve(kernel.config.fleet, kernel.ws.data).host
     target = next_slot(time.time(), host, interval)
     while (remaining := target - time.time()) > 0:  # in steps: a settings edit is seen
