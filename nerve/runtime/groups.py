@@ -23,6 +23,7 @@ BACKOFF_S = 5.0
 STREAM_LIMIT = 64 * 1024 * 1024
 READ_CHUNK = 1 << 20  # replies are read as they come, many lines at a time
 _ENCODE = json.JSONEncoder(separators=(",", ":")).encode
+_COMPUTE = b'{"op":"compute","seq":%d,"sense":%s,"state":%s}'
 MAX_BATCH = 64  # computes sent to a worker in one write
 RELAY_GRACE_S = 0.5
 # At a stop, computes already sent get this long to answer, so a compute that ran is also
@@ -58,7 +59,9 @@ class Reply:
 class Host(Protocol):
     """What a group needs from the kernel."""
 
-    def state_of(self, sense: str) -> Any: ...
+    def state_json(self, sense: str) -> bytes:
+        """The sense's state as canonical JSON (what its next compute starts from)."""
+        ...
 
     async def on_results(self, replies: list[Reply]) -> None:
         """Replies of one batch that arrived together, in order: stored as one commit."""
@@ -69,6 +72,11 @@ class Host(Protocol):
     async def on_restart(self, group: str, reason: str, pid: int | None) -> None: ...
 
     async def on_loaded(self, group: str, loaded: dict[str, Any]) -> None: ...
+
+
+@functools.lru_cache(maxsize=4096)
+def _name(sense: str) -> bytes:
+    return _ENCODE(sense).encode()
 
 
 class ProtocolError(ValueError):
@@ -279,19 +287,15 @@ class GroupWorker:
                 return
 
     def _requests(self, batch: list[Job]) -> bytes:
-        """Every compute of the batch, one JSON line each, for one write."""
+        """Every compute of the batch, one JSON line each, for one write; a state goes as
+        the canonical bytes the kernel already holds, not encoded again."""
         lines = []
         for job in batch:
             self.seq += 1
-            msg = {
-                "op": "compute",
-                "seq": self.seq,
-                "sense": job.sense,
-                "state": self.host.state_of(job.sense),
-            }
-            lines.append(_ENCODE(msg))
-        lines.append("")
-        return "\n".join(lines).encode()
+            state = self.host.state_json(job.sense)
+            lines.append(_COMPUTE % (self.seq, _name(job.sense), state))
+        lines.append(b"")
+        return b"\n".join(lines)
 
     async def _await_reply(self, job: Job, seq: int) -> bool:
         """Handle one job's reply; False if the worker had to be restarted."""

@@ -167,8 +167,8 @@ class Sensing:
 
     # -- the groups' host --------------------------------------------------------------
 
-    def state_of(self, sense: str) -> Any:
-        return self.results.memory.state_of(sense)
+    def state_json(self, sense: str) -> bytes:
+        return self.results.memory.canonical(sense)
 
     async def on_loaded(self, group: str, loaded: dict[str, Any]) -> None:
         memory = self.results.memory
