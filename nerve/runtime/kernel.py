@@ -12,24 +12,22 @@ event is durable.
 from __future__ import annotations
 
 import asyncio
-import collections
 import contextlib
 import os
 import signal
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 
-from nerve.config import load_config
-from nerve.config.issues import InvalidConfig
 from nerve.config.models import NerveConfig
 from nerve.contract import WorkflowTrigger
-from nerve.errors import NerveError
 from nerve.log.store import EventLog
 from nerve.privacy.policy import Policy
 from nerve.runtime import control, journal, triggers
+from nerve.runtime import reload as config_reload
 from nerve.runtime.capture import CaptureGate
 from nerve.runtime.committer import Committer
 from nerve.runtime.extensions import Extension, load_extensions
@@ -40,22 +38,25 @@ from nerve.runtime.ipc import IpcServer
 from nerve.runtime.queries import QueryChild
 from nerve.runtime.results import SenseStats
 from nerve.runtime.scheduler import Scheduler
-from nerve.runtime.senses import (
-    check_sense_file,
-    ended_cleanly,
-    last_alive_ns,
-    layout,
-    stored_states,
-)
+from nerve.runtime.senses import ended_cleanly, last_alive_ns, layout, stored_states
 from nerve.runtime.sensing import Sensing
 from nerve.runtime.skips import Skips
-from nerve.runtime.snapshot import AgentReads, Highlight
+from nerve.runtime.snapshot import AgentReads, Highlights
 from nerve.runtime.staging import Stages
 from nerve.runtime.upkeep import Upkeep
-from nerve.runtime.writer import Writer, parse_drafts, parse_events
+from nerve.runtime.writer import Writer
 from nerve.workspace import Workspace
 
-HIGHLIGHTS_KEPT = 50
+
+@dataclass
+class Running:
+    """What the kernel opens at start: the log, the writer's front, upkeep, followers."""
+
+    log: EventLog
+    writer: Writer
+    upkeep: Upkeep
+    followers: Followers
+    scheduler: Scheduler = field(init=False)
 
 
 class Kernel:
@@ -73,7 +74,7 @@ class Kernel:
         self.handlers: dict[str, Any] = dict(control.HANDLERS)  # and each extension's
         self.stages = Stages()  # batches sent in several requests, until their last part
         self.capture = CaptureGate(self)  # pause and resume
-        self.highlights: collections.deque[Highlight] = collections.deque(maxlen=HIGHLIGHTS_KEPT)
+        self.highlights = Highlights()
         self.agents = AgentReads()  # calls through `nerve mcp`, for the dev view and status
         self.skips = Skips(self._record_skip)  # ticks that did not run, and why
         self.queries = QueryChild()  # DuckDB, in a process of its own while it is used
@@ -87,40 +88,36 @@ class Kernel:
         )
         self._tasks: list[asyncio.Task[Any]] = []
         self._servers: list[IpcServer] = []
-        self._log: EventLog | None = None
-        self._writer: Writer | None = None
-        self._upkeep: Upkeep | None = None
+        self._running: Running | None = None
         self._down_since: int | None = None  # wall ns the log was last written by a daemon
 
     # -- the parts, once started -------------------------------------------------------
 
     @property
-    def log(self) -> EventLog:
-        if self._log is None:
+    def running(self) -> Running:
+        if self._running is None:
             raise RuntimeError("the kernel has not started")
-        return self._log
+        return self._running
+
+    @property
+    def log(self) -> EventLog:
+        return self.running.log
 
     @property
     def writer(self) -> Writer:
-        if self._writer is None:
-            raise RuntimeError("the kernel has not started")
-        return self._writer
-
-    @property
-    def upkeep(self) -> Upkeep:
-        if self._upkeep is None:
-            raise RuntimeError("the kernel has not started")
-        return self._upkeep
+        return self.running.writer
 
     @property
     def committer(self) -> Committer:
-        return self.writer.committer
+        return self.running.writer.committer
+
+    @property
+    def followers(self) -> Followers:
+        return self.running.followers
 
     @property
     def scheduler(self) -> Scheduler:
-        if self.senses.scheduler is None:
-            raise RuntimeError("the kernel has not started")
-        return self.senses.scheduler
+        return self.running.scheduler
 
     @property
     def stats(self) -> dict[str, SenseStats]:
@@ -132,11 +129,11 @@ class Kernel:
 
     @property
     def segments(self) -> int:
-        return self.upkeep.segments if self._upkeep else 0
+        return self._running.upkeep.segments if self._running else 0
 
     @property
     def seal_failure(self) -> str | None:
-        return self.upkeep.seal_failure if self._upkeep else None
+        return self._running.upkeep.seal_failure if self._running else None
 
     @property
     def stored_events(self) -> int:
@@ -150,25 +147,17 @@ class Kernel:
     # -- lifecycle ---------------------------------------------------------------------
 
     async def start(self) -> None:
-        log = self._log = self.ws.open_log(background_seal=True)  # sealing never stalls commits
-        self.followers = Followers(log.newest)  # `follow` subscribers (nerve tail -f)
-        log.on_commit.append(self.followers.hook(asyncio.get_running_loop()))
-        committer = Committer(log)
-        upkeep = self._upkeep = Upkeep(log, self.ws.log_root, lambda: self.config, self.skips)
-        self._writer = Writer(log, committer, self, upkeep.after_maintenance)
-        committer.listeners.extend([self.agents.note, upkeep.nudge])
-        committer.start()
-        await self._restore()
-        await upkeep.count_segments()
+        running = self._running = self._open()
+        await self._restore(running)
+        await running.upkeep.count_segments()
         pid = os.getpid()
         payload = {"pid": pid, "workspace": str(self.ws.root)}
         await self.record("daemon.started", "daemon", f"daemon started (pid {pid})", payload)
         events, segments = await self._position()
         self.writer.base_events = events - self.writer.appended
         socket = self.socket_path if self.with_ipc else None  # listening before ready is set
-        journal.say(
-            journal.banner(self.ws.root, socket, sorted(self.config.senses), events, segments)
-        )
+        senses = sorted(self.config.senses)
+        journal.say(journal.banner(self.ws.root, socket, senses, events, segments))
         await self._apply(self.config, reason="start")
         await self.capture.start()
         for ext in self.extensions:
@@ -176,17 +165,29 @@ class Kernel:
             self.handlers.update(ext.handlers())
         if self.with_ipc:
             await self._listen()
-        self._tasks += upkeep.tasks(self.writer.with_log)
+        self._tasks += running.upkeep.tasks(self.writer.with_log)
         self._tasks += self._side_tasks()
         self.ready.set()
 
-    async def _restore(self) -> None:
+    def _open(self) -> Running:
+        """The log (sealing in the background never stalls commits) and the writer's parts."""
+        log = self.ws.open_log(background_seal=True)
+        followers = Followers(log.newest)  # `follow` subscribers (nerve tail -f)
+        log.on_commit.append(followers.hook(asyncio.get_running_loop()))
+        committer = Committer(log)
+        upkeep = Upkeep(log, self.ws.log_root, lambda: self.config, self.skips)
+        writer = Writer(log, committer, self, upkeep.after_maintenance)
+        committer.listeners.extend([self.agents.note, upkeep.nudge])
+        committer.start()
+        return Running(log, writer, upkeep, followers)
+
+    async def _restore(self, running: Running) -> None:
         """What the log says of the last run: sense states, when it ended, whether cleanly,
         and a pause (before any sense is scheduled)."""
         stored = await asyncio.to_thread(stored_states, self.ws, self.connect)
         self._down_since = await asyncio.to_thread(last_alive_ns, self.ws, self.connect)
         clean = await asyncio.to_thread(ended_cleanly, self.ws, self.connect)
-        self.senses.start(self.writer, stored, clean)
+        running.scheduler = self.senses.start(running.writer, stored, clean)
         await self.capture.restore()
 
     async def _listen(self) -> None:
@@ -266,15 +267,7 @@ class Kernel:
         self.privacy = Policy(config.privacy, self.privacy.dropped, self.privacy.redacted)
         first = reason == "start"
         await self.senses.load(lay, first=first, down_since_ns=self._down_since if first else None)
-        payload = {
-            "reason": reason,
-            "senses": sorted(config.senses),
-            "groups": sorted(lay.specs),
-            "workflows": sorted(config.workflows),
-        }
-        await self.record(
-            "config.loaded", "nerve.yaml", f"configuration loaded ({reason})", payload
-        )
+        await self.record("config.loaded", "nerve.yaml", *config_reload.loaded(config, lay, reason))
         if not first:
             senses = journal.senses_text(sorted(self.stats))
             journal.say(f"configuration reloaded ({reason}): {senses}")
@@ -285,26 +278,13 @@ class Kernel:
         """Re-read nerve.yaml and sense code; a bad edit keeps what runs. True if applied."""
         try:
             # off the loop: a large or hostile file must not stop the daemon answering
-            config = await asyncio.to_thread(self._read_config)
-        except (NerveError, ValueError, RecursionError, MemoryError) as exc:
-            issues = [str(i) for i in exc.issues] if isinstance(exc, InvalidConfig) else []
-            await self.record(
-                "config.rejected",
-                "nerve.yaml",
-                f"edit rejected: {str(exc).splitlines()[0]}",
-                {"error": str(exc), "issues": issues, "reason": reason},
-            )
+            config = await asyncio.to_thread(config_reload.read_config, self.ws)
+        except config_reload.READ_ERRORS as exc:
+            await self.record("config.rejected", "nerve.yaml", *config_reload.rejected(exc, reason))
             journal.warn(f"configuration edit rejected, the running one is kept: {exc}")
             return False
         await self._apply(config, reason=reason)
         return True
-
-    def _read_config(self) -> NerveConfig:
-        config = load_config(self.ws.config_path)
-        for group in layout(self.ws, config).specs.values():
-            for spec in group.values():
-                check_sense_file(Path(spec.path))
-        return config
 
     # -- records and requests ----------------------------------------------------------
 
@@ -317,10 +297,7 @@ class Kernel:
 
     def on_decision(self, payload: dict[str, Any]) -> None:
         """An attention decision, surfaced or held, for the dev view and the daemon log."""
-        seen = Highlight(
-            time.time(), payload["outcome"], str(payload["probe"]), str(payload["source_line"])
-        )
-        self.highlights.append(seen)
+        seen = self.highlights.decided(payload)
         if seen.surfaced:
             journal.say(f"surfaced {seen.probe}: {seen.line}")
 
@@ -329,21 +306,6 @@ class Kernel:
 
     def trigger_sense(self, sense: str) -> None:
         self.senses.trigger(sense)
-
-    parse_drafts = staticmethod(parse_drafts)
-    parse_events = staticmethod(parse_events)
-
-    async def emit_drafts(self, drafts: Any, key: str | None = None) -> list[dict[str, Any]]:
-        return await self.writer.emit_drafts(drafts, key)
-
-    async def import_parsed(self, events: Any, key: str | None = None) -> int:
-        return await self.writer.import_parsed(events, key)
-
-    async def log_call(self, method: str, **kwargs: Any) -> Any:
-        return await self.writer.log_call(method, **kwargs)
-
-    async def with_log(self, work: Any) -> Any:
-        return await self.writer.with_log(work)
 
     async def _workflow_requested(self, trigger: WorkflowTrigger, sense: str) -> None:
         for ext in self.extensions:
