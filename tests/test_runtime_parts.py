@@ -116,7 +116,7 @@ def test_a_group_hands_a_batch_of_replies_to_its_host_at_once(tmp_path: Path) ->
     assert len(host.batches) == 1  # one batch: one commit, not ten
     replies = host.batches[0]
     assert [r.job.sense for r in replies] == names
-    assert [r.body.get("state") for r in replies] == [{"n": 42}] * 10, replies[0].body
+    assert [r.body.get("state_jcs") for r in replies] == ['{"n":42}'] * 10, replies[0].body
 
 
 class Store:

@@ -151,16 +151,27 @@ def observation(sense: str, obs: dict[str, Any]) -> Draft:
 
 
 class Memory:
-    """Each sense's state as stored, its initial state, and how it records its state."""
+    """Each sense's state as stored, its initial state, and how it records its state.
+
+    A state is kept as its canonical bytes (what the next compute is sent, and what a
+    change is told by); the object is decoded only when something reads it."""
 
     def __init__(self) -> None:
-        self.states: dict[str, Any] = {}
         self.initial: dict[str, Any] = {}
         self.state_records: dict[str, str] = {}  # sense -> "changes" | "checkpoints"
+        self._objects: dict[str, Any] = {}  # sense -> its state, once decoded or given
         self._canonical: dict[str, bytes] = {}  # sense -> canonical bytes of its state
 
+    def has(self, sense: str) -> bool:
+        return sense in self._canonical or sense in self._objects
+
     def state_of(self, sense: str) -> Any:
-        return self.states.get(sense, self.initial.get(sense))
+        if sense in self._objects:
+            return self._objects[sense]
+        if sense in self._canonical:
+            state = self._objects[sense] = json.loads(self._canonical[sense])
+            return state
+        return self.initial.get(sense)
 
     def canonical(self, sense: str) -> bytes:
         known = self._canonical.get(sense)
@@ -169,15 +180,23 @@ class Memory:
         return known
 
     def set(self, sense: str, state: Any, canonical: bytes | None = None) -> None:
-        self.states[sense] = state
+        self._objects[sense] = state
         if canonical is None:
             self._canonical.pop(sense, None)
         else:
             self._canonical[sense] = canonical
 
+    def set_canonical(self, sense: str, canonical: bytes) -> None:
+        """The state as canonical bytes only (decoded if and when it is read)."""
+        self._canonical[sense] = canonical
+        self._objects.pop(sense, None)
+
     def checkpointed(self, sense: str) -> bool:
         """True when ``sense`` stores its state at checkpoints only (``state_records``)."""
         return self.state_records.get(sense) == "checkpoints"
+
+
+_UNREAD = object()  # a state known by its canonical bytes only
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,6 +219,15 @@ class Outcome:
     errors: list[tuple[str, str, str]] = field(default_factory=list)  # sense, kind, message
     skipped: list[tuple[str, str]] = field(default_factory=list)  # sense, reason
     workflows: list[tuple[WorkflowTrigger, str]] = field(default_factory=list)
+
+
+def _state(body: dict[str, Any]) -> tuple[Any, bytes]:
+    """A reply's state and its canonical bytes: the worker sends the bytes it checked
+    (``state_jcs``), so they are not encoded again here."""
+    text = body.get("state_jcs")
+    if isinstance(text, str):
+        return _UNREAD, text.encode("utf-8")
+    return body["state"], canonical_json(body["state"], field="state")
 
 
 class Results:
@@ -264,7 +292,7 @@ class Results:
         drafts = self.policy.capture_all(kept)
         trigger, extra = self._workflow(sense, body.get("workflow"))
         lateness = max(0, (reply.started_ns - job.due_ns) // 1000)
-        state, canonical = body["state"], canonical_json(body["state"], field="state")
+        state, canonical = _state(body)
         withheld = len(observed) - len(kept) if len(kept) < len(observed) else None
         stats = self.stats[sense]
         now = self._now()
@@ -333,7 +361,10 @@ class Results:
         wall = self._wall()
         for moved in outcome.moved:
             sense, body = moved.reply.job.sense, moved.reply.body
-            self.memory.set(sense, moved.state, moved.canonical)
+            if moved.state is _UNREAD:
+                self.memory.set_canonical(sense, moved.canonical)
+            else:
+                self.memory.set(sense, moved.state, moved.canonical)
             stats = self.stats[sense]
             stats.computes += 1
             stats.last_wall_ns = wall
@@ -354,9 +385,9 @@ class Results:
         """The counts of computes not recorded yet, as ``sense.state`` records (at a stop)."""
         columns = Columns()
         for name, stats in sorted(self.stats.items()):
-            if stats.unrecorded and name in self.memory.states:
+            if stats.unrecorded and self.memory.has(name):
                 payload = {
-                    "state": self.memory.states[name],
+                    "state": self.memory.state_of(name),
                     "reason": "checkpoint",
                     "computes": stats.unrecorded,
                 }

@@ -9,6 +9,7 @@ moves, publishes signals on the bus, and records failures and restarts.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any, Protocol
@@ -16,7 +17,7 @@ from typing import Any, Protocol
 import pyarrow as pa
 
 from nerve.contract import WorkflowTrigger
-from nerve.errors import SenseError, did_you_mean
+from nerve.errors import SenseError, did_you_mean, report
 from nerve.log.drafts import Draft
 from nerve.runtime import journal
 from nerve.runtime.bus import SignalBus
@@ -75,6 +76,7 @@ class Sensing:
         self._stored: Mapping[str, StoredState] = {}
         self._ended_cleanly = True  # did the previous daemon record daemon.stopped?
         self._error_lines = journal.Repeats(ERROR_REPEAT_S)
+        self._hooks: asyncio.Task[None] | None = None  # the newest run request handed on
 
     @property
     def stats(self) -> dict[str, SenseStats]:
@@ -131,6 +133,8 @@ class Sensing:
         if self.scheduler is not None:
             self.scheduler.stop()
         await asyncio.gather(*(g.stop() for g in self.groups.values()), return_exceptions=True)
+        if self._hooks is not None:  # run requests already made are handed on
+            await asyncio.gather(self._hooks, return_exceptions=True)
 
     async def checkpoint(self) -> None:
         """Store the counts of computes not recorded yet (the daemon is stopping)."""
@@ -178,7 +182,7 @@ class Sensing:
                 continue
             memory.initial[name] = info["initial_state"]
             memory.state_records[name] = info.get("state_records", "changes")
-            if name in memory.states:
+            if memory.has(name):
                 continue
             stored = self._stored.get(name)
             if stored is not None and not self._ended_cleanly and memory.checkpointed(name):
@@ -207,7 +211,20 @@ class Sensing:
         for moved in outcome.moved:
             self.skips.computed(moved.reply.job.sense)
         for trigger, sense in outcome.workflows:
+            self._hooks = asyncio.create_task(self._requested(self._hooks, trigger, sense))
+
+    async def _requested(
+        self, before: asyncio.Task[None] | None, trigger: WorkflowTrigger, sense: str
+    ) -> None:
+        """Hand a sense's run request on, after those before it: off the group's path, so
+        its other senses' next computes do not wait for a run to be admitted."""
+        if before is not None:
+            with contextlib.suppress(Exception):
+                await before
+        try:
             await self._on_workflow(trigger, sense)
+        except Exception as exc:  # reported, like a result that could not be stored
+            report(f"{sense}: workflow request not handled: {type(exc).__name__}: {exc}")
 
     def _counted(self, outcome: Outcome) -> None:
         for sense, kind, message in outcome.errors:
