@@ -225,3 +225,31 @@ def test_the_kernel_runs_a_sense_in_this_process_and_stops_cleanly(tmp_path: Pat
     counts = dict(rows)
     assert counts["daemon.started"] == 1 and counts["daemon.stopped"] == 1
     assert counts["sense.state"] >= 3
+
+
+def test_a_drain_waits_for_what_was_queued_not_for_what_comes_after(tmp_path: Path) -> None:
+    log = _workspace(tmp_path).open_log()
+
+    async def run() -> int:
+        committer = Committer(log)
+        committer.start()
+        stop = asyncio.Event()
+
+        async def produce() -> None:  # a busy daemon: a commit always waiting
+            while not stop.is_set():
+                await committer.append([Draft.of("observation", source=3, line="x")])
+
+        producers = [asyncio.create_task(produce()) for _ in range(3)]
+        first = committer.append([Draft.of("observation", source=3, line="first")])
+        stored = asyncio.ensure_future(first)
+        await asyncio.wait_for(committer.drain(), 30)  # returns although appends go on
+        assert stored.done()
+        stop.set()
+        await asyncio.gather(*producers)
+        await committer.stop()
+        return committer.commits
+
+    try:
+        assert asyncio.run(run()) >= 1
+    finally:
+        log.close()

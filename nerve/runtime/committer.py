@@ -83,7 +83,8 @@ class Committer:
         self._waiters: list[Waiter] = []
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
-        self._busy = False
+        self._queued = 0  # callers queued since start
+        self._settled = 0  # of those, how many have their answer (stored or failed)
         self.commits = 0
         self.events = 0
 
@@ -111,6 +112,7 @@ class Committer:
 
     def _enqueue(self, rows: int, fill: Callable[[], None]) -> asyncio.Future[pa.Table]:
         future: asyncio.Future[pa.Table] = asyncio.get_running_loop().create_future()
+        self._queued += 1
         self._waiters.append((len(self._pending), rows, future))
         fill()
         self._wake.set()
@@ -123,11 +125,10 @@ class Committer:
             columns, waiters = self._pending, self._waiters
             self._pending, self._waiters = Columns(), []
             if waiters:
-                self._busy = True
                 try:
                     await self._commit(columns, waiters)
                 finally:
-                    self._busy = False
+                    self._settled += len(waiters)
 
     async def _commit(self, columns: Columns, waiters: list[Waiter]) -> None:
         try:
@@ -146,8 +147,10 @@ class Committer:
             listener(table)
 
     async def drain(self) -> None:
-        """Wait until everything queued so far is committed."""
-        while self._waiters or self._busy:
+        """Wait until everything queued so far is committed (what is queued meanwhile is
+        not waited for, so a busy daemon cannot keep a drain waiting)."""
+        target = self._queued
+        while self._settled < target:
             await asyncio.sleep(0.005)
 
     async def stop(self) -> None:

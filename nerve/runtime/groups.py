@@ -356,6 +356,7 @@ class GroupWorker:
         return "stopped when cancelled, within the grace period"
 
     async def _crashed(self, batch: list[Job]) -> None:
+        self._deliver()  # the replies before the crash are stored before its error
         code = await self._exit_code()
         await self.host.on_failure(
             batch[0], "crash", f"worker exited with code {code} during compute"
