@@ -94,30 +94,30 @@ class Kernel:
     # -- the parts, once started -------------------------------------------------------
 
     @property
-    def running(self) -> Running:
+    def parts(self) -> Running:
         if self._running is None:
             raise RuntimeError("the kernel has not started")
         return self._running
 
     @property
     def log(self) -> EventLog:
-        return self.running.log
+        return self.parts.log
 
     @property
     def writer(self) -> Writer:
-        return self.running.writer
+        return self.parts.writer
 
     @property
     def committer(self) -> Committer:
-        return self.running.writer.committer
+        return self.parts.writer.committer
 
     @property
     def followers(self) -> Followers:
-        return self.running.followers
+        return self.parts.followers
 
     @property
     def scheduler(self) -> Scheduler:
-        return self.running.scheduler
+        return self.parts.scheduler
 
     @property
     def stats(self) -> dict[str, SenseStats]:
