@@ -8,15 +8,22 @@
 file, shell and focus observations, interrupted by storms of one source, runs of
 low-trust observations and newly appearing vendor sources — goes through
 
-* (a) the bare ``Attention.observe`` loop (user contexts precomputed outside the timing);
+* (a) the bare pipeline, ``Attention.observe_batch`` over chunks of 5,000 (user contexts
+  precomputed outside the timing), and (a0) ``Attention.observe`` one observation at a
+  time over the same stream: every highlight and decision must be the same
+  (``batch_matches_one_by_one``);
 * (b) the full ``Attender`` path: context tracker, pipeline, sealing every decision into a
-  signed chain (Ed25519) and building the highlight / decision / link drafts;
+  signed chain (Ed25519) and building the highlight / decision / link drafts; (b1) the same
+  with each observation naming its sense, as observations in a log do, so each also steps
+  that sense's ``per_min`` value probe (one at a time: value probes are not batched);
 * (c) ``nerve.attention.service.replay`` over a real log holding the N observations (built
   with ``EventLog.append_columns`` in batches of 100k, ``durability="os"``): reading,
   attending and appending, end to end — what ``nerve attend --replay`` runs.
   ``append_columns`` stamps a whole batch at one physical time, so in (c) the gate sees no
-  time pass within a batch: the same highlights and decisions as (a) and (b) (checked), but
-  fewer of them surface (the budget refills only between batches).
+  time pass within a batch: fewer highlights surface (the budget refills only between
+  batches), and a sense's ``per_min`` value probe sees its whole batch in one minute, so it
+  fires where (b1) does not. What the replay recorded must be what ``nerve attend --replay
+  --check`` recomputes from scratch over the same log (``replay_decisions_match``).
 
 **Audit** (M links, default 100,000): a chain of decisions with a checkpoint every 64 links,
 sealed with ``ChainWriter``; ``verify_chain`` and ``nerve.attention.audit.verify`` against
@@ -33,8 +40,9 @@ cProfile of ``verify_chain`` goes to stderr and into the result.
 
 ``nerve ask`` latency is measured by ``bench/ask_bench.py``. Progress goes to stderr; the last
 stdout line is ``RESULT {json}``. The exit status is 1 when an internal check fails
-(``replay_decisions_match``, ``attender_highlights_match_bare``, ``chain_verifies``,
-``replay_chain_verifies``, ``cli_verifies``).
+(``batch_matches_one_by_one``, ``replay_decisions_match``,
+``attender_highlights_match_bare``, ``chain_verifies``, ``replay_chain_verifies``,
+``cli_verifies``).
 """
 
 from __future__ import annotations
@@ -67,7 +75,7 @@ from nerve.attention import audit
 from nerve.attention.detector import Highlight
 from nerve.attention.gate import Decision, Gate, UserContext
 from nerve.attention.pipeline import Attention
-from nerve.attention.service import DECISION, LINK, Attender, Obs, replay
+from nerve.attention.service import DECISION, LINK, Attender, Obs, check, replay
 from nerve.attention.settings import AttentionSettings, ContextTracker, parse_settings
 from nerve.canonical import det_cbor_decode
 from nerve.chain import DOMAIN, ChainWriter, Keyring, verify_chain
@@ -224,10 +232,23 @@ class Tally:
         }
 
 
+def bare_batches(
+    stream: Stream, ids: Sequence[bytes], ctxs: Sequence[UserContext], settings: AttentionSettings
+) -> list[tuple[Highlight, Decision]]:
+    """(a) ``Attention.observe_batch`` over replay-sized chunks; every (highlight, decision)."""
+    att, fired = Attention(settings.pipeline()), []
+    cols = stream.sources, stream.trusts, stream.times
+    for start in range(0, len(stream), ATTEND_CHUNK):
+        cut = slice(start, start + ATTEND_CHUNK)
+        got = att.observe_batch(ids[cut], *(c[cut] for c in cols), ctxs[cut].__getitem__)
+        fired += [(hl, dec) for _, hl, dec in got]
+    return fired
+
+
 def bare_loop(
     stream: Stream, ids: Sequence[bytes], ctxs: Sequence[UserContext], settings: AttentionSettings
 ) -> list[tuple[Highlight, Decision]]:
-    """(a) ``Attention.observe`` per observation; returns every (highlight, decision)."""
+    """(a0) ``Attention.observe`` per observation; returns every (highlight, decision)."""
     att, fired = Attention(settings.pipeline()), []
     observe, extend = att.observe, fired.extend
     cols = zip(stream.sources, stream.trusts, stream.times, strict=True)
@@ -236,9 +257,13 @@ def bare_loop(
     return fired
 
 
-def observations(stream: Stream, ids: Sequence[bytes]) -> list[Obs]:
+def observations(stream: Stream, ids: Sequence[bytes], named: bool = False) -> list[Obs]:
+    """The stream as the Attender takes it; ``named``: each names its sense, as in the log
+    (so each also feeds its sense's ``per_min`` value probe)."""
     lines = stream.lines()
     cols = zip(ids, stream.sources, stream.trusts, stream.times, lines, strict=True)
+    if named:
+        return [Obs(i, s, tr, t, 0, line, source_name(s)) for i, s, tr, t, line in cols]
     return [Obs(i, s, tr, t, 0, line) for i, s, tr, t, line in cols]
 
 
@@ -489,6 +514,7 @@ def warm_up(work: Path, settings: AttentionSettings) -> None:
     stream = make_stream(WARM_OBSERVATIONS, SEED + 7)
     ids = event_ids(len(stream), SEED + 7)
     bare_loop(stream, ids, contexts(stream, settings), settings)
+    bare_batches(stream, ids, contexts(stream, settings), settings)
     attender_path(observations(stream, ids), settings)
     build_log(work / "warm" / "log", stream)
     replay_path(work / "warm" / "log", work / "warm" / "keys", settings)
@@ -510,7 +536,9 @@ def run_pipeline(bench: Bench, settings: AttentionSettings) -> list[tuple[Highli
         f"stream spans {span_h:,.1f} h of HLC time, {len(set(stream.sources))} sources"
     )
     ctxs = contexts(stream, settings)
-    fired = bench.keep("pipeline.bare", n, bare_loop, stream, ids, ctxs, settings)
+    fired = bench.keep("pipeline.bare", n, bare_batches, stream, ids, ctxs, settings)
+    one_by_one = bench.keep("pipeline.bare_scalar", n, bare_loop, stream, ids, ctxs, settings)
+    bench.checks["batch_matches_one_by_one"] = fired == one_by_one
     bare = Tally()
     for hl, dec in fired:
         bare.count(hl, dec)
@@ -519,6 +547,9 @@ def run_pipeline(bench: Bench, settings: AttentionSettings) -> list[tuple[Highli
     obs = observations(stream, ids)
     full = bench.keep("pipeline.attender", n, attender_path, obs, settings)
     bench.tallies["attender"] = full.to_json()
+    obs = observations(stream, ids, named=True)
+    named = bench.keep("pipeline.attender_named", n, attender_path, obs, settings)
+    bench.tallies["attender_named"] = named.to_json()
     del obs
     run_replay(bench, stream, settings)
     return fired
@@ -536,7 +567,10 @@ def run_replay(bench: Bench, stream: Stream, settings: AttentionSettings) -> Non
         "surfaced": outcomes.get("surface", 0),
     }
     att = bench.tallies["attender"]
-    bench.checks["replay_decisions_match"] = result["decisions"] == att["decisions"]
+    recomputed = check(root, settings)  # what `nerve attend --replay --check` runs
+    bench.checks["replay_decisions_match"] = (
+        recomputed.ok and recomputed.recorded == result["decisions"]
+    )
     bench.checks["attender_highlights_match_bare"] = (
         att["highlights"] == bench.tallies["bare"]["highlights"]
     )
@@ -648,8 +682,10 @@ LAYOUT: tuple[tuple[str, tuple[tuple[str, str, str], ...]], ...] = (
     (
         "pipeline",
         (
-            ("(a) Attention.observe loop", "pipeline.bare", "obs/s"),
+            ("(a) Attention.observe_batch, chunks of 5,000", "pipeline.bare", "obs/s"),
+            ("(a0) Attention.observe, one at a time", "pipeline.bare_scalar", "obs/s"),
             ("(b) Attender: context + pipeline + seal", "pipeline.attender", "obs/s"),
+            ("(b1) the same, each naming its sense (per_min)", "pipeline.attender_named", "obs/s"),
             ("(c) replay over the log (read+attend+append)", "pipeline.replay", "obs/s"),
             ("    building that log (append_columns)", "log.build", "obs/s"),
         ),
@@ -707,6 +743,7 @@ RATIOS = (
           "before)", "verify.verify_chain", "verify.raw_one_thread"),
 )  # fmt: skip
 CHECKS = (
+    "batch_matches_one_by_one",
     "replay_decisions_match",
     "attender_highlights_match_bare",
     "replay_chain_verifies",

@@ -10,7 +10,8 @@ closing, downloads and the idle hum of the network counters, commands typed and 
 one that fails, file saves and checkouts, a process that starts and stops. Each sense's
 observation carries its payload's ``readings`` as the bundled senses write them (``shell``
 ``failure_streak``: consecutive failures of the same command; ``processes`` one observation
-per start or exit).
+per start of a process that lasts, and short-lived ones counted in a ``brief`` observation at
+most once a minute, with the reading ``brief_exits``).
 
 Planted, labelled incidents (twice each, once while the user works and once at night): a CPU
 hog lasting minutes, memory growing without bound, a disk filling, a command failing again
@@ -183,12 +184,20 @@ class Day:
             name = self.rng.choice(("make", "python3", "firefox", "ssh", "rsync"))
             self.add(t, "processes", SourceClass.PROCESS_TREE, f"started {name}", event="started")
             t += self.rng.randrange(200, 1800) * S
+        # A worker that dies a second after each start: the sense counts such short-lived
+        # processes in brief observations, the first at once, then one a minute, or sooner
+        # once one name has gone three times (a loop).
         for inc in (i for i in self.incidents if i.kind == "crash_loop"):
-            for t in range(inc.start, inc.end, 4 * S):
-                self.add(t, "processes", SourceClass.PROCESS_TREE, "started worker",
-                         event="started")  # fmt: skip
-                self.add(t + S, "processes", SourceClass.PROCESS_TREE,
-                         "worker exited 1", event="exited")  # fmt: skip
+            exits = [t + S for t in range(inc.start, inc.end, 4 * S)]
+            sent, counted = None, 0
+            for t in range(inc.start, inc.end + MIN, 5 * S):  # the sense's computes
+                counted += sum(1 for e in exits if t - 5 * S < e <= t)
+                if counted and (sent is None or t - sent >= MIN or counted >= 3):
+                    self.add(t, "processes", SourceClass.PROCESS_TREE,
+                             f"short-lived processes: worker ×{counted}", event="brief",
+                             counts={"worker": counted},
+                             readings={"brief_exits": counted})  # fmt: skip
+                    sent, counted = t, 0
 
     def shell(self) -> None:
         t, streak = T0, 0

@@ -1,22 +1,32 @@
 """What the shell hook adds to each command, next to the same shell without it.
 
-    .venv/bin/python bench/shell_hook_bench.py [--commands 400] [--rounds 3] [--quick]
+    .venv/bin/python bench/shell_hook_bench.py [--commands 400] [--rounds 3] [--quick] [--batch]
 
 For each shell found (bash, zsh; the first only with ``--quick``), an interactive shell
-(``-i``, no start-up files) reads
-``--commands`` commands (``true``, and every tenth ``false``) from a pipe, in three setups
-that take turns for ``--rounds`` rounds: **plain** (no hook), **hook, daemon down** and
-**hook, daemon up** (a running daemon whose ``shell`` sense reads the spool). A last
-``PROMPT_COMMAND`` / ``precmd`` step, the same in all three, writes ``$EPOCHREALTIME`` at
-each prompt; the time from one prompt to the next is what a person waits per command. The
-added latency is the hooked setup's percentile minus the plain one's (each setup's best
+(``-i``, no start-up files) runs ``--commands`` commands (``true``, and every tenth
+``false``) in three setups that take turns for ``--rounds`` rounds: **plain** (no hook),
+**hook, daemon down** and **hook, daemon up** (a running daemon whose ``shell`` sense reads
+the spool). A last ``PROMPT_COMMAND`` / ``precmd`` step, the same in all three and run after
+the hook's, prints ``$EPOCHREALTIME`` when the prompt is shown.
+
+Commands are **typed**: the bench sends one line, waits for the prompt that follows it,
+pauses ``--pause-ms`` (2) as a person would, and sends the next; a command's latency is the
+time from sending its line to its prompt. This is what a person waits: their shell sleeps
+between commands. ``--batch`` instead sends every line at once and takes the time from one
+prompt to the next, as earlier versions of this bench did; the shell then never sleeps, so on
+a loaded machine it uses up its scheduler time slice every few milliseconds and waits behind
+the other runnable tasks, and that wait — one slice for every slice the shell's own work
+fills, so more of them the more the shell does per command — is that mode's p99.
+
+The added latency is the hooked setup's percentile minus the plain one's (each setup's best
 round counts, so a change of load falls on all alike). Goal: ≤ 5 ms added at p99.
 
 Checks: every command of every hooked run is in the spool, with the right exit status (and
 nothing for the plain runs); with the daemon down nothing is lost: once a daemon starts,
 every spooled command becomes a ``shell`` observation; and the added p99 is within the goal
-(reported, not checked, with ``--quick``, whose few commands make p99 the slowest one). Ends
-with ``RESULT {json}``; exits 1 when a check fails.
+(reported, not checked, with ``--quick``, whose few commands make p99 the slowest one). The
+load average is printed with the figures. Ends with ``RESULT {json}``; exits 1 when a check
+fails.
 """
 
 from __future__ import annotations
@@ -25,6 +35,7 @@ import argparse
 import itertools
 import json
 import os
+import select
 import shutil
 import statistics
 import subprocess
@@ -41,12 +52,20 @@ DEFAULTS = {"commands": 400, "rounds": 3}
 GOAL_MS = 5.0
 NERVE = [sys.executable, "-m", "nerve"]
 
+# The timer runs after the hook's own prompt step, so the hook's work is inside the time.
 _TIMER = {
     "bash": '__bench_t() { printf \'%s\\n\' "$EPOCHREALTIME" >>"$BENCH_TIMES"; }\n'
     'PROMPT_COMMAND="${PROMPT_COMMAND:+$PROMPT_COMMAND;}__bench_t"\n',
     "zsh": "zmodload zsh/datetime\n__bench_t() { print -r -- $EPOCHREALTIME >>$BENCH_TIMES }\n"
     "precmd_functions+=(__bench_t)\n",
 }
+_TYPED_TIMER = {
+    "bash": "__bench_t() { printf 'T%s\\n' \"$EPOCHREALTIME\"; }\n"
+    'PROMPT_COMMAND="${PROMPT_COMMAND:+$PROMPT_COMMAND;}__bench_t"\n',
+    "zsh": "zmodload zsh/datetime\n__bench_t() { print -r -- T$EPOCHREALTIME }\n"
+    "precmd_functions+=(__bench_t)\n",
+}
+_READY = "echo READY"
 _ARGV = {"bash": ["bash", "--norc", "--noprofile", "-i"], "zsh": ["zsh", "-f", "-i"]}
 
 
@@ -54,24 +73,24 @@ def say(text: str) -> None:
     print(text, file=sys.stderr, flush=True)
 
 
+def _commands(commands: int) -> list[str]:
+    return ["false" if i % 10 == 9 else "true" for i in range(commands)]
+
+
 def _script(shell: str, hook: Path | None, commands: int) -> str:
-    lines = [_TIMER[shell], f"source {hook}" if hook else ""]
-    lines += ["false" if i % 10 == 9 else "true" for i in range(commands)]
+    lines = [f"source {hook}" if hook else "", _TIMER[shell], *_commands(commands)]
     return "\n".join([*lines, "exit 0", ""])
 
 
-def run_shell(shell: str, hook: Path | None, commands: int, tmp: Path, spool: Path) -> list[float]:
-    """One interactive shell reading the commands; the prompt-to-prompt gaps, in ms."""
-    times = tmp / f"times-{shell}"
+def run_shell(
+    shell: str, hook: Path | None, commands: int, tmp: Path, spool: Path, args: argparse.Namespace
+) -> list[float]:
+    """One interactive shell running the commands: each one's latency, in ms."""
+    env = _env(shell, tmp, spool)
+    if not args.batch:
+        return _typed(shell, hook, commands, env, args.pause_ms / 1000)
+    times = Path(env["BENCH_TIMES"])
     times.unlink(missing_ok=True)
-    env = {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "HOME": str(tmp),
-        "HISTFILE": str(tmp / f"history-{shell}"),
-        "BENCH_TIMES": str(times),
-        "NERVE_SHELL_SPOOL": str(spool),
-        "TERM": "dumb",
-    }
     subprocess.run(
         _ARGV[shell],
         input=_script(shell, hook, commands),
@@ -86,6 +105,72 @@ def run_shell(shell: str, hook: Path | None, commands: int, tmp: Path, spool: Pa
     )
     gaps = [(b - a) * 1000 for a, b in itertools.pairwise(stamps)]
     return gaps[2:]  # the first prompts include the hook's own set-up
+
+
+def _typed(
+    shell: str, hook: Path | None, commands: int, env: dict[str, str], pause_s: float
+) -> list[float]:
+    """Send one command, wait for its prompt, pause, send the next: the send-to-prompt times."""
+    proc = subprocess.Popen(
+        _ARGV[shell], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL, env=env, bufsize=0,
+    )  # fmt: skip
+    assert proc.stdin is not None and proc.stdout is not None
+    reader = _Lines(proc.stdout.fileno())
+    try:
+        setup = [f"source {hook}" if hook else "", _TYPED_TIMER[shell], _READY, ""]
+        proc.stdin.write("\n".join(setup).encode())
+        reader.until(lambda line: line == "READY")
+        reader.until(lambda line: line.startswith("T"))  # the prompt after it
+        latencies = []
+        for command in _commands(commands):
+            time.sleep(pause_s)  # a person's pause between commands: the shell sleeps
+            sent = time.time()
+            proc.stdin.write(command.encode() + b"\n")
+            shown = reader.until(lambda line: line.startswith("T"))
+            latencies.append((float(shown[1:].replace(",", ".")) - sent) * 1000)
+        proc.stdin.write(b"exit 0\n")
+        proc.stdin.close()
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    return latencies
+
+
+class _Lines:
+    """Lines of a shell's stdout, read as they come, with a deadline for each."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd, self.buf = fd, b""
+
+    def until(self, wanted: Any, timeout: float = 60.0) -> str:
+        deadline = time.monotonic() + timeout
+        while True:
+            while b"\n" in self.buf:
+                raw, self.buf = self.buf.split(b"\n", 1)
+                line = raw.decode(errors="replace").strip()
+                if wanted(line):
+                    return line
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([self.fd], [], [], left)[0]:
+                raise RuntimeError("the shell gave no prompt in time")
+            chunk = os.read(self.fd, 65536)
+            if not chunk:
+                raise RuntimeError("the shell exited before its prompt")
+            self.buf += chunk
+
+
+def _env(shell: str, tmp: Path, spool: Path) -> dict[str, str]:
+    return {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(tmp),
+        "HISTFILE": str(tmp / f"history-{shell}"),
+        "BENCH_TIMES": str(tmp / f"times-{shell}"),
+        "NERVE_SHELL_SPOOL": str(spool),
+        "TERM": "dumb",
+    }
 
 
 def percentile(values: Sequence[float], q: float) -> float:
@@ -103,11 +188,12 @@ def _summary(gaps: list[float]) -> dict[str, float]:
 
 
 def spooled(spool: Path) -> list[tuple[int, str]]:
-    """(exit status, command) per spool line."""
+    """(exit status, command) per spool line of the bench's commands (the set-up lines sent
+    after the hook, such as the timer's, are spooled too and left out here)."""
     if not spool.exists():
         return []
     rows = [line.split("\t") for line in spool.read_text().splitlines()]
-    return [(int(r[5]), r[7]) for r in rows if len(r) == 8]
+    return [(int(r[5]), r[7]) for r in rows if len(r) == 8 and r[7] in ("true", "false")]
 
 
 def _expected(commands: int) -> list[tuple[int, str]]:
@@ -181,17 +267,21 @@ def bench_shell(shell: str, args: argparse.Namespace, tmp: Path) -> dict[str, An
     for rnd in range(args.rounds):
         say(f"{shell}: round {rnd + 1}/{args.rounds}")
         spool = tmp / f"{shell}-{rnd}.spool"
-        _keep_best(best, "plain", run_shell(shell, None, args.commands, tmp, tmp / "plain.spool"))
+        _keep_best(
+            best, "plain", run_shell(shell, None, args.commands, tmp, tmp / "plain.spool", args)
+        )
         spool_ok = spool_ok and spooled(tmp / "plain.spool") == []
-        _keep_best(best, "hook_daemon_down", run_shell(shell, hook, args.commands, tmp, spool))
+        _keep_best(
+            best, "hook_daemon_down", run_shell(shell, hook, args.commands, tmp, spool, args)
+        )
         spool_ok = spool_ok and spooled(spool) == _expected(args.commands)
         (tmp / f"{shell}-{rnd}").mkdir()
         daemon = Daemon(tmp / f"{shell}-{rnd}", spool)
         daemon.start()  # it reads what was spooled while it was down: nothing may be lost
         try:
             seen = daemon.wait_observed(args.commands)
-            lost += args.commands - seen if seen >= 0 else args.commands
-            gaps = run_shell(shell, hook, args.commands, tmp, spool)
+            lost += max(0, args.commands - seen) if seen >= 0 else args.commands
+            gaps = run_shell(shell, hook, args.commands, tmp, spool, args)
             _keep_best(best, "hook_daemon_up", gaps)
             spool_ok = spool_ok and spooled(spool) == _expected(args.commands) * 2
         finally:
@@ -225,6 +315,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--commands", type=int)
     parser.add_argument("--rounds", type=int)
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--batch", action="store_true", help="send every command at once")
+    parser.add_argument("--pause-ms", type=float, default=2.0, help="pause between commands")
     args = parser.parse_args(argv)
     base = QUICK if args.quick else DEFAULTS
     for key, value in base.items():
@@ -255,6 +347,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "checks": checks,
         "failed_checks": failed,
     }
+    result["mode"] = "batch" if args.batch else "typed"
+    result["load_average"] = [round(x, 2) for x in os.getloadavg()]
+    say(f"mode {result['mode']}, load average {result['load_average']}")
     print("RESULT " + json.dumps(result, sort_keys=True))
     return 1 if failed else 0
 

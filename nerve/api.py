@@ -339,6 +339,18 @@ class Workspace:
 
         return stop(self.folder)
 
+    def lock(self) -> bool:
+        """Stop capture and drop the key (an encrypted workspace): the daemon, which holds
+        it, stops; this process forgets every unlocked key. True if a daemon was running."""
+        from nerve.log.crypt import forget_keys
+        from nerve.runtime.client import running
+
+        was = running(self.folder)
+        if was:
+            self.stop()
+        forget_keys()
+        return was
+
     def senses(self) -> list[dict[str, Any]]:
         """Every sense: live figures from the daemon when it runs, else nerve.yaml's."""
         from nerve.runtime.client import route

@@ -9,7 +9,10 @@
     │   ├── WriterLocked        a second writer tried to open a log another process holds
     │   ├── LogCorrupt          stored bytes do not match what they claim (names file, row, field)
     │   ├── UnsafePath          a path nerve would write is a symlink or not a plain file/folder
-    │   └── OrderError          an imported event does not sort after the log's newest
+    │   ├── OrderError          an imported event does not sort after the log's newest
+    │   ├── KeyMissing          encrypted content and no key unlocked for it (nerve.log.crypt)
+    │   ├── WrongKey            the key given does not open the log's data key (nerve.log.crypt)
+    │   └── KeyFileError        a key file is missing, too short or truncated (nerve.log.crypt)
     ├── ConfigError             nerve.yaml or another workspace file is invalid (file, line, path)
     │   └── InvalidConfig       every problem found, one issue each (nerve.config.issues)
     ├── SenseError              a sense could not be loaded or broke its contract

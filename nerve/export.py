@@ -76,14 +76,22 @@ class Export:
 
 
 def export_duckdb(
-    ws: Workspace, path: Path | str, *, force: bool = False, copy: bool = False
+    ws: Workspace,
+    path: Path | str,
+    *,
+    force: bool = False,
+    copy: bool = False,
+    plaintext: bool = False,
 ) -> Export:
     """Seal the tail, then write the DuckDB file at ``path`` (see the module docstring).
 
     The file appears whole or not at all (written under a temp name beside it, then
-    renamed), owner-only; an existing file is replaced only with ``force``.
+    renamed), owner-only; an existing file is replaced only with ``force``. An encrypted
+    workspace exports only a decrypted copy asked for as such (``copy`` and ``plaintext``),
+    and never into its own ``data/``.
     """
     target = check_target(Path(path), force=force)
+    _check_encrypted(ws, target, copy=copy, plaintext=plaintext)
     projections, settings = load_projections(ws.projection_dirs()), ws.settings()
     info = seal(ws)
     snap = snapshot(ws.log_root)
@@ -109,6 +117,22 @@ def export_duckdb(
         unsealed=int(snap.tail.num_rows),
         copied=copy,
     )
+
+
+def _check_encrypted(ws: Workspace, target: Path, *, copy: bool, plaintext: bool) -> None:
+    from nerve.log.crypt import is_encrypted
+
+    if not is_encrypted(ws.log_root):
+        return
+    if not (copy and plaintext):
+        raise UsageError(
+            f"{ws.root} is encrypted: plain DuckDB cannot read its segments, and an export "
+            "would hold the events decrypted",
+            hint="nerve export --duckdb FILE --copy --plaintext writes a decrypted copy "
+            "(keep FILE somewhere safe)",
+        )
+    if target.resolve().is_relative_to(ws.data.resolve()):
+        raise UsageError(f"{target}: a decrypted export may not go under {ws.data}")
 
 
 def _build(
@@ -159,6 +183,7 @@ def _write(
     else:  # the rows themselves: asked for, or no segment to name (an empty typed table)
         if files:  # with every payload_cid: a segment stores it for erased rows alone
             register_blake3(conn)
+            register_sealed(conn, snap)
             conn.execute(
                 f"CREATE TABLE log_rows AS SELECT * REPLACE ({COMPUTED_CID} AS payload_cid) "
                 f"FROM {parquet_sql(files)}"
@@ -169,6 +194,16 @@ def _write(
             conn.unregister("_empty")
         source = "log_rows"
     return define_views(conn, source, projections, settings, temp=False)
+
+
+def register_sealed(conn: duckdb.DuckDBPyConnection, snap: Snapshot) -> None:
+    """An encrypted log's segments are read through :mod:`nerve.sealedfs` (``--plaintext``)."""
+    from nerve.log.crypt import is_encrypted
+
+    if is_encrypted(snap.paths.root):
+        from nerve.sealedfs import register
+
+        register(conn)
 
 
 def _files(snap: Snapshot) -> list[Path]:

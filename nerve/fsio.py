@@ -52,6 +52,7 @@ SITES: tuple[str, ...] = (
     "archive.dirsync",
     "quarantine.move",  # damaged or unaccounted files moved aside, never deleted
     "key.write",  # a chain signing key
+    "keyring.write",  # an encrypted log's wrapped data key (new, rotated) or a new key file
     "trust.write",  # a verifier's trust record (pinned key, last checkpoint)
     "mcp.token",  # the bearer token `nerve mcp --http` requires
     "ui.token",  # the login token `nerve ui` prints

@@ -5,16 +5,22 @@ from __future__ import annotations
 import json
 import uuid
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import IO, TYPE_CHECKING, Any
 
 from nerve.canonical import loads_bounded
 from nerve.clock import HLC_ZERO, Hlc
 from nerve.errors import EventError, LogError, NerveError, OrderError, SealDeferred, UsageError
-from nerve.events import Event
+from nerve.events import ErasedEvent, Event
 from nerve.log.attest import check_batch, drafts_of_object
 from nerve.log.drafts import Draft
-from nerve.log.wire import draft_from_json, event_from_json, event_to_json, row_to_json
+from nerve.log.wire import (
+    draft_from_json,
+    event_from_json,
+    event_to_json,
+    row_to_json,
+    stored_event_from_json,
+)
 from nerve.runtime.client import Daemon, route, run_info
 from nerve.workspace import Workspace
 
@@ -235,18 +241,21 @@ def import_stream(ws: Workspace, stream: IO[str], name: str, *, key: str | None 
     All or nothing, with or without a daemon (through one, in parts it holds until the last,
     then imports at once, so its own events cannot land between two parts).
     """
-    events, places = [], []
+    events: list[Event | ErasedEvent] = []
+    places = []
     for number, obj in read_jsonl(stream, name):
         try:
-            events.append(event_from_json(obj))
+            events.append(stored_event_from_json(obj))
         except NerveError as exc:
             raise exc.located(f"{name}:{number}") from None
         places.append(f"{name}:{number}")
     _check_sorted(events)
-    check_batch(events, ws.config.attestation.keys)
+    whole = [e for e in events if isinstance(e, Event)]  # an erased one has nothing to screen
+    check_batch(whole, ws.config.attestation.keys)
     from nerve.privacy.policy import Policy
 
-    Policy(ws.config.privacy).screen(events, places)  # ids bind payloads: refuse, never edit
+    whole_places = [p for e, p in zip(events, places, strict=True) if isinstance(e, Event)]
+    Policy(ws.config.privacy).screen(whole, whole_places)  # ids bind payloads: refuse, never edit
 
     def through(daemon: Daemon) -> int:  # in parts, as emit sends them: still all or nothing
         wire = [event_to_json(e) for e in events]
@@ -261,7 +270,7 @@ def import_stream(ws: Workspace, stream: IO[str], name: str, *, key: str | None 
     return route(ws, daemon=through, log=direct)
 
 
-def _check_sorted(events: list[Event]) -> None:
+def _check_sorted(events: Sequence[Event | ErasedEvent]) -> None:
     """Events to import must sort strictly by (hlc, node, id): found out before anything is
     sent, not after the daemon has held a large batch."""
     for index in range(1, len(events)):

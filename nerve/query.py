@@ -25,6 +25,7 @@ import pyarrow as pa
 from nerve.canonical import canonical_json, jsonable, loads_bounded
 from nerve.errors import ConfigError, EventError, UsageError
 from nerve.events import NERVE_SOURCE, NERVE_SOURCE_NAME, SourceClass
+from nerve.log.crypt import is_encrypted
 from nerve.log.reader import Snapshot, snapshot
 
 _SOURCE_NAMES = ", ".join(f"'{s.name.lower()}'" for s in SourceClass)
@@ -101,8 +102,12 @@ def load_projections(folders: Iterable[Path]) -> list[Projection]:
 
 
 def parquet_sql(files: Sequence[Path]) -> str:
-    """``read_parquet([...])`` over the files, by the paths given (at least one)."""
-    names = ", ".join("'" + str(p).replace("'", "''") + "'" for p in files)
+    """``read_parquet([...])`` over the files, by the paths given (at least one); an
+    encrypted segment by its ``nervesealed://`` URI (see :mod:`nerve.sealedfs`)."""
+    from nerve.sealedfs import uri
+
+    sealed = bool(files) and is_encrypted(files[0].parent.parent)
+    names = ", ".join("'" + (uri(p) if sealed else str(p)).replace("'", "''") + "'" for p in files)
     return f"read_parquet([{names}])"
 
 
@@ -111,6 +116,16 @@ def source_sql(snap: Snapshot) -> str:
     parts = [f"SELECT * FROM {parquet_sql(snap.files)}"] if snap.files else []
     parts.append("SELECT * FROM _tail")
     return "(" + " UNION ALL ".join(parts) + ")"
+
+
+def register_snapshot(conn: duckdb.DuckDBPyConnection, snap: Snapshot) -> None:
+    """What :func:`source_sql` names: the tail as ``_tail``, and for an encrypted log the
+    file system its segments are read through (:mod:`nerve.sealedfs`)."""
+    conn.register("_tail", snap.tail)
+    if snap.files and is_encrypted(snap.paths.root):
+        from nerve.sealedfs import register
+
+        register(conn)
 
 
 def connect(
@@ -123,7 +138,7 @@ def connect(
     conn = duckdb.connect()
     with contextlib.suppress(duckdb.InvalidInputException):  # refused inside Jupyter
         conn.execute("SET enable_progress_bar_print = false")  # DuckDB prints it on stdout
-    conn.register("_tail", snap.tail)
+    register_snapshot(conn, snap)
     define_views(conn, source_sql(snap), load_projections(projection_dirs), settings)
     return conn
 

@@ -50,7 +50,8 @@ __nerve_sid="$$.${EPOCHSECONDS:-0}"
 __nerve_tmp=${XDG_RUNTIME_DIR:-/dev/shm}
 [ -d "$__nerve_tmp" ] && [ -w "$__nerve_tmp" ] || __nerve_tmp=${TMPDIR:-/tmp}
 __nerve_tmp=$__nerve_tmp/nerve-hook.$$
-__nerve_armed= __nerve_start= __nerve_bc= __nerve_last=$(HISTTIMEFORMAT= builtin history 1)
+__nerve_armed= __nerve_start= __nerve_bc= __nerve_pwd= __nerve_cwd=
+__nerve_last=$(HISTTIMEFORMAT= builtin history 1)
 __nerve_last=${__nerve_last#"${__nerve_last%%[![:space:]]*}"}
 __nerve_last=${__nerve_last%%[[:space:]]*}
 __nerve_preexec() {
@@ -61,11 +62,12 @@ __nerve_esc() {
   local s=${1//\\/\\\\}; s=${s//$'\t'/\\t}; s=${s//$'\n'/\\n}; __nerve_out=${s//$'\r'/\\r}
 }
 __nerve_precmd() {
-  local st=$? end=$EPOCHREALTIME h num cmd
-  HISTTIMEFORMAT= builtin history 1 2>/dev/null >"$__nerve_tmp"
-  IFS= read -r -d '' h <"$__nerve_tmp"; h=${h%$'\n'}
-  h=${h#"${h%%[![:space:]]*}"}; num=${h%%[[:space:]]*}
-  cmd=${h#"$num"}; cmd=${cmd#"${cmd%%[![:space:]]*}"}
+  local st=$? end=$EPOCHREALTIME num cmd
+  # cheap tests instead of 2>/dev/null: each redirection costs the prompt a dozen syscalls
+  [ -w "$__nerve_tmp" ] || (umask 077; : >"$__nerve_tmp") 2>/dev/null
+  [ -w "$__nerve_tmp" ] && HISTTIMEFORMAT= builtin history 1 >"$__nerve_tmp"
+  # one read splits the number from the command (whole, newlines kept: -d '')
+  IFS=$' \t' read -r -d '' num cmd <"$__nerve_tmp"; cmd=${cmd%$'\n'}
   # a new history entry, or the same one again (ignoredups); no DEBUG trap ran (a subshell):
   # no start, so the end stands for it
   local again=
@@ -73,10 +75,15 @@ __nerve_precmd() {
   if [ -n "$num" ] && { [ "$num" != "$__nerve_last" ] || [ -n "$again" ]; }; then
     [ -n "$__nerve_start" ] || __nerve_start=$end
     __nerve_last=$num
-    __nerve_esc "$cmd"; local c=$__nerve_out; __nerve_esc "$PWD"
-    [ -e "$__nerve_spool" ] || (umask 077; mkdir -p "${__nerve_spool%/*}"; : >>"$__nerve_spool")
-    builtin printf 'nerve1\tbash\t%s\t%s\t%s\t%s\t%s\t%s\n' "$__nerve_sid" "$__nerve_start" \
-      "$end" "$st" "$__nerve_out" "$c" 2>/dev/null >>"$__nerve_spool"
+    __nerve_esc "$cmd"; local c=$__nerve_out
+    # the folder is escaped again only when it changed
+    [ "$PWD" == "$__nerve_pwd" ] ||
+      { __nerve_esc "$PWD"; __nerve_pwd=$PWD __nerve_cwd=$__nerve_out; }
+    [ -w "$__nerve_spool" ] ||
+      (umask 077; mkdir -p "${__nerve_spool%/*}"; : >>"$__nerve_spool") 2>/dev/null
+    [ -w "$__nerve_spool" ] &&
+      builtin printf 'nerve1\tbash\t%s\t%s\t%s\t%s\t%s\t%s\n' "$__nerve_sid" \
+        "$__nerve_start" "$end" "$st" "$__nerve_cwd" "$c" >>"$__nerve_spool"
   fi
   __nerve_start=
   return $st
@@ -84,7 +91,8 @@ __nerve_precmd() {
 __nerve_arm() { __nerve_armed=1; }
 (umask 077; : >"$__nerve_tmp")
 [ -n "$(trap -p EXIT)" ] || trap 'command rm -f "$__nerve_tmp"' EXIT
-trap '__nerve_preexec' DEBUG
+# the test inline: the trap runs before every simple command, the prompt's own included
+trap '[ -z "$__nerve_armed" ] || __nerve_preexec' DEBUG
 PROMPT_COMMAND="__nerve_precmd${PROMPT_COMMAND:+;$PROMPT_COMMAND};__nerve_arm"
 """
 

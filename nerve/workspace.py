@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
@@ -130,6 +129,7 @@ class Workspace:
         from nerve.log.store import EventLog
 
         cfg = self.log_config()
+        self.check_encryption()
         fsio.private_dir(self.data, allow_link=True)
         return EventLog(
             self.log_root,
@@ -141,6 +141,18 @@ class Workspace:
             background_seal=background_seal,
             repair=repair,
         )
+
+    def check_encryption(self) -> None:
+        """Refuse to write plaintext where nerve.yaml asks for encryption (a keyring lost)."""
+        from nerve.log.crypt import KEYRING, is_encrypted
+
+        wanted = self.config_path.exists() and self.config.log.encryption is not None
+        if wanted and self.log_root.is_dir() and not is_encrypted(self.log_root):
+            raise UsageError(
+                f"{self.config_path}: log.encryption is set but {self.log_root / KEYRING} "
+                "is missing: refusing to write plaintext",
+                hint="restore the keyring from a backup; a lost key is lost data",
+            )
 
     def connect(self) -> duckdb.DuckDBPyConnection:
         """DuckDB with ``events`` and every projection (bundled, then the workspace's)."""
@@ -159,6 +171,16 @@ class Workspace:
         return {"attention_window": self.config.attention.window}
 
 
+def _with_encryption(text: str, kind: str) -> str:
+    """The default nerve.yaml with ``log.encryption`` set (under its ``log:`` block)."""
+    block = f"  encryption:\n    key: {kind}  # unlock with NERVE_KEY_FILE (or a passphrase)\n"
+    lines = text.splitlines(keepends=True)
+    if "log:\n" not in lines:
+        return text + "\nlog:\n" + block
+    at = lines.index("log:\n") + 1
+    return "".join([*lines[:at], block, *lines[at:]])
+
+
 _GITIGNORE = "data/\n__pycache__/\nnerve.sock\n"
 _README = """# A nerve workspace
 
@@ -169,14 +191,26 @@ _README = """# A nerve workspace
 """
 
 
-def init_workspace(path: Path) -> Workspace:
-    """Create a workspace with the default nerve.yaml; refuse to overwrite one."""
+def init_workspace(
+    path: Path, *, encrypt: tuple[bytes, dict[str, object]] | None = None
+) -> Workspace:
+    """Create a workspace with the default nerve.yaml; refuse to overwrite one.
+
+    ``encrypt``: (key-encryption key, its keyring source): the log starts encrypted under a
+    new data key, and nerve.yaml says so (``log.encryption``)."""
     path = path.expanduser().resolve()
     if (path / "nerve.yaml").exists():
         raise UsageError(f"{path / 'nerve.yaml'} already exists; not overwriting it")
     for sub in ("senses", "workflows", "projections", "data"):
         (path / sub).mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(bundled("nerve.yaml"), path / "nerve.yaml")
+    text = bundled("nerve.yaml").read_text(encoding="utf-8")
+    if encrypt is not None:
+        from nerve.log.crypt import new_keyring
+
+        fsio.private_dir(path / "data", allow_link=True)
+        new_keyring(path / "data" / "log", encrypt[0], dict(encrypt[1]))
+        text = _with_encryption(text, str(encrypt[1]["kind"]))
+    (path / "nerve.yaml").write_text(text, encoding="utf-8")
     if not (path / ".gitignore").exists():
         (path / ".gitignore").write_text(_GITIGNORE)
     if not (path / "README.md").exists():

@@ -270,6 +270,44 @@ def test_non_canonical_core_even_if_validly_signed() -> None:
     assert _break(_replaced(8, det_cbor(outer))) == (8, "non-canonical")
 
 
+def _resigned(index: int, core: bytes) -> list[bytes]:
+    """The chain with link ``index``'s core replaced by ``core``, validly signed."""
+    outer = det_cbor_decode(_chain()[index])
+    outer["core"] = core
+    outer["sig"] = SigningKey(SEED).sign(DOMAIN + core).signature
+    return _replaced(index, det_cbor(outer))
+
+
+def test_a_longer_integer_head_is_non_canonical_even_if_validly_signed() -> None:
+    core = det_cbor(det_cbor_decode(det_cbor_decode(_chain()[8])["core"]))
+    head = det_cbor(8)  # seq 8 is one byte; write it as 0x18 0x08 instead
+    longer = core.replace(b"\x63seq" + head, b"\x63seq\x18\x08", 1)
+    assert longer != core
+    assert _break(_resigned(8, longer)) == (8, "non-canonical")
+
+
+def test_nested_map_keys_out_of_order_are_non_canonical_even_if_validly_signed() -> None:
+    core = det_cbor_decode(det_cbor_decode(_chain()[8])["core"])
+    core["hl"] = dict(reversed(list(core["hl"].items())))
+    loose = b"".join(  # det-CBOR for every field, but the highlight map written as it stands
+        [cbor2.dumps(core)[:1]]
+        + [det_cbor(k) + (cbor2.dumps(v) if k == "hl" else det_cbor(v)) for k, v in _sorted(core)]
+    )
+    assert cbor2.loads(loose) == core and loose != det_cbor(core)
+    assert _break(_resigned(8, loose)) == (8, "non-canonical")
+
+
+def test_a_repeated_core_key_is_non_canonical_even_if_validly_signed() -> None:
+    core = det_cbor(det_cbor_decode(det_cbor_decode(_chain()[8])["core"]))
+    count = core[0] & 0x1F
+    repeated = bytes([0xA0 | (count + 1)]) + core[1:] + det_cbor("seq") + det_cbor(8)
+    assert _break(_resigned(8, repeated)) == (8, "non-canonical")
+
+
+def _sorted(core: dict[str, Any]) -> list[tuple[str, Any]]:
+    return sorted(core.items(), key=lambda kv: (len(kv[0].encode()), kv[0].encode()))
+
+
 def test_non_canonical_envelope() -> None:
     outer = det_cbor_decode(_chain()[8])
     loose = cbor2.dumps({"core": outer["core"], "sig": outer["sig"]})  # "core" before "sig"
@@ -707,3 +745,30 @@ def test_editing_the_rotate_link(name: str, kind: str) -> None:
     links, _ = _rotated()
     tampered = _reseal(links[5], lambda core: core.update({name: _bump(core[name])}))
     assert _break([*links[:5], tampered, *links[6:]]) == (5, kind)
+
+
+# --- the parser's fast path accepts only det-CBOR ----------------------------------------------
+
+_cbor_values = st.recursive(
+    st.integers(-(2**64), 2**64 - 1) | st.binary(max_size=40) | st.text(max_size=12),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=5)
+    ),
+    max_leaves=12,
+)
+
+
+@given(_cbor_values, st.booleans(), st.integers(0, 10_000), st.integers(0, 255))
+def test_the_fast_decoder_accepts_only_canonical_bytes(
+    value: Any, canonical: bool, at: int, byte: int
+) -> None:
+    """Whatever the bytes (det-CBOR, cbor2's own order, or either with one byte changed),
+    what the fast path accepts re-encodes in det-CBOR to exactly those bytes."""
+    from nerve.chain.links import _fast_decode
+
+    data = bytearray(det_cbor(value) if canonical else cbor2.dumps(value))
+    if at < len(data):
+        data[at] = byte
+    decoded = _fast_decode(bytes(data))
+    if decoded is not None:
+        assert det_cbor(decoded) == bytes(data)

@@ -3,6 +3,10 @@ detached children, hostile nerve.yaml edits, and staged batches past their bound
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -10,20 +14,14 @@ import psutil
 import pytest
 
 from nerve.config import InvalidConfig, load_yaml
-from nerve.errors import UsageError
+from nerve.errors import DaemonError, UsageError
 from nerve.runtime import staging
 from nerve.runtime.staging import Stages
 from nerve.workspace import init_workspace
 from tests.conftest import run_cli
 from tests.daemon_util import COUNTER, Daemon, started, write_sense
 
-# A sense that starts two long-lived descendants which leave its session (one a child that
-# calls setsid(), one a grandchild whose parent exits), then writes junk on the worker's
-# protocol descriptor, found as the one pipe that is neither stdin nor stderr.
-HOSTILE = """
-import os, pathlib, subprocess, sys
-initial_state = {"n": 0}
-PROBE = pathlib.Path.cwd() / "probe"
+DETACHERS = """
 CHILD = (
     "import os,sys,time; os.setsid(); "
     "open(sys.argv[1],'w').write(str(os.getpid())); time.sleep(600)"
@@ -35,7 +33,19 @@ ORPHAN = (
     "    open(sys.argv[1],'w').write(str(os.getpid()))\\n"
     "    time.sleep(600)\\n"
 )
+"""
 
+# A sense that starts two long-lived descendants which leave its session (one a child that
+# calls setsid(), one a grandchild whose parent exits), then writes junk on the worker's
+# protocol descriptor, found as the one pipe that is neither stdin nor stderr.
+HOSTILE = (
+    """
+import os, pathlib, subprocess, sys
+initial_state = {"n": 0}
+PROBE = pathlib.Path.cwd() / "probe"
+"""
+    + DETACHERS
+    + """
 def _junk():
     mine = {os.readlink(f"/proc/self/fd/{fd}") for fd in (0, 2)}
     for fd in os.listdir("/proc/self/fd"):
@@ -58,6 +68,7 @@ def compute(state):
         _junk()
     return {"state": {"n": state["n"] + 1}}
 """
+)
 CONFIG = """
 senses:
   counter: {group: a, interval: 200ms}
@@ -113,6 +124,7 @@ def test_junk_on_the_protocol_restarts_the_group_and_ends_its_descendants(
         )
         # the group's old descendants were ended with its worker, setsid() or not
         daemon.wait_for(lambda: _all_ended(first), timeout=90, what="the old descendants to end")
+        assert not _zombies_of(daemon.pid(), first)  # reaped, not left to the daemon
         # the sense computes again after its restart
         restart_ns = daemon.events("sense.restart", "s")[0]["physical_ns"]
         daemon.wait_for(
@@ -131,6 +143,62 @@ def test_junk_on_the_protocol_restarts_the_group_and_ends_its_descendants(
     while not _all_ended(second) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert _all_ended(second), "a sense's detached descendants outlived the daemon"
+
+
+# A sense that, once, starts a child that calls setsid() and a grandchild whose parent
+# exits, and writes its worker's pid; the test then kills that worker from outside.
+SPAWNER = (
+    """
+import os, pathlib, subprocess, sys
+initial_state = {"n": 0}
+PROBE = pathlib.Path.cwd() / "probe"
+"""
+    + DETACHERS
+    + """
+def compute(state):
+    PROBE.mkdir(exist_ok=True)
+    if not (PROBE / "spawned").exists():
+        (PROBE / "spawned").touch()
+        subprocess.Popen([sys.executable, "-c", CHILD, str(PROBE / "k-child")])
+        subprocess.Popen([sys.executable, "-c", ORPHAN, str(PROBE / "k-orphan")]).wait()
+        (PROBE / "worker").write_text(str(os.getpid()))
+    return {"state": {"n": state["n"] + 1}}
+"""
+)
+
+
+def test_a_killed_worker_s_detached_descendants_are_ended(tmp_path: Path) -> None:
+    ws = init_workspace(tmp_path / "ws")
+    write_sense(ws.root, "spawner", SPAWNER)
+    (ws.root / "nerve.yaml").write_text("senses:\n  spawner: {group: s, interval: 200ms}\n")
+    d = Daemon(ws.root)
+    with started(d.root):
+        left = d.wait_for(lambda: _pids(d, "k"), timeout=90, what="the descendants")
+        worker = int(d.wait_for(lambda: _text(d.root / "probe" / "worker"), what="the worker"))
+        assert all(_alive(p) for p in left)
+        os.kill(worker, signal.SIGKILL)  # the worker cannot end its own tree now
+        try:
+            d.wait_for(lambda: d.events("sense.restart", "s"), timeout=90, what="a restart")
+            d.wait_for(lambda: _all_ended(left), timeout=60, what="the descendants to end")
+            assert not _zombies_of(d.pid(), left)  # ended and reaped, not left as zombies
+        finally:
+            for pid in filter(_alive, left):  # a failed run leaves no sleepers behind
+                os.kill(pid, signal.SIGKILL)
+
+
+def _zombies_of(parent: int, pids: list[int]) -> list[int]:
+    out = []
+    for pid in pids:
+        try:
+            if psutil.Process(pid).ppid() == parent:
+                out.append(pid)
+        except psutil.NoSuchProcess:
+            continue
+    return out
+
+
+def _text(path: Path) -> str:
+    return path.read_text() if path.exists() else ""
 
 
 def _rejections(d: Daemon) -> list[str]:
@@ -154,6 +222,63 @@ def test_hostile_config_edits_are_rejected_and_later_edits_still_apply(daemon: D
         daemon.wait_for(
             lambda: daemon.events("sense.state", "fresh"), timeout=90, what="the valid edit"
         )
+
+
+# A real daemon whose reload parse waits at its start for a gate the test opens, and marks
+# its end: with the parse on the loop, nothing would answer until the gate opened.
+HELD_PARSE = """
+import pathlib, sys, time
+from nerve.runtime import daemon, kernel
+from nerve.workspace import Workspace
+
+root = pathlib.Path(sys.argv[1])
+gate = root / "gate"
+real = kernel.load_config
+
+def held(path):
+    (gate / "parsing").touch()
+    deadline = time.monotonic() + 120
+    while not (gate / "open").exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    try:
+        return real(path)
+    finally:
+        (gate / "parsed").touch()
+
+kernel.load_config = held
+daemon.run_foreground(Workspace.at(root), echo=sys.stderr)
+"""
+
+
+def test_the_loop_answers_while_a_hostile_config_is_parsed(daemon: Daemon) -> None:
+    gate = daemon.root / "gate"
+    gate.mkdir()
+    with (daemon.root / "data").joinpath("held.log").open("wb") as err:
+        proc = subprocess.Popen(
+            [sys.executable, "-c", HELD_PARSE, str(daemon.root)], stdout=err, stderr=err
+        )
+    try:
+        daemon.wait_for(lambda: _answers(daemon), timeout=90, what="the daemon to answer")
+        (daemon.root / "nerve.yaml").write_text(CONFIG + _bomb())
+        daemon.wait_for((gate / "parsing").exists, timeout=90, what="the reload's parse")
+        # ordering, not a clock: the status answers while the parse has not ended
+        assert daemon.request({"type": "status"})["ok"]
+        assert not (gate / "parsed").exists() and not _rejections(daemon)
+        (gate / "open").touch()
+        daemon.wait_for(lambda: _rejections(daemon), timeout=90, what="the bomb rejected")
+        assert "expands too many aliases" in _rejections(daemon)[0]
+        assert (gate / "parsed").exists()
+    finally:
+        (gate / "open").touch()
+        daemon.stop()
+        proc.wait(timeout=60)
+
+
+def _answers(d: Daemon) -> bool:
+    try:
+        return bool(d.request({"type": "status"})["ok"])
+    except DaemonError:
+        return False
 
 
 def _bomb(merges: int = 200, keys: int = 2000) -> str:

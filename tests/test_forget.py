@@ -217,17 +217,60 @@ def test_ask_shows_an_erased_command_as_erased(workspace: Workspace) -> None:
     assert "<erased>" in json.dumps(answer) and "TOKEN=abc" not in out
 
 
-def test_an_erased_event_cannot_be_imported(workspace: Workspace, tmp_path: Path) -> None:
+def test_a_copy_of_a_log_with_erasures_imports_verifies_and_keeps_its_digest(
+    workspace: Workspace, tmp_path: Path
+) -> None:
+    """`nerve tail --all --json | nerve --workspace OTHER import -` after a forget: the
+    erased events and the payload.erased naming them come along as they are."""
     with workspace.open_log() as log:
-        _fill(log, segments=1)
-    _cli(workspace, "forget", "--match", "s3cret0")
+        _fill(log, segments=2)
+        log.append_drafts([Draft.of(source=SHELL, line="$ TOKEN=s3cret-tail", payload={})])
+    _cli(workspace, "forget", "--match", "s3cret")
+    with workspace.open_log() as log:  # whole events after the erasure, in the tail
+        log.append_drafts([Draft.of(source=FILES, line="edited after.py", payload={})])
     _, out, _ = _cli(workspace, "tail", "--json", "--all")
+    assert '"erased":true' in out and f'"kind":"{ERASED_KIND}"' in out
     run_cli("init", str(tmp_path / "b"))
     other = Workspace(tmp_path / "b")
-    dump = tmp_path / "dump.jsonl"
-    dump.write_text(out)
-    code, _, err = _cli(other, "import", str(dump), check=False)
-    assert code != 0 and "is erased" in err and "cannot be imported" in err
+    proc = run_cli("--workspace", str(other.root), "import", "-", input=out)
+    assert proc.returncode == 0, proc.stderr
+    assert replay_digest(other.log_root).digest == replay_digest(workspace.log_root).digest
+    report = json.loads(_cli(other, "replay", "--verify", "--json")[1])
+    assert report["ok"] and not report["warnings"], report
+    copied = {r["id"]: r for r in _rows(other)}
+    for row in _rows(workspace):  # same ids; the erased ones erased, with their address
+        twin = copied[row["id"]]
+        assert (twin["payload"], twin["line"], twin["payload_cid"]) == (
+            row["payload"],
+            row["line"],
+            row["payload_cid"],
+        )
+    assert sum(r["payload"] is None for r in copied.values()) == 5
+    gone = next(r for r in copied.values() if r["payload"] is None)
+    code, _, err = _cli(other, "payload", gone["payload_cid"].hex(), check=False)
+    assert code == 1 and "was erased by payload.erased" in err  # the copy says so too
+    # a later forget in the copy finds the erased ones erased, and nothing pending
+    result = json.loads(_cli(other, "forget", "--match", "s3cret", "--json")[1])
+    assert result["erased"] == 0
+
+
+def test_an_imported_erasure_must_come_with_what_it_erased(
+    workspace: Workspace, tmp_path: Path
+) -> None:
+    """A payload.erased naming events the import does not carry is refused: it would have
+    the next forget erase the importing log's own events."""
+    with workspace.open_log() as log:
+        _fill(log, segments=1)
+    _cli(workspace, "forget", "--match", "s3cret")
+    _, out, _ = _cli(workspace, "tail", "--json", "--all")
+    lines = [line for line in out.splitlines() if '"erased":true' not in line]
+    run_cli("init", str(tmp_path / "b"))
+    other = Workspace(tmp_path / "b")
+    proc = run_cli(
+        "--workspace", str(other.root), "import", "-", input="\n".join(lines) + "\n", check=False
+    )
+    assert proc.returncode == 1 and "cannot be sent without every event it erased" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) <= 2  # the error and its hint, no traceback
     assert not other.log_root.exists() or replay_digest(other.log_root).events == 0
 
 

@@ -19,6 +19,16 @@ from nerve.log.drafts import Draft
 from nerve.log.reader import events_since, replay_digest, snapshot, table_since
 from nerve.log.store import EventLog
 from nerve.log.verify import verify
+from tests.helpers.crypt import encrypt_log
+
+
+@pytest.fixture(params=["plain", "encrypted"])
+def log_root(
+    request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Path:
+    """Each test runs on a plain log and on an encrypted one (nerve.log.crypt)."""
+    root = tmp_path / "log"
+    return encrypt_log(root, monkeypatch) if request.param == "encrypted" else root
 
 
 def fill(log: EventLog, count: int, prefix: str = "e") -> list[bytes]:

@@ -1,4 +1,5 @@
-"""One I/O error at every durable syscall of append, seal, compact, forget, archive, repair.
+"""One I/O error at every durable syscall of append, seal, compact, forget, archive, repair,
+and an import of a copied log with erasures.
 
 Each operation runs once with every durable call recorded (``tests/helpers/syscalls.py``:
 ``os``'s write, fsync, fdatasync, ftruncate, rename, replace, unlink, mkdir and creating
@@ -22,6 +23,7 @@ import collections
 import contextlib
 import errno
 import functools
+import json
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -39,6 +41,7 @@ from nerve.log.segments import read_segment
 from nerve.log.store import EventLog
 from nerve.log.verify import verify
 from nerve.log.wal import wal_name
+from nerve.log.wire import event_to_json, stored_event_from_json
 from tests.helpers import syscalls
 
 # (errno, sticky): one call fails; or the disk breaks at that call and every later one fails
@@ -124,6 +127,29 @@ def _run_repair(ws: Path) -> list[bytes]:
     return []
 
 
+def _build_copy(root: Path) -> list[bytes]:
+    """The usual log, and beside it a copy of a newer log with an erasure to import (its
+    erased events, the payload.erased naming them, and whole events)."""
+    acked = _build(root)
+    source = root.parents[2] / "source"
+    with _open(source, retire_grace_ns=0) as log:
+        _add(log, 200, count=6)
+        log.seal()
+        log.erase(_odd, reason="fault", selection={})
+        _add(log, 206)
+    lines = [json.dumps(event_to_json(e)) for e in events_since(source)]
+    (root.parents[2] / "copy.jsonl").write_text("\n".join(lines) + "\n")
+    return acked
+
+
+def _run_import(ws: Path) -> list[bytes]:
+    text = (ws.parent / "copy.jsonl").read_text().splitlines()
+    events = [stored_event_from_json(json.loads(line)) for line in text]
+    with _open(_log_root(ws)) as log:
+        log.import_events(events, key="copy")  # run again: the key says it is stored
+    return [e.id for e in events]
+
+
 def _build_damaged(root: Path) -> list[bytes]:
     """A log whose merged segment is gone (its compacted inputs remain) and whose WAL
     holds a damaged frame before good ones."""
@@ -149,6 +175,7 @@ OPS = [
     Op("forget", _build, _run_forget),
     Op("archive", _build, _run_archive),
     Op("repair", _build_damaged, _run_repair, repair=True),
+    Op("import", _build_copy, _run_import),
 ]
 
 

@@ -241,6 +241,34 @@ def _key_write_fails(tmp_path: Path, site: str) -> None:
     assert Keyring.open(folder).public_key() == ring.public_key()
 
 
+def _keyring_write_fails(tmp_path: Path, site: str) -> None:
+    """A rotation that cannot write leaves the old wrapped key whole (and no stray file);
+    a new keyring that cannot be written leaves no keyring to be read as one."""
+    from nerve.log import crypt
+
+    old, new = b"o" * 32, b"n" * 32
+    with fsio.inject(site) as fault, pytest.raises(OSError):
+        crypt.new_keyring(tmp_path / "fresh", old, crypt.file_source())
+    assert fault.fired == 1 and not crypt.is_encrypted(tmp_path / "fresh")
+    root = tmp_path / "log"
+    crypt.new_keyring(root, old, crypt.file_source())
+    with EventLog(root, node="f") as log:
+        log.append(line="kept")
+    before = sorted(p.name for p in root.iterdir())
+    with fsio.inject(site) as fault, pytest.raises(OSError):
+        crypt.rewrap(root, old, new, crypt.file_source())
+    assert fault.fired == 1 and sorted(p.name for p in root.iterdir()) == before
+    crypt.forget_keys()
+    assert crypt.unlock(root, old)
+    with pytest.raises(crypt.WrongKey):
+        crypt.unlock(root, new)
+    crypt.rewrap(root, old, new, crypt.file_source())
+    crypt.forget_keys()
+    crypt.unlock(root, new)
+    assert [e.line for e in events_since(root)][-1] == "kept"
+    crypt.forget_keys()
+
+
 def _trust_write_fails(tmp_path: Path, site: str) -> None:
     path = tmp_path / "trust" / "record.json"
     first = TrustRecord(b"a" * 32, b"b" * 32, 3, b"c" * 32, b"d" * 32)
@@ -322,6 +350,7 @@ SCENARIOS: dict[str, Callable[[Path, str], None]] = {
     "archive.dirsync": _archive_copy_fails,
     "quarantine.move": _quarantine_fails,
     "key.write": _key_write_fails,
+    "keyring.write": _keyring_write_fails,
     "trust.write": _trust_write_fails,
     "mcp.token": _token_write_fails,
     "ui.token": _ui_token_write_fails,

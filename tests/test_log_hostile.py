@@ -26,9 +26,19 @@ from nerve.log.store import EventLog
 from nerve.log.verify import verify
 from nerve.workspace import Workspace
 from tests.conftest import run_cli
+from tests.helpers.crypt import encrypt_log
 from tests.helpers.smallfs import fill, small_tmpfs
 
 BIG = "1" * 5000
+
+
+@pytest.fixture(params=["plain", "encrypted"])
+def log_root(
+    request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Path:
+    """Each test runs on a plain log and on an encrypted one (nerve.log.crypt)."""
+    root = tmp_path / "log"
+    return encrypt_log(root, monkeypatch) if request.param == "encrypted" else root
 
 
 def _fill(root: Path, segments: int = 3, tail: bool = True) -> list[bytes]:

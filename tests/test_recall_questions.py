@@ -27,9 +27,13 @@ class Q(NamedTuple):
 
 QUESTIONS = [
     # resources
-    Q("what used the most CPU in the last 5 minutes?", ("yes [4242]",), ("python [100]: 30",)),
+    Q(
+        "what used the most CPU in the last 5 minutes?",
+        ("yes [4242] (u) `yes --hog`",),
+        ("python [100]: 30",),
+    ),
     Q("what used the most CPU between 14:00 and 15:00?", ("python [100]",), ("yes",)),
-    Q("which process is using the most cpu now?", ("yes [4242]",)),
+    Q("which process is using the most cpu now?", ("yes [4242] (u) `yes --hog`",)),
     Q("what used the most cpu 5 minutes ago?", ("yes [4242]",)),
     Q("what used the most cpu this morning?", ("No process samples this morning",)),
     Q("what is using memory now?", ("java [300]", "2048 MiB")),
@@ -68,8 +72,19 @@ QUESTIONS = [
     Q("which files changed this morning?", ("src/app.py",), ("lib.rs",)),
     Q("which files changed in src?", ("src/lib.rs", "src/app.py"), ("docs",)),
     Q("which files changed since 15:25?", ("src/lib.rs",), ("readme",)),
-    Q("new processes in the last 15 minutes", ("yes [4242]",), ("python",)),
-    Q("which processes started today?", ("yes [4242]", "python [100]")),
+    Q("new processes in the last 15 minutes", ("yes [4242]", "cc1 ×12, make ×2"), ("python",)),
+    Q("which processes started today?", ("yes [4242]", "python [100]", "cc1 ×12")),
+    Q("which processes started this morning?", ("python [100]",), ("yes", "cc1")),
+    Q(
+        "which ports were opened today?",
+        ("tcp 127.0.0.1:8000 opened by python [100]", "tcp 0.0.0.0:5432 opened by postgres [555]"),
+    ),
+    Q("which ports were opened in the last 10 minutes?", ("127.0.0.1:8000",), ("5432",)),
+    Q("new listening ports this morning", ("0.0.0.0:5432", "postgres"), ("8000",)),
+    Q("which ports were closed today?", ("127.0.0.1:8000 closed by python [100]",), ("5432",)),
+    Q("which ports were opened yesterday?", ("No listening port opened yesterday",)),
+    Q("which ports are listening now?", ("tcp 0.0.0.0:5432 by postgres [555]",), ("8000",)),
+    Q("which ports were open at 15:25?", ("127.0.0.1:8000", "0.0.0.0:5432")),
     # attention and errors
     Q("why was the net highlight held?", ("hold:value", "net all down")),
     Q("what was surfaced?", ("top cpu: yes 98%",)),
@@ -77,7 +92,7 @@ QUESTIONS = [
     Q("what was the last error?", ("OSError: EIO",)),
     Q("what happened in the last 10 minutes?", ("shell", "file_change")),
     # what nothing here can answer: say so
-    Q("which ports were opened today?", answered=False),
+    Q("which ports does nginx proxy to?", answered=False),
     Q("when did I last push?", answered=False),
     Q("why is the network slow?", answered=False),
     Q("what did I edit and what did I run?", answered=False),
@@ -142,9 +157,54 @@ def test_mcp_ask_gives_the_same_answers(day: Workspace, monkeypatch: pytest.Monk
     from nerve.mcp.guard import Allowance, Screen
 
     monkeypatch.setattr("time.time_ns", lambda: workday.NOW)
-    for question in ("which commands failed today?", "which files changed in src?"):
+    questions = ("which commands failed today?", "which files changed in src?")
+    for question in (*questions, "which ports were opened today?"):
         cli = ask(day, question, record=False, now_ns=workday.NOW)
         over_mcp = tools.ask(
             tools.Call(day, Screen(day.config.privacy), Allowance(500, 1 << 20)), question
         )
         assert over_mcp.answer == cli.text and cli.answered
+
+
+def test_ports_opened_name_their_process_and_cite_the_port_events(day: Workspace) -> None:
+    result = _ask(day, "which ports were opened today?")
+    assert result.answered and result.intent == "ports"
+    assert result.text.splitlines()[1:] == [
+        "- 15:23:00  tcp 127.0.0.1:8000 opened by python [100], user u",
+        "- 09:12:00  tcp 0.0.0.0:5432 opened by postgres [555], user u",
+    ]
+    conn = day.connect()
+    try:
+        lines = [
+            conn.execute("SELECT line FROM events WHERE id = ?", [bytes.fromhex(s)]).fetchone()[0]
+            for s in result.spans
+        ]
+    finally:
+        conn.close()
+    assert lines == [
+        "port 127.0.0.1:8000 opened by python [100]",
+        "port 0.0.0.0:5432 opened by postgres [555]",
+    ]
+
+
+def test_a_top_sample_stands_until_the_next_one(tmp_path: Any) -> None:
+    """The sense sends a top when it changed: a busy minute, then a quiet top, then nothing
+    for four minutes is a fifth of the five minutes busy, not half of the samples."""
+    import dataclasses
+
+    from nerve.canonical import canonical_json
+    from nerve.clock import Hlc
+    from nerve.workspace import init_workspace
+
+    busy = workday.top(workday.at("15:25"), hog=True)
+    quiet = dataclasses.replace(workday.top(workday.at("15:26"), hog=False), line="top cpu: idle")
+    events = [busy, quiet]
+    payload = {"event": "top", "interval_ms": 5000, "cpu": [], "memory": [], "over": []}
+    events[1] = dataclasses.replace(
+        quiet, payload=canonical_json(payload), hlc=Hlc(workday.at("15:26"), 1)
+    )
+    ws = init_workspace(tmp_path / "ws")
+    with ws.open_log() as log:
+        log.import_events(events)
+    text = _ask(ws, "what used the most CPU in the last 5 minutes?").text
+    assert "yes [4242] (u) `yes --hog`: 19.6% of a core on average, peak 98.0%" in text, text

@@ -12,6 +12,7 @@ import json
 import os
 import re
 import shutil
+import socket
 import subprocess
 import time
 from collections.abc import Callable, Iterator
@@ -193,6 +194,55 @@ def test_network_baseline_then_rates(tmp_path: Path) -> None:
     assert {p["nic"] for p in payloads(second)[1:]} == set(second.state["nics"])
 
 
+def test_network_reports_ports_opened_and_closed_with_their_process(tmp_path: Path) -> None:
+    def ours(result: Result, port: int) -> list[dict[str, Any]]:
+        return [p for p in payloads(result) if p.get("port") == port and "event" in p]
+
+    first = run("network", initial("network"), tmp_path, port_min_life_s=0)
+    assert not [p for p in payloads(first) if "event" in p]  # a baseline, ports included
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        port = sock.getsockname()[1]
+        second = run("network", first.state, tmp_path, port_min_life_s=0)
+        [opened] = ours(second, port)
+        assert opened["event"] == "port_opened" and opened["address"] == "127.0.0.1"
+        assert opened["pid"] == os.getpid() and opened["name"] == psutil.Process().name()
+        line = next(o.line for o in second.observations if o.payload.get("port") == port)
+        assert line == f"port 127.0.0.1:{port} opened by {opened['name']} [{os.getpid()}]"
+        assert second.observations[0].payload["readings"]["listening_ports"] >= 1
+        assert not ours(run("network", second.state, tmp_path), port)  # reported once
+    third = run("network", second.state, tmp_path)
+    [closed] = ours(third, port)
+    assert closed["event"] == "port_closed" and closed["pid"] == os.getpid()
+    assert f"127.0.0.1:{port}" not in third.state["ports"]
+
+
+def test_network_reports_a_port_once_it_lasted_and_never_a_brief_one(tmp_path: Path) -> None:
+    def ours(result: Result, port: int) -> list[str]:
+        return [p["event"] for p in payloads(result) if p.get("port") == port and "event" in p]
+
+    state = run("network", initial("network"), tmp_path, port_min_life_s=1).state
+    with socket.socket() as brief, socket.socket() as lasting:
+        for sock in (brief, lasting):
+            sock.bind(("127.0.0.1", 0))
+            sock.listen()
+        ports = brief.getsockname()[1], lasting.getsockname()[1]
+        seen = run("network", state, tmp_path, port_min_life_s=1)
+        assert not ours(seen, ports[0]) and not ours(seen, ports[1])  # too young yet
+        brief.close()
+        first_seen = seen.state["ports"][f"127.0.0.1:{ports[1]}"]["since"]
+        assert poll(lambda: time.time() - first_seen >= 1.0, timeout=10)
+        later = run("network", seen.state, tmp_path, port_min_life_s=1)
+    assert not ours(later, ports[0])  # it came and went: neither opened nor closed
+    assert ours(later, ports[1]) == ["port_opened"]
+    [opened] = [o for o in later.observations if o.payload.get("port") == ports[1]]
+    assert opened.valid_time_ns == int(first_seen * 1e9)  # when it was first seen listening
+    assert ours(run("network", later.state, tmp_path, port_min_life_s=1), ports[1]) == [
+        "port_closed"
+    ]
+
+
 # --- files ----------------------------------------------------------------------------------
 
 
@@ -313,7 +363,7 @@ def test_ignore_globs(glob: str, matches: list[str], misses: list[str]) -> None:
 
 @pytest.mark.skipif(shutil.which("sleep") is None, reason="no sleep binary")
 def test_processes_started_then_exited(tmp_path: Path) -> None:
-    opts = {"notable": ["sleep"]}
+    opts = {"notable": ["sleep"], "min_life_s": 0}  # every notable process at once
     baseline = run("processes", initial("processes"), tmp_path, **opts)
     assert not baseline.observations and baseline.state["note"].startswith("baseline")
     proc = subprocess.Popen(["sleep", "30"])
@@ -344,17 +394,68 @@ def test_processes_started_then_exited(tmp_path: Path) -> None:
 def test_processes_baseline_is_silent_but_remembers_notable(tmp_path: Path) -> None:
     proc = subprocess.Popen(["sleep", "30"])
     try:
-        baseline = run("processes", initial("processes"), tmp_path, notable=["sleep"])
-        again = run("processes", baseline.state, tmp_path, notable=["sleep"])
+        baseline = run("processes", initial("processes"), tmp_path, notable=["sleep"], min_life_s=0)
+        again = run("processes", baseline.state, tmp_path, notable=["sleep"], min_life_s=0)
     finally:
         proc.kill()
         proc.wait()
     assert str(proc.pid) in baseline.state["notable"]
     assert not [o for o in again.observations if o.payload.get("pid") == proc.pid]
-    after = run("processes", again.state, tmp_path, notable=["sleep"])
+    after = run("processes", again.state, tmp_path, notable=["sleep"], min_life_s=0)
     assert [o.payload["event"] for o in after.observations if o.payload.get("pid") == proc.pid] == [
         "exited"
     ]
+
+
+@pytest.mark.skipif(shutil.which("sleep") is None, reason="no sleep binary")
+def test_processes_short_lived_are_counted_and_the_rest_reported_once_they_lasted(
+    tmp_path: Path,
+) -> None:
+    # a name of its own: other tests' sleeps may come and go meanwhile
+    binary = tmp_path / "zzbrief"
+    shutil.copy(shutil.which("sleep") or "sleep", binary)
+    opts = {"notable": ["zzbrief"], "min_life_s": 1}
+    state = run("processes", initial("processes"), tmp_path, **opts).state
+    brief = subprocess.Popen([binary, "30"])
+    lasting = subprocess.Popen([binary, "30"])
+    try:
+        seen = run("processes", state, tmp_path, **opts)
+        assert not [
+            o for o in seen.observations if o.payload.get("pid") in (brief.pid, lasting.pid)
+        ]
+        assert {str(brief.pid), str(lasting.pid)} <= set(seen.state["pending"])
+        brief.kill()
+        brief.wait()
+        born = psutil.Process(lasting.pid).create_time()
+        assert poll(lambda: time.time() - born >= 1.0, timeout=10)
+        after = run("processes", seen.state, tmp_path, **opts)
+    finally:
+        for proc in (brief, lasting):
+            proc.kill()
+            proc.wait()
+    events = {(o.payload.get("event"), o.payload.get("pid")) for o in after.observations}
+    assert ("started", lasting.pid) in events  # it lasted: reported, at its start
+    assert not {e for e in events if e[1] == brief.pid}  # it did not: neither start nor exit
+    [started] = [o for o in after.observations if o.payload.get("pid") == lasting.pid]
+    assert started.valid_time_ns == int(born * 1e9)
+    [summary] = [o for o in after.observations if o.payload.get("event") == "brief"]
+    assert summary.payload["counts"] == {"zzbrief": 1}
+    assert summary.payload["readings"] == {"brief_exits": 1}
+    assert summary.line == "short-lived processes: zzbrief ×1"
+    assert after.state["brief"]["counts"] == {}  # sent: the next waits brief_every_s
+    sense = load("processes")
+    opts_ = sense._options(SenseContext("processes", tmp_path, opts))
+    waiting = sense._Brief.of(after.state["brief"])
+    waiting.count("zzbrief")
+    assert waiting.flush(time.time_ns(), opts_) is None  # one more: it waits brief_every_s
+    waiting.count("zzbrief")
+    waiting.count("zzbrief")
+    looped = waiting.flush(time.time_ns(), opts_)  # three of one name: a loop, sent at once
+    assert looped is not None and looped.payload["counts"] == {"zzbrief": 3}
+    gone = run("processes", after.state, tmp_path, **opts)
+    assert [
+        o.payload["event"] for o in gone.observations if o.payload.get("pid") == lasting.pid
+    ] == ["exited"]
 
 
 def test_processes_state_is_bounded(tmp_path: Path) -> None:

@@ -33,21 +33,28 @@ def test_processes_top_names_a_cpu_hog_with_its_cost(tmp_path: Path) -> None:
         state = run("processes", initial("processes"), tmp_path).state  # the baseline
         first = run("processes", state, tmp_path)  # primes this worker's CPU counters
         found: list[dict[str, Any]] = []
+        about = [e for t in _tops(first) for k in ("cpu", "memory", "over") for e in t[k]]
 
         def hog_on_top() -> bool:
             nonlocal first
             first = run("processes", first.state, tmp_path)
             tops = _tops(first)
+            about.extend(e for t in tops for k in ("cpu", "memory", "over") for e in t[k])
             found[:] = [e for t in tops for e in t["cpu"] if e["pid"] == hog.pid]
             return bool(found)
 
         assert poll(hog_on_top, timeout=20)
+        again = run("processes", first.state, tmp_path)
     finally:
         hog.kill()
         hog.wait()
     entry = found[0]
     assert entry["cpu_permille"] >= 10 and entry["rss_bytes"] > 0
-    assert entry["cmdline"].endswith("while True: pass") and entry["user"]
+    # its command line and user go out the first time it is on a top, not in every sample
+    [described] = [e for e in about if e["pid"] == hog.pid and "cmdline" in e]
+    assert described["cmdline"].endswith("while True: pass") and described["user"]
+    later = [e for t in _tops(again) for e in t["cpu"] if e["pid"] == hog.pid]
+    assert all("cmdline" not in e for e in later)
     assert abs(entry["start_time"] - time.time()) < 120
     (top,) = _tops(first)
     assert set(top["readings"]) == {"top_cpu_permille", "top_rss_bytes", "over_threshold"}
@@ -68,6 +75,14 @@ def test_processes_top_is_quiet_when_nothing_moves(tmp_path: Path) -> None:
     hot, _ = sense._top(busy, state, opts)
     assert hot is not None and hot.payload["memory"] == []  # CPU news, the memory list unchanged
     assert [e["pid"] for e in hot.payload["cpu"]] == [2]
+    _, hot_state = sense._top(busy, state, opts)
+    same, same_state = sense._top(busy, hot_state, opts)
+    assert same is None and same_state == hot_state  # the same busy process: not sent again
+    busier = {**idle, "2": sense._Proc(2, "b", 0.0, 100.0, 50)}
+    hotter, hotter_state = sense._top(busier, hot_state, opts)
+    assert hotter is not None and hotter.payload["cpu"][0]["cpu_permille"] == 1000  # moved
+    quiet, _ = sense._top(idle, hotter_state, opts)
+    assert quiet is not None and quiet.payload["cpu"] == []  # gone quiet: said once
     grown = {**idle, "1": sense._Proc(1, "a", 0.0, 0.0, 120 * 2**20)}
     moved, _ = sense._top(grown, state, opts)
     assert moved is not None and moved.payload["memory"]  # a tenth more: sent again
@@ -116,6 +131,9 @@ def test_the_hook_records_exit_duration_cwd_and_session(shell: str, tmp_path: Pa
             "ls /no/such/place",
             "sleep 0.3",
             "printf 'a\\nb' >/dev/null",
+            "echo  two   spaces  >/dev/null",
+            "cd /",
+            "true",
             " echo hidden",
         ],
         tmp_path,
@@ -125,6 +143,7 @@ def test_the_hook_records_exit_duration_cwd_and_session(shell: str, tmp_path: Pa
     records = [parse_spool_line(line) for line in spool.read_text().splitlines()]
     by_command = {r.command: r for r in records}
     expected = {f"cd '{work}'", "ls /no/such/place", "sleep 0.3", "printf 'a\\nb' >/dev/null"}
+    expected |= {"echo  two   spaces  >/dev/null", "cd /", "true"}  # spacing kept
     if shell == "zsh":
         expected.add(" echo hidden")  # zsh hands preexec the line as typed
         assert expected <= set(by_command)
@@ -132,6 +151,7 @@ def test_the_hook_records_exit_duration_cwd_and_session(shell: str, tmp_path: Pa
         assert set(by_command) == expected  # history kept no hidden command: nor does the hook
     assert by_command["ls /no/such/place"].exit != 0 and by_command["sleep 0.3"].exit == 0
     assert by_command["ls /no/such/place"].cwd == str(work)
+    assert by_command["cd /"].cwd == by_command["true"].cwd == "/"  # a new folder is seen
     assert by_command["sleep 0.3"].duration_ms >= 250
     assert len({r.session for r in records}) == 1 and records[0].shell == shell
 

@@ -21,7 +21,7 @@ LAYERS = [
     {"events", "contract", "shellhook"},
     {"log"},
     {"query", "config", "conformance", "chain", "attention", "checks", "privacy", "sensedata"}
-    | {"recall.core", "recall.tier0", "mcp.settings", "fleet.settings"},
+    | {"recall.core", "recall.tier0", "mcp.settings", "fleet.settings", "sealedfs"},
     {"workspace"},
     {"runtime", "flow", "logops", "recall", "export", "tail", "privacy.ops", "fleet"}
     | {"privacy.forget", "privacy.archive", "privacy.selection"},

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -61,6 +60,10 @@ def _pid(root: Path, name: str, flows: Flows) -> int:
     path = root / "pids" / name
     flows.wait_for(path.exists, what=f"pid file {name}")
     return int(path.read_text())
+
+
+def _idle_kept(flows: Flows, name: str) -> int:
+    return int(flows.request({"type": "workflow-status"})["workflows"][name]["idle_kept"])
 
 
 def test_sigkill_of_the_worker_mid_run_resumes_without_repeating_a_role(flows: Flows) -> None:
@@ -137,7 +140,9 @@ def test_an_idle_worker_exits_and_the_next_run_starts_a_fresh_one(flows: Flows) 
     flows.wait_for(lambda: traces(flows.root, "only"), what="the role to start")
     busy = flows.worker_pid("idler")
     assert busy is not None
-    time.sleep(1.0)  # three idle_exit periods with a role in flight: the worker stays
+    kept = _idle_kept(flows, "idler")
+    # three idle checks (idle_exit periods) with a role in flight: the worker stays
+    flows.wait_for(lambda: _idle_kept(flows, "idler") >= kept + 3, what="three idle checks")
     assert flows.worker_pid("idler") == busy and flows.status(run) == "started"
     open_gate(flows.root, "idle-gate")
     flows.wait_status(run, "completed")

@@ -32,7 +32,7 @@ Every key is optional; unknown keys are rejected.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -45,6 +45,8 @@ from nerve.errors import EventError
 
 SNAPSHOT_VERSION = 1
 EVENT_ID_SIZE = 32
+BATCH_MIN = 64  # below this, numpy's fixed cost per call outweighs what it saves
+_NO_READINGS: Mapping[str, int] = {}
 
 
 class AttentionConfig(BaseModel):
@@ -101,6 +103,78 @@ class Attention:
                 subject, readings or {}, projection.seq, hlc_physical_ns
             )
         return [(h, self.gate.decide(h, ctx, hlc_physical_ns)) for h in highlights]
+
+    def observe_batch(
+        self,
+        ids: Sequence[bytes],
+        sources: Sequence[int],
+        trusts: Sequence[int],
+        times: Sequence[int],
+        context: Callable[[int], UserContext],
+        subjects: Sequence[str] | None = None,
+        readings: Sequence[Mapping[str, int] | None] | None = None,
+    ) -> list[tuple[int, Highlight, Decision]]:
+        """:meth:`observe` for each observation of a batch, in order, with the same
+        highlights, decisions and state afterwards, bit for bit; each result is
+        ``(position in the batch, highlight, decision)``. ``context(i)`` is the user context
+        at observation ``i``; ``subjects`` and ``readings`` default to none.
+
+        The observer and the detector run over the whole batch at once
+        (:mod:`nerve.attention.batch`); a small batch, or one the checked integer ranges do
+        not cover, goes one observation at a time.
+        """
+        from nerve.attention import batch
+
+        n = len(ids)
+        subjects = subjects if subjects is not None else [""] * n
+        readings = readings if readings is not None else [None] * n
+        if n < BATCH_MIN or not (
+            batch.valid_inputs(ids, sources, trusts) and batch.fits(self.observer, self.detector, n)
+        ):
+            return self._one_by_one(ids, sources, trusts, times, context, subjects, readings)
+        first = self.observer.seen
+        ratios = batch.observer_batch(self.observer, sources, trusts)
+        fired = batch.detector_batch(self.detector, ratios, first)
+        fired += self._value_fires(first, times, subjects, readings)
+        fired.sort(key=lambda f: (f[0], f[1]))
+        decide = self.gate.decide
+        return [(i, h, decide(h, context(i), times[i])) for i, _, h in fired]
+
+    def _value_fires(
+        self,
+        first: int,
+        times: Sequence[int],
+        subjects: Sequence[str],
+        readings: Sequence[Mapping[str, int] | None],
+    ) -> list[tuple[int, int, Highlight]]:
+        """Value-probe fires as ``(position, 3 + order, highlight)``: after the detector's
+        three probes of the same observation, as :meth:`observe` raises them."""
+        out: list[tuple[int, int, Highlight]] = []
+        observe = self.values.observe
+        for i, (subject, values) in enumerate(zip(subjects, readings, strict=True)):
+            if values or subject:
+                fires = observe(subject, values or _NO_READINGS, first + i, times[i])
+                out += [(i, 3 + k, h) for k, h in enumerate(fires)]
+        return out
+
+    def _one_by_one(
+        self,
+        ids: Sequence[bytes],
+        sources: Sequence[int],
+        trusts: Sequence[int],
+        times: Sequence[int],
+        context: Callable[[int], UserContext],
+        subjects: Sequence[str],
+        readings: Sequence[Mapping[str, int] | None],
+    ) -> list[tuple[int, Highlight, Decision]]:
+        out = []
+        for i, event_id in enumerate(ids):
+            t = times[i]
+            for h, d in self.observe(
+                event_id, sources[i], trusts[i], t, context(i), subjects[i], readings[i]
+            ):
+                out.append((i, h, d))
+        return out
 
     def snapshot(self) -> dict[str, Any]:
         """All state as plain JSON values."""

@@ -20,6 +20,7 @@ import functools
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +28,7 @@ from nerve.attention.detector import Highlight
 from nerve.attention.gate import Decision, UserContext
 from nerve.attention.host import AttentionHost
 from nerve.attention.kinds import DECISION, HIGHLIGHT, LINK, SNAPSHOT
-from nerve.attention.pipeline import Attention
+from nerve.attention.pipeline import BATCH_MIN, Attention
 from nerve.attention.settings import AttentionSettings, ContextTracker
 from nerve.attention.values import readings_of
 from nerve.canonical import det_cbor_decode
@@ -40,6 +41,7 @@ from nerve.log.drafts import Draft
 from nerve.log.store import EventLog
 
 CHUNK = 5_000
+_BATCH_FIELDS = ("id", "source", "trust", "physical_ns")
 DECISION_FIELDS = ("outcome", "probe", "value_milli", "cost_milli", "charged_uj",
                    "budget_before_uj", "budget_after_uj", "source_event")  # fmt: skip
 
@@ -179,7 +181,43 @@ class Attender:
         )
 
     def observe(self, rows: Iterable[Obs], recorded: set[tuple[str, str]] | None = None) -> None:
-        """Attend to observations in order; skip those at or before the cursor."""
+        """Attend to observations in order; skip those at or before the cursor.
+
+        A batch goes through :meth:`Attention.observe_batch`; one the batch path does not
+        take (small, or with an input the pipeline refuses) goes row by row, so a refusal
+        leaves the state just before the row refused, as it always did."""
+        kept: list[Obs] = []
+        cursor: tuple[int, int] = self.cursor
+        for obs in rows:
+            stamp = (obs.physical_ns, obs.logical)
+            if stamp > cursor:
+                kept.append(obs)
+                cursor = stamp
+        if len(kept) < BATCH_MIN or not self._observe_batch(kept, recorded):
+            self._observe_rows(kept, recorded)
+
+    def _observe_batch(self, rows: list[Obs], recorded: set[tuple[str, str]] | None) -> bool:
+        from nerve.attention import batch
+
+        ids, sources, trusts, times = (list(map(attrgetter(f), rows)) for f in _BATCH_FIELDS)
+        if not batch.valid_inputs(ids, sources, trusts) or not batch.fits(
+            self.pipeline.observer, self.pipeline.detector, len(rows)
+        ):
+            return False
+        context = self.tracker.batch(sources, times)
+        subjects, readings = [o.subject for o in rows], [o.readings for o in rows]
+        fired = self.pipeline.observe_batch(
+            ids, sources, trusts, times, context, subjects, readings
+        )
+        for i, hl, dec in fired:
+            obs = rows[i]
+            if recorded is None or (obs.id.hex(), hl.probe) not in recorded:
+                self._seal(obs, hl, dec, context(i))
+        self.cursor = Hlc(rows[-1].physical_ns, rows[-1].logical)
+        self.observed += len(rows)
+        return True
+
+    def _observe_rows(self, rows: Iterable[Obs], recorded: set[tuple[str, str]] | None) -> None:
         for obs in rows:
             if Hlc(obs.physical_ns, obs.logical) <= self.cursor:
                 continue

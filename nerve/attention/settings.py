@@ -26,8 +26,9 @@ visual attention expensive to interrupt. The budget refills at ``gate.refill_uj_
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
@@ -145,6 +146,32 @@ class ContextTracker:
             physical_ns - self._last_visual <= self.settings.modality_window * NS_PER_MS
         )
         return UserContext(engagement, "visual" if recent_visual else "none")
+
+    def batch(self, sources: Sequence[int], times: Sequence[int]) -> Callable[[int], UserContext]:
+        """Advance past a batch of observations at once; the returned function gives the
+        context :meth:`update` would have returned for observation ``i`` of the batch."""
+        engaging, seen_visual = self._engaged, self._visual
+        engaged = [j for j, s in enumerate(sources) if s in engaging]
+        visual = [j for j, s in enumerate(sources) if s in seen_visual]
+        before, last_visual = list(self._recent), self._last_visual
+        stamps = before + [times[j] for j in engaged]
+        cap = self._recent.maxlen or 1
+        window = self.settings.engagement_window * NS_PER_MS
+        per_event = self.settings.engagement_per_event_milli
+        modality_window = self.settings.modality_window * NS_PER_MS
+
+        def at(i: int) -> UserContext:
+            t, upto = times[i], len(before) + bisect_right(engaged, i)
+            count = sum(1 for u in stamps[max(0, upto - cap) : upto] if t - u <= window)
+            seen = bisect_right(visual, i)
+            last = times[visual[seen - 1]] if seen else last_visual
+            recent_visual = last is not None and t - last <= modality_window
+            return UserContext(min(1000, count * per_event), "visual" if recent_visual else "none")
+
+        self._recent.extend(stamps[len(before) :][-cap:])
+        if visual:
+            self._last_visual = times[visual[-1]]
+        return at
 
     def snapshot(self) -> dict[str, Any]:
         return {"recent": list(self._recent), "last_visual": self._last_visual}

@@ -161,15 +161,17 @@ def logs(
 
     if offset < 0:
         raise NerveError(f"--offset must be 0 or more, got {offset}", field="offset")
-    path = daemon.log_path(_ws())
+    ws = _ws()
+    path = daemon.log_path(ws)
     if follow:
         for line in daemon.follow_log(path, lines=n):
-            typer.echo(line)
+            typer.echo(daemon.open_lines(ws, [line])[0])
         return
     if not path.exists():
         typer.echo("(no daemon log yet)")
         return
     shown, earlier = daemon.log_page(path, n, offset)
+    shown = daemon.open_lines(ws, shown)
     if shown:
         typer.echo("\n".join(shown))
     if earlier is not None:

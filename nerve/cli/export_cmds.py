@@ -26,6 +26,13 @@ def export_cmd(
             "compaction cannot break it.",
         ),
     ] = False,
+    plaintext: Annotated[
+        bool,
+        typer.Option(
+            "--plaintext",
+            help="With --copy, for an encrypted workspace: write the events decrypted.",
+        ),
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="JSON output.")] = False,
 ) -> None:
     """Write the log as a DuckDB file that plain `duckdb FILE` queries, no nerve needed.
@@ -39,7 +46,7 @@ def export_cmd(
     """
     from nerve.export import export_duckdb
 
-    result = export_duckdb(_ws(), duckdb_file, force=force, copy=copy)
+    result = export_duckdb(_ws(), duckdb_file, force=force, copy=copy, plaintext=plaintext)
     if as_json:
         from nerve.cli.output import emit_json
 

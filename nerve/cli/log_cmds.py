@@ -8,6 +8,7 @@ from typing import IO, Annotated, Any
 
 import typer
 
+from nerve.cli.key_cmds import CredsOpt, KeyFileOpt, PassphraseOpt, kek_for_new
 from nerve.cli.output import LIMIT_HELP, console, emit_json, plural, render_chunks
 from nerve.cli.state import door as _door
 from nerve.cli.state import workspace as _ws
@@ -40,12 +41,27 @@ def init(
     directory: Annotated[
         Path, typer.Argument(help="Folder to create the workspace in (default: this one).")
     ] = Path("."),
+    encrypt: Annotated[
+        bool,
+        typer.Option(
+            "--encrypt", help="Encrypt the log at rest (with --key-file or --passphrase)."
+        ),
+    ] = False,
+    key_file: KeyFileOpt = None,
+    passphrase: PassphraseOpt = False,
+    creds: CredsOpt = False,
 ) -> None:
     """Create a workspace: nerve.yaml, senses/, workflows/, projections/, data/."""
     from nerve.workspace import init_workspace
 
-    ws = init_workspace(directory)
-    typer.echo(f"created workspace {ws.root}")
+    if not encrypt and (key_file is not None or passphrase or creds):
+        raise UsageError("--key-file, --passphrase and --systemd-creds go with --encrypt")
+    if encrypt and (directory / "nerve.yaml").exists():
+        raise UsageError(f"{directory / 'nerve.yaml'} already exists; not overwriting it")
+    log_root = directory.expanduser().resolve() / "data" / "log"
+    kek = kek_for_new(key_file, passphrase, creds, log_root) if encrypt else None
+    ws = init_workspace(directory, encrypt=kek)
+    typer.echo(f"created {'encrypted ' if encrypt else ''}workspace {ws.root}")
 
 
 def emit_cmd(

@@ -141,6 +141,7 @@ def _register() -> None:
         daemon_cmds,
         export_cmds,
         fleet_cmds,
+        key_cmds,
         log_cmds,
         mcp_cmds,
         privacy_cmds,
@@ -152,6 +153,7 @@ def _register() -> None:
     )
 
     log_cmds.register(app)
+    key_cmds.register(app)
     daemon_cmds.register(app)
     sense_cmds.register(app)
     attend_cmds.register(app)

@@ -305,9 +305,15 @@ class RetentionConfig(_Model):
         return self.default is not None or bool(self.sources) or bool(self.kinds)
 
 
+class EncryptionConfig(_Model):
+    """Encryption at rest (``nerve init --encrypt``): what unlocks the data key."""
+
+    key: Literal["file", "passphrase", "systemd-creds"] = "file"
+
+
 class LogConfig(_Model):
     """When the write-ahead log is sealed, how it is made durable, and clock tolerance;
-    how long payloads are kept, and where archived segments are."""
+    how long payloads are kept, and where archived segments are; encryption at rest."""
 
     seal_max_events: int = Field(default=100_000, ge=1)
     seal_max_age: PositiveDuration = 300_000
@@ -315,6 +321,7 @@ class LogConfig(_Model):
     max_clock_offset: Duration = 500
     retention: RetentionConfig = Field(default_factory=RetentionConfig)
     archives: list[str] = Field(default_factory=list)
+    encryption: EncryptionConfig | None = None
 
 
 class DaemonConfig(_Model):

@@ -83,6 +83,7 @@ def fleet_settings(ws: Workspace) -> Any:
 def ship(ws: Workspace, *, hook: Callable[[str], None] | None = None) -> ShipResult:
     """Ship what is sealed and not yet in the table; ``hook(step)`` is called between steps
     (tests kill the process there)."""
+    _refuse_encrypted(ws)
     started = time.perf_counter()
     resolved = resolve(fleet_settings(ws), ws.data)
     hook = hook or (lambda _: None)
@@ -104,6 +105,20 @@ def ship(ws: Workspace, *, hook: Callable[[str], None] | None = None) -> ShipRes
             "written by the next one"
         )
     return result
+
+
+def _refuse_encrypted(ws: Workspace) -> None:
+    """An encrypted workspace is not shipped: the table would hold ciphertext no Iceberg
+    engine reads, or the plaintext this workspace keeps off its own disk."""
+    from nerve.log.crypt import is_encrypted
+
+    if is_encrypted(ws.log_root):
+        raise FleetError(
+            f"{ws.root} is encrypted at rest: fleet ship refuses to send its segments "
+            "(Iceberg engines cannot read them, and shipping plaintext would undo the "
+            "encryption); nothing was shipped",
+            hint="ship from a plain workspace, or set fleet.ship: off for this one",
+        )
 
 
 def _ship_locked(

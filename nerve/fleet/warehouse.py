@@ -294,20 +294,48 @@ class Warehouse:
         while True:
             try:
                 return attempt(self)
-            except (CommitFailedException, OperationalError) as exc:
-                tries += 1
-                elapsed = time.monotonic() - started
-                if elapsed >= COMMIT_DEADLINE_S:
+            except OSError as exc:  # writing the table's own files (metadata, manifests)
+                raise FleetError(
+                    f"cannot write the table's files under {self.resolved.warehouse}: "
+                    f"{exc.strerror or exc}; the commit was not made",
+                    hint="free some space or check the disk, then ship again",
+                ) from None
+            except OperationalError as exc:
+                if _disk_error(exc):  # not a race: retrying would spin until the deadline
                     raise FleetError(
-                        f"commit to {self.resolved.table} lost {tries} races in a row "
-                        f"over {elapsed:.0f} s: {exc}",
-                        hint="ships are too many at once: spread them (fleet.ship_interval)",
+                        f"cannot write the catalog {_safe(self.resolved.catalog)}: "
+                        f"{exc.orig}; the commit was not made",
+                        hint="free some space or check the disk, then ship again",
                     ) from None
-                wait = random.uniform(0, min(BACKOFF_MAX_S, BACKOFF_S * 2 ** min(tries, 20)))
-                if lost is not None:
-                    lost.append(round(wait, 3))
-                time.sleep(wait)
-                self.refresh()
+                tries = self._lost(exc, started, tries, lost)
+            except CommitFailedException as exc:
+                tries = self._lost(exc, started, tries, lost)
+
+    def _lost(self, exc: Exception, started: float, tries: int, lost: list[float] | None) -> int:
+        """Another writer won (or SQLite was busy): wait, reload; the count of races lost."""
+        tries += 1
+        elapsed = time.monotonic() - started
+        if elapsed >= COMMIT_DEADLINE_S:
+            raise FleetError(
+                f"commit to {self.resolved.table} lost {tries} races in a row "
+                f"over {elapsed:.0f} s: {exc}",
+                hint="ships are too many at once: spread them (fleet.ship_interval)",
+            ) from None
+        wait = random.uniform(0, min(BACKOFF_MAX_S, BACKOFF_S * 2 ** min(tries, 20)))
+        if lost is not None:
+            lost.append(round(wait, 3))
+        time.sleep(wait)
+        self.refresh()
+        return tries
+
+
+# What SQLite says when its file cannot be written (as opposed to "database is locked").
+_SQLITE_DISK = ("disk i/o error", "database or disk is full", "readonly database", "unable to open")
+
+
+def _disk_error(exc: Exception) -> bool:
+    text = str(getattr(exc, "orig", exc)).lower()
+    return any(words in text for words in _SQLITE_DISK)
 
 
 def snapshot_head(host: str, props: Mapping[str, str], snapshot_id: int) -> Any:
@@ -466,8 +494,14 @@ def ship_lock(data_dir: Path) -> Iterator[None]:
     import fcntl
 
     folder = data_dir / "fleet"
-    folder.mkdir(parents=True, exist_ok=True)
-    fd = os.open(folder / "ship.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        fd = os.open(folder / "ship.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError as exc:
+        raise FleetError(
+            f"cannot take the ship lock {folder / 'ship.lock'}: {exc.strerror or exc}",
+            hint="free some space or check the disk, then ship again",
+        ) from None
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield

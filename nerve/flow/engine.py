@@ -203,6 +203,7 @@ class WorkflowEngine:
                 "queued": [r.run for r in flow.queue],
                 "backed_off": flow.backed_off,
                 "error": flow.error,
+                "idle_kept": flow.idle_kept,
             }
             for name, flow in sorted(self.flows.items())
         }

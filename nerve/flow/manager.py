@@ -113,6 +113,7 @@ class Flow:
         self._background: set[asyncio.Task[Any]] = set()
         self._idle: asyncio.TimerHandle | None = None
         self._used = 0.0
+        self.idle_kept = 0  # idle checks that found the worker in use (shown in status)
         self.fingerprint = self._fingerprint()
 
     @property
@@ -326,6 +327,7 @@ class Flow:
         quiet_s = time.monotonic() - self._used
         on_it = any(h is handle for h in self.bound.values())
         if handle.busy or on_it or self.queue or quiet_s * 1000 < self._idle_ms():
+            self.idle_kept += 1
             self._arm_idle()
             return
         self.handle = None

@@ -489,6 +489,37 @@ def table_from_events(events: Iterable[Event]) -> pa.Table:
     return table
 
 
+def table_from_stored(events: Sequence[Event | ErasedEvent]) -> pa.Table:
+    """Whole events (ids recomputed) and erased ones (their stored id and payload address
+    kept, payload and line null) as one table in ``events``' order."""
+    whole = table_from_events([e for e in events if isinstance(e, Event)])
+    gone = [e for e in events if isinstance(e, ErasedEvent)]
+    if not gone:
+        return whole
+    nulls = [None] * len(gone)
+    erased = pa.table(
+        {
+            "physical_ns": [e.hlc.physical_ns for e in gone],
+            "logical": [e.hlc.logical for e in gone],
+            "node": [e.node for e in gone],
+            "kind": [e.kind for e in gone],
+            "subject": [e.subject for e in gone],
+            "source": [e.source for e in gone],
+            "trust": [int(e.trust) for e in gone],
+            "valid_time_ns": [e.valid_time_ns for e in gone],
+            "payload_cid": [e.payload_cid for e in gone],
+            "payload": nulls,
+            "line": nulls,
+            "id": [e.id for e in gone],
+        },
+        schema=ERASABLE_SCHEMA,
+    )
+    both = pa.concat_tables([whole.select(SCHEMA.names).cast(ERASABLE_SCHEMA), erased])
+    order = {e.id: i for i, e in enumerate(events)}
+    at = [order[bytes(x)] for x in both.column("id").to_pylist()]
+    return both.take(pa.array(sorted(range(len(at)), key=at.__getitem__)))
+
+
 def stored_events(table: pa.Table) -> list[Event | ErasedEvent]:
     """Rows as events, an erased row as an :class:`ErasedEvent` (its stored id kept)."""
     if not table.column("line").null_count:

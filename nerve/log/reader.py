@@ -20,7 +20,7 @@ from nerve import fsio
 from nerve.clock import HLC_ZERO, Hlc
 from nerve.errors import LogDamageWarning, LogError
 from nerve.events import ErasedEvent, Event
-from nerve.log import archive
+from nerve.log import archive, crypt
 from nerve.log import segments as seg
 from nerve.log.codec import EMPTY, fixed_bytes, stored_events
 from nerve.log.erasure import ERASED_KIND
@@ -63,6 +63,7 @@ def snapshot(root: Path) -> Snapshot:
     issued as a :class:`~nerve.errors.LogDamageWarning` naming the file, never silently.
     """
     paths = LogPaths(Path(root))
+    crypt.cipher_for(paths.root)  # an encrypted log: unlocked here, or a clear refusal
     for _ in range(SNAPSHOT_TRIES):
         state = read_manifest(paths.manifest)
         try:

@@ -22,6 +22,7 @@ import pyarrow as pa
 from nerve import fsio
 from nerve.clock import Hlc
 from nerve.errors import LogCorrupt, LogError
+from nerve.log import crypt
 from nerve.log import segments as seg
 from nerve.log import wal as walmod
 from nerve.log.codec import fixed_bytes
@@ -113,7 +114,7 @@ def _repair_generation(paths: LogPaths, gen: int, path: Path, notes: list[str]) 
     later, _ = walmod.frames_after(path, (prefix.bad_offset or prefix.good_end) + 1)
     tables, frames = prefix.tables + later, prefix.frames + len(later)
     kept = quarantine(paths, path, copy=True)
-    walmod.write_generation(path, gen, tables)
+    walmod.write_generation(path, gen, tables, crypt.cipher_for(paths.root))
     rows = sum(t.num_rows for t in tables)
     notes.append(
         f"wal generation {gen}: {prefix.size - prefix.good_end} bytes from byte "

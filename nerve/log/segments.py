@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import os
 import secrets
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +18,7 @@ import pyarrow.parquet as pq
 from nerve import fsio
 from nerve.clock import Hlc
 from nerve.errors import LogCorrupt
+from nerve.log import crypt
 from nerve.log.codec import ERASABLE_SCHEMA, SCHEMA, conform, fixed_bytes, is_v1, stored_form
 from nerve.log.manifest import SegmentInfo
 
@@ -84,6 +87,9 @@ def write_segment(folder: Path, table: pa.Table) -> SegmentInfo:
     """
     table = sort_events(table.select(SCHEMA.names).cast(schema_for(table)))
     data = encode_table(table)
+    cipher = crypt.cipher_for(folder.parent)
+    if cipher is not None:  # an encrypted log: the name is over the bytes on disk
+        data = cipher.seal_file(data)
     name = blake3.blake3(data).hexdigest()
     tmp = folder / f".tmp-{secrets.token_hex(8)}.parquet"
     final = folder / f"{name}.parquet"
@@ -140,11 +146,48 @@ def check_regular(path: Path) -> None:
     raise LogCorrupt(f"{path}: is not a regular file (a FIFO, device, folder or link)")
 
 
+def source(path: Path) -> Path | pa.BufferReader:
+    """What the Parquet reader should read for a segment: the file itself, or for an
+    encrypted one its plaintext in memory (kept a while: segments never change)."""
+    if not crypt.is_encrypted(path.parent.parent) or not crypt.sealed_file(path):
+        return path  # a plain log's segment: one stat, no extra open
+    return pa.BufferReader(plaintext(path))
+
+
+def plaintext(path: Path) -> pa.Buffer:
+    """An encrypted segment's Parquet bytes (a small cache by name: names are addresses)."""
+    key = str(path)
+    with _CACHE_LOCK:
+        hit = _CACHE.get(key)
+        if hit is not None:
+            _CACHE.move_to_end(key)
+            return hit
+    data = _arrow_owned(crypt.open_bytes(fsio.read_bytes(path), path))
+    with _CACHE_LOCK:
+        _CACHE[key] = data
+        while len(_CACHE) > 1 and sum(b.size for b in _CACHE.values()) > _CACHE_BYTES:
+            _CACHE.popitem(last=False)
+    return data
+
+
+def _arrow_owned(data: bytes | memoryview) -> pa.Buffer:
+    """A copy in memory Arrow allocated (see nerve.log.buffers: why not Python's)."""
+    sink = pa.BufferOutputStream()
+    sink.write(data)
+    buffer: pa.Buffer = sink.getvalue()
+    return buffer
+
+
+_CACHE: collections.OrderedDict[str, pa.Buffer] = collections.OrderedDict()
+_CACHE_LOCK = threading.Lock()
+_CACHE_BYTES = 256 << 20
+
+
 def read_segment(path: Path, columns: list[str] | None = None) -> pa.Table:
     check_regular(path)
     try:
         wanted = with_cid_source(columns)
-        table = conform(pq.read_table(path, columns=wanted))
+        table = conform(pq.read_table(source(path), columns=wanted))
         return table if wanted == columns else table.select(columns)
     except FileNotFoundError:
         raise
@@ -164,7 +207,7 @@ def stored_v1(path: Path) -> bool:
     """True for a segment written with the v1 (unsigned) column types; reads the footer."""
     check_regular(path)
     try:
-        return is_v1(pq.read_schema(path))
+        return is_v1(pq.read_schema(source(path)))
     except (pa.ArrowInvalid, OSError) as exc:
         raise LogCorrupt(f"{path}: cannot be read as Parquet: {exc}") from None
 
@@ -172,7 +215,7 @@ def stored_v1(path: Path) -> bool:
 def read_since(path: Path, since: Hlc) -> pa.Table:
     """Rows strictly after ``since``, using the physical_ns statistics to skip row groups."""
     check_regular(path)
-    table = pq.read_table(path, filters=[("physical_ns", ">=", since.physical_ns)])
+    table = pq.read_table(source(path), filters=[("physical_ns", ">=", since.physical_ns)])
     return after(conform(table), since)
 
 

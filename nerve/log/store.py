@@ -24,12 +24,13 @@ import pyarrow as pa
 from nerve import fsio
 from nerve.clock import DEFAULT_MAX_OFFSET_NS, HLC_ZERO, Hlc, HybridClock
 from nerve.errors import EventError, LogCorrupt, LogError, NerveError, OrderError
-from nerve.events import Event
-from nerve.log import archive, erasure, recovery, salvage
+from nerve.events import ErasedEvent, Event
+from nerve.log import archive, crypt, erasure, recovery, salvage
 from nerve.log import segments as seg
 from nerve.log.batchkeys import KEY_KIND, BatchKeys, check_key, key_draft
 from nerve.log.codec import (
     EMPTY,
+    SCHEMA,
     SMALL_BATCH,
     Row,
     build_table,
@@ -37,6 +38,7 @@ from nerve.log.codec import (
     small_rows,
     table_from_events,
     table_from_rows,
+    table_from_stored,
 )
 from nerve.log.drafts import Draft
 from nerve.log.lock import WriterLock
@@ -88,6 +90,8 @@ class EventLog:
         if not node:
             raise EventError("node must not be empty")
         self.paths = LogPaths(Path(root))
+        # An encrypted log is unlocked before anything is touched: a wrong key writes nothing
+        self.cipher = crypt.cipher_for(self.paths.root)
         self.paths.ensure()
         self.node = node
         self.sync = durability == "fsync"
@@ -133,7 +137,11 @@ class EventLog:
         self._settle_segments(found)
         self._account_for_gaps(found, repair)
         self._wal = WalWriter(
-            self.paths.wal, found.current_gen, sync=self.sync, truncate_to=found.truncate_to
+            self.paths.wal,
+            found.current_gen,
+            sync=self.sync,
+            truncate_to=found.truncate_to,
+            cipher=self.cipher,
         )
         fsio.fsync_dir(self.paths.wal, site="wal.dirsync")
         self._pending: list[tuple[int, Unsealed]] = [(g, Unsealed(t)) for g, t in found.pending]
@@ -411,10 +419,19 @@ class EventLog:
         except (NerveError, OSError) as exc:
             self.seal_error = exc
 
-    def import_events(self, events: Iterable[Event], *, key: str | None = None) -> int:
-        """Append whole events (their stamps and nodes kept). All or nothing on bad order."""
+    def import_events(
+        self, events: Iterable[Event | ErasedEvent], *, key: str | None = None
+    ) -> int:
+        """Append whole events (their stamps and nodes kept). All or nothing on bad order.
+
+        A copy of a log with erasures holds erased events (:class:`ErasedEvent`) and the
+        ``payload.erased`` events that name them; those go straight into a sealed segment,
+        as erased rows, with the erasures recorded as carried out (the WAL holds whole
+        events only). A ``payload.erased`` must come with every event it names."""
         evs = list(events)
-        with self._mutex:
+        erased = any(e.erased for e in evs)
+        _check_erasures_carried(evs)
+        with self._seal_lock if erased else contextlib.nullcontext(), self._mutex:
             if key is not None:
                 check_key(key)
                 stored = self._batch_keys().lookup(key)
@@ -423,16 +440,39 @@ class EventLog:
             _check_import_order(evs, self._newest)
             if evs:
                 self.clock.receive(evs[-1].hlc)
-            for start in range(0, len(evs), IMPORT_FRAME_ROWS):
-                chunk = evs[start : start + IMPORT_FRAME_ROWS]
-                self._commit(table_from_events(chunk), chunk[-1].hlc)
+            marker = None
             if key is not None:
                 first, last = (evs[0].hlc, evs[-1].hlc) if evs else (None, None)
-                self._stamp_and_commit(
-                    _columns([key_draft(key, len(evs), first, last)]), returning=False
-                )
+                marker = _columns([key_draft(key, len(evs), first, last)])
+            if erased:
+                self._import_sealed(evs, marker)
+            else:
+                whole = [e for e in evs if isinstance(e, Event)]
+                for start in range(0, len(whole), IMPORT_FRAME_ROWS):
+                    chunk = whole[start : start + IMPORT_FRAME_ROWS]
+                    self._commit(table_from_events(chunk), chunk[-1].hlc)
+                if marker is not None:
+                    self._stamp_and_commit(marker, returning=False)
         self._seal_if_due()
         return len(evs)
+
+    def _import_sealed(self, evs: list[Event | ErasedEvent], marker: dict[str, Any] | None) -> None:
+        """Seal the tail, then write ``evs`` (and the batch key's record, ``marker``) as one
+        segment of their own, in one manifest record (seal lock and mutex held): the
+        segments stay in HLC order, and a keyed import is stored whole or not at all."""
+        if self._tail or self._pending:
+            self.seal()
+        table = table_from_stored(evs)
+        last = evs[-1].hlc
+        if marker is not None:
+            first = self.clock.reserve(1)
+            last = first
+            rows = small_rows((first.physical_ns, first.logical, 1), node=self.node, **marker)
+            key_table = table_from_rows(rows).select(SCHEMA.names).cast(table.schema)
+            table = pa.concat_tables([table, key_table])
+        carried = [e.id for e in erasure.erasures_in(table) if _all_erased(e, evs)]
+        self._record_segment(table, {"op": "import", "remove": [], "erasure": carried})
+        self._committed(table, last)
 
     # -- sealing and compaction --------------------------------------------------------
 
@@ -483,7 +523,7 @@ class EventLog:
     def _rotate(self) -> None:
         """Open the next generation; the current one joins the pending list."""
         old = self._wal
-        self._wal = WalWriter(self.paths.wal, old.gen + 1, sync=self.sync)
+        self._wal = WalWriter(self.paths.wal, old.gen + 1, sync=self.sync, cipher=self.cipher)
         self._pending.append((old.gen, self._tail))
         self._tail = Unsealed()
         old.close()
@@ -671,7 +711,37 @@ def _last_stamp(table: pa.Table) -> Hlc:
     return Hlc(table.column("physical_ns")[-1].as_py(), table.column("logical")[-1].as_py())
 
 
-def _check_import_order(events: list[Event], newest: Hlc) -> None:
+def _check_erasures_carried(events: list[Event | ErasedEvent]) -> None:
+    """Each imported ``payload.erased`` names only events of the same import: one naming a
+    log's own events would have them erased by the next forget."""
+    ids = {e.id.hex() for e in events}
+    for index, ev in enumerate(events):
+        if isinstance(ev, ErasedEvent) or ev.kind != erasure.ERASED_KIND:
+            continue
+        try:
+            named = erasure.Erasure.parse(ev.id, ev.payload).events
+        except (ValueError, KeyError, TypeError):
+            raise EventError(
+                f"event {index + 1}: kind {ev.kind!r} cannot be sent: its payload does not "
+                "list what it erased; nothing was imported",
+                field="kind",
+            ) from None
+        if not ids.issuperset(named):
+            raise EventError(
+                f"event {index + 1}: kind {ev.kind!r} cannot be sent without every event it "
+                "erased (import it with the rest of the copied log); nothing was imported",
+                field="kind",
+            )
+
+
+def _all_erased(found: erasure.Erasure, events: list[Event | ErasedEvent]) -> bool:
+    """True when every event the erasure names is erased in ``events`` (it was carried out;
+    else it is pending, and the next forget carries it out)."""
+    gone = {e.id.hex() for e in events if e.erased}
+    return all(eid in gone for eid in found.events)
+
+
+def _check_import_order(events: Sequence[Event | ErasedEvent], newest: Hlc) -> None:
     prev: tuple[Hlc, str, bytes] | None = None
     for index, ev in enumerate(events):
         key = (ev.hlc, ev.node, ev.id)

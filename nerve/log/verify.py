@@ -29,7 +29,7 @@ from nerve import fsio
 from nerve.clock import Hlc
 from nerve.errors import LogCorrupt, LogError
 from nerve.log import anchor as anchors
-from nerve.log import archive, erasure
+from nerve.log import archive, crypt, erasure
 from nerve.log.buffers import read_file
 from nerve.log.codec import SCHEMA, conform, fixed_bytes, hash_each, ids_of, kept_hashes
 from nerve.log.manifest import ManifestState, SegmentInfo, read_manifest
@@ -76,6 +76,7 @@ class VerifyReport:
     checkpoints: list[Checkpoint] = field(default_factory=list)
     covers: str = ""
     archives: list[dict[str, Any]] = field(default_factory=list)
+    keyless: bool = False  # an encrypted log checked without its key: addresses and chain
 
     @property
     def ok(self) -> bool:
@@ -93,7 +94,7 @@ class VerifyReport:
             "checkpoints": [c.to_json() for c in self.checkpoints],
             "covers": self.covers,
             "archives": self.archives,
-        }
+        } | ({"keyless": True} if self.keyless else {})
 
 
 @dataclass
@@ -176,7 +177,7 @@ def _rel(paths: LogPaths, path: Path) -> str:
 
 
 def _check_segment(
-    paths: LogPaths, info: SegmentInfo, hasher: IdHasher, erased: _Erased
+    paths: LogPaths, info: SegmentInfo, hasher: IdHasher, erased: _Erased, keyless: bool = False
 ) -> tuple[list[Problem], int]:
     path = paths.segment(info.name)
     name = _rel(paths, path)
@@ -190,10 +191,13 @@ def _check_segment(
     problems: list[Problem] = []
     if blake3.blake3(data).hexdigest() != info.name:
         problems.append(Problem(name, "segment bytes do not match its address (file changed)"))
+    if keyless:  # the address is over the ciphertext: proven whole without reading it
+        return problems, info.rows
     try:
-        table = conform(pq.read_table(pa.BufferReader(data)).select(SCHEMA.names))
+        plain = crypt.open_bytes(data, name) if crypt.is_sealed(data) else data
+        table = conform(pq.read_table(pa.BufferReader(plain)).select(SCHEMA.names))
         table = table.cast(schema_for(table))
-    except (pa.ArrowInvalid, pa.ArrowTypeError, OSError, KeyError) as exc:
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OSError, KeyError, LogCorrupt) as exc:
         return [*problems, Problem(name, f"cannot be read as an event segment: {exc}")], 0
     problems += _segment_rows(table, info, name, erased)
     problems += _named_but_intact(table, name, erased.named)
@@ -291,7 +295,7 @@ def verify(
     ``anchor``: the file keeping the manifest chain this verifier accepted before
     (:mod:`nerve.log.anchor`); a rewritten chain is a problem, a clean verify advances it."""
     paths = LogPaths(Path(root))
-    report = VerifyReport()
+    report = VerifyReport(keyless=_keyless(paths.root))
     errors: list[LogCorrupt] = []
     rel = _rel(paths, paths.manifest)
     try:
@@ -315,7 +319,7 @@ def verify(
             report.problems.append(
                 Problem(rel, f"segment {info.name[:12]} overlaps the one before it")
             )
-        problems, rows = _check_segment(paths, info, hasher, erased)
+        problems, rows = _check_segment(paths, info, hasher, erased, report.keyless)
         report.problems += problems
         report.events += rows
         report.segments += 1
@@ -323,13 +327,43 @@ def verify(
     tail_ids = _check_tail(paths, state, report, hasher, erased)
     _check_unlisted(paths, state, tail_ids, report)
     _check_erasures(state, erased, report)
-    report.digest = hasher.hexdigest()
+    report.digest = "" if report.keyless else hasher.hexdigest()
     report.checkpoints = hasher.checkpoints if coverage.whole else []  # a partial count misleads
+    if report.keyless:
+        report.notes.append(Problem(rel, _KEYLESS))
     report.events += archived_events
     report.covers = coverage.describe(report.events)
     if anchor is not None:
         _check_anchor(anchor, state, report, rel)
     return report
+
+
+_KEYLESS = (
+    "encrypted, checked without the key: every segment's address, the WAL's checksums and "
+    "the manifest chain; event ids and the replay digest need the key"
+)
+
+
+def _unlisted_by_name(paths: LogPaths, state: ManifestState, report: VerifyReport) -> None:
+    """Without the key, a segment file the manifest does not list is named, not read."""
+    for path in sorted(paths.segments.glob("*.parquet")):
+        if not path.name.startswith(".tmp-") and path.stem not in state.live:
+            report.warnings.append(
+                Problem(
+                    _rel(paths, path),
+                    "not in the manifest (without the key its events cannot be compared "
+                    "with the log's; verify with the key to settle it)",
+                )
+            )
+
+
+def _keyless(root: Path) -> bool:
+    """True for an encrypted log whose key is not given (a wrong key given is an error)."""
+    try:
+        crypt.cipher_for(root)
+    except crypt.KeyMissing:
+        return True
+    return False
 
 
 def _check_anchor(path: Path, state: ManifestState, report: VerifyReport, rel: str) -> None:
@@ -480,8 +514,9 @@ def _check_tail(
         )
     tables = []
     for index, (_, path) in enumerate(files):
-        table = _check_generation(paths, path, index == len(files) - 1, report)
-        if table is None:
+        newest = index == len(files) - 1
+        table = _check_generation(paths, path, newest, report, not report.keyless)
+        if table is None or report.keyless:
             continue
         problem = _row_problem(table, _rel(paths, path))
         if problem is not None:
@@ -494,11 +529,11 @@ def _check_tail(
 
 
 def _check_generation(
-    paths: LogPaths, path: Path, newest: bool, report: VerifyReport
+    paths: LogPaths, path: Path, newest: bool, report: VerifyReport, decode: bool = True
 ) -> pa.Table | None:
     name = _rel(paths, path)
     try:
-        wal = scan(path, strict=False)
+        wal = scan(path, strict=False, decode=decode)
     except LogError as exc:  # LogCorrupt, or UnsafePath: not a regular file
         report.problems.append(Problem(name, str(exc).split(": ", 1)[-1]))
         return None
@@ -536,7 +571,9 @@ def _check_unlisted(
     paths: LogPaths, state: ManifestState, tail: list[pa.Table], report: VerifyReport
 ) -> None:
     """Files in segments/ the manifest does not list, and what is in quarantine/."""
-    if paths.segments.is_dir():
+    if paths.segments.is_dir() and report.keyless:
+        _unlisted_by_name(paths, state, report)
+    if paths.segments.is_dir() and not report.keyless:
         found = settle_segments(
             paths, state, ids_of_tables(tail), now_ns=time.time_ns(), grace_ns=2**62
         )

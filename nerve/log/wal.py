@@ -26,13 +26,18 @@ import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import cbor2
 import pyarrow as pa
 
 from nerve import fsio
 from nerve.errors import LogCorrupt, LogError
+from nerve.log import crypt
 from nerve.log.codec import EMPTY, SCHEMA, SCHEMA_V1, Row, conform, table_from_rows
+
+if TYPE_CHECKING:
+    from nerve.log.crypt import Cipher
 
 FILE_MAGIC = b"NWAL"
 VERSION = 2
@@ -58,21 +63,27 @@ def wal_gen(path: Path) -> int | None:
     return int(stem) if ext == "wal" and dot and stem.isdigit() else None
 
 
-def encode_frame(table: pa.Table) -> bytes:
+def encode_frame(table: pa.Table, cipher: Cipher | None = None) -> bytes:
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, SCHEMA) as writer:
         writer.write_table(table)
-    body: bytes = sink.getvalue().to_pybytes()
-    return _FRAME.pack(FRAME_MAGIC, len(body), zlib.crc32(body)) + body
+    return _framed(FRAME_MAGIC, sink.getvalue().to_pybytes(), cipher)
 
 
-def encode_small_frame(rows: Sequence[Row]) -> bytes:
+def encode_small_frame(rows: Sequence[Row], cipher: Cipher | None = None) -> bytes:
     """A frame of a few rows (``codec.small_rows``'s tuples) as deterministic CBOR.
 
     Rows hold only integers, text, bytes and null, which CBOR encodes one way (shortest
     heads, definite lengths): the default encoder writes what ``canonical=True`` would."""
-    body: bytes = cbor2.dumps(rows)
-    return _FRAME.pack(SMALL_MAGIC, len(body), zlib.crc32(body)) + body
+    return _framed(SMALL_MAGIC, cbor2.dumps(rows), cipher)
+
+
+def _framed(magic: int, body: bytes, cipher: Cipher | None) -> bytes:
+    """A frame; in an encrypted log its body is an envelope (the checksum is over it, so a
+    torn or damaged frame is found without the key)."""
+    if cipher is not None:
+        body = cipher.seal(body)
+    return _FRAME.pack(magic, len(body), zlib.crc32(body)) + body
 
 
 # A small frame's row: the column types of ``SCHEMA`` as CBOR decodes them.
@@ -144,6 +155,7 @@ def small_table(rows: list[Row], path: Path, offset: int) -> pa.Table:
 
 def decode_frame(magic: int, body: bytes | memoryview, path: Path, offset: int) -> pa.Table:
     """One frame's body (of the kind ``magic`` names) as a table in today's types."""
+    body = crypt.open_bytes(body, f"{path}: frame at byte {offset}")
     if magic == SMALL_MAGIC:
         return small_table(decode_small(body, path, offset), path, offset)
     return _decode_body(body, path, offset)
@@ -247,13 +259,16 @@ class _Frames:
     path: Path
     tables: list[pa.Table] = field(default_factory=list)
     count: int = 0
+    decode: bool = True  # False: checksums only (verify without the key)
     _rows: list[Row] = field(default_factory=list)
     _rows_at: int = 0
 
     def add(self, data: bytes, span: tuple[int, int, int], offset: int) -> None:
         magic, start, end = span
-        body = memoryview(data)[start:end]
         self.count += 1
+        if not self.decode:
+            return
+        body = crypt.open_bytes(memoryview(data)[start:end], f"{self.path}: frame at byte {offset}")
         if magic == SMALL_MAGIC:
             if not self._rows:
                 self._rows_at = offset
@@ -269,15 +284,16 @@ class _Frames:
         return self.tables
 
 
-def scan(path: Path, *, strict: bool = True, start: int = 0) -> WalScan:
-    """Read every good frame. With ``strict``, a bad frame before a good one raises."""
+def scan(path: Path, *, strict: bool = True, start: int = 0, decode: bool = True) -> WalScan:
+    """Read every good frame. With ``strict``, a bad frame before a good one raises.
+    Without ``decode``, frames are only checked and counted (no key needed)."""
     data = read_wal(path)
     gen, version = _check_header(path, data)
     if len(data) < _HEADER.size:  # a crash between creating the file and its header
         damaged = not any(_HEADER.pack(FILE_MAGIC, v, gen).startswith(data) for v in VERSIONS)
         return WalScan(path, gen, [], 0, len(data), 0 if data else None, damaged)
     magics = frame_magics(version)
-    frames = _Frames(path)
+    frames = _Frames(path, decode=decode)
     pos = max(start, _HEADER.size)
     while pos < len(data):
         span = _frame_at(data, pos, magics)
@@ -316,9 +332,12 @@ def read_wal(path: Path) -> bytes:
     return fsio.read_bytes(path)
 
 
-def write_generation(path: Path, gen: int, tables: list[pa.Table]) -> None:
+def write_generation(
+    path: Path, gen: int, tables: list[pa.Table], cipher: Cipher | None = None
+) -> None:
     """Replace a generation's file with a header and ``tables`` as frames (a repair)."""
-    body = _HEADER.pack(FILE_MAGIC, VERSION, gen) + b"".join(encode_frame(t) for t in tables)
+    frames = b"".join(encode_frame(t, cipher) for t in tables)
+    body = _HEADER.pack(FILE_MAGIC, VERSION, gen) + frames
     fsio.write_private(path, body, site="wal.create", exclusive=False)
 
 
@@ -351,11 +370,18 @@ class WalWriter:
     """
 
     def __init__(
-        self, folder: Path, gen: int, *, sync: bool, truncate_to: int | None = None
+        self,
+        folder: Path,
+        gen: int,
+        *,
+        sync: bool,
+        truncate_to: int | None = None,
+        cipher: Cipher | None = None,
     ) -> None:
         self.path = folder / wal_name(gen)
         self.gen = gen
         self.sync = sync
+        self.cipher = cipher
         self._fd = fsio.open_file(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND)
         try:
             self.size = os.fstat(self._fd).st_size
@@ -384,15 +410,15 @@ class WalWriter:
 
     def commit(self, table: pa.Table) -> None:
         """Write one frame and, under the fsync policy, make it durable before returning."""
-        self._write(encode_frame(table), table.num_rows)
+        self._write(encode_frame(table, self.cipher), table.num_rows)
 
     def commit_rows(self, rows: Sequence[Row]) -> None:
         """``commit`` for a few rows (``codec.small_rows``): a small frame, or an Arrow one
         in a version 1 file (taken over from an older writer)."""
         if self.version == 1:
-            self._write(encode_frame(table_from_rows(rows)), len(rows))
+            self._write(encode_frame(table_from_rows(rows), self.cipher), len(rows))
         else:
-            self._write(encode_small_frame(rows), len(rows))
+            self._write(encode_small_frame(rows, self.cipher), len(rows))
 
     def _write(self, frame: bytes, count: int) -> None:
         if self._broken:

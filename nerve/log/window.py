@@ -97,7 +97,9 @@ class _Part:
         assert self.path is not None
         try:
             wanted = seg.with_cid_source(columns)
-            table = conform(pq.ParquetFile(self.path).read_row_group(self.group, columns=wanted))
+            table = conform(
+                pq.ParquetFile(seg.source(self.path)).read_row_group(self.group, columns=wanted)
+            )
             return table if wanted == columns else table.select(columns)
         except FileNotFoundError:
             raise
@@ -121,7 +123,7 @@ def _parts_newest_first(snap: Snapshot, since: Hlc, until: Hlc | None) -> Iterat
 
 def _row_groups(path: Path, since: Hlc, until: Hlc | None) -> Iterator[_Part]:
     try:
-        meta = pq.ParquetFile(path).metadata
+        meta = pq.ParquetFile(seg.source(path)).metadata
     except (pa.ArrowInvalid, OSError) as exc:
         raise LogCorrupt(f"{path}: cannot be read as Parquet: {exc}") from None
     column = meta.schema.names.index("physical_ns")

@@ -13,7 +13,9 @@ from nerve.canonical import legacy_json, parse_canonical
 from nerve.clock import Hlc
 from nerve.errors import EventError
 from nerve.events import (
+    ErasedEvent,
     Event,
+    Trust,
     check_kind,
     check_text,
     check_valid_time,
@@ -65,7 +67,8 @@ def row_to_json(row: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def event_to_json(event: Event) -> dict[str, Any]:
+def event_to_json(event: Event | ErasedEvent) -> dict[str, Any]:
+    line, payload = (event.line, event.payload) if isinstance(event, Event) else (None, None)
     return row_to_json(
         {
             "physical_ns": event.hlc.physical_ns,
@@ -76,10 +79,10 @@ def event_to_json(event: Event) -> dict[str, Any]:
             "source": event.source,
             "trust": int(event.trust),
             "valid_time_ns": event.valid_time_ns,
-            "line": event.line,
+            "line": line,
             "payload_cid": event.payload_cid,
             "id": event.id,
-            "payload": event.payload,
+            "payload": payload,
         }
     )
 
@@ -95,7 +98,12 @@ _DRAFT_KEYS = {
     "subject",
 }
 _WIRE_KEYS = _DRAFT_KEYS | {"hlc", "node", "id", "payload_cid"}
-_ERASED_HINT = "an erased event's id can no longer be recomputed, so it cannot be imported"
+_ERASED_KEYS = {"erased", "hlc", "node", "id", "payload_cid", "kind", "subject", "source"}
+_ERASED_KEYS |= {"trust", "valid_time_ns"}
+_ERASED_HINT = (
+    "an erased event's id can no longer be recomputed: it is imported with the rest of a "
+    "copied log (`nerve import`), never sent as a new event"
+)
 
 
 def wire_payload(obj: dict[str, Any]) -> bytes:
@@ -142,6 +150,44 @@ def _draft_fields(obj: dict[str, Any], default_kind: str, *, own: bool = False) 
         "payload": wire_payload(obj),
         "line": check_text("line", obj.get("line", "")),
     }
+
+
+def stored_event_from_json(obj: Any) -> Event | ErasedEvent:
+    """One event of a copied log (``nerve import``): a whole event, its id checked, of any
+    kind; or an erased one (``"erased": true``), with the id and payload address it has
+    as stored. The log checks that every ``payload.erased`` comes with what it erased."""
+    if isinstance(obj, dict) and obj.get("erased") is True:
+        return _erased_from_json(obj)
+    return event_from_json(obj, own=True)
+
+
+def _erased_from_json(obj: dict[str, Any]) -> ErasedEvent:
+    extra = sorted(set(obj) - _ERASED_KEYS)
+    if extra:
+        raise EventError(f"an erased event has no {', '.join(extra)}", field=extra[0])
+    for key in ("hlc", "node", "kind", "source", "id", "payload_cid"):
+        if key not in obj:
+            raise EventError(f"missing field: {key}")
+    hlc = obj["hlc"]
+    if not (isinstance(hlc, list) and len(hlc) == 2 and all(type(x) is int for x in hlc)):
+        raise EventError(f"hlc must be [physical_ns, logical] integers, got {hlc!r}")
+    kind, subject = check_kind(obj["kind"]), check_text("subject", obj.get("subject", ""))
+    source, trust = parse_source(obj["source"]), int(parse_trust(obj.get("trust", "Untrusted")))
+    valid = check_valid_time(obj.get("valid_time_ns"))
+    validate_fields(Hlc(*hlc), obj["node"], kind, subject, source, trust, valid, "")
+    ids = [_digest(obj, key) for key in ("payload_cid", "id")]
+    return ErasedEvent(Hlc(*hlc), obj["node"], kind, subject, source, Trust(trust), valid, *ids)
+
+
+def _digest(obj: dict[str, Any], key: str) -> bytes:
+    value = obj[key]
+    try:
+        raw = bytes.fromhex(value) if isinstance(value, str) else b""
+    except ValueError:
+        raw = b""
+    if len(raw) != 32:
+        raise EventError(f"{key} must be 64 hex digits, got {str(value)[:80]!r}", field=key)
+    return raw
 
 
 def event_from_json(obj: Any, *, own: bool = False) -> Event:

@@ -33,7 +33,7 @@ import duckdb
 from nerve.canonical import jsonable, loads_bounded
 from nerve.errors import AccessRefused, EventError, UsageError
 from nerve.log.reader import snapshot
-from nerve.query import define_views, load_projections, source_sql
+from nerve.query import define_views, load_projections, register_snapshot, source_sql
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -65,7 +65,7 @@ def open_sandbox(ws: Workspace, shown: Shown | None = None) -> duckdb.DuckDBPyCo
     conn = duckdb.connect()
     try:
         conn.execute("SET enable_progress_bar_print = false")  # DuckDB prints it on stdout
-        conn.register("_tail", snap.tail)
+        register_snapshot(conn, snap)
         rows = conn.sql(f"SELECT * FROM {source_sql(snap)}").to_arrow_table()
         conn.unregister("_tail")
         conn.register(_SHOWN, shown(rows) if shown is not None else rows)

@@ -248,12 +248,12 @@ def _filtered_conn(ws: Workspace, since: Hlc | None, until: Hlc | None, sources:
     import duckdb
 
     from nerve.log.reader import snapshot
-    from nerve.query import define_views, source_sql
+    from nerve.query import define_views, register_snapshot, source_sql
 
     snap = snapshot(ws.log_root)
     conn = duckdb.connect()
     conn.execute("SET enable_progress_bar_print = false")
-    conn.register("_tail", snap.tail)
+    register_snapshot(conn, snap)
     where = []
     if since is not None:
         p, lo = since.physical_ns, since.logical

@@ -19,6 +19,7 @@ intent                 e.g.                                         read from
 ``time_per_app``       time per app today                           ``app_focus``
 ``files_changed``      which files changed in the last 10 minutes?  ``file_change``
 ``new_processes``      new processes since 9                        ``processes`` starts
+``ports``              which ports were opened today?               ``network`` port events
 ``cpu_usage``          what did cpu do in the last hour?            ``cpu``
 ``memory_usage``       what is the memory usage?                    ``memory``
 ``happened``           what happened in the last 10 minutes?        every observation
@@ -281,6 +282,31 @@ def _tops(ask: _Ask) -> list[_Row]:
     return [r for r in ask.rows(SourceClass.PROCESS_TREE) if r.data.get("event") == "top"]
 
 
+def _described(rows: list[_Row]) -> dict[tuple[Any, Any], dict[str, Any]]:
+    """Per process, the newest top entry carrying its command line and user (a top sends
+    them once per ``top_every_s``, not in every sample)."""
+    about: dict[tuple[Any, Any], dict[str, Any]] = {}
+    for row in rows:
+        for kind in ("cpu", "memory", "over"):
+            for entry in row.data.get(kind) or []:
+                if isinstance(entry, dict) and "cmdline" in entry:
+                    about[(entry.get("pid"), entry.get("start_time"))] = entry
+    return about
+
+
+def _near(ask: _Ask) -> list[_Row]:
+    """The top samples of the 15 minutes up to the question's point (or now)."""
+    point = ask.period.start_ns if ask.period is not None else ask.now_ns
+    window = Period(point - 900 * 10**9, point, "")
+    return [
+        r for r in ask.rows(SourceClass.PROCESS_TREE, period=window) if r.data.get("event") == "top"
+    ]
+
+
+def _full(about: dict[tuple[Any, Any], dict[str, Any]], entry: dict[str, Any]) -> dict[str, Any]:
+    return {**about.get((entry.get("pid"), entry.get("start_time")), {}), **entry}
+
+
 def _who(entry: dict[str, Any]) -> str:
     name = str(entry.get("name") or "?")
     cmd = " ".join(str(entry.get("cmdline") or "").split())[:60]
@@ -299,11 +325,12 @@ def _top_cpu(ask: _Ask) -> Tier0Answer:
     total: dict[tuple[Any, Any], int] = defaultdict(int)
     peak: dict[tuple[Any, Any], int] = defaultdict(int)
     last: dict[tuple[Any, Any], tuple[_Row, dict[str, Any]]] = {}
-    for row in rows:
+    weights = _stands(ask, rows)
+    for row, weight in zip(rows, weights, strict=True):
         for entry in [*row.data.get("cpu", []), *row.data.get("over", [])]:
             key = (entry.get("pid"), entry.get("start_time"))
             share = int(entry.get("cpu_permille") or 0)
-            total[key] += share
+            total[key] += share * weight
             peak[key] = max(peak[key], share)
             last[key] = (row, entry)
     if not total:
@@ -313,16 +340,29 @@ def _top_cpu(ask: _Ask) -> Tier0Answer:
             tuple(r.id for r in rows[-1:]),
         )
     ranked = sorted(total, key=lambda k: (-total[k], str(k)))
+    about = _described(_near(ask) if ask.period is not None and ask.period.point else rows)
     used = [
         (
             last[k][0],
-            f"{_who(last[k][1])}: {total[k] / len(rows) / 10:.1f}% of a core on average, "
+            f"{_who(_full(about, last[k][1]))}: {total[k] / sum(weights) / 10:.1f}% of a core "
+            "on average, "
             f"peak {peak[k] / 10:.1f}%",
         )
         for k in ranked
     ]
     title = f"Most CPU {ask.scope()}, from {len(rows)} samples:"
     return _answer("top_cpu", title, used)
+
+
+_STANDS_MAX_NS = 300 * 10**9  # the sense sends a busy top at least every top_every_s
+
+
+def _stands(ask: _Ask, rows: list[_Row]) -> list[int]:
+    """How long each top sample stands for, in ns: until the next one (the sense sends a top
+    when it changed), at most ``_STANDS_MAX_NS``; the last until the period's end or now."""
+    end = min(ask.period.end_ns, ask.now_ns) if ask.period is not None else ask.now_ns
+    nexts = [r.t for r in rows[1:]] + [max(end, rows[-1].t)]
+    return [max(1, min(n - r.t, _STANDS_MAX_NS)) for r, n in zip(rows, nexts, strict=True)]
 
 
 def _tops_ever(ask: _Ask) -> bool:
@@ -355,8 +395,9 @@ def _top_memory(ask: _Ask) -> Tier0Answer:
         if not rows:
             return _none(ask, "top_memory", "process samples")
         row = rows[0]
+        about = _described(_near(ask))
         used = [
-            (row, f"{_who(e)}: {int(e.get('rss_bytes') or 0) // _MIB} MiB")
+            (row, f"{_who(_full(about, e))}: {int(e.get('rss_bytes') or 0) // _MIB} MiB")
             for e in row.data.get("memory", [])
         ]
         return _answer("top_memory", f"Largest resident memory at {ask.when(row.t)}:", used)
@@ -367,8 +408,10 @@ def _top_memory(ask: _Ask) -> Tier0Answer:
             if key not in peak or rss > peak[key][0]:
                 peak[key] = (rss, row, entry)
     ranked = sorted(peak.values(), key=lambda v: (-v[0], v[1].t))
+    about = _described(rows)
     used = [
-        (row, f"{_who(e)}: peak {rss // _MIB} MiB ({ask.when(row.t)})") for rss, row, e in ranked
+        (row, f"{_who(_full(about, e))}: peak {rss // _MIB} MiB ({ask.when(row.t)})")
+        for rss, row, e in ranked
     ]
     return _answer("top_memory", f"Most memory {ask.scope()}, from {len(rows)} samples:", used)
 
@@ -376,17 +419,97 @@ def _top_memory(ask: _Ask) -> Tier0Answer:
 def _new_processes(ask: _Ask) -> Tier0Answer:
     if not ask.ever(SourceClass.PROCESS_TREE):
         return _never("new_processes", "processes")
-    rows = [
-        r for r in reversed(ask.rows(SourceClass.PROCESS_TREE)) if r.data.get("event") == "started"
-    ]
-    if not rows:
+    sampled = list(reversed(ask.rows(SourceClass.PROCESS_TREE)))
+    rows = [r for r in sampled if r.data.get("event") == "started"]
+    brief = _brief_counts([r for r in sampled if r.data.get("event") == "brief"])
+    if not rows and not brief:
         return _none(ask, "new_processes", "notable process started")
     used = [(r, f"{ask.when(r.t)}  {_who(r.data)} ({r.data.get('why', '?')})") for r in rows]
+    if brief:
+        first, counts = brief
+        names = ", ".join(f"{name} ×{n}" for name, n in counts.most_common(6))
+        used.append((first, f"and short-lived ones, counted but not listed: {names}"))
     return _answer(
         "new_processes",
         f"{len(rows)} notable process(es) started {ask.scope()}, newest first:",
         used,
     )
+
+
+def _brief_counts(rows: list[_Row]) -> tuple[_Row, Counter[str]] | None:
+    """The newest ``brief`` row and the short-lived processes they count together, by name."""
+    counts: Counter[str] = Counter()
+    for row in rows:
+        raw = row.data.get("counts")
+        if isinstance(raw, dict):
+            counts.update({str(k): v for k, v in raw.items() if isinstance(v, int)})
+    return (rows[0], counts) if rows and counts else None
+
+
+# -- ports ---------------------------------------------------------------------------------------
+
+_PORT_EVENTS = ("port_opened", "port_closed")
+
+
+def _ports(ask: _Ask) -> Tier0Answer:
+    """Listening ports opened (or, when the question says so, closed) in the period."""
+    if not _ports_ever(ask):
+        return _never("ports", "listening ports (the network sense reports them)")
+    if re.search(_any("open", "listening", "listens?"), ask.text) and not re.search(
+        _any("opened", "closed", "close", "stopped", "new"), ask.text
+    ):
+        return _ports_open(ask)
+    event = (
+        "port_closed" if re.search(_any("closed", "close", "stopped"), ask.text) else "port_opened"
+    )
+    rows = [r for r in reversed(ask.rows(SourceClass.NETWORK)) if r.data.get("event") == event]
+    verb = event.removeprefix("port_")
+    if not rows:
+        return _none(ask, "ports", f"listening port {verb}")
+    used = [(r, f"{ask.when(r.t)}  {_socket(r.data)} {verb} {_holder(r.data)}") for r in rows]
+    return _answer(
+        "ports", f"{len(rows)} listening port(s) {verb} {ask.scope()}, newest first:", used
+    )
+
+
+def _ports_open(ask: _Ask) -> Tier0Answer:
+    """The sockets whose latest event up to the period's end (or now) is an opening."""
+    until = ask.period.end_ns if ask.period is not None else ask.now_ns
+    latest: dict[tuple[Any, Any], _Row] = {}
+    for row in ask.rows(SourceClass.NETWORK, period=Period(0, until, "")):
+        if row.data.get("event") in _PORT_EVENTS:
+            latest[(row.data.get("address"), row.data.get("port"))] = row
+    still = [r for r in reversed(latest.values()) if r.data["event"] == "port_opened"]
+    at = ask.when(until)
+    if not still:
+        text = f"No port opened since the network sense began is still listening at {at}."
+        return Tier0Answer("ports", text, ())
+    used = [(r, f"{_socket(r.data)} {_holder(r.data)}, since {ask.when(r.t)}") for r in still]
+    title = (
+        f"Listening at {at}, of the ports opened since the network sense began "
+        "(those listening before it are not known):"
+    )
+    return _answer("ports", title, used)
+
+
+def _ports_ever(ask: _Ask) -> bool:
+    sql = (
+        "SELECT 1 FROM events WHERE kind = 'observation' AND source = ? "
+        "AND json_extract_string(data, '$.event') IN ('port_opened', 'port_closed') LIMIT 1"
+    )
+    return ask.conn.execute(sql, [int(SourceClass.NETWORK)]).fetchone() is not None
+
+
+def _socket(data: dict[str, Any]) -> str:
+    ip = str(data.get("address") or "?")
+    return f"{data.get('proto', 'tcp')} {f'[{ip}]' if ':' in ip else ip}:{data.get('port', '?')}"
+
+
+def _holder(data: dict[str, Any]) -> str:
+    if not data.get("name"):
+        return "(by a process the host did not name)"
+    user = f", user {data['user']}" if data.get("user") else ""
+    return f"by {data['name']} [{data.get('pid', '?')}]{user}"
 
 
 # -- focus ---------------------------------------------------------------------------------------
@@ -614,6 +737,7 @@ _LISTED = _any(
     "what did i run", "what have i run", "which commands", "what commands", "commands did i",
     "commands i ran", "what did i type",
 )  # fmt: skip
+_PORTS = _any("ports?", "listening", "listens?", "sockets?")
 _HAPPENED = _any(
     "what happened", "what went on", "anything happen", "what has happened", "what's happened"
 )
@@ -629,6 +753,7 @@ FACTS: tuple[tuple[str, Callable[[str], bool], Render], ...] = (
     ("time_per_app", _has(_PER_APP), _time_per_app),
     ("doing", _has(_DOING), _doing),
     ("files_changed", _has(_FILES, _CHANGED), _files_changed),
+    ("ports", _has(_PORTS), _ports),
     ("new_processes", _has(_STARTED), _new_processes),
     ("cpu_usage", _has(_CPU), lambda a: _usage(a, "cpu", "cpu_usage")),
     ("memory_usage", _has(_MEMORY), lambda a: _usage(a, "memory", "memory_usage")),
@@ -655,7 +780,8 @@ _KNOWN = frozenset(
         window windows been files file changed change changes modified edited touched saved
         written created deleted new started start happened went anything happen usage much
         level load one two three five ten fifteen twenty thirty folder directory dir under
-        inside there it its
+        inside there it its port ports opened open closed close stopped listening listen
+        listens socket sockets
         """
     )
 )

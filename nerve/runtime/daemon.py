@@ -13,12 +13,13 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO, TextIO
 
 from nerve import fsio
 from nerve.errors import DaemonError
+from nerve.runtime.children import adopt_orphans
 from nerve.runtime.client import alive, call, pid_path, read_pid, run_path, running
 from nerve.workspace import Workspace
 
@@ -46,6 +47,7 @@ def run_foreground(ws: Workspace, *, view: bool = False, echo: TextIO | None = N
     from nerve.runtime.kernel import Kernel
 
     _refuse_second(ws)
+    adopt_orphans()  # a killed worker's descendants come here, not to init (see groups)
     fsio.private_dir(ws.data, allow_link=True)
     fsio.write_small(pid_path(ws), f"{os.getpid()}\n".encode())
     kernel = Kernel(ws)
@@ -55,8 +57,11 @@ def run_foreground(ws: Workspace, *, view: bool = False, echo: TextIO | None = N
         "max_request_bytes": kernel.config.daemon.max_request_bytes,
     }
     fsio.write_small(run_path(ws), json.dumps(record).encode())
+    seal = _line_sealer(ws)
     try:
-        with journal.journal(log_path(ws), *([echo] if echo else [])) as recent:
+        with journal.journal(log_path(ws), *([echo] if echo else []), seal=seal) as recent:
+            if seal is not None and journal.same_file(sys.stderr, log_path(ws)):
+                _relay_stdio()  # a background daemon: its stderr is the log file
             if view:
                 from nerve.runtime.live import run_with_view
 
@@ -68,6 +73,49 @@ def run_foreground(ws: Workspace, *, view: bool = False, echo: TextIO | None = N
             if read_pid(ws) in (None, os.getpid()):
                 run_path(ws).unlink(missing_ok=True)
                 pid_path(ws).unlink()
+
+
+def _line_sealer(ws: Workspace) -> Callable[[str], str] | None:
+    """How an encrypted workspace's daemon writes its log lines: sealed, one per line."""
+    from functools import partial
+
+    from nerve.log import crypt
+
+    cipher = crypt.cipher_for(ws.log_root)
+    return None if cipher is None else partial(crypt.seal_line, cipher)
+
+
+def _relay_stdio() -> None:
+    """Send what this process writes on stdout/stderr (a background daemon's are the log
+    file) through the sealed journal, so no plaintext reaches the file."""
+    import threading
+
+    from nerve.runtime import journal
+
+    read_fd, write_fd = os.pipe()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.dup2(write_fd, 1)
+    os.dup2(write_fd, 2)
+    os.close(write_fd)
+
+    def pump() -> None:
+        with os.fdopen(read_fd, "rb") as pipe:
+            for raw in pipe:
+                journal.say("stderr: " + raw.decode(errors="replace").rstrip("\n"))
+
+    threading.Thread(target=pump, name="stdio-relay", daemon=True).start()
+
+
+def open_lines(ws: Workspace, lines: list[str]) -> list[str]:
+    """Daemon log lines as a person reads them: sealed ones opened with the key if given."""
+    from nerve.log import crypt
+
+    if not any(line.startswith(crypt.LINE_TAG) for line in lines):
+        return lines
+    with contextlib.suppress(crypt.KeyMissing):
+        crypt.cipher_for(ws.log_root)
+    return [crypt.open_line(line) for line in lines]
 
 
 # Libraries the daemon never calls but would load anyway: pyarrow probes for pandas the
@@ -109,6 +157,7 @@ def start_background(ws: Workspace) -> int:
     if ws.config_path.exists():
         _ = ws.config  # a bad nerve.yaml fails here, before anything starts
     _refuse_second(ws)
+    env = unlock_env(ws)
     fsio.private_dir(ws.data, allow_link=True)
     with os.fdopen(fsio.open_append(log_path(ws)), "ab") as logfile:
         proc = subprocess.Popen(
@@ -118,6 +167,7 @@ def start_background(ws: Workspace) -> int:
             stderr=logfile,
             cwd=ws.root,
             start_new_session=True,
+            env=env,
         )
     try:
         return _wait_started(ws, proc)
@@ -127,18 +177,43 @@ def start_background(ws: Workspace) -> int:
         raise
 
 
+def unlock_env(ws: Workspace) -> dict[str, str]:
+    """The environment a background daemon starts with. An encrypted workspace is unlocked
+    here first (``NERVE_KEY_FILE``, ``NERVE_PASSPHRASE``, or a passphrase asked on this
+    terminal), so a wrong or missing key fails now, in one line, and the daemon is given
+    the passphrase in its own environment (readable only by this user)."""
+    import getpass
+
+    from nerve.log import crypt
+
+    env = dict(os.environ)
+    if not crypt.is_encrypted(ws.log_root):
+        return env
+    ring = crypt.read_keyring(ws.log_root)
+    given = env.get(crypt.ENV_KEY_FILE) or env.get(crypt.ENV_PASSPHRASE)
+    asks = (ring.get("kek") or {}).get("kind") == "passphrase" and sys.stdin.isatty()
+    if not given and asks:
+        env[crypt.ENV_PASSPHRASE] = getpass.getpass(f"passphrase for {ws.root}: ")
+    crypt.cipher_for(ws.log_root, env)  # KeyMissing / WrongKey / KeyFileError, before starting
+    return env
+
+
 def _wait_started(ws: Workspace, proc: subprocess.Popen[bytes]) -> int:
     deadline = time.monotonic() + START_TIMEOUT_S
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise DaemonError(
-                f"the daemon exited with code {proc.returncode} while starting:\n"
-                + tail_text(log_path(ws), 15)
+                f"the daemon exited with code {proc.returncode} while starting:\n" + _last_words(ws)
             )
         if running(ws):
             return proc.pid
         time.sleep(0.1)
-    raise DaemonError("the daemon did not answer within 60 s:\n" + tail_text(log_path(ws), 15))
+    raise DaemonError("the daemon did not answer within 60 s:\n" + _last_words(ws))
+
+
+def _last_words(ws: Workspace) -> str:
+    """The daemon log's last lines, opened if sealed and the key is at hand."""
+    return "\n".join(open_lines(ws, tail_text(log_path(ws), 15).splitlines()))
 
 
 def stop(ws: Workspace) -> int | None:

@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import functools
 import json
+import os
 import sys
 import time
 from collections import deque
@@ -14,7 +15,14 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from nerve.errors import report
-from nerve.runtime.children import CANCEL_SIGNAL, end_descendants, spawning
+from nerve.runtime.children import (
+    CANCEL_SIGNAL,
+    WORKER_MARK,
+    end_adopted,
+    end_descendants,
+    new_mark,
+    spawning,
+)
 
 READY_TIMEOUT_S = 60.0
 RESTART_WINDOW_S = 60.0
@@ -131,6 +139,7 @@ class GroupWorker:
         self._partial_bytes = 0
         self._eof = False
         self._ready: list[Reply] = []  # replies handled, not yet handed to the host
+        self._mark = ""
 
     async def start(self) -> None:
         await self._spawn()
@@ -155,6 +164,7 @@ class GroupWorker:
     async def _spawn(self) -> None:
         from nerve.runtime.journal import relay  # here: `nerve sense ...` imports this module
 
+        self._mark = new_mark()
         with spawning():
             self._proc = await asyncio.create_subprocess_exec(
                 sys.executable,
@@ -166,6 +176,7 @@ class GroupWorker:
                 limit=STREAM_LIMIT,
                 cwd=self.workspace,
                 process_group=0,  # see nerve.runtime.children
+                env={**os.environ, WORKER_MARK: self._mark},
             )
         self.pid = self._proc.pid
         self._lines.clear()
@@ -424,10 +435,15 @@ class GroupWorker:
     async def _kill(self) -> None:
         proc, self._proc = self._proc, None
         stderr, self._relay = self._relay, None
+        ended: set[int] = set()
         if proc is not None and proc.returncode is None:
-            end_descendants(proc.pid)  # first: with the worker gone they pass to init
+            ended = end_descendants(proc.pid)  # first: with the worker gone they pass to us
             proc.kill()
+        if proc is not None:
             await proc.wait()
+            # what passed to the daemon (all of it, for a worker killed from outside): end
+            # and reap it
+            await asyncio.to_thread(end_adopted, self._mark, proc.pid, ended)
         if stderr is not None:  # its last lines, unless a child of the sense holds the pipe
             with contextlib.suppress(Exception):  # TimeoutError included
                 async with asyncio.timeout(RELAY_GRACE_S):

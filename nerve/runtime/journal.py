@@ -115,14 +115,16 @@ class _Stream(logging.Handler):
     """Each line written and flushed at once; a full disk or a closed pipe is ignored
     (the daemon must not stop because its own log cannot be written)."""
 
-    def __init__(self, stream: TextIO) -> None:
+    def __init__(self, stream: TextIO, seal: Callable[[str], str] | None = None) -> None:
         super().__init__()
         self.stream = stream
+        self.seal = seal
         self.setFormatter(_Format())
 
     def emit(self, record: logging.LogRecord) -> None:
         with contextlib.suppress(OSError, ValueError):
-            self.stream.write(self.format(record) + "\n")
+            text = self.format(record)
+            self.stream.write((self.seal(text) if self.seal else text) + "\n")
             self.stream.flush()
 
     def handleError(self, record: logging.LogRecord) -> None:
@@ -154,7 +156,7 @@ class Recent(logging.Handler):
         return list(self.entries)[len(self.entries) - count :] if count > 0 else []
 
 
-def _same_file(stream: TextIO, path: Path) -> bool:
+def same_file(stream: TextIO, path: Path) -> bool:
     """True when ``stream`` already writes to ``path`` (a background daemon's stderr)."""
     try:
         return os.path.samestat(os.fstat(stream.fileno()), os.stat(path))
@@ -163,9 +165,12 @@ def _same_file(stream: TextIO, path: Path) -> bool:
 
 
 @contextlib.contextmanager
-def journal(path: Path | None, *echo: TextIO) -> Iterator[Recent]:
+def journal(
+    path: Path | None, *echo: TextIO, seal: Callable[[str], str] | None = None
+) -> Iterator[Recent]:
     """Send the ``nerve`` logger's lines to the file at ``path`` and to each ``echo``
-    stream (skipping a stream that is that same file) for the length of the block."""
+    stream (skipping a stream that is that same file) for the length of the block.
+    ``seal``: how a line is written to the file (an encrypted workspace's envelope)."""
     recent = Recent()
     handlers: list[logging.Handler] = [recent]
     with contextlib.ExitStack() as stack:
@@ -173,8 +178,8 @@ def journal(path: Path | None, *echo: TextIO) -> Iterator[Recent]:
             file = stack.enter_context(
                 os.fdopen(fsio.open_append(path), "a", encoding="utf-8", errors="replace")
             )
-            handlers.append(_Stream(file))
-        handlers += [_Stream(s) for s in echo if path is None or not _same_file(s, path)]
+            handlers.append(_Stream(file, seal))
+        handlers += [_Stream(s) for s in echo if path is None or not same_file(s, path)]
         stack.enter_context(_attached(handlers))
         yield recent
 

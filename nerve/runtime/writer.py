@@ -16,12 +16,12 @@ import pyarrow as pa
 
 from nerve.config.models import NerveConfig
 from nerve.errors import NerveError
-from nerve.events import Event
+from nerve.events import ErasedEvent, Event
 from nerve.log.attest import check_batch, drafts_of_object
 from nerve.log.codec import table_from_events
 from nerve.log.drafts import Draft
 from nerve.log.store import EventLog
-from nerve.log.wire import event_from_json, row_to_json
+from nerve.log.wire import row_to_json, stored_event_from_json
 from nerve.privacy.policy import Policy
 from nerve.runtime.committer import Columns, Committer
 
@@ -55,9 +55,9 @@ def parse_drafts(objects: list[Any], first: int = 0) -> list[Draft]:
     return [draft for drafts in parsed for draft in drafts]
 
 
-def parse_events(objects: list[Any], first: int = 0) -> list[Event]:
-    """Request objects as whole events to import; an error names the event."""
-    return parse_each(objects, event_from_json, first)
+def parse_events(objects: list[Any], first: int = 0) -> list[Event | ErasedEvent]:
+    """Request objects as events of a copied log to import; an error names the event."""
+    return parse_each(objects, stored_event_from_json, first)
 
 
 class Writer:
@@ -125,18 +125,21 @@ class Writer:
     async def import_events(self, objects: list[Any], key: str | None = None) -> int:
         return await self.import_parsed(parse_events(objects), key)
 
-    async def import_parsed(self, events: list[Event], key: str | None = None) -> int:
+    async def import_parsed(
+        self, events: list[Event | ErasedEvent], key: str | None = None
+    ) -> int:
         """Import whole events at once (their order checked against the log's newest);
         refused if a privacy rule would change one (``PrivacyError``), or if one claims
         ``Attested`` without a checkable attestation after it (``TrustError``)."""
-        check_batch(events, self._current.config.attestation.keys)
-        self._current.privacy.screen(events)
+        whole = [e for e in events if isinstance(e, Event)]  # an erased one holds no text
+        check_batch(whole, self._current.config.attestation.keys)
+        self._current.privacy.screen(whole)
         await self.committer.drain()
         log = self.log
         before = log.newest
         count = int(await asyncio.to_thread(log.import_events, events, key=key))
-        if events and log.newest > before:  # not a replayed key
-            self._heard(table_from_events(events))  # imported observations are attended too
+        if whole and log.newest > before:  # not a replayed key
+            self._heard(table_from_events(whole))  # imported observations are attended too
         return count
 
     def _heard(self, table: pa.Table) -> None:

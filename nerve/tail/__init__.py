@@ -28,6 +28,7 @@ from nerve.events import (
     display_source,
     parse_source,
 )
+from nerve.log import segments as seg
 from nerve.log.reader import Snapshot, snapshot
 from nerve.log.select import TailFilter
 from nerve.log.window import before, newest
@@ -172,6 +173,6 @@ def _present(snap: Snapshot, column: str) -> set[object]:
     """The distinct values of one column over the whole log."""
     found = set(snap.tail.column(column).unique().to_pylist())
     for path in snap.files:
-        table = pq.read_table(path, columns=[column])
+        table = pq.read_table(seg.source(path), columns=[column])
         found.update(pa.chunked_array(table.column(column)).unique().to_pylist())
     return found

@@ -110,12 +110,12 @@ def _privacy(ws: Workspace) -> PrivacyConfig:
 def _connect(ws: Workspace, scr: Screen) -> duckdb.DuckDBPyConnection:
     """``events`` over a read snapshot, holding only what the drop rules keep."""
     from nerve.log.reader import snapshot
-    from nerve.query import define_views, source_sql
+    from nerve.query import define_views, register_snapshot, source_sql
 
     snap = snapshot(ws.log_root)
     conn = duckdb.connect()
     conn.execute("SET enable_progress_bar_print = false")
-    conn.register("_tail", snap.tail)
+    register_snapshot(conn, snap)
     source = source_sql(snap)
     keep = scr.keep()
     if keep is not None:

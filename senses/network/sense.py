@@ -6,12 +6,23 @@ counter that went backwards, or a daemon that did not stop cleanly) records a ba
 observes nothing. Then one observation for all interfaces together and, with
 ``per_nic``, one per interface.
 
-Options: ``per_nic`` (bool, default false), ``nics`` (list of interface names, default all).
+Options: ``per_nic`` (bool, default false), ``nics`` (list of interface names, default all),
+``port_min_life_s`` (default 30).
 
 Readings (for attention's value probes), on the ``all`` observation: ``down_kib_per_s``,
 ``up_kib_per_s``, ``errors`` and, where the host lists its sockets, ``listening_ports``
 (distinct TCP ports in LISTEN); a per-interface observation carries
 ``down_kib_per_s:<nic>`` and ``up_kib_per_s:<nic>``.
+
+Listening ports: each compute compares the TCP sockets in LISTEN (address and port) with the
+previous compute's and sends one observation per socket that appeared (``event:
+"port_opened"``) or went (``event: "port_closed"``), with the process that holds it (pid, name,
+user; none where the host does not say, e.g. another user's process without privileges). A
+socket is reported opened once it has listened ``port_min_life_s`` (default 30; the
+observation's time is when it was first seen), and closed only if its opening was: the ports
+of test servers that come and go are not news. The first compute records the sockets it
+finds without reporting them; state keeps at most ``_PORTS_MAX`` sockets and a compute
+reports at most ``_PORT_EVENTS_MAX`` changes.
 """
 
 from __future__ import annotations
@@ -30,26 +41,36 @@ initial_state: dict[str, Any] = {
     "total": None,
     "nics": {},
     "note": None,
+    "ports": None,
 }
 state_records = "checkpoints"
 
 _FIELDS = ("bytes_sent", "bytes_recv", "packets_sent", "packets_recv", "errin", "errout")
 _KIB = 1024
+_PORTS_MAX = 1000
+_PORT_EVENTS_MAX = 50
 
 
 def compute(state: dict[str, Any], ctx: SenseContext) -> Result:
     per_nic, wanted = _options(ctx)
+    min_life = _min_life(ctx)
+    listening = _listening()
     current = _read(per_nic, wanted)
     if isinstance(current, str):
-        return Result(state={**initial_state, "note": current})
-    if not _same_boot(state.get("boot"), current["boot"]) or not isinstance(
-        state.get("total"), dict
-    ):
-        return Result(state={**current, "note": "baseline: no previous counters"})
-    observations = _observe(state, current)
+        port_obs, ports = _port_changes(state.get("ports"), listening, min_life)
+        failed = {**initial_state, "note": current, "ports": ports}
+        return Result(state=failed, observations=port_obs)
+    same_boot = _same_boot(state.get("boot"), current["boot"])
+    # after a reboot every socket is new: the first compute is a baseline for ports too
+    previous = state.get("ports") if same_boot else None
+    port_obs, current["ports"] = _port_changes(previous, listening, min_life)
+    if not same_boot or not isinstance(state.get("total"), dict):
+        baseline = {**current, "note": "baseline: no previous counters"}
+        return Result(state=baseline, observations=port_obs)
+    observations = _observe(state, current, listening)
     kept = [o for o in observations if o is not None]
     note = None if len(kept) == len(observations) else "a counter went backwards: rebaselined"
-    return Result(state={**current, "note": note}, observations=kept)
+    return Result(state={**current, "note": note}, observations=kept + port_obs)
 
 
 def _read(per_nic: bool, wanted: list[str] | None) -> dict[str, Any] | str:
@@ -66,9 +87,12 @@ def _read(per_nic: bool, wanted: list[str] | None) -> dict[str, Any] | str:
     return {"boot": boot, "t_ns": time.monotonic_ns(), "total": total, "nics": nics, "note": None}
 
 
-def _observe(state: dict[str, Any], current: dict[str, Any]) -> list[Observation | None]:
+def _observe(
+    state: dict[str, Any], current: dict[str, Any], listening: dict[str, dict[str, Any]] | None
+) -> list[Observation | None]:
     dt_ns = current["t_ns"] - int(state.get("t_ns") or 0)
-    observations = [_observation("all", _rates(state["total"], current["total"], dt_ns))]
+    ports = None if listening is None else len({s["port"] for s in listening.values()})
+    observations = [_observation("all", _rates(state["total"], current["total"], dt_ns), ports)]
     previous_nics = state.get("nics") or {}
     for name, counters in current["nics"].items():
         previous = previous_nics.get(name)
@@ -113,17 +137,114 @@ def _rates(previous: dict[str, Any], current: dict[str, int], dt_ns: int) -> dic
     return rates
 
 
-def _listening_ports() -> int | None:
-    """Distinct local TCP ports in LISTEN; None where the host hides its sockets. (UDP is
-    left out: every DNS lookup binds a short-lived port, which would be noise.)"""
+def _listening() -> dict[str, dict[str, Any]] | None:
+    """The TCP sockets in LISTEN, by ``address:port``, with their holder's pid (None where
+    the host does not say); None where the host hides its sockets. (UDP is left out: every
+    DNS lookup binds a short-lived port, which would be noise.)"""
     try:
         conns = psutil.net_connections(kind="tcp")
     except (OSError, psutil.Error, NotImplementedError):
         return None
-    return len({c.laddr.port for c in conns if c.laddr and c.status == psutil.CONN_LISTEN})
+    found: dict[str, dict[str, Any]] = {}
+    for c in conns:
+        if c.laddr and c.status == psutil.CONN_LISTEN:
+            ip, port = str(c.laddr.ip), int(c.laddr.port)
+            key = f"[{ip}]:{port}" if ":" in ip else f"{ip}:{port}"
+            if key not in found or found[key]["pid"] is None:
+                found[key] = {"address": ip, "port": port, "pid": c.pid}
+    return found
 
 
-def _readings(nic: str, rates: dict[str, Any]) -> dict[str, int]:
+def _min_life(ctx: SenseContext) -> float:
+    value = ctx.options.get("port_min_life_s", 30)
+    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+        raise ValueError(
+            f"senses.{ctx.name}.options.port_min_life_s must be a number, 0 or more, got {value!r}"
+        )
+    return float(value)
+
+
+def _port_changes(
+    previous: Any, listening: dict[str, dict[str, Any]] | None, min_life: float
+) -> tuple[list[Observation], dict[str, dict[str, Any]] | None]:
+    """Observations of sockets opened and closed since ``previous``, and the state to keep.
+
+    A new socket is reported once it has listened ``min_life`` seconds (a test server's
+    port that comes and goes is not news) and its closing only if its opening was.
+    """
+    if listening is None:
+        return [], previous if isinstance(previous, dict) else None
+    now = time.time()
+    if not isinstance(previous, dict):  # a baseline: these were listening already
+        found = {k: {**_holder(v), "since": now, "told": True} for k, v in listening.items()}
+        return [], _bounded_ports(found)
+    kept: dict[str, dict[str, Any]] = {}
+    events: list[Observation] = []
+    for key, sock in sorted(listening.items()):
+        old = previous.get(key)
+        pids = (old.get("pid") if isinstance(old, dict) else None, sock["pid"])
+        if not isinstance(old, dict) or (None not in pids and pids[0] != pids[1]):
+            if isinstance(old, dict) and old.get("told"):  # another process holds it now
+                events.append(_port_observation("port_closed", old))
+            old = {**_holder(sock), "since": now, "told": False}
+        elif pids[0] is None and pids[1] is not None:  # learn its holder
+            old = {**_holder(sock), "since": old.get("since", now), "told": old.get("told")}
+        since = float(old.get("since") or now)
+        if not old.get("told") and now - since >= min_life:
+            old = {**old, "told": True}
+            events.append(_port_observation("port_opened", old, int(since * 1e9)))
+        kept[key] = old
+    closed = [
+        _port_observation("port_closed", old)
+        for key, old in sorted(previous.items())
+        if key not in listening and isinstance(old, dict) and old.get("told")
+    ]
+    return (closed + events)[:_PORT_EVENTS_MAX], _bounded_ports(kept)
+
+
+def _bounded_ports(ports: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return dict(sorted(ports.items())[:_PORTS_MAX])
+
+
+def _holder(sock: dict[str, Any]) -> dict[str, Any]:
+    """The socket with its process's name and user (empty when unknown or gone)."""
+    name = user = ""
+    if sock["pid"] is not None:
+        try:
+            proc = psutil.Process(sock["pid"])
+            name, user = proc.name(), proc.username()
+        except (psutil.Error, OSError, KeyError):
+            pass
+    return {**sock, "name": name, "user": user}
+
+
+def _port_observation(
+    event: str, sock: dict[str, Any], valid_time_ns: int | None = None
+) -> Observation:
+    ip = str(sock.get("address", "?"))
+    where = f"[{ip}]:{sock.get('port')}" if ":" in ip else f"{ip}:{sock.get('port')}"
+    who = f"{sock['name']} [{sock['pid']}]" if sock.get("name") else "an unknown process"
+    verb = "opened by" if event == "port_opened" else "closed (was held by"
+    line = f"port {where} {verb} {who}" + ("" if event == "port_opened" else ")")
+    payload = {
+        "event": event,
+        "proto": "tcp",
+        "address": ip,
+        "port": sock.get("port"),
+        "pid": sock.get("pid"),
+        "name": sock.get("name") or "",
+        "user": sock.get("user") or "",
+    }
+    return Observation(
+        source=SourceClass.NETWORK,
+        line=line,
+        payload=payload,
+        trust=Trust.FIRST_PARTY,
+        valid_time_ns=time.time_ns() if valid_time_ns is None else valid_time_ns,
+    )
+
+
+def _readings(nic: str, rates: dict[str, Any], ports: int | None) -> dict[str, int]:
     suffix = "" if nic == "all" else f":{nic}"
     readings = {
         f"down_kib_per_s{suffix}"[:64]: round(rates["bytes_recv_per_s"] / _KIB),
@@ -131,16 +252,17 @@ def _readings(nic: str, rates: dict[str, Any]) -> dict[str, int]:
     }
     if nic == "all":
         readings["errors"] = int(rates["errors"])
-        ports = _listening_ports()
         if ports is not None:
             readings["listening_ports"] = ports
     return readings
 
 
-def _observation(nic: str, rates: dict[str, Any] | None) -> Observation | None:
+def _observation(
+    nic: str, rates: dict[str, Any] | None, ports: int | None = None
+) -> Observation | None:
     if rates is None:
         return None
-    rates = {**rates, "readings": _readings(nic, rates)}
+    rates = {**rates, "readings": _readings(nic, rates, ports)}
     down, up = rates["bytes_recv_per_s"] / _KIB, rates["bytes_sent_per_s"] / _KIB
     return Observation(
         source=SourceClass.NETWORK,

@@ -4,14 +4,25 @@ Source class ``process_tree``, trust ``FirstParty``. Each compute reports the **
 processes: the ``top_n`` using the most CPU over the interval (those at ``min_cpu_percent`` or
 more), the ``top_memory_n`` with the largest resident memory, and any at or over
 ``cpu_percent`` / ``rss_mb``, as one observation (``event: "top"``; see senses/README.md for
-its payload). The memory list is sent only when it changed (another process, or one moved by
-a tenth) or ``top_every_s`` passed, and else is empty; a quiet machine sends no top at all
-between those, so an idle day costs little disk. A process is identified by
+its payload). A top is sent only when its CPU list changed (another process, a share moved by
+a tenth of a core, or the machine gone quiet: one top with an empty list) or its memory list
+did (another process, or one moved by a tenth) or ``top_every_s`` passed; each sample stands
+until the next. The memory list is filled only when it changed or is due, and a process's
+user and command line only the first time it is on a top within ``top_every_s``; a quiet
+machine sends no top at all, so an idle day costs little disk. A process is identified by
 ``(pid, create_time)``, so a reused pid is a new process. The first compute (and the first
 after a reboot) records a baseline and observes nothing. A process is notable when its name
 matches ``notable`` (a trailing version is allowed: ``python`` matches ``python3.11``), or
 its CPU or resident memory reaches ``cpu_percent`` / ``rss_mb``; a process that was notable
 at any compute is reported when it exits, with the name and command line it had.
+
+Short-lived processes are not reported one by one: a notable process is reported as started
+at the first compute at which it has run ``min_life_s`` (the observation's time is still its
+start), and one that exits before is only counted, by name; the counts go out as one ``event:
+"brief"`` observation at most every ``brief_every_s`` (the first after a quiet spell at once),
+or as soon as one name has gone three times (a crash loop), with the reading ``brief_exits``.
+A busy machine's builds and test runs would otherwise fill the log with a start and an exit
+for every compiler and test worker.
 
 State: ``known`` (pid -> create time, at most ``max_tracked``; older processes past the cap
 are folded into ``cutoff``, so they are never mistaken for new ones) and ``notable``
@@ -19,7 +30,8 @@ are folded into ``cutoff``, so they are never mistaken for new ones) and ``notab
 
 Options: ``notable`` (names, default below), ``cpu_percent`` (default 80), ``rss_mb``
 (default 2048), ``max_per_compute`` (default 50), ``max_tracked`` (10000), ``max_notable``
-(500), ``top_n`` (5), ``top_memory_n`` (3), ``min_cpu_percent`` (5), ``top_every_s`` (300).
+(500), ``top_n`` (5), ``top_memory_n`` (3), ``min_cpu_percent`` (5), ``top_every_s`` (300),
+``min_life_s`` (30; 0 reports every notable process at once), ``brief_every_s`` (60).
 
 CPU shares come from psutil's per-process counters kept in the worker between computes, so
 the first compute of a worker sees every process at 0 %: its top lists memory only.
@@ -48,6 +60,12 @@ DEFAULT_NOTABLE = [
     "docker", "podman", "git", "ssh", "scp", "rsync", "pytest", "npm", "java", "psql",
 ]  # fmt: skip
 
+# The state (every process's pid and start time) changes at nearly every compute of a busy
+# machine: kept in memory and stored at checkpoints. After a daemon that did not stop
+# cleanly the sense begins with a baseline, so it reports nothing twice; the exits of
+# processes it had noted before are then not reported.
+state_records = "checkpoints"
+
 initial_state: dict[str, Any] = {
     "boot": None,
     "cutoff": 0.0,
@@ -55,9 +73,13 @@ initial_state: dict[str, Any] = {
     "notable": {},
     "note": None,
     "top": None,
+    "pending": {},
+    "brief": None,
 }
 
 _CMDLINE_MAX = 200
+_BRIEF_NAMES = 50  # distinct names a brief counts; more are left out
+_LOOP = 3  # short-lived exits of one name that send a brief before brief_every_s
 _MIB = 1024**2
 
 
@@ -81,6 +103,8 @@ class _Options(NamedTuple):
     top_memory_n: int
     min_cpu_percent: float
     top_every_ns: int
+    min_life_s: float
+    brief_every_ns: int
 
 
 def compute(state: dict[str, Any], ctx: SenseContext) -> Result:
@@ -89,21 +113,34 @@ def compute(state: dict[str, Any], ctx: SenseContext) -> Result:
     boot = round(float(psutil.boot_time()))
     known = state.get("known")
     if not isinstance(known, dict) or not _same_boot(state.get("boot"), boot):
-        notable = {pid: _record(p) for pid, p in procs.items() if _why(p, opts)}
+        # the young ones wait for min_life_s like any new process: a test run's workers
+        # found by the baseline are counted when they go, not reported one by one
+        now = time.time()
+        heavy = {pid: p for pid, p in procs.items() if _why(p, opts)}
+        young = {pid for pid, p in heavy.items() if now - p.create_time < opts.min_life_s}
+        notable = {pid: _record(p) for pid, p in heavy.items() if pid not in young}
+        pending = {pid: {**_record(heavy[pid]), "why": _why(heavy[pid], opts)} for pid in young}
         base = {"boot": boot, "note": "baseline: first compute since start or reboot"}
-        return Result(state=_bounded(base, procs, notable, opts))
+        return Result(state=_bounded(base, procs, notable, opts, pending))
     started, exited = _diff(known, float(state.get("cutoff") or 0.0), procs)
     notable = dict(state.get("notable") or {})
+    pending = dict(state.get("pending") or {})
+    brief = _Brief.of(state.get("brief"))
     observations = [_exited(pid, notable.pop(pid)) for pid in exited if pid in notable]
-    observations += list(_started(started, procs, notable, opts))
-    _note_heavy(procs, notable, opts)
+    for pid in exited:
+        if pid in pending:  # gone before it had run min_life_s: only counted
+            brief.count(str(pending.pop(pid).get("name", "")))
+    now = time.time()
+    observations += list(_started(started, procs, notable, pending, opts, now))
+    observations += list(_matured(procs, notable, pending, opts, now))
+    _note_heavy(procs, notable, pending, opts)
+    brief_obs = brief.flush(time.time_ns(), opts)
     top_obs, top_state = _top(procs, state.get("top"), opts)
-    new_state = _bounded({"boot": boot, "note": None, "top": top_state}, procs, notable, opts)
+    base = {"boot": boot, "note": None, "top": top_state, "brief": brief.state()}
+    new_state = _bounded(base, procs, notable, opts, pending)
     kept = observations[: opts.max_per_compute]
-    return Result(
-        state=_capped(new_state, observations, opts),
-        observations=kept + ([top_obs] if top_obs is not None else []),
-    )
+    extra = [o for o in (brief_obs, top_obs) if o is not None]
+    return Result(state=_capped(new_state, observations, opts), observations=kept + extra)
 
 
 def _options(ctx: SenseContext) -> _Options:
@@ -124,15 +161,21 @@ def _options(ctx: SenseContext) -> _Options:
         top_memory_n=int(_number(ctx, "top_memory_n", 3)),
         min_cpu_percent=_number(ctx, "min_cpu_percent", 5),
         top_every_ns=int(_number(ctx, "top_every_s", 300) * 1e9),
+        min_life_s=_number(ctx, "min_life_s", 30, zero=True),
+        brief_every_ns=int(_number(ctx, "brief_every_s", 60) * 1e9),
     )
 
 
-def _number(ctx: SenseContext, key: str, default: float) -> float:
+def _number(ctx: SenseContext, key: str, default: float, zero: bool = False) -> float:
     value = ctx.options.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
-        raise ValueError(
-            f"senses.{ctx.name}.options.{key} must be a positive number, got {value!r}"
-        )
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or value < 0
+        or (value == 0 and not zero)
+    ):
+        what = "a number, 0 or more" if zero else "a positive number"
+        raise ValueError(f"senses.{ctx.name}.options.{key} must be {what}, got {value!r}")
     return float(value)
 
 
@@ -212,25 +255,96 @@ def _record(proc: _Proc) -> dict[str, Any]:
 
 
 def _started(
-    pids: list[str], procs: dict[str, _Proc], notable: dict[str, Any], opts: _Options
+    pids: list[str],
+    procs: dict[str, _Proc],
+    notable: dict[str, Any],
+    pending: dict[str, Any],
+    opts: _Options,
+    now: float,
 ) -> Iterator[Observation]:
+    """Notable new processes: reported when they have run ``min_life_s``, else pending."""
     for pid in sorted(pids, key=lambda p: procs[p].create_time):
         proc = procs[pid]
         why = _why(proc, opts)
         if why is None:
             continue
-        notable[pid] = record = _record(proc)
+        record = {**_record(proc), "why": why}
+        if now - proc.create_time < opts.min_life_s:
+            pending[pid] = record
+            continue
+        notable[pid] = {k: v for k, v in record.items() if k != "why"}
+        yield _started_observation(proc, record, why)
+
+
+def _matured(
+    procs: dict[str, _Proc],
+    notable: dict[str, Any],
+    pending: dict[str, Any],
+    opts: _Options,
+    now: float,
+) -> Iterator[Observation]:
+    """Pending processes that have now run ``min_life_s``: reported as started."""
+    for pid in sorted(pending, key=lambda p: float(pending[p].get("create_time") or 0)):
+        proc = procs.get(pid)
+        if proc is None or now - proc.create_time < opts.min_life_s:
+            continue
+        record = pending.pop(pid)
+        notable[pid] = {k: v for k, v in record.items() if k != "why"}
+        yield _started_observation(proc, record, str(record.get("why") or "name"))
+
+
+def _started_observation(proc: _Proc, record: dict[str, Any], why: str) -> Observation:
+    payload = {
+        "pid": proc.pid,
+        "name": proc.name,
+        "event": "started",
+        "cmdline": record["cmdline"],
+        "why": why,
+        "user": proc.user,
+        "start_time": int(proc.create_time),
+        "rss_bytes": proc.rss_bytes,
+    }
+    line = f"process started {proc.name} [{proc.pid}]"
+    return _observation(line, payload, valid_time_ns=int(proc.create_time * 1e9))
+
+
+class _Brief:
+    """Counts, by name, of notable processes that exited before ``min_life_s``."""
+
+    def __init__(self, at: int, counts: dict[str, int]) -> None:
+        self.at, self.counts = at, counts
+
+    @classmethod
+    def of(cls, raw: Any) -> _Brief:
+        if not isinstance(raw, dict) or not isinstance(raw.get("counts"), dict):
+            return cls(0, {})
+        counts = {str(k): int(v) for k, v in raw["counts"].items() if isinstance(v, int)}
+        return cls(int(raw.get("at") or 0), counts)
+
+    def count(self, name: str) -> None:
+        if name in self.counts or len(self.counts) < _BRIEF_NAMES:
+            self.counts[name] = self.counts.get(name, 0) + 1
+
+    def flush(self, now_ns: int, opts: _Options) -> Observation | None:
+        """The ``brief`` observation when counts wait and ``brief_every_s`` has passed, or
+        sooner when one name went ``_LOOP`` times (a crash loop shows at its own pace)."""
+        looping = max(self.counts.values(), default=0) >= _LOOP
+        if not self.counts or (now_ns - self.at < opts.brief_every_ns and not looping):
+            return None
+        counts = dict(sorted(self.counts.items(), key=lambda kv: (-kv[1], kv[0])))
+        total = sum(counts.values())
+        names = ", ".join(f"{name} ×{n}" for name, n in counts.items())
         payload = {
-            "pid": proc.pid,
-            "name": proc.name,
-            "event": "started",
-            "cmdline": record["cmdline"],
-            "why": why,
-            "user": proc.user,
-            "start_time": int(proc.create_time),
-            "rss_bytes": proc.rss_bytes,
+            "event": "brief",
+            "counts": counts,
+            "since_ns": self.at,
+            "readings": {"brief_exits": total},
         }
-        yield _observation(f"process started {proc.name} [{proc.pid}]", payload)
+        self.at, self.counts = now_ns, {}
+        return _observation(f"short-lived processes: {names}"[:200], payload)
+
+    def state(self) -> dict[str, Any]:
+        return {"at": self.at, "counts": dict(sorted(self.counts.items()))}
 
 
 def _exited(pid: str, record: dict[str, Any]) -> Observation:
@@ -245,16 +359,19 @@ def _exited(pid: str, record: dict[str, Any]) -> Observation:
     return _observation(f"process exited {payload['name']} [{pid}]", payload)
 
 
-def _note_heavy(procs: dict[str, _Proc], notable: dict[str, Any], opts: _Options) -> None:
+def _note_heavy(
+    procs: dict[str, _Proc], notable: dict[str, Any], pending: dict[str, Any], opts: _Options
+) -> None:
     """Processes that became notable since they started: remember them, to report their exit."""
     for pid, proc in procs.items():
-        if pid not in notable and _why(proc, opts) is not None:
+        if pid not in notable and pid not in pending and _why(proc, opts) is not None:
             notable[pid] = _record(proc)
 
 
 # -- the top ----------------------------------------------------------------------------------
 
 _TOP_CMDLINE_MAX = 120
+_DESCRIBED_MAX = 200  # processes whose command line a top need not repeat
 _last_top_ns = 0  # when this worker last read the counters: the interval the CPU shares cover
 
 
@@ -271,14 +388,23 @@ def _top(
     mem_now = {str(p.pid): p.rss_bytes for p in memory}
     due = now - int(previous.get("at") or 0) >= opts.top_every_ns
     moved = due or _memory_moved(previous.get("memory"), mem_now)
-    if not (cpu or over or moved):
+    # the CPU top too is sent when it changed (another process, a share moved by a tenth of
+    # a core, the machine gone quiet) or top_every_s passed: a sample stands until the next
+    cpu_now = {str(p.pid): round(p.cpu_percent * 10) for p in cpu + over}
+    cpu_due = now - int(previous.get("cpu_at") or 0) >= opts.top_every_ns
+    changed = _cpu_changed(previous.get("cpu"), cpu_now) or (cpu_due and bool(cpu_now))
+    if not (changed or moved):
         return None, previous or None
+    previous = {**previous, "cpu": cpu_now, "cpu_at": now} if changed else previous
+    # a process's command line and user go out once per top_every_s, not in every sample
+    described = {} if due else dict(previous.get("described") or {})
     # the memory top rides along only when it moved (or is due): a busy CPU repeats less
-    payload = _top_payload(cpu, memory if moved else [], over, interval_ms)
+    payload = _top_payload(cpu, memory if moved else [], over, interval_ms, described)
     obs = _observation(_top_line(cpu, memory), payload)
+    described = dict(sorted(described.items(), key=lambda kv: kv[1])[-_DESCRIBED_MAX:])
     if not moved:
-        return obs, previous
-    return obs, {"at": now, "memory": mem_now}
+        return obs, {**previous, "described": described}
+    return obs, {**previous, "at": now, "memory": mem_now, "described": described}
 
 
 def _ranked(procs: list[_Proc], opts: _Options) -> tuple[list[_Proc], list[_Proc], list[_Proc]]:
@@ -295,6 +421,13 @@ def _ranked(procs: list[_Proc], opts: _Options) -> tuple[list[_Proc], list[_Proc
     return cpu, memory, over
 
 
+def _cpu_changed(before: Any, now: dict[str, int]) -> bool:
+    """Whether the CPU top has other processes, or a share moved by 100 permille or more."""
+    if not isinstance(before, dict) or set(before) != set(now):
+        return True
+    return any(abs(now[pid] - int(before[pid] or 0)) >= 100 for pid in now)
+
+
 def _memory_moved(before: Any, now: dict[str, int]) -> bool:
     """Whether the memory top has other processes, or one moved by a tenth or more."""
     if not isinstance(before, dict) or set(before) != set(now):
@@ -302,12 +435,15 @@ def _memory_moved(before: Any, now: dict[str, int]) -> bool:
     return any(abs(now[pid] - int(before[pid] or 0)) * 10 >= max(now[pid], 1) for pid in now)
 
 
-def _entry(proc: _Proc) -> dict[str, Any]:
+def _entry(proc: _Proc, described: dict[str, int]) -> dict[str, Any]:
+    """A process of the top; ``user`` and ``cmdline`` only if ``described`` lacks it."""
+    entry: dict[str, Any] = {"pid": proc.pid, "name": proc.name}
+    if described.get(str(proc.pid)) != int(proc.create_time):
+        described[str(proc.pid)] = int(proc.create_time)
+        entry["user"] = proc.user
+        entry["cmdline"] = _cmdline(proc.pid)[:_TOP_CMDLINE_MAX]
     return {
-        "pid": proc.pid,
-        "name": proc.name,
-        "user": proc.user,
-        "cmdline": _cmdline(proc.pid)[:_TOP_CMDLINE_MAX],
+        **entry,
         "cpu_permille": round(proc.cpu_percent * 10),
         "rss_bytes": proc.rss_bytes,
         "start_time": int(proc.create_time),
@@ -315,15 +451,19 @@ def _entry(proc: _Proc) -> dict[str, Any]:
 
 
 def _top_payload(
-    cpu: list[_Proc], memory: list[_Proc], over: list[_Proc], interval_ms: int
+    cpu: list[_Proc],
+    memory: list[_Proc],
+    over: list[_Proc],
+    interval_ms: int,
+    described: dict[str, int],
 ) -> dict[str, Any]:
     everyone = cpu + memory + over
     return {
         "event": "top",
         "interval_ms": interval_ms,
-        "cpu": [_entry(p) for p in cpu],
-        "memory": [_entry(p) for p in memory],
-        "over": [_entry(p) for p in over],
+        "cpu": [_entry(p, described) for p in cpu],
+        "memory": [_entry(p, described) for p in memory],
+        "over": [_entry(p, described) for p in over],
         "readings": {
             "top_cpu_permille": round(max((p.cpu_percent for p in everyone), default=0) * 10),
             "top_rss_bytes": max((p.rss_bytes for p in everyone), default=0),
@@ -339,7 +479,11 @@ def _top_line(cpu: list[_Proc], memory: list[_Proc]) -> str:
 
 
 def _bounded(
-    base: dict[str, Any], procs: dict[str, _Proc], notable: dict[str, Any], opts: _Options
+    base: dict[str, Any],
+    procs: dict[str, _Proc],
+    notable: dict[str, Any],
+    opts: _Options,
+    pending: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """State with ``known`` capped to the newest ``max_tracked`` and ``notable`` capped too."""
     newest = sorted(procs.values(), key=lambda p: p.create_time, reverse=True)
@@ -352,6 +496,7 @@ def _bounded(
         "cutoff": cutoff,
         "known": {str(p.pid): p.create_time for p in kept},
         "notable": dict(recent[: opts.max_notable]),
+        "pending": {pid: r for pid, r in (pending or {}).items() if pid in procs},
     }
 
 
@@ -364,13 +509,15 @@ def _capped(
     return {**state, "note": f"{extra} process events over max_per_compute were not observed"}
 
 
-def _observation(line: str, payload: dict[str, Any]) -> Observation:
+def _observation(
+    line: str, payload: dict[str, Any], valid_time_ns: int | None = None
+) -> Observation:
     return Observation(
         source=SourceClass.PROCESS_TREE,
         line=line,
         payload=payload,
         trust=Trust.FIRST_PARTY,
-        valid_time_ns=time.time_ns(),
+        valid_time_ns=time.time_ns() if valid_time_ns is None else valid_time_ns,
     )
 
 

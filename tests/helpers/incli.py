@@ -103,12 +103,19 @@ def run_in_process(
                 traceback.print_exc()
                 code = 1
             finally:
+                _forget_keys()  # a process's unlocked keys die with it
                 warnings.showwarning = shown
                 sys.stdout.flush()
                 sys.stderr.flush()
     stdout = out.getvalue().decode("utf-8", errors="replace")
     stderr = err.getvalue().decode("utf-8", errors="replace")
     return subprocess.CompletedProcess(["nerve", *args], code, stdout, stderr)
+
+
+def _forget_keys() -> None:
+    from nerve.log.crypt import forget_keys
+
+    forget_keys()
 
 
 def _exit_code(value: object) -> int:

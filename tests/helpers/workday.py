@@ -1,9 +1,10 @@
 """A fixed, recorded workday: the bundled senses' observations with known times.
 
 2026-05-06 (a Wednesday), UTC; "now" is 15:30. The day holds focus changes, an away spell,
-shell commands through the hook (some failing), file changes, processes' top samples with a
-CPU hog (``yes``) from 15:20, machine readings and two attention decisions; and one evening
-of the day before. Times are the events' HLC times, so the log itself is the record.
+shell commands through the hook (some failing), file changes, listening ports opened and
+closed, processes' top samples with a CPU hog (``yes``) from 15:20, a count of short-lived
+processes, machine readings and two attention decisions; and one evening of the day before.
+Times are the events' HLC times, so the log itself is the record.
 """
 
 from __future__ import annotations
@@ -58,18 +59,30 @@ def changed(t: int, path: str, change: str = "modified") -> Event:
     return _event(t, SourceClass.FILE_CHANGE, "files", f"file {change} {path}", payload)
 
 
-def _proc(pid: int, name: str, permille: int, rss_mib: int) -> dict[str, Any]:
+def _proc(
+    pid: int, name: str, permille: int, rss_mib: int, described: bool = True
+) -> dict[str, Any]:
+    about = {"user": "u", "cmdline": _CMDLINES.get(name, name)} if described else {}
     return {
-        "pid": pid, "name": name, "user": "u", "cmdline": name, "cpu_permille": permille,
+        "pid": pid, "name": name, **about, "cpu_permille": permille,
         "rss_bytes": rss_mib * 1024**2, "start_time": 1_778_000_000 + pid,
     }  # fmt: skip
 
 
-def top(t: int, hog: bool, memory_moved: bool = True) -> Event:
-    busy = [_proc(4242, "yes", 980, 2)] if hog else []
+_CMDLINES = {"yes": "yes --hog"}
+
+
+def top(t: int, hog: bool, memory_moved: bool = True, described: bool = True) -> Event:
+    """A top sample; a process's user and command line are sent only when ``described``
+    (the sense sends them once per ``top_every_s``)."""
+    busy = [_proc(4242, "yes", 980, 2, described)] if hog else []
     before = at("15:00") > t >= at("14:00")
-    busy += [_proc(100, "python", 300 if before else 20, 500)]
-    memory = [_proc(300, "java", 5, 2048), _proc(100, "python", 20, 500)] if memory_moved else []
+    busy += [_proc(100, "python", 300 if before else 20, 500, described)]
+    memory = (
+        [_proc(300, "java", 5, 2048, described), _proc(100, "python", 20, 500, described)]
+        if memory_moved
+        else []
+    )
     payload = {"event": "top", "interval_ms": 60_000, "cpu": busy, "memory": memory, "over": []}
     line = "top cpu: " + ", ".join(f"{p['name']} {p['cpu_permille'] // 10}%" for p in busy)
     return _event(t, SourceClass.PROCESS_TREE, "processes", line, payload)
@@ -80,6 +93,28 @@ def started(t: int, pid: int, name: str, why: str) -> Event:
     return _event(
         t, SourceClass.PROCESS_TREE, "processes", f"process started {name} [{pid}]", payload
     )
+
+
+def brief(t: int, counts: dict[str, int]) -> Event:
+    names = ", ".join(f"{name} ×{n}" for name, n in counts.items())
+    payload = {
+        "event": "brief",
+        "counts": counts,
+        "readings": {"brief_exits": sum(counts.values())},
+    }
+    return _event(
+        t, SourceClass.PROCESS_TREE, "processes", f"short-lived processes: {names}", payload
+    )
+
+
+def port(t: int, event: str, address: str, number: int, pid: int, name: str) -> Event:
+    payload = {
+        "event": event, "proto": "tcp", "address": address, "port": number, "pid": pid,
+        "name": name, "user": "u",
+    }  # fmt: skip
+    verb = "opened by" if event == "port_opened" else "closed (was held by"
+    line = f"port {address}:{number} {verb} {name} [{pid}]" + (")" if "closed" in event else "")
+    return _event(t, SourceClass.NETWORK, "network", line, payload)
 
 
 def reading(t: int, sense: str, percent: float) -> Event:
@@ -109,6 +144,7 @@ def events() -> list[Event]:
         command(at("09:05"), "make test", 2, 12_000, f"{HOME}/src/x"),
         command(at("09:06"), "git status", 0, 50, f"{HOME}/src/x"),
         changed(at("09:10"), "src/app.py"),
+        port(at("09:12"), "port_opened", "0.0.0.0", 5432, 555, "postgres"),
         started(at("09:30"), 100, "python", "name"),
         focus(at("09:40"), "firefox", "Docs — Mozilla Firefox"),
         idle(at("10:00"), "away"),
@@ -117,9 +153,12 @@ def events() -> list[Event]:
         own(at("14:30"), "sense.error", "disk", "sense disk: compute raised OSError: EIO", {}),
         focus(at("15:15"), "code", "lib.rs — x"),
         started(at("15:20"), 4242, "yes", "cpu"),
+        brief(at("15:21"), {"cc1": 12, "make": 2}),
         focus(at("15:21"), "xterm", "cargo build"),
         command(at("15:22"), "cargo build", 101, 65_000, f"{HOME}/src/y"),
+        port(at("15:23"), "port_opened", "127.0.0.1", 8000, 100, "python"),
         changed(at("15:24"), "docs/readme.md", "added"),
+        port(at("15:27"), "port_closed", "127.0.0.1", 8000, 100, "python"),
         command(at("15:25"), "ls", 0, 5, HOME),
         command(at("15:26"), "false", 1, 2, HOME),
         decision(at("15:26") + 1, "surface", "top cpu: yes 98%"),
@@ -129,7 +168,8 @@ def events() -> list[Event]:
     for minute in range(14 * 60, 15 * 60 + 30):
         t = at(f"{minute // 60}:{minute % 60}") + 500_000_000
         # the memory top is sent only when it moved: here every tenth minute
-        out.append(top(t, hog=minute >= 15 * 60 + 20, memory_moved=minute % 10 == 0))
+        hog, moved = minute >= 15 * 60 + 20, minute % 10 == 0
+        out.append(top(t, hog=hog, memory_moved=moved, described=minute % 5 == 0))
         if minute % 5 == 0:
             out.append(reading(t, "cpu", 95.0 if minute >= 15 * 60 + 20 else 20.0))
             out.append(reading(t, "memory", 40.0))

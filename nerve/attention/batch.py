@@ -1,0 +1,221 @@
+"""Observer and detector over a batch of observations, with the same integers as one at a time.
+
+:meth:`nerve.attention.pipeline.Attention.observe_batch` uses these: the observer's three
+ratios for every observation of a batch come from counts over the batch in numpy (int64,
+after checking that no count can come near its range), and each probe's baseline is run
+through the batch in one tight loop of Python integers, recording the prior baseline at
+each reading; which readings beat their threshold is then found in numpy, and only those go
+through the warm-up and debounce rules, in order. Every figure is the one the scalar path
+(:meth:`Observer.observe`, :meth:`Detector.step`) computes, bit for bit.
+
+A batch these functions cannot take exactly (a count or a baseline beyond the checked
+ranges, :func:`fits`; an input the scalar path would refuse, :func:`valid_inputs`) goes
+through the scalar path instead.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from nerve.attention.detector import _FIXED, _FULL, PROBES, Detector, Highlight
+from nerve.attention.observer import Observer, round_div
+from nerve.events import SOURCE_MAX, VENDOR_MIN, SourceClass, Trust
+
+_TRUSTS = (Trust.ATTESTED, Trust.FIRST_PARTY, Trust.INFERRED, Trust.UNTRUSTED)
+_COUNT_LIMIT = 2**50  # observations; 2000 × this stays far inside int64
+# A prior mean up to 2^25 and variance up to 2^51 (millionths) keep every baseline of a
+# batch below 2^52: readings are 0..10^6, so each deviation squared stays below 2^51.
+_MEAN_LIMIT, _VAR_LIMIT = 2**25, 2**51
+_Ints = npt.NDArray[np.int64]
+
+
+def valid_inputs(ids: Sequence[bytes], sources: Sequence[int], trusts: Sequence[int]) -> bool:
+    """True if every observation would pass the scalar path's checks (ids of 32 bytes,
+    integer sources in range, trust 0..3); otherwise the scalar path raises at the bad one."""
+    if set(map(type, ids)) - {bytes} or set(map(len, ids)) - {32}:
+        return False
+    if set(map(type, sources)) - {int} or set(map(type, trusts)) - {int}:
+        return False
+    if set(trusts) - {0, 1, 2, 3}:
+        return False
+    standard = len(SourceClass)
+    return all(0 <= s < standard or VENDOR_MIN <= s <= SOURCE_MAX for s in set(sources))
+
+
+def _round_div(num: _Ints, den: _Ints | int) -> _Ints:
+    """:func:`nerve.attention.observer.round_div` element-wise (``den > 0``)."""
+    return (2 * num + den) // (2 * den)
+
+
+def _window_sums(values: _Ints, width: int) -> _Ints:
+    """For each position g, the sum of ``values[g - width + 1 .. g]`` (from 0 near the start)."""
+    total = np.cumsum(values)
+    before = np.zeros_like(total)
+    before[width:] = total[:-width] if width < len(total) else before[width:]
+    return total - before
+
+
+def _own_counts(groups: _Ints, width: int) -> tuple[_Ints, _Ints]:
+    """For each position g of ``groups`` (dense group numbers): how often its group occurs
+    in ``[0, g]``, and how often in the window ``[g - width + 1, g]``."""
+    size = len(groups)
+    positions = np.arange(size, dtype=np.int64)
+    order = np.argsort(groups, kind="stable")
+    keys = groups[order] * (size + 1) + positions[order]  # sorted: by group, then position
+    per_group = np.bincount(groups)
+    starts = np.cumsum(per_group) - per_group
+    upto = np.empty(size, dtype=np.int64)
+    upto[order] = positions - starts[groups[order]] + 1
+    gone = np.searchsorted(keys, groups * (size + 1) + positions - width, side="right")
+    return upto, upto - np.maximum(gone - starts[groups], 0)
+
+
+def observer_batch(
+    obs: Observer, sources: Sequence[int], trusts: Sequence[int]
+) -> tuple[list[int], list[int], list[int]]:
+    """Salience, novelty and uncertainty in thousandths for each observation, as
+    :meth:`Observer.observe` would give them one by one; the observer is advanced past the
+    batch (see :func:`fits` first)."""
+    n, width = len(sources), obs.window
+    prior = list(obs._recent)
+    seq = np.array([s for s, _ in prior] + list(sources), dtype=np.int64)
+    low = np.array([int(t) >= 2 for _, t in prior] + [t >= 2 for t in trusts], dtype=np.int64)
+    uniq, groups = np.unique(seq, return_inverse=True)
+    groups = groups.astype(np.int64).reshape(-1)
+    upto, in_window = _own_counts(groups, width)
+    at = slice(len(prior), None)
+    before = np.array([obs._counts.get(int(u), 0) for u in uniq], dtype=np.int64)
+    in_prior = np.bincount(groups[: len(prior)], minlength=len(uniq)).astype(np.int64)
+    g = groups[at]
+    all_time = before[g] + upto[at] - in_prior[g]
+    size = np.minimum(width, np.arange(len(prior) + 1, len(prior) + n + 1, dtype=np.int64))
+    total = np.arange(obs.seen + 1, obs.seen + n + 1, dtype=np.int64)
+    salience = _round_div(1000 * in_window[at], size)
+    novelty = _round_div(1000 * (total - all_time), total)
+    uncertainty = _round_div(1000 * _window_sums(low, width)[at], size)
+    _advance(obs, sources, trusts, uniq, np.bincount(g, minlength=len(uniq)))
+    return salience.tolist(), novelty.tolist(), uncertainty.tolist()
+
+
+def _advance(
+    obs: Observer, sources: Sequence[int], trusts: Sequence[int], uniq: _Ints, added: _Ints
+) -> None:
+    """The observer's state after the batch, as the scalar pushes would leave it."""
+    width = obs.window
+    for source, trust in zip(sources[-width:], trusts[-width:], strict=True):
+        obs._recent.append((source, _TRUSTS[trust]))
+    obs._window_counts = Counter(source for source, _ in obs._recent)
+    obs._window_low = sum(1 for _, trust in obs._recent if trust >= 2)
+    for source, count in zip(uniq.tolist(), added.tolist(), strict=True):
+        if count:
+            obs._counts[source] += count
+    obs._total += len(sources)
+
+
+def fits(obs: Observer, det: Detector, n: int) -> bool:
+    """True if a batch of ``n`` keeps every count and baseline inside the checked ranges."""
+    states = det._state.values()
+    return (
+        n > 0
+        and obs.seen + n <= _COUNT_LIMIT
+        and all(s.mean <= _MEAN_LIMIT and s.var <= _VAR_LIMIT for s in states)
+    )
+
+
+def detector_batch(
+    det: Detector, readings: Sequence[Sequence[int]], first_seq: int
+) -> list[tuple[int, int, Highlight]]:
+    """Every fire of the batch as ``(position, probe index, highlight)``, ordered by position
+    then probe, as :meth:`Detector.observe` would raise them; the baselines are advanced.
+    ``readings`` holds one list of thousandths per probe (see :func:`fits` first)."""
+    fires = []
+    for k, (probe, values) in enumerate(zip(PROBES, readings, strict=True)):
+        state = det._state[probe]
+        means, vars_, end = _baselines(det, state.n, state.mean, state.var, values)
+        found, quiet = _fires(det, state.n, state.quiet, values, means, vars_)
+        fires += [
+            (j, k, _highlight(det, probe, values[j], means[j], vars_[j], first_seq + j))
+            for j in found
+        ]
+        state.n, (state.mean, state.var), state.quiet = state.n + len(values), end, quiet
+    fires.sort(key=lambda f: (f[0], f[1]))
+    return fires
+
+
+def _baselines(
+    det: Detector, n: int, mean: int, var: int, values: Sequence[int]
+) -> tuple[list[int], list[int], tuple[int, int]]:
+    """The prior (mean, var) at each reading, and the baseline after the last, by the
+    update of ``_Baseline.update``: ``round_div(a·num, den) = (2a·num + den) // 2den``, which
+    for ``num = 1`` and ``den = 2^k`` is ``(a + den / 2) >> k`` (the default, 1/8)."""
+    p = det.params
+    means: list[int] = []
+    vars_: list[int] = []
+    keep_mean, keep_var = means.append, vars_.append
+    xs = [v * _FIXED for v in values]
+    if n == 0 and xs:
+        keep_mean(mean)
+        keep_var(var)
+        mean, var, xs = xs[0], 0, xs[1:]
+    den = p.alpha_den
+    if p.alpha_num == 1 and den & (den - 1) == 0:
+        half, shift = den >> 1, den.bit_length() - 1
+        for x in xs:
+            keep_mean(mean)
+            keep_var(var)
+            dev = x - mean
+            mean += (dev + half) >> shift
+            var += (dev * dev - var + half) >> shift
+    else:
+        a2, d2 = 2 * p.alpha_num, 2 * den
+        for x in xs:
+            keep_mean(mean)
+            keep_var(var)
+            dev = x - mean
+            mean += (dev * a2 + den) // d2
+            var += ((dev * dev - var) * a2 + den) // d2
+    return means, vars_, (mean, var)
+
+
+def _sigmas(det: Detector, vars_: _Ints) -> _Ints:
+    """``max(isqrt(var), min_sigma)`` exactly: a float root corrected by one either way
+    (variances below 2^52 are exact in a double, and so within one of their root)."""
+    root = np.sqrt(vars_.astype(np.float64)).astype(np.int64)
+    root -= root * root > vars_
+    root += (root + 1) * (root + 1) <= vars_
+    return np.maximum(root, det.params.min_sigma_milli * _FIXED)
+
+
+def _fires(
+    det: Detector, n: int, quiet: int, values: Sequence[int], means: list[int], vars_: list[int]
+) -> tuple[list[int], int]:
+    """Positions that fire (beat the threshold, warmed up, outside the debounce), and the
+    debounce left after the batch."""
+    p = det.params
+    x = np.array(values, dtype=np.int64)
+    mean, sigma = np.array(means, dtype=np.int64), _sigmas(det, np.array(vars_, dtype=np.int64))
+    threshold: _Ints = mean + _round_div(p.k_milli * sigma, 1000)
+    beats = (x >= p.floor_milli) & (x * _FIXED > threshold)
+    found: list[int] = []
+    for j in np.flatnonzero(beats).tolist():
+        if n + j < p.warmup or j < quiet or (found and j - found[-1] <= p.debounce):
+            continue
+        found.append(j)
+    left = max(0, quiet - len(values))
+    if found:
+        left = max(0, p.debounce - (len(values) - 1 - found[-1]))
+    return found, left
+
+
+def _highlight(det: Detector, probe: str, value: int, mean: int, var: int, seq: int) -> Highlight:
+    """The fire as :meth:`Detector._test` builds it (in Python integers)."""
+    p = det.params
+    sigma = max(math.isqrt(var), p.min_sigma_milli * _FIXED)
+    threshold = mean + round_div(p.k_milli * sigma, 1000)
+    score = min(1000, round_div((value * _FIXED - threshold) * 1000, _FULL - threshold))
+    return Highlight(probe, value, round_div(mean, _FIXED), round_div(sigma, _FIXED), score, seq)

@@ -1,0 +1,120 @@
+"""Encryption at rest: ``init --encrypt``'s key choice, ``key new``, ``key rotate``, ``lock``."""
+
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from nerve.cli.state import door as _door
+from nerve.cli.state import workspace as _ws
+from nerve.errors import UsageError
+
+key_app = typer.Typer(help="Keys of an encrypted workspace (see nerve init --encrypt).")
+
+KeyFileOpt = Annotated[
+    Path | None,
+    typer.Option("--key-file", help="A key file (made, owner-only, if it does not exist)."),
+]
+CredsOpt = Annotated[
+    bool,
+    typer.Option(
+        "--systemd-creds",
+        help="A key kept by systemd-creds (the TPM2 or this host's key; root only).",
+    ),
+]
+PassphraseOpt = Annotated[
+    bool,
+    typer.Option(
+        "--passphrase",
+        help="A passphrase (Argon2id): asked on a terminal, else one line of stdin.",
+    ),
+]
+
+
+def kek_for_new(
+    key_file: Path | None, passphrase: bool, creds: bool = False, log_root: Path | None = None
+) -> tuple[bytes, dict[str, Any]]:
+    """The key-encryption key a new keyring (init, rotate) is wrapped under."""
+    from nerve.log import crypt
+
+    if [key_file is not None, passphrase, creds].count(True) != 1:
+        raise UsageError("give one of --key-file FILE, --passphrase or --systemd-creds")
+    if creds:
+        assert log_root is not None
+        return crypt.systemd_creds_source(log_root)
+    if key_file is not None:
+        if not key_file.exists():
+            crypt.new_key_file(key_file)
+            typer.echo(f"made key file {key_file} (keep a copy: a lost key is lost data)", err=True)
+        return crypt.kek_from_file(key_file), crypt.file_source()
+    source = crypt.passphrase_source()
+    return crypt.kek_from_passphrase(_read_passphrase(), source), source
+
+
+def _read_passphrase() -> str:
+    import getpass
+
+    if sys.stdin.isatty():
+        first = getpass.getpass("new passphrase: ")
+        if getpass.getpass("again: ") != first:
+            raise UsageError("the passphrases differ; nothing was changed")
+        return first
+    line = sys.stdin.readline().rstrip("\n")
+    if not line:
+        raise UsageError("no passphrase on stdin; nothing was changed")
+    return line
+
+
+@key_app.command("new")
+def key_new(
+    file: Annotated[Path, typer.Argument(help="Where to write it (must not exist).")],
+) -> None:
+    """Write a new random key file, owner-only."""
+    from nerve.log import crypt
+
+    if file.exists():
+        raise UsageError(f"{file} already exists; not overwriting it")
+    crypt.new_key_file(file)
+    typer.echo(f"made key file {file}")
+
+
+@key_app.command("rotate")
+def key_rotate(
+    key_file: KeyFileOpt = None, passphrase: PassphraseOpt = False, creds: CredsOpt = False
+) -> None:
+    """Re-wrap the data key under a new key (the current one from NERVE_KEY_FILE, or a
+    passphrase); no segment is rewritten. The old key stops working."""
+    from nerve.log import crypt
+
+    ws = _ws(write=True)
+    if not crypt.is_encrypted(ws.log_root):
+        raise UsageError(f"{ws.root} is not encrypted", hint="nerve init --encrypt makes one")
+    ring = crypt.read_keyring(ws.log_root)
+    old = crypt.kek_from_env(ws.log_root, ring)
+    new, source = kek_for_new(key_file, passphrase, creds, ws.log_root)
+    crypt.rewrap(ws.log_root, old, new, source)
+    _set_config_key(ws.config_path, str(source["kind"]))
+    typer.echo(f"rotated: {crypt.keyring_path(ws.log_root)} now opens with the new key")
+
+
+def _set_config_key(path: Path, kind: str) -> None:
+    """Keep nerve.yaml's ``log.encryption.key`` saying which kind of key unlocks the log."""
+    if not path.exists():
+        return
+    text = path.read_text(encoding="utf-8")
+    for old in ("file", "passphrase", "systemd-creds"):
+        text = text.replace(f"    key: {old}  #", f"    key: {kind}  #")
+    path.write_text(text, encoding="utf-8")
+
+
+def lock_cmd() -> None:
+    """Stop capture and drop the key: the daemon (which holds it in memory) stops; reads
+    need the key again."""
+    was = _door().lock()
+    typer.echo("locked: the daemon stopped" if was else "locked (no daemon was running)")
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(key_app, name="key")
+    app.command("lock")(lock_cmd)

@@ -1,0 +1,215 @@
+"""The batch path of attention: the same highlights, decisions and state as one at a time."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from nerve.attention import pipeline as pipeline_module
+from nerve.attention import service as service_module
+from nerve.attention.detector import DetectorParams
+from nerve.attention.gate import GateConfig, UserContext
+from nerve.attention.pipeline import Attention, AttentionConfig
+from nerve.attention.service import Attender, Obs
+from nerve.attention.settings import parse_settings
+from nerve.canonical import canonical_json, det_cbor_decode
+from nerve.chain import Keyring
+from nerve.errors import EventError
+from nerve.events import source_name
+
+CONTEXTS = (
+    UserContext(),
+    UserContext(engagement_milli=300, active_modality="visual"),
+    UserContext(engagement_milli=1000, active_modality="audio"),
+)
+
+configs = st.builds(
+    lambda window, warmup, debounce, alpha, k, floor, refill: AttentionConfig(
+        window=window,
+        detector=DetectorParams(
+            warmup=warmup,
+            debounce=debounce,
+            alpha_num=alpha[0],
+            alpha_den=alpha[1],
+            k_milli=k,
+            floor_milli=floor,
+        ),
+        gate=GateConfig(surface_cost_uj=100, budget_capacity_uj=300, refill_uj_per_s=refill),
+    ),
+    st.integers(1, 12),
+    st.integers(0, 6),
+    st.integers(0, 5),
+    st.sampled_from([(1, 8), (1, 2), (3, 7), (1, 1)]),
+    st.integers(0, 4000),
+    st.integers(0, 900),
+    st.integers(0, 50),
+)
+observations = st.lists(
+    st.tuples(
+        st.sampled_from([0, 1, 2, 3, 5, 7, 1024, 1025, 2**32 - 1]),
+        st.integers(0, 3),
+        st.integers(0, 3_000_000_000),  # gap to the previous observation, ns
+        st.integers(0, 2),  # which context
+        st.sampled_from([None, {}, {"load": 5}, {"load": 900, "temp": -3}, {"temp": 40}]),
+    ),
+    min_size=1,
+    max_size=260,
+)
+
+
+def _columns(rows: list[tuple[Any, ...]]) -> dict[str, list[Any]]:
+    t = 1_750_000_000_000_000_000
+    names = ("ids", "sources", "trusts", "times", "ctx", "subjects", "readings")
+    out: dict[str, list[Any]] = {k: [] for k in names}
+    for i, (source, trust, gap, ctx, readings) in enumerate(rows):
+        t += gap
+        out["ids"].append(i.to_bytes(32, "big"))
+        out["sources"].append(source)
+        out["trusts"].append(trust)
+        out["times"].append(t)
+        out["ctx"].append(CONTEXTS[ctx])
+        out["subjects"].append(source_name(source) if readings is not None else "")
+        out["readings"].append(readings)
+    return out
+
+
+def _scalar(config: AttentionConfig, cols: dict[str, list[Any]]) -> tuple[list[Any], str]:
+    att, out = Attention(config), []
+    for i, event_id in enumerate(cols["ids"]):
+        args = (cols["sources"][i], cols["trusts"][i], cols["times"][i], cols["ctx"][i])
+        for h, d in att.observe(event_id, *args, cols["subjects"][i], cols["readings"][i]):
+            out.append((i, h, d))
+    return out, canonical_json(att.snapshot())
+
+
+def _batched(
+    config: AttentionConfig, cols: dict[str, list[Any]], cuts: list[int]
+) -> tuple[list[Any], str]:
+    att, out = Attention(config), []
+    bounds = sorted({0, len(cols["ids"]), *(c % (len(cols["ids"]) + 1) for c in cuts)})
+    for start, stop in itertools.pairwise(bounds):
+        part = {k: v[start:stop] for k, v in cols.items()}
+        got = att.observe_batch(
+            part["ids"],
+            part["sources"],
+            part["trusts"],
+            part["times"],
+            part["ctx"].__getitem__,
+            part["subjects"],
+            part["readings"],
+        )
+        out += [(start + i, h, d) for i, h, d in got]
+    return out, canonical_json(att.snapshot())
+
+
+@pytest.fixture
+def every_batch(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Send even the smallest batch through the batch path (the same for every example)."""
+    monkeypatch.setattr(pipeline_module, "BATCH_MIN", 1)
+    monkeypatch.setattr(service_module, "BATCH_MIN", 1)
+
+
+@settings(max_examples=150, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(configs, observations, st.lists(st.integers(0, 300), max_size=4))
+def test_batches_decide_exactly_as_one_at_a_time(
+    every_batch: None, config: AttentionConfig, rows: list[tuple[Any, ...]], cuts: list[int]
+) -> None:
+    cols = _columns(rows)
+    assert _batched(config, cols, cuts) == _scalar(config, cols)
+
+
+def test_a_long_default_stream_fires_and_matches(every_batch: None) -> None:
+    """A stream long enough that every probe fires more than once (a short window)."""
+
+    def row(i: int) -> tuple[Any, ...]:
+        phase = i % 500
+        source = 5 if 200 <= phase < 260 else (1024 + i % 997 if i % 97 == 96 else i % 8)
+        trust = 3 if 300 <= phase < 360 else 1  # a storm of one source, then of low trust
+        return source, trust, 400_000_000, i % 3, None
+
+    cols, config = _columns([row(i) for i in range(3000)]), AttentionConfig(window=3)
+    expected = _scalar(config, cols)
+    assert {h.probe for _, h, _ in expected[0]} == {"salience", "novelty", "uncertainty"}
+    assert _batched(config, cols, [700, 701, 2000]) == expected
+
+
+def test_a_baseline_beyond_the_checked_range_goes_one_at_a_time(every_batch: None) -> None:
+    cols = _columns([(i % 4, 1, 10**9, 0, None) for i in range(200)])
+    snap = Attention().snapshot()
+    snap["detector"]["probes"]["novelty"]["var"] = 2**70  # fine for Python integers only
+    scalar, batched = Attention(), Attention()
+    scalar.restore(snap)
+    batched.restore(snap)
+    expected = [
+        (i, *hd)
+        for i, e in enumerate(cols["ids"])
+        for hd in scalar.observe(
+            e, cols["sources"][i], cols["trusts"][i], cols["times"][i], cols["ctx"][i]
+        )
+    ]
+    got = batched.observe_batch(
+        cols["ids"], cols["sources"], cols["trusts"], cols["times"], cols["ctx"].__getitem__
+    )
+    assert got == expected
+    assert canonical_json(batched.snapshot()) == canonical_json(scalar.snapshot())
+
+
+def _obs(n: int, bad_at: int | None = None, named: bool = True) -> list[Obs]:
+    out = []
+    for i in range(n):
+        source = 9 if i % 53 == 52 else (i % 4) * 2
+        trust = 7 if i == bad_at else (2 if i % 37 > 30 else 1)
+        subject = source_name(source) if named else ""
+        t = 1_750_000_000_000_000_000 + i * 300_000_000
+        out.append(Obs(i.to_bytes(32, "big"), source, trust, t, 0, f"line {i}", subject))
+    return out
+
+
+def _cores(links: tuple[bytes, ...]) -> list[dict[str, Any]]:
+    """What each link seals, without what differs by the chain's random nonce."""
+    cores = [det_cbor_decode(det_cbor_decode(raw)["core"]) for raw in links]
+    return [
+        {k: v for k, v in c.items() if k not in ("log", "prev", "nonce", "head", "root")}
+        for c in cores
+    ]
+
+
+def _attend(rows: list[Obs], batch_min: int, monkeypatch: pytest.MonkeyPatch) -> Attender:
+    monkeypatch.setattr(service_module, "BATCH_MIN", batch_min)
+    monkeypatch.setattr(pipeline_module, "BATCH_MIN", batch_min)
+    att = Attender(parse_settings({}), Keyring.ephemeral(bytes(32)))
+    for start in range(0, len(rows), 700):
+        att.observe(rows[start : start + 700])
+    return att
+
+
+@pytest.mark.parametrize("named", [False, True])
+def test_the_attender_seals_the_same_chain_in_batches(
+    named: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rows = _obs(2500, named=named)
+    batched = _attend(rows, 1, monkeypatch)
+    one_by_one = _attend(rows, 10**9, monkeypatch)
+    assert batched.decisions == one_by_one.decisions and batched.decisions
+    assert batched.chain is not None and one_by_one.chain is not None
+    assert _cores(batched.chain.links) == _cores(one_by_one.chain.links)
+    assert canonical_json(batched.snapshot()) == canonical_json(one_by_one.snapshot())
+
+
+def test_a_refused_row_stops_the_attender_where_it_stood(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A batch holding a row the pipeline refuses goes row by row: the rows before it are
+    attended, the cursor stands before it, exactly as without batches."""
+    rows = _obs(300, bad_at=250)
+    states = []
+    for batch_min in (1, 10**9):
+        monkeypatch.setattr(service_module, "BATCH_MIN", batch_min)
+        att = Attender(parse_settings({}), None)
+        with pytest.raises(EventError, match="trust 7"):
+            att.observe(rows)
+        states.append((att.observed, att.cursor, canonical_json(att.snapshot())))
+    assert states[0] == states[1]
+    assert states[0][0] == 250
