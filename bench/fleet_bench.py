@@ -115,7 +115,7 @@ def bare_upload(wh: Any, hosts: list[Any], *, check: bool = False) -> tuple[floa
             with wh.table.io.new_output(uri).create(overwrite=True) as out:
                 out.write(data)
             if check:
-                with wh.table.io.new_input(uri).open() as back:
+                with wh.table.io.new_input(uri).open(seekable=False) as back:  # as a ship reads
                     assert blake3.blake3(back.read()).hexdigest() == path.stem
             return len(data)
 

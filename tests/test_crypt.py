@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -249,6 +250,7 @@ def test_a_rotation_killed_midway_leaves_the_old_key_working(tmp_path: Path) -> 
     child = f"""
 import sys, time
 from pathlib import Path
+from typing import Any
 from nerve import fsio
 from nerve.cli.main import run
 real = fsio.rename
@@ -301,7 +303,7 @@ def test_mcp_sql_ui_data_and_a_plaintext_export_read_an_encrypted_log(tmp_path: 
 
     from nerve.api import open as nerve_open
     from nerve.mcp.sandbox import open_sandbox
-    from nerve.ui.data import _connect
+    from nerve.ui.rows import connect as ui_connect
     from nerve.workspace import Workspace
 
     key, ws = tmp_path / "K", tmp_path / "ws"
@@ -315,7 +317,7 @@ def test_mcp_sql_ui_data_and_a_plaintext_export_read_an_encrypted_log(tmp_path: 
         assert door.sql("SELECT count(*) FROM events").fetchall() == [(2,)]
         sandbox = open_sandbox(Workspace(ws))
         assert sandbox.execute("SELECT max(line) FROM events").fetchone() == (SECRETS[0],)
-        ui = _connect(Workspace(ws), _no_screen())
+        ui = ui_connect(Workspace(ws), _no_screen())
         assert ui.execute("SELECT count(*) FROM events").fetchone() == (2,)
         out = tmp_path / "plain.duckdb"
         run_cli("-w", str(ws), "export", "--duckdb", str(out), "--copy", "--plaintext", env=env)
@@ -328,12 +330,12 @@ def test_mcp_sql_ui_data_and_a_plaintext_export_read_an_encrypted_log(tmp_path: 
     assert lines == [("",), (SECRETS[0],)]
 
 
-def _no_screen() -> object:
-    class _Keep:
-        def keep(self) -> None:
-            return None
+def _no_screen() -> Any:
+    """The privacy rules of an empty ``privacy:`` section (the built-in detectors only)."""
+    from nerve.mcp.guard import Screen
+    from nerve.privacy.settings import PrivacyConfig
 
-    return _Keep()
+    return Screen(PrivacyConfig())
 
 
 def test_the_daemon_unlocks_at_start_and_a_wrong_key_starts_nothing(tmp_path: Path) -> None:

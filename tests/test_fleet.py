@@ -136,6 +136,30 @@ def test_a_deleted_file_is_missing(fleet: dict[str, Workspace]) -> None:
     assert "ok    alpha" in proc.stdout and "ok    gamma" in proc.stdout
 
 
+def test_verify_runs_hosts_in_parallel_and_names_the_tampered_one(
+    fleet: dict[str, Workspace], tmp_path: Path
+) -> None:
+    from nerve.fleet.verify import verify_fleet
+
+    for ws in fleet.values():  # a second segment each: the digest spans files
+        add_segment(ws)
+        ship(ws)
+    wh = _wh(fleet["alpha"])
+    serial = verify_fleet(wh, tmp_path / "serial", threads=1)
+    assert [(r.host, r.ok) for r in serial] == [(h, True) for h in HOSTS]
+    victim = _local(_files(wh, "gamma")[-1])
+    victim.write_bytes(victim.read_bytes()[:-1] + b"\0")  # one byte changed
+    seen: list[str] = []
+    reports = verify_fleet(
+        wh, tmp_path / "parallel", threads=3, on_report=lambda r: seen.append(r.host)
+    )
+    assert sorted(seen) == list(HOSTS)  # each host reported once, as it was done
+    assert [r.host for r in reports] == list(HOSTS)  # the list in host order
+    assert [r.host for r in reports if not r.ok] == ["gamma"]
+    assert [k for k, _ in reports[2].problems] == ["altered"]
+    assert [r.digest for r in reports[:2]] == [r.digest for r in serial[:2]]  # same digests
+
+
 def test_a_swapped_file_is_altered(fleet: dict[str, Workspace]) -> None:
     wh = _wh(fleet["alpha"])
     first, second = _files(wh, "gamma")[:2]
@@ -188,7 +212,8 @@ def test_a_head_signed_by_another_key_is_reported(fleet: dict[str, Workspace]) -
 
 
 def test_a_registered_file_the_head_does_not_name_is_extra(fleet: dict[str, Workspace]) -> None:
-    from nerve.fleet.ship import _data_file, _ensure_name_mapping
+    from nerve.fleet.ship import _data_file
+    from nerve.fleet.warehouse import prepare_transaction
 
     alpha = fleet["alpha"]
     wh = _wh(alpha)
@@ -196,7 +221,7 @@ def test_a_registered_file_the_head_does_not_name_is_extra(fleet: dict[str, Work
     uri = wh.segment_uri("alpha", segment_name(foreign))
     _local(uri).write_bytes(_local(foreign).read_bytes())
     with wh.table.transaction() as tx:
-        _ensure_name_mapping(tx)
+        prepare_transaction(tx)
         with tx.update_snapshot().fast_append() as append:
             append.append_data_file(_data_file(tx.table_metadata, uri, _local(foreign)))
     proc = _verify(alpha, "--host", "alpha")

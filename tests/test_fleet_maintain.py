@@ -58,7 +58,7 @@ def test_maintain_shrinks_the_table_and_every_host_still_verifies(
     assert _verify(alpha) == 0  # pins each host's head
     result = _maintain(alpha)
     assert result["snapshots_before"] == 9 and result["manifests_before"] == 9
-    assert result["snapshots_after"] == 4  # each host's newest, and the merged current one
+    assert result["snapshots_after"] == 1  # the merged current one: registrations are properties
     assert result["manifests_after"] == 1
     assert result["metadata_bytes_after"] < result["metadata_bytes_before"]
     assert result["orphans_removed"] > 0
@@ -69,7 +69,7 @@ def test_maintain_shrinks_the_table_and_every_host_still_verifies(
     for ws in shipped.values():  # ships after upkeep register what is new, once
         assert ship(ws).added == 1
     assert _verify(alpha) == 0
-    assert _maintain(alpha)["snapshots_after"] == 4
+    assert _maintain(alpha)["snapshots_after"] == 1
 
 
 def test_tampering_after_maintain_is_still_caught(shipped: dict[str, Workspace]) -> None:
@@ -88,3 +88,53 @@ def test_tampering_after_maintain_is_still_caught(shipped: dict[str, Workspace])
     victim = next(f.file_path for f in wh.data_files() if host_of(f.file_path) == "gamma")
     Path(victim.removeprefix("file://")).unlink()
     assert _verify(beta, "--host", "gamma") == CODES["missing"]
+
+
+def test_two_maintainers_at_once_keep_every_host_verifiable(
+    shipped: dict[str, Workspace],
+) -> None:
+    import os
+    import subprocess
+    import sys
+
+    alpha = shipped["alpha"]
+    assert _verify(alpha) == 0
+    add_segment(shipped["gamma"], rows=10)  # two new segments: a ship under way meanwhile
+    # the default grace: files younger than it may belong to a commit still under way
+    args = ["fleet", "maintain", "--keep", "0s", "--grace", "1h", "--json"]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "nerve", "-w", str(shipped[h].root), *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=dict(os.environ),
+        )
+        for h in ("alpha", "beta")
+    ]
+    assert ship(shipped["gamma"]).added == 2
+    for proc in procs:
+        _, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err
+    assert _verify(alpha) == 0  # each host still proves what it sealed
+    assert _maintain(alpha)["snapshots_after"] == 1
+
+
+def test_the_daemon_maintains_on_its_schedule(shipped: dict[str, Workspace]) -> None:
+    from tests.daemon_util import started
+
+    beta = shipped["beta"]
+    text = beta.config_path.read_text()
+    beta.config_path.write_text(text + "  maintain_interval: 2\n  maintain_keep: 0\n")
+    wh = _wh(beta)
+    assert len(wh.table.metadata.snapshots) == 9
+    with started(beta.root) as daemon:
+
+        def upkept() -> bool:
+            wh.refresh()
+            return len(wh.table.metadata.snapshots) == 1
+
+        daemon.wait_for(upkept, 60, "a scheduled maintain")
+        log = beta.data / "daemon.log"
+        daemon.wait_for(lambda: "fleet maintain: snapshots 9 -> 1" in log.read_text(), 30, "log")
+    assert _verify(beta) == 0

@@ -266,3 +266,48 @@ def test_ui_beyond_loopback_is_a_usage_error_at_the_cli(
     assert done.value.code == 2
     err = capsys.readouterr().err
     assert err.startswith("UsageError: ") and "--allow-remote" in err and "Traceback" not in err
+
+
+SESAME = "sesame-7Qx9-hunter"
+RULE_YAML = (
+    "senses: {}\nprivacy:\n  rules:\n    - {name: opensesame, regex: 'sesame-7Qx9-hunter'}\n"
+)
+
+
+def test_a_search_cannot_tell_that_a_redacted_secret_matched(ws: Workspace) -> None:
+    from nerve.ui import data
+
+    cursor = data.live_batch(ws, data.Filters(), None)[1]
+    logops.emit(ws, [Draft.of(source=5, line=f"door code {SESAME}", payload={"note": SESAME})])
+    c = logged_in(ws)
+    span = f"since={cursor.physical_ns - 10**9}&until={cursor.physical_ns + 3_600 * 10**9}"
+    assert c.get(f"/events?text={SESAME}&{span}&format=json").json()["total"] == 1  # stored raw
+    (ws.root / "nerve.yaml").write_text(RULE_YAML)
+    try:
+        for needle in (SESAME, "e-7Qx9-h", "7qx9"):
+            absent = "Zw" * (len(needle) // 2) + "Zw"[: len(needle) % 2]
+
+            def asked(text: str, fmt: str) -> str:
+                r = c.get(f"/events?text={text}&{span}&format={fmt}")
+                assert r.status_code == 200
+                return r.text.replace(text, "@")
+
+            for fmt in ("json", "csv", "html"):
+                assert asked(needle, fmt) == asked(absent, fmt), (needle, fmt)
+            assert not data.live_batch(ws, data.Filters(text=needle), cursor)[0]
+            q = f"SELECT count(*) FROM events WHERE line ILIKE '%{needle}%'"
+            assert c.get("/sql", params={"q": q, "format": "json"}).json()["rows"] == [[0]]
+        shown = c.get(f"/events?text=[redacted:opensesame]&{span}&format=json").json()
+        assert shown["total"] == 1 and SESAME not in str(shown)  # the redacted text is searched
+        live = data.live_batch(ws, data.Filters(text="redacted:opensesame"), cursor)[0]
+        assert [e["line"] for e in live] == ["door code [redacted:opensesame]"]
+        (ws.root / "nerve.yaml").write_text("senses: {}\n")  # the detectors: on by default
+        hour = f"since={cursor.physical_ns - 3_600 * 10**9}&until={cursor.physical_ns + 10**12}"
+        for needle in (GHP, GHP[6:20]):
+            a, b = (
+                c.get(f"/events?text={t}&{hour}&format=json").json()
+                for t in (needle, "Q" * len(needle))
+            )
+            assert a == b and a["total"] == 0, needle
+    finally:
+        (ws.root / "nerve.yaml").write_text("senses: {}\nprivacy:\n  detectors: {enabled: false}\n")

@@ -153,9 +153,12 @@ def verify_cmd(
         bool,
         typer.Option("--repin", help="Accept the named hosts' current keys (after a rotation)."),
     ] = False,
+    threads: Annotated[
+        int, typer.Option("--threads", min=1, help="Hosts checked at once (default 8).")
+    ] = 8,
     as_json: JsonFlag = False,
 ) -> None:
-    """Check every host's files, signed head and digest.
+    """Check every host's files, signed head and digest, several hosts at once.
 
     Exit 3–9 names the problem:
     3 altered file, 4 key changed, 5 bad head, 6 rolled back, 7 missing, 8 extra, 9 digest.
@@ -170,7 +173,7 @@ def verify_cmd(
         raise UsageError("--repin needs --host NAME: the hosts whose new key you accept")
     ws = _ws()
     wh = _open()
-    reports = verify_fleet(wh, default_trust_dir().parent, hosts=host, repin=repin)
+    reports = verify_fleet(wh, default_trust_dir().parent, hosts=host, repin=repin, threads=threads)
     record = {"time_ns": time.time_ns(), "hosts": [r.to_json() for r in reports]}
     write_local(verify_record_path(ws.data), canonical_json(record) + b"\n")
     if as_json:

@@ -2,9 +2,10 @@
 
 1. **Rewrite manifests**: one merge commit folds the many small manifests (one per ship)
    into few, so planning reads few files.
-2. **Expire snapshots**: every snapshot older than ``keep_s`` goes, except the current one
-   and each host's newest (its signed head is how verify knows what the table last
-   registered for the host, and how a rolled-back table is caught).
+2. **Expire snapshots**: every snapshot older than ``keep_s`` goes, except the current one.
+   What verify and the next ship read, each host's signed registration, is a table
+   property, which no expiry touches (a table shipped to before registrations moved there
+   keeps each such host's newest snapshot until the host ships again).
 3. **Remove orphans**: files under ``metadata/`` that no kept snapshot or metadata version
    names, older than ``grace_s`` (a ship or maintain still under way may have written
    files it has not committed yet).
@@ -85,7 +86,7 @@ def _rewrite_manifests(wh: Warehouse) -> None:
     before = wh.table.properties.get(key)
     if _manifest_count(wh) <= 1:
         return
-    with wh.table.transaction() as tx:
+    with wh.transaction() as tx:
         tx.set_properties(**METADATA_PROPERTIES, **{key: "2"})
         props = {"nerve.maintain": "rewrite-manifests"}
         with tx.update_snapshot(snapshot_properties=props).merge_append():
@@ -102,18 +103,21 @@ def _expire(wh: Warehouse, keep_s: float) -> None:
     ids = _expirable(wh, keep_s)
     if not ids:
         return
-    with wh.table.transaction() as tx:
+    with wh.transaction() as tx:
         ExpireSnapshots(tx).by_ids(ids).commit()
 
 
 def _expirable(wh: Warehouse, keep_s: float) -> list[int]:
-    """Snapshots older than ``keep_s``, less the current one, refs' and each host's newest."""
+    """Snapshots older than ``keep_s``, less the current one, refs', and the newest of each
+    host whose registration is still in a snapshot (shipped before registrations moved
+    into the table's properties, and not since)."""
     metadata = wh.table.metadata
     keep = {ref.snapshot_id for ref in metadata.refs.values()}
+    moved = wh.registrations()
     newest: dict[str, int] = {}
     for snap in metadata.snapshots:  # oldest first
         props = snap.summary.additional_properties if snap.summary else {}
-        if "nerve.host" in props:
+        if "nerve.host" in props and props["nerve.host"] not in moved:
             newest[props["nerve.host"]] = snap.snapshot_id
     keep |= set(newest.values())
     cutoff_ms = (time.time() - keep_s) * 1000

@@ -12,6 +12,10 @@
       ship_interval: 3600                       # auto: at most one ship an hour, at a
                                                 # moment of the hour fixed per host (0: after
                                                 # each seal)
+      maintain_interval: 900                    # the daemon runs `fleet maintain` this often
+                                                # (0: never), at a moment fixed per host; on
+                                                # one host or several (maintains are safe at once)
+      maintain_keep: 3600                       # the snapshots it keeps: those younger than this
       endpoint: http://127.0.0.1:8333           # S3-compatible server (s3:// warehouses only)
       region: us-east-1
       credentials_file: ~/.config/nerve/s3.ini  # AWS-style [profile] file; else the environment
@@ -58,6 +62,8 @@ class FleetConfig(BaseModel):
     host: str | None = None
     ship: Literal["manual", "auto"] = "manual"
     ship_interval: int = Field(default=0, ge=0, le=7 * 86400)  # seconds; 0: after each seal
+    maintain_interval: int = Field(default=0, ge=0, le=7 * 86400)  # seconds; 0: never
+    maintain_keep: int = Field(default=3600, ge=0)  # seconds of snapshots a scheduled one keeps
     endpoint: str | None = None
     region: str = "us-east-1"
     credentials_file: str | None = None

@@ -1,16 +1,18 @@
 """``nerve fleet ship``: this host's sealed segments into the fleet's Iceberg table.
 
 1. Each live segment not yet in the store is uploaded under its content name, then read
-   back and its blake3 checked (one already there with the right bytes is left alone).
-2. The manifest and a signed head over it go up beside them.
+   back and its blake3 checked (one already there with the right bytes is left alone);
+   the manifest goes up meanwhile.
+2. A signed head over the manifest goes up beside them.
 3. One Iceberg commit registers the new files (``add_files``-style: nothing is rewritten)
-   and drops the ones the host no longer holds (compacted, erased, archived), with the head
-   in the snapshot's properties. A commit that loses a race reloads and recomputes.
+   and drops the ones the host no longer holds (compacted, erased, archived), and sets the
+   host's signed registration as a table property. A commit that loses a race reloads and
+   recomputes; a ship that must wait hands its request to the next commit (``group``).
 
-What the host has registered is read from its own newest snapshot's signed head (in the
-table's metadata), not from a scan of every host's manifests; only a ship that drops files
-scans, to find the entries it removes. A host name whose head another key signed is
-refused before anything is written: a ship never deletes what another key signed.
+What the host has registered is read from its registration (in the table's metadata) and
+the head.json of that record, not from a scan of every host's manifests; only a ship that
+drops files scans, to find the entries it removes. A host name whose head another key
+signed is refused before anything is written: a ship never deletes what another key signed.
 
 The table decides what is registered, so a ship killed at any instant and run again
 registers every segment exactly once: before the commit nothing is registered, after it
@@ -31,12 +33,17 @@ from typing import Any
 import blake3
 
 from nerve.errors import UsageError
+from nerve.fleet import group
+from nerve.fleet.group import Request
 from nerve.fleet.head import Head, HeadError, Registration, live_digest
 from nerve.fleet.warehouse import (
+    REGISTRATION_PREFIX,
     FleetError,
     Warehouse,
     host_of,
     open_warehouse,
+    prepare_transaction,
+    registration_value,
     resolve,
     segment_name,
     ship_lock,
@@ -58,7 +65,8 @@ class ShipResult:
     reused: int = 0  # files already in the store, bytes checked
     added: int = 0  # files registered by this ship's commit
     removed: int = 0  # files the commit dropped
-    conflicts: int = 0  # commits lost to another writer, each retried after a backoff
+    conflicts: int = 0  # commits lost to another writer (races), each followed by a reload
+    retries: int = 0  # commits tried again after a lost race (not when another's took ours)
     bytes: int = 0
     snapshot: int | None = None
     commit_s: float = 0.0
@@ -138,13 +146,13 @@ def _ship_locked(
     _claim(wh, resolved.host, ours, before)
     live = state.segments()
     registered = _registered_now(wh, resolved.host, ours, before)
-    _upload(wh, paths, live, result, hook, set(registered))
-    step("upload")
-    head = _sign(ws, wh, paths, state, live, key)
-    wh.write(
-        f"{wh.host_dir(resolved.host)}/manifest.jsonl",
-        paths.manifest.read_bytes()[: state.size],
+    manifest = (f"{wh.host_dir(resolved.host)}/manifest.jsonl", paths.manifest.read_bytes())
+    # the manifest goes up beside the segments: verify reads it only up to the head's record
+    ids = _upload(
+        wh, paths, live, result, hook, set(registered), (manifest[0], manifest[1][: state.size])
     )
+    step("upload")
+    head = _sign(ws, wh, state, live, key, ids)
     step("manifest")
     wh.write(f"{wh.host_dir(resolved.host)}/head.json", head.to_bytes())
     step("head")
@@ -227,11 +235,20 @@ def _upload(
     result: ShipResult,
     step: Callable[[str], None],
     registered: set[str],
-) -> None:
+    beside: tuple[str, bytes],
+) -> dict[str, bytes]:
+    """Upload what is not registered (and ``beside``, an object to put meanwhile); returns
+    every live segment's ids, read in the same threads (the head's digest is over them)."""
+    from nerve.log import segments as seg
+    from nerve.log.codec import fixed_bytes
+
     host = wh.resolved.host
     todo = [s for s in live if s.name not in registered]
     _refuse_v1(paths, todo)  # what is registered was v2 when it shipped: read no footer again
     stored = _stored(wh, host) if todo else {}  # one listing, not a request per file
+
+    def ids(info: SegmentInfo) -> bytes:
+        return bytes(fixed_bytes(seg.read_segment(paths.segment(info.name), ["id"]).column("id")))
 
     def put(info: SegmentInfo) -> tuple[bool, int]:
         data = paths.segment(info.name).read_bytes()
@@ -250,10 +267,14 @@ def _upload(
         return True, len(data)
 
     with ThreadPoolExecutor(UPLOAD_THREADS) as pool:
+        other = pool.submit(wh.write, *beside)
+        found = {s.name: pool.submit(ids, s) for s in live}
         for fresh, size in pool.map(put, todo):
             result.uploaded += fresh
             result.reused += not fresh
             result.bytes += size
+        other.result()
+        return {name: future.result() for name, future in found.items()}
 
 
 def _matches(data: bytes | None, name: str) -> bool:
@@ -267,15 +288,11 @@ def _host_files(wh: Warehouse, host: str) -> list[Any]:
 def _sign(
     ws: Workspace,
     wh: Warehouse,
-    paths: LogPaths,
     state: ManifestState,
     live: list[SegmentInfo],
     key: Any,
+    ids: dict[str, bytes],
 ) -> Head:
-    from nerve.log import segments as seg
-    from nerve.log.codec import fixed_bytes
-
-    ids = [fixed_bytes(seg.read_segment(paths.segment(s.name), ["id"]).column("id")) for s in live]
     body = {
         "host": wh.resolved.host,
         "node": ws.node,
@@ -286,7 +303,7 @@ def _sign(
         "rows": sum(s.rows for s in live),
         "min": list(live[0].min_hlc) if live else None,
         "max": list(live[-1].max_hlc) if live else None,
-        "digest": live_digest(ids),
+        "digest": live_digest([ids[s.name] for s in live]),
         "time_ns": time.time_ns(),
     }
     return Head.sign(body, key)
@@ -297,45 +314,105 @@ def _register(
 ) -> None:
     host = wh.resolved.host
     head = shipping.head
+    mine = Registration.of(head, shipping.key).to_text()
     wanted = {s.name: s for s in live}
     lost: list[float] = []
+    sent: list[Request] = []  # this ship's request, once written
+    tried = [0]  # commits this ship sent
 
     def attempt(wh: Warehouse) -> tuple[int, int, int | None]:
         _claim(wh, host, head.key, None)  # again, against the table as it is now
+        if group.current(wh, host) == mine:  # registered: by another's group commit, or before
+            return (sum(len(r.files) for r in sent), 0, None)
         have = _registered_now(wh, host, head.key, shipping.before)
         add = [n for n in wanted if n not in have]
         drop = [f for n, f in _droppable(wh, host, have, wanted).items()]
         if not add and not drop:
             return 0, 0, None
-        props = _properties(head, shipping.key, len(lost))
-        with wh.table.transaction() as tx:
-            _ensure_name_mapping(tx)
-            _optional_cid(tx)
-            metadata = tx.table_metadata  # a deep copy per access: taken once
-            files = [_data_file(metadata, wh.segment_uri(host, n), paths.segment(n)) for n in add]
-            producer = tx.update_snapshot(snapshot_properties=props)
-            with producer.overwrite() if drop else producer.fast_append() as change:
-                for data_file in files:
-                    change.append_data_file(data_file)
-                for data_file in drop:
-                    change.delete_data_file(data_file)
-        snapshot = wh.table.current_snapshot()
-        return len(add), len(drop), snapshot.snapshot_id if snapshot else None
+        if drop or not group.groupable(wh):
+            tried[0] += 1
+            return _commit_alone(wh, paths, mine, add, drop, len(lost))
+        request = _request(wh, paths, host, mine, add, len(lost))
+
+        def send() -> None:  # for another committer to take, while this ship waits
+            if not sent or sent[-1] != request:
+                wh.write(group.request_uri(wh, host), request.to_bytes())
+                sent[:] = [request]
+
+        if lost:  # lost a race: the next winner may take this ship's files with its own
+            send()
+        with group.turn(wh, send) as waited:
+            if waited:  # another thread of this process committed meanwhile: ours too?
+                wh.refresh()
+                if group.current(wh, host) == mine:
+                    return len(add), 0, _current_snapshot(wh)
+            tried[0] += 1
+            hosts = group.commit_group(wh, request, len(lost), _summary(len(lost)))
+        result.timings["group_hosts"] = hosts
+        return len(add), 0, _current_snapshot(wh)
 
     began = time.perf_counter()
     try:
-        result.added, result.removed, result.snapshot = wh.commit(attempt, lost=lost)
+        result.added, result.removed, result.snapshot = wh.commit(attempt, lost=lost, fresh=True)
     finally:
-        result.conflicts = len(lost)
+        result.conflicts, result.retries = len(lost), max(0, tried[0] - 1)
+        if sent:
+            group.withdraw(wh, host)
     result.commit_s = time.perf_counter() - began
 
 
+def _current_snapshot(wh: Warehouse) -> int | None:
+    snapshot = wh.table.current_snapshot()
+    return snapshot.snapshot_id if snapshot else None
+
+
+def _summary(conflicts: int) -> dict[str, str]:
+    """The snapshot's own properties: the races its committer lost first (the hosts'
+    registrations are table properties, so expired snapshots take nothing verify needs)."""
+    return {"nerve.ship.conflicts": str(conflicts)} if conflicts else {}
+
+
+def _request(
+    wh: Warehouse, paths: LogPaths, host: str, mine: str, add: list[str], conflicts: int
+) -> Request:
+    metadata = wh.table.metadata
+    files = []
+    for name in add:
+        stats, size = _statistics(metadata, paths.segment(name))
+        files.append(group.request_entry(wh.segment_uri(host, name), size, stats))
+    return Request(host, group.current(wh, host), mine, conflicts, files)
+
+
+def _commit_alone(
+    wh: Warehouse, paths: LogPaths, mine: str, add: list[str], drop: list[Any], conflicts: int
+) -> tuple[int, int, int | None]:
+    """One commit of this host's change alone (it drops files, or the table is partitioned)."""
+    host = wh.resolved.host
+    value = registration_value(mine, time.time_ns() // 1_000_000, conflicts)
+    with wh.transaction() as tx:
+        prepare_transaction(tx)
+        tx.set_properties(**{REGISTRATION_PREFIX + host: value})
+        metadata = tx.table_metadata  # read once: each read applies the staged changes
+        files = [_data_file(metadata, wh.segment_uri(host, n), paths.segment(n)) for n in add]
+        producer = tx.update_snapshot(snapshot_properties=_summary(conflicts))
+        with producer.overwrite() if drop else producer.fast_append() as change:
+            for data_file in files:
+                change.append_data_file(data_file)
+            for data_file in drop:
+                change.delete_data_file(data_file)
+    return len(add), len(drop), _current_snapshot(wh)
+
+
 def _registered_now(wh: Warehouse, host: str, key: bytes, stored: Head | None) -> dict[str, Any]:
-    """What the table registers for ``host`` (name -> DataFile, or None): its newest
-    snapshot's signed registration names a record, and the head.json of that record names
-    its segments (files and registration are one commit), so no manifest is read. A scan
-    only when they do not match (a ship killed between head.json and its commit)."""
+    """What the table registers for ``host`` (name -> DataFile, or None): its signed
+    registration names a record, and the head.json of that record names its segments
+    (files and registration are one commit), so no manifest is read. Nothing when the
+    host has neither a registration nor a head.json (it never shipped: a commit writes
+    head.json first). A scan only when they do not match (a ship killed between
+    head.json and its commit)."""
     found = wh.table_head(host)
+    if found is None and stored is None:
+        return {}
     if found is not None and found.key == key and found.verifies():
         if found.segments is not None:  # a whole head, as older tables carry
             return dict.fromkeys(found.segments)
@@ -355,60 +432,52 @@ def _droppable(
     return {n: files[n] for n in gone if n in files}
 
 
-def _properties(head: Head, key: Any, conflicts: int) -> dict[str, str]:
-    """The host, the signed registration of its head (record, hash, key: a fixed size, so
-    metadata.json grows by the same few hundred bytes per host however many segments it
-    holds), and the races this ship lost before this commit."""
-    props = {"nerve.host": head.host, "nerve.registration": Registration.of(head, key).to_text()}
-    if conflicts:
-        props["nerve.ship.conflicts"] = str(conflicts)
-    return props
+_PLAN: list[Any] = [None]  # (key, (statistics plan, column mapping)) of the last table
 
 
-def _ensure_name_mapping(tx: Any) -> None:
-    """Segments carry no Iceberg field ids; a name mapping lets every engine read them. (And
-    a table made before nerve retried its own commits gets that setting.)"""
-    if tx.table_metadata.properties.get("commit.retry.num-retries") != "0":
-        tx.set_properties(**{"commit.retry.num-retries": "0"})
-    if tx.table_metadata.name_mapping() is None:
-        mapping = tx.table_metadata.schema().name_mapping.model_dump_json()
-        tx.set_properties(**{"schema.name-mapping.default": mapping})
-
-
-def _optional_cid(tx: Any) -> None:
-    """A table made before segments stored payload_cid for erased rows alone declares it
-    required: make it optional (a compatible change) before registering such a file."""
-    from nerve.fleet.warehouse import FORMAT
-
-    if tx.table_metadata.schema().find_field("payload_cid").required:
-        with tx.update_schema() as update:
-            update.update_column("payload_cid", required=False)
-        tx.set_properties(**{"nerve.format": FORMAT})
-
-
-def _data_file(metadata: Any, uri: str, local: Path) -> Any:
-    """The Iceberg ``DataFile`` for a shipped segment, from its local copy's footer (the
-    same bytes), so registering costs no read of the store."""
+def _footer_stats(metadata: Any, local: Path) -> Any:
+    """pyiceberg's statistics of a shipped segment from its local copy's footer (the same
+    bytes), so registering costs no read of the store."""
     import pyarrow.parquet as pq
     from pyiceberg.io.pyarrow import (
         compute_statistics_plan,
         data_file_statistics_from_parquet_metadata,
         parquet_path_to_id_mapping,
     )
+
+    metrics = sorted(kv for kv in metadata.properties.items() if kv[0].startswith("write.metadata"))
+    key = (metadata.table_uuid, metadata.current_schema_id, tuple(metrics))
+    known = _PLAN[0]
+    if known is None or known[0] != key:  # one plan per table, schema and settings
+        schema = metadata.schema()
+        plan = (
+            compute_statistics_plan(schema, metadata.properties),
+            parquet_path_to_id_mapping(schema),
+        )
+        known = _PLAN[0] = (key, plan)
+    columns, mapping = known[1]
+    return data_file_statistics_from_parquet_metadata(
+        parquet_metadata=pq.read_metadata(local),
+        stats_columns=columns,
+        parquet_column_mapping=mapping,
+    )
+
+
+def _statistics(metadata: Any, local: Path) -> tuple[dict[str, Any], int]:
+    """A segment's serialized statistics (for a request) and its size."""
+    return _footer_stats(metadata, local).to_serialized_dict(), local.stat().st_size
+
+
+def _data_file(metadata: Any, uri: str, local: Path) -> Any:
+    """The Iceberg ``DataFile`` for a shipped segment."""
     from pyiceberg.manifest import DataFile, DataFileContent, FileFormat
 
-    meta = pq.read_metadata(local)
-    schema = metadata.schema()
-    stats = data_file_statistics_from_parquet_metadata(
-        parquet_metadata=meta,
-        stats_columns=compute_statistics_plan(schema, metadata.properties),
-        parquet_column_mapping=parquet_path_to_id_mapping(schema),
-    )
+    stats = _footer_stats(metadata, local)
     return DataFile.from_args(
         content=DataFileContent.DATA,
         file_path=uri,
         file_format=FileFormat.PARQUET,
-        partition=stats.partition(metadata.spec(), schema),
+        partition=stats.partition(metadata.spec(), metadata.schema()),
         file_size_in_bytes=local.stat().st_size,
         sort_order_id=None,
         spec_id=metadata.default_spec_id,

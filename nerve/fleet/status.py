@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from nerve.fleet.head import Head, HeadError
-from nerve.fleet.warehouse import Warehouse, host_of, segment_name
+from nerve.fleet.warehouse import Warehouse, host_of, property_note, segment_name
 from nerve.log.manifest import read_manifest
 
 __all__ = ["fleet_status", "verify_record_path"]
@@ -30,6 +30,10 @@ def fleet_status(
         if "nerve.host" in props:
             shipped[props["nerve.host"]] = int(snap.timestamp_ms) * 1_000_000
             conflicts[props["nerve.host"]] = int(props.get("nerve.ship.conflicts", 0))
+    for host, value in wh.registrations().items():
+        time_ms, lost = property_note(value)
+        if time_ms is not None:
+            shipped[host], conflicts[host] = time_ms * 1_000_000, lost or 0
     verified = _last_verify(data_dir)
     failing = _failing(data_dir)
     rows = []

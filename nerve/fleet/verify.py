@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,8 +35,14 @@ import blake3
 from nerve import fsio
 from nerve.canonical import canonical_json
 from nerve.errors import LogCorrupt
-from nerve.fleet.head import Head, HeadError, live_digest
-from nerve.fleet.warehouse import Warehouse, host_of, segment_name, snapshot_head
+from nerve.fleet.head import Head, HeadError
+from nerve.fleet.warehouse import (
+    Warehouse,
+    host_of,
+    property_head,
+    segment_name,
+    snapshot_head,
+)
 from nerve.log.manifest import read_manifest
 
 __all__ = ["CODES", "HostReport", "verify_fleet"]
@@ -114,10 +122,22 @@ def pins_path(wh: Warehouse, trust_dir: Path) -> Path:
     return trust_dir / "fleet" / f"{ident}.json"
 
 
+VERIFY_THREADS = 8
+
+
 def verify_fleet(
-    wh: Warehouse, trust_dir: Path, *, hosts: list[str] | None = None, repin: bool = False
+    wh: Warehouse,
+    trust_dir: Path,
+    *,
+    hosts: list[str] | None = None,
+    repin: bool = False,
+    threads: int = VERIFY_THREADS,
+    on_report: Callable[[HostReport], None] | None = None,
 ) -> list[HostReport]:
-    """Check every host (or those named); accepted heads and first-seen keys are pinned."""
+    """Check every host (or those named), ``threads`` hosts at once; accepted heads and
+    first-seen keys are pinned. Memory stays bounded: a thread holds one file at a time
+    and hashes its ids as it goes. ``on_report`` gets each host's report as it is done;
+    the list returned is in host order."""
     pins = Pins(pins_path(wh, trust_dir))
     tasks: dict[str, list[Any]] = {}
     for task in wh.scan_tasks():
@@ -125,10 +145,16 @@ def verify_fleet(
     table_heads = _table_heads(wh)
     schema_problems = _schema_problems(wh)
     known = sorted(set(tasks) | set(table_heads) | set(pins.hosts) | set(_stored_hosts(wh)))
-    reports = []
-    for host in hosts or known:
+
+    def one(host: str) -> HostReport:
         found = _Found(tasks.get(host, []), table_heads.get(host), schema_problems)
-        reports.append(_verify_host(wh, host, found, pins, repin))
+        report = _verify_host(wh, host, found, pins, repin)
+        if on_report is not None:
+            on_report(report)
+        return report
+
+    with ThreadPoolExecutor(max(1, threads)) as pool:
+        reports = list(pool.map(one, hosts or known))
     pins.save()
     return reports
 
@@ -165,14 +191,19 @@ class _Found:
 
 
 def _table_heads(wh: Warehouse) -> dict[str, Head]:
-    """The head in each host's newest snapshot (snapshots oldest first in the metadata)."""
+    """What the table registers per host: its registration property, or (a table shipped
+    to before registrations moved there) the head in its newest snapshot."""
     heads: dict[str, Any] = {}
-    for snap in wh.table.snapshots():
+    for snap in wh.table.snapshots():  # oldest first
         props = snap.summary.additional_properties if snap.summary else {}
         host = props.get("nerve.host")
         found = snapshot_head(host, props, snap.snapshot_id) if host else None
         if found is not None:  # an unreadable one: reported against the host if it matters
             heads[found.host] = found
+    for host, value in wh.registrations().items():
+        found = property_head(host, value)
+        if found is not None:
+            heads[host] = found
     return heads
 
 
@@ -318,7 +349,7 @@ def _check_files(wh: Warehouse, head: Head, tasks: list[Any], report: HostReport
     for name, data_file in registered.items():
         if name not in named:
             report.fail("extra", f"{data_file.file_path}: registered; the head does not name it")
-    ids: list[bytes] = []
+    digest = blake3.blake3()  # over the ids file by file: one file in memory at a time
     for name in wanted:
         if name not in registered:
             continue
@@ -329,9 +360,10 @@ def _check_files(wh: Warehouse, head: Head, tasks: list[Any], report: HostReport
         elif blake3.blake3(data).hexdigest() != name:
             report.fail("altered", f"{uri}: its bytes do not hash to its name (swapped or edited)")
         else:
-            ids.append(_read_checked(wh, registered[name], data, report))
+            digest.update(_read_checked(wh, registered[name], data, report))
+        del data
     if report.ok:
-        report.digest = live_digest(ids)
+        report.digest = digest.hexdigest()  # what live_digest() gives over the same ids
         if report.digest != head.body["digest"]:
             report.fail(
                 "digest",

@@ -13,10 +13,12 @@ holds only Iceberg's own files)::
 from __future__ import annotations
 
 import configparser
+import functools
 import os
 import random
 import secrets
 import socket
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -189,6 +191,7 @@ class Warehouse:
         self.catalog = catalog
         self.table = table
         self._files: tuple[int, list[Any]] | None = None
+        self._shipped: tuple[Any, dict[str, tuple[Any, int]]] | None = None
 
     @property
     def location(self) -> str:
@@ -221,7 +224,7 @@ class Warehouse:
     def read(self, uri: str) -> bytes | None:
         """The object's bytes, or None when it does not exist."""
         try:
-            with self.table.io.new_input(uri).open() as stream:
+            with self.table.io.new_input(uri).open(seekable=False) as stream:  # one GET
                 data: bytes = stream.read()
                 return data
         except FileNotFoundError:
@@ -273,24 +276,52 @@ class Warehouse:
         return self._files[1]
 
     def table_head(self, host: str) -> Any:
-        """What ``host``'s newest snapshot still in the table's metadata registered (no
-        manifest read): a signed ``Registration`` (or a whole ``Head``, as tables made
-        before registrations carry), or None."""
-        for snap in reversed(self.table.metadata.snapshots):
-            props = snap.summary.additional_properties if snap.summary else {}
-            if props.get("nerve.host") == host:
-                return snapshot_head(host, props, snap.snapshot_id)
-        return None
+        """What the table registers for ``host`` (no manifest read): the signed
+        ``Registration`` in its properties, set by the commit that registered the host's
+        files; in a table shipped to before registrations moved there, the one in the
+        host's newest snapshot (or a whole ``Head``, as older tables carry); or None."""
+        metadata = self.table.metadata
+        text = metadata.properties.get(REGISTRATION_PREFIX + host)
+        if text is not None:
+            return property_head(host, text)
+        if self._shipped is None or self._shipped[0] is not metadata:
+            self._shipped = (metadata, _newest_per_host(metadata.snapshots))
+        found = self._shipped[1].get(host)
+        return None if found is None else snapshot_head(host, found[0], found[1])
 
-    def commit(self, attempt: Callable[[Warehouse], T], *, lost: list[float] | None = None) -> T:
+    def registrations(self) -> dict[str, str]:
+        """host -> the registration property's text, for every host that has one."""
+        props = self.table.metadata.properties
+        return {
+            k.removeprefix(REGISTRATION_PREFIX): v
+            for k, v in props.items()
+            if k.startswith(REGISTRATION_PREFIX)
+        }
+
+    def transaction(self) -> Any:
+        """A transaction on the table that reads its metadata without a deep copy per read
+        (pyiceberg copies the whole metadata on each of the ~20 reads of a commit, which
+        grows with the snapshot count)."""
+        return _transaction_class()(self.table)
+
+    def commit(
+        self,
+        attempt: Callable[[Warehouse], T],
+        *,
+        lost: list[float] | None = None,
+        fresh: bool = False,
+    ) -> T:
         """Run ``attempt`` (which builds and commits one transaction) until the catalog takes
         it: another writer committing first, or SQLite busy, means reload and try again
         after a random wait that doubles per lost race (full jitter, so writers that lost
-        together do not collide again). ``lost`` gets the seconds waited per lost race."""
+        together do not collide again). ``lost`` gets the seconds waited per lost race;
+        ``fresh`` reloads the table first (a reload is cheaper than a commit bound to fail)."""
         from pyiceberg.exceptions import CommitFailedException
         from sqlalchemy.exc import OperationalError
 
         started, tries = time.monotonic(), 0
+        if fresh:
+            self.refresh()
         while True:
             try:
                 return attempt(self)
@@ -338,6 +369,102 @@ def _disk_error(exc: Exception) -> bool:
     return any(words in text for words in _SQLITE_DISK)
 
 
+REGISTRATION_PREFIX = "nerve.registration."
+
+
+def _newest_per_host(snapshots: list[Any]) -> dict[str, tuple[Any, int]]:
+    """host -> (properties, id) of its newest snapshot carrying its registration (tables
+    shipped to before registrations moved into the table's properties)."""
+    newest: dict[str, tuple[Any, int]] = {}
+    for snap in snapshots:  # oldest first
+        props = snap.summary.additional_properties if snap.summary else {}
+        if "nerve.host" in props:
+            newest[props["nerve.host"]] = (props, snap.snapshot_id)
+    return newest
+
+
+def registration_value(text: str, time_ms: int, conflicts: int) -> str:
+    """A registration property's value: the signed registration, then (unsigned, for
+    ``fleet status``) when it was committed and the races its ship lost before."""
+    return f"{text} {time_ms} {conflicts}"
+
+
+def property_head(host: str, value: str) -> Any:
+    """The signed registration in a registration property, or None when unreadable."""
+    from nerve.fleet.head import HeadError, Registration
+
+    try:
+        return Registration.parse(host, value.split(" ", 1)[0], f"property of host {host!r}")
+    except HeadError:
+        return None
+
+
+def property_note(value: str) -> tuple[int | None, int | None]:
+    """(commit time in ms, races lost) from a registration property's value."""
+    parts = value.split(" ")
+    try:
+        return int(parts[1]), int(parts[2])
+    except (IndexError, ValueError):
+        return None, None
+
+
+def prepare_transaction(tx: Any) -> None:
+    """What every registering commit first makes sure of. Segments carry no Iceberg field
+    ids: a name mapping lets every engine read them. A table made before nerve retried
+    its own commits gets that setting. And a table made before segments stored
+    payload_cid for erased rows alone declares it required: it becomes optional (a
+    compatible change) before such a file is registered."""
+    metadata = tx.table_metadata
+    if metadata.properties.get("commit.retry.num-retries") != "0":
+        tx.set_properties(**{"commit.retry.num-retries": "0"})
+    if metadata.name_mapping() is None:
+        mapping = metadata.schema().name_mapping.model_dump_json()
+        tx.set_properties(**{"schema.name-mapping.default": mapping})
+    if tx.table_metadata.schema().find_field("payload_cid").required:
+        with tx.update_schema() as update:
+            update.update_column("payload_cid", required=False)
+        tx.set_properties(**{"nerve.format": FORMAT})
+
+
+@functools.cache
+def _transaction_class() -> Any:
+    from pyiceberg.table import Transaction
+
+    class _Transaction(Transaction):
+        """Metadata worked out once per staged change, and not deep-copied: pyiceberg's
+        models are frozen, and this view is only read (the catalog applies the updates
+        itself when the commit is sent)."""
+
+        _seen: tuple[Any, Any, Any] | None = None
+
+        @property
+        def table_metadata(self) -> Any:
+            base, updates = self._table.metadata, self._updates
+            if not updates:
+                return base
+            if self._seen is None or self._seen[0] is not base or self._seen[1] is not updates:
+                self._seen = (base, updates, _applied(base, updates))
+            return self._seen[2]
+
+    return _Transaction
+
+
+def _applied(base: Any, updates: Any) -> Any:
+    """``base`` with ``updates`` applied, as pyiceberg's ``update_table_metadata`` does
+    less its final deep copy (its public form where the step it is made of is missing)."""
+    try:
+        from pyiceberg.table.update import _apply_table_update, _TableMetadataUpdateContext
+    except ImportError:
+        from pyiceberg.table.update import update_table_metadata
+
+        return update_table_metadata(base, updates)
+    context = _TableMetadataUpdateContext()
+    metadata = base
+    for update in updates:
+        metadata = _apply_table_update(update, metadata, context)
+    return metadata
+
+
 def snapshot_head(host: str, props: Mapping[str, str], snapshot_id: int) -> Any:
     """The registration (or whole head) in a ship's snapshot properties, or None when it
     holds neither or cannot be read (verify reports such a host)."""
@@ -372,7 +499,9 @@ def busy_retry(read: Callable[[], T], *, seconds: float = 30.0) -> T:
 
 def _not_found(exc: OSError) -> bool:
     text = str(exc)
-    return "NoSuchKey" in text or "Path does not exist" in text or "404" in text
+    return any(
+        mark in text for mark in ("NoSuchKey", "Path does not exist", "404", "RESOURCE_NOT_FOUND")
+    )
 
 
 def write_local(path: Path, data: bytes) -> None:
@@ -434,7 +563,25 @@ def require_fleet(*, rest: bool = False) -> None:
         )
 
 
+_CATALOGS: dict[tuple[str, ...], Any] = {}
+_CATALOGS_LOCK = threading.Lock()
+
+
 def _catalog(resolved: Resolved) -> Any:
+    """One REST catalog client per settings and process: a process shipping many
+    workspaces (a committer, the scale bench) opens it once, not per ship (its set-up is a
+    config request and two boto3 sessions). A SQL catalog is opened each time: it is
+    cheap, and a pooled connection would outlive a catalog file replaced meanwhile."""
+    if not resolved.catalog.startswith(("http://", "https://")):
+        return _open_catalog(resolved)
+    key = (resolved.catalog, *sorted(f"{k}={v}" for k, v in resolved.properties.items()))
+    with _CATALOGS_LOCK:
+        if key not in _CATALOGS:
+            _CATALOGS[key] = _open_catalog(resolved)
+        return _CATALOGS[key]
+
+
+def _open_catalog(resolved: Resolved) -> Any:
     from pyiceberg.catalog.sql import SqlCatalog
 
     if resolved.catalog.startswith(("http://", "https://")):

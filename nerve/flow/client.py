@@ -32,6 +32,7 @@ __all__ = [
     "fire_check",
     "interactive_refusal",
     "override",
+    "override_confirmed",
     "payload_fields",
     "recheck",
     "trigger",
@@ -142,6 +143,25 @@ def override(
         "interactive": True,
         "by": _who(),
         "tty": _tty(stdin),
+    }
+    return _call(ws, request)
+
+
+def override_confirmed(ws: Workspace, run: str, reason: str, *, where: str) -> dict[str, Any]:
+    """Complete a held run by a person's decision made elsewhere than a terminal: ``where``
+    says where it was confirmed (``nerve ui`` asks on its page, behind its login and CSRF
+    check), recorded in the override event's ``tty`` as a terminal's device is."""
+    if os.environ.get("NERVE_WORKFLOW"):
+        raise WorkflowError(
+            f"refused inside workflow {os.environ['NERVE_WORKFLOW']!r}: a role cannot override"
+        )
+    request = {
+        "type": "workflow-override",
+        "run": run,
+        "reason": reason,
+        "interactive": True,
+        "by": _who(),
+        "tty": where,
     }
     return _call(ws, request)
 

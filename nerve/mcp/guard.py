@@ -24,7 +24,7 @@ import json
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -111,25 +111,6 @@ class Screen:
         if verdict.fired:
             self.redacted += 1
         return verdict.line, (verdict.payload if payload is not None else None)
-
-    def keep(self) -> Callable[[int, str, str, str | None, bytes | None], bool] | None:
-        """Whether a stored event may leave at all (its drop rules and exclusions), for a
-        filter inside DuckDB (the web UI); None when no rule drops anything."""
-        config = self.policy.config
-        excludes = (config.files.exclude, config.shell.exclude, config.processes.exclude)
-        if not any(r.action == "drop" for r in config.rules) and not any(excludes):
-            return None
-        policy = self.policy
-
-        def keep(
-            source: int, kind: str, subject: str, line: str | None, payload: bytes | None
-        ) -> bool:
-            plan = policy.plan(source, kind, subject)
-            if not plan.drops:
-                return True
-            return plan.verdict(line or "", payload or b"").dropped_by is None
-
-        return keep
 
     def event(self, source: int, kind: str, subject: str, line: str, payload: bytes) -> Shown:
         """An event as the rules for its source, kind and subject let it leave."""

@@ -8,6 +8,9 @@ attempts it took.
 With ``fleet.ship_interval`` a host ships at most once per interval, at an offset into it
 drawn from its host name: a thousand hosts shipping hourly spread over the hour instead of
 all committing on the hour.
+
+With ``fleet.maintain_interval`` the daemon also runs ``nerve fleet maintain`` once per
+interval (again a child process, at a moment drawn from the host name).
 """
 
 from __future__ import annotations
@@ -46,6 +49,11 @@ SLOT_STEP_S = 30.0
 
 
 async def ship_loop(kernel: Shipping) -> None:
+    """The daemon's fleet work: ships, and table upkeep on its schedule."""
+    await asyncio.gather(_ship_loop(kernel), maintain_loop(kernel))
+
+
+async def _ship_loop(kernel: Shipping) -> None:
     """Watch the manifest; when it grew since the last good ship, ship."""
     manifest = kernel.ws.log_root / "manifest.jsonl"
     shipped, wait, failures = -1, CHECK_S, 0
@@ -60,7 +68,7 @@ async def ship_loop(kernel: Shipping) -> None:
             continue
         if fleet.ship_interval and not failures:
             await _until_slot(kernel, fleet.ship_interval)
-        ok, text = await _ship_once(kernel.ws.root)
+        ok, text = await _child(kernel.ws.root, "ship")
         if not ok:
             failures += 1
             wait = random.uniform(0.5, 1.0) * min(CHECK_S * 2**failures, BACKOFF_MAX_S)
@@ -108,7 +116,47 @@ def _size(path: os.PathLike[str]) -> int:
         return -1
 
 
-async def _ship_once(root: os.PathLike[str]) -> tuple[bool, str]:
+async def maintain_loop(kernel: Shipping) -> None:
+    """With ``fleet.maintain_interval``: ``nerve fleet maintain`` once per interval, at a
+    moment of it drawn from the host name (so hosts that all maintain do not all start at
+    once; maintains at once are safe, each commit retried against the table as it is). A
+    failure is logged and tried again at the next slot."""
+    while True:
+        fleet = kernel.config.fleet
+        interval = fleet.maintain_interval if fleet is not None else 0
+        if not interval:
+            await asyncio.sleep(CHECK_S)
+            continue
+        if not await _until_maintain_slot(kernel, interval):
+            continue  # the settings changed while waiting
+        fleet = kernel.config.fleet
+        if fleet is None:  # removed while waiting
+            continue
+        keep = f"{fleet.maintain_keep}s"
+        ok, text = await _child(kernel.ws.root, "maintain", "--keep", keep)
+        if ok:
+            journal.say(f"fleet maintain: {text}" if text else "fleet maintain: done")
+        else:
+            journal.warn(f"fleet maintain failed, next try in {interval} s: {text}")
+
+
+async def _until_maintain_slot(kernel: Shipping, interval: int) -> bool:
+    from nerve.fleet.warehouse import resolve
+
+    if kernel.config.fleet is None:
+        return False
+    host = resolve(kernel.config.fleet, kernel.ws.data).host
+    target = next_slot(time.time(), f"{host}/maintain", interval)
+    while (remaining := target - time.time()) > 0:
+        await asyncio.sleep(min(remaining, SLOT_STEP_S))
+        fleet = kernel.config.fleet
+        if fleet is None or fleet.maintain_interval != interval:
+            return False
+    return True
+
+
+async def _child(root: os.PathLike[str], verb: str, *args: str) -> tuple[bool, str]:
+    """``nerve fleet VERB --json`` in a child process: (ok, its summary or first error line)."""
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
@@ -116,8 +164,9 @@ async def _ship_once(root: os.PathLike[str]) -> tuple[bool, str]:
         "--workspace",
         str(root),
         "fleet",
-        "ship",
+        verb,
         "--json",
+        *args,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
         stdin=asyncio.subprocess.DEVNULL,
@@ -142,6 +191,12 @@ def _summary(out: bytes) -> str:
         result = json.loads(out)
     except ValueError:
         return ""
+    if "snapshots_after" in result:  # a maintain's
+        return (
+            f"snapshots {result['snapshots_before']} -> {result['snapshots_after']}, "
+            f"manifests {result['manifests_before']} -> {result['manifests_after']}, "
+            f"metadata.json {result['metadata_bytes_after']} bytes"
+        )
     if not result.get("added") and not result.get("removed"):
         return ""
     return (

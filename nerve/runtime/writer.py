@@ -125,9 +125,7 @@ class Writer:
     async def import_events(self, objects: list[Any], key: str | None = None) -> int:
         return await self.import_parsed(parse_events(objects), key)
 
-    async def import_parsed(
-        self, events: list[Event | ErasedEvent], key: str | None = None
-    ) -> int:
+    async def import_parsed(self, events: list[Event | ErasedEvent], key: str | None = None) -> int:
         """Import whole events at once (their order checked against the log's newest);
         refused if a privacy rule would change one (``PrivacyError``), or if one claims
         ``Attested`` without a checkable attestation after it (``TrustError``)."""

@@ -130,13 +130,16 @@ class Pages:
         try:
             win = data.window(p.get("since"), p.get("until"))
             buckets = _int(p.get("buckets"), 96, "buckets")
-            out = await self.run(request, lambda: data.timeline(self.ws, win, buckets=buckets))
+            host = p.get("host", "").strip()
+            out = await self.run(
+                request, lambda: data.timeline(self.ws, win, buckets=buckets, host=host)
+            )
         except NerveError as exc:
             return self.failed(request, exc)
         least = _int(p.get("min"), 0, "min")
         return self.render(
             request, "timeline.html", out, x=_x(win), min=least, ticks=_ticks(win),
-            nav=_nav(win, buckets),
+            nav=_nav(win, buckets, p.get("host", "").strip()),
         )  # fmt: skip
 
     def _filters(self, request: Request) -> data.Filters:
@@ -148,6 +151,7 @@ class Pages:
             subject=p.get("subject", "").strip(),
             trust=p.get("trust", "").strip(),
             everything=p.get("all") == "1",
+            host=p.get("host", "").strip(),
         )
 
     async def events(self, request: Request) -> Response:
@@ -170,9 +174,9 @@ class Pages:
         return self.render(request, "events.html", out, cols=cols, all_cols=_EVENT_COLS)
 
     async def event(self, request: Request) -> Response:
-        eid = request.path_params["id"]
+        eid, host = request.path_params["id"], request.query_params.get("host", "").strip()
         try:
-            out = await self.run(request, lambda: data.context(self.ws, eid))
+            out = await self.run(request, lambda: data.context(self.ws, eid, host=host))
         except NerveError as exc:
             return self.failed(request, exc, 404)
         return self.render(request, "event.html", out)
@@ -283,7 +287,7 @@ class Pages:
             return JSONResponse(out)
         if action == "forget" and out.get("dry_run"):
             return self.render(request, "forget_preview.html", out, form=form)
-        back = "/senses" if action == "trigger" else "/privacy"
+        back = "/senses" if action in ("trigger", "override") else "/privacy"
         return self.render(request, "done.html", out, back=back, action=action)
 
     def _act(self, action: str, form: FormData) -> dict[str, Any]:
@@ -294,6 +298,11 @@ class Pages:
             return data.resume(ws)
         if action == "trigger":
             return data.trigger_sense(ws, str(form.get("sense", "")))
+        if action == "override":
+            return data.override(
+                ws, _field(form, "run") or "", _field(form, "reason") or "",
+                confirmed=form.get("confirm") == "yes",
+            )  # fmt: skip
         if action == "forget":
             return data.forget(
                 ws, match=_field(form, "match"), kinds=_many(form, "kind"),
@@ -365,11 +374,14 @@ def _ticks(win: data.Window, count: int = 6) -> list[dict[str, Any]]:
     return [{"x": x(s), "label": lab} for s, lab in zip(stamps, labels, strict=True)]
 
 
-def _nav(win: data.Window, buckets: int) -> dict[str, str]:
+def _nav(win: data.Window, buckets: int, host: str = "") -> dict[str, str]:
+    from urllib.parse import quote
+
     span, mid = win.until - win.since, (win.since + win.until) // 2
+    on = f"&host={quote(host)}" if host else ""
 
     def url(lo: int, hi: int) -> str:
-        return f"/?since={lo}&until={hi}&buckets={buckets}"
+        return f"/?since={lo}&until={hi}&buckets={buckets}{on}"
 
     return {
         "earlier": url(win.since - span, win.since),

@@ -2,14 +2,15 @@
 
 Pages call only this module, so what the UI can see and change is in one place. Event reads
 go to the log directly (a read snapshot, never the writer's lock); writes (pause, resume,
-forget, a sense trigger) and the daemon's answers go through ``nerve.open``'s
+forget, a sense trigger, a held run's override) and the daemon's answers go through ``nerve.open``'s
 :class:`~nerve.api.Workspace` (:func:`door`), as the CLI's do: the daemon when it runs,
 else the log opened as its writer for that one change.
 
-Privacy: every event leaves through :class:`~nerve.mcp.guard.Screen` (drop rules withhold
-it, redaction rewrites its line and payload, an erased payload shows as erased), and every
-connection's ``events`` holds only what the drop rules keep, so a rule added today hides
-old text on every page. SQL runs in MCP's sandbox (:mod:`nerve.mcp.sandbox`).
+Privacy: every page reads ``events`` as the rules of :class:`~nerve.mcp.guard.Screen` let
+rows leave (:mod:`nerve.ui.rows`): drop rules withhold a row, redaction rewrites its line and
+payload, an erased payload shows as erased. Searches, filters and counts run over those rows,
+so a rule added today hides old text on every page and no search can tell that hidden text
+matched. SQL runs in MCP's sandbox (:mod:`nerve.mcp.sandbox`).
 
 A person's own page views are not recorded as events: the UI is served to the log's owner
 alone (loopback and the owner-only token), and a record per page view would fill the log
@@ -24,9 +25,11 @@ import duckdb
 
 from nerve.clock import Hlc
 from nerve.errors import UsageError
-from nerve.events import BOOKKEEPING_KINDS, display_source, trust_name
-from nerve.mcp.guard import ERASED, Screen
+from nerve.events import BOOKKEEPING_KINDS, display_source
+from nerve.mcp.guard import Screen
 from nerve.privacy.settings import PrivacyConfig
+from nerve.ui import fleet, summary
+from nerve.ui.rows import as_shown, connect, fleet_fields, hosted, records, rows_of
 from nerve.ui.select import Filters, Window, quoted, where_of, window
 from nerve.workspace import Workspace
 
@@ -48,6 +51,7 @@ __all__ = [
     "forget",
     "health",
     "live_batch",
+    "override",
     "pause",
     "redactions",
     "resume",
@@ -61,7 +65,6 @@ __all__ = [
 ]
 
 _COLS = "physical_ns, logical, id, source, kind, subject, trust, line, payload, erased"
-_KEEP = "_nerve_ui_keep"
 MAX_PAGE = 500
 SQL_ROWS = 1_000
 SQL_BYTES = 8 << 20
@@ -107,128 +110,77 @@ def _privacy(ws: Workspace) -> PrivacyConfig:
     return rules
 
 
-def _connect(ws: Workspace, scr: Screen) -> duckdb.DuckDBPyConnection:
-    """``events`` over a read snapshot, holding only what the drop rules keep."""
-    from nerve.log.reader import snapshot
-    from nerve.query import define_views, register_snapshot, source_sql
-
-    snap = snapshot(ws.log_root)
-    conn = duckdb.connect()
-    conn.execute("SET enable_progress_bar_print = false")
-    register_snapshot(conn, snap)
-    source = source_sql(snap)
-    keep = scr.keep()
-    if keep is not None:
-        from duckdb.func import SPECIAL
-
-        kinds: list[Any] = ["BIGINT", "VARCHAR", "VARCHAR", "VARCHAR", "BLOB"]
-        conn.create_function(_KEEP, keep, kinds, "BOOLEAN", null_handling=SPECIAL)
-        args = "CAST(source AS BIGINT), kind, subject, line, payload"
-        source = f"(SELECT * FROM {source} WHERE {_KEEP}({args}))"
-    define_views(conn, source, [], ws.settings())
-    return conn
-
-
-def _rows(conn: duckdb.DuckDBPyConnection, sql: str, args: list[Any]) -> list[dict[str, Any]]:
-    cursor = conn.execute(sql, args)
-    names = [d[0] for d in cursor.description]
-    return [dict(zip(names, r, strict=True)) for r in cursor.fetchall()]
-
-
-def _shown(scr: Screen, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Event rows as they may leave: times, names, and the privacy rules applied."""
-    from nerve.tail import format_times
-
-    times = format_times([int(r["physical_ns"]) for r in rows])
-    return [_one(scr, r, t) for r, t in zip(rows, times, strict=True)]
-
-
-def _one(scr: Screen, row: dict[str, Any], when: str) -> dict[str, Any]:
-    erased = bool(row["erased"])
-    payload = b"" if erased else bytes(row["payload"] or b"")
-    shown = scr.event(
-        int(row["source"]), str(row["kind"]), str(row["subject"]), str(row["line"] or ""), payload
-    )
-    return {
-        "id": bytes(row["id"]).hex(),
-        "time": when,
-        "hlc": f"{row['physical_ns']}.{row['logical']}",
-        "source": display_source(int(row["source"])),
-        "kind": str(row["kind"]),
-        "subject": str(row["subject"]),
-        "trust": trust_name(int(row["trust"])),
-        "line": ERASED if erased else shown.line,
-        "data": None if erased else shown.data,
-        "erased": erased,
-        "withheld": shown.rule is not None,
-    }
-
-
 # -- timeline --------------------------------------------------------------------------------
 
 
-def timeline(ws: Workspace, win: Window, *, buckets: int = 96, lanes: int = 14) -> dict[str, Any]:
-    """The window aggregated in DuckDB: a histogram, swimlanes per source and per subject,
-    attention decisions, paused intervals and erased counts, and the newest events in view."""
+def timeline(
+    ws: Workspace, win: Window, *, buckets: int = 96, lanes: int = 14, host: str = ""
+) -> dict[str, Any]:
+    """The window aggregated: a histogram, swimlanes per source and per subject, attention
+    decisions, paused intervals and erased counts, and the newest events in view. Sealed
+    segments are counted from their summaries (:mod:`nerve.ui.summary`), the tail in DuckDB."""
     scr = screen(ws)
     buckets = max(4, min(buckets, 400))
     width = max(1, -(-(win.until - win.since) // buckets))
-    conn = _connect(ws, scr)
+    rows = rows_of(ws, host, win.since)
+    found = summary.summaries(rows.files, scr, win.since, win.until)
+    cells, newest = summary.cells(found, win.since, width, buckets)
+    marks = [d for s in found for d in s.decisions if win.since <= d["at"] < win.until]
+    conn = connect(ws, scr, rows)
     try:
         where = "physical_ns >= ? AND physical_ns < ?"
         span = [win.since, win.until]
         bucket = f"CAST((physical_ns - {win.since}) // {width} AS BIGINT)"
-        cells = conn.execute(
+        for src, sub, b, bk, n, e in conn.execute(
             f"SELECT source, subject, {bucket} b, kind IN ({quoted(BOOKKEEPING_KINDS)}) bk, "
-            f"count(*), count(*) FILTER (erased) FROM events WHERE {where} GROUP BY ALL",
+            f"count(*), count(*) FILTER (erased) FROM tail_events WHERE {where} GROUP BY ALL",
             span,
-        ).fetchall()  # one scan: the histogram, the erased marks and the lanes
-        marks = _rows(
-            conn,
-            f"SELECT physical_ns, data->>'outcome' AS outcome, (data->>'chain_seq')::BIGINT AS seq "
-            f"FROM events WHERE kind = 'attention.decision' AND {where} ORDER BY physical_ns",
-            span,
-        )
+        ).fetchall():  # the unsealed tail
+            slot = cells.setdefault((int(src), str(sub), int(b), bool(bk)), [0, 0])
+            slot[0], slot[1] = slot[0] + int(n), slot[1] + int(e)
+        marks += [
+            {"at": int(m.pop("physical_ns")), **m}
+            for m in records(
+                conn,
+                "SELECT physical_ns, data->>'outcome' AS outcome, "
+                "(data->>'chain_seq')::BIGINT AS seq FROM tail_events "
+                f"WHERE kind = 'attention.decision' AND {where} ORDER BY physical_ns",
+                span,
+            )
+        ]
         pauses = _pauses(conn, win)
-        recent = _newest(conn, f"{where} AND kind NOT IN ({quoted(BOOKKEEPING_KINDS)})", span)
+        shown = f"kind NOT IN ({quoted(BOOKKEEPING_KINDS)})"
+        newest += [int(r[0]) for r in conn.execute(
+            f"SELECT physical_ns FROM tail_events WHERE {where} AND {shown} "
+            "ORDER BY physical_ns DESC LIMIT 50", span,
+        ).fetchall()]  # fmt: skip
+        floor = sorted(newest, reverse=True)[:50][-1:] or [win.until]
+        recent = records(
+            conn,
+            f"SELECT {_COLS} FROM events WHERE physical_ns >= ? AND physical_ns < ? AND {shown} "
+            "ORDER BY physical_ns DESC, logical DESC LIMIT 50",
+            [max(win.since, floor[0]), win.until],
+        )
     finally:
         conn.close()
     counts = [0] * buckets
     erased = [0] * buckets
-    for _, _, b, _, n, e in cells:
+    for (_, _, b, _), (n, e) in cells.items():
         if 0 <= b < buckets:
-            counts[b] += int(n)
-            erased[b] += int(e)
-    lane_rows = [(src, sub, b, n) for src, sub, b, bk, n, _ in cells if not bk]
+            counts[b] += n
+            erased[b] += e
+    lane_rows = [(src, sub, b, n) for (src, sub, b, bk), (n, _) in cells.items() if not bk]
     return {
         "window": win.to_json(),
         "bucket_ns": width,
         "counts": counts,
         "erased": erased,
         "lanes": _lanes(lane_rows, buckets, lanes),
-        "decisions": [{**m, "at": int(m.pop("physical_ns"))} for m in marks],
+        "decisions": sorted(marks, key=lambda m: m["at"]),
         "paused": pauses,
-        "events": _shown(scr, recent),
+        "events": hosted(as_shown(recent), rows),
+        **fleet_fields(ws, rows),
     }
-
-
-def _newest(
-    conn: duckdb.DuckDBPyConnection, where: str, args: list[Any], count: int = 50
-) -> list[dict[str, Any]]:
-    """The newest ``count`` matching rows: their stamps found first (two columns), then only
-    rows from the oldest of them are read whole (segments are pruned by their HLC range)."""
-    edge = conn.execute(
-        f"SELECT physical_ns, logical FROM events WHERE {where} "
-        f"ORDER BY physical_ns DESC, logical DESC LIMIT 1 OFFSET {count - 1}",
-        args,
-    ).fetchone()
-    floor = "TRUE" if edge is None else f"physical_ns >= {int(edge[0])}"
-    return _rows(
-        conn,
-        f"SELECT {_COLS} FROM events WHERE {where} AND {floor} "
-        f"ORDER BY physical_ns DESC, logical DESC LIMIT {count}",
-        args,
-    )
 
 
 def _lanes(rows: list[Any], buckets: int, most: int) -> list[dict[str, Any]]:
@@ -278,20 +230,20 @@ def events(
     ws: Workspace, f: Filters, win: Window, *, page: int = 0, size: int = 100
 ) -> dict[str, Any]:
     """One bounded page of matching events, newest first; a text search matches what may be
-    shown (after redaction), never the hidden text."""
+    shown (the redacted text), never the hidden text: a search for a redacted secret finds
+    what a search for text not in the log finds."""
     scr = screen(ws)
     size = max(1, min(size, MAX_PAGE))
     where, args = where_of(f, win)
-    conn = _connect(ws, scr)
+    source = rows_of(ws, f.host, win.since)
+    conn = connect(ws, scr, source)
     try:
         total, rows = _page(conn, where, args, size, max(0, page) * size)
     finally:
         conn.close()
-    shown = _shown(scr, rows)
-    if f.text:
-        needle = f.text.lower()
-        shown = [e for e in shown if needle in (e["line"] + _text(e["data"])).lower()]
+    shown = hosted(as_shown(rows), source)
     return {
+        **fleet_fields(ws, source),
         "window": win.to_json(),
         "page": page,
         "size": size,
@@ -315,7 +267,7 @@ def _page(
         total = conn.execute(f"SELECT count(*) FROM events WHERE {where}", args).fetchone()
         return int(total[0]) if total else 0, []
     lo, hi = int(stamps[-1][0]), int(stamps[0][0])
-    rows = _rows(
+    rows = records(
         conn,
         f"SELECT {_COLS} FROM events WHERE physical_ns BETWEEN {lo} AND {hi} "
         "AND list_contains(?::STRUCT(p BIGINT, l BIGINT)[], {'p': physical_ns, 'l': logical}) "
@@ -325,39 +277,33 @@ def _page(
     return int(stamps[0][2]), rows
 
 
-def _text(data: Any) -> str:
-    import json
-
-    return "" if data is None else json.dumps(data, ensure_ascii=False)
-
-
 def event(ws: Workspace, event_id: str) -> dict[str, Any]:
     """One event by its id (hex); :class:`UsageError` when there is none."""
     found = context(ws, event_id, around=0)
     return dict(found["event"])
 
 
-def context(ws: Workspace, event_id: str, *, around: int = 5) -> dict[str, Any]:
+def context(ws: Workspace, event_id: str, *, around: int = 5, host: str = "") -> dict[str, Any]:
     """One event and the ``around`` events just before and after it (bookkeeping hidden)."""
     try:
         raw = bytes.fromhex(event_id)
     except ValueError:
         raise UsageError(f"{event_id!r} is not an event id (hex)", field="id") from None
     scr = screen(ws)
-    conn = _connect(ws, scr)
+    conn = connect(ws, scr, rows_of(ws, host))
     try:
-        hit = _rows(conn, f"SELECT {_COLS} FROM events WHERE id = ?", [raw])
+        hit = records(conn, f"SELECT {_COLS} FROM events WHERE id = ?", [raw])
         if not hit:
             raise UsageError(f"no event {event_id} in this log", field="id")
         p, lo = int(hit[0]["physical_ns"]), int(hit[0]["logical"])
         hide = f"kind NOT IN ({quoted(BOOKKEEPING_KINDS)})"
-        before = _rows(
+        before = records(
             conn,
             f"SELECT {_COLS} FROM events WHERE (physical_ns, logical) < (?, ?) AND {hide} "
             f"ORDER BY physical_ns DESC, logical DESC LIMIT {around}",
             [p, lo],
         )
-        after = _rows(
+        after = records(
             conn,
             f"SELECT {_COLS} FROM events WHERE (physical_ns, logical) > (?, ?) AND {hide} "
             f"ORDER BY physical_ns, logical LIMIT {around}",
@@ -366,9 +312,9 @@ def context(ws: Workspace, event_id: str, *, around: int = 5) -> dict[str, Any]:
     finally:
         conn.close()
     return {
-        "event": _shown(scr, hit)[0],
-        "before": _shown(scr, before[::-1]),
-        "after": _shown(scr, after),
+        "event": as_shown(hit)[0],
+        "before": as_shown(before[::-1]),
+        "after": as_shown(after),
     }
 
 
@@ -381,7 +327,7 @@ def live_batch(
     """Events stored after ``after`` (all of them, oldest first, at most ``limit``) and the
     new cursor; with no cursor, none: the tail starts now."""
     scr = screen(ws)
-    conn = _connect(ws, scr)
+    conn = connect(ws, scr)
     try:
         if after is None:
             row = conn.execute(
@@ -390,7 +336,7 @@ def live_batch(
             ).fetchone()
             return [], Hlc(int(row[0]), int(row[1])) if row else Hlc(0, 0)
         where, args = where_of(f, None)
-        rows = _rows(
+        rows = records(
             conn,
             f"SELECT {_COLS}, ({where}) AS wanted FROM events WHERE (physical_ns, logical) > "
             f"(?, ?) ORDER BY physical_ns, logical LIMIT {limit}",
@@ -402,7 +348,7 @@ def live_batch(
         return [], after
     cursor = Hlc(int(rows[-1]["physical_ns"]), int(rows[-1]["logical"]))
     matching = [r for r in rows if r["wanted"]]
-    return _shown(scr, matching), cursor
+    return as_shown(matching), cursor
 
 
 # -- SQL -------------------------------------------------------------------------------------
@@ -490,6 +436,23 @@ def workflows(ws: Workspace) -> dict[str, Any]:
     return {"columns": columns, "runs": scr.value([list(r) for r in _jsonable(rows)])}
 
 
+def override(ws: Workspace, run: str, reason: str, *, confirmed: bool) -> dict[str, Any]:
+    """Complete a held run despite its blocking checks, as ``nerve workflow override`` does
+    (the same ``workflow.override`` record; ``tty`` says it was confirmed on this page)."""
+    from nerve.flow import client
+
+    if not run:
+        raise UsageError("choose the held run to override", field="run")
+    if not reason.strip():
+        raise UsageError("an override needs a reason", field="reason")
+    if not confirmed:
+        raise UsageError("tick the confirmation to override the gate", field="confirm")
+    return client.override_confirmed(ws, run, reason.strip(), where=OVERRIDE_WHERE)
+
+
+OVERRIDE_WHERE = "nerve ui (confirmed on its page)"
+
+
 def _jsonable(rows: list[Any]) -> list[Any]:
     from nerve.canonical import jsonable
 
@@ -544,7 +507,7 @@ def redactions(ws: Workspace) -> list[dict[str, Any]]:
 
     from nerve.privacy.scan import MARKER
 
-    conn = _connect(ws, screen(ws))
+    conn = connect(ws, screen(ws))
     try:
         rows = conn.execute(
             f"SELECT CAST(data->'{MARKER}' AS VARCHAR) FROM events "
@@ -594,7 +557,29 @@ def health(ws: Workspace, *, verify: bool = False) -> dict[str, Any]:
         },
         "tail_rows": int(snap.tail.num_rows),
         "disk": _disk_per_day(snap),
+        **_fleet_health(ws),
     }
+
+
+def _fleet_health(ws: Workspace) -> dict[str, Any]:
+    """Each fleet host's last ship, lag and last verify (none without a fleet); a fleet that
+    cannot be read is said on the page, the rest of it still shown."""
+    from nerve.errors import NerveError
+    from nerve.tail import format_times
+
+    if not fleet.configured(ws):
+        return {"fleet": None}
+    try:
+        rows = fleet.health(ws)
+    except (NerveError, OSError) as exc:
+        return {"fleet": [], "fleet_error": f"the fleet cannot be read: {exc}"}
+    for row in rows:
+        shipped = row.get("last_ship_ns")
+        row["last_ship"] = format_times([int(shipped)])[0] if shipped else None
+        checked = row.get("verify") or {}
+        if checked.get("time_ns"):
+            checked["at"] = format_times([int(checked["time_ns"])])[0]
+    return {"fleet": rows}
 
 
 def _disk_per_day(snap: Any) -> list[dict[str, Any]]:

@@ -74,6 +74,7 @@ class Filters:
     subject: str = ""
     trust: str = ""
     everything: bool = False  # bookkeeping kinds too
+    host: str = ""  # in a fleet: that host's shipped events ("": this host's log)
 
 
 def where_of(f: Filters, win: Window | None) -> tuple[str, list[Any]]:
@@ -99,11 +100,11 @@ def where_of(f: Filters, win: Window | None) -> tuple[str, list[Any]]:
     if f.trust:
         parts.append("lower(trust_name) = lower(?)")
         args.append(f.trust)
-    if f.text:
-        parts.append("(line ILIKE ? OR TRY(decode(payload)) ILIKE ?)")  # the JSON's text, unparsed
-        like = "%" + f.text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-        args += [like, like]
-        parts[-1] = parts[-1].replace("ILIKE ?", "ILIKE ? ESCAPE '\\'")
+    if f.text:  # the text as given, any case; the payload's JSON text, unparsed
+        needle = "lower(?::VARCHAR)"
+        parts.append(f"(contains(lower(line), {needle}) OR "
+                     f"contains(lower(TRY(decode(payload))), {needle}))")  # fmt: skip
+        args += [f.text] * 2
     return " AND ".join(parts), args
 
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import socket
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -53,6 +55,7 @@ def serve(
                 await anyio.sleep(0.05)
             if runner.started and ready is not None:
                 ready(f"http://{name}:{bound}/login?token={secret}")
+            threading.Thread(target=_warm, args=(ws,), daemon=True).start()
 
     def stop(signum: int, frame: Any) -> None:
         raise _Stopped
@@ -66,6 +69,18 @@ def serve(
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+def _warm(ws: Workspace) -> None:
+    """Summarise today's segments while the login URL is being opened: the first page of a
+    large log then need not wait for it (the caches are the pages' own)."""
+    import duckdb
+
+    from nerve.errors import NerveError
+    from nerve.ui import data
+
+    with contextlib.suppress(NerveError, OSError, duckdb.Error):  # the page will say it
+        data.timeline(ws, data.window(None, None))
 
 
 def free_port() -> int:

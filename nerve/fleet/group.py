@@ -1,0 +1,225 @@
+"""Group commits: ships under way at once register together, in one Iceberg commit.
+
+A ship that only adds files and cannot commit at once (it lost a race, or another thread
+of its process is committing) writes its request (the files' Iceberg entries and its
+signed registration) to ``<files>/<ns>/<table>/requests/<host>.json``. Every commit takes
+the open requests it finds along with its own, so a stampede of ships lands in a few
+commits instead of one per host, and a ship whose request another committed is done
+without a commit of its own.
+
+A request names the registration the table held for its host when it was made (its
+``base``); it is committed only while the table still holds that one, so a request never
+registers a file twice, nor lands after a newer ship of its host. The registration is the
+host's own signature: a committer carries it, it cannot make one. A ship that drops files
+(compaction, erasure) commits alone, as it must find the entries it removes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from nerve.fleet.warehouse import (
+    REGISTRATION_PREFIX,
+    FleetError,
+    Warehouse,
+    prepare_transaction,
+    property_head,
+    registration_value,
+)
+
+__all__ = ["MAX_BATCH", "Request", "commit_group", "data_file_of", "request_entry"]
+
+MAX_BATCH = 64  # requests per commit at most: a commit's manifest stays small
+
+
+@dataclass(frozen=True)
+class Request:
+    host: str
+    base: str | None  # the registration text the table held for the host, or None
+    registration: str  # the new signed registration's text
+    conflicts: int  # races the requesting ship had lost when it wrote this
+    files: list[dict[str, Any]]  # request_entry() of each file to add
+
+    def to_bytes(self) -> bytes:
+        body = {
+            "host": self.host,
+            "base": self.base,
+            "registration": self.registration,
+            "conflicts": self.conflicts,
+            "files": self.files,
+        }
+        return json.dumps(body, sort_keys=True).encode()
+
+    @classmethod
+    def parse(cls, data: bytes) -> Request | None:
+        try:
+            obj = json.loads(data)
+            return cls(
+                str(obj["host"]),
+                None if obj["base"] is None else str(obj["base"]),
+                str(obj["registration"]),
+                int(obj["conflicts"]),
+                list(obj["files"]),
+            )
+        except (ValueError, KeyError, TypeError):
+            return None  # a torn or foreign object: not a request, skipped
+
+
+def request_uri(wh: Warehouse, host: str) -> str:
+    return f"{wh.files_root}/requests/{host}.json"
+
+
+def request_entry(uri: str, size: int, stats: dict[str, Any]) -> dict[str, Any]:
+    """A file's Iceberg entry as JSON: path, size, and pyiceberg's serialized statistics
+    (maps keyed by field id; bounds as hex)."""
+    entry: dict[str, Any] = {"path": uri, "size": size}
+    for key, value in stats.items():
+        if isinstance(value, dict):
+            entry[key] = {str(k): v.hex() if isinstance(v, bytes) else v for k, v in value.items()}
+        else:
+            entry[key] = value
+    return entry
+
+
+def data_file_of(metadata: Any, entry: dict[str, Any]) -> Any:
+    """The ``DataFile`` a request entry describes (an unpartitioned table's)."""
+    from pyiceberg.manifest import DataFile, DataFileContent, FileFormat
+    from pyiceberg.typedef import Record
+
+    def ints(name: str) -> dict[int, int]:
+        return {int(k): int(v) for k, v in entry[name].items()}
+
+    def raw(name: str) -> dict[int, bytes]:
+        return {int(k): bytes.fromhex(v) for k, v in entry[name].items()}
+
+    return DataFile.from_args(
+        content=DataFileContent.DATA,
+        file_path=entry["path"],
+        file_format=FileFormat.PARQUET,
+        partition=Record(),
+        file_size_in_bytes=int(entry["size"]),
+        sort_order_id=None,
+        spec_id=metadata.default_spec_id,
+        equality_ids=None,
+        key_metadata=None,
+        record_count=int(entry["record_count"]),
+        column_sizes=ints("column_sizes"),
+        value_counts=ints("value_counts"),
+        null_value_counts=ints("null_value_counts"),
+        nan_value_counts=ints("nan_value_counts"),
+        lower_bounds=raw("lower_bounds"),
+        upper_bounds=raw("upper_bounds"),
+        split_offsets=[int(x) for x in entry["split_offsets"] or []],
+    )
+
+
+def groupable(wh: Warehouse) -> bool:
+    return bool(wh.table.metadata.spec().is_unpartitioned())
+
+
+def current(wh: Warehouse, host: str) -> str | None:
+    """The registration text the table holds for ``host`` in its properties, or None."""
+    value = wh.table.metadata.properties.get(REGISTRATION_PREFIX + host)
+    return None if value is None else value.split(" ", 1)[0]
+
+
+def open_requests(wh: Warehouse, mine: Request) -> list[Request]:
+    """Other hosts' requests the table can take now: readable, signed by the key the table
+    knows for the host (or by any, for a host not yet registered), and based on the
+    registration the table holds."""
+    from pyarrow import fs as pafs
+
+    filesystem, path = wh.fs_path(f"{wh.files_root}/requests")
+    try:
+        entries = filesystem.get_file_info(pafs.FileSelector(path, allow_not_found=True))
+    except OSError:
+        return []  # others' requests are a bonus: this ship commits its own regardless
+    found = []
+    for entry in entries:
+        host = entry.base_name.removesuffix(".json")
+        if host == mine.host or not entry.base_name.endswith(".json"):
+            continue
+        try:
+            data = wh.read(request_uri(wh, host))
+        except FleetError:
+            continue  # withdrawn meanwhile, or unreadable: not taken
+        request = Request.parse(data) if data else None
+        if request is not None and request.host == host and _takeable(wh, request):
+            found.append(request)
+        if len(found) >= MAX_BATCH - 1:
+            break
+    return found
+
+
+def _takeable(wh: Warehouse, request: Request) -> bool:
+    if current(wh, request.host) != request.base:
+        return False  # committed already, or its host moved on: not this request's turn
+    new = property_head(request.host, request.registration)
+    if new is None or not new.verifies():
+        return False
+    known = wh.table_head(request.host)
+    return known is None or known.key == new.key
+
+
+_TURNS: dict[str, threading.Lock] = {}
+_TURNS_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def turn(wh: Warehouse, before_waiting: Callable[[], None]) -> Iterator[bool]:
+    """One committing thread per table in this process (a process shipping for many
+    workspaces is one committer for them all): the others call ``before_waiting`` (which
+    writes their request), wait, then find their request taken by the next commit.
+    Yields whether it waited (the table must then be reloaded)."""
+    with _TURNS_LOCK:
+        lock = _TURNS.setdefault(f"{wh.resolved.catalog}\n{wh.resolved.table}", threading.Lock())
+    waited = not lock.acquire(blocking=False)
+    if waited:
+        before_waiting()
+        lock.acquire()
+    try:
+        yield waited
+    finally:
+        lock.release()
+
+
+def commit_group(wh: Warehouse, mine: Request, lost: int, snapshot_props: dict[str, str]) -> int:
+    """One commit of ``mine`` and the open requests found beside it; returns how many
+    hosts it registered. Raises what the catalog raises when the race is lost, and a
+    lost race too when the table no longer holds the registration ``mine`` is based on
+    (the caller reloads and works out its change again)."""
+    from pyiceberg.exceptions import CommitFailedException
+
+    if current(wh, mine.host) != mine.base:
+        raise CommitFailedException(f"host {mine.host!r}: registered meanwhile by another ship")
+    batch = [mine, *open_requests(wh, mine)]
+    now_ms = time.time_ns() // 1_000_000
+    with wh.transaction() as tx:
+        prepare_transaction(tx)
+        metadata = tx.table_metadata
+        files = [data_file_of(metadata, e) for r in batch for e in r.files]
+        props = {
+            REGISTRATION_PREFIX + r.host: registration_value(
+                r.registration, now_ms, lost if r is mine else r.conflicts
+            )
+            for r in batch
+        }
+        tx.set_properties(**props)
+        summary = {**snapshot_props, "nerve.ship.hosts": str(len(batch))}
+        with tx.update_snapshot(snapshot_properties=summary).fast_append() as change:
+            for data_file in files:
+                change.append_data_file(data_file)
+    return len(batch)
+
+
+def withdraw(wh: Warehouse, host: str) -> None:
+    """Remove the host's request (its ship is committed); a failure leaves a request whose
+    base no longer matches, which no committer takes."""
+    with contextlib.suppress(FleetError):
+        wh.delete(request_uri(wh, host))

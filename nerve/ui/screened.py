@@ -1,0 +1,312 @@
+"""The stored rows as the privacy rules let them leave, for every page of ``nerve ui``.
+
+A page searches, counts and shows the same rows: a row a drop rule withholds is not there,
+a row a redaction changes is there with its redacted line and payload. So a search runs over
+the redacted text only, and cannot tell that a hidden secret matched.
+
+Most rows are left as they are by the rules. They are found in DuckDB, a column at a time:
+only a row whose text holds what some detector's match must hold (:data:`MAY_MATCH`, a
+superset of :func:`~nerve.privacy.detectors.candidates`), or one a regex or drop rule
+applies to, is screened in Python. What that changes is the *overlay*: the stamps of the
+rows it replaces and their screened rows. A sealed segment never changes (an erasure writes
+a new file under a new name), so its overlay is kept per segment name and rules; the
+unsealed tail's grows with it. :func:`source` is the SQL the ``events`` view reads.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import duckdb
+import pyarrow as pa
+
+from nerve.log.codec import EMPTY
+from nerve.ui import duck
+
+if TYPE_CHECKING:
+    from nerve.mcp.guard import Screen
+
+__all__ = [
+    "MAY_MATCH",
+    "PAYLOAD_TEXT",
+    "Overlay",
+    "fingerprint",
+    "overlay",
+    "register",
+    "segment",
+    "source",
+]
+
+# Whether a row's line or payload text may hold a built-in detector's match, in one RE2 pass
+# each: what every match of a detector must hold (a token's prefix, the keyword of an
+# assignment or a secret-named key, 13 digits of a card), or non-ASCII text (lower-casing
+# may differ there), or an escape (which may hide any of them).
+_MAY = (
+    "PRIVATE KEY|glpat-|xox|sk-|A(?:KIA|SIA|BIA|CCA|3T)|eyJ|gh[pousr]_|github_pat_|://|\\\\"
+    "|[Ss][Ee][Cc][Rr][Ee][Tt]|[Pp][Aa][Ss][Ss]|[Tt][Oo][Kk][Ee][Nn]|[Kk][Ee][Yy]"
+)
+_CARD = "[0-9](?:[ -]?[0-9]){12}"
+MAY_MATCH = " OR ".join(
+    f"regexp_matches({c}, '{_MAY}') OR regexp_matches({c}, '{_CARD}') OR strlen({c}) != length({c})"
+    for c in ("line", "t")
+)
+PAYLOAD_TEXT = "coalesce(TRY(decode(payload)), '')"
+_MAX_SEGMENTS = 4096
+
+
+@dataclass(frozen=True)
+class Overlay:
+    """Rows the rules change: ``hidden`` (their stamps) are read from ``rows`` instead
+    (withheld ones left out); every row at a hidden stamp is in ``rows``."""
+
+    hidden: pa.Table  # physical_ns, logical
+    rows: pa.Table  # the stored columns, line and payload screened
+
+    @property
+    def empty(self) -> bool:
+        return bool(self.hidden.num_rows == 0)
+
+
+_STAMPS = pa.schema([("physical_ns", pa.int64()), ("logical", pa.int64())])
+NOTHING = Overlay(_STAMPS.empty_table(), EMPTY)
+
+
+class _Cache:
+    """Overlays of sealed segments by (name, rules); the tail's as far as it was read."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.segments: OrderedDict[tuple[str, str], Overlay] = OrderedDict()
+        self.tail: dict[str, tuple[bytes, int, Overlay]] = {}
+
+
+_CACHE = _Cache()
+
+
+def fingerprint(scr: Screen) -> str:
+    """The rules a screen applies, as a key: an overlay holds for these rules only."""
+    text = scr.policy.config.model_dump_json()
+    return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
+
+
+def overlay(
+    files: list[tuple[str, str]], tail: pa.Table, scr: Screen, *, whole: bool = False
+) -> Overlay:
+    """What the rules change in these segments (name, path) and tail rows, sealed segments'
+    from the cache; ``whole``: these are all the log's segments, and the cache forgets the
+    others (compacted, or rewritten by an erasure: their text must not outlive them)."""
+    rules = fingerprint(scr)
+    parts = [_segment(name, path, scr, rules) for name, path in files]
+    parts.append(_tail(tail, scr, rules))
+    if whole:
+        live = {name for name, _ in files}
+        with _CACHE.lock:
+            for key in [k for k in _CACHE.segments if k[0] not in live]:
+                del _CACHE.segments[key]
+    found = [p for p in parts if not p.empty]
+    if not found:
+        return NOTHING
+    return Overlay(
+        pa.concat_tables([p.hidden for p in found]),
+        pa.concat_tables([p.rows for p in found], promote_options="permissive"),
+    )
+
+
+def source(raw: str, over: Overlay) -> str:
+    """SQL naming the rows as they may leave, over ``raw`` (the stored rows' SQL); the
+    overlay must be registered as ``_hidden`` and ``_screened``."""
+    if over.empty:
+        return raw
+    kept = f"SELECT r.* FROM {raw} r ANTI JOIN _hidden h USING (physical_ns, logical)"
+    return f"({kept} UNION ALL BY NAME SELECT * FROM _screened)"
+
+
+def register(conn: duckdb.DuckDBPyConnection, over: Overlay) -> None:
+    if not over.empty:
+        conn.register("_hidden", over.hidden)
+        conn.register("_screened", over.rows)
+
+
+def segment(name: str, path: str, scr: Screen) -> Overlay:
+    """One sealed segment's overlay (kept while the segment is in the snapshots read)."""
+    return _segment(name, path, scr, fingerprint(scr))
+
+
+def _segment(name: str, path: str, scr: Screen, rules: str) -> Overlay:
+    key = (name, rules)
+    with _CACHE.lock:
+        found = _CACHE.segments.get(key)
+        if found is not None:
+            _CACHE.segments.move_to_end(key)
+            return found
+    made = _screen(duck.parquet([path]), None, scr)
+    with _CACHE.lock:
+        _CACHE.segments[key] = made
+        while len(_CACHE.segments) > _MAX_SEGMENTS:
+            _CACHE.segments.popitem(last=False)
+    return made
+
+
+def _tail(tail: pa.Table, scr: Screen, rules: str) -> Overlay:
+    """The tail's overlay: rows appended since the last read are screened, the rest kept
+    while the tail starts with the same event (it only grows until it is sealed)."""
+    if tail.num_rows == 0:
+        return NOTHING
+    first = bytes(tail.column("id")[0].as_py())
+    with _CACHE.lock:
+        known = _CACHE.tail.get(rules)
+    done, before = 0, NOTHING
+    if known is not None and known[0] == first and known[1] <= tail.num_rows:
+        done, before = known[1], known[2]
+    if done < tail.num_rows:
+        fresh = _screen_here(tail.slice(done), scr)
+        before = _joined(before, fresh)
+        with _CACHE.lock:
+            _CACHE.tail = {rules: (first, tail.num_rows, before)}
+    return before
+
+
+def _joined(a: Overlay, b: Overlay) -> Overlay:
+    if a.empty or b.empty:
+        return b if a.empty else a
+    rows = pa.concat_tables([a.rows, b.rows], promote_options="permissive")
+    return Overlay(pa.concat_tables([a.hidden, b.hidden]), rows)
+
+
+def _screen_here(rows: pa.Table, scr: Screen) -> Overlay:
+    """A few rows (the tail's new ones) screened in Python, each with capture's own quick
+    test first: most rows need no more than a few substring tests."""
+    names = ("physical_ns", "logical", "source", "kind", "subject", "line", "payload")
+    changed: list[tuple[int, int]] = []
+    for p, lg, source, kind, subject, line, payload in zip(
+        *(rows.column(n).to_pylist() for n in names), strict=True
+    ):
+        if line is None:
+            continue
+        plan = scr.policy.plan(int(source), kind, subject)
+        raw = bytes(payload or b"")
+        if not plan.drops and plan.redactor.untouched(line, raw):
+            continue
+        if _changes(scr, source, kind, subject, line, raw):
+            changed.append((int(p), int(lg)))
+    if not changed:
+        return NOTHING
+    at = set(changed)
+    keep = [
+        (int(p), int(lg)) in at
+        for p, lg in zip(rows.column("physical_ns").to_pylist(), rows.column("logical").to_pylist(),
+                         strict=True)
+    ]  # fmt: skip
+    stamps = pa.table(
+        {"physical_ns": [p for p, _ in changed], "logical": [lg for _, lg in changed]},
+        schema=_STAMPS,
+    )
+    return Overlay(stamps, _screened(scr, _with_cids(rows.filter(pa.array(keep)))))
+
+
+def _with_cids(rows: pa.Table) -> pa.Table:
+    """``payload_cid`` filled in from the stored payload (before it is redacted)."""
+    import pyarrow.compute as pc
+
+    from nerve.log.codec import hash_each
+
+    payloads = rows.column("payload").combine_chunks()
+    buffer = pa.py_buffer(hash_each(payloads))
+    cids = pa.FixedSizeBinaryArray.from_buffers(pa.binary(32), len(payloads), [None, buffer])
+    stored = rows.column("payload_cid").combine_chunks()
+    kind = rows.schema.field("payload_cid").type
+    filled = pc.if_else(pc.is_null(stored), cids.cast(kind), stored)
+    return rows.set_column(rows.schema.get_field_index("payload_cid"), "payload_cid", filled)
+
+
+def _screen(table_sql: str, table: pa.Table | None, scr: Screen) -> Overlay:
+    """Screen the rows that may change in Python: their stamps, and every row at them."""
+    conn = duck.cursor()
+    try:
+        if table is not None:
+            conn.register("_rows", table)
+        keys = conn.execute(f"SELECT DISTINCT source::BIGINT, kind, subject FROM {table_sql}")
+        modes = _modes(scr, keys.fetchall())
+        if not any(modes.column("mode").to_pylist()):
+            return NOTHING
+        conn.register("_modes", modes)
+        conn.execute(
+            "CREATE TEMP TABLE c AS SELECT physical_ns, logical, source, kind, subject, line, "
+            "payload FROM (SELECT * REPLACE (logical::BIGINT AS logical, source::BIGINT AS "
+            f"source), {PAYLOAD_TEXT} AS t FROM {table_sql}) JOIN _modes USING (source, kind, "
+            f"subject) WHERE line IS NOT NULL AND (mode = {_ALL} OR (mode = {_SOME} AND "
+            f"({MAY_MATCH})))"
+        )
+        changed = [
+            (p, lg)
+            for p, lg, *row in conn.execute("SELECT * FROM c").fetchall()
+            if _changes(scr, *row)
+        ]
+        if not changed:
+            return NOTHING
+        hidden = pa.table(
+            {"physical_ns": [p for p, _ in changed], "logical": [lg for _, lg in changed]},
+            schema=_STAMPS,
+        )
+        conn.register("_h", hidden)
+        rows = conn.sql(
+            f"SELECT s.* REPLACE (coalesce(s.payload_cid, nerve_blake3(s.payload)) AS payload_cid) "
+            f"FROM {table_sql} s SEMI JOIN _h USING (physical_ns, logical)"
+        ).to_arrow_table()
+    finally:
+        conn.close()
+    return Overlay(hidden, _screened(scr, rows))
+
+
+_SOME, _ALL = 1, 2
+
+
+def _modes(scr: Screen, keys: Sequence[tuple[Any, ...]]) -> pa.Table:
+    """Per (source, kind, subject): whether every row is screened (``_ALL``: a drop or regex
+    rule applies), only rows with a possible detector match (``_SOME``), or none (0)."""
+    modes = []
+    for source, kind, subject in keys:
+        plan = scr.policy.plan(int(source), str(kind), str(subject))
+        modes.append(_ALL if plan.drops or plan.redactor.rules else _SOME if plan.redactor else 0)
+    return pa.table({
+        "source": pa.array([int(k[0]) for k in keys], pa.int64()),
+        "kind": pa.array([str(k[1]) for k in keys], pa.string()),
+        "subject": pa.array([str(k[2]) for k in keys], pa.string()),
+        "mode": pa.array(modes, pa.int8()),
+    })  # fmt: skip
+
+
+def _changes(scr: Screen, source: int, kind: str, subject: str, line: str, payload: Any) -> bool:
+    raw = bytes(payload or b"")
+    verdict = scr.policy.plan(int(source), kind, subject).verdict(line, raw)
+    return verdict.dropped_by is not None or bool(verdict.fired)
+
+
+def _screened(scr: Screen, rows: pa.Table) -> pa.Table:
+    """``rows`` with the rules applied: withheld ones out, the others' text redacted."""
+    keep: list[bool] = []
+    lines: list[str | None] = []
+    payloads: list[bytes | None] = []
+    names = ("source", "kind", "subject", "line", "payload")
+    for source, kind, subject, line, payload in zip(
+        *(rows.column(n).to_pylist() for n in names), strict=True
+    ):
+        if line is None:  # erased: no text is stored
+            keep.append(True)
+            lines.append(None)
+            payloads.append(payload)
+            continue
+        verdict = scr.policy.plan(int(source), kind, subject).verdict(line, payload or b"")
+        keep.append(verdict.dropped_by is None)
+        if verdict.dropped_by is None:
+            lines.append(verdict.line)
+            payloads.append(verdict.payload if payload is not None else None)
+    kept = rows.filter(pa.array(keep, pa.bool_()))
+    at = kept.schema.get_field_index
+    kept = kept.set_column(at("line"), "line", pa.array(lines, pa.string()))
+    return kept.set_column(at("payload"), "payload", pa.array(payloads, pa.binary()))
