@@ -118,6 +118,11 @@ def _jcs_key(key: object) -> str:
     raise TypeError(f"keys must be str, int, float, bool or None, not {type(key).__name__}")
 
 
+def jcs_number(value: float) -> str:
+    """A float as RFC 8785 writes it (ECMAScript's shortest number text)."""
+    return _jcs_number(value)
+
+
 def _jcs_number(value: float) -> str:
     """ECMAScript's number text. Where Python writes a float without an exponent
     (1e-4 <= |x| < 1e16) both use the same shortest digits and fixed notation, differing

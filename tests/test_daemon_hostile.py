@@ -228,12 +228,12 @@ def test_hostile_config_edits_are_rejected_and_later_edits_still_apply(daemon: D
 # its end: with the parse on the loop, nothing would answer until the gate opened.
 HELD_PARSE = """
 import pathlib, sys, time
-from nerve.runtime import daemon, kernel
+from nerve.runtime import daemon, reload
 from nerve.workspace import WorkspaceDir
 
 root = pathlib.Path(sys.argv[1])
 gate = root / "gate"
-real = kernel.load_config
+real = reload.load_config
 
 def held(path):
     (gate / "parsing").touch()
@@ -245,7 +245,7 @@ def held(path):
     finally:
         (gate / "parsed").touch()
 
-kernel.load_config = held
+reload.load_config = held
 daemon.run_foreground(WorkspaceDir.at(root), echo=sys.stderr)
 """
 

@@ -14,6 +14,7 @@ import os
 import shutil
 from typing import Any
 
+from nerve.attention.host import Records
 from nerve.attention.settings import NotifySettings
 
 TIMEOUT_S = 10.0
@@ -71,7 +72,7 @@ async def _run(argv: list[str], env: dict[str, str]) -> str | None:
     return None
 
 
-async def deliver(kernel: Any, settings: NotifySettings, payload: dict[str, Any]) -> None:
+async def deliver(kernel: Records, settings: NotifySettings, payload: dict[str, Any]) -> None:
     env = {**os.environ, "NERVE_DECISION": json.dumps(payload, sort_keys=True)}
     for name, argv in channels(settings, payload):
         error = await _run(argv, env)

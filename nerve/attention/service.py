@@ -26,6 +26,7 @@ from typing import Any
 
 from nerve.attention.detector import Highlight
 from nerve.attention.gate import Decision, UserContext
+from nerve.attention.host import AttentionHost
 from nerve.attention.kinds import DECISION, HIGHLIGHT, LINK, SNAPSHOT
 from nerve.attention.pipeline import BATCH_MIN, Attention
 from nerve.attention.settings import AttentionSettings, ContextTracker
@@ -33,6 +34,7 @@ from nerve.attention.values import readings_of
 from nerve.canonical import det_cbor_decode
 from nerve.chain import ChainWriter, Keyring
 from nerve.clock import HLC_ZERO, Hlc
+from nerve.contract import WorkflowTrigger
 from nerve.errors import ChainError, NerveError, report
 from nerve.events import NERVE_SOURCE, SourceClass, Trust
 from nerve.log.drafts import Draft
@@ -456,7 +458,7 @@ class AttentionService:
         self._since_snapshot = 0
         self._held: list[Draft] = []  # chained drafts a failed append could not store yet
 
-    async def start(self, kernel: Any) -> None:
+    async def start(self, kernel: AttentionHost) -> None:
         settings = kernel.config.attention
         if not settings.enabled:
             return
@@ -491,7 +493,7 @@ class AttentionService:
             await asyncio.sleep(self.settings.chain.checkpoint_interval / 1000)
             self._queue.put_nowait(None)
 
-    async def _run(self, kernel: Any) -> None:
+    async def _run(self, kernel: AttentionHost) -> None:
         assert self.att is not None
         while True:
             rows = await self._queue.get()
@@ -505,7 +507,7 @@ class AttentionService:
             await self._flush(kernel, snapshot=due)
             await self._deliver(kernel, self.att.decisions[done:])
 
-    async def _flush(self, kernel: Any, *, snapshot: bool) -> None:
+    async def _flush(self, kernel: AttentionHost, *, snapshot: bool) -> None:
         """Append what the attender produced. Links are already chained in memory, so a
         failed append keeps them, in order, for the next flush (they are retried before
         anything newer), and the failure is reported once on stderr."""
@@ -525,7 +527,7 @@ class AttentionService:
             return
         self._held = []
 
-    async def _deliver(self, kernel: Any, decisions: list[dict[str, Any]]) -> None:
+    async def _deliver(self, kernel: AttentionHost, decisions: list[dict[str, Any]]) -> None:
         from nerve.attention.notify import deliver
 
         for payload in decisions:
@@ -537,17 +539,32 @@ class AttentionService:
         """The socket requests attention answers (``nerve.runtime.control``)."""
         return {"rotate-key": self._rotate_key_request}
 
-    async def _rotate_key_request(self, kernel: Any, request: dict[str, Any]) -> dict[str, Any]:
+    async def _rotate_key_request(
+        self, kernel: AttentionHost, request: dict[str, Any]
+    ) -> dict[str, Any]:
         return {"ok": True, "epoch": await self.rotate_key(kernel)}
 
-    async def rotate_key(self, kernel: Any) -> int:
+    async def rotate_key(self, kernel: AttentionHost) -> int:
         if self.att is None:
             raise ChainError("attention is disabled in nerve.yaml")
         epoch = self.att.rotate_key()
         await self._flush(kernel, snapshot=False)
         return epoch
 
-    async def stop(self, kernel: Any) -> None:
+    async def on_config(self, kernel: AttentionHost, reason: str) -> None:
+        """Attention's settings are read at start; a reload changes nothing here."""
+
+    async def on_workflow_requested(
+        self, kernel: AttentionHost, trigger: WorkflowTrigger, sense: str
+    ) -> None:
+        """Attention runs no workflows."""
+
+    async def request_run(
+        self, kernel: AttentionHost, trigger: WorkflowTrigger, source: str
+    ) -> dict[str, Any] | None:
+        return None  # attention runs no workflows: another extension, or the kernel, records it
+
+    async def stop(self, kernel: AttentionHost) -> None:
         for task in self._tasks:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):

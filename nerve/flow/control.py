@@ -53,7 +53,7 @@ def handlers(engine: Engine) -> dict[str, Handler]:
 
 
 def _bound(fn: Callable[[Engine, Reply], Coroutine[Any, Any, Reply]], engine: Engine) -> Handler:
-    async def answer(kernel: Any, request: Reply) -> Reply:
+    async def answer(kernel: object, request: Reply) -> Reply:
         return await fn(engine, request)
 
     return answer

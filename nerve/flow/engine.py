@@ -22,7 +22,7 @@ import contextlib
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nerve.checks.catalog import catalog, check_dirs, lookup
 from nerve.checks.dispatch import Verdict
@@ -40,6 +40,9 @@ from nerve.flow.record import ERROR, REQUESTED, draft, new_run_id
 from nerve.log.drafts import Draft
 from nerve.resources import bundled
 
+if TYPE_CHECKING:
+    from nerve.runtime.extensions import Host
+
 _OPEN = "('queued', 'started', 'crashed', 'waiting')"
 
 
@@ -50,14 +53,20 @@ class WorkflowEngine:
         self.checks: dict[str, CheckManifest] = {}
         self.busy: set[str] = set()
         self._spawns: set[asyncio.Task[Any]] = set()
-        self.kernel: Any = None
+        self._host: Host | None = None
         self.root = Path(".")
         self.keys = Keys()  # dedupe keys and the runs that claimed them
 
+    @property
+    def kernel(self) -> Host:
+        if self._host is None:
+            raise RuntimeError("the workflow engine has not started")
+        return self._host
+
     # -- kernel hooks ------------------------------------------------------------------
 
-    async def start(self, kernel: Any) -> None:
-        self.kernel, self.root = kernel, kernel.ws.root
+    async def start(self, kernel: Host) -> None:
+        self._host, self.root = kernel, kernel.ws.root
         self.writes = WriteChecks(self.emit, self.root, kernel.log.node)
         kernel.committer.listeners.append(self.writes.listener())
         await self._load_checks()
@@ -71,21 +80,21 @@ class WorkflowEngine:
 
         return dict(handlers(self))
 
-    async def stop(self, kernel: Any) -> None:
+    async def stop(self, kernel: Host) -> None:
         for task in self._spawns:
             task.cancel()
         await asyncio.gather(*self._spawns, return_exceptions=True)
         await self.writes.close()
         await asyncio.gather(*(f.close() for f in self.flows.values()), return_exceptions=True)
 
-    async def on_config(self, kernel: Any, reason: str) -> None:
+    async def on_config(self, kernel: Host, reason: str) -> None:
         await self._load_checks()
         for name in sorted(set(self.flows) | set(kernel.config.workflows)):
             await self.flow(name).reconfigure()
         self._spawn_configured()
 
     async def on_workflow_requested(
-        self, kernel: Any, trigger: WorkflowTrigger, sense: str
+        self, kernel: Host, trigger: WorkflowTrigger, sense: str
     ) -> None:
         record = self._record(trigger, source="sense", sense=sense)
         if await self._deduped(trigger, record) is not None:
@@ -99,7 +108,7 @@ class WorkflowEngine:
             await submit
 
     async def request_run(
-        self, kernel: Any, trigger: WorkflowTrigger, source: str
+        self, kernel: Host, trigger: WorkflowTrigger, source: str
     ) -> dict[str, Any]:
         record = self._record(trigger, source=source, sense=None)
         deduped = await self._deduped(trigger, record)

@@ -53,10 +53,14 @@ class CaptureGate:
         self.catching_up: set[str] = set()
         self.withheld = 0
         self._timer: asyncio.Task[None] | None = None
+        self._pausing = False
 
     @property
     def paused(self) -> bool:
         return self.state.paused
+
+    def describe(self) -> str:
+        return self.state.describe()
 
     async def restore(self) -> None:
         """Read the newest pause record, before any sense is scheduled."""
@@ -77,8 +81,12 @@ class CaptureGate:
 
     async def pause(self, for_ms: int | None) -> PauseState:
         until = until_of(self.clock(), for_ms)
-        table = await self.kernel.committer.append([paused_draft(until, for_ms)])
-        self.state = PauseState(True, table.column("physical_ns")[0].as_py(), until)
+        self._pausing = True  # results taken while the record is written are withheld too
+        try:
+            table = await self.kernel.committer.append([paused_draft(until, for_ms)])
+            self.state = PauseState(True, table.column("physical_ns")[0].as_py(), until)
+        finally:
+            self._pausing = False
         self.catching_up.clear()
         report(f"capture {self.state.describe()}")
         self._arm()
@@ -114,7 +122,7 @@ class CaptureGate:
 
     def screen(self, sense: str, observations: list[Draft]) -> list[Draft]:
         """The observations of one result that may be stored; counts the rest."""
-        if self.paused or sense in self.catching_up:
+        if self.paused or self._pausing or sense in self.catching_up:
             self.catching_up.discard(sense)
             kept: list[Draft] = []
         elif (window := self.state.window) is not None:

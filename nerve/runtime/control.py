@@ -15,16 +15,15 @@ from typing import TYPE_CHECKING, Any, Protocol
 from nerve.clock import Hlc
 from nerve.contract import WorkflowTrigger
 from nerve.errors import NerveError, UsageError, WorkflowError
-from nerve.runtime.ipc import error_reply, refusal
+from nerve.runtime.ipc import IpcServer, error_reply, refusal
 from nerve.runtime.senses import sense_rows
+from nerve.runtime.writer import parse_drafts, parse_events
 
 if TYPE_CHECKING:
     from nerve.config.models import NerveConfig
-    from nerve.events import ErasedEvent, Event
-    from nerve.log.drafts import Draft
-    from nerve.log.store import EventLog
     from nerve.runtime.capture import CaptureGate
     from nerve.runtime.staging import Stages
+    from nerve.runtime.writer import Writer
 
 
 class Controlled(Protocol):
@@ -51,21 +50,8 @@ class Controlled(Protocol):
 
     def trigger_sense(self, sense: str) -> None: ...
 
-    def parse_drafts(self, objects: list[Any], first: int = 0) -> list[Draft]: ...
-
-    def parse_events(self, objects: list[Any], first: int = 0) -> list[Event | ErasedEvent]: ...
-
-    async def emit_drafts(
-        self, drafts: list[Draft], key: str | None = None
-    ) -> list[dict[str, Any]]: ...
-
-    async def import_parsed(
-        self, events: list[Event | ErasedEvent], key: str | None = None
-    ) -> int: ...
-
-    async def log_call(self, method: str, **kwargs: Any) -> Any: ...
-
-    async def with_log(self, work: Callable[[EventLog], Any]) -> Any: ...
+    @property
+    def writer(self) -> Writer: ...
 
     async def reload(self, reason: str = "edit") -> bool: ...
 
@@ -161,6 +147,29 @@ def _seed_sense(kernel: Controlled, name: str, live: dict[str, Any]) -> dict[str
 SEED_SOCKET = "nerve.sock"
 
 
+async def seed_listener(
+    root: Path,
+    socket_path: Path,
+    config: NerveConfig,
+    answer: Callable[[dict[str, Any]], Awaitable[dict[str, Any]]],
+) -> IpcServer | None:
+    """A second listener at the workspace root's ``nerve.sock``, where seed-era clients
+    connect (replies shaped by :func:`seed_reply`); skipped, with a warning, when something
+    else holds that path."""
+    from nerve.runtime import journal
+
+    path = root / SEED_SOCKET
+    if path.resolve() == socket_path.resolve():
+        return None
+    server = IpcServer(path, answer, max_bytes=config.daemon.max_request_bytes, reshape=seed_reply)
+    try:
+        await server.start()
+    except (NerveError, OSError) as exc:
+        journal.warn(f"no seed-compatible socket at {path}: {exc}")
+        return None
+    return server
+
+
 def seed_reply(reply: dict[str, Any]) -> dict[str, Any]:
     """A reply as seed 001's clients read it at the workspace root's ``nerve.sock``: the
     same, except that a refusal's ``error`` is one string (``"ErrorName: message"``) rather
@@ -196,18 +205,18 @@ async def _trigger_workflow(kernel: Controlled, request: dict[str, Any]) -> dict
 
 @handles("emit")
 async def _emit(kernel: Controlled, request: dict[str, Any]) -> dict[str, Any]:
-    drafts = _batch(kernel, request, kernel.parse_drafts)
+    drafts = _batch(kernel, request, parse_drafts)
     if drafts is None:
         return {"ok": True, "staged": kernel.stages.count(request["stage"])}
-    return {"ok": True, "events": await kernel.emit_drafts(drafts, _key_field(request))}
+    return {"ok": True, "events": await kernel.writer.emit_drafts(drafts, _key_field(request))}
 
 
 @handles("import")
 async def _import(kernel: Controlled, request: dict[str, Any]) -> dict[str, Any]:
-    events = _batch(kernel, request, kernel.parse_events)
+    events = _batch(kernel, request, parse_events)
     if events is None:
         return {"ok": True, "staged": kernel.stages.count(request["stage"])}
-    return {"ok": True, "imported": await kernel.import_parsed(events, _key_field(request))}
+    return {"ok": True, "imported": await kernel.writer.import_parsed(events, _key_field(request))}
 
 
 def _batch(
@@ -245,13 +254,13 @@ async def _resume(kernel: Controlled, request: dict[str, Any]) -> dict[str, Any]
 
 @handles("seal")
 async def _seal(kernel: Controlled, request: dict[str, Any]) -> dict[str, Any]:
-    info = await kernel.log_call("seal")
+    info = await kernel.writer.log_call("seal")
     return {"ok": True, "sealed": info.to_json() if info else None}
 
 
 @handles("compact")
 async def _compact(kernel: Controlled, request: dict[str, Any]) -> dict[str, Any]:
-    result = await kernel.log_call(
+    result = await kernel.writer.log_call(
         "compact", target_rows=_int_field(request, "target_rows", 1_000_000)
     )
     return {"ok": True, "merged": result.merged, "written": result.written, "rows": result.rows}
@@ -263,7 +272,7 @@ async def _forget(kernel: Controlled, request: dict[str, Any]) -> dict[str, Any]
 
     wanted = Request.from_json(request)
     retention = kernel.config.log.retention
-    result = await kernel.with_log(lambda log: apply(log, wanted, retention))
+    result = await kernel.writer.with_log(lambda log: apply(log, wanted, retention))
     return {"ok": True, "result": result.to_json()}
 
 
@@ -276,7 +285,9 @@ async def _archive(kernel: Controlled, request: dict[str, Any]) -> dict[str, Any
         raise UsageError("request field 'before' must be [physical_ns, logical]", field="before")
     folder = Path(_str_field(request, "to"))
     vacuum = request.get("vacuum") is True
-    result = await kernel.with_log(lambda log: apply(log, Hlc(*before), folder, vacuum=vacuum))
+    result = await kernel.writer.with_log(
+        lambda log: apply(log, Hlc(*before), folder, vacuum=vacuum)
+    )
     return {"ok": True, "result": result.to_json()}
 
 

@@ -1,18 +1,27 @@
 """Parts of the daemon that plug into the kernel: attention and the workflow engine.
 
-An extension is a plain object with ``async start(kernel)``, ``async stop(kernel)`` and
-``handlers()``, the socket requests it answers (added to the kernel's table at start: nothing
-registers by being imported). It may define ``async on_workflow_requested(kernel, trigger,
-sense)`` (a sense asked for a run) and ``async request_run(kernel, trigger, source) -> dict``
-(CLI / IPC asked for one). It listens to committed events through
-``kernel.committer.listeners`` and writes through ``kernel.committer.append`` /
-``kernel.record``, so it never opens the log itself.
+An extension is a plain object that fits :class:`Extension`: ``start``/``stop``, the socket
+requests it answers (``handlers()``, added to the kernel's table at start: nothing registers
+by being imported), and three hooks: ``on_config`` (a reload applied), ``on_workflow_requested``
+(a sense asked for a run) and ``request_run`` (CLI / IPC asked for one; ``None`` when the
+extension does not run workflows). It listens to committed events through
+``host.committer.listeners`` and writes through ``host.committer.append`` / ``host.record``,
+so it never opens the log itself.
 """
 
 from __future__ import annotations
 
 import importlib
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from nerve.config.models import NerveConfig
+    from nerve.contract import WorkflowTrigger
+    from nerve.log.store import EventLog
+    from nerve.runtime.committer import Committer
+    from nerve.workspace import WorkspaceDir
 
 BUILT_IN = (
     "nerve.attention.service:AttentionService",
@@ -20,17 +29,49 @@ BUILT_IN = (
 )
 
 
+class Host(Protocol):
+    """What an extension may use of the kernel."""
+
+    @property
+    def ws(self) -> WorkspaceDir: ...
+
+    @property
+    def config(self) -> NerveConfig: ...
+
+    @property
+    def committer(self) -> Committer: ...
+
+    @property
+    def log(self) -> EventLog: ...
+
+    def connect(self, *, projections: bool = True) -> Any: ...
+
+    async def record(self, kind: str, subject: str, line: str, payload: Any) -> pa.Table: ...
+
+    def on_decision(self, payload: dict[str, Any]) -> None: ...
+
+
 class Extension(Protocol):
-    async def start(self, kernel: Any) -> None: ...
+    async def start(self, host: Host) -> None: ...
 
     def handlers(self) -> dict[str, Any]:
         """Socket requests it answers: type -> ``async (kernel, request) -> reply``."""
         ...
 
-    async def stop(self, kernel: Any) -> None: ...
+    async def stop(self, host: Host) -> None: ...
+
+    async def on_config(self, host: Host, reason: str) -> None: ...
+
+    async def on_workflow_requested(
+        self, host: Host, trigger: WorkflowTrigger, sense: str
+    ) -> None: ...
+
+    async def request_run(
+        self, host: Host, trigger: WorkflowTrigger, source: str
+    ) -> dict[str, Any] | None: ...
 
 
-def load_extensions(names: tuple[str, ...] = BUILT_IN) -> list[Any]:
+def load_extensions(names: tuple[str, ...] = BUILT_IN) -> list[Extension]:
     """Instantiate each built-in extension whose module is present."""
     found = []
     for name in names:
@@ -41,5 +82,5 @@ def load_extensions(names: tuple[str, ...] = BUILT_IN) -> list[Any]:
             if exc.name != module_name:
                 raise
             continue
-        found.append(getattr(module, attr)())
+        found.append(cast("Extension", getattr(module, attr)()))
     return found

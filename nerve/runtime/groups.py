@@ -29,7 +29,9 @@ RESTART_WINDOW_S = 60.0
 RESTARTS_BEFORE_BACKOFF = 5
 BACKOFF_S = 5.0
 STREAM_LIMIT = 64 * 1024 * 1024
+READ_CHUNK = 1 << 20  # replies are read as they come, many lines at a time
 _ENCODE = json.JSONEncoder(separators=(",", ":")).encode
+_COMPUTE = b'{"op":"compute","seq":%d,"sense":%s,"state":%s}'
 MAX_BATCH = 64  # computes sent to a worker in one write
 RELAY_GRACE_S = 0.5
 # At a stop, computes already sent get this long to answer, so a compute that ran is also
@@ -53,18 +55,36 @@ class Job:
     due_ns: int
 
 
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """A worker's answer to one compute: the job, when it started (monotonic ns), the reply."""
+
+    job: Job
+    started_ns: int
+    body: dict[str, Any]
+
+
 class Host(Protocol):
     """What a group needs from the kernel."""
 
-    def state_of(self, sense: str) -> Any: ...
+    def state_json(self, sense: str) -> bytes:
+        """The sense's state as canonical JSON (what its next compute starts from)."""
+        ...
 
-    async def on_result(self, job: Job, started_ns: int, reply: dict[str, Any]) -> None: ...
+    async def on_results(self, replies: list[Reply]) -> None:
+        """Replies of one batch that arrived together, in order: stored as one commit."""
+        ...
 
     async def on_failure(self, job: Job, kind: str, message: str) -> None: ...
 
     async def on_restart(self, group: str, reason: str, pid: int | None) -> None: ...
 
     async def on_loaded(self, group: str, loaded: dict[str, Any]) -> None: ...
+
+
+@functools.lru_cache(maxsize=4096)
+def _name(sense: str) -> bytes:
+    return _ENCODE(sense).encode()
 
 
 class ProtocolError(ValueError):
@@ -114,6 +134,11 @@ class GroupWorker:
         # next compute waits for it (it needs the durable state).
         self._committing: dict[str, asyncio.Task[None]] = {}
         self._stopping = False
+        self._lines: deque[bytes] = deque()  # reply lines read, not handled yet
+        self._partial: list[bytes] = []  # the start of a line not wholly read
+        self._partial_bytes = 0
+        self._eof = False
+        self._ready: list[Reply] = []  # replies handled, not yet handed to the host
         self._mark = ""
 
     async def start(self) -> None:
@@ -154,6 +179,8 @@ class GroupWorker:
                 env={**os.environ, WORKER_MARK: self._mark},
             )
         self.pid = self._proc.pid
+        self._lines.clear()
+        self._partial, self._partial_bytes, self._eof = [], 0, False
         assert self._proc.stderr is not None
         self._relay = asyncio.create_task(
             relay(self._proc.stderr, f"group {self.group} (pid {self.pid})"),
@@ -172,12 +199,38 @@ class GroupWorker:
         await self._proc.stdin.drain()
 
     async def _receive(self, timeout_s: float) -> dict[str, Any] | None:
-        """One reply line, or None if the worker died. Raises TimeoutError."""
+        """One reply line, or None if the worker died. Raises TimeoutError.
+
+        A line already read returns at once; otherwise whatever the worker has written is
+        read in one go, so a batch's replies cost one wake-up, not one each."""
+        deadline = asyncio.get_running_loop().time() + timeout_s
+        while not self._lines:
+            if self._eof:
+                return None
+            self._deliver()  # replies already handled are stored while we wait
+            await self._read_more(deadline)
+        return _reply(self._lines.popleft())
+
+    async def _read_more(self, deadline: float) -> None:
         assert self._proc is not None and self._proc.stdout is not None
         # asyncio.timeout, not wait_for: on 3.11 wait_for can swallow a cancellation.
-        async with asyncio.timeout(timeout_s):
-            line = await self._proc.stdout.readline()
-        return _reply(line) if line else None
+        async with asyncio.timeout_at(deadline):
+            chunk = await self._proc.stdout.read(READ_CHUNK)
+        if not chunk:
+            self._eof = True
+            if self._partial:  # a last line without its newline
+                self._lines.append(b"".join(self._partial))
+                self._partial, self._partial_bytes = [], 0
+            return
+        if b"\n" not in chunk:
+            self._partial.append(chunk)
+            self._partial_bytes += len(chunk)
+            if self._partial_bytes > STREAM_LIMIT:
+                raise ProtocolError(f"worker wrote a line longer than {STREAM_LIMIT} bytes")
+            return
+        *whole, rest = b"".join([*self._partial, chunk]).split(b"\n")
+        self._lines.extend(whole)
+        self._partial, self._partial_bytes = ([rest] if rest else []), len(rest)
 
     async def _run(self) -> None:
         while not self._stopping:
@@ -191,6 +244,8 @@ class GroupWorker:
                 await self._run_batch(batch)
             except Exception as exc:  # the group must not end silently: restart it
                 await self._recover(batch, exc)
+            finally:
+                self._deliver()
 
     async def _recover(self, batch: list[Job], exc: Exception) -> None:
         report(f"sense group {self.group!r}: {type(exc).__name__}: {exc}")
@@ -231,18 +286,8 @@ class GroupWorker:
             if pending is not None:  # its next compute needs the durable state
                 with contextlib.suppress(Exception):  # a failed commit left the state as it was
                     await pending
-        lines = []
-        for job in batch:
-            self.seq += 1
-            msg = {
-                "op": "compute",
-                "seq": self.seq,
-                "sense": job.sense,
-                "state": self.host.state_of(job.sense),
-            }
-            lines.append(_ENCODE(msg))
         try:
-            await self._write(("\n".join(lines) + "\n").encode())
+            await self._write(self._requests(batch))
         except (ConnectionError, BrokenPipeError):
             await self._crashed(batch)
             return
@@ -251,6 +296,17 @@ class GroupWorker:
             if not await self._await_reply(job, first + index):
                 self._requeue(batch[index + 1 :])
                 return
+
+    def _requests(self, batch: list[Job]) -> bytes:
+        """Every compute of the batch, one JSON line each, for one write; a state goes as
+        the canonical bytes the kernel already holds, not encoded again."""
+        lines = []
+        for job in batch:
+            self.seq += 1
+            state = self.host.state_json(job.sense)
+            lines.append(_COMPUTE % (self.seq, _name(job.sense), state))
+        lines.append(b"")
+        return b"\n".join(lines)
 
     async def _await_reply(self, job: Job, seq: int) -> bool:
         """Handle one job's reply; False if the worker had to be restarted."""
@@ -261,6 +317,7 @@ class GroupWorker:
             if reply is not None and (reply.get("op"), reply.get("seq")) != ("result", seq):
                 raise ProtocolError(f"worker answered {str(reply)[:80]!r} to compute {seq}")
         except ProtocolError as exc:
+            self._deliver()  # the replies before it are stored
             await self.host.on_failure(job, "protocol", str(exc))
             await self._restart(f"sense {job.sense!r}: {exc}")
             return False
@@ -278,11 +335,20 @@ class GroupWorker:
         if reply is None:
             await self._crashed([job])
             return False
-        started = int(reply.get("started_ns") or self._now())
-        task = asyncio.create_task(self.host.on_result(job, started, reply))
-        self._committing[job.sense] = task
-        task.add_done_callback(functools.partial(self._done, job.sense))
+        self._ready.append(Reply(job, int(reply.get("started_ns") or self._now()), reply))
         return True
+
+    def _deliver(self) -> None:
+        """Hand the replies handled so far to the host as one batch (one commit), while the
+        worker goes on; a sense's next compute waits for its batch to be stored."""
+        if not self._ready:
+            return
+        ready, self._ready = self._ready, []
+        task = asyncio.create_task(self.host.on_results(ready))
+        senses = [r.job.sense for r in ready]
+        for sense in senses:
+            self._committing[sense] = task
+        task.add_done_callback(functools.partial(self._done, senses))
 
     async def _cancel(self, grace_s: float) -> str:
         """Ask the worker's compute to stop (it sees ``ctx.cancelled``, or an async compute
@@ -301,6 +367,7 @@ class GroupWorker:
         return "stopped when cancelled, within the grace period"
 
     async def _crashed(self, batch: list[Job]) -> None:
+        self._deliver()  # the replies before the crash are stored before its error
         code = await self._exit_code()
         await self.host.on_failure(
             batch[0], "crash", f"worker exited with code {code} during compute"
@@ -320,12 +387,13 @@ class GroupWorker:
         self._proc.stdin.write(data)
         await self._proc.stdin.drain()
 
-    def _done(self, sense: str, task: asyncio.Task[None]) -> None:
-        if self._committing.get(sense) is task:
-            del self._committing[sense]
+    def _done(self, senses: list[str], task: asyncio.Task[None]) -> None:
+        for sense in senses:
+            if self._committing.get(sense) is task:
+                del self._committing[sense]
         if not task.cancelled() and task.exception() is not None:
-            # e.g. a full disk: the result was not stored, so the sense's state did not move
-            report(f"{sense}: result not stored: {task.exception()}")
+            # e.g. a full disk: the results were not stored, so the senses' states did not move
+            report(f"{', '.join(senses)}: result not stored: {task.exception()}")
 
     async def _exit_code(self) -> int | None:
         assert self._proc is not None

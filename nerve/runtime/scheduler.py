@@ -39,6 +39,7 @@ from nerve.runtime.ticks import count_cron, jitter_ns, next_cron
 NS = 1_000_000_000
 MS = 1_000_000
 GRID_NS = 2 * MS  # interval timers are grouped into 2 ms slots
+SPREAD_STEP_MS = 5  # fast senses are spread over their interval in steps this long
 COALESCE_MS = 1000  # interval senses this slow, without jitter, are not spread
 WATCH_NS = NS  # how often the clocks are compared, to notice a sleep
 SLEEP_NS = 3 * NS  # the wall clock ahead of the monotonic one by more than this: a sleep
@@ -120,7 +121,8 @@ def _spread(plan: Plan) -> int:
     if plan.grace_ms or not plan.interval_ms or plan.interval_ms >= COALESCE_MS:
         return 0  # a grace period already says when to start
     digest = int.from_bytes(blake3.blake3(plan.sense.encode()).digest()[:8], "big")
-    return (digest % min(plan.interval_ms, 1000)) * MS
+    steps = max(1, min(plan.interval_ms, 1000) // SPREAD_STEP_MS)  # few wake-ups, full batches
+    return (digest % steps) * SPREAD_STEP_MS * MS
 
 
 def _no_skip(sense: str, reason: str, count: int) -> None:
@@ -267,8 +269,9 @@ class Scheduler:
 
     def _run_catch_up(self, clock: _SenseClock, count: int) -> None:
         if self._senses.get(clock.plan.sense) is clock:
+            now = self.now_ns()
             for _ in range(count):
-                self._fire(clock, "catch-up", self.now_ns())
+                self._fire(clock, "catch-up", now, now)
 
     def subscribers(self) -> dict[str, list[str]]:
         """For each sense, the senses that listen ``on`` it."""
@@ -294,16 +297,17 @@ class Scheduler:
         entries.append((clock, due_ns))
 
     def _on_slot(self, slot: int) -> None:
+        now = self.now_ns()  # one reading for the slot: its senses fire together
         for clock, due_ns in self._slots.pop(slot, ()):
-            self._on_interval(clock, due_ns)
+            self._on_interval(clock, due_ns, now)
 
-    def _on_interval(self, clock: _SenseClock, due_ns: int) -> None:
+    def _on_interval(self, clock: _SenseClock, due_ns: int, now: int) -> None:
         if self._senses.get(clock.plan.sense) is not clock:
             return
         clock.stats["ticks"] += 1
-        self.trigger(clock.plan.sense, "interval", due_ns=due_ns)
+        self._trigger(clock, "interval", due_ns, now)
         step = (clock.plan.interval_ms or 1) * MS
-        next_due, now = due_ns + step, self.now_ns()
+        next_due = due_ns + step
         if next_due <= now:
             missed = (now - next_due) // step + 1
             clock.stats["skipped"] += missed
@@ -317,20 +321,22 @@ class Scheduler:
         if clock is None:
             return False
         now = self.now_ns()
-        due = now if due_ns is None else due_ns
+        self._trigger(clock, reason, now if due_ns is None else due_ns, now)
+        return True
+
+    def _trigger(self, clock: _SenseClock, reason: str, due: int, now: int) -> None:
         if reason == "manual":
-            self._fire(clock, reason, due)
-            return True
+            self._fire(clock, reason, due, now)
+            return
         gate = self._gate(clock, now)
         if gate <= now:
-            self._fire(clock, reason, due)
+            self._fire(clock, reason, due, now)
         elif clock.deferred is None:
             clock.stats["deferred"] += 1
             clock.deferred = self._timers.call_at(gate, self._on_deferred, clock, reason, gate)
         else:
             clock.stats["coalesced"] += 1
-            self._on_skip(sense, "grace" if clock.ready_ns > now else "throttle", 1)
-        return True
+            self._on_skip(clock.plan.sense, "grace" if clock.ready_ns > now else "throttle", 1)
 
     def _gate(self, clock: _SenseClock, now: int) -> int:
         """The earliest instant a non-manual trigger may start a compute."""
@@ -342,9 +348,9 @@ class Scheduler:
     def _on_deferred(self, clock: _SenseClock, reason: str, due: int) -> None:
         clock.deferred = None
         if self._senses.get(clock.plan.sense) is clock:
-            self._fire(clock, f"{reason}+deferred", due)
+            self._fire(clock, f"{reason}+deferred", due, self.now_ns())
 
-    def _fire(self, clock: _SenseClock, reason: str, due: int) -> None:
-        clock.last_start_ns = self.now_ns()
+    def _fire(self, clock: _SenseClock, reason: str, due: int, now: int) -> None:
+        clock.last_start_ns = now
         clock.stats["dispatched"] += 1
         self._dispatch(clock.plan.sense, reason, due)

@@ -21,11 +21,26 @@ import os
 import random
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Protocol
 
 import blake3
 
 from nerve.runtime import journal
+
+if TYPE_CHECKING:
+    from nerve.config.models import NerveConfig
+    from nerve.workspace import WorkspaceDir
+
+
+class Shipping(Protocol):
+    """What the ship loop reads of the kernel: the workspace and ``fleet:`` in force."""
+
+    @property
+    def ws(self) -> WorkspaceDir: ...
+
+    @property
+    def config(self) -> NerveConfig: ...
+
 
 CHECK_S = 2.0
 BACKOFF_MAX_S = 300.0
@@ -33,12 +48,12 @@ TIMEOUT_S = 600.0
 SLOT_STEP_S = 30.0
 
 
-async def ship_loop(kernel: Any) -> None:
+async def ship_loop(kernel: Shipping) -> None:
     """The daemon's fleet work: ships, and table upkeep on its schedule."""
     await asyncio.gather(_ship_loop(kernel), maintain_loop(kernel))
 
 
-async def _ship_loop(kernel: Any) -> None:
+async def _ship_loop(kernel: Shipping) -> None:
     """Watch the manifest; when it grew since the last good ship, ship."""
     manifest = kernel.ws.log_root / "manifest.jsonl"
     shipped, wait, failures = -1, CHECK_S, 0
@@ -80,9 +95,11 @@ def next_slot(now: float, host: str, interval: int) -> float:
     return start + interval if start <= now else start
 
 
-async def _until_slot(kernel: Any, interval: int) -> None:
+async def _until_slot(kernel: Shipping, interval: int) -> None:
     from nerve.fleet.warehouse import resolve
 
+    if kernel.config.fleet is None:
+        return
     host = resolve(kernel.config.fleet, kernel.ws.data).host
     target = next_slot(time.time(), host, interval)
     while (remaining := target - time.time()) > 0:  # in steps: a settings edit is seen
@@ -99,7 +116,7 @@ def _size(path: os.PathLike[str]) -> int:
         return -1
 
 
-async def maintain_loop(kernel: Any) -> None:
+async def maintain_loop(kernel: Shipping) -> None:
     """With ``fleet.maintain_interval``: ``nerve fleet maintain`` once per interval, at a
     moment of it drawn from the host name (so hosts that all maintain do not all start at
     once; maintains at once are safe, each commit retried against the table as it is). A
@@ -112,7 +129,10 @@ async def maintain_loop(kernel: Any) -> None:
             continue
         if not await _until_maintain_slot(kernel, interval):
             continue  # the settings changed while waiting
-        keep = f"{kernel.config.fleet.maintain_keep}s"
+        fleet = kernel.config.fleet
+        if fleet is None:  # removed while waiting
+            continue
+        keep = f"{fleet.maintain_keep}s"
         ok, text = await _child(kernel.ws.root, "maintain", "--keep", keep)
         if ok:
             journal.say(f"fleet maintain: {text}" if text else "fleet maintain: done")
@@ -120,9 +140,11 @@ async def maintain_loop(kernel: Any) -> None:
             journal.warn(f"fleet maintain failed, next try in {interval} s: {text}")
 
 
-async def _until_maintain_slot(kernel: Any, interval: int) -> bool:
+async def _until_maintain_slot(kernel: Shipping, interval: int) -> bool:
     from nerve.fleet.warehouse import resolve
 
+    if kernel.config.fleet is None:
+        return False
     host = resolve(kernel.config.fleet, kernel.ws.data).host
     target = next_slot(time.time(), f"{host}/maintain", interval)
     while (remaining := target - time.time()) > 0:

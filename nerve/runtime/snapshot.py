@@ -35,6 +35,22 @@ class Highlight:
         return self.outcome == "surface"
 
 
+HIGHLIGHTS_KEPT = 50
+
+
+class Highlights(deque[Highlight]):
+    """The newest attention decisions, surfaced or held, for the dev view."""
+
+    def __init__(self, kept: int = HIGHLIGHTS_KEPT) -> None:
+        super().__init__(maxlen=kept)
+
+    def decided(self, payload: dict[str, Any], now_s: float | None = None) -> Highlight:
+        outcome, probe, line = payload["outcome"], payload["probe"], payload["source_line"]
+        seen = Highlight(time.time() if now_s is None else now_s, outcome, str(probe), str(line))
+        self.append(seen)
+        return seen
+
+
 @dataclass(frozen=True)
 class AgentRead:
     """One call an agent made through ``nerve mcp`` (its ``agent.access`` record)."""

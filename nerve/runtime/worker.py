@@ -8,7 +8,8 @@ stdout, which we keep for ourselves: a sense that prints writes to stderr instea
                                                               "state_records": "changes"}
                                                        | {"ok": false, "error": "..."}}}
     kernel → {"op": "compute", "seq": N, "sense": name, "state": ...}
-    worker → {"op": "result", "seq": N, "ok": true, "state": ..., "observations": [...],
+    worker → {"op": "result", "seq": N, "ok": true, "state_jcs": "<the new state as canonical
+              JSON text>", "observations": [...],
               "workflow": ..., "signal": bool, "duration_ms": ...}
            | {"op": "result", "seq": N, "ok": true, "skip": "reason", "duration_ms": ...}
            | {"op": "result", "seq": N, "ok": false, "error_kind": K, "error": "..."}
@@ -157,7 +158,7 @@ def compute(sense: LoadedSense, seq: int, state: Any) -> dict[str, Any]:
     except Exception as exc:
         return _failure(seq, "exception", f"{type(exc).__name__}: {exc}", traceback.format_exc())
     try:
-        new_state = json.loads(canonical_json(result.state, field="state", limit=STATE_NESTING))
+        new_state = canonical_json(result.state, field="state", limit=STATE_NESTING).decode()
     except NerveError as exc:
         return _failure(seq, "unserialisable", f"state cannot be stored: {exc}")
     try:
@@ -174,7 +175,7 @@ def compute(sense: LoadedSense, seq: int, state: Any) -> dict[str, Any]:
         "op": "result",
         "seq": seq,
         "ok": True,
-        "state": new_state,
+        "state_jcs": new_state,  # canonical JSON text: the kernel stores it as it is
         "observations": observations,
         "workflow": workflow,
         "signal": (not launches) if result.signal is None else result.signal,
