@@ -108,7 +108,31 @@ def _check(ws: WorkspaceDir, trust: Path, tally: Tally) -> str:
     return "; ".join(out + problems)
 
 
+INNER = "NERVE_FLEET_FAULT_INNER"
+
+
+# Each mode runs in a process of its own: a second mode in the same process waits on a
+# SQLite lock the first left behind (not yet understood; the log says which case).
+@pytest.mark.parametrize("mode_id", ["EIO", "ENOSPC", "EIO-sticky"])
+def test_each_mode_in_a_fresh_process(mode_id: str) -> None:
+    import os
+    import subprocess
+    import sys
+
+    node = f"{__file__}::test_one_io_error_at_any_local_durable_call_of_a_ship[{mode_id}]"
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist", node],
+        env={**os.environ, INNER: "1"},
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+    assert "1 passed" in done.stdout
+
+
 # one test per mode, so that parallel workers share the ~2 minutes of a whole run
+@pytest.mark.skipif("os.environ.get('NERVE_FLEET_FAULT_INNER') != '1'", reason="run above")
 @pytest.mark.parametrize("mode", MODES, ids=["EIO", "ENOSPC", "EIO-sticky"])
 def test_one_io_error_at_any_local_durable_call_of_a_ship(
     tmp_path: Path,
