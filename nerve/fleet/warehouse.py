@@ -332,6 +332,7 @@ class Warehouse:
                     hint="free some space or check the disk, then ship again",
                 ) from None
             except OperationalError as exc:
+                self.drop_connections()
                 if _disk_error(exc):  # not a race: retrying would spin until the deadline
                     raise FleetError(
                         f"cannot write the catalog {_safe(self.resolved.catalog)}: "
@@ -341,6 +342,16 @@ class Warehouse:
                 tries = self._lost(exc, started, tries, lost)
             except CommitFailedException as exc:
                 tries = self._lost(exc, started, tries, lost)
+
+    def drop_connections(self) -> None:
+        """Close the SQLite catalog's pooled connections. After a failed commit SQLite may
+        leave the transaction open ("may or may not be rolled back", its docs say), and
+        SQLAlchemy returns such a connection to its pool as if clean: its write lock would
+        hold every other writer of the catalog, in this process or another, for good."""
+        from pyiceberg.catalog.sql import SqlCatalog
+
+        if isinstance(self.catalog, SqlCatalog):  # a REST catalog holds no connections
+            self.catalog.engine.dispose()
 
     def _lost(self, exc: Exception, started: float, tries: int, lost: list[float] | None) -> int:
         """Another writer won (or SQLite was busy): wait, reload; the count of races lost."""

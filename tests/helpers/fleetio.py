@@ -12,7 +12,9 @@ of their writes is a site of the same :class:`~tests.helpers.syscalls.Plan`:
 
 A failed SQLite call raises what SQLAlchemy raises when the database file cannot be written
 (``disk I/O error``, ``database or disk is full``), before the statement or the commit
-runs: SQLite rolls the transaction back, as it does when its own write or fsync fails.
+runs. A failed commit leaves the transaction open and its write lock held: SQLite's own
+documentation says such a transaction "may or may not" be rolled back, and a writer must
+cope with the harder case.
 """
 
 from __future__ import annotations
