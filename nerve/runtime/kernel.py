@@ -22,6 +22,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from nerve.clock import Hlc
 from nerve.config.models import NerveConfig
 from nerve.contract import WorkflowTrigger
 from nerve.log.store import EventLog
@@ -147,12 +148,18 @@ class Kernel:
     # -- lifecycle ---------------------------------------------------------------------
 
     async def start(self) -> None:
+        """Open the log and listen at once (``status`` and plain emits are answered from
+        then on, durably), then warm up: restore what the last run left, load senses and
+        extensions. Every other request waits for :attr:`ready`."""
         running = self._running = self._open()
-        await self._restore(running)
-        await running.upkeep.count_segments()
+        found = running.log.newest  # the warm-up reads the log as this daemon found it
         pid = os.getpid()
         payload = {"pid": pid, "workspace": str(self.ws.root)}
         await self.record("daemon.started", "daemon", f"daemon started (pid {pid})", payload)
+        await running.upkeep.count_segments()
+        if self.with_ipc:
+            await self._listen()
+        await self._restore(running, found)
         events, segments = await self._position()
         self.writer.base_events = events - self.writer.appended
         socket = self.socket_path if self.with_ipc else None  # listening before ready is set
@@ -163,8 +170,6 @@ class Kernel:
         for ext in self.extensions:
             await ext.start(self)
             self.handlers.update(ext.handlers())
-        if self.with_ipc:
-            await self._listen()
         self._tasks += running.upkeep.tasks(self.writer.with_log)
         self._tasks += self._side_tasks()
         self.ready.set()
@@ -181,19 +186,21 @@ class Kernel:
         committer.start()
         return Running(log, writer, upkeep, followers)
 
-    async def _restore(self, running: Running) -> None:
+    async def _restore(self, running: Running, found: Hlc) -> None:
         """What the log says of the last run: sense states, when it ended, whether cleanly,
-        and a pause (before any sense is scheduled)."""
+        and a pause (before any sense is scheduled); of the log up to ``found``, its newest
+        stamp at open (emits taken since are of no kind read here, see ``control``)."""
         stored = await asyncio.to_thread(stored_states, self.ws, self.connect)
-        self._down_since = await asyncio.to_thread(last_alive_ns, self.ws, self.connect)
-        clean = await asyncio.to_thread(ended_cleanly, self.ws, self.connect)
+        alive = await asyncio.to_thread(last_alive_ns, self.ws, self.connect, found)
+        self._down_since = alive
+        clean = await asyncio.to_thread(ended_cleanly, self.ws, self.connect, found)
         running.scheduler = self.senses.start(running.writer, stored, clean)
         await self.capture.restore()
 
     async def _listen(self) -> None:
         ipc = IpcServer(
             self.socket_path,
-            lambda req: control.handle(self, req, self.handlers),
+            self.handle,
             max_bytes=self.config.daemon.max_request_bytes,
             streams={"follow": self.followers.serve},
         )
@@ -204,6 +211,8 @@ class Kernel:
             self._servers.append(seed)
 
     async def handle(self, request: dict[str, Any]) -> dict[str, Any]:
+        if not self.ready.is_set() and not control.answers_warming(request):
+            await self.ready.wait()  # the handlers it needs are not all up yet
         return await control.handle(self, request, self.handlers)
 
     def _side_tasks(self) -> list[asyncio.Task[Any]]:
@@ -252,7 +261,12 @@ class Kernel:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, self.request_stop, sig.name)
-        await self.start()
+        try:
+            await self.start()
+        except BaseException:
+            for server in self._servers:  # a failed warm-up leaves no socket answering
+                await server.close()
+            raise
         try:
             await self.stopping.wait()
             journal.say(f"stopping ({self.stop_reason})")
@@ -332,4 +346,4 @@ class Kernel:
 
     def health(self) -> dict[str, Any]:
         """What ``status`` shows, from counters in memory (see ``nerve.runtime.health``)."""
-        return health(self)
+        return {**health(self), "warming": not self.ready.is_set()}
