@@ -38,6 +38,12 @@ daemon.run_foreground(WorkspaceDir.at(root), echo=sys.stderr)
 """
 
 
+TWO_SENSES = """senses:
+  counter: {interval: 1h}
+  second: {path: senses/counter, interval: 1h}
+"""
+
+
 def _status(d: Daemon) -> dict[str, Any] | None:
     try:
         reply = d.request({"type": "status"})
@@ -81,24 +87,27 @@ def test_status_and_emits_are_answered_before_the_warm_up_ends(tmp_path: Path) -
         listing.join(0.5)
         assert not listed and not stored  # they wait for the warm-up
         assert not (gate / "open").exists()
+        # an edit made while warming up (the config was read before it) is what runs
+        (ws.root / "nerve.yaml").write_text(TWO_SENSES)
         (gate / "open").touch()
         listing.join(60)
         restored.join(60)
-        assert [s["name"] for s in listed[0]["senses"]] == ["counter"]
+        assert [s["name"] for s in listed[0]["senses"]] == ["counter", "second"]
         assert stored[0]["ok"]
         done = d.wait_for(lambda: (s := _status(d)) and not s["warming"] and s, timeout=60)
-        assert done["senses"] == 1
+        assert done["senses"] == 2
     finally:
         (gate / "open").touch()
         d.stop()
         proc.wait(timeout=60)
     kinds = [(e["kind"], e["line"]) for e in d.events() if e["subject"] in ("daemon", "warm")]
-    assert kinds[0][0] == "daemon.started"  # the start is on record before the emits it took
-    assert kinds[1:3] == [("observation", "early"), ("sense.state", "by hand")]
+    assert kinds[0] == ("observation", "early")  # stored before the start is on record,
+    assert kinds[1][0] == "daemon.started"  # which marks the warm-up's end (as it always did)
+    assert kinds[2] == ("sense.state", "by hand")
 
 
 def test_the_warm_up_reads_the_log_as_the_daemon_found_it(tmp_path: Path) -> None:
-    """A daemon records its start (and may take emits) before reading back how the last
+    """A daemon takes emits (and might record its start) before reading back how the last
     run ended: ``upto`` keeps those out of the answer."""
     ws: WorkspaceDir = init_workspace(tmp_path / "ws")
     with ws.open_log() as log:
@@ -114,3 +123,21 @@ def test_the_warm_up_reads_the_log_as_the_daemon_found_it(tmp_path: Path) -> Non
     assert last_alive_ns(ws) != stopped.hlc.physical_ns
     assert ended_cleanly(ws, upto=Hlc(0, 0))  # nothing before: no run to have ended
     assert last_alive_ns(ws, upto=Hlc(0, 0)) is None
+
+
+def test_the_query_process_keeps_the_views_read_last_past_a_bad_edit(tmp_path: Path) -> None:
+    """The daemon's queries (its warm-up's among them) go on over the projections of the
+    configuration it runs when nerve.yaml is edited into something it rejects."""
+    from nerve.runtime.queries import QueryChild
+
+    ws = init_workspace(tmp_path / "ws")
+    with ws.open_log() as log:
+        log.append("observation", subject="warm", line="one")
+    child = QueryChild()
+    try:
+        first = child.connect(ws.root).execute("SELECT count(*) FROM events").fetchone()
+        (ws.root / "nerve.yaml").write_text("senses:\n  x: {interval: 10x}\n")
+        again = child.connect(ws.root).execute("SELECT count(*) FROM events").fetchone()
+    finally:
+        child.close()
+    assert first == again == (1,)

@@ -65,6 +65,7 @@ class Kernel:
         self.ws = ws
         self.with_ipc = with_ipc
         self.watch = watch
+        self._config_stamp = _stamp(ws.config_path)  # before the read: an edit after it shows
         self.config: NerveConfig = ws.config
         self.privacy = Policy(self.config.privacy)  # applied to everything captured
         self.started_wall_ns = time.time_ns()
@@ -153,19 +154,21 @@ class Kernel:
         extensions. Every other request waits for :attr:`ready`."""
         running = self._running = self._open()
         found = running.log.newest  # the warm-up reads the log as this daemon found it
-        pid = os.getpid()
-        payload = {"pid": pid, "workspace": str(self.ws.root)}
-        await self.record("daemon.started", "daemon", f"daemon started (pid {pid})", payload)
         await running.upkeep.count_segments()
         if self.with_ipc:
             await self._listen()
+        if self.watch:  # armed before the config is read again below: no edit slips by
+            self._tasks.append(asyncio.create_task(self._watch(), name="watch"))
         await self._restore(running, found)
+        pid = os.getpid()
+        payload = {"pid": pid, "workspace": str(self.ws.root)}  # (after emits taken so far)
+        await self.record("daemon.started", "daemon", f"daemon started (pid {pid})", payload)
         events, segments = await self._position()
         self.writer.base_events = events - self.writer.appended
         socket = self.socket_path if self.with_ipc else None  # listening before ready is set
-        senses = sorted(self.config.senses)
-        journal.say(journal.banner(self.ws.root, socket, senses, events, segments))
-        await self._apply(self.config, reason="start")
+        config = await self._config_now()
+        journal.say(journal.banner(self.ws.root, socket, sorted(config.senses), events, segments))
+        await self._apply(config, reason="start")
         await self.capture.start()
         for ext in self.extensions:
             await ext.start(self)
@@ -218,12 +221,24 @@ class Kernel:
     def _side_tasks(self) -> list[asyncio.Task[Any]]:
         from nerve.runtime.shipper import ship_loop
 
-        tasks = [asyncio.create_task(ship_loop(self), name="fleet-ship")]
-        if self.watch:
-            from nerve.runtime.watch import watch_workspace
+        return [asyncio.create_task(ship_loop(self), name="fleet-ship")]
 
-            tasks.append(asyncio.create_task(watch_workspace(self), name="watch"))
-        return tasks
+    async def _watch(self) -> None:
+        from nerve.runtime.watch import watch_workspace
+
+        await watch_workspace(self)
+
+    async def _config_now(self) -> NerveConfig:
+        """nerve.yaml as it is once the warm-up has read the log: it may have been edited
+        since it was first read (the socket answers meanwhile); a bad edit keeps the first."""
+        if _stamp(self.ws.config_path) == self._config_stamp:
+            return self.config
+        try:
+            return await asyncio.to_thread(config_reload.read_config, self.ws)
+        except config_reload.READ_ERRORS as exc:
+            await self.record("config.rejected", "nerve.yaml", *config_reload.rejected(exc, "edit"))
+            journal.warn(f"configuration edit rejected, the first one read is kept: {exc}")
+            return self.config
 
     def connect(self, *, projections: bool = True) -> Any:
         """DuckDB over the log, run by the query process (see ``nerve.runtime.queries``):
@@ -290,6 +305,7 @@ class Kernel:
 
     async def reload(self, reason: str = "edit") -> bool:
         """Re-read nerve.yaml and sense code; a bad edit keeps what runs. True if applied."""
+        await self.ready.wait()  # an edit seen while warming up applies once it is done
         try:
             # off the loop: a large or hostile file must not stop the daemon answering
             config = await asyncio.to_thread(config_reload.read_config, self.ws)
@@ -347,3 +363,12 @@ class Kernel:
     def health(self) -> dict[str, Any]:
         """What ``status`` shows, from counters in memory (see ``nerve.runtime.health``)."""
         return {**health(self), "warming": not self.ready.is_set()}
+
+
+def _stamp(path: Path) -> tuple[int, int, int] | None:
+    """What tells an edited file from the one read before: inode, size and change time."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_ino, st.st_size, st.st_mtime_ns
