@@ -81,9 +81,9 @@ def test_a_repeated_query_loads_no_pyiceberg(hosts: dict[str, WorkspaceDir]) -> 
     alpha = hosts["alpha"]
     _counts(alpha)
     env = {**os.environ, "PYTHONWARNINGS": "ignore"}
+    nerve = [sys.executable, "-X", "importtime", "-m", "nerve", "-w", str(alpha.root)]
     proc = subprocess.run(
-        [sys.executable, "-X", "importtime", "-m", "nerve", "-w", str(alpha.root)]
-        + ["fleet", "query", COUNT, "--json"],
+        [*nerve, "fleet", "query", COUNT, "--json"],
         capture_output=True,
         text=True,
         env=env,
