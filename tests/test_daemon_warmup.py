@@ -80,6 +80,7 @@ def test_status_and_emits_are_answered_before_the_warm_up_ends(tmp_path: Path) -
         # ordering, not a clock: all of this happens while the warm-up is held
         status = d.wait_for(lambda: _status(d), timeout=90, what="status during the warm-up")
         assert status["warming"] is True and status["senses"] == 0
+        assert status["capture"] is None  # a recorded pause is not read back yet
         early = _emit(d, "observation", "early")
         assert early["ok"] and early["events"][0]["line"] == "early"
         listing, listed = _in_thread(lambda: d.request({"type": "list-senses"}))

@@ -112,7 +112,8 @@ def status_lines(health: dict[str, Any], width: int | None) -> list[str]:
         f"({plural(health['commits'], 'commit')}), {plural(health['segments'], 'segment')}, "
         f"{health['tail_rows']:,} unsealed",
         f"senses   {health['senses']} in {plural(groups, 'group')}",
-        f"capture  {_capture(health.get('capture'))}",
+        "capture  "
+        + ("not known yet" if health.get("warming") else _capture(health.get("capture"))),
     ]
     senses = health.get("sense_results", [])
     if not senses:

@@ -67,13 +67,18 @@ def cached(
     """The plan kept for this table state and these bounds, if any (a damaged or foreign
     entry is ignored: the query plans again)."""
     entry = _read(folder).get(_key(location, since_ns, hosts))
-    try:
-        files = {str(h): [str(u) for u in uris] for h, uris in entry["files"].items()}
-        return FleetPlan(
-            files, int(entry["total"]), since_ns, {}, list(map(str, entry["warnings"]))
-        )
-    except (TypeError, KeyError, AttributeError, ValueError):
+    if not isinstance(entry, dict):
         return None
+    files, total, warnings = entry.get("files"), entry.get("total"), entry.get("warnings")
+    if not (isinstance(files, dict) and isinstance(total, int) and _strings(warnings)):
+        return None
+    if not all(isinstance(h, str) and _strings(uris) for h, uris in files.items()):
+        return None
+    return FleetPlan(files, total, since_ns, {}, list(warnings or []))
+
+
+def _strings(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
 
 
 def keep(

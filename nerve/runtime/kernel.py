@@ -362,7 +362,10 @@ class Kernel:
 
     def health(self) -> dict[str, Any]:
         """What ``status`` shows, from counters in memory (see ``nerve.runtime.health``)."""
-        return {**health(self), "warming": not self.ready.is_set()}
+        if self.ready.is_set():
+            return {**health(self), "warming": False}
+        # warming up: a pause recorded before this start is not read back yet
+        return {**health(self), "warming": True, "capture": None}
 
 
 def _stamp(path: Path) -> tuple[int, int, int] | None:
