@@ -261,6 +261,10 @@ def verdicts(result: dict[str, Any], outputs: dict[str, Any], emitted: int) -> d
     from nerve import __version__
 
     ok = {name: all(p.returncode == 0 for p in procs) for name, procs in outputs.items()}
+    for name, procs in outputs.items():
+        failed = [p for p in procs if p.returncode != 0]
+        if failed:
+            say(f"{name} exited {failed[0].returncode}: {failed[0].stderr.strip()[-300:]}")
     return {
         "every_command_exit_0": all(ok.values()),
         "version_text": all(p.stdout == f"nerve {__version__}\n" for p in outputs["version"]),
