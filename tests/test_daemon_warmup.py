@@ -142,3 +142,31 @@ def test_the_query_process_keeps_the_views_read_last_past_a_bad_edit(tmp_path: P
     finally:
         child.close()
     assert first == again == (1,)
+
+
+def test_a_daemon_slow_to_answer_is_there_and_a_dead_socket_is_not(tmp_path: Path) -> None:
+    """`ping` (how every command tells "through the daemon" from "straight to the log"):
+    a listener that takes the request but has not answered yet holds the log."""
+    import socket
+
+    from nerve.runtime import ipc
+
+    path = tmp_path / "s.sock"
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(str(path))
+    server.listen()
+    try:
+        assert ipc.ping(path, timeout=0.2)  # accepted by the kernel, never answered
+        quits = threading.Thread(target=_close_each, args=(server, 2), daemon=True)
+        quits.start()
+        assert not ipc.ping(path, timeout=30)  # closed without a word
+        quits.join(30)
+    finally:
+        server.close()
+    assert not ipc.ping(path, timeout=0.2)  # nobody listens on the file left behind
+
+
+def _close_each(server: Any, count: int) -> None:
+    """Take ``count`` connections (the one left waiting above first) and close each."""
+    for _ in range(count):
+        server.accept()[0].close()
