@@ -3,8 +3,9 @@
     .venv/bin/python bench/cli_bench.py [--rounds 15] [--events 1000000] [--quick] [--keep]
 
 One temporary workspace with no senses, holding ``--events`` sealed events (built with
-``EventLog.append_columns`` in batches of 100,000), and a running daemon on it (waited for until its warm-up is over). Each round runs
-every command once, in the same order, as a fresh process (what a person at a shell gets):
+``EventLog.append_columns`` in batches of 100,000), and a running daemon on it (waited for
+until its warm-up is over). Each round runs every command once, in the same order, as a
+fresh process (what a person at a shell gets):
 
 * **floor**: ``python -c "import typer, rich"``, the least any CLI on this stack can cost;
 * **typer_app**: a one-command typer app parsing ``emit``'s three options, what typer itself
