@@ -453,6 +453,7 @@ def side_by_side(work: Path, args: argparse.Namespace) -> dict[str, Any]:
         "aw_peer": "aw-webui" if args.aw_webui else "events request (lower bound)",
         "aw_webui_index": index,
         "aw_serves_the_build": served,
+        "rounds_ms": {"nerve": [r["ms"] for r in nerve_runs], "aw": [r["ms"] for r in aw_runs]},
         "time_ratio": round(n["ms"] / a["ms"], 3),
         "bytes_ratio": round(n["bytes"] / a["bytes"], 3),
         "nerve_counted": counted,
