@@ -11,6 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from nerve.chain.bulk import parse_links
 from nerve.chain.keys import verifies
 from nerve.chain.links import (
     EXIT_CODES,
@@ -382,8 +383,7 @@ def _parse_and_presign(
     futures = []
     for start in range(0, len(raws), _CHUNK):
         jobs = []
-        for offset, raw in enumerate(raws[start : start + _CHUNK]):
-            link = parse_link(bytes(raw))
+        for offset, link in enumerate(parse_links(raws[start : start + _CHUNK])):
             links.append(link)
             key = _claimed_key(link, keys)
             if key is not None:
