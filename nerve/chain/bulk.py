@@ -136,10 +136,8 @@ def _fast(raw: bytes) -> ParsedLink | None:
     # written; with the key order checked in _fits, equal bytes mean the input was canonical.
     if not _fits(value) or cbor2.dumps(value) != core:
         return None
-    return ParsedLink(
-        raw, core, value, raw[_SIG_AT:_CORE_AT], None, None, blake3.blake3(core).digest(),
-        blake3.blake3(raw).digest(), True,
-    )  # fmt: skip
+    sig = raw[_SIG_AT:_CORE_AT]
+    return ParsedLink(raw, core, value, sig, None, None, blake3.blake3(core).digest(), True)
 
 
 def parse_links(raws: Sequence[bytes]) -> list[ParsedLink]:
