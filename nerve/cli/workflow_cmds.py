@@ -162,6 +162,21 @@ def trigger_cmd(
         typer.echo(f"outputs  {outputs}\nfollow   nerve workflow inspect {reply['run']}")
 
 
+@workflow_app.command("outputs")
+def outputs_cmd(
+    run: RunArg,
+    name: Annotated[str | None, typer.Argument(help="A file to print (else: list them).")] = None,
+) -> None:
+    """A run's kept files (outputs, and gate findings under .checks/), or one file's text;
+    an encrypted workspace's are decrypted with the key."""
+    ws = _door()
+    if name is None:
+        for kept in ws.run_outputs(run):
+            typer.echo(kept)
+        return
+    typer.echo(ws.run_output(run, name), nl=False)
+
+
 @workflow_app.command("answer")
 def answer_cmd(
     run: RunArg,
