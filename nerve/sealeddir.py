@@ -34,15 +34,17 @@ _THREAD_LOCK = threading.RLock()
 _USERS: dict[Path, int] = {}  # working folder → uses in progress in this process
 
 
-def memory_base(env: Mapping[str, str] | None = None) -> Path:
+def memory_base(
+    env: Mapping[str, str] | None = None, fallback: Path = Path("/dev/shm")
+) -> Path:
     """Where working folders live: a memory-backed folder this user may write."""
     env = os.environ if env is None else env
-    for candidate in (env.get("XDG_RUNTIME_DIR"), "/dev/shm"):
+    for candidate in (env.get("XDG_RUNTIME_DIR"), str(fallback)):
         if candidate and os.path.isdir(candidate) and os.access(candidate, os.W_OK | os.X_OK):
             return Path(candidate)
     raise LogError(
         "an encrypted workspace keeps workflow outputs and check findings in memory while "
-        "they are worked on, and neither $XDG_RUNTIME_DIR nor /dev/shm is writable here",
+        f"they are worked on, and neither $XDG_RUNTIME_DIR nor {fallback} is writable here",
         hint="set XDG_RUNTIME_DIR to a folder on a memory-backed file system (tmpfs)",
     )
 

@@ -113,18 +113,17 @@ async def _evaluate(
     folder: SealedDir,
 ) -> list[dict[str, Any]]:
     reasons: list[dict[str, Any]] = []
-    targets: dict[str, Path] = {}
+    targets: list[tuple[str, Path]] = []
     for output in outputs:
         try:
-            rel, source = _target(run, folder.work, output)
-            targets[rel] = source
+            targets.append(_target(run, folder.work, output))
         except (WorkflowError, CheckError) as exc:
             reasons.append({"output": output, "reason": "path-refused", "detail": str(exc)})
-    before = {rel: fingerprint(source) for rel, source in targets.items()}
+    before = {rel: fingerprint(source) for rel, source in targets}
     recorder = _Recorder(emit)
     where = _Where(root, folder, folder.work / ".checks" if folder.sealed else None)
     try:
-        for rel, source in targets.items():
+        for rel, source in targets:
             for manifest in manifests:
                 if matches_path(manifest, rel):
                     verdict = await _fire(recorder, where, run, workflow, manifest, rel, source)
@@ -132,7 +131,7 @@ async def _evaluate(
                         reasons.append(_blocking(verdict))
     finally:
         await recorder.flush()
-    for rel, source in targets.items():
+    for rel, source in targets:
         if fingerprint(source) != before[rel]:
             reasons.append({"output": rel, "reason": "changed", "detail": "bytes changed"})
     return reasons
