@@ -34,9 +34,7 @@ _THREAD_LOCK = threading.RLock()
 _USERS: dict[Path, int] = {}  # working folder → uses in progress in this process
 
 
-def memory_base(
-    env: Mapping[str, str] | None = None, fallback: Path = Path("/dev/shm")
-) -> Path:
+def memory_base(env: Mapping[str, str] | None = None, fallback: Path = Path("/dev/shm")) -> Path:
     """Where working folders live: a memory-backed folder this user may write."""
     env = os.environ if env is None else env
     for candidate in (env.get("XDG_RUNTIME_DIR"), str(fallback)):

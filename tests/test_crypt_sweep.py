@@ -8,6 +8,7 @@ import base64
 import json
 import os
 import signal
+from fnmatch import fnmatch
 from pathlib import Path
 
 import pytest
@@ -120,6 +121,35 @@ def _found(folder: Path) -> list[str]:
     return hits
 
 
+# what the README says stays readable without the key (names matched from data/)
+READABLE = (
+    "log/manifest.jsonl",
+    "log/keyring.json",
+    "log/LOCK",
+    "keys/chain-*.key",
+    "nerve.pid",
+    "nerve.run.json",
+    "*.lock",
+)
+
+
+def _readable(folder: Path) -> list[str]:
+    """Files under ``folder`` that are neither sealed nor on the README's list."""
+    found = []
+    for path in sorted(p for p in folder.rglob("*") if p.is_file() and not p.is_symlink()):
+        rel, data = path.relative_to(folder), path.read_bytes()
+        if data[:5] in (b"NENC\x01", b"NENC\x02") or any(fnmatch(str(rel), g) for g in READABLE):
+            continue
+        if rel.name == "daemon.log" and all(
+            line.startswith(b"nenc:") for line in data.splitlines()
+        ):
+            continue
+        if fnmatch(str(rel), "log/wal/*.wal") and data[:4] == b"NWAL" and (b"NENC\x01" in data):
+            continue  # a header, then frames whose bodies are sealed
+        found.append(str(rel))
+    return found
+
+
 def _workspace(tmp_path: Path, *, encrypt: bool) -> tuple[Path, dict[str, str]]:
     key, ws = tmp_path / "K", tmp_path / "ws"
     run_cli("init", *(["--encrypt", "--key-file", str(key)] if encrypt else []), str(ws))
@@ -178,11 +208,14 @@ def test_no_file_under_data_holds_the_marker_in_any_common_encoding(
         monkeypatch.setenv(name, value)
     _run_everything(ws)
     assert _found(ws / "data") == []
+    assert _readable(ws / "data") == []
 
     w = ("-w", str(ws))
     run = json.loads(run_cli(*w, "workflow", "list", "--all", "--json").stdout.splitlines()[0])
     listed = run_cli(*w, "workflow", "outputs", run["run"]).stdout
     assert "notes.md" in listed and "deep/raw.json" in listed and ".checks/" in listed
+    inspected = run_cli(*w, "workflow", "inspect", run["run"]).stdout
+    assert "outputs:" in inspected and "notes.md" in inspected
     shown = run_cli(*w, "workflow", "outputs", run["run"], "notes.md").stdout
     assert shown == f"# Notes\n{MARKER}\n"
     monkeypatch.delenv("NERVE_KEY_FILE")

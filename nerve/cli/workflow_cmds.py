@@ -56,15 +56,19 @@ def inspect_cmd(
     offset: Annotated[int, typer.Option("--offset", help="Skip this many events.")] = 0,
     as_json: JsonFlag = False,
 ) -> None:
-    """A run's status and its events: start frame, decisions, messages, checks, status changes."""
+    """A run's status, the files it keeps, and its events: start frame, decisions, messages,
+    checks, status changes."""
     ws = _door()
     row = ws.run_row(run)
     events = ws.run_events(run)[max(0, offset) : max(0, offset) + max(0, limit)]
+    kept = ws.run_outputs(run)
     if as_json:
-        emit_json({"run": row, "events": events})
+        emit_json({"run": row, "events": events, "outputs": kept})
         return
     for key, value in row.items():
         typer.echo(f"{key + ':':<14}{'' if value is None else value}")
+    if kept:
+        typer.echo(f"{'outputs:':<14}{', '.join(kept)}  (nerve workflow outputs {run} NAME)")
     typer.echo("")
     cells = [[f"{e['physical_ns']}.{e['logical']}", e["ts"], e["kind"], e["line"]] for e in events]
     render_rows(["hlc", "ts", "kind", "line"], cells, fmt="table", title=f"{run} events")
