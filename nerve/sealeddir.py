@@ -67,7 +67,7 @@ class SealedDir:
         """``data/<rel>``: worked on in place in a plain workspace, in memory in an
         encrypted one (``KeyMissing`` when its key is not to be had)."""
         stored = data / rel
-        cipher = crypt.cipher_for(data / "log", env)
+        cipher = crypt.held_cipher(data / "log", env)
         if cipher is None:
             return cls(stored, stored)
         base = memory_base(env)
@@ -174,7 +174,7 @@ def read_kept(data: Path, rel: str) -> bytes:
     raw = fsio.read_bytes(path)
     if not crypt.is_encrypted(data / "log"):
         return raw
-    crypt.cipher_for(data / "log")  # unlocked from the environment, or a clear refusal
+    crypt.held_cipher(data / "log")  # unlocked here, from the environment, or a refusal
     return bytes(crypt.open_bytes(raw, path))
 
 

@@ -145,3 +145,17 @@ def test_queries_on_an_encrypted_log_never_spill_to_disk(
     root = _sealed_workspace(tmp_path, monkeypatch)
     conn = connect(root / "data" / "log")
     assert conn.execute("SELECT current_setting('temp_directory')").fetchone() == ("",)
+
+
+def test_a_key_unlocked_once_seals_after_its_key_file_is_gone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A key file on removable media, unplugged once the daemon unlocked: steps still seal."""
+    import os
+
+    root = _sealed_workspace(tmp_path, monkeypatch)
+    crypt.cipher_for(root / "data" / "log")
+    os.unlink(os.environ[crypt.ENV_KEY_FILE])
+    with run_folder(root, "w-1").working() as work:
+        (work / "a.md").write_text(SECRET)
+    assert read_kept(root / "data", "runs/w-1/a.md") == SECRET.encode()
