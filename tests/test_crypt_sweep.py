@@ -122,10 +122,10 @@ def _found(folder: Path) -> list[str]:
 
 
 # what the README says stays readable without the key (names matched from data/)
-READABLE = (
-    "log/manifest.jsonl",
-    "log/keyring.json",
-    "log/LOCK",
+READABLE = (  # an archive is a log of its own: it has these too
+    "*log/manifest.jsonl",
+    "*log/keyring.json",
+    "*log/LOCK",
     "keys/chain-*.key",
     "nerve.pid",
     "nerve.run.json",
@@ -144,7 +144,7 @@ def _readable(folder: Path) -> list[str]:
             line.startswith(b"nenc:") for line in data.splitlines()
         ):
             continue
-        if fnmatch(str(rel), "log/wal/*.wal") and data[:4] == b"NWAL" and (b"NENC\x01" in data):
+        if fnmatch(str(rel), "*log/wal/*.wal") and data[:4] == b"NWAL" and (b"NENC\x01" in data):
             continue  # a header, then frames whose bodies are sealed
         found.append(str(rel))
     return found
@@ -209,8 +209,32 @@ def test_no_file_under_data_holds_the_marker_in_any_common_encoding(
     _run_everything(ws)
     assert _found(ws / "data") == []
     assert _readable(ws / "data") == []
-
     w = ("-w", str(ws))
+    _read_back_with_the_key(w)
+
+    # with the daemon gone: a manual fire (its findings kept here), an archive, two exports
+    fire = ("check", "fire", "quotes-write", "--path", "notes/todo.txt", "--json")
+    fired = json.loads(run_cli(*w, *fire, check=False).stdout)
+    assert fired["result"] == "failed" and fired["recorded"] is False, fired
+    assert fired["detail_path"].startswith("data/checks/quotes-write-"), fired
+    run_cli(*w, "archive", "--before", "0s", "--to", str(ws / "data" / "archive"))
+    for export in (
+        ("audit", "export", "--out", str(ws / "data" / "bundle.json")),
+        ("export", "--duckdb", str(ws / "data" / "x.duckdb"), "--copy", "--plaintext"),
+    ):
+        refused = run_cli(*w, *export, check=False)
+        assert refused.returncode == 2 and "may not go under" in refused.stderr, refused.stderr
+    assert _found(ws / "data") == []
+    assert _readable(ws / "data") == []
+
+    monkeypatch.delenv("NERVE_KEY_FILE")
+    run = next(p.name for p in (ws / "data" / "runs").iterdir())
+    refused = run_cli(*w, "workflow", "outputs", run, "notes.md", check=False)
+    assert refused.returncode == 1 and refused.stderr.startswith("KeyMissing: ")
+    assert len(refused.stderr.strip().splitlines()) <= 2 and "Traceback" not in refused.stderr
+
+
+def _read_back_with_the_key(w: tuple[str, str]) -> None:
     run = json.loads(run_cli(*w, "workflow", "list", "--all", "--json").stdout.splitlines()[0])
     listed = run_cli(*w, "workflow", "outputs", run["run"]).stdout
     assert "notes.md" in listed and "deep/raw.json" in listed and ".checks/" in listed
@@ -218,10 +242,6 @@ def test_no_file_under_data_holds_the_marker_in_any_common_encoding(
     assert "outputs:" in inspected and "notes.md" in inspected
     shown = run_cli(*w, "workflow", "outputs", run["run"], "notes.md").stdout
     assert shown == f"# Notes\n{MARKER}\n"
-    monkeypatch.delenv("NERVE_KEY_FILE")
-    refused = run_cli(*w, "workflow", "outputs", run["run"], "notes.md", check=False)
-    assert refused.returncode == 1 and refused.stderr.startswith("KeyMissing: ")
-    assert len(refused.stderr.strip().splitlines()) <= 2 and "Traceback" not in refused.stderr
 
 
 def test_the_sweep_finds_the_marker_in_a_plain_workspace(tmp_path: Path) -> None:
