@@ -78,10 +78,9 @@ class SealedDir:
         return self.cipher is not None
 
     def ready(self) -> Path:
-        """The working folder, made (and restored from its sealed copies) if need be."""
-        if self.cipher is None:
-            self.work.mkdir(parents=True, exist_ok=True)
-        else:
+        """The working folder, made and restored from its sealed copies if need be (a plain
+        one is left as it is: whoever writes there makes it, as before)."""
+        if self.cipher is not None:
             _private_dirs(self.work, self._top(1))
             self.restore()
         return self.work

@@ -73,6 +73,7 @@ def test_a_plain_workspace_works_in_place(tmp_path: Path) -> None:
     root = tmp_path / "ws"
     (root / "data" / "log").mkdir(parents=True)
     folder = run_folder(root, "w-1")
+    folder.stored.mkdir(parents=True)  # as the run manager does when a run opens
     with folder.working() as work:
         assert work == root / "data" / "runs" / "w-1"
         (work / "a.md").write_text(SECRET)

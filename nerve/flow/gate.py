@@ -32,7 +32,7 @@ import pyarrow as pa
 from nerve.checks.catalog import runnable
 from nerve.checks.dispatch import Verdict, fingerprint, fire, resolve_inside
 from nerve.checks.manifest import CheckManifest, matches_path
-from nerve.errors import CheckError, WorkflowError
+from nerve.errors import CheckError, LogError, WorkflowError, report
 from nerve.events import SourceClass, decode_payload
 from nerve.flow.contract import Message
 from nerve.flow.definition import safe_output
@@ -308,6 +308,8 @@ class WriteChecks:
                     await _fire_now(self.emit, self.root, "write", manifest, path, "write")
         except (CheckError, OSError):
             pass  # the file went away or moved out of reach: nothing to check
+        except LogError as exc:  # an encrypted workspace with nowhere in memory to work
+            report(f"write check {manifest.id} on {path} did not fire: {exc}")
         finally:
             self._pending.discard((manifest.id, path))
 
