@@ -20,6 +20,15 @@ of itself per reading. A reading fires when, after ``warmup`` readings and outsi
 spike every hour keeps ``peak`` high, so only a larger one fires. Its score is
 ``1000 · (z − bar) / z`` with ``bar`` the larger of the two thresholds.
 
+Values never seen (``range_bins > 0``): each probe also keeps the range ``[lo, hi]`` of
+every reading so far, cut into ``range_bins`` equal bins, and which bins a reading has
+fallen in. A reading past the range by more than ``1 / extreme_bins`` of its width (a new
+record high or low) scores ``extreme_milli``; one in a bin never visited scores
+``unseen_milli``. Such a fire is followed by ``novel_quiet`` readings with no other novelty
+fire and ``novel_hold`` readings with no fire of the predictions above, whose scores are
+weighed by ``blend_milli / 1000`` so a value never seen outranks a value merely far from its
+prediction. ``range_bins = 0`` turns this off.
+
 Everything is integer arithmetic (values in thousandths of the reading's unit, divisions
 rounded half-up, no floats), so a replay reproduces every decision bit for bit.
 """
@@ -28,7 +37,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -79,6 +88,13 @@ class ValueParams(BaseModel):
     debounce: Annotated[int, Field(ge=0)] = 12
     warmup: Annotated[int, Field(ge=0)] = 8
     max_probes: Annotated[int, Field(ge=1)] = 4096
+    range_bins: Annotated[int, Field(ge=0, le=64)] = 32
+    extreme_bins: Annotated[int, Field(ge=1)] = 128
+    extreme_milli: Annotated[int, Field(ge=0, le=1000)] = 1000
+    unseen_milli: Annotated[int, Field(ge=0, le=1000)] = 900
+    novel_quiet: Annotated[int, Field(ge=0)] = 20
+    novel_hold: Annotated[int, Field(ge=0)] = 100
+    blend_milli: Annotated[int, Field(ge=0, le=1000)] = 600
 
     @model_validator(mode="after")
     def _weights_at_most_one(self) -> ValueParams:
@@ -144,13 +160,18 @@ class _Probe:
     step_err: int = 0  # EMA of the absolute steps
     fired: int = 0  # the score of the latest fire
     climb: int = 0  # the steepest recent trend
+    lo: int = 0  # the range of every reading so far (thousandths)
+    hi: int = 0
+    bins: int = 0  # bit b: a reading has fallen in bin b of the range
+    novel_q: int = 0  # readings left with no novelty fire
+    hold: int = 0  # readings left with no prediction fire
     fits: list[_Fit] = field(default_factory=lambda: [_Fit(), _Fit(), _Fit()])
     daily: dict[int, list[int]] = field(default_factory=dict)  # slot -> [mean, count]
     weekly: dict[int, list[int]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {
-            **{name: getattr(self, name) for name in _SCALARS},
+            **{name: getattr(self, name) for name in (*_SCALARS, *_RANGE)},
             "fits": [[f.err, f.n] for f in self.fits],
             "daily": sorted([k, *v] for k, v in self.daily.items()),
             "weekly": sorted([k, *v] for k, v in self.weekly.items()),
@@ -161,6 +182,7 @@ _SCALARS = (
     "n", "level", "quiet", "peak", "run", "run_min", "held", "last", "slope", "step_err", "fired",
     "climb",
 )  # fmt: skip
+_RANGE = ("lo", "hi", "bins", "novel_q", "hold")  # absent in snapshots taken before them
 
 
 def _ema(old: int, new: int, num: int, den: int) -> int:
@@ -214,10 +236,47 @@ class ValueDetector:
         x, hour = value * _F, now_ns // _HOUR_NS
         slots = (hour % _DAY, (hour + _WEEK_SHIFT) % _WEEK)
         preds = self._predictions(state, slots)
+        novel = self._novelty(state, x) if self.params.range_bins else 0
         fire = self._judge(probe, state, x, preds, seq)
+        if self.params.range_bins:
+            fire = self._blend(probe, state, x, novel, fire, seq)
         # The level does not learn a run not yet sustained, so the run stays visible.
         self._fold(state, x, preds, slots, learn=not 0 < state.run < self.params.sustain)
         return fire
+
+    def _novelty(self, s: _Probe, x: int) -> int:
+        """Score of a reading never seen: past the range so far, or in a bin not yet visited
+        (0 otherwise); then widen the range and mark the bin."""
+        p = self.params
+        if not s.bins:  # the first reading (or one restored from before ranges)
+            s.lo = s.hi = x
+            s.bins = 1
+            return 0
+        span = s.hi - s.lo
+        over = x - s.hi if x > s.hi else s.lo - x if x < s.lo else 0
+        extreme = over > 0 and (span == 0 or over * p.extreme_bins > span)
+        s.lo, s.hi = min(s.lo, x), max(s.hi, x)
+        b = min(p.range_bins - 1, (x - s.lo) * p.range_bins // max(s.hi - s.lo, 1))
+        unseen = not s.bins >> b & 1
+        s.bins |= 1 << b
+        return p.extreme_milli if extreme else p.unseen_milli if unseen else 0
+
+    def _blend(
+        self, probe: str, s: _Probe, x: int, novel: int, fire: Highlight | None, seq: int
+    ) -> Highlight | None:
+        """A novelty fire first; else the predictions' fire, weighed, unless held."""
+        p = self.params
+        quiet, s.novel_q = s.novel_q, max(0, s.novel_q - 1)
+        hold, s.hold = s.hold, max(0, s.hold - 1)
+        if novel and not quiet and s.n >= p.warmup:
+            s.novel_q, s.hold = p.novel_quiet, p.novel_hold
+            width = max(1, round_div(s.hi - s.lo, p.range_bins))
+            return Highlight(
+                probe, round_div(x, _F), round_div(s.level, _F), round_div(width, _F), novel, seq
+            )
+        if fire is None or hold:
+            return None
+        return replace(fire, score_milli=round_div(fire.score_milli * p.blend_milli, 1000))
 
     def _predictions(self, s: _Probe, slots: tuple[int, int]) -> list[int | None]:
         need = self.params.season_min
@@ -377,4 +436,5 @@ def _read_probe(data: Mapping[str, Any]) -> _Probe:
     if len(fits) != 3:
         raise ValueError("fits must hold three entries")
     scalars = {name: _int(data[name]) for name in _SCALARS}
+    scalars |= {name: _int(data.get(name, 0)) for name in _RANGE}
     return _Probe(**scalars, fits=fits, daily=slots(data["daily"]), weekly=slots(data["weekly"]))
