@@ -24,7 +24,8 @@ Values never seen (``range_bins > 0``): each probe also keeps the range ``[lo, h
 every reading so far, cut into ``range_bins`` equal bins, and which bins a reading has
 fallen in. A reading past the range by more than ``1 / extreme_bins`` of its width (a new
 record high or low) scores ``extreme_milli``; one in a bin never visited scores
-``unseen_milli``. Such a fire is followed by ``novel_quiet`` readings with no other novelty
+``unseen_milli``. None fires before ``warmup`` readings and ``novel_warmup_s`` seconds of
+the probe's first (a range needs time to be learned). Such a fire is followed by ``novel_quiet`` readings with no other novelty
 fire and ``novel_hold`` readings with no fire of the predictions above, whose scores are
 weighed by ``blend_milli / 1000`` so a value never seen outranks a value merely far from its
 prediction. ``range_bins = 0`` turns this off.
@@ -54,6 +55,7 @@ MAX_ABS = 2**53 - 1  # readings beyond JSON's exact integers are ignored
 _F = 1000  # readings are held in thousandths of their unit
 _HOUR_NS = 3_600_000_000_000
 _MINUTE_NS = 60_000_000_000
+_S = 1_000_000_000
 RATE = "per_min"  # the reading every sense gets: its observations in the last minute
 MAX_RATE = 1000  # a sense's rate counts at most this many
 _DAY, _WEEK = 24, 168
@@ -95,6 +97,8 @@ class ValueParams(BaseModel):
     novel_quiet: Annotated[int, Field(ge=0)] = 20
     novel_hold: Annotated[int, Field(ge=0)] = 100
     blend_milli: Annotated[int, Field(ge=0, le=1000)] = 600
+    novel_warmup_s: Annotated[int, Field(ge=0)] = 3600
+    novel_quiet_s: Annotated[int, Field(ge=0)] = 3600
 
     @model_validator(mode="after")
     def _weights_at_most_one(self) -> ValueParams:
@@ -165,6 +169,8 @@ class _Probe:
     bins: int = 0  # bit b: a reading has fallen in bin b of the range
     novel_q: int = 0  # readings left with no novelty fire
     hold: int = 0  # readings left with no prediction fire
+    since: int = 0  # the time of the first reading (ns)
+    novel_at: int = 0  # the time of the latest novelty fire (ns)
     fits: list[_Fit] = field(default_factory=lambda: [_Fit(), _Fit(), _Fit()])
     daily: dict[int, list[int]] = field(default_factory=dict)  # slot -> [mean, count]
     weekly: dict[int, list[int]] = field(default_factory=dict)
@@ -182,11 +188,31 @@ _SCALARS = (
     "n", "level", "quiet", "peak", "run", "run_min", "held", "last", "slope", "step_err", "fired",
     "climb",
 )  # fmt: skip
-_RANGE = ("lo", "hi", "bins", "novel_q", "hold")  # absent in snapshots taken before them
+_RANGE = ("lo", "hi", "bins", "novel_q", "hold", "since", "novel_at")  # absent in snapshots taken before them
 
 
 def _ema(old: int, new: int, num: int, den: int) -> int:
     return old + round_div((new - old) * num, den)
+
+
+def _bin(x: int, lo: int, hi: int, bins: int) -> int:
+    """The bin of ``x`` when ``[lo, hi]`` is cut into ``bins`` equal bins."""
+    return min(bins - 1, (x - lo) * bins // max(hi - lo, 1))
+
+
+def _remap(mask: int, lo: int, hi: int, new_lo: int, new_hi: int, bins: int) -> int:
+    """The bins of ``[new_lo, new_hi]`` that overlap a marked bin of ``[lo, hi]``."""
+    span, out = max(hi - lo, 1), 0
+    for b in range(bins):
+        if not mask >> b & 1:
+            continue
+        first = lo + (b * span + bins - 1) // bins
+        last = hi if b == bins - 1 else lo + ((b + 1) * span - 1) // bins
+        if first > last:
+            continue
+        for c in range(_bin(first, new_lo, new_hi, bins), _bin(last, new_lo, new_hi, bins) + 1):
+            out |= 1 << c
+    return out
 
 
 def _over(z: int, bar: int) -> int:
@@ -211,7 +237,11 @@ class ValueDetector:
         if subject:
             named[RATE] = self._rate(subject, now_ns)
         fires = (self.step(probe_name(subject, n), v, seq, now_ns) for n, v in named.items())
-        return [h for h in fires if h is not None]
+        found = [h for h in fires if h is not None]
+        if self.params.range_bins and len(found) > 1:
+            # One observation interrupts once: its strongest reading (the first by name of a tie).
+            return [max(found, key=lambda h: h.score_milli)]
+        return found
 
     def _rate(self, subject: str, now_ns: int) -> int:
         times = self._times.get(subject)
@@ -236,40 +266,52 @@ class ValueDetector:
         x, hour = value * _F, now_ns // _HOUR_NS
         slots = (hour % _DAY, (hour + _WEEK_SHIFT) % _WEEK)
         preds = self._predictions(state, slots)
-        novel = self._novelty(state, x) if self.params.range_bins else 0
+        novel = self._novelty(state, x, now_ns) if self.params.range_bins else 0
         fire = self._judge(probe, state, x, preds, seq)
         if self.params.range_bins:
-            fire = self._blend(probe, state, x, novel, fire, seq)
+            fire = self._blend(probe, state, x, novel, fire, seq, now_ns)
         # The level does not learn a run not yet sustained, so the run stays visible.
         self._fold(state, x, preds, slots, learn=not 0 < state.run < self.params.sustain)
         return fire
 
-    def _novelty(self, s: _Probe, x: int) -> int:
+    def _novelty(self, s: _Probe, x: int, now_ns: int) -> int:
         """Score of a reading never seen: past the range so far, or in a bin not yet visited
         (0 otherwise); then widen the range and mark the bin."""
         p = self.params
         if not s.bins:  # the first reading (or one restored from before ranges)
             s.lo = s.hi = x
-            s.bins = 1
+            s.bins, s.since = 1, now_ns
             return 0
         span = s.hi - s.lo
         over = x - s.hi if x > s.hi else s.lo - x if x < s.lo else 0
         extreme = over > 0 and (span == 0 or over * p.extreme_bins > span)
-        s.lo, s.hi = min(s.lo, x), max(s.hi, x)
-        b = min(p.range_bins - 1, (x - s.lo) * p.range_bins // max(s.hi - s.lo, 1))
+        if over:  # the bins widen: mark the new ones the visited ones overlap
+            lo, hi = min(s.lo, x), max(s.hi, x)
+            s.bins = _remap(s.bins, s.lo, s.hi, lo, hi, p.range_bins)
+            s.lo, s.hi = lo, hi
+        b = _bin(x, s.lo, s.hi, p.range_bins)
         unseen = not s.bins >> b & 1
         s.bins |= 1 << b
         return p.extreme_milli if extreme else p.unseen_milli if unseen else 0
 
     def _blend(
-        self, probe: str, s: _Probe, x: int, novel: int, fire: Highlight | None, seq: int
+        self,
+        probe: str,
+        s: _Probe,
+        x: int,
+        novel: int,
+        fire: Highlight | None,
+        seq: int,
+        now_ns: int,
     ) -> Highlight | None:
         """A novelty fire first; else the predictions' fire, weighed, unless held."""
         p = self.params
         quiet, s.novel_q = s.novel_q, max(0, s.novel_q - 1)
         hold, s.hold = s.hold, max(0, s.hold - 1)
-        if novel and not quiet and s.n >= p.warmup:
-            s.novel_q, s.hold = p.novel_quiet, p.novel_hold
+        warm = s.n >= p.warmup and now_ns - s.since >= p.novel_warmup_s * _S
+        recent = s.novel_at and now_ns - s.novel_at < p.novel_quiet_s * _S
+        if novel and not quiet and not recent and warm:
+            s.novel_q, s.hold, s.novel_at = p.novel_quiet, p.novel_hold, now_ns
             width = max(1, round_div(s.hi - s.lo, p.range_bins))
             return Highlight(
                 probe, round_div(x, _F), round_div(s.level, _F), round_div(width, _F), novel, seq
