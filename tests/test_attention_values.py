@@ -4,6 +4,7 @@ exact snapshots, a real log replayed and checked bit for bit, and the bundled se
 from __future__ import annotations
 
 import importlib.util
+import itertools
 import json
 import random
 from dataclasses import replace
@@ -171,7 +172,7 @@ def test_seen_values_stay_seen_when_the_range_widens() -> None:
 def test_records_in_a_slow_drift_fire_at_most_once_an_hour() -> None:
     series = [10_000 - i // 30 + i % 3 for i in range(3 * 360)]  # 3 h, a new low now and then
     novel = [i for i, v in _scores(series).items() if v >= 900]
-    assert novel and all(b - a >= 360 for a, b in zip(novel, novel[1:], strict=False))
+    assert novel and all(b - a >= 360 for a, b in itertools.pairwise(novel))
 
 
 def test_one_observation_interrupts_once() -> None:

@@ -22,13 +22,15 @@ spike every hour keeps ``peak`` high, so only a larger one fires. Its score is
 
 Values never seen (``range_bins > 0``): each probe also keeps the range ``[lo, hi]`` of
 every reading so far, cut into ``range_bins`` equal bins, and which bins a reading has
-fallen in. A reading past the range by more than ``1 / extreme_bins`` of its width (a new
-record high or low) scores ``extreme_milli``; one in a bin never visited scores
-``unseen_milli``. None fires before ``warmup`` readings and ``novel_warmup_s`` seconds of
-the probe's first (a range needs time to be learned). Such a fire is followed by ``novel_quiet`` readings with no other novelty
-fire and ``novel_hold`` readings with no fire of the predictions above, whose scores are
-weighed by ``blend_milli / 1000`` so a value never seen outranks a value merely far from its
-prediction. ``range_bins = 0`` turns this off.
+fallen in (carried over to the wider bins when the range grows). A reading past the range
+by more than ``1 / extreme_bins`` of its width (a new record high or low) scores
+``extreme_milli``; one in a bin never visited scores ``unseen_milli``. None fires before
+``warmup`` readings and ``novel_warmup_s`` seconds from the probe's first (a range takes
+time to learn), within ``novel_quiet`` readings or ``novel_quiet_s`` seconds of the last,
+and none of the predictions above fires within ``novel_hold`` readings of one. The
+predictions' scores are weighed by ``blend_milli / 1000``, so a value never seen outranks
+one merely far from its prediction, and of one observation's readings only the strongest
+fire is kept (one interruption per observation). ``range_bins = 0`` turns all this off.
 
 Everything is integer arithmetic (values in thousandths of the reading's unit, divisions
 rounded half-up, no floats), so a replay reproduces every decision bit for bit.
@@ -188,7 +190,8 @@ _SCALARS = (
     "n", "level", "quiet", "peak", "run", "run_min", "held", "last", "slope", "step_err", "fired",
     "climb",
 )  # fmt: skip
-_RANGE = ("lo", "hi", "bins", "novel_q", "hold", "since", "novel_at")  # absent in snapshots taken before them
+# Absent in snapshots taken before values never seen (they restore as 0).
+_RANGE = ("lo", "hi", "bins", "novel_q", "hold", "since", "novel_at")
 
 
 def _ema(old: int, new: int, num: int, den: int) -> int:
