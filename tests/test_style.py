@@ -23,7 +23,7 @@ LAYERS = [
     {"query", "config", "conformance", "chain", "attention", "checks", "privacy", "sensedata"}
     | {"recall.core", "recall.tier0", "mcp.settings", "fleet.settings", "sealedfs"},
     {"workspace"},
-    {"runtime", "flow", "logops", "recall", "export", "tail", "privacy.ops", "fleet"}
+    {"runtime", "flow", "logops", "recall", "export", "tail", "privacy.ops", "fleet", "tokens"}
     | {"privacy.forget", "privacy.archive", "privacy.selection"},
     {"api", "door"},
     {"mcp"},
