@@ -22,7 +22,9 @@ socket is reported opened once it has listened ``port_min_life_s`` (default 30; 
 observation's time is when it was first seen), and closed only if its opening was: the ports
 of test servers that come and go are not news. The first compute records the sockets it
 finds without reporting them; state keeps at most ``_PORTS_MAX`` sockets and a compute
-reports at most ``_PORT_EVENTS_MAX`` changes.
+reports at most ``_PORT_EVENTS_MAX`` changes. On Linux the sockets come from the kernel's
+socket diagnostics (:mod:`nerve.host.sockets`), and the holder of a socket is looked for
+only when its inode is new; elsewhere psutil lists every connection at each compute.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ import psutil
 
 from nerve.contract import Observation, Result, SenseContext
 from nerve.events import SourceClass, Trust
+from nerve.host import sockets as host_sockets
 
 initial_state: dict[str, Any] = {
     "boot": None,
@@ -54,7 +57,7 @@ _PORT_EVENTS_MAX = 50
 def compute(state: dict[str, Any], ctx: SenseContext) -> Result:
     per_nic, wanted = _options(ctx)
     min_life = _min_life(ctx)
-    listening = _listening()
+    listening = _listening(state.get("ports"))
     current = _read(per_nic, wanted)
     if isinstance(current, str):
         port_obs, ports = _port_changes(state.get("ports"), listening, min_life)
@@ -137,10 +140,36 @@ def _rates(previous: dict[str, Any], current: dict[str, int], dt_ns: int) -> dic
     return rates
 
 
-def _listening() -> dict[str, dict[str, Any]] | None:
+def _listening(previous: Any = None) -> dict[str, dict[str, Any]] | None:
     """The TCP sockets in LISTEN, by ``address:port``, with their holder's pid (None where
     the host does not say); None where the host hides its sockets. (UDP is left out: every
-    DNS lookup binds a short-lived port, which would be noise.)"""
+    DNS lookup binds a short-lived port, which would be noise.)
+
+    On Linux the kernel lists them (netlink), and a holder is looked for only for a socket
+    not in ``previous`` under the same inode; elsewhere psutil reads every connection."""
+    fast = host_sockets.listening()
+    if fast is None:
+        return _listening_psutil()
+    known = previous if isinstance(previous, dict) else {}
+    found: dict[str, dict[str, Any]] = {}
+    unknown: set[int] = set()
+    for s in fast:
+        key = f"[{s.address}]:{s.port}" if ":" in s.address else f"{s.address}:{s.port}"
+        old = known.get(key)
+        seen = isinstance(old, dict) and old.get("inode") == s.inode
+        if not seen:
+            unknown.add(s.inode)
+        pid = old.get("pid") if seen and isinstance(old, dict) else None
+        if key not in found or found[key]["pid"] is None:
+            found[key] = {"address": s.address, "port": s.port, "pid": pid, "inode": s.inode}
+    held = host_sockets.holders(unknown)
+    for sock in found.values():
+        if sock["inode"] in unknown:
+            sock["pid"] = held.get(sock["inode"])
+    return found
+
+
+def _listening_psutil() -> dict[str, dict[str, Any]] | None:
     try:
         conns = psutil.net_connections(kind="tcp")
     except (OSError, psutil.Error, NotImplementedError):
@@ -193,7 +222,7 @@ def _port_changes(
         if not old.get("told") and now - since >= min_life:
             old = {**old, "told": True}
             events.append(_port_observation("port_opened", old, int(since * 1e9)))
-        kept[key] = old
+        kept[key] = {**old, "inode": sock["inode"]} if "inode" in sock else old
     closed = [
         _port_observation("port_closed", old)
         for key, old in sorted(previous.items())

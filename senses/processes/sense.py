@@ -33,8 +33,11 @@ Options: ``notable`` (names, default below), ``cpu_percent`` (default 80), ``rss
 (500), ``top_n`` (5), ``top_memory_n`` (3), ``min_cpu_percent`` (5), ``top_every_s`` (300),
 ``min_life_s`` (30; 0 reports every notable process at once), ``brief_every_s`` (60).
 
-CPU shares come from psutil's per-process counters kept in the worker between computes, so
-the first compute of a worker sees every process at 0 %: its top lists memory only.
+On Linux a scan reads one file per process (``/proc/<pid>/stat``, through
+:mod:`nerve.host.procs`) and a user only for the processes it shows; elsewhere psutil reads
+them. CPU shares are over the time since the previous scan, from counters kept in the worker
+between computes, so the first compute of a worker sees every process at 0 %: its top lists
+memory only.
 """
 
 from __future__ import annotations
@@ -54,6 +57,7 @@ except ImportError:  # not on Windows: user names are then uids
 
 from nerve.contract import Observation, Result, SenseContext
 from nerve.events import SourceClass, Trust
+from nerve.host import procs as host_procs
 
 DEFAULT_NOTABLE = [
     "python", "node", "cargo", "rustc", "make", "cmake", "gcc", "g++", "clang", "go",
@@ -181,6 +185,36 @@ def _number(ctx: SenseContext, key: str, default: float, zero: bool = False) -> 
 
 def _snapshot() -> Iterator[_Proc]:
     """Every process we may see; ones that vanish or refuse mid-read are skipped."""
+    fast = host_procs.scan()
+    if fast is None:
+        yield from _psutil_snapshot()
+        return
+    yield from _shares(fast, time.monotonic())
+
+
+# CPU seconds of each process at the previous scan, and when it was: a share is over the
+# interval between two scans, as psutil's cpu_percent(interval=None) is (0 at first sight)
+_seen: dict[int, tuple[float, float]] = {}
+_seen_at: list[float] = []
+
+
+def _shares(stats: list[host_procs.ProcStat], now: float) -> Iterator[_Proc]:
+    """The processes of one /proc scan, with CPU shares since the previous scan."""
+    wall = now - _seen_at[0] if _seen_at else 0.0
+    before = dict(_seen)
+    _seen.clear()
+    _seen_at[:] = [now]
+    for s in stats:
+        _seen[s.pid] = (s.create_time, s.cpu_s)
+        prior = before.get(s.pid)
+        percent = 0.0
+        if prior is not None and prior[0] == s.create_time and wall > 0:
+            percent = round((s.cpu_s - prior[1]) / wall * 100, 1)
+        yield _Proc(s.pid, s.name, s.create_time, max(percent, 0.0), s.rss_bytes)
+
+
+def _psutil_snapshot() -> Iterator[_Proc]:
+    """The portable scan (psutil), where there is no Linux /proc."""
     attrs = ["pid", "name", "create_time", "cpu_percent", "memory_info", "uids"]
     for proc in psutil.process_iter(attrs, ad_value=None):
         info = proc.info
@@ -195,6 +229,14 @@ def _snapshot() -> Iterator[_Proc]:
             rss_bytes=int(mem.rss) if mem is not None else 0,
             user=_user(info.get("uids")),
         )
+
+
+def _user_of(proc: _Proc) -> str:
+    """The process's user: read now for a /proc scan, which leaves it out (few are shown)."""
+    if proc.user:
+        return proc.user
+    uid = host_procs.real_uid(proc.pid)
+    return "" if uid is None else _user_name(uid)
 
 
 def _user(uids: Any) -> str:
@@ -250,7 +292,7 @@ def _record(proc: _Proc) -> dict[str, Any]:
         "name": proc.name,
         "create_time": proc.create_time,
         "cmdline": _cmdline(proc.pid),
-        "user": proc.user,
+        "user": _user_of(proc),
     }
 
 
@@ -300,7 +342,7 @@ def _started_observation(proc: _Proc, record: dict[str, Any], why: str) -> Obser
         "event": "started",
         "cmdline": record["cmdline"],
         "why": why,
-        "user": proc.user,
+        "user": _user_of(proc),
         "start_time": int(proc.create_time),
         "rss_bytes": proc.rss_bytes,
     }
@@ -440,7 +482,7 @@ def _entry(proc: _Proc, described: dict[str, int]) -> dict[str, Any]:
     entry: dict[str, Any] = {"pid": proc.pid, "name": proc.name}
     if described.get(str(proc.pid)) != int(proc.create_time):
         described[str(proc.pid)] = int(proc.create_time)
-        entry["user"] = proc.user
+        entry["user"] = _user_of(proc)
         entry["cmdline"] = _cmdline(proc.pid)[:_TOP_CMDLINE_MAX]
     return {
         **entry,
