@@ -6,6 +6,7 @@ from __future__ import annotations
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ import psutil
 import pytest
 
 from nerve.host import procs, sockets
+from nerve.host.deadband import Band, Deadband
 from tests.test_senses_builtin import initial, load, poll, run
 
 pytestmark = pytest.mark.skipif(not procs.available(), reason="needs a Linux /proc")
@@ -108,3 +110,55 @@ def test_a_busy_process_gets_its_cpu_share_from_the_scan(tmp_path: Path) -> None
     finally:
         hog.kill()
         hog.wait()
+
+
+# --- report on change, with keyframes ---------------------------------------------------------
+
+
+def test_a_reading_is_news_when_it_moves_by_its_band_or_a_keyframe_is_due() -> None:
+    sent = Deadband()
+    bands = {"busy": Band(50), "load": Band(25, 0.1)}
+    second = 10**9
+    assert sent.news("cpu", {"busy": 20, "load": 100}, bands, 60 * second, now_ns=0)  # first
+    assert not sent.news("cpu", {"busy": 60, "load": 120}, bands, 60 * second, now_ns=5 * second)
+    assert sent.news("cpu", {"busy": 70, "load": 100}, bands, 60 * second, now_ns=10 * second)
+    assert not sent.news("cpu", {"busy": 70, "load": 109}, bands, 60 * second, now_ns=20 * second)
+    assert sent.news("cpu", {"busy": 70, "load": 400}, bands, 60 * second, now_ns=21 * second)
+    assert sent.news("cpu", {"busy": 70, "load": 400}, bands, 60 * second, now_ns=81 * second)
+    assert sent.news("cpu", {"busy": 70}, bands, 60 * second, now_ns=82 * second)  # other keys
+    assert sent.news("cpu", {"busy": 70}, bands, 0, now_ns=83 * second)  # 0: every compute
+
+
+def test_a_bad_keyframe_option_is_named(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match=r"senses\.cpu\.options\.keyframe_s"):
+        run("cpu", initial("cpu"), tmp_path, keyframe_s=-1)
+
+
+def test_a_quiet_cpu_sends_nothing_until_its_keyframe(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sense = load("cpu")
+    monkeypatch.setattr(sense, "_sent", Deadband())
+    monkeypatch.setattr(sense.psutil, "cpu_percent", lambda interval=None, percpu=False: 3.0)
+    monkeypatch.setattr(sense.psutil, "getloadavg", lambda: (0.5, 0.5, 0.5))
+    assert run("cpu", initial("cpu"), tmp_path).observations  # the first is always sent
+    assert not run("cpu", initial("cpu"), tmp_path).observations  # nothing moved
+    monkeypatch.setattr(sense.psutil, "cpu_percent", lambda interval=None, percpu=False: 90.0)
+    [busy] = run("cpu", initial("cpu"), tmp_path).observations
+    assert busy.payload["readings"]["busy_permille"] == 900
+
+
+def test_a_held_network_reading_is_counted_in_the_next_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sense = load("network")
+    state = run("network", initial("network"), tmp_path).state  # the baseline
+    monkeypatch.setattr(sense, "_news", lambda ctx, current, listening: False)
+    held = run("network", state, tmp_path)
+    assert not [o for o in held.observations if "nic" in o.payload]
+    assert held.state["total"] == state["total"]  # the base stays that of the last report
+    held_at = time.monotonic_ns()
+    monkeypatch.setattr(sense, "_news", lambda ctx, current, listening: True)
+    [sent] = [o for o in run("network", held.state, tmp_path).observations if "nic" in o.payload]
+    # the report spans the held compute too: its bytes are in it
+    assert sent.payload["interval_ms"] >= (held_at - state["t_ns"]) // 1_000_000

@@ -1,4 +1,4 @@
-"""Network throughput: bytes and packets per second since the previous compute.
+"""Network throughput: bytes and packets per second since the previous observation.
 
 Source class ``network``, trust ``FirstParty``. The previous counters live in state, stored
 at checkpoints (``state_records``); the first compute (and the first after a reboot, a
@@ -6,8 +6,14 @@ counter that went backwards, or a daemon that did not stop cleanly) records a ba
 observes nothing. Then one observation for all interfaces together and, with
 ``per_nic``, one per interface.
 
+The rates are sent when they are news (see :mod:`nerve.host.deadband`): a rate since the
+previous compute moved by a quarter (at least 16 KiB/s), errors came or the count of
+listening ports changed since the last observation, or ``keyframe_s`` passed. An observation
+covers the whole time since the one before (``interval_ms``): the counters of the last
+observation stay in state until the next, so every byte is counted once.
+
 Options: ``per_nic`` (bool, default false), ``nics`` (list of interface names, default all),
-``port_min_life_s`` (default 30).
+``port_min_life_s`` (default 30), ``keyframe_s`` (default 60; 0 sends every compute).
 
 Readings (for attention's value probes), on the ``all`` observation: ``down_kib_per_s``,
 ``up_kib_per_s``, ``errors`` and, where the host lists its sockets, ``listening_ports``
@@ -37,6 +43,7 @@ import psutil
 from nerve.contract import Observation, Result, SenseContext
 from nerve.events import SourceClass, Trust
 from nerve.host import sockets as host_sockets
+from nerve.host.deadband import Band, Deadband, keyframe_ns
 
 initial_state: dict[str, Any] = {
     "boot": None,
@@ -70,10 +77,39 @@ def compute(state: dict[str, Any], ctx: SenseContext) -> Result:
     if not same_boot or not isinstance(state.get("total"), dict):
         baseline = {**current, "note": "baseline: no previous counters"}
         return Result(state=baseline, observations=port_obs)
+    if not _news(ctx, current, listening):  # the counters of the last report stay the base
+        return Result(state={**state, "ports": current["ports"]}, observations=port_obs)
     observations = _observe(state, current, listening)
     kept = [o for o in observations if o is not None]
     note = None if len(kept) == len(observations) else "a counter went backwards: rebaselined"
     return Result(state={**current, "note": note}, observations=kept + port_obs)
+
+
+_BANDS = {
+    "down_kib_per_s": Band(16, 0.25),
+    "up_kib_per_s": Band(16, 0.25),
+    "errors": Band(1),
+    "listening_ports": Band(1),
+}
+_sent = Deadband()
+_previous: dict[str, Any] = {}  # this worker's previous counters: the rate news is judged by
+
+
+def _news(ctx: SenseContext, current: dict[str, Any], listening: Any) -> bool:
+    """Whether the rates since the previous compute are news (see nerve.host.deadband); an
+    observation then covers the whole time since the last one, so no byte goes unreported."""
+    before = dict(_previous)
+    _previous.clear()
+    _previous.update(current)
+    every = keyframe_ns(ctx.options, ctx.name)
+    rates = None
+    if isinstance(before.get("total"), dict):
+        rates = _rates(before["total"], current["total"], current["t_ns"] - before["t_ns"])
+    if rates is None:
+        _sent.forget(ctx.name)
+        return True
+    ports = None if listening is None else len({s["port"] for s in listening.values()})
+    return _sent.news(ctx.name, _readings("all", rates, ports), _BANDS, every)
 
 
 def _read(per_nic: bool, wanted: list[str] | None) -> dict[str, Any] | str:
