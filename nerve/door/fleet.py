@@ -98,6 +98,7 @@ class Fleet:
         only when something must be planned or fetched."""
         from nerve.fleet.query import connect_fleet
         from nerve.fleet.settings import fleet_settings
+        from nerve.log.crypt import is_encrypted
         from nerve.query import stream_query
 
         settings = fleet_settings(self.folder)
@@ -113,6 +114,8 @@ class Fleet:
             on_plan(fleet)
         limit_mb = settings.cache_mb
         cache = self.folder.data / "fleet" / "cache" if limit_mb else None
+        if is_encrypted(self.folder.log_root):
+            cache = None  # the fetched files are other hosts' plaintext: none under data/
         result = stream_query(connect_fleet(wh, fleet, cache), sql)
         return FleetAnswer(fleet, result, cache, limit_mb * 1024 * 1024)
 
@@ -123,9 +126,12 @@ class Fleet:
         from nerve.fleet.query import plan
         from nerve.fleet.settings import fleet_settings
         from nerve.fleet.warehouse import resolve
+        from nerve.log.crypt import is_encrypted
 
         resolved = resolve(fleet_settings(self.folder), self.folder.data)
         folder = self.folder.data / "fleet"
+        if is_encrypted(self.folder.log_root):  # nothing of other hosts kept under data/
+            return plan(wh(), since_ns=since_ns, hosts=hosts)
         location = plancache.metadata_location(resolved)
         kept = plancache.cached(folder, location, since_ns, hosts) if location else None
         if kept is not None:
