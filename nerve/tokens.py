@@ -40,9 +40,15 @@ def read(path: Path) -> str | None:
 
 
 def token(
-    ws: WorkspaceDir, use: str, *, rotate: bool = False, environ: Mapping[str, str] | None = None
+    ws: WorkspaceDir,
+    use: str,
+    *,
+    site: str,
+    rotate: bool = False,
+    environ: Mapping[str, str] | None = None,
 ) -> str:
-    """The workspace's token for ``use``: made on first use, replaced with ``rotate``.
+    """The workspace's token for ``use``: made on first use, replaced with ``rotate``; ``site``
+    names the write for fault tests (``fsio.SITES``).
     Written whole or not at all (a failed rotation leaves the old token standing)."""
     path = token_path(ws, use, environ)
     current = None if rotate else read(path)
@@ -50,7 +56,7 @@ def token(
         return current
     fsio.private_dir(path.parent)
     new = secrets.token_urlsafe(32)
-    fsio.write_private(path, f"{new}\n".encode(), site=f"{use}.token", exclusive=False)
+    fsio.write_private(path, f"{new}\n".encode(), site=site, exclusive=False)
     return new
 
 

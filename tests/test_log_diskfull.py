@@ -103,6 +103,17 @@ def _nerve(ws: Path, *args: str, stdin: str | None = None) -> subprocess.Complet
     )
 
 
+def _warmed(ws: Path, timeout: float = 60.0) -> None:
+    """Wait until the daemon has loaded its senses (``start`` returns once it listens)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        done = _nerve(ws, "status", "--json")
+        if done.returncode == 0 and json.loads(done.stdout).get("warming") is False:
+            return
+        time.sleep(0.1)
+    raise AssertionError("the daemon did not finish its warm-up")
+
+
 def test_emit_acknowledges_a_stored_batch_when_the_seal_after_it_fails(small_fs: Path) -> None:
     ws = small_fs / "ws"
     assert _nerve(small_fs, "init", str(ws)).returncode == 0
@@ -144,6 +155,7 @@ def test_a_daemon_on_a_full_disk_refuses_then_recovers_and_keys_dedupe(small_fs:
         "attention: {enabled: false}\nlog: {seal_max_events: 40}\n"
     )
     assert _nerve(ws, "daemon", "start").returncode == 0
+    _warmed(ws)  # the sense runs once the warm-up has loaded it
     try:
         data = ws / "data"
         modes = {

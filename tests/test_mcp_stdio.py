@@ -151,9 +151,15 @@ def test_argument_errors_are_words_and_records_never_quote_arguments(raw: Raw) -
         assert "errors.pydantic.dev" not in text and "input_value" not in text, text
     surrogate = raw.ask(_call(200, "search", {"text": "\ud800"}))
     assert surrogate["error"]["code"] == -32602
-    records = run_cli("--workspace", str(raw.root), "audit", "access", "--json").stdout  # type: ignore[attr-defined]
-    rows = [json.loads(line) for line in records.splitlines()]
-    assert [r["tool"] for r in rows][-7:] == [t for t, _ in calls] + ["search"]
+    want = [t for t, _ in calls] + ["search"]
+    deadline = time.monotonic() + 30
+    while True:  # a reply may go out before its access record is stored
+        records = run_cli("--workspace", str(raw.root), "audit", "access", "--json").stdout  # type: ignore[attr-defined]
+        rows = [json.loads(line) for line in records.splitlines()]
+        if [r["tool"] for r in rows][-7:] == want or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    assert [r["tool"] for r in rows][-7:] == want
     assert all(r["outcome"] == "refused" and r["reason"] for r in rows[-7:])
     for row in rows:
         assert SECRET not in row["reason"] and SECRET[:6] not in row["reason"], row["reason"]

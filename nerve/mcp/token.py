@@ -27,7 +27,7 @@ def token(
     ws: WorkspaceDir, *, rotate: bool = False, environ: Mapping[str, str] | None = None
 ) -> str:
     """The workspace's token: made on first use, replaced with ``rotate``."""
-    return tokens.token(ws, "mcp", rotate=rotate, environ=environ)
+    return tokens.token(ws, "mcp", site="mcp.token", rotate=rotate, environ=environ)
 
 
 def check(path: Path, offered: str) -> bool:

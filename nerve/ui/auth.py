@@ -38,7 +38,7 @@ def token(
     ws: WorkspaceDir, *, rotate: bool = False, environ: Mapping[str, str] | None = None
 ) -> str:
     """The workspace's UI token: made on first use, replaced with ``rotate``."""
-    return tokens.token(ws, "ui", rotate=rotate, environ=environ)
+    return tokens.token(ws, "ui", site="ui.token", rotate=rotate, environ=environ)
 
 
 def _mac(key: str, purpose: str, session: str) -> str:
