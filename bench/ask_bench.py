@@ -50,6 +50,10 @@ from nerve.log.store import EventLog
 from nerve.recall import ask, build_retrieval
 from nerve.workspace import WorkspaceDir, init_workspace
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from benchkit import finish, new_parser
+
 BATCH = 100_000
 TIER0_QUESTION = "which files changed recently?"
 OPEN_QUESTION = "why is the laptop fan so loud this afternoon?"
@@ -287,7 +291,7 @@ def _report(label: str, figures: dict[str, float], extra: str = "") -> None:
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = new_parser(__doc__)
     parser.add_argument("--events", type=int, help="events in the log (default 1,000,000)")
     parser.add_argument("--runs", type=int, help="timed runs per case (default 10)")
     parser.add_argument("--quick", action="store_true", help="50k events, 3 runs unless given")
@@ -309,12 +313,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)
-    print("RESULT " + json.dumps(result, sort_keys=True))
-    if result["failed_checks"]:
-        failed = ", ".join(result["failed_checks"])
-        print(f"ask bench: check(s) failed: {failed}", file=sys.stderr)
-        return 1
-    return 0
+    return finish(result)
 
 
 def _run(root: Path, events: int, runs: int, *, warm: bool = True) -> dict[str, Any]:

@@ -59,7 +59,6 @@ import random
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
@@ -84,6 +83,10 @@ from nerve.events import NERVE_SOURCE, Trust, source_name
 from nerve.log.drafts import Draft
 from nerve.log.store import EventLog
 from nerve.query import connect
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from benchkit import finish, new_parser, workdir
 
 QUICK = {"observations": 50_000, "links": 5_000}
 DEFAULTS = {"observations": 1_000_000, "links": 100_000}
@@ -848,7 +851,7 @@ def summary(bench: Bench) -> dict[str, Any]:
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = new_parser(__doc__)
     parser.add_argument("--observations", type=int, help="observations (default 1,000,000)")
     parser.add_argument("--links", type=int, help="chain links to verify (default 100,000)")
     parser.add_argument("--quick", action="store_true", help="50k observations, 5k links")
@@ -864,19 +867,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None, out: TextIO = sys.stdout) -> int:
     args = parse_args(argv)
-    work = Path(tempfile.mkdtemp(prefix="nerve-attention-bench-"))
-    try:
+    with workdir("nerve-attention-bench-") as work:
         bench = Bench(work, args.observations, args.links, args.rounds, cli=not args.no_cli)
         result = run(bench)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
     render(bench, out)
-    print("RESULT " + json.dumps(result, sort_keys=True), file=out)
-    if result["failed_checks"]:
-        failed = ", ".join(result["failed_checks"])
-        print(f"attention bench: check(s) failed: {failed}", file=sys.stderr)
-        return 1
-    return 0
+    return finish(result, out)
 
 
 if __name__ == "__main__":

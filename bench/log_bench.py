@@ -36,7 +36,6 @@ import pstats
 import shutil
 import sqlite3
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -56,6 +55,10 @@ from nerve.log.reader import replay_digest, snapshot
 from nerve.log.store import EventLog
 from nerve.log.verify import verify
 from nerve.query import connect
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from benchkit import finish, new_parser, workdir
 
 BATCH = 1_000
 QUERY_CHUNK = 100_000
@@ -763,7 +766,7 @@ def run(bench: Bench) -> dict[str, Any]:
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = new_parser(__doc__)
     parser.add_argument("--events", type=int, help="events to append (default 1,000,000)")
     parser.add_argument("--query-events", type=int, help="rows for the query (default 10M)")
     parser.add_argument("--quick", action="store_true", help="50k events, 1M query rows")
@@ -778,18 +781,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None, out: TextIO = sys.stdout) -> int:
     args = parse_args(argv)
-    work = Path(tempfile.mkdtemp(prefix="nerve-bench-"))
-    try:
+    with workdir("nerve-bench-") as work:
         bench = Bench(work, args.events, args.query_events, args.rounds, profile=args.profile)
         result = run(bench)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
     render(bench, out)
-    print("RESULT " + json.dumps(result, sort_keys=True), file=out)
-    if result["failed_checks"]:
-        print(f"log bench: check(s) failed: {', '.join(result['failed_checks'])}", file=sys.stderr)
-        return 1
-    return 0
+    return finish(result, out)
 
 
 if __name__ == "__main__":

@@ -40,11 +40,9 @@ import argparse
 import importlib.util
 import json
 import os
-import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.parse
 import urllib.request
@@ -59,6 +57,10 @@ from nerve.clock import Hlc
 from nerve.events import Event, SourceClass, Trust
 from nerve.workspace import WorkspaceDir, init_workspace
 from tests.helpers.browser import CHROMIUM, CHROMIUM_ARGS, UiProcess
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from benchkit import failed_checks, finish, load_avg_1m, new_parser, say, workdir
 
 DEFAULTS = {"events": 20_000, "rounds": 5, "big": 1_000_000, "live_seconds": 10.0, "rate": 5_000}
 QUICK = {"events": 1_000, "rounds": 1, "big": 20_000, "live_seconds": 1.0, "rate": 1_000}
@@ -75,10 +77,6 @@ APPS = [
     ("thunderbird", "Inbox"),
 ]
 BUCKET = "aw-watcher-window_benchhost"
-
-
-def say(text: str) -> None:
-    print(text, file=sys.stderr, flush=True)
 
 
 def day_of_events(count: int, end_ns: int) -> list[tuple[int, int, str, str]]:
@@ -426,7 +424,7 @@ def big_timeline(work: Path, events: int) -> dict[str, Any]:
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = new_parser(__doc__)
     parser.add_argument("--events", type=int)
     parser.add_argument("--rounds", type=int)
     parser.add_argument("--big", type=int, help="events in the server-time log (0: skip)")
@@ -469,24 +467,17 @@ def main(argv: Sequence[str] | None = None, out: TextIO = sys.stdout) -> int:
         need = missing or CHROMIUM
         say(f"missing: {need} (pip install -e '.[test,bench]'; apt-get install chromium)")
         return 1
-    work = Path(tempfile.mkdtemp(prefix="nerve-ui-bench-"))
-    try:
+    with workdir("nerve-ui-bench-", keep=args.keep) as work:
         result: dict[str, Any] = {"side_by_side": side_by_side(work, args)}
         if args.live_seconds:
             result["live"] = live_rate(work, args.live_seconds, args.rate)
         if args.big:
             result["big"] = big_timeline(work, args.big)
-    finally:
-        if args.keep:
-            say(f"kept {work}")
-        else:
-            shutil.rmtree(work, ignore_errors=True)
-    result.update(events=args.events, rounds=args.rounds, load_avg_1m=round(os.getloadavg()[0], 2))
+    result.update(events=args.events, rounds=args.rounds, load_avg_1m=load_avg_1m())
     result["checks"] = checks(result, args)
-    result["failed_checks"] = [k for k, ok in result["checks"].items() if not ok]
+    result["failed_checks"] = failed_checks(result["checks"])
     render(result, out)
-    print("RESULT " + json.dumps(result, sort_keys=True), file=out)
-    return 1 if result["failed_checks"] else 0
+    return finish(result, out)
 
 
 def render(result: dict[str, Any], out: TextIO) -> None:
