@@ -16,7 +16,6 @@ import contextlib
 import os
 import signal
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -37,26 +36,15 @@ from nerve.runtime.health import health
 from nerve.runtime.ipc import IpcServer
 from nerve.runtime.queries import QueryChild
 from nerve.runtime.results import SenseStats
+from nerve.runtime.running import Running, open_running, position
 from nerve.runtime.scheduler import Scheduler
 from nerve.runtime.senses import ended_cleanly, last_alive_ns, layout, stored_states
 from nerve.runtime.sensing import Sensing
 from nerve.runtime.skips import Skips
 from nerve.runtime.snapshot import AgentReads, Highlights
 from nerve.runtime.staging import Stages
-from nerve.runtime.upkeep import Upkeep
 from nerve.runtime.writer import Writer
 from nerve.workspace import WorkspaceDir
-
-
-@dataclass
-class Running:
-    """What the kernel opens at start: the log, the writer's front, upkeep, followers."""
-
-    log: EventLog
-    writer: Writer
-    upkeep: Upkeep
-    followers: Followers
-    scheduler: Scheduler = field(init=False)
 
 
 class Kernel:
@@ -147,13 +135,15 @@ class Kernel:
     # -- lifecycle ---------------------------------------------------------------------
 
     async def start(self) -> None:
-        running = self._running = self._open()
+        running = self._running = open_running(
+            self.ws, self, self.skips, [self.agents.note], lambda: self.config
+        )
         await self._restore(running)
         await running.upkeep.count_segments()
         pid = os.getpid()
         payload = {"pid": pid, "workspace": str(self.ws.root)}
         await self.record("daemon.started", "daemon", f"daemon started (pid {pid})", payload)
-        events, segments = await self._position()
+        events, segments = await position(self.log)
         self.writer.base_events = events - self.writer.appended
         socket = self.socket_path if self.with_ipc else None  # listening before ready is set
         senses = sorted(self.config.senses)
@@ -168,18 +158,6 @@ class Kernel:
         self._tasks += running.upkeep.tasks(self.writer.with_log)
         self._tasks += self._side_tasks()
         self.ready.set()
-
-    def _open(self) -> Running:
-        """The log (sealing in the background never stalls commits) and the writer's parts."""
-        log = self.ws.open_log(background_seal=True)
-        followers = Followers(log.newest)  # `follow` subscribers (nerve tail -f)
-        log.on_commit.append(followers.hook(asyncio.get_running_loop()))
-        committer = Committer(log)
-        upkeep = Upkeep(log, self.ws.log_root, lambda: self.config, self.skips)
-        writer = Writer(log, committer, self, upkeep.after_maintenance)
-        committer.listeners.extend([self.agents.note, upkeep.nudge])
-        committer.start()
-        return Running(log, writer, upkeep, followers)
 
     async def _restore(self, running: Running) -> None:
         """What the log says of the last run: sense states, when it ended, whether cleanly,
@@ -242,7 +220,7 @@ class Kernel:
         await self.record("daemon.stopped", "daemon", "daemon stopped", {"pid": os.getpid()})
         await self.committer.stop()
         self.log.close()  # waits for a seal in progress: the position below is final
-        events, segments = await self._position()
+        events, segments = await position(self.log)
         await asyncio.to_thread(self.queries.close)
         journal.say(
             f"stopped ({self.stop_reason}); log at {events:,} events in {segments:,} segments"
@@ -323,12 +301,6 @@ class Kernel:
         return {"workflow": trigger.name, "run": None}
 
     # -- health ------------------------------------------------------------------------
-
-    async def _position(self) -> tuple[int, int]:
-        """(events, segments) the log holds: the sealed rows plus the unsealed tail."""
-        log = self.log
-        sealed = await asyncio.to_thread(lambda: [s.rows for s in log.manifest.segments()])
-        return sum(sealed) + log.tail_rows, len(sealed)
 
     def health(self) -> dict[str, Any]:
         """What ``status`` shows, from counters in memory (see ``nerve.runtime.health``)."""
