@@ -46,6 +46,7 @@ import numpy as np
 
 from nerve.canonical import canonical_json
 from nerve.events import NERVE_SOURCE, SourceClass
+from nerve.log.fields import EventFields
 from nerve.log.store import EventLog
 from nerve.recall import ask, build_retrieval
 from nerve.workspace import WorkspaceDir, init_workspace
@@ -191,7 +192,7 @@ def build_log(root: Path, count: int) -> None:
     plan = _plan(count)
     with EventLog(root, node="bench", durability="os", seal_max_events=BATCH) as log:
         for start in range(0, count, BATCH):
-            log.append_columns(**_columns(plan[start : start + BATCH], start))
+            log.append_columns(EventFields(**_columns(plan[start : start + BATCH], start)))
             print(f"  appended {min(start + BATCH, count):,}", file=sys.stderr)
         log.seal()
         log.compact(target_rows=1_000_000)

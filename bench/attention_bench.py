@@ -81,6 +81,7 @@ from nerve.chain import DOMAIN, ChainWriter, Keyring, verify_chain
 from nerve.clock import HybridClock
 from nerve.events import NERVE_SOURCE, Trust, source_name
 from nerve.log.drafts import Draft
+from nerve.log.fields import EventFields
 from nerve.log.store import EventLog
 from nerve.query import connect
 
@@ -307,13 +308,15 @@ def build_log(root: Path, stream: Stream) -> None:
             sources = stream.sources[start:stop]
             wall.now = stream.times[start]
             log.append_columns(
-                kind=["observation"] * len(sources),
-                subject=[source_name(s) for s in sources],
-                source=sources,
-                trust=stream.trusts[start:stop],
-                valid_time_ns=[None] * len(sources),
-                payload=[b'{"i":%d}' % i for i in range(start, stop)],
-                line=stream.lines(start, stop),
+                EventFields(
+                    kind=["observation"] * len(sources),
+                    subject=[source_name(s) for s in sources],
+                    source=sources,
+                    trust=stream.trusts[start:stop],
+                    valid_time_ns=[None] * len(sources),
+                    payload=[b'{"i":%d}' % i for i in range(start, stop)],
+                    line=stream.lines(start, stop),
+                )
             )
         log.seal()
 

@@ -55,6 +55,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
+from nerve.log.fields import EventFields
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from benchkit import failed_checks, finish, load_avg_1m, new_parser, say, sized
@@ -89,13 +91,15 @@ def make_workspace(root: Path, events: int) -> None:
         for start in range(0, events, BATCH):
             count = min(BATCH, events - start)
             log.append_columns(
-                kind=["observation"] * count,
-                subject=["bench"] * count,
-                source=[int(SourceClass.SHELL)] * count,
-                trust=[int(Trust.FIRST_PARTY)] * count,
-                valid_time_ns=[None] * count,
-                payload=[b'{"i":%d}' % i for i in range(start, start + count)],
-                line=[f"command {i}" for i in range(start, start + count)],
+                EventFields(
+                    kind=["observation"] * count,
+                    subject=["bench"] * count,
+                    source=[int(SourceClass.SHELL)] * count,
+                    trust=[int(Trust.FIRST_PARTY)] * count,
+                    valid_time_ns=[None] * count,
+                    payload=[b'{"i":%d}' % i for i in range(start, start + count)],
+                    line=[f"command {i}" for i in range(start, start + count)],
+                )
             )
         log.seal()
 

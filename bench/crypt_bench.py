@@ -37,6 +37,7 @@ from nerve.clock import HybridClock
 from nerve.log import crypt
 from nerve.log import segments as seg
 from nerve.log.drafts import Draft
+from nerve.log.fields import EventFields
 from nerve.log.reader import replay_digest
 from nerve.log.store import EventLog
 from nerve.log.verify import verify
@@ -116,7 +117,7 @@ def build_query_log(root: Path, events: int) -> None:
     clock = HybridClock(TickingWall())
     with EventLog(root, node=NODE, durability="os", clock=clock) as log:
         for start in range(0, events, CHUNK):
-            log.append_columns(**batch(start, min(CHUNK, events - start)))
+            log.append_columns(EventFields(**batch(start, min(CHUNK, events - start))))
         log.seal()
         log.compact()
 

@@ -37,6 +37,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TextIO
 
+from nerve.log.fields import EventFields
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -69,7 +71,7 @@ def build_host(root: Path, host: str, events: int, segments: int, now: int, flee
             start = now - (segments - seg) * HOUR
             for part in range(4):  # four batches spread over the hour
                 stamp[0] = start + part * HOUR // 4
-                log.append_columns(**_columns(seg * per + part * (per // 4), per // 4))
+                log.append_columns(EventFields(**_columns(seg * per + part * (per // 4), per // 4)))
             log.seal()
 
 

@@ -38,6 +38,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, TextIO
 
+from nerve.log.fields import EventFields
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from benchkit import failed_checks, finish, load_avg_1m, new_parser, say
@@ -65,13 +67,15 @@ def append_for(root: Path, seconds: float, batch: int, rate: float) -> dict[str,
                 continue
             payloads = [b'{"i":%d}' % i for i in range(appended, appended + batch)]
             log.append_columns(
-                kind=["observation"] * batch,
-                subject=["bench"] * batch,
-                source=[int(SourceClass.ENDPOINT)] * batch,
-                trust=[int(Trust.UNTRUSTED)] * batch,
-                valid_time_ns=[None] * batch,
-                payload=payloads,
-                line=[f"event {i}" for i in range(appended, appended + batch)],
+                EventFields(
+                    kind=["observation"] * batch,
+                    subject=["bench"] * batch,
+                    source=[int(SourceClass.ENDPOINT)] * batch,
+                    trust=[int(Trust.UNTRUSTED)] * batch,
+                    valid_time_ns=[None] * batch,
+                    payload=payloads,
+                    line=[f"event {i}" for i in range(appended, appended + batch)],
+                )
             )
             appended += batch
         ended = time.monotonic()

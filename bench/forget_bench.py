@@ -31,6 +31,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
+from nerve.log.fields import EventFields
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from benchkit import failed_checks, finish, load_avg_1m, new_parser, say, sized, workdir
@@ -49,7 +51,7 @@ def build(root: Path, events: int, segment_events: int) -> None:
     with EventLog(root, node="bench", durability="os", seal_max_events=10**12) as log:
         for start in range(0, events, BATCH):
             count = min(BATCH, events - start)
-            log.append_columns(**_columns(start, count))
+            log.append_columns(EventFields(**_columns(start, count)))
             if (start + count) % segment_events == 0:
                 log.seal()
         log.seal()

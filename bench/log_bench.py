@@ -51,6 +51,7 @@ import pyarrow.parquet as pq
 from nerve.clock import HybridClock
 from nerve.events import cid, id_preimage
 from nerve.log.codec import build_table, fixed_bytes, preimages
+from nerve.log.fields import EventFields
 from nerve.log.reader import replay_digest, snapshot
 from nerve.log.store import EventLog
 from nerve.log.verify import verify
@@ -163,7 +164,7 @@ def _split32(data: bytes) -> list[bytes]:
 def batch_ids(clock: HybridClock, b: Batch, *, with_preimages: bool = False) -> Stamped:
     """Stamp a batch and compute its ids with nerve's batch path (``codec.build_table``)."""
     p, lo = clock.reserve(len(b))
-    table = build_table((p, lo, len(b)), node=NODE, **b.columns())
+    table = build_table((p, lo, len(b)), node=NODE, fields=EventFields(**b.columns()))
     pres = preimages(table).to_pylist() if with_preimages else []
     cids = _split32(fixed_bytes(table.column("payload_cid")))
     return Stamped(p, lo, cids, pres, _split32(fixed_bytes(table.column("id"))))
@@ -181,7 +182,7 @@ def append_nerve(root: Path, batches: Sequence[Batch]) -> None:
     )
     with log:
         for b in batches:
-            log.append_columns(**b.columns())
+            log.append_columns(EventFields(**b.columns()))
         log.seal()
 
 
@@ -328,7 +329,9 @@ def ids_nerve_batch(batches: Sequence[Batch]) -> None:
     clock = bench_clock()
     for b in batches:
         first = clock.reserve(len(b))
-        build_table((first.physical_ns, first.logical, len(b)), node=NODE, **b.columns())
+        build_table(
+            (first.physical_ns, first.logical, len(b)), node=NODE, fields=EventFields(**b.columns())
+        )
 
 
 # -- reading back ----------------------------------------------------------------------------
@@ -369,7 +372,9 @@ def build_query_log(root: Path, events: int, say: Callable[[str], None]) -> None
     """M events in batches of 100k without fsync, then compacted into large segments."""
     with EventLog(root, node=NODE, durability="os", clock=bench_clock()) as log:
         for start in range(0, events, QUERY_CHUNK):
-            log.append_columns(**make_batch(start, min(QUERY_CHUNK, events - start)).columns())
+            log.append_columns(
+                EventFields(**make_batch(start, min(QUERY_CHUNK, events - start)).columns())
+            )
             if (start // QUERY_CHUNK) % 10 == 9:
                 say(f"query log: {start + QUERY_CHUNK:,} of {events:,} events")
         log.seal()

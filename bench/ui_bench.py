@@ -55,6 +55,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from nerve.clock import Hlc
 from nerve.events import Event, SourceClass, Trust
+from nerve.log.fields import EventFields
 from nerve.workspace import WorkspaceDir, init_workspace
 from tests.helpers.browser import CHROMIUM, CHROMIUM_ARGS, UiProcess
 
@@ -324,7 +325,7 @@ def live_rate(work: Path, seconds: float, rate: int) -> dict[str, Any]:
     (root / "nerve.yaml").write_text("senses: {}\nlog:\n  durability: os\n")
     ws = WorkspaceDir(root)
     with ws.open_log() as log:
-        first = log.append_columns(**_columns(["start"]))
+        first = log.append_columns(EventFields(**_columns(["start"])))
     after = f"{first.column('physical_ns')[0].as_py()}.{first.column('logical')[0].as_py()}"
     ui = UiProcess(ws.root, {"XDG_STATE_HOME": os.environ["XDG_STATE_HOME"]})
     seen: list[str] = []
@@ -348,7 +349,9 @@ def live_rate(work: Path, seconds: float, rate: int) -> dict[str, Any]:
     t0 = time.perf_counter()
     with ws.open_log() as log:
         for start in range(0, total, batch):
-            log.append_columns(**_columns([f"live {i}" for i in range(start, start + batch)]))
+            log.append_columns(
+                EventFields(**_columns([f"live {i}" for i in range(start, start + batch)]))
+            )
             ahead = t0 + (start + batch) / rate - time.perf_counter()
             if ahead > 0:
                 time.sleep(ahead)
