@@ -34,9 +34,9 @@ from nerve.runtime.followers import Followers
 from nerve.runtime.groups import GroupWorker
 from nerve.runtime.health import health
 from nerve.runtime.ipc import IpcServer
+from nerve.runtime.parts import Running, open_parts, position
 from nerve.runtime.queries import QueryChild
 from nerve.runtime.results import SenseStats
-from nerve.runtime.running import Running, open_running, position
 from nerve.runtime.scheduler import Scheduler
 from nerve.runtime.senses import ended_cleanly, last_alive_ns, layout, stored_states
 from nerve.runtime.sensing import Sensing
@@ -135,7 +135,7 @@ class Kernel:
     # -- lifecycle ---------------------------------------------------------------------
 
     async def start(self) -> None:
-        running = self._running = open_running(
+        running = self._running = open_parts(
             self.ws, self, self.skips, [self.agents.note], lambda: self.config
         )
         await self._restore(running)

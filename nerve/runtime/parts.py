@@ -20,7 +20,7 @@ from nerve.runtime.upkeep import Upkeep
 from nerve.runtime.writer import Current, Writer
 from nerve.workspace import WorkspaceDir
 
-__all__ = ["Running", "open_running", "position"]
+__all__ = ["Running", "open_parts", "position"]
 
 
 @dataclass
@@ -34,7 +34,7 @@ class Running:
     scheduler: Scheduler = field(init=False)
 
 
-def open_running(
+def open_parts(
     ws: WorkspaceDir,
     current: Current,
     skips: Skips,
