@@ -147,6 +147,26 @@ def _seed_sense(kernel: Controlled, name: str, live: dict[str, Any]) -> dict[str
 SEED_SOCKET = "nerve.sock"
 
 
+async def listen(
+    kernel: Controlled,
+    root: Path,
+    socket_path: Path,
+    table: Mapping[str, Handler],
+    streams: dict[str, Any],
+) -> list[IpcServer]:
+    """The daemon's socket answering with ``table`` (read at each request: extensions add
+    to it), and the seed-era one beside it when that path is free."""
+
+    async def answer(request: dict[str, Any]) -> dict[str, Any]:
+        return await handle(kernel, request, table)
+
+    limit = kernel.config.daemon.max_request_bytes
+    ipc = IpcServer(socket_path, answer, max_bytes=limit, streams=streams)
+    await ipc.start()
+    seed = await seed_listener(root, socket_path, kernel.config, answer)
+    return [ipc] if seed is None else [ipc, seed]
+
+
 async def seed_listener(
     root: Path,
     socket_path: Path,

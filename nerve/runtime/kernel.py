@@ -154,7 +154,10 @@ class Kernel:
             await ext.start(self)
             self.handlers.update(ext.handlers())
         if self.with_ipc:
-            await self._listen()
+            streams = {"follow": self.followers.serve}
+            self._servers += await control.listen(
+                self, self.ws.root, self.socket_path, self.handlers, streams
+            )
         self._tasks += running.upkeep.tasks(self.writer.with_log)
         self._tasks += self._side_tasks()
         self.ready.set()
@@ -167,22 +170,6 @@ class Kernel:
         clean = await asyncio.to_thread(ended_cleanly, self.ws, self.connect)
         running.scheduler = self.senses.start(running.writer, stored, clean)
         await self.capture.restore()
-
-    async def _listen(self) -> None:
-        ipc = IpcServer(
-            self.socket_path,
-            lambda req: control.handle(self, req, self.handlers),
-            max_bytes=self.config.daemon.max_request_bytes,
-            streams={"follow": self.followers.serve},
-        )
-        await ipc.start()
-        self._servers.append(ipc)
-        seed = await control.seed_listener(self.ws.root, self.socket_path, self.config, self.handle)
-        if seed is not None:
-            self._servers.append(seed)
-
-    async def handle(self, request: dict[str, Any]) -> dict[str, Any]:
-        return await control.handle(self, request, self.handlers)
 
     def _side_tasks(self) -> list[asyncio.Task[Any]]:
         from nerve.runtime.shipper import ship_loop
