@@ -533,6 +533,7 @@ def nerve_side(
     ``method``: ``append_count`` stores the batch as aw-core's ``insert_many`` does (nothing
     handed back); ``append_columns`` also returns the stored rows as an Arrow table."""
     from nerve.clock import HybridClock
+    from nerve.log.fields import EventFields
     from nerve.log.store import EventLog
     from nerve.query import connect
 
@@ -550,13 +551,15 @@ def nerve_side(
         for batch in batches:
             now[0] = batch[0].t_ns
             append(
-                kind=["observation"] * len(batch),
-                subject=[o.sense for o in batch],
-                source=[o.source for o in batch],
-                trust=[o.trust for o in batch],
-                valid_time_ns=[o.valid_time_ns for o in batch],
-                payload=[o.payload for o in batch],
-                line=[o.line for o in batch],
+                EventFields(
+                    kind=["observation"] * len(batch),
+                    subject=[o.sense for o in batch],
+                    source=[o.source for o in batch],
+                    trust=[o.trust for o in batch],
+                    valid_time_ns=[o.valid_time_ns for o in batch],
+                    payload=[o.payload for o in batch],
+                    line=[o.line for o in batch],
+                )
             )
         insert_s = time.perf_counter() - started
         log.seal()
