@@ -46,9 +46,14 @@ import numpy as np
 
 from nerve.canonical import canonical_json
 from nerve.events import NERVE_SOURCE, SourceClass
+from nerve.log.fields import EventFields
 from nerve.log.store import EventLog
 from nerve.recall import ask, build_retrieval
 from nerve.workspace import WorkspaceDir, init_workspace
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from benchkit import finish, new_parser
 
 BATCH = 100_000
 TIER0_QUESTION = "which files changed recently?"
@@ -187,7 +192,7 @@ def build_log(root: Path, count: int) -> None:
     plan = _plan(count)
     with EventLog(root, node="bench", durability="os", seal_max_events=BATCH) as log:
         for start in range(0, count, BATCH):
-            log.append_columns(**_columns(plan[start : start + BATCH], start))
+            log.append_columns(EventFields(**_columns(plan[start : start + BATCH], start)))
             print(f"  appended {min(start + BATCH, count):,}", file=sys.stderr)
         log.seal()
         log.compact(target_rows=1_000_000)
@@ -287,7 +292,7 @@ def _report(label: str, figures: dict[str, float], extra: str = "") -> None:
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = new_parser(__doc__)
     parser.add_argument("--events", type=int, help="events in the log (default 1,000,000)")
     parser.add_argument("--runs", type=int, help="timed runs per case (default 10)")
     parser.add_argument("--quick", action="store_true", help="50k events, 3 runs unless given")
@@ -309,12 +314,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)
-    print("RESULT " + json.dumps(result, sort_keys=True))
-    if result["failed_checks"]:
-        failed = ", ".join(result["failed_checks"])
-        print(f"ask bench: check(s) failed: {failed}", file=sys.stderr)
-        return 1
-    return 0
+    return finish(result)
 
 
 def _run(root: Path, events: int, runs: int, *, warm: bool = True) -> dict[str, Any]:

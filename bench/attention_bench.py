@@ -59,7 +59,6 @@ import random
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
@@ -82,8 +81,13 @@ from nerve.chain import DOMAIN, ChainWriter, Keyring, verify_chain
 from nerve.clock import HybridClock
 from nerve.events import NERVE_SOURCE, Trust, source_name
 from nerve.log.drafts import Draft
+from nerve.log.fields import EventFields
 from nerve.log.store import EventLog
 from nerve.query import connect
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from benchkit import finish, new_parser, workdir
 
 QUICK = {"observations": 50_000, "links": 5_000}
 DEFAULTS = {"observations": 1_000_000, "links": 100_000}
@@ -304,13 +308,15 @@ def build_log(root: Path, stream: Stream) -> None:
             sources = stream.sources[start:stop]
             wall.now = stream.times[start]
             log.append_columns(
-                kind=["observation"] * len(sources),
-                subject=[source_name(s) for s in sources],
-                source=sources,
-                trust=stream.trusts[start:stop],
-                valid_time_ns=[None] * len(sources),
-                payload=[b'{"i":%d}' % i for i in range(start, stop)],
-                line=stream.lines(start, stop),
+                EventFields(
+                    kind=["observation"] * len(sources),
+                    subject=[source_name(s) for s in sources],
+                    source=sources,
+                    trust=stream.trusts[start:stop],
+                    valid_time_ns=[None] * len(sources),
+                    payload=[b'{"i":%d}' % i for i in range(start, stop)],
+                    line=stream.lines(start, stop),
+                )
             )
         log.seal()
 
@@ -848,7 +854,7 @@ def summary(bench: Bench) -> dict[str, Any]:
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = new_parser(__doc__)
     parser.add_argument("--observations", type=int, help="observations (default 1,000,000)")
     parser.add_argument("--links", type=int, help="chain links to verify (default 100,000)")
     parser.add_argument("--quick", action="store_true", help="50k observations, 5k links")
@@ -864,19 +870,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None, out: TextIO = sys.stdout) -> int:
     args = parse_args(argv)
-    work = Path(tempfile.mkdtemp(prefix="nerve-attention-bench-"))
-    try:
+    with workdir("nerve-attention-bench-") as work:
         bench = Bench(work, args.observations, args.links, args.rounds, cli=not args.no_cli)
         result = run(bench)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
     render(bench, out)
-    print("RESULT " + json.dumps(result, sort_keys=True), file=out)
-    if result["failed_checks"]:
-        failed = ", ".join(result["failed_checks"])
-        print(f"attention bench: check(s) failed: {failed}", file=sys.stderr)
-        return 1
-    return 0
+    return finish(result, out)
 
 
 if __name__ == "__main__":

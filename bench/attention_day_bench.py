@@ -37,6 +37,7 @@ import random
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, TextIO
 
 import blake3
@@ -44,6 +45,10 @@ import blake3
 from nerve.attention.service import Attender, Obs, readings_from_bytes
 from nerve.attention.settings import AttentionSettings
 from nerve.events import SourceClass, Trust
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from benchkit import finish, new_parser
 
 S = 1_000_000_000
 MIN, HOUR = 60 * S, 3600 * S
@@ -277,7 +282,7 @@ def score(
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = new_parser(__doc__)
     parser.add_argument("--hours", type=float, default=None, help="length of the day (24)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--quick", action="store_true", help="a shorter day (8 hours)")
@@ -325,10 +330,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 def main(argv: Sequence[str] | None = None, out: TextIO = sys.stdout) -> int:
     result = run(parse_args(argv))
-    for name in result["failed_checks"]:
-        print(f"check failed: {name}", file=sys.stderr)
-    print("RESULT " + json.dumps(result, sort_keys=True), file=out)
-    return 1 if result["failed_checks"] else 0
+    return finish(result, out)
 
 
 if __name__ == "__main__":

@@ -25,6 +25,7 @@ the sealed chain has links, and shipped to a fleet warehouse in a local folder):
 
 Every command runs with Python's bytecode cache on (``PYTHONDONTWRITEBYTECODE`` is dropped
 from the commands' environment, as a person's shell does not set it: without the cache each
+
 run compiles nerve's modules again, ~0.1 s a command); the first round writes the cache.
 
 It reports the median wall time of each (and its CPU time, user + system, which a loaded
@@ -55,6 +56,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
+from nerve.log.fields import EventFields
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from benchkit import failed_checks, finish, load_avg_1m, new_parser, say, sized
+
 QUICK = {"rounds": 3, "events": 20_000}
 DEFAULTS = {"rounds": 15, "events": 1_000_000}
 GOALS = {"version": 1.5, "help": 1.5, "emit": 2.0}
@@ -67,10 +74,6 @@ TAIL_N = 20
 HEAVY = ("duckdb", "pyarrow", "numpy", "pandas", "pydantic")
 LIGHT = ("version", "help", "status", "emit")
 BATCH = 100_000
-
-
-def say(text: str) -> None:
-    print(f"[bench] {text}", file=sys.stderr, flush=True)
 
 
 def nerve_argv() -> list[str]:
@@ -89,13 +92,15 @@ def make_workspace(root: Path, events: int) -> None:
         for start in range(0, events, BATCH):
             count = min(BATCH, events - start)
             log.append_columns(
-                kind=["observation"] * count,
-                subject=["bench"] * count,
-                source=[int(SourceClass.SHELL)] * count,
-                trust=[int(Trust.FIRST_PARTY)] * count,
-                valid_time_ns=[None] * count,
-                payload=[b'{"i":%d}' % i for i in range(start, start + count)],
-                line=[f"command {i}" for i in range(start, start + count)],
+                EventFields(
+                    kind=["observation"] * count,
+                    subject=["bench"] * count,
+                    source=[int(SourceClass.SHELL)] * count,
+                    trust=[int(Trust.FIRST_PARTY)] * count,
+                    valid_time_ns=[None] * count,
+                    payload=[b'{"i":%d}' % i for i in range(start, start + count)],
+                    line=[f"command {i}" for i in range(start, start + count)],
+                )
             )
         log.seal()
 
@@ -304,16 +309,13 @@ def render(result: dict[str, Any], out: TextIO) -> None:
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = new_parser(__doc__)
     parser.add_argument("--rounds", type=int)
     parser.add_argument("--events", type=int)
     parser.add_argument("--quick", action="store_true", help=f"defaults {QUICK}")
     parser.add_argument("--keep", action="store_true", help="keep the workspace")
     args = parser.parse_args(argv)
-    for key, value in (QUICK if args.quick else DEFAULTS).items():
-        if getattr(args, key) is None:
-            setattr(args, key, value)
-    return args
+    return sized(args, QUICK, DEFAULTS)
 
 
 def wait_warm(nerve: list[str], deadline_s: float = 600) -> None:
@@ -355,13 +357,10 @@ def main(argv: Sequence[str] | None = None, out: TextIO = sys.stdout) -> int:
             shutil.rmtree(root.parent, ignore_errors=True)
     result.update(rounds=args.rounds, events=args.events)
     result["goals"] = goals(result)
-    result["load_avg_1m"] = round(os.getloadavg()[0], 2)
-    result["failed_checks"] = [name for name, ok in result["checks"].items() if not ok]
+    result["load_avg_1m"] = load_avg_1m()
+    result["failed_checks"] = failed_checks(result["checks"])
     render(result, out)
-    print("RESULT " + json.dumps(result, sort_keys=True), file=out)
-    for name in result["failed_checks"]:
-        say(f"check failed: {name}")
-    return 1 if result["failed_checks"] else 0
+    return finish(result, out)
 
 
 if __name__ == "__main__":

@@ -12,8 +12,6 @@ duplicated, or verify found a problem. The last stdout line is ``RESULT {json}``
 
 from __future__ import annotations
 
-import argparse
-import json
 import sys
 import tempfile
 import threading
@@ -24,9 +22,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tests.crash_util import CrashTally, crash_rounds
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from benchkit import finish, new_parser
+
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = new_parser(__doc__)
     parser.add_argument("--kills", type=int, default=None, help="total kills (default 520)")
     parser.add_argument("--logs", type=int, default=2, help="logs killed side by side")
     parser.add_argument("--quick", action="store_true", help="20 kills, for tests")
@@ -85,10 +87,7 @@ def main(argv: list[str] | None = None) -> int:
         "failed_checks": failed,
         "seconds": round(seconds, 1),
     }
-    print("RESULT " + json.dumps(result, sort_keys=True))
-    for name in failed:
-        print(f"check failed: {name}", file=sys.stderr)
-    return 1 if failed else 0
+    return finish(result)
 
 
 if __name__ == "__main__":

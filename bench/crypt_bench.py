@@ -24,11 +24,9 @@ when a check fails.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -39,10 +37,15 @@ from nerve.clock import HybridClock
 from nerve.log import crypt
 from nerve.log import segments as seg
 from nerve.log.drafts import Draft
+from nerve.log.fields import EventFields
 from nerve.log.reader import replay_digest
 from nerve.log.store import EventLog
 from nerve.log.verify import verify
 from nerve.query import connect
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from benchkit import finish, new_parser, say, sized, workdir
 
 NODE = "bench"
 WALL_BASE = 1_750_000_000_000_000_000
@@ -114,7 +117,7 @@ def build_query_log(root: Path, events: int) -> None:
     clock = HybridClock(TickingWall())
     with EventLog(root, node=NODE, durability="os", clock=clock) as log:
         for start in range(0, events, CHUNK):
-            log.append_columns(**batch(start, min(CHUNK, events - start)))
+            log.append_columns(EventFields(**batch(start, min(CHUNK, events - start))))
         log.seal()
         log.compact()
 
@@ -221,27 +224,19 @@ def figures(
 
 
 def parse(argv: Sequence[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = new_parser(__doc__)
     p.add_argument("--quick", action="store_true", help="small sizes (the test suite's run)")
     p.add_argument("--appends", type=int)
     p.add_argument("--query-events", type=int)
     p.add_argument("--rounds", type=int)
     args = p.parse_args(argv)
-    sizes = QUICK if args.quick else DEFAULTS
-    for name, value in sizes.items():
-        if getattr(args, name) is None:
-            setattr(args, name, value)
-    return args
+    return sized(args, QUICK, DEFAULTS)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse(argv)
-
-    def say(text: str) -> None:
-        print(text, file=sys.stderr, flush=True)
-
-    with tempfile.TemporaryDirectory(prefix="crypt-bench-") as tmp:
-        result = run(args, Path(tmp), say)
+    with workdir("crypt-bench-") as tmp:
+        result = run(args, tmp, say)
     r = result["ratios"]
     say(
         f"append {result['append_per_s']} ({r['append']}x of plain, goal >= {GOALS['append']})\n"
@@ -250,10 +245,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"bytes  {result['bytes']} ({r['bytes']}x, goal <= {GOALS['bytes']})\n"
         f"load average {result['load_avg']}"
     )
-    for name in result["failed_checks"]:
-        say(f"FAILED check: {name}")
-    print("RESULT " + json.dumps(result, sort_keys=True))
-    return 1 if result["failed_checks"] else 0
+    return finish(result)
 
 
 if __name__ == "__main__":

@@ -36,11 +36,9 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import shutil
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -51,6 +49,10 @@ import psutil
 
 from nerve.query import connect
 from nerve.workspace import WorkspaceDir
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from benchkit import failed_checks, finish, new_parser, say, workdir
 
 GOAL_RATIO = 0.99
 QUICK = {"senses": 20, "groups": 2, "interval_ms": 100, "seconds": 5.0, "triggers": 100,
@@ -70,10 +72,6 @@ initial_state = {"n": 0}
 def compute(state):
     return nerve.Result(state={"n": state["n"] + 1})
 '''
-
-
-def say(text: str) -> None:
-    print(f"[bench] {text}", file=sys.stderr, flush=True)
 
 
 # -- the workspace and the daemon --------------------------------------------------------
@@ -436,7 +434,7 @@ def run(cfg: Settings, root: Path) -> dict[str, Any]:
     result = summary(cfg, window, events, ready_s)
     result |= {"stop": stop, "replay": replay_verify(ws)}
     result["checks"] = checks(result)
-    result["failed_checks"] = [name for name, ok in result["checks"].items() if not ok]
+    result["failed_checks"] = failed_checks(result["checks"])
     return result
 
 
@@ -545,7 +543,7 @@ def render(result: dict[str, Any], out: TextIO) -> None:
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = new_parser(__doc__)
     parser.add_argument("--senses", type=int)
     parser.add_argument("--groups", type=int)
     parser.add_argument("--interval-ms", type=int)
@@ -570,21 +568,10 @@ def settings(args: argparse.Namespace) -> Settings:
 
 def main(argv: Sequence[str] | None = None, out: TextIO = sys.stdout) -> int:
     cfg = settings(parse_args(argv))
-    root = Path(tempfile.mkdtemp(prefix="nerve-daemon-bench-"))
-    try:
+    with workdir("nerve-daemon-bench-", keep=cfg.keep) as root:
         result = run(cfg, root)
-    finally:
-        if cfg.keep:
-            say(f"workspace kept at {root}")
-        else:
-            shutil.rmtree(root, ignore_errors=True)
     render(result, out)
-    print("RESULT " + json.dumps(result, sort_keys=True), file=out)
-    if result["failed_checks"]:
-        failed = ", ".join(result["failed_checks"])
-        print(f"daemon bench: check(s) failed: {failed}", file=sys.stderr)
-        return 1
-    return 0
+    return finish(result, out)
 
 
 if __name__ == "__main__":

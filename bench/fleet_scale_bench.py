@@ -34,12 +34,9 @@ Ends with one line ``RESULT {json}``; progress goes to stderr.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import resource
-import shutil
 import sys
-import tempfile
 import time
 from collections import Counter
 from collections.abc import Sequence
@@ -49,14 +46,14 @@ from typing import Any, TextIO
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from benchkit import failed_checks, finish, load_avg_1m, new_parser, say, sized, workdir
+
 QUICK = {"hosts": 6, "rows": 50, "hour_s": 3.0, "workers": 4}
 DEFAULTS = {"hosts": 1000, "rows": 200, "hour_s": 240.0, "workers": 8}
 HOUR_NS = 3600 * 10**9
 METADATA_GOAL, SHIP_P99_GOAL_S, CONFLICT_P99_GOAL, QUERY_FACTOR = 1_000_000, 2.0, 1, 2
-
-
-def say(text: str) -> None:
-    print(f"[bench] {text}", file=sys.stderr, flush=True)
 
 
 def peak_rss_mb() -> float:
@@ -346,7 +343,7 @@ def render(result: dict[str, Any], out: TextIO) -> None:
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = new_parser(__doc__)
     parser.add_argument("--hosts", type=int)
     parser.add_argument("--catalog", choices=("rest", "sql"), default="rest")
     parser.add_argument("--rows", type=int, help="events per host per ship")
@@ -355,32 +352,19 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--quick", action="store_true", help="6 hosts, a 3-second hour")
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder")
     args = parser.parse_args(argv)
-    sizes = QUICK if args.quick else DEFAULTS
-    for key, value in sizes.items():
-        if getattr(args, key) is None:
-            setattr(args, key, value)
-    return args
+    return sized(args, QUICK, DEFAULTS)
 
 
 def main(argv: Sequence[str] | None = None, out: TextIO = sys.stdout) -> int:
     args = parse_args(argv)
-    work = Path(tempfile.mkdtemp(prefix="nerve-fleet-scale-"))
-    os.environ.setdefault("XDG_STATE_HOME", str(work / "state"))
-    try:
+    with workdir("nerve-fleet-scale-", keep=args.keep) as work:
+        os.environ.setdefault("XDG_STATE_HOME", str(work / "state"))
         result = measure(work, args)
-    finally:
-        if args.keep:
-            say(f"kept {work}")
-        else:
-            shutil.rmtree(work, ignore_errors=True)
-    result["load_avg_1m"] = round(os.getloadavg()[0], 2)
+    result["load_avg_1m"] = load_avg_1m()
     judge(result)
-    result["failed_checks"] = [name for name, ok in result["checks"].items() if not ok]
+    result["failed_checks"] = failed_checks(result["checks"])
     render(result, out)
-    print("RESULT " + json.dumps(result, sort_keys=True), file=out)
-    for name in result["failed_checks"]:
-        say(f"check failed: {name}")
-    return 1 if result["failed_checks"] else 0
+    return finish(result, out)
 
 
 if __name__ == "__main__":

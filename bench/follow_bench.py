@@ -38,13 +38,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, TextIO
 
+from nerve.log.fields import EventFields
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from benchkit import failed_checks, finish, load_avg_1m, new_parser, say
+
 QUICK = {"seconds": 5.0}
 DEFAULTS = {"seconds": 20.0}
 FOLLOWER_START_S = 2.0
-
-
-def say(text: str) -> None:
-    print(f"[bench] {text}", file=sys.stderr, flush=True)
 
 
 # -- the appender (runs in its own process) ----------------------------------------------
@@ -65,13 +67,15 @@ def append_for(root: Path, seconds: float, batch: int, rate: float) -> dict[str,
                 continue
             payloads = [b'{"i":%d}' % i for i in range(appended, appended + batch)]
             log.append_columns(
-                kind=["observation"] * batch,
-                subject=["bench"] * batch,
-                source=[int(SourceClass.ENDPOINT)] * batch,
-                trust=[int(Trust.UNTRUSTED)] * batch,
-                valid_time_ns=[None] * batch,
-                payload=payloads,
-                line=[f"event {i}" for i in range(appended, appended + batch)],
+                EventFields(
+                    kind=["observation"] * batch,
+                    subject=["bench"] * batch,
+                    source=[int(SourceClass.ENDPOINT)] * batch,
+                    trust=[int(Trust.UNTRUSTED)] * batch,
+                    valid_time_ns=[None] * batch,
+                    payload=payloads,
+                    line=[f"event {i}" for i in range(appended, appended + batch)],
+                )
             )
             appended += batch
         ended = time.monotonic()
@@ -215,7 +219,7 @@ def render(result: dict[str, Any], out: TextIO) -> None:
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = new_parser(__doc__)
     parser.add_argument("--seconds", type=float)
     parser.add_argument("--batch", type=int, default=1000)
     parser.add_argument("--rate", type=float, default=0.0, help="events/s; 0 = as fast as it can")
@@ -245,19 +249,16 @@ def main(argv: Sequence[str] | None = None, out: TextIO = sys.stdout) -> int:
             say(f"kept {root}")
         else:
             shutil.rmtree(root.parent, ignore_errors=True)
-    result["load_avg_1m"] = round(os.getloadavg()[0], 2)
+    result["load_avg_1m"] = load_avg_1m()
     result["seconds"] = args.seconds
     result["checks"] = {
         "every_event_followed": result["missing"] == 0,
         "nothing_twice": result["extra"] == 0,
         "in_order": result["misordered_samples"] == 0,
     }
-    result["failed_checks"] = [name for name, ok in result["checks"].items() if not ok]
+    result["failed_checks"] = failed_checks(result["checks"])
     render(result, out)
-    print("RESULT " + json.dumps(result, sort_keys=True), file=out)
-    for name in result["failed_checks"]:
-        say(f"check failed: {name}")
-    return 1 if result["failed_checks"] else 0
+    return finish(result, out)
 
 
 if __name__ == "__main__":

@@ -29,7 +29,6 @@ import argparse
 import contextlib
 import importlib.util
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -43,16 +42,16 @@ from typing import Any, TextIO
 
 import psutil
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from benchkit import failed_checks, finish, load_avg_1m, new_parser, say, sized, workdir
+
 ROOT = Path(__file__).resolve().parent.parent
 QUICK = {"seconds": 60.0, "sample_s": 5.0, "stream_s": 600.0}
 DEFAULTS = {"seconds": 600.0, "sample_s": 10.0, "stream_s": 3600.0}
 BOOKKEEPING = ("sense.state", "signal")
 MIB = 2**20
 GOALS = {"uss_mib": 120, "bookkeeping_share": 0.30, "disk_mb_per_day": 5.0, "cpu_pct": 0.5}
-
-
-def say(text: str) -> None:
-    print(f"[bench] {text}", file=sys.stderr, flush=True)
 
 
 # -- the workspace and the daemon --------------------------------------------------------
@@ -536,6 +535,7 @@ def nerve_side(
     ``method``: ``append_count`` stores the batch as aw-core's ``insert_many`` does (nothing
     handed back); ``append_columns`` also returns the stored rows as an Arrow table."""
     from nerve.clock import HybridClock
+    from nerve.log.fields import EventFields
     from nerve.log.store import EventLog
     from nerve.query import connect
 
@@ -553,13 +553,15 @@ def nerve_side(
         for batch in batches:
             now[0] = batch[0].t_ns
             append(
-                kind=["observation"] * len(batch),
-                subject=[o.sense for o in batch],
-                source=[o.source for o in batch],
-                trust=[o.trust for o in batch],
-                valid_time_ns=[o.valid_time_ns for o in batch],
-                payload=[o.payload for o in batch],
-                line=[o.line for o in batch],
+                EventFields(
+                    kind=["observation"] * len(batch),
+                    subject=[o.sense for o in batch],
+                    source=[o.source for o in batch],
+                    trust=[o.trust for o in batch],
+                    valid_time_ns=[o.valid_time_ns for o in batch],
+                    payload=[o.payload for o in batch],
+                    line=[o.line for o in batch],
+                )
             )
         insert_s = time.perf_counter() - started
         log.seal()
@@ -782,43 +784,30 @@ def _insert_lines(r: dict[str, Any]) -> list[str]:
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = new_parser(__doc__)
     parser.add_argument("--seconds", type=float, help="how long the daemon runs")
     parser.add_argument("--sample-s", type=float, help="seconds between samples")
     parser.add_argument("--stream-s", type=float, help="seconds of senses recorded for the peer")
     parser.add_argument("--quick", action="store_true", help="60 s, a sample every 5 s")
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder")
     args = parser.parse_args(argv)
-    sizes = QUICK if args.quick else DEFAULTS
-    for key, value in sizes.items():
-        if getattr(args, key) is None:
-            setattr(args, key, value)
-    return args
+    return sized(args, QUICK, DEFAULTS)
 
 
 def main(argv: Sequence[str] | None = None, out: TextIO = sys.stdout) -> int:
     args = parse_args(argv)
-    work = Path(tempfile.mkdtemp(prefix="nerve-footprint-"))
-    try:
+    with workdir("nerve-footprint-", keep=args.keep) as work:
         result = {"seconds": args.seconds, "sample_s": args.sample_s, "stream_s": args.stream_s}
         result |= measure_daemon(work, args)
         result["peer"] = peer = compare_peer(work, args)
         result["checks"]["codec_trials_readable"] = all(peer["codecs"]["readable"].values())
         if peer["aw"] is not None:
             result["checks"]["peer_same_rows"] = peer["same_rows"] and peer["aw"]["query_rows"] > 0
-    finally:
-        if args.keep:
-            say(f"kept {work}")
-        else:
-            shutil.rmtree(work, ignore_errors=True)
     result["goals"] = GOALS
-    result["load_avg_1m"] = round(os.getloadavg()[0], 2)
-    result["failed_checks"] = [name for name, ok in result["checks"].items() if not ok]
+    result["load_avg_1m"] = load_avg_1m()
+    result["failed_checks"] = failed_checks(result["checks"])
     render(result, out)
-    print("RESULT " + json.dumps(result, sort_keys=True), file=out)
-    for name in result["failed_checks"]:
-        say(f"check failed: {name}")
-    return 1 if result["failed_checks"] else 0
+    return finish(result, out)
 
 
 if __name__ == "__main__":

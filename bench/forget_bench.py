@@ -24,25 +24,24 @@ Ends with one line ``RESULT {json}``; progress goes to stderr.
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import shutil
 import sys
-import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
+
+from nerve.log.fields import EventFields
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from benchkit import failed_checks, finish, load_avg_1m, new_parser, say, sized, workdir
 
 QUICK = {"events": 50_000, "segment_events": 10_000}
 DEFAULTS = {"events": 1_000_000, "segment_events": 100_000}
 SHELL_EVERY = 100  # 1% of events
 BATCH = 10_000
 GOAL = 1.5
-
-
-def say(text: str) -> None:
-    print(f"[bench] {text}", file=sys.stderr, flush=True)
 
 
 def build(root: Path, events: int, segment_events: int) -> None:
@@ -52,7 +51,7 @@ def build(root: Path, events: int, segment_events: int) -> None:
     with EventLog(root, node="bench", durability="os", seal_max_events=10**12) as log:
         for start in range(0, events, BATCH):
             count = min(BATCH, events - start)
-            log.append_columns(**_columns(start, count))
+            log.append_columns(EventFields(**_columns(start, count)))
             if (start + count) % segment_events == 0:
                 log.seal()
         log.seal()
@@ -183,36 +182,23 @@ def render(result: dict[str, Any], out: TextIO) -> None:
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = new_parser(__doc__)
     parser.add_argument("--events", type=int)
     parser.add_argument("--segment-events", type=int)
     parser.add_argument("--quick", action="store_true", help="50k events")
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder")
     args = parser.parse_args(argv)
-    sizes = QUICK if args.quick else DEFAULTS
-    for key, value in sizes.items():
-        if getattr(args, key) is None:
-            setattr(args, key, value)
-    return args
+    return sized(args, QUICK, DEFAULTS)
 
 
 def main(argv: Sequence[str] | None = None, out: TextIO = sys.stdout) -> int:
     args = parse_args(argv)
-    work = Path(tempfile.mkdtemp(prefix="nerve-forget-"))
-    try:
+    with workdir("nerve-forget-", keep=args.keep) as work:
         result = measure(work, args)
-    finally:
-        if args.keep:
-            say(f"kept {work}")
-        else:
-            shutil.rmtree(work, ignore_errors=True)
-    result["load_avg_1m"] = round(os.getloadavg()[0], 2)
-    result["failed_checks"] = [name for name, ok in result["checks"].items() if not ok]
+    result["load_avg_1m"] = load_avg_1m()
+    result["failed_checks"] = failed_checks(result["checks"])
     render(result, out)
-    print("RESULT " + json.dumps(result, sort_keys=True), file=out)
-    for name in result["failed_checks"]:
-        say(f"check failed: {name}")
-    return 1 if result["failed_checks"] else 0
+    return finish(result, out)
 
 
 if __name__ == "__main__":

@@ -36,7 +36,6 @@ import pstats
 import shutil
 import sqlite3
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -52,10 +51,15 @@ import pyarrow.parquet as pq
 from nerve.clock import HybridClock
 from nerve.events import cid, id_preimage
 from nerve.log.codec import build_table, fixed_bytes, preimages
+from nerve.log.fields import EventFields
 from nerve.log.reader import replay_digest, snapshot
 from nerve.log.store import EventLog
 from nerve.log.verify import verify
 from nerve.query import connect
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from benchkit import finish, new_parser, workdir
 
 BATCH = 1_000
 QUERY_CHUNK = 100_000
@@ -160,7 +164,7 @@ def _split32(data: bytes) -> list[bytes]:
 def batch_ids(clock: HybridClock, b: Batch, *, with_preimages: bool = False) -> Stamped:
     """Stamp a batch and compute its ids with nerve's batch path (``codec.build_table``)."""
     p, lo = clock.reserve(len(b))
-    table = build_table((p, lo, len(b)), node=NODE, **b.columns())
+    table = build_table((p, lo, len(b)), node=NODE, fields=EventFields(**b.columns()))
     pres = preimages(table).to_pylist() if with_preimages else []
     cids = _split32(fixed_bytes(table.column("payload_cid")))
     return Stamped(p, lo, cids, pres, _split32(fixed_bytes(table.column("id"))))
@@ -178,7 +182,7 @@ def append_nerve(root: Path, batches: Sequence[Batch]) -> None:
     )
     with log:
         for b in batches:
-            log.append_columns(**b.columns())
+            log.append_columns(EventFields(**b.columns()))
         log.seal()
 
 
@@ -325,7 +329,9 @@ def ids_nerve_batch(batches: Sequence[Batch]) -> None:
     clock = bench_clock()
     for b in batches:
         first = clock.reserve(len(b))
-        build_table((first.physical_ns, first.logical, len(b)), node=NODE, **b.columns())
+        build_table(
+            (first.physical_ns, first.logical, len(b)), node=NODE, fields=EventFields(**b.columns())
+        )
 
 
 # -- reading back ----------------------------------------------------------------------------
@@ -366,7 +372,9 @@ def build_query_log(root: Path, events: int, say: Callable[[str], None]) -> None
     """M events in batches of 100k without fsync, then compacted into large segments."""
     with EventLog(root, node=NODE, durability="os", clock=bench_clock()) as log:
         for start in range(0, events, QUERY_CHUNK):
-            log.append_columns(**make_batch(start, min(QUERY_CHUNK, events - start)).columns())
+            log.append_columns(
+                EventFields(**make_batch(start, min(QUERY_CHUNK, events - start)).columns())
+            )
             if (start // QUERY_CHUNK) % 10 == 9:
                 say(f"query log: {start + QUERY_CHUNK:,} of {events:,} events")
         log.seal()
@@ -763,7 +771,7 @@ def run(bench: Bench) -> dict[str, Any]:
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = new_parser(__doc__)
     parser.add_argument("--events", type=int, help="events to append (default 1,000,000)")
     parser.add_argument("--query-events", type=int, help="rows for the query (default 10M)")
     parser.add_argument("--quick", action="store_true", help="50k events, 1M query rows")
@@ -778,18 +786,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None, out: TextIO = sys.stdout) -> int:
     args = parse_args(argv)
-    work = Path(tempfile.mkdtemp(prefix="nerve-bench-"))
-    try:
+    with workdir("nerve-bench-") as work:
         bench = Bench(work, args.events, args.query_events, args.rounds, profile=args.profile)
         result = run(bench)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
     render(bench, out)
-    print("RESULT " + json.dumps(result, sort_keys=True), file=out)
-    if result["failed_checks"]:
-        print(f"log bench: check(s) failed: {', '.join(result['failed_checks'])}", file=sys.stderr)
-        return 1
-    return 0
+    return finish(result, out)
 
 
 if __name__ == "__main__":

@@ -56,6 +56,10 @@ from nerve.mcp import tools
 from nerve.mcp.guard import Allowance, Screen
 from nerve.workspace import WorkspaceDir, init_workspace
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from benchkit import finish, new_parser
+
 QUESTION = "which files changed recently?"
 GROUP_BY = (
     "SELECT source_name, kind, count(*) AS n FROM events WHERE kind <> 'agent.access' "
@@ -196,7 +200,7 @@ def _kinds(ws: WorkspaceDir, since: int) -> list[str]:
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
+    parser = new_parser(__doc__)
     parser.add_argument("--events", type=int, help="events in the log (default 1,000,000)")
     parser.add_argument("--runs", type=int, help="timed calls per case (default 30)")
     parser.add_argument("--quick", action="store_true", help="20k events, 5 runs unless given")
@@ -218,11 +222,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)
-    print("RESULT " + json.dumps(result, sort_keys=True))
-    if result["failed_checks"]:
-        print(f"mcp bench: check(s) failed: {', '.join(result['failed_checks'])}", file=sys.stderr)
-        return 1
-    return 0
+    return finish(result)
 
 
 def _build(root: Path, events: int) -> tuple[WorkspaceDir, float, bool]:

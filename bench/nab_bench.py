@@ -56,6 +56,10 @@ from nerve.attention.service import Attender, Obs, readings_from_bytes
 from nerve.attention.settings import AttentionSettings
 from nerve.events import SourceClass, Trust
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from benchkit import finish, new_parser
+
 PROFILES: dict[str, dict[str, float]] = {
     "standard": {"tp": 1.0, "fn": 1.0, "fp": 0.11},
     "reward_low_FP_rate": {"tp": 1.0, "fn": 1.0, "fp": 0.22},
@@ -281,7 +285,7 @@ def check_scorer(root: Path, corpus: list[Series]) -> dict[str, Any] | None:
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = new_parser(__doc__)
     parser.add_argument("--nab", type=Path, help="a NAB checkout (data/, labels/)")
     parser.add_argument("--only", help="score only series whose name contains this")
     parser.add_argument("--quick", action="store_true", help="a small synthetic corpus")
@@ -344,10 +348,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 def main(argv: Sequence[str] | None = None, out: TextIO = sys.stdout) -> int:
     args = parse_args(argv)
     result = run(args)
-    for name in result["failed_checks"]:
-        print(f"check failed: {name}", file=sys.stderr)
-    print("RESULT " + json.dumps(result, sort_keys=True), file=out)
-    return 1 if result["failed_checks"] else 0
+    return finish(result, out)
 
 
 if __name__ == "__main__":

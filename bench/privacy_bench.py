@@ -30,7 +30,6 @@ import argparse
 import base64
 import importlib.util
 import json
-import os
 import random
 import shutil
 import string
@@ -52,6 +51,10 @@ from nerve.privacy.policy import Policy
 from nerve.privacy.scan import Redactor
 from nerve.privacy.settings import PrivacyConfig
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from benchkit import failed_checks, finish, load_avg_1m, new_parser, say, sized
+
 QUICK = {"events": 50_000, "lines": 50_000, "rounds": 1}
 DEFAULTS = {"events": 200_000, "lines": 300_000, "rounds": 3}
 GOAL_OVERHEAD = 0.15
@@ -59,10 +62,6 @@ GOAL_LINES_PER_S = 250_000
 SEED = 10
 PLANTED_PER_SHAPE = 20
 OFF = PrivacyConfig.model_validate({"detectors": {"enabled": False}})
-
-
-def say(text: str) -> None:
-    print(f"[bench] {text}", file=sys.stderr, flush=True)
 
 
 def _log_bench() -> ModuleType:
@@ -325,16 +324,13 @@ def render(result: dict[str, Any], out: TextIO) -> None:
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser = new_parser(__doc__)
     parser.add_argument("--events", type=int, help="capture-path events (default 200,000)")
     parser.add_argument("--lines", type=int, help="shell-like lines scanned (default 300,000)")
     parser.add_argument("--rounds", type=int, help="runs of each path, best kept (default 3)")
     parser.add_argument("--quick", action="store_true", help="small sizes, one round")
     args = parser.parse_args(argv)
-    for key, value in (QUICK if args.quick else DEFAULTS).items():
-        if getattr(args, key) is None:
-            setattr(args, key, value)
-    return args
+    return sized(args, QUICK, DEFAULTS)
 
 
 def main(argv: Sequence[str] | None = None, out: TextIO = sys.stdout) -> int:
@@ -360,7 +356,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO = sys.stdout) -> int:
             "pack_alone_at_most_15pct": capture_result["overhead_from_parts"] <= GOAL_OVERHEAD,
             "lines_per_s_at_least_250k": scan["lines_per_s"] >= GOAL_LINES_PER_S,
         },
-        "load_avg_1m": round(os.getloadavg()[0], 2),
+        "load_avg_1m": load_avg_1m(),
     }
     result["checks"] = {
         "every_planted_secret_redacted": planted["missed"] == 0,
@@ -368,12 +364,9 @@ def main(argv: Sequence[str] | None = None, out: TextIO = sys.stdout) -> int:
         "stream_unchanged": capture_result["stream_unchanged"],
         "digests_equal": capture_result["digests_equal"],
     }
-    result["failed_checks"] = [name for name, ok in result["checks"].items() if not ok]
+    result["failed_checks"] = failed_checks(result["checks"])
     render(result, out)
-    print("RESULT " + json.dumps(result, sort_keys=True), file=out)
-    for name in result["failed_checks"]:
-        say(f"check failed: {name}")
-    return 1 if result["failed_checks"] else 0
+    return finish(result, out)
 
 
 if __name__ == "__main__":

@@ -46,6 +46,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from benchkit import finish, new_parser, say, sized
+
 ROOT = Path(__file__).resolve().parent.parent
 QUICK = {"commands": 60, "rounds": 1}
 DEFAULTS = {"commands": 400, "rounds": 3}
@@ -67,10 +71,6 @@ _TYPED_TIMER = {
 }
 _READY = "echo READY"
 _ARGV = {"bash": ["bash", "--norc", "--noprofile", "-i"], "zsh": ["zsh", "-f", "-i"]}
-
-
-def say(text: str) -> None:
-    print(text, file=sys.stderr, flush=True)
 
 
 def _commands(commands: int) -> list[str]:
@@ -311,17 +311,14 @@ def _keep_best(best: dict[str, list[float]], setup: str, gaps: list[float]) -> N
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = new_parser(__doc__)
     parser.add_argument("--commands", type=int)
     parser.add_argument("--rounds", type=int)
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--batch", action="store_true", help="send every command at once")
     parser.add_argument("--pause-ms", type=float, default=2.0, help="pause between commands")
     args = parser.parse_args(argv)
-    base = QUICK if args.quick else DEFAULTS
-    for key, value in base.items():
-        if getattr(args, key) is None:
-            setattr(args, key, value)
+    sized(args, QUICK, DEFAULTS)
     shells = [s for s in ("bash", "zsh") if shutil.which(s)]
     shells = shells[:1] if args.quick else shells  # a quick run: one shell, one daemon start
     results: dict[str, Any] = {}
@@ -337,8 +334,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         checks[f"{shell}_added_p99_within_goal"] = worst <= GOAL_MS if not args.quick else None
         say(f"{shell}: {json.dumps(res['figures'])}; added p99 {res['added_p99_ms']} ms")
     failed = [k for k, v in checks.items() if v is False]
-    for name in failed:
-        say(f"check failed: {name}")
     result = {
         "commands": args.commands,
         "rounds": args.rounds,
@@ -350,8 +345,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     result["mode"] = "batch" if args.batch else "typed"
     result["load_average"] = [round(x, 2) for x in os.getloadavg()]
     say(f"mode {result['mode']}, load average {result['load_average']}")
-    print("RESULT " + json.dumps(result, sort_keys=True))
-    return 1 if failed else 0
+    return finish(result)
 
 
 if __name__ == "__main__":

@@ -62,7 +62,6 @@ import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.parse
 import urllib.request
@@ -75,8 +74,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from nerve.clock import Hlc
 from nerve.events import Event, SourceClass, Trust
+from nerve.log.fields import EventFields
 from nerve.workspace import WorkspaceDir, init_workspace
 from tests.helpers.browser import CHROMIUM, CHROMIUM_ARGS, UiProcess
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from benchkit import failed_checks, finish, load_avg_1m, new_parser, say, workdir
 
 DEFAULTS = {"events": 2_000, "rounds": 5, "big": 1_000_000, "live_seconds": 10.0, "rate": 5_000}
 QUICK = {"events": 1_000, "rounds": 1, "big": 20_000, "live_seconds": 1.0, "rate": 1_000}
@@ -94,10 +98,6 @@ APPS = [
     ("thunderbird", "Inbox"),
 ]
 BUCKET = "aw-watcher-window_benchhost"
-
-
-def say(text: str) -> None:
-    print(text, file=sys.stderr, flush=True)
 
 
 def day_of_events(count: int, end_ns: int) -> list[tuple[int, int, str, str]]:
@@ -525,7 +525,7 @@ def live_rate(work: Path, seconds: float, rate: int) -> dict[str, Any]:
     (root / "nerve.yaml").write_text("senses: {}\nlog:\n  durability: os\n")
     ws = WorkspaceDir(root)
     with ws.open_log() as log:
-        first = log.append_columns(**_columns(["start"]))
+        first = log.append_columns(EventFields(**_columns(["start"])))
     after = f"{first.column('physical_ns')[0].as_py()}.{first.column('logical')[0].as_py()}"
     ui = UiProcess(ws.root, {"XDG_STATE_HOME": os.environ["XDG_STATE_HOME"]})
     seen: list[str] = []
@@ -549,7 +549,9 @@ def live_rate(work: Path, seconds: float, rate: int) -> dict[str, Any]:
     t0 = time.perf_counter()
     with ws.open_log() as log:
         for start in range(0, total, batch):
-            log.append_columns(**_columns([f"live {i}" for i in range(start, start + batch)]))
+            log.append_columns(
+                EventFields(**_columns([f"live {i}" for i in range(start, start + batch)]))
+            )
             ahead = t0 + (start + batch) / rate - time.perf_counter()
             if ahead > 0:
                 time.sleep(ahead)
@@ -625,7 +627,7 @@ def big_timeline(work: Path, events: int) -> dict[str, Any]:
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = new_parser(__doc__)
     parser.add_argument("--events", type=int)
     parser.add_argument("--rounds", type=int)
     parser.add_argument("--big", type=int, help="events in the server-time log (0: skip)")
@@ -703,24 +705,17 @@ def main(argv: Sequence[str] | None = None, out: TextIO = sys.stdout) -> int:
         need = missing or CHROMIUM
         say(f"missing: {need} (pip install -e '.[test,bench]'; apt-get install chromium)")
         return 1
-    work = Path(tempfile.mkdtemp(prefix="nerve-ui-bench-"))
-    try:
+    with workdir("nerve-ui-bench-", keep=args.keep) as work:
         result: dict[str, Any] = {"side_by_side": side_by_side(work, args)}
         if args.live_seconds:
             result["live"] = live_rate(work, args.live_seconds, args.rate)
         if args.big:
             result["big"] = big_timeline(work, args.big)
-    finally:
-        if args.keep:
-            say(f"kept {work}")
-        else:
-            shutil.rmtree(work, ignore_errors=True)
-    result.update(events=args.events, rounds=args.rounds, load_avg_1m=round(os.getloadavg()[0], 2))
+    result.update(events=args.events, rounds=args.rounds, load_avg_1m=load_avg_1m())
     result["checks"] = checks(result, args)
-    result["failed_checks"] = [k for k, ok in result["checks"].items() if not ok]
+    result["failed_checks"] = failed_checks(result["checks"])
     render(result, out)
-    print("RESULT " + json.dumps(result, sort_keys=True), file=out)
-    return 1 if result["failed_checks"] else 0
+    return finish(result, out)
 
 
 def render(result: dict[str, Any], out: TextIO) -> None:

@@ -53,6 +53,10 @@ from nerve.flow.gate import evaluate, fire_one, run_dir
 from nerve.runtime.kernel import Kernel
 from nerve.workspace import WorkspaceDir
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from benchkit import failed_checks, finish, new_parser, say
+
 GOAL_FIRE_RATIO = 0.8
 BATCH = 10
 QUICK = {"runs": 100, "fires": 30, "rounds": 1}
@@ -79,10 +83,6 @@ fire_on: gate
 ---
 """
 TERMINAL = {"completed", "failed", "dropped", "held", "interrupted"}
-
-
-def say(text: str) -> None:
-    print(f"[bench] {text}", file=sys.stderr, flush=True)
 
 
 def build(root: Path, concurrency: int, durability: str) -> WorkspaceDir:
@@ -252,7 +252,7 @@ async def run_all(args: argparse.Namespace) -> dict[str, Any]:
             "every_run_completed": runs["failed_runs"] == 0,
             "every_fire_passed": not any(fires["failed_fires"].values()),
         }
-        result["failed_checks"] = [name for name, ok in result["checks"].items() if not ok]
+        result["failed_checks"] = failed_checks(result["checks"])
         return result
     finally:
         shutil.rmtree(root, ignore_errors=True)
@@ -280,7 +280,7 @@ def render(result: dict[str, Any], out: TextIO) -> None:
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = new_parser(__doc__)
     parser.add_argument("--runs", type=int, help="runs of trio at once (default 1,000)")
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--fires", type=int, help="check fires of each kind (default 200)")
@@ -300,12 +300,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None, out: TextIO = sys.stdout) -> int:
     result = asyncio.run(run_all(parse_args(argv)))
     render(result, out)
-    print("RESULT " + json.dumps(result, sort_keys=True), file=out)
-    if result["failed_checks"]:
-        failed = ", ".join(result["failed_checks"])
-        print(f"workflow bench: check(s) failed: {failed}", file=sys.stderr)
-        return 1
-    return 0
+    return finish(result, out)
 
 
 if __name__ == "__main__":

@@ -13,8 +13,8 @@ import termios
 import time
 from pathlib import Path
 
-from nerve.runtime.attach import snapshot_from
-from nerve.runtime.live import render
+from nerve.dev.attach import snapshot_from
+from nerve.dev.view import render
 from tests.conftest import run_cli
 from tests.daemon_util import COUNTER, started, write_sense
 

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from nerve.clock import Hlc
 from nerve.log import codec
+from nerve.log.fields import EventFields
 
 _rows = st.lists(
     st.tuples(
@@ -32,15 +33,17 @@ def _build(rows: list[tuple[object, ...]], stamps: object, small: bool) -> pa.Ta
     codec.SMALL_BATCH = saved if small else 0
     try:
         return codec.build_table(
-            stamps,  # type: ignore[arg-type]
+            stamps,
             node="nöde",
-            kind=kind,  # type: ignore[arg-type]
-            subject=subject,  # type: ignore[arg-type]
-            source=source,  # type: ignore[arg-type]
-            trust=trust,  # type: ignore[arg-type]
-            valid_time_ns=vt,  # type: ignore[arg-type]
-            payload=payload,  # type: ignore[arg-type]
-            line=line,  # type: ignore[arg-type]
+            fields=EventFields(
+                kind=kind,
+                subject=subject,
+                source=source,
+                trust=trust,
+                valid_time_ns=vt,
+                payload=payload,
+                line=line,
+            ),
         )
     finally:
         codec.SMALL_BATCH = saved

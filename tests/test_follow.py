@@ -19,15 +19,16 @@ from nerve.workspace import WorkspaceDir
 
 APPENDER = """
 import sys
+from nerve.log.fields import EventFields
 from nerve.workspace import WorkspaceDir
 ws = WorkspaceDir.at(sys.argv[1])
 with ws.open_log() as log:
     for start in range(0, 6000, 200):
-        log.append_columns(
+        log.append_columns(EventFields(
             kind=["observation"] * 200, subject=[""] * 200, source=[5] * 200, trust=[3] * 200,
             valid_time_ns=[None] * 200, payload=[b""] * 200,
             line=[str(i) for i in range(start, start + 200)],
-        )
+        ))
 """
 
 

@@ -24,7 +24,7 @@ INTERNALS: dict[str, frozenset[str]] = {
     "nerve.runtime.client": EVERYTHING,  # the socket, and route() itself
     "nerve.runtime.ipc": EVERYTHING,
     "nerve.runtime.daemon": EVERYTHING,
-    "nerve.runtime.attach": EVERYTHING,
+    "nerve.dev.attach": EVERYTHING,
     "nerve.logops": EVERYTHING,
     "nerve.log.store": EVERYTHING,  # the single writer
     "nerve.log.reader": EVERYTHING,  # snapshots of the log's files
@@ -53,7 +53,7 @@ PARSERS: dict[str, frozenset[str]] = {
 # (`nerve daemon run`, `nerve dev`), follow its log file and draw the dev view of a running
 # one: they are the daemon, not a client of it.
 EXCEPTIONS: dict[str, frozenset[str]] = {
-    "cli/daemon_cmds.py": frozenset({"nerve.runtime.daemon", "nerve.runtime.attach"}),
+    "cli/daemon_cmds.py": frozenset({"nerve.runtime.daemon", "nerve.dev.attach"}),
 }
 
 # Methods of the workspace folder that open the log itself.

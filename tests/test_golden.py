@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
+from nerve.dev.view import render
 from nerve.runtime.journal import Entry
-from nerve.runtime.live import render
 from nerve.runtime.snapshot import AgentRead, Highlight, SenseRow, Snapshot
 
 GOLDEN = Path(__file__).parent / "golden"

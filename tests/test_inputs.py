@@ -25,6 +25,7 @@ from nerve.cli.output import dumps
 from nerve.errors import DaemonError, EventError, LogError, OrderError, UsageError
 from nerve.events import decode_payload
 from nerve.log.codec import build_table, wire_lines
+from nerve.log.fields import EventFields
 from nerve.log.wire import row_to_json
 from nerve.runtime.ipc import reply_error
 from nerve.workspace import WorkspaceDir, init_workspace
@@ -138,13 +139,15 @@ def test_a_stored_deep_payload_decodes_as_raw_bytes() -> None:
     table = build_table(
         (1, 0, 2),
         node="n",
-        kind=["observation"] * 2,
-        subject=["", ""],
-        source=[5, 5],
-        trust=[3, 3],
-        valid_time_ns=[None, None],
-        payload=[RAW_DEEP, b'"\\ud800"'],  # a lone surrogate escaped in JSON: not storable text
-        line=["deep", "surrogate"],
+        fields=EventFields(
+            kind=["observation"] * 2,
+            subject=["", ""],
+            source=[5, 5],
+            trust=[3, 3],
+            valid_time_ns=[None, None],
+            payload=[RAW_DEEP, b'"\\ud800"'],
+            line=["deep", "surrogate"],
+        ),
     )
     rows = [row_to_json(r) for r in table.to_pylist()]
     assert all("payload_b64" in row and "payload" not in row for row in rows)
@@ -189,13 +192,15 @@ def test_wire_lines_are_exactly_the_wire_form(
     table = build_table(
         (123, 7, len(rows)),
         node="nödé",
-        kind=["observation"] * len(rows),
-        subject=[r[1][::-1] for r in rows],
-        source=[r[2] for r in rows],
-        trust=[i % 4 for i in range(len(rows))],
-        valid_time_ns=[r[3] for r in rows],
-        payload=[r[0] for r in rows],
-        line=[r[1] for r in rows],
+        fields=EventFields(
+            kind=["observation"] * len(rows),
+            subject=[r[1][::-1] for r in rows],
+            source=[r[2] for r in rows],
+            trust=[i % 4 for i in range(len(rows))],
+            valid_time_ns=[r[3] for r in rows],
+            payload=[r[0] for r in rows],
+            line=[r[1] for r in rows],
+        ),
     )
     lines = wire_lines(table)
     rows_ = table.to_pylist()

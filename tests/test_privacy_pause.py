@@ -12,11 +12,11 @@ from typing import Any, cast
 
 from rich.console import Console
 
+from nerve.dev.view import render, snapshot_of
 from nerve.log.drafts import Draft
 from nerve.privacy.pause import PAUSED, RESUMED, PauseState
 from nerve.runtime import journal
 from nerve.runtime.capture import CaptureGate
-from nerve.runtime.live import render, snapshot_of
 from nerve.runtime.snapshot import AgentReads, Rate
 from nerve.workspace import init_workspace
 from tests.conftest import run_cli

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from nerve.runtime.live import render
+from nerve.dev.view import render
 from nerve.runtime.snapshot import SenseRow, Snapshot
 from nerve.workspace import init_workspace
 from tests.conftest import run_cli

@@ -25,7 +25,7 @@ LAYERS = [
     {"workspace"},
     {"runtime", "flow", "logops", "recall", "export", "tail", "privacy.ops", "fleet", "tokens"}
     | {"privacy.forget", "privacy.archive", "privacy.selection"},
-    {"api", "door"},
+    {"api", "door", "dev"},
     {"mcp"},
     {"ui"},
     {"cli", "__main__"},

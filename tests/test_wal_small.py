@@ -4,6 +4,7 @@ Arrow path."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import struct
 import tempfile
@@ -20,6 +21,7 @@ from hypothesis import strategies as st
 from nerve.clock import HybridClock
 from nerve.errors import LogCorrupt
 from nerve.log import codec, store, wal
+from nerve.log.fields import EventFields
 from nerve.log.reader import TailReader
 from nerve.log.store import EventLog
 from nerve.log.verify import verify
@@ -32,16 +34,16 @@ def _log(root: Path, **kw: object) -> EventLog:
     return EventLog(root, node="n", durability="os", clock=clock, seal_max_events=10**9, **kw)  # type: ignore[arg-type]
 
 
-def _columns(lines: list[str], source: int = 7) -> dict[str, list[object]]:
-    return {
-        "kind": ["observation"] * len(lines),
-        "subject": ["cpu"] * len(lines),
-        "source": [source] * len(lines),
-        "trust": [1] * len(lines),
-        "valid_time_ns": [None if i % 2 else T0 + i for i in range(len(lines))],
-        "payload": [f'{{"i":{i}}}'.encode() for i in range(len(lines))],
-        "line": lines,
-    }
+def _columns(lines: list[str], source: int = 7) -> EventFields:
+    return EventFields(
+        kind=["observation"] * len(lines),
+        subject=["cpu"] * len(lines),
+        source=[source] * len(lines),
+        trust=[1] * len(lines),
+        valid_time_ns=[None if i % 2 else T0 + i for i in range(len(lines))],
+        payload=[f'{{"i":{i}}}'.encode() for i in range(len(lines))],
+        line=lines,
+    )
 
 
 def _wal(root: Path) -> Path:
@@ -66,8 +68,8 @@ def _unsealed(log: EventLog) -> pa.Table:
 def test_small_batches_round_trip_through_small_frames(tmp_path: Path) -> None:
     root = tmp_path / "log"
     with _log(root) as log:
-        returned = [log.append_columns(**_columns([f"a{i}" for i in range(n)])) for n in (1, 3)]
-        assert log.append_count(**_columns(["c0", "c1"])) == 2
+        returned = [log.append_columns(_columns([f"a{i}" for i in range(n)])) for n in (1, 3)]
+        assert log.append_count(_columns(["c0", "c1"])) == 2
         written = _unsealed(log)
     path = _wal(root)
     assert path.read_bytes()[4:8] == struct.pack(">I", wal.VERSION) == b"\0\0\0\x02"
@@ -89,7 +91,7 @@ def test_a_torn_small_frame_is_cut_and_the_ones_before_it_kept(tmp_path: Path) -
     root = tmp_path / "log"
     with _log(root) as log:
         for i in range(3):
-            log.append_count(**_columns([f"x{i}"]))
+            log.append_count(_columns([f"x{i}"]))
         kept = _unsealed(log).slice(0, 2)
     path = _wal(root)
     last = _frames(path)[-1][1]
@@ -98,7 +100,7 @@ def test_a_torn_small_frame_is_cut_and_the_ones_before_it_kept(tmp_path: Path) -
     with _log(root) as log:
         assert _unsealed(log).equals(kept)
         assert path.stat().st_size == last  # cut back to the last whole frame
-        log.append_count(**_columns(["after"]))
+        log.append_count(_columns(["after"]))
         lines = _unsealed(log).column("line").to_pylist()
     assert lines == ["x0", "x1", "after"]
 
@@ -115,12 +117,12 @@ def _as_version_1(path: Path) -> pa.Table:
 def test_a_version_1_file_is_read_and_appended_to_with_arrow_frames(tmp_path: Path) -> None:
     root = tmp_path / "log"
     with _log(root) as log:
-        log.append_count(**_columns(["old0", "old1"]))
+        log.append_count(_columns(["old0", "old1"]))
     old = _as_version_1(_wal(root))
     with _log(root) as log:
         assert _unsealed(log).equals(old)
-        log.append_count(**_columns(["new0"]))
-        log.append_columns(**_columns([f"big{i}" for i in range(codec.SMALL_BATCH + 1)]))
+        log.append_count(_columns(["new0"]))
+        log.append_columns(_columns([f"big{i}" for i in range(codec.SMALL_BATCH + 1)]))
         written = _unsealed(log)
     path = _wal(root)
     assert path.read_bytes()[4:8] == b"\0\0\0\x01"  # still readable by an older nerve
@@ -128,7 +130,7 @@ def test_a_version_1_file_is_read_and_appended_to_with_arrow_frames(tmp_path: Pa
     with _log(root) as log:
         assert _unsealed(log).equals(written)
         log.seal()
-        log.append_count(**_columns(["next"]))  # a new generation: version 2, small frames
+        log.append_count(_columns(["next"]))  # a new generation: version 2, small frames
     assert _wal(root).read_bytes()[4:8] == b"\0\0\0\x02"
     assert [m for m, _ in _frames(_wal(root))] == [wal.SMALL_MAGIC]
 
@@ -137,11 +139,11 @@ def test_a_file_mixing_arrow_and_small_frames_reads_in_commit_order(tmp_path: Pa
     root = tmp_path / "log"
     big = [f"big{i}" for i in range(codec.SMALL_BATCH + 4)]
     with _log(root) as log:
-        log.append_count(**_columns(["s0"]))
-        log.append_count(**_columns(big))  # more than SMALL_BATCH rows: an Arrow frame
-        log.append_count(**_columns(["s1", "s2"]))
+        log.append_count(_columns(["s0"]))
+        log.append_count(_columns(big))  # more than SMALL_BATCH rows: an Arrow frame
+        log.append_count(_columns(["s1", "s2"]))
         log.append_drafts([store.Draft.of(line="keyed")], key="k1")  # keyed: an Arrow frame
-        log.append_count(**_columns(["s3"]))
+        log.append_count(_columns(["s3"]))
         written = _unsealed(log)
     small, arrow = wal.SMALL_MAGIC, wal.FRAME_MAGIC
     assert [m for m, _ in _frames(_wal(root))] == [small, arrow, small, arrow, small]
@@ -187,7 +189,7 @@ def test_junk_in_a_small_frame_is_refused_naming_the_file_and_byte(
 ) -> None:
     root = tmp_path / "log"
     with _log(root) as log:
-        log.append_count(**_columns(["fine"]))
+        log.append_count(_columns(["fine"]))
     path, offset = _with_frame(root, body)
     with pytest.raises(LogCorrupt, match=f"{path.name}: frame at byte {offset} .*{says}") as exc:
         _log(root)
@@ -202,7 +204,7 @@ def test_a_good_small_frame_decodes_and_one_in_a_version_1_file_is_damage(
 ) -> None:
     root = tmp_path / "log"
     with _log(root) as log:
-        log.append_count(**_columns(["fine"]))
+        log.append_count(_columns(["fine"]))
     _with_frame(root, cbor2.dumps([_GOOD_ROW]))
     with _log(root) as log:
         assert _unsealed(log).column("line").to_pylist() == ["fine", "l"]
@@ -239,13 +241,15 @@ def _store(root: Path, batches: list[list[tuple[object, ...]]]) -> tuple[pa.Tabl
                 list(c) for c in zip(*batch, strict=True)
             )
             log.append_count(
-                kind=kind,  # type: ignore[arg-type]
-                subject=subject,  # type: ignore[arg-type]
-                source=source,  # type: ignore[arg-type]
-                trust=trust,  # type: ignore[arg-type]
-                valid_time_ns=vt,  # type: ignore[arg-type]
-                payload=payload,  # type: ignore[arg-type]
-                line=line,  # type: ignore[arg-type]
+                EventFields(
+                    kind=kind,
+                    subject=subject,
+                    source=source,
+                    trust=trust,
+                    valid_time_ns=vt,
+                    payload=payload,
+                    line=line,
+                )
             )
         written = _unsealed(log)
     with _log(root) as log:
@@ -271,11 +275,7 @@ def test_the_small_path_stores_the_rows_the_arrow_path_stores(
 
 
 def test_small_frames_hold_canonical_cbor() -> None:
-    rows = codec.small_rows(
-        (T0, 3, 2),
-        node="n",
-        **_columns(["a", "b"]),  # type: ignore[arg-type]
-    )
+    rows = codec.small_rows((T0, 3, 2), node="n", fields=_columns(["a", "b"]))
     frame = wal.encode_small_frame(rows)
     assert frame[12:] == cbor2.dumps(rows, canonical=True)
     assert wal.decode_small(frame[12:], Path("x.wal"), 16) == rows
@@ -285,19 +285,18 @@ def test_append_count_hands_hooks_the_stored_rows_and_refuses_bad_values(tmp_pat
     root = tmp_path / "log"
     seen: list[pa.Table] = []
     with _log(root) as log:
-        log.append_count(**_columns(["quiet"]))  # no hook: no table is built
+        log.append_count(_columns(["quiet"]))  # no hook: no table is built
         log.on_commit.append(seen.append)
-        assert log.append_count(**_columns(["a", "b"])) == 2
+        assert log.append_count(_columns(["a", "b"])) == 2
         size = _wal(root).stat().st_size
         for column, bad in [("source", 2**32), ("trust", 256), ("valid_time_ns", 2**63)]:
-            columns = _columns(["bad"])
-            columns[column] = [bad]
+            columns = dataclasses.replace(_columns(["bad"]), **{column: [bad]})
             with pytest.raises((pa.ArrowInvalid, OverflowError)):
-                log.append_count(**columns)  # type: ignore[arg-type]
+                log.append_count(columns)
         assert _wal(root).stat().st_size == size  # nothing of a refused batch was written
-        converted = _columns(["?"])
-        converted["line"] = [b"utf-8 bytes"]  # the Arrow path takes these as text: so here
-        log.append_count(**converted)  # type: ignore[arg-type]
+        # the Arrow path takes bytes as text: so here
+        converted = dataclasses.replace(_columns(["?"]), line=[b"utf-8 bytes"])
+        log.append_count(converted)
         stored = _unsealed(log)
     assert len(seen) == 2 and pa.concat_tables(seen).equals(stored.slice(1))
     assert stored.column("line").to_pylist() == ["quiet", "a", "b", "utf-8 bytes"]

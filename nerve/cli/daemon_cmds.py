@@ -33,11 +33,17 @@ def dev() -> None:
     if _door().has_daemon():
         _attach(ws, view=view)
         return
-    daemon.run_foreground(_ws(write=True), view=view, echo=None if view else sys.stdout)
+    if view:
+        from nerve.dev.view import run_with_view
+
+        daemon.run_foreground(_ws(write=True), view=run_with_view)
+    else:
+        daemon.run_foreground(_ws(write=True), echo=sys.stdout)
 
 
 def _attach(ws: Any, *, view: bool) -> None:
-    from nerve.runtime import attach, daemon
+    from nerve.dev import attach
+    from nerve.runtime import daemon
 
     if not view:  # piped: the running daemon's log, followed
         for line in daemon.follow_log(daemon.log_path(ws), lines=0):

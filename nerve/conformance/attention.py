@@ -1,6 +1,6 @@
 """Conformance checkers C3 (attention) and C5 (chain integrity), Sense v0.1 §9.
 
-:func:`nerve.conformance.run_all` adds :data:`CHECKERS` to its own table. The
+:mod:`nerve.conformance.runner` adds :data:`CHECKERS` to its own table. The
 JSON forms of highlights, decisions and user contexts defined here are the ones the vectors
 publish; ``conformance/generate_attention.py`` writes the vectors with the same functions,
 and ``conformance/README.md`` describes every field.

@@ -26,6 +26,7 @@ from nerve.events import (
     source_name,
     trust_name,
 )
+from nerve.log.fields import EventFields
 from nerve.log.lazy import pc
 from nerve.log.wire import (
     payload_text,
@@ -253,49 +254,25 @@ def build_table(
     stamps: Sequence[Hlc] | tuple[int, int, int],
     *,
     node: str | Sequence[str],
-    kind: Sequence[str],
-    subject: Sequence[str],
-    source: Sequence[int],
-    trust: Sequence[int],
-    valid_time_ns: Sequence[int | None],
-    payload: Sequence[bytes],
-    line: Sequence[str],
+    fields: EventFields,
 ) -> pa.Table:
     """Columns in, a table with payload addresses and event ids out.
 
     ``stamps`` is either one stamp per row or ``(physical_ns, first_logical, count)`` for a
     run of consecutive logical values, which is what one group commit reserves.
     """
-    count = len(kind)
-    if count <= SMALL_BATCH:
-        rows = small_rows(
-            stamps,
-            node=node,
-            kind=kind,
-            subject=subject,
-            source=source,
-            trust=trust,
-            valid_time_ns=valid_time_ns,
-            payload=payload,
-            line=line,
-        )
-        return table_from_rows(rows)
-    return _bulk_table(stamps, node, kind, subject, source, trust, valid_time_ns, payload, line)
+    if len(fields) <= SMALL_BATCH:
+        return table_from_rows(small_rows(stamps, node=node, fields=fields))
+    return _bulk_table(stamps, node, fields)
 
 
 def _bulk_table(
     stamps: Sequence[Hlc] | tuple[int, int, int],
     node: str | Sequence[str],
-    kind: Sequence[str],
-    subject: Sequence[str],
-    source: Sequence[int],
-    trust: Sequence[int],
-    valid_time_ns: Sequence[int | None],
-    payload: Sequence[bytes],
-    line: Sequence[str],
+    fields: EventFields,
 ) -> pa.Table:
     """``build_table`` with Arrow kernels: ids hashed from preimages built column-wise."""
-    count = len(kind)
+    count = len(fields)
     if isinstance(stamps, tuple) and len(stamps) == 3 and isinstance(stamps[0], int):
         physical = pa.array(np.full(count, stamps[0], dtype=np.int64))
         logical = pa.array(np.arange(stamps[1], stamps[1] + count, dtype=np.int64))
@@ -303,20 +280,20 @@ def _bulk_table(
         physical = pa.array([s[0] for s in stamps], pa.int64())
         logical = _ranged([s[1] for s in stamps], pa.uint32(), pa.int64())
     nodes = _repeat(node, count) if isinstance(node, str) else pa.array(node, pa.string())
-    payloads = pa.array(payload, pa.binary())
+    payloads = pa.array(fields.payload, pa.binary())
     cids = hash_each(payloads)
     columns = [
         physical,
         logical,
         nodes,
-        pa.array(kind, pa.string()),
-        pa.array(subject, pa.string()),
-        _ranged(source, pa.uint32(), pa.int64()),
-        _ranged(trust, pa.uint8(), pa.int32()),
-        pa.array(valid_time_ns, pa.int64()),
+        pa.array(fields.kind, pa.string()),
+        pa.array(fields.subject, pa.string()),
+        _ranged(fields.source, pa.uint32(), pa.int64()),
+        _ranged(fields.trust, pa.uint8(), pa.int32()),
+        pa.array(fields.valid_time_ns, pa.int64()),
         pa.FixedSizeBinaryArray.from_buffers(pa.binary(32), count, [None, pa.py_buffer(cids)]),
         payloads,
-        pa.array(line, pa.string()),
+        pa.array(fields.line, pa.string()),
     ]
     partial = pa.RecordBatch.from_arrays(columns, names=COLUMNS[:-1])
     ids = ids_of(partial)
@@ -346,13 +323,7 @@ def small_rows(
     stamps: Sequence[Hlc] | tuple[int, int, int],
     *,
     node: str | Sequence[str],
-    kind: Sequence[str],
-    subject: Sequence[str],
-    source: Sequence[int],
-    trust: Sequence[int],
-    valid_time_ns: Sequence[int | None],
-    payload: Sequence[bytes],
-    line: Sequence[str],
+    fields: EventFields,
 ) -> list[Row]:
     """``build_table``'s rows for a few events as Python tuples, without Arrow.
 
@@ -360,17 +331,18 @@ def small_rows(
     ``int``, ``bytes``, in range) are taken as they are; a batch holding anything else goes
     through the Arrow path, so it is refused (or converted) exactly as ``build_table`` would.
     """
-    count = len(kind)
+    count = len(fields)
     nodes = [node] * count if isinstance(node, str) else node
     if isinstance(stamps, tuple) and len(stamps) == 3 and isinstance(stamps[0], int):
         pairs = [(stamps[0], stamps[1] + i) for i in range(count)]
     else:
         pairs = _stamp_pairs(stamps, count)
-    columns = (nodes, kind, subject, source, trust, valid_time_ns, payload, line)
+    f = fields
+    columns = (nodes, f.kind, f.subject, f.source, f.trust, f.valid_time_ns, f.payload, f.line)
     out: list[Row] = []
     for (p, lo), nd, k, s, src, tr, vt, pl, ln in zip(pairs, *columns, strict=True):
         if not _plain(p, lo, nd, k, s, src, tr, vt, pl, ln):
-            return rows_of(_bulk_table(stamps, node, *columns[1:]))
+            return rows_of(_bulk_table(stamps, node, fields))
         cid = blake3.blake3(pl).digest()
         text = ln.encode()
         preimage = b"".join(
@@ -478,13 +450,15 @@ def table_from_events(events: Iterable[Event]) -> pa.Table:
     table = build_table(
         [e.hlc for e in evs],
         node=[e.node for e in evs],
-        kind=[e.kind for e in evs],
-        subject=[e.subject for e in evs],
-        source=[e.source for e in evs],
-        trust=[int(e.trust) for e in evs],
-        valid_time_ns=[e.valid_time_ns for e in evs],
-        payload=[e.payload for e in evs],
-        line=[e.line for e in evs],
+        fields=EventFields(
+            kind=[e.kind for e in evs],
+            subject=[e.subject for e in evs],
+            source=[e.source for e in evs],
+            trust=[int(e.trust) for e in evs],
+            valid_time_ns=[e.valid_time_ns for e in evs],
+            payload=[e.payload for e in evs],
+            line=[e.line for e in evs],
+        ),
     )
     return table
 

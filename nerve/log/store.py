@@ -41,6 +41,7 @@ from nerve.log.codec import (
     table_from_stored,
 )
 from nerve.log.drafts import Draft
+from nerve.log.fields import EventFields
 from nerve.log.lock import WriterLock
 from nerve.log.manifest import ManifestState, SegmentInfo, append_record, read_manifest
 from nerve.log.paths import LogPaths
@@ -266,74 +267,36 @@ class EventLog:
             return self._append_keyed(drafts, key)
         if not drafts:
             return EMPTY
-        return self.append_columns(**_columns(drafts))
+        return self.append_columns(EventFields.of(drafts))
 
-    def append_columns(
-        self,
-        *,
-        kind: Sequence[str],
-        subject: Sequence[str],
-        source: Sequence[int],
-        trust: Sequence[int],
-        valid_time_ns: Sequence[int | None],
-        payload: Sequence[bytes],
-        line: Sequence[str],
-    ) -> pa.Table:
+    def append_columns(self, fields: EventFields) -> pa.Table:
         """The fast path: already-validated columns, stamped as one run of the clock."""
-        columns = dict(
-            kind=kind,
-            subject=subject,
-            source=source,
-            trust=trust,
-            valid_time_ns=valid_time_ns,
-            payload=payload,
-            line=line,
-        )
         with self._mutex:
-            table = self._stamp_and_commit(columns, returning=True)
+            table = self._stamp_and_commit(fields, returning=True)
         self._seal_if_due()
         if table is None:  # pragma: no cover - returning=True always builds it
             raise AssertionError("append built no table")
         return table
 
-    def append_count(
-        self,
-        *,
-        kind: Sequence[str],
-        subject: Sequence[str],
-        source: Sequence[int],
-        trust: Sequence[int],
-        valid_time_ns: Sequence[int | None],
-        payload: Sequence[bytes],
-        line: Sequence[str],
-    ) -> int:
+    def append_count(self, fields: EventFields) -> int:
         """:meth:`append_columns` for a caller that does not need the stored rows back: the
         same commit, durable before it returns, but a small batch builds no Arrow table
         unless an ``on_commit`` hook takes one. Returns how many events were appended."""
-        columns = dict(
-            kind=kind,
-            subject=subject,
-            source=source,
-            trust=trust,
-            valid_time_ns=valid_time_ns,
-            payload=payload,
-            line=line,
-        )
         with self._mutex:
-            self._stamp_and_commit(columns, returning=False)
+            self._stamp_and_commit(fields, returning=False)
         self._seal_if_due()
-        return len(kind)
+        return len(fields)
 
-    def _stamp_and_commit(self, columns: dict[str, Any], *, returning: bool) -> pa.Table | None:
-        count = len(columns["kind"])
+    def _stamp_and_commit(self, fields: EventFields, *, returning: bool) -> pa.Table | None:
+        count = len(fields)
         first = self.clock.reserve(count)
         stamps = (first.physical_ns, first.logical, count)
         last = Hlc(first.physical_ns, first.logical + count - 1)
         if count > SMALL_BATCH:
-            table = build_table(stamps, node=self.node, **columns)
+            table = build_table(stamps, node=self.node, fields=fields)
             self._commit(table, last)
             return table
-        return self._commit_rows(small_rows(stamps, node=self.node, **columns), last, returning)
+        return self._commit_rows(small_rows(stamps, node=self.node, fields=fields), last, returning)
 
     def _commit(self, table: pa.Table, last: Hlc) -> None:
         self._wal.commit(table)  # durable (under fsync) before anything below changes
@@ -374,10 +337,9 @@ class EventLog:
             first = self.clock.reserve(count + 1)
             last = Hlc(first.physical_ns, first.logical + count - 1) if count else None
             marker = key_draft(key, count, first if count else None, last)
-            columns = _columns([*drafts, marker])
-            table = build_table(
-                (first.physical_ns, first.logical, count + 1), node=self.node, **columns
-            )
+            fields = EventFields.of([*drafts, marker])
+            stamps = (first.physical_ns, first.logical, count + 1)
+            table = build_table(stamps, node=self.node, fields=fields)
             self._commit(table, Hlc(first.physical_ns, first.logical + count))
         self._seal_if_due()
         return table.slice(0, count)
@@ -443,7 +405,7 @@ class EventLog:
             marker = None
             if key is not None:
                 first, last = (evs[0].hlc, evs[-1].hlc) if evs else (None, None)
-                marker = _columns([key_draft(key, len(evs), first, last)])
+                marker = EventFields.of([key_draft(key, len(evs), first, last)])
             if erased:
                 self._import_sealed(evs, marker)
             else:
@@ -456,7 +418,7 @@ class EventLog:
         self._seal_if_due()
         return len(evs)
 
-    def _import_sealed(self, evs: list[Event | ErasedEvent], marker: dict[str, Any] | None) -> None:
+    def _import_sealed(self, evs: list[Event | ErasedEvent], marker: EventFields | None) -> None:
         """Seal the tail, then write ``evs`` (and the batch key's record, ``marker``) as one
         segment of their own, in one manifest record (seal lock and mutex held): the
         segments stay in HLC order, and a keyed import is stored whole or not at all."""
@@ -467,7 +429,7 @@ class EventLog:
         if marker is not None:
             first = self.clock.reserve(1)
             last = first
-            rows = small_rows((first.physical_ns, first.logical, 1), node=self.node, **marker)
+            rows = small_rows((first.physical_ns, first.logical, 1), node=self.node, fields=marker)
             key_table = table_from_rows(rows).select(SCHEMA.names).cast(table.schema)
             table = pa.concat_tables([table, key_table])
         carried = [e.id for e in erasure.erasures_in(table) if _all_erased(e, evs)]
@@ -686,18 +648,6 @@ class EventLog:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _columns(drafts: Sequence[Draft]) -> dict[str, Any]:
-    return {
-        "kind": [d.kind for d in drafts],
-        "subject": [d.subject for d in drafts],
-        "source": [d.source for d in drafts],
-        "trust": [d.trust for d in drafts],
-        "valid_time_ns": [d.valid_time_ns for d in drafts],
-        "payload": [d.payload for d in drafts],
-        "line": [d.line for d in drafts],
-    }
 
 
 def _before(stamp: Hlc) -> Hlc:

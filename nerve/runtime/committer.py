@@ -11,20 +11,20 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Callable, Sequence
-from typing import Any
 
 import pyarrow as pa
 
 from nerve.errors import report
 from nerve.events import NERVE_SOURCE, Trust
 from nerve.log.drafts import Draft
+from nerve.log.fields import EventFields
 from nerve.log.store import EventLog
 
 Listener = Callable[[pa.Table], None]
 
 
 class Columns:
-    """Events to append, as the log's seven columns (see ``EventLog.append_columns``)."""
+    """Events to append, filled field by field; :meth:`fields` hands them to the log."""
 
     __slots__ = ("kind", "line", "payload", "source", "subject", "trust", "valid_time_ns")
 
@@ -68,8 +68,16 @@ class Columns:
         for name in self.__slots__:
             getattr(self, name).extend(getattr(other, name))
 
-    def fields(self) -> dict[str, Any]:
-        return {name: getattr(self, name) for name in self.__slots__}
+    def fields(self) -> EventFields:
+        return EventFields(
+            self.kind,
+            self.subject,
+            self.source,
+            self.trust,
+            self.valid_time_ns,
+            self.payload,
+            self.line,
+        )
 
 
 Waiter = tuple[int, int, "asyncio.Future[pa.Table]"]  # first row, rows, who waits
@@ -132,7 +140,7 @@ class Committer:
 
     async def _commit(self, columns: Columns, waiters: list[Waiter]) -> None:
         try:
-            table = await asyncio.to_thread(lambda: self.log.append_columns(**columns.fields()))
+            table = await asyncio.to_thread(lambda: self.log.append_columns(columns.fields()))
         except Exception as exc:  # the error belongs to every waiting caller
             for _, _, future in waiters:
                 if not future.done():

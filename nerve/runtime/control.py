@@ -169,6 +169,22 @@ def _seed_sense(kernel: Controlled, name: str, live: dict[str, Any]) -> dict[str
 SEED_SOCKET = "nerve.sock"
 
 
+async def listen(
+    config: NerveConfig,
+    root: Path,
+    socket_path: Path,
+    answer: Callable[[dict[str, Any]], Awaitable[dict[str, Any]]],
+    streams: dict[str, Any],
+) -> list[IpcServer]:
+    """The daemon's socket answering with ``answer``, and the seed-era one beside it when
+    that path is free."""
+    limit = config.daemon.max_request_bytes
+    ipc = IpcServer(socket_path, answer, max_bytes=limit, streams=streams)
+    await ipc.start()
+    seed = await seed_listener(root, socket_path, config, answer)
+    return [ipc] if seed is None else [ipc, seed]
+
+
 async def seed_listener(
     root: Path,
     socket_path: Path,

@@ -13,15 +13,22 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Coroutine, Iterator
 from pathlib import Path
-from typing import Any, BinaryIO, TextIO
+from typing import TYPE_CHECKING, Any, BinaryIO, TextIO
 
 from nerve import fsio
 from nerve.errors import DaemonError
 from nerve.runtime.children import adopt_orphans
 from nerve.runtime.client import alive, call, pid_path, read_pid, run_path, running
 from nerve.workspace import WorkspaceDir
+
+if TYPE_CHECKING:
+    from nerve.runtime.journal import Recent
+    from nerve.runtime.kernel import Kernel
+
+View = Callable[["Kernel", "Recent"], Coroutine[Any, Any, None]]
+"""Runs the kernel while drawing on this terminal (``nerve.dev.view.run_with_view``)."""
 
 START_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 30.0
@@ -32,12 +39,14 @@ def log_path(ws: WorkspaceDir) -> Path:
     return ws.data / "daemon.log"
 
 
-def run_foreground(ws: WorkspaceDir, *, view: bool = False, echo: TextIO | None = None) -> None:
+def run_foreground(
+    ws: WorkspaceDir, *, view: View | None = None, echo: TextIO | None = None
+) -> None:
     """Run the kernel in this process until SIGTERM / SIGINT (or a `stop` request).
 
     The daemon's own log goes to ``data/daemon.log`` and to ``echo`` if given (a background
-    daemon's stderr already is that file: it is not written twice); ``view`` draws the dev
-    view on this terminal instead.
+    daemon's stderr already is that file: it is not written twice); ``view`` runs the kernel
+    drawing on this terminal instead (``nerve.dev.view.run_with_view``: nothing here draws).
     """
     keep_out(UNUSED_IN_DAEMON)
     # Arrow's own allocator keeps freed pages for reuse; the daemon's tables are small and
@@ -62,10 +71,8 @@ def run_foreground(ws: WorkspaceDir, *, view: bool = False, echo: TextIO | None 
         with journal.journal(log_path(ws), *([echo] if echo else []), seal=seal) as recent:
             if seal is not None and journal.same_file(sys.stderr, log_path(ws)):
                 _relay_stdio()  # a background daemon: its stderr is the log file
-            if view:
-                from nerve.runtime.live import run_with_view
-
-                asyncio.run(run_with_view(kernel, recent))
+            if view is not None:
+                asyncio.run(view(kernel, recent))
             else:
                 asyncio.run(kernel.run_until_stopped())
     finally:

@@ -16,7 +16,6 @@ import contextlib
 import os
 import signal
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +35,7 @@ from nerve.runtime.followers import Followers
 from nerve.runtime.groups import GroupWorker
 from nerve.runtime.health import health
 from nerve.runtime.ipc import IpcServer
+from nerve.runtime.parts import Running, open_parts, position
 from nerve.runtime.queries import QueryChild
 from nerve.runtime.results import SenseStats
 from nerve.runtime.scheduler import Scheduler
@@ -44,20 +44,8 @@ from nerve.runtime.sensing import Sensing
 from nerve.runtime.skips import Skips
 from nerve.runtime.snapshot import AgentReads, Highlights
 from nerve.runtime.staging import Stages
-from nerve.runtime.upkeep import Upkeep
 from nerve.runtime.writer import Writer
 from nerve.workspace import WorkspaceDir
-
-
-@dataclass
-class Running:
-    """What the kernel opens at start: the log, the writer's front, upkeep, followers."""
-
-    log: EventLog
-    writer: Writer
-    upkeep: Upkeep
-    followers: Followers
-    scheduler: Scheduler = field(init=False)
 
 
 class Kernel:
@@ -152,18 +140,23 @@ class Kernel:
         """Open the log and listen at once (``status`` and plain emits are answered from
         then on, durably), then warm up: restore what the last run left, load senses and
         extensions. Every other request waits for :attr:`ready`."""
-        running = self._running = self._open()
+        running = self._running = open_parts(
+            self.ws, self, self.skips, [self.agents.note], lambda: self.config
+        )
         found = running.log.newest  # the warm-up reads the log as this daemon found it
         await running.upkeep.count_segments()
         if self.with_ipc:
-            await self._listen()
+            streams = {"follow": self.followers.serve}
+            self._servers += await control.listen(
+                self.config, self.ws.root, self.socket_path, self.handle, streams
+            )
         if self.watch:  # armed before the config is read again below: no edit slips by
             self._tasks.append(asyncio.create_task(self._watch(), name="watch"))
         await self._restore(running, found)
         pid = os.getpid()
         payload = {"pid": pid, "workspace": str(self.ws.root)}  # (after emits taken so far)
         await self.record("daemon.started", "daemon", f"daemon started (pid {pid})", payload)
-        events, segments = await self._position()
+        events, segments = await position(self.log)
         self.writer.base_events = events - self.writer.appended
         socket = self.socket_path if self.with_ipc else None  # listening before ready is set
         config = await self._config_now()
@@ -177,18 +170,6 @@ class Kernel:
         self._tasks += self._side_tasks()
         self.ready.set()
 
-    def _open(self) -> Running:
-        """The log (sealing in the background never stalls commits) and the writer's parts."""
-        log = self.ws.open_log(background_seal=True)
-        followers = Followers(log.newest)  # `follow` subscribers (nerve tail -f)
-        log.on_commit.append(followers.hook(asyncio.get_running_loop()))
-        committer = Committer(log)
-        upkeep = Upkeep(log, self.ws.log_root, lambda: self.config, self.skips)
-        writer = Writer(log, committer, self, upkeep.after_maintenance)
-        committer.listeners.extend([self.agents.note, upkeep.nudge])
-        committer.start()
-        return Running(log, writer, upkeep, followers)
-
     async def _restore(self, running: Running, found: Hlc) -> None:
         """What the log says of the last run: sense states, when it ended, whether cleanly,
         and a pause (before any sense is scheduled); of the log up to ``found``, its newest
@@ -199,19 +180,6 @@ class Kernel:
         clean = await asyncio.to_thread(ended_cleanly, self.ws, self.connect, found)
         running.scheduler = self.senses.start(running.writer, stored, clean)
         await self.capture.restore()
-
-    async def _listen(self) -> None:
-        ipc = IpcServer(
-            self.socket_path,
-            self.handle,
-            max_bytes=self.config.daemon.max_request_bytes,
-            streams={"follow": self.followers.serve},
-        )
-        await ipc.start()
-        self._servers.append(ipc)
-        seed = await control.seed_listener(self.ws.root, self.socket_path, self.config, self.handle)
-        if seed is not None:
-            self._servers.append(seed)
 
     async def handle(self, request: dict[str, Any]) -> dict[str, Any]:
         if not self.ready.is_set() and not control.answers_warming(request):
@@ -266,7 +234,7 @@ class Kernel:
         await self.record("daemon.stopped", "daemon", "daemon stopped", {"pid": os.getpid()})
         await self.committer.stop()
         self.log.close()  # waits for a seal in progress: the position below is final
-        events, segments = await self._position()
+        events, segments = await position(self.log)
         await asyncio.to_thread(self.queries.close)
         journal.say(
             f"stopped ({self.stop_reason}); log at {events:,} events in {segments:,} segments"
@@ -353,12 +321,6 @@ class Kernel:
         return {"workflow": trigger.name, "run": None}
 
     # -- health ------------------------------------------------------------------------
-
-    async def _position(self) -> tuple[int, int]:
-        """(events, segments) the log holds: the sealed rows plus the unsealed tail."""
-        log = self.log
-        sealed = await asyncio.to_thread(lambda: [s.rows for s in log.manifest.segments()])
-        return sum(sealed) + log.tail_rows, len(sealed)
 
     def health(self) -> dict[str, Any]:
         """What ``status`` shows, from counters in memory (see ``nerve.runtime.health``)."""

@@ -1,6 +1,6 @@
 """What the dev view shows, as plain data: the kernel's figures at one instant.
 
-:func:`nerve.runtime.live.render` draws a :class:`Snapshot` and nothing else, so a test can
+:func:`nerve.dev.view.render` draws a :class:`Snapshot` and nothing else, so a test can
 build one by hand, with its own clock, and compare the drawing with a golden file.
 """
 

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from nerve.events import NERVE_SOURCE, SourceClass
+from nerve.log.fields import EventFields
 from nerve.workspace import WorkspaceDir, init_workspace
 
 SENSES = (
@@ -53,11 +54,7 @@ def build_log(root: Path, events: int, *, seal_every: int = 1_000_000) -> Worksp
         for start in range(0, events, BATCH):
             count = min(BATCH, events - start)
             cols = _columns(start, count)
-            log.append_columns(
-                trust=[3] * count,
-                valid_time_ns=[None] * count,
-                **cols,  # type: ignore[arg-type]
-            )
+            log.append_columns(EventFields(trust=[3] * count, valid_time_ns=[None] * count, **cols))
         log.seal()
     return ws
 

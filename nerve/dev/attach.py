@@ -2,7 +2,7 @@
 
 The daemon keeps running; the view asks it for its status over the socket each refresh,
 reads its newest decisions from the log and its warnings from its own log file, and draws
-the same :func:`nerve.runtime.live.render` a foreground daemon draws. Ctrl+C leaves the view
+the same :func:`nerve.dev.view.render` a foreground daemon draws. Ctrl+C leaves the view
 and nothing else.
 """
 
@@ -125,8 +125,8 @@ def view(ws: WorkspaceDir) -> int:
     from rich.console import Console
     from rich.live import Live
 
+    from nerve.dev.view import render
     from nerve.runtime import client, daemon
-    from nerve.runtime.live import render
 
     console, rate, pid = Console(), Rate(), 0
     with Live(console=console, screen=True, auto_refresh=False) as live:
