@@ -217,7 +217,7 @@ class Warehouse:
         return io.fs_by_scheme(scheme, netloc), path
 
     def refresh(self) -> None:
-        self.table = busy_retry(lambda: self.catalog.load_table(self.resolved.table))
+        self.table = _load(self.catalog, self.resolved.table)
 
     # -- objects ----------------------------------------------------------------------
 
@@ -515,7 +515,9 @@ def _not_found(exc: OSError) -> bool:
     )
 
 
-def write_local(path: Path, data: bytes) -> None:
+def write_local(path: Path, data: bytes, *, sync: bool = True) -> None:
+    """``data`` whole at ``path`` (a temp file renamed into place); ``sync``: fsync it
+    first (not for a note that the next ship writes again)."""
     from nerve import fsio
 
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -524,7 +526,8 @@ def write_local(path: Path, data: bytes) -> None:
     try:
         try:
             fsio.write_all(fd, data, site="fleet.write", path=tmp)
-            fsio.fsync(fd, site="fleet.fsync", path=tmp)
+            if sync:
+                fsio.fsync(fd, site="fleet.fsync", path=tmp)
         finally:
             os.close(fd)
         os.replace(tmp, path)
@@ -617,6 +620,29 @@ def _rest_catalog(resolved: Resolved) -> Any:
         raise FleetError(f"cannot open the catalog {_safe(resolved.catalog)}: {exc}") from None
 
 
+def _load(catalog: Any, name: str) -> Any:
+    """The table as the catalog holds it now, with the file IO of the last load when its
+    settings are the same: each load makes a new one, and with it new S3 connections."""
+    table = busy_retry(lambda: catalog.load_table(name))
+    table.io = _shared_io(table.io)
+    return table
+
+
+_IOS: dict[tuple[Any, ...], Any] = {}
+
+
+def _shared_io(io: Any) -> Any:
+    """One file IO per set of settings in this process. The table's properties are among
+    them; nerve's own (the hosts' registrations, changed by every commit) configure no IO."""
+    key = (type(io), *sorted((k, v) for k, v in io.properties.items() if not k.startswith("nerve.")))
+    with _CATALOGS_LOCK:
+        if key not in _IOS:
+            if len(_IOS) >= 8:  # settings that keep changing: keep the newest few
+                _IOS.pop(next(iter(_IOS)))
+            _IOS[key] = io
+        return _IOS[key]
+
+
 def _safe(uri: str) -> str:
     parts = urlsplit(uri)
     return uri.replace(parts.password, "***") if parts.password else uri
@@ -635,7 +661,7 @@ def open_warehouse(resolved: Resolved, *, create: bool = False) -> Warehouse:
                 resolved.table, schema=table_schema(), properties=TABLE_PROPERTIES
             )
         else:
-            table = busy_retry(lambda: catalog.load_table(resolved.table))
+            table = _load(catalog, resolved.table)
     except NoSuchTableError:
         raise UsageError(
             f"no fleet table {resolved.table} in {_safe(resolved.catalog)}",
