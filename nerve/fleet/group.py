@@ -172,8 +172,8 @@ class _Queue:
     ships waiting for it, handed over in memory (a request file is only for others)."""
 
     def __init__(self) -> None:
-        self.turn = threading.Lock()  # held by the committing thread
-        self.lock = threading.Lock()  # guards ``waiting``
+        self.changed = threading.Condition()  # guards the rest; notified after each turn
+        self.busy = False  # a thread is committing
         self.waiting: list[_Waiting] = []
 
 
@@ -197,45 +197,40 @@ def commit_in_turn(
     wh: Warehouse, mine: Request, lost: int, snapshot_props: dict[str, str]
 ) -> int | None:
     """Commit ``mine`` with the requests waiting in this process and the open ones in the
-    store; one committing thread per table in this process (a process shipping for many
-    workspaces is one committer for them all). Returns how many hosts the commit
-    registered, or None when another thread's commit took ``mine`` meanwhile (``wh`` then
-    holds the table as that commit left it: no reload). Raises what ``commit_group``
-    raises; the requests it carried for others wait for the next turn."""
+    store, on the table as the catalog holds it now; one committing thread per table in
+    this process (a process shipping for many workspaces is one committer for them all).
+    Returns how many hosts the commit registered, or None when another thread's commit
+    took ``mine`` meanwhile (``wh`` then holds the table as that commit left it: no
+    reload). Raises what ``commit_group`` raises; the others' requests it carried wait
+    for the next turn."""
     queue = _queue(wh)
     entry = _Waiting(mine, lost)
-    with queue.lock:
+    with queue.changed:
         queue.waiting.append(entry)
-    waited = not queue.turn.acquire(blocking=False)
-    if waited:
-        queue.turn.acquire()
+        while queue.busy and entry.table is None:
+            queue.changed.wait()
+        if entry.table is not None:  # taken by the commit before
+            wh.table = entry.table
+            return None
+        queue.busy = True
+        queue.waiting.remove(entry)
+        others = [w for w in queue.waiting if w.request.host != mine.host][: MAX_BATCH - 1]
+        for w in others:
+            queue.waiting.remove(w)
+    taken: list[Request] = []
     try:
-        with queue.lock:
-            if entry.table is not None:  # taken by the commit before
-                wh.table = entry.table
-                return None
-            queue.waiting.remove(entry)
-            others = [w for w in queue.waiting if w.request.host != mine.host]
-            others = others[: MAX_BATCH - 1]
-            for w in others:
-                queue.waiting.remove(w)
-        try:
-            if waited:  # another thread committed meanwhile: against the table as it is now
-                wh.refresh()
-            taken = commit_group(wh, mine, lost, snapshot_props, others)
-        except BaseException:
-            with queue.lock:  # not committed: theirs wait for the next turn
-                queue.waiting[:0] = others
-            raise
-        with queue.lock:
-            for w in others:
-                if w.request in taken:
-                    w.table = copy.copy(wh.table)  # its own: a later commit on it moves only it
-                else:  # not takeable on this table: its ship commits it itself
-                    queue.waiting.insert(0, w)
+        wh.refresh()  # others may have committed since this ship loaded the table
+        taken = commit_group(wh, mine, lost, snapshot_props, others)
         return len(taken)
     finally:
-        queue.turn.release()
+        with queue.changed:
+            for w in others:
+                if w.request in taken:  # a table of its own: a later commit moves only it
+                    w.table = copy.copy(wh.table)
+            left = [w for w in others if w.table is None]  # their ships commit them
+            queue.waiting[:0] = left
+            queue.busy = False
+            queue.changed.notify_all()
 
 
 def commit_group(

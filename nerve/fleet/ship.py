@@ -330,6 +330,7 @@ def _register(
     lost: list[float] = []
     sent: list[Request] = []  # this ship's request, once written
     tried = [0]  # commits this ship sent
+    fresh: list[None] = []  # the table was loaded for this commit (a group commit loads it)
 
     def attempt(wh: Warehouse) -> tuple[int, int, int | None]:
         _claim(wh, host, head.key, None)  # again, against the table as it is now
@@ -341,6 +342,9 @@ def _register(
         if not add and not drop:
             return 0, 0, None
         if drop or not group.groupable(wh):
+            if not fresh:  # committed on the table as loaded: load it first
+                fresh.append(wh.refresh())
+                return attempt(wh)
             tried[0] += 1
             return _commit_alone(wh, paths, mine, add, drop, len(lost))
         request = _request(wh, paths, host, mine, add, len(lost))
@@ -360,7 +364,9 @@ def _register(
 
     began = time.perf_counter()
     try:
-        result.added, result.removed, result.snapshot = wh.commit(attempt, lost=lost, fresh=True)
+        # on the table as this ship loaded it: its host's registration changes only by its
+        # own ships (one at a time), so the request is right; the committer reloads
+        result.added, result.removed, result.snapshot = wh.commit(attempt, lost=lost)
     finally:
         result.conflicts, result.retries = len(lost), max(0, tried[0] - 1)
         if sent:
