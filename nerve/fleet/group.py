@@ -33,7 +33,14 @@ from nerve.fleet.warehouse import (
     registration_value,
 )
 
-__all__ = ["MAX_BATCH", "Request", "commit_group", "commit_in_turn", "data_file_of", "request_entry"]
+__all__ = [
+    "MAX_BATCH",
+    "Request",
+    "commit_group",
+    "commit_in_turn",
+    "data_file_of",
+    "request_entry",
+]
 
 MAX_BATCH = 64  # requests per commit at most: a commit's manifest stays small
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -154,9 +155,8 @@ def _ship_locked(
         return head
 
     # the manifest goes up beside the segments: verify reads it only up to the head's record
-    head, stored = _upload(
-        wh, paths, live, result, hook, set(registered), (manifest[0], manifest[1][: state.size]), sign
-    )
+    beside = (manifest[0], manifest[1][: state.size])
+    head, stored = _upload(wh, paths, live, result, hook, set(registered), beside, sign)
     step("upload")
     step("manifest")
     step("head")
@@ -276,6 +276,9 @@ def _upload(
     with ThreadPoolExecutor(UPLOAD_THREADS) as pool:
         other = pool.submit(wh.write, *beside)
         found = {s.name: pool.submit(ids, s) for s in live}
+        metadata = wh.table.metadata  # the commit's is most likely the same: its key says
+        for info in todo:
+            pool.submit(_statistics, metadata, paths.segment(info.name))
         puts = pool.map(put, todo)  # a head may name segments not yet up: none registered
         head = pool.submit(lambda: sign({n: f.result() for n, f in found.items()}))
         for info, (fresh, size) in zip(todo, puts, strict=True):
@@ -343,7 +346,8 @@ def _register(
             return 0, 0, None
         if drop or not group.groupable(wh):
             if not fresh:  # committed on the table as loaded: load it first
-                fresh.append(wh.refresh())
+                wh.refresh()
+                fresh.append(None)
                 return attempt(wh)
             tried[0] += 1
             return _commit_alone(wh, paths, mine, add, drop, len(lost))
@@ -448,6 +452,12 @@ def _droppable(
 _PLAN: list[Any] = [None]  # (key, (statistics plan, column mapping)) of the last table
 
 
+def _plan_key(metadata: Any) -> tuple[Any, ...]:
+    """What a segment's statistics depend on besides its bytes."""
+    metrics = sorted(kv for kv in metadata.properties.items() if kv[0].startswith("write.metadata"))
+    return (metadata.table_uuid, metadata.current_schema_id, tuple(metrics))
+
+
 def _footer_stats(metadata: Any, local: Path) -> Any:
     """pyiceberg's statistics of a shipped segment from its local copy's footer (the same
     bytes), so registering costs no read of the store."""
@@ -458,8 +468,7 @@ def _footer_stats(metadata: Any, local: Path) -> Any:
         parquet_path_to_id_mapping,
     )
 
-    metrics = sorted(kv for kv in metadata.properties.items() if kv[0].startswith("write.metadata"))
-    key = (metadata.table_uuid, metadata.current_schema_id, tuple(metrics))
+    key = _plan_key(metadata)
     known = _PLAN[0]
     if known is None or known[0] != key:  # one plan per table, schema and settings
         schema = metadata.schema()
@@ -476,9 +485,22 @@ def _footer_stats(metadata: Any, local: Path) -> Any:
     )
 
 
+_STATS: dict[tuple[Any, ...], tuple[dict[str, Any], int]] = {}  # the newest few thousand
+_STATS_LOCK = threading.Lock()
+
+
 def _statistics(metadata: Any, local: Path) -> tuple[dict[str, Any], int]:
-    """A segment's serialized statistics (for a request) and its size."""
-    return _footer_stats(metadata, local).to_serialized_dict(), local.stat().st_size
+    """A segment's serialized statistics (for a request) and its size; worked out once per
+    table settings (a segment's name is its content's hash), in the upload's threads."""
+    key = (*_plan_key(metadata), local.name)
+    found = _STATS.get(key)
+    if found is None:
+        found = _footer_stats(metadata, local).to_serialized_dict(), local.stat().st_size
+        with _STATS_LOCK:
+            _STATS[key] = found
+            while len(_STATS) > 4096:
+                _STATS.pop(next(iter(_STATS)))
+    return found
 
 
 def _data_file(metadata: Any, uri: str, local: Path) -> Any:
