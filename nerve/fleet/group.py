@@ -1,11 +1,12 @@
 """Group commits: ships under way at once register together, in one Iceberg commit.
 
-A ship that only adds files and cannot commit at once (it lost a race, or another thread
-of its process is committing) writes its request (the files' Iceberg entries and its
-signed registration) to ``<files>/<ns>/<table>/requests/<host>.json``. Every commit takes
-the open requests it finds along with its own, so a stampede of ships lands in a few
-commits instead of one per host, and a ship whose request another committed is done
-without a commit of its own.
+One thread per table and process commits at a time. A ship that only adds files and finds
+another thread committing waits, with its request (the files' Iceberg entries and its
+signed registration) in memory: the next commit takes it, and the ship is done without a
+commit or a reload of its own. A ship that lost a race to another process also writes its
+request to ``<files>/<ns>/<table>/requests/<host>.json``, and every commit takes the open
+requests it finds there along with its own, so a stampede of ships lands in a few commits
+instead of one per host.
 
 A request names the registration the table held for its host when it was made (its
 ``base``); it is committed only while the table still holds that one, so a request never
