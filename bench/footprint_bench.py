@@ -493,7 +493,9 @@ def record_stream(seconds: float, start_ns: int) -> list[Obs]:
     states = {name: modules[name].initial_state for name in STREAM_SENSES}
     out: list[Obs] = []
     for offset, name in sorted(ticks):
-        ctx = SenseContext(name, ROOT, dict(config.senses[name].options))
+        # every reading, as each compute read it: the stores compared take the same stream
+        options = {**config.senses[name].options, "keyframe_s": 0}
+        ctx = SenseContext(name, ROOT, options)
         result = normalise_result(modules[name].compute(states[name], ctx), states[name])
         states[name] = result.state
         for raw in result.observations:

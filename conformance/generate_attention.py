@@ -149,8 +149,11 @@ def c5(events: list[Record]) -> dict[str, Any]:
 # rise); ``disk`` loses a little, then fills steadily (a trend); ``net`` hums with a spike
 # every 10 minutes (the norm after a few) and one far larger; ``shell`` observes now and then,
 # and once in a rush (its rate).
+# The idle pass keeps the predictions alone (range_bins 0), as C3V was first published; the
+# ranged pass adds values never seen, learned from ten minutes on.
 V_CONFIG = AttentionConfig(window=8, gate=GateConfig(budget_capacity_uj=10_000_000),
-                           values=ValueParams())  # fmt: skip
+                           values=ValueParams(range_bins=0))  # fmt: skip
+R_VALUES = ValueParams(novel_warmup_s=600, novel_quiet_s=900)
 V_T0 = T0 - T0 % (3_600 * 1_000 * MS)  # on the hour
 
 
@@ -188,6 +191,9 @@ def c3v(events: list[Record]) -> dict[str, Any]:
     idle = idle_pass(V_CONFIG, events, IDLE)
     probes = {r["highlight"]["probe"] for r in idle}
     assert {"value:cpu.busy_permille", "value:disk.free_mib", "value:net.down_kib_per_s"} <= probes
+    ranged = idle_pass(V_CONFIG.model_copy(update={"values": R_VALUES}), events, IDLE)
+    novel = {r["highlight"]["score_milli"] for r in ranged} & {1000, 900}
+    assert novel == {1000, 900}, novel  # a record and a bin never visited
     return {
         "vector": "C3V",
         "description": "Value probes: senses' readings (a sustained rise and a drop, a steady "
@@ -196,6 +202,7 @@ def c3v(events: list[Record]) -> dict[str, Any]:
         "config": V_CONFIG.model_dump(),
         "stream": events,
         "idle": {"context": context_to_json(IDLE), "decisions": idle},
+        "ranged": {"values": R_VALUES.model_dump(), "decisions": ranged},
     }
 
 

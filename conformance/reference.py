@@ -790,7 +790,15 @@ class RefValues:
             times = [*self.times.get(subject, []), t][-1000:]
             self.times[subject] = [u for u in times if t - u < 60_000_000_000]
             named.append(("per_min", len(self.times[subject])))
-        return [self.step(f"value:{subject}.{k}", v, seq, t) for k, v in named]
+        fires = [self.step(f"value:{subject}.{k}", v, seq, t) for k, v in named]
+        if not self.p.get("range_bins"):
+            return fires
+        kept = [f for f in fires if f is not None]
+        best = None
+        for f in kept:  # the largest score, the first of a tie
+            if best is None or f["score_milli"] > best["score_milli"]:
+                best = f
+        return [best] if best is not None else []
 
     def step(self, probe: str, v: int, seq: int, t: int) -> dict[str, Any] | None:
         p = self.p
@@ -801,6 +809,8 @@ class RefValues:
                                   "tables": [{}, {}]}  # fmt: skip
         s = self.probes[probe]
         x, h = 1000 * v, t // 3_600_000_000_000
+        u = self._unseen(s, x, t) if p.get("range_bins") else 0
+        n0, level0 = s["n"], s["level"]
         slots = (h % 24, (h + 72) % 168)
         preds = [s["level"] if s["n"] > 0 else None]
         for table, slot in zip(s["tables"], slots, strict=True):
@@ -825,7 +835,52 @@ class RefValues:
                         "baseline_milli": rdiv(pred, 1000), "sigma_milli": rdiv(sigma, 1000),
                         "score_milli": score, "seq": seq}  # fmt: skip
         self._fold(s, x, preds, slots)
+        if p.get("range_bins"):
+            return self._ranged(s, probe, x, t, seq, u, n0, level0, fire)
         return fire
+
+    def _unseen(self, s: dict[str, Any], x: int, t: int) -> int:
+        p, nb = self.p, self.p["range_bins"]
+        if "bins" not in s:
+            s.update(lo=x, hi=x, bins={0}, since=t, novel_q=0, hold=0, novel_at=0)
+            return 0
+        lo, hi = s["lo"], s["hi"]
+
+        def bin_of(y: int, a: int, b: int) -> int:
+            return min(nb - 1, (y - a) * nb // max(b - a, 1))
+
+        span = hi - lo
+        o = x - hi if x > hi else lo - x if x < lo else 0
+        extreme = o > 0 and (span == 0 or o * p["extreme_bins"] > span)
+        if o > 0:
+            lo2, hi2, width, carried = min(lo, x), max(hi, x), max(span, 1), set()
+            for b in s["bins"]:
+                first = lo + -(-(b * width) // nb)
+                last = hi if b == nb - 1 else lo + ((b + 1) * width - 1) // nb
+                if first <= last:
+                    carried |= set(range(bin_of(first, lo2, hi2), bin_of(last, lo2, hi2) + 1))
+            s["bins"], s["lo"], s["hi"] = carried, lo2, hi2
+        b = bin_of(x, s["lo"], s["hi"])
+        unseen = b not in s["bins"]
+        s["bins"].add(b)
+        return p["extreme_milli"] if extreme else p["unseen_milli"] if unseen else 0
+
+    def _ranged(self, s: dict[str, Any], probe: str, x: int, t: int, seq: int, u: int,
+                n0: int, level0: int, fire: Any) -> Any:  # fmt: skip
+        p, sec = self.p, 1_000_000_000
+        q, s["novel_q"] = s["novel_q"], max(0, s["novel_q"] - 1)
+        h, s["hold"] = s["hold"], max(0, s["hold"] - 1)
+        recent = s["novel_at"] > 0 and t - s["novel_at"] < p["novel_quiet_s"] * sec
+        warm = n0 >= p["warmup"] and t - s["since"] >= p["novel_warmup_s"] * sec
+        if u > 0 and q == 0 and warm and not recent:
+            s["novel_q"], s["hold"], s["novel_at"] = p["novel_quiet"], p["novel_hold"], t
+            sigma = max(1, rdiv(s["hi"] - s["lo"], p["range_bins"]))
+            return {"probe": probe, "value_milli": rdiv(x, 1000),
+                    "baseline_milli": rdiv(level0, 1000), "sigma_milli": rdiv(sigma, 1000),
+                    "score_milli": u, "seq": seq}  # fmt: skip
+        if fire is None or h > 0:
+            return None
+        return {**fire, "score_milli": rdiv(fire["score_milli"] * p["blend_milli"], 1000)}
 
     def _w(self, count: int) -> tuple[int, int]:
         p = self.p
@@ -897,7 +952,12 @@ class RefValues:
 def check_c3v(vec: dict[str, Any]) -> Problems:
     """C3V's value-probe decisions, recomputed from the README's rules."""
     idle = _ref_idle(vec["config"], vec["stream"], vec["idle"]["context"])
-    return _first_mismatch("idle", idle, vec["idle"]["decisions"])
+    problems = _first_mismatch("idle", idle, vec["idle"]["decisions"])
+    if "ranged" in vec:
+        config = {**vec["config"], "values": vec["ranged"]["values"]}
+        ranged = _ref_idle(config, vec["stream"], vec["idle"]["context"])
+        problems += _first_mismatch("ranged", ranged, vec["ranged"]["decisions"])
+    return problems
 
 
 # -- C4: the synthesis cascade's envelope (README: "C4 — synthesis cascade") ----------------

@@ -148,3 +148,15 @@ def test_an_altered_c3v_fails() -> None:
         else:
             bad["config"]["values"]["sustain"] += 1
         assert not _check(bad)[0], change
+
+
+def test_an_altered_ranged_pass_fails() -> None:
+    vec = _vector("C3V")
+    assert {r["highlight"]["score_milli"] for r in vec["ranged"]["decisions"]} >= {900, 1000}
+    for change in ("score", "values"):
+        bad = copy.deepcopy(vec)
+        if change == "score":
+            bad["ranged"]["decisions"][0]["highlight"]["score_milli"] += 1
+        else:
+            bad["ranged"]["values"]["range_bins"] = 16
+        assert not _check(bad)[0], change

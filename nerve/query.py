@@ -122,10 +122,12 @@ def register_snapshot(conn: duckdb.DuckDBPyConnection, snap: Snapshot) -> None:
     """What :func:`source_sql` names: the tail as ``_tail``, and for an encrypted log the
     file system its segments are read through (:mod:`nerve.sealedfs`)."""
     conn.register("_tail", snap.tail)
-    if snap.files and is_encrypted(snap.paths.root):
-        from nerve.sealedfs import register
+    if is_encrypted(snap.paths.root):
+        conn.execute("SET temp_directory = ''")  # decrypted rows never spill to disk
+        if snap.files:
+            from nerve.sealedfs import register
 
-        register(conn)
+            register(conn)
 
 
 def connect(

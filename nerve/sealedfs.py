@@ -93,6 +93,7 @@ def register(conn: duckdb.DuckDBPyConnection) -> None:
     if _SHARED is None:
         _SHARED = SealedFileSystem()
     conn.register_filesystem(_SHARED)
+    conn.execute("SET temp_directory = ''")  # decrypted pages never spill to disk
 
 
 def uri(path: Path) -> str:

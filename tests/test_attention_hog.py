@@ -2,7 +2,8 @@
 two minutes, the idle hum of the network counters is held.
 
 The observations are shaped as the bundled ``cpu``, ``network`` and ``processes`` senses
-write them (their payloads' ``readings``, at their ``nerve.yaml`` intervals), stored as JSON
+write them (their payloads' ``readings``, at their ``nerve.yaml`` intervals; once every
+compute, once as the senses send them: on change, with keyframes), stored as JSON
 payload bytes and attended by :class:`nerve.attention.service.Attender` with the default
 settings: the daemon's own path.
 """
@@ -13,16 +14,23 @@ import json
 import random
 from typing import Any
 
+import pytest
+
 from nerve.attention.service import Attender, Obs, readings_from_bytes
 from nerve.attention.settings import AttentionSettings
 from nerve.events import SourceClass, Trust
+from nerve.host.deadband import Deadband
+from tests.test_senses_builtin import load
 
 S = 10**9
 T0 = 1_767_261_600 * S  # 2026-01-01 10:00 UTC
 HOG = (T0 + 40 * 60 * S, T0 + 44 * 60 * S)
 
 
-def _rows(seed: int) -> list[tuple[int, str, int, str, dict[str, Any]]]:
+Row = tuple[int, str, int, str, dict[str, Any]]
+
+
+def _rows(seed: int) -> list[Row]:
     rng = random.Random(seed)
     rows = []
     for t in range(T0, T0 + 3600 * S, 5 * S):
@@ -44,9 +52,23 @@ def _rows(seed: int) -> list[tuple[int, str, int, str, dict[str, Any]]]:
     return sorted(rows, key=lambda r: r[0])
 
 
-def _attend(seed: int) -> tuple[list[dict[str, Any]], dict[str, tuple[int, str]]]:
+def _on_change(rows: list[Row]) -> list[Row]:
+    """The rows the senses send: a reading when it moved by its band, or a keyframe."""
+    sent = Deadband()
+    bands = {name: load(name)._BANDS for name in ("cpu", "network")}
+    return [
+        r
+        for r in rows
+        if r[1] not in bands or sent.news(r[1], r[4]["readings"], bands[r[1]], 60 * S, r[0])
+    ]
+
+
+def _attend(
+    seed: int, on_change: bool = False
+) -> tuple[list[dict[str, Any]], dict[str, tuple[int, str]]]:
     observations, seen = [], {}
-    for i, (t, sense, source, line, payload) in enumerate(_rows(seed)):
+    rows = _on_change(_rows(seed)) if on_change else _rows(seed)
+    for i, (t, sense, source, line, payload) in enumerate(rows):
         eid = i.to_bytes(32, "big")
         seen[eid.hex()] = (t, sense)
         stored = json.dumps(payload, sort_keys=True).encode()
@@ -59,9 +81,10 @@ def _attend(seed: int) -> tuple[list[dict[str, Any]], dict[str, tuple[int, str]]
     return attender.decisions, seen
 
 
-def test_a_cpu_hog_is_surfaced_in_time_and_the_idle_network_is_held() -> None:
+@pytest.mark.parametrize("on_change", [False, True], ids=["every-compute", "on-change"])
+def test_a_cpu_hog_is_surfaced_in_time_and_the_idle_network_is_held(on_change: bool) -> None:
     for seed in (1, 2, 3):
-        decisions, seen = _attend(seed)
+        decisions, seen = _attend(seed, on_change)
         surfaced = [seen[d["source_event"]] for d in decisions if d["outcome"] == "surface"]
         assert any(
             HOG[0] <= t <= HOG[0] + 120 * S and sense in ("cpu", "processes")

@@ -4,8 +4,10 @@ exact snapshots, a real log replayed and checked bit for bit, and the bundled se
 from __future__ import annotations
 
 import importlib.util
+import itertools
 import json
 import random
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -127,6 +129,74 @@ def test_bad_params_are_refused() -> None:
         ValueParams(alpha_num=3, alpha_den=2)
 
 
+def _scores(
+    values: list[int], period_s: int = 10, params: ValueParams | None = None
+) -> dict[int, int]:
+    """Index to score of the readings that fire (one probe, a reading every ``period_s``)."""
+    det = ValueDetector(params)
+    out = {}
+    for i, v in enumerate(values):
+        fire = det.step("value:s.r", v, i, T0 + i * period_s * S)
+        if fire is not None:
+            out[i] = fire.score_milli
+    return out
+
+
+def test_a_record_fires_at_full_score_once_the_range_is_learned() -> None:
+    series = noise(1000, 100, 20)  # 80..120, a reading every 10 s
+    series[200] = 400  # a record, but within the first hour: the range is still learned
+    series[800] = 500  # past the range by a third of its width
+    scores = _scores(series)
+    assert scores.get(800) == 1000
+    assert 200 not in scores or scores[200] < 900  # only the predictions judged it
+
+
+def test_a_value_in_a_bin_never_visited_fires_even_inside_the_range() -> None:
+    rng = random.Random(5)
+    series = [rng.choice((0, 100)) + rng.randint(0, 5) for _ in range(1000)]  # two modes
+    series[700] = 50  # between them: never seen, though within the range
+    assert _scores(series).get(700) == 900
+
+
+def test_seen_values_stay_seen_when_the_range_widens() -> None:
+    """Bins are carried over as the range grows; without that, a widening shifts every bin
+    and a value seen a thousand times would look new."""
+    params = ValueParams(novel_quiet=0, novel_quiet_s=0, novel_warmup_s=0)
+    series = [100 if i % 50 == 0 else i % 51 for i in range(1000)]  # 0..50, and 100 at times
+    series[500] = 130  # the range widens to 0..130; 100 falls in another bin, still seen
+    scores = _scores(series, params=params)
+    assert scores.get(500) == 1000
+    assert not [i for i, v in scores.items() if i > 500 and v >= 900]
+
+
+def test_records_in_a_slow_drift_fire_at_most_once_an_hour() -> None:
+    series = [10_000 - i // 30 + i % 3 for i in range(3 * 360)]  # 3 h, a new low now and then
+    novel = [i for i, v in _scores(series).items() if v >= 900]
+    assert novel and all(b - a >= 360 for a, b in itertools.pairwise(novel))
+
+
+def test_one_observation_interrupts_once() -> None:
+    det = ValueDetector(ValueParams(novel_warmup_s=0))
+    for i in range(100):
+        det.observe("net", {"down": 10 + i % 3, "up": 1 + i % 2}, i, T0 + i * 10 * S)
+    fires = det.observe("net", {"down": 900, "up": 90}, 100, T0 + 100 * 10 * S)
+    assert len(fires) == 1 and fires[0].score_milli == 1000
+    assert fires[0].probe == "value:net.down"  # a tie: the first reading by name
+
+
+def test_a_snapshot_from_before_ranges_resumes_without_a_fire() -> None:
+    det = ValueDetector()
+    for i, v in enumerate(noise(800, 100, 10)):
+        det.step("p", v, i, T0 + i * 10 * S)
+    old = det.snapshot()
+    for probe in old["probes"].values():
+        for name in ("lo", "hi", "bins", "novel_q", "hold", "since", "novel_at"):
+            del probe[name]
+    again = ValueDetector()
+    again.restore(old)
+    assert again.step("p", 105, 800, T0 + 800 * 10 * S) is None  # the range starts afresh
+
+
 def _cpu_events(count: int) -> list[Event]:
     events = []
     for i in range(count):
@@ -154,6 +224,24 @@ def test_a_real_log_replays_a_value_decision_and_checks_bit_for_bit(
                    "WHERE kind = 'attention.decision'")  # fmt: skip
     rows = [json.loads(line) for line in proc.stdout.splitlines()]  # type: ignore[attr-defined]
     assert {"probe": "value:cpu.busy_permille", "outcome": "surface"} in rows
+    checked = json.loads(run_cli("--workspace", root, "attend", "--check", "--json").stdout)  # type: ignore[attr-defined]
+    assert checked["ok"] is True and checked["compared"] == len(rows) > 0
+
+
+def test_a_real_log_replays_a_record_and_checks_bit_for_bit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    events = _cpu_events(900)  # 75 minutes at 5 s; the hog at 200 is in the first hour
+    events[850] = replace(events[850], payload={"readings": {"busy_permille": 990}})
+    ws = make_workspace(tmp_path / "ws", events, attention="")
+    root = str(ws.root)
+    run_cli("--workspace", root, "attend", "--replay")
+    proc = run_cli("--workspace", root, "query", "--json",
+                   "SELECT data->>'probe' AS probe, data->'highlight'->>'score_milli' AS score "
+                   "FROM events WHERE kind = 'attention.decision'")  # fmt: skip
+    rows = [json.loads(line) for line in proc.stdout.splitlines()]  # type: ignore[attr-defined]
+    assert {"probe": "value:cpu.busy_permille", "score": "1000"} in rows
     checked = json.loads(run_cli("--workspace", root, "attend", "--check", "--json").stdout)  # type: ignore[attr-defined]
     assert checked["ok"] is True and checked["compared"] == len(rows) > 0
 

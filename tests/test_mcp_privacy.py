@@ -37,8 +37,8 @@ def ws(tmp_path_factory: pytest.TempPathFactory) -> WorkspaceDir:
     return WorkspaceDir(root)
 
 
-def _call(ws: WorkspaceDir) -> tools.Call:
-    return tools.Call(ws, Screen(ws.config.privacy), Allowance(500, 1 << 20), 5_000)
+def _call(ws: WorkspaceDir, timeout_ms: int = 5_000) -> tools.Call:
+    return tools.Call(ws, Screen(ws.config.privacy), Allowance(500, 1 << 20), timeout_ms)
 
 
 def _forms(secret: str) -> list[str]:
@@ -110,20 +110,25 @@ def test_ask_neither_quotes_nor_cites_a_withheld_event(ws: WorkspaceDir, tmp_pat
             assert form not in text, f"{form!r} left through ask {question!r}"
 
 
+SLOW_OK = 120_000
+
+
 def test_a_huge_result_is_cut_at_the_byte_budget_before_the_screen(
     ws: WorkspaceDir, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from nerve.mcp.sandbox import open_sandbox, run_sql
 
     conn = open_sandbox(ws)
+    # What is under test is the byte budget; a loaded machine may take long to build the
+    # 80 MB value, and a timeout there would be a different answer.
     huge = "SELECT repeat('password=hunter2 ', 5000000) AS x"
-    result = run_sql(conn, huge, limit=10, timeout_ms=5_000, max_bytes=10_000)
+    result = run_sql(conn, huge, limit=10, timeout_ms=SLOW_OK, max_bytes=10_000)
     assert result.rows == [] and result.truncated
     many = run_sql(
         conn,
         "SELECT repeat('y', 1000) FROM range(100)",
         limit=50,
-        timeout_ms=5_000,
+        timeout_ms=SLOW_OK,
         max_bytes=10_000,
     )
     assert 5 <= len(many.rows) <= 10 and many.truncated

@@ -9,6 +9,7 @@ questions go through MCP's ``ask``, which must answer alike.
 from __future__ import annotations
 
 from datetime import UTC
+from pathlib import Path
 from typing import Any, NamedTuple
 
 import pytest
@@ -208,3 +209,22 @@ def test_a_top_sample_stands_until_the_next_one(tmp_path: Any) -> None:
         log.import_events(events)
     text = _ask(ws, "what used the most CPU in the last 5 minutes?").text
     assert "yes [4242] (u) `yes --hog`: 19.6% of a core on average, peak 98.0%" in text, text
+
+
+def test_the_cpu_average_weighs_each_reading_by_how_long_it_stood(tmp_path: Path) -> None:
+    """The senses send a reading when it moved (or a keyframe is due): a brief peak between
+    long quiet readings must not count as much as they do."""
+    from nerve.workspace import init_workspace
+
+    ws = init_workspace(tmp_path / "ws")
+    readings = [
+        workday.reading(workday.at("15:22"), "cpu", 10.0),
+        workday.reading(workday.at("15:25"), "cpu", 90.0),
+        workday.reading(workday.at("15:26"), "cpu", 10.0),
+    ]
+    with ws.open_log() as log:
+        log.import_events(readings)
+    result = _ask(ws, "what did cpu do in the last hour?")
+    assert "peak 90.0%" in result.text
+    # 3 min at 10 %, 1 at 90 %, 4 at 10 % up to now (15:30): 20 %, not 36.7 % by count
+    assert "average 20.0%" in result.text

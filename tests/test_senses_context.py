@@ -64,7 +64,7 @@ def test_processes_top_names_a_cpu_hog_with_its_cost(tmp_path: Path) -> None:
 
 def test_processes_top_is_quiet_when_nothing_moves(tmp_path: Path) -> None:
     sense = load("processes")
-    quiet = {"min_cpu_percent": 50, "top_every_s": 3600}
+    quiet = {"min_cpu_percent": 50, "top_every_s": 3600, "top_min_s": 0}
     opts = sense._options(SenseContext("processes", tmp_path, quiet))
     idle = {"1": sense._Proc(1, "a", 0.0, 0.0, 100 * 2**20), "2": sense._Proc(2, "b", 0.0, 0.0, 50)}
     obs, state = sense._top(idle, None, opts)
@@ -86,6 +86,39 @@ def test_processes_top_is_quiet_when_nothing_moves(tmp_path: Path) -> None:
     grown = {**idle, "1": sense._Proc(1, "a", 0.0, 0.0, 120 * 2**20)}
     moved, _ = sense._top(grown, state, opts)
     assert moved is not None and moved.payload["memory"]  # a tenth more: sent again
+
+
+def test_a_busy_top_waits_top_min_s_unless_a_hog_appears(tmp_path: Path) -> None:
+    sense = load("processes")
+    opts = sense._options(SenseContext("processes", tmp_path, {"top_min_s": 3600}))
+
+    def procs(*shares: float) -> dict[str, Any]:
+        return {str(i): sense._Proc(i, f"p{i}", 0.0, s, 50) for i, s in enumerate(shares, 1)}
+
+    first, state = sense._top(procs(30, 20), None, opts)
+    assert first is not None
+    held, kept = sense._top(procs(50, 10), state, opts)  # changed, but too soon
+    assert held is None and kept == state
+    hog, _ = sense._top(procs(50, 95), state, opts)  # one newly at cpu_percent (80): at once
+    assert hog is not None and hog.payload["cpu"][0]["cpu_permille"] == 950
+
+
+def test_a_crash_loop_goes_out_at_once_then_at_most_twice_per_brief_every_s(
+    tmp_path: Path,
+) -> None:
+    sense = load("processes")
+    opts = sense._options(SenseContext("processes", tmp_path, {"brief_every_s": 60}))
+    brief = sense._Brief.of(None)
+    second = 10**9
+
+    def loop(now_s: int) -> Any:
+        for _ in range(3):
+            brief.count("cc1")
+        return brief.flush(now_s * second, opts)
+
+    assert loop(1000) is not None  # three exits of one name: at once
+    assert loop(1010) is None  # again 10 s later: it waits
+    assert loop(1030).payload["counts"] == {"cc1": 6}  # half of brief_every_s on: sent
 
 
 def test_processes_top_n_options_are_checked(tmp_path: Path) -> None:

@@ -21,9 +21,9 @@ LAYERS = [
     {"events", "contract", "shellhook"},
     {"log"},
     {"query", "config", "conformance", "chain", "attention", "checks", "privacy", "sensedata"}
-    | {"recall.core", "recall.tier0", "mcp.settings", "fleet.settings", "sealedfs"},
+    | {"recall.core", "recall.tier0", "mcp.settings", "fleet.settings", "sealedfs", "sealeddir"},
     {"workspace"},
-    {"runtime", "flow", "logops", "recall", "export", "tail", "privacy.ops", "fleet"}
+    {"runtime", "flow", "logops", "recall", "export", "tail", "privacy.ops", "fleet", "tokens"}
     | {"privacy.forget", "privacy.archive", "privacy.selection"},
     {"api", "door"},
     {"mcp"},

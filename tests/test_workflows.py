@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -295,15 +296,36 @@ def test_writes_need_the_daemon_and_unknown_names_are_refused(flows: Flows) -> N
         run_row(WorkspaceDir(flows.root).connect(), "nope-1")
 
 
-def test_the_bundled_digest_runs_end_to_end_in_the_default_workspace(tmp_path: Path) -> None:
-    ws = init_workspace(tmp_path / "default")
+def _encryption(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[bytes, dict[str, Any]]:
+    from nerve.log import crypt
+
+    key = tmp_path / "K"
+    crypt.new_key_file(key)
+    monkeypatch.setenv(crypt.ENV_KEY_FILE, str(key))
+    return crypt.kek_from_file(key), crypt.file_source()
+
+
+@pytest.mark.parametrize("encrypted", [False, True], ids=["plain", "encrypted"])
+def test_the_bundled_digest_runs_end_to_end_in_the_default_workspace(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, encrypted: bool
+) -> None:
+    """In an encrypted workspace too: its roles and its gate check work on plain files, and
+    the report is kept sealed, read back through the front door with the key."""
+    import nerve
+    from nerve.log import crypt
+
+    key = _encryption(tmp_path, monkeypatch) if encrypted else None
+    ws = init_workspace(tmp_path / "default", encrypt=key)
     proc = run_cli("--workspace", str(ws.root), "workflow", "trigger", "digest", check=False)
     assert proc.returncode == 1
     assert "DaemonError: the daemon is not running" in proc.stderr and "nerve start" in proc.stderr
     with running(ws.root) as daemon:
         run = daemon.trigger("digest", prompt="5")["run"]
         assert daemon.wait_status(run, "completed", "held", "failed") == "completed"
-        report = (ws.root / "data" / "runs" / run / "report.md").read_text()
+        kept = ws.root / "data" / "runs" / run / "report.md"
+        report = nerve.open(ws.root).run_output(run, "report.md").decode()
+        assert crypt.sealed_file(kept) is encrypted
+        assert (report.encode() == kept.read_bytes()) is not encrypted
         assert "## Summary" in report and "## Activity" in report and "## Senses" in report
         assert [m["role"] for m in daemon.messages(run)] == ["collect", "write", "review"]
         verdict = daemon.events("check.verdict", run)[0]["data"]

@@ -104,6 +104,13 @@ def build(log_root: Path) -> dict[str, Any]:
 
 
 def export(log_root: Path, out: Path) -> dict[str, Any]:
+    from nerve.log.crypt import is_encrypted
+
+    if is_encrypted(log_root) and out.resolve().is_relative_to(log_root.parent.resolve()):
+        raise UsageError(
+            f"{out}: a bundle quotes source lines in plaintext and may not go under "
+            f"{log_root.parent} of an encrypted workspace"
+        )
     data = build(log_root)
     out.write_bytes(canonical_json(data) + b"\n")
     return {"path": str(out), "links": len(data["links"]), "public_key": data["public_key"]}

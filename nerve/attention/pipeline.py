@@ -26,6 +26,8 @@
         peak_ratio_milli: 1500   # ... and 1.5 times the largest recent surprise
         debounce: 12
         warmup: 16
+        range_bins: 32           # values never seen: a record, or a bin of the range unvisited
+        novel_quiet_s: 3600      # ... at most once an hour a probe; 0 bins turn it off
 
 Every key is optional; unknown keys are rejected.
 """

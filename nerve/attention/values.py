@@ -20,6 +20,18 @@ of itself per reading. A reading fires when, after ``warmup`` readings and outsi
 spike every hour keeps ``peak`` high, so only a larger one fires. Its score is
 ``1000 · (z − bar) / z`` with ``bar`` the larger of the two thresholds.
 
+Values never seen (``range_bins > 0``): each probe also keeps the range ``[lo, hi]`` of
+every reading so far, cut into ``range_bins`` equal bins, and which bins a reading has
+fallen in (carried over to the wider bins when the range grows). A reading past the range
+by more than ``1 / extreme_bins`` of its width (a new record high or low) scores
+``extreme_milli``; one in a bin never visited scores ``unseen_milli``. None fires before
+``warmup`` readings and ``novel_warmup_s`` seconds from the probe's first (a range takes
+time to learn), within ``novel_quiet`` readings or ``novel_quiet_s`` seconds of the last,
+and none of the predictions above fires within ``novel_hold`` readings of one. The
+predictions' scores are weighed by ``blend_milli / 1000``, so a value never seen outranks
+one merely far from its prediction, and of one observation's readings only the strongest
+fire is kept (one interruption per observation). ``range_bins = 0`` turns all this off.
+
 Everything is integer arithmetic (values in thousandths of the reading's unit, divisions
 rounded half-up, no floats), so a replay reproduces every decision bit for bit.
 """
@@ -28,7 +40,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -45,6 +57,7 @@ MAX_ABS = 2**53 - 1  # readings beyond JSON's exact integers are ignored
 _F = 1000  # readings are held in thousandths of their unit
 _HOUR_NS = 3_600_000_000_000
 _MINUTE_NS = 60_000_000_000
+_S = 1_000_000_000
 RATE = "per_min"  # the reading every sense gets: its observations in the last minute
 MAX_RATE = 1000  # a sense's rate counts at most this many
 _DAY, _WEEK = 24, 168
@@ -79,6 +92,15 @@ class ValueParams(BaseModel):
     debounce: Annotated[int, Field(ge=0)] = 12
     warmup: Annotated[int, Field(ge=0)] = 8
     max_probes: Annotated[int, Field(ge=1)] = 4096
+    range_bins: Annotated[int, Field(ge=0, le=64)] = 32
+    extreme_bins: Annotated[int, Field(ge=1)] = 128
+    extreme_milli: Annotated[int, Field(ge=0, le=1000)] = 1000
+    unseen_milli: Annotated[int, Field(ge=0, le=1000)] = 900
+    novel_quiet: Annotated[int, Field(ge=0)] = 20
+    novel_hold: Annotated[int, Field(ge=0)] = 100
+    blend_milli: Annotated[int, Field(ge=0, le=1000)] = 600
+    novel_warmup_s: Annotated[int, Field(ge=0)] = 3600
+    novel_quiet_s: Annotated[int, Field(ge=0)] = 3600
 
     @model_validator(mode="after")
     def _weights_at_most_one(self) -> ValueParams:
@@ -144,13 +166,20 @@ class _Probe:
     step_err: int = 0  # EMA of the absolute steps
     fired: int = 0  # the score of the latest fire
     climb: int = 0  # the steepest recent trend
+    lo: int = 0  # the range of every reading so far (thousandths)
+    hi: int = 0
+    bins: int = 0  # bit b: a reading has fallen in bin b of the range
+    novel_q: int = 0  # readings left with no novelty fire
+    hold: int = 0  # readings left with no prediction fire
+    since: int = 0  # the time of the first reading (ns)
+    novel_at: int = 0  # the time of the latest novelty fire (ns)
     fits: list[_Fit] = field(default_factory=lambda: [_Fit(), _Fit(), _Fit()])
     daily: dict[int, list[int]] = field(default_factory=dict)  # slot -> [mean, count]
     weekly: dict[int, list[int]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {
-            **{name: getattr(self, name) for name in _SCALARS},
+            **{name: getattr(self, name) for name in (*_SCALARS, *_RANGE)},
             "fits": [[f.err, f.n] for f in self.fits],
             "daily": sorted([k, *v] for k, v in self.daily.items()),
             "weekly": sorted([k, *v] for k, v in self.weekly.items()),
@@ -161,10 +190,32 @@ _SCALARS = (
     "n", "level", "quiet", "peak", "run", "run_min", "held", "last", "slope", "step_err", "fired",
     "climb",
 )  # fmt: skip
+# Absent in snapshots taken before values never seen (they restore as 0).
+_RANGE = ("lo", "hi", "bins", "novel_q", "hold", "since", "novel_at")
 
 
 def _ema(old: int, new: int, num: int, den: int) -> int:
     return old + round_div((new - old) * num, den)
+
+
+def _bin(x: int, lo: int, hi: int, bins: int) -> int:
+    """The bin of ``x`` when ``[lo, hi]`` is cut into ``bins`` equal bins."""
+    return min(bins - 1, (x - lo) * bins // max(hi - lo, 1))
+
+
+def _remap(mask: int, lo: int, hi: int, new_lo: int, new_hi: int, bins: int) -> int:
+    """The bins of ``[new_lo, new_hi]`` that overlap a marked bin of ``[lo, hi]``."""
+    span, out = max(hi - lo, 1), 0
+    for b in range(bins):
+        if not mask >> b & 1:
+            continue
+        first = lo + (b * span + bins - 1) // bins
+        last = hi if b == bins - 1 else lo + ((b + 1) * span - 1) // bins
+        if first > last:
+            continue
+        for c in range(_bin(first, new_lo, new_hi, bins), _bin(last, new_lo, new_hi, bins) + 1):
+            out |= 1 << c
+    return out
 
 
 def _over(z: int, bar: int) -> int:
@@ -189,7 +240,11 @@ class ValueDetector:
         if subject:
             named[RATE] = self._rate(subject, now_ns)
         fires = (self.step(probe_name(subject, n), v, seq, now_ns) for n, v in named.items())
-        return [h for h in fires if h is not None]
+        found = [h for h in fires if h is not None]
+        if self.params.range_bins and len(found) > 1:
+            # One observation interrupts once: its strongest reading (the first by name of a tie).
+            return [max(found, key=lambda h: h.score_milli)]
+        return found
 
     def _rate(self, subject: str, now_ns: int) -> int:
         times = self._times.get(subject)
@@ -214,10 +269,59 @@ class ValueDetector:
         x, hour = value * _F, now_ns // _HOUR_NS
         slots = (hour % _DAY, (hour + _WEEK_SHIFT) % _WEEK)
         preds = self._predictions(state, slots)
+        novel = self._novelty(state, x, now_ns) if self.params.range_bins else 0
         fire = self._judge(probe, state, x, preds, seq)
+        if self.params.range_bins:
+            fire = self._blend(probe, state, x, novel, fire, seq, now_ns)
         # The level does not learn a run not yet sustained, so the run stays visible.
         self._fold(state, x, preds, slots, learn=not 0 < state.run < self.params.sustain)
         return fire
+
+    def _novelty(self, s: _Probe, x: int, now_ns: int) -> int:
+        """Score of a reading never seen: past the range so far, or in a bin not yet visited
+        (0 otherwise); then widen the range and mark the bin."""
+        p = self.params
+        if not s.bins:  # the first reading (or one restored from before ranges)
+            s.lo = s.hi = x
+            s.bins, s.since = 1, now_ns
+            return 0
+        span = s.hi - s.lo
+        over = x - s.hi if x > s.hi else s.lo - x if x < s.lo else 0
+        extreme = over > 0 and (span == 0 or over * p.extreme_bins > span)
+        if over:  # the bins widen: mark the new ones the visited ones overlap
+            lo, hi = min(s.lo, x), max(s.hi, x)
+            s.bins = _remap(s.bins, s.lo, s.hi, lo, hi, p.range_bins)
+            s.lo, s.hi = lo, hi
+        b = _bin(x, s.lo, s.hi, p.range_bins)
+        unseen = not s.bins >> b & 1
+        s.bins |= 1 << b
+        return p.extreme_milli if extreme else p.unseen_milli if unseen else 0
+
+    def _blend(
+        self,
+        probe: str,
+        s: _Probe,
+        x: int,
+        novel: int,
+        fire: Highlight | None,
+        seq: int,
+        now_ns: int,
+    ) -> Highlight | None:
+        """A novelty fire first; else the predictions' fire, weighed, unless held."""
+        p = self.params
+        quiet, s.novel_q = s.novel_q, max(0, s.novel_q - 1)
+        hold, s.hold = s.hold, max(0, s.hold - 1)
+        warm = s.n >= p.warmup and now_ns - s.since >= p.novel_warmup_s * _S
+        recent = s.novel_at and now_ns - s.novel_at < p.novel_quiet_s * _S
+        if novel and not quiet and not recent and warm:
+            s.novel_q, s.hold, s.novel_at = p.novel_quiet, p.novel_hold, now_ns
+            width = max(1, round_div(s.hi - s.lo, p.range_bins))
+            return Highlight(
+                probe, round_div(x, _F), round_div(s.level, _F), round_div(width, _F), novel, seq
+            )
+        if fire is None or hold:
+            return None
+        return replace(fire, score_milli=round_div(fire.score_milli * p.blend_milli, 1000))
 
     def _predictions(self, s: _Probe, slots: tuple[int, int]) -> list[int | None]:
         need = self.params.season_min
@@ -377,4 +481,5 @@ def _read_probe(data: Mapping[str, Any]) -> _Probe:
     if len(fits) != 3:
         raise ValueError("fits must hold three entries")
     scalars = {name: _int(data[name]) for name in _SCALARS}
+    scalars |= {name: _int(data.get(name, 0)) for name in _RANGE}
     return _Probe(**scalars, fits=fits, daily=slots(data["daily"]), weekly=slots(data["weekly"]))

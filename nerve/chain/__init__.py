@@ -58,9 +58,10 @@ The verifier's :class:`TrustRecord` lives outside the daemon's data folder, by d
 ``$XDG_STATE_HOME/nerve/trust/<log-id-hex>.json`` (``~/.local/state/...`` without it).
 :meth:`TrustRecord.accept` returns the advanced record after a successful verification.
 
-Modules: ``links`` (format, schema, parser), ``merkle`` (RFC 6962 tree), ``keys``
-(keyring), ``verify`` (:func:`verify_chain`), ``trust`` (:class:`TrustRecord`) and
-``writer`` (:class:`ChainWriter`, :class:`FileSink`).
+Modules: ``links`` (format, schema, parser), ``bulk`` (the same parser on a short path for
+many plain links), ``merkle`` (RFC 6962 tree), ``keys`` (keyring), ``verify``
+(:func:`verify_chain`), ``trust`` (:class:`TrustRecord`) and ``writer`` (:class:`ChainWriter`,
+:class:`FileSink`).
 
 Exit codes (:data:`EXIT_CODES`): 0 ok, 10 edited, 11 excised, 12 reordered, 13 duplicated,
 14 bad-signature, 15 unknown-key, 16 non-canonical, 17 malformed, 18 truncated,

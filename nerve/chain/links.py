@@ -209,7 +209,6 @@ class ParsedLink:
     sig2: bytes | None = None
     error: tuple[BreakKind, str] | None = None
     id: bytes = b""  # blake3 of core_bytes
-    raw_digest: bytes = b""  # blake3 of raw, to spot an exact duplicate
     fits: bool = False  # the core was found to match its kind's schema (else: not checked)
 
 
@@ -400,9 +399,7 @@ def _parse_plain(raw: bytes) -> ParsedLink | None:
     fits = fits_schema(core, sig2 is not None)  # implies the common fields check out
     if not fits and not _fits(core, _COMMON_SHAPE):
         return None
-    return ParsedLink(
-        raw, core_bytes, core, outer["sig"], sig2, None, link_id(core_bytes), digest(raw), fits
-    )
+    return ParsedLink(raw, core_bytes, core, outer["sig"], sig2, None, link_id(core_bytes), fits)
 
 
 def parse_link(raw: bytes) -> ParsedLink:
@@ -435,5 +432,4 @@ def parse_link(raw: bytes) -> ParsedLink:
         outer.get("sig2"),
         None,
         link_id(core_bytes),
-        digest(raw),
     )

@@ -11,6 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from nerve.chain.bulk import parse_links
 from nerve.chain.keys import verifies
 from nerve.chain.links import (
     EXIT_CODES,
@@ -129,7 +130,7 @@ class _Verifier:
         self.links, self._sigs = _parse_and_presign(raws)
         self.trusted = trusted
         self.pinned = pinned if pinned is not None else (trusted.key if trusted else None)
-        self.seen: set[bytes] = set()
+        self.seen: set[bytes] = set()  # every accepted link's bytes
         self.log = self.key = self.genesis_key = ZERO_ID
         self.epoch = self.since_cp = 0
         self.ids: list[bytes] = []
@@ -150,7 +151,7 @@ class _Verifier:
         link, in sequence, under the current key, checked in one pass. Anything else (and
         every break) goes through :meth:`_check`, which names it."""
         core = link.core
-        if i == 0 or link.error is not None or link.raw_digest in self.seen:
+        if i == 0 or link.error is not None or link.raw in self.seen:
             return False
         kind = core["kind"]
         if kind not in ("decision", "checkpoint") or not link.fits:
@@ -163,7 +164,6 @@ class _Verifier:
         checked = self._sigs.get(i)
         if (
             link.sig2 is not None
-            or not link.raw_digest
             or core["log"] != self.log
             or checked is None
             or checked != (self.key, True)
@@ -191,7 +191,7 @@ class _Verifier:
         )
 
     def _check(self, i: int, link: ParsedLink) -> _Problem:
-        if (link.raw_digest or digest(link.raw)) in self.seen:
+        if link.raw in self.seen:
             return "duplicated", "the exact bytes of an earlier link"
         if link.error is not None:
             return link.error
@@ -343,7 +343,7 @@ class _Verifier:
 
     def _advance(self, link: ParsedLink) -> None:
         core, lid = link.core, link.id
-        self.seen.add(link.raw_digest or digest(link.raw))
+        self.seen.add(link.raw)  # exact bytes: a set compares them in full
         self.ids.append(lid)
         self.acc.append(lid)
         self.since_cp += 1
@@ -382,8 +382,7 @@ def _parse_and_presign(
     futures = []
     for start in range(0, len(raws), _CHUNK):
         jobs = []
-        for offset, raw in enumerate(raws[start : start + _CHUNK]):
-            link = parse_link(bytes(raw))
+        for offset, link in enumerate(parse_links(raws[start : start + _CHUNK])):
             links.append(link)
             key = _claimed_key(link, keys)
             if key is not None:

@@ -157,20 +157,26 @@ def fire(
     env: Mapping[str, str] | None = None,
     detail_dir: Path | None = None,
     now_ns: Callable[[], int] = time.time_ns,
+    source: Path | None = None,
 ) -> Verdict:
     """Run ``manifest``'s check on ``path`` inside ``root`` and return its verdict.
 
     The check is told ``--stage <stage>``; ``run`` goes to its environment as
     ``NERVE_RUN``. ``path`` and a relative ``detail_dir`` are taken relative to ``root``;
     ``timeout_s`` overrides the manifest's ``timeout_seconds``; ``env`` replaces the inherited
-    environment. Raises ``CheckError`` only for a caller's mistake (a path outside ``root``,
+    environment. ``source`` is the file the check reads when ``path`` names a sealed copy (an
+    encrypted workspace's run output, worked on in memory); ``path`` stays its name in the
+    verdict. Raises ``CheckError`` only for a caller's mistake (a path outside ``root``,
     no such root, a bad ``AIDLC_SENSOR_TIMEOUT_MS``); whatever the check itself does ends in
     a verdict.
     """
     base = _workspace(root)
-    target = resolve_inside(base, path)
-    relpath = target.relative_to(base).as_posix()
-    argv = [*manifest.command, "--stage", stage, manifest.path_flag, relpath]
+    if source is None:
+        target = resolve_inside(base, path)
+        relpath = shown = target.relative_to(base).as_posix()
+    else:
+        target, relpath, shown = source, Path(path).as_posix(), str(source)
+    argv = [*manifest.command, "--stage", stage, manifest.path_flag, shown]
     environ = dict(os.environ if env is None else env)
     timeout = _time_limit(manifest.timeout_seconds if timeout_s is None else timeout_s, environ)
     fire_id = _fire_id(run, relpath, now_ns())

@@ -56,15 +56,19 @@ def inspect_cmd(
     offset: Annotated[int, typer.Option("--offset", help="Skip this many events.")] = 0,
     as_json: JsonFlag = False,
 ) -> None:
-    """A run's status and its events: start frame, decisions, messages, checks, status changes."""
+    """A run's status, the files it keeps, and its events: start frame, decisions, messages,
+    checks, status changes."""
     ws = _door()
     row = ws.run_row(run)
     events = ws.run_events(run)[max(0, offset) : max(0, offset) + max(0, limit)]
+    kept = ws.run_outputs(run)
     if as_json:
-        emit_json({"run": row, "events": events})
+        emit_json({"run": row, "events": events, "outputs": kept})
         return
     for key, value in row.items():
         typer.echo(f"{key + ':':<14}{'' if value is None else value}")
+    if kept:
+        typer.echo(f"{'outputs:':<14}{', '.join(kept)}  (nerve workflow outputs {run} NAME)")
     typer.echo("")
     cells = [[f"{e['physical_ns']}.{e['logical']}", e["ts"], e["kind"], e["line"]] for e in events]
     render_rows(["hlc", "ts", "kind", "line"], cells, fmt="table", title=f"{run} events")
@@ -160,6 +164,21 @@ def trigger_cmd(
     typer.echo(f"{reply['run']}: {reply['status']}" + (f" ({extra})" if extra else ""))
     if outputs is not None:
         typer.echo(f"outputs  {outputs}\nfollow   nerve workflow inspect {reply['run']}")
+
+
+@workflow_app.command("outputs")
+def outputs_cmd(
+    run: RunArg,
+    name: Annotated[str | None, typer.Argument(help="A file to print (else: list them).")] = None,
+) -> None:
+    """A run's kept files (outputs, and gate findings under .checks/), or one file's text;
+    an encrypted workspace's are decrypted with the key."""
+    ws = _door()
+    if name is None:
+        for kept in ws.run_outputs(run):
+            typer.echo(kept)
+        return
+    typer.echo(ws.run_output(run, name), nl=False)
 
 
 @workflow_app.command("answer")

@@ -16,6 +16,7 @@ from typing import Any
 from nerve.attention.detector import Highlight
 from nerve.attention.gate import Decision, Gate, GateConfig, UserContext
 from nerve.attention.pipeline import Attention, AttentionConfig
+from nerve.attention.values import ValueParams
 from nerve.chain import Keyring, verify_chain
 from nerve.chain.links import digest, parse_link
 from nerve.chain.records import OUTCOMES
@@ -148,10 +149,22 @@ def check_c3v(vec: dict[str, Any]) -> tuple[bool, str]:
     if problem is not None:
         return False, problem
     probes = sorted({r["highlight"]["probe"] for r in idle})
-    return True, (
+    summary = (
         f"{len(stream)} events → {len(idle)} value highlights ({', '.join(probes)}); "
         f"{_outcome_counts(idle)}"
     )
+    if "ranged" not in vec:  # C3V as first published: the predictions alone
+        return True, summary
+    ranged_vec = vec["ranged"]
+    values = ValueParams.model_validate(ranged_vec["values"])
+    if values.model_dump() != ranged_vec["values"]:
+        return False, "ranged values must list every parameter explicitly"
+    ranged_config = config.model_copy(update={"values": values})
+    ranged = idle_pass(ranged_config, stream, context_from_json(idle_vec["context"]))
+    problem = _first_difference("ranged", ranged, ranged_vec["decisions"])
+    if problem is not None:
+        return False, problem
+    return True, f"{summary}; ranged: {len(ranged)} ({_outcome_counts(ranged)})"
 
 
 def _break_of(links: list[bytes], key: bytes) -> Record:

@@ -96,6 +96,7 @@ class Fleet:
         ``on_plan`` sees which files will be read before the query runs."""
         from nerve.fleet.query import connect_fleet, plan
         from nerve.fleet.ship import fleet_settings
+        from nerve.log.crypt import is_encrypted
         from nerve.query import stream_query
 
         wh = self.warehouse()
@@ -104,6 +105,8 @@ class Fleet:
             on_plan(fleet)
         limit_mb = fleet_settings(self.folder).cache_mb
         cache = self.folder.data / "fleet" / "cache" if limit_mb else None
+        if is_encrypted(self.folder.log_root):
+            cache = None  # the fetched files are other hosts' plaintext: none under data/
         result = stream_query(connect_fleet(wh, fleet, cache), sql)
         return FleetAnswer(fleet, result, cache, limit_mb * 1024 * 1024)
 

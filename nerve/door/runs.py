@@ -4,6 +4,7 @@ daemon (``nerve workflow …``, ``nerve check …``)."""
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 if TYPE_CHECKING:
@@ -63,6 +64,34 @@ class Runs:
         from nerve.flow.history import run_events
 
         return run_events(self.connection(), run)
+
+    def run_outputs(self, run: str) -> list[str]:
+        """The files a run's folder keeps (outputs, and gate findings under ``.checks/``),
+        relative to it; names are readable without the key."""
+        from nerve.sealeddir import kept_names
+
+        return kept_names(self._run_path(run))
+
+    def run_output(self, run: str, name: str) -> bytes:
+        """One kept file of a run, decrypted in an encrypted workspace (``KeyMissing``
+        without the key; ``UsageError`` for a name the run does not keep)."""
+        from nerve.errors import UsageError
+        from nerve.flow.definition import safe_output
+        from nerve.sealeddir import read_kept
+
+        rel = safe_output(name)
+        if rel not in self.run_outputs(run):
+            raise UsageError(
+                f"run {run!r} keeps no file {name!r} (see `nerve workflow outputs {run}`)"
+            )
+        return read_kept(self.folder.data, f"runs/{run}/{rel}")
+
+    def _run_path(self, run: str) -> Path:
+        from nerve.errors import UsageError
+
+        if not run or "/" in run or run.startswith("."):
+            raise UsageError(f"run id {run!r} is not one nerve makes")
+        return self.folder.data / "runs" / run
 
     def answer_run(self, run: str, choice: str, *, by: str | None = None) -> dict[str, Any]:
         """Answer a waiting run's question through the daemon, as ``by`` (default: this

@@ -21,7 +21,7 @@ from nerve.checks.dispatch import fire
 from nerve.checks.manifest import CheckManifest
 from nerve.contract import WorkflowTrigger
 from nerve.errors import UsageError, WorkflowError
-from nerve.flow.gate import WRITE_DETAIL_DIR
+from nerve.flow.gate import WRITE_DETAIL_DIR, kept_verdict, write_details
 from nerve.resources import bundled
 from nerve.runtime.client import route
 from nerve.workspace import WorkspaceDir
@@ -201,15 +201,17 @@ def fire_check(
 
     def direct() -> tuple[dict[str, Any], bool]:
         manifest = runnable(lookup(checks(ws), check_id))
-        verdict = fire(
-            manifest,
-            path=Path(path),
-            root=ws.root,
-            run=run,
-            stage=stage,
-            detail_dir=WRITE_DETAIL_DIR,
-        )
-        return verdict.to_dict(), False
+        kept = write_details(ws.root)
+        with kept.working() as work:
+            verdict = fire(
+                manifest,
+                path=Path(path),
+                root=ws.root,
+                run=run,
+                stage=stage,
+                detail_dir=work if kept.sealed else WRITE_DETAIL_DIR,
+            )
+        return kept_verdict(ws.root, kept, verdict).to_dict(), False
 
     return route(
         ws, daemon=lambda d: (dict(d.call(request, timeout=120)["verdict"]), True), log=direct

@@ -11,6 +11,9 @@ changed; otherwise :func:`evaluate` returns the reasons and the run is ``held``.
 verdicts are recorded and never block. A failure's findings go to
 ``data/runs/<run>/.checks/<check>-<fire>.md``; a later clean pass on the same output removes it.
 
+In an encrypted workspace a run folder and ``data/checks/`` are :class:`SealedDir` pairs: roles
+and checks work on plain files in memory, ``data/`` keeps them sealed (:mod:`nerve.sealeddir`).
+
 **Write** (``fire_on: write``). Each committed ``file_change`` observation of this node whose
 path matches a write check's glob fires that check (advisory only, at most a few at a time,
 in threads so the kernel's loop never waits); details go to ``data/checks/``.
@@ -19,6 +22,7 @@ in threads so the kernel's loop never waits); details go to ``data/checks/``.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -28,12 +32,13 @@ import pyarrow as pa
 from nerve.checks.catalog import runnable
 from nerve.checks.dispatch import Verdict, fingerprint, fire, resolve_inside
 from nerve.checks.manifest import CheckManifest, matches_path
-from nerve.errors import CheckError, WorkflowError
+from nerve.errors import CheckError, LogError, WorkflowError, report
 from nerve.events import SourceClass, decode_payload
 from nerve.flow.contract import Message
 from nerve.flow.definition import safe_output
 from nerve.flow.record import CHECK_FIRED, CHECK_VERDICT, Emit, draft
 from nerve.log.drafts import Draft
+from nerve.sealeddir import SealedDir
 
 RUNS_DIR = Path("data") / "runs"
 WRITE_DETAIL_DIR = Path("data") / "checks"
@@ -41,7 +46,18 @@ WRITE_PARALLEL = 4
 
 
 def run_dir(root: Path, run: str) -> Path:
+    """Where a run's outputs are kept (sealed, in an encrypted workspace)."""
     return root / RUNS_DIR / run
+
+
+def run_folder(root: Path, run: str) -> SealedDir:
+    """A run's kept folder and the folder its roles write in (the same one when plain)."""
+    return SealedDir.under(root / RUNS_DIR.parent, (RUNS_DIR / run).relative_to("data").as_posix())
+
+
+def write_details(root: Path) -> SealedDir:
+    """``data/checks/``, where write and manual fires keep their findings."""
+    return SealedDir.under(root / RUNS_DIR.parent, WRITE_DETAIL_DIR.name)
 
 
 def declared_outputs(static: Iterable[str], messages: Iterable[Message]) -> list[str]:
@@ -53,10 +69,12 @@ def declared_outputs(static: Iterable[str], messages: Iterable[Message]) -> list
     return list(dict.fromkeys(found))
 
 
-def _target(root: Path, folder: Path, output: str) -> str:
-    """The output's workspace-relative path; ``WorkflowError``/``CheckError`` if it escapes."""
+def _target(run: str, work: Path, output: str) -> tuple[str, Path]:
+    """The output's workspace-relative name and the file a check reads;
+    ``WorkflowError``/``CheckError`` if it escapes the run's folder."""
     safe_output(output)
-    return resolve_inside(folder, output).relative_to(root).as_posix()
+    source = resolve_inside(work, output)
+    return (RUNS_DIR / run / source.relative_to(work.resolve())).as_posix(), source
 
 
 async def evaluate(
@@ -77,29 +95,71 @@ async def evaluate(
     if autonomous:
         manifests = [m for m in manifests if m.default_severity == "blocking"]
     root = root.resolve()
-    folder = run_dir(root, run)
+    folder = run_folder(root, run)
+    await asyncio.to_thread(folder.enter)
+    try:
+        return await _evaluate(emit, root, run, workflow, outputs, manifests, folder)
+    finally:
+        await asyncio.to_thread(folder.leave)
+
+
+async def _evaluate(
+    emit: Emit,
+    root: Path,
+    run: str,
+    workflow: str,
+    outputs: Sequence[str],
+    manifests: Sequence[CheckManifest],
+    folder: SealedDir,
+) -> list[dict[str, Any]]:
     reasons: list[dict[str, Any]] = []
-    targets: list[str] = []
+    targets: list[tuple[str, Path]] = []
     for output in outputs:
         try:
-            targets.append(_target(root, folder, output))
+            targets.append(_target(run, folder.work, output))
         except (WorkflowError, CheckError) as exc:
             reasons.append({"output": output, "reason": "path-refused", "detail": str(exc)})
-    before = {rel: fingerprint(root / rel) for rel in targets}
+    before = {rel: fingerprint(source) for rel, source in targets}
     recorder = _Recorder(emit)
+    where = _Where(root, folder, folder.work / ".checks" if folder.sealed else None)
     try:
-        for rel in targets:
+        for rel, source in targets:
             for manifest in manifests:
                 if matches_path(manifest, rel):
-                    verdict = await _fire(recorder, root, run, workflow, manifest, rel, "gate")
+                    verdict = await _fire(recorder, where, run, workflow, manifest, rel, source)
                     if verdict.blocks(manifest.default_severity):
                         reasons.append(_blocking(verdict))
     finally:
         await recorder.flush()
-    for rel in targets:
-        if fingerprint(root / rel) != before[rel]:
+    for rel, source in targets:
+        if fingerprint(source) != before[rel]:
             reasons.append({"output": rel, "reason": "changed", "detail": "bytes changed"})
     return reasons
+
+
+@dataclasses.dataclass(frozen=True)
+class _Where:
+    """Where a fire's check runs and keeps its findings: ``details`` (a working folder in
+    memory, for a sealed pair) or the default for its mode (plain)."""
+
+    root: Path
+    kept: SealedDir | None = None
+    details: Path | None = None
+
+    def shown(self, verdict: Verdict) -> Verdict:
+        return verdict if self.kept is None else kept_verdict(self.root, self.kept, verdict)
+
+
+def kept_verdict(root: Path, kept: SealedDir, verdict: Verdict) -> Verdict:
+    """A finding written in a working folder is named by its sealed copy's path."""
+    if not kept.sealed or verdict.detail_path is None:
+        return verdict
+    try:
+        inside = Path(verdict.detail_path).relative_to(kept.work)
+        shown = (kept.stored / inside).relative_to(root)
+    except ValueError:
+        return verdict
+    return dataclasses.replace(verdict, detail_path=shown.as_posix())
 
 
 def _blocking(verdict: Verdict) -> dict[str, Any]:
@@ -136,14 +196,16 @@ class _Recorder:
 
 async def _fire(
     recorder: _Recorder,
-    root: Path,
+    where: _Where,
     run: str,
     workflow: str | None,
     manifest: CheckManifest,
     rel: str,
-    mode: str,
+    source: Path | None = None,
+    mode: str = "gate",
     stage: str | None = None,
 ) -> Verdict:
+    root = where.root
     subject = run if mode == "gate" else rel
     common = {
         "run": run,
@@ -154,7 +216,9 @@ async def _fire(
         "severity": manifest.default_severity,
     }
     recorder.append([draft(CHECK_FIRED, subject, f"check {manifest.id} fired on {rel}", common)])
-    details = (RUNS_DIR / run / ".checks") if mode == "gate" else WRITE_DETAIL_DIR
+    details = where.details or (
+        (RUNS_DIR / run / ".checks") if mode == "gate" else WRITE_DETAIL_DIR
+    )
     stage = stage or (workflow if mode == "gate" and workflow else mode)
     verdict = await asyncio.to_thread(
         fire,
@@ -164,7 +228,9 @@ async def _fire(
         run=run,
         stage=stage,
         detail_dir=details,
+        source=source if where.kept is not None and where.kept.sealed else None,
     )
+    verdict = where.shown(verdict)
     blocks = mode == "gate" and verdict.blocks(manifest.default_severity)
     payload = {**verdict.to_dict(), **common, "blocks": blocks}
     note = f" ({verdict.note})" if verdict.note else ""
@@ -183,10 +249,16 @@ async def _fire_now(
     stage: str | None = None,
 ) -> Verdict:
     recorder = _Recorder(emit)
+    kept = write_details(root)
+    details = await asyncio.to_thread(kept.enter)
     try:
-        return await _fire(recorder, root, run, None, manifest, rel, mode, stage)
+        where = _Where(root, kept, details if kept.sealed else None)
+        return await _fire(recorder, where, run, None, manifest, rel, None, mode, stage)
     finally:
-        await recorder.flush()
+        try:
+            await recorder.flush()
+        finally:
+            await asyncio.to_thread(kept.leave)
 
 
 async def fire_one(
@@ -236,6 +308,8 @@ class WriteChecks:
                     await _fire_now(self.emit, self.root, "write", manifest, path, "write")
         except (CheckError, OSError):
             pass  # the file went away or moved out of reach: nothing to check
+        except LogError as exc:  # an encrypted workspace with nowhere in memory to work
+            report(f"write check {manifest.id} on {path} did not fire: {exc}")
         finally:
             self._pending.discard((manifest.id, path))
 

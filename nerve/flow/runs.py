@@ -9,17 +9,20 @@ messages so far; a role picked once ``max_rounds`` messages exist fails the run
 (``reason: max_rounds``), as do an unknown role, an exception, a broken return value and a
 call past the workflow's ``role_timeout`` (default 10 minutes; the worker is then killed and
 its other runs resume on a fresh one). When the moderator returns ``END`` the gate decides
-between ``completed`` and ``held`` (see :mod:`nerve.flow.gate`).
+between ``completed`` and ``held`` (see :mod:`nerve.flow.gate`). In an encrypted workspace a
+role's ``ctx.output_dir`` is a working folder in memory, sealed into ``data/runs/<run>/``
+when the role returns (:mod:`nerve.sealeddir`).
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
 from nerve.checks.manifest import CheckManifest
-from nerve.errors import CheckError
+from nerve.errors import CheckError, LogError
 from nerve.flow import gate
 from nerve.flow.contract import END, Message
 from nerve.flow.history import RunRecord
@@ -141,7 +144,15 @@ class _Runner:
     async def step(self, role: str) -> bool:
         """Run ``role`` and record it; True if it asked a question (the run now waits)."""
         self.refuse(role)
-        reply = await self.call(self.role_request(role), f"role {role!r}")
+        try:
+            folder = gate.run_folder(self.host.root, self.record.run)
+            work = await asyncio.to_thread(folder.enter)
+        except LogError as exc:  # an encrypted workspace with no key or memory to work in
+            raise StepFailed(str(exc)) from None
+        try:
+            reply = await self.call(self.role_request(role, work), f"role {role!r}")
+        finally:
+            await asyncio.to_thread(folder.leave)  # sealed before the step is recorded
         if "ask" in reply:
             await self.ask(role, reply["ask"])
             return True
@@ -153,13 +164,13 @@ class _Runner:
         await self.host.emit([said, decision])
         return False
 
-    def role_request(self, role: str) -> dict[str, Any]:
+    def role_request(self, role: str, work: Path) -> dict[str, Any]:
         answer = self.record.answer
         ctx = {
             "run": self.record.run,
             "workflow": self.host.name,
             "round": self.record.round + 1,
-            "output_dir": str(gate.run_dir(self.host.root, self.record.run)),
+            "output_dir": str(work),
             "answer": answer if answer and answer.get("role") == role else None,
         }
         messages = [m.to_json() for m in self.record.messages]
@@ -213,7 +224,10 @@ class _Runner:
         except CheckError as exc:
             raise StepFailed(str(exc)) from None
         autonomous = self.handle.definition.get("autonomous") is True
-        return await judge(self.host, self.record.run, outputs, ids, manifests, autonomous)
+        try:
+            return await judge(self.host, self.record.run, outputs, ids, manifests, autonomous)
+        except LogError as exc:
+            raise StepFailed(str(exc)) from None
 
 
 async def judge(

@@ -296,6 +296,15 @@ def cipher_for(log_root: Path, env: Mapping[str, str] | None = None) -> Cipher |
     return unlock(log_root, kek_from_env(log_root, ring, env))  # the key given is checked
 
 
+def held_cipher(log_root: Path, env: Mapping[str, str] | None = None) -> Cipher | None:
+    """The log's data key as this process holds it if unlocked already (a key file on
+    removable media may be gone since), else as :func:`cipher_for` unlocks it."""
+    if not is_encrypted(log_root):
+        return None
+    found = _UNLOCKED.get(bytes.fromhex(str(read_keyring(log_root).get("key_id", ""))))
+    return found if found is not None else cipher_for(log_root, env)
+
+
 def unlock(log_root: Path, kek: bytes) -> Cipher:
     """Unwrap the log's data key with ``kek`` and keep it for this process."""
     ring = read_keyring(log_root)

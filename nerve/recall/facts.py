@@ -647,8 +647,11 @@ def _usage(ask: _Ask, sense: str, intent: str, unit: str = "%") -> Tier0Answer:
         return Tier0Answer(intent, text, (rows[0].id,))
     values = [_percent(r) for r in rows]
     high = max(rows, key=_percent)
+    # a reading stands until the next (the senses send one when it moved, or a keyframe)
+    weights = _stands(ask, rows)
+    average = sum(v * w for v, w in zip(values, weights, strict=True)) / sum(weights)
     text = (
-        f"{name} {ask.scope()}: average {sum(values) / len(values):.1f}{unit}, "
+        f"{name} {ask.scope()}: average {average:.1f}{unit}, "
         f"peak {max(values):.1f}{unit} at {ask.when(high.t)}, "
         f"latest {values[-1]:.1f}{unit} ({len(values)} readings)."
     )

@@ -17,14 +17,11 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import os
 import secrets
 from collections.abc import Mapping
 from pathlib import Path
 
-import blake3
-
-from nerve import fsio
+from nerve import tokens
 from nerve.workspace import WorkspaceDir
 
 __all__ = ["COOKIE", "Keys", "token", "token_path"]
@@ -34,32 +31,14 @@ LOOPBACK = ("127.0.0.1", "localhost", "[::1]", "::1")
 
 
 def token_path(ws: WorkspaceDir, environ: Mapping[str, str] | None = None) -> Path:
-    env = os.environ if environ is None else environ
-    base = env.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    name = blake3.blake3(str(ws.root).encode("utf-8", "surrogateescape")).hexdigest()[:32]
-    return Path(base) / "nerve" / "ui" / f"{name}.token"
-
-
-def _read(path: Path) -> str | None:
-    try:
-        text = fsio.read_bytes(path).decode("ascii", "replace").strip()
-    except FileNotFoundError:
-        return None
-    return text or None
+    return tokens.token_path(ws, "ui", environ)
 
 
 def token(
     ws: WorkspaceDir, *, rotate: bool = False, environ: Mapping[str, str] | None = None
 ) -> str:
     """The workspace's UI token: made on first use, replaced with ``rotate``."""
-    path = token_path(ws, environ)
-    current = None if rotate else _read(path)
-    if current is not None:
-        return current
-    fsio.private_dir(path.parent)
-    new = secrets.token_urlsafe(32)
-    fsio.write_private(path, f"{new}\n".encode(), site="ui.token", exclusive=False)
-    return new
+    return tokens.token(ws, "ui", rotate=rotate, environ=environ)
 
 
 def _mac(key: str, purpose: str, session: str) -> str:
@@ -74,11 +53,10 @@ class Keys:
         self.path = path
 
     def current(self) -> str | None:
-        return _read(self.path)
+        return tokens.read(self.path)
 
     def token_ok(self, offered: str) -> bool:
-        stored = self.current()
-        return stored is not None and hmac.compare_digest(stored.encode(), offered.encode())
+        return tokens.matches(self.current(), offered)
 
     def cookie(self) -> str:
         """A new session's cookie value (the token must exist)."""

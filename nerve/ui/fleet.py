@@ -64,6 +64,7 @@ def host_files(ws: WorkspaceDir, host: str, since_ns: int | None) -> HostFiles:
     from nerve.fleet.query import fetch, plan
     from nerve.fleet.ship import fleet_settings
     from nerve.fleet.warehouse import segment_name
+    from nerve.log.crypt import is_encrypted
 
     if not configured(ws):
         raise UsageError("no fleet: the host filter needs a fleet: section", field="host")
@@ -74,6 +75,11 @@ def host_files(ws: WorkspaceDir, host: str, since_ns: int | None) -> HostFiles:
     kept = [u for u in found.files.get(host, []) if u not in found.deletes]
     planned = type(found)({host: kept}, found.total, since_ns)
     cache = ws.data / "fleet" / "cache"
+    if kept and is_encrypted(ws.log_root):
+        raise UsageError(
+            "an encrypted workspace keeps no fleet cache (its files would be plaintext)",
+            field="host",
+        )
     local = fetch(wh, planned, cache) if kept and fleet_settings(ws).cache_mb else {}
     if kept and not local:
         raise UsageError("the fleet cache is off (fleet.cache_mb: 0)", field="host")

@@ -1,9 +1,14 @@
 """CPU load: utilisation since the previous compute, load average and core counts.
 
 Source class ``endpoint`` (the state of this host as a whole), trust ``FirstParty``
-(psutil reads the kernel's own counters). One observation per compute.
+(psutil reads the kernel's own counters). One observation per compute that has news.
 
-Options: ``per_cpu`` (bool, default false) adds each logical CPU's percent to the payload.
+An observation is sent when the reading is news (see :mod:`nerve.host.deadband`): the
+utilisation moved by 5 points or the load by a tenth (at least 0.25) since the one last sent,
+or ``keyframe_s`` passed; a machine at rest costs one observation a minute.
+
+Options: ``per_cpu`` (bool, default false) adds each logical CPU's percent to the payload;
+``keyframe_s`` (default 60; 0 sends every compute).
 
 Readings (for attention's value probes): ``busy_permille`` (utilisation, 0..1000) and, where
 the host has a load average, ``load1_centi`` (the 1-minute load × 100).
@@ -18,6 +23,7 @@ import psutil
 
 from nerve.contract import Observation, Result, SenseContext
 from nerve.events import SourceClass, Trust
+from nerve.host.deadband import Band, Deadband, keyframe_ns
 
 # The reading lives in the observation; state keeps only what the next compute needs (psutil
 # keeps the previous counters in this process), so a compute stores no new state.
@@ -28,6 +34,9 @@ initial_state: dict[str, Any] = {"note": None}
 psutil.cpu_percent(interval=None)
 psutil.cpu_percent(interval=None, percpu=True)
 
+_BANDS = {"busy_permille": Band(50), "load1_centi": Band(25, 0.1)}
+_sent = Deadband()
+
 
 def compute(state: dict[str, Any], ctx: SenseContext) -> Result:
     per_cpu = ctx.options.get("per_cpu", False)
@@ -35,7 +44,10 @@ def compute(state: dict[str, Any], ctx: SenseContext) -> Result:
         raise ValueError(
             f"senses.{ctx.name}.options.per_cpu must be true or false, got {per_cpu!r}"
         )
+    every = keyframe_ns(ctx.options, ctx.name)
     payload, note = _sample(per_cpu)
+    if not _sent.news(ctx.name, payload["readings"], _BANDS, every):
+        return Result(state={"note": note})
     return Result(state={"note": note}, observations=[_observation(payload)])
 
 

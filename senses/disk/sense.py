@@ -1,4 +1,4 @@
-"""Disk: usage of configured mount points and I/O throughput since the previous compute.
+"""Disk: usage of configured mount points and I/O throughput since the previous observation.
 
 Source class ``endpoint`` (the state of this host as a whole), trust ``FirstParty``. One
 observation per readable path (``pressure`` true at ``warn_percent`` or more) and, from the
@@ -6,8 +6,13 @@ second compute on, one for I/O rates. The previous I/O counters live in state, s
 survive a worker restart; a reboot or a counter that went backwards restarts the baseline.
 The state is stored at checkpoints (``state_records``): the readings are in the observations.
 
+Observations are sent when they are news (see :mod:`nerve.host.deadband`): free space moved
+by 1 % (at least 256 MiB) or ``pressure`` turned; an I/O rate since the previous compute
+moved by a quarter (at least 64 KiB/s); or ``keyframe_s`` passed. An I/O observation covers
+the whole time since the one before: its counters stay in state until the next.
+
 Options: ``paths`` (list, default ``["/"]``; relative paths are under the workspace),
-``warn_percent`` (number, default 90).
+``warn_percent`` (number, default 90), ``keyframe_s`` (default 300; 0 sends every compute).
 
 Readings (for attention's value probes): ``free_mib:<path>`` on each usage observation (the
 path cut to fit a reading's 64-character name), and ``read_kib_per_s`` / ``write_kib_per_s``
@@ -24,6 +29,7 @@ import psutil
 
 from nerve.contract import Observation, Result, SenseContext
 from nerve.events import SourceClass, Trust
+from nerve.host.deadband import Band, Deadband, keyframe_ns
 
 initial_state: dict[str, Any] = {"boot": None, "io": None, "usage": {}, "notes": {}}
 state_records = "checkpoints"
@@ -38,20 +44,45 @@ def compute(state: dict[str, Any], ctx: SenseContext) -> Result:
     observations: list[Observation] = []
     usage: dict[str, float] = {}
     notes: dict[str, str] = {}
+    every = keyframe_ns(ctx.options, ctx.name, KEYFRAME_S)
     for path in _paths(ctx):
         figures = _usage(ctx.workspace, path, warn)
         if isinstance(figures, str):
             notes[path] = figures
             continue
         usage[path] = figures["percent"]
-        observations.append(_observation(_usage_line(figures), figures))
+        news = {**figures["readings"], "pressure": int(figures["pressure"])}
+        bands = dict.fromkeys(figures["readings"], _FREE_BAND)
+        if _sent.news(f"{ctx.name}:{path}", news, bands, every):
+            observations.append(_observation(_usage_line(figures), figures))
     io, rates, io_note = _io(state)
     if io_note:
         notes["io"] = io_note
-    if rates is not None:
+    if rates is not None and not _io_news(ctx.name, io, every):
+        io = state["io"]  # the counters of the last report stay the base: no byte is lost
+    elif rates is not None:
         observations.append(_observation(_io_line(rates), rates))
     new_state = {"boot": _boot_time(), "io": io, "usage": usage, "notes": notes}
     return Result(state=new_state, observations=observations)
+
+
+KEYFRAME_S = 300  # free space moves slowly: a reading every five minutes at rest
+_BANDS = {"read_kib_per_s": Band(64, 0.25), "write_kib_per_s": Band(64, 0.25)}
+_FREE_BAND = Band(256, 0.01)
+_sent = Deadband()
+_previous_io: dict[str, Any] = {}  # this worker's previous counters: the rate news is judged by
+
+
+def _io_news(name: str, io: dict[str, int] | None, every: int) -> bool:
+    """Whether the I/O rates since the previous compute are news (nerve.host.deadband)."""
+    before = dict(_previous_io)
+    _previous_io.clear()
+    _previous_io.update(io or {})
+    rates = _rates(before, io) if io and "t_ns" in before else None
+    if rates is None:
+        _sent.forget(f"{name}:io")
+        return True
+    return _sent.news(f"{name}:io", rates["readings"], _BANDS, every)
 
 
 def _paths(ctx: SenseContext) -> list[str]:

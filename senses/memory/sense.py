@@ -1,9 +1,14 @@
 """Memory: virtual memory and swap, as percent and bytes.
 
 Source class ``endpoint`` (the state of this host as a whole), trust ``FirstParty``. One
-observation per compute; ``pressure`` is true when memory use reaches ``warn_percent``.
+observation per compute that has news; ``pressure`` is true when memory use reaches
+``warn_percent``.
 
-Options: ``warn_percent`` (number, default 90).
+An observation is sent when the reading is news (see :mod:`nerve.host.deadband`): memory or
+swap in use moved by 2 % (at least 64 MiB), ``pressure`` turned, or ``keyframe_s`` passed.
+
+Options: ``warn_percent`` (number, default 90), ``keyframe_s`` (default 60; 0 sends every
+compute).
 
 Readings (for attention's value probes): ``used_mib`` (memory in use) and, where the host
 reports swap, ``swap_used_mib``.
@@ -18,6 +23,7 @@ import psutil
 
 from nerve.contract import Observation, Result, SenseContext
 from nerve.events import SourceClass, Trust
+from nerve.host.deadband import Band, Deadband, keyframe_ns
 
 # The reading lives in the observation; state keeps only the note, so a compute that reads
 # as the previous one did stores no new state.
@@ -25,6 +31,8 @@ initial_state: dict[str, Any] = {"note": None}
 
 _GIB = 1024**3
 _MIB = 1024**2
+_BANDS = {"used_mib": Band(64, 0.02), "swap_used_mib": Band(64, 0.02)}
+_sent = Deadband()
 
 
 def compute(state: dict[str, Any], ctx: SenseContext) -> Result:
@@ -40,6 +48,9 @@ def compute(state: dict[str, Any], ctx: SenseContext) -> Result:
         **swap,
     }
     payload["readings"] = _readings(payload)
+    news = {**payload["readings"], "pressure": int(payload["pressure"])}
+    if not _sent.news(ctx.name, news, _BANDS, keyframe_ns(ctx.options, ctx.name)):
+        return Result(state={"note": note})
     return Result(state={"note": note}, observations=[_observation(payload)])
 
 

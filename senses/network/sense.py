@@ -1,4 +1,4 @@
-"""Network throughput: bytes and packets per second since the previous compute.
+"""Network throughput: bytes and packets per second since the previous observation.
 
 Source class ``network``, trust ``FirstParty``. The previous counters live in state, stored
 at checkpoints (``state_records``); the first compute (and the first after a reboot, a
@@ -6,8 +6,14 @@ counter that went backwards, or a daemon that did not stop cleanly) records a ba
 observes nothing. Then one observation for all interfaces together and, with
 ``per_nic``, one per interface.
 
+The rates are sent when they are news (see :mod:`nerve.host.deadband`): a rate since the
+previous compute moved by a quarter (at least 16 KiB/s), errors came or the count of
+listening ports changed since the last observation, or ``keyframe_s`` passed. An observation
+covers the whole time since the one before (``interval_ms``): the counters of the last
+observation stay in state until the next, so every byte is counted once.
+
 Options: ``per_nic`` (bool, default false), ``nics`` (list of interface names, default all),
-``port_min_life_s`` (default 30).
+``port_min_life_s`` (default 30), ``keyframe_s`` (default 60; 0 sends every compute).
 
 Readings (for attention's value probes), on the ``all`` observation: ``down_kib_per_s``,
 ``up_kib_per_s``, ``errors`` and, where the host lists its sockets, ``listening_ports``
@@ -22,7 +28,9 @@ socket is reported opened once it has listened ``port_min_life_s`` (default 30; 
 observation's time is when it was first seen), and closed only if its opening was: the ports
 of test servers that come and go are not news. The first compute records the sockets it
 finds without reporting them; state keeps at most ``_PORTS_MAX`` sockets and a compute
-reports at most ``_PORT_EVENTS_MAX`` changes.
+reports at most ``_PORT_EVENTS_MAX`` changes. On Linux the sockets come from the kernel's
+socket diagnostics (:mod:`nerve.host.sockets`), and the holder of a socket is looked for
+only when its inode is new; elsewhere psutil lists every connection at each compute.
 """
 
 from __future__ import annotations
@@ -34,6 +42,8 @@ import psutil
 
 from nerve.contract import Observation, Result, SenseContext
 from nerve.events import SourceClass, Trust
+from nerve.host import sockets as host_sockets
+from nerve.host.deadband import Band, Deadband, keyframe_ns
 
 initial_state: dict[str, Any] = {
     "boot": None,
@@ -54,7 +64,7 @@ _PORT_EVENTS_MAX = 50
 def compute(state: dict[str, Any], ctx: SenseContext) -> Result:
     per_nic, wanted = _options(ctx)
     min_life = _min_life(ctx)
-    listening = _listening()
+    listening = _listening(state.get("ports"))
     current = _read(per_nic, wanted)
     if isinstance(current, str):
         port_obs, ports = _port_changes(state.get("ports"), listening, min_life)
@@ -67,10 +77,39 @@ def compute(state: dict[str, Any], ctx: SenseContext) -> Result:
     if not same_boot or not isinstance(state.get("total"), dict):
         baseline = {**current, "note": "baseline: no previous counters"}
         return Result(state=baseline, observations=port_obs)
+    if not _news(ctx, current, listening):  # the counters of the last report stay the base
+        return Result(state={**state, "ports": current["ports"]}, observations=port_obs)
     observations = _observe(state, current, listening)
     kept = [o for o in observations if o is not None]
     note = None if len(kept) == len(observations) else "a counter went backwards: rebaselined"
     return Result(state={**current, "note": note}, observations=kept + port_obs)
+
+
+_BANDS = {
+    "down_kib_per_s": Band(16, 0.25),
+    "up_kib_per_s": Band(16, 0.25),
+    "errors": Band(1),
+    "listening_ports": Band(1),
+}
+_sent = Deadband()
+_previous: dict[str, Any] = {}  # this worker's previous counters: the rate news is judged by
+
+
+def _news(ctx: SenseContext, current: dict[str, Any], listening: Any) -> bool:
+    """Whether the rates since the previous compute are news (see nerve.host.deadband); an
+    observation then covers the whole time since the last one, so no byte goes unreported."""
+    before = dict(_previous)
+    _previous.clear()
+    _previous.update(current)
+    every = keyframe_ns(ctx.options, ctx.name)
+    rates = None
+    if isinstance(before.get("total"), dict):
+        rates = _rates(before["total"], current["total"], current["t_ns"] - before["t_ns"])
+    if rates is None:
+        _sent.forget(ctx.name)
+        return True
+    ports = None if listening is None else len({s["port"] for s in listening.values()})
+    return _sent.news(ctx.name, _readings("all", rates, ports), _BANDS, every)
 
 
 def _read(per_nic: bool, wanted: list[str] | None) -> dict[str, Any] | str:
@@ -137,10 +176,36 @@ def _rates(previous: dict[str, Any], current: dict[str, int], dt_ns: int) -> dic
     return rates
 
 
-def _listening() -> dict[str, dict[str, Any]] | None:
+def _listening(previous: Any = None) -> dict[str, dict[str, Any]] | None:
     """The TCP sockets in LISTEN, by ``address:port``, with their holder's pid (None where
     the host does not say); None where the host hides its sockets. (UDP is left out: every
-    DNS lookup binds a short-lived port, which would be noise.)"""
+    DNS lookup binds a short-lived port, which would be noise.)
+
+    On Linux the kernel lists them (netlink), and a holder is looked for only for a socket
+    not in ``previous`` under the same inode; elsewhere psutil reads every connection."""
+    fast = host_sockets.listening()
+    if fast is None:
+        return _listening_psutil()
+    known = previous if isinstance(previous, dict) else {}
+    found: dict[str, dict[str, Any]] = {}
+    unknown: set[int] = set()
+    for s in fast:
+        key = f"[{s.address}]:{s.port}" if ":" in s.address else f"{s.address}:{s.port}"
+        old = known.get(key)
+        seen = isinstance(old, dict) and old.get("inode") == s.inode
+        if not seen:
+            unknown.add(s.inode)
+        pid = old.get("pid") if seen and isinstance(old, dict) else None
+        if key not in found or found[key]["pid"] is None:
+            found[key] = {"address": s.address, "port": s.port, "pid": pid, "inode": s.inode}
+    held = host_sockets.holders(unknown)
+    for sock in found.values():
+        if sock["inode"] in unknown:
+            sock["pid"] = held.get(sock["inode"])
+    return found
+
+
+def _listening_psutil() -> dict[str, dict[str, Any]] | None:
     try:
         conns = psutil.net_connections(kind="tcp")
     except (OSError, psutil.Error, NotImplementedError):
@@ -193,7 +258,7 @@ def _port_changes(
         if not old.get("told") and now - since >= min_life:
             old = {**old, "told": True}
             events.append(_port_observation("port_opened", old, int(since * 1e9)))
-        kept[key] = old
+        kept[key] = {**old, "inode": sock["inode"]} if "inode" in sock else old
     closed = [
         _port_observation("port_closed", old)
         for key, old in sorted(previous.items())

@@ -6,21 +6,24 @@ more), the ``top_memory_n`` with the largest resident memory, and any at or over
 ``cpu_percent`` / ``rss_mb``, as one observation (``event: "top"``; see senses/README.md for
 its payload). A top is sent only when its CPU list changed (another process, a share moved by
 a tenth of a core, or the machine gone quiet: one top with an empty list) or its memory list
-did (another process, or one moved by a tenth) or ``top_every_s`` passed; each sample stands
-until the next. The memory list is filled only when it changed or is due, and a process's
-user and command line only the first time it is on a top within ``top_every_s``; a quiet
-machine sends no top at all, so an idle day costs little disk. A process is identified by
-``(pid, create_time)``, so a reused pid is a new process. The first compute (and the first
-after a reboot) records a baseline and observes nothing. A process is notable when its name
-matches ``notable`` (a trailing version is allowed: ``python`` matches ``python3.11``), or
-its CPU or resident memory reaches ``cpu_percent`` / ``rss_mb``; a process that was notable
-at any compute is reported when it exits, with the name and command line it had.
+did (another process, or one moved by a tenth) or ``top_every_s`` passed, and no sooner than
+``top_min_s`` after the previous top unless a process newly reaches ``cpu_percent``; each
+sample stands until the next. The memory list is filled only when it changed or is due, and
+a process's user and command line only the first time it is on a top within ``top_every_s``;
+a quiet machine sends no top at all, so an idle day costs little disk. A process is
+identified by ``(pid, create_time)``, so a reused pid is a new process. The first compute
+(and the first after a reboot) records a baseline and observes nothing. A process is notable
+when its name matches ``notable`` (a trailing version is allowed: ``python`` matches
+``python3.11``), or its CPU or resident memory reaches ``cpu_percent`` / ``rss_mb``; a process
+that was notable at any compute is reported when it exits, with the name and command line it
+had.
 
 Short-lived processes are not reported one by one: a notable process is reported as started
 at the first compute at which it has run ``min_life_s`` (the observation's time is still its
 start), and one that exits before is only counted, by name; the counts go out as one ``event:
 "brief"`` observation at most every ``brief_every_s`` (the first after a quiet spell at once),
-or as soon as one name has gone three times (a crash loop), with the reading ``brief_exits``.
+or as soon as one name has gone three times (a crash loop; then at most twice per
+``brief_every_s``), with the reading ``brief_exits``.
 A busy machine's builds and test runs would otherwise fill the log with a start and an exit
 for every compiler and test worker.
 
@@ -31,10 +34,14 @@ are folded into ``cutoff``, so they are never mistaken for new ones) and ``notab
 Options: ``notable`` (names, default below), ``cpu_percent`` (default 80), ``rss_mb``
 (default 2048), ``max_per_compute`` (default 50), ``max_tracked`` (10000), ``max_notable``
 (500), ``top_n`` (5), ``top_memory_n`` (3), ``min_cpu_percent`` (5), ``top_every_s`` (300),
-``min_life_s`` (30; 0 reports every notable process at once), ``brief_every_s`` (60).
+``top_min_s`` (15; 0 sends each change), ``min_life_s`` (30; 0 reports every notable
+process at once), ``brief_every_s`` (60).
 
-CPU shares come from psutil's per-process counters kept in the worker between computes, so
-the first compute of a worker sees every process at 0 %: its top lists memory only.
+On Linux a scan reads one file per process (``/proc/<pid>/stat``, through
+:mod:`nerve.host.procs`) and a user only for the processes it shows; elsewhere psutil reads
+them. CPU shares are over the time since the previous scan, from counters kept in the worker
+between computes, so the first compute of a worker sees every process at 0 %: its top lists
+memory only.
 """
 
 from __future__ import annotations
@@ -54,6 +61,7 @@ except ImportError:  # not on Windows: user names are then uids
 
 from nerve.contract import Observation, Result, SenseContext
 from nerve.events import SourceClass, Trust
+from nerve.host import procs as host_procs
 
 DEFAULT_NOTABLE = [
     "python", "node", "cargo", "rustc", "make", "cmake", "gcc", "g++", "clang", "go",
@@ -103,6 +111,7 @@ class _Options(NamedTuple):
     top_memory_n: int
     min_cpu_percent: float
     top_every_ns: int
+    top_min_ns: int
     min_life_s: float
     brief_every_ns: int
 
@@ -161,6 +170,7 @@ def _options(ctx: SenseContext) -> _Options:
         top_memory_n=int(_number(ctx, "top_memory_n", 3)),
         min_cpu_percent=_number(ctx, "min_cpu_percent", 5),
         top_every_ns=int(_number(ctx, "top_every_s", 300) * 1e9),
+        top_min_ns=int(_number(ctx, "top_min_s", 15, zero=True) * 1e9),
         min_life_s=_number(ctx, "min_life_s", 30, zero=True),
         brief_every_ns=int(_number(ctx, "brief_every_s", 60) * 1e9),
     )
@@ -181,6 +191,36 @@ def _number(ctx: SenseContext, key: str, default: float, zero: bool = False) -> 
 
 def _snapshot() -> Iterator[_Proc]:
     """Every process we may see; ones that vanish or refuse mid-read are skipped."""
+    fast = host_procs.scan()
+    if fast is None:
+        yield from _psutil_snapshot()
+        return
+    yield from _shares(fast, time.monotonic())
+
+
+# CPU seconds of each process at the previous scan, and when it was: a share is over the
+# interval between two scans, as psutil's cpu_percent(interval=None) is (0 at first sight)
+_seen: dict[int, tuple[float, float]] = {}
+_seen_at: list[float] = []
+
+
+def _shares(stats: list[host_procs.ProcStat], now: float) -> Iterator[_Proc]:
+    """The processes of one /proc scan, with CPU shares since the previous scan."""
+    wall = now - _seen_at[0] if _seen_at else 0.0
+    before = dict(_seen)
+    _seen.clear()
+    _seen_at[:] = [now]
+    for s in stats:
+        _seen[s.pid] = (s.create_time, s.cpu_s)
+        prior = before.get(s.pid)
+        percent = 0.0
+        if prior is not None and prior[0] == s.create_time and wall > 0:
+            percent = round((s.cpu_s - prior[1]) / wall * 100, 1)
+        yield _Proc(s.pid, s.name, s.create_time, max(percent, 0.0), s.rss_bytes)
+
+
+def _psutil_snapshot() -> Iterator[_Proc]:
+    """The portable scan (psutil), where there is no Linux /proc."""
     attrs = ["pid", "name", "create_time", "cpu_percent", "memory_info", "uids"]
     for proc in psutil.process_iter(attrs, ad_value=None):
         info = proc.info
@@ -195,6 +235,14 @@ def _snapshot() -> Iterator[_Proc]:
             rss_bytes=int(mem.rss) if mem is not None else 0,
             user=_user(info.get("uids")),
         )
+
+
+def _user_of(proc: _Proc) -> str:
+    """The process's user: read now for a /proc scan, which leaves it out (few are shown)."""
+    if proc.user:
+        return proc.user
+    uid = host_procs.real_uid(proc.pid)
+    return "" if uid is None else _user_name(uid)
 
 
 def _user(uids: Any) -> str:
@@ -250,7 +298,7 @@ def _record(proc: _Proc) -> dict[str, Any]:
         "name": proc.name,
         "create_time": proc.create_time,
         "cmdline": _cmdline(proc.pid),
-        "user": proc.user,
+        "user": _user_of(proc),
     }
 
 
@@ -300,7 +348,7 @@ def _started_observation(proc: _Proc, record: dict[str, Any], why: str) -> Obser
         "event": "started",
         "cmdline": record["cmdline"],
         "why": why,
-        "user": proc.user,
+        "user": _user_of(proc),
         "start_time": int(proc.create_time),
         "rss_bytes": proc.rss_bytes,
     }
@@ -328,7 +376,10 @@ class _Brief:
     def flush(self, now_ns: int, opts: _Options) -> Observation | None:
         """The ``brief`` observation when counts wait and ``brief_every_s`` has passed, or
         sooner when one name went ``_LOOP`` times (a crash loop shows at its own pace)."""
+        # a loop goes out at once, then no more than twice per brief_every_s: a machine
+        # running test suites has a "loop" at every compute
         looping = max(self.counts.values(), default=0) >= _LOOP
+        looping = looping and now_ns - self.at >= opts.brief_every_ns // 2
         if not self.counts or (now_ns - self.at < opts.brief_every_ns and not looping):
             return None
         counts = dict(sorted(self.counts.items(), key=lambda kv: (-kv[1], kv[0])))
@@ -393,7 +444,7 @@ def _top(
     cpu_now = {str(p.pid): round(p.cpu_percent * 10) for p in cpu + over}
     cpu_due = now - int(previous.get("cpu_at") or 0) >= opts.top_every_ns
     changed = _cpu_changed(previous.get("cpu"), cpu_now) or (cpu_due and bool(cpu_now))
-    if not (changed or moved):
+    if not (changed or moved) or _too_soon(previous, cpu_now, opts, now):
         return None, previous or None
     previous = {**previous, "cpu": cpu_now, "cpu_at": now} if changed else previous
     # a process's command line and user go out once per top_every_s, not in every sample
@@ -403,8 +454,20 @@ def _top(
     obs = _observation(_top_line(cpu, memory), payload)
     described = dict(sorted(described.items(), key=lambda kv: kv[1])[-_DESCRIBED_MAX:])
     if not moved:
-        return obs, {**previous, "described": described}
-    return obs, {**previous, "at": now, "memory": mem_now, "described": described}
+        return obs, {**previous, "described": described, "sent_at": now}
+    return obs, {**previous, "at": now, "memory": mem_now, "described": described, "sent_at": now}
+
+
+def _too_soon(previous: dict[str, Any], cpu_now: dict[str, int], opts: _Options, now: int) -> bool:
+    """A change waits until ``top_min_s`` after the last top (a busy machine's list changes
+    at every compute), unless a process newly reaches ``cpu_percent``: a hog shows at once.
+    The last top stands meanwhile; what still differs then is sent."""
+    sent = int(previous.get("sent_at") or previous.get("cpu_at") or 0)
+    if now - sent >= opts.top_min_ns:
+        return False
+    before = previous.get("cpu") if isinstance(previous.get("cpu"), dict) else {}
+    hot = round(opts.cpu_percent * 10)
+    return not any(v >= hot and int(before.get(pid) or 0) < hot for pid, v in cpu_now.items())
 
 
 def _ranked(procs: list[_Proc], opts: _Options) -> tuple[list[_Proc], list[_Proc], list[_Proc]]:
@@ -440,7 +503,7 @@ def _entry(proc: _Proc, described: dict[str, int]) -> dict[str, Any]:
     entry: dict[str, Any] = {"pid": proc.pid, "name": proc.name}
     if described.get(str(proc.pid)) != int(proc.create_time):
         described[str(proc.pid)] = int(proc.create_time)
-        entry["user"] = proc.user
+        entry["user"] = _user_of(proc)
         entry["cmdline"] = _cmdline(proc.pid)[:_TOP_CMDLINE_MAX]
     return {
         **entry,
