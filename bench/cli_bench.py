@@ -3,8 +3,9 @@
     .venv/bin/python bench/cli_bench.py [--rounds 15] [--events 1000000] [--quick] [--keep]
 
 One temporary workspace with no senses, holding ``--events`` sealed events (built with
-``EventLog.append_columns`` in batches of 100,000), and a running daemon on it. Each round runs
-every command once, in the same order, as a fresh process (what a person at a shell gets):
+``EventLog.append_columns`` in batches of 100,000), and a running daemon on it (waited for
+until its warm-up is over). Each round runs every command once, in the same order, as a
+fresh process (what a person at a shell gets):
 
 * **floor**: ``python -c "import typer, rich"``, the least any CLI on this stack can cost;
 * **typer_app**: a one-command typer app parsing ``emit``'s three options, what typer itself
@@ -261,6 +262,10 @@ def verdicts(result: dict[str, Any], outputs: dict[str, Any], emitted: int) -> d
     from nerve import __version__
 
     ok = {name: all(p.returncode == 0 for p in procs) for name, procs in outputs.items()}
+    for name, procs in outputs.items():
+        failed = [p for p in procs if p.returncode != 0]
+        if failed:
+            say(f"{name} exited {failed[0].returncode}: {failed[0].stderr.strip()[-300:]}")
     return {
         "every_command_exit_0": all(ok.values()),
         "version_text": all(p.stdout == f"nerve {__version__}\n" for p in outputs["version"]),
@@ -311,6 +316,19 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return args
 
 
+def wait_warm(nerve: list[str], deadline_s: float = 600) -> None:
+    """Until ``status --json`` says the daemon's warm-up is over (``nerve start`` returns
+    once the socket answers; reading back a long log takes longer)."""
+    deadline = time.monotonic() + deadline_s
+    while time.monotonic() < deadline:
+        proc = subprocess.run([*nerve, "status", "--json"], capture_output=True, text=True,
+                              env=command_env(), timeout=120)  # fmt: skip
+        if proc.returncode == 0 and json.loads(proc.stdout).get("warming") is False:
+            return
+        time.sleep(0.2)
+    raise SystemExit("[bench] the daemon did not finish warming up")
+
+
 def main(argv: Sequence[str] | None = None, out: TextIO = sys.stdout) -> int:
     args = parse_args(argv)
     root = Path(tempfile.mkdtemp(prefix="nerve-cli-")) / "ws"
@@ -324,6 +342,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO = sys.stdout) -> int:
             [*nerve, "start"], check=True, capture_output=True, env=command_env(), timeout=120
         )
         try:
+            wait_warm(nerve)  # the rounds measure a daemon at work, not one warming up
             result = measure(root, side, args.rounds)
         finally:
             subprocess.run([*nerve, "stop"], capture_output=True, env=command_env(), timeout=120)

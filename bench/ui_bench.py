@@ -1,24 +1,37 @@
-"""`nerve ui`'s timeline against ActivityWatch's aw-server, in the same headless Chromium.
+"""`nerve ui`'s timeline against ActivityWatch's own web UI, in the same headless Chromium.
 
-    .venv/bin/python bench/ui_bench.py [--events N] [--rounds R] [--big N] [--quick]
+    .venv/bin/python bench/ui_bench.py [--aw-webui DIR] [--events N] [--rounds R] [--big N]
+                                       [--quick]
 
-A generated day of window-focus events (``--events``, spread over the last 24 hours, each
+A generated day of window-focus events (``--events``, spread over the last 23 hours, each
 with an app, a title and a duration) is written into both stores: a nerve workspace (imported
-and sealed) and a real ``aw-server`` process (``--testing``, one ``aw-watcher-window``
-bucket, events posted through its REST API; its ``memory`` storage, as 0.12.0's peewee and
-sqlite storages fail with today's aw-core and werkzeug: a created-time type error and a
-cross-thread SQLite handle). Then, ``--rounds`` times, each in a fresh browser context (empty
-cache), Debian's Chromium loads:
+and sealed) and a real ``aw-server`` process (one ``aw-watcher-window`` bucket, events posted
+through its REST API; run as its users run it, not ``--testing``, with its ``memory``
+storage, as 0.12.0's peewee and sqlite storages fail with today's aw-core and werkzeug: a
+created-time type error and a cross-thread SQLite handle).
 
-* **nerve**: ``nerve ui``'s timeline for the last 24 hours, timed from navigation to the
-  first painted swimlane mark (the next animation frame after ``#timeline .lane rect``
-  exists), bytes counted over the wire (CDP ``encodedDataLength``) until the network is idle;
-* **aw**: what aw-webui's timeline must fetch before it can paint anything, the day's events
-  of the bucket (``/api/0/buckets/<id>/events?start=…&end=…``), timed and counted the same
-  way. The aw-webui build that PyPI's ``aw-server`` 0.12.0 ships has ``index.html`` but not
-  the ``js/`` bundles it names (the bench reports how many of its requests fail), so aw's page
-  cannot be painted here; its data request alone is a lower bound on its time and bytes, and
-  a ratio under the goal against that bound holds against the full page a fortiori.
+The aw-server wheel on PyPI (0.12.0) ships aw-webui's ``index.html`` but not the ``js/``
+bundles it names, so its pages cannot paint. ``--aw-webui DIR`` gives a built aw-webui: the
+folder its production build writes (``index.html``, ``js/``, ``css/``, ``static/``). The
+bench copies the installed ``aw_server`` package into its temporary folder with ``DIR`` as
+its ``static/`` and runs that copy, so aw-server's own code serves the pages, as the
+ActivityWatch bundle does (no proxy in between). The build matching 0.12.0 is aw-webui at the
+commit aw-server 0.12.0 pins as its submodule (e4f20a0, 2022-07-12: its CSS hashes equal
+the wheel's). Without ``--aw-webui``, aw is measured by what its timeline must fetch before
+it can paint anything, the day's events of the bucket, a lower bound on its time and bytes;
+the bench says so beside the ratios.
+
+Then, ``--rounds`` times, each in a fresh browser context (empty cache and storage), the
+same Chromium (Debian's, through Playwright) loads nerve's timeline for the day and
+aw-webui's Timeline view set to its last 24 hours (its default duration, a setting kept in
+localStorage). Each is timed to **painted**, defined alike for both: the first frame after
+the timeline's drawn marks exist (``#timeline .lane rect``; aw-webui's ``.vis-item``) and no
+request in flight for 0.5 s (Playwright's "network idle"), whichever is later, on the page's
+own clock from the start of navigation. Bytes are what crossed the wire until then (CDP's
+``encodedDataLength``). aw-webui's timeline (vis-timeline) grows worse than linearly with the
+events it draws (here, 1,000 took 6 s and 3,000 took 97 s at load 18; 20,000 had not painted
+after 15 minutes), so a day is 2,000 focus changes, one every ~40 s; a page that does not
+paint within ``--paint-timeout`` fails the run with a one-line message.
 
 Both servers answer once untimed first (a running server is what is compared, not its
 start-up). Ratios are nerve / aw (fastest round each); goals are ≤ 0.5 for both. ``--big``
@@ -29,9 +42,13 @@ search over the week (``/events?text=``, one match, median of 5, and its first).
 ``nerve ui`` process's memory and CPU while idle are reported. The live tail is followed
 over server-sent events while events are appended at ``--rate`` per second for
 ``--live-seconds``: every one must arrive, once, in order. Checks: nerve's timeline counts
-every event of the day; aw returns every event posted; in a full run, the goals.
-``--quick``: 1,000 events, 1 round, a 20k big log. The last line is ``RESULT {json}``;
-progress goes to stderr.
+every event of the day and its page loads clean (no failed request, no error); aw returns
+every event posted; with ``--aw-webui``, aw-server serves the build, aw-webui shows every
+event ("Events shown") and no request of its own fails (but the two that fail for every
+offline user: an icon its build does not write, and its release check, sent to GitHub,
+which the bench's browser does not resolve: nothing leaves loopback), nor any script; in a
+full run, the goals. ``--quick``: 1,000 events, 1 round, a 20k big log. The last line is
+``RESULT {json}``; progress goes to stderr.
 """
 
 from __future__ import annotations
@@ -40,6 +57,7 @@ import argparse
 import importlib.util
 import json
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -60,12 +78,13 @@ from nerve.events import Event, SourceClass, Trust
 from nerve.workspace import WorkspaceDir, init_workspace
 from tests.helpers.browser import CHROMIUM, CHROMIUM_ARGS, UiProcess
 
-DEFAULTS = {"events": 20_000, "rounds": 5, "big": 1_000_000, "live_seconds": 10.0, "rate": 5_000}
+DEFAULTS = {"events": 2_000, "rounds": 5, "big": 1_000_000, "live_seconds": 10.0, "rate": 5_000}
 QUICK = {"events": 1_000, "rounds": 1, "big": 20_000, "live_seconds": 1.0, "rate": 1_000}
 GOAL_RATIO = 0.5
 GOAL_BIG_MS = 300
 GOAL_SEARCH_MS = 500
 DAY_NS = 86_400 * 10**9
+SPAN_NS = DAY_NS - 3_600 * 10**9
 APPS = [
     ("firefox", "nerve ui — timeline"),
     ("code", "data.py — nerve"),
@@ -82,9 +101,10 @@ def say(text: str) -> None:
 
 
 def day_of_events(count: int, end_ns: int) -> list[tuple[int, int, str, str]]:
-    """(start ns, duration ns, app, title) spread evenly over the 24 hours before ``end_ns``."""
-    step = DAY_NS // count
-    start = end_ns - DAY_NS
+    """(start ns, duration ns, app, title) spread evenly over the 23 hours before ``end_ns``:
+    aw-webui's "last 24 h", taken when each page loads, still holds all of them an hour on."""
+    step = SPAN_NS // count
+    start = end_ns - SPAN_NS
     return [
         (start + i * step, step * (1 + i % 3) // 3, *APPS[(i * 7 + i // 11) % len(APPS)])
         for i in range(count)
@@ -123,7 +143,9 @@ def free_port() -> int:
     return pick()
 
 
-def start_aw(work: Path) -> tuple[subprocess.Popen[bytes], str]:
+def start_aw(work: Path, webui: Path | None) -> tuple[subprocess.Popen[bytes], str]:
+    """A real ``aw-server`` as its users run it (not ``--testing``: no debug mode, compact
+    JSON), serving ``webui`` as its pages when given (see ``aw_package``)."""
     port = free_port()
     env = {
         **os.environ,
@@ -131,19 +153,13 @@ def start_aw(work: Path) -> tuple[subprocess.Popen[bytes], str]:
             k: str(work / k.lower()) for k in ("XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME")
         },
     }
+    if webui is not None:
+        env["PYTHONPATH"] = os.pathsep.join(
+            [str(aw_package(work / "pkg", webui)), *filter(None, [env.get("PYTHONPATH")])]
+        )
+    argv = ["-m", "aw_server", "--storage", "memory", "--host", "127.0.0.1", "--port", str(port)]
     proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "aw_server",
-            "--testing",
-            "--storage",
-            "memory",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-        ],
+        [sys.executable, *argv],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         env=env,
@@ -158,6 +174,34 @@ def start_aw(work: Path) -> tuple[subprocess.Popen[bytes], str]:
             time.sleep(0.2)
     proc.kill()
     raise SystemExit("aw-server did not answer within 60 s")
+
+
+def aw_package(into: Path, webui: Path) -> Path:
+    """A copy of the installed ``aw_server`` package whose ``static/`` is ``webui``: aw-server
+    serves its pages from the ``static/`` beside its module, as the ActivityWatch bundle ships
+    it, so the copy (first on ``PYTHONPATH``) serves them with aw-server's own code."""
+    spec = importlib.util.find_spec("aw_server")
+    assert spec is not None and spec.submodule_search_locations is not None
+    installed = Path(next(iter(spec.submodule_search_locations)))
+    shutil.copytree(
+        installed, into / "aw_server", ignore=shutil.ignore_patterns("static", "__pycache__")
+    )
+    shutil.copytree(webui, into / "aw_server" / "static")
+    return into
+
+
+def webui_problem(webui: Path) -> str | None:
+    """Why ``webui`` is not a built aw-webui (its index.html and the scripts it names)."""
+    index = webui / "index.html"
+    if not index.is_file():
+        return f"--aw-webui {webui}: no index.html (give the folder aw-webui's build writes)"
+    scripts = re.findall(r'<script[^>]* src="/?([^"]+)"', index.read_text(errors="replace"))
+    if not scripts:
+        return f"--aw-webui {webui}: index.html names no script (not a built aw-webui)"
+    missing = [name for name in scripts if not (webui / name).is_file()]
+    if missing:
+        return f"--aw-webui {webui}: index.html names {missing[0]}, which is not there"
+    return None
 
 
 def _post(url: str, body: Any) -> None:
@@ -186,43 +230,161 @@ def _iso(ns: int) -> str:
 
 # -- the browser -----------------------------------------------------------------------------
 
+# Run before each page's own scripts: the page's clock stamps the first frame painted after the
+# timeline's drawn marks exist (found as they are added), and keeps every request's timing.
+PAINT_PROBE = """
+(() => {
+  const marks = %s;
+  performance.setResourceTimingBufferSize(100000);
+  const stamp = () => requestAnimationFrame(() => setTimeout(() => {
+    window.__paintedAt = performance.now();
+  }));
+  const watch = new MutationObserver(() => {
+    if (document.querySelector(marks)) { watch.disconnect(); stamp(); }
+  });
+  watch.observe(document, {childList: true, subtree: true});
+})();
+"""
+# When the network last answered, on the same clock (ms from the start of navigation).
+NETWORK_END = """() => Math.max(
+  ...performance.getEntriesByType('navigation').map(e => e.responseEnd),
+  ...performance.getEntriesByType('resource').map(e => e.responseEnd))"""
+# When the request whose URL holds the given text last answered: the timeline's data.
+DATA_END = """(part) => Math.max(0, ...performance.getEntries()
+  .filter(e => e.name.includes(part) && e.responseEnd !== undefined).map(e => e.responseEnd))"""
+QUIET_S = 0.5  # "network idle": no request in flight for this long, as Playwright defines it
+NERVE_MARKS = "#timeline .lane rect"
+AW_MARKS = ".vis-timeline .vis-item"
+# aw-webui keeps its settings in localStorage: one who looks at a day sets the timeline's
+# default duration to 24 h (Settings → Timeline).
+AW_SETTINGS = "localStorage.setItem('durationDefault', '86400');"
+AW_SHOWN = "() => +(document.body.innerText.match(/Events shown:\\s*(\\d+)/) || [0, -1])[1]"
 
-def load(
-    browser: Any, url: str, painted: str | None, cookie: dict[str, Any] | None
-) -> dict[str, Any]:
-    """One cold load: ms to painted (or to load), bytes over the wire, failed requests."""
-    context = browser.new_context(viewport={"width": 1280, "height": 800})
-    try:
-        if cookie is not None:
-            context.add_cookies([cookie])
-        page = context.new_page()
-        cdp = context.new_cdp_session(page)
+
+class Loader:
+    """Cold loads (a fresh browser context each: empty cache and storage) in one Chromium,
+    each timed to painted: the timeline's marks drawn and the network idle."""
+
+    def __init__(self, browser: Any, timeout_s: float) -> None:
+        self.browser = browser
+        self.timeout_s = timeout_s
+
+    def load(
+        self,
+        url: str,
+        marks: str | None,
+        cookie: dict[str, Any] | None = None,
+        settings: str = "",
+        inspect: str = "() => null",
+        data: str = "/",
+    ) -> dict[str, Any]:
+        context = self.browser.new_context(viewport={"width": 1280, "height": 800})
+        try:
+            if cookie is not None:
+                context.add_cookies([cookie])
+            if settings:
+                context.add_init_script(settings)
+            if marks is not None:
+                context.add_init_script(PAINT_PROBE % json.dumps(marks))
+            page = context.new_page()
+            wire = _Wire(context.new_cdp_session(page), page)
+            page.goto(url, wait_until="commit")
+            if marks is not None:
+                self._painted(page, url)
+            wire.settle(page, self.timeout_s)
+            painted = page.evaluate("window.__paintedAt ?? null")
+            network = page.evaluate(NETWORK_END)
+            return {
+                "ms": round(max(painted or 0, network), 1),
+                "marks_painted_ms": None if painted is None else round(painted, 1),
+                "network_done_ms": round(network, 1),
+                "data_done_ms": round(page.evaluate(DATA_END, data), 1),
+                "marks": page.evaluate(f"document.querySelectorAll({json.dumps(marks)}).length")
+                if marks
+                else 0,
+                "shown": page.evaluate(inspect),
+                **wire.figures(),
+            }
+        finally:
+            context.close()
+
+    def _painted(self, page: Any, url: str) -> None:
+        from playwright.sync_api import TimeoutError as Late
+
+        try:
+            page.wait_for_function(
+                "() => window.__paintedAt !== undefined",
+                polling=50,
+                timeout=self.timeout_s * 1000,
+            )
+        except Late:
+            raise SystemExit(f"{url}: no timeline painted within {self.timeout_s:.0f} s") from None
+
+
+class _Wire:
+    """What crossed the wire for one page (CDP's counts), and when it fell quiet."""
+
+    def __init__(self, cdp: Any, page: Any) -> None:
+        self.bytes = 0
+        self.requests = 0
+        self.inflight: set[str] = set()
+        self.urls: dict[str, str] = {}
+        self.failed: list[str] = []
+        self.errors: list[str] = []
+        self.page_errors: list[str] = []
+        self.off_loopback: list[str] = []
+        self.last_change = time.monotonic()
         cdp.send("Network.enable")
-        got: dict[str, float] = {"bytes": 0, "failed": 0}
-        cdp.on(
-            "Network.loadingFinished",
-            lambda e: got.__setitem__("bytes", got["bytes"] + e["encodedDataLength"]),
-        )
-        cdp.on("Network.loadingFailed", lambda e: got.__setitem__("failed", got["failed"] + 1))
-        page.on("response", lambda r: got.__setitem__("failed", got["failed"] + (r.status >= 400)))
-        t0 = time.perf_counter()
-        page.goto(url, wait_until="commit")
-        if painted is not None:
-            page.wait_for_selector(painted, state="attached", timeout=60_000)
-        else:
-            page.wait_for_load_state("load")
-        page.evaluate("new Promise(r => requestAnimationFrame(() => r()))")
-        ms = (time.perf_counter() - t0) * 1000
-        page.wait_for_load_state("networkidle")
-        body = page.evaluate("document.body ? document.body.innerText.length : 0")
+        cdp.on("Network.requestWillBeSent", self._sent)
+        cdp.on("Network.loadingFinished", self._finished)
+        cdp.on("Network.loadingFailed", self._failed)
+        page.on("response", self._answered)
+        page.on("console", self._logged)
+        page.on("pageerror", lambda e: self.page_errors.append(str(e)[:200]))
+
+    def _answered(self, response: Any) -> None:
+        if response.status >= 400:
+            self.failed.append(f"{response.status} {response.url}")
+
+    def _logged(self, message: Any) -> None:
+        if message.type == "error":
+            self.errors.append(message.text[:200])
+
+    def _sent(self, event: dict[str, Any]) -> None:
+        self.inflight.add(event["requestId"])
+        self.requests += event.get("redirectResponse") is None
+        url = self.urls[event["requestId"]] = event["request"]["url"]
+        if urllib.parse.urlsplit(url).hostname not in (None, "127.0.0.1", "localhost"):
+            self.off_loopback.append(url)
+        self.last_change = time.monotonic()
+
+    def _finished(self, event: dict[str, Any]) -> None:
+        self.bytes += int(event["encodedDataLength"])
+        self.inflight.discard(event["requestId"])
+        self.last_change = time.monotonic()
+
+    def _failed(self, event: dict[str, Any]) -> None:
+        url = self.urls.get(event["requestId"], "?")
+        self.failed.append(f"{event.get('errorText', 'failed')} {url}")
+        self.inflight.discard(event["requestId"])
+        self.last_change = time.monotonic()
+
+    def settle(self, page: Any, deadline_s: float) -> None:
+        deadline = time.monotonic() + deadline_s
+        while self.inflight or time.monotonic() - self.last_change < QUIET_S:
+            if time.monotonic() > deadline:
+                raise SystemExit(f"the network did not fall quiet within {deadline_s:.0f} s")
+            page.wait_for_timeout(50)  # lets Playwright deliver the network events meanwhile
+
+    def figures(self) -> dict[str, Any]:
         return {
-            "ms": round(ms, 1),
-            "bytes": int(got["bytes"]),
-            "failed": int(got["failed"]),
-            "text_chars": body,
+            "bytes": self.bytes,
+            "requests": self.requests,
+            "failed": self.failed[:10],
+            "console_errors": self.errors[:10],
+            "page_errors": self.page_errors[:10],
+            "off_loopback": self.off_loopback[:10],
         }
-    finally:
-        context.close()
 
 
 def best(rounds: list[dict[str, Any]]) -> dict[str, Any]:
@@ -243,12 +405,12 @@ def side_by_side(work: Path, args: argparse.Namespace) -> dict[str, Any]:
     state = {"XDG_STATE_HOME": str(work / "state")}
     os.environ.update(state)
     ws = nerve_store(work / "ws", day)
-    aw, aw_base = start_aw(work / "aw")
+    aw, aw_base = start_aw(work / "aw", args.aw_webui)
     ui = UiProcess(ws.root, state)
     try:
         aw_store(aw_base, day)
         host = ui.base.split("//")[1].split(":")[0]
-        cookie = {
+        cookie: dict[str, Any] = {
             "name": COOKIE,
             "value": Keys(token_path(ws)).cookie(),
             "domain": host,
@@ -257,24 +419,28 @@ def side_by_side(work: Path, args: argparse.Namespace) -> dict[str, Any]:
             "sameSite": "Strict",
         }
         since, until = now - DAY_NS, now + 10**9
-        nerve_url = f"{ui.base}/?since={since}&until={until}"
-        window = urllib.parse.urlencode({"start": _iso(since), "end": _iso(until), "limit": -1})
-        aw_url = f"{aw_base}/api/0/buckets/{BUCKET}/events?{window}"
+        nerve_page: dict[str, Any] = {"url": f"{ui.base}/?since={since}&until={until}"}
+        nerve_page.update(marks=NERVE_MARKS, cookie=cookie, data="/?since=")
+        aw_page = _aw_page(aw_base, since, until, args.aw_webui is not None)
         with sync_playwright() as pw:
-            browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            browser = pw.chromium.launch(executable_path=CHROMIUM, args=BENCH_ARGS)
             try:
-                load(browser, nerve_url, "#timeline .lane rect", cookie)  # warm: not timed
-                load(browser, aw_url, None, None)
+                loader = Loader(browser, args.paint_timeout)
+                loader.load(**nerve_page)  # warm: not timed
+                loader.load(**aw_page)
                 nerve_runs, aw_runs = [], []
                 for r in range(args.rounds):
                     say(f"round {r + 1}/{args.rounds}")
-                    nerve_runs.append(load(browser, nerve_url, "#timeline .lane rect", cookie))
-                    aw_runs.append(load(browser, aw_url, None, None))
-                aw_page = load(browser, aw_base + "/", None, None)
+                    nerve_runs.append(loader.load(**nerve_page))
+                    aw_runs.append(loader.load(**aw_page))
+                index = None if args.aw_webui else loader.load(aw_base + "/", None)
             finally:
                 browser.close()
         counted = _timeline_count(ui.base, cookie["value"], since, until)
-        posted = len(json.loads(urllib.request.urlopen(aw_url, timeout=60).read()))
+        window = urllib.parse.urlencode({"start": _iso(since), "end": _iso(until), "limit": -1})
+        events_url = f"{aw_base}/api/0/buckets/{BUCKET}/events?{window}"
+        posted = len(json.loads(urllib.request.urlopen(events_url, timeout=60).read()))
+        served = _serves_build(aw_base, args.aw_webui)
         idle = _idle(ui.proc.pid)
     finally:
         ui.stop()
@@ -283,14 +449,47 @@ def side_by_side(work: Path, args: argparse.Namespace) -> dict[str, Any]:
     n, a = best(nerve_runs), best(aw_runs)
     return {
         "nerve": n,
-        "aw_events_request": a,
-        "aw_webui_page": aw_page,
+        "aw": a,
+        "aw_peer": "aw-webui" if args.aw_webui else "events request (lower bound)",
+        "aw_webui_index": index,
+        "aw_serves_the_build": served,
+        "rounds_ms": {"nerve": [r["ms"] for r in nerve_runs], "aw": [r["ms"] for r in aw_runs]},
         "time_ratio": round(n["ms"] / a["ms"], 3),
         "bytes_ratio": round(n["bytes"] / a["bytes"], 3),
         "nerve_counted": counted,
         "aw_returned": posted,
         "ui_idle": idle,
     }
+
+
+BENCH_ARGS = [*CHROMIUM_ARGS, "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"]
+
+
+def _aw_page(base: str, since: int, until: int, webui: bool) -> dict[str, Any]:
+    """aw-webui's Timeline for the last 24 h; without the pages, what it must fetch before it
+    can paint anything: the day's events of the bucket."""
+    if webui:
+        return {
+            "url": f"{base}/#/timeline",
+            "marks": AW_MARKS,
+            "settings": AW_SETTINGS,
+            "inspect": AW_SHOWN,
+            "data": "/events?",
+        }
+    window = urllib.parse.urlencode({"start": _iso(since), "end": _iso(until), "limit": -1})
+    return {
+        "url": f"{base}/api/0/buckets/{BUCKET}/events?{window}",
+        "marks": None,
+        "data": "/events?",
+    }
+
+
+def _serves_build(base: str, webui: Path | None) -> bool | None:
+    """Whether aw-server answers ``/`` with the given build's index.html."""
+    if webui is None:
+        return None
+    served = urllib.request.urlopen(base + "/", timeout=60).read()
+    return bool(served == (webui / "index.html").read_bytes())
 
 
 def _timeline_count(base: str, cookie: str, since: int, until: int) -> int:
@@ -434,7 +633,19 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--rate", type=int, help="events/s appended while the tail follows")
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder")
+    parser.add_argument(
+        "--aw-webui",
+        type=Path,
+        metavar="DIR",
+        help="a built aw-webui (its index.html and js/) for aw-server to serve; "
+        "without it aw is measured by its events request alone, a lower bound",
+    )
+    parser.add_argument(
+        "--paint-timeout", type=float, default=300.0, help="seconds a page may take to paint"
+    )
     args = parser.parse_args(argv)
+    if args.aw_webui is not None and (problem := webui_problem(args.aw_webui)):
+        parser.error(problem)
     base = QUICK if args.quick else DEFAULTS
     for name, value in base.items():
         if getattr(args, name) is None:
@@ -447,7 +658,12 @@ def checks(result: dict[str, Any], args: argparse.Namespace) -> dict[str, bool]:
     out = {
         "nerve_counts_every_event": side["nerve_counted"] == args.events,
         "aw_returns_every_event": side["aw_returned"] == args.events,
+        "nerve_page_clean": _clean(side["nerve"]),
     }
+    if args.aw_webui is not None:
+        out["aw_serves_the_build"] = side["aw_serves_the_build"] is True
+        out["aw_webui_shows_every_event"] = side["aw"]["shown"] == args.events
+        out["aw_webui_page_clean"] = _clean(side["aw"], AW_KNOWN_FAILURES, console=False)
     if "live" in result:
         live = result["live"]
         out["live_no_loss"] = live["missing"] == 0 and live["received"] == live["appended"]
@@ -460,6 +676,24 @@ def checks(result: dict[str, Any], args: argparse.Namespace) -> dict[str, bool]:
             out["big_timeline_goal"] = result["big"]["ms_median"] <= GOAL_BIG_MS
             out["big_search_goal"] = result["big"]["search_week_ms_median"] <= GOAL_SEARCH_MS
     return out
+
+
+# Requests aw-webui makes that fail here, as they would for its users offline: an SVG icon
+# its index.html names but its build does not write, and its release check, which asks GitHub
+# (the bench's browser resolves no name but loopback's, so it fails at once).
+AW_KNOWN_FAILURES = (
+    "/img/icons/favicon.svg",
+    "https://api.github.com/repos/ActivityWatch/activitywatch/releases/latest",
+)
+
+
+def _clean(load: dict[str, Any], known: Sequence[str] = (), console: bool = True) -> bool:
+    """No failed request and nothing off loopback (but the ``known``), no uncaught error, and
+    (with ``console``) nothing logged as an error."""
+    failed = [f for f in load["failed"] if not f.endswith(tuple(known))]
+    away = [u for u in load["off_loopback"] if u not in known]
+    logged = load["console_errors"] if console else []
+    return not (failed or away or load["page_errors"] or logged)
 
 
 def main(argv: Sequence[str] | None = None, out: TextIO = sys.stdout) -> int:
@@ -491,14 +725,33 @@ def main(argv: Sequence[str] | None = None, out: TextIO = sys.stdout) -> int:
 
 def render(result: dict[str, Any], out: TextIO) -> None:
     s = result["side_by_side"]
-    n, a = s["nerve"], s["aw_events_request"]
-    print(f"nerve timeline painted   {n['ms']:8.1f} ms  {n['bytes']:>10,} B", file=out)
-    print(
-        f"aw events request        {a['ms']:8.1f} ms  {a['bytes']:>10,} B  (lower bound)", file=out
-    )
-    print(f"ratio nerve/aw           time {s['time_ratio']}  bytes {s['bytes_ratio']}", file=out)
-    w = s["aw_webui_page"]
-    print(f"aw-webui page            {w['bytes']:,} B, {w['failed']} failed requests", file=out)
+    n, a = s["nerve"], s["aw"]
+    webui = s["aw_peer"] == "aw-webui"
+    peer = "aw-webui timeline painted" if webui else "aw events request"
+    for name, load in (("nerve timeline painted", n), (peer, a)):
+        print(
+            f"{name:<27}{load['ms']:9.1f} ms {load['bytes']:>11,} B  "
+            f"({load['requests']} requests; marks at {load['marks_painted_ms']} ms, "
+            f"network done at {load['network_done_ms']} ms)",
+            file=out,
+        )
+    bound = "" if webui else "  (against a lower bound: no --aw-webui DIR given)"
+    for what in ("time", "bytes"):
+        ratio = s[f"{what}_ratio"]
+        verdict = "met" if ratio <= GOAL_RATIO else "missed"
+        print(
+            f"ratio nerve/aw {what:<12}{ratio:9.3f}   goal <= {GOAL_RATIO}: {verdict}{bound}",
+            file=out,
+        )
+    if webui:
+        print(f"aw-webui shows             {a['shown']:,} events; failed {a['failed']}", file=out)
+    else:
+        w = s["aw_webui_index"]
+        print(
+            f"aw-server's own index.html {w['bytes']:,} B, {len(w['failed'])} failed requests "
+            "(the wheel ships no js/: aw-webui cannot paint)",
+            file=out,
+        )
     print(f"nerve ui idle            {s['ui_idle']}", file=out)
     if "live" in result:
         v = result["live"]

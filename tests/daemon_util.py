@@ -39,7 +39,12 @@ class Daemon:
         return self.root / "data" / "nerve.sock"
 
     def start(self) -> None:
+        """`nerve daemon start`, then its warm-up: the tests here read a whole daemon."""
         run_cli("--workspace", str(self.root), "daemon", "start", timeout=90)
+        self.wait_for(self.warm, timeout=90, what="the warm-up to end")
+
+    def warm(self) -> bool:
+        return self.request({"type": "status"})["status"]["warming"] is False
 
     def stop(self) -> None:
         run_cli("--workspace", str(self.root), "daemon", "stop", check=False, timeout=60)

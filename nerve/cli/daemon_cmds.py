@@ -102,12 +102,18 @@ def status_lines(health: dict[str, Any], width: int | None) -> list[str]:
     ``width`` on a terminal; whole when piped)."""
     groups = len(health["groups"])
     lines = [
-        f"running  pid {health['pid']}, up {_uptime(float(health['uptime_s']))}",
+        f"running  pid {health['pid']}, up {_uptime(float(health['uptime_s']))}"
+        + (
+            ", warming up (emits are stored; senses and workflows not yet loaded)"
+            if health.get("warming")
+            else ""
+        ),
         f"events   {plural(health['events'], 'event')} appended "
         f"({plural(health['commits'], 'commit')}), {plural(health['segments'], 'segment')}, "
         f"{health['tail_rows']:,} unsealed",
         f"senses   {health['senses']} in {plural(groups, 'group')}",
-        f"capture  {_capture(health.get('capture'))}",
+        "capture  "
+        + ("not known yet" if health.get("warming") else _capture(health.get("capture"))),
     ]
     senses = health.get("sense_results", [])
     if not senses:

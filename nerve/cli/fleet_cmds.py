@@ -119,9 +119,11 @@ def query_cmd(
 
     DuckDB reads only the files whose times reach --since, of the hosts named by --host.
     """
-    from nerve.privacy.selection import parse_when
+    since_ns = None
+    if since is not None:
+        from nerve.privacy.selection import parse_when
 
-    since_ns = None if since is None else parse_when(since, time.time_ns(), "--since").physical_ns
+        since_ns = parse_when(since, time.time_ns(), "--since").physical_ns
     answer = _door().fleet_query(sql, since_ns=since_ns, hosts=host, on_plan=_say_plan)
     fmt = "json" if as_json else "csv" if as_csv else "table"
     render_chunks(answer.columns, answer.chunks(), fmt=fmt, limit=limit)

@@ -78,7 +78,7 @@ class Fleet:
 
     def warehouse(self) -> Warehouse:
         """The fleet table nerve.yaml names (``UsageError`` without a ``fleet:`` section)."""
-        from nerve.fleet.ship import fleet_settings
+        from nerve.fleet.settings import fleet_settings
         from nerve.fleet.warehouse import open_warehouse, resolve
 
         return open_warehouse(resolve(fleet_settings(self.folder), self.folder.data))
@@ -93,22 +93,54 @@ class Fleet:
     ) -> FleetAnswer:
         """SQL over ``fleet_events`` (every host's shipped events and ``host``); DuckDB
         reads only the files whose times reach ``since_ns``, of ``hosts`` (all if None).
-        ``on_plan`` sees which files will be read before the query runs."""
-        from nerve.fleet.query import connect_fleet, plan
-        from nerve.fleet.ship import fleet_settings
+        ``on_plan`` sees which files will be read before the query runs. A plan made for
+        the same table state is reused (``nerve.fleet.plancache``): the table is opened
+        only when something must be planned or fetched."""
+        from nerve.fleet.query import connect_fleet
+        from nerve.fleet.settings import fleet_settings
         from nerve.log.crypt import is_encrypted
         from nerve.query import stream_query
 
-        wh = self.warehouse()
-        fleet = plan(wh, since_ns=since_ns, hosts=hosts)
+        settings = fleet_settings(self.folder)
+        opened: list[Warehouse] = []
+
+        def wh() -> Warehouse:
+            if not opened:
+                opened.append(self.warehouse())
+            return opened[0]
+
+        fleet = self._fleet_plan(wh, since_ns, hosts)
         if on_plan is not None:
             on_plan(fleet)
-        limit_mb = fleet_settings(self.folder).cache_mb
+        limit_mb = settings.cache_mb
         cache = self.folder.data / "fleet" / "cache" if limit_mb else None
         if is_encrypted(self.folder.log_root):
             cache = None  # the fetched files are other hosts' plaintext: none under data/
         result = stream_query(connect_fleet(wh, fleet, cache), sql)
         return FleetAnswer(fleet, result, cache, limit_mb * 1024 * 1024)
+
+    def _fleet_plan(
+        self, wh: Callable[[], Warehouse], since_ns: int | None, hosts: list[str] | None
+    ) -> FleetPlan:
+        from nerve.fleet import plancache
+        from nerve.fleet.query import plan
+        from nerve.fleet.settings import fleet_settings
+        from nerve.fleet.warehouse import resolve
+        from nerve.log.crypt import is_encrypted
+
+        resolved = resolve(fleet_settings(self.folder), self.folder.data)
+        folder = self.folder.data / "fleet"
+        if is_encrypted(self.folder.log_root):  # nothing of other hosts kept under data/
+            return plan(wh(), since_ns=since_ns, hosts=hosts)
+        location = plancache.metadata_location(resolved)
+        kept = plancache.cached(folder, location, since_ns, hosts) if location else None
+        if kept is not None:
+            return kept
+        table = wh().table
+        made = plan(wh(), since_ns=since_ns, hosts=hosts)
+        if isinstance(table.metadata_location, str):  # the state this plan was made from
+            plancache.keep(folder, resolved, table.metadata_location, made, hosts)
+        return made
 
     def fleet_verify(
         self, *, hosts: list[str] | None = None, repin: bool = False, threads: int = 8

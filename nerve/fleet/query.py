@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -68,8 +69,17 @@ def _warnings(files: dict[str, list[str]], deletes: dict[str, Any]) -> list[str]
     return [w + " (the table is not what the hosts shipped: run `nerve fleet verify`)" for w in out]
 
 
-def connect_fleet(wh: Warehouse, fleet: FleetPlan, cache: Path | None = None) -> Any:
-    """A DuckDB connection with ``fleet_events`` over the planned files.
+WarehouseSource = Warehouse | Callable[[], Warehouse]  # a table, or how to open it if needed
+
+
+def _opened(wh: WarehouseSource) -> Warehouse:
+    return wh if isinstance(wh, Warehouse) else wh()
+
+
+def connect_fleet(wh: WarehouseSource, fleet: FleetPlan, cache: Path | None = None) -> Any:
+    """A DuckDB connection with ``fleet_events`` over the planned files (``wh``: the
+    table, or a function opening it, called only if a file must be fetched or read
+    through it).
 
     With ``cache`` (a folder), each file is read from there, fetched on first use: a file's
     name is the blake3 of its bytes, so a cached copy is checked once and never goes stale.
@@ -89,7 +99,7 @@ def connect_fleet(wh: Warehouse, fleet: FleetPlan, cache: Path | None = None) ->
         uris = [u for u in all_uris if u not in fleet.deletes]
         for count, uri in enumerate(u for u in all_uris if u in fleet.deletes):
             name = f"_fleet_{index}_deleted_{count}"
-            conn.register(name, _with_deletes(wh, fleet.deletes[uri]))
+            conn.register(name, _with_deletes(_opened(wh), fleet.deletes[uri]))
             parts.append(f"SELECT *, '{host_sql}' AS host FROM {name}")
         if not uris:
             continue
@@ -98,7 +108,7 @@ def connect_fleet(wh: Warehouse, fleet: FleetPlan, cache: Path | None = None) ->
             source = f"read_parquet([{names}])"
         else:
             source = f"_fleet_{index}"
-            conn.register(source, _dataset(wh, uris))
+            conn.register(source, _dataset(_opened(wh), uris))
         parts.append(f"SELECT *, '{host_sql}' AS host FROM {source}")
     if not parts:  # an empty table still has the view, with no rows
         conn.register("_fleet_empty", _empty())
@@ -145,7 +155,7 @@ def _empty() -> Any:
 FETCH_THREADS = 8
 
 
-def fetch(wh: Warehouse, fleet: FleetPlan, cache: Path) -> dict[str, Path]:
+def fetch(wh: WarehouseSource, fleet: FleetPlan, cache: Path) -> dict[str, Path]:
     """Every planned file in ``cache`` (fetched and blake3-checked if missing); uri -> path.
     A local warehouse is read in place."""
     from concurrent.futures import ThreadPoolExecutor
@@ -156,25 +166,27 @@ def fetch(wh: Warehouse, fleet: FleetPlan, cache: Path) -> dict[str, Path]:
 
         return {u: local_path(u) for u in uris}
     cache.mkdir(parents=True, exist_ok=True)
+    paths = {u: cache / f"{segment_name(u)}.parquet" for u in uris}
+    missing = [u for u in dict.fromkeys(uris) if not paths[u].exists()]
+    for uri in set(uris) - set(missing):
+        os.utime(paths[uri])  # recently used: evicted last
+    if not missing:
+        return paths
+    store = _opened(wh)  # opened once, before the threads
 
-    def one(uri: str) -> tuple[str, Path]:
-        path = cache / f"{segment_name(uri)}.parquet"
-        if path.exists():
-            os.utime(path)  # recently used: evicted last
-            return uri, path
-        data = wh.read(uri)
+    def one(uri: str) -> None:
+        data = store.read(uri)
         if data is None:
             raise FleetError(
                 f"{uri}: registered, but the store does not have it (run fleet verify)"
             )
         if blake3.blake3(data).hexdigest() != segment_name(uri):
             raise FleetError(f"{uri}: its bytes do not hash to its name (run fleet verify)")
-        write_local(path, data)
-        return uri, path
+        write_local(paths[uri], data)
 
     with ThreadPoolExecutor(FETCH_THREADS) as pool:
-        found = dict(pool.map(one, uris))
-    return found
+        list(pool.map(one, missing))
+    return paths
 
 
 def trim_cache(cache: Path, limit_bytes: int) -> int:

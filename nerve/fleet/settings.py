@@ -31,13 +31,16 @@ or ``credentials_file``; a catalog password from ``NERVE_FLEET_CATALOG`` (the wh
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
+from pathlib import Path
+from typing import Any, Literal, Protocol
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
-__all__ = ["HOST_PATTERN", "SECRET_KEYS", "FleetConfig"]
+from nerve.errors import UsageError
+
+__all__ = ["HOST_PATTERN", "SECRET_KEYS", "FleetConfig", "fleet_settings"]
 
 HOST_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
 _TABLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\.[A-Za-z_][A-Za-z0-9_]*$")
@@ -133,3 +136,24 @@ class FleetConfig(BaseModel):
 
 
 MODELS = (FleetConfig,)
+
+
+class _Configured(Protocol):
+    """A workspace folder, as far as its fleet settings go (the config names this module)."""
+
+    @property
+    def config(self) -> Any: ...
+
+    @property
+    def config_path(self) -> Path: ...
+
+
+def fleet_settings(ws: _Configured) -> FleetConfig:
+    """The ``fleet:`` section of the workspace's nerve.yaml (``UsageError`` without one)."""
+    cfg = ws.config.fleet
+    if not isinstance(cfg, FleetConfig):
+        raise UsageError(
+            f"{ws.config_path}: no fleet section",
+            hint="add one with `nerve fleet init --warehouse URI`",
+        )
+    return cfg

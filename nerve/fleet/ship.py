@@ -37,6 +37,7 @@ from nerve.errors import UsageError
 from nerve.fleet import group
 from nerve.fleet.group import Request
 from nerve.fleet.head import Head, HeadError, Registration, live_digest
+from nerve.fleet.settings import fleet_settings
 from nerve.fleet.warehouse import (
     REGISTRATION_PREFIX,
     FleetError,
@@ -77,16 +78,6 @@ class ShipResult:
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
-
-
-def fleet_settings(ws: WorkspaceDir) -> Any:
-    cfg = ws.config.fleet
-    if cfg is None:
-        raise UsageError(
-            f"{ws.config_path}: no fleet section",
-            hint="add one with `nerve fleet init --warehouse URI`",
-        )
-    return cfg
 
 
 def ship(ws: WorkspaceDir, *, hook: Callable[[str], None] | None = None) -> ShipResult:

@@ -579,6 +579,7 @@ def require_fleet(*, rest: bool = False) -> None:
         )
 
 
+CATALOG_NAME = "nerve"  # the name pyiceberg files the table under in a SQL catalog
 _CATALOGS: dict[tuple[str, ...], Any] = {}
 _CATALOGS_LOCK = threading.Lock()
 
@@ -603,7 +604,7 @@ def _open_catalog(resolved: Resolved) -> Any:
     if resolved.catalog.startswith("sqlite:///"):
         Path(resolved.catalog.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
     try:
-        return _sql_catalog_class()("nerve", **resolved.properties)
+        return _sql_catalog_class()(CATALOG_NAME, **resolved.properties)
     except Exception as exc:  # SQLAlchemy raises many kinds; all mean "cannot open"
         raise FleetError(f"cannot open the catalog {_safe(resolved.catalog)}: {exc}") from None
 
@@ -652,7 +653,7 @@ def _rest_catalog(resolved: Resolved) -> Any:
     props = dict(resolved.properties)
     props["warehouse"] = resolved.warehouse
     try:
-        return RestCatalog("nerve", **props)
+        return RestCatalog(CATALOG_NAME, **props)
     except Exception as exc:  # connection, HTTP and config errors alike mean "cannot open"
         raise FleetError(f"cannot open the catalog {_safe(resolved.catalog)}: {exc}") from None
 

@@ -12,14 +12,13 @@ from typing import Any
 
 import blake3
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from nerve import fsio
 from nerve.clock import Hlc
 from nerve.errors import LogCorrupt
 from nerve.log import crypt
 from nerve.log.codec import ERASABLE_SCHEMA, SCHEMA, conform, fixed_bytes, is_v1, stored_form
-from nerve.log.lazy import pc
+from nerve.log.lazy import pc, pq
 from nerve.log.manifest import SegmentInfo
 
 ROW_GROUP = 131_072

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from nerve.clock import Hlc
 from nerve.contract import WorkflowTrigger
 from nerve.errors import NerveError, UsageError, WorkflowError
+from nerve.privacy.pause import PAUSED, RESUMED
 from nerve.runtime.ipc import IpcServer, error_reply, refusal
 from nerve.runtime.senses import sense_rows
 from nerve.runtime.writer import parse_drafts, parse_events
@@ -86,6 +87,27 @@ async def handle(
         return await fn(kernel, request)
     except (NerveError, OSError) as exc:
         return error_reply(exc, request_type=request["type"])
+
+
+# The kinds the daemon's warm-up reads back from the log (sense states, how the last run
+# ended, a pause): an emit of one waits for the warm-up, which reads the log as it was.
+WARM_UP_KINDS = frozenset({"sense.state", "daemon.started", "daemon.stopped", PAUSED, RESUMED})
+
+
+def answers_warming(request: dict[str, Any]) -> bool:
+    """Whether a request is answered while the daemon still warms up (its log is open and
+    its writer runs, but senses, extensions and the query process may not be up): ``status``,
+    and an emit in one request of no kind in :data:`WARM_UP_KINDS`. Any other waits."""
+    if request.get("type") == "status":
+        return True
+    events = request.get("events")
+    if request.get("type") != "emit" or "stage" in request or not isinstance(events, list):
+        return False
+    return all(isinstance(e, dict) and _plain_kind(e.get("kind", "observation")) for e in events)
+
+
+def _plain_kind(kind: Any) -> bool:
+    return isinstance(kind, str) and kind not in WARM_UP_KINDS
 
 
 def _str_field(request: dict[str, Any], key: str) -> str:

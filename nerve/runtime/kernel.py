@@ -22,6 +22,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from nerve.clock import Hlc
 from nerve.config.models import NerveConfig
 from nerve.contract import WorkflowTrigger
 from nerve.log.store import EventLog
@@ -64,6 +65,7 @@ class Kernel:
         self.ws = ws
         self.with_ipc = with_ipc
         self.watch = watch
+        self._config_stamp = _stamp(ws.config_path)  # before the read: an edit after it shows
         self.config: NerveConfig = ws.config
         self.privacy = Policy(self.config.privacy)  # applied to everything captured
         self.started_wall_ns = time.time_ns()
@@ -147,24 +149,30 @@ class Kernel:
     # -- lifecycle ---------------------------------------------------------------------
 
     async def start(self) -> None:
+        """Open the log and listen at once (``status`` and plain emits are answered from
+        then on, durably), then warm up: restore what the last run left, load senses and
+        extensions. Every other request waits for :attr:`ready`."""
         running = self._running = self._open()
-        await self._restore(running)
+        found = running.log.newest  # the warm-up reads the log as this daemon found it
         await running.upkeep.count_segments()
+        if self.with_ipc:
+            await self._listen()
+        if self.watch:  # armed before the config is read again below: no edit slips by
+            self._tasks.append(asyncio.create_task(self._watch(), name="watch"))
+        await self._restore(running, found)
         pid = os.getpid()
-        payload = {"pid": pid, "workspace": str(self.ws.root)}
+        payload = {"pid": pid, "workspace": str(self.ws.root)}  # (after emits taken so far)
         await self.record("daemon.started", "daemon", f"daemon started (pid {pid})", payload)
         events, segments = await self._position()
         self.writer.base_events = events - self.writer.appended
         socket = self.socket_path if self.with_ipc else None  # listening before ready is set
-        senses = sorted(self.config.senses)
-        journal.say(journal.banner(self.ws.root, socket, senses, events, segments))
-        await self._apply(self.config, reason="start")
+        config = await self._config_now()
+        journal.say(journal.banner(self.ws.root, socket, sorted(config.senses), events, segments))
+        await self._apply(config, reason="start")
         await self.capture.start()
         for ext in self.extensions:
             await ext.start(self)
             self.handlers.update(ext.handlers())
-        if self.with_ipc:
-            await self._listen()
         self._tasks += running.upkeep.tasks(self.writer.with_log)
         self._tasks += self._side_tasks()
         self.ready.set()
@@ -181,19 +189,21 @@ class Kernel:
         committer.start()
         return Running(log, writer, upkeep, followers)
 
-    async def _restore(self, running: Running) -> None:
+    async def _restore(self, running: Running, found: Hlc) -> None:
         """What the log says of the last run: sense states, when it ended, whether cleanly,
-        and a pause (before any sense is scheduled)."""
+        and a pause (before any sense is scheduled); of the log up to ``found``, its newest
+        stamp at open (emits taken since are of no kind read here, see ``control``)."""
         stored = await asyncio.to_thread(stored_states, self.ws, self.connect)
-        self._down_since = await asyncio.to_thread(last_alive_ns, self.ws, self.connect)
-        clean = await asyncio.to_thread(ended_cleanly, self.ws, self.connect)
+        alive = await asyncio.to_thread(last_alive_ns, self.ws, self.connect, found)
+        self._down_since = alive
+        clean = await asyncio.to_thread(ended_cleanly, self.ws, self.connect, found)
         running.scheduler = self.senses.start(running.writer, stored, clean)
         await self.capture.restore()
 
     async def _listen(self) -> None:
         ipc = IpcServer(
             self.socket_path,
-            lambda req: control.handle(self, req, self.handlers),
+            self.handle,
             max_bytes=self.config.daemon.max_request_bytes,
             streams={"follow": self.followers.serve},
         )
@@ -204,17 +214,31 @@ class Kernel:
             self._servers.append(seed)
 
     async def handle(self, request: dict[str, Any]) -> dict[str, Any]:
+        if not self.ready.is_set() and not control.answers_warming(request):
+            await self.ready.wait()  # the handlers it needs are not all up yet
         return await control.handle(self, request, self.handlers)
 
     def _side_tasks(self) -> list[asyncio.Task[Any]]:
         from nerve.runtime.shipper import ship_loop
 
-        tasks = [asyncio.create_task(ship_loop(self), name="fleet-ship")]
-        if self.watch:
-            from nerve.runtime.watch import watch_workspace
+        return [asyncio.create_task(ship_loop(self), name="fleet-ship")]
 
-            tasks.append(asyncio.create_task(watch_workspace(self), name="watch"))
-        return tasks
+    async def _watch(self) -> None:
+        from nerve.runtime.watch import watch_workspace
+
+        await watch_workspace(self)
+
+    async def _config_now(self) -> NerveConfig:
+        """nerve.yaml as it is once the warm-up has read the log: it may have been edited
+        since it was first read (the socket answers meanwhile); a bad edit keeps the first."""
+        if _stamp(self.ws.config_path) == self._config_stamp:
+            return self.config
+        try:
+            return await asyncio.to_thread(config_reload.read_config, self.ws)
+        except config_reload.READ_ERRORS as exc:
+            await self.record("config.rejected", "nerve.yaml", *config_reload.rejected(exc, "edit"))
+            journal.warn(f"configuration edit rejected, the first one read is kept: {exc}")
+            return self.config
 
     def connect(self, *, projections: bool = True) -> Any:
         """DuckDB over the log, run by the query process (see ``nerve.runtime.queries``):
@@ -252,7 +276,12 @@ class Kernel:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, self.request_stop, sig.name)
-        await self.start()
+        try:
+            await self.start()
+        except BaseException:
+            for server in self._servers:  # a failed warm-up leaves no socket answering
+                await server.close()
+            raise
         try:
             await self.stopping.wait()
             journal.say(f"stopping ({self.stop_reason})")
@@ -276,6 +305,7 @@ class Kernel:
 
     async def reload(self, reason: str = "edit") -> bool:
         """Re-read nerve.yaml and sense code; a bad edit keeps what runs. True if applied."""
+        await self.ready.wait()  # an edit seen while warming up applies once it is done
         try:
             # off the loop: a large or hostile file must not stop the daemon answering
             config = await asyncio.to_thread(config_reload.read_config, self.ws)
@@ -332,4 +362,16 @@ class Kernel:
 
     def health(self) -> dict[str, Any]:
         """What ``status`` shows, from counters in memory (see ``nerve.runtime.health``)."""
-        return health(self)
+        if self.ready.is_set():
+            return {**health(self), "warming": False}
+        # warming up: a pause recorded before this start is not read back yet
+        return {**health(self), "warming": True, "capture": None}
+
+
+def _stamp(path: Path) -> tuple[int, int, int] | None:
+    """What tells an edited file from the one read before: inode, size and change time."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_ino, st.st_size, st.st_mtime_ns

@@ -107,7 +107,8 @@ class QueryChild:
     def _views_of(self, root: Path) -> tuple[list[str], dict[str, int]]:
         """The projection folders and settings of the workspace at ``root``, read here: the
         child then never loads the configuration parser (a third of its start-up). Kept
-        while nerve.yaml is unchanged."""
+        while nerve.yaml is unchanged; a bad edit keeps the ones read last, as the daemon
+        keeps the configuration it runs."""
         from nerve.workspace import WorkspaceDir
 
         ws = WorkspaceDir.at(root)
@@ -121,6 +122,9 @@ class QueryChild:
             try:
                 settings = ws.settings()
             except NerveError as exc:  # as the child would have answered it
+                kept = [v for (r, _), v in self._views.items() if r == str(ws.root)]
+                if kept:
+                    return kept[0]
                 raise QueryError(f"query failed: {type(exc).__name__}: {exc}") from None
             self._views = {key: ([str(d) for d in ws.projection_dirs()], settings)}
         return self._views[key]

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from nerve.canonical import loads_bounded
+from nerve.clock import Hlc
 from nerve.config.models import NerveConfig
 from nerve.errors import EventError, SenseError
 from nerve.runtime.groups import SenseSpec
@@ -125,28 +126,48 @@ def stored_states(
 _UNDECODABLE = object()
 
 
-def last_alive_ns(ws: WorkspaceDir, connect: Callable[[], Any] | None = None) -> int | None:
+def last_alive_ns(
+    ws: WorkspaceDir, connect: Callable[[], Any] | None = None, upto: Hlc | None = None
+) -> int | None:
     """When a daemon last wrote to the log (its newest event's physical time), if one ever
     ran here: the start of the downtime that scheduling catches up on (read over
-    ``connect()``, by default the workspace's own DuckDB connection)."""
+    ``connect()``, by default the workspace's own DuckDB connection). ``upto``: only events
+    stamped at or before it (the log as a starting daemon found it)."""
     conn = (connect or ws.connect)()
+    where, args = _upto(upto)
     row = conn.execute(
-        "SELECT max(physical_ns), count(*) FILTER (WHERE kind = 'daemon.started') FROM events"
+        "SELECT max(physical_ns), count(*) FILTER (WHERE kind = 'daemon.started') "
+        f"FROM events{where}",
+        args,
     ).fetchone()
     if row is None or not row[1] or row[0] is None:
         return None
     return int(row[0])
 
 
-def ended_cleanly(ws: WorkspaceDir, connect: Callable[[], Any] | None = None) -> bool:
+def ended_cleanly(
+    ws: WorkspaceDir, connect: Callable[[], Any] | None = None, upto: Hlc | None = None
+) -> bool:
     """Whether the last daemon here recorded ``daemon.stopped`` after its ``daemon.started``
-    (True for a log no daemon ran on). Read before this daemon records its own start."""
+    (True for a log no daemon ran on). ``upto``: as for :func:`last_alive_ns`, so a daemon
+    that recorded its own start already reads the log as it found it."""
     conn = (connect or ws.connect)()
+    where, args = _upto(upto)
+    where += " AND" if where else " WHERE"
     row = conn.execute(
-        "SELECT kind FROM events WHERE kind IN ('daemon.started', 'daemon.stopped') "
-        "ORDER BY physical_ns DESC, logical DESC LIMIT 1"
+        f"SELECT kind FROM events{where} kind IN ('daemon.started', 'daemon.stopped') "
+        "ORDER BY physical_ns DESC, logical DESC LIMIT 1",
+        args,
     ).fetchone()
     return row is None or row[0] == "daemon.stopped"
+
+
+def _upto(upto: Hlc | None) -> tuple[str, list[int]]:
+    """A WHERE clause keeping events stamped at or before ``upto`` (none if it is None)."""
+    if upto is None:
+        return "", []
+    p, n = upto.physical_ns, upto.logical
+    return " WHERE (physical_ns < ? OR (physical_ns = ? AND logical <= ?))", [p, p, n]
 
 
 def _decoded(state: str | None) -> Any:

@@ -35,14 +35,14 @@ def configured(ws: WorkspaceDir) -> bool:
 
 
 def local_host(ws: WorkspaceDir) -> str:
-    from nerve.fleet.ship import fleet_settings
+    from nerve.fleet.settings import fleet_settings
     from nerve.fleet.warehouse import resolve
 
     return str(resolve(fleet_settings(ws), ws.data).host)
 
 
 def _warehouse(ws: WorkspaceDir) -> Warehouse:
-    from nerve.fleet.ship import fleet_settings
+    from nerve.fleet.settings import fleet_settings
     from nerve.fleet.warehouse import open_warehouse, resolve
 
     return open_warehouse(resolve(fleet_settings(ws), ws.data))
@@ -62,7 +62,7 @@ def hosts(ws: WorkspaceDir) -> list[str]:
 def host_files(ws: WorkspaceDir, host: str, since_ns: int | None) -> HostFiles:
     """The segments ``host`` shipped whose times reach ``since_ns``, fetched locally."""
     from nerve.fleet.query import fetch, plan
-    from nerve.fleet.ship import fleet_settings
+    from nerve.fleet.settings import fleet_settings
     from nerve.fleet.warehouse import segment_name
     from nerve.log.crypt import is_encrypted
 
