@@ -80,6 +80,30 @@ def build_hosts(work: Path, count: int, rows: int, settings: dict[str, Any]) -> 
     return hosts
 
 
+def cpu_s(server: Any = None) -> float:
+    """CPU seconds used so far by this process (every thread), plus the storage server's
+    process group when given (it runs on the same cores): a figure load does not inflate."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    total = usage.ru_utime + usage.ru_stime
+    if server is not None:
+        total += server_cpu_s(server.process.pid)
+    return total
+
+
+def server_cpu_s(pid: int) -> float:
+    """utime + stime of ``pid`` and the processes of its group, from /proc (Linux)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pid or int(stat.parent.name) == pid:  # field 5: process group
+            total += (int(fields[11]) + int(fields[12])) / tick
+    return total
+
+
 def ship_timed(ws: Any) -> dict[str, Any]:
     from nerve.errors import NerveError
     from nerve.fleet.ship import ship
@@ -149,6 +173,16 @@ def stampede(hosts: list[Any], rows: int, workers: int) -> tuple[float, list[Any
     with ThreadPoolExecutor(workers) as pool:
         results = list(pool.map(ship_timed, hosts))
     return time.perf_counter() - start, results
+
+
+def cpu_per_ship(before: tuple[float, float], server: Any, ships: int) -> dict[str, float]:
+    """CPU seconds per ship since ``before``: nerve's (this process) and with the storage
+    server's (SeaweedFS: S3 and the REST catalog) added."""
+    ours, both = cpu_s() - before[0], cpu_s(server) - before[1]
+    return {
+        "cpu_s_per_ship": round(ours / ships, 4),
+        "cpu_s_per_ship_with_server": round(both / ships, 4),
+    }
 
 
 def ship_figures(seconds: float, results: list[Any]) -> dict[str, Any]:
@@ -260,7 +294,9 @@ def measure(work: Path, args: argparse.Namespace) -> dict[str, Any]:
         _, wh = init_fleet(hosts[0], {"warehouse": warehouse, **settings, "host": "h00000"})
         say(f"{args.hosts} hosts built in {result['build_s']} s; the jittered hour")
         maintains: list[Any] = []
+        cpu = (cpu_s(), cpu_s(s3))
         result["hour"] = ship_figures(*jittered_round(hosts, args.hour_s, args.workers, maintains))
+        result["hour"] |= cpu_per_ship(cpu, s3, args.hosts)
         result["hour"]["maintains"] = len(maintains)
         result["hour"]["metadata_bytes_max"] = max(
             (m["metadata_bytes_before"] for m in maintains), default=0
@@ -269,7 +305,9 @@ def measure(work: Path, args: argparse.Namespace) -> dict[str, Any]:
         trust = work / "verifier"
         old_head = wh.read(f"{wh.host_dir(hosts[-1].root.name)}/head.json") or b""
         say(f"hour: {result['hour']}; the stampede")
+        cpu = (cpu_s(), cpu_s(s3))
         result["stampede"] = ship_figures(*stampede(hosts, args.rows, args.workers))
+        result["stampede"] |= cpu_per_ship(cpu, s3, args.hosts)
         say(f"stampede: {result['stampede']}")
         result["before_maintain"] = table_figures(wh)
         started = time.perf_counter()
@@ -323,7 +361,8 @@ def render(result: dict[str, Any], out: TextIO) -> None:
             f"{phase}: {f['ships']} ships in {f['seconds']} s ({f['commits_per_s']} commits/s), "
             f"{f['failed']} failed; ship p50 {f['ship_p50_s']} s, p99 {f['ship_p99_s']} s; "
             f"lost races p50 {f['conflicts_p50']}, p99 {f['conflicts_p99']}, "
-            f"max {f['conflicts_max']}; retries p99 {f['retries_p99']}",
+            f"max {f['conflicts_max']}; retries p99 {f['retries_p99']}; CPU per ship "
+            f"{f['cpu_s_per_ship']} s (with the server {f['cpu_s_per_ship_with_server']} s)",
             file=out,
         )
     b, a = result["before_maintain"], result["after_maintain"]

@@ -480,3 +480,18 @@ def test_a_table_that_required_every_payload_cid_is_evolved_on_ship(
         for r in rows
     )
     assert _verify(ws).returncode == 0
+
+
+def test_a_load_of_an_unchanged_table_reuses_its_metadata(fleet: dict[str, WorkspaceDir]) -> None:
+    """A metadata file never changes once written: a load that finds the table where this
+    process last saw it parses nothing again, and one after a commit sees the commit."""
+    wh = _wh(fleet["alpha"])
+    seen = wh.table.metadata
+    wh.refresh()
+    assert wh.table.metadata is seen
+    add_segment(fleet["beta"])
+    assert ship(fleet["beta"]).added == 1  # through a warehouse of its own
+    wh.refresh()
+    assert wh.table.metadata is not seen
+    assert wh.table.metadata.last_sequence_number == seen.last_sequence_number + 1
+    assert len(_files(wh, "beta")) == 4

@@ -132,3 +132,38 @@ def test_a_request_is_taken_only_on_its_base_and_with_its_signature(
     )
     reports = verify_fleet(wh, tmp_path / "trust", hosts=list(HOSTS[:3]))
     assert all(r.ok for r in reports), [r.problems for r in reports]
+
+
+def test_ships_waiting_in_one_process_hand_over_in_memory(
+    hosts: dict[str, WorkspaceDir], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A ship waiting for this process's committer writes no request file and loads the
+    table again only when it commits itself: the committer takes its request in memory."""
+    written: list[str] = []
+    loads = [0]
+    real_write, real_refresh = Warehouse.write, Warehouse.refresh
+
+    def write(self: Warehouse, uri: str, data: bytes) -> None:
+        written.append(uri)
+        real_write(self, uri, data)
+
+    def refresh(self: Warehouse) -> None:
+        loads[0] += 1
+        real_refresh(self)
+
+    monkeypatch.setattr(Warehouse, "write", write)
+    monkeypatch.setattr(Warehouse, "refresh", refresh)
+    at_commit = threading.Barrier(len(HOSTS))
+
+    def hook(step: str) -> None:
+        if step == "head":
+            at_commit.wait(timeout=60)
+
+    with ThreadPoolExecutor(len(HOSTS)) as pool:
+        results = list(pool.map(lambda ws: ship(ws, hook=hook), hosts.values()))
+    commits = sum("group_hosts" in r.timings for r in results)
+    assert sum(r.timings.get("group_hosts", 0) for r in results) == len(HOSTS)
+    assert commits < len(HOSTS) and loads[0] == commits  # one load per commit, none per wait
+    assert not [uri for uri in written if "/requests/" in uri]
+    monkeypatch.undo()
+    assert _registered(_wh(hosts[HOSTS[0]])) == _wanted(hosts)

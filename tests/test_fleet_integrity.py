@@ -155,7 +155,7 @@ def test_an_eio_after_the_commit_says_the_ship_was_done(tmp_path: Path) -> None:
 
         def after_commit(step: str) -> None:  # the disk breaks once the table has the ship
             if step == "commit":
-                faults.append(stack.enter_context(fsio.inject("fleet.fsync", err=errno.EIO)))
+                faults.append(stack.enter_context(fsio.inject("fleet.write", err=errno.EIO)))
 
         result = ship(ws, hook=after_commit)
     assert faults[0].fired == 1

@@ -1,11 +1,12 @@
 """Group commits: ships under way at once register together, in one Iceberg commit.
 
-A ship that only adds files and cannot commit at once (it lost a race, or another thread
-of its process is committing) writes its request (the files' Iceberg entries and its
-signed registration) to ``<files>/<ns>/<table>/requests/<host>.json``. Every commit takes
-the open requests it finds along with its own, so a stampede of ships lands in a few
-commits instead of one per host, and a ship whose request another committed is done
-without a commit of its own.
+One thread per table and process commits at a time. A ship that only adds files and finds
+another thread committing waits, with its request (the files' Iceberg entries and its
+signed registration) in memory: the next commit takes it, and the ship is done without a
+commit or a reload of its own. A ship that lost a race to another process also writes its
+request to ``<files>/<ns>/<table>/requests/<host>.json``, and every commit takes the open
+requests it finds there along with its own, so a stampede of ships lands in a few commits
+instead of one per host.
 
 A request names the registration the table held for its host when it was made (its
 ``base``); it is committed only while the table still holds that one, so a request never
@@ -17,10 +18,10 @@ host's own signature: a committer carries it, it cannot make one. A ship that dr
 from __future__ import annotations
 
 import contextlib
+import copy
 import json
 import threading
 import time
-from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,7 +34,14 @@ from nerve.fleet.warehouse import (
     registration_value,
 )
 
-__all__ = ["MAX_BATCH", "Request", "commit_group", "data_file_of", "request_entry"]
+__all__ = [
+    "MAX_BATCH",
+    "Request",
+    "commit_group",
+    "commit_in_turn",
+    "data_file_of",
+    "request_entry",
+]
 
 MAX_BATCH = 64  # requests per commit at most: a commit's manifest stays small
 
@@ -129,7 +137,7 @@ def current(wh: Warehouse, host: str) -> str | None:
     return None if value is None else value.split(" ", 1)[0]
 
 
-def open_requests(wh: Warehouse, mine: Request) -> list[Request]:
+def open_requests(wh: Warehouse, mine: Request, most: int = MAX_BATCH - 1) -> list[Request]:
     """Other hosts' requests the table can take now: readable, signed by the key the table
     knows for the host (or by any, for a host not yet registered), and based on the
     registration the table holds."""
@@ -152,7 +160,7 @@ def open_requests(wh: Warehouse, mine: Request) -> list[Request]:
         request = Request.parse(data) if data else None
         if request is not None and request.host == host and _takeable(wh, request):
             found.append(request)
-        if len(found) >= MAX_BATCH - 1:
+        if len(found) >= most:
             break
     return found
 
@@ -167,38 +175,95 @@ def _takeable(wh: Warehouse, request: Request) -> bool:
     return known is None or known.key == new.key
 
 
-_TURNS: dict[str, threading.Lock] = {}
-_TURNS_LOCK = threading.Lock()
+class _Queue:
+    """A table's committer in this process: one commit at a time, and the requests of the
+    ships waiting for it, handed over in memory (a request file is only for others)."""
+
+    def __init__(self) -> None:
+        self.changed = threading.Condition()  # guards the rest; notified after each turn
+        self.busy = False  # a thread is committing
+        self.waiting: list[_Waiting] = []
 
 
-@contextlib.contextmanager
-def turn(wh: Warehouse, before_waiting: Callable[[], None]) -> Iterator[bool]:
-    """One committing thread per table in this process (a process shipping for many
-    workspaces is one committer for them all): the others call ``before_waiting`` (which
-    writes their request), wait, then find their request taken by the next commit.
-    Yields whether it waited (the table must then be reloaded)."""
-    with _TURNS_LOCK:
-        lock = _TURNS.setdefault(f"{wh.resolved.catalog}\n{wh.resolved.table}", threading.Lock())
-    waited = not lock.acquire(blocking=False)
-    if waited:
-        before_waiting()
-        lock.acquire()
+@dataclass
+class _Waiting:
+    request: Request
+    conflicts: int
+    table: Any = None  # the table after the commit that took this request, once taken
+
+
+_QUEUES: dict[str, _Queue] = {}
+_QUEUES_LOCK = threading.Lock()
+
+
+def _queue(wh: Warehouse) -> _Queue:
+    with _QUEUES_LOCK:
+        return _QUEUES.setdefault(f"{wh.resolved.catalog}\n{wh.resolved.table}", _Queue())
+
+
+def commit_in_turn(
+    wh: Warehouse, mine: Request, lost: int, snapshot_props: dict[str, str]
+) -> int | None:
+    """Commit ``mine`` with the requests waiting in this process and the open ones in the
+    store, on the table as the catalog holds it now; one committing thread per table in
+    this process (a process shipping for many workspaces is one committer for them all).
+    Returns how many hosts the commit registered, or None when another thread's commit
+    took ``mine`` meanwhile (``wh`` then holds the table as that commit left it: no
+    reload). Raises what ``commit_group`` raises; the others' requests it carried wait
+    for the next turn."""
+    queue = _queue(wh)
+    entry = _Waiting(mine, lost)
+    with queue.changed:
+        queue.waiting.append(entry)
+        while queue.busy and entry.table is None:
+            queue.changed.wait()
+        if entry.table is not None:  # taken by the commit before
+            wh.table = entry.table
+            return None
+        queue.busy = True
+        queue.waiting.remove(entry)
+        others = [w for w in queue.waiting if w.request.host != mine.host][: MAX_BATCH - 1]
+        for w in others:
+            queue.waiting.remove(w)
+    taken: list[Request] = []
     try:
-        yield waited
+        wh.refresh()  # others may have committed since this ship loaded the table
+        taken = commit_group(wh, mine, lost, snapshot_props, others)
+        return len(taken)
     finally:
-        lock.release()
+        with queue.changed:
+            for w in others:
+                if w.request in taken:  # a table of its own: a later commit moves only it
+                    w.table = copy.copy(wh.table)
+            left = [w for w in others if w.table is None]  # their ships commit them
+            queue.waiting[:0] = left
+            queue.busy = False
+            queue.changed.notify_all()
 
 
-def commit_group(wh: Warehouse, mine: Request, lost: int, snapshot_props: dict[str, str]) -> int:
-    """One commit of ``mine`` and the open requests found beside it; returns how many
-    hosts it registered. Raises what the catalog raises when the race is lost, and a
+def commit_group(
+    wh: Warehouse,
+    mine: Request,
+    lost: int,
+    snapshot_props: dict[str, str],
+    waiting: list[_Waiting] | None = None,
+) -> list[Request]:
+    """One commit of ``mine``, the requests ``waiting`` in this process that the table can
+    take, and the open requests found in the store; returns the requests it registered.
+    Raises what the catalog raises when the race is lost, and a
     lost race too when the table no longer holds the registration ``mine`` is based on
     (the caller reloads and works out its change again)."""
     from pyiceberg.exceptions import CommitFailedException
 
     if current(wh, mine.host) != mine.base:
         raise CommitFailedException(f"host {mine.host!r}: registered meanwhile by another ship")
-    batch = [mine, *open_requests(wh, mine)]
+    near = [w.request for w in waiting or () if _takeable(wh, w.request)]
+    conflicts = {w.request.host: w.conflicts for w in waiting or ()}
+    batch = [mine, *near]
+    if len(batch) < MAX_BATCH:
+        hosts = {r.host for r in batch}
+        found = open_requests(wh, mine, MAX_BATCH - len(batch))
+        batch += [r for r in found if r.host not in hosts]
     now_ms = time.time_ns() // 1_000_000
     with wh.transaction() as tx:
         prepare_transaction(tx)
@@ -206,7 +271,7 @@ def commit_group(wh: Warehouse, mine: Request, lost: int, snapshot_props: dict[s
         files = [data_file_of(metadata, e) for r in batch for e in r.files]
         props = {
             REGISTRATION_PREFIX + r.host: registration_value(
-                r.registration, now_ms, lost if r is mine else r.conflicts
+                r.registration, now_ms, lost if r is mine else conflicts.get(r.host, r.conflicts)
             )
             for r in batch
         }
@@ -215,7 +280,7 @@ def commit_group(wh: Warehouse, mine: Request, lost: int, snapshot_props: dict[s
         with tx.update_snapshot(snapshot_properties=summary).fast_append() as change:
             for data_file in files:
                 change.append_data_file(data_file)
-    return len(batch)
+    return batch
 
 
 def withdraw(wh: Warehouse, host: str) -> None:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -138,18 +139,21 @@ def _ship_locked(
     live = state.segments()
     registered = _registered_now(wh, resolved.host, ours, before)
     manifest = (f"{wh.host_dir(resolved.host)}/manifest.jsonl", paths.manifest.read_bytes())
+
+    def sign(ids: dict[str, bytes]) -> Head:  # in the upload's threads, beside the uploads
+        head = _sign(ws, wh, state, live, key, ids)
+        wh.write(f"{wh.host_dir(resolved.host)}/head.json", head.to_bytes())
+        return head
+
     # the manifest goes up beside the segments: verify reads it only up to the head's record
-    ids = _upload(
-        wh, paths, live, result, hook, set(registered), (manifest[0], manifest[1][: state.size])
-    )
+    beside = (manifest[0], manifest[1][: state.size])
+    head, stored = _upload(wh, paths, live, result, hook, set(registered), beside, sign)
     step("upload")
-    head = _sign(ws, wh, state, live, key, ids)
     step("manifest")
-    wh.write(f"{wh.host_dir(resolved.host)}/head.json", head.to_bytes())
     step("head")
     _register(wh, paths, _Shipping(head, key, before), live, result)
     step("commit")
-    _sweep(wh, resolved.host, {s.name for s in live}, result, head.key)
+    _sweep(wh, resolved.host, {s.name for s in live}, result, head.key, stored)
     step("sweep")
     return result
 
@@ -227,16 +231,19 @@ def _upload(
     step: Callable[[str], None],
     registered: set[str],
     beside: tuple[str, bytes],
-) -> dict[str, bytes]:
-    """Upload what is not registered (and ``beside``, an object to put meanwhile); returns
-    every live segment's ids, read in the same threads (the head's digest is over them)."""
+    sign: Callable[[dict[str, bytes]], Head],
+) -> tuple[Head, dict[str, int] | None]:
+    """Upload what is not registered, ``beside`` (an object to put meanwhile) and the head
+    ``sign`` makes from every live segment's ids (read in the same threads); returns the
+    head and the host's objects in the store after the uploads (None: not listed)."""
     from nerve.log import segments as seg
     from nerve.log.codec import fixed_bytes
 
     host = wh.resolved.host
     todo = [s for s in live if s.name not in registered]
     _refuse_v1(paths, todo)  # what is registered was v2 when it shipped: read no footer again
-    stored = _stored(wh, host) if todo else {}  # one listing, not a request per file
+    stored = _stored(wh, host) if todo else None  # one listing, not a request per file
+    before = dict(stored or {})
 
     def ids(info: SegmentInfo) -> bytes:
         return bytes(fixed_bytes(seg.read_segment(paths.segment(info.name), ["id"]).column("id")))
@@ -249,7 +256,7 @@ def _upload(
                 hint="run `nerve replay --verify`",
             )
         uri = wh.segment_uri(host, info.name)
-        if stored.get(info.name) == len(data) and _matches(wh.read(uri), info.name):
+        if before.get(info.name) == len(data) and _matches(wh.read(uri), info.name):
             return False, 0  # already there whole (a ship killed before its commit)
         wh.write(uri, data)
         if not _matches(wh.read(uri), info.name):
@@ -260,12 +267,19 @@ def _upload(
     with ThreadPoolExecutor(UPLOAD_THREADS) as pool:
         other = pool.submit(wh.write, *beside)
         found = {s.name: pool.submit(ids, s) for s in live}
-        for fresh, size in pool.map(put, todo):
+        metadata = wh.table.metadata  # the commit's is most likely the same: its key says
+        for info in todo:
+            pool.submit(_statistics, metadata, paths.segment(info.name))
+        puts = pool.map(put, todo)  # a head may name segments not yet up: none registered
+        head = pool.submit(lambda: sign({n: f.result() for n, f in found.items()}))
+        for info, (fresh, size) in zip(todo, puts, strict=True):
             result.uploaded += fresh
             result.reused += not fresh
             result.bytes += size
+            if stored is not None:
+                stored[info.name] = size if fresh else before[info.name]
         other.result()
-        return {name: future.result() for name, future in found.items()}
+        return head.result(), stored
 
 
 def _matches(data: bytes | None, name: str) -> bool:
@@ -310,6 +324,7 @@ def _register(
     lost: list[float] = []
     sent: list[Request] = []  # this ship's request, once written
     tried = [0]  # commits this ship sent
+    fresh: list[None] = []  # the table was loaded for this commit (a group commit loads it)
 
     def attempt(wh: Warehouse) -> tuple[int, int, int | None]:
         _claim(wh, host, head.key, None)  # again, against the table as it is now
@@ -321,30 +336,32 @@ def _register(
         if not add and not drop:
             return 0, 0, None
         if drop or not group.groupable(wh):
+            if not fresh:  # committed on the table as loaded: load it first
+                wh.refresh()
+                fresh.append(None)
+                return attempt(wh)
             tried[0] += 1
             return _commit_alone(wh, paths, mine, add, drop, len(lost))
         request = _request(wh, paths, host, mine, add, len(lost))
-
-        def send() -> None:  # for another committer to take, while this ship waits
-            if not sent or sent[-1] != request:
-                wh.write(group.request_uri(wh, host), request.to_bytes())
-                sent[:] = [request]
-
-        if lost:  # lost a race: the next winner may take this ship's files with its own
-            send()
-        with group.turn(wh, send) as waited:
-            if waited:  # another thread of this process committed meanwhile: ours too?
-                wh.refresh()
-                if group.current(wh, host) == mine:
-                    return len(add), 0, _current_snapshot(wh)
+        if lost and (not sent or sent[-1] != request):
+            # lost a race: the next winner, in any process, may take this ship's files
+            wh.write(group.request_uri(wh, host), request.to_bytes())
+            sent[:] = [request]
+        try:
+            hosts = group.commit_in_turn(wh, request, len(lost), _summary(len(lost)))
+        except BaseException:
             tried[0] += 1
-            hosts = group.commit_group(wh, request, len(lost), _summary(len(lost)))
-        result.timings["group_hosts"] = hosts
+            raise
+        if hosts is not None:  # None: another thread's commit took it, nothing tried here
+            tried[0] += 1
+            result.timings["group_hosts"] = hosts
         return len(add), 0, _current_snapshot(wh)
 
     began = time.perf_counter()
     try:
-        result.added, result.removed, result.snapshot = wh.commit(attempt, lost=lost, fresh=True)
+        # on the table as this ship loaded it: its host's registration changes only by its
+        # own ships (one at a time), so the request is right; the committer reloads
+        result.added, result.removed, result.snapshot = wh.commit(attempt, lost=lost)
     finally:
         result.conflicts, result.retries = len(lost), max(0, tried[0] - 1)
         if sent:
@@ -426,6 +443,12 @@ def _droppable(
 _PLAN: list[Any] = [None]  # (key, (statistics plan, column mapping)) of the last table
 
 
+def _plan_key(metadata: Any) -> tuple[Any, ...]:
+    """What a segment's statistics depend on besides its bytes."""
+    metrics = sorted(kv for kv in metadata.properties.items() if kv[0].startswith("write.metadata"))
+    return (metadata.table_uuid, metadata.current_schema_id, tuple(metrics))
+
+
 def _footer_stats(metadata: Any, local: Path) -> Any:
     """pyiceberg's statistics of a shipped segment from its local copy's footer (the same
     bytes), so registering costs no read of the store."""
@@ -436,8 +459,7 @@ def _footer_stats(metadata: Any, local: Path) -> Any:
         parquet_path_to_id_mapping,
     )
 
-    metrics = sorted(kv for kv in metadata.properties.items() if kv[0].startswith("write.metadata"))
-    key = (metadata.table_uuid, metadata.current_schema_id, tuple(metrics))
+    key = _plan_key(metadata)
     known = _PLAN[0]
     if known is None or known[0] != key:  # one plan per table, schema and settings
         schema = metadata.schema()
@@ -454,9 +476,22 @@ def _footer_stats(metadata: Any, local: Path) -> Any:
     )
 
 
+_STATS: dict[tuple[Any, ...], tuple[dict[str, Any], int]] = {}  # the newest few thousand
+_STATS_LOCK = threading.Lock()
+
+
 def _statistics(metadata: Any, local: Path) -> tuple[dict[str, Any], int]:
-    """A segment's serialized statistics (for a request) and its size."""
-    return _footer_stats(metadata, local).to_serialized_dict(), local.stat().st_size
+    """A segment's serialized statistics (for a request) and its size; worked out once per
+    table settings (a segment's name is its content's hash), in the upload's threads."""
+    key = (*_plan_key(metadata), local.name)
+    found = _STATS.get(key)
+    if found is None:
+        found = _footer_stats(metadata, local).to_serialized_dict(), local.stat().st_size
+        with _STATS_LOCK:
+            _STATS[key] = found
+            while len(_STATS) > 4096:
+                _STATS.pop(next(iter(_STATS)))
+    return found
 
 
 def _data_file(metadata: Any, uri: str, local: Path) -> Any:
@@ -495,16 +530,25 @@ def _stored(wh: Warehouse, host: str) -> dict[str, int]:
     }
 
 
-def _sweep(wh: Warehouse, host: str, live: set[str], result: ShipResult, key: bytes) -> None:
+def _sweep(
+    wh: Warehouse,
+    host: str,
+    live: set[str],
+    result: ShipResult,
+    key: bytes,
+    stored: dict[str, int] | None,
+) -> None:
     """Delete this host's objects the table no longer names and the host no longer holds:
     segments compacted or erased away (an erased payload must not linger in the store),
-    and uploads a killed ship left behind. Only while the host's newest head is ours."""
+    and uploads a killed ship left behind. Only while the host's newest head is ours.
+    ``stored``: the objects as this ship left them (one ship at a time per host), or None
+    to list them."""
     newest = wh.table_head(host)
     if newest is not None and newest.key != key:
         result.problems.append(f"host {host!r}: another key shipped meanwhile; nothing deleted")
         return
     try:
-        stored = _stored(wh, host)
+        stored = _stored(wh, host) if stored is None else stored
     except FleetError as exc:
         result.problems.append(str(exc))
         return
@@ -526,7 +570,8 @@ def _record(data_dir: Path, result: ShipResult) -> None:
     from nerve.fleet.warehouse import write_local
 
     body = {**result.to_json(), "time_ns": time.time_ns()}
-    write_local(state_path(data_dir), canonical_json(body) + b"\n")
+    # not fsynced: a note lost to a crash costs `fleet status` one ship, never a segment
+    write_local(state_path(data_dir), canonical_json(body) + b"\n", sync=False)
 
 
 def _record_failure(data_dir: Path, host: str, exc: FleetError) -> None:

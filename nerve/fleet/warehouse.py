@@ -217,7 +217,7 @@ class Warehouse:
         return io.fs_by_scheme(scheme, netloc), path
 
     def refresh(self) -> None:
-        self.table = busy_retry(lambda: self.catalog.load_table(self.resolved.table))
+        self.table = _load(self.catalog, self.resolved.table)
 
     # -- objects ----------------------------------------------------------------------
 
@@ -324,7 +324,9 @@ class Warehouse:
             self.refresh()
         while True:
             try:
-                return attempt(self)
+                done = attempt(self)
+                _remember(self.table)  # as the commit left it, for the next load to find
+                return done
             except OSError as exc:  # writing the table's own files (metadata, manifests)
                 raise FleetError(
                     f"cannot write the table's files under {self.resolved.warehouse}: "
@@ -515,7 +517,9 @@ def _not_found(exc: OSError) -> bool:
     )
 
 
-def write_local(path: Path, data: bytes) -> None:
+def write_local(path: Path, data: bytes, *, sync: bool = True) -> None:
+    """``data`` whole at ``path`` (a temp file renamed into place); ``sync``: fsync it
+    first (not for a note that the next ship writes again)."""
     from nerve import fsio
 
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -524,7 +528,8 @@ def write_local(path: Path, data: bytes) -> None:
     try:
         try:
             fsio.write_all(fd, data, site="fleet.write", path=tmp)
-            fsio.fsync(fd, site="fleet.fsync", path=tmp)
+            if sync:
+                fsio.fsync(fd, site="fleet.fsync", path=tmp)
         finally:
             os.close(fd)
         os.replace(tmp, path)
@@ -594,16 +599,51 @@ def _catalog(resolved: Resolved) -> Any:
 
 
 def _open_catalog(resolved: Resolved) -> Any:
-    from pyiceberg.catalog.sql import SqlCatalog
-
     if resolved.catalog.startswith(("http://", "https://")):
         return _rest_catalog(resolved)
     if resolved.catalog.startswith("sqlite:///"):
         Path(resolved.catalog.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
     try:
-        return SqlCatalog(CATALOG_NAME, **resolved.properties)
+        return _sql_catalog_class()(CATALOG_NAME, **resolved.properties)
     except Exception as exc:  # SQLAlchemy raises many kinds; all mean "cannot open"
         raise FleetError(f"cannot open the catalog {_safe(resolved.catalog)}: {exc}") from None
+
+
+@functools.cache
+def _sql_catalog_class() -> Any:
+    from pyiceberg.catalog.sql import SqlCatalog
+    from pyiceberg.table import Table
+
+    class _SqlCatalog(SqlCatalog):
+        """A load that finds the table where this process last saw it reuses that metadata
+        (a metadata file never changes once written): one SELECT, no read and parse."""
+
+        def _convert_orm_to_iceberg(self, orm_table: Any) -> Any:
+            known = _METADATA.get(orm_table.metadata_location or "")
+            if known is None or not orm_table.table_name:
+                return super()._convert_orm_to_iceberg(orm_table)
+            return Table(
+                identifier=(
+                    *self.identifier_to_tuple(orm_table.table_namespace),
+                    orm_table.table_name,
+                ),
+                metadata=known,
+                metadata_location=orm_table.metadata_location,
+                io=self._load_file_io(known.properties, orm_table.metadata_location),
+                catalog=self,
+            )
+
+    return _SqlCatalog
+
+
+_METADATA: dict[str, Any] = {}  # metadata location -> its parsed metadata, the newest few
+
+
+def _remember(table: Any) -> None:
+    with _CATALOGS_LOCK:
+        _METADATA[table.metadata_location] = table.metadata
+        while len(_METADATA) > 4:
+            _METADATA.pop(next(iter(_METADATA)))
 
 
 def _rest_catalog(resolved: Resolved) -> Any:
@@ -616,6 +656,31 @@ def _rest_catalog(resolved: Resolved) -> Any:
         return RestCatalog(CATALOG_NAME, **props)
     except Exception as exc:  # connection, HTTP and config errors alike mean "cannot open"
         raise FleetError(f"cannot open the catalog {_safe(resolved.catalog)}: {exc}") from None
+
+
+def _load(catalog: Any, name: str) -> Any:
+    """The table as the catalog holds it now, with the file IO of the last load when its
+    settings are the same: each load makes a new one, and with it new S3 connections."""
+    table = busy_retry(lambda: catalog.load_table(name))
+    table.io = _shared_io(table.io)
+    _remember(table)
+    return table
+
+
+_IOS: dict[tuple[Any, ...], Any] = {}
+
+
+def _shared_io(io: Any) -> Any:
+    """One file IO per set of settings in this process. The table's properties are among
+    them; nerve's own (the hosts' registrations, changed by every commit) configure no IO."""
+    own = sorted((k, v) for k, v in io.properties.items() if not k.startswith("nerve."))
+    key = (type(io), *own)
+    with _CATALOGS_LOCK:
+        if key not in _IOS:
+            if len(_IOS) >= 8:  # settings that keep changing: keep the newest few
+                _IOS.pop(next(iter(_IOS)))
+            _IOS[key] = io
+        return _IOS[key]
 
 
 def _safe(uri: str) -> str:
@@ -636,7 +701,7 @@ def open_warehouse(resolved: Resolved, *, create: bool = False) -> Warehouse:
                 resolved.table, schema=table_schema(), properties=TABLE_PROPERTIES
             )
         else:
-            table = busy_retry(lambda: catalog.load_table(resolved.table))
+            table = _load(catalog, resolved.table)
     except NoSuchTableError:
         raise UsageError(
             f"no fleet table {resolved.table} in {_safe(resolved.catalog)}",
