@@ -144,8 +144,10 @@ def _readable(folder: Path) -> list[str]:
             line.startswith(b"nenc:") for line in data.splitlines()
         ):
             continue
-        if fnmatch(str(rel), "*log/wal/*.wal") and data[:4] == b"NWAL" and (b"NENC\x01" in data):
-            continue  # a header, then frames whose bodies are sealed
+        if fnmatch(str(rel), "*log/wal/*.wal") and (
+            len(data) <= 16 or (data[:4] == b"NWAL" and b"NENC\x01" in data)
+        ):
+            continue  # a header alone (a new generation), or frames whose bodies are sealed
         found.append(str(rel))
     return found
 

@@ -299,7 +299,8 @@ def xserver(tmp_path: Path) -> Iterator[str]:
                 ["openbox"], env=env, stderr=subprocess.DEVNULL, stdout=subprocess.DEVNULL
             )
         )
-        assert poll(lambda: _root_has(env, "_NET_SUPPORTING_WM_CHECK"), timeout=20)
+        # the window manager may take long to start on a loaded machine
+        assert poll(lambda: _root_has(env, "_NET_SUPPORTING_WM_CHECK"), timeout=60)
         yield display
     finally:
         for proc in reversed(procs):
