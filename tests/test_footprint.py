@@ -204,9 +204,13 @@ def test_a_checkpointed_state_is_stored_at_start_and_stop_and_resumes_after_a_cl
     with started(ws) as d:
         d.wait_for(lambda: len(_reading_counts(d)) >= 8, what="8 computes")
         live = d.events("sense.state", "reading")
-        shown = d.request({"type": "list-senses"})["senses"]
+
+        def shown() -> int:  # counted once the result is stored: a moment after the event
+            senses = d.request({"type": "list-senses"})["senses"]
+            return int(next(s["computes"] for s in senses if s["name"] == "reading"))
+
+        d.wait_for(lambda: shown() >= 8, what="8 computes shown")
     assert len(live) == 1 and live[0]["data"]["state"] == {"n": 1}  # the first compute only
-    assert next(s["computes"] for s in shown if s["name"] == "reading") >= 8
     states = d.events("sense.state", "reading")
     last = max(_reading_counts(d))
     assert states[-1]["data"]["reason"] == "checkpoint"
