@@ -138,3 +138,15 @@ def test_the_daemon_maintains_on_its_schedule(shipped: dict[str, WorkspaceDir]) 
         log = beta.data / "daemon.log"
         daemon.wait_for(lambda: "fleet maintain: snapshots 9 -> 1" in log.read_text(), 30, "log")
     assert _verify(beta) == 0
+
+
+def test_a_table_loaded_before_maintain_plans_the_current_snapshot(
+    shipped: dict[str, WorkspaceDir],
+) -> None:
+    stale = _wh(shipped["alpha"])  # loaded now; maintain below removes its snapshot's files
+    old = stale.table.current_snapshot()
+    ship(shipped["beta"])
+    _maintain(shipped["alpha"])
+    files = stale.data_files()  # planned the current snapshot instead of failing
+    assert stale.table.current_snapshot() != old
+    assert len(files) == len(_wh(shipped["alpha"]).data_files())

@@ -269,6 +269,7 @@ def test_focus_without_a_display_says_so_once(
 
 
 X_TOOLS = ("Xvfb", "openbox", "xterm", "xdotool")
+XVFB = ["Xvfb", "-screen", "0", "800x600x24", "-nolisten", "tcp"]
 
 
 @pytest.fixture
@@ -276,13 +277,19 @@ def xserver(tmp_path: Path) -> Iterator[str]:
     missing = [t for t in X_TOOLS if shutil.which(t) is None]
     if missing:
         pytest.skip(f"missing {', '.join(missing)} (.ci/run installs them)")
-    display = f":{90 + os.getpid() % 400}"
+    # Xvfb picks a free display and writes its number to the pipe: a fixed number per
+    # worker would meet the previous test's server while it is still going away
+    read_end, write_end = os.pipe()
     procs = [
         subprocess.Popen(
-            ["Xvfb", display, "-screen", "0", "800x600x24", "-nolisten", "tcp"],
+            [*XVFB, "-displayfd", str(write_end)],
             stderr=subprocess.DEVNULL,
+            pass_fds=(write_end,),
         )
     ]
+    os.close(write_end)
+    with os.fdopen(read_end) as chosen:
+        display = f":{chosen.readline().strip()}"
     env = {**os.environ, "DISPLAY": display}
     try:
         assert poll(

@@ -268,12 +268,24 @@ class Warehouse:
     def scan_tasks(self) -> list[Any]:
         """The full scan's tasks (a data file with the delete files that apply to it), as
         every Iceberg engine plans them; read once per snapshot."""
-        snapshot = self.table.current_snapshot()
-        if snapshot is None:
-            return []
-        if self._files is None or self._files[0] != snapshot.snapshot_id:
-            self._files = (snapshot.snapshot_id, list(self.table.scan().plan_files()))
-        return self._files[1]
+        for _ in range(5):
+            snapshot = self.table.current_snapshot()
+            if snapshot is None:
+                return []
+            if self._files is not None and self._files[0] == snapshot.snapshot_id:
+                return self._files[1]
+            try:
+                self._files = (snapshot.snapshot_id, list(self.table.scan().plan_files()))
+                return self._files[1]
+            except OSError as exc:
+                # `maintain` (here or on another host) expired this snapshot and removed
+                # its manifests since the table was loaded: plan the current one instead
+                if not (isinstance(exc, FileNotFoundError) or _not_found(exc)):
+                    raise
+                self.refresh()
+                if self.table.current_snapshot() == snapshot:
+                    raise FleetError(f"a manifest of the current snapshot is gone: {exc}") from None
+        raise FleetError("the table's snapshots kept expiring while it was planned")
 
     def table_head(self, host: str) -> Any:
         """What the table registers for ``host`` (no manifest read): the signed
