@@ -396,6 +396,20 @@ def test_none_in_the_log_only_when_the_window_holds_the_log(workspace: Workspace
     assert late.intent == "commands" and late.text == "Nothing in this log records shell commands."
 
 
+def test_a_log_without_process_samples_says_when_they_come(day: WorkspaceDir) -> None:
+    # a daemon's first seconds: the processes sense's first compute is only a baseline
+    for question, what in [
+        ("what used the most CPU in the last 5 minutes?", "CPU"),
+        ("what is using memory now?", "memory"),
+    ]:
+        result = ask(day, question, record=False)
+        assert result.answered and result.intent in {"top_cpu", "top_memory"}
+        assert result.text.startswith(
+            f"No process samples in this log yet, so nothing says what used {what}."
+        )
+        assert "one interval (10 s by default) after the daemon starts" in result.text
+
+
 def test_intents_match_on_words_alone() -> None:
     found = match_intent("Why was the CPU spike held?")
     assert found is not None and found[0].name == "held" and found[1] == ("cpu", "spike")

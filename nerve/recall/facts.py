@@ -316,7 +316,7 @@ def _who(entry: dict[str, Any]) -> str:
 
 def _top_cpu(ask: _Ask) -> Tier0Answer:
     if not _tops_ever(ask):
-        return _never("top_cpu", "per-process CPU (the processes sense reports a top)")
+        return _no_tops("top_cpu", "CPU")
     rows = _tops(ask)
     if ask.period is not None and ask.period.point:
         rows = _latest(ask, rows)
@@ -365,6 +365,18 @@ def _stands(ask: _Ask, rows: list[_Row]) -> list[int]:
     return [max(1, min(n - r.t, _STANDS_MAX_NS)) for r, n in zip(rows, nexts, strict=True)]
 
 
+def _no_tops(intent: str, what: str) -> Tier0Answer:
+    # the sense's first compute is a baseline (a CPU share needs two scans): a log a few
+    # seconds old has no sample yet, which is not the same as a log that never will
+    return Tier0Answer(
+        intent,
+        f"No process samples in this log yet, so nothing says what used {what}. The processes "
+        "sense sends its first sample one interval (10 s by default) after the daemon starts "
+        "(`nerve start` or `nerve dev`); ask again then.",
+        (),
+    )
+
+
 def _tops_ever(ask: _Ask) -> bool:
     sql = (
         "SELECT 1 FROM events WHERE kind = 'observation' AND source = ? "
@@ -388,7 +400,7 @@ def _latest(ask: _Ask, rows: list[_Row], memory: bool = False) -> list[_Row]:
 
 def _top_memory(ask: _Ask) -> Tier0Answer:
     if not _tops_ever(ask):
-        return _never("top_memory", "per-process memory (the processes sense reports a top)")
+        return _no_tops("top_memory", "memory")
     rows = _tops(ask) if ask.period is not None and not ask.period.point else []
     if not rows:
         rows = _latest(ask, [], memory=True)
