@@ -8,7 +8,6 @@ and nothing else.
 
 from __future__ import annotations
 
-import json
 import re
 import time
 from datetime import datetime
@@ -17,7 +16,7 @@ from typing import Any
 
 from nerve.errors import DaemonError
 from nerve.runtime.journal import Entry
-from nerve.runtime.snapshot import Highlight, Rate, SenseRow, Snapshot
+from nerve.runtime.snapshot import Highlight, Rate, SenseRow, Snapshot, json_object
 from nerve.workspace import WorkspaceDir
 
 REFRESH_S = 1.0
@@ -99,7 +98,7 @@ def newest_decisions(ws: WorkspaceDir, count: int = 20) -> tuple[Highlight, ...]
         return ()
     out = []
     for row in table.select(["physical_ns", "subject", "payload", "line"]).to_pylist():
-        data = _json(row["payload"])
+        data = json_object(row["payload"])
         outcome = str(data.get("outcome") or row["subject"])
         out.append(
             Highlight(row["physical_ns"] / 1e9, outcome, str(data.get("probe", "")), _said(row))
@@ -110,14 +109,6 @@ def newest_decisions(ws: WorkspaceDir, count: int = 20) -> tuple[Highlight, ...]
 def _said(row: dict[str, Any]) -> str:
     line = row["line"] or ""
     return line.split(": ", 1)[1] if ": " in line else line
-
-
-def _json(raw: bytes | None) -> dict[str, Any]:
-    try:
-        value = json.loads(raw or b"{}")
-    except ValueError:
-        return {}
-    return value if isinstance(value, dict) else {}
 
 
 def view(ws: WorkspaceDir) -> int:

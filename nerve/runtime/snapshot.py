@@ -77,7 +77,7 @@ class AgentReads:
 
         found = table.filter(pc.equal(table.column("kind"), AGENT_ACCESS))
         for raw in found.column("payload").to_pylist() if found.num_rows else ():
-            data = _json(raw)
+            data = json_object(raw)
             self.calls += 1
             self.refused += data.get("outcome") != "ok"
             found = data.get("client")
@@ -97,7 +97,8 @@ class AgentReads:
         return {"calls": self.calls, "refused": self.refused}
 
 
-def _json(raw: bytes | None) -> dict[str, Any]:
+def json_object(raw: bytes | None) -> dict[str, Any]:
+    """A JSON payload as a dict; anything else (junk, a list, nothing) as an empty one."""
     try:
         value = json.loads(raw or b"{}")
     except ValueError:
