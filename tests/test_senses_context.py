@@ -301,18 +301,30 @@ def xserver(tmp_path: Path) -> Iterator[str]:
             ),
             timeout=20,
         )
-        procs.append(
-            subprocess.Popen(
-                ["openbox"], env=env, stderr=subprocess.DEVNULL, stdout=subprocess.DEVNULL
-            )
-        )
+        wm = [_window_manager(env)]
+        procs.append(wm[0])
+
+        def managed() -> bool:
+            # openbox started the instant the server answers sometimes exits at once (exit 1,
+            # nothing said): start it again rather than wait for a manager that is gone
+            if wm[0].poll() is not None:
+                wm[0] = _window_manager(env)
+                procs.append(wm[0])
+            return _root_has(env, "_NET_SUPPORTING_WM_CHECK")
+
         # the window manager may take long to start on a loaded machine
-        assert poll(lambda: _root_has(env, "_NET_SUPPORTING_WM_CHECK"), timeout=60)
+        assert poll(managed, timeout=60)
         yield display
     finally:
         for proc in reversed(procs):
             proc.terminate()
             proc.wait(timeout=10)
+
+
+def _window_manager(env: dict[str, str]) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        ["openbox"], env=env, stderr=subprocess.DEVNULL, stdout=subprocess.DEVNULL
+    )
 
 
 def _root_has(env: dict[str, str], atom: str) -> bool:
@@ -338,6 +350,42 @@ def _xterm(display: str, title: str) -> subprocess.Popen[bytes]:
 def _focused(display: str, tmp: Path, state: Any, **opts: Any) -> tuple[Any, list[dict[str, Any]]]:
     result = run("focus", state, tmp, display=display, **opts)
     return result.state, [o.payload for o in result.observations]
+
+
+def test_focus_started_headless_looks_again_inside_a_desktop(
+    xserver: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the state outlives the daemon: one first started with no display (at boot, over ssh)
+    # must not stay blind when started again with one
+    monkeypatch.delenv("DISPLAY", raising=False)
+    monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
+    headless = run("focus", initial("focus"), tmp_path).state
+    assert headless["status"] == "unavailable" and "headless" in headless["note"]
+    assert load("focus").compute(headless, SenseContext("focus", tmp_path, {})) is None
+    one = _xterm(xserver, "after boot")
+    try:
+        seen: list[dict[str, Any]] = []
+        state: Any = headless
+
+        def titled() -> bool:
+            nonlocal state
+            state, out = _focused(xserver, tmp_path, state, idle_s=3600)
+            seen.extend(out)
+            return any(p.get("title") == "after boot" for p in seen)
+
+        assert poll(titled, timeout=20), (state, seen)
+        assert state["status"] == "ok"
+    finally:
+        one.kill()
+        one.wait()
+
+
+def test_focus_retries_a_display_that_could_not_be_opened(tmp_path: Path) -> None:
+    gone = run("focus", initial("focus"), tmp_path, display=":987654").state
+    assert gone["status"] == "unavailable" and "cannot open X display" in gone["note"]
+    # said once: the next computes within retry_s record nothing and change nothing
+    ctx = SenseContext("focus", tmp_path, {"display": ":987654", "retry_s": 3600})
+    assert load("focus").compute(gone, ctx) is None
 
 
 def test_focus_follows_real_windows_and_idle(xserver: str, tmp_path: Path) -> None:

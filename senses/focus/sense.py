@@ -17,15 +17,18 @@ Titles pass the privacy rules before the log like every payload; an application 
 
 Without an X display (a headless machine, or Wayland without XWayland's ``DISPLAY``) there is
 nothing to observe: the first compute says so once in state and every later one returns at
-once, recording nothing. macOS is not supported yet.
+once, recording nothing, until the display it would use changes (a daemon started again
+inside a desktop session) or, for a display that could not be opened (an X server not up
+yet at boot), ``retry_s`` has passed. macOS is not supported yet.
 
-Options: ``idle_s`` (300), ``exclude_apps`` ([]), ``display`` (``$DISPLAY``).
+Options: ``idle_s`` (300), ``exclude_apps`` ([]), ``display`` (``$DISPLAY``), ``retry_s`` (60).
 """
 
 from __future__ import annotations
 
 import os
 import time
+import warnings
 from typing import Any, NamedTuple
 
 from nerve.contract import Observation, Result, SenseContext
@@ -41,6 +44,7 @@ class _Options(NamedTuple):
     idle_ms: int
     exclude: frozenset[str]
     display: str | None
+    retry_ns: int
 
 
 class _Focus(NamedTuple):
@@ -52,21 +56,35 @@ class _Focus(NamedTuple):
 
 _conn: dict[str, Any] = {}  # the worker's X connection, opened on first use
 _fresh = {"first": True}  # a worker's first compute reports the focus even if unchanged
+_tried = {"at": 0}  # when this worker last failed to open the display (monotonic ns)
 
 
 def compute(state: dict[str, Any], ctx: SenseContext) -> Result | None:
     opts = _options(ctx)
-    if state.get("status") == "unavailable":
+    if state.get("status") == "unavailable" and not _look_again(state, opts):
         return None  # said once; nothing to observe costs nothing
     display, why = _display(opts)
     if display is None:
-        return Result(state={"status": "unavailable", "note": why})
+        _tried["at"] = time.monotonic_ns()
+        if state.get("status") == "unavailable" and state.get("display") == opts.display:
+            return None  # still not there: already said
+        return Result(state={"status": "unavailable", "note": why, "display": opts.display})
     try:
         focus, idle_ms = _read(display, opts)
     except Exception as exc:  # the server went away or refused: drop it, try again later
         _conn.clear()
         return Result(state={**state, "status": "error", "note": f"X11 read failed: {exc}"})
     return _changes(state, focus, idle_ms, opts)
+
+
+def _look_again(state: dict[str, Any], opts: _Options) -> bool:
+    """Whether an unavailable display may have come: the state is kept across restarts, so a
+    daemon first started outside a desktop session must not stay blind inside one."""
+    if state.get("display", opts.display) != opts.display:
+        return True  # another display to try (or one now, where there was none)
+    if opts.display is None:
+        return False  # no display named: nothing can change within this process
+    return _tried["at"] == 0 or time.monotonic_ns() - _tried["at"] >= opts.retry_ns
 
 
 def _options(ctx: SenseContext) -> _Options:
@@ -83,7 +101,17 @@ def _options(ctx: SenseContext) -> _Options:
     display = ctx.options.get("display", os.environ.get("DISPLAY"))
     if display is not None and not isinstance(display, str):
         raise ValueError(f"senses.{ctx.name}.options.display must be text, got {display!r}")
-    return _Options(int(idle_s * 1000), frozenset(a.lower() for a in apps), display or None)
+    retry_s = ctx.options.get("retry_s", 60)
+    if isinstance(retry_s, bool) or not isinstance(retry_s, int | float) or retry_s <= 0:
+        raise ValueError(
+            f"senses.{ctx.name}.options.retry_s must be a positive number, got {retry_s!r}"
+        )
+    return _Options(
+        int(idle_s * 1000),
+        frozenset(a.lower() for a in apps),
+        display or None,
+        int(retry_s * 1e9),
+    )
 
 
 def _display(opts: _Options) -> tuple[Any, str]:
@@ -98,10 +126,18 @@ def _display(opts: _Options) -> tuple[Any, str]:
         from Xlib import display as xdisplay  # type: ignore[import-untyped]
     except ImportError:
         return None, "python-xlib is not installed: nothing to observe"
-    try:
-        opened = xdisplay.Display(opts.display)
-    except Exception as exc:  # no server at that name, or access refused
-        return None, f"cannot open X display {opts.display!r}: {exc}"
+    with warnings.catch_warnings():
+        # python-xlib leaves a socket that failed to connect to the collector; it is closed
+        # as the exception goes, here, not a warning later
+        warnings.simplefilter("ignore", ResourceWarning)
+        try:
+            opened = xdisplay.Display(opts.display)
+        except Exception as exc:  # no server at that name, or access refused
+            why = f"cannot open X display {opts.display!r}: {exc}"
+        else:
+            why = ""
+    if why:
+        return None, why
     _conn.update(name=opts.display, display=opened, atoms={})
     return opened, ""
 
