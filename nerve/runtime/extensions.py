@@ -1,4 +1,4 @@
-"""Parts of the daemon that plug into the kernel: attention and the workflow engine.
+"""Parts of the daemon that plug into the kernel: attention, the workflow engine, fleet shipping.
 
 An extension is a plain object that fits :class:`Extension`: ``start``/``stop``, the socket
 requests it answers (``handlers()``, added to the kernel's table at start: nothing registers
@@ -11,8 +11,7 @@ so it never opens the log itself.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -22,11 +21,6 @@ if TYPE_CHECKING:
     from nerve.log.store import EventLog
     from nerve.runtime.committer import Committer
     from nerve.workspace import WorkspaceDir
-
-BUILT_IN = (
-    "nerve.attention.service:AttentionService",
-    "nerve.flow.engine:WorkflowEngine",
-)
 
 
 class Host(Protocol):
@@ -69,18 +63,3 @@ class Extension(Protocol):
     async def request_run(
         self, host: Host, trigger: WorkflowTrigger, source: str
     ) -> dict[str, Any] | None: ...
-
-
-def load_extensions(names: tuple[str, ...] = BUILT_IN) -> list[Extension]:
-    """Instantiate each built-in extension whose module is present."""
-    found = []
-    for name in names:
-        module_name, _, attr = name.partition(":")
-        try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError as exc:
-            if exc.name != module_name:
-                raise
-            continue
-        found.append(cast("Extension", getattr(module, attr)()))
-    return found

@@ -3,7 +3,7 @@
 It wires the daemon's parts and runs their lifecycle: the single writer's front
 (``nerve.runtime.writer``), the senses with their groups and scheduler
 (``nerve.runtime.sensing``, replies turned into events by ``nerve.runtime.results``), the
-upkeep loops (``nerve.runtime.upkeep``), the extensions (attention, workflows), the IPC
+upkeep loops (``nerve.runtime.upkeep``), the extensions (``nerve.runtime.built_in``), the IPC
 socket and the hot reload of ``nerve.yaml`` and sense code. Every compute, signal, error,
 restart and configuration change is an event; in-memory state advances only after its
 event is durable.
@@ -28,9 +28,10 @@ from nerve.log.store import EventLog
 from nerve.privacy.policy import Policy
 from nerve.runtime import control, journal, triggers
 from nerve.runtime import reload as config_reload
+from nerve.runtime.built_in import built_in
 from nerve.runtime.capture import CaptureGate
 from nerve.runtime.committer import Committer
-from nerve.runtime.extensions import Extension, load_extensions
+from nerve.runtime.extensions import Extension
 from nerve.runtime.followers import Followers
 from nerve.runtime.groups import GroupWorker
 from nerve.runtime.health import health
@@ -60,7 +61,7 @@ class Kernel:
         self.stopping = asyncio.Event()
         self.ready = asyncio.Event()  # set once start() has finished
         self.stop_reason = "stop request"
-        self.extensions: list[Extension] = load_extensions()
+        self.extensions: list[Extension] = built_in()
         self.handlers: dict[str, Any] = dict(control.HANDLERS)  # and each extension's
         self.stages = Stages()  # batches sent in several requests, until their last part
         self.capture = CaptureGate(self)  # pause and resume
@@ -167,7 +168,6 @@ class Kernel:
             await ext.start(self)
             self.handlers.update(ext.handlers())
         self._tasks += running.upkeep.tasks(self.writer.with_log)
-        self._tasks += self._side_tasks()
         self.ready.set()
 
     async def _restore(self, running: Running, found: Hlc) -> None:
@@ -185,11 +185,6 @@ class Kernel:
         if not self.ready.is_set() and not control.answers_warming(request):
             await self.ready.wait()  # the handlers it needs are not all up yet
         return await control.handle(self, request, self.handlers)
-
-    def _side_tasks(self) -> list[asyncio.Task[Any]]:
-        from nerve.runtime.shipper import ship_loop
-
-        return [asyncio.create_task(ship_loop(self), name="fleet-ship")]
 
     async def _watch(self) -> None:
         from nerve.runtime.watch import watch_workspace

@@ -1,0 +1,13 @@
+"""The extensions every daemon runs, named here once (no discovery by import or by name)."""
+
+from __future__ import annotations
+
+from nerve.attention.service import AttentionService
+from nerve.flow.engine import WorkflowEngine
+from nerve.runtime.extensions import Extension
+from nerve.runtime.shipper import FleetShipping
+
+
+def built_in() -> list[Extension]:
+    """Attention first: a workflow a sense asks for sees the decisions of the same commit."""
+    return [AttentionService(), WorkflowEngine(), FleetShipping()]
