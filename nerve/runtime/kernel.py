@@ -54,7 +54,8 @@ class Kernel:
         self.ws = ws
         self.with_ipc = with_ipc
         self.watch = watch
-        self._config_stamp = _stamp(ws.config_path)  # before the read: an edit after it shows
+        # before the read: an edit made after it shows
+        self._config_stamp = config_reload.stamp(ws.config_path)
         self.config: NerveConfig = ws.config
         self.privacy = Policy(self.config.privacy)  # applied to everything captured
         self.started_wall_ns = time.time_ns()
@@ -192,16 +193,12 @@ class Kernel:
         await watch_workspace(self)
 
     async def _config_now(self) -> NerveConfig:
-        """nerve.yaml as it is once the warm-up has read the log: it may have been edited
-        since it was first read (the socket answers meanwhile); a bad edit keeps the first."""
-        if _stamp(self.ws.config_path) == self._config_stamp:
-            return self.config
-        try:
-            return await asyncio.to_thread(config_reload.read_config, self.ws)
-        except config_reload.READ_ERRORS as exc:
-            await self.record("config.rejected", "nerve.yaml", *config_reload.rejected(exc, "edit"))
-            journal.warn(f"configuration edit rejected, the first one read is kept: {exc}")
-            return self.config
+        """nerve.yaml as it is once the warm-up has read the log (see ``reload.edited_since``)."""
+        config, why = await config_reload.edited_since(self.ws, self._config_stamp, self.config)
+        if why is not None:
+            await self.record("config.rejected", "nerve.yaml", *config_reload.rejected(why, "edit"))
+            journal.warn(f"configuration edit rejected, the first one read is kept: {why}")
+        return config
 
     def connect(self, *, projections: bool = True) -> Any:
         """DuckDB over the log, run by the query process (see ``nerve.runtime.queries``):
@@ -323,12 +320,3 @@ class Kernel:
             return {**health(self), "warming": False}
         # warming up: a pause recorded before this start is not read back yet
         return {**health(self), "warming": True, "capture": None}
-
-
-def _stamp(path: Path) -> tuple[int, int, int] | None:
-    """What tells an edited file from the one read before: inode, size and change time."""
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return st.st_ino, st.st_size, st.st_mtime_ns

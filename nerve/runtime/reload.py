@@ -6,6 +6,8 @@ configuration is kept; a good one is recorded as ``config.loaded``.
 
 from __future__ import annotations
 
+import asyncio
+import os
 from pathlib import Path
 from typing import Any
 
@@ -45,3 +47,25 @@ def loaded(config: NerveConfig, lay: Layout, reason: str) -> tuple[str, dict[str
         "workflows": sorted(config.workflows),
     }
     return f"configuration loaded ({reason})", payload
+
+
+def stamp(path: Path) -> tuple[int, int, int] | None:
+    """What tells an edited file from the one read before: inode, size and change time."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_ino, st.st_size, st.st_mtime_ns
+
+
+async def edited_since(
+    ws: WorkspaceDir, seen: tuple[int, int, int] | None, config: NerveConfig
+) -> tuple[NerveConfig, BaseException | None]:
+    """nerve.yaml again if it was edited since ``seen`` (the socket answers while the daemon
+    warms up, so an edit may land meanwhile); a bad edit keeps ``config`` and says why."""
+    if stamp(ws.config_path) == seen:
+        return config, None
+    try:
+        return await asyncio.to_thread(read_config, ws), None
+    except READ_ERRORS as exc:
+        return config, exc
