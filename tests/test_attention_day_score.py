@@ -42,3 +42,14 @@ def test_a_repeat_counts_once_and_another_senses_surfacing_is_false() -> None:
 def _surfaced(eid: bytes, sense: str) -> dict[str, Any]:
     return {"outcome": "surface", "source_event": eid.hex(), "probe": f"value:{sense}.x",
             "source_line": "line"}  # fmt: skip
+
+
+def test_several_seeds_report_each_day_and_check_the_worst() -> None:
+    b = _bench()
+    result = b.run(b.parse_args(["--quick", "--seeds", "1,2"]))
+    days = result["per_seed"]
+    assert sorted(days) == ["1", "2"] and result["seeds"] == [1, 2]
+    assert result["recall"] == min(d["recall"] for d in days.values())
+    assert result["precision"] == min(d["precision"] for d in days.values())
+    worst_rate = max(d["interruptions_per_hour"] for d in days.values())
+    assert result["interruptions_per_hour"] == worst_rate
