@@ -1,6 +1,6 @@
 """A day on a workstation: does attention surface the incidents and hold the hum?
 
-    .venv/bin/python bench/attention_day_bench.py [--hours H] [--seed S] [--quick]
+    .venv/bin/python bench/attention_day_bench.py [--hours H] [--seed S | --seeds 1,2,3] [--quick]
 
 A generated day (``--hours``, default 24) of the bundled senses at their ``nerve.yaml``
 intervals — ``cpu`` 5 s, ``memory`` 10 s, ``network`` 10 s, ``power`` 10 s, ``disk`` 30 s,
@@ -19,14 +19,23 @@ and again, a crash-looping process, a new listening port. Every observation goes
 payload bytes, through :func:`nerve.attention.service.readings_from_bytes` and
 :class:`nerve.attention.service.Attender` with the default settings: the daemon's own path.
 
-Figures: **recall** (an incident counts when a decision is surfaced within 2 minutes of its
-start), **precision** (surfaced decisions from the start of an incident to 2 minutes after
-its end, over all surfaced), **interruptions per hour** of background (surfaced decisions
-outside every incident, per hour outside them). Goals (checks): recall ≥ 0.9, precision ≥
-0.8, ≤ 2 interruptions per hour; and ``replay_identical`` (a second run decides the same).
+Figures: **recall** (an incident counts when a decision of its own sense is surfaced within
+2 minutes of its start), **precision** (incidents surfaced over incidents surfaced plus false
+surfacings), **interruptions per hour** of background (false surfacings per hour outside
+every incident). A surfacing is attributed to an incident when it comes from the sense the
+incident disturbs (``SENSE_OF``), from its start to 2 minutes after its end; the first such
+surfacing is the incident's hit and any later one is a **repeat**, reported (``repeats``)
+but counted neither as a hit nor as a false alarm, as NAB scores only a window's first
+detection. Every other surfacing (another sense's, or outside every incident) is false.
+Goals (checks): recall ≥ 0.9, precision ≥ 0.8, ≤ 2 interruptions per hour; and
+``replay_identical`` (a second run decides the same). The background holds no unlabelled
+incident: a service that restarts leaves its port for one reading and comes back (the count
+dips), since a lasting extra listening port is the planted ``new_port``.
 ``--quick`` (8 hours, one incident of each kind) reports the figures against the goals but
 checks only that some incident is caught in time (``recall_above_zero``) besides the replay.
-The last stdout line is ``RESULT {json}``; the exit status is 1 when a check fails.
+``--seeds`` runs a day per seed and checks the worst figures of them (``per_seed`` holds
+each; the other fields are the first seed's). The last stdout line is ``RESULT {json}``;
+the exit status is 1 when a check fails.
 """
 
 from __future__ import annotations
@@ -56,6 +65,10 @@ T0 = 1_767_225_600 * S  # 2026-01-01 00:00 UTC, a Thursday
 WITHIN = 2 * MIN
 GOALS = {"recall": 0.9, "precision": 0.8, "interruptions_per_hour": 2.0}
 KINDS = ("cpu_hog", "memory_leak", "disk_filling", "failing_command", "crash_loop", "new_port")
+# The sense each incident disturbs: only its surfacings count for the incident.
+SENSE_OF = {"cpu_hog": "cpu", "memory_leak": "memory", "disk_filling": "disk",
+            "failing_command": "shell", "crash_loop": "processes",
+            "new_port": "network"}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -172,12 +185,14 @@ class Day:
                 down = round(self.rng.lognormvariate(5, 1.2))
                 up, burst = down // 8, burst - 1
             listening = ports + (1 if self.during("new_port", t) else 0)
+            # A service restarting is away for a reading, then back on its port: the count
+            # dips, it does not grow (a lasting extra port is the labelled incident).
+            restarting = self.during("new_port", t) is None and self.rng.random() < 0.0005
+            listening -= 1 if restarting else 0
             self.add(t, "network", SourceClass.NETWORK,
                      f"net all down {down:.1f} KiB/s up {up:.1f} KiB/s", nic="all",
                      readings={"down_kib_per_s": down, "up_kib_per_s": up, "errors": 0,
                                "listening_ports": listening})  # fmt: skip
-            if self.during("new_port", t) is None and self.rng.random() < 0.0005:
-                ports += self.rng.choice((-1, 1))  # a service restarts on another port
 
     def power(self) -> None:
         for t in self.every(10):
@@ -252,27 +267,41 @@ def attend(obs: list[Obs], values: dict[str, Any] | None = None) -> list[dict[st
 def score(
     obs: list[Obs], decisions: list[dict[str, Any]], incidents: list[Incident], hours: float
 ) -> dict[str, Any]:
-    when = {o.id.hex(): o.physical_ns for o in obs}
-    surfaced = [(when[d["source_event"]], d) for d in decisions if d["outcome"] == "surface"]
+    when = {o.id.hex(): (o.physical_ns, o.subject) for o in obs}
+    surfaced = [(*when[d["source_event"]], d) for d in decisions if d["outcome"] == "surface"]
 
-    def incident_of(t: int) -> Incident | None:
-        return next((i for i in incidents if i.start <= t <= i.end + WITHIN), None)
+    def incident_of(t: int, sense: str) -> Incident | None:
+        return next(
+            (i for i in incidents if SENSE_OF[i.kind] == sense and i.start <= t <= i.end + WITHIN),
+            None,
+        )
 
-    hits = [(t, d) for t, d in surfaced if incident_of(t) is not None]
+    hit: set[Incident] = set()
+    repeats, false = 0, []
+    for t, sense, d in surfaced:
+        inc = incident_of(t, sense)
+        if inc is None:
+            false.append((t, d))
+        elif inc in hit:
+            repeats += 1
+        else:
+            hit.add(inc)
     found = {
         inc.kind + "@" + str((inc.start - T0) // S): any(
-            inc.start <= t <= inc.start + WITHIN for t, _ in surfaced
+            inc.start <= t <= inc.start + WITHIN and sense == SENSE_OF[inc.kind]
+            for t, sense, _ in surfaced
         )
         for inc in incidents
     }
     covered = sum(i.end + WITHIN - i.start for i in incidents)
     background_h = (hours * HOUR - covered) / HOUR
-    false = [(t, d) for t, d in surfaced if incident_of(t) is None]
+    counted = len(hit) + len(false)
     return {
         "surfaced": len(surfaced),
         "held": len(decisions) - len(surfaced),
+        "repeats": repeats,
         "recall": sum(found.values()) / len(found),
-        "precision": len(hits) / len(surfaced) if surfaced else 0.0,
+        "precision": len(hit) / counted if counted else 0.0,
         "interruptions_per_hour": len(false) / background_h if background_h > 0 else 0.0,
         "incidents": found,
         "false_surfaced": [
@@ -285,6 +314,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = new_parser(__doc__)
     parser.add_argument("--hours", type=float, default=None, help="length of the day (24)")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--seeds", default=None, help="comma-separated seeds: a day each, the worst figures checked"
+    )
     parser.add_argument("--quick", action="store_true", help="a shorter day (8 hours)")
     parser.add_argument(
         "--values", default="{}", help="JSON overrides of attention.values (ValueParams)"
@@ -297,31 +329,57 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return args
 
 
-def run(args: argparse.Namespace) -> dict[str, Any]:
-    day = Day(args.hours, args.seed)
-    rows = day.build()
-    obs = observations(rows)
-    values = json.loads(args.values)
+def run_day(hours: float, seed: int, values: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+    """The figures of one generated day, and whether a second run decides the same."""
+    day = Day(hours, seed)
+    obs = observations(day.build())
     decisions = attend(obs, values)
-    figures = score(obs, decisions, day.incidents, args.hours)
+    figures = score(obs, decisions, day.incidents, hours)
+    figures["observations"] = len(obs)
+    return figures, attend(obs, values) == decisions
+
+
+def _worst(days: list[dict[str, Any]]) -> dict[str, float]:
+    return {
+        "recall": min(d["recall"] for d in days),
+        "precision": min(d["precision"] for d in days),
+        "interruptions_per_hour": max(d["interruptions_per_hour"] for d in days),
+    }
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    seeds = [int(x) for x in args.seeds.split(",")] if args.seeds else [args.seed]
+    values = json.loads(args.values)
+    days, identical = [], True
+    for seed in seeds:
+        figures, same = run_day(args.hours, seed, values)
+        days.append(figures)
+        identical = identical and same
+    worst = _worst(days)
     goals = {
-        "recall": figures["recall"] >= GOALS["recall"],
-        "precision": figures["precision"] >= GOALS["precision"],
-        "interruptions_per_hour": figures["interruptions_per_hour"]
+        "recall": worst["recall"] >= GOALS["recall"],
+        "precision": worst["precision"] >= GOALS["precision"],
+        "interruptions_per_hour": worst["interruptions_per_hour"]
         <= GOALS["interruptions_per_hour"],
     }
-    checks: dict[str, bool] = {"replay_identical": attend(obs, values) == decisions}
+    checks: dict[str, bool] = {"replay_identical": identical}
     if args.quick:
-        checks["recall_above_zero"] = figures["recall"] > 0
+        checks["recall_above_zero"] = worst["recall"] > 0
     else:
         checks.update(goals)
     for name in ("recall", "precision", "interruptions_per_hour"):
-        print(f"{name}: {figures[name]:.3f} (goal {GOALS[name]})", file=sys.stderr)
+        print(f"{name}: {worst[name]:.3f} (goal {GOALS[name]})", file=sys.stderr)
+    result: dict[str, Any] = {"hours": args.hours, "seed": seeds[0]}
+    if len(seeds) > 1:  # the headline figures are the worst day's; each day's follow
+        result["seeds"] = seeds
+        result["per_seed"] = {
+            str(seed): {k: round(d[k], 3) for k in (*worst, "surfaced", "repeats")}
+            for seed, d in zip(seeds, days, strict=True)
+        }
+        days[0] = {**days[0], **worst}
     return {
-        "hours": args.hours,
-        "seed": args.seed,
-        "observations": len(obs),
-        **{k: round(v, 3) if isinstance(v, float) else v for k, v in figures.items()},
+        **result,
+        **{k: round(v, 3) if isinstance(v, float) else v for k, v in days[0].items()},
         "goals_met": goals,
         "checks": checks,
         "failed_checks": [k for k, v in checks.items() if not v],
