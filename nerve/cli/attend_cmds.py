@@ -210,7 +210,7 @@ def access(
     """What agents took through `nerve mcp`: each call's client, tool, rows, bytes, refusal."""
     from nerve.mcp.access import COLUMNS, accesses
 
-    rows = accesses(_ws(), since_ns=_since(since), client=client)
+    rows = accesses(_door(), since_ns=_since(since), client=client)
     render_rows(
         COLUMNS,
         [[r[c] for c in COLUMNS] for r in rows],

@@ -29,8 +29,8 @@ def dev() -> None:
     from nerve.runtime import daemon
 
     view = sys.stdout.isatty()
-    ws = _ws()
-    if _door().has_daemon():
+    ws = _door()
+    if ws.has_daemon():
         _attach(ws, view=view)
         return
     if view:
@@ -46,7 +46,7 @@ def _attach(ws: Any, *, view: bool) -> None:
     from nerve.runtime import daemon
 
     if not view:  # piped: the running daemon's log, followed
-        for line in daemon.follow_log(daemon.log_path(ws), lines=0):
+        for line in daemon.follow_log(ws.daemon_log_path(), lines=0):
             typer.echo(line)
         return
     pid = attach.view(ws)
