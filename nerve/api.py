@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+from nerve.door.admin import Admin
 from nerve.door.fleet import Fleet
 from nerve.door.info import Info
 from nerve.door.reads import Reads
@@ -74,19 +75,37 @@ def open(  # the front door is nerve.open, as io.open is io's
     return Workspace(Folder.find(path, write=not read_only), read_only=read_only)
 
 
-class Workspace(Reads, Runs, Fleet, Info):
+class Workspace(Reads, Runs, Fleet, Info, Admin):
     """One nerve workspace: its log, its daemon if one runs, its configuration.
 
     Besides the methods below: streamed SQL, the tail and a sense's data
     (:class:`nerve.door.reads.Reads`), workflow runs and checks
     (:class:`nerve.door.runs.Runs`), the fleet table (:class:`nerve.door.fleet.Fleet`), and
-    its configuration, tokens and facts (:class:`nerve.door.info.Info`).
+    its configuration, tokens and facts (:class:`nerve.door.info.Info`), and its upkeep
+    (:class:`nerve.door.admin.Admin`).
     """
 
     def __init__(self, folder: Folder, *, read_only: bool = False) -> None:
         self._dir = folder
         self.read_only = read_only
         self._conn: duckdb.DuckDBPyConnection | None = None
+
+    @classmethod
+    def create(
+        cls, path: Path, *, encrypt: tuple[bytes, dict[str, object]] | None = None
+    ) -> Workspace:
+        """Make a workspace at ``path`` with the default nerve.yaml (``UsageError`` if one
+        is there); ``encrypt`` (a key-encryption key, its source) starts the log encrypted."""
+        from nerve.workspace import init_workspace
+
+        return cls(init_workspace(path, encrypt=encrypt))
+
+    @classmethod
+    def find(cls, path: Path | str | None = None, *, write: bool = False) -> Workspace:
+        """The workspace a command means, found as :func:`open` finds it, opened for
+        writing; ``write=False`` also accepts a folder holding only a log (a copy of
+        ``data/``, an archive), as the CLI's reading commands do."""
+        return cls(Folder.find(path, write=write))
 
     def __repr__(self) -> str:
         mode = ", read_only=True" if self.read_only else ""
@@ -444,11 +463,14 @@ class Workspace(Reads, Runs, Fleet, Info):
         folder = self._writable() if record else self._dir
         return ask(folder, question, k=k, record=record, connect=connect)
 
-    def export(self, path: Path | str, *, force: bool = False, copy: bool = False) -> Export:
-        """Write a DuckDB file any DuckDB opens without nerve (``nerve export --duckdb``)."""
+    def export(
+        self, path: Path | str, *, force: bool = False, copy: bool = False, plaintext: bool = False
+    ) -> Export:
+        """Write a DuckDB file any DuckDB opens without nerve (``nerve export --duckdb``);
+        ``plaintext`` allows it for an encrypted workspace."""
         from nerve.export import export_duckdb
 
-        return export_duckdb(self._writable(), path, force=force, copy=copy)
+        return export_duckdb(self._writable(), path, force=force, copy=copy, plaintext=plaintext)
 
     def ship(self) -> ShipResult:
         """Ship sealed segments to the fleet warehouse (``nerve fleet ship``)."""
