@@ -10,12 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from nerve import tokens
-
-if TYPE_CHECKING:
-    from nerve.api import Workspace
+from nerve.api import Workspace
 
 __all__ = ["check", "read", "token", "token_path"]
 
@@ -23,12 +20,12 @@ read = tokens.read
 
 
 def token_path(ws: Workspace, environ: Mapping[str, str] | None = None) -> Path:
-    return ws.token_path("mcp", environ)
+    return Workspace.of(ws).token_path("mcp", environ)
 
 
 def token(ws: Workspace, *, rotate: bool = False, environ: Mapping[str, str] | None = None) -> str:
     """The workspace's token: made on first use, replaced with ``rotate``."""
-    return ws.token("mcp", site="mcp.token", rotate=rotate, environ=environ)
+    return Workspace.of(ws).token("mcp", site="mcp.token", rotate=rotate, environ=environ)
 
 
 def check(path: Path, offered: str) -> bool:
