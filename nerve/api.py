@@ -16,12 +16,14 @@ every error is a :class:`~nerve.errors.NerveError`.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+from nerve.door.admin import Admin
 from nerve.door.fleet import Fleet
+from nerve.door.info import Info
 from nerve.door.reads import Reads
 from nerve.door.runs import Runs
 from nerve.errors import DaemonError, UsageError
@@ -73,18 +75,43 @@ def open(  # the front door is nerve.open, as io.open is io's
     return Workspace(Folder.find(path, write=not read_only), read_only=read_only)
 
 
-class Workspace(Reads, Runs, Fleet):
+class Workspace(Reads, Runs, Fleet, Info, Admin):
     """One nerve workspace: its log, its daemon if one runs, its configuration.
 
     Besides the methods below: streamed SQL, the tail and a sense's data
     (:class:`nerve.door.reads.Reads`), workflow runs and checks
-    (:class:`nerve.door.runs.Runs`), and the fleet table (:class:`nerve.door.fleet.Fleet`).
+    (:class:`nerve.door.runs.Runs`), the fleet table (:class:`nerve.door.fleet.Fleet`), and
+    its configuration, tokens and facts (:class:`nerve.door.info.Info`), and its upkeep
+    (:class:`nerve.door.admin.Admin`).
     """
 
     def __init__(self, folder: Folder, *, read_only: bool = False) -> None:
-        self.folder = folder
+        self._dir = folder
         self.read_only = read_only
         self._conn: duckdb.DuckDBPyConnection | None = None
+
+    @classmethod
+    def create(
+        cls, path: Path, *, encrypt: tuple[bytes, dict[str, object]] | None = None
+    ) -> Workspace:
+        """Make a workspace at ``path`` with the default nerve.yaml (``UsageError`` if one
+        is there); ``encrypt`` (a key-encryption key, its source) starts the log encrypted."""
+        from nerve.workspace import init_workspace
+
+        return cls(init_workspace(path, encrypt=encrypt))
+
+    @classmethod
+    def of(cls, ws: Workspace | Folder) -> Workspace:
+        """``ws`` itself, or the front door over a workspace folder (for callers that
+        still hold one; a server over a workspace works on the door alone)."""
+        return ws if isinstance(ws, Workspace) else cls(ws)
+
+    @classmethod
+    def find(cls, path: Path | str | None = None, *, write: bool = False) -> Workspace:
+        """The workspace a command means, found as :func:`open` finds it, opened for
+        writing; ``write=False`` also accepts a folder holding only a log (a copy of
+        ``data/``, an archive), as the CLI's reading commands do."""
+        return cls(Folder.find(path, write=write))
 
     def __repr__(self) -> str:
         mode = ", read_only=True" if self.read_only else ""
@@ -98,12 +125,12 @@ class Workspace(Reads, Runs, Fleet):
 
     @property
     def root(self) -> Path:
-        return self.folder.root
+        return self._dir.root
 
     @property
     def log_root(self) -> Path:
         """The log's folder (``data/log``): segments, WAL and manifest."""
-        return self.folder.log_root
+        return self._dir.log_root
 
     def close(self) -> None:
         """Close the DuckDB connection :meth:`sql` opened (a later query opens a new one)."""
@@ -120,7 +147,7 @@ class Workspace(Reads, Runs, Fleet):
                 hint="nerve.open(path) without read_only=True",
             )
         self.close()
-        return self.folder
+        return self._dir
 
     # -- reading ------------------------------------------------------------------------
 
@@ -140,10 +167,10 @@ class Workspace(Reads, Runs, Fleet):
 
     def _open_connection(self) -> duckdb.DuckDBPyConnection:
         if not self.read_only:
-            return self.folder.connect()  # makes data/ if missing, as the CLI does
+            return self._dir.connect()  # makes data/ if missing, as the CLI does
         from nerve.query import connect
 
-        folder = self.folder
+        folder = self._dir
         return connect(folder.log_root, folder.projection_dirs(), folder.settings())
 
     def refresh(self) -> None:
@@ -171,7 +198,7 @@ class Workspace(Reads, Runs, Fleet):
         from nerve.logops import tail_table
 
         filt = _filter(kinds, sources, bookkeeping)
-        table, _ = tail_table(self.folder, count=last, filt=filt, since=since or HLC_ZERO)
+        table, _ = tail_table(self._dir, count=last, filt=filt, since=since or HLC_ZERO)
         return table
 
     def tail(
@@ -192,23 +219,23 @@ class Workspace(Reads, Runs, Fleet):
         from nerve.tail.follow import follow as follow_batches
 
         filt = _filter(kinds, sources, bookkeeping)
-        table, newest = tail_table(self.folder, count=last, filt=filt, since=HLC_ZERO)
+        table, newest = tail_table(self._dir, count=last, filt=filt, since=HLC_ZERO)
         yield Batch(table)
         if follow:
-            yield from follow_batches(self.folder, filt=filt, since=newest, poll_s=poll_s)
+            yield from follow_batches(self._dir, filt=filt, since=newest, poll_s=poll_s)
 
     def replay(self, *, verify: bool = False) -> VerifyReport:
         """The replay digest (``.digest``, as ``nerve replay`` prints it); with ``verify``,
         every id, address and the manifest chain recomputed (``.ok``, ``.problems``)."""
         from nerve.logops import replay
 
-        return replay(self.folder, full=verify)
+        return replay(self._dir, full=verify)
 
     def projection_digests(self) -> list[dict[str, Any]]:
         """``{"name", "rows", "digest"}`` of every projection (``nerve replay --projections``)."""
         from nerve.logops import projection_digests
 
-        return projection_digests(self.folder)
+        return projection_digests(self._dir)
 
     def payload(self, cid: str) -> bytes:
         """The payload bytes stored at a blake3 address (hex), as ``nerve payload`` prints."""
@@ -323,7 +350,7 @@ class Workspace(Reads, Runs, Fleet):
         from nerve.privacy.forget import dry_run as plan
         from nerve.privacy.forget import forget
 
-        return plan(self.folder, request) if dry_run else forget(self._writable(), request)
+        return plan(self._dir, request) if dry_run else forget(self._writable(), request)
 
     def archive(self, before: Hlc, to: Path | str, *, vacuum: bool = False) -> ArchiveResult:
         from nerve.privacy.archive import archive
@@ -339,13 +366,13 @@ class Workspace(Reads, Runs, Fleet):
         def through(daemon: Daemon) -> Status:
             return Status(True, daemon.call({"type": "status"}, timeout=timeout)["status"])
 
-        return route(self.folder, daemon=through, log=lambda: Status(False))
+        return route(self._dir, daemon=through, log=lambda: Status(False))
 
     def has_daemon(self) -> bool:
         """Whether a daemon answers on this workspace's socket now."""
         from nerve.runtime.client import route
 
-        return route(self.folder, daemon=lambda _: True, log=lambda: False)
+        return route(self._dir, daemon=lambda _: True, log=lambda: False)
 
     def start(self) -> int:
         """Start the daemon in the background; its pid once it answers."""
@@ -356,7 +383,7 @@ class Workspace(Reads, Runs, Fleet):
     def stop(self) -> int | None:
         from nerve.runtime.daemon import stop
 
-        return stop(self.folder)
+        return stop(self._dir)
 
     def lock(self) -> bool:
         """Stop capture and drop the key (an encrypted workspace): the daemon, which holds
@@ -364,7 +391,7 @@ class Workspace(Reads, Runs, Fleet):
         from nerve.log.crypt import forget_keys
         from nerve.runtime.client import running
 
-        was = running(self.folder)
+        was = running(self._dir)
         if was:
             self.stop()
         forget_keys()
@@ -375,7 +402,7 @@ class Workspace(Reads, Runs, Fleet):
         from nerve.runtime.client import route
         from nerve.runtime.senses import sense_rows
 
-        folder = self.folder
+        folder = self._dir
         return route(
             folder,
             daemon=lambda d: list(d.call({"type": "list-senses"})["senses"]),
@@ -426,19 +453,30 @@ class Workspace(Reads, Runs, Fleet):
 
         return load_run(self.connection(), run)
 
-    def ask(self, question: str, *, k: int | None = None, record: bool = True) -> AskResult:
+    def ask(
+        self,
+        question: str,
+        *,
+        k: int | None = None,
+        record: bool = True,
+        connect: Callable[[], duckdb.DuckDBPyConnection] | None = None,
+    ) -> AskResult:
         """Answer a question from the log (``nerve ask``): deterministic recall first, the
-        configured fallback only when that cannot answer; recorded unless ``record=False``."""
+        configured fallback only when that cannot answer; recorded unless ``record=False``.
+        ``connect`` gives the connection recall reads (``nerve mcp``: the privacy sandbox)."""
         from nerve.recall import ask
 
-        folder = self._writable() if record else self.folder
-        return ask(folder, question, k=k, record=record)
+        folder = self._writable() if record else self._dir
+        return ask(folder, question, k=k, record=record, connect=connect)
 
-    def export(self, path: Path | str, *, force: bool = False, copy: bool = False) -> Export:
-        """Write a DuckDB file any DuckDB opens without nerve (``nerve export --duckdb``)."""
+    def export(
+        self, path: Path | str, *, force: bool = False, copy: bool = False, plaintext: bool = False
+    ) -> Export:
+        """Write a DuckDB file any DuckDB opens without nerve (``nerve export --duckdb``);
+        ``plaintext`` allows it for an encrypted workspace."""
         from nerve.export import export_duckdb
 
-        return export_duckdb(self._writable(), path, force=force, copy=copy)
+        return export_duckdb(self._writable(), path, force=force, copy=copy, plaintext=plaintext)
 
     def ship(self) -> ShipResult:
         """Ship sealed segments to the fleet warehouse (``nerve fleet ship``)."""
@@ -466,7 +504,7 @@ class Workspace(Reads, Runs, Fleet):
         """Recompute every attention decision from the log and compare (``.ok``)."""
         from nerve.attention.service import check
 
-        return check(self.folder.log_root, self.folder.config.attention)
+        return check(self._dir.log_root, self._dir.config.attention)
 
     def rotate_key(self) -> int:
         """Move the surfacing chain to a new signing key; the new key epoch."""
@@ -485,14 +523,14 @@ class Workspace(Reads, Runs, Fleet):
 
     def attention_settings(self) -> AttentionSettings:
         """The ``attention:`` section as the daemon runs it (gate, detector, budget)."""
-        return self.folder.config.attention
+        return self._dir.config.attention
 
     def audit_verify(self, *, record: bool = False, key: bytes | None = None) -> Verdict:
         """Verify the sealed surfacing chain (``nerve audit verify``); ``record`` advances
         the trust record as the CLI does."""
         from nerve.attention import audit
 
-        links = audit.chain_links(self.folder.log_root)
+        links = audit.chain_links(self._dir.log_root)
         origin = f"workspace:{self.root}"
         key_from = "pinned" if key is not None else "first use"
         record = record and not self.read_only
@@ -502,20 +540,20 @@ class Workspace(Reads, Runs, Fleet):
         """The sealed surfacing chain's links, as stored, in order."""
         from nerve.attention import audit
 
-        return audit.chain_links(self.folder.log_root)
+        return audit.chain_links(self._dir.log_root)
 
     def held(self, since_ns: int | None = None) -> list[dict[str, Any]]:
         """Every decision the gate held back (decided after ``since_ns``), and why: its
         outcome (``hold:value``, ``hold:budget``), figures and the highlight it answered."""
         from nerve.attention import audit
 
-        return audit.held(self.folder.log_root, since_ns)
+        return audit.held(self._dir.log_root, since_ns)
 
     def audit_show(self, seq: int) -> dict[str, Any]:
         """One sealed link by chain seq, checked up to it (``nerve audit show``)."""
         from nerve.attention import audit
 
-        return audit.show(self.folder.log_root, seq)
+        return audit.show(self._dir.log_root, seq)
 
 
 def _needs_daemon() -> UsageError:

@@ -18,15 +18,15 @@ from pathlib import Path
 import blake3
 
 from nerve import fsio
-from nerve.workspace import WorkspaceDir
 
 __all__ = ["matches", "read", "token", "token_path"]
 
 
-def token_path(ws: WorkspaceDir, use: str, environ: Mapping[str, str] | None = None) -> Path:
+def token_path(root: Path, use: str, environ: Mapping[str, str] | None = None) -> Path:
+    """Where the token for ``use`` of the workspace at ``root`` is kept."""
     env = os.environ if environ is None else environ
     base = env.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    name = blake3.blake3(str(ws.root).encode("utf-8", "surrogateescape")).hexdigest()[:32]
+    name = blake3.blake3(str(root).encode("utf-8", "surrogateescape")).hexdigest()[:32]
     return Path(base) / "nerve" / use / f"{name}.token"
 
 
@@ -40,7 +40,7 @@ def read(path: Path) -> str | None:
 
 
 def token(
-    ws: WorkspaceDir,
+    root: Path,
     use: str,
     *,
     site: str,
@@ -50,7 +50,7 @@ def token(
     """The workspace's token for ``use``: made on first use, replaced with ``rotate``; ``site``
     names the write for fault tests (``fsio.SITES``).
     Written whole or not at all (a failed rotation leaves the old token standing)."""
-    path = token_path(ws, use, environ)
+    path = token_path(root, use, environ)
     current = None if rotate else read(path)
     if current is not None:
         return current

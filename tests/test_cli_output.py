@@ -15,6 +15,7 @@ import termios
 import time
 from pathlib import Path
 
+from nerve.api import Workspace
 from nerve.mcp.access import Access, Recorder
 from nerve.workspace import WorkspaceDir
 from tests.conftest import run_cli
@@ -58,7 +59,7 @@ def test_tail_csv_grep_and_sense(workspace: WorkspaceDir) -> None:
 
 def test_audit_access_keeps_one_row_a_line(workspace: WorkspaceDir) -> None:
     reason = "1 validation error for QueryArgs\nsql\n  Field required\n    For further information"
-    Recorder(workspace).record(
+    Recorder(Workspace(workspace)).record(
         Access("rawclient", "0.1", "stdio", "s1", "query", {}, outcome="refused", reason=reason)
     )
     piped = cli(workspace, "audit", "access").stdout.splitlines()

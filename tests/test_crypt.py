@@ -304,7 +304,6 @@ def test_mcp_sql_ui_data_and_a_plaintext_export_read_an_encrypted_log(tmp_path: 
     from nerve.api import open as nerve_open
     from nerve.mcp.sandbox import open_sandbox
     from nerve.ui.rows import connect as ui_connect
-    from nerve.workspace import WorkspaceDir
 
     key, ws = tmp_path / "K", tmp_path / "ws"
     run_cli("init", "--encrypt", "--key-file", str(key), str(ws))
@@ -315,9 +314,9 @@ def test_mcp_sql_ui_data_and_a_plaintext_export_read_an_encrypted_log(tmp_path: 
     try:
         door = nerve_open(ws, read_only=True)
         assert door.sql("SELECT count(*) FROM events").fetchall() == [(2,)]
-        sandbox = open_sandbox(WorkspaceDir(ws))
+        sandbox = open_sandbox(door)
         assert sandbox.execute("SELECT max(line) FROM events").fetchone() == (SECRETS[0],)
-        ui = ui_connect(WorkspaceDir(ws), _no_screen())
+        ui = ui_connect(door, _no_screen())
         assert ui.execute("SELECT count(*) FROM events").fetchone() == (2,)
         out = tmp_path / "plain.duckdb"
         run_cli("-w", str(ws), "export", "--duckdb", str(out), "--copy", "--plaintext", env=env)

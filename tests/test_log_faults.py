@@ -18,6 +18,7 @@ import pyarrow.compute as pc
 import pytest
 
 from nerve import fsio
+from nerve.api import Workspace
 from nerve.chain.keys import Keyring
 from nerve.chain.trust import TrustRecord
 from nerve.errors import LogError, NerveError
@@ -284,7 +285,7 @@ def _trust_write_fails(tmp_path: Path, site: str) -> None:
 
 
 def _token_write_fails(tmp_path: Path, site: str) -> None:
-    ws = WorkspaceDir(tmp_path / "ws")
+    ws = Workspace(WorkspaceDir(tmp_path / "ws"))
     env = {"XDG_STATE_HOME": str(tmp_path / "state")}
     first = mcp_token.token(ws, environ=env)
     with fsio.inject(site) as fault, pytest.raises(OSError):
@@ -299,7 +300,7 @@ def _token_write_fails(tmp_path: Path, site: str) -> None:
 def _ui_token_write_fails(tmp_path: Path, site: str) -> None:
     from nerve.ui import auth
 
-    ws = WorkspaceDir(tmp_path / "ws")
+    ws = Workspace(WorkspaceDir(tmp_path / "ws"))
     env = {"XDG_STATE_HOME": str(tmp_path / "state")}
     first = auth.token(ws, environ=env)
     with fsio.inject(site) as fault, pytest.raises(OSError):

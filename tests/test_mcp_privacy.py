@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from nerve import logops
+import nerve
+from nerve import api, logops
 from nerve.errors import NerveError
 from nerve.log.drafts import Draft
 from nerve.mcp import tools
@@ -24,7 +25,7 @@ def _shell(command: str) -> Draft:
 
 
 @pytest.fixture(scope="module")
-def ws(tmp_path_factory: pytest.TempPathFactory) -> WorkspaceDir:
+def ws(tmp_path_factory: pytest.TempPathFactory) -> api.Workspace:
     """Events stored before their rules: a token (detectors were off) and a command an
     exclusion added later withholds; some sealed, some in the unsealed tail."""
     root = init_workspace(tmp_path_factory.mktemp("mcp-privacy") / "ws").root
@@ -34,10 +35,10 @@ def ws(tmp_path_factory: pytest.TempPathFactory) -> WorkspaceDir:
     logops.seal(early)
     logops.emit(early, [_shell(f"echo {GHP}"), _shell(EXCLUDED + " --tail"), _shell("ls")])
     (root / "nerve.yaml").write_text("privacy:\n  shell: {exclude: ['vault *']}\n")
-    return WorkspaceDir(root)
+    return nerve.open(root)
 
 
-def _call(ws: WorkspaceDir, timeout_ms: int = 5_000) -> tools.Call:
+def _call(ws: api.Workspace, timeout_ms: int = 5_000) -> tools.Call:
     return tools.Call(ws, Screen(ws.config.privacy), Allowance(500, 1 << 20), timeout_ms)
 
 
@@ -55,7 +56,7 @@ def _forms(secret: str) -> list[str]:
     ]
 
 
-def _leaked(ws: WorkspaceDir, sql: str) -> str:
+def _leaked(ws: api.Workspace, sql: str) -> str:
     """Everything a query shows an agent: its rows, or its error's message."""
     try:
         return str(tools.query(_call(ws), sql).model_dump())
@@ -87,13 +88,13 @@ TRANSFORMS = [
 
 
 @pytest.mark.parametrize("sql", PAST_THE_VIEW + TRANSFORMS)
-def test_no_sql_brings_back_what_the_rules_withhold_or_redact(ws: WorkspaceDir, sql: str) -> None:
+def test_no_sql_brings_back_what_the_rules_withhold_or_redact(ws: api.Workspace, sql: str) -> None:
     shown = _leaked(ws, sql)
     for form in _forms(GHP) + _forms(EXCLUDED):
         assert form not in shown, f"{form!r} left through {sql!r}"
 
 
-def test_the_sandbox_still_reads_every_row_it_may(ws: WorkspaceDir) -> None:
+def test_the_sandbox_still_reads_every_row_it_may(ws: api.Workspace) -> None:
     rows = tools.query(_call(ws), "SELECT line FROM events ORDER BY ts").rows
     assert [r[0] for r in rows] == [
         "export GITHUB_TOKEN=[redacted:github-token]",
@@ -102,7 +103,7 @@ def test_the_sandbox_still_reads_every_row_it_may(ws: WorkspaceDir) -> None:
     ]
 
 
-def test_ask_neither_quotes_nor_cites_a_withheld_event(ws: WorkspaceDir, tmp_path: Path) -> None:
+def test_ask_neither_quotes_nor_cites_a_withheld_event(ws: api.Workspace, tmp_path: Path) -> None:
     for question in ("which commands did I run?", "vault read secret", "what did I read?"):
         out = tools.ask(_call(ws), question)
         text = str(out.model_dump())
@@ -114,7 +115,7 @@ SLOW_OK = 120_000
 
 
 def test_a_huge_result_is_cut_at_the_byte_budget_before_the_screen(
-    ws: WorkspaceDir, monkeypatch: pytest.MonkeyPatch
+    ws: api.Workspace, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from nerve.mcp.sandbox import open_sandbox, run_sql
 

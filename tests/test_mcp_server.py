@@ -25,7 +25,8 @@ from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp_types import CallToolResult, Implementation
 
-from nerve import logops
+import nerve
+from nerve import api, logops
 from nerve.log.drafts import Draft
 from nerve.log.reader import snapshot, table_since
 from nerve.mcp.access import args_digest
@@ -45,7 +46,7 @@ CALLS: list[tuple[str, dict[str, Any]]] = [
 ]
 
 
-def _workspace(root: Path, yaml: str = "", *, filler: int = 0) -> WorkspaceDir:
+def _workspace(root: Path, yaml: str = "", *, filler: int = 0) -> api.Workspace:
     """A workspace whose log holds four shell commands (after ``filler`` other events: a
     cross join of a few thousand events with itself cannot finish in time)."""
     ws = init_workspace(root)
@@ -54,7 +55,7 @@ def _workspace(root: Path, yaml: str = "", *, filler: int = 0) -> WorkspaceDir:
     drafts = [Draft.of(source=8, line=f"tick {i}") for i in range(filler)]
     drafts += [Draft.of(source=5, line=x, payload={"command": x}) for x in lines]
     logops.emit(WorkspaceDir(ws.root), drafts)
-    return WorkspaceDir(ws.root)
+    return nerve.open(ws.root)
 
 
 def _env(tmp: Path) -> dict[str, str]:

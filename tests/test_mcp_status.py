@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import nerve
 from nerve.mcp.guard import Screen
 from nerve.mcp.info import status
-from nerve.workspace import WorkspaceDir, init_workspace
+from nerve.workspace import init_workspace
 from tests.daemon_util import started, write_sense
 
 STEADY = """
@@ -30,7 +31,7 @@ def test_status_counts_what_the_daemon_computed_since_the_last_record(tmp_path: 
 
         d.wait_for(lambda: live_computes() >= 5, timeout=90, what="five computes")
         recorded = len(d.events("sense.state", "steady"))
-        ws = WorkspaceDir(root)
+        ws = nerve.open(root)
         out = status(ws, Screen(ws.config.privacy))
         sense = next(s for s in out.senses if s.name == "steady")
         assert out.daemon and sense.computes >= 5 > recorded, (sense, recorded)

@@ -9,7 +9,8 @@ from typing import Any
 import duckdb
 import pytest
 
-from nerve import logops
+import nerve
+from nerve import api, logops
 from nerve.errors import AccessRefused, PrivacyError, UsageError
 from nerve.log.drafts import Draft
 from nerve.log.reader import replay_digest
@@ -29,7 +30,7 @@ def _shell(line: str, command: str | None = None) -> Draft:
 
 
 @pytest.fixture(scope="module")
-def ws(tmp_path_factory: pytest.TempPathFactory) -> WorkspaceDir:
+def ws(tmp_path_factory: pytest.TempPathFactory) -> api.Workspace:
     """A log with sealed and unsealed events, and a token stored while detectors were off
     (as if the rule came later)."""
     root = init_workspace(tmp_path_factory.mktemp("mcp") / "ws").root
@@ -40,11 +41,11 @@ def ws(tmp_path_factory: pytest.TempPathFactory) -> WorkspaceDir:
     logops.seal(early)
     logops.emit(early, [_shell("make build failed: exit 2"), _shell("rm -rf build/", "pass show")])
     (root / "nerve.yaml").write_text("senses: {}\n")
-    return WorkspaceDir(root)
+    return nerve.open(root)
 
 
 def _call(
-    ws: WorkspaceDir, rows: int = 500, size: int = 1 << 20, timeout_ms: int = 5_000
+    ws: api.Workspace, rows: int = 500, size: int = 1 << 20, timeout_ms: int = 5_000
 ) -> tools.Call:
     return tools.Call(ws, Screen(ws.config.privacy), Allowance(rows, size), timeout_ms)
 
@@ -66,7 +67,7 @@ HOSTILE = {
 
 @pytest.mark.parametrize("sql", sorted(HOSTILE))
 def test_hostile_sql_is_refused_or_cut_off_with_a_clear_message(
-    ws: WorkspaceDir, tmp_path: Path, sql: str
+    ws: api.Workspace, tmp_path: Path, sql: str
 ) -> None:
     before = replay_digest(ws.log_root)
     out = tmp_path / "out.csv"
@@ -77,7 +78,7 @@ def test_hostile_sql_is_refused_or_cut_off_with_a_clear_message(
 
 
 def test_the_sandbox_is_locked_even_past_the_statement_check(
-    ws: WorkspaceDir, tmp_path: Path
+    ws: api.Workspace, tmp_path: Path
 ) -> None:
     conn = open_sandbox(ws)
     out = tmp_path / "x.csv"
@@ -91,7 +92,7 @@ def test_the_sandbox_is_locked_even_past_the_statement_check(
     assert not out.exists() and not (tmp_path / "x.db").exists()
 
 
-def test_a_group_by_reads_sealed_and_unsealed_events_and_rows_are_capped(ws: WorkspaceDir) -> None:
+def test_a_group_by_reads_sealed_and_unsealed_events_and_rows_are_capped(ws: api.Workspace) -> None:
     out = tools.query(_call(ws), "SELECT source_name, count(*) AS n FROM events GROUP BY ALL")
     assert out.columns == ["source_name", "n"] and out.rows == [["shell", 303]] and not out.more
     capped = tools.query(_call(ws, rows=5), "SELECT line, data FROM events ORDER BY ts")
@@ -101,14 +102,14 @@ def test_a_group_by_reads_sealed_and_unsealed_events_and_rows_are_capped(ws: Wor
     assert run_sql(conn, "SELECT * FROM sense_state", limit=3, timeout_ms=5_000).rows == []
 
 
-def test_bad_sql_is_a_usage_error_naming_the_problem(ws: WorkspaceDir) -> None:
+def test_bad_sql_is_a_usage_error_naming_the_problem(ws: api.Workspace) -> None:
     with pytest.raises(UsageError, match="syntax error"):
         tools.query(_call(ws), "SELEC 1")
     with pytest.raises(AccessRefused, match="0 statements"):
         tools.query(_call(ws), "-- nothing")
 
 
-def test_a_secret_stored_before_its_rule_does_not_leave(ws: WorkspaceDir) -> None:
+def test_a_secret_stored_before_its_rule_does_not_leave(ws: api.Workspace) -> None:
     assert GHP in str(
         run_sql(open_sandbox(ws), "SELECT line FROM events", limit=999, timeout_ms=5000).rows
     )
@@ -128,7 +129,7 @@ def test_a_drop_rule_added_later_withholds_stored_events_everywhere(tmp_path: Pa
         "privacy:\n  shell: {exclude: ['vault *']}\n"
         "  rules: [{name: no-ls, regex: '^ls$', action: drop, source: shell}]\n"
     )
-    ws = WorkspaceDir(root)
+    ws = nerve.open(root)
     recent = tools.recent(_call(ws)).events
     assert [e.line for e in recent] == ["[withheld:no-ls]", "[withheld:shell.exclude]"]
     assert all(e.data is None for e in recent)
@@ -137,7 +138,7 @@ def test_a_drop_rule_added_later_withholds_stored_events_everywhere(tmp_path: Pa
     assert tools.query(_call(ws), "SELECT 'ls' AS x").rows == [["[withheld:no-ls]"]]
 
 
-def test_an_erased_event_is_shown_as_erased(ws: WorkspaceDir) -> None:
+def test_an_erased_event_is_shown_as_erased(ws: api.Workspace) -> None:
     row = {
         "physical_ns": 1, "logical": 0, "id": b"\x01" * 32, "source": 5, "kind": "observation",
         "subject": "", "trust": 3, "line": "", "payload": b"", "erased": True,
@@ -146,7 +147,7 @@ def test_an_erased_event_is_shown_as_erased(ws: WorkspaceDir) -> None:
     assert (shown.line, shown.data, shown.erased) == ("[erased]", None, True)
 
 
-def test_recent_search_and_highlights_take_windows_and_hide_bookkeeping(ws: WorkspaceDir) -> None:
+def test_recent_search_and_highlights_take_windows_and_hide_bookkeeping(ws: api.Workspace) -> None:
     newest = tools.recent(_call(ws), limit=2)
     assert [e.line for e in newest.events] == ["rm -rf build/", "make build failed: exit 2"]
     assert newest.more and newest.events[0].source == "shell" and "T" in newest.events[0].time
@@ -180,7 +181,7 @@ def test_budgets_bound_each_call_and_each_session() -> None:
     assert fit(items, Allowance(3, 10**6)) == (items[:3], True)
 
 
-def test_ask_cites_events_with_time_and_source(ws: WorkspaceDir) -> None:
+def test_ask_cites_events_with_time_and_source(ws: api.Workspace) -> None:
     out = tools.ask(_call(ws), "which commands did I run recently?")
     assert out.answered and out.tier == 0 and out.citations
     assert {c.source for c in out.citations} == {"shell"} and GHP not in out.answer
@@ -191,9 +192,9 @@ def test_an_access_record_a_drop_rule_would_swallow_fails_the_call(tmp_path: Pat
     (root / "nerve.yaml").write_text(
         "privacy:\n  rules: [{name: quiet, action: drop, kind: agent.access, sense: spy}]\n"
     )
-    recorder = Recorder(WorkspaceDir(root))
+    recorder = Recorder(nerve.open(root))
     recorder.record(Access("claude-code", "1", "stdio", "s", "recent", {"limit": 3}))
     with pytest.raises(PrivacyError, match="cannot be recorded"):
         recorder.record(Access("spy", "1", "stdio", "s", "recent", {}))
-    lines = [a["client"] for a in accesses(WorkspaceDir(root))]
+    lines = [a["client"] for a in accesses(nerve.open(root))]
     assert lines == ["claude-code"]

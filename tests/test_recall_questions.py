@@ -14,6 +14,7 @@ from typing import Any, NamedTuple
 
 import pytest
 
+from nerve.api import Workspace
 from nerve.recall import AskResult, ask
 from nerve.workspace import WorkspaceDir
 from tests.helpers import workday
@@ -162,7 +163,8 @@ def test_mcp_ask_gives_the_same_answers(day: WorkspaceDir, monkeypatch: pytest.M
     for question in (*questions, "which ports were opened today?"):
         cli = ask(day, question, record=False, now_ns=workday.NOW)
         over_mcp = tools.ask(
-            tools.Call(day, Screen(day.config.privacy), Allowance(500, 1 << 20)), question
+            tools.Call(Workspace(day), Screen(day.config.privacy), Allowance(500, 1 << 20)),
+            question,
         )
         assert over_mcp.answer == cli.text and cli.answered
 

@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import nerve
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -269,17 +271,58 @@ def test_cli_command_modules_keep_annotations_as_objects() -> None:
     assert lazy == []
 
 
-def test_cli_commands_reach_the_workspace_through_the_front_door() -> None:
-    """No command module opens the log or talks to the daemon itself: the rule "through the
+# The front door's clients: they reach a workspace only through ``nerve.open``.
+_CLIENTS = ("cli", "mcp", "ui", "dev")
+_BEHIND_THE_DOOR = {"nerve.workspace", "nerve.runtime.client", "nerve.runtime.ipc"}
+
+
+def _front_door_breaches(text: str, package: str, modules: set[str]) -> list[str]:
+    """What one module's source does around the front door: import the folder, the
+    daemon's client or its socket; open the log or a folder's DuckDB; call ``route(``."""
+    found = set()
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            found |= _targets(node, package, modules) & _BEHIND_THE_DOOR
+    found |= {needle for needle in (".open_log(", "route(") if needle in text}
+    # a DuckDB of its own (duckdb.connect()) is fine; a folder's .connect() opens the log
+    found |= {".connect()"} if re.search(r"(?<!duckdb)\.connect\(\)", text) else set()
+    return sorted(found)
+
+
+def test_clients_reach_the_workspace_through_the_front_door() -> None:
+    """No module of the CLI, ``nerve mcp``, ``nerve ui`` or ``nerve dev`` imports the
+    workspace folder, opens the log or talks to the daemon itself: the rule "through the
     daemon when one runs, else the log" lives in one place (``nerve.runtime.client.route``),
     under ``nerve.open``."""
+    modules = set(_modules())
     bad = []
-    for path in sorted((PACKAGE / "cli").glob("*.py")):
-        text = path.read_text(encoding="utf-8")
-        for needle in (".open_log(", "nerve.runtime.client", "nerve.runtime.ipc", "route("):
-            if needle in text:
-                bad.append(f"{path.name}: {needle}")
+    for client in _CLIENTS:
+        for path in sorted((PACKAGE / client).rglob("*.py")):
+            text = path.read_text(encoding="utf-8")
+            package = ".".join(path.relative_to(ROOT).parts[:-1])
+            rel = path.relative_to(PACKAGE)
+            bad += [f"{rel}: {b}" for b in _front_door_breaches(text, package, modules)]
     assert bad == []
+
+
+@pytest.mark.parametrize(
+    ("code", "expected"),
+    [
+        ("from nerve.workspace import WorkspaceDir", ["nerve.workspace"]),
+        ("from nerve import workspace", ["nerve.workspace"]),
+        ("from ..workspace import init_workspace", ["nerve.workspace"]),
+        ("from nerve.runtime import client", ["nerve.runtime.client"]),
+        ("import nerve.runtime.ipc", ["nerve.runtime.ipc"]),
+        ("def f(ws):\n    return ws.connect()", [".connect()"]),
+        ("def f(ws):\n    return ws.open_log()", [".open_log("]),
+        ("def f(ws):\n    return route(ws, log=list)", ["route("]),
+        ("import duckdb\nconn = duckdb.connect()", []),
+        ("from nerve.api import Workspace", []),
+    ],
+)
+def test_the_front_door_check_sees_each_way_around_it(code: str, expected: list[str]) -> None:
+    """Each breach the check above looks for is found, however the import is written."""
+    assert _front_door_breaches(code, "nerve.cli", set(_modules())) == expected
 
 
 def test_whether_a_daemon_runs_is_asked_in_one_place() -> None:

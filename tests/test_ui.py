@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
-from nerve import logops
+import nerve
+from nerve import api, logops
 from nerve.events import BOOKKEEPING_KINDS
 from nerve.log.drafts import Draft
 from nerve.log.reader import replay_digest
@@ -28,6 +29,11 @@ PAGES = ["/", "/?since=1h", "/events", "/live", "/sql", "/attention", "/senses",
          "/health"]  # fmt: skip
 
 
+def _door(ws: Any) -> api.Workspace:
+    """The front door over a workspace the test made as a folder."""
+    return nerve.open(ws.root)
+
+
 @pytest.fixture(scope="module")
 def ws(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WorkspaceDir]:
     root = tmp_path_factory.mktemp("ui")
@@ -41,9 +47,9 @@ def ws(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WorkspaceDir]:
 
 def client(ws: WorkspaceDir) -> TestClient:
     """A client logged in through the login URL, as a browser would be."""
-    app = build_app(ws, Keys(token_path(ws)), Served("127.0.0.1", PORT))
+    app = build_app(_door(ws), Keys(token_path(_door(ws))), Served("127.0.0.1", PORT))
     c = TestClient(app, base_url=BASE)
-    r = c.get(f"/login?token={token(ws)}", follow_redirects=False)
+    r = c.get(f"/login?token={token(_door(ws))}", follow_redirects=False)
     assert r.status_code == 303 and r.headers["location"] == "/"
     return c
 
@@ -195,16 +201,16 @@ def test_live_stream_sends_new_events_once(ws: WorkspaceDir) -> None:
     from nerve.ui import data
 
     f = data.Filters()
-    first, cursor = data.live_batch(ws, f, None)
+    first, cursor = data.live_batch(_door(ws), f, None)
     assert first == [] and cursor is not None
     logops.emit(ws, [Draft.of(source=5, line=f"live {i}", payload={}) for i in range(3)])
-    rows, cursor2 = data.live_batch(ws, f, cursor)
+    rows, cursor2 = data.live_batch(_door(ws), f, cursor)
     assert [r["line"] for r in rows] == ["live 0", "live 1", "live 2"]
-    again, cursor3 = data.live_batch(ws, f, cursor2)
+    again, cursor3 = data.live_batch(_door(ws), f, cursor2)
     assert again == [] and cursor3 == cursor2
     hidden = data.Filters(sources=("endpoint",))
     logops.emit(ws, [Draft.of(source=5, line="not endpoint", payload={})])
-    rows, cursor4 = data.live_batch(ws, hidden, cursor3)
+    rows, cursor4 = data.live_batch(_door(ws), hidden, cursor3)
     assert rows == [] and cursor4 != cursor3  # the cursor moves past what the filter hides
 
 
@@ -255,7 +261,7 @@ def test_live_stream_resumes_from_the_last_event_id(ws: WorkspaceDir) -> None:
 
     from nerve.ui import data
 
-    _, cursor = data.live_batch(ws, data.Filters(), None)
+    _, cursor = data.live_batch(_door(ws), data.Filters(), None)
     logops.emit(ws, [Draft.of(source=5, line=f"resumed {i}", payload={}) for i in range(3)])
     c = client(ws)
     with c.stream("GET", "/live/stream", headers={"last-event-id": str(cursor)}) as r:
@@ -275,7 +281,7 @@ def test_a_stop_ends_the_server_even_with_a_live_tail_open(ws: WorkspaceDir) -> 
 
     env = {"XDG_STATE_HOME": os.environ["XDG_STATE_HOME"]}
     with ui_process(ws.root, env) as ui:
-        cookie = Keys(token_path(ws)).cookie()
+        cookie = Keys(token_path(_door(ws))).cookie()
         req = urllib.request.Request(
             f"{ui.base}/live/stream", headers={"cookie": f"nerve_ui={cookie}"}
         )

@@ -10,6 +10,8 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
+import nerve
+from nerve import api
 from nerve.fleet.ship import ship
 from nerve.ui.app import build_app
 from nerve.ui.auth import Keys, token, token_path
@@ -20,6 +22,11 @@ from tests.helpers.fleet import fleet_yaml, make_host
 
 BASE = "http://127.0.0.1:8765"
 ROWS = 40
+
+
+def _door(ws: Any) -> api.Workspace:
+    """The front door over a workspace the test made as a folder."""
+    return nerve.open(ws.root)
 
 
 @pytest.fixture(scope="module")
@@ -37,8 +44,11 @@ def alpha(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WorkspaceDir]:
 
 
 def client(ws: WorkspaceDir) -> TestClient:
-    c = TestClient(build_app(ws, Keys(token_path(ws)), Served("127.0.0.1", 8765)), base_url=BASE)
-    assert c.get(f"/login?token={token(ws)}", follow_redirects=False).status_code == 303
+    c = TestClient(
+        build_app(_door(ws), Keys(token_path(_door(ws))), Served("127.0.0.1", 8765)),
+        base_url=BASE,
+    )
+    assert c.get(f"/login?token={token(_door(ws))}", follow_redirects=False).status_code == 303
     return c
 
 

@@ -6,11 +6,13 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from starlette.testclient import TestClient
 
-from nerve import logops
+import nerve
+from nerve import api, logops
 from nerve.errors import UsageError
 from nerve.log.drafts import Draft
 from nerve.ui.app import build_app
@@ -24,6 +26,11 @@ BASE = f"http://127.0.0.1:{PORT}"
 PAGES = ["/", "/events", "/events/00", "/live", "/live/stream", "/sql?q=SELECT+1", "/attention",
          "/attention/0", "/senses", "/privacy", "/health", "/static/app.js"]  # fmt: skip
 GHP = "ghp_" + "A1b2C3d4E5" * 3 + "F6g7H8"
+
+
+def _door(ws: Any) -> api.Workspace:
+    """The front door over a workspace the test made as a folder."""
+    return nerve.open(ws.root)
 
 
 @pytest.fixture(scope="module")
@@ -43,12 +50,12 @@ def ws(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WorkspaceDir]:
 
 def app(ws: WorkspaceDir, **kw: bool) -> TestClient:
     served = Served("127.0.0.1", PORT, **kw)
-    return TestClient(build_app(ws, Keys(token_path(ws)), served), base_url=BASE)
+    return TestClient(build_app(_door(ws), Keys(token_path(_door(ws))), served), base_url=BASE)
 
 
 def logged_in(ws: WorkspaceDir) -> TestClient:
     c = app(ws)
-    assert c.get(f"/login?token={token(ws)}", follow_redirects=False).status_code == 303
+    assert c.get(f"/login?token={token(_door(ws))}", follow_redirects=False).status_code == 303
     return c
 
 
@@ -81,23 +88,23 @@ def test_a_wrong_token_logs_nobody_in(ws: WorkspaceDir) -> None:
     c.cookies.set("nerve_ui", "forged.0000")
     assert c.get("/").status_code == 401
     assert c.get("/", headers={"authorization": "Bearer nope"}).status_code == 401
-    assert c.get("/", headers={"authorization": f"Bearer {token(ws)}"}).status_code == 200
+    assert c.get("/", headers={"authorization": f"Bearer {token(_door(ws))}"}).status_code == 200
 
 
 def test_the_cookie_is_httponly_strict_and_the_token_owner_only(ws: WorkspaceDir) -> None:
-    r = app(ws).get(f"/login?token={token(ws)}", follow_redirects=False)
+    r = app(ws).get(f"/login?token={token(_door(ws))}", follow_redirects=False)
     cookie = r.headers["set-cookie"].lower()
     assert "httponly" in cookie and "samesite=strict" in cookie and "path=/" in cookie
-    assert token(ws) not in r.headers["set-cookie"]  # the cookie is not the token
-    assert stat.S_IMODE(os.stat(token_path(ws)).st_mode) == 0o600
-    assert stat.S_IMODE(os.stat(token_path(ws).parent).st_mode) == 0o700
+    assert token(_door(ws)) not in r.headers["set-cookie"]  # the cookie is not the token
+    assert stat.S_IMODE(os.stat(token_path(_door(ws))).st_mode) == 0o600
+    assert stat.S_IMODE(os.stat(token_path(_door(ws)).parent).st_mode) == 0o700
 
 
 def test_rotating_the_token_ends_every_session(ws: WorkspaceDir) -> None:
     c = logged_in(ws)
-    old = token(ws)
+    old = token(_door(ws))
     assert c.get("/").status_code == 200
-    token(ws, rotate=True)
+    token(_door(ws), rotate=True)
     assert c.get("/").status_code == 401
     assert app(ws).get(f"/login?token={old}", follow_redirects=False).status_code == 401
     assert logged_in(ws).get("/").status_code == 200
@@ -248,11 +255,11 @@ def test_the_token_command_prints_and_rotates(
 
     cli("token")
     first = capsys.readouterr().out.strip()
-    assert first == token(ws)
+    assert first == token(_door(ws))
     c = logged_in(ws)
     cli("token", "--rotate")
     second = capsys.readouterr().out.strip()
-    assert second != first and second == token(ws)
+    assert second != first and second == token(_door(ws))
     assert c.get("/").status_code == 401  # the old session ended with the old token
 
 
@@ -277,7 +284,7 @@ RULE_YAML = (
 def test_a_search_cannot_tell_that_a_redacted_secret_matched(ws: WorkspaceDir) -> None:
     from nerve.ui import data
 
-    cursor = data.live_batch(ws, data.Filters(), None)[1]
+    cursor = data.live_batch(_door(ws), data.Filters(), None)[1]
     logops.emit(ws, [Draft.of(source=5, line=f"door code {SESAME}", payload={"note": SESAME})])
     c = logged_in(ws)
     span = f"since={cursor.physical_ns - 10**9}&until={cursor.physical_ns + 3_600 * 10**9}"
@@ -294,12 +301,12 @@ def test_a_search_cannot_tell_that_a_redacted_secret_matched(ws: WorkspaceDir) -
 
             for fmt in ("json", "csv", "html"):
                 assert asked(needle, fmt) == asked(absent, fmt), (needle, fmt)
-            assert not data.live_batch(ws, data.Filters(text=needle), cursor)[0]
+            assert not data.live_batch(_door(ws), data.Filters(text=needle), cursor)[0]
             q = f"SELECT count(*) FROM events WHERE line ILIKE '%{needle}%'"
             assert c.get("/sql", params={"q": q, "format": "json"}).json()["rows"] == [[0]]
         shown = c.get(f"/events?text=[redacted:opensesame]&{span}&format=json").json()
         assert shown["total"] == 1 and SESAME not in str(shown)  # the redacted text is searched
-        live = data.live_batch(ws, data.Filters(text="redacted:opensesame"), cursor)[0]
+        live = data.live_batch(_door(ws), data.Filters(text="redacted:opensesame"), cursor)[0]
         assert [e["line"] for e in live] == ["door code [redacted:opensesame]"]
         (ws.root / "nerve.yaml").write_text("senses: {}\n")  # the detectors: on by default
         hour = f"since={cursor.physical_ns - 3_600 * 10**9}&until={cursor.physical_ns + 10**12}"

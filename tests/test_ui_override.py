@@ -4,10 +4,13 @@ with the session's CSRF value and an explicit confirmation, recorded as the CLI 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from starlette.testclient import TestClient
 
+import nerve
+from nerve import api
 from nerve.ui.app import build_app
 from nerve.ui.auth import Keys, token, token_path
 from nerve.ui.data import OVERRIDE_WHERE
@@ -19,6 +22,11 @@ from tests.helpers.workflows import Flows
 BASE = "http://127.0.0.1:8765"
 
 
+def _door(ws: Any) -> api.Workspace:
+    """The front door over a workspace the test made as a folder."""
+    return nerve.open(ws.root)
+
+
 @pytest.fixture(scope="module")
 def held(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Flows, str, TestClient]]:
     root = tmp_path_factory.mktemp("override")
@@ -26,9 +34,9 @@ def held(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Flows, str,
     mp.setenv("XDG_STATE_HOME", str(root / "state"))
     try:
         with held_run(root / "ws") as (daemon, run):
-            ws = WorkspaceDir(root / "ws")
-            c = TestClient(build_app(ws, Keys(token_path(ws)), Served("127.0.0.1", 8765)),
-                           base_url=BASE)  # fmt: skip
+            ws = _door(WorkspaceDir(root / "ws"))
+            app = build_app(ws, Keys(token_path(ws)), Served("127.0.0.1", 8765))
+            c = TestClient(app, base_url=BASE)
             assert c.get(f"/login?token={token(ws)}", follow_redirects=False).status_code == 303
             yield daemon, run, c
     finally:

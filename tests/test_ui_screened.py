@@ -4,12 +4,15 @@ and that test must find every row the built-in detectors would change."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import nerve
+from nerve import api
 from nerve.canonical import canonical_json
 from nerve.privacy.detectors import detector_names
 from nerve.privacy.scan import Redactor
@@ -25,6 +28,11 @@ PIECES = [*SAMPLES, "password=", "PassWord: ", "--token ", "api_key=", "Secret",
           "_", "gh", "@"]  # fmt: skip
 CONN = duckdb.connect()
 REDACTOR = Redactor(detector_names())
+
+
+def _door(ws: Any) -> api.Workspace:
+    """The front door over a workspace the test made as a folder."""
+    return nerve.open(ws.root)
 
 
 def flagged(line: str, payload: bytes) -> bool:
@@ -87,7 +95,7 @@ def test_the_timeline_counts_sealed_and_unsealed_rows_as_the_rules_leave_them(
     win = data.window("1h", None)
 
     def counted() -> tuple[int, int]:
-        view = data.timeline(ws, win)
+        view = data.timeline(_door(ws), win)
         return sum(view["counts"]), sum(view["erased"])
 
     assert counted() == (11, 0)
@@ -96,7 +104,7 @@ def test_the_timeline_counts_sealed_and_unsealed_rows_as_the_rules_leave_them(
         "privacy:\n  rules:\n    - {name: payroll, regex: 'payroll', action: drop}\n"
     )
     assert counted() == (9, 0)  # withheld in the sealed segment and in the tail
-    data.forget(ws, match="sealed 3", kinds=[], sources=[], before=None, after=None,
+    data.forget(_door(ws), match="sealed 3", kinds=[], sources=[], before=None, after=None,
                 reason="test", dry_run=False)  # fmt: skip
     total, erased = counted()
     assert erased == 1 and total >= 9  # the rewritten segment is summarised anew
@@ -117,7 +125,7 @@ def test_a_search_is_for_the_text_as_typed_in_any_case(
     ws = WorkspaceDir(ws.root)
 
     def found(text: str) -> list[str]:
-        got = data.events(ws, data.Filters(text=text), data.window("1h", None))
+        got = data.events(_door(ws), data.Filters(text=text), data.window("1h", None))
         return sorted(e["line"] for e in got["events"])
 
     assert found("build_50%_done") == ["BUILD_50%_DONE", "build_50%_done"]  # no wildcards

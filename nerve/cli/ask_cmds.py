@@ -30,10 +30,9 @@ def ask_cmd(
 
     Exits 3 when nothing could answer (no fallback configured), so scripts can tell.
     """
-    from nerve.cli.state import STATE
-    from nerve.recall import ask
+    from nerve.cli.state import door
 
-    result = ask(STATE.workspace(), question, k=k, record=not no_record)
+    result = door().ask(question, k=k, record=not no_record)
     if as_json:
         emit_json(result.to_json())
     else:

@@ -8,7 +8,6 @@ import typer
 
 from nerve.cli.output import emit_json, render_rows
 from nerve.cli.state import door as _door
-from nerve.cli.state import workspace as _ws
 from nerve.errors import NerveError, UsageError
 
 if TYPE_CHECKING:
@@ -107,7 +106,7 @@ def verify(
 def _verdict(
     path: Path | None, key: bytes | None, trust_bundle_key: bool, *, record: bool
 ) -> "audit.Verdict":
-    from nerve.attention import audit, bundle
+    from nerve.attention import bundle
 
     if path is not None:
         if key is not None and trust_bundle_key:
@@ -117,15 +116,8 @@ def _verdict(
         raise UsageError(
             "--trust-bundle-key applies to a bundle", hint="nerve audit verify BUNDLE ..."
         )
-    ws = _ws()
-    return audit.verify(
-        audit.chain_links(ws.log_root),
-        origin=f"workspace:{ws.root}",
-        key=key,
-        key_from="--key",
-        record=record,
-        empty_ok=True,  # the log is append-only: no links means none were ever written
-    )
+    # the log is append-only: an empty chain means none was ever written
+    return _door().audit_check(key=key, key_from="--key", record=record)
 
 
 def _parse_key(key: str | None) -> bytes | None:
@@ -210,7 +202,7 @@ def access(
     """What agents took through `nerve mcp`: each call's client, tool, rows, bytes, refusal."""
     from nerve.mcp.access import COLUMNS, accesses
 
-    rows = accesses(_ws(), since_ns=_since(since), client=client)
+    rows = accesses(_door(), since_ns=_since(since), client=client)
     render_rows(
         COLUMNS,
         [[r[c] for c in COLUMNS] for r in rows],
@@ -224,10 +216,9 @@ def show(
     seq: Annotated[int, typer.Argument(help="The link's seq.")], as_json: JsonFlag = False
 ) -> None:
     """One link of the chain, decoded."""
-    from nerve.attention import audit
     from nerve.cli.audit_words import link_lines
 
-    link = audit.show(_ws().log_root, seq)
+    link = _door().audit_show(seq)
     if as_json:
         emit_json(link)
         return
@@ -237,9 +228,7 @@ def show(
 @audit_app.command("export")
 def export(out: Annotated[Path, typer.Option("--out", help="Bundle file to write.")]) -> None:
     """Write a self-contained bundle that verifies offline elsewhere."""
-    from nerve.attention import bundle
-
-    info = bundle.export(_ws().log_root, out)
+    info = _door().audit_export(out)
     typer.echo(f"wrote {info['links']} links to {info['path']} (public key {info['public_key']})")
 
 

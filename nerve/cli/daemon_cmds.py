@@ -15,7 +15,6 @@ from nerve.cli.output import (
     terminal_width,
 )
 from nerve.cli.state import door as _door
-from nerve.cli.state import workspace as _ws
 
 daemon_app = typer.Typer(help="Run nerve's daemon in the background.", no_args_is_help=True)
 JsonFlag = Annotated[bool, typer.Option("--json", help="JSON output.")]
@@ -26,19 +25,18 @@ def dev() -> None:
 
     With a daemon already running (`nerve start`), view that one instead: Ctrl+C leaves the
     view and the daemon runs on. Piped, it prints the daemon's log lines instead of the view."""
-    from nerve.runtime import daemon
 
     view = sys.stdout.isatty()
-    ws = _ws()
-    if _door().has_daemon():
+    ws = _door()
+    if ws.has_daemon():
         _attach(ws, view=view)
         return
     if view:
         from nerve.dev.view import run_with_view
 
-        daemon.run_foreground(_ws(write=True), view=run_with_view)
+        _door(write=True).run_daemon(view=run_with_view)
     else:
-        daemon.run_foreground(_ws(write=True), echo=sys.stdout)
+        _door(write=True).run_daemon(echo=sys.stdout)
 
 
 def _attach(ws: Any, *, view: bool) -> None:
@@ -46,7 +44,7 @@ def _attach(ws: Any, *, view: bool) -> None:
     from nerve.runtime import daemon
 
     if not view:  # piped: the running daemon's log, followed
-        for line in daemon.follow_log(daemon.log_path(ws), lines=0):
+        for line in daemon.follow_log(ws.daemon_log_path(), lines=0):
             typer.echo(line)
         return
     pid = attach.view(ws)
@@ -59,9 +57,7 @@ def _attach(ws: Any, *, view: bool) -> None:
 @daemon_app.command("run")
 def run_cmd() -> None:
     """Run the daemon in the foreground without a view, its log on stderr (what `start` runs)."""
-    from nerve.runtime import daemon
-
-    daemon.run_foreground(_ws(write=True), echo=sys.stderr)
+    _door(write=True).run_daemon(echo=sys.stderr)
 
 
 @daemon_app.command("start")
@@ -173,17 +169,17 @@ def logs(
 
     if offset < 0:
         raise NerveError(f"--offset must be 0 or more, got {offset}", field="offset")
-    ws = _ws()
-    path = daemon.log_path(ws)
+    ws = _door()
+    path = ws.daemon_log_path()
     if follow:
         for line in daemon.follow_log(path, lines=n):
-            typer.echo(daemon.open_lines(ws, [line])[0])
+            typer.echo(ws.daemon_lines([line])[0])
         return
     if not path.exists():
         typer.echo("(no daemon log yet)")
         return
     shown, earlier = daemon.log_page(path, n, offset)
-    shown = daemon.open_lines(ws, shown)
+    shown = ws.daemon_lines(shown)
     if shown:
         typer.echo("\n".join(shown))
     if earlier is not None:

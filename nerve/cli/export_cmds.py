@@ -5,7 +5,7 @@ from typing import Annotated
 
 import typer
 
-from nerve.cli.state import workspace as _ws
+from nerve.cli.state import door as _door
 
 
 def export_cmd(
@@ -44,9 +44,7 @@ def export_cmd(
     `nerve compact` has deleted a segment it names, DuckDB reports that file missing: export
     again with --force, or use --copy.
     """
-    from nerve.export import export_duckdb
-
-    result = export_duckdb(_ws(), duckdb_file, force=force, copy=copy, plaintext=plaintext)
+    result = _door().export(duckdb_file, force=force, copy=copy, plaintext=plaintext)
     if as_json:
         from nerve.cli.output import emit_json
 

@@ -7,7 +7,6 @@ from typing import Annotated, Any
 import typer
 
 from nerve.cli.state import door as _door
-from nerve.cli.state import workspace as _ws
 from nerve.errors import UsageError
 
 key_app = typer.Typer(help="Keys of an encrypted workspace (see nerve init --encrypt).")
@@ -85,17 +84,17 @@ def key_rotate(
 ) -> None:
     """Re-wrap the data key under a new key (the current one from NERVE_KEY_FILE, or a
     passphrase); no segment is rewritten. The old key stops working."""
-    from nerve.log import crypt
+    ws = _door(write=True)
+    made: list[str] = []
 
-    ws = _ws(write=True)
-    if not crypt.is_encrypted(ws.log_root):
-        raise UsageError(f"{ws.root} is not encrypted", hint="nerve init --encrypt makes one")
-    ring = crypt.read_keyring(ws.log_root)
-    old = crypt.kek_from_env(ws.log_root, ring)
-    new, source = kek_for_new(key_file, passphrase, creds, ws.log_root)
-    crypt.rewrap(ws.log_root, old, new, source)
-    _set_config_key(ws.config_path, str(source["kind"]))
-    typer.echo(f"rotated: {crypt.keyring_path(ws.log_root)} now opens with the new key")
+    def new_key(log_root: Path) -> tuple[bytes, dict[str, Any]]:
+        kek, source = kek_for_new(key_file, passphrase, creds, log_root)
+        made.append(str(source["kind"]))
+        return kek, source
+
+    ring = ws.rewrap_key(new_key)
+    _set_config_key(ws.config_path, made[0])
+    typer.echo(f"rotated: {ring} now opens with the new key")
 
 
 def _set_config_key(path: Path, kind: str) -> None:

@@ -51,7 +51,7 @@ def init(
     creds: CredsOpt = False,
 ) -> None:
     """Create a workspace: nerve.yaml, senses/, workflows/, projections/, data/."""
-    from nerve.workspace import init_workspace
+    from nerve.api import Workspace
 
     if not encrypt and (key_file is not None or passphrase or creds):
         raise UsageError("--key-file, --passphrase and --systemd-creds go with --encrypt")
@@ -59,7 +59,7 @@ def init(
         raise UsageError(f"{directory / 'nerve.yaml'} already exists; not overwriting it")
     log_root = directory.expanduser().resolve() / "data" / "log"
     kek = kek_for_new(key_file, passphrase, creds, log_root) if encrypt else None
-    ws = init_workspace(directory, encrypt=kek)
+    ws = Workspace.create(directory, encrypt=kek)
     typer.echo(f"created {'encrypted ' if encrypt else ''}workspace {ws.root}")
 
 

@@ -5,7 +5,7 @@ from typing import Annotated
 
 import typer
 
-from nerve.cli.state import workspace as _ws
+from nerve.cli.state import door
 from nerve.errors import UsageError
 
 mcp_app = typer.Typer(
@@ -37,7 +37,7 @@ def serve(
     """
     if ctx.invoked_subcommand is not None:
         return
-    ws = _ws(write=True)
+    ws = door(write=True)
     if http is None:
         if allow_remote:
             raise UsageError("--allow-remote applies to --http")
@@ -77,7 +77,7 @@ def token_cmd(
     """Print the bearer token `nerve mcp --http` requires (made on first use)."""
     from nerve.mcp.token import token
 
-    typer.echo(token(_ws(), rotate=rotate))
+    typer.echo(token(door(), rotate=rotate))
 
 
 def register(app: typer.Typer) -> None:

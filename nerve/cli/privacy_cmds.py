@@ -6,7 +6,6 @@ import typer
 
 from nerve.cli.output import emit_json
 from nerve.cli.state import door as _door
-from nerve.cli.state import workspace as _ws
 from nerve.errors import NerveError, UsageError
 
 privacy_app = typer.Typer(
@@ -73,9 +72,7 @@ def test_cmd(
     TEXT is taken as the line of such an event, and for the shell, file_change and
     process_tree sources also as the command, path or process name its payload holds.
     """
-    from nerve.privacy.ops import test_text
-
-    verdict = test_text(_ws(), text, source=source, kind=kind, sense=sense)
+    verdict = _door().privacy_test(text, source=source, kind=kind, sense=sense)
     if as_json:
         emit_json(_verdict_json(verdict))
         return
@@ -112,7 +109,7 @@ def detectors_cmd(
     from nerve.cli.output import render_rows
     from nerve.privacy.detectors import DETECTORS
 
-    active = set(_ws().config.privacy.active_detectors)
+    active = set(_door().config.privacy.active_detectors)
     rows = [(d.name, d.name in active, d.description) for d in DETECTORS]
     fmt = "json" if as_json else "csv" if as_csv else "table"
     render_rows(["name", "on", "finds"], rows, fmt=fmt)

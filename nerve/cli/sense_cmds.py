@@ -7,7 +7,6 @@ import typer
 
 from nerve.cli.output import LIMIT_HELP, emit_json, render_rows
 from nerve.cli.state import door as _door
-from nerve.cli.state import workspace as _ws
 from nerve.errors import EventError, UsageError
 
 sense_app = typer.Typer(help="Inspect and trigger senses.", no_args_is_help=True)
@@ -129,15 +128,8 @@ def query_cmd(
 
 def validate(as_json: JsonFlag = False) -> None:
     """Check nerve.yaml and every sense it names; print every problem."""
-    from nerve.config import config_hints, validate_config
-    from nerve.flow.validate import check_workflows
-    from nerve.runtime.senses import check_layout
-
-    ws = _ws()
-    issues = [str(i) for i in validate_config(ws.config_path)]
-    if not issues:
-        issues = check_layout(ws, ws.config) + check_workflows(ws, ws.config)
-    hints = [str(h) for h in config_hints(ws.config_path)]
+    ws = _door()
+    issues, hints = ws.validate()
     if as_json:
         emit_json({"ok": not issues, "problems": issues, "hints": hints})
     else:

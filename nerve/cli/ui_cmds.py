@@ -5,7 +5,7 @@ from typing import Annotated
 
 import typer
 
-from nerve.cli.state import workspace as _ws
+from nerve.cli.state import door
 
 ui_app = typer.Typer(
     help="Serve this workspace's log as web pages (timeline, search, live tail, SQL, audit).",
@@ -44,7 +44,7 @@ def serve(
 
             webbrowser.open(url)
 
-    serve_ui(_ws(), host, port, allow_remote=allow_remote, ready=ready)
+    serve_ui(door(), host, port, allow_remote=allow_remote, ready=ready)
 
 
 @ui_app.command("token")
@@ -56,7 +56,7 @@ def token_cmd(
     """Print the token the login URL carries (made on first use)."""
     from nerve.ui.auth import token
 
-    typer.echo(token(_ws(), rotate=rotate))
+    typer.echo(token(door(), rotate=rotate))
 
 
 def register(app: typer.Typer) -> None:

@@ -12,12 +12,14 @@ import re
 import time
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nerve.errors import DaemonError
 from nerve.runtime.journal import Entry
 from nerve.runtime.snapshot import Highlight, Rate, SenseRow, Snapshot, json_object
-from nerve.workspace import WorkspaceDir
+
+if TYPE_CHECKING:
+    from nerve.api import Workspace
 
 REFRESH_S = 1.0
 _LOG_LINE = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) (warning|error|critical): (.*)$")
@@ -88,12 +90,12 @@ def log_warnings(path: Path, keep: int = 20) -> tuple[Entry, ...]:
     return tuple(found[-keep:])
 
 
-def newest_decisions(ws: WorkspaceDir, count: int = 20) -> tuple[Highlight, ...]:
+def newest_decisions(ws: Workspace, count: int = 20) -> tuple[Highlight, ...]:
     """The newest attention decisions in the log, oldest first."""
-    from nerve.tail import read_tail, tail_filter
+    from nerve.tail import tail_filter
 
     filt = tail_filter(["attention.decision"], [], all_kinds=True)
-    table = read_tail(ws, count=count, filt=filt).batch.table
+    table = ws.read_tail(count=count, filt=filt).batch.table
     if table is None or not table.num_rows:
         return ()
     out = []
@@ -111,19 +113,21 @@ def _said(row: dict[str, Any]) -> str:
     return line.split(": ", 1)[1] if ": " in line else line
 
 
-def view(ws: WorkspaceDir) -> int:
+def view(ws: Workspace) -> int:
     """Draw the running daemon until Ctrl+C (or it stops); returns its pid."""
     from rich.console import Console
     from rich.live import Live
 
     from nerve.dev.view import render
-    from nerve.runtime import client, daemon
 
     console, rate, pid = Console(), Rate(), 0
     with Live(console=console, screen=True, auto_refresh=False) as live:
         try:
             while True:
-                health = client.call(ws, {"type": "status"})["status"]
+                status = ws.status()
+                if not status.running:
+                    raise DaemonError("the daemon stopped")
+                health = status.health
                 pid = int(health["pid"])
                 rate.add(time.monotonic(), int(health.get("events", 0)))
                 snap = snapshot_from(
@@ -131,7 +135,7 @@ def view(ws: WorkspaceDir) -> int:
                     now_s=time.time(),
                     rate=rate.per_second(),
                     highlights=newest_decisions(ws),
-                    errors=log_warnings(daemon.log_path(ws)),
+                    errors=log_warnings(ws.daemon_log_path()),
                 )
                 live.update(render(snap, console.width, console.height), refresh=True)
                 time.sleep(REFRESH_S)

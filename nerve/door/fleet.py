@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from nerve.fleet.maintain import MaintainResult
     from nerve.fleet.query import FleetPlan
+    from nerve.fleet.settings import FleetConfig
     from nerve.fleet.verify import HostReport
     from nerve.fleet.warehouse import Resolved, Warehouse
     from nerve.query import QueryStream
@@ -63,7 +64,7 @@ class FleetVerdict:
 class Fleet:
     """Fleet methods: mixed into :class:`nerve.api.Workspace`."""
 
-    folder: WorkspaceDir
+    _dir: WorkspaceDir
 
     if TYPE_CHECKING:
 
@@ -76,12 +77,28 @@ class Fleet:
 
         return init_fleet(self._writable(), settings)
 
+    def fleet_settings(self) -> FleetConfig:
+        """nerve.yaml's ``fleet:`` section (``UsageError`` without one)."""
+        from nerve.fleet.settings import fleet_settings
+
+        return fleet_settings(self._dir)
+
+    def fleet_host(self) -> str:
+        """This host's name in the fleet table."""
+        from nerve.fleet.warehouse import resolve
+
+        return str(resolve(self.fleet_settings(), self._dir.data).host)
+
+    def fleet_cache(self) -> Path:
+        """The folder fetched fleet files are kept in (``fleet.cache_mb`` bounds it)."""
+        return self._dir.data / "fleet" / "cache"
+
     def warehouse(self) -> Warehouse:
         """The fleet table nerve.yaml names (``UsageError`` without a ``fleet:`` section)."""
         from nerve.fleet.settings import fleet_settings
         from nerve.fleet.warehouse import open_warehouse, resolve
 
-        return open_warehouse(resolve(fleet_settings(self.folder), self.folder.data))
+        return open_warehouse(resolve(fleet_settings(self._dir), self._dir.data))
 
     def fleet_query(
         self,
@@ -101,7 +118,7 @@ class Fleet:
         from nerve.log.crypt import is_encrypted
         from nerve.query import stream_query
 
-        settings = fleet_settings(self.folder)
+        settings = fleet_settings(self._dir)
         opened: list[Warehouse] = []
 
         def wh() -> Warehouse:
@@ -113,8 +130,8 @@ class Fleet:
         if on_plan is not None:
             on_plan(fleet)
         limit_mb = settings.cache_mb
-        cache = self.folder.data / "fleet" / "cache" if limit_mb else None
-        if is_encrypted(self.folder.log_root):
+        cache = self._dir.data / "fleet" / "cache" if limit_mb else None
+        if is_encrypted(self._dir.log_root):
             cache = None  # the fetched files are other hosts' plaintext: none under data/
         result = stream_query(connect_fleet(wh, fleet, cache), sql)
         return FleetAnswer(fleet, result, cache, limit_mb * 1024 * 1024)
@@ -128,9 +145,9 @@ class Fleet:
         from nerve.fleet.warehouse import resolve
         from nerve.log.crypt import is_encrypted
 
-        resolved = resolve(fleet_settings(self.folder), self.folder.data)
-        folder = self.folder.data / "fleet"
-        if is_encrypted(self.folder.log_root):  # nothing of other hosts kept under data/
+        resolved = resolve(fleet_settings(self._dir), self._dir.data)
+        folder = self._dir.data / "fleet"
+        if is_encrypted(self._dir.log_root):  # nothing of other hosts kept under data/
             return plan(wh(), since_ns=since_ns, hosts=hosts)
         location = plancache.metadata_location(resolved)
         kept = plancache.cached(folder, location, since_ns, hosts) if location else None
@@ -157,7 +174,7 @@ class Fleet:
         trust = default_trust_dir().parent
         reports = verify_fleet(self.warehouse(), trust, hosts=hosts, repin=repin, threads=threads)
         record = {"time_ns": time.time_ns(), "hosts": [r.to_json() for r in reports]}
-        write_local(verify_record_path(self.folder.data), canonical_json(record) + b"\n")
+        write_local(verify_record_path(self._dir.data), canonical_json(record) + b"\n")
         return FleetVerdict(reports, exit_code(reports), record)
 
     def fleet_maintain(self, *, keep_s: float = 3600.0, grace_s: float = 3600.0) -> MaintainResult:
@@ -170,10 +187,8 @@ class Fleet:
     def fleet_status(self) -> list[dict[str, Any]]:
         """One row per host: last ship, files, rows, how far behind, conflicts, last verify."""
         from nerve.fleet.status import fleet_status
-        from nerve.fleet.warehouse import resolve
 
-        ws = self.folder
-        host = resolve(ws.config.fleet, ws.data).host  # type: ignore[arg-type]
+        ws = self._dir
         return fleet_status(
-            self.warehouse(), local_host=host, log_root=ws.log_root, data_dir=ws.data
+            self.warehouse(), local_host=self.fleet_host(), log_root=ws.log_root, data_dir=ws.data
         )

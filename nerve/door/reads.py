@@ -36,7 +36,7 @@ class StoredSense:
 class Reads:
     """What reads the log: mixed into :class:`nerve.api.Workspace`."""
 
-    folder: WorkspaceDir
+    _dir: WorkspaceDir
 
     if TYPE_CHECKING:
 
@@ -63,7 +63,7 @@ class Reads:
         ``.newest``, ``.segments``, ``.tail``), read without the writer's lock."""
         from nerve.log.reader import snapshot
 
-        return snapshot(self.folder.log_root)
+        return snapshot(self._dir.log_root)
 
     def read_tail(
         self,
@@ -81,7 +81,7 @@ class Reads:
         from nerve.tail import read_tail
 
         return read_tail(
-            self.folder, count=count, filt=filt, since=since, until=until, count_older=count_older
+            self._dir, count=count, filt=filt, since=since, until=until, count_older=count_older
         )
 
     def follow(self, filt: TailFilter, since: Hlc, *, poll_s: float = 0.2) -> Iterator[Batch]:
@@ -89,14 +89,14 @@ class Reads:
         the daemon when one runs, else read from the log every ``poll_s``."""
         from nerve.tail import follow
 
-        return follow(self.folder, filt=filt, since=since, poll_s=poll_s)
+        return follow(self._dir, filt=filt, since=since, poll_s=poll_s)
 
     def filter_warnings(self, filt: TailFilter) -> list[str]:
         """A warning for each kind or source ``filt`` names that the log never held (with
         the nearest one it did)."""
         from nerve.tail import name_warnings
 
-        return name_warnings(self.folder, filt)
+        return name_warnings(self._dir, filt)
 
     def live_senses(self, *, timeout: float = 10) -> dict[str, dict[str, Any]]:
         """The running daemon's own figures per sense, by name (the log records a steady
@@ -109,7 +109,7 @@ class Reads:
             return {str(r["name"]): r for r in rows if isinstance(r, dict) and "name" in r}
 
         try:
-            return route(self.folder, daemon=ask, log=dict)
+            return route(self._dir, daemon=ask, log=dict)
         except (DaemonError, KeyError, TypeError):
             return {}
 
@@ -165,7 +165,7 @@ class Reads:
         from nerve.runtime.senses import find_sense
         from nerve.sensedata import sense_views
 
-        ws = self.folder
+        ws = self._dir
         configured = ws.config.senses.get(name) if ws.config_path.exists() else None
         try:
             folder = find_sense(ws, name, configured.path if configured else None).parent

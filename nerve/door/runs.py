@@ -20,7 +20,7 @@ __all__ = ["Runs"]
 class Runs:
     """What reads and steers workflow runs and checks: mixed into :class:`nerve.api.Workspace`."""
 
-    folder: WorkspaceDir
+    _dir: WorkspaceDir
 
     if TYPE_CHECKING:
 
@@ -84,14 +84,14 @@ class Runs:
             raise UsageError(
                 f"run {run!r} keeps no file {name!r} (see `nerve workflow outputs {run}`)"
             )
-        return read_kept(self.folder.data, f"runs/{run}/{rel}")
+        return read_kept(self._dir.data, f"runs/{run}/{rel}")
 
     def _run_path(self, run: str) -> Path:
         from nerve.errors import UsageError
 
         if not run or "/" in run or run.startswith("."):
             raise UsageError(f"run id {run!r} is not one nerve makes")
-        return self.folder.data / "runs" / run
+        return self._dir.data / "runs" / run
 
     def answer_run(self, run: str, choice: str, *, by: str | None = None) -> dict[str, Any]:
         """Answer a waiting run's question through the daemon, as ``by`` (default: this
@@ -115,6 +115,13 @@ class Runs:
 
         return client.override(self._writable(), run, reason, stdin=stdin, stdout=stdout)
 
+    def override_confirmed(self, run: str, reason: str, *, where: str) -> dict[str, Any]:
+        """Complete a held run by a person's decision confirmed elsewhere than a terminal
+        (``where`` says where: ``nerve ui`` asks on its page), recorded as an override."""
+        from nerve.flow import client
+
+        return client.override_confirmed(self._writable(), run, reason, where=where)
+
     def override_refusal(
         self, *, stdin: TextIO = sys.stdin, stdout: TextIO = sys.stdout
     ) -> str | None:
@@ -129,7 +136,7 @@ class Runs:
         a list, a bad manifest is left out and its error appended there."""
         from nerve.flow import client
 
-        return client.checks(self.folder, errors)
+        return client.checks(self._dir, errors)
 
     def fire_check(
         self, check_id: str, path: str, *, run: str = "manual", stage: str = "manual"
@@ -138,4 +145,4 @@ class Runs:
         else here (not recorded). The verdict, and whether it was recorded."""
         from nerve.flow import client
 
-        return client.fire_check(self.folder, check_id, path, run, stage)
+        return client.fire_check(self._dir, check_id, path, run, stage)

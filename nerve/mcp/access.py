@@ -30,11 +30,11 @@ from typing import Any
 
 import blake3
 
+from nerve.api import Workspace
 from nerve.canonical import canonical_json, jsonable, loads_bounded
 from nerve.errors import NerveError, PrivacyError, WriterLocked
 from nerve.events import AGENT_ACCESS
 from nerve.log.drafts import Draft
-from nerve.workspace import WorkspaceDir
 
 __all__ = ["COLUMNS", "Access", "Recorder", "accesses", "args_digest"]
 
@@ -152,17 +152,15 @@ class Access:
 class Recorder:
     """Appends access records: through the daemon, else as the writer for one append."""
 
-    def __init__(self, ws: WorkspaceDir) -> None:
+    def __init__(self, ws: Workspace) -> None:
         self.ws = ws
         self._lock = threading.Lock()  # one writer per process: appends take turns
 
     def record(self, access: Access) -> None:
-        from nerve.api import Workspace as Door
-
         with self._lock:
             for attempt in range(WRITE_TRIES):
                 try:
-                    stored = Door(self.ws).emit_many([access.draft()])
+                    stored = self.ws.emit_many([access.draft()])
                 except WriterLocked:  # another short-lived writer, or a daemon starting
                     if attempt == WRITE_TRIES - 1:
                         raise
@@ -178,7 +176,7 @@ class Recorder:
 
 
 def accesses(
-    ws: WorkspaceDir, *, since_ns: int | None = None, client: str | None = None
+    ws: Workspace, *, since_ns: int | None = None, client: str | None = None
 ) -> list[dict[str, Any]]:
     """Every ``agent.access`` record, oldest first, as rows of :data:`COLUMNS` (local times)."""
     from nerve.tail import format_times
@@ -191,9 +189,7 @@ def accesses(
     if client is not None:
         where.append("lower(data->'client'->>'name') = lower(?)")
         args.append(client)
-    from nerve.api import Workspace as Door
-
-    conn = Door(ws).new_connection()
+    conn = ws.new_connection()
     try:
         rows = conn.execute(
             f"SELECT physical_ns, CAST(data AS VARCHAR) FROM events WHERE {' AND '.join(where)} "

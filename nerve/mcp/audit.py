@@ -24,13 +24,13 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_REQUEST, CallToolResult, TextContent
 
+from nerve.api import Workspace
 from nerve.errors import AccessRefused, NerveError, UsageError
 from nerve.mcp import tools
 from nerve.mcp.access import Access, Recorder
 from nerve.mcp.guard import Allowance, Budgets, Screen, json_size
 from nerve.mcp.settings import McpConfig
 from nerve.privacy.settings import PrivacyConfig
-from nerve.workspace import WorkspaceDir
 
 if TYPE_CHECKING:
     from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
@@ -46,7 +46,7 @@ _CALL: contextvars.ContextVar[Pending] = contextvars.ContextVar("nerve_mcp_call"
 class Pending:
     """A call between the middleware and its tool: the record, and what the tool may return."""
 
-    ws: WorkspaceDir
+    ws: Workspace
     access: Access
     allowance: Allowance
     screen: Screen
@@ -70,7 +70,7 @@ class _Settings:
     """nerve.yaml's ``mcp:`` and ``privacy:`` sections, read again when the file changes
     (a bad edit keeps the last good ones)."""
 
-    ws: WorkspaceDir
+    ws: Workspace
     mtime: float | None = None
     mcp: McpConfig = field(default_factory=McpConfig)
     privacy: PrivacyConfig = field(default_factory=PrivacyConfig)
@@ -82,7 +82,7 @@ class _Settings:
             return self
         if mtime != self.mtime:
             try:
-                config = WorkspaceDir(self.ws.root).config
+                config = self.ws.read_config()
             except NerveError:
                 return self
             self.mtime, self.mcp, self.privacy = mtime, config.mcp, config.privacy
@@ -92,7 +92,7 @@ class _Settings:
 class Audit:
     """The middleware every call passes through (see the module docstring)."""
 
-    def __init__(self, ws: WorkspaceDir, transport: Transport) -> None:
+    def __init__(self, ws: Workspace, transport: Transport) -> None:
         self.ws = ws
         self.transport = transport
         self.settings = _Settings(ws).fresh()

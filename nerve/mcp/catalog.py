@@ -17,9 +17,9 @@ from mcp.server.mcpserver import MCPServer
 from mcp_types import ToolAnnotations
 from pydantic import Field
 
+from nerve.api import Workspace
 from nerve.mcp import audit, info, tools, writes
 from nerve.recall import MAX_QUESTION_CHARS
-from nerve.workspace import WorkspaceDir
 
 __all__ = ["INSTRUCTIONS", "READ_TOOLS", "WRITE_TOOLS", "add_resources", "add_tools"]
 
@@ -233,7 +233,7 @@ def add_tools(server: MCPServer, allowed: list[str]) -> None:
 # -- resources -------------------------------------------------------------------------------
 
 
-def add_resources(server: MCPServer, ws: WorkspaceDir) -> None:
+def add_resources(server: MCPServer, ws: Workspace) -> None:
     """The schema of ``events`` and of each projection, and the sources and kinds present."""
 
     def reader(make: Callable[[], Any]) -> Callable[[], str]:

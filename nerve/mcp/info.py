@@ -9,16 +9,13 @@
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, Field
 
-from nerve.api import Workspace as Door
+from nerve.api import Workspace
 from nerve.events import display_source
 from nerve.mcp.guard import Screen
-from nerve.workspace import WorkspaceDir
 
 __all__ = ["EVENT_COLUMNS", "StatusOut", "projection_names", "schema", "sources", "status"]
 
@@ -92,10 +89,10 @@ GROUP BY subject
 """
 
 
-def status(ws: WorkspaceDir, screen: Screen) -> StatusOut:
+def status(ws: Workspace, screen: Screen) -> StatusOut:
     from nerve.runtime.senses import sense_rows
 
-    door = Door(ws)
+    door = ws
     health = _health(ws)
     live = door.live_senses(timeout=10) if health is not None else {}
     conn = door.new_connection()
@@ -120,18 +117,18 @@ def status(ws: WorkspaceDir, screen: Screen) -> StatusOut:
             events=snap.count,
             segments=len(snap.segments),
             unsealed=int(snap.tail.num_rows),
-            bytes_on_disk=_size(ws.log_root),
+            bytes_on_disk=ws.log_bytes(),
             newest_time=_time(snap.newest.physical_ns) if snap.count else None,
             newest_hlc=str(snap.newest) if snap.count else None,
         ),
     )
 
 
-def _health(ws: WorkspaceDir) -> dict[str, Any] | None:
+def _health(ws: Workspace) -> dict[str, Any] | None:
     from nerve.errors import DaemonError
 
     try:
-        status = Door(ws).status(timeout=10)
+        status = ws.status(timeout=10)
     except DaemonError:
         return None
     return status.health if status.running else None
@@ -183,24 +180,13 @@ def _sense(
     )
 
 
-def _size(root: Path) -> int:
-    total = 0
-    for folder, _dirs, files in os.walk(root):
-        for name in files:
-            try:
-                total += os.lstat(os.path.join(folder, name)).st_size
-            except FileNotFoundError:  # sealed or compacted away meanwhile
-                continue
-    return total
-
-
-def projection_names(ws: WorkspaceDir) -> list[str]:
+def projection_names(ws: Workspace) -> list[str]:
     from nerve.query import load_projections
 
     return [p.name for p in load_projections(ws.projection_dirs())]
 
 
-def schema(ws: WorkspaceDir, name: str) -> dict[str, Any]:
+def schema(ws: Workspace, name: str) -> dict[str, Any]:
     """The view's columns (name, DuckDB type, what it means) and what the view holds."""
     from nerve.errors import UsageError
     from nerve.query import load_projections
@@ -208,7 +194,7 @@ def schema(ws: WorkspaceDir, name: str) -> dict[str, Any]:
     found = {p.name: p for p in load_projections(ws.projection_dirs())}
     if name != "events" and name not in found:
         raise UsageError(f"no view {name!r}: events, or one of {', '.join(sorted(found))}")
-    conn = Door(ws).new_connection()
+    conn = ws.new_connection()
     try:
         columns = conn.execute(f'DESCRIBE "{name}"').fetchall()
     finally:
@@ -239,9 +225,9 @@ def _comment(sql: str) -> str:
     return " ".join(lines)
 
 
-def sources(ws: WorkspaceDir) -> dict[str, Any]:
+def sources(ws: Workspace) -> dict[str, Any]:
     """Source classes and kinds present in the log, with counts and newest local times."""
-    conn = Door(ws).new_connection()
+    conn = ws.new_connection()
     try:
         by_source = conn.execute(
             "SELECT source, count(*), max(physical_ns) FROM events GROUP BY source ORDER BY source"

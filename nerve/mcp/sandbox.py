@@ -37,7 +37,7 @@ from nerve.query import define_views, load_projections, register_snapshot, sourc
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from nerve.workspace import WorkspaceDir
+    from nerve.api import Workspace
 
 __all__ = ["Shown", "SqlResult", "open_sandbox", "run_sql"]
 
@@ -52,7 +52,7 @@ Shown = Callable[["pa.Table"], "pa.Table"]
 _SHOWN = "_events_shown"
 
 
-def open_sandbox(ws: WorkspaceDir, shown: Shown | None = None) -> duckdb.DuckDBPyConnection:
+def open_sandbox(ws: Workspace, shown: Shown | None = None) -> duckdb.DuckDBPyConnection:
     """A connection over the log as it is now that reads no file at all.
 
     The snapshot's rows are read once, passed through ``shown`` (the privacy rules applied
@@ -60,9 +60,7 @@ def open_sandbox(ws: WorkspaceDir, shown: Shown | None = None) -> duckdb.DuckDBP
     and every projection are views over those rows only. The segment files and the unsealed
     tail are not reachable from SQL: the raw rows are never registered.
     """
-    from nerve.api import Workspace as Door
-
-    snap = Door(ws).snapshot()
+    snap = ws.snapshot()
     conn = duckdb.connect()
     try:
         conn.execute("SET enable_progress_bar_print = false")  # DuckDB prints it on stdout
@@ -70,7 +68,7 @@ def open_sandbox(ws: WorkspaceDir, shown: Shown | None = None) -> duckdb.DuckDBP
         rows = conn.sql(f"SELECT * FROM {source_sql(snap)}").to_arrow_table()
         conn.unregister("_tail")
         conn.register(_SHOWN, shown(rows) if shown is not None else rows)
-        define_views(conn, _SHOWN, load_projections(ws.projection_dirs()), ws.settings())
+        define_views(conn, _SHOWN, load_projections(ws.projection_dirs()), ws.view_settings())
         _lock(conn)
     except BaseException:
         conn.close()

@@ -21,12 +21,12 @@ from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import MCPServer
 
+from nerve.api import Workspace
 from nerve.errors import UsageError
 from nerve.mcp.audit import Audit, Transport
 from nerve.mcp.catalog import INSTRUCTIONS, add_resources, add_tools
 from nerve.mcp.token import check, token_path
 from nerve.version import __version__
-from nerve.workspace import WorkspaceDir
 
 __all__ = ["build", "check_host", "serve_http", "serve_stdio"]
 
@@ -39,7 +39,7 @@ _LOOPBACK_NAMES = ("localhost",)
 class _Verifier:
     """The SDK's bearer middleware asks this whether a token is the workspace's."""
 
-    def __init__(self, ws: WorkspaceDir) -> None:
+    def __init__(self, ws: Workspace) -> None:
         self.path = token_path(ws)
 
     async def verify_token(self, token: str) -> AccessToken | None:
@@ -48,7 +48,7 @@ class _Verifier:
         return AccessToken(token=token, client_id="nerve-token", scopes=[])
 
 
-def build(ws: WorkspaceDir, transport: Transport = "stdio", *, url: str | None = None) -> MCPServer:
+def build(ws: Workspace, transport: Transport = "stdio", *, url: str | None = None) -> MCPServer:
     """The server for ``ws``; for HTTP, ``url`` is where it listens (the token's issuer)."""
     auth: dict[str, Any] = {}
     if transport == "http":
@@ -85,7 +85,7 @@ def check_host(host: str, *, allow_remote: bool) -> None:
         )
 
 
-def serve_stdio(ws: WorkspaceDir) -> None:
+def serve_stdio(ws: Workspace) -> None:
     """Serve on stdin/stdout until the client closes them."""
     from nerve.mcp.stdio import serve
 
@@ -95,7 +95,7 @@ def serve_stdio(ws: WorkspaceDir) -> None:
 
 
 def serve_http(
-    ws: WorkspaceDir, host: str, port: int, *, ready: Callable[[str], None] | None = None
+    ws: Workspace, host: str, port: int, *, ready: Callable[[str], None] | None = None
 ) -> None:
     """Serve streamable HTTP at ``http://host:port/mcp`` until interrupted (SIGINT or
     SIGTERM); ``ready`` is told the URL once the socket listens (port 0: the one chosen)."""

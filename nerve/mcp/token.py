@@ -12,22 +12,20 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from nerve import tokens
-from nerve.workspace import WorkspaceDir
+from nerve.api import Workspace
 
 __all__ = ["check", "read", "token", "token_path"]
 
 read = tokens.read
 
 
-def token_path(ws: WorkspaceDir, environ: Mapping[str, str] | None = None) -> Path:
-    return tokens.token_path(ws, "mcp", environ)
+def token_path(ws: Workspace, environ: Mapping[str, str] | None = None) -> Path:
+    return Workspace.of(ws).token_path("mcp", environ)
 
 
-def token(
-    ws: WorkspaceDir, *, rotate: bool = False, environ: Mapping[str, str] | None = None
-) -> str:
+def token(ws: Workspace, *, rotate: bool = False, environ: Mapping[str, str] | None = None) -> str:
     """The workspace's token: made on first use, replaced with ``rotate``."""
-    return tokens.token(ws, "mcp", site="mcp.token", rotate=rotate, environ=environ)
+    return Workspace.of(ws).token("mcp", site="mcp.token", rotate=rotate, environ=environ)
 
 
 def check(path: Path, offered: str) -> bool:

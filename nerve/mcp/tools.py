@@ -19,12 +19,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from nerve.api import Workspace as Door
+from nerve.api import Workspace
 from nerve.clock import Hlc
 from nerve.errors import UsageError
 from nerve.events import AGENT_ACCESS, display_source, trust_name
 from nerve.mcp.guard import ERASED, Allowance, Screen, fit
-from nerve.workspace import WorkspaceDir
 
 __all__ = [
     "AskOut",
@@ -49,11 +48,14 @@ class Call:
     """One tool call: where it reads, what it may return, and (set by the tool) how many
     items it returned."""
 
-    ws: WorkspaceDir
+    ws: Workspace
     screen: Screen
     allowance: Allowance
     timeout_ms: int = 5_000
     rows: int = 0
+
+    def __post_init__(self) -> None:
+        self.ws = Workspace.of(self.ws)  # a caller holding the folder still gets the door
 
     def fit(self, items: Sequence[Any]) -> tuple[list[Any], bool]:
         kept, cut = fit(items, self.allowance)
@@ -227,7 +229,7 @@ def recent(
     if filt.hidden:
         filt = dataclasses.replace(filt, hidden=(*filt.hidden, AGENT_ACCESS))
     count = max(0, min(limit, call.allowance.rows))
-    tail = Door(call.ws).read_tail(
+    tail = call.ws.read_tail(
         count=count,
         filt=filt,
         since=_instant(since, "since"),
@@ -243,15 +245,13 @@ def recent(
 # -- search ----------------------------------------------------------------------------------
 
 
-def _filtered_conn(
-    ws: WorkspaceDir, since: Hlc | None, until: Hlc | None, sources: list[int]
-) -> Any:
+def _filtered_conn(ws: Workspace, since: Hlc | None, until: Hlc | None, sources: list[int]) -> Any:
     """DuckDB whose ``events`` holds only the window and sources asked for."""
     import duckdb
 
     from nerve.query import define_views, register_snapshot, source_sql
 
-    snap = Door(ws).snapshot()
+    snap = ws.snapshot()
     conn = duckdb.connect()
     conn.execute("SET enable_progress_bar_print = false")
     register_snapshot(conn, snap)
@@ -265,7 +265,7 @@ def _filtered_conn(
     if sources:
         where.append(f"source IN ({', '.join(str(int(s)) for s in sources)})")
     clause = f" WHERE {' AND '.join(where)}" if where else ""
-    define_views(conn, f"(SELECT * FROM {source_sql(snap)}{clause})", [], ws.settings())
+    define_views(conn, f"(SELECT * FROM {source_sql(snap)}{clause})", [], ws.view_settings())
     return conn
 
 
@@ -278,7 +278,6 @@ def search(
     limit: int = 20,
 ) -> SearchOut:
     """BM25-lite over the recall window (``nerve ask``'s retrieval), hits only."""
-    from nerve.recall import load_recall_config
     from nerve.recall.core import RetrievalParams, query_terms, retrieve
     from nerve.tail import tail_filter
 
@@ -288,7 +287,7 @@ def search(
             "stopword like 'the')"
         )
     codes = list(tail_filter([], sources or [], all_kinds=True).sources)
-    cfg = load_recall_config(call.ws)
+    cfg = call.ws.config.recall  # checked as nerve.yaml loads
     k = max(1, min(limit, call.allowance.rows, 1_000))
     conn = _filtered_conn(
         call.ws, _instant(since, "since"), _instant(until, "until", end=True), codes
@@ -322,14 +321,13 @@ def ask(call: Call, question: str, k: int | None = None) -> AskOut:
     """The recall cascade as ``nerve ask`` runs it, recording nothing (an agent's question
     is in its ``agent.access`` record, as a digest)."""
     from nerve.mcp.sandbox import open_sandbox
-    from nerve.recall import ask as recall_ask
 
     def shown() -> Any:  # what it reads: the rows privacy lets leave, nothing else
         return open_sandbox(call.ws, call.screen.rows)
 
-    result = recall_ask(call.ws, question, k=k, record=False, connect=shown)
+    result = call.ws.ask(question, k=k, record=False, connect=shown)
     spans = {s.id: s for s in result.envelope.spans}
-    conn = Door(call.ws).new_connection()
+    conn = call.ws.new_connection()
     try:
         rows = _rows_by_id(conn, [i for i in result.spans if i in spans])
     finally:
@@ -386,7 +384,7 @@ def highlights(
     if outcome is not None:
         where.append(_OUTCOMES[outcome])
     count = max(0, min(limit, call.allowance.rows))
-    conn = Door(call.ws).new_connection()
+    conn = call.ws.new_connection()
     try:
         rows = conn.execute(
             f"SELECT physical_ns, logical, CAST(data AS VARCHAR) FROM events "

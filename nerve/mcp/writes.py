@@ -14,9 +14,9 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from nerve.api import Workspace
 from nerve.errors import AccessRefused, EventError, UsageError
 from nerve.events import NERVE_KINDS, NERVE_SOURCE, Trust, display_source, parse_source
-from nerve.workspace import WorkspaceDir
 
 __all__ = ["WriteOut", "answer", "emit", "trigger_workflow"]
 
@@ -27,14 +27,13 @@ class WriteOut(BaseModel):
 
 
 def emit(
-    ws: WorkspaceDir,
+    ws: Workspace,
     line: str,
     kind: str = "observation",
     source: str = "endpoint",
     subject: str = "",
     payload: Any = None,
 ) -> WriteOut:
-    from nerve.api import Workspace as Door
     from nerve.log.drafts import Draft
 
     if kind != "observation" and kind in NERVE_KINDS:
@@ -48,7 +47,7 @@ def emit(
     draft = Draft.of(
         kind, source=code, trust=Trust.UNTRUSTED, line=line, payload=payload, subject=subject
     )
-    events = Door(ws).emit_many([draft])
+    events = ws.emit_many([draft])
     if not events:
         return WriteOut(done="not stored: a privacy rule drops such events", detail={})
     event = events[0]
@@ -59,15 +58,13 @@ def emit(
 
 
 def trigger_workflow(
-    ws: WorkspaceDir,
+    ws: Workspace,
     name: str,
     prompt: str = "",
     max_rounds: int | None = None,
     dry_run: bool = False,
 ) -> WriteOut:
-    from nerve.api import Workspace as Door
-
-    reply = Door(ws).trigger_workflow(name, prompt=prompt, max_rounds=max_rounds, dry_run=dry_run)
+    reply = ws.trigger_workflow(name, prompt=prompt, max_rounds=max_rounds, dry_run=dry_run)
     detail = {k: v for k, v in reply.items() if k != "ok"}
     return WriteOut(done=f"workflow {name} requested: run {reply.get('run')}", detail=detail)
 
@@ -76,10 +73,8 @@ def _answer_needs_daemon() -> UsageError:
     return UsageError("the daemon is not running; a run can only be answered through it")
 
 
-def answer(ws: WorkspaceDir, run: str, choice: str, by: str) -> WriteOut:
-    from nerve.api import Workspace as Door
-
-    door = Door(ws)
+def answer(ws: Workspace, run: str, choice: str, by: str) -> WriteOut:
+    door = ws
     if not door.has_daemon():
         raise _answer_needs_daemon()
     reply = door.answer_run(run, choice, by=by)

@@ -33,12 +33,12 @@ from starlette.responses import (
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from nerve.api import Workspace
 from nerve.clock import Hlc
 from nerve.errors import NerveError, UsageError
 from nerve.ui import data
 from nerve.ui.auth import COOKIE, Keys
 from nerve.ui.guard import Guard, Served
-from nerve.workspace import WorkspaceDir
 
 __all__ = ["build_app"]
 
@@ -88,7 +88,7 @@ def wants_json(request: Request) -> bool:
 class Pages:
     """The routes, over one workspace."""
 
-    def __init__(self, ws: WorkspaceDir, keys: Keys) -> None:
+    def __init__(self, ws: Workspace, keys: Keys) -> None:
         self.ws, self.keys, self.env = ws, keys, _env()
 
     def render(
@@ -417,9 +417,9 @@ def _cell(value: Any) -> str:
     return str(value)
 
 
-def build_app(ws: WorkspaceDir, keys: Keys, served: Served) -> Guard:
+def build_app(ws: Workspace, keys: Keys, served: Served) -> Guard:
     """The app for one workspace, behind its guard."""
-    pages = Pages(ws, keys)
+    pages = Pages(Workspace.of(ws), keys)  # a caller holding the folder still gets the door
     routes = [
         Route("/login", pages.login),
         Route("/favicon.ico", lambda request: Response(status_code=204)),

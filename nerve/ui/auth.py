@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from nerve import tokens
-from nerve.workspace import WorkspaceDir
+from nerve.api import Workspace
 
 __all__ = ["COOKIE", "Keys", "token", "token_path"]
 
@@ -30,15 +30,13 @@ COOKIE = "nerve_ui"
 LOOPBACK = ("127.0.0.1", "localhost", "[::1]", "::1")
 
 
-def token_path(ws: WorkspaceDir, environ: Mapping[str, str] | None = None) -> Path:
-    return tokens.token_path(ws, "ui", environ)
+def token_path(ws: Workspace, environ: Mapping[str, str] | None = None) -> Path:
+    return Workspace.of(ws).token_path("ui", environ)
 
 
-def token(
-    ws: WorkspaceDir, *, rotate: bool = False, environ: Mapping[str, str] | None = None
-) -> str:
+def token(ws: Workspace, *, rotate: bool = False, environ: Mapping[str, str] | None = None) -> str:
     """The workspace's UI token: made on first use, replaced with ``rotate``."""
-    return tokens.token(ws, "ui", site="ui.token", rotate=rotate, environ=environ)
+    return Workspace.of(ws).token("ui", site="ui.token", rotate=rotate, environ=environ)
 
 
 def _mac(key: str, purpose: str, session: str) -> str:

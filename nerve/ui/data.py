@@ -3,7 +3,7 @@
 Pages call only this module, so what the UI can see and change is in one place. Event reads
 go to the log directly (a read snapshot, never the writer's lock); writes (pause, resume,
 forget, a sense trigger, a held run's override) and the daemon's answers go through ``nerve.open``'s
-:class:`~nerve.api.Workspace` (:func:`door`), as the CLI's do: the daemon when it runs,
+:class:`~nerve.api.Workspace` the CLI hands the server, as the CLI's do: the daemon when it runs,
 else the log opened as its writer for that one change.
 
 Privacy: every page reads ``events`` as the rules of :class:`~nerve.mcp.guard.Screen` let
@@ -31,10 +31,9 @@ from nerve.privacy.settings import PrivacyConfig
 from nerve.ui import fleet, summary
 from nerve.ui.rows import as_shown, connect, fleet_fields, hosted, records, rows_of
 from nerve.ui.select import Filters, Window, quoted, where_of, window
-from nerve.workspace import WorkspaceDir
 
 if TYPE_CHECKING:
-    from nerve import api
+    from nerve.api import Workspace
 
 __all__ = [
     "Filters",
@@ -45,7 +44,6 @@ __all__ = [
     "context",
     "decision",
     "decisions",
-    "door",
     "event",
     "events",
     "forget",
@@ -76,22 +74,13 @@ SQL_BYTES = 8 << 20
 _PRIVACY: dict[str, tuple[tuple[int, int], PrivacyConfig]] = {}
 
 
-def door(ws: WorkspaceDir) -> api.Workspace:
-    """The front door (``nerve.open``) over the workspace: every write, and the daemon's
-    answers, go through it as the CLI's do."""
-    from nerve import api
-
-    return api.Workspace(ws)
-
-
-def screen(ws: WorkspaceDir) -> Screen:
+def screen(ws: Workspace) -> Screen:
     """The privacy rules of nerve.yaml as they are now (read again when the file changes; a
     bad edit keeps the last good rules)."""
     return Screen(_privacy(ws))
 
 
-def _privacy(ws: WorkspaceDir) -> PrivacyConfig:
-    from nerve.config import load_config
+def _privacy(ws: Workspace) -> PrivacyConfig:
     from nerve.errors import NerveError
 
     try:
@@ -103,7 +92,7 @@ def _privacy(ws: WorkspaceDir) -> PrivacyConfig:
     if known is not None and known[0] == mtime:
         return known[1]
     try:
-        rules = load_config(ws.config_path).privacy
+        rules = ws.read_config().privacy
     except NerveError:
         return known[1] if known is not None else ws.config.privacy
     _PRIVACY[key] = (mtime, rules)
@@ -114,7 +103,7 @@ def _privacy(ws: WorkspaceDir) -> PrivacyConfig:
 
 
 def timeline(
-    ws: WorkspaceDir, win: Window, *, buckets: int = 96, lanes: int = 14, host: str = ""
+    ws: Workspace, win: Window, *, buckets: int = 96, lanes: int = 14, host: str = ""
 ) -> dict[str, Any]:
     """The window aggregated: a histogram, swimlanes per source and per subject, attention
     decisions, paused intervals and erased counts, and the newest events in view. Sealed
@@ -227,7 +216,7 @@ def _pauses(conn: duckdb.DuckDBPyConnection, win: Window) -> list[dict[str, int]
 
 
 def events(
-    ws: WorkspaceDir, f: Filters, win: Window, *, page: int = 0, size: int = 100
+    ws: Workspace, f: Filters, win: Window, *, page: int = 0, size: int = 100
 ) -> dict[str, Any]:
     """One bounded page of matching events, newest first; a text search matches what may be
     shown (the redacted text), never the hidden text: a search for a redacted secret finds
@@ -277,13 +266,13 @@ def _page(
     return int(stamps[0][2]), rows
 
 
-def event(ws: WorkspaceDir, event_id: str) -> dict[str, Any]:
+def event(ws: Workspace, event_id: str) -> dict[str, Any]:
     """One event by its id (hex); :class:`UsageError` when there is none."""
     found = context(ws, event_id, around=0)
     return dict(found["event"])
 
 
-def context(ws: WorkspaceDir, event_id: str, *, around: int = 5, host: str = "") -> dict[str, Any]:
+def context(ws: Workspace, event_id: str, *, around: int = 5, host: str = "") -> dict[str, Any]:
     """One event and the ``around`` events just before and after it (bookkeeping hidden)."""
     try:
         raw = bytes.fromhex(event_id)
@@ -322,7 +311,7 @@ def context(ws: WorkspaceDir, event_id: str, *, around: int = 5, host: str = "")
 
 
 def live_batch(
-    ws: WorkspaceDir, f: Filters, after: Hlc | None, *, limit: int = 2_000
+    ws: Workspace, f: Filters, after: Hlc | None, *, limit: int = 2_000
 ) -> tuple[list[dict[str, Any]], Hlc | None]:
     """Events stored after ``after`` (all of them, oldest first, at most ``limit``) and the
     new cursor; with no cursor, none: the tail starts now."""
@@ -354,7 +343,7 @@ def live_batch(
 # -- SQL -------------------------------------------------------------------------------------
 
 
-def sql(ws: WorkspaceDir, text: str, *, timeout_ms: int | None = None) -> dict[str, Any]:
+def sql(ws: Workspace, text: str, *, timeout_ms: int | None = None) -> dict[str, Any]:
     """One read-only SELECT in MCP's sandbox (the same tool function), privacy applied."""
     from nerve.mcp.guard import Allowance
     from nerve.mcp.tools import Call, query
@@ -368,7 +357,7 @@ def sql(ws: WorkspaceDir, text: str, *, timeout_ms: int | None = None) -> dict[s
 # -- attention and audit ---------------------------------------------------------------------
 
 
-def decisions(ws: WorkspaceDir, *, limit: int = 1_000) -> dict[str, Any]:
+def decisions(ws: Workspace, *, limit: int = 1_000) -> dict[str, Any]:
     """Attention decisions, newest first, with why (MCP's ``highlights``), and the budget
     over time, oldest first."""
     from nerve.mcp.guard import Allowance
@@ -384,15 +373,13 @@ def decisions(ws: WorkspaceDir, *, limit: int = 1_000) -> dict[str, Any]:
     return {"decisions": rows, "more": out.more, "budget": budget}
 
 
-def decision(ws: WorkspaceDir, seq: int) -> dict[str, Any]:
+def decision(ws: Workspace, seq: int) -> dict[str, Any]:
     """One chain link (seq, prev, key, signature), whether the chain verifies through it,
     and the observations that led to its decision."""
-    from nerve.attention import audit
-
-    link = door(ws).audit_show(seq)
+    link = ws.audit_show(seq)
     if link.get("source_line") is not None:
         link["source_line"] = screen(ws).text(str(link["source_line"]))
-    found = [d for d in audit.decisions(ws.log_root) if d.get("chain_seq") == seq]
+    found = [d for d in ws.decisions() if d.get("chain_seq") == seq]
     led: dict[str, Any] | None = None
     source = found[0].get("source_event") if found else None
     if isinstance(source, str):
@@ -403,31 +390,30 @@ def decision(ws: WorkspaceDir, seq: int) -> dict[str, Any]:
     return {"link": link, "decision": found[0] if found else None, "led_to_it": led}
 
 
-def chain_state(ws: WorkspaceDir) -> dict[str, Any]:
+def chain_state(ws: Workspace) -> dict[str, Any]:
     """The whole chain verified as ``nerve audit verify --no-record`` does: the first break."""
-    return dict(door(ws).audit_verify(record=False).to_json())
+    return dict(ws.audit_verify(record=False).to_json())
 
 
 # -- senses and workflows --------------------------------------------------------------------
 
 
-def senses(ws: WorkspaceDir) -> dict[str, Any]:
+def senses(ws: Workspace) -> dict[str, Any]:
     """Each sense's schedule and last result (from the daemon when it runs, else nerve.yaml)."""
-    front = door(ws)
-    return {"daemon": front.status().running, "senses": front.senses()}
+    return {"daemon": ws.status().running, "senses": ws.senses()}
 
 
-def trigger_sense(ws: WorkspaceDir, name: str) -> dict[str, Any]:
+def trigger_sense(ws: Workspace, name: str) -> dict[str, Any]:
     """Ask the running daemon to compute ``name`` now (as ``nerve sense trigger``)."""
-    door(ws).trigger_sense(name)
+    ws.trigger_sense(name)
     return {"triggered": name}
 
 
-def workflows(ws: WorkspaceDir) -> dict[str, Any]:
+def workflows(ws: Workspace) -> dict[str, Any]:
     """Workflow runs, newest first, as ``nerve workflow list --all`` lists them."""
     from nerve.flow.history import list_runs
 
-    conn = ws.connect()
+    conn = ws.new_connection()
     try:
         columns, rows = list_runs(conn, include_all=True, limit=100)
     finally:
@@ -436,18 +422,16 @@ def workflows(ws: WorkspaceDir) -> dict[str, Any]:
     return {"columns": columns, "runs": scr.value([list(r) for r in _jsonable(rows)])}
 
 
-def override(ws: WorkspaceDir, run: str, reason: str, *, confirmed: bool) -> dict[str, Any]:
+def override(ws: Workspace, run: str, reason: str, *, confirmed: bool) -> dict[str, Any]:
     """Complete a held run despite its blocking checks, as ``nerve workflow override`` does
     (the same ``workflow.override`` record; ``tty`` says it was confirmed on this page)."""
-    from nerve.flow import client
-
     if not run:
         raise UsageError("choose the held run to override", field="run")
     if not reason.strip():
         raise UsageError("an override needs a reason", field="reason")
     if not confirmed:
         raise UsageError("tick the confirmation to override the gate", field="confirm")
-    return client.override_confirmed(ws, run, reason.strip(), where=OVERRIDE_WHERE)
+    return ws.override_confirmed(run, reason.strip(), where=OVERRIDE_WHERE)
 
 
 OVERRIDE_WHERE = "nerve ui (confirmed on its page)"
@@ -462,12 +446,12 @@ def _jsonable(rows: list[Any]) -> list[Any]:
 # -- privacy and agents ----------------------------------------------------------------------
 
 
-def pause(ws: WorkspaceDir, for_ms: int | None = None) -> dict[str, Any]:
-    return {"paused": True, "state": _state_json(door(ws).pause(for_ms))}
+def pause(ws: Workspace, for_ms: int | None = None) -> dict[str, Any]:
+    return {"paused": True, "state": _state_json(ws.pause(for_ms))}
 
 
-def resume(ws: WorkspaceDir) -> dict[str, Any]:
-    return {"resumed": door(ws).resume() is not None}
+def resume(ws: Workspace) -> dict[str, Any]:
+    return {"resumed": ws.resume() is not None}
 
 
 def _state_json(state: Any) -> Any:
@@ -475,11 +459,11 @@ def _state_json(state: Any) -> Any:
     return to_json() if callable(to_json) else repr(state)
 
 
-def capture(ws: WorkspaceDir) -> dict[str, Any]:
+def capture(ws: Workspace) -> dict[str, Any]:
     """Whether capture is paused now, from the log."""
     from nerve.privacy.pause import stored_pause
 
-    conn = ws.connect()
+    conn = ws.new_connection()
     try:
         return dict(_state_json(stored_pause(conn)))
     finally:
@@ -487,20 +471,20 @@ def capture(ws: WorkspaceDir) -> dict[str, Any]:
 
 
 def forget(
-    ws: WorkspaceDir, *, match: str | None, kinds: list[str], sources: list[str],
+    ws: Workspace, *, match: str | None, kinds: list[str], sources: list[str],
     before: str | None, after: str | None, reason: str, dry_run: bool,
 ) -> dict[str, Any]:  # fmt: skip
     """What a forget would erase (``dry_run``), or erase it, as ``nerve forget`` does."""
     if not (match or kinds or sources or before or after):
         raise UsageError("choose what to forget: text, a kind, a source or a time", field="match")
-    result = door(ws).forget(
+    result = ws.forget(
         sources=sources, kinds=kinds, match=match or None, before=before or None,
         after=after or None, reason=reason, dry_run=dry_run,
     )  # fmt: skip
     return result.to_json()
 
 
-def redactions(ws: WorkspaceDir) -> list[dict[str, Any]]:
+def redactions(ws: Workspace) -> list[dict[str, Any]]:
     """What capture redacted, by rule: events touched and matches replaced (from the
     ``_redacted`` counts each redacted payload keeps; never the text)."""
     import json
@@ -525,7 +509,7 @@ def redactions(ws: WorkspaceDir) -> list[dict[str, Any]]:
     return [{"rule": r, "events": e, "matches": m} for r, (e, m) in sorted(rules.items())]
 
 
-def access_records(ws: WorkspaceDir) -> dict[str, Any]:
+def access_records(ws: Workspace) -> dict[str, Any]:
     """Every ``agent.access`` record, newest first."""
     from nerve.mcp.access import COLUMNS, accesses
 
@@ -535,16 +519,14 @@ def access_records(ws: WorkspaceDir) -> dict[str, Any]:
 # -- health ----------------------------------------------------------------------------------
 
 
-def health(ws: WorkspaceDir, *, verify: bool = False) -> dict[str, Any]:
+def health(ws: Workspace, *, verify: bool = False) -> dict[str, Any]:
     """Daemon status, the replay digest (``verify``: every id recomputed), segments, and
     disk per day."""
     from nerve.canonical import jsonable
-    from nerve.log.reader import snapshot
 
-    front = door(ws)
-    status = front.status().to_json()
-    report = front.replay(verify=verify)
-    snap = snapshot(ws.log_root)
+    status = ws.status().to_json()
+    report = ws.replay(verify=verify)
+    snap = ws.snapshot()
     return {
         "daemon": jsonable(status),
         "replay": {
@@ -561,7 +543,7 @@ def health(ws: WorkspaceDir, *, verify: bool = False) -> dict[str, Any]:
     }
 
 
-def _fleet_health(ws: WorkspaceDir) -> dict[str, Any]:
+def _fleet_health(ws: Workspace) -> dict[str, Any]:
     """Each fleet host's last ship, lag and last verify (none without a fleet); a fleet that
     cannot be read is said on the page, the rest of it still shown."""
     from nerve.errors import NerveError

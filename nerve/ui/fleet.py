@@ -15,8 +15,7 @@ from typing import TYPE_CHECKING, Any
 from nerve.errors import UsageError
 
 if TYPE_CHECKING:
-    from nerve.fleet.warehouse import Warehouse
-    from nerve.workspace import WorkspaceDir
+    from nerve.api import Workspace
 
 __all__ = ["HostFiles", "configured", "health", "host_files", "hosts", "local_host"]
 
@@ -30,57 +29,45 @@ class HostFiles:
     warnings: list[str]
 
 
-def configured(ws: WorkspaceDir) -> bool:
+def configured(ws: Workspace) -> bool:
     return ws.config.fleet is not None
 
 
-def local_host(ws: WorkspaceDir) -> str:
-    from nerve.fleet.settings import fleet_settings
-    from nerve.fleet.warehouse import resolve
-
-    return str(resolve(fleet_settings(ws), ws.data).host)
+def local_host(ws: Workspace) -> str:
+    return ws.fleet_host()
 
 
-def _warehouse(ws: WorkspaceDir) -> Warehouse:
-    from nerve.fleet.settings import fleet_settings
-    from nerve.fleet.warehouse import open_warehouse, resolve
-
-    return open_warehouse(resolve(fleet_settings(ws), ws.data))
-
-
-def hosts(ws: WorkspaceDir) -> list[str]:
+def hosts(ws: Workspace) -> list[str]:
     """This host, then every host with files in the table (none without a fleet)."""
     from nerve.fleet.warehouse import host_of
 
     if not configured(ws):
         return []
     mine = local_host(ws)
-    found = {host_of(f.file_path) for f in _warehouse(ws).data_files()} - {None, mine}
+    found = {host_of(f.file_path) for f in ws.warehouse().data_files()} - {None, mine}
     return [mine, *sorted(h for h in found if h is not None)]
 
 
-def host_files(ws: WorkspaceDir, host: str, since_ns: int | None) -> HostFiles:
+def host_files(ws: Workspace, host: str, since_ns: int | None) -> HostFiles:
     """The segments ``host`` shipped whose times reach ``since_ns``, fetched locally."""
     from nerve.fleet.query import fetch, plan
-    from nerve.fleet.settings import fleet_settings
     from nerve.fleet.warehouse import segment_name
-    from nerve.log.crypt import is_encrypted
 
     if not configured(ws):
         raise UsageError("no fleet: the host filter needs a fleet: section", field="host")
-    wh = _warehouse(ws)
+    wh = ws.warehouse()
     if host not in hosts(ws):
         raise UsageError(f"no host {host!r} in the fleet", field="host")
     found = plan(wh, since_ns=since_ns, hosts=[host])
     kept = [u for u in found.files.get(host, []) if u not in found.deletes]
     planned = type(found)({host: kept}, found.total, since_ns)
-    cache = ws.data / "fleet" / "cache"
-    if kept and is_encrypted(ws.log_root):
+    cache = ws.fleet_cache()
+    if kept and ws.is_encrypted():
         raise UsageError(
             "an encrypted workspace keeps no fleet cache (its files would be plaintext)",
             field="host",
         )
-    local = fetch(wh, planned, cache) if kept and fleet_settings(ws).cache_mb else {}
+    local = fetch(wh, planned, cache) if kept and ws.fleet_settings().cache_mb else {}
     if kept and not local:
         raise UsageError("the fleet cache is off (fleet.cache_mb: 0)", field="host")
     left = [f"{len(found.deletes)} file(s) with delete files are not shown"] * bool(found.deletes)
@@ -88,11 +75,8 @@ def host_files(ws: WorkspaceDir, host: str, since_ns: int | None) -> HostFiles:
     return HostFiles(host, files, left)
 
 
-def health(ws: WorkspaceDir) -> list[dict[str, Any]]:
+def health(ws: Workspace) -> list[dict[str, Any]]:
     """Each host's last ship, files, rows, lag and last verify (``nerve fleet status``)."""
-    from nerve.fleet.status import fleet_status
-
     if not configured(ws):
         return []
-    return fleet_status(_warehouse(ws), local_host=local_host(ws), log_root=ws.log_root,
-                        data_dir=ws.data)  # fmt: skip
+    return ws.fleet_status()

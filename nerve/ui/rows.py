@@ -22,8 +22,8 @@ from nerve.mcp.guard import ERASED
 from nerve.ui import duck, fleet, screened, summary
 
 if TYPE_CHECKING:
+    from nerve.api import Workspace
     from nerve.mcp.guard import Screen
-    from nerve.workspace import WorkspaceDir
 
 __all__ = ["Rows", "after", "as_shown", "connect", "fleet_fields", "hosted", "records", "rows_of"]
 
@@ -41,17 +41,15 @@ class Rows:
     local: bool = True  # this host's whole log
 
 
-def rows_of(ws: WorkspaceDir, host: str = "", since_ns: int | None = None) -> Rows:
+def rows_of(ws: Workspace, host: str = "", since_ns: int | None = None) -> Rows:
     """This host's rows, or ``host``'s in the fleet (this host's own: its log)."""
-    from nerve.log.reader import snapshot
-
     if host and not fleet.configured(ws):
         raise UsageError(f"host {host!r}: there is no fleet (no fleet: section)", field="host")
     if host and host != fleet.local_host(ws):
         got = fleet.host_files(ws, host, since_ns)
         files = [(name, path, 0, 2**63 - 1) for name, path in got.files]
         return Rows(files, EMPTY, None, host, tuple(got.warnings), local=False)
-    snap = snapshot(ws.log_root)
+    snap = ws.snapshot()
     files = [
         (info.name, str(path), info.min_hlc.physical_ns, info.max_hlc.physical_ns)
         for info, path in zip(snap.segments, snap.files, strict=True)
@@ -61,7 +59,7 @@ def rows_of(ws: WorkspaceDir, host: str = "", since_ns: int | None = None) -> Ro
     return Rows(files, snap.tail, last, host or None)
 
 
-def connect(ws: WorkspaceDir, scr: Screen, rows: Rows | None = None) -> duckdb.DuckDBPyConnection:
+def connect(ws: Workspace, scr: Screen, rows: Rows | None = None) -> duckdb.DuckDBPyConnection:
     """``events`` over the rows as the rules let them leave: withheld rows left out,
     redacted ones with their redacted text, so every filter sees only what may be shown;
     ``tail_events``, the same over the unsealed tail only."""
@@ -120,7 +118,7 @@ def hosted(shown: list[dict[str, Any]], rows: Rows) -> list[dict[str, Any]]:
     return [{**e, "host": rows.host} for e in shown] if rows.host is not None else shown
 
 
-def fleet_fields(ws: WorkspaceDir, rows: Rows) -> dict[str, Any]:
+def fleet_fields(ws: Workspace, rows: Rows) -> dict[str, Any]:
     """Which host's rows a page shows, and the fleet's hosts to choose from."""
     if not fleet.configured(ws):
         return {}

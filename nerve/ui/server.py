@@ -11,11 +11,11 @@ from typing import Any
 
 import anyio
 
+from nerve.api import Workspace
 from nerve.mcp.server import check_host, listen
 from nerve.ui.app import build_app
 from nerve.ui.auth import Keys, token, token_path
 from nerve.ui.guard import Served
-from nerve.workspace import WorkspaceDir
 
 __all__ = ["serve"]
 
@@ -27,7 +27,7 @@ class _Stopped(Exception):
 
 
 def serve(
-    ws: WorkspaceDir,
+    ws: Workspace,
     host: str = "127.0.0.1",
     port: int = 0,
     *,
@@ -71,7 +71,7 @@ def serve(
             signal.signal(sig, handler)
 
 
-def _warm(ws: WorkspaceDir) -> None:
+def _warm(ws: Workspace) -> None:
     """Summarise today's segments while the login URL is being opened: the first page of a
     large log then need not wait for it (the caches are the pages' own)."""
     import duckdb

@@ -1,0 +1,98 @@
+"""Running and looking after a workspace through the front door: the daemon in the
+foreground and its log lines, checking nerve.yaml, the privacy rules on a sample, the
+surfacing chain's bundle, and re-wrapping the data key (``nerve run``, ``nerve logs``,
+``nerve validate``, ``nerve privacy test``, ``nerve audit``, ``nerve key rotate``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+if TYPE_CHECKING:
+    from nerve.attention.audit import Verdict
+    from nerve.privacy.policy import Verdict as TextVerdict
+    from nerve.runtime.daemon import View
+    from nerve.workspace import WorkspaceDir
+
+__all__ = ["Admin"]
+
+
+class Admin:
+    """What runs and looks after the workspace: mixed into :class:`nerve.api.Workspace`."""
+
+    _dir: WorkspaceDir
+    read_only: bool
+
+    if TYPE_CHECKING:
+
+        def _writable(self) -> WorkspaceDir: ...
+
+    def run_daemon(self, *, view: View | None = None, echo: TextIO | None = None) -> None:
+        """Run the daemon in this process until it is stopped: drawing ``view``, or
+        writing its log lines to ``echo``."""
+        from nerve.runtime import daemon
+
+        daemon.run_foreground(self._writable(), view=view, echo=echo)
+
+    def daemon_lines(self, lines: list[str]) -> list[str]:
+        """Lines of the daemon's log as a person reads them (sealed ones opened with the
+        key when it is given)."""
+        from nerve.runtime import daemon
+
+        return daemon.open_lines(self._dir, lines)
+
+    def validate(self) -> tuple[list[str], list[str]]:
+        """nerve.yaml checked as the daemon would load it, then every sense and workflow
+        it names: the problems (none when valid) and hints."""
+        from nerve.config import config_hints, validate_config
+        from nerve.flow.validate import check_workflows
+        from nerve.runtime.senses import check_layout
+
+        ws = self._dir
+        issues = [str(i) for i in validate_config(ws.config_path)]
+        if not issues:
+            issues = check_layout(ws, ws.config) + check_workflows(ws, ws.config)
+        return issues, [str(h) for h in config_hints(ws.config_path)]
+
+    def privacy_test(self, text: str, *, source: str, kind: str, sense: str = "") -> TextVerdict:
+        """What the privacy rules would store for ``text`` as such an event, and why."""
+        from nerve.privacy.ops import test_text
+
+        return test_text(self._dir, text, source=source, kind=kind, sense=sense)
+
+    def audit_check(self, *, key: bytes | None, key_from: str, record: bool) -> Verdict:
+        """The surfacing chain verified against ``key`` (said to come from ``key_from``),
+        else the pinned one; an empty chain is fine (none was ever written)."""
+        from nerve.attention import audit
+
+        return audit.verify(
+            audit.chain_links(self._dir.log_root),
+            origin=f"workspace:{self._dir.root}",
+            key=key,
+            key_from=key_from,
+            record=record and not self.read_only,
+            empty_ok=True,
+        )
+
+    def audit_export(self, out: Path) -> dict[str, Any]:
+        """Write the surfacing chain as a bundle that verifies offline elsewhere."""
+        from nerve.attention import bundle
+
+        return bundle.export(self._dir.log_root, out)
+
+    def rewrap_key(self, new_key: Callable[[Path], tuple[bytes, dict[str, Any]]]) -> Path:
+        """Wrap the data key under the key ``new_key`` makes (given the log's folder); the
+        current one comes from the environment. No segment is rewritten. The keyring."""
+        from nerve.errors import UsageError
+        from nerve.log import crypt
+
+        log_root = self._writable().log_root
+        if not crypt.is_encrypted(log_root):
+            raise UsageError(
+                f"{self._dir.root} is not encrypted", hint="nerve init --encrypt makes one"
+            )
+        old = crypt.kek_from_env(log_root, crypt.read_keyring(log_root))
+        new, source = new_key(log_root)
+        crypt.rewrap(log_root, old, new, source)
+        return crypt.keyring_path(log_root)

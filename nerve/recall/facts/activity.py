@@ -1,0 +1,139 @@
+"""What a person was doing: the focused windows (with the commands and files around
+them), time per app, and what happened in a period."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from nerve.events import SourceClass
+from nerve.recall.facts.ask import Ask, Row, answer, never, nothing
+from nerve.recall.facts.commands import cmd, exit_note
+from nerve.recall.tier0 import Tier0Answer
+from nerve.tail.when import Period
+
+__all__ = ["doing", "happened", "time_per_app"]
+
+
+_AROUND_NS = 5 * 60 * 10**9  # "at 15:00": commands and files within five minutes of it
+
+
+def _spells(ask: Ask, period: Period | None) -> list[tuple[Row, int, int]]:
+    """Each focus (its row) with the part of the period it lasted: ``(row, start, end)``.
+
+    A focus lasts until the next focus or ``away``; ``back`` resumes the focus it left.
+    """
+    span = period or Period(0, ask.now_ns, "")
+    rows = ask.rows(SourceClass.APP_FOCUS, period=Period(0, span.end_ns, ""))
+    spells: list[tuple[Row, int, int]] = []
+    current: Row | None = None
+    since: int | None = None
+    for row in rows:
+        event = row.data.get("event")
+        if event in ("focus", "away") and current is not None and since is not None:
+            _clip(spells, current, since, row.t, span)
+        if event == "focus":
+            current, since = row, row.t
+        elif event == "away":
+            since = None
+        elif event == "back":
+            since = row.t
+    if current is not None and since is not None:
+        _clip(spells, current, since, min(span.end_ns, ask.now_ns), span)
+    return spells
+
+
+def _clip(
+    spells: list[tuple[Row, int, int]], row: Row, since: int, until: int, span: Period
+) -> None:
+    start, end = max(since, span.start_ns), min(until, span.end_ns)
+    if end > start or (span.point and since <= span.start_ns <= until):
+        spells.append((row, start, end))
+
+
+def _app(row: Row) -> str:
+    return str(row.data.get("app") or "(no window)")
+
+
+def doing(ask: Ask) -> Tier0Answer:
+    focus_ever = ask.ever(SourceClass.APP_FOCUS)
+    period = ask.period or Period(ask.now_ns - 3600 * 10**9, ask.now_ns, "the last hour")
+    spells = _spells(ask, period) if focus_ever else []
+    near = (
+        period
+        if not period.point
+        else Period(period.start_ns - _AROUND_NS, period.end_ns + _AROUND_NS, "")
+    )
+    commands = [r for r in ask.rows(SourceClass.SHELL, period=near)]
+    files = [r for r in ask.rows(SourceClass.FILE_CHANGE, period=near)]
+    if not spells and not commands and not files:
+        if not focus_ever:
+            what = "the focused window (the focus sense needs an X display)"
+            return never("doing", f"{what}, nor commands or file changes then")
+        return nothing(ask, "doing", "recorded activity")
+    lines: list[tuple[Row, str]] = []
+    for row, start, end in reversed(spells):
+        title = str(row.data.get("title") or "")
+        lasted = f", {(end - start) // 10**9} s" if end > start else ""
+        lines.append(
+            (row, f"{ask.when(start)}  {_app(row)}{': ' + title if title else ''}{lasted}")
+        )
+    lines += [(r, f"{ask.when(r.t)}  $ {cmd(r)}{exit_note(r)}") for r in reversed(commands[-3:])]
+    lines += [
+        (r, f"{ask.when(r.t)}  file {r.data.get('change', 'changed')} {r.data.get('path', '?')}")
+        for r in reversed(files[-3:])
+    ]
+    scope = ask.scope() if ask.period is not None else "in the last hour"
+    title = f"What you were doing {scope}: windows in focus, newest first"
+    return answer(
+        "doing", title + (", then commands and files:" if commands or files else ":"), lines
+    )
+
+
+def time_per_app(ask: Ask) -> Tier0Answer:
+    if not ask.ever(SourceClass.APP_FOCUS):
+        return never("time_per_app", "the focused window (the focus sense needs an X display)")
+    spells = _spells(ask, ask.period)
+    totals: Counter[str] = Counter()
+    cite: dict[str, Row] = {}
+    for row, start, end in spells:
+        totals[_app(row)] += end - start
+        cite.setdefault(_app(row), row)
+    if not totals:
+        return nothing(ask, "time_per_app", "time in focus")
+    used = [
+        (cite[a], f"{a}: {_duration(ns)}")
+        for a, ns in sorted(totals.items(), key=lambda kv: (-kv[1], kv[0]))
+    ]
+    return answer("time_per_app", f"Time per app {ask.scope()} (time away not counted):", used)
+
+
+def _duration(ns: int) -> str:
+    seconds = ns // 10**9
+    hours, rest = divmod(seconds, 3600)
+    return f"{hours} h {rest // 60} min" if hours else f"{rest // 60} min {rest % 60} s"
+
+
+def happened(ask: Ask) -> Tier0Answer:
+    period = ask.period or Period(ask.now_ns - 3600 * 10**9, ask.now_ns, "the last hour")
+    scoped = Ask(ask.conn, ask.text, period, ask.now_ns, ask.tz)
+    sql = (
+        "SELECT source_name, count(*) FROM events WHERE kind = 'observation' AND "
+        "coalesce(valid_time_ns, physical_ns) BETWEEN ? AND ? GROUP BY 1 ORDER BY 2 DESC, 1"
+    )
+    counts = ask.conn.execute(sql, [period.start_ns, period.end_ns]).fetchall()
+    if not counts:
+        return nothing(scoped, "happened", "observations")
+    parts = ", ".join(f"{n} {s}" for s, n in counts)
+    lines: list[tuple[Row, str]] = []
+    for source in (
+        SourceClass.SHELL,
+        SourceClass.FILE_CHANGE,
+        SourceClass.APP_FOCUS,
+        SourceClass.PROCESS_TREE,
+    ):
+        for r in reversed(scoped.rows(source)[-2:]):
+            lines.append((r, f"{ask.when(r.t)}  {r.line}"))
+    scope = scoped.scope()
+    return answer(
+        "happened", f"{scope[:1].upper()}{scope[1:]}: {parts} observations. Among them:", lines
+    )
