@@ -51,6 +51,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp_types import Implementation
 
+import nerve
 from nerve.log.reader import snapshot, table_since
 from nerve.mcp import tools
 from nerve.mcp.guard import Allowance, Screen
@@ -122,11 +123,12 @@ def _plain(value: Any) -> Any:
 
 def library(ws: WorkspaceDir, runs: int, warm: bool) -> tuple[dict[str, Any], dict[str, Any]]:
     figures, results = {}, {}
+    door = nerve.open(ws.root, read_only=True)  # the MCP server's own way in
     allowance = Allowance(1000, 4 * 1024 * 1024)
     for name, (_, call) in CASES.items():
 
         def once(call: Callable[[tools.Call], Any] = call) -> Any:
-            return call(tools.Call(ws, Screen(ws.config.privacy), allowance, 60_000))
+            return call(tools.Call(door, Screen(ws.config.privacy), allowance, 60_000))
 
         samples = []
         for index in range(runs + int(warm)):

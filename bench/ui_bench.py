@@ -72,6 +72,7 @@ from typing import Any, TextIO
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import nerve
 from nerve.clock import Hlc
 from nerve.events import Event, SourceClass, Trust
 from nerve.log.fields import EventFields
@@ -412,7 +413,7 @@ def side_by_side(work: Path, args: argparse.Namespace) -> dict[str, Any]:
         host = ui.base.split("//")[1].split(":")[0]
         cookie: dict[str, Any] = {
             "name": COOKIE,
-            "value": Keys(token_path(ws)).cookie(),
+            "value": Keys(token_path(nerve.open(ws.root))).cookie(),
             "domain": host,
             "path": "/",
             "httpOnly": True,
@@ -530,7 +531,7 @@ def live_rate(work: Path, seconds: float, rate: int) -> dict[str, Any]:
     ui = UiProcess(ws.root, {"XDG_STATE_HOME": os.environ["XDG_STATE_HOME"]})
     seen: list[str] = []
     stop = threading.Event()
-    cookie = Keys(token_path(ws)).cookie()
+    cookie = Keys(token_path(nerve.open(ws.root))).cookie()
 
     def follow() -> None:
         req = urllib.request.Request(
@@ -589,10 +590,10 @@ def big_timeline(work: Path, events: int) -> dict[str, Any]:
     from tests.helpers.biglog import build_log
 
     say(f"building a {events:,}-event log for the server-time figure")
-    ws = build_log(work / "big", events)
-    app = build_app(ws, Keys(token_path(ws)), Served("127.0.0.1", 80))
+    door = nerve.open(build_log(work / "big", events).root)
+    app = build_app(door, Keys(token_path(door)), Served("127.0.0.1", 80))
     client = TestClient(app, base_url="http://127.0.0.1:80")
-    client.get(f"/login?token={token(ws)}", follow_redirects=False)
+    client.get(f"/login?token={token(door)}", follow_redirects=False)
     times, total = [], 0
     for _ in range(6):
         t0 = time.perf_counter()

@@ -101,12 +101,6 @@ class Workspace(Reads, Runs, Fleet, Info, Admin):
         return cls(init_workspace(path, encrypt=encrypt))
 
     @classmethod
-    def of(cls, ws: Workspace | Folder) -> Workspace:
-        """``ws`` itself, or the front door over a workspace folder (for callers that
-        still hold one; a server over a workspace works on the door alone)."""
-        return ws if isinstance(ws, Workspace) else cls(ws)
-
-    @classmethod
     def find(cls, path: Path | str | None = None, *, write: bool = False) -> Workspace:
         """The workspace a command means, found as :func:`open` finds it, opened for
         writing; ``write=False`` also accepts a folder holding only a log (a copy of

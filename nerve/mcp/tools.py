@@ -54,9 +54,6 @@ class Call:
     timeout_ms: int = 5_000
     rows: int = 0
 
-    def __post_init__(self) -> None:
-        self.ws = Workspace.of(self.ws)  # a caller holding the folder still gets the door
-
     def fit(self, items: Sequence[Any]) -> tuple[list[Any], bool]:
         kept, cut = fit(items, self.allowance)
         self.rows = len(kept)

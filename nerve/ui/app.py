@@ -419,7 +419,7 @@ def _cell(value: Any) -> str:
 
 def build_app(ws: Workspace, keys: Keys, served: Served) -> Guard:
     """The app for one workspace, behind its guard."""
-    pages = Pages(Workspace.of(ws), keys)  # a caller holding the folder still gets the door
+    pages = Pages(ws, keys)
     routes = [
         Route("/login", pages.login),
         Route("/favicon.ico", lambda request: Response(status_code=204)),

@@ -31,12 +31,12 @@ LOOPBACK = ("127.0.0.1", "localhost", "[::1]", "::1")
 
 
 def token_path(ws: Workspace, environ: Mapping[str, str] | None = None) -> Path:
-    return Workspace.of(ws).token_path("ui", environ)
+    return ws.token_path("ui", environ)
 
 
 def token(ws: Workspace, *, rotate: bool = False, environ: Mapping[str, str] | None = None) -> str:
     """The workspace's UI token: made on first use, replaced with ``rotate``."""
-    return Workspace.of(ws).token("ui", site="ui.token", rotate=rotate, environ=environ)
+    return ws.token("ui", site="ui.token", rotate=rotate, environ=environ)
 
 
 def _mac(key: str, purpose: str, session: str) -> str:
