@@ -14,7 +14,8 @@ thread went to sleep and was woken; involuntary ones are shown next to them).
 After ``nerve daemon stop`` it reads the log: events per second by kind and the bookkeeping
 share (``sense.state`` and ``signal`` records among all events of the run). Then it seals
 and compacts the log and reports the bytes of sealed Parquet per event, and extrapolates
-disk per day from the events per second of the run.
+disk per day from the events per second of the run; and that day by kind and subject (each
+group's bytes: the segment less the segment written without the group).
 
 Checks: the daemon started and stopped cleanly (``daemon.stopped`` recorded, no process left
 running), every bundled sense computed, the log verifies (``nerve replay --verify``), and
@@ -303,7 +304,9 @@ def disk_figures(ws: Path, events_per_s: float) -> dict[str, Any]:
     compacted = _segment_bytes(root)
     after = replay_digest(root)
     per_event = compacted / before.events if before.events else 0.0
+    by_group = disk_by_group(root, events_per_s * 86400 / before.events if before.events else 0)
     return {
+        "mb_per_day_by_group": by_group,
         "sealed_bytes": sealed,
         "compacted_bytes": compacted,
         "bytes_per_event": round(per_event, 1),
@@ -311,6 +314,30 @@ def disk_figures(ws: Path, events_per_s: float) -> dict[str, Any]:
         "disk_mb_per_day": round(per_event * events_per_s * 86400 / 1e6, 2),
         "digest_kept": after.digest == before.digest and after.events == before.events,
     }
+
+
+def disk_by_group(root: Path, scale: float) -> dict[str, float]:
+    """MB/day of each (kind, subject): the log's segment bytes less those of the log written
+    without that group's rows, × ``scale`` (the run's events a day per event stored); what
+    no group accounts for alone (the footer, shared dictionaries) is ``(shared)``."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from nerve.log.reader import snapshot, table_since
+    from nerve.log.segments import encode_table, sort_events
+
+    table = sort_events(table_since(snapshot(root)))
+    whole = len(encode_table(table))
+    kinds, subjects = table["kind"].to_pylist(), table["subject"].to_pylist()
+    keys = [f"{k} {s}" for k, s in zip(kinds, subjects, strict=True)]
+    out: dict[str, float] = {}
+    column = pa.array(keys)
+    for key in sorted(set(keys)):
+        rest = table.filter(pc.not_equal(column, key))
+        out[key] = whole - len(encode_table(rest))
+    out["(shared)"] = whole - sum(out.values())
+    ranked = sorted(out.items(), key=lambda kv: -kv[1])
+    return {k: round(v * scale / 1e6, 3) for k, v in ranked}
 
 
 # Writer options tried on the run's own events (one segment, as compaction writes it). The
@@ -738,6 +765,9 @@ def render(result: dict[str, Any], out: TextIO) -> None:
     for proc in d["uss_by_process"]:
         print(f"  {proc['role']:<20} pid {proc['pid']:>7} {proc['uss_mib']:>7} MiB", file=out)
     print("events by kind: " + json.dumps(lg["kinds"], sort_keys=True), file=out)
+    print("disk per day by kind and subject, MB (each group's own bytes):", file=out)
+    for group, mb in dk["mb_per_day_by_group"].items():
+        print(f"  {group:<36} {mb:>8}", file=out)
     render_peer(result["peer"], out)
 
 

@@ -806,3 +806,19 @@ def test_power_battery_payload_and_line(
         payload,
     )
     assert result.state["battery"] == payload
+
+
+def test_power_estimate_is_held_while_it_stays_and_summed_into_the_next(tmp_path: Path) -> None:
+    root, opts = tmp_path / "absent", {"estimate_watts_per_core": 0}
+    first = run("power", initial("power"), tmp_path, powercap_root=str(root), **opts)
+    second = run("power", first.state, tmp_path, powercap_root=str(root), **opts)
+    (sent,) = payloads(second)
+    # the same mean power (0 W) within the keyframe: nothing new to store
+    third = run("power", second.state, tmp_path, powercap_root=str(root), **opts)
+    assert payloads(third) == []
+    fourth = run("power", third.state, tmp_path, powercap_root=str(root), keyframe_s=0, **opts)
+    (summed,) = payloads(fourth)
+    spans = [(b.state["t_ns"] - a.state["t_ns"]) // 1_000_000 for a, b in
+             [(second, third), (third, fourth)]]  # fmt: skip
+    assert summed["interval_ms"] == sum(spans) and summed["estimated_uj"] == 0
+    assert sent["interval_ms"] == (second.state["t_ns"] - first.state["t_ns"]) // 1_000_000

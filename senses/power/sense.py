@@ -19,11 +19,16 @@ present; a package's share of the estimate is the CPU estimate split evenly over
 Wraparound is undone with ``max_energy_range_uj``; a counter that goes backwards without a
 known range is a reset, which counts as "did not advance".
 
+Where no zone can be used, the estimate is a function of CPU busy time alone: it is sent
+only when its mean power moved by a tenth (at least 1 W) since the one last sent, or
+``keyframe_s`` passed; the intervals held meanwhile are added to the next one sent, so the
+observations still cover every interval and their energies add up to the whole.
+
 Battery, when the host has one: ``{"percent", "plugged", "secs_left"}``.
 
 Options: ``powercap_root`` (default ``/sys/class/powercap``), ``estimate_watts_per_core``
 (10), ``live_window`` (5), ``live_min_advances`` (4), ``live_min_ms`` (300),
-``live_min_busy_ms`` (10).
+``live_min_busy_ms`` (10), ``keyframe_s`` (300; 0 sends every estimate).
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ import psutil
 
 from nerve.contract import Observation, Result, SenseContext
 from nerve.events import SourceClass, Trust
+from nerve.host.deadband import Band, keyframe_ns
 
 initial_state: dict[str, Any] = {
     "boot": None,
@@ -46,6 +52,8 @@ initial_state: dict[str, Any] = {
     "zones": {},
     "reason": None,
     "battery": None,
+    "sent": None,
+    "held": None,
 }
 # The counters to take the next difference from: stored every 10 min and at stop, not on
 # every compute (a daemon that did not stop cleanly starts a new baseline).
@@ -54,6 +62,8 @@ state_records = "checkpoints"
 DEFAULT_POWERCAP_ROOT = "/sys/class/powercap"
 _PACKAGE_ZONE = re.compile(r"intel-rapl:\d+")
 _BUSY_FIELDS = ("user", "nice", "system", "irq", "softirq")  # not idle, iowait, steal, guest
+_ESTIMATE_BAND = Band(1000, 0.1)  # mW
+_KEYFRAME_S = 300
 
 
 class _Options(NamedTuple):
@@ -63,6 +73,7 @@ class _Options(NamedTuple):
     min_advances: int
     min_ms: int
     min_busy_ms: int
+    keyframe_ns: int
 
 
 class _Interval(NamedTuple):
@@ -76,13 +87,41 @@ def compute(state: dict[str, Any], ctx: SenseContext) -> Result:
     now, busy_us, boot = time.monotonic_ns(), _cpu_busy_us(), round(float(psutil.boot_time()))
     interval = _interval(state, now, busy_us, boot, opts)
     zones, reason = _sample_zones(opts, state.get("zones") if interval else None, interval)
+    sent, held = None, None  # a new baseline (or counters in use) starts afresh
+    if interval is not None and not zones:
+        interval, sent, held = _estimate_news(interval, state, now, opts)
     observations = _energy_observations(zones, reason, interval)
     battery, battery_note = _battery()
     if battery is not None:
         observations.append(_battery_observation(battery))
     new_state = {"boot": boot, "t_ns": now, "busy_us": busy_us, "zones": zones,
-                 "reason": reason, "battery": battery or battery_note}  # fmt: skip
+                 "reason": reason, "battery": battery or battery_note,
+                 "sent": sent, "held": held}  # fmt: skip
     return Result(state=new_state, observations=observations)
+
+
+def _estimate_news(
+    interval: _Interval, state: dict[str, Any], now: int, opts: _Options
+) -> tuple[_Interval | None, Any, list[int] | None]:
+    """The estimate to send (None: held), the last sent ``{at_ns, mw}`` and the held span.
+
+    Held intervals are summed into the next one sent, so no energy goes unreported."""
+    held, sent = state.get("held"), state.get("sent")
+    if isinstance(held, list) and len(held) == 3 and all(isinstance(v, int) for v in held):
+        span = _Interval(*(a + b for a, b in zip(interval, held, strict=True)))
+    else:
+        span = interval
+    mw = interval.estimated_uj // max(interval.ms, 1)
+    due = (
+        not isinstance(sent, dict)
+        or not isinstance(sent.get("at_ns"), int)
+        or not isinstance(sent.get("mw"), int)
+        or now - sent["at_ns"] >= opts.keyframe_ns
+        or _ESTIMATE_BAND.moved(sent["mw"], mw)
+    )
+    if due:
+        return span, {"at_ns": now, "mw": mw}, None
+    return None, sent, list(span)
 
 
 def _options(ctx: SenseContext) -> _Options:
@@ -96,6 +135,7 @@ def _options(ctx: SenseContext) -> _Options:
         min_advances=int(_number(ctx, "live_min_advances", 4)),
         min_ms=int(_number(ctx, "live_min_ms", 300)),
         min_busy_ms=int(_number(ctx, "live_min_busy_ms", 10)),
+        keyframe_ns=keyframe_ns(ctx.options, ctx.name, _KEYFRAME_S),
     )
 
 
