@@ -4,20 +4,25 @@ The detector scores every excursion of a reading; these rules decide which of it
 worth an interruption, from the fire's ``kind`` and ``direction`` and the readings after it:
 
 - **direction of concern**: each ``(sense, reading)`` says which way matters (``CONCERNS``,
-  overridden by ``attention.rules.concerns``): CPU share, memory used, failure streaks and
-  listening ports ``up``, free disk ``down``; any other reading ``both``. A fire the other way
-  is held as ``hold:direction`` at once.
-- **persistence**: a fire in the direction of concern is pending, with no decision yet. It
-  is decided at the first later reading of its probe at least ``confirm_s`` seconds after the
-  fire (by the log's own times): confirmed if that reading is still beyond the fire's
-  baseline by ``bar`` (the larger of the fire's spread, ``sigma``, and half its excursion),
-  for a ``rise``/``fall`` concern (memory used, free disk) a further ``bar`` beyond the
-  fire's own reading (it keeps growing), and at or above the reading's floor (``FLOORS``:
-  CPU at 40 %); else ``hold:transient``, as at once when a reading comes back to the
-  baseline. A compile burst of seconds is so held; a hog lasting minutes is confirmed.
+  overridden by ``attention.rules.concerns``): CPU share, failure streaks, listening ports and
+  a sense's own rate ``up``; memory used ``rise`` and free disk ``fall`` (up and down, and it
+  must keep growing); any other reading ``both``. A fire the other way is held as
+  ``hold:direction`` at once.
+- **persistence**: a fire in the direction of concern is pending, with no decision yet.
+  Every later reading of its probe must stay beyond the fire's baseline by ``bar`` (the
+  larger of the fire's spread, ``sigma``, and half its excursion), or it ends as
+  ``hold:transient``; the first reading at least ``confirm_s`` seconds after the fire (by the
+  log's own times) confirms it, if it is at or above the reading's floor (``FLOORS``: CPU at
+  40 %) and, for a ``rise``/``fall`` concern (memory used, free disk), a further ``bar``
+  (at least ``sigma``) beyond the fire's own reading: it keeps growing, so half of
+  ``confirm_s`` is enough. A compile burst of seconds is so held; a hog of minutes is not.
 - a confirmed excursion is worth at least ``confirmed_milli`` to the gate, which then applies
-  its value and budget tests as to any highlight: an incident that comes again, whose values
-  are no longer new and so score low, still surfaces once the budget has refilled.
+  its value and budget tests as to any highlight.
+- **returns**: once an ``up``/``down`` excursion is confirmed, a reading at least
+  ``rearm_s`` later that is again beyond its probe's level by ``arm`` (the larger of ``bar``,
+  three quarters of the fire's excursion and half the confirmed one) is pending again, as a
+  highlight of kind ``return``, and needs half of ``confirm_s``: an incident that comes back,
+  whose values are no longer new so that the detector stays quiet, surfaces again.
 
 A pending fire absorbs later fires of its probe (one decision per excursion). The readings
 are integers and the times the observations' HLC times, so a replay decides the same.
@@ -201,20 +206,26 @@ class Rules:
             past = h.direction * (value - h.baseline_milli)
             age = now_ns - p.since
             action: Action | None = None
-            if past <= 0:
+            if past < p.bar:  # the condition must hold at every reading until confirmed
                 action = "hold:transient"
-            elif age >= self.settings.confirm_s * _S:
-                kept = past >= p.bar and self._grew(p, value) and self._beyond_floor(probe, value)
+            elif age >= self._confirm_ns(p):
+                kept = self._grew(p, value) and self._beyond_floor(probe, value)
                 action = "confirmed" if kept else "hold:transient"
             if action is not None:
                 del self._pending[probe]
                 self._resolved.add(probe)
                 if action == "confirmed" and not p.growing:  # a growth has its trend fires
                     excess = h.direction * (h.value_milli - h.baseline_milli)
-                    arm = max(p.bar, -(-3 * excess // 4))
+                    arm = max(p.bar, -(-3 * excess // 4), -(-past // 2))
                     self._known[probe] = _Known(arm, p.bar, h.direction, p.growing, now_ns)
                 out.append((replace(h, value_milli=value, seq=seq), action))
         return out
+
+    def _confirm_ns(self, p: _Pending) -> int:
+        """How long a pending fire must last: ``confirm_s``, half for one that must keep
+        growing or for the return of an excursion confirmed before."""
+        quick = p.growing or p.highlight.kind == "return"
+        return (self.settings.confirm_s // 2 if quick else self.settings.confirm_s) * _S
 
     def _beyond_floor(self, probe: str, value: int) -> bool:
         key = _key(probe)
@@ -224,7 +235,9 @@ class Rules:
     @staticmethod
     def _grew(p: _Pending, value: int) -> bool:
         h = p.highlight
-        return not p.growing or h.direction * (value - h.value_milli) >= p.bar
+        return not p.growing or h.direction * (value - h.value_milli) >= max(
+            h.sigma_milli, p.bar // 2
+        )
 
     def snapshot(self) -> dict[str, Any]:
         """Plain JSON state: each pending fire's highlight, time and bar."""
