@@ -12,7 +12,8 @@ the sense ``nab`` (source ``endpoint``, trust ``FirstParty``, HLC time = the row
 stored payload is ``{"readings": {"value": <row value × 1000, rounded>}}``. The payload bytes
 go through :func:`nerve.attention.service.readings_from_bytes` and the observation through
 :class:`nerve.attention.service.Attender`, the daemon's own path (observer, detector, value
-probes, gate), one fresh attender per series. A row's anomaly score is the highest
+probes, gate; the gate rules' ``confirm_s`` is 0, so each fire is decided where the detector
+raised it), one fresh attender per series. A row's anomaly score is the highest
 ``score_milli / 1000`` of the decisions its value probe raised (0 when none).
 
 **Scoring** (NAB's rules, implemented here): each labelled window scores its first detection
@@ -299,7 +300,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    settings = AttentionSettings.model_validate({"values": json.loads(args.values)})
+    # NAB scores the detector's fires at their rows: the gate rules' persistence would move
+    # them to their confirming rows (and a NAB reading's direction of concern is "both").
+    settings = AttentionSettings.model_validate(
+        {"values": json.loads(args.values), "rules": {"confirm_s": 0}}
+    )
     quick = args.nab is None
     corpus = synthetic_corpus() if quick else load_nab(args.nab, args.only)
     started = time.perf_counter()

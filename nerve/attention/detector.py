@@ -69,7 +69,12 @@ class Highlight:
     ``score_milli`` is how far the reading rose above the threshold, as a share of the
     headroom between the threshold and 1.0 (0..1000). ``seq`` is the observation's number.
     A value probe (``value:<sense>.<reading>``, see :mod:`nerve.attention.values`) gives
-    its reading, prediction and spread in the reading's own unit instead of thousandths.
+    its reading, prediction and spread in the reading's own unit instead of thousandths,
+    and says what kind of fire it is: ``kind`` is ``record`` (past every reading so far),
+    ``unseen`` (in a part of the range never visited), ``surprise`` (far from the prediction)
+    or ``trend`` (a steady climb or fall), and ``direction`` is +1 above what was expected,
+    -1 below (0 for the detector's own probes, whose ``kind`` is empty). Neither is sealed:
+    a replay derives both again.
     """
 
     probe: str
@@ -78,6 +83,8 @@ class Highlight:
     sigma_milli: int
     score_milli: int
     seq: int
+    kind: str = ""
+    direction: int = 0
 
     def to_cbor_map(self) -> dict[str, int | str]:
         """The highlight as a text-keyed map of ints and text (for a sealed link)."""

@@ -133,10 +133,15 @@ class Gate:
         cost = round_div(ctx.engagement_milli * c.displacement_per_engagement_milli, 1000)
         return cost + (c.interference_milli if ctx.active_modality == c.surface_modality else 0)
 
-    def decide(self, highlight: Highlight, ctx: UserContext, now_ns: int) -> Decision:
-        """Refill, then value test, then budget test; debit only on ``surface``."""
+    def decide(
+        self, highlight: Highlight, ctx: UserContext, now_ns: int, at_least_milli: int = 0
+    ) -> Decision:
+        """Refill, then value test, then budget test; debit only on ``surface``. The value is
+        at least ``at_least_milli`` (a confirmed excursion's worth, see
+        :mod:`nerve.attention.rules`)."""
         self.refill(now_ns)
-        value, cost, before = self.value_of(highlight), self.cost_of(ctx), self._budget
+        value = max(self.value_of(highlight), at_least_milli)
+        cost, before = self.cost_of(ctx), self._budget
         price = self.config.surface_cost_uj
         if value <= cost + self.config.margin_milli:
             outcome: Outcome = "hold:value"
@@ -148,6 +153,15 @@ class Gate:
         charged = price if outcome == "surface" else 0
         energy = Energy.estimate(charged) if charged else Energy.zero()
         return Decision(outcome, value, cost, charged, before, self._budget, energy)
+
+    def hold(
+        self, highlight: Highlight, ctx: UserContext, now_ns: int, outcome: Outcome
+    ) -> Decision:
+        """A decision a gate rule took (``hold:direction``, ``hold:transient``): refill, give
+        the figures, charge nothing."""
+        self.refill(now_ns)
+        value, cost, budget = self.value_of(highlight), self.cost_of(ctx), self._budget
+        return Decision(outcome, value, cost, 0, budget, budget, Energy.zero())
 
     def snapshot(self) -> dict[str, Any]:
         """Plain JSON state: budget, last refill time and the refill remainder."""

@@ -42,6 +42,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from nerve.attention.detector import Detector, DetectorParams, Highlight
 from nerve.attention.gate import Decision, Gate, GateConfig, UserContext
 from nerve.attention.observer import DEFAULT_WINDOW, Observer
+from nerve.attention.rules import Action, Rules, RuleSettings
 from nerve.attention.values import ValueDetector, ValueParams
 from nerve.errors import EventError
 
@@ -73,12 +74,17 @@ class Attention:
     decisions and snapshots on any machine.
     """
 
-    def __init__(self, config: AttentionConfig | None = None) -> None:
+    def __init__(
+        self, config: AttentionConfig | None = None, rules: RuleSettings | None = None
+    ) -> None:
         self.config = config or AttentionConfig()
         self.observer = Observer(self.config.window)
         self.detector = Detector(self.config.detector)
         self.gate = Gate(self.config.gate)
         self.values = ValueDetector(self.config.values)
+        # The gate rules for value probes (``attention.rules``); none: every fire is gated.
+        self.rule_settings = rules
+        self.rules = Rules(rules) if rules is not None else None
 
     def observe(
         self,
@@ -101,10 +107,26 @@ class Attention:
         projection = self.observer.observe(source, trust)
         highlights = self.detector.observe(projection)
         if readings or subject:
-            highlights += self.values.observe(
-                subject, readings or {}, projection.seq, hlc_physical_ns
-            )
+            fires = self.values.observe(subject, readings or {}, projection.seq, hlc_physical_ns)
+            highlights += fires
+            if self.rules is not None:
+                acts = self._ruled(highlights, projection.seq, hlc_physical_ns)
+                return [(h, self._decide(h, a, ctx, hlc_physical_ns)) for h, a in acts]
         return [(h, self.gate.decide(h, ctx, hlc_physical_ns)) for h in highlights]
+
+    def _ruled(
+        self, fires: list[Highlight], seq: int, now_ns: int
+    ) -> list[tuple[Highlight, Action]]:
+        assert self.rules is not None
+        return self.rules.apply(self.values.latest, fires, seq, now_ns, self.values.level)
+
+    def _decide(self, h: Highlight, action: Action, ctx: UserContext, now_ns: int) -> Decision:
+        if action == "decide":
+            return self.gate.decide(h, ctx, now_ns)
+        if action == "confirmed":
+            assert self.rule_settings is not None
+            return self.gate.decide(h, ctx, now_ns, self.rule_settings.confirmed_milli)
+        return self.gate.hold(h, ctx, now_ns, action)
 
     def observe_batch(
         self,
@@ -136,11 +158,13 @@ class Attention:
             return self._one_by_one(ids, sources, trusts, times, context, subjects, readings)
         first = self.observer.seen
         ratios = batch.observer_batch(self.observer, sources, trusts)
-        fired = batch.detector_batch(self.detector, ratios, first)
+        fired: list[tuple[int, int, Highlight, Action]] = [
+            (i, k, h, "decide") for i, k, h in batch.detector_batch(self.detector, ratios, first)
+        ]
         fired += self._value_fires(first, times, subjects, readings)
         fired.sort(key=lambda f: (f[0], f[1]))
-        decide = self.gate.decide
-        return [(i, h, decide(h, context(i), times[i])) for i, _, h in fired]
+        decide = self._decide
+        return [(i, h, decide(h, a, context(i), times[i])) for i, _, h, a in fired]
 
     def _value_fires(
         self,
@@ -148,15 +172,23 @@ class Attention:
         times: Sequence[int],
         subjects: Sequence[str],
         readings: Sequence[Mapping[str, int] | None],
-    ) -> list[tuple[int, int, Highlight]]:
-        """Value-probe fires as ``(position, 3 + order, highlight)``: after the detector's
-        three probes of the same observation, as :meth:`observe` raises them."""
-        out: list[tuple[int, int, Highlight]] = []
-        observe = self.values.observe
+    ) -> list[tuple[int, int, Highlight, Action]]:
+        """Value-probe fires as ``(position, order, highlight, action)``, in the order
+        :meth:`observe` raises them: pending fires the observation resolves first (negative
+        orders), then the detector's three probes (0..2), then the value fires (3 + k)."""
+        out: list[tuple[int, int, Highlight, Action]] = []
+        observe, rules = self.values.observe, self.rules
         for i, (subject, values) in enumerate(zip(subjects, readings, strict=True)):
-            if values or subject:
-                fires = observe(subject, values or _NO_READINGS, first + i, times[i])
-                out += [(i, 3 + k, h) for k, h in enumerate(fires)]
+            if not (values or subject):
+                continue
+            fires = observe(subject, values or _NO_READINGS, first + i, times[i])
+            if rules is None:
+                out += [(i, 3 + k, h, "decide") for k, h in enumerate(fires)]
+                continue
+            done = rules.resolve(self.values.latest, first + i, times[i])
+            out += [(i, k - len(done), h, a) for k, (h, a) in enumerate(done)]
+            out += [(i, 3 + k, h, a) for k, (h, a) in enumerate(rules.sort(fires, times[i]))]
+            rules.watch(self.values.latest, first + i, times[i], self.values.level)
         return out
 
     def _one_by_one(
@@ -186,6 +218,7 @@ class Attention:
             "detector": self.detector.snapshot(),
             "gate": self.gate.snapshot(),
             "values": self.values.snapshot(),
+            **({"rules": self.rules.snapshot()} if self.rules is not None else {}),
         }
 
     def restore(self, snapshot: Mapping[str, Any]) -> None:
@@ -195,7 +228,7 @@ class Attention:
         parts = [snapshot.get(k) for k in ("observer", "detector", "gate")]
         if not all(isinstance(p, Mapping) for p in parts):
             raise EventError("attention snapshot needs observer, detector and gate maps")
-        fresh = Attention(self.config)
+        fresh = Attention(self.config, self.rule_settings)
         fresh.observer.restore(snapshot["observer"])
         fresh.detector.restore(snapshot["detector"])
         fresh.gate.restore(snapshot["gate"])
@@ -204,5 +237,10 @@ class Attention:
             if not isinstance(values, Mapping):
                 raise EventError("attention snapshot: values must be a map")
             fresh.values.restore(values)
+        pending = snapshot.get("rules")  # absent before the gate rules, or with them off
+        if fresh.rules is not None and pending is not None:
+            if not isinstance(pending, Mapping):
+                raise EventError("attention snapshot: rules must be a map")
+            fresh.rules.restore(pending)
         self.observer, self.detector, self.gate = fresh.observer, fresh.detector, fresh.gate
-        self.values = fresh.values
+        self.values, self.rules = fresh.values, fresh.rules

@@ -118,6 +118,7 @@ def _highlight_json(hl: Highlight) -> dict[str, Any]:
         "sigma_milli": hl.sigma_milli,
         "score_milli": hl.score_milli,
         "seq": hl.seq,
+        **({"kind": hl.kind, "direction": hl.direction} if hl.kind else {}),
     }
 
 
@@ -128,7 +129,7 @@ class Attender:
         self, settings: AttentionSettings, keyring: Keyring | None, links: Sequence[bytes] = ()
     ) -> None:
         self.settings = settings
-        self.pipeline = Attention(settings.pipeline())
+        self.pipeline = Attention(settings.pipeline(), settings.rules)
         self.tracker = ContextTracker(settings.context)
         self.cursor: Hlc = HLC_ZERO
         self.observed = 0

@@ -5,6 +5,12 @@ Defaults behave sensibly on a desktop and on a headless server:
     attention:
       enabled: true
       window: 64 / detector: {...} / gate: {...} / values: {...}  # see nerve.attention.pipeline
+      rules:                          # gate rules for value probes (nerve.attention.rules)
+        direction: true               # a fire against its reading's direction of concern is held
+        confirm_s: 60                 # a value fire surfaces once it held this long (0: at once)
+        confirm_max_s: 600            # ... or is held as transient after this long
+        confirmed_milli: 1000         # a confirmed excursion's value to the gate (at least)
+        concerns: {}                  # "sense.reading": up | down | both, over the built-in table
       context:
         engagement_sources: [shell, app_focus, accessibility, file_change]
         engagement_window: 60s        # engagement = events of those sources in this window
@@ -37,6 +43,7 @@ from nerve.attention.detector import DetectorParams
 from nerve.attention.gate import GateConfig, UserContext
 from nerve.attention.observer import DEFAULT_WINDOW
 from nerve.attention.pipeline import AttentionConfig
+from nerve.attention.rules import RuleSettings
 from nerve.attention.values import ValueParams
 from nerve.durations import Duration
 from nerve.errors import ConfigError, NerveError
@@ -87,6 +94,7 @@ class AttentionSettings(_Model):
     detector: DetectorParams = Field(default_factory=DetectorParams)
     gate: GateConfig = Field(default_factory=GateConfig)
     values: ValueParams = Field(default_factory=ValueParams)
+    rules: RuleSettings = Field(default_factory=RuleSettings)
     context: ContextSettings = Field(default_factory=ContextSettings)
     chain: ChainSettings = Field(default_factory=ChainSettings)
     notify: NotifySettings = Field(default_factory=NotifySettings)
@@ -106,6 +114,7 @@ MODELS = (
     DetectorParams,
     GateConfig,
     ValueParams,
+    RuleSettings,
 )
 
 

@@ -218,6 +218,10 @@ def _remap(mask: int, lo: int, hi: int, new_lo: int, new_hi: int, bins: int) -> 
     return out
 
 
+def _sign(v: int) -> int:
+    return (v > 0) - (v < 0)
+
+
 def _over(z: int, bar: int) -> int:
     """A surprise's score: how far ``z`` is past ``bar``, as a share of ``z`` (0..1000)."""
     return min(1000, round_div((z - bar) * 1000, z)) if z > bar else 0
@@ -230,6 +234,7 @@ class ValueDetector:
         self.params = params or ValueParams()
         self._probes: dict[str, _Probe] = {}
         self._times: dict[str, deque[int]] = {}  # per sense: its observations' times, newest last
+        self.latest: dict[str, int] = {}  # the last observation's readings, by probe (not state)
 
     def observe(
         self, subject: str, readings: Mapping[str, int], seq: int, now_ns: int
@@ -239,6 +244,7 @@ class ValueDetector:
         named = {name: readings[name] for name in sorted(readings) if name != RATE}
         if subject:
             named[RATE] = self._rate(subject, now_ns)
+        self.latest = {probe_name(subject, n): v for n, v in named.items()}
         fires = (self.step(probe_name(subject, n), v, seq, now_ns) for n, v in named.items())
         found = [h for h in fires if h is not None]
         if self.params.range_bins and len(found) > 1:
@@ -269,7 +275,7 @@ class ValueDetector:
         x, hour = value * _F, now_ns // _HOUR_NS
         slots = (hour % _DAY, (hour + _WEEK_SHIFT) % _WEEK)
         preds = self._predictions(state, slots)
-        novel = self._novelty(state, x, now_ns) if self.params.range_bins else 0
+        novel = self._novelty(state, x, now_ns) if self.params.range_bins else (0, "", 0)
         fire = self._judge(probe, state, x, preds, seq)
         if self.params.range_bins:
             fire = self._blend(probe, state, x, novel, fire, seq, now_ns)
@@ -277,14 +283,15 @@ class ValueDetector:
         self._fold(state, x, preds, slots, learn=not 0 < state.run < self.params.sustain)
         return fire
 
-    def _novelty(self, s: _Probe, x: int, now_ns: int) -> int:
-        """Score of a reading never seen: past the range so far, or in a bin not yet visited
-        (0 otherwise); then widen the range and mark the bin."""
+    def _novelty(self, s: _Probe, x: int, now_ns: int) -> tuple[int, str, int]:
+        """Score, kind and direction of a reading never seen: past the range so far
+        (``record``), or in a bin not yet visited (``unseen``); ``(0, "", 0)`` otherwise.
+        Then widen the range and mark the bin."""
         p = self.params
         if not s.bins:  # the first reading (or one restored from before ranges)
             s.lo = s.hi = x
             s.bins, s.since = 1, now_ns
-            return 0
+            return 0, "", 0
         span = s.hi - s.lo
         over = x - s.hi if x > s.hi else s.lo - x if x < s.lo else 0
         extreme = over > 0 and (span == 0 or over * p.extreme_bins > span)
@@ -295,14 +302,16 @@ class ValueDetector:
         b = _bin(x, s.lo, s.hi, p.range_bins)
         unseen = not s.bins >> b & 1
         s.bins |= 1 << b
-        return p.extreme_milli if extreme else p.unseen_milli if unseen else 0
+        if extreme:
+            return p.extreme_milli, "record", 1 if x > s.lo else -1
+        return (p.unseen_milli, "unseen", _sign(x - s.level)) if unseen else (0, "", 0)
 
     def _blend(
         self,
         probe: str,
         s: _Probe,
         x: int,
-        novel: int,
+        novel: tuple[int, str, int],
         fire: Highlight | None,
         seq: int,
         now_ns: int,
@@ -313,12 +322,12 @@ class ValueDetector:
         hold, s.hold = s.hold, max(0, s.hold - 1)
         warm = s.n >= p.warmup and now_ns - s.since >= p.novel_warmup_s * _S
         recent = s.novel_at and now_ns - s.novel_at < p.novel_quiet_s * _S
-        if novel and not quiet and not recent and warm:
+        score, kind, direction = novel
+        if score and not quiet and not recent and warm:
             s.novel_q, s.hold, s.novel_at = p.novel_quiet, p.novel_hold, now_ns
             width = max(1, round_div(s.hi - s.lo, p.range_bins))
-            return Highlight(
-                probe, round_div(x, _F), round_div(s.level, _F), round_div(width, _F), novel, seq
-            )
+            level, sigma = round_div(s.level, _F), round_div(width, _F)
+            return Highlight(probe, round_div(x, _F), level, sigma, score, seq, kind, direction)
         if fire is None or hold:
             return None
         return replace(fire, score_milli=round_div(fire.score_milli * p.blend_milli, 1000))
@@ -361,17 +370,18 @@ class ValueDetector:
         pred, err = best
         floor = max(p.min_dev_milli, round_div(abs(pred) * p.rel_floor_milli, 1_000_000))
         sigma = max(err, floor)
-        score = max(
-            self._spike(s, round_div(abs(x - pred) * 1000, sigma)),
-            self._trend(s, x, floor),
-        )
+        spike = self._spike(s, round_div(abs(x - pred) * 1000, sigma))
+        trend = self._trend(s, x, floor)
+        score = max(spike, trend)
         # Within the debounce only a surprise twice as strong fires (a spike, then its run).
         if blocked or score == 0 or (quiet > 0 and score <= 2 * s.fired):
             return None
         s.quiet, s.fired = p.debounce, score
-        return Highlight(
-            probe, round_div(x, _F), round_div(pred, _F), round_div(sigma, _F), score, seq
+        kind, direction = (
+            ("trend", _sign(s.slope)) if trend > spike else ("surprise", _sign(x - pred))
         )
+        value, expected = round_div(x, _F), round_div(pred, _F)
+        return Highlight(probe, value, expected, round_div(sigma, _F), score, seq, kind, direction)
 
     def _spike(self, s: _Probe, z: int) -> int:
         """Score of a spike beyond k and the recent peak, or of a run of ``sustain``
@@ -441,6 +451,11 @@ class ValueDetector:
             else:
                 cell[0] = _ema(cell[0], x, p.season_num, p.season_den)
                 cell[1] += 1
+
+    def level(self, probe: str) -> int | None:
+        """The probe's level (its readings' EMA) in the reading's unit; None if not followed."""
+        state = self._probes.get(probe)
+        return None if state is None or not state.n else round_div(state.level, _F)
 
     def snapshot(self) -> dict[str, Any]:
         """Plain JSON state: each probe's counters, level, fits and seasonal slots."""

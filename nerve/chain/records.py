@@ -9,10 +9,13 @@ from __future__ import annotations
 
 from typing import Literal, Protocol
 
-__all__ = ["OUTCOMES", "Outcome", "SealedDecision", "SealedHighlight"]
+__all__ = ["OUTCOMES", "RULE_OUTCOMES", "SEALABLE", "Outcome", "SealedDecision", "SealedHighlight"]
 
-Outcome = Literal["surface", "hold:value", "hold:budget"]
+Outcome = Literal["surface", "hold:value", "hold:budget", "hold:direction", "hold:transient"]
+# The budget gate's outcomes; the gate rules for value probes add theirs.
 OUTCOMES: tuple[Outcome, ...] = ("surface", "hold:value", "hold:budget")
+RULE_OUTCOMES: tuple[Outcome, ...] = ("hold:direction", "hold:transient")
+SEALABLE: tuple[Outcome, ...] = OUTCOMES + RULE_OUTCOMES
 
 
 class _Measured(Protocol):

@@ -24,7 +24,7 @@ from nerve.chain.links import (
     schema_error,
 )
 from nerve.chain.merkle import MerkleAccumulator
-from nerve.chain.records import OUTCOMES
+from nerve.chain.records import SEALABLE
 
 
 class Accepted(Protocol):
@@ -157,7 +157,7 @@ class _Verifier:
         if kind not in ("decision", "checkpoint") or not link.fits:
             return False
         if kind == "decision":
-            if core["trust"] > 3 or core["decision"] not in OUTCOMES:
+            if core["trust"] > 3 or core["decision"] not in SEALABLE:
                 return False
         elif (core["size"], core["head"]) != (i + 1, self.ids[-1]):
             return False
@@ -289,7 +289,7 @@ class _Verifier:
             return "malformed", f"epoch {core['epoch']} signed by the epoch-{self.epoch} key"
         if core["kind"] == "genesis" and i:
             return "malformed", "a second genesis link"
-        if core["kind"] == "decision" and (core["trust"] > 3 or core["decision"] not in OUTCOMES):
+        if core["kind"] == "decision" and (core["trust"] > 3 or core["decision"] not in SEALABLE):
             return "malformed", f"trust {core['trust']} or decision {core['decision']!r} unknown"
         if core["kind"] == "checkpoint":
             return self._check_checkpoint(i, core)

@@ -24,9 +24,13 @@ from nerve.chain.records import OUTCOMES
 Record = dict[str, Any]
 
 
+_RULE_FIELDS = ("kind", "direction")
+
+
 def highlight_to_json(highlight: Highlight) -> Record:
-    """``probe``, ``value_milli``, ``baseline_milli``, ``sigma_milli``, ``score_milli``, ``seq``."""
-    return asdict(highlight)
+    """``probe``, ``value_milli``, ``baseline_milli``, ``sigma_milli``, ``score_milli``, ``seq``
+    (the fire's ``kind`` and ``direction`` feed the gate rules, which C3 leaves off)."""
+    return {k: v for k, v in asdict(highlight).items() if k not in _RULE_FIELDS}
 
 
 def decision_to_json(decision: Decision) -> Record:

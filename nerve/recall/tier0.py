@@ -242,6 +242,10 @@ def _hold_reason(data: dict[str, Any]) -> str:
     outcome = data.get("outcome")
     if outcome == "hold:value":
         return "hold:value — its value did not clear the interruption cost plus margin"
+    if outcome == "hold:direction":
+        return "hold:direction — it moved the way that is no trouble for this reading"
+    if outcome == "hold:transient":
+        return "hold:transient — the excursion did not last (see attention.rules.confirm_s)"
     before = _uj(data.get("budget_before_uj"))
     return f"hold:budget — worth surfacing, but the attention budget ({before}) could not pay"
 

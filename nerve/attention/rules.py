@@ -1,0 +1,267 @@
+"""Gate rules for value probes: what the gate surfaces, apart from what the detector scores.
+
+The detector scores every excursion of a reading; these rules decide which of its fires are
+worth an interruption, from the fire's ``kind`` and ``direction`` and the readings after it:
+
+- **direction of concern**: each ``(sense, reading)`` says which way matters (``CONCERNS``,
+  overridden by ``attention.rules.concerns``): CPU share, failure streaks, listening ports and
+  a sense's own rate ``up``; memory used ``rise`` and free disk ``fall`` (up and down, and it
+  must keep growing); any other reading ``both``. A fire the other way is held as
+  ``hold:direction`` at once.
+- **persistence**: a fire in the direction of concern is pending, with no decision yet.
+  Every later reading of its probe must stay beyond the fire's baseline by ``bar`` (the
+  larger of the fire's spread, ``sigma``, and half its excursion), or it ends as
+  ``hold:transient``; the first reading at least ``confirm_s`` seconds after the fire (by the
+  log's own times) confirms it, if it is at or above the reading's floor (``FLOORS``: CPU at
+  40 %) and, for a ``rise``/``fall`` concern (memory used, free disk), a further ``bar``
+  (at least ``sigma``) beyond the fire's own reading: it keeps growing, so half of
+  ``confirm_s`` is enough. A compile burst of seconds is so held; a hog of minutes is not.
+- a confirmed excursion is worth at least ``confirmed_milli`` to the gate, which then applies
+  its value and budget tests as to any highlight.
+- **returns**: once an ``up``/``down`` excursion is confirmed, a reading at least
+  ``rearm_s`` later that is again beyond its probe's level by ``arm`` (the larger of ``bar``,
+  three quarters of the fire's excursion and half the confirmed one) is pending again, as a
+  highlight of kind ``return``, and needs half of ``confirm_s``: an incident that comes back,
+  whose values are no longer new so that the detector stays quiet, surfaces again.
+
+A pending fire absorbs later fires of its probe (one decision per excursion). The readings
+are integers and the times the observations' HLC times, so a replay decides the same.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, replace
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from nerve.attention.detector import Highlight
+from nerve.attention.observer import round_div
+from nerve.attention.values import RATE, VALUE_PREFIX
+from nerve.errors import EventError
+
+Concern = Literal["up", "down", "rise", "fall", "both"]
+Action = Literal["decide", "confirmed", "hold:direction", "hold:transient"]
+_S = 1_000_000_000
+_SIGN: dict[Concern, int] = {"up": 1, "down": -1, "rise": 1, "fall": -1, "both": 0}
+_GROWING = ("rise", "fall")
+
+# (sense, reading) -> the direction that matters; a reading's name is taken up to a ``:``
+# (``free_mib:/`` is ``free_mib``). Network rates go up in every download, so they count
+# only through persistence.
+CONCERNS: dict[str, Concern] = {
+    "cpu.busy_permille": "up",
+    "cpu.load1_centi": "up",
+    "memory.used_mib": "rise",
+    "memory.swap_used_mib": "rise",
+    "disk.free_mib": "fall",
+    "network.down_kib_per_s": "up",
+    "network.up_kib_per_s": "up",
+    "network.errors": "up",
+    "network.listening_ports": "up",
+    "processes.top_cpu_permille": "up",
+    "processes.top_rss_bytes": "rise",
+    "processes.over_threshold": "up",
+    "processes.brief_exits": "up",
+    "shell.failure_streak": "up",
+    "shell.exit_status": "up",
+}
+
+
+# (sense, reading) -> the least reading worth an interruption: half a machine, one core.
+FLOORS: dict[str, int] = {
+    "cpu.busy_permille": 400,
+    "processes.top_cpu_permille": 500,
+}
+
+
+class RuleSettings(BaseModel):
+    """``attention.rules``: ``direction`` (true), ``confirm_s`` (60; 0 decides at the fire),
+    ``confirmed_milli`` (1000), ``concerns`` (``sense.reading`` to ``up``/``down``/``rise``/
+    ``fall``/``both``) and ``floors`` (``sense.reading`` to the reading below which nothing
+    is confirmed), each over the built-in table."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    direction: bool = True
+    confirm_s: Annotated[int, Field(ge=0, le=86_400)] = 60
+    confirmed_milli: Annotated[int, Field(ge=0, le=1000)] = 1000
+    concerns: dict[str, Concern] = Field(default_factory=dict)
+    floors: dict[str, int] = Field(default_factory=dict)
+    rearm_s: Annotated[int, Field(ge=0, le=604_800)] = 600
+
+
+@dataclass(slots=True)
+class _Pending:
+    highlight: Highlight
+    since: int  # the fire's time (ns)
+    bar: int  # how far past the baseline a reading must stay, in the reading's unit
+    growing: bool  # confirmed only a bar further still than the fire's reading
+
+
+@dataclass(slots=True)
+class _Known:
+    arm: int  # how far past the level a return must be (3/4 of the confirmed fire's excursion)
+    bar: int
+    direction: int
+    growing: bool
+    at: int  # when it was confirmed (ns)
+
+
+def _key(probe: str) -> str:
+    return probe.removeprefix(VALUE_PREFIX).split(":", 1)[0]
+
+
+def concern_of(probe: str, extra: Mapping[str, Concern] | None = None) -> Concern:
+    """The direction of concern of a value probe ``value:<sense>.<reading>``: the table's,
+    ``up`` for a sense's own rate (``per_min``), else ``both``."""
+    key = _key(probe)
+    if extra and key in extra:
+        return extra[key]
+    return CONCERNS.get(key, "up" if key.endswith("." + RATE) else "both")
+
+
+class Rules:
+    """Pending fires by probe; :meth:`apply` turns one observation's value fires and readings
+    into ``(highlight, action)`` pairs for the gate, in order."""
+
+    def __init__(self, settings: RuleSettings) -> None:
+        self.settings = settings
+        self._pending: dict[str, _Pending] = {}
+        self._resolved: set[str] = set()  # probes resolved by the current observation
+        self._known: dict[str, _Known] = {}  # the latest confirmed excursion of each probe
+
+    def apply(
+        self,
+        latest: Mapping[str, int],
+        fires: list[Highlight],
+        seq: int,
+        now_ns: int,
+        level: Callable[[str], int | None],
+    ) -> list[tuple[Highlight, Action]]:
+        """Resolve the pending fires ``latest`` (readings by probe) has news of, sort this
+        observation's ``fires`` (decided now, held for direction, or left pending), then
+        watch for the return of confirmed excursions (``level``: a probe's level)."""
+        out = self.resolve(latest, seq, now_ns) + self.sort(fires, now_ns)
+        self.watch(latest, seq, now_ns, level)
+        return out
+
+    def watch(
+        self,
+        latest: Mapping[str, int],
+        seq: int,
+        now_ns: int,
+        level: Callable[[str], int | None],
+    ) -> None:
+        """A reading again beyond its probe's level by ``arm`` of an excursion confirmed at
+        least ``rearm_s`` ago is pending again (kind ``return``), though its values are no
+        longer new and the detector stays quiet."""
+        rearm = self.settings.rearm_s * _S
+        for probe in sorted(self._known.keys() & latest.keys()):
+            k = self._known[probe]
+            if probe in self._pending or probe in self._resolved or now_ns - k.at < rearm:
+                continue
+            base = level(probe)
+            if base is None or k.direction * (latest[probe] - base) < k.arm:
+                continue
+            h = Highlight(probe, latest[probe], base, k.bar, 0, seq, "return", k.direction)
+            self._pending[probe] = _Pending(h, now_ns, k.bar, k.growing)
+
+    def sort(self, fires: list[Highlight], now_ns: int) -> list[tuple[Highlight, Action]]:
+        """This observation's fires (after :meth:`resolve`): decided now, held for their
+        direction, or left pending (absorbed when their probe has a pending fire)."""
+        out: list[tuple[Highlight, Action]] = []
+        for h in fires:
+            if not h.probe.startswith(VALUE_PREFIX):
+                out.append((h, "decide"))
+            elif h.probe in self._pending or h.probe in self._resolved:
+                continue  # the same excursion: one decision for it
+            elif self._against(h):
+                out.append((h, "hold:direction"))
+            elif not self.settings.confirm_s:
+                out.append((h, "decide"))
+            else:
+                excess = h.direction * (h.value_milli - h.baseline_milli)
+                bar = max(h.sigma_milli, round_div(excess, 2), 1)
+                growing = concern_of(h.probe, self.settings.concerns) in _GROWING
+                self._pending[h.probe] = _Pending(h, now_ns, bar, growing)
+        return out
+
+    def _against(self, h: Highlight) -> bool:
+        if not self.settings.direction:
+            return False
+        want = _SIGN[concern_of(h.probe, self.settings.concerns)]
+        return want not in (0, h.direction)
+
+    def resolve(
+        self, latest: Mapping[str, int], seq: int, now_ns: int
+    ) -> list[tuple[Highlight, Action]]:
+        """Confirm or end the pending fires whose probes ``latest`` (readings by probe) has."""
+        out: list[tuple[Highlight, Action]] = []
+        self._resolved = set()
+        for probe in sorted(self._pending.keys() & latest.keys()):
+            p, value = self._pending[probe], latest[probe]
+            h = p.highlight
+            past = h.direction * (value - h.baseline_milli)
+            age = now_ns - p.since
+            action: Action | None = None
+            if past < p.bar:  # the condition must hold at every reading until confirmed
+                action = "hold:transient"
+            elif age >= self._confirm_ns(p):
+                kept = self._grew(p, value) and self._beyond_floor(probe, value)
+                action = "confirmed" if kept else "hold:transient"
+            if action is not None:
+                del self._pending[probe]
+                self._resolved.add(probe)
+                if action == "confirmed" and not p.growing:  # a growth has its trend fires
+                    excess = h.direction * (h.value_milli - h.baseline_milli)
+                    arm = max(p.bar, -(-3 * excess // 4), -(-past // 2))
+                    self._known[probe] = _Known(arm, p.bar, h.direction, p.growing, now_ns)
+                out.append((replace(h, value_milli=value, seq=seq), action))
+        return out
+
+    def _confirm_ns(self, p: _Pending) -> int:
+        """How long a pending fire must last: ``confirm_s``, half for one that must keep
+        growing or for the return of an excursion confirmed before."""
+        quick = p.growing or p.highlight.kind == "return"
+        return (self.settings.confirm_s // 2 if quick else self.settings.confirm_s) * _S
+
+    def _beyond_floor(self, probe: str, value: int) -> bool:
+        key = _key(probe)
+        floor = self.settings.floors.get(key, FLOORS.get(key))
+        return floor is None or value >= floor
+
+    @staticmethod
+    def _grew(p: _Pending, value: int) -> bool:
+        h = p.highlight
+        return not p.growing or h.direction * (value - h.value_milli) >= max(
+            h.sigma_milli, p.bar // 2
+        )
+
+    def snapshot(self) -> dict[str, Any]:
+        """Plain JSON state: each pending fire's highlight, time and bar."""
+        pending = {
+            probe: {**asdict(p), "highlight": asdict(p.highlight)}
+            for probe, p in sorted(self._pending.items())
+        }
+        return {"pending": pending, "known": {k: asdict(v) for k, v in sorted(self._known.items())}}
+
+    def restore(self, snapshot: Mapping[str, Any]) -> None:
+        """Replace the pending fires with ``snapshot``'s; ``EventError`` if malformed."""
+        try:
+            self._pending = {
+                str(probe): _Pending(
+                    Highlight(**p["highlight"]), int(p["since"]), int(p["bar"]), bool(p["growing"])
+                )
+                for probe, p in snapshot["pending"].items()
+            }
+            self._known = {str(probe): _read_known(k) for probe, k in snapshot["known"].items()}
+        except (KeyError, TypeError, ValueError) as exc:
+            raise EventError(f"rules snapshot is malformed: {exc!r}") from None
+
+
+def _read_known(k: Mapping[str, Any]) -> _Known:
+    return _Known(
+        int(k["arm"]), int(k["bar"]), int(k["direction"]), bool(k["growing"]), int(k["at"])
+    )
