@@ -77,23 +77,29 @@ class MerkleAccumulator:
     """Appends leaves one at a time and gives the RFC 6962 root in O(log n)."""
 
     def __init__(self) -> None:
-        self._peaks: list[tuple[int, bytes]] = []  # (height, subtree hash), left to right
+        # Subtree hashes, left to right; their heights are the set bits of the leaf count,
+        # so a new leaf merges with as many peaks as the count has trailing one bits.
+        self._peaks: list[bytes] = []
+        self._size = 0
 
     def append(self, leaf: bytes) -> None:
-        self._peaks.append((0, leaf_hash(leaf)))
-        while len(self._peaks) > 1 and self._peaks[-1][0] == self._peaks[-2][0]:
-            (height, right), (_, left) = self._peaks.pop(), self._peaks.pop()
-            self._peaks.append((height + 1, node_hash(left, right)))
+        peaks, size = self._peaks, self._size
+        top = _h(b"\x00" + leaf)
+        while size & 1:
+            top = _h(b"\x01" + peaks.pop() + top)
+            size >>= 1
+        peaks.append(top)
+        self._size += 1
 
     def copy(self) -> MerkleAccumulator:
         other = MerkleAccumulator()
-        other._peaks = list(self._peaks)
+        other._peaks, other._size = list(self._peaks), self._size
         return other
 
     def root(self) -> bytes:
         if not self._peaks:
             return _h(b"")
-        acc = self._peaks[-1][1]
-        for _, peak in reversed(self._peaks[:-1]):
+        acc = self._peaks[-1]
+        for peak in reversed(self._peaks[:-1]):
             acc = node_hash(peak, acc)
         return acc
