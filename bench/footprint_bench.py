@@ -14,11 +14,13 @@ thread went to sleep and was woken; involuntary ones are shown next to them).
 After ``nerve daemon stop`` it reads the log: events per second by kind and the bookkeeping
 share (``sense.state`` and ``signal`` records among all events of the run). Then it seals
 and compacts the log and reports the bytes of sealed Parquet per event, and extrapolates
-disk per day: what recurs, scaled from the run to a day, plus once what a daemon writes per
-start and stop (its start, stop and config records, each sense's first and last state),
-which a short run would otherwise count once per run length (a 300 s run: 288 restarts a
-day; that figure is shown too, "as run"); and that day by kind and subject (each group's
-bytes: the segment less the segment written without the group, scaled as run).
+disk per day (:func:`a_day`): what recurs, scaled from the run to a day; once what a daemon
+writes per start and stop (its start, stop and config records, each sense's first and last
+state); a segment's footer once per segment the day seals; an attention snapshot once per
+``snapshot_every`` observations. A short run scaled as it is would count a restart and a
+footer per run length (a 300 s run: 288 a day); that figure is shown too ("as run"). And
+that day by kind and subject (each group's bytes: the segment less the segment written
+without the group, scaled as run).
 
 Checks: the daemon started and stopped cleanly (``daemon.stopped`` recorded, no process left
 running), every bundled sense computed, the log verifies (``nerve replay --verify``), and
@@ -309,7 +311,7 @@ def disk_figures(ws: Path, events_per_s: float) -> dict[str, Any]:
     per_event = compacted / before.events if before.events else 0.0
     days = events_per_s * 86400 / before.events if before.events else 0  # runs a day
     by_group = disk_by_group(root, days)
-    once = once_per_run_bytes(root)
+    day = a_day(root, WorkspaceDir.at(ws), days, by_group.get("(shared)", 0.0) * 1e6 / (days or 1))
     as_run = per_event * events_per_s * 86400
     return {
         "mb_per_day_by_group": by_group,
@@ -317,22 +319,46 @@ def disk_figures(ws: Path, events_per_s: float) -> dict[str, Any]:
         "compacted_bytes": compacted,
         "bytes_per_event": round(per_event, 1),
         "sealed_bytes_per_event": round(sealed / before.events, 1) if before.events else 0.0,
-        # a day of one daemon: what recurs, scaled to the day, plus one start and stop
-        "disk_mb_per_day": round((as_run - once * days + once) / 1e6, 2),
+        "disk_mb_per_day": round(day["bytes"] / 1e6, 2),
         # the run's bytes scaled to a day as they are: as if it restarted every run length
         "disk_mb_per_day_as_run": round(as_run / 1e6, 2),
-        "once_per_run_bytes": once,
+        "day_model": day,
         "digest_kept": after.digest == before.digest and after.events == before.events,
+    }
+
+
+def a_day(root: Path, ws: Any, days: float, shared: float) -> dict[str, Any]:
+    """A day of one daemon from a short run: what recurs with time (observations, decisions,
+    links, periodic checkpoints) scaled from the run to the day; what a daemon writes once
+    per start and stop counted once; a segment's footer and dictionaries (``shared``) once
+    per segment the day seals (``log.seal_max_age``); an attention snapshot once per
+    ``snapshot_every`` observations of the day, at the size of the run's own."""
+    whole, once, snap, observations = once_per_run_bytes(root)
+    seal_s = ws.config.log.seal_max_age / 1000
+    segments = 86400 / seal_s
+    every = ws.config.attention.snapshot_every
+    snapshots = observations * days / every
+    recurring = (whole - once - snap - shared) * days
+    total = recurring + once + shared * segments + snap * snapshots
+    return {
+        "bytes": round(total),
+        "recurring_bytes": round(recurring),
+        "once_per_run_bytes": once,
+        "segments_a_day": round(segments, 1),
+        "footer_bytes_a_segment": round(shared),
+        "snapshots_a_day": round(snapshots, 1),
+        "snapshot_bytes": snap,
     }
 
 
 ONCE_KINDS = ("daemon.started", "daemon.stopped", "config.loaded")
 
 
-def once_per_run_bytes(root: Path) -> int:
-    """Bytes of the records a daemon writes once per start and stop, not per hour: its start,
-    stop and config records, and each sense's first and last state (restored at start,
-    checkpointed at stop); the log less those rows, compared with the whole."""
+def once_per_run_bytes(root: Path) -> tuple[int, int, int, int]:
+    """The log's bytes; those of the records a daemon writes once per start and stop (its
+    start, stop and config records, each sense's first and last state: restored at start,
+    checkpointed at stop); those of its attention snapshots (one at stop); and the run's
+    observations. Each as the log less those rows, compared with the whole."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -350,8 +376,11 @@ def once_per_run_bytes(root: Path) -> int:
             last[subject] = i
     for i in (*first.values(), *last.values()):
         once[i] = True
-    rest = table.filter(pc.invert(pa.array(once)))
-    return len(encode_table(table)) - len(encode_table(rest))
+    whole = len(encode_table(table))
+    snaps = pa.array([k == "attention.snapshot" for k in kinds])
+    without_once = len(encode_table(table.filter(pc.invert(pa.array(once)))))
+    without_snaps = len(encode_table(table.filter(pc.invert(snaps))))
+    return whole, whole - without_once, whole - without_snaps, kinds.count("observation")
 
 
 def disk_by_group(root: Path, scale: float) -> dict[str, float]:
