@@ -26,7 +26,7 @@ import json
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -243,7 +243,9 @@ def _upload(
     def ids(info: SegmentInfo) -> bytes:
         return bytes(fixed_bytes(seg.read_segment(paths.segment(info.name), ["id"]).column("id")))
 
-    def put(info: SegmentInfo) -> tuple[bool, int, bytes]:
+    parsed: dict[str, Future[bytes]] = {s.name: Future() for s in todo}
+
+    def put(info: SegmentInfo) -> tuple[bool, int]:
         # the file is read once: its bytes are checked, uploaded, compared with what reads
         # back, and parsed in memory for the v1 check, the statistics and the ids
         local = paths.segment(info.name)
@@ -252,7 +254,9 @@ def _upload(
             raise FleetError(f"{local}: bytes do not match the name", hint=_REPLAY_HINT)
         footer = _Footer(data)
         if footer.v1:  # what is registered was v2 when it shipped: its footer is not read
+            parsed[info.name].set_exception(UsageError("v1 segment"))
             _refuse_v1(info.name)
+        parsed[info.name].set_result(footer.ids())  # the head is signed beside the uploads
         uri = wh.segment_uri(host, info.name)
         fresh = not (before.get(info.name) == len(data) and wh.read(uri) == data)
         if fresh:  # else already there whole (a ship killed before its commit)
@@ -261,22 +265,24 @@ def _upload(
                 raise FleetError(f"{uri}: the upload read back with other bytes")
             step("upload")
         _remember_statistics(metadata, local, footer.metadata, len(data))
-        return fresh, len(data) if fresh else 0, footer.ids()
+        return fresh, len(data) if fresh else 0
 
     with ThreadPoolExecutor(UPLOAD_THREADS) as pool:
         puts = [pool.submit(put, info) for info in todo]  # the uploads first: they wait most
-        found = {s.name: pool.submit(ids, s) for s in live if s.name in registered}
+        found = {s.name: parsed.get(s.name) or pool.submit(ids, s) for s in live}
         other = pool.submit(wh.write, *beside)
-        shipped: dict[str, bytes] = {}
+        # a head may name segments not yet up: none is registered before the commit
+        head = pool.submit(lambda: sign({n: f.result() for n, f in found.items()}))
         for info, done in zip(todo, puts, strict=True):
-            fresh, size, shipped[info.name] = done.result()
+            try:
+                fresh, size = done.result()
+            finally:  # a put that failed before parsing leaves no sign waiting
+                parsed[info.name].cancel()
             result.uploaded += fresh
             result.reused += not fresh
             result.bytes += size
             if stored is not None:
                 stored[info.name] = size if fresh else before[info.name]
-        every = {**{n: f.result() for n, f in found.items()}, **shipped}
-        head = pool.submit(sign, every)  # a head may name segments not yet up: none registered
         other.result()
         return head.result(), stored
 
