@@ -495,3 +495,27 @@ def test_a_load_of_an_unchanged_table_reuses_its_metadata(fleet: dict[str, Works
     assert wh.table.metadata is not seen
     assert wh.table.metadata.last_sequence_number == seen.last_sequence_number + 1
     assert len(_files(wh, "beta")) == 4
+
+
+def test_a_new_segment_is_read_from_disk_once(
+    fleet: dict[str, WorkspaceDir], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its bytes are checked, uploaded, compared with the read-back and parsed (v1 check,
+    statistics, ids) in memory: no footer or column read of the file by path."""
+    from nerve.log import segments
+
+    gamma = fleet["gamma"]
+    add_segment(gamma)
+    new = read_manifest(gamma.log_root / "manifest.jsonl").segments()[-1].name
+    opened: list[str] = []
+    real = segments.read_segment
+
+    def read_segment(path: Path, columns: list[str] | None = None) -> object:
+        opened.append(path.stem)
+        return real(path, columns)
+
+    monkeypatch.setattr(segments, "read_segment", read_segment)
+    monkeypatch.setattr(segments, "stored_v1", lambda path: opened.append(path.stem))
+    assert ship(gamma).added == 1
+    assert new not in opened and len(opened) == 3  # the registered ones: ids for the head
+    assert _verify(gamma).returncode == 0

@@ -26,7 +26,7 @@ import json
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -211,16 +211,11 @@ class _Steps:
         self.hook(name)
 
 
-def _refuse_v1(paths: LogPaths, live: list[SegmentInfo]) -> None:
-    from nerve.log import segments as seg
-
-    old = [s.name for s in live if seg.stored_v1(paths.segment(s.name))]
-    if old:
-        raise UsageError(
-            f"{len(old)} segment(s) still use the v1 column types Iceberg cannot hold "
-            f"(first: {old[0][:12]})",
-            hint="rewrite them with `nerve compact`, then ship again",
-        )
+def _refuse_v1(name: str) -> None:
+    raise UsageError(
+        f"segment {name[:12]} still uses the v1 column types Iceberg cannot hold",
+        hint="rewrite it with `nerve compact`, then ship again",
+    )
 
 
 def _upload(
@@ -241,38 +236,48 @@ def _upload(
 
     host = wh.resolved.host
     todo = [s for s in live if s.name not in registered]
-    _refuse_v1(paths, todo)  # what is registered was v2 when it shipped: read no footer again
     stored = _stored(wh, host) if todo else None  # one listing, not a request per file
     before = dict(stored or {})
+    metadata = wh.table.metadata  # the commit's is most likely the same: its key says
 
     def ids(info: SegmentInfo) -> bytes:
         return bytes(fixed_bytes(seg.read_segment(paths.segment(info.name), ["id"]).column("id")))
 
+    parsed: dict[str, Future[bytes]] = {s.name: Future() for s in todo}
+
     def put(info: SegmentInfo) -> tuple[bool, int]:
-        data = paths.segment(info.name).read_bytes()
+        # the file is read once: its bytes are checked, uploaded, compared with what reads
+        # back, and parsed in memory for the v1 check, the statistics and the ids
+        local = paths.segment(info.name)
+        data = local.read_bytes()
         if blake3.blake3(data).hexdigest() != info.name:
-            raise FleetError(
-                f"{paths.segment(info.name)}: bytes do not match the name",
-                hint="run `nerve replay --verify`",
-            )
+            raise FleetError(f"{local}: bytes do not match the name", hint=_REPLAY_HINT)
+        footer = _Footer(data)
+        if footer.v1:  # what is registered was v2 when it shipped: its footer is not read
+            parsed[info.name].set_exception(UsageError("v1 segment"))
+            _refuse_v1(info.name)
+        parsed[info.name].set_result(footer.ids())  # the head is signed beside the uploads
         uri = wh.segment_uri(host, info.name)
-        if before.get(info.name) == len(data) and _matches(wh.read(uri), info.name):
-            return False, 0  # already there whole (a ship killed before its commit)
-        wh.write(uri, data)
-        if not _matches(wh.read(uri), info.name):
-            raise FleetError(f"{uri}: the upload read back with other bytes")
-        step("upload")
-        return True, len(data)
+        fresh = not (before.get(info.name) == len(data) and wh.read(uri) == data)
+        if fresh:  # else already there whole (a ship killed before its commit)
+            wh.write(uri, data)
+            if wh.read(uri) != data:  # the local bytes hash to the name: equal bytes do
+                raise FleetError(f"{uri}: the upload read back with other bytes")
+            step("upload")
+        _remember_statistics(metadata, local, footer.metadata, len(data))
+        return fresh, len(data) if fresh else 0
 
     with ThreadPoolExecutor(UPLOAD_THREADS) as pool:
+        puts = [pool.submit(put, info) for info in todo]  # the uploads first: they wait most
+        found = {s.name: parsed.get(s.name) or pool.submit(ids, s) for s in live}
         other = pool.submit(wh.write, *beside)
-        found = {s.name: pool.submit(ids, s) for s in live}
-        metadata = wh.table.metadata  # the commit's is most likely the same: its key says
-        for info in todo:
-            pool.submit(_statistics, metadata, paths.segment(info.name))
-        puts = pool.map(put, todo)  # a head may name segments not yet up: none registered
+        # a head may name segments not yet up: none is registered before the commit
         head = pool.submit(lambda: sign({n: f.result() for n, f in found.items()}))
-        for info, (fresh, size) in zip(todo, puts, strict=True):
+        for info, done in zip(todo, puts, strict=True):
+            try:
+                fresh, size = done.result()
+            finally:  # a put that failed before parsing leaves no sign waiting
+                parsed[info.name].cancel()
             result.uploaded += fresh
             result.reused += not fresh
             result.bytes += size
@@ -282,8 +287,26 @@ def _upload(
         return head.result(), stored
 
 
-def _matches(data: bytes | None, name: str) -> bool:
-    return data is not None and blake3.blake3(data).hexdigest() == name
+_REPLAY_HINT = "run `nerve replay --verify`"
+
+
+class _Footer:
+    """A segment's Parquet footer and id column, parsed from its bytes in memory."""
+
+    def __init__(self, data: bytes) -> None:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        from nerve.log.codec import is_v1
+
+        self.file = pq.ParquetFile(pa.BufferReader(data))
+        self.metadata = self.file.metadata
+        self.v1 = is_v1(self.file.schema_arrow)
+
+    def ids(self) -> bytes:
+        from nerve.log.codec import conform, fixed_bytes
+
+        return bytes(fixed_bytes(conform(self.file.read(columns=["id"])).column("id")))
 
 
 def _host_files(wh: Warehouse, host: str) -> list[Any]:
@@ -449,9 +472,9 @@ def _plan_key(metadata: Any) -> tuple[Any, ...]:
     return (metadata.table_uuid, metadata.current_schema_id, tuple(metrics))
 
 
-def _footer_stats(metadata: Any, local: Path) -> Any:
+def _footer_stats(metadata: Any, local: Path, footer: Any = None) -> Any:
     """pyiceberg's statistics of a shipped segment from its local copy's footer (the same
-    bytes), so registering costs no read of the store."""
+    bytes; ``footer``: already parsed), so registering costs no read of the store."""
     import pyarrow.parquet as pq
     from pyiceberg.io.pyarrow import (
         compute_statistics_plan,
@@ -470,7 +493,7 @@ def _footer_stats(metadata: Any, local: Path) -> Any:
         known = _PLAN[0] = (key, plan)
     columns, mapping = known[1]
     return data_file_statistics_from_parquet_metadata(
-        parquet_metadata=pq.read_metadata(local),
+        parquet_metadata=pq.read_metadata(local) if footer is None else footer,
         stats_columns=columns,
         parquet_column_mapping=mapping,
     )
@@ -483,14 +506,20 @@ _STATS_LOCK = threading.Lock()
 def _statistics(metadata: Any, local: Path) -> tuple[dict[str, Any], int]:
     """A segment's serialized statistics (for a request) and its size; worked out once per
     table settings (a segment's name is its content's hash), in the upload's threads."""
+    found = _STATS.get((*_plan_key(metadata), local.name))
+    return found or _remember_statistics(metadata, local)
+
+
+def _remember_statistics(
+    metadata: Any, local: Path, footer: Any = None, size: int | None = None
+) -> tuple[dict[str, Any], int]:
     key = (*_plan_key(metadata), local.name)
-    found = _STATS.get(key)
-    if found is None:
-        found = _footer_stats(metadata, local).to_serialized_dict(), local.stat().st_size
-        with _STATS_LOCK:
-            _STATS[key] = found
-            while len(_STATS) > 4096:
-                _STATS.pop(next(iter(_STATS)))
+    stats = _footer_stats(metadata, local, footer).to_serialized_dict()
+    found = stats, local.stat().st_size if size is None else size
+    with _STATS_LOCK:
+        _STATS[key] = found
+        while len(_STATS) > 4096:
+            _STATS.pop(next(iter(_STATS)))
     return found
 
 
