@@ -1,7 +1,7 @@
 """Every ``nerve`` command: the module that registers it and the first paragraph of its help.
 
 ``nerve --help`` lists these without importing a command module, and a command imports only
-its own (``nerve.cli.tree``). Kept equal to the modules by ``tests/test_cli_tree.py``, which
+its own (``nerve.cli.tree``). Kept equal to the modules by ``tests/cli/test_cli_tree.py``, which
 prints the table to paste here when they differ.
 """
 

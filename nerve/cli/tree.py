@@ -2,7 +2,7 @@
 
 A command runs with only its own module imported: ``nerve emit`` loads ``log_cmds`` and no
 other, and ``nerve --help`` loads none (it lists :data:`nerve.cli.commands.COMMANDS`, whose
-names and short help ``tests/test_cli_tree.py`` keeps equal to the modules'). Option values
+names and short help ``tests/cli/test_cli_tree.py`` keeps equal to the modules'). Option values
 of plain types are converted here rather than through typer's pydantic adapters, which cost
 a command more than the rest of its start-up.
 """

@@ -1,0 +1,188 @@
+"""The gate rules for value probes (nerve.attention.rules): what is surfaced, apart from what
+the detector scores. Observations go as stored payload bytes through the daemon's Attender
+with the default settings."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from nerve.attention.pipeline import BATCH_MIN
+from nerve.attention.rules import RuleSettings, concern_of
+from nerve.attention.service import Attender, Obs, readings_from_bytes
+from nerve.attention.settings import AttentionSettings, parse_settings
+from nerve.clock import Hlc
+from nerve.errors import ConfigError
+from nerve.events import Event, SourceClass, Trust
+from tests.attention.test_attention_service import make_workspace
+from tests.conftest import run_cli
+
+S = 10**9
+T0 = 1_767_261_600 * S  # 2026-01-01 10:00 UTC
+Row = tuple[int, str, dict[str, int]]
+
+
+def _obs(rows: list[Row]) -> list[Obs]:
+    out = []
+    for i, (t, sense, readings) in enumerate(sorted(rows, key=lambda r: r[0])):
+        stored = json.dumps({"readings": readings}, sort_keys=True).encode()
+        out.append(
+            Obs(i.to_bytes(32, "big"), int(SourceClass.ENDPOINT), int(Trust.FIRST_PARTY), t, 0,
+                f"{sense} {readings}", sense, readings_from_bytes(stored))
+        )  # fmt: skip
+    return out
+
+
+def _cpu(seed: int, busy: dict[int, int], hours: float = 2.0) -> list[Row]:
+    """CPU readings every 5 s at 8 % ± 1 %; ``busy`` maps a reading's second to its value."""
+    rng = random.Random(seed)
+    return [
+        (T0 + s * S, "cpu", {"busy_permille": busy.get(s, round(rng.gauss(80, 10)))})
+        for s in range(0, int(hours * 3600), 5)
+    ]
+
+
+def _decide(rows: list[Row], settings: AttentionSettings | None = None) -> list[dict[str, Any]]:
+    att = Attender(settings or AttentionSettings(), None)
+    att.observe(_obs(rows))
+    return att.decisions
+
+
+def _at(decisions: list[dict[str, Any]], rows: list[Row]) -> list[tuple[int, str, str]]:
+    """(second of the observation, outcome, highlight kind) of each decision."""
+    when = {o.id.hex(): (o.physical_ns - T0) // S for o in _obs(rows)}
+    return [
+        (when[d["source_event"]], d["outcome"], d["highlight"].get("kind", ""))
+        for d in decisions
+        if d["probe"].startswith("value:")
+    ]
+
+
+BURST = 5400  # 11:30, past every warm-up
+HOG = 6000
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_a_burst_of_seconds_is_held_and_a_sustained_hog_surfaces(seed: int) -> None:
+    burst = {BURST + k: 950 for k in (0, 5, 10)}  # 15 s at 95 %: a compile
+    hog = {s: 600 + (s % 7) for s in range(HOG, HOG + 300, 5)}  # five minutes at 60 %
+    rows = _cpu(seed, burst | hog)
+    decided = _at(_decide(rows), rows)
+    around_burst = [d for d in decided if BURST <= d[0] < BURST + 120]
+    assert around_burst and all(o.startswith("hold") for _, o, _ in around_burst), decided
+    assert "hold:transient" in {o for _, o, _ in around_burst}, decided
+    surfaced = [t for t, o, _ in decided if o == "surface"]
+    assert surfaced and all(HOG + 60 <= t <= HOG + 120 for t in surfaced), decided
+
+
+def test_with_persistence_off_the_burst_surfaces_at_once() -> None:
+    rows = _cpu(1, {BURST + k: 950 for k in (0, 5, 10)})
+    off = AttentionSettings.model_validate({"rules": {"confirm_s": 0}})
+    decided = _at(_decide(rows, off), rows)
+    assert (BURST, "surface", "record") in decided, decided
+
+
+def test_a_fire_against_the_direction_of_concern_is_held() -> None:
+    rng = random.Random(4)
+    rows: list[Row] = []
+    free = 50_000
+    for s in range(0, 3 * 3600, 30):
+        free -= rng.randint(0, 2)
+        if s == 2 * 3600:
+            free += 5_000  # a cleanup: more free disk is no trouble
+        rows.append((T0 + s * S, "disk", {"free_mib:/": free}))
+    decided = _at(_decide(rows), rows)
+    after = [(o, k) for t, o, k in decided if 2 * 3600 <= t < 2 * 3600 + 60]
+    assert after and after[0][0] == "hold:direction", decided
+    assert all(o != "surface" for _, o, _ in decided), decided
+
+
+def _failing(streaks_at: list[int]) -> list[Row]:
+    """A command every 90 s that succeeds, and at each start in ``streaks_at`` one failing
+    eight times in a row, every 15 s."""
+    rows: list[Row] = [(T0 + s * S, "shell", {"failure_streak": 0}) for s in range(0, 6 * 3600, 90)]
+    for start in streaks_at:
+        rows += [(T0 + (start + 15 * k) * S, "shell", {"failure_streak": k + 1}) for k in range(8)]
+    return rows
+
+
+def test_a_command_failing_again_surfaces_the_second_time_too() -> None:
+    first, second = 2 * 3600 + 7, 5 * 3600 + 7
+    rows = _failing([first, second])
+    surfaced = [t for t, o, _ in _at(_decide(rows), rows) if o == "surface"]
+    assert any(first <= t <= first + 120 for t in surfaced), surfaced
+    assert any(second <= t <= second + 120 for t in surfaced), surfaced
+
+
+def _mixed() -> list[Row]:
+    rows = _cpu(5, {s: 700 for s in range(HOG, HOG + 200, 5)} | {BURST: 990}, hours=2.5)
+    return rows + _failing([2 * 3600 + 7, 2 * 3600 + 3007])[:400]
+
+
+def test_batch_and_row_by_row_decide_the_same_with_the_rules() -> None:
+    rows = _mixed()
+    obs = _obs(rows)
+    batched = Attender(AttentionSettings(), None)
+    batched.observe(obs)
+    one = Attender(AttentionSettings(), None)
+    for k in range(0, len(obs), BATCH_MIN // 2):  # small batches go row by row
+        one.observe(obs[k : k + BATCH_MIN // 2])
+    assert batched.decisions == one.decisions
+    assert batched.snapshot() == one.snapshot()
+    assert any(d["outcome"] == "hold:transient" for d in one.decisions)
+
+
+def test_a_restored_snapshot_carries_a_pending_fire() -> None:
+    rows = _cpu(6, {s: 650 for s in range(HOG, HOG + 300, 5)})
+    obs = _obs(rows)
+    whole = Attender(AttentionSettings(), None)
+    whole.observe(obs)
+    cut = next(i for i, o in enumerate(obs) if o.physical_ns >= T0 + (HOG + 20) * S)
+    first = Attender(AttentionSettings(), None)
+    first.observe(obs[:cut])
+    assert first.snapshot()["attention"]["rules"]["pending"], "the hog's fire is pending"
+    second = Attender(AttentionSettings(), None)
+    second.restore(json.loads(json.dumps(first.snapshot())))
+    second.observe(obs[cut:])
+    assert first.decisions + second.decisions == whole.decisions
+    assert any(d["outcome"] == "surface" for d in second.decisions)
+
+
+def test_concerns_come_from_the_table_and_the_settings() -> None:
+    assert concern_of("value:disk.free_mib:/") == "fall"
+    assert concern_of("value:cpu.busy_permille") == "up"
+    assert concern_of("value:files.per_min") == "up"
+    assert concern_of("value:nab.value") == "both"
+    assert concern_of("value:cpu.busy_permille", {"cpu.busy_permille": "both"}) == "both"
+    assert parse_settings({"rules": {"confirm_s": 30}}).rules == RuleSettings(confirm_s=30)
+    with pytest.raises(ConfigError, match=r"attention\.rules\.concerns"):
+        parse_settings({"rules": {"concerns": {"cpu.busy_permille": "sideways"}}})
+
+
+def test_a_real_log_replays_the_rules_decisions_and_checks_bit_for_bit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    busy = {BURST + k: 950 for k in (0, 5, 10)} | {s: 650 for s in range(HOG, HOG + 300, 5)}
+    events = [
+        Event(
+            hlc=Hlc(t, 0), node="n", kind="observation", subject="cpu",
+            source=int(SourceClass.ENDPOINT), trust=Trust.FIRST_PARTY, line=f"cpu {r}",
+            payload={"readings": r},
+        )
+        for t, _, r in _cpu(7, busy)
+    ]  # fmt: skip
+    ws = make_workspace(tmp_path / "ws", events, attention="")
+    root = str(ws.root)
+    run_cli("--workspace", root, "attend", "--replay")
+    proc = run_cli("--workspace", root, "query", "--json",
+                   "SELECT data->>'outcome' AS outcome FROM events "
+                   "WHERE kind = 'attention.decision'")  # fmt: skip
+    outcomes = [json.loads(line)["outcome"] for line in proc.stdout.splitlines()]  # type: ignore[attr-defined]
+    assert "hold:transient" in outcomes and "surface" in outcomes, outcomes
+    checked = json.loads(run_cli("--workspace", root, "attend", "--check", "--json").stdout)  # type: ignore[attr-defined]
+    assert checked["ok"] is True and checked["compared"] == len(outcomes) > 0

@@ -1,0 +1,279 @@
+"""`nerve ui` in a real browser: Debian's Chromium driven by Playwright against `nerve ui` run as
+a subprocess on a workspace whose daemon is running. Each page's screenshot is saved in the
+test's folder (set NERVE_UI_DOCS=1 to refresh the ones under docs/)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from nerve import logops
+from nerve.log.drafts import Draft
+from nerve.workspace import WorkspaceDir
+from tests.daemon_util import COUNTER, started, write_sense
+from tests.helpers.browser import (
+    attended_workspace,
+    chromium,
+    chromium_missing,
+    ui_process,
+    wait_until,
+)
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(chromium_missing() is not None, reason=str(chromium_missing())),
+]
+DOCS = Path(__file__).resolve().parents[2] / "docs"
+PAGES = {
+    "timeline": "/?since=1h",
+    "events": "/events?text=make+build&since=1h",
+    "live": "/live",
+    "sql": "/sql?q=SELECT+date_trunc('minute',+ts)+AS+minute,+count(*)+AS+events+FROM+events"
+    "+GROUP+BY+ALL+ORDER+BY+minute",
+    "attention": "/attention",
+    "senses": "/senses",
+    "privacy": "/privacy",
+    "health": "/health?verify=1",
+}
+
+
+class Ui:
+    """The served workspace, the `nerve ui` process and a logged-in browser page."""
+
+    def __init__(self, ws: WorkspaceDir, base: str, page: Any, shots: Path) -> None:
+        self.ws, self.base, self.page, self.shots = ws, base, page, shots
+        self.errors: list[str] = []
+        page.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
+        page.on("pageerror", lambda exc: self.errors.append(str(exc)))
+        page.on("dialog", lambda d: (self.errors.append(f"dialog: {d.message}"), d.dismiss()))
+
+    def go(self, path: str) -> Any:
+        response = self.page.goto(self.base + path)
+        assert response is not None and response.status == 200, path
+        return response
+
+    def shot(self, name: str) -> Path:
+        path = self.shots / f"{name}.png"
+        self.page.screenshot(path=str(path))
+        if os.environ.get("NERVE_UI_DOCS") == "1":
+            DOCS.mkdir(exist_ok=True)
+            shutil.copy(path, DOCS / f"ui-{name}.png")
+        return path
+
+    def clean(self) -> None:
+        """No script error, no dialog, and none of the stored scripts ran."""
+        assert self.page.evaluate("typeof window.__pwned") == "undefined"
+        assert self.errors == []
+
+
+@pytest.fixture(scope="module")
+def ui(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Ui]:
+    root = tmp_path_factory.mktemp("browser")
+    mp = pytest.MonkeyPatch()
+    mp.setenv("XDG_STATE_HOME", str(root / "state"))
+    ws = attended_workspace(root / "ws")
+    (ws.root / "nerve.yaml").write_text(
+        (ws.root / "nerve.yaml")
+        .read_text()
+        .replace("senses: {}", "senses:\n  counter: {interval: 1h}")
+    )
+    write_sense(ws.root, "counter", COUNTER)
+    ws = WorkspaceDir(ws.root)
+    shots = root / "screenshots"
+    shots.mkdir()
+    try:
+        with (
+            started(ws.root),
+            ui_process(ws.root, {"XDG_STATE_HOME": str(root / "state")}) as proc,
+            chromium(root / "downloads") as context,
+        ):
+            page = context.new_page()
+            page.goto(proc.login_url)
+            assert page.url == proc.base + "/"  # the token is gone from the address bar
+            yield Ui(ws, proc.base, page, shots)
+    finally:
+        mp.undo()
+
+
+def test_every_page_loads_and_no_stored_script_runs(ui: Ui) -> None:
+    for name, path in PAGES.items():
+        ui.go(path)
+        ui.page.wait_for_load_state("load")
+        assert ui.page.locator("nav a[aria-current=page]").count() == 1
+        assert ui.shot(name).stat().st_size > 5_000
+        ui.clean()
+    ui.go("/events?text=pwned&since=1h")
+    assert ui.page.locator("td.line mark").count() >= 1
+    assert ui.page.locator("img").count() == 0
+    ui.clean()
+
+
+def test_the_timeline_zooms_by_brush_and_keys(ui: Ui) -> None:
+    ui.go("/?since=1h")
+    box = ui.page.locator("#timeline").bounding_box()
+    left = box["x"] + box["width"] * 200 / 1220
+    width = box["width"] * 1000 / 1220
+    y = box["y"] + box["height"] * 0.1
+    ui.page.mouse.move(left + width * 0.80, y)
+    ui.page.mouse.down()
+    ui.page.mouse.move(left + width * 0.90, y, steps=5)
+    with ui.page.expect_navigation():
+        ui.page.mouse.up()
+    view = ui.page.evaluate(
+        "fetch(location.href, {headers: {accept: 'application/json'}}).then(r => r.json())"
+    )
+    span = view["window"]["until_ns"] - view["window"]["since_ns"]
+    assert 300 * 10**9 < span < 420 * 10**9  # a tenth of the hour
+    assert sum(view["counts"]) > 0
+    with ui.page.expect_navigation():
+        ui.page.keyboard.press("-")
+    wider = ui.page.evaluate(
+        "fetch(location.href, {headers: {accept: 'application/json'}}).then(r => r.json())"
+    )
+    assert wider["window"]["until_ns"] - wider["window"]["since_ns"] == pytest.approx(
+        2 * span, rel=0.01
+    )
+    ui.clean()
+
+
+def test_search_highlights_and_pushes_a_permalink(ui: Ui) -> None:
+    ui.go("/events?since=1h")
+    ui.page.fill("#text", "build #12")
+    ui.page.click("#search-go")
+    ui.page.wait_for_url("**text=build*")
+    marks = ui.page.locator("#results mark")
+    marks.first.wait_for()
+    assert {t.lower() for t in marks.all_inner_texts()} == {"build #12"}
+    ui.page.locator("#results td.time a").first.click()
+    ui.page.wait_for_url("**/events/*")
+    assert ui.page.locator("table.context tr.this").count() == 1
+    ui.clean()
+
+
+def test_live_follows_emitted_events_without_loss_or_doubles(ui: Ui) -> None:
+    ui.go("/live")
+    state = ui.page.locator("#live-state")
+    wait_until(lambda: state.inner_text() == "following", what="the live tail to connect")
+    logops.emit(ui.ws, [Draft.of(source=5, line=f"live line {i}", payload={}) for i in range(30)])
+    rows = ui.page.locator("#live-rows tr")
+    wait_until(lambda: rows.count() >= 30, what="30 live rows")
+    lines = [t for t in ui.page.locator("#live-rows td.line").all_inner_texts() if "live line" in t]
+    assert sorted(lines) == sorted(f"live line {i}" for i in range(30))
+    ui.page.click("#live-pause")
+    logops.emit(ui.ws, [Draft.of(source=5, line=f"held line {i}", payload={}) for i in range(5)])
+    ui.page.wait_for_timeout(300)  # a paused tail shows nothing new, whatever arrives
+    assert not [t for t in ui.page.locator("#live-rows td.line").all_inner_texts() if "held" in t]
+    ui.page.click("#live-pause")
+    wait_until(
+        lambda: (
+            len(
+                [
+                    t
+                    for t in ui.page.locator("#live-rows td.line").all_inner_texts()
+                    if "held line" in t
+                ]
+            )
+            == 5
+        ),
+        what="the held rows after resume",
+    )
+    ui.shot("live")
+    ui.page.click("#live-clear")
+    assert rows.count() == 0
+    ui.clean()
+
+
+def test_a_query_runs_and_downloads_as_csv(ui: Ui) -> None:
+    ui.go("/sql")
+    ui.page.fill("#sql-text", "SELECT kind, count(*) AS n FROM events GROUP BY ALL ORDER BY n DESC")
+    ui.page.click("#sql-run")
+    ui.page.locator("#sql-result").wait_for()
+    assert ui.page.locator("#sql-result tbody tr").count() > 1
+    with ui.page.expect_download() as got:
+        ui.page.click("#sql-csv")
+    text = Path(got.value.path()).read_text()
+    assert text.splitlines()[0] == "kind,n" and "observation" in text
+    ui.page.click("#sql-save")
+    assert ui.page.locator("#sql-saved option").count() == 2
+    ui.clean()
+
+
+def test_a_held_decision_opens_and_verifies(ui: Ui) -> None:
+    ui.go("/attention")
+    assert "chain verifies" in ui.page.locator("#chain-state").inner_text()
+    ui.page.locator("tr.held td a").first.click()
+    ui.page.wait_for_url("**/attention/*")
+    assert ui.page.locator("#link-verifies").inner_text().startswith("verifies")
+    assert ui.page.locator("#outcome").inner_text().startswith("hold:")
+    ui.shot("decision")
+    ui.clean()
+
+
+def test_pause_and_resume_through_the_daemon(ui: Ui) -> None:
+    from nerve.runtime import daemon
+
+    ui.go("/privacy")
+    ui.page.click("#pause")
+    ui.page.wait_for_url("**/do/pause")
+    assert '"paused": true' in ui.page.locator("main").inner_text()
+    status = daemon.call(ui.ws, {"type": "status"})["status"]
+    assert status["capture"]["paused"] is True, status
+    ui.go("/privacy")
+    assert ui.page.locator("#capture-state").inner_text() == "paused"
+    ui.page.click("#resume")
+    ui.page.wait_for_url("**/do/resume")
+    assert '"resumed": true' in ui.page.locator("#result").inner_text()
+    ui.go("/privacy")
+    assert ui.page.locator("#capture-state").inner_text() == "running"
+    ui.clean()
+
+
+def test_forget_shows_a_preview_then_erases(ui: Ui) -> None:
+    logops.emit(ui.ws, [Draft.of(source=5, line=f"bank pin {i}", payload={}) for i in range(3)])
+    ui.go("/privacy")
+    ui.page.fill("#forget-match", "bank pin")
+    ui.page.click("#forget-preview-button")
+    count = ui.page.locator("#forget-count")
+    count.wait_for()
+    assert count.inner_text() == "3"
+    ui.shot("forget-preview")
+    ui.page.click("#forget-go")
+    ui.page.wait_for_url("**/do/forget")
+    assert '"erased": 3' in ui.page.locator("#result").inner_text()
+    ui.go("/events?text=bank+pin&since=1h")
+    assert ui.page.locator("#results tbody").inner_text().strip() == "nothing matches"
+    ui.clean()
+
+
+def test_a_sense_is_triggered_from_its_page(ui: Ui) -> None:
+    ui.go("/senses")
+    assert "live from the daemon" in ui.page.locator("h1").inner_text()
+    before = len(_counts(ui.ws))
+    ui.page.locator("#senses form button").first.click()
+    ui.page.wait_for_url("**/do/trigger")
+    wait_until(lambda: len(_counts(ui.ws)) > before, what="the triggered compute")
+    ui.clean()
+
+
+def test_readable_on_a_phone(ui: Ui) -> None:
+    ui.page.set_viewport_size({"width": 390, "height": 844})
+    try:
+        ui.go("/?since=1h")
+        width = ui.page.evaluate("document.documentElement.scrollWidth")
+        assert width <= 400  # no sideways scrolling
+        ui.shot("timeline-phone")
+    finally:
+        ui.page.set_viewport_size({"width": 1280, "height": 800})
+
+
+def _counts(ws: WorkspaceDir) -> list[Any]:
+    conn = ws.connect()
+    try:
+        return conn.execute("SELECT id FROM events WHERE line LIKE 'count %'").fetchall()
+    finally:
+        conn.close()
