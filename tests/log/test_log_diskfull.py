@@ -23,33 +23,19 @@ from nerve.log.reader import events_since
 from nerve.log.store import EventLog
 from nerve.log.verify import verify
 from tests.daemon_util import COUNTER, write_sense
+from tests.helpers.smallfs import fill, small_tmpfs
 
 
 @pytest.fixture
 def small_fs(tmp_path: Path) -> Iterator[Path]:
-    mnt = tmp_path / "mnt"
-    mnt.mkdir()
-    done = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mnt)],
-        capture_output=True,
-        text=True,
-    )
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a small tmpfs here: {done.stderr.strip() or 'not permitted'}")
-    try:
+    with small_tmpfs(tmp_path / "mnt") as mnt:
         yield mnt
-    finally:
-        subprocess.run(["umount", "-l", str(mnt)], check=False)
 
 
 def _fill(folder: Path, leave: int) -> Path:
     """A ballast file taking all but about ``leave`` bytes of the file system."""
-    stats = os.statvfs(folder)
-    free = stats.f_bavail * stats.f_frsize
-    ballast = folder / "ballast"
-    with ballast.open("wb") as f:
-        f.write(b"\0" * max(0, free - leave))
-    return ballast
+    fill(folder, leave)
+    return folder / "ballast"
 
 
 def _batch(start: int, count: int, size: int = 2000) -> list[Draft]:
