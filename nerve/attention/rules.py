@@ -13,9 +13,10 @@ worth an interruption, from the fire's ``kind`` and ``direction`` and the readin
   larger of the fire's spread, ``sigma``, and half its excursion), or it ends as
   ``hold:transient``; the first reading at least ``confirm_s`` seconds after the fire (by the
   log's own times) confirms it, if it is at or above the reading's floor (``FLOORS``: CPU at
-  40 %) and, for a ``rise``/``fall`` concern (memory used, free disk), a further ``bar``
-  (at least ``sigma``) beyond the fire's own reading: it keeps growing, so half of
-  ``confirm_s`` is enough. A compile burst of seconds is so held; a hog of minutes is not.
+  40 %, a network rate at 1 MiB/s) and, for a ``rise``/``fall`` concern (memory used, free
+  disk), a further ``bar`` (at least ``sigma``) beyond the fire's own reading: it keeps
+  growing, so half of ``confirm_s`` is enough. A compile burst of seconds is so held; a hog
+  of minutes is not.
 - a confirmed excursion is worth at least ``confirmed_milli`` to the gate, which then applies
   its value and budget tests as to any highlight.
 - **returns**: once an ``up``/``down`` excursion is confirmed, a reading at least
@@ -69,10 +70,14 @@ CONCERNS: dict[str, Concern] = {
 }
 
 
-# (sense, reading) -> the least reading worth an interruption: half a machine, one core.
+# (sense, reading) -> the least reading worth an interruption: 40 % of the machine, half a
+# core, a transfer of a MiB a second for a minute (the idle hum of the counters is a few KiB/s,
+# and from nothing a KiB is a surprise the detector rightly scores).
 FLOORS: dict[str, int] = {
     "cpu.busy_permille": 400,
     "processes.top_cpu_permille": 500,
+    "network.down_kib_per_s": 1024,
+    "network.up_kib_per_s": 1024,
 }
 
 

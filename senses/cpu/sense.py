@@ -5,7 +5,8 @@ Source class ``endpoint`` (the state of this host as a whole), trust ``FirstPart
 
 An observation is sent when the reading is news (see :mod:`nerve.host.deadband`): the
 utilisation moved by 5 points or the load by a tenth (at least 0.25) since the one last sent,
-or ``keyframe_s`` passed; a machine at rest costs one observation a minute.
+or ``keyframe_s`` passed; a machine at rest costs one observation a minute, after the first
+eight computes, which are all sent (attention's probes learn a baseline from them).
 
 Options: ``per_cpu`` (bool, default false) adds each logical CPU's percent to the payload;
 ``keyframe_s`` (default 60; 0 sends every compute).

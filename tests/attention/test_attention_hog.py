@@ -25,20 +25,21 @@ from tests.runtime.test_senses_builtin import load
 S = 10**9
 T0 = 1_767_261_600 * S  # 2026-01-01 10:00 UTC
 HOG = (T0 + 40 * 60 * S, T0 + 44 * 60 * S)
+EARLY = (T0 + 60 * S, T0 + 5 * 60 * S)  # in the daemon's first minutes: probes barely warm
 
 
 Row = tuple[int, str, int, str, dict[str, Any]]
 
 
-def _rows(seed: int) -> list[Row]:
+def _rows(seed: int, hog_at: tuple[int, int]) -> list[Row]:
     rng = random.Random(seed)
     rows = []
     for t in range(T0, T0 + 3600 * S, 5 * S):
-        hog = HOG[0] <= t < HOG[1]
+        hog = hog_at[0] <= t < hog_at[1]
         busy = min(1000, max(0, round(rng.gauss(80, 10)) + (500 if hog else 0)))
         cpu = {"percent": busy / 10, "readings": {"busy_permille": busy}}
         rows.append((t, "cpu", SourceClass.ENDPOINT, f"cpu {busy / 10:.1f}%", cpu))
-        if t in (HOG[0], HOG[1]):  # a top is sent when it changed: the hog came, and went
+        if t in hog_at:  # a top is sent when it changed: the hog came, and went
             permille = 990 if hog else 0
             top = {"event": "top", "readings": {"top_cpu_permille": permille, "over_threshold": 0}}
             line = "top cpu: yes 99%" if hog else "top cpu: idle"
@@ -64,10 +65,11 @@ def _on_change(rows: list[Row]) -> list[Row]:
 
 
 def _attend(
-    seed: int, on_change: bool = False
+    seed: int, on_change: bool = False, hog_at: tuple[int, int] = HOG
 ) -> tuple[list[dict[str, Any]], dict[str, tuple[int, str]]]:
     observations, seen = [], {}
-    rows = _on_change(_rows(seed)) if on_change else _rows(seed)
+    rows = _rows(seed, hog_at)
+    rows = _on_change(rows) if on_change else rows
     for i, (t, sense, source, line, payload) in enumerate(rows):
         eid = i.to_bytes(32, "big")
         seen[eid.hex()] = (t, sense)
@@ -81,13 +83,16 @@ def _attend(
     return attender.decisions, seen
 
 
+@pytest.mark.parametrize("hog_at", [HOG, EARLY], ids=["at-40-min", "in-the-first-minutes"])
 @pytest.mark.parametrize("on_change", [False, True], ids=["every-compute", "on-change"])
-def test_a_cpu_hog_is_surfaced_in_time_and_the_idle_network_is_held(on_change: bool) -> None:
+def test_a_cpu_hog_is_surfaced_in_time_and_the_idle_network_is_held(
+    on_change: bool, hog_at: tuple[int, int]
+) -> None:
     for seed in (1, 2, 3):
-        decisions, seen = _attend(seed, on_change)
+        decisions, seen = _attend(seed, on_change, hog_at)
         surfaced = [seen[d["source_event"]] for d in decisions if d["outcome"] == "surface"]
         assert any(
-            HOG[0] <= t <= HOG[0] + 120 * S and sense in ("cpu", "processes")
+            hog_at[0] <= t <= hog_at[0] + 120 * S and sense in ("cpu", "processes")
             for t, sense in surfaced
         ), (seed, surfaced)
         network = [d["outcome"] for d in decisions if seen[d["source_event"]][1] == "network"]

@@ -116,7 +116,7 @@ def test_a_busy_process_gets_its_cpu_share_from_the_scan(tmp_path: Path) -> None
 
 
 def test_a_reading_is_news_when_it_moves_by_its_band_or_a_keyframe_is_due() -> None:
-    sent = Deadband()
+    sent = Deadband(warmup=0)
     bands = {"busy": Band(50), "load": Band(25, 0.1)}
     second = 10**9
     assert sent.news("cpu", {"busy": 20, "load": 100}, bands, 60 * second, now_ns=0)  # first
@@ -129,6 +129,16 @@ def test_a_reading_is_news_when_it_moves_by_its_band_or_a_keyframe_is_due() -> N
     assert sent.news("cpu", {"busy": 70}, bands, 0, now_ns=83 * second)  # 0: every compute
 
 
+def test_a_key_s_first_readings_are_all_news_so_attention_learns_a_baseline_at_once() -> None:
+    sent, bands, second = Deadband(warmup=3), {"busy": Band(50)}, 10**9
+    quiet = [sent.news("cpu", {"busy": 20}, bands, 60 * second, i * second) for i in range(5)]
+    assert quiet == [True, True, True, False, False]
+    assert sent.news("net", {"busy": 20}, bands, 60 * second, now_ns=6 * second)  # its own count
+    sent.forget("cpu")  # a worker that restarts warms up again
+    assert sent.news("cpu", {"busy": 20}, bands, 60 * second, now_ns=7 * second)
+    assert sent.news("cpu", {"busy": 20}, bands, 60 * second, now_ns=8 * second)
+
+
 def test_a_bad_keyframe_option_is_named(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match=r"senses\.cpu\.options\.keyframe_s"):
         run("cpu", initial("cpu"), tmp_path, keyframe_s=-1)
@@ -138,7 +148,7 @@ def test_a_quiet_cpu_sends_nothing_until_its_keyframe(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     sense = load("cpu")
-    monkeypatch.setattr(sense, "_sent", Deadband())
+    monkeypatch.setattr(sense, "_sent", Deadband(warmup=0))
     monkeypatch.setattr(sense.psutil, "cpu_percent", lambda interval=None, percpu=False: 3.0)
     monkeypatch.setattr(sense.psutil, "getloadavg", lambda: (0.5, 0.5, 0.5))
     assert run("cpu", initial("cpu"), tmp_path).observations  # the first is always sent
