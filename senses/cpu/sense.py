@@ -1,7 +1,8 @@
 """CPU load: utilisation since the previous compute, load average and core counts.
 
 Source class ``endpoint`` (the state of this host as a whole), trust ``FirstParty``
-(psutil reads the kernel's own counters). One observation per compute that has news.
+(psutil reads the kernel's own counters). One observation per compute that has news; the
+first compute after the worker starts only starts the measure.
 
 An observation is sent when the reading is news (see :mod:`nerve.host.deadband`): the
 utilisation moved by 5 points or the load by a tenth (at least 0.25) since the one last sent,
@@ -30,13 +31,12 @@ from nerve.host.deadband import Band, Deadband, keyframe_ns
 # keeps the previous counters in this process), so a compute stores no new state.
 initial_state: dict[str, Any] = {"note": None}
 
-# psutil measures cpu_percent(interval=None) against its previous call in this process; the
-# first call ever returns a meaningless 0.0, so prime it when the worker imports the sense.
-psutil.cpu_percent(interval=None)
-psutil.cpu_percent(interval=None, percpu=True)
-
 _BANDS = {"busy_permille": Band(50), "load1_centi": Band(25, 0.1)}
 _sent = Deadband()
+# psutil measures cpu_percent(interval=None) against its previous call in this process. The
+# first compute only starts that measure: a share since the worker's import would be mostly
+# nerve's own start, and attention would take it for the machine's baseline.
+_measuring = False
 
 
 def compute(state: dict[str, Any], ctx: SenseContext) -> Result:
@@ -46,6 +46,12 @@ def compute(state: dict[str, Any], ctx: SenseContext) -> Result:
             f"senses.{ctx.name}.options.per_cpu must be true or false, got {per_cpu!r}"
         )
     every = keyframe_ns(ctx.options, ctx.name)
+    global _measuring
+    if not _measuring:
+        psutil.cpu_percent(interval=None)
+        psutil.cpu_percent(interval=None, percpu=True)
+        _measuring = True
+        return Result(state={"note": None})
     payload, note = _sample(per_cpu)
     if not _sent.news(ctx.name, payload["readings"], _BANDS, every):
         return Result(state={"note": note})

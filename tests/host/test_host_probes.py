@@ -151,7 +151,9 @@ def test_a_quiet_cpu_sends_nothing_until_its_keyframe(
     monkeypatch.setattr(sense, "_sent", Deadband(warmup=0))
     monkeypatch.setattr(sense.psutil, "cpu_percent", lambda interval=None, percpu=False: 3.0)
     monkeypatch.setattr(sense.psutil, "getloadavg", lambda: (0.5, 0.5, 0.5))
-    assert run("cpu", initial("cpu"), tmp_path).observations  # the first is always sent
+    monkeypatch.setattr(sense, "_measuring", False)
+    assert not run("cpu", initial("cpu"), tmp_path).observations  # the measure starts
+    assert run("cpu", initial("cpu"), tmp_path).observations  # the first reading is sent
     assert not run("cpu", initial("cpu"), tmp_path).observations  # nothing moved
     monkeypatch.setattr(sense.psutil, "cpu_percent", lambda interval=None, percpu=False: 90.0)
     [busy] = run("cpu", initial("cpu"), tmp_path).observations
