@@ -1,8 +1,8 @@
 """What attention needs of the daemon that runs it (the kernel fits this shape).
 
 Attention sits below the runtime, so it names only what it uses: its settings, two folders,
-the committer (to hear committed tables and append its records), a log reader, a place to
-show decisions, and a way to record a failure.
+the committer (to hear committed tables and append its records), a log reader and a way to
+record a failure.
 """
 
 from __future__ import annotations
@@ -51,5 +51,3 @@ class AttentionHost(Records, Protocol):
     def committer(self) -> Commits: ...
 
     def connect(self, *, projections: bool = True) -> Any: ...
-
-    def on_decision(self, payload: dict[str, Any]) -> None: ...

@@ -532,7 +532,6 @@ class AttentionService:
         from nerve.attention.notify import deliver
 
         for payload in decisions:
-            kernel.on_decision(payload)  # surfaced or held: the dev view shows both
             if payload["outcome"] == "surface":
                 await deliver(kernel, self.settings.notify, payload)
 

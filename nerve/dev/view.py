@@ -248,10 +248,10 @@ def snapshot_of(kernel: Kernel, rate: Rate, recent: journal.Recent, now_s: float
         rate=rate.per_second(),
         segments=kernel.segments,
         senses=senses,
-        highlights=tuple(kernel.highlights),
+        highlights=tuple(kernel.feed.highlights),
         errors=tuple(e for e in recent.entries if e.level >= logging.WARNING),
         alerts=_alerts_of(kernel),
-        agents=tuple(kernel.agents.recent),
+        agents=tuple(kernel.feed.agents.recent),
     )
 
 

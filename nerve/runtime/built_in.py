@@ -5,9 +5,12 @@ from __future__ import annotations
 from nerve.attention.service import AttentionService
 from nerve.flow.engine import WorkflowEngine
 from nerve.runtime.extensions import Extension
+from nerve.runtime.feed import ViewFeed
+from nerve.runtime.retention import Retention
 from nerve.runtime.shipper import FleetShipping
 
 
-def built_in() -> list[Extension]:
-    """Attention first: a workflow a sense asks for sees the decisions of the same commit."""
-    return [AttentionService(), WorkflowEngine(), FleetShipping()]
+def built_in(feed: ViewFeed) -> list[Extension]:
+    """Attention first: a workflow a sense asks for sees the decisions of the same commit.
+    ``feed`` is the kernel's: the dev view and ``status`` read it."""
+    return [AttentionService(), WorkflowEngine(), FleetShipping(), Retention(), feed]

@@ -1,4 +1,5 @@
-"""Parts of the daemon that plug into the kernel: attention, the workflow engine, fleet shipping.
+"""Parts of the daemon that plug into the kernel: attention, the workflow engine, fleet
+shipping, retention and the dev view's feed (the list: ``nerve.runtime.built_in``).
 
 An extension is a plain object that fits :class:`Extension`: ``start``/``stop``, the socket
 requests it answers (``handlers()``, added to the kernel's table at start: nothing registers
@@ -11,6 +12,9 @@ so it never opens the log itself.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
@@ -20,6 +24,7 @@ if TYPE_CHECKING:
     from nerve.contract import WorkflowTrigger
     from nerve.log.store import EventLog
     from nerve.runtime.committer import Committer
+    from nerve.runtime.writer import Writer
     from nerve.workspace import WorkspaceDir
 
 
@@ -38,11 +43,12 @@ class Host(Protocol):
     @property
     def log(self) -> EventLog: ...
 
+    @property
+    def writer(self) -> Writer: ...
+
     def connect(self, *, projections: bool = True) -> Any: ...
 
     async def record(self, kind: str, subject: str, line: str, payload: Any) -> pa.Table: ...
-
-    def on_decision(self, payload: dict[str, Any]) -> None: ...
 
 
 class Extension(Protocol):
@@ -63,3 +69,40 @@ class Extension(Protocol):
     async def request_run(
         self, host: Host, trigger: WorkflowTrigger, source: str
     ) -> dict[str, Any] | None: ...
+
+
+class Plain:
+    """The hooks of an extension that only runs beside the kernel: no requests of its own,
+    nothing to do at a reload (it reads ``host.config`` afresh) or for a workflow."""
+
+    def handlers(self) -> dict[str, Any]:
+        return {}
+
+    async def on_config(self, host: object, reason: str) -> None:
+        return None
+
+    async def on_workflow_requested(
+        self, host: object, trigger: WorkflowTrigger, sense: str
+    ) -> None:
+        return None
+
+    async def request_run(
+        self, host: object, trigger: WorkflowTrigger, source: str
+    ) -> dict[str, Any] | None:
+        return None
+
+
+class Loop(Plain):
+    """An extension that runs one task for the daemon's life, cancelled at stop."""
+
+    def __init__(self) -> None:
+        self._task: asyncio.Task[None] | None = None
+
+    def spawn(self, work: Coroutine[Any, Any, None], name: str) -> None:
+        self._task = asyncio.create_task(work, name=name)
+
+    async def stop(self, host: object) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task

@@ -17,10 +17,10 @@ if TYPE_CHECKING:
     from nerve.privacy.policy import Policy
     from nerve.runtime.capture import CaptureGate
     from nerve.runtime.committer import Committer
+    from nerve.runtime.feed import ViewFeed
     from nerve.runtime.followers import Followers
     from nerve.runtime.groups import GroupWorker
     from nerve.runtime.results import SenseStats
-    from nerve.runtime.snapshot import AgentReads
     from nerve.workspace import WorkspaceDir
 
 NS = 1_000_000_000
@@ -63,7 +63,7 @@ class Running(Protocol):
     def privacy(self) -> Policy: ...
 
     @property
-    def agents(self) -> AgentReads: ...
+    def feed(self) -> ViewFeed: ...
 
 
 def sense_results(stats: Mapping[str, SenseStats]) -> list[dict[str, Any]]:
@@ -103,5 +103,5 @@ def health(kernel: Running) -> dict[str, Any]:
         "followers_dropped": kernel.followers.dropped,
         "capture": kernel.capture.to_json(),
         "privacy": {"dropped": kernel.privacy.dropped, "redacted": kernel.privacy.redacted},
-        "agents": kernel.agents.to_json(),
+        "agents": kernel.feed.agents.to_json(),
     }

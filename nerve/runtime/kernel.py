@@ -32,6 +32,7 @@ from nerve.runtime.built_in import built_in
 from nerve.runtime.capture import CaptureGate
 from nerve.runtime.committer import Committer
 from nerve.runtime.extensions import Extension
+from nerve.runtime.feed import ViewFeed
 from nerve.runtime.followers import Followers
 from nerve.runtime.groups import GroupWorker
 from nerve.runtime.health import health
@@ -43,7 +44,6 @@ from nerve.runtime.scheduler import Scheduler
 from nerve.runtime.senses import ended_cleanly, last_alive_ns, layout, stored_states
 from nerve.runtime.sensing import Sensing
 from nerve.runtime.skips import Skips
-from nerve.runtime.snapshot import AgentReads, Highlights
 from nerve.runtime.staging import Stages
 from nerve.runtime.writer import Writer
 from nerve.workspace import WorkspaceDir
@@ -62,12 +62,11 @@ class Kernel:
         self.stopping = asyncio.Event()
         self.ready = asyncio.Event()  # set once start() has finished
         self.stop_reason = "stop request"
-        self.extensions: list[Extension] = built_in()
+        self.feed = ViewFeed()  # attention decisions and agent calls, for the dev view
+        self.extensions: list[Extension] = built_in(self.feed)
         self.handlers: dict[str, Any] = dict(control.HANDLERS)  # and each extension's
         self.stages = Stages()  # batches sent in several requests, until their last part
         self.capture = CaptureGate(self)  # pause and resume
-        self.highlights = Highlights()
-        self.agents = AgentReads()  # calls through `nerve mcp`, for the dev view and status
         self.skips = Skips(self._record_skip)  # ticks that did not run, and why
         self.queries = QueryChild()  # DuckDB, in a process of its own while it is used
         self.senses = Sensing(
@@ -142,9 +141,7 @@ class Kernel:
         """Open the log and listen at once (``status`` and plain emits are answered from
         then on, durably), then warm up: restore what the last run left, load senses and
         extensions. Every other request waits for :attr:`ready`."""
-        running = self._running = open_parts(
-            self.ws, self, self.skips, [self.agents.note], lambda: self.config
-        )
+        running = self._running = open_parts(self.ws, self, self.skips, [self.feed.on_commit])
         found = running.log.newest  # the warm-up reads the log as this daemon found it
         await running.upkeep.count_segments()
         if self.with_ipc:
@@ -284,12 +281,6 @@ class Kernel:
     def _record_skip(self, sense: str, line: str, payload: dict[str, Any]) -> None:
         """Queue a ``sense.skipped`` record (nobody waits for it: it rides the next commit)."""
         self.writer.submit("sense.skipped", sense, line, payload)
-
-    def on_decision(self, payload: dict[str, Any]) -> None:
-        """An attention decision, surfaced or held, for the dev view and the daemon log."""
-        seen = self.highlights.decided(payload)
-        if seen.surfaced:
-            journal.say(f"surfaced {seen.probe}: {seen.line}")
 
     def known_workflow(self, name: str) -> bool:
         return triggers.known_workflow(self.ws.root, self.config, name)

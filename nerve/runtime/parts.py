@@ -10,7 +10,6 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 
-from nerve.config.models import NerveConfig
 from nerve.log.store import EventLog
 from nerve.runtime.committer import Committer
 from nerve.runtime.followers import Followers
@@ -39,7 +38,6 @@ def open_parts(
     current: Current,
     skips: Skips,
     listeners: list[Callable[[pa.Table], None]],
-    config: Callable[[], NerveConfig],
 ) -> Running:
     """The log (sealing in the background never stalls commits) and the writer's parts;
     ``listeners`` see each committed table (before upkeep's nudge)."""
@@ -47,7 +45,7 @@ def open_parts(
     followers = Followers(log.newest)  # `follow` subscribers (nerve tail -f)
     log.on_commit.append(followers.hook(asyncio.get_running_loop()))
     committer = Committer(log)
-    upkeep = Upkeep(log, ws.log_root, config, skips)
+    upkeep = Upkeep(log, ws.log_root, skips)
     writer = Writer(log, committer, current, upkeep.after_maintenance)
     committer.listeners.extend([*listeners, upkeep.nudge])
     committer.start()

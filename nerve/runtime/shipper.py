@@ -16,21 +16,20 @@ interval (again a child process, at a moment drawn from the host name).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import os
 import random
 import sys
 import time
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import blake3
 
 from nerve.runtime import journal
+from nerve.runtime.extensions import Loop
 
 if TYPE_CHECKING:
     from nerve.config.models import NerveConfig
-    from nerve.contract import WorkflowTrigger
     from nerve.workspace import WorkspaceDir
 
 
@@ -55,37 +54,12 @@ async def ship_loop(kernel: Shipping) -> None:
     await asyncio.gather(_ship_loop(kernel), maintain_loop(kernel))
 
 
-class FleetShipping:
+class FleetShipping(Loop):
     """The ship and maintain loops as a kernel extension: it runs for the daemon's life and
     reads ``fleet:`` as each reload leaves it (no fleet configured: it only waits)."""
 
-    def __init__(self) -> None:
-        self._task: asyncio.Task[None] | None = None
-
     async def start(self, host: Shipping) -> None:
-        self._task = asyncio.create_task(ship_loop(host), name="fleet-ship")
-
-    def handlers(self) -> dict[str, Any]:
-        return {}
-
-    async def stop(self, host: Shipping) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-
-    async def on_config(self, host: Shipping, reason: str) -> None:
-        return None  # each loop reads kernel.config afresh
-
-    async def on_workflow_requested(
-        self, host: Shipping, trigger: WorkflowTrigger, sense: str
-    ) -> None:
-        return None
-
-    async def request_run(
-        self, host: Shipping, trigger: WorkflowTrigger, source: str
-    ) -> dict[str, Any] | None:
-        return None
+        self.spawn(ship_loop(host), "fleet-ship")
 
 
 async def _ship_loop(kernel: Shipping) -> None:

@@ -1,19 +1,18 @@
-"""The kernel's upkeep loops: sealing the WAL, finishing erasures and applying retention,
-and writing folded skip counts. Each runs as its own task and never stops the daemon: a
-failure is reported and tried again, and loses nothing.
+"""The kernel's upkeep loops: sealing the WAL, finishing an erasure a crash left pending,
+and writing folded skip counts (retention, a policy, is an extension: ``runtime.retention``).
+Each runs as its own task and never stops the daemon: a failure is reported and tried
+again, and loses nothing.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import pyarrow as pa
 
-from nerve.config.models import NerveConfig
 from nerve.errors import NerveError
 from nerve.log.store import EventLog, manifest_state
 from nerve.runtime import journal
@@ -33,12 +32,10 @@ class Upkeep:
         self,
         log: EventLog,
         log_root: Path,
-        config: Callable[[], NerveConfig],
         skips: Skips,
     ) -> None:
         self.log = log
         self._root = log_root
-        self._config = config
         self._skips = skips
         self.segments = 0  # live segments, as of the last seal check
         self.seal_failure: str | None = None
@@ -103,27 +100,13 @@ class Upkeep:
                 await asyncio.wait_for(self._wake.wait(), timeout)
 
     async def _erasure_loop(self, with_log: WithLog) -> None:
-        """Finish an erasure a crash left pending, then apply ``log.retention`` every
-        ``every`` (read afresh each time, so a reload takes effect); a failure is reported
-        and tried again next time, and erases nothing."""
-        from nerve.privacy.forget import RETENTION, Request, apply
-
+        """Finish an erasure a crash left pending; a failure is reported and erases nothing
+        (the next start tries again)."""
         await asyncio.sleep(UPKEEP_DELAY_S)
         try:
             await with_log(lambda log: log.finish_erasures())
         except (NerveError, OSError) as exc:
             journal.warn(f"a pending erasure could not be finished: {exc}")
-        while True:
-            retention = self._config().log.retention
-            if retention.active:
-                work = functools.partial(
-                    apply, request=Request(None, RETENTION), retention=retention
-                )
-                try:
-                    await with_log(work)
-                except (NerveError, OSError) as exc:
-                    journal.warn(f"retention failed, will retry: {exc}")
-            await asyncio.sleep(retention.every / 1000)
 
     async def _skip_loop(self) -> None:
         while True:

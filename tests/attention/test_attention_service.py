@@ -292,6 +292,9 @@ def test_daemon_attends_notifies_and_resumes_after_kill_9(
     assert max(keys.values()) == 1, "a decision was sealed twice"
     notified = [json.loads(x) for x in out.read_text().splitlines()]
     assert notified and all(n["outcome"] == "surface" for n in notified)
+    first = next(d["data"] for d in decisions if d["data"]["outcome"] == "surface")
+    said = (root / "data" / "daemon.log").read_text()  # the dev view's feed announces it
+    assert f"surfaced {first['probe']}: {first['source_line']}" in said
     ws = WorkspaceDir(root)
     assert jcli(ws, "attend", "--check")["ok"] is True
     assert jcli(ws, "audit", "verify")["ok"] is True

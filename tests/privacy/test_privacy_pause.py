@@ -156,7 +156,8 @@ def test_the_dev_view_says_capture_is_paused() -> None:
     gate.state = PauseState(True, since_ns=1, until_ns=60 * 10**9)
     kernel = SimpleNamespace(
         ws=SimpleNamespace(root=Path("/ws")), stored_events=2, stats={}, started_wall_ns=0,
-        segments=0, highlights=[], capture=gate, seal_failure=None, agents=AgentReads(),
+        segments=0, capture=gate, seal_failure=None,
+        feed=SimpleNamespace(highlights=[], agents=AgentReads()),
     )  # fmt: skip
     snap = snapshot_of(kernel, Rate(), journal.Recent(), now_s=5.0)  # type: ignore[arg-type]
     out = io.StringIO()
