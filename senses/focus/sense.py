@@ -1,7 +1,8 @@
-"""The application and window in focus, and away/back (no input for a while), on X11.
+"""The application and window in focus, and away/back (no input for a while), on X11 and
+macOS.
 
-Source class ``app_focus``, trust ``FirstParty`` (we ask the X server ourselves). Each compute
-reads the root window's ``_NET_ACTIVE_WINDOW`` (EWMH), that window's ``WM_CLASS``,
+Source class ``app_focus``, trust ``FirstParty`` (we ask the window server ourselves). On X11
+each compute reads the root window's ``_NET_ACTIVE_WINDOW`` (EWMH), that window's ``WM_CLASS``,
 ``_NET_WM_NAME`` (else ``WM_NAME``) and ``_NET_WM_PID``, and the time since the last input
 from the MIT-SCREEN-SAVER extension. Observations, one per change:
 
@@ -19,7 +20,13 @@ Without an X display (a headless machine, or Wayland without XWayland's ``DISPLA
 nothing to observe: the first compute says so once in state and every later one returns at
 once, recording nothing, until the display it would use changes (a daemon started again
 inside a desktop session) or, for a display that could not be opened (an X server not up
-yet at boot), ``retry_s`` has passed. macOS is not supported yet.
+yet at boot), ``retry_s`` has passed.
+
+On macOS (with ``pyobjc-framework-Quartz``, installed with nerve there) the focus is the
+frontmost on-screen window of the normal layer in Quartz's window list (its owner's name and
+pid, its number and title: no run loop needed, unlike ``NSWorkspace``), and idle time the
+HID system's seconds since any input. Titles need the Screen Recording permission; without
+it Quartz gives none and the app alone is recorded.
 
 Options: ``idle_s`` (300), ``exclude_apps`` ([]), ``display`` (``$DISPLAY``), ``retry_s`` (60).
 """
@@ -27,6 +34,7 @@ Options: ``idle_s`` (300), ``exclude_apps`` ([]), ``display`` (``$DISPLAY``), ``
 from __future__ import annotations
 
 import os
+import sys
 import time
 import warnings
 from typing import Any, NamedTuple
@@ -57,10 +65,14 @@ class _Focus(NamedTuple):
 _conn: dict[str, Any] = {}  # the worker's X connection, opened on first use
 _fresh = {"first": True}  # a worker's first compute reports the focus even if unchanged
 _tried = {"at": 0}  # when this worker last failed to open the display (monotonic ns)
+_MAC = sys.platform == "darwin"
+_ANY_INPUT = 0xFFFFFFFF  # kCGAnyInputEventType
 
 
 def compute(state: dict[str, Any], ctx: SenseContext) -> Result | None:
     opts = _options(ctx)
+    if _MAC:
+        return _on_macos(state, opts)
     if state.get("status") == "unavailable" and not _look_again(state, opts):
         return None  # said once; nothing to observe costs nothing
     display, why = _display(opts)
@@ -75,6 +87,45 @@ def compute(state: dict[str, Any], ctx: SenseContext) -> Result | None:
         _conn.clear()
         return Result(state={**state, "status": "error", "note": f"X11 read failed: {exc}"})
     return _changes(state, focus, idle_ms, opts)
+
+
+def _on_macos(state: dict[str, Any], opts: _Options) -> Result | None:
+    if state.get("status") == "unavailable" and _tried["at"]:
+        return None  # said once: a module cannot appear within this worker
+    try:
+        import Quartz  # type: ignore[import-not-found]
+    except ImportError:
+        _tried["at"] = time.monotonic_ns()
+        if state.get("status") == "unavailable":
+            return None
+        why = "pyobjc-framework-Quartz is not installed: nothing to observe"
+        return Result(state={"status": "unavailable", "note": why, "display": None})
+    try:
+        focus, idle_ms = _read_quartz(Quartz, opts)
+    except Exception as exc:  # the window server refused: say so, try again next compute
+        return Result(state={**state, "status": "error", "note": f"Quartz read failed: {exc}"})
+    return _changes(state, focus, idle_ms, opts)
+
+
+def _read_quartz(quartz: Any, opts: _Options) -> tuple[_Focus | None, int | None]:
+    listed = quartz.CGWindowListCopyWindowInfo(
+        quartz.kCGWindowListOptionOnScreenOnly | quartz.kCGWindowListExcludeDesktopElements,
+        quartz.kCGNullWindowID,
+    )
+    front = next((w for w in listed or () if w.get("kCGWindowLayer") == 0), None)
+    idle_s = quartz.CGEventSourceSecondsSinceLastEventType(
+        quartz.kCGEventSourceStateHIDSystemState, _ANY_INPUT
+    )
+    idle_ms = None if idle_s is None else int(float(idle_s) * 1000)
+    if front is None:
+        return None, idle_ms
+    app = str(front.get("kCGWindowOwnerName") or "")
+    if app.lower() in opts.exclude:
+        return _Focus(_EXCLUDED, "", 0, None), idle_ms
+    title = str(front.get("kCGWindowName") or "")[:_TITLE_MAX]
+    pid = front.get("kCGWindowOwnerPID")
+    window = int(front.get("kCGWindowNumber") or 0)
+    return _Focus(app, title, window, int(pid) if pid is not None else None), idle_ms
 
 
 def _look_again(state: dict[str, Any], opts: _Options) -> bool:

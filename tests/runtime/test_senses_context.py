@@ -446,3 +446,82 @@ def test_an_excluded_app_keeps_its_title_out(xserver: str, tmp_path: Path) -> No
     finally:
         term.kill()
         term.wait()
+
+
+# --- focus on macOS: Quartz cannot run here, so a stand-in gives its documented shapes ----------
+
+
+class _Quartz:
+    """What the sense calls of pyobjc's Quartz, answering as a macOS window server does:
+    on-screen windows front to back (menu bar and dock on other layers), idle in seconds."""
+
+    kCGWindowListOptionOnScreenOnly, kCGWindowListExcludeDesktopElements = 1, 16
+    kCGNullWindowID, kCGEventSourceStateHIDSystemState = 0, 1
+
+    def __init__(self, windows: list[dict[str, Any]], idle_s: float) -> None:
+        self.windows, self.idle_s = windows, idle_s
+        self.asked: list[Any] = []
+
+    def CGWindowListCopyWindowInfo(self, option: int, relative: int) -> list[dict[str, Any]]:
+        self.asked.append((option, relative))
+        return self.windows
+
+    def CGEventSourceSecondsSinceLastEventType(self, state: int, kind: int) -> float:
+        assert (state, kind) == (1, 0xFFFFFFFF)  # the HID system, any input
+        return self.idle_s
+
+
+_MENU_BAR = {"kCGWindowLayer": 25, "kCGWindowOwnerName": "Window Server", "kCGWindowNumber": 3}
+
+
+def _mac(monkeypatch: pytest.MonkeyPatch, quartz: Any) -> Any:
+    sense = load("focus")
+    monkeypatch.setattr(sense, "_MAC", True)
+    monkeypatch.setitem(sys.modules, "Quartz", quartz)
+    monkeypatch.setitem(sense._fresh, "first", True)
+    monkeypatch.setitem(sense._tried, "at", 0)
+    return sense
+
+
+def test_focus_on_macos_reads_the_frontmost_window_and_idle(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    editor = {"kCGWindowLayer": 0, "kCGWindowOwnerName": "Code", "kCGWindowOwnerPID": 812,
+              "kCGWindowNumber": 4411, "kCGWindowName": "notes.md — nerve"}  # fmt: skip
+    behind = {**editor, "kCGWindowOwnerName": "Safari", "kCGWindowName": "docs"}
+    quartz = _Quartz([_MENU_BAR, editor, behind], idle_s=2.5)
+    _mac(monkeypatch, quartz)
+    first = run("focus", initial("focus"), tmp_path)
+    [obs] = first.observations
+    assert obs.payload == {"event": "focus", "app": "Code", "title": "notes.md — nerve",
+                           "window": 4411, "pid": 812, "readings": {"idle_ms": 2500}}  # fmt: skip
+    assert quartz.asked == [(1 | 16, 0)]  # on-screen only, without the desktop
+    assert not run("focus", first.state, tmp_path).observations  # nothing changed
+    quartz.windows = [_MENU_BAR, {**behind, "kCGWindowName": None}]  # no Screen Recording
+    second = run("focus", first.state, tmp_path)
+    [moved] = second.observations
+    assert (moved.payload["app"], moved.payload["title"]) == ("Safari", "")
+    assert moved.line == "focus Safari"
+    quartz.idle_s = 400.0
+    [away] = run("focus", second.state, tmp_path, idle_s=300).observations
+    assert away.payload["event"] == "away" and away.payload["idle_ms"] == 400_000
+
+
+def test_focus_on_macos_keeps_an_excluded_app_s_title_out(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bank = {"kCGWindowLayer": 0, "kCGWindowOwnerName": "Bank", "kCGWindowOwnerPID": 9,
+            "kCGWindowNumber": 7, "kCGWindowName": "balance 1,234"}  # fmt: skip
+    _mac(monkeypatch, _Quartz([bank], idle_s=0))
+    [obs] = run("focus", initial("focus"), tmp_path, exclude_apps=["bank"]).observations
+    assert obs.payload["app"] == "(excluded)" and "balance" not in str(obs.payload)
+
+
+def test_focus_on_macos_without_quartz_says_so_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sense = _mac(monkeypatch, None)  # None in sys.modules: the import fails
+    first = run("focus", initial("focus"), tmp_path)
+    assert first.state["status"] == "unavailable"
+    assert "pyobjc-framework-Quartz" in first.state["note"]
+    assert sense.compute(first.state, SenseContext("focus", tmp_path, {})) is None
