@@ -6,12 +6,16 @@ The rules, in the order they are applied, are in :mod:`nerve.chain`'s docstring.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections import deque
+from collections.abc import Generator, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import closing
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
-from nerve.chain.bulk import parse_links
+import blake3
+
+from nerve.chain.bulk import parse_any
 from nerve.chain.keys import verifies
 from nerve.chain.links import (
     EXIT_CODES,
@@ -25,6 +29,7 @@ from nerve.chain.links import (
 )
 from nerve.chain.merkle import MerkleAccumulator
 from nerve.chain.records import SEALABLE
+from nerve.chain.shapes import Plain, learn, plain_fields
 
 
 class Accepted(Protocol):
@@ -127,7 +132,9 @@ class _Verifier:
         empty_ok: bool = False,
     ) -> None:
         self.empty_ok = empty_ok
-        self.links, self._sigs = _parse_and_presign(raws)
+        self.raws = raws
+        self._parsed: dict[int, ParsedLink] = {}  # parsed in full so far, by position
+        self._sigs: dict[int, tuple[bytes, bool]] = {}  # (key guessed, verifies) by position
         self.trusted = trusted
         self.pinned = pinned if pinned is not None else (trusted.key if trusted else None)
         self.seen: set[bytes] = set()  # every accepted link's bytes
@@ -138,13 +145,92 @@ class _Verifier:
         self.anchor: Anchor | None = None
 
     def run(self) -> ChainReport:
-        for i, link in enumerate(self.links):
-            if not self._plainly_fine(i, link):
-                problem = self._check(i, link)
-                if problem is not None:
-                    return self._report(Break(i, *problem))
-            self._advance(link)
+        i = 0
+        with closing(self._scanned()) as chunks:
+            for rows in chunks:
+                for row in rows:
+                    if type(row) is not _Signed or not self._take_plain(i, row):
+                        if type(row) is _Signed and row.signer is not None:
+                            self._sigs[i] = (row.signer, True)
+                        problem = self._walk(i)
+                        if problem is not None:
+                            return self._report(Break(i, *problem))
+                    i += 1
         return self._report(self._check_end())
+
+    def _scanned(self) -> Generator[list[_Row], None, None]:
+        """The links chunk by chunk, scanned (and signatures checked) a few chunks ahead on
+        the pool while the walk goes on; closing it cancels what was not started."""
+        n, pool = len(self.raws), _pool()
+        keys: dict[int, bytes] = {}
+        if n:
+            _claimed_key(parse_any(bytes(self.raws[0])), keys)
+        starts = iter(range(0, n, _CHUNK))
+        ahead: deque[tuple[int, Future[_Scan]]] = deque()
+        try:
+            while True:
+                while len(ahead) < _AHEAD and (start := next(starts, None)) is not None:
+                    chunk = self.raws[start : start + _CHUNK]
+                    ahead.append((start, pool.submit(_scan, chunk, dict(keys))))
+                if not ahead:
+                    return
+                start, future = ahead.popleft()
+                scan = future.result()
+                self._keep(start, scan, keys)
+                yield scan[0]
+        finally:
+            for _, future in ahead:
+                future.cancel()
+
+    def _keep(self, start: int, scan: _Scan, keys: dict[int, bytes]) -> None:
+        """Note a scanned chunk's full parses and signature checks; learn its keys."""
+        _, full, sigs = scan
+        for offset, link in full.items():
+            self._parsed[start + offset] = link
+            _claimed_key(link, keys)
+        for offset, check in sigs.items():
+            self._sigs[start + offset] = check
+
+    def _link(self, i: int) -> ParsedLink:
+        """Link ``i`` parsed in full (needed, for it or a neighbour, off the plain path)."""
+        link = self._parsed.get(i)
+        if link is None:
+            link = self._parsed[i] = parse_any(bytes(self.raws[i]))
+        return link
+
+    def _walk(self, i: int) -> _Problem:
+        link = self._link(i)
+        if not self._plainly_fine(i, link):
+            problem = self._check(i, link)
+            if problem is not None:
+                return problem
+        self._advance(link)
+        return None
+
+    def _take_plain(self, i: int, row: _Signed) -> bool:
+        """:meth:`_plainly_fine` for a plain link's fields (the shape checked the rest); if
+        fine, the link is taken as :meth:`_advance` would."""
+        fields, ids = row.fields, self.ids
+        if (
+            i == 0
+            or fields.seq != i
+            or row.signer != self.key
+            or fields.prev != ids[-1]
+            or fields.log != self.log
+            or fields.epoch != self.epoch
+            or row.raw in self.seen
+            or (self.trusted is not None and i < self.trusted.size)
+            or (fields.cp is not None and fields.cp != (i + 1, ids[-1], self.acc.root()))
+        ):
+            return False
+        self.seen.add(row.raw)
+        ids.append(row.id)
+        self.acc.append(row.id)
+        if fields.cp is None:
+            self.since_cp += 1
+        else:
+            self.anchor, self.since_cp = Anchor(len(ids), row.id, self.acc.root()), 0
+        return True
 
     def _plainly_fine(self, i: int, link: ParsedLink) -> bool:
         """True only if :meth:`_check` would find nothing: the common decision or checkpoint
@@ -250,9 +336,9 @@ class _Verifier:
         return "bad-signature", f"signature does not verify under the epoch-{self.epoch} key"
 
     def _witnessed_edit(self, i: int, link: ParsedLink) -> bool:
-        if i + 1 >= len(self.links) or self.links[i + 1].error is not None:
+        if i + 1 >= len(self.raws) or self._link(i + 1).error is not None:
             return False
-        nxt = self.links[i + 1]
+        nxt = self._link(i + 1)
         if nxt.core["seq"] != i + 1 or nxt.core["prev"] == link.id:
             return False
         claimed = link.core.get("new_key")
@@ -270,7 +356,8 @@ class _Verifier:
         if seq < i:
             return "reordered", f"seq {seq} at position {i}: the sequence goes backwards"
         if seq > i:
-            if any(_claims(later, link.core["log"], i) for later in self.links[i + 1 :]):
+            later = map(self._link, range(i + 1, len(self.raws)))
+            if any(_claims(link, link.core["log"], i) for link in later):
                 return "reordered", f"seq {seq} at position {i}; seq {i} comes later"
             return "excised", f"seq {seq} at position {i}: seq {i}..{seq - 1} missing"
         return None
@@ -332,7 +419,7 @@ class _Verifier:
         return None
 
     def _check_end(self) -> Break | None:
-        n = len(self.links)
+        n = len(self.raws)
         if n == 0 and self.empty_ok and (self.trusted is None or self.trusted.size == 0):
             return None  # nothing written yet, and nothing accepted before: no damage
         if n == 0:
@@ -355,7 +442,20 @@ class _Verifier:
             self.anchor, self.since_cp = Anchor(len(self.ids), lid, self.acc.root()), 0
 
 
+class _Signed(NamedTuple):
+    """A plain link's fields, its id, and the key its signature verified under (if any)."""
+
+    raw: bytes
+    id: bytes
+    signer: bytes | None
+    fields: Plain
+
+
+_Row = _Signed | ParsedLink
+# A chunk's rows; by offset, the links parsed in full and their signature checks.
+_Scan = tuple[list[_Row], dict[int, ParsedLink], dict[int, tuple[bytes, bool]]]
 _CHUNK = 256
+_AHEAD = 8  # chunks scanned ahead of the walk
 _POOL: ThreadPoolExecutor | None = None
 
 
@@ -368,30 +468,35 @@ def _pool() -> ThreadPoolExecutor:
     return _POOL
 
 
-def _parse_and_presign(
-    raws: Sequence[bytes],
-) -> tuple[list[ParsedLink], dict[int, tuple[bytes, bool]]]:
-    """Parse every link while other threads check signatures under the keys the links claim.
+def _scan(raws: Sequence[bytes], keys: dict[int, bytes]) -> _Scan:
+    """Parse a chunk and check its signatures under the keys the links claim (on the pool).
 
-    Ed25519 runs in C without the GIL, so signatures are checked alongside the parsing. The
-    results are only a cache: the sequential walk uses one when the key it has established
-    for that link is the key that was guessed, and checks again otherwise.
+    Ed25519 runs in C without the GIL, so the pool's threads check signatures while another
+    parses. The results are only a cache: the walk uses one when the key it has established
+    for that link is the key that was guessed, and checks again otherwise. Plain links are
+    matched against their byte shape; the others are parsed in full (their offsets key the
+    signature checks returned beside).
     """
-    links: list[ParsedLink] = []
-    keys: dict[int, bytes] = {}
-    futures = []
-    for start in range(0, len(raws), _CHUNK):
-        jobs = []
-        for offset, link in enumerate(parse_links(raws[start : start + _CHUNK])):
-            links.append(link)
-            key = _claimed_key(link, keys)
-            if key is not None:
-                jobs.append((start + offset, key, link.core_bytes, link.sig))
-        futures.append(_pool().submit(_check_many, jobs))
-    cache: dict[int, tuple[bytes, bool]] = {}
-    for future in futures:
-        cache.update(future.result())
-    return links, cache
+    rows: list[_Row] = []
+    full: dict[int, ParsedLink] = {}
+    sigs: dict[int, tuple[bytes, bool]] = {}
+    for offset, raw in enumerate(map(bytes, raws)):
+        fields = plain_fields(raw)
+        if fields is not None:
+            key = keys.get(fields.epoch)
+            signed = key is not None and verifies(key, fields.core, fields.sig)
+            rows.append(
+                _Signed(raw, blake3.blake3(fields.core).digest(), key if signed else None, fields)
+            )
+            continue
+        link = full[offset] = parse_any(raw)
+        rows.append(link)
+        if link.fits and link.core["kind"] == "decision":
+            learn(link.core)  # the next links of this shape take the short path
+        key = _claimed_key(link, keys)
+        if key is not None:
+            sigs[offset] = (key, verifies(key, link.core_bytes, link.sig))
+    return rows, full, sigs
 
 
 def _claimed_key(link: ParsedLink, keys: dict[int, bytes]) -> bytes | None:
@@ -405,10 +510,6 @@ def _claimed_key(link: ParsedLink, keys: dict[int, bytes]) -> bytes | None:
     if core.get("kind") == "rotate" and type(core.get("new_key")) is bytes:
         keys.setdefault(core.get("new_epoch", -1), core["new_key"])
     return guess
-
-
-def _check_many(jobs: list[tuple[int, bytes, bytes, bytes]]) -> dict[int, tuple[bytes, bool]]:
-    return {i: (key, verifies(key, core, sig)) for i, key, core, sig in jobs}
 
 
 def _claims(link: ParsedLink, log: bytes, seq: int) -> bool:
