@@ -205,6 +205,8 @@ class _Verifier:
             if problem is not None:
                 return problem
         self._advance(link)
+        if link.fits and link.core["kind"] == "decision":
+            learn(link.core)  # an accepted link's shape: the links scanned next take it
         return None
 
     def _take_plain(self, i: int, row: _Signed) -> bool:
@@ -443,7 +445,8 @@ class _Verifier:
 
 
 class _Signed(NamedTuple):
-    """A plain link's fields, its id, and the key its signature verified under (if any)."""
+    """A plain link's fields, its id, and the key its signature verified under (None: not
+    checked, or not under the key guessed)."""
 
     raw: bytes
     id: bytes
@@ -456,15 +459,14 @@ _Row = _Signed | ParsedLink
 _Scan = tuple[list[_Row], dict[int, ParsedLink], dict[int, tuple[bytes, bool]]]
 _CHUNK = 256
 _AHEAD = 8  # chunks scanned ahead of the walk
+_THREADS = max(1, min(4, os.cpu_count() or 1))
 _POOL: ThreadPoolExecutor | None = None
 
 
 def _pool() -> ThreadPoolExecutor:
     global _POOL
     if _POOL is None:
-        _POOL = ThreadPoolExecutor(
-            max_workers=max(1, min(4, os.cpu_count() or 1)), thread_name_prefix="nerve-verify"
-        )
+        _POOL = ThreadPoolExecutor(max_workers=_THREADS, thread_name_prefix="nerve-verify")
     return _POOL
 
 
@@ -484,15 +486,12 @@ def _scan(raws: Sequence[bytes], keys: dict[int, bytes]) -> _Scan:
         fields = plain_fields(raw)
         if fields is not None:
             key = keys.get(fields.epoch)
-            signed = key is not None and verifies(key, fields.core, fields.sig)
-            rows.append(
-                _Signed(raw, blake3.blake3(fields.core).digest(), key if signed else None, fields)
-            )
+            if key is not None and not verifies(key, fields.core, fields.sig):
+                key = None
+            rows.append(_Signed(raw, blake3.blake3(fields.core).digest(), key, fields))
             continue
         link = full[offset] = parse_any(raw)
         rows.append(link)
-        if link.fits and link.core["kind"] == "decision":
-            learn(link.core)  # the next links of this shape take the short path
         key = _claimed_key(link, keys)
         if key is not None:
             sigs[offset] = (key, verifies(key, link.core_bytes, link.sig))
