@@ -137,7 +137,6 @@ class _Verifier:
         self._sigs: dict[int, tuple[bytes, bool]] = {}  # (key guessed, verifies) by position
         self.trusted = trusted
         self.pinned = pinned if pinned is not None else (trusted.key if trusted else None)
-        self.seen: set[bytes] = set()  # every accepted link's bytes
         self.log = self.key = self.genesis_key = ZERO_ID
         self.epoch = self.since_cp = 0
         self.ids: list[bytes] = []
@@ -220,12 +219,10 @@ class _Verifier:
             or fields.prev != ids[-1]
             or fields.log != self.log
             or fields.epoch != self.epoch
-            or row.raw in self.seen
             or (self.trusted is not None and i < self.trusted.size)
             or (fields.cp is not None and fields.cp != (i + 1, ids[-1], self.acc.root()))
         ):
             return False
-        self.seen.add(row.raw)
         ids.append(row.id)
         self.acc.append(row.id)
         if fields.cp is None:
@@ -236,10 +233,11 @@ class _Verifier:
 
     def _plainly_fine(self, i: int, link: ParsedLink) -> bool:
         """True only if :meth:`_check` would find nothing: the common decision or checkpoint
-        link, in sequence, under the current key, checked in one pass. Anything else (and
-        every break) goes through :meth:`_check`, which names it."""
+        link, in sequence, under the current key, checked in one pass (a copy of an earlier
+        link is never in sequence: its seq is taken). Anything else (and every break) goes
+        through :meth:`_check`, which names it."""
         core = link.core
-        if i == 0 or link.error is not None or link.raw in self.seen:
+        if i == 0 or link.error is not None:
             return False
         kind = core["kind"]
         if kind not in ("decision", "checkpoint") or not link.fits:
@@ -279,7 +277,7 @@ class _Verifier:
         )
 
     def _check(self, i: int, link: ParsedLink) -> _Problem:
-        if link.raw in self.seen:
+        if self._is_copy(link):
             return "duplicated", "the exact bytes of an earlier link"
         if link.error is not None:
             return link.error
@@ -297,6 +295,15 @@ class _Verifier:
             if problem is not None:
                 return problem
         return None
+
+    def _is_copy(self, link: ParsedLink) -> bool:
+        """True if ``link`` is the exact bytes of an accepted link. Each accepted link sits at
+        the position its seq names, so a copy's seq says which to compare with (and a link
+        taken on a short path, in sequence, is never a copy: its seq is new)."""
+        if link.error is not None:
+            return False
+        seq = link.core["seq"]
+        return bool(seq < len(self.ids) and bytes(self.raws[seq]) == link.raw)
 
     def _check_genesis(self, i: int, link: ParsedLink) -> _Problem:
         core = link.core
@@ -432,7 +439,6 @@ class _Verifier:
 
     def _advance(self, link: ParsedLink) -> None:
         core, lid = link.core, link.id
-        self.seen.add(link.raw)  # exact bytes: a set compares them in full
         self.ids.append(lid)
         self.acc.append(lid)
         self.since_cp += 1
@@ -448,7 +454,6 @@ class _Signed(NamedTuple):
     """A plain link's fields, its id, and the key its signature verified under (None: not
     checked, or not under the key guessed)."""
 
-    raw: bytes
     id: bytes
     signer: bytes | None
     fields: Plain
@@ -488,7 +493,7 @@ def _scan(raws: Sequence[bytes], keys: dict[int, bytes]) -> _Scan:
             key = keys.get(fields.epoch)
             if key is not None and not verifies(key, fields.core, fields.sig):
                 key = None
-            rows.append(_Signed(raw, blake3.blake3(fields.core).digest(), key, fields))
+            rows.append(_Signed(blake3.blake3(fields.core).digest(), key, fields))
             continue
         link = full[offset] = parse_any(raw)
         rows.append(link)
