@@ -6,10 +6,9 @@ The rules, in the order they are applied, are in :mod:`nerve.chain`'s docstring.
 from __future__ import annotations
 
 import os
-from collections import deque
-from collections.abc import Generator, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import closing
+import threading
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol
 
@@ -133,8 +132,12 @@ class _Verifier:
     ) -> None:
         self.empty_ok = empty_ok
         self.raws = raws
-        self._parsed: dict[int, ParsedLink] = {}  # parsed in full so far, by position
+        self._rows: list[_Row | None] = [None] * len(raws)  # scanned, not yet walked
+        self._parsed: dict[int, ParsedLink] = {}  # plain links parsed in full after all
         self._sigs: dict[int, tuple[bytes, bool]] = {}  # (key guessed, verifies) by position
+        self._walked = 0  # the position the walk is at
+        self._baton = threading.Lock()  # held by the one thread walking
+        self._break: Break | None = None
         self.trusted = trusted
         self.pinned = pinned if pinned is not None else (trusted.key if trusted else None)
         self.log = self.key = self.genesis_key = ZERO_ID
@@ -144,54 +147,87 @@ class _Verifier:
         self.anchor: Anchor | None = None
 
     def run(self) -> ChainReport:
-        i = 0
-        with closing(self._scanned()) as chunks:
-            for rows in chunks:
-                for row in rows:
-                    if type(row) is not _Signed or not self._take_plain(i, row):
-                        if type(row) is _Signed and row.signer is not None:
-                            self._sigs[i] = (row.signer, True)
-                        problem = self._walk(i)
-                        if problem is not None:
-                            return self._report(Break(i, *problem))
-                    i += 1
-        return self._report(self._check_end())
+        self._scan_all()
+        self._walk_on(len(self.raws))  # what the pool's threads left
+        return self._report(self._break or self._check_end())
 
-    def _scanned(self) -> Generator[list[_Row], None, None]:
-        """The links chunk by chunk, scanned (and signatures checked) a few chunks ahead on
-        the pool while the walk goes on; closing it cancels what was not started."""
+    def _scan_all(self) -> None:
+        """Scan the links chunk by chunk on the pool; each thread walks on as it goes.
+
+        Ed25519 runs in C without the GIL, so one thread's signature check leaves the GIL
+        to another's parsing and walking. Each chunk's signatures are checked under the keys
+        the links claim: only a cache, used when the key the walk has established for a
+        link is the key that was guessed.
+        """
         n, pool = len(self.raws), _pool()
-        keys: dict[int, bytes] = {}
+        keys: dict[int, bytes] = {}  # shared: a key one thread learns helps the others
         if n:
             _claimed_key(parse_any(bytes(self.raws[0])), keys)
-        starts = iter(range(0, n, _CHUNK))
-        ahead: deque[tuple[int, Future[_Scan]]] = deque()
-        try:
-            while True:
-                while len(ahead) < _AHEAD and (start := next(starts, None)) is not None:
-                    chunk = self.raws[start : start + _CHUNK]
-                    ahead.append((start, pool.submit(_scan, chunk, dict(keys))))
-                if not ahead:
-                    return
-                start, future = ahead.popleft()
-                scan = future.result()
-                self._keep(start, scan, keys)
-                yield scan[0]
-        finally:
-            for _, future in ahead:
-                future.cancel()
+        jobs = []
+        for start in range(0, n, _CHUNK):
+            if self._break is not None:
+                break
+            jobs.append(pool.submit(self._scan_chunk, start, keys))
+        for job in jobs:
+            if not (self._break is not None and job.cancel()):
+                job.result()
 
-    def _keep(self, start: int, scan: _Scan, keys: dict[int, bytes]) -> None:
-        """Note a scanned chunk's full parses and signature checks; learn its keys."""
-        _, full, sigs = scan
-        for offset, link in full.items():
-            self._parsed[start + offset] = link
-            _claimed_key(link, keys)
-        for offset, check in sigs.items():
-            self._sigs[start + offset] = check
+    def _scan_chunk(self, start: int, keys: dict[int, bytes]) -> None:
+        stop = min(start + _CHUNK, len(self.raws))
+        for i in range(start, stop):
+            if self._break is not None:
+                return
+            self._rows[i] = self._scan(i, keys)
+            self._walk_on(_WALK_STEP)
+
+    def _scan(self, i: int, keys: dict[int, bytes]) -> _Row:
+        """Link ``i``'s row: a plain link's fields, else the full parse; its signature checked
+        (for a full parse, the check is kept in ``_sigs`` before the row is)."""
+        raw = bytes(self.raws[i])
+        fields = plain_fields(raw)
+        if fields is not None:
+            key = keys.get(fields.epoch)
+            if key is not None and not verifies(key, fields.core, fields.sig):
+                key = None
+            return _Signed(blake3.blake3(fields.core).digest(), key, fields)
+        link = parse_any(raw)
+        key = _claimed_key(link, keys)
+        if key is not None:
+            self._sigs[i] = (key, verifies(key, link.core_bytes, link.sig))
+        return link
+
+    def _walk_on(self, most: int) -> None:
+        """Walk up to ``most`` more links, as far as they are scanned, unless another thread
+        is walking (it will walk on in turn)."""
+        if not self._baton.acquire(blocking=False):
+            return
+        try:
+            i, rows = self._walked, self._rows
+            end = min(len(rows), i + most)
+            while i < end and self._break is None and (row := rows[i]) is not None:
+                problem = self._step(i, row)
+                if problem is not None:
+                    self._break = Break(i, *problem)
+                    break
+                rows[i] = None  # walked: never read again
+                i += 1
+            self._walked = i
+        finally:
+            self._baton.release()
+
+    def _step(self, i: int, row: _Row) -> _Problem:
+        if type(row) is _Signed:
+            if self._take_plain(i, row):
+                return None
+            if row.signer is not None:
+                self._sigs[i] = (row.signer, True)
+        return self._walk(i)
 
     def _link(self, i: int) -> ParsedLink:
         """Link ``i`` parsed in full (needed, for it or a neighbour, off the plain path)."""
+        row = self._rows[i]
+        if type(row) is ParsedLink:
+            return row
         link = self._parsed.get(i)
         if link is None:
             link = self._parsed[i] = parse_any(bytes(self.raws[i]))
@@ -215,12 +251,12 @@ class _Verifier:
         if (
             i == 0
             or fields.seq != i
-            or row.signer != self.key
             or fields.prev != ids[-1]
             or fields.log != self.log
             or fields.epoch != self.epoch
             or (self.trusted is not None and i < self.trusted.size)
             or (fields.cp is not None and fields.cp != (i + 1, ids[-1], self.acc.root()))
+            or not self._signed(row)
         ):
             return False
         ids.append(row.id)
@@ -230,6 +266,11 @@ class _Verifier:
         else:
             self.anchor, self.since_cp = Anchor(len(ids), row.id, self.acc.root()), 0
         return True
+
+    def _signed(self, row: _Signed) -> bool:
+        """The link's signature verifies under the current key: as checked on the scan if
+        that guessed this key, else checked now (after a rotation the scan may not know)."""
+        return row.signer == self.key or verifies(self.key, row.fields.core, row.fields.sig)
 
     def _plainly_fine(self, i: int, link: ParsedLink) -> bool:
         """True only if :meth:`_check` would find nothing: the common decision or checkpoint
@@ -460,10 +501,8 @@ class _Signed(NamedTuple):
 
 
 _Row = _Signed | ParsedLink
-# A chunk's rows; by offset, the links parsed in full and their signature checks.
-_Scan = tuple[list[_Row], dict[int, ParsedLink], dict[int, tuple[bytes, bool]]]
-_CHUNK = 256
-_AHEAD = 8  # chunks scanned ahead of the walk
+_CHUNK = 256  # links per job on the pool
+_WALK_STEP = 2  # links walked on after each link scanned (the walk keeps up, in short turns)
 _THREADS = max(1, min(4, os.cpu_count() or 1))
 _POOL: ThreadPoolExecutor | None = None
 
@@ -473,34 +512,6 @@ def _pool() -> ThreadPoolExecutor:
     if _POOL is None:
         _POOL = ThreadPoolExecutor(max_workers=_THREADS, thread_name_prefix="nerve-verify")
     return _POOL
-
-
-def _scan(raws: Sequence[bytes], keys: dict[int, bytes]) -> _Scan:
-    """Parse a chunk and check its signatures under the keys the links claim (on the pool).
-
-    Ed25519 runs in C without the GIL, so the pool's threads check signatures while another
-    parses. The results are only a cache: the walk uses one when the key it has established
-    for that link is the key that was guessed, and checks again otherwise. Plain links are
-    matched against their byte shape; the others are parsed in full (their offsets key the
-    signature checks returned beside).
-    """
-    rows: list[_Row] = []
-    full: dict[int, ParsedLink] = {}
-    sigs: dict[int, tuple[bytes, bool]] = {}
-    for offset, raw in enumerate(map(bytes, raws)):
-        fields = plain_fields(raw)
-        if fields is not None:
-            key = keys.get(fields.epoch)
-            if key is not None and not verifies(key, fields.core, fields.sig):
-                key = None
-            rows.append(_Signed(blake3.blake3(fields.core).digest(), key, fields))
-            continue
-        link = full[offset] = parse_any(raw)
-        rows.append(link)
-        key = _claimed_key(link, keys)
-        if key is not None:
-            sigs[offset] = (key, verifies(key, link.core_bytes, link.sig))
-    return rows, full, sigs
 
 
 def _claimed_key(link: ParsedLink, keys: dict[int, bytes]) -> bytes | None:
