@@ -226,3 +226,32 @@ def test_any_damaged_link_is_reported_as_without_shapes(
     links[index] = _resigned(links[index], bytes(raw)) if resign else bytes(raw)
     _reads_alike(links[index])
     _same_report(links)
+
+
+@functools.cache
+def _long() -> tuple[bytes, ...]:
+    """Almost three chunks of the pool's work, with a rotation inside the second."""
+    writer = ChainWriter.create(Keyring.ephemeral(SEED), nonce=b"\x68" * 16, checkpoint_every=50)
+    gate = Gate()
+    for i in range(700):
+        if i == 400:
+            writer.rotate()
+        hl = Highlight("novelty", i, 2, 3, 4, 5)
+        writer.append_decision(i.to_bytes(32, "big"), 1, hl, gate.decide(hl, UserContext(), i), i)
+    return tuple(writer.links)
+
+
+@pytest.mark.parametrize("at", [None, 3, 300, 409, 520, 715])
+def test_a_long_chain_breaks_where_the_full_path_breaks(at: int | None) -> None:
+    links = list(_long())
+    assert len(links) > 2 * verify_module._CHUNK
+    if at is not None:
+        raw = bytearray(links[at])
+        raw[-1] ^= 1
+        links[at] = bytes(raw)
+    report = _same_report(links)
+    assert report.ok == (at is None)
+    assert report.first_break is None or report.first_break.seq == at
+    kinds = [det_cbor_decode(det_cbor_decode(raw)["core"])["kind"] for raw in _long()]
+    rotated = kinds.index("rotate") < report.links
+    assert report.epoch == rotated
