@@ -28,12 +28,13 @@ low-trust observations and newly appearing vendor sources — goes through
 **Audit** (M links, default 100,000): a chain of decisions with a checkpoint every 64 links,
 sealed with ``ChainWriter``; ``verify_chain`` and ``nerve.attention.audit.verify`` against
 PyNaCl's raw ``VerifyKey.verify`` over the same M signatures in the same run. ``verify_chain``
-checks signatures on a pool of T threads (T = its own pool size, ``min(4, CPUs)``) while it
-parses, so the raw peer runs on T threads too, in chunks of 256 (goal: verify_chain ≥ 0.8×
-that); and ``verify_chain`` held to one thread (its pool swapped for an inline executor) is
-compared with the raw peer on one thread. Then the ``nerve audit verify`` CLI, in a
-subprocess, on a workspace whose log holds those links (wall time including interpreter
-start), and on one holding only the first checkpoint (the fixed cost). The verify
+parses, checks signatures and walks the chain on a pool of T threads (T = its own pool size,
+``min(4, CPUs)``), 256 links per job, so the raw peer runs on T threads too, in chunks of 256
+(goal: verify_chain ≥ 0.8× that); and ``verify_chain`` held to one thread (its pool swapped
+for an inline executor) is compared with the raw peer on one thread. Then the ``nerve audit
+verify`` CLI, in a subprocess, on a workspace whose log holds those links (wall time
+including interpreter start), and on one holding only the first checkpoint (the fixed cost).
+The verify
 measurements run ``--rounds`` times (2; 1 with ``--quick``), interleaved; each keeps its best
 rate, and the ratio within each round is reported too. If the ratio misses the goal, a
 cProfile of ``verify_chain`` goes to stderr and into the result.

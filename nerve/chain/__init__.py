@@ -59,9 +59,9 @@ The verifier's :class:`TrustRecord` lives outside the daemon's data folder, by d
 :meth:`TrustRecord.accept` returns the advanced record after a successful verification.
 
 Modules: ``links`` (format, schema, parser), ``bulk`` (the same parser on a short path for
-many plain links), ``merkle`` (RFC 6962 tree), ``keys`` (keyring), ``verify``
-(:func:`verify_chain`), ``trust`` (:class:`TrustRecord`) and ``writer`` (:class:`ChainWriter`,
-:class:`FileSink`).
+many plain links), ``shapes`` (plain links checked as byte patterns, for verification),
+``merkle`` (RFC 6962 tree), ``keys`` (keyring), ``verify`` (:func:`verify_chain`), ``trust``
+(:class:`TrustRecord`) and ``writer`` (:class:`ChainWriter`, :class:`FileSink`).
 
 Exit codes (:data:`EXIT_CODES`): 0 ok, 10 edited, 11 excised, 12 reordered, 13 duplicated,
 14 bad-signature, 15 unknown-key, 16 non-canonical, 17 malformed, 18 truncated,

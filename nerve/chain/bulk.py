@@ -140,6 +140,11 @@ def _fast(raw: bytes) -> ParsedLink | None:
     return ParsedLink(raw, core, value, sig, None, None, blake3.blake3(core).digest(), True)
 
 
+def parse_any(raw: bytes) -> ParsedLink:
+    """``parse_link(raw)``, a plain link on a short path."""
+    return _fast(raw) or parse_link(raw)
+
+
 def parse_links(raws: Sequence[bytes]) -> list[ParsedLink]:
     """``[parse_link(raw) for raw in raws]``, the plain links on a short path."""
     return [_fast(raw) or parse_link(raw) for raw in map(bytes, raws)]

@@ -6,12 +6,15 @@ The rules, in the order they are applied, are in :mod:`nerve.chain`'s docstring.
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
-from nerve.chain.bulk import parse_links
+import blake3
+
+from nerve.chain.bulk import parse_any
 from nerve.chain.keys import verifies
 from nerve.chain.links import (
     EXIT_CODES,
@@ -25,6 +28,7 @@ from nerve.chain.links import (
 )
 from nerve.chain.merkle import MerkleAccumulator
 from nerve.chain.records import SEALABLE
+from nerve.chain.shapes import Plain, learn, plain_fields
 
 
 class Accepted(Protocol):
@@ -127,10 +131,15 @@ class _Verifier:
         empty_ok: bool = False,
     ) -> None:
         self.empty_ok = empty_ok
-        self.links, self._sigs = _parse_and_presign(raws)
+        self.raws = raws
+        self._rows: list[_Row | None] = [None] * len(raws)  # scanned, not yet walked
+        self._parsed: dict[int, ParsedLink] = {}  # plain links parsed in full after all
+        self._sigs: dict[int, tuple[bytes, bool]] = {}  # (key guessed, verifies) by position
+        self._walked = 0  # the position the walk is at
+        self._baton = threading.Lock()  # held by the one thread walking
+        self._break: Break | None = None
         self.trusted = trusted
         self.pinned = pinned if pinned is not None else (trusted.key if trusted else None)
-        self.seen: set[bytes] = set()  # every accepted link's bytes
         self.log = self.key = self.genesis_key = ZERO_ID
         self.epoch = self.since_cp = 0
         self.ids: list[bytes] = []
@@ -138,20 +147,139 @@ class _Verifier:
         self.anchor: Anchor | None = None
 
     def run(self) -> ChainReport:
-        for i, link in enumerate(self.links):
-            if not self._plainly_fine(i, link):
-                problem = self._check(i, link)
+        self._scan_all()
+        self._walk_on(len(self.raws))  # what the pool's threads left
+        return self._report(self._break or self._check_end())
+
+    def _scan_all(self) -> None:
+        """Scan the links chunk by chunk on the pool; each thread walks on as it goes.
+
+        Ed25519 runs in C without the GIL, so one thread's signature check leaves the GIL
+        to another's parsing and walking. Each chunk's signatures are checked under the keys
+        the links claim: only a cache, used when the key the walk has established for a
+        link is the key that was guessed.
+        """
+        n, pool = len(self.raws), _pool()
+        keys: dict[int, bytes] = {}  # shared: a key one thread learns helps the others
+        if n:
+            _claimed_key(parse_any(bytes(self.raws[0])), keys)
+        jobs = []
+        for start in range(0, n, _CHUNK):
+            if self._break is not None:
+                break
+            jobs.append(pool.submit(self._scan_chunk, start, keys))
+        for job in jobs:
+            if not (self._break is not None and job.cancel()):
+                job.result()
+
+    def _scan_chunk(self, start: int, keys: dict[int, bytes]) -> None:
+        stop = min(start + _CHUNK, len(self.raws))
+        for i in range(start, stop):
+            if self._break is not None:
+                return
+            self._rows[i] = self._scan(i, keys)
+            if i % _WALK_EVERY == 0:
+                self._walk_on(2 * _WALK_EVERY)
+
+    def _scan(self, i: int, keys: dict[int, bytes]) -> _Row:
+        """Link ``i``'s row: a plain link's fields, else the full parse; its signature checked
+        (for a full parse, the check is kept in ``_sigs`` before the row is)."""
+        raw = bytes(self.raws[i])
+        fields = plain_fields(raw)
+        if fields is not None:
+            key = keys.get(fields.epoch)
+            if key is not None and not verifies(key, fields.core, fields.sig):
+                key = None
+            return _Signed(blake3.blake3(fields.core).digest(), key, fields)
+        link = parse_any(raw)
+        key = _claimed_key(link, keys)
+        if key is not None:
+            self._sigs[i] = (key, verifies(key, link.core_bytes, link.sig))
+        return link
+
+    def _walk_on(self, most: int) -> None:
+        """Walk up to ``most`` more links, as far as they are scanned, unless another thread
+        is walking (it will walk on in turn)."""
+        if not self._baton.acquire(blocking=False):
+            return
+        try:
+            i, rows = self._walked, self._rows
+            end = min(len(rows), i + most)
+            while i < end and self._break is None and (row := rows[i]) is not None:
+                problem = self._step(i, row)
                 if problem is not None:
-                    return self._report(Break(i, *problem))
-            self._advance(link)
-        return self._report(self._check_end())
+                    self._break = Break(i, *problem)
+                    break
+                rows[i] = None  # walked: never read again
+                i += 1
+            self._walked = i
+        finally:
+            self._baton.release()
+
+    def _step(self, i: int, row: _Row) -> _Problem:
+        if type(row) is _Signed:
+            if self._take_plain(i, row):
+                return None
+            if row.signer is not None:
+                self._sigs[i] = (row.signer, True)
+        return self._walk(i)
+
+    def _link(self, i: int) -> ParsedLink:
+        """Link ``i`` parsed in full (needed, for it or a neighbour, off the plain path)."""
+        row = self._rows[i]
+        if type(row) is ParsedLink:
+            return row
+        link = self._parsed.get(i)
+        if link is None:
+            link = self._parsed[i] = parse_any(bytes(self.raws[i]))
+        return link
+
+    def _walk(self, i: int) -> _Problem:
+        link = self._link(i)
+        if not self._plainly_fine(i, link):
+            problem = self._check(i, link)
+            if problem is not None:
+                return problem
+        self._advance(link)
+        if link.fits and link.core["kind"] == "decision":
+            learn(link.core)  # an accepted link's shape: the links scanned next take it
+        return None
+
+    def _take_plain(self, i: int, row: _Signed) -> bool:
+        """:meth:`_plainly_fine` for a plain link's fields (the shape checked the rest); if
+        fine, the link is taken as :meth:`_advance` would."""
+        fields, ids = row.fields, self.ids
+        if (
+            i == 0
+            or fields.seq != i
+            or fields.prev != ids[-1]
+            or fields.log != self.log
+            or fields.epoch != self.epoch
+            or (self.trusted is not None and i < self.trusted.size)
+            or (fields.cp is not None and fields.cp != (i + 1, ids[-1], self.acc.root()))
+            or not self._signed(row)
+        ):
+            return False
+        ids.append(row.id)
+        self.acc.append(row.id)
+        if fields.cp is None:
+            self.since_cp += 1
+        else:
+            self.anchor, self.since_cp = Anchor(len(ids), row.id, self.acc.root()), 0
+        return True
+
+    def _signed(self, row: _Signed) -> bool:
+        """The link's signature verifies under the current key: as checked on the scan if
+        that guessed this key, else checked now (after a rotation the scan may not know)."""
+        return row.signer == self.key or verifies(self.key, row.fields.core, row.fields.sig)
 
     def _plainly_fine(self, i: int, link: ParsedLink) -> bool:
         """True only if :meth:`_check` would find nothing: the common decision or checkpoint
-        link, in sequence, under the current key, checked in one pass. Anything else (and
-        every break) goes through :meth:`_check`, which names it."""
+        link, in sequence, under the current key, checked in one pass (a copy of an earlier
+        link is never in sequence: its seq is taken). Anything else (and every break) goes
+        through :meth:`_check`, which names it."""
         core = link.core
-        if i == 0 or link.error is not None or link.raw in self.seen:
+        if i == 0 or link.error is not None:
             return False
         kind = core["kind"]
         if kind not in ("decision", "checkpoint") or not link.fits:
@@ -191,7 +319,7 @@ class _Verifier:
         )
 
     def _check(self, i: int, link: ParsedLink) -> _Problem:
-        if link.raw in self.seen:
+        if self._is_copy(link):
             return "duplicated", "the exact bytes of an earlier link"
         if link.error is not None:
             return link.error
@@ -209,6 +337,15 @@ class _Verifier:
             if problem is not None:
                 return problem
         return None
+
+    def _is_copy(self, link: ParsedLink) -> bool:
+        """True if ``link`` is the exact bytes of an accepted link. Each accepted link sits at
+        the position its seq names, so a copy's seq says which to compare with (and a link
+        taken on a short path, in sequence, is never a copy: its seq is new)."""
+        if link.error is not None:
+            return False
+        seq = link.core["seq"]
+        return bool(seq < len(self.ids) and bytes(self.raws[seq]) == link.raw)
 
     def _check_genesis(self, i: int, link: ParsedLink) -> _Problem:
         core = link.core
@@ -250,9 +387,9 @@ class _Verifier:
         return "bad-signature", f"signature does not verify under the epoch-{self.epoch} key"
 
     def _witnessed_edit(self, i: int, link: ParsedLink) -> bool:
-        if i + 1 >= len(self.links) or self.links[i + 1].error is not None:
+        if i + 1 >= len(self.raws) or self._link(i + 1).error is not None:
             return False
-        nxt = self.links[i + 1]
+        nxt = self._link(i + 1)
         if nxt.core["seq"] != i + 1 or nxt.core["prev"] == link.id:
             return False
         claimed = link.core.get("new_key")
@@ -270,7 +407,8 @@ class _Verifier:
         if seq < i:
             return "reordered", f"seq {seq} at position {i}: the sequence goes backwards"
         if seq > i:
-            if any(_claims(later, link.core["log"], i) for later in self.links[i + 1 :]):
+            later = map(self._link, range(i + 1, len(self.raws)))
+            if any(_claims(link, link.core["log"], i) for link in later):
                 return "reordered", f"seq {seq} at position {i}; seq {i} comes later"
             return "excised", f"seq {seq} at position {i}: seq {i}..{seq - 1} missing"
         return None
@@ -332,7 +470,7 @@ class _Verifier:
         return None
 
     def _check_end(self) -> Break | None:
-        n = len(self.links)
+        n = len(self.raws)
         if n == 0 and self.empty_ok and (self.trusted is None or self.trusted.size == 0):
             return None  # nothing written yet, and nothing accepted before: no damage
         if n == 0:
@@ -343,7 +481,6 @@ class _Verifier:
 
     def _advance(self, link: ParsedLink) -> None:
         core, lid = link.core, link.id
-        self.seen.add(link.raw)  # exact bytes: a set compares them in full
         self.ids.append(lid)
         self.acc.append(lid)
         self.since_cp += 1
@@ -355,43 +492,28 @@ class _Verifier:
             self.anchor, self.since_cp = Anchor(len(self.ids), lid, self.acc.root()), 0
 
 
-_CHUNK = 256
+class _Signed(NamedTuple):
+    """A plain link's fields, its id, and the key its signature verified under (None: not
+    checked, or not under the key guessed)."""
+
+    id: bytes
+    signer: bytes | None
+    fields: Plain
+
+
+_Row = _Signed | ParsedLink
+_CHUNK = 256  # links per job on the pool
+# Every few links scanned, walk on through twice as many: the walk keeps up, in short turns.
+_WALK_EVERY = 4
+_THREADS = max(1, min(4, os.cpu_count() or 1))
 _POOL: ThreadPoolExecutor | None = None
 
 
 def _pool() -> ThreadPoolExecutor:
     global _POOL
     if _POOL is None:
-        _POOL = ThreadPoolExecutor(
-            max_workers=max(1, min(4, os.cpu_count() or 1)), thread_name_prefix="nerve-verify"
-        )
+        _POOL = ThreadPoolExecutor(max_workers=_THREADS, thread_name_prefix="nerve-verify")
     return _POOL
-
-
-def _parse_and_presign(
-    raws: Sequence[bytes],
-) -> tuple[list[ParsedLink], dict[int, tuple[bytes, bool]]]:
-    """Parse every link while other threads check signatures under the keys the links claim.
-
-    Ed25519 runs in C without the GIL, so signatures are checked alongside the parsing. The
-    results are only a cache: the sequential walk uses one when the key it has established
-    for that link is the key that was guessed, and checks again otherwise.
-    """
-    links: list[ParsedLink] = []
-    keys: dict[int, bytes] = {}
-    futures = []
-    for start in range(0, len(raws), _CHUNK):
-        jobs = []
-        for offset, link in enumerate(parse_links(raws[start : start + _CHUNK])):
-            links.append(link)
-            key = _claimed_key(link, keys)
-            if key is not None:
-                jobs.append((start + offset, key, link.core_bytes, link.sig))
-        futures.append(_pool().submit(_check_many, jobs))
-    cache: dict[int, tuple[bytes, bool]] = {}
-    for future in futures:
-        cache.update(future.result())
-    return links, cache
 
 
 def _claimed_key(link: ParsedLink, keys: dict[int, bytes]) -> bytes | None:
@@ -405,10 +527,6 @@ def _claimed_key(link: ParsedLink, keys: dict[int, bytes]) -> bytes | None:
     if core.get("kind") == "rotate" and type(core.get("new_key")) is bytes:
         keys.setdefault(core.get("new_epoch", -1), core["new_key"])
     return guess
-
-
-def _check_many(jobs: list[tuple[int, bytes, bytes, bytes]]) -> dict[int, tuple[bytes, bool]]:
-    return {i: (key, verifies(key, core, sig)) for i, key, core, sig in jobs}
 
 
 def _claims(link: ParsedLink, log: bytes, seq: int) -> bool:

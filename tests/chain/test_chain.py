@@ -39,6 +39,7 @@ from nerve.chain import (
     verify_chain,
     verify_inclusion,
 )
+from nerve.chain.keys import verifies
 from nerve.errors import ChainError, ConfigError, EventError
 
 SEED = b"\x11" * 32
@@ -192,6 +193,19 @@ def test_forged_signature_over_the_same_core() -> None:
 def test_forged_link_appended_by_another_key() -> None:
     extra = _reseal(_chain()[19], lambda c: c.update(seq=20), key=SigningKey(b"\x33" * 32))
     assert _break([*_chain(), extra]) == (20, "bad-signature")
+
+
+def test_a_signature_verifies_only_whole_under_its_key() -> None:
+    signer = SigningKey(SEED)
+    key, core = bytes(signer.verify_key), b"a core"
+    sig = signer.sign(DOMAIN + core).signature
+    assert verifies(key, core, sig)
+    assert not verifies(key, core + b"!", sig)
+    assert not verifies(key, core, sig[:63])  # a short signature does not borrow the domain
+    assert not verifies(key, core[1:], sig + core[:1])
+    assert not verifies(key[:31], core, sig)
+    assert not verifies(bytes(SigningKey(b"\x33" * 32).verify_key), core, sig)
+    assert not verifies(key, core, bytearray(sig))  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("index", [3, 8, 12, 19])
