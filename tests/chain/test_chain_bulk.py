@@ -15,6 +15,7 @@ from nerve.canonical import det_cbor, det_cbor_decode
 from nerve.chain import DOMAIN, ChainWriter, Keyring, verify_chain
 from nerve.chain.bulk import parse_links
 from nerve.chain.links import parse_link
+from tests.helpers.damage import HOW, damaged
 
 SEED = b"\x33" * 32
 
@@ -45,25 +46,13 @@ def test_a_sound_chain_parses_the_same() -> None:
 @settings(max_examples=300, deadline=None)
 @given(
     st.integers(0, 13),
-    st.sampled_from(["flip", "drop", "insert", "append", "cut"]),
+    st.sampled_from(HOW),
     st.integers(0, 10**6),
     st.integers(0, 255),
 )
 def test_any_damaged_link_parses_the_same(index: int, how: str, at: int, byte: int) -> None:
     links = list(_chain())
-    raw = bytearray(links[index])
-    spot = at % len(raw)
-    if how == "flip":
-        raw[spot] ^= 1 << (byte % 8)
-    elif how == "drop":
-        del raw[spot]
-    elif how == "insert":
-        raw.insert(spot, byte)
-    elif how == "append":
-        raw.append(byte)
-    else:
-        del raw[spot:]
-    links[index] = bytes(raw)
+    links[index] = damaged(links[index], how, at, byte)
     _same(links)
 
 

@@ -21,6 +21,7 @@ from nerve.chain import verify as verify_module
 from nerve.chain.links import parse_link
 from nerve.chain.records import SEALABLE
 from nerve.chain.shapes import learn, plain_fields
+from tests.helpers.damage import HOW, damaged
 
 SEED = b"\x55" * 32
 PROBES = ("novelty", "value:" + "x" * 40 + ".per_min", "v" * 23, "w" * 24, "")
@@ -202,7 +203,7 @@ def test_a_non_canonical_core_names_what_the_parser_names() -> None:
 @settings(max_examples=300, deadline=None)
 @given(
     st.integers(0, 17),
-    st.sampled_from(["flip", "drop", "insert", "append", "cut"]),
+    st.sampled_from(HOW),
     st.integers(0, 10**6),
     st.integers(0, 255),
     st.booleans(),
@@ -211,19 +212,8 @@ def test_any_damaged_link_is_reported_as_without_shapes(
     index: int, how: str, at: int, byte: int, resign: bool
 ) -> None:
     links = list(_learned())
-    raw = bytearray(_core(index) if resign else links[index])
-    spot = at % len(raw)
-    if how == "flip":
-        raw[spot] ^= 1 << (byte % 8)
-    elif how == "drop":
-        del raw[spot]
-    elif how == "insert":
-        raw.insert(spot, byte)
-    elif how == "append":
-        raw.append(byte)
-    else:
-        del raw[spot:]
-    links[index] = _resigned(links[index], bytes(raw)) if resign else bytes(raw)
+    raw = damaged(_core(index) if resign else links[index], how, at, byte)
+    links[index] = _resigned(links[index], raw) if resign else raw
     _reads_alike(links[index])
     _same_report(links)
 
