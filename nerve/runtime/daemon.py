@@ -71,15 +71,33 @@ def run_foreground(
         with journal.journal(log_path(ws), *([echo] if echo else []), seal=seal) as recent:
             if seal is not None and journal.same_file(sys.stderr, log_path(ws)):
                 _relay_stdio()  # a background daemon: its stderr is the log file
-            if view is not None:
-                asyncio.run(view(kernel, recent))
-            else:
-                asyncio.run(kernel.run_until_stopped())
+            main = view(kernel, recent) if view is not None else kernel.run_until_stopped()
+            asyncio.run(_settled(kernel, main))
     finally:
         with contextlib.suppress(FileNotFoundError):
             if read_pid(ws) in (None, os.getpid()):
                 run_path(ws).unlink(missing_ok=True)
                 pid_path(ws).unlink()
+
+
+async def _settled(kernel: Kernel, main: Coroutine[Any, Any, None]) -> None:
+    """Run ``main``; once the kernel is ready, freeze the heap it was built with."""
+    settle = asyncio.create_task(_freeze_when_ready(kernel))
+    try:
+        await main
+    finally:
+        settle.cancel()
+
+
+async def _freeze_when_ready(kernel: Kernel) -> None:
+    """What start-up built (modules, config, sense code) lives as long as the daemon; a full
+    collection walks all of it, about 70 ms on a 2-core machine, stalling every timer each
+    time. Frozen, a full collection walks only what was made since."""
+    import gc
+
+    await kernel.ready.wait()
+    gc.collect()
+    gc.freeze()
 
 
 def _line_sealer(ws: WorkspaceDir) -> Callable[[str], str] | None:

@@ -20,9 +20,9 @@ from hypothesis import strategies as st
 
 from nerve.clock import HybridClock
 from nerve.errors import LogCorrupt
-from nerve.log import codec, store, wal
+from nerve.log import codec, store, unsealed, wal
 from nerve.log.fields import EventFields
-from nerve.log.reader import TailReader
+from nerve.log.reader import TailReader, snapshot, table_since
 from nerve.log.store import EventLog
 from nerve.log.verify import verify
 
@@ -300,3 +300,23 @@ def test_append_count_hands_hooks_the_stored_rows_and_refuses_bad_values(tmp_pat
         stored = _unsealed(log)
     assert len(seen) == 2 and pa.concat_tables(seen).equals(stored.slice(1))
     assert stored.column("line").to_pylist() == ["quiet", "a", "b", "utf-8 bytes"]
+
+
+def test_commit_tables_are_merged_in_order_and_read_and_sealed_the_same(tmp_path: Path) -> None:
+    """Many commits' tables, small and large, are merged a run at a time (a seal frees a few
+    tables, not one per commit); the tail reads and seals the same rows in the same order."""
+    root = tmp_path / "log"
+    big = codec.SMALL_BATCH + 1
+    with _log(root) as log:
+        for i in range(2 * unsealed.MERGE_TABLES + 5):
+            n = big if i % 3 else 2  # large commits with small ones (kept as rows) between
+            log.append_columns(_columns([f"c{i}.{j}" for j in range(n)]))
+        pieces = log._unsealed()
+        assert len(pieces) < unsealed.MERGE_TABLES  # one per commit would be 133
+        written = pa.concat_tables(pieces)
+        expected = [f"c{i}.{j}" for i in range(133) for j in range(big if i % 3 else 2)]
+        assert written.column("line").to_pylist() == expected
+        assert TailReader(root).poll().equals(written)
+        log.seal()
+    assert table_since(snapshot(root)).equals(written)
+    assert verify(root).ok

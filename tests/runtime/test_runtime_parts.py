@@ -253,3 +253,29 @@ def test_a_drain_waits_for_what_was_queued_not_for_what_comes_after(tmp_path: Pa
         assert asyncio.run(run()) >= 1
     finally:
         log.close()
+
+
+def test_the_daemon_freezes_its_start_up_heap_once_the_kernel_is_ready() -> None:
+    """What start-up built is frozen (a full collection then walks only what came after),
+    and not before the kernel is ready: the warm-up's garbage is collected first."""
+    import gc
+    from types import SimpleNamespace
+
+    from nerve.runtime.daemon import _settled
+
+    seen: dict[str, int] = {}
+
+    async def main() -> None:
+        seen["before"] = gc.get_freeze_count()
+        kernel.ready.set()
+        for _ in range(3):  # the settling task runs at the next turns of the loop
+            await asyncio.sleep(0)
+        seen["after"] = gc.get_freeze_count()
+
+    gc.unfreeze()
+    kernel: Any = SimpleNamespace(ready=asyncio.Event())
+    try:
+        asyncio.run(_settled(kernel, main()))
+    finally:
+        gc.unfreeze()  # this test process goes on collecting as before
+    assert seen["before"] == 0 < seen["after"]
