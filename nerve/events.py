@@ -49,6 +49,10 @@ class Trust(IntEnum):
     UNTRUSTED = 3
 
 
+# nerve's own records' trust as a plain int: the writer's fast path takes plain values only
+# (an enum member sends a batch down the slower Arrow path).
+NERVE_TRUST = int(Trust.FIRST_PARTY)
+
 _TRUST_NAMES = {
     Trust.ATTESTED: "Attested",
     Trust.FIRST_PARTY: "FirstParty",

@@ -302,8 +302,9 @@ def _bulk_table(
 
 
 # At most this many rows, ids are hashed row by row in Python: per call, Arrow's compute
-# kernels cost more than the work itself (a compute's observations are one to a few rows).
-SMALL_BATCH = 16
+# kernels cost more than the work itself (a compute's observations are one to a few rows,
+# a daemon's group commit a few dozen). The two cost the same near 128 rows.
+SMALL_BATCH = 128
 
 
 def _stamp_pairs(stamps: Sequence[Hlc] | tuple[int, int, int], count: int) -> list[tuple[int, int]]:

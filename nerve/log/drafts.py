@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from nerve.errors import EventError
-from nerve.events import NERVE_SOURCE, Trust, check_kind, check_source, payload_bytes
+from nerve.events import NERVE_SOURCE, NERVE_TRUST, Trust, check_kind, check_source, payload_bytes
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,7 +52,7 @@ class Draft:
         return cls(
             kind,
             NERVE_SOURCE,
-            Trust.FIRST_PARTY,
+            NERVE_TRUST,
             str(line),
             payload_bytes(payload),
             str(subject),

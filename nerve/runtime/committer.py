@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 import pyarrow as pa
 
 from nerve.errors import report
-from nerve.events import NERVE_SOURCE, Trust
+from nerve.events import NERVE_SOURCE, NERVE_TRUST
 from nerve.log.drafts import Draft
 from nerve.log.fields import EventFields
 from nerve.log.store import EventLog
@@ -45,7 +45,7 @@ class Columns:
         self.kind.append(kind)
         self.subject.append(subject)
         self.source.append(NERVE_SOURCE)
-        self.trust.append(Trust.FIRST_PARTY)
+        self.trust.append(NERVE_TRUST)
         self.valid_time_ns.append(None)
         self.payload.append(payload)
         self.line.append(line)

@@ -21,7 +21,7 @@ from typing import Any, Protocol
 from nerve.canonical import canonical_json, jcs_number
 from nerve.contract import WorkflowTrigger
 from nerve.errors import NerveError
-from nerve.events import NERVE_SOURCE, Trust
+from nerve.events import NERVE_SOURCE, NERVE_TRUST
 from nerve.log.drafts import Draft
 from nerve.log.wire import draft_from_json
 from nerve.privacy.policy import Policy
@@ -340,7 +340,7 @@ class Results:
         if plan.redactor.untouched(line, canon + _text(reason)):
             columns.record(STATE, sense, line, payload)
             return state, canon
-        draft = Draft(STATE, NERVE_SOURCE, Trust.FIRST_PARTY, line, payload, sense, None)
+        draft = Draft(STATE, NERVE_SOURCE, NERVE_TRUST, line, payload, sense, None)
         redacted = self.policy.redact(draft)
         columns.add(redacted)
         if redacted is draft:  # a detector looked, and nothing matched

@@ -72,3 +72,21 @@ def test_the_small_path_refuses_what_the_wide_one_does(column: str, value: int) 
             _build(rows, (1, 0, 1), small)
         errors.append(caught.type)
     assert errors[0] is errors[1]
+
+
+def test_nerve_s_own_records_take_the_plain_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The daemon's records (sense states, errors, runs) carry plain ints, so a group commit of
+    them is hashed row by row, never sent down the Arrow path as an enum would send it."""
+    from nerve.log.drafts import Draft
+    from nerve.runtime.committer import Columns
+
+    columns = Columns()
+    columns.record("sense.state", "cpu", "cpu: state", b"{}")
+    columns.add(Draft.control("sense.error", "cpu", "cpu: error", {"e": 1}))
+
+    def refused(*args: object, **kw: object) -> pa.Table:
+        raise AssertionError("the Arrow path was taken")
+
+    monkeypatch.setattr(codec, "_bulk_table", refused)
+    rows = codec.small_rows((5, 0, 2), node="n", fields=columns.fields())
+    assert [type(r[6]) for r in rows] == [int, int]
