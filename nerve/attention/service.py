@@ -38,6 +38,7 @@ from nerve.contract import WorkflowTrigger
 from nerve.errors import ChainError, NerveError, report
 from nerve.events import NERVE_SOURCE, SourceClass, Trust
 from nerve.log.drafts import Draft
+from nerve.log.segments import of_kind
 from nerve.log.store import EventLog
 
 CHUNK = 5_000
@@ -482,12 +483,11 @@ class AttentionService:
 
     def _on_commit(self, table: Any) -> None:
         # Queued even before the catch-up finishes; the attender skips what it has seen.
+        observed = of_kind(table, "observation")
+        if observed is None:
+            return
         columns = ["id", "source", "trust", "physical_ns", "logical", "line", "subject", "payload"]
-        rows = [
-            _obs_of(r) for r in table.filter(_is_observation(table)).select(columns).to_pylist()
-        ]
-        if rows:
-            self._queue.put_nowait(rows)
+        self._queue.put_nowait([_obs_of(r) for r in observed.select(columns).to_pylist()])
 
     async def _timer(self) -> None:
         while True:
@@ -583,9 +583,3 @@ def _obs_of(r: dict[str, Any]) -> Obs:
         r["id"], r["source"], r["trust"], r["physical_ns"], r["logical"], r["line"],
         r["subject"], readings_from_bytes(r["payload"]),
     )  # fmt: skip
-
-
-def _is_observation(table: Any) -> Any:
-    import pyarrow.compute as pc
-
-    return pc.equal(table.column("kind"), "observation")

@@ -226,6 +226,15 @@ def after(table: pa.Table, since: Hlc) -> pa.Table:
     return table.filter(_stamp_mask(table, since, pc.greater, pc.greater))
 
 
+def of_kind(table: pa.Table, kind: str) -> pa.Table | None:
+    """The rows of one kind, or None if there are none. A commit's listeners call this on
+    every commit, and most hold no row of the kind they want: the distinct kinds tell."""
+    kinds = table.column("kind")
+    if kind not in pc.unique(kinds).to_pylist():
+        return None
+    return table.filter(pc.equal(kinds, kind))
+
+
 def up_to(table: pa.Table, last: Hlc) -> pa.Table:
     """The rows of an HLC-ordered table stamped at or before ``last``."""
     if table.num_rows == 0:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from nerve.attention.kinds import DECISION
+from nerve.log.segments import of_kind
 from nerve.runtime import journal
 from nerve.runtime.extensions import Plain
 from nerve.runtime.snapshot import AgentReads, Highlights, json_object
@@ -34,11 +35,9 @@ class ViewFeed(Plain):
 
     def on_commit(self, table: pa.Table) -> None:
         """A committer listener: the commit's decisions and agent calls, if any."""
-        import pyarrow.compute as pc
-
         self.agents.note(table)
-        decided = table.filter(pc.equal(table.column("kind"), DECISION))
-        for raw in decided.column("payload").to_pylist() if decided.num_rows else ():
+        decided = of_kind(table, DECISION)
+        for raw in decided.column("payload").to_pylist() if decided is not None else ():
             self.decided(json_object(raw))
 
     def decided(self, payload: dict[str, object]) -> None:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from nerve.events import AGENT_ACCESS
+from nerve.log.segments import of_kind
 from nerve.runtime.journal import Entry
 
 if TYPE_CHECKING:
@@ -73,10 +74,8 @@ class AgentReads:
 
     def note(self, table: pa.Table) -> None:
         """A committer listener: picks the ``agent.access`` rows out of a commit."""
-        import pyarrow.compute as pc
-
-        found = table.filter(pc.equal(table.column("kind"), AGENT_ACCESS))
-        for raw in found.column("payload").to_pylist() if found.num_rows else ():
+        found = of_kind(table, AGENT_ACCESS)
+        for raw in found.column("payload").to_pylist() if found is not None else ():
             data = json_object(raw)
             self.calls += 1
             self.refused += data.get("outcome") != "ok"

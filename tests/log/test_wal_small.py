@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from nerve.clock import HybridClock
 from nerve.errors import LogCorrupt
-from nerve.log import codec, store, unsealed, wal
+from nerve.log import codec, segments, store, unsealed, wal
 from nerve.log.fields import EventFields
 from nerve.log.reader import TailReader, snapshot, table_since
 from nerve.log.store import EventLog
@@ -320,3 +320,12 @@ def test_commit_tables_are_merged_in_order_and_read_and_sealed_the_same(tmp_path
         log.seal()
     assert table_since(snapshot(root)).equals(written)
     assert verify(root).ok
+
+
+def test_of_kind_picks_one_kind_s_rows_in_order_and_none_when_absent(tmp_path: Path) -> None:
+    with _log(tmp_path / "log") as log:
+        fields = dataclasses.replace(_columns(["a0", "b0", "a1"]), kind=["a", "b", "a"])
+        table = log.append_columns(fields)
+    picked = segments.of_kind(table, "a")
+    assert picked is not None and picked.column("line").to_pylist() == ["a0", "a1"]
+    assert segments.of_kind(table, "c") is None
