@@ -305,12 +305,16 @@ class EventLog:
         self._committed(table, last)
 
     def _commit_rows(self, rows: list[Row], last: Hlc, returning: bool) -> pa.Table | None:
-        """Commit a small batch as a small frame; its table is built only if wanted."""
-        self._wal.commit_rows(rows)  # durable (under fsync) before anything below changes
-        self._mark_tail()
-        self._tail.add_rows(rows)
+        """Commit a small batch as a small frame; its table is built only if wanted, and then
+        the tail keeps that table (rows are built into Arrow once, not again at a flush)."""
         keyed = self._keys is not None and any(row[3] == KEY_KIND for row in rows)
         table = table_from_rows(rows) if returning or keyed or self.on_commit else None
+        self._wal.commit_rows(rows)  # durable (under fsync) before anything below changes
+        self._mark_tail()
+        if table is None:
+            self._tail.add_rows(rows)
+        else:
+            self._tail.add_table(table)
         self._committed(table, last)
         return table
 
