@@ -23,7 +23,6 @@ from nerve.clock import Hlc
 from nerve.errors import EventError
 from nerve.log import segments as seg
 from nerve.log.drafts import Draft
-from nerve.log.lazy import pc
 from nerve.log.manifest import SegmentInfo
 
 KEY_KIND = "batch.key"
@@ -67,7 +66,9 @@ class BatchKeys:
 
     def observe(self, table: pa.Table) -> None:
         """Remember the keys of a table of committed rows."""
-        marks = table.filter(pc.equal(table.column("kind"), KEY_KIND))
+        marks = seg.of_kind(table, KEY_KIND)  # on every commit once keys are in use
+        if marks is None:
+            return
         for row in marks.select(["physical_ns", "subject", "payload"]).to_pylist():
             body = json.loads(row["payload"])
             first, last = body.get("first"), body.get("last")
