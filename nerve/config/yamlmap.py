@@ -26,6 +26,7 @@ YamlPath = tuple[str | int, ...]
 # An alias bomb or a self-referencing anchor must end in a clear error, not a hang.
 _MAX_NODES = 100_000
 _MAX_DEPTH = 64
+_TOO_DEEP = f"YAML is nested too deeply to read (at most {_MAX_DEPTH} levels are allowed)"
 _MAX_BYTES = 1 << 20  # a nerve.yaml is a few KiB; past this it is not a configuration
 _MAX_DIGITS = 4300  # Python's own limit on int(text)
 _INTEGER = re.compile(r"[-+]?[0-9][0-9_]*")  # decimal: the base int() limits
@@ -81,8 +82,7 @@ def load_yaml(text: str, filename: str, *, first_line: int = 1) -> YamlDoc:
         issue = ConfigIssue(filename, None, None, "", "invalid YAML: " + " ".join(str(exc).split()))
         raise InvalidConfig([issue]) from None
     except RecursionError:  # the YAML parser recurses once per level: far too deep to read
-        message = f"YAML is nested too deeply to read (at most {_MAX_DEPTH} levels are allowed)"
-        raise InvalidConfig([ConfigIssue(filename, None, None, "", message)]) from None
+        raise InvalidConfig([ConfigIssue(filename, None, None, "", _TOO_DEEP)]) from None
     except ValueError as exc:  # a value the constructor cannot build, e.g. int() refusing
         issue = ConfigIssue(filename, None, None, "", "invalid YAML value: " + str(exc))
         raise InvalidConfig([issue]) from None
@@ -104,6 +104,8 @@ def _check_limits(text: str, filename: str, first_line: int) -> None:
         if kind in ("MappingStartEvent", "SequenceStartEvent"):
             open_nodes.append((event.anchor, expanded))
             expanded += 1
+            if len(open_nodes) > _MAX_DEPTH:  # here: the parser slows on deep text (47 s)
+                raise InvalidConfig([_marked(event, filename, first_line, _TOO_DEEP)])
         elif kind in ("MappingEndEvent", "SequenceEndEvent"):
             anchor, start = open_nodes.pop()
             if anchor is not None:
