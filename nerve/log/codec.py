@@ -11,7 +11,6 @@ import itertools
 import json
 import struct
 from collections.abc import Iterable, Sequence
-from typing import Any
 
 import blake3
 import numpy as np
@@ -142,38 +141,49 @@ def _filled_cids(table: pa.Table) -> pa.Table:
     return table.set_column(at, field.with_nullable(False), cids)
 
 
-_HLC_DTYPE = np.dtype([("p", ">u8"), ("l", ">u4")])
+def _u32(value: int) -> bytes:
+    return struct.pack(">I", value)
+
+
+# The preimage's runs of fixed-width fields, each packed into one record per row (numpy
+# packs a record's fields without gaps), so a batch's preimages join eight parts, not twenty.
+_TAG = _u32(len(ID_TAG)) + ID_TAG + _u32(12)  # the tag, then the stamp's length
+_HEAD = np.dtype([("tag", f"V{len(_TAG)}"), ("p", ">u8"), ("l", ">u4"), ("node", ">u4")])
+_LENGTH_ONLY = np.dtype([("n", ">u4")])
+_SOURCE_TRUST_RUN = [("n4", ">u4"), ("source", ">u4"), ("n1", ">u4"), ("trust", "u1")]
+_VALID_TIMES = {"none": [("n0", ">u4")], "all": [("n8", ">u4"), ("vt", ">i8")], "mixed": []}
+_CID = [("n32", ">u4"), ("cid", "V32")]
 _VT_DTYPE = np.dtype([("n", ">u4"), ("v", ">i8")])
 
 
-def _scalar(data: bytes) -> pa.Scalar:
-    return pa.scalar(data, pa.binary())
+def _as_binary(packed: np.ndarray) -> pa.Array:
+    """A packed record array as a binary array, one element per record (no copy)."""
+    count, width = len(packed), packed.dtype.itemsize
+    offsets = np.arange(0, (count + 1) * width, width, dtype=np.int32)
+    return pa.Array.from_buffers(
+        pa.binary(), count, [None, pa.py_buffer(offsets), pa.py_buffer(packed)]
+    )
 
 
-def _fixed(data: bytes, width: int, count: int) -> pa.Array:
-    arr = pa.FixedSizeBinaryArray.from_buffers(pa.binary(width), count, [None, pa.py_buffer(data)])
-    return arr.cast(pa.binary())
+def _lengths(values: pa.Array) -> np.ndarray:
+    lengths: np.ndarray = pc.binary_length(values).fill_null(0).to_numpy(zero_copy_only=False)
+    return lengths
 
 
-def _prefixed(values: pa.Array) -> list[pa.Array]:
-    binary = values.cast(pa.binary())
-    lengths = pc.binary_length(binary).to_numpy(zero_copy_only=False).astype(">u4")
-    return [_fixed(lengths.tobytes(), 4, len(values)), binary]
+def _length_field(values: pa.Array) -> pa.Array:
+    packed = np.empty(len(values), _LENGTH_ONLY)
+    packed["n"] = _lengths(values)
+    return _as_binary(packed)
 
 
 def _valid_time_field(col: pa.Array) -> pa.Array:
+    """The valid-time field of a batch holding both present and absent valid times."""
     count = len(col)
-    filled = pc.fill_null(col, 0).to_numpy(zero_copy_only=False)
     packed = np.empty(count, dtype=_VT_DTYPE)
     packed["n"] = 8
-    packed["v"] = filled
-    present = _fixed(packed.tobytes(), 12, count)
-    absent = _scalar(b"\x00\x00\x00\x00")
-    return pc.if_else(pc.is_null(col), absent, present)
-
-
-def _u32(value: int) -> bytes:
-    return struct.pack(">I", value)
+    packed["v"] = pc.fill_null(col, 0).to_numpy(zero_copy_only=False)
+    absent = pa.scalar(_u32(0), pa.binary())
+    return pc.if_else(pc.is_null(col), absent, _as_binary(packed))
 
 
 def preimages(batch: pa.Table | pa.RecordBatch, *, line: bool = True) -> pa.Array:
@@ -186,23 +196,39 @@ def preimages(batch: pa.Table | pa.RecordBatch, *, line: bool = True) -> pa.Arra
             return pa.array([], pa.binary())
     count = batch.num_rows
     col = batch.column
-    hlc = np.empty(count, dtype=_HLC_DTYPE)
-    hlc["p"] = col("physical_ns").to_numpy(zero_copy_only=False)
-    hlc["l"] = col("logical").to_numpy(zero_copy_only=False)
-    source = col("source").to_numpy(zero_copy_only=False).astype(">u4")
-    trust = col("trust").to_numpy(zero_copy_only=False).astype(np.uint8)
-    parts: list[Any] = [
-        _scalar(_u32(len(ID_TAG)) + ID_TAG + _u32(12)),
-        _fixed(hlc.tobytes(), 12, count),
-    ]
-    for name in ("node", "kind", "subject"):
-        parts += _prefixed(col(name))
-    parts += [_scalar(_u32(4)), _fixed(source.tobytes(), 4, count)]
-    parts += [_scalar(_u32(1)), _fixed(trust.tobytes(), 1, count)]
-    parts += [_valid_time_field(col("valid_time_ns"))]
-    parts += [_scalar(_u32(32)), col("payload_cid").cast(pa.binary())]
-    if line:
-        parts += _prefixed(col("line"))
+    node, kind, subject = (col(name).cast(pa.binary()) for name in ("node", "kind", "subject"))
+    head = np.empty(count, _HEAD)
+    head["tag"] = np.frombuffer(_TAG, f"V{len(_TAG)}")[0]
+    head["p"] = col("physical_ns").to_numpy(zero_copy_only=False)
+    head["l"] = col("logical").to_numpy(zero_copy_only=False)
+    head["node"] = _lengths(node)
+    # source, trust, the valid time, the payload address and the line's length are one run
+    # of fixed width, unless some rows have a valid time and others not
+    valid = col("valid_time_ns")
+    shape = "none" if valid.null_count == count else "all" if not valid.null_count else "mixed"
+    after = _CID + ([("line", ">u4")] if line else [])
+    mid = np.empty(
+        count, _SOURCE_TRUST_RUN + _VALID_TIMES[shape] + (after if shape != "mixed" else [])
+    )
+    mid["n4"], mid["n1"] = 4, 1
+    mid["source"] = col("source").to_numpy(zero_copy_only=False)
+    mid["trust"] = col("trust").to_numpy(zero_copy_only=False)
+    if shape == "none":
+        mid["n0"] = 0
+    elif shape == "all":
+        mid["n8"] = 8
+        mid["vt"] = valid.to_numpy(zero_copy_only=False)
+    rest = mid if shape != "mixed" else np.empty(count, after)
+    rest["n32"] = 32
+    rest["cid"] = np.frombuffer(fixed_bytes(col("payload_cid")), "V32")
+    text = col("line").cast(pa.binary()) if line else None
+    if text is not None:
+        rest["line"] = _lengths(text)
+    middle = [_as_binary(mid)]
+    if shape == "mixed":
+        middle += [_valid_time_field(valid), _as_binary(rest)]
+    parts = [_as_binary(head), node, _length_field(kind), kind, _length_field(subject), subject]
+    parts += [*middle, *([text] if text is not None else [])]
     return pc.binary_join_element_wise(*parts, b"")
 
 
@@ -226,6 +252,25 @@ def hash_each(values: pa.Array | pa.ChunkedArray) -> bytes:
             append(digest())
             reset()
     return b"".join(out)
+
+
+def _hash_values(values: Sequence[bytes], array: pa.Array) -> bytes:
+    """``hash_each(array)`` for an array just made from the list ``values``: hashed from the
+    list when it holds only bytes-like items, which saves slicing each element out again."""
+    if type(values) is list:
+        out: list[bytes] = []
+        hasher = blake3.blake3()
+        update, digest, reset, append = hasher.update, hasher.digest, hasher.reset, out.append
+        try:
+            for value in values:
+                update(value)
+                append(digest())
+                reset()
+        except (TypeError, BufferError, ValueError):  # e.g. text, which Arrow stores as UTF-8
+            pass
+        else:
+            return b"".join(out)
+    return hash_each(array)
 
 
 def ids_of(batch: pa.Table | pa.RecordBatch) -> bytes:
@@ -281,7 +326,7 @@ def _bulk_table(
         logical = _ranged([s[1] for s in stamps], pa.uint32(), pa.int64())
     nodes = _repeat(node, count) if isinstance(node, str) else pa.array(node, pa.string())
     payloads = pa.array(fields.payload, pa.binary())
-    cids = hash_each(payloads)
+    cids = _hash_values(fields.payload, payloads)
     columns = [
         physical,
         logical,
@@ -364,7 +409,6 @@ def small_rows(
 
 
 # ``events.id_preimage``'s fields, packed a few at a time (tests hold the two equal).
-_TAG = _u32(len(ID_TAG)) + ID_TAG + _u32(12)  # the tag, then the stamp's length
 _STAMP = struct.Struct(">QI")
 _LENGTH = struct.Struct(">I")
 _SOURCE_TRUST = struct.Struct(">IIIB")  # u32 4, source, u32 1, trust
