@@ -106,13 +106,14 @@ def is_v1(schema: pa.Schema) -> bool:
     )
 
 
-def conform(table: pa.Table) -> pa.Table:
+def conform(table: pa.Table, payload_hashes: bytes | None = None) -> pa.Table:
     """A table read from a segment or WAL frame of any version, in today's types, with every
-    ``payload_cid`` present (see :func:`stored_form`)."""
+    ``payload_cid`` present (see :func:`stored_form`). ``payload_hashes``: ``hash_each`` of
+    its payload column, when the caller has it already."""
     if is_v1(table.schema):
         fields = [f.with_type(_WIDEN[f.name]) if f.name in _WIDEN else f for f in table.schema]
         table = table.cast(pa.schema(fields, metadata=table.schema.metadata))
-    return _filled_cids(table)
+    return _filled_cids(table, payload_hashes)
 
 
 def stored_form(table: pa.Table) -> pa.Table:
@@ -125,15 +126,16 @@ def stored_form(table: pa.Table) -> pa.Table:
     return table.set_column(at, table.schema.field(at).with_nullable(True), kept)
 
 
-def _filled_cids(table: pa.Table) -> pa.Table:
+def _filled_cids(table: pa.Table, hashes: bytes | None) -> pa.Table:
     at = table.schema.get_field_index("payload_cid")
     if at < 0:
         return table
     cids, field = table.column(at), table.schema.field(at)
     if cids.null_count:
         payload = table.column("payload")
+        hashes = hash_each(payload) if hashes is None else hashes
         computed = pa.FixedSizeBinaryArray.from_buffers(
-            pa.binary(32), len(payload), [None, pa.py_buffer(hash_each(payload))]
+            pa.binary(32), len(payload), [None, pa.py_buffer(hashes)]
         )
         cids = pc.coalesce(cids, computed)
     elif not field.nullable:

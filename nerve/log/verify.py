@@ -117,12 +117,15 @@ def _first_mismatch(a: bytes, b: bytes) -> int | None:
     return int(diff.argmax()) if diff.any() else rows
 
 
-def _row_problem(table: pa.Table, name: str, erased: _Erased | None = None) -> Problem | None:
+def _row_problem(
+    table: pa.Table, name: str, erased: _Erased | None = None, hashes: bytes | None = None
+) -> Problem | None:
     """The first row whose payload address or id does not match its fields; erased rows
-    (only in a segment, with ``erased`` given) are set aside for :func:`_check_erasures`."""
+    (only in a segment, with ``erased`` given) are set aside for :func:`_check_erasures`.
+    ``hashes``: blake3 of each row's payload, when the caller has them already."""
     missing = np.asarray(_missing(table).to_numpy(zero_copy_only=False), dtype=bool)
     if not missing.any():
-        return _whole_rows(table, name) or _order_problem(table, name)
+        return _whole_rows(table, name, hashes) or _order_problem(table, name)
     rows = np.flatnonzero(missing)
     if erased is None:
         return Problem(name, "payload or line is missing (null)", int(rows[0]), "payload")
@@ -135,7 +138,8 @@ def _row_problem(table: pa.Table, name: str, erased: _Erased | None = None) -> P
         )
     erased.rows.append((name, rows, fixed_bytes(picked.column("id")), kept_hashes(picked)))
     keep = np.flatnonzero(~missing)
-    problem = _whole_rows(table.take(pa.array(keep)), name)
+    kept = None if hashes is None else _taken(hashes, keep)
+    problem = _whole_rows(table.take(pa.array(keep)), name, kept)
     if problem is not None and problem.row is not None:
         problem = Problem(problem.file, problem.message, int(keep[problem.row]), problem.field)
     return problem or _order_problem(table, name)
@@ -145,10 +149,13 @@ def _missing(table: pa.Table) -> pa.ChunkedArray:
     return pc.or_(pc.is_null(table.column("payload")), pc.is_null(table.column("line")))
 
 
-def _whole_rows(table: pa.Table, name: str) -> Problem | None:
-    bad_cid = _first_mismatch(
-        hash_each(table.column("payload")), fixed_bytes(table.column("payload_cid"))
-    )
+def _taken(hashes: bytes, rows: np.ndarray) -> bytes:
+    return bytes(np.frombuffer(hashes, dtype=np.uint8).reshape(-1, 32)[rows].tobytes())
+
+
+def _whole_rows(table: pa.Table, name: str, hashes: bytes | None = None) -> Problem | None:
+    computed = hash_each(table.column("payload")) if hashes is None else hashes
+    bad_cid = _first_mismatch(computed, fixed_bytes(table.column("payload_cid")))
     bad_id = _first_mismatch(ids_of(table), fixed_bytes(table.column("id")))
     if bad_cid is not None and (bad_id is None or bad_cid <= bad_id):
         return Problem(name, "payload bytes do not match payload_cid", bad_cid, "payload")
@@ -195,20 +202,26 @@ def _check_segment(
         return problems, info.rows
     try:
         plain = crypt.open_bytes(data, name) if crypt.is_sealed(data) else data
-        table = conform(pq.read_table(pa.BufferReader(plain)).select(SCHEMA.names))
+        stored = pq.read_table(pa.BufferReader(plain)).select(SCHEMA.names)
+        # each payload is hashed once: that fills the addresses a segment leaves out (see
+        # codec.stored_form) and checks the ones it keeps
+        hashes = hash_each(stored.column("payload"))
+        table = conform(stored, hashes)
         table = table.cast(schema_for(table))
     except (pa.ArrowInvalid, pa.ArrowTypeError, OSError, KeyError, LogCorrupt) as exc:
         return [*problems, Problem(name, f"cannot be read as an event segment: {exc}")], 0
-    problems += _segment_rows(table, info, name, erased)
+    problems += _segment_rows(table, info, name, erased, hashes)
     problems += _named_but_intact(table, name, erased.named)
     hasher.feed(table.column("id"), table.column("kind"))
     erased.found += erasure.erasures_in(table)
     return _merge(problems), table.num_rows
 
 
-def _segment_rows(table: pa.Table, info: SegmentInfo, name: str, erased: _Erased) -> list[Problem]:
+def _segment_rows(
+    table: pa.Table, info: SegmentInfo, name: str, erased: _Erased, hashes: bytes
+) -> list[Problem]:
     problems = []
-    row = _row_problem(table, name, erased)
+    row = _row_problem(table, name, erased, hashes)
     if row is not None:
         problems.append(row)
     if table.num_rows != info.rows:

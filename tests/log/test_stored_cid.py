@@ -60,6 +60,34 @@ def test_a_changed_payload_is_still_caught_by_its_id(tmp_path: Path) -> None:
     assert any(p.field == "id" and p.row == 2 for p in report.problems)
 
 
+def test_an_address_stored_beside_its_payload_is_checked_against_it(tmp_path: Path) -> None:
+    """A segment may keep a row's address (an erasure keeps it); kept beside a payload, it
+    must be that payload's blake3. A wrong one is reported at its row, a right one is not
+    (the rewritten file no longer matches its name either, which is reported apart)."""
+
+    def row_problems() -> list[tuple[str | None, int | None, bool]]:
+        found = [p for p in verify(tmp_path).problems if p.row is not None]
+        return [(p.field, p.row, "do not match payload_cid" in p.message) for p in found]
+
+    with EventLog(tmp_path, node="n") as log:
+        _fill(log)
+        log.seal()
+    path = _segment(tmp_path)
+    table = pq.read_table(path)
+    payloads = table.column("payload").to_pylist()
+    cids: list[bytes | None] = [None] * table.num_rows
+    cids[1] = blake3.blake3(payloads[1]).digest()  # right: verify stays clean
+    at = table.schema.get_field_index("payload_cid")
+    kept = pa.array(cids, pa.binary(32))
+    pq.write_table(table.set_column(at, table.schema.field(at), kept), path)
+    assert row_problems() == []
+    cids[3] = blake3.blake3(b"something else").digest()
+    pq.write_table(
+        table.set_column(at, table.schema.field(at), pa.array(cids, pa.binary(32))), path
+    )
+    assert row_problems() == [("payload", 3, True)]
+
+
 @pytest.fixture
 def workspace(tmp_path: Path) -> WorkspaceDir:
     ws = init_workspace(tmp_path / "ws")
