@@ -9,6 +9,7 @@ and nothing else.
 from __future__ import annotations
 
 import re
+import signal
 import time
 from datetime import datetime
 from pathlib import Path
@@ -121,9 +122,11 @@ def view(ws: Workspace) -> int:
     from nerve.dev.view import render
 
     console, rate, pid = Console(), Rate(), 0
-    with Live(console=console, screen=True, auto_refresh=False) as live:
-        try:
-            while True:
+    asked = _CtrlC()
+    previous = signal.signal(signal.SIGINT, asked)
+    try:
+        with Live(console=console, screen=True, auto_refresh=False) as live:
+            while not asked.times:
                 status = ws.status()
                 if not status.running:
                     raise DaemonError("the daemon stopped")
@@ -138,9 +141,31 @@ def view(ws: Workspace) -> int:
                     errors=log_warnings(ws.daemon_log_path()),
                 )
                 live.update(render(snap, console.width, console.height), refresh=True)
-                time.sleep(REFRESH_S)
-        except KeyboardInterrupt:
-            pass
-        except DaemonError:
-            pid = 0  # it stopped while we watched
+                asked.wait(REFRESH_S)
+    except KeyboardInterrupt:  # a second Ctrl+C, while a step of the loop was slow
+        pass
+    except DaemonError:
+        pid = 0  # it stopped while we watched
+    finally:
+        signal.signal(signal.SIGINT, previous)
     return pid
+
+
+class _CtrlC:
+    """The view's SIGINT handler: it notes the first Ctrl+C and the loop ends at its next
+    turn. A KeyboardInterrupt raised wherever the signal lands would be dropped if it landed
+    inside a destructor (Python only prints "Exception ignored"), and the view would go on.
+    A second Ctrl+C raises, for a step that is slow to return."""
+
+    def __init__(self) -> None:
+        self.times = 0
+
+    def __call__(self, signum: int, frame: object) -> None:
+        self.times += 1
+        if self.times > 1:
+            raise KeyboardInterrupt
+
+    def wait(self, seconds: float) -> None:
+        end = time.monotonic() + seconds
+        while not self.times and (left := end - time.monotonic()) > 0:
+            time.sleep(min(left, 0.05))

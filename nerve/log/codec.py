@@ -17,6 +17,7 @@ import numpy as np
 import pyarrow as pa
 
 from nerve.clock import Hlc
+from nerve.errors import LogCorrupt
 from nerve.events import (
     ID_TAG,
     ErasedEvent,
@@ -106,10 +107,26 @@ def is_v1(schema: pa.Schema) -> bool:
     )
 
 
+# The types a stored column may have: today's, or v1's.
+_STORED_TYPES = {f.name: (f.type, SCHEMA_V1.field(f.name).type) for f in SCHEMA}
+
+
+def check_types(schema: pa.Schema) -> None:
+    """Refuse a table whose columns hold other types than a segment or frame may store."""
+    for field in schema:
+        allowed = _STORED_TYPES.get(field.name)
+        if allowed is not None and field.type not in allowed:
+            raise LogCorrupt(
+                f"column {field.name!r} holds {field.type}, not {allowed[0]} as the log stores it"
+            )
+
+
 def conform(table: pa.Table, payload_hashes: bytes | None = None) -> pa.Table:
     """A table read from a segment or WAL frame of any version, in today's types, with every
     ``payload_cid`` present (see :func:`stored_form`). ``payload_hashes``: ``hash_each`` of
-    its payload column, when the caller has it already."""
+    its payload column, when the caller has it already. Other column types are refused
+    (:class:`LogCorrupt`, naming the column)."""
+    check_types(table.schema)
     if is_v1(table.schema):
         fields = [f.with_type(_WIDEN[f.name]) if f.name in _WIDEN else f for f in table.schema]
         table = table.cast(pa.schema(fields, metadata=table.schema.metadata))

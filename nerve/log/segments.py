@@ -193,6 +193,8 @@ def read_segment(path: Path, columns: list[str] | None = None) -> pa.Table:
         raise
     except (pa.ArrowInvalid, OSError) as exc:
         raise LogCorrupt(f"{path}: cannot be read as Parquet: {exc}") from None
+    except LogCorrupt as exc:
+        raise LogCorrupt(f"{path}: {exc}") from None
 
 
 def with_cid_source(columns: list[str] | None) -> list[str] | None:
@@ -215,8 +217,15 @@ def stored_v1(path: Path) -> bool:
 def read_since(path: Path, since: Hlc) -> pa.Table:
     """Rows strictly after ``since``, using the physical_ns statistics to skip row groups."""
     check_regular(path)
-    table = pq.read_table(source(path), filters=[("physical_ns", ">=", since.physical_ns)])
-    return after(conform(table), since)
+    try:
+        table = pq.read_table(source(path), filters=[("physical_ns", ">=", since.physical_ns)])
+        return after(conform(table), since)
+    except FileNotFoundError:
+        raise
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise LogCorrupt(f"{path}: cannot be read as Parquet: {exc}") from None
+    except LogCorrupt as exc:
+        raise LogCorrupt(f"{path}: {exc}") from None
 
 
 def after(table: pa.Table, since: Hlc) -> pa.Table:

@@ -30,7 +30,15 @@ from nerve.errors import LogCorrupt, LogError
 from nerve.log import anchor as anchors
 from nerve.log import archive, crypt, erasure
 from nerve.log.buffers import read_file
-from nerve.log.codec import SCHEMA, conform, fixed_bytes, hash_each, ids_of, kept_hashes
+from nerve.log.codec import (
+    SCHEMA,
+    check_types,
+    conform,
+    fixed_bytes,
+    hash_each,
+    ids_of,
+    kept_hashes,
+)
 from nerve.log.lazy import pc
 from nerve.log.manifest import ManifestState, SegmentInfo, read_manifest
 from nerve.log.paths import LogPaths
@@ -203,6 +211,7 @@ def _check_segment(
     try:
         plain = crypt.open_bytes(data, name) if crypt.is_sealed(data) else data
         stored = pq.read_table(pa.BufferReader(plain)).select(SCHEMA.names)
+        check_types(stored.schema)
         # each payload is hashed once: that fills the addresses a segment leaves out (see
         # codec.stored_form) and checks the ones it keeps
         hashes = hash_each(stored.column("payload"))

@@ -105,6 +105,8 @@ class _Part:
             raise
         except (pa.ArrowInvalid, OSError) as exc:
             raise LogCorrupt(f"{self.path}: cannot be read as Parquet: {exc}") from None
+        except LogCorrupt as exc:
+            raise LogCorrupt(f"{self.path}: {exc}") from None
 
 
 def _parts_newest_first(snap: Snapshot, since: Hlc, until: Hlc | None) -> Iterator[_Part]:

@@ -12,6 +12,10 @@ import sys
 import termios
 import time
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
 
 from nerve.dev.attach import snapshot_from
 from nerve.dev.view import render
@@ -96,3 +100,46 @@ def test_the_viewer_draws_what_status_answers() -> None:
     assert snap.pid == 77 and snap.senses[0].latest == "cpu 12% load1 0.5"
     assert snap.started_s == 1_750_000_002.0 - 65.0 and snap.events == 1234
     assert render(snap, 80, 24) is not None
+
+
+class _Viewed:
+    """What `attach.view` asks of a workspace, answering as a running daemon would. At the
+    second refresh a Ctrl+C arrives while an object's destructor runs: Python drops an
+    exception raised there, so a view that waits for KeyboardInterrupt would not stop."""
+
+    def __init__(self, log: Path) -> None:
+        self.calls, self.log = 0, log
+
+    def status(self) -> Any:
+        from nerve.errors import DaemonError
+
+        self.calls += 1
+        if self.calls == 2:
+            _InterruptedOnCollect()  # collected at once: its __del__ takes the Ctrl+C
+        if self.calls > 6:
+            raise DaemonError("the view did not stop on Ctrl+C")
+        health = {"pid": 77, "events": self.calls, "sense_results": []}
+        return SimpleNamespace(running=True, health=health)
+
+    def read_tail(self, **_: Any) -> Any:
+        return SimpleNamespace(batch=SimpleNamespace(table=None))
+
+    def daemon_log_path(self) -> Path:
+        return self.log
+
+
+class _InterruptedOnCollect:
+    def __del__(self) -> None:
+        os.kill(os.getpid(), signal.SIGINT)
+
+
+def test_a_ctrl_c_that_arrives_inside_a_destructor_still_leaves_the_view(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from nerve.dev import attach
+
+    monkeypatch.setattr(attach, "REFRESH_S", 0.01)
+    ws = _Viewed(tmp_path / "daemon.log")
+    assert attach.view(ws) == 77  # type: ignore[arg-type]  # left on Ctrl+C, not on a stop
+    assert ws.calls in {2, 3}
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler

@@ -128,3 +128,25 @@ def test_verify_text_output_names_the_file(workspace: WorkspaceDir) -> None:
     proc = run_cli("--workspace", str(workspace.root), "replay", "--verify", check=False)
     assert proc.returncode == 1
     assert name in proc.stderr and "verify  FAILED" in proc.stdout
+
+
+def test_a_column_of_another_type_is_named_by_verify_and_by_readers(
+    workspace: WorkspaceDir,
+) -> None:
+    """A segment rewritten with a column of another type (here the payload as integers) is
+    reported with the column's name, by verify and by a reader such as `nerve tail`; neither
+    shows a traceback."""
+    _build(workspace)
+    seg = _segments(workspace)[0]
+    table = pq.read_table(seg)
+    at = table.schema.get_field_index("payload")
+    pq.write_table(table.set_column(at, "payload", pa.array(range(table.num_rows))), seg)
+    root = str(workspace.root)
+    proc = run_cli("--workspace", root, "replay", "--verify", "--json", check=False)
+    assert proc.returncode == 1
+    messages = [p["message"] for p in json.loads(proc.stdout)["problems"]]
+    assert "cannot be read as an event segment: column 'payload' holds int64" in " ".join(messages)
+    tail = run_cli("--workspace", root, "tail", "-n", "100", check=False)
+    assert tail.returncode != 0
+    assert seg.name in tail.stderr and "column 'payload' holds int64" in tail.stderr
+    assert "Traceback" not in tail.stderr + proc.stderr
