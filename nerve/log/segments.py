@@ -7,6 +7,7 @@ import contextlib
 import os
 import secrets
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -183,18 +184,26 @@ _CACHE_LOCK = threading.Lock()
 _CACHE_BYTES = 256 << 20
 
 
-def read_segment(path: Path, columns: list[str] | None = None) -> pa.Table:
-    check_regular(path)
+@contextlib.contextmanager
+def reading(path: Path) -> Iterator[None]:
+    """Any failure to read ``path`` as a segment, but its absence, as :class:`LogCorrupt`
+    naming the file."""
     try:
-        wanted = with_cid_source(columns)
-        table = conform(pq.read_table(source(path), columns=wanted))
-        return table if wanted == columns else table.select(columns)
+        yield
     except FileNotFoundError:
         raise
     except (pa.ArrowInvalid, OSError) as exc:
         raise LogCorrupt(f"{path}: cannot be read as Parquet: {exc}") from None
     except LogCorrupt as exc:
         raise LogCorrupt(f"{path}: {exc}") from None
+
+
+def read_segment(path: Path, columns: list[str] | None = None) -> pa.Table:
+    check_regular(path)
+    with reading(path):
+        wanted = with_cid_source(columns)
+        table = conform(pq.read_table(source(path), columns=wanted))
+        return table if wanted == columns else table.select(columns)
 
 
 def with_cid_source(columns: list[str] | None) -> list[str] | None:
@@ -217,15 +226,9 @@ def stored_v1(path: Path) -> bool:
 def read_since(path: Path, since: Hlc) -> pa.Table:
     """Rows strictly after ``since``, using the physical_ns statistics to skip row groups."""
     check_regular(path)
-    try:
+    with reading(path):
         table = pq.read_table(source(path), filters=[("physical_ns", ">=", since.physical_ns)])
         return after(conform(table), since)
-    except FileNotFoundError:
-        raise
-    except (pa.ArrowInvalid, OSError) as exc:
-        raise LogCorrupt(f"{path}: cannot be read as Parquet: {exc}") from None
-    except LogCorrupt as exc:
-        raise LogCorrupt(f"{path}: {exc}") from None
 
 
 def after(table: pa.Table, since: Hlc) -> pa.Table:

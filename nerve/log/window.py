@@ -95,18 +95,12 @@ class _Part:
         if self.tail is not None:
             return self.tail.select(columns) if columns else self.tail
         assert self.path is not None
-        try:
+        with seg.reading(self.path):
             wanted = seg.with_cid_source(columns)
             table = conform(
                 pq.ParquetFile(seg.source(self.path)).read_row_group(self.group, columns=wanted)
             )
             return table if wanted == columns else table.select(columns)
-        except FileNotFoundError:
-            raise
-        except (pa.ArrowInvalid, OSError) as exc:
-            raise LogCorrupt(f"{self.path}: cannot be read as Parquet: {exc}") from None
-        except LogCorrupt as exc:
-            raise LogCorrupt(f"{self.path}: {exc}") from None
 
 
 def _parts_newest_first(snap: Snapshot, since: Hlc, until: Hlc | None) -> Iterator[_Part]:
