@@ -139,7 +139,7 @@ def test_a_ctrl_c_that_arrives_inside_a_destructor_still_leaves_the_view(
     from nerve.dev import attach
 
     monkeypatch.setattr(attach, "REFRESH_S", 0.01)
-    ws = _Viewed(tmp_path / "daemon.log")
+    ws, before = _Viewed(tmp_path / "daemon.log"), signal.getsignal(signal.SIGINT)
     assert attach.view(ws) == 77  # type: ignore[arg-type]  # left on Ctrl+C, not on a stop
     assert ws.calls in {2, 3}
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    assert signal.getsignal(signal.SIGINT) == before  # the handler it found is put back
