@@ -167,6 +167,7 @@ def _u32(value: int) -> bytes:
 # The preimage's runs of fixed-width fields, each packed into one record per row (numpy
 # packs a record's fields without gaps), so a batch's preimages join eight parts, not twenty.
 _TAG = _u32(len(ID_TAG)) + ID_TAG + _u32(12)  # the tag, then the stamp's length
+_TAG_FIELD = np.frombuffer(_TAG, f"V{len(_TAG)}")[0]
 _HEAD = np.dtype([("tag", f"V{len(_TAG)}"), ("p", ">u8"), ("l", ">u4"), ("node", ">u4")])
 _LENGTH_ONLY = np.dtype([("n", ">u4")])
 _SOURCE_TRUST_RUN = [("n4", ">u4"), ("source", ">u4"), ("n1", ">u4"), ("trust", "u1")]
@@ -217,7 +218,7 @@ def preimages(batch: pa.Table | pa.RecordBatch, *, line: bool = True) -> pa.Arra
     col = batch.column
     node, kind, subject = (col(name).cast(pa.binary()) for name in ("node", "kind", "subject"))
     head = np.empty(count, _HEAD)
-    head["tag"] = np.frombuffer(_TAG, f"V{len(_TAG)}")[0]
+    head["tag"] = _TAG_FIELD
     head["p"] = col("physical_ns").to_numpy(zero_copy_only=False)
     head["l"] = col("logical").to_numpy(zero_copy_only=False)
     head["node"] = _lengths(node)

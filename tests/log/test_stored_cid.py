@@ -23,6 +23,15 @@ def _segment(root: Path) -> Path:
     return next((root / "segments").glob("*.parquet"))
 
 
+def _sealed(root: Path) -> tuple[Path, pa.Table]:
+    """A log of one sealed segment (``_fill``'s events): its path and its stored rows."""
+    with EventLog(root, node="n") as log:
+        _fill(log)
+        log.seal()
+    path = _segment(root)
+    return path, pq.read_table(path)
+
+
 def _fill(log: EventLog, count: int = 6) -> None:
     payloads = [{"i": i} for i in range(count - 1)] + [None]  # one empty payload
     log.append_drafts([Draft.of(source=1, line=f"e{i}", payload=p) for i, p in enumerate(payloads)])
@@ -44,11 +53,7 @@ def test_a_segment_stores_no_address_a_reader_can_recompute(tmp_path: Path) -> N
 
 
 def test_a_changed_payload_is_still_caught_by_its_id(tmp_path: Path) -> None:
-    with EventLog(tmp_path, node="n") as log:
-        _fill(log)
-        log.seal()
-    path = _segment(tmp_path)
-    table = pq.read_table(path)
+    path, table = _sealed(tmp_path)
     payload = table.column("payload").to_pylist()
     payload[2] = b'{"i":99}'
     altered = table.set_column(
@@ -69,11 +74,7 @@ def test_an_address_stored_beside_its_payload_is_checked_against_it(tmp_path: Pa
         found = [p for p in verify(tmp_path).problems if p.row is not None]
         return [(p.field, p.row, "do not match payload_cid" in p.message) for p in found]
 
-    with EventLog(tmp_path, node="n") as log:
-        _fill(log)
-        log.seal()
-    path = _segment(tmp_path)
-    table = pq.read_table(path)
+    path, table = _sealed(tmp_path)
     payloads = table.column("payload").to_pylist()
     cids: list[bytes | None] = [None] * table.num_rows
     cids[1] = blake3.blake3(payloads[1]).digest()  # right: verify stays clean
