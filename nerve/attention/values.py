@@ -32,13 +32,20 @@ predictions' scores are weighed by ``blend_milli / 1000``, so a value never seen
 one merely far from its prediction, and of one observation's readings only the strongest
 fire is kept (one interruption per observation). ``range_bins = 0`` turns all this off.
 
+At most ``max_probes`` probes are followed. A new probe past the cap evicts the least
+recently seen probe of the sense that holds the most (the new probe's own sense when it holds
+as many; else the first such sense by name), and counts it in :attr:`ValueDetector.evicted`
+(kept in the snapshot). So a sense whose reading names churn (mount points, container ids)
+recycles its own probes, and one holding fewer than ``max_probes / senses`` is never evicted
+for another's sake. "Recently" is the order of the readings in the log, never wall time.
+
 Everything is integer arithmetic (values in thousandths of the reading's unit, divisions
 rounded half-up, no floats), so a replay reproduces every decision bit for bit.
 """
 
 from __future__ import annotations
 
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Annotated, Any
@@ -173,6 +180,7 @@ class _Probe:
     hold: int = 0  # readings left with no prediction fire
     since: int = 0  # the time of the first reading (ns)
     novel_at: int = 0  # the time of the latest novelty fire (ns)
+    sense: str = ""  # the sense whose readings these are (kept in the snapshot's recency)
     fits: list[_Fit] = field(default_factory=lambda: [_Fit(), _Fit(), _Fit()])
     daily: dict[int, list[int]] = field(default_factory=dict)  # slot -> [mean, count]
     weekly: dict[int, list[int]] = field(default_factory=dict)
@@ -233,6 +241,9 @@ class ValueDetector:
     def __init__(self, params: ValueParams | None = None) -> None:
         self.params = params or ValueParams()
         self._probes: dict[str, _Probe] = {}
+        # Per sense: its probes, the least recently seen first.
+        self._recency: dict[str, OrderedDict[str, None]] = {}
+        self.evicted: dict[str, int] = {}  # per sense: its probes evicted to make room
         self._times: dict[str, deque[int]] = {}  # per sense: its observations' times, newest last
         self.latest: dict[str, int] = {}  # the last observation's readings, by probe (not state)
 
@@ -245,7 +256,9 @@ class ValueDetector:
         if subject:
             named[RATE] = self._rate(subject, now_ns)
         self.latest = {probe_name(subject, n): v for n, v in named.items()}
-        fires = (self.step(probe_name(subject, n), v, seq, now_ns) for n, v in named.items())
+        fires = (
+            self.step(probe_name(subject, n), v, seq, now_ns, subject) for n, v in named.items()
+        )
         found = [h for h in fires if h is not None]
         if self.params.range_bins and len(found) > 1:
             # One observation interrupts once: its strongest reading (the first by name of a tie).
@@ -263,15 +276,18 @@ class ValueDetector:
             times.popleft()
         return len(times)
 
-    def step(self, probe: str, value: int, seq: int, now_ns: int) -> Highlight | None:
-        """Decide one reading ``value`` (an integer in the reading's unit) at ``now_ns``."""
+    def step(
+        self, probe: str, value: int, seq: int, now_ns: int, sense: str = ""
+    ) -> Highlight | None:
+        """Decide one reading ``value`` (an integer in the reading's unit) at ``now_ns``;
+        ``sense`` is the sense the probe belongs to (its share of ``max_probes``)."""
         if isinstance(value, bool) or not isinstance(value, int):
             raise EventError(f"value probe {probe!r}: reading {value!r} is not an integer")
         state = self._probes.get(probe)
         if state is None:
-            if len(self._probes) >= self.params.max_probes:
-                return None  # bounded state: probes beyond the cap are not followed
-            state = self._probes[probe] = _Probe()
+            state = self._admit(probe, sense)
+        else:
+            self._recency[state.sense].move_to_end(probe)
         x, hour = value * _F, now_ns // _HOUR_NS
         slots = (hour % _DAY, (hour + _WEEK_SHIFT) % _WEEK)
         preds = self._predictions(state, slots)
@@ -282,6 +298,28 @@ class ValueDetector:
         # The level does not learn a run not yet sustained, so the run stays visible.
         self._fold(state, x, preds, slots, learn=not 0 < state.run < self.params.sustain)
         return fire
+
+    def _admit(self, probe: str, sense: str) -> _Probe:
+        """Follow a new probe of ``sense``, evicting one first when at ``max_probes``."""
+        if len(self._probes) >= self.params.max_probes:
+            self._evict(sense)
+        state = self._probes[probe] = _Probe(sense=sense)
+        self._recency.setdefault(sense, OrderedDict())[probe] = None
+        return state
+
+    def _evict(self, sense: str) -> None:
+        """Drop the least recently seen probe of the sense holding the most: ``sense``
+        itself when it holds as many, else the first such sense by name."""
+        held = self._recency
+        victim = min(held, key=lambda name: (-len(held[name]), name))
+        if len(held.get(sense, ())) >= len(held[victim]):
+            victim = sense
+        probes = held[victim]
+        gone, _ = probes.popitem(last=False)
+        del self._probes[gone]
+        if not probes:
+            del held[victim]
+        self.evicted[victim] = self.evicted.get(victim, 0) + 1
 
     def _novelty(self, s: _Probe, x: int, now_ns: int) -> tuple[int, str, int]:
         """Score, kind and direction of a reading never seen: past the range so far
@@ -458,11 +496,14 @@ class ValueDetector:
         return None if state is None or not state.n else round_div(state.level, _F)
 
     def snapshot(self) -> dict[str, Any]:
-        """Plain JSON state: each probe's counters, level, fits and seasonal slots."""
+        """Plain JSON state: each probe's counters, level, fits and seasonal slots; each
+        sense's probes, least recently seen first; the probes evicted, by sense."""
         return {
             "v": SNAPSHOT_VERSION,
             "probes": {name: s.to_json() for name, s in sorted(self._probes.items())},
             "times": {name: list(t) for name, t in sorted(self._times.items())},
+            "recency": {sense: list(probes) for sense, probes in sorted(self._recency.items())},
+            "evicted": dict(sorted(self.evicted.items())),
         }
 
     def restore(self, snapshot: Mapping[str, Any]) -> None:
@@ -478,7 +519,9 @@ class ValueDetector:
                 str(k): deque((_int(t) for t in v), maxlen=MAX_RATE)
                 for k, v in snapshot.get("times", {}).items()
             }
-        except (KeyError, TypeError, ValueError) as exc:
+            self._recency = _read_recency(snapshot.get("recency"), self._probes)
+            self.evicted = {str(k): _int(v) for k, v in snapshot.get("evicted", {}).items()}
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise EventError(f"value snapshot is malformed: {exc!r}") from None
 
 
@@ -488,6 +531,30 @@ def _int(v: Any) -> int:
     return v
 
 
+def _read_recency(
+    raw: Mapping[str, Any] | None, probes: Mapping[str, _Probe]
+) -> dict[str, OrderedDict[str, None]]:
+    """Each sense's probes, least recently seen first, as the snapshot lists them (each
+    probe once); a snapshot from before eviction groups by name (``value:<sense>.``)."""
+    if raw is None:
+        raw = {}
+        for name in sorted(probes):
+            raw.setdefault(_sense_of(name), []).append(name)
+    out = {str(sense): OrderedDict.fromkeys(str(p) for p in names) for sense, names in raw.items()}
+    listed = [(name, sense) for sense, names in out.items() for name in names]
+    if len(listed) != len(probes) or {name for name, _ in listed} != probes.keys():
+        raise ValueError("recency must list every probe once")
+    for name, sense in listed:
+        probes[name].sense = sense
+    return out
+
+
+def _sense_of(probe: str) -> str:
+    """The sense in a probe's name ``value:<sense>.<reading>``; ``""`` for another name."""
+    head, dot, _ = probe.removeprefix(VALUE_PREFIX).partition(".")
+    return head if probe.startswith(VALUE_PREFIX) and dot else ""
+
+
 def _read_probe(data: Mapping[str, Any]) -> _Probe:
     def slots(rows: Any) -> dict[int, list[int]]:
         return {_int(k): [_int(m), _int(c)] for k, m, c in rows}
@@ -495,6 +562,9 @@ def _read_probe(data: Mapping[str, Any]) -> _Probe:
     fits = [_Fit(_int(e), _int(n)) for e, n in data["fits"]]
     if len(fits) != 3:
         raise ValueError("fits must hold three entries")
-    scalars = {name: _int(data[name]) for name in _SCALARS}
-    scalars |= {name: _int(data.get(name, 0)) for name in _RANGE}
-    return _Probe(**scalars, fits=fits, daily=slots(data["daily"]), weekly=slots(data["weekly"]))
+    probe = _Probe(fits=fits, daily=slots(data["daily"]), weekly=slots(data["weekly"]))
+    for name in _SCALARS:
+        setattr(probe, name, _int(data[name]))
+    for name in _RANGE:
+        setattr(probe, name, _int(data.get(name, 0)))
+    return probe

@@ -117,7 +117,8 @@ def test_the_snapshot_resumes_exactly() -> None:
 @pytest.mark.parametrize(
     "snapshot",
     [{"v": 2, "probes": {}}, {"v": 1}, {"v": 1, "probes": {"p": {"n": 1}}},
-     {"v": 1, "probes": {}, "times": {"s": ["x"]}}],
+     {"v": 1, "probes": {}, "times": {"s": ["x"]}}, {"v": 1, "probes": {}, "recency": {"s": ["p"]}},
+     {"v": 1, "probes": {}, "evicted": {"s": "1"}}],
 )  # fmt: skip
 def test_a_malformed_snapshot_is_refused(snapshot: dict[str, Any]) -> None:
     with pytest.raises(EventError):
@@ -197,6 +198,52 @@ def test_a_snapshot_from_before_ranges_resumes_without_a_fire() -> None:
     assert again.step("p", 105, 800, T0 + 800 * 10 * S) is None  # the range starts afresh
 
 
+CAP = 16  # max_probes in the eviction tests
+CHURN = ValueParams(max_probes=CAP, novel_warmup_s=0, novel_quiet_s=0)
+
+
+def _churn(det: ValueDetector, steps: range) -> list[tuple[int, str]]:
+    """A churning sense (eight new mount names a second) and a steady one joining once the
+    cap is full, reporting every ten seconds, with a spike at step 1900; (step, probe) of
+    each fire of the steady sense."""
+    fired = []
+    for i in steps:
+        # Names counting down, so their order by name is not the order they were seen in.
+        t, mounts = T0 + i * S, {f"free_mib:/run/{99_999 - 8 * i - k}": 100 for k in range(8)}
+        det.observe("mounts", mounts, 2 * i, t)
+        if i >= 100 and i % 10 == 0:
+            busy = 50 + i % 7 + (900 if i == 1900 else 0)
+            fired += [(i, h.probe) for h in det.observe("cpu", {"busy": busy}, 2 * i + 1, t)]
+    return fired
+
+
+def test_a_churning_sense_evicts_its_own_probes_and_a_steady_sense_still_fires() -> None:
+    """Past the cap the churner recycles its least recently seen probes, counted in the
+    snapshot; the steady sense, which joined after the cap filled and reports between 80 new
+    names, keeps its share (a cap that stopped following, or evicted the least recently
+    seen of all, would never let it warm up)."""
+    det = ValueDetector(CHURN)
+    fired = _churn(det, range(2000))
+    assert (1900, "value:cpu.busy") in fired  # after 8 × 2000 names, 1000 times the cap
+    snap = det.snapshot()
+    assert len(snap["probes"]) == CAP and det.level("value:cpu.busy") is not None
+    assert snap["evicted"] == {"mounts": 8 * 2000 + 1 - (CAP - 2)}  # all but its share
+    assert snap["recency"]["cpu"] == ["value:cpu.busy", "value:cpu.per_min"]
+    newest = ["value:mounts.free_mib:/run/84007", "value:mounts.per_min"]
+    assert snap["recency"]["mounts"][-2:] == newest
+
+
+def test_the_snapshot_resumes_evictions_exactly() -> None:
+    """The restored probes are evicted in the order they were seen, not by name."""
+    whole, first, second = ValueDetector(CHURN), ValueDetector(CHURN), ValueDetector(CHURN)
+    expect = _churn(whole, range(1001))
+    got = _churn(first, range(1000))
+    second.restore(json.loads(json.dumps(first.snapshot())))
+    got += _churn(second, range(1000, 1001))
+    assert second.snapshot() == whole.snapshot()
+    assert got + _churn(second, range(1001, 2000)) == expect + _churn(whole, range(1001, 2000))
+
+
 def _cpu_events(count: int) -> list[Event]:
     events = []
     for i in range(count):
@@ -257,6 +304,45 @@ def test_a_changed_value_setting_fails_the_check(
     yaml.write_text(yaml.read_text() + "attention:\n  values: {k_milli: 90000}\n")
     proc = run_cli("--workspace", root, "attend", "--check", "--json", check=False)
     assert json.loads(proc.stdout)["ok"] is False  # type: ignore[attr-defined]
+
+
+def _mount_events(seconds: range) -> list[Event]:
+    """A sense whose reading names churn: eight mount points, new each second."""
+    return [
+        Event(
+            hlc=Hlc(T0 + i * S + 1, 0), node="n", kind="observation", subject="mounts",
+            source=int(SourceClass.ENDPOINT), trust=Trust.FIRST_PARTY, line=f"mounts {i}",
+            payload={"readings": {f"free_mib:/run/{99_999 - 8 * i - k}": 100 for k in range(8)}},
+        )
+        for i in seconds
+    ]  # fmt: skip
+
+
+def test_a_churning_sense_cannot_blind_a_real_log_and_the_check_holds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cap of 32: the churner fills it before the cpu sense starts, and makes 400 times
+    the cap of names; cpu's hog is still surfaced, and every decision recomputes bit for
+    bit."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    cpu, mounts = _cpu_events(300), _mount_events(range(-100, 1500))
+    events = sorted(cpu + mounts, key=lambda e: e.hlc)
+    ws = make_workspace(tmp_path / "ws", events, "attention:\n  values: {max_probes: 32}\n")
+    root = str(ws.root)
+    run_cli("--workspace", root, "attend", "--replay")
+    proc = run_cli("--workspace", root, "query", "--json",
+                   "SELECT data->>'probe' AS probe, data->>'outcome' AS outcome FROM events "
+                   "WHERE kind = 'attention.decision'")  # fmt: skip
+    rows = [json.loads(line) for line in proc.stdout.splitlines()]  # type: ignore[attr-defined]
+    assert {"probe": "value:cpu.busy_permille", "outcome": "surface"} in rows
+    checked = json.loads(run_cli("--workspace", root, "attend", "--check", "--json").stdout)  # type: ignore[attr-defined]
+    assert checked["ok"] is True and checked["compared"] == len(rows) > 0
+    newest = (
+        "SELECT payload FROM events WHERE kind = 'attention.snapshot' ORDER BY physical_ns DESC"
+    )
+    snap = json.loads(bytes(ws.connect().execute(newest).fetchone()[0]))
+    evicted = snap["attention"]["values"]["evicted"]
+    assert list(evicted) == ["mounts"] and evicted["mounts"] >= 10 * 32
 
 
 def _sense(name: str) -> Any:
