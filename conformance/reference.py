@@ -782,7 +782,7 @@ class RefValues:
               "step_err", "fired", "climb")  # fmt: skip
 
     def __init__(self, params: dict[str, int]) -> None:
-        self.p, self.probes, self.times = params, {}, {}
+        self.p, self.probes, self.times, self.clock = params, {}, {}, 0
 
     def observe(self, subject: str, readings: dict[str, int], seq: int, t: int) -> list[Any]:
         named = [(k, readings[k]) for k in sorted(readings) if k != "per_min"]
@@ -790,7 +790,7 @@ class RefValues:
             times = [*self.times.get(subject, []), t][-1000:]
             self.times[subject] = [u for u in times if t - u < 60_000_000_000]
             named.append(("per_min", len(self.times[subject])))
-        fires = [self.step(f"value:{subject}.{k}", v, seq, t) for k, v in named]
+        fires = [self.step(f"value:{subject}.{k}", v, seq, t, subject) for k, v in named]
         if not self.p.get("range_bins"):
             return fires
         kept = [f for f in fires if f is not None]
@@ -800,14 +800,16 @@ class RefValues:
                 best = f
         return [best] if best is not None else []
 
-    def step(self, probe: str, v: int, seq: int, t: int) -> dict[str, Any] | None:
+    def step(self, probe: str, v: int, seq: int, t: int, subject: str = "") -> Any:
         p = self.p
         if probe not in self.probes:
             if len(self.probes) >= p["max_probes"]:
-                return None
+                self._evict(subject)
             self.probes[probe] = {**dict.fromkeys(self.FIELDS, 0), "fits": [[0, 0], [0, 0], [0, 0]],
-                                  "tables": [{}, {}]}  # fmt: skip
+                                  "tables": [{}, {}], "subject": subject}  # fmt: skip
         s = self.probes[probe]
+        self.clock += 1
+        s["read"] = self.clock
         x, h = 1000 * v, t // 3_600_000_000_000
         u = self._unseen(s, x, t) if p.get("range_bins") else 0
         n0, level0 = s["n"], s["level"]
@@ -838,6 +840,16 @@ class RefValues:
         if p.get("range_bins"):
             return self._ranged(s, probe, x, t, seq, u, n0, level0, fire)
         return fire
+
+    def _evict(self, subject: str) -> None:
+        held: dict[str, int] = {}
+        for s in self.probes.values():
+            held[s["subject"]] = held.get(s["subject"], 0) + 1
+        most = max(held.values())
+        largest = [k for k in held if held[k] == most]
+        victim = subject if subject in largest else min(largest)
+        oldest = min((s["read"], k) for k, s in self.probes.items() if s["subject"] == victim)
+        del self.probes[oldest[1]]
 
     def _unseen(self, s: dict[str, Any], x: int, t: int) -> int:
         p, nb = self.p, self.p["range_bins"]

@@ -4,8 +4,9 @@
 encoder and its checker agreed on a wrong byte, the reference would still disagree. Each
 vector is also altered in the places a shared mistake could hide (a preimage byte, a
 re-tagged id, a link byte, ``log_id``, ``nonce``), and the reference must reject it. Only
-the last check here imports nerve: for a few damaged chains, the reference's first break and
-``nerve.chain.verify_chain``'s must agree.
+the last checks here import nerve: for a few damaged chains, the reference's first break and
+``nerve.chain.verify_chain``'s must agree, and on a stream past ``max_probes`` the probes
+evicted must be the same.
 """
 
 from __future__ import annotations
@@ -430,3 +431,30 @@ def test_a_changed_ranged_probe_with_regenerated_vectors_fails_the_reference(
         monkeypatch.setattr(values.ValueDetector, "_blend", unweighed)
     gen = _generator()
     assert ref.check_c3v(gen.c3v(gen.value_stream())) != []
+
+
+def test_the_reference_evicts_the_probes_nerve_evicts() -> None:
+    """No vector fills ``max_probes``; on a stream that does (two subjects whose reading
+    names churn, a steady one joining late), the reference follows the README's eviction rule to
+    the same fires and the same probes kept as nerve."""
+    from dataclasses import asdict
+
+    from nerve.attention.values import ValueDetector, ValueParams
+
+    params = ValueParams(max_probes=12, warmup=4, novel_warmup_s=0, novel_quiet_s=0)
+    nerve_side, reference = ValueDetector(params), ref.RefValues(params.model_dump())
+    t0, fired = 1_767_225_600_000_000_000, 0
+    for i in range(600):
+        t = t0 + i * 1_000_000_000
+        stream = [
+            ("mounts", {f"m{(i * 5 + k) % 997}": 100 + k for k in range(5)}),
+            ("pods", {f"p{(i * 3 + k) % 991}": 7 for k in range(3)}),
+        ]
+        if i >= 40 and i % 7 == 0:
+            stream.append(("cpu", {"busy": 50 + i % 5 + (400 if i == 560 else 0)}))
+        for subject, readings in stream:
+            got = [asdict(h) for h in nerve_side.observe(subject, readings, i, t)]
+            want = reference.observe(subject, readings, i, t)
+            assert [{k: h[k] for k in w} for h, w in zip(got, want, strict=True)] == want, i
+            fired += len(want)
+    assert fired and sorted(nerve_side.snapshot()["probes"]) == sorted(reference.probes)
