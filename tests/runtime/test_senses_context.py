@@ -340,10 +340,12 @@ def _root_has(env: dict[str, str], atom: str) -> bool:
     )
 
 
-def _xterm(display: str, title: str) -> subprocess.Popen[bytes]:
+def _xterm(display: str, title: str, *instance: str) -> subprocess.Popen[bytes]:
+    """An xterm titled ``title``; its WM_CLASS instance is ``instance`` when one is given."""
     env = {**os.environ, "DISPLAY": display}
+    named = ["-name", *instance] if instance else []
     return subprocess.Popen(
-        ["xterm", "-T", title, "-e", "sleep", "60"], env=env, stderr=subprocess.DEVNULL
+        ["xterm", *named, "-T", title, "-e", "sleep", "60"], env=env, stderr=subprocess.DEVNULL
     )
 
 
@@ -429,15 +431,18 @@ def test_focus_follows_real_windows_and_idle(xserver: str, tmp_path: Path) -> No
                 proc.wait()
 
 
-def test_an_excluded_app_keeps_its_title_out(xserver: str, tmp_path: Path) -> None:
-    term = _xterm(xserver, "secret plans")
+# WM_CLASS is ("SecretPlans", "XTerm"); each name is given in a case neither part has, so a
+# match that is case-sensitive on either side (the option's or the window's) misses it.
+@pytest.mark.parametrize("excluded", ["xTERM", "SECRETPLANS"], ids=["class", "instance"])
+def test_an_excluded_app_keeps_its_title_out(xserver: str, tmp_path: Path, excluded: str) -> None:
+    term = _xterm(xserver, "secret plans", "SecretPlans")
     try:
         state: Any = initial("focus")
         seen: list[dict[str, Any]] = []
 
         def got() -> bool:
             nonlocal state
-            state, out = _focused(xserver, tmp_path, state, exclude_apps=["XTerm"], idle_s=3600)
+            state, out = _focused(xserver, tmp_path, state, exclude_apps=[excluded], idle_s=3600)
             seen.extend(out)
             return any(p.get("app") == "(excluded)" for p in seen)
 
@@ -513,7 +518,8 @@ def test_focus_on_macos_keeps_an_excluded_app_s_title_out(
     bank = {"kCGWindowLayer": 0, "kCGWindowOwnerName": "Bank", "kCGWindowOwnerPID": 9,
             "kCGWindowNumber": 7, "kCGWindowName": "balance 1,234"}  # fmt: skip
     _mac(monkeypatch, _Quartz([bank], idle_s=0))
-    [obs] = run("focus", initial("focus"), tmp_path, exclude_apps=["bank"]).observations
+    # in a case the owner's name does not have: the match ignores case on both sides
+    [obs] = run("focus", initial("focus"), tmp_path, exclude_apps=["bANK"]).observations
     assert obs.payload["app"] == "(excluded)" and "balance" not in str(obs.payload)
 
 
