@@ -5,6 +5,7 @@ the real hook in real shells, and the focused window under a real X server and w
 from __future__ import annotations
 
 import os
+import random
 import shutil
 import subprocess
 import sys
@@ -382,12 +383,47 @@ def test_focus_started_headless_looks_again_inside_a_desktop(
         one.wait()
 
 
+def _free_display() -> str:
+    """A display number no X server holds (no lock file, no socket), picked at random so
+    parallel workers and a server still going away do not meet."""
+    rng = random.Random()
+    for _ in range(100):
+        n = rng.randrange(2000, 60000)
+        if not any(Path(p).exists() for p in (f"/tmp/.X{n}-lock", f"/tmp/.X11-unix/X{n}")):
+            return f":{n}"
+    raise AssertionError("no free X display number")
+
+
 def test_focus_retries_a_display_that_could_not_be_opened(tmp_path: Path) -> None:
-    gone = run("focus", initial("focus"), tmp_path, display=":987654").state
+    """An X server not up yet (at boot): said once, left alone for ``retry_s`` even once the
+    server is there, then opened on the first compute after ``retry_s``."""
+    if shutil.which("Xvfb") is None:
+        pytest.skip("missing Xvfb (.ci/run installs it)")
+    sense, display = load("focus"), _free_display()
+    gone = run("focus", initial("focus"), tmp_path, display=display).state
     assert gone["status"] == "unavailable" and "cannot open X display" in gone["note"]
-    # said once: the next computes within retry_s record nothing and change nothing
-    ctx = SenseContext("focus", tmp_path, {"display": ":987654", "retry_s": 3600})
-    assert load("focus").compute(gone, ctx) is None
+    server = subprocess.Popen([*XVFB[:1], display, *XVFB[1:]], stderr=subprocess.DEVNULL)
+    try:
+        up = {**os.environ, "DISPLAY": display}
+        assert poll(lambda: _answers(up), timeout=20)
+        # said once: within retry_s a compute records nothing and opens nothing, server or not
+        within = SenseContext("focus", tmp_path, {"display": display, "retry_s": 3600})
+        assert sense.compute(gone, within) is None
+        time.sleep(0.3)
+        after = run("focus", gone, tmp_path, display=display, retry_s=0.2).state
+        assert after["status"] == "ok", after
+    finally:
+        opened = sense._conn.get("display") if sense._conn.get("name") == display else None
+        if opened is not None:
+            opened.close()
+            sense._conn.clear()
+        server.terminate()
+        server.wait(timeout=10)
+
+
+def _answers(env: dict[str, str]) -> bool:
+    probe = ["xdotool", "getmouselocation"] if shutil.which("xdotool") else ["xprop", "-root"]
+    return subprocess.run(probe, env=env, capture_output=True).returncode == 0
 
 
 def test_focus_follows_real_windows_and_idle(xserver: str, tmp_path: Path) -> None:
