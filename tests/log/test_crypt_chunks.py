@@ -103,3 +103,44 @@ def test_a_whole_sealed_file_opens_by_either_reader(cipher: crypt.Cipher, tmp_pa
     path = tmp_path / "whole"
     path.write_bytes(sealed)
     assert crypt.SealedFile(path).read(CHUNK - 5, 2 * CHUNK + 7) == plain[CHUNK - 5 :]
+
+
+def test_a_range_opens_only_the_chunks_it_touches(
+    cipher: crypt.Cipher, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What DuckDB reads of a few columns costs about what it reads: not the whole file."""
+    plain = os.urandom(4 * CHUNK)
+    path = tmp_path / "segment"
+    path.write_bytes(cipher.seal_file(plain))
+    opened: list[bytes] = []
+    real = crypt.bindings.crypto_aead_xchacha20poly1305_ietf_decrypt
+
+    def noting(message: bytes, aad: bytes, nonce: bytes, key: bytes) -> bytes:
+        opened.append(nonce)
+        return real(message, aad, nonce, key)
+
+    monkeypatch.setattr(crypt.bindings, "crypto_aead_xchacha20poly1305_ietf_decrypt", noting)
+    reader = crypt.SealedFile(path)
+    assert reader.read(2 * CHUNK + 10, 2 * CHUNK + 20) == plain[2 * CHUNK + 10 : 2 * CHUNK + 20]
+    assert len(opened) == 1
+    assert reader.read(CHUNK - 1, CHUNK + 1) == plain[CHUNK - 1 : CHUNK + 1]
+    assert len(opened) == 3  # chunks 0 and 1: a range across a boundary opens both
+
+
+def test_duckdbs_file_system_reads_plaintext_ranges_and_writes_nothing(
+    cipher: crypt.Cipher, tmp_path: Path
+) -> None:
+    from nerve import sealedfs
+
+    plain = os.urandom(CHUNK + 300)
+    path = tmp_path / "segment"
+    path.write_bytes(cipher.seal_file(plain))
+    files = sealedfs.SealedFileSystem()
+    name = sealedfs.uri(path)
+    assert name.startswith("nervesealed://") and files.info(name)["size"] == len(plain)
+    with files.open(name, "rb") as stream:
+        stream.seek(CHUNK - 2)
+        assert stream.read(4) == plain[CHUNK - 2 : CHUNK + 2]
+    with pytest.raises(PermissionError, match="read-only"):
+        files.open(name, "wb")
+    assert path.read_bytes() == cipher.seal_file(plain)  # as sealed: deterministic, untouched
