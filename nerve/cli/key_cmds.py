@@ -43,7 +43,7 @@ def kek_for_new(
         assert log_root is not None
         return crypt.systemd_creds_source(log_root)
     if key_file is not None:
-        return _kek_of_file(key_file, None if log_root is None else log_root.parent)
+        return _kek_of_file(key_file, None if log_root is None else crypt.kept_with(log_root))
     source = crypt.passphrase_source()
     kek = crypt.kek_from_passphrase(_read_passphrase(), source, where="the new passphrase")
     return kek, source

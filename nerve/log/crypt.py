@@ -563,6 +563,12 @@ def _systemd_creds(args: list[str], data: bytes) -> bytes:
     return done.stdout
 
 
+def kept_with(log_root: Path) -> Path:
+    """The folder a copy of the log carries, where its key file must not be: a workspace's
+    ``data/`` (the log's parent, so named), else a bare log's own folder."""
+    return log_root.parent if log_root.parent.name == "data" else log_root
+
+
 def kek_from_env(
     log_root: Path, ring: dict[str, Any], env: Mapping[str, str] | None = None
 ) -> bytes:
@@ -573,7 +579,7 @@ def kek_from_env(
     where = keyring_path(log_root)
     if env.get(ENV_KEY_FILE):
         force = env.get(ENV_KEY_FILE_FORCE) == "1"
-        return kek_from_file(Path(env[ENV_KEY_FILE]), data=log_root.parent, force=force)
+        return kek_from_file(Path(env[ENV_KEY_FILE]), data=kept_with(log_root), force=force)
     if source.get("kind") == "systemd-creds":
         return _kek_from_systemd_creds(log_root, source)
     if env.get(ENV_PASSPHRASE) and source.get("kind") != "passphrase":

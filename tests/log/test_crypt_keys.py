@@ -169,3 +169,18 @@ def test_the_keyring_folder_is_synced_after_each_key_file_lands(tmp_path: Path) 
     with synced_paths() as synced:
         crypt.copy_keyring(log_root, archive)
     assert synced[-1] == str(archive), synced
+
+
+def test_a_bare_logs_key_may_sit_beside_it_not_inside_it(tmp_path: Path) -> None:
+    """A log outside a workspace: its own folder is what a copy carries."""
+    log_root = tmp_path / "log"
+    beside = tmp_path / "log.key"
+    crypt.new_key_file(beside)
+    ring = {"kek": crypt.file_source()}
+    assert crypt.kek_from_env(log_root, ring, {crypt.ENV_KEY_FILE: str(beside)})
+    log_root.mkdir()
+    inside = log_root / "log.key"
+    os.replace(beside, inside)
+    with pytest.raises(crypt.KeyFileError, match="kept inside"):
+        crypt.kek_from_env(log_root, ring, {crypt.ENV_KEY_FILE: str(inside)})
+    assert crypt.kept_with(tmp_path / "ws" / "data" / "log") == tmp_path / "ws" / "data"
