@@ -246,29 +246,35 @@ def fsync_dir(path: Path, *, site: str | None = None) -> None:
 
 
 def write_private(path: Path, data: bytes, *, site: str, exclusive: bool = True) -> None:
-    """Write a small owner-only file durably: new (``exclusive``) or atomically replaced."""
+    """Write a small owner-only file durably: new (``exclusive``) or atomically replaced;
+    either way its folder is synced after, so the name survives a crash too."""
     if exclusive:
-        fd = open_file(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
-        try:
-            write_all(fd, data, site=site, path=path)
-            os.fsync(fd)
-        except BaseException:
-            os.unlink(path)  # ours (O_EXCL): a half-written file must not look like a key
-            raise
-        finally:
-            os.close(fd)
-        return
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with contextlib.suppress(FileNotFoundError):
-        os.unlink(tmp)
-    try:
-        write_private(tmp, data, site=site)
-        rename(tmp, path, site=site)
-    except BaseException:
+        _write_new(path, data, site=site)
+    else:
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
-        raise
+        try:
+            _write_new(tmp, data, site=site)
+            rename(tmp, path, site=site)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+            raise
     fsync_dir(path.parent)
+
+
+def _write_new(path: Path, data: bytes, *, site: str) -> None:
+    """A new file (``O_EXCL``) with ``data``, synced; removed if the write fails."""
+    fd = open_file(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+    try:
+        write_all(fd, data, site=site, path=path)
+        os.fsync(fd)
+    except BaseException:
+        os.unlink(path)  # ours (O_EXCL): a half-written file must not look like a key
+        raise
+    finally:
+        os.close(fd)
 
 
 def write_small(path: Path, data: bytes) -> None:

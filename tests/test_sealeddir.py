@@ -24,7 +24,7 @@ SECRET = "the heron files at dawn"
 def _sealed_workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     root = tmp_path / "ws"
     (root / "data").mkdir(parents=True)
-    encrypt_log(root / "data" / "log", monkeypatch)
+    encrypt_log(root / "data" / "log", monkeypatch, key=tmp_path / "ws.key")  # not in data/
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(_memory(tmp_path)))
     return root
 

@@ -43,12 +43,26 @@ def kek_for_new(
         assert log_root is not None
         return crypt.systemd_creds_source(log_root)
     if key_file is not None:
-        if not key_file.exists():
-            crypt.new_key_file(key_file)
-            typer.echo(f"made key file {key_file} (keep a copy: a lost key is lost data)", err=True)
-        return crypt.kek_from_file(key_file), crypt.file_source()
+        return _kek_of_file(key_file, None if log_root is None else crypt.kept_with(log_root))
     source = crypt.passphrase_source()
-    return crypt.kek_from_passphrase(_read_passphrase(), source), source
+    kek = crypt.kek_from_passphrase(_read_passphrase(), source, where="the new passphrase")
+    return kek, source
+
+
+def _kek_of_file(key_file: Path, data: Path | None) -> tuple[bytes, dict[str, Any]]:
+    """The KEK of ``key_file``, made first if missing (not inside ``data``: it is refused
+    there, so it is refused before it is made)."""
+    import os
+
+    from nerve.log import crypt
+
+    force = os.environ.get(crypt.ENV_KEY_FILE_FORCE) == "1"
+    if not key_file.exists():
+        if data is not None and not force:
+            crypt.refuse_kept_in(key_file, data)
+        crypt.new_key_file(key_file)
+        typer.echo(f"made key file {key_file} (keep a copy: a lost key is lost data)", err=True)
+    return crypt.kek_from_file(key_file, data=data, force=force), crypt.file_source()
 
 
 def _read_passphrase() -> str:

@@ -599,8 +599,7 @@ def _record(data_dir: Path, result: ShipResult) -> None:
     from nerve.fleet.warehouse import write_local
 
     body = {**result.to_json(), "time_ns": time.time_ns()}
-    # not fsynced: a note lost to a crash costs `fleet status` one ship, never a segment
-    write_local(state_path(data_dir), canonical_json(body) + b"\n", sync=False)
+    write_local(state_path(data_dir), canonical_json(body) + b"\n")
 
 
 def _record_failure(data_dir: Path, host: str, exc: FleetError) -> None:

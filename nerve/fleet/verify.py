@@ -42,6 +42,7 @@ from nerve.fleet.warehouse import (
     property_head,
     segment_name,
     snapshot_head,
+    write_local,
 )
 from nerve.log.manifest import read_manifest
 
@@ -110,11 +111,10 @@ class Pins:
             raise LogCorrupt(f"{path}: unreadable fleet pins: {exc}") from None
 
     def save(self) -> None:
+        """Replace the pins whole and durably (a pin lost to a crash would let the next
+        verify pin whatever key it meets first)."""
         fsio.private_dir(self.path.parent)
-        tmp = self.path.with_suffix(".tmp")
-        tmp.write_bytes(canonical_json({"hosts": self.hosts}) + b"\n")
-        tmp.chmod(0o600)
-        tmp.replace(self.path)
+        write_local(self.path, canonical_json({"hosts": self.hosts}) + b"\n")
 
 
 def pins_path(wh: Warehouse, trust_dir: Path) -> Path:
@@ -259,12 +259,7 @@ def _trusted(
     head: Head, table_head: Head | None, pins: Pins, report: HostReport, repin: bool
 ) -> bool:
     pinned = pins.hosts.get(report.host)
-    if table_head is not None and table_head.key != head.key and not repin:
-        report.fail(
-            "key-changed",
-            f"head.json is signed by key {head.key.hex()[:16]}…, the table's newest snapshot "
-            f"by {table_head.key.hex()[:16]}… (re-signed by another key?)",
-        )
+    if table_head is not None and not _agrees(head, table_head, report):
         return False
     for label, candidate in (("head.json", head), ("the table's newest snapshot", table_head)):
         if candidate is None:
@@ -299,6 +294,26 @@ def _trusted(
             "rolled-back",
             f"the table's newest snapshot for the host is at record {table_head.seq}, older "
             f"than record {pinned['seq']} accepted before (the table was rolled back)",
+        )
+        return False
+    return True
+
+
+def _agrees(head: Head, table_head: Head, report: HostReport) -> bool:
+    """The table registers this head: under its key (whatever the pins say: ``--repin``
+    cannot settle a table and a head.json that disagree), and at its record the same hash."""
+    if table_head.key != head.key:
+        report.fail(
+            "key-changed",
+            f"head.json is signed by key {head.key.hex()[:16]}…, the table's newest snapshot "
+            f"by {table_head.key.hex()[:16]}… (re-signed by another key?)",
+        )
+        return False
+    if table_head.seq == head.seq and table_head.hash != head.hash:
+        report.fail(
+            "bad-head",
+            f"the table registers manifest record {head.seq} as head {table_head.hash[:16]}…, "
+            f"head.json signs {head.hash[:16]}… (not the head the table registered)",
         )
         return False
     return True

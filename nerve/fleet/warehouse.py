@@ -530,8 +530,9 @@ def _not_found(exc: OSError) -> bool:
 
 
 def write_local(path: Path, data: bytes, *, sync: bool = True) -> None:
-    """``data`` whole at ``path`` (a temp file renamed into place); ``sync``: fsync it
-    first (not for a note that the next ship writes again)."""
+    """``data`` whole at ``path`` (a temp file renamed into place), owner-only; ``sync``
+    (the default): the file is fsynced before the rename and its folder after it, so a
+    crash leaves the old bytes or the new, under the name."""
     from nerve import fsio
 
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -548,6 +549,8 @@ def write_local(path: Path, data: bytes, *, sync: bool = True) -> None:
     except BaseException:
         tmp.unlink(missing_ok=True)  # a write that failed leaves nothing behind
         raise
+    if sync:
+        fsio.fsync_dir(path.parent, site="fleet.fsync")
 
 
 FORMAT = "nerve-segment-v3"  # v3: payload_cid stored for erased rows only

@@ -54,6 +54,7 @@ KEY_FILE_HEADER = "nerve-key-1 "  # what `nerve key new` writes: header, 64 hex,
 CIPHER_NAME = "xchacha20poly1305"
 ENV_KEY_FILE = "NERVE_KEY_FILE"
 ENV_PASSPHRASE = "NERVE_PASSPHRASE"
+ENV_KEY_FILE_FORCE = "NERVE_KEY_FILE_FORCE"  # "1": use a key file others may read, or in data/
 _UNLOCK_HINT = f"set {ENV_KEY_FILE}=PATH (or {ENV_PASSPHRASE}, or answer the prompt on a terminal)"
 
 
@@ -62,11 +63,13 @@ class KeyMissing(LogError):
 
 
 class WrongKey(LogError):
-    """The key given does not open the log's data key (nothing was written)."""
+    """The key given does not open the log's data key, or is an empty passphrase (nothing
+    was written)."""
 
 
 class KeyFileError(LogError):
-    """A key file cannot be used: missing, not a regular file, too short, or truncated."""
+    """A key file cannot be used: missing, not a regular file, too short, truncated or
+    otherwise damaged; or exposed (others may read it, or it is kept under ``data/``)."""
 
 
 @dataclass(frozen=True)
@@ -336,7 +339,6 @@ def new_keyring(log_root: Path, kek: bytes, source: dict[str, Any]) -> Cipher:
     cipher = Cipher(utils.random(KEY_BYTES))
     fsio.private_dir(log_root)
     fsio.write_private(path, _ring_bytes(cipher, kek, source), site="keyring.write")
-    fsio.fsync_dir(log_root)
     with _GUARD:
         _UNLOCKED[cipher.key_id] = cipher
     return cipher
@@ -386,11 +388,14 @@ def passphrase_source() -> dict[str, Any]:
     }
 
 
-def kek_from_passphrase(passphrase: str, source: dict[str, Any]) -> bytes:
+def kek_from_passphrase(
+    passphrase: str, source: dict[str, Any], *, where: str = "the passphrase"
+) -> bytes:
     """Argon2id over the passphrase with the keyring's salt and limits (remembered for
-    the process, by a hash: a daemon unlocking again need not pay the KDF twice)."""
+    the process, by a hash: a daemon unlocking again need not pay the KDF twice). An empty
+    one is refused (``where`` names it): Argon2id over nothing is no secret."""
     if not passphrase:
-        raise WrongKey("the passphrase is empty")
+        raise WrongKey(f"{where} is empty: a passphrase cannot be empty; nothing was written")
     memo = blake3.blake3(f"{passphrase}\0{sorted(source.items())}".encode()).digest()
     if memo not in _KDF_MEMO:
         _KDF_MEMO[memo] = _argon2id(passphrase, source)
@@ -420,48 +425,97 @@ def new_key_file(path: Path) -> None:
     fsio.write_private(path, text, site="keyring.write")
 
 
-def kek_from_file(path: Path, warn: Any = None) -> bytes:
-    """The KEK a key file holds: nerve's own format (checked), or any ≥ 32 bytes, hashed."""
-    material = _read_key_file(path, warn)
-    text = material.decode("ascii", "replace").strip()
-    if text.startswith(KEY_FILE_HEADER.strip()):
-        material = _nerve_key(path, text)
-    elif len(material) < KEY_BYTES:
+def kek_from_file(path: Path, *, data: Path | None = None, force: bool = False) -> bytes:
+    """The KEK a key file holds: nerve's own format (checked whole), or any ≥ 32 bytes of
+    key material, hashed. A key file others may read, or one kept under ``data`` (the
+    folder it protects), is refused unless ``force`` (:data:`ENV_KEY_FILE_FORCE`)."""
+    return _kek_of(_key_material(path, _read_key_file(path, data, force)))
+
+
+def _key_material(path: Path, material: bytes) -> bytes:
+    """The key a key file's bytes give, or ``KeyFileError`` naming ``path``."""
+    if _looks_like_nerve_key(material):
+        return _nerve_key(path, material.decode("ascii", "replace"))
+    if len(material) < KEY_BYTES:
         raise KeyFileError(
             f"{path}: holds {len(material)} bytes; a key file needs at least {KEY_BYTES} "
             "(truncated?)"
         )
-    return _kek_of(material)
+    if len(set(material)) < _LEAST_DISTINCT:
+        raise KeyFileError(
+            f"{path}: holds {len(material)} bytes of only {len(set(material))} distinct "
+            "values: not key material (zeroed or damaged?)"
+        )
+    return material
+
+
+_LEAST_DISTINCT = 8  # 32 random bytes hold ~30 distinct values; a zeroed file holds one
+
+
+def _looks_like_nerve_key(material: bytes) -> bool:
+    """Written by ``nerve key new``, maybe damaged since: it starts with the header, or
+    it is three words with a 64-character key in the middle."""
+    text = material.decode("ascii", "replace")
+    words = text.split()
+    return text.startswith(KEY_FILE_HEADER[:5]) or (len(words) == 3 and len(words[1]) == 64)
 
 
 def _nerve_key(path: Path, text: str) -> bytes:
-    parts = text.split()
-    if len(parts) != 3 or len(parts[1]) != 2 * KEY_BYTES:
+    """The key of a nerve key file exactly as ``nerve key new`` wrote it (a final line
+    end optional): header, 64 lowercase hex digits, their 8-digit blake3 check."""
+    body = text.removesuffix("\n").removesuffix("\r")
+    header, _, rest = body.partition(" ")
+    if f"{header} " != KEY_FILE_HEADER:
+        raise KeyFileError(
+            f"{path}: starts {header[:16]!r}, not {KEY_FILE_HEADER.strip()!r}: not a nerve "
+            "key file this version reads (damaged?)"
+        )
+    parts = rest.split(" ")
+    if len(parts) != 2 or len(parts[0]) != 2 * KEY_BYTES or len(parts[1]) != 8:
         raise KeyFileError(f"{path}: a nerve key file cut short or changed (truncated?)")
-    try:
-        key = bytes.fromhex(parts[1])
-    except ValueError:
-        raise KeyFileError(f"{path}: the key is not hexadecimal") from None
-    if blake3.blake3(key).hexdigest()[:8] != parts[2]:
+    if not set(parts[0]) <= _HEX_DIGITS:
+        raise KeyFileError(f"{path}: the key is not lowercase hexadecimal (damaged?)")
+    key = bytes.fromhex(parts[0])
+    if blake3.blake3(key).hexdigest()[:8] != parts[1]:
         raise KeyFileError(f"{path}: the key does not match its check (damaged or truncated)")
     return key
 
 
-def _read_key_file(path: Path, warn: Any) -> bytes:
+_HEX_DIGITS = frozenset("0123456789abcdef")
+
+
+def _read_key_file(path: Path, data: Path | None, force: bool) -> bytes:
     try:
         info = os.stat(path)
     except OSError as exc:
         raise KeyFileError(f"{path}: cannot read the key file: {exc.strerror}") from None
     if not stat.S_ISREG(info.st_mode):
         raise KeyFileError(f"{path}: the key file is not a regular file")
-    if info.st_mode & 0o077:
-        (warn or _warn)(f"warning: key file {path} is readable by others; chmod 600 {path}")
+    if not force:
+        _refuse_exposed(path, info.st_mode, data)
     with open(path, "rb") as fh:
         return fh.read(1 << 16)
 
 
-def _warn(message: str) -> None:
-    print(message, file=sys.stderr)
+def _refuse_exposed(path: Path, mode: int, data: Path | None) -> None:
+    """A key file group or others may open, or one kept in the data folder it locks (a
+    copy of ``data/`` would carry its own key), is refused with the fix."""
+    if mode & 0o077:
+        raise KeyFileError(
+            f"{path}: the key file is open to group or others (mode {stat.S_IMODE(mode):o})",
+            hint=f"chmod 600 {path} (or set {ENV_KEY_FILE_FORCE}=1 to use it as it is)",
+        )
+    if data is not None:
+        refuse_kept_in(path, data)
+
+
+def refuse_kept_in(path: Path, data: Path) -> None:
+    """``KeyFileError`` when the key file ``path`` is (or would be) inside ``data``."""
+    if path.resolve().is_relative_to(data.resolve()):
+        raise KeyFileError(
+            f"{path}: the key file is kept inside {data}, beside what it locks",
+            hint=f"move it out of {data} (or set {ENV_KEY_FILE_FORCE}=1 to use it there)",
+        )
 
 
 CRED_FILE = "kek.cred"
@@ -509,6 +563,12 @@ def _systemd_creds(args: list[str], data: bytes) -> bytes:
     return done.stdout
 
 
+def kept_with(log_root: Path) -> Path:
+    """The folder a copy of the log carries, where its key file must not be: a workspace's
+    ``data/`` (the log's parent, so named), else a bare log's own folder."""
+    return log_root.parent if log_root.parent.name == "data" else log_root
+
+
 def kek_from_env(
     log_root: Path, ring: dict[str, Any], env: Mapping[str, str] | None = None
 ) -> bytes:
@@ -518,7 +578,8 @@ def kek_from_env(
     source = ring.get("kek") or {}
     where = keyring_path(log_root)
     if env.get(ENV_KEY_FILE):
-        return kek_from_file(Path(env[ENV_KEY_FILE]))
+        force = env.get(ENV_KEY_FILE_FORCE) == "1"
+        return kek_from_file(Path(env[ENV_KEY_FILE]), data=kept_with(log_root), force=force)
     if source.get("kind") == "systemd-creds":
         return _kek_from_systemd_creds(log_root, source)
     if env.get(ENV_PASSPHRASE) and source.get("kind") != "passphrase":
@@ -527,8 +588,8 @@ def kek_from_env(
             hint=f"set {ENV_KEY_FILE}=PATH",
         )
     if source.get("kind") == "passphrase":
-        if env.get(ENV_PASSPHRASE):
-            return kek_from_passphrase(env[ENV_PASSPHRASE], source)
+        if ENV_PASSPHRASE in env:  # set, even to nothing: an empty one is refused
+            return kek_from_passphrase(env[ENV_PASSPHRASE], source, where=ENV_PASSPHRASE)
         if sys.stdin.isatty() and sys.stderr.isatty():
             return kek_from_passphrase(getpass.getpass(f"passphrase for {where}: "), source)
     raise KeyMissing(f"{log_root}: the log is encrypted and no key was given", hint=_UNLOCK_HINT)

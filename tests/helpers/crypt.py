@@ -43,12 +43,12 @@ def leaks(folder: Path, secrets: tuple[str, ...] = SECRETS) -> list[str]:
     return found
 
 
-def encrypt_log(root: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """Make ``root`` an encrypted log under a new key file that ``NERVE_KEY_FILE`` names for
-    the test (so processes it starts find the key too)."""
+def encrypt_log(root: Path, monkeypatch: pytest.MonkeyPatch, key: Path | None = None) -> Path:
+    """Make ``root`` an encrypted log under a new key file (``key``, else beside the log)
+    that ``NERVE_KEY_FILE`` names for the test (so processes it starts find the key too)."""
     from nerve.log import crypt
 
-    key = root.parent / f"{root.name}.key"
+    key = key or root.parent / f"{root.name}.key"
     crypt.new_key_file(key)
     crypt.new_keyring(root, crypt.kek_from_file(key), crypt.file_source())
     monkeypatch.setenv(crypt.ENV_KEY_FILE, str(key))

@@ -204,15 +204,6 @@ def test_a_truncated_or_short_key_file_is_a_clear_error(tmp_path: Path) -> None:
         assert said in out.stderr and "Traceback" not in out.stderr
 
 
-def test_a_key_file_others_can_read_is_warned_about(tmp_path: Path) -> None:
-    key, ws = tmp_path / "K", tmp_path / "ws"
-    key.write_bytes(os.urandom(32))
-    os.chmod(key, 0o644)
-    run_cli("init", "--encrypt", "--key-file", str(key), str(ws))
-    out = run_cli("-w", str(ws), "emit", "-s", "shell", "-l", "x", env={"NERVE_KEY_FILE": str(key)})
-    assert f"chmod 600 {key}" in out.stderr
-
-
 def test_passphrase_then_rotation_to_a_key_file_rewrites_no_segment(tmp_path: Path) -> None:
     ws, w = tmp_path / "ws", ("-w", str(tmp_path / "ws"))
     run_cli("init", "--encrypt", "--passphrase", str(ws), input="correct horse\n")
