@@ -12,6 +12,7 @@ from typing import Any
 import anyio
 
 from nerve.api import Workspace
+from nerve.mcp import hold
 from nerve.mcp.server import check_host, listen
 from nerve.ui.app import build_app
 from nerve.ui.auth import Keys, token, token_path
@@ -43,8 +44,8 @@ def serve(
     bound = sock.getsockname()[1]
     name = f"[{host}]" if ":" in host else host
     app = build_app(ws, Keys(token_path(ws)), Served(host, bound, allow_remote))
-    config = uvicorn.Config(
-        app, log_level="warning", lifespan="off", timeout_graceful_shutdown=GRACE_S
+    config, sock = hold.serving(
+        app, sock, log_level="warning", lifespan="off", timeout_graceful_shutdown=GRACE_S
     )  # an open live tail never ends by itself: a stop waits this long for it, then cuts it
     runner = uvicorn.Server(config)
 
