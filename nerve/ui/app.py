@@ -136,7 +136,10 @@ class Pages:
             )
         except NerveError as exc:
             return self.failed(request, exc)
-        least = _int(p.get("min"), 0, "min")
+        try:
+            least = _int(p.get("min"), 0, "min")
+        except NerveError as exc:
+            return self.failed(request, exc)
         return self.render(
             request, "timeline.html", out, x=_x(win), min=least, ticks=_ticks(win),
             nav=_nav(win, buckets, p.get("host", "").strip()),
@@ -344,13 +347,20 @@ def _many(form: FormData, name: str) -> list[str]:
     return [str(v).strip() for v in form.getlist(name) if str(v).strip()]
 
 
-def _int(text: str | None, default: int, name: str) -> int:
+def _int(text: str | None, default: int, name: str, lo: int = 0, hi: int = 2**63 - 1) -> int:
+    """A whole number from ``lo`` to ``hi`` given as ``name``, or ``default`` when not given."""
     if text is None or text == "":
         return default
+    shown = repr(text) if len(text) <= 24 else f"{text[:20]!r}… ({len(text)} characters)"
     try:
-        return int(text)
+        value = int(text) if len(text) <= 40 else None
     except ValueError:
-        raise UsageError(f"{name}: {text!r} is not a whole number", field=name) from None
+        value = None
+    if value is None:
+        raise UsageError(f"{name}: {shown} is not a whole number", field=name)
+    if not lo <= value <= hi:
+        raise UsageError(f"{name}: {shown} is outside {lo}..{hi}", field=name)
+    return value
 
 
 def _qs(request: Request) -> str:
