@@ -154,3 +154,11 @@ def wait_until(check: Any, timeout: float = 20.0, what: str = "condition") -> An
             return value
         time.sleep(0.1)
     raise AssertionError(f"timed out waiting for {what}")
+
+
+def login_path(ws: Any) -> str:
+    """``/login?token=<a new login code>`` for the workspace ``ws`` (its token made first)."""
+    from nerve.ui.auth import Keys, token, token_path
+
+    token(ws)
+    return f"/login?token={Keys(token_path(ws)).login_code()}"

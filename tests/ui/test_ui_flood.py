@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import nerve
+from nerve.ui.auth import token
 from nerve.workspace import init_workspace
 from tests.helpers.browser import ui_process
 from tests.helpers.flood import alive, crowd, default_file_limit, status, within
@@ -15,7 +17,7 @@ def test_the_owner_gets_in_while_two_thousand_connections_hang(tmp_path: Path) -
     root = init_workspace(tmp_path / "ws").root
     with ui_process(root, env, default_file_limit) as ui:
         port = int(ui.base.rsplit(":", 1)[1])
-        bearer = {"authorization": "Bearer " + ui.login_url.split("token=", 1)[1]}
+        bearer = {"authorization": "Bearer " + token(nerve.open(root), environ=env)}
 
         def owner() -> int:
             return status(f"{ui.base}/health", {**bearer, "accept": "application/json"})
