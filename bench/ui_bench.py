@@ -398,7 +398,7 @@ def best(rounds: list[dict[str, Any]]) -> dict[str, Any]:
 def side_by_side(work: Path, args: argparse.Namespace) -> dict[str, Any]:
     from playwright.sync_api import sync_playwright
 
-    from nerve.ui.auth import COOKIE, Keys, token_path
+    from nerve.ui.auth import Keys, cookie_name, token_path
 
     now = time.time_ns()
     day = day_of_events(args.events, now)
@@ -412,7 +412,7 @@ def side_by_side(work: Path, args: argparse.Namespace) -> dict[str, Any]:
         aw_store(aw_base, day)
         host = ui.base.split("//")[1].split(":")[0]
         cookie: dict[str, Any] = {
-            "name": COOKIE,
+            "name": cookie_name(int(ui.base.rsplit(":", 1)[1])),
             "value": Keys(token_path(nerve.open(ws.root))).cookie(),
             "domain": host,
             "path": "/",
@@ -493,10 +493,17 @@ def _serves_build(base: str, webui: Path | None) -> bool | None:
     return bool(served == (webui / "index.html").read_bytes())
 
 
+def _cookie_name(base: str) -> str:
+    """The session cookie's name for the server at ``base`` (it names the port)."""
+    from nerve.ui.auth import cookie_name
+
+    return cookie_name(int(base.rsplit(":", 1)[1]))
+
+
 def _timeline_count(base: str, cookie: str, since: int, until: int) -> int:
     req = urllib.request.Request(
         f"{base}/?since={since}&until={until}",
-        headers={"accept": "application/json", "cookie": f"nerve_ui={cookie}"},
+        headers={"accept": "application/json", "cookie": f"{_cookie_name(base)}={cookie}"},
     )
     return int(sum(json.loads(urllib.request.urlopen(req, timeout=60).read())["counts"]))
 
@@ -535,7 +542,8 @@ def live_rate(work: Path, seconds: float, rate: int) -> dict[str, Any]:
 
     def follow() -> None:
         req = urllib.request.Request(
-            f"{ui.base}/live/stream?after={after}", headers={"cookie": f"nerve_ui={cookie}"}
+            f"{ui.base}/live/stream?after={after}",
+            headers={"cookie": f"{_cookie_name(ui.base)}={cookie}"},
         )
         with urllib.request.urlopen(req, timeout=60) as stream:
             for raw in stream:
@@ -593,7 +601,9 @@ def big_timeline(work: Path, events: int) -> dict[str, Any]:
     door = nerve.open(build_log(work / "big", events).root)
     app = build_app(door, Keys(token_path(door)), Served("127.0.0.1", 80))
     client = TestClient(app, base_url="http://127.0.0.1:80")
-    client.get(f"/login?token={token(door)}", follow_redirects=False)
+    token(door)
+    keys = Keys(token_path(door))
+    client.get(f"/login?token={keys.login_code()}", follow_redirects=False)
     times, total = [], 0
     for _ in range(6):
         t0 = time.perf_counter()

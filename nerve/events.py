@@ -112,11 +112,11 @@ def parse_source(text: str | int) -> int:
     name = str(text).strip().lower()
     if name.startswith("vendor:"):
         digits = name.removeprefix("vendor:")
-        if not digits.isdigit() or int(digits) < VENDOR_MIN:
-            raise EventError(f"vendor source {text!r} needs a code >= {VENDOR_MIN}")
-        return check_source(int(digits))
+        if not digits.isdigit() or int(digits[:_CODE_DIGITS]) < VENDOR_MIN:
+            raise EventError(f"vendor source {name[:40]!r} needs a code >= {VENDOR_MIN}")
+        return check_source(_code(digits))
     if name.isdigit():
-        return check_source(int(name))
+        return check_source(_code(name))
     try:
         return int(SourceClass[name.upper()])
     except KeyError:
@@ -126,6 +126,16 @@ def parse_source(text: str | int) -> int:
         raise EventError(
             f"unknown source class {text!r} ({guess}one of {', '.join(known)}, or vendor:<code>)"
         ) from None
+
+
+_CODE_DIGITS = 11  # past 2^32-1 already, and short of Python's limit on int("9" * 5000)
+
+
+def _code(digits: str) -> int:
+    """A code's digits as a number: one too long to be a source is refused as too large."""
+    if len(digits.lstrip("0")) > _CODE_DIGITS:
+        raise EventError(f"source code {digits[:20]}… ({len(digits)} digits) is too large")
+    return int(digits)
 
 
 def check_source(code: int) -> int:

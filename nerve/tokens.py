@@ -61,5 +61,8 @@ def token(
 
 
 def matches(stored: str | None, offered: str) -> bool:
-    """Whether ``offered`` is ``stored`` (compared in constant time)."""
-    return stored is not None and hmac.compare_digest(stored.encode(), offered.encode())
+    """Whether ``offered`` is the whole of ``stored`` (compared in constant time over its full
+    length); no token, or an empty one, matches nothing."""
+    if not stored or not offered:
+        return False
+    return hmac.compare_digest(stored.encode(), offered.encode())

@@ -53,7 +53,8 @@ def token_cmd(
         bool, typer.Option("--rotate", help="Replace it: every open session must log in again.")
     ] = False,
 ) -> None:
-    """Print the token the login URL carries (made on first use)."""
+    """Print the workspace's token, for Authorization: Bearer (made on first use); the login
+    URL carries a one-time code made from it."""
     from nerve.ui.auth import token
 
     typer.echo(token(door(), rotate=rotate))

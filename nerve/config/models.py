@@ -51,6 +51,7 @@ __all__ = [
     "ReflexConfig",
     "RetentionConfig",
     "SenseConfig",
+    "UiConfig",
     "WorkflowConfig",
 ]
 
@@ -334,6 +335,16 @@ class DaemonConfig(_Model):
 _KEY_HEX = re.compile(r"^[0-9a-f]{64}$")
 
 
+class UiConfig(_Model):
+    """How long ``nerve ui``'s login link and sessions last: a login link works once and only
+    within ``login``; a session ends after ``idle`` without a request, and ``session`` after
+    it began, whatever its use."""
+
+    login: PositiveDuration = 3_600_000  # 1 h
+    idle: PositiveDuration = 12 * 3_600_000  # 12 h
+    session: PositiveDuration = 7 * 86_400_000  # 7 d
+
+
 class AttestationConfig(_Model):
     """The Ed25519 public keys (64 lower-case hex digits each) whose signature earns an
     event trust ``Attested`` (see ``nerve.log.attest``); none by default."""
@@ -361,6 +372,7 @@ class NerveConfig(_Model):
     attention: AttentionSettings = Field(default_factory=AttentionSettings)
     recall: RecallConfig = Field(default_factory=RecallConfig)
     daemon: DaemonConfig = Field(default_factory=DaemonConfig)
+    ui: UiConfig = Field(default_factory=UiConfig)
     privacy: PrivacyConfig = Field(default_factory=PrivacyConfig)
     mcp: McpConfig = Field(default_factory=McpConfig)
     attestation: AttestationConfig = Field(default_factory=AttestationConfig)
@@ -408,6 +420,7 @@ _MODELS = (
     LogConfig,
     RetentionConfig,
     DaemonConfig,
+    UiConfig,
     AttestationConfig,
     *PRIVACY_MODELS,
     *MCP_MODELS,

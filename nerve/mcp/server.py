@@ -23,6 +23,7 @@ from mcp.server.mcpserver import MCPServer
 
 from nerve.api import Workspace
 from nerve.errors import UsageError
+from nerve.mcp import hold
 from nerve.mcp.audit import Audit, Transport
 from nerve.mcp.catalog import INSTRUCTIONS, add_resources, add_tools
 from nerve.mcp.token import check, token_path
@@ -105,7 +106,7 @@ def serve_http(
     url = f"http://{_url_host(host)}:{sock.getsockname()[1]}"
     server = build(ws, "http", url=url)
     app = server.streamable_http_app(host=host)
-    config = uvicorn.Config(app, log_level="warning", lifespan="on")
+    config, sock = hold.serving(app, sock, log_level="warning", lifespan="on")
     runner = uvicorn.Server(config)
 
     async def main() -> None:

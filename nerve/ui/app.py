@@ -37,8 +37,8 @@ from nerve.api import Workspace
 from nerve.clock import Hlc
 from nerve.errors import NerveError, UsageError
 from nerve.ui import data
-from nerve.ui.auth import COOKIE, Keys
-from nerve.ui.guard import Guard, Served
+from nerve.ui.auth import Keys
+from nerve.ui.guard import Guard, Served, set_cookie
 
 __all__ = ["build_app"]
 
@@ -88,8 +88,8 @@ def wants_json(request: Request) -> bool:
 class Pages:
     """The routes, over one workspace."""
 
-    def __init__(self, ws: Workspace, keys: Keys) -> None:
-        self.ws, self.keys, self.env = ws, keys, _env()
+    def __init__(self, ws: Workspace, keys: Keys, port: int) -> None:
+        self.ws, self.keys, self.port, self.env = ws, keys, port, _env()
 
     def render(
         self, request: Request, name: str, payload: dict[str, Any], **extra: Any
@@ -117,10 +117,14 @@ class Pages:
 
     async def login(self, request: Request) -> Response:
         offered = request.query_params.get("token", "")
-        if not self.keys.token_ok(offered):
-            return PlainTextResponse("refused: that login token is not (or no longer) valid\n", 401)
+        if not self.keys.redeem(offered):
+            return PlainTextResponse(
+                "refused: that login link is not (or no longer) valid; a link works once: "
+                "restart `nerve ui` for a new one\n", 401,
+            )  # fmt: skip
         response = RedirectResponse("/", 303)
-        response.set_cookie(COOKIE, self.keys.cookie(), httponly=True, samesite="strict", path="/")
+        age = int(self.keys.lifetimes.session)
+        response.headers.append("set-cookie", set_cookie(self.port, self.keys.cookie(), age))
         return response
 
     # -- pages -------------------------------------------------------------------------------
@@ -136,7 +140,10 @@ class Pages:
             )
         except NerveError as exc:
             return self.failed(request, exc)
-        least = _int(p.get("min"), 0, "min")
+        try:
+            least = _int(p.get("min"), 0, "min")
+        except NerveError as exc:
+            return self.failed(request, exc)
         return self.render(
             request, "timeline.html", out, x=_x(win), min=least, ticks=_ticks(win),
             nav=_nav(win, buckets, p.get("host", "").strip()),
@@ -344,13 +351,20 @@ def _many(form: FormData, name: str) -> list[str]:
     return [str(v).strip() for v in form.getlist(name) if str(v).strip()]
 
 
-def _int(text: str | None, default: int, name: str) -> int:
+def _int(text: str | None, default: int, name: str, lo: int = 0, hi: int = 2**63 - 1) -> int:
+    """A whole number from ``lo`` to ``hi`` given as ``name``, or ``default`` when not given."""
     if text is None or text == "":
         return default
+    shown = repr(text) if len(text) <= 24 else f"{text[:20]!r}… ({len(text)} characters)"
     try:
-        return int(text)
+        value = int(text) if len(text) <= 40 else None
     except ValueError:
-        raise UsageError(f"{name}: {text!r} is not a whole number", field=name) from None
+        value = None
+    if value is None:
+        raise UsageError(f"{name}: {shown} is not a whole number", field=name)
+    if not lo <= value <= hi:
+        raise UsageError(f"{name}: {shown} is outside {lo}..{hi}", field=name)
+    return value
 
 
 def _qs(request: Request) -> str:
@@ -419,7 +433,7 @@ def _cell(value: Any) -> str:
 
 def build_app(ws: Workspace, keys: Keys, served: Served) -> Guard:
     """The app for one workspace, behind its guard."""
-    pages = Pages(ws, keys)
+    pages = Pages(ws, keys, served.port)
     routes = [
         Route("/login", pages.login),
         Route("/favicon.ico", lambda request: Response(status_code=204)),

@@ -64,6 +64,7 @@ __all__ = [
 
 _COLS = "physical_ns, logical, id, source, kind, subject, trust, line, payload, erased"
 MAX_PAGE = 500
+MAX_OFFSET = 2**63 - 1  # DuckDB's OFFSET is a signed 64-bit count
 SQL_ROWS = 1_000
 SQL_BYTES = 8 << 20
 
@@ -221,8 +222,11 @@ def events(
     """One bounded page of matching events, newest first; a text search matches what may be
     shown (the redacted text), never the hidden text: a search for a redacted secret finds
     what a search for text not in the log finds."""
-    scr = screen(ws)
     size = max(1, min(size, MAX_PAGE))
+    if max(0, page) * size > MAX_OFFSET:
+        raise UsageError(f"page {page} of {size} starts past the last row there can be",
+                         field="page")  # fmt: skip
+    scr = screen(ws)
     where, args = where_of(f, win)
     source = rows_of(ws, f.host, win.since)
     conn = connect(ws, scr, source)

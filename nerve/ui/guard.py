@@ -18,9 +18,9 @@ from typing import Any
 
 from starlette.responses import PlainTextResponse
 
-from nerve.ui.auth import COOKIE, Keys, host_ok
+from nerve.ui.auth import Keys, Session, cookie_name, host_ok
 
-__all__ = ["CSP", "Guard", "Served"]
+__all__ = ["CSP", "Guard", "Served", "set_cookie"]
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -63,12 +63,17 @@ class Guard:
             await self.app(scope, receive, send)
             return
 
+        renewed: list[tuple[bytes, bytes]] = []
+
         async def secured(message: Message) -> None:
             if message["type"] == "http.response.start":
-                message["headers"] = [*message.get("headers", []), *HEADERS]
+                message["headers"] = [*message.get("headers", []), *HEADERS, *renewed]
             await send(message)
 
         refusal = self._refusal(scope)
+        renewal = scope.get("state", {}).pop("renewed", None)
+        if renewal is not None:
+            renewed.append((b"set-cookie", self._set_cookie(renewal).encode("latin-1")))
         if refusal is not None:
             await refusal(scope, receive, secured)
             return
@@ -89,14 +94,17 @@ class Guard:
             return PlainTextResponse("method not allowed\n", 405)
         if scope["path"] in _OPEN:
             return None
-        session = self._session(headers)
-        if session is None:
+        found = self._session(headers)
+        if found is None:
             return PlainTextResponse(
                 "not logged in: open the login URL `nerve ui` printed "
                 "(or `nerve ui token` for the token)\n",
                 401,
             )
+        session = found.id
         scope.setdefault("state", {})["session"] = session
+        if found.renewed is not None:
+            scope["state"]["renewed"] = found.renewed
         scope["state"]["csrf"] = self.keys.csrf(session) if session != "bearer" else ""
         if scope["method"] == "POST" and session != "bearer":
             offered = headers.get("x-csrf-token", "")
@@ -105,14 +113,23 @@ class Guard:
             scope["state"]["csrf_checked"] = bool(offered)  # else the form's field is checked
         return None
 
-    def _session(self, headers: dict[str, str]) -> str | None:
+    def _session(self, headers: dict[str, str]) -> Session | None:
         auth = headers.get("authorization", "")
         if auth.lower().startswith("bearer "):
-            return "bearer" if self.keys.token_ok(auth[7:].strip()) else None
+            return Session("bearer") if self.keys.token_ok(auth[7:].strip()) else None
         jar: SimpleCookie = SimpleCookie()
         try:
             jar.load(headers.get("cookie", ""))
         except Exception:  # a malformed Cookie header is no login
             return None
-        morsel = jar.get(COOKIE)
+        morsel = jar.get(cookie_name(self.served.port))
         return self.keys.session(morsel.value if morsel else None)
+
+    def _set_cookie(self, value: str) -> str:
+        """The ``Set-Cookie`` header for a session's cookie on this server."""
+        return set_cookie(self.served.port, value, int(self.keys.lifetimes.session))
+
+
+def set_cookie(port: int, value: str, max_age: int) -> str:
+    """A session cookie for the server on ``port``: HttpOnly, SameSite=Strict, Path=/."""
+    return f"{cookie_name(port)}={value}; HttpOnly; Max-Age={max_age}; Path=/; SameSite=strict"

@@ -9,6 +9,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from nerve.clock import PHYSICAL_MAX
 from nerve.errors import UsageError
 from nerve.events import AGENT_ACCESS
 
@@ -50,11 +51,20 @@ def _instant(text: str | None, name: str, now: int) -> int | None:
     if text is None or not text.strip():
         return None
     if text.strip().isdigit() and len(text.strip()) > 12:
-        return int(text.strip())
+        return _ns(text.strip(), name)
     try:
         return parse_instant(text, now_ns=now).physical_ns
     except UsageError as exc:
         raise UsageError(f"{name}: {exc}", field=name) from None
+
+
+def _ns(digits: str, name: str) -> int:
+    """Nanoseconds since the epoch, given as digits; past what a stamp holds is refused."""
+    if len(digits.lstrip("0")) > len(str(PHYSICAL_MAX)) or int(digits) > PHYSICAL_MAX:
+        shown = digits if len(digits) <= 24 else f"{digits[:20]}… ({len(digits)} digits)"
+        raise UsageError(f"{name}: {shown} is past the last instant a stamp holds (2^63-1 ns)",
+                         field=name)  # fmt: skip
+    return int(digits)
 
 
 def _midnight(now_ns: int) -> int:

@@ -12,9 +12,10 @@ from typing import Any
 import anyio
 
 from nerve.api import Workspace
+from nerve.mcp import hold
 from nerve.mcp.server import check_host, listen
 from nerve.ui.app import build_app
-from nerve.ui.auth import Keys, token, token_path
+from nerve.ui.auth import Keys, Lifetimes, token, token_path
 from nerve.ui.guard import Served
 
 __all__ = ["serve"]
@@ -38,13 +39,14 @@ def serve(
     import uvicorn
 
     check_host(host, allow_remote=allow_remote)
-    secret = token(ws)
+    token(ws)  # made on first use: the login code is made from it
     sock = listen(host, port)
     bound = sock.getsockname()[1]
     name = f"[{host}]" if ":" in host else host
-    app = build_app(ws, Keys(token_path(ws)), Served(host, bound, allow_remote))
-    config = uvicorn.Config(
-        app, log_level="warning", lifespan="off", timeout_graceful_shutdown=GRACE_S
+    keys = Keys(token_path(ws), Lifetimes.of(ws))
+    app = build_app(ws, keys, Served(host, bound, allow_remote))
+    config, sock = hold.serving(
+        app, sock, log_level="warning", lifespan="off", timeout_graceful_shutdown=GRACE_S
     )  # an open live tail never ends by itself: a stop waits this long for it, then cuts it
     runner = uvicorn.Server(config)
 
@@ -54,7 +56,7 @@ def serve(
             while not runner.started and not runner.should_exit:
                 await anyio.sleep(0.05)
             if runner.started and ready is not None:
-                ready(f"http://{name}:{bound}/login?token={secret}")
+                ready(f"http://{name}:{bound}/login?token={keys.login_code()}")
             threading.Thread(target=_warm, args=(ws,), daemon=True).start()
 
     def stop(signum: int, frame: Any) -> None:

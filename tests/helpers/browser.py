@@ -10,7 +10,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -94,12 +94,15 @@ def chromium_missing() -> str | None:
 class UiProcess:
     """A real `nerve ui` on a free loopback port, for one workspace."""
 
-    def __init__(self, root: Path, env: dict[str, str]) -> None:
+    def __init__(
+        self, root: Path, env: dict[str, str], preexec: Callable[[], None] | None = None
+    ) -> None:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "nerve", "--workspace", str(root), "ui"],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             env={**os.environ, "NO_COLOR": "1", **env},
+            preexec_fn=preexec,  # noqa: PLW1509 (only setrlimit, before exec)
         )
         (self.login_url,) = LineReader(self.proc).take(1, timeout=60)
         self.base = self.login_url.split("/login")[0]
@@ -116,8 +119,10 @@ class UiProcess:
 
 
 @contextlib.contextmanager
-def ui_process(root: Path, env: dict[str, str]) -> Iterator[UiProcess]:
-    ui = UiProcess(root, env)
+def ui_process(
+    root: Path, env: dict[str, str], preexec: Callable[[], None] | None = None
+) -> Iterator[UiProcess]:
+    ui = UiProcess(root, env, preexec)
     try:
         yield ui
     finally:
@@ -149,3 +154,11 @@ def wait_until(check: Any, timeout: float = 20.0, what: str = "condition") -> An
             return value
         time.sleep(0.1)
     raise AssertionError(f"timed out waiting for {what}")
+
+
+def login_path(ws: Any) -> str:
+    """``/login?token=<a new login code>`` for the workspace ``ws`` (its token made first)."""
+    from nerve.ui.auth import Keys, token, token_path
+
+    token(ws)
+    return f"/login?token={Keys(token_path(ws)).login_code()}"

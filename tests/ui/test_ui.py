@@ -18,10 +18,10 @@ from nerve.events import BOOKKEEPING_KINDS
 from nerve.log.drafts import Draft
 from nerve.log.reader import replay_digest
 from nerve.ui.app import build_app
-from nerve.ui.auth import Keys, token, token_path
+from nerve.ui.auth import Keys, cookie_name, token_path
 from nerve.ui.guard import Served
 from nerve.workspace import WorkspaceDir
-from tests.helpers.browser import attended_workspace
+from tests.helpers.browser import attended_workspace, login_path
 
 PORT = 8765
 BASE = f"http://127.0.0.1:{PORT}"
@@ -49,7 +49,7 @@ def client(ws: WorkspaceDir) -> TestClient:
     """A client logged in through the login URL, as a browser would be."""
     app = build_app(_door(ws), Keys(token_path(_door(ws))), Served("127.0.0.1", PORT))
     c = TestClient(app, base_url=BASE)
-    r = c.get(f"/login?token={token(_door(ws))}", follow_redirects=False)
+    r = c.get(login_path(_door(ws)), follow_redirects=False)
     assert r.status_code == 303 and r.headers["location"] == "/"
     return c
 
@@ -282,8 +282,9 @@ def test_a_stop_ends_the_server_even_with_a_live_tail_open(ws: WorkspaceDir) -> 
     env = {"XDG_STATE_HOME": os.environ["XDG_STATE_HOME"]}
     with ui_process(ws.root, env) as ui:
         cookie = Keys(token_path(_door(ws))).cookie()
+        port = int(ui.base.rsplit(":", 1)[1])
         req = urllib.request.Request(
-            f"{ui.base}/live/stream", headers={"cookie": f"nerve_ui={cookie}"}
+            f"{ui.base}/live/stream", headers={"cookie": f"{cookie_name(port)}={cookie}"}
         )
         stream = urllib.request.urlopen(req, timeout=30)
         assert stream.readline().startswith(b": nerve live tail")

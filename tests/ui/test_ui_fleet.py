@@ -14,10 +14,11 @@ import nerve
 from nerve import api
 from nerve.fleet.ship import ship
 from nerve.ui.app import build_app
-from nerve.ui.auth import Keys, token, token_path
+from nerve.ui.auth import Keys, token_path
 from nerve.ui.guard import Served
 from nerve.workspace import WorkspaceDir
 from tests.conftest import run_cli
+from tests.helpers.browser import login_path
 from tests.helpers.fleet import fleet_yaml, make_host
 
 BASE = "http://127.0.0.1:8765"
@@ -48,7 +49,7 @@ def client(ws: WorkspaceDir) -> TestClient:
         build_app(_door(ws), Keys(token_path(_door(ws))), Served("127.0.0.1", 8765)),
         base_url=BASE,
     )
-    assert c.get(f"/login?token={token(_door(ws))}", follow_redirects=False).status_code == 303
+    assert c.get(login_path(_door(ws)), follow_redirects=False).status_code == 303
     return c
 
 

@@ -12,14 +12,14 @@ import pytest
 from starlette.testclient import TestClient
 
 import nerve
-from nerve import api, logops
+from nerve import api, logops, tokens
 from nerve.errors import UsageError
 from nerve.log.drafts import Draft
 from nerve.ui.app import build_app
-from nerve.ui.auth import Keys, token, token_path
+from nerve.ui.auth import Keys, cookie_name, token, token_path
 from nerve.ui.guard import Served
 from nerve.workspace import WorkspaceDir
-from tests.helpers.browser import XSS, attended_workspace
+from tests.helpers.browser import XSS, attended_workspace, login_path
 
 PORT = 8765
 BASE = f"http://127.0.0.1:{PORT}"
@@ -55,7 +55,7 @@ def app(ws: WorkspaceDir, **kw: bool) -> TestClient:
 
 def logged_in(ws: WorkspaceDir) -> TestClient:
     c = app(ws)
-    assert c.get(f"/login?token={token(_door(ws))}", follow_redirects=False).status_code == 303
+    assert c.get(login_path(_door(ws)), follow_redirects=False).status_code == 303
     return c
 
 
@@ -81,18 +81,41 @@ def test_no_login_no_page(ws: WorkspaceDir, path: str) -> None:
 
 
 def test_a_wrong_token_logs_nobody_in(ws: WorkspaceDir) -> None:
+    secret = token(_door(ws))  # the token exists: a matcher that takes anything is caught
+    code = login_path(_door(ws)).split("=", 1)[1]
     c = app(ws)
-    r = c.get("/login?token=" + "x" * 43, follow_redirects=False)
-    assert r.status_code == 401 and "set-cookie" not in r.headers
+    for offered in ["x" * 43, secret, secret[:-1], secret[:1], "", code[:-1], code + "0"]:
+        r = c.get(f"/login?token={offered}", follow_redirects=False)
+        assert r.status_code == 401 and "set-cookie" not in r.headers, offered
     assert c.get("/login", follow_redirects=False).status_code == 401
-    c.cookies.set("nerve_ui", "forged.0000")
+    c.cookies.set(cookie_name(PORT), "forged.0.0.0000")
     assert c.get("/").status_code == 401
-    assert c.get("/", headers={"authorization": "Bearer nope"}).status_code == 401
-    assert c.get("/", headers={"authorization": f"Bearer {token(_door(ws))}"}).status_code == 200
+    for bearer in ["nope", secret[:-1], secret[:1], "", secret + "x", code]:
+        assert c.get("/", headers={"authorization": f"Bearer {bearer}"}).status_code == 401
+    assert c.get("/", headers={"authorization": f"Bearer {secret}"}).status_code == 200
+
+
+def test_token_comparison_is_whole_and_exact(ws: WorkspaceDir) -> None:
+    secret = token(_door(ws))
+    assert tokens.matches(secret, secret)
+    for offered in ["", secret[:1], secret[:-1], secret + "x", secret.upper(), " " + secret]:
+        assert not tokens.matches(secret, offered), offered
+    assert not tokens.matches(None, "") and not tokens.matches("", "")
+
+
+def test_a_login_link_works_once(ws: WorkspaceDir) -> None:
+    path = login_path(_door(ws))
+    c = app(ws)
+    first = c.get(path, follow_redirects=False)
+    assert first.status_code == 303 and c.get("/").status_code == 200
+    history = TestClient(c.app, base_url=BASE)  # the same server, the browser's history
+    again = history.get(path, follow_redirects=False)
+    assert again.status_code == 401 and "set-cookie" not in again.headers
+    assert c.get("/").status_code == 200  # the session it made lives on
 
 
 def test_the_cookie_is_httponly_strict_and_the_token_owner_only(ws: WorkspaceDir) -> None:
-    r = app(ws).get(f"/login?token={token(_door(ws))}", follow_redirects=False)
+    r = app(ws).get(login_path(_door(ws)), follow_redirects=False)
     cookie = r.headers["set-cookie"].lower()
     assert "httponly" in cookie and "samesite=strict" in cookie and "path=/" in cookie
     assert token(_door(ws)) not in r.headers["set-cookie"]  # the cookie is not the token
@@ -102,11 +125,12 @@ def test_the_cookie_is_httponly_strict_and_the_token_owner_only(ws: WorkspaceDir
 
 def test_rotating_the_token_ends_every_session(ws: WorkspaceDir) -> None:
     c = logged_in(ws)
-    old = token(_door(ws))
+    old, stale = token(_door(ws)), login_path(_door(ws))
     assert c.get("/").status_code == 200
     token(_door(ws), rotate=True)
     assert c.get("/").status_code == 401
     assert app(ws).get(f"/login?token={old}", follow_redirects=False).status_code == 401
+    assert app(ws).get(stale, follow_redirects=False).status_code == 401
     assert logged_in(ws).get("/").status_code == 200
 
 

@@ -12,10 +12,11 @@ from starlette.testclient import TestClient
 import nerve
 from nerve import api
 from nerve.ui.app import build_app
-from nerve.ui.auth import Keys, token, token_path
+from nerve.ui.auth import Keys, token_path
 from nerve.ui.data import OVERRIDE_WHERE
 from nerve.ui.guard import Served
 from nerve.workspace import WorkspaceDir
+from tests.helpers.browser import login_path
 from tests.helpers.held import held_run
 from tests.helpers.workflows import Flows
 
@@ -37,7 +38,7 @@ def held(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Flows, str,
             ws = _door(WorkspaceDir(root / "ws"))
             app = build_app(ws, Keys(token_path(ws)), Served("127.0.0.1", 8765))
             c = TestClient(app, base_url=BASE)
-            assert c.get(f"/login?token={token(ws)}", follow_redirects=False).status_code == 303
+            assert c.get(login_path(ws), follow_redirects=False).status_code == 303
             yield daemon, run, c
     finally:
         mp.undo()
