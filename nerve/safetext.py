@@ -9,12 +9,15 @@ visible escape, as ``systemctl status`` and Python's ``repr`` write them: ``\\x1
 plain text, so a reader sees what was attempted and the terminal does nothing. Backslashes
 are left as they are (a Windows path stays readable): ``--json`` is the exact form.
 
-:func:`csv_cell` keeps a spreadsheet from running a cell as a formula.
+:func:`csv_cell` keeps a spreadsheet from running a cell as a formula; :func:`csv_writer`
+quotes a cell holding ``\\r`` (Python's writer quotes only the line end's characters).
 """
 
 from __future__ import annotations
 
+import csv
 import re
+from typing import Any, TextIO
 
 # C0 controls (tab and newline decided by the caller), DEL, C1 controls, the Arabic letter
 # mark, left-to-right / right-to-left marks, line and paragraph separators, bidi embeddings,
@@ -51,3 +54,20 @@ def csv_cell(text: str) -> str:
     """A text cell a spreadsheet will not run: one starting ``=``, ``+``, ``-``, ``@``, a tab
     or ``\\r`` gets a leading ``'`` (as OWASP advises); any other text is kept exact."""
     return "'" + text if text.startswith(FORMULA_STARTS) else text
+
+
+class _NewlineRows:
+    """A file the CSV writer writes whole rows to: each row's ``\\r\\n`` ends as ``\\n``."""
+
+    def __init__(self, out: TextIO) -> None:
+        self.out = out
+
+    def write(self, row: str) -> int:
+        return self.out.write(row[:-2] + "\n")
+
+
+def csv_writer(out: TextIO) -> Any:
+    """A CSV writer whose rows end ``\\n`` and that quotes every cell holding ``\\r`` or
+    ``\\n``, so a reader sees the cell whole (told ``\\n``, Python's writer leaves a
+    ``\\r`` bare)."""
+    return csv.writer(_NewlineRows(out), lineterminator="\r\n")

@@ -12,7 +12,6 @@ a leading ``'``.
 
 from __future__ import annotations
 
-import csv
 import json
 import os
 import shutil
@@ -23,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TextIO
 
 from nerve.canonical import jsonable
 from nerve.cli.pager import PAGING, page
-from nerve.safetext import csv_cell, shown
+from nerve.safetext import csv_cell, csv_writer, shown
 
 if TYPE_CHECKING:  # rich's console is loaded when something is drawn, not at start-up
     from rich.console import Console
@@ -170,7 +169,7 @@ def _write_plain(
         for rows in batches:
             out.write("".join(row_json(columns, row) + "\n" for row in rows))
     elif fmt == "csv":
-        writer = csv.writer(out, lineterminator="\n")
+        writer = csv_writer(out)
         writer.writerow([csv_cell(name) for name in columns])
         for rows in batches:
             writer.writerows([[_csv_cell(v) for v in row] for row in rows])

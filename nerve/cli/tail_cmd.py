@@ -21,7 +21,7 @@ from nerve.cli.pager import page
 from nerve.cli.state import door as _door
 from nerve.clock import Hlc
 from nerve.errors import UsageError
-from nerve.safetext import csv_cell
+from nerve.safetext import csv_cell, csv_writer
 
 if TYPE_CHECKING:
     from nerve.tail import TextFilter
@@ -186,10 +186,9 @@ class _CsvLines:
     exact, but one a spreadsheet would run as a formula gets a leading ``'``."""
 
     def __init__(self, *, hlc: bool) -> None:
-        import csv
 
         self.hlc = hlc
-        self.writer = csv.writer(sys.stdout, lineterminator="\n")
+        self.writer = csv_writer(sys.stdout)
         hlc_col = ["hlc"] if hlc else []
         names = ["time", *hlc_col, "source", "kind", "subject", "trust", "node", "line"]
         self.writer.writerow(names)
