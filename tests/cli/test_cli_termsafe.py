@@ -26,6 +26,7 @@ SCREEN = "sub\x1b[2J\x1b[1;1H"
 CSI = "red \x9b31m bidi \u202eevil\u202c \u2066iso\u2069 \u200fmark"
 HIDDEN = "safe\rHIDDEN \x1bP1$q\x1b\\ \x1b_apc\x1b\\ \x1b^pm\x1b\\ \x7f"
 HOSTILE = [TITLE, SCREEN, CSI, HIDDEN]
+SPOOF = "\nverified_through_here  yes"  # a line that would read as one of a link's fields
 # What a terminal acts on: C0 but tab and newline, DEL, C1, bidi controls.
 DRIVES = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 STYLE = re.compile("\x1b\\[[0-9;]*m")  # rich's own styling on a terminal (bold, dim)
@@ -138,7 +139,8 @@ def test_an_error_quoting_log_text_is_shown_safe(hostile: WorkspaceDir) -> None:
 def test_audit_held_and_show(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "verifier-state"))
     events = [
-        dataclasses.replace(e, line=f"{e.line} {HOSTILE[i % 4]}") for i, e in enumerate(stream())
+        dataclasses.replace(e, line=f"{e.line} {HOSTILE[i % 4]}{SPOOF}")
+        for i, e in enumerate(stream())
     ]
     ws = make_workspace(tmp_path / "ws", events)
     cli(ws, "attend", "--replay")
@@ -147,13 +149,13 @@ def test_audit_held_and_show(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     assert "\\x1b" in held.stdout
     assert_inert(on_terminal(monkeypatch, ws, "audit", "held"))
     exact = [json.loads(x) for x in cli(ws, "audit", "held", "--json").stdout.splitlines()]
-    assert any(h["source_line"].endswith(tuple(HOSTILE)) for h in exact)
+    assert any(h["source_line"].endswith(tuple(h + SPOOF for h in HOSTILE)) for h in exact)
     seq = str(exact[0]["chain_seq"])
     show = cli(ws, "audit", "show", seq)
     assert_inert(show.stdout, show.stderr)
     assert "source_line" in show.stdout and "\\x" in show.stdout
-    shown_lines = show.stdout.splitlines()
-    assert len(shown_lines) == len(set(shown_lines))
+    spoofed = [x for x in show.stdout.splitlines() if x.startswith("verified_through_here")]
+    assert len(spoofed) == 1  # a newline in the source line cannot forge a field
     link = json.loads(cli(ws, "audit", "show", seq, "--json").stdout)
     assert link["source_line"] == exact[0]["source_line"]
 
