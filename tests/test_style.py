@@ -19,7 +19,7 @@ PACKAGE = ROOT / "nerve"
 
 # A module may import only from layers at or below its own.
 LAYERS = [
-    {"errors", "clock", "canonical", "resources", "fsio", "durations", "version"},
+    {"errors", "clock", "canonical", "resources", "fsio", "durations", "version", "safetext"},
     {"events", "contract", "shellhook"},
     {"log"},
     {"query", "config", "conformance", "chain", "attention", "checks", "privacy", "sensedata"}

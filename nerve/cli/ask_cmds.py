@@ -10,6 +10,7 @@ from typing import Annotated
 import typer
 
 from nerve.cli.output import emit_json
+from nerve.safetext import shown
 
 EXIT_UNANSWERED = 3
 
@@ -36,7 +37,7 @@ def ask_cmd(
     if as_json:
         emit_json(result.to_json())
     else:
-        typer.echo(result.text)
+        typer.echo(shown(result.text))  # it quotes the log's lines
     if not result.answered:
         raise typer.Exit(EXIT_UNANSWERED)
 

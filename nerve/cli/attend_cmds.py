@@ -9,6 +9,7 @@ import typer
 from nerve.cli.output import emit_json, render_rows
 from nerve.cli.state import door as _door
 from nerve.errors import NerveError, UsageError
+from nerve.safetext import shown
 
 if TYPE_CHECKING:
     from nerve.attention import audit
@@ -222,7 +223,7 @@ def show(
     if as_json:
         emit_json(link)
         return
-    typer.echo("\n".join(link_lines(link)))
+    typer.echo(shown("\n".join(link_lines(link))))  # its source line is the log's text
 
 
 @audit_app.command("export")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from nerve.cli.output import flat
+
 # What each field of a decision link means; a nested map's fields read ``hl.value``.
 LINK_FIELDS = {
     "t": "when it was decided (HLC physical ns)",
@@ -64,7 +66,7 @@ def _shown(name: str, value: Any) -> str:
         return f"{value} ({format_times([value], utc=True)[0]})"
     if isinstance(value, bool):
         return "yes" if value else "no"
-    return "" if value is None else str(value)
+    return "" if value is None else flat(str(value))  # one line each, safe on a terminal
 
 
 def why_held(decision: dict[str, Any], margin_milli: int, price_uj: int) -> str:

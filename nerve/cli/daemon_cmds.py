@@ -15,6 +15,7 @@ from nerve.cli.output import (
     terminal_width,
 )
 from nerve.cli.state import door as _door
+from nerve.safetext import shown
 
 daemon_app = typer.Typer(help="Run nerve's daemon in the background.", no_args_is_help=True)
 JsonFlag = Annotated[bool, typer.Option("--json", help="JSON output.")]
@@ -45,7 +46,7 @@ def _attach(ws: Any, *, view: bool) -> None:
 
     if not view:  # piped: the running daemon's log, followed
         for line in daemon.follow_log(ws.daemon_log_path(), lines=0):
-            typer.echo(line)
+            typer.echo(shown(line))
         return
     pid = attach.view(ws)
     if pid:
@@ -96,7 +97,8 @@ def status(as_json: JsonFlag = False) -> None:
     if as_json:
         emit_json({"running": True, **health})
         return
-    typer.echo("\n".join(status_lines(health, terminal_width() if is_terminal() else None)))
+    lines = status_lines(health, terminal_width() if is_terminal() else None)
+    typer.echo(shown("\n".join(lines)))  # sense results and errors quote what senses saw
 
 
 def status_lines(health: dict[str, Any], width: int | None) -> list[str]:
@@ -121,7 +123,7 @@ def status_lines(health: dict[str, Any], width: int | None) -> list[str]:
     if not senses:
         return lines
     columns = ["sense", "computes", "errors", "last", "error"]
-    rows = [[_cell_text(r.get(k)) for k in ("name", "computes", "errors")] for r in senses]
+    rows = [[flat(_cell_text(r.get(k))) for k in ("name", "computes", "errors")] for r in senses]
     for row, sense in zip(rows, senses, strict=True):
         row += [flat(sense.get("last_result") or "-"), flat(sense.get("last_error") or "")]
     if not any(row[-1] for row in rows):  # no sense has an error: no empty column
@@ -173,15 +175,15 @@ def logs(
     path = ws.daemon_log_path()
     if follow:
         for line in daemon.follow_log(path, lines=n):
-            typer.echo(ws.daemon_lines([line])[0])
+            typer.echo(shown(ws.daemon_lines([line])[0]))
         return
     if not path.exists():
         typer.echo("(no daemon log yet)")
         return
-    shown, earlier = daemon.log_page(path, n, offset)
-    shown = ws.daemon_lines(shown)
-    if shown:
-        typer.echo("\n".join(shown))
+    page, earlier = daemon.log_page(path, n, offset)
+    lines = [shown(line) for line in ws.daemon_lines(page)]  # a line may quote a sense's error
+    if lines:
+        typer.echo("\n".join(lines))
     if earlier is not None:
         typer.echo(f"earlier lines: nerve logs --offset {earlier} -n {n}", err=True)
 

@@ -137,17 +137,21 @@ def _root() -> Any:
 
 def fail(exc: NerveError) -> None:
     """``ErrorName: message`` on stderr, the hint below it, exit 1 (2 for usage errors)."""
-    sys.stderr.write(f"{type(exc).__name__}: {exc}\n")
+    from nerve.safetext import shown
+
+    sys.stderr.write(shown(f"{type(exc).__name__}: {exc}") + "\n")  # it may quote log text
     if exc.hint:
-        sys.stderr.write(f"hint: {exc.hint}\n")
+        sys.stderr.write(shown(f"hint: {exc.hint}") + "\n")
     raise SystemExit(exc.exit_code)
 
 
 def _show_warning(
     message: Warning | str, category: type[Warning], *args: object, **kwargs: object
 ) -> None:
-    """Warnings a user should see, as one line: ``warning: message``."""
-    sys.stderr.write(f"warning: {message}\n")
+    """Warnings a user should see, as one line: ``warning: message`` (shown safe)."""
+    from nerve.safetext import shown
+
+    sys.stderr.write(shown(f"warning: {message}") + "\n")
 
 
 def run(argv: list[str] | None = None) -> None:

@@ -3,11 +3,15 @@
 Results arrive in chunks (a DuckDB record batch, or one list of rows) and are written as
 they come: JSON keeps the columns' order, a terminal shows at most ``limit`` rows and says on
 stderr how many it left out, pipes get every row.
+
+Log text is shown safe (:mod:`nerve.safetext`): tables and tab-separated lines write control
+characters as visible escapes (a pipe into ``less -R`` is still a terminal); ``--json`` and
+``--csv`` keep the data exact, but a CSV text cell a spreadsheet would run as a formula gets
+a leading ``'``.
 """
 
 from __future__ import annotations
 
-import csv
 import json
 import os
 import shutil
@@ -18,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TextIO
 
 from nerve.canonical import jsonable
 from nerve.cli.pager import PAGING, page
+from nerve.safetext import csv_cell, csv_writer, shown
 
 if TYPE_CHECKING:  # rich's console is loaded when something is drawn, not at start-up
     from rich.console import Console
@@ -164,19 +169,20 @@ def _write_plain(
         for rows in batches:
             out.write("".join(row_json(columns, row) + "\n" for row in rows))
     elif fmt == "csv":
-        writer = csv.writer(out, lineterminator="\n")
-        writer.writerow(columns)
+        writer = csv_writer(out)
+        writer.writerow([csv_cell(name) for name in columns])
         for rows in batches:
-            writer.writerows([[_cell(v) for v in row] for row in rows])
+            writer.writerows([[_csv_cell(v) for v in row] for row in rows])
     else:
-        out.write("\t".join(columns) + "\n")
+        out.write("\t".join(map(flat, columns)) + "\n")
         for rows in batches:
             out.write("".join("\t".join(flat(_cell(v)) for v in row) + "\n" for row in rows))
 
 
 def note(text: str) -> None:
-    """A line for the person, not the data: on stderr (in the pager, below the rows)."""
-    (PAGING.stream or sys.stderr).write(text + "\n")
+    """A line for the person, not the data: on stderr (in the pager, below the rows); what
+    it quotes from the log is shown safe."""
+    (PAGING.stream or sys.stderr).write(shown(text) + "\n")
 
 
 def more_rows(count: int, how: str) -> None:
@@ -214,6 +220,7 @@ def _terminal_table(
 def _start_table(
     columns: list[str], rows: list[list[str]], out: TextIO, title: str | None
 ) -> Layout:
+    columns = [flat(name) for name in columns]
     layout = Layout.fit(columns, rows, terminal_width(out))
     _header(layout, columns, out, title)
     return layout
@@ -224,7 +231,7 @@ def _header(layout: Layout, columns: list[str], out: TextIO, title: str | None) 
 
     term = console(out)
     if title:
-        term.print(Text(title, style="bold"))
+        term.print(Text(flat(title), style="bold"))
     term.print(Text(layout.line(columns).rstrip(), style="bold"))
     term.print(Text(GAP.join("─" * w for w in layout.widths), style="dim"))
 
@@ -345,7 +352,7 @@ def fit_cell(text: str, width: int, *, pad: bool = True) -> str:
     return text + " " * (width - size) if pad else text
 
 
-_FLAT = str.maketrans({"\n": "↵", "\r": " ", "\t": " "})
+_FLAT = str.maketrans({"\n": "↵", "\t": " "})
 
 
 def _cell(value: Any) -> str:
@@ -359,6 +366,12 @@ def _cell(value: Any) -> str:
     return str(value)
 
 
+def _csv_cell(value: Any) -> str:
+    """A CSV cell: the value exact, but text that would start a formula gets a ``'``."""
+    return csv_cell(value) if type(value) is str else _cell(value)
+
+
 def flat(text: str) -> str:
-    """One line of text: newlines shown as ``↵``, tabs as spaces."""
-    return text if text.isprintable() else text.translate(_FLAT)
+    """One line of text, safe on a terminal: newlines shown as ``↵``, tabs as spaces, any
+    other control character as a visible escape (``\\r``, ``\\x1b``)."""
+    return text if text.isprintable() else shown(text.translate(_FLAT))

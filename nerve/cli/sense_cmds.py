@@ -8,6 +8,7 @@ import typer
 from nerve.cli.output import LIMIT_HELP, emit_json, render_rows
 from nerve.cli.state import door as _door
 from nerve.errors import EventError, UsageError
+from nerve.safetext import shown
 
 sense_app = typer.Typer(help="Inspect and trigger senses.", no_args_is_help=True)
 JsonFlag = Annotated[bool, typer.Option("--json", help="JSON output (one object per line).")]
@@ -63,12 +64,13 @@ def state(
     try:
         value = loads_bounded(stored, field="state")
     except EventError as exc:  # stored before the nesting limit: shown as stored, cut short
-        typer.echo(f"{stored[:RAW_STATE_CHARS]}{'…' if len(stored) > RAW_STATE_CHARS else ''}")
+        cut = "…" if len(stored) > RAW_STATE_CHARS else ""
+        typer.echo(shown(stored[:RAW_STATE_CHARS]) + cut)
         typer.echo(f"warning: shown raw: {exc}", err=True)
         return
     if not as_json and _empty(value):
         fields = ", ".join(value) if isinstance(value, dict) else ""
-        typer.echo(f"{name} holds no state" + (f" ({fields}: empty)" if fields else ""))
+        typer.echo(shown(f"{name} holds no state" + (f" ({fields}: empty)" if fields else "")))
         return
     typer.echo(json.dumps(value, indent=2, sort_keys=True))
 

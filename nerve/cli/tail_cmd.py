@@ -21,6 +21,7 @@ from nerve.cli.pager import page
 from nerve.cli.state import door as _door
 from nerve.clock import Hlc
 from nerve.errors import UsageError
+from nerve.safetext import csv_cell, csv_writer
 
 if TYPE_CHECKING:
     from nerve.tail import TextFilter
@@ -172,21 +173,22 @@ def _plain_fields(batch: Any, *, utc: bool, hlc: bool, keep: Callable[[str], str
 
 
 def _tsv_lines(batch: Any, *, utc: bool, hlc: bool) -> list[str]:
-    """One tab-separated line per event (newlines in a line shown as ``↵``)."""
+    """One tab-separated line per event, every field shown safe (newlines as ``↵``, control
+    characters escaped): a pipe often ends at a terminal."""
     if not len(batch):
         return []
     fields = _plain_fields(batch, utc=utc, hlc=hlc, keep=flat)
-    return ["\t".join(row) for row in zip(*fields, strict=True)]
+    return ["\t".join(map(flat, row)) for row in zip(*fields, strict=True)]
 
 
 class _CsvLines:
-    """CSV with a header, the columns of the piped form; times in UTC ISO 8601."""
+    """CSV with a header, the columns of the piped form; times in UTC ISO 8601. Fields are
+    exact, but one a spreadsheet would run as a formula gets a leading ``'``."""
 
     def __init__(self, *, hlc: bool) -> None:
-        import csv
 
         self.hlc = hlc
-        self.writer = csv.writer(sys.stdout, lineterminator="\n")
+        self.writer = csv_writer(sys.stdout)
         hlc_col = ["hlc"] if hlc else []
         names = ["time", *hlc_col, "source", "kind", "subject", "trust", "node", "line"]
         self.writer.writerow(names)
@@ -194,7 +196,7 @@ class _CsvLines:
     def write(self, batch: Any) -> None:
         if len(batch):
             fields = _plain_fields(batch, utc=True, hlc=self.hlc, keep=str)
-            self.writer.writerows(zip(*fields, strict=True))
+            self.writer.writerows([list(map(csv_cell, row)) for row in zip(*fields, strict=True)])
         sys.stdout.flush()
 
 
@@ -205,6 +207,15 @@ def _row_style(kind: str, subject: str) -> str | None:
     if kind.endswith(".error") or kind == "config.rejected":
         return "red"
     return None
+
+
+def _safe(col: dict[str, list[Any]]) -> dict[str, list[Any]]:
+    """The columns a terminal line shows, as text safe to write there (see ``flat``)."""
+    names = ("time", "hlc", "source", "kind", "subject", "line")
+    return {
+        **col,
+        **{name: [flat("" if v is None else str(v)) for v in col[name]] for name in names},
+    }
 
 
 _CAPS = {"source": (6, 13), "kind": (4, 22), "subject": (4, 16)}  # widths: least, most
@@ -225,7 +236,7 @@ class _TerminalLines:
 
         if not len(batch):
             return
-        col = _shown(batch, utc=self.utc, short=True)
+        col = _safe(_shown(batch, utc=self.utc, short=True))
         widths = self.widths = self.widths or self._fit(col)
         names = [k for k in ("time", "hlc", "source", "kind", "subject") if k in widths]
         names = [k for k in names if k != "hlc" or self.hlc]
@@ -233,8 +244,8 @@ class _TerminalLines:
             line = Text(no_wrap=True, overflow="ellipsis")
             for name in names:
                 style = {"time": "dim", "hlc": "dim", "source": "cyan"}.get(name)
-                line.append(fit_cell(str(col[name][i]), widths[name]) + GAP, style=style)
-            text = fit_cell(flat(col["line"][i]), widths["line"], pad=False)
+                line.append(fit_cell(col[name][i], widths[name]) + GAP, style=style)
+            text = fit_cell(col["line"][i], widths["line"], pad=False)
             line.append(text, style=_row_style(col["kind"][i], col["subject"][i]))
             self.out.print(line, soft_wrap=True)
         self.out.file.flush()
@@ -246,7 +257,7 @@ class _TerminalLines:
         width = terminal_width()
         widths = {"time": max(map(len, col["time"])), "hlc": max(map(len, col["hlc"]))}
         for name, (low, high) in _CAPS.items():
-            widths[name] = max(low, min(high, max(len(str(v)) for v in col[name])))
+            widths[name] = max(low, min(high, max(len(v) for v in col[name])))
         if self._line(widths, width) < width // 2:
             del widths["source"]
         for name, high in _NARROW_CAPS.items():

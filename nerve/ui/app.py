@@ -36,6 +36,7 @@ from starlette.staticfiles import StaticFiles
 from nerve.api import Workspace
 from nerve.clock import Hlc
 from nerve.errors import NerveError, UsageError
+from nerve.safetext import csv_cell
 from nerve.ui import data
 from nerve.ui.auth import Keys
 from nerve.ui.guard import Guard, Served, set_cookie
@@ -426,8 +427,8 @@ def _cell(value: Any) -> str:
         return ""
     if isinstance(value, dict | list):
         return json.dumps(value, ensure_ascii=False)
-    if isinstance(value, str) and value[:1] in ("=", "+", "-", "@"):
-        return "'" + value  # text a spreadsheet would run as a formula
+    if isinstance(value, str):
+        return csv_cell(value)  # text a spreadsheet would run as a formula gets a '
     return str(value)
 
 

@@ -294,3 +294,10 @@ def test_a_stop_ends_the_server_even_with_a_live_tail_open(ws: WorkspaceDir) -> 
             pytest.fail("nerve ui did not stop while a live tail was open")
         finally:
             stream.close()
+
+
+def test_a_csv_download_runs_no_formula(ws: WorkspaceDir) -> None:
+    c = client(ws)
+    q = "SELECT '=1+1' AS a, '\tx' AS b, '\r=2' AS c, 'plain' AS d, -1 AS n"
+    rows = list(csv.reader(io.StringIO(c.get("/sql", params={"q": q, "format": "csv"}).text)))
+    assert rows[1] == ["'=1+1", "'\tx", "'\r=2", "plain", "-1"]
