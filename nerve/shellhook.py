@@ -44,16 +44,19 @@ SPOOL_VERSION = "nerve1"
 SHELLS = ("bash", "zsh", "fish")
 
 _BASH = r"""# nerve shell hook (bash >= 5): each command, as it ends, becomes one line of a spool.
+# It never hurts the shell: its functions turn off the user's set -e, -u, -C and pipefail for
+# themselves (`local -`), and $?, PIPESTATUS and $_ are as the command left them.
 __nerve_spool="${NERVE_SHELL_SPOOL:-${XDG_STATE_HOME:-$HOME/.local/state}/nerve/shell.spool}"
 __nerve_sid="$$.${EPOCHSECONDS:-0}"
 # `history 1` goes through a small per-shell file, not $(...): a fork can stall a busy machine
 __nerve_tmp=${XDG_RUNTIME_DIR:-/dev/shm}
 [ -d "$__nerve_tmp" ] && [ -w "$__nerve_tmp" ] || __nerve_tmp=${TMPDIR:-/tmp}
 __nerve_tmp=$__nerve_tmp/nerve-hook.$$
-__nerve_armed= __nerve_start= __nerve_bc= __nerve_pwd= __nerve_cwd=
+__nerve_armed= __nerve_start= __nerve_bc= __nerve_pwd= __nerve_cwd= __nerve_out=
 __nerve_last=$(HISTTIMEFORMAT= builtin history 1)
 __nerve_last=${__nerve_last#"${__nerve_last%%[![:space:]]*}"}
 __nerve_last=${__nerve_last%%[[:space:]]*}
+# called with "$_" as its last word, so $_ is that again once it returns
 __nerve_preexec() {
   [ -n "$__nerve_armed" ] && [ "$BASH_COMMAND" != __nerve_precmd ] || return 0
   __nerve_armed= __nerve_start=$EPOCHREALTIME __nerve_bc=$BASH_COMMAND
@@ -61,8 +64,12 @@ __nerve_preexec() {
 __nerve_esc() {
   local s=${1//\\/\\\\}; s=${s//$'\t'/\\t}; s=${s//$'\n'/\\n}; __nerve_out=${s//$'\r'/\\r}
 }
+# returns the command's status; PROMPT_COMMAND runs it as `__nerve_precmd "$_" && :`, a
+# place set -e ignores, so the next entries of PROMPT_COMMAND see $? unchanged
 __nerve_precmd() {
-  local st=$? end=$EPOCHREALTIME num cmd
+  local st=$? end=$EPOCHREALTIME num= cmd=
+  local -
+  set +euCo pipefail
   # cheap tests instead of 2>/dev/null: each redirection costs the prompt a dozen syscalls
   [ -w "$__nerve_tmp" ] || (umask 077; : >"$__nerve_tmp") 2>/dev/null
   [ -w "$__nerve_tmp" ] && HISTTIMEFORMAT= builtin history 1 >"$__nerve_tmp"
@@ -89,30 +96,36 @@ __nerve_precmd() {
   return $st
 }
 __nerve_arm() { __nerve_armed=1; }
-(umask 077; : >"$__nerve_tmp")
+(umask 077; : >|"$__nerve_tmp")
 [ -n "$(trap -p EXIT)" ] || trap 'command rm -f "$__nerve_tmp"' EXIT
-# the test inline: the trap runs before every simple command, the prompt's own included
-trap '[ -z "$__nerve_armed" ] || __nerve_preexec' DEBUG
-PROMPT_COMMAND="__nerve_precmd${PROMPT_COMMAND:+;$PROMPT_COMMAND};__nerve_arm"
+# the test inline: the trap runs before every simple command, the prompt's own included;
+# [[ ]] leaves $_ alone, and the call hands it back
+trap '[[ -z $__nerve_armed ]] || __nerve_preexec "$_"' DEBUG
+PROMPT_COMMAND="__nerve_precmd \"\$_\" && :${PROMPT_COMMAND:+;$PROMPT_COMMAND};__nerve_arm \"\$_\""
 """
 
 _ZSH = r"""# nerve shell hook (zsh): each command, as it ends, becomes one line of a spool.
+# It never hurts the shell: its functions run with zsh's own options (emulate -L), so the
+# user's err_exit, nounset, pipe_fail or no_clobber stay out of them.
 zmodload zsh/datetime 2>/dev/null
 typeset -g __nerve_spool="${XDG_STATE_HOME:-$HOME/.local/state}/nerve/shell.spool"
-[[ -n $NERVE_SHELL_SPOOL ]] && __nerve_spool=$NERVE_SHELL_SPOOL
-typeset -g __nerve_sid="$$.$EPOCHSECONDS" __nerve_start= __nerve_cmd=
+[[ -n ${NERVE_SHELL_SPOOL-} ]] && __nerve_spool=$NERVE_SHELL_SPOOL
+typeset -g __nerve_sid="$$.${EPOCHSECONDS-0}" __nerve_start= __nerve_cmd=
 __nerve_esc() {
   local s=${1//\\/\\\\}; s=${s//$'\t'/\\t}; s=${s//$'\n'/\\n}; REPLY=${s//$'\r'/\\r}
 }
-__nerve_preexec() { __nerve_cmd=$1; __nerve_start=$EPOCHREALTIME; }
+__nerve_preexec() { emulate -L zsh; __nerve_cmd=$1 __nerve_start=$EPOCHREALTIME; }
 __nerve_precmd() {
-  local st=$? end=$EPOCHREALTIME c REPLY
+  local st=$? end=${EPOCHREALTIME-} c REPLY
+  emulate -L zsh
   [[ -n $__nerve_start ]] || return 0
   __nerve_esc "$__nerve_cmd"; c=$REPLY; __nerve_esc "$PWD"
-  [[ -e $__nerve_spool ]] || (umask 077; mkdir -p "${__nerve_spool:h}"; : >>"$__nerve_spool")
+  [[ -e $__nerve_spool ]] ||
+    (umask 077; mkdir -p "${__nerve_spool:h}"; : >>"$__nerve_spool") 2>/dev/null
   print -rn -- "nerve1	zsh	$__nerve_sid	$__nerve_start	$end	$st	$REPLY	$c
 " 2>/dev/null >>"$__nerve_spool"
   __nerve_start=
+  return 0
 }
 autoload -Uz add-zsh-hook
 add-zsh-hook preexec __nerve_preexec
