@@ -222,23 +222,40 @@ def _unescape(text: str) -> str:
 
 def _epoch_ns(text: str) -> int:
     value = Decimal(text.replace(",", "."))
-    if not value.is_finite() or not 0 < value < 2**62 // 10**9:
+    if not value.is_finite() or not 10**9 <= value < 2**62 // 10**9:  # 2001 to 2116
         raise ValueError(f"time {text!r} is out of range")
     return int(value * 10**9)
 
 
+_SESSION = re.compile(r"([1-9]\d{0,6})\.(\d{1,12})")
+_MAX_PID = 4_194_304  # Linux's PID_MAX_LIMIT, above macOS's and the BSDs'
+
+
 def parse_spool_line(line: str) -> SpoolRecord:
-    """A spool line (without its newline) as a record; ``ValueError`` naming the bad field."""
-    fields = line.split("\t", 7)
+    """A spool line (without its newline) as a record; ``ValueError`` naming the bad field.
+
+    Refused: another version, a field too many or too few (the hook escapes every tab), a
+    shell of none of ``SHELLS``, a ``SESSION`` not ``PID.SECONDS`` with a pid in range, times
+    not in the log's range, an ``EXIT`` outside 0–255. Bytes that are not UTF-8 arrive as
+    ``os.fsdecode`` gives them (surrogate escapes), so ``os.fsencode`` gives them back.
+    """
+    fields = line.split("\t")
     if len(fields) != 8 or fields[0] != SPOOL_VERSION:
         raise ValueError(f"not a {SPOOL_VERSION} line of 8 tab-separated fields")
     _, shell, session, start, end, status, cwd, command = fields
+    if shell not in SHELLS:
+        raise ValueError(f"SHELL must be one of {', '.join(SHELLS)}, got {shell!r}")
+    pid = _SESSION.fullmatch(session)
+    if pid is None or int(pid[1]) > _MAX_PID:
+        raise ValueError(
+            f"SESSION must be PID.SECONDS with a pid up to {_MAX_PID}, got {session!r}"
+        )
     try:
         start_ns, end_ns = _epoch_ns(start), _epoch_ns(end)
     except (InvalidOperation, ValueError):
         raise ValueError(f"START/END must be Unix times, got {start!r} and {end!r}") from None
-    if not re.fullmatch(r"-?\d{1,6}", status):
-        raise ValueError(f"EXIT must be an integer, got {status!r}")
+    if not re.fullmatch(r"\d{1,3}", status) or int(status) > 255:
+        raise ValueError(f"EXIT must be an exit status 0-255, got {status!r}")
     return SpoolRecord(
         shell, session, start_ns, end_ns, int(status), _unescape(cwd), _unescape(command)
     )
