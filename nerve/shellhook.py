@@ -12,7 +12,13 @@ return escaped as ``\\\\``, ``\\t``, ``\\n``, ``\\r`` in its text fields::
 
 ``START`` and ``END`` are Unix times in seconds with a fraction (the shell's
 ``$EPOCHREALTIME``; a comma is accepted as the decimal mark). The spool is created
-owner-only (mode 0600); ``$NERVE_SHELL_SPOOL`` moves it.
+owner-only (mode 0600); ``$NERVE_SHELL_SPOOL`` moves it. A command's bytes go to the spool
+as they are (bytes that are not UTF-8 included), so they come back exactly.
+
+The hook never hurts the shell: it works with the user's ``set -euo pipefail``, ``set -C``
+(zsh: ``err_exit``, ``nounset``, ``pipe_fail``, ``no_clobber``), and after it ``$?``,
+``PIPESTATUS`` / ``pipestatus`` and ``$_`` are as the command left them. It starts no process
+per prompt in bash and zsh (fish has no clock of its own: one ``date``).
 
 bash needs 5.0 or later (``$EPOCHREALTIME``) and keeps ``PROMPT_COMMAND`` and the ``DEBUG``
 trap for itself: source the line last. A command that history does not keep (a leading space

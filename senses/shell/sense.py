@@ -13,8 +13,14 @@ included). The spool is read from its start when first seen (it holds only the h
 lines), so commands run while the daemon was down are read when it is back. A fully read
 spool past ``spool_max_bytes`` is renamed to ``<spool>.1``; the hook then starts a new one,
 and any line a shell wrote to the old file meanwhile is read from it at the next compute.
-Once the spool has had a line from a shell, that shell's history file is no longer read
-(the hook has its commands, with more detail).
+A renamed spool whose last line is still being written is kept until that line is
+complete (or unchanged for a compute: a shell killed mid-write). A spool found shorter than
+where reading stopped, or rewritten before it (``tail``, a hash of the bytes before the
+offset), is read from its start: it holds only the hook's lines. Lines of another version or
+with a field out of range are refused: ``note`` names the first, ``refused`` counts them all
+(both in the sense's state, ``nerve sense state shell``). Once the spool has had a line from a
+shell, that shell's history file is no longer read (the hook has its commands, with more
+detail).
 
 **History files** are the fallback for shells without the hook:
 ``{"command", "format", "timestamp", "elapsed_s", "file"}``.

@@ -3,6 +3,7 @@ from its start-up file as a person installs it; lines are typed one prompt at a 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pty
 import re
@@ -18,7 +19,8 @@ _SETUP = {
     "bash": "__t=0; PS1='<P$((__t+=1))>'; PS2=''\nsource {hook}\n",
     "zsh": "unsetopt zle; setopt prompt_subst; __t=0; PS1='<P$((__t+=1))>'; PS2=''\n"
     "source {hook}\n",
-    "fish": "set -g __t 0\nfunction __tick --on-event fish_prompt; set -g __t (math $__t + 1); end\n"
+    "fish": "set -g __t 0\n"
+    "function __tick --on-event fish_prompt; set -g __t (math $__t + 1); end\n"
     'function fish_prompt; echo -n "<P$__t>"; end\n'
     "bind \\cv 'commandline -i \\t'\nbind \\cx 'commandline -i \\Xe9\\ \\Xff'\nsource {hook}\n",
 }
@@ -31,7 +33,8 @@ class Shell:
         rc = tmp / f"rc.{shell}"
         (tmp / f"hook.{shell}").write_text(hook(shell))
         rc.write_text(_SETUP[shell].replace("{hook}", str(tmp / f"hook.{shell}")))
-        (tmp / ".zshrc").write_text(rc.read_text()) if shell == "zsh" else None
+        if shell == "zsh":  # zsh reads $ZDOTDIR/.zshrc
+            (tmp / ".zshrc").write_text(rc.read_text())
         argv = {
             "bash": ["bash", "--noprofile", "--rcfile", str(rc), "-i"],
             "zsh": ["zsh", "-i"],
@@ -83,10 +86,8 @@ class Shell:
         self.prompts += 1
 
     def close(self) -> None:
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.kill(self.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
         os.waitpid(self.pid, 0)
         os.close(self.fd)
 
