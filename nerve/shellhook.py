@@ -12,7 +12,13 @@ return escaped as ``\\\\``, ``\\t``, ``\\n``, ``\\r`` in its text fields::
 
 ``START`` and ``END`` are Unix times in seconds with a fraction (the shell's
 ``$EPOCHREALTIME``; a comma is accepted as the decimal mark). The spool is created
-owner-only (mode 0600); ``$NERVE_SHELL_SPOOL`` moves it.
+owner-only (mode 0600); ``$NERVE_SHELL_SPOOL`` moves it. A command's bytes go to the spool
+as they are (bytes that are not UTF-8 included), so they come back exactly.
+
+The hook never hurts the shell: it works with the user's ``set -euo pipefail``, ``set -C``
+(zsh: ``err_exit``, ``nounset``, ``pipe_fail``, ``no_clobber``), and after it ``$?``,
+``PIPESTATUS`` / ``pipestatus`` and ``$_`` are as the command left them. It starts no process
+per prompt in bash and zsh (fish has no clock of its own: one ``date``).
 
 bash needs 5.0 or later (``$EPOCHREALTIME``) and keeps ``PROMPT_COMMAND`` and the ``DEBUG``
 trap for itself: source the line last. A command that history does not keep (a leading space
@@ -44,16 +50,19 @@ SPOOL_VERSION = "nerve1"
 SHELLS = ("bash", "zsh", "fish")
 
 _BASH = r"""# nerve shell hook (bash >= 5): each command, as it ends, becomes one line of a spool.
+# It never hurts the shell: its functions turn off the user's set -e, -u, -C and pipefail for
+# themselves (`local -`), and $?, PIPESTATUS and $_ are as the command left them.
 __nerve_spool="${NERVE_SHELL_SPOOL:-${XDG_STATE_HOME:-$HOME/.local/state}/nerve/shell.spool}"
 __nerve_sid="$$.${EPOCHSECONDS:-0}"
 # `history 1` goes through a small per-shell file, not $(...): a fork can stall a busy machine
 __nerve_tmp=${XDG_RUNTIME_DIR:-/dev/shm}
 [ -d "$__nerve_tmp" ] && [ -w "$__nerve_tmp" ] || __nerve_tmp=${TMPDIR:-/tmp}
 __nerve_tmp=$__nerve_tmp/nerve-hook.$$
-__nerve_armed= __nerve_start= __nerve_bc= __nerve_pwd= __nerve_cwd=
+__nerve_armed= __nerve_start= __nerve_bc= __nerve_pwd= __nerve_cwd= __nerve_out=
 __nerve_last=$(HISTTIMEFORMAT= builtin history 1)
 __nerve_last=${__nerve_last#"${__nerve_last%%[![:space:]]*}"}
 __nerve_last=${__nerve_last%%[[:space:]]*}
+# called with "$_" as its last word, so $_ is that again once it returns
 __nerve_preexec() {
   [ -n "$__nerve_armed" ] && [ "$BASH_COMMAND" != __nerve_precmd ] || return 0
   __nerve_armed= __nerve_start=$EPOCHREALTIME __nerve_bc=$BASH_COMMAND
@@ -61,8 +70,12 @@ __nerve_preexec() {
 __nerve_esc() {
   local s=${1//\\/\\\\}; s=${s//$'\t'/\\t}; s=${s//$'\n'/\\n}; __nerve_out=${s//$'\r'/\\r}
 }
+# returns the command's status; PROMPT_COMMAND runs it as `__nerve_precmd "$_" && :`, a
+# place set -e ignores, so the next entries of PROMPT_COMMAND see $? unchanged
 __nerve_precmd() {
-  local st=$? end=$EPOCHREALTIME num cmd
+  local st=$? end=$EPOCHREALTIME num= cmd=
+  local -
+  set +euCo pipefail
   # cheap tests instead of 2>/dev/null: each redirection costs the prompt a dozen syscalls
   [ -w "$__nerve_tmp" ] || (umask 077; : >"$__nerve_tmp") 2>/dev/null
   [ -w "$__nerve_tmp" ] && HISTTIMEFORMAT= builtin history 1 >"$__nerve_tmp"
@@ -89,30 +102,36 @@ __nerve_precmd() {
   return $st
 }
 __nerve_arm() { __nerve_armed=1; }
-(umask 077; : >"$__nerve_tmp")
+(umask 077; : >|"$__nerve_tmp")
 [ -n "$(trap -p EXIT)" ] || trap 'command rm -f "$__nerve_tmp"' EXIT
-# the test inline: the trap runs before every simple command, the prompt's own included
-trap '[ -z "$__nerve_armed" ] || __nerve_preexec' DEBUG
-PROMPT_COMMAND="__nerve_precmd${PROMPT_COMMAND:+;$PROMPT_COMMAND};__nerve_arm"
+# the test inline: the trap runs before every simple command, the prompt's own included;
+# [[ ]] leaves $_ alone, and the call hands it back
+trap '[[ -z $__nerve_armed ]] || __nerve_preexec "$_"' DEBUG
+PROMPT_COMMAND="__nerve_precmd \"\$_\" && :${PROMPT_COMMAND:+;$PROMPT_COMMAND};__nerve_arm \"\$_\""
 """
 
 _ZSH = r"""# nerve shell hook (zsh): each command, as it ends, becomes one line of a spool.
+# It never hurts the shell: its functions run with zsh's own options (emulate -L), so the
+# user's err_exit, nounset, pipe_fail or no_clobber stay out of them.
 zmodload zsh/datetime 2>/dev/null
 typeset -g __nerve_spool="${XDG_STATE_HOME:-$HOME/.local/state}/nerve/shell.spool"
-[[ -n $NERVE_SHELL_SPOOL ]] && __nerve_spool=$NERVE_SHELL_SPOOL
-typeset -g __nerve_sid="$$.$EPOCHSECONDS" __nerve_start= __nerve_cmd=
+[[ -n ${NERVE_SHELL_SPOOL-} ]] && __nerve_spool=$NERVE_SHELL_SPOOL
+typeset -g __nerve_sid="$$.${EPOCHSECONDS-0}" __nerve_start= __nerve_cmd=
 __nerve_esc() {
   local s=${1//\\/\\\\}; s=${s//$'\t'/\\t}; s=${s//$'\n'/\\n}; REPLY=${s//$'\r'/\\r}
 }
-__nerve_preexec() { __nerve_cmd=$1; __nerve_start=$EPOCHREALTIME; }
+__nerve_preexec() { emulate -L zsh; __nerve_cmd=$1 __nerve_start=$EPOCHREALTIME; }
 __nerve_precmd() {
-  local st=$? end=$EPOCHREALTIME c REPLY
+  local st=$? end=${EPOCHREALTIME-} c REPLY
+  emulate -L zsh
   [[ -n $__nerve_start ]] || return 0
   __nerve_esc "$__nerve_cmd"; c=$REPLY; __nerve_esc "$PWD"
-  [[ -e $__nerve_spool ]] || (umask 077; mkdir -p "${__nerve_spool:h}"; : >>"$__nerve_spool")
+  [[ -e $__nerve_spool ]] ||
+    (umask 077; mkdir -p "${__nerve_spool:h}"; : >>"$__nerve_spool") 2>/dev/null
   print -rn -- "nerve1	zsh	$__nerve_sid	$__nerve_start	$end	$st	$REPLY	$c
 " 2>/dev/null >>"$__nerve_spool"
   __nerve_start=
+  return 0
 }
 autoload -Uz add-zsh-hook
 add-zsh-hook preexec __nerve_preexec
@@ -209,23 +228,40 @@ def _unescape(text: str) -> str:
 
 def _epoch_ns(text: str) -> int:
     value = Decimal(text.replace(",", "."))
-    if not value.is_finite() or not 0 < value < 2**62 // 10**9:
+    if not value.is_finite() or not 10**9 <= value < 2**62 // 10**9:  # 2001 to 2116
         raise ValueError(f"time {text!r} is out of range")
     return int(value * 10**9)
 
 
+_SESSION = re.compile(r"([1-9]\d{0,6})\.(\d{1,12})")
+_MAX_PID = 4_194_304  # Linux's PID_MAX_LIMIT, above macOS's and the BSDs'
+
+
 def parse_spool_line(line: str) -> SpoolRecord:
-    """A spool line (without its newline) as a record; ``ValueError`` naming the bad field."""
-    fields = line.split("\t", 7)
+    """A spool line (without its newline) as a record; ``ValueError`` naming the bad field.
+
+    Refused: another version, a field too many or too few (the hook escapes every tab), a
+    shell of none of ``SHELLS``, a ``SESSION`` not ``PID.SECONDS`` with a pid in range, times
+    not in the log's range, an ``EXIT`` outside 0–255. Bytes that are not UTF-8 arrive as
+    ``os.fsdecode`` gives them (surrogate escapes), so ``os.fsencode`` gives them back.
+    """
+    fields = line.split("\t")
     if len(fields) != 8 or fields[0] != SPOOL_VERSION:
         raise ValueError(f"not a {SPOOL_VERSION} line of 8 tab-separated fields")
     _, shell, session, start, end, status, cwd, command = fields
+    if shell not in SHELLS:
+        raise ValueError(f"SHELL must be one of {', '.join(SHELLS)}, got {shell!r}")
+    pid = _SESSION.fullmatch(session)
+    if pid is None or int(pid[1]) > _MAX_PID:
+        raise ValueError(
+            f"SESSION must be PID.SECONDS with a pid up to {_MAX_PID}, got {session!r}"
+        )
     try:
         start_ns, end_ns = _epoch_ns(start), _epoch_ns(end)
     except (InvalidOperation, ValueError):
         raise ValueError(f"START/END must be Unix times, got {start!r} and {end!r}") from None
-    if not re.fullmatch(r"-?\d{1,6}", status):
-        raise ValueError(f"EXIT must be an integer, got {status!r}")
+    if not re.fullmatch(r"\d{1,3}", status) or int(status) > 255:
+        raise ValueError(f"EXIT must be an exit status 0-255, got {status!r}")
     return SpoolRecord(
         shell, session, start_ns, end_ns, int(status), _unescape(cwd), _unescape(command)
     )

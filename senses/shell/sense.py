@@ -13,8 +13,14 @@ included). The spool is read from its start when first seen (it holds only the h
 lines), so commands run while the daemon was down are read when it is back. A fully read
 spool past ``spool_max_bytes`` is renamed to ``<spool>.1``; the hook then starts a new one,
 and any line a shell wrote to the old file meanwhile is read from it at the next compute.
-Once the spool has had a line from a shell, that shell's history file is no longer read
-(the hook has its commands, with more detail).
+A renamed spool whose last line is still being written is kept until that line is
+complete (or unchanged for a compute: a shell killed mid-write). A spool found shorter than
+where reading stopped, or rewritten before it (``tail``, a hash of the bytes before the
+offset), is read from its start: it holds only the hook's lines. Lines of another version or
+with a field out of range are refused: ``note`` names the first, ``refused`` counts them all
+(both in the sense's state, ``nerve sense state shell``). Once the spool has had a line from a
+shell, that shell's history file is no longer read (the hook has its commands, with more
+detail).
 
 **History files** are the fallback for shells without the hook:
 ``{"command", "format", "timestamp", "elapsed_s", "file"}``.
@@ -122,49 +128,77 @@ def _bounded_streaks(streaks: dict[str, Any]) -> dict[str, Any]:
 def _read_spool(opts: _Options, entry: Any) -> tuple[dict[str, Any], list[SpoolRecord]]:
     """New records from a renamed spool's tail, then the spool; the spool's new state."""
     entry = dict(entry) if isinstance(entry, dict) else {}
-    records = _drain_rotated(opts, entry.pop("rotated", None))
+    refused = _count(entry.get("refused"))
+    rotated, records, bad = _drain_rotated(opts, entry.pop("rotated", None))
     try:
         fd = os.open(opts.spool, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
     except FileNotFoundError:
-        return {"inode": None, "offset": 0, "note": "no spool yet (no hook has written)"}, records
+        new = {"inode": None, "offset": 0, "note": "no spool yet (no hook has written)"}
+        return _kept(new, rotated, refused + bad), records
     except OSError as exc:
         return {**entry, "note": f"unreadable: {exc.strerror or exc}"}, records
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             return {**entry, "note": "skipped: the spool is not a regular file"}, records
-        offset = int(entry.get("offset") or 0)
-        if entry.get("inode") != info.st_ino or offset > info.st_size:
-            offset = 0  # a new spool (or one truncated): it holds only unread hook lines
+        offset = _spool_resume(fd, info, entry)
         budget = opts.max_per_compute - len(records)
-        found, offset, note = _spool_lines(fd, offset, info.st_size, budget, opts.max_read_bytes)
+        found, offset, note, more = _spool_lines(
+            fd, offset, info.st_size, budget, opts.max_read_bytes
+        )
+        tail = _tail(fd, offset)
     finally:
         os.close(fd)
-    new = {"inode": info.st_ino, "offset": offset, "note": note}
-    if offset == info.st_size and offset >= opts.spool_max_bytes:
+    new = {"inode": info.st_ino, "offset": offset, "tail": tail, "note": note}
+    if offset == info.st_size and offset >= opts.spool_max_bytes and rotated is None:
         new = _rotate(opts.spool, new)
-    return new, records + found
+    return _kept(new, rotated, refused + bad + more), records + found
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def _kept(new: dict[str, Any], rotated: Any, refused: int) -> dict[str, Any]:
+    """The spool's state with the renamed spool still to finish and the refused-line count."""
+    if rotated is not None:
+        new = {**new, "rotated": rotated}
+    return {**new, "refused": refused}
+
+
+def _spool_resume(fd: int, info: os.stat_result, entry: dict[str, Any]) -> int:
+    """Where to read from: the last offset, or 0 for a new spool or one truncated since (a
+    spool holds only the hook's lines, so a shrunk one is read whole, even grown again)."""
+    offset = int(entry.get("offset") or 0)
+    if entry.get("inode") != info.st_ino or offset > info.st_size:
+        return 0
+    if "tail" in entry and _tail(fd, offset) != entry["tail"]:
+        return 0
+    return offset
 
 
 def _spool_lines(
     fd: int, offset: int, size: int, budget: int, max_read: int
-) -> tuple[list[SpoolRecord], int, str | None]:
-    """Complete lines from ``offset`` (at most ``budget``); bad lines are skipped, counted."""
+) -> tuple[list[SpoolRecord], int, str | None, int]:
+    """Complete lines from ``offset`` (at most ``budget``); bad lines refused and counted.
+
+    A line still being written (no newline yet) is left for the next read.
+    """
     data = os.pread(fd, min(size - offset, max_read), offset)
     records: list[SpoolRecord] = []
     bad: list[str] = []
     pos = 0
     while len(records) < budget and (end := data.find(b"\n", pos)) >= 0:
-        line = data[pos:end].decode("utf-8", "replace")
-        pos = end + 1
+        line = os.fsdecode(data[pos:end])
         try:
             records.append(parse_spool_line(line))
         except ValueError as exc:
-            bad.append(f"byte {offset + pos - len(line) - 1}: {exc}")
+            bad.append(f"byte {offset + pos}: {exc}")
+        pos = end + 1
     if pos == 0 and len(data) == max_read:
         pos, bad = len(data), [*bad, f"skipped {len(data)} bytes holding no complete line"]
-    note = f"{len(bad)} bad spool line(s) skipped; first at {bad[0]}" if bad else None
-    return records, offset + pos, note
+    note = f"{len(bad)} bad spool line(s) refused; first at {bad[0]}" if bad else None
+    return records, offset + pos, note, len(bad)
 
 
 def _rotate(path: str, entry: dict[str, Any]) -> dict[str, Any]:
@@ -176,28 +210,33 @@ def _rotate(path: str, entry: dict[str, Any]) -> dict[str, Any]:
     return {"inode": None, "offset": 0, "note": entry.get("note"), "rotated": rotated}
 
 
-def _drain_rotated(opts: _Options, rotated: Any) -> list[SpoolRecord]:
-    """Lines a shell appended to the spool after it was read and renamed; then drop it."""
+def _drain_rotated(opts: _Options, rotated: Any) -> tuple[Any, list[SpoolRecord], int]:
+    """Lines a shell appended to the spool after it was read and renamed, and how many were
+    refused; the renamed spool is dropped once read to its end. A last line still being
+    written keeps it one more compute (it is read once complete; no longer if it stays cut)."""
     if not isinstance(rotated, dict):
-        return []
+        return None, [], 0
     old = opts.spool + ".1"
     try:
         fd = os.open(old, os.O_RDONLY)
     except OSError:
-        return []
+        return None, [], 0
     try:
         info = os.fstat(fd)
         if info.st_ino != rotated.get("inode"):
-            return []
+            return None, [], 0
         offset = int(rotated.get("offset") or 0)
-        found, _, _ = _spool_lines(fd, offset, info.st_size, 10**6, opts.max_read_bytes)
+        found, offset, _, bad = _spool_lines(fd, offset, info.st_size, 10**6, info.st_size + 1)
     finally:
         os.close(fd)
+    if offset < info.st_size and info.st_size != rotated.get("size"):
+        return {"inode": info.st_ino, "offset": offset, "size": info.st_size}, found, bad
     os.unlink(old)
-    return found
+    return None, found, bad
 
 
 def _hook_observation(record: SpoolRecord, streaks: dict[str, Any]) -> Observation:
+    record = record._replace(command=_readable(record.command), cwd=_readable(record.cwd))
     streak = int(streaks.pop(record.session, 0) or 0) + 1 if record.exit != 0 else 0
     streaks[record.session] = streak
     payload = {
@@ -226,6 +265,11 @@ def _hook_observation(record: SpoolRecord, streaks: dict[str, Any]) -> Observati
         trust=Trust.INFERRED,
         valid_time_ns=record.start_ns,
     )
+
+
+def _readable(text: str) -> str:
+    """Text for the log: a byte that is not UTF-8 (exact in the spool) becomes U+FFFD."""
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
 
 def parse_history(data: bytes, limit: int) -> tuple[list[dict[str, Any]], int]:

@@ -224,7 +224,8 @@ def test_a_full_spool_is_renamed_and_late_lines_are_read(tmp_path: Path) -> None
     spool.write_text("junk line\n" + line.format(code=0, n=10))
     second = run("shell", first.state, tmp_path, **opts)
     assert [o.payload["command"] for o in second.observations] == ["cmd 9", "cmd 10"]
-    assert "1 bad spool line(s) skipped; first at byte 0" in second.state["spool"]["note"]
+    assert "1 bad spool line(s) refused; first at byte 0" in second.state["spool"]["note"]
+    assert second.state["spool"]["refused"] == 1
     assert Path(f"{spool}.1").read_text().endswith("cmd 10\n")  # the old one read, then gone
 
 

@@ -1,0 +1,130 @@
+"""The shell sense's reading of the hook's spool: lines refused and counted, a line still being
+written read once complete, a shrunk spool read from its start, bytes kept exactly."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from nerve.shellhook import parse_spool_line
+from tests.runtime.test_senses_builtin import initial, run
+
+LINE = "nerve1\tbash\t{pid}.1700000000\t{start}\t1700000001.0\t{code}\t/tmp\t{cmd}\n"
+
+
+def _line(cmd: str = "true", pid: str = "42", start: str = "1700000000.5", code: str = "0") -> str:
+    return LINE.format(pid=pid, start=start, code=code, cmd=cmd)
+
+
+def _opts(spool: Path, **more: object) -> dict[str, object]:
+    return {"spool": str(spool), "files": [], **more}
+
+
+REFUSED = [
+    _line().replace("nerve1", "nerve2"),  # another version
+    _line().replace("bash", "tcsh"),
+    _line(cmd="a\tb"),  # a raw tab: the hook escapes every tab
+    _line(code="256"),
+    _line(code="-1"),
+    _line(pid="0"),
+    _line(pid="99999999"),
+    _line(pid="x"),
+    _line(start="0.5"),
+    _line(start="1e300"),
+    _line(start="nan"),
+]
+
+
+@pytest.mark.parametrize("bad", REFUSED)
+def test_a_line_of_another_version_or_out_of_range_is_refused(bad: str) -> None:
+    with pytest.raises(ValueError):
+        parse_spool_line(bad.removesuffix("\n"))
+
+
+def test_refused_lines_are_counted_where_the_sense_reports_its_state(tmp_path: Path) -> None:
+    spool = tmp_path / "shell.spool"
+    spool.write_text("".join([_line("first"), *REFUSED, _line("last")]))
+    first = run("shell", initial("shell"), tmp_path, **_opts(spool))
+    assert [o.payload["command"] for o in first.observations] == ["first", "last"]
+    assert first.state["spool"]["refused"] == len(REFUSED)
+    with spool.open("a") as more:
+        more.write(_line(code="300") + _line("again"))
+    second = run("shell", first.state, tmp_path, **_opts(spool))
+    assert [o.payload["command"] for o in second.observations] == ["again"]
+    assert second.state["spool"]["refused"] == len(REFUSED) + 1  # a running count
+
+
+def test_a_line_still_being_written_is_read_once_complete(tmp_path: Path) -> None:
+    spool = tmp_path / "shell.spool"
+    whole = _line("make -j8")
+    spool.write_text(_line("one") + whole[:20])
+    first = run("shell", initial("shell"), tmp_path, **_opts(spool))
+    assert [o.payload["command"] for o in first.observations] == ["one"]
+    with spool.open("a") as rest:
+        rest.write(whole[20:])
+    second = run("shell", first.state, tmp_path, **_opts(spool))
+    assert [o.payload["command"] for o in second.observations] == ["make -j8"]
+    assert second.state["spool"]["refused"] == 0
+
+
+def test_a_line_still_being_written_to_a_renamed_spool_is_read_once_complete(
+    tmp_path: Path,
+) -> None:
+    spool = tmp_path / "shell.spool"
+    spool.write_text(_line("one"))
+    opts = _opts(spool, spool_max_bytes=10)
+    first = run("shell", initial("shell"), tmp_path, **opts)
+    assert not spool.exists()  # read whole and renamed
+    whole = _line("late")
+    with open(f"{spool}.1", "a") as late:  # a shell that opened it before the rename
+        late.write(whole[:25])
+    second = run("shell", first.state, tmp_path, **opts)
+    assert not second.observations and Path(f"{spool}.1").exists()  # kept for its tail
+    with open(f"{spool}.1", "a") as late:
+        late.write(whole[25:])
+    third = run("shell", second.state, tmp_path, **opts)
+    assert [o.payload["command"] for o in third.observations] == ["late"]
+    assert not Path(f"{spool}.1").exists()
+
+
+def test_a_renamed_spool_cut_for_good_is_dropped(tmp_path: Path) -> None:
+    spool = tmp_path / "shell.spool"
+    spool.write_text(_line("one"))
+    opts = _opts(spool, spool_max_bytes=10)
+    state = run("shell", initial("shell"), tmp_path, **opts).state
+    with open(f"{spool}.1", "a") as late:
+        late.write("nerve1\tbash\t4")  # a shell killed mid-write
+    state = run("shell", state, tmp_path, **opts).state
+    state = run("shell", state, tmp_path, **opts).state  # unchanged since: dropped
+    assert not Path(f"{spool}.1").exists() and "rotated" not in state["spool"]
+
+
+def test_a_shrunk_spool_is_read_from_its_start_even_grown_again(tmp_path: Path) -> None:
+    spool = tmp_path / "shell.spool"
+    spool.write_text(_line("old one") + _line("old two"))
+    first = run("shell", initial("shell"), tmp_path, **_opts(spool))
+    assert len(first.observations) == 2
+    with spool.open("r+") as same:  # the same file (inode) emptied, then written again
+        same.truncate(0)
+        same.write(_line("new one") + _line("new two") + _line("new three"))
+    second = run("shell", first.state, tmp_path, **_opts(spool))
+    assert [o.payload["command"] for o in second.observations] == [
+        "new one",
+        "new two",
+        "new three",
+    ]
+    spool.write_text(_line("short"))
+    third = run("shell", second.state, tmp_path, **_opts(spool))
+    assert [o.payload["command"] for o in third.observations] == ["short"]
+
+
+def test_bytes_that_are_not_utf8_are_kept_exactly_by_the_parser(tmp_path: Path) -> None:
+    raw = _line(cmd="caf\\\\\\t\\n").encode().replace(b"caf", b"caf\xe9\xff")
+    record = parse_spool_line(os.fsdecode(raw.removesuffix(b"\n")))
+    assert os.fsencode(record.command) == b"caf\xe9\xff\\\t\n"
+    spool = tmp_path / "shell.spool"
+    spool.write_bytes(raw)
+    (obs,) = run("shell", initial("shell"), tmp_path, **_opts(spool)).observations
+    assert obs.payload["command"] == "caf\ufffd\ufffd\\\t\n"  # the log keeps text
