@@ -123,6 +123,18 @@ def test_privacy_detectors_lists_the_pack_and_what_is_on(tmp_path: Path) -> None
     assert len(rows) == 11 and all(r["finds"] for r in rows)
 
 
+def test_emit_redacts_a_secret_in_the_subject(tmp_path: Path) -> None:
+    ws = init_workspace(tmp_path / "ws")
+    (ws.root / "nerve.yaml").write_text("senses: {}\n")
+    url = f"https://bot:{GHP}@github.com/acme/app.git"
+    run_cli("--workspace", str(ws.root), "emit", "--source", "endpoint", "--subject", url,
+            "--line", "pushed")  # fmt: skip
+    [event] = _tail(ws.root)
+    assert event["subject"] == "https://bot:[redacted:github-token]@github.com/acme/app.git"
+    assert event["payload"] == {"_redacted": {"github-token": 1}}
+    assert GHP.encode() not in _stored_bytes(ws.root)
+
+
 def _shell_lines(d: Daemon) -> list[str]:
     return [str(e["line"]) for e in d.events("observation", "shell")]
 
