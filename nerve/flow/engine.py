@@ -152,6 +152,10 @@ class WorkflowEngine:
         dirs = [self.root / "workflows", bundled("workflows")]
         return find_workflow(name, dirs, root=self.root, path=self.config_for(name).path)
 
+    def clean(self, text: str) -> str:
+        """Text from a role (a print, a traceback) redacted for the daemon log."""
+        return self.kernel.privacy.clean(text, kind="workflow.error")
+
     async def emit(self, drafts: Sequence[Draft]) -> None:
         await self.kernel.committer.append(drafts)
 

@@ -77,6 +77,8 @@ class EngineHost(Protocol):
 
     async def emit(self, drafts: Sequence[Draft]) -> None: ...
 
+    def clean(self, text: str) -> str: ...
+
     async def load_runs(self, runs: Sequence[str]) -> list[RunRecord]: ...
 
 
@@ -293,7 +295,8 @@ class Flow:
     async def _spawn_worker(self) -> WorkerHandle:
         handle: WorkerHandle | None = None
         try:
-            handle = WorkerHandle(self.name, self.engine.find(self.name), self.root, self._exited)
+            path = self.engine.find(self.name)
+            handle = WorkerHandle(self.name, path, self.root, self._exited, self.engine.clean)
             await handle.start()
             self.gate_manifests(self.gate_ids(handle))  # an unknown check id is a load error
         except (WorkflowError, CheckError) as exc:

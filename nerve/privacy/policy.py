@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nerve.errors import PrivacyError
-from nerve.events import Event, SourceClass, decode_payload, parse_source
+from nerve.events import NERVE_SOURCE, Event, SourceClass, decode_payload, parse_source
 from nerve.log.drafts import Draft
 from nerve.privacy.scan import Counts, Pass, Redactor, detector_pass
 from nerve.privacy.settings import PrivacyConfig, RuleConfig
@@ -256,6 +256,15 @@ class Policy:
         return dataclasses.replace(
             draft, line=verdict.line, payload=verdict.payload, subject=verdict.subject
         )
+
+    def clean(self, text: str, subject: str = "", kind: str = "sense.error") -> str:
+        """``text`` from a sense or role (an error, a traceback, a print) redacted as the
+        rules would redact it in one of nerve's own records: before it is written to the
+        daemon log or held for ``nerve status``. Never dropped, never counted."""
+        plan = self.plan(NERVE_SOURCE, kind, subject)
+        if not text or plan.redactor.untouched(text, b""):
+            return text
+        return plan.redactor.text(text, {})
 
     def screen(self, events: Sequence[Event], places: Sequence[str] | None = None) -> None:
         """Refuse events to import that a rule would drop or redact (an imported event keeps

@@ -274,9 +274,11 @@ class Results:
         return out
 
     def error_record(self, sense: str, kind: str, message: str) -> tuple[str, Draft]:
-        """A failure's message as it can be stored, and its ``sense.error`` record."""
+        """A failure's message as it can be shown (redacted: the daemon log and ``nerve
+        status`` hold it), and its ``sense.error`` record."""
         message = storable(message)
-        return message, self.policy.redact(error_draft(sense, kind, message))
+        draft = self.policy.redact(error_draft(sense, kind, message))
+        return self.policy.clean(message, sense), draft
 
     def _error(self, out: Outcome, sense: str, kind: str, message: str) -> None:
         message, draft = self.error_record(sense, kind, message)

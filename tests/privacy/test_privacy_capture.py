@@ -190,3 +190,34 @@ def test_a_daemon_redacts_senses_state_and_socket_emits(tmp_path: Path) -> None:
     stored = _stored_bytes(ws.root)
     assert GHP.encode() not in stored
     assert b"hunter22" not in stored and b"pass show bank" not in stored
+
+
+BLABBING = f"""
+import sys
+initial_state = {{"n": 0}}
+def compute(state):
+    print("using token {GHP}")
+    sys.stderr.write("stderr too: token {GHP}\\n")
+    raise RuntimeError("token {GHP} refused")
+"""
+
+
+def test_a_senses_error_and_prints_reach_no_file_and_no_status_in_the_clear(
+    tmp_path: Path,
+) -> None:
+    ws = init_workspace(tmp_path / "ws")
+    write_sense(ws.root, "blab", BLABBING)
+    (ws.root / "nerve.yaml").write_text("senses:\n  blab: {interval: 200ms}\n")
+    with started(ws.root) as d:
+        errors = d.wait_for(lambda: d.events("sense.error", "blab"), what="a sense.error")
+        log = ws.root / "data" / "daemon.log"
+        d.wait_for(lambda: "stderr too" in log.read_text(), what="the print in the daemon log")
+        status = run_cli("--workspace", str(ws.root), "status", "--json").stdout
+        text = run_cli("--workspace", str(ws.root), "status").stdout
+    assert "token [redacted:github-token] refused" in errors[0]["line"]
+    assert GHP not in status and GHP not in text
+    assert "token [redacted:github-token] refused" in status  # last_error, redacted
+    daemon_log = log.read_text()
+    assert "using token [redacted:github-token]" in daemon_log
+    assert GHP not in daemon_log
+    assert GHP.encode() not in _stored_bytes(ws.root)
