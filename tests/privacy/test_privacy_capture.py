@@ -9,6 +9,7 @@ from pathlib import Path
 from nerve.workspace import init_workspace
 from tests.conftest import run_cli
 from tests.daemon_util import Daemon, started, write_sense
+from tests.helpers.workflows import running, write_workflow
 
 GHP = "ghp_" + "A1b2C3d4E5" * 3 + "F6g7H8"
 PRIVACY = r"""
@@ -221,3 +222,33 @@ def test_a_senses_error_and_prints_reach_no_file_and_no_status_in_the_clear(
     assert "using token [redacted:github-token]" in daemon_log
     assert GHP not in daemon_log
     assert GHP.encode() not in _stored_bytes(ws.root)
+
+
+CHATTY_ROLE = f"""
+import sys
+from nerve.flow import END
+
+def talk(start, messages):
+    print("role has token {GHP}", flush=True)
+    sys.stderr.write("and on stderr {GHP}\\n")
+    return "said"
+
+roles = {{"talk": talk}}
+
+def moderator(context, round, max_rounds):
+    return ["talk", END][round]
+"""
+
+
+def test_a_roles_prints_reach_the_daemon_log_redacted(tmp_path: Path) -> None:
+    ws = init_workspace(tmp_path / "ws")
+    write_workflow(ws.root, "chatty", CHATTY_ROLE)
+    (ws.root / "nerve.yaml").write_text("senses: {}\nworkflows:\n  chatty: {}\n")
+    log = ws.root / "data" / "daemon.log"
+    with running(ws.root) as d:
+        run = d.trigger("chatty", prompt="go")["run"]
+        d.wait_status(run, "completed")
+        d.wait_for(lambda: "and on stderr" in log.read_text(), what="the role's print")
+    text = log.read_text()
+    assert "role has token [redacted:github-token]" in text
+    assert GHP not in text
