@@ -252,3 +252,30 @@ def test_a_roles_prints_reach_the_daemon_log_redacted(tmp_path: Path) -> None:
     text = log.read_text()
     assert "role has token [redacted:github-token]" in text
     assert GHP not in text
+
+
+FAILING_ROLE = f"""
+from nerve.flow import END
+
+def fail(start, messages):
+    raise RuntimeError("refused token {GHP}")
+
+roles = {{"fail": fail}}
+
+def moderator(context, round, max_rounds):
+    return ["fail", END][round]
+"""
+
+
+def test_a_roles_error_and_traceback_are_stored_redacted(tmp_path: Path) -> None:
+    ws = init_workspace(tmp_path / "ws")
+    write_workflow(ws.root, "failing", FAILING_ROLE)
+    (ws.root / "nerve.yaml").write_text("senses: {}\nworkflows:\n  failing: {}\n")
+    with running(ws.root) as d:
+        run = d.trigger("failing", prompt=f"use {GHP}")["run"]
+        d.wait_status(run, "failed")
+        failed = d.events("workflow.status", run)[-1]
+        status = run_cli("--workspace", str(ws.root), "status", "--json").stdout
+    assert "refused token [redacted:github-token]" in failed["line"]
+    assert GHP not in json.dumps(failed, default=str) and GHP not in status
+    assert GHP.encode() not in _stored_bytes(ws.root)
