@@ -38,6 +38,7 @@ from nerve.flow.history import RunRecord, load_run
 from nerve.flow.manager import DEFAULT_ROLE_TIMEOUT_S, Flow
 from nerve.flow.record import ERROR, REQUESTED, draft, new_run_id
 from nerve.log.drafts import Draft
+from nerve.privacy.cut import shorten
 from nerve.resources import bundled
 
 if TYPE_CHECKING:
@@ -132,7 +133,7 @@ class WorkflowEngine:
             return None
         payload = {"workflow": name, "key": key, "earlier_run": earlier, **record.request}
         line = f"{name}: key {key!r} already started {earlier}; not started again"
-        await self.emit([draft(DEDUPED, name, line[:500], payload)])
+        await self.emit([draft(DEDUPED, name, shorten(line, 500), payload)])
         return {"workflow": name, "run": None, "status": "deduped", "earlier_run": earlier}
 
     async def _admit(self, trigger: WorkflowTrigger, record: RunRecord) -> dict[str, Any]:
@@ -152,8 +153,15 @@ class WorkflowEngine:
         dirs = [self.root / "workflows", bundled("workflows")]
         return find_workflow(name, dirs, root=self.root, path=self.config_for(name).path)
 
+    def clean(self, text: str) -> str:
+        """Text from a role (a print, a traceback) redacted for the daemon log."""
+        return self.kernel.privacy.clean(text, kind="workflow.error")
+
     async def emit(self, drafts: Sequence[Draft]) -> None:
-        await self.kernel.committer.append(drafts)
+        """Store workflow records, redacted as nerve's own records are (a role's message,
+        error or traceback may hold a secret)."""
+        redact = self.kernel.privacy.redact
+        await self.kernel.committer.append([redact(d) for d in drafts])
 
     async def load_runs(self, runs: Sequence[str]) -> list[RunRecord]:
         def read() -> list[RunRecord]:
@@ -244,7 +252,7 @@ class WorkflowEngine:
         self.writes.load(self.checks.values())
         for error in errors:
             payload = {"workflow": None, "error": error}
-            await self.emit([draft(ERROR, "checks", error.splitlines()[0][:300], payload)])
+            await self.emit([draft(ERROR, "checks", shorten(error.splitlines()[0], 300), payload)])
 
     async def _recover(self) -> None:
         def read() -> list[RunRecord]:

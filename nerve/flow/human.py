@@ -20,6 +20,7 @@ from nerve.flow.history import RunRecord
 from nerve.flow.manager import Flow
 from nerve.flow.record import ANSWER, OVERRIDE, draft, status
 from nerve.flow.runs import judge
+from nerve.privacy.cut import shorten
 
 
 def match_choice(choice: str, options: Sequence[str]) -> str:
@@ -106,12 +107,12 @@ async def override(
         "by": by,
         "tty": tty,
     }
-    line = f"{record.run}: gate overridden by {by}: {reason}"[:500]
+    line = shorten(f"{record.run}: gate overridden by {by}: {reason}", 500)
     done = status(
         record.run,
         flow.name,
         "completed",
-        f"overridden: {reason}"[:300],
+        shorten(f"overridden: {reason}", 300),
         overridden=True,
         outputs=held.get("outputs") or [],
     )

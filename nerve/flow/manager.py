@@ -54,6 +54,7 @@ from nerve.flow.process import WorkerDied, WorkerHandle
 from nerve.flow.record import BACKOFF, ERROR, RESTART, STARTED, draft, status
 from nerve.flow.runs import drive
 from nerve.log.drafts import Draft
+from nerve.privacy.cut import shorten
 
 log = logging.getLogger(__name__)
 
@@ -76,6 +77,8 @@ class EngineHost(Protocol):
     def find(self, name: str) -> Path: ...
 
     async def emit(self, drafts: Sequence[Draft]) -> None: ...
+
+    def clean(self, text: str) -> str: ...
 
     async def load_runs(self, runs: Sequence[str]) -> list[RunRecord]: ...
 
@@ -210,7 +213,7 @@ class Flow:
         record.start = start_frame(record)
         self.output_dir(record.run).mkdir(parents=True, exist_ok=True)
         extra = {"request": record.request} if first else {}
-        line = f"{record.run}: start frame: {record.start.prompt[:200]}"
+        line = f"{record.run}: start frame: {shorten(record.start.prompt, 200)}"
         return [
             status(record.run, self.name, "started", why, **extra),
             draft(STARTED, record.run, line, record.start.to_json()),
@@ -293,15 +296,18 @@ class Flow:
     async def _spawn_worker(self) -> WorkerHandle:
         handle: WorkerHandle | None = None
         try:
-            handle = WorkerHandle(self.name, self.engine.find(self.name), self.root, self._exited)
+            path = self.engine.find(self.name)
+            handle = WorkerHandle(self.name, path, self.root, self._exited, self.engine.clean)
             await handle.start()
             self.gate_manifests(self.gate_ids(handle))  # an unknown check id is a load error
         except (WorkflowError, CheckError) as exc:
             if handle is not None:
                 await handle.kill("load")
-            self.error = f"workflow {self.name!r}: {exc}" if self.name not in str(exc) else str(exc)
-            payload = {"workflow": self.name, "error": self.error}
-            await self.emit([draft(ERROR, self.name, self.error.splitlines()[0][:300], payload)])
+            error = f"workflow {self.name!r}: {exc}" if self.name not in str(exc) else str(exc)
+            payload = {"workflow": self.name, "error": error}
+            line = shorten(error.splitlines()[0], 300)
+            self.error = self.engine.clean(error)  # status shows it: redacted like the record
+            await self.emit([draft(ERROR, self.name, line, payload)])
             raise WorkflowError(self.error) from None
         self.handle = handle
         self._arm_idle()

@@ -32,8 +32,16 @@ class WorkerDied(Exception):
 
 
 class WorkerHandle:
-    def __init__(self, name: str, path: Path, workspace: Path, on_exit: ExitHook) -> None:
+    def __init__(
+        self,
+        name: str,
+        path: Path,
+        workspace: Path,
+        on_exit: ExitHook,
+        clean: Callable[[str], str] | None = None,
+    ) -> None:
         self.name = name
+        self._clean = clean  # redacts what a role prints before the daemon log has it
         self.path = path
         self.workspace = workspace
         self.on_exit = on_exit
@@ -45,6 +53,7 @@ class WorkerHandle:
         self._pending: dict[int, asyncio.Future[dict[str, Any]]] = {}
         self._ids = itertools.count(1)
         self._reader: asyncio.Task[None] | None = None
+        self._relay: asyncio.Task[None] | None = None
 
     async def start(self) -> dict[str, Any]:
         """Spawn and load the workflow; its summary, or ``WorkflowError`` if it did not load."""
@@ -55,12 +64,15 @@ class WorkerHandle:
                 "nerve.flow.worker",
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE if self._clean else None,
                 limit=STREAM_LIMIT,
                 cwd=self.workspace,
                 env={**os.environ, "NERVE_WORKFLOW": self.name},
                 process_group=0,  # see nerve.runtime.children
             )
         self.pid = self._proc.pid
+        if self._proc.stderr is not None and self._clean is not None:
+            self._relay = asyncio.create_task(self._relayed(self._proc.stderr, self._clean))
         load = {"workflow": self.name, "path": str(self.path), "workspace": str(self.workspace)}
         await self._send({"op": "load", **load})
         reply = await self._ready()
@@ -70,6 +82,11 @@ class WorkerHandle:
         self.definition = dict(reply["definition"])
         self._reader = asyncio.create_task(self._read(), name=f"workflow:{self.name}")
         return self.definition
+
+    async def _relayed(self, stream: asyncio.StreamReader, clean: Callable[[str], str]) -> None:
+        from nerve.runtime.journal import relay  # here: only a daemon relays
+
+        await relay(stream, f"workflow {self.name} (pid {self.pid})", clean)
 
     async def _ready(self) -> dict[str, Any]:
         assert self._proc is not None and self._proc.stdout is not None

@@ -15,6 +15,7 @@ from typing import Any
 import blake3
 
 from nerve.log.drafts import Draft
+from nerve.privacy.cut import shorten
 
 REQUESTED = "workflow.requested"
 STATUS = "workflow.status"
@@ -42,7 +43,7 @@ def status(run: str, workflow: str, state: str, reason: str | None = None, **ext
     """A ``workflow.status`` event: the run's new status and why."""
     line = f"{run}: {state}" + (f" ({reason})" if reason else "")
     payload = {"run": run, "workflow": workflow, "status": state, "reason": reason, **extra}
-    return draft(STATUS, run, line[:500], payload)
+    return draft(STATUS, run, shorten(line, 500), payload)
 
 
 _SEQ = [0]

@@ -29,6 +29,7 @@ from nerve.flow.history import RunRecord
 from nerve.flow.process import WorkerHandle
 from nerve.flow.record import DECISION, MESSAGE, QUESTION, draft, status
 from nerve.log.drafts import Draft
+from nerve.privacy.cut import shorten
 
 __all__ = ["Host", "StepFailed", "drive", "judge"]
 
@@ -183,7 +184,8 @@ class _Runner:
         }
 
     def message_draft(self, message: Message) -> Draft:
-        first = message.content.strip().splitlines()[0][:200] if message.content.strip() else ""
+        text = message.content.strip()
+        first = shorten(text.splitlines()[0], 200) if text else ""
         line = f"{self.record.run}: #{message.round} {message.role}: {first}"
         payload = {"run": self.record.run, "workflow": self.host.name, **message.to_json()}
         return draft(MESSAGE, self.record.run, line, payload)
@@ -197,7 +199,8 @@ class _Runner:
             "round": self.record.round + 1,
             **ask,
         }
-        question = draft(QUESTION, run, f"{run}: {role} asks: {ask['question']}"[:500], payload)
+        line = shorten(f"{run}: {role} asks: {ask['question']}", 500)
+        question = draft(QUESTION, run, line, payload)
         waiting = status(run, self.host.name, "waiting", f"{role} asked a question")
         await self.host.emit([question, waiting])
         self.record.question, self.record.status = payload, "waiting"
@@ -270,4 +273,4 @@ def _summary(reasons: Sequence[dict[str, Any]]) -> str:
         else f"{r['output']}: {r['reason']}"
         for r in reasons
     ]
-    return f"gate refused: {'; '.join(parts)}"[:400]
+    return shorten(f"gate refused: {'; '.join(parts)}", 400)

@@ -5,6 +5,8 @@ it makes a :class:`Plan` once: the drop rules and exclusions that apply, and a
 :class:`~nerve.privacy.scan.Redactor` with the detectors and regex rules that do.
 ``capture`` drops or redacts a draft; ``redact`` only redacts (nerve's own records, such
 as a sense's state, are never dropped); ``screen`` refuses whole events it would change.
+A plan is chosen by the subject as sent (a ``sense:`` scope names it); the subject itself is
+then redacted like the line, and a drop rule's regex or detector looks at it too.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nerve.errors import PrivacyError
-from nerve.events import Event, SourceClass, decode_payload, parse_source
+from nerve.events import NERVE_SOURCE, Event, SourceClass, decode_payload, parse_source
 from nerve.log.drafts import Draft
 from nerve.privacy.scan import Counts, Pass, Redactor, detector_pass
 from nerve.privacy.settings import PrivacyConfig, RuleConfig
@@ -25,7 +27,7 @@ from nerve.privacy.settings import PrivacyConfig, RuleConfig
 __all__ = ["Plan", "Policy", "Verdict", "path_glob", "program_of"]
 
 _MAX_PLANS = 4096
-_Test = Callable[[str, Any], bool]  # (line, decoded payload) -> whether the event matches
+_Test = Callable[[str, str, Any], bool]  # (line, subject, decoded payload) -> it matches
 # The payload field each built-in sense reports what it saw in, by source class.
 _FIELD: dict[int, str] = {
     SourceClass.SHELL: "command",
@@ -96,21 +98,21 @@ def _strings(value: Any) -> Iterator[str]:
 
 
 def _finds(step: Pass) -> _Test:
-    def test(line: str, payload: Any) -> bool:
-        return any(step.found(s) for s in (line, *_strings(payload)))
+    def test(line: str, subject: str, payload: Any) -> bool:
+        return any(step.found(s) for s in (line, subject, *_strings(payload)))
 
     return test
 
 
 def _field_matches(key: str, match: Callable[[str], bool]) -> _Test:
-    def test(line: str, payload: Any) -> bool:
+    def test(line: str, subject: str, payload: Any) -> bool:
         value = payload.get(key) if isinstance(payload, dict) else None
         return isinstance(value, str) and match(value)
 
     return test
 
 
-def _always(line: str, payload: Any) -> bool:
+def _always(line: str, subject: str, payload: Any) -> bool:
     return True
 
 
@@ -159,6 +161,7 @@ class Verdict:
     line: str
     payload: bytes
     fired: Counts
+    subject: str = ""
 
     @property
     def changed(self) -> bool:
@@ -172,16 +175,20 @@ class Plan:
     drops: list[_Drop]
     redactor: Redactor
 
-    def verdict(self, line: str, payload: bytes, *, drops: bool = True) -> Verdict:
+    def verdict(
+        self, line: str, payload: bytes, subject: str = "", *, drops: bool = True
+    ) -> Verdict:
+        """What the rules do to an event with this ``line``, ``payload`` and ``subject``
+        (the subject the plan was chosen by: drop rules and redaction see it too)."""
         if drops and self.drops:
             decoded = decode_payload(payload)
             for drop in self.drops:
-                if drop.test(line, decoded):
-                    return Verdict(drop.name, line, payload, {})
+                if drop.test(line, subject, decoded):
+                    return Verdict(drop.name, line, payload, {}, subject)
         if not self.redactor:
-            return Verdict(None, line, payload, {})
-        new_line, new_payload, fired = self.redactor.event(line, payload)
-        return Verdict(None, new_line, new_payload, fired)
+            return Verdict(None, line, payload, {}, subject)
+        new_line, new_subject, new_payload, fired = self.redactor.fields(line, subject, payload)
+        return Verdict(None, new_line, new_payload, fired, new_subject)
 
 
 @dataclass
@@ -222,9 +229,9 @@ class Policy:
     def capture(self, draft: Draft) -> Draft | None:
         """``draft`` with the rules applied: None when a drop rule or exclusion matches."""
         plan = self.plan(draft.source, draft.kind, draft.subject)
-        if not plan.drops and plan.redactor.untouched(draft.line, draft.payload):
+        if not plan.drops and plan.redactor.untouched(draft.line, draft.payload, draft.subject):
             return draft  # the common case, kept cheap
-        return self._counted(draft, plan.verdict(draft.line, draft.payload))
+        return self._counted(draft, plan.verdict(draft.line, draft.payload, draft.subject))
 
     def capture_all(self, drafts: Iterable[Draft]) -> list[Draft]:
         return [d for d in map(self.capture, drafts) if d is not None]
@@ -232,9 +239,10 @@ class Policy:
     def redact(self, draft: Draft) -> Draft:
         """``draft`` redacted, never dropped (for nerve's own records, such as state)."""
         plan = self.plan(draft.source, draft.kind, draft.subject)
-        if plan.redactor.untouched(draft.line, draft.payload):
+        if plan.redactor.untouched(draft.line, draft.payload, draft.subject):
             return draft
-        out = self._counted(draft, plan.verdict(draft.line, draft.payload, drops=False))
+        verdict = plan.verdict(draft.line, draft.payload, draft.subject, drops=False)
+        out = self._counted(draft, verdict)
         assert out is not None
         return out
 
@@ -245,14 +253,25 @@ class Policy:
         if not verdict.fired:
             return draft
         self.redacted += 1
-        return dataclasses.replace(draft, line=verdict.line, payload=verdict.payload)
+        return dataclasses.replace(
+            draft, line=verdict.line, payload=verdict.payload, subject=verdict.subject
+        )
+
+    def clean(self, text: str, subject: str = "", kind: str = "sense.error") -> str:
+        """``text`` from a sense or role (an error, a traceback, a print) redacted as the
+        rules would redact it in one of nerve's own records: before it is written to the
+        daemon log or held for ``nerve status``. Never dropped, never counted."""
+        plan = self.plan(NERVE_SOURCE, kind, subject)
+        if not text or plan.redactor.untouched(text, b""):
+            return text
+        return plan.redactor.text(text, {})
 
     def screen(self, events: Sequence[Event], places: Sequence[str] | None = None) -> None:
         """Refuse events to import that a rule would drop or redact (an imported event keeps
         its id, which binds its payload, so it cannot be changed); ``places`` name them."""
         for index, event in enumerate(events):
             plan = self.plan(event.source, event.kind, event.subject)
-            verdict = plan.verdict(event.line, event.payload)
+            verdict = plan.verdict(event.line, event.payload, event.subject)
             if verdict.changed:
                 where = places[index] if places else f"event {index + 1}"
                 raise _refusal(where, verdict)

@@ -163,9 +163,9 @@ class Redactor:
             text = rule.sub(text, counts)
         return text
 
-    def untouched(self, line: str, payload: bytes) -> bool:
-        """Whether nothing in ``line`` or ``payload`` can match: a few substring tests, so a
-        clean event (most of them) costs no more."""
+    def untouched(self, line: str, payload: bytes, subject: str = "") -> bool:
+        """Whether nothing in ``line``, ``subject`` or ``payload`` can match: a few substring
+        tests, so a clean event (most of them) costs no more."""
         if self.rules:
             return False
         if not self.mask:
@@ -174,7 +174,7 @@ class Redactor:
             text = payload.decode("utf-8")
         except UnicodeDecodeError:
             text = ""  # binary: there is no text to scan
-        return "\\" not in text and not candidates(f"{line}\n{text}") & self.mask
+        return "\\" not in text and not candidates(f"{line}\n{subject}\n{text}") & self.mask
 
     def found(self, text: str) -> bool:
         """Whether a detector's regex matches anywhere in ``text`` (checks not applied).
@@ -226,14 +226,24 @@ class Redactor:
     def event(self, line: str, payload: bytes) -> tuple[str, bytes, Counts]:
         """``line`` and payload bytes redacted, and the counts; the payload records them
         in a ``_redacted`` field (a payload that is not an object is wrapped as ``value``)."""
+        new_line, _, new_payload, counts = self.fields(line, "", payload)
+        return new_line, new_payload, counts
+
+    def fields(self, line: str, subject: str, payload: bytes) -> tuple[str, str, bytes, Counts]:
+        """An event's ``line``, ``subject`` and payload bytes redacted, and the counts (a
+        secret the line repeats from the subject or payload counts once), recorded in the
+        payload's ``_redacted`` field."""
         line_counts: Counts = {}
+        subject_counts: Counts = {}
         payload_counts: Counts = {}
         new_line = self.text(line, line_counts) if line else line
+        new_subject = self.text(subject, subject_counts) if subject else subject
         value = self.payload(payload, payload_counts) if payload else None
-        counts = merge_counts(line_counts, payload_counts)
+        counts = merge_counts(line_counts, subject_counts, payload_counts)
         if not counts:
-            return line, payload, counts
-        return new_line, canonical_json(_marked(value, payload, counts)), counts
+            return line, subject, payload, counts
+        marked = canonical_json(_marked(value, payload, counts))
+        return new_line, new_subject, marked, counts
 
 
 def _marked(value: Any, original: bytes, counts: Counts) -> Any:

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from nerve.config.models import NerveConfig
     from nerve.contract import WorkflowTrigger
     from nerve.log.store import EventLog
+    from nerve.privacy.policy import Policy
     from nerve.runtime.committer import Committer
     from nerve.runtime.writer import Writer
     from nerve.workspace import WorkspaceDir
@@ -45,6 +46,9 @@ class Host(Protocol):
 
     @property
     def writer(self) -> Writer: ...
+
+    @property
+    def privacy(self) -> Policy: ...
 
     def connect(self, *, projections: bool = True) -> Any: ...
 

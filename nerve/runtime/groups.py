@@ -10,6 +10,7 @@ import os
 import sys
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -111,8 +112,10 @@ class GroupWorker:
         workspace: Path,
         host: Host,
         now_ns: Any = time.monotonic_ns,
+        clean: Callable[[str], str] | None = None,
     ) -> None:
         self.group = group
+        self._clean = clean  # redacts what the worker writes on stderr before it is logged
         self.senses = senses
         self.workspace = workspace
         self.host = host
@@ -182,8 +185,9 @@ class GroupWorker:
         self._lines.clear()
         self._partial, self._partial_bytes, self._eof = [], 0, False
         assert self._proc.stderr is not None
+        cleans = [self._clean] if self._clean is not None else []
         self._relay = asyncio.create_task(
-            relay(self._proc.stderr, f"group {self.group} (pid {self.pid})"),
+            relay(self._proc.stderr, f"group {self.group} (pid {self.pid})", *cleans),
             name=f"stderr:{self.group}",
         )
         specs = {n: {"path": s.path, "options": s.options} for n, s in self.senses.items()}

@@ -84,22 +84,29 @@ def banner(
     return f"nerve {__version__} started: " + ", ".join(parts)
 
 
-async def relay(stream: asyncio.StreamReader, source: str) -> None:
+def _same(text: str) -> str:
+    return text
+
+
+async def relay(
+    stream: asyncio.StreamReader, source: str, clean: Callable[[str], str] = _same
+) -> None:
     """Log each line a child process writes on ``stream`` (a sense's print(), a crash's
-    traceback) as ``source: line``, until it closes."""
+    traceback) as ``source: line``, until it closes; ``clean`` redacts each line first
+    (the workspace's privacy rules: a sense may print a secret)."""
     buffer = b""
     while chunk := await stream.read(1 << 16):
         *lines, buffer = (buffer + chunk).split(b"\n")
         if len(buffer) > MAX_RELAYED:  # no newline in sight: log what there is
             lines, buffer = [*lines, buffer], b""
         for line in lines:
-            _relayed(source, line)
+            _relayed(source, line, clean)
     if buffer:
-        _relayed(source, buffer)
+        _relayed(source, buffer, clean)
 
 
-def _relayed(source: str, line: bytes) -> None:
-    text = line.decode(errors="replace").rstrip("\r")
+def _relayed(source: str, line: bytes, clean: Callable[[str], str]) -> None:
+    text = clean(line.decode(errors="replace").rstrip("\r"))
     say(f"{source}: {text[:MAX_RELAYED]}")
 
 

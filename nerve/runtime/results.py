@@ -274,9 +274,11 @@ class Results:
         return out
 
     def error_record(self, sense: str, kind: str, message: str) -> tuple[str, Draft]:
-        """A failure's message as it can be stored, and its ``sense.error`` record."""
+        """A failure's message as it can be shown (redacted: the daemon log and ``nerve
+        status`` hold it), and its ``sense.error`` record."""
         message = storable(message)
-        return message, self.policy.redact(error_draft(sense, kind, message))
+        draft = self.policy.redact(error_draft(sense, kind, message))
+        return self.policy.clean(message, sense), draft
 
     def _error(self, out: Outcome, sense: str, kind: str, message: str) -> None:
         message, draft = self.error_record(sense, kind, message)
@@ -337,7 +339,7 @@ class Results:
         plan = self.policy.plan(NERVE_SOURCE, STATE, sense)
         # Rules redact strings; the payload's strings are all in the state and the reason
         # (its numbers are counts and times), so the quick test needs only those.
-        if plan.redactor.untouched(line, canon + _text(reason)):
+        if plan.redactor.untouched(line, canon + _text(reason), sense):
             columns.record(STATE, sense, line, payload)
             return state, canon
         draft = Draft(STATE, NERVE_SOURCE, NERVE_TRUST, line, payload, sense, None)

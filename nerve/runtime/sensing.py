@@ -100,7 +100,7 @@ class Sensing:
         for group, specs in lay.specs.items():
             for name in specs:
                 self.stats.setdefault(name, SenseStats(group)).group = group
-            self.groups[group] = GroupWorker(group, specs, self.root, self)
+            self.groups[group] = GroupWorker(group, specs, self.root, self, clean=self.clean)
         await asyncio.gather(*(g.start() for g in self.groups.values()))
         scheduler = self._scheduler()
         scheduler.load(lay.plans, keep_grace=not first, down_since_ns=down_since_ns)
@@ -245,10 +245,15 @@ class Sensing:
         self._count_error(sense, kind, message)
         await self.store.append([draft])
 
+    def clean(self, text: str) -> str:
+        """Text from a sense (a print, a traceback) redacted for the daemon log."""
+        return self.results.policy.clean(text)
+
     async def on_restart(self, group: str, reason: str, pid: int | None) -> None:
         worker = self.groups.get(group)
         new_pid = worker.pid if worker else None
-        journal.warn(f"group {group} worker restarted (pid {pid} -> {new_pid}): {reason}")
+        shown = self.clean(reason)  # a worker's stray line may quote what a sense wrote
+        journal.warn(f"group {group} worker restarted (pid {pid} -> {new_pid}): {shown}")
         payload = {"group": group, "reason": reason, "old_pid": pid, "new_pid": new_pid}
         line = f"group {group} worker restarted: {reason}"
         await self.store.record("sense.restart", group, line, payload)

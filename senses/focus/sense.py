@@ -41,6 +41,7 @@ from typing import Any, NamedTuple
 
 from nerve.contract import Observation, Result, SenseContext
 from nerve.events import SourceClass, Trust
+from nerve.privacy.cut import shorten
 
 initial_state: dict[str, Any] = {"status": None, "note": None}
 
@@ -122,7 +123,7 @@ def _read_quartz(quartz: Any, opts: _Options) -> tuple[_Focus | None, int | None
     app = str(front.get("kCGWindowOwnerName") or "")
     if app.lower() in opts.exclude:
         return _Focus(_EXCLUDED, "", 0, None), idle_ms
-    title = str(front.get("kCGWindowName") or "")[:_TITLE_MAX]
+    title = shorten(str(front.get("kCGWindowName") or ""), _TITLE_MAX)
     pid = front.get("kCGWindowOwnerPID")
     window = int(front.get("kCGWindowNumber") or 0)
     return _Focus(app, title, window, int(pid) if pid is not None else None), idle_ms
@@ -227,7 +228,7 @@ def _window(display: Any, window: Any, opts: _Options) -> _Focus | None:
     if {wm_class[0].lower(), wm_class[1].lower()} & opts.exclude:
         return _Focus(_EXCLUDED, "", 0, None)
     text = title.decode("utf-8", "replace") if isinstance(title, bytes) else str(title)
-    return _Focus(app, text[:_TITLE_MAX], int(window.id), int(pid[0]) if pid else None)
+    return _Focus(app, shorten(text, _TITLE_MAX), int(window.id), int(pid[0]) if pid else None)
 
 
 def _idle_ms(display: Any, root: Any) -> int | None:
@@ -270,7 +271,7 @@ def _focused(focus: _Focus | None, idle_ms: int | None) -> Observation:
         "readings": readings,
     }
     line = f"focus {focus.app}: {focus.title}" if focus.title else f"focus {focus.app}"
-    return _observation(line[:200], payload)
+    return _observation(shorten(line, _TITLE_MAX), payload)
 
 
 def _away(idle_ms: int, since_ns: int) -> Observation:

@@ -62,6 +62,7 @@ except ImportError:  # not on Windows: user names are then uids
 from nerve.contract import Observation, Result, SenseContext
 from nerve.events import SourceClass, Trust
 from nerve.host import procs as host_procs
+from nerve.privacy.cut import shorten
 
 DEFAULT_NOTABLE = [
     "python", "node", "cargo", "rustc", "make", "cmake", "gcc", "g++", "clang", "go",
@@ -290,7 +291,7 @@ def _cmdline(pid: int) -> str:
         args = psutil.Process(pid).cmdline()
     except (psutil.Error, OSError):
         return ""
-    return " ".join(args)[:_CMDLINE_MAX]
+    return shorten(" ".join(args), _CMDLINE_MAX)
 
 
 def _record(proc: _Proc) -> dict[str, Any]:
@@ -392,7 +393,7 @@ class _Brief:
             "readings": {"brief_exits": total},
         }
         self.at, self.counts = now_ns, {}
-        return _observation(f"short-lived processes: {names}"[:200], payload)
+        return _observation(shorten(f"short-lived processes: {names}", 200), payload)
 
     def state(self) -> dict[str, Any]:
         return {"at": self.at, "counts": dict(sorted(self.counts.items()))}
@@ -504,7 +505,7 @@ def _entry(proc: _Proc, described: dict[str, int]) -> dict[str, Any]:
     if described.get(str(proc.pid)) != int(proc.create_time):
         described[str(proc.pid)] = int(proc.create_time)
         entry["user"] = _user_of(proc)
-        entry["cmdline"] = _cmdline(proc.pid)[:_TOP_CMDLINE_MAX]
+        entry["cmdline"] = shorten(_cmdline(proc.pid), _TOP_CMDLINE_MAX)
     return {
         **entry,
         "cpu_permille": round(proc.cpu_percent * 10),
@@ -538,7 +539,7 @@ def _top_payload(
 def _top_line(cpu: list[_Proc], memory: list[_Proc]) -> str:
     busy = ", ".join(f"{p.name} {p.cpu_percent:.0f}% [{p.pid}]" for p in cpu[:3]) or "idle"
     big = ", ".join(f"{p.name} {p.rss_bytes // _MIB} MiB [{p.pid}]" for p in memory[:2])
-    return f"top cpu: {busy}; memory: {big or 'none'}"[:200]
+    return shorten(f"top cpu: {busy}; memory: {big or 'none'}", 200)
 
 
 def _bounded(

@@ -60,6 +60,7 @@ from typing import Any, NamedTuple
 
 from nerve.contract import Observation, Result, SenseContext
 from nerve.events import SourceClass, Trust
+from nerve.privacy.cut import shorten
 from nerve.shellhook import SpoolRecord, default_spool, parse_spool_line
 
 initial_state: dict[str, Any] = {"files": {}, "commands": 0}
@@ -256,8 +257,9 @@ def _hook_observation(record: SpoolRecord, streaks: dict[str, Any]) -> Observati
         },
     }
     line = _line(record.command)
-    if record.exit != 0:
-        line = f"{line[: _LINE_CHARS + 2]} [exit {record.exit}]"
+    if record.exit != 0:  # the "…" gives way to the exit status
+        kept = max(_LINE_CHARS, len(line.removesuffix("…")) - 2)
+        line = f"{line[: kept + 2]} [exit {record.exit}]"
     return Observation(
         source=SourceClass.SHELL,
         line=line,
@@ -453,9 +455,10 @@ def _observation(record: dict[str, Any], path: str) -> Observation:
 
 
 def _line(command: str) -> str:
-    """``$ `` and the command's first line, shortened with ``…`` when anything was cut."""
+    """``$ `` and the command's first line, shortened with ``…`` when anything was cut (never
+    through a secret: see :func:`nerve.privacy.cut.shorten`)."""
     first = command.strip().split("\n", 1)[0]
-    short = first[:_LINE_CHARS]
+    short = shorten(first, _LINE_CHARS)
     return f"$ {short}…" if short != command.strip() else f"$ {short}"
 
 

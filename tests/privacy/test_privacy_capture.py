@@ -9,6 +9,7 @@ from pathlib import Path
 from nerve.workspace import init_workspace
 from tests.conftest import run_cli
 from tests.daemon_util import Daemon, started, write_sense
+from tests.helpers.workflows import running, write_workflow
 
 GHP = "ghp_" + "A1b2C3d4E5" * 3 + "F6g7H8"
 PRIVACY = r"""
@@ -123,6 +124,18 @@ def test_privacy_detectors_lists_the_pack_and_what_is_on(tmp_path: Path) -> None
     assert len(rows) == 11 and all(r["finds"] for r in rows)
 
 
+def test_emit_redacts_a_secret_in_the_subject(tmp_path: Path) -> None:
+    ws = init_workspace(tmp_path / "ws")
+    (ws.root / "nerve.yaml").write_text("senses: {}\n")
+    url = f"https://bot:{GHP}@github.com/acme/app.git"
+    run_cli("--workspace", str(ws.root), "emit", "--source", "endpoint", "--subject", url,
+            "--line", "pushed")  # fmt: skip
+    [event] = _tail(ws.root)
+    assert event["subject"] == "https://bot:[redacted:github-token]@github.com/acme/app.git"
+    assert event["payload"] == {"_redacted": {"github-token": 1}}
+    assert GHP.encode() not in _stored_bytes(ws.root)
+
+
 def _shell_lines(d: Daemon) -> list[str]:
     return [str(e["line"]) for e in d.events("observation", "shell")]
 
@@ -178,3 +191,91 @@ def test_a_daemon_redacts_senses_state_and_socket_emits(tmp_path: Path) -> None:
     stored = _stored_bytes(ws.root)
     assert GHP.encode() not in stored
     assert b"hunter22" not in stored and b"pass show bank" not in stored
+
+
+BLABBING = f"""
+import sys
+initial_state = {{"n": 0}}
+def compute(state):
+    print("using token {GHP}")
+    sys.stderr.write("stderr too: token {GHP}\\n")
+    raise RuntimeError("token {GHP} refused")
+"""
+
+
+def test_a_senses_error_and_prints_reach_no_file_and_no_status_in_the_clear(
+    tmp_path: Path,
+) -> None:
+    ws = init_workspace(tmp_path / "ws")
+    write_sense(ws.root, "blab", BLABBING)
+    (ws.root / "nerve.yaml").write_text("senses:\n  blab: {interval: 200ms}\n")
+    with started(ws.root) as d:
+        errors = d.wait_for(lambda: d.events("sense.error", "blab"), what="a sense.error")
+        log = ws.root / "data" / "daemon.log"
+        d.wait_for(lambda: "stderr too" in log.read_text(), what="the print in the daemon log")
+        status = run_cli("--workspace", str(ws.root), "status", "--json").stdout
+        text = run_cli("--workspace", str(ws.root), "status").stdout
+    assert "token [redacted:github-token] refused" in errors[0]["line"]
+    assert GHP not in status and GHP not in text
+    assert "token [redacted:github-token] refused" in status  # last_error, redacted
+    daemon_log = log.read_text()
+    assert "using token [redacted:github-token]" in daemon_log
+    assert GHP not in daemon_log
+    assert GHP.encode() not in _stored_bytes(ws.root)
+
+
+CHATTY_ROLE = f"""
+import sys
+from nerve.flow import END
+
+def talk(start, messages):
+    print("role has token {GHP}", flush=True)
+    sys.stderr.write("and on stderr {GHP}\\n")
+    return "said"
+
+roles = {{"talk": talk}}
+
+def moderator(context, round, max_rounds):
+    return ["talk", END][round]
+"""
+
+
+def test_a_roles_prints_reach_the_daemon_log_redacted(tmp_path: Path) -> None:
+    ws = init_workspace(tmp_path / "ws")
+    write_workflow(ws.root, "chatty", CHATTY_ROLE)
+    (ws.root / "nerve.yaml").write_text("senses: {}\nworkflows:\n  chatty: {}\n")
+    log = ws.root / "data" / "daemon.log"
+    with running(ws.root) as d:
+        run = d.trigger("chatty", prompt="go")["run"]
+        d.wait_status(run, "completed")
+        d.wait_for(lambda: "and on stderr" in log.read_text(), what="the role's print")
+    text = log.read_text()
+    assert "role has token [redacted:github-token]" in text
+    assert GHP not in text
+
+
+FAILING_ROLE = f"""
+from nerve.flow import END
+
+def fail(start, messages):
+    raise RuntimeError("refused token {GHP}")
+
+roles = {{"fail": fail}}
+
+def moderator(context, round, max_rounds):
+    return ["fail", END][round]
+"""
+
+
+def test_a_roles_error_and_traceback_are_stored_redacted(tmp_path: Path) -> None:
+    ws = init_workspace(tmp_path / "ws")
+    write_workflow(ws.root, "failing", FAILING_ROLE)
+    (ws.root / "nerve.yaml").write_text("senses: {}\nworkflows:\n  failing: {}\n")
+    with running(ws.root) as d:
+        run = d.trigger("failing", prompt=f"use {GHP}")["run"]
+        d.wait_status(run, "failed")
+        failed = d.events("workflow.status", run)[-1]
+        status = run_cli("--workspace", str(ws.root), "status", "--json").stdout
+    assert "refused token [redacted:github-token]" in failed["line"]
+    assert GHP not in json.dumps(failed, default=str) and GHP not in status
+    assert GHP.encode() not in _stored_bytes(ws.root)

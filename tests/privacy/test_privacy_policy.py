@@ -223,3 +223,36 @@ def test_nerve_validate_reports_a_bad_regex_at_its_line(tmp_path: Path) -> None:
 def test_an_empty_section_is_the_default_pack() -> None:
     assert parse_config("privacy:\n").privacy == PrivacyConfig()
     assert len(PrivacyConfig().active_detectors) == 11
+
+
+URL = f"https://bot:{GHP}@github.com/acme/app.git"
+
+
+def test_the_subject_is_redacted_like_the_line() -> None:
+    p = policy()
+    draft = capture(p, SourceClass.ENDPOINT, {"n": 1}, line="pushed", subject=URL)
+    assert draft is not None
+    assert GHP not in draft.subject
+    assert draft.subject == "https://bot:[redacted:github-token]@github.com/acme/app.git"
+    assert stored(draft) == {"n": 1, "_redacted": {"github-token": 1}}
+    own = p.redact(Draft.control("workflow.status", URL, "run", {"n": 1}))
+    assert GHP not in own.subject
+
+
+def test_a_clean_subject_leaves_the_event_as_it_was() -> None:
+    draft = Draft.of("observation", source=SourceClass.ENDPOINT, line="x", payload={"n": 1},
+                     subject="https://github.com/acme/app.git")  # fmt: skip
+    assert policy().capture(draft) is draft
+
+
+def test_drop_rules_look_at_the_subject() -> None:
+    p = policy()
+    assert capture(p, SHELL, {"n": 1}, line="ok", subject="vault read kv/x") is None
+    assert capture(p, SHELL, {"n": 1}, line="ok", subject="vault") is not None
+
+
+def test_screen_refuses_an_event_whose_subject_a_rule_would_change() -> None:
+    event = Event(Hlc(1, 0), "n", "note", source=SourceClass.ENDPOINT, line="pushed",
+                  payload=b'{"n":1}', subject=URL)  # fmt: skip
+    with pytest.raises(PrivacyError, match=r"event 1: the privacy rules would redact it"):
+        policy().screen([event])
