@@ -1,8 +1,9 @@
 """The stored rows as the privacy rules let them leave, for every page of ``nerve ui``.
 
 A page searches, counts and shows the same rows: a row a drop rule withholds is not there,
-a row a redaction changes is there with its redacted line and payload. So a search runs over
-the redacted text only, and cannot tell that a hidden secret matched.
+a row a redaction changes is there with its redacted line and payload, and its id and
+payload address keyed (:meth:`~nerve.privacy.screen.Screen.rows` screens every row here). So a
+search runs over the redacted text only, and cannot tell that a hidden secret matched.
 
 Most rows are left as they are by the rules. They are found in DuckDB, a column at a time:
 only a row whose text holds what some detector's match must hold (:data:`MAY_MATCH`, a
@@ -29,7 +30,7 @@ from nerve.log.codec import EMPTY
 from nerve.ui import duck
 
 if TYPE_CHECKING:
-    from nerve.mcp.guard import Screen
+    from nerve.privacy.screen import Screen
 
 __all__ = [
     "MAY_MATCH",
@@ -90,7 +91,7 @@ _CACHE = _Cache()
 
 def fingerprint(scr: Screen) -> str:
     """The rules a screen applies, as a key: an overlay holds for these rules only."""
-    text = scr.policy.config.model_dump_json()
+    text = scr.policy.config.model_dump_json() + scr.shown_id(b"").hex()  # and the key
     return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
 
 
@@ -206,22 +207,7 @@ def _screen_here(rows: pa.Table, scr: Screen) -> Overlay:
         {"physical_ns": [p for p, _ in changed], "logical": [lg for _, lg in changed]},
         schema=_STAMPS,
     )
-    return Overlay(stamps, _screened(scr, _with_cids(rows.filter(pa.array(keep)))))
-
-
-def _with_cids(rows: pa.Table) -> pa.Table:
-    """``payload_cid`` filled in from the stored payload (before it is redacted)."""
-    import pyarrow.compute as pc
-
-    from nerve.log.codec import hash_each
-
-    payloads = rows.column("payload").combine_chunks()
-    buffer = pa.py_buffer(hash_each(payloads))
-    cids = pa.FixedSizeBinaryArray.from_buffers(pa.binary(32), len(payloads), [None, buffer])
-    stored = rows.column("payload_cid").combine_chunks()
-    kind = rows.schema.field("payload_cid").type
-    filled = pc.if_else(pc.is_null(stored), cids.cast(kind), stored)
-    return rows.set_column(rows.schema.get_field_index("payload_cid"), "payload_cid", filled)
+    return Overlay(stamps, scr.rows(rows.filter(pa.array(keep))))
 
 
 def _screen(table_sql: str, table: pa.Table | None, scr: Screen) -> Overlay:
@@ -255,12 +241,11 @@ def _screen(table_sql: str, table: pa.Table | None, scr: Screen) -> Overlay:
         )
         conn.register("_h", hidden)
         rows = conn.sql(
-            f"SELECT s.* REPLACE (coalesce(s.payload_cid, nerve_blake3(s.payload)) AS payload_cid) "
-            f"FROM {table_sql} s SEMI JOIN _h USING (physical_ns, logical)"
+            f"SELECT s.* FROM {table_sql} s SEMI JOIN _h USING (physical_ns, logical)"
         ).to_arrow_table()
     finally:
         conn.close()
-    return Overlay(hidden, _screened(scr, rows))
+    return Overlay(hidden, scr.rows(rows))
 
 
 _SOME, _ALL = 1, 2
@@ -285,28 +270,3 @@ def _changes(scr: Screen, source: int, kind: str, subject: str, line: str, paylo
     raw = bytes(payload or b"")
     verdict = scr.policy.plan(int(source), kind, subject).verdict(line, raw)
     return verdict.dropped_by is not None or bool(verdict.fired)
-
-
-def _screened(scr: Screen, rows: pa.Table) -> pa.Table:
-    """``rows`` with the rules applied: withheld ones out, the others' text redacted."""
-    keep: list[bool] = []
-    lines: list[str | None] = []
-    payloads: list[bytes | None] = []
-    names = ("source", "kind", "subject", "line", "payload")
-    for source, kind, subject, line, payload in zip(
-        *(rows.column(n).to_pylist() for n in names), strict=True
-    ):
-        if line is None:  # erased: no text is stored
-            keep.append(True)
-            lines.append(None)
-            payloads.append(payload)
-            continue
-        verdict = scr.policy.plan(int(source), kind, subject).verdict(line, payload or b"")
-        keep.append(verdict.dropped_by is None)
-        if verdict.dropped_by is None:
-            lines.append(verdict.line)
-            payloads.append(verdict.payload if payload is not None else None)
-    kept = rows.filter(pa.array(keep, pa.bool_()))
-    at = kept.schema.get_field_index
-    kept = kept.set_column(at("line"), "line", pa.array(lines, pa.string()))
-    return kept.set_column(at("payload"), "payload", pa.array(payloads, pa.binary()))

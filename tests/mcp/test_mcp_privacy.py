@@ -13,7 +13,8 @@ from nerve import api, logops
 from nerve.errors import NerveError
 from nerve.log.drafts import Draft
 from nerve.mcp import tools
-from nerve.mcp.guard import Allowance, Screen
+from nerve.mcp.guard import Allowance
+from nerve.privacy.screen import Screen
 from nerve.workspace import WorkspaceDir, init_workspace
 
 GHP = "ghp_" + "Z9y8X7w6V5" * 3 + "U4t3S2"
