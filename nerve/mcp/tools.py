@@ -24,7 +24,7 @@ from nerve.clock import Hlc
 from nerve.errors import UsageError
 from nerve.events import AGENT_ACCESS, display_source, trust_name
 from nerve.mcp.guard import Allowance, fit
-from nerve.privacy.screen import ERASED, Screen
+from nerve.privacy.screen import ERASED, Screen, named_ids
 
 __all__ = [
     "AskOut",
@@ -164,12 +164,20 @@ def _times(stamps: Sequence[int]) -> list[str]:
     return format_times(list(stamps))
 
 
-def _event(screen: Screen, row: dict[str, Any], time: str, *, with_data: bool = True) -> EventOut:
-    """An event row (``source`` and ``trust`` codes, ``payload`` bytes) as it may leave."""
+def _event(
+    screen: Screen,
+    row: dict[str, Any],
+    time: str,
+    *,
+    with_data: bool = True,
+    hidden: frozenset[str] = frozenset(),
+) -> EventOut:
+    """An event row (``source`` and ``trust`` codes, ``payload`` bytes) as it may leave;
+    ``hidden``: stored ids of screened rows it may name (:func:`_screened_named`)."""
     erased = bool(row.get("erased"))
     shown = screen.event(
         int(row["source"]), str(row["kind"]), str(row["subject"]), str(row["line"] or ""),
-        b"" if erased else bytes(row["payload"] or b""),
+        b"" if erased else bytes(row["payload"] or b""), hidden,
     )  # fmt: skip
     stored = bytes(row["id"])
     return EventOut(
@@ -186,9 +194,40 @@ def _event(screen: Screen, row: dict[str, Any], time: str, *, with_data: bool = 
     )
 
 
-def _events(screen: Screen, rows: Sequence[dict[str, Any]], **kw: bool) -> list[EventOut]:
+def _events(
+    ws: Workspace, screen: Screen, rows: Sequence[dict[str, Any]], *, with_data: bool = True
+) -> list[EventOut]:
     times = _times([int(r["physical_ns"]) for r in rows])
-    return [_event(screen, row, t, **kw) for row, t in zip(rows, times, strict=True)]
+    hidden = _screened_named(ws, screen, rows)
+    return [
+        _event(screen, row, t, with_data=with_data, hidden=hidden)
+        for row, t in zip(rows, times, strict=True)
+    ]
+
+
+def _screened_named(
+    ws: Workspace, screen: Screen, rows: Sequence[dict[str, Any]]
+) -> frozenset[str]:
+    """The stored ids nerve's records among ``rows`` name whose rows ``screen`` changes:
+    those records name them keyed (see :mod:`nerve.privacy.screen`)."""
+    named: set[str] = set()
+    for row in rows:
+        named |= named_ids(str(row["kind"]), bytes(row.get("payload") or b""))
+    if not named:
+        return frozenset()
+    conn = ws.new_connection()
+    try:
+        found = _rows_by_id(conn, sorted(named))
+    finally:
+        conn.close()
+    return frozenset(
+        key
+        for key, r in found.items()
+        if r["line"] is not None
+        and screen.changes(
+            r["source"], r["kind"], r["subject"], r["line"], bytes(r["payload"] or b"")
+        )
+    )
 
 
 def _rows_by_id(conn: Any, ids: Iterable[str]) -> dict[str, dict[str, Any]]:
@@ -239,7 +278,7 @@ def recent(
     )
     table = tail.batch.table
     rows = table.to_pylist()[::-1] if table is not None else []
-    kept, cut = call.fit([e.model_dump() for e in _events(call.screen, rows)])
+    kept, cut = call.fit([e.model_dump() for e in _events(call.ws, call.screen, rows)])
     return RecentOut(events=[EventOut(**e) for e in kept], more=cut or tail.older > 0)
 
 
@@ -309,7 +348,7 @@ def search(
     found = [r for r in (rows.get(s.id) for s in hits) if r is not None]
     shown = [
         SearchHit(**e.model_dump(), score=s.score).model_dump()
-        for e, s in zip(_events(call.screen, found), hits, strict=True)
+        for e, s in zip(_events(call.ws, call.screen, found), hits, strict=True)
     ]
     kept, cut = call.fit(shown)
     return SearchOut(
@@ -342,7 +381,7 @@ def ask(call: Call, question: str, k: int | None = None) -> AskOut:
     cited = [rows[i] for i in result.spans if i in rows]
     citations = [
         Citation(**e.model_dump(exclude={"data", "erased", "trust"})).model_dump()
-        for e in _events(call.screen, cited, with_data=False)
+        for e in _events(call.ws, call.screen, cited, with_data=False)
     ]
     kept, cut = call.fit(citations)
     return AskOut(

@@ -23,6 +23,12 @@ so a page's permalink, a citation or ``WHERE id = …`` over the screened rows f
 again; they match no stored id, and a later process shows other ones. A row the rules leave
 as it is keeps its stored id (its text is shown whole: its id tells nothing more).
 
+nerve's own records (every kind but a sense's ``observation``) name events by id (a decision
+its observation, an answer its citations);
+a stored id named there is as much an oracle, and that record's own id hashes it. So a record
+of nerve's that names a screened row's id names it keyed instead, and is a screened row itself
+(``hidden``: the stored ids, hex, of the rows screened elsewhere, such as another segment).
+
 An erased event (a payload removed by ``nerve forget``) is shown as erased, never as text.
 """
 
@@ -41,15 +47,29 @@ from nerve.privacy.scan import Counts, Pass, Redactor, detector_pass
 from nerve.privacy.settings import PrivacyConfig
 
 if TYPE_CHECKING:
+    from collections.abc import Collection
+
     import pyarrow as pa
 
-__all__ = ["ERASED", "Screen", "Shown", "withheld"]
+__all__ = ["ERASED", "Screen", "Shown", "named_ids", "withheld"]
 
 ERASED = "[erased]"
 _SCREENED = ("source", "kind", "subject", "line", "payload")
 _PROCESS_KEY = secrets.token_bytes(32)  # this process's: screened addresses are keyed by it
 _ID_TAG = b"nerve.screened.id.v1"
 _CID_TAG = b"nerve.screened.cid.v1"
+_ID_TEXT = re.compile(rb"[0-9a-f]{64}")  # an id in JSON: 64 hex digits
+_ID_CBOR = re.compile(rb"\x58\x20(.{32})", re.DOTALL)  # in CBOR (a chain link): a 32-byte string
+OBSERVATION = "observation"  # what a sense reports: it names no event
+
+
+def named_ids(kind: str, payload: bytes | None) -> set[str]:
+    """The event ids (hex) a record of nerve's own (any kind but a sense's ``observation``:
+    a decision, a chain link, an answer, a run) names in its payload, as JSON or CBOR."""
+    if kind == OBSERVATION or not payload:
+        return set()
+    found = {m.decode() for m in _ID_TEXT.findall(payload)}
+    return found | {m.hex() for m in _ID_CBOR.findall(payload)}
 
 
 def withheld(rule: str) -> str:
@@ -96,38 +116,67 @@ class Screen:
         """The payload address a screened row is shown with (keyed, as :meth:`shown_id`)."""
         return blake3.blake3(_CID_TAG + bytes(payload_cid), key=self._key).digest()
 
-    def rows(self, table: pa.Table) -> pa.Table:
+    def rows(self, table: pa.Table, hidden: Collection[str] = ()) -> pa.Table:
         """Stored rows as they may leave: those a drop rule or exclusion withholds taken
         out, the others' line and payload redacted by the rules for their source, kind and
-        subject, and a redacted row's ``id`` and ``payload_cid`` keyed. Every surface reads
-        only these, so no SQL over them (a transform, a hex of the payload, a hash of a
-        guess) can bring back what the rules hold back."""
+        subject, and a screened row's ``id`` and ``payload_cid`` keyed (as a stored id it or
+        ``hidden`` screens, where a record of nerve's names one). Every surface reads only
+        these, so no SQL over them (a transform, a hex of the payload, a hash of a guess)
+        can bring back what the rules hold back."""
         import pyarrow as pa
 
-        columns = [table.column(n).to_pylist() for n in (*_SCREENED, "id", "payload_cid")]
-        keep: list[bool] = []
+        names = (*_SCREENED, "id", "payload_cid")
+        rows = list(zip(*(table.column(n).to_pylist() for n in names), strict=True))
+        shown = [self._row(*row[:5]) for row in rows]
+        screened = {
+            bytes(r[5]).hex() for r, s in zip(rows, shown, strict=True) if s is None or s[2]
+        }
+        screened |= set(hidden)
         out: dict[str, list[Any]] = {"line": [], "payload": [], "id": [], "payload_cid": []}
-        for source, kind, subject, line, payload, event_id, stored_cid in zip(
-            *columns, strict=True
-        ):
-            shown = self._row(source, kind, subject, line, payload)
-            keep.append(shown is not None)
-            if shown is None:
+        for row, one in zip(rows, shown, strict=True):
+            if one is None:
                 continue
-            out["line"].append(shown[0])
-            out["payload"].append(shown[1])
-            if not shown[2]:
-                out["id"].append(event_id)
-                out["payload_cid"].append(stored_cid)
+            line, payload, changed = one
+            renamed = self._renamed(row[1], payload, screened)
+            changed = changed or renamed != payload
+            out["line"].append(line)
+            out["payload"].append(renamed)
+            if not changed:
+                out["id"].append(row[5])
+                out["payload_cid"].append(row[6])
                 continue
-            address = stored_cid if stored_cid is not None else cid(bytes(payload or b""))
-            out["id"].append(self.shown_id(event_id))
-            out["payload_cid"].append(self.shown_cid(address))
+            stored = row[6] if row[6] is not None else cid(bytes(row[4] or b""))
+            out["id"].append(self.shown_id(row[5]))
+            out["payload_cid"].append(self.shown_cid(stored))
+        keep = [one is not None for one in shown]
         kept = table.filter(pa.array(keep, pa.bool_())) if not all(keep) else table
         for name, values in out.items():
             at = kept.schema.get_field_index(name)
             kept = kept.set_column(at, name, pa.array(values, kept.schema.field(name).type))
         return kept
+
+    def changes(self, source: int, kind: str, subject: str, line: str, payload: bytes) -> bool:
+        """Whether the rules withhold or redact this event (nothing counted)."""
+        return self.policy.plan(int(source), kind, subject).verdict(line, payload).changed
+
+    def _renamed(self, kind: str, payload: bytes | None, screened: Collection[str]) -> Any:
+        """``payload`` with each screened row's id it names keyed (a record of nerve's)."""
+        if not screened or payload is None or not named_ids(kind, payload) & set(screened):
+            return payload
+
+        def as_text(found: re.Match[bytes]) -> bytes:
+            text = found.group().decode()
+            return (
+                self.shown_id(bytes.fromhex(text)).hex().encode()
+                if text in screened
+                else found.group()
+            )
+
+        def as_bytes(found: re.Match[bytes]) -> bytes:
+            raw = found.group(1)
+            return b"\x58\x20" + self.shown_id(raw) if raw.hex() in screened else found.group()
+
+        return _ID_CBOR.sub(as_bytes, _ID_TEXT.sub(as_text, payload))
 
     def _row(
         self, source: int, kind: str, subject: str, line: str | None, payload: bytes | None
@@ -144,16 +193,26 @@ class Screen:
         shown = verdict.payload if payload is not None else None
         return verdict.line, shown, bool(verdict.fired)
 
-    def event(self, source: int, kind: str, subject: str, line: str, payload: bytes) -> Shown:
-        """An event as the rules for its source, kind and subject let it leave."""
+    def event(
+        self,
+        source: int,
+        kind: str,
+        subject: str,
+        line: str,
+        payload: bytes,
+        hidden: Collection[str] = (),
+    ) -> Shown:
+        """An event as the rules for its source, kind and subject let it leave; ``hidden``:
+        stored ids (hex) of screened rows it may name (see the module docstring)."""
         verdict = self.policy.plan(source, kind, subject).verdict(line, payload)
         if verdict.dropped_by is not None:
             self.withheld += 1
             return Shown(withheld(verdict.dropped_by), None, verdict.dropped_by, changed=True)
         if verdict.fired:
             self.redacted += 1
-        data = decode_payload(verdict.payload) if verdict.payload else None
-        return Shown(verdict.line, data, changed=bool(verdict.fired))
+        renamed = self._renamed(kind, verdict.payload, hidden)
+        data = decode_payload(renamed) if renamed else None
+        return Shown(verdict.line, data, changed=bool(verdict.fired) or renamed != verdict.payload)
 
     def value(self, value: Any) -> Any:
         """Any JSON value with each string screened (see the module docstring)."""

@@ -27,6 +27,7 @@ import duckdb
 import pyarrow as pa
 
 from nerve.log.codec import EMPTY
+from nerve.privacy.screen import OBSERVATION
 from nerve.ui import duck
 
 if TYPE_CHECKING:
@@ -67,6 +68,7 @@ class Overlay:
 
     hidden: pa.Table  # physical_ns, logical
     rows: pa.Table  # the stored columns, line and payload screened
+    ids: frozenset[str] = frozenset()  # stored ids (hex) of the rows screened: withheld or keyed
 
     @property
     def empty(self) -> bool:
@@ -112,9 +114,46 @@ def overlay(
     found = [p for p in parts if not p.empty]
     if not found:
         return NOTHING
-    return Overlay(
+    made = Overlay(
         pa.concat_tables([p.hidden for p in found]),
         pa.concat_tables([p.rows for p in found], promote_options="permissive"),
+        frozenset().union(*(p.ids for p in found)),
+    )
+    return _naming(made, [path for _, path in files], tail, scr)
+
+
+def _naming(over: Overlay, paths: list[str], tail: pa.Table, scr: Screen) -> Overlay:
+    """``over`` with nerve's records that name a screened row by id screened too (the id
+    keyed: see :mod:`nerve.privacy.screen`), wherever they are stored. Read anew each time:
+    a record in one segment may name a row another segment's rules screen."""
+    if not over.ids:
+        return over
+    conn = duck.cursor()
+    try:
+        conn.register("_tail", tail)
+        parts = [f"SELECT * FROM {duck.parquet(paths)}"] if paths else []
+        raw = " UNION ALL BY NAME ".join([*parts, "SELECT * FROM _tail"])
+        naming = conn.sql(
+            f"SELECT * FROM ({raw}) WHERE kind <> '{OBSERVATION}' AND line IS NOT NULL AND "
+            f"(list_has_any(regexp_extract_all({PAYLOAD_TEXT}, '[0-9a-f]{{64}}'), $ids) OR "
+            f"list_has_any(regexp_extract_all({_HEX}, '5820([0-9a-f]{{64}})', 1), $ids))",
+            params={"ids": sorted(over.ids)},
+        ).to_arrow_table()
+        if naming.num_rows == 0:
+            return over
+        conn.register("_naming", naming)
+        conn.register("_over", over.rows)
+        others = conn.sql(
+            "SELECT * FROM _over o ANTI JOIN _naming n USING (physical_ns, logical)"
+        ).to_arrow_table()
+    finally:
+        conn.close()
+    stamps = naming.select(["physical_ns", "logical"]).cast(_STAMPS)
+    rows = scr.rows(naming, over.ids)
+    return Overlay(
+        pa.concat_tables([over.hidden, stamps]),
+        pa.concat_tables([others, rows], promote_options="permissive"),
+        over.ids,
     )
 
 
@@ -176,7 +215,7 @@ def _joined(a: Overlay, b: Overlay) -> Overlay:
     if a.empty or b.empty:
         return b if a.empty else a
     rows = pa.concat_tables([a.rows, b.rows], promote_options="permissive")
-    return Overlay(pa.concat_tables([a.hidden, b.hidden]), rows)
+    return Overlay(pa.concat_tables([a.hidden, b.hidden]), rows, a.ids | b.ids)
 
 
 def _screen_here(rows: pa.Table, scr: Screen) -> Overlay:
@@ -207,7 +246,7 @@ def _screen_here(rows: pa.Table, scr: Screen) -> Overlay:
         {"physical_ns": [p for p, _ in changed], "logical": [lg for _, lg in changed]},
         schema=_STAMPS,
     )
-    return Overlay(stamps, scr.rows(rows.filter(pa.array(keep))))
+    return _made(stamps, rows.filter(pa.array(keep)), scr)
 
 
 def _screen(table_sql: str, table: pa.Table | None, scr: Screen) -> Overlay:
@@ -245,10 +284,20 @@ def _screen(table_sql: str, table: pa.Table | None, scr: Screen) -> Overlay:
         ).to_arrow_table()
     finally:
         conn.close()
-    return Overlay(hidden, scr.rows(rows))
+    return _made(hidden, rows, scr)
+
+
+def _made(stamps: pa.Table, rows: pa.Table, scr: Screen) -> Overlay:
+    """The overlay of ``rows`` (every stored row at ``stamps``): screened, and which of
+    their stored ids the screen withheld or keyed."""
+    shown = scr.rows(rows)
+    ids = {bytes(i).hex() for i in rows.column("id").to_pylist()}
+    ids -= {bytes(i).hex() for i in shown.column("id").to_pylist()}
+    return Overlay(stamps, shown, frozenset(ids))
 
 
 _SOME, _ALL = 1, 2
+_HEX = "lower(hex(payload))"  # a CBOR payload (a chain link) names an id as bytes
 
 
 def _modes(scr: Screen, keys: Sequence[tuple[Any, ...]]) -> pa.Table:
