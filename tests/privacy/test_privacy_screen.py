@@ -274,3 +274,16 @@ def test_a_screened_rows_permalink_is_its_keyed_id(ws: WorkspaceDir) -> None:
     assert one["event"]["line"] == first["line"] and one["event"]["id"] == first["id"]
     sql = f"SELECT line FROM events WHERE id = from_hex('{first['id']}')"
     assert tools.query(_call(ws), sql).rows == [[first["line"]]]
+
+
+def test_a_decisions_json_twin_screens_what_its_page_screens(ws: WorkspaceDir) -> None:
+    """``/attention/SEQ?format=json`` once showed ``decision.source_line`` as stored."""
+    c, _ = _client(ws)
+    decisions = c.get("/attention", headers={"accept": "application/json"}).json()["decisions"]
+    seq = next(d["chain_seq"] for d in decisions if "[redacted:otp]" in d["line"])
+    twin = c.get(f"/attention/{seq}?format=json").json()
+    page = c.get(f"/attention/{seq}").text
+    assert "[redacted:otp]" in twin["decision"]["source_line"]
+    assert twin["link"]["source_line"] == twin["decision"]["source_line"]
+    assert SECRET not in json.dumps(twin) and SECRET not in page
+    assert twin["decision"]["source_event"] == twin["link"]["event"]  # keyed, the same
