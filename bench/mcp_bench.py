@@ -54,7 +54,8 @@ from mcp_types import Implementation
 import nerve
 from nerve.log.reader import snapshot, table_since
 from nerve.mcp import tools
-from nerve.mcp.guard import Allowance, Screen
+from nerve.mcp.guard import Allowance
+from nerve.privacy.screen import Screen
 from nerve.workspace import WorkspaceDir, init_workspace
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))

@@ -28,8 +28,9 @@ from nerve.api import Workspace
 from nerve.errors import AccessRefused, NerveError, UsageError
 from nerve.mcp import tools
 from nerve.mcp.access import Access, Recorder
-from nerve.mcp.guard import Allowance, Budgets, Screen, json_size
+from nerve.mcp.guard import Allowance, Budgets, json_size
 from nerve.mcp.settings import McpConfig
+from nerve.privacy.screen import Screen
 from nerve.privacy.settings import PrivacyConfig
 
 if TYPE_CHECKING:

@@ -15,7 +15,7 @@ from pydantic import BaseModel, Field
 
 from nerve.api import Workspace
 from nerve.events import display_source
-from nerve.mcp.guard import Screen
+from nerve.privacy.screen import Screen
 
 __all__ = ["EVENT_COLUMNS", "StatusOut", "projection_names", "schema", "sources", "status"]
 

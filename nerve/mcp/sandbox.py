@@ -56,7 +56,7 @@ def open_sandbox(ws: Workspace, shown: Shown | None = None) -> duckdb.DuckDBPyCo
     """A connection over the log as it is now that reads no file at all.
 
     The snapshot's rows are read once, passed through ``shown`` (the privacy rules applied
-    to stored events: :meth:`nerve.mcp.guard.Screen.rows`) and held in memory; ``events``
+    to stored events: :meth:`nerve.privacy.screen.Screen.rows`) and held in memory; ``events``
     and every projection are views over those rows only. The segment files and the unsealed
     tail are not reachable from SQL: the raw rows are never registered.
     """

@@ -1,10 +1,10 @@
 """What the read tools of ``nerve mcp`` return, as plain calls over a workspace.
 
-Each function takes a :class:`Call` (the workspace, the privacy :class:`~nerve.mcp.guard.Screen`,
-what the call may still return, the query time limit) and the tool's arguments, and returns a
-pydantic model: the tool's structured output, whose JSON schema the server publishes. The
-server adds the budget and the ``agent.access`` record around them; a benchmark or a
-notebook can call them directly.
+Each function takes a :class:`Call` (the workspace, the privacy screen
+(:class:`~nerve.privacy.screen.Screen`), what the call may still return, the query time limit)
+and the tool's arguments, and returns a pydantic model: the tool's structured output, whose
+JSON schema the server publishes. The server adds the budget and the ``agent.access`` record
+around them; a benchmark or a notebook can call them directly.
 
 Times are local ISO-8601 with the zone offset (``2026-05-01T14:03:22.123456+02:00``) next to
 the HLC stamp; sources read as in ``nerve tail`` (nerve's own records: ``nerve``).
@@ -23,7 +23,8 @@ from nerve.api import Workspace
 from nerve.clock import Hlc
 from nerve.errors import UsageError
 from nerve.events import AGENT_ACCESS, display_source, trust_name
-from nerve.mcp.guard import ERASED, Allowance, Screen, fit
+from nerve.mcp.guard import Allowance, fit
+from nerve.privacy.screen import ERASED, Screen, named_ids
 
 __all__ = [
     "AskOut",
@@ -34,10 +35,12 @@ __all__ = [
     "RecentOut",
     "SearchOut",
     "ask",
+    "decision_source",
     "highlights",
     "query",
     "recent",
     "search",
+    "sources",
 ]
 
 _EVENT_COLUMNS = "physical_ns, logical, id, source, kind, subject, trust, line, payload"
@@ -161,15 +164,24 @@ def _times(stamps: Sequence[int]) -> list[str]:
     return format_times(list(stamps))
 
 
-def _event(screen: Screen, row: dict[str, Any], time: str, *, with_data: bool = True) -> EventOut:
-    """An event row (``source`` and ``trust`` codes, ``payload`` bytes) as it may leave."""
+def _event(
+    screen: Screen,
+    row: dict[str, Any],
+    time: str,
+    *,
+    with_data: bool = True,
+    hidden: frozenset[str] = frozenset(),
+) -> EventOut:
+    """An event row (``source`` and ``trust`` codes, ``payload`` bytes) as it may leave;
+    ``hidden``: stored ids of screened rows it may name (:func:`_screened_named`)."""
     erased = bool(row.get("erased"))
     shown = screen.event(
         int(row["source"]), str(row["kind"]), str(row["subject"]), str(row["line"] or ""),
-        b"" if erased else bytes(row["payload"] or b""),
+        b"" if erased else bytes(row["payload"] or b""), hidden,
     )  # fmt: skip
+    stored = bytes(row["id"])
     return EventOut(
-        id=bytes(row["id"]).hex(),
+        id=(screen.shown_id(stored) if shown.changed else stored).hex(),
         time=time,
         hlc=f"{row['physical_ns']}.{row['logical']}",
         source=display_source(int(row["source"])),
@@ -182,9 +194,40 @@ def _event(screen: Screen, row: dict[str, Any], time: str, *, with_data: bool = 
     )
 
 
-def _events(screen: Screen, rows: Sequence[dict[str, Any]], **kw: bool) -> list[EventOut]:
+def _events(
+    ws: Workspace, screen: Screen, rows: Sequence[dict[str, Any]], *, with_data: bool = True
+) -> list[EventOut]:
     times = _times([int(r["physical_ns"]) for r in rows])
-    return [_event(screen, row, t, **kw) for row, t in zip(rows, times, strict=True)]
+    hidden = _screened_named(ws, screen, rows)
+    return [
+        _event(screen, row, t, with_data=with_data, hidden=hidden)
+        for row, t in zip(rows, times, strict=True)
+    ]
+
+
+def _screened_named(
+    ws: Workspace, screen: Screen, rows: Sequence[dict[str, Any]]
+) -> frozenset[str]:
+    """The stored ids nerve's records among ``rows`` name whose rows ``screen`` changes:
+    those records name them keyed (see :mod:`nerve.privacy.screen`)."""
+    named: set[str] = set()
+    for row in rows:
+        named |= named_ids(str(row["kind"]), bytes(row.get("payload") or b""))
+    if not named:
+        return frozenset()
+    conn = ws.new_connection()
+    try:
+        found = _rows_by_id(conn, sorted(named))
+    finally:
+        conn.close()
+    return frozenset(
+        key
+        for key, r in found.items()
+        if r["line"] is not None
+        and screen.changes(
+            r["source"], r["kind"], r["subject"], r["line"], bytes(r["payload"] or b"")
+        )
+    )
 
 
 def _rows_by_id(conn: Any, ids: Iterable[str]) -> dict[str, dict[str, Any]]:
@@ -235,15 +278,18 @@ def recent(
     )
     table = tail.batch.table
     rows = table.to_pylist()[::-1] if table is not None else []
-    kept, cut = call.fit([e.model_dump() for e in _events(call.screen, rows)])
+    kept, cut = call.fit([e.model_dump() for e in _events(call.ws, call.screen, rows)])
     return RecentOut(events=[EventOut(**e) for e in kept], more=cut or tail.older > 0)
 
 
 # -- search ----------------------------------------------------------------------------------
 
 
-def _filtered_conn(ws: Workspace, since: Hlc | None, until: Hlc | None, sources: list[int]) -> Any:
-    """DuckDB whose ``events`` holds only the window and sources asked for."""
+def _filtered_conn(
+    ws: Workspace, screen: Screen, since: Hlc | None, until: Hlc | None, sources: list[int]
+) -> Any:
+    """DuckDB whose ``events`` holds only the window and sources asked for, as ``screen``
+    lets them leave (a search cannot match what the rules hold back)."""
     import duckdb
 
     from nerve.query import define_views, register_snapshot, source_sql
@@ -262,7 +308,10 @@ def _filtered_conn(ws: Workspace, since: Hlc | None, until: Hlc | None, sources:
     if sources:
         where.append(f"source IN ({', '.join(str(int(s)) for s in sources)})")
     clause = f" WHERE {' AND '.join(where)}" if where else ""
-    define_views(conn, f"(SELECT * FROM {source_sql(snap)}{clause})", [], ws.view_settings())
+    rows = conn.sql(f"SELECT * FROM {source_sql(snap)}{clause}").to_arrow_table()
+    conn.unregister("_tail")
+    conn.register("_search_rows", screen.rows(rows))
+    define_views(conn, "_search_rows", [], ws.view_settings())
     return conn
 
 
@@ -287,7 +336,7 @@ def search(
     cfg = call.ws.config.recall  # checked as nerve.yaml loads
     k = max(1, min(limit, call.allowance.rows, 1_000))
     conn = _filtered_conn(
-        call.ws, _instant(since, "since"), _instant(until, "until", end=True), codes
+        call.ws, call.screen, _instant(since, "since"), _instant(until, "until", end=True), codes
     )
     try:
         params = RetrievalParams(k=k, window=cfg.window, kinds=tuple(cfg.kinds))
@@ -299,7 +348,7 @@ def search(
     found = [r for r in (rows.get(s.id) for s in hits) if r is not None]
     shown = [
         SearchHit(**e.model_dump(), score=s.score).model_dump()
-        for e, s in zip(_events(call.screen, found), hits, strict=True)
+        for e, s in zip(_events(call.ws, call.screen, found), hits, strict=True)
     ]
     kept, cut = call.fit(shown)
     return SearchOut(
@@ -324,7 +373,7 @@ def ask(call: Call, question: str, k: int | None = None) -> AskOut:
 
     result = call.ws.ask(question, k=k, record=False, connect=shown)
     spans = {s.id: s for s in result.envelope.spans}
-    conn = call.ws.new_connection()
+    conn = shown()  # the cited ids are the screened rows' (keyed where the rules changed one)
     try:
         rows = _rows_by_id(conn, [i for i in result.spans if i in spans])
     finally:
@@ -332,7 +381,7 @@ def ask(call: Call, question: str, k: int | None = None) -> AskOut:
     cited = [rows[i] for i in result.spans if i in rows]
     citations = [
         Citation(**e.model_dump(exclude={"data", "erased", "trust"})).model_dump()
-        for e in _events(call.screen, cited, with_data=False)
+        for e in _events(call.ws, call.screen, cited, with_data=False)
     ]
     kept, cut = call.fit(citations)
     return AskOut(
@@ -391,18 +440,62 @@ def highlights(
     finally:
         conn.close()
     times = _times([int(r[0]) for r in rows[:count]])
+    records = [loads_bounded(data) if data else {} for _, _, data in rows[:count]]
+    named = sources(call.ws, call.screen, [d.get("source_event") for d in records])
     found = []
-    for (physical, logical, data), time in zip(rows[:count], times, strict=True):
-        d = loads_bounded(data) if data else {}
-        found.append(_decision(call.screen, d, time, f"{physical}.{logical}").model_dump())
+    for (physical, logical, _), d, time in zip(rows[:count], records, times, strict=True):
+        made = _decision(call.screen, named, d, time, f"{physical}.{logical}")
+        found.append(made.model_dump())
     kept, cut = call.fit(found)
     return HighlightsOut(decisions=[Decision(**d) for d in kept], more=cut or len(rows) > count)
 
 
-def _decision(screen: Screen, d: dict[str, Any], time: str, hlc: str) -> Decision:
+def sources(ws: Workspace, screen: Screen, ids: Iterable[Any]) -> dict[str, tuple[str, str]]:
+    """The observations decisions name (by stored id, hex) as they may leave: the id each
+    is shown with (keyed when the rules change it) and its line, screened by its own rules.
+    A decision keeps its observation's id and line; shown as stored, they would leave what
+    the rules hold back (an excluded command) or an oracle for it (see
+    :mod:`nerve.privacy.screen`)."""
+    wanted = sorted({i for i in ids if isinstance(i, str) and _is_hex_id(i)})
+    conn = ws.new_connection()
+    try:
+        rows = _rows_by_id(conn, wanted)
+    finally:
+        conn.close()
+    return {key: _named(screen, row) for key, row in rows.items()}
+
+
+def _is_hex_id(text: str) -> bool:
+    try:
+        return len(bytes.fromhex(text)) == 32
+    except ValueError:
+        return False
+
+
+def _named(screen: Screen, row: dict[str, Any]) -> tuple[str, str]:
+    shown = _event(screen, row, "", with_data=False)
+    return shown.id, shown.line
+
+
+def decision_source(
+    screen: Screen, named: dict[str, tuple[str, str]], d: dict[str, Any]
+) -> tuple[str | None, str]:
+    """A decision's observation as it may leave: its id and line (see :func:`sources`);
+    one not in the log keeps the id recorded, its line screened as any text."""
+    raw = d.get("source_event") if isinstance(d.get("source_event"), str) else None
+    if raw is not None and raw in named:
+        return named[raw]
+    return raw, screen.text(str(d.get("source_line") or ""))
+
+
+def _decision(
+    screen: Screen, named: dict[str, tuple[str, str]], d: dict[str, Any], time: str, hlc: str
+) -> Decision:
     def num(key: str) -> int | None:
         value = d.get(key)
         return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+    source_event, line = decision_source(screen, named, d)
 
     return Decision(
         time=time,
@@ -415,8 +508,8 @@ def _decision(screen: Screen, d: dict[str, Any], time: str, hlc: str) -> Decisio
         budget_before_uj=num("budget_before_uj"),
         budget_after_uj=num("budget_after_uj"),
         why=_why(d),
-        source_event=d.get("source_event") if isinstance(d.get("source_event"), str) else None,
-        line=screen.text(str(d.get("source_line") or "")),
+        source_event=source_event,
+        line=line,
         chain_seq=num("chain_seq"),
     )
 

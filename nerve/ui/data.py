@@ -6,11 +6,11 @@ forget, a sense trigger, a held run's override) and the daemon's answers go thro
 :class:`~nerve.api.Workspace` the CLI hands the server, as the CLI's do: the daemon when it runs,
 else the log opened as its writer for that one change.
 
-Privacy: every page reads ``events`` as the rules of :class:`~nerve.mcp.guard.Screen` let
-rows leave (:mod:`nerve.ui.rows`): drop rules withhold a row, redaction rewrites its line and
-payload, an erased payload shows as erased. Searches, filters and counts run over those rows,
-so a rule added today hides old text on every page and no search can tell that hidden text
-matched. SQL runs in MCP's sandbox (:mod:`nerve.mcp.sandbox`).
+Privacy: every page reads ``events`` as :class:`~nerve.privacy.screen.Screen` lets rows leave
+(:mod:`nerve.ui.rows`): drop rules withhold a row, redaction rewrites its line and payload
+and keys its id and payload address, an erased payload shows as erased. Searches, filters and
+counts run over those rows, so a rule added today hides old text on every page and no search
+can tell that hidden text matched. SQL runs in MCP's sandbox (:mod:`nerve.mcp.sandbox`).
 
 A person's own page views are not recorded as events: the UI is served to the log's owner
 alone (loopback and the owner-only token), and a record per page view would fill the log
@@ -26,7 +26,7 @@ import duckdb
 from nerve.clock import Hlc
 from nerve.errors import UsageError
 from nerve.events import BOOKKEEPING_KINDS, display_source
-from nerve.mcp.guard import Screen
+from nerve.privacy.screen import Screen
 from nerve.privacy.settings import PrivacyConfig
 from nerve.ui import fleet, summary
 from nerve.ui.rows import as_shown, connect, fleet_fields, hosted, records, rows_of
@@ -380,10 +380,19 @@ def decisions(ws: Workspace, *, limit: int = 1_000) -> dict[str, Any]:
 def decision(ws: Workspace, seq: int) -> dict[str, Any]:
     """One chain link (seq, prev, key, signature), whether the chain verifies through it,
     and the observations that led to its decision."""
+    from nerve.mcp.tools import decision_source, sources
+
+    scr = screen(ws)
     link = ws.audit_show(seq)
+    found = [dict(d) for d in ws.decisions() if d.get("chain_seq") == seq]
+    named = sources(ws, scr, [d.get("source_event") for d in found])
+    if found:  # the page and its JSON show the observation as MCP's highlights do
+        raw = found[0].get("source_event")
+        found[0]["source_event"], found[0]["source_line"] = decision_source(scr, named, found[0])
+        if link.get("event") == raw:  # the link names it too
+            link["event"] = found[0]["source_event"]
     if link.get("source_line") is not None:
-        link["source_line"] = screen(ws).text(str(link["source_line"]))
-    found = [d for d in ws.decisions() if d.get("chain_seq") == seq]
+        link["source_line"] = found[0]["source_line"] if found else scr.text(link["source_line"])
     led: dict[str, Any] | None = None
     source = found[0].get("source_event") if found else None
     if isinstance(source, str):

@@ -18,12 +18,12 @@ from nerve.clock import Hlc
 from nerve.errors import UsageError
 from nerve.events import decode_payload, display_source, trust_name
 from nerve.log.codec import EMPTY
-from nerve.mcp.guard import ERASED
+from nerve.privacy.screen import ERASED
 from nerve.ui import duck, fleet, screened, summary
 
 if TYPE_CHECKING:
     from nerve.api import Workspace
-    from nerve.mcp.guard import Screen
+    from nerve.privacy.screen import Screen
 
 __all__ = ["Rows", "after", "as_shown", "connect", "fleet_fields", "hosted", "records", "rows_of"]
 

@@ -1,8 +1,9 @@
 """The stored rows as the privacy rules let them leave, for every page of ``nerve ui``.
 
 A page searches, counts and shows the same rows: a row a drop rule withholds is not there,
-a row a redaction changes is there with its redacted line and payload. So a search runs over
-the redacted text only, and cannot tell that a hidden secret matched.
+a row a redaction changes is there with its redacted line and payload, and its id and
+payload address keyed (:meth:`~nerve.privacy.screen.Screen.rows` screens every row here). So a
+search runs over the redacted text only, and cannot tell that a hidden secret matched.
 
 Most rows are left as they are by the rules. They are found in DuckDB, a column at a time:
 only a row whose text holds what some detector's match must hold (:data:`MAY_MATCH`, a
@@ -26,10 +27,11 @@ import duckdb
 import pyarrow as pa
 
 from nerve.log.codec import EMPTY
+from nerve.privacy.screen import OBSERVATION
 from nerve.ui import duck
 
 if TYPE_CHECKING:
-    from nerve.mcp.guard import Screen
+    from nerve.privacy.screen import Screen
 
 __all__ = [
     "MAY_MATCH",
@@ -66,6 +68,7 @@ class Overlay:
 
     hidden: pa.Table  # physical_ns, logical
     rows: pa.Table  # the stored columns, line and payload screened
+    ids: frozenset[str] = frozenset()  # stored ids (hex) of the rows screened: withheld or keyed
 
     @property
     def empty(self) -> bool:
@@ -90,7 +93,7 @@ _CACHE = _Cache()
 
 def fingerprint(scr: Screen) -> str:
     """The rules a screen applies, as a key: an overlay holds for these rules only."""
-    text = scr.policy.config.model_dump_json()
+    text = scr.policy.config.model_dump_json() + scr.shown_id(b"").hex()  # and the key
     return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
 
 
@@ -111,9 +114,46 @@ def overlay(
     found = [p for p in parts if not p.empty]
     if not found:
         return NOTHING
-    return Overlay(
+    made = Overlay(
         pa.concat_tables([p.hidden for p in found]),
         pa.concat_tables([p.rows for p in found], promote_options="permissive"),
+        frozenset().union(*(p.ids for p in found)),
+    )
+    return _naming(made, [path for _, path in files], tail, scr)
+
+
+def _naming(over: Overlay, paths: list[str], tail: pa.Table, scr: Screen) -> Overlay:
+    """``over`` with nerve's records that name a screened row by id screened too (the id
+    keyed: see :mod:`nerve.privacy.screen`), wherever they are stored. Read anew each time:
+    a record in one segment may name a row another segment's rules screen."""
+    if not over.ids:
+        return over
+    conn = duck.cursor()
+    try:
+        conn.register("_tail", tail)
+        parts = [f"SELECT * FROM {duck.parquet(paths)}"] if paths else []
+        raw = " UNION ALL BY NAME ".join([*parts, "SELECT * FROM _tail"])
+        naming = conn.sql(
+            f"SELECT * FROM ({raw}) WHERE kind <> '{OBSERVATION}' AND line IS NOT NULL AND "
+            f"(list_has_any(regexp_extract_all({PAYLOAD_TEXT}, '[0-9a-f]{{64}}'), $ids) OR "
+            f"list_has_any(regexp_extract_all({_HEX}, '5820([0-9a-f]{{64}})', 1), $ids))",
+            params={"ids": sorted(over.ids)},
+        ).to_arrow_table()
+        if naming.num_rows == 0:
+            return over
+        conn.register("_naming", naming)
+        conn.register("_over", over.rows)
+        others = conn.sql(
+            "SELECT * FROM _over o ANTI JOIN _naming n USING (physical_ns, logical)"
+        ).to_arrow_table()
+    finally:
+        conn.close()
+    stamps = naming.select(["physical_ns", "logical"]).cast(_STAMPS)
+    rows = scr.rows(naming, over.ids)
+    return Overlay(
+        pa.concat_tables([over.hidden, stamps]),
+        pa.concat_tables([others, rows], promote_options="permissive"),
+        over.ids,
     )
 
 
@@ -175,7 +215,7 @@ def _joined(a: Overlay, b: Overlay) -> Overlay:
     if a.empty or b.empty:
         return b if a.empty else a
     rows = pa.concat_tables([a.rows, b.rows], promote_options="permissive")
-    return Overlay(pa.concat_tables([a.hidden, b.hidden]), rows)
+    return Overlay(pa.concat_tables([a.hidden, b.hidden]), rows, a.ids | b.ids)
 
 
 def _screen_here(rows: pa.Table, scr: Screen) -> Overlay:
@@ -206,22 +246,7 @@ def _screen_here(rows: pa.Table, scr: Screen) -> Overlay:
         {"physical_ns": [p for p, _ in changed], "logical": [lg for _, lg in changed]},
         schema=_STAMPS,
     )
-    return Overlay(stamps, _screened(scr, _with_cids(rows.filter(pa.array(keep)))))
-
-
-def _with_cids(rows: pa.Table) -> pa.Table:
-    """``payload_cid`` filled in from the stored payload (before it is redacted)."""
-    import pyarrow.compute as pc
-
-    from nerve.log.codec import hash_each
-
-    payloads = rows.column("payload").combine_chunks()
-    buffer = pa.py_buffer(hash_each(payloads))
-    cids = pa.FixedSizeBinaryArray.from_buffers(pa.binary(32), len(payloads), [None, buffer])
-    stored = rows.column("payload_cid").combine_chunks()
-    kind = rows.schema.field("payload_cid").type
-    filled = pc.if_else(pc.is_null(stored), cids.cast(kind), stored)
-    return rows.set_column(rows.schema.get_field_index("payload_cid"), "payload_cid", filled)
+    return _made(stamps, rows.filter(pa.array(keep)), scr)
 
 
 def _screen(table_sql: str, table: pa.Table | None, scr: Screen) -> Overlay:
@@ -255,15 +280,24 @@ def _screen(table_sql: str, table: pa.Table | None, scr: Screen) -> Overlay:
         )
         conn.register("_h", hidden)
         rows = conn.sql(
-            f"SELECT s.* REPLACE (coalesce(s.payload_cid, nerve_blake3(s.payload)) AS payload_cid) "
-            f"FROM {table_sql} s SEMI JOIN _h USING (physical_ns, logical)"
+            f"SELECT s.* FROM {table_sql} s SEMI JOIN _h USING (physical_ns, logical)"
         ).to_arrow_table()
     finally:
         conn.close()
-    return Overlay(hidden, _screened(scr, rows))
+    return _made(hidden, rows, scr)
+
+
+def _made(stamps: pa.Table, rows: pa.Table, scr: Screen) -> Overlay:
+    """The overlay of ``rows`` (every stored row at ``stamps``): screened, and which of
+    their stored ids the screen withheld or keyed."""
+    shown = scr.rows(rows)
+    ids = {bytes(i).hex() for i in rows.column("id").to_pylist()}
+    ids -= {bytes(i).hex() for i in shown.column("id").to_pylist()}
+    return Overlay(stamps, shown, frozenset(ids))
 
 
 _SOME, _ALL = 1, 2
+_HEX = "lower(hex(payload))"  # a CBOR payload (a chain link) names an id as bytes
 
 
 def _modes(scr: Screen, keys: Sequence[tuple[Any, ...]]) -> pa.Table:
@@ -285,28 +319,3 @@ def _changes(scr: Screen, source: int, kind: str, subject: str, line: str, paylo
     raw = bytes(payload or b"")
     verdict = scr.policy.plan(int(source), kind, subject).verdict(line, raw)
     return verdict.dropped_by is not None or bool(verdict.fired)
-
-
-def _screened(scr: Screen, rows: pa.Table) -> pa.Table:
-    """``rows`` with the rules applied: withheld ones out, the others' text redacted."""
-    keep: list[bool] = []
-    lines: list[str | None] = []
-    payloads: list[bytes | None] = []
-    names = ("source", "kind", "subject", "line", "payload")
-    for source, kind, subject, line, payload in zip(
-        *(rows.column(n).to_pylist() for n in names), strict=True
-    ):
-        if line is None:  # erased: no text is stored
-            keep.append(True)
-            lines.append(None)
-            payloads.append(payload)
-            continue
-        verdict = scr.policy.plan(int(source), kind, subject).verdict(line, payload or b"")
-        keep.append(verdict.dropped_by is None)
-        if verdict.dropped_by is None:
-            lines.append(verdict.line)
-            payloads.append(verdict.payload if payload is not None else None)
-    kept = rows.filter(pa.array(keep, pa.bool_()))
-    at = kept.schema.get_field_index
-    kept = kept.set_column(at("line"), "line", pa.array(lines, pa.string()))
-    return kept.set_column(at("payload"), "payload", pa.array(payloads, pa.binary()))

@@ -21,7 +21,7 @@ from nerve.events import BOOKKEEPING_KINDS
 from nerve.ui import duck, screened
 
 if TYPE_CHECKING:
-    from nerve.mcp.guard import Screen
+    from nerve.privacy.screen import Screen
 
 __all__ = ["Summary", "cells", "summaries"]
 

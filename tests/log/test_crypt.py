@@ -322,7 +322,7 @@ def test_mcp_sql_ui_data_and_a_plaintext_export_read_an_encrypted_log(tmp_path: 
 
 def _no_screen() -> Any:
     """The privacy rules of an empty ``privacy:`` section (the built-in detectors only)."""
-    from nerve.mcp.guard import Screen
+    from nerve.privacy.screen import Screen
     from nerve.privacy.settings import PrivacyConfig
 
     return Screen(PrivacyConfig())

@@ -4,7 +4,6 @@ holds only the rows the rules let leave, redacted at the source, and `ask` reads
 from __future__ import annotations
 
 import base64
-from pathlib import Path
 
 import pytest
 
@@ -13,7 +12,8 @@ from nerve import api, logops
 from nerve.errors import NerveError
 from nerve.log.drafts import Draft
 from nerve.mcp import tools
-from nerve.mcp.guard import Allowance, Screen
+from nerve.mcp.guard import Allowance
+from nerve.privacy.screen import Screen
 from nerve.workspace import WorkspaceDir, init_workspace
 
 GHP = "ghp_" + "Z9y8X7w6V5" * 3 + "U4t3S2"
@@ -103,12 +103,20 @@ def test_the_sandbox_still_reads_every_row_it_may(ws: api.Workspace) -> None:
     ]
 
 
-def test_ask_neither_quotes_nor_cites_a_withheld_event(ws: api.Workspace, tmp_path: Path) -> None:
-    for question in ("which commands did I run?", "vault read secret", "what did I read?"):
-        out = tools.ask(_call(ws), question)
-        text = str(out.model_dump())
-        for form in _forms(EXCLUDED) + _forms(GHP):
-            assert form not in text, f"{form!r} left through ask {question!r}"
+PERIODS = ["what did I run today?", "which commands did I run in the last hour?",
+           "what commands did I run in the last 10 minutes?"]  # fmt: skip
+
+
+@pytest.mark.parametrize("question", [*PERIODS, "vault read secret", "what did I read?"])
+def test_ask_neither_quotes_nor_cites_a_withheld_event(ws: api.Workspace, question: str) -> None:
+    out = tools.ask(_call(ws), question)
+    text = str(out.model_dump())
+    for form in _forms(EXCLUDED) + _forms(GHP):
+        assert form not in text, f"{form!r} left through ask {question!r}"
+    if question in PERIODS:  # the facts tier answered, over the period, from screened rows
+        assert out.intent == "commands" and out.answered, out
+        assert "ls" in out.answer and "echo [redacted:github-token]" in out.answer
+        assert out.citations[0].line == "ls"
 
 
 SLOW_OK = 120_000

@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import nerve
-from nerve.mcp.guard import Screen
 from nerve.mcp.info import status
+from nerve.privacy.screen import Screen
 from nerve.workspace import init_workspace
 from tests.daemon_util import started, write_sense
 

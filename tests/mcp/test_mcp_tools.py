@@ -16,9 +16,10 @@ from nerve.log.drafts import Draft
 from nerve.log.reader import replay_digest
 from nerve.mcp import tools
 from nerve.mcp.access import Access, Recorder, accesses
-from nerve.mcp.guard import Allowance, Budgets, Screen, fit
+from nerve.mcp.guard import Allowance, Budgets, fit
 from nerve.mcp.sandbox import open_sandbox, run_sql
 from nerve.mcp.settings import McpConfig
+from nerve.privacy.screen import Screen
 from nerve.workspace import WorkspaceDir, init_workspace
 
 GHP = "ghp_" + "A1b2C3d4E5" * 3 + "F6g7H8"

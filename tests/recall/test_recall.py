@@ -362,7 +362,7 @@ def test_budget_and_last_error(day: WorkspaceDir) -> None:
     "question",
     [
         "why is the network slow?",  # open-ended
-        "what did I edit and what did I run?",  # two intents
+        "what did I edit and what did I run?",  # a word outside each intent's vocabulary
         "what was not surfaced?",  # a negation surfaced cannot honour
         "why was the disk held?",  # no held decision mentions the disk
         "when did I last push?",
@@ -373,6 +373,29 @@ def test_tier0_escalates_when_unsure(day: WorkspaceDir, question: str) -> None:
     assert not result.answered and result.tier is None and result.model_call is False
     assert "no language model is set up" in result.text
     assert result.energy == Energy.zero()
+
+
+def test_a_question_two_intents_fit_whole_escalates(
+    day: WorkspaceDir, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each of two intents answers the question alone; together they escalate. No two
+    built-in intents fit one question whole (a trigger of one is outside the other's
+    vocabulary), so each is given the other's word here."""
+    from nerve.recall import tier0
+
+    files, commands = tier0.INTENTS[0], tier0.INTENTS[1]
+    assert (files.name, commands.name) == ("recent_files", "last_command")
+    both = (
+        replace(files, vocabulary=files.vocabulary | {"run"}),
+        replace(commands, vocabulary=commands.vocabulary | {"edit"}),
+    )
+    question = "what did I edit and what did I run?"
+    for one in both:
+        monkeypatch.setattr(tier0, "INTENTS", (one,))
+        assert ask(day, question, record=False).answered, one.name
+    monkeypatch.setattr(tier0, "INTENTS", both)
+    result = ask(day, question, record=False)
+    assert not result.answered and result.tier is None
 
 
 def test_a_missing_newest_span_escalates(day: WorkspaceDir) -> None:
