@@ -31,6 +31,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import FunctionType, ModuleType
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -110,7 +111,11 @@ def _child(
         str(corpus),
     ]
     proc = subprocess.run(
-        argv, capture_output=True, text=True, errors="replace", cwd=ROOT,
+        argv,
+        capture_output=True,
+        text=True,
+        errors="replace",
+        cwd=ROOT,
         timeout=seconds + timeout + 120,
     )
     return proc.stderr
@@ -130,19 +135,39 @@ def _tail(text: str, lines: int = 25) -> str:
 
 
 def run_child(name: str, libfuzzer_argv: Sequence[str]) -> None:
-    """The child: seed the corpus, load the target instrumented, and fuzz it."""
+    """The child: seed the corpus, instrument the target's covered modules, and fuzz it."""
     import atheris
 
     sys.path.insert(0, str(ROOT))
-    with atheris.instrument_imports(include=["nerve", "fuzz"]):
-        import fuzz
+    import fuzz
 
-        target = fuzz.load(name)
+    target = fuzz.load(name)
+    for module in target.COVERED:
+        for func in _functions(sys.modules[module]):
+            atheris.instrument_func(func)
     corpus = Path(libfuzzer_argv[-1])
     for index, seed in enumerate(target.seeds()):
         (corpus / f"seed-{index}").write_bytes(seed)
     atheris.Setup([sys.argv[0], *libfuzzer_argv], target.TestOneInput)
     atheris.Fuzz()
+
+
+def _functions(module: ModuleType) -> list[FunctionType]:
+    """The functions ``module`` defines: its own, and its classes' methods and properties."""
+    found: list[FunctionType] = []
+    for value in vars(module).values():
+        if getattr(value, "__module__", None) != module.__name__:
+            continue
+        members = vars(value).values() if isinstance(value, type) else [value]
+        found += [func for func in map(_unwrapped, members) if isinstance(func, FunctionType)]
+    return found
+
+
+def _unwrapped(member: object) -> object:
+    """The function behind a static or class method or a property, else ``member``."""
+    if isinstance(member, (staticmethod, classmethod)):
+        return member.__func__
+    return member.fget if isinstance(member, property) else member
 
 
 def keep_crashes(tallies: dict[str, Tally], folder: Path) -> None:

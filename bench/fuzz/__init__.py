@@ -1,11 +1,13 @@
 """Fuzz targets for nerve's parsers, one module each, run by ``bench/fuzz_bench.py``.
 
-Each module has ``TestOneInput(data: bytes) -> None`` (what atheris calls with every input)
-and ``seeds() -> list[bytes]`` (valid inputs the fuzzer starts from). The property every
-target checks: an input gets a result, or a :class:`~nerve.errors.NerveError` whose message
-is one line naming the place (the file, the field); anything else (another exception, a
-message without its place) escapes ``TestOneInput`` and is a crash. A hang is caught by the
-fuzzer's per-input timeout.
+Each module has ``TestOneInput(data: bytes) -> None`` (what atheris calls with every input),
+``seeds() -> list[bytes]`` (valid inputs the fuzzer starts from) and ``COVERED`` (the modules
+whose branches guide the fuzzer: only they are instrumented, so a run starts in seconds).
+
+The property every target checks: an input gets a result, or a
+:class:`~nerve.errors.NerveError` whose message is one line naming the place (the file, the
+field); anything else (another exception, a message without its place) escapes
+``TestOneInput`` and is a crash. A hang is caught by the fuzzer's per-input timeout.
 
     spool     the shell hook's spool line (nerve.shellhook.parse_spool_line)
     wire      one event as JSON (nerve.log.wire: emit --jsonl, import)

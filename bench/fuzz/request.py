@@ -14,6 +14,17 @@ from nerve.runtime.writer import parse_drafts, parse_events
 from . import placed
 from .wire import seeds as event_seeds
 
+# The modules whose branches guide the fuzzer (only they are instrumented).
+COVERED = (
+    "nerve.runtime.ipc",
+    "nerve.runtime.control",
+    "nerve.runtime.writer",
+    "nerve.log.attest",
+    "nerve.log.wire",
+    "nerve.events",
+    "nerve.canonical",
+)
+
 
 def seeds() -> list[bytes]:
     """Requests the CLI sends: status, an emit, an import, a staged part, a trigger."""
