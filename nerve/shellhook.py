@@ -28,11 +28,12 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import NamedTuple
 
-from nerve.errors import UsageError
+from nerve.errors import EventError, UsageError
 
 __all__ = [
     "SHELLS",
     "SPOOL_VERSION",
+    "SpoolLineError",
     "SpoolRecord",
     "default_spool",
     "hook",
@@ -214,18 +215,26 @@ def _epoch_ns(text: str) -> int:
     return int(value * 10**9)
 
 
+class SpoolLineError(EventError, ValueError):
+    """A spool line is not the hook's form; ``field`` names the part at fault. A
+    ``ValueError`` too, as ``parse_spool_line`` raised before it had its own class."""
+
+
 def parse_spool_line(line: str) -> SpoolRecord:
-    """A spool line (without its newline) as a record; ``ValueError`` naming the bad field."""
+    """A spool line (without its newline) as a record; :class:`SpoolLineError` naming the
+    bad field."""
     fields = line.split("\t", 7)
     if len(fields) != 8 or fields[0] != SPOOL_VERSION:
-        raise ValueError(f"not a {SPOOL_VERSION} line of 8 tab-separated fields")
+        message = f"not a {SPOOL_VERSION} line of 8 tab-separated fields"
+        raise SpoolLineError(message, field="line")
     _, shell, session, start, end, status, cwd, command = fields
     try:
         start_ns, end_ns = _epoch_ns(start), _epoch_ns(end)
     except (InvalidOperation, ValueError):
-        raise ValueError(f"START/END must be Unix times, got {start!r} and {end!r}") from None
+        message = f"START/END must be Unix times, got {start!r} and {end!r}"
+        raise SpoolLineError(message, field="START") from None
     if not re.fullmatch(r"-?\d{1,6}", status):
-        raise ValueError(f"EXIT must be an integer, got {status!r}")
+        raise SpoolLineError(f"EXIT must be an integer, got {status!r}", field="EXIT")
     return SpoolRecord(
         shell, session, start_ns, end_ns, int(status), _unescape(cwd), _unescape(command)
     )
