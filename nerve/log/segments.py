@@ -16,7 +16,7 @@ import pyarrow as pa
 
 from nerve import fsio
 from nerve.clock import Hlc
-from nerve.errors import LogCorrupt
+from nerve.errors import LogCorrupt, one_line
 from nerve.log import crypt
 from nerve.log.codec import ERASABLE_SCHEMA, SCHEMA, conform, fixed_bytes, is_v1, stored_form
 from nerve.log.lazy import pc, pq
@@ -193,9 +193,9 @@ def reading(path: Path) -> Iterator[None]:
     except FileNotFoundError:
         raise
     except (pa.ArrowInvalid, OSError) as exc:
-        raise LogCorrupt(f"{path}: cannot be read as Parquet: {exc}") from None
+        raise LogCorrupt(f"{path}: cannot be read as Parquet: {one_line(exc)}") from None
     except LogCorrupt as exc:
-        raise LogCorrupt(f"{path}: {exc}") from None
+        raise LogCorrupt(f"{path}: {one_line(exc)}") from None
 
 
 def read_segment(path: Path, columns: list[str] | None = None) -> pa.Table:
@@ -220,7 +220,7 @@ def stored_v1(path: Path) -> bool:
     try:
         return is_v1(pq.read_schema(source(path)))
     except (pa.ArrowInvalid, OSError) as exc:
-        raise LogCorrupt(f"{path}: cannot be read as Parquet: {exc}") from None
+        raise LogCorrupt(f"{path}: cannot be read as Parquet: {one_line(exc)}") from None
 
 
 def read_since(path: Path, since: Hlc) -> pa.Table:
