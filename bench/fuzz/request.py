@@ -44,7 +44,7 @@ def TestOneInput(data: bytes) -> None:
     try:
         request = parse_request(data)
     except NerveError as exc:
-        placed(exc, "request")
+        placed(exc, "request", "events[")
         return
     answers_warming(request)
     events = request.get("events")
