@@ -4,7 +4,8 @@
     ├── UsageError              a caller passed something nerve cannot use (bad flag, bad JSON)
     ├── ClockError              a remote HLC stamp is too far ahead, or a stamp went backwards
     ├── EventError              an event field is out of range or has the wrong type
-    │   └── TrustError          an event claims ``Attested`` with no attestation nerve can check
+    │   ├── TrustError          an event claims ``Attested`` with no attestation nerve can check
+    │   └── SpoolLineError      a shell hook's spool line is not its form (nerve.shellhook)
     ├── LogError                the event log cannot do what was asked
     │   ├── WriterLocked        a second writer tried to open a log another process holds
     │   ├── LogCorrupt          stored bytes do not match what they claim (names file, row, field)
@@ -57,6 +58,12 @@ def os_error_text(exc: OSError) -> str:
         return f"{what} (errno {exc.errno})" if exc.strerror else what
     verb = "write" if exc.errno in DISK_ERRNOS else "use"
     return f"could not {verb} {exc.filename}: {what}"
+
+
+def one_line(text: object) -> str:
+    """``text`` on one line, each run of white space (a line break too) one space: for a
+    library's message quoted inside one of nerve's, which names its place on one line."""
+    return " ".join(str(text).split())
 
 
 class NerveError(Exception):

@@ -34,11 +34,12 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import NamedTuple
 
-from nerve.errors import UsageError
+from nerve.errors import EventError, UsageError
 
 __all__ = [
     "SHELLS",
     "SPOOL_VERSION",
+    "SpoolLineError",
     "SpoolRecord",
     "default_spool",
     "hook",
@@ -237,8 +238,14 @@ _SESSION = re.compile(r"([1-9]\d{0,6})\.(\d{1,12})")
 _MAX_PID = 4_194_304  # Linux's PID_MAX_LIMIT, above macOS's and the BSDs'
 
 
+class SpoolLineError(EventError, ValueError):
+    """A spool line is not the hook's form; ``field`` names the part at fault. A
+    ``ValueError`` too, as ``parse_spool_line`` raised before it had its own class."""
+
+
 def parse_spool_line(line: str) -> SpoolRecord:
-    """A spool line (without its newline) as a record; ``ValueError`` naming the bad field.
+    """A spool line (without its newline) as a record; :class:`SpoolLineError` naming the
+    bad field.
 
     Refused: another version, a field too many or too few (the hook escapes every tab), a
     shell of none of ``SHELLS``, a ``SESSION`` not ``PID.SECONDS`` with a pid in range, times
@@ -247,21 +254,23 @@ def parse_spool_line(line: str) -> SpoolRecord:
     """
     fields = line.split("\t")
     if len(fields) != 8 or fields[0] != SPOOL_VERSION:
-        raise ValueError(f"not a {SPOOL_VERSION} line of 8 tab-separated fields")
+        message = f"not a {SPOOL_VERSION} line of 8 tab-separated fields"
+        raise SpoolLineError(message, field="line")
     _, shell, session, start, end, status, cwd, command = fields
     if shell not in SHELLS:
-        raise ValueError(f"SHELL must be one of {', '.join(SHELLS)}, got {shell!r}")
+        message = f"SHELL must be one of {', '.join(SHELLS)}, got {shell!r}"
+        raise SpoolLineError(message, field="SHELL")
     pid = _SESSION.fullmatch(session)
     if pid is None or int(pid[1]) > _MAX_PID:
-        raise ValueError(
-            f"SESSION must be PID.SECONDS with a pid up to {_MAX_PID}, got {session!r}"
-        )
+        message = f"SESSION must be PID.SECONDS with a pid up to {_MAX_PID}, got {session!r}"
+        raise SpoolLineError(message, field="SESSION")
     try:
         start_ns, end_ns = _epoch_ns(start), _epoch_ns(end)
     except (InvalidOperation, ValueError):
-        raise ValueError(f"START/END must be Unix times, got {start!r} and {end!r}") from None
+        message = f"START/END must be Unix times, got {start!r} and {end!r}"
+        raise SpoolLineError(message, field="START") from None
     if not re.fullmatch(r"\d{1,3}", status) or int(status) > 255:
-        raise ValueError(f"EXIT must be an exit status 0-255, got {status!r}")
+        raise SpoolLineError(f"EXIT must be an exit status 0-255, got {status!r}", field="EXIT")
     return SpoolRecord(
         shell, session, start_ns, end_ns, int(status), _unescape(cwd), _unescape(command)
     )

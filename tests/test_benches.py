@@ -81,6 +81,11 @@ QUICK_RUNS: dict[str, tuple[list[str], dict[str, Any]]] = {
         ["--quick", "--events", "500", "--rounds", "1", "--big", "5000"],
         {"events": 500, "rounds": 1},
     ),
+    "fuzz_bench.py": (["--quick", "--seconds", "1", "--targets", "spool"], {"seconds": 1.0}),
+    "mutation_bench.py": (
+        ["--modules", "nerve/tokens.py", "--max-mutants", "2", "--max-children", "1"],
+        {},
+    ),
     "crypt_bench.py": (
         ["--quick", "--appends", "100", "--query-events", "20000"],
         {"appends": 100, "query_events": 20000, "rounds": 5},

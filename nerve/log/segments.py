@@ -16,7 +16,7 @@ import pyarrow as pa
 
 from nerve import fsio
 from nerve.clock import Hlc
-from nerve.errors import LogCorrupt
+from nerve.errors import LogCorrupt, one_line
 from nerve.log import crypt
 from nerve.log.codec import ERASABLE_SCHEMA, SCHEMA, conform, fixed_bytes, is_v1, stored_form
 from nerve.log.lazy import pc, pq
@@ -192,18 +192,27 @@ def reading(path: Path) -> Iterator[None]:
         yield
     except FileNotFoundError:
         raise
-    except (pa.ArrowInvalid, OSError) as exc:
-        raise LogCorrupt(f"{path}: cannot be read as Parquet: {exc}") from None
+    except (pa.ArrowInvalid, OSError, UnicodeDecodeError) as exc:
+        raise LogCorrupt(f"{path}: cannot be read as Parquet: {one_line(exc)}") from None
     except LogCorrupt as exc:
-        raise LogCorrupt(f"{path}: {exc}") from None
+        raise LogCorrupt(f"{path}: {one_line(exc)}") from None
 
 
 def read_segment(path: Path, columns: list[str] | None = None) -> pa.Table:
     check_regular(path)
     with reading(path):
         wanted = with_cid_source(columns)
-        table = conform(pq.read_table(source(path), columns=wanted))
+        table = complete(conform(pq.read_table(source(path), columns=wanted)), wanted)
         return table if wanted == columns else table.select(columns)
+
+
+def complete(table: pa.Table, columns: list[str] | None = None) -> pa.Table:
+    """``table`` when it holds every column asked for (all of the log's by default); a
+    segment without one is corrupt (:class:`LogCorrupt` naming them)."""
+    missing = [name for name in columns or SCHEMA.names if name not in table.schema.names]
+    if missing:
+        raise LogCorrupt(f"has no column {', '.join(missing)}")
+    return table
 
 
 def with_cid_source(columns: list[str] | None) -> list[str] | None:
@@ -219,8 +228,8 @@ def stored_v1(path: Path) -> bool:
     check_regular(path)
     try:
         return is_v1(pq.read_schema(source(path)))
-    except (pa.ArrowInvalid, OSError) as exc:
-        raise LogCorrupt(f"{path}: cannot be read as Parquet: {exc}") from None
+    except (pa.ArrowInvalid, OSError, UnicodeDecodeError) as exc:
+        raise LogCorrupt(f"{path}: cannot be read as Parquet: {one_line(exc)}") from None
 
 
 def read_since(path: Path, since: Hlc) -> pa.Table:
@@ -228,7 +237,7 @@ def read_since(path: Path, since: Hlc) -> pa.Table:
     check_regular(path)
     with reading(path):
         table = pq.read_table(source(path), filters=[("physical_ns", ">=", since.physical_ns)])
-        return after(conform(table), since)
+        return after(complete(conform(table)), since)
 
 
 def after(table: pa.Table, since: Hlc) -> pa.Table:

@@ -32,7 +32,7 @@ import cbor2
 import pyarrow as pa
 
 from nerve import fsio
-from nerve.errors import LogCorrupt, LogError
+from nerve.errors import LogCorrupt, LogError, one_line
 from nerve.log import crypt
 from nerve.log.codec import EMPTY, SCHEMA, SCHEMA_V1, Row, conform, table_from_rows
 
@@ -110,7 +110,7 @@ def decode_small(body: bytes | memoryview, path: Path, offset: int) -> list[Row]
     try:
         rows = cbor2.CBORDecoder(stream).decode()
     except (cbor2.CBORDecodeError, ValueError, TypeError, EOFError, RecursionError) as exc:
-        raise LogCorrupt(f"{where} no readable CBOR rows: {exc}") from None
+        raise LogCorrupt(f"{where} no readable CBOR rows: {one_line(exc)}") from None
     if stream.tell() != len(body):
         raise LogCorrupt(f"{where} {len(body) - stream.tell()} bytes follow its rows")
     if not isinstance(rows, list) or not rows:
@@ -149,7 +149,8 @@ def small_table(rows: list[Row], path: Path, offset: int) -> pa.Table:
         return table_from_rows(rows)
     except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as exc:
         raise LogCorrupt(
-            f"{path}: frame at byte {offset} has a valid checksum but a value out of range: {exc}"
+            f"{path}: frame at byte {offset} has a valid checksum but a value out of range: "
+            + one_line(exc)
         ) from None
 
 
@@ -166,7 +167,8 @@ def _decode_body(body: bytes | memoryview, path: Path, offset: int) -> pa.Table:
         table = pa.ipc.open_stream(body).read_all()
     except (pa.ArrowInvalid, OSError) as exc:
         raise LogCorrupt(
-            f"{path}: frame at byte {offset} has a valid checksum but no Arrow data: {exc}"
+            f"{path}: frame at byte {offset} has a valid checksum but no Arrow data: "
+            + one_line(exc)
         ) from None
     return frame_table(table, path, offset)
 

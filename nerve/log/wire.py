@@ -123,10 +123,16 @@ def draft_from_json(obj: Any, *, default_kind: str = "observation") -> dict[str,
         raise EventError(f"expected a JSON object, got {type(obj).__name__}")
     extra = sorted(set(obj) - _DRAFT_KEYS)
     if extra:
-        raise EventError(f"unknown field(s): {', '.join(extra)}")
+        raise EventError(f"unknown field(s): {_names(extra)}")
     if "source" not in obj:
         raise EventError("missing field: source")
     return _draft_fields(obj, default_kind)
+
+
+def _names(keys: list[str]) -> str:
+    """Field names for a message: as written, or quoted when one holds a control character
+    (a line break in a key must not break the message's line)."""
+    return ", ".join(key if key.isprintable() else repr(key) for key in keys)
 
 
 _RESERVED = {"payload.erased": "`nerve forget` and retention write it, with the erasure itself"}
@@ -164,7 +170,7 @@ def stored_event_from_json(obj: Any) -> Event | ErasedEvent:
 def _erased_from_json(obj: dict[str, Any]) -> ErasedEvent:
     extra = sorted(set(obj) - _ERASED_KEYS)
     if extra:
-        raise EventError(f"an erased event has no {', '.join(extra)}", field=extra[0])
+        raise EventError(f"an erased event has no {_names(extra)}", field=extra[0])
     for key in ("hlc", "node", "kind", "source", "id", "payload_cid"):
         if key not in obj:
             raise EventError(f"missing field: {key}")
@@ -199,7 +205,7 @@ def event_from_json(obj: Any, *, own: bool = False) -> Event:
         raise EventError(f"event {obj.get('id', '?')} is erased: {_ERASED_HINT}", field="erased")
     extra = sorted(set(obj) - _WIRE_KEYS)
     if extra:
-        raise EventError(f"unknown field(s): {', '.join(extra)}")
+        raise EventError(f"unknown field(s): {_names(extra)}")
     for key in ("hlc", "node", "kind", "source"):
         if key not in obj:
             raise EventError(f"missing field: {key}")
