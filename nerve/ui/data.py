@@ -379,7 +379,10 @@ def decisions(ws: Workspace, *, limit: int = 1_000) -> dict[str, Any]:
 
 def decision(ws: Workspace, seq: int) -> dict[str, Any]:
     """One chain link (seq, prev, key, signature), whether the chain verifies through it,
-    and the observations that led to its decision."""
+    its decision and why (:func:`~nerve.attention.reason.reason_of`), and the observations
+    that led to it."""
+    from nerve.attention.reason import reason_of
+
     link = ws.audit_show(seq)
     if link.get("source_line") is not None:
         link["source_line"] = screen(ws).text(str(link["source_line"]))
@@ -391,7 +394,8 @@ def decision(ws: Workspace, seq: int) -> dict[str, Any]:
             led = context(ws, source, around=5)
         except UsageError:
             led = None
-    return {"link": link, "decision": found[0] if found else None, "led_to_it": led}
+    why = reason_of(found[0]).words() if found else None
+    return {"link": link, "decision": found[0] if found else None, "why": why, "led_to_it": led}
 
 
 def chain_state(ws: Workspace) -> dict[str, Any]:
