@@ -14,7 +14,6 @@ from collections.abc import Iterator
 from typing import get_args
 
 import pytest
-from starlette.testclient import TestClient
 
 import nerve
 from nerve import api
@@ -26,12 +25,10 @@ from nerve.clock import Hlc
 from nerve.events import Event, SourceClass, Trust
 from nerve.mcp import tools
 from nerve.mcp.guard import Allowance, Screen
-from nerve.ui.app import build_app
-from nerve.ui.auth import Keys, token, token_path
-from nerve.ui.guard import Served
 from nerve.workspace import WorkspaceDir
 from tests.attention.test_attention_service import make_workspace
 from tests.conftest import run_cli
+from tests.ui.test_ui import client as ui_client
 
 S = 10**9
 T0 = 1_767_261_600 * S  # 2026-01-01 10:00 UTC
@@ -133,12 +130,7 @@ def test_the_cli_says_the_same_in_audit_held_and_audit_show(
 def test_the_ui_lists_and_pages_say_the_same(
     ws: WorkspaceDir, said: dict[int, tuple[str, str]]
 ) -> None:
-    door = _door(ws)
-    c = TestClient(
-        build_app(door, Keys(token_path(door)), Served("127.0.0.1", 8765)),
-        base_url="http://127.0.0.1:8765",
-    )
-    c.get(f"/login?token={token(door)}", follow_redirects=False)
+    c = ui_client(ws)
     json_accept = {"accept": "application/json"}
     listed = c.get("/attention", headers=json_accept).json()["decisions"]
     assert {d["chain_seq"]: d["why"] for d in listed} == {s: w for s, (_, w) in said.items()}
