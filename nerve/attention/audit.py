@@ -115,6 +115,10 @@ def decode_link(raw: bytes) -> dict[str, Any]:
 
 
 def show(log_root: Path, seq: int) -> dict[str, Any]:
+    """Link ``seq`` decoded, whether the chain verifies through it and, for a decision, the
+    observed line and why it was decided so (:func:`~nerve.attention.reason.reason_of`)."""
+    from nerve.attention.reason import reason_of
+
     links = chain_links(log_root)
     if not 0 <= seq < len(links):
         raise UsageError(f"no link {seq}: the chain has {len(links)} links (0..{len(links) - 1})")
@@ -124,6 +128,7 @@ def show(log_root: Path, seq: int) -> dict[str, Any]:
     if link.get("kind") == "decision":
         found = _decision_at(log_root, seq)
         link["source_line"] = found["source_line"] if found else None
+        link["why"] = reason_of(found).words() if found else None
     return link
 
 

@@ -172,15 +172,13 @@ def held(
     as_json: JsonFlag = False,
     as_csv: Annotated[bool, typer.Option("--csv", help="CSV output.")] = False,
 ) -> None:
-    """Each held highlight: why in words (value, cost, margin, budget), its source event and
-    chain seq."""
-    from nerve.cli.audit_words import why_held
+    """Each held highlight: why in words (the rule that held it and what it compared), its
+    source event and chain seq."""
+    from nerve.attention.reason import reason_of
 
-    door = _door()
-    gate = door.attention_settings().gate
-    rows = door.held(_since(since))
+    rows = _door().held(_since(since))
     for r in rows:
-        r["why"] = why_held(r, gate.margin_milli, gate.surface_cost_uj)
+        r["why"] = reason_of(r).words()
     render_rows(
         HELD_COLUMNS,
         [[r.get(c) for c in HELD_COLUMNS] for r in rows],

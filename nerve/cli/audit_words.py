@@ -1,4 +1,5 @@
-"""Audit answers in words: why a highlight was held, and a chain link's fields labelled."""
+"""A chain link's fields labelled, for ``nerve audit show`` (why a decision was taken is
+:func:`nerve.attention.reason.reason_of`'s)."""
 
 from __future__ import annotations
 
@@ -12,22 +13,23 @@ LINK_FIELDS = {
     "seq": "this link's place in the chain",
     "kind": "genesis, decision, checkpoint or rotation",
     "event": "the attention.decision event it seals",
-    "decision": "surface, hold:value (not worth it) or hold:budget (could not pay)",
-    "value": "what the gate weighed: the highlight's score, thousandths",
+    "decision": "surface, or held: hold:value, hold:budget, hold:direction, hold:transient",
+    "value": "what the gate weighed (its value), thousandths",
     "cost": "what an interruption costs now, thousandths",
     "budget_uj": "the attention budget after it, µJ",
     "charged_uj": "what it took from the budget, µJ",
     "energy.estimated_uj": "the energy it is counted at, µJ",
     "energy.provenance": "how that figure was got",
     "hl.probe": "the probe that fired",
-    "hl.value": "the reading the probe saw, thousandths (not what the gate weighed)",
-    "hl.baseline": "the baseline the reading beat, thousandths",
-    "hl.sigma": "the spread around that baseline, thousandths",
-    "hl.score": "how far the reading rose past the threshold, thousandths",
+    "hl.value": "the reading, not what the gate weighed: a value probe's unit, else thousandths",
+    "hl.baseline": "the baseline it was judged against, in the reading's unit",
+    "hl.sigma": "the spread around that baseline, in the reading's unit",
+    "hl.score": "how far past the threshold it fired, thousandths",
     "hl.seq": "the observation's number in the detector's window",
     "trust": "the source event's trust",
     "probe": "the probe that fired",
     "source_line": "the line of the event that was observed",
+    "why": "why the gate decided so",
     "verified_through_here": "whether the chain verifies up to this link",
 }
 
@@ -67,18 +69,3 @@ def _shown(name: str, value: Any) -> str:
     if isinstance(value, bool):
         return "yes" if value else "no"
     return "" if value is None else flat(str(value))  # one line each, safe on a terminal
-
-
-def why_held(decision: dict[str, Any], margin_milli: int, price_uj: int) -> str:
-    """Why the gate held a highlight, in words, with the figures it compared."""
-    value, cost = decision.get("value_milli"), decision.get("cost_milli")
-    if decision.get("outcome") == "hold:budget":
-        before = decision.get("budget_before_uj")
-        return (
-            f"the budget could not pay: {before} µJ left, a surfacing costs {price_uj} µJ "
-            f"(value {value} beat cost {cost} + margin {margin_milli})"
-        )
-    return (
-        f"margin not beaten: value {value} ≤ cost {cost} + margin {margin_milli} "
-        "(thousandths): not worth an interruption"
-    )

@@ -118,7 +118,10 @@ def highlights(
     since: Since = None,
     outcome: Annotated[
         tools.Outcome | None,
-        Field(description="surfaced, held, or one exact outcome (hold:value, hold:budget)."),
+        Field(
+            description="surfaced, held, or one exact outcome (surface, hold:value, "
+            "hold:budget, hold:direction, hold:transient)."
+        ),
     ] = None,
     limit: Limit = 50,
 ) -> tools.HighlightsOut:

@@ -15,11 +15,13 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, Field
 
 from nerve.api import Workspace
+from nerve.attention.reason import reason_of
+from nerve.chain.records import Outcome as SealedOutcome
 from nerve.clock import Hlc
 from nerve.errors import UsageError
 from nerve.events import AGENT_ACCESS, display_source, trust_name
@@ -120,14 +122,17 @@ class AskOut(BaseModel):
 class Decision(BaseModel):
     time: str
     hlc: str
-    outcome: str = Field(description="surface, hold:value (not worth it) or hold:budget.")
+    outcome: str = Field(
+        description="surface, or held: hold:value (not worth it), hold:budget (could not pay), "
+        "hold:direction (the harmless way), hold:transient (did not last)."
+    )
     probe: str = Field(description="What the highlight measured (its source).")
     value_milli: int | None = Field(description="The highlight's value, in thousandths.")
     cost_milli: int | None = Field(description="The cost of interrupting now, in thousandths.")
     charged_uj: int | None = Field(description="Joules charged to the budget (µJ).")
     budget_before_uj: int | None
     budget_after_uj: int | None
-    why: str = Field(description="The decision in words.")
+    why: str = Field(description="Why, in one sentence: the rule that decided and its figures.")
     source_event: str | None = Field(description="Id of the observation that caused it.")
     line: str = Field(description="That observation's line (privacy rules applied).")
     chain_seq: int | None = Field(description="Its link in the sealed audit chain.")
@@ -396,25 +401,13 @@ def ask(call: Call, question: str, k: int | None = None) -> AskOut:
 
 # -- highlights ------------------------------------------------------------------------------
 
-Outcome = Literal["surfaced", "held", "surface", "hold:value", "hold:budget"]
+# Every outcome the log can hold (the chain's), and two groups: surfaced, held.
+Outcome = Literal["surfaced", "held"] | SealedOutcome
 _OUTCOMES = {
     "surfaced": "data->>'outcome' = 'surface'",
-    "surface": "data->>'outcome' = 'surface'",
     "held": "data->>'outcome' LIKE 'hold:%'",
-    "hold:value": "data->>'outcome' = 'hold:value'",
-    "hold:budget": "data->>'outcome' = 'hold:budget'",
+    **{name: f"data->>'outcome' = '{name}'" for name in get_args(SealedOutcome)},
 }
-
-
-def _why(d: dict[str, Any]) -> str:
-    value, cost = d.get("value_milli"), d.get("cost_milli")
-    worth = f"value {value} vs cost {cost} (thousandths)"
-    if d.get("outcome") == "surface":
-        return f"surfaced: {worth}; charged {d.get('charged_uj')} µJ of the budget"
-    if d.get("outcome") == "hold:budget":
-        budget = d.get("budget_before_uj")
-        return f"held: worth it ({worth}) but the budget ({budget} µJ) could not pay"
-    return f"held: not worth an interruption ({worth}, margin not beaten)"
 
 
 def highlights(
@@ -507,7 +500,7 @@ def _decision(
         charged_uj=num("charged_uj"),
         budget_before_uj=num("budget_before_uj"),
         budget_after_uj=num("budget_after_uj"),
-        why=_why(d),
+        why=reason_of(d).words(),
         source_event=source_event,
         line=line,
         chain_seq=num("chain_seq"),

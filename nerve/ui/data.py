@@ -379,7 +379,9 @@ def decisions(ws: Workspace, *, limit: int = 1_000) -> dict[str, Any]:
 
 def decision(ws: Workspace, seq: int) -> dict[str, Any]:
     """One chain link (seq, prev, key, signature), whether the chain verifies through it,
-    and the observations that led to its decision."""
+    its decision and why (:func:`~nerve.attention.reason.reason_of`), and the observations
+    that led to it."""
+    from nerve.attention.reason import reason_of
     from nerve.mcp.tools import decision_source, sources
 
     scr = screen(ws)
@@ -400,7 +402,8 @@ def decision(ws: Workspace, seq: int) -> dict[str, Any]:
             led = context(ws, source, around=5)
         except UsageError:
             led = None
-    return {"link": link, "decision": found[0] if found else None, "led_to_it": led}
+    why = reason_of(found[0]).words() if found else None
+    return {"link": link, "decision": found[0] if found else None, "why": why, "led_to_it": led}
 
 
 def chain_state(ws: Workspace) -> dict[str, Any]:

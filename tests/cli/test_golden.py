@@ -263,8 +263,9 @@ LINK = {
 def test_audit_held_says_why_and_show_labels_its_fields(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], width: int, height: int
 ) -> None:
+    from nerve.attention.reason import reason_of
     from nerve.cli.attend_cmds import HELD_COLUMNS
-    from nerve.cli.audit_words import link_lines, why_held
+    from nerve.cli.audit_words import link_lines
     from nerve.cli.output import render_rows
     from tests.helpers.terminal import FakeTerminal, plain
 
@@ -278,9 +279,13 @@ def test_audit_held_says_why_and_show_labels_its_fields(
          "budget_after_uj": 1200, "source_event": "7a" * 32, "source_line": "mem 91% swap 40%"},
     ]  # fmt: skip
     for row in held:
-        row["why"] = why_held(row, 50, 250_000)
-    assert held[0]["why"].startswith("margin not beaten: value 45 ≤ cost 0 + margin 50")
-    assert held[1]["why"].startswith("the budget could not pay: 1200 µJ left")
+        row["why"] = reason_of(row).words()
+    assert held[0]["why"] == (
+        "held, not worth an interruption: its value 0.045 beat the interruption cost 0 by "
+        "only 0.045, not by more than the margin"
+    )
+    assert held[1]["why"].startswith("held for the budget: worth an interruption")
+    assert "budget held only 1.2 mJ, less than the price of a surfacing" in held[1]["why"]
     out = FakeTerminal()
     render_rows(HELD_COLUMNS, [[r.get(c) for c in HELD_COLUMNS] for r in held], fmt="table",
                 title="held highlights", file=out)  # fmt: skip

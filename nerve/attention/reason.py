@@ -1,0 +1,229 @@
+"""Why the gate decided as it did: one :class:`Reason` per decision, made by :func:`reason_of`
+from the stored ``attention.decision`` payload alone (settings may have changed since).
+
+Every surface (``nerve audit held``, the web UI's Attention pages, MCP's ``highlights`` and
+``ask``, ``nerve ask "why was … held?"``, the audit notebook) renders this one value, so a
+decision is explained the same way everywhere. What each rule compared, from the decision:
+
+- ``surface``: the gate's value beat the interruption cost plus the margin, and the budget
+  could pay: ``charged_uj`` left it at ``budget_after_uj``;
+- ``hold:value``: the value did not beat the cost plus the margin (the margin is a setting,
+  not stored: the sentence says by how much the value beat the cost, if at all);
+- ``hold:budget``: the value did beat it, but the budget (after its refill) was below the
+  price of a surfacing;
+- ``hold:direction`` (a gate rule, :mod:`nerve.attention.rules`): a value probe fired the
+  other way than the one that matters for its reading; value and cost were not compared;
+- ``hold:transient`` (a gate rule): a fire in the direction of concern was not confirmed;
+  the reading stored is the one that ended it. Within the fire's spread of its baseline it
+  plainly fell back; beyond it, it fell back short of the rule's bar (not stored), stayed
+  under its floor, or stopped growing.
+
+Gate figures are thousandths (shown as decimals), budgets µJ (shown as mJ), and a value
+probe's reading is in the reading's own unit (shown with the unit its name ends in).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+__all__ = ["Reason", "Rule", "reason_of"]
+
+Rule = Literal["surfaced", "value", "budget", "direction", "transient", "unknown"]
+_RULES: dict[str, Rule] = {
+    "surface": "surfaced",
+    "hold:value": "value",
+    "hold:budget": "budget",
+    "hold:direction": "direction",
+    "hold:transient": "transient",
+}
+_VALUE_PREFIX = "value:"  # nerve.attention.values.VALUE_PREFIX, without its import
+# A reading's name ending -> (divisor, unit) for its plain rendering.
+_UNITS: tuple[tuple[str, int, str], ...] = (
+    ("_permille", 10, " %"),
+    ("_centi", 100, ""),
+    ("_kib_per_s", 1, " KiB/s"),
+    ("_mib", 1, " MiB"),
+    ("_bytes", 1, " bytes"),
+    ("per_min", 1, " a minute"),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Reason:
+    """One decision's reason: its outcome, the rule that decided it and the figures that rule
+    compared (``None`` where the stored decision lacks one)."""
+
+    outcome: str
+    rule: Rule
+    probe: str
+    value_milli: int | None = None
+    cost_milli: int | None = None
+    budget_before_uj: int | None = None
+    charged_uj: int | None = None
+    budget_after_uj: int | None = None
+    reading: int | None = None  # the highlight's reading (own unit for a value probe)
+    baseline: int | None = None
+    sigma: int | None = None
+    direction: int = 0  # +1 a rise, -1 a fall, 0 not known
+
+    @property
+    def held(self) -> bool:
+        return self.outcome.startswith("hold:")
+
+    def words(self) -> str:
+        """One sentence a person understands, figures in plain units."""
+        return _WORDS.get(self.rule, _unknown)(self)
+
+    def to_json(self) -> dict[str, Any]:
+        """The reason as plain JSON: rule, figures and its sentence."""
+        out = {name: getattr(self, name) for name in self.__slots__}
+        return {**out, "words": self.words()}
+
+
+def reason_of(decision: Mapping[str, Any]) -> Reason:
+    """The reason of one stored ``attention.decision`` payload (as ``nerve audit held``,
+    ``ws.decisions()`` and MCP read it)."""
+    hl = decision.get("highlight")
+    hl = hl if isinstance(hl, Mapping) else {}
+    outcome = str(decision.get("outcome") or "")
+    reading, baseline = _int(hl.get("value_milli")), _int(hl.get("baseline_milli"))
+    return Reason(
+        outcome=outcome,
+        rule=_RULES.get(outcome, "unknown"),
+        probe=str(decision.get("probe") or hl.get("probe") or "?"),
+        value_milli=_int(decision.get("value_milli")),
+        cost_milli=_int(decision.get("cost_milli")),
+        budget_before_uj=_int(decision.get("budget_before_uj")),
+        charged_uj=_int(decision.get("charged_uj")),
+        budget_after_uj=_int(decision.get("budget_after_uj")),
+        reading=reading,
+        baseline=baseline,
+        sigma=_int(hl.get("sigma_milli")),
+        direction=_direction(_int(hl.get("direction")), reading, baseline),
+    )
+
+
+def _int(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _direction(stored: int | None, reading: int | None, baseline: int | None) -> int:
+    """The fire's direction as stored, else the side of its baseline the reading is on."""
+    if stored:
+        return 1 if stored > 0 else -1
+    if reading is None or baseline is None or reading == baseline:
+        return 0
+    return 1 if reading > baseline else -1
+
+
+# -- rendering -------------------------------------------------------------------------------
+
+
+def _ratio(milli: int | None) -> str:
+    """Thousandths as a decimal: 542 -> 0.542, 1000 -> 1."""
+    if milli is None:
+        return "?"
+    return f"{milli / 1000:.3f}".rstrip("0").rstrip(".")
+
+
+def _mj(uj: int | None) -> str:
+    """Microjoules in millijoules: 250000 -> 250 mJ."""
+    if uj is None:
+        return "? mJ"
+    return f"{uj / 1000:,.1f}".removesuffix(".0") + " mJ"
+
+
+def _name(r: Reason) -> str:
+    return r.probe.removeprefix(_VALUE_PREFIX)
+
+
+def _reading(r: Reason, value: int | None) -> str:
+    """A reading in its name's unit (a value probe), else a decimal of thousandths."""
+    if value is None:
+        return "?"
+    if not r.probe.startswith(_VALUE_PREFIX):
+        return _ratio(value)
+    key = _name(r).split(":", 1)[0]
+    for ending, divisor, unit in _UNITS:
+        if key.endswith(ending):
+            shown = f"{value / divisor:,.1f}".removesuffix(".0") if divisor > 1 else f"{value:,}"
+            return shown + unit
+    return f"{value:,}"
+
+
+def _moved(r: Reason) -> str:
+    way = {1: "rose", -1: "fell"}.get(r.direction, "moved")
+    return f"{_name(r)} {way} to {_reading(r, r.reading)} from a baseline of " + _reading(
+        r, r.baseline
+    )
+
+
+def _surfaced(r: Reason) -> str:
+    return (
+        f"surfaced: its value {_ratio(r.value_milli)} beat the interruption cost "
+        f"{_ratio(r.cost_milli)} plus the margin, and the attention budget paid "
+        f"{_mj(r.charged_uj)} ({_mj(r.budget_before_uj)} → {_mj(r.budget_after_uj)})"
+    )
+
+
+def _value(r: Reason) -> str:
+    v, c = r.value_milli, r.cost_milli
+    if v is not None and c is not None and v > c:
+        return (
+            f"held, not worth an interruption: its value {_ratio(v)} beat the interruption "
+            f"cost {_ratio(c)} by only {_ratio(v - c)}, not by more than the margin"
+        )
+    return (
+        f"held, not worth an interruption: its value {_ratio(v)} did not beat the "
+        f"interruption cost {_ratio(c)}"
+    )
+
+
+def _budget(r: Reason) -> str:
+    return (
+        f"held for the budget: worth an interruption (its value {_ratio(r.value_milli)} beat "
+        f"the interruption cost {_ratio(r.cost_milli)} plus the margin), but the attention "
+        f"budget held only {_mj(r.budget_before_uj)}, less than the price of a surfacing"
+    )
+
+
+def _against(r: Reason) -> str:
+    wanted = {1: "a fall", -1: "a rise"}.get(r.direction, "the other direction")
+    return f"held, the harmless direction: {_moved(r)}, and only {wanted} matters for it"
+
+
+def _transient(r: Reason) -> str:
+    if _fell_back(r):
+        return (
+            f"held as passing: it did not last, {_name(r)} was back to "
+            f"{_reading(r, r.reading)} (baseline {_reading(r, r.baseline)}, spread "
+            f"{_reading(r, r.sigma)}) before the excursion could be confirmed"
+        )
+    return (
+        f"held as passing: it was not confirmed, at {_reading(r, r.reading)} (baseline "
+        f"{_reading(r, r.baseline)}) {_name(r)} had fallen back short of its bar, stayed "
+        "under its floor or stopped growing"
+    )
+
+
+def _fell_back(r: Reason) -> bool:
+    """Whether the ending reading was within the fire's spread of its baseline (the rule's
+    bar is at least that spread, so the excursion plainly did not hold)."""
+    if r.reading is None or r.baseline is None or r.sigma is None or not r.direction:
+        return False
+    return r.direction * (r.reading - r.baseline) < max(r.sigma, 1)
+
+
+def _unknown(r: Reason) -> str:
+    return f"{r.outcome or 'no outcome'}: not an outcome this version of nerve knows"
+
+
+_WORDS = {
+    "surfaced": _surfaced,
+    "value": _value,
+    "budget": _budget,
+    "direction": _against,
+    "transient": _transient,
+}
