@@ -8,6 +8,7 @@ from typing import Annotated, Any
 import typer
 from typer._click import exceptions as click  # typer carries its own click
 
+from nerve.cli import interrupt
 from nerve.cli.state import STATE
 from nerve.cli.tree import LazyRoot, load_all, plain_flags, quick_values
 from nerve.errors import DISK_ERRNOS, LogError, NerveError, UsageError, os_error_text
@@ -155,6 +156,35 @@ def _show_warning(
 
 
 def run(argv: list[str] | None = None) -> None:
+    """The ``nerve`` command: ``argv`` (default: the process's arguments) run, its errors
+    translated to one line and an exit code."""
+    own = argv is None
+    if own:
+        interrupt.start()
+    try:
+        _run(argv)
+    except SystemExit as done:
+        if done.code == 130:  # typer turns KeyboardInterrupt into Exit(130), silently
+            _interrupted(own)
+        raise
+    except KeyboardInterrupt:
+        _interrupted(own)
+    except BaseException:
+        if not interrupt.seen():
+            raise
+        _interrupted(own)  # how Ctrl+C landed inside a library (DuckDB: "Query interrupted")
+
+
+def _interrupted(own: bool) -> None:
+    """One line and exit 130; the process's own run ends here, as Ctrl+C asked (nothing
+    left is worth the wait: the command's ``finally`` blocks have run)."""
+    interrupt.report()
+    if own:
+        interrupt.leave(130)
+    raise SystemExit(130) from None
+
+
+def _run(argv: list[str] | None) -> None:
     warnings.showwarning = _show_warning
     words = sys.argv[1:] if argv is None else argv
     if words in (["--version"], ["-V"]):  # answered without building the command tree

@@ -7,7 +7,7 @@ import typer
 
 from nerve.cli.output import LIMIT_HELP, emit_json, render_rows
 from nerve.cli.state import door as _door
-from nerve.errors import EventError, UsageError
+from nerve.errors import EventError, UsageError, did_you_mean
 from nerve.safetext import shown
 
 sense_app = typer.Typer(help="Inspect and trigger senses.", no_args_is_help=True)
@@ -55,9 +55,11 @@ def state(
     """Print a sense's latest stored state (from the log)."""
     from nerve.canonical import loads_bounded
 
-    found = _door().sense_state(name)
+    door = _door()
+    found = door.sense_state(name)
     if found is None:
-        raise UsageError(f"no stored state for sense {name!r}")
+        guess = did_you_mean(name, door.stored_senses())
+        raise UsageError(f"no stored state for sense {name!r}" + (f"; {guess}" if guess else ""))
     stored, undecodable = found.text, found.undecodable
     if undecodable:
         raise UsageError(f"the newest state of {name!r} cannot be decoded")

@@ -15,6 +15,7 @@ from nerve.cli.output import (
     flat,
     is_terminal,
     more_rows,
+    plural,
     terminal_width,
 )
 from nerve.cli.pager import page
@@ -26,11 +27,21 @@ from nerve.safetext import csv_cell, csv_writer
 if TYPE_CHECKING:
     from nerve.tail import TextFilter
 
+DEFAULT_COUNT = 20  # the newest shown when neither -n nor a time window is given
 COUNT_ALL = 2**62  # "count every older match" for the note under a terminal's rows
 
 
 def tail_cmd(
-    n: Annotated[int, typer.Option("-n", min=0, help="How many of the newest events.")] = 20,
+    n: Annotated[
+        int | None,
+        typer.Option(
+            "-n",
+            min=0,
+            help=f"How many of the newest events (default {DEFAULT_COUNT}; a --since/--until "
+            "window: all of it).",
+            show_default=False,
+        ),
+    ] = None,
     all_: Annotated[bool, typer.Option("--all", help="Every event.")] = False,
     follow_: Annotated[
         bool, typer.Option("-f", "--follow", help="Keep printing new events.")
@@ -79,20 +90,42 @@ def tail_cmd(
     for message in ws.filter_warnings(filt):
         typer.echo(f"warning: {message}", err=True)
     terminal = not (as_json or as_csv) and is_terminal()
-    count = None if all_ else n
+    windowed = lower is not None or upper is not None
+    count = tail_count(n, every=all_, windowed=windowed)
     cap = (DEFAULT_LIMIT if terminal else 0) if limit is None else limit
     shown = cap if cap and (count is None or count > cap) else count
     older = 0 if shown == count or not terminal or filt.narrows else count_older(count, cap)
-    tail = ws.read_tail(count=shown, filt=filt, since=lower, until=upper, count_older=older)
+    cut = windowed and n is not None and not all_  # -n may leave part of the window out
+    asked = COUNT_ALL if cut else older
+    tail = ws.read_tail(count=shown, filt=filt, since=lower, until=upper, count_older=asked)
+    by_cap = min(tail.older, older)  # what the terminal's --limit hid of the -n asked for
+    if cut and tail.older > by_cap:
+        _left_out(tail.older - by_cap)
     if terminal and not follow_:
         page()
     write = _writer("json" if as_json else "csv" if as_csv else "", terminal, utc=utc, hlc=hlc)
     write(tail.batch)
-    if terminal and tail.older:
-        more_rows(tail.older, "use --limit 0 or --json for all")
+    if terminal and by_cap:
+        more_rows(by_cap, "use --limit 0 or --json for all")
     if follow_:
         for batch in ws.follow(filt, tail.newest):
             write(batch)
+
+
+def tail_count(n: int | None, *, every: bool, windowed: bool) -> int | None:
+    """How many of the newest to show (None: all): ``-n``, else all of a --since/--until
+    window (as journalctl prints one), else the newest :data:`DEFAULT_COUNT`."""
+    if every or (n is None and windowed):
+        return None
+    return DEFAULT_COUNT if n is None else n
+
+
+def _left_out(count: int) -> None:
+    """On stderr: the older events of the window that -n did not show."""
+    typer.echo(
+        f"note: -n left out {plural(count, 'older event')} of the window (drop -n for all)",
+        err=True,
+    )
 
 
 def count_older(count: int | None, cap: int) -> int:

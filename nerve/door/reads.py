@@ -127,6 +127,11 @@ class Reads:
         text, undecodable = rows[0]
         return StoredSense(name, text, bool(undecodable))
 
+    def stored_senses(self) -> list[str]:
+        """Every sense with a stored state, by name (what :meth:`sense_state` can show)."""
+        rows = self.connection().execute("SELECT DISTINCT sense FROM sense_state").fetchall()
+        return sorted(str(row[0]) for row in rows)
+
     def sense_history(self, name: str, n: int = 20) -> QueryResult:
         """The newest ``n`` events about sense ``name`` (computes, errors, signals,
         observations), oldest first: ``hlc``, ``ts``, ``kind``, ``line``."""

@@ -34,6 +34,11 @@ class TailFilter:
     def everything(self) -> bool:
         return not (self.kinds or self.sources or self.hidden)
 
+    @property
+    def columns(self) -> list[str]:
+        """The columns :meth:`mask` reads (besides the stamp a window clips by)."""
+        return ["kind", "source"]
+
     def apply(self, table: pa.Table) -> pa.Table:
         if self.everything or not table.num_rows:
             return table

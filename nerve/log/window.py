@@ -18,7 +18,7 @@ from nerve.log.codec import EMPTY, conform
 from nerve.log.reader import Snapshot
 from nerve.log.select import TailFilter
 
-_FILTER_COLUMNS = ["physical_ns", "logical", "kind", "source"]
+_STAMP_COLUMNS = ["physical_ns", "logical"]
 TAIL_SLICE = 8192  # unsealed rows read at a time, newest first
 
 
@@ -60,7 +60,7 @@ def newest(
         if want is not None and want <= 0:
             if older >= count_older:
                 break
-            older += _count(part.read(_FILTER_COLUMNS), filt, since, until)
+            older += _count(part.read([*_STAMP_COLUMNS, *filt.columns]), filt, since, until)
             continue
         table = _clip(filt.apply(part.read()), since, until)
         if want is not None and table.num_rows > want:

@@ -97,6 +97,14 @@ class TextFilter(TailFilter):
         """Whether it reads more than kind and source (so a count of only those overcounts)."""
         return bool(self.subjects or self.grep)
 
+    @property
+    def columns(self) -> list[str]:
+        return [
+            *super().columns,
+            *(["subject"] if self.subjects else []),
+            *(["line"] if self.grep else []),
+        ]
+
     def mask(self, table: pa.Table | pa.RecordBatch) -> pa.ChunkedArray | pa.Array:
         keep = super().mask(table)
         names = table.schema.names
@@ -148,15 +156,16 @@ def _guess(word: str, known: list[str]) -> str:
 
 
 def name_warnings(ws: WorkspaceDir, filt: TailFilter) -> list[str]:
-    """A line for each ``--kind`` / ``--source`` that matches nothing known: kinds in the
-    log or nerve's own, standard classes, ``nerve``, vendor codes in the log. The log is
-    read (one column) only when a name is not among nerve's own."""
+    """A line for each ``--kind`` / ``--source`` / ``--sense`` that matches nothing known:
+    kinds in the log or nerve's own, standard classes, ``nerve``, vendor codes and subjects
+    in the log. The log is read (one column) only when a name is not among nerve's own."""
     odd_kinds = [k for k in filt.kinds if k not in NERVE_KINDS]
     odd_sources = [s for s in filt.sources if s >= VENDOR_MIN and s != NERVE_SOURCE]
-    if not (odd_kinds or odd_sources):
+    senses = list(getattr(filt, "subjects", ()))
+    if not (odd_kinds or odd_sources or senses):
         return []
     snap = snapshot(ws.log_root)
-    messages = []
+    messages = _sense_warnings(snap, senses) if senses else []
     if odd_kinds:
         present = _present(snap, "kind")
         known = sorted(set(NERVE_KINDS) | {str(k) for k in present})
@@ -167,6 +176,12 @@ def name_warnings(ws: WorkspaceDir, filt: TailFilter) -> list[str]:
             f"no source {display_source(s)!r} in this log" for s in odd_sources if s not in codes
         ]
     return messages
+
+
+def _sense_warnings(snap: Snapshot, senses: list[str]) -> list[str]:
+    """``no sense 'cpuu'; did you mean 'cpu'?`` for a ``--sense`` no event names."""
+    present = {str(s) for s in _present(snap, "subject") if s}
+    return [f"no sense {s!r}{_guess(s, sorted(present))}" for s in senses if s not in present]
 
 
 def _present(snap: Snapshot, column: str) -> set[object]:

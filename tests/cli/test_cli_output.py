@@ -130,6 +130,10 @@ def test_small_words(workspace: WorkspaceDir, tmp_path: Path) -> None:
     cli(workspace, "emit", "-s", "vendor:1024", "--kind", "sense.state", "--subject", "cpu",
         "-p", '{"state": {"note": null}}')  # fmt: skip
     assert cli(workspace, "sense", "state", "cpu").stdout == "cpu holds no state (note: empty)\n"
+    typo = cli(workspace, "sense", "state", "cpuu", check=False)
+    assert typo.returncode == 2 and typo.stderr.startswith(
+        "UsageError: no stored state for sense 'cpuu'; did you mean 'cpu'?\n"
+    )
     names = cli(workspace, "query", "SELECT DISTINCT source_name FROM events ORDER BY 1").stdout
     assert names.split() == ["source_name", "nerve", "shell"]
 

@@ -255,3 +255,35 @@ def test_the_readme_lists_the_bookkeeping_kinds() -> None:
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     bullet = readme[readme.index("**Bookkeeping is hidden**") :].split("\n- ")[0]
     assert set(re.findall(r"`([a-z_]+\.[a-z_]+|signal)`", bullet)) == set(BOOKKEEPING_KINDS)
+
+
+def test_a_time_window_prints_all_of_it_unless_n_cuts_it(workspace: WorkspaceDir) -> None:
+    """As journalctl does: --since/--until print the whole window; -n keeps the newest of
+    it and says on stderr how many it left out."""
+    minutes = [
+        json.dumps({"hlc": [MAY_1_10H + i * 60 * NS, 0], "node": "n", "kind": "observation",
+                    "source": "shell", "subject": "", "line": f"cmd {i}"})
+        for i in range(60)
+    ]  # fmt: skip
+    cli(workspace, "import", "-", input="\n".join(minutes) + "\n")
+    window = ["--since", "2024-05-01T10:05Z", "--until", "2024-05-01T10:39:30Z"]
+    whole = cli(workspace, "tail", *window)
+    shown = [row.split("\t")[-1] for row in whole.stdout.splitlines()]  # type: ignore[attr-defined]
+    assert shown == [f"cmd {i}" for i in range(5, 40)] and whole.stderr == ""  # type: ignore[attr-defined]
+    cut = cli(workspace, "tail", *window, "-n", "10")
+    assert [row.split("\t")[-1] for row in cut.stdout.splitlines()] == shown[-10:]  # type: ignore[attr-defined]
+    assert cut.stderr == "note: -n left out 25 older events of the window (drop -n for all)\n"  # type: ignore[attr-defined]
+    grep = cli(workspace, "tail", *window, "-n", "1", "--grep", "cmd 1")
+    assert grep.stdout.split("\t")[-1] == "cmd 19\n"  # type: ignore[attr-defined]
+    assert "left out 9 older events" in grep.stderr  # type: ignore[attr-defined]  # cmd 10..18
+    assert len(cli(workspace, "tail").stdout.splitlines()) == 20  # type: ignore[attr-defined]
+    assert cli(workspace, "tail", *window, "-n", "40").stderr == ""  # type: ignore[attr-defined]
+    assert len(cli(workspace, "tail", "--since", "2024-05-01T10:05Z").stdout.splitlines()) == 55  # type: ignore[attr-defined]
+
+
+def test_an_unknown_sense_is_warned_of_with_the_nearest_name(day: WorkspaceDir) -> None:
+    proc = cli(day, "tail", "--sense", "cpuu")
+    assert proc.stdout == ""  # type: ignore[attr-defined]
+    assert proc.stderr == "warning: no sense 'cpuu'; did you mean 'cpu'?\n"  # type: ignore[attr-defined]
+    assert cli(day, "tail", "--sense", "nope").stderr == "warning: no sense 'nope'\n"  # type: ignore[attr-defined]
+    assert cli(day, "tail", "--sense", "cpu").stderr == ""  # type: ignore[attr-defined]
