@@ -238,14 +238,16 @@ def _surfaced(ev: _Evidence) -> Tier0Answer | None:
     return Tier0Answer("surfaced", _listing(title, lines), tuple(s.id for s in chosen[:_LIST_MAX]))
 
 
-def _held_line(ev: _Evidence, span: Span) -> str:
-    """A held decision: when, what was observed, its outcome and its reason (the one
-    :func:`nerve.attention.reason.reason_of` gives every surface)."""
-    from nerve.attention.reason import reason_of
-
-    data = ev.data(span)
-    what = _text(data.get("source_line")) or span.line
-    return f"{_when(span)}  {what} ({data.get('outcome', '?')}: {reason_of(data).words()})"
+def _hold_reason(data: dict[str, Any]) -> str:
+    outcome = data.get("outcome")
+    if outcome == "hold:value":
+        return "hold:value — its value did not clear the interruption cost plus margin"
+    if outcome == "hold:direction":
+        return "hold:direction — it moved the way that is no trouble for this reading"
+    if outcome == "hold:transient":
+        return "hold:transient — the excursion did not last (see attention.rules.confirm_s)"
+    before = _uj(data.get("budget_before_uj"))
+    return f"hold:budget — worth surfacing, but the attention budget ({before}) could not pay"
 
 
 def _held(ev: _Evidence) -> Tier0Answer | None:
@@ -264,7 +266,7 @@ def _held(ev: _Evidence) -> Tier0Answer | None:
         text = f"Nothing was held among {_scope(ev, run)}; every one surfaced."
         return Tier0Answer("held", text, tuple(s.id for s in run))
     used = chosen[:_LIST_MAX]
-    lines = [_held_line(ev, s) for s in used]
+    lines = [f"{_decision_line(ev, s)} ({_hold_reason(ev.data(s))})" for s in used]
     title = f"Held, newest first, among {_scope(ev, run)}:"
     return Tier0Answer("held", _listing(title, lines), tuple(s.id for s in used))
 
@@ -288,7 +290,7 @@ def _held_matching(ev: _Evidence) -> Tier0Answer | None:
     if not best:
         return None
     used = [s for _, s in best[:_HELD_MAX]]
-    lines = [_held_line(ev, s) for s in used]
+    lines = [f"{_decision_line(ev, s)} ({_hold_reason(ev.data(s))})" for s in used]
     title = f"Held decisions matching {' '.join(ev.free)!r}, best match first:"
     return Tier0Answer("held", _listing(title, lines), tuple(s.id for s in used))
 

@@ -339,13 +339,12 @@ def test_held(day: WorkspaceDir) -> None:
     result = _tier0(day, "what was held?")
     lines = result.text.splitlines()
     assert lines[0] == "Held, newest first, among all 3 attention decisions in the log:"
-    assert "(hold:budget: held for the budget: worth an interruption" in lines[1]
-    assert "budget held only 100 mJ, less than the price of a surfacing)" in lines[1]
-    assert "(hold:value: held, not worth an interruption: its value 0.3" in lines[2]
+    assert "hold:budget — worth surfacing, but the attention budget (100,000 µJ)" in lines[1]
+    assert "hold:value — its value did not clear the interruption cost" in lines[2]
     why = _tier0(day, "why was the cpu reading held?")
     assert why.text.splitlines()[1].endswith(
-        "cpu 10.0% load1 0.20 (8 cores) (hold:value: held, not worth an interruption: its "
-        "value 0.3 did not beat the interruption cost 0.4)"
+        "cpu 10.0% load1 0.20 (8 cores) (hold:value — its value did not clear the "
+        "interruption cost plus margin)"
     )
     assert len(why.spans) == 1
 
