@@ -280,7 +280,9 @@ def check_nesting(
     depth = nesting_depth(data)
     if depth > limit + envelope:
         where = _deep_path(data, limit + envelope, envelope) if envelope else field
-        raise _too_deep(where or field, depth - envelope, limit)
+        if not where or where.startswith("."):  # text not JSON enough to name a path
+            where = field
+        raise _too_deep(where, depth - envelope, limit)
 
 
 def loads_bounded(

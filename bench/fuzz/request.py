@@ -44,7 +44,7 @@ def TestOneInput(data: bytes) -> None:
     try:
         request = parse_request(data)
     except NerveError as exc:
-        placed(exc, "request", "events[")
+        placed(exc, "request", "events[", "payload")
         return
     answers_warming(request)
     events = request.get("events")
@@ -54,4 +54,4 @@ def TestOneInput(data: bytes) -> None:
         try:
             parse(events)
         except NerveError as exc:
-            placed(exc, "event ")
+            placed(exc, "event ", "payload")

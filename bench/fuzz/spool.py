@@ -8,7 +8,7 @@ from nerve.shellhook import parse_spool_line
 
 from . import placed
 
-FIELDS = ("nerve1", "START", "END", "EXIT")
+FIELDS = ("nerve1", "SHELL", "SESSION", "START", "END", "EXIT")
 
 # The modules whose branches guide the fuzzer (only they are instrumented).
 COVERED = ("nerve.shellhook",)
@@ -17,9 +17,9 @@ COVERED = ("nerve.shellhook",)
 def seeds() -> list[bytes]:
     """Lines the hook writes: bash and zsh, escapes, a failed command, a comma decimal."""
     return [
-        b"nerve1\tbash\t4242\t1733400000.123456\t1733400001.5\t0\t/home/me\tls -la",
-        b"nerve1\tzsh\tabc\t1733400000,25\t1733400000,75\t127\t/tmp/a\\tb\techo \\\\n\\n",
-        b"nerve1\tbash\t1\t1733400000\t1733400000\t-1\t/\tgit commit -m 'x\ty'",
+        b"nerve1\tbash\t4242.1733399000\t1733400000.123456\t1733400001.5\t0\t/home/me\tls -la",
+        b"nerve1\tzsh\t77.1733399000\t1733400000,25\t1733400000,75\t127\t/tmp/a\\tb\techo \\\\n\\n",
+        b"nerve1\tbash\t1.1733399000\t1733400000\t1733400000\t1\t/\tgit commit -m 'x\\ty'",
     ]
 
 

@@ -5,7 +5,7 @@ code: a DuckDB query busy in C++ noticed it late or turned it into ``RuntimeErro
 interrupted`` (a traceback, exit 1), and one streaming Arrow batches ran on for ~40 s. So the
 signal is also written to a pipe (``signal.set_wakeup_fd``) that a watcher thread reads the
 moment it lands: the command gets :data:`GRACE_S` to unwind through its ``finally`` blocks
-(:func:`nerve.cli.main.run` prints the line), then the watcher prints it and ends the process.
+(the entry point, ``run``, prints the line), then the watcher prints it and ends the process.
 
 A command that takes Ctrl+C over (``dev``, ``daemon run``, ``ui``: its own SIGINT handler, an
 asyncio loop's), and a pager still on the screen, are left alone. Only the ``nerve``

@@ -24,7 +24,8 @@ from nerve.chain.records import SEALABLE, Outcome
 from nerve.clock import Hlc
 from nerve.events import Event, SourceClass, Trust
 from nerve.mcp import tools
-from nerve.mcp.guard import Allowance, Screen
+from nerve.mcp.guard import Allowance
+from nerve.privacy.screen import Screen
 from nerve.workspace import WorkspaceDir
 from tests.attention.test_attention_service import make_workspace
 from tests.conftest import run_cli
@@ -151,13 +152,3 @@ def test_mcp_highlights_filters_every_outcome_and_says_the_same(
             if o == outcome or (outcome, o == "surface") in (("surfaced", True), ("held", False))
         }
         assert {d.chain_seq: d.why for d in out.decisions} == want, outcome
-
-
-def test_ask_and_mcp_ask_say_the_same(ws: WorkspaceDir, said: dict[int, tuple[str, str]]) -> None:
-    held = [f"({o}: {w})" for o, w in said.values() if o.startswith("hold:")]
-    answer = run_cli("--workspace", str(ws.root), "ask", "what was held?").stdout
-    assert all(h in answer for h in held), answer
-    through_mcp = tools.ask(_call(ws), "what was held?").answer
-    assert all(h in through_mcp for h in held), through_mcp
-    disk = tools.ask(_call(ws), "why was the disk held?").answer
-    assert "only a fall matters for it" in disk and "margin" not in disk

@@ -132,7 +132,9 @@ def _client(ws: WorkspaceDir) -> tuple[TestClient, set[str]]:
     """A logged-in client, and the paths of every route of the app."""
     app = build_app(_door(ws), Keys(token_path(_door(ws))), Served("127.0.0.1", PORT))
     c = TestClient(app, base_url=f"http://127.0.0.1:{PORT}")
-    assert c.get(f"/login?token={token(_door(ws))}", follow_redirects=False).status_code == 303
+    token(_door(ws))
+    code = Keys(token_path(_door(ws))).login_code()
+    assert c.get(f"/login?token={code}", follow_redirects=False).status_code == 303
     paths = {r.path for r in app.app.routes if isinstance(r, Route | Mount)}  # type: ignore[attr-defined]
     return c, paths
 
