@@ -68,11 +68,11 @@ def test_a_refusal_without_its_place_is_a_crash() -> None:
     fuzz.placed(LogCorrupt("/the/segment.parquet: bad bytes"), "/the/segment.parquet")
 
 
-@pytest.mark.fuzz
 _OPEN_SEGMENT = "open: Arrow's integers past 64 bits escape segments.reading (issue 39)"
 _OPEN = "open: some refusals of a malformed request name no place (issue 39, further on)"
 
 
+@pytest.mark.fuzz
 @pytest.mark.parametrize(
     "name",
     [
