@@ -1,4 +1,4 @@
-"""The analyst notebooks run against a real log in a temp workspace (STYLE.md §16)."""
+"""The analyst notebooks run against a real log in a temp workspace (CONTRIBUTING.md §16)."""
 
 from __future__ import annotations
 
