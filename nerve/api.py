@@ -322,9 +322,12 @@ class Workspace(Reads, Runs, Fleet, Info, Admin):
         reason: str = "user",
         retention: bool = False,
         dry_run: bool = False,
+        all_kinds: bool = False,
     ) -> ForgetResult:
         """Erase the payload and line of the events selected (selectors combine with AND),
-        or apply ``log.retention`` (``retention``); ``dry_run`` says what would go."""
+        or apply ``log.retention`` (``retention``); ``dry_run`` says what would go. A
+        ``match`` leaves nerve's bookkeeping (``ask.question``, …) alone unless ``all_kinds``
+        or a kind names it."""
         from nerve.privacy.forget import request_of
 
         request = request_of(
@@ -336,6 +339,7 @@ class Workspace(Reads, Runs, Fleet, Info, Admin):
             after=after,
             reason=reason,
             retention=retention,
+            all_kinds=all_kinds,
         )
         return self.forget_request(request, dry_run=dry_run)
 

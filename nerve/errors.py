@@ -75,7 +75,7 @@ class NerveError(Exception):
 
     hint: str | None = None
     field: str | None = None
-    exit_code = 1  # what the CLI exits with: 1 for errors, 2 for usage (STYLE §10)
+    exit_code = 1  # what the CLI exits with: 1 for errors, 2 for usage (CONTRIBUTING.md §11)
 
     def __init__(self, message: str, *, hint: str | None = None, field: str | None = None) -> None:
         super().__init__(message)

@@ -82,12 +82,25 @@ NERVE_KINDS = (
 )  # fmt: skip
 AGENT_ACCESS = "agent.access"  # one per MCP tool call (nerve.mcp.access)
 
-# Records nerve keeps for itself (state snapshots, signals, skipped ticks, keys, chain links):
-# `nerve tail` hides them unless asked (`--all-kinds`, or a `--kind` naming one).
+# What `nerve ask` records of each question (kept for the audit, not the person's history).
+ASK_KINDS = frozenset({"ask.question", "ask.answer", "ask.error"})
+# Records nerve keeps for itself (state snapshots, signals, skipped ticks, keys, chain links,
+# the questions put to it): every reader of the person's events leaves them out unless asked
+# (`--all-kinds`, or a `--kind` naming one) — `tail`, MCP, the UI, `forget --match`, the
+# notebooks — through `BOOKKEEPING_KINDS` or the SQL of `bookkeeping_sql`.
 BOOKKEEPING_KINDS = frozenset(
     {"sense.state", "sense.skipped", "signal", "batch.key", "chain.link", "attention.snapshot"}
+    | ASK_KINDS
 )
+BOOKKEEPING_MACRO = "nerve_bookkeeping"  # the SQL macro `nerve.query.define_views` defines
 NERVE_SOURCE_NAME = "nerve"  # how readers show NERVE_SOURCE
+
+
+def bookkeeping_sql(column: str = "kind") -> str:
+    """SQL true when ``column`` is one of nerve's bookkeeping kinds: the one predicate the
+    readers of the person's events (and the ``nerve_bookkeeping`` macro) are built from."""
+    names = ", ".join(f"'{kind}'" for kind in sorted(BOOKKEEPING_KINDS))
+    return f"({column} IN ({names}))"
 
 
 def source_name(code: int) -> str:

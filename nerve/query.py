@@ -24,7 +24,13 @@ import pyarrow as pa
 
 from nerve.canonical import canonical_json, jsonable, loads_bounded
 from nerve.errors import ConfigError, EventError, UsageError
-from nerve.events import NERVE_SOURCE, NERVE_SOURCE_NAME, SourceClass
+from nerve.events import (
+    BOOKKEEPING_MACRO,
+    NERVE_SOURCE,
+    NERVE_SOURCE_NAME,
+    SourceClass,
+    bookkeeping_sql,
+)
 from nerve.log.crypt import is_encrypted
 from nerve.log.reader import Snapshot, snapshot
 
@@ -153,13 +159,18 @@ def define_views(
     *,
     temp: bool = True,
 ) -> list[str]:
-    """``nerve_settings``, ``events`` over ``source`` (SQL naming the stored rows), then each
-    projection; the names of the views made. ``temp=False`` stores them in the database,
-    for plain DuckDB: there ``payload_cid`` is as stored (see ``BLAKE3_UDF``)."""
+    """``nerve_settings``, the ``nerve_bookkeeping(kind)`` macro (true for nerve's own
+    records, :data:`nerve.events.BOOKKEEPING_KINDS`), ``events`` over ``source`` (SQL naming
+    the stored rows), then each projection; the names of the views made. ``temp=False``
+    stores them in the database, for plain DuckDB: there ``payload_cid`` is as stored (see
+    ``BLAKE3_UDF``)."""
     kind = "TEMP " if temp else ""
     values = {**DEFAULT_SETTINGS, **(settings or {})}
     columns = ", ".join(f"{int(value)} AS {name}" for name, value in values.items())
     conn.execute(f"CREATE OR REPLACE {kind}TABLE nerve_settings AS SELECT {columns}")
+    conn.execute(
+        f"CREATE OR REPLACE {kind}MACRO {BOOKKEEPING_MACRO}(kind) AS {bookkeeping_sql('kind')}"
+    )
     if temp:
         register_blake3(conn)
     cid = COMPUTED_CID if temp else "payload_cid"

@@ -1,4 +1,4 @@
-"""The audit notebook walks the held highlights of a real, sealed log (STYLE.md §16).
+"""The audit notebook walks the held highlights of a real, sealed log (CONTRIBUTING.md §16).
 
 The log is built the way the daemon would build it: a deterministic observation stream is
 imported, then attention is caught up in-process (what ``nerve attend --replay`` runs), so the

@@ -1,4 +1,4 @@
-"""The analyst notebooks run against a real log in a temp workspace (STYLE.md §16)."""
+"""The analyst notebooks run against a real log in a temp workspace (CONTRIBUTING.md §16)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from jupyter_client.kernelspec import KernelSpecManager
 from nbclient import NotebookClient
 
 from nerve.clock import Hlc
-from nerve.events import Event, SourceClass, Trust, payload_bytes
+from nerve.events import NERVE_SOURCE, Event, SourceClass, Trust, payload_bytes
 from nerve.log.drafts import Draft
 from nerve.log.reader import replay_digest
 from nerve.workspace import WorkspaceDir, init_workspace
@@ -65,7 +65,8 @@ def _assert_ran_cleanly(nb: nbformat.NotebookNode) -> None:
 
 
 def _write_history(ws: WorkspaceDir) -> None:
-    """File changes and shell commands spread over four past minutes, then two focus events now."""
+    """File changes and shell commands spread over four past minutes, then two focus events
+    and a question put to ``nerve ask`` now."""
     start = (time.time_ns() // MINUTE_NS - 10) * MINUTE_NS
     paths = ["src/app.py", "README.md", "src/app.py", "src/util.py"]
     imported = []
@@ -94,9 +95,11 @@ def _write_history(ws: WorkspaceDir) -> None:
         )
         for app in ("editor", "terminal")
     ]
+    asked = Draft.of("ask.question", source=NERVE_SOURCE, line="ask: did make test pass?",
+                     payload={"question": "did make test pass?"})  # fmt: skip
     with ws.open_log() as log:
         log.import_events(imported)
-        log.append_drafts(focus)
+        log.append_drafts([*focus, asked])
 
 
 def test_history_notebook_is_committed_without_outputs() -> None:
@@ -116,13 +119,14 @@ def test_history_notebook_runs_on_a_log(tmp_path: Path, monkeypatch: pytest.Monk
 
     _assert_ran_cleanly(nb)
     expected = replay_digest(ws.log_root)
-    assert expected.events == 14
+    assert expected.events == 15
     assert DIGEST_LINE.findall(_stdout(nb)) == [expected.digest]
     assert any("image/png" in o.get("data", {}) for o in _outputs(nb))
     tables = _tables(nb)
     for source in ("file_change", "shell", "app_focus"):
         assert source in tables
     assert "src/util.py" in tables and "README.md" in tables
+    assert "ask.question" not in tables and "nerve:" not in tables  # bookkeeping left out
 
 
 @pytest.mark.usefixtures("kernel_env")

@@ -1,4 +1,4 @@
-"""ruff and mypy run as part of the suite; imports point one way (STYLE.md §1)."""
+"""ruff and mypy run as part of the suite; imports point one way (CONTRIBUTING.md §1)."""
 
 from __future__ import annotations
 
@@ -44,23 +44,24 @@ def _layer(module: str) -> int:
 
 
 def _name(dotted: str) -> str:
-    """``nerve.recall.core.x`` -> ``recall.core``: the part of a path LAYERS can name."""
+    """``nerve.recall.core.x`` -> ``recall.core``: the part of a path LAYERS can name
+    (``nerve`` itself, the package's face, is the front door's layer: ``api``)."""
     parts = dotted.split(".")[1:3]
-    return ".".join(parts)
+    return ".".join(parts) or "api"
 
 
-def _imports(path: Path) -> set[str]:
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+def _imports(code: str, package: str, modules: set[str]) -> set[str]:
+    """What LAYERS calls the nerve modules ``code`` imports, in any form: ``import nerve.x``,
+    ``from nerve.x import y``, ``from nerve import x``, relative, in a function or not."""
     found = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("nerve."):
-            found.add(_name(node.module))
-        elif isinstance(node, ast.Import):
-            found |= {_name(a.name) for a in node.names if a.name.startswith("nerve.")}
+    for node in ast.walk(ast.parse(code)):
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            found |= {_name(t) for t in _targets(node, package, modules)}
     return found
 
 
-def test_dependencies_point_one_way() -> None:
+def _layer_breaches() -> list[str]:
+    modules = set(_modules())
     bad = []
     for path in PACKAGE.rglob("*.py"):
         rel = path.relative_to(PACKAGE)
@@ -68,10 +69,38 @@ def test_dependencies_point_one_way() -> None:
         own = ".".join(parts)
         if own in ("", "__init__"):
             continue
-        for target in _imports(path):
+        package = ".".join(path.relative_to(ROOT).parts[:-1])
+        text = path.read_text(encoding="utf-8")
+        for target in sorted(_imports(text, package, modules)):
             if _layer(target) > _layer(own):
                 bad.append(f"{rel} imports nerve.{target}")
-    assert bad == []
+    return bad
+
+
+def test_dependencies_point_one_way() -> None:
+    assert _layer_breaches() == []
+
+
+@pytest.mark.parametrize(
+    ("code", "package", "expected"),
+    [
+        ("from nerve.log.store import EventLog", "nerve.query", {"log.store"}),
+        ("import nerve.log.store", "nerve.query", {"log.store"}),
+        ("from nerve import fsio", "nerve.log", {"fsio"}),
+        ("from nerve import tokens, fsio", "nerve.ui", {"tokens", "fsio"}),
+        ("from nerve.log import store", "nerve.query", {"log.store"}),
+        ("from . import store", "nerve.log", {"log.store"}),
+        ("from ..events import Event", "nerve.log", {"events"}),
+        ("def f():\n    from nerve import api\n", "nerve.log", {"api"}),
+        ("import nerve", "nerve.log", {"api"}),
+        ("from nerve import __version__", "nerve.log", {"api"}),
+        ("import duckdb", "nerve.log", set()),
+    ],
+)
+def test_the_layer_check_sees_every_import_form(
+    code: str, package: str, expected: set[str]
+) -> None:
+    assert _imports(code, package, set(_modules())) == expected
 
 
 def _modules() -> dict[str, Path]:
@@ -159,7 +188,7 @@ def circles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 
 def test_no_import_circles() -> None:
-    """STYLE.md §7: not even small ones, not even behind a function or TYPE_CHECKING."""
+    """CONTRIBUTING.md §2: not even small ones, not even behind a function or TYPE_CHECKING."""
     assert circles(import_graph()) == []
 
 
@@ -206,7 +235,7 @@ def _borrowed(node: ast.ImportFrom) -> list[str]:
 
 def test_each_name_has_one_home() -> None:
     """A class or function is imported from the module that defines it, never through
-    another module that happens to import it (STYLE.md §4)."""
+    another module that happens to import it (CONTRIBUTING.md §4)."""
     bad = []
     for folder in ("nerve", "tests", "bench", "conformance", "senses", "workflows"):
         for path in sorted((ROOT / folder).rglob("*.py")):
@@ -333,3 +362,17 @@ def test_whether_a_daemon_runs_is_asked_in_one_place() -> None:
         if re.search(r"def \w*running\(", path.read_text(encoding="utf-8"))
     )
     assert found == ["runtime/client.py"]
+
+
+def test_cited_habits_are_in_contributing() -> None:
+    """Code and tests cite the habits of CONTRIBUTING.md by number; each cited one is there,
+    and nothing cites a style guide the repository does not hold."""
+    guide = (ROOT / "CONTRIBUTING.md").read_text(encoding="utf-8")
+    habits = {int(n) for n in re.findall(r"^ {0,4}(\d+)\. ", guide, re.MULTILINE)}
+    cited, stray = set(), []
+    for folder in ("nerve", "tests", "conformance", "bench"):
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            text = path.read_text(encoding="utf-8")
+            cited |= {int(n) for n in re.findall(r"CONTRIBUTING\.md §(\d+)", text)}
+            stray += [str(path.relative_to(ROOT))] if re.search(r"STYLE(?:\.md)? §", text) else []
+    assert stray == [] and cited and cited <= habits

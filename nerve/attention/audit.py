@@ -206,8 +206,3 @@ def _save_pin(folder: Path, origin: str, log_id: bytes) -> None:
     fsio.private_dir(path.parent)
     body = json.dumps({"origin": origin, "log_id": log_id.hex()}) + "\n"
     fsio.write_private(path, body.encode(), site="trust.write", exclusive=False)
-
-
-def log_id_of(links: list[bytes]) -> str | None:
-    found = peek_log_id(links)
-    return found.hex() if found else None

@@ -49,6 +49,12 @@ def forget_cmd(
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Print what would be erased; change nothing.")
     ] = False,
+    all_kinds: Annotated[
+        bool,
+        typer.Option(
+            "--all-kinds", help="Let --match take nerve's bookkeeping too (ask.question, …)."
+        ),
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="JSON output.")] = False,
 ) -> None:
     """Erase the payload and line of the events selected, and prove nothing else changed.
@@ -57,6 +63,8 @@ def forget_cmd(
     order and payload address, so the replay digest is unchanged; one payload.erased event
     records what went and why (a --match text only as its blake3), and `nerve replay
     --verify` reports the erasure, not tampering. Goes through the daemon when one runs.
+    --match leaves nerve's bookkeeping (ask.question, …) alone unless --all-kinds or a
+    --kind names it.
     """
     from nerve.privacy.forget import request_of
 
@@ -69,6 +77,7 @@ def forget_cmd(
         after=after,
         reason=reason,
         retention=retention,
+        all_kinds=all_kinds,
     )
     result = _door(write=not dry_run).forget_request(request, dry_run=dry_run)
     if as_json:

@@ -119,9 +119,11 @@ def request_of(
     after: str | None = None,
     reason: str = "user",
     retention: bool = False,
+    all_kinds: bool = False,
     now_ns: int | None = None,
 ) -> Request:
-    """The request ``nerve forget`` makes of its selectors (``retention``: nerve.yaml's limits)."""
+    """The request ``nerve forget`` makes of its selectors (``retention``: nerve.yaml's limits;
+    ``all_kinds``: a text match takes nerve's bookkeeping too)."""
     cids, sources, kinds = tuple(cids), tuple(sources), tuple(kinds)
     picked = any([cids, sources, kinds, match is not None, before, after])
     if retention and picked:
@@ -135,6 +137,7 @@ def request_of(
         match=match,
         before=before,
         after=after,
+        all_kinds=all_kinds,
         now_ns=time.time_ns() if now_ns is None else now_ns,
     )
     return Request(chosen, check_reason(reason))

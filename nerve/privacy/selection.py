@@ -2,7 +2,9 @@
 
 Different selectors combine with AND; repeated ones (``--source shell --source network``)
 with OR. A selection names its events by payload address, source, kind, text in the line
-or payload, and a time range; ``payload.erased`` and the other records nerve needs to verify
+or payload, and a time range. A text match leaves nerve's bookkeeping (``ask.question``
+and the rest of :data:`nerve.events.BOOKKEEPING_KINDS`) out unless a ``--kind`` names one or
+``--all-kinds`` is given; ``payload.erased`` and the other records nerve needs to verify
 and resume itself are never taken (:data:`nerve.log.erasure.PROTECTED_KINDS`).
 
 Times are durations back from now (``30d``, ``12h``), ISO times (``2024-05-01``,
@@ -25,7 +27,7 @@ from nerve.clock import Hlc, bound
 from nerve.config.models import RetentionConfig
 from nerve.durations import format_duration, parse_duration
 from nerve.errors import ConfigError, EventError, UsageError
-from nerve.events import check_kind, parse_source, source_name
+from nerve.events import BOOKKEEPING_KINDS, check_kind, parse_source, source_name
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -68,6 +70,7 @@ class Selection:
     match: str | None = None
     before: Hlc | None = None
     after: Hlc | None = None
+    hidden: tuple[str, ...] = ()  # kinds never taken (bookkeeping, for a text match)
 
     @classmethod
     def of(
@@ -79,9 +82,11 @@ class Selection:
         match: str | None = None,
         before: str | None = None,
         after: str | None = None,
+        all_kinds: bool = False,
         now_ns: int,
     ) -> Selection:
-        """From command-line flags; a bad value names its flag."""
+        """From command-line flags; a bad value names its flag. ``--match`` without a
+        ``--kind`` leaves bookkeeping out unless ``all_kinds``."""
         chosen = cls(
             tuple(_cid(c) for c in cids),
             tuple(_flag("--source", parse_source, s) for s in sources),
@@ -89,6 +94,7 @@ class Selection:
             match,
             None if before is None else parse_when(before, now_ns, "--before"),
             None if after is None else parse_when(after, now_ns, "--after"),
+            _hidden(match, kinds, all_kinds=all_kinds),
         )
         if match is not None and not match:
             raise UsageError("--match must not be empty (it would match every event)")
@@ -117,6 +123,7 @@ class Selection:
             "match": self.match,
             "before": None if self.before is None else list(self.before),
             "after": None if self.after is None else list(self.after),
+            "hidden": list(self.hidden),
         }
 
     @classmethod
@@ -132,6 +139,7 @@ class Selection:
                 obj.get("match") or None,
                 _stamp(obj.get("before")),
                 _stamp(obj.get("after")),
+                tuple(check_kind(k) for k in obj.get("hidden") or ()),
             )
         except (EventError, TypeError, ValueError) as exc:
             raise UsageError(f"request field 'selection': {exc}", field="selection") from None
@@ -182,10 +190,19 @@ def _pick(sel: Selection, table: pa.Table) -> Any:
         terms.append(_stamp_cmp(table, sel.after, pc.greater))
     if sel.match is not None:
         terms.append(_matching(table, sel.match))
+    if sel.hidden:
+        terms.append(pc.invert(pc.is_in(table.column("kind"), pa.array(sel.hidden, pa.string()))))
     mask = terms[0]
     for term in terms[1:]:
         mask = pc.and_kleene(mask, term)
     return mask
+
+
+def _hidden(match: str | None, kinds: Sequence[str], *, all_kinds: bool) -> tuple[str, ...]:
+    """The kinds a selection leaves out: bookkeeping, for a text match naming no kind."""
+    if match is None or kinds or all_kinds:
+        return ()
+    return tuple(sorted(BOOKKEEPING_KINDS))
 
 
 def _stamp_cmp(table: pa.Table, stamp: Hlc, beyond: Any) -> Any:

@@ -25,12 +25,12 @@ import duckdb
 
 from nerve.clock import Hlc
 from nerve.errors import UsageError
-from nerve.events import BOOKKEEPING_KINDS, display_source
+from nerve.events import bookkeeping_sql, display_source
 from nerve.privacy.screen import Screen
 from nerve.privacy.settings import PrivacyConfig
 from nerve.ui import fleet, summary
 from nerve.ui.rows import as_shown, connect, fleet_fields, hosted, records, rows_of
-from nerve.ui.select import Filters, Window, quoted, where_of, window
+from nerve.ui.select import Filters, Window, where_of, window
 
 if TYPE_CHECKING:
     from nerve.api import Workspace
@@ -122,7 +122,7 @@ def timeline(
         span = [win.since, win.until]
         bucket = f"CAST((physical_ns - {win.since}) // {width} AS BIGINT)"
         for src, sub, b, bk, n, e in conn.execute(
-            f"SELECT source, subject, {bucket} b, kind IN ({quoted(BOOKKEEPING_KINDS)}) bk, "
+            f"SELECT source, subject, {bucket} b, {bookkeeping_sql()} bk, "
             f"count(*), count(*) FILTER (erased) FROM tail_events WHERE {where} GROUP BY ALL",
             span,
         ).fetchall():  # the unsealed tail
@@ -139,7 +139,7 @@ def timeline(
             )
         ]
         pauses = _pauses(conn, win)
-        shown = f"kind NOT IN ({quoted(BOOKKEEPING_KINDS)})"
+        shown = f"NOT {bookkeeping_sql()}"
         newest += [int(r[0]) for r in conn.execute(
             f"SELECT physical_ns FROM tail_events WHERE {where} AND {shown} "
             "ORDER BY physical_ns DESC LIMIT 50", span,
@@ -289,7 +289,7 @@ def context(ws: Workspace, event_id: str, *, around: int = 5, host: str = "") ->
         if not hit:
             raise UsageError(f"no event {event_id} in this log", field="id")
         p, lo = int(hit[0]["physical_ns"]), int(hit[0]["logical"])
-        hide = f"kind NOT IN ({quoted(BOOKKEEPING_KINDS)})"
+        hide = f"NOT {bookkeeping_sql()}"
         before = records(
             conn,
             f"SELECT {_COLS} FROM events WHERE (physical_ns, logical) < (?, ?) AND {hide} "

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
-from nerve.events import BOOKKEEPING_KINDS
+from nerve.events import bookkeeping_sql
 from nerve.ui import duck, screened
 
 if TYPE_CHECKING:
@@ -84,13 +84,12 @@ def _build(path: str, over: screened.Overlay) -> Summary:
     from nerve.privacy.pause import PAUSED, RESUMED
 
     raw = f"(SELECT * FROM {duck.parquet([path])})"
-    bookkeeping = ", ".join(f"'{k}'" for k in sorted(BOOKKEEPING_KINDS))
     conn = duck.cursor()
     try:
         screened.register(conn, over)
         conn.execute(
             "CREATE TEMP TABLE s AS SELECT physical_ns, logical, source::BIGINT AS source, "
-            f"subject, kind, kind IN ({bookkeeping}) AS bk, line IS NULL AS erased, "
+            f"subject, kind, {bookkeeping_sql()} AS bk, line IS NULL AS erased, "
             "CASE WHEN kind = 'attention.decision' THEN payload END AS payload "
             f"FROM {screened.source(raw, over)}"
         )
