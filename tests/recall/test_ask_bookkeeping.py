@@ -13,7 +13,8 @@ from nerve import api, logops
 from nerve.events import ASK_KINDS, BOOKKEEPING_KINDS, bookkeeping_sql
 from nerve.log.drafts import Draft
 from nerve.mcp import tools
-from nerve.mcp.guard import Allowance, Screen
+from nerve.mcp.guard import Allowance
+from nerve.privacy.screen import Screen
 from nerve.workspace import WorkspaceDir, init_workspace
 from tests.conftest import run_cli
 from tests.ui.test_ui import as_json, client
