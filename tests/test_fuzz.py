@@ -68,8 +68,8 @@ def test_a_refusal_without_its_place_is_a_crash() -> None:
     fuzz.placed(LogCorrupt("/the/segment.parquet: bad bytes"), "/the/segment.parquet")
 
 
-_OPEN_SEGMENT = "open: Arrow's integers past 64 bits escape segments.reading (issue 39)"
-_OPEN = "open: some refusals of a malformed request name no place (issue 39, further on)"
+_OPEN_SEGMENT = "was open: Arrow errors and a hanging filtered read escaped segments.reading (issue 39)"
+_OPEN = "was open: refusals of a malformed request that named no place (issue 39)"
 
 
 @pytest.mark.fuzz
