@@ -102,7 +102,7 @@ class Admin:
 
         now = time.time_ns() if now_ns is None else now_ns
         seals = SealDir(self._dir.data / "seals")
-        return verify(seed, seals, read_log(self._dir.log_root), now)
+        return verify(seed, seals.notes(), read_log(self._dir.log_root), now)
 
     def rewrap_key(self, new_key: Callable[[Path], tuple[bytes, dict[str, Any]]]) -> Path:
         """Wrap the data key under the key ``new_key`` makes (given the log's folder); the

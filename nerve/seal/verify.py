@@ -5,8 +5,9 @@ agreeing with every head a seal committed to. The first failing epoch is named.
 Checks, epoch by epoch from 0 (the first failure wins):
 
 - ``missing``: no seal for an epoch before the last one (a dropped or skipped epoch);
-  ``stale``: the last seal is more than two epochs older than now (seals deleted, the log
-  replaced by an older copy, or sealing stopped).
+  ``stale``: the last seal is of neither this epoch nor the one before (so it was made
+  more than two epochs ago: seals deleted, the log replaced by an older copy, or sealing
+  stopped).
 - ``malformed``: a note that does not parse; ``forked``: two different seals of one epoch.
 - ``wrong-key``: the note's key is not epoch n's leaf under the seed's root (a seal made
   with another epoch's key, or another set-up's); ``bad-signature``: the key did not sign it.
@@ -31,9 +32,8 @@ from nerve import fsio
 from nerve.chain.merkle import verify_inclusion
 from nerve.seal.note import ZERO, NoteError, Seal, parse, signed_by_key
 from nerve.seal.seed import Seed
-from nerve.seal.store import SealDir
 
-RECENT_EPOCHS = 2
+RECENT_EPOCHS = 1  # the newest seal is of this epoch or the one before (made < 2 epochs ago)
 Bad = tuple[str, str]  # (kind, message) of a seal that cannot be used at all
 
 
@@ -135,10 +135,11 @@ def _links(log_root: Path) -> list[bytes]:
         return []  # an unreadable segment is reported as a bad segment
 
 
-def verify(seed: Seed, seals: SealDir, log: LogView, now_ns: int) -> SealReport:
-    """Check every seal in ``seals`` against ``seed`` and ``log``; the first failure."""
+def verify(seed: Seed, notes: list[str], log: LogView, now_ns: int) -> SealReport:
+    """Check every seal note (what ``SealDir.notes`` reads) against ``seed`` and
+    ``log``; the first failure."""
     report = SealReport(seed)
-    by_epoch = _collect(seals.notes())
+    by_epoch = _collect(notes)
     last = max(by_epoch, default=-1)
     previous: Seal | None = None
     for epoch in range(last + 1):
