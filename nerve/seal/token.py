@@ -45,17 +45,20 @@ def _session(ref: TokenRef, *, rw: bool = False) -> Any:
     try:
         token = pkcs11.lib(ref.module).get_token(token_label=ref.token)
         return token.open(user_pin=pin, rw=rw)
-    except RuntimeError as exc:  # the library would not load
-        raise SealError(f"PKCS#11 module {ref.module}: {exc}") from None
     except pkcs11.exceptions.NoSuchToken:
         raise SealError(f"PKCS#11 token {ref.token!r} not found in {ref.module}") from None
-    except pkcs11.exceptions.PKCS11Error as exc:
+    except pkcs11.exceptions.PKCS11Error as exc:  # (a RuntimeError too: caught first)
         raise SealError(f"PKCS#11 token {ref.token!r}: {_why(exc)}") from None
+    except (RuntimeError, OSError) as exc:  # the library would not load
+        raise SealError(f"PKCS#11 module {ref.module} cannot be loaded: {exc}") from None
 
 
 def _why(exc: Exception) -> str:
     name = type(exc).__name__
-    return {"PinIncorrect": "wrong PIN", "PinLocked": "PIN locked"}.get(name, name)
+    known = {"PinIncorrect": "wrong PIN", "PinLocked": "PIN locked", "PinExpired": "PIN expired"}
+    if name in known:
+        return known[name]
+    return str(exc).splitlines()[0] if str(exc) else name
 
 
 def identity(ref: TokenRef, *, make: bool = False) -> bytes:
