@@ -2,7 +2,8 @@
 
     .venv/bin/python bench/seal_bench.py [--events N] [--seals S] [--bits B] [--quick]
 
-A workspace holding N events (sealed segments, as ``tests/helpers/biglog.py`` builds them)
+A workspace holding N events in segments of ``--segment-events`` (100k; as
+``tests/helpers/biglog.py`` builds them)
 is set up for sealing with a horizon of 2^B epochs (the default, 16, is what ``nerve audit
 seal-setup`` makes). Then S epochs are sealed one by one, as the daemon's loop does at the
 start of each epoch: the log's heads read (the manifest, then the surfacing chain's links
@@ -51,6 +52,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     p = new_parser(__doc__)
     p.add_argument("--events", type=int)
     p.add_argument("--seals", type=int)
+    p.add_argument("--segment-events", type=int, default=100_000, help="events per segment")
     p.add_argument("--bits", type=int)
     p.add_argument("--quick", action="store_true")
     return sized(p.parse_args(argv), QUICK, DEFAULTS)
@@ -74,7 +76,7 @@ def raw_sign_s(rounds: int = 2000) -> float:
 
 def run(args: argparse.Namespace, folder: Path) -> dict[str, Any]:
     say(f"building a log of {args.events:,} events")
-    ws = build_log(folder / "ws", args.events)
+    ws = build_log(folder / "ws", args.events, seal_every=args.segment_events)
     seals = ws.data / "seals"
     start_ns = time.time_ns() - (args.seals + 1) * DEFAULT_EPOCH_S * 1_000_000_000
     say(f"set-up with a horizon of 2^{args.bits} epochs")
@@ -97,6 +99,7 @@ def run(args: argparse.Namespace, folder: Path) -> dict[str, Any]:
     share = per_seal / DEFAULT_EPOCH_S
     return {
         "events": args.events,
+        "segment_events": args.segment_events,
         "seals": args.seals,
         "bits": args.bits,
         "epoch_s": DEFAULT_EPOCH_S,

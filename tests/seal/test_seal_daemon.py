@@ -82,3 +82,15 @@ def test_audit_verify_without_seed_is_unchanged(workspace: WorkspaceDir, tmp_pat
     seal_setup(workspace)
     proc = run_cli("--workspace", str(workspace.root), "audit", "verify")
     assert proc.stdout.startswith("ok: no links yet")
+
+
+def test_seal_setup_takes_the_epoch_from_nerve_yaml(workspace: WorkspaceDir) -> None:
+    config = workspace.root / "nerve.yaml"
+    config.write_text(config.read_text() + "\naudit:\n  seal:\n    epoch: 3s\n")
+    proc = run_cli("--workspace", str(workspace.root), "audit", "seal-setup", "--horizon-bits", "2")
+    assert re.fullmatch(r"seed: nerve-seal1-[0-9a-f]{64}-\d+-3-2", proc.stdout.splitlines()[0])
+    bad = run_cli(
+        "--workspace", str(workspace.root), "audit", "seal-setup", "--epoch", "1500ms",
+        check=False,
+    )  # fmt: skip
+    assert bad.returncode == 2 and "whole seconds" in bad.stderr
