@@ -1,6 +1,7 @@
 """Epoch seals: ``audit seal-setup``, ``audit verify --seed`` (called from ``audit verify``)
 and ``audit key --pkcs11`` (docs/sealing.md)."""
 
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -99,6 +100,20 @@ def key(
     typer.echo(f"identity key: {identity(ref, make=True).hex()} (on token {ref.token!r})")
 
 
+def witness(
+    other: Annotated[Path, typer.Argument(help="The workspace whose seals to cosign.")],
+    seed: Annotated[str, typer.Option("--seed", help="That workspace's verification seed.")],
+) -> None:
+    """Cosign another workspace's newest seal (C2SP cosignature), after verifying its seals
+    and that it shows no other history than the one this workspace cosigned before."""
+    from nerve.seal import Seed
+
+    done = _door(write=True).seal_witness(other, Seed.parse(seed))
+    typer.echo(done.note, nl=False)
+    typer.echo(f"cosigned epoch {done.epoch} as {done.name}", err=True)
+
+
 def register(audit_app: typer.Typer) -> None:
     audit_app.command("seal-setup")(seal_setup)
+    audit_app.command("witness")(witness)
     audit_app.command("key")(key)
