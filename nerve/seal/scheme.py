@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import blake3
+from nacl.bindings import crypto_sign_seed_keypair
 from nacl.signing import SigningKey
 
 from nerve.chain.merkle import leaf_hash, node_hash
@@ -40,10 +41,12 @@ def epoch_key(state: bytes) -> SigningKey:
 
 
 def public_keys(state: bytes, count: int) -> list[bytes]:
-    """The public keys of epochs 0 .. count-1, from ``s_0`` (set-up only)."""
+    """The public keys of epochs 0 .. count-1, from ``s_0`` (set-up only; the same keys
+    :func:`epoch_key` makes, one layer down: this runs 65,536 times)."""
     keys = []
     for _ in range(count):
-        keys.append(bytes(epoch_key(state).verify_key))
+        seed = blake3.blake3(state, derive_key_context=KEY_CONTEXT).digest()
+        keys.append(crypto_sign_seed_keypair(seed)[0])
         state = next_state(state)
     return keys
 
