@@ -94,3 +94,26 @@ def test_seal_setup_takes_the_epoch_from_nerve_yaml(workspace: WorkspaceDir) -> 
         check=False,
     )  # fmt: skip
     assert bad.returncode == 2 and "whole seconds" in bad.stderr
+
+
+def test_audit_seal_enabled_false_leaves_the_daemon_unsealed(workspace: WorkspaceDir) -> None:
+    import asyncio
+    from types import SimpleNamespace
+    from typing import Any, cast
+
+    from nerve.config.models import NerveConfig
+    from nerve.runtime.sealing import Sealing
+
+    seal_setup(workspace)
+    for enabled, spawned in ((False, False), (True, True)):
+        config = NerveConfig.model_validate({"audit": {"seal": {"enabled": enabled}}})
+        host = SimpleNamespace(ws=workspace, config=config)
+        sealing = Sealing()
+
+        async def started(sealing: Sealing = sealing, host: Any = host) -> bool:
+            await sealing.start(cast(Any, host))
+            running = sealing._task is not None
+            await sealing.stop(host)
+            return running
+
+        assert asyncio.run(started()) is spawned
