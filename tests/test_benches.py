@@ -86,6 +86,10 @@ QUICK_RUNS: dict[str, tuple[list[str], dict[str, Any]]] = {
         ["--modules", "nerve/tokens.py", "--max-mutants", "2", "--max-children", "1"],
         {},
     ),
+    "seal_bench.py": (
+        ["--quick", "--events", "5000", "--seals", "4", "--bits", "6"],
+        {"events": 5000, "seals": 4, "bits": 6},
+    ),
     "crypt_bench.py": (
         ["--quick", "--appends", "100", "--query-events", "20000"],
         {"appends": 100, "query_events": 20000, "rounds": 5},

@@ -23,6 +23,7 @@ LAYERS = [
     {"events", "contract", "shellhook"},
     {"log"},
     {"query", "config", "conformance", "chain", "attention", "checks", "privacy", "sensedata"}
+    | {"seal"}
     | {"recall.core", "recall.tier0", "mcp.settings", "fleet.settings", "sealedfs", "sealeddir"},
     {"workspace"},
     {"runtime", "flow", "logops", "recall", "export", "tail", "privacy.ops", "fleet", "tokens"}

@@ -119,6 +119,8 @@ def status_lines(health: dict[str, Any], width: int | None) -> list[str]:
         "capture  "
         + ("not known yet" if health.get("warming") else _capture(health.get("capture"))),
     ]
+    if health.get("sealing"):
+        lines.append(f"sealing  {_sealing(health['sealing'])}")
     senses = health.get("sense_results", [])
     if not senses:
         return lines
@@ -130,6 +132,14 @@ def status_lines(health: dict[str, Any], width: int | None) -> list[str]:
         columns, rows = columns[:-1], [row[:-1] for row in rows]
     layout = Layout.fit(columns, rows, width or UNWRAPPED)
     return [*lines, "", layout.line(columns)] + [layout.line(row) for row in rows]
+
+
+def _sealing(seal: dict[str, Any]) -> str:
+    """Epoch seals in a few words: the last epoch sealed, or why it is not sealing."""
+    if not seal["sealing"]:
+        return f"NOT sealing epochs: {flat(str(seal['why']))}"
+    last = seal["last_epoch"]
+    return "set up, no epoch sealed yet" if last is None else f"epoch {last} sealed"
 
 
 def _cell_text(value: Any) -> str:

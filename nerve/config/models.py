@@ -360,6 +360,20 @@ class AttestationConfig(_Model):
         return keys
 
 
+class SealConfig(_Model):
+    """Epoch seals (docs/sealing.md): the epoch ``nerve audit seal-setup`` uses unless told
+    (the set-up's own epoch is what the daemon seals by), and whether the daemon seals."""
+
+    epoch: PositiveDuration = 900_000  # 15 min, as journald's sealing
+    enabled: bool = True
+
+
+class AuditConfig(_Model):
+    """The audit's settings: epoch seals."""
+
+    seal: SealConfig = Field(default_factory=SealConfig)
+
+
 class NerveConfig(_Model):
     """A whole ``nerve.yaml``."""
 
@@ -376,6 +390,7 @@ class NerveConfig(_Model):
     privacy: PrivacyConfig = Field(default_factory=PrivacyConfig)
     mcp: McpConfig = Field(default_factory=McpConfig)
     attestation: AttestationConfig = Field(default_factory=AttestationConfig)
+    audit: AuditConfig = Field(default_factory=AuditConfig)
     fleet: FleetConfig | None = None
 
     @model_validator(mode="before")
@@ -422,6 +437,8 @@ _MODELS = (
     DaemonConfig,
     UiConfig,
     AttestationConfig,
+    SealConfig,
+    AuditConfig,
     *PRIVACY_MODELS,
     *MCP_MODELS,
     *FLEET_MODELS,

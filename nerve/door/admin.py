@@ -13,6 +13,9 @@ if TYPE_CHECKING:
     from nerve.attention.audit import Verdict
     from nerve.privacy.policy import Verdict as TextVerdict
     from nerve.runtime.daemon import View
+    from nerve.seal import SealReport, Seed
+    from nerve.seal.token import TokenRef
+    from nerve.seal.witness import Cosigned
     from nerve.workspace import WorkspaceDir
 
 __all__ = ["Admin"]
@@ -80,6 +83,40 @@ class Admin:
         from nerve.attention import bundle
 
         return bundle.export(self._dir.log_root, out)
+
+    def seal_setup(self, epoch_s: int, *, bits: int = 16, token: TokenRef | None = None) -> Seed:
+        """Set epoch sealing up (once): the verification seed to keep off this machine; a
+        token's identity key, if given, certifies it."""
+        from nerve.seal import setup
+        from nerve.seal.token import certifier
+
+        folder = self._writable().data / "seals"
+        return setup(
+            folder, epoch_s, bits=bits, certify=None if token is None else certifier(token)
+        )
+
+    def seal_verify(self, seed: Seed, *, now_ns: int | None = None) -> SealReport:
+        """Every epoch seal checked against ``seed`` and the log as it is now."""
+        import time
+
+        from nerve.seal import SealDir, read_log, verify
+
+        now = time.time_ns() if now_ns is None else now_ns
+        seals = SealDir(self._dir.data / "seals")
+        return verify(seed, seals.notes(), read_log(self._dir.log_root), now)
+
+    def seal_witness(self, other: Path, seed: Seed) -> Cosigned:
+        """Cosign the newest seal of the workspace at ``other`` (this workspace witnesses
+        it): its seals verified with ``seed``, and no other history than the one cosigned
+        before."""
+        from nerve.seal import SealDir, read_log
+        from nerve.seal.witness import cosign
+        from nerve.workspace import WorkspaceDir
+
+        theirs = WorkspaceDir(Path(other).resolve())
+        notes = SealDir(theirs.data / "seals").notes()
+        folder = self._writable().data / "witness"
+        return cosign(folder, seed, notes, read_log(theirs.log_root))
 
     def rewrap_key(self, new_key: Callable[[Path], tuple[bytes, dict[str, Any]]]) -> Path:
         """Wrap the data key under the key ``new_key`` makes (given the log's folder); the

@@ -7,10 +7,11 @@ from nerve.flow.engine import WorkflowEngine
 from nerve.runtime.extensions import Extension
 from nerve.runtime.feed import ViewFeed
 from nerve.runtime.retention import Retention
+from nerve.runtime.sealing import Sealing
 from nerve.runtime.shipper import FleetShipping
 
 
-def built_in(feed: ViewFeed) -> list[Extension]:
+def built_in(feed: ViewFeed, sealing: Sealing) -> list[Extension]:
     """Attention first: a workflow a sense asks for sees the decisions of the same commit.
-    ``feed`` is the kernel's: the dev view and ``status`` read it."""
-    return [AttentionService(), WorkflowEngine(), FleetShipping(), Retention(), feed]
+    ``feed`` and ``sealing`` are the kernel's: the dev view and ``status`` read them."""
+    return [AttentionService(), WorkflowEngine(), FleetShipping(), Retention(), sealing, feed]
