@@ -19,7 +19,7 @@ from jupyter_client.kernelspec import KernelSpecManager
 from nbclient import NotebookClient
 
 from nerve.attention import audit
-from nerve.workspace import WorkspaceDir, init_workspace
+from nerve.workspace import init_workspace
 from tests.helpers.attended import attended_workspace
 from tests.helpers.day import Day
 
