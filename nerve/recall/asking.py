@@ -27,6 +27,7 @@ from nerve.recall.answers import (
 from nerve.recall.core import Retrieval, RetrievalParams
 from nerve.recall.facts import answer_facts
 from nerve.recall.fallback import FallbackError, call_fallback
+from nerve.recall.plans import answer_plan
 from nerve.recall.tier0 import Tier0Answer, answer, retrieve_for
 from nerve.workspace import WorkspaceDir
 
@@ -115,6 +116,27 @@ def _facts(
         conn.close()
 
 
+def _planned(
+    ws: WorkspaceDir,
+    question: str,
+    now_ns: int,
+    tz: tzinfo | None,
+    connect: Callable[[], duckdb.DuckDBPyConnection] | None,
+) -> Tier0Answer | None:
+    """Tier 0 by parts (:mod:`nerve.recall.plans`): window, subject and measure, read by SQL."""
+    conn = (connect or ws.connect)()
+    try:
+        planned = answer_plan(conn, question, now_ns=now_ns, tz=tz)
+    finally:
+        conn.close()
+    if planned is None:
+        return None
+    plan, found = planned
+    intent = f"plan:{plan.subject.kind}.{plan.measure}"
+    return Tier0Answer(intent, found.text, found.spans, answered=found.answered,
+                       plan=plan.to_json(), left_out=found.left_out)  # fmt: skip
+
+
 def ask(
     ws: WorkspaceDir,
     question: str,
@@ -129,8 +151,10 @@ def ask(
 ) -> AskResult:
     """Answer ``question`` from the log: Tier 0 first, the fallback only if Tier 0 cannot.
 
-    Tier 0 is the envelope's intents, then those read over the question's period ("in the
-    last 5 minutes", "yesterday"; ``now_ns`` and ``tz`` fix "now" and the local zone).
+    Tier 0 is the question parsed into a plan (:mod:`nerve.recall.plans`: window, subject,
+    measure), then the envelope's intents, then those read over the question's period ("in
+    the last 5 minutes", "yesterday"; ``now_ns`` and ``tz`` fix "now" and the local zone). A
+    plan that understood part of the question and asks for the rest is not answered.
 
     Records ``ask.question`` and ``ask.answer`` (or ``ask.error``) unless ``record`` is
     false. Raises ``InvalidConfig`` for a bad ``recall:`` section, ``UsageError`` for an empty
@@ -140,8 +164,13 @@ def ask(
     retrieval = build_retrieval(ws, question, k=k, config=cfg, connect=connect)
     envelope, qid = retrieval.envelope, question_id or new_question_id()
     recorder, asked = _Recorder(ws, record), question_draft(qid, envelope)
-    found = answer(retrieval) or _facts(ws, question, now_ns, tz, connect)
-    if found is not None:
+    now = time.time_ns() if now_ns is None else now_ns
+    found = (
+        _planned(ws, question, now, tz, connect)
+        or answer(retrieval)
+        or _facts(ws, question, now, tz, connect)
+    )
+    if found is not None and (found.answered or cfg.fallback is None):
         return recorder.finish(tier0_result(qid, envelope, found), asked)
     if cfg.fallback is None:
         return recorder.finish(unanswered_result(qid, envelope), asked)
