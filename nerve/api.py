@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from datetime import tzinfo
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
@@ -458,14 +459,17 @@ class Workspace(Reads, Runs, Fleet, Info, Admin):
         k: int | None = None,
         record: bool = True,
         connect: Callable[[], duckdb.DuckDBPyConnection] | None = None,
+        now_ns: int | None = None,
+        tz: tzinfo | None = None,
     ) -> AskResult:
         """Answer a question from the log (``nerve ask``): deterministic recall first, the
         configured fallback only when that cannot answer; recorded unless ``record=False``.
-        ``connect`` gives the connection recall reads (``nerve mcp``: the privacy sandbox)."""
+        ``connect`` gives the connection recall reads (``nerve mcp``: the privacy sandbox);
+        ``now_ns`` and ``tz`` ask as if it were then, in that zone (fixtures, replays)."""
         from nerve.recall import ask
 
         folder = self._writable() if record else self._dir
-        return ask(folder, question, k=k, record=record, connect=connect)
+        return ask(folder, question, k=k, record=record, connect=connect, now_ns=now_ns, tz=tz)
 
     def export(
         self, path: Path | str, *, force: bool = False, copy: bool = False, plaintext: bool = False

@@ -131,7 +131,8 @@ class Reader:
         if window is None:
             return "in the whole log"
         end = min(window.end_ns, self.now_ns + 1)
-        return f"{window.label} ({self.when(window.start_ns)} to {self.when(end)})"
+        last = max(window.start_ns, end - 1)  # the window's last instant, inside it
+        return f"{window.label} ({self.when(window.start_ns)} to {self.when(last)})"
 
     def tail_hint(self, window: Window | None) -> str:
         """The command that shows every event of the window."""

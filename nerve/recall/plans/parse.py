@@ -30,6 +30,7 @@ _READINGS = (
     ("memory", r"\b(?:memory|ram|rss)\b"),
     ("cpu", r"\b(?:cpu|processor|busy)\b"),
 )
+_READING_WORDS = frozenset(["memory", "ram", "cpu", "load", "disk", "network", "processor"])
 _ATTENTION = re.compile(
     r"\b(surfaced?|surfacing|held|withheld|hold|interrupt\w*|notif\w*|alert\w*|unusual|"
     r"anomal\w*|highlights?|abnormal|strange|weird|out of the ordinary)\b"
@@ -271,6 +272,7 @@ _STOP = frozenset(
         "if",
     ]
 )
+_STOP |= frozenset(("why", "anything", "something", "happening"))
 
 
 @dataclass(frozen=True)
@@ -313,11 +315,16 @@ def _clean(question: str) -> str:
     return text.rstrip("?!. ")
 
 
-def _name(text: str) -> str | None:
-    """The words left naming a thing: quoted text, else the words no rule here reads."""
+def _name(text: str, keep: frozenset[str] = frozenset()) -> str | None:
+    """The words left naming a thing: quoted text, else the words no rule here reads (but
+    those in ``keep``)."""
     if quoted := _QUOTED.search(text):
         return quoted[1].strip() or None
-    words = [w for w in re.findall(r"[\w./~+-]+", text) if w not in _STOP and not w.isdigit()]
+    words = [
+        w
+        for w in re.findall(r"[\w./~+-]+", text)
+        if (w in keep or w not in _STOP) and not w.isdigit()
+    ]
     words = [w.strip(".") for w in words if w.strip(".")]
     return " ".join(words) or None
 
@@ -354,7 +361,8 @@ def _measure(text: str) -> str:
 def _attention(text: str, window: Window | None, question: str) -> Plan:
     measure = "unusual" if _UNUSUAL.search(text) else "why" if "why" in text.split() else "list"
     held = re.search(r"\b(held|withheld|hold)\b", text) is not None
-    name = _name(re.sub(r"\bnerve\b|\bme\b|\babout\b", " ", _ATTENTION.sub(" ", text)))
+    rest = re.sub(r"\bnerve\b|\bme\b|\babout\b", " ", _ATTENTION.sub(" ", text))
+    name = _name(rest, _READING_WORDS)
     subject = Subject("attention", name, reading="held" if held else "surfaced")
     return Plan(question, window, subject, measure)
 

@@ -166,9 +166,10 @@ def _finished(reader: Reader, plan: Plan, rows: list[Row]) -> Found:
     """Did it finish? The hook records a command when it ends; else the process record."""
     if rows:
         row = rows[-1]
-        text = f"Yes: `{_command_of(row)}` finished at {reader.when(_ended(row))}"
+        text = f"`{_command_of(row)}` finished at {reader.when(_ended(row))}"
         code = row.data.get("exit")
-        text += f" with exit {code}." if isinstance(code, int) else "."
+        text += f" with exit {code}" if isinstance(code, int) else ""
+        text += "; it is not running now."
         return Found(text, (row.id,))
     return _process_state(reader, plan.subject, plan.window)
 
@@ -325,6 +326,7 @@ def _process_peaks(reader: Reader, plan: Plan, procs: list[_Proc], memory: bool)
         return Found(f"No process samples {reader.scope(plan.window)}.")
     top = "Most " if plan.measure == "most" or not plan.subject.name else ""
     title = f"{top}{what} {reader.scope(plan.window)}, from the processes sense's samples:"
+    title = title[:1].upper() + title[1:]
     return reader.listing(title, lines, plan.window, shown=8)
 
 
@@ -340,8 +342,8 @@ def _process_state(reader: Reader, subject: Subject, window: Window | None) -> F
                                     where="json_extract_string(data, '$.event') = 'exited'")
              if r.data.get("pid") == proc.pid]  # fmt: skip
     if exits:
-        return Found(f"Yes: {proc.who()} exited by {reader.when(exits[-1].t)} (the processes "
-                     "sense noticed then).", (exits[-1].id,))  # fmt: skip
+        return Found(f"{proc.who()} exited by {reader.when(exits[-1].t)} (the processes "
+                     "sense noticed then); it is not running now.", (exits[-1].id,))  # fmt: skip
     return Found(f"No exit is recorded for {proc.who()}: last seen running at "
                  f"{reader.when(proc.last_t)}.", (proc.row.id,))  # fmt: skip
 
@@ -424,7 +426,7 @@ def windows(reader: Reader, plan: Plan) -> Found | None:
         return reader.listing(title, lines, plan.window)
     lines = [(s.row, f"{reader.when(s.start)}  {s.name()} (for {_length(s.end - s.start)})")
              for s in (chosen[::-1] if plan.measure != "first" else chosen)]  # fmt: skip
-    verb = "Switched to" if plan.subject.name else "Windows in focus"
+    verb = f"Switched to `{plan.subject.name}`" if plan.subject.name else "Windows in focus"
     return reader.listing(f"{verb} {reader.scope(plan.window)}, newest first:", lines, plan.window)
 
 

@@ -87,7 +87,7 @@ class Window:
 
 def local(ns: int, tz: tzinfo | None) -> datetime:
     """``ns`` as a local time (``tz``, else the machine's zone)."""
-    moment = datetime.fromtimestamp(ns / NS, tz)
+    moment = datetime.fromtimestamp(ns // NS, tz)
     return moment if tz is not None else moment.astimezone()
 
 
