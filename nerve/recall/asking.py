@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 __all__ = ["MAX_QUESTION_CHARS", "ask", "build_retrieval", "load_recall_config"]
 
 MAX_QUESTION_CHARS = 4_000
+_NO_MODEL = "(No other part of Tier 0 could answer, and no language model is set up to try.)"
 
 
 def load_recall_config(ws: WorkspaceDir) -> RecallConfig:
@@ -165,12 +166,12 @@ def ask(
     envelope, qid = retrieval.envelope, question_id or new_question_id()
     recorder, asked = _Recorder(ws, record), question_draft(qid, envelope)
     now = time.time_ns() if now_ns is None else now_ns
-    found = (
-        _planned(ws, question, now, tz, connect)
-        or answer(retrieval)
-        or _facts(ws, question, now, tz, connect)
-    )
-    if found is not None and (found.answered or cfg.fallback is None):
+    planned = _planned(ws, question, now, tz, connect)
+    found = planned if planned is not None and planned.answered else None
+    found = found or answer(retrieval) or _facts(ws, question, now, tz, connect)
+    if found is None and planned is not None and cfg.fallback is None:
+        found = replace(planned, text=f"{planned.text} {_NO_MODEL}")  # what it understood
+    if found is not None:
         return recorder.finish(tier0_result(qid, envelope, found), asked)
     if cfg.fallback is None:
         return recorder.finish(unanswered_result(qid, envelope), asked)

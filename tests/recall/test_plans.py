@@ -116,8 +116,8 @@ def test_a_subject_the_log_does_not_hold_is_asked_about_not_answered(
 
 
 def test_nothing_recorded_then_is_said_plainly(morning: WorkspaceDir) -> None:
-    text = _ask(morning, "what did I run yesterday?").text
-    assert text.startswith("No commands yesterday (Tue 00:00:00 to Tue 23:59:59).")
+    text = _ask(morning, "what did I run yesterday at 9?").text
+    assert text.startswith("No commands yesterday at 09:00 (Tue 09:00:00 to Tue 09:59:59).")
     assert "Nothing at all was recorded then" in text
 
 

@@ -33,7 +33,8 @@ _READINGS = (
 _READING_WORDS = frozenset(["memory", "ram", "cpu", "load", "disk", "network", "processor"])
 _ATTENTION = re.compile(
     r"\b(surfaced?|surfacing|held|withheld|hold|interrupt\w*|notif\w*|alert\w*|unusual|"
-    r"anomal\w*|highlights?|abnormal|strange|weird|out of the ordinary)\b"
+    r"anomal\w*|highlights?|abnormal|strange|weird|out of the ordinary|you show\w*|"
+    r"showed me|shown to me)\b"
 )
 _UNUSUAL = re.compile(r"\b(unusual|anomal\w*|abnormal|strange|weird|out of the ordinary|wrong)\b")
 _COMMAND = re.compile(
@@ -361,7 +362,7 @@ def _measure(text: str) -> str:
 def _attention(text: str, window: Window | None, question: str) -> Plan:
     measure = "unusual" if _UNUSUAL.search(text) else "why" if "why" in text.split() else "list"
     held = re.search(r"\b(held|withheld|hold)\b", text) is not None
-    rest = re.sub(r"\bnerve\b|\bme\b|\babout\b", " ", _ATTENTION.sub(" ", text))
+    rest = re.sub(r"\b(nerve|me|about|you)\b", " ", _ATTENTION.sub(" ", text))
     name = _name(rest, _READING_WORDS)
     subject = Subject("attention", name, reading="held" if held else "surfaced")
     return Plan(question, window, subject, measure)

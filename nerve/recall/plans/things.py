@@ -121,8 +121,8 @@ def commands(reader: Reader, plan: Plan) -> Found | None:
     name, window = plan.subject.name, plan.window
     if not name and plan.measure in ("exit", "running", "when", "first", "last", "count"):
         return None  # "which commands failed?", "what was my last command?": the intents
-    if not name and window is None:
-        return None
+    if not name and (window is None or not window.clock):
+        return None  # "what did I run today?": the period intents list it, newest first
     if not reader.ever(SourceClass.SHELL) and plan.measure != "running":
         return Found("No shell commands are in this log: the shell hook is not installed "
                      "(`nerve shell install`).", answered=False)  # fmt: skip
@@ -274,6 +274,14 @@ def _read_procs(procs: dict[tuple[int, int], _Proc], rows: list[Row]) -> None:
             _see(procs, row, row.data)
 
 
+def _tops_ever(reader: Reader) -> bool:
+    sql = (
+        "SELECT 1 FROM events WHERE kind = 'observation' AND source = ? "
+        "AND json_extract_string(data, '$.event') = 'top' LIMIT 1"
+    )
+    return reader.conn.execute(sql, [int(SourceClass.PROCESS_TREE)]).fetchone() is not None
+
+
 def _before(window: Window | None) -> Window | None:
     if window is None or window.point_ns is None:
         return window
@@ -298,8 +306,11 @@ def processes(reader: Reader, plan: Plan) -> Found | None:
     if not reader.ever(SourceClass.PROCESS_TREE):
         return Found("No process records are in this log (the processes sense has not run).",
                      answered=False)  # fmt: skip
-    if plan.measure not in ("most", "peak", "average") and not subject.name and subject.pid is None:
+    anyone = not subject.name and subject.pid is None
+    if plan.measure not in ("most", "peak", "average") and anyone:
         return None  # "which processes started today?": the intents
+    if (anyone and subject.reading == "cpu") or not _tops_ever(reader):
+        return None  # the intents weigh each CPU sample by how long it stood; say when tops come
     memory = subject.reading != "cpu"
     procs = _matching(_processes(reader, plan.window, "memory" if memory else "cpu"), subject)
     if not procs and not subject.name:

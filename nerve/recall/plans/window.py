@@ -72,6 +72,7 @@ class Window:
     end_ns: int
     label: str
     point_ns: int | None = None
+    clock: bool = False  # named by a time of day or "N ago": at, around, between, before …
 
     def contains(self, t: int) -> bool:
         return self.start_ns <= t < self.end_ns
@@ -82,6 +83,7 @@ class Window:
             "end_ns": self.end_ns,
             "label": self.label,
             "point_ns": self.point_ns,
+            "clock": self.clock,
         }
 
 
@@ -188,7 +190,7 @@ def _relative(text: str, now_ns: int) -> tuple[Window, str] | None:
     if match := _AGO.search(text):
         unit = _UNIT[match[2]] * NS
         point = now_ns - _count(match[1]) * unit
-        return Window(point - unit // 2, point + unit // 2, match[0], point), match[0]
+        return Window(point - unit // 2, point + unit // 2, match[0], point, True), match[0]
     return None
 
 
@@ -203,7 +205,7 @@ def _timed(
             end = second[0] + (second[1] if second[0] - first[0] < 3600 * NS else 0)
             end += _DAY if end <= first[0] else 0  # a short span holds its last minute
             label = f"between {_say(first[0], first[1], tz)} and {_say(*second, tz)}"
-            return Window(first[0], end, label), match[0]
+            return Window(first[0], end, label, clock=True), match[0]
     match = _REL.search(text)
     how, raw = (match[1], match[2]) if match else ("at", None)
     if match is None and (bare := _BARE.search(text)):
@@ -222,13 +224,13 @@ def _around(
     t, precision = found
     said = _say(t, precision, tz)
     if how in ("around", "about"):
-        return Window(t - _AROUND, t + _AROUND, f"around {said} (±5 min)", t)
+        return Window(t - _AROUND, t + _AROUND, f"around {said} (±5 min)", t, clock=True)
     if how in ("since", "after"):
-        return Window(t, now_ns + 1, f"{how} {said}")
+        return Window(t, now_ns + 1, f"{how} {said}", clock=True)
     if how in ("before", "until", "till", "by"):
         start = day.start_ns if day is not None else _ns(_midnight(local(t, tz)))
-        return Window(start, t, f"{how} {said}")
-    return Window(t, t + precision, f"at {said}", t)
+        return Window(start, t, f"{how} {said}", clock=True)
+    return Window(t, t + precision, f"at {said}", t, clock=True)
 
 
 def find_window(text: str, now_ns: int, tz: tzinfo | None) -> tuple[Window | None, str]:
@@ -244,8 +246,8 @@ def find_window(text: str, now_ns: int, tz: tzinfo | None) -> tuple[Window | Non
     if timed is not None:
         window, words = timed
         if day is not None and day[0].label != "today":
-            window = Window(window.start_ns, window.end_ns, f"{day[0].label} {window.label}",
-                            window.point_ns)  # fmt: skip
+            label = f"{day[0].label} {window.label}"
+            window = Window(window.start_ns, window.end_ns, label, window.point_ns, True)
         return window, rest.replace(words, " ")
     if day is not None:
         return day[0], rest
