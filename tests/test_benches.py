@@ -51,6 +51,7 @@ QUICK_RUNS: dict[str, tuple[list[str], dict[str, Any]]] = {
         {"runs": 12, "fires": 10, "failed_runs": 0},
     ),
     "ask_bench.py": (["--quick", "--events", "3000", "--runs", "1"], {"events": 3000, "runs": 1}),
+    "ask_plan_bench.py": (["--quick", "--days", "0.05", "--runs", "1"], {"days": 0.05, "runs": 1}),
     "crash_bench.py": (["--quick", "--kills", "4"], {"kills": 4}),
     "follow_bench.py": (["--quick", "--seconds", "1.5"], {"seconds": 1.5}),
     "forget_bench.py": (

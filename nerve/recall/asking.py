@@ -70,17 +70,20 @@ def build_retrieval(
     """The envelope (and its spans' payloads) for ``question`` over the workspace's log;
     ``connect`` opens the connection it reads (an agent's: privacy applied to the rows)."""
     cfg = config or load_recall_config(ws)
-    params = RetrievalParams(
+    conn = (connect or ws.connect)()
+    try:
+        return retrieve_for(conn, _checked_question(question), _params(ws, cfg, k))
+    finally:
+        conn.close()
+
+
+def _params(ws: WorkspaceDir, cfg: RecallConfig, k: int | None) -> RetrievalParams:
+    return RetrievalParams(
         k=cfg.k if k is None else k,
         window=cfg.window,
         kinds=tuple(cfg.kinds),
         salience_window=_salience_window(ws),
     )
-    conn = (connect or ws.connect)()
-    try:
-        return retrieve_for(conn, _checked_question(question), params)
-    finally:
-        conn.close()
 
 
 @dataclass
@@ -101,41 +104,36 @@ class _Recorder:
         return replace(result, recorded=tuple(self.ids))
 
 
-def _facts(
-    ws: WorkspaceDir,
-    question: str,
-    now_ns: int | None,
-    tz: tzinfo | None,
-    connect: Callable[[], duckdb.DuckDBPyConnection] | None,
-) -> Tier0Answer | None:
-    """Tier 0 over the question's period (:mod:`nerve.recall.facts`), over the same rows
-    the envelope read (an agent's connection has privacy applied)."""
-    conn = (connect or ws.connect)()
-    try:
-        return answer_facts(conn, question, now_ns=now_ns or time.time_ns(), tz=tz)
-    finally:
-        conn.close()
-
-
 def _planned(
-    ws: WorkspaceDir,
-    question: str,
-    now_ns: int,
-    tz: tzinfo | None,
-    connect: Callable[[], duckdb.DuckDBPyConnection] | None,
+    conn: duckdb.DuckDBPyConnection, question: str, now_ns: int, tz: tzinfo | None
 ) -> Tier0Answer | None:
     """Tier 0 by parts (:mod:`nerve.recall.plans`): window, subject and measure, read by SQL."""
-    conn = (connect or ws.connect)()
-    try:
-        planned = answer_plan(conn, question, now_ns=now_ns, tz=tz)
-    finally:
-        conn.close()
+    planned = answer_plan(conn, question, now_ns=now_ns, tz=tz)
     if planned is None:
         return None
     plan, found = planned
     intent = f"plan:{plan.subject.kind}.{plan.measure}"
     return Tier0Answer(intent, found.text, found.spans, answered=found.answered,
                        plan=plan.to_json(), left_out=found.left_out)  # fmt: skip
+
+
+def _tier0(
+    conn: duckdb.DuckDBPyConnection,
+    retrieval: Retrieval,
+    question: str,
+    now: int,
+    tz: tzinfo | None,
+    last_word: bool,
+) -> Tier0Answer | None:
+    """The plan's answer, else the envelope's intents, else the period intents; when none
+    answers and nothing comes after (``last_word``), the plan's question back, if it had one."""
+    planned = _planned(conn, question, now, tz)
+    if planned is not None and planned.answered:
+        return planned
+    found = answer(retrieval) or answer_facts(conn, question, now_ns=now, tz=tz)
+    if found is None and planned is not None and last_word:
+        return replace(planned, text=f"{planned.text} {_NO_MODEL}")  # what it understood
+    return found
 
 
 def ask(
@@ -162,15 +160,15 @@ def ask(
     question and :class:`FallbackError` when the fallback fails (after recording it).
     """
     cfg = load_recall_config(ws)
-    retrieval = build_retrieval(ws, question, k=k, config=cfg, connect=connect)
+    now = time.time_ns() if now_ns is None else now_ns
+    conn = (connect or ws.connect)()  # every Tier-0 read (an agent's rows: screened)
+    try:
+        retrieval = retrieve_for(conn, _checked_question(question), _params(ws, cfg, k))
+        found = _tier0(conn, retrieval, question, now, tz, cfg.fallback is None)
+    finally:
+        conn.close()
     envelope, qid = retrieval.envelope, question_id or new_question_id()
     recorder, asked = _Recorder(ws, record), question_draft(qid, envelope)
-    now = time.time_ns() if now_ns is None else now_ns
-    planned = _planned(ws, question, now, tz, connect)
-    found = planned if planned is not None and planned.answered else None
-    found = found or answer(retrieval) or _facts(ws, question, now, tz, connect)
-    if found is None and planned is not None and cfg.fallback is None:
-        found = replace(planned, text=f"{planned.text} {_NO_MODEL}")  # what it understood
     if found is not None:
         return recorder.finish(tier0_result(qid, envelope, found), asked)
     if cfg.fallback is None:
