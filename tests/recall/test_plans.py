@@ -5,6 +5,7 @@ library give the same answer."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from datetime import UTC, datetime
 from pathlib import Path
@@ -13,6 +14,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from nerve.api import Workspace
+from nerve.clock import Hlc
 from nerve.recall import AskResult, ask
 from nerve.recall.plans import find_window, parse
 from nerve.workspace import WorkspaceDir, init_workspace
@@ -234,3 +236,23 @@ def test_an_empty_log_says_nothing_was_recorded(tmp_path: Path) -> None:
     result = ask(ws, "what happened at 07:42?", record=False, now_ns=NOW, tz=UTC)
     assert result.answered and "No events at 07:42" in result.text
     assert "Nothing at all was recorded then" in result.text
+
+
+def test_mcp_search_ranks_the_exact_command_first(tmp_path: Path) -> None:
+    """Issue 41: window titles holding the same words (newer, same score) ranked above the
+    real ``make build`` command."""
+    from nerve.mcp import tools
+    from nerve.mcp.guard import Allowance
+    from nerve.privacy.screen import Screen
+    from tests.helpers.workday import command, focus
+
+    ws = init_workspace(tmp_path / "ws")
+    events = [command(at("07:40"), "make build", 0, 10, "/home/u")]
+    events += [focus(at(f"07:4{i}"), "xterm", "make build") for i in range(1, 5)]
+    with ws.open_log() as log:
+        log.import_events(
+            [dataclasses.replace(e, hlc=Hlc(e.hlc.physical_ns, i)) for i, e in enumerate(events)]
+        )
+    call = tools.Call(Workspace(ws), Screen(ws.config.privacy), Allowance(500, 1 << 20))
+    hits = tools.search(call, "make build", limit=5).hits
+    assert [h.line for h in hits][:2] == ["$ make build", "focus xterm: make build"]
