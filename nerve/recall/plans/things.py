@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from nerve.events import SourceClass
 from nerve.recall.plans.log import Found, Reader, Row, plain_source
 from nerve.recall.plans.parse import Plan, Subject
+from nerve.recall.plans.tops import folded_tops
 from nerve.recall.plans.window import NS, Window
 
 __all__ = ["Spell", "activity", "anything", "commands", "processes", "spells", "windows"]
@@ -246,6 +247,8 @@ def _processes(
     """Every process the window's process records name, with its peaks; at a moment ("now",
     "5 minutes ago"), the newest top sample of the ten minutes up to it with a ``part`` list
     (the memory list is sent only when it moved)."""
+    if window is None or window.point_ns is None:
+        return _processes_folded(reader, window)
     rows = reader.rows(_before(window), source=SourceClass.PROCESS_TREE)
     procs: dict[tuple[int, int], _Proc] = {}
     if window is not None and window.point_ns is not None:
@@ -253,6 +256,30 @@ def _processes(
         rows = [r for r in rows if r.data.get("event") == "top" and r.data.get(part)][-1:]
     _read_procs(procs, rows)
     return {k: p for k, p in procs.items() if p.samples or p.peak_rss or not rows}
+
+
+def _processes_folded(reader: Reader, window: Window | None) -> dict[tuple[int, int], _Proc]:
+    """The window's processes from their top samples folded in DuckDB
+    (:mod:`~nerve.recall.plans.tops`), and from their started / exited records."""
+    procs: dict[tuple[int, int], _Proc] = {}
+    for f in folded_tops(reader, window):
+        row = _cited(f.first_id, f.first_t)
+        proc = _Proc(f.pid, f.name, f.cmdline, row, f.user, first_t=f.first_t, last_t=f.last_t)
+        if f.peak_rss:
+            proc.peak_rss, proc.rss_row = f.peak_rss, _cited(*f.rss_at)
+        if f.samples:
+            proc.peak_cpu, proc.cpu_row = f.peak_cpu, _cited(*f.cpu_at)
+            proc.samples, proc.cpu_sum = f.samples, f.cpu_sum
+        procs[(f.pid, f.start)] = proc
+    events = "json_extract_string(data, '$.event') IN ('started', 'exited')"
+    for row in reader.rows(window, source=SourceClass.PROCESS_TREE, where=events):
+        _see(procs, row, row.data)
+    return procs
+
+
+def _cited(eid: str, t: int) -> Row:
+    """A sample the answer cites, by id and time (its payload was read in DuckDB)."""
+    return Row(eid, t, "observation", int(SourceClass.PROCESS_TREE), "processes", "", {})
 
 
 def _describe(procs: dict[tuple[int, int], _Proc], rows: list[Row]) -> None:
