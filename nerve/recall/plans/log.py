@@ -85,8 +85,10 @@ class Reader:
         kind: str = "observation",
         where: str = "TRUE",
         args: Sequence[Any] = (),
+        limit: int = _LIMIT,
     ) -> list[Row]:
-        """Rows of ``kind`` (and ``source`` / ``subject``) in ``window``, oldest first."""
+        """Rows of ``kind`` (and ``source`` / ``subject``) in ``window``, oldest first (the
+        newest ``limit``)."""
         clauses, params = ["kind = ?", "NOT nerve_bookkeeping(kind)", where], [kind, *args]
         if source is not None:
             clauses.append("source = ?")
@@ -100,7 +102,7 @@ class Reader:
         sql = (
             f"SELECT id, {_TIME} AS t, kind, source, subject, line, payload FROM events "
             f"WHERE {' AND '.join(clauses)} ORDER BY t DESC, physical_ns DESC, logical DESC "
-            f"LIMIT {_LIMIT}"
+            f"LIMIT {int(limit)}"
         )
         return [_row(r) for r in self.conn.execute(sql, params).fetchall()][::-1]
 
