@@ -111,7 +111,10 @@ def _ended(row: Row) -> int:
 def _commands_over(reader: Reader, window: Window | None, name: str | None = None) -> list[Row]:
     """Commands that ran during the window (started in it, or started before and still ran)."""
     wide = window if window is None else Window(window.start_ns - _DAY, window.end_ns, "")
-    rows = reader.rows(wide, source=SourceClass.SHELL)
+    words = (name or "").lower().split()
+    text = "lower(coalesce(json_extract_string(data, '$.command'), line))"
+    where = " AND ".join([f"contains({text}, ?)" for _ in words]) or "TRUE"
+    rows = reader.rows(wide, source=SourceClass.SHELL, where=where, args=words)  # in SQL: all
     if window is not None:
         rows = [r for r in rows if r.t >= window.start_ns or _ended(r) >= window.start_ns]
     return [r for r in rows if _words_in(name, _command_of(r))]
