@@ -245,27 +245,30 @@ def _see(procs: dict[tuple[int, int], _Proc], row: Row, entry: dict[str, object]
 
 
 def _processes(
-    reader: Reader, window: Window | None, part: str = "cpu"
+    reader: Reader, window: Window | None, part: str | None = None
 ) -> dict[tuple[int, int], _Proc]:
     """Every process the window's process records name, with its peaks; at a moment ("now",
     "5 minutes ago"), the newest top sample of the ten minutes up to it with a ``part`` list
     (the memory list is sent only when it moved)."""
     if window is None or window.point_ns is None:
-        return _processes_folded(reader, window)
+        parts = (part, "over") if part else ("cpu", "memory", "over")
+        return _processes_folded(reader, window, parts)
     rows = reader.rows(_before(window), source=SourceClass.PROCESS_TREE)
     procs: dict[tuple[int, int], _Proc] = {}
     if window is not None and window.point_ns is not None:
         _describe(procs, rows)
-        rows = [r for r in rows if r.data.get("event") == "top" and r.data.get(part)][-1:]
+        rows = [r for r in rows if r.data.get("event") == "top" and r.data.get(part or "cpu")][-1:]
     _read_procs(procs, rows)
     return {k: p for k, p in procs.items() if p.samples or p.peak_rss or not rows}
 
 
-def _processes_folded(reader: Reader, window: Window | None) -> dict[tuple[int, int], _Proc]:
+def _processes_folded(
+    reader: Reader, window: Window | None, parts: tuple[str, ...]
+) -> dict[tuple[int, int], _Proc]:
     """The window's processes from their top samples folded in DuckDB
     (:mod:`~nerve.recall.plans.tops`), and from their started / exited records."""
     procs: dict[tuple[int, int], _Proc] = {}
-    for f in folded_tops(reader, window):
+    for f in folded_tops(reader, window, parts):
         row = _cited(f.first_id, f.first_t)
         proc = _Proc(f.pid, f.name, f.cmdline, row, f.user, first_t=f.first_t, last_t=f.last_t)
         if f.peak_rss:

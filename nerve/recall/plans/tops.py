@@ -13,17 +13,22 @@ from nerve.recall.plans.window import Window
 __all__ = ["Folded", "folded_tops"]
 
 _T = "coalesce(valid_time_ns, physical_ns)"
-_PARTS = " UNION ALL ".join(
-    f"SELECT id, t, '{part}' AS part, unnest(from_json(json_extract(data, '$.{part}'), "
-    f"'[\"JSON\"]')) AS e FROM tops"
-    for part in ("cpu", "memory", "over")
-)
-_SQL = f"""
+
+
+def _parts(parts: tuple[str, ...]) -> str:
+    return " UNION ALL ".join(
+        f"SELECT id, t, '{part}' AS part, unnest(from_json(json_extract(data, '$.{part}'), "
+        f"'[\"JSON\"]')) AS e FROM tops"
+        for part in parts
+    )
+
+
+_SQL = """
 WITH tops AS (
-    SELECT id, {_T} AS t, data FROM events
+    SELECT id, {t} AS t, data FROM events
     WHERE kind = 'observation' AND source = ? AND json_extract_string(data, '$.event') = 'top'
-      AND {_T} >= ? AND {_T} < ?
-), entries AS ({_PARTS}), flat AS (
+      AND {t} >= ? AND {t} < ?
+), entries AS ({parts}), flat AS (
     SELECT id, t, part, TRY_CAST(e->>'pid' AS BIGINT) AS pid,
         coalesce(TRY_CAST(e->>'start_time' AS BIGINT), 0) AS st, e->>'name' AS name,
         e->>'cmdline' AS cmdline, e->>'user' AS usr,
@@ -70,8 +75,12 @@ def _folded(row: tuple[Any, ...]) -> Folded:
     )  # fmt: skip
 
 
-def folded_tops(reader: Reader, window: Window | None) -> list[Folded]:
-    """Every process on a top sample in ``window`` (None: the whole log), folded."""
+def folded_tops(
+    reader: Reader, window: Window | None, parts: tuple[str, ...] = ("cpu", "memory", "over")
+) -> list[Folded]:
+    """Every process on a top sample's ``parts`` lists in ``window`` (None: the whole log),
+    folded."""
     lo, hi = (0, 2**63 - 1) if window is None else (window.start_ns, window.end_ns)
-    rows = reader.conn.execute(_SQL, [int(SourceClass.PROCESS_TREE), lo, hi]).fetchall()
+    sql = _SQL.format(t=_T, parts=_parts(parts))
+    rows = reader.conn.execute(sql, [int(SourceClass.PROCESS_TREE), lo, hi]).fetchall()
     return [_folded(r) for r in rows]
