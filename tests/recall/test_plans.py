@@ -70,6 +70,14 @@ EXAMPLES = [
     ("why was the net reading held?", ("net all down 0.0 KiB/s (hold:value) — held",), ("mem",)),
     ("is anything unusual happening?", ("1 surfaced, 1 held", "mem 78.0%", "net all down"), ()),
     ("how many times did I run make build?", ("2 runs of `make build`",), ()),
+    # a moment's minute holds samples: they answer, not the newest sample after it
+    ("what was using the most memory at 07:44?",
+     ("- python3 [777] (u) `python3 memgrow.py`: peak 3008 MiB resident at 07:44:10",), ()),
+    ("what was the cpu at 07:44?", ("CPU use at 07:44 (07:44:00 to 07:44:59): average 30.0%",),
+     ()),
+    ("how much time did I spend in firefox today?", ("In `firefox` for 3 min 0 s today",), ()),
+    ("how many commands did I run today?", ("6 commands today",), ()),
+    ("when did I last run git status?", ("`git status` that ran", "07:42:20"), ("make",)),
 ]  # fmt: skip
 
 

@@ -145,7 +145,6 @@ _STOP = frozenset(
         "executed",
         "exit",
         "code",
-        "status",
         "return",
         "process",
         "processes",
@@ -321,6 +320,7 @@ def _name(text: str, keep: frozenset[str] = frozenset()) -> str | None:
     those in ``keep``)."""
     if quoted := _QUOTED.search(text):
         return quoted[1].strip() or None
+    text = re.sub(r"\b(exit|return) (code|status)\b", " ", text)
     words = [
         w
         for w in re.findall(r"[\w./~+-]+", text)
@@ -389,6 +389,8 @@ def _thing(text: str, measure: str) -> Subject | None:
         return Subject("process", name, reading=reading)
     if _WINDOW.search(text) or re.search(r"\b(was|were) i in\b", text):
         return Subject("window", name)
+    if name and measure == "duration":
+        return Subject("window", name)  # "how much time did I spend in firefox?"
     if reading is not None:
         thing = bool(name) or measure == "most"
         return Subject("process" if thing else "reading", name, reading=reading)

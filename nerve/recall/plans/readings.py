@@ -124,8 +124,10 @@ def reading(reader: Reader, plan: Plan) -> Found:
         )
     window = plan.window
     point = window is not None and window.point_ns is not None
-    if point and window is not None:  # "now", "5 minutes ago": the reading standing then
+    held = reader.rows(window, source=kind.source, subject=kind.subject, limit=2)
+    if point and window is not None and not held:  # "now": the reading standing then
         window = Window(window.end_ns - _STANDS_MAX * 2, window.end_ns, window.label)
+    point = point and not held  # "at 07:44" holds readings: fold the minute's
     rows = [
         r
         for r in reader.rows(window, source=kind.source, subject=kind.subject, limit=2)

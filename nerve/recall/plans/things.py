@@ -123,9 +123,11 @@ def _commands_over(reader: Reader, window: Window | None, name: str | None = Non
 def commands(reader: Reader, plan: Plan) -> Found | None:
     """Commands: listed, counted, their exit status, whether one finished, first or last."""
     name, window = plan.subject.name, plan.window
-    if not name and plan.measure in ("exit", "running", "when", "first", "last", "count"):
+    counted = plan.measure == "count" and window is not None  # "how many commands today?"
+    if not name and not counted and plan.measure in ("exit", "running", "when", "first", "last",
+                                                     "count"):  # fmt: skip
         return None  # "which commands failed?", "what was my last command?": the intents
-    if not name and (window is None or not window.clock):
+    if not name and not counted and (window is None or not window.clock):
         return None  # "what did I run today?": the period intents list it, newest first
     if not reader.ever(SourceClass.SHELL) and plan.measure != "running":
         return Found("No shell commands are in this log: the shell hook is not installed "
@@ -179,8 +181,9 @@ def _finished(reader: Reader, plan: Plan, rows: list[Row]) -> Found:
 
 
 def _counted(reader: Reader, plan: Plan, rows: list[Row], what: str) -> Found:
-    name = f"`{plan.subject.name}`" if plan.subject.name else f"{what}s"
-    text = f"{len(rows)} runs of {name} {reader.scope(plan.window)}"
+    named = plan.subject.name
+    text = f"{len(rows)} runs of `{named}`" if named else f"{len(rows)} {what}s"
+    text += f" {reader.scope(plan.window)}"
     lines = [(r, f"{reader.when(r.t)}  {_command_line(r)}") for r in rows[::-1]]
     return reader.listing(text + ", newest first:", lines, plan.window)
 
@@ -247,16 +250,24 @@ def _see(procs: dict[tuple[int, int], _Proc], row: Row, entry: dict[str, object]
 def _processes(
     reader: Reader, window: Window | None, part: str | None = None
 ) -> dict[tuple[int, int], _Proc]:
-    """Every process the window's process records name, with its peaks; at a moment ("now",
-    "5 minutes ago"), the newest top sample of the ten minutes up to it with a ``part`` list
-    (the memory list is sent only when it moved)."""
+    """Every process the window's process records name, with its peaks; at a moment ("at
+    07:44", "5 minutes ago"), the samples of its window, or if it holds none ("now") the newest
+    top sample of the ten minutes up to it with a ``part`` list (the memory list is sent only
+    when it moved)."""
+    parts = (part, "over") if part else ("cpu", "memory", "over")
     if window is None or window.point_ns is None:
-        parts = (part, "over") if part else ("cpu", "memory", "over")
         return _processes_folded(reader, window, parts)
     rows = reader.rows(_before(window), source=SourceClass.PROCESS_TREE)
     procs: dict[tuple[int, int], _Proc] = {}
-    if window is not None and window.point_ns is not None:
-        _describe(procs, rows)
+    _describe(procs, rows)
+    held = _processes_folded(reader, window, parts)  # "at 07:44": the minute's samples
+    if any(p.samples or p.peak_rss for p in held.values()):
+        for key, proc in held.items():
+            known = procs.get(key)
+            proc.cmdline = proc.cmdline or (known.cmdline if known else "")
+            proc.user = proc.user or (known.user if known else "")
+        return held
+    if rows:
         rows = [r for r in rows if r.data.get("event") == "top" and r.data.get(part or "cpu")][-1:]
     _read_procs(procs, rows)
     return {k: p for k, p in procs.items() if p.samples or p.peak_rss or not rows}
