@@ -465,7 +465,7 @@ class Workspace(Reads, Runs, Fleet, Info, Admin):
         """Answer a question from the log (``nerve ask``): deterministic recall first, the
         configured fallback only when that cannot answer; recorded unless ``record=False``.
         ``connect`` gives the connection recall reads (``nerve mcp``: the privacy sandbox);
-        ``now_ns`` and ``tz`` fix "now" and the local time zone (a bench over a recorded day)."""
+        ``now_ns`` and ``tz`` ask as if it were then, in that zone (fixtures, replays)."""
         from nerve.recall import ask
 
         folder = self._writable() if record else self._dir

@@ -52,6 +52,7 @@ QUICK_RUNS: dict[str, tuple[list[str], dict[str, Any]]] = {
     ),
     "ask_bench.py": (["--quick", "--events", "3000", "--runs", "1"], {"events": 3000, "runs": 1}),
     "ask_day_bench.py": (["--quick"], {"questions": 10}),
+    "ask_plan_bench.py": (["--quick", "--days", "0.05", "--runs", "1"], {"days": 0.05, "runs": 1}),
     "crash_bench.py": (["--quick", "--kills", "4"], {"kills": 4}),
     "follow_bench.py": (["--quick", "--seconds", "1.5"], {"seconds": 1.5}),
     "forget_bench.py": (
