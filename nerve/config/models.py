@@ -25,6 +25,7 @@ from pydantic_core import PydanticCustomError
 
 from nerve.attention.settings import MODELS as ATTENTION_MODELS
 from nerve.attention.settings import AttentionSettings
+from nerve.categories import CategoryRule
 from nerve.config.recall import MODELS as RECALL_MODELS
 from nerve.config.recall import RecallConfig
 from nerve.contract import MAX_ROUNDS_LIMIT
@@ -377,6 +378,7 @@ class NerveConfig(_Model):
     mcp: McpConfig = Field(default_factory=McpConfig)
     attestation: AttestationConfig = Field(default_factory=AttestationConfig)
     fleet: FleetConfig | None = None
+    categories: list[CategoryRule] = Field(default_factory=list)
 
     @model_validator(mode="before")
     @classmethod
@@ -422,6 +424,7 @@ _MODELS = (
     DaemonConfig,
     UiConfig,
     AttestationConfig,
+    CategoryRule,
     *PRIVACY_MODELS,
     *MCP_MODELS,
     *FLEET_MODELS,

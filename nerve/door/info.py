@@ -42,7 +42,7 @@ class Info:
         """Where projections are loaded from: the bundled ones, then the workspace's."""
         return self._dir.projection_dirs()
 
-    def view_settings(self) -> dict[str, int]:
+    def view_settings(self) -> dict[str, Any]:
         """What the projections read from ``nerve_settings``, as nerve.yaml sets it."""
         return self._dir.settings()
 
