@@ -33,6 +33,7 @@ __all__ = [
     "CategoryRule",
     "define",
     "rule_rows",
+    "with_rules",
 ]
 
 TABLE = "nerve_categories"
@@ -129,3 +130,25 @@ def define(conn: Any, rules: Sequence[CategoryRule | Sequence[str]], kind: str =
             [(i, *row) for i, row in enumerate(rows)],
         )
     conn.execute(f"CREATE OR REPLACE {kind}VIEW {SPELLS_VIEW} AS {_SPELLS}")
+
+
+def with_rules(text: str, rules: Sequence[CategoryRule]) -> str:
+    """``nerve.yaml``'s text with its ``categories:`` list replaced by the rules (comments and
+    the rest of the file kept as they were)."""
+    import io
+
+    from ruamel.yaml import YAML
+
+    yaml = YAML()
+    yaml.preserve_quotes = True
+    doc = yaml.load(text) if text.strip() else None
+    if doc is None:
+        doc = {}
+    listed = [{k: v for k, v in r.model_dump().items() if v or k == "name"} for r in rules]
+    if listed:
+        doc["categories"] = listed
+    else:
+        doc.pop("categories", None)
+    out = io.StringIO()
+    yaml.dump(doc, out)
+    return out.getvalue()
