@@ -151,6 +151,8 @@ def _local_day(conn: duckdb.DuckDBPyConnection, when: str | None, now: int) -> d
         except ValueError:
             shown = repr(when[:24])
             raise UsageError(f"day: {shown} is not a date like 2026-05-06", field="day") from None
+        if not 1971 <= day.year <= 9998:
+            raise UsageError(f"day: {day.isoformat()} is outside 1971..9998", field="day")
         return datetime(day.year, day.month, day.day).astimezone()
     row = conn.execute(
         f"SELECT max(physical_ns) FROM events WHERE NOT {bookkeeping_sql()} AND physical_ns <= ?",
