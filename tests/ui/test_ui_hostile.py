@@ -25,7 +25,8 @@ from tests.helpers.browser import XSS, attended_workspace, login_path
 PORT = 8765
 BASE = f"http://127.0.0.1:{PORT}"
 PAGES = ["/", "/?span=week", "/timeline", "/events", "/events/00", "/live", "/live/stream",
-         "/sql?q=SELECT+1", "/attention", "/attention/0", "/senses", "/privacy", "/health", "/static/app.js"]  # fmt: skip
+         "/sql?q=SELECT+1", "/attention", "/attention/0", "/senses", "/privacy", "/health",
+         "/static/app.js"]  # fmt: skip
 GHP = "ghp_" + "A1b2C3d4E5" * 3 + "F6g7H8"
 
 
