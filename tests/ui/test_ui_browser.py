@@ -264,12 +264,15 @@ def test_a_sense_is_triggered_from_its_page(ui: Ui) -> None:
 def test_readable_on_a_phone(ui: Ui) -> None:
     ui.page.set_viewport_size({"width": 390, "height": 844})
     try:
-        ui.go("/timeline?since=1h")
-        width = ui.page.evaluate("document.documentElement.scrollWidth")
-        assert width <= 400  # no sideways scrolling
-        ui.shot("timeline-phone")
+        for name, path in (("day", "/"), ("timeline", "/timeline?since=1h")):
+            ui.go(path)
+            width = ui.page.evaluate("document.documentElement.scrollWidth")
+            assert width <= ui.page.evaluate("innerWidth")  # no sideways scrolling
+            ui.shot(f"{name}-phone")
     finally:
         ui.page.set_viewport_size({"width": 1280, "height": 800})
+    ui.go("/")
+    assert ui.page.evaluate("document.documentElement.scrollWidth <= innerWidth")
 
 
 def _counts(ws: WorkspaceDir) -> list[Any]:
