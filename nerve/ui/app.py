@@ -201,6 +201,7 @@ class Pages:
             return self.failed(request, exc)
         return self.render(
             request, "timeline.html", out, x=_x(win), min=least, ticks=_ticks(win),
+            shown={k: _human(p.get(k, "")) for k in ("since", "until")},
             nav=_nav(win, buckets, p.get("host", "").strip()),
         )  # fmt: skip
 
@@ -438,6 +439,16 @@ def _int(text: str | None, default: int, name: str, lo: int = 0, hi: int = 2**63
     if not lo <= value <= hi:
         raise UsageError(f"{name}: {shown} is outside {lo}..{hi}", field=name)
     return value
+
+
+def _human(text: str) -> str:
+    """A window bound as the form shows it: a nanosecond stamp (a zoom's) as local time to
+    the second, anything typed as typed."""
+    from datetime import datetime
+
+    if not (text.isdigit() and len(text) > 12):
+        return text
+    return datetime.fromtimestamp(int(text) / 1e9).strftime("%Y-%m-%d %H:%M:%S")
 
 
 def _qs(request: Request) -> str:
