@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from nerve import fsio
 from nerve.errors import EventError, UsageError
@@ -162,13 +162,20 @@ class WorkspaceDir:
         fsio.private_dir(self.log_root)
         return connect(self.log_root, self.projection_dirs(), self.settings())
 
-    def settings(self) -> dict[str, int]:
-        """What projections read from the table ``nerve_settings``, as nerve.yaml sets it;
-        nothing without one (``nerve.query.define_views`` fills in the defaults). Imports no
-        DuckDB: the daemon asks this of its query process's connections."""
+    def settings(self) -> dict[str, Any]:
+        """What projections read from the table ``nerve_settings``, as nerve.yaml sets it,
+        and its category rules (``categories``, for ``focus_spells``); nothing without one
+        (``nerve.query.define_views`` fills in the defaults). Imports no DuckDB: the daemon
+        asks this of its query process's connections."""
         if not self.config_path.exists():
             return {}
-        return {"attention_window": self.config.attention.window}
+        from nerve.categories import rule_rows
+
+        cfg = self.config
+        return {
+            "attention_window": cfg.attention.window,
+            "categories": rule_rows(cfg.categories),
+        }
 
 
 def _with_encryption(text: str, kind: str) -> str:

@@ -21,6 +21,7 @@ PACKAGE = ROOT / "nerve"
 LAYERS = [
     {"errors", "clock", "canonical", "resources", "fsio", "durations", "version", "safetext"},
     {"events", "contract", "shellhook"},
+    {"categories"},
     {"log"},
     {"query", "config", "conformance", "chain", "attention", "checks", "privacy", "sensedata"}
     | {"seal"}

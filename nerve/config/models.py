@@ -25,6 +25,7 @@ from pydantic_core import PydanticCustomError
 
 from nerve.attention.settings import MODELS as ATTENTION_MODELS
 from nerve.attention.settings import AttentionSettings
+from nerve.categories import CategoryRule
 from nerve.config.recall import MODELS as RECALL_MODELS
 from nerve.config.recall import RecallConfig
 from nerve.contract import MAX_ROUNDS_LIMIT
@@ -392,6 +393,7 @@ class NerveConfig(_Model):
     attestation: AttestationConfig = Field(default_factory=AttestationConfig)
     audit: AuditConfig = Field(default_factory=AuditConfig)
     fleet: FleetConfig | None = None
+    categories: list[CategoryRule] = Field(default_factory=list)
 
     @model_validator(mode="before")
     @classmethod
@@ -439,6 +441,7 @@ _MODELS = (
     AttestationConfig,
     SealConfig,
     AuditConfig,
+    CategoryRule,
     *PRIVACY_MODELS,
     *MCP_MODELS,
     *FLEET_MODELS,

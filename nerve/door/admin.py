@@ -5,12 +5,13 @@ surfacing chain's bundle, and re-wrapping the data key (``nerve run``, ``nerve l
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 if TYPE_CHECKING:
     from nerve.attention.audit import Verdict
+    from nerve.categories import CategoryRule
     from nerve.privacy.policy import Verdict as TextVerdict
     from nerve.runtime.daemon import View
     from nerve.seal import SealReport, Seed
@@ -57,6 +58,41 @@ class Admin:
         if not issues:
             issues = check_layout(ws, ws.config) + check_workflows(ws, ws.config)
         return issues, [str(h) for h in config_hints(ws.config_path)]
+
+    def set_categories(self, rules: Sequence[Mapping[str, str]]) -> list[CategoryRule]:
+        """Replace nerve.yaml's ``categories:`` with the rules (``name``, ``app``, ``title``
+        each), once the whole file they make validates, and record it as a
+        ``categories.set`` event; the rules as stored."""
+        from pydantic import ValidationError
+
+        from nerve import fsio
+        from nerve.categories import CategoryRule, with_rules
+        from nerve.config import parse_config
+        from nerve.errors import ConfigError
+        from nerve.events import NERVE_SOURCE, Trust
+        from nerve.log.drafts import Draft
+        from nerve.logops import emit
+
+        ws = self._writable()
+        path = ws.config_path
+        old = path.read_text(encoding="utf-8") if path.exists() else ""
+        parsed = []
+        for at, rule in enumerate(rules):
+            try:
+                parsed.append(CategoryRule(**dict(rule)))
+            except ValidationError as exc:
+                error = exc.errors()[0]
+                where = ".".join(str(p) for p in error["loc"])
+                why = f"categories[{at}].{where}: {error['msg']}"
+                raise ConfigError(f"{path}: {why}", field="categories") from None
+        text = with_rules(old, parsed)
+        kept = parse_config(text, str(path)).categories
+        fsio.write_private(path, text.encode("utf-8"), site="config", exclusive=False)
+        payload = {"rules": [r.model_dump() for r in kept]}
+        line = f"categories set: {len(kept)} rule{'' if len(kept) == 1 else 's'}"
+        emit(ws, [Draft.of("categories.set", source=NERVE_SOURCE, trust=Trust.FIRST_PARTY,
+                           line=line, payload=payload, subject="categories")])  # fmt: skip
+        return kept
 
     def privacy_test(self, text: str, *, source: str, kind: str, sense: str = "") -> TextVerdict:
         """What the privacy rules would store for ``text`` as such an event, and why."""
