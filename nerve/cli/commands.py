@@ -6,6 +6,14 @@ prints the table to paste here when they differ.
 """
 
 COMMANDS: dict[str, tuple[str, str]] = {
+    "setup": (
+        "setup_cmds",
+        "Make your own nerve: a workspace in your data folder, the shell hook, a user service.",
+    ),
+    "service": (
+        "setup_cmds",
+        "The user service that runs the daemon from login (systemd --user, launchd).",
+    ),
     "init": (
         "log_cmds",
         "Create a workspace: nerve.yaml, senses/, workflows/, projections/, data/.",
