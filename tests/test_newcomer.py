@@ -14,11 +14,14 @@ byte-identical to before.
 from __future__ import annotations
 
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -68,6 +71,14 @@ def _wait(check: object, what: str, timeout: float = 40) -> None:
         time.sleep(0.3)
 
 
+def _serving(daemon: subprocess.Popen[bytes], env: dict[str, str]) -> bool:
+    """Whether the daemon answers ``nerve status``; its stderr if it ended instead."""
+    if daemon.poll() is not None:
+        err = daemon.stderr.read().decode() if daemon.stderr else ""
+        raise AssertionError(f"the daemon ended ({daemon.returncode}): {err}")
+    return _nerve(env, "status").returncode == 0
+
+
 def _recorded(env: dict[str, str], command: str) -> bool:
     return command in _nerve(env, "tail", "--sense", "shell").stdout
 
@@ -89,7 +100,19 @@ def _ui_answers(env: dict[str, str]) -> None:
         proc.communicate(timeout=30)
 
 
-def test_a_newcomers_first_hour(tmp_path: Path) -> None:
+@pytest.fixture
+def short_tmp() -> Iterator[Path]:
+    """A temporary folder with a short path: the daemon's socket path in the workspace must
+    fit AF_UNIX's 108 bytes, and pytest-xdist's temporary folders are long."""
+    folder = Path(tempfile.mkdtemp(prefix="nv-", dir="/tmp"))
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_a_newcomers_first_hour(short_tmp: Path) -> None:
+    tmp_path = short_tmp
     home, run, shell_dir = tmp_path / "home", tmp_path / "run", tmp_path / "shell"
     for folder in (home / "notes", run, shell_dir):
         folder.mkdir(parents=True)
@@ -104,7 +127,7 @@ def test_a_newcomers_first_hour(tmp_path: Path) -> None:
     )
     shell = None
     try:
-        _wait(lambda: _nerve(env, "status").returncode == 0, "the daemon")
+        _wait(lambda: _serving(daemon, env), "the daemon", timeout=90)
         assert _nerve(env, "status").stdout.startswith(f"workspace {ws} (your workspace")
         shell = Shell("bash", shell_dir, None, startup=home / ".bashrc", env=env)
         shell.type(f"cd {home / 'notes'}")
