@@ -80,7 +80,8 @@ class WorkspaceDir:
             return cls(mine.resolve()), f"your workspace, named in {userdirs.pointer_file(environ)}"
         raise UsageError(
             f"not in a nerve workspace: no nerve.yaml in {start} or any folder above it",
-            hint="make your own with `nerve setup`, or name one with --workspace DIR",
+            hint="make your own with `nerve setup`, one here with `nerve init DIR`, or name one "
+            "with --workspace DIR",
         )
 
     @classmethod
