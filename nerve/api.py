@@ -108,6 +108,14 @@ class Workspace(Reads, Runs, Fleet, Info, Admin):
         ``data/``, an archive), as the CLI's reading commands do."""
         return cls(Folder.find(path, write=write))
 
+    @staticmethod
+    def located(path: Path | str | None = None) -> tuple[Path, str]:
+        """The folder :meth:`find` opens, and why that one: ``--workspace``,
+        ``NERVE_WORKSPACE``, the nearest ``nerve.yaml`` upwards, or the user workspace
+        ``nerve setup`` made (what ``nerve status`` says)."""
+        folder, why = Folder.locate(path)
+        return folder.root, why
+
     def __repr__(self) -> str:
         mode = ", read_only=True" if self.read_only else ""
         return f"nerve.open({str(self.root)!r}{mode})"

@@ -61,9 +61,13 @@ def log_root(tmp_path: Path) -> Path:
 def _own_state_home(
     tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Trust anchors and tokens go under ``$XDG_STATE_HOME``: each test gets its own, so no
-    test reads what another accepted, and nothing lands in the real home folder."""
+    """Trust anchors and tokens go under ``$XDG_STATE_HOME``, the user workspace's pointer
+    under ``$XDG_CONFIG_HOME``: each test gets its own, so no test reads what another
+    accepted, and nothing lands in the real home folder."""
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path_factory.mktemp("state")))
+    # the user workspace's pointer (nerve setup) is under $XDG_CONFIG_HOME: a person's own
+    # must not become the workspace of a test run outside any nerve.yaml
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path_factory.mktemp("config")))
 
 
 @pytest.fixture(scope="session")

@@ -19,7 +19,8 @@ PACKAGE = ROOT / "nerve"
 
 # A module may import only from layers at or below its own.
 LAYERS = [
-    {"errors", "clock", "canonical", "resources", "fsio", "durations", "version", "safetext"},
+    {"errors", "clock", "canonical", "resources", "fsio", "durations", "version", "safetext"}
+    | {"userdirs"},
     {"events", "contract", "shellhook"},
     {"categories"},
     {"log"},
@@ -28,6 +29,7 @@ LAYERS = [
     | {"recall.core", "recall.tier0", "mcp.settings", "fleet.settings", "sealedfs", "sealeddir"},
     {"workspace"},
     {"runtime", "flow", "logops", "recall", "export", "tail", "privacy.ops", "fleet", "tokens"}
+    | {"setup"}
     | {"privacy.forget", "privacy.archive", "privacy.selection"},
     {"api", "door", "dev"},
     {"mcp"},
