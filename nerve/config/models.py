@@ -36,6 +36,8 @@ from nerve.fleet.settings import FleetConfig
 from nerve.mcp.settings import MODELS as MCP_MODELS
 from nerve.mcp.settings import McpConfig
 from nerve.privacy.settings import MODELS as PRIVACY_MODELS
+from nerve.sync.settings import MODELS as SYNC_MODELS
+from nerve.sync.settings import SyncConfig
 from nerve.privacy.settings import PrivacyConfig
 
 __all__ = [
@@ -377,6 +379,7 @@ class NerveConfig(_Model):
     mcp: McpConfig = Field(default_factory=McpConfig)
     attestation: AttestationConfig = Field(default_factory=AttestationConfig)
     fleet: FleetConfig | None = None
+    sync: SyncConfig = Field(default_factory=SyncConfig)
 
     @model_validator(mode="before")
     @classmethod
@@ -425,6 +428,7 @@ _MODELS = (
     *PRIVACY_MODELS,
     *MCP_MODELS,
     *FLEET_MODELS,
+    *SYNC_MODELS,
     *ATTENTION_MODELS,
     *RECALL_MODELS,
 )
