@@ -36,9 +36,9 @@ from nerve.fleet.settings import FleetConfig
 from nerve.mcp.settings import MODELS as MCP_MODELS
 from nerve.mcp.settings import McpConfig
 from nerve.privacy.settings import MODELS as PRIVACY_MODELS
+from nerve.privacy.settings import PrivacyConfig
 from nerve.sync.settings import MODELS as SYNC_MODELS
 from nerve.sync.settings import SyncConfig
-from nerve.privacy.settings import PrivacyConfig
 
 __all__ = [
     "DEFAULT_TIMEOUT_MS",

@@ -8,9 +8,10 @@ from nerve.runtime.extensions import Extension
 from nerve.runtime.feed import ViewFeed
 from nerve.runtime.retention import Retention
 from nerve.runtime.shipper import FleetShipping
+from nerve.runtime.syncer import SyncLoop
 
 
 def built_in(feed: ViewFeed) -> list[Extension]:
     """Attention first: a workflow a sense asks for sees the decisions of the same commit.
     ``feed`` is the kernel's: the dev view and ``status`` read it."""
-    return [AttentionService(), WorkflowEngine(), FleetShipping(), Retention(), feed]
+    return [AttentionService(), WorkflowEngine(), FleetShipping(), SyncLoop(), Retention(), feed]

@@ -63,7 +63,13 @@ class Engine:
     """A device's sync state across rounds (the daemon keeps one; ``sync now`` makes one)."""
 
     def __init__(
-        self, folder: Path, log_root: Path, node: str, group: Group, sharing: Sharing, log_opts: dict[str, Any]
+        self,
+        folder: Path,
+        log_root: Path,
+        node: str,
+        group: Group,
+        sharing: Sharing,
+        log_opts: dict[str, Any],
     ) -> None:
         self.folder, self.log_root, self.node, self.group = folder, log_root, node, group
         self.sharing, self.log_opts = sharing, log_opts
@@ -97,7 +103,9 @@ class Engine:
             self._save_state({"sent": list(sent), "epoch": epoch})
         return count
 
-    async def _publish(self, transport: Transport, since: Hlc, chunk: list[Event], epoch: int) -> None:
+    async def _publish(
+        self, transport: Transport, since: Hlc, chunk: list[Event], epoch: int
+    ) -> None:
         from nerve.log.wire import event_to_json
 
         body = {
@@ -216,7 +224,12 @@ class Engine:
     async def announce(self, transport: Transport) -> SharedDigest:
         """Put this device's status box: its shared digest and what it holds per node."""
         found = self.digest()
-        body = {"v": 1, "node": self.node, "device": self.group.device, "sent": self._state()["sent"]}
+        body = {
+            "v": 1,
+            "node": self.node,
+            "device": self.group.device,
+            "sent": self._state()["sent"],
+        }
         body.update(found.to_json())
         body["time_ns"] = time.time_ns()
         await transport.put_status(self.me, seal_box(self.group.key, body))

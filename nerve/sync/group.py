@@ -54,7 +54,11 @@ class Transport:
         if not isinstance(obj, dict) or obj.get("kind") not in ("nats", "s3"):
             raise SyncError(f"{where}: transport must be nats or s3")
         url, endpoint = obj.get("url"), obj.get("endpoint")
-        if not isinstance(url, str) or not url or not (endpoint is None or isinstance(endpoint, str)):
+        if (
+            not isinstance(url, str)
+            or not url
+            or not (endpoint is None or isinstance(endpoint, str))
+        ):
             raise SyncError(f"{where}: transport.url must be text")
         if obj["kind"] == "s3" and not url.startswith("s3://"):
             raise SyncError(f"{where}: an s3 transport's url is s3://bucket/prefix, not {url!r}")

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from nerve.privacy.policy import Policy
     from nerve.sync.settings import KeepLocal
 
-__all__ = ["Sharing", "SharedDigest", "own_shared", "peer_roots", "shared_digest"]
+__all__ = ["SharedDigest", "Sharing", "own_shared", "peer_roots", "shared_digest"]
 
 _KEYS = ["physical_ns", "logical", "node", "id"]
 

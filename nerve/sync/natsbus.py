@@ -47,7 +47,9 @@ class NatsBus:
             )
         except Exception as exc:  # nats raises its own tree and OSErrors
             raise SyncError(f"{group.transport.url}: cannot reach NATS ({exc!r})") from None
-        bus = cls(nc, nc.jetstream(timeout=TIMEOUT_S), token(group.key, "group"), me, min(3, len(servers)))
+        bus = cls(
+            nc, nc.jetstream(timeout=TIMEOUT_S), token(group.key, "group"), me, min(3, len(servers))
+        )
         await bus._ensure()
         return bus
 
@@ -96,7 +98,7 @@ class NatsBus:
             )
         try:
             msgs = await self._sub.fetch(limit, timeout=1.0)
-        except (NatsTimeout, asyncio.TimeoutError):
+        except (TimeoutError, NatsTimeout):
             return []
         except Exception as exc:
             raise SyncError(f"NATS fetch failed ({exc!r})") from None
