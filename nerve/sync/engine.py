@@ -167,8 +167,8 @@ class Engine:
                 break
             for item in ready:
                 waiting.remove(item)
-                fresh = [stored_event_from_json(e) for e in item.events]
-                fresh = [e for e in fresh if e.hlc > self._peer_newest(peer)]
+                held = self._peer_newest(peer)
+                fresh = [stored_event_from_json(e) for e in item.events if _stamp(e) > held]
                 if fresh:
                     imported += self._import(peer, fresh)
         newest = self._peer_newest(peer)
@@ -282,6 +282,12 @@ async def read_statuses(key: bytes, transport: Transport) -> list[dict[str, Any]
 
 
 def _last(item: _Pending) -> Hlc:
-    """The stamp of a waiting batch's last event (its wire ``hlc`` is ``[physical, logical]``)."""
-    stamp = item.events[-1].get("hlc")
-    return Hlc(*stamp) if isinstance(stamp, list) else HLC_ZERO
+    """The stamp of a waiting batch's last event."""
+    return _stamp(item.events[-1])
+
+
+def _stamp(wire: Any) -> Hlc:
+    """An event's stamp in its wire form (``"hlc": [physical, logical]``); zero if it has none
+    (a malformed event is refused by the import that follows)."""
+    stamp = wire.get("hlc") if isinstance(wire, dict) else None
+    return Hlc(*stamp) if isinstance(stamp, list) and len(stamp) == 2 else HLC_ZERO

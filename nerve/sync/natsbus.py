@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 __all__ = ["NatsBus"]
 
 TIMEOUT_S = 5.0
+FETCH_WAIT_S = 0.4  # how long an empty fetch waits for a box
 
 
 class NatsBus:
@@ -97,7 +98,7 @@ class NatsBus:
                 "subscribe",
             )
         try:
-            msgs = await self._sub.fetch(limit, timeout=1.0)
+            msgs = await self._sub.fetch(limit, timeout=FETCH_WAIT_S)
         except (TimeoutError, NatsTimeout):
             return []
         except Exception as exc:

@@ -6,6 +6,7 @@ import contextlib
 import json
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -65,3 +66,51 @@ def all_verify(ws: WorkspaceDir) -> bool:
     reports = [verify(root) for root in roots]
     assert all(not r.problems for r in reports), [r.problems for r in reports]
     return bool(roots)
+
+
+@dataclass(frozen=True)
+class Place:
+    """Where a group meets, as `nerve sync init` takes it, and the folder its bytes are in."""
+
+    kind: str
+    args: tuple[str, ...]
+    stored: Path
+
+
+@pytest.fixture(scope="module", params=["nats", "s3"])
+def place(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Place]:
+    """One behavioural suite per transport (CONTRIBUTING: NATS and S3 must never drift)."""
+    folder = tmp_path_factory.mktemp(request.param)
+    if request.param == "nats":
+        with nats(folder) as servers:
+            yield Place("nats", ("--nats", servers[0].url), servers[0].store)
+        return
+    from tests.helpers.seaweed import seaweed
+
+    with seaweed(folder, bucket="sync") as s3, pytest.MonkeyPatch.context() as mp:
+        for name, value in s3.env.items():
+            mp.setenv(name, value)
+        prefix = f"s3://sync/{folder.name}"
+        yield Place("s3", ("--s3", prefix, "--endpoint", s3.endpoint), folder / "data")
+
+
+def group_of(place: Place, first: WorkspaceDir, *others: WorkspaceDir) -> None:
+    """``first`` creates a group at ``place``; each of ``others`` joins it with the code."""
+    code = code_of(cli(first, "sync", "init", *place.args, "--device", first.node))
+    for ws in others:
+        cli(ws, "sync", "join", code, "--device", ws.node)
+
+
+def emit(ws: WorkspaceDir, count: int, line: str = "event", **fields: object) -> None:
+    """``count`` events of ``ws``'s own node, straight into its log (no daemon runs)."""
+    from nerve.events import parse_source
+
+    if isinstance(fields.get("source"), str):
+        fields["source"] = parse_source(str(fields["source"]))
+    from nerve.log.drafts import Draft
+
+    drafts = [Draft.of("observation", line=f"{line} {i}", **fields) for i in range(count)]  # type: ignore[arg-type]
+    with ws.open_log() as log:
+        log.append_drafts(drafts)
