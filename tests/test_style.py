@@ -23,9 +23,11 @@ LAYERS = [
     {"events", "contract", "shellhook"},
     {"log"},
     {"query", "config", "conformance", "chain", "attention", "checks", "privacy", "sensedata"}
-    | {"recall.core", "recall.tier0", "mcp.settings", "fleet.settings", "sync.settings", "sealedfs", "sealeddir"},
+    | {"recall.core", "recall.tier0", "mcp.settings", "fleet.settings", "sync.settings"}
+    | {"sealedfs", "sealeddir"},
     {"workspace"},
-    {"runtime", "flow", "logops", "recall", "export", "tail", "privacy.ops", "fleet", "sync", "tokens"}
+    {"runtime", "flow", "logops", "recall", "export", "tail", "privacy.ops", "fleet", "tokens"}
+    | {"sync"}
     | {"privacy.forget", "privacy.archive", "privacy.selection"},
     {"api", "door", "dev"},
     {"mcp"},

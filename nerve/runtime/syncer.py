@@ -63,9 +63,9 @@ class Runner:
             return self._loop.run_until_complete(self._round())
 
     async def _round(self) -> RoundResult | None:
+        from nerve.sync.connect import open_transport
         from nerve.sync.group import Group
         from nerve.sync.ops import engine_for, sync_folder
-        from nerve.sync.transport import open_transport
 
         path = sync_folder(self.ws) / "group.json"
         mtime = path.stat().st_mtime if path.exists() else -1.0

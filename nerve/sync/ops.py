@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from nerve.sync.connect import open_transport
 from nerve.sync.engine import Engine, RoundResult, read_statuses
 from nerve.sync.group import Group, SyncError, Transport, check_name, decode_code
 from nerve.sync.history import Sharing, peer_roots
-from nerve.sync.transport import open_transport
 
 if TYPE_CHECKING:
     from nerve.sync.transport import Transport as Bus

@@ -15,9 +15,8 @@ from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from nerve.clock import Hlc
-    from nerve.sync.group import Group
 
-__all__ = ["Delivery", "Transport", "open_transport"]
+__all__ = ["Delivery", "Transport"]
 
 
 @dataclass
@@ -40,14 +39,3 @@ class Transport(Protocol):
     async def statuses(self) -> list[bytes]: ...
 
     async def close(self) -> None: ...
-
-
-async def open_transport(group: Group, me: str) -> Transport:
-    """The group's transport, connected, for the device whose token is ``me``."""
-    if group.transport.kind == "nats":
-        from nerve.sync.natsbus import NatsBus
-
-        return await NatsBus.connect(group, me)
-    from nerve.sync.s3bus import S3Bus
-
-    return await S3Bus.connect(group, me)

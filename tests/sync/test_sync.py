@@ -13,10 +13,11 @@ from typing import Any
 import pytest
 
 from nerve.clock import Hlc
+from nerve.sync.connect import open_transport
 from nerve.sync.engine import Engine
 from nerve.sync.group import SyncError
 from nerve.sync.ops import engine_for, load_group
-from nerve.sync.transport import Delivery, Transport, open_transport
+from nerve.sync.transport import Delivery, Transport
 from nerve.workspace import WorkspaceDir
 from tests.sync.conftest import Place, all_verify, cli, device, emit, group_of, status
 
