@@ -27,6 +27,7 @@ from nerve.door.fleet import Fleet
 from nerve.door.info import Info
 from nerve.door.reads import Reads
 from nerve.door.runs import Runs
+from nerve.door.sync import Sync
 from nerve.errors import DaemonError, UsageError
 from nerve.workspace import WorkspaceDir as Folder
 
@@ -76,7 +77,7 @@ def open(  # the front door is nerve.open, as io.open is io's
     return Workspace(Folder.find(path, write=not read_only), read_only=read_only)
 
 
-class Workspace(Reads, Runs, Fleet, Info, Admin):
+class Workspace(Reads, Runs, Fleet, Sync, Info, Admin):
     """One nerve workspace: its log, its daemon if one runs, its configuration.
 
     Besides the methods below: streamed SQL, the tail and a sense's data

@@ -26,10 +26,11 @@ LAYERS = [
     {"log"},
     {"query", "config", "conformance", "chain", "attention", "checks", "privacy", "sensedata"}
     | {"seal"}
-    | {"recall.core", "recall.tier0", "mcp.settings", "fleet.settings", "sealedfs", "sealeddir"},
+    | {"recall.core", "recall.tier0", "mcp.settings", "fleet.settings", "sync.settings"}
+    | {"sealedfs", "sealeddir"},
     {"workspace"},
     {"runtime", "flow", "logops", "recall", "export", "tail", "privacy.ops", "fleet", "tokens"}
-    | {"setup"}
+    | {"setup", "sync"}
     | {"privacy.forget", "privacy.archive", "privacy.selection"},
     {"api", "door", "dev"},
     {"mcp"},

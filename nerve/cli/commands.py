@@ -98,6 +98,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "Serve this workspace's log to AI assistants over the Model Context Protocol.",
     ),
     "fleet": ("fleet_cmds", "Many hosts: ship to an Iceberg table, query it, verify it."),
+    "sync": (
+        "sync_cmds",
+        "One history across your devices: a sync group over NATS JetStream or S3.",
+    ),
     "ui": (
         "ui_cmds",
         "Serve this workspace's log as web pages (timeline, search, live tail, SQL, audit).",

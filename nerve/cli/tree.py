@@ -180,6 +180,7 @@ GROUPS = (  # the command modules, in the order their commands are listed
     "privacy_cmds",
     "mcp_cmds",
     "fleet_cmds",
+    "sync_cmds",
     "shell_cmds",
     "ui_cmds",
 )

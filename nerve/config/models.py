@@ -38,6 +38,8 @@ from nerve.mcp.settings import MODELS as MCP_MODELS
 from nerve.mcp.settings import McpConfig
 from nerve.privacy.settings import MODELS as PRIVACY_MODELS
 from nerve.privacy.settings import PrivacyConfig
+from nerve.sync.settings import MODELS as SYNC_MODELS
+from nerve.sync.settings import SyncConfig
 
 __all__ = [
     "DEFAULT_TIMEOUT_MS",
@@ -394,6 +396,7 @@ class NerveConfig(_Model):
     audit: AuditConfig = Field(default_factory=AuditConfig)
     fleet: FleetConfig | None = None
     categories: list[CategoryRule] = Field(default_factory=list)
+    sync: SyncConfig = Field(default_factory=SyncConfig)
 
     @model_validator(mode="before")
     @classmethod
@@ -445,6 +448,7 @@ _MODELS = (
     *PRIVACY_MODELS,
     *MCP_MODELS,
     *FLEET_MODELS,
+    *SYNC_MODELS,
     *ATTENTION_MODELS,
     *RECALL_MODELS,
 )

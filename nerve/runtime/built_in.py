@@ -9,9 +9,18 @@ from nerve.runtime.feed import ViewFeed
 from nerve.runtime.retention import Retention
 from nerve.runtime.sealing import Sealing
 from nerve.runtime.shipper import FleetShipping
+from nerve.runtime.syncer import SyncLoop
 
 
 def built_in(feed: ViewFeed, sealing: Sealing) -> list[Extension]:
     """Attention first: a workflow a sense asks for sees the decisions of the same commit.
     ``feed`` and ``sealing`` are the kernel's: the dev view and ``status`` read them."""
-    return [AttentionService(), WorkflowEngine(), FleetShipping(), Retention(), sealing, feed]
+    return [
+        AttentionService(),
+        WorkflowEngine(),
+        FleetShipping(),
+        SyncLoop(),
+        Retention(),
+        sealing,
+        feed,
+    ]
