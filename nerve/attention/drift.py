@@ -6,14 +6,21 @@ spread between two readings, so it is held or never fired. This rule looks at a 
 instead. For each value probe whose direction of concern is ``rise`` or ``fall``
 (:data:`nerve.attention.rules.CONCERNS`: memory used, swap, a process's resident size, free
 disk), it keeps one sample per ``step_s`` seconds (the first reading at least that long after
-the previous sample) over the last ``window_s`` seconds, and when a new sample comes:
+the previous sample) over the last ``window_s`` seconds, and when a new sample comes it cuts the
+window into ``BLOCKS`` equal spans of time and takes the median of each span's samples (the
+lower middle of an even count; a span with none is left out, at least 3 must be left), so a
+counter's own noise does not hide a slow climb:
 
-- **steady**: the Mann–Kendall count ``S``, over every pair of samples ``i < j``, of +1 when
-  the later one moved the way of concern and −1 when it moved back, is at least
-  ``steady_milli / 1000`` of the pairs (a leak's samples nearly all climb; a download, a
+- **steady**: the Mann–Kendall count ``S`` of the medians, over every pair ``i < j``, of +1
+  when the later one moved the way of concern and −1 when it moved back, is at least
+  ``steady_milli / 1000`` of the pairs (a leak's medians nearly all climb; a download, a
   compile or an app opened moves once and then holds still or falls back);
-- **fast enough**: the robust slope (Theil–Sen: the median of the pairs' slopes, in the
-  reading's unit per hour, rounded toward zero) is at least the probe's least rate
+- **smooth**: no step between neighbouring medians carries more than half of the whole
+  climb (first median to last): apps opened one after another climb in steps, a leak does
+  not;
+- **fast enough**: the robust slope of the samples themselves (Theil–Sen: the median of the
+  pairs' slopes, in the reading's unit per hour, rounded toward zero) is at least the
+  probe's least rate
   (:data:`RATES`, per ``sense.reading``, overridden by ``attention.rules.drift_rates``);
 - the samples span at least ``window_s`` less one ``step_s`` (the window is full).
 
@@ -37,6 +44,7 @@ from nerve.attention.detector import Highlight
 
 _S = 1_000_000_000
 _HOUR_NS = 3600 * _S
+BLOCKS = 6  # the window's spans of time, each summed up by its median
 
 # sense.reading -> the least steady rate worth an interruption, in the reading's unit per
 # hour: half the slowest incident issue 40 names (a leak of 15 MiB per 5 minutes, 180 MiB an
@@ -65,6 +73,27 @@ def steadiness(values: list[int], direction: int) -> int:
             d = direction * (b - a)
             s += (d > 0) - (d < 0)
     return s
+
+
+def medians(samples: list[tuple[int, int]], start: int, span: int) -> list[tuple[int, int]]:
+    """Each of :data:`BLOCKS` equal spans of ``[start, start + span]``: the median time and
+    the median reading of its samples (lower middles), spans with none left out."""
+    blocks: list[list[tuple[int, int]]] = [[] for _ in range(BLOCKS)]
+    for t, v in samples:
+        blocks[min(BLOCKS - 1, max(0, (t - start) * BLOCKS // span))].append((t, v))
+    out = []
+    for block in blocks:
+        if block:
+            mid = (len(block) - 1) // 2
+            out.append((block[mid][0], sorted(v for _, v in block)[mid]))
+    return out
+
+
+def smooth(values: list[int], direction: int) -> bool:
+    """No step between neighbours carries more than half the whole climb."""
+    rise = direction * (values[-1] - values[0])
+    steps = (direction * (b - a) for a, b in zip(values, values[1:], strict=False))
+    return rise > 0 and all(2 * step <= rise for step in steps)
 
 
 def slope_per_hour(samples: list[tuple[int, int]], direction: int) -> int:
@@ -120,19 +149,20 @@ class Drift:
     def _judge(
         self, track: _Track, probe: str, rate: int, direction: int, seq: int, now_ns: int
     ) -> Highlight | None:
-        points = list(track.samples)
+        points = medians(list(track.samples), now_ns - self.window_ns, self.window_ns)
         n = len(points)
         pairs = n * (n - 1) // 2
         if n < 3:
             return None
-        s = steadiness([v for _, v in points], direction)
-        if s * 1000 < self.steady_milli * pairs:
+        values = [v for _, v in points]
+        s = steadiness(values, direction)
+        if s * 1000 < self.steady_milli * pairs or not smooth(values, direction):
             return None
-        slope = slope_per_hour(points, direction)
+        slope = slope_per_hour(list(track.samples), direction)
         if slope < max(rate, 1):
             return None
         track.quiet_until = now_ns + self.quiet_ns
-        first, last = points[0][1], points[-1][1]
+        first, last = track.samples[0][1], track.samples[-1][1]
         eta = last * 3600 // slope if direction < 0 and last > 0 else 0
         score = min(1000, s * 1000 // pairs)
         return Highlight(probe, last, first, 0, score, seq, "drift", direction, slope, eta)

@@ -102,7 +102,7 @@ class RuleSettings(BaseModel):
     drift: bool = True
     drift_window_s: Annotated[int, Field(ge=60, le=86_400)] = 1200
     drift_step_s: Annotated[int, Field(ge=1, le=3600)] = 60
-    drift_steady_milli: Annotated[int, Field(ge=0, le=1000)] = 800
+    drift_steady_milli: Annotated[int, Field(ge=0, le=1000)] = 700
     drift_quiet_s: Annotated[int, Field(ge=0, le=604_800)] = 21_600
     drift_rates: dict[str, Annotated[int, Field(ge=1)]] = Field(default_factory=dict)
 
