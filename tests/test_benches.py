@@ -75,6 +75,7 @@ QUICK_RUNS: dict[str, tuple[list[str], dict[str, Any]]] = {
     "shell_hook_bench.py": (["--quick", "--commands", "30"], {"commands": 30, "rounds": 1}),
     "nab_bench.py": (["--quick"], {"corpus": "synthetic", "series": 4}),
     "attention_day_bench.py": (["--quick", "--hours", "8"], {"hours": 8.0}),
+    "attention_days_bench.py": (["--quick", "--cadence", "300"], {"days": 1, "cadence": [300]}),
     "footprint_bench.py": (
         ["--quick", "--seconds", "8", "--sample-s", "2", "--stream-s", "120"],
         {"seconds": 8.0, "sample_s": 2.0, "stream_s": 120.0},
@@ -306,6 +307,13 @@ SABOTAGE: dict[str, tuple[str, list[str], str]] = {
         """,
         ["--quick"],
         "beats_null",
+    ),
+    "attention_days_bench.py": (
+        """
+        bench.attend = lambda obs, settings: []  # attention decides nothing
+        """,
+        ["--quick", "--cadence", "300"],
+        "recall_above_zero",
     ),
     "attention_day_bench.py": (
         """
