@@ -68,7 +68,9 @@ def test_a_refusal_without_its_place_is_a_crash() -> None:
     fuzz.placed(LogCorrupt("/the/segment.parquet: bad bytes"), "/the/segment.parquet")
 
 
-_OPEN_SEGMENT = "was open: Arrow errors and a hanging filtered read escaped segments.reading (issue 39)"
+_OPEN_SEGMENT = (
+    "was open: Arrow errors and a hanging filtered read escaped segments.reading (issue 39)"
+)
 _OPEN = "was open: refusals of a malformed request that named no place (issue 39)"
 
 

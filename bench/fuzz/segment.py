@@ -49,7 +49,7 @@ def TestOneInput(data: bytes) -> None:
     """The bytes as a segment file, through each reader."""
     _PATH.write_bytes(data)
     for read in (
-        lambda: _events(),
+        _events,
         lambda: seg.read_since(_PATH, Hlc(1, 0)),
         lambda: seg.read_segment(_PATH, ["id", "payload_cid", "kind"]),
         lambda: seg.stored_v1(_PATH),

@@ -35,6 +35,8 @@ the readings and the observations' HLC times, so a replay decides the same, bit 
 
 from __future__ import annotations
 
+import itertools
+
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -92,7 +94,7 @@ def medians(samples: list[tuple[int, int]], start: int, span: int) -> list[tuple
 def smooth(values: list[int], direction: int) -> bool:
     """No step between neighbours carries more than half the whole climb."""
     rise = direction * (values[-1] - values[0])
-    steps = (direction * (b - a) for a, b in zip(values, values[1:], strict=False))
+    steps = (direction * (b - a) for a, b in itertools.pairwise(values))
     return rise > 0 and all(2 * step <= rise for step in steps)
 
 
