@@ -36,7 +36,8 @@ window's right edge (in that window's widths; −1 with no window before); the f
 series (at most 750 rows) is probationary. The threshold that maximises the corpus total is
 chosen per profile for the optimised row (``standard`` tp 1 fn 1 fp 0.11,
 ``reward_low_FP_rate`` fp 0.22, ``reward_low_FN_rate`` fn 2), and the total is normalised:
-``100 · (S − null) / (perfect − null)`` with ``perfect = tp · windows`` and ``null = −fn · windows``.
+``100 · (S − null) / (perfect − null)`` with ``perfect = tp · windows`` and
+``null = −fn · windows``.
 
 **Checks.** ``scorer_matches_published``: NAB's own ``null``, ``random`` and
 ``windowedGaussian`` outputs from ``results/`` scored here agree with ``final_results.json``

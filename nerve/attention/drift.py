@@ -36,7 +36,6 @@ the readings and the observations' HLC times, so a replay decides the same, bit 
 from __future__ import annotations
 
 import itertools
-
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
