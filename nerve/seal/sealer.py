@@ -7,6 +7,7 @@ first, each with its own key, then moves the state on and overwrites the old one
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
@@ -61,14 +62,21 @@ def setup(
     tree = scheme.KeyTree(scheme.public_keys(bytes(state), 1 << bits))
     start = (time.time_ns() if now_ns is None else now_ns) // 1_000_000_000
     seed = Seed(tree.root, start, epoch_s, bits)
-    fsio.write_private(store.keys_path, b"".join(tree.leaves), site="seal.keys")
-    store.write_state(0, state, new=True)
-    state[:] = bytes(32)
-    body: dict[str, Any] = {"seed": seed.text()}
-    if certify is not None:
-        identity, sig = certify(setup_message(seed))
-        body |= {"identity": identity, "certificate": sig.hex()}
-    fsio.write_private(store.setup_path, canonical_json(body) + b"\n", site="seal.setup")
+    try:
+        fsio.write_private(store.keys_path, b"".join(tree.leaves), site="seal.keys")
+        store.write_state(0, state, new=True)
+        state[:] = bytes(32)
+        body: dict[str, Any] = {"seed": seed.text()}
+        if certify is not None:
+            identity, sig = certify(setup_message(seed))
+            body |= {"identity": identity, "certificate": sig.hex()}
+        fsio.write_private(store.setup_path, canonical_json(body) + b"\n", site="seal.setup")
+    except BaseException:  # a set-up half written is no set-up: the next try starts clean
+        state[:] = bytes(32)
+        for path in (store.setup_path, store.state_path, store.keys_path):
+            with contextlib.suppress(OSError):
+                path.unlink()
+        raise
     return seed
 
 

@@ -11,6 +11,7 @@ and the seals themselves.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from dataclasses import dataclass
@@ -84,9 +85,14 @@ class SealDir:
         path = self.notes_path(epoch)
         new = not path.exists()
         fd = fsio.open_append(path)
+        size = os.fstat(fd).st_size
         try:
             fsio.write_all(fd, (note + "\n").encode(), site="seal.append", path=path)
             fsio.fsync(fd, site="seal.append", path=path)
+        except OSError:
+            with contextlib.suppress(OSError):  # no torn note is left for the next to follow
+                os.ftruncate(fd, size)
+            raise
         finally:
             os.close(fd)
         if new:
@@ -108,8 +114,13 @@ class SealDir:
             return
         fd = fsio.open_file(self.state_path, os.O_WRONLY)
         try:
-            fsio.write_all(fd, data, site="seal.state", path=self.state_path)
-            fsio.fsync(fd, site="seal.state", path=self.state_path)
+            try:
+                fsio.write_all(fd, data, site="seal.state", path=self.state_path)
+                fsio.fsync(fd, site="seal.state", path=self.state_path)
+            except OSError:  # a torn overwrite reads as damaged: write it whole once more
+                os.lseek(fd, 0, os.SEEK_SET)
+                fsio.write_all(fd, data, site="seal.state", path=self.state_path)
+                fsio.fsync(fd, site="seal.state", path=self.state_path)
         finally:
             os.close(fd)
 

@@ -12,6 +12,7 @@ the server lost or corrupted costs only that time).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from dataclasses import dataclass, field
@@ -215,8 +216,12 @@ class Engine:
         path = self.folder / "peers" / peer / "device.json"
         text = json.dumps({"node": node, "device": device}, sort_keys=True).encode()
         if not path.exists() or fsio.read_bytes(path) != text:
-            fsio.private_dir(path.parent)
-            fsio.write_private(path, text, site="sync.device", exclusive=False)
+            # only a name to show: a note that cannot be written is tried again with the
+            # peer's next batch, and never costs the batch (unacked, it would wait for
+            # the transport's redelivery)
+            with contextlib.suppress(OSError):
+                fsio.private_dir(path.parent)
+                fsio.write_private(path, text, site="sync.device", exclusive=False)
 
     def digest(self) -> SharedDigest:
         return shared_digest(self.log_root, self.node, self.sharing, self.folder)
