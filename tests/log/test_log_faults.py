@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import collections
+import contextlib
 import errno
 from collections.abc import Callable
 from pathlib import Path
@@ -372,11 +373,8 @@ def _seal_setup_fails(tmp_path: Path, site: str) -> None:
     seed = setup(folder, 60, bits=4, now_ns=start)
     sealer = Sealer(folder, lambda: heads_now(ws.log_root))
     assert sealer.seal_due(seed.starts_ns(0) + 1) == [0]
-    with fsio.inject(site, partial=True) as fault:
-        try:
-            sealer.seal_due(seed.starts_ns(2) + 1)
-        except OSError:
-            pass
+    with fsio.inject(site, partial=True) as fault, contextlib.suppress(OSError):
+        sealer.seal_due(seed.starts_ns(2) + 1)
     sealer = Sealer(folder, lambda: heads_now(ws.log_root))  # as a restarted daemon would
     sealer.seal_due(seed.starts_ns(3) + 1)
     notes = sealer.store.notes()
@@ -431,10 +429,8 @@ def _sync_write_fails(tmp_path: Path, site: str) -> None:
         emit(b, 2, "from beta")
         with fsio.inject(site, times=-1) as round_fault:
             for ws in (a, b):
-                try:
+                with contextlib.suppress(OSError):
                     ops.now(ws)
-                except OSError:
-                    pass
         for _ in range(3):
             for ws in (a, b):
                 ops.now(ws)
