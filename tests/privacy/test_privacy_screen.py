@@ -158,11 +158,13 @@ def _ui_responses(ws: WorkspaceDir) -> tuple[list[tuple[str, str]], set[str]]:
     walked = {"/login", "/favicon.ico", "/do/{action}", "/static"}  # no rows: see the asserts
     pages = ["/", "/?since=1h", "/events?since=1h&all=1", "/events?since=1h&text=otp",
              "/events?since=1h&text=vault", "/events?since=1h&text=7391", "/live", "/senses",
-             "/privacy", "/health", "/attention"]  # fmt: skip
+             "/privacy", "/health", "/attention", "/timeline", "/timeline?since=1h",
+             "/?since=1h&group=title", "/?since=1h&group=category"]  # fmt: skip
     for path in pages:
         seen += [(path, t) for t in _get(c, path)]
     seen.append(("events csv", c.get("/events?since=1h&all=1&size=1000&format=csv").text))
     walked |= {"/", "/events", "/live", "/senses", "/privacy", "/health", "/attention"}
+    walked.add("/timeline")
     events = c.get("/events?since=1h&all=1&size=1000", headers={"accept": "application/json"})
     events = events.json()
     ids = [e["id"] for e in events["events"]]
