@@ -191,7 +191,7 @@ def _event(
         hlc=f"{row['physical_ns']}.{row['logical']}",
         source=display_source(int(row["source"])),
         kind=str(row["kind"]),
-        subject=str(row["subject"]),
+        subject=shown.subject,
         trust=trust_name(int(row["trust"])),
         line=ERASED if erased else shown.line,
         data=shown.data if with_data and not erased else None,
