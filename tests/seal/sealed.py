@@ -11,6 +11,7 @@ from pathlib import Path
 from nerve.attention.service import replay
 from nerve.clock import Hlc
 from nerve.events import Event
+from nerve.log.reader import snapshot
 from nerve.runtime.sealing import heads_now
 from nerve.seal import Sealer, Seed, setup
 from nerve.workspace import WorkspaceDir, init_workspace
@@ -37,10 +38,11 @@ class Sealed:
         return next(n for n, count in enumerate(self.records) if count > record)
 
 
-def _observed(numbers: range) -> list[Event]:
-    """The helper's observations, stamped from now on (each batch after the last one's
-    decisions, which the attention replay stamps now)."""
-    base = time.time_ns()
+def _observed(numbers: range, after: Hlc) -> list[Event]:
+    """The helper's observations, stamped from now on and after ``after``, the log's newest
+    (each batch follows the last one's decisions, which the replay may stamp a little ahead
+    of the wall clock)."""
+    base = max(time.time_ns(), after.physical_ns + 1_000_000)
     return [
         replace(observation(i), hlc=Hlc(base + k * 1_000_000, 0)) for k, i in enumerate(numbers)
     ]
@@ -59,7 +61,7 @@ def build(root: Path, old_copy: Path | None = None) -> Sealed:
     for epoch in range(4):
         with ws.open_log() as log:
             if epoch in BATCHES:
-                log.import_events(_observed(BATCHES[epoch]))
+                log.import_events(_observed(BATCHES[epoch], snapshot(ws.log_root).newest))
                 replay(log, ws.config.attention, ws.data / "keys")
                 log.seal()
         assert sealer.seal_due(seed.starts_ns(epoch) + 5 * NS) == [epoch]
