@@ -1,4 +1,5 @@
-"""The README opens with the two commands, and the first one's job runs on the bundled workspace."""
+"""The README: it opens with the two commands (the first one's job runs on the bundled workspace),
+reads as a guide with the reference in docs/, and its Python example runs as written."""
 
 from __future__ import annotations
 
