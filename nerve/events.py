@@ -64,7 +64,7 @@ _TRUST_BY_NAME.update({"first_party": Trust.FIRST_PARTY, "firstparty": Trust.FIR
 _GOOD_KINDS: set[str] = set()
 _KIND_RE = re.compile(r"^[a-z][a-z0-9_]*(?:[.-][a-z0-9_]+)*$")
 
-# The kinds nerve itself writes (README "Event kinds"); a tail's typo check suggests these.
+# The kinds nerve itself writes (docs/log-format.md); a tail's typo check suggests these.
 NERVE_KINDS = (
     "observation",
     "sense.state", "sense.error", "sense.restart", "sense.skipped", "signal",

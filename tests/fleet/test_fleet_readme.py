@@ -1,4 +1,4 @@
-"""The README's fleet walkthrough runs as written: three workspaces, one table, verified."""
+"""The fleet walkthrough in docs/fleet.md runs as written: three workspaces, one table, verified."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ MARK = "<!-- fleet-walkthrough"
 
 
 def _walkthrough() -> str:
-    text = (ROOT / "README.md").read_text()
+    text = (ROOT / "docs" / "fleet.md").read_text()
     block = text[text.index(MARK) :]
     body = block.split("```sh\n", 1)[1].split("```", 1)[0]
     return body

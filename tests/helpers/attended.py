@@ -1,6 +1,5 @@
 """A workspace whose log holds attention decisions of every kind: some surfaced, some held
-for value, some held for budget (what the audit notebook and the README's Python session
-explain)."""
+for value, some held for budget (what the audit notebook explains)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The keys of an encrypted log as the README promises them: a damaged key file, an empty
+"""The keys of an encrypted log as docs/encryption.md promises them: a damaged key file, an empty
 passphrase, a key file others may read or one kept under ``data/`` are each refused in one
 line naming the file; the keyring's folder is synced after each key file lands in it."""
 

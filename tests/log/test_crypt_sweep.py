@@ -121,7 +121,7 @@ def _found(folder: Path) -> list[str]:
     return hits
 
 
-# what the README says stays readable without the key (names matched from data/)
+# what docs/encryption.md says stays readable without the key (names matched from data/)
 READABLE = (  # an archive is a log of its own: it has these too
     "*log/manifest.jsonl",
     "*log/keyring.json",
@@ -134,7 +134,7 @@ READABLE = (  # an archive is a log of its own: it has these too
 
 
 def _readable(folder: Path) -> list[str]:
-    """Files under ``folder`` that are neither sealed nor on the README's list."""
+    """Files under ``folder`` that are neither sealed nor on docs/encryption.md's list."""
     found = []
     for path in sorted(p for p in folder.rglob("*") if p.is_file() and not p.is_symlink()):
         rel, data = path.relative_to(folder), path.read_bytes()

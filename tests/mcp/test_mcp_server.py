@@ -72,6 +72,8 @@ def _readme_server(root: Path, tmp: Path) -> StdioServerParameters:
     text = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     block = re.search(r"```json\n(\{\n  \"mcpServers\".*?)```", text, re.S)
     assert block, "the README shows an mcpServers entry"
+    reference = (Path(__file__).resolve().parents[2] / "docs" / "mcp.md").read_text()
+    assert block.group(0) in reference, "docs/mcp.md shows the README's mcpServers entry"
     entry = json.loads(block.group(1))["mcpServers"]["nerve"]
     command = entry["command"].replace(
         "/home/you/nerve/.venv/bin", str(Path(sys.executable).parent)

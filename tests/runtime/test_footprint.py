@@ -1,5 +1,5 @@
 """What the daemon costs: libraries it never uses stay unloaded, and what a compute that
-changed nothing records (see README, "What a compute records")."""
+changed nothing records (see docs/daemon.md, "What a compute records")."""
 
 from __future__ import annotations
 

@@ -112,7 +112,7 @@ def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
 
 def test_a_launch_is_not_a_signal_and_a_stateless_return_keeps_state(daemon: Daemon) -> None:
     daemon.wait_for(lambda: len(daemon.events("signal", "launcher")) >= 2, what="computes")
-    # a compute that leaves the state as it was is counted, not stored (README: Footprint)
+    # a compute that leaves the state as it was is counted, not stored (docs/daemon.md: Footprint)
     states = daemon.events("sense.state", "launcher")
     assert states and all(e["data"]["state"] == {"kept": True} for e in states)
     signals = daemon.events("signal", "launcher")

@@ -232,7 +232,7 @@ def test_a_full_spool_is_renamed_and_late_lines_are_read(tmp_path: Path) -> None
 def test_the_hook_line_for_each_shell(tmp_path: Path) -> None:
     assert install_line("bash") == ('eval "$(nerve shell-hook bash)"', "~/.bashrc")
     assert install_line("fish")[0] == "nerve shell-hook fish | source"
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    readme = (Path(__file__).resolve().parents[2] / "docs" / "context.md").read_text()
     for shell in ("bash", "zsh", "fish"):
         assert install_line(shell)[0] in readme
 

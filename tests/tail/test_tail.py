@@ -249,10 +249,10 @@ def test_the_bench_workspace_tails_without_its_bookkeeping(tmp_path: Path) -> No
     ]
 
 
-def test_the_readme_lists_the_bookkeeping_kinds() -> None:
+def test_the_log_format_page_lists_the_bookkeeping_kinds() -> None:
     from nerve.events import BOOKKEEPING_KINDS
 
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    readme = (Path(__file__).resolve().parents[2] / "docs" / "log-format.md").read_text()
     bullet = readme[readme.index("**Bookkeeping is hidden**") :].split("\n- ")[0]
     assert set(re.findall(r"`([a-z_]+\.[a-z_]+|signal)`", bullet)) == set(BOOKKEEPING_KINDS)
 
