@@ -152,5 +152,5 @@ def validate(as_json: JsonFlag = False) -> None:
 
 
 def register(app: typer.Typer) -> None:
-    app.add_typer(sense_app, name="sense")
-    app.command("validate")(validate)
+    app.add_typer(sense_app, name="sense", rich_help_panel="Advanced")
+    app.command("validate", rich_help_panel="Advanced")(validate)

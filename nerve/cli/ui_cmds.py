@@ -61,4 +61,4 @@ def token_cmd(
 
 
 def register(app: typer.Typer) -> None:
-    app.add_typer(ui_app, name="ui")
+    app.add_typer(ui_app, name="ui", rich_help_panel="Everyday")
