@@ -1,6 +1,7 @@
 """Daemon commands: dev, daemon start|stop|status|restart|logs|run, and top-level aliases."""
 
 import sys
+import time
 from typing import Annotated, Any
 
 import typer
@@ -142,12 +143,23 @@ def status_lines(health: dict[str, Any], width: int | None) -> list[str]:
         return lines
     columns = ["sense", "computes", "errors", "last", "error"]
     rows = [[flat(_cell_text(r.get(k))) for k in ("name", "computes", "errors")] for r in senses]
+    now_ns = time.time_ns()
     for row, sense in zip(rows, senses, strict=True):
-        row += [flat(sense.get("last_result") or "-"), flat(sense.get("last_error") or "")]
+        row += [flat(_latest(sense, now_ns)), flat(sense.get("last_error") or "")]
     if not any(row[-1] for row in rows):  # no sense has an error: no empty column
         columns, rows = columns[:-1], [row[:-1] for row in rows]
     layout = Layout.fit(columns, rows, width or UNWRAPPED)
     return [*lines, "", layout.line(columns)] + [layout.line(row) for row in rows]
+
+
+def _latest(sense: dict[str, Any], now_ns: int) -> str:
+    """A sense's last reading and its age, or why it cannot observe; ``-`` before a compute."""
+    from nerve.runtime.latest import latest_text
+
+    if not sense.get("computes"):
+        return "-"
+    line, unavailable = sense.get("last_result") or "", sense.get("unavailable") or ""
+    return latest_text(line, sense.get("last_result_ns"), unavailable, now_ns)
 
 
 def _sealing(seal: dict[str, Any]) -> str:
