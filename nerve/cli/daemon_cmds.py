@@ -138,6 +138,8 @@ def status_lines(health: dict[str, Any], width: int | None) -> list[str]:
     ]
     if health.get("sealing"):
         lines.append(f"sealing  {_sealing(health['sealing'])}")
+    if width:
+        lines = _wrapped(lines, width)
     senses = health.get("sense_results", [])
     if not senses:
         return lines
@@ -150,6 +152,18 @@ def status_lines(health: dict[str, Any], width: int | None) -> list[str]:
         columns, rows = columns[:-1], [row[:-1] for row in rows]
     layout = Layout.fit(columns, rows, width or UNWRAPPED)
     return [*lines, "", layout.line(columns)] + [layout.line(row) for row in rows]
+
+
+def _wrapped(lines: list[str], width: int) -> list[str]:
+    """The health lines wrapped to ``width``, each continuation under its value."""
+    import textwrap
+
+    indent = " " * len("running  ")
+    return [
+        part
+        for line in lines
+        for part in textwrap.wrap(line, width, subsequent_indent=indent, break_on_hyphens=False)
+    ]
 
 
 def _latest(sense: dict[str, Any], now_ns: int) -> str:
