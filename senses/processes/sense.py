@@ -461,6 +461,11 @@ def _became_notable(
         why = _why(proc, opts)
         if why is None:
             continue
+        if why == "name" or len(notable) >= opts.max_notable:
+            # one the caps let go (max_notable, max_tracked) is remembered for its exit, not
+            # reported again: a name does not change, so it was reported when it started
+            notable[pid] = _record(proc)
+            continue
         record = {**_record(proc), "why": why}
         if opts.min_life_s is not None and _young(proc, opts, now):
             pending[pid] = record
