@@ -30,17 +30,19 @@ def test_the_default_port_is_fixed() -> None:
     assert UiConfig().port == UI_PORT == 5290
 
 
-def test_ui_port_in_nerve_yaml_is_used_and_the_flag_wins(tmp_path: Path) -> None:
+def test_ui_port_in_nerve_yaml_is_used(tmp_path: Path) -> None:
     port = free_port()
-    root = _workspace(tmp_path, port)
-    ui = UiProcess(root, {}, args=())
+    ui = UiProcess(_workspace(tmp_path, port), {}, args=())
     try:
         assert ui.base == f"http://127.0.0.1:{port}"
     finally:
         assert ui.stop() == 0, ui.err
     assert ui.err.splitlines()[0].startswith("nerve ui: open the URL")  # nothing taken: no note
+
+
+def test_the_port_flag_wins_over_nerve_yaml(tmp_path: Path) -> None:
     other = free_port()
-    ui = UiProcess(root, {}, args=("--port", str(other)))
+    ui = UiProcess(_workspace(tmp_path, free_port()), {}, args=("--port", str(other)))
     try:
         assert _port(ui) == other
     finally:
