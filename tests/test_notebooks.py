@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -146,3 +149,52 @@ def test_history_notebook_runs_on_an_empty_log(
     assert "The log is empty" in stdout
     assert DIGEST_LINE.findall(stdout) == [replay_digest(ws.log_root).digest]
     assert not any("image/png" in o.get("data", {}) for o in _outputs(nb))
+
+
+DOC = NOTEBOOKS.parent / "docs" / "notebooks.md"
+
+
+def _documented_command() -> str:
+    """The one ``jupyter nbconvert`` line docs/notebooks.md gives (an indented code line)."""
+    lines = [x.strip() for x in DOC.read_text().splitlines() if x.startswith("    jupyter nbconv")]
+    assert len(lines) == 1, lines
+    return lines[0]
+
+
+@pytest.mark.usefixtures("kernel_env")
+def test_the_documented_command_writes_its_copy_into_a_temporary_folder(tmp_path: Path) -> None:
+    """docs/notebooks.md's command, run as written from a checkout that is a workspace:
+    the executed copy lands under TMPDIR, and nothing in the workspace changes."""
+    checkout = tmp_path / "checkout"
+    ws = init_workspace(checkout)
+    _write_history(ws)
+    (checkout / "notebooks").mkdir()
+    (checkout / "notebooks" / HISTORY.name).write_bytes(HISTORY.read_bytes())
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    before = _files_outside_data(checkout)
+    path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"  # its jupyter
+    proc = subprocess.run(
+        ["bash", "-c", _documented_command()],
+        cwd=checkout,
+        env={**os.environ, "TMPDIR": str(temp), "NERVE_WORKSPACE": str(checkout), "PATH": path},
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert _files_outside_data(checkout) == before
+    found = list(temp.rglob("*.ipynb"))
+    assert len(found) == 1, proc.stderr[-500:]
+    written = found[0]
+    assert str(written) in proc.stderr  # nbconvert says where
+    _assert_ran_cleanly(nbformat.read(written, as_version=4))
+
+
+def _files_outside_data(root: Path) -> dict[str, int]:
+    """Every file of a workspace but its log (``data/``), with its size."""
+    return {
+        str(p.relative_to(root)): p.stat().st_size
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and p.relative_to(root).parts[0] != "data"
+    }

@@ -90,4 +90,4 @@ def ask_cmd(
 
 
 def register(app: typer.Typer) -> None:
-    app.command("ask")(ask_cmd)
+    app.command("ask", rich_help_panel="Everyday")(ask_cmd)

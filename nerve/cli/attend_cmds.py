@@ -251,5 +251,5 @@ def register(app: typer.Typer) -> None:
     from nerve.cli import seal_cmds
 
     seal_cmds.register(audit_app)
-    app.command("attend")(attend)
-    app.add_typer(audit_app, name="audit")
+    app.command("attend", rich_help_panel="Attention & audit")(attend)
+    app.add_typer(audit_app, name="audit", rich_help_panel="Attention & audit")

@@ -85,4 +85,4 @@ def fire_cmd(
 
 
 def register(app: typer.Typer) -> None:
-    app.add_typer(check_app, name="check")
+    app.add_typer(check_app, name="check", rich_help_panel="Workflows")

@@ -1,6 +1,7 @@
 """Daemon commands: dev, daemon start|stop|status|restart|logs|run, and top-level aliases."""
 
 import sys
+import time
 from typing import Annotated, Any
 
 import typer
@@ -137,17 +138,42 @@ def status_lines(health: dict[str, Any], width: int | None) -> list[str]:
     ]
     if health.get("sealing"):
         lines.append(f"sealing  {_sealing(health['sealing'])}")
+    if width:
+        lines = _wrapped(lines, width)
     senses = health.get("sense_results", [])
     if not senses:
         return lines
     columns = ["sense", "computes", "errors", "last", "error"]
     rows = [[flat(_cell_text(r.get(k))) for k in ("name", "computes", "errors")] for r in senses]
+    now_ns = time.time_ns()
     for row, sense in zip(rows, senses, strict=True):
-        row += [flat(sense.get("last_result") or "-"), flat(sense.get("last_error") or "")]
+        row += [flat(_latest(sense, now_ns)), flat(sense.get("last_error") or "")]
     if not any(row[-1] for row in rows):  # no sense has an error: no empty column
         columns, rows = columns[:-1], [row[:-1] for row in rows]
     layout = Layout.fit(columns, rows, width or UNWRAPPED)
     return [*lines, "", layout.line(columns)] + [layout.line(row) for row in rows]
+
+
+def _wrapped(lines: list[str], width: int) -> list[str]:
+    """The health lines wrapped to ``width``, each continuation under its value."""
+    import textwrap
+
+    indent = " " * len("running  ")
+    return [
+        part
+        for line in lines
+        for part in textwrap.wrap(line, width, subsequent_indent=indent, break_on_hyphens=False)
+    ]
+
+
+def _latest(sense: dict[str, Any], now_ns: int) -> str:
+    """A sense's last reading and its age, or why it cannot observe; ``-`` before a compute."""
+    from nerve.runtime.latest import latest_text
+
+    if not sense.get("computes"):
+        return "-"
+    line, unavailable = sense.get("last_result") or "", sense.get("unavailable") or ""
+    return latest_text(line, sense.get("last_result_ns"), unavailable, now_ns)
 
 
 def _sealing(seal: dict[str, Any]) -> str:
@@ -215,9 +241,17 @@ def logs(
 
 
 def register(app: typer.Typer) -> None:
-    app.add_typer(daemon_app, name="daemon")
-    app.command("dev")(dev)
-    app.command("start", help="Start the daemon (alias of `daemon start`).")(start)
-    app.command("stop", help="Stop the daemon (alias of `daemon stop`).")(stop)
-    app.command("status", help="Daemon status (alias of `daemon status`).")(status)
-    app.command("logs", help="The daemon's own log (alias of `daemon logs`).")(logs)
+    app.add_typer(daemon_app, name="daemon", rich_help_panel="Advanced")
+    app.command("dev", rich_help_panel="Everyday")(dev)
+    app.command(
+        "start", help="Start the daemon (alias of `daemon start`).", rich_help_panel="Everyday"
+    )(start)
+    app.command(
+        "stop", help="Stop the daemon (alias of `daemon stop`).", rich_help_panel="Everyday"
+    )(stop)
+    app.command(
+        "status", help="Daemon status (alias of `daemon status`).", rich_help_panel="Everyday"
+    )(status)
+    app.command(
+        "logs", help="The daemon's own log (alias of `daemon logs`).", rich_help_panel="Advanced"
+    )(logs)

@@ -69,4 +69,4 @@ def export_cmd(
 
 
 def register(app: typer.Typer) -> None:
-    app.command("export")(export_cmd)
+    app.command("export", rich_help_panel="The log")(export_cmd)

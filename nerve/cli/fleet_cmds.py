@@ -251,4 +251,4 @@ def _status_row(r: dict[str, Any]) -> list[Any]:
 
 
 def register(app: typer.Typer) -> None:
-    app.add_typer(fleet_app, name="fleet")
+    app.add_typer(fleet_app, name="fleet", rich_help_panel="Fleet & sync")

@@ -129,5 +129,5 @@ def lock_cmd() -> None:
 
 
 def register(app: typer.Typer) -> None:
-    app.add_typer(key_app, name="key")
-    app.command("lock")(lock_cmd)
+    app.add_typer(key_app, name="key", rich_help_panel="Privacy")
+    app.command("lock", rich_help_panel="Privacy")(lock_cmd)

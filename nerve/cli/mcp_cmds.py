@@ -81,4 +81,4 @@ def token_cmd(
 
 
 def register(app: typer.Typer) -> None:
-    app.add_typer(mcp_app, name="mcp")
+    app.add_typer(mcp_app, name="mcp", rich_help_panel="Advanced")

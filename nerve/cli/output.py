@@ -239,7 +239,7 @@ def _header(layout: Layout, columns: list[str], out: TextIO, title: str | None) 
 _TIMES = {"time", "ts", "hlc", "physical_ns"}
 _IDS = {"id", "run", "seq", "chain_seq", "source_event"}
 _TEXTS = {"line", "last_line", "last", "source_line", "text", "reason", "prompt", "message"}
-_TEXTS |= {"detail", "description", "error", "last_error", "why", "question", "answer"}
+_TEXTS |= {"latest", "detail", "description", "error", "last_error", "why", "question", "answer"}
 _KEYS = {"name", "kind", "status", "outcome", "sense", "errors"}  # before the text
 _NAMES = {"subject", "source_name", "workflow", "tool", "client", "probe", "group"}
 MIN_TEXT = 20  # the least a text column is cut to before other columns are left out

@@ -116,6 +116,6 @@ def detectors_cmd(
 
 
 def register(app: typer.Typer) -> None:
-    app.add_typer(privacy_app, name="privacy")
-    app.command("pause")(pause)
-    app.command("resume")(resume)
+    app.add_typer(privacy_app, name="privacy", rich_help_panel="Privacy")
+    app.command("pause", rich_help_panel="Privacy")(pause)
+    app.command("resume", rich_help_panel="Privacy")(resume)

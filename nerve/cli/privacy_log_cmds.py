@@ -162,8 +162,8 @@ def archive_cmd(
 
 
 def register(app: typer.Typer) -> None:
-    app.command("forget")(forget_cmd)
-    app.command("archive")(archive_cmd)
+    app.command("forget", rich_help_panel="Privacy")(forget_cmd)
+    app.command("archive", rich_help_panel="Privacy")(archive_cmd)
 
 
 def _by_source(counts: dict[str, int]) -> str:

@@ -30,15 +30,36 @@ LIST_COLUMNS = [
     "computes",
     "errors",
     "last_line",
+    "last_line_ns",
+    "unavailable",
 ]
+TABLE_COLUMNS = [*LIST_COLUMNS[:-3], "latest"]  # a terminal's one cell for the three
 
 
 @sense_app.command("list")
 def list_cmd(as_json: JsonFlag = False, as_csv: CsvFlag = False) -> None:
     """List senses: live figures from the daemon when it runs, else nerve.yaml."""
     senses = _door().senses()
-    rows = [[s.get(c) for c in LIST_COLUMNS] for s in senses]
-    render_rows(LIST_COLUMNS, rows, fmt=_fmt(as_json, as_csv), title="senses")
+    fmt = _fmt(as_json, as_csv)
+    if fmt != "table":
+        render_rows(LIST_COLUMNS, [[s.get(c) for c in LIST_COLUMNS] for s in senses], fmt=fmt)
+        return
+    rows = [[s.get(c) for c in TABLE_COLUMNS[:-1]] + [_latest(s)] for s in senses]
+    render_rows(TABLE_COLUMNS, rows, fmt=fmt, title="senses")
+
+
+def _latest(sense: dict[str, object]) -> str:
+    """The last reading and its age, or why the sense cannot observe (empty before a
+    compute, or with no daemon)."""
+    import time
+
+    from nerve.runtime.latest import latest_text
+
+    if not sense.get("computes"):
+        return ""
+    line, at = str(sense.get("last_line") or ""), sense.get("last_line_ns")
+    unavailable = str(sense.get("unavailable") or "")
+    return latest_text(line, at if isinstance(at, int) else None, unavailable, time.time_ns())
 
 
 @sense_app.command("trigger")
@@ -152,5 +173,5 @@ def validate(as_json: JsonFlag = False) -> None:
 
 
 def register(app: typer.Typer) -> None:
-    app.add_typer(sense_app, name="sense")
-    app.command("validate")(validate)
+    app.add_typer(sense_app, name="sense", rich_help_panel="Advanced")
+    app.command("validate", rich_help_panel="Advanced")(validate)

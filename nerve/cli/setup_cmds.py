@@ -135,5 +135,5 @@ def logs(n: Annotated[int, typer.Option("-n", min=1, help="Lines to show.")] = 5
 
 
 def register(app: typer.Typer) -> None:
-    app.command("setup")(setup_cmd)
-    app.add_typer(service_app, name="service")
+    app.command("setup", rich_help_panel="Everyday")(setup_cmd)
+    app.add_typer(service_app, name="service", rich_help_panel="Advanced")

@@ -24,4 +24,4 @@ def shell_hook_cmd(
 
 
 def register(app: typer.Typer) -> None:
-    app.command("shell-hook")(shell_hook_cmd)
+    app.command("shell-hook", rich_help_panel="Advanced")(shell_hook_cmd)

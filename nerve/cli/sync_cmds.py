@@ -97,4 +97,4 @@ def leave_cmd() -> None:
 
 
 def register(app: typer.Typer) -> None:
-    app.add_typer(sync_app, name="sync")
+    app.add_typer(sync_app, name="sync", rich_help_panel="Fleet & sync")

@@ -1,5 +1,6 @@
 """``nerve tail``: the newest events, in local time, one line each; ``-f`` appends new ones."""
 
+import re
 import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, Any
@@ -253,6 +254,22 @@ def _safe(col: dict[str, list[Any]]) -> dict[str, list[Any]]:
 
 _CAPS = {"source": (6, 13), "kind": (4, 22), "subject": (4, 16)}  # widths: least, most
 _NARROW_CAPS = {"kind": 14, "subject": 10}
+LINE_LEAST = 28  # below this the kind column goes too (the subject names the sense)
+_TAG = re.compile(r"^(?P<body>.*\S)(?P<tag> \[[^\[\]]{1,24}\])$")  # "make [exit 12]", "[pid]"
+
+
+def fit_line(text: str, width: int) -> str:
+    """An event's line cut to ``width`` cells: a closing tag such as ``[exit 12]`` or a
+    process's ``[18288]`` is kept whole, and the middle of the text before it is cut
+    (``pytest -q tests/…/test_x.py [exit 1]``); other lines are cut at the end."""
+    found = _TAG.match(text) if len(text) > width and text.isascii() else None
+    if found is None or width - len(found["tag"]) < 8:
+        return fit_cell(text, width, pad=False)
+    body, tag = found["body"], found["tag"]
+    room = width - len(tag) - 1  # one for the "…"
+    front = (room * 2 + 2) // 3
+    back = room - front
+    return f"{body[:front]}…{body[len(body) - back :] if back else ''}{tag}"
 
 
 class _TerminalLines:
@@ -278,7 +295,7 @@ class _TerminalLines:
             for name in names:
                 style = {"time": "dim", "hlc": "dim", "source": "cyan"}.get(name)
                 line.append(fit_cell(col[name][i], widths[name]) + GAP, style=style)
-            text = fit_cell(col["line"][i], widths["line"], pad=False)
+            text = fit_line(col["line"][i], widths["line"])
             line.append(text, style=_row_style(col["kind"][i], col["subject"][i]))
             self.out.print(line, soft_wrap=True)
         self.out.file.flush()
@@ -296,6 +313,8 @@ class _TerminalLines:
         for name, high in _NARROW_CAPS.items():
             if self._line(widths, width) < width // 2:
                 widths[name] = min(widths[name], high)
+        if self._line(widths, width) < LINE_LEAST:  # a narrow terminal: the line before the kind
+            del widths["kind"]
         widths["line"] = max(10, self._line(widths, width))
         return widths
 

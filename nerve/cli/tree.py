@@ -18,9 +18,9 @@ from typer._click import Command, Context, HelpFormatter
 from typer._click import exceptions as click
 from typer.core import TyperGroup
 
-from nerve.cli.commands import COMMANDS
+from nerve.cli.commands import COMMANDS, PANELS
 
-__all__ = ["LazyRoot", "load_all", "plain_flags", "quick_values"]
+__all__ = ["LazyRoot", "load_all", "plain_flags", "quick_values", "whole_listings"]
 
 
 class LazyRoot(TyperGroup):
@@ -40,16 +40,22 @@ class LazyRoot(TyperGroup):
         for name, cmd in typer.main.get_group(holder).commands.items():
             plain_flags(cmd)
             quick_values(cmd)
+            whole_listings(cmd)
             self.commands[name] = cmd
 
     def format_commands(self, ctx: Context, formatter: HelpFormatter) -> None:
-        """Help lists every command from the table: nothing is imported to list them."""
-        stand_ins = {name: _Listed(text) for name, (_, text) in COMMANDS.items()}
-        saved, self.commands = self.commands, stand_ins  # type: ignore[assignment]
-        try:
-            super().format_commands(ctx, formatter)
-        finally:
-            self.commands = saved
+        """Help lists every command from the table, in its panel, with the first paragraph
+        of its help whole (wrapped, never cut): nothing is imported to list them."""
+        width = max(map(len, COMMANDS))  # one column for every panel
+        for panel in PANELS:
+            rows = [
+                (name.ljust(width), text)
+                for name, (_, kind, text) in COMMANDS.items()
+                if kind == panel
+            ]
+            if rows:
+                with formatter.section(panel):
+                    formatter.write_dl(rows)
 
     def resolve_command(
         self, ctx: Context, args: list[str]
@@ -102,6 +108,15 @@ def plain_flags(cmd: Any) -> None:
             param.metavar = param.name.rstrip("_").upper()
     for sub in getattr(cmd, "commands", {}).values():
         plain_flags(sub)
+
+
+def whole_listings(cmd: Any) -> None:
+    """A group's help lists each subcommand with the first paragraph of its help whole,
+    wrapped to the terminal, as ``nerve --help`` does, instead of cut to fit one line."""
+    for sub in getattr(cmd, "commands", {}).values():
+        if not sub.short_help and sub.help:
+            sub.short_help = _first_paragraph(sub.help)
+        whole_listings(sub)
 
 
 def quick_values(cmd: Any) -> None:
@@ -186,10 +201,10 @@ GROUPS = (  # the command modules, in the order their commands are listed
 )
 
 
-def table_of_modules() -> dict[str, tuple[str, str]]:
+def table_of_modules() -> dict[str, tuple[str, str, str]]:
     """What :data:`nerve.cli.commands.COMMANDS` must say, read from the modules themselves:
-    each command's module and the first paragraph of its help, in the order typer lists
-    them (commands first, then groups)."""
+    each command's module, its help panel and the first paragraph of its help, in the order
+    typer lists them (commands first, then groups)."""
     whole = typer.Typer(rich_markup_mode=None)
     owner: dict[str, str] = {}
     for module in GROUPS:
@@ -198,7 +213,10 @@ def table_of_modules() -> dict[str, tuple[str, str]]:
             importlib.import_module(f"nerve.cli.{module}").register(holder)
         owner |= dict.fromkeys(typer.main.get_group(one).commands, module)
     built = typer.main.get_group(whole).commands
-    return {name: (owner[name], _first_paragraph(cmd.help)) for name, cmd in built.items()}
+    return {
+        name: (owner[name], str(getattr(cmd, "rich_help_panel", None)), _first_paragraph(cmd.help))
+        for name, cmd in built.items()
+    }
 
 
 def _first_paragraph(text: str | None) -> str:

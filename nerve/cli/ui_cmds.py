@@ -16,7 +16,15 @@ ui_app = typer.Typer(
 @ui_app.callback(invoke_without_command=True)
 def serve(
     ctx: typer.Context,
-    port: Annotated[int, typer.Option("--port", help="Port to listen on (0: a free one).")] = 0,
+    port: Annotated[
+        int | None,
+        typer.Option(
+            "--port",
+            help="Port to listen on (default: ui.port in nerve.yaml, else 5290; taken: the "
+            "next free one; 0: any free one).",
+            show_default=False,
+        ),
+    ] = None,
     host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
     open_: Annotated[bool, typer.Option("--open", help="Open the login URL in a browser.")] = False,
     allow_remote: Annotated[
@@ -44,7 +52,10 @@ def serve(
 
             webbrowser.open(url)
 
-    serve_ui(door(), host, port, allow_remote=allow_remote, ready=ready)
+    def say(line: str) -> None:
+        sys.stderr.write(f"nerve ui: {line}\n")
+
+    serve_ui(door(), host, port, allow_remote=allow_remote, ready=ready, say=say)
 
 
 @ui_app.command("token")
@@ -61,4 +72,4 @@ def token_cmd(
 
 
 def register(app: typer.Typer) -> None:
-    app.add_typer(ui_app, name="ui")
+    app.add_typer(ui_app, name="ui", rich_help_panel="Everyday")

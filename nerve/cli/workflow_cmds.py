@@ -226,4 +226,4 @@ def override_cmd(
 
 
 def register(app: typer.Typer) -> None:
-    app.add_typer(workflow_app, name="workflow")
+    app.add_typer(workflow_app, name="workflow", rich_help_panel="Workflows")

@@ -338,11 +338,16 @@ class DaemonConfig(_Model):
 _KEY_HEX = re.compile(r"^[0-9a-f]{64}$")
 
 
-class UiConfig(_Model):
-    """How long ``nerve ui``'s login link and sessions last: a login link works once and only
-    within ``login``; a session ends after ``idle`` without a request, and ``session`` after
-    it began, whatever its use."""
+UI_PORT = 5290  # nerve ui's port unless nerve.yaml or --port says: fixed, so bookmarks hold
 
+
+class UiConfig(_Model):
+    """Where ``nerve ui`` listens and how long its login link and sessions last: ``port`` on
+    loopback (taken: the next free one above it; 0: any free one); a login link works once
+    and only within ``login``; a session ends after ``idle`` without a request, and
+    ``session`` after it began, whatever its use."""
+
+    port: int = Field(default=UI_PORT, ge=0, le=65535)
     login: PositiveDuration = 3_600_000  # 1 h
     idle: PositiveDuration = 12 * 3_600_000  # 12 h
     session: PositiveDuration = 7 * 86_400_000  # 7 d

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from nerve.errors import DaemonError
 from nerve.runtime.journal import Entry
+from nerve.runtime.latest import latest_text
 from nerve.runtime.snapshot import Highlight, Rate, SenseRow, Snapshot, json_object
 
 if TYPE_CHECKING:
@@ -45,7 +46,7 @@ def snapshot_from(
             s.get("errors", 0),
             None if s.get("last_ns") is None else s["last_ns"] / 1e9,
             None,
-            s.get("last_result") or "",
+            _latest(s, now_s),
         )
         for s in health.get("sense_results", [])
     )
@@ -63,6 +64,14 @@ def snapshot_from(
         errors=errors,
         alerts=(*_capture_alert(health), *alerts),
     )
+
+
+def _latest(sense: dict[str, Any], now_s: float) -> str:
+    """The ``latest`` cell: the last reading and its age, or why the sense cannot observe."""
+    line, unavailable = sense.get("last_result") or "", sense.get("unavailable") or ""
+    if not sense.get("computes"):
+        return ""
+    return latest_text(line, sense.get("last_result_ns"), unavailable, int(now_s * 1e9))
 
 
 def _capture_alert(health: dict[str, Any]) -> tuple[str, ...]:

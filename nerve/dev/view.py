@@ -24,6 +24,7 @@ from rich.table import Table
 from rich.text import Text
 
 from nerve.runtime import journal
+from nerve.runtime.latest import ago, latest_text
 from nerve.runtime.snapshot import AgentRead, Highlight, Rate, SenseRow, Snapshot
 
 if TYPE_CHECKING:
@@ -33,15 +34,6 @@ REFRESH_S = 0.5
 # columns dropped first as the terminal narrows: (column, narrowest width that keeps it)
 _OPTIONAL = {"group": 90, "skip": 72, "ms": 64, "runs": 52, "last": 40}
 _UNITS = (("d", 86400), ("h", 3600), ("m", 60), ("s", 1))
-
-
-def ago(seconds: float) -> str:
-    """``12s``, ``3m``, ``2h``, ``4d``: the largest whole unit."""
-    seconds = max(0.0, seconds)
-    for unit, size in _UNITS:
-        if seconds >= size or unit == "s":
-            return f"{int(seconds // size)}{unit}"
-    raise AssertionError("unreachable")
 
 
 def uptime(seconds: float) -> str:
@@ -233,7 +225,9 @@ def snapshot_of(kernel: Kernel, rate: Rate, recent: journal.Recent, now_s: float
             st.errors,
             None if st.last_wall_ns is None else st.last_wall_ns / 1e9,
             st.last_duration_ms,
-            st.last_line,
+            latest_text(st.last_line, st.last_line_ns, st.unavailable, int(now_s * 1e9))
+            if st.computes
+            else "",
             sum(kernel.skips.totals(name).values()),
             kernel.skips.last_reason(name) or "",
         )

@@ -78,6 +78,8 @@ def sense_results(stats: Mapping[str, SenseStats]) -> list[dict[str, Any]]:
             "errors": st.errors,
             "last_ns": st.last_wall_ns,
             "last_result": st.last_line,
+            "last_result_ns": st.last_line_ns,
+            "unavailable": st.unavailable,
             "last_error": st.last_error,
         }
         for name, st in sorted(stats.items())

@@ -27,6 +27,7 @@ from nerve.log.wire import draft_from_json
 from nerve.privacy.policy import Policy
 from nerve.runtime.committer import Columns
 from nerve.runtime.groups import Reply
+from nerve.runtime.latest import unavailable_note
 
 # A compute that leaves the state as it was is counted, not stored; the count is stored with
 # the next `sense.state`, which is written at the latest this long after the previous one
@@ -43,7 +44,9 @@ class SenseStats:
     errors: int = 0
     last_wall_ns: int | None = None
     last_duration_ms: float | None = None
-    last_line: str = ""
+    last_line: str = ""  # the last reading (an observation's line), kept until the next
+    last_line_ns: int | None = None  # when it was read (wall clock)
+    unavailable: str = ""  # why the sense cannot observe at all (its state says), else ""
     last_error: str = ""
     last_signal_ns: int | None = None
     lateness_us: list[int] = field(default_factory=list)
@@ -58,6 +61,8 @@ class SenseStats:
             "last_ns": self.last_wall_ns,
             "last_duration_ms": self.last_duration_ms,
             "last_line": self.last_line,
+            "last_line_ns": self.last_line_ns,
+            "unavailable": self.unavailable,
             "last_error": self.last_error,
             "last_signal_ns": self.last_signal_ns,
         }
@@ -207,7 +212,7 @@ class Moved:
     state: Any
     canonical: bytes
     lateness_us: int
-    line: str
+    line: str | None  # the first observation's line; None: nothing observed
 
 
 @dataclass
@@ -321,7 +326,7 @@ class Results:
         out.columns.extend(extra)
         if trigger is not None:
             out.workflows.append((trigger, sense))
-        shown = next((d.line for d in drafts if d.kind == "observation"), "nothing new")
+        shown = next((d.line for d in drafts if d.kind == "observation"), None)
         out.moved.append(Moved(reply, state, canonical, lateness, shown))
 
     def _record_state(
@@ -371,12 +376,18 @@ class Results:
             stats.computes += 1
             stats.last_wall_ns = wall
             stats.last_duration_ms = body.get("duration_ms")
-            stats.last_line = moved.line
+            if moved.line is not None:  # a compute that observed nothing keeps the last reading
+                stats.last_line, stats.last_line_ns = moved.line, wall
+            stats.unavailable = self._unavailable(sense, moved.state)
             if len(stats.lateness_us) < LATENESS_KEPT:
                 stats.lateness_us.append(moved.lateness_us)
             if body.get("signal"):
                 stats.last_signal_ns = wall
                 yield sense
+
+    def _unavailable(self, sense: str, state: Any) -> str:
+        """Why ``sense`` cannot observe, from the state it now holds (``""``: it can)."""
+        return unavailable_note(self.memory.canonical(sense), None if state is _UNREAD else state)
 
     def counted_error(self, sense: str, kind: str, message: str) -> None:
         stats = self.stats.setdefault(sense, SenseStats(group="?"))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import signal
 import socket
 import threading
@@ -12,6 +13,7 @@ from typing import Any
 import anyio
 
 from nerve.api import Workspace
+from nerve.errors import UsageError
 from nerve.mcp import hold
 from nerve.mcp.server import check_host, listen
 from nerve.ui.app import build_app
@@ -21,6 +23,8 @@ from nerve.ui.guard import Served
 __all__ = ["serve"]
 
 GRACE_S = 2
+WARM_WAIT_S = 10  # a stop right after the start waits this long for the summary to finish
+PORT_TRIES = 20  # a taken port: the next ones tried above it, as Jupyter does
 
 
 class _Stopped(Exception):
@@ -30,17 +34,20 @@ class _Stopped(Exception):
 def serve(
     ws: Workspace,
     host: str = "127.0.0.1",
-    port: int = 0,
+    port: int | None = None,
     *,
     allow_remote: bool = False,
     ready: Callable[[str], None] | None = None,
+    say: Callable[[str], None] = lambda line: None,
 ) -> None:
-    """Serve the UI until SIGINT/SIGTERM; ``ready`` gets the one login URL once listening."""
+    """Serve the UI until SIGINT/SIGTERM on ``port`` (None: ``ui.port`` in nerve.yaml; taken:
+    the next free one, which ``say`` is told); ``ready`` gets the one login URL once
+    listening."""
     import uvicorn
 
     check_host(host, allow_remote=allow_remote)
     token(ws)  # made on first use: the login code is made from it
-    sock = listen(host, port)
+    sock = listen_near(host, ws.config.ui.port if port is None else port, say)
     bound = sock.getsockname()[1]
     name = f"[{host}]" if ":" in host else host
     keys = Keys(token_path(ws), Lifetimes.of(ws))
@@ -49,6 +56,7 @@ def serve(
         app, sock, log_level="warning", lifespan="off", timeout_graceful_shutdown=GRACE_S
     )  # an open live tail never ends by itself: a stop waits this long for it, then cuts it
     runner = uvicorn.Server(config)
+    warming = threading.Thread(target=_warm, args=(ws,), daemon=True)
 
     async def main() -> None:
         async with anyio.create_task_group() as group:
@@ -57,7 +65,7 @@ def serve(
                 await anyio.sleep(0.05)
             if runner.started and ready is not None:
                 ready(f"http://{name}:{bound}/login?token={keys.login_code()}")
-            threading.Thread(target=_warm, args=(ws,), daemon=True).start()
+            warming.start()
 
     def stop(signum: int, frame: Any) -> None:
         raise _Stopped
@@ -71,6 +79,49 @@ def serve(
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+        if warming.is_alive():  # a thread killed inside DuckDB at exit aborts the process
+            warming.join(WARM_WAIT_S)
+
+
+def listen_near(host: str, port: int, say: Callable[[str], None]) -> socket.socket:
+    """A socket on ``host:port``, else on the first free port of the ``PORT_TRIES`` above it,
+    telling ``say`` which in one line (port 0: any free one)."""
+    last = min(port + PORT_TRIES, 65535) if port else 0
+    for candidate in range(port, last + 1):
+        sock = _unless_taken(host, candidate)
+        if sock is not None:
+            if candidate != port:
+                say(f"port {port} is taken; using {candidate}")
+            return sock
+    raise UsageError(
+        f"cannot listen on {host}: ports {port}-{last} are all taken",
+        hint="pick another with --port or ui.port in nerve.yaml (0 picks a free one)",
+    )
+
+
+def _unless_taken(host: str, port: int) -> socket.socket | None:
+    """``listen`` on ``host:port``, or None when another socket holds the port (any other
+    failure is ``listen``'s error)."""
+    try:
+        return listen(host, port)
+    except UsageError:
+        if port and _taken(host, port):
+            return None
+        raise
+
+
+def _taken(host: str, port: int) -> bool:
+    """Whether binding ``host:port`` fails because the address is in use."""
+    family, kind, proto, _, address = socket.getaddrinfo(
+        host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+    )[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            return exc.errno == errno.EADDRINUSE
+    return False
 
 
 def _warm(ws: Workspace) -> None:

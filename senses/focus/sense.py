@@ -100,7 +100,7 @@ def _on_macos(state: dict[str, Any], opts: _Options) -> Result | None:
         _tried["at"] = time.monotonic_ns()
         if state.get("status") == "unavailable":
             return None
-        why = "pyobjc-framework-Quartz is not installed: nothing to observe"
+        why = "pyobjc-framework-Quartz is not installed"
         return Result(state={"status": "unavailable", "note": why, "display": None})
     try:
         focus, idle_ms = _read_quartz(Quartz, opts)
@@ -171,15 +171,15 @@ def _display(opts: _Options) -> tuple[Any, str]:
     """The open X display, or None and why there is nothing to observe."""
     if opts.display is None:
         if os.environ.get("WAYLAND_DISPLAY"):
-            return None, "Wayland session without an X display: nothing to observe"
-        return None, "no X display (headless): nothing to observe"
+            return None, "Wayland session without an X display"
+        return None, "no X display (headless)"
     if _conn.get("name") == opts.display:
         return _conn["display"], ""
     _forget()  # another display named: the old connection is closed, not left to the GC
     try:
         from Xlib import display as xdisplay  # type: ignore[import-untyped]
     except ImportError:
-        return None, "python-xlib is not installed: nothing to observe"
+        return None, "python-xlib is not installed"
     with warnings.catch_warnings():
         # python-xlib leaves a socket that failed to connect to the collector; it is closed
         # as the exception goes, here, not a warning later

@@ -18,14 +18,22 @@ when its name matches ``notable`` (a trailing version is allowed: ``python`` mat
 that was notable at any compute is reported when it exits, with the name and command line it
 had.
 
-Short-lived processes are not reported one by one: a notable process is reported as started
-at the first compute at which it has run ``min_life_s`` (the observation's time is still its
-start), and one that exits before is only counted, by name; the counts go out as one ``event:
-"brief"`` observation at most every ``brief_every_s`` (the first after a quiet spell at once),
-or as soon as one name has gone three times (a crash loop; then at most twice per
-``brief_every_s``), with the reading ``brief_exits``.
-A busy machine's builds and test runs would otherwise fill the log with a start and an exit
-for every compiler and test worker.
+**When a start is reported.** A notable process is reported as started at the first compute
+after it has lived through one whole compute interval: first seen by one compute, it is
+reported by the next if it still runs (the observation's time is still its start), so a
+start arrives one to two intervals after it happened. One that exits before is only
+counted, by name; the counts go out as one ``event: "brief"`` observation at most every
+``brief_every_s`` (the first after a quiet spell at once), or as soon as one name has gone
+three times (a crash loop; then at most twice per ``brief_every_s``), with the reading
+``brief_exits``. A busy machine's builds and test runs would otherwise fill the log with a
+start and an exit for every compiler and test worker. ``min_life_s``, when set, replaces the
+one interval by a time (0: every notable process at its first compute).
+
+A process's CPU share is over the interval since the previous scan, or over its own life
+when it started since then, so a new busy process (``yes``, a busy loop) is notable by CPU at
+the first compute that sees it. A process that becomes notable later (it began idle and now
+reaches ``cpu_percent``, or grows past ``rss_mb``) is reported as started then, with ``why``
+saying which; no process that lives an interval and reaches a threshold goes unreported.
 
 State: ``known`` (pid -> create time, at most ``max_tracked``; older processes past the cap
 are folded into ``cutoff``, so they are never mistaken for new ones) and ``notable``
@@ -34,14 +42,15 @@ are folded into ``cutoff``, so they are never mistaken for new ones) and ``notab
 Options: ``notable`` (names, default below), ``cpu_percent`` (default 80), ``rss_mb``
 (default 2048), ``max_per_compute`` (default 50), ``max_tracked`` (10000), ``max_notable``
 (500), ``top_n`` (5), ``top_memory_n`` (3), ``min_cpu_percent`` (5), ``top_every_s`` (300),
-``top_min_s`` (15; 0 sends each change), ``min_life_s`` (30; 0 reports every notable
-process at once), ``brief_every_s`` (60).
+``top_min_s`` (15; 0 sends each change), ``min_life_s`` (unset: one compute interval; 0
+reports every notable process at once), ``brief_every_s`` (60).
 
 On Linux a scan reads one file per process (``/proc/<pid>/stat``, through
 :mod:`nerve.host.procs`) and a user only for the processes it shows; elsewhere psutil reads
 them. CPU shares are over the time since the previous scan, from counters kept in the worker
 between computes, so the first compute of a worker sees every process at 0 %: its top lists
-memory only.
+memory only. (psutil's shares, elsewhere, start at 0 % for a new process too: there a new
+busy process is notable by CPU from its second compute, and reported then.)
 """
 
 from __future__ import annotations
@@ -87,6 +96,7 @@ initial_state: dict[str, Any] = {
 }
 
 _CMDLINE_MAX = 200
+_BASELINE_RECENT_S = 30  # at a baseline, notable processes this young are reported as started
 _BRIEF_NAMES = 50  # distinct names a brief counts; more are left out
 _LOOP = 3  # short-lived exits of one name that send a brief before brief_every_s
 _MIB = 1024**2
@@ -113,7 +123,7 @@ class _Options(NamedTuple):
     min_cpu_percent: float
     top_every_ns: int
     top_min_ns: int
-    min_life_s: float
+    min_life_s: float | None  # None: one compute interval (seen at two computes in a row)
     brief_every_ns: int
 
 
@@ -127,7 +137,8 @@ def compute(state: dict[str, Any], ctx: SenseContext) -> Result:
         # found by the baseline are counted when they go, not reported one by one
         now = time.time()
         heavy = {pid: p for pid, p in procs.items() if _why(p, opts)}
-        young = {pid for pid, p in heavy.items() if now - p.create_time < opts.min_life_s}
+        recent = _BASELINE_RECENT_S if opts.min_life_s is None else opts.min_life_s
+        young = {pid for pid, p in heavy.items() if now - p.create_time < recent}
         notable = {pid: _record(p) for pid, p in heavy.items() if pid not in young}
         pending = {pid: {**_record(heavy[pid]), "why": _why(heavy[pid], opts)} for pid in young}
         base = {"boot": boot, "note": "baseline: first compute since start or reboot"}
@@ -141,9 +152,9 @@ def compute(state: dict[str, Any], ctx: SenseContext) -> Result:
         if pid in pending:  # gone before it had run min_life_s: only counted
             brief.count(str(pending.pop(pid).get("name", "")))
     now = time.time()
-    observations += list(_started(started, procs, notable, pending, opts, now))
     observations += list(_matured(procs, notable, pending, opts, now))
-    _note_heavy(procs, notable, pending, opts)
+    observations += list(_started(started, procs, notable, pending, opts, now))
+    observations += list(_became_notable(procs, notable, pending, opts, now))
     brief_obs = brief.flush(time.time_ns(), opts)
     top_obs, top_state = _top(procs, state.get("top"), opts)
     base = {"boot": boot, "note": None, "top": top_state, "brief": brief.state()}
@@ -172,9 +183,17 @@ def _options(ctx: SenseContext) -> _Options:
         min_cpu_percent=_number(ctx, "min_cpu_percent", 5),
         top_every_ns=int(_number(ctx, "top_every_s", 300) * 1e9),
         top_min_ns=int(_number(ctx, "top_min_s", 15, zero=True) * 1e9),
-        min_life_s=_number(ctx, "min_life_s", 30, zero=True),
+        min_life_s=_min_life(ctx),
         brief_every_ns=int(_number(ctx, "brief_every_s", 60) * 1e9),
     )
+
+
+def _min_life(ctx: SenseContext) -> float | None:
+    """``min_life_s`` when set; else None: a process must have lived through one whole
+    compute interval, i.e. been seen by two computes in a row."""
+    if "min_life_s" not in ctx.options:
+        return None
+    return _number(ctx, "min_life_s", 0, zero=True)
 
 
 def _number(ctx: SenseContext, key: str, default: float, zero: bool = False) -> float:
@@ -203,11 +222,16 @@ def _snapshot() -> Iterator[_Proc]:
 # interval between two scans, as psutil's cpu_percent(interval=None) is (0 at first sight)
 _seen: dict[int, tuple[float, float]] = {}
 _seen_at: list[float] = []
+_TICK_S = 0.01  # /proc's clock tick: the least life a share is taken over
 
 
-def _shares(stats: list[host_procs.ProcStat], now: float) -> Iterator[_Proc]:
-    """The processes of one /proc scan, with CPU shares since the previous scan."""
+def _shares(
+    stats: list[host_procs.ProcStat], now: float, wall_now: float | None = None
+) -> Iterator[_Proc]:
+    """The processes of one /proc scan, with CPU shares since the previous scan; a process
+    started since then has its share over its own life (a new hog shows at once)."""
     wall = now - _seen_at[0] if _seen_at else 0.0
+    clock = time.time() if wall_now is None else wall_now
     before = dict(_seen)
     _seen.clear()
     _seen_at[:] = [now]
@@ -217,6 +241,8 @@ def _shares(stats: list[host_procs.ProcStat], now: float) -> Iterator[_Proc]:
         percent = 0.0
         if prior is not None and prior[0] == s.create_time and wall > 0:
             percent = round((s.cpu_s - prior[1]) / wall * 100, 1)
+        elif wall > 0 and 0 < clock - s.create_time <= wall:  # born since the previous scan
+            percent = round(s.cpu_s / max(clock - s.create_time, _TICK_S) * 100, 1)
         yield _Proc(s.pid, s.name, s.create_time, max(percent, 0.0), s.rss_bytes)
 
 
@@ -311,14 +337,15 @@ def _started(
     opts: _Options,
     now: float,
 ) -> Iterator[Observation]:
-    """Notable new processes: reported when they have run ``min_life_s``, else pending."""
+    """Notable new processes: reported when they have run ``min_life_s``, else pending (by
+    default always: they are reported by the next compute if they still run)."""
     for pid in sorted(pids, key=lambda p: procs[p].create_time):
         proc = procs[pid]
         why = _why(proc, opts)
         if why is None:
             continue
         record = {**_record(proc), "why": why}
-        if now - proc.create_time < opts.min_life_s:
+        if _young(proc, opts, now):
             pending[pid] = record
             continue
         notable[pid] = {k: v for k, v in record.items() if k != "why"}
@@ -332,10 +359,11 @@ def _matured(
     opts: _Options,
     now: float,
 ) -> Iterator[Observation]:
-    """Pending processes that have now run ``min_life_s``: reported as started."""
+    """Pending processes that have now run ``min_life_s`` (by default: that still run one
+    compute after they were first seen): reported as started."""
     for pid in sorted(pending, key=lambda p: float(pending[p].get("create_time") or 0)):
         proc = procs.get(pid)
-        if proc is None or now - proc.create_time < opts.min_life_s:
+        if proc is None or (opts.min_life_s is not None and _young(proc, opts, now)):
             continue
         record = pending.pop(pid)
         notable[pid] = {k: v for k, v in record.items() if k != "why"}
@@ -411,13 +439,39 @@ def _exited(pid: str, record: dict[str, Any]) -> Observation:
     return _observation(f"process exited {payload['name']} [{pid}]", payload)
 
 
-def _note_heavy(
-    procs: dict[str, _Proc], notable: dict[str, Any], pending: dict[str, Any], opts: _Options
-) -> None:
-    """Processes that became notable since they started: remember them, to report their exit."""
+def _young(proc: _Proc, opts: _Options, now: float) -> bool:
+    """Whether a notable process waits before it is reported: always at first sight by
+    default (one compute interval), else while it has run less than ``min_life_s``."""
+    return opts.min_life_s is None or now - proc.create_time < opts.min_life_s
+
+
+def _became_notable(
+    procs: dict[str, _Proc],
+    notable: dict[str, Any],
+    pending: dict[str, Any],
+    opts: _Options,
+    now: float,
+) -> Iterator[Observation]:
+    """Processes seen before that are notable only now (one that began idle, or at 0 % when
+    first seen, and now uses the CPU): reported as started now, since they have run at least
+    one interval (or pending until ``min_life_s``); their exit is reported too."""
     for pid, proc in procs.items():
-        if pid not in notable and pid not in pending and _why(proc, opts) is not None:
+        if pid in notable or pid in pending:
+            continue
+        why = _why(proc, opts)
+        if why is None:
+            continue
+        if why == "name" or len(notable) >= opts.max_notable:
+            # one the caps let go (max_notable, max_tracked) is remembered for its exit, not
+            # reported again: a name does not change, so it was reported when it started
             notable[pid] = _record(proc)
+            continue
+        record = {**_record(proc), "why": why}
+        if opts.min_life_s is not None and _young(proc, opts, now):
+            pending[pid] = record
+            continue
+        notable[pid] = {k: v for k, v in record.items() if k != "why"}
+        yield _started_observation(proc, record, why)
 
 
 # -- the top ----------------------------------------------------------------------------------

@@ -11,9 +11,10 @@ from typing import Annotated, Any
 import pytest
 import typer
 
-from nerve.cli.commands import COMMANDS
+from nerve.cli.commands import COMMANDS, PANELS
 from nerve.cli.tree import _Listed, quick_values, table_of_modules
 from nerve.workspace import init_workspace
+from tests.conftest import run_cli
 
 LIGHT = ("pydantic", "asyncio", "duckdb", "pyarrow", "numpy")
 
@@ -28,10 +29,10 @@ def test_the_table_is_what_the_command_modules_register() -> None:
 @pytest.mark.parametrize("limit", [20, 45, 73, 200])
 def test_help_shortens_each_command_as_the_command_itself_would(limit: int) -> None:
     holder = typer.Typer(rich_markup_mode=None)
-    for module in dict.fromkeys(module for module, _ in COMMANDS.values()):
+    for module in dict.fromkeys(module for module, _, _ in COMMANDS.values()):
         __import__(f"nerve.cli.{module}", fromlist=["register"]).register(holder)
     real = typer.main.get_group(holder).commands
-    for name, (_, text) in COMMANDS.items():
+    for name, (_, _, text) in COMMANDS.items():
         assert _Listed(text).get_short_help_str(limit) == real[name].get_short_help_str(limit)
 
 
@@ -150,3 +151,43 @@ def test_plain_values_never_build_typer_s_adapter() -> None:
     assert type(next(p for p in cmd.params if p.name == "number")._runtime_param).__name__ != (
         "Quick"
     )
+
+
+# -- help ----------------------------------------------------------------------------------
+
+
+def test_every_command_is_in_a_known_panel() -> None:
+    assert {panel for _, panel, _ in COMMANDS.values()} == set(PANELS)
+
+
+def _listed(help_text: str) -> dict[str, list[str]]:
+    """``nerve --help``'s command sections: heading -> the command names listed under it."""
+    sections: dict[str, list[str]] = {}
+    heading = None
+    for line in help_text.splitlines():
+        if not line:  # a section ends at a blank line
+            heading = None
+        elif not line.startswith(" ") and line.endswith(":"):
+            heading = line[:-1]
+            sections[heading] = []
+        elif heading in PANELS and line.startswith("  ") and line[2] != " ":
+            sections[heading].append(line.split()[0])
+    return {k: v for k, v in sections.items() if k in PANELS}
+
+
+@pytest.mark.parametrize("columns", [60, 80, 120])
+def test_help_groups_commands_in_panels_and_cuts_no_description(columns: int) -> None:
+    out = run_cli("--help", env={"COLUMNS": str(columns)}).stdout
+    assert "..." not in out.replace("[ARGS]...", "")  # the usage line's own
+    assert max(map(len, out.splitlines())) <= columns
+    listed = _listed(out)
+    assert list(listed) == list(PANELS)
+    assert listed == {p: [n for n, (_, q, _) in COMMANDS.items() if q == p] for p in PANELS}
+    words = " ".join(out.split())
+    for _, _, text in COMMANDS.values():  # every first paragraph whole, however wrapped
+        assert text in words.replace("- ", "-")
+
+
+def test_a_group_lists_its_subcommands_whole() -> None:
+    out = run_cli("sense", "--help", env={"COLUMNS": "80"}).stdout
+    assert "..." not in out.replace("[ARGS]...", "") and "Commands:" in out

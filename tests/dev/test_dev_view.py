@@ -12,9 +12,10 @@ from hypothesis import strategies as st
 from rich.cells import cell_len
 from rich.console import Console
 
-from nerve.dev.view import ago, render, uptime
+from nerve.dev.view import render, uptime
 from nerve.errors import report
 from nerve.runtime.journal import Entry, Recent, Repeats, format_line, journal
+from nerve.runtime.latest import ago
 from nerve.runtime.snapshot import AgentRead, Highlight, Rate, SenseRow, Snapshot
 
 NOW = 1_750_000_000.0

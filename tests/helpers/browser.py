@@ -10,7 +10,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -92,13 +92,19 @@ def chromium_missing() -> str | None:
 
 
 class UiProcess:
-    """A real `nerve ui` on a free loopback port, for one workspace."""
+    """A real `nerve ui` on a free loopback port (``args``: ``--port 0``, so many run at
+    once), for one workspace; ``err`` is what it said on stderr, once stopped."""
 
     def __init__(
-        self, root: Path, env: dict[str, str], preexec: Callable[[], None] | None = None
+        self,
+        root: Path,
+        env: dict[str, str],
+        preexec: Callable[[], None] | None = None,
+        args: Sequence[str] = ("--port", "0"),
     ) -> None:
+        self.err = ""
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "nerve", "--workspace", str(root), "ui"],
+            [sys.executable, "-m", "nerve", "--workspace", str(root), "ui", *args],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             env={**os.environ, "NO_COLOR": "1", **env},
@@ -111,7 +117,10 @@ class UiProcess:
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
         try:
-            return self.proc.wait(timeout=20)
+            code = self.proc.wait(timeout=20)
+            if self.proc.stderr is not None and not self.proc.stderr.closed:  # stopped once
+                self.err = self.proc.stderr.read().decode("utf-8", "replace")
+            return code
         finally:
             for stream in (self.proc.stdout, self.proc.stderr):
                 if stream is not None:

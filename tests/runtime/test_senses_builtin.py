@@ -463,6 +463,47 @@ def test_processes_short_lived_are_counted_and_the_rest_reported_once_they_laste
     ] == ["exited"]
 
 
+@pytest.mark.skipif(shutil.which("sleep") is None, reason="no sleep binary")
+def test_processes_the_default_reports_a_start_at_the_next_compute(tmp_path: Path) -> None:
+    """min_life_s unset: first seen, a notable process is pending; the next compute that
+    still sees it reports its start (one interval of life, not 30 s)."""
+    opts = {"notable": ["sleep"]}
+    baseline = run("processes", initial("processes"), tmp_path, **opts)
+    proc = subprocess.Popen(["sleep", "30"])
+    try:
+        seen = run("processes", baseline.state, tmp_path, **opts)
+        again = run("processes", seen.state, tmp_path, **opts)
+    finally:
+        proc.kill()
+        proc.wait()
+
+    def mine(result: Result) -> list[str]:
+        return [o.payload["event"] for o in result.observations if o.payload.get("pid") == proc.pid]
+
+    assert mine(seen) == [] and str(proc.pid) in seen.state["pending"]
+    assert mine(again) == ["started"]
+
+
+@pytest.mark.skipif(shutil.which("sleep") is None, reason="no sleep binary")
+def test_processes_the_notable_cap_never_reports_a_start_twice(tmp_path: Path) -> None:
+    """Over max_notable, the processes the cap lets go are remembered again, not reported."""
+    procs = [subprocess.Popen(["sleep", "30"]) for _ in range(3)]
+    opts = {"notable": ["sleep"], "max_notable": 1, "min_life_s": 0}
+    try:
+        state = run("processes", initial("processes"), tmp_path, **opts).state
+        events = []
+        for _ in range(3):
+            result = run("processes", state, tmp_path, **opts)
+            state = result.state
+            events += [o.payload for o in result.observations if o.payload.get("name") == "sleep"]
+    finally:
+        for proc in procs:
+            proc.kill()
+            proc.wait()
+    ours = {p.pid for p in procs}
+    assert [e for e in events if e["event"] == "started" and e["pid"] in ours] == []
+
+
 def test_processes_state_is_bounded(tmp_path: Path) -> None:
     # Quiet options on both computes: a notable process exiting in between is not the point.
     quiet = {"notable": ["no-such-name"], "cpu_percent": 10_000, "rss_mb": 10**9}

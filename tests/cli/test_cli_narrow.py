@@ -1,0 +1,76 @@
+"""Narrow terminals (80 and 60 columns): `tail` keeps a command's `[exit N]` and the time,
+cutting the middle of the command instead; `status` and `sense list` fit the width."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from nerve.cli.daemon_cmds import status_lines
+from nerve.cli.tail_cmd import fit_line
+from nerve.workspace import init_workspace
+from tests.conftest import run_cli
+from tests.helpers.terminal import drawn
+
+COMMAND = "pytest -q tests/runtime/test_senses_builtin.py -k 'processes and not slow' -x"
+TIME = re.compile(r"\b\d\d:\d\d:\d\d")
+HEALTH = {
+    "pid": 4242, "uptime_s": 3723.4, "events": 1_234_567, "commits": 23_456, "segments": 310,
+    "tail_rows": 53_120, "senses": 9, "groups": {"system": {}}, "capture": {"paused": False},
+    "warming": True,
+    "sense_results": [
+        {"name": "focus", "computes": 10, "errors": 0, "last_result": "",
+         "unavailable": "no X display (headless)"},
+        {"name": "temperature-of-the-north-rack", "computes": 120, "errors": 2,
+         "last_result": "rack inlet 24.5 °C", "last_result_ns": 1,
+         "last_error": "compute exceeded its 300 ms timeout; the worker was restarted"},
+    ],
+}  # fmt: skip
+
+
+@pytest.fixture
+def shell_ws(tmp_path: Path) -> Path:
+    root = init_workspace(tmp_path / "ws").root
+    ws = ("--workspace", str(root), "emit", "-q", "--source", "shell", "--subject", "shell")
+    run_cli(*ws, "--line", f"{COMMAND} [exit 12]")
+    run_cli(*ws, "--line", "ls")
+    return root
+
+
+@pytest.mark.parametrize("width", [60, 80])
+def test_tail_keeps_the_exit_code_and_the_time(
+    shell_ws: Path, monkeypatch: pytest.MonkeyPatch, width: int
+) -> None:
+    lines = drawn(monkeypatch, width, 24, "-w", str(shell_ws), "tail").splitlines()
+    assert len(lines) == 2 and all(len(line) <= width for line in lines)
+    failed = lines[0]
+    assert TIME.search(failed) and failed.endswith(" [exit 12]"), failed
+    assert "pytest -q" in failed and "…" in failed  # the middle of the command is what goes
+
+
+def test_a_line_is_cut_in_the_middle_before_its_tag() -> None:
+    line = f"{COMMAND} [exit 12]"
+    assert fit_line(line, len(line)) == line
+    cut = fit_line(line, 40)
+    assert len(cut) == 40 and cut.startswith("pytest -q tests/") and cut.endswith("-x [exit 12]")
+    assert fit_line("process started python3 -m pytest tests [18288]", 30).endswith(" [18288]")
+    assert fit_line("a plain line that is long enough to be cut", 20) == "a plain line that i…"
+
+
+@pytest.mark.parametrize("width", [60, 80])
+def test_status_fits_the_terminal(width: int) -> None:
+    lines = status_lines(HEALTH, width)
+    assert all(len(line) <= width for line in lines), "\n".join(lines)
+    assert any("unavailable: no X" in line for line in lines)
+    assert " ".join(" ".join(lines).split()).count("warming up") == 1  # wrapped, not cut
+
+
+@pytest.mark.parametrize("width", [60, 80])
+def test_sense_list_fits_the_terminal(
+    shell_ws: Path, monkeypatch: pytest.MonkeyPatch, width: int
+) -> None:
+    text = drawn(monkeypatch, width, 24, "-w", str(shell_ws), "sense", "list")
+    table = [line for line in text.splitlines() if not line.startswith("…")]  # stderr's note
+    assert len(table) > 3 and all(len(line) <= width for line in table), text
