@@ -119,6 +119,8 @@ def status_lines(health: dict[str, Any], width: int | None) -> list[str]:
         "capture  "
         + ("not known yet" if health.get("warming") else _capture(health.get("capture"))),
     ]
+    if health.get("notifications"):  # a daemon of this version says whether they reach anyone
+        lines.append(f"notifications: {health['notifications']}")
     senses = health.get("sense_results", [])
     if not senses:
         return lines

@@ -19,6 +19,9 @@ def serve(
     port: Annotated[int, typer.Option("--port", help="Port to listen on (0: a free one).")] = 0,
     host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
     open_: Annotated[bool, typer.Option("--open", help="Open the login URL in a browser.")] = False,
+    next_: Annotated[
+        str, typer.Option("--next", help="The page the login goes on to (/attention/SEQ).")
+    ] = "",
     allow_remote: Annotated[
         bool,
         typer.Option(
@@ -44,7 +47,7 @@ def serve(
 
             webbrowser.open(url)
 
-    serve_ui(door(), host, port, allow_remote=allow_remote, ready=ready)
+    serve_ui(door(), host, port, allow_remote=allow_remote, ready=ready, next_path=next_)
 
 
 @ui_app.command("token")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from nerve.attention.notify import Notices
 from nerve.attention.service import AttentionService
 from nerve.flow.engine import WorkflowEngine
 from nerve.runtime.extensions import Extension
@@ -10,7 +11,7 @@ from nerve.runtime.retention import Retention
 from nerve.runtime.shipper import FleetShipping
 
 
-def built_in(feed: ViewFeed) -> list[Extension]:
+def built_in(feed: ViewFeed, notices: Notices) -> list[Extension]:
     """Attention first: a workflow a sense asks for sees the decisions of the same commit.
-    ``feed`` is the kernel's: the dev view and ``status`` read it."""
-    return [AttentionService(), WorkflowEngine(), FleetShipping(), Retention(), feed]
+    ``feed`` and ``notices`` are the kernel's: the dev view and ``status`` read them."""
+    return [AttentionService(notices), WorkflowEngine(), FleetShipping(), Retention(), feed]
