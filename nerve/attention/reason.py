@@ -85,8 +85,10 @@ class Reason:
         """One sentence a person understands, figures in plain units (and, for a surfacing
         not sent, why not)."""
         said = _WORDS.get(self.rule, _unknown)(self)
-        return said if self.delivery is None else f"{said}; not sent as a notification: " + (
-            self.delivery
+        return (
+            said
+            if self.delivery is None
+            else f"{said}; not sent as a notification: " + (self.delivery)
         )
 
     def to_json(self) -> dict[str, Any]:

@@ -89,7 +89,7 @@ def test_a_surfacing_reaches_dunst_with_its_cause_and_its_actions_work(
         daemon = Daemon(root)
         daemon.start()
         try:
-            daemon.wait_for(lambda: desk.notifications(), timeout=60, what="a notification")
+            daemon.wait_for(desk.notifications, timeout=60, what="a notification")
             shown = desk.notifications()[0]
             assert shown["appname"] == "nerve"
             assert shown["summary"].startswith("nerve: a new listening port 80")
@@ -173,13 +173,16 @@ def test_attend_follow_json_prints_one_object_a_line(tmp_path: Path) -> None:
     assert set(first) == {
         "chain_seq", "source_event", "outcome", "probe", "cause", "delivery", "words"
     }  # fmt: skip
-    assert first["words"] == reason_of(
-        next(
-            d["data"]
-            for d in daemon.events("attention.decision")
-            if d["data"]["source_event"] == first["source_event"]
-        )
-    ).words()
+    assert (
+        first["words"]
+        == reason_of(
+            next(
+                d["data"]
+                for d in daemon.events("attention.decision")
+                if d["data"]["source_event"] == first["source_event"]
+            )
+        ).words()
+    )
 
 
 # -- the delivery filters --------------------------------------------------------------------
