@@ -218,9 +218,9 @@ class Notifier:
             await self._failed("command", error, payload)
 
     async def _desktop_send(self, payload: dict[str, Any]) -> None:
-        if self.settings.desktop == "auto" and not self.notices.state.startswith("sent"):
-            if not await self._check():
-                return
+        unknown = self.settings.desktop == "auto" and not self.notices.state.startswith("sent")
+        if unknown and not await self._check():
+            return
         error = await self._send(payload)
         if error is not None:
             self.notices.set(f"unavailable ({error})")

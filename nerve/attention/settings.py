@@ -22,7 +22,7 @@ Defaults behave sensibly on a desktop and on a headless server:
         checkpoint_interval: 5m       # and on this timer, even when idle (daemon only)
       notify:
         command: []                   # argv run for each surfaced highlight (no shell)
-        desktop: auto                 # a desktop notification when a session has a server (auto/on/off)
+        desktop: auto                 # notify when a notification service answers (auto/on/off)
         quiet: ""                     # quiet hours, local time ("22:00-07:00"): decided, not sent
         dnd: false                    # do not disturb: every surfacing decided, none sent
       snapshot_every: 1000            # an attention.snapshot event every N observations
