@@ -38,6 +38,8 @@ RECALL = (
 OPEN = (
     "Why did git push fail on the network this morning?",
     "Summarise my afternoon in two sentences.",
+    # the observation's line whole: it ranks before the newer decisions quoting it (same score)
+    "net en0 down 2400.0 KiB/s up 880.0 KiB/s",
 )
 
 FC, SH, TP, NW, PT = (

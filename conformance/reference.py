@@ -1108,8 +1108,10 @@ def envelope(events: list[dict[str, Any]], query: str, params: dict[str, Any]) -
         for st, vocab in NAMES.items():
             if w in vocab.split() and st in present and st not in named:
                 named.append(st)
+    # a span whose tokens are the query's, whole and in order, ranks before every other hit
     by_score = sorted((e for e in window if scores[e["id"]] > 0),
-                      key=lambda e: (scores[e["id"]], _newest_key(e)), reverse=True)  # fmt: skip
+                      key=lambda e: (span_tokens[e["id"]] == words, scores[e["id"]],
+                                     _newest_key(e)), reverse=True)  # fmt: skip
     hits = by_score[: params["k"]]
     others = sorted((st for st in present if st not in named),
                     key=lambda st: (tuple(-v for v in strata[st][0]["hlc"]), st))  # fmt: skip

@@ -28,6 +28,7 @@ REGENERATED = {
     "c4_recall.json": "test_conformance_c4.py",
     "n1_payload_jcs.json": "test_conformance.py",
     "n2_projections.json": "test_conformance.py",
+    "s1_seals.json": "test_conformance_seal.py",
 }
 
 

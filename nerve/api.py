@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from datetime import tzinfo
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
@@ -26,6 +27,7 @@ from nerve.door.fleet import Fleet
 from nerve.door.info import Info
 from nerve.door.reads import Reads
 from nerve.door.runs import Runs
+from nerve.door.sync import Sync
 from nerve.errors import DaemonError, UsageError
 from nerve.workspace import WorkspaceDir as Folder
 
@@ -75,7 +77,7 @@ def open(  # the front door is nerve.open, as io.open is io's
     return Workspace(Folder.find(path, write=not read_only), read_only=read_only)
 
 
-class Workspace(Reads, Runs, Fleet, Info, Admin):
+class Workspace(Reads, Runs, Fleet, Sync, Info, Admin):
     """One nerve workspace: its log, its daemon if one runs, its configuration.
 
     Besides the methods below: streamed SQL, the tail and a sense's data
@@ -106,6 +108,14 @@ class Workspace(Reads, Runs, Fleet, Info, Admin):
         writing; ``write=False`` also accepts a folder holding only a log (a copy of
         ``data/``, an archive), as the CLI's reading commands do."""
         return cls(Folder.find(path, write=write))
+
+    @staticmethod
+    def located(path: Path | str | None = None) -> tuple[Path, str]:
+        """The folder :meth:`find` opens, and why that one: ``--workspace``,
+        ``NERVE_WORKSPACE``, the nearest ``nerve.yaml`` upwards, or the user workspace
+        ``nerve setup`` made (what ``nerve status`` says)."""
+        folder, why = Folder.locate(path)
+        return folder.root, why
 
     def __repr__(self) -> str:
         mode = ", read_only=True" if self.read_only else ""
@@ -458,14 +468,17 @@ class Workspace(Reads, Runs, Fleet, Info, Admin):
         k: int | None = None,
         record: bool = True,
         connect: Callable[[], duckdb.DuckDBPyConnection] | None = None,
+        now_ns: int | None = None,
+        tz: tzinfo | None = None,
     ) -> AskResult:
         """Answer a question from the log (``nerve ask``): deterministic recall first, the
         configured fallback only when that cannot answer; recorded unless ``record=False``.
-        ``connect`` gives the connection recall reads (``nerve mcp``: the privacy sandbox)."""
+        ``connect`` gives the connection recall reads (``nerve mcp``: the privacy sandbox);
+        ``now_ns`` and ``tz`` ask as if it were then, in that zone (fixtures, replays)."""
         from nerve.recall import ask
 
         folder = self._writable() if record else self._dir
-        return ask(folder, question, k=k, record=record, connect=connect)
+        return ask(folder, question, k=k, record=record, connect=connect, now_ns=now_ns, tz=tz)
 
     def export(
         self, path: Path | str, *, force: bool = False, copy: bool = False, plaintext: bool = False

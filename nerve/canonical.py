@@ -339,7 +339,12 @@ def _deep_path(data: bytes, limit: int, envelope: int) -> str | None:
             key += 1
         elif token.startswith(b'"') and isinstance(key, str):
             key = token[1:-1].decode("utf-8", "replace")
+            if not _NAME.fullmatch(key):
+                return None  # a key that is not a plain name cannot name the place
     return None
+
+
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
 
 
 def _format_path(steps: list[str | int]) -> str:

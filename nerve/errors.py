@@ -30,6 +30,9 @@
     ├── FallbackError           recall's configured fallback failed (nerve.recall)
     ├── FleetError              the fleet catalog, table or store failed (nerve.fleet.warehouse)
     ├── HeadError               a fleet head cannot be read or does not verify (nerve.fleet.head)
+    ├── SyncError               a sync group, join code or transport failed (nerve.sync.group)
+    ├── SealError               an epoch seal set-up, state or check failed (nerve.seal.store)
+    ├── NoteError               a seal's signed note is not its form (nerve.seal.note)
     └── AccessRefused           an agent's MCP call broke a rule (read-only SQL, a budget, a
                                 write not allowed, a time limit)
 

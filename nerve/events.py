@@ -78,7 +78,7 @@ NERVE_KINDS = (
     "attention.highlight", "attention.decision", "attention.snapshot",
     "attention.notify_failed", "attention.mute", "chain.link",
     "ask.question", "ask.answer", "ask.error",
-    "agent.access", "trust.attestation",
+    "agent.access", "trust.attestation", "seal.stopped",
 )  # fmt: skip
 AGENT_ACCESS = "agent.access"  # one per MCP tool call (nerve.mcp.access)
 

@@ -58,6 +58,16 @@ SITES: tuple[str, ...] = (
     "ui.token",  # the login token `nerve ui` prints
     "fleet.write",  # an object in a local fleet warehouse, or fleet state (its temp file)
     "fleet.fsync",
+    "config",  # nerve.yaml rewritten by a person's edit from the UI (categories)
+    "seal.keys",  # a seal set-up's public epoch keys
+    "seal.setup",  # a seal set-up's seed record (written last: it marks a set-up whole)
+    "seal.state",  # the forward-secure state, overwritten in place each epoch
+    "seal.append",  # one epoch seal appended to its notes file
+    "witness.write",  # a witness's memory of what it cosigned, and its cosigned notes
+    "sync.key",  # a sync group's key
+    "sync.group",  # a sync group's description (written after the key: it marks a join)
+    "sync.state",  # what this device has sent to its group
+    "sync.device",  # a peer's device name, as its status box gave it
 )
 
 

@@ -139,7 +139,7 @@ def register_snapshot(conn: duckdb.DuckDBPyConnection, snap: Snapshot) -> None:
 def connect(
     log_root: Path,
     projection_dirs: Sequence[Path] = (),
-    settings: Mapping[str, int] | None = None,
+    settings: Mapping[str, Any] | None = None,
 ) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB connection with ``events`` and every projection as views."""
     snap = snapshot(log_root)
@@ -155,7 +155,7 @@ def define_views(
     conn: duckdb.DuckDBPyConnection,
     source: str,
     projections: list[Projection],
-    settings: Mapping[str, int] | None = None,
+    settings: Mapping[str, Any] | None = None,
     *,
     temp: bool = True,
 ) -> list[str]:
@@ -163,9 +163,14 @@ def define_views(
     records, :data:`nerve.events.BOOKKEEPING_KINDS`), ``events`` over ``source`` (SQL naming
     the stored rows), then each projection; the names of the views made. ``temp=False``
     stores them in the database, for plain DuckDB: there ``payload_cid`` is as stored (see
-    ``BLAKE3_UDF``)."""
+    ``BLAKE3_UDF``). ``settings["categories"]`` (rows of :func:`nerve.categories.rule_rows`)
+    fill ``nerve_categories``, which ``focus_spells`` reads (:mod:`nerve.categories`)."""
+    from nerve.categories import SPELLS_VIEW, define
+
     kind = "TEMP " if temp else ""
-    values = {**DEFAULT_SETTINGS, **(settings or {})}
+    given = dict(settings or {})
+    rules = given.pop("categories", ())
+    values = {**DEFAULT_SETTINGS, **given}
     columns = ", ".join(f"{int(value)} AS {name}" for name, value in values.items())
     conn.execute(f"CREATE OR REPLACE {kind}TABLE nerve_settings AS SELECT {columns}")
     conn.execute(
@@ -175,8 +180,9 @@ def define_views(
         register_blake3(conn)
     cid = COMPUTED_CID if temp else "payload_cid"
     conn.execute(EVENTS_VIEW.format(kind=kind, source=source, columns=event_columns(cid)))
+    define(conn, rules, kind)
     _create_views(conn, projections, kind)
-    return ["events", *(p.name for p in projections)]
+    return ["events", SPELLS_VIEW, *(p.name for p in projections)]
 
 
 def _create_views(

@@ -43,8 +43,10 @@ __all__ = [
     "SpoolRecord",
     "default_spool",
     "hook",
+    "hook_file",
     "install_line",
     "parse_spool_line",
+    "written_version",
 ]
 
 SPOOL_VERSION = "nerve1"
@@ -184,9 +186,61 @@ def _checked(shell: str) -> str:
     return shell
 
 
-def hook(shell: str) -> str:
-    """The snippet for ``shell`` (``bash``, ``zsh`` or ``fish``); a ``UsageError`` otherwise."""
-    return _SNIPPETS[_checked(shell)]
+_SPOOL_LINES = {
+    "bash": '__nerve_spool="${NERVE_SHELL_SPOOL:-${XDG_STATE_HOME:-$HOME/.local/state}/nerve/'
+    'shell.spool}"\n',
+    "zsh": 'typeset -g __nerve_spool="${XDG_STATE_HOME:-$HOME/.local/state}/nerve/shell.spool"\n',
+    "fish": "    set -g __nerve_spool $HOME/.local/state/nerve/shell.spool\n",
+}
+_SPOOL_FIXED = {
+    "bash": '__nerve_spool={q}; [ -z "${{NERVE_SHELL_SPOOL-}}" ] || '
+    "__nerve_spool=$NERVE_SHELL_SPOOL\n",
+    "zsh": "typeset -g __nerve_spool={q}\n",
+    "fish": "    set -g __nerve_spool {q}\n",
+}
+
+
+def _quoted(shell: str, text: str) -> str:
+    """``text`` as one single-quoted word of ``shell`` (fish escapes inside its quotes)."""
+    if shell == "fish":
+        return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+    return "'" + text.replace("'", "'\\''") + "'"
+
+
+def hook(shell: str, spool: Path | None = None) -> str:
+    """The snippet for ``shell`` (``bash``, ``zsh`` or ``fish``); a ``UsageError`` otherwise.
+
+    ``spool`` fixes where it appends when ``$NERVE_SHELL_SPOOL`` is not set (``nerve setup``
+    points it into the user workspace); without it, :func:`default_spool`'s place."""
+    text = _SNIPPETS[_checked(shell)]
+    if spool is None:
+        return text
+    line = _SPOOL_FIXED[shell].format(q=_quoted(shell, str(spool)))
+    return text.replace(_SPOOL_LINES[shell], line, 1)
+
+
+_NERVE_AT = {
+    "bash": "command -v nerve >/dev/null || alias nerve={q}\n",
+    "zsh": "command -v nerve >/dev/null || alias nerve={q}\n",
+    "fish": "type -q nerve; or function nerve; {q} $argv; end\n",
+}
+
+
+def hook_file(shell: str, *, spool: Path, nerve: Path, version: str) -> str:
+    """The static hook file ``nerve setup`` writes and a start-up file sources: a header
+    naming the ``version`` that wrote it, ``nerve`` as a command when it is not on ``PATH``
+    (the README's venv install), then :func:`hook` appending to ``spool``. A new shell reads
+    it and runs no Python."""
+    head = f"# nerve {version} shell hook, written by `nerve setup` (refreshed on upgrade)\n"
+    alias = _NERVE_AT[_checked(shell)].format(q=_quoted(shell, str(nerve)))
+    return head + alias + hook(shell, spool)
+
+
+def written_version(text: str) -> str | None:
+    """The nerve version a hook file names in its first line, or None."""
+    first = text.split("\n", 1)[0]
+    match = re.fullmatch(r"# nerve (\S+) shell hook, .*", first)
+    return match[1] if match else None
 
 
 def install_line(shell: str) -> tuple[str, str]:

@@ -7,9 +7,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from nerve import fsio
+from nerve import fsio, userdirs
 from nerve.errors import EventError, UsageError
 from nerve.resources import bundled
 
@@ -47,20 +47,46 @@ class WorkspaceDir:
         """The workspace a command means, found the way git finds a repository.
 
         ``given`` (``--workspace``), else ``NERVE_WORKSPACE``, else the nearest folder from
-        ``cwd`` upwards that holds ``nerve.yaml``. A named folder without ``nerve.yaml`` is
-        accepted only for reading a log already there (an archive, a copied ``data/``); a
-        command that writes needs ``nerve.yaml``. Nothing is created here.
+        ``cwd`` upwards that holds ``nerve.yaml``, else the user's own workspace (the one
+        ``nerve setup`` made, named in :func:`nerve.userdirs.pointer_file`). A named folder
+        without ``nerve.yaml`` is accepted only for reading a log already there (an archive,
+        a copied ``data/``); a command that writes needs ``nerve.yaml``. Nothing is created.
         """
-        named = given or (os.environ if env is None else env).get("NERVE_WORKSPACE")
-        if not named:
-            start = (cwd or Path.cwd()).resolve()
-            for folder in (start, *start.parents):
-                if (folder / "nerve.yaml").is_file():
-                    return cls(folder)
-            raise UsageError(
-                f"not in a nerve workspace: no nerve.yaml in {start} or any folder above it",
-                hint="create one with `nerve init DIR`, or name one with --workspace DIR",
-            )
+        return cls.locate(given, cwd=cwd, env=env, write=write)[0]
+
+    @classmethod
+    def locate(
+        cls,
+        given: Path | str | None = None,
+        *,
+        cwd: Path | None = None,
+        env: Mapping[str, str] | None = None,
+        write: bool = False,
+    ) -> tuple[WorkspaceDir, str]:
+        """The workspace :meth:`find` gives, and why it is that one (what ``nerve status``
+        says): ``--workspace``, ``NERVE_WORKSPACE``, the nearest ``nerve.yaml`` upwards, else
+        the user workspace the pointer names (:mod:`nerve.userdirs`, set by ``nerve setup``)."""
+        environ = os.environ if env is None else env
+        if given:
+            return cls._named(given, write), "--workspace"
+        if environ.get("NERVE_WORKSPACE"):
+            return cls._named(environ["NERVE_WORKSPACE"], write), "NERVE_WORKSPACE"
+        start = (cwd or Path.cwd()).resolve()
+        for folder in (start, *start.parents):
+            if (folder / "nerve.yaml").is_file():
+                return cls(folder), f"nerve.yaml in {folder}"
+        mine = userdirs.pointed_workspace(environ)
+        if mine is not None and (mine / "nerve.yaml").is_file():
+            return cls(mine.resolve()), f"your workspace, named in {userdirs.pointer_file(environ)}"
+        raise UsageError(
+            f"not in a nerve workspace: no nerve.yaml in {start} or any folder above it",
+            hint="make your own with `nerve setup`, one here with `nerve init DIR`, or name one "
+            "with --workspace DIR",
+        )
+
+    @classmethod
+    def _named(cls, named: Path | str, write: bool) -> WorkspaceDir:
+        """The folder ``--workspace`` or ``NERVE_WORKSPACE`` names, if it can serve."""
         ws = cls.at(named)
         if ws.config_path.is_file() or (not write and ws.log_root.is_dir()):
             return ws
@@ -162,13 +188,20 @@ class WorkspaceDir:
         fsio.private_dir(self.log_root)
         return connect(self.log_root, self.projection_dirs(), self.settings())
 
-    def settings(self) -> dict[str, int]:
-        """What projections read from the table ``nerve_settings``, as nerve.yaml sets it;
-        nothing without one (``nerve.query.define_views`` fills in the defaults). Imports no
-        DuckDB: the daemon asks this of its query process's connections."""
+    def settings(self) -> dict[str, Any]:
+        """What projections read from the table ``nerve_settings``, as nerve.yaml sets it,
+        and its category rules (``categories``, for ``focus_spells``); nothing without one
+        (``nerve.query.define_views`` fills in the defaults). Imports no DuckDB: the daemon
+        asks this of its query process's connections."""
         if not self.config_path.exists():
             return {}
-        return {"attention_window": self.config.attention.window}
+        from nerve.categories import rule_rows
+
+        cfg = self.config
+        return {
+            "attention_window": cfg.attention.window,
+            "categories": rule_rows(cfg.categories),
+        }
 
 
 def _with_encryption(text: str, kind: str) -> str:

@@ -9,6 +9,7 @@ import pytest
 
 from nerve.workspace import WorkspaceDir, init_workspace
 from tests.helpers import hypothesis_profile  # noqa: F401  (no per-example deadline)
+from tests.helpers.day import Day, copy_day, unpack_day
 from tests.helpers.incli import needs_process, run_in_process
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -60,6 +61,23 @@ def log_root(tmp_path: Path) -> Path:
 def _own_state_home(
     tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Trust anchors and tokens go under ``$XDG_STATE_HOME``: each test gets its own, so no
-    test reads what another accepted, and nothing lands in the real home folder."""
+    """Trust anchors and tokens go under ``$XDG_STATE_HOME``, the user workspace's pointer
+    under ``$XDG_CONFIG_HOME``: each test gets its own, so no test reads what another
+    accepted, and nothing lands in the real home folder."""
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path_factory.mktemp("state")))
+    # the user workspace's pointer (nerve setup) is under $XDG_CONFIG_HOME: a person's own
+    # must not become the workspace of a test run outside any nerve.yaml
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path_factory.mktemp("config")))
+
+
+@pytest.fixture(scope="session")
+def recorded_day(tmp_path_factory: pytest.TempPathFactory) -> Day:
+    """The recorded real day (``tests/fixtures/day/``), unpacked once per session: read it,
+    never write to it (``recorded_day_copy`` is a private copy for a test that writes)."""
+    return unpack_day(tmp_path_factory.mktemp("day"))
+
+
+@pytest.fixture
+def recorded_day_copy(recorded_day: Day, tmp_path: Path) -> Day:
+    """A writable copy of the recorded real day for one test."""
+    return copy_day(recorded_day, tmp_path / "day")

@@ -51,6 +51,8 @@ QUICK_RUNS: dict[str, tuple[list[str], dict[str, Any]]] = {
         {"runs": 12, "fires": 10, "failed_runs": 0},
     ),
     "ask_bench.py": (["--quick", "--events", "3000", "--runs", "1"], {"events": 3000, "runs": 1}),
+    "ask_day_bench.py": (["--quick"], {"questions": 10}),
+    "ask_plan_bench.py": (["--quick", "--days", "0.05", "--runs", "1"], {"days": 0.05, "runs": 1}),
     "crash_bench.py": (["--quick", "--kills", "4"], {"kills": 4}),
     "follow_bench.py": (["--quick", "--seconds", "1.5"], {"seconds": 1.5}),
     "forget_bench.py": (
@@ -73,10 +75,12 @@ QUICK_RUNS: dict[str, tuple[list[str], dict[str, Any]]] = {
     "shell_hook_bench.py": (["--quick", "--commands", "30"], {"commands": 30, "rounds": 1}),
     "nab_bench.py": (["--quick"], {"corpus": "synthetic", "series": 4}),
     "attention_day_bench.py": (["--quick", "--hours", "8"], {"hours": 8.0}),
+    "attention_days_bench.py": (["--quick", "--cadence", "300"], {"days": 1, "cadence": [300]}),
     "footprint_bench.py": (
         ["--quick", "--seconds", "8", "--sample-s", "2", "--stream-s", "120"],
         {"seconds": 8.0, "sample_s": 2.0, "stream_s": 120.0},
     ),
+    "sync_bench.py": (["--events", "1000"], {"events": 1000}),
     "ui_bench.py": (
         ["--quick", "--events", "500", "--rounds", "1", "--big", "5000"],
         {"events": 500, "rounds": 1},
@@ -85,6 +89,10 @@ QUICK_RUNS: dict[str, tuple[list[str], dict[str, Any]]] = {
     "mutation_bench.py": (
         ["--modules", "nerve/tokens.py", "--max-mutants", "2", "--max-children", "1"],
         {},
+    ),
+    "seal_bench.py": (
+        ["--quick", "--events", "5000", "--seals", "4", "--bits", "6"],
+        {"events": 5000, "seals": 4, "bits": 6},
     ),
     "crypt_bench.py": (
         ["--quick", "--appends", "100", "--query-events", "20000"],
@@ -299,6 +307,13 @@ SABOTAGE: dict[str, tuple[str, list[str], str]] = {
         """,
         ["--quick"],
         "beats_null",
+    ),
+    "attention_days_bench.py": (
+        """
+        bench.attend = lambda obs, settings: []  # attention decides nothing
+        """,
+        ["--quick", "--cadence", "300"],
+        "recall_above_zero",
     ),
     "attention_day_bench.py": (
         """

@@ -108,7 +108,7 @@ def test_plain_duckdb_reads_everything_nerve_does(ws: WorkspaceDir, tmp_path: Pa
     assert (result["events"], result["sealed"], result["unsealed"]) == (19, 7, 0)
     assert result["segments"] == 2 and result["copied"] is False
     bundled_views = sorted(p.stem for p in bundled("projections").glob("*.sql"))
-    assert sorted(result["views"]) == sorted(["events", "lines", *bundled_views])
+    assert sorted(result["views"]) == sorted(["events", "focus_spells", "lines", *bundled_views])
     assert sorted(os.listdir(out.parent)) == ["nerve.duckdb"]  # no temp file left
     assert stat.S_IMODE(out.stat().st_mode) == 0o600
     with out.open("rb") as f:  # DuckDB 1.3, nerve's floor, reads storage versions up to 66

@@ -68,10 +68,6 @@ def test_a_refusal_without_its_place_is_a_crash() -> None:
     fuzz.placed(LogCorrupt("/the/segment.parquet: bad bytes"), "/the/segment.parquet")
 
 
-_OPEN_SEGMENT = "open: Arrow's integers past 64 bits escape segments.reading (issue 39)"
-_OPEN = "open: some refusals of a malformed request name no place (issue 39, further on)"
-
-
 @pytest.mark.fuzz
 @pytest.mark.parametrize(
     "name",
@@ -79,13 +75,14 @@ _OPEN = "open: some refusals of a malformed request name no place (issue 39, fur
         "spool",
         "wire",
         "wal",
-        pytest.param("segment", marks=pytest.mark.xfail(reason=_OPEN_SEGMENT, strict=False)),
-        pytest.param("request", marks=pytest.mark.xfail(reason=_OPEN, strict=False)),
+        "segment",
+        "request",
         "config",
     ],
 )
 def test_each_target_fuzzes_for_a_second_without_a_crash(name: str, tmp_path: Path) -> None:
     pytest.importorskip("atheris")
-    tally = _bench().fuzz_target(name, 1, tmp_path, restarts=0)
+    # 20 s per input: a real hang still fails; a slow input on a loaded CI runner does not
+    tally = _bench().fuzz_target(name, 1, tmp_path, restarts=0, timeout=20.0)
     assert tally.execs > 0 and tally.runs == 1
     assert tally.crashes == [], [path.read_bytes()[:200] for path in tally.crashes]

@@ -19,8 +19,9 @@ from jupyter_client.kernelspec import KernelSpecManager
 from nbclient import NotebookClient
 
 from nerve.attention import audit
-from nerve.workspace import WorkspaceDir, init_workspace
+from nerve.workspace import init_workspace
 from tests.helpers.attended import attended_workspace
+from tests.helpers.day import Day
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 AUDIT = NOTEBOOKS / "audit.ipynb"
@@ -40,11 +41,14 @@ def notebook_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return state
 
 
-def _run_audit(ws: WorkspaceDir, monkeypatch: pytest.MonkeyPatch) -> nbformat.NotebookNode:
-    monkeypatch.setenv("NERVE_WORKSPACE", str(ws.root))
+def _run_audit(root: Path, monkeypatch: pytest.MonkeyPatch, cwd: Path) -> nbformat.NotebookNode:
+    """Execute the notebook on the workspace at ``root``, its kernel working in ``cwd`` (a
+    temporary folder: never the repository, which is itself a watched workspace)."""
+    monkeypatch.setenv("NERVE_WORKSPACE", str(root))
+    cwd.mkdir(parents=True, exist_ok=True)
     nb = nbformat.read(AUDIT, as_version=4)
     client = NotebookClient(
-        nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(NOTEBOOKS)}}
+        nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(cwd)}}
     )
     client.execute()
     return nb
@@ -95,7 +99,7 @@ def test_audit_notebook_walks_held_decisions(
     assert reasons["hold:value"] > 0 and reasons["hold:budget"] > 0, reasons
     links = len(audit.chain_links(ws.log_root))
 
-    nb = _run_audit(ws, monkeypatch)
+    nb = _run_audit(ws.root, monkeypatch, tmp_path / "run")
 
     _assert_ran_cleanly(nb)
     assert _has_png(nb)
@@ -119,7 +123,7 @@ def test_audit_notebook_runs_on_an_empty_workspace(
 ) -> None:
     ws = init_workspace(tmp_path / "ws")
 
-    nb = _run_audit(ws, monkeypatch)
+    nb = _run_audit(ws.root, monkeypatch, tmp_path / "run")
 
     _assert_ran_cleanly(nb)
     assert not _has_png(nb)
@@ -129,3 +133,13 @@ def test_audit_notebook_runs_on_an_empty_workspace(
     assert "ws.held() lists 0 held decisions; the SQL above counts 0 (agrees)" in stdout
     assert "No held decision to inspect." in stdout
     assert not notebook_env.exists()
+
+
+def test_audit_notebook_runs_on_the_recorded_day(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, notebook_env: Path, recorded_day: Day
+) -> None:
+    nb = _run_audit(recorded_day.root, monkeypatch, tmp_path / "run")
+
+    _assert_ran_cleanly(nb)
+    held = audit.held(recorded_day.root / "data" / "log")
+    assert f"ws.held() lists {len(held)} held decisions" in _stdout(_outputs(nb))

@@ -35,12 +35,16 @@ def kernel_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.setenv("JUPYTER_PATH", str(prefix / "share" / "jupyter"))
 
 
-def _run_history(ws: WorkspaceDir, monkeypatch: pytest.MonkeyPatch) -> nbformat.NotebookNode:
-    """Execute the notebook on ``ws`` in a fresh kernel (which inherits the environment)."""
+def _run_history(
+    ws: WorkspaceDir, monkeypatch: pytest.MonkeyPatch, cwd: Path
+) -> nbformat.NotebookNode:
+    """Execute the notebook on ``ws`` in a fresh kernel (which inherits the environment),
+    working in ``cwd``: a temporary folder, never the repository (a watched workspace)."""
     monkeypatch.setenv("NERVE_WORKSPACE", str(ws.root))
+    cwd.mkdir(parents=True, exist_ok=True)
     nb = nbformat.read(HISTORY, as_version=4)
     client = NotebookClient(
-        nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(NOTEBOOKS)}}
+        nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(cwd)}}
     )
     client.execute()
     return nb
@@ -115,7 +119,7 @@ def test_history_notebook_runs_on_a_log(tmp_path: Path, monkeypatch: pytest.Monk
     ws = init_workspace(tmp_path / "ws")
     _write_history(ws)
 
-    nb = _run_history(ws, monkeypatch)
+    nb = _run_history(ws, monkeypatch, tmp_path / "run")
 
     _assert_ran_cleanly(nb)
     expected = replay_digest(ws.log_root)
@@ -135,7 +139,7 @@ def test_history_notebook_runs_on_an_empty_log(
 ) -> None:
     ws = init_workspace(tmp_path / "ws")
 
-    nb = _run_history(ws, monkeypatch)
+    nb = _run_history(ws, monkeypatch, tmp_path / "run")
 
     _assert_ran_cleanly(nb)
     stdout = _stdout(nb)

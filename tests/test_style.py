@@ -19,13 +19,18 @@ PACKAGE = ROOT / "nerve"
 
 # A module may import only from layers at or below its own.
 LAYERS = [
-    {"errors", "clock", "canonical", "resources", "fsio", "durations", "version", "safetext"},
+    {"errors", "clock", "canonical", "resources", "fsio", "durations", "version", "safetext"}
+    | {"userdirs"},
     {"events", "contract", "shellhook"},
+    {"categories"},
     {"log"},
     {"query", "config", "conformance", "chain", "attention", "checks", "privacy", "sensedata"}
-    | {"recall.core", "recall.tier0", "mcp.settings", "fleet.settings", "sealedfs", "sealeddir"},
+    | {"seal"}
+    | {"recall.core", "recall.tier0", "mcp.settings", "fleet.settings", "sync.settings"}
+    | {"sealedfs", "sealeddir"},
     {"workspace"},
     {"runtime", "flow", "logops", "recall", "export", "tail", "privacy.ops", "fleet", "tokens"}
+    | {"setup", "sync"}
     | {"privacy.forget", "privacy.archive", "privacy.selection"},
     {"api", "door", "dev"},
     {"mcp"},

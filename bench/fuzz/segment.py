@@ -39,11 +39,17 @@ def seeds() -> list[bytes]:
     return out
 
 
+def _events() -> None:
+    """The rows as events, as ``nerve.log.reader.events_since`` reads them."""
+    with seg.reading(_PATH):
+        stored_events(seg.read_segment(_PATH))
+
+
 def TestOneInput(data: bytes) -> None:
     """The bytes as a segment file, through each reader."""
     _PATH.write_bytes(data)
     for read in (
-        lambda: stored_events(seg.read_segment(_PATH)),
+        _events,
         lambda: seg.read_since(_PATH, Hlc(1, 0)),
         lambda: seg.read_segment(_PATH, ["id", "payload_cid", "kind"]),
         lambda: seg.stored_v1(_PATH),

@@ -74,7 +74,9 @@ class Highlight:
     ``unseen`` (in a part of the range never visited), ``surprise`` (far from the prediction)
     or ``trend`` (a steady climb or fall), and ``direction`` is +1 above what was expected,
     -1 below (0 for the detector's own probes, whose ``kind`` is empty). Neither is sealed:
-    a replay derives both again.
+    a replay derives both again. A ``drift`` (:mod:`nerve.attention.drift`) also gives its
+    steady rate, ``rate_per_h`` (the reading's unit per hour), and ``eta_s``, the projected
+    seconds until the reading's headroom is gone at that rate (0 when not known).
     """
 
     probe: str
@@ -85,6 +87,8 @@ class Highlight:
     seq: int
     kind: str = ""
     direction: int = 0
+    rate_per_h: int = 0
+    eta_s: int = 0
 
     def to_cbor_map(self) -> dict[str, int | str]:
         """The highlight as a text-keyed map of ints and text (for a sealed link)."""

@@ -188,6 +188,8 @@ class Attention:
             done = rules.resolve(self.values.latest, first + i, times[i])
             out += [(i, k - len(done), h, a) for k, (h, a) in enumerate(done)]
             out += [(i, 3 + k, h, a) for k, (h, a) in enumerate(rules.sort(fires, times[i]))]
+            drifts = rules.drifts(self.values.latest, first + i, times[i])
+            out += [(i, 3 + len(fires) + k, h, a) for k, (h, a) in enumerate(drifts)]
             rules.watch(self.values.latest, first + i, times[i], self.values.level)
         return out
 

@@ -13,6 +13,9 @@ decision is explained the same way everywhere. What each rule compared, from the
   price of a surfacing;
 - ``hold:direction`` (a gate rule, :mod:`nerve.attention.rules`): a value probe fired the
   other way than the one that matters for its reading; value and cost were not compared;
+- a ``drift`` (a gate rule, :mod:`nerve.attention.drift`; ``kind`` says so) is a reading
+  creeping steadily the way that matters: ``rate_per_h`` and ``eta_s`` give its rate and
+  the projected time to no headroom; the gate then decided it as any confirmed excursion;
 - ``hold:transient`` (a gate rule): a fire in the direction of concern was not confirmed;
   the reading stored is the one that ended it. Within the fire's spread of its baseline it
   plainly fell back; beyond it, it fell back short of the rule's bar (not stored), stayed
@@ -74,6 +77,9 @@ class Reason:
     baseline: int | None = None
     sigma: int | None = None
     direction: int = 0  # +1 a rise, -1 a fall, 0 not known
+    kind: str = ""  # the fire's kind: record, unseen, surprise, trend, return, drift (the rule)
+    rate_per_h: int | None = None  # a drift's steady rate, the reading's unit per hour
+    eta_s: int | None = None  # a drift's projected seconds to no headroom (0: not known)
     cause: str = ""  # what happened and where (nerve.attention.cause)
     delivery: str | None = None  # why a surfacing was not sent ("muted until 21:30")
 
@@ -138,6 +144,9 @@ def reason_of(decision: Mapping[str, Any]) -> Reason:
         baseline=baseline,
         sigma=_int(hl.get("sigma_milli")),
         direction=_direction(_int(hl.get("direction")), reading, baseline),
+        kind=str(hl.get("kind") or ""),
+        rate_per_h=_int(hl.get("rate_per_h")),
+        eta_s=_int(hl.get("eta_s")),
         cause=cause_of(decision),
         delivery=_text(decision.get("delivery")),
     )

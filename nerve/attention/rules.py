@@ -17,6 +17,9 @@ worth an interruption, from the fire's ``kind`` and ``direction`` and the readin
   disk), a further ``bar`` (at least ``sigma``) beyond the fire's own reading: it keeps
   growing, so half of ``confirm_s`` is enough. A compile burst of seconds is so held; a hog
   of minutes is not.
+- **drift** (:mod:`nerve.attention.drift`): a ``rise``/``fall`` reading that creeps steadily
+  over ``drift_window_s`` (a leak, a disk filling) fires a ``drift`` highlight, confirmed at
+  once (the window was its persistence); ``drift: false`` turns it off.
 - a confirmed excursion is worth at least ``confirmed_milli`` to the gate, which then applies
   its value and budget tests as to any highlight.
 - **returns**: once an ``up``/``down`` excursion is confirmed, a reading at least
@@ -38,6 +41,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from nerve.attention.detector import Highlight
+from nerve.attention.drift import RATES, Drift
 from nerve.attention.observer import round_div
 from nerve.attention.values import RATE, VALUE_PREFIX
 from nerve.errors import EventError
@@ -95,6 +99,12 @@ class RuleSettings(BaseModel):
     concerns: dict[str, Concern] = Field(default_factory=dict)
     floors: dict[str, int] = Field(default_factory=dict)
     rearm_s: Annotated[int, Field(ge=0, le=604_800)] = 600
+    drift: bool = True
+    drift_window_s: Annotated[int, Field(ge=60, le=86_400)] = 1200
+    drift_step_s: Annotated[int, Field(ge=1, le=3600)] = 60
+    drift_steady_milli: Annotated[int, Field(ge=0, le=1000)] = 700
+    drift_quiet_s: Annotated[int, Field(ge=0, le=604_800)] = 21_600
+    drift_rates: dict[str, Annotated[int, Field(ge=1)]] = Field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -136,6 +146,7 @@ class Rules:
         self._pending: dict[str, _Pending] = {}
         self._resolved: set[str] = set()  # probes resolved by the current observation
         self._known: dict[str, _Known] = {}  # the latest confirmed excursion of each probe
+        self.drift = _drift_of(settings) if settings.drift else None
 
     def apply(
         self,
@@ -149,7 +160,28 @@ class Rules:
         observation's ``fires`` (decided now, held for direction, or left pending), then
         watch for the return of confirmed excursions (``level``: a probe's level)."""
         out = self.resolve(latest, seq, now_ns) + self.sort(fires, now_ns)
+        out += self.drifts(latest, seq, now_ns)
         self.watch(latest, seq, now_ns, level)
+        return out
+
+    def drifts(
+        self, latest: Mapping[str, int], seq: int, now_ns: int
+    ) -> list[tuple[Highlight, Action]]:
+        """Sample every ``rise``/``fall`` reading of ``latest`` for the drift rule; a drift
+        of a probe with no pending or just-decided fire is confirmed at once."""
+        if self.drift is None:
+            return []
+        out: list[tuple[Highlight, Action]] = []
+        for probe in sorted(latest):
+            concern = concern_of(probe, self.settings.concerns)
+            if concern not in _GROWING:
+                continue
+            free = probe not in self._pending and probe not in self._resolved
+            at = (seq, now_ns)
+            h = self.drift.check(probe, _key(probe), latest[probe], _SIGN[concern], at, free)
+            if h is not None:
+                self._resolved.add(probe)
+                out.append((h, "confirmed"))
         return out
 
     def watch(
@@ -250,7 +282,9 @@ class Rules:
             probe: {**asdict(p), "highlight": asdict(p.highlight)}
             for probe, p in sorted(self._pending.items())
         }
-        return {"pending": pending, "known": {k: asdict(v) for k, v in sorted(self._known.items())}}
+        known = {k: asdict(v) for k, v in sorted(self._known.items())}
+        drift = {"drift": self.drift.snapshot()} if self.drift is not None else {}
+        return {"pending": pending, "known": known, **drift}
 
     def restore(self, snapshot: Mapping[str, Any]) -> None:
         """Replace the pending fires with ``snapshot``'s; ``EventError`` if malformed."""
@@ -262,8 +296,15 @@ class Rules:
                 for probe, p in snapshot["pending"].items()
             }
             self._known = {str(probe): _read_known(k) for probe, k in snapshot["known"].items()}
+            if self.drift is not None:  # absent in snapshots taken before the drift rule
+                self.drift.restore(snapshot.get("drift", {}))
         except (KeyError, TypeError, ValueError) as exc:
             raise EventError(f"rules snapshot is malformed: {exc!r}") from None
+
+
+def _drift_of(s: RuleSettings) -> Drift:
+    rates = {**RATES, **s.drift_rates}
+    return Drift(s.drift_window_s, s.drift_step_s, s.drift_steady_milli, s.drift_quiet_s, rates)
 
 
 def _read_known(k: Mapping[str, Any]) -> _Known:

@@ -140,6 +140,7 @@ def _highlight_json(hl: Highlight) -> dict[str, Any]:
         "score_milli": hl.score_milli,
         "seq": hl.seq,
         **({"kind": hl.kind, "direction": hl.direction} if hl.kind else {}),
+        **({"rate_per_h": hl.rate_per_h, "eta_s": hl.eta_s} if hl.kind == "drift" else {}),
     }
 
 

@@ -5,14 +5,50 @@ the plain message is still printed, so scripts can tell the two apart); 1 for an
 failing fallback, a bad ``recall:`` section); 2 for usage.
 """
 
+import shutil
+import sys
+import textwrap
+from datetime import tzinfo
 from typing import Annotated
 
 import typer
 
 from nerve.cli.output import emit_json
+from nerve.errors import UsageError
 from nerve.safetext import shown
 
 EXIT_UNANSWERED = 3
+
+
+def _zone(name: str | None) -> tzinfo | None:
+    """``--tz``: an IANA zone name; UsageError naming it when unknown."""
+    if name is None:
+        return None
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError) as exc:
+        raise UsageError(f"--tz {name!r} is not a time zone", hint="--tz Europe/Berlin") from exc
+
+
+def _now(text: str | None, tz: tzinfo | None) -> int | None:
+    """``--now``: a time as ``nerve tail --since`` reads it (ISO-8601, ``10m`` ago …)."""
+    if text is None:
+        return None
+    from nerve.tail.when import parse_instant
+
+    return parse_instant(text, tz=tz).physical_ns
+
+
+def wrapped(text: str, width: int) -> str:
+    """``text`` wrapped at word boundaries to ``width``; a list item's lines hang under it."""
+    out = []
+    for line in text.splitlines():
+        hang = "  " if line.startswith("- ") else ""
+        out += textwrap.wrap(line, width, subsequent_indent=hang, break_long_words=False,
+                             break_on_hyphens=False) or [""]  # fmt: skip
+    return "\n".join(out)
 
 
 def ask_cmd(
@@ -26,6 +62,13 @@ def ask_cmd(
     no_record: Annotated[
         bool, typer.Option("--no-record", help="Do not append ask.* events to the log.")
     ] = False,
+    now: Annotated[
+        str | None,
+        typer.Option("--now", help="Ask as if it were then (ISO-8601 time; for replays)."),
+    ] = None,
+    zone: Annotated[
+        str | None, typer.Option("--tz", help="The local time zone (default: this machine's).")
+    ] = None,
 ) -> None:
     """Answer QUESTION from the log: deterministic recall first, the fallback only if needed.
 
@@ -33,11 +76,15 @@ def ask_cmd(
     """
     from nerve.cli.state import door
 
-    result = door().ask(question, k=k, record=not no_record)
+    tz = _zone(zone)
+    result = door().ask(question, k=k, record=not no_record, now_ns=_now(now, tz), tz=tz)
     if as_json:
         emit_json(result.to_json())
     else:
-        typer.echo(shown(result.text))  # it quotes the log's lines
+        text = shown(result.text)  # it quotes the log's lines
+        if sys.stdout.isatty():
+            text = wrapped(text, shutil.get_terminal_size().columns)
+        typer.echo(text)
     if not result.answered:
         raise typer.Exit(EXIT_UNANSWERED)
 

@@ -104,9 +104,18 @@ def verify(
     no_record: Annotated[
         bool, typer.Option("--no-record", help="Do not advance the trust record.")
     ] = False,
+    seed: Annotated[
+        str | None,
+        typer.Option("--seed", help="Check the epoch seals with this verification seed."),
+    ] = None,
     as_json: JsonFlag = False,
 ) -> None:
-    """Check every signature, seq, prev link, encoding and checkpoint; name the first break."""
+    """Check every signature, seq, prev link, encoding and checkpoint; name the first break.
+    With --seed: check every epoch seal instead, and name the first failing epoch."""
+    if seed is not None:
+        from nerve.cli.seal_cmds import verify_seed
+
+        verify_seed(seed, as_json)
     verdict = _verdict(path, _parse_key(key), trust_bundle_key, record=not no_record)
     data = verdict.to_json()
     if verdict.pinned == "bundle":
@@ -265,5 +274,8 @@ def rotate_key() -> None:
 
 
 def register(app: typer.Typer) -> None:
+    from nerve.cli import seal_cmds
+
+    seal_cmds.register(audit_app)
     app.command("attend")(attend)
     app.add_typer(audit_app, name="audit")

@@ -6,6 +6,10 @@ prints the table to paste here when they differ.
 """
 
 COMMANDS: dict[str, tuple[str, str]] = {
+    "setup": (
+        "setup_cmds",
+        "Make your own nerve: a workspace in your data folder, the shell hook, a user service.",
+    ),
     "init": (
         "log_cmds",
         "Create a workspace: nerve.yaml, senses/, workflows/, projections/, data/.",
@@ -78,6 +82,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "Start capture again after `nerve pause` (a capture.resumed event).",
     ),
     "shell-hook": ("shell_cmds", "Print the shell hook for SHELL."),
+    "service": (
+        "setup_cmds",
+        "The user service that runs the daemon from login (systemd --user, launchd).",
+    ),
     "key": ("key_cmds", "Keys of an encrypted workspace (see nerve init --encrypt)."),
     "daemon": ("daemon_cmds", "Run nerve's daemon in the background."),
     "sense": ("sense_cmds", "Inspect and trigger senses."),
@@ -90,6 +98,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "Serve this workspace's log to AI assistants over the Model Context Protocol.",
     ),
     "fleet": ("fleet_cmds", "Many hosts: ship to an Iceberg table, query it, verify it."),
+    "sync": (
+        "sync_cmds",
+        "One history across your devices: a sync group over NATS JetStream or S3.",
+    ),
     "ui": (
         "ui_cmds",
         "Serve this workspace's log as web pages (timeline, search, live tail, SQL, audit).",

@@ -58,14 +58,25 @@ def _attach(ws: Any, *, view: bool) -> None:
 @daemon_app.command("run")
 def run_cmd() -> None:
     """Run the daemon in the foreground without a view, its log on stderr (what `start` runs)."""
-    _door(write=True).run_daemon(echo=sys.stderr)
+    ws = _door(write=True)
+    _refresh_hooks(ws.root)
+    ws.run_daemon(echo=sys.stderr)
+
+
+def _refresh_hooks(root: Any) -> None:
+    """Rewrite the workspace's shell hook files an older nerve wrote (see `nerve setup`)."""
+    from nerve.setup.plan import refresh_hooks
+
+    for path in refresh_hooks(root):
+        typer.echo(f"nerve: refreshed the shell hook {path}", err=True)
 
 
 @daemon_app.command("start")
 def start() -> None:
     """Start the daemon in the background."""
-    pid = _door(write=True).start()
-    typer.echo(f"nerve daemon started (pid {pid})")
+    ws = _door(write=True)
+    _refresh_hooks(ws.root)
+    typer.echo(f"nerve daemon started (pid {ws.start()})")
 
 
 @daemon_app.command("stop")
@@ -86,18 +97,23 @@ def restart() -> None:
 @daemon_app.command("status")
 def status(as_json: JsonFlag = False) -> None:
     """Show whether the daemon runs, and its health."""
+    from nerve.cli.state import found
+
+    root, why = found()
+    where = {"workspace": str(root), "found_by": why}
     status_ = _door().status()
     health = status_.health
     if not status_.running:
         if as_json:
-            emit_json({"running": False})
+            emit_json({"running": False, **where})
         else:
-            typer.echo("nerve daemon is not running")
+            typer.echo(shown(f"workspace {root} ({why})\nnerve daemon is not running"))
         raise typer.Exit(3)
     if as_json:
-        emit_json({"running": True, **health})
+        emit_json({"running": True, **health, **where})
         return
     lines = status_lines(health, terminal_width() if is_terminal() else None)
+    lines.insert(0, f"workspace {root} ({why})")
     typer.echo(shown("\n".join(lines)))  # sense results and errors quote what senses saw
 
 
@@ -119,6 +135,8 @@ def status_lines(health: dict[str, Any], width: int | None) -> list[str]:
         "capture  "
         + ("not known yet" if health.get("warming") else _capture(health.get("capture"))),
     ]
+    if health.get("sealing"):
+        lines.append(f"sealing  {_sealing(health['sealing'])}")
     if health.get("notifications"):  # a daemon of this version says whether they reach anyone
         lines.append(f"notifications: {health['notifications']}")
     senses = health.get("sense_results", [])
@@ -132,6 +150,14 @@ def status_lines(health: dict[str, Any], width: int | None) -> list[str]:
         columns, rows = columns[:-1], [row[:-1] for row in rows]
     layout = Layout.fit(columns, rows, width or UNWRAPPED)
     return [*lines, "", layout.line(columns)] + [layout.line(row) for row in rows]
+
+
+def _sealing(seal: dict[str, Any]) -> str:
+    """Epoch seals in a few words: the last epoch sealed, or why it is not sealing."""
+    if not seal["sealing"]:
+        return f"NOT sealing epochs: {flat(str(seal['why']))}"
+    last = seal["last_epoch"]
+    return "set up, no epoch sealed yet" if last is None else f"epoch {last} sealed"
 
 
 def _cell_text(value: Any) -> str:

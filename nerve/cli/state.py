@@ -23,3 +23,10 @@ def door(*, write: bool = False) -> api.Workspace:
     from nerve.api import Workspace
 
     return Workspace.find(STATE.workspace_arg, write=write)
+
+
+def found() -> tuple[Path, str]:
+    """The workspace :func:`door` opens, and why that one (``nerve status`` says both)."""
+    from nerve.api import Workspace
+
+    return Workspace.located(STATE.workspace_arg)

@@ -166,6 +166,7 @@ def _quick_class(base: type) -> type:
 
 
 GROUPS = (  # the command modules, in the order their commands are listed
+    "setup_cmds",
     "log_cmds",
     "key_cmds",
     "daemon_cmds",
@@ -179,6 +180,7 @@ GROUPS = (  # the command modules, in the order their commands are listed
     "privacy_cmds",
     "mcp_cmds",
     "fleet_cmds",
+    "sync_cmds",
     "shell_cmds",
     "ui_cmds",
 )

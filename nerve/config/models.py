@@ -25,6 +25,7 @@ from pydantic_core import PydanticCustomError
 
 from nerve.attention.settings import MODELS as ATTENTION_MODELS
 from nerve.attention.settings import AttentionSettings
+from nerve.categories import CategoryRule
 from nerve.config.recall import MODELS as RECALL_MODELS
 from nerve.config.recall import RecallConfig
 from nerve.contract import MAX_ROUNDS_LIMIT
@@ -37,6 +38,8 @@ from nerve.mcp.settings import MODELS as MCP_MODELS
 from nerve.mcp.settings import McpConfig
 from nerve.privacy.settings import MODELS as PRIVACY_MODELS
 from nerve.privacy.settings import PrivacyConfig
+from nerve.sync.settings import MODELS as SYNC_MODELS
+from nerve.sync.settings import SyncConfig
 
 __all__ = [
     "DEFAULT_TIMEOUT_MS",
@@ -360,6 +363,20 @@ class AttestationConfig(_Model):
         return keys
 
 
+class SealConfig(_Model):
+    """Epoch seals (docs/sealing.md): the epoch ``nerve audit seal-setup`` uses unless told
+    (the set-up's own epoch is what the daemon seals by), and whether the daemon seals."""
+
+    epoch: PositiveDuration = 900_000  # 15 min, as journald's sealing
+    enabled: bool = True
+
+
+class AuditConfig(_Model):
+    """The audit's settings: epoch seals."""
+
+    seal: SealConfig = Field(default_factory=SealConfig)
+
+
 class NerveConfig(_Model):
     """A whole ``nerve.yaml``."""
 
@@ -376,7 +393,10 @@ class NerveConfig(_Model):
     privacy: PrivacyConfig = Field(default_factory=PrivacyConfig)
     mcp: McpConfig = Field(default_factory=McpConfig)
     attestation: AttestationConfig = Field(default_factory=AttestationConfig)
+    audit: AuditConfig = Field(default_factory=AuditConfig)
     fleet: FleetConfig | None = None
+    categories: list[CategoryRule] = Field(default_factory=list)
+    sync: SyncConfig = Field(default_factory=SyncConfig)
 
     @model_validator(mode="before")
     @classmethod
@@ -422,9 +442,13 @@ _MODELS = (
     DaemonConfig,
     UiConfig,
     AttestationConfig,
+    SealConfig,
+    AuditConfig,
+    CategoryRule,
     *PRIVACY_MODELS,
     *MCP_MODELS,
     *FLEET_MODELS,
+    *SYNC_MODELS,
     *ATTENTION_MODELS,
     *RECALL_MODELS,
 )

@@ -24,7 +24,7 @@ from nerve.chain.records import OUTCOMES
 Record = dict[str, Any]
 
 
-_RULE_FIELDS = ("kind", "direction")
+_RULE_FIELDS = ("kind", "direction", "rate_per_h", "eta_s")  # derived, not in C3/C3V
 
 
 def highlight_to_json(highlight: Highlight) -> Record:

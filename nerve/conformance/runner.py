@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from nerve.conformance import attention, log, recall
+from nerve.conformance import attention, log, recall, seal
 from nerve.resources import bundled
 
 __all__ = ["CHECKERS", "Checker", "VectorResult", "run_all", "run_file"]
@@ -30,6 +30,7 @@ CHECKERS: dict[str, Checker] = {
     **log.CHECKERS,
     **recall.CHECKERS,
     **attention.CHECKERS,  # C3, C3V and C5
+    **seal.CHECKERS,  # S1
 }
 """Each published vector's checker, by the name in its ``vector`` key."""
 

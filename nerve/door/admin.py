@@ -5,14 +5,18 @@ surfacing chain's bundle, and re-wrapping the data key (``nerve run``, ``nerve l
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 if TYPE_CHECKING:
     from nerve.attention.audit import Verdict
+    from nerve.categories import CategoryRule
     from nerve.privacy.policy import Verdict as TextVerdict
     from nerve.runtime.daemon import View
+    from nerve.seal import SealReport, Seed
+    from nerve.seal.token import TokenRef
+    from nerve.seal.witness import Cosigned
     from nerve.workspace import WorkspaceDir
 
 __all__ = ["Admin"]
@@ -55,6 +59,41 @@ class Admin:
             issues = check_layout(ws, ws.config) + check_workflows(ws, ws.config)
         return issues, [str(h) for h in config_hints(ws.config_path)]
 
+    def set_categories(self, rules: Sequence[Mapping[str, str]]) -> list[CategoryRule]:
+        """Replace nerve.yaml's ``categories:`` with the rules (``name``, ``app``, ``title``
+        each), once the whole file they make validates, and record it as a
+        ``categories.set`` event; the rules as stored."""
+        from pydantic import ValidationError
+
+        from nerve import fsio
+        from nerve.categories import CategoryRule, with_rules
+        from nerve.config import parse_config
+        from nerve.errors import ConfigError
+        from nerve.events import NERVE_SOURCE, Trust
+        from nerve.log.drafts import Draft
+        from nerve.logops import emit
+
+        ws = self._writable()
+        path = ws.config_path
+        old = path.read_text(encoding="utf-8") if path.exists() else ""
+        parsed = []
+        for at, rule in enumerate(rules):
+            try:
+                parsed.append(CategoryRule(**dict(rule)))
+            except ValidationError as exc:
+                error = exc.errors()[0]
+                where = ".".join(str(p) for p in error["loc"])
+                why = f"categories[{at}].{where}: {error['msg']}"
+                raise ConfigError(f"{path}: {why}", field="categories") from None
+        text = with_rules(old, parsed)
+        kept = parse_config(text, str(path)).categories
+        fsio.write_private(path, text.encode("utf-8"), site="config", exclusive=False)
+        payload = {"rules": [r.model_dump() for r in kept]}
+        line = f"categories set: {len(kept)} rule{'' if len(kept) == 1 else 's'}"
+        emit(ws, [Draft.of("categories.set", source=NERVE_SOURCE, trust=Trust.FIRST_PARTY,
+                           line=line, payload=payload, subject="categories")])  # fmt: skip
+        return kept
+
     def privacy_test(self, text: str, *, source: str, kind: str, sense: str = "") -> TextVerdict:
         """What the privacy rules would store for ``text`` as such an event, and why."""
         from nerve.privacy.ops import test_text
@@ -80,6 +119,40 @@ class Admin:
         from nerve.attention import bundle
 
         return bundle.export(self._dir.log_root, out)
+
+    def seal_setup(self, epoch_s: int, *, bits: int = 16, token: TokenRef | None = None) -> Seed:
+        """Set epoch sealing up (once): the verification seed to keep off this machine; a
+        token's identity key, if given, certifies it."""
+        from nerve.seal import setup
+        from nerve.seal.token import certifier
+
+        folder = self._writable().data / "seals"
+        return setup(
+            folder, epoch_s, bits=bits, certify=None if token is None else certifier(token)
+        )
+
+    def seal_verify(self, seed: Seed, *, now_ns: int | None = None) -> SealReport:
+        """Every epoch seal checked against ``seed`` and the log as it is now."""
+        import time
+
+        from nerve.seal import SealDir, read_log, verify
+
+        now = time.time_ns() if now_ns is None else now_ns
+        seals = SealDir(self._dir.data / "seals")
+        return verify(seed, seals.notes(), read_log(self._dir.log_root), now)
+
+    def seal_witness(self, other: Path, seed: Seed) -> Cosigned:
+        """Cosign the newest seal of the workspace at ``other`` (this workspace witnesses
+        it): its seals verified with ``seed``, and no other history than the one cosigned
+        before."""
+        from nerve.seal import SealDir, read_log
+        from nerve.seal.witness import cosign
+        from nerve.workspace import WorkspaceDir
+
+        theirs = WorkspaceDir(Path(other).resolve())
+        notes = SealDir(theirs.data / "seals").notes()
+        folder = self._writable().data / "witness"
+        return cosign(folder, seed, notes, read_log(theirs.log_root))
 
     def rewrap_key(self, new_key: Callable[[Path], tuple[bytes, dict[str, Any]]]) -> Path:
         """Wrap the data key under the key ``new_key`` makes (given the log's folder); the

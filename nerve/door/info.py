@@ -42,9 +42,27 @@ class Info:
         """Where projections are loaded from: the bundled ones, then the workspace's."""
         return self._dir.projection_dirs()
 
-    def view_settings(self) -> dict[str, int]:
-        """What the projections read from ``nerve_settings``, as nerve.yaml sets it."""
-        return self._dir.settings()
+    def view_settings(self) -> dict[str, Any]:
+        """What the projections read from ``nerve_settings`` and ``nerve_categories``, as
+        nerve.yaml sets it now (read again when the file changes, so a category edited in
+        the UI reaches every later query; a bad edit keeps the settings read last)."""
+        from nerve.errors import NerveError
+        from nerve.workspace import WorkspaceDir
+
+        try:
+            stat = self._dir.config_path.stat()
+            stamp: tuple[int, ...] = (stat.st_mtime_ns, stat.st_size, stat.st_ino)
+        except FileNotFoundError:
+            stamp = ()
+        kept = getattr(self, "_settings_read", None)
+        if kept is not None and kept[0] == stamp:
+            return dict(kept[1])
+        try:
+            settings = WorkspaceDir(self._dir.root).settings()
+        except NerveError:
+            return dict(kept[1]) if kept is not None else self._dir.settings()
+        self._settings_read = (stamp, settings)
+        return dict(settings)
 
     def log_bytes(self) -> int:
         """Bytes the log's files take on disk now (segments, WAL, manifest, blobs)."""

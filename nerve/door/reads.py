@@ -103,8 +103,8 @@ class Reads:
         for batch in self.follow(TailFilter(kinds=(DECISION,)), since, poll_s=poll_s):
             for line in batch.lines():
                 event = json.loads(line)
-                if isinstance(event.get("data"), dict):
-                    yield {**event["data"], "hlc": event["hlc"]}
+                if isinstance(event.get("payload"), dict):
+                    yield {**event["payload"], "hlc": event["hlc"]}
 
     def filter_warnings(self, filt: TailFilter) -> list[str]:
         """A warning for each kind or source ``filt`` names that the log never held (with

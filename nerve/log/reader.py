@@ -128,7 +128,9 @@ def events_since(root: Path, since: Hlc = HLC_ZERO) -> Iterator[Event | ErasedEv
     snap = snapshot(root)
     for info, path in zip(snap.segments, snap.files, strict=True):
         if info.max_hlc > since:
-            yield from stored_events(seg.read_since(path, since))
+            with seg.reading(path):
+                events = stored_events(seg.read_since(path, since))
+            yield from events
     yield from stored_events(seg.after(snap.tail, since))
 
 

@@ -16,7 +16,7 @@ import pyarrow as pa
 
 from nerve import fsio
 from nerve.clock import Hlc
-from nerve.errors import LogCorrupt, one_line
+from nerve.errors import EventError, LogCorrupt, one_line
 from nerve.log import crypt
 from nerve.log.codec import ERASABLE_SCHEMA, SCHEMA, conform, fixed_bytes, is_v1, stored_form
 from nerve.log.lazy import pc, pq
@@ -192,9 +192,9 @@ def reading(path: Path) -> Iterator[None]:
         yield
     except FileNotFoundError:
         raise
-    except (pa.ArrowInvalid, OSError, UnicodeDecodeError) as exc:
+    except (pa.ArrowException, OSError, UnicodeDecodeError) as exc:
         raise LogCorrupt(f"{path}: cannot be read as Parquet: {one_line(exc)}") from None
-    except LogCorrupt as exc:
+    except (LogCorrupt, EventError) as exc:  # a row that is not an event is a corrupt file
         raise LogCorrupt(f"{path}: {one_line(exc)}") from None
 
 
@@ -226,18 +226,35 @@ def with_cid_source(columns: list[str] | None) -> list[str] | None:
 def stored_v1(path: Path) -> bool:
     """True for a segment written with the v1 (unsigned) column types; reads the footer."""
     check_regular(path)
-    try:
+    with reading(path):
         return is_v1(pq.read_schema(source(path)))
-    except (pa.ArrowInvalid, OSError, UnicodeDecodeError) as exc:
-        raise LogCorrupt(f"{path}: cannot be read as Parquet: {one_line(exc)}") from None
 
 
 def read_since(path: Path, since: Hlc) -> pa.Table:
     """Rows strictly after ``since``, using the physical_ns statistics to skip row groups."""
     check_regular(path)
     with reading(path):
-        table = pq.read_table(source(path), filters=[("physical_ns", ">=", since.physical_ns)])
+        file = pq.ParquetFile(source(path))
+        groups = [i for i in range(file.num_row_groups) if _ends_at_or_after(file, i, since)]
+        table = file.read_row_groups(groups) if groups else file.schema_arrow.empty_table()
         return after(complete(conform(table)), since)
+
+
+def _ends_at_or_after(file: Any, group: int, since: Hlc) -> bool:
+    """Whether row group ``group`` may hold a row at or after ``since``'s physical time (by
+    its ``physical_ns`` statistics; a group without them is read). Chosen by hand rather than
+    through ``read_table(filters=...)``, which hangs on some corrupt footers."""
+    meta = file.metadata.row_group(group)
+    for index in range(meta.num_columns):
+        column = meta.column(index)
+        if column.path_in_schema == "physical_ns":
+            if column.physical_type != "INT64":  # pyarrow aborts reading such statistics
+                raise LogCorrupt(f"physical_ns is stored as {column.physical_type}")
+            stats = column.statistics
+            if stats is None or not stats.has_min_max:
+                return True
+            return bool(stats.max >= since.physical_ns)
+    return True
 
 
 def after(table: pa.Table, since: Hlc) -> pa.Table:

@@ -7,6 +7,7 @@ pyarrow or numpy.
 from __future__ import annotations
 
 import base64
+import re
 from typing import Any
 
 from nerve.canonical import legacy_json, parse_canonical
@@ -28,6 +29,7 @@ from nerve.events import (
     validate_fields,
 )
 
+_HEX64 = re.compile(r"[0-9a-f]{64}")  # a content id as text
 ERASED_TEXT = "<erased>"  # how text output shows an erased line (JSON says "erased": true)
 
 
@@ -248,7 +250,8 @@ def _stored_form(obj: dict[str, Any], data: bytes) -> bytes:
 def _check_claimed(obj: dict[str, Any], key: str, actual: bytes) -> None:
     claimed = obj.get(key)
     if claimed is not None and claimed != actual.hex():
-        raise EventError(f"{key} {claimed} does not match the fields (recomputed {actual.hex()})")
+        shown = claimed if isinstance(claimed, str) and _HEX64.fullmatch(claimed) else "given"
+        raise EventError(f"{key} {shown} does not match the fields (recomputed {actual.hex()})")
 
 
 def payload_text(data: bytes) -> str:

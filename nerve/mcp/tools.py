@@ -195,7 +195,7 @@ def _event(
         hlc=f"{row['physical_ns']}.{row['logical']}",
         source=display_source(int(row["source"])),
         kind=str(row["kind"]),
-        subject=str(row["subject"]),
+        subject=shown.subject,
         trust=trust_name(int(row["trust"])),
         line=ERASED if erased else shown.line,
         data=shown.data if with_data and not erased else None,
@@ -251,6 +251,18 @@ def _rows_by_id(conn: Any, ids: Iterable[str]) -> dict[str, dict[str, Any]]:
     )
     names = [d[0] for d in cursor.description]
     return {bytes(r[2]).hex(): dict(zip(names, r, strict=True)) for r in cursor.fetchall()}
+
+
+def _valid_times(conn: Any, ids: list[str]) -> dict[str, int]:
+    """Each event's ``valid_time_ns`` (when its datum was true), for those that have one."""
+    if not ids:
+        return {}
+    found = conn.execute(
+        "SELECT id, valid_time_ns FROM events WHERE list_contains(?::BLOB[], id) "
+        "AND valid_time_ns IS NOT NULL",
+        [[bytes.fromhex(i) for i in ids]],
+    ).fetchall()
+    return {bytes(r[0]).hex(): int(r[1]) for r in found}
 
 
 def _has_erased(conn: Any) -> bool:
@@ -381,16 +393,18 @@ def ask(call: Call, question: str, k: int | None = None) -> AskOut:
         return open_sandbox(call.ws, call.screen.rows)
 
     result = call.ws.ask(question, k=k, record=False, connect=shown)
-    spans = {s.id: s for s in result.envelope.spans}
     conn = shown()  # the cited ids are the screened rows' (keyed where the rules changed one)
     try:
-        rows = _rows_by_id(conn, [i for i in result.spans if i in spans])
+        rows = _rows_by_id(conn, list(result.spans))  # a plan cites rows past the envelope
+        starts = _valid_times(conn, list(rows))
     finally:
         conn.close()
     cited = [rows[i] for i in result.spans if i in rows]
+    # a citation's time is the datum's (a command's start), as the answer's text says it
+    times = _times([starts.get(bytes(r["id"]).hex(), int(r["physical_ns"])) for r in cited])
     citations = [
-        Citation(**e.model_dump(exclude={"data", "erased", "trust"})).model_dump()
-        for e in _events(call.ws, call.screen, cited, with_data=False)
+        Citation(**e.model_dump(exclude={"data", "erased", "trust", "time"}), time=t).model_dump()
+        for e, t in zip(_events(call.ws, call.screen, cited, with_data=False), times, strict=True)
     ]
     kept, cut = call.fit(citations)
     return AskOut(

@@ -86,6 +86,7 @@ class Shown:
     data: Any
     rule: str | None = None
     changed: bool = False
+    subject: str = ""  # a withheld row's is its rule's marker too: what it named is withheld
 
 
 class Screen:
@@ -132,13 +133,17 @@ class Screen:
             bytes(r[5]).hex() for r, s in zip(rows, shown, strict=True) if s is None or s[2]
         }
         screened |= set(hidden)
-        out: dict[str, list[Any]] = {"line": [], "payload": [], "id": [], "payload_cid": []}
+        out: dict[str, list[Any]] = {
+            "line": [], "payload": [], "id": [], "payload_cid": [], "subject": []
+        }  # fmt: skip
         for row, one in zip(rows, shown, strict=True):
             if one is None:
                 continue
             line, payload, changed = one
             renamed = self._renamed(row[1], payload, screened)
-            changed = changed or renamed != payload
+            subject = self.text(row[2]) if row[2] else row[2]
+            changed = changed or renamed != payload or subject != row[2]
+            out["subject"].append(subject)
             out["line"].append(line)
             out["payload"].append(renamed)
             if not changed:
@@ -207,12 +212,14 @@ class Screen:
         verdict = self.policy.plan(source, kind, subject).verdict(line, payload)
         if verdict.dropped_by is not None:
             self.withheld += 1
-            return Shown(withheld(verdict.dropped_by), None, verdict.dropped_by, changed=True)
+            marker = withheld(verdict.dropped_by)
+            return Shown(marker, None, verdict.dropped_by, changed=True, subject=marker)
         if verdict.fired:
             self.redacted += 1
         renamed = self._renamed(kind, verdict.payload, hidden)
         data = decode_payload(renamed) if renamed else None
-        return Shown(verdict.line, data, changed=bool(verdict.fired) or renamed != verdict.payload)
+        changed = bool(verdict.fired) or renamed != verdict.payload
+        return Shown(verdict.line, data, changed=changed, subject=self.text(subject))
 
     def value(self, value: Any) -> Any:
         """Any JSON value with each string screened (see the module docstring)."""

@@ -43,6 +43,8 @@ class AskResult:
     spans: tuple[str, ...]
     fallback: dict[str, Any] | None = None
     recorded: tuple[str, ...] = field(default=())
+    plan: dict[str, Any] | None = None  # the window, subject and measure Tier 0 read
+    left_out: int = 0  # matching events the text did not list
 
     @property
     def question(self) -> str:
@@ -61,6 +63,7 @@ class AskResult:
             "energy": self.energy.to_json(),
             "fallback": self.fallback,
             "envelope_digest": self.envelope.digest,
+            **({"plan": self.plan, "left_out": self.left_out} if self.plan is not None else {}),
         }
 
     def to_json(self) -> dict[str, Any]:
@@ -130,8 +133,19 @@ def _unanswered_text() -> str:
 
 
 def tier0_result(question_id: str, envelope: Envelope, found: Tier0Answer) -> AskResult:
+    """Tier 0's answer; one that asks for a missing part is not answered (tier None)."""
     return AskResult(
-        question_id, envelope, found.text, True, 0, found.intent, False, found.energy, found.spans
+        question_id,
+        envelope,
+        found.text,
+        found.answered,
+        0 if found.answered else None,
+        found.intent,
+        False,
+        found.energy,
+        found.spans,
+        plan=found.plan,
+        left_out=found.left_out,
     )
 
 

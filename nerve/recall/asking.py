@@ -27,6 +27,7 @@ from nerve.recall.answers import (
 from nerve.recall.core import Retrieval, RetrievalParams
 from nerve.recall.facts import answer_facts
 from nerve.recall.fallback import FallbackError, call_fallback
+from nerve.recall.plans import answer_plan
 from nerve.recall.tier0 import Tier0Answer, answer, retrieve_for
 from nerve.workspace import WorkspaceDir
 
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
 __all__ = ["MAX_QUESTION_CHARS", "ask", "build_retrieval", "load_recall_config"]
 
 MAX_QUESTION_CHARS = 4_000
+_NO_MODEL = "(No other part of Tier 0 could answer, and no language model is set up to try.)"
 
 
 def load_recall_config(ws: WorkspaceDir) -> RecallConfig:
@@ -68,17 +70,20 @@ def build_retrieval(
     """The envelope (and its spans' payloads) for ``question`` over the workspace's log;
     ``connect`` opens the connection it reads (an agent's: privacy applied to the rows)."""
     cfg = config or load_recall_config(ws)
-    params = RetrievalParams(
+    conn = (connect or ws.connect)()
+    try:
+        return retrieve_for(conn, _checked_question(question), _params(ws, cfg, k))
+    finally:
+        conn.close()
+
+
+def _params(ws: WorkspaceDir, cfg: RecallConfig, k: int | None) -> RetrievalParams:
+    return RetrievalParams(
         k=cfg.k if k is None else k,
         window=cfg.window,
         kinds=tuple(cfg.kinds),
         salience_window=_salience_window(ws),
     )
-    conn = (connect or ws.connect)()
-    try:
-        return retrieve_for(conn, _checked_question(question), params)
-    finally:
-        conn.close()
 
 
 @dataclass
@@ -99,20 +104,36 @@ class _Recorder:
         return replace(result, recorded=tuple(self.ids))
 
 
-def _facts(
-    ws: WorkspaceDir,
-    question: str,
-    now_ns: int | None,
-    tz: tzinfo | None,
-    connect: Callable[[], duckdb.DuckDBPyConnection] | None,
+def _planned(
+    conn: duckdb.DuckDBPyConnection, question: str, now_ns: int, tz: tzinfo | None
 ) -> Tier0Answer | None:
-    """Tier 0 over the question's period (:mod:`nerve.recall.facts`), over the same rows
-    the envelope read (an agent's connection has privacy applied)."""
-    conn = (connect or ws.connect)()
-    try:
-        return answer_facts(conn, question, now_ns=now_ns or time.time_ns(), tz=tz)
-    finally:
-        conn.close()
+    """Tier 0 by parts (:mod:`nerve.recall.plans`): window, subject and measure, read by SQL."""
+    planned = answer_plan(conn, question, now_ns=now_ns, tz=tz)
+    if planned is None:
+        return None
+    plan, found = planned
+    intent = f"plan:{plan.subject.kind}.{plan.measure}"
+    return Tier0Answer(intent, found.text, found.spans, answered=found.answered,
+                       plan=plan.to_json(), left_out=found.left_out)  # fmt: skip
+
+
+def _tier0(
+    conn: duckdb.DuckDBPyConnection,
+    retrieval: Retrieval,
+    question: str,
+    now: int,
+    tz: tzinfo | None,
+    last_word: bool,
+) -> Tier0Answer | None:
+    """The plan's answer, else the envelope's intents, else the period intents; when none
+    answers and nothing comes after (``last_word``), the plan's question back, if it had one."""
+    planned = _planned(conn, question, now, tz)
+    if planned is not None and planned.answered:
+        return planned
+    found = answer(retrieval) or answer_facts(conn, question, now_ns=now, tz=tz)
+    if found is None and planned is not None and last_word:
+        return replace(planned, text=f"{planned.text} {_NO_MODEL}")  # what it understood
+    return found
 
 
 def ask(
@@ -129,18 +150,25 @@ def ask(
 ) -> AskResult:
     """Answer ``question`` from the log: Tier 0 first, the fallback only if Tier 0 cannot.
 
-    Tier 0 is the envelope's intents, then those read over the question's period ("in the
-    last 5 minutes", "yesterday"; ``now_ns`` and ``tz`` fix "now" and the local zone).
+    Tier 0 is the question parsed into a plan (:mod:`nerve.recall.plans`: window, subject,
+    measure), then the envelope's intents, then those read over the question's period ("in
+    the last 5 minutes", "yesterday"; ``now_ns`` and ``tz`` fix "now" and the local zone). A
+    plan that understood part of the question and asks for the rest is not answered.
 
     Records ``ask.question`` and ``ask.answer`` (or ``ask.error``) unless ``record`` is
     false. Raises ``InvalidConfig`` for a bad ``recall:`` section, ``UsageError`` for an empty
     question and :class:`FallbackError` when the fallback fails (after recording it).
     """
     cfg = load_recall_config(ws)
-    retrieval = build_retrieval(ws, question, k=k, config=cfg, connect=connect)
+    now = time.time_ns() if now_ns is None else now_ns
+    conn = (connect or ws.connect)()  # every Tier-0 read (an agent's rows: screened)
+    try:
+        retrieval = retrieve_for(conn, _checked_question(question), _params(ws, cfg, k))
+        found = _tier0(conn, retrieval, question, now, tz, cfg.fallback is None)
+    finally:
+        conn.close()
     envelope, qid = retrieval.envelope, question_id or new_question_id()
     recorder, asked = _Recorder(ws, record), question_draft(qid, envelope)
-    found = answer(retrieval) or _facts(ws, question, now_ns, tz, connect)
     if found is not None:
         return recorder.finish(tier0_result(qid, envelope, found), asked)
     if cfg.fallback is None:

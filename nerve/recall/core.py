@@ -21,7 +21,9 @@ Building an envelope for a query, all inside DuckDB over the ``events`` view:
    ``ln((N - n + 0.5) / (n + 0.5) + 1)`` up to a constant factor — as a fixed-point integer
    with :data:`IDF_BITS` fraction bits (:func:`log2_fixed`, integers only). A span's score is
    ``sum(idf * 11 * tf // (5 * tf + 6))`` over the terms; hits (score > 0) rank by score, then
-   newest first, then node and id descending. The top ``k`` hits come first in the envelope.
+   newest first, then node and id descending — except that a hit whose tokens are exactly
+   the query's tokens, in order (the command or title asked for, whole), ranks first. The
+   top ``k`` hits come first in the envelope.
 4. **Source-stratified recency fill.** Empty slots are filled round-robin over strata, newest
    first (by ``rank``): *named* strata take turns first until exhausted — the stratum of the
    Tier-0 intent the query matches, if any, then those its words name (:data:`LEXICON`, in
@@ -365,8 +367,14 @@ _SPAN_COLUMNS = "physical_ns, logical, id, source, kind, subject, line, rank"
 
 
 def _hits(
-    conn: duckdb.DuckDBPyConnection, terms: Sequence[str], idfs: Sequence[int], k: int
+    conn: duckdb.DuckDBPyConnection,
+    terms: Sequence[str],
+    idfs: Sequence[int],
+    k: int,
+    words: Sequence[str] = (),
 ) -> list[Span]:
+    """The top ``k`` BM25 hits; a span whose tokens are exactly the query's ``words`` (the
+    command or title asked for, whole) ranks before every other hit."""
     scored = [(t, idf) for t, idf in zip(terms, idfs, strict=True) if idf > 0]
     if not scored:
         return []
@@ -379,9 +387,9 @@ def _hits(
     sql = f"""
         SELECT {_SPAN_COLUMNS}, score FROM (
             SELECT *, {parts} AS score FROM (SELECT *, {tfs} FROM {_MATCHES})
-        ) WHERE score > 0 ORDER BY score DESC, {_ORDER} LIMIT {k}
+        ) WHERE score > 0 ORDER BY (toks = ?::VARCHAR[]) DESC, score DESC, {_ORDER} LIMIT {k}
     """
-    rows = conn.execute(sql, [t for t, _ in scored]).fetchall()
+    rows = conn.execute(sql, [*(t for t, _ in scored), list(words)]).fetchall()
     return [_span(row, via="bm25") for row in rows]
 
 
@@ -525,7 +533,7 @@ def retrieve(
     _create_matches(conn, terms)
     total, holding = _count_holding(conn, terms)
     idfs = [idf_fixed(total, n) for n in holding]
-    hits = _hits(conn, terms, idfs, params.k)
+    hits = _hits(conn, terms, idfs, params.k, tokenize(query))
     strata = _strata(conn)
     named = named_strata(query, first)
     order = _fill_order(strata, named)

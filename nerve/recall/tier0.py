@@ -63,14 +63,20 @@ class Tier0Answer:
     text: str
     spans: tuple[str, ...]
     energy: Energy = field(default_factory=Energy.zero)
+    answered: bool = True  # False: it says what it understood and asks for the missing part
+    plan: dict[str, Any] | None = None  # the window, subject and measure a plan used
+    left_out: int = 0  # how many matching events the text did not list
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "intent": self.intent,
             "text": self.text,
             "spans": list(self.spans),
             "energy": self.energy.to_json(),
         }
+        if self.plan is not None:
+            out |= {"answered": self.answered, "plan": self.plan, "left_out": self.left_out}
+        return out
 
 
 @dataclass(frozen=True)

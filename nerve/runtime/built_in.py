@@ -8,10 +8,21 @@ from nerve.flow.engine import WorkflowEngine
 from nerve.runtime.extensions import Extension
 from nerve.runtime.feed import ViewFeed
 from nerve.runtime.retention import Retention
+from nerve.runtime.sealing import Sealing
 from nerve.runtime.shipper import FleetShipping
+from nerve.runtime.syncer import SyncLoop
 
 
-def built_in(feed: ViewFeed, notices: Notices) -> list[Extension]:
+def built_in(feed: ViewFeed, notices: Notices, sealing: Sealing) -> list[Extension]:
     """Attention first: a workflow a sense asks for sees the decisions of the same commit.
-    ``feed`` and ``notices`` are the kernel's: the dev view and ``status`` read them."""
-    return [AttentionService(notices), WorkflowEngine(), FleetShipping(), Retention(), feed]
+    ``feed``, ``notices`` and ``sealing`` are the kernel's: the dev view and ``status`` read
+    them."""
+    return [
+        AttentionService(notices),
+        WorkflowEngine(),
+        FleetShipping(),
+        SyncLoop(),
+        Retention(),
+        sealing,
+        feed,
+    ]

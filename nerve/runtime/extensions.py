@@ -106,7 +106,13 @@ class Loop(Plain):
         self._task = asyncio.create_task(work, name=name)
 
     async def stop(self, host: object) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+        task = self._task
+        if task is None:
+            return
+        # Python 3.11's wait_for swallows a cancel that lands as the awaited thing finishes
+        # (a wake-up at stop): cancel again until the task has ended.
+        while not task.done():
+            task.cancel()
+            await asyncio.wait({task}, timeout=0.5)
+        with contextlib.suppress(asyncio.CancelledError):
+            await task

@@ -55,6 +55,9 @@ class Running(Protocol):
     def segments(self) -> int: ...
 
     @property
+    def seal_status(self) -> dict[str, Any] | None: ...
+
+    @property
     def followers(self) -> Followers: ...
 
     @property
@@ -103,6 +106,7 @@ def health(kernel: Running) -> dict[str, Any]:
         "tail_rows": kernel.log.tail_rows,
         "seal_failure": kernel.seal_failure,
         "segments": kernel.segments,
+        "sealing": kernel.seal_status,
         "followers": len(kernel.followers),
         "followers_dropped": kernel.followers.dropped,
         "capture": kernel.capture.to_json(),

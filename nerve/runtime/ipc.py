@@ -62,8 +62,10 @@ def parse_request(line: bytes) -> dict[str, Any]:
     """Decode one request line; raise a NerveError whose message is for the client."""
     try:
         msg = loads_bounded(line, field="request", envelope=REQUEST_ENVELOPE)
-    except EventError:
-        raise
+    except EventError as exc:
+        if str(exc).startswith(("request", "events[")):
+            raise
+        raise EventError(f"request {exc}", field=exc.field, hint=exc.hint) from None
     except (ValueError, UnicodeDecodeError) as exc:
         raise UsageError(f"request is not valid JSON: {exc}") from None
     if not isinstance(msg, dict) or not isinstance(msg.get("type"), str):

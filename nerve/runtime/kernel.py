@@ -42,6 +42,7 @@ from nerve.runtime.parts import Running, open_parts, position
 from nerve.runtime.queries import QueryChild
 from nerve.runtime.results import SenseStats
 from nerve.runtime.scheduler import Scheduler
+from nerve.runtime.sealing import Sealing
 from nerve.runtime.senses import ended_cleanly, last_alive_ns, layout, stored_states
 from nerve.runtime.sensing import Sensing
 from nerve.runtime.skips import Skips
@@ -65,7 +66,8 @@ class Kernel:
         self.stop_reason = "stop request"
         self.feed = ViewFeed()  # attention decisions and agent calls, for the dev view
         self.notices = Notices()  # whether surfacings reach the desktop, for status
-        self.extensions: list[Extension] = built_in(self.feed, self.notices)
+        self.sealing = Sealing()  # epoch seals; status reads it
+        self.extensions: list[Extension] = built_in(self.feed, self.notices, self.sealing)
         self.handlers: dict[str, Any] = dict(control.HANDLERS)  # and each extension's
         self.stages = Stages()  # batches sent in several requests, until their last part
         self.capture = CaptureGate(self)  # pause and resume
@@ -127,6 +129,10 @@ class Kernel:
     @property
     def seal_failure(self) -> str | None:
         return self._running.upkeep.seal_failure if self._running else None
+
+    @property
+    def seal_status(self) -> dict[str, Any] | None:
+        return self.sealing.status()
 
     @property
     def stored_events(self) -> int:

@@ -47,7 +47,8 @@ HERE = Path(__file__).parent
 POLL_S = 0.25
 KEEP_ALIVE_S = 15.0
 PAGES = [
-    ("/", "Timeline"),
+    ("/", "Day"),
+    ("/timeline", "Timeline"),
     ("/events", "Events"),
     ("/live", "Live"),
     ("/sql", "SQL"),
@@ -62,8 +63,28 @@ def _env() -> Environment:
     env = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=True)
     env.filters["highlight"] = highlight
     env.filters["pretty"] = lambda v: json.dumps(v, indent=2, ensure_ascii=False, default=str)
+    env.filters["clock"] = clock
+    env.filters["duration"] = duration
     env.globals["pages"] = PAGES
     return env
+
+
+def clock(ns: int | None, seconds: bool = True) -> str:
+    """A moment as local 24-hour time: ``14:03:22`` (``14:03`` without seconds)."""
+    from datetime import datetime
+
+    if ns is None:
+        return ""
+    return datetime.fromtimestamp(ns / 1e9).strftime("%H:%M:%S" if seconds else "%H:%M")
+
+
+def duration(ns: int | None) -> str:
+    """A span in words a person reads: ``2 h 05 min``, ``12 min``, ``40 s``."""
+    seconds = max(0, int(ns or 0) // 10**9)
+    hours, rest = divmod(seconds, 3600)
+    if hours:
+        return f"{hours} h {rest // 60:02d} min"
+    return f"{rest // 60} min" if rest >= 60 else f"{rest} s"
 
 
 def highlight(text: str, needle: str) -> Markup:
@@ -111,6 +132,18 @@ class Pages:
         page = self.env.get_template("error.html").render(d=body, path=request.url.path)
         return Response(page, status, media_type="text/html; charset=utf-8")
 
+    async def not_found(self, request: Request, exc: Exception) -> Response:
+        """A styled page with the navigation for an address no page answers."""
+        body = {
+            "error": "Not found",
+            "message": f"no page at {request.url.path[:200]}",
+            "hint": "the navigation above lists every page",
+        }
+        if wants_json(request):
+            return JSONResponse(body, 404)
+        page = self.env.get_template("error.html").render(d=body, path=request.url.path)
+        return Response(page, 404, media_type="text/html; charset=utf-8")
+
     async def run(self, request: Request, fn: Callable[[], Any]) -> Any:
         return await anyio.to_thread.run_sync(fn)
 
@@ -130,6 +163,27 @@ class Pages:
 
     # -- pages -------------------------------------------------------------------------------
 
+    async def day(self, request: Request) -> Response:
+        p = request.query_params
+        when, span = p.get("day"), p.get("span", "day") or "day"
+        try:
+            out = await self.run(request, lambda: data.day(self.ws, when, span))
+        except NerveError as exc:
+            return self.failed(request, exc)
+        return self.render(request, "day.html", out)
+
+    async def _rules_refused(
+        self, request: Request, exc: NerveError, typed: list[dict[str, str]]
+    ) -> Response:
+        """The day page again, the error beside the rules' form and the rules as typed."""
+        try:
+            out = await self.run(request, lambda: data.day(self.ws))
+        except NerveError:
+            return self.failed(request, exc)
+        page = self.render(request, "day.html", out, form_error=str(exc), typed=typed)
+        page.status_code = 400
+        return page
+
     async def timeline(self, request: Request) -> Response:
         p = request.query_params
         try:
@@ -147,6 +201,7 @@ class Pages:
             return self.failed(request, exc)
         return self.render(
             request, "timeline.html", out, x=_x(win), min=least, ticks=_ticks(win),
+            shown={k: _human(p.get(k, "")) for k in ("since", "until")},
             nav=_nav(win, buckets, p.get("host", "").strip()),
         )  # fmt: skip
 
@@ -290,11 +345,15 @@ class Pages:
         except _Refused as exc:
             return PlainTextResponse(f"refused: {exc}\n", 403)
         except NerveError as exc:
+            if action == "categories" and not wants_json(request):
+                return await self._rules_refused(request, exc, _rules(form))
             return self.failed(request, exc)
         if wants_json(request):
             return JSONResponse(out)
         if action == "forget" and out.get("dry_run"):
             return self.render(request, "forget_preview.html", out, form=form)
+        if action == "categories":
+            return RedirectResponse("/#categories", 303)
         back = "/senses" if action in ("trigger", "override") else "/privacy"
         return self.render(request, "done.html", out, back=back, action=action)
 
@@ -304,6 +363,8 @@ class Pages:
             return data.pause(ws)
         if action == "resume":
             return data.resume(ws)
+        if action == "categories":
+            return data.set_categories(ws, _rules(form))
         if action == "trigger":
             return data.trigger_sense(ws, str(form.get("sense", "")))
         if action == "override":
@@ -352,6 +413,18 @@ def _many(form: FormData, name: str) -> list[str]:
     return [str(v).strip() for v in form.getlist(name) if str(v).strip()]
 
 
+def _rules(form: FormData) -> list[dict[str, str]]:
+    """The category editor's rows (``name``, ``app``, ``title`` lists); a row without a
+    name is left out (the editor's blank rows)."""
+    names, apps, titles = (form.getlist(k) for k in ("name", "app", "title"))
+    rows = zip(names, apps, titles, strict=False)
+    return [
+        {"name": str(n).strip(), "app": str(a).strip(), "title": str(t).strip()}
+        for n, a, t in rows
+        if str(n).strip()
+    ]
+
+
 def _int(text: str | None, default: int, name: str, lo: int = 0, hi: int = 2**63 - 1) -> int:
     """A whole number from ``lo`` to ``hi`` given as ``name``, or ``default`` when not given."""
     if text is None or text == "":
@@ -366,6 +439,16 @@ def _int(text: str | None, default: int, name: str, lo: int = 0, hi: int = 2**63
     if not lo <= value <= hi:
         raise UsageError(f"{name}: {shown} is outside {lo}..{hi}", field=name)
     return value
+
+
+def _human(text: str) -> str:
+    """A window bound as the form shows it: a nanosecond stamp (a zoom's) as local time to
+    the second, anything typed as typed."""
+    from datetime import datetime
+
+    if not (text.isdigit() and len(text) > 12):
+        return text
+    return datetime.fromtimestamp(int(text) / 1e9).strftime("%Y-%m-%d %H:%M:%S")
 
 
 def _qs(request: Request) -> str:
@@ -396,7 +479,7 @@ def _nav(win: data.Window, buckets: int, host: str = "") -> dict[str, str]:
     on = f"&host={quote(host)}" if host else ""
 
     def url(lo: int, hi: int) -> str:
-        return f"/?since={lo}&until={hi}&buckets={buckets}{on}"
+        return f"/timeline?since={lo}&until={hi}&buckets={buckets}{on}"
 
     return {
         "earlier": url(win.since - span, win.since),
@@ -438,7 +521,8 @@ def build_app(ws: Workspace, keys: Keys, served: Served) -> Guard:
     routes = [
         Route("/login", pages.login),
         Route("/favicon.ico", lambda request: Response(status_code=204)),
-        Route("/", pages.timeline),
+        Route("/", pages.day),
+        Route("/timeline", pages.timeline),
         Route("/events", pages.events),
         Route("/events/{id}", pages.event),
         Route("/live", pages.live),
@@ -452,6 +536,10 @@ def build_app(ws: Workspace, keys: Keys, served: Served) -> Guard:
         Route("/do/{action}", pages.write, methods=["POST"]),
         Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
     ]
-    app = Starlette(routes=routes, middleware=[Middleware(GZipMiddleware, minimum_size=1024)])
+    app = Starlette(
+        routes=routes,
+        middleware=[Middleware(GZipMiddleware, minimum_size=1024)],
+        exception_handlers={404: pages.not_found},
+    )
     app.state.keys = keys
     return Guard(app, keys, served)

@@ -19,6 +19,7 @@ with reads of itself. Agents' reads (``agent.access``) are what the log keeps an
 
 from __future__ import annotations
 
+from datetime import date, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 import duckdb
@@ -42,6 +43,7 @@ __all__ = [
     "capture",
     "chain_state",
     "context",
+    "day",
     "decision",
     "decisions",
     "event",
@@ -55,6 +57,7 @@ __all__ = [
     "resume",
     "screen",
     "senses",
+    "set_categories",
     "sql",
     "timeline",
     "trigger_sense",
@@ -98,6 +101,82 @@ def _privacy(ws: Workspace) -> PrivacyConfig:
         return known[1] if known is not None else ws.config.privacy
     _PRIVACY[key] = (mtime, rules)
     return rules
+
+
+# -- the day ---------------------------------------------------------------------------------
+
+
+def day(
+    ws: Workspace, when: str | None = None, span: str = "day", *, now_ns: int | None = None
+) -> dict[str, Any]:
+    """A day (``when``: ``YYYY-MM-DD``, local; by default the last day with events) or the
+    week ending on it, at a glance (:func:`nerve.recall.day.day_of`), over the rows the
+    privacy rules let the page see; with the category rules, for the editor."""
+    import time
+
+    from nerve.categories import define
+    from nerve.recall.day import day_of
+
+    if span not in ("day", "week"):
+        raise UsageError(f"span: {span!r} is not day or week", field="span")
+    now = now_ns or time.time_ns()
+    rules = ws.view_settings().get("categories", [])
+    conn = connect(ws, screen(ws), rows_of(ws))
+    try:
+        define(conn, rules)
+        first = _local_day(conn, when, now)
+        last = first + timedelta(days=1)
+        if span == "week":
+            first = last - timedelta(days=7)
+        found = day_of(conn, _ns_of(first), _ns_of(last), now, span)
+    finally:
+        conn.close()
+    shown = last - timedelta(days=1)
+    return {
+        **found.to_json(),
+        "day": shown.date().isoformat(),
+        "label": _day_label(first, shown, span),
+        "earlier": (shown - timedelta(days=1 if span == "day" else 7)).date().isoformat(),
+        "later": (shown + timedelta(days=1 if span == "day" else 7)).date().isoformat(),
+        "rules": [{"name": n, "app": a, "title": t} for n, a, t in rules],
+    }
+
+
+def _local_day(conn: duckdb.DuckDBPyConnection, when: str | None, now: int) -> datetime:
+    """Local midnight of ``when`` (``YYYY-MM-DD``), else of the newest person's event's day
+    (today when there is none)."""
+    if when:
+        try:
+            day = date.fromisoformat(when.strip())
+        except ValueError:
+            shown = repr(when[:24])
+            raise UsageError(f"day: {shown} is not a date like 2026-05-06", field="day") from None
+        if not 1971 <= day.year <= 9998:
+            raise UsageError(f"day: {day.isoformat()} is outside 1971..9998", field="day")
+        return datetime(day.year, day.month, day.day).astimezone()
+    row = conn.execute(
+        f"SELECT max(physical_ns) FROM events WHERE NOT {bookkeeping_sql()} AND physical_ns <= ?",
+        [now],
+    ).fetchone()
+    newest = int(row[0]) if row and row[0] is not None else now
+    local = datetime.fromtimestamp(newest / 1e9).astimezone()
+    return local.replace(hour=0, minute=0, second=0, microsecond=0)
+
+
+def _ns_of(moment: datetime) -> int:
+    return int(moment.timestamp()) * 10**9
+
+
+def _day_label(first: datetime, last: datetime, span: str) -> str:
+    if span == "week":
+        return f"{first:%a %d %b} – {last:%a %d %b %Y}"
+    return f"{last:%A %d %B %Y}"
+
+
+def set_categories(ws: Workspace, rules: list[dict[str, str]]) -> dict[str, Any]:
+    """Replace the category rules (nerve.yaml's ``categories:``), recorded as an event."""
+    kept = ws.set_categories(rules)
+    return {"categories": [r.model_dump() for r in kept]}
 
 
 # -- timeline --------------------------------------------------------------------------------

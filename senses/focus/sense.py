@@ -33,6 +33,7 @@ Options: ``idle_s`` (300), ``exclude_apps`` ([]), ``display`` (``$DISPLAY``), ``
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import time
@@ -85,7 +86,7 @@ def compute(state: dict[str, Any], ctx: SenseContext) -> Result | None:
     try:
         focus, idle_ms = _read(display, opts)
     except Exception as exc:  # the server went away or refused: drop it, try again later
-        _conn.clear()
+        _forget()
         return Result(state={**state, "status": "error", "note": f"X11 read failed: {exc}"})
     return _changes(state, focus, idle_ms, opts)
 
@@ -174,6 +175,7 @@ def _display(opts: _Options) -> tuple[Any, str]:
         return None, "no X display (headless): nothing to observe"
     if _conn.get("name") == opts.display:
         return _conn["display"], ""
+    _forget()  # another display named: the old connection is closed, not left to the GC
     try:
         from Xlib import display as xdisplay  # type: ignore[import-untyped]
     except ImportError:
@@ -192,6 +194,15 @@ def _display(opts: _Options) -> tuple[Any, str]:
         return None, why
     _conn.update(name=opts.display, display=opened, atoms={})
     return opened, ""
+
+
+def _forget() -> None:
+    """Close and drop the cached connection."""
+    old = _conn.get("display")
+    _conn.clear()
+    if old is not None:
+        with contextlib.suppress(Exception):
+            old.close()
 
 
 def _atom(display: Any, name: str) -> int:

@@ -77,7 +77,7 @@ def test_a_command_imports_its_own_group_only(tmp_path: Path) -> None:
     assert _commands_loaded(modules) == ["daemon_cmds"]
     assert [m for m in LIGHT if m in modules] == []
     code, modules = _modules_after(["-w", str(ws.root), "audit", "verify", "--json"], tmp_path)
-    assert _commands_loaded(modules) == ["attend_cmds"]
+    assert _commands_loaded(modules) == ["attend_cmds", "seal_cmds"]  # seal_cmds: audit's seals
 
 
 # -- option values ------------------------------------------------------------------------

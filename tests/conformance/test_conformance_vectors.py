@@ -22,7 +22,7 @@ def test_a_copy_of_the_shipped_vectors_passes_and_an_altered_one_fails(tmp_path:
     code, out = _run(copy)
     assert code == 0 and isinstance(out, dict) and out["ok"]
     names = {v["vector"] for v in out["vectors"]}  # type: ignore[attr-defined]
-    assert names == {"C1", "C2", "C3", "C3V", "C4", "C5", "N1", "N2"}
+    assert names == {"C1", "C2", "C3", "C3V", "C4", "C5", "N1", "N2", "S1"}
     n1 = copy / "n1_payload_jcs.json"
     n1.write_text(n1.read_text(encoding="utf-8").replace("1e-7,", "1e-07,"), encoding="utf-8")
     (copy / "x_missing.json").write_text('{"vector": "N2", "events": []}\n')

@@ -58,7 +58,8 @@ def flows(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Flows]:
 
 def _pid(root: Path, name: str, flows: Flows) -> int:
     path = root / "pids" / name
-    flows.wait_for(path.exists, what=f"pid file {name}")
+    # the role writes the file after creating it: wait for its digits, not its name
+    flows.wait_for(lambda: path.exists() and path.read_text().strip(), what=f"pid file {name}")
     return int(path.read_text())
 
 

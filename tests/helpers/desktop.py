@@ -21,7 +21,7 @@ import pytest
 TOOLS = ("Xvfb", "dbus-daemon", "dunst", "dunstctl")
 PICK = """#!/bin/sh
 cat > "{menu}"
-grep -m1 -F -- "$(cat "{choice}")" "{menu}"
+grep -F -- "$(sed -n 1p "{choice}")" "{menu}" | grep -m1 -F -- "$(sed -n 2p "{choice}")"
 """
 RC = """[global]
     dmenu = {pick}
@@ -46,9 +46,11 @@ class Desk:
                 found.append(fields)
         return found
 
-    def press(self, title: str) -> None:
-        """Run the action titled ``title`` of a shown notification, as a person would."""
-        self.choice.write_text(title)
+    def press(self, title: str, summary: str = "") -> None:
+        """Run the action titled ``title`` of a shown notification (the newest, or the one
+        whose summary is ``summary``), as a person would. A notification's first action
+        uses it up: desktop-notifier forgets it then, as the person's click closes it."""
+        self.choice.write_text(f"{title}\n{summary}\n")
         subprocess.run(["dunstctl", "context"], env=self.env, check=True, timeout=20)
 
 

@@ -29,10 +29,22 @@ _SETUP = {
 class Shell:
     """``shell`` started interactive on a pty in ``tmp``; the hook writes to ``spool``."""
 
-    def __init__(self, shell: str, tmp: Path, spool: Path) -> None:
+    def __init__(
+        self,
+        shell: str,
+        tmp: Path,
+        spool: Path | None,
+        *,
+        startup: Path | None = None,
+        env: dict[str, str] | None = None,
+    ) -> None:
+        """``startup``: source that file (a person's ~/.bashrc) instead of the hook itself;
+        ``env``: variables over the shell's own (``spool`` None: no NERVE_SHELL_SPOOL)."""
         rc = tmp / f"rc.{shell}"
-        (tmp / f"hook.{shell}").write_text(hook(shell))
-        rc.write_text(_SETUP[shell].replace("{hook}", str(tmp / f"hook.{shell}")))
+        sourced = startup or tmp / f"hook.{shell}"
+        if startup is None:
+            sourced.write_text(hook(shell))
+        rc.write_text(_SETUP[shell].replace("{hook}", str(sourced)))
         if shell == "zsh":  # zsh reads $ZDOTDIR/.zshrc
             (tmp / ".zshrc").write_text(rc.read_text())
         argv = {
@@ -40,22 +52,25 @@ class Shell:
             "zsh": ["zsh", "-i"],
             "fish": ["fish", "--no-config", "-i", "-C", f"source {rc}"],
         }[shell]
-        env = {
+        environ = {
             "PATH": os.environ["PATH"],
             "HOME": str(tmp),
             "ZDOTDIR": str(tmp),
             "XDG_CONFIG_HOME": str(tmp / "config"),
             "XDG_DATA_HOME": str(tmp / "data"),
             "HISTFILE": str(tmp / f"hist-{shell}"),
-            "NERVE_SHELL_SPOOL": str(spool),
+            "NERVE_SHELL_SPOOL": str(spool or ""),
             "TERM": "dumb",
             # bash's readline keeps a byte that is not UTF-8 as it is only in the C locale
             "LC_ALL": "C" if shell == "bash" else "C.UTF-8",
+            **(env or {}),
         }
+        if spool is None:
+            del environ["NERVE_SHELL_SPOOL"]
         self.pid, self.fd = pty.fork()
         if self.pid == 0:  # the child: become the shell
             os.chdir(tmp)
-            os.execvpe(argv[0], argv, env)
+            os.execvpe(argv[0], argv, environ)
         self.output, self.prompts = b"", 0
         self._wait_prompt()
 

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import ast
 import collections
+import contextlib
 import errno
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -27,7 +29,7 @@ from nerve.log.reader import events_since
 from nerve.log.store import EventLog
 from nerve.log.verify import verify
 from nerve.mcp import token as mcp_token
-from nerve.workspace import WorkspaceDir
+from nerve.workspace import WorkspaceDir, init_workspace
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -329,6 +331,116 @@ def _fleet_write_fails(tmp_path: Path, site: str) -> None:
     assert run_cli("-w", str(ws.root), "fleet", "verify", env=env).returncode == 0
 
 
+def _config_write_fails(tmp_path: Path, site: str) -> None:
+    """Saving categories from the UI: the old nerve.yaml stands whole and no event says
+    otherwise; the same save then succeeds."""
+    wsd = init_workspace(tmp_path / "ws")
+    ws = Workspace(wsd)
+    before = wsd.config_path.read_bytes()
+    rules = [{"name": "code", "app": "code", "title": ""}]
+    with fsio.inject(site) as fault, pytest.raises(OSError):
+        ws.set_categories(rules)
+    assert fault.fired == 1
+    assert wsd.config_path.read_bytes() == before
+    assert [p.name for p in wsd.root.iterdir() if p.name.endswith(".tmp")] == []
+    assert not [e for e in _events(wsd) if e.kind == "categories.set"]
+    assert [r.name for r in ws.set_categories(rules)] == ["code"]
+    assert len([e for e in _events(wsd) if e.kind == "categories.set"]) == 1
+
+
+def _events(ws: WorkspaceDir) -> list[Any]:
+    return list(events_since(ws.log_root))
+
+
+def _seal_setup_fails(tmp_path: Path, site: str) -> None:
+    """A set-up cut short leaves no set-up behind (a retry is not refused), and sealing
+    that fails at an epoch resumes at the next try with every seal verifying."""
+    import time
+
+    from nerve.runtime.sealing import heads_now
+    from nerve.seal import Sealer, setup
+    from nerve.seal.note import parse
+    from nerve.seal.verify import read_log, verify
+
+    ws = init_workspace(tmp_path / "ws")
+    folder = ws.data / "seals"
+    start = time.time_ns() - 3 * 60 * 1_000_000_000
+    if site in ("seal.keys", "seal.setup"):
+        with fsio.inject(site) as fault, pytest.raises(OSError):
+            setup(folder, 60, bits=4, now_ns=start)
+        assert fault.fired == 1
+        assert sorted(p.name for p in folder.iterdir()) == []
+    seed = setup(folder, 60, bits=4, now_ns=start)
+    sealer = Sealer(folder, lambda: heads_now(ws.log_root))
+    assert sealer.seal_due(seed.starts_ns(0) + 1) == [0]
+    with fsio.inject(site, partial=True) as fault, contextlib.suppress(OSError):
+        sealer.seal_due(seed.starts_ns(2) + 1)
+    sealer = Sealer(folder, lambda: heads_now(ws.log_root))  # as a restarted daemon would
+    sealer.seal_due(seed.starts_ns(3) + 1)
+    notes = sealer.store.notes()
+    assert sorted(parse(n)[0].epoch for n in notes) == [0, 1, 2, 3]  # each once, none torn
+    report = verify(seed, notes, read_log(ws.log_root), seed.starts_ns(3) + 2)
+    assert report.failure is None, report.failure
+    assert fault.fired >= (1 if site in ("seal.state", "seal.append") else 0)
+
+
+def _witness_write_fails(tmp_path: Path, site: str) -> None:
+    from nerve.runtime.sealing import heads_now
+    from nerve.seal import Sealer, setup
+    from nerve.seal.verify import read_log
+    from nerve.seal.witness import cosign
+
+    ws = init_workspace(tmp_path / "ws")
+    folder = ws.data / "seals"
+    seed = setup(folder, 60, bits=4)
+    Sealer(folder, lambda: heads_now(ws.log_root)).seal_due()
+    notes = Sealer(folder, lambda: heads_now(ws.log_root)).store.notes()
+    witness = tmp_path / "witness"
+    view = read_log(ws.log_root)
+    with fsio.inject(site, after=1) as fault, pytest.raises(OSError):
+        cosign(witness, seed, notes, view)
+    assert fault.fired == 1
+    done = cosign(witness, seed, notes, view)  # the memory it kept still continues
+    assert done.epoch == 0
+
+
+def _sync_write_fails(tmp_path: Path, site: str) -> None:
+    """Joining that cannot write its key or group file joins nothing (and may try again);
+    a round that cannot write its state or a device note costs only that round."""
+    from nerve.sync import ops
+    from nerve.sync.group import Transport as Place
+    from tests.helpers.natsd import nats
+    from tests.sync.conftest import device, emit
+
+    a, b = device(tmp_path, "alpha"), device(tmp_path, "beta")
+    with nats(tmp_path / "nats") as servers:
+        place = Place.of({"kind": "nats", "url": servers[0].url}, "test")
+        if site in ("sync.key", "sync.group"):
+            with fsio.inject(site) as fault, pytest.raises(OSError):
+                ops.init(a, "home", place, "alpha")
+            assert fault.fired == 1
+            assert (
+                ops.sync_folder(a).exists() is False
+                or not (ops.sync_folder(a) / "group.json").exists()
+            )
+        group = ops.init(a, "home", place, "alpha")
+        ops.join(b, group.code(), "beta")
+        emit(a, 3, "from alpha")
+        emit(b, 2, "from beta")
+        with fsio.inject(site, times=-1) as round_fault:
+            for ws in (a, b):
+                with contextlib.suppress(OSError):
+                    ops.now(ws)
+        for _ in range(3):
+            for ws in (a, b):
+                ops.now(ws)
+        reports = [ops.status(ws).to_json() for ws in (a, b)]
+        found = {r["in_sync"] for r in reports}
+    assert found == {True}, reports
+    if site in ("sync.state", "sync.device"):
+        assert round_fault.fired >= 1
+
+
 SCENARIOS: dict[str, Callable[[Path, str], None]] = {
     "wal.create": _rotation_fails,
     "wal.write": _append_fails,
@@ -357,6 +469,16 @@ SCENARIOS: dict[str, Callable[[Path, str], None]] = {
     "ui.token": _ui_token_write_fails,
     "fleet.write": _fleet_write_fails,
     "fleet.fsync": _fleet_write_fails,
+    "config": _config_write_fails,
+    "seal.keys": _seal_setup_fails,
+    "seal.setup": _seal_setup_fails,
+    "seal.state": _seal_setup_fails,
+    "seal.append": _seal_setup_fails,
+    "witness.write": _witness_write_fails,
+    "sync.key": _sync_write_fails,
+    "sync.group": _sync_write_fails,
+    "sync.state": _sync_write_fails,
+    "sync.device": _sync_write_fails,
 }
 
 

@@ -134,6 +134,7 @@ def test_a_drop_rule_added_later_withholds_stored_events_everywhere(tmp_path: Pa
     recent = tools.recent(_call(ws)).events
     assert [e.line for e in recent] == ["[withheld:no-ls]", "[withheld:shell.exclude]"]
     assert all(e.data is None for e in recent)
+    assert [e.subject for e in recent] == [e.line for e in recent]  # not what they named
     rows = tools.query(_call(ws), "SELECT line FROM events").rows
     assert rows == []  # the sandbox's events view holds only what may leave
     assert tools.query(_call(ws), "SELECT 'ls' AS x").rows == [["[withheld:no-ls]"]]
@@ -199,3 +200,20 @@ def test_an_access_record_a_drop_rule_would_swallow_fails_the_call(tmp_path: Pat
         recorder.record(Access("spy", "1", "stdio", "s", "recent", {}))
     lines = [a["client"] for a in accesses(nerve.open(root))]
     assert lines == ["claude-code"]
+
+
+def test_a_withheld_or_redacted_events_subject_does_not_leave_either(tmp_path: Path) -> None:
+    """The subject names what the event is about: a rule added later that withholds the row
+    or redacts a value must hide it in the subject too."""
+    root = init_workspace(tmp_path / "ws").root
+    vault = Draft.of(source=5, line="vault read", subject="secret/db-prod", payload={"a": 1})
+    code = Draft.of(source=5, line="open", subject="ticket 7391-sesame", payload={"a": 2})
+    logops.emit(WorkspaceDir(root), [vault, code])
+    (root / "nerve.yaml").write_text(
+        "privacy:\n  rules:\n"
+        "    - {name: no-vault, regex: 'vault', action: drop, source: shell}\n"
+        "    - {name: sesame, regex: 'sesame', action: redact}\n"
+    )
+    recent = tools.recent(_call(nerve.open(root))).events
+    assert [e.subject for e in recent] == ["ticket 7391-[redacted:sesame]", "[withheld:no-vault]"]
+    assert "secret/db-prod" not in str([e.model_dump() for e in recent])

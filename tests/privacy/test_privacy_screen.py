@@ -158,11 +158,13 @@ def _ui_responses(ws: WorkspaceDir) -> tuple[list[tuple[str, str]], set[str]]:
     walked = {"/login", "/favicon.ico", "/do/{action}", "/static"}  # no rows: see the asserts
     pages = ["/", "/?since=1h", "/events?since=1h&all=1", "/events?since=1h&text=otp",
              "/events?since=1h&text=vault", "/events?since=1h&text=7391", "/live", "/senses",
-             "/privacy", "/health", "/attention"]  # fmt: skip
+             "/privacy", "/health", "/attention", "/timeline", "/timeline?since=1h",
+             "/?since=1h&group=title", "/?since=1h&group=category"]  # fmt: skip
     for path in pages:
         seen += [(path, t) for t in _get(c, path)]
     seen.append(("events csv", c.get("/events?since=1h&all=1&size=1000&format=csv").text))
     walked |= {"/", "/events", "/live", "/senses", "/privacy", "/health", "/attention"}
+    walked.add("/timeline")
     events = c.get("/events?since=1h&all=1&size=1000", headers={"accept": "application/json"})
     events = events.json()
     ids = [e["id"] for e in events["events"]]
@@ -289,3 +291,25 @@ def test_a_decisions_json_twin_screens_what_its_page_screens(ws: WorkspaceDir) -
     assert twin["link"]["source_line"] == twin["decision"]["source_line"]
     assert SECRET not in json.dumps(twin) and SECRET not in page
     assert twin["decision"]["source_event"] == twin["link"]["event"]  # keyed, the same
+
+
+def test_the_screen_redacts_a_rows_subject_as_its_line() -> None:
+    """A subject names what a row is about (a file, a URL, a window): a rule added after
+    capture must hide a value there too, and the row's addresses are keyed then."""
+    import pyarrow as pa
+
+    from nerve.privacy.settings import PrivacyConfig
+
+    config = PrivacyConfig.model_validate(
+        {"rules": [{"name": "sesame", "regex": "sesame", "action": "redact"}]}
+    )
+    screen = Screen(config)
+    ids = [bytes([1]) * 32, bytes([2]) * 32]
+    table = pa.table({
+        "source": [5, 5], "kind": ["observation"] * 2,
+        "subject": ["notes/open-sesame.txt", "notes/plain.txt"], "line": ["edit", "edit"],
+        "payload": [b"{}", b"{}"], "id": ids, "payload_cid": ids,
+    })  # fmt: skip
+    shown = screen.rows(table).to_pylist()
+    assert [r["subject"] for r in shown] == ["notes/open-[redacted:sesame].txt", "notes/plain.txt"]
+    assert shown[0]["id"] != ids[0] and shown[1]["id"] == ids[1]

@@ -325,12 +325,15 @@ def test_last_command(day: WorkspaceDir) -> None:
 
 
 def test_surfaced(day: WorkspaceDir) -> None:
+    """Attention's record is a plan's subject (issue 41): each decision with its one reason
+    (:func:`nerve.attention.reason.reason_of`)."""
     result = _tier0(day, "What did you show me?")
-    assert result.intent == "surfaced"
+    assert result.intent == "plan:attention.list"
     assert result.text == (
-        "Surfaced, newest first, among all 3 attention decisions in the log:\n"
-        "- 2023-11-14 22:13:28Z  salience 0.900 vs cost 0.400: net en0 down 2400.0 KiB/s "
-        "(charged 250,000 µJ)"
+        "Surfaced in the whole log, newest first, and why:\n"
+        "- 2023-11-14 22:13  net en0 down 2400.0 KiB/s (surface) — surfaced: its value 0.9 beat "
+        "the interruption cost 0.4 plus the margin, and the attention budget paid 250 mJ "
+        "(1,000 mJ → 750 mJ)"
     )
     assert _tier0(day, "what was surfaced?").text == result.text
 
@@ -338,13 +341,12 @@ def test_surfaced(day: WorkspaceDir) -> None:
 def test_held(day: WorkspaceDir) -> None:
     result = _tier0(day, "what was held?")
     lines = result.text.splitlines()
-    assert lines[0] == "Held, newest first, among all 3 attention decisions in the log:"
-    assert "hold:budget — worth surfacing, but the attention budget (100,000 µJ)" in lines[1]
-    assert "hold:value — its value did not clear the interruption cost" in lines[2]
+    assert lines[0] == "Held in the whole log, newest first, and why:"
+    assert "(hold:budget) — " in lines[1] and "(hold:value) — held, not worth" in lines[2]
     why = _tier0(day, "why was the cpu reading held?")
-    assert why.text.splitlines()[1].endswith(
-        "cpu 10.0% load1 0.20 (8 cores) (hold:value — its value did not clear the "
-        "interruption cost plus margin)"
+    assert why.text.splitlines()[1].startswith(
+        "- 2023-11-14 22:13  cpu 10.0% load1 0.20 (8 cores) (hold:value) — held, not worth an "
+        "interruption"
     )
     assert len(why.spans) == 1
 

@@ -92,7 +92,7 @@ QUESTIONS = [
     Q("what was surfaced?", ("top cpu: yes 98%",)),
     Q("how much budget is left?", ("750,000 µJ",)),
     Q("what was the last error?", ("OSError: EIO",)),
-    Q("what happened in the last 10 minutes?", ("shell", "file_change")),
+    Q("what happened in the last 10 minutes?", ("commands", "file changes")),
     # what nothing here can answer: say so
     Q("which ports does nginx proxy to?", answered=False),
     Q("when did I last push?", answered=False),

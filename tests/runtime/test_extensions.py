@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 from types import SimpleNamespace
@@ -86,3 +87,32 @@ def test_retention_off_never_touches_the_log() -> None:
     writer = _Writer(failures=0)
     asyncio.run(_run_for(_host(RetentionConfig(every=10), writer), 0.1))
     assert writer.calls == 0
+
+
+def test_a_loop_stops_even_when_its_wake_up_lands_with_the_cancel() -> None:
+    """3.11's wait_for swallows a cancel that arrives as the awaited event is set: the sync
+    loop then ran on and the daemon never finished stopping."""
+    from nerve.runtime.extensions import Loop
+
+    async def scenario() -> None:
+        wake = asyncio.Event()
+        laps = 0
+
+        async def work() -> None:
+            nonlocal laps
+            while True:
+                laps += 1
+                wake.clear()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(wake.wait(), 60)
+
+        loop = Loop()
+        loop.spawn(work(), "wakes")
+        await asyncio.sleep(0.05)
+        wake.set()  # the wake-up and the stop in the same turn of the event loop
+        stopping = asyncio.ensure_future(loop.stop(None))
+        done, _ = await asyncio.wait({stopping}, timeout=5)
+        assert done, "the loop did not stop"
+        assert loop._task is not None and loop._task.done()
+
+    asyncio.run(scenario())

@@ -30,7 +30,8 @@ pytestmark = [
 ]
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 PAGES = {
-    "timeline": "/?since=1h",
+    "day": "/",
+    "timeline": "/timeline?since=1h",
     "events": "/events?text=make+build&since=1h",
     "live": "/live",
     "sql": "/sql?q=SELECT+date_trunc('minute',+ts)+AS+minute,+count(*)+AS+events+FROM+events"
@@ -114,7 +115,7 @@ def test_every_page_loads_and_no_stored_script_runs(ui: Ui) -> None:
 
 
 def test_the_timeline_zooms_by_brush_and_keys(ui: Ui) -> None:
-    ui.go("/?since=1h")
+    ui.go("/timeline?since=1h")
     box = ui.page.locator("#timeline").bounding_box()
     left = box["x"] + box["width"] * 200 / 1220
     width = box["width"] * 1000 / 1220
@@ -263,12 +264,15 @@ def test_a_sense_is_triggered_from_its_page(ui: Ui) -> None:
 def test_readable_on_a_phone(ui: Ui) -> None:
     ui.page.set_viewport_size({"width": 390, "height": 844})
     try:
-        ui.go("/?since=1h")
-        width = ui.page.evaluate("document.documentElement.scrollWidth")
-        assert width <= 400  # no sideways scrolling
-        ui.shot("timeline-phone")
+        for name, path in (("day", "/"), ("timeline", "/timeline?since=1h")):
+            ui.go(path)
+            width = ui.page.evaluate("document.documentElement.scrollWidth")
+            assert width <= ui.page.evaluate("innerWidth")  # no sideways scrolling
+            ui.shot(f"{name}-phone")
     finally:
         ui.page.set_viewport_size({"width": 1280, "height": 800})
+    ui.go("/")
+    assert ui.page.evaluate("document.documentElement.scrollWidth <= innerWidth")
 
 
 def _counts(ws: WorkspaceDir) -> list[Any]:

@@ -14,6 +14,7 @@ from starlette.testclient import TestClient
 import nerve
 from nerve import api, logops, tokens
 from nerve.errors import UsageError
+from nerve.events import SourceClass
 from nerve.log.drafts import Draft
 from nerve.ui.app import build_app
 from nerve.ui.auth import Keys, cookie_name, token, token_path
@@ -23,8 +24,9 @@ from tests.helpers.browser import XSS, attended_workspace, login_path
 
 PORT = 8765
 BASE = f"http://127.0.0.1:{PORT}"
-PAGES = ["/", "/events", "/events/00", "/live", "/live/stream", "/sql?q=SELECT+1", "/attention",
-         "/attention/0", "/senses", "/privacy", "/health", "/static/app.js"]  # fmt: skip
+PAGES = ["/", "/?span=week", "/timeline", "/events", "/events/00", "/live", "/live/stream",
+         "/sql?q=SELECT+1", "/attention", "/attention/0", "/senses", "/privacy", "/health",
+         "/static/app.js"]  # fmt: skip
 GHP = "ghp_" + "A1b2C3d4E5" * 3 + "F6g7H8"
 
 
@@ -42,6 +44,8 @@ def ws(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WorkspaceDir]:
     (ws.root / "nerve.yaml").write_text("senses: {}\nprivacy:\n  detectors: {enabled: false}\n")
     ws = WorkspaceDir(ws.root)
     logops.emit(ws, [Draft.of(source=5, line=x, payload={"note": x}) for x in XSS])
+    focus = {"event": "focus", "app": "<b>app</b>", "title": XSS[0]}  # the day page's titles
+    logops.emit(ws, [Draft.of(source=SourceClass.APP_FOCUS, line="focus", payload=focus)])
     logops.emit(ws, [Draft.of(source=5, line=f"export GITHUB_TOKEN={GHP}", payload={})])
     logops.emit(ws, [Draft.of(source=5, line="payroll for alice", payload={})])
     yield ws
@@ -182,7 +186,7 @@ def test_every_answer_carries_the_csp(ws: WorkspaceDir) -> None:
 
 
 @pytest.mark.parametrize(
-    "path", ["/", "/?since=1h", "/events?since=1h", "/events?text=pwned&since=1h"]
+    "path", ["/", "/timeline?since=1h", "/events?since=1h", "/events?text=pwned&since=1h"]
 )
 def test_script_in_events_is_shown_as_text(ws: WorkspaceDir, path: str) -> None:
     page = logged_in(ws).get(path).text
@@ -232,7 +236,7 @@ def test_a_rule_added_later_hides_old_text_on_every_page(ws: WorkspaceDir) -> No
     yaml = "senses: {}\nprivacy:\n  rules:\n    - {name: payroll, regex: 'payroll', action: drop}\n"
     (ws.root / "nerve.yaml").write_text(yaml)
     try:
-        for path in ("/?since=1h", "/events?since=1h", "/events?since=1h&text=GITHUB"):
+        for path in ("/timeline?since=1h", "/events?since=1h", "/events?since=1h&text=GITHUB"):
             page = c.get(path).text
             assert GHP not in page and "payroll for alice" not in page
         assert "[redacted:" in c.get("/events?since=1h").text

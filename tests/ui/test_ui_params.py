@@ -19,7 +19,8 @@ JUNK = ["abc", "-1", "0", "1.5", "1e9", " ", "\x00", "%ff", "9" * 5_000, "-" + "
         str(2**63), str(2**63 - 1), str(-(2**63)), str(2**64), "1" + "0" * 20, "9999d",
         "1000000000h", "2026-13-45", "1970-01-01", "9999-12-31T23:59:59"]  # fmt: skip
 ROUTES = {
-    "/": ["since", "until", "buckets", "min", "host"],
+    "/": ["day", "span"],
+    "/timeline": ["since", "until", "buckets", "min", "host"],
     "/events": ["since", "until", "page", "size", "text", "source", "kind", "subject", "trust",
                 "all", "host", "col", "format"],
     "/events/00": ["host"],
@@ -79,7 +80,7 @@ def test_junk_in_a_path_is_never_a_500(client: TestClient, pattern: str) -> None
     "query", ["min=abc", f"until={2**63}", "since=" + "9" * 5_000, f"page={2**63 // 100 + 1}"]
 )
 def test_the_reported_parameters_are_a_one_line_400(client: TestClient, query: str) -> None:
-    route = "/events" if query.startswith("page") else "/"
+    route = "/events" if query.startswith("page") else "/timeline"
     r = client.get(f"{route}?{query}", headers={"accept": "application/json"})
     assert r.status_code == 400, r.text[:300]
     assert (

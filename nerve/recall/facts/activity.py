@@ -3,9 +3,8 @@ them), time per app, and what happened in a period."""
 
 from __future__ import annotations
 
-from collections import Counter
-
 from nerve.events import SourceClass
+from nerve.recall.day import time_per
 from nerve.recall.facts.ask import Ask, Row, answer, never, nothing
 from nerve.recall.facts.commands import cmd, exit_note
 from nerve.recall.tier0 import Tier0Answer
@@ -92,18 +91,15 @@ def doing(ask: Ask) -> Tier0Answer:
 def time_per_app(ask: Ask) -> Tier0Answer:
     if not ask.ever(SourceClass.APP_FOCUS):
         return never("time_per_app", "the focused window (the focus sense needs an X display)")
-    spells = _spells(ask, ask.period)
-    totals: Counter[str] = Counter()
+    span = ask.period or Period(0, ask.now_ns, "")
     cite: dict[str, Row] = {}
-    for row, start, end in spells:
-        totals[_app(row)] += end - start
+    for row, _, _ in _spells(ask, ask.period):
         cite.setdefault(_app(row), row)
-    if not totals:
+    # the totals are the UI's day's, from focus_spells (one function: nerve.recall.day)
+    totals = time_per(ask.conn, span.start_ns, span.end_ns, ask.now_ns, "app")
+    used = [(cite[a], f"{a}: {_duration(ns)}") for a, ns in totals if a in cite]
+    if not used:
         return nothing(ask, "time_per_app", "time in focus")
-    used = [
-        (cite[a], f"{a}: {_duration(ns)}")
-        for a, ns in sorted(totals.items(), key=lambda kv: (-kv[1], kv[0]))
-    ]
     return answer("time_per_app", f"Time per app {ask.scope()} (time away not counted):", used)
 
 

@@ -1,0 +1,185 @@
+"""The drift rule: a reading that creeps steadily the way that matters, too slowly for any
+one step to stand out (a memory leak of a few MiB a minute, a disk filling for hours).
+
+The value probes judge each reading against its prediction, and a leak never grows by a
+spread between two readings, so it is held or never fired. This rule looks at a window
+instead. For each value probe whose direction of concern is ``rise`` or ``fall``
+(:data:`nerve.attention.rules.CONCERNS`: memory used, swap, a process's resident size, free
+disk), it keeps one sample per ``step_s`` seconds (the first reading at least that long after
+the previous sample) over the last ``window_s`` seconds, and when a new sample comes it cuts the
+window into ``BLOCKS`` equal spans of time and takes the median of each span's samples (the
+lower middle of an even count; a span with none is left out, at least 3 must be left), so a
+counter's own noise does not hide a slow climb:
+
+- **steady**: the Mann–Kendall count ``S`` of the medians, over every pair ``i < j``, of +1
+  when the later one moved the way of concern and −1 when it moved back, is at least
+  ``steady_milli / 1000`` of the pairs (a leak's medians nearly all climb; a download, a
+  compile or an app opened moves once and then holds still or falls back);
+- **smooth**: no step between neighbouring medians carries more than half of the whole
+  climb (first median to last): apps opened one after another climb in steps, a leak does
+  not;
+- **fast enough**: the robust slope of the samples themselves (Theil–Sen: the median of the
+  pairs' slopes, in the reading's unit per hour, rounded toward zero) is at least the
+  probe's least rate
+  (:data:`RATES`, per ``sense.reading``, overridden by ``attention.rules.drift_rates``);
+- the samples span at least ``window_s`` less one ``step_s`` (the window is full).
+
+It then fires a highlight of kind ``drift`` in the direction of concern: its reading is the
+newest sample, its baseline the oldest, its score ``1000 · S / pairs``; ``rate_per_h`` is the
+slope and ``eta_s``, for a ``fall`` (free space, whose headroom is the reading itself), the
+projected seconds until it reaches zero at that rate (0 when the headroom is not known).
+The gate rules treat it as a confirmed excursion (the window was its persistence), and the
+probe cannot drift-fire again for ``quiet_s`` seconds. Everything is integer arithmetic on
+the readings and the observations' HLC times, so a replay decides the same, bit for bit.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import deque
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from nerve.attention.detector import Highlight
+
+_S = 1_000_000_000
+_HOUR_NS = 3600 * _S
+BLOCKS = 6  # the window's spans of time, each summed up by its median
+
+# sense.reading -> the least steady rate worth an interruption, in the reading's unit per
+# hour: half the slowest incident issue 40 names (a leak of 15 MiB per 5 minutes, 180 MiB an
+# hour; a disk filling at 40 MiB per 5 minutes, 480 MiB an hour), set from those rates, not
+# tuned on a bench's score.
+RATES: dict[str, int] = {
+    "memory.used_mib": 90,
+    "memory.swap_used_mib": 90,
+    "processes.top_rss_bytes": 90 * 1024 * 1024,
+    "disk.free_mib": 240,
+}
+
+
+@dataclass(slots=True)
+class _Track:
+    samples: deque[tuple[int, int]] = field(default_factory=deque)  # (time ns, reading)
+    quiet_until: int = 0  # ns: no drift fire before this
+
+
+def steadiness(values: list[int], direction: int) -> int:
+    """The Mann–Kendall count of ``values`` the way of ``direction``: each later value
+    beyond an earlier one counts +1, each one back −1."""
+    s = 0
+    for i, a in enumerate(values):
+        for b in values[i + 1 :]:
+            d = direction * (b - a)
+            s += (d > 0) - (d < 0)
+    return s
+
+
+def medians(samples: list[tuple[int, int]], start: int, span: int) -> list[tuple[int, int]]:
+    """Each of :data:`BLOCKS` equal spans of ``[start, start + span]``: the median time and
+    the median reading of its samples (lower middles), spans with none left out."""
+    blocks: list[list[tuple[int, int]]] = [[] for _ in range(BLOCKS)]
+    for t, v in samples:
+        blocks[min(BLOCKS - 1, max(0, (t - start) * BLOCKS // span))].append((t, v))
+    out = []
+    for block in blocks:
+        if block:
+            mid = (len(block) - 1) // 2
+            out.append((block[mid][0], sorted(v for _, v in block)[mid]))
+    return out
+
+
+def smooth(values: list[int], direction: int) -> bool:
+    """No step between neighbours carries more than half the whole climb."""
+    rise = direction * (values[-1] - values[0])
+    steps = (direction * (b - a) for a, b in itertools.pairwise(values))
+    return rise > 0 and all(2 * step <= rise for step in steps)
+
+
+def slope_per_hour(samples: list[tuple[int, int]], direction: int) -> int:
+    """Theil–Sen: the median of the pairs' slopes (the way of ``direction``, in the reading's
+    unit per hour, each rounded toward zero); the lower middle of an even count."""
+    slopes = []
+    for i, (ta, a) in enumerate(samples):
+        for tb, b in samples[i + 1 :]:
+            num = direction * (b - a) * _HOUR_NS
+            slopes.append(num // (tb - ta) if num >= 0 else -(-num // (tb - ta)))
+    slopes.sort()
+    return slopes[(len(slopes) - 1) // 2]
+
+
+class Drift:
+    """Samples by probe; :meth:`check` gives the drift fires of one observation's readings."""
+
+    def __init__(
+        self,
+        window_s: int,
+        step_s: int,
+        steady_milli: int,
+        quiet_s: int,
+        rates: Mapping[str, int],
+    ) -> None:
+        self.window_ns, self.step_ns, self.quiet_ns = window_s * _S, step_s * _S, quiet_s * _S
+        self.steady_milli = steady_milli
+        self.rates = dict(rates)
+        self._tracks: dict[str, _Track] = {}
+
+    def check(
+        self, probe: str, key: str, value: int, direction: int, at: tuple[int, int], judge: bool
+    ) -> Highlight | None:
+        """Sample ``value`` of ``probe`` (``key``: its ``sense.reading``; ``direction``: +1
+        for a rise concern, −1 for a fall) at ``at`` (the observation's seq and time, ns);
+        a highlight when it drifts and ``judge`` (false: sampled, not judged)."""
+        seq, now_ns = at
+        rate = self.rates.get(key)
+        if rate is None or direction == 0:
+            return None
+        track = self._tracks.setdefault(probe, _Track())
+        samples = track.samples
+        if samples and now_ns - samples[-1][0] < self.step_ns:
+            return None
+        samples.append((now_ns, value))
+        while now_ns - samples[0][0] > self.window_ns:
+            samples.popleft()
+        full = now_ns - samples[0][0] >= self.window_ns - self.step_ns
+        if not judge or not full or now_ns < track.quiet_until:
+            return None
+        return self._judge(track, probe, rate, direction, seq, now_ns)
+
+    def _judge(
+        self, track: _Track, probe: str, rate: int, direction: int, seq: int, now_ns: int
+    ) -> Highlight | None:
+        points = medians(list(track.samples), now_ns - self.window_ns, self.window_ns)
+        n = len(points)
+        pairs = n * (n - 1) // 2
+        if n < 3:
+            return None
+        values = [v for _, v in points]
+        s = steadiness(values, direction)
+        if s * 1000 < self.steady_milli * pairs or not smooth(values, direction):
+            return None
+        slope = slope_per_hour(list(track.samples), direction)
+        if slope < max(rate, 1):
+            return None
+        track.quiet_until = now_ns + self.quiet_ns
+        first, last = track.samples[0][1], track.samples[-1][1]
+        eta = last * 3600 // slope if direction < 0 and last > 0 else 0
+        score = min(1000, s * 1000 // pairs)
+        return Highlight(probe, last, first, 0, score, seq, "drift", direction, slope, eta)
+
+    def snapshot(self) -> dict[str, Any]:
+        """Plain JSON state: each probe's samples and quiet time."""
+        return {
+            probe: {"samples": [list(p) for p in t.samples], "quiet_until": t.quiet_until}
+            for probe, t in sorted(self._tracks.items())
+        }
+
+    def restore(self, snapshot: Mapping[str, Any]) -> None:
+        """Replace the samples with ``snapshot``'s (``ValueError``/``KeyError`` if malformed)."""
+        self._tracks = {
+            str(probe): _Track(
+                deque((int(t), int(v)) for t, v in raw["samples"]), int(raw["quiet_until"])
+            )
+            for probe, raw in snapshot.items()
+        }

@@ -1,0 +1,47 @@
+"""Tier 0 by parts: a question parsed into a :class:`~nerve.recall.plans.parse.Plan` (window,
+subject, measure; :mod:`~nerve.recall.plans.parse`, :mod:`~nerve.recall.plans.window`) and
+answered by SQL over ``events`` (:mod:`~nerve.recall.plans.things`,
+:mod:`~nerve.recall.plans.readings`, :mod:`~nerve.recall.plans.attention`).
+
+:func:`answer_plan` returns None when the question names nothing a plan reads (the older
+intents in :mod:`nerve.recall.tier0` and :mod:`nerve.recall.facts` then try). An answer says
+the window and subject it used, cites its events and what it left out; when a part is
+missing or matches nothing, it says what it understood and asks (not answered).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import tzinfo
+
+import duckdb
+
+from nerve.recall.plans.attention import attention
+from nerve.recall.plans.log import Found, Reader
+from nerve.recall.plans.parse import Plan, Subject, parse
+from nerve.recall.plans.readings import reading
+from nerve.recall.plans.things import activity, anything, commands, processes, windows
+from nerve.recall.plans.window import Window, find_window
+
+__all__ = ["Found", "Plan", "Subject", "Window", "answer_plan", "find_window", "parse"]
+
+_BY_KIND: dict[str, Callable[[Reader, Plan], Found | None]] = {
+    "anything": anything,
+    "activity": activity,
+    "command": commands,
+    "process": processes,
+    "window": windows,
+    "reading": reading,
+    "attention": attention,
+}
+
+
+def answer_plan(
+    conn: duckdb.DuckDBPyConnection, question: str, *, now_ns: int, tz: tzinfo | None
+) -> tuple[Plan, Found] | None:
+    """The question's plan and what it found, or None (see the module)."""
+    plan = parse(question, now_ns=now_ns, tz=tz)
+    if plan is None:
+        return None
+    found = _BY_KIND[plan.subject.kind](Reader(conn, now_ns, tz), plan)
+    return None if found is None else (plan, found)

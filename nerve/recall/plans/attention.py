@@ -1,0 +1,72 @@
+"""Plans about nerve's own decisions: what was surfaced or held, when, why (the one reason of
+each decision, :func:`nerve.attention.reason.reason_of`), and whether anything unusual is
+happening (the last hour's highlights and decisions, or the plan's window)."""
+
+from __future__ import annotations
+
+from nerve.attention.reason import reason_of
+from nerve.events import NERVE_SOURCE
+from nerve.recall.plans.log import Found, Reader, Row
+from nerve.recall.plans.parse import Plan
+from nerve.recall.plans.window import NS, Window
+
+__all__ = ["attention"]
+
+_HOUR = 3600 * NS
+
+
+def _what(row: Row) -> str:
+    return str(row.data.get("source_line") or row.line)
+
+
+def _words(row: Row) -> str:
+    return " ".join((_what(row), str(row.data.get("probe") or ""), row.line)).lower()
+
+
+def _line(reader: Reader, row: Row) -> str:
+    outcome = str(row.data.get("outcome") or "?")
+    return f"{reader.when(row.t)}  {_what(row)} ({outcome}) — {reason_of(row.data).words()}"
+
+
+def _decisions(reader: Reader, window: Window | None) -> list[Row]:
+    return reader.rows(window, source=NERVE_SOURCE, kind="attention.decision")
+
+
+def attention(reader: Reader, plan: Plan) -> Found:
+    """Surfaced or held decisions (matching the plan's words), why, or what is unusual."""
+    if plan.measure == "unusual":
+        return _unusual(reader, plan)
+    held = plan.subject.reading == "held"
+    rows = [r for r in _decisions(reader, plan.window)
+            if str(r.data.get("outcome", "")).startswith("hold:") == held]  # fmt: skip
+    verb = "held" if held else "surfaced"
+    name = plan.subject.name
+    chosen = [r for r in rows if not name or any(w in _words(r) for w in name.split())]
+    if name and not chosen:
+        known = "; ".join(dict.fromkeys(_what(r) for r in rows[::-1][:5])) or "nothing"
+        return Found(f"Nothing {verb} {reader.scope(plan.window)} matches `{name}`. What was "
+                     f"{verb}: {known}. Which one did you mean?", answered=False)  # fmt: skip
+    if not chosen:
+        return Found(f"Nothing was {verb} {reader.scope(plan.window)} "
+                     f"({len(_decisions(reader, plan.window))} attention decisions).")  # fmt: skip
+    lines = [(r, _line(reader, r)) for r in chosen[::-1]]
+    about = f" about `{name}`" if name else ""
+    title = f"{verb.capitalize()}{about} {reader.scope(plan.window)}, newest first, and why:"
+    return reader.listing(title, lines, plan.window, shown=8)
+
+
+def _unusual(reader: Reader, plan: Plan) -> Found:
+    window = plan.window or Window(reader.now_ns - _HOUR, reader.now_ns + 1, "the last hour")
+    highlights = reader.rows(window, source=NERVE_SOURCE, kind="attention.highlight")
+    decisions = _decisions(reader, window)
+    surfaced = [r for r in decisions if r.data.get("outcome") == "surface"]
+    if not highlights and not decisions:
+        return Found(f"Nothing unusual {reader.scope(window)}: the detector raised no "
+                     "highlight and the gate made no decision.")  # fmt: skip
+    head = (f"{reader.scope(window)[:1].upper()}{reader.scope(window)[1:]}: the detector "
+            f"raised {len(highlights)} highlights; {len(surfaced)} surfaced, "
+            f"{len(decisions) - len(surfaced)} held. Newest first:")  # fmt: skip
+    lines = [(r, _line(reader, r)) for r in decisions[::-1]]
+    lines += [(r, f"{reader.when(r.t)}  highlight: {r.line}") for r in highlights[::-1]
+              if not decisions]  # fmt: skip
+    return reader.listing(head, lines, window, shown=8)

@@ -1,0 +1,424 @@
+"""A question in parts: :func:`parse` turns it into a :class:`Plan` — the window it asks
+about (:mod:`nerve.recall.plans.window`), the subject and the measure — or None when it names
+nothing this planner reads (the older intents and the fallback then try).
+
+**Subjects** (``Subject.kind``): ``anything`` (what happened), ``activity`` (what was I
+doing), ``command`` (a shell command, or its words), ``process`` (by name, command line words
+or ``pid N``), ``window`` (an app or a window title), ``reading`` (a sense reading:
+``load``, ``cpu``, ``memory``, ``disk``, ``network``), ``attention`` (nerve's own decisions).
+
+**Measures**: ``list``, ``count``, ``duration`` (time spent), ``first``, ``last``, ``when``,
+``peak``, ``average``, ``most`` (which one had the most), ``exit`` (exit status),
+``running`` (still running? finished?), ``before`` / ``after`` (order, against
+``Plan.anchor``), ``why`` and ``unusual`` (attention).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import tzinfo
+
+from nerve.recall.plans.window import Window, find_window
+
+__all__ = ["Plan", "Subject", "parse"]
+
+_READINGS = (
+    ("load", r"\bload(?: average)?s?\b"),
+    ("disk", r"\b(?:free disk|disk space|disk|free space|storage)\b"),
+    ("network", r"\b(?:network|bandwidth|download(?:ed|ing)?|upload(?:ed|ing)?|traffic)\b"),
+    ("memory", r"\b(?:memory|ram|rss)\b"),
+    ("cpu", r"\b(?:cpu|processor|busy)\b"),
+)
+_READING_WORDS = frozenset(["memory", "ram", "cpu", "load", "disk", "network", "processor"])
+_ATTENTION = re.compile(
+    r"\b(surfaced?|surfacing|held|withheld|hold|interrupt\w*|notif\w*|alert\w*|unusual|"
+    r"anomal\w*|highlights?|abnormal|strange|weird|out of the ordinary|you show\w*|"
+    r"showed me|shown to me)\b"
+)
+_UNUSUAL = re.compile(r"\b(unusual|anomal\w*|abnormal|strange|weird|out of the ordinary|wrong)\b")
+_COMMAND = re.compile(
+    r"\b(run|ran|runs|command|commands|typed|executed|exit (?:code|status)|return code|"
+    r"shell)\b"
+)
+_PROCESS = re.compile(r"\b(process|processes|program|programs|pid)\b")
+_WINDOW = re.compile(
+    r"\b(windows?|apps?|applications?|focus(?:ed)?|switch(?:ed)? to|in front|titled?)\b"
+)
+_DOING = re.compile(r"\b(doing|working on|up to|busy with)\b")
+_HAPPENED = re.compile(r"\b(happened|happening|went on|going on|events?|recorded|logged)\b")
+_PID = re.compile(r"\bpid\s*(\d+)\b|\[(\d+)\]")
+_DEFER = re.compile(
+    r"\b(slowest|longest|slow|non-?zero|per app|each app|new|ports?|listening|files?|"
+    r"changed|edited|modified|budget|errors?|failures?|in [~/.]\S*)"
+)
+"""Words the intents of :mod:`nerve.recall.facts` read better: the plan steps aside."""
+_QUOTED = re.compile(r"[`\"'“‘]([^`\"'”’]+)[`\"'”’]")
+
+_STOP = frozenset(
+    [
+        "a",
+        "an",
+        "the",
+        "what",
+        "which",
+        "who",
+        "whom",
+        "when",
+        "where",
+        "how",
+        "did",
+        "do",
+        "does",
+        "is",
+        "are",
+        "was",
+        "were",
+        "has",
+        "have",
+        "had",
+        "i",
+        "me",
+        "my",
+        "you",
+        "your",
+        "it",
+        "its",
+        "this",
+        "that",
+        "these",
+        "those",
+        "of",
+        "in",
+        "on",
+        "at",
+        "to",
+        "for",
+        "from",
+        "by",
+        "with",
+        "and",
+        "or",
+        "any",
+        "all",
+        "there",
+        "so",
+        "far",
+        "please",
+        "show",
+        "tell",
+        "give",
+        "list",
+        "much",
+        "many",
+        "long",
+        "used",
+        "use",
+        "uses",
+        "using",
+        "most",
+        "time",
+        "times",
+        "spent",
+        "spend",
+        "been",
+        "being",
+        "be",
+        "am",
+        "did",
+        "get",
+        "got",
+        "ever",
+        "then",
+        "just",
+        "still",
+        "yet",
+        "s",
+        "t",
+        "up",
+        "command",
+        "commands",
+        "run",
+        "ran",
+        "runs",
+        "typed",
+        "executed",
+        "exit",
+        "code",
+        "return",
+        "process",
+        "processes",
+        "program",
+        "programs",
+        "pid",
+        "window",
+        "windows",
+        "app",
+        "apps",
+        "application",
+        "applications",
+        "focus",
+        "focused",
+        "switch",
+        "switched",
+        "in",
+        "front",
+        "title",
+        "titled",
+        "machine",
+        "computer",
+        "box",
+        "memory",
+        "ram",
+        "rss",
+        "cpu",
+        "processor",
+        "busy",
+        "load",
+        "average",
+        "averages",
+        "disk",
+        "free",
+        "space",
+        "storage",
+        "network",
+        "bandwidth",
+        "peak",
+        "peaked",
+        "max",
+        "maximum",
+        "highest",
+        "top",
+        "biggest",
+        "largest",
+        "heaviest",
+        "mean",
+        "typical",
+        "usage",
+        "level",
+        "total",
+        "finish",
+        "finished",
+        "done",
+        "complete",
+        "completed",
+        "end",
+        "ended",
+        "stop",
+        "stopped",
+        "running",
+        "alive",
+        "still",
+        "going",
+        "last",
+        "first",
+        "latest",
+        "earliest",
+        "recent",
+        "recently",
+        "most",
+        "times",
+        "often",
+        "count",
+        "number",
+        "before",
+        "after",
+        "during",
+        "between",
+        "since",
+        "around",
+        "about",
+        "until",
+        "till",
+        "ago",
+        "now",
+        "currently",
+        "today",
+        "yesterday",
+        "happened",
+        "happening",
+        "going",
+        "on",
+        "events",
+        "event",
+        "recorded",
+        "logged",
+        "doing",
+        "working",
+        "busy",
+        "with",
+        "shell",
+        "our",
+        "see",
+        "saw",
+        "open",
+        "opened",
+        "start",
+        "started",
+        "starting",
+        "launch",
+        "launched",
+        "succeed",
+        "succeeded",
+        "fail",
+        "failed",
+        "failure",
+        "pass",
+        "passed",
+        "ok",
+        "okay",
+        "well",
+        "whether",
+        "if",
+    ]
+)
+_STOP |= frozenset(("why", "anything", "something", "happening"))
+
+
+@dataclass(frozen=True)
+class Subject:
+    """What a question is about: a kind (see the module), the words naming one thing of that
+    kind (None: every one), a pid, and for ``reading`` which reading."""
+
+    kind: str
+    name: str | None = None
+    pid: int | None = None
+    reading: str | None = None
+
+    def to_json(self) -> dict[str, object]:
+        return {"kind": self.kind, "name": self.name, "pid": self.pid, "reading": self.reading}
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A question's parts; ``anchor`` is what ``before`` / ``after`` / ``during`` refer to."""
+
+    question: str
+    window: Window | None
+    subject: Subject
+    measure: str
+    anchor: Subject | None = None
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "window": None if self.window is None else self.window.to_json(),
+            "subject": self.subject.to_json(),
+            "measure": self.measure,
+            "anchor": None if self.anchor is None else self.anchor.to_json(),
+        }
+
+
+def _clean(question: str) -> str:
+    text = " ".join(question.lower().replace("’", "'").split())
+    text = re.sub(r"\bwhat's\b", "what is", text)
+    text = re.sub(r"\b(\w+)'s\b", r"\1", text)
+    return text.rstrip("?!. ")
+
+
+def _name(text: str, keep: frozenset[str] = frozenset()) -> str | None:
+    """The words left naming a thing: quoted text, else the words no rule here reads (but
+    those in ``keep``)."""
+    if quoted := _QUOTED.search(text):
+        return quoted[1].strip() or None
+    text = re.sub(r"\b(exit|return) (code|status)\b", " ", text)
+    words = [
+        w
+        for w in re.findall(r"[\w./~+-]+", text)
+        if (w in keep or w not in _STOP) and not w.isdigit()
+    ]
+    words = [w.strip(".") for w in words if w.strip(".")]
+    return " ".join(words) or None
+
+
+def _reading(text: str) -> str | None:
+    for name, pattern in _READINGS:
+        if re.search(pattern, text):
+            return name
+    return None
+
+
+def _measure(text: str) -> str:
+    """The measure the words ask for (the first rule that fits)."""
+    rules = (
+        ("exit", r"\b(exit (?:code|status)|return code|succeed(?:ed)?|fail(?:ed)?|pass(?:ed)?)\b"),
+        ("running", r"\b(finish(?:ed)?|still running|still going|done|complete[d]?|is \S+ running"
+                    r"|stopp?(?:ed)?|end(?:ed)?|alive)\b"),
+        ("duration", r"\b(how long|time spent|how much time|spend|spent)\b"),
+        ("count", r"\b(how many|how often|number of|count)\b"),
+        ("most", r"\b(which|what)\b.*\b(most|top|biggest|largest|heaviest|highest|using|"
+                 r"hogging|eating)\b"),
+        ("when", r"\bwhen\b|\bwhat time\b"),
+        ("peak", r"\b(peak(?:ed)?|max(?:imum)?|highest|most|how much|top)\b"),
+        ("average", r"\b(average|mean|typical|how busy|usage|level)\b"),
+        ("first", r"\b(first|earliest)\b"),
+        ("last", r"\b(last|latest|most recent)\b"),
+    )  # fmt: skip
+    for measure, pattern in rules:
+        if re.search(pattern, text):
+            return measure
+    return "list"
+
+
+def _attention(text: str, window: Window | None, question: str) -> Plan:
+    measure = "unusual" if _UNUSUAL.search(text) else "why" if "why" in text.split() else "list"
+    held = re.search(r"\b(held|withheld|hold)\b", text) is not None
+    rest = re.sub(r"\b(nerve|me|about|you)\b", " ", _ATTENTION.sub(" ", text))
+    name = _name(rest, _READING_WORDS)
+    subject = Subject("attention", name, reading="held" if held else "surfaced")
+    return Plan(question, window, subject, measure)
+
+
+def _order(text: str) -> tuple[str, Subject] | None:
+    """``… before X`` / ``… after X`` with X a thing (not a time): the measure and X."""
+    match = re.search(r"\b(before|after)\s+(?:i (?:was in|used|switched to|opened) )?(.+)$", text)
+    if match is None:
+        return None
+    name = _name(match[2])
+    return (match[1], Subject("window", name)) if name else None
+
+
+def _thing(text: str, measure: str) -> Subject | None:
+    """The subject of a question about a thing (command, process, window, reading)."""
+    pid = _PID.search(text)
+    name, reading = _name(text), _reading(text)
+    if pid:
+        return Subject("process", None, int(pid[1] or pid[2]), reading)
+    if _COMMAND.search(text) or measure == "exit":
+        return Subject("command", name)
+    if _PROCESS.search(text):
+        return Subject("process", name, reading=reading)
+    if _WINDOW.search(text) or re.search(r"\b(was|were) i in\b", text):
+        return Subject("window", name)
+    if name and measure == "duration":
+        return Subject("window", name)  # "how much time did I spend in firefox?"
+    if reading is not None:
+        thing = bool(name) or measure == "most"
+        return Subject("process" if thing else "reading", name, reading=reading)
+    if name and measure == "running":
+        return Subject("command", name)
+    return None
+
+
+def parse(question: str, *, now_ns: int, tz: tzinfo | None) -> Plan | None:
+    """The question's plan, or None when it names nothing this planner reads."""
+    text = _clean(question)
+    window, rest = find_window(text, now_ns, tz)
+    if _ATTENTION.search(rest):
+        return _attention(rest, window, question)
+    order = _order(rest)
+    if order is not None:
+        head = rest[: rest.rfind(order[0])]
+        return Plan(question, window, Subject("window", _name(head)), order[0], order[1])
+    if _DEFER.search(rest):
+        return None
+    measure = _measure(rest)
+    if _DOING.search(rest) and not _COMMAND.search(rest):
+        return Plan(question, window, Subject("activity"), "list") if window else None
+    subject = _thing(rest, measure)
+    if subject is None:
+        if _HAPPENED.search(rest) and window is not None:
+            return Plan(question, window, Subject("anything"), "list")
+        return None
+    if subject.kind == "reading" and window is None and measure not in ("peak", "when"):
+        measure = "last"
+    return Plan(question, window, subject, measure)

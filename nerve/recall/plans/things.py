@@ -1,0 +1,505 @@
+"""Plans about things: what happened, what a person was doing, commands, processes and
+windows, each answered by reading the window's rows (:class:`~nerve.recall.plans.log.Reader`).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+from nerve.events import SourceClass
+from nerve.recall.plans.log import Found, Reader, Row, plain_source
+from nerve.recall.plans.parse import Plan, Subject
+from nerve.recall.plans.tops import folded_tops
+from nerve.recall.plans.window import NS, Window
+
+__all__ = ["Spell", "activity", "anything", "commands", "processes", "spells", "windows"]
+
+_MIB = 1024**2
+_DAY = 86_400 * NS
+_FIRST = {SourceClass.SHELL, SourceClass.APP_FOCUS, SourceClass.FILE_CHANGE, SourceClass.NETWORK}
+
+
+def _words_in(name: str | None, *texts: str) -> bool:
+    """Whether every word of ``name`` is in the texts (case aside)."""
+    if not name:
+        return True
+    hay = " ".join(texts).lower()
+    return all(word in hay for word in name.lower().split())
+
+
+def _notable(row: Row) -> bool:
+    """Rows a person would name first: commands, windows, files, ports, process starts."""
+    if row.source == SourceClass.PROCESS_TREE:
+        return row.data.get("event") in ("started", "exited")
+    return row.source in _FIRST
+
+
+def _missing(reader: Reader, window: Window | None, what: str) -> Found:
+    """Nothing of ``what`` in the window, and why when the log can tell."""
+    if window is not None and reader.paused(window):
+        why = " Capture was paused then."
+    elif window is not None and not reader.rows(window, where="TRUE"):
+        why = " Nothing at all was recorded then (was the daemon running?)."
+    else:
+        why = ""
+    return Found(f"No {what} {reader.scope(window)}.{why}")
+
+
+# -- what happened, what was I doing -------------------------------------------------------
+
+
+def anything(reader: Reader, plan: Plan) -> Found:
+    """Every observation in the window: counts in plain words, notable ones first."""
+    rows = reader.rows(plan.window)
+    if not rows:
+        return _missing(reader, plan.window, "events")
+    counts = Counter(plain_source(r) for r in rows)
+    said = ", ".join(f"{n} {name}" for name, n in sorted(counts.items(), key=lambda c: -c[1]))
+    ordered = [r for r in rows if _notable(r)] + [r for r in rows if not _notable(r)]
+    lines = [(r, f"{reader.when(r.t)}  {r.line}") for r in ordered]
+    scope = reader.scope(plan.window)
+    title = f"{scope[:1].upper()}{scope[1:]}: {len(rows)} events ({said}). Notable first:"
+    return reader.listing(title, lines, plan.window)
+
+
+def activity(reader: Reader, plan: Plan) -> Found:
+    """Windows in focus, commands, file changes and process starts in the window, in order."""
+    window = plan.window
+    assert window is not None
+    lines: list[tuple[int, Row, str]] = []
+    for spell in spells(reader, window):
+        lines.append((spell.start, spell.row, f"{reader.when(spell.start)}  in {spell.name()}"))
+    for row in _commands_over(reader, window):
+        lines.append((row.t, row, f"{reader.when(row.t)}  ran {_command_line(row)}"))
+    for row in reader.rows(window, source=SourceClass.FILE_CHANGE):
+        change = f"{row.data.get('change', 'changed')} {row.data.get('path', '?')}"
+        lines.append((row.t, row, f"{reader.when(row.t)}  file {change}"))
+    for row in reader.rows(window, source=SourceClass.PROCESS_TREE):
+        if row.data.get("event") in ("started", "exited"):
+            lines.append((row.t, row, f"{reader.when(row.t)}  {row.line}"))
+    if not lines:
+        return _missing(reader, window, "recorded activity")
+    lines.sort(key=lambda item: item[0])
+    title = f"What you were doing {reader.scope(window)}, in order:"
+    return reader.listing(title, [(r, text) for _, r, text in lines], window, shown=20)
+
+
+# -- commands --------------------------------------------------------------------------------
+
+
+def _command_of(row: Row) -> str:
+    text = row.data.get("command")
+    return " ".join(text.split()) if isinstance(text, str) else row.line.removeprefix("$ ")
+
+
+def _command_line(row: Row) -> str:
+    code, ms = row.data.get("exit"), row.data.get("duration_ms")
+    notes = []
+    if isinstance(code, int):
+        notes.append("ok" if code == 0 else f"exit {code}")
+    if isinstance(ms, int):
+        notes.append(f"{ms / 1000:.1f} s")
+    return f"`{_command_of(row)}`" + (f" ({', '.join(notes)})" if notes else "")
+
+
+def _ended(row: Row) -> int:
+    ms = row.data.get("duration_ms")
+    return row.t + (ms * 1_000_000 if isinstance(ms, int) and ms > 0 else 0)
+
+
+def _commands_over(reader: Reader, window: Window | None, name: str | None = None) -> list[Row]:
+    """Commands that ran during the window (started in it, or started before and still ran)."""
+    wide = window if window is None else Window(window.start_ns - _DAY, window.end_ns, "")
+    words = (name or "").lower().split()
+    text = "lower(coalesce(json_extract_string(data, '$.command'), line))"
+    where = " AND ".join([f"contains({text}, ?)" for _ in words]) or "TRUE"
+    rows = reader.rows(wide, source=SourceClass.SHELL, where=where, args=words)  # in SQL: all
+    if window is not None:
+        rows = [r for r in rows if r.t >= window.start_ns or _ended(r) >= window.start_ns]
+    return [r for r in rows if _words_in(name, _command_of(r))]
+
+
+def commands(reader: Reader, plan: Plan) -> Found | None:
+    """Commands: listed, counted, their exit status, whether one finished, first or last."""
+    name, window = plan.subject.name, plan.window
+    counted = plan.measure == "count" and window is not None  # "how many commands today?"
+    if not name and not counted and plan.measure in ("exit", "running", "when", "first", "last",
+                                                     "count"):  # fmt: skip
+        return None  # "which commands failed?", "what was my last command?": the intents
+    if not name and not counted and (window is None or not window.clock):
+        return None  # "what did I run today?": the period intents list it, newest first
+    if not reader.ever(SourceClass.SHELL) and plan.measure != "running":
+        return Found("No shell commands are in this log: the shell hook is not installed "
+                     "(`nerve shell install`).", answered=False)  # fmt: skip
+    rows = _commands_over(reader, window, name)
+    if plan.measure == "running":
+        return _finished(reader, plan, rows)
+    if not rows:
+        return _no_thing(reader, plan, "commands")
+    if plan.measure == "count":
+        return _counted(reader, plan, rows, "command")
+    return _command_list(reader, plan, rows)
+
+
+def _command_list(reader: Reader, plan: Plan, rows: list[Row]) -> Found:
+    if plan.measure in ("exit", "last", "when"):
+        rows = rows[::-1]  # newest first
+    lines = [(r, f"{reader.when(r.t)}  {_command_line(r)}") for r in rows]
+    what = f"`{plan.subject.name}`" if plan.subject.name else "Commands"
+    if plan.measure == "exit":
+        newest = rows[0]
+        code = newest.data.get("exit")
+        head = f"{what} last ran at {reader.when(newest.t)}, exit status not recorded"
+        if isinstance(code, int):
+            head = f"{what} last exited {code} ({reader.when(newest.t)})"
+        return reader.listing(f"{head}; every run {reader.scope(plan.window)}:", lines, None)
+    if plan.measure in ("first", "last"):
+        lines = lines[:1]
+    running = _running_then(reader, plan.window) if plan.window and plan.window.point_ns else []
+    title = f"{what} that ran {reader.scope(plan.window)}:"
+    found = reader.listing(title, lines + running, plan.window)
+    return found
+
+
+def _running_then(reader: Reader, window: Window) -> list[tuple[Row, str]]:
+    """Processes the processes sense saw busy or large during the window."""
+    procs = _processes(reader, window)
+    return [(p.row, f"running then: {p.who()}") for p in procs.values()][:6]
+
+
+def _finished(reader: Reader, plan: Plan, rows: list[Row]) -> Found:
+    """Did it finish? The hook records a command when it ends; else the process record."""
+    if rows:
+        row = rows[-1]
+        text = f"`{_command_of(row)}` finished at {reader.when(_ended(row))}"
+        code = row.data.get("exit")
+        text += f" with exit {code}" if isinstance(code, int) else ""
+        text += "; it is not running now."
+        return Found(text, (row.id,))
+    return _process_state(reader, plan.subject, plan.window)
+
+
+def _counted(reader: Reader, plan: Plan, rows: list[Row], what: str) -> Found:
+    named = plan.subject.name
+    text = f"{len(rows)} runs of `{named}`" if named else f"{len(rows)} {what}s"
+    text += f" {reader.scope(plan.window)}"
+    lines = [(r, f"{reader.when(r.t)}  {_command_line(r)}") for r in rows[::-1]]
+    return reader.listing(text + ", newest first:", lines, plan.window)
+
+
+def _no_thing(reader: Reader, plan: Plan, what: str) -> Found:
+    """The subject matched nothing: say what was understood and ask."""
+    if not plan.subject.name:
+        return _missing(reader, plan.window, what)
+    return Found(
+        f"I read this as a question about {what} matching `{plan.subject.name}` "
+        f"{reader.scope(plan.window)}, and none is recorded. Which {what[:-1]} did you mean "
+        "(its name as it ran), or which time?",
+        answered=False,
+    )
+
+
+# -- processes -------------------------------------------------------------------------------
+
+
+@dataclass
+class _Proc:
+    """One process (pid, start time) as the log saw it: its peaks and where they were."""
+
+    pid: int
+    name: str
+    cmdline: str
+    row: Row
+    user: str = ""
+    peak_rss: int = 0
+    rss_row: Row | None = None
+    peak_cpu: int = 0
+    cpu_row: Row | None = None
+    samples: int = 0
+    cpu_sum: int = 0
+    first_t: int = 0
+    last_t: int = 0
+
+    def who(self) -> str:
+        cmd = " ".join(self.cmdline.split())[:60]
+        user = f" ({self.user})" if self.user else ""
+        return f"{self.name} [{self.pid}]{user}" + (f" `{cmd}`" if cmd and cmd != self.name else "")
+
+
+def _see(procs: dict[tuple[int, int], _Proc], row: Row, entry: dict[str, object]) -> None:
+    pid, start = entry.get("pid"), entry.get("start_time")
+    if not isinstance(pid, int):
+        return
+    key = (pid, start if isinstance(start, int) else 0)
+    proc = procs.setdefault(key, _Proc(pid, str(entry.get("name") or "?"), "", row, first_t=row.t))
+    if isinstance(entry.get("cmdline"), str) and not proc.cmdline:
+        proc.cmdline = str(entry["cmdline"])
+    if isinstance(entry.get("user"), str) and not proc.user:
+        proc.user = str(entry["user"])
+    rss, cpu = entry.get("rss_bytes"), entry.get("cpu_permille")
+    if isinstance(rss, int) and rss > proc.peak_rss:
+        proc.peak_rss, proc.rss_row = rss, row
+    if isinstance(cpu, int) and row.data.get("event") == "top":
+        proc.samples, proc.cpu_sum = proc.samples + 1, proc.cpu_sum + cpu
+        if cpu > proc.peak_cpu:
+            proc.peak_cpu, proc.cpu_row = cpu, row
+    proc.last_t = row.t
+
+
+def _processes(
+    reader: Reader, window: Window | None, part: str | None = None
+) -> dict[tuple[int, int], _Proc]:
+    """Every process the window's process records name, with its peaks; at a moment ("at
+    07:44", "5 minutes ago"), the samples of its window, or if it holds none ("now") the newest
+    top sample of the ten minutes up to it with a ``part`` list (the memory list is sent only
+    when it moved)."""
+    parts = (part, "over") if part else ("cpu", "memory", "over")
+    if window is None or window.point_ns is None:
+        return _processes_folded(reader, window, parts)
+    rows = reader.rows(_before(window), source=SourceClass.PROCESS_TREE)
+    procs: dict[tuple[int, int], _Proc] = {}
+    _describe(procs, rows)
+    held = _processes_folded(reader, window, parts)  # "at 07:44": the minute's samples
+    if any(p.samples or p.peak_rss for p in held.values()):
+        for key, proc in held.items():
+            known = procs.get(key)
+            proc.cmdline = proc.cmdline or (known.cmdline if known else "")
+            proc.user = proc.user or (known.user if known else "")
+        return held
+    if rows:
+        rows = [r for r in rows if r.data.get("event") == "top" and r.data.get(part or "cpu")][-1:]
+    _read_procs(procs, rows)
+    return {k: p for k, p in procs.items() if p.samples or p.peak_rss or not rows}
+
+
+def _processes_folded(
+    reader: Reader, window: Window | None, parts: tuple[str, ...]
+) -> dict[tuple[int, int], _Proc]:
+    """The window's processes from their top samples folded in DuckDB
+    (:mod:`~nerve.recall.plans.tops`), and from their started / exited records."""
+    procs: dict[tuple[int, int], _Proc] = {}
+    for f in folded_tops(reader, window, parts):
+        row = _cited(f.first_id, f.first_t)
+        proc = _Proc(f.pid, f.name, f.cmdline, row, f.user, first_t=f.first_t, last_t=f.last_t)
+        if f.peak_rss:
+            proc.peak_rss, proc.rss_row = f.peak_rss, _cited(*f.rss_at)
+        if f.samples:
+            proc.peak_cpu, proc.cpu_row = f.peak_cpu, _cited(*f.cpu_at)
+            proc.samples, proc.cpu_sum = f.samples, f.cpu_sum
+        procs[(f.pid, f.start)] = proc
+    events = "json_extract_string(data, '$.event') IN ('started', 'exited')"
+    for row in reader.rows(window, source=SourceClass.PROCESS_TREE, where=events):
+        _see(procs, row, row.data)
+    return procs
+
+
+def _cited(eid: str, t: int) -> Row:
+    """A sample the answer cites, by id and time (its payload was read in DuckDB)."""
+    return Row(eid, t, "observation", int(SourceClass.PROCESS_TREE), "processes", "", {})
+
+
+def _describe(procs: dict[tuple[int, int], _Proc], rows: list[Row]) -> None:
+    """Names, users and command lines from ``rows`` (a top sends them once in a while)."""
+    _read_procs(procs, rows)
+    for proc in procs.values():
+        proc.peak_rss, proc.rss_row, proc.peak_cpu, proc.cpu_row = 0, None, 0, None
+        proc.samples = proc.cpu_sum = 0
+
+
+def _read_procs(procs: dict[tuple[int, int], _Proc], rows: list[Row]) -> None:
+    for row in rows:
+        if row.data.get("event") == "top":
+            for part in ("cpu", "memory", "over"):
+                for entry in row.data.get(part) or []:
+                    if isinstance(entry, dict):
+                        _see(procs, row, entry)
+        elif row.data.get("event") in ("started", "exited"):
+            _see(procs, row, row.data)
+
+
+def _tops_ever(reader: Reader) -> bool:
+    sql = (
+        "SELECT 1 FROM events WHERE kind = 'observation' AND source = ? "
+        "AND json_extract_string(data, '$.event') = 'top' LIMIT 1"
+    )
+    return reader.conn.execute(sql, [int(SourceClass.PROCESS_TREE)]).fetchone() is not None
+
+
+def _before(window: Window | None) -> Window | None:
+    if window is None or window.point_ns is None:
+        return window
+    return Window(window.end_ns - 600 * NS, window.end_ns, window.label, window.point_ns)
+
+
+def _matching(procs: dict[tuple[int, int], _Proc], subject: Subject) -> list[_Proc]:
+    found = [
+        p
+        for p in procs.values()
+        if (subject.pid is None or p.pid == subject.pid)
+        and _words_in(subject.name, p.name, p.cmdline)
+    ]
+    return sorted(found, key=lambda p: (p.first_t, p.pid))
+
+
+def processes(reader: Reader, plan: Plan) -> Found | None:
+    """Processes: which used the most, how much one used, whether it still runs."""
+    subject = plan.subject
+    if plan.measure == "running":
+        return _process_state(reader, subject, plan.window)
+    if not reader.ever(SourceClass.PROCESS_TREE):
+        return Found("No process records are in this log (the processes sense has not run).",
+                     answered=False)  # fmt: skip
+    anyone = not subject.name and subject.pid is None
+    if plan.measure not in ("most", "peak", "average") and anyone:
+        return None  # "which processes started today?": the intents
+    if (anyone and subject.reading == "cpu") or not _tops_ever(reader):
+        return None  # the intents weigh each CPU sample by how long it stood; say when tops come
+    memory = subject.reading != "cpu"
+    procs = _matching(_processes(reader, plan.window, "memory" if memory else "cpu"), subject)
+    if not procs and not subject.name:
+        return Found(f"No process samples {reader.scope(plan.window)}.")
+    if not procs:
+        return _no_thing(reader, plan, "processes")
+    procs.sort(key=lambda p: -(p.peak_rss if memory else p.peak_cpu))
+    return _process_peaks(reader, plan, procs, memory)
+
+
+def _process_peaks(reader: Reader, plan: Plan, procs: list[_Proc], memory: bool) -> Found:
+    lines = []
+    for p in procs:
+        if memory and p.rss_row is not None:
+            lines.append((p.rss_row, f"{p.who()}: peak {p.peak_rss // _MIB} MiB resident at "
+                                     f"{reader.when(p.rss_row.t)}"))  # fmt: skip
+        elif not memory and p.cpu_row is not None:
+            average = p.cpu_sum / max(p.samples, 1) / 10
+            lines.append((p.cpu_row, f"{p.who()}: peak {p.peak_cpu / 10:.1f}% of a core at "
+                                     f"{reader.when(p.cpu_row.t)}, {average:.1f}% on average "
+                                     f"over {p.samples} samples"))  # fmt: skip
+    what = "memory (resident, peak)" if memory else "CPU (peak)"
+    if not lines:
+        return Found(f"No process samples {reader.scope(plan.window)}.")
+    top = "Most " if plan.measure == "most" or not plan.subject.name else ""
+    title = f"{top}{what} {reader.scope(plan.window)}, from the processes sense's samples:"
+    title = title[:1].upper() + title[1:]
+    return reader.listing(title, lines, plan.window, shown=8)
+
+
+def _process_state(reader: Reader, subject: Subject, window: Window | None) -> Found:
+    """Whether a process named so (or with that pid) still runs, from its records."""
+    procs = _matching(_processes(reader, None), subject)
+    if not procs:
+        said = subject.name or f"pid {subject.pid}"
+        return Found(f"Nothing in this log records a command or process matching `{said}`. "
+                     "Which one did you mean?", answered=False)  # fmt: skip
+    proc = procs[-1]
+    exits = [r for r in reader.rows(None, source=SourceClass.PROCESS_TREE,
+                                    where="json_extract_string(data, '$.event') = 'exited'")
+             if r.data.get("pid") == proc.pid]  # fmt: skip
+    if exits:
+        return Found(f"{proc.who()} exited by {reader.when(exits[-1].t)} (the processes "
+                     "sense noticed then); it is not running now.", (exits[-1].id,))  # fmt: skip
+    return Found(f"No exit is recorded for {proc.who()}: last seen running at "
+                 f"{reader.when(proc.last_t)}.", (proc.row.id,))  # fmt: skip
+
+
+# -- windows ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Spell:
+    """A window in focus from ``start`` to ``end`` (its focus row)."""
+
+    row: Row
+    start: int
+    end: int
+
+    def name(self) -> str:
+        app, title = str(self.row.data.get("app") or ""), str(self.row.data.get("title") or "")
+        return f"{app}: {title}" if app and title else app or title or "(no window)"
+
+    def matches(self, name: str | None) -> bool:
+        return _words_in(
+            name, str(self.row.data.get("app", "")), str(self.row.data.get("title", ""))
+        )
+
+
+def spells(reader: Reader, window: Window | None) -> list[Spell]:
+    """Each focus in the window, clipped to it; ``away`` ends one, ``back`` resumes it."""
+    end = min(window.end_ns, reader.now_ns) if window else reader.now_ns
+    start = window.start_ns if window else 0
+    rows = reader.rows(Window(max(0, start - _DAY), end, ""), source=SourceClass.APP_FOCUS)
+    out: list[Spell] = []
+    current: Row | None = None
+    since: int | None = None
+    for row in [*rows, None]:
+        t = end if row is None else row.t
+        event = None if row is None else row.data.get("event")
+        if current is not None and since is not None and event in ("focus", "away", None):
+            lo, hi = max(since, start), min(t, end)
+            if hi > lo:
+                out.append(Spell(current, lo, hi))
+        if row is not None and event == "focus":
+            current, since = row, row.t
+        elif event == "away":
+            since = None
+        elif event == "back":
+            since = None if row is None else row.t
+    return out
+
+
+def _length(ns: int) -> str:
+    seconds = ns // NS
+    hours, rest = divmod(seconds, 3600)
+    return f"{hours} h {rest // 60} min" if hours else f"{rest // 60} min {rest % 60} s"
+
+
+_NO_FOCUS = (
+    "No window focus is recorded in this log: the focus sense needs an X display (or macOS), "
+    "and this machine's log has none."
+)
+
+
+def windows(reader: Reader, plan: Plan) -> Found | None:
+    """Windows: time spent in one, when it was switched to, which came before or after."""
+    if not reader.ever(SourceClass.APP_FOCUS):
+        return Found(_NO_FOCUS, answered=False)
+    all_spells = spells(reader, plan.window)
+    if plan.measure in ("before", "after"):
+        return _order(reader, plan, all_spells)
+    chosen = [s for s in all_spells if s.matches(plan.subject.name)]
+    if not chosen:
+        return _no_thing(reader, plan, "windows")
+    if plan.measure == "duration":
+        total = sum(s.end - s.start for s in chosen)
+        lines = [(s.row, f"{reader.when(s.start)}  {s.name()}, {_length(s.end - s.start)}")
+                 for s in chosen]  # fmt: skip
+        what = f"`{plan.subject.name}`" if plan.subject.name else "windows"
+        title = (
+            f"In {what} for {_length(total)} {reader.scope(plan.window)} ({len(chosen)} spells):"
+        )
+        return reader.listing(title, lines, plan.window)
+    lines = [(s.row, f"{reader.when(s.start)}  {s.name()} (for {_length(s.end - s.start)})")
+             for s in (chosen[::-1] if plan.measure != "first" else chosen)]  # fmt: skip
+    verb = f"Switched to `{plan.subject.name}`" if plan.subject.name else "Windows in focus"
+    return reader.listing(f"{verb} {reader.scope(plan.window)}, newest first:", lines, plan.window)
+
+
+def _order(reader: Reader, plan: Plan, all_spells: list[Spell]) -> Found:
+    """The window in focus just before (or after) the newest spell of the anchor's window."""
+    anchor = plan.anchor.name if plan.anchor else None
+    marks = [i for i, s in enumerate(all_spells) if s.matches(anchor)]
+    if not marks:
+        return _no_thing(reader, Plan(plan.question, plan.window, Subject("window", anchor),
+                                      "list"), "windows")  # fmt: skip
+    i = marks[-1]
+    j = i - 1 if plan.measure == "before" else i + 1
+    at = all_spells[i]
+    if not 0 <= j < len(all_spells):
+        return Found(f"Nothing is recorded in focus {plan.measure} {at.name()} "
+                     f"({reader.when(at.start)}).", (at.row.id,))  # fmt: skip
+    other = all_spells[j]
+    text = (f"{plan.measure.capitalize()} {at.name()} (in focus from {reader.when(at.start)}), "
+            f"you were in {other.name()}, from {reader.when(other.start)} to "
+            f"{reader.when(other.end)}.")  # fmt: skip
+    return Found(text, (other.row.id, at.row.id))

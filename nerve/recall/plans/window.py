@@ -1,0 +1,258 @@
+"""The time a question asks about, as a :class:`Window`: ``[start_ns, end_ns)`` with the words
+that say it.
+
+What is read (lower case, anywhere in the question; the first match of each kind wins):
+
+- a day: ``today``, ``yesterday``, ``on monday`` … ``sunday`` (the most recent such day
+  before today), ``this morning`` (05–12), ``this afternoon`` (12–18), ``this evening`` /
+  ``tonight`` (18–24), ``last night``, ``this week``;
+- a time of day: ``7:42``, ``07:42:10``, ``7pm``, ``7:42 pm``, ``noon``, ``midnight``; a
+  time without am/pm and without a leading zero that could be either half of the day is the
+  most recent of the two; with a leading zero or over 12 it is 24-hour;
+- ``at T`` (the whole minute, or the whole second when T has seconds), ``around T`` (five
+  minutes either side), ``between T and T`` / ``from T to T``, ``since T``, ``after T``,
+  ``before T``, ``until T`` (T a time of day, on the day named or the most recent);
+- ``the last N minutes|hours|days`` (``the last hour``, ``the last few minutes`` = 5),
+  ``N minutes ago`` (the whole minute, second, hour it names: a moment, ``point_ns``),
+  ``now`` / ``right now`` / ``currently`` (a moment).
+
+Everything is a function of the question, ``now_ns`` and ``tz`` (None: the machine's zone).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime, tzinfo
+from datetime import time as dtime
+
+__all__ = ["NS", "Window", "find_window", "local", "stamp"]
+
+NS = 1_000_000_000
+_MIN = 60 * NS
+_DAY = 86_400 * NS
+_AROUND = 5 * _MIN
+_FEW = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
+        "ten": 10, "fifteen": 15, "twenty": 20, "thirty": 30, "few": 5, "couple of": 2}  # fmt: skip
+_UNIT = {"s": 1, "sec": 1, "secs": 1, "second": 1, "seconds": 1, "m": 60, "min": 60,
+         "mins": 60, "minute": 60, "minutes": 60, "h": 3600, "hr": 3600, "hrs": 3600,
+         "hour": 3600, "hours": 3600, "d": 86_400, "day": 86_400, "days": 86_400,
+         "week": 604_800, "weeks": 604_800}  # fmt: skip
+_WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+_PARTS = {"this morning": (5, 12), "this afternoon": (12, 18), "this evening": (18, 24),
+          "tonight": (18, 24), "last night": (-6, 5)}  # fmt: skip
+
+_COUNT = r"(\d+|an?|one|two|three|four|five|six|ten|fifteen|twenty|thirty|few|couple of)"
+_UNITS = r"(seconds?|secs?|minutes?|mins?|hours?|hrs?|days?|weeks?|[smhd])"
+_T = r"(noon|midnight|\d{1,2}:\d{2}(?::\d{2})?(?:\s*[ap]\.?m\.?)?|\d{1,2}\s*[ap]\.?m\.?|\d{1,2})"
+_CLOCK = re.compile(r"(?:(noon|midnight)|(\d{1,2})(?::(\d{2}))?(?::(\d{2}))?\s*(?:([ap])\.?m\.?)?)")
+_BETWEEN = re.compile(rf"\b(?:between|from)\s+{_T}\s+(?:and|to|until|till|-)\s+{_T}(?![\w:])")
+_REL = re.compile(rf"\b(at|around|about|since|after|before|until|till|by)\s+{_T}(?![\w:/.-])")
+_BARE = re.compile(
+    r"(?<![\w:.])(\d{1,2}:\d{2}(?::\d{2})?(?:\s*[ap]\.?m\.?)?|\d{1,2}\s*[ap]\.?m\.?)"
+)
+_LAST = re.compile(
+    rf"\b(?:in |over |during |for )?(?:the )?(?:last|past)\s+(?:{_COUNT}\s*)?{_UNITS}\b"
+)
+_AGO = re.compile(rf"\b{_COUNT}\s*{_UNITS}\s+ago\b")
+_NOW = re.compile(r"\b(right now|now|currently|at the moment)\b")
+_DAY_WORDS = re.compile(
+    r"\b(today|yesterday|this morning|this afternoon|this evening|tonight|last night|"
+    r"this week|(?:on |last )?(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday))\b"
+)
+_SINCE_DAY = re.compile(r"\bsince (yesterday|this morning|this afternoon|this evening)\b")
+
+
+@dataclass(frozen=True)
+class Window:
+    """``[start_ns, end_ns)`` and how to say it; ``point_ns`` is the moment a question named
+    ("2 minutes ago", "now"), when it named one."""
+
+    start_ns: int
+    end_ns: int
+    label: str
+    point_ns: int | None = None
+    clock: bool = False  # named by a time of day or "N ago": at, around, between, before …
+
+    def contains(self, t: int) -> bool:
+        return self.start_ns <= t < self.end_ns
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "start_ns": self.start_ns,
+            "end_ns": self.end_ns,
+            "label": self.label,
+            "point_ns": self.point_ns,
+            "clock": self.clock,
+        }
+
+
+def local(ns: int, tz: tzinfo | None) -> datetime:
+    """``ns`` as a local time (``tz``, else the machine's zone)."""
+    moment = datetime.fromtimestamp(ns // NS, tz)
+    return moment if tz is not None else moment.astimezone()
+
+
+def _ns(moment: datetime) -> int:
+    return round(moment.timestamp()) * NS  # whole seconds: midnights
+
+
+def stamp(ns: int, tz: tzinfo | None, now_ns: int) -> str:
+    """``07:42:10`` today, ``Mon 07:42`` this week, else ``2026-05-06 07:42``."""
+    moment, today = local(ns, tz), local(now_ns, tz).date()
+    if moment.date() == today:
+        return moment.strftime("%H:%M:%S")
+    if (today - moment.date()).days < 7:
+        return moment.strftime("%a %H:%M:%S")
+    return moment.strftime("%Y-%m-%d %H:%M")
+
+
+def _midnight(day: datetime) -> datetime:
+    start = datetime.combine(day.date(), dtime())
+    return start.replace(tzinfo=day.tzinfo)
+
+
+def _day(text: str, now_ns: int, tz: tzinfo | None) -> tuple[Window, str] | None:
+    """The day (or part of one) the question names, and the words that named it."""
+    match = _DAY_WORDS.search(text)
+    if match is None:
+        return None
+    word, today = match[1], _midnight(local(now_ns, tz))
+    start = _ns(today)
+    if word == "yesterday":
+        return Window(start - _DAY, start, "yesterday"), match[0]
+    if word == "this week":
+        monday = start - local(now_ns, tz).weekday() * _DAY
+        return Window(monday, now_ns + 1, "this week"), match[0]
+    if word in _PARTS:
+        first, last = _PARTS[word]
+        label = word
+        return Window(start + first * 3600 * NS, start + last * 3600 * NS, label), match[0]
+    name = word.split()[-1]
+    if name in _WEEKDAYS:
+        back = (today.weekday() - _WEEKDAYS.index(name)) % 7 or 7
+        day = start - back * _DAY
+        return Window(day, day + _DAY, f"on {name.capitalize()}"), match[0]
+    return Window(start, now_ns + 1, "today"), match[0]
+
+
+def _clock(raw: str, day_ns: int | None, now_ns: int, tz: tzinfo | None) -> tuple[int, int] | None:
+    """A time of day as ``(ns, precision_ns)``: on ``day_ns``'s day when given, else the most
+    recent such moment (see the module for which half of the day)."""
+    match = _CLOCK.fullmatch(raw.strip())
+    if match is None:
+        return None
+    word, hour_s, minute_s, second_s, half = match.groups()
+    hour = {"noon": 12, "midnight": 0}[word] if word else int(hour_s)
+    minute, second = int(minute_s or 0), int(second_s or 0)
+    if half:
+        if not 1 <= hour <= 12:
+            return None
+        hour = hour % 12 + (12 if half == "p" else 0)
+    if hour > 23 or minute > 59 or second > 59:
+        return None
+    precision = NS if second_s else (_MIN if minute_s or half or word else 3600 * NS)
+    offset = (hour * 3600 + minute * 60 + second) * NS
+    either = not half and not word and hour_s is not None and 1 <= hour <= 11
+    either = either and not hour_s.startswith("0")
+    return _resolve(offset, either, day_ns, now_ns, tz), precision
+
+
+def _resolve(offset: int, either: bool, day_ns: int | None, now_ns: int, tz: tzinfo | None) -> int:
+    """The moment ``offset`` into a day: ``day_ns``'s, else the latest not after now."""
+    today = _ns(_midnight(local(now_ns, tz)))
+    days = [day_ns] if day_ns is not None else [today, today - _DAY]
+    halves = [offset, offset + 12 * 3600 * NS] if either else [offset]
+    found = [d + h for d in days for h in halves]
+    past = [t for t in found if t <= now_ns]
+    if day_ns is not None:
+        return min(found)  # "yesterday at 9": the morning
+    return max(past) if past else min(found)
+
+
+def _say(ns: int, precision: int, tz: tzinfo | None) -> str:
+    moment = local(ns, tz)
+    return moment.strftime("%H:%M:%S" if precision == NS else "%H:%M")
+
+
+def _count(raw: str | None) -> int:
+    if raw is None:
+        return 1
+    return int(raw) if raw.isdigit() else _FEW[raw]
+
+
+def _relative(text: str, now_ns: int) -> tuple[Window, str] | None:
+    """``the last N units`` or ``N units ago``."""
+    if match := _LAST.search(text):
+        seconds = _count(match[1]) * _UNIT[match[2]]
+        said = f"{match[1] + ' ' if match[1] else ''}{match[2]}"
+        return Window(now_ns - seconds * NS, now_ns + 1, f"the last {said}"), match[0]
+    if match := _AGO.search(text):
+        unit = _UNIT[match[2]] * NS
+        point = now_ns - _count(match[1]) * unit
+        return Window(point - unit // 2, point + unit // 2, match[0], point, True), match[0]
+    return None
+
+
+def _timed(
+    text: str, day: Window | None, now_ns: int, tz: tzinfo | None
+) -> tuple[Window, str] | None:
+    """A window built on a time of day: between, at, around, since, after, before, until."""
+    day_ns = day.start_ns if day is not None and day.label != "today" else None
+    if match := _BETWEEN.search(text):
+        first, second = (_clock(m, day_ns, now_ns, tz) for m in (match[1], match[2]))
+        if first is not None and second is not None:
+            end = second[0] + (second[1] if second[0] - first[0] < 3600 * NS else 0)
+            end += _DAY if end <= first[0] else 0  # a short span holds its last minute
+            label = f"between {_say(first[0], first[1], tz)} and {_say(*second, tz)}"
+            return Window(first[0], end, label, clock=True), match[0]
+    match = _REL.search(text)
+    how, raw = (match[1], match[2]) if match else ("at", None)
+    if match is None and (bare := _BARE.search(text)):
+        match, raw = bare, bare[1]
+    if match is None or raw is None:
+        return None
+    found = _clock(raw, day_ns, now_ns, tz)
+    if found is None:
+        return None
+    return _around(how, found, day, now_ns, tz), match[0]
+
+
+def _around(
+    how: str, found: tuple[int, int], day: Window | None, now_ns: int, tz: tzinfo | None
+) -> Window:
+    t, precision = found
+    said = _say(t, precision, tz)
+    if how in ("around", "about"):
+        return Window(t - _AROUND, t + _AROUND, f"around {said} (±5 min)", t, clock=True)
+    if how in ("since", "after"):
+        return Window(t, now_ns + 1, f"{how} {said}", clock=True)
+    if how in ("before", "until", "till", "by"):
+        start = day.start_ns if day is not None else _ns(_midnight(local(t, tz)))
+        return Window(start, t, f"{how} {said}", clock=True)
+    return Window(t, t + precision, f"at {said}", t, clock=True)
+
+
+def find_window(text: str, now_ns: int, tz: tzinfo | None) -> tuple[Window | None, str]:
+    """The window ``text`` (lower case) names, and the text without the words that named it."""
+    if match := _SINCE_DAY.search(text):
+        day = _day(match[1], now_ns, tz)
+        if day is not None:
+            start = day[0].start_ns
+            return Window(start, now_ns + 1, f"since {match[1]}"), text.replace(match[0], " ")
+    day = _day(text, now_ns, tz)
+    rest = text.replace(day[1], " ") if day else text
+    timed = _timed(rest, day[0] if day else None, now_ns, tz)
+    if timed is not None:
+        window, words = timed
+        if day is not None and day[0].label != "today":
+            label = f"{day[0].label} {window.label}"
+            window = Window(window.start_ns, window.end_ns, label, window.point_ns, True)
+        return window, rest.replace(words, " ")
+    if day is not None:
+        return day[0], rest
+    if (found := _relative(text, now_ns)) is not None:
+        return found[0], text.replace(found[1], " ")
+    if match := _NOW.search(text):
+        return Window(now_ns, now_ns + 1, "now", now_ns), text.replace(match[0], " ", 1)
+    return None, text

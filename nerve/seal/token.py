@@ -1,0 +1,137 @@
+"""The long-term identity key in a PKCS#11 token (SoftHSM2, a TPM through libtpm2-pkcs11,
+a YubiKey, an HSM): made there, non-extractable, and asked to sign; never read out.
+
+The key is the token's Ed25519 (CKK_EC_EDWARDS, curve Ed25519) key pair labelled
+``nerve-identity``; the token's PIN comes from an environment variable, never a flag.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from nerve.seal.store import SealError
+
+LABEL = "nerve-identity"
+ED25519_OID = "1.3.101.112"
+
+
+@dataclass(frozen=True)
+class TokenRef:
+    module: str  # the PKCS#11 library (.so)
+    token: str  # the token's label
+    pin_env: str  # the variable holding the user PIN
+
+    def to_json(self) -> dict[str, str]:
+        return {
+            "kind": "pkcs11",
+            "module": self.module,
+            "token": self.token,
+            "pin_env": self.pin_env,
+        }
+
+
+def _session(ref: TokenRef, *, rw: bool = False) -> Any:
+    """An open session on the token, logged in with the PIN from ``ref.pin_env``."""
+    import pkcs11
+
+    pin = os.environ.get(ref.pin_env)
+    if not pin:
+        raise SealError(
+            f"${ref.pin_env} is not set: the token's PIN", hint=f"export {ref.pin_env}=…"
+        )
+    try:
+        token = pkcs11.lib(ref.module).get_token(token_label=ref.token)
+        return token.open(user_pin=pin, rw=rw)
+    except pkcs11.exceptions.NoSuchToken:
+        raise SealError(f"PKCS#11 token {ref.token!r} not found in {ref.module}") from None
+    except pkcs11.exceptions.PKCS11Error as exc:  # (a RuntimeError too: caught first)
+        raise SealError(f"PKCS#11 token {ref.token!r}: {_why(exc)}") from None
+    except (RuntimeError, OSError) as exc:  # the library would not load
+        raise SealError(f"PKCS#11 module {ref.module} cannot be loaded: {exc}") from None
+
+
+def _why(exc: Exception) -> str:
+    name = type(exc).__name__
+    known = {"PinIncorrect": "wrong PIN", "PinLocked": "PIN locked", "PinExpired": "PIN expired"}
+    if name in known:
+        return known[name]
+    return str(exc).splitlines()[0] if str(exc) else name
+
+
+def identity(ref: TokenRef, *, make: bool = False) -> bytes:
+    """The identity key's Ed25519 public key (32 bytes), made on the token first if
+    ``make`` and it has none."""
+    import pkcs11
+    from pkcs11 import Attribute, KeyType, Mechanism, ObjectClass
+    from pkcs11.util.ec import encode_named_curve_parameters
+
+    with _session(ref, rw=make) as session:
+        try:
+            pub = session.get_key(label=LABEL, object_class=ObjectClass.PUBLIC_KEY)
+        except pkcs11.exceptions.NoSuchKey:
+            if not make:
+                raise SealError(
+                    f"token {ref.token!r} holds no {LABEL} key", hint="nerve audit key --pkcs11 …"
+                ) from None
+            params = session.create_domain_parameters(
+                KeyType.EC_EDWARDS,
+                {Attribute.EC_PARAMS: encode_named_curve_parameters(ED25519_OID)},
+                local=True,
+            )
+            pub, _ = params.generate_keypair(
+                mechanism=Mechanism.EC_EDWARDS_KEY_PAIR_GEN,
+                store=True,
+                label=LABEL,
+                private_template={Attribute.EXTRACTABLE: False, Attribute.SENSITIVE: True},
+            )
+        return _point(bytes(pub[Attribute.EC_POINT]))
+
+
+def sign(ref: TokenRef, message: bytes) -> bytes:
+    """The token's identity key's Ed25519 signature over ``message``."""
+    import pkcs11
+    from pkcs11 import Mechanism, ObjectClass
+
+    with _session(ref) as session:
+        try:
+            key = session.get_key(label=LABEL, object_class=ObjectClass.PRIVATE_KEY)
+            return bytes(key.sign(message, mechanism=Mechanism.EDDSA))
+        except pkcs11.exceptions.NoSuchKey:
+            raise SealError(f"token {ref.token!r} holds no {LABEL} key") from None
+        except pkcs11.exceptions.PKCS11Error as exc:
+            raise SealError(f"PKCS#11 token {ref.token!r}: {_why(exc)}") from None
+
+
+def _point(raw: bytes) -> bytes:
+    """The 32-byte key from CKA_EC_POINT (an OCTET STRING, 04 20 ‖ key, or the bare key)."""
+    if len(raw) == 34 and raw[:2] == b"\x04\x20":
+        return raw[2:]
+    if len(raw) == 32:
+        return raw
+    raise SealError(f"the token's EC_POINT is {len(raw)} bytes, not an Ed25519 key")
+
+
+def certifier(ref: TokenRef) -> Any:
+    """A ``certify`` for :func:`nerve.seal.sealer.setup`: the token signs the seed."""
+
+    def certify(message: bytes) -> tuple[dict[str, Any], bytes]:
+        public = identity(ref)
+        return {**ref.to_json(), "public_key": public.hex()}, sign(ref, message)
+
+    return certify
+
+
+def confirm(folder: Path) -> None:
+    """If a token's identity key certified the set-up in ``folder``, check the token is
+    there, unlocked, and holds that key (a missing or locked token is one clear error)."""
+    from nerve.seal.store import SealDir
+
+    found = SealDir(folder).setup().get("identity")
+    if not isinstance(found, dict) or found.get("kind") != "pkcs11":
+        return
+    ref = TokenRef(str(found["module"]), str(found["token"]), str(found["pin_env"]))
+    if identity(ref).hex() != found.get("public_key"):
+        raise SealError(f"token {ref.token!r} holds another identity key than the set-up's")

@@ -1,0 +1,298 @@
+"""One sync round: send this device's new shared events, take the peers' boxes into their
+logs, announce where this device stands. Every step is idempotent, so a round may be cut
+anywhere (a kill, a lost connection) and the next one finishes the work.
+
+**Batches** carry ``since`` (the sender's previous shared stamp) and events in the sender's
+order; a receiver takes a batch when ``since`` is not past what it holds of that sender and
+imports only the events after it. A batch past a gap waits in memory for the missing one.
+**Resends**: a sender that sees, in the peers' statuses, a device still short of what was
+sent for ``RESEND_ROUNDS`` rounds rewinds to it and sends again under new batch ids (a box
+the server lost or corrupted costs only that time).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import blake3
+
+from nerve import fsio
+from nerve.clock import HLC_ZERO, Hlc
+from nerve.sync.box import Damaged, open_box, seal_box, token
+from nerve.sync.history import SharedDigest, Sharing, own_shared, shared_digest
+
+if TYPE_CHECKING:
+    from nerve.events import Event
+    from nerve.sync.group import Group
+    from nerve.sync.transport import Transport
+
+__all__ = ["BATCH_EVENTS", "RESEND_ROUNDS", "Engine", "RoundResult"]
+
+BATCH_EVENTS = 2000
+FETCH_LIMIT = 64
+RESEND_ROUNDS = 4
+WRITER_WAIT_S = 10.0
+STALE_NS = 300 * 10**9
+
+
+@dataclass
+class RoundResult:
+    """What one round did: events sent and received, damaged boxes dropped, resends."""
+
+    sent: int = 0
+    received: int = 0
+    damaged: int = 0
+    resent: int = 0
+    waiting: int = 0
+
+    def to_json(self) -> dict[str, int]:
+        return dict(self.__dict__)
+
+
+@dataclass
+class _Pending:
+    since: Hlc
+    events: list[Any] = field(default_factory=list)
+
+
+class Engine:
+    """A device's sync state across rounds (the daemon keeps one; ``sync now`` makes one)."""
+
+    def __init__(
+        self,
+        folder: Path,
+        log_root: Path,
+        node: str,
+        group: Group,
+        sharing: Sharing,
+        log_opts: dict[str, Any],
+    ) -> None:
+        self.folder, self.log_root, self.node, self.group = folder, log_root, node, group
+        self.sharing, self.log_opts = sharing, log_opts
+        self.me = token(group.key, f"node:{node}")
+        self._pending: dict[str, list[_Pending]] = {}
+        self._short: dict[str, tuple[Hlc, int]] = {}
+
+    # -- the round ------------------------------------------------------------------------
+
+    async def round(self, transport: Transport) -> RoundResult:
+        """Send, receive, announce (see the module docstring)."""
+        result = RoundResult()
+        await self._resend_if_stuck(transport, result)
+        result.sent = await self._send(transport)
+        await self._receive(transport, result)
+        await self.announce(transport)
+        return result
+
+    async def _send(self, transport: Transport) -> int:
+        """Publish shared events past the sent mark, a batch at a time, advancing the mark
+        only after the transport acknowledged each batch."""
+        state = self._state()
+        sent, epoch = Hlc(*state["sent"]), int(state["epoch"])
+        events = own_shared(self.log_root, self.node, self.sharing, sent)
+        count = 0
+        for start in range(0, len(events), BATCH_EVENTS):
+            chunk = events[start : start + BATCH_EVENTS]
+            await self._publish(transport, sent, chunk, epoch)
+            sent = chunk[-1].hlc
+            count += len(chunk)
+            self._save_state({"sent": list(sent), "epoch": epoch})
+        return count
+
+    async def _publish(
+        self, transport: Transport, since: Hlc, chunk: list[Event], epoch: int
+    ) -> None:
+        from nerve.log.wire import event_to_json
+
+        body = {
+            "v": 1,
+            "node": self.node,
+            "device": self.group.device,
+            "since": list(since),
+            "events": [event_to_json(e) for e in chunk],
+        }
+        ident = blake3.blake3(f"{self.me}|{since}|{epoch}".encode() + chunk[-1].id).hexdigest()[:32]
+        await transport.publish(self.me, ident, chunk[-1].hlc, seal_box(self.group.key, body))
+
+    async def _receive(self, transport: Transport, result: RoundResult) -> None:
+        """Fetch boxes until none are new; store each sender's in its peer log."""
+        while True:
+            deliveries = await transport.fetch(self._positions(), FETCH_LIMIT)
+            if not deliveries:
+                break
+            progressed = False
+            for delivery in deliveries:
+                try:
+                    body = open_box(self.group.key, delivery.blob)
+                except Damaged:
+                    result.damaged += 1
+                    await delivery.done()
+                    continue
+                got = self._take(body)
+                progressed = progressed or got > 0
+                result.received += got
+                await delivery.done()
+            if not progressed and len(deliveries) < FETCH_LIMIT:
+                break
+        result.waiting = sum(len(v) for v in self._pending.values())
+
+    def _take(self, body: dict[str, Any]) -> int:
+        """Store a batch (and any waiting batches it unblocks); the events imported."""
+        node = body.get("node")
+        if not isinstance(node, str) or node == self.node:
+            return 0
+        peer = token(self.group.key, f"node:{node}")
+        try:
+            since = Hlc(*body["since"])
+            events = list(body["events"])
+        except (KeyError, TypeError, ValueError):
+            return 0
+        self._pending.setdefault(peer, []).append(_Pending(since, events))
+        self._note_device(peer, node, str(body.get("device") or ""))
+        return self._drain(peer)
+
+    def _drain(self, peer: str) -> int:
+        """Import every waiting batch of ``peer`` that now connects; the events imported."""
+        from nerve.log.wire import stored_event_from_json
+
+        imported, waiting = 0, self._pending.get(peer, [])
+        while True:
+            newest = self._peer_newest(peer)
+            ready = [p for p in waiting if p.since <= newest]
+            if not ready:
+                break
+            for item in ready:
+                waiting.remove(item)
+                held = self._peer_newest(peer)
+                fresh = [stored_event_from_json(e) for e in item.events if _stamp(e) > held]
+                if fresh:
+                    imported += self._import(peer, fresh)
+        newest = self._peer_newest(peer)
+        self._pending[peer] = [p for p in waiting if p.events and _last(p) > newest]
+        return imported
+
+    # -- peer logs ------------------------------------------------------------------------
+
+    def _peer_root(self, peer: str) -> Path:
+        return self.folder / "peers" / peer / "log"
+
+    def _peer_newest(self, peer: str) -> Hlc:
+        from nerve.log.reader import snapshot
+
+        root = self._peer_root(peer)
+        return snapshot(root).newest if root.is_dir() else HLC_ZERO
+
+    def _import(self, peer: str, events: list[Any]) -> int:
+        """Append a peer's events to its log as that log's single writer (waiting a little
+        while another round holds it)."""
+        from nerve.errors import WriterLocked
+        from nerve.log.store import EventLog
+
+        root = self._peer_root(peer)
+        fsio.private_dir(root.parent)
+        deadline = time.monotonic() + WRITER_WAIT_S
+        while True:
+            try:
+                with EventLog(root, node=self.node, **self.log_opts) as log:
+                    return int(log.import_events(events))
+            except WriterLocked:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
+
+    def _positions(self) -> dict[str, Hlc]:
+        from nerve.sync.history import peer_roots
+
+        return {name: self._peer_newest(name) for name, _ in peer_roots(self.folder)}
+
+    # -- devices, status, resend ----------------------------------------------------------
+
+    def _note_device(self, peer: str, node: str, device: str) -> None:
+        path = self.folder / "peers" / peer / "device.json"
+        text = json.dumps({"node": node, "device": device}, sort_keys=True).encode()
+        if not path.exists() or fsio.read_bytes(path) != text:
+            # only a name to show: a note that cannot be written is tried again with the
+            # peer's next batch, and never costs the batch (unacked, it would wait for
+            # the transport's redelivery)
+            with contextlib.suppress(OSError):
+                fsio.private_dir(path.parent)
+                fsio.write_private(path, text, site="sync.device", exclusive=False)
+
+    def digest(self) -> SharedDigest:
+        return shared_digest(self.log_root, self.node, self.sharing, self.folder)
+
+    async def announce(self, transport: Transport) -> SharedDigest:
+        """Put this device's status box: its shared digest and what it holds per node."""
+        found = self.digest()
+        body = {
+            "v": 1,
+            "node": self.node,
+            "device": self.group.device,
+            "sent": self._state()["sent"],
+        }
+        body.update(found.to_json())
+        body["time_ns"] = time.time_ns()
+        await transport.put_status(self.me, seal_box(self.group.key, body))
+        return found
+
+    async def _resend_if_stuck(self, transport: Transport, result: RoundResult) -> None:
+        """Rewind the sent mark to a peer that stayed short of it, without progress, for
+        ``RESEND_ROUNDS`` rounds (a recent status only: a device gone quiet is not waited on)."""
+        state = self._state()
+        sent = Hlc(*state["sent"])
+        behind: Hlc | None = None
+        for status in await read_statuses(self.group.key, transport):
+            node = status.get("node")
+            if node == self.node or time.time_ns() - int(status.get("time_ns", 0)) > STALE_NS:
+                continue
+            held = status.get("nodes", {}).get(self.node)
+            have = Hlc(*held[1]) if held else HLC_ZERO
+            seen, rounds = self._short.get(str(node), (have, 0))
+            self._short[str(node)] = (have, rounds + 1 if have == seen and have < sent else 0)
+            if self._short[str(node)][1] >= RESEND_ROUNDS and (behind is None or have < behind):
+                behind = have
+        if behind is not None:
+            self._short.clear()
+            self._save_state({"sent": list(behind), "epoch": int(state["epoch"]) + 1})
+            result.resent += 1
+
+    def _state(self) -> dict[str, Any]:
+        path = self.folder / "state.json"
+        if not path.exists():
+            return {"sent": [0, 0], "epoch": 0}
+        try:
+            return dict(json.loads(fsio.read_bytes(path)))
+        except (OSError, ValueError):
+            return {"sent": [0, 0], "epoch": 0}  # a torn state file: sending again is harmless
+
+    def _save_state(self, state: dict[str, Any]) -> None:
+        text = json.dumps(state, sort_keys=True).encode()
+        fsio.write_private(self.folder / "state.json", text, site="sync.state", exclusive=False)
+
+
+async def read_statuses(key: bytes, transport: Transport) -> list[dict[str, Any]]:
+    """Every device's status that opens under the group key (damaged ones are skipped)."""
+    out = []
+    for blob in await transport.statuses():
+        try:
+            out.append(open_box(key, blob))
+        except Damaged:
+            continue
+    return out
+
+
+def _last(item: _Pending) -> Hlc:
+    """The stamp of a waiting batch's last event."""
+    return _stamp(item.events[-1])
+
+
+def _stamp(wire: Any) -> Hlc:
+    """An event's stamp in its wire form (``"hlc": [physical, logical]``); zero if it has none
+    (a malformed event is refused by the import that follows)."""
+    stamp = wire.get("hlc") if isinstance(wire, dict) else None
+    return Hlc(*stamp) if isinstance(stamp, list) and len(stamp) == 2 else HLC_ZERO

@@ -1,0 +1,152 @@
+"""The NATS JetStream transport: one stream per group (file storage, kept forever, replicated
+on up to three servers), batches published with ``Nats-Msg-Id`` so a repeat within the
+duplicate window is stored once, one durable pull consumer per device (a new device's starts
+at the stream's first message: it receives the whole shared history), and a key-value bucket
+holding one status box per device. Subjects and names are tokens of the group key."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING, Any
+
+from nerve.sync.box import token
+from nerve.sync.group import SyncError
+from nerve.sync.transport import Delivery
+
+if TYPE_CHECKING:
+    from nerve.clock import Hlc
+    from nerve.sync.group import Group
+
+__all__ = ["NatsBus"]
+
+TIMEOUT_S = 5.0
+FETCH_WAIT_S = 0.4  # how long an empty fetch waits for a box
+
+
+class NatsBus:
+    """A connected JetStream transport (see the module docstring)."""
+
+    def __init__(self, nc: Any, js: Any, group_token: str, me: str, replicas: int) -> None:
+        self._nc, self._js, self._g, self._me = nc, js, group_token, me
+        self._replicas = replicas
+        self._sub: Any = None
+        self._kv: Any = None
+
+    @classmethod
+    async def connect(cls, group: Group, me: str) -> NatsBus:
+        """Connect to the group's servers (a comma-separated list is a cluster)."""
+        import nats
+
+        servers = [s.strip() for s in group.transport.url.split(",") if s.strip()]
+        try:
+            nc = await nats.connect(
+                servers=servers,
+                connect_timeout=2,
+                allow_reconnect=True,
+                max_reconnect_attempts=2,
+                reconnect_time_wait=0.2,
+            )
+        except Exception as exc:  # nats raises its own tree and OSErrors
+            raise SyncError(f"{group.transport.url}: cannot reach NATS ({exc!r})") from None
+        bus = cls(
+            nc, nc.jetstream(timeout=TIMEOUT_S), token(group.key, "group"), me, min(3, len(servers))
+        )
+        await bus._ensure()
+        return bus
+
+    @property
+    def _stream(self) -> str:
+        return f"NERVE_{self._g}"
+
+    async def _ensure(self) -> None:
+        """The stream and status bucket exist (made by the first device; idempotent)."""
+        from nats.js.api import KeyValueConfig, StorageType, StreamConfig
+
+        config = StreamConfig(
+            name=self._stream,
+            subjects=[f"nerve.{self._g}.b.>"],
+            storage=StorageType.FILE,
+            num_replicas=self._replicas,
+            duplicate_window=120.0,
+        )
+        try:
+            await self._js.stream_info(self._stream)
+        except Exception:
+            await _call(self._js.add_stream(config), "create the stream")
+        bucket = f"nerve_{self._g}"
+        try:
+            self._kv = await self._js.key_value(bucket)
+        except Exception:
+            kv_config = KeyValueConfig(bucket=bucket, history=1, replicas=self._replicas)
+            self._kv = await _call(self._js.create_key_value(kv_config), "create the status bucket")
+
+    async def publish(self, sender: str, batch_id: str, last: Hlc, blob: bytes) -> None:
+        """Store one batch; acknowledged by the stream (a repeat id is stored once)."""
+        subject = f"nerve.{self._g}.b.{sender}"
+        headers = {"Nats-Msg-Id": batch_id}
+        await _call(self._js.publish(subject, blob, headers=headers, timeout=TIMEOUT_S), "publish")
+
+    async def fetch(self, positions: dict[str, Hlc], limit: int) -> list[Delivery]:
+        """Up to ``limit`` boxes from this device's durable consumer, each acked by ``done``."""
+        from nats.errors import TimeoutError as NatsTimeout
+
+        if self._sub is None:
+            self._sub = await _call(
+                self._js.pull_subscribe(
+                    f"nerve.{self._g}.b.>", durable=f"dev_{self._me}", stream=self._stream
+                ),
+                "subscribe",
+            )
+        try:
+            msgs = await self._sub.fetch(limit, timeout=FETCH_WAIT_S)
+        except (TimeoutError, NatsTimeout):
+            return []
+        except Exception as exc:
+            raise SyncError(f"NATS fetch failed ({exc!r})") from None
+        return [Delivery(bytes(m.data), _acker(m)) for m in msgs]
+
+    async def put_status(self, sender: str, blob: bytes) -> None:
+        await _call(self._kv.put(f"s_{sender}", blob), "write the status")
+
+    async def statuses(self) -> list[bytes]:
+        """Every device's latest status box."""
+        from nats.js.errors import NoKeysError
+
+        try:
+            keys = await self._kv.keys()
+        except NoKeysError:
+            return []
+        except Exception as exc:
+            raise SyncError(f"NATS status read failed ({exc!r})") from None
+        out = []
+        for key in keys:
+            entry = await _call(self._kv.get(key), "read a status")
+            if entry.value:
+                out.append(bytes(entry.value))
+        return out
+
+    async def close(self) -> None:
+        try:
+            await asyncio.wait_for(self._nc.close(), 2)
+        except Exception:  # closing a broken connection: nothing is left to lose
+            return
+
+
+def _acker(msg: Any) -> Any:
+    async def done() -> None:
+        try:
+            await msg.ack()
+        except Exception:  # an ack lost: the box comes again and is ignored then
+            return
+
+    return done
+
+
+async def _call(work: Any, what: str) -> Any:
+    """Await a NATS call; any failure becomes a ``SyncError`` naming ``what``."""
+    try:
+        return await work
+    except SyncError:
+        raise
+    except Exception as exc:
+        raise SyncError(f"NATS: could not {what} ({exc!r})") from None

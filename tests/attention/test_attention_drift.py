@@ -1,0 +1,50 @@
+"""The drift rule (nerve.attention.drift): a slow memory leak surfaces as a drift with its
+rate, a filling disk with its projected time to full, and flat noise does not."""
+
+from __future__ import annotations
+
+import random
+
+from nerve.attention.gate import UserContext
+from nerve.attention.pipeline import Attention
+from nerve.attention.rules import RuleSettings
+
+S = 10**9
+T0 = 1_767_261_600 * S
+IDLE = UserContext(0, "none")
+
+
+def _run(sense: str, reading: str, values: list[int], rules: RuleSettings) -> list[dict]:
+    att, out = Attention(rules=rules), []
+    for i, v in enumerate(values):
+        eid = i.to_bytes(32, "big")
+        for h, d in att.observe(eid, 8, 1, T0 + i * 60 * S, IDLE, sense, {reading: v}):
+            out.append({"i": i, "kind": h.kind, "outcome": d.outcome, "rate": h.rate_per_h,
+                        "eta": h.eta_s})  # fmt: skip
+    return out
+
+
+def test_a_slow_leak_surfaces_as_a_drift_within_30_minutes() -> None:
+    rng = random.Random(3)
+    flat = [4000 + round(rng.gauss(0, 5)) for _ in range(120)]
+    leak = [4000 + round(rng.gauss(0, 5)) + 4 * k for k in range(60)]  # 20 MiB per 5 min
+    found = _run("memory", "used_mib", flat + leak, RuleSettings())
+    drifts = [d for d in found if d["kind"] == "drift"]
+    assert drifts and drifts[0]["outcome"] == "surface", found
+    assert 120 < drifts[0]["i"] <= 150 and 90 <= drifts[0]["rate"] <= 330, drifts
+    off = _run("memory", "used_mib", flat + leak, RuleSettings(drift=False))
+    assert all(d["kind"] != "drift" for d in off)
+
+
+def test_a_filling_disk_says_when_it_is_full_and_noise_does_not_drift() -> None:
+    rng = random.Random(4)
+    free = [50_000 + round(rng.gauss(0, 3)) for _ in range(120)]
+    free += [50_000 - 12 * k for k in range(60)]  # 60 MiB per 5 min
+    drifts = [d for d in _run("disk", "free_mib:/", free, RuleSettings()) if d["kind"] == "drift"]
+    assert drifts, free
+    # caught early (its rate still part flat): full in days, not never
+    assert 48 * 3600 < drifts[0]["eta"] < 240 * 3600, drifts
+    quiet = [4000 + round(rng.gauss(0, 8)) for _ in range(600)]
+    assert not [
+        d for d in _run("memory", "used_mib", quiet, RuleSettings()) if d["kind"] == "drift"
+    ]
