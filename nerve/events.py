@@ -76,7 +76,7 @@ NERVE_KINDS = (
     "workflow.override", "workflow.error", "workflow.backoff", "workflow.restart",
     "check.fired", "check.verdict",
     "attention.highlight", "attention.decision", "attention.snapshot",
-    "attention.notify_failed", "chain.link",
+    "attention.notify_failed", "attention.mute", "chain.link",
     "ask.question", "ask.answer", "ask.error",
     "agent.access", "trust.attestation", "seal.stopped",
 )  # fmt: skip

@@ -128,6 +128,7 @@ def show(log_root: Path, seq: int) -> dict[str, Any]:
     if link.get("kind") == "decision":
         found = _decision_at(log_root, seq)
         link["source_line"] = found["source_line"] if found else None
+        link["cause"] = reason_of(found).cause if found else None
         link["why"] = reason_of(found).words() if found else None
     return link
 

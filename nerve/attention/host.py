@@ -24,6 +24,9 @@ class Configured(Protocol):
 
 class Folders(Protocol):
     @property
+    def root(self) -> Path: ...
+
+    @property
     def log_root(self) -> Path: ...
 
     @property

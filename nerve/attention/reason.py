@@ -21,6 +21,11 @@ decision is explained the same way everywhere. What each rule compared, from the
   plainly fell back; beyond it, it fell back short of the rule's bar (not stored), stayed
   under its floor, or stopped growing.
 
+Beside the rule, a reason carries the decision's **cause**, what happened and where
+(:func:`nerve.attention.cause.cause_of`), and its **delivery**: why a surfacing was not sent
+to the person (muted, quiet hours, do not disturb: delivery filters the daemon applies after
+the gate, written into the decision; the outcome stays ``surface``).
+
 Gate figures are thousandths (shown as decimals), budgets µJ (shown as mJ), and a value
 probe's reading is in the reading's own unit (shown with the unit its name ends in).
 """
@@ -31,7 +36,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-__all__ = ["Reason", "Rule", "reason_of"]
+from nerve.attention.cause import cause_of
+
+__all__ = ["Reason", "Rule", "decision_json", "decision_line", "reason_of"]
 
 Rule = Literal["surfaced", "value", "budget", "direction", "transient", "unknown"]
 _RULES: dict[str, Rule] = {
@@ -73,19 +80,48 @@ class Reason:
     kind: str = ""  # the fire's kind: record, unseen, surprise, trend, return, drift (the rule)
     rate_per_h: int | None = None  # a drift's steady rate, the reading's unit per hour
     eta_s: int | None = None  # a drift's projected seconds to no headroom (0: not known)
+    cause: str = ""  # what happened and where (nerve.attention.cause)
+    delivery: str | None = None  # why a surfacing was not sent ("muted until 21:30")
 
     @property
     def held(self) -> bool:
         return self.outcome.startswith("hold:")
 
     def words(self) -> str:
-        """One sentence a person understands, figures in plain units."""
-        return _WORDS.get(self.rule, _unknown)(self)
+        """One sentence a person understands, figures in plain units (and, for a surfacing
+        not sent, why not)."""
+        said = _WORDS.get(self.rule, _unknown)(self)
+        return (
+            said
+            if self.delivery is None
+            else f"{said}; not sent as a notification: " + (self.delivery)
+        )
 
     def to_json(self) -> dict[str, Any]:
         """The reason as plain JSON: rule, figures and its sentence."""
         out = {name: getattr(self, name) for name in self.__slots__}
         return {**out, "words": self.words()}
+
+
+def decision_json(decision: Mapping[str, Any]) -> dict[str, Any]:
+    """One decision as ``nerve attend --follow --json`` prints it: where it is (chain seq,
+    source event), what it is about and why it went as it did."""
+    reason = reason_of(decision)
+    return {
+        "chain_seq": decision.get("chain_seq"),
+        "source_event": decision.get("source_event"),
+        "outcome": reason.outcome,
+        "probe": reason.probe,
+        "cause": reason.cause,
+        "delivery": reason.delivery,
+        "words": reason.words(),
+    }
+
+
+def decision_line(decision: Mapping[str, Any]) -> str:
+    """One decision in one line: ``surface value:cpu.busy_permille: <cause> — <reason>``."""
+    reason = reason_of(decision)
+    return f"{reason.outcome} {reason.probe}: {reason.cause} — {reason.words()}"
 
 
 def reason_of(decision: Mapping[str, Any]) -> Reason:
@@ -111,7 +147,13 @@ def reason_of(decision: Mapping[str, Any]) -> Reason:
         kind=str(hl.get("kind") or ""),
         rate_per_h=_int(hl.get("rate_per_h")),
         eta_s=_int(hl.get("eta_s")),
+        cause=cause_of(decision),
+        delivery=_text(decision.get("delivery")),
     )
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None
 
 
 def _int(value: object) -> int | None:

@@ -18,16 +18,19 @@ import asyncio
 import contextlib
 import functools
 import json
+import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
+from nerve.attention.cause import Witness, facts_of, is_estimate, payload_json
 from nerve.attention.detector import Highlight
 from nerve.attention.gate import Decision, UserContext
 from nerve.attention.host import AttentionHost
-from nerve.attention.kinds import DECISION, HIGHLIGHT, LINK, SNAPSHOT
+from nerve.attention.kinds import DECISION, HIGHLIGHT, LINK, MUTE, SNAPSHOT
+from nerve.attention.notify import Notices, Notifier, mute_of
 from nerve.attention.pipeline import BATCH_MIN, Attention
 from nerve.attention.settings import AttentionSettings, ContextTracker
 from nerve.attention.values import readings_of
@@ -60,16 +63,25 @@ class Obs:
     line: str
     subject: str = ""
     readings: Mapping[str, int] = field(default_factory=dict)
+    facts: Mapping[str, Any] = field(default_factory=dict)  # for causes: nerve.attention.cause
 
 
 def readings_from_bytes(payload: bytes | None) -> dict[str, int]:
     """The readings of a stored payload; ``{}`` when it is not a JSON object holding them."""
-    if not payload or payload[:1] != b"{" or b'"readings"' not in payload:
-        return {}
+    return readings_and_facts(payload)[0]
+
+
+def readings_and_facts(payload: bytes | None) -> tuple[dict[str, int], dict[str, Any]]:
+    """The readings of a stored payload and the facts a cause may name (both ``{}`` when
+    it is not a JSON object holding them)."""
+    value = payload_json(payload)
+    if value is None:
+        return {}, {}
     try:
-        return readings_of(json.loads(payload))
+        readings = readings_of(value) if "readings" in value else {}
     except ValueError:
-        return {}
+        readings = {}
+    return readings, facts_of(value)
 
 
 def link_summary(raw: bytes) -> tuple[int, str]:
@@ -90,8 +102,15 @@ def _salience(kind: str, subject: str, line: str, payload: Any) -> Draft:
 
 
 def decision_payload(
-    obs: Obs, hl: Highlight, dec: Decision, ctx: UserContext, chain_seq: int | None
+    obs: Obs,
+    hl: Highlight,
+    dec: Decision,
+    ctx: UserContext,
+    chain_seq: int | None,
+    cause: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
+    """A decision as stored; ``cause`` holds the facts its words are made of (not compared
+    by ``attend --check``: see :mod:`nerve.attention.cause`)."""
     return {
         "outcome": dec.outcome,
         "probe": hl.probe,
@@ -108,6 +127,7 @@ def decision_payload(
         "engagement_milli": ctx.engagement_milli,
         "modality": ctx.active_modality,
         "highlight": _highlight_json(hl),
+        **({"cause": dict(cause)} if cause else {}),
     }
 
 
@@ -136,6 +156,9 @@ class Attender:
         self.cursor: Hlc = HLC_ZERO
         self.observed = 0
         self.decisions: list[dict[str, Any]] = []
+        self.witness = Witness()  # facts for each decision's cause
+        # what the daemon adds to a decision before it is stored (its delivery); not compared
+        self.note: Callable[[dict[str, Any]], dict[str, Any]] | None = None
         self._out: list[Draft] = []
         self.chain: ChainWriter | None = None
         if keyring is not None:
@@ -196,8 +219,12 @@ class Attender:
             if stamp > cursor:
                 kept.append(obs)
                 cursor = stamp
-        if len(kept) < BATCH_MIN or not self._observe_batch(kept, recorded):
-            self._observe_rows(kept, recorded)
+        attended = [obs for obs in kept if not is_estimate(obs.facts)]
+        if len(attended) < BATCH_MIN or not self._observe_batch(attended, recorded):
+            self._observe_rows(attended, recorded)
+        self.observed += len(kept) - len(attended)  # estimates: passed, never attended
+        if cursor > self.cursor:
+            self.cursor = Hlc(*cursor)
 
     def _observe_batch(self, rows: list[Obs], recorded: set[tuple[str, str]] | None) -> bool:
         from nerve.attention import batch
@@ -212,10 +239,16 @@ class Attender:
         fired = self.pipeline.observe_batch(
             ids, sources, trusts, times, context, subjects, readings
         )
+        seen = 0
         for i, hl, dec in fired:
+            for obs in rows[seen : i + 1]:
+                self._see(obs)
+            seen = max(seen, i + 1)
             obs = rows[i]
             if recorded is None or (obs.id.hex(), hl.probe) not in recorded:
                 self._seal(obs, hl, dec, context(i))
+        for obs in rows[seen:]:
+            self._see(obs)
         self.cursor = Hlc(rows[-1].physical_ns, rows[-1].logical)
         self.observed += len(rows)
         return True
@@ -225,6 +258,7 @@ class Attender:
             if Hlc(obs.physical_ns, obs.logical) <= self.cursor:
                 continue
             ctx = self.tracker.update(obs.source, obs.physical_ns)
+            self._see(obs)
             for hl, dec in self.pipeline.observe(
                 obs.id, obs.source, obs.trust, obs.physical_ns, ctx, obs.subject, obs.readings
             ):
@@ -234,9 +268,15 @@ class Attender:
             self.cursor = Hlc(obs.physical_ns, obs.logical)
             self.observed += 1
 
+    def _see(self, obs: Obs) -> None:
+        self.witness.see(obs.subject, obs.facts, obs.readings, obs.physical_ns)
+
     def _seal(self, obs: Obs, hl: Highlight, dec: Decision, ctx: UserContext) -> None:
         seq = self.chain.size if self.chain is not None else None
-        payload = decision_payload(obs, hl, dec, ctx, seq)
+        cause = self.witness.facts(obs.subject, obs.facts, hl.probe)
+        payload = decision_payload(obs, hl, dec, ctx, seq, cause)
+        if self.note is not None:
+            payload.update(self.note(payload))
         self.decisions.append(payload)
         self._out.append(
             _salience(
@@ -291,7 +331,7 @@ def read_observations(conn: Any, cursor: Hlc = HLC_ZERO) -> list[Obs]:
         f"WHERE kind = 'observation' AND {_after(cursor)} ORDER BY physical_ns, logical"
     ).fetchall()
     return [
-        Obs(bytes(i), int(s), int(t), int(p), int(lo), ln, sub, readings_from_bytes(pl))
+        Obs(bytes(i), int(s), int(t), int(p), int(lo), ln, sub, *readings_and_facts(pl))
         for i, s, t, p, lo, ln, sub, pl in rows
     ]
 
@@ -451,10 +491,36 @@ def _first_difference(
 # -- the daemon extension -----------------------------------------------------------------
 
 
-class AttentionService:
-    """Runs the Attender inside the daemon on every committed observation."""
+def read_mutes(conn: Any) -> dict[str, int]:
+    """Each probe's newest mute (``attention.mute`` events), until when (ns)."""
+    rows = conn.execute(
+        f"SELECT payload FROM events WHERE kind = '{MUTE}' ORDER BY physical_ns, logical"
+    ).fetchall()
+    out: dict[str, int] = {}
+    for (raw,) in rows:
+        mute = mute_of(json.loads(bytes(raw)))
+        if mute is not None:
+            out[mute[0]] = max(mute[1], out.get(mute[0], 0))
+    return out
 
-    def __init__(self) -> None:
+
+def ui_opener(root: Path) -> Callable[[int], list[str]]:
+    """The argv that shows decision ``seq`` in this workspace's web UI (its login link)."""
+
+    def argv(seq: int) -> list[str]:
+        return [sys.executable, "-m", "nerve", "--workspace", str(root), "ui", "--open",
+                "--next", f"/attention/{seq}"]  # fmt: skip
+
+    return argv
+
+
+class AttentionService:
+    """Runs the Attender inside the daemon on every committed observation; sends what
+    surfaces (:mod:`nerve.attention.notify`); ``notices`` is what ``status`` says of it."""
+
+    def __init__(self, notices: Notices | None = None) -> None:
+        self.notices = notices if notices is not None else Notices()
+        self.notifier: Notifier | None = None
         self.att: Attender | None = None
         self._queue: asyncio.Queue[list[Obs] | None] = asyncio.Queue()
         self._tasks: list[asyncio.Task[None]] = []
@@ -466,16 +532,19 @@ class AttentionService:
         if not settings.enabled:
             return
         self.settings = settings
+        notifier = Notifier(settings.notify, kernel, self.notices, ui_opener(kernel.ws.root))
+        self.notifier = notifier
         kernel.committer.listeners.append(self._on_commit)  # before reading: nothing slips by
+        connect = functools.partial(kernel.connect, projections=False)
         att, state = await asyncio.to_thread(
-            attender_for,
-            kernel.ws.log_root,
-            settings,
-            kernel.ws.data / "keys",
-            functools.partial(kernel.connect, projections=False),
+            attender_for, kernel.ws.log_root, settings, kernel.ws.data / "keys", connect
         )
+        for probe, until in (await asyncio.to_thread(lambda: read_mutes(connect()))).items():
+            notifier.heard({"probe": probe, "until_ns": until})
+        await notifier.start()
         self.att = att
-        att.observe(state.observations, state.recorded)
+        att.observe(state.observations, state.recorded)  # caught up: not sent again
+        att.note = notifier.note
         await self._flush(kernel, snapshot=bool(state.observations))
         self._tasks = [
             asyncio.create_task(self._run(kernel), name="attention"),
@@ -484,6 +553,10 @@ class AttentionService:
 
     def _on_commit(self, table: Any) -> None:
         # Queued even before the catch-up finishes; the attender skips what it has seen.
+        muted = of_kind(table, MUTE)
+        if muted is not None and self.notifier is not None:
+            for raw in muted.column("payload").to_pylist():
+                self.notifier.heard(json.loads(raw))
         observed = of_kind(table, "observation")
         if observed is None:
             return
@@ -530,11 +603,10 @@ class AttentionService:
         self._held = []
 
     async def _deliver(self, kernel: AttentionHost, decisions: list[dict[str, Any]]) -> None:
-        from nerve.attention.notify import deliver
-
+        assert self.notifier is not None
         for payload in decisions:
             if payload["outcome"] == "surface":
-                await deliver(kernel, self.settings.notify, payload)
+                await self.notifier.deliver(payload)
 
     def handlers(self) -> dict[str, Any]:
         """The socket requests attention answers (``nerve.runtime.control``)."""
@@ -582,5 +654,5 @@ class AttentionService:
 def _obs_of(r: dict[str, Any]) -> Obs:
     return Obs(
         r["id"], r["source"], r["trust"], r["physical_ns"], r["logical"], r["line"],
-        r["subject"], readings_from_bytes(r["payload"]),
+        r["subject"], *readings_and_facts(r["payload"]),
     )  # fmt: skip

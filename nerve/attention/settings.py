@@ -22,7 +22,9 @@ Defaults behave sensibly on a desktop and on a headless server:
         checkpoint_interval: 5m       # and on this timer, even when idle (daemon only)
       notify:
         command: []                   # argv run for each surfaced highlight (no shell)
-        desktop: auto                 # notify-send when a desktop session is there (auto/on/off)
+        desktop: auto                 # notify when a notification service answers (auto/on/off)
+        quiet: ""                     # quiet hours, local time ("22:00-07:00"): decided, not sent
+        dnd: false                    # do not disturb: every surfacing decided, none sent
       snapshot_every: 1000            # an attention.snapshot event every N observations
 
 On a headless server nothing reports app focus, so the modality stays ``none`` and only shell
@@ -32,6 +34,7 @@ visual attention expensive to interrupt. The budget refills at ``gate.refill_uj_
 
 from __future__ import annotations
 
+import re
 from bisect import bisect_right
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
@@ -83,9 +86,27 @@ class ChainSettings(_Model):
     checkpoint_interval: Duration = 300_000
 
 
+def _quiet_hours(text: str) -> str:
+    """``""`` or ``HH:MM-HH:MM`` (local time; the end may be past midnight)."""
+    if text and quiet_span(text) is None:
+        raise ValueError(f"quiet hours must read HH:MM-HH:MM (as 22:00-07:00), got {text!r}")
+    return text
+
+
+def quiet_span(text: str) -> tuple[int, int] | None:
+    """Quiet hours as (first, end) minutes after midnight; None when ``text`` is not one."""
+    match = re.fullmatch(r"([01]\d|2[0-3]):([0-5]\d)-([01]\d|2[0-3]):([0-5]\d)", text.strip())
+    if match is None:
+        return None
+    h1, m1, h2, m2 = (int(g) for g in match.groups())
+    return h1 * 60 + m1, h2 * 60 + m2
+
+
 class NotifySettings(_Model):
     command: list[str] = Field(default_factory=list)
     desktop: Literal["auto", "on", "off"] = "auto"
+    quiet: Annotated[str, AfterValidator(_quiet_hours)] = ""
+    dnd: bool = False
 
 
 class AttentionSettings(_Model):

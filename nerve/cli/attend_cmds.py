@@ -25,11 +25,21 @@ def attend(
     check_: Annotated[
         bool, typer.Option("--check", help="Recompute every decision and compare.")
     ] = False,
+    follow_: Annotated[
+        bool,
+        typer.Option("-f", "--follow", help="Print each decision as it is made (Ctrl+C stops)."),
+    ] = False,
     as_json: JsonFlag = False,
 ) -> None:
-    """Catch a log up as the daemon would (--replay), or recheck every decision (--check)."""
+    """Catch a log up as the daemon would (--replay), recheck every decision (--check), or
+    print each decision as it is made, one line each (--follow; --json for JSON lines)."""
+    if follow_:
+        if replay_ or check_:
+            raise UsageError("give --follow alone, not with --replay or --check")
+        _follow(as_json)
+        return
     if not (replay_ or check_):
-        raise UsageError("give --replay, --check or both")
+        raise UsageError("give --replay, --check, both, or --follow")
     ws = _door(write=True)
     if replay_:
         result = ws.attend_replay()
@@ -44,6 +54,22 @@ def attend(
         _say(as_json, outcome.to_json(), _check_text(outcome.to_json()))
         if not outcome.ok:
             raise typer.Exit(1)
+
+
+def _follow(as_json: bool) -> None:
+    """Each decision as the log stores it, flushed line by line (a pipe sees it at once)."""
+    import json
+    import sys
+
+    from nerve.attention.reason import decision_json, decision_line
+
+    for decision in _door().follow_decisions():
+        if as_json:
+            text = json.dumps(decision_json(decision), sort_keys=True, ensure_ascii=False)
+        else:
+            text = shown(decision_line(decision))
+        sys.stdout.write(text + "\n")
+        sys.stdout.flush()
 
 
 def _check_text(data: dict[str, Any]) -> str:

@@ -29,6 +29,7 @@ LINK_FIELDS = {
     "trust": "the source event's trust",
     "probe": "the probe that fired",
     "source_line": "the line of the event that was observed",
+    "cause": "what happened and where",
     "why": "why the gate decided so",
     "verified_through_here": "whether the chain verifies up to this link",
 }

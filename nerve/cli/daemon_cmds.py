@@ -138,6 +138,8 @@ def status_lines(health: dict[str, Any], width: int | None) -> list[str]:
     ]
     if health.get("sealing"):
         lines.append(f"sealing  {_sealing(health['sealing'])}")
+    if health.get("notifications"):  # a daemon of this version says whether they reach anyone
+        lines.append(f"notifications: {health['notifications']}")
     if width:
         lines = _wrapped(lines, width)
     senses = health.get("sense_results", [])

@@ -27,6 +27,9 @@ def serve(
     ] = None,
     host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
     open_: Annotated[bool, typer.Option("--open", help="Open the login URL in a browser.")] = False,
+    next_: Annotated[
+        str, typer.Option("--next", help="The page the login goes on to (/attention/SEQ).")
+    ] = "",
     allow_remote: Annotated[
         bool,
         typer.Option(
@@ -55,7 +58,7 @@ def serve(
     def say(line: str) -> None:
         sys.stderr.write(f"nerve ui: {line}\n")
 
-    serve_ui(door(), host, port, allow_remote=allow_remote, ready=ready, say=say)
+    serve_ui(door(), host, port, allow_remote=allow_remote, ready=ready, say=say, next_path=next_)
 
 
 @ui_app.command("token")

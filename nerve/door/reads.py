@@ -91,6 +91,21 @@ class Reads:
 
         return follow(self._dir, filt=filt, since=since, poll_s=poll_s)
 
+    def follow_decisions(self, *, poll_s: float = 0.2) -> Iterator[dict[str, Any]]:
+        """Each attention decision as it is stored from now on: its payload, with the
+        event's ``hlc`` (what ``nerve attend --follow`` prints)."""
+        import json
+
+        from nerve.attention.kinds import DECISION
+        from nerve.log.select import TailFilter
+
+        since = self.snapshot().newest
+        for batch in self.follow(TailFilter(kinds=(DECISION,)), since, poll_s=poll_s):
+            for line in batch.lines():
+                event = json.loads(line)
+                if isinstance(event.get("payload"), dict):
+                    yield {**event["payload"], "hlc": event["hlc"]}
+
     def filter_warnings(self, filt: TailFilter) -> list[str]:
         """A warning for each kind or source ``filt`` names that the log never held (with
         the nearest one it did)."""

@@ -133,6 +133,10 @@ class Decision(BaseModel):
     budget_before_uj: int | None
     budget_after_uj: int | None
     why: str = Field(description="Why, in one sentence: the rule that decided and its figures.")
+    cause: str = Field(
+        description="What happened and where: the port and its process, the busiest process, "
+        "a disk's time to full, a command and its failure streak (privacy rules applied)."
+    )
     source_event: str | None = Field(description="Id of the observation that caused it.")
     line: str = Field(description="That observation's line (privacy rules applied).")
     chain_seq: int | None = Field(description="Its link in the sealed audit chain.")
@@ -515,6 +519,7 @@ def _decision(
         budget_before_uj=num("budget_before_uj"),
         budget_after_uj=num("budget_after_uj"),
         why=reason_of(d).words(),
+        cause=screen.text(reason_of(d).cause),
         source_event=source_event,
         line=line,
         chain_seq=num("chain_seq"),

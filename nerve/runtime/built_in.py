@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from nerve.attention.notify import Notices
 from nerve.attention.service import AttentionService
 from nerve.flow.engine import WorkflowEngine
 from nerve.runtime.extensions import Extension
@@ -12,11 +13,12 @@ from nerve.runtime.shipper import FleetShipping
 from nerve.runtime.syncer import SyncLoop
 
 
-def built_in(feed: ViewFeed, sealing: Sealing) -> list[Extension]:
+def built_in(feed: ViewFeed, notices: Notices, sealing: Sealing) -> list[Extension]:
     """Attention first: a workflow a sense asks for sees the decisions of the same commit.
-    ``feed`` and ``sealing`` are the kernel's: the dev view and ``status`` read them."""
+    ``feed``, ``notices`` and ``sealing`` are the kernel's: the dev view and ``status`` read
+    them."""
     return [
-        AttentionService(),
+        AttentionService(notices),
         WorkflowEngine(),
         FleetShipping(),
         SyncLoop(),

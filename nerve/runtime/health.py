@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
+    from nerve.attention.notify import Notices
     from nerve.log.store import EventLog
     from nerve.privacy.policy import Policy
     from nerve.runtime.capture import CaptureGate
@@ -68,6 +69,9 @@ class Running(Protocol):
     @property
     def feed(self) -> ViewFeed: ...
 
+    @property
+    def notices(self) -> Notices: ...
+
 
 def sense_results(stats: Mapping[str, SenseStats]) -> list[dict[str, Any]]:
     return [
@@ -110,4 +114,5 @@ def health(kernel: Running) -> dict[str, Any]:
         "capture": kernel.capture.to_json(),
         "privacy": {"dropped": kernel.privacy.dropped, "redacted": kernel.privacy.redacted},
         "agents": kernel.feed.agents.to_json(),
+        "notifications": kernel.notices.describe(),
     }

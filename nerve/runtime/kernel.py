@@ -21,6 +21,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from nerve.attention.notify import Notices
 from nerve.clock import Hlc
 from nerve.config.models import NerveConfig
 from nerve.contract import WorkflowTrigger
@@ -64,8 +65,9 @@ class Kernel:
         self.ready = asyncio.Event()  # set once start() has finished
         self.stop_reason = "stop request"
         self.feed = ViewFeed()  # attention decisions and agent calls, for the dev view
+        self.notices = Notices()  # whether surfacings reach the desktop, for status
         self.sealing = Sealing()  # epoch seals; status reads it
-        self.extensions: list[Extension] = built_in(self.feed, self.sealing)
+        self.extensions: list[Extension] = built_in(self.feed, self.notices, self.sealing)
         self.handlers: dict[str, Any] = dict(control.HANDLERS)  # and each extension's
         self.stages = Stages()  # batches sent in several requests, until their last part
         self.capture = CaptureGate(self)  # pause and resume

@@ -38,7 +38,7 @@ from nerve.clock import Hlc
 from nerve.errors import NerveError, UsageError
 from nerve.safetext import csv_cell
 from nerve.ui import data
-from nerve.ui.auth import Keys
+from nerve.ui.auth import Keys, local_path
 from nerve.ui.guard import Guard, Served, set_cookie
 
 __all__ = ["build_app"]
@@ -156,7 +156,7 @@ class Pages:
                 "refused: that login link is not (or no longer) valid; a link works once: "
                 "restart `nerve ui` for a new one\n", 401,
             )  # fmt: skip
-        response = RedirectResponse("/", 303)
+        response = RedirectResponse(local_path(request.query_params.get("next", "")), 303)
         age = int(self.keys.lifetimes.session)
         response.headers.append("set-cookie", set_cookie(self.port, self.keys.cookie(), age))
         return response

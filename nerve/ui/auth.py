@@ -155,6 +155,25 @@ class Keys:
         return body, int(last)
 
 
+def local_path(text: str) -> str:
+    """Where a login goes on to: ``text`` when it is a path of this server (``/attention/7``),
+    else ``/`` (never another host: ``//evil``, ``https://…``, a backslash)."""
+    if not text.startswith("/") or text.startswith("//") or "\\" in text:
+        return "/"
+    if any(ord(c) < 0x21 for c in text):
+        return "/"
+    return text
+
+
+def login_url(base: str, code: str, next_path: str = "") -> str:
+    """The one login link: ``base`` (``http://127.0.0.1:PORT``), a login code and, when given,
+    the page to show once logged in."""
+    from urllib.parse import quote
+
+    tail = f"&next={quote(local_path(next_path), safe='/')}" if next_path else ""
+    return f"{base}/login?token={code}{tail}"
+
+
 def host_ok(host: str | None, port: int, *, allow_remote: bool, served: str) -> bool:
     """Whether a Host header names this server (loopback names, or the address served)."""
     if not host:

@@ -481,8 +481,14 @@ def decision(ws: Workspace, seq: int) -> dict[str, Any]:
             led = context(ws, source, around=5)
         except UsageError:
             led = None
-    why = reason_of(found[0]).words() if found else None
-    return {"link": link, "decision": found[0] if found else None, "why": why, "led_to_it": led}
+    why = reason_of(found[0]) if found else None
+    return {
+        "link": link,
+        "decision": found[0] if found else None,
+        "why": why.words() if why else None,
+        "cause": scr.text(why.cause) if why else None,
+        "led_to_it": led,
+    }
 
 
 def chain_state(ws: Workspace) -> dict[str, Any]:

@@ -17,7 +17,7 @@ from nerve.errors import UsageError
 from nerve.mcp import hold
 from nerve.mcp.server import check_host, listen
 from nerve.ui.app import build_app
-from nerve.ui.auth import Keys, Lifetimes, token, token_path
+from nerve.ui.auth import Keys, Lifetimes, login_url, token, token_path
 from nerve.ui.guard import Served
 
 __all__ = ["serve"]
@@ -39,10 +39,11 @@ def serve(
     allow_remote: bool = False,
     ready: Callable[[str], None] | None = None,
     say: Callable[[str], None] = lambda line: None,
+    next_path: str = "",
 ) -> None:
     """Serve the UI until SIGINT/SIGTERM on ``port`` (None: ``ui.port`` in nerve.yaml; taken:
     the next free one, which ``say`` is told); ``ready`` gets the one login URL once
-    listening."""
+    listening (which goes on to ``next_path`` once logged in, when given)."""
     import uvicorn
 
     check_host(host, allow_remote=allow_remote)
@@ -64,7 +65,7 @@ def serve(
             while not runner.started and not runner.should_exit:
                 await anyio.sleep(0.05)
             if runner.started and ready is not None:
-                ready(f"http://{name}:{bound}/login?token={keys.login_code()}")
+                ready(login_url(f"http://{name}:{bound}", keys.login_code(), next_path))
             warming.start()
 
     def stop(signum: int, frame: Any) -> None:
