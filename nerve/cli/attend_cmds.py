@@ -32,7 +32,9 @@ def attend(
     as_json: JsonFlag = False,
 ) -> None:
     """Catch a log up as the daemon would (--replay), recheck every decision (--check), or
-    print each decision as it is made, one line each (--follow; --json for JSON lines)."""
+    print each decision as it is made (--follow).
+
+    --follow prints one line per decision (--json: JSON lines) until Ctrl+C."""
     if follow_:
         if replay_ or check_:
             raise UsageError("give --follow alone, not with --replay or --check")
