@@ -13,7 +13,8 @@ categories:
 - ``focus_spells``: one row per spell of the focus sense (``app_focus``): ``start_ns``,
   ``end_ns`` (NULL while it lasts), ``afk`` (true from ``away`` to the next ``back`` or
   focus), ``app``, ``title`` and ``category`` (NULL on an away spell). A focus lasts until
-  the next focus or ``away``; ``back`` resumes the focus it left.
+  the next focus or ``away``, or until the daemon stops (or starts again after a crash) or
+  capture pauses, since nothing is seen after those; ``back`` resumes the focus it left.
 """
 
 from __future__ import annotations
@@ -40,6 +41,8 @@ TABLE = "nerve_categories"
 SPELLS_VIEW = "focus_spells"
 UNCATEGORIZED = "Uncategorized"
 # DuckDB matches with RE2, which has no look-around and no back-references.
+# the kinds after which the focus sense has seen nothing: a spell ends there, unseen time
+_ENDS = ("daemon.stopped", "daemon.started", "capture.paused")
 _NOT_RE2 = re.compile(r"\(\?<?[=!]|\\[1-9]")
 
 
@@ -91,6 +94,10 @@ WITH f AS (
     FROM events
     WHERE kind = 'observation' AND source = {int(SourceClass.APP_FOCUS)}
       AND data->>'event' IN ('focus', 'away', 'back')
+    UNION ALL  -- nothing is observed from a daemon's stop (or a crash) to the next start,
+    SELECT physical_ns, logical,  -- nor while capture is paused (a resume goes on as before)
+           CASE WHEN kind = 'capture.resumed' THEN 'back' ELSE 'end' END, NULL, NULL
+    FROM events WHERE kind IN ({", ".join(repr(k) for k in (*_ENDS, "capture.resumed"))})
 ), o AS (
     SELECT t, event,
            lead(t) OVER (ORDER BY t, logical) AS next_t,
@@ -104,7 +111,7 @@ WITH f AS (
            CASE WHEN event <> 'away' THEN coalesce(nullif(cur_app, ''), '(no window)') END
                AS app,
            CASE WHEN event <> 'away' THEN cur_title END AS title
-    FROM o WHERE event = 'away' OR cur_app IS NOT NULL
+    FROM o WHERE event = 'away' OR (event <> 'end' AND cur_app IS NOT NULL)
 )
 SELECT start_ns, end_ns, afk, app, title,
        CASE WHEN NOT afk THEN coalesce((
