@@ -73,6 +73,7 @@ QUICK_RUNS: dict[str, tuple[list[str], dict[str, Any]]] = {
         {"hosts": 4, "catalog": "sql", "rows": 50},
     ),
     "shell_hook_bench.py": (["--quick", "--commands", "30"], {"commands": 30, "rounds": 1}),
+    "shell_start_bench.py": (["--quick", "--starts", "5"], {"starts": 5}),
     "nab_bench.py": (["--quick"], {"corpus": "synthetic", "series": 4}),
     "attention_day_bench.py": (["--quick", "--hours", "8"], {"hours": 8.0}),
     "attention_days_bench.py": (["--quick", "--cadence", "300"], {"days": 1, "cadence": [300]}),

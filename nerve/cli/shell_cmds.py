@@ -1,7 +1,7 @@
 """`nerve shell-hook bash|zsh|fish`: print the snippet that records each command as it ends.
 
 The snippet only appends to a spool file (see :mod:`nerve.shellhook`); the ``shell`` sense
-reads it. Install with the one line ``--help`` shows, at the end of the shell's start-up file.
+reads it. ``nerve setup`` installs it as a static file; ``--help`` says how by hand.
 """
 
 from typing import Annotated
@@ -14,9 +14,11 @@ def shell_hook_cmd(
 ) -> None:
     """Print the shell hook for SHELL.
 
-    Add it at the end of the start-up file: `eval "$(nerve shell-hook bash)"` in ~/.bashrc,
-    `eval "$(nerve shell-hook zsh)"` in ~/.zshrc, `nerve shell-hook fish | source` in
-    ~/.config/fish/config.fish.
+    `nerve setup` installs it for you. By hand, write it to a file once and source that file
+    at the end of the start-up file, so no new shell runs Python: `nerve shell-hook bash >
+    ~/.nerve-hook.bash`, then `[ -r ~/.nerve-hook.bash ] && . ~/.nerve-hook.bash` in
+    ~/.bashrc (zsh alike; fish: `test -r F; and source F` in config.fish). Write it again
+    after upgrading nerve.
     """
     from nerve.shellhook import hook
 

@@ -45,7 +45,7 @@ def failed_commands(ask: Ask) -> Tier0Answer:
         return Tier0Answer(
             "failed_commands",
             "No exit statuses are recorded: only the shell history is read. "
-            'Add the shell hook (eval "$(nerve shell-hook bash)") to record them.',
+            "Run `nerve setup` (or see `nerve shell-hook --help`) to record them.",
             (),
         )
     failed = [r for r in reversed(rows) if r.data["exit"] != 0]
