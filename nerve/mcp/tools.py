@@ -499,14 +499,33 @@ def decision_source(
     return raw, screen.text(str(d.get("source_line") or ""))
 
 
+def screened_decision(
+    screen: Screen, named: dict[str, tuple[str, str]], d: dict[str, Any]
+) -> dict[str, Any]:
+    """A stored decision as it may leave: its observation's id and line as
+    :func:`decision_source` shows them, and its ``cause`` (facts copied from that
+    observation's payload) screened, or dropped when the rules withheld or changed the
+    observation (the cause in words then falls back to the shown line)."""
+    out = dict(d)
+    source_event, line = decision_source(screen, named, d)
+    same = line == str(d.get("source_line") or "") and source_event == d.get("source_event")
+    out["source_event"], out["source_line"] = source_event, line
+    facts = d.get("cause")
+    if isinstance(facts, dict):
+        out["cause"] = screen.value(facts) if same else {}
+    return out
+
+
 def _decision(
-    screen: Screen, named: dict[str, tuple[str, str]], d: dict[str, Any], time: str, hlc: str
+    screen: Screen, named: dict[str, tuple[str, str]], raw: dict[str, Any], time: str, hlc: str
 ) -> Decision:
+    d = screened_decision(screen, named, raw)
+
     def num(key: str) -> int | None:
         value = d.get(key)
         return value if isinstance(value, int) and not isinstance(value, bool) else None
 
-    source_event, line = decision_source(screen, named, d)
+    source_event, line = d["source_event"], d["source_line"]
 
     return Decision(
         time=time,

@@ -461,7 +461,7 @@ def decision(ws: Workspace, seq: int) -> dict[str, Any]:
     its decision and why (:func:`~nerve.attention.reason.reason_of`), and the observations
     that led to it."""
     from nerve.attention.reason import reason_of
-    from nerve.mcp.tools import decision_source, sources
+    from nerve.mcp.tools import screened_decision, sources
 
     scr = screen(ws)
     link = ws.audit_show(seq)
@@ -469,7 +469,7 @@ def decision(ws: Workspace, seq: int) -> dict[str, Any]:
     named = sources(ws, scr, [d.get("source_event") for d in found])
     if found:  # the page and its JSON show the observation as MCP's highlights do
         raw = found[0].get("source_event")
-        found[0]["source_event"], found[0]["source_line"] = decision_source(scr, named, found[0])
+        found[0] = screened_decision(scr, named, found[0])
         if link.get("event") == raw:  # the link names it too
             link["event"] = found[0]["source_event"]
     if link.get("source_line") is not None:
@@ -482,11 +482,15 @@ def decision(ws: Workspace, seq: int) -> dict[str, Any]:
         except UsageError:
             led = None
     why = reason_of(found[0]) if found else None
+    cause = scr.text(why.cause) if why else None
+    for key, said in (("cause", cause), ("why", why.words() if why else None)):
+        if key in link:  # the link's words are the screened decision's, not the stored one's
+            link[key] = said if said is not None else scr.text(str(link[key]))
     return {
         "link": link,
         "decision": found[0] if found else None,
         "why": why.words() if why else None,
-        "cause": scr.text(why.cause) if why else None,
+        "cause": cause,
         "led_to_it": led,
     }
 
@@ -500,8 +504,61 @@ def chain_state(ws: Workspace) -> dict[str, Any]:
 
 
 def senses(ws: Workspace) -> dict[str, Any]:
-    """Each sense's schedule and last result (from the daemon when it runs, else nerve.yaml)."""
-    return {"daemon": ws.status().running, "senses": ws.senses()}
+    """Each sense's schedule and last result (from the daemon when it runs, else nerve.yaml),
+    and ``shown``: each as the page words it (see :func:`sense_row`)."""
+    import time
+
+    running = ws.status().running
+    rows = ws.senses()
+    now = time.time_ns()
+    return {"daemon": running, "senses": rows, "shown": [sense_row(r, running, now) for r in rows]}
+
+
+def sense_row(s: dict[str, Any], running: bool, now_ns: int) -> dict[str, Any]:
+    """One sense as a person reads it: its state (running, unavailable and why, erroring
+    with its screened error, or not running), the last reading in words with its age, when
+    it last computed and when it computes next (nanosecond times for the page to word)."""
+    from nerve.runtime.latest import latest_text
+
+    interval = s.get("interval_ms")
+    on = [str(x) for x in s.get("on") or []]
+    schedule = []
+    if interval:
+        schedule.append(f"every {_span_ms(int(interval))}")
+    if on:
+        schedule.append("on " + ", ".join(on))
+    last_ns = s.get("last_ns")
+    if not running:
+        state = "not running"
+    elif s.get("unavailable"):
+        state = f"unavailable: {s['unavailable']}"
+    elif s.get("last_error"):
+        state = f"erroring: {s['last_error']}"
+    else:
+        state = "running"
+    line_ns = s.get("last_line_ns")
+    return {
+        "name": s.get("name", ""),
+        "schedule": " · ".join(schedule) or "when triggered",
+        "state": state,
+        "latest": latest_text(str(s.get("last_line") or ""), line_ns, "", now_ns)
+        if running
+        else "",
+        "computes": s.get("computes"),
+        "errors": s.get("errors"),
+        "last_ns": last_ns,
+        "next_ns": last_ns + int(interval) * 1_000_000
+        if running and interval and last_ns
+        else None,
+    }
+
+
+def _span_ms(ms: int) -> str:
+    """``500 ms``, ``5 s``, ``10 min``, ``2 h``: an interval as its largest whole unit."""
+    for unit, size in (("h", 3_600_000), ("min", 60_000), ("s", 1000)):
+        if ms >= size and ms % size == 0:
+            return f"{ms // size} {unit}"
+    return f"{ms / 1000:g} s" if ms >= 1000 else f"{ms} ms"
 
 
 def trigger_sense(ws: Workspace, name: str) -> dict[str, Any]:

@@ -217,3 +217,29 @@ def test_a_withheld_or_redacted_events_subject_does_not_leave_either(tmp_path: P
     recent = tools.recent(_call(nerve.open(root))).events
     assert [e.subject for e in recent] == ["ticket 7391-[redacted:sesame]", "[withheld:no-vault]"]
     assert "secret/db-prod" not in str([e.model_dump() for e in recent])
+
+
+def test_a_decisions_cause_leaves_screened_and_not_at_all_when_its_observation_is_withheld() -> (
+    None
+):
+    """The cause of a decision copies facts from its observation's payload (a command, a
+    process): a rule added after capture hides them as it hides the observation's line."""
+    from nerve.attention.reason import reason_of
+    from nerve.privacy.settings import PrivacyConfig
+
+    config = PrivacyConfig.model_validate(
+        {"rules": [{"name": "key", "regex": "sesame", "action": "redact"}]}
+    )
+    screen = Screen(config)
+    stored = {
+        "probe": "novelty", "outcome": "surface", "source_event": "ab" * 32,
+        "source_line": "curl https://x/?k=sesame failed",
+        "cause": {"sense": "shell", "command": "curl https://x/?k=sesame", "exit": 7},
+    }  # fmt: skip
+    withheld = {"ab" * 32: ("cd" * 32, "[withheld:secret]")}
+    shown = tools.screened_decision(screen, withheld, stored)
+    assert shown["cause"] == {} and "sesame" not in reason_of(shown).cause
+    assert shown["source_event"] == "cd" * 32
+    redacted = {"ab" * 32: ("ab" * 32, stored["source_line"])}  # the line as stored
+    shown = tools.screened_decision(screen, redacted, stored)
+    assert "sesame" not in str(shown["cause"]) and shown["cause"]["exit"] == 7

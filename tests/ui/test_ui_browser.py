@@ -261,18 +261,22 @@ def test_a_sense_is_triggered_from_its_page(ui: Ui) -> None:
     ui.clean()
 
 
-def test_readable_on_a_phone(ui: Ui) -> None:
-    ui.page.set_viewport_size({"width": 390, "height": 844})
+def test_every_page_fits_a_laptop_and_a_phone(ui: Ui) -> None:
+    """No page scrolls sideways at 1280x800 or at 390 px (a phone)."""
+    wide: list[str] = []
     try:
-        for name, path in (("day", "/"), ("timeline", "/timeline?since=1h")):
-            ui.go(path)
-            width = ui.page.evaluate("document.documentElement.scrollWidth")
-            assert width <= ui.page.evaluate("innerWidth")  # no sideways scrolling
-            ui.shot(f"{name}-phone")
+        for size, tag in (((1280, 800), ""), ((390, 844), "-phone")):
+            ui.page.set_viewport_size({"width": size[0], "height": size[1]})
+            for name, path in PAGES.items():
+                ui.go(path)
+                width = ui.page.evaluate("document.documentElement.scrollWidth")
+                if width > ui.page.evaluate("innerWidth"):
+                    wide.append(f"{name} at {size[0]} px: {width} px wide")
+                if tag and name in ("day", "timeline", "senses"):
+                    ui.shot(f"{name}{tag}")
     finally:
         ui.page.set_viewport_size({"width": 1280, "height": 800})
-    ui.go("/")
-    assert ui.page.evaluate("document.documentElement.scrollWidth <= innerWidth")
+    assert wide == []
 
 
 def _counts(ws: WorkspaceDir) -> list[Any]:
