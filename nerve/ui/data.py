@@ -393,21 +393,35 @@ def context(ws: Workspace, event_id: str, *, around: int = 5, host: str = "") ->
 # -- live ------------------------------------------------------------------------------------
 
 
+LIVE_BACKLOG_NS = 5 * 60 * 10**9  # a live tail opens on the last five minutes
+LIVE_BACKLOG_ROWS = 50  # of which at most the newest fifty
+
+
 def live_batch(
     ws: Workspace, f: Filters, after: Hlc | None, *, limit: int = 2_000
 ) -> tuple[list[dict[str, Any]], Hlc | None]:
     """Events stored after ``after`` (all of them, oldest first, at most ``limit``) and the
-    new cursor; with no cursor, none: the tail starts now."""
+    new cursor; with no cursor, the tail opens on what the filter keeps of the last five
+    minutes before the newest event (the newest fifty of them), and goes on from there."""
     scr = screen(ws)
     conn = connect(ws, scr)
     try:
+        where, args = where_of(f, None)
         if after is None:
             row = conn.execute(
                 "SELECT physical_ns, logical FROM events ORDER BY physical_ns DESC, logical DESC "
                 "LIMIT 1"
             ).fetchone()
-            return [], Hlc(int(row[0]), int(row[1])) if row else Hlc(0, 0)
-        where, args = where_of(f, None)
+            if not row:
+                return [], Hlc(0, 0)
+            newest = Hlc(int(row[0]), int(row[1]))
+            recent = records(
+                conn,
+                f"SELECT {_COLS} FROM events WHERE ({where}) AND physical_ns >= ? "
+                f"ORDER BY physical_ns DESC, logical DESC LIMIT {LIVE_BACKLOG_ROWS}",
+                [*args, newest.physical_ns - LIVE_BACKLOG_NS],
+            )
+            return as_shown(recent[::-1]), newest
         rows = records(
             conn,
             f"SELECT {_COLS}, ({where}) AS wanted FROM events WHERE (physical_ns, logical) > "

@@ -277,6 +277,10 @@ def test_every_page_fits_a_laptop_and_a_phone(ui: Ui) -> None:
     finally:
         ui.page.set_viewport_size({"width": 1280, "height": 800})
     assert wide == []
+    ui.go("/health")  # each count says what it counts
+    said = ui.page.locator("#daemon").inner_text()
+    assert "events in" in said and "commits" in said and "not yet sealed" in said
+    assert ui.page.title().startswith("health")
 
 
 def _counts(ws: WorkspaceDir) -> list[Any]:
