@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from nerve.events import SourceClass
 
 __all__ = [
+    "ENDS",
     "SPELLS_VIEW",
     "TABLE",
     "UNCATEGORIZED",
@@ -42,7 +43,7 @@ SPELLS_VIEW = "focus_spells"
 UNCATEGORIZED = "Uncategorized"
 # DuckDB matches with RE2, which has no look-around and no back-references.
 # the kinds after which the focus sense has seen nothing: a spell ends there, unseen time
-_ENDS = ("daemon.stopped", "daemon.started", "capture.paused")
+ENDS = ("daemon.stopped", "daemon.started", "capture.paused")
 _NOT_RE2 = re.compile(r"\(\?<?[=!]|\\[1-9]")
 
 
@@ -97,7 +98,7 @@ WITH f AS (
     UNION ALL  -- nothing is observed from a daemon's stop (or a crash) to the next start,
     SELECT physical_ns, logical,  -- nor while capture is paused (a resume goes on as before)
            CASE WHEN kind = 'capture.resumed' THEN 'back' ELSE 'end' END, NULL, NULL
-    FROM events WHERE kind IN ({", ".join(repr(k) for k in (*_ENDS, "capture.resumed"))})
+    FROM events WHERE kind IN ({", ".join(repr(k) for k in (*ENDS, "capture.resumed"))})
 ), o AS (
     SELECT t, event,
            lead(t) OVER (ORDER BY t, logical) AS next_t,

@@ -20,7 +20,15 @@ from nerve.recall.plans.attention import attention
 from nerve.recall.plans.log import Found, Reader
 from nerve.recall.plans.parse import Plan, Subject, parse
 from nerve.recall.plans.readings import reading
-from nerve.recall.plans.things import activity, anything, commands, processes, windows
+from nerve.recall.plans.things import (
+    activity,
+    anything,
+    away,
+    commands,
+    folders,
+    processes,
+    windows,
+)
 from nerve.recall.plans.window import Window, find_window
 
 __all__ = ["Found", "Plan", "Subject", "Window", "answer_plan", "find_window", "parse"]
@@ -28,6 +36,8 @@ __all__ = ["Found", "Plan", "Subject", "Window", "answer_plan", "find_window", "
 _BY_KIND: dict[str, Callable[[Reader, Plan], Found | None]] = {
     "anything": anything,
     "activity": activity,
+    "away": away,
+    "folder": folders,
     "command": commands,
     "process": processes,
     "window": windows,

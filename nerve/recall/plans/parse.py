@@ -4,7 +4,8 @@ nothing this planner reads (the older intents and the fallback then try).
 
 **Subjects** (``Subject.kind``): ``anything`` (what happened), ``activity`` (what was I
 doing), ``command`` (a shell command, or its words), ``process`` (by name, command line words
-or ``pid N``), ``window`` (an app or a window title), ``reading`` (a sense reading:
+or ``pid N``), ``window`` (an app or a window title), ``away`` (time away from the machine,
+no input), ``folder`` (where commands ran and files changed), ``reading`` (a sense reading:
 ``load``, ``cpu``, ``memory``, ``disk``, ``network``), ``attention`` (nerve's own decisions).
 
 **Measures**: ``list``, ``count``, ``duration`` (time spent), ``first``, ``last``, ``when``,
@@ -45,6 +46,17 @@ _PROCESS = re.compile(r"\b(process|processes|program|programs|pid)\b")
 _WINDOW = re.compile(
     r"\b(windows?|apps?|applications?|focus(?:ed)?|switch(?:ed)? to|in front|titled?)\b"
 )
+_AWAY = re.compile(
+    r"\b(away|afk|idle|no input|inactive|(?:come|came|got|get) back|back (?:at|to) (?:the|my) "
+    r"(?:computer|desk|keyboard|machine|screen)|(?:on|took|take|taking) a break|breaks?)\b"
+)
+_FOLDER = re.compile(
+    r"\b(folders?|director(?:y|ies)|dirs?|cd|cd'?ed|cwd|paths? i worked|where did i (?:run|work))\b"
+)
+_FOLDER_WORDS = frozenset(
+    ["folder", "folders", "directory", "directories", "dir", "dirs", "cd", "cded", "cd'd",
+     "cwd", "work", "worked", "where", "spend", "spent", "in", "into", "inside"]
+)  # fmt: skip
 _DOING = re.compile(r"\b(doing|working on|up to|busy with)\b")
 _HAPPENED = re.compile(r"\b(happened|happening|went on|going on|events?|recorded|logged)\b")
 _PID = re.compile(r"\bpid\s*(\d+)\b|\[(\d+)\]")
@@ -412,6 +424,11 @@ def parse(question: str, *, now_ns: int, tz: tzinfo | None) -> Plan | None:
     if _DEFER.search(rest):
         return None
     measure = _measure(rest)
+    if _AWAY.search(rest) and _reading(rest) is None and not _COMMAND.search(rest):
+        return Plan(question, window, Subject("away"), measure)
+    if _FOLDER.search(rest):
+        words = [w for w in re.findall(r"[\w./~+-]+", rest) if w not in _FOLDER_WORDS]
+        return Plan(question, window, Subject("folder", _name(" ".join(words))), measure)
     if _DOING.search(rest) and not _COMMAND.search(rest):
         return Plan(question, window, Subject("activity"), "list") if window else None
     subject = _thing(rest, measure)

@@ -13,7 +13,19 @@ from nerve.recall.plans.parse import Plan, Subject
 from nerve.recall.plans.tops import folded_tops
 from nerve.recall.plans.window import NS, Window
 
-__all__ = ["Spell", "activity", "anything", "commands", "processes", "spells", "windows"]
+__all__ = [
+    "Away",
+    "Spell",
+    "activity",
+    "anything",
+    "away",
+    "away_spells",
+    "commands",
+    "folders",
+    "processes",
+    "spells",
+    "windows",
+]
 
 _MIB = 1024**2
 _DAY = 86_400 * NS
@@ -424,28 +436,136 @@ class Spell:
         )
 
 
+def _focus_events(reader: Reader, lo: int, hi: int) -> list[tuple[int, str, Row | None]]:
+    """The focus sense's events from ``lo`` to ``hi`` as (time, event, row), with the moments
+    it saw nothing from: a daemon's stop or start and a pause (``end``), a resume (``back``);
+    the same ends as :data:`nerve.categories.SPELLS_VIEW` reads."""
+    from nerve.categories import ENDS
+
+    rows = reader.rows(Window(lo, hi, ""), source=SourceClass.APP_FOCUS)
+    out: list[tuple[int, str, Row | None]] = [(r.t, str(r.data.get("event")), r) for r in rows]
+    kinds = (*ENDS, "capture.resumed")
+    marks = reader.conn.execute(
+        f"SELECT physical_ns, kind FROM events WHERE kind IN ({', '.join('?' * len(kinds))}) "
+        "AND physical_ns >= ? AND physical_ns < ?",
+        [*kinds, lo, hi],
+    ).fetchall()
+    out += [(int(t), "back" if k == "capture.resumed" else "end", None) for t, k in marks]
+    return sorted(out, key=lambda e: e[0])
+
+
 def spells(reader: Reader, window: Window | None) -> list[Spell]:
-    """Each focus in the window, clipped to it; ``away`` ends one, ``back`` resumes it."""
+    """Each focus in the window, clipped to it; ``away``, a daemon's stop and a pause end
+    one, ``back`` and a resume resume it."""
     end = min(window.end_ns, reader.now_ns) if window else reader.now_ns
     start = window.start_ns if window else 0
-    rows = reader.rows(Window(max(0, start - _DAY), end, ""), source=SourceClass.APP_FOCUS)
     out: list[Spell] = []
     current: Row | None = None
     since: int | None = None
-    for row in [*rows, None]:
-        t = end if row is None else row.t
-        event = None if row is None else row.data.get("event")
-        if current is not None and since is not None and event in ("focus", "away", None):
+    for t, event, row in [*_focus_events(reader, max(0, start - _DAY), end), (end, "", None)]:
+        if current is not None and since is not None and event in ("focus", "away", "end", ""):
             lo, hi = max(since, start), min(t, end)
             if hi > lo:
                 out.append(Spell(current, lo, hi))
         if row is not None and event == "focus":
-            current, since = row, row.t
-        elif event == "away":
+            current, since = row, t
+        elif event in ("away", "end"):
             since = None
         elif event == "back":
-            since = None if row is None else row.t
+            since = t
     return out
+
+
+@dataclass(frozen=True)
+class Away:
+    """Time away from the machine: from an ``away`` (its row) to the next input."""
+
+    row: Row
+    start: int
+    end: int
+    ongoing: bool
+
+
+def away_spells(reader: Reader, window: Window | None) -> list[Away]:
+    """Each spell away in the window, clipped to it: from ``away`` to the next ``back`` or
+    focus (or to a daemon's stop: nothing is known after it)."""
+    end = min(window.end_ns, reader.now_ns) if window else reader.now_ns
+    start = window.start_ns if window else 0
+    out: list[Away] = []
+    since: tuple[int, Row] | None = None
+    for t, event, row in [*_focus_events(reader, max(0, start - _DAY), end), (end, "", None)]:
+        if since is not None and event in ("back", "focus", "end", ""):
+            lo, hi = max(since[0], start), min(t, end)
+            if hi > lo:
+                out.append(Away(since[1], lo, hi, ongoing=event == ""))
+            since = None
+        if event == "away" and row is not None:
+            since = (t, row)
+    return out
+
+
+def folders(reader: Reader, plan: Plan) -> Found:
+    """Folders worked in: where commands ran (the shell hook's working directory) and where
+    files changed, the busiest first; a named folder lists what happened in it."""
+    found: dict[str, list[tuple[Row, str]]] = {}
+    for row in _commands_over(reader, plan.window):
+        cwd = row.data.get("cwd")
+        if isinstance(cwd, str) and cwd:
+            found.setdefault(cwd.rstrip("/") or "/", []).append((row, f"ran {_command_line(row)}"))
+    for row in reader.rows(plan.window, source=SourceClass.FILE_CHANGE):
+        path = str(row.data.get("path") or "")
+        if "/" in path:
+            folder, base = path.rsplit("/", 1)
+            change = f"{row.data.get('change', 'changed')} {base}"
+            found.setdefault(folder, []).append((row, f"file {change}"))
+    name = plan.subject.name
+    if name:
+        found = {f: rows for f, rows in found.items() if _words_in(name, *f.split("/"))}
+    if not found:
+        what = f"folder matching `{name}`" if name else "folder with commands or file changes"
+        return _missing(reader, plan.window, what)
+    busiest = sorted(found.items(), key=lambda item: (-len(item[1]), item[0]))
+    if name:
+        rows = sorted((r for _, rs in busiest for r in rs), key=lambda item: item[0].t)
+        lines = [(r, f"{reader.when(r.t)}  {text}") for r, text in rows]
+        where = ", ".join(f for f, _ in busiest)
+        return reader.listing(f"In {where} {reader.scope(plan.window)}:", lines, plan.window)
+    lines = []
+    for folder, rows in busiest:
+        runs = sum(1 for _, text in rows if text.startswith("ran "))
+        changes = len(rows) - runs
+        said = ", ".join(
+            part for part in (f"{runs} command{'s' * (runs != 1)}" if runs else "",
+                              f"{changes} file change{'s' * (changes != 1)}" if changes else "")
+            if part
+        )  # fmt: skip
+        first, last = rows[0][0].t, max(r.t for r, _ in rows)
+        lines.append((rows[0][0], f"{folder}: {said}, {reader.when(first)} to {reader.when(last)}"))
+    title = f"Folders worked in {reader.scope(plan.window)}, the busiest first:"
+    return reader.listing(title, lines, plan.window)
+
+
+def away(reader: Reader, plan: Plan) -> Found:
+    """Time away from the machine (no input for the focus sense's ``idle_s``): when, and
+    for how long."""
+    if not reader.ever(SourceClass.APP_FOCUS):
+        return Found(_NO_FOCUS, answered=False)
+    spans = away_spells(reader, plan.window)
+    if not spans:
+        return _missing(reader, plan.window, "time away (every minute had input)")
+    total = sum(a.end - a.start for a in spans)
+    order = spans if plan.measure == "first" else spans[::-1]
+    lines = [
+        (a.row, f"away from {reader.when(a.start)} to "
+         f"{'now' if a.ongoing else reader.when(a.end)} ({_length(a.end - a.start)}), "
+         f"{'still away' if a.ongoing else 'back at ' + reader.when(a.end)}")
+        for a in order
+    ]  # fmt: skip
+    title = (
+        f"Away {len(spans)} time{'s' if len(spans) != 1 else ''} {reader.scope(plan.window)}, "
+        f"{_length(total)} in all ({'oldest' if plan.measure == 'first' else 'newest'} first):"
+    )
+    return reader.listing(title, lines, plan.window)
 
 
 def _length(ns: int) -> str:
