@@ -207,6 +207,13 @@ def test_a_query_runs_and_downloads_as_csv(ui: Ui) -> None:
 def test_a_held_decision_opens_and_verifies(ui: Ui) -> None:
     ui.go("/attention")
     assert "chain verifies" in ui.page.locator("#chain-state").inner_text()
+    assert ui.page.locator("tr.held td.line").first.inner_text().strip()  # what happened
+    ui.page.set_viewport_size({"width": 390, "height": 844})
+    try:  # a phone keeps what happened, not only the outcome
+        assert ui.page.locator("tr.held td.line").first.is_visible()
+        assert ui.page.locator("table.decisions th.line").is_visible()
+    finally:
+        ui.page.set_viewport_size({"width": 1280, "height": 800})
     ui.page.locator("tr.held td a").first.click()
     ui.page.wait_for_url("**/attention/*")
     assert ui.page.locator("#link-verifies").inner_text().startswith("verifies")
