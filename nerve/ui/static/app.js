@@ -109,7 +109,7 @@ function live() {
 function chartOf(el, xs, series, names, ordinal) {
   if (!el || typeof uPlot === "undefined" || !xs.length) return;
   const opts = {
-    width: el.clientWidth || 800, height: 220, scales: { x: { time: !ordinal } },
+    width: Math.min(el.clientWidth || 800, document.documentElement.clientWidth - 16), height: 220, scales: { x: { time: !ordinal } },
     series: [{}, ...names.map((n, i) => ({ label: n, stroke: ["#2b6cb0", "#c05621", "#2f855a", "#805ad5"][i % 4] }))],
     axes: [{}, { size: 80 }],
   };
