@@ -47,3 +47,10 @@ def test_time_in_a_window_ends_when_the_daemon_stopped(recorded_day: Day) -> Non
     text = _ask(recorded_day, "how long was I in vim?", now_ns=late)
     minutes = re.search(r"for (?:(\d+) h )?(\d+) min", text)
     assert minutes and not minutes[1] and int(minutes[2]) <= 10, text
+
+
+def test_what_i_was_doing_ends_the_last_window_when_the_daemon_stopped(recorded_day: Day) -> None:
+    late = int(recorded_day.plan["end"]["ns"]) + HOUR // 2  # the last hour still holds it all
+    text = _ask(recorded_day, "what was I doing?", now_ns=late)
+    lasted = [int(s) for s in re.findall(r", (\d+) s$", text, re.M)]
+    assert lasted and max(lasted) < 300, text  # not half an hour past the recording's end

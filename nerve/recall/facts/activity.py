@@ -19,23 +19,34 @@ _AROUND_NS = 5 * 60 * 10**9  # "at 15:00": commands and files within five minute
 def _spells(ask: Ask, period: Period | None) -> list[tuple[Row, int, int]]:
     """Each focus (its row) with the part of the period it lasted: ``(row, start, end)``.
 
-    A focus lasts until the next focus or ``away``; ``back`` resumes the focus it left.
+    A focus lasts until the next focus or ``away``, or until the daemon stops or capture
+    pauses (:data:`nerve.categories.ENDS`: nothing was seen after those); ``back`` and a
+    resume resume the focus it left.
     """
+    from nerve.categories import ENDS
+
     span = period or Period(0, ask.now_ns, "")
     rows = ask.rows(SourceClass.APP_FOCUS, period=Period(0, span.end_ns, ""))
+    kinds = (*ENDS, "capture.resumed")
+    marks = ask.conn.execute(
+        f"SELECT physical_ns, kind FROM events WHERE kind IN ({', '.join('?' * len(kinds))}) "
+        "AND physical_ns < ?",
+        [*kinds, span.end_ns],
+    ).fetchall()
+    seen: list[tuple[int, str, Row | None]] = [(r.t, str(r.data.get("event")), r) for r in rows]
+    seen += [(int(t), "back" if k == "capture.resumed" else "end", None) for t, k in marks]
     spells: list[tuple[Row, int, int]] = []
     current: Row | None = None
     since: int | None = None
-    for row in rows:
-        event = row.data.get("event")
-        if event in ("focus", "away") and current is not None and since is not None:
-            _clip(spells, current, since, row.t, span)
-        if event == "focus":
-            current, since = row, row.t
-        elif event == "away":
+    for t, event, row in sorted(seen, key=lambda e: e[0]):
+        if event in ("focus", "away", "end") and current is not None and since is not None:
+            _clip(spells, current, since, t, span)
+        if event == "focus" and row is not None:
+            current, since = row, t
+        elif event in ("away", "end"):
             since = None
         elif event == "back":
-            since = row.t
+            since = t
     if current is not None and since is not None:
         _clip(spells, current, since, min(span.end_ns, ask.now_ns), span)
     return spells
