@@ -28,7 +28,7 @@ from nerve.attention.kinds import DECISION, LINK
 from nerve.canonical import det_cbor_decode
 from nerve.chain import TrustRecord, default_trust_dir, peek_log_id, trust_path, verify_chain
 from nerve.chain.verify import Break, ChainReport
-from nerve.errors import ChainError, LogCorrupt, UsageError
+from nerve.errors import ChainError, UsageError
 
 
 def chain_links(log_root: Path) -> list[bytes]:
@@ -40,21 +40,20 @@ def chain_links(log_root: Path) -> list[bytes]:
 def _payloads_of(log_root: Path, kind: str) -> list[tuple[tuple[int, int], bytes]]:
     """``((physical_ns, logical), payload)`` of every stored event of ``kind`` whose payload
     is kept, in HLC order: segments (filtered as Parquet is read), then the unsealed tail."""
-    import pyarrow as pa
     import pyarrow.parquet as pq
 
     from nerve.log.reader import snapshot
-    from nerve.log.segments import check_regular
+    from nerve.log.segments import check_regular, reading, source
 
     snap = snapshot(log_root)
     columns = ["physical_ns", "logical", "kind", "payload"]
     parts = [snap.tail.select(columns)]
     for path in snap.files:
         check_regular(path)
-        try:
-            parts.append(pq.read_table(path, columns=columns, filters=[("kind", "=", kind)]))
-        except (pa.ArrowInvalid, OSError) as exc:
-            raise LogCorrupt(f"{path}: cannot be read as Parquet: {exc}") from None
+        with reading(path):  # an encrypted segment is read from its plaintext
+            parts.append(
+                pq.read_table(source(path), columns=columns, filters=[("kind", "=", kind)])
+            )
     found = [
         ((row["physical_ns"], row["logical"]), row["payload"])
         for part in parts

@@ -8,6 +8,8 @@ import json
 import re
 from pathlib import Path
 
+import pytest
+
 from nerve.workspace import WorkspaceDir
 from tests.conftest import run_cli
 from tests.daemon_util import started
@@ -117,3 +119,50 @@ def test_audit_seal_enabled_false_leaves_the_daemon_unsealed(workspace: Workspac
             return running
 
         assert asyncio.run(started()) is spawned
+
+
+def test_an_encrypted_workspace_seals_and_verifies_and_a_seal_holds_no_plaintext(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Seals cover an encrypted log as they cover a plain one: the daemon (unlocked by its
+    key) seals each epoch, `audit verify --seed` passes with the key, and no seal file holds
+    the events' text (a seal names segment hashes and counts, never a line)."""
+    key, root = tmp_path / "K", tmp_path / "ws"
+    run_cli("init", "--encrypt", "--key-file", str(key), str(root))
+    (root / "nerve.yaml").write_text(
+        "senses: {}\nlog:\n  encryption:\n    key: file\n  seal_max_events: 4\n"
+    )
+    env = {"NERVE_KEY_FILE": str(key)}
+    monkeypatch.setenv("NERVE_KEY_FILE", str(key))  # the daemon's key too
+    ws = WorkspaceDir(root)
+    proc = run_cli(
+        "--workspace", str(root), "audit", "seal-setup", "--epoch", EPOCH, "--horizon-bits",
+        "6", env=env,
+    )  # fmt: skip
+    seed = proc.stdout.splitlines()[0].removeprefix("seed: ")
+    secret = "zebra-passport-4417"
+    with started(root) as daemon:
+        for n in range(6):
+            run_cli("--workspace", str(root), "emit", "-s", "shell", "--line", f"{secret} {n}",
+                    env=env)  # fmt: skip
+        daemon.wait_for(
+            lambda: (
+                (s := daemon.request({"type": "status"})["status"]["sealing"])
+                and (s["last_epoch"] or 0) >= 2
+            ),
+            timeout=30,
+            what="three epochs sealed",
+        )
+        code, report = _verify_with(ws, seed, env)
+        assert code == 0 and report["ok"] and report["epochs_verified"] >= 3, report
+    for path in (root / "data" / "seals").rglob("*"):
+        if path.is_file():
+            assert secret.encode() not in path.read_bytes(), path
+
+
+def _verify_with(ws: WorkspaceDir, seed: str, env: dict[str, str]) -> tuple[int, dict[str, object]]:
+    proc = run_cli(
+        "--workspace", str(ws.root), "audit", "verify", "--seed", seed, "--json", check=False,
+        env=env,
+    )  # fmt: skip
+    return proc.returncode, json.loads(proc.stdout)
