@@ -3,8 +3,9 @@
     .venv/bin/python bench/shell_start_bench.py [--starts 200] [--quick]
 
 For each shell found (bash, zsh, fish; bash alone with ``--quick``), a new interactive shell
-is started and told to exit at once (``bash --rcfile RC -i -c exit``, ``zsh -i -c exit`` with
-``ZDOTDIR``, ``fish -i -c exit`` with ``XDG_CONFIG_HOME``), ``--starts`` times in each of two
+is started, shows its first prompt (its prompt hooks run, as before a person's first command)
+and reads ``exit`` (``bash --rcfile RC -i``, ``zsh -i`` with ``ZDOTDIR``, ``fish -i`` with
+``XDG_CONFIG_HOME``, ``exit`` on stdin), ``--starts`` times in each of two
 setups that take turns start by start: **plain** (an empty start-up file) and **hooked** (the
 one line ``nerve setup`` adds to it, sourcing the static hook file it writes, made here by the
 same functions). This is what a person pays when they open a terminal: the hook file is read
@@ -83,9 +84,12 @@ def _homes(base: Path, shell: str) -> dict[str, Path]:
 
 
 def _start_ms(shell: str, home: Path) -> float:
-    argv, env = _argv(shell, home, "exit")
+    """One start to its first prompt (the prompt hooks run once, as before a person's first
+    command) and out: the shell reads ``exit`` from stdin after that prompt."""
+    argv, env = _argv(shell, home, "")
+    argv = argv[: argv.index("-c")]
     t0 = time.perf_counter()
-    subprocess.run(argv, env=env, stdin=subprocess.DEVNULL, capture_output=True, check=True)
+    subprocess.run(argv, env=env, input=b"exit\n", capture_output=True, check=True)
     return (time.perf_counter() - t0) * 1000
 
 
