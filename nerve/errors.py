@@ -188,15 +188,15 @@ def did_you_mean(name: str, known: Iterable[str]) -> str | None:
     return "did you mean " + " or ".join(repr(c) for c in close) + "?"
 
 
-def report(message: str) -> None:
+def report(message: str, *, warning: bool = True) -> None:
     """Say something in the daemon's log without ever failing (that disk may be full):
     through the ``nerve`` logger once the daemon has set it up (``nerve.runtime.journal``,
-    which stamps the time), else on stderr."""
+    which stamps the time and tags a warning ``warning:``), else on stderr."""
     import logging  # here: most commands never report
 
     logger = logging.getLogger("nerve")
     if logger.handlers:
-        logger.warning(message)
+        logger.log(logging.WARNING if warning else logging.INFO, message)
         return
     with contextlib.suppress(OSError, ValueError):
         sys.stderr.write(f"nerve: {message}\n")

@@ -135,8 +135,8 @@ class Notices:
         return self.state
 
     def set(self, state: str) -> None:
-        if state != self.state:
-            report(f"notifications: {state}")
+        if state != self.state:  # unavailable is a warning; reaching the desktop is news
+            report(f"notifications: {state}", warning=state.startswith("unavailable"))
         self.state = state
 
 
