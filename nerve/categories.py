@@ -34,6 +34,7 @@ __all__ = [
     "UNCATEGORIZED",
     "CategoryRule",
     "define",
+    "ends_between",
     "rule_rows",
     "with_rules",
 ]
@@ -122,6 +123,19 @@ SELECT start_ns, end_ns, afk, app, title,
            ORDER BY c.pos LIMIT 1), '{UNCATEGORIZED}') END AS category
 FROM s
 """
+
+
+def ends_between(conn: Any, lo: int, hi: int) -> list[tuple[int, str]]:
+    """The moments from ``lo`` to ``hi`` (ns) after which the focus sense saw nothing
+    (``end``: a daemon's stop or start, a pause) or saw again (``back``: a resume), as
+    (time, word) pairs: what ends and resumes a spell outside the focus sense's own events."""
+    kinds = (*ENDS, "capture.resumed")
+    rows = conn.execute(
+        f"SELECT physical_ns, kind FROM events WHERE kind IN ({', '.join('?' * len(kinds))}) "
+        "AND physical_ns >= ? AND physical_ns < ?",
+        [*kinds, lo, hi],
+    ).fetchall()
+    return [(int(t), "back" if k == "capture.resumed" else "end") for t, k in rows]
 
 
 def define(conn: Any, rules: Sequence[CategoryRule | Sequence[str]], kind: str = "TEMP ") -> None:

@@ -245,15 +245,11 @@ def logs(
 def register(app: typer.Typer) -> None:
     app.add_typer(daemon_app, name="daemon", rich_help_panel="Advanced")
     app.command("dev", rich_help_panel="Everyday")(dev)
-    app.command(
-        "start", help="Start the daemon (alias of `daemon start`).", rich_help_panel="Everyday"
-    )(start)
-    app.command(
-        "stop", help="Stop the daemon (alias of `daemon stop`).", rich_help_panel="Everyday"
-    )(stop)
-    app.command(
-        "status", help="Daemon status (alias of `daemon status`).", rich_help_panel="Everyday"
-    )(status)
-    app.command(
-        "logs", help="The daemon's own log (alias of `daemon logs`).", rich_help_panel="Advanced"
-    )(logs)
+    aliases = (
+        ("start", start, "Start the daemon (alias of `daemon start`).", "Everyday"),
+        ("stop", stop, "Stop the daemon (alias of `daemon stop`).", "Everyday"),
+        ("status", status, "Daemon status (alias of `daemon status`).", "Everyday"),
+        ("logs", logs, "The daemon's own log (alias of `daemon logs`).", "Advanced"),
+    )
+    for name, command, text, panel in aliases:
+        app.command(name, help=text, rich_help_panel=panel)(command)

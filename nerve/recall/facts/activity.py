@@ -23,18 +23,12 @@ def _spells(ask: Ask, period: Period | None) -> list[tuple[Row, int, int]]:
     pauses (:data:`nerve.categories.ENDS`: nothing was seen after those); ``back`` and a
     resume resume the focus it left.
     """
-    from nerve.categories import ENDS
+    from nerve.categories import ends_between
 
     span = period or Period(0, ask.now_ns, "")
     rows = ask.rows(SourceClass.APP_FOCUS, period=Period(0, span.end_ns, ""))
-    kinds = (*ENDS, "capture.resumed")
-    marks = ask.conn.execute(
-        f"SELECT physical_ns, kind FROM events WHERE kind IN ({', '.join('?' * len(kinds))}) "
-        "AND physical_ns < ?",
-        [*kinds, span.end_ns],
-    ).fetchall()
     seen: list[tuple[int, str, Row | None]] = [(r.t, str(r.data.get("event")), r) for r in rows]
-    seen += [(int(t), "back" if k == "capture.resumed" else "end", None) for t, k in marks]
+    seen += [(t, word, None) for t, word in ends_between(ask.conn, 0, span.end_ns)]
     spells: list[tuple[Row, int, int]] = []
     current: Row | None = None
     since: int | None = None

@@ -440,17 +440,11 @@ def _focus_events(reader: Reader, lo: int, hi: int) -> list[tuple[int, str, Row 
     """The focus sense's events from ``lo`` to ``hi`` as (time, event, row), with the moments
     it saw nothing from: a daemon's stop or start and a pause (``end``), a resume (``back``);
     the same ends as :data:`nerve.categories.SPELLS_VIEW` reads."""
-    from nerve.categories import ENDS
+    from nerve.categories import ends_between
 
     rows = reader.rows(Window(lo, hi, ""), source=SourceClass.APP_FOCUS)
     out: list[tuple[int, str, Row | None]] = [(r.t, str(r.data.get("event")), r) for r in rows]
-    kinds = (*ENDS, "capture.resumed")
-    marks = reader.conn.execute(
-        f"SELECT physical_ns, kind FROM events WHERE kind IN ({', '.join('?' * len(kinds))}) "
-        "AND physical_ns >= ? AND physical_ns < ?",
-        [*kinds, lo, hi],
-    ).fetchall()
-    out += [(int(t), "back" if k == "capture.resumed" else "end", None) for t, k in marks]
+    out += [(t, word, None) for t, word in ends_between(reader.conn, lo, hi)]
     return sorted(out, key=lambda e: e[0])
 
 
