@@ -28,6 +28,7 @@ _MIB = 1024 * 1024
 _NS_PER_S = 1_000_000_000
 _KEYS = ("event", "port", "address", "pid", "name", "user", "command", "exit", "path",
          "domain", "provenance", "total_bytes", "free_bytes", "available_bytes")  # fmt: skip
+_BY_MEMORY = ("used_mib", "top_rss_bytes")  # readings whose cause is the largest process
 _HINTS = (b'"readings"', b'"event"', b'"provenance"', b'"command"')
 
 
@@ -104,9 +105,9 @@ class Witness:
         reading = probe.removeprefix(_VALUE_PREFIX).split(".", 1)[-1]
         if reading == "listening_ports" and self.port is not None:
             out["opened"] = self.port
-        if subject in ("cpu", "processes") and "cpu" in self.top:
+        if subject in ("cpu", "processes") and "cpu" in self.top and reading not in _BY_MEMORY:
             out["busiest"] = self.top["cpu"]
-        if reading == "used_mib" and "memory" in self.top:
+        if reading in _BY_MEMORY and "memory" in self.top:
             out["largest"] = self.top["memory"]
         series = self.series.get(f"{subject}.{reading}")
         if series is not None and len(series) >= 2:
@@ -127,7 +128,7 @@ def cause_of(decision: Mapping[str, Any]) -> str:
     probe = str(decision.get("probe") or "?")
     line = str(decision.get("source_line") or "")
     reading = probe.removeprefix(_VALUE_PREFIX).split(".", 1)[-1]
-    for say in (_port, _command, _cpu, _memory, _disk):
+    for say in (_port, _command, _cpu, _largest, _memory, _disk):
         words = say(facts, reading)
         if words:
             return words
@@ -166,11 +167,23 @@ def _command(facts: Mapping[str, Any], reading: str) -> str | None:
 
 def _cpu(facts: Mapping[str, Any], reading: str) -> str | None:
     busiest = facts.get("busiest")
-    if not isinstance(busiest, Mapping) or facts.get("sense") not in ("cpu", "processes"):
+    if reading in _BY_MEMORY or facts.get("sense") not in ("cpu", "processes"):
+        return None  # a memory reading is never explained by the busiest CPU user
+    if not isinstance(busiest, Mapping):
         return None
     share = busiest.get("cpu_permille")
     of_core = f" uses {share / 10:.0f} % of a core" if isinstance(share, int) else " is busiest"
     return f"CPU: {_who(busiest)}{of_core}"
+
+
+def _largest(facts: Mapping[str, Any], reading: str) -> str | None:
+    """The process holding the most memory, for a decision on that reading."""
+    largest = facts.get("largest")
+    if reading != "top_rss_bytes" or not isinstance(largest, Mapping):
+        return None
+    size = largest.get("rss_bytes")
+    held = f" holds {size // _MIB} MiB" if isinstance(size, int) else " holds the most"
+    return f"memory: {_who(largest)}{held}"
 
 
 def _memory(facts: Mapping[str, Any], reading: str) -> str | None:
