@@ -77,6 +77,7 @@ QUICK_RUNS: dict[str, tuple[list[str], dict[str, Any]]] = {
     "nab_bench.py": (["--quick"], {"corpus": "synthetic", "series": 4}),
     "attention_day_bench.py": (["--quick", "--hours", "8"], {"hours": 8.0}),
     "attention_days_bench.py": (["--quick", "--cadence", "300"], {"days": 1, "cadence": [300]}),
+    "whatif_bench.py": (["--quick", "--cadence", "120"], {"days": 1, "cadence_s": 120}),
     "footprint_bench.py": (
         ["--quick", "--seconds", "8", "--sample-s", "2", "--stream-s", "120"],
         {"seconds": 8.0, "sample_s": 2.0, "stream_s": 120.0},
@@ -315,6 +316,14 @@ SABOTAGE: dict[str, tuple[str, list[str], str]] = {
         """,
         ["--quick", "--cadence", "300"],
         "recall_above_zero",
+    ),
+    "whatif_bench.py": (
+        """
+        from nerve.attention import whatif
+        whatif.settings_from = lambda path, base: base  # the file's settings are never used
+        """,
+        ["--quick", "--cadence", "120"],
+        "a_change_is_seen",
     ),
     "attention_day_bench.py": (
         """
