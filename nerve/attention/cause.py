@@ -18,6 +18,7 @@ starts (a rate needs two readings seen since).
 from __future__ import annotations
 
 import json
+import re
 from collections import deque
 from collections.abc import Mapping
 from typing import Any
@@ -28,17 +29,18 @@ _MIB = 1024 * 1024
 _NS_PER_S = 1_000_000_000
 _KEYS = ("event", "port", "address", "pid", "name", "user", "command", "exit", "path",
          "domain", "provenance", "total_bytes", "free_bytes", "available_bytes")  # fmt: skip
+_SCALAR = (str, int, float)  # a tuple, not ``str | int | float``: built once, not per key
 _BY_MEMORY = ("used_mib", "top_rss_bytes")  # readings whose cause is the largest process
-_HINTS = (b'"readings"', b'"event"', b'"provenance"', b'"command"')
+_HINTS = re.compile(rb'"(?:readings|event|provenance|command)"')
 
 
 def payload_json(payload: bytes | None) -> dict[str, Any] | None:
     """A stored payload as a JSON object, when it may hold readings or facts; else None."""
-    if not payload or payload[:1] != b"{" or not any(h in payload for h in _HINTS):
+    if not payload or payload[:1] != b"{" or _HINTS.search(payload) is None:
         return None
     try:
-        value = json.loads(payload)
-    except ValueError:
+        value = json.loads(payload.decode("utf-8"))
+    except ValueError:  # UnicodeDecodeError is one
         return None
     return value if isinstance(value, dict) else None
 
@@ -47,7 +49,7 @@ def facts_of(payload: Mapping[str, Any] | None) -> dict[str, Any]:
     """The facts of one observation's payload a cause may name."""
     if not payload:
         return {}
-    out = {k: payload[k] for k in _KEYS if isinstance(payload.get(k), str | int | float)}
+    out = {k: payload[k] for k in _KEYS if k in payload and isinstance(payload[k], _SCALAR)}
     if isinstance(out.get("command"), str):
         out["command"] = out["command"][:120]
     readings = payload.get("readings")
@@ -65,7 +67,7 @@ def _head(rows: Any) -> dict[str, Any] | None:
     if not isinstance(rows, list) or not rows or not isinstance(rows[0], dict):
         return None
     keep = ("name", "pid", "cpu_permille", "rss_bytes")
-    return {k: rows[0][k] for k in keep if isinstance(rows[0].get(k), str | int)}
+    return {k: rows[0][k] for k in keep if isinstance(rows[0].get(k), (str, int))}
 
 
 def is_estimate(facts: Mapping[str, Any]) -> bool:
