@@ -424,7 +424,7 @@ def test_the_ask_day_bench_asks_the_file_given(tmp_path: Path) -> None:
 )
 def test_the_ask_day_bench_names_a_bad_item(tmp_path: Path, item: str) -> None:
     path = _question_file(tmp_path, f"questions:\n  - {item}\n")
-    with pytest.raises(ValueError, match="held.yaml: question a"):
+    with pytest.raises(ValueError, match=r"held\.yaml: question a"):
         _load("ask_day_bench.py").load_questions(path)
 
 
