@@ -436,3 +436,16 @@ def test_a_question_the_log_cannot_answer_is_right_only_when_ask_says_so() -> No
     known = bench.Question("port", "port", "which port?", (("8765",),), ())
     assert bench.grade(known, False, "I cannot tell.")[0] == "no_answer"
     assert bench.grade(known, True, "Port 8765 was listening.")[0] == "right"
+
+
+def test_the_held_out_question_set_is_well_formed() -> None:
+    bench = _load("ask_day_bench.py")
+    questions = bench.load_questions(BENCH / "ask_day" / "heldout.yaml")
+    items: dict[str, list[Any]] = {}
+    for q in questions:
+        items.setdefault(q.item, []).append(q)
+    assert len(items) >= 110 and len(questions) >= 330
+    assert all(len(phrasings) >= 3 for phrasings in items.values())
+    cannot = [name for name, phrasings in items.items() if phrasings[0].cannot]
+    assert len(cannot) >= 15
+    assert all(not items[name][0].expect for name in cannot)  # nothing to find in a refusal
