@@ -180,13 +180,14 @@ def _share(counts: Counter[str]) -> float:
 
 def print_table(table: dict[str, Any]) -> None:
     """Per-kind counts and the share right, as a plain table on stdout."""
-    print(f"{'kind':<14}{'asked':>6}{'right':>7}{'partly':>7}{'none':>6}{'wrong':>6}{'error':>6}"
+    w = max(14, *(len(kind) + 1 for kind in table["per_kind"]))
+    print(f"{'kind':<{w}}{'asked':>6}{'right':>7}{'partly':>7}{'none':>6}{'wrong':>6}{'error':>6}"
           f"{'share':>7}")  # fmt: skip
     rows = [*table["per_kind"].items(), ("ALL", {**table["overall"], "share": None})]
     for kind, c in rows:
         asked = sum(c[k] for k in GRADES)
         share = c["share"] if c["share"] is not None else round(c["right"] / max(1, asked), 3)
-        print(f"{kind:<14}{asked:>6}{c['right']:>7}{c['partly']:>7}{c['no_answer']:>6}"
+        print(f"{kind:<{w}}{asked:>6}{c['right']:>7}{c['partly']:>7}{c['no_answer']:>6}"
               f"{c['wrong']:>6}{c['error']:>6}{share:>7.1%}")  # fmt: skip
 
 

@@ -449,3 +449,12 @@ def test_the_held_out_question_set_is_well_formed() -> None:
     cannot = [name for name, phrasings in items.items() if phrasings[0].cannot]
     assert len(cannot) >= 15
     assert all(not items[name][0].expect for name in cannot)  # nothing to find in a refusal
+
+
+def test_the_ask_day_table_keeps_a_long_kind_in_line(capsys: pytest.CaptureFixture[str]) -> None:
+    bench = _load("ask_day_bench.py")
+    counts = {"right": 1, "partly": 0, "no_answer": 0, "wrong": 0, "error": 0}
+    table = {"overall": counts, "per_kind": {"time_before_after": {**counts, "share": 1.0}}}
+    bench.print_table(table)
+    widths = {len(line) for line in capsys.readouterr().out.splitlines()}
+    assert len(widths) == 1
