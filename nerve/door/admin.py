@@ -19,10 +19,10 @@ if TYPE_CHECKING:
     from nerve.seal.witness import Cosigned
     from nerve.workspace import WorkspaceDir
 
-__all__ = ["Admin"]
+__all__ = ["AdminOps"]
 
 
-class Admin:
+class AdminOps:
     """What runs and looks after the workspace: mixed into :class:`nerve.api.Workspace`."""
 
     _dir: WorkspaceDir
@@ -32,21 +32,21 @@ class Admin:
 
         def _writable(self) -> WorkspaceDir: ...
 
-    def run_daemon(self, *, view: View | None = None, echo: TextIO | None = None) -> None:
+    def _run_daemon(self, *, view: View | None = None, echo: TextIO | None = None) -> None:
         """Run the daemon in this process until it is stopped: drawing ``view``, or
         writing its log lines to ``echo``."""
         from nerve.runtime import daemon
 
         daemon.run_foreground(self._writable(), view=view, echo=echo)
 
-    def daemon_lines(self, lines: list[str]) -> list[str]:
+    def _daemon_lines(self, lines: list[str]) -> list[str]:
         """Lines of the daemon's log as a person reads them (sealed ones opened with the
         key when it is given)."""
         from nerve.runtime import daemon
 
         return daemon.open_lines(self._dir, lines)
 
-    def validate(self) -> tuple[list[str], list[str]]:
+    def _validate(self) -> tuple[list[str], list[str]]:
         """nerve.yaml checked as the daemon would load it, then every sense and workflow
         it names: the problems (none when valid) and hints."""
         from nerve.config import config_hints, validate_config
@@ -59,7 +59,7 @@ class Admin:
             issues = check_layout(ws, ws.config) + check_workflows(ws, ws.config)
         return issues, [str(h) for h in config_hints(ws.config_path)]
 
-    def set_categories(self, rules: Sequence[Mapping[str, str]]) -> list[CategoryRule]:
+    def _set_categories(self, rules: Sequence[Mapping[str, str]]) -> list[CategoryRule]:
         """Replace nerve.yaml's ``categories:`` with the rules (``name``, ``app``, ``title``
         each), once the whole file they make validates, and record it as a
         ``categories.set`` event; the rules as stored."""
@@ -94,13 +94,13 @@ class Admin:
                            line=line, payload=payload, subject="categories")])  # fmt: skip
         return kept
 
-    def privacy_test(self, text: str, *, source: str, kind: str, sense: str = "") -> TextVerdict:
+    def _privacy_test(self, text: str, *, source: str, kind: str, sense: str = "") -> TextVerdict:
         """What the privacy rules would store for ``text`` as such an event, and why."""
         from nerve.privacy.ops import test_text
 
         return test_text(self._dir, text, source=source, kind=kind, sense=sense)
 
-    def audit_check(self, *, key: bytes | None, key_from: str, record: bool) -> Verdict:
+    def _audit_check(self, *, key: bytes | None, key_from: str, record: bool) -> Verdict:
         """The surfacing chain verified against ``key`` (said to come from ``key_from``),
         else the pinned one; an empty chain is fine (none was ever written)."""
         from nerve.attention import audit
@@ -114,13 +114,13 @@ class Admin:
             empty_ok=True,
         )
 
-    def audit_export(self, out: Path) -> dict[str, Any]:
+    def _audit_export(self, out: Path) -> dict[str, Any]:
         """Write the surfacing chain as a bundle that verifies offline elsewhere."""
         from nerve.attention import bundle
 
         return bundle.export(self._dir.log_root, out)
 
-    def seal_setup(self, epoch_s: int, *, bits: int = 16, token: TokenRef | None = None) -> Seed:
+    def _seal_setup(self, epoch_s: int, *, bits: int = 16, token: TokenRef | None = None) -> Seed:
         """Set epoch sealing up (once): the verification seed to keep off this machine; a
         token's identity key, if given, certifies it."""
         from nerve.seal import setup
@@ -131,7 +131,7 @@ class Admin:
             folder, epoch_s, bits=bits, certify=None if token is None else certifier(token)
         )
 
-    def seal_verify(self, seed: Seed, *, now_ns: int | None = None) -> SealReport:
+    def _seal_verify(self, seed: Seed, *, now_ns: int | None = None) -> SealReport:
         """Every epoch seal checked against ``seed`` and the log as it is now."""
         import time
 
@@ -141,7 +141,7 @@ class Admin:
         seals = SealDir(self._dir.data / "seals")
         return verify(seed, seals.notes(), read_log(self._dir.log_root), now)
 
-    def seal_witness(self, other: Path, seed: Seed) -> Cosigned:
+    def _seal_witness(self, other: Path, seed: Seed) -> Cosigned:
         """Cosign the newest seal of the workspace at ``other`` (this workspace witnesses
         it): its seals verified with ``seed``, and no other history than the one cosigned
         before."""
@@ -154,7 +154,7 @@ class Admin:
         folder = self._writable().data / "witness"
         return cosign(folder, seed, notes, read_log(theirs.log_root))
 
-    def rewrap_key(self, new_key: Callable[[Path], tuple[bytes, dict[str, Any]]]) -> Path:
+    def _rewrap_key(self, new_key: Callable[[Path], tuple[bytes, dict[str, Any]]]) -> Path:
         """Wrap the data key under the key ``new_key`` makes (given the log's folder); the
         current one comes from the environment. No segment is rewritten. The keyring."""
         from nerve.errors import UsageError

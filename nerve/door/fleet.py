@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from nerve.query import QueryStream
     from nerve.workspace import WorkspaceDir
 
-__all__ = ["Fleet", "FleetAnswer", "FleetVerdict"]
+__all__ = ["FleetAnswer", "FleetOps", "FleetVerdict"]
 
 
 @dataclass
@@ -61,7 +61,7 @@ class FleetVerdict:
         return {"ok": self.ok, **self.record}
 
 
-class Fleet:
+class FleetOps:
     """Fleet methods: mixed into :class:`nerve.api.Workspace`."""
 
     _dir: WorkspaceDir
@@ -70,37 +70,37 @@ class Fleet:
 
         def _writable(self) -> WorkspaceDir: ...
 
-    def fleet_init(self, settings: dict[str, Any]) -> tuple[Resolved, Warehouse]:
+    def _fleet_init(self, settings: dict[str, Any]) -> tuple[Resolved, Warehouse]:
         """Write nerve.yaml's ``fleet:`` section (``warehouse``, ``catalog``, ``table``,
         ``host``, ``endpoint``, ``ship``, ``rest_signing``) and create the table."""
         from nerve.fleet.setup import init_fleet
 
         return init_fleet(self._writable(), settings)
 
-    def fleet_settings(self) -> FleetConfig:
+    def _fleet_settings(self) -> FleetConfig:
         """nerve.yaml's ``fleet:`` section (``UsageError`` without one)."""
         from nerve.fleet.settings import fleet_settings
 
         return fleet_settings(self._dir)
 
-    def fleet_host(self) -> str:
+    def _fleet_host(self) -> str:
         """This host's name in the fleet table."""
         from nerve.fleet.warehouse import resolve
 
-        return str(resolve(self.fleet_settings(), self._dir.data).host)
+        return str(resolve(self._fleet_settings(), self._dir.data).host)
 
-    def fleet_cache(self) -> Path:
+    def _fleet_cache(self) -> Path:
         """The folder fetched fleet files are kept in (``fleet.cache_mb`` bounds it)."""
         return self._dir.data / "fleet" / "cache"
 
-    def warehouse(self) -> Warehouse:
+    def _warehouse(self) -> Warehouse:
         """The fleet table nerve.yaml names (``UsageError`` without a ``fleet:`` section)."""
         from nerve.fleet.settings import fleet_settings
         from nerve.fleet.warehouse import open_warehouse, resolve
 
         return open_warehouse(resolve(fleet_settings(self._dir), self._dir.data))
 
-    def fleet_query(
+    def _fleet_query(
         self,
         sql: str,
         *,
@@ -123,7 +123,7 @@ class Fleet:
 
         def wh() -> Warehouse:
             if not opened:
-                opened.append(self.warehouse())
+                opened.append(self._warehouse())
             return opened[0]
 
         fleet = self._fleet_plan(wh, since_ns, hosts)
@@ -159,7 +159,7 @@ class Fleet:
             plancache.keep(folder, resolved, table.metadata_location, made, hosts)
         return made
 
-    def fleet_verify(
+    def _fleet_verify(
         self, *, hosts: list[str] | None = None, repin: bool = False, threads: int = 8
     ) -> FleetVerdict:
         """Check every host's files, signed head and digest against what it signed; with
@@ -172,23 +172,23 @@ class Fleet:
         from nerve.fleet.warehouse import write_local
 
         trust = default_trust_dir().parent
-        reports = verify_fleet(self.warehouse(), trust, hosts=hosts, repin=repin, threads=threads)
+        reports = verify_fleet(self._warehouse(), trust, hosts=hosts, repin=repin, threads=threads)
         record = {"time_ns": time.time_ns(), "hosts": [r.to_json() for r in reports]}
         write_local(verify_record_path(self._dir.data), canonical_json(record) + b"\n")
         return FleetVerdict(reports, exit_code(reports), record)
 
-    def fleet_maintain(self, *, keep_s: float = 3600.0, grace_s: float = 3600.0) -> MaintainResult:
+    def _fleet_maintain(self, *, keep_s: float = 3600.0, grace_s: float = 3600.0) -> MaintainResult:
         """Rewrite manifests, expire snapshots older than ``keep_s``, remove unnamed files
         older than ``grace_s``; every host's newest snapshot (its signed head) is kept."""
         from nerve.fleet.maintain import maintain
 
-        return maintain(self.warehouse(), keep_s=keep_s, grace_s=grace_s)
+        return maintain(self._warehouse(), keep_s=keep_s, grace_s=grace_s)
 
-    def fleet_status(self) -> list[dict[str, Any]]:
+    def _fleet_status(self) -> list[dict[str, Any]]:
         """One row per host: last ship, files, rows, how far behind, conflicts, last verify."""
         from nerve.fleet.status import fleet_status
 
         ws = self._dir
         return fleet_status(
-            self.warehouse(), local_host=self.fleet_host(), log_root=ws.log_root, data_dir=ws.data
+            self._warehouse(), local_host=self._fleet_host(), log_root=ws.log_root, data_dir=ws.data
         )

@@ -13,36 +13,36 @@ if TYPE_CHECKING:
     from nerve.config.models import NerveConfig
     from nerve.workspace import WorkspaceDir
 
-__all__ = ["Info"]
+__all__ = ["InfoOps"]
 
 
-class Info:
+class InfoOps:
     """The workspace's settings and facts: mixed into :class:`nerve.api.Workspace`."""
 
     _dir: WorkspaceDir
 
     @property
-    def config_path(self) -> Path:
+    def _config_path(self) -> Path:
         """``nerve.yaml`` (it may not exist: a copied log is read with the defaults)."""
         return self._dir.config_path
 
     @property
-    def config(self) -> NerveConfig:
+    def _config(self) -> NerveConfig:
         """nerve.yaml as read the first time this is asked (defaults without one)."""
         return self._dir.config
 
-    def read_config(self) -> NerveConfig:
+    def _read_config(self) -> NerveConfig:
         """nerve.yaml read again now, for a server that follows its edits; a bad file
         raises its ``ConfigError`` (the caller keeps what it had)."""
         from nerve.workspace import WorkspaceDir
 
         return WorkspaceDir(self._dir.root).config
 
-    def projection_dirs(self) -> list[Path]:
+    def _projection_dirs(self) -> list[Path]:
         """Where projections are loaded from: the bundled ones, then the workspace's."""
         return self._dir.projection_dirs()
 
-    def view_settings(self) -> dict[str, Any]:
+    def _view_settings(self) -> dict[str, Any]:
         """What the projections read from ``nerve_settings`` and ``nerve_categories``, as
         nerve.yaml sets it now (read again when the file changes, so a category edited in
         the UI reaches every later query; a bad edit keeps the settings read last)."""
@@ -64,7 +64,7 @@ class Info:
         self._settings_read = (stamp, settings)
         return dict(settings)
 
-    def log_bytes(self) -> int:
+    def _log_bytes(self) -> int:
         """Bytes the log's files take on disk now (segments, WAL, manifest, blobs)."""
         import os
 
@@ -77,31 +77,31 @@ class Info:
                     continue
         return total
 
-    def is_encrypted(self) -> bool:
+    def _is_encrypted(self) -> bool:
         """Whether the log is encrypted at rest (it holds a keyring)."""
         from nerve.log.crypt import is_encrypted
 
         return is_encrypted(self._dir.log_root)
 
-    def decisions(self) -> list[dict[str, Any]]:
+    def _decisions(self) -> list[dict[str, Any]]:
         """Every attention decision stored, oldest first, with its figures and chain seq."""
         from nerve.attention import audit
 
         return audit.decisions(self._dir.log_root)
 
-    def daemon_log_path(self) -> Path:
+    def _daemon_log_path(self) -> Path:
         """The daemon's own log file (warnings and errors, as it writes them)."""
         from nerve.runtime.daemon import log_path
 
         return log_path(self._dir)
 
-    def token_path(self, use: str, environ: Mapping[str, str] | None = None) -> Path:
+    def _token_path(self, use: str, environ: Mapping[str, str] | None = None) -> Path:
         """Where the workspace's token for ``use`` (``mcp``, ``ui``) is kept, outside it."""
         from nerve import tokens
 
         return tokens.token_path(self._dir.root, use, environ)
 
-    def token(
+    def _token(
         self,
         use: str,
         *,

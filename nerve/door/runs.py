@@ -14,10 +14,10 @@ if TYPE_CHECKING:
     from nerve.query import QueryResult
     from nerve.workspace import WorkspaceDir
 
-__all__ = ["Runs"]
+__all__ = ["RunOps"]
 
 
-class Runs:
+class RunOps:
     """What reads and steers workflow runs and checks: mixed into :class:`nerve.api.Workspace`."""
 
     _dir: WorkspaceDir
@@ -28,7 +28,7 @@ class Runs:
 
         def _writable(self) -> WorkspaceDir: ...
 
-    def run_table(
+    def _run_table(
         self,
         *,
         include_all: bool = False,
@@ -52,27 +52,27 @@ class Runs:
         )
         return QueryResult(columns, rows)
 
-    def run_row(self, run: str) -> dict[str, Any]:
+    def _run_row(self, run: str) -> dict[str, Any]:
         """One run's row of ``workflow_runs`` (status, workflow, times, ...)."""
         from nerve.flow.history import run_row
 
         return run_row(self.connection(), run)
 
-    def run_events(self, run: str) -> list[dict[str, Any]]:
+    def _run_events(self, run: str) -> list[dict[str, Any]]:
         """Every event of one run, oldest first (``hlc`` parts, ``ts``, ``kind``, ``line``,
         ``data``), as ``nerve workflow inspect`` lists them."""
         from nerve.flow.history import run_events
 
         return run_events(self.connection(), run)
 
-    def run_outputs(self, run: str) -> list[str]:
+    def _run_outputs(self, run: str) -> list[str]:
         """The files a run's folder keeps (outputs, and gate findings under ``.checks/``),
         relative to it; names are readable without the key."""
         from nerve.sealeddir import kept_names
 
         return kept_names(self._run_path(run))
 
-    def run_output(self, run: str, name: str) -> bytes:
+    def _run_output(self, run: str, name: str) -> bytes:
         """One kept file of a run, decrypted in an encrypted workspace (``KeyMissing``
         without the key; ``UsageError`` for a name the run does not keep)."""
         from nerve.errors import UsageError
@@ -80,7 +80,7 @@ class Runs:
         from nerve.sealeddir import read_kept
 
         rel = safe_output(name)
-        if rel not in self.run_outputs(run):
+        if rel not in self._run_outputs(run):
             raise UsageError(
                 f"run {run!r} keeps no file {name!r} (see `nerve workflow outputs {run}`)"
             )
@@ -93,20 +93,20 @@ class Runs:
             raise UsageError(f"run id {run!r} is not one nerve makes")
         return self._dir.data / "runs" / run
 
-    def answer_run(self, run: str, choice: str, *, by: str | None = None) -> dict[str, Any]:
+    def _answer_run(self, run: str, choice: str, *, by: str | None = None) -> dict[str, Any]:
         """Answer a waiting run's question through the daemon, as ``by`` (default: this
         process's user); the run resumes."""
         from nerve.flow import client
 
         return client.answer(self._writable(), run, choice, by)
 
-    def recheck_run(self, run: str) -> dict[str, Any]:
+    def _recheck_run(self, run: str) -> dict[str, Any]:
         """Fire a held run's gate checks again through the daemon (its answer: ``status``)."""
         from nerve.flow import client
 
         return client.recheck(self._writable(), run)
 
-    def override_run(
+    def _override_run(
         self, run: str, reason: str, *, stdin: TextIO = sys.stdin, stdout: TextIO = sys.stdout
     ) -> dict[str, Any]:
         """Complete a held run despite its blocking checks: a recorded decision of a person
@@ -115,14 +115,14 @@ class Runs:
 
         return client.override(self._writable(), run, reason, stdin=stdin, stdout=stdout)
 
-    def override_confirmed(self, run: str, reason: str, *, where: str) -> dict[str, Any]:
+    def _override_confirmed(self, run: str, reason: str, *, where: str) -> dict[str, Any]:
         """Complete a held run by a person's decision confirmed elsewhere than a terminal
         (``where`` says where: ``nerve ui`` asks on its page), recorded as an override."""
         from nerve.flow import client
 
         return client.override_confirmed(self._writable(), run, reason, where=where)
 
-    def override_refusal(
+    def _override_refusal(
         self, *, stdin: TextIO = sys.stdin, stdout: TextIO = sys.stdout
     ) -> str | None:
         """Why this process may not override a gate (inside a workflow, or not at an
@@ -131,14 +131,14 @@ class Runs:
 
         return client.interactive_refusal(stdin, stdout)
 
-    def checks(self, errors: list[str] | None = None) -> dict[str, CheckManifest]:
+    def _checks(self, errors: list[str] | None = None) -> dict[str, CheckManifest]:
         """Every check manifest (built-in ones first, then the workspace's); with ``errors``
         a list, a bad manifest is left out and its error appended there."""
         from nerve.flow import client
 
         return client.checks(self._dir, errors)
 
-    def fire_check(
+    def _fire_check(
         self, check_id: str, path: str, *, run: str = "manual", stage: str = "manual"
     ) -> tuple[dict[str, Any], bool]:
         """Fire a check on a workspace file: through the daemon (recorded) when it runs,

@@ -11,10 +11,10 @@ if TYPE_CHECKING:
     from nerve.sync.ops import SyncStatus
     from nerve.workspace import WorkspaceDir
 
-__all__ = ["Sync"]
+__all__ = ["SyncOps"]
 
 
-class Sync:
+class SyncOps:
     """Sync methods: mixed into :class:`nerve.api.Workspace`."""
 
     _dir: WorkspaceDir
@@ -23,37 +23,37 @@ class Sync:
 
         def _writable(self) -> WorkspaceDir: ...
 
-    def sync_init(self, name: str, transport: Transport, device: str | None = None) -> Group:
+    def _sync_init(self, name: str, transport: Transport, device: str | None = None) -> Group:
         """Create a sync group on ``transport`` and join it (``nerve sync init``)."""
         from nerve.sync.ops import init
 
         return init(self._writable(), name, transport, device)
 
-    def sync_join(self, code: str, device: str | None = None) -> Group:
+    def _sync_join(self, code: str, device: str | None = None) -> Group:
         """Join the group a join code names (``nerve sync join``)."""
         from nerve.sync.ops import join
 
         return join(self._writable(), code, device)
 
-    def sync_now(self) -> RoundResult:
+    def _sync_now(self) -> RoundResult:
         """One round now: send, receive, announce (``nerve sync now``)."""
         from nerve.sync.ops import now
 
         return now(self._writable())
 
-    def sync_status(self) -> SyncStatus:
+    def _sync_status(self) -> SyncStatus:
         """Each device's shared digest and lag (``nerve sync status``)."""
         from nerve.sync.ops import status
 
         return status(self._dir)
 
-    def sync_leave(self) -> str:
+    def _sync_leave(self) -> str:
         """Leave the group; its name (``nerve sync leave``)."""
         from nerve.sync.ops import leave
 
         return leave(self._writable())
 
-    def devices(self) -> dict[str, str]:
+    def _devices(self) -> dict[str, str]:
         """node → device name, for this device and every peer heard from."""
         from nerve.sync.ops import device_names
 

@@ -1,0 +1,365 @@
+"""The nouns of the front door that name a thing or read the fleet: ``ws.audit``,
+``ws.senses`` and ``ws.sense(name)``, ``ws.runs`` and ``ws.run(id)``, ``ws.fleet``
+(:mod:`nerve.door.nouns` has the others and says what a noun is).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+from nerve.door.nouns import Noun
+
+if TYPE_CHECKING:
+    from nerve.attention.audit import Verdict
+    from nerve.attention.reason import Reason
+    from nerve.attention.service import CheckResult, ReplayResult
+    from nerve.checks.manifest import CheckManifest
+    from nerve.door.core import Core
+    from nerve.door.fleet import FleetAnswer, FleetVerdict
+    from nerve.door.reads import StoredSense
+    from nerve.fleet.maintain import MaintainResult
+    from nerve.fleet.query import FleetPlan
+    from nerve.fleet.settings import FleetConfig
+    from nerve.fleet.ship import ShipResult
+    from nerve.fleet.warehouse import Resolved, Warehouse
+    from nerve.flow.history import RunRecord
+    from nerve.query import QueryResult, QueryStream
+    from nerve.seal import SealReport, Seed
+    from nerve.seal.token import TokenRef
+    from nerve.seal.witness import Cosigned
+
+__all__ = ["Audit", "Decision", "Fleet", "Run", "Runs", "Sense", "Senses"]
+
+
+@dataclass(frozen=True)
+class Decision:
+    """One attention decision as the log holds it: its event's ``hlc`` and ``ts``, its
+    ``outcome`` (``surface``, ``hold:value``, ``hold:budget``), its ``chain_seq`` in the
+    sealed chain, and the whole stored payload in ``fields`` (figures, highlight, cause)."""
+
+    hlc: str
+    ts: str | None
+    outcome: str
+    chain_seq: int | None
+    fields: dict[str, Any]
+
+    @classmethod
+    def of(cls, row: Mapping[str, Any]) -> Decision:
+        """A decision from a stored row (the payload with ``hlc`` and ``ts``)."""
+        seq = row.get("chain_seq")
+        return cls(
+            hlc=str(row.get("hlc", "")),
+            ts=row.get("ts"),
+            outcome=str(row.get("outcome", "")),
+            chain_seq=seq if isinstance(seq, int) else None,
+            fields=dict(row),
+        )
+
+    def why(self) -> Reason:
+        """Why it was decided so: the rule and the figures it compared (``.words()``)."""
+        from nerve.attention.reason import reason_of
+
+        return reason_of(self.fields)
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.fields)
+
+
+class Audit(Noun):
+    """The attention decisions and the sealed surfacing chain they are written to
+    (``ws.audit``): what was held and why, one link shown, the chain verified or exported,
+    decisions recomputed, the chain's key rotated, and epoch seals set up and checked."""
+
+    def verify(self, *, record: bool = False, key: bytes | None = None) -> Verdict:
+        """Verify the sealed surfacing chain (``nerve audit verify``); ``record`` advances
+        the trust record as the CLI does."""
+        return self._ws._audit_verify(record=record, key=key)
+
+    def check(self, *, key: bytes | None, key_from: str, record: bool) -> Verdict:
+        """The surfacing chain verified against ``key`` (said to come from ``key_from``),
+        else the pinned one; an empty chain is fine (none was ever written)."""
+        return self._ws._audit_check(key=key, key_from=key_from, record=record)
+
+    def links(self) -> list[bytes]:
+        """The sealed surfacing chain's links, as stored, in order."""
+        return self._ws._chain_links()
+
+    def held(self, since_ns: int | None = None) -> list[Decision]:
+        """Every decision the gate held back (decided after ``since_ns``), and why: its
+        outcome (``hold:value``, ``hold:budget``), figures and the highlight it answered."""
+        return [Decision.of(row) for row in self._ws._held(since_ns)]
+
+    def show(self, seq: int) -> dict[str, Any]:
+        """One sealed link by chain seq, checked up to it (``nerve audit show``)."""
+        return self._ws._audit_show(seq)
+
+    def export(self, out: Path) -> dict[str, Any]:
+        """Write the surfacing chain as a bundle that verifies offline elsewhere."""
+        return self._ws._audit_export(out)
+
+    def decisions(self) -> list[Decision]:
+        """Every attention decision stored, oldest first, with its figures and chain seq."""
+        return [Decision.of(row) for row in self._ws._decisions()]
+
+    def follow(self, *, poll_s: float = 0.2) -> Iterator[Decision]:
+        """Each attention decision as it is stored from now on: its payload, with the
+        event's ``hlc`` (what ``nerve attend --follow`` prints)."""
+        return (Decision.of(row) for row in self._ws._follow_decisions(poll_s=poll_s))
+
+    def attend(self) -> ReplayResult:
+        """Attend to the observations not yet attended, as the daemon would (no daemon may
+        run: it attends as it runs)."""
+        return self._ws._attend_replay()
+
+    def recompute(self) -> CheckResult:
+        """Recompute every attention decision from the log and compare (``.ok``)."""
+        return self._ws._attend_check()
+
+    def rotate_key(self) -> int:
+        """Move the surfacing chain to a new signing key; the new key epoch."""
+        return self._ws._rotate_key()
+
+    def seal_setup(self, epoch_s: int, *, bits: int = 16, token: TokenRef | None = None) -> Seed:
+        """Set epoch sealing up (once): the verification seed to keep off this machine; a
+        token's identity key, if given, certifies it."""
+        return self._ws._seal_setup(epoch_s, bits=bits, token=token)
+
+    def seal_verify(self, seed: Seed, *, now_ns: int | None = None) -> SealReport:
+        """Every epoch seal checked against ``seed`` and the log as it is now."""
+        return self._ws._seal_verify(seed, now_ns=now_ns)
+
+    def witness(self, other: Path, seed: Seed) -> Cosigned:
+        """Cosign the newest seal of the workspace at ``other`` (this workspace witnesses
+        it): its seals verified with ``seed``, and no other history than the one cosigned
+        before."""
+        return self._ws._seal_witness(other, seed)
+
+
+class Senses(Noun):
+    """Every sense of the workspace (``ws.senses``); one by name is ``ws.sense(name)``."""
+
+    def all(self) -> list[dict[str, Any]]:
+        """Every sense: live figures from the daemon when it runs, else nerve.yaml's."""
+        return self._ws._senses()
+
+    def stored(self) -> list[str]:
+        """Every sense with a stored state, by name (what :meth:`sense_state` can show)."""
+        return self._ws._stored_senses()
+
+    def live(self, *, timeout: float = 10) -> dict[str, dict[str, Any]]:
+        """The running daemon's own figures per sense, by name (the log records a steady
+        sense's state only at checkpoints); empty when no daemon answers."""
+        return self._ws._live_senses(timeout=timeout)
+
+
+class Sense(Noun):
+    """One sense by name (``ws.sense("cpu")``): its newest stored state, its history, its
+    data's schema, SQL over that data, and a compute asked of the daemon now."""
+
+    def __init__(self, ws: Core, name: str) -> None:
+        super().__init__(ws)
+        self.name = name  # the sense's name
+
+    def __repr__(self) -> str:
+        return f"{self._ws!r}.sense({self.name!r})"
+
+    def state(self) -> StoredSense | None:
+        """The newest ``sense.state`` of sense ``name``, or None if none is stored."""
+        return self._ws._sense_state(self.name)
+
+    def history(self, n: int = 20) -> QueryResult:
+        """The newest ``n`` events about sense ``name`` (computes, errors, signals,
+        observations), oldest first: ``hlc``, ``ts``, ``kind``, ``line``."""
+        return self._ws._sense_history(self.name, n)
+
+    def schema(self) -> list[tuple[str, str, str]]:
+        """``(view, column, type)`` of sense ``name``'s data: ``observations`` flattened,
+        ``states``, and the views its ``senses/<name>/*.sql`` define."""
+        return self._ws._sense_schema(self.name)
+
+    def query(self, sql: str) -> QueryStream:
+        """SQL over one sense's data (``observations``, ``states``, its own views), read
+        lazily as :meth:`query` does."""
+        return self._ws._sense_query(self.name, sql)
+
+    def trigger(self) -> None:
+        """Ask the running daemon to compute a sense now (``UsageError`` without one)."""
+        return self._ws._trigger_sense(self.name)
+
+
+class Runs(Noun):
+    """Workflow runs and gate checks (``ws.runs``); one run by id is ``ws.run(id)``."""
+
+    def table(
+        self,
+        *,
+        include_all: bool = False,
+        since_ns: int | None = None,
+        workflow: str | None = None,
+        limit: int = 20,
+        offset: int = 0,
+    ) -> QueryResult:
+        """Runs, newest request first (``nerve workflow list``): unfinished ones and those
+        requested at or after ``since_ns`` (wall ns), or every one with ``include_all``."""
+        return self._ws._run_table(
+            include_all=include_all,
+            since_ns=since_ns,
+            workflow=workflow,
+            limit=limit,
+            offset=offset,
+        )
+
+    def trigger(
+        self,
+        name: str,
+        *,
+        prompt: str = "",
+        max_rounds: int | None = None,
+        dry_run: bool = False,
+        key: str | None = None,
+    ) -> dict[str, Any]:
+        """Ask the running daemon to start a run of workflow ``name``; its answer (``run``,
+        ``status``; ``status: deduped`` with the ``earlier_run`` for a ``key`` used before)."""
+        return self._ws._trigger_workflow(
+            name, prompt=prompt, max_rounds=max_rounds, dry_run=dry_run, key=key
+        )
+
+    def checks(self, errors: list[str] | None = None) -> dict[str, CheckManifest]:
+        """Every check manifest (built-in ones first, then the workspace's); with ``errors``
+        a list, a bad manifest is left out and its error appended there."""
+        return self._ws._checks(errors)
+
+    def fire_check(
+        self, check_id: str, path: str, *, run: str = "manual", stage: str = "manual"
+    ) -> tuple[dict[str, Any], bool]:
+        """Fire a check on a workspace file: through the daemon (recorded) when it runs,
+        else here (not recorded). The verdict, and whether it was recorded."""
+        return self._ws._fire_check(check_id, path, run=run, stage=stage)
+
+    def override_refusal(
+        self, *, stdin: TextIO = sys.stdin, stdout: TextIO = sys.stdout
+    ) -> str | None:
+        """Why this process may not override a gate (inside a workflow, or not at an
+        interactive terminal); None when it may."""
+        return self._ws._override_refusal(stdin=stdin, stdout=stdout)
+
+
+class Run(Noun):
+    """One workflow run by id (``ws.run(id)``): as the log tells it, its events and kept
+    files, and what a person does to it (answer its question, recheck or override its gate)."""
+
+    def __init__(self, ws: Core, id: str) -> None:
+        super().__init__(ws)
+        self.id = id  # the run's id
+
+    def __repr__(self) -> str:
+        return f"{self._ws!r}.run({self.id!r})"
+
+    def record(self) -> RunRecord:
+        """One workflow run as the log tells it (``nerve workflow inspect RUN``)."""
+        return self._ws._run(self.id)
+
+    def row(self) -> dict[str, Any]:
+        """One run's row of ``workflow_runs`` (status, workflow, times, ...)."""
+        return self._ws._run_row(self.id)
+
+    def events(self) -> list[dict[str, Any]]:
+        """Every event of one run, oldest first (``hlc`` parts, ``ts``, ``kind``, ``line``,
+        ``data``), as ``nerve workflow inspect`` lists them."""
+        return self._ws._run_events(self.id)
+
+    def outputs(self) -> list[str]:
+        """The files a run's folder keeps (outputs, and gate findings under ``.checks/``),
+        relative to it; names are readable without the key."""
+        return self._ws._run_outputs(self.id)
+
+    def output(self, name: str) -> bytes:
+        """One kept file of a run, decrypted in an encrypted workspace (``KeyMissing``
+        without the key; ``UsageError`` for a name the run does not keep)."""
+        return self._ws._run_output(self.id, name)
+
+    def answer(self, choice: str, *, by: str | None = None) -> dict[str, Any]:
+        """Answer a waiting run's question through the daemon, as ``by`` (default: this
+        process's user); the run resumes."""
+        return self._ws._answer_run(self.id, choice, by=by)
+
+    def recheck(self) -> dict[str, Any]:
+        """Fire a held run's gate checks again through the daemon (its answer: ``status``)."""
+        return self._ws._recheck_run(self.id)
+
+    def override(
+        self, reason: str, *, stdin: TextIO = sys.stdin, stdout: TextIO = sys.stdout
+    ) -> dict[str, Any]:
+        """Complete a held run despite its blocking checks: a recorded decision of a person
+        at an interactive terminal (``WorkflowError`` elsewhere)."""
+        return self._ws._override_run(self.id, reason, stdin=stdin, stdout=stdout)
+
+    def override_confirmed(self, reason: str, *, where: str) -> dict[str, Any]:
+        """Complete a held run by a person's decision confirmed elsewhere than a terminal
+        (``where`` says where: ``nerve ui`` asks on its page), recorded as an override."""
+        return self._ws._override_confirmed(self.id, reason, where=where)
+
+
+class Fleet(Noun):
+    """The shared Iceberg table every host ships to (``ws.fleet``, ``nerve fleet …``)."""
+
+    def init(self, settings: dict[str, Any]) -> tuple[Resolved, Warehouse]:
+        """Write nerve.yaml's ``fleet:`` section (``warehouse``, ``catalog``, ``table``,
+        ``host``, ``endpoint``, ``ship``, ``rest_signing``) and create the table."""
+        return self._ws._fleet_init(settings)
+
+    def settings(self) -> FleetConfig:
+        """nerve.yaml's ``fleet:`` section (``UsageError`` without one)."""
+        return self._ws._fleet_settings()
+
+    def host(self) -> str:
+        """This host's name in the fleet table."""
+        return self._ws._fleet_host()
+
+    def cache(self) -> Path:
+        """The folder fetched fleet files are kept in (``fleet.cache_mb`` bounds it)."""
+        return self._ws._fleet_cache()
+
+    def warehouse(self) -> Warehouse:
+        """The fleet table nerve.yaml names (``UsageError`` without a ``fleet:`` section)."""
+        return self._ws._warehouse()
+
+    def query(
+        self,
+        sql: str,
+        *,
+        since_ns: int | None = None,
+        hosts: list[str] | None = None,
+        on_plan: Callable[[FleetPlan], None] | None = None,
+    ) -> FleetAnswer:
+        """SQL over ``fleet_events`` (every host's shipped events and ``host``); DuckDB
+        reads only the files whose times reach ``since_ns``, of ``hosts`` (all if None).
+        ``on_plan`` sees which files will be read before the query runs. A plan made for
+        the same table state is reused (``nerve.fleet.plancache``): the table is opened
+        only when something must be planned or fetched."""
+        return self._ws._fleet_query(sql, since_ns=since_ns, hosts=hosts, on_plan=on_plan)
+
+    def verify(
+        self, *, hosts: list[str] | None = None, repin: bool = False, threads: int = 8
+    ) -> FleetVerdict:
+        """Check every host's files, signed head and digest against what it signed; with
+        ``repin``, accept the named hosts' current keys; ``threads`` hosts at once.
+        Recorded for ``fleet status``."""
+        return self._ws._fleet_verify(hosts=hosts, repin=repin, threads=threads)
+
+    def maintain(self, *, keep_s: float = 3600.0, grace_s: float = 3600.0) -> MaintainResult:
+        """Rewrite manifests, expire snapshots older than ``keep_s``, remove unnamed files
+        older than ``grace_s``; every host's newest snapshot (its signed head) is kept."""
+        return self._ws._fleet_maintain(keep_s=keep_s, grace_s=grace_s)
+
+    def status(self) -> list[dict[str, Any]]:
+        """One row per host: last ship, files, rows, how far behind, conflicts, last verify."""
+        return self._ws._fleet_status()
+
+    def ship(self) -> ShipResult:
+        """Ship sealed segments to the fleet warehouse (``nerve fleet ship``)."""
+        return self._ws._ship()
