@@ -22,12 +22,12 @@ from __future__ import annotations
 from functools import cached_property
 from pathlib import Path
 
-from nerve.door.core import Core, Status
+from nerve.door.core import Core
 from nerve.door.named import Audit, Fleet, Run, Runs, Sense, Senses
 from nerve.door.nouns import Daemon, Events, Log, Privacy, Settings, Sync
 from nerve.workspace import WorkspaceDir as Folder
 
-__all__ = ["NOUNS", "Status", "Workspace", "located", "open"]
+__all__ = ["Workspace", "open"]
 
 # What a workspace is made of, noun by noun: ``ws.<name>`` (or ``ws.sense(name)`` and
 # ``ws.run(id)`` for one of them) and what it covers.
@@ -35,7 +35,7 @@ NOUNS = {
     "events": "stored events: read, tailed, followed, imported",
     "log": "the log itself: snapshot, seal, compact, repair, size, export, archive",
     "privacy": "pause, resume, forget, the rules on a sample, lock",
-    "daemon": "running, status, start, stop, run here, its log lines",
+    "daemon": "whether one answers, status, start, stop, run here, its log lines",
     "settings": "nerve.yaml: read, validate, categories, projections, tokens",
     "sync": "the sync group: init, join, now, status, leave, devices",
     "audit": "attention decisions and the sealed chain: held, show, verify, why",

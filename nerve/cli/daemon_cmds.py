@@ -30,7 +30,7 @@ def dev() -> None:
 
     view = sys.stdout.isatty()
     ws = _door()
-    if ws.daemon.running():
+    if ws.daemon.answers():
         _attach(ws, view=view)
         return
     if view:

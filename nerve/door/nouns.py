@@ -254,7 +254,7 @@ class Daemon(Noun):
     """The workspace's daemon (``ws.daemon``): whether it runs and how it is, starting and
     stopping it, running it in this process, and its own log lines."""
 
-    def running(self) -> bool:
+    def answers(self) -> bool:
         """Whether a daemon answers on this workspace's socket now."""
         return self._ws._has_daemon()
 

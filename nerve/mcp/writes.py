@@ -75,7 +75,7 @@ def _answer_needs_daemon() -> UsageError:
 
 def answer(ws: Workspace, run: str, choice: str, by: str) -> WriteOut:
     door = ws
-    if not door.daemon.running():
+    if not door.daemon.answers():
         raise _answer_needs_daemon()
     reply = door.run(run).answer(choice, by=by)
     detail = {k: v for k, v in reply.items() if k != "ok"}
