@@ -418,17 +418,6 @@ class Core(ReadOps, RunOps, FleetOps, SyncOps, InfoOps, AdminOps):
             folder, name, prompt=prompt, max_rounds=max_rounds, dry_run=dry_run, key=key
         )
 
-    def _runs(
-        self, *, include_all: bool = False, workflow: str | None = None, limit: int = 20
-    ) -> list[dict[str, Any]]:
-        """Workflow runs, newest request first (``nerve workflow list``): unfinished ones, or
-        every one with ``include_all``."""
-        from nerve.flow.history import list_runs
-
-        conn = self.connection()
-        columns, rows = list_runs(conn, include_all=include_all, workflow=workflow, limit=limit)
-        return [dict(zip(columns, row, strict=True)) for row in rows]
-
     def _run(self, run: str) -> RunRecord:
         """One workflow run as the log tells it (``nerve workflow inspect RUN``)."""
         from nerve.flow.history import load_run
