@@ -167,12 +167,13 @@ def replay_cmd(
     report = ws.replay(verify=verify_)
     views = ws.log.projection_digests() if projections else None
     if as_json:
-        emit_json(report.to_json() | ({} if views is None else {"projections": views}))
+        listed = {} if views is None else {"projections": [v.to_json() for v in views]}
+        emit_json(report.to_json() | listed)
     else:
         typer.echo(f"events  {report.events}\nsegments {report.segments}\ndigest  {report.digest}")
         _replay_extras(report)
         for view in views or []:
-            typer.echo(f"projection {view['name']}: {view['rows']} rows, digest {view['digest']}")
+            typer.echo(f"projection {view.name}: {view.rows} rows, digest {view.digest}")
         for problem in report.problems:
             typer.echo(f"corrupt: {problem}", err=True)
         for warning in report.warnings:

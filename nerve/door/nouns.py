@@ -9,6 +9,7 @@ operation, so the CLI, ``nerve mcp``, the UI and a notebook share one spelling.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, TextIO
 
@@ -37,7 +38,20 @@ if TYPE_CHECKING:
     from nerve.tail import Tail
     from nerve.tail.batch import Batch
 
-__all__ = ["Daemon", "Events", "Log", "Noun", "Privacy", "Settings", "Sync"]
+__all__ = ["Daemon", "Events", "Log", "Noun", "Privacy", "ProjectionDigest", "Settings", "Sync"]
+
+
+@dataclass(frozen=True)
+class ProjectionDigest:
+    """One projection's rows as ``nerve replay --projections`` prints them: its name, how
+    many rows it has over the log as it is now, and a digest of them."""
+
+    name: str
+    rows: int
+    digest: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "rows": self.rows, "digest": self.digest}
 
 
 class Noun:
@@ -171,9 +185,9 @@ class Log(Noun):
         """Whether the log is encrypted at rest (it holds a keyring)."""
         return self._ws._is_encrypted()
 
-    def projection_digests(self) -> list[dict[str, Any]]:
-        """``{"name", "rows", "digest"}`` of every projection (``nerve replay --projections``)."""
-        return self._ws._projection_digests()
+    def projection_digests(self) -> list[ProjectionDigest]:
+        """The digest of every projection, by name (``nerve replay --projections``)."""
+        return [ProjectionDigest(**row) for row in self._ws._projection_digests()]
 
     def export(
         self, path: Path | str, *, force: bool = False, copy: bool = False, plaintext: bool = False
