@@ -2,7 +2,7 @@
 
 import sys
 import time
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -17,6 +17,9 @@ from nerve.cli.output import (
 )
 from nerve.cli.state import door as _door
 from nerve.safetext import shown
+
+if TYPE_CHECKING:
+    from nerve.api import Workspace
 
 daemon_app = typer.Typer(help="Run nerve's daemon in the background.", no_args_is_help=True)
 JsonFlag = Annotated[bool, typer.Option("--json", help="JSON output.")]
@@ -41,12 +44,12 @@ def dev() -> None:
         _door(write=True).daemon.run(echo=sys.stdout)
 
 
-def _attach(ws: Any, *, view: bool) -> None:
+def _attach(ws: "Workspace", *, view: bool) -> None:
     from nerve.dev import attach
     from nerve.runtime import daemon
 
     if not view:  # piped: the running daemon's log, followed
-        for line in daemon.follow_log(ws.daemon_log_path(), lines=0):
+        for line in daemon.follow_log(ws.daemon.log_path(), lines=0):
             typer.echo(shown(line))
         return
     pid = attach.view(ws)
