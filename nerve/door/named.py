@@ -105,6 +105,12 @@ class Audit(Noun):
         """Every attention decision stored, oldest first, with its figures and chain seq."""
         return [Decision.of(row) for row in self._ws._decisions()]
 
+    def why(self, seq: int) -> Reason | None:
+        """Why the decision sealed as chain link ``seq`` was decided so (``.words()``), or
+        None when the log holds no decision at that seq."""
+        found = [d for d in self.decisions() if d.chain_seq == seq]
+        return found[0].why() if found else None
+
     def follow(self, *, poll_s: float = 0.2) -> Iterator[Decision]:
         """Each attention decision as it is stored from now on: its payload, with the
         event's ``hlc`` (what ``nerve attend --follow`` prints)."""

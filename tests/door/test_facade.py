@@ -96,6 +96,8 @@ def test_held_decisions_are_records_with_their_reason(recorded_day: Day) -> None
     for d in held:
         assert d.outcome.startswith("hold:") and d.fields["chain_seq"] == d.chain_seq
         assert d.why().words() and d.to_json()["outcome"] == d.outcome
+        assert ws.audit.why(d.chain_seq or 0) == d.why()
+    assert ws.audit.why(max(d.chain_seq or 0 for d in every) + 1) is None
 
 
 def test_a_noun_says_what_it_is(workspace: WorkspaceDir) -> None:
