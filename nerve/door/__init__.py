@@ -1,6 +1,8 @@
-"""The front door's method groups, mixed into :class:`nerve.api.Workspace`.
+"""The front door's parts, under :class:`nerve.api.Workspace`.
 
-``reads`` (streamed SQL, the tail, a sense's data, the log's snapshot, the daemon's live
-counts), ``runs`` (workflow runs and gate checks) and ``fleet`` (the shared Iceberg table).
+``core`` is what a workspace does (:class:`~nerve.door.core.Core`, with its operations as
+private methods), built from method groups by subject: ``reads``, ``runs``, ``fleet``,
+``sync``, ``info`` and ``admin``. ``nouns`` and ``named`` are what the workspace shows of
+them: ``ws.events``, ``ws.log``, ``ws.audit``, ``ws.sense(name)`` … each method one call.
 Each imports what its methods need inside them, so ``nerve.open`` stays cheap.
 """
