@@ -23,7 +23,7 @@ __all__ = ["AdminOps"]
 
 
 class AdminOps:
-    """What runs and looks after the workspace: mixed into :class:`nerve.api.Workspace`."""
+    """What runs and looks after the workspace: mixed into :class:`nerve.door.core.Core`."""
 
     _dir: WorkspaceDir
     read_only: bool

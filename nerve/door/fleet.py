@@ -62,7 +62,7 @@ class FleetVerdict:
 
 
 class FleetOps:
-    """Fleet methods: mixed into :class:`nerve.api.Workspace`."""
+    """Fleet methods: mixed into :class:`nerve.door.core.Core`."""
 
     _dir: WorkspaceDir
 

@@ -17,7 +17,7 @@ __all__ = ["InfoOps"]
 
 
 class InfoOps:
-    """The workspace's settings and facts: mixed into :class:`nerve.api.Workspace`."""
+    """The workspace's settings and facts: mixed into :class:`nerve.door.core.Core`."""
 
     _dir: WorkspaceDir
 

@@ -34,7 +34,7 @@ class StoredSense:
 
 
 class ReadOps:
-    """What reads the log: mixed into :class:`nerve.api.Workspace`."""
+    """What reads the log: mixed into :class:`nerve.door.core.Core`."""
 
     _dir: WorkspaceDir
 

@@ -18,7 +18,7 @@ __all__ = ["RunOps"]
 
 
 class RunOps:
-    """What reads and steers workflow runs and checks: mixed into :class:`nerve.api.Workspace`."""
+    """What reads and steers workflow runs and checks: mixed into :class:`nerve.door.core.Core`."""
 
     _dir: WorkspaceDir
 

@@ -15,7 +15,7 @@ __all__ = ["SyncOps"]
 
 
 class SyncOps:
-    """Sync methods: mixed into :class:`nerve.api.Workspace`."""
+    """Sync methods: mixed into :class:`nerve.door.core.Core`."""
 
     _dir: WorkspaceDir
 
