@@ -1,11 +1,13 @@
 """How well ``ask`` answers a person's questions about the recorded real day.
 
-    .venv/bin/python bench/ask_day_bench.py [--questions N] [--kind K] [--misses] [--quick]
+    .venv/bin/python bench/ask_day_bench.py [--file PATH] [--questions N] [--kind K] [--misses]
+                                            [--quick]
 
 The recorded day (``tests/fixtures/day/``: a real daemon with the bundled senses, windows
 under Xvfb, the shell hook, a CPU hog, a memory grower, failing commands, a port, file edits)
 is unpacked into a temporary folder and every question of ``bench/ask_day/questions.yaml``
-(each phrasing is one question) is asked through the library: ``nerve.open(folder)`` and the
+(or of the file ``--file`` names, such as the held-out ``bench/ask_day/heldout.yaml``; each
+phrasing is one question) is asked through the library: ``nerve.open(folder)`` and the
 workspace's ``ask``, with "now" fixed at the recording's end plus one minute and the time zone
 UTC, and nothing recorded. The questions were written from the day's plan, without looking at
 how ``ask`` parses them.
@@ -19,6 +21,9 @@ as a whole number; an entry that is a list is met by any one of its alternatives
 - **wrong** (confidently wrong): an answer given that holds a ``forbid`` fact, or none of the
   ``expect`` facts;
 - **error**: ``ask`` raised.
+
+A question marked ``cannot: true`` is one the log cannot answer (it needs no ``expect``): it is
+**right** when ``ask`` said it could not answer, and **wrong** when it gave an answer.
 
 The table gives the shares per ``kind``; ``--misses`` lists every question not right with its
 answer. Goals (issue 41): ≥ 90% right and none confidently wrong; they are reported under
@@ -68,6 +73,7 @@ class Question:
     text: str
     expect: tuple[tuple[str, ...], ...]
     forbid: tuple[str, ...]
+    cannot: bool = False
 
 
 @dataclass(frozen=True)
@@ -89,19 +95,23 @@ def load_questions(path: Path = QUESTIONS) -> list[Question]:
     for n, item in enumerate(data["questions"]):
         name = str(item.get("id", n))
         phrasings, expect = item.get("ask"), item.get("expect")
-        if not phrasings or not expect or not item.get("kind"):
+        cannot = item.get("cannot", False)
+        if not isinstance(cannot, bool):
+            raise ValueError(f"{path.name}: question {name} has a cannot that is not true/false")
+        if not phrasings or not (expect or cannot) or not item.get("kind"):
             raise ValueError(f"{path.name}: question {name} needs ask, expect and kind")
-        facts = tuple(_alternatives(fact, name) for fact in expect)
+        facts = tuple(_alternatives(fact, f"{path.name}: question {name}") for fact in expect or ())
         forbid = tuple(str(f) for f in item.get("forbid") or ())
-        out.extend(Question(name, str(item["kind"]), str(p), facts, forbid) for p in phrasings)
+        kind = str(item["kind"])
+        out.extend(Question(name, kind, str(p), facts, forbid, cannot) for p in phrasings)
     return out
 
 
-def _alternatives(fact: Any, name: str) -> tuple[str, ...]:
+def _alternatives(fact: Any, where: str) -> tuple[str, ...]:
     """A fact as its alternatives (one, or a list's entries), each as text."""
     options = fact if isinstance(fact, list) else [fact]
     if not options or not all(isinstance(o, KINDS_OF_FACT) for o in options):
-        raise ValueError(f"questions.yaml: question {name} has a fact that is not text: {fact!r}")
+        raise ValueError(f"{where} has a fact that is not text: {fact!r}")
     return tuple(str(o) for o in options)
 
 
@@ -118,9 +128,12 @@ def contains(answer: str, fact: str) -> bool:
 def grade(
     question: Question, answered: bool, answer: str
 ) -> tuple[str, tuple[bool, ...], tuple[str, ...]]:
-    """The grade of ``answer`` with which facts it holds and which forbidden ones."""
+    """The grade of ``answer`` with which facts it holds and which forbidden ones; a question
+    the log cannot answer is right only when ``ask`` said so."""
     found = tuple(any(contains(answer, alt) for alt in fact) for fact in question.expect)
     forbidden = tuple(f for f in question.forbid if contains(answer, f))
+    if question.cannot:
+        return ("wrong" if answered else "right"), found, forbidden
     if not answered:
         return "no_answer", found, forbidden
     if forbidden or not any(found):
@@ -167,13 +180,14 @@ def _share(counts: Counter[str]) -> float:
 
 def print_table(table: dict[str, Any]) -> None:
     """Per-kind counts and the share right, as a plain table on stdout."""
-    print(f"{'kind':<14}{'asked':>6}{'right':>7}{'partly':>7}{'none':>6}{'wrong':>6}{'error':>6}"
+    w = max(14, *(len(kind) + 1 for kind in table["per_kind"]))
+    print(f"{'kind':<{w}}{'asked':>6}{'right':>7}{'partly':>7}{'none':>6}{'wrong':>6}{'error':>6}"
           f"{'share':>7}")  # fmt: skip
     rows = [*table["per_kind"].items(), ("ALL", {**table["overall"], "share": None})]
     for kind, c in rows:
         asked = sum(c[k] for k in GRADES)
         share = c["share"] if c["share"] is not None else round(c["right"] / max(1, asked), 3)
-        print(f"{kind:<14}{asked:>6}{c['right']:>7}{c['partly']:>7}{c['no_answer']:>6}"
+        print(f"{kind:<{w}}{asked:>6}{c['right']:>7}{c['partly']:>7}{c['no_answer']:>6}"
               f"{c['wrong']:>6}{c['error']:>6}{share:>7.1%}")  # fmt: skip
 
 
@@ -185,7 +199,9 @@ def print_misses(graded: Sequence[Graded]) -> None:
         q = g.question
         missing = [" | ".join(f) for f, ok in zip(q.expect, g.found, strict=False) if not ok]
         print(f"--- [{g.grade}] {q.kind} {q.item}: {q.text}")
-        if missing:
+        if q.cannot:
+            print("    the log cannot answer this, yet an answer was given")
+        elif missing:
             print(f"    missing: {missing}")
         if g.forbidden:
             print(f"    forbidden: {list(g.forbidden)}")
@@ -208,6 +224,7 @@ def events_in(root: Path) -> int:
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = new_parser(__doc__)
+    parser.add_argument("--file", type=Path, default=QUESTIONS, help="the question file to ask")
     parser.add_argument("--questions", type=int, help="ask N questions spread over the set")
     parser.add_argument("--kind", help="only the questions of this kind")
     parser.add_argument("--misses", action="store_true", help="list every question not right")
@@ -218,7 +235,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    every = load_questions()
+    every = load_questions(args.file)
     chosen = [q for q in every if args.kind in (None, q.kind)]
     chosen = spread(chosen, args.questions)
     with workdir("nerve-ask-day-") as tmp:
@@ -236,7 +253,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     overall = table["overall"]
     latencies = sorted(g.ms for g in graded)
     result = {
-        "questions": len(chosen), "set_size": len(every), "kind": args.kind,
+        "file": str(args.file), "questions": len(chosen), "set_size": len(every),
+        "kind": args.kind,
         **overall, "share": round(overall["right"] / max(1, len(graded)), 3),
         "per_kind": table["per_kind"],
         "p50_ms": round(latencies[len(latencies) // 2], 1),

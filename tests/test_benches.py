@@ -77,6 +77,7 @@ QUICK_RUNS: dict[str, tuple[list[str], dict[str, Any]]] = {
     "nab_bench.py": (["--quick"], {"corpus": "synthetic", "series": 4}),
     "attention_day_bench.py": (["--quick", "--hours", "8"], {"hours": 8.0}),
     "attention_days_bench.py": (["--quick", "--cadence", "300"], {"days": 1, "cadence": [300]}),
+    "whatif_bench.py": (["--quick", "--cadence", "120"], {"days": 1, "cadence_s": 120}),
     "footprint_bench.py": (
         ["--quick", "--seconds", "8", "--sample-s", "2", "--stream-s", "120"],
         {"seconds": 8.0, "sample_s": 2.0, "stream_s": 120.0},
@@ -316,6 +317,14 @@ SABOTAGE: dict[str, tuple[str, list[str], str]] = {
         ["--quick", "--cadence", "300"],
         "recall_above_zero",
     ),
+    "whatif_bench.py": (
+        """
+        from nerve.attention import whatif
+        whatif.settings_from = lambda path, base: base  # the file's settings are never used
+        """,
+        ["--quick", "--cadence", "120"],
+        "a_change_is_seen",
+    ),
     "attention_day_bench.py": (
         """
         bench.attend = lambda obs, values=None: []  # attention decides nothing
@@ -378,3 +387,83 @@ def test_quick_never_overrides_a_daemon_bench_flag() -> None:
     bench = _load("daemon_bench.py")
     cfg = bench.settings(bench.parse_args(["--quick", "--seconds", "12", "--senses", "7"]))
     assert (cfg.seconds, cfg.senses, cfg.groups, cfg.triggers) == (12.0, 7, 2, 100)
+
+
+def _question_file(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "held.yaml"
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def test_the_ask_day_bench_asks_the_file_given(tmp_path: Path) -> None:
+    bench = _load("ask_day_bench.py")
+    path = _question_file(
+        tmp_path,
+        """\
+        questions:
+          - id: port
+            kind: port
+            ask: ["which port was open?", "what was listening?"]
+            expect: [8765, ["19:24", "19:24:18"]]
+          - id: coffee
+            kind: cannot
+            cannot: true
+            ask: ["how much coffee did I drink?"]
+        """,
+    )
+    assert bench.parse_args([]).file == bench.QUESTIONS
+    assert bench.parse_args(["--file", str(path)]).file == path
+    questions = bench.load_questions(path)
+    assert [(q.item, q.cannot) for q in questions] == [
+        ("port", False),
+        ("port", False),
+        ("coffee", True),
+    ]
+    assert questions[0].expect == (("8765",), ("19:24", "19:24:18"))
+    assert questions[2].expect == ()
+
+
+@pytest.mark.parametrize(
+    "item",
+    [
+        "{id: a, kind: k, ask: [q?]}",  # no expect and not cannot
+        "{id: a, kind: k, ask: [q?], cannot: 'yes'}",  # cannot is not true/false
+        "{id: a, kind: k, ask: [q?], expect: [{x: 1}]}",  # a fact that is not text
+    ],
+)
+def test_the_ask_day_bench_names_a_bad_item(tmp_path: Path, item: str) -> None:
+    path = _question_file(tmp_path, f"questions:\n  - {item}\n")
+    with pytest.raises(ValueError, match=r"held\.yaml: question a"):
+        _load("ask_day_bench.py").load_questions(path)
+
+
+def test_a_question_the_log_cannot_answer_is_right_only_when_ask_says_so() -> None:
+    bench = _load("ask_day_bench.py")
+    cannot = bench.Question("coffee", "cannot", "how much coffee?", (), (), cannot=True)
+    assert bench.grade(cannot, False, "The log holds nothing about coffee.")[0] == "right"
+    assert bench.grade(cannot, True, "You drank 3 cups.")[0] == "wrong"
+    known = bench.Question("port", "port", "which port?", (("8765",),), ())
+    assert bench.grade(known, False, "I cannot tell.")[0] == "no_answer"
+    assert bench.grade(known, True, "Port 8765 was listening.")[0] == "right"
+
+
+def test_the_held_out_question_set_is_well_formed() -> None:
+    bench = _load("ask_day_bench.py")
+    questions = bench.load_questions(BENCH / "ask_day" / "heldout.yaml")
+    items: dict[str, list[Any]] = {}
+    for q in questions:
+        items.setdefault(q.item, []).append(q)
+    assert len(items) >= 110 and len(questions) >= 330
+    assert all(len(phrasings) >= 3 for phrasings in items.values())
+    cannot = [name for name, phrasings in items.items() if phrasings[0].cannot]
+    assert len(cannot) >= 15
+    assert all(not items[name][0].expect for name in cannot)  # nothing to find in a refusal
+
+
+def test_the_ask_day_table_keeps_a_long_kind_in_line(capsys: pytest.CaptureFixture[str]) -> None:
+    bench = _load("ask_day_bench.py")
+    counts = {"right": 1, "partly": 0, "no_answer": 0, "wrong": 0, "error": 0}
+    table = {"overall": counts, "per_kind": {"time_before_after": {**counts, "share": 1.0}}}
+    bench.print_table(table)
+    widths = {len(line) for line in capsys.readouterr().out.splitlines()}
+    assert len(widths) == 1

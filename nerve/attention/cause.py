@@ -18,6 +18,7 @@ starts (a rate needs two readings seen since).
 from __future__ import annotations
 
 import json
+import re
 from collections import deque
 from collections.abc import Mapping
 from typing import Any
@@ -28,16 +29,18 @@ _MIB = 1024 * 1024
 _NS_PER_S = 1_000_000_000
 _KEYS = ("event", "port", "address", "pid", "name", "user", "command", "exit", "path",
          "domain", "provenance", "total_bytes", "free_bytes", "available_bytes")  # fmt: skip
-_HINTS = (b'"readings"', b'"event"', b'"provenance"', b'"command"')
+_SCALAR = (str, int, float)  # a tuple, not ``str | int | float``: built once, not per key
+_BY_MEMORY = ("used_mib", "top_rss_bytes")  # readings whose cause is the largest process
+_HINTS = re.compile(rb'"(?:readings|event|provenance|command)"')
 
 
 def payload_json(payload: bytes | None) -> dict[str, Any] | None:
     """A stored payload as a JSON object, when it may hold readings or facts; else None."""
-    if not payload or payload[:1] != b"{" or not any(h in payload for h in _HINTS):
+    if not payload or payload[:1] != b"{" or _HINTS.search(payload) is None:
         return None
     try:
-        value = json.loads(payload)
-    except ValueError:
+        value = json.loads(payload.decode("utf-8"))
+    except ValueError:  # UnicodeDecodeError is one
         return None
     return value if isinstance(value, dict) else None
 
@@ -46,7 +49,7 @@ def facts_of(payload: Mapping[str, Any] | None) -> dict[str, Any]:
     """The facts of one observation's payload a cause may name."""
     if not payload:
         return {}
-    out = {k: payload[k] for k in _KEYS if isinstance(payload.get(k), str | int | float)}
+    out = {k: payload[k] for k in _KEYS if k in payload and isinstance(payload[k], _SCALAR)}
     if isinstance(out.get("command"), str):
         out["command"] = out["command"][:120]
     readings = payload.get("readings")
@@ -64,7 +67,7 @@ def _head(rows: Any) -> dict[str, Any] | None:
     if not isinstance(rows, list) or not rows or not isinstance(rows[0], dict):
         return None
     keep = ("name", "pid", "cpu_permille", "rss_bytes")
-    return {k: rows[0][k] for k in keep if isinstance(rows[0].get(k), str | int)}
+    return {k: rows[0][k] for k in keep if isinstance(rows[0].get(k), (str, int))}
 
 
 def is_estimate(facts: Mapping[str, Any]) -> bool:
@@ -104,9 +107,9 @@ class Witness:
         reading = probe.removeprefix(_VALUE_PREFIX).split(".", 1)[-1]
         if reading == "listening_ports" and self.port is not None:
             out["opened"] = self.port
-        if subject in ("cpu", "processes") and "cpu" in self.top:
+        if subject in ("cpu", "processes") and "cpu" in self.top and reading not in _BY_MEMORY:
             out["busiest"] = self.top["cpu"]
-        if reading == "used_mib" and "memory" in self.top:
+        if reading in _BY_MEMORY and "memory" in self.top:
             out["largest"] = self.top["memory"]
         series = self.series.get(f"{subject}.{reading}")
         if series is not None and len(series) >= 2:
@@ -127,7 +130,7 @@ def cause_of(decision: Mapping[str, Any]) -> str:
     probe = str(decision.get("probe") or "?")
     line = str(decision.get("source_line") or "")
     reading = probe.removeprefix(_VALUE_PREFIX).split(".", 1)[-1]
-    for say in (_port, _command, _cpu, _memory, _disk):
+    for say in (_port, _command, _cpu, _largest, _memory, _disk):
         words = say(facts, reading)
         if words:
             return words
@@ -166,11 +169,23 @@ def _command(facts: Mapping[str, Any], reading: str) -> str | None:
 
 def _cpu(facts: Mapping[str, Any], reading: str) -> str | None:
     busiest = facts.get("busiest")
-    if not isinstance(busiest, Mapping) or facts.get("sense") not in ("cpu", "processes"):
+    if reading in _BY_MEMORY or facts.get("sense") not in ("cpu", "processes"):
+        return None  # a memory reading is never explained by the busiest CPU user
+    if not isinstance(busiest, Mapping):
         return None
     share = busiest.get("cpu_permille")
     of_core = f" uses {share / 10:.0f} % of a core" if isinstance(share, int) else " is busiest"
     return f"CPU: {_who(busiest)}{of_core}"
+
+
+def _largest(facts: Mapping[str, Any], reading: str) -> str | None:
+    """The process holding the most memory, for a decision on that reading."""
+    largest = facts.get("largest")
+    if reading != "top_rss_bytes" or not isinstance(largest, Mapping):
+        return None
+    size = largest.get("rss_bytes")
+    held = f" holds {size // _MIB} MiB" if isinstance(size, int) else " holds the most"
+    return f"memory: {_who(largest)}{held}"
 
 
 def _memory(facts: Mapping[str, Any], reading: str) -> str | None:

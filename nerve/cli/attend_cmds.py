@@ -29,12 +29,35 @@ def attend(
         bool,
         typer.Option("-f", "--follow", help="Print each decision as it is made (Ctrl+C stops)."),
     ] = False,
+    with_: Annotated[
+        Path | None,
+        typer.Option(
+            "--with",
+            help="With --replay: what would other attention: settings (a YAML file) have "
+            "surfaced and held? Nothing is written.",
+        ),
+    ] = None,
+    since: Annotated[
+        str | None,
+        typer.Option("--since", help="With --with: compare decisions from then on (7d, ISO)."),
+    ] = None,
     as_json: JsonFlag = False,
 ) -> None:
-    """Catch a log up as the daemon would (--replay), recheck every decision (--check), or
-    print each decision as it is made (--follow).
+    """Catch a log up as the daemon would (--replay), try other settings (--replay --with),
+    recheck every decision (--check), or print each decision as it is made (--follow).
 
+    --replay --with FILE [--since 7d] attends to the whole log again under FILE's
+    attention: settings (laid over this workspace's) and lists every decision that would
+    differ from the recorded one; nothing is written.
     --follow prints one line per decision (--json: JSON lines) until Ctrl+C."""
+    if with_ is not None or since is not None:
+        if with_ is None or not replay_ or check_ or follow_:
+            raise UsageError(
+                "give --with FILE with --replay alone (--since only with --with)",
+                hint="nerve attend --replay --with what-if.yaml --since 7d",
+            )
+        _what_if(with_, since, as_json)
+        return
     if follow_:
         if replay_ or check_:
             raise UsageError("give --follow alone, not with --replay or --check")
@@ -56,6 +79,52 @@ def attend(
         _say(as_json, outcome.to_json(), _check_text(outcome.to_json()))
         if not outcome.ok:
             raise typer.Exit(1)
+
+
+SHOWN_CHANGES = 40
+
+
+def _what_if(path: Path, since: str | None, as_json: bool) -> None:
+    """What FILE's attention settings would have decided, beside what the log holds."""
+    from nerve.tail import parse_instant
+
+    since_ns = parse_instant(since).physical_ns if since else 0
+    result = _door().audit.what_if(path, since_ns)
+    if as_json:
+        emit_json({"settings_file": str(path), **result.to_json()})
+        return
+    typer.echo(shown(_what_if_text(path, since, result)))
+
+
+def _what_if_text(path: Path, since: str | None, result: Any) -> str:
+    from nerve.cli.output import plural
+
+    window = f"since {since}" if since else "over the whole log"
+    (rs, rh), (ws_, wh) = result.recorded, result.would
+    lines = [
+        f"what if attention ran with {path} ({window}; "
+        f"{plural(result.replayed, 'observation')} attended again, nothing written):",
+        f"  recorded: {rs} surfaced, {rh} held",
+        f"  would be: {ws_} surfaced, {wh} held",
+    ]
+    if result.same:
+        lines.append("  no decision differs")
+        return "\n".join(lines)
+    lines.append(f"  {plural(len(result.changes), 'decision')} would differ:")
+    for change in result.changes[:SHOWN_CHANGES]:
+        was, now = change.recorded or "no decision", change.would or "no decision"
+        said = change.line.split(" ", 1)[-1]  # the outcome is already in was -> now
+        lines.append(f"  {_clock(change.at_ns)}  {was} -> {now}  {said}")
+    rest = len(result.changes) - SHOWN_CHANGES
+    if rest > 0:
+        lines.append(f"  ... and {rest} more (--json lists every one)")
+    return "\n".join(lines)
+
+
+def _clock(ns: int) -> str:
+    from datetime import datetime
+
+    return datetime.fromtimestamp(ns / 1e9).astimezone().strftime("%Y-%m-%d %H:%M:%S")
 
 
 def _follow(as_json: bool) -> None:

@@ -92,8 +92,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "attend": (
         "attend_cmds",
         "Attention & audit",
-        "Catch a log up as the daemon would (--replay), recheck every decision (--check), or "
-        "print each decision as it is made (--follow).",
+        "Catch a log up as the daemon would (--replay), try other settings (--replay --with), "
+        "recheck every decision (--check), or print each decision as it is made (--follow).",
     ),
     "ask": (
         "ask_cmds",

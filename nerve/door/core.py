@@ -32,6 +32,7 @@ if TYPE_CHECKING:  # loaded by the methods that use them: a read or an emit load
     from nerve.attention.audit import Verdict
     from nerve.attention.service import CheckResult, ReplayResult
     from nerve.attention.settings import AttentionSettings
+    from nerve.attention.whatif import WhatIf
     from nerve.clock import Hlc
     from nerve.events import Event
     from nerve.export import Export
@@ -479,6 +480,15 @@ class Core(ReadOps, RunOps, FleetOps, SyncOps, InfoOps, AdminOps):
         from nerve.attention.service import check
 
         return check(self._dir.log_root, self._dir.config.attention)
+
+    def _attend_what_if(self, settings_file: Path, since_ns: int = 0) -> WhatIf:
+        """The log's observations attended again under the ``attention:`` settings of
+        ``settings_file`` laid over this workspace's; nothing is written."""
+        from nerve.attention.whatif import settings_from, what_if
+        from nerve.query import connect
+
+        settings = settings_from(settings_file, self._dir.config.attention)
+        return what_if(connect(self._dir.log_root), settings, since_ns)
 
     def _rotate_key(self) -> int:
         """Move the surfacing chain to a new signing key; the new key epoch."""

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from nerve.attention.audit import Verdict
     from nerve.attention.reason import Reason
     from nerve.attention.service import CheckResult, ReplayResult
+    from nerve.attention.whatif import WhatIf
     from nerve.checks.manifest import CheckManifest
     from nerve.door.core import Core
     from nerve.door.fleet import FleetAnswer, FleetVerdict
@@ -124,6 +125,12 @@ class Audit(Noun):
     def recompute(self) -> CheckResult:
         """Recompute every attention decision from the log and compare (``.ok``)."""
         return self._ws._attend_check()
+
+    def what_if(self, settings_file: Path, since_ns: int = 0) -> WhatIf:
+        """The log's observations attended again under the ``attention:`` settings of
+        ``settings_file`` laid over this workspace's (``nerve attend --replay --with``);
+        nothing is written."""
+        return self._ws._attend_what_if(settings_file, since_ns)
 
     def rotate_key(self) -> int:
         """Move the surfacing chain to a new signing key; the new key epoch."""
