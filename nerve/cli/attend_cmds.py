@@ -330,7 +330,7 @@ def show(
 def export(out: Annotated[Path, typer.Option("--out", help="Bundle file to write.")]) -> None:
     """Write a self-contained bundle that verifies offline elsewhere."""
     info = _door().audit.export(out)
-    typer.echo(f"wrote {info['links']} links to {info['path']} (public key {info['public_key']})")
+    typer.echo(f"wrote {info.links} links to {info.path} (public key {info.public_key})")
 
 
 @audit_app.command("rotate-key")

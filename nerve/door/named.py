@@ -33,7 +33,17 @@ if TYPE_CHECKING:
     from nerve.seal.token import TokenRef
     from nerve.seal.witness import Cosigned
 
-__all__ = ["Audit", "Decision", "Fleet", "Run", "Runs", "Sense", "Senses"]
+__all__ = ["Audit", "Bundle", "Decision", "Fleet", "Run", "Runs", "Sense", "Senses"]
+
+
+@dataclass(frozen=True)
+class Bundle:
+    """The surfacing chain written as a bundle that verifies offline (``nerve audit
+    export``): where, how many links, and the public key they verify under."""
+
+    path: str
+    links: int
+    public_key: str | None  # hex; None for a chain whose genesis names no key
 
 
 @dataclass(frozen=True)
@@ -98,9 +108,9 @@ class Audit(Noun):
         """One sealed link by chain seq, checked up to it (``nerve audit show``)."""
         return self._ws._audit_show(seq)
 
-    def export(self, out: Path) -> dict[str, Any]:
+    def export(self, out: Path) -> Bundle:
         """Write the surfacing chain as a bundle that verifies offline elsewhere."""
-        return self._ws._audit_export(out)
+        return Bundle(**self._ws._audit_export(out))
 
     def decisions(self) -> list[Decision]:
         """Every attention decision stored, oldest first, with its figures and chain seq."""
