@@ -130,6 +130,13 @@ def test_all_is_sorted_complete_and_resolves() -> None:
     assert set(nerve.__all__) <= set(dir(nerve))
 
 
+def test_all_is_made_from_the_one_table_of_homes() -> None:
+    """Each public name is written once as a string, in ``_HOME``: ``__all__`` is made from it."""
+    assert nerve.__all__ == list(nerve._HOME)
+    source = Path(nerve.__file__).read_text(encoding="utf-8")
+    assert [n for n in nerve.__all__ if source.count(f'"{n}"') != 1] == []
+
+
 def test_dir_shows_names_not_yet_loaded() -> None:
     code = "import nerve; print('open' in dir(nerve), 'open' in vars(nerve))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
