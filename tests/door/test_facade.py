@@ -106,3 +106,21 @@ def test_a_noun_says_what_it_is(workspace: WorkspaceDir) -> None:
     assert repr(ws.sense("cpu")) == f"{ws!r}.sense('cpu')"
     assert ws.log is ws.log  # made once per workspace
     assert ws.run("r1").id == "r1" and ws.sense("cpu").name == "cpu"
+
+
+def test_the_python_doc_lists_every_noun_and_its_methods() -> None:
+    """docs/python.md's table of nouns names each noun and exactly its public methods."""
+    doc = (DOOR.parents[1] / "docs" / "python.md").read_text(encoding="utf-8")
+    listed = {}
+    for line in doc.splitlines():
+        if line.startswith("| `ws."):
+            noun, methods = line.strip("| ").split(" | ")
+            listed[noun.strip("`")] = {m.strip("`") for m in methods.split(", ")} - {"(…)"}
+    props = Workspace.__dict__
+    classes = {f"ws.{name}": props[name].func.__annotations__["return"] for name in NOUNS}
+    classes |= {"ws.sense(name)": "Sense", "ws.run(id)": "Run"}
+    found = {
+        noun: {m for m in dir(getattr(nouns, cls, None) or getattr(named, cls)) if m[0] != "_"}
+        for noun, cls in classes.items()
+    }
+    assert listed == found
