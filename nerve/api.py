@@ -23,8 +23,10 @@ from functools import cached_property
 from pathlib import Path
 
 from nerve.door.core import Core
-from nerve.door.named import Audit, Fleet, Run, Runs, Sense, Senses
-from nerve.door.nouns import Daemon, Events, Log, Privacy, Settings, Sync
+from nerve.door.fleet import Fleet
+from nerve.door.named import Audit, Run, Runs, Sense, Senses
+from nerve.door.nouns import Daemon, Events, Log, Privacy, Settings
+from nerve.door.sync import Sync
 from nerve.workspace import WorkspaceDir as Folder
 
 __all__ = ["Workspace", "open"]

@@ -17,11 +17,9 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Self
 
 from nerve.door.admin import AdminOps
-from nerve.door.fleet import FleetOps
 from nerve.door.info import InfoOps
 from nerve.door.reads import ReadOps
 from nerve.door.runs import RunOps
-from nerve.door.sync import SyncOps
 from nerve.errors import DaemonError, UsageError
 from nerve.workspace import WorkspaceDir as Folder
 
@@ -36,7 +34,6 @@ if TYPE_CHECKING:  # loaded by the methods that use them: a read or an emit load
     from nerve.clock import Hlc
     from nerve.events import Event
     from nerve.export import Export
-    from nerve.fleet.ship import ShipResult
     from nerve.flow.history import RunRecord
     from nerve.log.drafts import Draft
     from nerve.log.select import TailFilter
@@ -63,12 +60,11 @@ class Status:
         return {"running": self.running, **self.health}
 
 
-class Core(ReadOps, RunOps, FleetOps, SyncOps, InfoOps, AdminOps):
+class Core(ReadOps, RunOps, InfoOps, AdminOps):
     """One nerve workspace's operations: its log, its daemon if one runs, its configuration.
 
     The mixins hold the reads (:class:`~nerve.door.reads.ReadOps`), workflow runs and checks
-    (:class:`~nerve.door.runs.RunOps`), the fleet table (:class:`~nerve.door.fleet.FleetOps`),
-    sync (:class:`~nerve.door.sync.SyncOps`), the configuration and facts
+    (:class:`~nerve.door.runs.RunOps`), the configuration and facts
     (:class:`~nerve.door.info.InfoOps`) and upkeep (:class:`~nerve.door.admin.AdminOps`).
     """
 
@@ -452,12 +448,6 @@ class Core(ReadOps, RunOps, FleetOps, SyncOps, InfoOps, AdminOps):
         from nerve.export import export_duckdb
 
         return export_duckdb(self._writable(), path, force=force, copy=copy, plaintext=plaintext)
-
-    def _ship(self) -> ShipResult:
-        """Ship sealed segments to the fleet warehouse (``nerve fleet ship``)."""
-        from nerve.fleet.ship import ship
-
-        return ship(self._writable())
 
     # -- attention ----------------------------------------------------------------------
 

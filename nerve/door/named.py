@@ -1,12 +1,13 @@
-"""The nouns of the front door that name a thing or read the fleet: ``ws.audit``,
-``ws.senses`` and ``ws.sense(name)``, ``ws.runs`` and ``ws.run(id)``, ``ws.fleet``
-(:mod:`nerve.door.nouns` has the others and says what a noun is).
+"""The nouns of the front door about attention, senses and runs: ``ws.audit``,
+``ws.senses`` and ``ws.sense(name)``, ``ws.runs`` and ``ws.run(id)`` (:mod:`nerve.door.nouns`
+says what a noun is; ``ws.fleet`` and ``ws.sync`` are in :mod:`nerve.door.fleet` and
+:mod:`nerve.door.sync`).
 """
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
@@ -20,20 +21,14 @@ if TYPE_CHECKING:
     from nerve.attention.whatif import WhatIf
     from nerve.checks.manifest import CheckManifest
     from nerve.door.core import Core
-    from nerve.door.fleet import FleetAnswer, FleetVerdict
     from nerve.door.reads import StoredSense
-    from nerve.fleet.maintain import MaintainResult
-    from nerve.fleet.query import FleetPlan
-    from nerve.fleet.settings import FleetConfig
-    from nerve.fleet.ship import ShipResult
-    from nerve.fleet.warehouse import Resolved, Warehouse
     from nerve.flow.history import RunRecord
     from nerve.query import QueryResult, QueryStream
     from nerve.seal import SealReport, Seed
     from nerve.seal.token import TokenRef
     from nerve.seal.witness import Cosigned
 
-__all__ = ["Audit", "Bundle", "Decision", "Fleet", "Run", "Runs", "Sense", "Senses"]
+__all__ = ["Audit", "Bundle", "Decision", "Run", "Runs", "Sense", "Senses"]
 
 
 @dataclass(frozen=True)
@@ -325,64 +320,3 @@ class Run(Noun):
         """Complete a held run by a person's decision confirmed elsewhere than a terminal
         (``where`` says where: ``nerve ui`` asks on its page), recorded as an override."""
         return self._ws._override_confirmed(self.id, reason, where=where)
-
-
-class Fleet(Noun):
-    """The shared Iceberg table every host ships to (``ws.fleet``, ``nerve fleet …``)."""
-
-    def init(self, settings: dict[str, Any]) -> tuple[Resolved, Warehouse]:
-        """Write nerve.yaml's ``fleet:`` section (``warehouse``, ``catalog``, ``table``,
-        ``host``, ``endpoint``, ``ship``, ``rest_signing``) and create the table."""
-        return self._ws._fleet_init(settings)
-
-    def settings(self) -> FleetConfig:
-        """nerve.yaml's ``fleet:`` section (``UsageError`` without one)."""
-        return self._ws._fleet_settings()
-
-    def host(self) -> str:
-        """This host's name in the fleet table."""
-        return self._ws._fleet_host()
-
-    def cache(self) -> Path:
-        """The folder fetched fleet files are kept in (``fleet.cache_mb`` bounds it)."""
-        return self._ws._fleet_cache()
-
-    def warehouse(self) -> Warehouse:
-        """The fleet table nerve.yaml names (``UsageError`` without a ``fleet:`` section)."""
-        return self._ws._warehouse()
-
-    def query(
-        self,
-        sql: str,
-        *,
-        since_ns: int | None = None,
-        hosts: list[str] | None = None,
-        on_plan: Callable[[FleetPlan], None] | None = None,
-    ) -> FleetAnswer:
-        """SQL over ``fleet_events`` (every host's shipped events and ``host``); DuckDB
-        reads only the files whose times reach ``since_ns``, of ``hosts`` (all if None).
-        ``on_plan`` sees which files will be read before the query runs. A plan made for
-        the same table state is reused (``nerve.fleet.plancache``): the table is opened
-        only when something must be planned or fetched."""
-        return self._ws._fleet_query(sql, since_ns=since_ns, hosts=hosts, on_plan=on_plan)
-
-    def verify(
-        self, *, hosts: list[str] | None = None, repin: bool = False, threads: int = 8
-    ) -> FleetVerdict:
-        """Check every host's files, signed head and digest against what it signed; with
-        ``repin``, accept the named hosts' current keys; ``threads`` hosts at once.
-        Recorded for ``fleet status``."""
-        return self._ws._fleet_verify(hosts=hosts, repin=repin, threads=threads)
-
-    def maintain(self, *, keep_s: float = 3600.0, grace_s: float = 3600.0) -> MaintainResult:
-        """Rewrite manifests, expire snapshots older than ``keep_s``, remove unnamed files
-        older than ``grace_s``; every host's newest snapshot (its signed head) is kept."""
-        return self._ws._fleet_maintain(keep_s=keep_s, grace_s=grace_s)
-
-    def status(self) -> list[dict[str, Any]]:
-        """One row per host: last ship, files, rows, how far behind, conflicts, last verify."""
-        return self._ws._fleet_status()
-
-    def ship(self) -> ShipResult:
-        """Ship sealed segments to the fleet warehouse (``nerve fleet ship``)."""
-        return self._ws._ship()

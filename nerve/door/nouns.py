@@ -1,5 +1,6 @@
 """The nouns of the front door: what ``ws.events``, ``ws.log``, ``ws.privacy``,
-``ws.daemon``, ``ws.settings`` and ``ws.sync`` return (:mod:`nerve.door.named` has the rest).
+``ws.daemon`` and ``ws.settings`` return (:mod:`nerve.door.named`, ``fleet`` and ``sync``
+have the rest).
 
 Each is a view of one :class:`~nerve.door.core.Core` grouped by what it is about, in the
 shape ``db["table"]`` has in sqlite-utils: a method here is one call of the workspace's own
@@ -32,13 +33,11 @@ if TYPE_CHECKING:
     from nerve.privacy.pause import PauseState
     from nerve.privacy.policy import Verdict as TextVerdict
     from nerve.runtime.daemon import View
-    from nerve.sync.engine import RoundResult
-    from nerve.sync.group import Group, Transport
-    from nerve.sync.ops import SyncStatus
     from nerve.tail import Tail
     from nerve.tail.batch import Batch
+    from nerve.workspace import WorkspaceDir
 
-__all__ = ["Daemon", "Events", "Log", "Noun", "Privacy", "ProjectionDigest", "Settings", "Sync"]
+__all__ = ["Daemon", "Events", "Log", "Noun", "Privacy", "ProjectionDigest", "Settings"]
 
 
 @dataclass(frozen=True)
@@ -62,6 +61,15 @@ class Noun:
 
     def __repr__(self) -> str:
         return f"{self._ws!r}.{type(self).__name__.lower()}"
+
+    @property
+    def _dir(self) -> WorkspaceDir:
+        """The workspace's folder, for a read."""
+        return self._ws._dir
+
+    def _writable(self) -> WorkspaceDir:
+        """The workspace's folder, for a write (refused on a read-only open)."""
+        return self._ws._writable()
 
 
 class Events(Noun):
@@ -352,32 +360,3 @@ class Settings(Noun):
     def attention(self) -> AttentionSettings:
         """The ``attention:`` section as the daemon runs it (gate, detector, budget)."""
         return self._ws._attention_settings()
-
-
-class Sync(Noun):
-    """The sync group this device belongs to (``ws.sync``; the work is in
-    :mod:`nerve.sync.ops`)."""
-
-    def init(self, name: str, transport: Transport, device: str | None = None) -> Group:
-        """Create a sync group on ``transport`` and join it (``nerve sync init``)."""
-        return self._ws._sync_init(name, transport, device)
-
-    def join(self, code: str, device: str | None = None) -> Group:
-        """Join the group a join code names (``nerve sync join``)."""
-        return self._ws._sync_join(code, device)
-
-    def now(self) -> RoundResult:
-        """One round now: send, receive, announce (``nerve sync now``)."""
-        return self._ws._sync_now()
-
-    def status(self) -> SyncStatus:
-        """Each device's shared digest and lag (``nerve sync status``)."""
-        return self._ws._sync_status()
-
-    def leave(self) -> str:
-        """Leave the group; its name (``nerve sync leave``)."""
-        return self._ws._sync_leave()
-
-    def devices(self) -> dict[str, str]:
-        """node → device name, for this device and every peer heard from."""
-        return self._ws._devices()
