@@ -24,8 +24,9 @@ from pathlib import Path
 
 from nerve.door.core import Core
 from nerve.door.fleet import Fleet
-from nerve.door.named import Audit, Run, Runs, Sense, Senses
+from nerve.door.named import Audit, Sense, Senses
 from nerve.door.nouns import Daemon, Events, Log, Privacy, Settings
+from nerve.door.runs import Run, Runs
 from nerve.door.sync import Sync
 from nerve.workspace import WorkspaceDir as Folder
 

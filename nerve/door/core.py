@@ -19,7 +19,6 @@ from typing import IO, TYPE_CHECKING, Any, Self
 from nerve.door.admin import AdminOps
 from nerve.door.info import InfoOps
 from nerve.door.reads import ReadOps
-from nerve.door.runs import RunOps
 from nerve.errors import DaemonError, UsageError
 from nerve.workspace import WorkspaceDir as Folder
 
@@ -60,11 +59,10 @@ class Status:
         return {"running": self.running, **self.health}
 
 
-class Core(ReadOps, RunOps, InfoOps, AdminOps):
+class Core(ReadOps, InfoOps, AdminOps):
     """One nerve workspace's operations: its log, its daemon if one runs, its configuration.
 
-    The mixins hold the reads (:class:`~nerve.door.reads.ReadOps`), workflow runs and checks
-    (:class:`~nerve.door.runs.RunOps`), the configuration and facts
+    The mixins hold the reads (:class:`~nerve.door.reads.ReadOps`), the configuration and facts
     (:class:`~nerve.door.info.InfoOps`) and upkeep (:class:`~nerve.door.admin.AdminOps`).
     """
 

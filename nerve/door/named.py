@@ -1,16 +1,14 @@
-"""The nouns of the front door about attention, senses and runs: ``ws.audit``,
-``ws.senses`` and ``ws.sense(name)``, ``ws.runs`` and ``ws.run(id)`` (:mod:`nerve.door.nouns`
-says what a noun is; ``ws.fleet`` and ``ws.sync`` are in :mod:`nerve.door.fleet` and
-:mod:`nerve.door.sync`).
+"""The nouns of the front door about attention and senses: ``ws.audit``, ``ws.senses`` and
+``ws.sense(name)`` (:mod:`nerve.door.nouns` says what a noun is; ``ws.fleet``, ``ws.sync``,
+``ws.runs`` and ``ws.run(id)`` are in :mod:`nerve.door.fleet`, ``sync`` and ``runs``).
 """
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any
 
 from nerve.door.nouns import Noun
 
@@ -19,16 +17,14 @@ if TYPE_CHECKING:
     from nerve.attention.reason import Reason
     from nerve.attention.service import CheckResult, ReplayResult
     from nerve.attention.whatif import WhatIf
-    from nerve.checks.manifest import CheckManifest
     from nerve.door.core import Core
     from nerve.door.reads import StoredSense
-    from nerve.flow.history import RunRecord
     from nerve.query import QueryResult, QueryStream
     from nerve.seal import SealReport, Seed
     from nerve.seal.token import TokenRef
     from nerve.seal.witness import Cosigned
 
-__all__ = ["Audit", "Bundle", "Decision", "Run", "Runs", "Sense", "Senses"]
+__all__ = ["Audit", "Bundle", "Decision", "Sense", "Senses"]
 
 
 @dataclass(frozen=True)
@@ -207,116 +203,3 @@ class Sense(Noun):
     def trigger(self) -> None:
         """Ask the running daemon to compute a sense now (``UsageError`` without one)."""
         return self._ws._trigger_sense(self.name)
-
-
-class Runs(Noun):
-    """Workflow runs and gate checks (``ws.runs``); one run by id is ``ws.run(id)``."""
-
-    def table(
-        self,
-        *,
-        include_all: bool = False,
-        since_ns: int | None = None,
-        workflow: str | None = None,
-        limit: int = 20,
-        offset: int = 0,
-    ) -> QueryResult:
-        """Runs, newest request first (``nerve workflow list``): unfinished ones and those
-        requested at or after ``since_ns`` (wall ns), or every one with ``include_all``."""
-        return self._ws._run_table(
-            include_all=include_all,
-            since_ns=since_ns,
-            workflow=workflow,
-            limit=limit,
-            offset=offset,
-        )
-
-    def trigger(
-        self,
-        name: str,
-        *,
-        prompt: str = "",
-        max_rounds: int | None = None,
-        dry_run: bool = False,
-        key: str | None = None,
-    ) -> dict[str, Any]:
-        """Ask the running daemon to start a run of workflow ``name``; its answer (``run``,
-        ``status``; ``status: deduped`` with the ``earlier_run`` for a ``key`` used before)."""
-        return self._ws._trigger_workflow(
-            name, prompt=prompt, max_rounds=max_rounds, dry_run=dry_run, key=key
-        )
-
-    def checks(self, errors: list[str] | None = None) -> dict[str, CheckManifest]:
-        """Every check manifest (built-in ones first, then the workspace's); with ``errors``
-        a list, a bad manifest is left out and its error appended there."""
-        return self._ws._checks(errors)
-
-    def fire_check(
-        self, check_id: str, path: str, *, run: str = "manual", stage: str = "manual"
-    ) -> tuple[dict[str, Any], bool]:
-        """Fire a check on a workspace file: through the daemon (recorded) when it runs,
-        else here (not recorded). The verdict, and whether it was recorded."""
-        return self._ws._fire_check(check_id, path, run=run, stage=stage)
-
-    def override_refusal(
-        self, *, stdin: TextIO = sys.stdin, stdout: TextIO = sys.stdout
-    ) -> str | None:
-        """Why this process may not override a gate (inside a workflow, or not at an
-        interactive terminal); None when it may."""
-        return self._ws._override_refusal(stdin=stdin, stdout=stdout)
-
-
-class Run(Noun):
-    """One workflow run by id (``ws.run(id)``): as the log tells it, its events and kept
-    files, and what a person does to it (answer its question, recheck or override its gate)."""
-
-    def __init__(self, ws: Core, id: str) -> None:
-        super().__init__(ws)
-        self.id = id  # the run's id
-
-    def __repr__(self) -> str:
-        return f"{self._ws!r}.run({self.id!r})"
-
-    def record(self) -> RunRecord:
-        """One workflow run as the log tells it (``nerve workflow inspect RUN``)."""
-        return self._ws._run(self.id)
-
-    def row(self) -> dict[str, Any]:
-        """One run's row of ``workflow_runs`` (status, workflow, times, ...)."""
-        return self._ws._run_row(self.id)
-
-    def events(self) -> list[dict[str, Any]]:
-        """Every event of one run, oldest first (``hlc`` parts, ``ts``, ``kind``, ``line``,
-        ``data``), as ``nerve workflow inspect`` lists them."""
-        return self._ws._run_events(self.id)
-
-    def outputs(self) -> list[str]:
-        """The files a run's folder keeps (outputs, and gate findings under ``.checks/``),
-        relative to it; names are readable without the key."""
-        return self._ws._run_outputs(self.id)
-
-    def output(self, name: str) -> bytes:
-        """One kept file of a run, decrypted in an encrypted workspace (``KeyMissing``
-        without the key; ``UsageError`` for a name the run does not keep)."""
-        return self._ws._run_output(self.id, name)
-
-    def answer(self, choice: str, *, by: str | None = None) -> dict[str, Any]:
-        """Answer a waiting run's question through the daemon, as ``by`` (default: this
-        process's user); the run resumes."""
-        return self._ws._answer_run(self.id, choice, by=by)
-
-    def recheck(self) -> dict[str, Any]:
-        """Fire a held run's gate checks again through the daemon (its answer: ``status``)."""
-        return self._ws._recheck_run(self.id)
-
-    def override(
-        self, reason: str, *, stdin: TextIO = sys.stdin, stdout: TextIO = sys.stdout
-    ) -> dict[str, Any]:
-        """Complete a held run despite its blocking checks: a recorded decision of a person
-        at an interactive terminal (``WorkflowError`` elsewhere)."""
-        return self._ws._override_run(self.id, reason, stdin=stdin, stdout=stdout)
-
-    def override_confirmed(self, reason: str, *, where: str) -> dict[str, Any]:
-        """Complete a held run by a person's decision confirmed elsewhere than a terminal
-        (``where`` says where: ``nerve ui`` asks on its page), recorded as an override."""
-        return self._ws._override_confirmed(self.id, reason, where=where)

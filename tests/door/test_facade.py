@@ -10,7 +10,7 @@ from pathlib import Path
 
 import nerve
 from nerve.api import NOUNS, Workspace
-from nerve.door import fleet, named, nouns, sync
+from nerve.door import fleet, named, nouns, runs, sync
 from nerve.door.core import Core
 from nerve.door.named import Decision
 from nerve.log.manifest import SegmentInfo
@@ -119,6 +119,6 @@ def test_the_python_doc_lists_every_noun_and_its_methods() -> None:
     props = Workspace.__dict__
     classes = {f"ws.{name}": props[name].func.__annotations__["return"] for name in NOUNS}
     classes |= {"ws.sense(name)": "Sense", "ws.run(id)": "Run"}
-    homes = {c: vars(m)[c] for m in (nouns, named, fleet, sync) for c in m.__all__}
+    homes = {c: vars(m)[c] for m in (nouns, named, fleet, runs, sync) for c in m.__all__}
     found = {noun: {m for m in dir(homes[cls]) if m[0] != "_"} for noun, cls in classes.items()}
     assert listed == found
