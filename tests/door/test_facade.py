@@ -54,7 +54,7 @@ def test_every_operation_of_the_core_is_reached_by_a_noun() -> None:
     """Each private operation of :class:`Core` and its mixins is called by a noun (an
     operation no noun calls could not be reached from the front door)."""
     called = set()
-    for module in (nouns, named):
+    for module in (nouns, named, fleet, runs, sync):
         tree = ast.parse(Path(module.__file__ or "").read_text(encoding="utf-8"))
         called |= {
             node.attr
