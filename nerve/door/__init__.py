@@ -1,9 +1,10 @@
 """The front door's parts, under :class:`nerve.api.Workspace`.
 
-``core`` is what a workspace does (:class:`~nerve.door.core.Core`, with its operations as
-private methods), built from method groups by subject: ``reads``, ``info`` and ``admin``.
-``nouns`` and ``named`` are what the workspace shows of them: ``ws.events``, ``ws.log``,
-``ws.audit``, ``ws.sense(name)`` … each method one call. ``fleet``, ``sync`` and ``runs``
-are nouns that do their own work (``ws.fleet``, ``ws.sync``, ``ws.runs`` and ``ws.run(id)``).
-Each imports what its methods need inside them, so ``nerve.open`` stays cheap.
+``core`` holds the workspace's own operations (:class:`~nerve.door.core.Core`: opening, SQL,
+emit, replay, ask, and as private methods the writes and daemon calls the nouns make) with
+the reads of ``reads`` mixed in. The nouns are what the workspace shows: ``nouns``
+(``ws.events``, ``ws.log``, ``ws.privacy``, ``ws.daemon``, ``ws.settings``), ``named``
+(``ws.audit``, ``ws.senses``, ``ws.sense(name)``), ``runs`` (``ws.runs``, ``ws.run(id)``),
+``fleet`` and ``sync``. Each imports what its methods need inside them, so ``nerve.open``
+stays cheap.
 """

@@ -16,8 +16,6 @@ from datetime import tzinfo
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Self
 
-from nerve.door.admin import AdminOps
-from nerve.door.info import InfoOps
 from nerve.door.reads import ReadOps
 from nerve.errors import DaemonError, UsageError
 from nerve.workspace import WorkspaceDir as Folder
@@ -59,11 +57,10 @@ class Status:
         return {"running": self.running, **self.health}
 
 
-class Core(ReadOps, InfoOps, AdminOps):
+class Core(ReadOps):
     """One nerve workspace's operations: its log, its daemon if one runs, its configuration.
 
-    The mixins hold the reads (:class:`~nerve.door.reads.ReadOps`), the configuration and facts
-    (:class:`~nerve.door.info.InfoOps`) and upkeep (:class:`~nerve.door.admin.AdminOps`).
+    The reads are mixed in from :class:`~nerve.door.reads.ReadOps`.
     """
 
     def __init__(self, folder: Folder, *, read_only: bool = False) -> None:

@@ -84,7 +84,16 @@ class Audit(Noun):
     def check(self, *, key: bytes | None, key_from: str, record: bool) -> Verdict:
         """The surfacing chain verified against ``key`` (said to come from ``key_from``),
         else the pinned one; an empty chain is fine (none was ever written)."""
-        return self._ws._audit_check(key=key, key_from=key_from, record=record)
+        from nerve.attention import audit
+
+        return audit.verify(
+            audit.chain_links(self._dir.log_root),
+            origin=f"workspace:{self._dir.root}",
+            key=key,
+            key_from=key_from,
+            record=record and not self._ws.read_only,
+            empty_ok=True,
+        )
 
     def links(self) -> list[bytes]:
         """The sealed surfacing chain's links, as stored, in order."""
@@ -101,11 +110,15 @@ class Audit(Noun):
 
     def export(self, out: Path) -> Bundle:
         """Write the surfacing chain as a bundle that verifies offline elsewhere."""
-        return Bundle(**self._ws._audit_export(out))
+        from nerve.attention import bundle
+
+        return Bundle(**bundle.export(self._dir.log_root, out))
 
     def decisions(self) -> list[Decision]:
         """Every attention decision stored, oldest first, with its figures and chain seq."""
-        return [Decision.of(row) for row in self._ws._decisions()]
+        from nerve.attention import audit
+
+        return [Decision.of(row) for row in audit.decisions(self._dir.log_root)]
 
     def why(self, seq: int) -> Reason | None:
         """Why the decision sealed as chain link ``seq`` was decided so (``.words()``), or
@@ -140,17 +153,36 @@ class Audit(Noun):
     def seal_setup(self, epoch_s: int, *, bits: int = 16, token: TokenRef | None = None) -> Seed:
         """Set epoch sealing up (once): the verification seed to keep off this machine; a
         token's identity key, if given, certifies it."""
-        return self._ws._seal_setup(epoch_s, bits=bits, token=token)
+        from nerve.seal import setup
+        from nerve.seal.token import certifier
+
+        folder = self._writable().data / "seals"
+        return setup(
+            folder, epoch_s, bits=bits, certify=None if token is None else certifier(token)
+        )
 
     def seal_verify(self, seed: Seed, *, now_ns: int | None = None) -> SealReport:
         """Every epoch seal checked against ``seed`` and the log as it is now."""
-        return self._ws._seal_verify(seed, now_ns=now_ns)
+        import time
+
+        from nerve.seal import SealDir, read_log, verify
+
+        now = time.time_ns() if now_ns is None else now_ns
+        seals = SealDir(self._dir.data / "seals")
+        return verify(seed, seals.notes(), read_log(self._dir.log_root), now)
 
     def witness(self, other: Path, seed: Seed) -> Cosigned:
         """Cosign the newest seal of the workspace at ``other`` (this workspace witnesses
         it): its seals verified with ``seed``, and no other history than the one cosigned
         before."""
-        return self._ws._seal_witness(other, seed)
+        from nerve.seal import SealDir, read_log
+        from nerve.seal.witness import cosign
+        from nerve.workspace import WorkspaceDir
+
+        theirs = WorkspaceDir(Path(other).resolve())
+        notes = SealDir(theirs.data / "seals").notes()
+        folder = self._writable().data / "witness"
+        return cosign(folder, seed, notes, read_log(theirs.log_root))
 
 
 class Senses(Noun):

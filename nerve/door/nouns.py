@@ -187,11 +187,22 @@ class Log(Noun):
 
     def size(self) -> int:
         """Bytes the log's files take on disk now (segments, WAL, manifest, blobs)."""
-        return self._ws._log_bytes()
+        import os
+
+        total = 0
+        for folder, _dirs, files in os.walk(self._dir.log_root):
+            for name in files:
+                try:
+                    total += os.lstat(os.path.join(folder, name)).st_size
+                except FileNotFoundError:  # sealed or compacted away meanwhile
+                    continue
+        return total
 
     def encrypted(self) -> bool:
         """Whether the log is encrypted at rest (it holds a keyring)."""
-        return self._ws._is_encrypted()
+        from nerve.log.crypt import is_encrypted
+
+        return is_encrypted(self._dir.log_root)
 
     def projection_digests(self) -> list[ProjectionDigest]:
         """The digest of every projection, by name (``nerve replay --projections``)."""
@@ -212,7 +223,18 @@ class Log(Noun):
     def rewrap_key(self, new_key: Callable[[Path], tuple[bytes, dict[str, Any]]]) -> Path:
         """Wrap the data key under the key ``new_key`` makes (given the log's folder); the
         current one comes from the environment. No segment is rewritten. The keyring."""
-        return self._ws._rewrap_key(new_key)
+        from nerve.errors import UsageError
+        from nerve.log import crypt
+
+        log_root = self._writable().log_root
+        if not crypt.is_encrypted(log_root):
+            raise UsageError(
+                f"{self._dir.root} is not encrypted", hint="nerve init --encrypt makes one"
+            )
+        old = crypt.kek_from_env(log_root, crypt.read_keyring(log_root))
+        new, source = new_key(log_root)
+        crypt.rewrap(log_root, old, new, source)
+        return crypt.keyring_path(log_root)
 
 
 class Privacy(Noun):
@@ -264,7 +286,9 @@ class Privacy(Noun):
 
     def test(self, text: str, *, source: str, kind: str, sense: str = "") -> TextVerdict:
         """What the privacy rules would store for ``text`` as such an event, and why."""
-        return self._ws._privacy_test(text, source=source, kind=kind, sense=sense)
+        from nerve.privacy.ops import test_text
+
+        return test_text(self._dir, text, source=source, kind=kind, sense=sense)
 
     def lock(self) -> bool:
         """Stop capture and drop the key (an encrypted workspace): the daemon, which holds
@@ -295,16 +319,22 @@ class Daemon(Noun):
     def run(self, *, view: View | None = None, echo: TextIO | None = None) -> None:
         """Run the daemon in this process until it is stopped: drawing ``view``, or
         writing its log lines to ``echo``."""
-        return self._ws._run_daemon(view=view, echo=echo)
+        from nerve.runtime import daemon
+
+        daemon.run_foreground(self._writable(), view=view, echo=echo)
 
     def lines(self, lines: list[str]) -> list[str]:
         """Lines of the daemon's log as a person reads them (sealed ones opened with the
         key when it is given)."""
-        return self._ws._daemon_lines(lines)
+        from nerve.runtime import daemon
+
+        return daemon.open_lines(self._dir, lines)
 
     def log_path(self) -> Path:
         """The daemon's own log file (warnings and errors, as it writes them)."""
-        return self._ws._daemon_log_path()
+        from nerve.runtime.daemon import log_path
+
+        return log_path(self._dir)
 
 
 class Settings(Noun):
@@ -314,48 +344,107 @@ class Settings(Noun):
     @property
     def path(self) -> Path:
         """``nerve.yaml`` (it may not exist: a copied log is read with the defaults)."""
-        return self._ws._config_path
+        return self._dir.config_path
 
     @property
     def config(self) -> NerveConfig:
         """nerve.yaml as read the first time this is asked (defaults without one)."""
-        return self._ws._config
+        return self._dir.config
 
     def read(self) -> NerveConfig:
         """nerve.yaml read again now, for a server that follows its edits; a bad file
         raises its ``ConfigError`` (the caller keeps what it had)."""
-        return self._ws._read_config()
+        from nerve.workspace import WorkspaceDir
+
+        return WorkspaceDir(self._dir.root).config
 
     def projection_dirs(self) -> list[Path]:
         """Where projections are loaded from: the bundled ones, then the workspace's."""
-        return self._ws._projection_dirs()
+        return self._dir.projection_dirs()
 
     def views(self) -> dict[str, Any]:
         """What the projections read from ``nerve_settings`` and ``nerve_categories``, as
         nerve.yaml sets it now (read again when the file changes, so a category edited in
         the UI reaches every later query; a bad edit keeps the settings read last)."""
-        return self._ws._view_settings()
+        from nerve.errors import NerveError
+        from nerve.workspace import WorkspaceDir
+
+        try:
+            stat = self._dir.config_path.stat()
+            stamp: tuple[int, ...] = (stat.st_mtime_ns, stat.st_size, stat.st_ino)
+        except FileNotFoundError:
+            stamp = ()
+        kept = getattr(self, "_settings_read", None)
+        if kept is not None and kept[0] == stamp:
+            return dict(kept[1])
+        try:
+            settings = WorkspaceDir(self._dir.root).settings()
+        except NerveError:
+            return dict(kept[1]) if kept is not None else self._dir.settings()
+        self._settings_read = (stamp, settings)
+        return dict(settings)
 
     def validate(self) -> tuple[list[str], list[str]]:
         """nerve.yaml checked as the daemon would load it, then every sense and workflow
         it names: the problems (none when valid) and hints."""
-        return self._ws._validate()
+        from nerve.config import config_hints, validate_config
+        from nerve.flow.validate import check_workflows
+        from nerve.runtime.senses import check_layout
+
+        ws = self._dir
+        issues = [str(i) for i in validate_config(ws.config_path)]
+        if not issues:
+            issues = check_layout(ws, ws.config) + check_workflows(ws, ws.config)
+        return issues, [str(h) for h in config_hints(ws.config_path)]
 
     def set_categories(self, rules: Sequence[Mapping[str, str]]) -> list[CategoryRule]:
         """Replace nerve.yaml's ``categories:`` with the rules (``name``, ``app``, ``title``
         each), once the whole file they make validates, and record it as a
         ``categories.set`` event; the rules as stored."""
-        return self._ws._set_categories(rules)
+        from pydantic import ValidationError
+
+        from nerve import fsio
+        from nerve.categories import CategoryRule, with_rules
+        from nerve.config import parse_config
+        from nerve.errors import ConfigError
+        from nerve.events import NERVE_SOURCE, Trust
+        from nerve.log.drafts import Draft
+        from nerve.logops import emit
+
+        ws = self._writable()
+        path = ws.config_path
+        old = path.read_text(encoding="utf-8") if path.exists() else ""
+        parsed = []
+        for at, rule in enumerate(rules):
+            try:
+                parsed.append(CategoryRule(**dict(rule)))
+            except ValidationError as exc:
+                error = exc.errors()[0]
+                where = ".".join(str(p) for p in error["loc"])
+                why = f"categories[{at}].{where}: {error['msg']}"
+                raise ConfigError(f"{path}: {why}", field="categories") from None
+        text = with_rules(old, parsed)
+        kept = parse_config(text, str(path)).categories
+        fsio.write_private(path, text.encode("utf-8"), site="config", exclusive=False)
+        payload = {"rules": [r.model_dump() for r in kept]}
+        line = f"categories set: {len(kept)} rule{'' if len(kept) == 1 else 's'}"
+        emit(ws, [Draft.of("categories.set", source=NERVE_SOURCE, trust=Trust.FIRST_PARTY,
+                           line=line, payload=payload, subject="categories")])  # fmt: skip
+        return kept
 
     def token_path(self, use: str, environ: Mapping[str, str] | None = None) -> Path:
         """Where the workspace's token for ``use`` (``mcp``, ``ui``) is kept, outside it."""
-        return self._ws._token_path(use, environ)
+        from nerve import tokens
+
+        return tokens.token_path(self._dir.root, use, environ)
 
     def token(
         self, use: str, *, site: str, rotate: bool = False, environ: Mapping[str, str] | None = None
     ) -> str:
         """The workspace's token for ``use``: made on first use, replaced with ``rotate``."""
-        return self._ws._token(use, site=site, rotate=rotate, environ=environ)
+        from nerve import tokens
+
+        return tokens.token(self._dir.root, use, site=site, rotate=rotate, environ=environ)
 
     def attention(self) -> AttentionSettings:
         """The ``attention:`` section as the daemon runs it (gate, detector, budget)."""
