@@ -193,7 +193,7 @@ class Senses(Noun):
         return self._ws._senses()
 
     def stored(self) -> list[str]:
-        """Every sense with a stored state, by name (what :meth:`sense_state` can show)."""
+        """Every sense with a stored state, by name (what ``ws.sense(name).state()`` can show)."""
         return self._ws._stored_senses()
 
     def live(self, *, timeout: float = 10) -> dict[str, dict[str, Any]]:
@@ -229,7 +229,7 @@ class Sense(Noun):
 
     def query(self, sql: str) -> QueryStream:
         """SQL over one sense's data (``observations``, ``states``, its own views), read
-        lazily as :meth:`query` does."""
+        lazily as ``ws.query`` does."""
         return self._ws._sense_query(self.name, sql)
 
     def trigger(self) -> None:

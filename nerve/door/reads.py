@@ -143,7 +143,7 @@ class ReadOps:
         return StoredSense(name, text, bool(undecodable))
 
     def _stored_senses(self) -> list[str]:
-        """Every sense with a stored state, by name (what :meth:`sense_state` can show)."""
+        """Every sense with a stored state, by name (what ``ws.sense(name).state()`` can show)."""
         rows = self.connection().execute("SELECT DISTINCT sense FROM sense_state").fetchall()
         return sorted(str(row[0]) for row in rows)
 
@@ -174,7 +174,7 @@ class ReadOps:
 
     def _sense_query(self, name: str, sql: str) -> QueryStream:
         """SQL over one sense's data (``observations``, ``states``, its own views), read
-        lazily as :meth:`query` does."""
+        lazily as ``ws.query`` does."""
         from nerve.query import stream_query
 
         conn, _ = self._sense_connection(name)
