@@ -2,7 +2,7 @@
 
 Every workspace operation the CLI has, as a method: the CLI, ``nerve mcp``, the notebooks and
 the web UI all stand on it. A write goes through the running daemon when one runs, else
-straight to the log (``nerve.runtime.client.route`` decides, in one place); reads open the
+straight to the log (``nerve.transport.connect`` decides, in one place); reads open the
 log's files directly, as any reader may. Results are typed (each has ``to_json()``) and
 every error is a :class:`~nerve.errors.NerveError`.
 
@@ -22,6 +22,7 @@ from datetime import tzinfo
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+from nerve.commands import Archive, Archived, Command, Forget, GetStatus, ListSenses, TriggerSense
 from nerve.door.admin import Admin
 from nerve.door.fleet import Fleet
 from nerve.door.info import Info
@@ -29,6 +30,7 @@ from nerve.door.reads import Reads
 from nerve.door.runs import Runs
 from nerve.door.sync import Sync
 from nerve.errors import DaemonError, UsageError
+from nerve.transport import ThroughDaemon, connect
 from nerve.workspace import WorkspaceDir as Folder
 
 if TYPE_CHECKING:  # loaded by the methods that use them: a read or an emit loads only its own
@@ -50,7 +52,6 @@ if TYPE_CHECKING:  # loaded by the methods that use them: a read or an emit load
     from nerve.privacy.forget import ForgetResult, Request
     from nerve.privacy.pause import PauseState
     from nerve.recall import AskResult
-    from nerve.runtime.client import Daemon
     from nerve.tail.batch import Batch
 
 __all__ = ["Status", "Workspace", "open"]
@@ -152,6 +153,10 @@ class Workspace(Reads, Runs, Fleet, Sync, Info, Admin):
             )
         self.close()
         return self._dir
+
+    def _do(self, command: Command) -> Any:
+        """Run a writing command the way the log is reached now (``nerve.transport``)."""
+        return connect(self._writable()).do(command)
 
     # -- reading ------------------------------------------------------------------------
 
@@ -356,31 +361,24 @@ class Workspace(Reads, Runs, Fleet, Sync, Info, Admin):
     def forget_request(self, request: Request, *, dry_run: bool = False) -> ForgetResult:
         """Run a forget already put together (``nerve.privacy.forget.request_of``)."""
         from nerve.privacy.forget import dry_run as plan
-        from nerve.privacy.forget import forget
 
-        return plan(self._dir, request) if dry_run else forget(self._writable(), request)
+        return plan(self._dir, request) if dry_run else self._do(Forget(request)).result
 
     def archive(self, before: Hlc, to: Path | str, *, vacuum: bool = False) -> ArchiveResult:
-        from nerve.privacy.archive import archive
-
-        return archive(self._writable(), before, Path(to), vacuum=vacuum)
+        folder = str(Path(to).expanduser().resolve())
+        archived: Archived = self._do(Archive(before, folder, vacuum))
+        return archived.result
 
     # -- the daemon ---------------------------------------------------------------------
 
     def status(self, *, timeout: float = 60) -> Status:
         """Whether a daemon runs, and its health figures (as ``nerve status``)."""
-        from nerve.runtime.client import route
-
-        def through(daemon: Daemon) -> Status:
-            return Status(True, daemon.call({"type": "status"}, timeout=timeout)["status"])
-
-        return route(self._dir, daemon=through, log=lambda: Status(False))
+        health = connect(self._dir).do(GetStatus(), timeout=timeout)
+        return Status(health.running, health.figures)
 
     def has_daemon(self) -> bool:
         """Whether a daemon answers on this workspace's socket now."""
-        from nerve.runtime.client import route
-
-        return route(self._dir, daemon=lambda _: True, log=lambda: False)
+        return connect(self._dir).daemon
 
     def start(self) -> int:
         """Start the daemon in the background; its pid once it answers."""
@@ -397,9 +395,8 @@ class Workspace(Reads, Runs, Fleet, Sync, Info, Admin):
         """Stop capture and drop the key (an encrypted workspace): the daemon, which holds
         it, stops; this process forgets every unlocked key. True if a daemon was running."""
         from nerve.log.crypt import forget_keys
-        from nerve.runtime.client import running
 
-        was = running(self._dir)
+        was = connect(self._dir).daemon
         if was:
             self.stop()
         forget_keys()
@@ -407,22 +404,11 @@ class Workspace(Reads, Runs, Fleet, Sync, Info, Admin):
 
     def senses(self) -> list[dict[str, Any]]:
         """Every sense: live figures from the daemon when it runs, else nerve.yaml's."""
-        from nerve.runtime.client import route
-        from nerve.runtime.senses import sense_rows
-
-        folder = self._dir
-        return route(
-            folder,
-            daemon=lambda d: list(d.call({"type": "list-senses"})["senses"]),
-            log=lambda: sense_rows(folder.config),
-        )
+        return connect(self._dir).do(ListSenses()).senses  # type: ignore[no-any-return]
 
     def trigger_sense(self, name: str) -> None:
         """Ask the running daemon to compute a sense now (``UsageError`` without one)."""
-        from nerve.runtime.client import route
-
-        request = {"type": "trigger-sense", "sense": name}
-        route(self._writable(), daemon=lambda d: d.call(request), absent=_needs_daemon)
+        self._do(TriggerSense(name))
 
     # -- workflows, recall, export, fleet ------------------------------------------------
 
@@ -501,7 +487,6 @@ class Workspace(Reads, Runs, Fleet, Sync, Info, Admin):
         """Attend to the observations not yet attended, as the daemon would (no daemon may
         run: it attends as it runs)."""
         from nerve.attention.service import replay
-        from nerve.runtime.client import route
 
         folder = self._writable()
 
@@ -509,7 +494,10 @@ class Workspace(Reads, Runs, Fleet, Sync, Info, Admin):
             with folder.open_log() as log:
                 return replay(log, folder.config.attention, folder.data / "keys")
 
-        return route(folder, log=direct, busy=_attends_itself)
+        transport = connect(folder)
+        if transport.daemon:
+            raise _attends_itself()
+        return transport.either(log=direct)
 
     def attend_check(self) -> CheckResult:
         """Recompute every attention decision from the log and compare (``.ok``)."""
@@ -520,7 +508,6 @@ class Workspace(Reads, Runs, Fleet, Sync, Info, Admin):
     def rotate_key(self) -> int:
         """Move the surfacing chain to a new signing key; the new key epoch."""
         from nerve.attention.service import rotate_offline
-        from nerve.runtime.client import route
 
         folder = self._writable()
 
@@ -528,9 +515,7 @@ class Workspace(Reads, Runs, Fleet, Sync, Info, Admin):
             with folder.open_log() as log:
                 return rotate_offline(log, folder.config.attention, folder.data / "keys")
 
-        return route(
-            folder, daemon=lambda d: int(d.call({"type": "rotate-key"})["epoch"]), log=direct
-        )
+        return connect(folder).either(daemon=_rotate_through, log=direct)
 
     def attention_settings(self) -> AttentionSettings:
         """The ``attention:`` section as the daemon runs it (gate, detector, budget)."""
@@ -567,10 +552,8 @@ class Workspace(Reads, Runs, Fleet, Sync, Info, Admin):
         return audit.show(self._dir.log_root, seq)
 
 
-def _needs_daemon() -> UsageError:
-    return UsageError(
-        "the daemon is not running", hint="start it with `nerve start` or `nerve dev`"
-    )
+def _rotate_through(transport: ThroughDaemon) -> int:
+    return int(transport.call({"type": "rotate-key"})["epoch"])
 
 
 def _attends_itself() -> DaemonError:

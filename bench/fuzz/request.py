@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import json
 
+from nerve.commands import parse_drafts, parse_events
 from nerve.errors import NerveError
 from nerve.runtime.control import answers_warming
 from nerve.runtime.ipc import parse_request
-from nerve.runtime.writer import parse_drafts, parse_events
 
 from . import placed
 from .wire import seeds as event_seeds

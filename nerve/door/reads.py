@@ -116,17 +116,18 @@ class Reads:
     def live_senses(self, *, timeout: float = 10) -> dict[str, dict[str, Any]]:
         """The running daemon's own figures per sense, by name (the log records a steady
         sense's state only at checkpoints); empty when no daemon answers."""
+        from nerve.commands import ListSenses
         from nerve.errors import DaemonError
-        from nerve.runtime.client import route
+        from nerve.transport import connect
 
-        def ask(daemon: Any) -> dict[str, dict[str, Any]]:
-            rows = daemon.call({"type": "list-senses"}, timeout=timeout)["senses"]
-            return {str(r["name"]): r for r in rows if isinstance(r, dict) and "name" in r}
-
+        transport = connect(self._dir)
+        if not transport.daemon:
+            return {}
         try:
-            return route(self._dir, daemon=ask, log=dict)
+            rows = transport.do(ListSenses(), timeout=timeout).senses
         except (DaemonError, KeyError, TypeError):
             return {}
+        return {str(r["name"]): r for r in rows if isinstance(r, dict) and "name" in r}
 
     # -- one sense's data ------------------------------------------------------------------
 

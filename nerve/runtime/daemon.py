@@ -1,6 +1,6 @@
 """Running the kernel as a daemon (the server half): start, stop, and its log.
 
-The client half (pid, socket, one request) is ``nerve.runtime.client``."""
+The client half (pid, socket, one request) is ``nerve.transport``."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO, TextIO
 from nerve import fsio
 from nerve.errors import DaemonError
 from nerve.runtime.children import adopt_orphans
-from nerve.runtime.client import alive, call, pid_path, read_pid, run_path, running
+from nerve.transport import alive, call, pid_path, read_pid, run_path, running
 from nerve.workspace import WorkspaceDir
 
 if TYPE_CHECKING:

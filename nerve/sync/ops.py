@@ -93,15 +93,18 @@ def join(ws: WorkspaceDir, code: str, device: str | None = None) -> Group:
 def now(ws: WorkspaceDir) -> RoundResult:
     """One sync round now (send, receive, announce): through the daemon when one runs (it
     writes the peer logs), else here."""
-    from nerve.runtime.client import Daemon, route
+    from nerve.transport import ThroughDaemon, connect
 
     group = load_group(ws)
 
-    def through(daemon: Daemon) -> RoundResult:
-        reply = daemon.call({"type": "sync"}, timeout=120)
+    def through(transport: ThroughDaemon) -> RoundResult:
+        reply = transport.call({"type": "sync"}, timeout=120)
         return RoundResult(**(reply.get("round") or {}))
 
-    return route(ws, daemon=through, log=lambda: _with_bus(ws, group, lambda e, b: e.round(b)))
+    def here() -> RoundResult:
+        return _with_bus(ws, group, lambda e, b: e.round(b))
+
+    return connect(ws).either(daemon=through, log=here)
 
 
 def leave(ws: WorkspaceDir) -> str:
