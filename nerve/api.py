@@ -22,7 +22,17 @@ from datetime import tzinfo
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from nerve.commands import Archive, Archived, Command, Forget, GetStatus, ListSenses, TriggerSense
+from nerve.commands import (
+    Archive,
+    Archived,
+    Command,
+    Forget,
+    GetStatus,
+    ListSenses,
+    Reply,
+    RotateKey,
+    TriggerSense,
+)
 from nerve.door.admin import Admin
 from nerve.door.fleet import Fleet
 from nerve.door.info import Info
@@ -30,7 +40,7 @@ from nerve.door.reads import Reads
 from nerve.door.runs import Runs
 from nerve.door.sync import Sync
 from nerve.errors import DaemonError, UsageError
-from nerve.transport import ThroughDaemon, connect
+from nerve.transport import connect
 from nerve.workspace import WorkspaceDir as Folder
 
 if TYPE_CHECKING:  # loaded by the methods that use them: a read or an emit loads only its own
@@ -515,7 +525,7 @@ class Workspace(Reads, Runs, Fleet, Sync, Info, Admin):
             with folder.open_log() as log:
                 return rotate_offline(log, folder.config.attention, folder.data / "keys")
 
-        return connect(folder).either(daemon=_rotate_through, log=direct)
+        return connect(folder).either(RotateKey(), log=direct, read=_epoch)
 
     def attention_settings(self) -> AttentionSettings:
         """The ``attention:`` section as the daemon runs it (gate, detector, budget)."""
@@ -552,10 +562,6 @@ class Workspace(Reads, Runs, Fleet, Sync, Info, Admin):
         return audit.show(self._dir.log_root, seq)
 
 
-def _rotate_through(transport: ThroughDaemon) -> int:
-    return int(transport.call({"type": "rotate-key"})["epoch"])
-
-
 def _attends_itself() -> DaemonError:
     return DaemonError("the daemon attends as it runs", hint="stop it first, or use --check alone")
 
@@ -564,3 +570,7 @@ def _filter(kinds: Iterable[str], sources: Iterable[str], bookkeeping: bool) -> 
     from nerve.log.select import TailFilter
 
     return TailFilter.of(list(kinds), list(sources), all_kinds=bookkeeping)
+
+
+def _epoch(rotated: Reply) -> int:
+    return int(rotated.fields["epoch"])

@@ -5,8 +5,10 @@ A command is a frozen value with a ``TYPE`` (its name on the socket), ``to_json`
 the field), and one ``apply`` that runs inside the log's single writer, whichever process
 that is: this one (``nerve.transport.Direct``) or the daemon (``nerve.runtime.control``).
 ``apply`` sees the writer as a :class:`Side`; privacy rules and attestations are checked
-there, once. ``WHERE`` says where a command can run: ``either``, ``daemon`` only (it needs
-the running senses or workflows) or ``log`` only (it needs the log to itself).
+there, once. ``WHERE`` says where a command can run: ``either``, or ``daemon`` only (it
+needs the running senses, workflows, attention or sync; the daemon's kernel or one of its
+extensions answers it, and an operation that has a way without a daemon gives it as the
+``log`` half of ``Transport.either``).
 
 A command's result is typed too, with ``to_json``/``from_json``: the fields of the
 daemon's reply, so the socket's replies keep their shape.
@@ -33,7 +35,7 @@ if TYPE_CHECKING:
     from nerve.privacy.policy import Policy
 
 VERSION = 1
-Where = Literal["either", "daemon", "log"]
+Where = Literal["either", "daemon"]
 T = TypeVar("T")
 Json = dict[str, Any]
 
@@ -527,7 +529,7 @@ class Forget(Command):
     request: Request
 
     def fields(self) -> Json:
-        return {k: v for k, v in self.request.to_json().items() if k != "type"}
+        return self.request.to_json()
 
     @classmethod
     def from_json(cls, obj: Any) -> Forget:
@@ -755,6 +757,70 @@ class Override(Command):
         )
 
 
+@dataclass(frozen=True)
+class RunsStatus(Command):
+    """The workflow engine's runs in progress."""
+
+    TYPE: ClassVar[str] = "workflow-status"
+    WHERE: ClassVar[Where] = "daemon"
+    RESULT: ClassVar[Any] = Reply
+
+    @classmethod
+    def from_json(cls, obj: Any) -> RunsStatus:
+        version_of(obj)
+        return cls()
+
+
+@dataclass(frozen=True)
+class FireCheck(Command):
+    """Fire one check on a workspace file, recorded in the log as part of ``run``."""
+
+    TYPE: ClassVar[str] = "check-fire"
+    WHERE: ClassVar[Where] = "daemon"
+    RESULT: ClassVar[Any] = Reply
+    check: str
+    path: str
+    run: str = "manual"
+    stage: str = "manual"
+
+    def fields(self) -> Json:
+        return {"check": self.check, "path": self.path, "run": self.run, "stage": self.stage}
+
+    @classmethod
+    def from_json(cls, obj: Any) -> FireCheck:
+        obj = version_of(obj)
+        run, stage = obj.get("run") or "manual", obj.get("stage") or "manual"
+        return cls(text(obj, "check"), text(obj, "path"), str(run), str(stage))
+
+
+@dataclass(frozen=True)
+class RotateKey(Command):
+    """Move the surfacing chain to a new signing key."""
+
+    TYPE: ClassVar[str] = "rotate-key"
+    WHERE: ClassVar[Where] = "daemon"
+    RESULT: ClassVar[Any] = Reply
+
+    @classmethod
+    def from_json(cls, obj: Any) -> RotateKey:
+        version_of(obj)
+        return cls()
+
+
+@dataclass(frozen=True)
+class SyncRound(Command):
+    """One sync round now: send, receive, announce."""
+
+    TYPE: ClassVar[str] = "sync"
+    WHERE: ClassVar[Where] = "daemon"
+    RESULT: ClassVar[Any] = Reply
+
+    @classmethod
+    def from_json(cls, obj: Any) -> SyncRound:
+        version_of(obj)
+        return cls()
+
+
 COMMANDS: tuple[type[Command], ...] = (
     Emit,
     Import,
@@ -773,6 +839,10 @@ COMMANDS: tuple[type[Command], ...] = (
     AnswerRun,
     RecheckRun,
     Override,
+    RunsStatus,
+    FireCheck,
+    RotateKey,
+    SyncRound,
 )
 BY_TYPE: dict[str, type[Command]] = {c.TYPE: c for c in COMMANDS}
 

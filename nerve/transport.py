@@ -31,7 +31,6 @@ if TYPE_CHECKING:
     from nerve.privacy.policy import Policy
 
 T = TypeVar("T")
-Through = Callable[["ThroughDaemon"], T]  # an operation's half that goes through the daemon
 
 __all__ = ["Direct", "ThroughDaemon", "Transport", "connect", "running"]
 
@@ -140,10 +139,17 @@ class Transport:
         """Run ``command``; its typed result."""
         raise NotImplementedError
 
-    def either(self, *, daemon: Through[T] | None = None, log: Callable[[], T] | None = None) -> T:
-        """An operation that is not (yet) a command, done the way this transport goes:
-        ``daemon`` through the daemon, ``log`` on the log; a missing half is refused as
-        :meth:`do` refuses a command that cannot run here."""
+    def either(
+        self,
+        daemon: Command | None = None,
+        *,
+        log: Callable[[], T] | None = None,
+        read: Callable[[Any], T] = lambda result: result,
+    ) -> T:
+        """An operation the daemon answers as a command (``daemon``, its typed result) and
+        this process by other means (``log``, which needs the log to itself): the half for
+        this transport (``read`` turns the daemon's result into what ``log`` returns);
+        without it, the daemon is said not to run, or to hold the log."""
         raise NotImplementedError
 
 
@@ -156,9 +162,15 @@ class Direct(Transport):
         with ExitStack() as stack:
             return command.apply(DirectSide(self.ws, stack))
 
-    def either(self, *, daemon: Through[T] | None = None, log: Callable[[], T] | None = None) -> T:
+    def either(
+        self,
+        daemon: Command | None = None,
+        *,
+        log: Callable[[], T] | None = None,
+        read: Callable[[Any], T] = lambda result: result,
+    ) -> T:
         if log is None:
-            raise no_daemon()
+            raise no_daemon() if daemon is None else daemon.absent()
         return log()
 
 
@@ -168,20 +180,20 @@ class ThroughDaemon(Transport):
     daemon = True
 
     def do(self, command: Command, *, timeout: float = 60) -> Any:
-        if command.WHERE == "log":
-            raise holds_log()
         if isinstance(command, Emit | Import):
             return command.result_of(self._in_parts(command.to_json()))
         return command.result_of(call(self.ws, command.to_json(), timeout=timeout))
 
-    def either(self, *, daemon: Through[T] | None = None, log: Callable[[], T] | None = None) -> T:
+    def either(
+        self,
+        daemon: Command | None = None,
+        *,
+        log: Callable[[], T] | None = None,
+        read: Callable[[Any], T] = lambda result: result,
+    ) -> T:
         if daemon is None:
             raise holds_log()
-        return daemon(self)
-
-    def call(self, request: Json, *, timeout: float = 60) -> Json:
-        """One request of a kind that is not (yet) a command (sync rounds, check fires)."""
-        return call(self.ws, request, timeout=timeout)
+        return read(self.do(daemon, timeout=120))
 
     def _in_parts(self, request: Json) -> Json:
         """Send a batch in requests of at most ``REQUEST_CHUNK_BYTES``, in order, as the

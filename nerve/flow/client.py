@@ -19,12 +19,12 @@ from typing import Any, TextIO
 from nerve.checks.catalog import catalog, check_dirs, lookup, runnable
 from nerve.checks.dispatch import fire
 from nerve.checks.manifest import CheckManifest
-from nerve.commands import AnswerRun, Command, Override, RecheckRun, Reply, TriggerRun
+from nerve.commands import AnswerRun, Command, FireCheck, Override, RecheckRun, Reply, TriggerRun
 from nerve.contract import WorkflowTrigger
 from nerve.errors import UsageError, WorkflowError
 from nerve.flow.gate import WRITE_DETAIL_DIR, kept_verdict, write_details
 from nerve.resources import bundled
-from nerve.transport import ThroughDaemon, connect
+from nerve.transport import connect
 from nerve.workspace import WorkspaceDir
 
 __all__ = [
@@ -174,7 +174,6 @@ def fire_check(
 
     Returns the verdict and whether it was recorded in the log.
     """
-    request = {"type": "check-fire", "check": check_id, "path": path, "run": run, "stage": stage}
 
     def direct() -> tuple[dict[str, Any], bool]:
         manifest = runnable(lookup(checks(ws), check_id))
@@ -190,7 +189,7 @@ def fire_check(
             )
         return kept_verdict(ws.root, kept, verdict).to_dict(), False
 
-    def through(transport: ThroughDaemon) -> tuple[dict[str, Any], bool]:
-        return dict(transport.call(request, timeout=120)["verdict"]), True
+    def read(reply: Reply) -> tuple[dict[str, Any], bool]:
+        return dict(reply.fields["verdict"]), True
 
-    return connect(ws).either(daemon=through, log=direct)
+    return connect(ws).either(FireCheck(check_id, path, run, stage), log=direct, read=read)

@@ -99,8 +99,8 @@ class Request:
 
     def to_json(self) -> dict[str, Any]:
         if self.selection is None:
-            return {"type": "forget", "retention": True}
-        return {"type": "forget", "selection": self.selection.to_json(), "reason": self.reason}
+            return {"retention": True}
+        return {"selection": self.selection.to_json(), "reason": self.reason}
 
     @classmethod
     def from_json(cls, obj: dict[str, Any]) -> Request:

@@ -27,6 +27,7 @@ from nerve.commands import (
     Compact,
     Done,
     Emit,
+    FireCheck,
     Forget,
     GetStatus,
     Import,
@@ -35,14 +36,18 @@ from nerve.commands import (
     Pause,
     RecheckRun,
     Reload,
+    Reply,
     Resume,
+    RotateKey,
+    RunsStatus,
     Seal,
     Stop,
+    SyncRound,
     TriggerRun,
     TriggerSense,
     command_of,
 )
-from nerve.errors import DaemonError, NerveError, UsageError, WorkflowError
+from nerve.errors import CheckError, DaemonError, NerveError, UsageError, WorkflowError
 from nerve.events import Event
 from nerve.log.drafts import Draft
 from nerve.log.reader import snapshot, table_since
@@ -271,6 +276,28 @@ def test_run_commands_reach_the_workflow_engine(ways: tuple[Way, Way]) -> None:
             daemon.do(command)
 
 
+@covers(RunsStatus, FireCheck, RotateKey, SyncRound)
+def test_extension_commands_reach_their_extension(ways: tuple[Way, Way]) -> None:
+    """The workflow engine, attention and sync answer their commands in the daemon; here,
+    without one, each is refused (their callers' own ways without a daemon are
+    ``Transport.either``'s ``log`` half)."""
+    direct, daemon = ways
+    for command in (
+        RunsStatus(),
+        FireCheck("no-such-check", "README.md"),
+        RotateKey(),
+        SyncRound(),
+    ):
+        with pytest.raises(DaemonError, match="daemon is not running"):
+            direct.do(command)
+    assert "workflows" in daemon.do(RunsStatus()).fields
+    with pytest.raises(CheckError, match="no-such-check"):
+        daemon.do(FireCheck("no-such-check", "README.md"))
+    assert daemon.do(SyncRound()) == Reply({"round": None})  # no group joined
+    epoch = daemon.do(RotateKey()).fields["epoch"]
+    assert daemon.do(RotateKey()).fields["epoch"] == epoch + 1
+
+
 @covers(Stop)
 def test_stop_ends_the_daemon_and_is_refused_without_one(tmp_path: Path) -> None:
     ws = init_workspace(tmp_path / "ws")
@@ -324,6 +351,10 @@ def test_every_command_round_trips_through_its_json() -> None:
         AnswerRun("r", "yes", "me"),
         RecheckRun("r"),
         Override("r", "why", "me", "/dev/pts/1", interactive=True),
+        RunsStatus(),
+        FireCheck("c", "p", "r", "s"),
+        RotateKey(),
+        SyncRound(),
     ]
     assert {type(c) for c in examples} == set(COMMANDS)
     for command in examples:
