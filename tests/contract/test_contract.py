@@ -365,3 +365,17 @@ def test_every_command_round_trips_through_its_json() -> None:
 def test_the_suite_covers_every_command() -> None:
     covered = {c for commands in COVERS.values() for c in commands}
     assert covered == set(COMMANDS), set(COMMANDS) - covered
+
+
+def test_the_socket_answers_the_command_set_and_nothing_else() -> None:
+    """The daemon's table (the kernel's own, built from the commands, and those of the
+    workflow engine, attention and sync) names every command and no other request."""
+    from nerve.attention.service import AttentionService
+    from nerve.flow.control import handlers
+    from nerve.runtime import control
+    from nerve.runtime.syncer import SyncLoop
+
+    engine: Any = object()  # the engine's handlers are only bound to it here, not called
+    table = {**control.HANDLERS, **handlers(engine)}
+    table |= AttentionService().handlers() | SyncLoop().handlers()
+    assert sorted(table) == sorted(c.TYPE for c in COMMANDS)
