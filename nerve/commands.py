@@ -17,8 +17,7 @@ daemon's reply, so the socket's replies keep their shape.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, TypeVar, dataclass_transform
 
 from nerve.clock import Hlc
 from nerve.errors import DaemonError, NerveError, UsageError
@@ -87,9 +86,10 @@ def version_of(obj: Any) -> Json:
     return obj
 
 
-def text(obj: Json, key: str) -> str:
-    value = obj.get(key)
-    if not isinstance(value, str) or not value:
+def text(obj: Json, key: str, default: str | None = None) -> str:
+    """A field that must be a string with something in it (``default`` when absent)."""
+    value = obj.get(key, default)
+    if not isinstance(value, str) or not value.strip():
         raise UsageError(f"request field {key!r} must be a non-empty string", field=key)
     return value
 
@@ -166,11 +166,56 @@ def draft_to_json(draft: Draft) -> Json:
     return wire
 
 
+# -- records -----------------------------------------------------------------------------
+
+
+@dataclass_transform()
+class Record:
+    """A frozen value with named fields, declared as annotations (a default as the class
+    attribute): what ``@dataclass(frozen=True)`` makes, without generating code for each of
+    the many classes here when a command line starts."""
+
+    __slots__ = ()
+    FIELDS: ClassVar[tuple[str, ...]] = ()
+
+    def __init_subclass__(cls) -> None:
+        own = vars(cls).get("__annotations__", {})
+        cls.FIELDS = (*cls.FIELDS, *(n for n, t in own.items() if "ClassVar" not in str(t)))
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        if len(args) > len(self.FIELDS) or set(kwargs) - set(self.FIELDS[len(args) :]):
+            raise TypeError(f"{type(self).__name__} takes fields {self.FIELDS}")
+        given = {**dict(zip(self.FIELDS, args, strict=False)), **kwargs}
+        for name in self.FIELDS:
+            if name not in given and not hasattr(type(self), name):
+                raise TypeError(f"{type(self).__name__} needs field {name!r}")
+            object.__setattr__(self, name, given.get(name, getattr(type(self), name, None)))
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"{type(self).__name__} is frozen: {name!r} cannot change")
+
+    def _values(self) -> tuple[Any, ...]:
+        return tuple(getattr(self, name) for name in self.FIELDS)
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            isinstance(other, Record)
+            and type(other) is type(self)
+            and self._values() == other._values()
+        )
+
+    def __hash__(self) -> int:
+        return hash((type(self), self._values()))
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.FIELDS)
+        return f"{type(self).__name__}({shown})"
+
+
 # -- results -----------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Emitted:
+class Emitted(Record):
     """The events an emit stored, and whether its key was used before (``replayed``: the
     first batch's events, nothing stored now)."""
 
@@ -190,8 +235,7 @@ class Emitted:
         return cls(events, obj.get("replayed") is True)
 
 
-@dataclass(frozen=True)
-class Imported:
+class Imported(Record):
     """How many events an import stored, and whether its key was used before."""
 
     imported: int
@@ -205,8 +249,7 @@ class Imported:
         return cls(int(obj["imported"]), obj.get("replayed") is True)
 
 
-@dataclass(frozen=True)
-class Sealed:
+class Sealed(Record):
     """The segment a seal wrote, or None when the tail was empty."""
 
     segment: SegmentInfo | None
@@ -222,8 +265,7 @@ class Sealed:
         return cls(SegmentInfo.from_json(sealed) if sealed else None)
 
 
-@dataclass(frozen=True)
-class Compacted:
+class Compacted(Record):
     """What a compaction did: segments replaced, segments written, rows in them."""
 
     merged: int
@@ -238,8 +280,7 @@ class Compacted:
         return cls(int(obj["merged"]), int(obj["written"]), int(obj["rows"]))
 
 
-@dataclass(frozen=True)
-class Paused:
+class Paused(Record):
     """The pause a pause began."""
 
     capture: PauseState
@@ -254,8 +295,7 @@ class Paused:
         return cls(PauseState.from_json(obj["capture"]))
 
 
-@dataclass(frozen=True)
-class Resumed:
+class Resumed(Record):
     """The pause a resume ended, or None when capture was not paused."""
 
     ended: PauseState | None
@@ -271,8 +311,7 @@ class Resumed:
         return cls(PauseState.from_json(ended) if ended else None)
 
 
-@dataclass(frozen=True)
-class Forgotten:
+class Forgotten(Record):
     """What a forget erased."""
 
     result: ForgetResult
@@ -287,8 +326,7 @@ class Forgotten:
         return cls(ForgetResult.from_json(obj["result"]))
 
 
-@dataclass(frozen=True)
-class Archived:
+class Archived(Record):
     """What an archive moved."""
 
     result: ArchiveResult
@@ -303,8 +341,7 @@ class Archived:
         return cls(ArchiveResult(**obj["result"]))
 
 
-@dataclass(frozen=True)
-class Done:
+class Done(Record):
     """A command that answers nothing but that it was done."""
 
     def to_json(self) -> Json:
@@ -315,13 +352,12 @@ class Done:
         return cls()
 
 
-@dataclass(frozen=True)
-class Health:
+class Health(Record):
     """Whether a daemon runs, and its health figures when one does (pid, uptime_s, events,
     senses, ...)."""
 
     running: bool
-    figures: Json = field(default_factory=dict)
+    figures: Json = {}  # noqa: RUF012  (a record is frozen, and nothing edits the figures)
 
     def to_json(self) -> Json:
         return {"status": self.figures}
@@ -331,8 +367,7 @@ class Health:
         return cls(True, dict(obj["status"]))
 
 
-@dataclass(frozen=True)
-class Senses:
+class Senses(Record):
     """Every sense, one row each (its configuration, and the daemon's figures when one runs)."""
 
     senses: list[Json]
@@ -345,12 +380,11 @@ class Senses:
         return cls(list(obj["senses"]))
 
 
-@dataclass(frozen=True)
-class Reply:
+class Reply(Record):
     """A daemon's answer given as it came (a sense listing, health figures, a run's
     status): the fields of its reply but ``ok``."""
 
-    fields: Json = field(default_factory=dict)
+    fields: Json
 
     def to_json(self) -> Json:
         return dict(self.fields)
@@ -363,7 +397,7 @@ class Reply:
 # -- commands ----------------------------------------------------------------------------
 
 
-class Command:
+class Command(Record):
     """What every command has: its socket name, where it runs, its result's type."""
 
     TYPE: ClassVar[str]
@@ -389,7 +423,6 @@ class Command:
         return self.RESULT.from_json(reply)
 
 
-@dataclass(frozen=True)
 class Emit(Command):
     """Store drafts as one group commit, all or nothing; with ``key``, once per key."""
 
@@ -416,7 +449,6 @@ class Emit(Command):
         return Emitted([event_from_json(r) for r in rows], replayed)
 
 
-@dataclass(frozen=True)
 class Import(Command):
     """Import whole events of another log, all or nothing; with ``key``, once per key."""
 
@@ -449,7 +481,6 @@ def _keyed(key: str | None) -> Json:
     return {} if key is None else {"key": key}
 
 
-@dataclass(frozen=True)
 class Seal(Command):
     """Seal the log's tail into a segment now."""
 
@@ -465,7 +496,6 @@ class Seal(Command):
         return Sealed(side.with_log(lambda log: log.seal()))
 
 
-@dataclass(frozen=True)
 class Compact(Command):
     """Merge small segments into ones of about ``target_rows`` rows."""
 
@@ -485,7 +515,6 @@ class Compact(Command):
         return Compacted(done.merged, done.written, done.rows)
 
 
-@dataclass(frozen=True)
 class Pause(Command):
     """Stop the senses, for ``for_ms`` milliseconds or until a resume."""
 
@@ -504,7 +533,6 @@ class Pause(Command):
         return Paused(side.pause(self.for_ms))
 
 
-@dataclass(frozen=True)
 class Resume(Command):
     """Start the senses again."""
 
@@ -520,7 +548,6 @@ class Resume(Command):
         return Resumed(side.resume())
 
 
-@dataclass(frozen=True)
 class Forget(Command):
     """Erase the events a selection names (or those past the retention limits)."""
 
@@ -544,7 +571,6 @@ class Forget(Command):
         return Forgotten(side.with_log(lambda log: apply(log, self.request, retention)))
 
 
-@dataclass(frozen=True)
 class Archive(Command):
     """Move whole segments older than ``before`` into the folder ``to``."""
 
@@ -577,7 +603,6 @@ class Archive(Command):
         return Archived(side.with_log(lambda log: apply(log, self.before, to, vacuum=self.vacuum)))
 
 
-@dataclass(frozen=True)
 class GetStatus(Command):
     """Whether a daemon runs, and its health figures."""
 
@@ -593,7 +618,6 @@ class GetStatus(Command):
         return Health(False)  # answered here: no daemon runs
 
 
-@dataclass(frozen=True)
 class ListSenses(Command):
     """Every sense: the running daemon's figures for each, else nerve.yaml's."""
 
@@ -611,7 +635,6 @@ class ListSenses(Command):
         return Senses(sense_rows(side.config))
 
 
-@dataclass(frozen=True)
 class TriggerSense(Command):
     """Compute one sense now."""
 
@@ -633,7 +656,6 @@ class TriggerSense(Command):
         )
 
 
-@dataclass(frozen=True)
 class Reload(Command):
     """Read nerve.yaml again and apply it (refused, and recorded, when it does not validate)."""
 
@@ -647,7 +669,6 @@ class Reload(Command):
         return cls()
 
 
-@dataclass(frozen=True)
 class Stop(Command):
     """Stop the daemon."""
 
@@ -661,7 +682,6 @@ class Stop(Command):
         return cls()
 
 
-@dataclass(frozen=True)
 class TriggerRun(Command):
     """Start a run of a workflow; with a ``key`` used before, the earlier run is named."""
 
@@ -690,7 +710,6 @@ class TriggerRun(Command):
         return cls(t.name, t.prompt, t.max_rounds, t.dry_run, t.key)
 
 
-@dataclass(frozen=True)
 class AnswerRun(Command):
     """Answer a waiting run's question, as ``by``."""
 
@@ -707,10 +726,9 @@ class AnswerRun(Command):
     @classmethod
     def from_json(cls, obj: Any) -> AnswerRun:
         obj = version_of(obj)
-        return cls(text(obj, "run"), text(obj, "choice"), text(obj, "by"))
+        return cls(text(obj, "run"), text(obj, "choice"), text(obj, "by", "cli"))
 
 
-@dataclass(frozen=True)
 class RecheckRun(Command):
     """Run a run's checks again."""
 
@@ -727,7 +745,6 @@ class RecheckRun(Command):
         return cls(text(version_of(obj), "run"))
 
 
-@dataclass(frozen=True)
 class Override(Command):
     """Let a held run pass its gate, for ``reason``, by a person at terminal ``tty``."""
 
@@ -751,13 +768,12 @@ class Override(Command):
         return cls(
             text(obj, "run"),
             text(obj, "reason"),
-            text(obj, "by"),
+            text(obj, "by", "unknown"),
             tty if isinstance(tty, str) else None,
             obj.get("interactive") is True,
         )
 
 
-@dataclass(frozen=True)
 class RunsStatus(Command):
     """The workflow engine's runs in progress."""
 
@@ -771,7 +787,6 @@ class RunsStatus(Command):
         return cls()
 
 
-@dataclass(frozen=True)
 class FireCheck(Command):
     """Fire one check on a workspace file, recorded in the log as part of ``run``."""
 
@@ -793,7 +808,6 @@ class FireCheck(Command):
         return cls(text(obj, "check"), text(obj, "path"), str(run), str(stage))
 
 
-@dataclass(frozen=True)
 class RotateKey(Command):
     """Move the surfacing chain to a new signing key."""
 
@@ -807,7 +821,6 @@ class RotateKey(Command):
         return cls()
 
 
-@dataclass(frozen=True)
 class SyncRound(Command):
     """One sync round now: send, receive, announce."""
 
