@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 
+# nerve.commands loads these when it parses; the fuzzer instruments them, so load them now
 import nerve.log.attest
 import nerve.log.wire  # noqa: F401
 from nerve.commands import command_of, parse_drafts, parse_events

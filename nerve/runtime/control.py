@@ -11,7 +11,8 @@ table it passes to :func:`handle`.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
@@ -38,7 +39,7 @@ from nerve.commands import (
     version_of,
 )
 from nerve.contract import WorkflowTrigger
-from nerve.errors import ConfigError, NerveError, WorkflowError
+from nerve.errors import ConfigError, DaemonError, NerveError, WorkflowError
 from nerve.privacy.pause import PAUSED, RESUMED
 from nerve.runtime.ipc import IpcServer, error_reply, refusal
 from nerve.runtime.senses import sense_rows
@@ -277,10 +278,15 @@ def _parsed(kind: type[Command], request: dict[str, Any]) -> Command:
     return made
 
 
+# Commands are applied in threads of their own: each waits on the loop for the writer's
+# steps, which use the loop's default threads; sharing those could leave none to run them.
+_APPLYING = ThreadPoolExecutor(max_workers=4, thread_name_prefix="command")
+
+
 async def _applied(kernel: Controlled, command: Command) -> Any:
     """``command.apply`` run in a thread beside the loop, over the daemon's writer."""
-    side = DaemonSide(kernel, asyncio.get_running_loop())
-    return await asyncio.to_thread(command.apply, side)
+    loop = asyncio.get_running_loop()
+    return await loop.run_in_executor(_APPLYING, command.apply, DaemonSide(kernel, loop))
 
 
 def _staged(kernel: Controlled, request: dict[str, Any], kind: type[Command]) -> Command | None:
@@ -311,8 +317,17 @@ class DaemonSide:
         self._kernel = kernel
         self._loop = loop
 
-    def _on_loop(self, work: Awaitable[T]) -> T:
-        return asyncio.run_coroutine_threadsafe(work, self._loop).result()  # type: ignore[arg-type]
+    def _on_loop(self, work: Coroutine[Any, Any, T]) -> T:
+        """Run one step on the daemon's loop and wait for it (refused if the loop closes
+        first: the daemon is stopping, and this thread must not outlive it)."""
+        done = asyncio.run_coroutine_threadsafe(work, self._loop)
+        while True:
+            try:
+                return done.result(timeout=1.0)
+            except TimeoutError:
+                if self._loop.is_closed() or not self._loop.is_running():
+                    done.cancel()
+                    raise DaemonError("the daemon stopped before the command was done") from None
 
     @property
     def config(self) -> NerveConfig:

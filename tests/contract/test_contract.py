@@ -158,6 +158,23 @@ def test_the_privacy_rules_screen_an_emit_the_same_way(ways: tuple[Way, Way]) ->
     assert secret not in str(both(ways, script))
 
 
+def test_many_keyed_emits_at_once_through_the_daemon_all_answer(ways: tuple[Way, Way]) -> None:
+    """A command waits, in its thread, for the writer's steps on the daemon's loop: more at
+    once than the loop has threads still all answer (no thread waits on one it holds)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    daemon = ways[1]
+
+    def emit(n: int) -> Any:
+        command = Emit(drafts("crowd", f"n{n}"), key=f"crowd-{n}")
+        return daemon.transport().do(command, timeout=20)
+
+    with ThreadPoolExecutor(max_workers=16) as pool:
+        results = list(pool.map(emit, range(16)))
+    assert [r.replayed for r in results] == [False] * 16
+    assert len(daemon.stored("crowd")) == 16
+
+
 @covers(Import)
 def test_an_import_stores_the_same_ids_and_a_keyed_retry_is_replayed(
     ways: tuple[Way, Way],
