@@ -504,10 +504,7 @@ class Workspace(Reads, Runs, Fleet, Sync, Info, Admin):
             with folder.open_log() as log:
                 return replay(log, folder.config.attention, folder.data / "keys")
 
-        transport = connect(folder)
-        if transport.daemon:
-            raise _attends_itself()
-        return transport.either(log=direct)
+        return connect(folder).either(log=direct, busy=_attends_itself)
 
     def attend_check(self) -> CheckResult:
         """Recompute every attention decision from the log and compare (``.ok``)."""

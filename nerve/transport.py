@@ -145,12 +145,20 @@ class Transport:
         *,
         log: Callable[[], T] | None = None,
         read: Callable[[Any], T] = lambda result: result,
+        busy: Callable[[], NerveError] = holds_log,
+        timeout: float = 120,
     ) -> T:
         """An operation the daemon answers as a command (``daemon``, its typed result) and
         this process by other means (``log``, which needs the log to itself): the half for
         this transport (``read`` turns the daemon's result into what ``log`` returns);
-        without it, the daemon is said not to run, or to hold the log."""
-        raise NotImplementedError
+        without it, the daemon is said not to run, or to hold the log (``busy()``)."""
+        if not self.daemon:
+            if log is None:
+                raise no_daemon() if daemon is None else daemon.absent()
+            return log()
+        if daemon is None:
+            raise busy()
+        return read(self.do(daemon, timeout=timeout))
 
 
 class Direct(Transport):
@@ -162,17 +170,6 @@ class Direct(Transport):
         with ExitStack() as stack:
             return command.apply(DirectSide(self.ws, stack))
 
-    def either(
-        self,
-        daemon: Command | None = None,
-        *,
-        log: Callable[[], T] | None = None,
-        read: Callable[[Any], T] = lambda result: result,
-    ) -> T:
-        if log is None:
-            raise no_daemon() if daemon is None else daemon.absent()
-        return log()
-
 
 class ThroughDaemon(Transport):
     """The daemon is the log's single writer: commands go over its socket."""
@@ -183,17 +180,6 @@ class ThroughDaemon(Transport):
         if isinstance(command, Emit | Import):
             return command.result_of(self._in_parts(command.to_json()))
         return command.result_of(call(self.ws, command.to_json(), timeout=timeout))
-
-    def either(
-        self,
-        daemon: Command | None = None,
-        *,
-        log: Callable[[], T] | None = None,
-        read: Callable[[Any], T] = lambda result: result,
-    ) -> T:
-        if daemon is None:
-            raise holds_log()
-        return read(self.do(daemon, timeout=120))
 
     def _in_parts(self, request: Json) -> Json:
         """Send a batch in requests of at most ``REQUEST_CHUNK_BYTES``, in order, as the

@@ -116,18 +116,19 @@ class Reads:
     def live_senses(self, *, timeout: float = 10) -> dict[str, dict[str, Any]]:
         """The running daemon's own figures per sense, by name (the log records a steady
         sense's state only at checkpoints); empty when no daemon answers."""
-        from nerve.commands import ListSenses
+        from nerve.commands import ListSenses, Senses
         from nerve.errors import DaemonError
         from nerve.transport import connect
 
-        transport = connect(self._dir)
-        if not transport.daemon:
-            return {}
+        def by_name(listed: Senses) -> dict[str, dict[str, Any]]:
+            rows = listed.senses
+            return {str(r["name"]): r for r in rows if isinstance(r, dict) and "name" in r}
+
         try:
-            rows = transport.do(ListSenses(), timeout=timeout).senses
+            transport = connect(self._dir)
+            return transport.either(ListSenses(), log=dict, read=by_name, timeout=timeout)
         except (DaemonError, KeyError, TypeError):
             return {}
-        return {str(r["name"]): r for r in rows if isinstance(r, dict) and "name" in r}
 
     # -- one sense's data ------------------------------------------------------------------
 

@@ -396,3 +396,18 @@ def test_the_socket_answers_the_command_set_and_nothing_else() -> None:
     table = {**control.HANDLERS, **handlers(engine)}
     table |= AttentionService().handlers() | SyncLoop().handlers()
     assert sorted(table) == sorted(c.TYPE for c in COMMANDS)
+
+
+def test_an_operation_with_a_way_of_its_own_takes_the_transport_s_half(
+    ways: tuple[Way, Way],
+) -> None:
+    """``Transport.either``: the command through the daemon, the operation's own way here;
+    a missing half is refused as a command that cannot run here is."""
+    direct, daemon = ways
+    assert direct.transport().either(RunsStatus(), log=lambda: "here") == "here"
+    answered = daemon.transport().either(RunsStatus(), log=lambda: "here", read=type)
+    assert answered is Reply
+    with pytest.raises(DaemonError, match="daemon is not running"):
+        direct.transport().either(RunsStatus())
+    with pytest.raises(UsageError, match="a daemon holds this log"):
+        daemon.transport().either(log=lambda: "here")
