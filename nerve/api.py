@@ -22,17 +22,9 @@ from datetime import tzinfo
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from nerve.commands import (
-    Archive,
-    Archived,
-    Command,
-    Forget,
-    GetStatus,
-    ListSenses,
-    Reply,
-    RotateKey,
-    TriggerSense,
-)
+from nerve.commands import Command, Reply
+from nerve.commands.daemon import GetStatus, ListSenses, RotateKey, TriggerSense
+from nerve.commands.log import Archive, Archived, Forget
 from nerve.door.admin import Admin
 from nerve.door.fleet import Fleet
 from nerve.door.info import Info

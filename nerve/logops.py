@@ -8,7 +8,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from nerve.canonical import loads_bounded
 from nerve.clock import HLC_ZERO, Hlc
-from nerve.commands import Compact, Emit, Import, Seal
+from nerve.commands.log import Compact, Emit, Import, Seal
 from nerve.errors import EventError, LogError, NerveError, OrderError, UsageError
 from nerve.events import ErasedEvent, Event
 from nerve.log.attest import check_batch, drafts_of_object

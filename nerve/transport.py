@@ -18,7 +18,8 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from nerve.commands import Command, Emit, Import, Json, no_daemon
+from nerve.commands import Command, Json, no_daemon
+from nerve.commands.log import Emit, Import
 from nerve.errors import ConfigError, NerveError, SealDeferred, UsageError
 from nerve.workspace import WorkspaceDir
 

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from nerve.commands import AnswerRun, Compact, Emit, Override, Pause, Record, command_of
+from nerve.commands import Record
+from nerve.commands.daemon import AnswerRun, Override
+from nerve.commands.log import Compact, Emit, Pause
+from nerve.commands.table import command_of
 from nerve.errors import NerveError
 
 

@@ -10,7 +10,8 @@ import json
 # nerve.commands loads these when it parses; the fuzzer instruments them, so load them now
 import nerve.log.attest
 import nerve.log.wire  # noqa: F401
-from nerve.commands import command_of, parse_drafts, parse_events
+from nerve.commands.log import parse_drafts, parse_events
+from nerve.commands.table import command_of
 from nerve.errors import NerveError
 from nerve.runtime.control import answers_warming
 from nerve.runtime.ipc import parse_request

@@ -116,7 +116,7 @@ class Reads:
     def live_senses(self, *, timeout: float = 10) -> dict[str, dict[str, Any]]:
         """The running daemon's own figures per sense, by name (the log records a steady
         sense's state only at checkpoints); empty when no daemon answers."""
-        from nerve.commands import ListSenses, Senses
+        from nerve.commands.daemon import ListSenses, Senses
         from nerve.errors import DaemonError
         from nerve.transport import connect
 

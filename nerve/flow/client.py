@@ -19,7 +19,8 @@ from typing import Any, TextIO
 from nerve.checks.catalog import catalog, check_dirs, lookup, runnable
 from nerve.checks.dispatch import fire
 from nerve.checks.manifest import CheckManifest
-from nerve.commands import AnswerRun, Command, FireCheck, Override, RecheckRun, Reply, TriggerRun
+from nerve.commands import Command, Reply
+from nerve.commands.daemon import AnswerRun, FireCheck, Override, RecheckRun, TriggerRun
 from nerve.contract import WorkflowTrigger
 from nerve.errors import UsageError, WorkflowError
 from nerve.flow.gate import WRITE_DETAIL_DIR, kept_verdict, write_details

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any, Protocol
 
-from nerve.commands import AnswerRun, FireCheck, Override, RecheckRun, RunsStatus
+from nerve.commands.daemon import AnswerRun, FireCheck, Override, RecheckRun, RunsStatus
 from nerve.errors import WorkflowError
 
 if TYPE_CHECKING:

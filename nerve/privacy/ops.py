@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from nerve.commands import Pause, Resume
+from nerve.commands.log import Pause, Resume
 from nerve.errors import UsageError
 from nerve.events import parse_source
 from nerve.transport import connect

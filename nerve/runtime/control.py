@@ -16,28 +16,19 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from nerve.commands import (
-    COMMANDS,
-    Command,
-    Done,
-    Emit,
+from nerve.commands import Command, Done, Reply, items, key_of, text, version_of
+from nerve.commands.daemon import (
     GetStatus,
     Health,
-    Import,
     ListSenses,
     Reload,
-    Reply,
     Senses,
     Stop,
     TriggerRun,
     TriggerSense,
-    items,
-    key_of,
-    parse_drafts,
-    parse_events,
-    text,
-    version_of,
 )
+from nerve.commands.log import Emit, Import, parse_drafts, parse_events
+from nerve.commands.table import COMMANDS
 from nerve.contract import WorkflowTrigger
 from nerve.errors import ConfigError, DaemonError, NerveError, WorkflowError
 from nerve.privacy.pause import PAUSED, RESUMED

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, TextIO
 
 from nerve import fsio
-from nerve.commands import Stop
+from nerve.commands.daemon import Stop
 from nerve.errors import DaemonError
 from nerve.runtime.children import adopt_orphans
 from nerve.transport import alive, call, pid_path, read_pid, run_path, running

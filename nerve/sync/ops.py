@@ -93,7 +93,8 @@ def join(ws: WorkspaceDir, code: str, device: str | None = None) -> Group:
 def now(ws: WorkspaceDir) -> RoundResult:
     """One sync round now (send, receive, announce): through the daemon when one runs (it
     writes the peer logs), else here."""
-    from nerve.commands import Reply, SyncRound
+    from nerve.commands import Reply
+    from nerve.commands.daemon import SyncRound
     from nerve.transport import connect
 
     group = load_group(ws)

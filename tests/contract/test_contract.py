@@ -19,34 +19,24 @@ from typing import Any
 import pytest
 
 from nerve.clock import Hlc
-from nerve.commands import (
-    COMMANDS,
+from nerve.commands import Command, Done, Reply
+from nerve.commands.daemon import (
     AnswerRun,
-    Archive,
-    Command,
-    Compact,
-    Done,
-    Emit,
     FireCheck,
-    Forget,
     GetStatus,
-    Import,
     ListSenses,
     Override,
-    Pause,
     RecheckRun,
     Reload,
-    Reply,
-    Resume,
     RotateKey,
     RunsStatus,
-    Seal,
     Stop,
     SyncRound,
     TriggerRun,
     TriggerSense,
-    command_of,
 )
+from nerve.commands.log import Archive, Compact, Emit, Forget, Import, Pause, Resume, Seal
+from nerve.commands.table import COMMANDS, command_of
 from nerve.errors import CheckError, DaemonError, NerveError, UsageError, WorkflowError
 from nerve.events import Event
 from nerve.log.drafts import Draft
