@@ -3,7 +3,7 @@
 :class:`Core` holds what a workspace does: opening and closing its DuckDB connection, emitting,
 replaying and asking, and, as private methods, every operation the nouns of
 :mod:`nerve.door.nouns` call (``ws.log.seal()`` is ``Core._seal``). A write goes through the
-running daemon when one runs, else straight to the log (``nerve.runtime.client.route``
+running daemon when one runs, else straight to the log (``nerve.transport.connect``
 decides, in one place); reads open the log's files directly, as any reader may. Results are
 typed (each has ``to_json()``) and every error is a :class:`~nerve.errors.NerveError`.
 """
@@ -16,8 +16,12 @@ from datetime import tzinfo
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Self
 
+from nerve.commands import Command, Reply
+from nerve.commands.daemon import GetStatus, ListSenses, RotateKey, TriggerSense
+from nerve.commands.log import Archive, Archived, Forget
 from nerve.door.reads import ReadOps
 from nerve.errors import DaemonError, UsageError
+from nerve.transport import connect
 from nerve.workspace import WorkspaceDir as Folder
 
 if TYPE_CHECKING:  # loaded by the methods that use them: a read or an emit loads only its own
@@ -39,7 +43,6 @@ if TYPE_CHECKING:  # loaded by the methods that use them: a read or an emit load
     from nerve.privacy.forget import ForgetResult, Request
     from nerve.privacy.pause import PauseState
     from nerve.recall import AskResult
-    from nerve.runtime.client import Daemon
     from nerve.tail.batch import Batch
 
 __all__ = ["Core", "Status"]
@@ -118,6 +121,10 @@ class Core(ReadOps):
             )
         self.close()
         return self._dir
+
+    def _do(self, command: Command) -> Any:
+        """Run a writing command the way the log is reached now (``nerve.transport``)."""
+        return connect(self._writable()).do(command)
 
     # -- reading ------------------------------------------------------------------------
 
@@ -322,31 +329,24 @@ class Core(ReadOps):
     def _forget_request(self, request: Request, *, dry_run: bool = False) -> ForgetResult:
         """Run a forget already put together (``nerve.privacy.forget.request_of``)."""
         from nerve.privacy.forget import dry_run as plan
-        from nerve.privacy.forget import forget
 
-        return plan(self._dir, request) if dry_run else forget(self._writable(), request)
+        return plan(self._dir, request) if dry_run else self._do(Forget(request)).result
 
     def _archive(self, before: Hlc, to: Path | str, *, vacuum: bool = False) -> ArchiveResult:
-        from nerve.privacy.archive import archive
-
-        return archive(self._writable(), before, Path(to), vacuum=vacuum)
+        folder = str(Path(to).expanduser().resolve())
+        archived: Archived = self._do(Archive(before, folder, vacuum))
+        return archived.result
 
     # -- the daemon ---------------------------------------------------------------------
 
     def _status(self, *, timeout: float = 60) -> Status:
         """Whether a daemon runs, and its health figures (as ``nerve status``)."""
-        from nerve.runtime.client import route
-
-        def through(daemon: Daemon) -> Status:
-            return Status(True, daemon.call({"type": "status"}, timeout=timeout)["status"])
-
-        return route(self._dir, daemon=through, log=lambda: Status(False))
+        health = connect(self._dir).do(GetStatus(), timeout=timeout)
+        return Status(health.running, health.figures)
 
     def _has_daemon(self) -> bool:
         """Whether a daemon answers on this workspace's socket now."""
-        from nerve.runtime.client import route
-
-        return route(self._dir, daemon=lambda _: True, log=lambda: False)
+        return connect(self._dir).daemon
 
     def _start(self) -> int:
         """Start the daemon in the background; its pid once it answers."""
@@ -363,9 +363,8 @@ class Core(ReadOps):
         """Stop capture and drop the key (an encrypted workspace): the daemon, which holds
         it, stops; this process forgets every unlocked key. True if a daemon was running."""
         from nerve.log.crypt import forget_keys
-        from nerve.runtime.client import running
 
-        was = running(self._dir)
+        was = connect(self._dir).daemon
         if was:
             self._stop()
         forget_keys()
@@ -373,22 +372,11 @@ class Core(ReadOps):
 
     def _senses(self) -> list[dict[str, Any]]:
         """Every sense: live figures from the daemon when it runs, else nerve.yaml's."""
-        from nerve.runtime.client import route
-        from nerve.runtime.senses import sense_rows
-
-        folder = self._dir
-        return route(
-            folder,
-            daemon=lambda d: list(d.call({"type": "list-senses"})["senses"]),
-            log=lambda: sense_rows(folder.config),
-        )
+        return connect(self._dir).do(ListSenses()).senses  # type: ignore[no-any-return]
 
     def _trigger_sense(self, name: str) -> None:
         """Ask the running daemon to compute a sense now (``UsageError`` without one)."""
-        from nerve.runtime.client import route
-
-        request = {"type": "trigger-sense", "sense": name}
-        route(self._writable(), daemon=lambda d: d.call(request), absent=_needs_daemon)
+        self._do(TriggerSense(name))
 
     # -- workflows, recall, export, fleet ------------------------------------------------
 
@@ -450,7 +438,6 @@ class Core(ReadOps):
         """Attend to the observations not yet attended, as the daemon would (no daemon may
         run: it attends as it runs)."""
         from nerve.attention.service import replay
-        from nerve.runtime.client import route
 
         folder = self._writable()
 
@@ -458,7 +445,7 @@ class Core(ReadOps):
             with folder.open_log() as log:
                 return replay(log, folder.config.attention, folder.data / "keys")
 
-        return route(folder, log=direct, busy=_attends_itself)
+        return connect(folder).either(log=direct, busy=_attends_itself)
 
     def _attend_check(self) -> CheckResult:
         """Recompute every attention decision from the log and compare (``.ok``)."""
@@ -478,7 +465,6 @@ class Core(ReadOps):
     def _rotate_key(self) -> int:
         """Move the surfacing chain to a new signing key; the new key epoch."""
         from nerve.attention.service import rotate_offline
-        from nerve.runtime.client import route
 
         folder = self._writable()
 
@@ -486,9 +472,7 @@ class Core(ReadOps):
             with folder.open_log() as log:
                 return rotate_offline(log, folder.config.attention, folder.data / "keys")
 
-        return route(
-            folder, daemon=lambda d: int(d.call({"type": "rotate-key"})["epoch"]), log=direct
-        )
+        return connect(folder).either(RotateKey(), log=direct, read=_epoch)
 
     def _attention_settings(self) -> AttentionSettings:
         """The ``attention:`` section as the daemon runs it (gate, detector, budget)."""
@@ -525,12 +509,6 @@ class Core(ReadOps):
         return audit.show(self._dir.log_root, seq)
 
 
-def _needs_daemon() -> UsageError:
-    return UsageError(
-        "the daemon is not running", hint="start it with `nerve start` or `nerve dev`"
-    )
-
-
 def _attends_itself() -> DaemonError:
     return DaemonError("the daemon attends as it runs", hint="stop it first, or use --check alone")
 
@@ -539,3 +517,7 @@ def _filter(kinds: Iterable[str], sources: Iterable[str], bookkeeping: bool) -> 
     from nerve.log.select import TailFilter
 
     return TailFilter.of(list(kinds), list(sources), all_kinds=bookkeeping)
+
+
+def _epoch(rotated: Reply) -> int:
+    return int(rotated.fields["epoch"])

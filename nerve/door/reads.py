@@ -116,15 +116,17 @@ class ReadOps:
     def _live_senses(self, *, timeout: float = 10) -> dict[str, dict[str, Any]]:
         """The running daemon's own figures per sense, by name (the log records a steady
         sense's state only at checkpoints); empty when no daemon answers."""
+        from nerve.commands.daemon import ListSenses, Senses
         from nerve.errors import DaemonError
-        from nerve.runtime.client import route
+        from nerve.transport import connect
 
-        def ask(daemon: Any) -> dict[str, dict[str, Any]]:
-            rows = daemon.call({"type": "list-senses"}, timeout=timeout)["senses"]
+        def by_name(listed: Senses) -> dict[str, dict[str, Any]]:
+            rows = listed.senses
             return {str(r["name"]): r for r in rows if isinstance(r, dict) and "name" in r}
 
         try:
-            return route(self._dir, daemon=ask, log=dict)
+            transport = connect(self._dir)
+            return transport.either(ListSenses(), log=dict, read=by_name, timeout=timeout)
         except (DaemonError, KeyError, TypeError):
             return {}
 
