@@ -12,7 +12,7 @@ what-if compares against are signed records in the log, as a daemon leaves them)
 
 Timed, in one run:
 
-- **what-if**: ``ws.attend_what_if(FILE, since_ns=end - 7 days)`` — the library call behind
+- **what-if**: ``ws.audit.what_if(FILE, since_ns=end - 7 days)`` — the library call behind
   the CLI: the whole log's observations read from the segments, attended again under FILE's
   settings (``rules.confirm_s: 0`` laid over the defaults), and the last 7 days' decisions
   compared with the recorded ones;
@@ -101,7 +101,7 @@ def run(days: int, cadence: int) -> dict[str, Any]:
         say(f"{observed:,} observations over {days} days built in "
             f"{time.perf_counter() - started:.0f} s; attending once with the defaults")  # fmt: skip
         ws = nerve.open(root)
-        attended = ws.attend_replay()
+        attended = ws.audit.attend()
         change, same = tmp / "change.yaml", tmp / "same.yaml"
         change.write_text(CHANGE)
         own = AttentionSettings().rules.confirm_s  # the default, said again
@@ -109,9 +109,9 @@ def run(days: int, cadence: int) -> dict[str, Any]:
         before = tree_digest(root / "data")
         since = end_ns - WEEK_NS
         started = time.perf_counter()
-        result = ws.attend_what_if(change, since_ns=since)
+        result = ws.audit.what_if(change, since_ns=since)
         seconds = time.perf_counter() - started
-        unchanged = ws.attend_what_if(same, since_ns=since)
+        unchanged = ws.audit.what_if(same, since_ns=since)
         floor_s = floor(WorkspaceDir.at(root).log_root)
         written = tree_digest(root / "data") != before
     return {

@@ -1,9 +1,11 @@
 """nerve: an ambient-context daemon over one append-only, content-addressed event log.
 
-``nerve.open()`` is the front door: a :class:`Workspace` with every operation the CLI has
-(emit, events, sql, replay, forget, audit, status, ...). The other names are what a sense
-author returns (``Observation``, ``Result``, ...) and the errors every call may raise
-(``NerveError`` and its tree, drawn in ``nerve.errors``).
+``nerve.open()`` is the front door: a :class:`Workspace` that emits, runs SQL, replays and
+asks, and holds every other operation the CLI has in nouns (``ws.events``, ``ws.log``,
+``ws.privacy``, ``ws.audit``, ``ws.sense(name)``, ``ws.run(id)``, ... :data:`nerve.api.NOUNS`
+lists them). The other names are what a sense author returns (``Observation``, ``Result``,
+...) and the errors every call may raise (``NerveError`` and its tree, drawn in
+``nerve.errors``).
 """
 
 from __future__ import annotations
@@ -14,42 +16,50 @@ from typing import TYPE_CHECKING, Any
 from nerve.version import __version__ as __version__
 
 if TYPE_CHECKING:
-    from nerve.api import Status, Workspace
+    from nerve.api import Workspace as Workspace
     from nerve.api import open as open
-    from nerve.clock import Hlc, HybridClock
-    from nerve.config.issues import InvalidConfig
-    from nerve.contract import Observation, Result, SenseContext, Skip, WorkflowTrigger
-    from nerve.errors import (
-        AccessRefused,
-        ChainError,
-        CheckError,
-        ClockError,
-        ConfigError,
-        DaemonError,
-        EventError,
-        LogCorrupt,
-        LogDamageWarning,
-        LogError,
-        NerveError,
-        OrderError,
-        PrivacyError,
-        SealDeferred,
-        SenseError,
-        TrustError,
-        UnsafePath,
-        UsageError,
-        WorkflowError,
-        WriterLocked,
-    )
-    from nerve.events import Event, SourceClass, Trust
-    from nerve.fleet.head import HeadError
-    from nerve.fleet.warehouse import FleetError
-    from nerve.log.verify import VerifyReport
-    from nerve.recall import FallbackError
-    from nerve.runtime.queries import QueryError
+    from nerve.clock import Hlc as Hlc
+    from nerve.clock import HybridClock as HybridClock
+    from nerve.config.issues import InvalidConfig as InvalidConfig
+    from nerve.contract import Observation as Observation
+    from nerve.contract import Result as Result
+    from nerve.contract import SenseContext as SenseContext
+    from nerve.contract import Skip as Skip
+    from nerve.contract import WorkflowTrigger as WorkflowTrigger
+    from nerve.door.core import Status as Status
+    from nerve.door.named import Decision as Decision
+    from nerve.errors import AccessRefused as AccessRefused
+    from nerve.errors import ChainError as ChainError
+    from nerve.errors import CheckError as CheckError
+    from nerve.errors import ClockError as ClockError
+    from nerve.errors import ConfigError as ConfigError
+    from nerve.errors import DaemonError as DaemonError
+    from nerve.errors import EventError as EventError
+    from nerve.errors import LogCorrupt as LogCorrupt
+    from nerve.errors import LogDamageWarning as LogDamageWarning
+    from nerve.errors import LogError as LogError
+    from nerve.errors import NerveError as NerveError
+    from nerve.errors import OrderError as OrderError
+    from nerve.errors import PrivacyError as PrivacyError
+    from nerve.errors import SealDeferred as SealDeferred
+    from nerve.errors import SenseError as SenseError
+    from nerve.errors import TrustError as TrustError
+    from nerve.errors import UnsafePath as UnsafePath
+    from nerve.errors import UsageError as UsageError
+    from nerve.errors import WorkflowError as WorkflowError
+    from nerve.errors import WriterLocked as WriterLocked
+    from nerve.events import Event as Event
+    from nerve.events import SourceClass as SourceClass
+    from nerve.events import Trust as Trust
+    from nerve.fleet.head import HeadError as HeadError
+    from nerve.fleet.warehouse import FleetError as FleetError
+    from nerve.log.verify import VerifyReport as VerifyReport
+    from nerve.recall import FallbackError as FallbackError
+    from nerve.runtime.queries import QueryError as QueryError
 
-# Public name -> the module that defines it. Loaded on first use, so the CLI's start-up (which
-# imports ``nerve.cli``, hence this package) pays only for what a command uses.
+# Public name -> the module that defines it: the one table ``__all__`` is made from. Loaded on
+# first use, so the CLI's start-up (which imports ``nerve.cli``, hence this package) pays only
+# for what a command uses.
 _HOME = {
     "AccessRefused": "nerve.errors",
     "ChainError": "nerve.errors",
@@ -57,6 +67,7 @@ _HOME = {
     "ClockError": "nerve.errors",
     "ConfigError": "nerve.errors",
     "DaemonError": "nerve.errors",
+    "Decision": "nerve.door.named",
     "Event": "nerve.events",
     "EventError": "nerve.errors",
     "FallbackError": "nerve.recall",
@@ -79,7 +90,7 @@ _HOME = {
     "SenseError": "nerve.errors",
     "Skip": "nerve.contract",
     "SourceClass": "nerve.events",
-    "Status": "nerve.api",
+    "Status": "nerve.door.core",
     "Trust": "nerve.events",
     "TrustError": "nerve.errors",
     "UnsafePath": "nerve.errors",
@@ -92,47 +103,7 @@ _HOME = {
     "open": "nerve.api",
 }
 
-__all__ = [
-    "AccessRefused",
-    "ChainError",
-    "CheckError",
-    "ClockError",
-    "ConfigError",
-    "DaemonError",
-    "Event",
-    "EventError",
-    "FallbackError",
-    "FleetError",
-    "HeadError",
-    "Hlc",
-    "HybridClock",
-    "InvalidConfig",
-    "LogCorrupt",
-    "LogDamageWarning",
-    "LogError",
-    "NerveError",
-    "Observation",
-    "OrderError",
-    "PrivacyError",
-    "QueryError",
-    "Result",
-    "SealDeferred",
-    "SenseContext",
-    "SenseError",
-    "Skip",
-    "SourceClass",
-    "Status",
-    "Trust",
-    "TrustError",
-    "UnsafePath",
-    "UsageError",
-    "VerifyReport",
-    "WorkflowError",
-    "WorkflowTrigger",
-    "Workspace",
-    "WriterLocked",
-    "open",
-]
+__all__ = list(_HOME)  # _HOME is kept sorted
 
 
 def __getattr__(name: str) -> Any:

@@ -3,32 +3,28 @@
 from __future__ import annotations
 
 import json
-import uuid
-import warnings
 from collections.abc import Iterator, Sequence
 from typing import IO, TYPE_CHECKING, Any
 
 from nerve.canonical import loads_bounded
 from nerve.clock import HLC_ZERO, Hlc
-from nerve.errors import EventError, LogError, NerveError, OrderError, SealDeferred, UsageError
+from nerve.commands.log import Compact, Emit, Import, Seal
+from nerve.errors import EventError, LogError, NerveError, OrderError, UsageError
 from nerve.events import ErasedEvent, Event
 from nerve.log.attest import check_batch, drafts_of_object
 from nerve.log.drafts import Draft
 from nerve.log.wire import (
     draft_from_json,
-    event_from_json,
-    event_to_json,
     row_to_json,
     stored_event_from_json,
 )
-from nerve.runtime.client import Daemon, route, run_info
+from nerve.transport import connect
 from nerve.workspace import WorkspaceDir
 
 if TYPE_CHECKING:  # loaded where used: emit through the daemon never loads Arrow
     import pyarrow as pa
 
     from nerve.log.select import TailFilter
-    from nerve.log.store import EventLog
     from nerve.log.verify import VerifyReport
 
 
@@ -76,134 +72,21 @@ def draft_of(fields: dict[str, Any]) -> Draft:
 
 
 def emit(ws: WorkspaceDir, drafts: list[Draft], *, key: str | None = None) -> list[Event]:
-    """Append drafts as one group commit, all or nothing (through the daemon when one runs,
-    in parts of at most ``REQUEST_CHUNK_BYTES`` that it holds until the last one).
-
-    With ``key``, a batch sent again with the same key is stored once (the first result is
-    returned). The privacy rules apply first: a draft may be stored redacted, or not at all
-    (see ``nerve.privacy``). A seal that fails after the append does not fail it: the events
-    are durable, and a :class:`~nerve.errors.SealDeferred` warning says the seal will be
-    retried.
-    """
-
-    def through(daemon: Daemon) -> list[Event]:
-        reply = _send_in_parts(daemon, [draft_to_json(d) for d in drafts], "emit", key)
-        return [event_from_json(obj) for obj in reply["events"]]
-
-    return route(ws, daemon=through, log=lambda: _emit_direct(ws, drafts, key))
-
-
-def _emit_direct(ws: WorkspaceDir, drafts: list[Draft], key: str | None) -> list[Event]:
-    from nerve.log.codec import events_from_table
-    from nerve.privacy.policy import Policy
-
-    drafts = Policy(ws.config.privacy).capture_all(drafts)  # the daemon does this itself
-    check_batch(drafts, ws.config.attestation.keys)  # what is stored is what was vouched for
-    with ws.open_log() as log:
-        events = events_from_table(log.append_drafts(drafts, key=key))
-        _warn_seal(log)
-    return events
-
-
-def _warn_seal(log: EventLog) -> None:
-    if log.seal_error is not None:
-        warnings.warn(
-            f"the events are stored, but sealing them into a segment failed ({log.seal_error}); "
-            "the next seal retries",
-            SealDeferred,
-            stacklevel=3,
-        )
-
-
-REQUEST_CHUNK_BYTES = 512 * 1024
-
-
-def _send_in_parts(
-    daemon: Daemon, wire: list[dict[str, Any]], request_type: str, key: str | None = None
-) -> dict[str, Any]:
-    """Send ``wire`` in requests of at most ``REQUEST_CHUNK_BYTES``, in order, as the parts
-    of one stage (``nerve.runtime.staging``): the daemon appends nothing until the last,
-    which carries the idempotency key, if any."""
-    parts = _chunks(wire, _request_budget(daemon.ws))
-    last: dict[str, Any] = {"type": request_type, "events": parts[-1] if parts else []}
-    if key is not None:
-        last["key"] = key
-    if len(parts) <= 1:
-        return daemon.call(last)
-    stage = uuid.uuid4().hex
-    for part in parts[:-1]:
-        daemon.call({"type": request_type, "events": part, "stage": stage, "more": True})
-    return daemon.call({**last, "stage": stage})
-
-
-def _request_budget(ws: WorkspaceDir) -> int:
-    """Bytes of events per request: ``REQUEST_CHUNK_BYTES``, less if the daemon takes less."""
-    info = run_info(ws) or {}
-    limit = info.get("max_request_bytes")
-    if not isinstance(limit, int):
-        try:
-            limit = ws.config.daemon.max_request_bytes
-        except NerveError:
-            limit = REQUEST_CHUNK_BYTES * 2
-    return max(1, min(REQUEST_CHUNK_BYTES, limit - 1024))  # room for the request around them
-
-
-def _chunks(wire: list[dict[str, Any]], budget: int) -> list[list[dict[str, Any]]]:
-    """Consecutive runs of ``wire`` of at most ``budget`` bytes of JSON each (checked for
-    every event before anything is sent)."""
-    chunks: list[list[dict[str, Any]]] = []
-    size = budget
-    for index, obj in enumerate(wire):
-        cost = len(json.dumps(obj, ensure_ascii=False).encode("utf-8", "surrogatepass")) + 1
-        if cost > budget:
-            raise UsageError(
-                f"event {index + 1} is {cost} bytes of JSON, more than one request to the daemon "
-                f"may carry ({budget}); nothing was sent",
-                hint="raise daemon.max_request_bytes in nerve.yaml, or stop the daemon",
-            )
-        if size + cost > budget:
-            chunks.append([])
-            size = 0
-        chunks[-1].append(obj)
-        size += cost
-    return chunks
-
-
-def draft_to_json(draft: Draft) -> dict[str, Any]:
-    wire = row_to_json(
-        {
-            "physical_ns": 0,
-            "logical": 0,
-            "node": "-",
-            "kind": draft.kind,
-            "subject": draft.subject,
-            "source": draft.source,
-            "trust": draft.trust,
-            "valid_time_ns": draft.valid_time_ns,
-            "line": draft.line,
-            "payload_cid": b"",
-            "id": b"",
-            "payload": draft.payload,
-        }
-    )
-    for key in ("hlc", "node", "payload_cid", "id"):
-        wire.pop(key)
-    return wire
+    """Append drafts as one group commit, all or nothing (an :class:`~nerve.commands.Emit`,
+    through the daemon when one runs). With ``key``, a batch sent again with the same key
+    is stored once (the first result is returned)."""
+    return connect(ws).do(Emit(tuple(drafts), key)).events  # type: ignore[no-any-return]
 
 
 def seal(ws: WorkspaceDir) -> dict[str, Any] | None:
     """Seal the tail now (through the daemon when one runs); the new segment, or None."""
+    sealed = connect(ws).do(Seal()).segment
+    return sealed.to_json() if sealed else None
 
-    def direct() -> dict[str, Any] | None:
-        with ws.open_log() as log:
-            info = log.seal()
-        return info.to_json() if info else None
 
-    def through(daemon: Daemon) -> dict[str, Any] | None:
-        sealed: dict[str, Any] | None = daemon.call({"type": "seal"})["sealed"]
-        return sealed
-
-    return route(ws, daemon=through, log=direct)
+def compact(ws: WorkspaceDir, target_rows: int) -> dict[str, int]:
+    """Merge small segments (through the daemon when one runs); what was merged and written."""
+    return connect(ws).do(Compact(target_rows)).to_json()  # type: ignore[no-any-return]
 
 
 def repair(ws: WorkspaceDir) -> list[str]:
@@ -218,20 +101,7 @@ def repair(ws: WorkspaceDir) -> list[str]:
         with ws.open_log(repair=True) as log:
             return list(log.recovered)
 
-    return route(ws, log=direct)
-
-
-def compact(ws: WorkspaceDir, target_rows: int) -> dict[str, int]:
-    def through(daemon: Daemon) -> dict[str, int]:
-        reply = daemon.call({"type": "compact", "target_rows": target_rows})
-        return {k: int(reply[k]) for k in ("merged", "written", "rows")}
-
-    def direct() -> dict[str, int]:
-        with ws.open_log() as log:
-            result = log.compact(target_rows=target_rows)
-        return {"merged": result.merged, "written": result.written, "rows": result.rows}
-
-    return route(ws, daemon=through, log=direct)
+    return connect(ws).either(log=direct)
 
 
 def import_stream(ws: WorkspaceDir, stream: IO[str], name: str, *, key: str | None = None) -> int:
@@ -255,19 +125,8 @@ def import_stream(ws: WorkspaceDir, stream: IO[str], name: str, *, key: str | No
     from nerve.privacy.policy import Policy
 
     whole_places = [p for e, p in zip(events, places, strict=True) if isinstance(e, Event)]
-    Policy(ws.config.privacy).screen(whole, whole_places)  # ids bind payloads: refuse, never edit
-
-    def through(daemon: Daemon) -> int:  # in parts, as emit sends them: still all or nothing
-        wire = [event_to_json(e) for e in events]
-        return int(_send_in_parts(daemon, wire, "import", key)["imported"])
-
-    def direct() -> int:
-        with ws.open_log() as log:
-            count = log.import_events(events, key=key)
-            _warn_seal(log)
-        return count
-
-    return route(ws, daemon=through, log=direct)
+    Policy(ws.config.privacy).screen(whole, whole_places)  # refused here names the line
+    return int(connect(ws).do(Import(tuple(events), key)).imported)
 
 
 def _check_sorted(events: Sequence[Event | ErasedEvent]) -> None:

@@ -30,7 +30,7 @@ def test_emit_stores_one_event_and_sql_sees_it(workspace: Folder) -> None:
     assert isinstance(rel, duckdb.DuckDBPyRelation)
     assert rel.fetchall() == [("make test", "/src")]
     assert ws.events().column("id").to_pylist() == [event.id]
-    assert ws.payload(event.payload_cid.hex()) == b'{"cwd":"/src"}'
+    assert ws.events.payload(event.payload_cid.hex()) == b'{"cwd":"/src"}'
 
 
 def test_replay_digest_is_what_nerve_replay_prints(workspace: Folder) -> None:
@@ -48,7 +48,7 @@ def test_emit_jsonl_names_the_bad_line(workspace: Folder) -> None:
     ws = nerve.open(workspace.root)
     stream = io.StringIO('{"source": "shell", "line": "a"}\nnot json\n')
     with pytest.raises(nerve.UsageError, match=r"batch\.jsonl:2: not valid JSON"):
-        ws.emit_jsonl(stream, "batch.jsonl")
+        ws.events.emit_jsonl(stream, "batch.jsonl")
     assert ws.events().num_rows == 0  # all or nothing
 
 
@@ -70,7 +70,11 @@ def test_a_read_only_open_creates_nothing_and_loads_no_cli(tmp_path: Path) -> No
 
 def test_a_read_only_workspace_refuses_writes(workspace: Folder) -> None:
     ws = nerve.open(workspace.root, read_only=True)
-    for write in (lambda: ws.emit(source="shell"), ws.seal, lambda: ws.forget(kinds=["x"])):
+    for write in (
+        lambda: ws.emit(source="shell"),
+        ws.log.seal,
+        lambda: ws.privacy.forget(kinds=["x"]),
+    ):
         with pytest.raises(nerve.UsageError, match="opened read-only"):
             write()
 
@@ -78,23 +82,23 @@ def test_a_read_only_workspace_refuses_writes(workspace: Folder) -> None:
 def test_forget_dry_run_then_forget(workspace: Folder) -> None:
     ws = nerve.open(workspace.root)
     ws.emit(source="shell", line="secret")
-    plan = ws.forget(match="secret", dry_run=True)
+    plan = ws.privacy.forget(match="secret", dry_run=True)
     assert (plan.dry_run, plan.erased) == (True, 1)
-    assert ws.forget(match="secret").erased == 1
+    assert ws.privacy.forget(match="secret").erased == 1
     assert ws.sql("select line from events where kind = 'observation'").fetchall() == [(None,)]
     assert ws.replay(verify=True).ok
 
 
 def test_without_a_daemon_status_says_so_and_repair_runs(workspace: Folder) -> None:
     ws = nerve.open(workspace.root)
-    assert ws.status().to_json() == {"running": False}
-    assert ws.repair() == []
+    assert ws.daemon.status().to_json() == {"running": False}
+    assert ws.log.repair() == []
 
 
 def test_with_a_daemon_writes_go_through_it(workspace: Folder) -> None:
     ws = nerve.open(workspace.root)
     with started(workspace.root):
-        status = ws.status()
+        status = ws.daemon.status()
         assert status.running and status.health["pid"] > 0
         event = ws.emit(source="shell", line="through the daemon")
         ws.refresh()
@@ -102,7 +106,7 @@ def test_with_a_daemon_writes_go_through_it(workspace: Folder) -> None:
             (event.id,)
         ]
         with pytest.raises(nerve.UsageError, match="a daemon holds this log"):
-            ws.repair()  # the daemon is the single writer: no one else opens the log
+            ws.log.repair()  # the daemon is the single writer: no one else opens the log
 
 
 def test_a_folder_that_is_not_a_workspace_is_a_usage_error(tmp_path: Path) -> None:
@@ -126,6 +130,13 @@ def test_all_is_sorted_complete_and_resolves() -> None:
     assert set(nerve.__all__) <= set(dir(nerve))
 
 
+def test_all_is_made_from_the_one_table_of_homes() -> None:
+    """Each public name is written once as a string, in ``_HOME``: ``__all__`` is made from it."""
+    assert nerve.__all__ == list(nerve._HOME)
+    source = Path(nerve.__file__).read_text(encoding="utf-8")
+    assert [n for n in nerve.__all__ if source.count(f'"{n}"') != 1] == []
+
+
 def test_dir_shows_names_not_yet_loaded() -> None:
     code = "import nerve; print('open' in dir(nerve), 'open' in vars(nerve))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -142,18 +153,18 @@ def test_ask_runs_and_export_through_the_front_door(workspace: Folder, tmp_path:
     ws.ask("which git commands did I run?")
     kinds = ws.events().column("kind").to_pylist()[before:]
     assert kinds[0] == "ask.question" and len(kinds) == 2
-    assert ws.runs() == []
-    exported = ws.export(tmp_path / "out.duckdb")
+    assert ws.runs.table().rows == []
+    exported = ws.log.export(tmp_path / "out.duckdb")
     count = duckdb.connect(str(tmp_path / "out.duckdb")).sql("select count(*) from events")
     assert count.fetchall() == [(exported.events,)] and exported.events >= 1
 
 
 def test_sense_list_comes_from_nerve_yaml_without_a_daemon(workspace: Folder) -> None:
     ws = nerve.open(workspace.root)
-    names = {row["name"] for row in ws.senses()}
+    names = {row["name"] for row in ws.senses.all()}
     assert names == set(workspace.config.senses)
     with pytest.raises(nerve.UsageError, match="the daemon is not running"):
-        ws.trigger_sense(sorted(names)[0])
+        ws.sense(sorted(names)[0]).trigger()
 
 
 def test_a_query_after_a_write_sees_it(workspace: Folder) -> None:

@@ -110,7 +110,7 @@ def test_audit_notebook_walks_held_decisions(
     assert "first break:    none" in integrity
     assert not notebook_env.exists(), "the notebook must not write a trust record"
     stdout = _stdout(_outputs(nb))
-    assert f"ws.held() lists {len(held)} held decisions" in stdout
+    assert f"ws.audit.held() lists {len(held)} held decisions" in stdout
     assert f"{reasons['hold:value']} held for value" in stdout
     assert f"{reasons['hold:budget']} held for budget" in stdout
     assert f"chain seq {held[-1]['chain_seq']}: {held[-1]['outcome']}" in stdout
@@ -130,7 +130,7 @@ def test_audit_notebook_runs_on_an_empty_workspace(
     stdout = _stdout(_outputs(nb))
     assert "The chain is empty" in stdout
     assert "The log holds no attention decisions yet" in stdout
-    assert "ws.held() lists 0 held decisions; the SQL above counts 0 (agrees)" in stdout
+    assert "ws.audit.held() lists 0 held decisions; the SQL above counts 0 (agrees)" in stdout
     assert "No held decision to inspect." in stdout
     assert not notebook_env.exists()
 
@@ -142,4 +142,4 @@ def test_audit_notebook_runs_on_the_recorded_day(
 
     _assert_ran_cleanly(nb)
     held = audit.held(recorded_day.root / "data" / "log")
-    assert f"ws.held() lists {len(held)} held decisions" in _stdout(_outputs(nb))
+    assert f"ws.audit.held() lists {len(held)} held decisions" in _stdout(_outputs(nb))

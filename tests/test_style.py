@@ -29,7 +29,19 @@ LAYERS = [
     | {"recall.core", "recall.tier0", "mcp.settings", "fleet.settings", "sync.settings"}
     | {"sealedfs", "sealeddir"},
     {"workspace"},
-    {"runtime", "flow", "logops", "recall", "export", "tail", "privacy.ops", "fleet", "tokens"}
+    {
+        "runtime",
+        "commands",
+        "transport",
+        "flow",
+        "logops",
+        "recall",
+        "export",
+        "tail",
+        "privacy.ops",
+        "fleet",
+        "tokens",
+    }
     | {"setup", "sync"}
     | {"privacy.forget", "privacy.archive", "privacy.selection"},
     {"api", "door", "dev"},
@@ -307,17 +319,17 @@ def test_cli_command_modules_keep_annotations_as_objects() -> None:
 
 # The front door's clients: they reach a workspace only through ``nerve.open``.
 _CLIENTS = ("cli", "mcp", "ui", "dev")
-_BEHIND_THE_DOOR = {"nerve.workspace", "nerve.runtime.client", "nerve.runtime.ipc"}
+_BEHIND_THE_DOOR = {"nerve.workspace", "nerve.transport", "nerve.runtime.ipc"}
 
 
 def _front_door_breaches(text: str, package: str, modules: set[str]) -> list[str]:
     """What one module's source does around the front door: import the folder, the
-    daemon's client or its socket; open the log or a folder's DuckDB; call ``route(``."""
+    daemon's client (the transport) or its socket; open the log or a folder's DuckDB."""
     found = set()
     for node in ast.walk(ast.parse(text)):
         if isinstance(node, ast.Import | ast.ImportFrom):
             found |= _targets(node, package, modules) & _BEHIND_THE_DOOR
-    found |= {needle for needle in (".open_log(", "route(") if needle in text}
+    found |= {".open_log("} if ".open_log(" in text else set()
     # a DuckDB of its own (duckdb.connect()) is fine; a folder's .connect() opens the log
     found |= {".connect()"} if re.search(r"(?<!duckdb)\.connect\(\)", text) else set()
     return sorted(found)
@@ -326,7 +338,7 @@ def _front_door_breaches(text: str, package: str, modules: set[str]) -> list[str
 def test_clients_reach_the_workspace_through_the_front_door() -> None:
     """No module of the CLI, ``nerve mcp``, ``nerve ui`` or ``nerve dev`` imports the
     workspace folder, opens the log or talks to the daemon itself: the rule "through the
-    daemon when one runs, else the log" lives in one place (``nerve.runtime.client.route``),
+    daemon when one runs, else the log" lives in one place (``nerve.transport.connect``),
     under ``nerve.open``."""
     modules = set(_modules())
     bad = []
@@ -345,11 +357,10 @@ def test_clients_reach_the_workspace_through_the_front_door() -> None:
         ("from nerve.workspace import WorkspaceDir", ["nerve.workspace"]),
         ("from nerve import workspace", ["nerve.workspace"]),
         ("from ..workspace import init_workspace", ["nerve.workspace"]),
-        ("from nerve.runtime import client", ["nerve.runtime.client"]),
+        ("from nerve import transport", ["nerve.transport"]),
         ("import nerve.runtime.ipc", ["nerve.runtime.ipc"]),
         ("def f(ws):\n    return ws.connect()", [".connect()"]),
         ("def f(ws):\n    return ws.open_log()", [".open_log("]),
-        ("def f(ws):\n    return route(ws, log=list)", ["route("]),
         ("import duckdb\nconn = duckdb.connect()", []),
         ("from nerve.api import Workspace", []),
     ],
@@ -366,7 +377,7 @@ def test_whether_a_daemon_runs_is_asked_in_one_place() -> None:
         for path in PACKAGE.rglob("*.py")
         if re.search(r"def \w*running\(", path.read_text(encoding="utf-8"))
     )
-    assert found == ["runtime/client.py"]
+    assert found == ["transport.py"]
 
 
 def test_cited_habits_are_in_contributing() -> None:

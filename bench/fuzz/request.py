@@ -1,15 +1,20 @@
 """One line on the daemon's socket (``nerve.runtime.ipc.parse_request``), then what the
 socket's handlers read from it before they reach the kernel: whether it is answered while
-warming up, and an ``emit``'s drafts or an ``import``'s events."""
+warming up, the command it carries (``nerve.commands.command_of``), and an ``emit``'s
+drafts or an ``import``'s events."""
 
 from __future__ import annotations
 
 import json
 
+# nerve.commands loads these when it parses; the fuzzer instruments them, so load them now
+import nerve.log.attest
+import nerve.log.wire  # noqa: F401
+from nerve.commands.log import parse_drafts, parse_events
+from nerve.commands.table import command_of
 from nerve.errors import NerveError
 from nerve.runtime.control import answers_warming
 from nerve.runtime.ipc import parse_request
-from nerve.runtime.writer import parse_drafts, parse_events
 
 from . import placed
 from .wire import seeds as event_seeds
@@ -18,7 +23,7 @@ from .wire import seeds as event_seeds
 COVERED = (
     "nerve.runtime.ipc",
     "nerve.runtime.control",
-    "nerve.runtime.writer",
+    "nerve.commands",
     "nerve.log.attest",
     "nerve.log.wire",
     "nerve.events",
@@ -47,6 +52,10 @@ def TestOneInput(data: bytes) -> None:
         placed(exc, "request", "events[", "payload")
         return
     answers_warming(request)
+    try:
+        command_of(request)
+    except NerveError as exc:
+        placed(exc, "request field", "command field", "unknown request", "a command", "event ")
     events = request.get("events")
     if not isinstance(events, list):
         return

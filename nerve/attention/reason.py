@@ -126,7 +126,7 @@ def decision_line(decision: Mapping[str, Any]) -> str:
 
 def reason_of(decision: Mapping[str, Any]) -> Reason:
     """The reason of one stored ``attention.decision`` payload (as ``nerve audit held``,
-    ``ws.decisions()`` and MCP read it)."""
+    ``ws.audit.decisions()`` and MCP read it)."""
     hl = decision.get("highlight")
     hl = hl if isinstance(hl, Mapping) else {}
     outcome = str(decision.get("outcome") or "")

@@ -67,7 +67,7 @@ def attend(
         raise UsageError("give --replay, --check, both, or --follow")
     ws = _door(write=True)
     if replay_:
-        result = ws.attend_replay()
+        result = ws.audit.attend()
         _say(
             as_json,
             result.to_json(),
@@ -75,7 +75,7 @@ def attend(
             f"{result.appended} events appended",
         )
     if check_:
-        outcome = ws.attend_check()
+        outcome = ws.audit.recompute()
         _say(as_json, outcome.to_json(), _check_text(outcome.to_json()))
         if not outcome.ok:
             raise typer.Exit(1)
@@ -89,7 +89,7 @@ def _what_if(path: Path, since: str | None, as_json: bool) -> None:
     from nerve.tail import parse_instant
 
     since_ns = parse_instant(since).physical_ns if since else 0
-    result = _door().attend_what_if(path, since_ns)
+    result = _door().audit.what_if(path, since_ns)
     if as_json:
         emit_json({"settings_file": str(path), **result.to_json()})
         return
@@ -134,11 +134,11 @@ def _follow(as_json: bool) -> None:
 
     from nerve.attention.reason import decision_json, decision_line
 
-    for decision in _door().follow_decisions():
+    for decision in _door().audit.follow():
         if as_json:
-            text = json.dumps(decision_json(decision), sort_keys=True, ensure_ascii=False)
+            text = json.dumps(decision_json(decision.fields), sort_keys=True, ensure_ascii=False)
         else:
-            text = shown(decision_line(decision))
+            text = shown(decision_line(decision.fields))
         sys.stdout.write(text + "\n")
         sys.stdout.flush()
 
@@ -224,7 +224,7 @@ def _verdict(
             "--trust-bundle-key applies to a bundle", hint="nerve audit verify BUNDLE ..."
         )
     # the log is append-only: an empty chain means none was ever written
-    return _door().audit_check(key=key, key_from="--key", record=record)
+    return _door().audit.check(key=key, key_from="--key", record=record)
 
 
 def _parse_key(key: str | None) -> bytes | None:
@@ -280,11 +280,7 @@ def held(
 ) -> None:
     """Each held highlight: why in words (the rule that held it and what it compared), its
     source event and chain seq."""
-    from nerve.attention.reason import reason_of
-
-    rows = _door().held(_since(since))
-    for r in rows:
-        r["why"] = reason_of(r).words()
+    rows = [{**d.to_json(), "why": d.why().words()} for d in _door().audit.held(_since(since))]
     render_rows(
         HELD_COLUMNS,
         [[r.get(c) for c in HELD_COLUMNS] for r in rows],
@@ -323,7 +319,7 @@ def show(
     """One link of the chain, decoded."""
     from nerve.cli.audit_words import link_lines
 
-    link = _door().audit_show(seq)
+    link = _door().audit.show(seq)
     if as_json:
         emit_json(link)
         return
@@ -333,14 +329,14 @@ def show(
 @audit_app.command("export")
 def export(out: Annotated[Path, typer.Option("--out", help="Bundle file to write.")]) -> None:
     """Write a self-contained bundle that verifies offline elsewhere."""
-    info = _door().audit_export(out)
-    typer.echo(f"wrote {info['links']} links to {info['path']} (public key {info['public_key']})")
+    info = _door().audit.export(out)
+    typer.echo(f"wrote {info.links} links to {info.path} (public key {info.public_key})")
 
 
 @audit_app.command("rotate-key")
 def rotate_key() -> None:
     """Move to a new signing key: a link signed by the old and the new key."""
-    epoch = _door(write=True).rotate_key()
+    epoch = _door(write=True).audit.rotate_key()
     typer.echo(f"signing key rotated: epoch {epoch}")
 
 

@@ -27,7 +27,7 @@ def list_cmd(
     listed; the exit is 1 for it only with --strict.
     """
     errors: list[str] = []
-    found = _door().checks(errors)
+    found = _door().runs.checks(errors)
     rows = [[getattr(m, c) for c in LIST_COLUMNS] for m in found.values()]
     fmt = "json" if as_json else "csv" if as_csv else "table"
     render_rows(LIST_COLUMNS, rows, fmt=fmt, title="checks")
@@ -46,7 +46,7 @@ def describe_cmd(
     """How nerve reads one manifest."""
     from nerve.checks.catalog import lookup
 
-    shown = lookup(_door().checks(), check_id).describe()
+    shown = lookup(_door().runs.checks(), check_id).describe()
     if as_json:
         emit_json(shown)
         return
@@ -70,7 +70,7 @@ def fire_cmd(
 
     Exits 1 when the check failed (found problems); a pass with a note exits 0.
     """
-    verdict, recorded = _door().fire_check(check_id, path, run=run, stage=stage)
+    verdict, recorded = _door().runs.fire_check(check_id, path, run=run, stage=stage)
     if as_json:
         emit_json({**verdict, "recorded": recorded})
     else:

@@ -2,7 +2,7 @@
 
 import sys
 import time
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -18,6 +18,9 @@ from nerve.cli.output import (
 from nerve.cli.state import door as _door
 from nerve.safetext import shown
 
+if TYPE_CHECKING:
+    from nerve.api import Workspace
+
 daemon_app = typer.Typer(help="Run nerve's daemon in the background.", no_args_is_help=True)
 JsonFlag = Annotated[bool, typer.Option("--json", help="JSON output.")]
 
@@ -30,23 +33,23 @@ def dev() -> None:
 
     view = sys.stdout.isatty()
     ws = _door()
-    if ws.has_daemon():
+    if ws.daemon.answers():
         _attach(ws, view=view)
         return
     if view:
         from nerve.dev.view import run_with_view
 
-        _door(write=True).run_daemon(view=run_with_view)
+        _door(write=True).daemon.run(view=run_with_view)
     else:
-        _door(write=True).run_daemon(echo=sys.stdout)
+        _door(write=True).daemon.run(echo=sys.stdout)
 
 
-def _attach(ws: Any, *, view: bool) -> None:
+def _attach(ws: "Workspace", *, view: bool) -> None:
     from nerve.dev import attach
     from nerve.runtime import daemon
 
     if not view:  # piped: the running daemon's log, followed
-        for line in daemon.follow_log(ws.daemon_log_path(), lines=0):
+        for line in daemon.follow_log(ws.daemon.log_path(), lines=0):
             typer.echo(shown(line))
         return
     pid = attach.view(ws)
@@ -61,7 +64,7 @@ def run_cmd() -> None:
     """Run the daemon in the foreground without a view, its log on stderr (what `start` runs)."""
     ws = _door(write=True)
     _refresh_hooks(ws.root)
-    ws.run_daemon(echo=sys.stderr)
+    ws.daemon.run(echo=sys.stderr)
 
 
 def _refresh_hooks(root: Any) -> None:
@@ -77,13 +80,13 @@ def start() -> None:
     """Start the daemon in the background."""
     ws = _door(write=True)
     _refresh_hooks(ws.root)
-    typer.echo(f"nerve daemon started (pid {ws.start()})")
+    typer.echo(f"nerve daemon started (pid {ws.daemon.start()})")
 
 
 @daemon_app.command("stop")
 def stop() -> None:
     """Stop the daemon."""
-    pid = _door().stop()
+    pid = _door().daemon.stop()
     typer.echo(f"nerve daemon stopped (pid {pid})" if pid else "nerve daemon is not running")
 
 
@@ -91,8 +94,8 @@ def stop() -> None:
 def restart() -> None:
     """Stop, then start the daemon."""
     ws = _door(write=True)
-    ws.stop()
-    typer.echo(f"nerve daemon started (pid {ws.start()})")
+    ws.daemon.stop()
+    typer.echo(f"nerve daemon started (pid {ws.daemon.start()})")
 
 
 @daemon_app.command("status")
@@ -102,7 +105,7 @@ def status(as_json: JsonFlag = False) -> None:
 
     root, why = found()
     where = {"workspace": str(root), "found_by": why}
-    status_ = _door().status()
+    status_ = _door().daemon.status()
     health = status_.health
     if not status_.running:
         if as_json:
@@ -226,16 +229,16 @@ def logs(
     if offset < 0:
         raise NerveError(f"--offset must be 0 or more, got {offset}", field="offset")
     ws = _door()
-    path = ws.daemon_log_path()
+    path = ws.daemon.log_path()
     if follow:
         for line in daemon.follow_log(path, lines=n):
-            typer.echo(shown(ws.daemon_lines([line])[0]))
+            typer.echo(shown(ws.daemon.lines([line])[0]))
         return
     if not path.exists():
         typer.echo("(no daemon log yet)")
         return
     page, earlier = daemon.log_page(path, n, offset)
-    lines = [shown(line) for line in ws.daemon_lines(page)]  # a line may quote a sense's error
+    lines = [shown(line) for line in ws.daemon.lines(page)]  # a line may quote a sense's error
     if lines:
         typer.echo("\n".join(lines))
     if earlier is not None:

@@ -44,7 +44,7 @@ def export_cmd(
     `nerve compact` has deleted a segment it names, DuckDB reports that file missing: export
     again with --force, or use --copy.
     """
-    result = _door().export(duckdb_file, force=force, copy=copy, plaintext=plaintext)
+    result = _door().log.export(duckdb_file, force=force, copy=copy, plaintext=plaintext)
     if as_json:
         from nerve.cli.output import emit_json
 

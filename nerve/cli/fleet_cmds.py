@@ -72,7 +72,7 @@ def init_cmd(
         "ship": ship,
         "rest_signing": rest_signing,
     }
-    resolved, wh = _door(write=True).fleet_init(settings)
+    resolved, wh = _door(write=True).fleet.init(settings)
     typer.echo(f"fleet table {resolved.table} at {wh.location}")
     typer.echo(f"this workspace ships as host {resolved.host!r}; next: nerve fleet ship")
 
@@ -84,7 +84,7 @@ def ship_cmd(as_json: JsonFlag = False) -> None:
     Each new segment is uploaded and read back, the manifest and a signed head follow, and
     one Iceberg commit registers the files (and drops those the host no longer holds).
     """
-    result = _door().ship()
+    result = _door().fleet.ship()
     if as_json:
         emit_json(result.to_json())
         return
@@ -124,7 +124,7 @@ def query_cmd(
         from nerve.privacy.selection import parse_when
 
         since_ns = parse_when(since, time.time_ns(), "--since").physical_ns
-    answer = _door().fleet_query(sql, since_ns=since_ns, hosts=host, on_plan=_say_plan)
+    answer = _door().fleet.query(sql, since_ns=since_ns, hosts=host, on_plan=_say_plan)
     fmt = "json" if as_json else "csv" if as_csv else "table"
     render_chunks(answer.columns, answer.chunks(), fmt=fmt, limit=limit)
 
@@ -157,7 +157,7 @@ def verify_cmd(
     """
     if repin and not host:
         raise UsageError("--repin needs --host NAME: the hosts whose new key you accept")
-    verdict = _door().fleet_verify(hosts=host, repin=repin, threads=threads)
+    verdict = _door().fleet.verify(hosts=host, repin=repin, threads=threads)
     if as_json:
         emit_json(verdict.to_json())
     else:
@@ -198,7 +198,7 @@ def maintain_cmd(
     Each host's newest snapshot (its signed head) is always kept. Safe on several hosts at
     once and while hosts ship.
     """
-    result = _door().fleet_maintain(keep_s=_age_s(keep, "--keep"), grace_s=_age_s(grace, "--grace"))
+    result = _door().fleet.maintain(keep_s=_age_s(keep, "--keep"), grace_s=_age_s(grace, "--grace"))
     if as_json:
         emit_json(result.to_json())
         return
@@ -220,7 +220,7 @@ def _age_s(text: str, flag: str) -> float:
 @fleet_app.command("status")
 def status_cmd(as_json: JsonFlag = False) -> None:
     """Hosts: last ship, files, rows, lag, last verify."""
-    rows = _door().fleet_status()
+    rows = _door().fleet.status()
     if as_json:
         emit_json(rows)
         return

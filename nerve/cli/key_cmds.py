@@ -106,8 +106,8 @@ def key_rotate(
         made.append(str(source["kind"]))
         return kek, source
 
-    ring = ws.rewrap_key(new_key)
-    _set_config_key(ws.config_path, made[0])
+    ring = ws.log.rewrap_key(new_key)
+    _set_config_key(ws.settings.path, made[0])
     typer.echo(f"rotated: {ring} now opens with the new key")
 
 
@@ -124,7 +124,7 @@ def _set_config_key(path: Path, kind: str) -> None:
 def lock_cmd() -> None:
     """Stop capture and drop the key: the daemon (which holds it in memory) stops; reads
     need the key again."""
-    was = _door().lock()
+    was = _door().privacy.lock()
     typer.echo("locked: the daemon stopped" if was else "locked (no daemon was running)")
 
 

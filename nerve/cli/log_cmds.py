@@ -101,7 +101,7 @@ def emit_cmd(
             raise UsageError("give either --source or --jsonl, not both")
         stream, name = _open_input(jsonl)
         with stream if stream is not sys.stdin else contextlib.nullcontext(stream):
-            stored = ws.emit_jsonl(stream, name, key=key)
+            stored = ws.events.emit_jsonl(stream, name, key=key)
     elif source is None:
         raise UsageError("--source is required", hint="e.g. nerve emit --source shell --line 'ls'")
     else:
@@ -148,7 +148,7 @@ def import_cmd(
 ) -> None:
     """Import whole events (hlc, node kept); they must sort after the log's newest."""
     stream, name = _open_input(path)
-    count = _door(write=True).import_events(stream, name, key=key)
+    count = _door(write=True).events.import_jsonl(stream, name, key=key)
     typer.echo(f"imported {plural(count, 'event')}", err=True)
 
 
@@ -165,14 +165,15 @@ def replay_cmd(
     """Replay the log and print its digest; with --verify, check everything."""
     ws = _door()
     report = ws.replay(verify=verify_)
-    views = ws.projection_digests() if projections else None
+    views = ws.log.projection_digests() if projections else None
     if as_json:
-        emit_json(report.to_json() | ({} if views is None else {"projections": views}))
+        listed = {} if views is None else {"projections": [v.to_json() for v in views]}
+        emit_json(report.to_json() | listed)
     else:
         typer.echo(f"events  {report.events}\nsegments {report.segments}\ndigest  {report.digest}")
         _replay_extras(report)
         for view in views or []:
-            typer.echo(f"projection {view['name']}: {view['rows']} rows, digest {view['digest']}")
+            typer.echo(f"projection {view.name}: {view.rows} rows, digest {view.digest}")
         for problem in report.problems:
             typer.echo(f"corrupt: {problem}", err=True)
         for warning in report.warnings:
@@ -205,17 +206,15 @@ _CHECKPOINTS_SHOWN = 3
 
 def seal_cmd() -> None:
     """Seal the unsealed tail into a segment now."""
-    info = _door(write=True).seal()
+    info = _door(write=True).log.seal()
     typer.echo(
-        f"sealed {plural(info['rows'], 'event')} into {info['segment']}"
-        if info
-        else "nothing to seal"
+        f"sealed {plural(info.rows, 'event')} into {info.name}" if info else "nothing to seal"
     )
 
 
 def repair_cmd() -> None:
     """Open a damaged log: keep every good frame, move damaged files to quarantine/."""
-    notes = _door(write=True).repair()
+    notes = _door(write=True).log.repair()
     for note in notes:
         typer.echo(f"repaired: {note}")
     if not notes:
@@ -228,10 +227,10 @@ def compact_cmd(
     ] = 1_000_000,
 ) -> None:
     """Merge small adjacent segments; the events and the digest are unchanged."""
-    result = _door(write=True).compact(target_rows)
+    result = _door(write=True).log.compact(target_rows)
     typer.echo(
-        f"merged {plural(result['merged'], 'segment')} into {result['written']} "
-        f"({plural(result['rows'], 'event')})"
+        f"merged {plural(result.merged, 'segment')} into {result.written} "
+        f"({plural(result.rows, 'event')})"
     )
 
 
@@ -252,7 +251,7 @@ def payload_cmd(cid: Annotated[str, typer.Argument(help="Payload address (hex)."
     from nerve.logops import check_cid
 
     check_cid(cid)  # before the workspace is looked for, as a usage error should be
-    sys.stdout.buffer.write(_door().payload(cid))
+    sys.stdout.buffer.write(_door().events.payload(cid))
 
 
 def conformance_cmd(

@@ -41,7 +41,7 @@ def pause(
 
     Recorded as a capture.paused event; without a daemon the next start honours it.
     """
-    state = _door(write=True).pause(_for_ms(for_))
+    state = _door(write=True).privacy.pause(_for_ms(for_))
     if as_json:
         emit_json(state.to_json())
     else:
@@ -50,7 +50,7 @@ def pause(
 
 def resume(as_json: JsonFlag = False) -> None:
     """Start capture again after `nerve pause` (a capture.resumed event)."""
-    ended = _door(write=True).resume()
+    ended = _door(write=True).privacy.resume()
     if as_json:
         emit_json({"resumed": ended is not None})
     else:
@@ -72,7 +72,7 @@ def test_cmd(
     TEXT is taken as the line of such an event, and for the shell, file_change and
     process_tree sources also as the command, path or process name its payload holds.
     """
-    verdict = _door().privacy_test(text, source=source, kind=kind, sense=sense)
+    verdict = _door().privacy.test(text, source=source, kind=kind, sense=sense)
     if as_json:
         emit_json(_verdict_json(verdict))
         return
@@ -109,7 +109,7 @@ def detectors_cmd(
     from nerve.cli.output import render_rows
     from nerve.privacy.detectors import DETECTORS
 
-    active = set(_door().config.privacy.active_detectors)
+    active = set(_door().settings.config.privacy.active_detectors)
     rows = [(d.name, d.name in active, d.description) for d in DETECTORS]
     fmt = "json" if as_json else "csv" if as_csv else "table"
     render_rows(["name", "on", "finds"], rows, fmt=fmt)

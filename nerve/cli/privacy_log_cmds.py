@@ -79,7 +79,7 @@ def forget_cmd(
         retention=retention,
         all_kinds=all_kinds,
     )
-    result = _door(write=not dry_run).forget_request(request, dry_run=dry_run)
+    result = _door(write=not dry_run).privacy.forget_request(request, dry_run=dry_run)
     if as_json:
         from nerve.cli.output import emit_json
 
@@ -146,7 +146,7 @@ def archive_cmd(
     """
     from nerve.privacy.archive import cut_of
 
-    result = _door(write=True).archive(cut_of(before), to, vacuum=vacuum)
+    result = _door(write=True).log.archive(cut_of(before), to, vacuum=vacuum)
     if as_json:
         from nerve.cli.output import emit_json
 

@@ -47,10 +47,10 @@ def seal_setup(
     from nerve.durations import parse_duration
 
     ws = _door(write=True)
-    ms = parse_duration(epoch) if epoch is not None else ws.config.audit.seal.epoch
+    ms = parse_duration(epoch) if epoch is not None else ws.settings.config.audit.seal.epoch
     if ms % 1000 or ms < 1000:
         raise UsageError(f"--epoch {epoch}: give whole seconds (1s or more)")
-    seed = ws.seal_setup(ms // 1000, bits=bits, token=token_ref(pkcs11, token, pin_env))
+    seed = ws.audit.seal_setup(ms // 1000, bits=bits, token=token_ref(pkcs11, token, pin_env))
     typer.echo(f"seed: {seed.text()}")
     typer.echo(_qr(seed.text()))
     typer.echo(
@@ -75,7 +75,7 @@ def verify_seed(seed_text: str, as_json: bool) -> None:
     """``audit verify --seed``: exit 0 when every seal holds, else 1 naming the epoch."""
     from nerve.seal import Seed
 
-    report = _door().seal_verify(Seed.parse(seed_text))
+    report = _door().audit.seal_verify(Seed.parse(seed_text))
     data = report.to_json()
     if as_json:
         emit_json(data)
@@ -108,7 +108,7 @@ def witness(
     and that it shows no other history than the one this workspace cosigned before."""
     from nerve.seal import Seed
 
-    done = _door(write=True).seal_witness(other, Seed.parse(seed))
+    done = _door(write=True).audit.witness(other, Seed.parse(seed))
     typer.echo(done.note, nl=False)
     typer.echo(f"cosigned epoch {done.epoch} as {done.name}", err=True)
 

@@ -39,7 +39,7 @@ TABLE_COLUMNS = [*LIST_COLUMNS[:-3], "latest"]  # a terminal's one cell for the 
 @sense_app.command("list")
 def list_cmd(as_json: JsonFlag = False, as_csv: CsvFlag = False) -> None:
     """List senses: live figures from the daemon when it runs, else nerve.yaml."""
-    senses = _door().senses()
+    senses = _door().senses.all()
     fmt = _fmt(as_json, as_csv)
     if fmt != "table":
         render_rows(LIST_COLUMNS, [[s.get(c) for c in LIST_COLUMNS] for s in senses], fmt=fmt)
@@ -65,7 +65,7 @@ def _latest(sense: dict[str, object]) -> str:
 @sense_app.command("trigger")
 def trigger(name: Annotated[str, typer.Argument(help="Sense to compute now.")]) -> None:
     """Ask the running daemon to compute a sense now."""
-    _door(write=True).trigger_sense(name)
+    _door(write=True).sense(name).trigger()
     typer.echo(f"triggered {name}")
 
 
@@ -77,9 +77,9 @@ def state(
     from nerve.canonical import loads_bounded
 
     door = _door()
-    found = door.sense_state(name)
+    found = door.sense(name).state()
     if found is None:
-        guess = did_you_mean(name, door.stored_senses())
+        guess = did_you_mean(name, door.senses.stored())
         raise UsageError(f"no stored state for sense {name!r}" + (f"; {guess}" if guess else ""))
     stored, undecodable = found.text, found.undecodable
     if undecodable:
@@ -113,7 +113,7 @@ def history(
     as_csv: CsvFlag = False,
 ) -> None:
     """A sense's computes, errors, signals and observations (from the log), newest last."""
-    result = _door().sense_history(name, n)
+    result = _door().sense(name).history(n)
     render_rows(result.columns, result.rows, fmt=_fmt(as_json, as_csv), title=f"{name} history")
 
 
@@ -125,7 +125,7 @@ def schema_cmd(
 ) -> None:
     """The columns of a sense's data: its observations flattened (types from the log), its
     state history, and the views its senses/<name>/*.sql files define."""
-    rows = _door().sense_schema(name)
+    rows = _door().sense(name).schema()
     columns = ["view", "column", "type"]
     render_rows(columns, [list(r) for r in rows], fmt=_fmt(as_json, as_csv), title=name)
 
@@ -147,14 +147,14 @@ def query_cmd(
     """SQL over one sense's data (see `nerve sense schema NAME`)."""
     from nerve.cli.output import render_chunks
 
-    result = _door().sense_query(name, sql)
+    result = _door().sense(name).query(sql)
     render_chunks(result.columns, result.chunks(), fmt=_fmt(as_json, as_csv), limit=limit)
 
 
 def validate(as_json: JsonFlag = False) -> None:
     """Check nerve.yaml and every sense it names; print every problem."""
     ws = _door()
-    issues, hints = ws.validate()
+    issues, hints = ws.settings.validate()
     if as_json:
         emit_json({"ok": not issues, "problems": issues, "hints": hints})
     else:
@@ -163,9 +163,9 @@ def validate(as_json: JsonFlag = False) -> None:
         for hint in hints:
             typer.echo(f"hint: {hint}", err=True)
         if not issues:
-            cfg = ws.config
+            cfg = ws.settings.config
             typer.echo(
-                f"{ws.config_path.name} is valid: {len(cfg.senses)} senses, "
+                f"{ws.settings.path.name} is valid: {len(cfg.senses)} senses, "
                 f"{len(cfg.reflexes)} reflexes, {len(cfg.workflows)} workflows"
             )
     if issues:

@@ -27,6 +27,6 @@ def door(*, write: bool = False) -> api.Workspace:
 
 def found() -> tuple[Path, str]:
     """The workspace :func:`door` opens, and why that one (``nerve status`` says both)."""
-    from nerve.api import Workspace
+    from nerve.api import located
 
-    return Workspace.located(STATE.workspace_arg)
+    return located(STATE.workspace_arg)

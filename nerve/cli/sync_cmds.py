@@ -50,7 +50,7 @@ def init_cmd(
     if endpoint and s3 is None:
         raise UsageError("--endpoint goes with --s3")
     transport = Transport("nats", nats) if nats else Transport("s3", str(s3), endpoint)
-    group = _door(write=True).sync_init(name, transport, device)
+    group = _door(write=True).sync.init(name, transport, device)
     typer.echo(f"sync group {group.name!r} on {transport.kind}; this device is {group.device!r}")
     typer.echo(f"code: {group.code()}")
 
@@ -58,14 +58,14 @@ def init_cmd(
 @sync_app.command("join")
 def join_cmd(code: str, device: DeviceOpt = None) -> None:
     """Join the group a join code names; the daemon then fetches the whole shared history."""
-    group = _door(write=True).sync_join(code, device)
+    group = _door(write=True).sync.join(code, device)
     typer.echo(f"joined sync group {group.name!r} as {group.device!r}")
 
 
 @sync_app.command("now")
 def now_cmd(as_json: JsonFlag = False) -> None:
     """One round now: send this device's new events, take the others', announce."""
-    result = _door(write=True).sync_now()
+    result = _door(write=True).sync.now()
     if as_json:
         emit_json(result.to_json())
         return
@@ -79,7 +79,7 @@ def now_cmd(as_json: JsonFlag = False) -> None:
 @sync_app.command("status")
 def status_cmd(as_json: JsonFlag = False) -> None:
     """Each device's shared digest and how many shared events it lacks."""
-    found = _door().sync_status()
+    found = _door().sync.status()
     if as_json:
         emit_json({"devices": found.devices, "in_sync": found.in_sync})
         return
@@ -92,7 +92,7 @@ def status_cmd(as_json: JsonFlag = False) -> None:
 @sync_app.command("leave")
 def leave_cmd() -> None:
     """Leave the group: its key goes; events already received stay readable."""
-    name = _door(write=True).sync_leave()
+    name = _door(write=True).sync.leave()
     typer.echo(f"left sync group {name!r}")
 
 

@@ -88,7 +88,7 @@ def tail_cmd(
     filt = _filter(
         kind or [], source or [], all_kinds=all_kinds or as_json, senses=sense, grep=grep
     )
-    for message in ws.filter_warnings(filt):
+    for message in ws.events.warnings(filt):
         typer.echo(f"warning: {message}", err=True)
     terminal = not (as_json or as_csv) and is_terminal()
     windowed = lower is not None or upper is not None
@@ -98,7 +98,7 @@ def tail_cmd(
     older = 0 if shown == count or not terminal or filt.narrows else count_older(count, cap)
     cut = windowed and n is not None and not all_  # -n may leave part of the window out
     asked = COUNT_ALL if cut else older
-    tail = ws.read_tail(count=shown, filt=filt, since=lower, until=upper, count_older=asked)
+    tail = ws.events.read(count=shown, filt=filt, since=lower, until=upper, count_older=asked)
     by_cap = min(tail.older, older)  # what the terminal's --limit hid of the -n asked for
     if cut and tail.older > by_cap:
         _left_out(tail.older - by_cap)
@@ -109,7 +109,7 @@ def tail_cmd(
     if terminal and by_cap:
         more_rows(by_cap, "use --limit 0 or --json for all")
     if follow_:
-        for batch in ws.follow(filt, tail.newest):
+        for batch in ws.events.follow(filt, tail.newest):
             write(batch)
 
 

@@ -43,7 +43,7 @@ def list_cmd(
         since_ns = time.time_ns() - parse_duration(since) * 1_000_000
     except ConfigError as exc:
         raise UsageError(f"--since: {exc}", hint="e.g. --since 30m or 2d") from None
-    runs = _door().run_table(
+    runs = _door().runs.table(
         include_all=include_all, since_ns=since_ns, workflow=workflow, limit=limit, offset=offset
     )
     render_rows(runs.columns, runs.rows, fmt=_fmt(as_json, as_csv), title="workflow runs")
@@ -59,9 +59,9 @@ def inspect_cmd(
     """A run's status, the files it keeps, and its events: start frame, decisions, messages,
     checks, status changes."""
     ws = _door()
-    row = ws.run_row(run)
-    events = ws.run_events(run)[max(0, offset) : max(0, offset) + max(0, limit)]
-    kept = ws.run_outputs(run)
+    row = ws.run(run).row()
+    events = ws.run(run).events()[max(0, offset) : max(0, offset) + max(0, limit)]
+    kept = ws.run(run).outputs()
     if as_json:
         emit_json({"run": row, "events": events, "outputs": kept})
         return
@@ -89,10 +89,10 @@ def thread_cmd(
     from nerve.flow.history import thread_page
 
     ws = _door()
-    record = ws.run(run)
+    record = ws.run(run).record()
     rounds = [
         (Message.from_json(e["data"]), e["ts"])
-        for e in ws.run_events(run)
+        for e in ws.run(run).events()
         if e["kind"] == "workflow.message"
     ]
     page = thread_page(rounds, before=before, budget=budget)
@@ -145,7 +145,7 @@ def trigger_cmd(
             raise UsageError(f"{', '.join(twice)} given both as a flag and in --payload")
         fields |= given
     ws = _door(write=True)
-    reply = ws.trigger_workflow(name, **fields, key=key)
+    reply = ws.runs.trigger(name, **fields, key=key)
     if reply.get("status") == "deduped":
         if as_json:
             emit_json(reply)
@@ -175,10 +175,10 @@ def outputs_cmd(
     an encrypted workspace's are decrypted with the key."""
     ws = _door()
     if name is None:
-        for kept in ws.run_outputs(run):
+        for kept in ws.run(run).outputs():
             typer.echo(kept)
         return
-    typer.echo(ws.run_output(run, name), nl=False)
+    typer.echo(ws.run(run).output(name), nl=False)
 
 
 @workflow_app.command("answer")
@@ -187,7 +187,7 @@ def answer_cmd(
     choice: Annotated[str, typer.Argument(help="One of the question's options (or its number).")],
 ) -> None:
     """Answer a waiting run's question; the run resumes."""
-    reply = _door(write=True).answer_run(run, choice)
+    reply = _door(write=True).run(run).answer(choice)
     typer.echo(f"{run}: answered {reply['choice']!r}; {reply['status']}")
 
 
@@ -195,13 +195,13 @@ def answer_cmd(
 def recheck_cmd(run: RunArg, as_json: JsonFlag = False) -> None:
     """Fire a held run's gate checks again; it completes if they pass now."""
     ws = _door(write=True)
-    reply = ws.recheck_run(run)
+    reply = ws.run(run).recheck()
     if as_json:
         emit_json(reply)
         return
     typer.echo(f"{run}: {reply['status']}")
     if reply["status"] == "held":
-        held = ws.run(run).held or {}
+        held = ws.run(run).record().held or {}
         typer.echo(f"still held: {held.get('reason')}", err=True)
 
 
@@ -213,15 +213,15 @@ def override_cmd(
 ) -> None:
     """Complete a held run despite its blocking checks (a person at a terminal only)."""
     ws = _door(write=True)
-    refusal = ws.override_refusal(stdin=sys.stdin, stdout=sys.stdout)
+    refusal = ws.runs.override_refusal(stdin=sys.stdin, stdout=sys.stdout)
     if refusal is None and not yes:
-        held = ws.run(run).held or {}
+        held = ws.run(run).record().held or {}
         for item in held.get("reasons") or []:
             what = item.get("check") or item.get("output")
             typer.echo(f"  {what}: {item.get('reason')} ({item.get('path', '')})")
         if not typer.confirm(f"Override the gate of {run}?", default=False):
             raise typer.Exit(1)
-    reply = ws.override_run(run, reason, stdin=sys.stdin, stdout=sys.stdout)
+    reply = ws.run(run).override(reason, stdin=sys.stdin, stdout=sys.stdout)
     typer.echo(f"{run}: {reply['status']} (overrode {', '.join(reply['checks']) or 'the gate'})")
 
 

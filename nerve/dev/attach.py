@@ -105,7 +105,7 @@ def newest_decisions(ws: Workspace, count: int = 20) -> tuple[Highlight, ...]:
     from nerve.tail import tail_filter
 
     filt = tail_filter(["attention.decision"], [], all_kinds=True)
-    table = ws.read_tail(count=count, filt=filt).batch.table
+    table = ws.events.read(count=count, filt=filt).batch.table
     if table is None or not table.num_rows:
         return ()
     out = []
@@ -136,7 +136,7 @@ def view(ws: Workspace) -> int:
     try:
         with Live(console=console, screen=True, auto_refresh=False) as live:
             while not asked.times:
-                status = ws.status()
+                status = ws.daemon.status()
                 if not status.running:
                     raise DaemonError("the daemon stopped")
                 health = status.health
@@ -147,7 +147,7 @@ def view(ws: Workspace) -> int:
                     now_s=time.time(),
                     rate=rate.per_second(),
                     highlights=newest_decisions(ws),
-                    errors=log_warnings(ws.daemon_log_path()),
+                    errors=log_warnings(ws.daemon.log_path()),
                 )
                 live.update(render(snap, console.width, console.height), refresh=True)
                 asked.wait(REFRESH_S)

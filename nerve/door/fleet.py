@@ -9,14 +9,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from nerve.door.nouns import Noun
+
 if TYPE_CHECKING:
     from nerve.fleet.maintain import MaintainResult
     from nerve.fleet.query import FleetPlan
     from nerve.fleet.settings import FleetConfig
+    from nerve.fleet.ship import ShipResult
     from nerve.fleet.verify import HostReport
     from nerve.fleet.warehouse import Resolved, Warehouse
     from nerve.query import QueryStream
-    from nerve.workspace import WorkspaceDir
 
 __all__ = ["Fleet", "FleetAnswer", "FleetVerdict"]
 
@@ -61,35 +63,29 @@ class FleetVerdict:
         return {"ok": self.ok, **self.record}
 
 
-class Fleet:
-    """Fleet methods: mixed into :class:`nerve.api.Workspace`."""
+class Fleet(Noun):
+    """The shared Iceberg table every host ships to (``ws.fleet``, ``nerve fleet …``)."""
 
-    _dir: WorkspaceDir
-
-    if TYPE_CHECKING:
-
-        def _writable(self) -> WorkspaceDir: ...
-
-    def fleet_init(self, settings: dict[str, Any]) -> tuple[Resolved, Warehouse]:
+    def init(self, settings: dict[str, Any]) -> tuple[Resolved, Warehouse]:
         """Write nerve.yaml's ``fleet:`` section (``warehouse``, ``catalog``, ``table``,
         ``host``, ``endpoint``, ``ship``, ``rest_signing``) and create the table."""
         from nerve.fleet.setup import init_fleet
 
         return init_fleet(self._writable(), settings)
 
-    def fleet_settings(self) -> FleetConfig:
+    def settings(self) -> FleetConfig:
         """nerve.yaml's ``fleet:`` section (``UsageError`` without one)."""
         from nerve.fleet.settings import fleet_settings
 
         return fleet_settings(self._dir)
 
-    def fleet_host(self) -> str:
+    def host(self) -> str:
         """This host's name in the fleet table."""
         from nerve.fleet.warehouse import resolve
 
-        return str(resolve(self.fleet_settings(), self._dir.data).host)
+        return str(resolve(self.settings(), self._dir.data).host)
 
-    def fleet_cache(self) -> Path:
+    def cache(self) -> Path:
         """The folder fetched fleet files are kept in (``fleet.cache_mb`` bounds it)."""
         return self._dir.data / "fleet" / "cache"
 
@@ -100,7 +96,7 @@ class Fleet:
 
         return open_warehouse(resolve(fleet_settings(self._dir), self._dir.data))
 
-    def fleet_query(
+    def query(
         self,
         sql: str,
         *,
@@ -126,7 +122,7 @@ class Fleet:
                 opened.append(self.warehouse())
             return opened[0]
 
-        fleet = self._fleet_plan(wh, since_ns, hosts)
+        fleet = self._plan(wh, since_ns, hosts)
         if on_plan is not None:
             on_plan(fleet)
         limit_mb = settings.cache_mb
@@ -136,7 +132,7 @@ class Fleet:
         result = stream_query(connect_fleet(wh, fleet, cache), sql)
         return FleetAnswer(fleet, result, cache, limit_mb * 1024 * 1024)
 
-    def _fleet_plan(
+    def _plan(
         self, wh: Callable[[], Warehouse], since_ns: int | None, hosts: list[str] | None
     ) -> FleetPlan:
         from nerve.fleet import plancache
@@ -159,7 +155,7 @@ class Fleet:
             plancache.keep(folder, resolved, table.metadata_location, made, hosts)
         return made
 
-    def fleet_verify(
+    def verify(
         self, *, hosts: list[str] | None = None, repin: bool = False, threads: int = 8
     ) -> FleetVerdict:
         """Check every host's files, signed head and digest against what it signed; with
@@ -177,18 +173,24 @@ class Fleet:
         write_local(verify_record_path(self._dir.data), canonical_json(record) + b"\n")
         return FleetVerdict(reports, exit_code(reports), record)
 
-    def fleet_maintain(self, *, keep_s: float = 3600.0, grace_s: float = 3600.0) -> MaintainResult:
+    def maintain(self, *, keep_s: float = 3600.0, grace_s: float = 3600.0) -> MaintainResult:
         """Rewrite manifests, expire snapshots older than ``keep_s``, remove unnamed files
         older than ``grace_s``; every host's newest snapshot (its signed head) is kept."""
         from nerve.fleet.maintain import maintain
 
         return maintain(self.warehouse(), keep_s=keep_s, grace_s=grace_s)
 
-    def fleet_status(self) -> list[dict[str, Any]]:
+    def status(self) -> list[dict[str, Any]]:
         """One row per host: last ship, files, rows, how far behind, conflicts, last verify."""
         from nerve.fleet.status import fleet_status
 
         ws = self._dir
         return fleet_status(
-            self.warehouse(), local_host=self.fleet_host(), log_root=ws.log_root, data_dir=ws.data
+            self.warehouse(), local_host=self.host(), log_root=ws.log_root, data_dir=ws.data
         )
+
+    def ship(self) -> ShipResult:
+        """Ship sealed segments to the fleet warehouse (``nerve fleet ship``)."""
+        from nerve.fleet.ship import ship
+
+        return ship(self._writable())

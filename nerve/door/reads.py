@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from nerve.tail.batch import Batch
     from nerve.workspace import WorkspaceDir
 
-__all__ = ["Reads", "StoredSense"]
+__all__ = ["ReadOps", "StoredSense"]
 
 
 @dataclass(frozen=True)
@@ -33,8 +33,8 @@ class StoredSense:
         return {"sense": self.sense, "state": self.text, "undecodable": self.undecodable}
 
 
-class Reads:
-    """What reads the log: mixed into :class:`nerve.api.Workspace`."""
+class ReadOps:
+    """What reads the log: mixed into :class:`nerve.door.core.Core`."""
 
     _dir: WorkspaceDir
 
@@ -58,14 +58,14 @@ class Reads:
 
         return run_query(self.connection(), sql)
 
-    def snapshot(self) -> Snapshot:
+    def _snapshot(self) -> Snapshot:
         """The log as it is now: live segments and the unsealed tail (``.count``,
         ``.newest``, ``.segments``, ``.tail``), read without the writer's lock."""
         from nerve.log.reader import snapshot
 
         return snapshot(self._dir.log_root)
 
-    def read_tail(
+    def _read_tail(
         self,
         *,
         count: int | None,
@@ -84,14 +84,14 @@ class Reads:
             self._dir, count=count, filt=filt, since=since, until=until, count_older=count_older
         )
 
-    def follow(self, filt: TailFilter, since: Hlc, *, poll_s: float = 0.2) -> Iterator[Batch]:
+    def _follow(self, filt: TailFilter, since: Hlc, *, poll_s: float = 0.2) -> Iterator[Batch]:
         """Each batch of events ``filt`` keeps as it is stored after ``since``: pushed by
         the daemon when one runs, else read from the log every ``poll_s``."""
         from nerve.tail import follow
 
         return follow(self._dir, filt=filt, since=since, poll_s=poll_s)
 
-    def follow_decisions(self, *, poll_s: float = 0.2) -> Iterator[dict[str, Any]]:
+    def _follow_decisions(self, *, poll_s: float = 0.2) -> Iterator[dict[str, Any]]:
         """Each attention decision as it is stored from now on: its payload, with the
         event's ``hlc`` (what ``nerve attend --follow`` prints)."""
         import json
@@ -99,38 +99,40 @@ class Reads:
         from nerve.attention.kinds import DECISION
         from nerve.log.select import TailFilter
 
-        since = self.snapshot().newest
-        for batch in self.follow(TailFilter(kinds=(DECISION,)), since, poll_s=poll_s):
+        since = self._snapshot().newest
+        for batch in self._follow(TailFilter(kinds=(DECISION,)), since, poll_s=poll_s):
             for line in batch.lines():
                 event = json.loads(line)
                 if isinstance(event.get("payload"), dict):
                     yield {**event["payload"], "hlc": event["hlc"]}
 
-    def filter_warnings(self, filt: TailFilter) -> list[str]:
+    def _filter_warnings(self, filt: TailFilter) -> list[str]:
         """A warning for each kind or source ``filt`` names that the log never held (with
         the nearest one it did)."""
         from nerve.tail import name_warnings
 
         return name_warnings(self._dir, filt)
 
-    def live_senses(self, *, timeout: float = 10) -> dict[str, dict[str, Any]]:
+    def _live_senses(self, *, timeout: float = 10) -> dict[str, dict[str, Any]]:
         """The running daemon's own figures per sense, by name (the log records a steady
         sense's state only at checkpoints); empty when no daemon answers."""
+        from nerve.commands.daemon import ListSenses, Senses
         from nerve.errors import DaemonError
-        from nerve.runtime.client import route
+        from nerve.transport import connect
 
-        def ask(daemon: Any) -> dict[str, dict[str, Any]]:
-            rows = daemon.call({"type": "list-senses"}, timeout=timeout)["senses"]
+        def by_name(listed: Senses) -> dict[str, dict[str, Any]]:
+            rows = listed.senses
             return {str(r["name"]): r for r in rows if isinstance(r, dict) and "name" in r}
 
         try:
-            return route(self._dir, daemon=ask, log=dict)
+            transport = connect(self._dir)
+            return transport.either(ListSenses(), log=dict, read=by_name, timeout=timeout)
         except (DaemonError, KeyError, TypeError):
             return {}
 
     # -- one sense's data ------------------------------------------------------------------
 
-    def sense_state(self, name: str) -> StoredSense | None:
+    def _sense_state(self, name: str) -> StoredSense | None:
         """The newest ``sense.state`` of sense ``name``, or None if none is stored."""
         rows = (
             self.connection()
@@ -142,12 +144,12 @@ class Reads:
         text, undecodable = rows[0]
         return StoredSense(name, text, bool(undecodable))
 
-    def stored_senses(self) -> list[str]:
-        """Every sense with a stored state, by name (what :meth:`sense_state` can show)."""
+    def _stored_senses(self) -> list[str]:
+        """Every sense with a stored state, by name (what ``ws.sense(name).state()`` can show)."""
         rows = self.connection().execute("SELECT DISTINCT sense FROM sense_state").fetchall()
         return sorted(str(row[0]) for row in rows)
 
-    def sense_history(self, name: str, n: int = 20) -> QueryResult:
+    def _sense_history(self, name: str, n: int = 20) -> QueryResult:
         """The newest ``n`` events about sense ``name`` (computes, errors, signals,
         observations), oldest first: ``hlc``, ``ts``, ``kind``, ``line``."""
         from nerve.query import QueryResult
@@ -164,7 +166,7 @@ class Reads:
         )
         return QueryResult(["hlc", "ts", "kind", "line"], rows)
 
-    def sense_schema(self, name: str) -> list[tuple[str, str, str]]:
+    def _sense_schema(self, name: str) -> list[tuple[str, str, str]]:
         """``(view, column, type)`` of sense ``name``'s data: ``observations`` flattened,
         ``states``, and the views its ``senses/<name>/*.sql`` define."""
         from nerve.sensedata import sense_schema
@@ -172,9 +174,9 @@ class Reads:
         conn, views = self._sense_connection(name)
         return sense_schema(conn, views)
 
-    def sense_query(self, name: str, sql: str) -> QueryStream:
+    def _sense_query(self, name: str, sql: str) -> QueryStream:
         """SQL over one sense's data (``observations``, ``states``, its own views), read
-        lazily as :meth:`query` does."""
+        lazily as ``ws.query`` does."""
         from nerve.query import stream_query
 
         conn, _ = self._sense_connection(name)

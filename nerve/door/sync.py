@@ -5,49 +5,45 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from nerve.door.nouns import Noun
+
 if TYPE_CHECKING:
     from nerve.sync.engine import RoundResult
     from nerve.sync.group import Group, Transport
     from nerve.sync.ops import SyncStatus
-    from nerve.workspace import WorkspaceDir
 
 __all__ = ["Sync"]
 
 
-class Sync:
-    """Sync methods: mixed into :class:`nerve.api.Workspace`."""
+class Sync(Noun):
+    """The sync group this device belongs to (``ws.sync``; the work is in
+    :mod:`nerve.sync.ops`)."""
 
-    _dir: WorkspaceDir
-
-    if TYPE_CHECKING:
-
-        def _writable(self) -> WorkspaceDir: ...
-
-    def sync_init(self, name: str, transport: Transport, device: str | None = None) -> Group:
+    def init(self, name: str, transport: Transport, device: str | None = None) -> Group:
         """Create a sync group on ``transport`` and join it (``nerve sync init``)."""
         from nerve.sync.ops import init
 
         return init(self._writable(), name, transport, device)
 
-    def sync_join(self, code: str, device: str | None = None) -> Group:
+    def join(self, code: str, device: str | None = None) -> Group:
         """Join the group a join code names (``nerve sync join``)."""
         from nerve.sync.ops import join
 
         return join(self._writable(), code, device)
 
-    def sync_now(self) -> RoundResult:
+    def now(self) -> RoundResult:
         """One round now: send, receive, announce (``nerve sync now``)."""
         from nerve.sync.ops import now
 
         return now(self._writable())
 
-    def sync_status(self) -> SyncStatus:
+    def status(self) -> SyncStatus:
         """Each device's shared digest and lag (``nerve sync status``)."""
         from nerve.sync.ops import status
 
         return status(self._dir)
 
-    def sync_leave(self) -> str:
+    def leave(self) -> str:
         """Leave the group; its name (``nerve sync leave``)."""
         from nerve.sync.ops import leave
 

@@ -19,11 +19,13 @@ from typing import Any, TextIO
 from nerve.checks.catalog import catalog, check_dirs, lookup, runnable
 from nerve.checks.dispatch import fire
 from nerve.checks.manifest import CheckManifest
+from nerve.commands import Command, Reply
+from nerve.commands.daemon import AnswerRun, FireCheck, Override, RecheckRun, TriggerRun
 from nerve.contract import WorkflowTrigger
 from nerve.errors import UsageError, WorkflowError
 from nerve.flow.gate import WRITE_DETAIL_DIR, kept_verdict, write_details
 from nerve.resources import bundled
-from nerve.runtime.client import route
+from nerve.transport import connect
 from nerve.workspace import WorkspaceDir
 
 __all__ = [
@@ -39,8 +41,10 @@ __all__ = [
 ]
 
 
-def _call(ws: WorkspaceDir, request: dict[str, Any], timeout: float = 120) -> dict[str, Any]:
-    return route(ws, daemon=lambda d: d.call(request, timeout=timeout))
+def _call(ws: WorkspaceDir, command: Command, timeout: float = 120) -> dict[str, Any]:
+    """The daemon's answer to a workflow command (``DaemonError`` when none runs)."""
+    reply: Reply = connect(ws).do(command, timeout=timeout)
+    return reply.fields
 
 
 def trigger(
@@ -54,16 +58,7 @@ def trigger(
 ) -> dict[str, Any]:
     """Start a run; the daemon's answer (``workflow``, ``run``, ``status``, ...); with a
     ``key`` already used, ``status: deduped`` and the ``earlier_run``."""
-    request: dict[str, Any] = {
-        "type": "trigger-workflow",
-        "workflow": name,
-        "prompt": prompt,
-        "max_rounds": max_rounds,
-        "dry_run": dry_run,
-    }
-    if key is not None:
-        request["key"] = key
-    return _call(ws, request)
+    return _call(ws, TriggerRun(name, prompt, max_rounds, dry_run, key))
 
 
 _PAYLOAD_KEYS = {
@@ -100,12 +95,11 @@ def payload_fields(text: str) -> dict[str, Any]:
 
 def answer(ws: WorkspaceDir, run: str, choice: str, by: str | None = None) -> dict[str, Any]:
     """Answer a waiting run's question, as ``by`` (default: this process's user)."""
-    request = {"type": "workflow-answer", "run": run, "choice": choice, "by": by or _who()}
-    return _call(ws, request)
+    return _call(ws, AnswerRun(run, choice, by or _who()))
 
 
 def recheck(ws: WorkspaceDir, run: str) -> dict[str, Any]:
-    return _call(ws, {"type": "workflow-recheck", "run": run}, timeout=3600)
+    return _call(ws, RecheckRun(run), timeout=3600)
 
 
 def interactive_refusal(
@@ -138,15 +132,7 @@ def override(
         raise WorkflowError(
             refusal, hint=f"fix the outputs and run `nerve workflow recheck {run}` instead"
         )
-    request = {
-        "type": "workflow-override",
-        "run": run,
-        "reason": reason,
-        "interactive": True,
-        "by": _who(),
-        "tty": _tty(stdin),
-    }
-    return _call(ws, request)
+    return _call(ws, Override(run, reason, _who(), _tty(stdin), interactive=True))
 
 
 def override_confirmed(ws: WorkspaceDir, run: str, reason: str, *, where: str) -> dict[str, Any]:
@@ -157,15 +143,7 @@ def override_confirmed(ws: WorkspaceDir, run: str, reason: str, *, where: str) -
         raise WorkflowError(
             f"refused inside workflow {os.environ['NERVE_WORKFLOW']!r}: a role cannot override"
         )
-    request = {
-        "type": "workflow-override",
-        "run": run,
-        "reason": reason,
-        "interactive": True,
-        "by": _who(),
-        "tty": where,
-    }
-    return _call(ws, request)
+    return _call(ws, Override(run, reason, _who(), where, interactive=True))
 
 
 def _who() -> str:
@@ -197,7 +175,6 @@ def fire_check(
 
     Returns the verdict and whether it was recorded in the log.
     """
-    request = {"type": "check-fire", "check": check_id, "path": path, "run": run, "stage": stage}
 
     def direct() -> tuple[dict[str, Any], bool]:
         manifest = runnable(lookup(checks(ws), check_id))
@@ -213,6 +190,7 @@ def fire_check(
             )
         return kept_verdict(ws.root, kept, verdict).to_dict(), False
 
-    return route(
-        ws, daemon=lambda d: (dict(d.call(request, timeout=120)["verdict"]), True), log=direct
-    )
+    def read(reply: Reply) -> tuple[dict[str, Any], bool]:
+        return dict(reply.fields["verdict"]), True
+
+    return connect(ws).either(FireCheck(check_id, path, run, stage), log=direct, read=read)

@@ -1,4 +1,5 @@
-"""Socket requests for workflows and checks (registered with ``nerve.runtime.control``).
+"""Socket requests for workflows and checks (registered with ``nerve.runtime.control``),
+each one of the typed commands of ``nerve.commands``, parsed by its ``from_json``:
 
     {"type": "workflow-answer", "run": R, "choice": C, "by": WHO}
     {"type": "workflow-recheck", "run": R}
@@ -17,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any, Protocol
 
+from nerve.commands.daemon import AnswerRun, FireCheck, Override, RecheckRun, RunsStatus
 from nerve.errors import WorkflowError
 
 if TYPE_CHECKING:
@@ -59,47 +61,34 @@ def _bound(fn: Callable[[Engine, Reply], Coroutine[Any, Any, Reply]], engine: En
     return answer
 
 
-def _text(request: dict[str, Any], key: str, default: str | None = None) -> str:
-    value = request.get(key, default)
-    if not isinstance(value, str) or not value.strip():
-        raise WorkflowError(f"request field {key!r} must be a non-empty string")
-    return value
-
-
 async def _answer(engine: Engine, request: Reply) -> Reply:
-    by = _text(request, "by", "cli")
-    reply = await engine.answer(_text(request, "run"), _text(request, "choice"), by)
-    return {"ok": True, **reply}
+    answer = AnswerRun.from_json(request)
+    return {"ok": True, **await engine.answer(answer.run, answer.choice, answer.by)}
 
 
 async def _recheck(engine: Engine, request: Reply) -> Reply:
-    return {"ok": True, **await engine.recheck(_text(request, "run"))}
+    return {"ok": True, **await engine.recheck(RecheckRun.from_json(request).run)}
 
 
 async def _override(engine: Engine, request: Reply) -> Reply:
-    if request.get("interactive") is not True:
+    override = Override.from_json(request)
+    if not override.interactive:
         raise WorkflowError(
             "an override must come from a person at an interactive terminal",
             hint="run `nerve workflow override RUN --reason TEXT` in a terminal",
         )
-    tty = request.get("tty")
     reply = await engine.override(
-        _text(request, "run"),
-        reason=_text(request, "reason"),
-        by=_text(request, "by", "unknown"),
-        tty=tty if isinstance(tty, str) else None,
+        override.run, reason=override.reason, by=override.by, tty=override.tty
     )
     return {"ok": True, **reply}
 
 
 async def _status(engine: Engine, request: Reply) -> Reply:
+    RunsStatus.from_json(request)
     return {"ok": True, "workflows": engine.status()}
 
 
 async def _check_fire(engine: Engine, request: Reply) -> Reply:
-    run = request.get("run") or "manual"
-    stage = request.get("stage") or "manual"
-    verdict = await engine.fire_check(
-        _text(request, "check"), _text(request, "path"), str(run), str(stage)
-    )
+    fire = FireCheck.from_json(request)
+    verdict = await engine.fire_check(fire.check, fire.path, fire.run, fire.stage)
     return {"ok": True, "verdict": verdict.to_dict()}

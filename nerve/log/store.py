@@ -55,9 +55,14 @@ IMPORT_FRAME_ROWS = 65_536
 
 @dataclass(frozen=True)
 class CompactResult:
+    """What a compaction did: segments merged away, segments written, the rows they hold."""
+
     merged: int  # segments replaced
     written: int  # segments written
     rows: int
+
+    def to_json(self) -> dict[str, int]:
+        return {"merged": self.merged, "written": self.written, "rows": self.rows}
 
 
 class EventLog:

@@ -78,12 +78,12 @@ class _Settings:
 
     def fresh(self) -> _Settings:
         try:
-            mtime = self.ws.config_path.stat().st_mtime
+            mtime = self.ws.settings.path.stat().st_mtime
         except FileNotFoundError:
             return self
         if mtime != self.mtime:
             try:
-                config = self.ws.read_config()
+                config = self.ws.settings.read()
             except NerveError:
                 return self
             self.mtime, self.mcp, self.privacy = mtime, config.mcp, config.privacy

@@ -94,16 +94,16 @@ def status(ws: Workspace, screen: Screen) -> StatusOut:
 
     door = ws
     health = _health(ws)
-    live = door.live_senses(timeout=10) if health is not None else {}
+    live = door.senses.live(timeout=10) if health is not None else {}
     conn = door.new_connection()
     try:
-        configured = sense_rows(ws.config)
+        configured = sense_rows(ws.settings.config)
         names = [row["name"] for row in configured]
         seen = {r[0]: r for r in conn.execute(_SENSE_SQL, [names]).fetchall()}
         capture, paused = _capture(conn, health)
     finally:
         conn.close()
-    snap = door.snapshot()
+    snap = door.log.snapshot()
     return StatusOut(
         daemon=health is not None,
         pid=health.get("pid") if health else None,
@@ -117,7 +117,7 @@ def status(ws: Workspace, screen: Screen) -> StatusOut:
             events=snap.count,
             segments=len(snap.segments),
             unsealed=int(snap.tail.num_rows),
-            bytes_on_disk=ws.log_bytes(),
+            bytes_on_disk=ws.log.size(),
             newest_time=_time(snap.newest.physical_ns) if snap.count else None,
             newest_hlc=str(snap.newest) if snap.count else None,
         ),
@@ -128,7 +128,7 @@ def _health(ws: Workspace) -> dict[str, Any] | None:
     from nerve.errors import DaemonError
 
     try:
-        status = ws.status(timeout=10)
+        status = ws.daemon.status(timeout=10)
     except DaemonError:
         return None
     return status.health if status.running else None
@@ -183,7 +183,7 @@ def _sense(
 def projection_names(ws: Workspace) -> list[str]:
     from nerve.query import load_projections
 
-    return [p.name for p in load_projections(ws.projection_dirs())]
+    return [p.name for p in load_projections(ws.settings.projection_dirs())]
 
 
 def schema(ws: Workspace, name: str) -> dict[str, Any]:
@@ -191,7 +191,7 @@ def schema(ws: Workspace, name: str) -> dict[str, Any]:
     from nerve.errors import UsageError
     from nerve.query import load_projections
 
-    found = {p.name: p for p in load_projections(ws.projection_dirs())}
+    found = {p.name: p for p in load_projections(ws.settings.projection_dirs())}
     if name != "events" and name not in found:
         raise UsageError(f"no view {name!r}: events, or one of {', '.join(sorted(found))}")
     conn = ws.new_connection()

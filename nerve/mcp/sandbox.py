@@ -60,7 +60,7 @@ def open_sandbox(ws: Workspace, shown: Shown | None = None) -> duckdb.DuckDBPyCo
     and every projection are views over those rows only. The segment files and the unsealed
     tail are not reachable from SQL: the raw rows are never registered.
     """
-    snap = ws.snapshot()
+    snap = ws.log.snapshot()
     conn = duckdb.connect()
     try:
         conn.execute("SET enable_progress_bar_print = false")  # DuckDB prints it on stdout
@@ -68,7 +68,9 @@ def open_sandbox(ws: Workspace, shown: Shown | None = None) -> duckdb.DuckDBPyCo
         rows = conn.sql(f"SELECT * FROM {source_sql(snap)}").to_arrow_table()
         conn.unregister("_tail")
         conn.register(_SHOWN, shown(rows) if shown is not None else rows)
-        define_views(conn, _SHOWN, load_projections(ws.projection_dirs()), ws.view_settings())
+        define_views(
+            conn, _SHOWN, load_projections(ws.settings.projection_dirs()), ws.settings.views()
+        )
         _lock(conn)
     except BaseException:
         conn.close()

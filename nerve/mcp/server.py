@@ -66,7 +66,7 @@ def build(ws: Workspace, transport: Transport = "stdio", *, url: str | None = No
         **auth,
     )
     server.middleware.append(Audit(ws, transport))
-    add_tools(server, list(ws.config.mcp.allow_write))
+    add_tools(server, list(ws.settings.config.mcp.allow_write))
     add_resources(server, ws)
     return server
 

@@ -20,12 +20,12 @@ read = tokens.read
 
 
 def token_path(ws: Workspace, environ: Mapping[str, str] | None = None) -> Path:
-    return ws.token_path("mcp", environ)
+    return ws.settings.token_path("mcp", environ)
 
 
 def token(ws: Workspace, *, rotate: bool = False, environ: Mapping[str, str] | None = None) -> str:
     """The workspace's token: made on first use, replaced with ``rotate``."""
-    return ws.token("mcp", site="mcp.token", rotate=rotate, environ=environ)
+    return ws.settings.token("mcp", site="mcp.token", rotate=rotate, environ=environ)
 
 
 def check(path: Path, offered: str) -> bool:

@@ -290,7 +290,7 @@ def recent(
     if filt.hidden:
         filt = dataclasses.replace(filt, hidden=(*filt.hidden, AGENT_ACCESS))
     count = max(0, min(limit, call.allowance.rows))
-    tail = call.ws.read_tail(
+    tail = call.ws.events.read(
         count=count,
         filt=filt,
         since=_instant(since, "since"),
@@ -315,7 +315,7 @@ def _filtered_conn(
 
     from nerve.query import define_views, register_snapshot, source_sql
 
-    snap = ws.snapshot()
+    snap = ws.log.snapshot()
     conn = duckdb.connect()
     conn.execute("SET enable_progress_bar_print = false")
     register_snapshot(conn, snap)
@@ -332,7 +332,7 @@ def _filtered_conn(
     rows = conn.sql(f"SELECT * FROM {source_sql(snap)}{clause}").to_arrow_table()
     conn.unregister("_tail")
     conn.register("_search_rows", screen.rows(rows))
-    define_views(conn, "_search_rows", [], ws.view_settings())
+    define_views(conn, "_search_rows", [], ws.settings.views())
     return conn
 
 
@@ -354,7 +354,7 @@ def search(
             "stopword like 'the')"
         )
     codes = list(tail_filter([], sources or [], all_kinds=True).sources)
-    cfg = call.ws.config.recall  # checked as nerve.yaml loads
+    cfg = call.ws.settings.config.recall  # checked as nerve.yaml loads
     k = max(1, min(limit, call.allowance.rows, 1_000))
     conn = _filtered_conn(
         call.ws, call.screen, _instant(since, "since"), _instant(until, "until", end=True), codes

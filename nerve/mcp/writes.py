@@ -64,7 +64,7 @@ def trigger_workflow(
     max_rounds: int | None = None,
     dry_run: bool = False,
 ) -> WriteOut:
-    reply = ws.trigger_workflow(name, prompt=prompt, max_rounds=max_rounds, dry_run=dry_run)
+    reply = ws.runs.trigger(name, prompt=prompt, max_rounds=max_rounds, dry_run=dry_run)
     detail = {k: v for k, v in reply.items() if k != "ok"}
     return WriteOut(done=f"workflow {name} requested: run {reply.get('run')}", detail=detail)
 
@@ -75,8 +75,8 @@ def _answer_needs_daemon() -> UsageError:
 
 def answer(ws: Workspace, run: str, choice: str, by: str) -> WriteOut:
     door = ws
-    if not door.has_daemon():
+    if not door.daemon.answers():
         raise _answer_needs_daemon()
-    reply = door.answer_run(run, choice, by=by)
+    reply = door.run(run).answer(choice, by=by)
     detail = {k: v for k, v in reply.items() if k != "ok"}
     return WriteOut(done=f"run {run} answered {reply.get('choice')!r}", detail=detail)

@@ -16,7 +16,6 @@ from nerve.privacy.selection import parse_when
 
 if TYPE_CHECKING:
     from nerve.log.store import EventLog
-    from nerve.workspace import WorkspaceDir
 
 
 @dataclass(frozen=True)
@@ -53,17 +52,3 @@ def apply(log: EventLog, before: Hlc, to: Path, *, vacuum: bool) -> ArchiveResul
         list(moved[-1].max_hlc) if moved else None,
         vacuum,
     )
-
-
-def archive(ws: WorkspaceDir, before: Hlc, to: Path, *, vacuum: bool = False) -> ArchiveResult:
-    """Archive through the daemon when one runs, else as the log's writer."""
-    from nerve.runtime.client import route
-
-    folder = Path(to).expanduser().resolve()
-    request = {"type": "archive", "before": list(before), "to": str(folder), "vacuum": vacuum}
-
-    def direct() -> ArchiveResult:
-        with ws.open_log() as log:
-            return apply(log, before, folder, vacuum=vacuum)
-
-    return route(ws, daemon=lambda d: ArchiveResult(**d.call(request)["result"]), log=direct)

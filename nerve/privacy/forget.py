@@ -99,8 +99,8 @@ class Request:
 
     def to_json(self) -> dict[str, Any]:
         if self.selection is None:
-            return {"type": "forget", "retention": True}
-        return {"type": "forget", "selection": self.selection.to_json(), "reason": self.reason}
+            return {"retention": True}
+        return {"selection": self.selection.to_json(), "reason": self.reason}
 
     @classmethod
     def from_json(cls, obj: dict[str, Any]) -> Request:
@@ -194,16 +194,3 @@ def dry_run(ws: WorkspaceDir, request: Request, *, now_ns: int | None = None) ->
     if found is not None:
         plan.found.append(found)
     return ForgetResult.of(plan, dry_run=True, reason=request.reason)
-
-
-def forget(ws: WorkspaceDir, request: Request) -> ForgetResult:
-    """Forget through the daemon when one runs, else as the log's writer."""
-    from nerve.runtime.client import route
-
-    def direct() -> ForgetResult:
-        with ws.open_log() as log:
-            return apply(log, request, ws.log_config().retention)
-
-    return route(
-        ws, daemon=lambda d: ForgetResult.from_json(d.call(request.to_json())["result"]), log=direct
-    )

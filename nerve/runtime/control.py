@@ -1,27 +1,47 @@
-"""What the daemon answers on its socket. Each request type maps to one kernel call.
+"""What the daemon answers on its socket: the commands of ``nerve.commands``.
 
-The built-in requests are :data:`HANDLERS`; an extension adds its own explicitly, through
-its ``handlers()`` (the workflow engine's are in ``nerve.flow.control``), and the kernel
-passes the table it built to :func:`handle`.
+:data:`HANDLERS` is built from the command set: a command that can run on the log is
+parsed and applied in the single writer (:class:`DaemonSide`), the same ``apply`` a process
+without a daemon runs; one that needs the running daemon (status, senses, a run's trigger)
+is answered by the kernel here, or, for a run's answer, recheck or override, by the
+workflow engine's ``handlers()`` (``nerve.flow.control``), which the kernel adds to the
+table it passes to :func:`handle`.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from nerve.clock import Hlc
+from nerve.commands import Command, Done, Reply, items, key_of, text, version_of
+from nerve.commands.daemon import (
+    GetStatus,
+    Health,
+    ListSenses,
+    Reload,
+    Senses,
+    Stop,
+    TriggerRun,
+    TriggerSense,
+)
+from nerve.commands.log import Emit, Import, parse_drafts, parse_events
+from nerve.commands.table import COMMANDS
 from nerve.contract import WorkflowTrigger
-from nerve.errors import NerveError, UsageError, WorkflowError
+from nerve.errors import ConfigError, DaemonError, NerveError, WorkflowError
 from nerve.privacy.pause import PAUSED, RESUMED
 from nerve.runtime.ipc import IpcServer, error_reply, refusal
 from nerve.runtime.senses import sense_rows
-from nerve.runtime.writer import parse_drafts, parse_events
 
 if TYPE_CHECKING:
     from nerve.config.models import NerveConfig
+    from nerve.events import ErasedEvent, Event
+    from nerve.log.drafts import Draft
+    from nerve.log.store import EventLog
+    from nerve.privacy.pause import PauseState
+    from nerve.privacy.policy import Policy
     from nerve.runtime.capture import CaptureGate
     from nerve.runtime.staging import Stages
     from nerve.runtime.writer import Writer
@@ -62,22 +82,27 @@ class Controlled(Protocol):
 
 
 Handler = Callable[[Controlled, dict[str, Any]], Awaitable[dict[str, Any]]]
-HANDLERS: dict[str, Handler] = {}
+Served = Callable[[Controlled, Any], Awaitable[Any]]
+T = TypeVar("T")
+
+# The kernel's half of the commands that need the running daemon, by type.
+SERVED: dict[str, Served] = {}
 
 
-def handles(name: str) -> Callable[[Handler], Handler]:
-    def register(fn: Handler) -> Handler:
-        HANDLERS[name] = fn
+def serves(command: type[Command]) -> Callable[[Served], Served]:
+    def register(fn: Served) -> Served:
+        SERVED[command.TYPE] = fn
         return fn
 
     return register
 
 
 async def handle(
-    kernel: Controlled, request: dict[str, Any], table: Mapping[str, Handler] = HANDLERS
+    kernel: Controlled, request: dict[str, Any], table: Mapping[str, Handler] | None = None
 ) -> dict[str, Any]:
     """Answer one request with its handler in ``table`` (the built-in ones and those the
     kernel's extensions registered)."""
+    table = HANDLERS if table is None else table
     fn = table.get(request["type"])
     if fn is None:
         known = ", ".join(sorted(table))
@@ -110,48 +135,19 @@ def _plain_kind(kind: Any) -> bool:
     return isinstance(kind, str) and kind not in WARM_UP_KINDS
 
 
-def _str_field(request: dict[str, Any], key: str) -> str:
-    value = request.get(key)
-    if not isinstance(value, str) or not value:
-        raise UsageError(f"request field {key!r} must be a non-empty string", field=key)
-    return value
+@serves(GetStatus)
+async def _status(kernel: Controlled, command: GetStatus) -> Health:
+    return Health(True, kernel.health())
 
 
-def _list_field(request: dict[str, Any], key: str) -> list[Any]:
-    value = request.get(key)
-    if not isinstance(value, list):
-        raise UsageError(f"request field {key!r} must be a list", field=key)
-    return value
-
-
-def _int_field(request: dict[str, Any], key: str, default: int) -> int:
-    value = request.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise UsageError(f"request field {key!r} must be a positive integer", field=key)
-    return value
-
-
-def _key_field(request: dict[str, Any]) -> str | None:
-    """The optional idempotency key of an emit or import (see nerve.log.batchkeys)."""
-    key = request.get("key")
-    if key is not None and not isinstance(key, str):
-        raise NerveError('request field "key" must be a string')
-    return key
-
-
-@handles("status")
-async def _status(kernel: Controlled, request: dict[str, Any]) -> dict[str, Any]:
-    return {"ok": True, "status": kernel.health()}
-
-
-@handles("list-senses")
-async def _list_senses(kernel: Controlled, request: dict[str, Any]) -> dict[str, Any]:
+@serves(ListSenses)
+async def _list_senses(kernel: Controlled, command: ListSenses) -> Senses:
     senses = []
     for row in sense_rows(kernel.config):
         stats = kernel.stats.get(row["name"])
         live = stats.to_json() if stats else {}
         senses.append({**row, **live, **_seed_sense(kernel, row["name"], live)})
-    return {"ok": True, "senses": senses}
+    return Senses(senses)
 
 
 def _seed_sense(kernel: Controlled, name: str, live: dict[str, Any]) -> dict[str, Any]:
@@ -219,125 +215,137 @@ def seed_reply(reply: dict[str, Any]) -> dict[str, Any]:
     return reply
 
 
-@handles("trigger-sense")
-async def _trigger_sense(kernel: Controlled, request: dict[str, Any]) -> dict[str, Any]:
-    kernel.trigger_sense(_str_field(request, "sense"))
-    return {"ok": True}
+@serves(TriggerSense)
+async def _trigger_sense(kernel: Controlled, command: TriggerSense) -> Done:
+    kernel.trigger_sense(command.sense)
+    return Done()
 
 
-@handles("trigger-workflow")
-async def _trigger_workflow(kernel: Controlled, request: dict[str, Any]) -> dict[str, Any]:
-    raw = {
-        "name": _str_field(request, "workflow"),
-        "prompt": request.get("prompt", ""),
-        "max_rounds": request.get("max_rounds", request.get("maxRounds")),
-        "dry_run": request.get("dry_run", False),
-        "key": request.get("key"),
-    }
-    trigger = WorkflowTrigger.parse(raw)
+@serves(TriggerRun)
+async def _trigger_run(kernel: Controlled, command: TriggerRun) -> Reply:
+    trigger = WorkflowTrigger(
+        name=command.workflow,
+        max_rounds=command.max_rounds,
+        prompt=command.prompt,
+        dry_run=command.dry_run,
+        key=command.key,
+    )
     if not kernel.known_workflow(trigger.name):
         raise WorkflowError(f"unknown workflow {trigger.name!r}", field="workflow")
-    run = await kernel.request_workflow(trigger, source="ipc")
-    return {"ok": True, **run}
+    return Reply(await kernel.request_workflow(trigger, source="ipc"))
 
 
-@handles("emit")
-async def _emit(kernel: Controlled, request: dict[str, Any]) -> dict[str, Any]:
-    drafts = _batch(kernel, request, parse_drafts)
-    if drafts is None:
-        return {"ok": True, "staged": kernel.stages.count(request["stage"])}
-    return {"ok": True, "events": await kernel.writer.emit_drafts(drafts, _key_field(request))}
+@serves(Reload)
+async def _reload(kernel: Controlled, command: Reload) -> Done:
+    if not await kernel.reload("request"):
+        raise ConfigError("configuration rejected; see the config.rejected event")
+    return Done()
 
 
-@handles("import")
-async def _import(kernel: Controlled, request: dict[str, Any]) -> dict[str, Any]:
-    events = _batch(kernel, request, parse_events)
-    if events is None:
-        return {"ok": True, "staged": kernel.stages.count(request["stage"])}
-    return {"ok": True, "imported": await kernel.writer.import_parsed(events, _key_field(request))}
+@serves(Stop)
+async def _stop(kernel: Controlled, command: Stop) -> Done:
+    kernel.stopping.set()
+    return Done()
 
 
-def _batch(
-    kernel: Controlled, request: dict[str, Any], parse: Callable[[list[Any], int], list[Any]]
-) -> list[Any] | None:
-    """The request's events, parsed; with ``stage`` (see ``nerve.runtime.staging``), held
-    until the last part, then the whole batch (``None`` for a part before the last)."""
-    objects = _list_field(request, "events")
-    if "stage" not in request:
-        return parse(objects, 0)
-    stage = _str_field(request, "stage")
+def _handler(kind: type[Command]) -> Handler:
+    """The socket's answer to one command: parsed, then served by the kernel (a command
+    that needs the running daemon) or applied in the single writer."""
+
+    async def answer(kernel: Controlled, request: dict[str, Any]) -> dict[str, Any]:
+        staged = "stage" in request
+        command = _staged(kernel, request, kind) if staged else _parsed(kind, request)
+        if command is None:
+            return {"ok": True, "staged": kernel.stages.count(request["stage"])}
+        serve = SERVED.get(kind.TYPE)
+        result = await (serve(kernel, command) if serve else _applied(kernel, command))
+        return {"ok": True, **result.to_json()}
+
+    return answer
+
+
+def _parsed(kind: type[Command], request: dict[str, Any]) -> Command:
+    made: Command = kind.from_json(request)  # type: ignore[attr-defined]
+    return made
+
+
+# Commands are applied in threads of their own: each waits on the loop for the writer's
+# steps, which use the loop's default threads; sharing those could leave none to run them.
+_APPLYING = ThreadPoolExecutor(max_workers=4, thread_name_prefix="command")
+
+
+async def _applied(kernel: Controlled, command: Command) -> Any:
+    """``command.apply`` run in a thread beside the loop, over the daemon's writer."""
+    loop = asyncio.get_running_loop()
+    return await loop.run_in_executor(_APPLYING, command.apply, DaemonSide(kernel, loop))
+
+
+def _staged(kernel: Controlled, request: dict[str, Any], kind: type[Command]) -> Command | None:
+    """An emit or import sent in parts (see ``nerve.runtime.staging``): held until the last
+    part, then the whole batch as one command (``None`` for a part before the last)."""
+    request = version_of(request)
+    parse = parse_drafts if kind is Emit else parse_events
+    objects = items(request, "events")
+    stage = text(request, "stage")
     more = request.get("more") is True
     try:
-        items = parse(objects, kernel.stages.count(stage))
-        batch = kernel.stages.add(stage, request["type"], items, more=more)
+        parsed = parse(objects, kernel.stages.count(stage))
+        batch = kernel.stages.add(stage, kind.TYPE, parsed, more=more)
     except NerveError:
         kernel.stages.drop(stage)
         raise
-    return None if more else batch
+    if more:
+        return None
+    key = key_of(request)
+    return Emit(tuple(batch), key) if kind is Emit else Import(tuple(batch), key)
 
 
-@handles("pause")
-async def _pause(kernel: Controlled, request: dict[str, Any]) -> dict[str, Any]:
-    for_ms = request.get("for_ms")
-    if for_ms is not None:
-        for_ms = _int_field(request, "for_ms", 1)
-    return {"ok": True, "capture": (await kernel.capture.pause(for_ms)).to_json()}
+class DaemonSide:
+    """The daemon as the log's writer (``nerve.commands.Side``), for a command applied in a
+    thread: each step runs on the daemon's loop, over its committer and pause switch."""
+
+    def __init__(self, kernel: Controlled, loop: asyncio.AbstractEventLoop) -> None:
+        self._kernel = kernel
+        self._loop = loop
+
+    def _on_loop(self, work: Coroutine[Any, Any, T]) -> T:
+        """Run one step on the daemon's loop and wait for it (refused if the loop closes
+        first: the daemon is stopping, and this thread must not outlive it)."""
+        done = asyncio.run_coroutine_threadsafe(work, self._loop)
+        while True:
+            try:
+                return done.result(timeout=1.0)
+            except TimeoutError:
+                if self._loop.is_closed() or not self._loop.is_running():
+                    done.cancel()
+                    raise DaemonError("the daemon stopped before the command was done") from None
+
+    @property
+    def config(self) -> NerveConfig:
+        return self._kernel.config
+
+    @property
+    def policy(self) -> Policy:
+        return self._kernel.writer.policy
+
+    def append(self, drafts: list[Draft], key: str | None) -> tuple[list[dict[str, Any]], bool]:
+        return self._on_loop(self._kernel.writer.append_batch(drafts, key))
+
+    def import_events(self, events: list[Event | ErasedEvent], key: str | None) -> tuple[int, bool]:
+        return self._on_loop(self._kernel.writer.import_batch(events, key))
+
+    def with_log(self, work: Callable[[EventLog], T]) -> T:
+        done: T = self._on_loop(self._kernel.writer.with_log(work))
+        return done
+
+    def pause(self, for_ms: int | None) -> PauseState:
+        return self._on_loop(self._kernel.capture.pause(for_ms))
+
+    def resume(self) -> PauseState | None:
+        return self._on_loop(self._kernel.capture.resume("command"))
 
 
-@handles("resume")
-async def _resume(kernel: Controlled, request: dict[str, Any]) -> dict[str, Any]:
-    ended = await kernel.capture.resume("command")
-    return {"ok": True, "ended": ended.to_json() if ended else None}
-
-
-@handles("seal")
-async def _seal(kernel: Controlled, request: dict[str, Any]) -> dict[str, Any]:
-    info = await kernel.writer.log_call("seal")
-    return {"ok": True, "sealed": info.to_json() if info else None}
-
-
-@handles("compact")
-async def _compact(kernel: Controlled, request: dict[str, Any]) -> dict[str, Any]:
-    result = await kernel.writer.log_call(
-        "compact", target_rows=_int_field(request, "target_rows", 1_000_000)
-    )
-    return {"ok": True, "merged": result.merged, "written": result.written, "rows": result.rows}
-
-
-@handles("forget")
-async def _forget(kernel: Controlled, request: dict[str, Any]) -> dict[str, Any]:
-    from nerve.privacy.forget import Request, apply
-
-    wanted = Request.from_json(request)
-    retention = kernel.config.log.retention
-    result = await kernel.writer.with_log(lambda log: apply(log, wanted, retention))
-    return {"ok": True, "result": result.to_json()}
-
-
-@handles("archive")
-async def _archive(kernel: Controlled, request: dict[str, Any]) -> dict[str, Any]:
-    from nerve.privacy.archive import apply
-
-    before = request.get("before")
-    if not (isinstance(before, list) and len(before) == 2 and all(type(v) is int for v in before)):
-        raise UsageError("request field 'before' must be [physical_ns, logical]", field="before")
-    folder = Path(_str_field(request, "to"))
-    vacuum = request.get("vacuum") is True
-    result = await kernel.writer.with_log(
-        lambda log: apply(log, Hlc(*before), folder, vacuum=vacuum)
-    )
-    return {"ok": True, "result": result.to_json()}
-
-
-@handles("reload")
-async def _reload(kernel: Controlled, request: dict[str, Any]) -> dict[str, Any]:
-    applied = await kernel.reload("request")
-    if applied:
-        return {"ok": True}
-    return refusal("ConfigError", "configuration rejected; see the config.rejected event")
-
-
-@handles("stop")
-async def _stop(kernel: Controlled, request: dict[str, Any]) -> dict[str, Any]:
-    kernel.stopping.set()
-    return {"ok": True}
+# Every command but those the workflow engine answers (its ``handlers()``).
+HANDLERS: dict[str, Handler] = {
+    c.TYPE: _handler(c) for c in COMMANDS if c.TYPE in SERVED or c.WHERE != "daemon"
+}

@@ -1,6 +1,6 @@
 """Running the kernel as a daemon (the server half): start, stop, and its log.
 
-The client half (pid, socket, one request) is ``nerve.runtime.client``."""
+The client half (pid, socket, one request) is ``nerve.transport``."""
 
 from __future__ import annotations
 
@@ -18,9 +18,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, TextIO
 
 from nerve import fsio
+from nerve.commands.daemon import Stop
 from nerve.errors import DaemonError
 from nerve.runtime.children import adopt_orphans
-from nerve.runtime.client import alive, call, pid_path, read_pid, run_path, running
+from nerve.transport import alive, call, pid_path, read_pid, run_path, running
 from nerve.workspace import WorkspaceDir
 
 if TYPE_CHECKING:
@@ -247,7 +248,7 @@ def stop(ws: WorkspaceDir) -> int | None:
     if pid is None and not running(ws):
         return None
     with contextlib.suppress(DaemonError):
-        call(ws, {"type": "stop"}, timeout=5)
+        call(ws, Stop().to_json(), timeout=5)
     if pid is None:
         return None
     for sig, wait_s in ((None, STOP_TIMEOUT_S), (signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0)):

@@ -93,15 +93,19 @@ def join(ws: WorkspaceDir, code: str, device: str | None = None) -> Group:
 def now(ws: WorkspaceDir) -> RoundResult:
     """One sync round now (send, receive, announce): through the daemon when one runs (it
     writes the peer logs), else here."""
-    from nerve.runtime.client import Daemon, route
+    from nerve.commands import Reply
+    from nerve.commands.daemon import SyncRound
+    from nerve.transport import connect
 
     group = load_group(ws)
 
-    def through(daemon: Daemon) -> RoundResult:
-        reply = daemon.call({"type": "sync"}, timeout=120)
-        return RoundResult(**(reply.get("round") or {}))
+    def here() -> RoundResult:
+        return _with_bus(ws, group, lambda e, b: e.round(b))
 
-    return route(ws, daemon=through, log=lambda: _with_bus(ws, group, lambda e, b: e.round(b)))
+    def read(reply: Reply) -> RoundResult:
+        return RoundResult(**(reply.fields.get("round") or {}))
+
+    return connect(ws).either(SyncRound(), log=here, read=read)
 
 
 def leave(ws: WorkspaceDir) -> str:

@@ -21,8 +21,8 @@ from nerve.clock import Hlc
 from nerve.log import segments as seg
 from nerve.log.reader import TailReader, snapshot, table_since
 from nerve.log.select import TailFilter
-from nerve.runtime.client import running
 from nerve.tail.batch import Batch, wire_stamp
+from nerve.transport import connect
 from nerve.workspace import WorkspaceDir
 
 FOLLOW_GATHER_S = 0.02
@@ -63,7 +63,7 @@ def follow(
 ) -> Iterator[Batch]:
     """Each batch of matching events stamped after ``since``, as they are stored."""
     cursor = _Cursor(since)
-    while daemon and running(ws):
+    while daemon and connect(ws).daemon:
         outcome = yield from _through_daemon(ws, filt, cursor)
         if outcome != "dropped":
             break  # no daemon to follow (gone, or one that does not serve `follow`)
@@ -77,8 +77,8 @@ def _through_daemon(
 ) -> Generator[Batch, None, str]:
     """Follow one subscription; return how it ended: ``dropped``, ``gone`` or ``refused``."""
     from nerve.errors import DaemonError
-    from nerve.runtime.client import socket_path
     from nerve.runtime.ipc import LineStream
+    from nerve.transport import socket_path
 
     try:
         stream = LineStream(socket_path(ws), {"type": "follow", "filter": filt.to_json()})

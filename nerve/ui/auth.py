@@ -44,12 +44,12 @@ LOOPBACK = ("127.0.0.1", "localhost", "[::1]", "::1")
 
 
 def token_path(ws: Workspace, environ: Mapping[str, str] | None = None) -> Path:
-    return ws.token_path("ui", environ)
+    return ws.settings.token_path("ui", environ)
 
 
 def token(ws: Workspace, *, rotate: bool = False, environ: Mapping[str, str] | None = None) -> str:
     """The workspace's UI token: made on first use, replaced with ``rotate``."""
-    return ws.token("ui", site="ui.token", rotate=rotate, environ=environ)
+    return ws.settings.token("ui", site="ui.token", rotate=rotate, environ=environ)
 
 
 def _mac(key: str, purpose: str, session: str) -> str:
@@ -72,7 +72,7 @@ class Lifetimes:
     @classmethod
     def of(cls, ws: Workspace) -> Lifetimes:
         """The workspace's ``ui:`` section (durations in ms)."""
-        ui = ws.config.ui
+        ui = ws.settings.config.ui
         return cls(ui.login / 1000, ui.idle / 1000, ui.session / 1000)
 
 

@@ -88,7 +88,7 @@ def _privacy(ws: Workspace) -> PrivacyConfig:
     from nerve.errors import NerveError
 
     try:
-        stat = ws.config_path.stat()
+        stat = ws.settings.path.stat()
     except FileNotFoundError:
         return PrivacyConfig()
     key, mtime = str(ws.root), (stat.st_mtime_ns, stat.st_size)
@@ -96,9 +96,9 @@ def _privacy(ws: Workspace) -> PrivacyConfig:
     if known is not None and known[0] == mtime:
         return known[1]
     try:
-        rules = ws.read_config().privacy
+        rules = ws.settings.read().privacy
     except NerveError:
-        return known[1] if known is not None else ws.config.privacy
+        return known[1] if known is not None else ws.settings.config.privacy
     _PRIVACY[key] = (mtime, rules)
     return rules
 
@@ -120,7 +120,7 @@ def day(
     if span not in ("day", "week"):
         raise UsageError(f"span: {span!r} is not day or week", field="span")
     now = now_ns or time.time_ns()
-    rules = ws.view_settings().get("categories", [])
+    rules = ws.settings.views().get("categories", [])
     conn = connect(ws, screen(ws), rows_of(ws))
     try:
         define(conn, rules)
@@ -175,7 +175,7 @@ def _day_label(first: datetime, last: datetime, span: str) -> str:
 
 def set_categories(ws: Workspace, rules: list[dict[str, str]]) -> dict[str, Any]:
     """Replace the category rules (nerve.yaml's ``categories:``), recorded as an event."""
-    kept = ws.set_categories(rules)
+    kept = ws.settings.set_categories(rules)
     return {"categories": [r.model_dump() for r in kept]}
 
 
@@ -445,7 +445,7 @@ def sql(ws: Workspace, text: str, *, timeout_ms: int | None = None) -> dict[str,
     from nerve.mcp.guard import Allowance
     from nerve.mcp.tools import Call, query
 
-    limit = timeout_ms if timeout_ms is not None else ws.config.mcp.query_timeout
+    limit = timeout_ms if timeout_ms is not None else ws.settings.config.mcp.query_timeout
     call = Call(ws, screen(ws), Allowance(SQL_ROWS, SQL_BYTES), limit)
     out = query(call, text)
     return {"sql": text, "columns": out.columns, "rows": out.rows, "more": out.more}
@@ -478,8 +478,8 @@ def decision(ws: Workspace, seq: int) -> dict[str, Any]:
     from nerve.mcp.tools import screened_decision, sources
 
     scr = screen(ws)
-    link = ws.audit_show(seq)
-    found = [dict(d) for d in ws.decisions() if d.get("chain_seq") == seq]
+    link = ws.audit.show(seq)
+    found = [d.to_json() for d in ws.audit.decisions() if d.chain_seq == seq]
     named = sources(ws, scr, [d.get("source_event") for d in found])
     if found:  # the page and its JSON show the observation as MCP's highlights do
         raw = found[0].get("source_event")
@@ -511,7 +511,7 @@ def decision(ws: Workspace, seq: int) -> dict[str, Any]:
 
 def chain_state(ws: Workspace) -> dict[str, Any]:
     """The whole chain verified as ``nerve audit verify --no-record`` does: the first break."""
-    return dict(ws.audit_verify(record=False).to_json())
+    return dict(ws.audit.verify(record=False).to_json())
 
 
 # -- senses and workflows --------------------------------------------------------------------
@@ -522,8 +522,8 @@ def senses(ws: Workspace) -> dict[str, Any]:
     and ``shown``: each as the page words it (see :func:`sense_row`)."""
     import time
 
-    running = ws.status().running
-    rows = ws.senses()
+    running = ws.daemon.status().running
+    rows = ws.senses.all()
     now = time.time_ns()
     return {"daemon": running, "senses": rows, "shown": [sense_row(r, running, now) for r in rows]}
 
@@ -577,7 +577,7 @@ def _span_ms(ms: int) -> str:
 
 def trigger_sense(ws: Workspace, name: str) -> dict[str, Any]:
     """Ask the running daemon to compute ``name`` now (as ``nerve sense trigger``)."""
-    ws.trigger_sense(name)
+    ws.sense(name).trigger()
     return {"triggered": name}
 
 
@@ -603,7 +603,7 @@ def override(ws: Workspace, run: str, reason: str, *, confirmed: bool) -> dict[s
         raise UsageError("an override needs a reason", field="reason")
     if not confirmed:
         raise UsageError("tick the confirmation to override the gate", field="confirm")
-    return ws.override_confirmed(run, reason.strip(), where=OVERRIDE_WHERE)
+    return ws.run(run).override_confirmed(reason.strip(), where=OVERRIDE_WHERE)
 
 
 OVERRIDE_WHERE = "nerve ui (confirmed on its page)"
@@ -619,11 +619,11 @@ def _jsonable(rows: list[Any]) -> list[Any]:
 
 
 def pause(ws: Workspace, for_ms: int | None = None) -> dict[str, Any]:
-    return {"paused": True, "state": _state_json(ws.pause(for_ms))}
+    return {"paused": True, "state": _state_json(ws.privacy.pause(for_ms))}
 
 
 def resume(ws: Workspace) -> dict[str, Any]:
-    return {"resumed": ws.resume() is not None}
+    return {"resumed": ws.privacy.resume() is not None}
 
 
 def _state_json(state: Any) -> Any:
@@ -649,7 +649,7 @@ def forget(
     """What a forget would erase (``dry_run``), or erase it, as ``nerve forget`` does."""
     if not (match or kinds or sources or before or after):
         raise UsageError("choose what to forget: text, a kind, a source or a time", field="match")
-    result = ws.forget(
+    result = ws.privacy.forget(
         sources=sources, kinds=kinds, match=match or None, before=before or None,
         after=after or None, reason=reason, dry_run=dry_run,
     )  # fmt: skip
@@ -696,9 +696,9 @@ def health(ws: Workspace, *, verify: bool = False) -> dict[str, Any]:
     disk per day."""
     from nerve.canonical import jsonable
 
-    status = ws.status().to_json()
+    status = ws.daemon.status().to_json()
     report = ws.replay(verify=verify)
-    snap = ws.snapshot()
+    snap = ws.log.snapshot()
     return {
         "daemon": jsonable(status),
         "replay": {

@@ -30,11 +30,11 @@ class HostFiles:
 
 
 def configured(ws: Workspace) -> bool:
-    return ws.config.fleet is not None
+    return ws.settings.config.fleet is not None
 
 
 def local_host(ws: Workspace) -> str:
-    return ws.fleet_host()
+    return ws.fleet.host()
 
 
 def hosts(ws: Workspace) -> list[str]:
@@ -44,7 +44,7 @@ def hosts(ws: Workspace) -> list[str]:
     if not configured(ws):
         return []
     mine = local_host(ws)
-    found = {host_of(f.file_path) for f in ws.warehouse().data_files()} - {None, mine}
+    found = {host_of(f.file_path) for f in ws.fleet.warehouse().data_files()} - {None, mine}
     return [mine, *sorted(h for h in found if h is not None)]
 
 
@@ -55,19 +55,19 @@ def host_files(ws: Workspace, host: str, since_ns: int | None) -> HostFiles:
 
     if not configured(ws):
         raise UsageError("no fleet: the host filter needs a fleet: section", field="host")
-    wh = ws.warehouse()
+    wh = ws.fleet.warehouse()
     if host not in hosts(ws):
         raise UsageError(f"no host {host!r} in the fleet", field="host")
     found = plan(wh, since_ns=since_ns, hosts=[host])
     kept = [u for u in found.files.get(host, []) if u not in found.deletes]
     planned = type(found)({host: kept}, found.total, since_ns)
-    cache = ws.fleet_cache()
-    if kept and ws.is_encrypted():
+    cache = ws.fleet.cache()
+    if kept and ws.log.encrypted():
         raise UsageError(
             "an encrypted workspace keeps no fleet cache (its files would be plaintext)",
             field="host",
         )
-    local = fetch(wh, planned, cache) if kept and ws.fleet_settings().cache_mb else {}
+    local = fetch(wh, planned, cache) if kept and ws.fleet.settings().cache_mb else {}
     if kept and not local:
         raise UsageError("the fleet cache is off (fleet.cache_mb: 0)", field="host")
     left = [f"{len(found.deletes)} file(s) with delete files are not shown"] * bool(found.deletes)
@@ -79,4 +79,4 @@ def health(ws: Workspace) -> list[dict[str, Any]]:
     """Each host's last ship, files, rows, lag and last verify (``nerve fleet status``)."""
     if not configured(ws):
         return []
-    return ws.fleet_status()
+    return ws.fleet.status()

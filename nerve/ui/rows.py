@@ -49,7 +49,7 @@ def rows_of(ws: Workspace, host: str = "", since_ns: int | None = None) -> Rows:
         got = fleet.host_files(ws, host, since_ns)
         files = [(name, path, 0, 2**63 - 1) for name, path in got.files]
         return Rows(files, EMPTY, None, host, tuple(got.warnings), local=False)
-    snap = ws.snapshot()
+    snap = ws.log.snapshot()
     files = [
         (info.name, str(path), info.min_hlc.physical_ns, info.max_hlc.physical_ns)
         for info, path in zip(snap.segments, snap.files, strict=True)

@@ -48,7 +48,7 @@ def serve(
 
     check_host(host, allow_remote=allow_remote)
     token(ws)  # made on first use: the login code is made from it
-    sock = listen_near(host, ws.config.ui.port if port is None else port, say)
+    sock = listen_near(host, ws.settings.config.ui.port if port is None else port, say)
     bound = sock.getsockname()[1]
     name = f"[{host}]" if ":" in host else host
     keys = Keys(token_path(ws), Lifetimes.of(ws))

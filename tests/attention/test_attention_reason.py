@@ -91,7 +91,7 @@ def _door(ws: WorkspaceDir) -> api.Workspace:
 
 def _call(ws: WorkspaceDir) -> tools.Call:
     door = _door(ws)
-    return tools.Call(door, Screen(door.config.privacy), Allowance(500, 1 << 20))
+    return tools.Call(door, Screen(door.settings.config.privacy), Allowance(500, 1 << 20))
 
 
 def test_the_transient_hold_names_what_the_rule_compared_and_no_margin(

@@ -33,7 +33,7 @@ def _file(tmp_path: Path, text: str) -> Path:
 
 def test_the_daemons_own_settings_change_nothing(recorded_day: Day) -> None:
     ws = nerve.open(recorded_day.root)
-    own = ws.attention_settings()
+    own = ws.settings.attention()
     result = what_if(connect(recorded_day.root / "data" / "log"), own)
     assert result.same and result.recorded == result.would
     surfaced, held = result.recorded
@@ -65,7 +65,7 @@ def test_other_settings_list_each_differing_decision(
 def test_since_compares_only_the_window(recorded_day: Day, tmp_path: Path) -> None:
     ws = nerve.open(recorded_day.root)
     settings = settings_from(
-        _file(tmp_path, "attention:\n  rules:\n    confirm_s: 0\n"), ws.attention_settings()
+        _file(tmp_path, "attention:\n  rules:\n    confirm_s: 0\n"), ws.settings.attention()
     )
     conn = connect(recorded_day.root / "data" / "log")
     whole = what_if(conn, settings)
@@ -78,7 +78,7 @@ def test_since_compares_only_the_window(recorded_day: Day, tmp_path: Path) -> No
 
 
 def test_a_file_is_laid_over_the_workspaces_settings(recorded_day: Day, tmp_path: Path) -> None:
-    own = nerve.open(recorded_day.root).attention_settings()
+    own = nerve.open(recorded_day.root).settings.attention()
     path = _file(tmp_path, "attention:\n  rules:\n    confirm_s: 0\n")
     laid = settings_from(path, own)
     assert laid.rules.confirm_s == 0
@@ -96,7 +96,7 @@ def test_a_file_is_laid_over_the_workspaces_settings(recorded_day: Day, tmp_path
 def test_a_bad_file_is_named(
     recorded_day: Day, tmp_path: Path, text: str, error: type[Exception], words: str
 ) -> None:
-    own = nerve.open(recorded_day.root).attention_settings()
+    own = nerve.open(recorded_day.root).settings.attention()
     with pytest.raises(error, match=words.replace(".", r"\.")):
         settings_from(_file(tmp_path, text), own)
 

@@ -109,6 +109,8 @@ class _Viewed:
 
     def __init__(self, log: Path) -> None:
         self.calls, self.log = 0, log
+        self.daemon = SimpleNamespace(status=self.status, log_path=lambda: self.log)
+        self.events = SimpleNamespace(read=self.read)
 
     def status(self) -> Any:
         from nerve.errors import DaemonError
@@ -121,11 +123,8 @@ class _Viewed:
         health = {"pid": 77, "events": self.calls, "sense_results": []}
         return SimpleNamespace(running=True, health=health)
 
-    def read_tail(self, **_: Any) -> Any:
+    def read(self, **_: Any) -> Any:
         return SimpleNamespace(batch=SimpleNamespace(table=None))
-
-    def daemon_log_path(self) -> Path:
-        return self.log
 
 
 class _InterruptedOnCollect:

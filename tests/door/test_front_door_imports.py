@@ -3,7 +3,7 @@
 An import-graph check in the style of ``tests/test_style.py``: every import of a command
 module (``nerve/cli/``) or an MCP module (``nerve/mcp/``), function-level ones included, is
 held against the modules that open the log, the socket or the daemon. "Daemon or log" is
-decided in one place (``nerve.runtime.client.route``), under the front door; a command or a
+decided in one place (``nerve.transport.connect``), under the front door; a command or a
 tool that imported those internals would decide it again.
 """
 
@@ -21,7 +21,7 @@ EVERYTHING: frozenset[str] = frozenset({"*"})
 
 # Module -> the names that reach the log or the daemon ("*": the whole module).
 INTERNALS: dict[str, frozenset[str]] = {
-    "nerve.runtime.client": EVERYTHING,  # the socket, and route() itself
+    "nerve.transport": EVERYTHING,  # the socket, and connect() itself
     "nerve.runtime.ipc": EVERYTHING,
     "nerve.runtime.daemon": EVERYTHING,
     "nerve.dev.attach": EVERYTHING,
@@ -38,8 +38,8 @@ INTERNALS: dict[str, frozenset[str]] = {
     "nerve.fleet.status": EVERYTHING,
     "nerve.fleet.maintain": EVERYTHING,
     "nerve.fleet.warehouse": EVERYTHING,
-    "nerve.privacy.forget": frozenset({"forget", "dry_run"}),
-    "nerve.privacy.archive": frozenset({"archive"}),
+    "nerve.privacy.forget": frozenset({"apply", "dry_run"}),
+    "nerve.privacy.archive": frozenset({"apply"}),
     "nerve.privacy.ops": frozenset({"pause", "resume"}),
 }
 
@@ -61,8 +61,8 @@ OPENERS = frozenset({"open_log", "connect"})
 
 
 def _imported(tree: ast.AST) -> list[tuple[str, str]]:
-    """``(module, name)`` for every import; ``from nerve.runtime import client`` counts as
-    the module ``nerve.runtime.client``."""
+    """``(module, name)`` for every import; ``from nerve import transport`` counts as
+    the module ``nerve.transport``."""
     found: list[tuple[str, str]] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -114,7 +114,7 @@ def test_the_check_sees_each_way_of_reaching_the_internals() -> None:
     own in-memory database)."""
     source = "\n".join(
         [
-            "from nerve.runtime import client",
+            "from nerve import transport",
             "import nerve.log.store",
             "from nerve.logops import emit, check_cid",
             "from nerve.tail import format_times",
@@ -128,12 +128,12 @@ def test_the_check_sees_each_way_of_reaching_the_internals() -> None:
     assert violations(source, "cli/fake_cmds.py") == [
         "imports nerve.log.store",
         "imports nerve.logops.emit",
-        "imports nerve.runtime.client",
         "imports nerve.tail.read_tail",
+        "imports nerve.transport",
         "line 7: .connect()",
     ]
-    daemon_side = "from nerve.runtime import daemon\nfrom nerve.runtime import client"
-    assert violations(daemon_side, "cli/daemon_cmds.py") == ["imports nerve.runtime.client"]
+    daemon_side = "from nerve.runtime import daemon\nfrom nerve import transport"
+    assert violations(daemon_side, "cli/daemon_cmds.py") == ["imports nerve.transport"]
 
 
 def test_every_exception_is_still_needed() -> None:

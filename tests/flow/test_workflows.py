@@ -323,7 +323,7 @@ def test_the_bundled_digest_runs_end_to_end_in_the_default_workspace(
         run = daemon.trigger("digest", prompt="5")["run"]
         assert daemon.wait_status(run, "completed", "held", "failed") == "completed"
         kept = ws.root / "data" / "runs" / run / "report.md"
-        report = nerve.open(ws.root).run_output(run, "report.md").decode()
+        report = nerve.open(ws.root).run(run).output("report.md").decode()
         assert crypt.sealed_file(kept) is encrypted
         assert (report.encode() == kept.read_bytes()) is not encrypted
         assert "## Summary" in report and "## Activity" in report and "## Senses" in report

@@ -339,12 +339,12 @@ def _config_write_fails(tmp_path: Path, site: str) -> None:
     before = wsd.config_path.read_bytes()
     rules = [{"name": "code", "app": "code", "title": ""}]
     with fsio.inject(site) as fault, pytest.raises(OSError):
-        ws.set_categories(rules)
+        ws.settings.set_categories(rules)
     assert fault.fired == 1
     assert wsd.config_path.read_bytes() == before
     assert [p.name for p in wsd.root.iterdir() if p.name.endswith(".tmp")] == []
     assert not [e for e in _events(wsd) if e.kind == "categories.set"]
-    assert [r.name for r in ws.set_categories(rules)] == ["code"]
+    assert [r.name for r in ws.settings.set_categories(rules)] == ["code"]
     assert len([e for e in _events(wsd) if e.kind == "categories.set"]) == 1
 
 

@@ -39,7 +39,7 @@ def ws(tmp_path_factory: pytest.TempPathFactory) -> api.Workspace:
 
 
 def _call(ws: api.Workspace, timeout_ms: int = 5_000) -> tools.Call:
-    return tools.Call(ws, Screen(ws.config.privacy), Allowance(500, 1 << 20), timeout_ms)
+    return tools.Call(ws, Screen(ws.settings.config.privacy), Allowance(500, 1 << 20), timeout_ms)
 
 
 def _forms(secret: str) -> list[str]:

@@ -386,7 +386,7 @@ def test_the_token_is_owner_only_outside_the_workspace_and_rotates(tmp_path: Pat
 
 def test_validate_names_a_bad_mcp_section_by_line(tmp_path: Path) -> None:
     ws = _workspace(tmp_path / "ws")
-    ws.config_path.write_text(
+    ws.settings.path.write_text(
         "mcp:\n  allow_write: [emit, rm]\n  max_rows: {call: 0, session: 9}\n"
     )
     proc = run_cli("--workspace", str(ws.root), "validate", check=False)

@@ -32,7 +32,7 @@ def test_status_counts_what_the_daemon_computed_since_the_last_record(tmp_path: 
         d.wait_for(lambda: live_computes() >= 5, timeout=90, what="five computes")
         recorded = len(d.events("sense.state", "steady"))
         ws = nerve.open(root)
-        out = status(ws, Screen(ws.config.privacy))
+        out = status(ws, Screen(ws.settings.config.privacy))
         sense = next(s for s in out.senses if s.name == "steady")
         assert out.daemon and sense.computes >= 5 > recorded, (sense, recorded)
         assert sense.last_time is not None and sense.last_line == "all quiet"

@@ -48,7 +48,7 @@ def ws(tmp_path_factory: pytest.TempPathFactory) -> api.Workspace:
 def _call(
     ws: api.Workspace, rows: int = 500, size: int = 1 << 20, timeout_ms: int = 5_000
 ) -> tools.Call:
-    return tools.Call(ws, Screen(ws.config.privacy), Allowance(rows, size), timeout_ms)
+    return tools.Call(ws, Screen(ws.settings.config.privacy), Allowance(rows, size), timeout_ms)
 
 
 HOSTILE = {
@@ -145,7 +145,7 @@ def test_an_erased_event_is_shown_as_erased(ws: api.Workspace) -> None:
         "physical_ns": 1, "logical": 0, "id": b"\x01" * 32, "source": 5, "kind": "observation",
         "subject": "", "trust": 3, "line": "", "payload": b"", "erased": True,
     }  # fmt: skip
-    shown = tools._event(Screen(ws.config.privacy), row, "t")
+    shown = tools._event(Screen(ws.settings.config.privacy), row, "t")
     assert (shown.line, shown.data, shown.erased) == ("[erased]", None, True)
 
 

@@ -199,7 +199,7 @@ def test_no_ui_route_shows_the_hidden_text_or_its_rows_addresses(ws: WorkspaceDi
 
 def _call(ws: WorkspaceDir) -> tools.Call:
     door = _door(ws)
-    return tools.Call(door, Screen(door.config.privacy), Allowance(5_000, 8 << 20), 60_000)
+    return tools.Call(door, Screen(door.settings.config.privacy), Allowance(5_000, 8 << 20), 60_000)
 
 
 def _mcp_responses(ws: WorkspaceDir) -> tuple[list[tuple[str, str]], set[str]]:

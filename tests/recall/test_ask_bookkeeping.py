@@ -63,7 +63,7 @@ def test_tail_hides_them_unless_a_kind_or_all_kinds_asks(ws: api.Workspace) -> N
 
 
 def test_mcp_recent_and_search_leave_them_out(ws: api.Workspace) -> None:
-    call = tools.Call(ws, Screen(ws.config.privacy), Allowance(500, 1 << 20), 5_000)
+    call = tools.Call(ws, Screen(ws.settings.config.privacy), Allowance(500, 1 << 20), 5_000)
     assert {e.kind for e in tools.recent(call, limit=50).events} == {"observation"}
     everything = tools.recent(call, limit=50, include_bookkeeping=True).events
     assert sum(e.kind == "ask.question" for e in everything) == 3
@@ -93,7 +93,7 @@ def test_forget_match_counts_only_the_persons_events(ws: api.Workspace) -> None:
     # the questions name make, and so do the two answers that list make's runs
     assert erased("--all-kinds") == 5 + 3 + 2
     assert erased("--kind", "ask.question") == 3
-    result = ws.forget(match="make", dry_run=True)
+    result = ws.privacy.forget(match="make", dry_run=True)
     assert result.to_json()["erased"] == 5
 
 
@@ -108,7 +108,7 @@ def test_the_macro_is_in_an_exported_database(ws: api.Workspace, tmp_path: Path)
     import duckdb
 
     out = tmp_path / "nerve.duckdb"
-    ws.export(out)
+    ws.log.export(out)
     conn = duckdb.connect(str(out), read_only=True)
     try:
         rows = conn.execute("SELECT count(*) FROM events WHERE NOT nerve_bookkeeping(kind)")
