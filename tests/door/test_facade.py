@@ -63,7 +63,7 @@ def test_every_operation_of_the_core_is_reached_by_a_noun() -> None:
             and isinstance(node.value, ast.Attribute)
             and node.value.attr == "_ws"
         }
-    helpers = {"_writable", "_open_connection", "_run_path", "_sense_connection", "_fleet_plan"}
+    helpers = {"_writable", "_open_connection", "_sense_connection"}
     ops = {
         name
         for klass in Core.__mro__
