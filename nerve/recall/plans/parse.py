@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from datetime import tzinfo
 
 from nerve.recall.plans.window import Window, find_window
+from nerve.recall.plans.words import Known
 
 __all__ = ["Plan", "Subject", "parse"]
 
@@ -34,12 +35,20 @@ _READINGS = (
 _READING_WORDS = frozenset(["memory", "ram", "cpu", "load", "disk", "network", "processor"])
 _ATTENTION = re.compile(
     r"\b(surfaced?|surfacing|held|withheld|hold|interrupt\w*|notif\w*|alert\w*|unusual|"
-    r"anomal\w*|highlights?|abnormal|strange|weird|out of the ordinary|you show\w*|"
-    r"showed me|shown to me)\b"
+    r"anomal\w*|highlights?|abnormal|strange|weird|odd|out of the ordinary|you show\w*|"
+    r"showed me|shown to me|attention|decisions?|"
+    r"nerve (?:\w+ )?(?:tell|told|flag\w*|notic\w*|warn\w*|spot\w*|mention\w*|catch|caught))\b"
 )
-_UNUSUAL = re.compile(r"\b(unusual|anomal\w*|abnormal|strange|weird|out of the ordinary|wrong)\b")
+_UNUSUAL = re.compile(
+    r"\b(unusual|anomal\w*|abnormal|strange|weird|odd|out of the ordinary|wrong)\b"
+)
+_ATTENTION_WORDS = re.compile(
+    r"\b(nerve|me|about|you|attention|decisions?|made|back|flag\w*|notic\w*|tell|told|"
+    r"warn\w*|spot\w*|mention\w*|catch|caught|not|didn't|didnt|never|highlights?|raised|"
+    r"failing|show\w*|get|got|and|why)\b"
+)
 _COMMAND = re.compile(
-    r"\b(run|ran|runs|command|commands|typed|executed|exit (?:code|status)|return code|"
+    r"\b(run|ran|runs|command|commands|type|typed|executed|exit (?:code|status)|return code|"
     r"shell)\b"
 )
 _PROCESS = re.compile(r"\b(process|processes|program|programs|pid)\b")
@@ -59,10 +68,15 @@ _FOLDER_WORDS = frozenset(
 )  # fmt: skip
 _DOING = re.compile(r"\b(doing|working on|up to|busy with)\b")
 _HAPPENED = re.compile(r"\b(happened|happening|went on|going on|events?|recorded|logged)\b")
+_FAILED = re.compile(
+    r"\b(fail\w*|(?:did not|didn't|did n't|not) (?:succeed|work|pass)\w*|unsuccessful|"
+    r"errored|broke|broken|non-?zero)\b"
+)
+_OK = re.compile(r"\b(succeed\w*|success\w*|work(?:ed|s)?|pass(?:ed|es)?)\b")
 _PID = re.compile(r"\bpid\s*(\d+)\b|\[(\d+)\]")
 _DEFER = re.compile(
-    r"\b(slowest|longest|slow|non-?zero|per app|each app|new|ports?|listening|files?|"
-    r"changed|edited|modified|budget|errors?|failures?|in [~/.]\S*)"
+    r"\b(slowest|longest|slow|per app|each app|new|ports?|listening|files?|"
+    r"changed|edited|modified|budget|errors?|in [~/.]\S*)"
 )
 """Words the intents of :mod:`nerve.recall.facts` read better: the plan steps aside."""
 _QUOTED = re.compile(r"[`\"'“‘]([^`\"'”’]+)[`\"'”’]")
@@ -284,7 +298,24 @@ _STOP = frozenset(
         "if",
     ]
 )
-_STOP |= frozenset(("why", "anything", "something", "happening"))
+_STOP |= frozenset(
+    (
+        "why",
+        "anything",
+        "something",
+        "happening",
+        "type",
+        "enter",
+        "entered",
+        "finally",
+        "eventually",
+        "go",
+        "went",
+        "result",
+        "returned",
+        "with",
+    )
+)
 
 
 @dataclass(frozen=True)
@@ -296,9 +327,11 @@ class Subject:
     name: str | None = None
     pid: int | None = None
     reading: str | None = None
+    status: str | None = None  # commands: "failed" or "ok" (how they ended), None: any
 
     def to_json(self) -> dict[str, object]:
-        return {"kind": self.kind, "name": self.name, "pid": self.pid, "reading": self.reading}
+        return {"kind": self.kind, "name": self.name, "pid": self.pid, "reading": self.reading,
+                "status": self.status}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -352,18 +385,19 @@ def _reading(text: str) -> str | None:
 def _measure(text: str) -> str:
     """The measure the words ask for (the first rule that fits)."""
     rules = (
-        ("exit", r"\b(exit (?:code|status)|return code|succeed(?:ed)?|fail(?:ed)?|pass(?:ed)?)\b"),
+        ("exit", r"\b(exit (?:code|status)|exit(?:ed)? with|return code|returns?|returned|"
+                 r"how did .+ go|how .+ went|result|succeed(?:ed)?|fail(?:ed)?|pass(?:ed)?)\b"),
         ("running", r"\b(finish(?:ed)?|still running|still going|done|complete[d]?|is \S+ running"
                     r"|stopp?(?:ed)?|end(?:ed)?|alive)\b"),
         ("duration", r"\b(how long|time spent|how much time|spend|spent)\b"),
         ("count", r"\b(how many|how often|number of|count)\b"),
         ("most", r"\b(which|what)\b.*\b(most|top|biggest|largest|heaviest|highest|using|"
                  r"hogging|eating)\b"),
+        ("first", r"\b(first|earliest)\b"),
+        ("last", r"\b(last|latest|most recent|finally)\b"),
         ("when", r"\bwhen\b|\bwhat time\b"),
         ("peak", r"\b(peak(?:ed)?|max(?:imum)?|highest|most|how much|top)\b"),
         ("average", r"\b(average|mean|typical|how busy|usage|level)\b"),
-        ("first", r"\b(first|earliest)\b"),
-        ("last", r"\b(last|latest|most recent)\b"),
     )  # fmt: skip
     for measure, pattern in rules:
         if re.search(pattern, text):
@@ -373,8 +407,12 @@ def _measure(text: str) -> str:
 
 def _attention(text: str, window: Window | None, question: str) -> Plan:
     measure = "unusual" if _UNUSUAL.search(text) else "why" if "why" in text.split() else "list"
+    if re.search(r"\b(how many|how often|number of|count)\b", text):
+        measure = "count"
+    elif re.search(r"\b(did|does|has) nerve\b", text):
+        measure = "why"  # "did nerve notice the hog?": each decision about it, and why
     held = re.search(r"\b(held|withheld|hold)\b", text) is not None
-    rest = re.sub(r"\b(nerve|me|about|you)\b", " ", _ATTENTION.sub(" ", text))
+    rest = _ATTENTION_WORDS.sub(" ", _ATTENTION.sub(" ", text))
     name = _name(rest, _READING_WORDS)
     subject = Subject("attention", name, reading="held" if held else "surfaced")
     return Plan(question, window, subject, measure)
@@ -389,18 +427,34 @@ def _order(text: str) -> tuple[str, Subject] | None:
     return (match[1], Subject("window", name)) if name else None
 
 
-def _thing(text: str, measure: str) -> Subject | None:
-    """The subject of a question about a thing (command, process, window, reading)."""
+def _status(text: str) -> tuple[str | None, str]:
+    """How the commands asked about ended ("failed", "ok" or None: any), and the text without
+    the words that said it."""
+    if _FAILED.search(text):
+        return "failed", _FAILED.sub(" ", text)
+    if _OK.search(text) and re.search(r"\b(when|first|last|finally|how many|how often)\b", text):
+        return "ok", _OK.sub(" ", text)
+    return None, text
+
+
+def _thing(text: str, measure: str, known: Known, status: str | None) -> Subject | None:
+    """The subject of a question about a thing (command, process, window, reading): a word
+    naming a recorded command (``known``) makes it a command."""
     pid = _PID.search(text)
     name, reading = _name(text), _reading(text)
+    hit = " ".join(known.command_words(name.split())) if name else ""
     if pid:
         return Subject("process", None, int(pid[1] or pid[2]), reading)
     if _COMMAND.search(text) or measure == "exit":
-        return Subject("command", name)
+        return Subject("command", hit or name, status=status)
     if _PROCESS.search(text):
         return Subject("process", name, reading=reading)
     if _WINDOW.search(text) or re.search(r"\b(was|were) i in\b", text):
         return Subject("window", name)
+    if hit and reading is None:
+        return Subject("command", hit, status=status)
+    if status is not None and reading is None:
+        return Subject("command", None, status=status)  # "what failed?"
     if name and measure == "duration":
         return Subject("window", name)  # "how much time did I spend in firefox?"
     if reading is not None:
@@ -411,8 +465,11 @@ def _thing(text: str, measure: str) -> Subject | None:
     return None
 
 
-def parse(question: str, *, now_ns: int, tz: tzinfo | None) -> Plan | None:
-    """The question's plan, or None when it names nothing this planner reads."""
+def parse(
+    question: str, *, now_ns: int, tz: tzinfo | None, known: Known | None = None
+) -> Plan | None:
+    """The question's plan, or None when it names nothing this planner reads; ``known`` holds
+    the log's names (a question naming a recorded command is about it)."""
     text = _clean(question)
     window, rest = find_window(text, now_ns, tz)
     if _ATTENTION.search(rest):
@@ -423,7 +480,8 @@ def parse(question: str, *, now_ns: int, tz: tzinfo | None) -> Plan | None:
         return Plan(question, window, Subject("window", _name(head)), order[0], order[1])
     if _DEFER.search(rest):
         return None
-    measure = _measure(rest)
+    status, plain = _status(rest)
+    measure = _measure(plain)
     if _AWAY.search(rest) and _reading(rest) is None and not _COMMAND.search(rest):
         return Plan(question, window, Subject("away"), measure)
     if _FOLDER.search(rest):
@@ -431,7 +489,7 @@ def parse(question: str, *, now_ns: int, tz: tzinfo | None) -> Plan | None:
         return Plan(question, window, Subject("folder", _name(" ".join(words))), measure)
     if _DOING.search(rest) and not _COMMAND.search(rest):
         return Plan(question, window, Subject("activity"), "list") if window else None
-    subject = _thing(rest, measure)
+    subject = _thing(plain, measure, known or Known(), status)
     if subject is None:
         if _HAPPENED.search(rest) and window is not None:
             return Plan(question, window, Subject("anything"), "list")

@@ -12,6 +12,7 @@ from nerve.recall.plans.log import Found, Reader, Row, plain_source
 from nerve.recall.plans.parse import Plan, Subject
 from nerve.recall.plans.tops import folded_tops
 from nerve.recall.plans.window import NS, Window
+from nerve.recall.plans.words import hits, stem
 
 __all__ = [
     "Away",
@@ -29,7 +30,7 @@ __all__ = [
 
 _MIB = 1024**2
 _DAY = 86_400 * NS
-_FIRST = {SourceClass.SHELL, SourceClass.APP_FOCUS, SourceClass.FILE_CHANGE, SourceClass.NETWORK}
+_FIRST = {SourceClass.SHELL, SourceClass.APP_FOCUS, SourceClass.FILE_CHANGE}
 
 
 def _words_in(name: str | None, *texts: str) -> bool:
@@ -40,11 +41,16 @@ def _words_in(name: str | None, *texts: str) -> bool:
     return all(word in hay for word in name.lower().split())
 
 
-def _notable(row: Row) -> bool:
-    """Rows a person would name first: commands, windows, files, ports, process starts."""
-    if row.source == SourceClass.PROCESS_TREE:
-        return row.data.get("event") in ("started", "exited")
-    return row.source in _FIRST
+def _rank(row: Row) -> int:
+    """How soon a person would name the row: commands, windows and files first (0), then
+    ports opened or closed and processes started or exited (1), then readings (2)."""
+    if row.source in _FIRST:
+        return 0
+    if row.source == SourceClass.NETWORK and row.line.startswith("port "):
+        return 1
+    if row.source == SourceClass.PROCESS_TREE and row.data.get("event") in ("started", "exited"):
+        return 1
+    return 2
 
 
 def _missing(reader: Reader, window: Window | None, what: str) -> Found:
@@ -68,7 +74,7 @@ def anything(reader: Reader, plan: Plan) -> Found:
         return _missing(reader, plan.window, "events")
     counts = Counter(plain_source(r) for r in rows)
     said = ", ".join(f"{n} {name}" for name, n in sorted(counts.items(), key=lambda c: -c[1]))
-    ordered = [r for r in rows if _notable(r)] + [r for r in rows if not _notable(r)]
+    ordered = sorted(rows, key=_rank)  # stable: in time order within a rank
     lines = [(r, f"{reader.when(r.t)}  {r.line}") for r in ordered]
     scope = reader.scope(plan.window)
     title = f"{scope[:1].upper()}{scope[1:]}: {len(rows)} events ({said}). Notable first:"
@@ -120,45 +126,83 @@ def _ended(row: Row) -> int:
     return row.t + (ms * 1_000_000 if isinstance(ms, int) and ms > 0 else 0)
 
 
-def _commands_over(reader: Reader, window: Window | None, name: str | None = None) -> list[Row]:
-    """Commands that ran during the window (started in it, or started before and still ran)."""
+def _commands_over(
+    reader: Reader, window: Window | None, name: str | None = None, status: str | None = None
+) -> list[Row]:
+    """Commands that ran during the window (started in it, or started before and still ran);
+    with a name, those its words hit most (:func:`~nerve.recall.plans.words.hits`); with a
+    status, those that ended so."""
     wide = window if window is None else Window(window.start_ns - _DAY, window.end_ns, "")
     words = (name or "").lower().split()
     text = "lower(coalesce(json_extract_string(data, '$.command'), line))"
-    where = " AND ".join([f"contains({text}, ?)" for _ in words]) or "TRUE"
-    rows = reader.rows(wide, source=SourceClass.SHELL, where=where, args=words)  # in SQL: all
+    where = " OR ".join([f"contains({text}, ?)" for _ in words]) or "TRUE"
+    args = [stem(w) if len(stem(w)) >= 3 else w for w in words]
+    rows = reader.rows(wide, source=SourceClass.SHELL, where=f"({where})", args=args)
     if window is not None:
         rows = [r for r in rows if r.t >= window.start_ns or _ended(r) >= window.start_ns]
-    return [r for r in rows if _words_in(name, _command_of(r))]
+    if status is not None:
+        rows = [r for r in rows if _failed(r) == (status == "failed")]
+    if not words:
+        return rows
+    scored = [(hits(words, _command_of(r)), r) for r in rows]
+    best = max((n for n, _ in scored), default=0)
+    chosen = [r for n, r in scored if n and n == best]
+    runs = Counter(_command_of(r) for r in chosen)
+    most = max(runs.values(), default=0)
+    return [r for r in chosen if runs[_command_of(r)] == most]  # a tie: the one run most
+
+
+def _failed(row: Row) -> bool:
+    code = row.data.get("exit")
+    return isinstance(code, int) and code != 0
 
 
 def commands(reader: Reader, plan: Plan) -> Found | None:
     """Commands: listed, counted, their exit status, whether one finished, first or last."""
-    name, window = plan.subject.name, plan.window
-    counted = plan.measure == "count" and window is not None  # "how many commands today?"
-    if not name and not counted and plan.measure in ("exit", "running", "when", "first", "last",
-                                                     "count"):  # fmt: skip
-        return None  # "which commands failed?", "what was my last command?": the intents
-    if not name and not counted and (window is None or not window.clock):
-        return None  # "what did I run today?": the period intents list it, newest first
+    name, window, status = plan.subject.name, plan.window, plan.subject.status
+    if not name and status is None and plan.measure in ("exit", "running", "duration"):
+        return None  # "what was my exit status?": the intents
     if not reader.ever(SourceClass.SHELL) and plan.measure != "running":
         return Found("No shell commands are in this log: the shell hook is not installed "
                      "(`nerve shell install`).", answered=False)  # fmt: skip
-    rows = _commands_over(reader, window, name)
+    rows = _commands_over(reader, window, name, status)
     if plan.measure == "running":
         return _finished(reader, plan, rows)
     if not rows:
-        return _no_thing(reader, plan, "commands")
+        return _no_thing(reader, plan, _said(plan.subject, "commands"))
     if plan.measure == "count":
         return _counted(reader, plan, rows, "command")
+    if plan.measure == "duration":
+        return _command_time(reader, plan, rows)
     return _command_list(reader, plan, rows)
+
+
+def _said(subject: Subject, what: str) -> str:
+    """``commands``, ``failed commands`` or ``successful commands``."""
+    return {"failed": f"failed {what}", "ok": f"successful {what}"}.get(subject.status or "", what)
+
+
+def _command_time(reader: Reader, plan: Plan, rows: list[Row]) -> Found:
+    """How long the named commands ran, each and in all (from the hook's durations)."""
+    total = sum(ms for r in rows if isinstance(ms := r.data.get("duration_ms"), int))
+    lines = [(r, f"{reader.when(r.t)} to {reader.when(_ended(r))}  {_command_line(r)}")
+             for r in rows[::-1]]  # fmt: skip
+    what = f"`{plan.subject.name}`" if plan.subject.name else "Commands"
+    head = (
+        f"{what} ran for {_length(total * 1_000_000)} ({total // 1000} s) in all "
+        f"{reader.scope(plan.window)}, {len(rows)} run{'s' * (len(rows) != 1)}, newest first:"
+    )
+    return reader.listing(head, lines, plan.window)
 
 
 def _command_list(reader: Reader, plan: Plan, rows: list[Row]) -> Found:
     if plan.measure in ("exit", "last", "when"):
         rows = rows[::-1]  # newest first
     lines = [(r, f"{reader.when(r.t)}  {_command_line(r)}") for r in rows]
-    what = f"`{plan.subject.name}`" if plan.subject.name else "Commands"
+    kind = _said(plan.subject, "commands")
+    what = f"`{plan.subject.name}`" if plan.subject.name else kind[:1].upper() + kind[1:]
+    if plan.subject.name and plan.subject.status:
+        what = f"{what} ({'failed' if plan.subject.status == 'failed' else 'successful'} runs)"
     if plan.measure == "exit":
         newest = rows[0]
         code = newest.data.get("exit")
@@ -168,6 +212,8 @@ def _command_list(reader: Reader, plan: Plan, rows: list[Row]) -> Found:
         return reader.listing(f"{head}; every run {reader.scope(plan.window)}:", lines, None)
     if plan.measure in ("first", "last"):
         lines = lines[:1]
+        title = f"The {plan.measure} of {what[:1].lower()}{what[1:]} {reader.scope(plan.window)}:"
+        return reader.listing(title, lines, plan.window)
     running = _running_then(reader, plan.window) if plan.window and plan.window.point_ns else []
     title = f"{what} that ran {reader.scope(plan.window)}:"
     found = reader.listing(title, lines + running, plan.window)
@@ -193,8 +239,11 @@ def _finished(reader: Reader, plan: Plan, rows: list[Row]) -> Found:
 
 
 def _counted(reader: Reader, plan: Plan, rows: list[Row], what: str) -> Found:
-    named = plan.subject.name
-    text = f"{len(rows)} runs of `{named}`" if named else f"{len(rows)} {what}s"
+    named, how = (
+        plan.subject.name,
+        {"failed": "failed ", "ok": "successful "}.get(plan.subject.status or "", ""),
+    )
+    text = f"{len(rows)} {how}runs of `{named}`" if named else f"{len(rows)} {how}{what}s"
     text += f" {reader.scope(plan.window)}"
     lines = [(r, f"{reader.when(r.t)}  {_command_line(r)}") for r in rows[::-1]]
     return reader.listing(text + ", newest first:", lines, plan.window)

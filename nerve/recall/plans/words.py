@@ -1,0 +1,83 @@
+"""Words that name a thing the log knows: :class:`Known` holds the words of the commands the
+shell hook recorded, so a question naming ``make test``, ``false``, ``curl`` or the memory
+``grower`` (``memgrow.py``) is read as being about those commands without a word like "run".
+
+A question word *hits* a thing when one of the thing's words contains it, or its stem
+(:func:`stem`: ``hogged`` → ``hog``, ``grower`` → ``grow``), of three letters or more.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import duckdb
+
+from nerve.events import SourceClass
+
+__all__ = ["Known", "hits", "known_of", "stem", "tokens"]
+
+_LIMIT = 2_000
+_SUFFIXES = ("ing", "ers", "er", "ed", "es", "s")
+
+
+def stem(word: str) -> str:
+    """The word without a common English ending (``hogged`` → ``hog``), kept at three letters
+    or more."""
+    for suffix in _SUFFIXES:
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            base = word[: -len(suffix)]
+            if len(base) > 3 and base[-1] == base[-2]:
+                base = base[:-1]  # hogg → hog
+            return base
+    return word
+
+
+def tokens(text: str) -> list[str]:
+    """A thing's words, lower case: each whitespace part, and a path's last part with and
+    without its extension (``./tools/cpuhog.py`` gives ``cpuhog.py`` and ``cpuhog``)."""
+    out: list[str] = []
+    for part in text.lower().split():
+        out.append(part)
+        base = part.rstrip("/").rsplit("/", 1)[-1]
+        if base and base != part:
+            out.append(base)
+        if "." in base.strip("."):
+            out.append(base.strip(".").split(".", 1)[0])
+    return [t for t in out if t]
+
+
+def hits(words: list[str], text: str) -> int:
+    """How many of ``words`` hit ``text``'s words (see the module)."""
+    mine = tokens(text)
+    return sum(1 for w in words if _hit(w, mine))
+
+
+def _hit(word: str, mine: list[str]) -> bool:
+    if len(word) < 3 and not word.startswith("-"):
+        return word in mine
+    root = stem(word)
+    return any(word in t or (len(root) >= 3 and root in t) for t in mine)
+
+
+@dataclass(frozen=True)
+class Known:
+    """The distinct commands the log holds (lower case, newest first, at most a few
+    thousand)."""
+
+    commands: tuple[str, ...] = ()
+
+    def command_words(self, words: list[str]) -> list[str]:
+        """The ``words`` that hit some recorded command, in the question's order."""
+        split = [tokens(c) for c in self.commands]
+        return [w for w in words if any(_hit(w, mine) for mine in split)]
+
+
+def known_of(conn: duckdb.DuckDBPyConnection) -> Known:
+    """What the log knows by name: the distinct commands the shell hook recorded."""
+    rows = conn.execute(
+        "SELECT lower(json_extract_string(data, '$.command')) AS c, max(physical_ns) AS t "
+        "FROM events WHERE kind = 'observation' AND source = ? AND c IS NOT NULL "
+        f"GROUP BY c ORDER BY t DESC, c LIMIT {_LIMIT}",
+        [int(SourceClass.SHELL)],
+    ).fetchall()
+    return Known(tuple(str(c) for c, _ in rows))
