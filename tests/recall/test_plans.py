@@ -107,7 +107,13 @@ def test_an_answer_cites_the_rows_it_names(morning: WorkspaceDir) -> None:
     assert lines == ["$ make build", "$ make build [exit 2]"]
     assert result.plan == {
         "window": None,
-        "subject": {"kind": "command", "name": "make build", "pid": None, "reading": None},
+        "subject": {
+            "kind": "command",
+            "name": "make build",
+            "pid": None,
+            "reading": None,
+            "status": None,
+        },
         "measure": "exit",
         "anchor": None,
     }

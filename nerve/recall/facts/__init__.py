@@ -98,7 +98,7 @@ _STARTED = any_of(
 )  # fmt: skip
 _LISTED = any_of(
     "what did i run", "what have i run", "which commands", "what commands", "commands did i",
-    "commands i ran", "what did i type",
+    "commands i ran", "what did i type", r"list (?:my |the |all )?commands", "my commands",
 )  # fmt: skip
 _PORTS = any_of("ports?", "listening", "listens?", "sockets?")
 _HAPPENED = any_of(

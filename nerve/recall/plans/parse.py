@@ -6,7 +6,8 @@ nothing this planner reads (the older intents and the fallback then try).
 doing), ``command`` (a shell command, or its words), ``process`` (by name, command line words
 or ``pid N``), ``window`` (an app or a window title), ``away`` (time away from the machine,
 no input), ``folder`` (where commands ran and files changed), ``reading`` (a sense reading:
-``load``, ``cpu``, ``memory``, ``disk``, ``network``), ``attention`` (nerve's own decisions).
+``load``, ``cpu``, ``memory``, ``disk``, ``network``), ``attention`` (nerve's own decisions),
+``file`` (files changed, by name or folder; ``status`` ``added`` or ``deleted``).
 
 **Measures**: ``list``, ``count``, ``duration`` (time spent), ``first``, ``last``, ``when``,
 ``peak``, ``average``, ``most`` (which one had the most), ``exit`` (exit status),
@@ -44,7 +45,7 @@ _UNUSUAL = re.compile(
 )
 _ATTENTION_WORDS = re.compile(
     r"\b(nerve|me|about|you|attention|decisions?|made|back|flag\w*|notic\w*|tell|told|"
-    r"warn\w*|spot\w*|mention\w*|catch|caught|not|didn't|didnt|never|highlights?|raised|"
+    r"warn\w*|spot\w*|mention\w*|catch|caught|highlights?|raised|"
     r"failing|show\w*|get|got|and|why)\b"
 )
 _COMMAND = re.compile(
@@ -73,6 +74,12 @@ _FAILED = re.compile(
     r"errored|broke|broken|non-?zero)\b"
 )
 _OK = re.compile(r"\b(succeed\w*|success\w*|work(?:ed|s)?|pass(?:ed|es)?)\b")
+_FILE = re.compile(
+    r"\b(files?|edit(?:s|ed|ing)?|modif\w*|chang(?:e|ed|es)|creat\w*|added|saved|wrote|"
+    r"written|touched|deleted|removed)\b"
+)
+_FILE_ADDED = re.compile(r"\b(creat\w*|added|new)\b")
+_FILE_DELETED = re.compile(r"\b(deleted|removed)\b")
 _PID = re.compile(r"\bpid\s*(\d+)\b|\[(\d+)\]")
 _DEFER = re.compile(
     r"\b(slowest|longest|slow|per app|each app|new|ports?|listening|files?|"
@@ -427,6 +434,26 @@ def _order(text: str) -> tuple[str, Subject] | None:
     return (match[1], Subject("window", name)) if name else None
 
 
+def _file(text: str, window: Window | None, question: str, known: Known) -> Plan | None:
+    """A question about changed files (which, how many changes, when), or None. Its name is
+    the words naming a changed file or folder; its status ``added`` or ``deleted`` when it
+    asks for those alone."""
+    named = known.file_words((_name(text) or "").split())
+    if not (_FILE.search(text) or any("." in w for w in named)):
+        return None
+    if _COMMAND.search(text) or _PROCESS.search(text) or _FOLDER.search(text):
+        return None
+    if re.search(r"\b(ports?|listening|windows?|apps?)\b", text):
+        return None
+    status = "added" if _FILE_ADDED.search(text) else None
+    status = "deleted" if _FILE_DELETED.search(text) else status
+    measure = _measure(text)
+    if not named and status is None and measure == "list" and window is None:
+        return None  # "which files changed?": the intents list them, newest first
+    subject = Subject("file", " ".join(named) or None, status=status)
+    return Plan(question, window, subject, measure)
+
+
 def _status(text: str) -> tuple[str | None, str]:
     """How the commands asked about ended ("failed", "ok" or None: any), and the text without
     the words that said it."""
@@ -478,6 +505,9 @@ def parse(
     if order is not None:
         head = rest[: rest.rfind(order[0])]
         return Plan(question, window, Subject("window", _name(head)), order[0], order[1])
+    files = _file(rest, window, question, known or Known())
+    if files is not None:
+        return files
     if _DEFER.search(rest):
         return None
     status, plain = _status(rest)
@@ -490,6 +520,9 @@ def parse(
     if _DOING.search(rest) and not _COMMAND.search(rest):
         return Plan(question, window, Subject("activity"), "list") if window else None
     subject = _thing(plain, measure, known or Known(), status)
+    failing = subject is not None and subject.status == "failed" and not subject.name
+    if failing and measure == "list" and _COMMAND.search(plain) and "fail" in rest:
+        return None  # "which commands failed today?": the period intent lists them
     if subject is None:
         if _HAPPENED.search(rest) and window is not None:
             return Plan(question, window, Subject("anything"), "list")

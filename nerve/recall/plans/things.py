@@ -22,6 +22,7 @@ __all__ = [
     "away",
     "away_spells",
     "commands",
+    "files",
     "folders",
     "processes",
     "spells",
@@ -160,8 +161,10 @@ def _failed(row: Row) -> bool:
 def commands(reader: Reader, plan: Plan) -> Found | None:
     """Commands: listed, counted, their exit status, whether one finished, first or last."""
     name, window, status = plan.subject.name, plan.window, plan.subject.status
-    if not name and status is None and plan.measure in ("exit", "running", "duration"):
-        return None  # "what was my exit status?": the intents
+    if not name and status is None and plan.measure in ("exit", "running", "duration", "last"):
+        return None  # "what was my last command?": the intents
+    if not name and status is None and plan.measure == "list" and not (window and window.clock):
+        return None  # "what did I run today?": the period intents list it, newest first
     if not reader.ever(SourceClass.SHELL) and plan.measure != "running":
         return Found("No shell commands are in this log: the shell hook is not installed "
                      "(`nerve shell install`).", answered=False)  # fmt: skip
@@ -212,7 +215,7 @@ def _command_list(reader: Reader, plan: Plan, rows: list[Row]) -> Found:
         return reader.listing(f"{head}; every run {reader.scope(plan.window)}:", lines, None)
     if plan.measure in ("first", "last"):
         lines = lines[:1]
-        title = f"The {plan.measure} of {what[:1].lower()}{what[1:]} {reader.scope(plan.window)}:"
+        title = f"{what} that ran {reader.scope(plan.window)}, the {plan.measure} one:"
         return reader.listing(title, lines, plan.window)
     running = _running_then(reader, plan.window) if plan.window and plan.window.point_ns else []
     title = f"{what} that ran {reader.scope(plan.window)}:"
@@ -666,3 +669,35 @@ def _order(reader: Reader, plan: Plan, all_spells: list[Spell]) -> Found:
             f"you were in {other.name()}, from {reader.when(other.start)} to "
             f"{reader.when(other.end)}.")  # fmt: skip
     return Found(text, (other.row.id, at.row.id))
+
+
+# -- files -------------------------------------------------------------------------------------
+
+
+def files(reader: Reader, plan: Plan) -> Found:
+    """Files changed in the window (named ones, or those under a named folder): which, how
+    many changes, the first or last change."""
+    if not reader.ever(SourceClass.FILE_CHANGE):
+        return Found("No file changes are in this log: the files sense watches no folder "
+                     "(`senses.files.paths` in nerve.yaml).", answered=False)  # fmt: skip
+    name, status = plan.subject.name, plan.subject.status
+    rows = reader.rows(plan.window, source=SourceClass.FILE_CHANGE)
+    if status is not None:
+        rows = [r for r in rows if r.data.get("change") == status]
+    if name:
+        words = name.split()
+        rows = [r for r in rows if hits(words, str(r.data.get("path") or "")) == len(words)]
+    what = {"added": "files added", "deleted": "files deleted"}.get(status or "", "file changes")
+    what += f" matching `{name}`" if name else ""
+    if not rows:
+        return _missing(reader, plan.window, what)
+    lines = [(r, f"{reader.when(r.t)}  {r.data.get('change', 'changed')} "
+                 f"{r.data.get('path', '?')}") for r in rows[::-1]]  # fmt: skip
+    scope = reader.scope(plan.window)
+    if plan.measure in ("first", "last"):
+        pick = lines[-1:] if plan.measure == "first" else lines[:1]
+        return reader.listing(f"The {plan.measure} of the {what} {scope}:", pick, plan.window)
+    paths = list(dict.fromkeys(str(r.data.get("path") or "?") for r in rows[::-1]))
+    head = (f"{len(rows)} {what} {scope}, to {len(paths)} file{'s' * (len(paths) != 1)} "
+            f"({', '.join(paths[:8])}); newest first:")  # fmt: skip
+    return reader.listing(head, lines, plan.window)

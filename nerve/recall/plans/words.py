@@ -61,23 +61,36 @@ def _hit(word: str, mine: list[str]) -> bool:
 
 @dataclass(frozen=True)
 class Known:
-    """The distinct commands the log holds (lower case, newest first, at most a few
-    thousand)."""
+    """The distinct commands and changed file paths the log holds (lower case, newest first,
+    at most a few thousand of each)."""
 
     commands: tuple[str, ...] = ()
+    files: tuple[str, ...] = ()
 
     def command_words(self, words: list[str]) -> list[str]:
         """The ``words`` that hit some recorded command, in the question's order."""
         split = [tokens(c) for c in self.commands]
         return [w for w in words if any(_hit(w, mine) for mine in split)]
 
+    def file_words(self, words: list[str]) -> list[str]:
+        """The ``words`` that hit some changed file's path, in the question's order."""
+        split = [tokens(f) for f in self.files]
+        return [w for w in words if any(_hit(w, mine) for mine in split)]
+
 
 def known_of(conn: duckdb.DuckDBPyConnection) -> Known:
-    """What the log knows by name: the distinct commands the shell hook recorded."""
+    """What the log knows by name: the distinct commands the shell hook recorded and the
+    paths the files sense saw change."""
     rows = conn.execute(
         "SELECT lower(json_extract_string(data, '$.command')) AS c, max(physical_ns) AS t "
         "FROM events WHERE kind = 'observation' AND source = ? AND c IS NOT NULL "
         f"GROUP BY c ORDER BY t DESC, c LIMIT {_LIMIT}",
         [int(SourceClass.SHELL)],
     ).fetchall()
-    return Known(tuple(str(c) for c, _ in rows))
+    files = conn.execute(
+        "SELECT lower(json_extract_string(data, '$.path')) AS p, max(physical_ns) AS t "
+        "FROM events WHERE kind = 'observation' AND source = ? AND p IS NOT NULL "
+        f"GROUP BY p ORDER BY t DESC, p LIMIT {_LIMIT}",
+        [int(SourceClass.FILE_CHANGE)],
+    ).fetchall()
+    return Known(tuple(str(c) for c, _ in rows), tuple(str(p) for p, _ in files))
