@@ -25,7 +25,9 @@ __all__ = [
     "files",
     "folders",
     "processes",
+    "size",
     "spells",
+    "top_process",
     "windows",
 ]
 
@@ -433,7 +435,7 @@ def _process_peaks(reader: Reader, plan: Plan, procs: list[_Proc], memory: bool)
     lines = []
     for p in procs:
         if memory and p.rss_row is not None:
-            lines.append((p.rss_row, f"{p.who()}: peak {p.peak_rss // _MIB} MiB resident at "
+            lines.append((p.rss_row, f"{p.who()}: peak {size(p.peak_rss)} resident at "
                                      f"{reader.when(p.rss_row.t)}"))  # fmt: skip
         elif not memory and p.cpu_row is not None:
             average = p.cpu_sum / max(p.samples, 1) / 10
@@ -447,6 +449,29 @@ def _process_peaks(reader: Reader, plan: Plan, procs: list[_Proc], memory: bool)
     title = f"{top}{what} {reader.scope(plan.window)}, from the processes sense's samples:"
     title = title[:1].upper() + title[1:]
     return reader.listing(title, lines, plan.window, shown=8)
+
+
+def size(n: int) -> str:
+    """Bytes in plain words: ``1511 MiB (1.5 GiB)`` from a gibibyte on, else ``423 MiB``."""
+    mib = f"{n // _MIB} MiB"
+    return f"{mib} ({n / 1024**3:.1f} GiB)" if n >= 1024**3 else mib
+
+
+def top_process(reader: Reader, window: Window | None, memory: bool) -> tuple[Row, str] | None:
+    """The process that used the most memory (or CPU) in the window, said in one line."""
+    procs = _processes(reader, window, "memory" if memory else "cpu").values()
+    if memory:
+        big = max(procs, key=lambda p: (p.peak_rss, -p.pid), default=None)
+        if big is None or big.rss_row is None:
+            return None
+        return big.rss_row, (f"the most memory by one process: {big.who()}, peak "
+                             f"{size(big.peak_rss)} at {reader.when(big.rss_row.t)}")  # fmt: skip
+    busy = max(procs, key=lambda p: (p.peak_cpu, -p.pid), default=None)
+    if busy is None or busy.cpu_row is None:
+        return None
+    return busy.cpu_row, (f"the most CPU by one process: {busy.who()}, peak "
+                          f"{busy.peak_cpu / 10:.1f}% of a core at "
+                          f"{reader.when(busy.cpu_row.t)}")  # fmt: skip
 
 
 def _process_state(reader: Reader, subject: Subject, window: Window | None) -> Found:
