@@ -80,6 +80,7 @@ _FILE = re.compile(
 )
 _FILE_ADDED = re.compile(r"\b(creat\w*|added|new)\b")
 _FILE_DELETED = re.compile(r"\b(deleted|removed)\b")
+_USE = re.compile(r"\b(?:(cores?|share of|cpu|processor)|(big|large|size|memory|ram|rss))\b")
 _PID = re.compile(r"\bpid\s*(\d+)\b|\[(\d+)\]")
 _DEFER = re.compile(
     r"\b(slowest|longest|slow|per app|each app|new|ports?|listening|files?|"
@@ -306,6 +307,10 @@ _STOP = frozenset(
     ]
 )
 _STOP |= frozenset(
+    ["burning", "burned", "hogged", "hogging", "hog", "eating", "ate", "busiest", "loaded",
+     "like", "full", "take", "took", "share", "core", "cores", "big", "bigger", "grow", "grew"]
+)  # fmt: skip
+_STOP |= frozenset(
     (
         "why",
         "anything",
@@ -394,16 +399,18 @@ def _measure(text: str) -> str:
     rules = (
         ("exit", r"\b(exit (?:code|status)|exit(?:ed)? with|return code|returns?|returned|"
                  r"how did .+ go|how .+ went|result|succeed(?:ed)?|fail(?:ed)?|pass(?:ed)?)\b"),
-        ("running", r"\b(finish(?:ed)?|still running|still going|done|complete[d]?|is \S+ running"
+        ("running", r"\b(finish(?:ed)?|still (?:running|going|up|alive|there|open|on)|done|"
+                    r"complete[d]?|is \S+ running"
                     r"|stopp?(?:ed)?|end(?:ed)?|alive)\b"),
         ("duration", r"\b(how long|time spent|how much time|spend|spent)\b"),
         ("count", r"\b(how many|how often|number of|count)\b"),
         ("most", r"\b(which|what)\b.*\b(most|top|biggest|largest|heaviest|highest|using|"
-                 r"hogging|eating)\b"),
+                 r"hogg(?:ing|ed)|eating|burning)\b"),
         ("first", r"\b(first|earliest)\b"),
         ("last", r"\b(last|latest|most recent|finally)\b"),
         ("when", r"\bwhen\b|\bwhat time\b"),
-        ("peak", r"\b(peak(?:ed)?|max(?:imum)?|highest|most|how much|top)\b"),
+        ("peak", r"\b(peak(?:ed)?|max(?:imum)?|highest|most|how much|top|busiest|how big|"
+                 r"how many cores|share)\b"),
         ("average", r"\b(average|mean|typical|how busy|usage|level)\b"),
     )  # fmt: skip
     for measure, pattern in rules:
@@ -478,6 +485,9 @@ def _thing(text: str, measure: str, known: Known, status: str | None) -> Subject
         return Subject("process", name, reading=reading)
     if _WINDOW.search(text) or re.search(r"\b(was|were) i in\b", text):
         return Subject("window", name)
+    use = _USE.search(text)
+    if hit and use is not None:  # "how many cores did cpuhog use?", "how big did x get?"
+        return Subject("process", hit, reading="cpu" if use[1] else "memory")
     if hit and reading is None:
         return Subject("command", hit, status=status)
     if status is not None and reading is None:
@@ -527,6 +537,8 @@ def parse(
         if _HAPPENED.search(rest) and window is not None:
             return Plan(question, window, Subject("anything"), "list")
         return None
+    if subject.kind == "process" and subject.reading and measure in ("count", "list"):
+        measure = "peak"  # "how many cores did it use?": its peak
     if subject.kind == "reading" and window is None and measure not in ("peak", "when"):
         measure = "last"
     return Plan(question, window, subject, measure)

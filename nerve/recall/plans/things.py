@@ -8,7 +8,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from nerve.events import SourceClass
-from nerve.recall.plans.log import Found, Reader, Row, plain_source
+from nerve.recall.plans.log import _SHOWN, Found, Reader, Row, plain_source
 from nerve.recall.plans.parse import Plan, Subject
 from nerve.recall.plans.tops import folded_tops
 from nerve.recall.plans.window import NS, Window
@@ -77,7 +77,13 @@ def anything(reader: Reader, plan: Plan) -> Found:
         return _missing(reader, plan.window, "events")
     counts = Counter(plain_source(r) for r in rows)
     said = ", ".join(f"{n} {name}" for name, n in sorted(counts.items(), key=lambda c: -c[1]))
-    ordered = sorted(rows, key=_rank)  # stable: in time order within a rank
+    point = plan.window.point_ns if plan.window else None
+    if point is not None:  # "around 19:26": the nearest of each rank first, said in time order
+        near = sorted(rows, key=lambda r: (_rank(r), abs(r.t - point)))
+        kept = sorted(near[:_SHOWN], key=lambda r: r.t)
+        ordered = kept + near[_SHOWN:]
+    else:
+        ordered = sorted(rows, key=_rank)  # stable: in time order within a rank
     lines = [(r, f"{reader.when(r.t)}  {r.line}") for r in ordered]
     scope = reader.scope(plan.window)
     title = f"{scope[:1].upper()}{scope[1:]}: {len(rows)} events ({said}). Notable first:"
