@@ -28,6 +28,7 @@ from nerve.recall.plans.things import (
     files,
     folders,
     processes,
+    running,
     windows,
 )
 from nerve.recall.plans.window import Window, find_window
@@ -43,6 +44,7 @@ _BY_KIND: dict[str, Callable[[Reader, Plan], Found | None]] = {
     "command": commands,
     "file": files,
     "process": processes,
+    "running": running,
     "window": windows,
     "reading": reading,
     "attention": attention,

@@ -7,7 +7,8 @@ doing), ``command`` (a shell command, or its words), ``process`` (by name, comma
 or ``pid N``), ``window`` (an app or a window title), ``away`` (time away from the machine,
 no input), ``folder`` (where commands ran and files changed), ``reading`` (a sense reading:
 ``load``, ``cpu``, ``memory``, ``disk``, ``network``), ``attention`` (nerve's own decisions),
-``file`` (files changed, by name or folder; ``status`` ``added`` or ``deleted``).
+``file`` (files changed, by name or folder; ``status`` ``added`` or ``deleted``),
+``running`` (what was running at a time, or is still running).
 
 **Measures**: ``list``, ``count``, ``duration`` (time spent), ``first``, ``last``, ``when``,
 ``peak``, ``average``, ``most`` (which one had the most), ``exit`` (exit status),
@@ -81,6 +82,9 @@ _FILE = re.compile(
 _FILE_ADDED = re.compile(r"\b(creat\w*|added|new)\b")
 _FILE_DELETED = re.compile(r"\b(deleted|removed)\b")
 _USE = re.compile(r"\b(?:(cores?|share of|cpu|processor)|(big|large|size|memory|ram|rss))\b")
+_RUNNING = re.compile(
+    r"\b(?:(?:was|were|is|are|still) (?:\w+ )?(?:running|going|alive|up)|running (?:then|now))\b"
+)
 _PID = re.compile(r"\bpid\s*(\d+)\b|\[(\d+)\]")
 _DEFER = re.compile(
     r"\b(slowest|longest|slow|per app|each app|new|ports?|listening|files?|"
@@ -530,6 +534,10 @@ def parse(
     if _DOING.search(rest) and not _COMMAND.search(rest):
         return Plan(question, window, Subject("activity"), "list") if window else None
     subject = _thing(plain, measure, known or Known(), status)
+    anyone = subject is None or (subject.kind in ("command", "process") and not subject.name
+                                 and subject.pid is None)  # fmt: skip
+    if _RUNNING.search(plain) and anyone:
+        return Plan(question, window, Subject("running"), "running")  # what was running?
     failing = subject is not None and subject.status == "failed" and not subject.name
     if failing and measure == "list" and _COMMAND.search(plain) and "fail" in rest:
         return None  # "which commands failed today?": the period intent lists them

@@ -12,7 +12,7 @@ from nerve.recall.plans.log import _SHOWN, Found, Reader, Row, plain_source
 from nerve.recall.plans.parse import Plan, Subject
 from nerve.recall.plans.tops import folded_tops
 from nerve.recall.plans.window import NS, Window
-from nerve.recall.plans.words import hits, stem
+from nerve.recall.plans.words import hits, stem, tokens
 
 __all__ = [
     "Away",
@@ -25,6 +25,7 @@ __all__ = [
     "files",
     "folders",
     "processes",
+    "running",
     "size",
     "spells",
     "top_process",
@@ -237,10 +238,75 @@ def _running_then(reader: Reader, window: Window) -> list[tuple[Row, str]]:
     return [(p.row, f"running then: {p.who()}") for p in procs.values()][:6]
 
 
+def _started_by(reader: Reader, row: Row) -> tuple[Row, Row | None] | None:
+    """The process a command started (a process start within two seconds of the command's
+    whose name or command line its words hit) and that process's exit, if one is recorded."""
+    lo, hi = row.t - 2 * NS, _ended(row) + 2 * NS
+    words = [w for w in tokens(_command_of(row)) if len(w) >= 3 and not w.startswith("-")]
+    started = "json_extract_string(data, '$.event') = 'started'"
+    for proc in reader.rows(Window(lo, hi, ""), source=SourceClass.PROCESS_TREE, where=started):
+        said = f"{proc.data.get('name', '')} {proc.data.get('cmdline', '')}"
+        if words and hits(words, said) >= min(2, len(words)):
+            pid = proc.data.get("pid")
+            ended = "json_extract_string(data, '$.event') = 'exited'"
+            exits = reader.rows(None, source=SourceClass.PROCESS_TREE, where=ended)
+            exited = [r for r in exits if r.data.get("pid") == pid and r.t >= proc.t]
+            return proc, (exited[0] if exited else None)
+    return None
+
+
+def running(reader: Reader, plan: Plan) -> Found:
+    """What was running in the window (commands that ran through it, and the processes the
+    processes sense saw busy or large), or with none named, which of the person's commands
+    still run now (a process a command started, with no exit recorded)."""
+    window = plan.window
+    if window is None or window.point_ns == reader.now_ns:
+        return _still_running(reader)
+    rows = _commands_over(reader, window)
+    if window.point_ns is not None:  # "around 19:26": those running at that moment first
+        point = window.point_ns
+        rows = sorted(rows, key=lambda r: (not r.t <= point <= _ended(r), r.t))
+    lines = [(r, f"{reader.when(r.t)} to {reader.when(_ended(r))}  {_command_line(r)}")
+             for r in rows]  # fmt: skip
+    lines += _running_then(reader, window)
+    if not lines:
+        return _missing(reader, window, "commands or process samples")
+    title = f"Running {reader.scope(window)}: commands, then processes seen busy or large:"
+    return reader.listing(title, lines, window)
+
+
+def _still_running(reader: Reader) -> Found:
+    lines = []
+    background = "regexp_matches(json_extract_string(data, '$.command'), '&|nohup|setsid|disown')"
+    for row in reader.rows(None, source=SourceClass.SHELL, where=background):
+        found = _started_by(reader, row)  # a command in the foreground ended when recorded
+        if found is not None and found[1] is None:
+            proc = found[0]
+            lines.append((proc, f"{_command_line(row)}, run at {reader.when(row.t)}: "
+                                f"{proc.data.get('name', '?')} [{proc.data.get('pid', '?')}] "
+                                "has no exit recorded"))  # fmt: skip
+    if not lines:
+        return Found("None of your commands is still running: each ended, and no process one "
+                     "started is left without an exit.")  # fmt: skip
+    return reader.listing("Still running, from your commands:", lines[::-1], None)
+
+
 def _finished(reader: Reader, plan: Plan, rows: list[Row]) -> Found:
-    """Did it finish? The hook records a command when it ends; else the process record."""
+    """Did it finish? The hook records a command when it ends (one sent to the background
+    ends at once: then the process it started tells); else the process record."""
     if rows:
         row = rows[-1]
+        found = _started_by(reader, row)
+        if found is not None and found[1] is None:
+            proc = found[0]
+            return Found(f"`{_command_of(row)}` (run at {reader.when(row.t)}) is still running: "
+                         f"its process {proc.data.get('name', '?')} [{proc.data.get('pid', '?')}] "
+                         "has no exit recorded.", (row.id, proc.id))  # fmt: skip
+        if found is not None and found[1] is not None:
+            exited = found[1]
+            return Found(f"`{_command_of(row)}` (run at {reader.when(row.t)}) finished: its "
+                         f"process exited by {reader.when(exited.t)}; it is not running now.",
+                         (row.id, exited.id))  # fmt: skip
         text = f"`{_command_of(row)}` finished at {reader.when(_ended(row))}"
         code = row.data.get("exit")
         text += f" with exit {code}" if isinstance(code, int) else ""
