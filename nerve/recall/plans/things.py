@@ -4,6 +4,7 @@ windows, each answered by reading the window's rows (:class:`~nerve.recall.plans
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from dataclasses import dataclass
 
@@ -33,6 +34,8 @@ __all__ = [
 ]
 
 _MIB = 1024**2
+_BACKGROUND = re.compile(r"&\s*$|nohup|setsid|disown")
+"""A command sent to the background: the hook records it at once, while its process runs on."""
 _DAY = 86_400 * NS
 _FIRST = {SourceClass.SHELL, SourceClass.APP_FOCUS, SourceClass.FILE_CHANGE}
 
@@ -277,7 +280,7 @@ def running(reader: Reader, plan: Plan) -> Found:
 
 def _still_running(reader: Reader) -> Found:
     lines = []
-    background = "regexp_matches(json_extract_string(data, '$.command'), '&|nohup|setsid|disown')"
+    background = f"regexp_matches(json_extract_string(data, '$.command'), '{_BACKGROUND.pattern}')"
     for row in reader.rows(None, source=SourceClass.SHELL, where=background):
         found = _started_by(reader, row)  # a command in the foreground ended when recorded
         if found is not None and found[1] is None:
@@ -296,17 +299,12 @@ def _finished(reader: Reader, plan: Plan, rows: list[Row]) -> Found:
     ends at once: then the process it started tells); else the process record."""
     if rows:
         row = rows[-1]
-        found = _started_by(reader, row)
+        found = _started_by(reader, row) if _BACKGROUND.search(_command_of(row)) else None
         if found is not None and found[1] is None:
             proc = found[0]
             return Found(f"`{_command_of(row)}` (run at {reader.when(row.t)}) is still running: "
                          f"its process {proc.data.get('name', '?')} [{proc.data.get('pid', '?')}] "
                          "has no exit recorded.", (row.id, proc.id))  # fmt: skip
-        if found is not None and found[1] is not None:
-            exited = found[1]
-            return Found(f"`{_command_of(row)}` (run at {reader.when(row.t)}) finished: its "
-                         f"process exited by {reader.when(exited.t)}; it is not running now.",
-                         (row.id, exited.id))  # fmt: skip
         text = f"`{_command_of(row)}` finished at {reader.when(_ended(row))}"
         code = row.data.get("exit")
         text += f" with exit {code}" if isinstance(code, int) else ""
