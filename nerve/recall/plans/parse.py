@@ -85,6 +85,10 @@ _USE = re.compile(r"\b(?:(cores?|share of|cpu|processor)|(big|large|size|memory|
 _RUNNING = re.compile(
     r"\b(?:(?:was|were|is|are|still) (?:\w+ )?(?:running|going|alive|up)|running (?:then|now))\b"
 )
+_LOOKING = re.compile(
+    r"\b(?:switch(?:ing|ed)? to|going to|moving to|reading|looking at|browsing|watching|"
+    r"editing|using|right|just)\b"
+)
 _PID = re.compile(r"\bpid\s*(\d+)\b|\[(\d+)\]")
 _DEFER = re.compile(
     r"\b(slowest|longest|slow|per app|each app|new|ports?|listening|files?|"
@@ -311,8 +315,9 @@ _STOP = frozenset(
     ]
 )
 _STOP |= frozenset(
-    ["burning", "burned", "hogged", "hogging", "hog", "eating", "ate", "busiest", "loaded",
-     "like", "full", "take", "took", "share", "core", "cores", "big", "bigger", "grow", "grew"]
+    ["titles", "look", "looked", "burning", "burned", "hogged", "hogging", "hog", "eating",
+     "ate", "busiest", "loaded", "like", "full", "take", "took", "share", "core", "cores",
+     "big", "bigger", "grow", "grew"]
 )  # fmt: skip
 _STOP |= frozenset(
     (
@@ -441,7 +446,8 @@ def _order(text: str) -> tuple[str, Subject] | None:
     match = re.search(r"\b(before|after)\s+(?:i (?:was in|used|switched to|opened) )?(.+)$", text)
     if match is None:
         return None
-    name = _name(match[2])
+    thing = re.sub(r"\bthe (?:last|first) time\b", " ", _LOOKING.sub(" ", match[2]))
+    name = _name(thing)
     return (match[1], Subject("window", name)) if name else None
 
 
@@ -489,6 +495,9 @@ def _thing(text: str, measure: str, known: Known, status: str | None) -> Subject
         return Subject("process", name, reading=reading)
     if _WINDOW.search(text) or re.search(r"\b(was|were) i in\b", text):
         return Subject("window", name)
+    seen = known.window_words(_name(_LOOKING.sub(" ", text)) or "")
+    if len(seen.split()) > len(hit.split()):  # "when was I reading Stack Overflow?"
+        return Subject("window", seen)
     use = _USE.search(text)
     if hit and use is not None:  # "how many cores did cpuhog use?", "how big did x get?"
         return Subject("process", hit, reading="cpu" if use[1] else "memory")

@@ -13,7 +13,7 @@ from nerve.recall.plans.log import _SHOWN, Found, Reader, Row, plain_source
 from nerve.recall.plans.parse import Plan, Subject
 from nerve.recall.plans.tops import folded_tops
 from nerve.recall.plans.window import NS, Window
-from nerve.recall.plans.words import hits, stem, tokens
+from nerve.recall.plans.words import app_hit, hits, stem, tokens
 
 __all__ = [
     "Away",
@@ -578,9 +578,10 @@ class Spell:
         return f"{app}: {title}" if app and title else app or title or "(no window)"
 
     def matches(self, name: str | None) -> bool:
-        return _words_in(
-            name, str(self.row.data.get("app", "")), str(self.row.data.get("title", ""))
-        )
+        """Whether every word of ``name`` is in the app or title, or names the app's kind."""
+        app, title = str(self.row.data.get("app", "")), str(self.row.data.get("title", ""))
+        hay = f"{app} {title}".lower()
+        return all(w in hay or app_hit(w, app) for w in (name or "").lower().split())
 
 
 def _focus_events(reader: Reader, lo: int, hi: int) -> list[tuple[int, str, Row | None]]:
@@ -729,6 +730,8 @@ def windows(reader: Reader, plan: Plan) -> Found | None:
     if plan.measure in ("before", "after"):
         return _order(reader, plan, all_spells)
     chosen = [s for s in all_spells if s.matches(plan.subject.name)]
+    if not chosen and plan.window is not None and not plan.subject.name:
+        return _left_in_focus(reader, plan.window)
     if not chosen:
         return _no_thing(reader, plan, "windows")
     if plan.measure == "duration":
@@ -744,6 +747,31 @@ def windows(reader: Reader, plan: Plan) -> Found | None:
              for s in (chosen[::-1] if plan.measure != "first" else chosen)]  # fmt: skip
     verb = f"Switched to `{plan.subject.name}`" if plan.subject.name else "Windows in focus"
     return reader.listing(f"{verb} {reader.scope(plan.window)}, newest first:", lines, plan.window)
+
+
+def _left_in_focus(reader: Reader, window: Window) -> Found:
+    """No spell in the window: the window left in focus before it, and the time away (or the
+    stop) that held it."""
+    focus = "json_extract_string(data, '$.event') = 'focus'"
+    before = reader.rows(Window(0, window.end_ns, ""), source=SourceClass.APP_FOCUS,
+                         where=focus, limit=1)  # fmt: skip
+    if not before:
+        return _missing(reader, window, "windows")
+    last = before[-1]
+    wide = Window(window.start_ns - _DAY, window.end_ns + _DAY, "")
+    away = [
+        a for a in away_spells(reader, wide) if a.start < window.end_ns and a.end > window.start_ns
+    ]
+    said = Spell(last, last.t, last.t).name()
+    if away:
+        a = away[0]
+        text = (f"No window had your input {reader.scope(window)}: you were away from "
+                f"{reader.when(a.start)} to {'now' if a.ongoing else reader.when(a.end)}. "
+                f"The window left in focus was {said} (from {reader.when(last.t)}).")  # fmt: skip
+        return Found(text, (last.id, a.row.id))
+    text = (f"No focus change is recorded {reader.scope(window)}; the last window in focus "
+            f"before it was {said} (from {reader.when(last.t)}).")  # fmt: skip
+    return Found(text, (last.id,))
 
 
 def _order(reader: Reader, plan: Plan, all_spells: list[Spell]) -> Found:

@@ -8,16 +8,35 @@ A question word *hits* a thing when one of the thing's words contains it, or its
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import duckdb
 
 from nerve.events import SourceClass
 
-__all__ = ["Known", "hits", "known_of", "stem", "tokens"]
+__all__ = ["APP_KINDS", "Known", "app_hit", "hits", "known_of", "stem", "tokens"]
 
 _LIMIT = 2_000
 _SUFFIXES = ("ing", "ers", "er", "ed", "es", "s")
+
+
+APP_KINDS = {
+    "editor": ("vim", "nvim", "emacs", "code", "gedit", "nano", "kate", "sublime", "idea",
+               "pycharm", "zed", "helix"),
+    "terminal": ("xterm", "terminal", "konsole", "alacritty", "kitty", "wezterm", "tilix",
+                 "urxvt", "foot", "iterm"),
+    "browser": ("firefox", "chrome", "chromium", "safari", "brave", "edge", "opera", "vivaldi"),
+}  # fmt: skip
+"""Words a person says for a kind of app, and the apps (lower case) that are one."""
+
+
+def app_hit(word: str, app: str) -> bool:
+    """Whether ``word`` names the app: its name holds it, or the word is a kind the app is
+    (``editor`` and Vim)."""
+    app = app.lower()
+    kind = APP_KINDS.get(word) or APP_KINDS.get(stem(word), ())
+    return any(name in app for name in kind)
 
 
 def stem(word: str) -> str:
@@ -61,16 +80,22 @@ def _hit(word: str, mine: list[str]) -> bool:
 
 @dataclass(frozen=True)
 class Known:
-    """The distinct commands and changed file paths the log holds (lower case, newest first,
-    at most a few thousand of each)."""
+    """The distinct commands, changed file paths and windows in focus the log holds (lower
+    case, newest first, at most a few thousand of each)."""
 
     commands: tuple[str, ...] = ()
     files: tuple[str, ...] = ()
+    windows: tuple[str, ...] = ()  # "app title", lower case
 
     def command_words(self, words: list[str]) -> list[str]:
         """The ``words`` that hit some recorded command, in the question's order."""
         split = [tokens(c) for c in self.commands]
         return [w for w in words if any(_hit(w, mine) for mine in split)]
+
+    def window_words(self, name: str) -> str:
+        """The words of ``name`` that a window's app or title holds whole, in order."""
+        split = [set(re.findall(r"[\w.]+", w)) for w in self.windows]
+        return " ".join(w for w in name.split() if len(w) >= 3 and any(w in s for s in split))
 
     def file_words(self, words: list[str]) -> list[str]:
         """The ``words`` that hit some changed file's path, in the question's order."""
@@ -79,8 +104,8 @@ class Known:
 
 
 def known_of(conn: duckdb.DuckDBPyConnection) -> Known:
-    """What the log knows by name: the distinct commands the shell hook recorded and the
-    paths the files sense saw change."""
+    """What the log knows by name: the distinct commands the shell hook recorded, the paths
+    the files sense saw change and the windows the focus sense saw."""
     rows = conn.execute(
         "SELECT lower(json_extract_string(data, '$.command')) AS c, max(physical_ns) AS t "
         "FROM events WHERE kind = 'observation' AND source = ? AND c IS NOT NULL "
@@ -93,4 +118,15 @@ def known_of(conn: duckdb.DuckDBPyConnection) -> Known:
         f"GROUP BY p ORDER BY t DESC, p LIMIT {_LIMIT}",
         [int(SourceClass.FILE_CHANGE)],
     ).fetchall()
-    return Known(tuple(str(c) for c, _ in rows), tuple(str(p) for p, _ in files))
+    windows = conn.execute(
+        "SELECT lower(concat_ws(' ', json_extract_string(data, '$.app'), "
+        "json_extract_string(data, '$.title'))) AS w, max(physical_ns) AS t FROM events "
+        "WHERE kind = 'observation' AND source = ? AND json_extract_string(data, '$.event') = "
+        f"'focus' GROUP BY w ORDER BY t DESC, w LIMIT {_LIMIT}",
+        [int(SourceClass.APP_FOCUS)],
+    ).fetchall()
+    return Known(
+        tuple(str(c) for c, _ in rows),
+        tuple(str(p) for p, _ in files),
+        tuple(str(w) for w, _ in windows),
+    )
