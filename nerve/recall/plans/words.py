@@ -35,7 +35,7 @@ def app_hit(word: str, app: str) -> bool:
     """Whether ``word`` names the app: its name holds it, or the word is a kind the app is
     (``editor`` and Vim)."""
     app = app.lower()
-    kind = APP_KINDS.get(word) or APP_KINDS.get(stem(word), ())
+    kind = APP_KINDS.get(word) or APP_KINDS.get(word.removesuffix("s"), ())
     return any(name in app for name in kind)
 
 
