@@ -149,7 +149,7 @@ _KNOWN = frozenset(
         written created deleted new started start happened went anything happen usage much
         level load one two three five ten fifteen twenty thirty folder directory dir under
         inside there it its port ports opened open closed close stopped listening listen
-        listens socket sockets
+        listens socket sockets owns owner owned appeared appear
         """
     )
 )

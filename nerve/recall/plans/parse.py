@@ -68,7 +68,7 @@ _FOLDER_WORDS = frozenset(
     ["folder", "folders", "directory", "directories", "dir", "dirs", "cd", "cded", "cd'd",
      "cwd", "work", "worked", "where", "spend", "spent", "in", "into", "inside"]
 )  # fmt: skip
-_DOING = re.compile(r"\b(doing|working on|up to|busy with)\b")
+_DOING = re.compile(r"\b(doing|working on|up to|busy with|what did i do)\b")
 _HAPPENED = re.compile(r"\b(happened|happening|went on|going on|events?|recorded|logged)\b")
 _FAILED = re.compile(
     r"\b(fail\w*|(?:did not|didn't|did n't|not) (?:succeed|work|pass)\w*|unsuccessful|"
@@ -315,7 +315,8 @@ _STOP = frozenset(
     ]
 )
 _STOP |= frozenset(
-    ["titles", "look", "looked", "burning", "burned", "hogged", "hogging", "hog", "eating",
+    ["titles", "look", "looked", "traffic", "download", "downloaded", "upload", "uploaded",
+     "burning", "burned", "hogged", "hogging", "hog", "eating",
      "ate", "busiest", "loaded", "like", "full", "take", "took", "share", "core", "cores",
      "big", "bigger", "grow", "grew"]
 )  # fmt: skip
@@ -540,8 +541,9 @@ def parse(
     if _FOLDER.search(rest):
         words = [w for w in re.findall(r"[\w./~+-]+", rest) if w not in _FOLDER_WORDS]
         return Plan(question, window, Subject("folder", _name(" ".join(words))), measure)
-    if _DOING.search(rest) and not _COMMAND.search(rest):
-        return Plan(question, window, Subject("activity"), "list") if window else None
+    doing = _DOING.search(rest) and not _COMMAND.search(rest) and _reading(rest) is None
+    if doing and window is not None:
+        return Plan(question, window, Subject("activity"), "list")
     subject = _thing(plain, measure, known or Known(), status)
     anyone = subject is None or (subject.kind in ("command", "process") and not subject.name
                                  and subject.pid is None)  # fmt: skip
@@ -551,7 +553,7 @@ def parse(
     if failing and measure == "list" and _COMMAND.search(plain) and "fail" in rest:
         return None  # "which commands failed today?": the period intent lists them
     if subject is None:
-        if _HAPPENED.search(rest) and window is not None:
+        if (_HAPPENED.search(rest) or _name(rest) is None) and window is not None:
             return Plan(question, window, Subject("anything"), "list")
         return None
     if subject.kind == "process" and subject.reading and measure in ("count", "list"):
