@@ -9,7 +9,6 @@ A question word *hits* a thing when one of the thing's words contains it, or its
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 import duckdb
 
@@ -78,55 +77,87 @@ def _hit(word: str, mine: list[str]) -> bool:
     return any(word in t or (len(root) >= 3 and root in t) for t in mine)
 
 
-@dataclass(frozen=True)
 class Known:
     """The distinct commands, changed file paths and windows in focus the log holds (lower
-    case, newest first, at most a few thousand of each)."""
+    case, newest first, at most a few thousand of each). Given a connection, each list is
+    read from the log the first time a rule asks for it (most questions need one or none)."""
 
-    commands: tuple[str, ...] = ()
-    files: tuple[str, ...] = ()
-    windows: tuple[str, ...] = ()  # "app title", lower case
+    def __init__(
+        self,
+        commands: tuple[str, ...] | None = None,
+        files: tuple[str, ...] | None = None,
+        windows: tuple[str, ...] | None = None,
+        conn: duckdb.DuckDBPyConnection | None = None,
+    ) -> None:
+        self._lists = {"commands": commands, "files": files, "windows": windows}
+        self._conn = conn
+
+    def _list(self, which: str) -> tuple[str, ...]:
+        found = self._lists[which]
+        if found is None:
+            found = _read(self._conn, which) if self._conn is not None else ()
+            self._lists[which] = found
+        return found
+
+    @property
+    def commands(self) -> tuple[str, ...]:
+        return self._list("commands")
+
+    @property
+    def files(self) -> tuple[str, ...]:
+        return self._list("files")
+
+    @property
+    def windows(self) -> tuple[str, ...]:
+        """Each as "app title"."""
+        return self._list("windows")
 
     def command_words(self, words: list[str]) -> list[str]:
         """The ``words`` that hit some recorded command, in the question's order."""
+        if not words:
+            return []
         split = [tokens(c) for c in self.commands]
         return [w for w in words if any(_hit(w, mine) for mine in split)]
 
     def window_words(self, name: str) -> str:
         """The words of ``name`` that a window's app or title holds whole, in order."""
+        if not name:
+            return ""
         split = [set(re.findall(r"[\w.]+", w)) for w in self.windows]
         return " ".join(w for w in name.split() if len(w) >= 3 and any(w in s for s in split))
 
     def file_words(self, words: list[str]) -> list[str]:
         """The ``words`` that hit some changed file's path, in the question's order."""
+        if not words:
+            return []
         split = [tokens(f) for f in self.files]
         return [w for w in words if any(_hit(w, mine) for mine in split)]
 
 
-def known_of(conn: duckdb.DuckDBPyConnection) -> Known:
-    """What the log knows by name: the distinct commands the shell hook recorded, the paths
-    the files sense saw change and the windows the focus sense saw."""
+_NAMES = {
+    "commands": (SourceClass.SHELL, "json_extract_string(data, '$.command')", "TRUE"),
+    "files": (SourceClass.FILE_CHANGE, "json_extract_string(data, '$.path')", "TRUE"),
+    "windows": (
+        SourceClass.APP_FOCUS,
+        "concat_ws(' ', json_extract_string(data, '$.app'), json_extract_string(data, '$.title'))",
+        "json_extract_string(data, '$.event') = 'focus'",
+    ),
+}
+"""Where each list of names lives: the source, the name as SQL, and which rows hold one."""
+
+
+def _read(conn: duckdb.DuckDBPyConnection, which: str) -> tuple[str, ...]:
+    source, name, where = _NAMES[which]
     rows = conn.execute(
-        "SELECT lower(json_extract_string(data, '$.command')) AS c, max(physical_ns) AS t "
-        "FROM events WHERE kind = 'observation' AND source = ? AND c IS NOT NULL "
-        f"GROUP BY c ORDER BY t DESC, c LIMIT {_LIMIT}",
-        [int(SourceClass.SHELL)],
+        f"SELECT lower({name}) AS n, max(physical_ns) AS t FROM events "
+        f"WHERE kind = 'observation' AND source = ? AND {where} AND n IS NOT NULL "
+        f"GROUP BY n ORDER BY t DESC, n LIMIT {_LIMIT}",
+        [int(source)],
     ).fetchall()
-    files = conn.execute(
-        "SELECT lower(json_extract_string(data, '$.path')) AS p, max(physical_ns) AS t "
-        "FROM events WHERE kind = 'observation' AND source = ? AND p IS NOT NULL "
-        f"GROUP BY p ORDER BY t DESC, p LIMIT {_LIMIT}",
-        [int(SourceClass.FILE_CHANGE)],
-    ).fetchall()
-    windows = conn.execute(
-        "SELECT lower(concat_ws(' ', json_extract_string(data, '$.app'), "
-        "json_extract_string(data, '$.title'))) AS w, max(physical_ns) AS t FROM events "
-        "WHERE kind = 'observation' AND source = ? AND json_extract_string(data, '$.event') = "
-        f"'focus' GROUP BY w ORDER BY t DESC, w LIMIT {_LIMIT}",
-        [int(SourceClass.APP_FOCUS)],
-    ).fetchall()
-    return Known(
-        tuple(str(c) for c, _ in rows),
-        tuple(str(p) for p, _ in files),
-        tuple(str(w) for w, _ in windows),
-    )
+    return tuple(str(n) for n, _ in rows)
+
+
+def known_of(conn: duckdb.DuckDBPyConnection) -> Known:
+    """What the log knows by name, read when asked: the distinct commands the shell hook
+    recorded, the paths the files sense saw change and the windows the focus sense saw."""
+    return Known(conn=conn)
