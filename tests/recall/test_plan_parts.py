@@ -156,3 +156,14 @@ def test_an_order_question_reads_past_its_verb_to_the_window() -> None:
     plan = _plan("what did I switch to after reading Stack Overflow?")
     assert plan.measure == "after" and plan.anchor is not None
     assert plan.anchor.name == "stack overflow"
+
+
+def test_an_order_question_about_a_command_is_about_commands() -> None:
+    plan = _plan("what ran before make test?")
+    assert (plan.subject.kind, plan.measure) == ("command", "before")
+    assert plan.anchor is not None and plan.anchor.name == "make test"
+    assert _plan("which window was I in before Firefox?").subject.kind == "window"
+
+
+def test_most_recently_is_the_last_one_not_the_most() -> None:
+    assert _plan("which command did I run most recently?").measure == "last"

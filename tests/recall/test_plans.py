@@ -45,7 +45,7 @@ EXAMPLES = [
       "in xterm: vim src/app.py", "file modified src/app.py"),
      ("exit 2", "Firefox")),
     ("what did I run 2 minutes ago?",
-     ("`yes` (exit 130, 120.0 s)", "running then: python3 [777] (u) `python3 memgrow.py`"),
+     ("`yes` (exit 130, 2 min 0 s)", "running then: python3 [777] (u) `python3 memgrow.py`"),
      ("git status", "make build")),
     ("which process used the most memory?",
      ("- python3 [777] (u) `python3 memgrow.py`: peak 3008 MiB (2.9 GiB) resident at 07:44:10",

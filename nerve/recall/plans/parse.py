@@ -414,10 +414,11 @@ def _measure(text: str) -> str:
                     r"|stopp?(?:ed)?|end(?:ed)?|alive)\b"),
         ("duration", r"\b(how long|time spent|how much time|spend|spent)\b"),
         ("count", r"\b(how many|how often|number of|count)\b"),
-        ("most", r"\b(which|what)\b.*\b(most|top|biggest|largest|heaviest|highest|using|"
+        ("most", r"\b(which|what)\b.*\b(most(?! recent)|top|biggest|largest|heaviest|"
+                 r"highest|using|"
                  r"hogg(?:ing|ed)|eating|burning)\b"),
         ("first", r"\b(first|earliest)\b"),
-        ("last", r"\b(last|latest|most recent|finally)\b"),
+        ("last", r"\b(last|latest|most recent(?:ly)?|finally)\b"),
         ("when", r"\bwhen\b|\bwhat time\b"),
         ("peak", r"\b(peak(?:ed)?|max(?:imum)?|highest|most|how much|top|busiest|how big|"
                  r"how many cores|share)\b"),
@@ -528,6 +529,11 @@ def parse(
     order = _order(rest)
     if order is not None:
         head = rest[: rest.rfind(order[0])]
+        anchor = order[1].name or ""
+        ran = " ".join((known or Known()).command_words(anchor.split()))
+        seen = (known or Known()).window_words(anchor)
+        if ran and (_COMMAND.search(head) or len(ran.split()) > len(seen.split())):
+            return Plan(question, window, Subject("command"), order[0], Subject("command", ran))
         return Plan(question, window, Subject("window", _name(head)), order[0], order[1])
     files = _file(rest, window, question, known or Known())
     if files is not None:

@@ -130,8 +130,15 @@ def _command_line(row: Row) -> str:
     if isinstance(code, int):
         notes.append("ok" if code == 0 else f"exit {code}")
     if isinstance(ms, int):
-        notes.append(f"{ms / 1000:.1f} s")
+        notes.append(f"{ms / 1000:.1f} s" if ms < 60_000 else _length(ms * 1_000_000))
     return f"`{_command_of(row)}`" + (f" ({', '.join(notes)})" if notes else "")
+
+
+def _run_line(reader: Reader, row: Row) -> str:
+    """A command's start and line; one that ran a minute or more says when it ended too."""
+    ms = row.data.get("duration_ms")
+    until = f" to {reader.when(_ended(row))}" if isinstance(ms, int) and ms >= 60_000 else ""
+    return f"{reader.when(row.t)}{until}  {_command_line(row)}"
 
 
 def _ended(row: Row) -> int:
@@ -173,6 +180,8 @@ def _failed(row: Row) -> bool:
 def commands(reader: Reader, plan: Plan) -> Found | None:
     """Commands: listed, counted, their exit status, whether one finished, first or last."""
     name, window, status = plan.subject.name, plan.window, plan.subject.status
+    if plan.measure in ("before", "after") and plan.anchor is not None:
+        return _command_order(reader, plan, plan.anchor.name)
     if not name and status is None and plan.measure in ("exit", "running", "duration", "last"):
         return None  # "what was my last command?": the intents
     if not name and status is None and plan.measure == "list" and not (window and window.clock):
@@ -192,6 +201,24 @@ def commands(reader: Reader, plan: Plan) -> Found | None:
     return _command_list(reader, plan, rows)
 
 
+def _command_order(reader: Reader, plan: Plan, anchor: str | None) -> Found:
+    """The command run just before (or after) the newest run of the anchor command."""
+    every = _commands_over(reader, plan.window)
+    marks = {r.id for r in _commands_over(reader, plan.window, anchor)}
+    at = [i for i, r in enumerate(every) if r.id in marks]
+    if not at:
+        return _no_thing(reader, Plan(plan.question, plan.window, Subject("command", anchor),
+                                      "list"), "commands")  # fmt: skip
+    i = at[-1]
+    j = i - 1 if plan.measure == "before" else i + 1
+    if not 0 <= j < len(every):
+        return Found(f"No command is recorded {plan.measure} {_command_line(every[i])} "
+                     f"({reader.when(every[i].t)}).", (every[i].id,))  # fmt: skip
+    return Found(f"{plan.measure.capitalize()} {_command_line(every[i])} "
+                 f"({reader.when(every[i].t)}), you ran {_command_line(every[j])} at "
+                 f"{reader.when(every[j].t)}.", (every[j].id, every[i].id))  # fmt: skip
+
+
 def _said(subject: Subject, what: str) -> str:
     """``commands``, ``failed commands`` or ``successful commands``."""
     return {"failed": f"failed {what}", "ok": f"successful {what}"}.get(subject.status or "", what)
@@ -203,8 +230,11 @@ def _command_time(reader: Reader, plan: Plan, rows: list[Row]) -> Found:
     lines = [(r, f"{reader.when(r.t)} to {reader.when(_ended(r))}  {_command_line(r)}")
              for r in rows[::-1]]  # fmt: skip
     what = f"`{plan.subject.name}`" if plan.subject.name else "Commands"
+    said = f"{total / 1000:.1f} s"
+    if total >= 60_000:
+        said = f"{_length(total * 1_000_000)} ({total // 1000} s)"
     head = (
-        f"{what} ran for {_length(total * 1_000_000)} ({total // 1000} s) in all "
+        f"{what} ran for {said} in all "
         f"{reader.scope(plan.window)}, {len(rows)} run{'s' * (len(rows) != 1)}, newest first:"
     )
     return reader.listing(head, lines, plan.window)
@@ -213,7 +243,7 @@ def _command_time(reader: Reader, plan: Plan, rows: list[Row]) -> Found:
 def _command_list(reader: Reader, plan: Plan, rows: list[Row]) -> Found:
     if plan.measure in ("exit", "last", "when"):
         rows = rows[::-1]  # newest first
-    lines = [(r, f"{reader.when(r.t)}  {_command_line(r)}") for r in rows]
+    lines = [(r, _run_line(reader, r)) for r in rows]
     kind = _said(plan.subject, "commands")
     what = f"`{plan.subject.name}`" if plan.subject.name else kind[:1].upper() + kind[1:]
     if plan.subject.name and plan.subject.status:
@@ -320,7 +350,7 @@ def _counted(reader: Reader, plan: Plan, rows: list[Row], what: str) -> Found:
     )
     text = f"{len(rows)} {how}runs of `{named}`" if named else f"{len(rows)} {how}{what}s"
     text += f" {reader.scope(plan.window)}"
-    lines = [(r, f"{reader.when(r.t)}  {_command_line(r)}") for r in rows[::-1]]
+    lines = [(r, _run_line(reader, r)) for r in rows[::-1]]
     return reader.listing(text + ", newest first:", lines, plan.window)
 
 
