@@ -167,3 +167,8 @@ def test_an_order_question_about_a_command_is_about_commands() -> None:
 
 def test_most_recently_is_the_last_one_not_the_most() -> None:
     assert _plan("which command did I run most recently?").measure == "last"
+
+
+def test_a_file_no_change_touched_is_still_the_files_subject() -> None:
+    # README.md was only read (`cat README.md`): the question is about its changes, not the cat
+    assert _said("did I edit README.md?")[:2] == ("file", "readme.md")

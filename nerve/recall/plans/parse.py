@@ -457,7 +457,10 @@ def _file(text: str, window: Window | None, question: str, known: Known) -> Plan
     """A question about changed files (which, how many changes, when), or None. Its name is
     the words naming a changed file or folder; its status ``added`` or ``deleted`` when it
     asks for those alone."""
-    named = known.file_words((_name(text) or "").split())
+    words = (_name(text) or "").split()
+    named = known.file_words(words)
+    if not named and _FILE.search(text):  # "did I edit README.md?": a file no change touched
+        named = [w for w in words if re.fullmatch(r"[\w-]+\.\w{1,5}", w)]
     if not (_FILE.search(text) or any("." in w for w in named)):
         return None
     if _COMMAND.search(text) or _PROCESS.search(text) or _FOLDER.search(text):

@@ -759,6 +759,8 @@ def windows(reader: Reader, plan: Plan) -> Found | None:
     all_spells = spells(reader, plan.window)
     if plan.measure in ("before", "after"):
         return _order(reader, plan, all_spells)
+    if plan.measure in ("most", "peak") and not plan.subject.name:
+        return _most_used(reader, plan, all_spells)
     chosen = [s for s in all_spells if s.matches(plan.subject.name)]
     if not chosen and plan.window is not None and not plan.subject.name:
         return _left_in_focus(reader, plan.window)
@@ -777,6 +779,21 @@ def windows(reader: Reader, plan: Plan) -> Found | None:
              for s in (chosen[::-1] if plan.measure != "first" else chosen)]  # fmt: skip
     verb = f"Switched to `{plan.subject.name}`" if plan.subject.name else "Windows in focus"
     return reader.listing(f"{verb} {reader.scope(plan.window)}, newest first:", lines, plan.window)
+
+
+def _most_used(reader: Reader, plan: Plan, all_spells: list[Spell]) -> Found:
+    """Time in focus per app over the window, the most first."""
+    per: dict[str, tuple[int, Row]] = {}
+    for spell in all_spells:
+        app = str(spell.row.data.get("app") or "(no window)")
+        spent, first = per.get(app, (0, spell.row))
+        per[app] = (spent + spell.end - spell.start, first)
+    if not per:
+        return _missing(reader, plan.window, "windows in focus")
+    ranked = sorted(per.items(), key=lambda item: (-item[1][0], item[0]))
+    lines = [(row, f"{app}: {_length(ns)}") for app, (ns, row) in ranked]
+    return reader.listing(f"Time in focus per app {reader.scope(plan.window)}, the most first:",
+                          lines, plan.window)  # fmt: skip
 
 
 def _left_in_focus(reader: Reader, window: Window) -> Found:
