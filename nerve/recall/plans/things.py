@@ -866,7 +866,8 @@ def files(reader: Reader, plan: Plan) -> Found:
     scope = reader.scope(plan.window)
     if plan.measure in ("first", "last"):
         pick = lines[-1:] if plan.measure == "first" else lines[:1]
-        return reader.listing(f"The {plan.measure} of the {what} {scope}:", pick, plan.window)
+        one = what.replace("file changes", "file change").replace("files ", "file ", 1)
+        return reader.listing(f"The {plan.measure} {one} {scope}:", pick, plan.window)
     paths = list(dict.fromkeys(str(r.data.get("path") or "?") for r in rows[::-1]))
     head = (f"{len(rows)} {what} {scope}, to {len(paths)} file{'s' * (len(paths) != 1)} "
             f"({', '.join(paths[:8])}); newest first:")  # fmt: skip
