@@ -45,12 +45,13 @@ EXAMPLES = [
       "in xterm: vim src/app.py", "file modified src/app.py"),
      ("exit 2", "Firefox")),
     ("what did I run 2 minutes ago?",
-     ("`yes` (exit 130, 120.0 s)", "running then: python3 [777] (u) `python3 memgrow.py`"),
+     ("`yes` (exit 130, 2 min 0 s)", "running then: python3 [777] (u) `python3 memgrow.py`"),
      ("git status", "make build")),
     ("which process used the most memory?",
-     ("- python3 [777] (u) `python3 memgrow.py`: peak 3008 MiB resident at 07:44:10",
+     ("- python3 [777] (u) `python3 memgrow.py`: peak 3008 MiB (2.9 GiB) resident at 07:44:10",
       "mypy [555] (u) `mypy nerve`: peak 424 MiB"), ()),
-    ("how much memory did memgrow.py use?", ("peak 3008 MiB resident at 07:44:10",), ("mypy",)),
+    ("how much memory did memgrow.py use?", ("peak 3008 MiB (2.9 GiB) resident at 07:44:10",),
+     ("mypy",)),
     ("how long was I in vim?", ("In `vim` for 7 min 55 s",), ("firefox",)),
     ("which window was I in before Firefox?",
      ("you were in xterm: vim notes.md, from 07:30:00 to 07:35:00",), ("build",)),
@@ -72,7 +73,8 @@ EXAMPLES = [
     ("how many times did I run make build?", ("2 runs of `make build`",), ()),
     # a moment's minute holds samples: they answer, not the newest sample after it
     ("what was using the most memory at 07:44?",
-     ("- python3 [777] (u) `python3 memgrow.py`: peak 3008 MiB resident at 07:44:10",), ()),
+     ("- python3 [777] (u) `python3 memgrow.py`: peak 3008 MiB (2.9 GiB) resident at 07:44:10",),
+     ()),
     ("what was the cpu at 07:44?", ("CPU use at 07:44 (07:44:00 to 07:44:59): average 30.0%",),
      ()),
     ("how much time did I spend in firefox today?", ("In `firefox` for 3 min 0 s today",), ()),
@@ -107,7 +109,13 @@ def test_an_answer_cites_the_rows_it_names(morning: WorkspaceDir) -> None:
     assert lines == ["$ make build", "$ make build [exit 2]"]
     assert result.plan == {
         "window": None,
-        "subject": {"kind": "command", "name": "make build", "pid": None, "reading": None},
+        "subject": {
+            "kind": "command",
+            "name": "make build",
+            "pid": None,
+            "reading": None,
+            "status": None,
+        },
         "measure": "exit",
         "anchor": None,
     }

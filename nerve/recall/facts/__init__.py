@@ -75,7 +75,8 @@ _SLOW = any_of("slowest", "longest", "slow", "took the longest")
 _CPU = any_of("cpu", "processor")
 _MEMORY = any_of("memory", "ram", "rss")
 _WHO = any_of(
-    "most", "top", "hogs?", "hogging", "using", "used", "uses", "heaviest", "busiest",
+    "most", "top", "hogs?", "hogging", "hogged", "burning", "eating", "using", "used", "uses",
+    "heaviest", "busiest",
     "biggest", "largest", "which process", "what process", "processes",
 )  # fmt: skip
 _PER_APP = any_of(
@@ -98,7 +99,7 @@ _STARTED = any_of(
 )  # fmt: skip
 _LISTED = any_of(
     "what did i run", "what have i run", "which commands", "what commands", "commands did i",
-    "commands i ran", "what did i type",
+    "commands i ran", "what did i type", r"list (?:my |the |all )?commands", "my commands",
 )  # fmt: skip
 _PORTS = any_of("ports?", "listening", "listens?", "sockets?")
 _HAPPENED = any_of(
@@ -140,14 +141,15 @@ _KNOWN = frozenset(
         around during over list show tell give please so far commands command ran run runs
         shell typed executed type failed fail fails failing failure failures error errors
         errored non nonzero zero exit code codes status statuses their slowest longest slow
-        took long cpu processor most top hog hogs hogging using used uses use heaviest
+        took long cpu processor most top hog hogs hogging hogged burning eating using used uses
+        use heaviest
         busiest biggest largest process processes program programs memory ram rss time per
         app apps application applications spent each doing working up screen focused focus
         window windows been files file changed change changes modified edited touched saved
         written created deleted new started start happened went anything happen usage much
         level load one two three five ten fifteen twenty thirty folder directory dir under
         inside there it its port ports opened open closed close stopped listening listen
-        listens socket sockets
+        listens socket sockets owns owner owned appeared appear
         """
     )
 )

@@ -25,11 +25,14 @@ from nerve.recall.plans.things import (
     anything,
     away,
     commands,
+    files,
     folders,
     processes,
+    running,
     windows,
 )
 from nerve.recall.plans.window import Window, find_window
+from nerve.recall.plans.words import known_of
 
 __all__ = ["Found", "Plan", "Subject", "Window", "answer_plan", "find_window", "parse"]
 
@@ -39,7 +42,9 @@ _BY_KIND: dict[str, Callable[[Reader, Plan], Found | None]] = {
     "away": away,
     "folder": folders,
     "command": commands,
+    "file": files,
     "process": processes,
+    "running": running,
     "window": windows,
     "reading": reading,
     "attention": attention,
@@ -50,7 +55,7 @@ def answer_plan(
     conn: duckdb.DuckDBPyConnection, question: str, *, now_ns: int, tz: tzinfo | None
 ) -> tuple[Plan, Found] | None:
     """The question's plan and what it found, or None (see the module)."""
-    plan = parse(question, now_ns=now_ns, tz=tz)
+    plan = parse(question, now_ns=now_ns, tz=tz, known=known_of(conn))
     if plan is None:
         return None
     found = _BY_KIND[plan.subject.kind](Reader(conn, now_ns, tz), plan)

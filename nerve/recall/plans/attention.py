@@ -5,7 +5,6 @@ happening (the last hour's highlights and decisions, or the plan's window)."""
 from __future__ import annotations
 
 from nerve.attention.reason import reason_of
-from nerve.events import NERVE_SOURCE
 from nerve.recall.plans.log import Found, Reader, Row
 from nerve.recall.plans.parse import Plan
 from nerve.recall.plans.window import NS, Window
@@ -29,18 +28,23 @@ def _line(reader: Reader, row: Row) -> str:
 
 
 def _decisions(reader: Reader, window: Window | None) -> list[Row]:
-    return reader.rows(window, source=NERVE_SOURCE, kind="attention.decision")
+    return reader.rows(window, kind="attention.decision")
 
 
 def attention(reader: Reader, plan: Plan) -> Found:
     """Surfaced or held decisions (matching the plan's words), why, or what is unusual."""
     if plan.measure == "unusual":
         return _unusual(reader, plan)
+    if plan.measure == "count":
+        return _counted(reader, plan)
     held = plan.subject.reading == "held"
-    rows = [r for r in _decisions(reader, plan.window)
-            if str(r.data.get("outcome", "")).startswith("hold:") == held]  # fmt: skip
-    verb = "held" if held else "surfaced"
     name = plan.subject.name
+    rows = [r for r in _decisions(reader, plan.window)
+            if (plan.measure == "why" and name)
+            or str(r.data.get("outcome", "")).startswith("hold:") == held]  # fmt: skip
+    verb = "held" if held else "surfaced"
+    if plan.measure == "why" and name:
+        verb = "surfaced or held"
     chosen = [r for r in rows if not name or any(w in _words(r) for w in name.split())]
     if name and not chosen:
         known = "; ".join(dict.fromkeys(_what(r) for r in rows[::-1][:5])) or "nothing"
@@ -51,13 +55,14 @@ def attention(reader: Reader, plan: Plan) -> Found:
                      f"({len(_decisions(reader, plan.window))} attention decisions).")  # fmt: skip
     lines = [(r, _line(reader, r)) for r in chosen[::-1]]
     about = f" about `{name}`" if name else ""
-    title = f"{verb.capitalize()}{about} {reader.scope(plan.window)}, newest first, and why:"
+    scope = reader.scope(plan.window)
+    title = f"{verb[:1].upper()}{verb[1:]}{about} {scope}, newest first, and why:"
     return reader.listing(title, lines, plan.window, shown=8)
 
 
 def _unusual(reader: Reader, plan: Plan) -> Found:
     window = plan.window or Window(reader.now_ns - _HOUR, reader.now_ns + 1, "the last hour")
-    highlights = reader.rows(window, source=NERVE_SOURCE, kind="attention.highlight")
+    highlights = reader.rows(window, kind="attention.highlight")
     decisions = _decisions(reader, window)
     surfaced = [r for r in decisions if r.data.get("outcome") == "surface"]
     if not highlights and not decisions:
@@ -70,3 +75,16 @@ def _unusual(reader: Reader, plan: Plan) -> Found:
     lines += [(r, f"{reader.when(r.t)}  highlight: {r.line}") for r in highlights[::-1]
               if not decisions]  # fmt: skip
     return reader.listing(head, lines, window, shown=8)
+
+
+def _counted(reader: Reader, plan: Plan) -> Found:
+    """How many decisions the gate made in the window (surfaced, held) and highlights raised."""
+    decisions = _decisions(reader, plan.window)
+    highlights = reader.rows(plan.window, kind="attention.highlight")
+    surfaced = [r for r in decisions if r.data.get("outcome") == "surface"]
+    scope = reader.scope(plan.window)
+    head = (f"{scope[:1].upper()}{scope[1:]}: the detector raised {len(highlights)} highlights "
+            f"and the gate made {len(decisions)} decisions: {len(surfaced)} surfaced, "
+            f"{len(decisions) - len(surfaced)} held. Newest first:")  # fmt: skip
+    lines = [(r, _line(reader, r)) for r in decisions[::-1]]
+    return reader.listing(head, lines, plan.window, shown=8)

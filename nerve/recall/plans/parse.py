@@ -6,7 +6,9 @@ nothing this planner reads (the older intents and the fallback then try).
 doing), ``command`` (a shell command, or its words), ``process`` (by name, command line words
 or ``pid N``), ``window`` (an app or a window title), ``away`` (time away from the machine,
 no input), ``folder`` (where commands ran and files changed), ``reading`` (a sense reading:
-``load``, ``cpu``, ``memory``, ``disk``, ``network``), ``attention`` (nerve's own decisions).
+``load``, ``cpu``, ``memory``, ``disk``, ``network``), ``attention`` (nerve's own decisions),
+``file`` (files changed, by name or folder; ``status`` ``added`` or ``deleted``),
+``running`` (what was running at a time, or is still running).
 
 **Measures**: ``list``, ``count``, ``duration`` (time spent), ``first``, ``last``, ``when``,
 ``peak``, ``average``, ``most`` (which one had the most), ``exit`` (exit status),
@@ -21,6 +23,7 @@ from dataclasses import dataclass
 from datetime import tzinfo
 
 from nerve.recall.plans.window import Window, find_window
+from nerve.recall.plans.words import Known
 
 __all__ = ["Plan", "Subject", "parse"]
 
@@ -34,12 +37,20 @@ _READINGS = (
 _READING_WORDS = frozenset(["memory", "ram", "cpu", "load", "disk", "network", "processor"])
 _ATTENTION = re.compile(
     r"\b(surfaced?|surfacing|held|withheld|hold|interrupt\w*|notif\w*|alert\w*|unusual|"
-    r"anomal\w*|highlights?|abnormal|strange|weird|out of the ordinary|you show\w*|"
-    r"showed me|shown to me)\b"
+    r"anomal\w*|highlights?|abnormal|strange|weird|odd|out of the ordinary|you show\w*|"
+    r"showed me|shown to me|attention|decisions?|"
+    r"nerve (?:\w+ )?(?:tell|told|flag\w*|notic\w*|warn\w*|spot\w*|mention\w*|catch|caught))\b"
 )
-_UNUSUAL = re.compile(r"\b(unusual|anomal\w*|abnormal|strange|weird|out of the ordinary|wrong)\b")
+_UNUSUAL = re.compile(
+    r"\b(unusual|anomal\w*|abnormal|strange|weird|odd|out of the ordinary|wrong)\b"
+)
+_ATTENTION_WORDS = re.compile(
+    r"\b(nerve|me|about|you|attention|decisions?|made|back|flag\w*|notic\w*|tell|told|"
+    r"warn\w*|spot\w*|mention\w*|catch|caught|highlights?|raised|"
+    r"failing|show\w*|get|got|and|why)\b"
+)
 _COMMAND = re.compile(
-    r"\b(run|ran|runs|command|commands|typed|executed|exit (?:code|status)|return code|"
+    r"\b(run|ran|runs|command|commands|type|typed|executed|exit (?:code|status)|return code|"
     r"shell)\b"
 )
 _PROCESS = re.compile(r"\b(process|processes|program|programs|pid)\b")
@@ -57,12 +68,31 @@ _FOLDER_WORDS = frozenset(
     ["folder", "folders", "directory", "directories", "dir", "dirs", "cd", "cded", "cd'd",
      "cwd", "work", "worked", "where", "spend", "spent", "in", "into", "inside"]
 )  # fmt: skip
-_DOING = re.compile(r"\b(doing|working on|up to|busy with)\b")
+_DOING = re.compile(r"\b(doing|working on|up to|busy with|what did i do)\b")
 _HAPPENED = re.compile(r"\b(happened|happening|went on|going on|events?|recorded|logged)\b")
+_FAILED = re.compile(
+    r"\b(fail\w*|(?:did not|didn't|did n't|not) (?:succeed|work|pass)\w*|unsuccessful|"
+    r"errored|broke|broken|non-?zero)\b"
+)
+_OK = re.compile(r"\b(succeed\w*|success\w*|work(?:ed|s)?|pass(?:ed|es)?)\b")
+_FILE = re.compile(
+    r"\b(files?|edit(?:s|ed|ing)?|modif\w*|chang(?:e|ed|es)|creat\w*|added|saved|wrote|"
+    r"written|touched|deleted|removed)\b"
+)
+_FILE_ADDED = re.compile(r"\b(creat\w*|added|new)\b")
+_FILE_DELETED = re.compile(r"\b(deleted|removed)\b")
+_USE = re.compile(r"\b(?:(cores?|share of|cpu|processor)|(big|large|size|memory|ram|rss))\b")
+_RUNNING = re.compile(
+    r"\b(?:(?:was|were|is|are|still) (?:\w+ )?(?:running|going|alive|up)|running (?:then|now))\b"
+)
+_LOOKING = re.compile(
+    r"\b(?:switch(?:ing|ed)? to|going to|moving to|reading|looking at|browsing|watching|"
+    r"editing|using|right|just)\b"
+)
 _PID = re.compile(r"\bpid\s*(\d+)\b|\[(\d+)\]")
 _DEFER = re.compile(
-    r"\b(slowest|longest|slow|non-?zero|per app|each app|new|ports?|listening|files?|"
-    r"changed|edited|modified|budget|errors?|failures?|in [~/.]\S*)"
+    r"\b(slowest|longest|slow|per app|each app|new|ports?|listening|files?|"
+    r"changed|edited|modified|budget|errors?|in [~/.]\S*)"
 )
 """Words the intents of :mod:`nerve.recall.facts` read better: the plan steps aside."""
 _QUOTED = re.compile(r"[`\"'“‘]([^`\"'”’]+)[`\"'”’]")
@@ -284,7 +314,30 @@ _STOP = frozenset(
         "if",
     ]
 )
-_STOP |= frozenset(("why", "anything", "something", "happening"))
+_STOP |= frozenset(
+    ["titles", "look", "looked", "traffic", "download", "downloaded", "upload", "uploaded",
+     "burning", "burned", "hogged", "hogging", "hog", "eating",
+     "ate", "busiest", "loaded", "like", "full", "take", "took", "share", "core", "cores",
+     "big", "bigger", "grow", "grew"]
+)  # fmt: skip
+_STOP |= frozenset(
+    (
+        "why",
+        "anything",
+        "something",
+        "happening",
+        "type",
+        "enter",
+        "entered",
+        "finally",
+        "eventually",
+        "go",
+        "went",
+        "result",
+        "returned",
+        "with",
+    )
+)
 
 
 @dataclass(frozen=True)
@@ -296,9 +349,11 @@ class Subject:
     name: str | None = None
     pid: int | None = None
     reading: str | None = None
+    status: str | None = None  # commands: "failed" or "ok" (how they ended), None: any
 
     def to_json(self) -> dict[str, object]:
-        return {"kind": self.kind, "name": self.name, "pid": self.pid, "reading": self.reading}
+        return {"kind": self.kind, "name": self.name, "pid": self.pid, "reading": self.reading,
+                "status": self.status}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -352,18 +407,22 @@ def _reading(text: str) -> str | None:
 def _measure(text: str) -> str:
     """The measure the words ask for (the first rule that fits)."""
     rules = (
-        ("exit", r"\b(exit (?:code|status)|return code|succeed(?:ed)?|fail(?:ed)?|pass(?:ed)?)\b"),
-        ("running", r"\b(finish(?:ed)?|still running|still going|done|complete[d]?|is \S+ running"
+        ("exit", r"\b(exit (?:code|status)|exit(?:ed)? with|return code|returns?|returned|"
+                 r"how did .+ go|how .+ went|result|succeed(?:ed)?|fail(?:ed)?|pass(?:ed)?)\b"),
+        ("running", r"\b(finish(?:ed)?|still (?:running|going|up|alive|there|open|on)|done|"
+                    r"complete[d]?|is \S+ running"
                     r"|stopp?(?:ed)?|end(?:ed)?|alive)\b"),
         ("duration", r"\b(how long|time spent|how much time|spend|spent)\b"),
         ("count", r"\b(how many|how often|number of|count)\b"),
-        ("most", r"\b(which|what)\b.*\b(most|top|biggest|largest|heaviest|highest|using|"
-                 r"hogging|eating)\b"),
-        ("when", r"\bwhen\b|\bwhat time\b"),
-        ("peak", r"\b(peak(?:ed)?|max(?:imum)?|highest|most|how much|top)\b"),
-        ("average", r"\b(average|mean|typical|how busy|usage|level)\b"),
+        ("most", r"\b(which|what)\b.*\b(most(?! recent)|top|biggest|largest|heaviest|"
+                 r"highest|using|"
+                 r"hogg(?:ing|ed)|eating|burning)\b"),
         ("first", r"\b(first|earliest)\b"),
-        ("last", r"\b(last|latest|most recent)\b"),
+        ("last", r"\b(last|latest|most recent(?:ly)?|finally)\b"),
+        ("when", r"\bwhen\b|\bwhat time\b"),
+        ("peak", r"\b(peak(?:ed)?|max(?:imum)?|highest|most|how much|top|busiest|how big|"
+                 r"how many cores|share)\b"),
+        ("average", r"\b(average|mean|typical|how busy|usage|level)\b"),
     )  # fmt: skip
     for measure, pattern in rules:
         if re.search(pattern, text):
@@ -373,8 +432,12 @@ def _measure(text: str) -> str:
 
 def _attention(text: str, window: Window | None, question: str) -> Plan:
     measure = "unusual" if _UNUSUAL.search(text) else "why" if "why" in text.split() else "list"
+    if re.search(r"\b(how many|how often|number of|count)\b", text):
+        measure = "count"
+    elif re.search(r"\b(did|does|has) nerve\b", text):
+        measure = "why"  # "did nerve notice the hog?": each decision about it, and why
     held = re.search(r"\b(held|withheld|hold)\b", text) is not None
-    rest = re.sub(r"\b(nerve|me|about|you)\b", " ", _ATTENTION.sub(" ", text))
+    rest = _ATTENTION_WORDS.sub(" ", _ATTENTION.sub(" ", text))
     name = _name(rest, _READING_WORDS)
     subject = Subject("attention", name, reading="held" if held else "surfaced")
     return Plan(question, window, subject, measure)
@@ -385,22 +448,68 @@ def _order(text: str) -> tuple[str, Subject] | None:
     match = re.search(r"\b(before|after)\s+(?:i (?:was in|used|switched to|opened) )?(.+)$", text)
     if match is None:
         return None
-    name = _name(match[2])
+    thing = re.sub(r"\bthe (?:last|first) time\b", " ", _LOOKING.sub(" ", match[2]))
+    name = _name(thing)
     return (match[1], Subject("window", name)) if name else None
 
 
-def _thing(text: str, measure: str) -> Subject | None:
-    """The subject of a question about a thing (command, process, window, reading)."""
+def _file(text: str, window: Window | None, question: str, known: Known) -> Plan | None:
+    """A question about changed files (which, how many changes, when), or None. Its name is
+    the words naming a changed file or folder; its status ``added`` or ``deleted`` when it
+    asks for those alone."""
+    words = (_name(text) or "").split()
+    named = known.file_words(words)
+    if not named and _FILE.search(text):  # "did I edit README.md?": a file no change touched
+        named = [w for w in words if re.fullmatch(r"[\w-]+\.\w{1,5}", w)]
+    if not (_FILE.search(text) or any("." in w for w in named)):
+        return None
+    if _COMMAND.search(text) or _PROCESS.search(text) or _FOLDER.search(text):
+        return None
+    if re.search(r"\b(ports?|listening|windows?|apps?)\b", text):
+        return None
+    status = "added" if _FILE_ADDED.search(text) else None
+    status = "deleted" if _FILE_DELETED.search(text) else status
+    measure = _measure(text)
+    if not named and status is None and measure == "list" and window is None:
+        return None  # "which files changed?": the intents list them, newest first
+    subject = Subject("file", " ".join(named) or None, status=status)
+    return Plan(question, window, subject, measure)
+
+
+def _status(text: str) -> tuple[str | None, str]:
+    """How the commands asked about ended ("failed", "ok" or None: any), and the text without
+    the words that said it."""
+    if _FAILED.search(text):
+        return "failed", _FAILED.sub(" ", text)
+    if _OK.search(text) and re.search(r"\b(when|first|last|finally|how many|how often)\b", text):
+        return "ok", _OK.sub(" ", text)
+    return None, text
+
+
+def _thing(text: str, measure: str, known: Known, status: str | None) -> Subject | None:
+    """The subject of a question about a thing (command, process, window, reading): a word
+    naming a recorded command (``known``) makes it a command."""
     pid = _PID.search(text)
     name, reading = _name(text), _reading(text)
+    hit = " ".join(known.command_words(name.split())) if name else ""
     if pid:
         return Subject("process", None, int(pid[1] or pid[2]), reading)
     if _COMMAND.search(text) or measure == "exit":
-        return Subject("command", name)
+        return Subject("command", hit or name, status=status)
     if _PROCESS.search(text):
         return Subject("process", name, reading=reading)
     if _WINDOW.search(text) or re.search(r"\b(was|were) i in\b", text):
         return Subject("window", name)
+    seen = known.window_words(_name(_LOOKING.sub(" ", text)) or "")
+    if len(seen.split()) > len(hit.split()):  # "when was I reading Stack Overflow?"
+        return Subject("window", seen)
+    use = _USE.search(text)
+    if hit and use is not None:  # "how many cores did cpuhog use?", "how big did x get?"
+        return Subject("process", hit, reading="cpu" if use[1] else "memory")
+    if hit and reading is None:
+        return Subject("command", hit, status=status)
+    if status is not None and reading is None:
+        return Subject("command", None, status=status)  # "what failed?"
     if name and measure == "duration":
         return Subject("window", name)  # "how much time did I spend in firefox?"
     if reading is not None:
@@ -411,8 +520,11 @@ def _thing(text: str, measure: str) -> Subject | None:
     return None
 
 
-def parse(question: str, *, now_ns: int, tz: tzinfo | None) -> Plan | None:
-    """The question's plan, or None when it names nothing this planner reads."""
+def parse(
+    question: str, *, now_ns: int, tz: tzinfo | None, known: Known | None = None
+) -> Plan | None:
+    """The question's plan, or None when it names nothing this planner reads; ``known`` holds
+    the log's names (a question naming a recorded command is about it)."""
     text = _clean(question)
     window, rest = find_window(text, now_ns, tz)
     if _ATTENTION.search(rest):
@@ -420,22 +532,41 @@ def parse(question: str, *, now_ns: int, tz: tzinfo | None) -> Plan | None:
     order = _order(rest)
     if order is not None:
         head = rest[: rest.rfind(order[0])]
+        anchor = order[1].name or ""
+        ran = " ".join((known or Known()).command_words(anchor.split()))
+        seen = (known or Known()).window_words(anchor)
+        if ran and (_COMMAND.search(head) or len(ran.split()) > len(seen.split())):
+            return Plan(question, window, Subject("command"), order[0], Subject("command", ran))
         return Plan(question, window, Subject("window", _name(head)), order[0], order[1])
+    files = _file(rest, window, question, known or Known())
+    if files is not None:
+        return files
     if _DEFER.search(rest):
         return None
-    measure = _measure(rest)
+    status, plain = _status(rest)
+    measure = _measure(plain)
     if _AWAY.search(rest) and _reading(rest) is None and not _COMMAND.search(rest):
         return Plan(question, window, Subject("away"), measure)
     if _FOLDER.search(rest):
         words = [w for w in re.findall(r"[\w./~+-]+", rest) if w not in _FOLDER_WORDS]
         return Plan(question, window, Subject("folder", _name(" ".join(words))), measure)
-    if _DOING.search(rest) and not _COMMAND.search(rest):
-        return Plan(question, window, Subject("activity"), "list") if window else None
-    subject = _thing(rest, measure)
+    doing = _DOING.search(rest) and not _COMMAND.search(rest) and _reading(rest) is None
+    if doing and window is not None:
+        return Plan(question, window, Subject("activity"), "list")
+    subject = _thing(plain, measure, known or Known(), status)
+    anyone = subject is None or (subject.kind in ("command", "process") and not subject.name
+                                 and subject.pid is None)  # fmt: skip
+    if _RUNNING.search(plain) and anyone:
+        return Plan(question, window, Subject("running"), "running")  # what was running?
+    failing = subject is not None and subject.status == "failed" and not subject.name
+    if failing and measure == "list" and _COMMAND.search(plain) and "fail" in rest:
+        return None  # "which commands failed today?": the period intent lists them
     if subject is None:
-        if _HAPPENED.search(rest) and window is not None:
+        if (_HAPPENED.search(rest) or _name(rest) is None) and window is not None:
             return Plan(question, window, Subject("anything"), "list")
         return None
+    if subject.kind == "process" and subject.reading and measure in ("count", "list"):
+        measure = "peak"  # "how many cores did it use?": its peak
     if subject.kind == "reading" and window is None and measure not in ("peak", "when"):
         measure = "last"
     return Plan(question, window, subject, measure)

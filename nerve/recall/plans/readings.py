@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from nerve.events import SourceClass
 from nerve.recall.plans.log import Found, Reader, Row
 from nerve.recall.plans.parse import Plan
+from nerve.recall.plans.things import top_process
 from nerve.recall.plans.window import NS, Window
 
 __all__ = ["reading"]
@@ -140,7 +141,8 @@ def reading(reader: Reader, plan: Plan) -> Found:
     if len(rows) == 1:
         value = kind.value(rows[0]) or 0.0
         text = f"{kind.words} at {reader.when(rows[0].t)}: {_say(kind, value)} ({rows[0].line})."
-        return Found(text, (rows[0].id,))
+        text, cited = _with_top(reader, plan, name, text, (rows[0].id,))
+        return Found(text, cited)
     end = min(plan.window.end_ns, reader.now_ns) if plan.window else reader.now_ns
     fold = _fold(reader, kind, plan.window, end)
     assert fold is not None  # the window holds readings: rows above
@@ -149,8 +151,31 @@ def reading(reader: Reader, plan: Plan) -> Found:
     if plan.measure in ("peak", "when", "most"):
         parts = [parts[1], parts[0], parts[2]]
     text = f"{kind.words} {reader.scope(plan.window)}: {', '.join(parts)} ({fold.n} readings)."
+    if name == "memory":
+        text = text[:-1] + f"; at the peak: {_line_of(reader, fold.peak[1])}."
     if name == "cpu" and plan.measure == "average":
         load = _fold(reader, _KINDS["load"], plan.window, end)
         if load is not None:
             text += f" Load average (1 min) peaked at {_say(_KINDS['load'], load.peak[0])}."
-    return Found(text, tuple(dict.fromkeys((fold.peak[1], fold.last[1]))))
+    cited = (fold.peak[1], fold.last[1])
+    text, cited = _with_top(reader, plan, name, text, cited)
+    return Found(text, tuple(dict.fromkeys(cited)))
+
+
+def _line_of(reader: Reader, eid: str) -> str:
+    row = reader.conn.execute("SELECT line FROM events WHERE id = ?", [bytes.fromhex(eid)])
+    found = row.fetchone()
+    return str(found[0]) if found else "?"
+
+
+def _with_top(
+    reader: Reader, plan: Plan, name: str, text: str, cited: tuple[str, ...]
+) -> tuple[str, tuple[str, ...]]:
+    """CPU and memory readings also name the process that used the most of it then."""
+    if name not in ("cpu", "memory"):
+        return text, cited
+    top = top_process(reader, plan.window, memory=name == "memory")
+    if top is None:
+        return text, cited
+    said = top[1]
+    return f"{text} {said[:1].upper()}{said[1:]}.", (*cited, top[0].id)

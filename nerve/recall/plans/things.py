@@ -4,14 +4,16 @@ windows, each answered by reading the window's rows (:class:`~nerve.recall.plans
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from dataclasses import dataclass
 
 from nerve.events import SourceClass
-from nerve.recall.plans.log import Found, Reader, Row, plain_source
+from nerve.recall.plans.log import _SHOWN, Found, Reader, Row, plain_source
 from nerve.recall.plans.parse import Plan, Subject
 from nerve.recall.plans.tops import folded_tops
 from nerve.recall.plans.window import NS, Window
+from nerve.recall.plans.words import app_hit, hits, stem, tokens
 
 __all__ = [
     "Away",
@@ -21,15 +23,21 @@ __all__ = [
     "away",
     "away_spells",
     "commands",
+    "files",
     "folders",
     "processes",
+    "running",
+    "size",
     "spells",
+    "top_process",
     "windows",
 ]
 
 _MIB = 1024**2
+_BACKGROUND = re.compile(r"&\s*$|nohup|setsid|disown")
+"""A command sent to the background: the hook records it at once, while its process runs on."""
 _DAY = 86_400 * NS
-_FIRST = {SourceClass.SHELL, SourceClass.APP_FOCUS, SourceClass.FILE_CHANGE, SourceClass.NETWORK}
+_FIRST = {SourceClass.SHELL, SourceClass.APP_FOCUS, SourceClass.FILE_CHANGE}
 
 
 def _words_in(name: str | None, *texts: str) -> bool:
@@ -40,11 +48,16 @@ def _words_in(name: str | None, *texts: str) -> bool:
     return all(word in hay for word in name.lower().split())
 
 
-def _notable(row: Row) -> bool:
-    """Rows a person would name first: commands, windows, files, ports, process starts."""
-    if row.source == SourceClass.PROCESS_TREE:
-        return row.data.get("event") in ("started", "exited")
-    return row.source in _FIRST
+def _rank(row: Row) -> int:
+    """How soon a person would name the row: commands, windows and files first (0), then
+    ports opened or closed and processes started or exited (1), then readings (2)."""
+    if row.source in _FIRST:
+        return 0
+    if row.source == SourceClass.NETWORK and row.line.startswith("port "):
+        return 1
+    if row.source == SourceClass.PROCESS_TREE and row.data.get("event") in ("started", "exited"):
+        return 1
+    return 2
 
 
 def _missing(reader: Reader, window: Window | None, what: str) -> Found:
@@ -68,7 +81,13 @@ def anything(reader: Reader, plan: Plan) -> Found:
         return _missing(reader, plan.window, "events")
     counts = Counter(plain_source(r) for r in rows)
     said = ", ".join(f"{n} {name}" for name, n in sorted(counts.items(), key=lambda c: -c[1]))
-    ordered = [r for r in rows if _notable(r)] + [r for r in rows if not _notable(r)]
+    point = plan.window.point_ns if plan.window else None
+    if point is not None:  # "around 19:26": the nearest of each rank first, said in time order
+        near = sorted(rows, key=lambda r: (_rank(r), abs(r.t - point)))
+        kept = sorted(near[:_SHOWN], key=lambda r: r.t)
+        ordered = kept + near[_SHOWN:]
+    else:
+        ordered = sorted(rows, key=_rank)  # stable: in time order within a rank
     lines = [(r, f"{reader.when(r.t)}  {r.line}") for r in ordered]
     scope = reader.scope(plan.window)
     title = f"{scope[:1].upper()}{scope[1:]}: {len(rows)} events ({said}). Notable first:"
@@ -111,8 +130,15 @@ def _command_line(row: Row) -> str:
     if isinstance(code, int):
         notes.append("ok" if code == 0 else f"exit {code}")
     if isinstance(ms, int):
-        notes.append(f"{ms / 1000:.1f} s")
+        notes.append(f"{ms / 1000:.1f} s" if ms < 60_000 else _length(ms * 1_000_000))
     return f"`{_command_of(row)}`" + (f" ({', '.join(notes)})" if notes else "")
+
+
+def _run_line(reader: Reader, row: Row) -> str:
+    """A command's start and line; one that ran a minute or more says when it ended too."""
+    ms = row.data.get("duration_ms")
+    until = f" to {reader.when(_ended(row))}" if isinstance(ms, int) and ms >= 60_000 else ""
+    return f"{reader.when(row.t)}{until}  {_command_line(row)}"
 
 
 def _ended(row: Row) -> int:
@@ -120,45 +146,108 @@ def _ended(row: Row) -> int:
     return row.t + (ms * 1_000_000 if isinstance(ms, int) and ms > 0 else 0)
 
 
-def _commands_over(reader: Reader, window: Window | None, name: str | None = None) -> list[Row]:
-    """Commands that ran during the window (started in it, or started before and still ran)."""
+def _commands_over(
+    reader: Reader, window: Window | None, name: str | None = None, status: str | None = None
+) -> list[Row]:
+    """Commands that ran during the window (started in it, or started before and still ran);
+    with a name, those its words hit most (:func:`~nerve.recall.plans.words.hits`); with a
+    status, those that ended so."""
     wide = window if window is None else Window(window.start_ns - _DAY, window.end_ns, "")
     words = (name or "").lower().split()
     text = "lower(coalesce(json_extract_string(data, '$.command'), line))"
-    where = " AND ".join([f"contains({text}, ?)" for _ in words]) or "TRUE"
-    rows = reader.rows(wide, source=SourceClass.SHELL, where=where, args=words)  # in SQL: all
+    where = " OR ".join([f"contains({text}, ?)" for _ in words]) or "TRUE"
+    args = [stem(w) if len(stem(w)) >= 3 else w for w in words]
+    rows = reader.rows(wide, source=SourceClass.SHELL, where=f"({where})", args=args)
     if window is not None:
         rows = [r for r in rows if r.t >= window.start_ns or _ended(r) >= window.start_ns]
-    return [r for r in rows if _words_in(name, _command_of(r))]
+    if status is not None:
+        rows = [r for r in rows if _failed(r) == (status == "failed")]
+    if not words:
+        return rows
+    scored = [(hits(words, _command_of(r)), r) for r in rows]
+    best = max((n for n, _ in scored), default=0)
+    chosen = [r for n, r in scored if n and n == best]
+    runs = Counter(_command_of(r) for r in chosen)
+    most = max(runs.values(), default=0)
+    return [r for r in chosen if runs[_command_of(r)] == most]  # a tie: the one run most
+
+
+def _failed(row: Row) -> bool:
+    code = row.data.get("exit")
+    return isinstance(code, int) and code != 0
 
 
 def commands(reader: Reader, plan: Plan) -> Found | None:
     """Commands: listed, counted, their exit status, whether one finished, first or last."""
-    name, window = plan.subject.name, plan.window
-    counted = plan.measure == "count" and window is not None  # "how many commands today?"
-    if not name and not counted and plan.measure in ("exit", "running", "when", "first", "last",
-                                                     "count"):  # fmt: skip
-        return None  # "which commands failed?", "what was my last command?": the intents
-    if not name and not counted and (window is None or not window.clock):
+    name, window, status = plan.subject.name, plan.window, plan.subject.status
+    if plan.measure in ("before", "after") and plan.anchor is not None:
+        return _command_order(reader, plan, plan.anchor.name)
+    if not name and status is None and plan.measure in ("exit", "running", "duration", "last"):
+        return None  # "what was my last command?": the intents
+    if not name and status is None and plan.measure == "list" and not (window and window.clock):
         return None  # "what did I run today?": the period intents list it, newest first
     if not reader.ever(SourceClass.SHELL) and plan.measure != "running":
         return Found("No shell commands are in this log: the shell hook is not installed "
                      "(`nerve shell install`).", answered=False)  # fmt: skip
-    rows = _commands_over(reader, window, name)
+    rows = _commands_over(reader, window, name, status)
     if plan.measure == "running":
         return _finished(reader, plan, rows)
     if not rows:
-        return _no_thing(reader, plan, "commands")
+        return _no_thing(reader, plan, _said(plan.subject, "commands"))
     if plan.measure == "count":
         return _counted(reader, plan, rows, "command")
+    if plan.measure == "duration":
+        return _command_time(reader, plan, rows)
     return _command_list(reader, plan, rows)
+
+
+def _command_order(reader: Reader, plan: Plan, anchor: str | None) -> Found:
+    """The command run just before (or after) the newest run of the anchor command."""
+    every = _commands_over(reader, plan.window)
+    marks = {r.id for r in _commands_over(reader, plan.window, anchor)}
+    at = [i for i, r in enumerate(every) if r.id in marks]
+    if not at:
+        return _no_thing(reader, Plan(plan.question, plan.window, Subject("command", anchor),
+                                      "list"), "commands")  # fmt: skip
+    i = at[-1]
+    j = i - 1 if plan.measure == "before" else i + 1
+    if not 0 <= j < len(every):
+        return Found(f"No command is recorded {plan.measure} {_command_line(every[i])} "
+                     f"({reader.when(every[i].t)}).", (every[i].id,))  # fmt: skip
+    return Found(f"{plan.measure.capitalize()} {_command_line(every[i])} "
+                 f"({reader.when(every[i].t)}), you ran {_command_line(every[j])} at "
+                 f"{reader.when(every[j].t)}.", (every[j].id, every[i].id))  # fmt: skip
+
+
+def _said(subject: Subject, what: str) -> str:
+    """``commands``, ``failed commands`` or ``successful commands``."""
+    return {"failed": f"failed {what}", "ok": f"successful {what}"}.get(subject.status or "", what)
+
+
+def _command_time(reader: Reader, plan: Plan, rows: list[Row]) -> Found:
+    """How long the named commands ran, each and in all (from the hook's durations)."""
+    total = sum(ms for r in rows if isinstance(ms := r.data.get("duration_ms"), int))
+    lines = [(r, f"{reader.when(r.t)} to {reader.when(_ended(r))}  {_command_line(r)}")
+             for r in rows[::-1]]  # fmt: skip
+    what = f"`{plan.subject.name}`" if plan.subject.name else "Commands"
+    said = f"{total / 1000:.1f} s"
+    if total >= 60_000:
+        said = f"{_length(total * 1_000_000)} ({total // 1000} s)"
+    head = (
+        f"{what} ran for {said} in all "
+        f"{reader.scope(plan.window)}, {len(rows)} run{'s' * (len(rows) != 1)}, newest first:"
+    )
+    return reader.listing(head, lines, plan.window)
 
 
 def _command_list(reader: Reader, plan: Plan, rows: list[Row]) -> Found:
     if plan.measure in ("exit", "last", "when"):
         rows = rows[::-1]  # newest first
-    lines = [(r, f"{reader.when(r.t)}  {_command_line(r)}") for r in rows]
-    what = f"`{plan.subject.name}`" if plan.subject.name else "Commands"
+    lines = [(r, _run_line(reader, r)) for r in rows]
+    kind = _said(plan.subject, "commands")
+    what = f"`{plan.subject.name}`" if plan.subject.name else kind[:1].upper() + kind[1:]
+    if plan.subject.name and plan.subject.status:
+        what = f"{what} ({'failed' if plan.subject.status == 'failed' else 'successful'} runs)"
     if plan.measure == "exit":
         newest = rows[0]
         code = newest.data.get("exit")
@@ -168,6 +257,8 @@ def _command_list(reader: Reader, plan: Plan, rows: list[Row]) -> Found:
         return reader.listing(f"{head}; every run {reader.scope(plan.window)}:", lines, None)
     if plan.measure in ("first", "last"):
         lines = lines[:1]
+        title = f"{what} that ran {reader.scope(plan.window)}, the {plan.measure} one:"
+        return reader.listing(title, lines, plan.window)
     running = _running_then(reader, plan.window) if plan.window and plan.window.point_ns else []
     title = f"{what} that ran {reader.scope(plan.window)}:"
     found = reader.listing(title, lines + running, plan.window)
@@ -180,10 +271,70 @@ def _running_then(reader: Reader, window: Window) -> list[tuple[Row, str]]:
     return [(p.row, f"running then: {p.who()}") for p in procs.values()][:6]
 
 
+def _started_by(reader: Reader, row: Row) -> tuple[Row, Row | None] | None:
+    """The process a command started (a process start within two seconds of the command's
+    whose name or command line its words hit) and that process's exit, if one is recorded."""
+    lo, hi = row.t - 2 * NS, _ended(row) + 2 * NS
+    words = [w for w in tokens(_command_of(row)) if len(w) >= 3 and not w.startswith("-")]
+    started = "json_extract_string(data, '$.event') = 'started'"
+    for proc in reader.rows(Window(lo, hi, ""), source=SourceClass.PROCESS_TREE, where=started):
+        said = f"{proc.data.get('name', '')} {proc.data.get('cmdline', '')}"
+        if words and hits(words, said) >= min(2, len(words)):
+            pid = proc.data.get("pid")
+            ended = "json_extract_string(data, '$.event') = 'exited'"
+            exits = reader.rows(None, source=SourceClass.PROCESS_TREE, where=ended)
+            exited = [r for r in exits if r.data.get("pid") == pid and r.t >= proc.t]
+            return proc, (exited[0] if exited else None)
+    return None
+
+
+def running(reader: Reader, plan: Plan) -> Found:
+    """What was running in the window (commands that ran through it, and the processes the
+    processes sense saw busy or large), or with none named, which of the person's commands
+    still run now (a process a command started, with no exit recorded)."""
+    window = plan.window
+    if window is None or window.point_ns == reader.now_ns:
+        return _still_running(reader)
+    rows = _commands_over(reader, window)
+    if window.point_ns is not None:  # "around 19:26": those running at that moment first
+        point = window.point_ns
+        rows = sorted(rows, key=lambda r: (not r.t <= point <= _ended(r), r.t))
+    lines = [(r, f"{reader.when(r.t)} to {reader.when(_ended(r))}  {_command_line(r)}")
+             for r in rows]  # fmt: skip
+    lines += _running_then(reader, window)
+    if not lines:
+        return _missing(reader, window, "commands or process samples")
+    title = f"Running {reader.scope(window)}: commands, then processes seen busy or large:"
+    return reader.listing(title, lines, window)
+
+
+def _still_running(reader: Reader) -> Found:
+    lines = []
+    background = f"regexp_matches(json_extract_string(data, '$.command'), '{_BACKGROUND.pattern}')"
+    for row in reader.rows(None, source=SourceClass.SHELL, where=background):
+        found = _started_by(reader, row)  # a command in the foreground ended when recorded
+        if found is not None and found[1] is None:
+            proc = found[0]
+            lines.append((proc, f"{_command_line(row)}, run at {reader.when(row.t)}: "
+                                f"{proc.data.get('name', '?')} [{proc.data.get('pid', '?')}] "
+                                "has no exit recorded"))  # fmt: skip
+    if not lines:
+        return Found("None of your commands is still running: each ended, and no process one "
+                     "started is left without an exit.")  # fmt: skip
+    return reader.listing("Still running, from your commands:", lines[::-1], None)
+
+
 def _finished(reader: Reader, plan: Plan, rows: list[Row]) -> Found:
-    """Did it finish? The hook records a command when it ends; else the process record."""
+    """Did it finish? The hook records a command when it ends (one sent to the background
+    ends at once: then the process it started tells); else the process record."""
     if rows:
         row = rows[-1]
+        found = _started_by(reader, row) if _BACKGROUND.search(_command_of(row)) else None
+        if found is not None and found[1] is None:
+            proc = found[0]
+            return Found(f"`{_command_of(row)}` (run at {reader.when(row.t)}) is still running: "
+                         f"its process {proc.data.get('name', '?')} [{proc.data.get('pid', '?')}] "
+                         "has no exit recorded.", (row.id, proc.id))  # fmt: skip
         text = f"`{_command_of(row)}` finished at {reader.when(_ended(row))}"
         code = row.data.get("exit")
         text += f" with exit {code}" if isinstance(code, int) else ""
@@ -193,10 +344,13 @@ def _finished(reader: Reader, plan: Plan, rows: list[Row]) -> Found:
 
 
 def _counted(reader: Reader, plan: Plan, rows: list[Row], what: str) -> Found:
-    named = plan.subject.name
-    text = f"{len(rows)} runs of `{named}`" if named else f"{len(rows)} {what}s"
+    named, how = (
+        plan.subject.name,
+        {"failed": "failed ", "ok": "successful "}.get(plan.subject.status or "", ""),
+    )
+    text = f"{len(rows)} {how}runs of `{named}`" if named else f"{len(rows)} {how}{what}s"
     text += f" {reader.scope(plan.window)}"
-    lines = [(r, f"{reader.when(r.t)}  {_command_line(r)}") for r in rows[::-1]]
+    lines = [(r, _run_line(reader, r)) for r in rows[::-1]]
     return reader.listing(text + ", newest first:", lines, plan.window)
 
 
@@ -381,7 +535,7 @@ def _process_peaks(reader: Reader, plan: Plan, procs: list[_Proc], memory: bool)
     lines = []
     for p in procs:
         if memory and p.rss_row is not None:
-            lines.append((p.rss_row, f"{p.who()}: peak {p.peak_rss // _MIB} MiB resident at "
+            lines.append((p.rss_row, f"{p.who()}: peak {size(p.peak_rss)} resident at "
                                      f"{reader.when(p.rss_row.t)}"))  # fmt: skip
         elif not memory and p.cpu_row is not None:
             average = p.cpu_sum / max(p.samples, 1) / 10
@@ -395,6 +549,29 @@ def _process_peaks(reader: Reader, plan: Plan, procs: list[_Proc], memory: bool)
     title = f"{top}{what} {reader.scope(plan.window)}, from the processes sense's samples:"
     title = title[:1].upper() + title[1:]
     return reader.listing(title, lines, plan.window, shown=8)
+
+
+def size(n: int) -> str:
+    """Bytes in plain words: ``1511 MiB (1.5 GiB)`` from a gibibyte on, else ``423 MiB``."""
+    mib = f"{n // _MIB} MiB"
+    return f"{mib} ({n / 1024**3:.1f} GiB)" if n >= 1024**3 else mib
+
+
+def top_process(reader: Reader, window: Window | None, memory: bool) -> tuple[Row, str] | None:
+    """The process that used the most memory (or CPU) in the window, said in one line."""
+    procs = _processes(reader, window, "memory" if memory else "cpu").values()
+    if memory:
+        big = max(procs, key=lambda p: (p.peak_rss, -p.pid), default=None)
+        if big is None or big.rss_row is None:
+            return None
+        return big.rss_row, (f"the most memory by one process: {big.who()}, peak "
+                             f"{size(big.peak_rss)} at {reader.when(big.rss_row.t)}")  # fmt: skip
+    busy = max(procs, key=lambda p: (p.peak_cpu, -p.pid), default=None)
+    if busy is None or busy.cpu_row is None:
+        return None
+    return busy.cpu_row, (f"the most CPU by one process: {busy.who()}, peak "
+                          f"{busy.peak_cpu / 10:.1f}% of a core at "
+                          f"{reader.when(busy.cpu_row.t)}")  # fmt: skip
 
 
 def _process_state(reader: Reader, subject: Subject, window: Window | None) -> Found:
@@ -431,9 +608,10 @@ class Spell:
         return f"{app}: {title}" if app and title else app or title or "(no window)"
 
     def matches(self, name: str | None) -> bool:
-        return _words_in(
-            name, str(self.row.data.get("app", "")), str(self.row.data.get("title", ""))
-        )
+        """Whether every word of ``name`` is in the app or title, or names the app's kind."""
+        app, title = str(self.row.data.get("app", "")), str(self.row.data.get("title", ""))
+        hay = f"{app} {title}".lower()
+        return all(w in hay or app_hit(w, app) for w in (name or "").lower().split())
 
 
 def _focus_events(reader: Reader, lo: int, hi: int) -> list[tuple[int, str, Row | None]]:
@@ -581,7 +759,11 @@ def windows(reader: Reader, plan: Plan) -> Found | None:
     all_spells = spells(reader, plan.window)
     if plan.measure in ("before", "after"):
         return _order(reader, plan, all_spells)
+    if plan.measure in ("most", "peak") and not plan.subject.name:
+        return _most_used(reader, plan, all_spells)
     chosen = [s for s in all_spells if s.matches(plan.subject.name)]
+    if not chosen and plan.window is not None and not plan.subject.name:
+        return _left_in_focus(reader, plan.window)
     if not chosen:
         return _no_thing(reader, plan, "windows")
     if plan.measure == "duration":
@@ -597,6 +779,46 @@ def windows(reader: Reader, plan: Plan) -> Found | None:
              for s in (chosen[::-1] if plan.measure != "first" else chosen)]  # fmt: skip
     verb = f"Switched to `{plan.subject.name}`" if plan.subject.name else "Windows in focus"
     return reader.listing(f"{verb} {reader.scope(plan.window)}, newest first:", lines, plan.window)
+
+
+def _most_used(reader: Reader, plan: Plan, all_spells: list[Spell]) -> Found:
+    """Time in focus per app over the window, the most first."""
+    per: dict[str, tuple[int, Row]] = {}
+    for spell in all_spells:
+        app = str(spell.row.data.get("app") or "(no window)")
+        spent, first = per.get(app, (0, spell.row))
+        per[app] = (spent + spell.end - spell.start, first)
+    if not per:
+        return _missing(reader, plan.window, "windows in focus")
+    ranked = sorted(per.items(), key=lambda item: (-item[1][0], item[0]))
+    lines = [(row, f"{app}: {_length(ns)}") for app, (ns, row) in ranked]
+    return reader.listing(f"Time in focus per app {reader.scope(plan.window)}, the most first:",
+                          lines, plan.window)  # fmt: skip
+
+
+def _left_in_focus(reader: Reader, window: Window) -> Found:
+    """No spell in the window: the window left in focus before it, and the time away (or the
+    stop) that held it."""
+    focus = "json_extract_string(data, '$.event') = 'focus'"
+    before = reader.rows(Window(0, window.end_ns, ""), source=SourceClass.APP_FOCUS,
+                         where=focus, limit=1)  # fmt: skip
+    if not before:
+        return _missing(reader, window, "windows")
+    last = before[-1]
+    wide = Window(window.start_ns - _DAY, window.end_ns + _DAY, "")
+    away = [
+        a for a in away_spells(reader, wide) if a.start < window.end_ns and a.end > window.start_ns
+    ]
+    said = Spell(last, last.t, last.t).name()
+    if away:
+        a = away[0]
+        text = (f"No window had your input {reader.scope(window)}: you were away from "
+                f"{reader.when(a.start)} to {'now' if a.ongoing else reader.when(a.end)}. "
+                f"The window left in focus was {said} (from {reader.when(last.t)}).")  # fmt: skip
+        return Found(text, (last.id, a.row.id))
+    text = (f"No focus change is recorded {reader.scope(window)}; the last window in focus "
+            f"before it was {said} (from {reader.when(last.t)}).")  # fmt: skip
+    return Found(text, (last.id,))
 
 
 def _order(reader: Reader, plan: Plan, all_spells: list[Spell]) -> Found:
@@ -617,3 +839,36 @@ def _order(reader: Reader, plan: Plan, all_spells: list[Spell]) -> Found:
             f"you were in {other.name()}, from {reader.when(other.start)} to "
             f"{reader.when(other.end)}.")  # fmt: skip
     return Found(text, (other.row.id, at.row.id))
+
+
+# -- files -------------------------------------------------------------------------------------
+
+
+def files(reader: Reader, plan: Plan) -> Found:
+    """Files changed in the window (named ones, or those under a named folder): which, how
+    many changes, the first or last change."""
+    if not reader.ever(SourceClass.FILE_CHANGE):
+        return Found("No file changes are in this log: the files sense watches no folder "
+                     "(`senses.files.paths` in nerve.yaml).", answered=False)  # fmt: skip
+    name, status = plan.subject.name, plan.subject.status
+    rows = reader.rows(plan.window, source=SourceClass.FILE_CHANGE)
+    if status is not None:
+        rows = [r for r in rows if r.data.get("change") == status]
+    if name:
+        words = name.split()
+        rows = [r for r in rows if hits(words, str(r.data.get("path") or "")) == len(words)]
+    what = {"added": "files added", "deleted": "files deleted"}.get(status or "", "file changes")
+    what += f" matching `{name}`" if name else ""
+    if not rows:
+        return _missing(reader, plan.window, what)
+    lines = [(r, f"{reader.when(r.t)}  {r.data.get('change', 'changed')} "
+                 f"{r.data.get('path', '?')}") for r in rows[::-1]]  # fmt: skip
+    scope = reader.scope(plan.window)
+    if plan.measure in ("first", "last"):
+        pick = lines[-1:] if plan.measure == "first" else lines[:1]
+        one = what.replace("file changes", "file change").replace("files ", "file ", 1)
+        return reader.listing(f"The {plan.measure} {one} {scope}:", pick, plan.window)
+    paths = list(dict.fromkeys(str(r.data.get("path") or "?") for r in rows[::-1]))
+    head = (f"{len(rows)} {what} {scope}, to {len(paths)} file{'s' * (len(paths) != 1)} "
+            f"({', '.join(paths[:8])}); newest first:")  # fmt: skip
+    return reader.listing(head, lines, plan.window)

@@ -1,0 +1,163 @@
+"""Words that name a thing the log knows: :class:`Known` holds the words of the commands the
+shell hook recorded, so a question naming ``make test``, ``false``, ``curl`` or the memory
+``grower`` (``memgrow.py``) is read as being about those commands without a word like "run".
+
+A question word *hits* a thing when one of the thing's words contains it, or its stem
+(:func:`stem`: ``hogged`` → ``hog``, ``grower`` → ``grow``), of three letters or more.
+"""
+
+from __future__ import annotations
+
+import re
+
+import duckdb
+
+from nerve.events import SourceClass
+
+__all__ = ["APP_KINDS", "Known", "app_hit", "hits", "known_of", "stem", "tokens"]
+
+_LIMIT = 2_000
+_SUFFIXES = ("ing", "ers", "er", "ed", "es", "s")
+
+
+APP_KINDS = {
+    "editor": ("vim", "nvim", "emacs", "code", "gedit", "nano", "kate", "sublime", "idea",
+               "pycharm", "zed", "helix"),
+    "terminal": ("xterm", "terminal", "konsole", "alacritty", "kitty", "wezterm", "tilix",
+                 "urxvt", "foot", "iterm"),
+    "browser": ("firefox", "chrome", "chromium", "safari", "brave", "edge", "opera", "vivaldi"),
+}  # fmt: skip
+"""Words a person says for a kind of app, and the apps (lower case) that are one."""
+
+
+def app_hit(word: str, app: str) -> bool:
+    """Whether ``word`` names the app: its name holds it, or the word is a kind the app is
+    (``editor`` and Vim)."""
+    app = app.lower()
+    kind = APP_KINDS.get(word) or APP_KINDS.get(word.removesuffix("s"), ())
+    return any(name in app for name in kind)
+
+
+def stem(word: str) -> str:
+    """The word without a common English ending (``hogged`` → ``hog``), kept at three letters
+    or more."""
+    for suffix in _SUFFIXES:
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            base = word[: -len(suffix)]
+            if len(base) > 3 and base[-1] == base[-2]:
+                base = base[:-1]  # hogg → hog
+            return base
+    return word
+
+
+def tokens(text: str) -> list[str]:
+    """A thing's words, lower case: each whitespace part, and a path's last part with and
+    without its extension (``./tools/cpuhog.py`` gives ``cpuhog.py`` and ``cpuhog``)."""
+    out: list[str] = []
+    for part in text.lower().split():
+        out.append(part)
+        base = part.rstrip("/").rsplit("/", 1)[-1]
+        if base and base != part:
+            out.append(base)
+        if "." in base.strip("."):
+            out.append(base.strip(".").split(".", 1)[0])
+    return [t for t in out if t]
+
+
+def hits(words: list[str], text: str) -> int:
+    """How many of ``words`` hit ``text``'s words (see the module)."""
+    mine = tokens(text)
+    return sum(1 for w in words if _hit(w, mine))
+
+
+def _hit(word: str, mine: list[str]) -> bool:
+    if len(word) < 3 and not word.startswith("-"):
+        return word in mine
+    root = stem(word)
+    return any(word in t or (len(root) >= 3 and root in t) for t in mine)
+
+
+class Known:
+    """The distinct commands, changed file paths and windows in focus the log holds (lower
+    case, newest first, at most a few thousand of each). Given a connection, each list is
+    read from the log the first time a rule asks for it (most questions need one or none)."""
+
+    def __init__(
+        self,
+        commands: tuple[str, ...] | None = None,
+        files: tuple[str, ...] | None = None,
+        windows: tuple[str, ...] | None = None,
+        conn: duckdb.DuckDBPyConnection | None = None,
+    ) -> None:
+        self._lists = {"commands": commands, "files": files, "windows": windows}
+        self._conn = conn
+
+    def _list(self, which: str) -> tuple[str, ...]:
+        found = self._lists[which]
+        if found is None:
+            found = _read(self._conn, which) if self._conn is not None else ()
+            self._lists[which] = found
+        return found
+
+    @property
+    def commands(self) -> tuple[str, ...]:
+        return self._list("commands")
+
+    @property
+    def files(self) -> tuple[str, ...]:
+        return self._list("files")
+
+    @property
+    def windows(self) -> tuple[str, ...]:
+        """Each as "app title"."""
+        return self._list("windows")
+
+    def command_words(self, words: list[str]) -> list[str]:
+        """The ``words`` that hit some recorded command, in the question's order."""
+        if not words:
+            return []
+        split = [tokens(c) for c in self.commands]
+        return [w for w in words if any(_hit(w, mine) for mine in split)]
+
+    def window_words(self, name: str) -> str:
+        """The words of ``name`` that a window's app or title holds whole, in order."""
+        if not name:
+            return ""
+        split = [set(re.findall(r"[\w.]+", w)) for w in self.windows]
+        return " ".join(w for w in name.split() if len(w) >= 3 and any(w in s for s in split))
+
+    def file_words(self, words: list[str]) -> list[str]:
+        """The ``words`` that hit some changed file's path, in the question's order."""
+        if not words:
+            return []
+        split = [tokens(f) for f in self.files]
+        return [w for w in words if any(_hit(w, mine) for mine in split)]
+
+
+_NAMES = {
+    "commands": (SourceClass.SHELL, "json_extract_string(data, '$.command')", "TRUE"),
+    "files": (SourceClass.FILE_CHANGE, "json_extract_string(data, '$.path')", "TRUE"),
+    "windows": (
+        SourceClass.APP_FOCUS,
+        "concat_ws(' ', json_extract_string(data, '$.app'), json_extract_string(data, '$.title'))",
+        "json_extract_string(data, '$.event') = 'focus'",
+    ),
+}
+"""Where each list of names lives: the source, the name as SQL, and which rows hold one."""
+
+
+def _read(conn: duckdb.DuckDBPyConnection, which: str) -> tuple[str, ...]:
+    source, name, where = _NAMES[which]
+    rows = conn.execute(
+        f"SELECT lower({name}) AS n, max(physical_ns) AS t FROM events "
+        f"WHERE kind = 'observation' AND source = ? AND {where} AND n IS NOT NULL "
+        f"GROUP BY n ORDER BY t DESC, n LIMIT {_LIMIT}",
+        [int(source)],
+    ).fetchall()
+    return tuple(str(n) for n, _ in rows)
+
+
+def known_of(conn: duckdb.DuckDBPyConnection) -> Known:
+    """What the log knows by name, read when asked: the distinct commands the shell hook
+    recorded, the paths the files sense saw change and the windows the focus sense saw."""
+    return Known(conn=conn)
