@@ -2,9 +2,10 @@
 
     .venv/bin/python bench/crash_bench.py [--kills N] [--logs L] [--quick]
 
-Each log gets its own sequence of writer processes (``tests/helpers/crash_writer.py``) that
-append small batches, seal and compact often, and print each event once its append returned;
-each is killed with SIGKILL at a random instant after its first acknowledgement. After the
+Each log gets its own sequence of writer processes (``tests/helpers/crash_writer.py``, each
+forked from one warm process: ``tests/helpers/forked.py``) that append small batches, seal and
+compact often, and print each event once its append returned; each is killed with SIGKILL at
+a random instant after its first acknowledgement. After the
 last kill a writer opens the log (as a restarted daemon would) and the bench counts what was
 acknowledged, lost and duplicated, and runs ``verify``. Exits 1 if anything was lost or
 duplicated, or verify found a problem. The last stdout line is ``RESULT {json}``.

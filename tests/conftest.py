@@ -47,6 +47,14 @@ def run_cli(
     return proc
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Under xdist (``-n 4``), tests are handed out by work stealing rather than in fixed
+    batches: a worker that runs out takes half of a busy one's queue, so the long end-to-end
+    tests (benches, fault classes) do not keep one worker running long after the others."""
+    if getattr(config.option, "dist", "no") == "load":
+        config.option.dist = "worksteal"
+
+
 @pytest.fixture
 def workspace(tmp_path: Path) -> WorkspaceDir:
     return init_workspace(tmp_path / "ws")

@@ -1,14 +1,13 @@
-"""SIGKILL a real writer process at random instants; shared by the crash test and bench."""
+"""SIGKILL a real writer process at random instants; shared by the crash test and bench.
+
+Each writer is forked from one warm process (:mod:`tests.helpers.forked`).
+"""
 
 from __future__ import annotations
 
 import collections
-import os
 import random
-import select
 import signal
-import subprocess
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,8 +15,7 @@ from pathlib import Path
 from nerve.log.reader import events_since
 from nerve.log.store import EventLog
 from nerve.log.verify import verify
-
-HELPER = Path(__file__).parent / "helpers" / "crash_writer.py"
+from tests.helpers import crash_writer, forked
 
 
 @dataclass
@@ -30,28 +28,16 @@ class CrashTally:
     problems: list[str] = field(default_factory=list)
 
 
-def _first_line(proc: subprocess.Popen[bytes], timeout: float) -> bytes:
-    """Wait until the writer has acknowledged something (it has opened the log)."""
-    assert proc.stdout is not None
-    ready, _, _ = select.select([proc.stdout], [], [], timeout)
-    return os.read(proc.stdout.fileno(), 65536) if ready else b""
-
-
 def kill_once(root: Path, round_no: int, rng: random.Random) -> tuple[list[str], str]:
     """Run a writer, kill it at a random instant; (acknowledged lines, step it was in)."""
-    proc = subprocess.Popen(
-        [sys.executable, str(HELPER), str(root), str(round_no)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-    head = _first_line(proc, 60)
+    writer = forked.start(crash_writer.main, root, round_no)
+    head = writer.read(60)  # the writer has acknowledged something: it has opened the log
     time.sleep(rng.uniform(0.0, 0.25))
-    os.kill(proc.pid, signal.SIGKILL)
-    out, err = proc.communicate(timeout=30)
-    if proc.returncode != -signal.SIGKILL:
-        raise AssertionError(f"writer exited {proc.returncode}: {err.decode()[-2000:]}")
+    code, rest, err = writer.kill()
+    if code != -signal.SIGKILL:
+        raise AssertionError(f"writer exited {code}: {err.decode()[-2000:]}")
     # Only whole lines were acknowledged: the last one may be cut mid-write.
-    lines = (head + out).decode().split("\n")[:-1]
+    lines = (head + rest).decode().split("\n")[:-1]
     step = "append"
     for line in reversed(lines):
         if line.startswith("#"):

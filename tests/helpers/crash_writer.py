@@ -14,8 +14,8 @@ from nerve.log.drafts import Draft
 from nerve.log.store import EventLog
 
 
-def main() -> None:
-    root, round_no = Path(sys.argv[1]), int(sys.argv[2])
+def main(root: Path, round_no: int) -> None:
+    """Append, seal and compact on ``root`` until killed, printing what was acknowledged."""
     rng = random.Random(round_no)
     out = sys.stdout
     with EventLog(root, node="crash", seal_max_events=10**9) as log:
@@ -44,4 +44,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    main(Path(sys.argv[1]), int(sys.argv[2]))

@@ -31,8 +31,8 @@ def _announced(step: str, fn: Any) -> Any:
     return call
 
 
-def main() -> None:
-    root = Path(sys.argv[1])
+def main(root: Path) -> None:
+    """Forget every shell event's payload in the log at ``root``, announcing each step."""
     store.erasure.rewrite = _announced("scan", erasure.rewrite)  # type: ignore[attr-defined]
     EventLog.append_drafts = _announced("event", EventLog.append_drafts)  # type: ignore[method-assign]
     EventLog._record_rewrite = _announced("record", EventLog._record_rewrite)  # type: ignore[method-assign]
@@ -45,4 +45,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    main(Path(sys.argv[1]))

@@ -5,13 +5,9 @@ clean, and the next forget finishes the work."""
 from __future__ import annotations
 
 import collections
-import os
 import random
-import select
 import shutil
 import signal
-import subprocess
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -24,8 +20,8 @@ from nerve.log.manifest import read_manifest
 from nerve.log.reader import replay_digest, snapshot, table_since
 from nerve.log.store import EventLog
 from nerve.log.verify import verify
+from tests.helpers import forget_writer, forked
 
-HELPER = Path(__file__).parent.parent / "helpers" / "forget_writer.py"
 KILLS = 14
 STEPS = ("scan", "event", "record", "drop")  # what the helper announces, in order
 SHELL = 5
@@ -46,39 +42,24 @@ def _template(root: Path) -> None:
 
 def _timed_forget(root: Path) -> float:
     """Seconds the helper takes from opening the log to the end of its forget, measured on
-    the helper itself (a fresh process is slower than this warm one)."""
-    proc = subprocess.Popen(
-        [sys.executable, str(HELPER), str(root)], stdout=subprocess.PIPE, stderr=subprocess.PIPE
-    )
-    assert proc.stdout is not None
-    started = None
-    for raw in proc.stdout:
-        if raw == b"#ready\n":
-            started = time.monotonic()
-        if raw == b"#done\n":
-            break
-    took = time.monotonic() - (started or time.monotonic())
-    proc.kill()
-    proc.communicate(timeout=30)
+    the helper itself."""
+    writer = forked.start(forget_writer.main, root)
+    out = writer.read_until(b"#ready\n", 60)
+    started = time.monotonic()
+    if b"#done\n" not in out:
+        writer.read_until(b"#done\n", 60)
+    took = time.monotonic() - started
+    writer.kill()
     return took
 
 
 def _kill_at(root: Path, delay: float) -> str:
     """Run the helper, kill it ``delay`` s after it opened the log; the step it was in."""
-    proc = subprocess.Popen(
-        [sys.executable, str(HELPER), str(root)], stdout=subprocess.PIPE, stderr=subprocess.PIPE
-    )
-    assert proc.stdout is not None
-    out = b""
-    deadline = time.monotonic() + 60
-    while b"#ready\n" not in out and time.monotonic() < deadline:
-        ready, _, _ = select.select([proc.stdout], [], [], 1)
-        if ready:
-            out += os.read(proc.stdout.fileno(), 65536)
+    writer = forked.start(forget_writer.main, root)
+    out = writer.read_until(b"#ready\n", 60)
     time.sleep(delay)
-    os.kill(proc.pid, signal.SIGKILL)
-    rest, err = proc.communicate(timeout=30)
-    assert proc.returncode == -signal.SIGKILL, err.decode()[-2000:]
+    code, rest, err = writer.kill()
+    assert code == -signal.SIGKILL, err.decode()[-2000:]
     steps = [x for x in (out + rest).decode().split("\n") if x.startswith("#")]
     return steps[-1][1:] if steps else "ready"
 
@@ -148,19 +129,10 @@ def test_sigkill_during_forget_leaves_old_or_new_set_and_verify_clean(tmp_path: 
 
 def _kill_on(root: Path, step: str) -> str:
     """Run the helper and kill it as soon as it announces ``step``; the step it was in."""
-    proc = subprocess.Popen(
-        [sys.executable, str(HELPER), str(root)], stdout=subprocess.PIPE, stderr=subprocess.PIPE
-    )
-    assert proc.stdout is not None
+    writer = forked.start(forget_writer.main, root)
     marker = f"#{step}\n".encode()
-    out = b""
-    deadline = time.monotonic() + 60
-    while marker not in out and time.monotonic() < deadline and proc.poll() is None:
-        ready, _, _ = select.select([proc.stdout], [], [], 1)
-        if ready:
-            out += os.read(proc.stdout.fileno(), 65536)
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.communicate(timeout=30)
+    out = writer.read_until(marker, 60)
+    writer.kill()
     assert marker in out, out.decode()
     return step
 
