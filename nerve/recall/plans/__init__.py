@@ -28,7 +28,7 @@ from nerve.recall.plans.things import (
     files,
     folders,
     processes,
-    running,
+    running_at,
     windows,
 )
 from nerve.recall.plans.window import Window, find_window
@@ -44,7 +44,7 @@ _BY_KIND: dict[str, Callable[[Reader, Plan], Found | None]] = {
     "command": commands,
     "file": files,
     "process": processes,
-    "running": running,
+    "running": running_at,
     "window": windows,
     "reading": reading,
     "attention": attention,

@@ -26,7 +26,7 @@ __all__ = [
     "files",
     "folders",
     "processes",
-    "running",
+    "running_at",
     "size",
     "spells",
     "top_process",
@@ -288,13 +288,13 @@ def _started_by(reader: Reader, row: Row) -> tuple[Row, Row | None] | None:
     return None
 
 
-def running(reader: Reader, plan: Plan) -> Found:
+def running_at(reader: Reader, plan: Plan) -> Found:
     """What was running in the window (commands that ran through it, and the processes the
     processes sense saw busy or large), or with none named, which of the person's commands
     still run now (a process a command started, with no exit recorded)."""
     window = plan.window
     if window is None or window.point_ns == reader.now_ns:
-        return _still_running(reader)
+        return _still_going(reader)
     rows = _commands_over(reader, window)
     if window.point_ns is not None:  # "around 19:26": those running at that moment first
         point = window.point_ns
@@ -308,7 +308,7 @@ def running(reader: Reader, plan: Plan) -> Found:
     return reader.listing(title, lines, window)
 
 
-def _still_running(reader: Reader) -> Found:
+def _still_going(reader: Reader) -> Found:
     lines = []
     background = f"regexp_matches(json_extract_string(data, '$.command'), '{_BACKGROUND.pattern}')"
     for row in reader.rows(None, source=SourceClass.SHELL, where=background):
