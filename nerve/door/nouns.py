@@ -376,7 +376,9 @@ class Settings(Noun):
     def views(self) -> dict[str, Any]:
         """What the projections read from ``nerve_settings`` and ``nerve_categories``, as
         nerve.yaml sets it now (read again when the file changes, so a category edited in
-        the UI reaches every later query; a bad edit keeps the settings read last)."""
+        the UI reaches every later query; a bad edit keeps the settings read last). A dict
+        by design: its keys are the settings the projections' SQL reads, which a workspace's
+        own projections may add to."""
         from nerve.errors import NerveError
         from nerve.workspace import WorkspaceDir
 
