@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import io
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -189,3 +190,17 @@ def test_the_error_tree_draws_every_nerve_error() -> None:
                 todo.append(sub)
     drawn = str(errors.__doc__)
     assert sorted(name for name in found if f"── {name} " not in drawn) == []
+
+
+GLOSSARY = ["host", "gate", "check", "guard", "sealed", "audit", "snapshot", "transport"]
+
+
+def test_the_package_docstring_gives_each_word_one_entry_naming_real_modules() -> None:
+    """The glossary in ``nerve``'s docstring has one entry per word, and every module an
+    entry names (``:mod:`...```) exists: a rename it announces updates it."""
+    doc = str(nerve.__doc__)
+    heads = [line for line in doc.splitlines() if line and not line[0].isspace()]
+    entries = [line for line in heads if line in GLOSSARY or line == "settings, config"]
+    assert entries == [*GLOSSARY, "settings, config"]
+    for module in re.findall(r":mod:`([\w.]+)`", doc):
+        importlib.import_module(module)
