@@ -53,6 +53,19 @@ def test_emit_jsonl_names_the_bad_line(workspace: Folder) -> None:
     assert ws.events().num_rows == 0  # all or nothing
 
 
+def test_a_keyed_append_says_whether_it_was_replayed(workspace: Folder) -> None:
+    ws = nerve.open(workspace.root)
+    batch = [{"source": "shell", "line": "a"}, {"source": "shell", "line": "b"}]
+    first = ws.events.append(batch, key="k")
+    again = ws.events.append(batch, key="k")
+    assert not first.replayed and again.replayed and again.events == first.events
+    lines = io.StringIO('{"source": "shell", "line": "c"}\n')
+    assert not ws.events.emit_jsonl(lines, key="j").replayed
+    assert ws.events.emit_jsonl(io.StringIO(lines.getvalue()), key="j").replayed
+    assert not ws.events.append(batch).replayed  # without a key a batch is stored again
+    assert ws.events(sources=["shell"]).num_rows == 5
+
+
 def test_a_read_only_open_creates_nothing_and_loads_no_cli(tmp_path: Path) -> None:
     root = tmp_path / "ws"
     root.mkdir()
