@@ -6,6 +6,69 @@ asks, and holds every other operation the CLI has in nouns (``ws.events``, ``ws.
 lists them). The other names are what a sense author returns (``Observation``, ``Result``,
 ...) and the errors every call may raise (``NerveError`` and its tree, drawn in
 ``nerve.errors``).
+
+Words, one meaning each, as the code uses them now (where code gives a word a second
+meaning, the entry says which and names the rename that will remove it):
+
+host
+    A machine of a fleet, the one that ships its sealed segments (``ws.fleet.host()``,
+    ``nerve fleet status``). Also, not yet renamed: :mod:`nerve.host`, cheap reads of
+    this machine for the built-in senses (to become ``nerve.machine``: ``probes`` already
+    means an attention detector's probe), and the ``Host`` protocols of
+    ``nerve.attention.host``, ``nerve.runtime.extensions``, ``nerve.runtime.groups`` and
+    ``nerve.flow.runs``, what a part is given by its owner (to become ``*Needs``).
+gate
+    The attention gate (:mod:`nerve.attention.gate`): whether a highlight surfaces or is
+    held (``hold:value``, ``hold:budget``), paid from the attention budget. Also, not yet
+    renamed: a workflow run's gate (:mod:`nerve.flow.gate`), the checks fired on its
+    outputs when it ends, which hold the run when a blocking one fails (to become "the
+    run's output checks", ``nerve.flow.judge``).
+check
+    A program a manifest declares, fired on one file for a verdict (:mod:`nerve.checks`,
+    ``nerve check``, ``ws.runs.checks()``, ``ws.runs.fire_check()``). Also, not yet
+    renamed: ``nerve attend --check`` and ``nerve.attention.service.check`` recompute every
+    attention decision and compare (``ws.audit.recompute()`` already says so; its
+    ``CheckResult`` to become ``Recomputed``). Proving stored bytes is *verify*
+    (``nerve replay --verify``, ``nerve audit verify``), never check.
+guard
+    Not a word of the surface. In code: :mod:`nerve.ui.guard`, the layer every request of
+    ``nerve ui`` passes (Host, Origin, login, CSRF), and :mod:`nerve.mcp.guard`, the
+    privacy screen and budgets of ``nerve mcp`` (to become ``nerve.mcp.budgets``, its
+    screen read from :mod:`nerve.privacy.screen` alone).
+sealed
+    A segment is sealed when the unsealed tail (the WAL) is written as an immutable
+    Parquet segment (``ws.log.seal()``, ``nerve seal``). Also: the *sealed surfacing chain*
+    (``nerve audit``), where each attention decision is signed into a link, and an *epoch
+    seal* (:mod:`nerve.seal`, ``nerve audit seal-setup``), a signed note over the log's and
+    the chain's heads. Not yet renamed: files kept encrypted at rest are "sealed" too
+    (:mod:`nerve.sealeddir`, :mod:`nerve.sealedfs`, ``Cipher.seal_file``; to become
+    "encrypted": ``nerve.encdir``, ``nerve.encfs``, ``Cipher.encrypt_file``).
+audit
+    ``nerve audit`` and ``ws.audit``: the attention decisions and the signed chain they
+    are written to (verify, held, show, why, export, the epoch seals). Also, not yet
+    renamed: :mod:`nerve.mcp.audit`, the middleware that records each call of an agent as
+    an ``agent.access`` event (to become ``nerve.mcp.recorder``).
+snapshot
+    The log as it is at one instant, read without the writer's lock
+    (``ws.log.snapshot()``, :class:`nerve.log.reader.Snapshot`). Also: the fleet table's
+    Iceberg snapshots, one per ship (Iceberg's own word, kept), and, not yet renamed,
+    ``nerve.runtime.snapshot.Snapshot``, the dev view's figures at one instant (to become
+    ``Frame``).
+transport
+    How a command reaches the log (:mod:`nerve.transport`): ``Direct``, this process as
+    the log's single writer, or ``ThroughDaemon``, over its socket, chosen by ``connect``.
+    Also, not yet renamed: :mod:`nerve.sync.transport`, how a sync group's boxes travel
+    (NATS, S3; ``ws.sync.init(name, transport)``), to become ``Bus`` (its modules are
+    already ``natsbus`` and ``s3bus``).
+settings, config
+    *config* is nerve.yaml as read and validated: :class:`~nerve.config.models.NerveConfig`
+    and its sections (``ws.settings.config``). *settings* is ``ws.settings``, the noun over
+    that file (its path, config, validation, categories, tokens), and ``nerve_settings``,
+    what the projections read of it (``ws.settings.views()``). Not yet renamed: some
+    sections' models are ``*Settings`` (``AttentionSettings``, ``ChainSettings``,
+    ``DetectorSettings``, ``ExcludeSettings``, ``RuleSettings`` ...) beside the ``*Config``
+    of the rest, and ``ws.fleet.settings()`` returns a ``FleetConfig``: the section models
+    are to be ``*Config`` alone.
 """
 
 from __future__ import annotations

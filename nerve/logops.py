@@ -8,7 +8,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from nerve.canonical import loads_bounded
 from nerve.clock import HLC_ZERO, Hlc
-from nerve.commands.log import Compact, Emit, Import, Seal
+from nerve.commands.log import Compact, Emit, Emitted, Import, Seal
 from nerve.errors import EventError, LogError, NerveError, OrderError, UsageError
 from nerve.events import ErasedEvent, Event
 from nerve.log.attest import check_batch, drafts_of_object
@@ -71,11 +71,17 @@ def draft_of(fields: dict[str, Any]) -> Draft:
     return Draft(**draft_from_json(fields))
 
 
-def emit(ws: WorkspaceDir, drafts: list[Draft], *, key: str | None = None) -> list[Event]:
+def append(ws: WorkspaceDir, drafts: list[Draft], *, key: str | None = None) -> Emitted:
     """Append drafts as one group commit, all or nothing (an :class:`~nerve.commands.Emit`,
     through the daemon when one runs). With ``key``, a batch sent again with the same key
-    is stored once (the first result is returned)."""
-    return connect(ws).do(Emit(tuple(drafts), key)).events  # type: ignore[no-any-return]
+    is stored once: the first batch's events come back, marked ``replayed``."""
+    emitted: Emitted = connect(ws).do(Emit(tuple(drafts), key))
+    return emitted
+
+
+def emit(ws: WorkspaceDir, drafts: list[Draft], *, key: str | None = None) -> list[Event]:
+    """The events :func:`append` stored (or, for a key used before, stored first)."""
+    return append(ws, drafts, key=key).events
 
 
 def seal(ws: WorkspaceDir) -> dict[str, Any] | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import io
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -50,6 +51,19 @@ def test_emit_jsonl_names_the_bad_line(workspace: Folder) -> None:
     with pytest.raises(nerve.UsageError, match=r"batch\.jsonl:2: not valid JSON"):
         ws.events.emit_jsonl(stream, "batch.jsonl")
     assert ws.events().num_rows == 0  # all or nothing
+
+
+def test_a_keyed_append_says_whether_it_was_replayed(workspace: Folder) -> None:
+    ws = nerve.open(workspace.root)
+    batch = [{"source": "shell", "line": "a"}, {"source": "shell", "line": "b"}]
+    first = ws.events.append(batch, key="k")
+    again = ws.events.append(batch, key="k")
+    assert not first.replayed and again.replayed and again.events == first.events
+    lines = io.StringIO('{"source": "shell", "line": "c"}\n')
+    assert not ws.events.emit_jsonl(lines, key="j").replayed
+    assert ws.events.emit_jsonl(io.StringIO(lines.getvalue()), key="j").replayed
+    assert not ws.events.append(batch).replayed  # without a key a batch is stored again
+    assert ws.events(sources=["shell"]).num_rows == 5
 
 
 def test_a_read_only_open_creates_nothing_and_loads_no_cli(tmp_path: Path) -> None:
@@ -189,3 +203,17 @@ def test_the_error_tree_draws_every_nerve_error() -> None:
                 todo.append(sub)
     drawn = str(errors.__doc__)
     assert sorted(name for name in found if f"── {name} " not in drawn) == []
+
+
+GLOSSARY = ["host", "gate", "check", "guard", "sealed", "audit", "snapshot", "transport"]
+
+
+def test_the_package_docstring_gives_each_word_one_entry_naming_real_modules() -> None:
+    """The glossary in ``nerve``'s docstring has one entry per word, and every module an
+    entry names (``:mod:`...```) exists: a rename it announces updates it."""
+    doc = str(nerve.__doc__)
+    heads = [line for line in doc.splitlines() if line and not line[0].isspace()]
+    entries = [line for line in heads if line in GLOSSARY or line == "settings, config"]
+    assert entries == [*GLOSSARY, "settings, config"]
+    for module in re.findall(r":mod:`([\w.]+)`", doc):
+        importlib.import_module(module)

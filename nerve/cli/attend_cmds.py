@@ -319,7 +319,7 @@ def show(
     """One link of the chain, decoded."""
     from nerve.cli.audit_words import link_lines
 
-    link = _door().audit.show(seq)
+    link = _door().audit.show(seq).to_json()
     if as_json:
         emit_json(link)
         return

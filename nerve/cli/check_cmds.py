@@ -70,9 +70,10 @@ def fire_cmd(
 
     Exits 1 when the check failed (found problems); a pass with a note exits 0.
     """
-    verdict, recorded = _door().runs.fire_check(check_id, path, run=run, stage=stage)
+    fired = _door().runs.fire_check(check_id, path, run=run, stage=stage)
+    verdict, recorded = fired.verdict, fired.recorded
     if as_json:
-        emit_json({**verdict, "recorded": recorded})
+        emit_json(fired.to_json())
     else:
         note = f" ({verdict['note']})" if verdict.get("note") else ""
         typer.echo(f"{check_id} on {verdict['path']}: {verdict['result']}{note}")
@@ -80,7 +81,7 @@ def fire_cmd(
             typer.echo(f"findings: {verdict['detail_path']}")
         if not recorded:
             typer.echo("(the daemon is not running: this fire was not recorded)", err=True)
-    if verdict["result"] == "failed":
+    if fired.failed:
         raise typer.Exit(1)
 
 

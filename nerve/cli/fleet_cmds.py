@@ -220,7 +220,7 @@ def _age_s(text: str, flag: str) -> float:
 @fleet_app.command("status")
 def status_cmd(as_json: JsonFlag = False) -> None:
     """Hosts: last ship, files, rows, lag, last verify."""
-    rows = _door().fleet.status()
+    rows = [host.to_json() for host in _door().fleet.status()]
     if as_json:
         emit_json(rows)
         return

@@ -2,7 +2,6 @@
 
 import contextlib
 import sys
-import time
 from pathlib import Path
 from typing import IO, Annotated, Any
 
@@ -95,13 +94,12 @@ def emit_cmd(
     from nerve.logops import parse_payload_arg
 
     ws = _door(write=True)
-    started_ns = time.time_ns()
     if jsonl is not None:
         if source is not None:
             raise UsageError("give either --source or --jsonl, not both")
         stream, name = _open_input(jsonl)
         with stream if stream is not sys.stdin else contextlib.nullcontext(stream):
-            stored = ws.events.emit_jsonl(stream, name, key=key)
+            emitted = ws.events.emit_jsonl(stream, name, key=key)
     elif source is None:
         raise UsageError("--source is required", hint="e.g. nerve emit --source shell --line 'ls'")
     else:
@@ -114,10 +112,11 @@ def emit_cmd(
             "subject": subject,
             "valid_time_ns": valid_time,
         }
-        stored = ws.emit_many([fields], key=key)
+        emitted = ws.events.append([fields], key=key)
     if quiet:
         return
-    already = key is not None and _stored_before(stored, started_ns)
+    stored = emitted.events
+    already = emitted.replayed
     if jsonl is not None and not (echo or as_json):  # a batch: a count, unless asked
         typer.echo(_stored_text(len(stored), key if already else None), err=True)
         return
@@ -128,12 +127,6 @@ def emit_cmd(
             emit_json(event_to_json(ev))
         else:
             typer.echo(f"stored {ev.kind} hlc {ev.hlc} id {ev.id.hex()}")
-
-
-def _stored_before(stored: list[Any], started_ns: int) -> bool:
-    """Whether a keyed batch came back as stored earlier: a fresh append is stamped at or
-    after the wall clock read before it (the clock never runs behind it)."""
-    return bool(stored) and all(ev.hlc.physical_ns < started_ns for ev in stored)
 
 
 def _stored_text(count: int, replayed_key: str | None) -> str:

@@ -59,18 +59,18 @@ def inspect_cmd(
     """A run's status, the files it keeps, and its events: start frame, decisions, messages,
     checks, status changes."""
     ws = _door()
-    row = ws.run(run).row()
+    row = ws.run(run).row().to_json()
     events = ws.run(run).events()[max(0, offset) : max(0, offset) + max(0, limit)]
     kept = ws.run(run).outputs()
     if as_json:
-        emit_json({"run": row, "events": events, "outputs": kept})
+        emit_json({"run": row, "events": [e.to_json() for e in events], "outputs": kept})
         return
     for key, value in row.items():
         typer.echo(f"{key + ':':<14}{'' if value is None else value}")
     if kept:
         typer.echo(f"{'outputs:':<14}{', '.join(kept)}  (nerve workflow outputs {run} NAME)")
     typer.echo("")
-    cells = [[f"{e['physical_ns']}.{e['logical']}", e["ts"], e["kind"], e["line"]] for e in events]
+    cells = [[f"{e.physical_ns}.{e.logical}", e.ts, e.kind, e.line] for e in events]
     render_rows(["hlc", "ts", "kind", "line"], cells, fmt="table", title=f"{run} events")
 
 
@@ -91,9 +91,9 @@ def thread_cmd(
     ws = _door()
     record = ws.run(run).record()
     rounds = [
-        (Message.from_json(e["data"]), e["ts"])
+        (Message.from_json(e.data), e.ts)
         for e in ws.run(run).events()
-        if e["kind"] == "workflow.message"
+        if e.kind == "workflow.message"
     ]
     page = thread_page(rounds, before=before, budget=budget)
     typer.echo(f"thread {run} (workflow {record.workflow}, status {record.status})", err=True)
@@ -146,24 +146,25 @@ def trigger_cmd(
         fields |= given
     ws = _door(write=True)
     reply = ws.runs.trigger(name, **fields, key=key)
-    if reply.get("status") == "deduped":
+    said = reply.fields
+    if reply.status == "deduped":
         if as_json:
-            emit_json(reply)
+            emit_json(reply.to_json())
         else:
-            typer.echo(f"deduped: key {key!r} already started {reply['earlier_run']}")
+            typer.echo(f"deduped: key {key!r} already started {said['earlier_run']}")
         return
     dry_run = bool(fields["dry_run"])
-    outputs = run_dir(ws.root, reply["run"]) if reply.get("run") else None
+    outputs = run_dir(ws.root, reply.run) if reply.run else None
     if as_json:
-        emit_json({**reply, "outputs": str(outputs) if outputs else None})
+        emit_json({**reply.to_json(), "outputs": str(outputs) if outputs else None})
         return
     if dry_run:
-        typer.echo(f"{reply['run']}: {reply['status']} (first decision: {reply.get('decision')})")
+        typer.echo(f"{reply.run}: {said['status']} (first decision: {said.get('decision')})")
         return
-    extra = reply.get("reason") or reply.get("error")
-    typer.echo(f"{reply['run']}: {reply['status']}" + (f" ({extra})" if extra else ""))
+    extra = said.get("reason") or said.get("error")
+    typer.echo(f"{reply.run}: {said['status']}" + (f" ({extra})" if extra else ""))
     if outputs is not None:
-        typer.echo(f"outputs  {outputs}\nfollow   nerve workflow inspect {reply['run']}")
+        typer.echo(f"outputs  {outputs}\nfollow   nerve workflow inspect {reply.run}")
 
 
 @workflow_app.command("outputs")
@@ -188,7 +189,7 @@ def answer_cmd(
 ) -> None:
     """Answer a waiting run's question; the run resumes."""
     reply = _door(write=True).run(run).answer(choice)
-    typer.echo(f"{run}: answered {reply['choice']!r}; {reply['status']}")
+    typer.echo(f"{run}: answered {reply.choice!r}; {reply.status}")
 
 
 @workflow_app.command("recheck")
@@ -197,10 +198,10 @@ def recheck_cmd(run: RunArg, as_json: JsonFlag = False) -> None:
     ws = _door(write=True)
     reply = ws.run(run).recheck()
     if as_json:
-        emit_json(reply)
+        emit_json(reply.to_json())
         return
-    typer.echo(f"{run}: {reply['status']}")
-    if reply["status"] == "held":
+    typer.echo(f"{run}: {reply.status}")
+    if reply.status == "held":
         held = ws.run(run).record().held or {}
         typer.echo(f"still held: {held.get('reason')}", err=True)
 
@@ -222,7 +223,7 @@ def override_cmd(
         if not typer.confirm(f"Override the gate of {run}?", default=False):
             raise typer.Exit(1)
     reply = ws.run(run).override(reason, stdin=sys.stdin, stdout=sys.stdout)
-    typer.echo(f"{run}: {reply['status']} (overrode {', '.join(reply['checks']) or 'the gate'})")
+    typer.echo(f"{run}: {reply.status} (overrode {', '.join(reply.checks) or 'the gate'})")
 
 
 def register(app: typer.Typer) -> None:

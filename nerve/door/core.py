@@ -18,7 +18,7 @@ from typing import IO, TYPE_CHECKING, Any, Self
 
 from nerve.commands import Command, Reply
 from nerve.commands.daemon import GetStatus, ListSenses, RotateKey, TriggerSense
-from nerve.commands.log import Archive, Archived, Forget
+from nerve.commands.log import Archive, Archived, Emitted, Forget
 from nerve.door.reads import ReadOps
 from nerve.errors import DaemonError, UsageError
 from nerve.transport import connect
@@ -245,18 +245,25 @@ class Core(ReadOps):
         self, drafts: Iterable[Draft | Mapping[str, Any]], *, key: str | None = None
     ) -> list[Event]:
         """Store drafts (or JSON-lines objects) as one group commit, all or nothing."""
-        from nerve.logops import draft_of, emit
+        return self._append(drafts, key=key).events
+
+    def _append(
+        self, drafts: Iterable[Draft | Mapping[str, Any]], *, key: str | None = None
+    ) -> Emitted:
+        """Store drafts (or JSON-lines objects) as one group commit: the events stored, and
+        whether ``key`` was used before (then they are the first batch's, nothing added)."""
+        from nerve.logops import append, draft_of
 
         batch = [d if not isinstance(d, Mapping) else draft_of(dict(d)) for d in drafts]
-        return emit(self._writable(), batch, key=key)
+        return append(self._writable(), batch, key=key)
 
     def _emit_jsonl(
         self, stream: IO[str], name: str = "<stream>", *, key: str | None = None
-    ) -> list[Event]:
+    ) -> Emitted:
         """Store JSON lines (as ``nerve emit --jsonl``); junk names ``name`` and the line."""
-        from nerve.logops import drafts_from_jsonl, emit
+        from nerve.logops import append, drafts_from_jsonl
 
-        return emit(self._writable(), drafts_from_jsonl(stream, name), key=key)
+        return append(self._writable(), drafts_from_jsonl(stream, name), key=key)
 
     def _import_events(
         self, stream: IO[str], name: str = "<stream>", *, key: str | None = None

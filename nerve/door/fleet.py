@@ -20,7 +20,29 @@ if TYPE_CHECKING:
     from nerve.fleet.warehouse import Resolved, Warehouse
     from nerve.query import QueryStream
 
-__all__ = ["Fleet", "FleetAnswer", "FleetVerdict"]
+__all__ = ["Fleet", "FleetAnswer", "FleetVerdict", "HostStatus"]
+
+
+@dataclass(frozen=True)
+class HostStatus:
+    """One host of the fleet as ``nerve fleet status`` shows it: its name, when it last
+    shipped (ns, None if never), the files and rows it has in the table, the ship races it
+    lost and its last verify. ``fields`` keeps the whole row, whose other fields depend on
+    the host: how far behind it is (from its head, or this host's own log) and, for this
+    host only, the ships failed since the last good one (``failures``, ``failure``)."""
+
+    host: str
+    last_ship_ns: int | None
+    files: int
+    rows: int
+    fields: dict[str, Any]
+
+    @classmethod
+    def of(cls, row: dict[str, Any]) -> HostStatus:
+        return cls(row["host"], row["last_ship_ns"], row["files"], row["rows"], dict(row))
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.fields)
 
 
 @dataclass
@@ -180,14 +202,15 @@ class Fleet(Noun):
 
         return maintain(self.warehouse(), keep_s=keep_s, grace_s=grace_s)
 
-    def status(self) -> list[dict[str, Any]]:
+    def status(self) -> list[HostStatus]:
         """One row per host: last ship, files, rows, how far behind, conflicts, last verify."""
         from nerve.fleet.status import fleet_status
 
         ws = self._dir
-        return fleet_status(
+        rows = fleet_status(
             self.warehouse(), local_host=self.host(), log_root=ws.log_root, data_dir=ws.data
         )
+        return [HostStatus.of(row) for row in rows]
 
     def ship(self) -> ShipResult:
         """Ship sealed segments to the fleet warehouse (``nerve fleet ship``)."""

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from nerve.seal.token import TokenRef
     from nerve.seal.witness import Cosigned
 
-__all__ = ["Audit", "Bundle", "Decision", "Sense", "Senses"]
+__all__ = ["Audit", "Bundle", "Decision", "Link", "Sense", "Senses"]
 
 
 @dataclass(frozen=True)
@@ -71,6 +71,34 @@ class Decision:
         return dict(self.fields)
 
 
+@dataclass(frozen=True)
+class Link:
+    """One link of the sealed surfacing chain decoded (``nerve audit show``): its ``seq``,
+    its ``kind`` (``genesis``, ``decision``, ``rotation`` ...), whether the chain verifies up
+    to and through it, and every decoded field in ``fields``, whose names depend on the kind
+    (a decision's add its ``source_line``, ``cause`` and ``why``)."""
+
+    seq: int
+    kind: str
+    verified: bool
+    fields: dict[str, Any]
+
+    @classmethod
+    def of(cls, decoded: Mapping[str, Any]) -> Link:
+        """A link from its decoded fields (``verified_through_here`` among them)."""
+        seq = decoded.get("seq")
+        verified = decoded.get("verified_through_here") is True
+        return cls(
+            seq if isinstance(seq, int) else -1,
+            str(decoded.get("kind", "")),
+            verified,
+            dict(decoded),
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.fields)
+
+
 class Audit(Noun):
     """The attention decisions and the sealed surfacing chain they are written to
     (``ws.audit``): what was held and why, one link shown, the chain verified or exported,
@@ -104,9 +132,9 @@ class Audit(Noun):
         outcome (``hold:value``, ``hold:budget``), figures and the highlight it answered."""
         return [Decision.of(row) for row in self._ws._held(since_ns)]
 
-    def show(self, seq: int) -> dict[str, Any]:
+    def show(self, seq: int) -> Link:
         """One sealed link by chain seq, checked up to it (``nerve audit show``)."""
-        return self._ws._audit_show(seq)
+        return Link.of(self._ws._audit_show(seq))
 
     def export(self, out: Path) -> Bundle:
         """Write the surfacing chain as a bundle that verifies offline elsewhere."""
@@ -189,7 +217,9 @@ class Senses(Noun):
     """Every sense of the workspace (``ws.senses``); one by name is ``ws.sense(name)``."""
 
     def all(self) -> list[dict[str, Any]]:
-        """Every sense: live figures from the daemon when it runs, else nerve.yaml's."""
+        """Every sense: live figures from the daemon when it runs, else nerve.yaml's. Rows
+        are dicts by design: ``name`` is always there, the other figures depend on the sense
+        and on whether a daemon answered (a vendor sense reports its own)."""
         return self._ws._senses()
 
     def stored(self) -> list[str]:
@@ -198,7 +228,8 @@ class Senses(Noun):
 
     def live(self, *, timeout: float = 10) -> dict[str, dict[str, Any]]:
         """The running daemon's own figures per sense, by name (the log records a steady
-        sense's state only at checkpoints); empty when no daemon answers."""
+        sense's state only at checkpoints); empty when no daemon answers. Dicts by design,
+        as :meth:`all`'s rows: the figures depend on the sense."""
         return self._ws._live_senses(timeout=timeout)
 
 

@@ -20,10 +20,11 @@ if TYPE_CHECKING:
     from nerve.attention.settings import AttentionSettings
     from nerve.categories import CategoryRule
     from nerve.clock import Hlc
+    from nerve.commands.log import Emitted
     from nerve.config.models import NerveConfig
     from nerve.door.core import Core, Status
-    from nerve.events import Event
     from nerve.export import Export
+    from nerve.log.drafts import Draft
     from nerve.log.manifest import SegmentInfo
     from nerve.log.reader import Snapshot
     from nerve.log.select import TailFilter
@@ -145,10 +146,20 @@ class Events(Noun):
         """The payload bytes stored at a blake3 address (hex), as ``nerve payload`` prints."""
         return self._ws._payload(cid)
 
+    def append(
+        self, drafts: Iterable[Draft | Mapping[str, Any]], *, key: str | None = None
+    ) -> Emitted:
+        """Store drafts (or JSON-lines objects) as one group commit, as
+        :meth:`~nerve.api.Workspace.emit_many` does, and say what happened: ``.events``
+        stored, ``.replayed`` when ``key`` was used before (the first batch's events, none
+        added)."""
+        return self._ws._append(drafts, key=key)
+
     def emit_jsonl(
         self, stream: IO[str], name: str = "<stream>", *, key: str | None = None
-    ) -> list[Event]:
-        """Store JSON lines (as ``nerve emit --jsonl``); junk names ``name`` and the line."""
+    ) -> Emitted:
+        """Store JSON lines (as ``nerve emit --jsonl``); junk names ``name`` and the line.
+        ``.replayed`` says a ``key`` used before stored nothing new."""
         return self._ws._emit_jsonl(stream, name, key=key)
 
     def import_jsonl(
@@ -365,7 +376,9 @@ class Settings(Noun):
     def views(self) -> dict[str, Any]:
         """What the projections read from ``nerve_settings`` and ``nerve_categories``, as
         nerve.yaml sets it now (read again when the file changes, so a category edited in
-        the UI reaches every later query; a bad edit keeps the settings read last)."""
+        the UI reaches every later query; a bad edit keeps the settings read last). A dict
+        by design: its keys are the settings the projections' SQL reads, which a workspace's
+        own projections may add to."""
         from nerve.errors import NerveError
         from nerve.workspace import WorkspaceDir
 

@@ -4,6 +4,8 @@ daemon (``ws.runs`` and ``ws.run(id)``; ``nerve workflow â€¦``, ``nerve check â€
 from __future__ import annotations
 
 import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -15,7 +17,140 @@ if TYPE_CHECKING:
     from nerve.flow.history import RunRecord
     from nerve.query import QueryResult
 
-__all__ = ["Run", "Runs"]
+__all__ = [
+    "Answered",
+    "Fired",
+    "Overridden",
+    "Rechecked",
+    "Requested",
+    "Run",
+    "RunEvent",
+    "RunRow",
+    "Runs",
+]
+
+
+@dataclass(frozen=True)
+class RunRow:
+    """One run's row of the ``workflow_runs`` projection, as ``nerve workflow inspect``
+    prints it: status and why, rounds, the request (prompt, dry run, where it came from),
+    and when it was requested and last changed."""
+
+    run: str
+    workflow: str
+    status: str
+    reason: str | None
+    rounds: int | None
+    max_rounds: int | None
+    prompt: str | None
+    dry_run: bool | None
+    source: str | None
+    sense: str | None
+    requested_at: Any  # times as DuckDB gives them (datetimes)
+    updated_at: Any
+
+    def to_json(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in self.__dataclass_fields__}
+
+
+@dataclass(frozen=True)
+class RunEvent:
+    """One event of a workflow run as ``nerve workflow inspect`` lists it: its HLC parts,
+    time, kind, line and payload (``data``)."""
+
+    physical_ns: int
+    logical: int
+    ts: Any  # the time as DuckDB gives it (a datetime)
+    kind: str
+    line: str
+    data: Any
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "physical_ns": self.physical_ns,
+            "logical": self.logical,
+            "ts": self.ts,
+            "kind": self.kind,
+            "line": self.line,
+            "data": self.data,
+        }
+
+
+@dataclass(frozen=True)
+class Requested:
+    """The daemon's answer to a run request (``ws.runs.trigger``): the workflow, the run it
+    started (None when no engine runs workflows, or for a key used before) and its status
+    (``""`` without an engine). The other fields depend on the status, so ``fields`` keeps
+    the whole answer: ``earlier_run`` when ``deduped``, ``decision`` for a dry run, ``reason``
+    or ``error`` when refused."""
+
+    workflow: str
+    run: str | None
+    status: str
+    fields: Mapping[str, Any]
+
+    @classmethod
+    def of(cls, fields: Mapping[str, Any]) -> Requested:
+        run = fields.get("run")
+        status = str(fields.get("status") or "")
+        return cls(str(fields.get("workflow", "")), run and str(run), status, dict(fields))
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.fields)
+
+
+@dataclass(frozen=True)
+class Answered:
+    """A waiting run answered (``ws.run(id).answer``): the option chosen, the run's status."""
+
+    run: str
+    choice: str
+    status: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"run": self.run, "choice": self.choice, "status": self.status}
+
+
+@dataclass(frozen=True)
+class Rechecked:
+    """A held run's gate fired again (``ws.run(id).recheck``): ``completed`` or ``held``."""
+
+    run: str
+    status: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"run": self.run, "status": self.status}
+
+
+@dataclass(frozen=True)
+class Overridden:
+    """A held run completed by a person's decision (``ws.run(id).override``): its status
+    and the blocking checks overridden."""
+
+    run: str
+    status: str
+    checks: list[str]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"run": self.run, "status": self.status, "checks": list(self.checks)}
+
+
+@dataclass(frozen=True)
+class Fired:
+    """One fire of a check on a file (``ws.runs.fire_check``): the verdict, whose fields
+    are those of :meth:`nerve.checks.dispatch.Verdict.to_dict` (AI-DLC's names beside
+    nerve's), and whether the daemon recorded it in the log."""
+
+    verdict: Mapping[str, Any]
+    recorded: bool
+
+    @property
+    def failed(self) -> bool:
+        """Whether the check found problems (``nerve check fire`` exits 1)."""
+        return self.verdict.get("result") == "failed"
+
+    def to_json(self) -> dict[str, Any]:
+        return {**self.verdict, "recorded": self.recorded}
 
 
 class Runs(Noun):
@@ -53,28 +188,30 @@ class Runs(Noun):
         max_rounds: int | None = None,
         dry_run: bool = False,
         key: str | None = None,
-    ) -> dict[str, Any]:
+    ) -> Requested:
         """Ask the running daemon to start a run of workflow ``name``; its answer (``run``,
         ``status``; ``status: deduped`` with the ``earlier_run`` for a ``key`` used before)."""
-        return self._ws._trigger_workflow(
+        reply = self._ws._trigger_workflow(
             name, prompt=prompt, max_rounds=max_rounds, dry_run=dry_run, key=key
         )
+        return Requested.of(reply)
 
     def checks(self, errors: list[str] | None = None) -> dict[str, CheckManifest]:
-        """Every check manifest (built-in ones first, then the workspace's); with ``errors``
-        a list, a bad manifest is left out and its error appended there."""
+        """Every check manifest by id (built-in ones first, then the workspace's); with
+        ``errors`` a list, a bad manifest is left out and its error appended there. A dict by
+        design: a mapping keyed by check id, each value a typed manifest."""
         from nerve.flow import client
 
         return client.checks(self._dir, errors)
 
     def fire_check(
         self, check_id: str, path: str, *, run: str = "manual", stage: str = "manual"
-    ) -> tuple[dict[str, Any], bool]:
+    ) -> Fired:
         """Fire a check on a workspace file: through the daemon (recorded) when it runs,
         else here (not recorded). The verdict, and whether it was recorded."""
         from nerve.flow import client
 
-        return client.fire_check(self._dir, check_id, path, run, stage)
+        return Fired(*client.fire_check(self._dir, check_id, path, run, stage))
 
     def override_refusal(
         self, *, stdin: TextIO = sys.stdin, stdout: TextIO = sys.stdout
@@ -101,18 +238,18 @@ class Run(Noun):
         """The run as the log tells it (``nerve workflow inspect RUN``)."""
         return self._ws._run(self.id)
 
-    def row(self) -> dict[str, Any]:
+    def row(self) -> RunRow:
         """The run's row of ``workflow_runs`` (status, workflow, times, ...)."""
         from nerve.flow.history import run_row
 
-        return run_row(self._ws.connection(), self.id)
+        return RunRow(**run_row(self._ws.connection(), self.id))
 
-    def events(self) -> list[dict[str, Any]]:
+    def events(self) -> list[RunEvent]:
         """Every event of the run, oldest first (``hlc`` parts, ``ts``, ``kind``, ``line``,
         ``data``), as ``nerve workflow inspect`` lists them."""
         from nerve.flow.history import run_events
 
-        return run_events(self._ws.connection(), self.id)
+        return [RunEvent(**row) for row in run_events(self._ws.connection(), self.id)]
 
     def outputs(self) -> list[str]:
         """The files the run's folder keeps (outputs, and gate findings under ``.checks/``),
@@ -143,31 +280,35 @@ class Run(Noun):
             raise UsageError(f"run id {run!r} is not one nerve makes")
         return self._dir.data / "runs" / run
 
-    def answer(self, choice: str, *, by: str | None = None) -> dict[str, Any]:
+    def answer(self, choice: str, *, by: str | None = None) -> Answered:
         """Answer the run's waiting question through the daemon, as ``by`` (default: this
         process's user); the run resumes."""
         from nerve.flow import client
 
-        return client.answer(self._writable(), self.id, choice, by)
+        reply = client.answer(self._writable(), self.id, choice, by)
+        return Answered(reply["run"], reply["choice"], reply["status"])
 
-    def recheck(self) -> dict[str, Any]:
+    def recheck(self) -> Rechecked:
         """Fire the held run's gate checks again through the daemon (its answer: ``status``)."""
         from nerve.flow import client
 
-        return client.recheck(self._writable(), self.id)
+        reply = client.recheck(self._writable(), self.id)
+        return Rechecked(reply["run"], reply["status"])
 
     def override(
         self, reason: str, *, stdin: TextIO = sys.stdin, stdout: TextIO = sys.stdout
-    ) -> dict[str, Any]:
+    ) -> Overridden:
         """Complete the held run despite its blocking checks: a recorded decision of a person
         at an interactive terminal (``WorkflowError`` elsewhere)."""
         from nerve.flow import client
 
-        return client.override(self._writable(), self.id, reason, stdin=stdin, stdout=stdout)
+        reply = client.override(self._writable(), self.id, reason, stdin=stdin, stdout=stdout)
+        return Overridden(reply["run"], reply["status"], list(reply["checks"]))
 
-    def override_confirmed(self, reason: str, *, where: str) -> dict[str, Any]:
+    def override_confirmed(self, reason: str, *, where: str) -> Overridden:
         """Complete the held run by a person's decision confirmed elsewhere than a terminal
         (``where`` says where: ``nerve ui`` asks on its page), recorded as an override."""
         from nerve.flow import client
 
-        return client.override_confirmed(self._writable(), self.id, reason, where=where)
+        reply = client.override_confirmed(self._writable(), self.id, reason, where=where)
+        return Overridden(reply["run"], reply["status"], list(reply["checks"]))

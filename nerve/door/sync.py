@@ -50,7 +50,8 @@ class Sync(Noun):
         return leave(self._writable())
 
     def devices(self) -> dict[str, str]:
-        """node → device name, for this device and every peer heard from."""
+        """node → device name, for this device and every peer heard from (a dict by design:
+        a mapping keyed by node, not a record)."""
         from nerve.sync.ops import device_names
 
         return device_names(self._dir)

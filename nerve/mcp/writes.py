@@ -65,8 +65,7 @@ def trigger_workflow(
     dry_run: bool = False,
 ) -> WriteOut:
     reply = ws.runs.trigger(name, prompt=prompt, max_rounds=max_rounds, dry_run=dry_run)
-    detail = {k: v for k, v in reply.items() if k != "ok"}
-    return WriteOut(done=f"workflow {name} requested: run {reply.get('run')}", detail=detail)
+    return WriteOut(done=f"workflow {name} requested: run {reply.run}", detail=reply.to_json())
 
 
 def _answer_needs_daemon() -> UsageError:
@@ -78,5 +77,4 @@ def answer(ws: Workspace, run: str, choice: str, by: str) -> WriteOut:
     if not door.daemon.answers():
         raise _answer_needs_daemon()
     reply = door.run(run).answer(choice, by=by)
-    detail = {k: v for k, v in reply.items() if k != "ok"}
-    return WriteOut(done=f"run {run} answered {reply.get('choice')!r}", detail=detail)
+    return WriteOut(done=f"run {run} answered {reply.choice!r}", detail=reply.to_json())

@@ -478,7 +478,7 @@ def decision(ws: Workspace, seq: int) -> dict[str, Any]:
     from nerve.mcp.tools import screened_decision, sources
 
     scr = screen(ws)
-    link = ws.audit.show(seq)
+    link = ws.audit.show(seq).to_json()
     found = [d.to_json() for d in ws.audit.decisions() if d.chain_seq == seq]
     named = sources(ws, scr, [d.get("source_event") for d in found])
     if found:  # the page and its JSON show the observation as MCP's highlights do
@@ -603,7 +603,7 @@ def override(ws: Workspace, run: str, reason: str, *, confirmed: bool) -> dict[s
         raise UsageError("an override needs a reason", field="reason")
     if not confirmed:
         raise UsageError("tick the confirmation to override the gate", field="confirm")
-    return ws.run(run).override_confirmed(reason.strip(), where=OVERRIDE_WHERE)
+    return ws.run(run).override_confirmed(reason.strip(), where=OVERRIDE_WHERE).to_json()
 
 
 OVERRIDE_WHERE = "nerve ui (confirmed on its page)"

@@ -79,4 +79,4 @@ def health(ws: Workspace) -> list[dict[str, Any]]:
     """Each host's last ship, files, rows, lag and last verify (``nerve fleet status``)."""
     if not configured(ws):
         return []
-    return ws.fleet.status()
+    return [host.to_json() for host in ws.fleet.status()]

@@ -5,7 +5,10 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
+
+import pytest
 
 from nerve.workspace import WorkspaceDir
 from tests.conftest import run_cli
@@ -69,6 +72,23 @@ def test_emit_jsonl_batch_and_junk_line(workspace: WorkspaceDir, tmp_path: Path)
     assert "<stdin>:1: not valid JSON" in proc.stderr  # type: ignore[attr-defined]
     rows = cli(workspace, "tail", "--all", "--json").stdout.splitlines()  # type: ignore[attr-defined]
     assert len(rows) == 2  # nothing from the failed batches
+
+
+def test_a_keyed_retry_says_already_stored_whatever_the_wall_clock_says(
+    workspace: WorkspaceDir, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The emit's own result says the key was used before: with the wall clock set back a
+    day after the first emit (the first batch's stamps now lie in the future), the retry
+    still says nothing was added, and a fresh key still says stored."""
+    first = cli(workspace, "emit", "-s", "shell", "-l", "ls", "--key", "k1").stdout  # type: ignore[attr-defined]
+    assert first.startswith("stored observation")
+    wall = time.time_ns
+    monkeypatch.setattr(time, "time_ns", lambda: wall() - 86_400 * 10**9)
+    again = cli(workspace, "emit", "-s", "shell", "-l", "ls", "--key", "k1")
+    assert again.stderr == "already stored: 1 event under key 'k1', none added\n"  # type: ignore[attr-defined]
+    assert again.stdout == first  # type: ignore[attr-defined]
+    fresh = cli(workspace, "emit", "-s", "shell", "-l", "pwd", "--key", "k2")
+    assert fresh.stderr == "" and fresh.stdout.startswith("stored observation")  # type: ignore[attr-defined]
 
 
 def test_tail_all_json_piped_into_import_copies_the_log(

@@ -41,6 +41,32 @@ def test_no_public_name_of_the_workspace_returns_a_dict() -> None:
     assert dicts == []
 
 
+OPEN_BY_DESIGN = {  # mappings keyed by name, or rows whose fields depend on what they show
+    "Runs.checks",  # check id -> typed manifest
+    "Senses.all",  # a sense's figures are its own
+    "Senses.live",
+    "Settings.views",  # the settings the projections read, which a workspace may add to
+    "Sync.devices",  # node -> device name
+}
+
+
+def _noun_classes() -> list[type]:
+    return [vars(m)[name] for m in (nouns, named, fleet, runs, sync) for name in m.__all__]
+
+
+def test_no_noun_method_returns_a_dict_but_the_open_ones() -> None:
+    """A noun's result is a typed record (``to_json()`` for ``--json`` and MCP); the few
+    results that are dicts say why in their docstring and are named here."""
+    dicts = {
+        f"{cls.__name__}.{name}"
+        for cls in _noun_classes()
+        if issubclass(cls, nouns.Noun)
+        for name in _public(cls)
+        if "dict[" in _return_annotation(cls, name)
+    }
+    assert dicts == OPEN_BY_DESIGN
+
+
 def test_every_noun_the_table_names_is_on_the_workspace() -> None:
     """``NOUNS`` and the class agree: each noun is reached as ``ws.<name>``, and every public
     name that is not opening, SQL, emit, replay or ask is a noun or one of a noun."""
