@@ -60,6 +60,7 @@ __all__ = [
     "set_categories",
     "sql",
     "timeline",
+    "timeline_day",
     "trigger_sense",
     "window",
     "workflows",
@@ -180,6 +181,42 @@ def set_categories(ws: Workspace, rules: list[dict[str, str]]) -> dict[str, Any]
 
 
 # -- timeline --------------------------------------------------------------------------------
+
+
+def timeline_day(
+    ws: Workspace, when: str | None = None, since: str | None = None, until: str | None = None,
+    *, now_ns: int | None = None,
+) -> dict[str, Any]:  # fmt: skip
+    """The timeline page's picture (:mod:`nerve.ui.dayline`) of [since, until) (as the
+    events page reads them) or else of the day ``when`` (as the Day page chooses it) cut to
+    the moments it holds events; widened to round times, with the ticks."""
+    import time
+
+    from nerve.categories import define
+    from nerve.ui.dayline import extent, picture, rounded
+
+    now = now_ns or time.time_ns()
+    conn = connect(ws, screen(ws), rows_of(ws))
+    try:
+        define(conn, ws.settings.views().get("categories", []))
+        if since:
+            win = window(since, until, now_ns=now)
+            lo, hi = win.since, win.until
+        else:
+            first = _local_day(conn, when, now)
+            lo, hi = _ns_of(first), _ns_of(first + timedelta(days=1))
+            first_ns, last_ns = extent(conn, lo, hi) or (lo, hi - 1)
+            lo, hi = first_ns, last_ns + 1
+        lo, hi, step = rounded(lo, hi)
+        found = picture(conn, lo, hi, now)
+    finally:
+        conn.close()
+    shown = datetime.fromtimestamp(lo / 1e9).astimezone()
+    return {
+        "since": lo, "until": hi, "step_ns": step, "ticks": list(range(lo, hi + 1, step)),
+        "day": shown.date().isoformat(), "label": f"{shown:%A %d %B %Y}", **found,
+    }  # fmt: skip
+
 
 
 def timeline(
