@@ -142,9 +142,7 @@ def _top(counts: Counter[str], key: str) -> list[dict[str, Any]]:
     return [{key: name, "count": n} for name, n in ranked]
 
 
-def commands_in(
-    conn: duckdb.DuckDBPyConnection, since: int, until: int
-) -> list[dict[str, Any]]:
+def commands_in(conn: duckdb.DuckDBPyConnection, since: int, until: int) -> list[dict[str, Any]]:
     """The shell commands run in [since, until), oldest first: when, command, exit, folder."""
     rows = conn.execute(
         "SELECT coalesce(valid_time_ns, physical_ns) AS t, data->>'command', "
@@ -157,9 +155,7 @@ def commands_in(
     return [{"at": int(t), "command": str(c), "exit": e, "cwd": d or ""} for t, c, e, d in rows]
 
 
-def decisions_in(
-    conn: duckdb.DuckDBPyConnection, since: int, until: int
-) -> list[dict[str, Any]]:
+def decisions_in(conn: duckdb.DuckDBPyConnection, since: int, until: int) -> list[dict[str, Any]]:
     """The gate's decisions in the window, newest first, each with :func:`reason_of`'s words
     and the probe that fired (``""`` when none is stored)."""
     rows = conn.execute(

@@ -197,7 +197,7 @@ class Pages:
         return self.render(
             request, "timeline.html", out, x=_x(data.Window(out["since"], out["until"])),
             nav=_day_nav(out["since"], out["until"]), drawn=dayline_drawn(out),
-            shown={"since": _human(str(out["since"]))[:16], "until": _human(str(out["until"]))[:16]},
+            shown={k: _human(str(out[k]))[:16] for k in ("since", "until")},
         )  # fmt: skip
 
     async def counts(self, request: Request) -> Response:

@@ -218,7 +218,6 @@ def timeline_day(
     }  # fmt: skip
 
 
-
 def timeline(
     ws: Workspace, win: Window, *, buckets: int = 96, lanes: int = 14, host: str = ""
 ) -> dict[str, Any]:

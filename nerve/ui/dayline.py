@@ -61,9 +61,7 @@ def rounded(since: int, until: int) -> tuple[int, int, int]:
     return lo, max(hi, lo + step_ns), step_ns
 
 
-def picture(
-    conn: duckdb.DuckDBPyConnection, since: int, until: int, now: int
-) -> dict[str, Any]:
+def picture(conn: duckdb.DuckDBPyConnection, since: int, until: int, now: int) -> dict[str, Any]:
     """The spells, commands, readings and decisions of [since, until), times in ns."""
     return {
         "spells": _spells(conn, since, until, now),
@@ -141,8 +139,9 @@ def drawn(found: dict[str, Any]) -> dict[str, Any]:
         "apps": _runs(windows),
         "windows": windows,
         "away": [bar(s["start"], s["end"]) for s in spells if s["afk"]],
-        "commands": [{**c, "x": x(c["at"]), "failed": c["exit"] not in (0, None)}
-                     for c in found["commands"]],  # fmt: skip
+        "commands": [
+            {**c, "x": x(c["at"]), "failed": c["exit"] not in (0, None)} for c in found["commands"]
+        ],
         "lines": [_plot(r, found["decisions"], x) for r in found["readings"]],
         "marks": [{**d, "x": x(d["at"])} for d in found["decisions"] if not d["line"]],
         "colours": colours,
