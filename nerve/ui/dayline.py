@@ -113,6 +113,7 @@ def _marked(decision: dict[str, Any]) -> dict[str, Any]:
 
 LINE_H = 60  # a reading's strip, in the picture's units (its width is 1000)
 PALETTE = 8  # app colours (classes c0..c7 in the stylesheet)
+SHADES = 3  # shades of an app's colour for its window titles (classes t0..t2)
 
 
 def drawn(found: dict[str, Any]) -> dict[str, Any]:
@@ -133,8 +134,15 @@ def drawn(found: dict[str, Any]) -> dict[str, Any]:
     for s in spells:
         if not s["afk"] and s["app"] not in colours:
             colours[s["app"]] = f"c{len(colours) % PALETTE}"
-    windows = [{**bar(s["start"], s["end"]), **s, "cls": colours[s["app"]]}
-               for s in spells if not s["afk"]]  # fmt: skip
+    titles: dict[tuple[str, str], int] = {}
+    for s in spells:  # each app's titles in shades of its colour, in order of first focus
+        if not s["afk"]:
+            titles.setdefault((s["app"], s["title"]), sum(a == s["app"] for a, _ in titles))
+    windows = [
+        {**bar(s["start"], s["end"]), **s,
+         "cls": f'{colours[s["app"]]} t{titles[(s["app"], s["title"])] % SHADES}'}
+        for s in spells if not s["afk"]
+    ]  # fmt: skip
     return {
         "apps": _runs(windows),
         "windows": windows,
@@ -157,7 +165,8 @@ def _runs(windows: list[dict[str, Any]]) -> list[dict[str, Any]]:
             last.update(end=w["end"], ns=w["end"] - last["start"])
             last["w"] = round(w["x"] + w["w"] - last["x"], 2)
         else:
-            out.append({k: w[k] for k in ("x", "w", "start", "end", "ns", "app", "cls")})
+            out.append({k: w[k] for k in ("x", "w", "start", "end", "ns", "app")})
+            out[-1]["cls"] = w["cls"].split()[0]
     return out
 
 
@@ -165,7 +174,7 @@ def _plot(reading: dict[str, Any], decisions: list[dict[str, Any]], x: Any) -> d
     """A reading's polyline (its scale from 0 to its peak) and the decisions marked on it,
     each at the reading's value just before it."""
     points = reading["points"]
-    top = 100.0 if reading["unit"] == "%" else max([v for _, v in points] or [1.0]) * 1.1
+    top = 110.0 if reading["unit"] == "%" else max([v for _, v in points] or [1.0]) * 1.1
     top = max(top, 1.0)
 
     def y(v: float) -> float:
