@@ -533,6 +533,7 @@ def decision(ws: Workspace, seq: int) -> dict[str, Any]:
             led = None
     why = reason_of(found[0]) if found else None
     cause = scr.text(why.cause) if why else None
+    drawn = _reading_around(ws, scr, found[0], why.held if why else False) if found else None
     for key, said in (("cause", cause), ("why", why.words() if why else None)):
         if key in link:  # the link's words are the screened decision's, not the stored one's
             link[key] = said if said is not None else scr.text(str(link[key]))
@@ -542,7 +543,26 @@ def decision(ws: Workspace, seq: int) -> dict[str, Any]:
         "why": why.words() if why else None,
         "cause": cause,
         "led_to_it": led,
+        "reading": drawn,
     }
+
+
+def _reading_around(
+    ws: Workspace, scr: Screen, found: dict[str, Any], held: bool
+) -> dict[str, Any] | None:
+    """The reading a decision fired on around its moment (:func:`nerve.ui.dayline.around`),
+    over the rows the rules let the page see."""
+    from nerve.ui.dayline import around
+
+    at = str(found.get("hlc") or "").split(".")[0]
+    if not at.isdigit():
+        return None
+    mark = {**found, "at": int(at), "held": held, "seen": found.get("source_line") or "", "why": ""}
+    conn = connect(ws, scr, rows_of(ws))
+    try:
+        return around(conn, mark)
+    finally:
+        conn.close()
 
 
 def chain_state(ws: Workspace) -> dict[str, Any]:

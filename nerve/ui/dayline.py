@@ -14,10 +14,10 @@ from typing import Any
 
 import duckdb
 
-from nerve.events import SourceClass, bookkeeping_sql
+from nerve.events import bookkeeping_sql
 from nerve.recall.day import commands_in, decisions_in
 
-__all__ = ["READINGS", "STEPS_MIN", "drawn", "extent", "picture", "rounded"]
+__all__ = ["READINGS", "STEPS_MIN", "around", "drawn", "extent", "picture", "rounded"]
 
 MIN_NS = 60 * 10**9
 # tick steps in minutes; a window is widened to whole steps so its ticks fall on round times
@@ -92,13 +92,14 @@ def _line(
     conn: duckdb.DuckDBPyConnection, since: int, until: int,
     subject: str, reading: str, name: str, divisor: int, unit: str,
 ) -> dict[str, Any]:  # fmt: skip
-    """One reading over the window: its points (ns, value in its unit) oldest first."""
+    """One reading of a sense's observations (``subject``) over the window: its points (ns,
+    value in its unit) oldest first."""
     rows = conn.execute(
         "SELECT coalesce(valid_time_ns, physical_ns) AS t, "
         "TRY_CAST(data->'readings'->>? AS DOUBLE) AS v FROM events "
-        "WHERE kind = 'observation' AND source = ? AND subject = ? AND v IS NOT NULL "
+        "WHERE kind = 'observation' AND subject = ? AND v IS NOT NULL "
         "AND t >= ? AND t < ? ORDER BY t",
-        [reading, int(SourceClass.ENDPOINT), subject, since, until],
+        [reading, subject, since, until],
     ).fetchall()
     points = [(int(t), round(float(v) / divisor, 1)) for t, v in rows]
     return {"subject": subject, "reading": reading, "name": name, "unit": unit, "points": points}
@@ -194,4 +195,37 @@ def _plot(reading: dict[str, Any], decisions: list[dict[str, Any]], x: Any) -> d
         "marks": marks,
         "peak": {"at": peak[0], "value": peak[1]} if peak else None,
         "count": len(points),
+    }
+
+
+AROUND_NS = 5 * MIN_NS  # the decision page draws its reading this long either side
+# a reading's name ending -> (divisor, unit) for the decision page's line
+_UNITS = (("_permille", 10, "%"), ("_centi", 100, ""), ("_mib", 1, "MiB"),
+          ("_bytes", 1 << 20, "MiB"), ("_kib_per_s", 1, "KiB/s"), ("_ms", 1, "ms"))  # fmt: skip
+
+
+def around(conn: duckdb.DuckDBPyConnection, decision: dict[str, Any]) -> dict[str, Any] | None:
+    """The reading a decision's probe fired on (``value:cpu.busy_permille``: the cpu sense's
+    ``busy_permille``) over the minutes around it, drawn with the moment marked; None when
+    the probe names no reading or none was kept."""
+    name = str(decision.get("probe") or "").removeprefix("value:")
+    subject, _, reading = name.partition(".")
+    at = int(decision["at"])
+    if not reading:
+        return None
+    since, until, step = rounded(at - AROUND_NS, at + AROUND_NS)
+    divisor, unit = next(((d, u) for end, d, u in _UNITS if reading.endswith(end)), (1, ""))
+    line = _line(conn, since, until, subject, reading, name, divisor, unit)
+    if not line["points"]:
+        return None
+    span = max(1, until - since)
+
+    def x(ns: int) -> float:
+        return round(max(0.0, min(1000.0, (ns - since) * 1000 / span)), 2)
+
+    return {
+        "since": since,
+        "until": until,
+        "ticks": [{"at": t, "x": x(t)} for t in range(since, until + 1, step)],
+        "line": _plot(line, [{**decision, "line": subject}], x),
     }

@@ -112,3 +112,21 @@ def test_a_window_widens_to_round_times() -> None:
     lo, hi, step = rounded(1796498578 * 10**9, 1796499191 * 10**9)
     assert step == 2 * minute and lo % step == 0 and hi % step == 0
     assert rounded(0, 7 * 3600 * 10**9)[2] == 60 * minute
+
+
+def test_a_decision_page_draws_the_reading_it_fired_on(day: Day) -> None:
+    c = client(day)
+    leak = next(
+        d for d in as_json(c, "/timeline")["decisions"]
+        if d["probe"] == "processes.top_rss_bytes" and not d["held"]
+    )  # fmt: skip
+    got = as_json(c, f"/attention/{leak['seq']}")["reading"]
+    line = got["line"]
+    assert line["name"] == "processes.top_rss_bytes" and line["unit"] == "MiB"
+    assert got["since"] <= leak["at"] < got["until"] and line["count"] >= 10
+    (moment,) = line["marks"]
+    assert moment["at"] == leak["at"] and 700 < moment["value"] < 800  # memgrow.py's 743 MiB
+    html = c.get(f"/attention/{leak['seq']}").text
+    assert 'id="reading-line"' in html and "<polyline" in lane(html, "reading-line")
+    novelty = next(d for d in as_json(c, "/timeline")["decisions"] if d["probe"] == "novelty")
+    assert as_json(c, f"/attention/{novelty['seq']}")["reading"] is None  # no reading to draw
