@@ -86,6 +86,10 @@ def test_the_recorded_day_timeline_shows_the_hog_the_leak_and_the_failed_builds(
                 page.goto(login_url.split("/login")[0] + "/timeline")
                 seen[width] = page.evaluate(FOUND)
                 page.screenshot(path=str(tmp_path / shot), full_page=True)
+                with page.expect_navigation(wait_until="load"):
+                    page.click("#memory-line a.mark.surfaced")  # the leak's decision
+                seen[width]["decision"] = page.evaluate(DECISION)
+                page.screenshot(path=str(tmp_path / f"decision-{width}.png"), full_page=True)
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.communicate(timeout=20)
@@ -97,6 +101,9 @@ def test_the_recorded_day_timeline_shows_the_hog_the_leak_and_the_failed_builds(
         assert any("top cpu" in t for t in found["cpu_marks"]), found  # the hog
         assert any("memgrow.py" in t for t in found["memory_marks"]), found  # the leak
         assert found["lines"] == [True, True], found  # both readings drawn, not empty
+        decision = found["decision"]
+        assert decision["scroll"] <= width and decision["line"] > 100, decision
+        assert "memgrow.py" in decision["mark"], decision  # the moment, on the reading's line
     if os.environ.get("NERVE_UI_DOCS") == "1":
         for shot in TIMELINE_SHOTS.values():
             shutil.copy(tmp_path / shot, DOCS / shot)
@@ -118,3 +125,10 @@ FOUND = """() => {
       (s) => document.querySelector(s).getBoundingClientRect().width > 100),
   };
 }"""
+
+# the decision page's chart: its width, and the mark's hover text
+DECISION = """() => ({
+  scroll: document.documentElement.scrollWidth,
+  line: document.querySelector("#reading-line polyline").getBoundingClientRect().width,
+  mark: document.querySelector("#reading-line a.mark > title").textContent,
+})"""
