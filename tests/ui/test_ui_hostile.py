@@ -187,7 +187,14 @@ def test_every_answer_carries_the_csp(ws: WorkspaceDir) -> None:
 
 
 @pytest.mark.parametrize(
-    "path", ["/", "/timeline/counts?since=1h", "/events?since=1h", "/events?text=pwned&since=1h"]
+    "path",
+    [
+        "/",
+        "/timeline",
+        "/timeline/counts?since=1h",
+        "/events?since=1h",
+        "/events?text=pwned&since=1h",
+    ],
 )
 def test_script_in_events_is_shown_as_text(ws: WorkspaceDir, path: str) -> None:
     page = logged_in(ws).get(path).text

@@ -102,9 +102,13 @@ def test_zoom_and_move_keep_local_times_in_the_form(day: Day) -> None:
 
 def test_a_withheld_window_is_not_drawn(day: Day) -> None:
     with (day.root / "nerve.yaml").open("a") as out:
-        out.write("privacy:\n  rules:\n    - {name: so, regex: 'Stack Overflow', action: drop}\n")
+        out.write(
+            "privacy:\n  rules:\n    - {name: so, regex: 'Stack Overflow', action: drop}\n"
+            "    - {name: build, regex: 'make build', action: drop}\n"
+        )
     html = client(day).get("/timeline").text
     assert "Stack Overflow" not in html and "undefined reference" not in html
+    assert "make build" not in html and "$ make clean" in html  # the other commands stay
 
 
 def test_a_window_widens_to_round_times() -> None:
