@@ -23,14 +23,17 @@ MIN_NS = 60 * 10**9
 # tick steps in minutes; a window is widened to whole steps so its ticks fall on round times
 STEPS_MIN = (1, 2, 5, 10, 15, 30, 60, 120, 180, 360, 720, 1440)
 MAX_TICKS = 8
-# the lines drawn: (endpoint subject, reading, what the page calls it, divisor, unit)
+# the lines drawn: (the line's key, the sense's subject, reading, what the page calls it,
+# divisor, unit)
 READINGS = (
-    ("cpu", "busy_permille", "CPU busy", 10, "%"),
-    ("memory", "used_mib", "memory used", 1, "MiB"),
+    ("cpu", "cpu", "busy_permille", "CPU busy", 10, "%"),
+    ("memory", "memory", "used_mib", "memory used", 1, "MiB"),
+    ("load", "cpu", "load1_centi", "load (1 min)", 100, ""),
 )
-# which line a decision's probe is marked on (by the reading's name before its dot)
+# which line a decision's probe is marked on (the probe's name, else its part before the dot)
 _ON_LINE = {
     "cpu": "cpu",
+    "cpu.load1_centi": "load",
     "memory": "memory",
     "processes.top_cpu_permille": "cpu",
     "processes.top_rss_bytes": "memory",
@@ -90,7 +93,7 @@ def _spells(
 
 def _line(
     conn: duckdb.DuckDBPyConnection, since: int, until: int,
-    subject: str, reading: str, name: str, divisor: int, unit: str,
+    key: str, subject: str, reading: str, name: str, divisor: int, unit: str,
 ) -> dict[str, Any]:  # fmt: skip
     """One reading of a sense's observations (``subject``) over the window: its points (ns,
     value in its unit) oldest first."""
@@ -102,7 +105,7 @@ def _line(
         [reading, subject, since, until],
     ).fetchall()
     points = [(int(t), round(float(v) / divisor, 1)) for t, v in rows]
-    return {"subject": subject, "reading": reading, "name": name, "unit": unit, "points": points}
+    return {"key": key, "reading": reading, "name": name, "unit": unit, "points": points}
 
 
 def _marked(decision: dict[str, Any]) -> dict[str, Any]:
@@ -183,14 +186,14 @@ def _plot(reading: dict[str, Any], decisions: list[dict[str, Any]], x: Any) -> d
 
     marks = []
     for d in decisions:
-        if d["line"] != reading["subject"]:
+        if d["line"] != reading["key"]:
             continue
         before = [v for t, v in points if t <= d["at"]] or [v for _, v in points[:1]]
         value = before[-1] if before else 0.0
         marks.append({**d, "x": x(d["at"]), "y": y(value), "value": value})
     peak = max(points, key=lambda p: p[1], default=None)
     return {
-        **{k: reading[k] for k in ("subject", "name", "unit")},
+        **{k: reading[k] for k in ("key", "name", "unit")},
         "polyline": " ".join(f"{x(t)},{y(v)}" for t, v in points),
         "marks": marks,
         "peak": {"at": peak[0], "value": peak[1]} if peak else None,
@@ -215,7 +218,7 @@ def around(conn: duckdb.DuckDBPyConnection, decision: dict[str, Any]) -> dict[st
         return None
     since, until, step = rounded(at - AROUND_NS, at + AROUND_NS)
     divisor, unit = next(((d, u) for end, d, u in _UNITS if reading.endswith(end)), (1, ""))
-    line = _line(conn, since, until, subject, reading, name, divisor, unit)
+    line = _line(conn, since, until, subject, subject, reading, name, divisor, unit)
     if not line["points"]:
         return None
     span = max(1, until - since)

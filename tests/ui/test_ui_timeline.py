@@ -82,11 +82,12 @@ def test_the_recorded_day_is_drawn_as_windows_commands_and_readings(day: Day) ->
 
 def test_the_json_twin_holds_the_readings_and_the_ns_times(day: Day) -> None:
     got = as_json(client(day), "/timeline")
-    cpu, memory = got["readings"]
+    cpu, memory, load = got["readings"]
+    assert max(v for _, v in load["points"]) > 15  # the loaded machine's load at the start
     assert max(v for _, v in cpu["points"]) == 100.0 and min(v for _, v in cpu["points"]) < 20
     assert max(v for _, v in memory["points"]) > 2000 > min(v for _, v in memory["points"])
     assert got["ticks"][0] == got["since"] and got["ticks"][-1] == got["until"]
-    assert {d["line"] for d in got["decisions"]} >= {"cpu", "memory", ""}
+    assert {d["line"] for d in got["decisions"]} >= {"cpu", "memory", "load", ""}
 
 
 def test_zoom_and_move_keep_local_times_in_the_form(day: Day) -> None:
