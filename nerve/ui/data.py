@@ -508,8 +508,8 @@ def decisions(ws: Workspace, *, limit: int = 1_000) -> dict[str, Any]:
 
 def decision(ws: Workspace, seq: int) -> dict[str, Any]:
     """One chain link (seq, prev, key, signature), whether the chain verifies through it,
-    its decision and why (:func:`~nerve.attention.reason.reason_of`), and the observations
-    that led to it."""
+    its decision and why (:func:`~nerve.attention.reason.reason_of`), the observations
+    that led to it, and the reading it fired on around its moment (None without one)."""
     from nerve.attention.reason import reason_of
     from nerve.mcp.tools import screened_decision, sources
 
