@@ -420,8 +420,9 @@ def side_by_side(work: Path, args: argparse.Namespace) -> dict[str, Any]:
             "sameSite": "Strict",
         }
         since, until = now - DAY_NS, now + 10**9
-        nerve_page: dict[str, Any] = {"url": f"{ui.base}/timeline?since={since}&until={until}"}
-        nerve_page.update(marks=NERVE_MARKS, cookie=cookie, data="/timeline?since=")
+        counts = f"{ui.base}/timeline/counts?since={since}&until={until}"
+        nerve_page: dict[str, Any] = {"url": counts}
+        nerve_page.update(marks=NERVE_MARKS, cookie=cookie, data="/timeline/counts?since=")
         aw_page = _aw_page(aw_base, since, until, args.aw_webui is not None)
         with sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=CHROMIUM, args=BENCH_ARGS)
@@ -502,7 +503,7 @@ def _cookie_name(base: str) -> str:
 
 def _timeline_count(base: str, cookie: str, since: int, until: int) -> int:
     req = urllib.request.Request(
-        f"{base}/timeline?since={since}&until={until}",
+        f"{base}/timeline/counts?since={since}&until={until}",
         headers={"accept": "application/json", "cookie": f"{_cookie_name(base)}={cookie}"},
     )
     return int(sum(json.loads(urllib.request.urlopen(req, timeout=60).read())["counts"]))
@@ -607,10 +608,10 @@ def big_timeline(work: Path, events: int) -> dict[str, Any]:
     times, total = [], 0
     for _ in range(6):
         t0 = time.perf_counter()
-        r = client.get("/timeline?since=24h", headers={"accept": "application/json"})
+        r = client.get("/timeline/counts?since=24h", headers={"accept": "application/json"})
         times.append((time.perf_counter() - t0) * 1000)
         total = sum(r.json()["counts"])
-        html = client.get("/timeline?since=24h")
+        html = client.get("/timeline/counts?since=24h")
         assert html.status_code == 200
     last = events - 1
     while last % 3 != 2 or last % 30 == 2:  # the rows biglog writes as "<sense> detail <i>"

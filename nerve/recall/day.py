@@ -20,7 +20,7 @@ from nerve.canonical import loads_bounded
 from nerve.categories import SPELLS_VIEW
 from nerve.events import SourceClass
 
-__all__ = ["Day", "Span", "day_of", "time_per", "time_per_sql"]
+__all__ = ["Day", "Span", "commands_in", "day_of", "decisions_in", "time_per", "time_per_sql"]
 
 Span = Literal["day", "week"]
 By = Literal["app", "title", "category"]
@@ -97,7 +97,7 @@ def day_of(
     apps = time_per(conn, since, until, now, "app")
     titles = time_per(conn, since, until, now, "app, title")
     cats = time_per(conn, since, until, now, "category")
-    shell = _commands(conn, since, until)
+    shell = commands_in(conn, since, until)
     return Day(
         since, until, span,
         active_ns=sum(r[-1] for r in apps),
@@ -108,7 +108,7 @@ def day_of(
         commands=_top(Counter(c["command"] for c in shell), "command"),
         failed=[c for c in shell if c["exit"] not in (0, None)][-_TOP:][::-1],
         folders=_top(Counter(c["cwd"] for c in shell if c["cwd"]), "folder"),
-        decisions=_decisions(conn, since, until),
+        decisions=decisions_in(conn, since, until),
     )  # fmt: skip
 
 
@@ -142,7 +142,8 @@ def _top(counts: Counter[str], key: str) -> list[dict[str, Any]]:
     return [{key: name, "count": n} for name, n in ranked]
 
 
-def _commands(conn: duckdb.DuckDBPyConnection, since: int, until: int) -> list[dict[str, Any]]:
+def commands_in(conn: duckdb.DuckDBPyConnection, since: int, until: int) -> list[dict[str, Any]]:
+    """The shell commands run in [since, until), oldest first: when, command, exit, folder."""
     rows = conn.execute(
         "SELECT coalesce(valid_time_ns, physical_ns) AS t, data->>'command', "
         "TRY_CAST(data->>'exit' AS BIGINT), data->>'cwd' FROM events "
@@ -154,8 +155,9 @@ def _commands(conn: duckdb.DuckDBPyConnection, since: int, until: int) -> list[d
     return [{"at": int(t), "command": str(c), "exit": e, "cwd": d or ""} for t, c, e, d in rows]
 
 
-def _decisions(conn: duckdb.DuckDBPyConnection, since: int, until: int) -> list[dict[str, Any]]:
-    """The gate's decisions in the window, newest first, each with :func:`reason_of`'s words."""
+def decisions_in(conn: duckdb.DuckDBPyConnection, since: int, until: int) -> list[dict[str, Any]]:
+    """The gate's decisions in the window, newest first, each with :func:`reason_of`'s words
+    and the probe that fired (``""`` when none is stored)."""
     rows = conn.execute(
         "SELECT physical_ns, payload FROM events WHERE kind = 'attention.decision' "
         "AND physical_ns >= ? AND physical_ns < ? AND NOT erased "
@@ -174,6 +176,6 @@ def _decisions(conn: duckdb.DuckDBPyConnection, since: int, until: int) -> list[
         out.append({
             "at": int(at), "outcome": str(found.get("outcome", "")), "held": why.held,
             "seq": found.get("chain_seq"), "seen": str(found.get("source_line") or ""),
-            "why": why.words(),
+            "why": why.words(), "probe": str(found.get("probe") or ""),
         })  # fmt: skip
     return out

@@ -39,6 +39,7 @@ from nerve.errors import NerveError, UsageError
 from nerve.safetext import csv_cell
 from nerve.ui import data
 from nerve.ui.auth import Keys, local_path
+from nerve.ui.dayline import drawn as dayline_drawn
 from nerve.ui.guard import Guard, Served, set_cookie
 
 __all__ = ["build_app"]
@@ -186,6 +187,21 @@ class Pages:
 
     async def timeline(self, request: Request) -> Response:
         p = request.query_params
+        when, since, until = p.get("day"), p.get("since", "").strip(), p.get("until", "").strip()
+        try:
+            out = await self.run(
+                request, lambda: data.timeline_day(self.ws, when, since or None, until or None)
+            )
+        except NerveError as exc:
+            return self.failed(request, exc)
+        return self.render(
+            request, "timeline.html", out, x=_x(data.Window(out["since"], out["until"])),
+            nav=_day_nav(out["since"], out["until"]), drawn=dayline_drawn(out),
+            shown={k: _human(str(out[k]))[:16] for k in ("since", "until")},
+        )  # fmt: skip
+
+    async def counts(self, request: Request) -> Response:
+        p = request.query_params
         try:
             win = data.window(p.get("since"), p.get("until"))
             buckets = _int(p.get("buckets"), 96, "buckets")
@@ -200,7 +216,7 @@ class Pages:
         except NerveError as exc:
             return self.failed(request, exc)
         return self.render(
-            request, "timeline.html", out, x=_x(win), min=least, ticks=_ticks(win),
+            request, "counts.html", out, x=_x(win), min=least, ticks=_ticks(win),
             shown={k: _human(p.get(k, "")) for k in ("since", "until")},
             nav=_nav(win, buckets, p.get("host", "").strip()),
         )  # fmt: skip
@@ -479,11 +495,28 @@ def _nav(win: data.Window, buckets: int, host: str = "") -> dict[str, str]:
     on = f"&host={quote(host)}" if host else ""
 
     def url(lo: int, hi: int) -> str:
-        return f"/timeline?since={lo}&until={hi}&buckets={buckets}{on}"
+        return f"/timeline/counts?since={lo}&until={hi}&buckets={buckets}{on}"
 
     return {
         "earlier": url(win.since - span, win.since),
         "later": url(win.until, win.until + span),
+        "zoom_in": url(mid - span // 4, mid + span // 4),
+        "zoom_out": url(mid - span, mid + span),
+    }
+
+
+def _day_nav(since: int, until: int) -> dict[str, str]:
+    """Links that move and zoom the timeline's picture, in local times a person reads."""
+    from urllib.parse import quote
+
+    span, mid = until - since, (since + until) // 2
+
+    def url(lo: int, hi: int) -> str:
+        return f"/timeline?since={quote(_human(str(lo)))}&until={quote(_human(str(hi)))}"
+
+    return {
+        "earlier": url(since - span, since),
+        "later": url(until, until + span),
         "zoom_in": url(mid - span // 4, mid + span // 4),
         "zoom_out": url(mid - span, mid + span),
     }
@@ -523,6 +556,7 @@ def build_app(ws: Workspace, keys: Keys, served: Served) -> Guard:
         Route("/favicon.ico", lambda request: Response(status_code=204)),
         Route("/", pages.day),
         Route("/timeline", pages.timeline),
+        Route("/timeline/counts", pages.counts),
         Route("/events", pages.events),
         Route("/events/{id}", pages.event),
         Route("/live", pages.live),

@@ -60,6 +60,7 @@ __all__ = [
     "set_categories",
     "sql",
     "timeline",
+    "timeline_day",
     "trigger_sense",
     "window",
     "workflows",
@@ -180,6 +181,41 @@ def set_categories(ws: Workspace, rules: list[dict[str, str]]) -> dict[str, Any]
 
 
 # -- timeline --------------------------------------------------------------------------------
+
+
+def timeline_day(
+    ws: Workspace, when: str | None = None, since: str | None = None, until: str | None = None,
+    *, now_ns: int | None = None,
+) -> dict[str, Any]:  # fmt: skip
+    """The timeline page's picture (:mod:`nerve.ui.dayline`) of [since, until) (as the
+    events page reads them) or else of the day ``when`` (as the Day page chooses it) cut to
+    the moments it holds events; widened to round times, with the ticks."""
+    import time
+
+    from nerve.categories import define
+    from nerve.ui.dayline import extent, picture, rounded
+
+    now = now_ns or time.time_ns()
+    conn = connect(ws, screen(ws), rows_of(ws))
+    try:
+        define(conn, ws.settings.views().get("categories", []))
+        if since:
+            win = window(since, until, now_ns=now)
+            lo, hi = win.since, win.until
+        else:
+            first = _local_day(conn, when, now)
+            lo, hi = _ns_of(first), _ns_of(first + timedelta(days=1))
+            first_ns, last_ns = extent(conn, lo, hi) or (lo, hi - 1)
+            lo, hi = first_ns, last_ns + 1
+        lo, hi, step = rounded(lo, hi)
+        found = picture(conn, lo, hi, now)
+    finally:
+        conn.close()
+    shown = datetime.fromtimestamp(lo / 1e9).astimezone()
+    return {
+        "since": lo, "until": hi, "step_ns": step, "ticks": list(range(lo, hi + 1, step)),
+        "day": shown.date().isoformat(), "label": f"{shown:%A %d %B %Y}", **found,
+    }  # fmt: skip
 
 
 def timeline(
@@ -472,8 +508,8 @@ def decisions(ws: Workspace, *, limit: int = 1_000) -> dict[str, Any]:
 
 def decision(ws: Workspace, seq: int) -> dict[str, Any]:
     """One chain link (seq, prev, key, signature), whether the chain verifies through it,
-    its decision and why (:func:`~nerve.attention.reason.reason_of`), and the observations
-    that led to it."""
+    its decision and why (:func:`~nerve.attention.reason.reason_of`), the observations
+    that led to it, and the reading it fired on around its moment (None without one)."""
     from nerve.attention.reason import reason_of
     from nerve.mcp.tools import screened_decision, sources
 
@@ -497,6 +533,7 @@ def decision(ws: Workspace, seq: int) -> dict[str, Any]:
             led = None
     why = reason_of(found[0]) if found else None
     cause = scr.text(why.cause) if why else None
+    drawn = _reading_around(ws, scr, found[0], why.held if why else False) if found else None
     for key, said in (("cause", cause), ("why", why.words() if why else None)):
         if key in link:  # the link's words are the screened decision's, not the stored one's
             link[key] = said if said is not None else scr.text(str(link[key]))
@@ -506,7 +543,26 @@ def decision(ws: Workspace, seq: int) -> dict[str, Any]:
         "why": why.words() if why else None,
         "cause": cause,
         "led_to_it": led,
+        "reading": drawn,
     }
+
+
+def _reading_around(
+    ws: Workspace, scr: Screen, found: dict[str, Any], held: bool
+) -> dict[str, Any] | None:
+    """The reading a decision fired on around its moment (:func:`nerve.ui.dayline.around`),
+    over the rows the rules let the page see."""
+    from nerve.ui.dayline import around
+
+    at = str(found.get("hlc") or "").split(".")[0]
+    if not at.isdigit():
+        return None
+    mark = {**found, "at": int(at), "held": held, "seen": found.get("source_line") or "", "why": ""}
+    conn = connect(ws, scr, rows_of(ws))
+    try:
+        return around(conn, mark)
+    finally:
+        conn.close()
 
 
 def chain_state(ws: Workspace) -> dict[str, Any]:

@@ -25,7 +25,8 @@ from tests.helpers.browser import attended_workspace, login_path
 
 PORT = 8765
 BASE = f"http://127.0.0.1:{PORT}"
-PAGES = ["/", "/?span=week", "/timeline", "/timeline?since=1h", "/events", "/live", "/sql",
+PAGES = ["/", "/?span=week", "/timeline", "/timeline?since=1h", "/timeline/counts",
+         "/events", "/live", "/sql",
          "/attention", "/senses", "/privacy", "/health"]  # fmt: skip
 
 
@@ -73,7 +74,7 @@ def test_every_page_answers_html_and_its_json_twin(ws: WorkspaceDir, path: str) 
 
 
 def test_timeline_aggregates_the_day_on_the_server(ws: WorkspaceDir) -> None:
-    data = as_json(client(ws), "/timeline?since=1h&buckets=48")
+    data = as_json(client(ws), "/timeline/counts?since=1h&buckets=48")
     assert len(data["counts"]) == 48
     digest = replay_digest(ws.log_root)
     assert sum(data["counts"]) == digest.events  # every event of the log is in the hour
@@ -99,7 +100,7 @@ def test_timeline_shades_a_pause(ws: WorkspaceDir) -> None:
     c = client(ws)
     c.post("/do/pause", data={"csrf": _csrf(c)})
     try:
-        view = as_json(c, "/timeline?since=1h")
+        view = as_json(c, "/timeline/counts?since=1h")
         assert view["paused"] and view["paused"][-1]["to"] == view["window"]["until_ns"]
         assert as_json(c, "/privacy")["capture"]["paused"] is True
         page = c.get("/privacy").text  # only the action that applies is offered
@@ -280,7 +281,7 @@ def test_pages_name_only_static_files_that_ship_with_their_licences() -> None:
 def test_pages_are_compressed_but_the_live_tail_is_not(ws: WorkspaceDir) -> None:
     c = client(ws)
     assert c.get("/static/vendor/htmx-2.0.11.min.js").headers["content-encoding"] == "gzip"
-    assert c.get("/timeline?since=1h").headers["content-encoding"] == "gzip"
+    assert c.get("/timeline/counts?since=1h").headers["content-encoding"] == "gzip"
     with c.stream("GET", "/live/stream") as r:
         assert "content-encoding" not in r.headers
         assert next(r.iter_lines()).startswith(": nerve live tail")

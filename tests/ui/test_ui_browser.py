@@ -31,7 +31,8 @@ pytestmark = [
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 PAGES = {
     "day": "/",
-    "timeline": "/timeline?since=1h",
+    "timeline": "/timeline",
+    "counts": "/timeline/counts?since=1h",
     "events": "/events?text=make+build&since=1h",
     "live": "/live",
     "sql": "/sql?q=SELECT+date_trunc('minute',+ts)+AS+minute,+count(*)+AS+events+FROM+events"
@@ -115,7 +116,7 @@ def test_every_page_loads_and_no_stored_script_runs(ui: Ui) -> None:
 
 
 def test_the_timeline_zooms_by_brush_and_keys(ui: Ui) -> None:
-    ui.go("/timeline?since=1h")
+    ui.go("/timeline/counts?since=1h")
     box = ui.page.locator("#timeline").bounding_box()
     left = box["x"] + box["width"] * 200 / 1220
     width = box["width"] * 1000 / 1220

@@ -164,6 +164,6 @@ def test_an_unknown_address_gets_a_styled_page_with_the_navigation(ws: Workspace
 
 def test_a_zoomed_timeline_keeps_human_times_in_its_form(ws: WorkspaceDir) -> None:
     since, until = workday.at("14:00"), workday.at("15:00")
-    page = client(ws).get(f"/timeline?since={since}&until={until}").text
+    page = client(ws).get(f"/timeline/counts?since={since}&until={until}").text
     assert 'name="since" value="2026-05-06 14:00:00"' in page
     assert 'name="until" value="2026-05-06 15:00:00"' in page

@@ -24,7 +24,8 @@ from tests.helpers.browser import XSS, attended_workspace, login_path
 
 PORT = 8765
 BASE = f"http://127.0.0.1:{PORT}"
-PAGES = ["/", "/?span=week", "/timeline", "/events", "/events/00", "/live", "/live/stream",
+PAGES = ["/", "/?span=week", "/timeline", "/timeline/counts",
+         "/events", "/events/00", "/live", "/live/stream",
          "/sql?q=SELECT+1", "/attention", "/attention/0", "/senses", "/privacy", "/health",
          "/static/app.js"]  # fmt: skip
 GHP = "ghp_" + "A1b2C3d4E5" * 3 + "F6g7H8"
@@ -186,7 +187,14 @@ def test_every_answer_carries_the_csp(ws: WorkspaceDir) -> None:
 
 
 @pytest.mark.parametrize(
-    "path", ["/", "/timeline?since=1h", "/events?since=1h", "/events?text=pwned&since=1h"]
+    "path",
+    [
+        "/",
+        "/timeline",
+        "/timeline/counts?since=1h",
+        "/events?since=1h",
+        "/events?text=pwned&since=1h",
+    ],
 )
 def test_script_in_events_is_shown_as_text(ws: WorkspaceDir, path: str) -> None:
     page = logged_in(ws).get(path).text
@@ -236,7 +244,8 @@ def test_a_rule_added_later_hides_old_text_on_every_page(ws: WorkspaceDir) -> No
     yaml = "senses: {}\nprivacy:\n  rules:\n    - {name: payroll, regex: 'payroll', action: drop}\n"
     (ws.root / "nerve.yaml").write_text(yaml)
     try:
-        for path in ("/timeline?since=1h", "/events?since=1h", "/events?since=1h&text=GITHUB"):
+        shown = ("/timeline?since=1h", "/timeline/counts?since=1h", "/events?since=1h")
+        for path in (*shown, "/events?since=1h&text=GITHUB"):
             page = c.get(path).text
             assert GHP not in page and "payroll for alice" not in page
         assert "[redacted:" in c.get("/events?since=1h").text

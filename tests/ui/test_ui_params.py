@@ -20,7 +20,8 @@ JUNK = ["abc", "-1", "0", "1.5", "1e9", " ", "\x00", "%ff", "9" * 5_000, "-" + "
         "1000000000h", "2026-13-45", "1970-01-01", "9999-12-31T23:59:59"]  # fmt: skip
 ROUTES = {
     "/": ["day", "span"],
-    "/timeline": ["since", "until", "buckets", "min", "host"],
+    "/timeline": ["day", "since", "until"],
+    "/timeline/counts": ["since", "until", "buckets", "min", "host"],
     "/events": ["since", "until", "page", "size", "text", "source", "kind", "subject", "trust",
                 "all", "host", "col", "format"],
     "/events/00": ["host"],
@@ -80,7 +81,7 @@ def test_junk_in_a_path_is_never_a_500(client: TestClient, pattern: str) -> None
     "query", ["min=abc", f"until={2**63}", "since=" + "9" * 5_000, f"page={2**63 // 100 + 1}"]
 )
 def test_the_reported_parameters_are_a_one_line_400(client: TestClient, query: str) -> None:
-    route = "/events" if query.startswith("page") else "/timeline"
+    route = "/events" if query.startswith("page") else "/timeline/counts"
     r = client.get(f"{route}?{query}", headers={"accept": "application/json"})
     assert r.status_code == 400, r.text[:300]
     assert (

@@ -40,7 +40,7 @@ function timeline() {
     if (b - a < 3) { brush.setAttribute("width", "0"); return; }
     const q = new URLSearchParams(location.search);
     q.set("since", ns(a).toString()); q.set("until", ns(b).toString());
-    location.assign("/timeline?" + q.toString());
+    location.assign("/timeline/counts?" + q.toString());
   });
   document.addEventListener("keydown", (ev) => {
     if (ev.target.closest && ev.target.closest("input, textarea, select")) return;

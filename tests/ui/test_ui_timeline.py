@@ -1,0 +1,137 @@
+"""The timeline (``/timeline``) in process, on the recorded real day (``tests/fixtures/day/``):
+bars per app and per window title, time away as a band, the commands as ticks with the
+failed ``make build`` runs marked, the CPU and memory readings as lines with the hog and the
+leak on them and what nerve surfaced and held there linked to its decision; moved and zoomed
+in local times; and nothing a privacy rule withholds."""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from starlette.testclient import TestClient
+
+import nerve
+from nerve.ui.app import build_app
+from nerve.ui.auth import Keys, token_path
+from nerve.ui.dayline import rounded
+from nerve.ui.guard import Served
+from tests.helpers.browser import login_path
+from tests.helpers.day import Day
+
+PORT = 8765
+
+
+@pytest.fixture
+def day(recorded_day_copy: Day, monkeypatch: pytest.MonkeyPatch) -> Iterator[Day]:
+    monkeypatch.setenv("XDG_STATE_HOME", str(recorded_day_copy.root.parent / "state"))
+    monkeypatch.setenv("TZ", "UTC")
+    time.tzset()
+    monkeypatch.setattr("time.time_ns", lambda: recorded_day_copy.now_ns)
+    yield recorded_day_copy
+    monkeypatch.undo()
+    time.tzset()
+
+
+def client(day: Day) -> TestClient:
+    door = nerve.open(day.root)
+    app = build_app(door, Keys(token_path(door)), Served("127.0.0.1", PORT))
+    c = TestClient(app, base_url=f"http://127.0.0.1:{PORT}")
+    assert c.get(login_path(door), follow_redirects=False).status_code == 303
+    return c
+
+
+def as_json(c: TestClient, path: str) -> Any:
+    r = c.get(path, headers={"accept": "application/json"})
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+def lane(html: str, name: str) -> str:
+    """One lane's SVG, as served."""
+    found = re.search(rf'<svg id="{name}".*?</svg>', html, re.S)
+    assert found, name
+    return found.group(0)
+
+
+def test_the_recorded_day_is_drawn_as_windows_commands_and_readings(day: Day) -> None:
+    c = client(day)
+    html = c.get("/timeline").text
+    assert "Saturday 05 December 2026, 19:22–19:34" in html  # the span with data, round ends
+    windows = lane(html, "windows-lane")
+    for title in ("main.c (~/work/project/src) - VIM", "undefined reference to main"):
+        assert title in windows
+    assert "XTerm" in lane(html, "apps-lane") and "Firefox" in lane(html, "apps-lane")
+    assert lane(html, "away-lane").count('class="afk"') == 1  # the three minutes away
+    commands = lane(html, "commands-lane")
+    failed = re.findall(r'<g class="cmd failed"><title>([^<]*)</title>', commands)
+    assert sum("$ make build · exit 2" in f for f in failed) == 4, failed
+    assert any("exit 130" in f for f in failed)  # the `yes` hog, stopped with ^C
+    cpu, memory = lane(html, "cpu-line"), lane(html, "memory-line")
+    assert "<polyline" in cpu and "<polyline" in memory
+    hog = re.findall(r'<a href="/attention/(\d+)" class="mark surfaced"><title>([^<]*)', cpu)
+    assert any("top cpu" in t for _, t in hog), hog  # the hog surfaced, on the CPU line
+    leak = re.findall(r'<a href="/attention/(\d+)" class="mark surfaced"><title>([^<]*)', memory)
+    assert any("memgrow.py" in t for _, t in leak), leak  # the leak surfaced, on memory
+    assert c.get(f"/attention/{leak[0][0]}").status_code == 200
+    assert "make build" in html.split('id="failed"')[1]  # and in words below the picture
+
+
+def test_the_json_twin_holds_the_readings_and_the_ns_times(day: Day) -> None:
+    got = as_json(client(day), "/timeline")
+    cpu, memory, load = got["readings"]
+    assert max(v for _, v in load["points"]) > 15  # the loaded machine's load at the start
+    assert max(v for _, v in cpu["points"]) == 100.0 and min(v for _, v in cpu["points"]) < 20
+    assert max(v for _, v in memory["points"]) > 2000 > min(v for _, v in memory["points"])
+    assert got["ticks"][0] == got["since"] and got["ticks"][-1] == got["until"]
+    assert {d["line"] for d in got["decisions"]} >= {"cpu", "memory", "load", ""}
+
+
+def test_zoom_and_move_keep_local_times_in_the_form(day: Day) -> None:
+    c = client(day)
+    html = c.get("/timeline?since=2026-12-05 19:26&until=2026-12-05 19:30").text
+    assert "19:26–19:30" in html and 'value="2026-12-05 19:26"' in html
+    zoom = re.search(r'href="([^"]+)" id="zoom-in"', html)
+    assert zoom and "since=2026-12-05%2019%3A27%3A00" in zoom.group(1)
+    assert not re.search(r"\d{19}", zoom.group(1))  # no raw stamps in what the form gets
+    assert c.get(zoom.group(1).replace("&amp;", "&")).status_code == 200
+    assert c.get("/timeline?since=junk").status_code == 400
+
+
+def test_a_withheld_window_is_not_drawn(day: Day) -> None:
+    with (day.root / "nerve.yaml").open("a") as out:
+        out.write(
+            "privacy:\n  rules:\n    - {name: so, regex: 'Stack Overflow', action: drop}\n"
+            "    - {name: build, regex: 'make build', action: drop}\n"
+        )
+    html = client(day).get("/timeline").text
+    assert "Stack Overflow" not in html and "undefined reference" not in html
+    assert "make build" not in html and "$ make clean" in html  # the other commands stay
+
+
+def test_a_window_widens_to_round_times() -> None:
+    minute = 60 * 10**9
+    lo, hi, step = rounded(1796498578 * 10**9, 1796499191 * 10**9)
+    assert step == 2 * minute and lo % step == 0 and hi % step == 0
+    assert rounded(0, 7 * 3600 * 10**9)[2] == 60 * minute
+
+
+def test_a_decision_page_draws_the_reading_it_fired_on(day: Day) -> None:
+    c = client(day)
+    leak = next(
+        d for d in as_json(c, "/timeline")["decisions"]
+        if d["probe"] == "processes.top_rss_bytes" and not d["held"]
+    )  # fmt: skip
+    got = as_json(c, f"/attention/{leak['seq']}")["reading"]
+    line = got["line"]
+    assert line["name"] == "processes.top_rss_bytes" and line["unit"] == "MiB"
+    assert got["since"] <= leak["at"] < got["until"] and line["count"] >= 10
+    (moment,) = line["marks"]
+    assert moment["at"] == leak["at"] and 700 < moment["value"] < 800  # memgrow.py's 743 MiB
+    html = c.get(f"/attention/{leak['seq']}").text
+    assert 'id="reading-line"' in html and "<polyline" in lane(html, "reading-line")
+    novelty = next(d for d in as_json(c, "/timeline")["decisions"] if d["probe"] == "novelty")
+    assert as_json(c, f"/attention/{novelty['seq']}")["reading"] is None  # no reading to draw
