@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from nerve.events import SourceClass
-from nerve.recall.plans.log import Reader
+from nerve.recall.plans.log import WHOLE, Reader
 from nerve.recall.plans.window import Window
 
 __all__ = ["Folded", "folded_tops"]
@@ -25,9 +25,8 @@ def _parts(parts: tuple[str, ...]) -> str:
 
 _SQL = """
 WITH tops AS (
-    SELECT id, {t} AS t, data FROM events
+    SELECT id, {t} AS t, data FROM {rows}
     WHERE kind = 'observation' AND source = ? AND json_extract_string(data, '$.event') = 'top'
-      AND {t} >= ? AND {t} < ?
 ), entries AS ({parts}), flat AS (
     SELECT id, t, part, TRY_CAST(e->>'pid' AS BIGINT) AS pid,
         coalesce(TRY_CAST(e->>'start_time' AS BIGINT), 0) AS st, e->>'name' AS name,
@@ -80,7 +79,7 @@ def folded_tops(
 ) -> list[Folded]:
     """Every process on a top sample's ``parts`` lists in ``window`` (None: the whole log),
     folded."""
-    lo, hi = (0, 2**63 - 1) if window is None else (window.start_ns, window.end_ns)
-    sql = _SQL.format(t=_T, parts=_parts(parts))
-    rows = reader.conn.execute(sql, [int(SourceClass.PROCESS_TREE), lo, hi]).fetchall()
+    events, args = reader.events(window or WHOLE, [int(SourceClass.PROCESS_TREE)])
+    sql = _SQL.format(t=_T, rows=events, parts=_parts(parts))
+    rows = reader.conn.execute(sql, args).fetchall()
     return [_folded(r) for r in rows]
