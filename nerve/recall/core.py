@@ -334,7 +334,7 @@ def _create_window(conn: duckdb.DuckDBPyConnection, params: RetrievalParams) -> 
         CREATE OR REPLACE TEMP TABLE {_TABLE} AS
         SELECT *, row_number() OVER (PARTITION BY stratum ORDER BY {_ORDER}) - 1 AS rank
         FROM (
-            SELECT physical_ns, logical, node, id, source, trust, kind, subject, line, payload,
+            SELECT physical_ns, logical, node, id, source, trust, kind, subject, line,
                 CASE WHEN kind = 'observation' THEN source_name ELSE kind END AS stratum
             FROM events
             WHERE kind IN ({_placeholders(len(params.kinds))}){since}
@@ -512,9 +512,9 @@ def _project(
 def _payloads(conn: duckdb.DuckDBPyConnection, spans: Sequence[Span]) -> dict[str, Any]:
     if not spans:
         return {}
-    rows = conn.execute(
-        f"SELECT id, payload FROM {_TABLE} WHERE list_contains(?::BLOB[], id)",
-        [[bytes.fromhex(s.id) for s in spans]],
+    rows = conn.execute(  # from the log: the window keeps no payloads (it holds thousands)
+        "SELECT id, payload FROM events WHERE physical_ns >= ? AND list_contains(?::BLOB[], id)",
+        [min(s.hlc[0] for s in spans), [bytes.fromhex(s.id) for s in spans]],
     ).fetchall()
     return {
         bytes(eid).hex(): None if payload is None else decode_payload(bytes(payload))
