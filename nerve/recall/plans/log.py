@@ -17,6 +17,7 @@ import duckdb
 
 from nerve.events import SourceClass, decode_payload
 from nerve.query import EVENTS_IN_TIME, time_args
+from nerve.recall.plans.memo import by_segment
 from nerve.recall.plans.window import NS, Window, local, stamp
 
 __all__ = ["WHOLE", "Found", "Reader", "Row", "plain_source"]
@@ -101,11 +102,14 @@ class Reader:
             params.append(subject)
         rows, params = self.events(window, params)
         sql = (
-            f"SELECT id, {_TIME} AS t, kind, source, subject, line, payload FROM {rows} "
-            f"WHERE {' AND '.join(clauses)} ORDER BY t DESC, physical_ns DESC, logical DESC "
-            f"LIMIT {int(limit)}"
+            f"SELECT id, {_TIME} AS t, kind, source, subject, line, payload, physical_ns, "
+            f"logical FROM {rows} WHERE {' AND '.join(clauses)} "
+            f"ORDER BY t DESC, physical_ns DESC, logical DESC LIMIT {int(limit)}"
         )
-        return [_row(r) for r in self.conn.execute(sql, params).fetchall()][::-1]
+        # the newest of the log are among the newest of the segments (read once each)
+        found = [r for part in by_segment(self.conn, sql, params, _placed) for r in part]
+        found.sort(key=lambda placed: placed[0], reverse=True)
+        return [row for _, row in found[: int(limit)]][::-1]
 
     @staticmethod
     def events(window: Window | None, args: Sequence[Any] = ()) -> tuple[str, list[Any]]:
@@ -163,6 +167,13 @@ class Reader:
         if left:
             text += f"\n… and {left} more; {self.tail_hint(window)}."
         return Found(text, tuple(dict.fromkeys(r.id for r, _ in kept)), True, left)
+
+
+def _placed(raw: tuple[Any, ...]) -> tuple[tuple[int, int, int], Row]:
+    """The row, after where it sorts among the newest: (time, HLC time, logical)."""
+    *event, physical, logical = raw
+    row = _row(tuple(event))
+    return (row.t, int(physical), int(logical)), row
 
 
 def _row(raw: tuple[Any, ...]) -> Row:
