@@ -74,5 +74,10 @@ def _segment(
 def _over(
     conn: duckdb.DuckDBPyConnection, source: str, sql: str, args: Sequence[Any]
 ) -> list[tuple[Any, ...]]:
-    rows = f"WITH events AS (SELECT {EVENT_COLUMNS} FROM {source}) {sql}"
-    return conn.execute(rows, list(args)).fetchall()
+    events = f"events AS (SELECT {EVENT_COLUMNS} FROM {source})"
+    query = sql.strip()
+    if query[:5].upper() == "WITH ":  # one WITH list: events first, then the query's own
+        query = f"WITH {events}, {query[5:]}"
+    else:
+        query = f"WITH {events} {query}"
+    return conn.execute(query, list(args)).fetchall()

@@ -8,6 +8,7 @@ from typing import Any
 
 from nerve.events import SourceClass
 from nerve.recall.plans.log import WHOLE, Reader
+from nerve.recall.plans.memo import by_segment
 from nerve.recall.plans.window import Window
 
 __all__ = ["Folded", "folded_tops"]
@@ -81,5 +82,20 @@ def folded_tops(
     folded."""
     events, args = reader.events(window or WHOLE, [int(SourceClass.PROCESS_TREE)])
     sql = _SQL.format(t=_T, rows=events, parts=_parts(parts))
-    rows = reader.conn.execute(sql, args).fetchall()
-    return [_folded(r) for r in rows]
+    each: dict[tuple[int, int], tuple[Any, ...]] = {}
+    for part in by_segment(reader.conn, sql, args):  # each sealed segment folded once
+        for row in part:
+            key = (row[0], row[1])
+            each[key] = _merged(each[key], row) if key in each else row
+    return [_folded(each[key]) for key in sorted(each)]
+
+
+def _merged(a: tuple[Any, ...], b: tuple[Any, ...]) -> tuple[Any, ...]:
+    """One process's folds of two parts of the log, as one fold of both (see ``_SQL``)."""
+    rss = max(a[5:8], b[5:8], key=lambda r: (r[0], -r[2]))
+    cpu = max(a[8:11], b[8:11], key=lambda r: (r[0], -r[2]))
+    first = min((a[13], a[15]), (b[13], b[15]), key=lambda r: r[0])
+    return (
+        *a[:2], *(min((x for x in (a[i], b[i]) if x is not None), default=None) for i in (2, 3, 4)),
+        *rss, *cpu, a[11] + b[11], a[12] + b[12], first[0], max(a[14], b[14]), first[1],
+    )  # fmt: skip
