@@ -313,8 +313,8 @@ def _threshold(
         f" ORDER BY physical_ns DESC, logical DESC LIMIT 2 OFFSET {params.window - 1}"
     )
     for floor in newest_floors(conn, params.window + 1):  # the newest segments, if enough
-        rows = conn.execute(sql.format(floor=" AND physical_ns >= ?"), [*params.kinds, floor])
-        found = rows.fetchall()
+        floored = sql.format(floor=" AND physical_ns >= ?")
+        found = conn.execute(floored, [*params.kinds, floor]).fetchall()
         if len(found) == 2:
             return (int(found[0][0]), int(found[0][1])), False
     rows = conn.execute(sql.format(floor=""), list(params.kinds)).fetchall()

@@ -46,6 +46,7 @@ class Ask:
         """Observations of ``source`` in the period, oldest first (the newest ``_MAX_ROWS``)."""
         span = period if period is not None else self.period
         where = ["kind = 'observation'", "source = ?"]
+        args: list[Any]
         rows, args = "events", [int(source)]
         if span is not None:  # times in [start, end], read as EVENTS_IN_TIME reads them
             rows, args = EVENTS_IN_TIME, [*time_args(span.start_ns, span.end_ns + 1), *args]

@@ -13,7 +13,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import Any
 
 import duckdb
 
@@ -21,7 +21,6 @@ from nerve.query import EVENT_COLUMNS, segment_sources
 
 __all__ = ["by_segment"]
 
-T = TypeVar("T")
 _KEPT_ROWS = 400_000
 _found: OrderedDict[tuple[str, str, tuple[Any, ...], str], list[Any]] = OrderedDict()
 _held = 0
@@ -36,8 +35,8 @@ def by_segment(
     conn: duckdb.DuckDBPyConnection,
     sql: str,
     args: Sequence[Any] = (),
-    convert: Callable[[tuple[Any, ...]], T] = _same,  # type: ignore[assignment]
-) -> list[list[T]]:
+    convert: Callable[[tuple[Any, ...]], Any] = _same,
+) -> list[list[Any]]:
     """``sql`` (reading ``events``) run over each sealed segment and over the tail: each
     part's rows, each passed through ``convert`` (a segment's are kept converted). One part,
     over ``events``, on a connection not opened by :func:`nerve.query.connect`."""
@@ -53,8 +52,8 @@ def _segment(
     source: str,
     sql: str,
     args: tuple[Any, ...],
-    convert: Callable[[tuple[Any, ...]], T],
-) -> list[T]:
+    convert: Callable[[tuple[Any, ...]], Any],
+) -> list[Any]:
     global _held
     key = (source, sql, args, f"{convert.__module__}.{convert.__qualname__}")
     with _lock:
