@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from datetime import UTC
+from pathlib import Path
 from typing import Any
 
 import duckdb
@@ -103,3 +104,22 @@ def test_the_newest_floors_rise_with_the_rows_wanted(split: WorkspaceDir) -> Non
         assert newest_floors(conn, 1) == []
     finally:
         conn.close()
+
+
+def test_an_encrypted_log_is_read_by_segment_too(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from nerve.log import crypt
+
+    key = tmp_path / "K"
+    crypt.new_key_file(key)
+    monkeypatch.setenv(crypt.ENV_KEY_FILE, str(key))
+    ws = init_workspace(tmp_path / "ws", encrypt=(crypt.kek_from_file(key), crypt.file_source()))
+    _split(ws, 3)
+    conn = ws.connect()
+    try:
+        assert len(newest_floors(conn, 1)) >= 2  # the sealed files' statistics are read
+    finally:
+        conn.close()
+    for question in ("how much memory did memgrow.py use?", "what did I run 2 minutes ago?"):
+        assert _answer(ws, question) == _answer(ws, question, connect=_one_read(ws))
