@@ -1,6 +1,6 @@
 """A query over the whole log, read once per sealed segment: a segment's file is named by
 the blake3 of its bytes and never changes, so what a query found in it is kept (in this
-process, up to a few hundred thousand rows) and only the unsealed tail is read again.
+process, up to 100,000 rows) and only the unsealed tail is read again.
 Callers fold the parts into one answer.
 
 Only a connection :func:`nerve.query.connect` opened reads this way (its ``events`` are the
@@ -21,7 +21,7 @@ from nerve.query import EVENT_COLUMNS, segment_sources
 
 __all__ = ["by_segment"]
 
-_KEPT_ROWS = 400_000
+_KEPT_ROWS = 100_000  # the rows kept, over every part
 _found: OrderedDict[tuple[str, str, tuple[Any, ...], str], list[Any]] = OrderedDict()
 _held = 0
 _lock = threading.Lock()
