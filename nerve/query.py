@@ -67,6 +67,21 @@ SELECT
 """
 
 
+EVENTS_IN_TIME = (
+    "(SELECT * FROM events WHERE valid_time_ns >= ? AND valid_time_ns < ? UNION ALL "
+    "SELECT * FROM events WHERE valid_time_ns IS NULL AND physical_ns >= ? AND physical_ns < ?)"
+)
+"""The ``events`` whose time, ``coalesce(valid_time_ns, physical_ns)``, is in a half-open
+range (its parameters: :func:`time_args`). The same rows as a filter on the ``coalesce``, but
+as two scans DuckDB skips row groups in by their column statistics, where a filter on the
+``coalesce`` reads every row group of the log."""
+
+
+def time_args(start_ns: int, end_ns: int) -> list[int]:
+    """The parameters of :data:`EVENTS_IN_TIME` for times in ``[start_ns, end_ns)``."""
+    return [start_ns, end_ns, start_ns, end_ns]
+
+
 def register_blake3(conn: duckdb.DuckDBPyConnection) -> None:
     """``nerve_blake3(blob)``: the payload address, for the rows that do not store it."""
     from duckdb.func import ARROW
@@ -113,8 +128,12 @@ def parquet_sql(files: Sequence[Path]) -> str:
     from nerve.sealedfs import uri
 
     sealed = bool(files) and is_encrypted(files[0].parent.parent)
-    names = ", ".join("'" + (uri(p) if sealed else str(p)).replace("'", "''") + "'" for p in files)
+    names = ", ".join(_quoted(uri(p) if sealed else str(p)) for p in files)
     return f"read_parquet([{names}])"
+
+
+def _quoted(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
 
 
 def source_sql(snap: Snapshot) -> str:
@@ -148,7 +167,54 @@ def connect(
         conn.execute("SET enable_progress_bar_print = false")  # DuckDB prints it on stdout
     register_snapshot(conn, snap)
     define_views(conn, source_sql(snap), load_projections(projection_dirs), settings)
+    conn.execute(
+        f"CREATE TEMP TABLE {SEGMENTS_TABLE} AS SELECT unnest(?::VARCHAR[]) AS source",
+        [[parquet_sql([path]) for path in snap.files]],
+    )
     return conn
+
+
+SEGMENTS_TABLE = "nerve_segments"
+"""On a connection :func:`connect` opened: each sealed segment ``events`` reads, oldest
+first, as the SQL that reads it alone, ``read_parquet(['…'])`` (the rest of ``events`` is the
+tail, ``_tail``)."""
+
+
+def segment_sources(conn: duckdb.DuckDBPyConnection) -> list[str] | None:
+    """What :data:`SEGMENTS_TABLE` holds, or None on a connection whose ``events`` are not
+    the log's segments and tail (one made by :func:`define_views` over other rows)."""
+    try:
+        rows = conn.execute(f"SELECT source FROM {SEGMENTS_TABLE} ORDER BY rowid").fetchall()
+    except duckdb.CatalogException:
+        return None
+    return [str(source) for (source,) in rows]
+
+
+_ROW_GROUPS = (
+    "SELECT row_group_num_rows, TRY_CAST(stats_min AS BIGINT) FROM parquet_metadata({}) "
+    "WHERE path_in_schema = 'physical_ns' ORDER BY row_group_id DESC"
+)
+
+
+def newest_floors(conn: duckdb.DuckDBPyConnection, rows: int) -> list[int]:
+    """``physical_ns`` bounds at or above which the newest row groups of the sealed segments
+    hold at least ``rows`` rows, then four and sixteen times as many (fewer when the log is
+    smaller; none on a connection without :data:`SEGMENTS_TABLE`), from the files' column
+    statistics. A query for the newest ``rows`` events may read only the rows at or above a
+    floor (DuckDB skips the other row groups), and needs a lower one, or none, only when it
+    finds fewer than it wants there."""
+    sources = segment_sources(conn) or []
+    floors, held, wanted = [], 0, rows
+    for source in reversed(sources):
+        metadata = _ROW_GROUPS.format(source.removeprefix("read_parquet(").removesuffix(")"))
+        for count, floor in conn.execute(metadata).fetchall():
+            held += int(count)
+            if held >= wanted and floor is not None:
+                floors.append(int(floor))
+                wanted *= 4
+                if len(floors) == 3:
+                    return floors
+    return floors
 
 
 def define_views(

@@ -16,6 +16,7 @@ are raised together in one :class:`~nerve.config.issues.InvalidConfig`.
 from __future__ import annotations
 
 import difflib
+import functools
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -95,8 +96,11 @@ def _unknown_sense(name: str, senses: Mapping[str, Any]) -> str:
 
 
 # entry points
+@functools.lru_cache(maxsize=8)
 def parse_config(text: str, filename: str = "nerve.yaml") -> NerveConfig:
-    """Validate ``nerve.yaml`` text; raise :class:`InvalidConfig` listing every problem."""
+    """Validate ``nerve.yaml`` text; raise :class:`InvalidConfig` listing every problem.
+    The same text gives the same (frozen) config, so a long-lived process asking often
+    parses a file once per change."""
     config, issues = _check(text, filename)
     if config is None:
         raise InvalidConfig(issues, hint="run `nerve validate` to list every problem")

@@ -53,6 +53,7 @@ from nerve.config.recall import DEFAULT_K, DEFAULT_KINDS, DEFAULT_WINDOW_SPANS
 from nerve.errors import UsageError
 from nerve.events import decode_payload, source_name
 from nerve.log.wire import ERASED_TEXT
+from nerve.query import newest_floors
 
 __all__ = [
     "ENVELOPE_VERSION",
@@ -308,10 +309,15 @@ def _threshold(
     """The window's oldest stamp (None: every candidate fits) and whether the window is whole."""
     kinds = _placeholders(len(params.kinds))
     sql = (
-        f"SELECT physical_ns, logical FROM events WHERE kind IN ({kinds})"
+        f"SELECT physical_ns, logical FROM events WHERE kind IN ({kinds}){{floor}}"
         f" ORDER BY physical_ns DESC, logical DESC LIMIT 2 OFFSET {params.window - 1}"
     )
-    rows = conn.execute(sql, list(params.kinds)).fetchall()
+    for floor in newest_floors(conn, params.window + 1):  # the newest segments, if enough
+        floored = sql.format(floor=" AND physical_ns >= ?")
+        found = conn.execute(floored, [*params.kinds, floor]).fetchall()
+        if len(found) == 2:
+            return (int(found[0][0]), int(found[0][1])), False
+    rows = conn.execute(sql.format(floor=""), list(params.kinds)).fetchall()
     if not rows:
         return None, True
     return (int(rows[0][0]), int(rows[0][1])), len(rows) < 2
@@ -320,14 +326,15 @@ def _threshold(
 def _create_window(conn: duckdb.DuckDBPyConnection, params: RetrievalParams) -> bool:
     """Materialise the window; True when it holds every candidate in the log."""
     oldest, complete = _threshold(conn, params)
-    since = "" if oldest is None else " AND (physical_ns > ? OR (physical_ns = ? AND logical >= ?))"
+    since = "" if oldest is None else " AND physical_ns >= ? AND (physical_ns > ? OR logical >= ?)"
+    # physical_ns >= the oldest's first: DuckDB skips the row groups before it
     args: list[Any] = [*params.kinds, *(() if oldest is None else (oldest[0], *oldest))]
     conn.execute(
         f"""
         CREATE OR REPLACE TEMP TABLE {_TABLE} AS
         SELECT *, row_number() OVER (PARTITION BY stratum ORDER BY {_ORDER}) - 1 AS rank
         FROM (
-            SELECT physical_ns, logical, node, id, source, trust, kind, subject, line, payload,
+            SELECT physical_ns, logical, node, id, source, trust, kind, subject, line,
                 CASE WHEN kind = 'observation' THEN source_name ELSE kind END AS stratum
             FROM events
             WHERE kind IN ({_placeholders(len(params.kinds))}){since}
@@ -505,9 +512,9 @@ def _project(
 def _payloads(conn: duckdb.DuckDBPyConnection, spans: Sequence[Span]) -> dict[str, Any]:
     if not spans:
         return {}
-    rows = conn.execute(
-        f"SELECT id, payload FROM {_TABLE} WHERE list_contains(?::BLOB[], id)",
-        [[bytes.fromhex(s.id) for s in spans]],
+    rows = conn.execute(  # from the log: the window keeps no payloads (it holds thousands)
+        "SELECT id, payload FROM events WHERE physical_ns >= ? AND list_contains(?::BLOB[], id)",
+        [min(s.hlc[0] for s in spans), [bytes.fromhex(s.id) for s in spans]],
     ).fetchall()
     return {
         bytes(eid).hex(): None if payload is None else decode_payload(bytes(payload))

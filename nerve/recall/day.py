@@ -19,6 +19,7 @@ from nerve.attention.reason import reason_of
 from nerve.canonical import loads_bounded
 from nerve.categories import SPELLS_VIEW
 from nerve.events import SourceClass
+from nerve.query import EVENTS_IN_TIME, time_args
 
 __all__ = ["Day", "Span", "commands_in", "day_of", "decisions_in", "time_per", "time_per_sql"]
 
@@ -146,11 +147,10 @@ def commands_in(conn: duckdb.DuckDBPyConnection, since: int, until: int) -> list
     """The shell commands run in [since, until), oldest first: when, command, exit, folder."""
     rows = conn.execute(
         "SELECT coalesce(valid_time_ns, physical_ns) AS t, data->>'command', "
-        "TRY_CAST(data->>'exit' AS BIGINT), data->>'cwd' FROM events "
+        f"TRY_CAST(data->>'exit' AS BIGINT), data->>'cwd' FROM {EVENTS_IN_TIME} "
         "WHERE kind = 'observation' AND source = ? AND data->>'command' IS NOT NULL "
-        "AND coalesce(valid_time_ns, physical_ns) >= ? "
-        "AND coalesce(valid_time_ns, physical_ns) < ? ORDER BY t, logical",
-        [int(SourceClass.SHELL), since, until],
+        "ORDER BY t, logical",
+        [*time_args(since, until), int(SourceClass.SHELL)],
     ).fetchall()
     return [{"at": int(t), "command": str(c), "exit": e, "cwd": d or ""} for t, c, e, d in rows]
 

@@ -4,6 +4,7 @@ them), time per app, and what happened in a period."""
 from __future__ import annotations
 
 from nerve.events import SourceClass
+from nerve.query import EVENTS_IN_TIME, time_args
 from nerve.recall.day import time_per
 from nerve.recall.facts.ask import Ask, Row, answer, never, nothing
 from nerve.recall.facts.commands import cmd, exit_note
@@ -118,10 +119,10 @@ def happened(ask: Ask) -> Tier0Answer:
     period = ask.period or Period(ask.now_ns - 3600 * 10**9, ask.now_ns, "the last hour")
     scoped = Ask(ask.conn, ask.text, period, ask.now_ns, ask.tz)
     sql = (
-        "SELECT source_name, count(*) FROM events WHERE kind = 'observation' AND "
-        "coalesce(valid_time_ns, physical_ns) BETWEEN ? AND ? GROUP BY 1 ORDER BY 2 DESC, 1"
+        f"SELECT source_name, count(*) FROM {EVENTS_IN_TIME} WHERE kind = 'observation' "
+        "GROUP BY 1 ORDER BY 2 DESC, 1"
     )
-    counts = ask.conn.execute(sql, [period.start_ns, period.end_ns]).fetchall()
+    counts = ask.conn.execute(sql, time_args(period.start_ns, period.end_ns + 1)).fetchall()
     if not counts:
         return nothing(scoped, "happened", "observations")
     parts = ", ".join(f"{n} {s}" for s, n in counts)

@@ -10,6 +10,7 @@ from typing import Any
 import duckdb
 
 from nerve.events import decode_payload
+from nerve.query import EVENTS_IN_TIME, time_args
 from nerve.recall.tier0 import Tier0Answer
 from nerve.tail.when import Period
 
@@ -45,16 +46,16 @@ class Ask:
         """Observations of ``source`` in the period, oldest first (the newest ``_MAX_ROWS``)."""
         span = period if period is not None else self.period
         where = ["kind = 'observation'", "source = ?"]
-        args: list[Any] = [int(source)]
+        args: list[Any]
+        rows, args = "events", [int(source)]
+        if span is not None:  # times in [start, end], read as EVENTS_IN_TIME reads them
+            rows, args = EVENTS_IN_TIME, [*time_args(span.start_ns, span.end_ns + 1), *args]
         if subject is not None:
             where.append("subject = ?")
             args.append(subject)
-        if span is not None:
-            where.append("coalesce(valid_time_ns, physical_ns) BETWEEN ? AND ?")
-            args += [span.start_ns, span.end_ns]
         sql = (
             "SELECT id, coalesce(valid_time_ns, physical_ns) AS t, subject, line, payload "
-            f"FROM events WHERE {' AND '.join(where)} ORDER BY t DESC, logical DESC "
+            f"FROM {rows} WHERE {' AND '.join(where)} ORDER BY t DESC, logical DESC "
             f"LIMIT {_MAX_ROWS}"
         )
         out = [_row(r) for r in self.conn.execute(sql, args).fetchall()]

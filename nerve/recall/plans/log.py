@@ -16,9 +16,11 @@ from typing import Any
 import duckdb
 
 from nerve.events import SourceClass, decode_payload
+from nerve.query import EVENTS_IN_TIME, time_args
+from nerve.recall.plans.memo import by_segment
 from nerve.recall.plans.window import NS, Window, local, stamp
 
-__all__ = ["Found", "Reader", "Row", "plain_source"]
+__all__ = ["WHOLE", "Found", "Reader", "Row", "plain_source"]
 
 _LIMIT = 20_000
 _SHOWN = 12
@@ -32,6 +34,8 @@ _SOURCE_WORDS = {
     SourceClass.SYSTEM_LOG: "system log",
 }
 _TIME = "coalesce(valid_time_ns, physical_ns)"
+WHOLE = Window(0, 2**63 - 1, "the whole log")
+"""Every time from 1970 on: what a fold over "the whole log" reads."""
 
 
 @dataclass(frozen=True)
@@ -96,15 +100,24 @@ class Reader:
         if subject is not None:
             clauses.append("subject = ?")
             params.append(subject)
-        if window is not None:
-            clauses.append(f"{_TIME} >= ? AND {_TIME} < ?")
-            params += [window.start_ns, window.end_ns]
+        rows, params = self.events(window, params)
         sql = (
-            f"SELECT id, {_TIME} AS t, kind, source, subject, line, payload FROM events "
-            f"WHERE {' AND '.join(clauses)} ORDER BY t DESC, physical_ns DESC, logical DESC "
-            f"LIMIT {int(limit)}"
+            f"SELECT id, {_TIME} AS t, kind, source, subject, line, payload, physical_ns, "
+            f"logical FROM {rows} WHERE {' AND '.join(clauses)} "
+            f"ORDER BY t DESC, physical_ns DESC, logical DESC LIMIT {int(limit)}"
         )
-        return [_row(r) for r in self.conn.execute(sql, params).fetchall()][::-1]
+        # the newest of the log are among the newest of the segments (read once each)
+        found = [r for part in by_segment(self.conn, sql, params, _placed) for r in part]
+        found.sort(key=lambda placed: placed[0], reverse=True)
+        return [row for _, row in found[: int(limit)]][::-1]
+
+    @staticmethod
+    def events(window: Window | None, args: Sequence[Any] = ()) -> tuple[str, list[Any]]:
+        """The rows of ``events`` in ``window`` (None: every row) as SQL to read FROM
+        (:data:`~nerve.query.EVENTS_IN_TIME`), and its parameters followed by ``args``."""
+        if window is None:
+            return "events", list(args)
+        return EVENTS_IN_TIME, [*time_args(window.start_ns, window.end_ns), *args]
 
     def ever(self, source: int, subject: str | None = None, kind: str = "observation") -> bool:
         """Whether the log holds any such row at all."""
@@ -154,6 +167,13 @@ class Reader:
         if left:
             text += f"\n… and {left} more; {self.tail_hint(window)}."
         return Found(text, tuple(dict.fromkeys(r.id for r, _ in kept)), True, left)
+
+
+def _placed(raw: tuple[Any, ...]) -> tuple[tuple[int, int, int], Row]:
+    """The row, after where it sorts among the newest: (time, HLC time, logical)."""
+    *event, physical, logical = raw
+    row = _row(tuple(event))
+    return (row.t, int(physical), int(logical)), row
 
 
 def _row(raw: tuple[Any, ...]) -> Row:

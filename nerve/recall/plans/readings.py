@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from nerve.events import SourceClass
-from nerve.recall.plans.log import Found, Reader, Row
+from nerve.recall.plans.log import WHOLE, Found, Reader, Row
 from nerve.recall.plans.parse import Plan
 from nerve.recall.plans.things import top_process
 from nerve.recall.plans.window import NS, Window
@@ -87,12 +87,14 @@ class _Fold:
 
 def _fold(reader: Reader, kind: _Kind, window: Window | None, end: int) -> _Fold | None:
     """Each reading stands until the next (at most five minutes), the last until ``end``."""
-    lo, hi = (0, 2**63 - 1) if window is None else (window.start_ns, window.end_ns)
     subject = "" if kind.subject is None else "AND subject = ?"
+    events, args = reader.events(
+        window or WHOLE, [int(kind.source), *([kind.subject] if kind.subject else [])]
+    )
     sql = f"""
         WITH r AS (
-            SELECT id, {_T} AS t, {kind.sql} AS v FROM events
-            WHERE kind = 'observation' AND source = ? {subject} AND {_T} >= ? AND {_T} < ?
+            SELECT id, {_T} AS t, {kind.sql} AS v FROM {events}
+            WHERE kind = 'observation' AND source = ? {subject}
         ), w AS (
             SELECT id, t, v, greatest(1, least(coalesce(lead(t) OVER (ORDER BY t, id),
                 greatest(?, t)) - t, {_STANDS_MAX})) AS w FROM r WHERE v IS NOT NULL
@@ -100,8 +102,7 @@ def _fold(reader: Reader, kind: _Kind, window: Window | None, end: int) -> _Fold
         SELECT count(*), sum(v * w) / sum(w), max(v), arg_max(id, (v, -t)), arg_max(t, (v, -t)),
             arg_max(v, (t, id)), arg_max(id, (t, id)) FROM w
     """
-    args = [int(kind.source), *([kind.subject] if kind.subject else []), lo, hi, end]
-    row = reader.conn.execute(sql, args).fetchone()
+    row = reader.conn.execute(sql, [*args, end]).fetchone()
     if row is None or not row[0]:
         return None
     n, mean, peak, peak_id, peak_t, last, last_id = row

@@ -164,12 +164,13 @@ def _commands_over(
         rows = [r for r in rows if _failed(r) == (status == "failed")]
     if not words:
         return rows
-    scored = [(hits(words, _command_of(r)), r) for r in rows]
-    best = max((n for n, _ in scored), default=0)
-    chosen = [r for n, r in scored if n and n == best]
-    runs = Counter(_command_of(r) for r in chosen)
+    said = [(_command_of(r), r) for r in rows]
+    score = {text: hits(words, text) for text in dict.fromkeys(text for text, _ in said)}
+    best = max(score.values(), default=0)
+    chosen = [(text, r) for text, r in said if score[text] and score[text] == best]
+    runs = Counter(text for text, _ in chosen)
     most = max(runs.values(), default=0)
-    return [r for r in chosen if runs[_command_of(r)] == most]  # a tie: the one run most
+    return [r for text, r in chosen if runs[text] == most]  # a tie: the one run most
 
 
 def _failed(row: Row) -> bool:

@@ -7,7 +7,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from nerve.events import SourceClass
-from nerve.recall.plans.log import Reader
+from nerve.recall.plans.log import WHOLE, Reader
+from nerve.recall.plans.memo import by_segment
 from nerve.recall.plans.window import Window
 
 __all__ = ["Folded", "folded_tops"]
@@ -25,9 +26,8 @@ def _parts(parts: tuple[str, ...]) -> str:
 
 _SQL = """
 WITH tops AS (
-    SELECT id, {t} AS t, data FROM events
+    SELECT id, {t} AS t, data FROM {rows}
     WHERE kind = 'observation' AND source = ? AND json_extract_string(data, '$.event') = 'top'
-      AND {t} >= ? AND {t} < ?
 ), entries AS ({parts}), flat AS (
     SELECT id, t, part, TRY_CAST(e->>'pid' AS BIGINT) AS pid,
         coalesce(TRY_CAST(e->>'start_time' AS BIGINT), 0) AS st, e->>'name' AS name,
@@ -80,7 +80,22 @@ def folded_tops(
 ) -> list[Folded]:
     """Every process on a top sample's ``parts`` lists in ``window`` (None: the whole log),
     folded."""
-    lo, hi = (0, 2**63 - 1) if window is None else (window.start_ns, window.end_ns)
-    sql = _SQL.format(t=_T, parts=_parts(parts))
-    rows = reader.conn.execute(sql, [int(SourceClass.PROCESS_TREE), lo, hi]).fetchall()
-    return [_folded(r) for r in rows]
+    events, args = reader.events(window or WHOLE, [int(SourceClass.PROCESS_TREE)])
+    sql = _SQL.format(t=_T, rows=events, parts=_parts(parts))
+    each: dict[tuple[int, int], tuple[Any, ...]] = {}
+    for part in by_segment(reader.conn, sql, args):  # each sealed segment folded once
+        for row in part:
+            key = (row[0], row[1])
+            each[key] = _merged(each[key], row) if key in each else row
+    return [_folded(each[key]) for key in sorted(each)]
+
+
+def _merged(a: tuple[Any, ...], b: tuple[Any, ...]) -> tuple[Any, ...]:
+    """One process's folds of two parts of the log, as one fold of both (see ``_SQL``)."""
+    rss = max(a[5:8], b[5:8], key=lambda r: (r[0], -r[2]))
+    cpu = max(a[8:11], b[8:11], key=lambda r: (r[0], -r[2]))
+    first = min((a[13], a[15]), (b[13], b[15]), key=lambda r: r[0])
+    return (
+        *a[:2], *(min((x for x in (a[i], b[i]) if x is not None), default=None) for i in (2, 3, 4)),
+        *rss, *cpu, a[11] + b[11], a[12] + b[12], first[0], max(a[14], b[14]), first[1],
+    )  # fmt: skip

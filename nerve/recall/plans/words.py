@@ -13,6 +13,7 @@ import re
 import duckdb
 
 from nerve.events import SourceClass
+from nerve.recall.plans.memo import by_segment
 
 __all__ = ["APP_KINDS", "Known", "app_hit", "hits", "known_of", "stem", "tokens"]
 
@@ -147,14 +148,20 @@ _NAMES = {
 
 
 def _read(conn: duckdb.DuckDBPyConnection, which: str) -> tuple[str, ...]:
+    """The newest names, each at its last time; read per segment (:mod:`.memo`), where a
+    name among the newest of the log is among the newest of the segment holding its last
+    time."""
     source, name, where = _NAMES[which]
-    rows = conn.execute(
+    sql = (
         f"SELECT lower({name}) AS n, max(physical_ns) AS t FROM events "
         f"WHERE kind = 'observation' AND source = ? AND {where} AND n IS NOT NULL "
-        f"GROUP BY n ORDER BY t DESC, n LIMIT {_LIMIT}",
-        [int(source)],
-    ).fetchall()
-    return tuple(str(n) for n, _ in rows)
+        f"GROUP BY n ORDER BY t DESC, n LIMIT {_LIMIT}"
+    )
+    last: dict[str, int] = {}
+    for part in by_segment(conn, sql, [int(source)]):
+        for n, t in part:
+            last[n] = max(t, last.get(n, t))
+    return tuple(sorted(last, key=lambda n: (-last[n], n))[:_LIMIT])
 
 
 def known_of(conn: duckdb.DuckDBPyConnection) -> Known:
