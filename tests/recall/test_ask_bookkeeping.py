@@ -79,7 +79,7 @@ def test_the_ui_search_timeline_and_charts_leave_them_out(ws: api.Workspace) -> 
     assert sum(e["kind"] == "ask.question" for e in every) == 3
     asked = as_json(c, "/events?kind=ask.question&since=1h")["events"]
     assert len(asked) == 3
-    day = as_json(c, "/timeline?since=1h")
+    day = as_json(c, "/timeline/counts?since=1h")  # the event-count lanes
     assert {lane["source"] for lane in day["lanes"]} == {"shell"}
     assert {e["kind"] for e in day["events"]} == {"observation"}
 
