@@ -159,7 +159,8 @@ def _ui_responses(ws: WorkspaceDir) -> tuple[list[tuple[str, str]], set[str]]:
     pages = ["/", "/?since=1h", "/events?since=1h&all=1", "/events?since=1h&text=otp",
              "/events?since=1h&text=vault", "/events?since=1h&text=7391", "/live", "/senses",
              "/privacy", "/health", "/attention", "/timeline", "/timeline?since=1h",
-             "/timeline/counts", "/timeline/counts?since=1h", "/?since=1h&group=title", "/?since=1h&group=category"]  # fmt: skip
+             "/timeline/counts", "/timeline/counts?since=1h", "/?since=1h&group=title",
+             "/?since=1h&group=category"]  # fmt: skip
     for path in pages:
         seen += [(path, t) for t in _get(c, path)]
     seen.append(("events csv", c.get("/events?since=1h&all=1&size=1000&format=csv").text))
