@@ -575,13 +575,21 @@ def stored_events(table: pa.Table) -> list[Event | ErasedEvent]:
                 r["kind"],
                 r["subject"],
                 r["source"],
-                Trust(r["trust"]),
+                _trust(r["trust"]),
                 r["valid_time_ns"],
                 r["payload_cid"],
                 r["id"],
             )
         )
     return out
+
+
+def _trust(value: int) -> Trust:
+    """A stored trust level; a value no level has is damage, named like any other field's."""
+    try:
+        return Trust(value)
+    except ValueError:
+        raise LogCorrupt(f"field trust: {value!r} is not a trust level") from None
 
 
 def events_from_table(table: pa.Table) -> list[Event]:
@@ -594,7 +602,7 @@ def events_from_table(table: pa.Table) -> list[Event]:
             kind=r["kind"],
             subject=r["subject"],
             source=r["source"],
-            trust=Trust(r["trust"]),
+            trust=_trust(r["trust"]),
             valid_time_ns=r["valid_time_ns"],
             payload=r["payload"],
             line=r["line"],

@@ -192,17 +192,41 @@ def reading(path: Path) -> Iterator[None]:
         yield
     except FileNotFoundError:
         raise
-    except (pa.ArrowException, OSError, UnicodeDecodeError) as exc:
+    except (pa.ArrowException, OSError, UnicodeDecodeError, KeyError) as exc:  # KeyError: a field
         raise LogCorrupt(f"{path}: cannot be read as Parquet: {one_line(exc)}") from None
     except (LogCorrupt, EventError) as exc:  # a row that is not an event is a corrupt file
         raise LogCorrupt(f"{path}: {one_line(exc)}") from None
+
+
+# The Parquet physical type each column of the log may be stored as (today's and v1's):
+# Arrow aborts the process, rather than raising, on some columns whose footer disagrees.
+_PHYSICAL = {
+    "physical_ns": {"INT64"}, "logical": {"INT64", "INT32"}, "source": {"INT64", "INT32"},
+    "trust": {"INT32", "INT64"}, "valid_time_ns": {"INT64"}, "node": {"BYTE_ARRAY"},
+    "kind": {"BYTE_ARRAY"}, "subject": {"BYTE_ARRAY"}, "payload": {"BYTE_ARRAY"},
+    "line": {"BYTE_ARRAY"}, "payload_cid": {"FIXED_LEN_BYTE_ARRAY", "BYTE_ARRAY"},
+    "id": {"FIXED_LEN_BYTE_ARRAY", "BYTE_ARRAY"},
+}  # fmt: skip
+
+
+def opened(path: Path) -> Any:
+    """The segment's Parquet file, its footer checked: each of the log's columns stored as a
+    type it may have (:class:`LogCorrupt` naming the column otherwise)."""
+    file = pq.ParquetFile(source(path))
+    schema = file.schema
+    for index in range(len(schema)):
+        column = schema.column(index)
+        allowed = _PHYSICAL.get(column.name)
+        if allowed is not None and column.physical_type not in allowed:
+            raise LogCorrupt(f"column {column.name} is stored as {column.physical_type}")
+    return file
 
 
 def read_segment(path: Path, columns: list[str] | None = None) -> pa.Table:
     check_regular(path)
     with reading(path):
         wanted = with_cid_source(columns)
-        table = complete(conform(pq.read_table(source(path), columns=wanted)), wanted)
+        table = complete(conform(opened(path).read(columns=wanted)), wanted)
         return table if wanted == columns else table.select(columns)
 
 
@@ -234,7 +258,7 @@ def read_since(path: Path, since: Hlc) -> pa.Table:
     """Rows strictly after ``since``, using the physical_ns statistics to skip row groups."""
     check_regular(path)
     with reading(path):
-        file = pq.ParquetFile(source(path))
+        file = opened(path)
         groups = [i for i in range(file.num_row_groups) if _ends_at_or_after(file, i, since)]
         table = file.read_row_groups(groups) if groups else file.schema_arrow.empty_table()
         return after(complete(conform(table)), since)
@@ -244,17 +268,18 @@ def _ends_at_or_after(file: Any, group: int, since: Hlc) -> bool:
     """Whether row group ``group`` may hold a row at or after ``since``'s physical time (by
     its ``physical_ns`` statistics; a group without them is read). Chosen by hand rather than
     through ``read_table(filters=...)``, which hangs on some corrupt footers."""
-    meta = file.metadata.row_group(group)
-    for index in range(meta.num_columns):
-        column = meta.column(index)
-        if column.path_in_schema == "physical_ns":
-            if column.physical_type != "INT64":  # pyarrow aborts reading such statistics
-                raise LogCorrupt(f"physical_ns is stored as {column.physical_type}")
-            stats = column.statistics
-            if stats is None or not stats.has_min_max:
-                return True
-            return bool(stats.max >= since.physical_ns)
-    return True
+    names = [file.schema.column(i).name for i in range(len(file.schema))]
+    if "physical_ns" not in names:
+        return True
+    # Only that column's chunk metadata is built: Arrow aborts the process on some damaged
+    # chunk metadata (a level histogram of the wrong size), so the others are not touched.
+    column = file.metadata.row_group(group).column(names.index("physical_ns"))
+    if column.physical_type != "INT64":  # pyarrow aborts reading such statistics
+        raise LogCorrupt(f"physical_ns is stored as {column.physical_type}")
+    stats = column.statistics
+    if stats is None or not stats.has_min_max:
+        return True
+    return bool(stats.max >= since.physical_ns)
 
 
 def after(table: pa.Table, since: Hlc) -> pa.Table:
