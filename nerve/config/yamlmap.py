@@ -83,6 +83,9 @@ def load_yaml(text: str, filename: str, *, first_line: int = 1) -> YamlDoc:
         raise InvalidConfig([issue]) from None
     except RecursionError:  # the YAML parser recurses once per level: far too deep to read
         raise InvalidConfig([ConfigIssue(filename, None, None, "", _TOO_DEEP)]) from None
+    except TypeError:  # a key that is a list or a mapping (`? [a, b]`): it cannot be hashed
+        issue = ConfigIssue(filename, None, None, "", "invalid YAML: a key must be a plain value")
+        raise InvalidConfig([issue]) from None
     except ValueError as exc:  # a value the constructor cannot build, e.g. int() refusing
         issue = ConfigIssue(filename, None, None, "", "invalid YAML value: " + str(exc))
         raise InvalidConfig([issue]) from None
