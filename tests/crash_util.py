@@ -34,7 +34,9 @@ def kill_once(root: Path, round_no: int, rng: random.Random) -> tuple[list[str],
     head = writer.read(60)  # the writer has acknowledged something: it has opened the log
     time.sleep(rng.uniform(0.0, 0.25))
     code, rest, err = writer.kill()
-    if code != -signal.SIGKILL:
+    # 255: the fork server could not report the status (it lost the race with the kill under
+    # load); a writer that failed on its own says so on stderr, which must then be empty.
+    if code != -signal.SIGKILL and not (code == 255 and not err):
         raise AssertionError(f"writer exited {code}: {err.decode()[-2000:]}")
     # Only whole lines were acknowledged: the last one may be cut mid-write.
     lines = (head + rest).decode().split("\n")[:-1]
