@@ -59,7 +59,9 @@ def _kill_at(root: Path, delay: float) -> str:
     out = writer.read_until(b"#ready\n", 60)
     time.sleep(delay)
     code, rest, err = writer.kill()
-    assert code == -signal.SIGKILL, err.decode()[-2000:]
+    # 255: the fork server could not report the status (a kill racing it under load); a
+    # writer that failed on its own says so on stderr, which must then be empty
+    assert code == -signal.SIGKILL or (code == 255 and not err), err.decode()[-2000:]
     steps = [x for x in (out + rest).decode().split("\n") if x.startswith("#")]
     return steps[-1][1:] if steps else "ready"
 

@@ -107,6 +107,7 @@ def test_a_wrong_pin_or_no_token_is_one_clear_error(
 
 
 def test_the_token_certifies_the_setup(softhsm: Path, pin: None, workspace: WorkspaceDir) -> None:
+    assert key_cmd()[0] == 0  # the identity key, made here if no test before made it
     proc = run_cli(
         "--workspace", str(workspace.root), "audit", "seal-setup", "--epoch", "2s",
         "--horizon-bits", "4", "--pkcs11", MODULE, "--token", "nerve", "--pin-env", PIN_ENV,
@@ -122,6 +123,7 @@ def test_the_token_certifies_the_setup(softhsm: Path, pin: None, workspace: Work
 def test_a_daemon_without_its_token_keeps_logging_and_says_it_is_not_sealing(
     softhsm: Path, pin: None, workspace: WorkspaceDir, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    assert key_cmd()[0] == 0  # the identity key, made here if no test before made it
     run_cli(
         "--workspace", str(workspace.root), "audit", "seal-setup", "--epoch", "2s",
         "--horizon-bits", "4", "--pkcs11", MODULE, "--token", "nerve", "--pin-env", PIN_ENV,
