@@ -13,6 +13,7 @@ import json
 import os
 import uuid
 import warnings
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from pathlib import Path
@@ -128,7 +129,7 @@ def holds_log() -> UsageError:
 # -- the two transports ------------------------------------------------------------------
 
 
-class Transport:
+class Transport(ABC):
     """Runs commands on one workspace's log, one way; :func:`connect` picks the way."""
 
     daemon: bool = False
@@ -136,9 +137,9 @@ class Transport:
     def __init__(self, ws: WorkspaceDir) -> None:
         self.ws = ws
 
+    @abstractmethod
     def do(self, command: Command, *, timeout: float = 60) -> Any:
         """Run ``command``; its typed result."""
-        raise NotImplementedError
 
     def either(
         self,

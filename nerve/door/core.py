@@ -300,39 +300,6 @@ class Core(ReadOps):
 
         return resume(self._writable())
 
-    def _forget(
-        self,
-        *,
-        cids: Iterable[str] = (),
-        sources: Iterable[str] = (),
-        kinds: Iterable[str] = (),
-        match: str | None = None,
-        before: str | None = None,
-        after: str | None = None,
-        reason: str = "user",
-        retention: bool = False,
-        dry_run: bool = False,
-        all_kinds: bool = False,
-    ) -> ForgetResult:
-        """Erase the payload and line of the events selected (selectors combine with AND),
-        or apply ``log.retention`` (``retention``); ``dry_run`` says what would go. A
-        ``match`` leaves nerve's bookkeeping (``ask.question``, …) alone unless ``all_kinds``
-        or a kind names it."""
-        from nerve.privacy.forget import request_of
-
-        request = request_of(
-            cids=cids,
-            sources=sources,
-            kinds=kinds,
-            match=match,
-            before=before,
-            after=after,
-            reason=reason,
-            retention=retention,
-            all_kinds=all_kinds,
-        )
-        return self._forget_request(request, dry_run=dry_run)
-
     def _forget_request(self, request: Request, *, dry_run: bool = False) -> ForgetResult:
         """Run a forget already put together (``nerve.privacy.forget.request_of``)."""
         from nerve.privacy.forget import dry_run as plan

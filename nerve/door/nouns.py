@@ -278,7 +278,9 @@ class Privacy(Noun):
         or apply ``log.retention`` (``retention``); ``dry_run`` says what would go. A
         ``match`` leaves nerve's bookkeeping (``ask.question``, …) alone unless ``all_kinds``
         or a kind names it."""
-        return self._ws._forget(
+        from nerve.privacy.forget import request_of
+
+        request = request_of(
             cids=cids,
             sources=sources,
             kinds=kinds,
@@ -287,9 +289,9 @@ class Privacy(Noun):
             after=after,
             reason=reason,
             retention=retention,
-            dry_run=dry_run,
             all_kinds=all_kinds,
         )
+        return self._ws._forget_request(request, dry_run=dry_run)
 
     def forget_request(self, request: Request, *, dry_run: bool = False) -> ForgetResult:
         """Run a forget already put together (``nerve.privacy.forget.request_of``)."""
