@@ -1,14 +1,16 @@
-"""`nerve ui`'s timeline against ActivityWatch's own web UI, in the same headless Chromium.
+"""`nerve ui`'s timeline (the picture of the day) against ActivityWatch's own web UI, in the
+same headless Chromium.
 
     .venv/bin/python bench/ui_bench.py [--aw-webui DIR] [--events N] [--rounds R] [--big N]
                                        [--quick]
 
-A generated day of window-focus events (``--events``, spread over the last 23 hours, each
-with an app, a title and a duration) is written into both stores: a nerve workspace (imported
-and sealed) and a real ``aw-server`` process (one ``aw-watcher-window`` bucket, events posted
-through its REST API; run as its users run it, not ``--testing``, with its ``memory``
-storage, as 0.12.0's peewee and sqlite storages fail with today's aw-core and werkzeug: a
-created-time type error and a cross-thread SQLite handle).
+A generated day of window-focus events (``--events``, spread over the last 23 hours, each with
+an app, a title and a duration) is written into both stores: a nerve workspace (imported and
+sealed; as its focus sense records them, a ``focus`` event at each start and an ``away`` where
+aw's events leave a gap) and a real ``aw-server`` process (one ``aw-watcher-window`` bucket,
+events posted through its REST API; run as its users run it, not ``--testing``, with its
+``memory`` storage, as 0.12.0's peewee and sqlite storages fail with today's aw-core and
+werkzeug: a created-time type error and a cross-thread SQLite handle).
 
 The aw-server wheel on PyPI (0.12.0) ships aw-webui's ``index.html`` but not the ``js/``
 bundles it names, so its pages cannot paint. ``--aw-webui DIR`` gives a built aw-webui: the
@@ -22,10 +24,13 @@ it can paint anything, the day's events of the bucket, a lower bound on its time
 the bench says so beside the ratios.
 
 Then, ``--rounds`` times, each in a fresh browser context (empty cache and storage), the
-same Chromium (Debian's, through Playwright) loads nerve's timeline for the day and
+same Chromium (Debian's, through Playwright) loads nerve's timeline for the day (``/timeline``:
+a bar per window and per app, away time, commands, readings; and its event-count page
+``/timeline/counts``, reported beside it) and
 aw-webui's Timeline view set to its last 24 hours (its default duration, a setting kept in
 localStorage). Each is timed to **painted**, defined alike for both: the first frame after
-the timeline's drawn marks exist (``#timeline .lane rect``; aw-webui's ``.vis-item``) and no
+the timeline's drawn marks exist (the window bars ``#windows-lane rect.bar``, the counts
+page's ``#timeline .lane rect``; aw-webui's ``.vis-item``) and no
 request in flight for 0.5 s (Playwright's "network idle"), whichever is later, on the page's
 own clock from the start of navigation. Bytes are what crossed the wire until then (CDP's
 ``encodedDataLength``). aw-webui's timeline (vis-timeline) grows worse than linearly with the
@@ -35,21 +40,20 @@ paint within ``--paint-timeout`` fails the run with a one-line message.
 
 Both servers answer once untimed first (a running server is what is compared, not its
 start-up). Ratios are nerve / aw (fastest round each); goals are ≤ 0.5 for both. ``--big``
-builds a second log of that many events stamped within one day and times the timeline page
-for that day in process (the server's time, median of 5 after a first request, reported
-apart: it builds the segment's summary and finds the rows the privacy rules change), and a
-search over the week (``/events?text=``, one match, median of 5, and its first). The
-``nerve ui`` process's memory and CPU while idle are reported. The live tail is followed
-over server-sent events while events are appended at ``--rate`` per second for
-``--live-seconds``: every one must arrive, once, in order. Checks: nerve's timeline counts
-every event of the day and its page loads clean (no failed request, no error); aw returns
-every event posted; with ``--aw-webui``, aw-server serves the build, aw-webui shows every
-event ("Events shown") and no request of its own fails (but the two that fail for every
-offline user: an icon its build does not write, and its release check, sent to GitHub,
-which the bench's browser does not resolve: nothing leaves loopback), nor any script; in a
-full run, the goals. ``--quick``: 1,000 events, 1 round, a 20k big log. The last line is
-``RESULT {json}``; progress goes to stderr.
-"""
+builds a second log of that many events stamped within one day and times the timeline page for
+that day in process (the server's time, median of 5 after a first request, reported apart: it
+builds the segment's summary and finds the rows the privacy rules change), and a search over
+the week (``/events?text=``, one match, median of 5, and its first). The ``nerve ui`` process's
+memory and CPU while idle are reported. The live tail is followed over server-sent events while
+events are appended at ``--rate`` per second for ``--live-seconds``: every one must arrive,
+once, in order. Checks: nerve's timeline counts every event of the day, its picture draws a bar
+for every window, and its pages load clean (no failed request, no error); aw returns every
+event posted; with ``--aw-webui``, aw-server serves the build, aw-webui shows every event
+("Events shown") and no request of its own fails (but the two that fail for every offline user:
+an icon its build does not write, and its release check, sent to GitHub, which the bench's
+browser does not resolve: nothing leaves loopback), nor any script; in a full run, the goals.
+``--quick``: 1,000 events, 1 round, a 20k big log. The last line is ``RESULT {json}``; progress
+goes to stderr."""
 
 from __future__ import annotations
 
@@ -112,27 +116,35 @@ def day_of_events(count: int, end_ns: int) -> list[tuple[int, int, str, str]]:
     ]
 
 
-def nerve_store(root: Path, day: list[tuple[int, int, str, str]]) -> WorkspaceDir:
+def nerve_store(root: Path, day: list[tuple[int, int, str, str]]) -> tuple[WorkspaceDir, int]:
+    """The day as the focus sense records it: a ``focus`` event at each window's start and an
+    ``away`` event where nothing was in focus before the next one (aw's gap between events);
+    the workspace and how many events it holds."""
     ws = init_workspace(root)
     (root / "nerve.yaml").write_text("senses: {}\nlog:\n  durability: os\n")
     ws = WorkspaceDir(root)
-    events = [
-        Event(
-            hlc=Hlc(t, 0),
-            node="bench",
-            kind="observation",
-            subject="window",
-            source=int(SourceClass.APP_FOCUS),
-            trust=Trust.FIRST_PARTY,
-            line=f"{app} — {title}",
-            payload={"app": app, "title": title, "duration_ms": d // 10**6},
-        )
-        for t, d, app, title in day
-    ]
+    events = []
+    for i, (t, d, app, title) in enumerate(day):
+        events.append(_focus(t, f"{app} — {title}", {"event": "focus", "app": app, "title": title}))
+        if i + 1 < len(day) and t + d < day[i + 1][0]:
+            events.append(_focus(t + d, "away", {"event": "away"}))
     with ws.open_log() as log:
         log.import_events(events)
         log.seal()
-    return ws
+    return ws, len(events)
+
+
+def _focus(t: int, line: str, payload: dict[str, Any]) -> Event:
+    return Event(
+        hlc=Hlc(t, 0),
+        node="bench",
+        kind="observation",
+        subject="window",
+        source=int(SourceClass.APP_FOCUS),
+        trust=Trust.FIRST_PARTY,
+        line=line,
+        payload=payload,
+    )
 
 
 # -- aw-server -------------------------------------------------------------------------------
@@ -254,7 +266,8 @@ NETWORK_END = """() => Math.max(
 DATA_END = """(part) => Math.max(0, ...performance.getEntries()
   .filter(e => e.name.includes(part) && e.responseEnd !== undefined).map(e => e.responseEnd))"""
 QUIET_S = 0.5  # "network idle": no request in flight for this long, as Playwright defines it
-NERVE_MARKS = "#timeline .lane rect"
+NERVE_MARKS = "#timeline .lane rect"  # the event counts (/timeline/counts)
+PICTURE_MARKS = "#windows-lane rect.bar"  # the picture of the day (/timeline)
 AW_MARKS = ".vis-timeline .vis-item"
 # aw-webui keeps its settings in localStorage: one who looks at a day sets the timeline's
 # default duration to 24 h (Settings → Timeline).
@@ -405,7 +418,7 @@ def side_by_side(work: Path, args: argparse.Namespace) -> dict[str, Any]:
     say(f"{len(day)} events over the last 24 h into nerve and aw-server")
     state = {"XDG_STATE_HOME": str(work / "state")}
     os.environ.update(state)
-    ws = nerve_store(work / "ws", day)
+    ws, stored = nerve_store(work / "ws", day)
     aw, aw_base = start_aw(work / "aw", args.aw_webui)
     ui = UiProcess(ws.root, state)
     try:
@@ -421,19 +434,22 @@ def side_by_side(work: Path, args: argparse.Namespace) -> dict[str, Any]:
         }
         since, until = now - DAY_NS, now + 10**9
         counts = f"{ui.base}/timeline/counts?since={since}&until={until}"
-        nerve_page: dict[str, Any] = {"url": counts}
-        nerve_page.update(marks=NERVE_MARKS, cookie=cookie, data="/timeline/counts?since=")
+        counts_page: dict[str, Any] = {"url": counts}
+        counts_page.update(marks=NERVE_MARKS, cookie=cookie, data="/timeline/counts?since=")
+        nerve_page: dict[str, Any] = {"url": f"{ui.base}/timeline?since={since}&until={until}"}
+        nerve_page.update(marks=PICTURE_MARKS, cookie=cookie, data="/timeline?since=")
         aw_page = _aw_page(aw_base, since, until, args.aw_webui is not None)
         with sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=CHROMIUM, args=BENCH_ARGS)
             try:
                 loader = Loader(browser, args.paint_timeout)
-                loader.load(**nerve_page)  # warm: not timed
-                loader.load(**aw_page)
-                nerve_runs, aw_runs = [], []
+                for page in (nerve_page, counts_page, aw_page):  # warm: not timed
+                    loader.load(**page)
+                nerve_runs, counts_runs, aw_runs = [], [], []
                 for r in range(args.rounds):
                     say(f"round {r + 1}/{args.rounds}")
                     nerve_runs.append(loader.load(**nerve_page))
+                    counts_runs.append(loader.load(**counts_page))
                     aw_runs.append(loader.load(**aw_page))
                 index = None if args.aw_webui else loader.load(aw_base + "/", None)
             finally:
@@ -448,14 +464,23 @@ def side_by_side(work: Path, args: argparse.Namespace) -> dict[str, Any]:
         ui.stop()
         aw.terminate()
         aw.wait(timeout=20)
-    n, a = best(nerve_runs), best(aw_runs)
+    n, a, c = best(nerve_runs), best(aw_runs), best(counts_runs)
     return {
         "nerve": n,
         "aw": a,
+        "nerve_counts_page": c,
+        "counts_time_ratio": round(c["ms"] / a["ms"], 3),
+        "counts_bytes_ratio": round(c["bytes"] / a["bytes"], 3),
+        "nerve_stored": stored,
+        "windows_drawn": n["marks"],
         "aw_peer": "aw-webui" if args.aw_webui else "events request (lower bound)",
         "aw_webui_index": index,
         "aw_serves_the_build": served,
-        "rounds_ms": {"nerve": [r["ms"] for r in nerve_runs], "aw": [r["ms"] for r in aw_runs]},
+        "rounds_ms": {
+            "nerve": [r["ms"] for r in nerve_runs],
+            "nerve_counts_page": [r["ms"] for r in counts_runs],
+            "aw": [r["ms"] for r in aw_runs],
+        },
         "time_ratio": round(n["ms"] / a["ms"], 3),
         "bytes_ratio": round(n["bytes"] / a["bytes"], 3),
         "nerve_counted": counted,
@@ -670,9 +695,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def checks(result: dict[str, Any], args: argparse.Namespace) -> dict[str, bool]:
     side = result["side_by_side"]
     out = {
-        "nerve_counts_every_event": side["nerve_counted"] == args.events,
+        "nerve_counts_every_event": side["nerve_counted"] == side["nerve_stored"],
+        "nerve_draws_every_window": side["windows_drawn"] == args.events,
         "aw_returns_every_event": side["aw_returned"] == args.events,
         "nerve_page_clean": _clean(side["nerve"]),
+        "nerve_counts_page_clean": _clean(side["nerve_counts_page"]),
     }
     if args.aw_webui is not None:
         out["aw_serves_the_build"] = side["aw_serves_the_build"] is True
@@ -735,7 +762,8 @@ def render(result: dict[str, Any], out: TextIO) -> None:
     n, a = s["nerve"], s["aw"]
     webui = s["aw_peer"] == "aw-webui"
     peer = "aw-webui timeline painted" if webui else "aw events request"
-    for name, load in (("nerve timeline painted", n), (peer, a)):
+    rows = (("nerve timeline painted", n), ("nerve counts page painted", s["nerve_counts_page"]))
+    for name, load in (*rows, (peer, a)):
         print(
             f"{name:<27}{load['ms']:9.1f} ms {load['bytes']:>11,} B  "
             f"({load['requests']} requests; marks at {load['marks_painted_ms']} ms, "
@@ -750,6 +778,11 @@ def render(result: dict[str, Any], out: TextIO) -> None:
             f"ratio nerve/aw {what:<12}{ratio:9.3f}   goal <= {GOAL_RATIO}: {verdict}{bound}",
             file=out,
         )
+    print(
+        f"counts page / aw: time {s['counts_time_ratio']:.3f}, bytes {s['counts_bytes_ratio']:.3f}"
+        f"; window bars drawn {s['windows_drawn']:,}",
+        file=out,
+    )
     if webui:
         print(f"aw-webui shows             {a['shown']:,} events; failed {a['failed']}", file=out)
     else:

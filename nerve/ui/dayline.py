@@ -118,6 +118,7 @@ def _marked(decision: dict[str, Any]) -> dict[str, Any]:
 LINE_H = 60  # a reading's strip, in the picture's units (its width is 1000)
 PALETTE = 8  # app colours (classes c0..c7 in the stylesheet)
 SHADES = 3  # shades of an app's colour for its window titles (classes t0..t2)
+TOP_TITLES = 20  # the window titles listed under the picture, longest in focus first
 
 
 def drawn(found: dict[str, Any]) -> dict[str, Any]:
@@ -157,7 +158,25 @@ def drawn(found: dict[str, Any]) -> dict[str, Any]:
         "lines": [_plot(r, found["decisions"], x) for r in found["readings"]],
         "marks": [{**d, "x": x(d["at"])} for d in found["decisions"] if not d["line"]],
         "colours": colours,
+        "titles": _by_title(windows),
     }
+
+
+def _by_title(windows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Time in focus per (app, window title) over the picture, longest first: the first
+    ``TOP_TITLES``, how many more there are and the time they add up to."""
+    total: dict[tuple[str, str], list[int]] = {}
+    for w in windows:
+        seen = total.setdefault((w["app"], w["title"] or ""), [0, 0, w["start"], w["cls"]])
+        seen[0] += w["ns"]
+        seen[1] += 1
+    ranked = sorted(total.items(), key=lambda kv: (-kv[1][0], kv[1][2], kv[0]))
+    rows = [
+        {"app": app, "title": title, "ns": ns, "spells": n, "first": first, "cls": cls}
+        for (app, title), (ns, n, first, cls) in ranked
+    ]
+    rest = rows[TOP_TITLES:]
+    return {"top": rows[:TOP_TITLES], "more": len(rest), "more_ns": sum(r["ns"] for r in rest)}
 
 
 def _runs(windows: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -135,3 +135,26 @@ def test_a_decision_page_draws_the_reading_it_fired_on(day: Day) -> None:
     assert 'id="reading-line"' in html and "<polyline" in lane(html, "reading-line")
     novelty = next(d for d in as_json(c, "/timeline")["decisions"] if d["probe"] == "novelty")
     assert as_json(c, f"/attention/{novelty['seq']}")["reading"] is None  # no reading to draw
+
+
+def test_the_windows_list_is_time_per_title_longest_first_and_capped() -> None:
+    """A day of many focus changes lists each window title once, with its total time, the
+    longest first, and says how many more there are rather than listing thousands of rows."""
+    from nerve.ui.dayline import TOP_TITLES, drawn
+
+    s = 10**9
+    spells = [  # 60 titles, title k in focus k+1 times for 10 s each, in turns
+        {"start": i * 10 * s, "end": (i + 1) * 10 * s, "afk": False, "app": "Editor",
+         "title": f"file{k}.c"}
+        for i, k in enumerate(k for r in range(60) for k in range(60) if k >= r)
+    ]  # fmt: skip
+    end = spells[-1]["end"]
+    found = {"since": 0, "until": end, "spells": spells, "commands": [], "readings": [],
+             "decisions": []}  # fmt: skip
+    titles = drawn(found)["titles"]
+    top = titles["top"]
+    assert len(top) == TOP_TITLES
+    assert [t["title"] for t in top[:3]] == ["file59.c", "file58.c", "file57.c"]
+    assert top[0]["ns"] == 60 * 10 * s and top[0]["spells"] == 60
+    assert titles["more"] == 60 - TOP_TITLES
+    assert sum(t["ns"] for t in top) + titles["more_ns"] == end  # every second counted once
