@@ -24,17 +24,24 @@ MIN_NS = 60 * 10**9
 STEPS_MIN = (1, 2, 5, 10, 15, 30, 60, 120, 180, 360, 720, 1440)
 MAX_TICKS = 8
 # the lines drawn: (the line's key, the sense's subject, reading, what the page calls it,
-# divisor, unit)
+# divisor, unit); a line's label gives its peak, or its lowest for a reading that warns low
 READINGS = (
     ("cpu", "cpu", "busy_permille", "CPU busy", 10, "%"),
     ("memory", "memory", "used_mib", "memory used", 1, "MiB"),
     ("load", "cpu", "load1_centi", "load (1 min)", 100, ""),
+    ("disk", "disk", "free_mib:/", "free disk /", 1024, "GiB"),
+    ("down", "network", "down_kib_per_s", "network down", 1, "KiB/s"),
+    ("up", "network", "up_kib_per_s", "network up", 1, "KiB/s"),
 )
+LOW_KEYS = frozenset({"disk"})
 # which line a decision's probe is marked on (the probe's name, else its part before the dot)
 _ON_LINE = {
     "cpu": "cpu",
     "cpu.load1_centi": "load",
     "memory": "memory",
+    "disk": "disk",
+    "network.down_kib_per_s": "down",
+    "network.up_kib_per_s": "up",
     "processes.top_cpu_permille": "cpu",
     "processes.top_rss_bytes": "memory",
 }
@@ -210,12 +217,16 @@ def _plot(reading: dict[str, Any], decisions: list[dict[str, Any]], x: Any) -> d
         before = [v for t, v in points if t <= d["at"]] or [v for _, v in points[:1]]
         value = before[-1] if before else 0.0
         marks.append({**d, "x": x(d["at"]), "y": y(value), "value": value})
-    peak = max(points, key=lambda p: p[1], default=None)
+    low = reading["key"] in LOW_KEYS
+    pick = min if low else max
+    peak = pick(points, key=lambda p: p[1], default=None)
     return {
         **{k: reading[k] for k in ("key", "name", "unit")},
         "polyline": " ".join(f"{x(t)},{y(v)}" for t, v in points),
         "marks": marks,
-        "peak": {"at": peak[0], "value": peak[1]} if peak else None,
+        "peak": {"at": peak[0], "value": peak[1], "word": "lowest" if low else "peak"}
+        if peak
+        else None,
         "count": len(points),
     }
 

@@ -72,6 +72,8 @@ def test_the_recorded_day_is_drawn_as_windows_commands_and_readings(day: Day) ->
     assert any("exit 130" in f for f in failed)  # the `yes` hog, stopped with ^C
     cpu, memory = lane(html, "cpu-line"), lane(html, "memory-line")
     assert "<polyline" in cpu and "<polyline" in memory
+    assert "<polyline" in lane(html, "disk-line") and "<polyline" in lane(html, "down-line")
+    assert re.search(r"free disk /<small>lowest \d+ GiB at", html)  # free disk warns low
     hog = re.findall(r'<a href="/attention/(\d+)" class="mark surfaced"><title>([^<]*)', cpu)
     assert any("top cpu" in t for _, t in hog), hog  # the hog surfaced, on the CPU line
     leak = re.findall(r'<a href="/attention/(\d+)" class="mark surfaced"><title>([^<]*)', memory)
@@ -82,8 +84,10 @@ def test_the_recorded_day_is_drawn_as_windows_commands_and_readings(day: Day) ->
 
 def test_the_json_twin_holds_the_readings_and_the_ns_times(day: Day) -> None:
     got = as_json(client(day), "/timeline")
-    cpu, memory, load = got["readings"]
+    cpu, memory, load, disk, down, up = got["readings"]
     assert max(v for _, v in load["points"]) > 15  # the loaded machine's load at the start
+    assert 70 < min(v for _, v in disk["points"]) < 80  # GiB free on /, ~74 that day
+    assert down["points"] and up["points"] and down["unit"] == "KiB/s"
     assert max(v for _, v in cpu["points"]) == 100.0 and min(v for _, v in cpu["points"]) < 20
     assert max(v for _, v in memory["points"]) > 2000 > min(v for _, v in memory["points"])
     assert got["ticks"][0] == got["since"] and got["ticks"][-1] == got["until"]
