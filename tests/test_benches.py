@@ -14,6 +14,7 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+from ruamel.yaml import YAML
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCH = ROOT / "bench"
@@ -458,6 +459,20 @@ def test_the_held_out_question_set_is_well_formed() -> None:
     cannot = [name for name, phrasings in items.items() if phrasings[0].cannot]
     assert len(cannot) >= 15
     assert all(not items[name][0].expect for name in cannot)  # nothing to find in a refusal
+
+
+def test_the_second_held_out_question_set_is_well_formed() -> None:
+    path = BENCH / "ask_day" / "heldout2.yaml"
+    items = YAML(typ="safe").load(path.read_text())["questions"]
+    questions = _load("ask_day_bench.py").load_questions(path)
+    ids = [item["id"] for item in items]
+    assert len(items) >= 120 and len(questions) >= 360
+    assert len(set(ids)) == len(ids), "an id is used twice"
+    assert all(len(item["ask"]) >= 3 for item in items)
+    assert all(item.get("expect") or item.get("cannot") is True for item in items)
+    cannot = [item for item in items if item.get("cannot")]
+    assert len(cannot) >= 20
+    assert not any(item.get("expect") for item in cannot)  # nothing to find in a refusal
 
 
 def test_the_ask_day_table_keeps_a_long_kind_in_line(capsys: pytest.CaptureFixture[str]) -> None:
