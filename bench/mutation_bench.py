@@ -56,6 +56,10 @@ MODULES: dict[str, tuple[str, ...]] = {
     "senses/focus": ("tests/runtime/test_senses_builtin.py",),
     "nerve/fleet/head.py": ("tests/fleet/test_fleet.py", "tests/fleet/test_fleet_integrity.py"),
 }
+# tests left out of every mutmut run: a daemon in a subprocess, running the trampolined copy,
+# overruns the test's own 60 s wait on a loaded machine (mutmut's first, stats-gathering run
+# then fails as a whole); the module it covers has other tests of the same code
+DESELECTED = ("tests/fleet/test_fleet.py::test_the_daemon_ships_after_each_seal_when_auto",)
 KILLED = {"killed", "timeout", "caught by type check", "segfault"}
 SURVIVED = {"survived", "no tests"}
 _COPY_IGNORE = shutil.ignore_patterns(
@@ -105,7 +109,10 @@ def mutmut_config(modules: Sequence[str]) -> str:
         "source_paths": ["nerve", "senses"],
         "only_mutate": [f for module in modules for f in module_files(module)],
         "also_copy": _ALSO_COPY,
-        "pytest_add_cli_args": ["-p", "no:cacheprovider", "-p", "no:xdist", "-m", "not fuzz"],
+        "pytest_add_cli_args": [
+            *("-p", "no:cacheprovider", "-p", "no:xdist", "-m", "not fuzz"),
+            *(arg for test in DESELECTED for arg in ("--deselect", test)),
+        ],
         "pytest_add_cli_args_test_selection": tests,
     }
     lines = ["[tool.mutmut]"] + [f"{key} = {json.dumps(value)}" for key, value in table.items()]
