@@ -39,6 +39,7 @@ from nerve.errors import NerveError, UsageError
 from nerve.safetext import csv_cell
 from nerve.ui import data
 from nerve.ui.auth import Keys, local_path
+from nerve.ui.dayline import bars as dayline_bars
 from nerve.ui.dayline import drawn as dayline_drawn
 from nerve.ui.guard import Guard, Served, set_cookie
 
@@ -72,11 +73,16 @@ def _env() -> Environment:
 
 def clock(ns: int | None, seconds: bool = True) -> str:
     """A moment as local 24-hour time: ``14:03:22`` (``14:03`` without seconds)."""
-    from datetime import datetime
+    import time
 
     if ns is None:
         return ""
-    return datetime.fromtimestamp(ns / 1e9).strftime("%H:%M:%S" if seconds else "%H:%M")
+    t = time.localtime(int(ns) // 10**9)
+    return (
+        f"{t.tm_hour:02d}:{t.tm_min:02d}:{t.tm_sec:02d}"
+        if seconds
+        else f"{t.tm_hour:02d}:{t.tm_min:02d}"
+    )
 
 
 def duration(ns: int | None) -> str:
@@ -196,7 +202,7 @@ class Pages:
             return self.failed(request, exc)
         return self.render(
             request, "timeline.html", out, x=_x(data.Window(out["since"], out["until"])),
-            nav=_day_nav(out["since"], out["until"]), drawn=dayline_drawn(out),
+            nav=_day_nav(out["since"], out["until"]), drawn=dayline_drawn(out), bars=dayline_bars,
             shown={k: _human(str(out[k]))[:16] for k in ("since", "until")},
         )  # fmt: skip
 

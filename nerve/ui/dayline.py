@@ -13,11 +13,12 @@ from datetime import datetime
 from typing import Any
 
 import duckdb
+from markupsafe import Markup, escape
 
 from nerve.events import bookkeeping_sql
 from nerve.recall.day import commands_in, decisions_in
 
-__all__ = ["READINGS", "STEPS_MIN", "around", "drawn", "extent", "picture", "rounded"]
+__all__ = ["READINGS", "STEPS_MIN", "around", "bars", "drawn", "extent", "picture", "rounded"]
 
 MIN_NS = 60 * 10**9
 # tick steps in minutes; a window is widened to whole steps so its ticks fall on round times
@@ -125,6 +126,9 @@ def _marked(decision: dict[str, Any]) -> dict[str, Any]:
 LINE_H = 60  # a reading's strip, in the picture's units (its width is 1000)
 PALETTE = 8  # app colours (classes c0..c7 in the stylesheet)
 SHADES = 3  # shades of an app's colour for its window titles (classes t0..t2)
+# time away shades every strip behind it when it is at least this wide (0.1% of the span, a
+# pixel or so): the away lane itself draws every spell
+BAND_MIN_W = 1.0
 TOP_TITLES = 20  # the window titles listed under the picture, longest in focus first
 
 
@@ -155,10 +159,12 @@ def drawn(found: dict[str, Any]) -> dict[str, Any]:
          "cls": f'{colours[s["app"]]} t{titles[(s["app"], s["title"])] % SHADES}'}
         for s in spells if not s["afk"]
     ]  # fmt: skip
+    away = [bar(s["start"], s["end"]) for s in spells if s["afk"]]
     return {
         "apps": _runs(windows),
         "windows": windows,
-        "away": [bar(s["start"], s["end"]) for s in spells if s["afk"]],
+        "away": away,
+        "band": [a for a in away if a["w"] >= BAND_MIN_W],
         "commands": [
             {**c, "x": x(c["at"]), "failed": c["exit"] not in (0, None)} for c in found["commands"]
         ],
@@ -262,3 +268,29 @@ def around(conn: duckdb.DuckDBPyConnection, decision: dict[str, Any]) -> dict[st
         "ticks": [{"at": t, "x": x(t)} for t in range(since, until + 1, step)],
         "line": _plot(line, [{**decision, "line": subject}], x),
     }
+
+
+def bars(kind: str, items: list[dict[str, Any]]) -> Markup:
+    """The SVG marks of one bar lane (``apps``, ``windows`` or ``away``), each with its
+    tooltip: written here rather than in the template, since a day can hold thousands and
+    the page is drawn on every request (text escaped as the template would)."""
+    from nerve.ui.app import clock, duration
+
+    out = []
+    for b in items:
+        when = f"{clock(b['start'])}–{clock(b['end'])} · {duration(b['ns'])}"
+        if kind == "away":
+            out.append(
+                f'<rect class="afk" x="{b["x"]}" width="{b["w"]}" y="1" height="10">'
+                f"<title>away (no input) · {when}</title></rect>"
+            )
+            continue
+        name = escape(b["app"]) if kind == "apps" else escape(f"{b['app']}: {b['title']}")
+        rect = (
+            f'<rect class="bar {escape(b["cls"])}" x="{b["x"]}" width="{b["w"]}" y="2" '
+            f'height="16"><title>{name} · {when}</title></rect>'
+        )
+        if kind == "windows":
+            rect = f'<a href="/events?since={b["start"]}&amp;until={b["end"]}">{rect}</a>'
+        out.append(rect)
+    return Markup("".join(out))

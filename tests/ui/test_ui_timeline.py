@@ -162,3 +162,28 @@ def test_the_windows_list_is_time_per_title_longest_first_and_capped() -> None:
     assert top[0]["ns"] == 60 * 10 * s and top[0]["spells"] == 60
     assert titles["more"] == 60 - TOP_TITLES
     assert sum(t["ns"] for t in top) + titles["more_ns"] == end  # every second counted once
+
+
+def test_bar_lanes_escape_titles_and_shade_only_visible_time_away() -> None:
+    """The bar lanes are written outside the template: a hostile title stays text; time away
+    shades the other strips only where it is wide enough to see, the away lane has all of it."""
+    from nerve.ui.dayline import bars, drawn
+
+    s = 10**9
+    hostile = '"><script>alert(1)</script><img src=x onerror=alert(2)>'
+    spells = [
+        {"start": 0, "end": 600 * s, "afk": False, "app": "Fire<fox>", "title": hostile},
+        {"start": 600 * s, "end": 600 * s + s // 2, "afk": True, "app": None, "title": None},
+        {"start": 601 * s, "end": 700 * s, "afk": False, "app": "Vim", "title": "a & b"},
+        {"start": 700 * s, "end": 1000 * s, "afk": True, "app": None, "title": None},  # 5 min
+    ]
+    found = {"since": 0, "until": 1000 * s, "spells": spells, "commands": [], "readings": [],
+             "decisions": []}  # fmt: skip
+    d = drawn(found)
+    assert [a["start"] for a in d["away"]] == [600 * s, 700 * s]
+    assert [a["start"] for a in d["band"]] == [700 * s]  # half a second is under a pixel
+    windows, apps = str(bars("windows", d["windows"])), str(bars("apps", d["apps"]))
+    assert "<script>" not in windows and "<img" not in windows and "&lt;script&gt;" in windows
+    assert "Fire&lt;fox&gt;" in apps and "a &amp; b" in windows
+    assert windows.count("<a href=") == 2 and 'href="/events?since=0&amp;until=600' in windows
+    assert str(bars("away", d["away"])).count('class="afk"') == 2
