@@ -16,7 +16,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,6 +24,7 @@ ACCESS_KEY, SECRET_KEY = "nerve-test", "nerve-test-secret"
 PORTS = ("master", "master.grpc", "volume", "volume.grpc", "filer", "filer.grpc", "s3", "s3.grpc")
 PORTS += ("s3.iceberg",)
 TABLE_BUCKET = "fleet-tables"
+STOP_S = 3.0  # how long a stop waits for SIGTERM before SIGKILL
 
 
 @dataclass(frozen=True)
@@ -98,12 +99,23 @@ def seaweed(folder: Path, bucket: str = "fleet", *, iceberg: bool = False) -> It
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=15)
+        try:  # its data is the test's to throw away: a stop need not be graceful
+            proc.wait(timeout=STOP_S)
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
         log.close()
+        _remove_sockets(ports.values())
+
+
+def _remove_sockets(ports: Iterable[int]) -> None:
+    """The local sockets weed made for its servers (``/tmp/seaweedfs-<role>-<port>.sock``,
+    a fixed place no flag moves for the gRPC ones) and left behind when it was killed."""
+    for port in ports:
+        for path in Path("/tmp").glob(f"seaweedfs-*-{port}.sock"):
+            with contextlib.suppress(OSError):
+                if path.is_socket():
+                    path.unlink()
 
 
 def _wait_ready(server: S3Server, folder: Path, timeout: float = 60.0) -> None:
