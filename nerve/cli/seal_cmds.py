@@ -21,7 +21,7 @@ PinEnvOpt = Annotated[
 
 def token_ref(module: str | None, token: str | None, pin_env: str) -> Any:
     """The token named by --pkcs11/--token/--pin-env, or None without --pkcs11."""
-    from nerve.seal.token import TokenRef
+    from nerve.pkcs11token import TokenRef
 
     if module is None:
         if token is not None:

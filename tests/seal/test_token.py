@@ -16,7 +16,8 @@ from nacl.signing import VerifyKey
 
 from nerve.seal.sealer import setup_message
 from nerve.seal.seed import Seed
-from nerve.seal.token import LABEL, TokenRef, sign
+from nerve.pkcs11token import TokenRef
+from nerve.seal.token import LABEL, sign
 from nerve.workspace import WorkspaceDir
 from tests.conftest import run_cli
 from tests.daemon_util import started
