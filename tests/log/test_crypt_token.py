@@ -208,6 +208,7 @@ def test_the_key_choice_takes_one_source(softhsm: Path, tmp_path: Path) -> None:
     assert not (tmp_path / "ws").exists()
 
 
+@pytest.mark.slow
 def test_the_daemon_with_a_locked_token_starts_nothing_and_with_its_pin_runs(
     softhsm: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
