@@ -6,9 +6,10 @@ from typing import Annotated, Any
 
 import typer
 
-from nerve.cli.seal_cmds import PinEnvOpt, Pkcs11Opt, TokenOpt, token_ref
 from nerve.cli.state import door as _door
+from nerve.cli.token_opts import PinEnvOpt, Pkcs11Opt, TokenOpt, token_ref
 from nerve.errors import UsageError
+from nerve.pkcs11token import TokenRef
 
 key_app = typer.Typer(help="Keys of an encrypted workspace (see nerve init --encrypt).")
 
@@ -37,7 +38,7 @@ def kek_for_new(
     passphrase: bool,
     creds: bool = False,
     log_root: Path | None = None,
-    token: Any = None,
+    token: TokenRef | None = None,
 ) -> tuple[bytes, dict[str, Any]]:
     """The key-encryption key a new keyring (init, rotate) is wrapped under; ``token`` is
     a PKCS#11 token (``token_ref``) to derive it in."""

@@ -9,8 +9,8 @@ import typer
 
 from nerve.cli.key_cmds import CredsOpt, KeyFileOpt, PassphraseOpt, kek_for_new
 from nerve.cli.output import LIMIT_HELP, console, emit_json, plural, render_chunks
-from nerve.cli.seal_cmds import PinEnvOpt, Pkcs11Opt, TokenOpt, token_ref
 from nerve.cli.state import door as _door
+from nerve.cli.token_opts import PinEnvOpt, Pkcs11Opt, TokenOpt, token_ref
 from nerve.errors import UsageError
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="JSON output (one object per line).")]
