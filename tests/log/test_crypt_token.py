@@ -124,6 +124,10 @@ def test_rotation_from_a_passphrase_to_the_token_and_back_keeps_the_data_key(
     assert json.loads(run_cli(*w, "replay", "--json", env=WITH_PIN).stdout)["digest"] == digest
     old = run_cli(*w, "tail", "--all", env=phrase, check=False)
     assert old.returncode == 1 and old.stderr.startswith(f"KeyMissing: ${PIN_ENV} is not set")
+    salt = _ring(ws)["kek"]["salt"]  # type: ignore[index]
+    run_cli(*w, *to_token[:5], "nerve", *to_token[6:], env=WITH_PIN)  # to another token
+    assert _ring(ws)["kek"]["token"] == "nerve" and _ring(ws)["kek"]["salt"] != salt  # type: ignore[index]
+    assert json.loads(run_cli(*w, "replay", "--json", env=WITH_PIN).stdout)["digest"] == digest
 
     inode = ring_file.stat().st_ino
     run_cli(*w, "key", "rotate", "--passphrase", env=WITH_PIN, input="battery staple\n")
