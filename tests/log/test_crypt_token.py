@@ -10,6 +10,7 @@ import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -21,10 +22,7 @@ from tests.helpers.softhsm import MODULE, PIN, needs_softhsm, softhsm_tokens
 PIN_ENV = "NERVE_TEST_KEK_PIN"
 WITH_PIN = {PIN_ENV: PIN}
 
-pytestmark = [
-    needs_softhsm,
-    pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning"),
-]
+pytestmark = needs_softhsm
 
 
 @pytest.fixture(scope="module")
@@ -47,8 +45,8 @@ def _emit_secrets(ws: Path, env: dict[str, str]) -> None:
         run_cli("-w", str(ws), "emit", "-s", "shell", "--line", secret, env=env)
 
 
-def _ring(ws: Path) -> dict[str, object]:
-    ring: dict[str, object] = json.loads((ws / "data" / "log" / "keyring.json").read_text())
+def _ring(ws: Path) -> dict[str, Any]:
+    ring: dict[str, Any] = json.loads((ws / "data" / "log" / "keyring.json").read_text())
     return ring
 
 
@@ -71,7 +69,7 @@ def test_a_log_locked_by_a_token_is_written_reopened_and_read_back(
     kek = _ring(ws)["kek"]
     assert kek == {
         "kind": "pkcs11", "module": MODULE, "token": "nerve", "pin_env": PIN_ENV,
-        "label": "nerve-kek", "mechanism": "CKM_SHA256_HMAC", "salt": kek["salt"],  # type: ignore[index]
+        "label": "nerve-kek", "mechanism": "CKM_SHA256_HMAC", "salt": kek["salt"],
     }  # fmt: skip
     _emit_secrets(ws, WITH_PIN)
     assert "sealed 3 events" in run_cli("-w", str(ws), "seal", env=WITH_PIN).stdout
@@ -89,15 +87,15 @@ def test_no_file_holds_the_derived_key_or_the_data_key(softhsm: Path, tmp_path: 
     _emit_secrets(ws, WITH_PIN)
     run_cli("-w", str(ws), "seal", env=WITH_PIN)
     ring = _ring(ws)
-    derived = tokenkek.kek_of(ring["kek"], WITH_PIN)  # type: ignore[arg-type]
+    derived = tokenkek.kek_of(ring["kek"], WITH_PIN)
     data_key = crypt.unlock(ws / "data" / "log", derived).key
     crypt.forget_keys()
     assert len(derived) == 32
     for folder in (tmp_path, softhsm.parent):  # the workspace, and the token's own store
         assert _holding(folder, derived) == [] and _holding(folder, data_key) == []
     assert PIN not in json.dumps(ring)
-    salt = bytes.fromhex(str(ring["kek"]["salt"]))  # type: ignore[index]
-    other = {**ring["kek"], "salt": bytes(reversed(salt)).hex()}  # type: ignore[dict-item]
+    salt = bytes.fromhex(str(ring["kek"]["salt"]))
+    other = {**ring["kek"], "salt": bytes(reversed(salt)).hex()}
     assert tokenkek.kek_of(other, WITH_PIN) != derived  # the salt is in what is derived
 
 
@@ -118,21 +116,21 @@ def test_rotation_from_a_passphrase_to_the_token_and_back_keeps_the_data_key(
     to_token = ("key", "rotate", "--pkcs11", MODULE, "--token", "spare", "--pin-env", PIN_ENV)
     run_cli(*w, *to_token, env={**phrase, **WITH_PIN})
     assert ring_file.stat().st_ino != inode  # a new file put in place, not one written over
-    assert _ring(ws)["kek"]["kind"] == "pkcs11" and _ring(ws)["key_id"] == key_id  # type: ignore[index]
+    assert _ring(ws)["kek"]["kind"] == "pkcs11" and _ring(ws)["key_id"] == key_id
     assert "key: pkcs11" in (ws / "nerve.yaml").read_text()
     assert files_under(ws / "data" / "log" / "segments") == segments
     assert json.loads(run_cli(*w, "replay", "--json", env=WITH_PIN).stdout)["digest"] == digest
     old = run_cli(*w, "tail", "--all", env=phrase, check=False)
     assert old.returncode == 1 and old.stderr.startswith(f"KeyMissing: ${PIN_ENV} is not set")
-    salt = _ring(ws)["kek"]["salt"]  # type: ignore[index]
+    salt = _ring(ws)["kek"]["salt"]
     run_cli(*w, *to_token[:5], "nerve", *to_token[6:], env=WITH_PIN)  # to another token
-    assert _ring(ws)["kek"]["token"] == "nerve" and _ring(ws)["kek"]["salt"] != salt  # type: ignore[index]
+    assert _ring(ws)["kek"]["token"] == "nerve" and _ring(ws)["kek"]["salt"] != salt
     assert json.loads(run_cli(*w, "replay", "--json", env=WITH_PIN).stdout)["digest"] == digest
 
     inode = ring_file.stat().st_ino
     run_cli(*w, "key", "rotate", "--passphrase", env=WITH_PIN, input="battery staple\n")
     assert ring_file.stat().st_ino != inode
-    assert _ring(ws)["kek"]["kind"] == "passphrase" and _ring(ws)["key_id"] == key_id  # type: ignore[index]
+    assert _ring(ws)["kek"]["kind"] == "passphrase" and _ring(ws)["key_id"] == key_id
     assert "key: passphrase" in (ws / "nerve.yaml").read_text()
     back = {"NERVE_PASSPHRASE": "battery staple"}
     assert json.loads(run_cli(*w, "replay", "--json", env=back).stdout)["digest"] == digest
