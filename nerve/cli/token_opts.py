@@ -10,11 +10,15 @@ from nerve.errors import UsageError
 from nerve.pkcs11token import TokenRef
 
 Pkcs11Opt = Annotated[
-    str | None, typer.Option("--pkcs11", help="A PKCS#11 module (.so), e.g. SoftHSM2's.")
+    str | None,
+    typer.Option("--pkcs11", metavar="MODULE", help="A PKCS#11 module (.so), e.g. SoftHSM2's."),
 ]
-TokenOpt = Annotated[str | None, typer.Option("--token", help="The token's label.")]
+TokenOpt = Annotated[
+    str | None, typer.Option("--token", metavar="LABEL", help="The token's label.")
+]
 PinEnvOpt = Annotated[
-    str, typer.Option("--pin-env", help="The variable holding the token's user PIN.")
+    str,
+    typer.Option("--pin-env", metavar="VAR", help="The variable holding the token's user PIN."),
 ]
 
 
