@@ -117,4 +117,8 @@ def _make_key(live: Any, ref: TokenRef, label: str) -> Any:
             template=template,
         )
     except pkcs11.exceptions.PKCS11Error as exc:
-        raise refused(ref, exc) from None
+        raise TokenError(
+            f"PKCS#11 token {ref.token!r} cannot make a {label} key: {type(exc).__name__}",
+            hint=f"make a secret key labelled {label} that signs CKM_SHA256_HMAC with the "
+            "token's own tool (docs/encryption.md)",
+        ) from None
