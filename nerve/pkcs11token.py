@@ -8,8 +8,10 @@ environment variable that holds its user PIN: the PIN itself is never a flag or 
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Mapping
+import threading
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -55,17 +57,33 @@ _PIN_REFUSED = {
 }
 
 
-def session(ref: TokenRef, *, rw: bool = False, env: Mapping[str, str] | None = None) -> Any:
-    """An open session on the token, logged in with the PIN from ``ref.pin_env`` (in
-    ``env``, else this process's environment); ``TokenError`` in one line otherwise."""
-    import pkcs11
+_ONE_AT_A_TIME = threading.RLock()
 
+
+@contextlib.contextmanager
+def session(
+    ref: TokenRef, *, rw: bool = False, env: Mapping[str, str] | None = None
+) -> Iterator[Any]:
+    """An open session on the token, logged in with the PIN from ``ref.pin_env`` (in
+    ``env``, else this process's environment); ``TokenError`` in one line otherwise.
+
+    One at a time in this process: a token logs a process in once, so a second session
+    opened while one is logged in (the daemon's sealer and its key on one token) would be
+    refused (SoftHSM2 says already logged in, or fails outright)."""
     pin = (os.environ if env is None else env).get(ref.pin_env)
     if not pin:
         raise TokenError(
             f"${ref.pin_env} is not set: the PIN of PKCS#11 token {ref.token!r}",
             hint=f"export {ref.pin_env}=…",
         )
+    with _ONE_AT_A_TIME, _logged_in(ref, pin, rw) as live:
+        yield live
+
+
+def _logged_in(ref: TokenRef, pin: str, rw: bool) -> Any:
+    """The token's session (a context manager that closes it), logged in with ``pin``."""
+    import pkcs11
+
     try:
         token = _library(ref.module).get_token(token_label=ref.token)
         return token.open(user_pin=pin, rw=rw)

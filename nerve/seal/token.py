@@ -24,11 +24,10 @@ def _session(ref: TokenRef, *, rw: bool = False) -> Iterator[Any]:
     """A logged-in session on the token (:func:`nerve.pkcs11token.session`), its errors
     raised as epoch sealing's own (``SealError``)."""
     try:
-        opened = session(ref, rw=rw)
+        with session(ref, rw=rw) as live:
+            yield live
     except TokenError as exc:
         raise SealError(str(exc), hint=exc.hint) from None
-    with opened as live:
-        yield live
 
 
 def identity(ref: TokenRef, *, make: bool = False) -> bytes:

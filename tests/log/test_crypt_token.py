@@ -244,3 +244,16 @@ def test_the_tokens_key_never_leaves_it(softhsm: Path, tmp_path: Path) -> None:
             key[Attribute.VALUE]
         with pytest.raises(pkcs11.exceptions.PKCS11Error):
             key[Attribute.EXTRACTABLE] = True  # once false, never true again
+
+
+def test_two_threads_may_use_one_token_at_once(softhsm: Path, tmp_path: Path) -> None:
+    """A token logs a process in once: a second session opened meanwhile (the daemon's
+    sealer and its key on one token) waits its turn instead of failing."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    ws = tmp_path / "ws"
+    _init(ws)
+    source = _ring(ws)["kek"]
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        keks = list(pool.map(lambda _: tokenkek.kek_of(source, WITH_PIN), range(40)))
+    assert set(keks) == {keks[0]}
