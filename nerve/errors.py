@@ -33,6 +33,8 @@
     ├── SyncError               a sync group, join code or transport failed (nerve.sync.group)
     ├── SealError               an epoch seal set-up, state or check failed (nerve.seal.store)
     ├── NoteError               a seal's signed note is not its form (nerve.seal.note)
+    ├── TokenError              a PKCS#11 module, token, PIN or key is unusable (nerve.pkcs11token)
+    │   └── WrongPin            the token refused the PIN given (nerve.pkcs11token)
     └── AccessRefused           an agent's MCP call broke a rule (read-only SQL, a budget, a
                                 write not allowed, a time limit)
 

@@ -206,7 +206,7 @@ class WorkspaceDir:
 
 def _with_encryption(text: str, kind: str) -> str:
     """The default nerve.yaml with ``log.encryption`` set (under its ``log:`` block)."""
-    block = f"  encryption:\n    key: {kind}  # unlock with NERVE_KEY_FILE (or a passphrase)\n"
+    block = f"  encryption:\n    key: {kind}  # what opens data/log/keyring.json\n"
     lines = text.splitlines(keepends=True)
     if "log:\n" not in lines:
         return text + "\nlog:\n" + block

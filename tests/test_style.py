@@ -20,7 +20,7 @@ PACKAGE = ROOT / "nerve"
 # A module may import only from layers at or below its own.
 LAYERS = [
     {"errors", "clock", "canonical", "resources", "fsio", "durations", "version", "safetext"}
-    | {"userdirs"},
+    | {"userdirs", "pkcs11token"},
     {"events", "contract", "shellhook"},
     {"categories"},
     {"log"},

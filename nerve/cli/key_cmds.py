@@ -7,7 +7,9 @@ from typing import Annotated, Any
 import typer
 
 from nerve.cli.state import door as _door
+from nerve.cli.token_opts import PinEnvOpt, Pkcs11Opt, TokenOpt, token_ref
 from nerve.errors import UsageError
+from nerve.pkcs11token import TokenRef
 
 key_app = typer.Typer(help="Keys of an encrypted workspace (see nerve init --encrypt).")
 
@@ -32,13 +34,23 @@ PassphraseOpt = Annotated[
 
 
 def kek_for_new(
-    key_file: Path | None, passphrase: bool, creds: bool = False, log_root: Path | None = None
+    key_file: Path | None,
+    passphrase: bool,
+    creds: bool = False,
+    log_root: Path | None = None,
+    token: TokenRef | None = None,
 ) -> tuple[bytes, dict[str, Any]]:
-    """The key-encryption key a new keyring (init, rotate) is wrapped under."""
+    """The key-encryption key a new keyring (init, rotate) is wrapped under; ``token`` is
+    a PKCS#11 token (``token_ref``) to derive it in."""
     from nerve.log import crypt
 
-    if [key_file is not None, passphrase, creds].count(True) != 1:
-        raise UsageError("give one of --key-file FILE, --passphrase or --systemd-creds")
+    if [key_file is not None, passphrase, creds, token is not None].count(True) != 1:
+        raise UsageError(
+            "give one of --key-file FILE, --passphrase, --systemd-creds or "
+            "--pkcs11 MODULE --token LABEL"
+        )
+    if token is not None:
+        return crypt.pkcs11_source(token)
     if creds:
         assert log_root is not None
         return crypt.systemd_creds_source(log_root)
@@ -94,15 +106,21 @@ def key_new(
 
 @key_app.command("rotate")
 def key_rotate(
-    key_file: KeyFileOpt = None, passphrase: PassphraseOpt = False, creds: CredsOpt = False
+    key_file: KeyFileOpt = None,
+    passphrase: PassphraseOpt = False,
+    creds: CredsOpt = False,
+    pkcs11: Pkcs11Opt = None,
+    token: TokenOpt = None,
+    pin_env: PinEnvOpt = "NERVE_TOKEN_PIN",
 ) -> None:
-    """Re-wrap the data key under a new key (the current one from NERVE_KEY_FILE, or a
-    passphrase); no segment is rewritten. The old key stops working."""
+    """Re-wrap the data key under a new key (the current one from NERVE_KEY_FILE, a
+    passphrase or the keyring's token); no segment is rewritten. The old key stops working."""
     ws = _door(write=True)
     made: list[str] = []
+    ref = token_ref(pkcs11, token, pin_env)
 
     def new_key(log_root: Path) -> tuple[bytes, dict[str, Any]]:
-        kek, source = kek_for_new(key_file, passphrase, creds, log_root)
+        kek, source = kek_for_new(key_file, passphrase, creds, log_root, ref)
         made.append(str(source["kind"]))
         return kek, source
 
@@ -116,7 +134,7 @@ def _set_config_key(path: Path, kind: str) -> None:
     if not path.exists():
         return
     text = path.read_text(encoding="utf-8")
-    for old in ("file", "passphrase", "systemd-creds"):
+    for old in ("file", "passphrase", "systemd-creds", "pkcs11"):
         text = text.replace(f"    key: {old}  #", f"    key: {kind}  #")
     path.write_text(text, encoding="utf-8")
 

@@ -10,6 +10,7 @@ import typer
 from nerve.cli.key_cmds import CredsOpt, KeyFileOpt, PassphraseOpt, kek_for_new
 from nerve.cli.output import LIMIT_HELP, console, emit_json, plural, render_chunks
 from nerve.cli.state import door as _door
+from nerve.cli.token_opts import PinEnvOpt, Pkcs11Opt, TokenOpt, token_ref
 from nerve.errors import UsageError
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="JSON output (one object per line).")]
@@ -42,22 +43,28 @@ def init(
     encrypt: Annotated[
         bool,
         typer.Option(
-            "--encrypt", help="Encrypt the log at rest (with --key-file or --passphrase)."
+            "--encrypt",
+            help="Encrypt the log at rest (with --key-file, --passphrase, --systemd-creds "
+            "or --pkcs11).",
         ),
     ] = False,
     key_file: KeyFileOpt = None,
     passphrase: PassphraseOpt = False,
     creds: CredsOpt = False,
+    pkcs11: Pkcs11Opt = None,
+    token: TokenOpt = None,
+    pin_env: PinEnvOpt = "NERVE_TOKEN_PIN",
 ) -> None:
     """Create a workspace: nerve.yaml, senses/, workflows/, projections/, data/."""
     from nerve.api import Workspace
 
-    if not encrypt and (key_file is not None or passphrase or creds):
-        raise UsageError("--key-file, --passphrase and --systemd-creds go with --encrypt")
+    if not encrypt and (key_file is not None or passphrase or creds or pkcs11 is not None):
+        raise UsageError("--key-file, --passphrase, --systemd-creds and --pkcs11 go with --encrypt")
     if encrypt and (directory / "nerve.yaml").exists():
         raise UsageError(f"{directory / 'nerve.yaml'} already exists; not overwriting it")
     log_root = directory.expanduser().resolve() / "data" / "log"
-    kek = kek_for_new(key_file, passphrase, creds, log_root) if encrypt else None
+    ref = token_ref(pkcs11, token, pin_env)
+    kek = kek_for_new(key_file, passphrase, creds, log_root, ref) if encrypt else None
     ws = Workspace.create(directory, encrypt=kek)
     typer.echo(f"created {'encrypted ' if encrypt else ''}workspace {ws.root}")
 

@@ -2,34 +2,14 @@
 and ``audit key --pkcs11`` (docs/sealing.md)."""
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
 from nerve.cli.output import emit_json
 from nerve.cli.state import door as _door
+from nerve.cli.token_opts import PinEnvOpt, Pkcs11Opt, TokenOpt, token_ref
 from nerve.errors import UsageError
-
-Pkcs11Opt = Annotated[
-    str | None, typer.Option("--pkcs11", help="A PKCS#11 module (.so), e.g. SoftHSM2's.")
-]
-TokenOpt = Annotated[str | None, typer.Option("--token", help="The token's label.")]
-PinEnvOpt = Annotated[
-    str, typer.Option("--pin-env", help="The variable holding the token's user PIN.")
-]
-
-
-def token_ref(module: str | None, token: str | None, pin_env: str) -> Any:
-    """The token named by --pkcs11/--token/--pin-env, or None without --pkcs11."""
-    from nerve.seal.token import TokenRef
-
-    if module is None:
-        if token is not None:
-            raise UsageError("--token needs --pkcs11 MODULE")
-        return None
-    if token is None:
-        raise UsageError("--pkcs11 needs --token LABEL")
-    return TokenRef(module, token, pin_env)
 
 
 def seal_setup(

@@ -312,7 +312,7 @@ class RetentionConfig(_Model):
 class EncryptionConfig(_Model):
     """Encryption at rest (``nerve init --encrypt``): what unlocks the data key."""
 
-    key: Literal["file", "passphrase", "systemd-creds"] = "file"
+    key: Literal["file", "passphrase", "systemd-creds", "pkcs11"] = "file"
 
 
 class LogConfig(_Model):

@@ -19,9 +19,9 @@ if TYPE_CHECKING:
     from nerve.attention.whatif import WhatIf
     from nerve.door.core import Core
     from nerve.door.reads import StoredSense
+    from nerve.pkcs11token import TokenRef
     from nerve.query import QueryResult, QueryStream
     from nerve.seal import SealReport, Seed
-    from nerve.seal.token import TokenRef
     from nerve.seal.witness import Cosigned
 
 __all__ = ["Audit", "Bundle", "Decision", "Link", "Sense", "Senses"]

@@ -2,8 +2,12 @@
 
 Key hierarchy::
 
-    key file (≥ 32 bytes) ─┐
-    passphrase ─ Argon2id ─┴─▶ key-encryption key (KEK) ─ wraps ─▶ data key (DEK, 32 random bytes)
+    key file (≥ 32 bytes) ─────┐
+    passphrase ─ Argon2id ─────┤
+    systemd-creds (TPM2) ──────┤
+    PKCS#11 token ─ HMAC ──────┴─▶ key-encryption key (KEK) ─ wraps ─▶ data key (DEK, 32 bytes)
+
+(the token's key never leaves it: :mod:`nerve.log.tokenkek`).
 
 The wrapped data key lives in ``keyring.json`` at the log's root, beside the manifest; its
 presence is what makes a log encrypted. Rotation re-wraps the same data key under a new KEK
@@ -22,6 +26,7 @@ key an envelope names there, writers the one of their log's keyring (:func:`ciph
 from __future__ import annotations
 
 import collections
+import contextlib
 import getpass
 import json
 import os
@@ -29,7 +34,7 @@ import stat
 import struct
 import sys
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -40,6 +45,8 @@ from nacl.exceptions import CryptoError
 
 from nerve import fsio
 from nerve.errors import LogCorrupt, LogError
+from nerve.log import tokenkek
+from nerve.pkcs11token import TokenError, TokenRef, WrongPin
 
 KEYRING = "keyring.json"
 MAGIC = b"NENC\x01"  # one sealed body (a WAL frame's, a log line's)
@@ -563,6 +570,24 @@ def _systemd_creds(args: list[str], data: bytes) -> bytes:
     return done.stdout
 
 
+def pkcs11_source(ref: TokenRef) -> tuple[bytes, dict[str, Any]]:
+    """A new KEK derived inside a PKCS#11 token, and its keyring entry (no key bytes)."""
+    with _token_kek():
+        return tokenkek.new_source(ref)
+
+
+@contextlib.contextmanager
+def _token_kek() -> Iterator[None]:
+    """A token's errors as a log's key errors: a refused PIN is a wrong key; no module,
+    token, PIN or key is a key not to be had."""
+    try:
+        yield
+    except WrongPin as exc:
+        raise WrongKey(f"{exc}; nothing was written", hint=exc.hint) from None
+    except TokenError as exc:
+        raise KeyMissing(str(exc), hint=exc.hint) from None
+
+
 def kept_with(log_root: Path) -> Path:
     """The folder a copy of the log carries, where its key file must not be: a workspace's
     ``data/`` (the log's parent, so named), else a bare log's own folder."""
@@ -573,7 +598,8 @@ def kek_from_env(
     log_root: Path, ring: dict[str, Any], env: Mapping[str, str] | None = None
 ) -> bytes:
     """The KEK the environment gives: ``NERVE_KEY_FILE``, ``NERVE_PASSPHRASE``, or a prompt
-    on a terminal for a passphrase keyring."""
+    on a terminal for a passphrase keyring; systemd-creds or the PKCS#11 token (its PIN
+    in the variable the keyring names) for a keyring kept by one."""
     env = os.environ if env is None else env
     source = ring.get("kek") or {}
     where = keyring_path(log_root)
@@ -582,6 +608,9 @@ def kek_from_env(
         return kek_from_file(Path(env[ENV_KEY_FILE]), data=kept_with(log_root), force=force)
     if source.get("kind") == "systemd-creds":
         return _kek_from_systemd_creds(log_root, source)
+    if source.get("kind") == "pkcs11":
+        with _token_kek():
+            return tokenkek.kek_of(source, env)
     if env.get(ENV_PASSPHRASE) and source.get("kind") != "passphrase":
         raise WrongKey(
             f"{where}: this log opens with a key file, not a passphrase; nothing was written",

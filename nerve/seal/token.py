@@ -2,63 +2,32 @@
 a YubiKey, an HSM): made there, non-extractable, and asked to sign; never read out.
 
 The key is the token's Ed25519 (CKK_EC_EDWARDS, curve Ed25519) key pair labelled
-``nerve-identity``; the token's PIN comes from an environment variable, never a flag.
+``nerve-identity``; the token and its PIN are named as :mod:`nerve.pkcs11token` says.
 """
 
 from __future__ import annotations
 
-import os
-from dataclasses import dataclass
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from nerve.pkcs11token import TokenError, TokenRef, refused, session
 from nerve.seal.store import SealError
 
 LABEL = "nerve-identity"
 ED25519_OID = "1.3.101.112"
 
 
-@dataclass(frozen=True)
-class TokenRef:
-    module: str  # the PKCS#11 library (.so)
-    token: str  # the token's label
-    pin_env: str  # the variable holding the user PIN
-
-    def to_json(self) -> dict[str, str]:
-        return {
-            "kind": "pkcs11",
-            "module": self.module,
-            "token": self.token,
-            "pin_env": self.pin_env,
-        }
-
-
-def _session(ref: TokenRef, *, rw: bool = False) -> Any:
-    """An open session on the token, logged in with the PIN from ``ref.pin_env``."""
-    import pkcs11
-
-    pin = os.environ.get(ref.pin_env)
-    if not pin:
-        raise SealError(
-            f"${ref.pin_env} is not set: the token's PIN", hint=f"export {ref.pin_env}=…"
-        )
+@contextlib.contextmanager
+def _session(ref: TokenRef, *, rw: bool = False) -> Iterator[Any]:
+    """A logged-in session on the token (:func:`nerve.pkcs11token.session`), its errors
+    raised as epoch sealing's own (``SealError``)."""
     try:
-        token = pkcs11.lib(ref.module).get_token(token_label=ref.token)
-        return token.open(user_pin=pin, rw=rw)
-    except pkcs11.exceptions.NoSuchToken:
-        raise SealError(f"PKCS#11 token {ref.token!r} not found in {ref.module}") from None
-    except pkcs11.exceptions.PKCS11Error as exc:  # (a RuntimeError too: caught first)
-        raise SealError(f"PKCS#11 token {ref.token!r}: {_why(exc)}") from None
-    except (RuntimeError, OSError) as exc:  # the library would not load
-        raise SealError(f"PKCS#11 module {ref.module} cannot be loaded: {exc}") from None
-
-
-def _why(exc: Exception) -> str:
-    name = type(exc).__name__
-    known = {"PinIncorrect": "wrong PIN", "PinLocked": "PIN locked", "PinExpired": "PIN expired"}
-    if name in known:
-        return known[name]
-    return str(exc).splitlines()[0] if str(exc) else name
+        with session(ref, rw=rw) as live:
+            yield live
+    except TokenError as exc:
+        raise SealError(str(exc), hint=exc.hint) from None
 
 
 def identity(ref: TokenRef, *, make: bool = False) -> bytes:
@@ -102,7 +71,7 @@ def sign(ref: TokenRef, message: bytes) -> bytes:
         except pkcs11.exceptions.NoSuchKey:
             raise SealError(f"token {ref.token!r} holds no {LABEL} key") from None
         except pkcs11.exceptions.PKCS11Error as exc:
-            raise SealError(f"PKCS#11 token {ref.token!r}: {_why(exc)}") from None
+            raise SealError(str(refused(ref, exc))) from None
 
 
 def _point(raw: bytes) -> bytes:
@@ -132,6 +101,6 @@ def confirm(folder: Path) -> None:
     found = SealDir(folder).setup().get("identity")
     if not isinstance(found, dict) or found.get("kind") != "pkcs11":
         return
-    ref = TokenRef(str(found["module"]), str(found["token"]), str(found["pin_env"]))
+    ref = TokenRef.from_json(found)
     if identity(ref).hex() != found.get("public_key"):
         raise SealError(f"token {ref.token!r} holds another identity key than the set-up's")

@@ -5,53 +5,31 @@ one clear error, and a daemon that cannot reach it keeps logging and says it is 
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from nacl.signing import VerifyKey
 
+from nerve.pkcs11token import TokenRef
 from nerve.seal.sealer import setup_message
 from nerve.seal.seed import Seed
-from nerve.seal.token import LABEL, TokenRef, sign
+from nerve.seal.token import LABEL, sign
 from nerve.workspace import WorkspaceDir
 from tests.conftest import run_cli
 from tests.daemon_util import started
+from tests.helpers.softhsm import MODULE, needs_softhsm, softhsm_tokens
 
-MODULE = "/usr/lib/softhsm/libsofthsm2.so"
 PIN_ENV = "NERVE_TEST_TOKEN_PIN"
 
-pytestmark = pytest.mark.skipif(
-    shutil.which("softhsm2-util") is None or not Path(MODULE).exists(),
-    reason="SoftHSM2 is not installed (.ci/run installs softhsm2)",
-)
+pytestmark = needs_softhsm
 
 
 @pytest.fixture(scope="module")
 def softhsm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """A SoftHSM2 configuration with two fresh tokens, ``nerve`` and ``spare`` (PIN 1234).
-    One per module: the library reads its configuration once per process."""
-    folder = tmp_path_factory.mktemp("softhsm")
-    (folder / "tokens").mkdir()
-    conf = folder / "softhsm2.conf"
-    conf.write_text(f"directories.tokendir = {folder / 'tokens'}\nobjectstore.backend = file\n")
-    env = {**os.environ, "SOFTHSM2_CONF": str(conf)}
-    for label in ("nerve", "spare"):
-        subprocess.run(
-            ["softhsm2-util", "--init-token", "--free", "--label", label, "--pin", "1234",
-             "--so-pin", "5678"],
-            check=True, capture_output=True, env=env,
-        )  # fmt: skip
-    old = os.environ.get("SOFTHSM2_CONF")
-    os.environ["SOFTHSM2_CONF"] = str(conf)
-    yield conf
-    if old is None:
-        os.environ.pop("SOFTHSM2_CONF", None)
-    else:
-        os.environ["SOFTHSM2_CONF"] = old
+    """A SoftHSM2 configuration with two fresh tokens, ``nerve`` and ``spare`` (PIN 1234)."""
+    with softhsm_tokens(tmp_path_factory.mktemp("softhsm"), ("nerve", "spare")) as conf:
+        yield conf
 
 
 @pytest.fixture
