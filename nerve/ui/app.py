@@ -39,6 +39,7 @@ from nerve.errors import NerveError, UsageError
 from nerve.safetext import csv_cell
 from nerve.ui import data
 from nerve.ui.auth import Keys, local_path
+from nerve.ui.clock import clock, duration
 from nerve.ui.dayline import bars as dayline_bars
 from nerve.ui.dayline import drawn as dayline_drawn
 from nerve.ui.guard import Guard, Served, set_cookie
@@ -69,29 +70,6 @@ def _env() -> Environment:
     env.filters["duration"] = duration
     env.globals["pages"] = PAGES
     return env
-
-
-def clock(ns: int | None, seconds: bool = True) -> str:
-    """A moment as local 24-hour time: ``14:03:22`` (``14:03`` without seconds)."""
-    import time
-
-    if ns is None:
-        return ""
-    t = time.localtime(int(ns) // 10**9)
-    return (
-        f"{t.tm_hour:02d}:{t.tm_min:02d}:{t.tm_sec:02d}"
-        if seconds
-        else f"{t.tm_hour:02d}:{t.tm_min:02d}"
-    )
-
-
-def duration(ns: int | None) -> str:
-    """A span in words a person reads: ``2 h 05 min``, ``12 min``, ``40 s``."""
-    seconds = max(0, int(ns or 0) // 10**9)
-    hours, rest = divmod(seconds, 3600)
-    if hours:
-        return f"{hours} h {rest // 60:02d} min"
-    return f"{rest // 60} min" if rest >= 60 else f"{rest} s"
 
 
 def highlight(text: str, needle: str) -> Markup:

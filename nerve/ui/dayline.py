@@ -17,6 +17,7 @@ from markupsafe import Markup, escape
 
 from nerve.events import bookkeeping_sql
 from nerve.recall.day import commands_in, decisions_in
+from nerve.ui.clock import clock, duration
 
 __all__ = ["READINGS", "STEPS_MIN", "around", "bars", "drawn", "extent", "picture", "rounded"]
 
@@ -274,8 +275,6 @@ def bars(kind: str, items: list[dict[str, Any]]) -> Markup:
     """The SVG marks of one bar lane (``apps``, ``windows`` or ``away``), each with its
     tooltip: written here rather than in the template, since a day can hold thousands and
     the page is drawn on every request (text escaped as the template would)."""
-    from nerve.ui.app import clock, duration
-
     out = []
     for b in items:
         when = f"{clock(b['start'])}–{clock(b['end'])} · {duration(b['ns'])}"
