@@ -200,10 +200,9 @@ _SCALARS = (
 )  # fmt: skip
 # Absent in snapshots taken before values never seen (they restore as 0).
 _RANGE = ("lo", "hi", "bins", "novel_q", "hold", "since", "novel_at")
-
-
-def _ema(old: int, new: int, num: int, den: int) -> int:
-    return old + round_div((new - old) * num, den)
+_NOTHING = (0, "", 0)  # no novelty: score, kind, direction
+_Cells = tuple[list[int] | None, list[int] | None]  # a reading's day and week slots, if any
+_Preds = tuple[int | None, int | None, int | None]  # level, day and week predictions
 
 
 def _bin(x: int, lo: int, hi: int, bins: int) -> int:
@@ -280,7 +279,11 @@ class ValueDetector:
         self, probe: str, value: int, seq: int, now_ns: int, sense: str = ""
     ) -> Highlight | None:
         """Decide one reading ``value`` (an integer in the reading's unit) at ``now_ns``;
-        ``sense`` is the sense the probe belongs to (its share of ``max_probes``)."""
+        ``sense`` is the sense the probe belongs to (its share of ``max_probes``).
+
+        This runs for every reading of every observation, so the steps below spell out
+        an EMA's update and :func:`nerve.attention.observer.round_div` (``(2a + d) // 2d``)
+        rather than call functions for them; each figure is the one those give."""
         if isinstance(value, bool) or not isinstance(value, int):
             raise EventError(f"value probe {probe!r}: reading {value!r} is not an integer")
         state = self._probes.get(probe)
@@ -290,13 +293,14 @@ class ValueDetector:
             self._recency[state.sense].move_to_end(probe)
         x, hour = value * _F, now_ns // _HOUR_NS
         slots = (hour % _DAY, (hour + _WEEK_SHIFT) % _WEEK)
-        preds = self._predictions(state, slots)
-        novel = self._novelty(state, x, now_ns) if self.params.range_bins else (0, "", 0)
+        cells = (state.daily.get(slots[0]), state.weekly.get(slots[1]))
+        preds = self._predictions(state, cells)
+        bins = self.params.range_bins
+        novel = self._novelty(state, x, now_ns) if bins else _NOTHING
         fire = self._judge(probe, state, x, preds, seq)
-        if self.params.range_bins:
+        if bins:
             fire = self._blend(probe, state, x, novel, fire, seq, now_ns)
-        # The level does not learn a run not yet sustained, so the run stays visible.
-        self._fold(state, x, preds, slots, learn=not 0 < state.run < self.params.sustain)
+        self._fold(state, x, preds, slots, cells)
         return fire
 
     def _admit(self, probe: str, sense: str) -> _Probe:
@@ -329,20 +333,27 @@ class ValueDetector:
         if not s.bins:  # the first reading (or one restored from before ranges)
             s.lo = s.hi = x
             s.bins, s.since = 1, now_ns
-            return 0, "", 0
-        span = s.hi - s.lo
-        over = x - s.hi if x > s.hi else s.lo - x if x < s.lo else 0
-        extreme = over > 0 and (span == 0 or over * p.extreme_bins > span)
-        if over:  # the bins widen: mark the new ones the visited ones overlap
-            lo, hi = min(s.lo, x), max(s.hi, x)
-            s.bins = _remap(s.bins, s.lo, s.hi, lo, hi, p.range_bins)
-            s.lo, s.hi = lo, hi
-        b = _bin(x, s.lo, s.hi, p.range_bins)
+            return _NOTHING
+        lo, hi = s.lo, s.hi
+        if lo <= x <= hi:  # within the range: the common case, no record
+            b = min(p.range_bins - 1, (x - lo) * p.range_bins // (hi - lo if hi > lo else 1))
+            if s.bins >> b & 1:
+                return _NOTHING
+            s.bins |= 1 << b
+            return p.unseen_milli, "unseen", _sign(x - s.level)
+        span = hi - lo
+        over = x - hi if x > hi else lo - x
+        extreme = span == 0 or over * p.extreme_bins > span
+        # the bins widen: mark the new ones the visited ones overlap
+        lo, hi = min(lo, x), max(hi, x)
+        s.bins = _remap(s.bins, s.lo, s.hi, lo, hi, p.range_bins)
+        s.lo, s.hi = lo, hi
+        b = _bin(x, lo, hi, p.range_bins)
         unseen = not s.bins >> b & 1
         s.bins |= 1 << b
         if extreme:
-            return p.extreme_milli, "record", 1 if x > s.lo else -1
-        return (p.unseen_milli, "unseen", _sign(x - s.level)) if unseen else (0, "", 0)
+            return p.extreme_milli, "record", 1 if x > lo else -1
+        return (p.unseen_milli, "unseen", _sign(x - s.level)) if unseen else _NOTHING
 
     def _blend(
         self,
@@ -356,63 +367,60 @@ class ValueDetector:
     ) -> Highlight | None:
         """A novelty fire first; else the predictions' fire, weighed, unless held."""
         p = self.params
-        quiet, s.novel_q = s.novel_q, max(0, s.novel_q - 1)
-        hold, s.hold = s.hold, max(0, s.hold - 1)
-        warm = s.n >= p.warmup and now_ns - s.since >= p.novel_warmup_s * _S
-        recent = s.novel_at and now_ns - s.novel_at < p.novel_quiet_s * _S
+        quiet, hold = s.novel_q, s.hold
+        s.novel_q = quiet - 1 if quiet > 0 else 0
+        s.hold = hold - 1 if hold > 0 else 0
         score, kind, direction = novel
-        if score and not quiet and not recent and warm:
-            s.novel_q, s.hold, s.novel_at = p.novel_quiet, p.novel_hold, now_ns
-            width = max(1, round_div(s.hi - s.lo, p.range_bins))
-            level, sigma = round_div(s.level, _F), round_div(width, _F)
-            return Highlight(probe, round_div(x, _F), level, sigma, score, seq, kind, direction)
+        if score and not quiet:
+            warm = s.n >= p.warmup and now_ns - s.since >= p.novel_warmup_s * _S
+            recent = s.novel_at and now_ns - s.novel_at < p.novel_quiet_s * _S
+            if warm and not recent:
+                s.novel_q, s.hold, s.novel_at = p.novel_quiet, p.novel_hold, now_ns
+                width = max(1, round_div(s.hi - s.lo, p.range_bins))
+                level, sigma = round_div(s.level, _F), round_div(width, _F)
+                return Highlight(probe, round_div(x, _F), level, sigma, score, seq, kind, direction)
         if fire is None or hold:
             return None
         return replace(fire, score_milli=round_div(fire.score_milli * p.blend_milli, 1000))
 
-    def _predictions(self, s: _Probe, slots: tuple[int, int]) -> list[int | None]:
+    def _predictions(self, s: _Probe, cells: _Cells) -> tuple[int | None, int | None, int | None]:
+        """The level, and the day's and the week's slot once each has ``season_min`` readings."""
         need = self.params.season_min
-        day, week = s.daily.get(slots[0]), s.weekly.get(slots[1])
-        return [
+        day, week = cells
+        return (
             s.level if s.n else None,
             day[0] if day and day[1] >= need else None,
             week[0] if week and week[1] >= need else None,
-        ]
+        )
 
-    def _best(self, s: _Probe, preds: list[int | None]) -> tuple[int, int] | None:
-        """(prediction, its error) of the fit with the smallest error that has data; a
-        season's error counts ``season_bias_milli / 1000`` of itself (a cycle, once seen, is
-        preferred to a level that happens to fit as well)."""
+    def _judge(self, probe: str, s: _Probe, x: int, preds: _Preds, seq: int) -> Highlight | None:
+        """The predictions' fire: a surprise against the prediction that has lately fitted
+        best, or a trend. That fit is the one of smallest error among those with
+        ``season_min`` readings, a season's error counting ``season_bias_milli / 1000`` of
+        itself (a cycle, once seen, is preferred to a level that happens to fit as well)."""
         p = self.params
-        ready = [
-            (round_div(s.fits[i].err * (1000 if i == 0 else p.season_bias_milli), 1000), i)
-            for i, pred in enumerate(preds)
-            if pred is not None and s.fits[i].n >= p.season_min
-        ]
-        if not ready:
+        need, bias, best, least = p.season_min, p.season_bias_milli, -1, 0
+        for i, fit in enumerate(s.fits):
+            if preds[i] is None or fit.n < need:
+                continue
+            weighed = fit.err if i == 0 else (2 * fit.err * bias + 1000) // 2000
+            if best < 0 or weighed < least:
+                best, least = i, weighed
+        quiet = s.quiet
+        s.quiet = quiet - 1 if quiet > 0 else 0
+        if best < 0:
             return None
-        _, i = min(ready)
-        pred = preds[i]
+        pred, err = preds[best], s.fits[best].err
         assert pred is not None
-        return pred, s.fits[i].err
-
-    def _judge(
-        self, probe: str, s: _Probe, x: int, preds: list[int | None], seq: int
-    ) -> Highlight | None:
-        p = self.params
-        best = self._best(s, preds)
-        blocked = s.n < p.warmup or best is None
-        quiet, s.quiet = s.quiet, max(0, s.quiet - 1)
-        if best is None:
-            return None
-        pred, err = best
-        floor = max(p.min_dev_milli, round_div(abs(pred) * p.rel_floor_milli, 1_000_000))
-        sigma = max(err, floor)
-        spike = self._spike(s, round_div(abs(x - pred) * 1000, sigma))
+        floor = p.min_dev_milli
+        if p.rel_floor_milli:
+            floor = max(floor, (2 * abs(pred) * p.rel_floor_milli + 1_000_000) // 2_000_000)
+        sigma = err if err > floor else floor
+        spike = self._spike(s, (2000 * abs(x - pred) + sigma) // (2 * sigma))
         trend = self._trend(s, x, floor)
-        score = max(spike, trend)
+        score = spike if spike > trend else trend
         # Within the debounce only a surprise twice as strong fires (a spike, then its run).
-        if blocked or score == 0 or (quiet > 0 and score <= 2 * s.fired):
+        if s.n < p.warmup or score == 0 or (quiet > 0 and score <= 2 * s.fired):
             return None
         s.quiet, s.fired = p.debounce, score
         kind, direction = (
@@ -425,69 +433,84 @@ class ValueDetector:
         """Score of a spike beyond k and the recent peak, or of a run of ``sustain``
         readings beyond k whose smallest surprise beats the recent sustained ones."""
         p = self.params
-        spike = _over(z, max(p.k_milli, round_div(s.peak * p.peak_ratio_milli, 1000)))
-        spike = round_div(spike * p.spike_weight_milli, 1000)
-        s.peak = max(z, s.peak - (s.peak >> p.peak_shift))
-        s.run, s.run_min = (
-            (s.run + 1, min(s.run_min, z) if s.run else z) if z > p.k_milli else (0, 0)
-        )
-        s.held -= s.held >> p.peak_shift
+        k, ratio, shift = p.k_milli, p.peak_ratio_milli, p.peak_shift
+        peak = s.peak
+        bar = max(k, (2 * peak * ratio + 1000) // 2000)
+        spike = (2 * _over(z, bar) * p.spike_weight_milli + 1000) // 2000 if z > bar else 0
+        s.peak = max(z, peak - (peak >> shift))
+        if z > k:
+            s.run_min = min(s.run_min, z) if s.run else z
+            s.run += 1
+        else:
+            s.run = s.run_min = 0
+        held = s.held - (s.held >> shift)
+        s.held = held
         if s.run < p.sustain:
             return spike
-        shift = _over(s.run_min, max(p.k_milli, round_div(s.held * p.peak_ratio_milli, 1000)))
-        s.held = max(s.held, s.run_min)
-        return max(spike, shift)
+        run_min = s.run_min
+        shift_score = _over(run_min, max(k, (2 * held * ratio + 1000) // 2000))
+        s.held = max(held, run_min)
+        return max(spike, shift_score)
 
     def _trend(self, s: _Probe, x: int, floor: int) -> int:
         """Score of a steady climb or fall: the EMA of clamped steps against their size."""
         p = self.params
-        if s.n == 0:
+        n = s.n
+        if n == 0:
             return 0
         step, scale = x - s.last, max(s.step_err, floor, _F)
-        cap = round_div(scale * p.clamp_milli, 1000)
-        if s.n > 1:
-            s.slope = _ema(s.slope, max(-cap, min(cap, step)), p.trend_num, p.trend_den)
-        s.step_err = (
-            _ema(s.step_err, min(abs(step), cap), *self._weight(s.n)) if s.n > 1 else abs(step)
-        )
-        z = round_div(abs(s.slope) * 1000, scale)
-        bar = max(p.trend_k_milli, s.climb)
-        s.climb -= s.climb >> p.peak_shift
-        if z > bar:  # a climb that fired is the one to beat for a while
-            s.climb = z
-        return _over(z, bar)
-
-    def _weight(self, count: int) -> tuple[int, int]:
-        """An error's weight for its ``count``-th sample: the mean of the samples so far
-        (``1 / count``) until that is below ``err_num / err_den``."""
-        p = self.params
-        return (1, count) if count * p.err_num < p.err_den else (p.err_num, p.err_den)
+        cap = (2 * scale * p.clamp_milli + 1000) // 2000
+        size = abs(step)
+        if n > 1:
+            clamped = cap if step > cap else -cap if step < -cap else step
+            num, den = p.trend_num, p.trend_den
+            s.slope += (2 * (clamped - s.slope) * num + den) // (2 * den)
+            num, den = (1, n) if n * p.err_num < p.err_den else (p.err_num, p.err_den)
+            size = size if size < cap else cap
+            s.step_err += (2 * (size - s.step_err) * num + den) // (2 * den)
+        else:
+            s.step_err = size
+        z = (2000 * abs(s.slope) + scale) // (2 * scale)
+        climb = s.climb
+        bar = max(p.trend_k_milli, climb)
+        # a climb that fired is the one to beat for a while
+        s.climb = z if z > bar else climb - (climb >> p.peak_shift)
+        return _over(z, bar) if z > bar else 0
 
     def _fold(
-        self, s: _Probe, x: int, preds: list[int | None], slots: tuple[int, int], learn: bool
+        self, s: _Probe, x: int, preds: _Preds, slots: tuple[int, int], cells: _Cells
     ) -> None:
+        """Fold the reading into each prediction's error, then (unless a run not yet
+        sustained is pending: the level does not learn it, so the run stays visible) into
+        the level and the day's and the week's slot."""
         p = self.params
+        learn = not 0 < s.run < p.sustain
         for fit, pred in zip(s.fits, preds, strict=True):
             if pred is None:
                 continue
-            miss = abs(x - pred)
-            if fit.n:
-                # A pending run widens no error beyond one unit a reading (so it stays a run,
-                # while an integer hum still learns its spread); otherwise up to clamp times.
-                cap = max(fit.err, _F)
-                miss = min(miss, cap if not learn else round_div(cap * p.clamp_milli, 1000))
-            fit.err = _ema(fit.err, miss, *self._weight(fit.n + 1)) if fit.n else miss
-            fit.n += 1
+            miss, n = abs(x - pred), fit.n
+            if not n:
+                fit.err, fit.n = miss, 1
+                continue
+            # A pending run widens no error beyond one unit a reading (so it stays a run,
+            # while an integer hum still learns its spread); otherwise up to clamp times.
+            cap = fit.err if fit.err > _F else _F
+            if learn:
+                cap = (2 * cap * p.clamp_milli + 1000) // 2000
+            num, den = (1, n + 1) if (n + 1) * p.err_num < p.err_den else (p.err_num, p.err_den)
+            fit.err += (2 * ((miss if miss < cap else cap) - fit.err) * num + den) // (2 * den)
+            fit.n = n + 1
         s.last, s.n = x, s.n + 1
         if not learn:
             return
-        s.level = _ema(s.level, x, p.alpha_num, p.alpha_den) if s.n > 1 else x
-        for table, slot in ((s.daily, slots[0]), (s.weekly, slots[1])):
-            cell = table.get(slot)
+        num, den = p.alpha_num, p.alpha_den
+        s.level = s.level + (2 * (x - s.level) * num + den) // (2 * den) if s.n > 1 else x
+        num, den = p.season_num, p.season_den
+        for table, slot, cell in zip((s.daily, s.weekly), slots, cells, strict=True):
             if cell is None:
                 table[slot] = [x, 1]
             else:
-                cell[0] = _ema(cell[0], x, p.season_num, p.season_den)
+                cell[0] += (2 * (x - cell[0]) * num + den) // (2 * den)
                 cell[1] += 1
 
     def level(self, probe: str) -> int | None:
