@@ -46,8 +46,9 @@ rounded half-up, no floats), so a replay reproduces every decision bit for bit.
 from __future__ import annotations
 
 from collections import OrderedDict, deque
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from operator import attrgetter
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -203,6 +204,8 @@ _RANGE = ("lo", "hi", "bins", "novel_q", "hold", "since", "novel_at")
 _NOTHING = (0, "", 0)  # no novelty: score, kind, direction
 _Cells = tuple[list[int] | None, list[int] | None]  # a reading's day and week slots, if any
 _Preds = tuple[int | None, int | None, int | None]  # level, day and week predictions
+# Every figure of a probe but its counts (``n``): what a repeated reading may leave as it is.
+_FIGURES = attrgetter(*(name for name in (*_SCALARS, *_RANGE) if name != "n"))
 
 
 def _bin(x: int, lo: int, hi: int, bins: int) -> int:
@@ -211,17 +214,19 @@ def _bin(x: int, lo: int, hi: int, bins: int) -> int:
 
 
 def _remap(mask: int, lo: int, hi: int, new_lo: int, new_hi: int, bins: int) -> int:
-    """The bins of ``[new_lo, new_hi]`` that overlap a marked bin of ``[lo, hi]``."""
-    span, out = max(hi - lo, 1), 0
+    """The bins of ``[new_lo, new_hi]`` that overlap a marked bin of ``[lo, hi]``
+    (:func:`_bin` written out: this runs at every new record)."""
+    span, width, top, out = max(hi - lo, 1), max(new_hi - new_lo, 1), bins - 1, 0
     for b in range(bins):
         if not mask >> b & 1:
             continue
-        first = lo + (b * span + bins - 1) // bins
-        last = hi if b == bins - 1 else lo + ((b + 1) * span - 1) // bins
+        first = lo + (b * span + top) // bins
+        last = hi if b == top else lo + ((b + 1) * span - 1) // bins
         if first > last:
             continue
-        for c in range(_bin(first, new_lo, new_hi, bins), _bin(last, new_lo, new_hi, bins) + 1):
-            out |= 1 << c
+        start = min(top, (first - new_lo) * bins // width)
+        end = min(top, (last - new_lo) * bins // width)
+        out |= (2 << end) - (1 << start)  # bins start..end
     return out
 
 
@@ -232,6 +237,51 @@ def _sign(v: int) -> int:
 def _over(z: int, bar: int) -> int:
     """A surprise's score: how far ``z`` is past ``bar``, as a share of ``z`` (0..1000)."""
     return min(1000, round_div((z - bar) * 1000, z)) if z > bar else 0
+
+
+def _figures(s: _Probe, hour: int) -> tuple[Any, ...]:
+    """The probe's figures but its counts: the scalars, each fit's error and the means of
+    the hour's two slots (the only ones a reading in that hour touches)."""
+    day = s.daily.get(hour % _DAY)
+    week = s.weekly.get((hour + _WEEK_SHIFT) % _WEEK)
+    return (
+        _FIGURES(s),
+        [f.err for f in s.fits],
+        None if day is None else day[0],
+        None if week is None else week[0],
+    )
+
+
+def _settled(s: _Probe, before: tuple[Any, ...], hour: int, p: ValueParams) -> bool:
+    """True when a reading whose step (the reading equal to the last one) left the
+    probe's figures as they were (``before``) would leave them so again, whenever it comes
+    again within ``hour``. Each count a step consults has then passed the point where it
+    would change the step: ``n`` past 2, every fit and both slots of the hour past
+    ``season_min`` (all three predictions in use). An EMA that did not move stays put: the
+    weight of a new reading only falls as its count grows. No score was above 0 (any would have
+    moved a run, a climb or the range), so neither ``warmup`` nor a debounce held a fire."""
+    day = s.daily.get(hour % _DAY)
+    week = s.weekly.get((hour + _WEEK_SHIFT) % _WEEK)
+    need = p.season_min
+    return (
+        s.n > 2
+        and day is not None
+        and day[1] > need
+        and week is not None
+        and week[1] > need
+        and all(f.n > need for f in s.fits)
+        and _figures(s, hour) == before
+    )
+
+
+def _repeat(s: _Probe, hour: int) -> None:
+    """A reading again within ``hour`` at a settled probe (see :func:`_settled`): only
+    the counts move."""
+    s.n += 1
+    for f in s.fits:
+        f.n += 1
+    s.daily[hour % _DAY][1] += 1
+    s.weekly[(hour + _WEEK_SHIFT) % _WEEK][1] += 1
 
 
 class ValueDetector:
@@ -279,11 +329,7 @@ class ValueDetector:
         self, probe: str, value: int, seq: int, now_ns: int, sense: str = ""
     ) -> Highlight | None:
         """Decide one reading ``value`` (an integer in the reading's unit) at ``now_ns``;
-        ``sense`` is the sense the probe belongs to (its share of ``max_probes``).
-
-        This runs for every reading of every observation, so the steps below spell out
-        an EMA's update and :func:`nerve.attention.observer.round_div` (``(2a + d) // 2d``)
-        rather than call functions for them; each figure is the one those give."""
+        ``sense`` is the sense the probe belongs to (its share of ``max_probes``)."""
         if isinstance(value, bool) or not isinstance(value, int):
             raise EventError(f"value probe {probe!r}: reading {value!r} is not an integer")
         state = self._probes.get(probe)
@@ -291,6 +337,57 @@ class ValueDetector:
             state = self._admit(probe, sense)
         else:
             self._recency[state.sense].move_to_end(probe)
+        return self._step(probe, state, value, seq, now_ns)
+
+    def run(
+        self,
+        probe: str,
+        state: _Probe,
+        values: Sequence[int],
+        seqs: Sequence[int],
+        times: Sequence[int],
+        levels: list[int],
+    ) -> list[tuple[int, Highlight]]:
+        """Step ``probe`` (its ``state``) through its integer readings ``values`` in order
+        (their observations' ``seqs`` and ``times``), as :meth:`step` one by one would;
+        return the fires as ``(position in values, highlight)`` and append the level after
+        each reading to ``levels``. Admission and recency are the caller's.
+
+        A reading that comes again within the same hour, after a step of it that changed
+        nothing but counts (:func:`_settled`), would change nothing but counts again: it is
+        counted (:func:`_repeat`) rather than stepped. Most readings of a steady probe (a
+        sense's own rate, an error counter at 0) are such repeats."""
+        fires: list[tuple[int, Highlight]] = []
+        settled: tuple[int, int] | None = None  # (reading, hour) at which the probe is settled
+        for j, value in enumerate(values):
+            now = times[j]
+            hour = now // _HOUR_NS
+            if settled == (value, hour):
+                _repeat(state, hour)
+            else:
+                before = _figures(state, hour) if value * _F == state.last else None
+                fire = self._step(probe, state, value, seqs[j], now)
+                if fire is not None:
+                    fires.append((j, fire))
+                settled = None
+                if (
+                    before is not None
+                    and fire is None
+                    and _settled(state, before, hour, self.params)
+                ):
+                    settled = (value, hour)
+            levels.append(state.level)
+        return fires
+
+    def _step(
+        self, probe: str, state: _Probe, value: int, seq: int, now_ns: int
+    ) -> Highlight | None:
+        """One reading of ``probe``: the predictions, the values never seen, the
+        predictions' fire, their blend, then the reading folded in.
+
+        This runs for every reading of every observation, so the steps below spell out
+        an EMA's update and :func:`nerve.attention.observer.round_div` (``(2a + d) // 2d``)
+        rather than call functions for them; each figure is the one those give."""
         x, hour = value * _F, now_ns // _HOUR_NS
         slots = (hour % _DAY, (hour + _WEEK_SHIFT) % _WEEK)
         cells = (state.daily.get(slots[0]), state.weekly.get(slots[1]))
@@ -485,33 +582,39 @@ class ValueDetector:
         the level and the day's and the week's slot."""
         p = self.params
         learn = not 0 < s.run < p.sustain
+        clamp, err_num, err_den = p.clamp_milli, p.err_num, p.err_den
         for fit, pred in zip(s.fits, preds, strict=True):
             if pred is None:
                 continue
-            miss, n = abs(x - pred), fit.n
-            if not n:
+            miss, n, err = abs(x - pred), fit.n + 1, fit.err
+            if n == 1:
                 fit.err, fit.n = miss, 1
                 continue
             # A pending run widens no error beyond one unit a reading (so it stays a run,
             # while an integer hum still learns its spread); otherwise up to clamp times.
-            cap = fit.err if fit.err > _F else _F
+            cap = err if err > _F else _F
             if learn:
-                cap = (2 * cap * p.clamp_milli + 1000) // 2000
-            num, den = (1, n + 1) if (n + 1) * p.err_num < p.err_den else (p.err_num, p.err_den)
-            fit.err += (2 * ((miss if miss < cap else cap) - fit.err) * num + den) // (2 * den)
-            fit.n = n + 1
+                cap = (2 * cap * clamp + 1000) // 2000
+            num, den = (1, n) if n * err_num < err_den else (err_num, err_den)
+            fit.err = err + (2 * ((miss if miss < cap else cap) - err) * num + den) // (2 * den)
+            fit.n = n
         s.last, s.n = x, s.n + 1
         if not learn:
             return
         num, den = p.alpha_num, p.alpha_den
         s.level = s.level + (2 * (x - s.level) * num + den) // (2 * den) if s.n > 1 else x
         num, den = p.season_num, p.season_den
-        for table, slot, cell in zip((s.daily, s.weekly), slots, cells, strict=True):
-            if cell is None:
-                table[slot] = [x, 1]
-            else:
-                cell[0] += (2 * (x - cell[0]) * num + den) // (2 * den)
-                cell[1] += 1
+        day, week = cells
+        if day is None:
+            s.daily[slots[0]] = [x, 1]
+        else:
+            day[0] += (2 * (x - day[0]) * num + den) // (2 * den)
+            day[1] += 1
+        if week is None:
+            s.weekly[slots[1]] = [x, 1]
+        else:
+            week[0] += (2 * (x - week[0]) * num + den) // (2 * den)
+            week[1] += 1
 
     def level(self, probe: str) -> int | None:
         """The probe's level (its readings' EMA) in the reading's unit; None if not followed."""
