@@ -16,14 +16,17 @@ through the scalar path instead.
 from __future__ import annotations
 
 import math
-from collections import Counter
-from collections.abc import Sequence
+from bisect import bisect_right
+from collections import Counter, OrderedDict
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 
 from nerve.attention.detector import _FIXED, _FULL, PROBES, Detector, Highlight
 from nerve.attention.observer import Observer, round_div
+from nerve.attention.values import _F, RATE, ValueDetector, _Probe, probe_name
 from nerve.events import SOURCE_MAX, VENDOR_MIN, SourceClass, Trust
 
 _TRUSTS = (Trust.ATTESTED, Trust.FIRST_PARTY, Trust.INFERRED, Trust.UNTRUSTED)
@@ -219,3 +222,151 @@ def _highlight(det: Detector, probe: str, value: int, mean: int, var: int, seq: 
     threshold = mean + round_div(p.k_milli * sigma, 1000)
     score = min(1000, round_div((value * _FIXED - threshold) * 1000, _FULL - threshold))
     return Highlight(probe, value, round_div(mean, _FIXED), round_div(sigma, _FIXED), score, seq)
+
+
+# -- value probes --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ValueBatch:
+    """What :meth:`ValueDetector.observe` gave each observation of a batch, in order: its
+    fires and its readings by probe (``latest``); :meth:`level` gives a probe's level as
+    :meth:`ValueDetector.level` gave it after observation ``i``."""
+
+    fires: dict[int, list[Highlight]]  # observation -> its fires (none: no entry)
+    latest: list[dict[str, int]]
+    steps: dict[str, tuple[list[int], list[int]]]  # probe -> (observations, level after each)
+    before: Callable[[str], int | None]  # a probe's level before the batch
+
+    def level(self, i: int) -> Callable[[str], int | None]:
+        """A probe's level after observation ``i`` (None if not followed by then)."""
+
+        def at(probe: str) -> int | None:
+            steps = self.steps.get(probe)
+            k = bisect_right(steps[0], i) - 1 if steps is not None else -1
+            return round_div(steps[1][k], _F) if steps and k >= 0 else self.before(probe)
+
+        return at
+
+
+def value_batch(
+    det: ValueDetector,
+    subjects: Sequence[str],
+    readings: Sequence[Mapping[str, int]],
+    seqs: Sequence[int],
+    times: Sequence[int],
+) -> ValueBatch | None:
+    """:meth:`ValueDetector.observe` for each observation, in order, with the same fires
+    and state afterwards: the readings are gathered by probe and each probe is stepped
+    through its own (:meth:`ValueDetector.run`). None, with nothing done, when a reading is
+    not an integer or a probe might be evicted: then observe them one by one."""
+    named = _probes_of(subjects, readings)
+    if named is None or not _room(det, subjects, named):
+        return None
+    latest, series = _gather(det, subjects, named, times)
+    prior = {probe: det.level(probe) for probe in series}
+    fires: dict[int, list[Highlight]] = {}
+    steps: dict[str, tuple[list[int], list[int]]] = {}
+    for probe, (subject, where, values) in series.items():
+        state = det._probes.setdefault(probe, _Probe(sense=subject))
+        levels: list[int] = []
+        at = det.run(
+            probe, state, values, [seqs[i] for i in where], [times[i] for i in where], levels
+        )
+        for j, h in at:
+            fires.setdefault(where[j], []).append(h)
+        steps[probe] = (where, levels)
+    _seen_last(det, series, latest)
+    if latest:
+        det.latest = latest[-1]
+
+    def before(probe: str) -> int | None:
+        return prior[probe] if probe in prior else det.level(probe)
+
+    kept = {i: _kept(det, found, latest[i]) for i, found in fires.items()}
+    return ValueBatch(kept, latest, steps, before)
+
+
+def _probes_of(
+    subjects: Sequence[str], readings: Sequence[Mapping[str, int]]
+) -> list[list[tuple[str, int]]] | None:
+    """Each observation's readings as ``(probe, reading)`` in the order
+    :meth:`ValueDetector.observe` steps them (by name; a sense's own rate, added later,
+    comes last); None if one is not a plain integer. Observations sharing one readings
+    mapping (a payload stored again, see :func:`nerve.attention.service.read_observations`)
+    share the list."""
+    known: dict[tuple[str, int], list[tuple[str, int]]] = {}
+    out = []
+    for subject, values in zip(subjects, readings, strict=True):
+        pairs = known.get((subject, id(values)))
+        if pairs is None:
+            names = sorted(name for name in values if name != RATE)
+            if any(type(values[name]) is not int for name in names):
+                return None
+            pairs = [(probe_name(subject, name), values[name]) for name in names]
+            known[subject, id(values)] = pairs
+        out.append(pairs)
+    return out
+
+
+def _room(
+    det: ValueDetector, subjects: Sequence[str], named: Sequence[list[tuple[str, int]]]
+) -> bool:
+    """True if the batch's new probes and senses fit within ``max_probes`` (so no probe is
+    evicted, and no sense goes without its rate)."""
+    senses = {s for s in subjects if s}
+    probes = {probe for pairs in {id(p): p for p in named}.values() for probe, _ in pairs}
+    new = (probes | {probe_name(s, RATE) for s in senses}) - det._probes.keys()
+    cap = det.params.max_probes
+    return len(det._probes) + len(new) <= cap and len(senses | det._times.keys()) <= cap
+
+
+def _gather(
+    det: ValueDetector,
+    subjects: Sequence[str],
+    named: Sequence[list[tuple[str, int]]],
+    times: Sequence[int],
+) -> tuple[list[dict[str, int]], dict[str, tuple[str, list[int], list[int]]]]:
+    """Each observation's readings by probe (a sense's own rate added), and each probe's
+    sense, observations and readings."""
+    latest: list[dict[str, int]] = []
+    series: dict[str, tuple[str, list[int], list[int]]] = {}
+    rates = {s: probe_name(s, RATE) for s in set(subjects) if s}
+    for i, (subject, pairs) in enumerate(zip(subjects, named, strict=True)):
+        probes = dict(pairs)
+        if subject:
+            probes[rates[subject]] = det._rate(subject, times[i])
+        latest.append(probes)
+        for probe, value in probes.items():
+            where = series.get(probe) or series.setdefault(probe, (subject, [], []))
+            where[1].append(i)
+            where[2].append(value)
+    return latest, series
+
+
+def _seen_last(
+    det: ValueDetector,
+    series: Mapping[str, tuple[str, list[int], list[int]]],
+    latest: Sequence[Mapping[str, int]],
+) -> None:
+    """Each sense's probes least recently seen first, as stepping them one by one leaves
+    them: the batch's probes move to the end in the order they were last seen."""
+
+    def last(probe: str) -> tuple[int, int]:
+        i = series[probe][1][-1]
+        return i, list(latest[i]).index(probe)
+
+    for probe in sorted(series, key=last):
+        order = det._recency.setdefault(det._probes[probe].sense, OrderedDict())
+        order[probe] = None
+        order.move_to_end(probe)
+
+
+def _kept(det: ValueDetector, fires: list[Highlight], probes: Mapping[str, int]) -> list[Highlight]:
+    """One observation's fires in the order its readings are stepped; only the strongest
+    when ``range_bins`` (one observation interrupts once)."""
+    if len(fires) < 2:
+        return fires
+    order = list(probes)
+    fires.sort(key=lambda h: order.index(h.probe))
+    return [max(fires, key=lambda h: h.score_milli)] if det.params.range_bins else fires

@@ -175,22 +175,55 @@ class Attention:
     ) -> list[tuple[int, int, Highlight, Action]]:
         """Value-probe fires as ``(position, order, highlight, action)``, in the order
         :meth:`observe` raises them: pending fires the observation resolves first (negative
-        orders), then the detector's three probes (0..2), then the value fires (3 + k)."""
+        orders), then the detector's three probes (0..2), then the value fires (3 + k).
+
+        The value probes step through the batch probe by probe
+        (:func:`nerve.attention.batch.value_batch`), or one observation at a time when that
+        cannot be done exactly; the rules then go through it an observation at a time."""
+        from nerve.attention import batch
+
+        todo = [i for i, (s, v) in enumerate(zip(subjects, readings, strict=True)) if v or s]
+        found = batch.value_batch(
+            self.values,
+            [subjects[i] for i in todo],
+            [readings[i] or _NO_READINGS for i in todo],
+            [first + i for i in todo],
+            [times[i] for i in todo],
+        )
         out: list[tuple[int, int, Highlight, Action]] = []
-        observe, rules = self.values.observe, self.rules
-        for i, (subject, values) in enumerate(zip(subjects, readings, strict=True)):
-            if not (values or subject):
-                continue
-            fires = observe(subject, values or _NO_READINGS, first + i, times[i])
-            if rules is None:
-                out += [(i, 3 + k, h, "decide") for k, h in enumerate(fires)]
-                continue
-            done = rules.resolve(self.values.latest, first + i, times[i])
-            out += [(i, k - len(done), h, a) for k, (h, a) in enumerate(done)]
-            out += [(i, 3 + k, h, a) for k, (h, a) in enumerate(rules.sort(fires, times[i]))]
-            drifts = rules.drifts(self.values.latest, first + i, times[i])
-            out += [(i, 3 + len(fires) + k, h, a) for k, (h, a) in enumerate(drifts)]
-            rules.watch(self.values.latest, first + i, times[i], self.values.level)
+        level: Callable[[str], int | None]
+        for j, i in enumerate(todo):
+            if found is None:
+                readings_i = readings[i] or _NO_READINGS
+                fires = self.values.observe(subjects[i], readings_i, first + i, times[i])
+                latest, level = self.values.latest, self.values.level
+            else:
+                fires, latest, level = found.fires.get(j, []), found.latest[j], found.level(j)
+            out += self._ruled_batch(i, first + i, times[i], fires, latest, level)
+        return out
+
+    def _ruled_batch(
+        self,
+        i: int,
+        seq: int,
+        now_ns: int,
+        fires: list[Highlight],
+        latest: Mapping[str, int],
+        level: Callable[[str], int | None],
+    ) -> list[tuple[int, int, Highlight, Action]]:
+        """Observation ``i``'s value fires through the gate rules, as
+        ``(position, order, highlight, action)``."""
+        rules = self.rules
+        if rules is None:
+            return [(i, 3 + k, h, "decide") for k, h in enumerate(fires)]
+        done = rules.resolve(latest, seq, now_ns)
+        out: list[tuple[int, int, Highlight, Action]] = [
+            (i, k - len(done), h, a) for k, (h, a) in enumerate(done)
+        ]
+        out += [(i, 3 + k, h, a) for k, (h, a) in enumerate(rules.sort(fires, now_ns))]
+        drifts = rules.drifts(latest, seq, now_ns)
+        out += [(i, 3 + len(fires) + k, h, a) for k, (h, a) in enumerate(drifts)]
+        rules.watch(latest, seq, now_ns, level)
         return out
 
     def _one_by_one(

@@ -326,14 +326,21 @@ def _after(cursor: Hlc) -> str:
 
 
 def read_observations(conn: Any, cursor: Hlc = HLC_ZERO) -> list[Obs]:
+    """Every observation after ``cursor``, in HLC order. A payload is decoded once however
+    often it is stored (a reading at rest repeats its payload byte for byte), and the
+    observations holding it share its readings and facts: attention only reads them."""
     rows = conn.execute(
         "SELECT id, source, trust, physical_ns, logical, line, subject, payload FROM events "
         f"WHERE kind = 'observation' AND {_after(cursor)} ORDER BY physical_ns, logical"
     ).fetchall()
-    return [
-        Obs(bytes(i), int(s), int(t), int(p), int(lo), ln, sub, *readings_and_facts(pl))
-        for i, s, t, p, lo, ln, sub, pl in rows
-    ]
+    decoded: dict[bytes | None, tuple[dict[str, int], dict[str, Any]]] = {}
+    out = []
+    for i, s, t, p, lo, ln, sub, pl in rows:
+        got = decoded.get(pl)
+        if got is None:
+            got = decoded[pl] = readings_and_facts(pl)
+        out.append(Obs(bytes(i), int(s), int(t), int(p), int(lo), ln, sub, *got))
+    return out
 
 
 def load_state(log_root: Path, connect: Callable[[], Any] | None = None) -> LogState:

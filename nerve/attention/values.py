@@ -46,8 +46,9 @@ rounded half-up, no floats), so a replay reproduces every decision bit for bit.
 from __future__ import annotations
 
 from collections import OrderedDict, deque
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from operator import attrgetter
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -200,10 +201,11 @@ _SCALARS = (
 )  # fmt: skip
 # Absent in snapshots taken before values never seen (they restore as 0).
 _RANGE = ("lo", "hi", "bins", "novel_q", "hold", "since", "novel_at")
-
-
-def _ema(old: int, new: int, num: int, den: int) -> int:
-    return old + round_div((new - old) * num, den)
+_NOTHING = (0, "", 0)  # no novelty: score, kind, direction
+_Cells = tuple[list[int] | None, list[int] | None]  # a reading's day and week slots, if any
+_Preds = tuple[int | None, int | None, int | None]  # level, day and week predictions
+# Every figure of a probe but its counts (``n``): what a repeated reading may leave as it is.
+_FIGURES = attrgetter(*(name for name in (*_SCALARS, *_RANGE) if name != "n"))
 
 
 def _bin(x: int, lo: int, hi: int, bins: int) -> int:
@@ -212,17 +214,19 @@ def _bin(x: int, lo: int, hi: int, bins: int) -> int:
 
 
 def _remap(mask: int, lo: int, hi: int, new_lo: int, new_hi: int, bins: int) -> int:
-    """The bins of ``[new_lo, new_hi]`` that overlap a marked bin of ``[lo, hi]``."""
-    span, out = max(hi - lo, 1), 0
+    """The bins of ``[new_lo, new_hi]`` that overlap a marked bin of ``[lo, hi]``
+    (:func:`_bin` written out: this runs at every new record)."""
+    span, width, top, out = max(hi - lo, 1), max(new_hi - new_lo, 1), bins - 1, 0
     for b in range(bins):
         if not mask >> b & 1:
             continue
-        first = lo + (b * span + bins - 1) // bins
-        last = hi if b == bins - 1 else lo + ((b + 1) * span - 1) // bins
+        first = lo + (b * span + top) // bins
+        last = hi if b == top else lo + ((b + 1) * span - 1) // bins
         if first > last:
             continue
-        for c in range(_bin(first, new_lo, new_hi, bins), _bin(last, new_lo, new_hi, bins) + 1):
-            out |= 1 << c
+        start = min(top, (first - new_lo) * bins // width)
+        end = min(top, (last - new_lo) * bins // width)
+        out |= (2 << end) - (1 << start)  # bins start..end
     return out
 
 
@@ -233,6 +237,51 @@ def _sign(v: int) -> int:
 def _over(z: int, bar: int) -> int:
     """A surprise's score: how far ``z`` is past ``bar``, as a share of ``z`` (0..1000)."""
     return min(1000, round_div((z - bar) * 1000, z)) if z > bar else 0
+
+
+def _figures(s: _Probe, hour: int) -> tuple[Any, ...]:
+    """The probe's figures but its counts: the scalars, each fit's error and the means of
+    the hour's two slots (the only ones a reading in that hour touches)."""
+    day = s.daily.get(hour % _DAY)
+    week = s.weekly.get((hour + _WEEK_SHIFT) % _WEEK)
+    return (
+        _FIGURES(s),
+        [f.err for f in s.fits],
+        None if day is None else day[0],
+        None if week is None else week[0],
+    )
+
+
+def _settled(s: _Probe, before: tuple[Any, ...], hour: int, p: ValueParams) -> bool:
+    """True when a reading whose step (the reading equal to the last one) left the
+    probe's figures as they were (``before``) would leave them so again, whenever it comes
+    again within ``hour``. Each count a step consults has then passed the point where it
+    would change the step: ``n`` past 2, every fit and both slots of the hour past
+    ``season_min`` (all three predictions in use). An EMA that did not move stays put: the
+    weight of a new reading only falls as its count grows. No score was above 0 (any would have
+    moved a run, a climb or the range), so neither ``warmup`` nor a debounce held a fire."""
+    day = s.daily.get(hour % _DAY)
+    week = s.weekly.get((hour + _WEEK_SHIFT) % _WEEK)
+    need = p.season_min
+    return (
+        s.n > 2
+        and day is not None
+        and day[1] > need
+        and week is not None
+        and week[1] > need
+        and all(f.n > need for f in s.fits)
+        and _figures(s, hour) == before
+    )
+
+
+def _repeat(s: _Probe, hour: int) -> None:
+    """A reading again within ``hour`` at a settled probe (see :func:`_settled`): only
+    the counts move."""
+    s.n += 1
+    for f in s.fits:
+        f.n += 1
+    s.daily[hour % _DAY][1] += 1
+    s.weekly[(hour + _WEEK_SHIFT) % _WEEK][1] += 1
 
 
 class ValueDetector:
@@ -288,15 +337,67 @@ class ValueDetector:
             state = self._admit(probe, sense)
         else:
             self._recency[state.sense].move_to_end(probe)
+        return self._step(probe, state, value, seq, now_ns)
+
+    def run(
+        self,
+        probe: str,
+        state: _Probe,
+        values: Sequence[int],
+        seqs: Sequence[int],
+        times: Sequence[int],
+        levels: list[int],
+    ) -> list[tuple[int, Highlight]]:
+        """Step ``probe`` (its ``state``) through its integer readings ``values`` in order
+        (their observations' ``seqs`` and ``times``), as :meth:`step` one by one would;
+        return the fires as ``(position in values, highlight)`` and append the level after
+        each reading to ``levels``. Admission and recency are the caller's.
+
+        A reading that comes again within the same hour, after a step of it that changed
+        nothing but counts (:func:`_settled`), would change nothing but counts again: it is
+        counted (:func:`_repeat`) rather than stepped. Most readings of a steady probe (a
+        sense's own rate, an error counter at 0) are such repeats."""
+        fires: list[tuple[int, Highlight]] = []
+        settled: tuple[int, int] | None = None  # (reading, hour) at which the probe is settled
+        for j, value in enumerate(values):
+            now = times[j]
+            hour = now // _HOUR_NS
+            if settled == (value, hour):
+                _repeat(state, hour)
+            else:
+                before = _figures(state, hour) if value * _F == state.last else None
+                fire = self._step(probe, state, value, seqs[j], now)
+                if fire is not None:
+                    fires.append((j, fire))
+                settled = None
+                if (
+                    before is not None
+                    and fire is None
+                    and _settled(state, before, hour, self.params)
+                ):
+                    settled = (value, hour)
+            levels.append(state.level)
+        return fires
+
+    def _step(
+        self, probe: str, state: _Probe, value: int, seq: int, now_ns: int
+    ) -> Highlight | None:
+        """One reading of ``probe``: the predictions, the values never seen, the
+        predictions' fire, their blend, then the reading folded in.
+
+        This runs for every reading of every observation, so the steps below spell out
+        an EMA's update and :func:`nerve.attention.observer.round_div` (``(2a + d) // 2d``)
+        rather than call functions for them; each figure is the one those give."""
         x, hour = value * _F, now_ns // _HOUR_NS
         slots = (hour % _DAY, (hour + _WEEK_SHIFT) % _WEEK)
-        preds = self._predictions(state, slots)
-        novel = self._novelty(state, x, now_ns) if self.params.range_bins else (0, "", 0)
+        cells = (state.daily.get(slots[0]), state.weekly.get(slots[1]))
+        preds = self._predictions(state, cells)
+        bins = self.params.range_bins
+        novel = self._novelty(state, x, now_ns) if bins else _NOTHING
         fire = self._judge(probe, state, x, preds, seq)
-        if self.params.range_bins:
+        if bins:
             fire = self._blend(probe, state, x, novel, fire, seq, now_ns)
-        # The level does not learn a run not yet sustained, so the run stays visible.
-        self._fold(state, x, preds, slots, learn=not 0 < state.run < self.params.sustain)
+        self._fold(state, x, preds, slots, cells)
         return fire
 
     def _admit(self, probe: str, sense: str) -> _Probe:
@@ -329,20 +430,27 @@ class ValueDetector:
         if not s.bins:  # the first reading (or one restored from before ranges)
             s.lo = s.hi = x
             s.bins, s.since = 1, now_ns
-            return 0, "", 0
-        span = s.hi - s.lo
-        over = x - s.hi if x > s.hi else s.lo - x if x < s.lo else 0
-        extreme = over > 0 and (span == 0 or over * p.extreme_bins > span)
-        if over:  # the bins widen: mark the new ones the visited ones overlap
-            lo, hi = min(s.lo, x), max(s.hi, x)
-            s.bins = _remap(s.bins, s.lo, s.hi, lo, hi, p.range_bins)
-            s.lo, s.hi = lo, hi
-        b = _bin(x, s.lo, s.hi, p.range_bins)
+            return _NOTHING
+        lo, hi = s.lo, s.hi
+        if lo <= x <= hi:  # within the range: the common case, no record
+            b = min(p.range_bins - 1, (x - lo) * p.range_bins // (hi - lo if hi > lo else 1))
+            if s.bins >> b & 1:
+                return _NOTHING
+            s.bins |= 1 << b
+            return p.unseen_milli, "unseen", _sign(x - s.level)
+        span = hi - lo
+        over = x - hi if x > hi else lo - x
+        extreme = span == 0 or over * p.extreme_bins > span
+        # the bins widen: mark the new ones the visited ones overlap
+        lo, hi = min(lo, x), max(hi, x)
+        s.bins = _remap(s.bins, s.lo, s.hi, lo, hi, p.range_bins)
+        s.lo, s.hi = lo, hi
+        b = _bin(x, lo, hi, p.range_bins)
         unseen = not s.bins >> b & 1
         s.bins |= 1 << b
         if extreme:
-            return p.extreme_milli, "record", 1 if x > s.lo else -1
-        return (p.unseen_milli, "unseen", _sign(x - s.level)) if unseen else (0, "", 0)
+            return p.extreme_milli, "record", 1 if x > lo else -1
+        return (p.unseen_milli, "unseen", _sign(x - s.level)) if unseen else _NOTHING
 
     def _blend(
         self,
@@ -356,63 +464,60 @@ class ValueDetector:
     ) -> Highlight | None:
         """A novelty fire first; else the predictions' fire, weighed, unless held."""
         p = self.params
-        quiet, s.novel_q = s.novel_q, max(0, s.novel_q - 1)
-        hold, s.hold = s.hold, max(0, s.hold - 1)
-        warm = s.n >= p.warmup and now_ns - s.since >= p.novel_warmup_s * _S
-        recent = s.novel_at and now_ns - s.novel_at < p.novel_quiet_s * _S
+        quiet, hold = s.novel_q, s.hold
+        s.novel_q = quiet - 1 if quiet > 0 else 0
+        s.hold = hold - 1 if hold > 0 else 0
         score, kind, direction = novel
-        if score and not quiet and not recent and warm:
-            s.novel_q, s.hold, s.novel_at = p.novel_quiet, p.novel_hold, now_ns
-            width = max(1, round_div(s.hi - s.lo, p.range_bins))
-            level, sigma = round_div(s.level, _F), round_div(width, _F)
-            return Highlight(probe, round_div(x, _F), level, sigma, score, seq, kind, direction)
+        if score and not quiet:
+            warm = s.n >= p.warmup and now_ns - s.since >= p.novel_warmup_s * _S
+            recent = s.novel_at and now_ns - s.novel_at < p.novel_quiet_s * _S
+            if warm and not recent:
+                s.novel_q, s.hold, s.novel_at = p.novel_quiet, p.novel_hold, now_ns
+                width = max(1, round_div(s.hi - s.lo, p.range_bins))
+                level, sigma = round_div(s.level, _F), round_div(width, _F)
+                return Highlight(probe, round_div(x, _F), level, sigma, score, seq, kind, direction)
         if fire is None or hold:
             return None
         return replace(fire, score_milli=round_div(fire.score_milli * p.blend_milli, 1000))
 
-    def _predictions(self, s: _Probe, slots: tuple[int, int]) -> list[int | None]:
+    def _predictions(self, s: _Probe, cells: _Cells) -> tuple[int | None, int | None, int | None]:
+        """The level, and the day's and the week's slot once each has ``season_min`` readings."""
         need = self.params.season_min
-        day, week = s.daily.get(slots[0]), s.weekly.get(slots[1])
-        return [
+        day, week = cells
+        return (
             s.level if s.n else None,
             day[0] if day and day[1] >= need else None,
             week[0] if week and week[1] >= need else None,
-        ]
+        )
 
-    def _best(self, s: _Probe, preds: list[int | None]) -> tuple[int, int] | None:
-        """(prediction, its error) of the fit with the smallest error that has data; a
-        season's error counts ``season_bias_milli / 1000`` of itself (a cycle, once seen, is
-        preferred to a level that happens to fit as well)."""
+    def _judge(self, probe: str, s: _Probe, x: int, preds: _Preds, seq: int) -> Highlight | None:
+        """The predictions' fire: a surprise against the prediction that has lately fitted
+        best, or a trend. That fit is the one of smallest error among those with
+        ``season_min`` readings, a season's error counting ``season_bias_milli / 1000`` of
+        itself (a cycle, once seen, is preferred to a level that happens to fit as well)."""
         p = self.params
-        ready = [
-            (round_div(s.fits[i].err * (1000 if i == 0 else p.season_bias_milli), 1000), i)
-            for i, pred in enumerate(preds)
-            if pred is not None and s.fits[i].n >= p.season_min
-        ]
-        if not ready:
+        need, bias, best, least = p.season_min, p.season_bias_milli, -1, 0
+        for i, fit in enumerate(s.fits):
+            if preds[i] is None or fit.n < need:
+                continue
+            weighed = fit.err if i == 0 else (2 * fit.err * bias + 1000) // 2000
+            if best < 0 or weighed < least:
+                best, least = i, weighed
+        quiet = s.quiet
+        s.quiet = quiet - 1 if quiet > 0 else 0
+        if best < 0:
             return None
-        _, i = min(ready)
-        pred = preds[i]
+        pred, err = preds[best], s.fits[best].err
         assert pred is not None
-        return pred, s.fits[i].err
-
-    def _judge(
-        self, probe: str, s: _Probe, x: int, preds: list[int | None], seq: int
-    ) -> Highlight | None:
-        p = self.params
-        best = self._best(s, preds)
-        blocked = s.n < p.warmup or best is None
-        quiet, s.quiet = s.quiet, max(0, s.quiet - 1)
-        if best is None:
-            return None
-        pred, err = best
-        floor = max(p.min_dev_milli, round_div(abs(pred) * p.rel_floor_milli, 1_000_000))
-        sigma = max(err, floor)
-        spike = self._spike(s, round_div(abs(x - pred) * 1000, sigma))
+        floor = p.min_dev_milli
+        if p.rel_floor_milli:
+            floor = max(floor, (2 * abs(pred) * p.rel_floor_milli + 1_000_000) // 2_000_000)
+        sigma = err if err > floor else floor
+        spike = self._spike(s, (2000 * abs(x - pred) + sigma) // (2 * sigma))
         trend = self._trend(s, x, floor)
-        score = max(spike, trend)
+        score = spike if spike > trend else trend
         # Within the debounce only a surprise twice as strong fires (a spike, then its run).
-        if blocked or score == 0 or (quiet > 0 and score <= 2 * s.fired):
+        if s.n < p.warmup or score == 0 or (quiet > 0 and score <= 2 * s.fired):
             return None
         s.quiet, s.fired = p.debounce, score
         kind, direction = (
@@ -425,70 +530,91 @@ class ValueDetector:
         """Score of a spike beyond k and the recent peak, or of a run of ``sustain``
         readings beyond k whose smallest surprise beats the recent sustained ones."""
         p = self.params
-        spike = _over(z, max(p.k_milli, round_div(s.peak * p.peak_ratio_milli, 1000)))
-        spike = round_div(spike * p.spike_weight_milli, 1000)
-        s.peak = max(z, s.peak - (s.peak >> p.peak_shift))
-        s.run, s.run_min = (
-            (s.run + 1, min(s.run_min, z) if s.run else z) if z > p.k_milli else (0, 0)
-        )
-        s.held -= s.held >> p.peak_shift
+        k, ratio, shift = p.k_milli, p.peak_ratio_milli, p.peak_shift
+        peak = s.peak
+        bar = max(k, (2 * peak * ratio + 1000) // 2000)
+        spike = (2 * _over(z, bar) * p.spike_weight_milli + 1000) // 2000 if z > bar else 0
+        s.peak = max(z, peak - (peak >> shift))
+        if z > k:
+            s.run_min = min(s.run_min, z) if s.run else z
+            s.run += 1
+        else:
+            s.run = s.run_min = 0
+        held = s.held - (s.held >> shift)
+        s.held = held
         if s.run < p.sustain:
             return spike
-        shift = _over(s.run_min, max(p.k_milli, round_div(s.held * p.peak_ratio_milli, 1000)))
-        s.held = max(s.held, s.run_min)
-        return max(spike, shift)
+        run_min = s.run_min
+        shift_score = _over(run_min, max(k, (2 * held * ratio + 1000) // 2000))
+        s.held = max(held, run_min)
+        return max(spike, shift_score)
 
     def _trend(self, s: _Probe, x: int, floor: int) -> int:
         """Score of a steady climb or fall: the EMA of clamped steps against their size."""
         p = self.params
-        if s.n == 0:
+        n = s.n
+        if n == 0:
             return 0
         step, scale = x - s.last, max(s.step_err, floor, _F)
-        cap = round_div(scale * p.clamp_milli, 1000)
-        if s.n > 1:
-            s.slope = _ema(s.slope, max(-cap, min(cap, step)), p.trend_num, p.trend_den)
-        s.step_err = (
-            _ema(s.step_err, min(abs(step), cap), *self._weight(s.n)) if s.n > 1 else abs(step)
-        )
-        z = round_div(abs(s.slope) * 1000, scale)
-        bar = max(p.trend_k_milli, s.climb)
-        s.climb -= s.climb >> p.peak_shift
-        if z > bar:  # a climb that fired is the one to beat for a while
-            s.climb = z
-        return _over(z, bar)
-
-    def _weight(self, count: int) -> tuple[int, int]:
-        """An error's weight for its ``count``-th sample: the mean of the samples so far
-        (``1 / count``) until that is below ``err_num / err_den``."""
-        p = self.params
-        return (1, count) if count * p.err_num < p.err_den else (p.err_num, p.err_den)
+        cap = (2 * scale * p.clamp_milli + 1000) // 2000
+        size = abs(step)
+        if n > 1:
+            clamped = cap if step > cap else -cap if step < -cap else step
+            num, den = p.trend_num, p.trend_den
+            s.slope += (2 * (clamped - s.slope) * num + den) // (2 * den)
+            num, den = (1, n) if n * p.err_num < p.err_den else (p.err_num, p.err_den)
+            size = size if size < cap else cap
+            s.step_err += (2 * (size - s.step_err) * num + den) // (2 * den)
+        else:
+            s.step_err = size
+        z = (2000 * abs(s.slope) + scale) // (2 * scale)
+        climb = s.climb
+        bar = max(p.trend_k_milli, climb)
+        # a climb that fired is the one to beat for a while
+        s.climb = z if z > bar else climb - (climb >> p.peak_shift)
+        return _over(z, bar) if z > bar else 0
 
     def _fold(
-        self, s: _Probe, x: int, preds: list[int | None], slots: tuple[int, int], learn: bool
+        self, s: _Probe, x: int, preds: _Preds, slots: tuple[int, int], cells: _Cells
     ) -> None:
+        """Fold the reading into each prediction's error, then (unless a run not yet
+        sustained is pending: the level does not learn it, so the run stays visible) into
+        the level and the day's and the week's slot."""
         p = self.params
+        learn = not 0 < s.run < p.sustain
+        clamp, err_num, err_den = p.clamp_milli, p.err_num, p.err_den
         for fit, pred in zip(s.fits, preds, strict=True):
             if pred is None:
                 continue
-            miss = abs(x - pred)
-            if fit.n:
-                # A pending run widens no error beyond one unit a reading (so it stays a run,
-                # while an integer hum still learns its spread); otherwise up to clamp times.
-                cap = max(fit.err, _F)
-                miss = min(miss, cap if not learn else round_div(cap * p.clamp_milli, 1000))
-            fit.err = _ema(fit.err, miss, *self._weight(fit.n + 1)) if fit.n else miss
-            fit.n += 1
+            miss, n, err = abs(x - pred), fit.n + 1, fit.err
+            if n == 1:
+                fit.err, fit.n = miss, 1
+                continue
+            # A pending run widens no error beyond one unit a reading (so it stays a run,
+            # while an integer hum still learns its spread); otherwise up to clamp times.
+            cap = err if err > _F else _F
+            if learn:
+                cap = (2 * cap * clamp + 1000) // 2000
+            num, den = (1, n) if n * err_num < err_den else (err_num, err_den)
+            fit.err = err + (2 * ((miss if miss < cap else cap) - err) * num + den) // (2 * den)
+            fit.n = n
         s.last, s.n = x, s.n + 1
         if not learn:
             return
-        s.level = _ema(s.level, x, p.alpha_num, p.alpha_den) if s.n > 1 else x
-        for table, slot in ((s.daily, slots[0]), (s.weekly, slots[1])):
-            cell = table.get(slot)
-            if cell is None:
-                table[slot] = [x, 1]
-            else:
-                cell[0] = _ema(cell[0], x, p.season_num, p.season_den)
-                cell[1] += 1
+        num, den = p.alpha_num, p.alpha_den
+        s.level = s.level + (2 * (x - s.level) * num + den) // (2 * den) if s.n > 1 else x
+        num, den = p.season_num, p.season_den
+        day, week = cells
+        if day is None:
+            s.daily[slots[0]] = [x, 1]
+        else:
+            day[0] += (2 * (x - day[0]) * num + den) // (2 * den)
+            day[1] += 1
+        if week is None:
+            s.weekly[slots[1]] = [x, 1]
+        else:
+            week[0] += (2 * (x - week[0]) * num + den) // (2 * den)
+            week[1] += 1
 
     def level(self, probe: str) -> int | None:
         """The probe's level (its readings' EMA) in the reading's unit; None if not followed."""

@@ -16,6 +16,7 @@ asks about that one change. A mistake in it is reported with its file, line and 
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -23,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from nerve.attention.reason import decision_line
-from nerve.attention.service import Attender, read_observations
+from nerve.attention.service import Attender, Obs, read_observations
 from nerve.attention.settings import AttentionSettings
 from nerve.errors import UsageError
 
@@ -118,9 +119,10 @@ def what_if(conn: Any, settings: AttentionSettings, since_ns: int = 0) -> WhatIf
     observations = read_observations(conn)
     att = Attender(settings, None)
     att.observe(observations)
-    at = {obs.id.hex(): obs.physical_ns for obs in observations}
+    decided = _recorded(conn)
+    at = _times_of(observations, [*att.decisions, *decided])
     would = _in_window(att.decisions, at, since_ns)
-    recorded = _in_window(_recorded(conn), at, since_ns)
+    recorded = _in_window(decided, at, since_ns)
     changes = []
     for key in sorted(would.keys() | recorded.keys(), key=lambda k: (at.get(k[0], 0), k)):
         old, new = recorded.get(key), would.get(key)
@@ -145,6 +147,15 @@ def _recorded(conn: Any) -> list[dict[str, Any]]:
         f"SELECT payload FROM events WHERE kind = '{DECISION}' ORDER BY physical_ns, logical"
     ).fetchall()
     return [json.loads(bytes(raw)) for (raw,) in rows]
+
+
+def _times_of(observations: list[Obs], decisions: list[dict[str, Any]]) -> dict[str, int]:
+    """The time of each observation a decision is about, by its id in hex."""
+    wanted = set()
+    for d in decisions:
+        with contextlib.suppress(TypeError, ValueError):
+            wanted.add(bytes.fromhex(str(d.get("source_event") or "")))
+    return {obs.id.hex(): obs.physical_ns for obs in observations if obs.id in wanted}
 
 
 def _in_window(

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from nerve.attention import batch
 from nerve.attention import pipeline as pipeline_module
 from nerve.attention import service as service_module
 from nerve.attention.detector import DetectorParams
@@ -16,6 +17,7 @@ from nerve.attention.gate import GateConfig, UserContext
 from nerve.attention.pipeline import Attention, AttentionConfig
 from nerve.attention.service import Attender, Obs
 from nerve.attention.settings import parse_settings
+from nerve.attention.values import ValueDetector, ValueParams
 from nerve.canonical import canonical_json, det_cbor_decode
 from nerve.chain import Keyring
 from nerve.errors import EventError
@@ -213,3 +215,86 @@ def test_a_refused_row_stops_the_attender_where_it_stood(monkeypatch: pytest.Mon
         states.append((att.observed, att.cursor, canonical_json(att.snapshot())))
     assert states[0] == states[1]
     assert states[0][0] == 250
+
+
+# -- value probes --------------------------------------------------------------------------
+
+value_params = st.builds(
+    ValueParams,
+    warmup=st.integers(0, 4),
+    k_milli=st.sampled_from([0, 500, 3000]),
+    peak_ratio_milli=st.sampled_from([0, 1500]),
+    debounce=st.integers(0, 3),
+    season_min=st.integers(1, 3),
+    sustain=st.integers(1, 3),
+    range_bins=st.sampled_from([0, 4, 32]),
+    novel_warmup_s=st.sampled_from([0, 60]),
+    novel_quiet_s=st.sampled_from([0, 60]),
+    novel_quiet=st.integers(0, 3),
+    novel_hold=st.integers(0, 5),
+    max_probes=st.sampled_from([2, 5, 4096]),
+)
+value_rows = st.lists(
+    st.tuples(
+        st.sampled_from(["cpu", "cpu", "net", ""]),
+        st.sampled_from(  # mostly at rest, now and then both readings jump at once
+            [{"a": 0, "b": 0}] * 6
+            + [{"a": 5, "b": 3}, {"a": 10**6, "b": 10**6}, {"a": 40}, {"b": -7, "per_min": 2}, {}]
+        ),
+        st.sampled_from([1, 1, 10, 600, 4000]),  # seconds since the previous observation
+    ),
+    min_size=1,
+    max_size=200,
+)
+
+
+def _stepped(det: ValueDetector, rows: list[tuple[Any, ...]]) -> list[Any]:
+    """Each observation through :meth:`ValueDetector.observe`: its fires, its readings by
+    probe and every followed probe's level afterwards."""
+    out, t = [], 1_767_225_600_000_000_000
+    for i, (subject, readings, gap) in enumerate(rows):
+        t += gap * 1_000_000_000
+        fires = det.observe(subject, readings, i, t)
+        out.append((fires, det.latest, {p: det.level(p) for p in det._probes}))
+    return out
+
+
+def _batched_values(det: ValueDetector, rows: list[tuple[Any, ...]], cut: int) -> list[Any]:
+    """The same through :func:`batch.value_batch`, in two batches (one at a time where it
+    declines), with each level asked of the batch as the gate rules ask it."""
+    out, t, times = [], 1_767_225_600_000_000_000, []
+    for _, _, gap in rows:
+        t += gap * 1_000_000_000
+        times.append(t)
+    for start, stop in ((0, cut), (cut, len(rows))):
+        part = rows[start:stop]
+        found = batch.value_batch(det, [r[0] for r in part], [r[1] for r in part],
+                                  range(start, stop), times[start:stop])  # fmt: skip
+        for j in range(len(part)):
+            i = start + j
+            if found is None:
+                fires = det.observe(rows[i][0], rows[i][1], i, times[i])
+                out.append((fires, det.latest, {p: det.level(p) for p in det._probes}))
+                continue
+            level, known = found.level(j), {p for r in out for p in r[2]} | set(found.latest[j])
+            levels = {p: level(p) for p in known | set().union(*found.latest[: j + 1])}
+            out.append((found.fires.get(j, []), found.latest[j], levels))
+    return out
+
+
+@settings(max_examples=200, deadline=None)
+@given(value_params, value_rows, st.integers(0, 200))
+def test_value_probes_in_a_batch_fire_as_one_at_a_time(
+    params: ValueParams, rows: list[tuple[Any, ...]], cut: int
+) -> None:
+    """Probe by probe, a reading at rest counted rather than stepped: the same fires (the
+    strongest of an observation's), readings, levels, recency and state as one at a time."""
+    one, many = ValueDetector(params), ValueDetector(params)
+    expected = _stepped(one, rows)
+    got = _batched_values(many, rows, cut % (len(rows) + 1))
+    for (fires, latest, levels), (want_fires, want_latest, want_levels) in zip(
+        got, expected, strict=True
+    ):
+        assert (fires, latest) == (want_fires, want_latest)
+        assert {p: levels[p] for p in want_levels} == want_levels
+    assert canonical_json(many.snapshot()) == canonical_json(one.snapshot())

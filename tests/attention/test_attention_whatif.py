@@ -5,15 +5,26 @@ from __future__ import annotations
 
 import hashlib
 import json
+import random
+from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 import nerve
+from nerve.attention import values as values_module
+from nerve.attention.service import Attender, Obs, read_observations, readings_and_facts
+from nerve.attention.settings import AttentionSettings
 from nerve.attention.whatif import settings_from, what_if
+from nerve.canonical import canonical_json
+from nerve.chain import Keyring
+from nerve.clock import Hlc
 from nerve.config.issues import InvalidConfig
 from nerve.errors import UsageError
+from nerve.events import Event, SourceClass, Trust
 from nerve.query import connect
+from tests.attention.test_attention_service import make_workspace
 from tests.conftest import run_cli
 from tests.helpers.day import Day
 
@@ -117,3 +128,92 @@ def test_with_is_a_replay_option(recorded_day: Day, tmp_path: Path) -> None:
         check=False,
     )  # fmt: skip
     assert missing.returncode == 2 and "none.yaml: cannot read" in missing.stderr
+
+
+# -- the replay's own path against the daemon's ---------------------------------------------
+
+T0 = 1_767_225_600_000_000_000  # a Thursday, 00:00 UTC
+S = 1_000_000_000
+
+
+def _machine(hours: int = 8) -> list[Event]:
+    """A machine's observations every 10 s: a noisy CPU with a hog for ten minutes, memory
+    that leaks for an hour, free disk that falls, network counters mostly at rest (a port
+    opened for a while), and a command that fails now and then."""
+    rng, out = random.Random(7), []
+
+    def add(t: int, sense: str, source: SourceClass, **readings: int) -> None:
+        payload = json.dumps({"readings": readings}, sort_keys=True).encode()
+        line = f"{sense} {sorted(readings.items())}"
+        event = Event(Hlc(t, len(out)), "m", "observation", sense, int(source),
+                      Trust.FIRST_PARTY, None, payload, line)  # fmt: skip
+        out.append(event)
+
+    free = 80_000
+    for k in range(hours * 360):
+        t, hour = T0 + k * 10 * S, k // 360
+        hog, leak = 720 <= k < 780, 1080 <= k < 1440
+        add(t, "cpu", SourceClass.ENDPOINT, busy_permille=rng.randint(900, 990) if hog
+            else rng.randint(20, 60 + 40 * (hour % 3)))  # fmt: skip
+        add(t, "memory", SourceClass.ENDPOINT, used_mib=4200 + rng.randint(0, 5)
+            + (k - 1080) * 3 * leak)  # fmt: skip
+        free -= rng.randint(0, 2)
+        add(t, "disk", SourceClass.ENDPOINT, **{"free_mib:/": free})
+        add(t, "network", SourceClass.NETWORK, errors=0, listening_ports=14 + (1500 <= k < 1560),
+            down_kib_per_s=rng.randint(0, 4))  # fmt: skip
+        if k % 37 == 0:
+            add(t, "shell", SourceClass.SHELL, failure_streak=int(rng.random() < 0.3))
+    return out
+
+
+def _one_at_a_time(events: list[Event], settings: AttentionSettings) -> Attender:
+    """The daemon's attender: each observation attended as it is committed."""
+    att = Attender(settings, None)
+    for e in events:
+        assert e.payload is not None
+        obs = Obs(e.id, e.source, e.trust, e.hlc.physical_ns, e.hlc.logical, e.line,
+                  e.subject, *readings_and_facts(e.payload))  # fmt: skip
+        att.observe([obs])
+    return att
+
+
+@pytest.mark.parametrize("change", [{}, {"rules": {"confirm_s": 0}}])
+def test_the_replay_decides_as_the_daemon_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, change: dict[str, Any]
+) -> None:
+    """The what-if's path (the log read at once, the value probes stepped probe by probe,
+    a reading at rest counted rather than stepped) makes every decision the daemon's path
+    makes, field for field."""
+    events = _machine()
+    ws = make_workspace(tmp_path / "ws", events, "")
+    settings = AttentionSettings.model_validate(change)
+    repeats = []
+    counted = values_module._repeat
+    monkeypatch.setattr(values_module, "_repeat", lambda *a: repeats.append(1) or counted(*a))
+    att = Attender(settings, None)
+    att.observe(read_observations(connect(ws.log_root)))
+    assert len(repeats) > len(events) // 2, "readings at rest are counted, not stepped"
+    daemon = _one_at_a_time(events, settings)
+    outcomes = Counter(d["outcome"] for d in daemon.decisions)
+    assert outcomes["surface"] and len(outcomes) > 1, outcomes
+    assert att.decisions == daemon.decisions
+    assert canonical_json(att.snapshot()) == canonical_json(daemon.snapshot())
+
+
+def test_a_log_the_daemon_attended_replays_the_same(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Decisions sealed one observation at a time, as the daemon seals them, are what the
+    what-if makes again under the same settings: nothing differs."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    events = _machine(4)
+    ws = make_workspace(tmp_path / "ws", events, "")
+    settings = AttentionSettings()
+    att = Attender(settings, Keyring.ephemeral(bytes(32)))
+    with ws.open_log() as log:
+        for obs in read_observations(connect(ws.log_root)):
+            att.observe([obs])
+            log.append_drafts(att.take())
+    result = what_if(connect(ws.log_root), settings)
+    assert result.same and result.recorded == result.would
+    assert sum(result.recorded) == len(att.decisions) > 0
