@@ -22,7 +22,9 @@ counter's own noise does not hide a slow climb:
   pairs' slopes, in the reading's unit per hour, rounded toward zero) is at least the
   probe's least rate
   (:data:`RATES`, per ``sense.reading``, overridden by ``attention.rules.drift_rates``);
-- the samples span at least ``window_s`` less one ``step_s`` (the window is full).
+- the samples span at least ``window_s`` less one ``step_s`` (the window is full);
+- **held**: all of the above has held at every sample for ``hold_s`` seconds (a counter's
+  noise can look steady and fast enough for a sample or two; a leak stays so).
 
 It then fires a highlight of kind ``drift`` in the direction of concern: its reading is the
 newest sample, its baseline the oldest, its score ``1000 · S / pairs``; ``rate_per_h`` is the
@@ -48,9 +50,10 @@ _HOUR_NS = 3600 * _S
 BLOCKS = 6  # the window's spans of time, each summed up by its median
 
 # sense.reading -> the least steady rate worth an interruption, in the reading's unit per
-# hour: half the slowest incident issue 40 names (a leak of 15 MiB per 5 minutes, 180 MiB an
-# hour; a disk filling at 40 MiB per 5 minutes, 480 MiB an hour), set from those rates, not
-# tuned on a bench's score.
+# hour: for memory half the slowest leak issue 40 names (15 MiB per 5 minutes, 180 MiB an
+# hour); for free disk the slowest fill itself (40 MiB per 5 minutes, 480 MiB an hour), as a
+# workday's builds and logs take a few hundred MiB an hour (chosen on the tuning seeds 1-3 of
+# attention_days_bench, where half let a day of builds drift).
 RATES: dict[str, int] = {
     "memory.used_mib": 90,
     "memory.swap_used_mib": 90,

@@ -13,8 +13,9 @@ worth an interruption, from the fire's ``kind`` and ``direction`` and the readin
   larger of the fire's spread, ``sigma``, and half its excursion), or it ends as
   ``hold:transient``; the first reading at least ``confirm_s`` seconds after the fire (by the
   log's own times) confirms it, if it is at or above the reading's floor (``FLOORS``: CPU at
-  40 %, a network rate at 1 MiB/s) and, for a ``rise``/``fall`` concern (memory used, free
-  disk), a further ``bar`` (at least ``sigma``) beyond the fire's own reading: it keeps
+  40 %, a process at 80 % of a core, a network rate at 1 MiB/s, a failure streak at 3) and,
+  for a ``rise``/``fall`` concern (memory used, free disk), a further ``bar`` (at least
+  ``sigma``) beyond the fire's own reading: it keeps
   growing, so half of ``confirm_s`` is enough. A compile burst of seconds is so held; a hog
   of minutes is not.
 - **drift** (:mod:`nerve.attention.drift`): a ``rise``/``fall`` reading that creeps steadily
@@ -27,6 +28,19 @@ worth an interruption, from the fire's ``kind`` and ``direction`` and the readin
   three quarters of the fire's excursion and half the confirmed one) is pending again, as a
   highlight of kind ``return``, and needs half of ``confirm_s``: an incident that comes back,
   whose values are no longer new so that the detector stays quiet, surfaces again.
+
+- **floor crossings**: a reading of an ``up`` concern with a floor that crosses it from a
+  level below is pending (kind ``floor``), though the detector stays quiet because it has seen
+  such values (a runaway process at one core after a day of builds at one core each).
+- **persistence** by reading (``PERSIST``, overridden by ``attention.rules.persist``): a
+  network rate is confirmed only once it has lasted 2 hours (a download or a backup is what
+  the person asked for).
+- **explained** (``explain: true``): at confirmation, an excursion the machine's own work
+  explains is held as transient. A parallel job, the machine (``cpu.busy_permille``) past its
+  floor while its busiest process (``processes.top_cpu_permille``, the latest reading of
+  each) holds at most one core, explains the machine's busy, its busiest process and memory
+  used (a build); a download, the network bringing data in past its floor, explains free disk
+  falling, and a drift window of free disk that holds one is not judged.
 
 A pending fire absorbs later fires of its probe (one decision per excursion). The readings
 are integers and the times the observations' HLC times, so a replay decides the same.
@@ -74,9 +88,10 @@ CONCERNS: dict[str, Concern] = {
 }
 
 
-# (sense, reading) -> the least reading worth an interruption: 40 % of the machine, half a
-# core, a transfer of a MiB a second for a minute (the idle hum of the counters is a few KiB/s,
-# and from nothing a KiB is a surprise the detector rightly scores).
+# (sense, reading) -> the least reading worth an interruption: 40 % of the machine, most of a
+# core (a nightly job or a backup's process takes half of one), a transfer of a MiB a second
+# (the idle hum of the counters is a few KiB/s, and from nothing a KiB is a surprise the
+# detector rightly scores), three failures in a row (one is a typo put right by the next).
 FLOORS: dict[str, int] = {
     "cpu.busy_permille": 400,
     "processes.top_cpu_permille": 800,
@@ -106,8 +121,11 @@ _BY_DOWNLOAD = ("disk.free_mib",)
 class RuleSettings(BaseModel):
     """``attention.rules``: ``direction`` (true), ``confirm_s`` (60; 0 decides at the fire),
     ``confirmed_milli`` (1000), ``concerns`` (``sense.reading`` to ``up``/``down``/``rise``/
-    ``fall``/``both``) and ``floors`` (``sense.reading`` to the reading below which nothing
-    is confirmed), each over the built-in table."""
+    ``fall``/``both``), ``floors`` (``sense.reading`` to the reading below which nothing
+    is confirmed) and ``persist`` (``sense.reading`` to the seconds an excursion must last),
+    each over the built-in table; ``explain`` (true: what a parallel job or a download
+    explains is held); the drift rule's ``drift_*`` (``drift_hold_s``, 300: how long a drift
+    must hold before it fires)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
