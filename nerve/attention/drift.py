@@ -149,8 +149,9 @@ class Drift:
         while now_ns - samples[0][0] > self.window_ns:
             samples.popleft()
         full = now_ns - samples[0][0] >= self.window_ns - self.step_ns
-        if not judge or not full or now_ns < track.quiet_until:
+        if not full or now_ns < track.quiet_until:
             track.since = 0
+        if not judge or not full or now_ns < track.quiet_until:
             return None
         return self._judge(track, probe, rate, direction, seq, now_ns)
 
