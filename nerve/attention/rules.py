@@ -31,7 +31,8 @@ worth an interruption, from the fire's ``kind`` and ``direction`` and the readin
 
 - **floor crossings**: a reading of an ``up`` concern with a floor that crosses it from a
   level below is pending (kind ``floor``), though the detector stays quiet because it has seen
-  such values (a runaway process at one core after a day of builds at one core each).
+  such values (a runaway process at one core after a day of builds at one core each);
+  ``crossings: false`` turns it off.
 - **persistence** by reading (``PERSIST``, overridden by ``attention.rules.persist``): a
   network rate is confirmed only once it has lasted 2 hours (a download or a backup is what
   the person asked for).
@@ -109,11 +110,15 @@ PERSIST: dict[str, int] = {
 }
 
 # What a parallel job (a build: many processes, none past a core) looks like: the machine
-# busy past its floor while its busiest process holds at most ``_ONE_CORE``. The readings it
+# busy past its floor while its busiest process holds at most ``_ONE_CORE`` and the rest of
+# the machine at least another core. The machine's cores are not a reading: they are known
+# to be at least the busiest process's share over the machine's busy, at its largest (from
+# readings of a machine at least 10 % busy). The readings it
 # explains are held while it lasts; what explains a fall of free disk is a download (the
 # network bringing data in past its floor).
 _MACHINE, _TOP, _DOWN = "cpu.busy_permille", "processes.top_cpu_permille", "network.down_kib_per_s"
 _ONE_CORE = 1000
+_COUNTED_BUSY = 100  # a machine busier than 10 % says how many cores it has at least
 _BY_PARALLEL_JOB = ("cpu.busy_permille", "processes.top_cpu_permille", "memory.used_mib")
 _BY_DOWNLOAD = ("disk.free_mib",)
 
@@ -124,7 +129,8 @@ class RuleSettings(BaseModel):
     ``fall``/``both``), ``floors`` (``sense.reading`` to the reading below which nothing
     is confirmed) and ``persist`` (``sense.reading`` to the seconds an excursion must last),
     each over the built-in table; ``explain`` (true: what a parallel job or a download
-    explains is held); the drift rule's ``drift_*`` (``drift_hold_s``, 300: how long a drift
+    explains is held); ``crossings`` (true: a reading crossing its floor is pending); the
+    drift rule's ``drift_*`` (``drift_hold_s``, 300: how long a drift
     must hold before it fires)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -144,6 +150,7 @@ class RuleSettings(BaseModel):
     drift_rates: dict[str, Annotated[int, Field(ge=1)]] = Field(default_factory=dict)
     persist: dict[str, Annotated[int, Field(ge=0, le=604_800)]] = Field(default_factory=dict)
     explain: bool = True
+    crossings: bool = True
 
 
 @dataclass(slots=True)
@@ -188,6 +195,7 @@ class Rules:
         self._last: dict[str, int] = {}  # the latest reading of what explains (by sense.reading)
         self._above: set[str] = set()  # probes whose latest reading is at or past their floor
         self._download_ns = 0  # when a download was last seen (0: never)
+        self._cores_milli = 1000  # the machine's cores, at least (thousandths)
         self.drift = _drift_of(settings) if settings.drift else None
 
     def apply(
@@ -260,6 +268,8 @@ class Rules:
         pending (kind ``floor``), though the detector, having seen such values (a build's
         busy process before a runaway's), stays quiet: it must stay past half its excursion
         and is confirmed as any fire."""
+        if not self.settings.crossings:
+            return
         for probe in sorted(latest):
             floor = self._floor(probe)
             if floor is None or concern_of(probe, self.settings.concerns) != "up":
@@ -351,6 +361,9 @@ class Rules:
                 self._last[key] = value
             if key == _DOWN and self._beyond_floor(_DOWN, value):
                 self._download_ns = now_ns
+            busy = self._last.get(_MACHINE, 0)
+            if key == _TOP and busy >= _COUNTED_BUSY:
+                self._cores_milli = max(self._cores_milli, value * 1000 // busy)
 
     def _downloaded(self, probe: str, now_ns: int) -> bool:
         """Whether a download fell within the drift window of a reading it explains: such a
@@ -373,12 +386,10 @@ class Rules:
         key, last = _key(probe), self._last
         if key in _BY_PARALLEL_JOB:
             busy, top = last.get(_MACHINE), last.get(_TOP)
-            return (
-                busy is not None
-                and top is not None
-                and self._beyond_floor(_MACHINE, busy)
-                and top <= _ONE_CORE
-            )
+            if busy is None or top is None:
+                return False
+            others = busy * self._cores_milli // 1000 - top  # the rest's load, 1000 a core
+            return self._beyond_floor(_MACHINE, busy) and top <= _ONE_CORE and others >= _ONE_CORE
         if key in _BY_DOWNLOAD:
             down = last.get(_DOWN)
             return down is not None and self._beyond_floor(_DOWN, down)
@@ -409,6 +420,7 @@ class Rules:
         drift = {"drift": self.drift.snapshot()} if self.drift is not None else {}
         return {"pending": pending, "known": known, "last": dict(sorted(self._last.items())),
                 "above": sorted(self._above), "download_ns": self._download_ns,
+                "cores_milli": self._cores_milli,
                 **drift}  # fmt: skip
 
     def restore(self, snapshot: Mapping[str, Any]) -> None:
@@ -425,6 +437,7 @@ class Rules:
             self._last = {str(k): int(v) for k, v in snapshot.get("last", {}).items()}
             self._above = {str(p) for p in snapshot.get("above", [])}
             self._download_ns = int(snapshot.get("download_ns", 0))
+            self._cores_milli = int(snapshot.get("cores_milli", 1000))
             if self.drift is not None:  # absent in snapshots taken before the drift rule
                 self.drift.restore(snapshot.get("drift", {}))
         except (KeyError, TypeError, ValueError) as exc:

@@ -14,6 +14,7 @@ Defaults behave sensibly on a desktop and on a headless server:
         floors: {}                    # "sense.reading": least reading confirmed, over FLOORS
         persist: {}                   # "sense.reading": seconds an excursion must last (PERSIST)
         explain: true                 # a parallel job or a download explains what it moves
+        crossings: true               # a reading crossing its floor from below is pending
         drift_hold_s: 300             # a drift fires once it has held this long
       context:
         engagement_sources: [shell, app_focus, accessibility, file_change]
