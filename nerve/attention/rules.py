@@ -378,8 +378,9 @@ class Rules:
 
     def explained(self, probe: str) -> bool:
         """Whether the probe's excursion is explained by what the machine is doing, so it is
-        held: a parallel job (the machine past its floor, no process past one core) explains
-        the machine's busy, its busiest process and memory used; a download (the network
+        held: a parallel job (the machine past its floor, no process past one core, the rest
+        of the machine at least another core) explains the machine's busy, its busiest
+        process and memory used; a download (the network
         bringing data in past its floor) explains free disk falling."""
         if not self.settings.explain:
             return False
