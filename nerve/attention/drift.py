@@ -22,7 +22,9 @@ counter's own noise does not hide a slow climb:
   pairs' slopes, in the reading's unit per hour, rounded toward zero) is at least the
   probe's least rate
   (:data:`RATES`, per ``sense.reading``, overridden by ``attention.rules.drift_rates``);
-- the samples span at least ``window_s`` less one ``step_s`` (the window is full).
+- the samples span at least ``window_s`` less one ``step_s`` (the window is full);
+- **held**: all of the above has held at every sample for ``hold_s`` seconds (a counter's
+  noise can look steady and fast enough for a sample or two; a leak stays so).
 
 It then fires a highlight of kind ``drift`` in the direction of concern: its reading is the
 newest sample, its baseline the oldest, its score ``1000 · S / pairs``; ``rate_per_h`` is the
@@ -48,14 +50,15 @@ _HOUR_NS = 3600 * _S
 BLOCKS = 6  # the window's spans of time, each summed up by its median
 
 # sense.reading -> the least steady rate worth an interruption, in the reading's unit per
-# hour: half the slowest incident issue 40 names (a leak of 15 MiB per 5 minutes, 180 MiB an
-# hour; a disk filling at 40 MiB per 5 minutes, 480 MiB an hour), set from those rates, not
-# tuned on a bench's score.
+# hour: for memory half the slowest leak issue 40 names (15 MiB per 5 minutes, 180 MiB an
+# hour); for free disk the slowest fill itself (40 MiB per 5 minutes, 480 MiB an hour), as a
+# workday's builds and logs take a few hundred MiB an hour (chosen on the tuning seeds 1-3 of
+# attention_days_bench, where half let a day of builds drift).
 RATES: dict[str, int] = {
     "memory.used_mib": 90,
     "memory.swap_used_mib": 90,
     "processes.top_rss_bytes": 90 * 1024 * 1024,
-    "disk.free_mib": 240,
+    "disk.free_mib": 480,
 }
 
 
@@ -63,6 +66,7 @@ RATES: dict[str, int] = {
 class _Track:
     samples: deque[tuple[int, int]] = field(default_factory=deque)  # (time ns, reading)
     quiet_until: int = 0  # ns: no drift fire before this
+    since: int = 0  # ns: when the drift was first judged steady and fast enough (0: it is not)
 
 
 def steadiness(values: list[int], direction: int) -> int:
@@ -119,8 +123,10 @@ class Drift:
         steady_milli: int,
         quiet_s: int,
         rates: Mapping[str, int],
+        hold_s: int = 0,
     ) -> None:
         self.window_ns, self.step_ns, self.quiet_ns = window_s * _S, step_s * _S, quiet_s * _S
+        self.hold_ns = hold_s * _S
         self.steady_milli = steady_milli
         self.rates = dict(rates)
         self._tracks: dict[str, _Track] = {}
@@ -143,6 +149,8 @@ class Drift:
         while now_ns - samples[0][0] > self.window_ns:
             samples.popleft()
         full = now_ns - samples[0][0] >= self.window_ns - self.step_ns
+        if not full or now_ns < track.quiet_until:
+            track.since = 0
         if not judge or not full or now_ns < track.quiet_until:
             return None
         return self._judge(track, probe, rate, direction, seq, now_ns)
@@ -157,12 +165,15 @@ class Drift:
             return None
         values = [v for _, v in points]
         s = steadiness(values, direction)
-        if s * 1000 < self.steady_milli * pairs or not smooth(values, direction):
-            return None
         slope = slope_per_hour(list(track.samples), direction)
-        if slope < max(rate, 1):
+        steady = s * 1000 >= self.steady_milli * pairs and smooth(values, direction)
+        if not steady or slope < max(rate, 1):
+            track.since = 0
             return None
-        track.quiet_until = now_ns + self.quiet_ns
+        track.since = track.since or now_ns
+        if now_ns - track.since < self.hold_ns:
+            return None
+        track.quiet_until, track.since = now_ns + self.quiet_ns, 0
         first, last = track.samples[0][1], track.samples[-1][1]
         eta = last * 3600 // slope if direction < 0 and last > 0 else 0
         score = min(1000, s * 1000 // pairs)
@@ -171,7 +182,11 @@ class Drift:
     def snapshot(self) -> dict[str, Any]:
         """Plain JSON state: each probe's samples and quiet time."""
         return {
-            probe: {"samples": [list(p) for p in t.samples], "quiet_until": t.quiet_until}
+            probe: {
+                "samples": [list(p) for p in t.samples],
+                "quiet_until": t.quiet_until,
+                "since": t.since,
+            }
             for probe, t in sorted(self._tracks.items())
         }
 
@@ -179,7 +194,9 @@ class Drift:
         """Replace the samples with ``snapshot``'s (``ValueError``/``KeyError`` if malformed)."""
         self._tracks = {
             str(probe): _Track(
-                deque((int(t), int(v)) for t, v in raw["samples"]), int(raw["quiet_until"])
+                deque((int(t), int(v)) for t, v in raw["samples"]),
+                int(raw["quiet_until"]),
+                int(raw.get("since", 0)),  # absent before the drift's hold
             )
             for probe, raw in snapshot.items()
         }

@@ -19,7 +19,8 @@ decision is explained the same way everywhere. What each rule compared, from the
 - ``hold:transient`` (a gate rule): a fire in the direction of concern was not confirmed;
   the reading stored is the one that ended it. Within the fire's spread of its baseline it
   plainly fell back; beyond it, it fell back short of the rule's bar (not stored), stayed
-  under its floor, or stopped growing.
+  under its floor, stopped growing, or was explained by what the machine was doing (a
+  parallel job, a download).
 
 Beside the rule, a reason carries the decision's **cause**, what happened and where
 (:func:`nerve.attention.cause.cause_of`), and its **delivery**: why a surfacing was not sent
@@ -77,7 +78,7 @@ class Reason:
     baseline: int | None = None
     sigma: int | None = None
     direction: int = 0  # +1 a rise, -1 a fall, 0 not known
-    kind: str = ""  # the fire's kind: record, unseen, surprise, trend, return, drift (the rule)
+    kind: str = ""  # the fire's kind: record, unseen, surprise, trend, return, floor, drift
     rate_per_h: int | None = None  # a drift's steady rate, the reading's unit per hour
     eta_s: int | None = None  # a drift's projected seconds to no headroom (0: not known)
     cause: str = ""  # what happened and where (nerve.attention.cause)
@@ -255,7 +256,7 @@ def _transient(r: Reason) -> str:
     return (
         f"held as passing: it was not confirmed, at {_reading(r, r.reading)} (baseline "
         f"{_reading(r, r.baseline)}) {_name(r)} had fallen back short of its bar, stayed "
-        "under its floor or stopped growing"
+        "under its floor, stopped growing or was explained by a parallel job or a download"
     )
 
 

@@ -13,8 +13,9 @@ worth an interruption, from the fire's ``kind`` and ``direction`` and the readin
   larger of the fire's spread, ``sigma``, and half its excursion), or it ends as
   ``hold:transient``; the first reading at least ``confirm_s`` seconds after the fire (by the
   log's own times) confirms it, if it is at or above the reading's floor (``FLOORS``: CPU at
-  40 %, a network rate at 1 MiB/s) and, for a ``rise``/``fall`` concern (memory used, free
-  disk), a further ``bar`` (at least ``sigma``) beyond the fire's own reading: it keeps
+  40 %, a process at 80 % of a core, a network rate at 1 MiB/s, a failure streak at 3) and,
+  for a ``rise``/``fall`` concern (memory used, free disk), a further ``bar`` (at least
+  ``sigma``) beyond the fire's own reading: it keeps
   growing, so half of ``confirm_s`` is enough. A compile burst of seconds is so held; a hog
   of minutes is not.
 - **drift** (:mod:`nerve.attention.drift`): a ``rise``/``fall`` reading that creeps steadily
@@ -27,6 +28,20 @@ worth an interruption, from the fire's ``kind`` and ``direction`` and the readin
   three quarters of the fire's excursion and half the confirmed one) is pending again, as a
   highlight of kind ``return``, and needs half of ``confirm_s``: an incident that comes back,
   whose values are no longer new so that the detector stays quiet, surfaces again.
+
+- **floor crossings**: a reading of an ``up`` concern with a floor that crosses it from a
+  level below is pending (kind ``floor``), though the detector stays quiet because it has seen
+  such values (a runaway process at one core after a day of builds at one core each);
+  ``crossings: false`` turns it off.
+- **persistence** by reading (``PERSIST``, overridden by ``attention.rules.persist``): a
+  network rate is confirmed only once it has lasted 2 hours (a download or a backup is what
+  the person asked for).
+- **explained** (``explain: true``): at confirmation, an excursion the machine's own work
+  explains is held as transient. A parallel job, the machine (``cpu.busy_permille``) past its
+  floor while its busiest process (``processes.top_cpu_permille``, the latest reading of
+  each) holds at most one core, explains the machine's busy, its busiest process and memory
+  used (a build); a download, the network bringing data in past its floor, explains free disk
+  falling, and a drift window of free disk that holds one is not judged.
 
 A pending fire absorbs later fires of its probe (one decision per excursion). The readings
 are integers and the times the observations' HLC times, so a replay decides the same.
@@ -74,22 +89,49 @@ CONCERNS: dict[str, Concern] = {
 }
 
 
-# (sense, reading) -> the least reading worth an interruption: 40 % of the machine, half a
-# core, a transfer of a MiB a second for a minute (the idle hum of the counters is a few KiB/s,
-# and from nothing a KiB is a surprise the detector rightly scores).
+# (sense, reading) -> the least reading worth an interruption: 40 % of the machine, most of a
+# core (a nightly job or a backup's process takes half of one), a transfer of a MiB a second
+# (the idle hum of the counters is a few KiB/s, and from nothing a KiB is a surprise the
+# detector rightly scores), three failures in a row (one is a typo put right by the next).
 FLOORS: dict[str, int] = {
     "cpu.busy_permille": 400,
-    "processes.top_cpu_permille": 500,
+    "processes.top_cpu_permille": 800,
     "network.down_kib_per_s": 1024,
     "network.up_kib_per_s": 1024,
+    "shell.failure_streak": 3,
 }
+
+# (sense, reading) -> the seconds an excursion must last, at least, before it is worth an
+# interruption: a transfer is what the person asked for (a download, a backup) until it has
+# gone on for hours.
+PERSIST: dict[str, int] = {
+    "network.down_kib_per_s": 7200,
+    "network.up_kib_per_s": 7200,
+}
+
+# What a parallel job (a build: many processes, none past a core) looks like: the machine
+# busy past its floor while its busiest process holds at most ``_ONE_CORE`` and the rest of
+# the machine at least another core. The machine's cores are not a reading: they are known
+# to be at least the busiest process's share over the machine's busy, at its largest (from
+# readings of a machine at least 10 % busy). The readings it
+# explains are held while it lasts; what explains a fall of free disk is a download (the
+# network bringing data in past its floor).
+_MACHINE, _TOP, _DOWN = "cpu.busy_permille", "processes.top_cpu_permille", "network.down_kib_per_s"
+_ONE_CORE = 1000
+_COUNTED_BUSY = 100  # a machine busier than 10 % says how many cores it has at least
+_BY_PARALLEL_JOB = ("cpu.busy_permille", "processes.top_cpu_permille", "memory.used_mib")
+_BY_DOWNLOAD = ("disk.free_mib",)
 
 
 class RuleSettings(BaseModel):
     """``attention.rules``: ``direction`` (true), ``confirm_s`` (60; 0 decides at the fire),
     ``confirmed_milli`` (1000), ``concerns`` (``sense.reading`` to ``up``/``down``/``rise``/
-    ``fall``/``both``) and ``floors`` (``sense.reading`` to the reading below which nothing
-    is confirmed), each over the built-in table."""
+    ``fall``/``both``), ``floors`` (``sense.reading`` to the reading below which nothing
+    is confirmed) and ``persist`` (``sense.reading`` to the seconds an excursion must last),
+    each over the built-in table; ``explain`` (true: what a parallel job or a download
+    explains is held); ``crossings`` (true: a reading crossing its floor is pending); the
+    drift rule's ``drift_*`` (``drift_hold_s``, 300: how long a drift
+    must hold before it fires)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -104,7 +146,11 @@ class RuleSettings(BaseModel):
     drift_step_s: Annotated[int, Field(ge=1, le=3600)] = 60
     drift_steady_milli: Annotated[int, Field(ge=0, le=1000)] = 700
     drift_quiet_s: Annotated[int, Field(ge=0, le=604_800)] = 21_600
+    drift_hold_s: Annotated[int, Field(ge=0, le=86_400)] = 300
     drift_rates: dict[str, Annotated[int, Field(ge=1)]] = Field(default_factory=dict)
+    persist: dict[str, Annotated[int, Field(ge=0, le=604_800)]] = Field(default_factory=dict)
+    explain: bool = True
+    crossings: bool = True
 
 
 @dataclass(slots=True)
@@ -146,6 +192,10 @@ class Rules:
         self._pending: dict[str, _Pending] = {}
         self._resolved: set[str] = set()  # probes resolved by the current observation
         self._known: dict[str, _Known] = {}  # the latest confirmed excursion of each probe
+        self._last: dict[str, int] = {}  # the latest reading of what explains (by sense.reading)
+        self._above: set[str] = set()  # probes whose latest reading is at or past their floor
+        self._download_ns = 0  # when a download was last seen (0: never)
+        self._cores_milli = 1000  # the machine's cores, at least (thousandths)
         self.drift = _drift_of(settings) if settings.drift else None
 
     def apply(
@@ -177,6 +227,7 @@ class Rules:
             if concern not in _GROWING:
                 continue
             free = probe not in self._pending and probe not in self._resolved
+            free = free and not self.explained(probe) and not self._downloaded(probe, now_ns)
             at = (seq, now_ns)
             h = self.drift.check(probe, _key(probe), latest[probe], _SIGN[concern], at, free)
             if h is not None:
@@ -204,6 +255,38 @@ class Rules:
                 continue
             h = Highlight(probe, latest[probe], base, k.bar, 0, seq, "return", k.direction)
             self._pending[probe] = _Pending(h, now_ns, k.bar, k.growing)
+        self.crossings(latest, seq, now_ns, level)
+
+    def crossings(
+        self,
+        latest: Mapping[str, int],
+        seq: int,
+        now_ns: int,
+        level: Callable[[str], int | None],
+    ) -> None:
+        """A reading of an ``up`` concern that crosses its floor from a level below it is
+        pending (kind ``floor``), though the detector, having seen such values (a build's
+        busy process before a runaway's), stays quiet: it must stay past half its excursion
+        and is confirmed as any fire."""
+        if not self.settings.crossings:
+            return
+        for probe in sorted(latest):
+            floor = self._floor(probe)
+            if floor is None or concern_of(probe, self.settings.concerns) != "up":
+                continue
+            crossed = latest[probe] >= floor and probe not in self._above
+            if latest[probe] >= floor:
+                self._above.add(probe)
+            else:
+                self._above.discard(probe)
+            base = level(probe)
+            if not crossed or probe in self._pending or probe in self._resolved:
+                continue
+            if base is None or base >= floor:
+                continue
+            bar = max(1, round_div(latest[probe] - base, 2))
+            h = Highlight(probe, latest[probe], base, bar, 0, seq, "floor", 1)
+            self._pending[probe] = _Pending(h, now_ns, bar, False)
 
     def sort(self, fires: list[Highlight], now_ns: int) -> list[tuple[Highlight, Action]]:
         """This observation's fires (after :meth:`resolve`): decided now, held for their
@@ -237,6 +320,7 @@ class Rules:
         """Confirm or end the pending fires whose probes ``latest`` (readings by probe) has."""
         out: list[tuple[Highlight, Action]] = []
         self._resolved = set()
+        self._remember(latest, now_ns)
         for probe in sorted(self._pending.keys() & latest.keys()):
             p, value = self._pending[probe], latest[probe]
             h = p.highlight
@@ -247,6 +331,7 @@ class Rules:
                 action = "hold:transient"
             elif age >= self._confirm_ns(p):
                 kept = self._grew(p, value) and self._beyond_floor(probe, value)
+                kept = kept and not self.explained(probe)
                 action = "confirmed" if kept else "hold:transient"
             if action is not None:
                 del self._pending[probe]
@@ -260,13 +345,63 @@ class Rules:
 
     def _confirm_ns(self, p: _Pending) -> int:
         """How long a pending fire must last: ``confirm_s``, half for one that must keep
-        growing or for the return of an excursion confirmed before."""
+        growing or for the return of an excursion confirmed before; at least its reading's
+        persistence (``PERSIST``)."""
         quick = p.growing or p.highlight.kind == "return"
-        return (self.settings.confirm_s // 2 if quick else self.settings.confirm_s) * _S
+        base = self.settings.confirm_s // 2 if quick else self.settings.confirm_s
+        key = _key(p.highlight.probe)
+        return max(base, self.settings.persist.get(key, PERSIST.get(key, 0))) * _S
+
+    def _remember(self, latest: Mapping[str, int], now_ns: int) -> None:
+        """Keep the latest reading of each reading that explains others, and when a
+        download was last seen."""
+        for probe, value in latest.items():
+            key = _key(probe)
+            if key in (_MACHINE, _TOP, _DOWN):
+                self._last[key] = value
+            if key == _DOWN and self._beyond_floor(_DOWN, value):
+                self._download_ns = now_ns
+            busy = self._last.get(_MACHINE, 0)
+            if key == _TOP and busy >= _COUNTED_BUSY:
+                self._cores_milli = max(self._cores_milli, value * 1000 // busy)
+
+    def _downloaded(self, probe: str, now_ns: int) -> bool:
+        """Whether a download fell within the drift window of a reading it explains: such a
+        window holds the download's step, which says nothing of a slow fill."""
+        window = self.settings.drift_window_s * _S
+        return (
+            self.settings.explain
+            and _key(probe) in _BY_DOWNLOAD
+            and self._download_ns > 0
+            and now_ns - self._download_ns < window
+        )
+
+    def explained(self, probe: str) -> bool:
+        """Whether the probe's excursion is explained by what the machine is doing, so it is
+        held: a parallel job (the machine past its floor, no process past one core, the rest
+        of the machine at least another core) explains the machine's busy, its busiest
+        process and memory used; a download (the network
+        bringing data in past its floor) explains free disk falling."""
+        if not self.settings.explain:
+            return False
+        key, last = _key(probe), self._last
+        if key in _BY_PARALLEL_JOB:
+            busy, top = last.get(_MACHINE), last.get(_TOP)
+            if busy is None or top is None:
+                return False
+            others = busy * self._cores_milli // 1000 - top  # the rest's load, 1000 a core
+            return self._beyond_floor(_MACHINE, busy) and top <= _ONE_CORE and others >= _ONE_CORE
+        if key in _BY_DOWNLOAD:
+            down = last.get(_DOWN)
+            return down is not None and self._beyond_floor(_DOWN, down)
+        return False
+
+    def _floor(self, probe: str) -> int | None:
+        key = _key(probe)
+        return self.settings.floors.get(key, FLOORS.get(key))
 
     def _beyond_floor(self, probe: str, value: int) -> bool:
-        key = _key(probe)
-        floor = self.settings.floors.get(key, FLOORS.get(key))
+        floor = self._floor(probe)
         return floor is None or value >= floor
 
     @staticmethod
@@ -284,7 +419,10 @@ class Rules:
         }
         known = {k: asdict(v) for k, v in sorted(self._known.items())}
         drift = {"drift": self.drift.snapshot()} if self.drift is not None else {}
-        return {"pending": pending, "known": known, **drift}
+        return {"pending": pending, "known": known, "last": dict(sorted(self._last.items())),
+                "above": sorted(self._above), "download_ns": self._download_ns,
+                "cores_milli": self._cores_milli,
+                **drift}  # fmt: skip
 
     def restore(self, snapshot: Mapping[str, Any]) -> None:
         """Replace the pending fires with ``snapshot``'s; ``EventError`` if malformed."""
@@ -296,6 +434,11 @@ class Rules:
                 for probe, p in snapshot["pending"].items()
             }
             self._known = {str(probe): _read_known(k) for probe, k in snapshot["known"].items()}
+            # absent in snapshots taken before explanations
+            self._last = {str(k): int(v) for k, v in snapshot.get("last", {}).items()}
+            self._above = {str(p) for p in snapshot.get("above", [])}
+            self._download_ns = int(snapshot.get("download_ns", 0))
+            self._cores_milli = int(snapshot.get("cores_milli", 1000))
             if self.drift is not None:  # absent in snapshots taken before the drift rule
                 self.drift.restore(snapshot.get("drift", {}))
         except (KeyError, TypeError, ValueError) as exc:
@@ -304,7 +447,10 @@ class Rules:
 
 def _drift_of(s: RuleSettings) -> Drift:
     rates = {**RATES, **s.drift_rates}
-    return Drift(s.drift_window_s, s.drift_step_s, s.drift_steady_milli, s.drift_quiet_s, rates)
+    return Drift(
+        s.drift_window_s, s.drift_step_s, s.drift_steady_milli, s.drift_quiet_s, rates,
+        s.drift_hold_s,
+    )  # fmt: skip
 
 
 def _read_known(k: Mapping[str, Any]) -> _Known:

@@ -11,6 +11,11 @@ Defaults behave sensibly on a desktop and on a headless server:
         confirm_max_s: 600            # ... or is held as transient after this long
         confirmed_milli: 1000         # a confirmed excursion's value to the gate (at least)
         concerns: {}                  # "sense.reading": up | down | both, over the built-in table
+        floors: {}                    # "sense.reading": least reading confirmed, over FLOORS
+        persist: {}                   # "sense.reading": seconds an excursion must last (PERSIST)
+        explain: true                 # a parallel job or a download explains what it moves
+        crossings: true               # a reading crossing its floor from below is pending
+        drift_hold_s: 300             # a drift fires once it has held this long
       context:
         engagement_sources: [shell, app_focus, accessibility, file_change]
         engagement_window: 60s        # engagement = events of those sources in this window

@@ -42,9 +42,23 @@ def _file(tmp_path: Path, text: str) -> Path:
     return path
 
 
+# The gate rules the day was recorded under: the defaults before floor crossings, parallel
+# jobs and downloads, transfers' persistence and the drift's hold (attention_days_bench's
+# tuning days changed them).
+RECORDED_RULES = {
+    "explain": False,
+    "crossings": False,
+    "drift_hold_s": 0,
+    "floors": {"processes.top_cpu_permille": 500, "shell.failure_streak": 0},
+    "persist": {"network.down_kib_per_s": 0, "network.up_kib_per_s": 0},
+    "drift_rates": {"disk.free_mib": 240},
+}
+
+
 def test_the_daemons_own_settings_change_nothing(recorded_day: Day) -> None:
     ws = nerve.open(recorded_day.root)
     own = ws.settings.attention()
+    own = own.model_copy(update={"rules": own.rules.model_copy(update=RECORDED_RULES)})
     result = what_if(connect(recorded_day.root / "data" / "log"), own)
     assert result.same and result.recorded == result.would
     surfaced, held = result.recorded
