@@ -69,6 +69,7 @@ class Found:
     spans: tuple[str, ...] = ()
     answered: bool = True
     left_out: int = 0
+    final: bool = False  # understood, and the log cannot answer: no looser reading may try
 
 
 @dataclass
@@ -125,6 +126,16 @@ class Reader:
         if subject is not None:
             sql, args = sql + " AND subject = ?", [*args, subject]
         return self.conn.execute(sql + " LIMIT 1", args).fetchone() is not None
+
+    def span(self) -> tuple[int, int] | None:
+        """The first and last time the log recorded anything of the person's or the daemon's
+        (nerve's bookkeeping aside), or None for an empty log."""
+        sql = (
+            "SELECT min(physical_ns), max(physical_ns) FROM events "
+            "WHERE NOT nerve_bookkeeping(kind)"
+        )
+        first, last = self.conn.execute(sql).fetchone() or (None, None)
+        return None if first is None or last is None else (int(first), int(last))
 
     def paused(self, window: Window) -> bool:
         """Whether capture was paused over part of ``window`` (a ``capture.paused`` record)."""

@@ -25,7 +25,7 @@ from datetime import tzinfo
 from nerve.recall.plans.window import Window, find_window
 from nerve.recall.plans.words import Known
 
-__all__ = ["Plan", "Subject", "parse"]
+__all__ = ["Plan", "Subject", "parse", "window_of"]
 
 _READINGS = (
     ("load", r"\bload(?: average)?s?\b"),
@@ -95,6 +95,25 @@ _DEFER = re.compile(
     r"changed|edited|modified|budget|errors?|in [~/.]\S*)"
 )
 """Words the intents of :mod:`nerve.recall.facts` read better: the plan steps aside."""
+_FILLER = frozenset(
+    ["thing", "things", "stuff", "something", "anything", "one", "ones", "again", "exactly",
+     "actually", "really", "terminal", "console", "prompt", "bash", "zsh", "successfully",
+     "twice", "once", "ever", "every", "each", "whole", "overall", "kind", "sort", "lot",
+     "lots", "earlier", "later", "soon", "right", "job", "task", "tool", "script", "please",
+     "i'd", "i've", "i'm", "we", "us", "our", "mine", "myself", "did", "does", "do", "x",
+     "them", "they", "their", "check", "checked", "checking", "begin", "began", "begun",
+     "come", "came", "view", "viewed", "look", "looked", "mention", "mentioned", "mentioning",
+     "contain", "contained", "containing", "word", "words", "normally", "properly",
+     "correctly", "fine", "local", "web", "duration", "while", "try", "tried", "call",
+     "called", "named", "name", "doing", "invoke", "invoked", "kick", "kicked", "off",
+     "fire", "fired", "bring", "brought", "put", "same", "other", "another", "whatever"]
+)  # fmt: skip
+"""Words a question may hold that name nothing and change nothing."""
+_MEASURE_WORDS = {
+    "exit": frozenset(["status", "code", "result", "outcome", "end", "ended", "return"]),
+    "running": frozenset(["status", "state"]),
+}
+"""Words that said the measure, so name nothing more."""
 _QUOTED = re.compile(r"[`\"'“‘]([^`\"'”’]+)[`\"'”’]")
 
 _STOP = frozenset(
@@ -350,6 +369,7 @@ class Subject:
     pid: int | None = None
     reading: str | None = None
     status: str | None = None  # commands: "failed" or "ok" (how they ended), None: any
+    unplaced: tuple[str, ...] = ()  # words of the question naming nothing the log holds
 
     def to_json(self) -> dict[str, object]:
         return {"kind": self.kind, "name": self.name, "pid": self.pid, "reading": self.reading,
@@ -365,14 +385,16 @@ class Plan:
     subject: Subject
     measure: str
     anchor: Subject | None = None
+    during: Subject | None = None  # "while memgrow ran": the window is that command's run
 
     def to_json(self) -> dict[str, object]:
-        return {
+        out = {
             "window": None if self.window is None else self.window.to_json(),
             "subject": self.subject.to_json(),
             "measure": self.measure,
             "anchor": None if self.anchor is None else self.anchor.to_json(),
         }
+        return out | ({"during": self.during.to_json()} if self.during is not None else {})
 
 
 def _clean(question: str) -> str:
@@ -397,6 +419,15 @@ def _name(text: str, keep: frozenset[str] = frozenset()) -> str | None:
     return " ".join(words) or None
 
 
+def unplaced(name: str | None, placed: str, measure: str = "list") -> tuple[str, ...]:
+    """The words of ``name`` left over once ``placed`` named the thing, but for filler that
+    changes nothing ("the last *thing* I ran") and the words of the measure asked ("what
+    *status* did false return?"): "what http *status* did curl get?" asks for something the
+    log does not hold, and answering with curl's run would answer another question."""
+    have = set(placed.split()) | _FILLER | _MEASURE_WORDS.get(measure, frozenset())
+    return tuple(w for w in (name or "").split() if w not in have)
+
+
 def _reading(text: str) -> str | None:
     for name, pattern in _READINGS:
         if re.search(pattern, text):
@@ -412,7 +443,7 @@ def _measure(text: str) -> str:
         ("running", r"\b(finish(?:ed)?|still (?:running|going|up|alive|there|open|on)|done|"
                     r"complete[d]?|is \S+ running"
                     r"|stopp?(?:ed)?|end(?:ed)?|alive)\b"),
-        ("duration", r"\b(how long|time spent|how much time|spend|spent)\b"),
+        ("duration", r"\b(how long|time spent|how much time|spend|spent|duration)\b"),
         ("count", r"\b(how many|how often|number of|count)\b"),
         ("most", r"\b(which|what)\b.*\b(most(?! recent)|top|biggest|largest|heaviest|"
                  r"highest|using|"
@@ -492,10 +523,11 @@ def _thing(text: str, measure: str, known: Known, status: str | None) -> Subject
     pid = _PID.search(text)
     name, reading = _name(text), _reading(text)
     hit = " ".join(known.command_words(name.split())) if name else ""
+    left = unplaced(name, hit, measure)
     if pid:
         return Subject("process", None, int(pid[1] or pid[2]), reading)
     if _COMMAND.search(text) or measure == "exit":
-        return Subject("command", hit or name, status=status)
+        return Subject("command", hit or name, status=status, unplaced=left if hit else ())
     if _PROCESS.search(text):
         return Subject("process", name, reading=reading)
     if _WINDOW.search(text) or re.search(r"\b(was|were) i in\b", text):
@@ -507,7 +539,7 @@ def _thing(text: str, measure: str, known: Known, status: str | None) -> Subject
     if hit and use is not None:  # "how many cores did cpuhog use?", "how big did x get?"
         return Subject("process", hit, reading="cpu" if use[1] else "memory")
     if hit and reading is None:
-        return Subject("command", hit, status=status)
+        return Subject("command", hit, status=status, unplaced=left)
     if status is not None and reading is None:
         return Subject("command", None, status=status)  # "what failed?"
     if name and measure == "duration":
@@ -520,13 +552,47 @@ def _thing(text: str, measure: str, known: Known, status: str | None) -> Subject
     return None
 
 
+_DURING = re.compile(
+    r"\b(?:while|during)\s+(?:i was running\s+|i ran\s+)?(.+?)"
+    r"(?:\s+(?:was|were|is)\s+(?:still\s+)?(?:running|going|on|up)|\s+ran|\s+run)?\s*(?:,|$)"
+)
+_SOME_TIME = Window(0, 0, "during", clock=True)
+"""The window of a plan read "during X", until X's run is found (:mod:`.during`)."""
+
+
+def _during(text: str) -> tuple[str, str] | None:
+    """``… while X was running`` / ``during X``: X's words and the text without them."""
+    match = _DURING.search(text)
+    words = re.sub(r"\b(the|my|a|an|that|this|those|these)\b", " ", match[1]) if match else ""
+    if match is None or not words.split():
+        return None
+    return " ".join(words.split()), (text[: match.start()] + " " + text[match.end() :]).strip()
+
+
+def window_of(question: str, now_ns: int, tz: tzinfo | None) -> Window | None:
+    """The window the question names, if any (as :func:`parse` reads it)."""
+    return find_window(_clean(question), now_ns, tz)[0]
+
+
 def parse(
-    question: str, *, now_ns: int, tz: tzinfo | None, known: Known | None = None
+    question: str,
+    *,
+    now_ns: int,
+    tz: tzinfo | None,
+    known: Known | None = None,
+    during: Window | None = None,
 ) -> Plan | None:
     """The question's plan, or None when it names nothing this planner reads; ``known`` holds
-    the log's names (a question naming a recorded command is about it)."""
+    the log's names (a question naming a recorded command is about it); ``during`` is the
+    window when the question named it by a command's run ("while memgrow ran")."""
     text = _clean(question)
-    window, rest = find_window(text, now_ns, tz)
+    window, rest = find_window(text, now_ns, tz) if during is None else (during, text)
+    named = _during(rest) if window is None else None
+    if named is not None:
+        plan = parse(named[1], now_ns=now_ns, tz=tz, known=known, during=_SOME_TIME)
+        subject = plan.subject if plan is not None else Subject("activity")
+        measure = plan.measure if plan is not None else "list"
+        return Plan(question, _SOME_TIME, subject, measure, during=Subject("command", named[0]))
     if _ATTENTION.search(rest):
         return _attention(rest, window, question)
     order = _order(rest)

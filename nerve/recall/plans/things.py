@@ -22,7 +22,9 @@ __all__ = [
     "anything",
     "away",
     "away_spells",
+    "command_runs",
     "commands",
+    "ended",
     "files",
     "folders",
     "processes",
@@ -95,7 +97,8 @@ def anything(reader: Reader, plan: Plan) -> Found:
 
 
 def activity(reader: Reader, plan: Plan) -> Found:
-    """Windows in focus, commands, file changes and process starts in the window, in order."""
+    """Windows in focus, commands, file changes and time away in the window, in order (with
+    none of those, the processes that started or exited)."""
     window = plan.window
     assert window is not None
     lines: list[tuple[int, Row, str]] = []
@@ -106,9 +109,13 @@ def activity(reader: Reader, plan: Plan) -> Found:
     for row in reader.rows(window, source=SourceClass.FILE_CHANGE):
         change = f"{row.data.get('change', 'changed')} {row.data.get('path', '?')}"
         lines.append((row.t, row, f"{reader.when(row.t)}  file {change}"))
-    for row in reader.rows(window, source=SourceClass.PROCESS_TREE):
-        if row.data.get("event") in ("started", "exited"):
-            lines.append((row.t, row, f"{reader.when(row.t)}  {row.line}"))
+    for spell in away_spells(reader, window):
+        back = "now" if spell.ongoing else reader.when(spell.end)
+        lines.append((spell.start, spell.row, f"{reader.when(spell.start)}  away until {back}"))
+    if not lines:  # nothing the person did: the processes that came and went
+        for row in reader.rows(window, source=SourceClass.PROCESS_TREE):
+            if row.data.get("event") in ("started", "exited"):
+                lines.append((row.t, row, f"{reader.when(row.t)}  {row.line}"))
     if not lines:
         return _missing(reader, window, "recorded activity")
     lines.sort(key=lambda item: item[0])
@@ -173,6 +180,16 @@ def _commands_over(
     return [r for text, r in chosen if runs[text] == most]  # a tie: the one run most
 
 
+def command_runs(reader: Reader, name: str) -> list[Row]:
+    """The runs of the command ``name``'s words hit best, over the whole log, oldest first."""
+    return _commands_over(reader, None, name)
+
+
+def ended(row: Row) -> int:
+    """When a command ended: its start plus the duration the shell hook recorded."""
+    return _ended(row)
+
+
 def _failed(row: Row) -> bool:
     code = row.data.get("exit")
     return isinstance(code, int) and code != 0
@@ -185,8 +202,8 @@ def commands(reader: Reader, plan: Plan) -> Found | None:
         return _command_order(reader, plan, plan.anchor.name)
     if not name and status is None and plan.measure in ("exit", "running", "duration", "last"):
         return None  # "what was my last command?": the intents
-    if not name and status is None and plan.measure == "list" and not (window and window.clock):
-        return None  # "what did I run today?": the period intents list it, newest first
+    if not name and status is None and plan.measure == "list" and window is None:
+        return None  # "what did I run?": the intents list the newest
     if not reader.ever(SourceClass.SHELL) and plan.measure != "running":
         return Found("No shell commands are in this log: the shell hook is not installed "
                      "(`nerve shell install`).", answered=False)  # fmt: skip
@@ -242,8 +259,9 @@ def _command_time(reader: Reader, plan: Plan, rows: list[Row]) -> Found:
 
 
 def _command_list(reader: Reader, plan: Plan, rows: list[Row]) -> Found:
-    if plan.measure in ("exit", "last", "when"):
-        rows = rows[::-1]  # newest first
+    day = plan.window is not None and not plan.window.clock and plan.measure == "list"
+    if plan.measure in ("exit", "last", "when") or day:
+        rows = rows[::-1]  # newest first (over a day: what the person did last, first)
     lines = [(r, _run_line(reader, r)) for r in rows]
     kind = _said(plan.subject, "commands")
     what = f"`{plan.subject.name}`" if plan.subject.name else kind[:1].upper() + kind[1:]
@@ -261,7 +279,7 @@ def _command_list(reader: Reader, plan: Plan, rows: list[Row]) -> Found:
         title = f"{what} that ran {reader.scope(plan.window)}, the {plan.measure} one:"
         return reader.listing(title, lines, plan.window)
     running = _running_then(reader, plan.window) if plan.window and plan.window.point_ns else []
-    title = f"{what} that ran {reader.scope(plan.window)}:"
+    title = f"{what} that ran {reader.scope(plan.window)}{', newest first' if day else ''}:"
     found = reader.listing(title, lines + running, plan.window)
     return found
 
