@@ -19,6 +19,7 @@ import duckdb
 
 from nerve.recall.plans.attention import attention
 from nerve.recall.plans.cover import uncovered, unknown_words
+from nerve.recall.plans.daemon import daemon
 from nerve.recall.plans.during import during
 from nerve.recall.plans.log import Found, Reader
 from nerve.recall.plans.parse import Plan, Subject, parse, window_of
@@ -51,6 +52,7 @@ _BY_KIND: dict[str, Callable[[Reader, Plan], Found | None]] = {
     "window": windows,
     "reading": reading,
     "attention": attention,
+    "daemon": daemon,
 }
 
 

@@ -13,6 +13,14 @@ from nerve.recall.plans.window import NS, local
 
 __all__ = ["uncovered", "unknown_words"]
 
+_SUBJECTS = {
+    "anything": "anything recorded", "activity": "what you were doing", "command": "commands",
+    "process": "processes", "window": "windows in focus", "away": "time away",
+    "folder": "folders", "reading": "readings", "attention": "nerve's attention decisions",
+    "file": "file changes", "running": "what was running", "daemon": "nerve's daemon",
+}  # fmt: skip
+"""Each subject kind in plain words, for saying what a question was read as."""
+
 _DAY = 86_400 * NS
 
 
@@ -69,11 +77,9 @@ def _understood(plan: Plan) -> str:
 def _what(plan: Plan) -> str:
     """The plan's subject in plain words: "commands matching `curl`"."""
     subject = plan.subject
-    what = {"anything": "anything recorded", "activity": "what you were doing",
-            "command": "commands", "process": "processes", "window": "windows in focus",
-            "away": "time away", "folder": "folders", "reading": subject.reading or "readings",
-            "attention": "nerve's attention decisions", "file": "file changes",
-            "running": "what was running"}.get(subject.kind, subject.kind)  # fmt: skip
+    what = _SUBJECTS.get(subject.kind, subject.kind)
+    if subject.kind == "reading":
+        what = subject.reading or what
     if subject.name:
         what += f" matching `{subject.name}`"
     return what

@@ -8,7 +8,8 @@ or ``pid N``), ``window`` (an app or a window title), ``away`` (time away from t
 no input), ``folder`` (where commands ran and files changed), ``reading`` (a sense reading:
 ``load``, ``cpu``, ``memory``, ``disk``, ``network``), ``attention`` (nerve's own decisions),
 ``file`` (files changed, by name or folder; ``status`` ``added`` or ``deleted``),
-``running`` (what was running at a time, or is still running).
+``running`` (what was running at a time, or is still running), ``daemon`` (nerve's own
+daemon: when it started and stopped, its senses).
 
 **Measures**: ``list``, ``count``, ``duration`` (time spent), ``first``, ``last``, ``when``,
 ``peak``, ``average``, ``most`` (which one had the most), ``exit`` (exit status),
@@ -32,20 +33,25 @@ _READINGS = (
     ("disk", r"\b(?:free disk|disk space|disk|free space|storage)\b"),
     ("network", r"\b(?:network|bandwidth|download(?:ed|ing)?|upload(?:ed|ing)?|traffic)\b"),
     ("memory", r"\b(?:memory|ram|rss)\b"),
-    ("cpu", r"\b(?:cpu|processor|busy)\b"),
+    ("cpu", r"\b(?:cpu|processor|busy|loaded)\b"),
 )
 _READING_WORDS = frozenset(["memory", "ram", "cpu", "load", "disk", "network", "processor"])
 _ATTENTION = re.compile(
     r"\b(surfaced?|surfacing|held|withheld|hold|interrupt\w*|notif\w*|alert\w*|unusual|"
     r"anomal\w*|highlights?|abnormal|strange|weird|odd|out of the ordinary|you show\w*|"
     r"showed me|shown to me|attention|decisions?|"
-    r"nerve (?:\w+ )?(?:tell|told|flag\w*|notic\w*|warn\w*|spot\w*|mention\w*|catch|caught))\b"
+    r"nerve (?:\w+ )?(?:tell|told|say|said|flag\w*|notic\w*|warn\w*|spot\w*|mention\w*|catch|"
+    r"caught))\b"
+)
+_DAEMON = re.compile(
+    r"\b(daemon|senses?)\b|\bnerve\b.*\b(start\w*|stop\w*|begin|began|record\w*|run\w*|ran|"
+    r"watch\w*|up|alive|quit|exit\w*|restart\w*|crash\w*|load\w*)\b"
 )
 _UNUSUAL = re.compile(
     r"\b(unusual|anomal\w*|abnormal|strange|weird|odd|out of the ordinary|wrong)\b"
 )
 _ATTENTION_WORDS = re.compile(
-    r"\b(nerve|me|about|you|attention|decisions?|made|back|flag\w*|notic\w*|tell|told|"
+    r"\b(nerve|me|about|you|attention|decisions?|made|back|flag\w*|notic\w*|tell|told|say|said|"
     r"warn\w*|spot\w*|mention\w*|catch|caught|highlights?|raised|"
     r"failing|show\w*|get|got|and|why)\b"
 )
@@ -59,7 +65,9 @@ _WINDOW = re.compile(
 )
 _AWAY = re.compile(
     r"\b(away|afk|idle|no input|inactive|(?:come|came|got|get) back|back (?:at|to) (?:the|my) "
-    r"(?:computer|desk|keyboard|machine|screen)|(?:on|took|take|taking) a break|breaks?)\b"
+    r"(?:computer|desk|keyboard|machine|screen)|(?:on|took|take|taking) a break|breaks?|"
+    r"(?:was|were|am) i (?:at|near|by|in front of) (?:the|my) (?:computer|desk|keyboard|machine|"
+    r"screen)|(?:was|were|am) i (?:around|active|present|here|there))\b"
 )
 _FOLDER = re.compile(
     r"\b(folders?|director(?:y|ies)|dirs?|cd|cd'?ed|cwd|paths? i worked|where did i (?:run|work))\b"
@@ -89,7 +97,7 @@ _LOOKING = re.compile(
     r"\b(?:switch(?:ing|ed)? to|going to|moving to|reading|looking at|browsing|watching|"
     r"editing|using|right|just)\b"
 )
-_PID = re.compile(r"\bpid\s*(\d+)\b|\[(\d+)\]")
+_PID = re.compile(r"\b(?:pid|process(?: id)?)\s*(?:was\s+|number\s+)?(\d{2,})\b|\[(\d+)\]")
 _DEFER = re.compile(
     r"\b(slowest|longest|slow|per app|each app|new|ports?|listening|files?|"
     r"changed|edited|modified|budget|errors?|in [~/.]\S*)"
@@ -212,6 +220,14 @@ _STOP = frozenset(
         "program",
         "programs",
         "pid",
+        "pids",
+        "id",
+        "ids",
+        "different",
+        "distinct",
+        "separate",
+        "unique",
+        "various",
         "window",
         "windows",
         "app",
@@ -370,6 +386,7 @@ class Subject:
     reading: str | None = None
     status: str | None = None  # commands: "failed" or "ok" (how they ended), None: any
     unplaced: tuple[str, ...] = ()  # words of the question naming nothing the log holds
+    nth: str | None = None  # "first": the first run of it ("how did my first build end?")
 
     def to_json(self) -> dict[str, object]:
         return {"kind": self.kind, "name": self.name, "pid": self.pid, "reading": self.reading,
@@ -439,11 +456,13 @@ def _measure(text: str) -> str:
     """The measure the words ask for (the first rule that fits)."""
     rules = (
         ("exit", r"\b(exit (?:code|status)|exit(?:ed)? with|return code|returns?|returned|"
-                 r"how did .+ go|how .+ went|result|succeed(?:ed)?|fail(?:ed)?|pass(?:ed)?)\b"),
+                 r"how did .+ (?:go|end)|how .+ went|result|succeed(?:ed)?|fail(?:ed)?|"
+                 r"pass(?:ed)?)\b"),
         ("running", r"\b(finish(?:ed)?|still (?:running|going|up|alive|there|open|on)|done|"
                     r"complete[d]?|is \S+ running"
                     r"|stopp?(?:ed)?|end(?:ed)?|alive)\b"),
-        ("duration", r"\b(how long|time spent|how much time|spend|spent|duration)\b"),
+        ("duration", r"\b(how long|time spent|how much time|spend|spent|duration)\b|"
+                     r"^(?:total )?time (?:spent )?in\b"),
         ("count", r"\b(how many|how often|number of|count)\b"),
         ("most", r"\b(which|what)\b.*\b(most(?! recent)|top|biggest|largest|heaviest|"
                  r"highest|using|"
@@ -526,8 +545,13 @@ def _thing(text: str, measure: str, known: Known, status: str | None) -> Subject
     left = unplaced(name, hit, measure)
     if pid:
         return Subject("process", None, int(pid[1] or pid[2]), reading)
+    nth = "first" if measure != "first" and re.search(r"\b(first|earliest)\b", text) else None
+    busy = reading in ("cpu", "memory") and measure in ("peak", "average", "most")
+    if hit and busy:  # "peak CPU of the yes command?": its process's samples
+        return Subject("process", hit, reading=reading)
     if _COMMAND.search(text) or measure == "exit":
-        return Subject("command", hit or name, status=status, unplaced=left if hit else ())
+        return Subject("command", hit or name, status=status, unplaced=left if hit else (),
+                       nth=nth)  # fmt: skip
     if _PROCESS.search(text):
         return Subject("process", name, reading=reading)
     if _WINDOW.search(text) or re.search(r"\b(was|were) i in\b", text):
@@ -539,7 +563,7 @@ def _thing(text: str, measure: str, known: Known, status: str | None) -> Subject
     if hit and use is not None:  # "how many cores did cpuhog use?", "how big did x get?"
         return Subject("process", hit, reading="cpu" if use[1] else "memory")
     if hit and reading is None:
-        return Subject("command", hit, status=status, unplaced=left)
+        return Subject("command", hit, status=status, unplaced=left, nth=nth)
     if status is not None and reading is None:
         return Subject("command", None, status=status)  # "what failed?"
     if name and measure == "duration":
@@ -595,6 +619,8 @@ def parse(
         return Plan(question, _SOME_TIME, subject, measure, during=Subject("command", named[0]))
     if _ATTENTION.search(rest):
         return _attention(rest, window, question)
+    if _DAEMON.search(rest):
+        return Plan(question, window, Subject("daemon"), "list")
     order = _order(rest)
     if order is not None:
         head = rest[: rest.rfind(order[0])]

@@ -208,12 +208,15 @@ def commands(reader: Reader, plan: Plan) -> Found | None:
         return Found("No shell commands are in this log: the shell hook is not installed "
                      "(`nerve shell install`).", answered=False)  # fmt: skip
     rows = _commands_over(reader, window, name, status)
+    if plan.subject.nth == "first":
+        rows = rows[:1]
     if plan.measure == "running":
         return _finished(reader, plan, rows)
     if not rows:
         return _no_thing(reader, plan, _said(plan.subject, "commands"))
-    if plan.measure == "count":
-        return _counted(reader, plan, rows, "command")
+    if plan.measure == "count":  # those started in the window, not those still running
+        started = [r for r in rows if window is None or r.t >= window.start_ns]
+        return _counted(reader, plan, started, "command")
     if plan.measure == "duration":
         return _command_time(reader, plan, rows)
     return _command_list(reader, plan, rows)
@@ -270,9 +273,10 @@ def _command_list(reader: Reader, plan: Plan, rows: list[Row]) -> Found:
     if plan.measure == "exit":
         newest = rows[0]
         code = newest.data.get("exit")
-        head = f"{what} last ran at {reader.when(newest.t)}, exit status not recorded"
+        which = "first" if plan.subject.nth == "first" else "last"
+        head = f"{what} {which} ran at {reader.when(newest.t)}, exit status not recorded"
         if isinstance(code, int):
-            head = f"{what} last exited {code} ({reader.when(newest.t)})"
+            head = f"{what} {which} exited {code} ({reader.when(newest.t)})"
         return reader.listing(f"{head}; every run {reader.scope(plan.window)}:", lines, None)
     if plan.measure in ("first", "last"):
         lines = lines[:1]
@@ -540,6 +544,8 @@ def processes(reader: Reader, plan: Plan) -> Found | None:
         return None  # "which processes started today?": the intents
     if (anyone and subject.reading == "cpu") or not _tops_ever(reader):
         return None  # the intents weigh each CPU sample by how long it stood; say when tops come
+    if subject.reading is None and plan.measure in ("list", "when", "first", "last"):
+        return _identity(reader, plan)  # "what was pid 16845?", "what was the pid of yes?"
     memory = subject.reading != "cpu"
     procs = _matching(_processes(reader, plan.window, "memory" if memory else "cpu"), subject)
     if not procs and not subject.name:
@@ -548,6 +554,24 @@ def processes(reader: Reader, plan: Plan) -> Found | None:
         return _no_thing(reader, plan, "processes")
     procs.sort(key=lambda p: -(p.peak_rss if memory else p.peak_cpu))
     return _process_peaks(reader, plan, procs, memory)
+
+
+def _identity(reader: Reader, plan: Plan) -> Found:
+    """Which process a pid or a name was: its name, pid, user and command line, when the
+    processes sense saw it, and its peaks."""
+    procs = _matching(_processes(reader, plan.window), plan.subject)
+    if not procs:
+        return _no_thing(reader, plan, "processes")
+    lines = []
+    for p in procs:
+        peaks = [f"peak {p.peak_cpu / 10:.1f}% of a core" if p.cpu_row else "",
+                 f"peak {size(p.peak_rss)} resident" if p.rss_row else ""]  # fmt: skip
+        said = "".join(f", {x}" for x in peaks if x)
+        seen = f"seen from {reader.when(p.first_t)} to {reader.when(p.last_t)}"
+        lines.append((p.row, f"{p.who()}: {seen}{said}"))
+    what = f"pid {plan.subject.pid}" if plan.subject.pid is not None else f"`{plan.subject.name}`"
+    title = f"Processes matching {what} {reader.scope(plan.window)}, from the processes sense:"
+    return reader.listing(title, lines, plan.window, shown=8)
 
 
 def _process_peaks(reader: Reader, plan: Plan, procs: list[_Proc], memory: bool) -> Found:
@@ -688,7 +712,7 @@ def away_spells(reader: Reader, window: Window | None) -> list[Away]:
         if since is not None and event in ("back", "focus", "end", ""):
             lo, hi = max(since[0], start), min(t, end)
             if hi > lo:
-                out.append(Away(since[1], lo, hi, ongoing=event == ""))
+                out.append(Away(since[1], lo, hi, ongoing=event == "" and hi >= reader.now_ns))
             since = None
         if event == "away" and row is not None:
             since = (t, row)
@@ -742,6 +766,10 @@ def away(reader: Reader, plan: Plan) -> Found:
     if not reader.ever(SourceClass.APP_FOCUS):
         return Found(_NO_FOCUS, answered=False)
     spans = away_spells(reader, plan.window)
+    if plan.window is not None and plan.window.clock:  # "at 19:27": the whole spell then
+        wide = Window(plan.window.start_ns - _DAY, plan.window.end_ns + _DAY, "")
+        spans = [a for a in away_spells(reader, wide)
+                 if a.start < plan.window.end_ns and a.end > plan.window.start_ns]  # fmt: skip
     if not spans:
         return _missing(reader, plan.window, "time away (every minute had input)")
     total = sum(a.end - a.start for a in spans)
@@ -781,6 +809,8 @@ def windows(reader: Reader, plan: Plan) -> Found | None:
     if plan.measure in ("most", "peak") and not plan.subject.name:
         return _most_used(reader, plan, all_spells)
     chosen = [s for s in all_spells if s.matches(plan.subject.name)]
+    if plan.measure == "count" and chosen:
+        return _window_count(reader, plan, chosen)
     if not chosen and plan.window is not None and not plan.subject.name:
         return _left_in_focus(reader, plan.window)
     if not chosen:
@@ -798,6 +828,21 @@ def windows(reader: Reader, plan: Plan) -> Found | None:
              for s in (chosen[::-1] if plan.measure != "first" else chosen)]  # fmt: skip
     verb = f"Switched to `{plan.subject.name}`" if plan.subject.name else "Windows in focus"
     return reader.listing(f"{verb} {reader.scope(plan.window)}, newest first:", lines, plan.window)
+
+
+def _window_count(reader: Reader, plan: Plan, chosen: list[Spell]) -> Found:
+    """How many times the named window came into focus, or how many apps had the focus."""
+    apps = list(dict.fromkeys(str(s.row.data.get("app") or "(no window)") for s in chosen))
+    lines = [(s.row, f"{reader.when(s.start)}  {s.name()} (for {_length(s.end - s.start)})")
+             for s in chosen[::-1]]  # fmt: skip
+    scope = reader.scope(plan.window)
+    if plan.subject.name:
+        times = f"{len(chosen)} time{'s' * (len(chosen) != 1)}"
+        title = f"Switched to `{plan.subject.name}` {times} {scope}, newest first:"
+    else:
+        title = (f"{len(apps)} app{'s' * (len(apps) != 1)} had the focus {scope} "
+                 f"({', '.join(apps)}), over {len(chosen)} switches; newest first:")  # fmt: skip
+    return reader.listing(title, lines, plan.window)
 
 
 def _most_used(reader: Reader, plan: Plan, all_spells: list[Spell]) -> Found:

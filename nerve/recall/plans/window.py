@@ -32,6 +32,7 @@ NS = 1_000_000_000
 _MIN = 60 * NS
 _DAY = 86_400 * NS
 _AROUND = 5 * _MIN
+_SLACK = 2 * NS
 _FEW = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
         "ten": 10, "fifteen": 15, "twenty": 20, "thirty": 30, "few": 5, "couple of": 2}  # fmt: skip
 _UNIT = {"s": 1, "sec": 1, "secs": 1, "second": 1, "seconds": 1, "m": 60, "min": 60,
@@ -264,6 +265,8 @@ def _around(
     if how in ("before", "until", "till", "by"):
         start = day.start_ns if day is not None else _ns(_midnight(local(t, tz)))
         return Window(start, t, f"{how} {said}", clock=True)
+    if precision == NS:  # a second: the senses see a change a moment after it, and a person
+        return Window(t - _SLACK, t + 2 * _SLACK, f"at {said}", t, clock=True)  # is a second out
     return Window(t, t + precision, f"at {said}", t, clock=True)
 
 

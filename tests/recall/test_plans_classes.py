@@ -1,0 +1,72 @@
+"""Classes of question about the recorded real day (tests/fixtures/day), each read into its
+own plan: nerve's daemon, a process by pid or the pid of a name, how many times a window came
+into focus, commands started at a moment, whether the person was at the computer, what nerve
+said about a reading, how the first run of a command ended, a command's CPU peak."""
+
+from __future__ import annotations
+
+from datetime import UTC
+
+import pytest
+
+from nerve.recall import ask
+from nerve.workspace import WorkspaceDir
+from tests.helpers.day import Day
+
+
+def _answer(day: Day, question: str) -> str:
+    result = ask(WorkspaceDir(day.root), question, record=False, now_ns=day.now_ns, tz=UTC)
+    assert result.answered, result.text
+    return result.text
+
+
+@pytest.mark.parametrize(
+    "question", ["when did nerve start?", "is nerve still running?", "which senses were running?"]
+)
+def test_the_daemon_is_its_start_stop_and_senses(recorded_day: Day, question: str) -> None:
+    text = _answer(recorded_day, question)
+    assert text.startswith("nerve's daemon started at 19:22:53 (pid 14876), stopped at 19:33:11")
+    assert "not running now" in text and "focus, memory, network, power, processes, shell" in text
+
+
+def test_a_pid_is_its_process_and_a_name_its_pid(recorded_day: Day) -> None:
+    text = _answer(recorded_day, "what was pid 16845?")
+    assert "- yes [16845] (root): seen from 19:25:05" in text
+    assert "yes [16845]" in _answer(recorded_day, "what was the pid of yes?")
+    assert "cpuhog.py [18048]" in _answer(recorded_day, "which process was 18048?")
+
+
+def test_how_many_times_a_window_had_the_focus(recorded_day: Day) -> None:
+    assert _answer(recorded_day, "how often did I switch to Vim?").startswith(
+        "Switched to `vim` 5 times in the whole log"
+    )
+    assert _answer(recorded_day, "how many different apps did I have?").startswith(
+        "3 apps had the focus in the whole log (XTerm, Firefox, Vim)"
+    )
+
+
+def test_commands_counted_at_a_moment_are_those_started_then(recorded_day: Day) -> None:
+    text = _answer(recorded_day, "how many commands did I run at 19:24:58?")
+    assert text.startswith("5 commands at 19:24:58") and "yes" not in text
+
+
+def test_at_the_computer_is_time_away(recorded_day: Day) -> None:
+    text = _answer(recorded_day, "was I at the computer at 19:27?")
+    assert "away from 19:25:26 to 19:28:30 (3 min 4 s), back at 19:28:30" in text
+
+
+def test_what_nerve_said_about_a_reading_matches_its_lines(recorded_day: Day) -> None:
+    text = _answer(recorded_day, "what did nerve say about the network?")
+    assert "19:27:35  net all down" in text
+
+
+def test_the_first_run_of_a_command(recorded_day: Day) -> None:
+    assert _answer(recorded_day, "how did my first build end?").startswith(
+        "`build` first exited 2 (19:23:38)"
+    )
+
+
+def test_a_command_s_cpu_peak_is_its_process_s(recorded_day: Day) -> None:
+    assert "yes [16845] (root): peak 91.8% of a core" in _answer(
+        recorded_day, "peak CPU of the yes command?"
+    )
