@@ -5,6 +5,7 @@ said about a reading, how the first run of a command ended, a command's CPU peak
 
 from __future__ import annotations
 
+import re
 from datetime import UTC
 
 import pytest
@@ -70,3 +71,46 @@ def test_a_command_s_cpu_peak_is_its_process_s(recorded_day: Day) -> None:
     assert "yes [16845] (root): peak 91.8% of a core" in _answer(
         recorded_day, "peak CPU of the yes command?"
     )
+
+
+@pytest.mark.parametrize(
+    "question", ["what did I run in src?", "which commands ran in project/src?"]
+)
+def test_in_a_folder_commands_ran_in_is_that_folder(recorded_day: Day, question: str) -> None:
+    text = _answer(recorded_day, question)
+    assert text.startswith("In ") and "ran `ls -l`" in text and "cat guide.md" not in text
+
+
+@pytest.mark.parametrize(
+    "question", ["where did I run make build?", "memgrow's working directory?"]
+)
+def test_where_a_command_ran_is_its_working_directory(recorded_day: Day, question: str) -> None:
+    text = _answer(recorded_day, question)
+    assert re.match(r"`[^`]+` ran in /tmp/nerve-day/home/work/project in the whole log", text)
+
+
+def test_a_folder_word_in_a_window_title_is_that_window(recorded_day: Day) -> None:
+    text = _answer(recorded_day, "when did I look at the directory listing?")
+    assert "19:24:30  Firefox: Directory listing for /" in text
+
+
+@pytest.mark.parametrize(
+    ("question", "said"),
+    [
+        ("what came after the first failed make build?",
+         "After `make build` (exit 2, 0.0 s) (19:23:38), you ran `make build` (exit 2, 0.0 s) "
+         "at 19:23:50."),
+        ("after the first build failure, what did I run?", "you ran `make build` (exit 2"),
+        ("what did I change just before make build worked?",
+         "Before `make build` (ok, 0.0 s) (19:29:58), project/src/main.c was modified at "
+         "19:29:39."),
+    ],
+)  # fmt: skip
+def test_order_against_a_run_that_ended_so(recorded_day: Day, question: str, said: str) -> None:
+    assert said in _answer(recorded_day, question)
+
+
+def test_file_words_naming_nothing_recorded_are_said_back(recorded_day: Day) -> None:
+    result = ask(WorkspaceDir(recorded_day.root), "show me the diff of main.c", record=False,
+                 now_ns=recorded_day.now_ns, tz=UTC)  # fmt: skip
+    assert not result.answered and "nothing I can match to 'diff'" in result.text

@@ -70,11 +70,13 @@ _AWAY = re.compile(
     r"screen)|(?:was|were|am) i (?:around|active|present|here|there))\b"
 )
 _FOLDER = re.compile(
-    r"\b(folders?|director(?:y|ies)|dirs?|cd|cd'?ed|cwd|paths? i worked|where did i (?:run|work))\b"
+    r"\b(folders?|director(?:y|ies)|dirs?|cd|cd'?ed|cwd|paths? i worked|"
+    r"where (?:did|was|were) (?:i )?(?:\w+ )?(?:run|ran|work|start|started|launch|launched))\b"
 )
 _FOLDER_WORDS = frozenset(
     ["folder", "folders", "directory", "directories", "dir", "dirs", "cd", "cded", "cd'd",
-     "cwd", "work", "worked", "where", "spend", "spent", "in", "into", "inside"]
+     "cwd", "work", "worked", "where", "spend", "spent", "in", "into", "inside", "working",
+     "from", "started", "start"]
 )  # fmt: skip
 _DOING = re.compile(r"\b(doing|working on|up to|busy with|what did i do)\b")
 _HAPPENED = re.compile(r"\b(happened|happening|went on|going on|events?|recorded|logged)\b")
@@ -114,7 +116,9 @@ _FILLER = frozenset(
      "contain", "contained", "containing", "word", "words", "normally", "properly",
      "correctly", "fine", "local", "web", "duration", "while", "try", "tried", "call",
      "called", "named", "name", "doing", "invoke", "invoked", "kick", "kicked", "off",
-     "fire", "fired", "bring", "brought", "put", "same", "other", "another", "whatever"]
+     "fire", "fired", "bring", "brought", "put", "same", "other", "another", "whatever",
+     "appear", "appears", "appeared", "show", "showed", "shown", "under", "inside", "within",
+     "below", "happen", "happened", "next", "then", "just", "right"]
 )  # fmt: skip
 """Words a question may hold that name nothing and change nothing."""
 _MEASURE_WORDS = {
@@ -493,14 +497,47 @@ def _attention(text: str, window: Window | None, question: str) -> Plan:
     return Plan(question, window, subject, measure)
 
 
-def _order(text: str) -> tuple[str, Subject] | None:
-    """``… before X`` / ``… after X`` with X a thing (not a time): the measure and X."""
-    match = re.search(r"\b(before|after)\s+(?:i (?:was in|used|switched to|opened) )?(.+)$", text)
+_ORDER = re.compile(r"\b(before|after)\s+(?:i (?:was in|used|switched to|opened) )?([^,]+)(,.*)?$")
+_COMPARE = re.compile(r"\b(before or after|after or before|which came first|what came first|vs\.?|"
+                      r"versus|or was it)\b")  # fmt: skip
+_ANCHOR_FAILED = re.compile(r"\b(fail\w*|broke\w*|errored|did not work|didn't work)\b")
+_ANCHOR_OK = re.compile(r"\b(work(?:ed|s)?|pass(?:ed|es)?|succeed\w*|success\w*|fixed)\b")
+
+
+def _order(text: str) -> tuple[str, Subject, str] | None:
+    """``… before X`` / ``… after X`` (or ``after X, what …``) with X a thing, not a time: the
+    measure, X (how it ended, and whether its first time), and the rest of the question."""
+    match = _ORDER.search(text)
     if match is None:
         return None
-    thing = re.sub(r"\bthe (?:last|first) time\b", " ", _LOOKING.sub(" ", match[2]))
+    said = match[2]
+    status = "failed" if _ANCHOR_FAILED.search(said) else "ok" if _ANCHOR_OK.search(said) else None
+    nth = "first" if re.search(r"\b(first|earliest)\b", said) else None
+    thing = re.sub(r"\bthe (?:last|first) time\b", " ", _LOOKING.sub(" ", said))
+    thing = _ANCHOR_OK.sub(" ", _ANCHOR_FAILED.sub(" ", thing))
     name = _name(thing)
-    return (match[1], Subject("window", name)) if name else None
+    head = text[: match.start()] + " " + (match[3] or "").lstrip(",")
+    return (match[1], Subject("window", name, status=status, nth=nth), head) if name else None
+
+
+def _ordered(text: str, question: str, window: Window | None, known: Known) -> Plan | None:
+    """A question of order: what came just before or after a command or a window (the files
+    changed, the commands run or the window in focus, as the rest of it asks)."""
+    if _COMPARE.search(text):
+        return None  # "did I edit main.c before or after the build?": two things, not one
+    order = _order(text)
+    if order is None:
+        return None
+    measure, anchor, head = order
+    ran = " ".join(known.command_words((anchor.name or "").split()))
+    seen = known.window_words(anchor.name or "")
+    by_window = _WINDOW.search(text) is not None and len(seen.split()) >= len(ran.split())
+    if ran and not by_window and (anchor.status or len(ran.split()) >= len(seen.split())
+                                  or _COMMAND.search(head)):  # fmt: skip
+        kind = "file" if _FILE.search(head) and not _COMMAND.search(head) else "command"
+        mark = Subject("command", ran, status=anchor.status, nth=anchor.nth)
+        return Plan(question, window, Subject(kind), measure, mark)
+    return Plan(question, window, Subject("window", _name(head)), measure, anchor)
 
 
 def _file(text: str, window: Window | None, question: str, known: Known) -> Plan | None:
@@ -513,7 +550,7 @@ def _file(text: str, window: Window | None, question: str, known: Known) -> Plan
         named = [w for w in words if re.fullmatch(r"[\w-]+\.\w{1,5}", w)]
     if not (_FILE.search(text) or any("." in w for w in named)):
         return None
-    if _COMMAND.search(text) or _PROCESS.search(text) or _FOLDER.search(text):
+    if _COMMAND.search(text) or _PROCESS.search(text) or (_FOLDER.search(text) and not named):
         return None
     if re.search(r"\b(ports?|listening|windows?|apps?)\b", text):
         return None
@@ -522,8 +559,34 @@ def _file(text: str, window: Window | None, question: str, known: Known) -> Plan
     measure = _measure(text)
     if not named and status is None and measure == "list" and window is None:
         return None  # "which files changed?": the intents list them, newest first
-    subject = Subject("file", " ".join(named) or None, status=status)
+    said = " ".join(w for w in words if not _FILE.fullmatch(w) and w not in _FOLDER_WORDS)
+    left = unplaced(said, " ".join(named), measure) if named else ()
+    subject = Subject("file", " ".join(named) or None, status=status, unplaced=left)
     return Plan(question, window, subject, measure)
+
+
+_IN_FOLDER = re.compile(r"\b(?:in|under|inside|from)\s+(?:the\s+|my\s+)?([\w.~/-]+)")
+
+
+def _folder(
+    text: str, question: str, window: Window | None, measure: str, known: Known
+) -> Plan | None:
+    """A question about folders: which ones were worked in, what happened in one ("what did
+    I run in src?": ``src`` is a folder commands ran in), or where a command ran ("where did
+    I run make build?": the folder subject named by the command's words). A folder word that
+    names a window's title instead ("the directory listing") is about that window."""
+    inside = _IN_FOLDER.search(text)
+    named = inside is not None and known.folder_word(inside[1].rstrip("/").rsplit("/", 1)[-1])
+    if not (_FOLDER.search(text) or named):
+        return None
+    words = [w for w in re.findall(r"[\w./~+-]+", text) if w not in _FOLDER_WORDS]
+    name = _name(" ".join(words))
+    if named and inside is not None:
+        name = inside[1]
+    seen = known.window_words(_name(text) or "")
+    if not named and len(seen.split()) >= 2 and set(seen.split()) & set(_FOLDER_WORDS):
+        return Plan(question, window, Subject("window", seen), measure)
+    return Plan(question, window, Subject("folder", name), measure)
 
 
 def _status(text: str) -> tuple[str | None, str]:
@@ -621,15 +684,9 @@ def parse(
         return _attention(rest, window, question)
     if _DAEMON.search(rest):
         return Plan(question, window, Subject("daemon"), "list")
-    order = _order(rest)
-    if order is not None:
-        head = rest[: rest.rfind(order[0])]
-        anchor = order[1].name or ""
-        ran = " ".join((known or Known()).command_words(anchor.split()))
-        seen = (known or Known()).window_words(anchor)
-        if ran and (_COMMAND.search(head) or len(ran.split()) > len(seen.split())):
-            return Plan(question, window, Subject("command"), order[0], Subject("command", ran))
-        return Plan(question, window, Subject("window", _name(head)), order[0], order[1])
+    ordered = _ordered(rest, question, window, known or Known())
+    if ordered is not None:
+        return ordered
     files = _file(rest, window, question, known or Known())
     if files is not None:
         return files
@@ -639,9 +696,9 @@ def parse(
     measure = _measure(plain)
     if _AWAY.search(rest) and _reading(rest) is None and not _COMMAND.search(rest):
         return Plan(question, window, Subject("away"), measure)
-    if _FOLDER.search(rest):
-        words = [w for w in re.findall(r"[\w./~+-]+", rest) if w not in _FOLDER_WORDS]
-        return Plan(question, window, Subject("folder", _name(" ".join(words))), measure)
+    folder = _folder(rest, question, window, measure, known or Known())
+    if folder is not None:
+        return folder
     doing = _DOING.search(rest) and not _COMMAND.search(rest) and _reading(rest) is None
     if doing and window is not None:
         return Plan(question, window, Subject("activity"), "list")

@@ -167,17 +167,19 @@ def _commands_over(
     rows = reader.rows(wide, source=SourceClass.SHELL, where=f"({where})", args=args)
     if window is not None:
         rows = [r for r in rows if r.t >= window.start_ns or _ended(r) >= window.start_ns]
-    if status is not None:
-        rows = [r for r in rows if _failed(r) == (status == "failed")]
+    ended_so = [r for r in rows if status is None or _failed(r) == (status == "failed")]
     if not words:
-        return rows
+        return ended_so
     said = [(_command_of(r), r) for r in rows]
     score = {text: hits(words, text) for text in dict.fromkeys(text for text, _ in said)}
     best = max(score.values(), default=0)
+    fits = {_command_of(r) for r in ended_so}  # a command with runs that ended as asked
     chosen = [(text, r) for text, r in said if score[text] and score[text] == best]
+    chosen = [(text, r) for text, r in chosen if text in fits]
     runs = Counter(text for text, _ in chosen)
-    most = max(runs.values(), default=0)
-    return [r for text, r in chosen if runs[text] == most]  # a tie: the one run most
+    most = max(runs.values(), default=0)  # a tie: the one run most, then the runs that ended so
+    keep = {r.id for r in ended_so}
+    return [r for text, r in chosen if runs[text] == most and r.id in keep]
 
 
 def command_runs(reader: Reader, name: str) -> list[Row]:
@@ -199,7 +201,7 @@ def commands(reader: Reader, plan: Plan) -> Found | None:
     """Commands: listed, counted, their exit status, whether one finished, first or last."""
     name, window, status = plan.subject.name, plan.window, plan.subject.status
     if plan.measure in ("before", "after") and plan.anchor is not None:
-        return _command_order(reader, plan, plan.anchor.name)
+        return _command_order(reader, plan, plan.anchor)
     if not name and status is None and plan.measure in ("exit", "running", "duration", "last"):
         return None  # "what was my last command?": the intents
     if not name and status is None and plan.measure == "list" and window is None:
@@ -222,14 +224,23 @@ def commands(reader: Reader, plan: Plan) -> Found | None:
     return _command_list(reader, plan, rows)
 
 
-def _command_order(reader: Reader, plan: Plan, anchor: str | None) -> Found:
-    """The command run just before (or after) the newest run of the anchor command."""
+def anchor_run(reader: Reader, window: Window | None, anchor: Subject) -> Row | None:
+    """The run of the anchor command an order question means: of those that ended as it says
+    (failed, ok), the first when it says so, else the newest."""
+    runs = _commands_over(reader, window, anchor.name, anchor.status)
+    if not runs:
+        return None
+    return runs[0] if anchor.nth == "first" else runs[-1]
+
+
+def _command_order(reader: Reader, plan: Plan, anchor: Subject) -> Found:
+    """The command run just before (or after) the anchor command's run."""
     every = _commands_over(reader, plan.window)
-    marks = {r.id for r in _commands_over(reader, plan.window, anchor)}
-    at = [i for i, r in enumerate(every) if r.id in marks]
+    mark = anchor_run(reader, plan.window, anchor)
+    at = [i for i, r in enumerate(every) if mark is not None and r.id == mark.id]
     if not at:
-        return _no_thing(reader, Plan(plan.question, plan.window, Subject("command", anchor),
-                                      "list"), "commands")  # fmt: skip
+        return _no_thing(reader, Plan(plan.question, plan.window, anchor, "list"),
+                         _said(anchor, "commands"))  # fmt: skip
     i = at[-1]
     j = i - 1 if plan.measure == "before" else i + 1
     if not 0 <= j < len(every):
@@ -735,10 +746,11 @@ def folders(reader: Reader, plan: Plan) -> Found:
             found.setdefault(folder, []).append((row, f"file {change}"))
     name = plan.subject.name
     if name:
-        found = {f: rows for f, rows in found.items() if _words_in(name, *f.split("/"))}
+        found = {f: rows for f, rows in found.items() if _folder_is(f, name)}
+    if name and not found:
+        return _ran_where(reader, plan, name)
     if not found:
-        what = f"folder matching `{name}`" if name else "folder with commands or file changes"
-        return _missing(reader, plan.window, what)
+        return _missing(reader, plan.window, "folder with commands or file changes")
     busiest = sorted(found.items(), key=lambda item: (-len(item[1]), item[0]))
     if name:
         rows = sorted((r for _, rs in busiest for r in rs), key=lambda item: item[0].t)
@@ -757,6 +769,28 @@ def folders(reader: Reader, plan: Plan) -> Found:
         first, last = rows[0][0].t, max(r.t for r, _ in rows)
         lines.append((rows[0][0], f"{folder}: {said}, {reader.when(first)} to {reader.when(last)}"))
     title = f"Folders worked in {reader.scope(plan.window)}, the busiest first:"
+    return reader.listing(title, lines, plan.window)
+
+
+def _folder_is(folder: str, name: str) -> bool:
+    """Whether the folder is the one named: a path by its end (``project/docs``,
+    ``~/work/x``: any home's), else every word among its parts."""
+    if "/" in name:
+        tail = name.removeprefix("~").strip("/")
+        return folder.rstrip("/").endswith("/" + tail) or folder.strip("/") == tail
+    return _words_in(name, *folder.split("/"))
+
+
+def _ran_where(reader: Reader, plan: Plan, name: str) -> Found:
+    """Where the commands ``name`` names ran (their working directories), or the question
+    back when it names neither a folder nor a command."""
+    rows = [r for r in _commands_over(reader, plan.window, name) if r.data.get("cwd")]
+    if not rows:
+        return _no_thing(reader, plan, "folders")
+    where = list(dict.fromkeys(str(r.data["cwd"]) for r in rows))
+    lines = [(r, f"{reader.when(r.t)}  {_command_line(r)} in {r.data['cwd']}") for r in rows[::-1]]
+    title = (f"`{_command_of(rows[-1])}` ran in {', '.join(where)} {reader.scope(plan.window)} "
+             f"({len(rows)} run{'s' * (len(rows) != 1)}), newest first:")  # fmt: skip
     return reader.listing(title, lines, plan.window)
 
 
@@ -914,6 +948,8 @@ def files(reader: Reader, plan: Plan) -> Found:
     if not reader.ever(SourceClass.FILE_CHANGE):
         return Found("No file changes are in this log: the files sense watches no folder "
                      "(`senses.files.paths` in nerve.yaml).", answered=False)  # fmt: skip
+    if plan.measure in ("before", "after") and plan.anchor is not None:
+        return _file_order(reader, plan, plan.anchor)
     name, status = plan.subject.name, plan.subject.status
     rows = reader.rows(plan.window, source=SourceClass.FILE_CHANGE)
     if status is not None:
@@ -936,3 +972,23 @@ def files(reader: Reader, plan: Plan) -> Found:
     head = (f"{len(rows)} {what} {scope}, to {len(paths)} file{'s' * (len(paths) != 1)} "
             f"({', '.join(paths[:8])}); newest first:")  # fmt: skip
     return reader.listing(head, lines, plan.window)
+
+
+def _file_order(reader: Reader, plan: Plan, anchor: Subject) -> Found:
+    """The file changed just before the anchor command's run began (or just after it ended)."""
+    mark = anchor_run(reader, plan.window, anchor)
+    if mark is None:
+        return _no_thing(reader, Plan(plan.question, plan.window, anchor, "list"),
+                         _said(anchor, "commands"))  # fmt: skip
+    rows = reader.rows(plan.window, source=SourceClass.FILE_CHANGE)
+    if plan.measure == "before":
+        near = [r for r in rows if r.t <= mark.t][-1:]
+    else:
+        near = [r for r in rows if r.t >= _ended(mark)][:1]
+    if not near:
+        return Found(f"No file change is recorded {plan.measure} {_command_line(mark)} "
+                     f"({reader.when(mark.t)}).", (mark.id,))  # fmt: skip
+    r = near[0]
+    return Found(f"{plan.measure.capitalize()} {_command_line(mark)} ({reader.when(mark.t)}), "
+                 f"{r.data.get('path', '?')} was {r.data.get('change', 'changed')} at "
+                 f"{reader.when(r.t)}.", (r.id, mark.id))  # fmt: skip
