@@ -114,3 +114,37 @@ def test_file_words_naming_nothing_recorded_are_said_back(recorded_day: Day) -> 
     result = ask(WorkspaceDir(recorded_day.root), "show me the diff of main.c", record=False,
                  now_ns=recorded_day.now_ns, tz=UTC)  # fmt: skip
     assert not result.answered and "nothing I can match to 'diff'" in result.text
+
+
+@pytest.mark.parametrize(
+    ("question", "said"),
+    [
+        ("did I edit main.c before or after the first build?",
+         "project/src/main.c was first modified at 19:23:27, before `make build` first ran at "
+         "19:23:38."),
+        ("which started first, yes or memgrow?",
+         "`yes > /dev/null` first ran at 19:24:38, before `./tools/memgrow.py` first ran at "
+         "19:25:18."),
+        ("did I start yes before memgrow?", "`yes > /dev/null` first ran at 19:24:38, before"),
+    ],
+)  # fmt: skip
+def test_which_of_two_came_first(recorded_day: Day, question: str, said: str) -> None:
+    assert _answer(recorded_day, question).startswith(said)
+
+
+@pytest.mark.parametrize(
+    ("question", "shown"),
+    [
+        ("what was on my screen at 7:24:30 pm?", "- Firefox: Directory listing for / - "),
+        ("which file was open in Vim at 19:24:10?",
+         "- Vim: util.c (~/work/project/src) - VIM (in focus from 19:24:05)"),
+    ],
+)  # fmt: skip
+def test_the_window_in_focus_at_a_moment(recorded_day: Day, question: str, shown: str) -> None:
+    assert shown in _answer(recorded_day, question)
+
+
+def test_a_measure_a_reading_has_not_is_said_back(recorded_day: Day) -> None:
+    result = ask(WorkspaceDir(recorded_day.root), "when did the CPU stop being busy?",
+                 record=False, now_ns=recorded_day.now_ns, tz=UTC)  # fmt: skip
+    assert not result.answered and result.text.startswith("I understood: cpu, in the whole log")

@@ -18,6 +18,7 @@ from datetime import tzinfo
 import duckdb
 
 from nerve.recall.plans.attention import attention
+from nerve.recall.plans.compare import compare
 from nerve.recall.plans.cover import uncovered, unknown_words
 from nerve.recall.plans.daemon import daemon
 from nerve.recall.plans.during import during
@@ -75,5 +76,7 @@ def answer_plan(
         return None
     if plan.subject.unplaced:
         return plan, unknown_words(reader, plan)
+    if plan.measure == "compare":
+        return plan, compare(reader, plan)
     found = _BY_KIND[plan.subject.kind](reader, plan)
     return None if found is None else (plan, found)

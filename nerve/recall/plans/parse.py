@@ -20,11 +20,11 @@ daemon: when it started and stopped, its senses).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import tzinfo
 
 from nerve.recall.plans.window import Window, find_window
-from nerve.recall.plans.words import Known
+from nerve.recall.plans.words import Known, app_hit
 
 __all__ = ["Plan", "Subject", "parse", "window_of"]
 
@@ -61,7 +61,8 @@ _COMMAND = re.compile(
 )
 _PROCESS = re.compile(r"\b(process|processes|program|programs|pid)\b")
 _WINDOW = re.compile(
-    r"\b(windows?|apps?|applications?|focus(?:ed)?|switch(?:ed)? to|in front|titled?)\b"
+    r"\b(windows?|apps?|applications?|focus(?:ed)?|switch(?:ed)? to|in front|titled?|"
+    r"on (?:my |the )?screen)\b"
 )
 _AWAY = re.compile(
     r"\b(away|afk|idle|no input|inactive|(?:come|came|got|get) back|back (?:at|to) (?:the|my) "
@@ -121,6 +122,8 @@ _FILLER = frozenset(
      "below", "happen", "happened", "next", "then", "just", "right"]
 )  # fmt: skip
 """Words a question may hold that name nothing and change nothing."""
+_SAID_MEASURE = {"duration": "how long", "running": "stopping or ending", "exit": "how it ended"}
+"""A measure a reading has no answer for, as the question put it."""
 _MEASURE_WORDS = {
     "exit": frozenset(["status", "code", "result", "outcome", "end", "ended", "return"]),
     "running": frozenset(["status", "state"]),
@@ -246,6 +249,7 @@ _STOP = frozenset(
         "front",
         "title",
         "titled",
+        "screen",
         "machine",
         "computer",
         "box",
@@ -409,7 +413,7 @@ class Plan:
     during: Subject | None = None  # "while memgrow ran": the window is that command's run
 
     def to_json(self) -> dict[str, object]:
-        out = {
+        out: dict[str, object] = {
             "window": None if self.window is None else self.window.to_json(),
             "subject": self.subject.to_json(),
             "measure": self.measure,
@@ -436,7 +440,7 @@ def _name(text: str, keep: frozenset[str] = frozenset()) -> str | None:
         for w in re.findall(r"[\w./~+-]+", text)
         if (w in keep or w not in _STOP) and not w.isdigit()
     ]
-    words = [w.strip(".") for w in words if w.strip(".")]
+    words = [w.strip(".") for w in words if re.search(r"[a-z0-9]", w.strip("."))]
     return " ".join(words) or None
 
 
@@ -520,15 +524,44 @@ def _order(text: str) -> tuple[str, Subject, str] | None:
     return (match[1], Subject("window", name, status=status, nth=nth), head) if name else None
 
 
+def _side(text: str, known: Known) -> Subject | None:
+    """One side of a comparison: a changed file, else a command, the words name."""
+    words = (_name(_ANCHOR_OK.sub(" ", _ANCHOR_FAILED.sub(" ", text))) or "").split()
+    named = [w for w in known.file_words(words) if "." in w]
+    if named:
+        return Subject("file", " ".join(named))
+    ran = known.command_words(words)
+    return Subject("command", " ".join(ran)) if ran else None
+
+
+def _compared(text: str, question: str, window: Window | None, known: Known) -> Plan | None:
+    """ "X before or after Y?", "X vs Y: which came first?", "which came first, X or Y?": the
+    two sides (a file or a command each); None when either names nothing known."""
+    rest = re.sub(r"\b(?:which|what) (?:\w+ )?(?:came|started|happened|ran|was) first\b|"
+                  r"\b(?:which|what) \w+ first\b", " ", text)  # fmt: skip
+    parts = re.split(r"\bbefore or after\b|\bafter or before\b|\bvs\.?|\bversus\b|,|:|\bor\b",
+                     rest)  # fmt: skip
+    sides = [side for part in parts if (side := _side(part, known)) is not None]
+    if len(sides) != 2:
+        return None
+    return Plan(question, window, sides[0], "compare", sides[1])
+
+
 def _ordered(text: str, question: str, window: Window | None, known: Known) -> Plan | None:
     """A question of order: what came just before or after a command or a window (the files
     changed, the commands run or the window in focus, as the rest of it asks)."""
-    if _COMPARE.search(text):
-        return None  # "did I edit main.c before or after the build?": two things, not one
+    compared = _COMPARE.search(text) or re.search(r"\b(?:which|what) \w+ first\b", text)
+    if compared:  # "did I edit main.c before or after the build?": two things, not one
+        return _compared(text, question, window, known)
     order = _order(text)
     if order is None:
         return None
     measure, anchor, head = order
+    yes_no = re.match(r"\s*(did|was|were|is|has|have)\b", head) is not None
+    asked = _side(head, known) if yes_no else None
+    other = _side(anchor.name or "", known) if asked is not None else None
+    if asked and other is not None:  # "did I start yes before memgrow?": both, and which first
+        return Plan(question, window, asked, "compare", other)
     ran = " ".join(known.command_words((anchor.name or "").split()))
     seen = known.window_words(anchor.name or "")
     by_window = _WINDOW.search(text) is not None and len(seen.split()) >= len(ran.split())
@@ -554,6 +587,8 @@ def _file(text: str, window: Window | None, question: str, known: Known) -> Plan
         return None
     if re.search(r"\b(ports?|listening|windows?|apps?)\b", text):
         return None
+    if _names_app(words, named, known):
+        return None  # "which file was open in vim at 19:24:10?": the window's title says
     status = "added" if _FILE_ADDED.search(text) else None
     status = "deleted" if _FILE_DELETED.search(text) else status
     measure = _measure(text)
@@ -587,6 +622,11 @@ def _folder(
     if not named and len(seen.split()) >= 2 and set(seen.split()) & set(_FOLDER_WORDS):
         return Plan(question, window, Subject("window", seen), measure)
     return Plan(question, window, Subject("folder", name), measure)
+
+
+def _names_app(words: list[str], named: list[str], known: Known) -> bool:
+    """Whether the words name an app in focus (or a kind of app: "editor"), not a file."""
+    return any(app_hit(w, w) or (known.window_words(w) == w and w not in named) for w in words)
 
 
 def _status(text: str) -> tuple[str | None, str]:
@@ -676,10 +716,10 @@ def parse(
     window, rest = find_window(text, now_ns, tz) if during is None else (during, text)
     named = _during(rest) if window is None else None
     if named is not None:
-        plan = parse(named[1], now_ns=now_ns, tz=tz, known=known, during=_SOME_TIME)
-        subject = plan.subject if plan is not None else Subject("activity")
-        measure = plan.measure if plan is not None else "list"
-        return Plan(question, _SOME_TIME, subject, measure, during=Subject("command", named[0]))
+        inner = parse(named[1], now_ns=now_ns, tz=tz, known=known, during=_SOME_TIME)
+        what = inner.subject if inner is not None else Subject("activity")
+        how = inner.measure if inner is not None else "list"
+        return Plan(question, _SOME_TIME, what, how, during=Subject("command", named[0]))
     if _ATTENTION.search(rest):
         return _attention(rest, window, question)
     if _DAEMON.search(rest):
@@ -690,7 +730,7 @@ def parse(
     files = _file(rest, window, question, known or Known())
     if files is not None:
         return files
-    if _DEFER.search(rest):
+    if _DEFER.search(rest) and not _names_app((_name(rest) or "").split(), [], known or Known()):
         return None
     status, plain = _status(rest)
     measure = _measure(plain)
@@ -716,6 +756,8 @@ def parse(
         return None
     if subject.kind == "process" and subject.reading and measure in ("count", "list"):
         measure = "peak"  # "how many cores did it use?": its peak
+    if subject.kind == "reading" and measure in ("duration", "running", "exit"):
+        return Plan(question, window, replace(subject, unplaced=(_SAID_MEASURE[measure],)), measure)
     if subject.kind == "reading" and window is None and measure not in ("peak", "when"):
         measure = "last"
     return Plan(question, window, subject, measure)

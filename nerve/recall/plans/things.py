@@ -109,9 +109,9 @@ def activity(reader: Reader, plan: Plan) -> Found:
     for row in reader.rows(window, source=SourceClass.FILE_CHANGE):
         change = f"{row.data.get('change', 'changed')} {row.data.get('path', '?')}"
         lines.append((row.t, row, f"{reader.when(row.t)}  file {change}"))
-    for spell in away_spells(reader, window):
-        back = "now" if spell.ongoing else reader.when(spell.end)
-        lines.append((spell.start, spell.row, f"{reader.when(spell.start)}  away until {back}"))
+    for gone in away_spells(reader, window):
+        back = "now" if gone.ongoing else reader.when(gone.end)
+        lines.append((gone.start, gone.row, f"{reader.when(gone.start)}  away until {back}"))
     if not lines:  # nothing the person did: the processes that came and went
         for row in reader.rows(window, source=SourceClass.PROCESS_TREE):
             if row.data.get("event") in ("started", "exited"):
@@ -858,10 +858,20 @@ def windows(reader: Reader, plan: Plan) -> Found | None:
             f"In {what} for {_length(total)} {reader.scope(plan.window)} ({len(chosen)} spells):"
         )
         return reader.listing(title, lines, plan.window)
+    if plan.window is not None and plan.window.point_ns is not None:
+        return _in_focus_then(reader, plan, chosen)
     lines = [(s.row, f"{reader.when(s.start)}  {s.name()} (for {_length(s.end - s.start)})")
              for s in (chosen[::-1] if plan.measure != "first" else chosen)]  # fmt: skip
     verb = f"Switched to `{plan.subject.name}`" if plan.subject.name else "Windows in focus"
     return reader.listing(f"{verb} {reader.scope(plan.window)}, newest first:", lines, plan.window)
+
+
+def _in_focus_then(reader: Reader, plan: Plan, chosen: list[Spell]) -> Found:
+    """The windows in focus at a moment ("at 19:24:10"), each since its own focus."""
+    lines = [(s.row, f"{s.name()} (in focus from {reader.when(s.row.t)})") for s in chosen[::-1]]
+    what = f"`{plan.subject.name}` windows" if plan.subject.name else "Windows"
+    return reader.listing(f"{what} in focus {reader.scope(plan.window)}, newest first:", lines,
+                          plan.window)  # fmt: skip
 
 
 def _window_count(reader: Reader, plan: Plan, chosen: list[Spell]) -> Found:
