@@ -148,3 +148,14 @@ def test_a_measure_a_reading_has_not_is_said_back(recorded_day: Day) -> None:
     result = ask(WorkspaceDir(recorded_day.root), "when did the CPU stop being busy?",
                  record=False, now_ns=recorded_day.now_ns, tz=UTC)  # fmt: skip
     assert not result.answered and result.text.startswith("I understood: cpu, in the whole log")
+
+
+def test_after_a_command_ended_is_the_two_minutes_after_it(recorded_day: Day) -> None:
+    text = _answer(recorded_day, "did memory drop after memgrow exited?")
+    assert text.startswith("Memory use after `./tools/memgrow.py` ended (19:28:31 to 19:30:31)")
+
+
+def test_when_i_came_back_is_the_two_minutes_after_time_away(recorded_day: Day) -> None:
+    text = _answer(recorded_day, "what did I do when I came back?")
+    assert text.startswith("What you were doing after you came back (19:28:30 to 19:30:30)")
+    assert "in Vim: main.c" in text

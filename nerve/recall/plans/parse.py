@@ -122,6 +122,11 @@ _FILLER = frozenset(
      "below", "happen", "happened", "next", "then", "just", "right"]
 )  # fmt: skip
 """Words a question may hold that name nothing and change nothing."""
+_CHANGE = re.compile(
+    r"\b(drop\w*|fall\w*|fell|rise|rising|rose|calm\w*|climb\w*|spike\w*|jump\w*|settl\w*|"
+    r"(?:go|goes|went|come|came) (?:down|up|back))\b"
+)
+"""Words asking when a reading turned, not what it was."""
 _SAID_MEASURE = {"duration": "how long", "running": "stopping or ending", "exit": "how it ended"}
 """A measure a reading has no answer for, as the question put it."""
 _MEASURE_WORDS = {
@@ -361,7 +366,8 @@ _STOP |= frozenset(
     ["titles", "look", "looked", "traffic", "download", "downloaded", "upload", "uploaded",
      "burning", "burned", "hogged", "hogging", "hog", "eating",
      "ate", "busiest", "loaded", "like", "full", "take", "took", "share", "core", "cores",
-     "big", "bigger", "grow", "grew"]
+     "big", "bigger", "grow", "grew", "drop", "dropped", "drops", "fall", "fell", "rise", "rose",
+     "climb", "climbed", "spike", "spiked", "jump", "jumped"]
 )  # fmt: skip
 _STOP |= frozenset(
     (
@@ -687,13 +693,27 @@ _SOME_TIME = Window(0, 0, "during", clock=True)
 """The window of a plan read "during X", until X's run is found (:mod:`.during`)."""
 
 
-def _during(text: str) -> tuple[str, str] | None:
-    """``… while X was running`` / ``during X``: X's words and the text without them."""
-    match = _DURING.search(text)
+_AFTER_END = re.compile(
+    r"\b(?:after|when|once)\s+(.+?)\s+(?:had\s+|was\s+)?(?:finished|ended|exited|stopped|done|"
+    r"completed|quit)\b"
+)
+_CAME_BACK = re.compile(r"\b(?:when|after|once)\s+i\s+(?:came|got|was)\s+back\b")
+
+
+def _during(text: str) -> tuple[Subject, str] | None:
+    """A time named by something else, and the text without the words that named it: ``while
+    X was running`` / ``during X`` (X's run: a ``command`` subject), ``after X finished``
+    (just after its end: ``ended``), ``when I came back`` (just after time away: ``away``)."""
+    if match := _CAME_BACK.search(text):
+        return Subject("away"), (text[: match.start()] + " " + text[match.end() :]).strip()
+    kind, match = "command", _DURING.search(text)
+    if match is None and (match := _AFTER_END.search(text)) is not None:
+        kind = "ended"
     words = re.sub(r"\b(the|my|a|an|that|this|those|these)\b", " ", match[1]) if match else ""
     if match is None or not words.split():
         return None
-    return " ".join(words.split()), (text[: match.start()] + " " + text[match.end() :]).strip()
+    rest = (text[: match.start()] + " " + text[match.end() :]).strip()
+    return Subject(kind, " ".join(words.split())), rest
 
 
 def window_of(question: str, now_ns: int, tz: tzinfo | None) -> Window | None:
@@ -719,7 +739,7 @@ def parse(
         inner = parse(named[1], now_ns=now_ns, tz=tz, known=known, during=_SOME_TIME)
         what = inner.subject if inner is not None else Subject("activity")
         how = inner.measure if inner is not None else "list"
-        return Plan(question, _SOME_TIME, what, how, during=Subject("command", named[0]))
+        return Plan(question, _SOME_TIME, what, how, during=named[0])
     if _ATTENTION.search(rest):
         return _attention(rest, window, question)
     if _DAEMON.search(rest):
@@ -756,6 +776,8 @@ def parse(
         return None
     if subject.kind == "process" and subject.reading and measure in ("count", "list"):
         measure = "peak"  # "how many cores did it use?": its peak
+    if subject.kind == "reading" and measure == "when" and _CHANGE.search(plain):
+        measure = "running"  # "when did CPU use drop?": a turn, which no reading here finds
     if subject.kind == "reading" and measure in ("duration", "running", "exit"):
         return Plan(question, window, replace(subject, unplaced=(_SAID_MEASURE[measure],)), measure)
     if subject.kind == "reading" and window is None and measure not in ("peak", "when"):
