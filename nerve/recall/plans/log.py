@@ -128,11 +128,12 @@ class Reader:
         return self.conn.execute(sql + " LIMIT 1", args).fetchone() is not None
 
     def span(self) -> tuple[int, int] | None:
-        """The first and last time the log recorded anything of the person's or the daemon's
-        (nerve's bookkeeping aside), or None for an empty log."""
-        sql = (
-            "SELECT min(physical_ns), max(physical_ns) FROM events "
-            "WHERE NOT nerve_bookkeeping(kind)"
+        """The first and last time (as answers say it: when the datum was true) of anything the
+        log holds of the person's or the daemon's (nerve's bookkeeping and processes' start
+        times aside), or None for an empty log."""
+        sql = (  # a process's valid time is its start, maybe long before the log began
+            f"SELECT min({_TIME}), max({_TIME}) FROM events WHERE NOT nerve_bookkeeping(kind) "
+            f"AND NOT (kind = 'observation' AND source = {int(SourceClass.PROCESS_TREE)})"
         )
         first, last = self.conn.execute(sql).fetchone() or (None, None)
         return None if first is None or last is None else (int(first), int(last))
