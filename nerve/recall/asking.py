@@ -114,7 +114,7 @@ def _planned(
     plan, found = planned
     intent = f"plan:{plan.subject.kind}.{plan.measure}"
     return Tier0Answer(intent, found.text, found.spans, answered=found.answered,
-                       plan=plan.to_json(), left_out=found.left_out)  # fmt: skip
+                       plan=plan.to_json(), left_out=found.left_out, final=found.final)  # fmt: skip
 
 
 def _tier0(
@@ -126,9 +126,12 @@ def _tier0(
     last_word: bool,
 ) -> Tier0Answer | None:
     """The plan's answer, else the envelope's intents, else the period intents; when none
-    answers and nothing comes after (``last_word``), the plan's question back, if it had one."""
+    answers and nothing comes after (``last_word``), the plan's question back, if it had one.
+    A plan that understood the question and found the log cannot answer it (``final``: a
+    time the log does not cover, words it cannot place) is the answer: a looser tier would
+    only answer another question."""
     planned = _planned(conn, question, now, tz)
-    if planned is not None and planned.answered:
+    if planned is not None and (planned.answered or planned.final):
         return planned
     found = answer(retrieval) or answer_facts(conn, question, now_ns=now, tz=tz)
     if found is None and planned is not None and last_word:

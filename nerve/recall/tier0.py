@@ -66,6 +66,7 @@ class Tier0Answer:
     answered: bool = True  # False: it says what it understood and asks for the missing part
     plan: dict[str, Any] | None = None  # the window, subject and measure a plan used
     left_out: int = 0  # how many matching events the text did not list
+    final: bool = False  # a plan that understood the question: no looser tier may retry it
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {

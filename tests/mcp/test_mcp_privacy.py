@@ -113,8 +113,8 @@ def test_ask_neither_quotes_nor_cites_a_withheld_event(ws: api.Workspace, questi
     text = str(out.model_dump())
     for form in _forms(EXCLUDED) + _forms(GHP):
         assert form not in text, f"{form!r} left through ask {question!r}"
-    if question in PERIODS:  # the facts tier answered, over the period, from screened rows
-        assert out.intent == "commands" and out.answered, out
+    if question in PERIODS:  # the plan answered, over the period, from screened rows
+        assert out.intent == "plan:command.list" and out.answered, out
         assert "ls" in out.answer and "echo [redacted:github-token]" in out.answer
         assert out.citations[0].line == "ls"
 

@@ -272,10 +272,19 @@ def test_a_missing_program_is_a_clear_error(day: WorkspaceDir, tmp_path: Path) -
 
 
 def test_with_no_fallback_the_answer_says_so_plainly(day: WorkspaceDir) -> None:
-    result = ask(day, OPEN_QUESTION)
+    result = ask(day, "why is the network slow?")
     assert not result.answered and result.tier is None and not result.model_call
     assert result.text.startswith("I could not answer that from what this machine has recorded")
     assert "Tier" not in result.text and "recall.fallback" in result.text
     _, answered = kinds_recorded(day)
     assert answered["payload"]["answered"] is False
     assert answered["line"].startswith("unanswered: ")
+
+
+def test_with_no_fallback_a_time_the_log_does_not_cover_is_said_with_what_was_read(
+    day: WorkspaceDir,
+) -> None:
+    result = ask(day, OPEN_QUESTION)
+    assert not result.answered and result.tier is None and not result.model_call
+    assert result.text.startswith("Nothing was recorded this afternoon (")
+    assert "the log covers" in result.text and "recall.fallback" not in result.text

@@ -94,6 +94,22 @@ def _folder(text: str) -> str | None:
     return os.path.normpath(os.path.expanduser(match[1])).rstrip("/") or "/"
 
 
+def _home_tail(text: str) -> str | None:
+    """The part after ``~/`` of the folder named, if it was named from a home: the home the
+    shell hook recorded may not be this process's."""
+    match = FOLDER.search(text)
+    if match is None or not match[1].startswith("~/"):
+        return None
+    return os.path.normpath(match[1][2:]).strip("/") or None
+
+
+def _under(cwd: str, folder: str, tail: str | None) -> bool:
+    """Whether ``cwd`` is ``folder`` or below it; with a home tail, any home's such folder."""
+    if within(cwd, folder):
+        return True
+    return tail is not None and (cwd.endswith("/" + tail) or f"/{tail}/" in cwd)
+
+
 def subpath(text: str) -> str | None:
     """The folder a question about files names (``in src``, ``under ./docs``), or None."""
     match = RELATIVE.search(text)
@@ -110,10 +126,8 @@ def commands_in(ask: Ask) -> Tier0Answer | None:
         return None
     if not ask.ever(SourceClass.SHELL):
         return never("commands_in", "shell commands")
-    inside = [
-        r for r in reversed(_hooked(ask))
-        if (cwd := str(r.data.get("cwd", ""))) == folder or cwd.startswith(folder.rstrip("/") + "/")
-    ]  # fmt: skip
+    tail = _home_tail(ask.text)
+    inside = [r for r in reversed(_hooked(ask)) if _under(str(r.data.get("cwd", "")), folder, tail)]
     if not inside:
         return nothing(ask, "commands_in", f"commands run in {folder} (or below it)")
     used = [

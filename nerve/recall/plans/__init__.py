@@ -12,13 +12,18 @@ missing or matches nothing, it says what it understood and asks (not answered).
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import tzinfo
 
 import duckdb
 
 from nerve.recall.plans.attention import attention
+from nerve.recall.plans.compare import compare
+from nerve.recall.plans.cover import uncovered, unknown_words
+from nerve.recall.plans.daemon import daemon
+from nerve.recall.plans.during import during
 from nerve.recall.plans.log import Found, Reader
-from nerve.recall.plans.parse import Plan, Subject, parse
+from nerve.recall.plans.parse import Plan, Subject, parse, window_of
 from nerve.recall.plans.readings import reading
 from nerve.recall.plans.things import (
     activity,
@@ -48,15 +53,30 @@ _BY_KIND: dict[str, Callable[[Reader, Plan], Found | None]] = {
     "window": windows,
     "reading": reading,
     "attention": attention,
+    "daemon": daemon,
 }
 
 
 def answer_plan(
     conn: duckdb.DuckDBPyConnection, question: str, *, now_ns: int, tz: tzinfo | None
 ) -> tuple[Plan, Found] | None:
-    """The question's plan and what it found, or None (see the module)."""
+    """The question's plan and what it found, or None (see the module). A time the log does
+    not cover is said so, whatever the rest of the question (:mod:`.cover`)."""
     plan = parse(question, now_ns=now_ns, tz=tz, known=known_of(conn))
+    reader = Reader(conn, now_ns, tz)
+    if plan is not None and plan.during is not None:
+        placed = during(reader, plan)
+        if isinstance(placed, Found):
+            return plan, placed
+        plan = placed
+    timed = plan or Plan(question, window_of(question, now_ns, tz), Subject("anything"), "list")
+    if (outside := uncovered(reader, timed)) is not None:  # final when the subject was read
+        return timed, outside if plan is not None else replace(outside, final=False)
     if plan is None:
         return None
-    found = _BY_KIND[plan.subject.kind](Reader(conn, now_ns, tz), plan)
+    if plan.subject.unplaced:
+        return plan, unknown_words(reader, plan)
+    if plan.measure == "compare":
+        return plan, compare(reader, plan)
+    found = _BY_KIND[plan.subject.kind](reader, plan)
     return None if found is None else (plan, found)

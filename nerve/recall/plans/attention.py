@@ -12,6 +12,15 @@ from nerve.recall.plans.window import NS, Window
 __all__ = ["attention"]
 
 _HOUR = 3600 * NS
+_SAID = {"network": "net ", "internet": "net ", "memory": "mem ", "ram": "mem ", "load": "load1",
+         "idle": "away", "afk": "away", "hog": "top cpu", "processes": "top cpu"}  # fmt: skip
+"""How a decision's line says what a person names: "network" is "net all down …"."""
+
+
+def _about(row: Row, word: str) -> bool:
+    """Whether the decision is about the person's word, as said or as its line says it."""
+    words = _words(row)
+    return word in words or _SAID.get(word, word) in words
 
 
 def _what(row: Row) -> str:
@@ -45,7 +54,7 @@ def attention(reader: Reader, plan: Plan) -> Found:
     verb = "held" if held else "surfaced"
     if plan.measure == "why" and name:
         verb = "surfaced or held"
-    chosen = [r for r in rows if not name or any(w in _words(r) for w in name.split())]
+    chosen = [r for r in rows if not name or any(_about(r, w) for w in name.split())]
     if name and not chosen:
         known = "; ".join(dict.fromkeys(_what(r) for r in rows[::-1][:5])) or "nothing"
         return Found(f"Nothing {verb} {reader.scope(plan.window)} matches `{name}`. What was "

@@ -69,6 +69,7 @@ class Found:
     spans: tuple[str, ...] = ()
     answered: bool = True
     left_out: int = 0
+    final: bool = False  # understood, and the log cannot answer: no looser reading may try
 
 
 @dataclass
@@ -125,6 +126,20 @@ class Reader:
         if subject is not None:
             sql, args = sql + " AND subject = ?", [*args, subject]
         return self.conn.execute(sql + " LIMIT 1", args).fetchone() is not None
+
+    def span(self) -> tuple[int, int] | None:
+        """The first and last time (as answers say it: when the datum was true) of anything the
+        log holds of the person's or the daemon's (nerve's bookkeeping aside, and processes'
+        start times unless it holds nothing else), or None for an empty log."""
+        procs = f"kind = 'observation' AND source = {int(SourceClass.PROCESS_TREE)}"
+        other = f"CASE WHEN {procs} THEN NULL ELSE {_TIME} END"
+        sql = (  # a process's valid time is its start, maybe long before the log began
+            f"SELECT min({other}), max({other}), min({_TIME}), max({_TIME}) FROM events "
+            "WHERE NOT nerve_bookkeeping(kind)"
+        )
+        found = self.conn.execute(sql).fetchone() or (None, None, None, None)
+        first, last = found[:2] if found[0] is not None else found[2:]
+        return None if first is None or last is None else (int(first), int(last))
 
     def paused(self, window: Window) -> bool:
         """Whether capture was paused over part of ``window`` (a ``capture.paused`` record)."""

@@ -22,7 +22,9 @@ __all__ = [
     "anything",
     "away",
     "away_spells",
+    "command_runs",
     "commands",
+    "ended",
     "files",
     "folders",
     "processes",
@@ -95,7 +97,8 @@ def anything(reader: Reader, plan: Plan) -> Found:
 
 
 def activity(reader: Reader, plan: Plan) -> Found:
-    """Windows in focus, commands, file changes and process starts in the window, in order."""
+    """Windows in focus, commands, file changes and time away in the window, in order (with
+    none of those, the processes that started or exited)."""
     window = plan.window
     assert window is not None
     lines: list[tuple[int, Row, str]] = []
@@ -106,9 +109,13 @@ def activity(reader: Reader, plan: Plan) -> Found:
     for row in reader.rows(window, source=SourceClass.FILE_CHANGE):
         change = f"{row.data.get('change', 'changed')} {row.data.get('path', '?')}"
         lines.append((row.t, row, f"{reader.when(row.t)}  file {change}"))
-    for row in reader.rows(window, source=SourceClass.PROCESS_TREE):
-        if row.data.get("event") in ("started", "exited"):
-            lines.append((row.t, row, f"{reader.when(row.t)}  {row.line}"))
+    for gone in away_spells(reader, window):
+        back = "now" if gone.ongoing else reader.when(gone.end)
+        lines.append((gone.start, gone.row, f"{reader.when(gone.start)}  away until {back}"))
+    if not lines:  # nothing the person did: the processes that came and went
+        for row in reader.rows(window, source=SourceClass.PROCESS_TREE):
+            if row.data.get("event") in ("started", "exited"):
+                lines.append((row.t, row, f"{reader.when(row.t)}  {row.line}"))
     if not lines:
         return _missing(reader, window, "recorded activity")
     lines.sort(key=lambda item: item[0])
@@ -160,17 +167,29 @@ def _commands_over(
     rows = reader.rows(wide, source=SourceClass.SHELL, where=f"({where})", args=args)
     if window is not None:
         rows = [r for r in rows if r.t >= window.start_ns or _ended(r) >= window.start_ns]
-    if status is not None:
-        rows = [r for r in rows if _failed(r) == (status == "failed")]
+    ended_so = [r for r in rows if status is None or _failed(r) == (status == "failed")]
     if not words:
-        return rows
+        return ended_so
     said = [(_command_of(r), r) for r in rows]
     score = {text: hits(words, text) for text in dict.fromkeys(text for text, _ in said)}
     best = max(score.values(), default=0)
+    fits = {_command_of(r) for r in ended_so}  # a command with runs that ended as asked
     chosen = [(text, r) for text, r in said if score[text] and score[text] == best]
+    chosen = [(text, r) for text, r in chosen if text in fits]
     runs = Counter(text for text, _ in chosen)
-    most = max(runs.values(), default=0)
-    return [r for text, r in chosen if runs[text] == most]  # a tie: the one run most
+    most = max(runs.values(), default=0)  # a tie: the one run most, then the runs that ended so
+    keep = {r.id for r in ended_so}
+    return [r for text, r in chosen if runs[text] == most and r.id in keep]
+
+
+def command_runs(reader: Reader, name: str) -> list[Row]:
+    """The runs of the command ``name``'s words hit best, over the whole log, oldest first."""
+    return _commands_over(reader, None, name)
+
+
+def ended(row: Row) -> int:
+    """When a command ended: its start plus the duration the shell hook recorded."""
+    return _ended(row)
 
 
 def _failed(row: Row) -> bool:
@@ -182,34 +201,46 @@ def commands(reader: Reader, plan: Plan) -> Found | None:
     """Commands: listed, counted, their exit status, whether one finished, first or last."""
     name, window, status = plan.subject.name, plan.window, plan.subject.status
     if plan.measure in ("before", "after") and plan.anchor is not None:
-        return _command_order(reader, plan, plan.anchor.name)
+        return _command_order(reader, plan, plan.anchor)
     if not name and status is None and plan.measure in ("exit", "running", "duration", "last"):
         return None  # "what was my last command?": the intents
-    if not name and status is None and plan.measure == "list" and not (window and window.clock):
-        return None  # "what did I run today?": the period intents list it, newest first
+    if not name and status is None and plan.measure == "list" and window is None:
+        return None  # "what did I run?": the intents list the newest
     if not reader.ever(SourceClass.SHELL) and plan.measure != "running":
         return Found("No shell commands are in this log: the shell hook is not installed "
                      "(`nerve shell install`).", answered=False)  # fmt: skip
     rows = _commands_over(reader, window, name, status)
+    if plan.subject.nth == "first":
+        rows = rows[:1]
     if plan.measure == "running":
         return _finished(reader, plan, rows)
     if not rows:
         return _no_thing(reader, plan, _said(plan.subject, "commands"))
-    if plan.measure == "count":
-        return _counted(reader, plan, rows, "command")
+    if plan.measure == "count":  # those started in the window, not those still running
+        started = [r for r in rows if window is None or r.t >= window.start_ns]
+        return _counted(reader, plan, started, "command")
     if plan.measure == "duration":
         return _command_time(reader, plan, rows)
     return _command_list(reader, plan, rows)
 
 
-def _command_order(reader: Reader, plan: Plan, anchor: str | None) -> Found:
-    """The command run just before (or after) the newest run of the anchor command."""
+def anchor_run(reader: Reader, window: Window | None, anchor: Subject) -> Row | None:
+    """The run of the anchor command an order question means: of those that ended as it says
+    (failed, ok), the first when it says so, else the newest."""
+    runs = _commands_over(reader, window, anchor.name, anchor.status)
+    if not runs:
+        return None
+    return runs[0] if anchor.nth == "first" else runs[-1]
+
+
+def _command_order(reader: Reader, plan: Plan, anchor: Subject) -> Found:
+    """The command run just before (or after) the anchor command's run."""
     every = _commands_over(reader, plan.window)
-    marks = {r.id for r in _commands_over(reader, plan.window, anchor)}
-    at = [i for i, r in enumerate(every) if r.id in marks]
+    mark = anchor_run(reader, plan.window, anchor)
+    at = [i for i, r in enumerate(every) if mark is not None and r.id == mark.id]
     if not at:
-        return _no_thing(reader, Plan(plan.question, plan.window, Subject("command", anchor),
-                                      "list"), "commands")  # fmt: skip
+        return _no_thing(reader, Plan(plan.question, plan.window, anchor, "list"),
+                         _said(anchor, "commands"))  # fmt: skip
     i = at[-1]
     j = i - 1 if plan.measure == "before" else i + 1
     if not 0 <= j < len(every):
@@ -242,8 +273,9 @@ def _command_time(reader: Reader, plan: Plan, rows: list[Row]) -> Found:
 
 
 def _command_list(reader: Reader, plan: Plan, rows: list[Row]) -> Found:
-    if plan.measure in ("exit", "last", "when"):
-        rows = rows[::-1]  # newest first
+    day = plan.window is not None and not plan.window.clock and plan.measure == "list"
+    if plan.measure in ("exit", "last", "when") or day:
+        rows = rows[::-1]  # newest first (over a day: what the person did last, first)
     lines = [(r, _run_line(reader, r)) for r in rows]
     kind = _said(plan.subject, "commands")
     what = f"`{plan.subject.name}`" if plan.subject.name else kind[:1].upper() + kind[1:]
@@ -252,16 +284,17 @@ def _command_list(reader: Reader, plan: Plan, rows: list[Row]) -> Found:
     if plan.measure == "exit":
         newest = rows[0]
         code = newest.data.get("exit")
-        head = f"{what} last ran at {reader.when(newest.t)}, exit status not recorded"
+        which = "first" if plan.subject.nth == "first" else "last"
+        head = f"{what} {which} ran at {reader.when(newest.t)}, exit status not recorded"
         if isinstance(code, int):
-            head = f"{what} last exited {code} ({reader.when(newest.t)})"
+            head = f"{what} {which} exited {code} ({reader.when(newest.t)})"
         return reader.listing(f"{head}; every run {reader.scope(plan.window)}:", lines, None)
     if plan.measure in ("first", "last"):
         lines = lines[:1]
         title = f"{what} that ran {reader.scope(plan.window)}, the {plan.measure} one:"
         return reader.listing(title, lines, plan.window)
     running = _running_then(reader, plan.window) if plan.window and plan.window.point_ns else []
-    title = f"{what} that ran {reader.scope(plan.window)}:"
+    title = f"{what} that ran {reader.scope(plan.window)}{', newest first' if day else ''}:"
     found = reader.listing(title, lines + running, plan.window)
     return found
 
@@ -522,6 +555,8 @@ def processes(reader: Reader, plan: Plan) -> Found | None:
         return None  # "which processes started today?": the intents
     if (anyone and subject.reading == "cpu") or not _tops_ever(reader):
         return None  # the intents weigh each CPU sample by how long it stood; say when tops come
+    if subject.reading is None and plan.measure in ("list", "when", "first", "last"):
+        return _identity(reader, plan)  # "what was pid 16845?", "what was the pid of yes?"
     memory = subject.reading != "cpu"
     procs = _matching(_processes(reader, plan.window, "memory" if memory else "cpu"), subject)
     if not procs and not subject.name:
@@ -530,6 +565,24 @@ def processes(reader: Reader, plan: Plan) -> Found | None:
         return _no_thing(reader, plan, "processes")
     procs.sort(key=lambda p: -(p.peak_rss if memory else p.peak_cpu))
     return _process_peaks(reader, plan, procs, memory)
+
+
+def _identity(reader: Reader, plan: Plan) -> Found:
+    """Which process a pid or a name was: its name, pid, user and command line, when the
+    processes sense saw it, and its peaks."""
+    procs = _matching(_processes(reader, plan.window), plan.subject)
+    if not procs:
+        return _no_thing(reader, plan, "processes")
+    lines = []
+    for p in procs:
+        peaks = [f"peak {p.peak_cpu / 10:.1f}% of a core" if p.cpu_row else "",
+                 f"peak {size(p.peak_rss)} resident" if p.rss_row else ""]  # fmt: skip
+        said = "".join(f", {x}" for x in peaks if x)
+        seen = f"seen from {reader.when(p.first_t)} to {reader.when(p.last_t)}"
+        lines.append((p.row, f"{p.who()}: {seen}{said}"))
+    what = f"pid {plan.subject.pid}" if plan.subject.pid is not None else f"`{plan.subject.name}`"
+    title = f"Processes matching {what} {reader.scope(plan.window)}, from the processes sense:"
+    return reader.listing(title, lines, plan.window, shown=8)
 
 
 def _process_peaks(reader: Reader, plan: Plan, procs: list[_Proc], memory: bool) -> Found:
@@ -670,7 +723,7 @@ def away_spells(reader: Reader, window: Window | None) -> list[Away]:
         if since is not None and event in ("back", "focus", "end", ""):
             lo, hi = max(since[0], start), min(t, end)
             if hi > lo:
-                out.append(Away(since[1], lo, hi, ongoing=event == ""))
+                out.append(Away(since[1], lo, hi, ongoing=event == "" and hi >= reader.now_ns))
             since = None
         if event == "away" and row is not None:
             since = (t, row)
@@ -693,10 +746,11 @@ def folders(reader: Reader, plan: Plan) -> Found:
             found.setdefault(folder, []).append((row, f"file {change}"))
     name = plan.subject.name
     if name:
-        found = {f: rows for f, rows in found.items() if _words_in(name, *f.split("/"))}
+        found = {f: rows for f, rows in found.items() if _folder_is(f, name)}
+    if name and not found:
+        return _ran_where(reader, plan, name)
     if not found:
-        what = f"folder matching `{name}`" if name else "folder with commands or file changes"
-        return _missing(reader, plan.window, what)
+        return _missing(reader, plan.window, "folder with commands or file changes")
     busiest = sorted(found.items(), key=lambda item: (-len(item[1]), item[0]))
     if name:
         rows = sorted((r for _, rs in busiest for r in rs), key=lambda item: item[0].t)
@@ -718,12 +772,38 @@ def folders(reader: Reader, plan: Plan) -> Found:
     return reader.listing(title, lines, plan.window)
 
 
+def _folder_is(folder: str, name: str) -> bool:
+    """Whether the folder is the one named: a path by its end (``project/docs``,
+    ``~/work/x``: any home's), else every word among its parts."""
+    if "/" in name:
+        tail = name.removeprefix("~").strip("/")
+        return folder.rstrip("/").endswith("/" + tail) or folder.strip("/") == tail
+    return _words_in(name, *folder.split("/"))
+
+
+def _ran_where(reader: Reader, plan: Plan, name: str) -> Found:
+    """Where the commands ``name`` names ran (their working directories), or the question
+    back when it names neither a folder nor a command."""
+    rows = [r for r in _commands_over(reader, plan.window, name) if r.data.get("cwd")]
+    if not rows:
+        return _no_thing(reader, plan, "folders")
+    where = list(dict.fromkeys(str(r.data["cwd"]) for r in rows))
+    lines = [(r, f"{reader.when(r.t)}  {_command_line(r)} in {r.data['cwd']}") for r in rows[::-1]]
+    title = (f"`{_command_of(rows[-1])}` ran in {', '.join(where)} {reader.scope(plan.window)} "
+             f"({len(rows)} run{'s' * (len(rows) != 1)}), newest first:")  # fmt: skip
+    return reader.listing(title, lines, plan.window)
+
+
 def away(reader: Reader, plan: Plan) -> Found:
     """Time away from the machine (no input for the focus sense's ``idle_s``): when, and
     for how long."""
     if not reader.ever(SourceClass.APP_FOCUS):
         return Found(_NO_FOCUS, answered=False)
     spans = away_spells(reader, plan.window)
+    if plan.window is not None and plan.window.clock:  # "at 19:27": the whole spell then
+        wide = Window(plan.window.start_ns - _DAY, plan.window.end_ns + _DAY, "")
+        spans = [a for a in away_spells(reader, wide)
+                 if a.start < plan.window.end_ns and a.end > plan.window.start_ns]  # fmt: skip
     if not spans:
         return _missing(reader, plan.window, "time away (every minute had input)")
     total = sum(a.end - a.start for a in spans)
@@ -763,6 +843,8 @@ def windows(reader: Reader, plan: Plan) -> Found | None:
     if plan.measure in ("most", "peak") and not plan.subject.name:
         return _most_used(reader, plan, all_spells)
     chosen = [s for s in all_spells if s.matches(plan.subject.name)]
+    if plan.measure == "count" and chosen:
+        return _window_count(reader, plan, chosen)
     if not chosen and plan.window is not None and not plan.subject.name:
         return _left_in_focus(reader, plan.window)
     if not chosen:
@@ -776,10 +858,35 @@ def windows(reader: Reader, plan: Plan) -> Found | None:
             f"In {what} for {_length(total)} {reader.scope(plan.window)} ({len(chosen)} spells):"
         )
         return reader.listing(title, lines, plan.window)
+    if plan.window is not None and plan.window.point_ns is not None:
+        return _in_focus_then(reader, plan, chosen)
     lines = [(s.row, f"{reader.when(s.start)}  {s.name()} (for {_length(s.end - s.start)})")
              for s in (chosen[::-1] if plan.measure != "first" else chosen)]  # fmt: skip
     verb = f"Switched to `{plan.subject.name}`" if plan.subject.name else "Windows in focus"
     return reader.listing(f"{verb} {reader.scope(plan.window)}, newest first:", lines, plan.window)
+
+
+def _in_focus_then(reader: Reader, plan: Plan, chosen: list[Spell]) -> Found:
+    """The windows in focus at a moment ("at 19:24:10"), each since its own focus."""
+    lines = [(s.row, f"{s.name()} (in focus from {reader.when(s.row.t)})") for s in chosen[::-1]]
+    what = f"`{plan.subject.name}` windows" if plan.subject.name else "Windows"
+    return reader.listing(f"{what} in focus {reader.scope(plan.window)}, newest first:", lines,
+                          plan.window)  # fmt: skip
+
+
+def _window_count(reader: Reader, plan: Plan, chosen: list[Spell]) -> Found:
+    """How many times the named window came into focus, or how many apps had the focus."""
+    apps = list(dict.fromkeys(str(s.row.data.get("app") or "(no window)") for s in chosen))
+    lines = [(s.row, f"{reader.when(s.start)}  {s.name()} (for {_length(s.end - s.start)})")
+             for s in chosen[::-1]]  # fmt: skip
+    scope = reader.scope(plan.window)
+    if plan.subject.name:
+        times = f"{len(chosen)} time{'s' * (len(chosen) != 1)}"
+        title = f"Switched to `{plan.subject.name}` {times} {scope}, newest first:"
+    else:
+        title = (f"{len(apps)} app{'s' * (len(apps) != 1)} had the focus {scope} "
+                 f"({', '.join(apps)}), over {len(chosen)} switches; newest first:")  # fmt: skip
+    return reader.listing(title, lines, plan.window)
 
 
 def _most_used(reader: Reader, plan: Plan, all_spells: list[Spell]) -> Found:
@@ -851,6 +958,8 @@ def files(reader: Reader, plan: Plan) -> Found:
     if not reader.ever(SourceClass.FILE_CHANGE):
         return Found("No file changes are in this log: the files sense watches no folder "
                      "(`senses.files.paths` in nerve.yaml).", answered=False)  # fmt: skip
+    if plan.measure in ("before", "after") and plan.anchor is not None:
+        return _file_order(reader, plan, plan.anchor)
     name, status = plan.subject.name, plan.subject.status
     rows = reader.rows(plan.window, source=SourceClass.FILE_CHANGE)
     if status is not None:
@@ -873,3 +982,23 @@ def files(reader: Reader, plan: Plan) -> Found:
     head = (f"{len(rows)} {what} {scope}, to {len(paths)} file{'s' * (len(paths) != 1)} "
             f"({', '.join(paths[:8])}); newest first:")  # fmt: skip
     return reader.listing(head, lines, plan.window)
+
+
+def _file_order(reader: Reader, plan: Plan, anchor: Subject) -> Found:
+    """The file changed just before the anchor command's run began (or just after it ended)."""
+    mark = anchor_run(reader, plan.window, anchor)
+    if mark is None:
+        return _no_thing(reader, Plan(plan.question, plan.window, anchor, "list"),
+                         _said(anchor, "commands"))  # fmt: skip
+    rows = reader.rows(plan.window, source=SourceClass.FILE_CHANGE)
+    if plan.measure == "before":
+        near = [r for r in rows if r.t <= mark.t][-1:]
+    else:
+        near = [r for r in rows if r.t >= _ended(mark)][:1]
+    if not near:
+        return Found(f"No file change is recorded {plan.measure} {_command_line(mark)} "
+                     f"({reader.when(mark.t)}).", (mark.id,))  # fmt: skip
+    r = near[0]
+    return Found(f"{plan.measure.capitalize()} {_command_line(mark)} ({reader.when(mark.t)}), "
+                 f"{r.data.get('path', '?')} was {r.data.get('change', 'changed')} at "
+                 f"{reader.when(r.t)}.", (r.id, mark.id))  # fmt: skip

@@ -32,6 +32,7 @@ NS = 1_000_000_000
 _MIN = 60 * NS
 _DAY = 86_400 * NS
 _AROUND = 5 * _MIN
+_SLACK = 2 * NS
 _FEW = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
         "ten": 10, "fifteen": 15, "twenty": 20, "thirty": 30, "few": 5, "couple of": 2}  # fmt: skip
 _UNIT = {"s": 1, "sec": 1, "secs": 1, "second": 1, "seconds": 1, "m": 60, "min": 60,
@@ -56,6 +57,13 @@ _LAST = re.compile(
 )
 _AGO = re.compile(rf"\b{_COUNT}\s*{_UNITS}\s+ago\b")
 _NOW = re.compile(r"\b(right now|now|currently|at the moment)\b")
+_MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august",
+           "september", "october", "november", "december")  # fmt: skip
+_MONTH = r"(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?"
+_DATE = re.compile(
+    rf"\b(?:on )?(?:(\d{{4}})-(\d{{2}})-(\d{{2}})|{_MONTH}\s+(\d{{1,2}})(?:st|nd|rd|th)?"
+    rf"|(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH})(?:,?\s+(\d{{4}}))?\b"
+)
 _DAY_WORDS = re.compile(
     r"\b(today|yesterday|this morning|this afternoon|this evening|tonight|last night|"
     r"this week|(?:on |last )?(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday))\b"
@@ -112,11 +120,35 @@ def _midnight(day: datetime) -> datetime:
     return start.replace(tzinfo=day.tzinfo)
 
 
+def _date(text: str, now_ns: int, tz: tzinfo | None) -> tuple[Window, str] | None:
+    """A calendar date ("2026-12-05", "December 5th", "5 Dec"), in the year named or the
+    most recent such day, and the words that named it."""
+    match = _DATE.search(text)
+    if match is None:
+        return None
+    iso_y, iso_m, iso_d, month_a, day_a, day_b, month_b, year = match.groups()
+    now = local(now_ns, tz)
+    if iso_y:
+        y, m, d = int(iso_y), int(iso_m), int(iso_d)
+    else:
+        name = (month_a or month_b or "")[:3]
+        m = next(i for i, full in enumerate(_MONTHS, 1) if full.startswith(name))
+        d, y = int(day_a or day_b), int(year) if year else now.year
+    try:
+        day = now.replace(year=y, month=m, day=d, hour=0, minute=0, second=0, microsecond=0)
+    except ValueError:
+        return None
+    if not year and not iso_y and day > now:
+        day = day.replace(year=y - 1)
+    start = _ns(day)
+    return Window(start, start + _DAY, f"on {day.strftime('%Y-%m-%d')}"), match[0]
+
+
 def _day(text: str, now_ns: int, tz: tzinfo | None) -> tuple[Window, str] | None:
     """The day (or part of one) the question names, and the words that named it."""
     match = _DAY_WORDS.search(text)
     if match is None:
-        return None
+        return _date(text, now_ns, tz)
     word, today = match[1], _midnight(local(now_ns, tz))
     start = _ns(today)
     if word == "yesterday":
@@ -130,7 +162,8 @@ def _day(text: str, now_ns: int, tz: tzinfo | None) -> tuple[Window, str] | None
         return Window(start + first * 3600 * NS, start + last * 3600 * NS, label), match[0]
     name = word.split()[-1]
     if name in _WEEKDAYS:
-        back = (today.weekday() - _WEEKDAYS.index(name)) % 7 or 7
+        back = (today.weekday() - _WEEKDAYS.index(name)) % 7  # "on Saturday": today, if it is
+        back = back or (7 if word.startswith("last") else 0)
         day = start - back * _DAY
         return Window(day, day + _DAY, f"on {name.capitalize()}"), match[0]
     return Window(start, now_ns + 1, "today"), match[0]
@@ -198,7 +231,9 @@ def _timed(
     text: str, day: Window | None, now_ns: int, tz: tzinfo | None
 ) -> tuple[Window, str] | None:
     """A window built on a time of day: between, at, around, since, after, before, until."""
-    day_ns = day.start_ns if day is not None and day.label != "today" else None
+    day_ns = None  # the midnight of the day named ("at 9 this morning": 09:00, not 05:00 + 9 h)
+    if day is not None and day.label != "today":
+        day_ns = _ns(_midnight(local(day.start_ns, tz)))
     if match := _BETWEEN.search(text):
         first, second = (_clock(m, day_ns, now_ns, tz) for m in (match[1], match[2]))
         if first is not None and second is not None:
@@ -230,6 +265,8 @@ def _around(
     if how in ("before", "until", "till", "by"):
         start = day.start_ns if day is not None else _ns(_midnight(local(t, tz)))
         return Window(start, t, f"{how} {said}", clock=True)
+    if precision == NS:  # a second: the senses see a change a moment after it, and a person
+        return Window(t - _SLACK, t + 2 * _SLACK, f"at {said}", t, clock=True)  # is a second out
     return Window(t, t + precision, f"at {said}", t, clock=True)
 
 

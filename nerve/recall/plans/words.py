@@ -1,6 +1,7 @@
 """Words that name a thing the log knows: :class:`Known` holds the words of the commands the
-shell hook recorded, so a question naming ``make test``, ``false``, ``curl`` or the memory
-``grower`` (``memgrow.py``) is read as being about those commands without a word like "run".
+shell hook recorded (and the folders they ran in), so a question naming ``make test``,
+``false``, ``curl`` or the memory ``grower`` (``memgrow.py``) is read as being about those
+commands without a word like "run".
 
 A question word *hits* a thing when one of the thing's words contains it, or its stem
 (:func:`stem`: ``hogged`` → ``hog``, ``grower`` → ``grow``), of three letters or more.
@@ -90,7 +91,7 @@ class Known:
         windows: tuple[str, ...] | None = None,
         conn: duckdb.DuckDBPyConnection | None = None,
     ) -> None:
-        self._lists = {"commands": commands, "files": files, "windows": windows}
+        self._lists = {"commands": commands, "files": files, "windows": windows, "folders": None}
         self._conn = conn
 
     def _list(self, which: str) -> tuple[str, ...]:
@@ -112,6 +113,16 @@ class Known:
     def windows(self) -> tuple[str, ...]:
         """Each as "app title"."""
         return self._list("windows")
+
+    @property
+    def folders(self) -> tuple[str, ...]:
+        """The folders commands ran in (the shell hook's working directories)."""
+        return self._list("folders")
+
+    def folder_word(self, word: str) -> bool:
+        """Whether ``word`` is the last part of a folder commands ran in (``src``, ``docs``)."""
+        ends = {f.rstrip("/").rsplit("/", 1)[-1] for f in self.folders}
+        return len(word) >= 2 and word in ends
 
     def command_words(self, words: list[str]) -> list[str]:
         """The ``words`` that hit some recorded command, in the question's order."""
@@ -138,6 +149,7 @@ class Known:
 _NAMES = {
     "commands": (SourceClass.SHELL, "json_extract_string(data, '$.command')", "TRUE"),
     "files": (SourceClass.FILE_CHANGE, "json_extract_string(data, '$.path')", "TRUE"),
+    "folders": (SourceClass.SHELL, "json_extract_string(data, '$.cwd')", "TRUE"),
     "windows": (
         SourceClass.APP_FOCUS,
         "concat_ws(' ', json_extract_string(data, '$.app'), json_extract_string(data, '$.title'))",

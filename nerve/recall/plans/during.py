@@ -1,0 +1,54 @@
+"""A window named by something else: "what did I do *while memgrow was running*?" reads the
+newest run of the command the words name, from its start to its end; "did memory drop *after
+memgrow exited*?" the two minutes after that run ended; "what did I do *when I came back*?"
+the two minutes after the newest time away ended. Words that name no recorded command (or a
+log with no time away) are said back, unanswered: the question cannot be placed in time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from nerve.recall.plans.log import Found, Reader
+from nerve.recall.plans.parse import Plan
+from nerve.recall.plans.things import away_spells, command_runs, ended
+from nerve.recall.plans.window import NS, Window
+
+__all__ = ["during"]
+
+_AFTER = 120 * NS
+
+
+def during(reader: Reader, plan: Plan) -> Plan | Found:
+    """The plan with its window set to the named command's newest run, or a final,
+    unanswered Found when no recorded command matches the words."""
+    assert plan.during is not None
+    if plan.during.kind == "away":
+        return _back(reader, plan)
+    name = plan.during.name or ""
+    runs = command_runs(reader, name)
+    if not runs:
+        return Found(f"I understood a question about a time: while `{name}` ran; but no "
+                     f"recorded command matches `{name}`, so I cannot tell when that was. "
+                     "Which command did you mean (its name as it ran), or which time?",
+                     (), False, 0, True)  # fmt: skip
+    run = runs[-1]
+    start, end = run.t, max(ended(run), run.t + NS)
+    said = _said(run.data.get("command"), name)
+    if plan.during.kind == "ended":
+        return replace(plan, window=Window(end, end + _AFTER, f"after `{said}` ended", clock=True))
+    return replace(plan, window=Window(start, end + NS, f"while `{said}` ran", clock=True))
+
+
+def _back(reader: Reader, plan: Plan) -> Plan | Found:
+    """The plan over the two minutes after the newest time away ended."""
+    spells = [a for a in away_spells(reader, None) if not a.ongoing]
+    if not spells:
+        return Found("I understood a question about when you came back; but the log records "
+                     "no time away you came back from.", (), False, 0, True)  # fmt: skip
+    back = spells[-1].end
+    return replace(plan, window=Window(back, back + _AFTER, "after you came back", clock=True))
+
+
+def _said(command: object, name: str) -> str:
+    return " ".join(command.split()) if isinstance(command, str) else name
