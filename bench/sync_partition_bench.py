@@ -95,6 +95,7 @@ def _line(report: RunReport) -> str:
     verdict = "passed" if report.passed else "FAILED"
     return (
         f"seed {report.seed}: {verdict}, {report.devices} devices, {report.acked} acked, "
+        f"{report.kills} daemon kills, {report.failed_rounds} failed rounds, "
         f"converged in {report.converge_s} s, {report.seconds:.1f} s"
     )
 
@@ -116,6 +117,8 @@ def _result(args: argparse.Namespace, reports: list[RunReport]) -> dict[str, obj
         "failed": len(reports) - passed,
         "failed_seeds": [r.seed for r in reports if not r.passed],
         "acked": sum(r.acked for r in reports),
+        "daemon_kills": sum(r.kills for r in reports),
+        "failed_rounds": sum(r.failed_rounds for r in reports),
         "seconds_per_run": round(statistics.fmean(seconds or [0]), 1),
         "seconds_max": round(max(seconds or [0]), 1),
         "converge_s_max": max(converge or [0]),

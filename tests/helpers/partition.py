@@ -90,8 +90,9 @@ class NatsPlace:
         self.paused.clear()
 
     def replay(self, group: Group, count: int, rng: random.Random) -> int:
-        """Publish ``count`` stored boxes again under new message ids, late (a server that
-        repeats and reorders); the boxes replayed (0 when no server answers)."""
+        """Publish ``count`` stored boxes again under new message ids, late, one in four
+        with a byte flipped (a server that repeats, reorders and corrupts); the boxes
+        replayed (0 when no server answers)."""
         live = [s.url for i, s in enumerate(self.servers) if s.process and i not in self.paused]
         if not live:
             return 0
@@ -115,7 +116,8 @@ async def _replay_nats(urls: list[str], group: Group, count: int, rng: random.Ra
         for _ in range(count if state.last_seq else 0):
             msg = await js.get_msg(stream, rng.randint(state.first_seq, state.last_seq))
             headers = {"Nats-Msg-Id": f"replay-{rng.getrandbits(64):x}"}
-            await js.publish(msg.subject, msg.data, headers=headers)
+            data = flip(msg.data, rng) if rng.random() < 0.25 else msg.data
+            await js.publish(msg.subject, data, headers=headers)
             done += 1
         return done
     finally:
@@ -154,7 +156,8 @@ class S3Place:
 
     def replay(self, group: Group, count: int, rng: random.Random) -> int:
         """Copy ``count`` stored batch objects to new names of the same stamp (a bucket that
-        lists a box twice); the copies made."""
+        lists a box twice), or one in four overwrite in place with a byte flipped (a bucket
+        that corrupts: only the sender's resend repairs it); the boxes touched."""
         if self.paused:
             return 0
         from pyarrow import fs
@@ -167,6 +170,12 @@ class S3Place:
             infos = store.get_file_info(fs.FileSelector(base, recursive=True, allow_not_found=True))
             names = sorted(i.path for i in infos if i.type == fs.FileType.File)
             for name in rng.sample(names, min(count, len(names))):
+                if rng.random() < 0.25:
+                    with store.open_input_stream(name) as f:
+                        damaged = flip(f.read(), rng)
+                    with store.open_output_stream(name) as out:
+                        out.write(damaged)
+                    continue
                 head, _, tail = name.rpartition("/")
                 physical, logical, _ = tail.split("-", 2)
                 copy = f"{head}/{physical}-{logical}-replay{rng.getrandbits(48):x}"
@@ -174,6 +183,12 @@ class S3Place:
             return min(count, len(names))
         except OSError:
             return 0
+
+
+def flip(blob: bytes, rng: random.Random) -> bytes:
+    """``blob`` with one byte changed."""
+    at = rng.randrange(len(blob))
+    return blob[:at] + bytes([blob[at] ^ 0x5A]) + blob[at + 1 :]
 
 
 @contextlib.contextmanager
@@ -259,6 +274,12 @@ class Device:
             self.acked += [e.id for e in emit(self.ws, drafts)]
         except Exception:  # not acknowledged: the run only asks that nothing acked is lost
             self.failed_emits += 1
+
+    def failed_rounds(self) -> int:
+        """How many sync rounds the daemon log reports failed (the faults that bit)."""
+        path = self.ws.data / "daemon.log"
+        text = path.read_text(errors="replace") if path.exists() else ""
+        return text.count("sync round failed")
 
     def log_tail(self, lines: int = 12) -> str:
         path = self.ws.data / "daemon.log"

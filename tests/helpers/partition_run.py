@@ -5,7 +5,8 @@ offset: every pair closer than ``max_clock_offset``) and a schedule of steps, ru
 another:
 
 - ``emit d N``: N events on device d (through its daemon; straight into its log while the
-  daemon is down), each id noted once acknowledged;
+  daemon is down), each id noted once acknowledged; one emit in ten is of thousands, more
+  than a batch (``nerve.sync.engine.BATCH_EVENTS``);
 - ``link d MODE``: device d's proxies to every server ``ok``, ``refuse``, ``stall`` or ``drop``;
 - ``cut d BYTES``: d's connections cut after BYTES more bytes (0: now);
 - ``server i ACTION``: server i killed (SIGKILL) or paused (SIGSTOP), or brought back;
@@ -68,6 +69,8 @@ class RunReport:
     seconds: float = 0.0
     converge_s: float | None = None
     acked: int = 0
+    kills: int = 0
+    failed_rounds: int = 0
     history: str = ""
 
     @property
@@ -91,7 +94,8 @@ def schedule(rng: random.Random, devices: int, place: Place, steps: int) -> list
     while len(out) < steps:
         roll, d = rng.random(), rng.randrange(devices)
         if roll < 0.35:
-            out.append(Step("emit", d, rng.randint(1, 25)))
+            big = rng.random() < 0.1  # more than a batch: kills land mid-import too
+            out.append(Step("emit", d, rng.randint(1500, 4500) if big else rng.randint(1, 25)))
             if rng.random() < 0.25 and not down:
                 victim = d if rng.random() < 0.5 else rng.randrange(devices)
                 out.append(Step("crash", victim, rng.randint(0, 900)))
@@ -204,6 +208,8 @@ def _run(
         runner.heal()
         report.converge_s = converge(spaces, heal_s)
         report.acked = sum(len(d.acked) for d in spaces)
+        report.kills = sum(d.kills for d in spaces)
+        report.failed_rounds = sum(d.failed_rounds() for d in spaces)
         if report.converge_s is None:
             report.problems.append(f"no common shared digest within {heal_s:.0f} s")
         tries = 1 if report.converge_s is None else 20
