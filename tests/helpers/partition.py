@@ -261,15 +261,21 @@ class Device:
             self.kill()
         self.proc = None
 
-    def emit(self, count: int, tag: str) -> None:
-        """``count`` events through the daemon (straight into the log while it is down);
-        their ids are noted once the emit returned."""
+    def emit(self, count: int, tag: str, blob: int = 0) -> None:
+        """``count`` events through the daemon (straight into the log while it is down),
+        each with ``blob`` random bytes (as hex) in its payload; their ids are noted once
+        the emit returned."""
         from nerve.events import parse_source
         from nerve.log.drafts import Draft
         from nerve.logops import emit
 
         source = parse_source("endpoint")
-        drafts = [Draft.of(line=f"{tag} {i}", source=source) for i in range(count)]
+        drafts = [
+            Draft.of(line=f"{tag} {i}", source=source, payload={"blob": os.urandom(blob).hex()})
+            if blob
+            else Draft.of(line=f"{tag} {i}", source=source)
+            for i in range(count)
+        ]
         try:
             self.acked += [e.id for e in emit(self.ws, drafts)]
         except Exception:  # not acknowledged: the run only asks that nothing acked is lost

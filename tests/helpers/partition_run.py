@@ -7,6 +7,8 @@ another:
 - ``emit d N``: N events on device d (through its daemon; straight into its log while the
   daemon is down), each id noted once acknowledged; one emit in ten is of thousands, more
   than a batch (``nerve.sync.engine.BATCH_EVENTS``);
+- ``blobs d N``: the same with 1.2 kB of random hex in each payload (a batch's box past
+  NATS's 1 MiB ``max_payload`` if it were not split);
 - ``link d MODE``: device d's proxies to every server ``ok``, ``refuse``, ``stall`` or ``drop``;
 - ``cut d BYTES``: d's connections cut after BYTES more bytes (0: now);
 - ``server i ACTION``: server i killed (SIGKILL) or paused (SIGSTOP), or brought back;
@@ -53,7 +55,8 @@ class Step:
     value: int | str = 0
 
     def __str__(self) -> str:
-        who = f"d{self.target}" if self.kind in ("emit", "link", "cut", "crash", "restart") else ""
+        on_device = ("emit", "blobs", "link", "cut", "crash", "restart")
+        who = f"d{self.target}" if self.kind in on_device else ""
         who = f"n{self.target}" if self.kind == "server" else who
         return " ".join(str(p) for p in (self.kind, who, self.value) if p != "")
 
@@ -95,7 +98,8 @@ def schedule(rng: random.Random, devices: int, place: Place, steps: int) -> list
         roll, d = rng.random(), rng.randrange(devices)
         if roll < 0.35:
             big = rng.random() < 0.1  # more than a batch: kills land mid-import too
-            out.append(Step("emit", d, rng.randint(1500, 4500) if big else rng.randint(1, 25)))
+            kind = "blobs" if big and rng.random() < 0.5 else "emit"
+            out.append(Step(kind, d, rng.randint(1500, 4500) if big else rng.randint(1, 25)))
             if rng.random() < 0.25 and not down:
                 victim = d if rng.random() < 0.5 else rng.randrange(devices)
                 out.append(Step("crash", victim, rng.randint(0, 900)))
@@ -128,8 +132,9 @@ class Runner:
 
     def perform(self, step: Step) -> None:
         device = self.devices[step.target]
-        if step.kind == "emit":
-            device.emit(int(step.value), f"{device.name} {self.rng.getrandbits(32):08x}")
+        if step.kind in ("emit", "blobs"):
+            blob = 600 if step.kind == "blobs" else 0
+            device.emit(int(step.value), f"{device.name} {self.rng.getrandbits(32):08x}", blob)
         elif step.kind == "link":
             for link in device.links:
                 link.set(str(step.value))
