@@ -288,9 +288,10 @@ class Device:
         return text.count("sync round failed")
 
     def log_tail(self, lines: int = 12) -> str:
+        """The daemon log's last lines about sync rounds."""
         path = self.ws.data / "daemon.log"
         text = path.read_text(errors="replace") if path.exists() else ""
-        picked = [line for line in text.splitlines() if "sync" in line or "Error" in line]
+        picked = [line for line in text.splitlines() if "sync round" in line]
         return "\n".join(picked[-lines:])
 
 

@@ -36,6 +36,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager, ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from tests.helpers.faultproxy import proxies
 from tests.helpers.partition import Device, Place, join_group, new_device
@@ -273,13 +274,22 @@ def check_status(devices: list[Device], tries: int = 20) -> list[str]:
             found = json.loads(out.stdout)
             seen |= {d["digest"] for d in found["devices"]}
             if not found["in_sync"] or len(found["devices"]) != len(devices):
-                problems.append(f"{device.name}: sync status {found}")
+                problems.append(f"{device.name}: sync status says {_said(found)}")
         if len(seen) > 1:
             problems.append(f"devices report {len(seen)} digests: {sorted(seen)}")
         if not problems:
             return []
         time.sleep(1)
     return problems
+
+
+def _said(status: dict[str, Any]) -> str:
+    """A status in one line: each device's events, lag and digest's head."""
+    each = [
+        f"{d['node']} {d['events']} ({d['behind']} behind, {d['digest'][:8]})"
+        for d in status["devices"]
+    ]
+    return f"in_sync {status['in_sync']}: " + ", ".join(each)
 
 
 def held_ids(device: Device) -> Counter[bytes]:
