@@ -134,14 +134,19 @@ class Proxies:
         return proxy
 
     def close(self) -> None:
-        """Stop listening, cut every connection, end the loop."""
+        """Stop listening, cut every connection, end and close the loop."""
         asyncio.run_coroutine_threadsafe(self._shut(), self.loop).result(10)
         self.loop.call_soon_threadsafe(self.loop.stop)
         self._thread.join(5)
+        self.loop.close()
 
     async def _shut(self) -> None:
         for proxy in self.all:
             proxy.shut()
+        tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
 
 
 @contextlib.contextmanager

@@ -13,13 +13,15 @@ import pytest
 from tests.helpers.partition import nats_place
 from tests.helpers.partition_run import run, s3_places
 
-DEVICES, STEPS, HEAL_S = (3, 3), 15, 60.0
+# seeds whose 14 steps hold a link fault, server faults, a daemon kill and repeated boxes,
+# and no emit of thousands (those are the bench's)
+DEVICES, STEPS, HEAL_S = (3, 3), 14, 60.0
 
 
 @pytest.mark.slow
 def test_a_short_randomised_run_on_a_nats_cluster_converges(tmp_path: Path) -> None:
     report = run(
-        7,
+        11,
         tmp_path,
         lambda folder, seed: nats_place(folder / "nats"),
         devices=DEVICES,
@@ -41,7 +43,7 @@ def test_a_short_randomised_run_on_s3_converges(
         for name, value in server.env.items():
             monkeypatch.setenv(name, value)
         with s3_places(server) as place_of:
-            report = run(11, tmp_path, place_of, devices=DEVICES, steps=STEPS, heal_s=HEAL_S)
+            report = run(6, tmp_path, place_of, devices=DEVICES, steps=STEPS, heal_s=HEAL_S)
     print(f"{report.seconds:.1f} s, converged in {report.converge_s} s, {report.acked} acked")
     assert report.passed, report.text()
     assert report.acked > 0
