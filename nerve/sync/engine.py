@@ -25,7 +25,7 @@ import blake3
 from nerve import fsio
 from nerve.clock import HLC_ZERO, Hlc
 from nerve.sync.box import Damaged, open_box, seal_box, token
-from nerve.sync.history import SharedDigest, Sharing, own_shared, shared_digest
+from nerve.sync.history import OwnKeys, SharedDigest, Sharing, digest_of, own_shared
 
 if TYPE_CHECKING:
     from nerve.events import Event
@@ -78,6 +78,7 @@ class Engine:
         self.sharing, self.log_opts = sharing, log_opts
         self.me = token(group.key, f"node:{node}")
         self._pending: dict[str, list[_Pending]] = {}
+        self._own = OwnKeys(log_root, node, sharing)
         self._short: dict[str, tuple[Hlc, int]] = {}
 
     # -- the round ------------------------------------------------------------------------
@@ -231,7 +232,9 @@ class Engine:
                 fsio.write_private(path, text, site="sync.device", exclusive=False)
 
     def digest(self) -> SharedDigest:
-        return shared_digest(self.log_root, self.node, self.sharing, self.folder)
+        """The shared digest now (this device's own shared events decoded once, across
+        rounds: :class:`~nerve.sync.history.OwnKeys`)."""
+        return digest_of(self._own.read(), self.folder)
 
     async def announce(self, transport: Transport) -> SharedDigest:
         """Put this device's status box: its shared digest and what it holds per node."""
