@@ -6,8 +6,9 @@ backwards; ``logical`` orders events that share a physical value. Stamps compare
 
 from __future__ import annotations
 
+import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import NamedTuple
 
 from nerve.errors import ClockError
@@ -15,6 +16,7 @@ from nerve.errors import ClockError
 LOGICAL_MAX = 2**32 - 1
 PHYSICAL_MAX = 2**63 - 1
 DEFAULT_MAX_OFFSET_NS = 500_000_000
+SKEW_ENV = "NERVE_CLOCK_SKEW_MS"
 
 
 class Hlc(NamedTuple):
@@ -58,17 +60,32 @@ def check_stamp(stamp: Hlc) -> Hlc:
     return stamp
 
 
+def wall_clock(environ: Mapping[str, str] = os.environ) -> Callable[[], int]:
+    """A clock's default physical source: ``time.time_ns``, moved by ``NERVE_CLOCK_SKEW_MS``
+    milliseconds when ``environ`` sets it (how a test runs one daemon with a wall clock ahead
+    of or behind the others'; nothing else reads it)."""
+    text = environ.get(SKEW_ENV, "").strip()
+    if not text:
+        return time.time_ns
+    try:
+        skew_ns = int(text) * 1_000_000
+    except ValueError:
+        raise ClockError(f"{SKEW_ENV}={text!r} is not a whole number of milliseconds") from None
+    return lambda: time.time_ns() + skew_ns
+
+
 class HybridClock:
-    """Issues strictly increasing stamps; the physical source is injectable for tests."""
+    """Issues strictly increasing stamps; the physical source is injectable for tests (by
+    default the wall clock, see :func:`wall_clock`)."""
 
     def __init__(
         self,
-        physical: Callable[[], int] = time.time_ns,
+        physical: Callable[[], int] | None = None,
         *,
         max_offset_ns: int = DEFAULT_MAX_OFFSET_NS,
         last: Hlc = HLC_ZERO,
     ) -> None:
-        self._physical = physical
+        self._physical = physical or wall_clock()
         self.max_offset_ns = max_offset_ns
         self._last = last
 

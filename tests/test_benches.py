@@ -84,6 +84,7 @@ QUICK_RUNS: dict[str, tuple[list[str], dict[str, Any]]] = {
         {"seconds": 8.0, "sample_s": 2.0, "stream_s": 120.0},
     ),
     "sync_bench.py": (["--events", "1000"], {"events": 1000}),
+    "sync_partition_bench.py": (["--quick", "--steps", "10"], {"runs": 1, "steps": 10}),
     "ui_bench.py": (
         ["--quick", "--events", "500", "--rounds", "1", "--big", "5000"],
         {"events": 500, "rounds": 1},
@@ -228,6 +229,18 @@ SABOTAGE: dict[str, tuple[str, list[str], str]] = {
         """,
         ["--kills", "2"],
         "nothing_lost",
+    ),
+    "sync_partition_bench.py": (
+        """
+        import tests.helpers.partition_run as partition_run
+        held_ids = partition_run.held_ids
+        def forgetful(device):  # as if the first device lost every event it held
+            held = held_ids(device)
+            return held if device.name != "d0" else type(held)()
+        partition_run.held_ids = forgetful
+        """,
+        ["--quick", "--steps", "6"],
+        "every_run_passed",
     ),
     "follow_bench.py": (
         """

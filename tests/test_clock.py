@@ -97,3 +97,18 @@ def test_stamps_strictly_increase_whatever_happens(ops: list[tuple[str, object]]
             stamp = clock.last
         assert stamp > seen[-1]
         seen.append(stamp)
+
+
+def test_the_skew_variable_moves_the_default_wall_clock_and_nothing_else() -> None:
+    import time
+
+    from nerve.clock import wall_clock
+
+    assert wall_clock({}) is time.time_ns
+    for skew_ms in (300, -300):
+        before = time.time_ns()
+        moved = wall_clock({"NERVE_CLOCK_SKEW_MS": str(skew_ms)})()
+        after = time.time_ns()
+        assert before <= moved - skew_ms * 1_000_000 <= after
+    with pytest.raises(ClockError, match="NERVE_CLOCK_SKEW_MS='soon'"):
+        wall_clock({"NERVE_CLOCK_SKEW_MS": "soon"})

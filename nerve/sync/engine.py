@@ -2,9 +2,10 @@
 logs, announce where this device stands. Every step is idempotent, so a round may be cut
 anywhere (a kill, a lost connection) and the next one finishes the work.
 
-**Batches** carry ``since`` (the sender's previous shared stamp) and events in the sender's
-order; a receiver takes a batch when ``since`` is not past what it holds of that sender and
-imports only the events after it. A batch past a gap waits in memory for the missing one.
+**Batches** (at most ``BATCH_EVENTS`` events and a box of ``BOX_BYTES``) carry ``since`` (the
+sender's previous shared stamp) and events in the sender's order; a receiver takes a batch
+when ``since`` is not past what it holds of that sender and imports only the events after it.
+A batch past a gap waits in memory for the missing one.
 **Resends**: a sender that sees, in the peers' statuses, a device still short of what was
 sent for ``RESEND_ROUNDS`` rounds rewinds to it and sends again under new batch ids (a box
 the server lost or corrupted costs only that time).
@@ -24,16 +25,17 @@ import blake3
 from nerve import fsio
 from nerve.clock import HLC_ZERO, Hlc
 from nerve.sync.box import Damaged, open_box, seal_box, token
-from nerve.sync.history import SharedDigest, Sharing, own_shared, shared_digest
+from nerve.sync.history import OwnKeys, SharedDigest, Sharing, digest_of, own_shared
 
 if TYPE_CHECKING:
     from nerve.events import Event
     from nerve.sync.group import Group
     from nerve.sync.transport import Transport
 
-__all__ = ["BATCH_EVENTS", "RESEND_ROUNDS", "Engine", "RoundResult"]
+__all__ = ["BATCH_EVENTS", "BOX_BYTES", "RESEND_ROUNDS", "Engine", "RoundResult"]
 
 BATCH_EVENTS = 2000
+BOX_BYTES = 512 * 1024  # well under NATS's default max_payload (1 MiB), headers and all
 FETCH_LIMIT = 64
 RESEND_ROUNDS = 4
 WRITER_WAIT_S = 10.0
@@ -76,6 +78,7 @@ class Engine:
         self.sharing, self.log_opts = sharing, log_opts
         self.me = token(group.key, f"node:{node}")
         self._pending: dict[str, list[_Pending]] = {}
+        self._own = OwnKeys(log_root, node, sharing)
         self._short: dict[str, tuple[Hlc, int]] = {}
 
     # -- the round ------------------------------------------------------------------------
@@ -91,22 +94,28 @@ class Engine:
 
     async def _send(self, transport: Transport) -> int:
         """Publish shared events past the sent mark, a batch at a time, advancing the mark
-        only after the transport acknowledged each batch."""
+        only after the transport acknowledged each batch. A batch whose box would pass
+        ``BOX_BYTES`` is halved until it fits (a single event that does not fit goes alone)."""
         state = self._state()
         sent, epoch = Hlc(*state["sent"]), int(state["epoch"])
         events = own_shared(self.log_root, self.node, self.sharing, sent)
         count = 0
-        for start in range(0, len(events), BATCH_EVENTS):
-            chunk = events[start : start + BATCH_EVENTS]
-            await self._publish(transport, sent, chunk, epoch)
+        todo = [events[i : i + BATCH_EVENTS] for i in range(0, len(events), BATCH_EVENTS)]
+        while todo:
+            chunk = todo.pop(0)
+            box = self._box(sent, chunk)
+            if len(box) > BOX_BYTES and len(chunk) > 1:
+                todo[:0] = [chunk[: len(chunk) // 2], chunk[len(chunk) // 2 :]]
+                continue
+            ident = blake3.blake3(f"{self.me}|{sent}|{epoch}".encode() + chunk[-1].id)
+            await transport.publish(self.me, ident.hexdigest()[:32], chunk[-1].hlc, box)
             sent = chunk[-1].hlc
             count += len(chunk)
             self._save_state({"sent": list(sent), "epoch": epoch})
         return count
 
-    async def _publish(
-        self, transport: Transport, since: Hlc, chunk: list[Event], epoch: int
-    ) -> None:
+    def _box(self, since: Hlc, chunk: list[Event]) -> bytes:
+        """The sealed box of a batch: ``since`` and the events, in the sender's order."""
         from nerve.log.wire import event_to_json
 
         body = {
@@ -116,8 +125,7 @@ class Engine:
             "since": list(since),
             "events": [event_to_json(e) for e in chunk],
         }
-        ident = blake3.blake3(f"{self.me}|{since}|{epoch}".encode() + chunk[-1].id).hexdigest()[:32]
-        await transport.publish(self.me, ident, chunk[-1].hlc, seal_box(self.group.key, body))
+        return seal_box(self.group.key, body)
 
     async def _receive(self, transport: Transport, result: RoundResult) -> None:
         """Fetch boxes until none are new; store each sender's in its peer log."""
@@ -224,7 +232,9 @@ class Engine:
                 fsio.write_private(path, text, site="sync.device", exclusive=False)
 
     def digest(self) -> SharedDigest:
-        return shared_digest(self.log_root, self.node, self.sharing, self.folder)
+        """The shared digest now (this device's own shared events decoded once, across
+        rounds: :class:`~nerve.sync.history.OwnKeys`)."""
+        return digest_of(self._own.read(), self.folder)
 
     async def announce(self, transport: Transport) -> SharedDigest:
         """Put this device's status box: its shared digest and what it holds per node."""

@@ -46,6 +46,7 @@ class NatsServer:
     cluster_port: int | None
     store: Path
     routes: list[int] = field(default_factory=list)
+    extra: tuple[str, ...] = ()  # more nats-server flags
     process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -58,6 +59,7 @@ class NatsServer:
         if self.cluster_port is not None:
             args += ["--cluster_name", "nerve", "-cluster", f"nats://127.0.0.1:{self.cluster_port}"]
             args += ["-routes", ",".join(f"nats://127.0.0.1:{p}" for p in self.routes)]
+        args += self.extra
         self.store.mkdir(parents=True, exist_ok=True)
         log = open(self.store.parent / f"{self.name}.log", "ab")  # noqa: SIM115 - the child holds it
         self.process = subprocess.Popen(
@@ -101,15 +103,19 @@ def _wait_port(port: int, timeout: float = 20.0) -> None:
 
 
 @contextlib.contextmanager
-def nats(folder: Path, *, cluster: int = 0) -> Iterator[list[NatsServer]]:
-    """One server (``cluster=0``) or a cluster of ``cluster`` servers, stopped after."""
+def nats(
+    folder: Path, *, cluster: int = 0, extra: tuple[str, ...] = ()
+) -> Iterator[list[NatsServer]]:
+    """One server (``cluster=0``) or a cluster of ``cluster`` servers, stopped after; each
+    started with the nats-server flags ``extra`` too."""
     count = max(1, cluster)
     ports = free_ports(2 * count)
     servers = []
     for index in range(count):
         cport = ports[count + index] if cluster else None
         routes = [ports[count + i] for i in range(count) if i != index] if cluster else []
-        servers.append(NatsServer(f"n{index}", ports[index], cport, folder / f"n{index}", routes))
+        store = folder / f"n{index}"
+        servers.append(NatsServer(f"n{index}", ports[index], cport, store, routes, extra))
     try:
         for server in servers:
             server.start()

@@ -85,6 +85,29 @@ def test_a_late_device_receives_the_whole_shared_history(tmp_path: Path, place: 
     assert status(b)["in_sync"] is True
 
 
+def test_a_backlog_too_big_for_one_box_goes_in_smaller_batches(
+    tmp_path: Path, place: Place
+) -> None:
+    # 2,000 events of 1.2 kB of random hex each: one batch would seal to ~1.4 MB, past NATS's
+    # default max_payload (1 MiB), and the device would never send again (found by the
+    # partition suite's big emits)
+    a, b = device(tmp_path, "alpha"), device(tmp_path, "beta")
+    group_of(place, a, b)
+    rng = random.Random(45)
+    drafts = [_blob_draft(rng, i) for i in range(2000)]
+    with a.open_log() as log:
+        log.append_drafts(drafts)
+    _rounds(a, b, times=1)
+    assert len(_peer_lines(b)) == 2000
+    assert status(b)["in_sync"] is True
+
+
+def _blob_draft(rng: random.Random, i: int) -> Any:
+    from nerve.log.drafts import Draft
+
+    return Draft.of("observation", line=f"blob {i}", payload={"blob": rng.randbytes(600).hex()})
+
+
 def test_drops_repeats_reorders_and_corruption_cost_only_rounds(
     tmp_path: Path, place: Place
 ) -> None:
