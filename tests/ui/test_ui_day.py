@@ -10,24 +10,18 @@ import re
 import time
 from collections.abc import Iterator
 from datetime import UTC
-from typing import Any
 
 import pytest
 from starlette.testclient import TestClient
 
-import nerve
 from nerve.recall.asking import ask
 from nerve.recall.day import time_per_sql
 from nerve.recall.facts.activity import _duration
-from nerve.ui.app import build_app
-from nerve.ui.auth import Keys, token_path
-from nerve.ui.guard import Served
 from nerve.workspace import WorkspaceDir, init_workspace
 from tests.conftest import run_cli
 from tests.helpers import workday
-from tests.helpers.browser import login_path
+from tests.helpers.uiclient import as_json, logged_in
 
-PORT = 8765
 DAY = "/?day=2026-05-06"
 MIN = 60 * 10**9
 # the workday's spells on 2026-05-06: xterm 09:00-09:40 and 15:21-15:30 (now), firefox
@@ -49,17 +43,7 @@ def ws(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WorkspaceDir]:
 
 
 def client(ws: WorkspaceDir) -> TestClient:
-    door = nerve.open(ws.root)
-    app = build_app(door, Keys(token_path(door)), Served("127.0.0.1", PORT))
-    c = TestClient(app, base_url=f"http://127.0.0.1:{PORT}")
-    assert c.get(login_path(door), follow_redirects=False).status_code == 303
-    return c
-
-
-def as_json(c: TestClient, path: str) -> Any:
-    r = c.get(path, headers={"accept": "application/json"})
-    assert r.status_code == 200, r.text
-    return r.json()
+    return logged_in(ws.root)
 
 
 def visible(html: str) -> str:

@@ -9,20 +9,13 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 from starlette.testclient import TestClient
 
-import nerve
-from nerve.ui.app import build_app
-from nerve.ui.auth import Keys, token_path
 from nerve.ui.dayline import rounded
-from nerve.ui.guard import Served
-from tests.helpers.browser import login_path
 from tests.helpers.day import Day
-
-PORT = 8765
+from tests.helpers.uiclient import as_json, logged_in
 
 
 @pytest.fixture
@@ -37,17 +30,7 @@ def day(recorded_day_copy: Day, monkeypatch: pytest.MonkeyPatch) -> Iterator[Day
 
 
 def client(day: Day) -> TestClient:
-    door = nerve.open(day.root)
-    app = build_app(door, Keys(token_path(door)), Served("127.0.0.1", PORT))
-    c = TestClient(app, base_url=f"http://127.0.0.1:{PORT}")
-    assert c.get(login_path(door), follow_redirects=False).status_code == 303
-    return c
-
-
-def as_json(c: TestClient, path: str) -> Any:
-    r = c.get(path, headers={"accept": "application/json"})
-    assert r.status_code == 200, r.text
-    return r.json()
+    return logged_in(day.root)
 
 
 def lane(html: str, name: str) -> str:
