@@ -102,6 +102,43 @@ class TriggerSense(Command):
         )
 
 
+class Joined(Record):
+    """A ``follow``'s first answer: the stamp it joined at. Every event stamped after it
+    follows on the connection; those up to it are in the log already."""
+
+    joined: tuple[int, int]
+
+    def to_json(self) -> Json:
+        return {"joined": list(self.joined)}
+
+    @classmethod
+    def from_json(cls, obj: Json) -> Joined:
+        physical, logical = obj["joined"]
+        return cls((int(physical), int(logical)))
+
+
+class Follow(Command):
+    """Push every event the daemon commits from now on, kept by ``filter`` (a tail filter's
+    JSON: ``kinds``, ``sources``, ``hidden``), as ``nerve tail -f`` does. A stream: its
+    first answer is :class:`Joined`, then one event per line (see
+    ``nerve.runtime.followers``)."""
+
+    TYPE: ClassVar[str] = "follow"
+    WHERE: ClassVar[Where] = "daemon"
+    RESULT: ClassVar[Any] = Joined
+    filter: Json = {}  # noqa: RUF012  (a record is frozen, and nothing edits the filter)
+
+    def fields(self) -> Json:
+        return {"filter": self.filter}
+
+    @classmethod
+    def from_json(cls, obj: Any) -> Follow:
+        filt = version_of(obj).get("filter", {})
+        if not isinstance(filt, dict):
+            raise UsageError('request field "filter" must be an object', field="filter")
+        return cls(filt)
+
+
 class Reload(Command):
     """Read nerve.yaml again and apply it (refused, and recorded, when it does not validate)."""
 

@@ -8,6 +8,7 @@ from nerve.commands import Command, version_of
 from nerve.commands.daemon import (
     AnswerRun,
     FireCheck,
+    Follow,
     GetStatus,
     ListSenses,
     Override,
@@ -46,6 +47,8 @@ COMMANDS: tuple[type[Command], ...] = (
     RotateKey,
     SyncRound,
 )
+# commands answered by a stream rather than one reply: the socket's ``streams``
+STREAMS: tuple[type[Command], ...] = (Follow,)
 BY_TYPE: dict[str, type[Command]] = {c.TYPE: c for c in COMMANDS}
 
 

@@ -1,13 +1,14 @@
 """``follow`` on the daemon's socket: every committed frame pushed to each subscriber.
 
-The request::
+The request is the command :class:`~nerve.commands.daemon.Follow`::
 
-    {"type": "follow", "filter": {"kinds": [...], "sources": [...], "hidden": [...]}}
+    {"v": 1, "type": "follow", "filter": {"kinds": [...], "sources": [...], "hidden": [...]}}
 
-is answered ``{"ok": true, "joined": [physical_ns, logical]}``: every event stamped after
-``joined`` that the filter keeps follows on the connection, one wire JSON line each (exactly
-``nerve tail --json``'s text), in HLC order; events up to ``joined`` are in the log already
-for the subscriber to read. Publishing never waits for a subscriber: each has a queue of at
+answered ``{"ok": true, "joined": [physical_ns, logical]}`` (its result,
+:class:`~nerve.commands.daemon.Joined`): every event stamped after ``joined`` that the filter
+keeps follows on the connection, one wire JSON line each (exactly ``nerve tail --json``'s
+text), in HLC order; events up to ``joined`` are in the log already for the subscriber to
+read. Publishing never waits for a subscriber: each has a queue of at
 most ``QUEUE_ROWS`` events (one larger frame may wait alone), encoded ``WRITE_ROWS`` at a
 time as the socket drains; one that falls further behind is dropped with a last line
 
@@ -29,6 +30,7 @@ from typing import Any
 import pyarrow as pa
 
 from nerve.clock import HLC_ZERO, Hlc
+from nerve.commands.daemon import Follow, Joined
 from nerve.errors import UsageError
 from nerve.log.codec import wire_lines
 from nerve.log.select import TailFilter
@@ -101,7 +103,7 @@ class Followers:
         self, request: dict[str, Any], reader: asyncio.StreamReader, writer: asyncio.StreamWriter
     ) -> None:
         """Answer one ``follow`` request, then push events until either side ends it."""
-        filt = TailFilter.from_json(request.get("filter", {}))
+        filt = TailFilter.from_json(Follow.from_json(request).filter)
         if len(self._live) >= MAX_FOLLOWERS:
             raise UsageError(f"already {MAX_FOLLOWERS} followers", hint="stop another tail -f")
         follower = _Follower(filt)
@@ -110,7 +112,7 @@ class Followers:
         closed = asyncio.create_task(reader.read(1))  # the subscriber hung up (or spoke)
         closed.add_done_callback(lambda _: follower.wake.set())
         try:
-            await _write(writer, _line({"ok": True, "joined": list(joined)}))
+            await _write(writer, _line({"ok": True, **Joined((joined[0], joined[1])).to_json()}))
             await self._push(follower, writer, closed)
         finally:
             self._live.discard(follower)

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from nerve import errors
 from nerve.canonical import loads_bounded
+from nerve.commands.daemon import GetStatus
 from nerve.errors import DaemonError, EventError, NerveError, UsageError, os_error_text
 from nerve.fsio import is_socket
 
@@ -294,7 +295,7 @@ def ping(path: Path, *, timeout: float = 2) -> bool:
     sock.settimeout(timeout)
     try:
         sock.connect(str(path))
-        sock.sendall(encode({"type": "status"}))
+        sock.sendall(encode(GetStatus().to_json()))
         return bool(sock.recv(1))  # nothing: it closed without answering
     except TimeoutError:
         return True

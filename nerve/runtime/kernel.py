@@ -23,6 +23,7 @@ import pyarrow as pa
 
 from nerve.attention.notify import Notices
 from nerve.clock import Hlc
+from nerve.commands.daemon import Follow
 from nerve.config.models import NerveConfig
 from nerve.contract import WorkflowTrigger
 from nerve.log.store import EventLog
@@ -153,7 +154,7 @@ class Kernel:
         found = running.log.newest  # the warm-up reads the log as this daemon found it
         await running.upkeep.count_segments()
         if self.with_ipc:
-            streams = {"follow": self.followers.serve}
+            streams = {Follow.TYPE: self.followers.serve}
             self._servers += await control.listen(
                 self.config, self.ws.root, self.socket_path, self.handle, streams
             )

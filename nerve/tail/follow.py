@@ -76,18 +76,19 @@ def _through_daemon(
     ws: WorkspaceDir, filt: TailFilter, cursor: _Cursor
 ) -> Generator[Batch, None, str]:
     """Follow one subscription; return how it ended: ``dropped``, ``gone`` or ``refused``."""
+    from nerve.commands.daemon import Follow, Joined
     from nerve.errors import DaemonError
     from nerve.runtime.ipc import LineStream
     from nerve.transport import socket_path
 
     try:
-        stream = LineStream(socket_path(ws), {"type": "follow", "filter": filt.to_json()})
+        stream = LineStream(socket_path(ws), Follow(filt.to_json()).to_json())
     except DaemonError:
         return "gone"
     try:
         if not stream.reply.get("ok"):
             return "refused"
-        joined = Hlc(*stream.reply["joined"])
+        joined = Hlc(*Joined.from_json(stream.reply).joined)
         if joined > cursor.last:  # stored before the subscription: read from the log
             stored = table_since(snapshot(ws.log_root), cursor.last)
             yield from _give(Batch(filt.apply(seg.up_to(stored, joined))), cursor)

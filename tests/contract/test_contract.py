@@ -23,7 +23,9 @@ from nerve.commands import Command, Done, Reply
 from nerve.commands.daemon import (
     AnswerRun,
     FireCheck,
+    Follow,
     GetStatus,
+    Joined,
     ListSenses,
     Override,
     RecheckRun,
@@ -36,7 +38,7 @@ from nerve.commands.daemon import (
     TriggerSense,
 )
 from nerve.commands.log import Archive, Compact, Emit, Forget, Import, Pause, Resume, Seal
-from nerve.commands.table import COMMANDS, command_of
+from nerve.commands.table import COMMANDS, STREAMS, command_of
 from nerve.errors import CheckError, DaemonError, NerveError, UsageError, WorkflowError
 from nerve.events import Event
 from nerve.log.drafts import Draft
@@ -44,7 +46,7 @@ from nerve.log.reader import snapshot, table_since
 from nerve.log.wire import row_to_json
 from nerve.privacy.forget import request_of
 from nerve.runtime import ipc
-from nerve.transport import Direct, ThroughDaemon, Transport, connect
+from nerve.transport import Direct, ThroughDaemon, Transport, connect, socket_path
 from nerve.workspace import WorkspaceDir, init_workspace
 from tests.daemon_util import Daemon, started
 
@@ -386,6 +388,29 @@ def test_the_socket_answers_the_command_set_and_nothing_else() -> None:
     table = {**control.HANDLERS, **handlers(engine)}
     table |= AttentionService().handlers() | SyncLoop().handlers()
     assert sorted(table) == sorted(c.TYPE for c in COMMANDS)
+
+
+def test_a_stream_on_the_socket_is_a_command_too(ways: tuple[Way, Way]) -> None:
+    """``follow`` (the one stream) is a typed command like the rest: its request is
+    ``Follow.to_json()``, its first answer parses as its ``RESULT``, the events it pushes
+    after that are the ones emitted, and junk in it is refused naming the field."""
+    assert (Follow,) == STREAMS and not set(STREAMS) & set(COMMANDS)
+    _, daemon = ways
+    path = socket_path(daemon.ws)
+    stream = ipc.LineStream(path, Follow({"kinds": ["contract.test"]}).to_json(), timeout=10)
+    try:
+        joined = Joined.from_json(stream.reply)
+        assert stream.reply["ok"] and joined.joined[0] > 0
+        daemon.do(Emit(drafts("follow", "pushed")))
+        lines = next(stream.lines())
+        assert b'"line":"pushed"' in lines[0], lines
+    finally:
+        stream.close()
+    junk = ipc.LineStream(path, {**Follow().to_json(), "filter": [1]}, timeout=10)
+    try:
+        assert not junk.reply["ok"] and junk.reply["error"]["field"] == "filter", junk.reply
+    finally:
+        junk.close()
 
 
 def test_an_operation_with_a_way_of_its_own_takes_the_transport_s_half(
