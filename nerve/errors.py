@@ -89,12 +89,18 @@ class NerveError(Exception):
         if field is not None:
             self.field = field
 
-    def located(self, where: str, *, field: str | None = None) -> NerveError:
-        """The same kind of error with ``where: `` in front (``FILE:LINE``, ``event 3``)."""
+    def located(
+        self, where: str, *, field: str | None = None, replacing: str | None = None
+    ) -> NerveError:
+        """The same kind of error with ``where: `` in front (``FILE:LINE``, ``event 3``), in
+        place of the ``replacing: `` it starts with, when given and it does."""
         cls: type[NerveError] = type(self)
         while cls.__init__ is not NerveError.__init__:  # its own signature: use its parent's
             cls = next(b for b in cls.__bases__ if issubclass(b, NerveError))
-        return cls(f"{where}: {self}", hint=self.hint, field=field or self.field)
+        text = str(self)
+        if replacing is not None and text.startswith(f"{replacing}: "):
+            text = text[len(replacing) + 2 :]
+        return cls(f"{where}: {text}", hint=self.hint, field=field or self.field)
 
 
 class UsageError(NerveError):

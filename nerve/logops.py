@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator, Sequence
 from typing import IO, TYPE_CHECKING, Any
 
@@ -11,7 +12,7 @@ from nerve.clock import HLC_ZERO, Hlc
 from nerve.commands.log import Compact, Emit, Emitted, Import, Seal
 from nerve.errors import EventError, LogError, NerveError, OrderError, UsageError
 from nerve.events import ErasedEvent, Event
-from nerve.log.attest import check_batch, drafts_of_object
+from nerve.log.attest import drafts_of_object
 from nerve.log.drafts import Draft
 from nerve.log.wire import (
     draft_from_json,
@@ -126,13 +127,19 @@ def import_stream(ws: WorkspaceDir, stream: IO[str], name: str, *, key: str | No
             raise exc.located(f"{name}:{number}") from None
         places.append(f"{name}:{number}")
     _check_sorted(events)
-    whole = [e for e in events if isinstance(e, Event)]  # an erased one has nothing to screen
-    check_batch(whole, ws.config.attestation.keys)
-    from nerve.privacy.policy import Policy
+    try:  # attestations and privacy rules are checked once, by the writer: see Import
+        return int(connect(ws).do(Import(tuple(events), key)).imported)
+    except NerveError as exc:
+        raise _at_its_line(exc, places) from None
 
-    whole_places = [p for e, p in zip(events, places, strict=True) if isinstance(e, Event)]
-    Policy(ws.config.privacy).screen(whole, whole_places)  # refused here names the line
-    return int(connect(ws).do(Import(tuple(events), key)).imported)
+
+def _at_its_line(exc: NerveError, places: list[str]) -> NerveError:
+    """A refusal of the import's event ``i`` (its field ``events[i]…``), named by its line."""
+    found = re.match(r"events\[(\d+)\]", exc.field or "")
+    if found is None or int(found[1]) >= len(places):
+        return exc
+    index = int(found[1])
+    return exc.located(places[index], replacing=f"event {index + 1}")
 
 
 def _check_sorted(events: Sequence[Event | ErasedEvent]) -> None:

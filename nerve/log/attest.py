@@ -94,9 +94,12 @@ def attestation_draft(item: Claimed, attestation: Any) -> Draft:
     return Draft.control(ATTEST_KIND, "", f"attestation by key {attestation['key'][:16]}", body)
 
 
-def check_batch(items: Sequence[Claimed], keys: Iterable[str]) -> None:
+def check_batch(
+    items: Sequence[Claimed], keys: Iterable[str], numbers: Sequence[int] | None = None
+) -> None:
     """Raise :class:`TrustError` for the first ``Attested`` item that the next item does not
-    attest with a valid signature by one of ``keys`` (hex Ed25519 public keys)."""
+    attest with a valid signature by one of ``keys`` (hex Ed25519 public keys). ``numbers``
+    are the items' places in a larger request (0-based), for the error's text and field."""
     pinned = set(keys)
     for index, item in enumerate(items):
         if item.trust != Trust.ATTESTED:
@@ -104,9 +107,10 @@ def check_batch(items: Sequence[Claimed], keys: Iterable[str]) -> None:
         after = items[index + 1] if index + 1 < len(items) else None
         problem = _problem(item, after, pinned)
         if problem:
+            number = numbers[index] if numbers else index
             raise TrustError(
-                f"event {index + 1}: trust Attested refused: {problem} (rule: {RULE})",
-                field="trust",
+                f"event {number + 1}: trust Attested refused: {problem} (rule: {RULE})",
+                field=f"events[{number}].trust" if numbers else "trust",
                 hint=_HINT,
             )
 

@@ -266,15 +266,16 @@ class Policy:
             return text
         return plan.redactor.text(text, {})
 
-    def screen(self, events: Sequence[Event], places: Sequence[str] | None = None) -> None:
+    def screen(self, events: Sequence[Event], numbers: Sequence[int] | None = None) -> None:
         """Refuse events to import that a rule would drop or redact (an imported event keeps
-        its id, which binds its payload, so it cannot be changed); ``places`` name them."""
+        its id, which binds its payload, so it cannot be changed); ``numbers`` are their
+        places in a larger request (0-based), for the error's text and field."""
         for index, event in enumerate(events):
             plan = self.plan(event.source, event.kind, event.subject)
             verdict = plan.verdict(event.line, event.payload, event.subject)
             if verdict.changed:
-                where = places[index] if places else f"event {index + 1}"
-                raise _refusal(where, verdict)
+                number = numbers[index] if numbers else index
+                raise _refusal(f"event {number + 1}", verdict, field=f"events[{number}]")
 
     def test(self, text: str, *, source: int, kind: str, subject: str) -> Verdict:
         """What the rules do to ``text`` as the line (and, for shell, file and process
@@ -285,7 +286,7 @@ class Policy:
         return self.plan(source, kind, subject).verdict(draft.line, draft.payload)
 
 
-def _refusal(where: str, verdict: Verdict) -> PrivacyError:
+def _refusal(where: str, verdict: Verdict, *, field: str) -> PrivacyError:
     if verdict.dropped_by is not None:
         why = f"the privacy rule {verdict.dropped_by!r} would drop it"
     else:
@@ -296,4 +297,5 @@ def _refusal(where: str, verdict: Verdict) -> PrivacyError:
         "cannot be changed; nothing was imported",
         hint="remove or fix that event (`nerve privacy test` shows what fires), "
         "or send it with `nerve emit`, which redacts",
+        field=field,
     )

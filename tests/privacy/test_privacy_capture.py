@@ -4,7 +4,10 @@ redacted, dropped events never reach it, and imports a rule would change are ref
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
+
+import pytest
 
 from nerve.workspace import init_workspace
 from tests.conftest import run_cli
@@ -87,6 +90,31 @@ def test_import_a_rule_would_change_is_refused_at_its_line(tmp_path: Path) -> No
     first = _jsonl(tmp_path / "clean.jsonl", _tail(source.root)[0])
     run_cli("--workspace", str(target.root), "import", str(first))
     assert [e["line"] for e in _tail(target.root)] == ["clean one"]
+
+
+def test_an_import_is_screened_and_its_attestations_checked_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The privacy rules and attestations of an import are checked in one place, the
+    writer's ``Import.apply``: once per import, not once by the client and again there."""
+    from nerve.log import attest
+    from nerve.logops import import_stream
+    from nerve.privacy.policy import Policy
+
+    calls: list[str] = []
+    screen, check_batch = Policy.screen, attest.check_batch
+    monkeypatch.setattr(Policy, "screen", lambda *a: calls.append("screen") or screen(*a))
+    monkeypatch.setattr(attest, "check_batch", lambda *a: calls.append("attest") or check_batch(*a))
+    ws = init_workspace(tmp_path / "ws")
+    line = {
+        "hlc": [time.time_ns(), 0],
+        "node": "elsewhere",
+        "kind": "observation",
+        "source": "shell",
+    }
+    with _jsonl(tmp_path / "i.jsonl", {**line, "line": "ls"}).open() as stream:
+        assert import_stream(ws, stream, "i.jsonl") == 1
+    assert calls == ["attest", "screen"]
 
 
 def test_privacy_test_shows_what_would_be_stored(tmp_path: Path) -> None:

@@ -153,9 +153,10 @@ def test_screen_refuses_events_a_rule_would_change_naming_where() -> None:
     leaky = Event(Hlc(2, 0), "n", "observation", source=SHELL, line=f"T={GHP}")
     dropped = Event(Hlc(3, 0), "n", "observation", source=SHELL, payload=b'{"command":"pass"}')
     p.screen([clean])
-    with pytest.raises(PrivacyError, match=r"^in\.jsonl:7: the privacy rules would redact it"
-                       r" \(github-token ×1\); an imported event keeps its id"):  # fmt: skip
-        p.screen([clean, leaky], ["in.jsonl:3", "in.jsonl:7"])
+    redact = r"^event 7: the privacy rules would redact it \(github-token ×1\); an imported"
+    with pytest.raises(PrivacyError, match=redact) as caught:
+        p.screen([clean, leaky], [2, 6])  # their places in a request with erased events
+    assert caught.value.field == "events[6]"
     with pytest.raises(PrivacyError, match=r"^event 1: the privacy rule 'shell.exclude' would"):
         p.screen([dropped])
 
