@@ -271,4 +271,7 @@ def test_a_worker_whose_kernel_is_gone_before_it_loads_exits(tmp_path: Path) -> 
     load = {"op": "load", "workflow": "digest", "path": str(root / "workflows" / "digest" / "workflow.py")}
     proc.stdin.write(json.dumps({**load, "workspace": str(tmp_path)}).encode() + b"\n")
     proc.stdin.close()
-    assert proc.wait(timeout=20) == 0
+    try:
+        assert proc.wait(timeout=20) == 0
+    finally:
+        proc.kill()
