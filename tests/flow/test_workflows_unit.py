@@ -268,8 +268,9 @@ def test_a_worker_whose_kernel_is_gone_before_it_loads_exits(tmp_path: Path) -> 
     )  # fmt: skip
     assert proc.stdin is not None and proc.stdout is not None
     proc.stdout.close()  # the kernel is gone: nobody reads the answer
-    load = {"op": "load", "workflow": "digest", "path": str(root / "workflows" / "digest" / "workflow.py")}
-    proc.stdin.write(json.dumps({**load, "workspace": str(tmp_path)}).encode() + b"\n")
+    path = root / "workflows" / "digest" / "workflow.py"
+    load = {"op": "load", "workflow": "digest", "path": str(path), "workspace": str(tmp_path)}
+    proc.stdin.write(json.dumps(load).encode() + b"\n")
     proc.stdin.close()
     try:
         assert proc.wait(timeout=20) == 0
