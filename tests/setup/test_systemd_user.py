@@ -76,6 +76,7 @@ def _logged_start(manager: UserManager, pid: int) -> bool:
                if f" pid {pid}," in line)  # fmt: skip
 
 
+@pytest.mark.slow  # 17 s alone, most of it the unit's 5 s restart delay and two daemon starts
 def test_setup_runs_the_daemon_under_systemd_which_restarts_it_and_undo_removes_it(
     manager: UserManager,
 ) -> None:
