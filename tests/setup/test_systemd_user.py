@@ -24,7 +24,8 @@ UNIT = "nerve.service"
 
 T = TypeVar("T")
 
-pytestmark = pytest.mark.skipif(why_not() is not None, reason=f"real systemd --user: {why_not()}")
+_CANNOT = why_not()
+pytestmark = pytest.mark.skipif(_CANNOT is not None, reason=f"a real systemd --user: {_CANNOT}")
 
 
 @pytest.fixture
