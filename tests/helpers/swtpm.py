@@ -126,13 +126,13 @@ def tpm_token(folder: Path, label: str, key_label: str) -> Iterator[str]:
         "TPM2_PKCS11_STORE": str(store),
     }
     with contextlib.ExitStack() as stack:
-        _start(stack, folder, "swtpm", [
+        swtpm = _start(stack, folder, "swtpm", [
             "swtpm", "socket", "--tpm2", "--tpmstate", f"dir={state}",
             "--server", f"type=tcp,port={port},bindaddr=127.0.0.1",
             "--ctrl", f"type=tcp,port={port + 1},bindaddr=127.0.0.1",
             "--flags", "not-need-init,startup-clear",
         ], env)  # fmt: skip
-        _until("swtpm", lambda: _listening(port))
+        _until("swtpm", lambda: _alive(swtpm, folder, "swtpm") and _listening(port))
         _start(stack, folder, "dbus", [
             "dbus-daemon", "--session", "--nofork", "--nopidfile",
             f"--address=unix:path={folder / 'bus'}",
@@ -155,11 +155,21 @@ def tpm_token(folder: Path, label: str, key_label: str) -> Iterator[str]:
 
 def _start(
     stack: contextlib.ExitStack, folder: Path, name: str, argv: list[str], env: dict[str, str]
-) -> None:
+) -> subprocess.Popen[bytes]:
     """Start ``argv`` (its output in ``folder/NAME.log``), stopped when ``stack`` closes."""
     out = stack.enter_context((folder / f"{name}.log").open("wb"))
     proc = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=out)
     stack.callback(_end, proc)
+    return proc
+
+
+def _alive(proc: subprocess.Popen[bytes], folder: Path, name: str) -> bool:
+    """True while ``proc`` runs; ``RuntimeError`` with its output once it has exited (swtpm
+    whose port was taken meanwhile: then another process answers on it)."""
+    if proc.poll() is None:
+        return True
+    said = (folder / f"{name}.log").read_text(errors="replace").strip()
+    raise RuntimeError(f"{name} exited {proc.returncode}: {said[-500:]}")
 
 
 def _end(proc: subprocess.Popen[bytes]) -> None:
