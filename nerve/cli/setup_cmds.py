@@ -123,15 +123,33 @@ def status() -> None:
 
 @service_app.command("logs")
 def logs(n: Annotated[int, typer.Option("-n", min=1, help="Lines to show.")] = 50) -> None:
-    """The service's recent output (journalctl, or service.log on macOS)."""
+    """The service's recent output (journalctl, or service.log on macOS); the daemon's own
+    log where the journal holds none of it (no journald)."""
     from nerve.setup.plan import Places
     from nerve.setup.service import Manager
 
     places = Places()
     ok, said = Manager(places.platform).logs(places.workspace, n)
-    typer.echo(said)
     if not ok:
+        typer.echo(said)
         raise typer.Exit(1)
+    if said:
+        typer.echo(said)
+        return
+    typer.echo("(the journal holds nothing of nerve.service: the daemon's own log)", err=True)
+    _daemon_log(places.workspace, n)
+
+
+def _daemon_log(workspace: Path, lines: int) -> None:
+    """Print the last ``lines`` of the daemon's own log in ``workspace``."""
+    from nerve.api import Workspace
+    from nerve.runtime.daemon import log_page
+    from nerve.safetext import shown
+
+    ws = Workspace.find(workspace)
+    page, _earlier = log_page(ws.daemon.log_path(), lines, 0)
+    for line in ws.daemon.lines(page):
+        typer.echo(shown(line))
 
 
 def register(app: typer.Typer) -> None:

@@ -208,16 +208,20 @@ def _failure(request_id: Any, exc: BaseException) -> dict[str, Any]:
 
 
 def _read_requests(inp: TextIO, worker: Worker, done: asyncio.Event) -> None:
-    """Runs in a thread: hands each request line to the event loop; sets ``done`` at EOF."""
-    for line in inp:
-        msg = json.loads(line)
-        if msg.get("op") == "load":
-            loaded = asyncio.run_coroutine_threadsafe(_load(worker, msg), worker.loop).result()
-            if not loaded:
-                break
-        else:
-            worker.loop.call_soon_threadsafe(_spawn, worker, msg)
-    worker.loop.call_soon_threadsafe(done.set)
+    """Runs in a thread: hands each request line to the event loop; sets ``done`` at EOF, and
+    when a request fails here (the kernel gone before the load's answer: a broken pipe), so
+    the worker never waits on with nobody to stop it."""
+    try:
+        for line in inp:
+            msg = json.loads(line)
+            if msg.get("op") == "load":
+                loaded = asyncio.run_coroutine_threadsafe(_load(worker, msg), worker.loop).result()
+                if not loaded:
+                    break
+            else:
+                worker.loop.call_soon_threadsafe(_spawn, worker, msg)
+    finally:
+        worker.loop.call_soon_threadsafe(done.set)
 
 
 async def _load(worker: Worker, msg: Mapping[str, Any]) -> bool:

@@ -2,7 +2,8 @@
 a crash: a systemd user unit on Linux, a launchd agent on macOS.
 
 Linux: ``$XDG_CONFIG_HOME/systemd/user/nerve.service`` (else ``~/.config/systemd/user``),
-started with ``systemctl --user enable --now nerve.service``. macOS:
+started with ``systemctl --user enable --now nerve.service``; its output goes to the user
+journal (``journalctl --user -u nerve.service``). macOS:
 ``~/Library/LaunchAgents/org.nerve.daemon.plist``, started with ``launchctl bootstrap
 gui/UID``; its output goes to ``service.log`` in the workspace. Where the service manager
 cannot be reached (no ``systemd --user``, a container) the file is still put in place and the
@@ -37,11 +38,14 @@ Run = Callable[[Sequence[str]], "subprocess.CompletedProcess[str]"]
 
 
 def _run(argv: Sequence[str]) -> subprocess.CompletedProcess[str]:
-    """Run a service manager's command, its output captured (a missing program: exit 127)."""
+    """Run a service manager's command, its output captured (a missing program: exit 127; no
+    answer within 30 s: exit 124, as ``timeout`` says it)."""
     try:
         return subprocess.run(list(argv), capture_output=True, text=True, timeout=30, check=False)
     except FileNotFoundError:
         return subprocess.CompletedProcess(list(argv), 127, "", f"{argv[0]}: not found")
+    except subprocess.TimeoutExpired:
+        return subprocess.CompletedProcess(list(argv), 124, "", f"{argv[0]}: no answer in 30 s")
 
 
 def _unit_word(text: str) -> str:
@@ -56,7 +60,10 @@ def daemon_argv(nerve: Path, workspace: Path) -> list[str]:
 
 
 def systemd_unit(nerve: Path, workspace: Path) -> str:
-    """The systemd user unit's text."""
+    """The systemd user unit's text.
+
+    ``KillMode=mixed``: a stop sends SIGTERM to the daemon alone, which stops its workers in
+    order (:mod:`nerve.runtime.children`); whatever is left once it has exited is killed."""
     command = " ".join(_unit_word(word) for word in daemon_argv(nerve, workspace))
     return (
         "# written by `nerve setup` (`nerve setup --undo` removes it)\n"
@@ -65,6 +72,7 @@ def systemd_unit(nerve: Path, workspace: Path) -> str:
         "\n[Service]\n"
         "Type=simple\n"
         f"ExecStart={command}\n"
+        "KillMode=mixed\n"
         "Restart=on-failure\n"
         "RestartSec=5\n"
         "\n[Install]\n"
@@ -145,10 +153,10 @@ class Manager:
         return self._all([["systemctl", "--user", "status", "--no-pager", UNIT]])
 
     def logs(self, workspace: Path, lines: int) -> tuple[bool, str]:
-        """The service's recent output."""
+        """The service's recent output (empty when the journal holds none: no journald)."""
         if self.mac:
             return self._all([["tail", "-n", str(lines), str(workspace / "service.log")]])
-        argv = ["journalctl", "--user", "-u", UNIT, "-n", str(lines), "--no-pager"]
+        argv = ["journalctl", "--user", "-u", UNIT, "-n", str(lines), "--no-pager", "-q"]
         return self._all([argv])
 
     def _all(self, commands: list[list[str]]) -> tuple[bool, str]:

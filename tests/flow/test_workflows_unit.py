@@ -254,3 +254,25 @@ def test_the_readme_example_is_a_valid_workflow(tmp_path: Path) -> None:
     code = readme.split("```python\n", 1)[1].split("```", 1)[0]
     loaded = load_definition("example", _module(tmp_path, code))
     assert sorted(loaded.roles) == ["draft", "review"] and loaded.takes_ctx == {"draft", "review"}
+
+
+def test_a_worker_whose_kernel_is_gone_before_it_loads_exits(tmp_path: Path) -> None:
+    """The daemon stopped while a worker started (a service manager's stop): the answer to
+    its load meets a broken pipe, and the worker exits instead of waiting forever."""
+    import subprocess
+
+    root = Path(__file__).resolve().parents[2]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "nerve.flow.worker"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=tmp_path,
+    )  # fmt: skip
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdout.close()  # the kernel is gone: nobody reads the answer
+    path = root / "workflows" / "digest" / "workflow.py"
+    load = {"op": "load", "workflow": "digest", "path": str(path), "workspace": str(tmp_path)}
+    proc.stdin.write(json.dumps(load).encode() + b"\n")
+    proc.stdin.close()
+    try:
+        assert proc.wait(timeout=20) == 0
+    finally:
+        proc.kill()

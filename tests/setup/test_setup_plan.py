@@ -160,7 +160,7 @@ def test_the_systemd_unit_verifies(tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert f'ExecStart="{NERVE}" "--workspace" "{ws}" "daemon" "run"' in unit.read_text()
-    assert "Restart=on-failure" in unit.read_text()
+    assert "Restart=on-failure" in unit.read_text() and "KillMode=mixed" in unit.read_text()
 
 
 def test_the_launchd_agent_is_a_valid_plist_naming_this_nerve(tmp_path: Path) -> None:
