@@ -12,11 +12,13 @@ meaning, the entry says which and names the rename that will remove it):
 
 host
     A machine of a fleet, the one that ships its sealed segments (``ws.fleet.host()``,
-    ``nerve fleet status``). Also, not yet renamed: :mod:`nerve.host`, cheap reads of
-    this machine for the built-in senses (to become ``nerve.machine``: ``probes`` already
-    means an attention detector's probe), and the ``Host`` protocols of
+    ``nerve fleet status``). Also, not yet renamed: the ``Host`` protocols of
     ``nerve.attention.host``, ``nerve.runtime.extensions``, ``nerve.runtime.groups`` and
     ``nerve.flow.runs``, what a part is given by its owner (to become ``*Needs``).
+machine
+    The computer nerve runs on, as the built-in senses read it: :mod:`nerve.machine` holds
+    their cheap reads of it (``/proc``, netlink), where psutil would scan (was
+    ``nerve.host``; ``probes`` is kept for an attention detector's probe).
 gate
     The attention gate (:mod:`nerve.attention.gate`): whether a highlight surfaces or is
     held (``hold:value``, ``hold:budget``), paid from the attention budget. Also, not yet

@@ -4,7 +4,7 @@ Source class ``endpoint`` (the state of this host as a whole), trust ``FirstPart
 (psutil reads the kernel's own counters). One observation per compute that has news; the
 first compute after the worker starts only starts the measure.
 
-An observation is sent when the reading is news (see :mod:`nerve.host.deadband`): the
+An observation is sent when the reading is news (see :mod:`nerve.machine.deadband`): the
 utilisation moved by 5 points or the load by a tenth (at least 0.25) since the one last sent,
 or ``keyframe_s`` passed; a machine at rest costs one observation a minute, after the first
 eight computes, which are all sent (attention's probes learn a baseline from them).
@@ -25,7 +25,7 @@ import psutil
 
 from nerve.contract import Observation, Result, SenseContext
 from nerve.events import SourceClass, Trust
-from nerve.host.deadband import Band, Deadband, keyframe_ns
+from nerve.machine.deadband import Band, Deadband, keyframe_ns
 
 # The reading lives in the observation; state keeps only what the next compute needs (psutil
 # keeps the previous counters in this process), so a compute stores no new state.

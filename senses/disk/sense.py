@@ -6,7 +6,7 @@ second compute on, one for I/O rates. The previous I/O counters live in state, s
 survive a worker restart; a reboot or a counter that went backwards restarts the baseline.
 The state is stored at checkpoints (``state_records``): the readings are in the observations.
 
-Observations are sent when they are news (see :mod:`nerve.host.deadband`): free space moved
+Observations are sent when they are news (see :mod:`nerve.machine.deadband`): free space moved
 by 1 % (at least 256 MiB) or ``pressure`` turned; an I/O rate since the previous compute
 moved by a quarter (at least 64 KiB/s); or ``keyframe_s`` passed. An I/O observation covers
 the whole time since the one before: its counters stay in state until the next.
@@ -29,7 +29,7 @@ import psutil
 
 from nerve.contract import Observation, Result, SenseContext
 from nerve.events import SourceClass, Trust
-from nerve.host.deadband import Band, Deadband, keyframe_ns
+from nerve.machine.deadband import Band, Deadband, keyframe_ns
 
 initial_state: dict[str, Any] = {"boot": None, "io": None, "usage": {}, "notes": {}}
 state_records = "checkpoints"
@@ -74,7 +74,7 @@ _previous_io: dict[str, Any] = {}  # this worker's previous counters: the rate n
 
 
 def _io_news(name: str, io: dict[str, int] | None, every: int) -> bool:
-    """Whether the I/O rates since the previous compute are news (nerve.host.deadband)."""
+    """Whether the I/O rates since the previous compute are news (nerve.machine.deadband)."""
     before = dict(_previous_io)
     _previous_io.clear()
     _previous_io.update(io or {})

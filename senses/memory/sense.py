@@ -4,7 +4,7 @@ Source class ``endpoint`` (the state of this host as a whole), trust ``FirstPart
 observation per compute that has news; ``pressure`` is true when memory use reaches
 ``warn_percent``.
 
-An observation is sent when the reading is news (see :mod:`nerve.host.deadband`): memory or
+An observation is sent when the reading is news (see :mod:`nerve.machine.deadband`): memory or
 swap in use moved by 2 % (at least 64 MiB), ``pressure`` turned, or ``keyframe_s`` passed.
 
 Options: ``warn_percent`` (number, default 90), ``keyframe_s`` (default 60; 0 sends every
@@ -23,7 +23,7 @@ import psutil
 
 from nerve.contract import Observation, Result, SenseContext
 from nerve.events import SourceClass, Trust
-from nerve.host.deadband import Band, Deadband, keyframe_ns
+from nerve.machine.deadband import Band, Deadband, keyframe_ns
 
 # The reading lives in the observation; state keeps only the note, so a compute that reads
 # as the previous one did stores no new state.

@@ -6,7 +6,7 @@ counter that went backwards, or a daemon that did not stop cleanly) records a ba
 observes nothing. Then one observation for all interfaces together and, with
 ``per_nic``, one per interface.
 
-The rates are sent when they are news (see :mod:`nerve.host.deadband`): a rate since the
+The rates are sent when they are news (see :mod:`nerve.machine.deadband`): a rate since the
 previous compute moved by a quarter (at least 16 KiB/s), errors came or the count of
 listening ports changed since the last observation, or ``keyframe_s`` passed. An observation
 covers the whole time since the one before (``interval_ms``): the counters of the last
@@ -29,7 +29,7 @@ observation's time is when it was first seen), and closed only if its opening wa
 of test servers that come and go are not news. The first compute records the sockets it
 finds without reporting them; state keeps at most ``_PORTS_MAX`` sockets and a compute
 reports at most ``_PORT_EVENTS_MAX`` changes. On Linux the sockets come from the kernel's
-socket diagnostics (:mod:`nerve.host.sockets`), and the holder of a socket is looked for
+socket diagnostics (:mod:`nerve.machine.sockets`), and the holder of a socket is looked for
 only when its inode is new; elsewhere psutil lists every connection at each compute.
 """
 
@@ -42,8 +42,8 @@ import psutil
 
 from nerve.contract import Observation, Result, SenseContext
 from nerve.events import SourceClass, Trust
-from nerve.host import sockets as host_sockets
-from nerve.host.deadband import Band, Deadband, keyframe_ns
+from nerve.machine import sockets as machine_sockets
+from nerve.machine.deadband import Band, Deadband, keyframe_ns
 
 initial_state: dict[str, Any] = {
     "boot": None,
@@ -96,7 +96,7 @@ _previous: dict[str, Any] = {}  # this worker's previous counters: the rate news
 
 
 def _news(ctx: SenseContext, current: dict[str, Any], listening: Any) -> bool:
-    """Whether the rates since the previous compute are news (see nerve.host.deadband); an
+    """Whether the rates since the previous compute are news (see nerve.machine.deadband); an
     observation then covers the whole time since the last one, so no byte goes unreported."""
     before = dict(_previous)
     _previous.clear()
@@ -183,7 +183,7 @@ def _listening(previous: Any = None) -> dict[str, dict[str, Any]] | None:
 
     On Linux the kernel lists them (netlink), and a holder is looked for only for a socket
     not in ``previous`` under the same inode; elsewhere psutil reads every connection."""
-    fast = host_sockets.listening()
+    fast = machine_sockets.listening()
     if fast is None:
         return _listening_psutil()
     known = previous if isinstance(previous, dict) else {}
@@ -198,7 +198,7 @@ def _listening(previous: Any = None) -> dict[str, dict[str, Any]] | None:
         pid = old.get("pid") if seen and isinstance(old, dict) else None
         if key not in found or found[key]["pid"] is None:
             found[key] = {"address": s.address, "port": s.port, "pid": pid, "inode": s.inode}
-    held = host_sockets.holders(unknown)
+    held = machine_sockets.holders(unknown)
     for sock in found.values():
         if sock["inode"] in unknown:
             sock["pid"] = held.get(sock["inode"])

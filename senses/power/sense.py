@@ -43,7 +43,7 @@ import psutil
 
 from nerve.contract import Observation, Result, SenseContext
 from nerve.events import SourceClass, Trust
-from nerve.host.deadband import Band, keyframe_ns
+from nerve.machine.deadband import Band, keyframe_ns
 
 initial_state: dict[str, Any] = {
     "boot": None,

@@ -46,7 +46,7 @@ Options: ``notable`` (names, default below), ``cpu_percent`` (default 80), ``rss
 reports every notable process at once), ``brief_every_s`` (60).
 
 On Linux a scan reads one file per process (``/proc/<pid>/stat``, through
-:mod:`nerve.host.procs`) and a user only for the processes it shows; elsewhere psutil reads
+:mod:`nerve.machine.procs`) and a user only for the processes it shows; elsewhere psutil reads
 them. CPU shares are over the time since the previous scan, from counters kept in the worker
 between computes, so the first compute of a worker sees every process at 0 %: its top lists
 memory only. (psutil's shares, elsewhere, start at 0 % for a new process too: there a new
@@ -70,7 +70,7 @@ except ImportError:  # not on Windows: user names are then uids
 
 from nerve.contract import Observation, Result, SenseContext
 from nerve.events import SourceClass, Trust
-from nerve.host import procs as host_procs
+from nerve.machine import procs as machine_procs
 from nerve.privacy.cut import shorten
 
 DEFAULT_NOTABLE = [
@@ -211,7 +211,7 @@ def _number(ctx: SenseContext, key: str, default: float, zero: bool = False) -> 
 
 def _snapshot() -> Iterator[_Proc]:
     """Every process we may see; ones that vanish or refuse mid-read are skipped."""
-    fast = host_procs.scan()
+    fast = machine_procs.scan()
     if fast is None:
         yield from _psutil_snapshot()
         return
@@ -226,7 +226,7 @@ _TICK_S = 0.01  # /proc's clock tick: the least life a share is taken over
 
 
 def _shares(
-    stats: list[host_procs.ProcStat], now: float, wall_now: float | None = None
+    stats: list[machine_procs.ProcStat], now: float, wall_now: float | None = None
 ) -> Iterator[_Proc]:
     """The processes of one /proc scan, with CPU shares since the previous scan; a process
     started since then has its share over its own life (a new hog shows at once)."""
@@ -268,7 +268,7 @@ def _user_of(proc: _Proc) -> str:
     """The process's user: read now for a /proc scan, which leaves it out (few are shown)."""
     if proc.user:
         return proc.user
-    uid = host_procs.real_uid(proc.pid)
+    uid = machine_procs.real_uid(proc.pid)
     return "" if uid is None else _user_name(uid)
 
 

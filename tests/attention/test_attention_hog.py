@@ -19,7 +19,7 @@ import pytest
 from nerve.attention.service import Attender, Obs, readings_from_bytes
 from nerve.attention.settings import AttentionSettings
 from nerve.events import SourceClass, Trust
-from nerve.host.deadband import Deadband
+from nerve.machine.deadband import Deadband
 from tests.runtime.test_senses_builtin import load
 
 S = 10**9

@@ -14,8 +14,8 @@ from typing import Any
 import psutil
 import pytest
 
-from nerve.host import procs, sockets
-from nerve.host.deadband import Band, Deadband
+from nerve.machine import procs, sockets
+from nerve.machine.deadband import Band, Deadband
 from tests.runtime.test_senses_builtin import initial, load, poll, run
 
 pytestmark = pytest.mark.skipif(not procs.available(), reason="needs a Linux /proc")
