@@ -39,7 +39,7 @@ from nerve.errors import NerveError, UsageError
 from nerve.safetext import csv_cell
 from nerve.ui import data
 from nerve.ui.auth import Keys, local_path
-from nerve.ui.clock import clock, duration
+from nerve.ui.clock import clock, duration, moment
 from nerve.ui.dayline import bars as dayline_bars
 from nerve.ui.dayline import drawn as dayline_drawn
 from nerve.ui.guard import Guard, Served, set_cookie
@@ -68,6 +68,7 @@ def _env() -> Environment:
     env.filters["pretty"] = lambda v: json.dumps(v, indent=2, ensure_ascii=False, default=str)
     env.filters["clock"] = clock
     env.filters["duration"] = duration
+    env.filters["moment"] = moment
     env.globals["pages"] = PAGES
     return env
 

@@ -57,6 +57,12 @@ function cell(tr, text, cls) {
   tr.appendChild(td);
 }
 
+// an ISO time as the local 24-hour clock the pages use: 14:03:22
+function clockOf(iso) {
+  const t = new Date(iso), two = (n) => String(n).padStart(2, "0");
+  return `${two(t.getHours())}:${two(t.getMinutes())}:${two(t.getSeconds())}`;
+}
+
 function live() {
   const table = document.getElementById("live");
   if (!table) return;
@@ -70,7 +76,7 @@ function live() {
     const tr = document.createElement("tr");
     tr.dataset.id = e.id;
     const a = document.createElement("a");
-    a.href = "/events/" + e.id; a.textContent = e.time;
+    a.href = "/events/" + e.id; a.textContent = clockOf(e.time); a.title = e.time;
     const td = document.createElement("td"); td.className = "time"; td.appendChild(a); tr.appendChild(td);
     cell(tr, e.source); cell(tr, e.kind); cell(tr, e.subject); cell(tr, e.line, "line");
     if (e.erased) tr.className = "erased";
@@ -106,12 +112,18 @@ function live() {
 }
 
 // -- charts (uPlot): a SQL result with a time column and numbers; the joule budget ----------
+// a colour of the page's scheme (app.css's custom properties), for what is drawn on a canvas
+function colour(name) {
+  return getComputedStyle(document.documentElement).getPropertyValue(name).trim();
+}
+
 function chartOf(el, xs, series, names, ordinal) {
   if (!el || typeof uPlot === "undefined" || !xs.length) return;
+  const axis = { stroke: colour("--muted"), grid: { stroke: colour("--line") }, ticks: { stroke: colour("--line") } };
   const opts = {
     width: Math.min(el.clientWidth || 800, document.documentElement.clientWidth - 16), height: 220, scales: { x: { time: !ordinal } },
-    series: [{}, ...names.map((n, i) => ({ label: n, stroke: ["#2b6cb0", "#c05621", "#2f855a", "#805ad5"][i % 4] }))],
-    axes: [{}, { size: 80 }],
+    series: [{}, ...names.map((n, i) => ({ label: n, stroke: colour(["--c0", "--c1", "--c2", "--c3"][i % 4]) }))],
+    axes: [axis, { ...axis, size: 80 }],
   };
   new uPlot(opts, [xs, ...series], el);
 }
