@@ -6,11 +6,14 @@ folder; NERVE_UI_DOCS=1 refreshes ``docs/ui-recorded-day.png``."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
@@ -132,3 +135,77 @@ DECISION = """() => ({
   line: document.querySelector("#reading-line polyline").getBoundingClientRect().width,
   mark: document.querySelector("#reading-line a.mark > title").textContent,
 })"""
+
+
+def test_a_drag_across_the_timeline_shows_that_span_in_local_times(
+    recorded_day_copy: Day, tmp_path: Path
+) -> None:
+    """A drag across the recorded day's picture goes to the dragged span (to a pixel's
+    worth of time), the address and the form in local times; a drag of two pixels does
+    nothing; ``later`` and ``zoom out`` keep to the log's span. The dragged picture is also
+    shot in dark (``ui-timeline-recorded-day-dark.png``)."""
+    proc = _ui_at(recorded_day_copy)
+    try:
+        (login_url,) = LineReader(proc).take(1, timeout=60)
+        base = login_url.split("/login")[0]
+        with chromium(tmp_path / "dl") as context:
+            page = context.new_page()
+            page.goto(login_url)
+            page.goto(base + "/timeline")
+            whole, box = page.evaluate(TWIN), page.locator("#apps-lane").bounding_box()
+            y, start = box["y"] + box["height"] / 2, box["x"] + 0.2 * box["width"]
+            _drag(page, start, start + 2, y)
+            page.wait_for_timeout(500)
+            assert page.url == base + "/timeline"  # too narrow: a click, not a zoom
+            with page.expect_navigation(wait_until="load"):
+                _drag(page, start, box["x"] + 0.6 * box["width"], y)
+            address = page.url
+            form = [page.input_value(f"input[name={k}]") for k in ("since", "until")]
+            dragged = page.evaluate(TWIN)
+            page.emulate_media(color_scheme="dark")
+            page.screenshot(path=str(tmp_path / DARK_SHOT), full_page=True)
+            moved = _press_until_gone(page, "later")
+            widest = _press_until_gone(page, "zoom-out")
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=20)
+    query = parse_qs(urlsplit(address).query)
+    assert not re.search(r"\d{12}", address), address  # no stamps in the address
+    for said in (query["since"][0], query["until"][0], *form):
+        assert re.fullmatch(r"2026-12-05 \d\d:\d\d(:\d\d)?", said), (said, address, form)
+    span, pixel = whole["until"] - whole["since"], (whole["until"] - whole["since"]) / box["width"]
+    assert abs(dragged["since"] - (whole["since"] + 0.2 * span)) <= pixel, (dragged, pixel)
+    assert abs(dragged["until"] - (whole["since"] + 0.6 * span)) <= pixel, (dragged, pixel)
+    second = 10**9  # the address holds whole seconds
+    assert abs(moved[-1]["until"] - moved[-1]["since"] - 0.4 * span) <= pixel + second
+    assert all(abs(m["until"] - m["since"] - 0.4 * span) <= pixel + second for m in moved)
+    assert moved[-1]["until"] <= whole["last"] + second  # no later than the last event
+    assert widest[-1]["since"] >= whole["first"] - second, (widest[-1], whole)
+    assert widest[-1]["until"] <= whole["last"] + second, (widest[-1], whole)
+    if os.environ.get("NERVE_UI_DOCS") == "1":
+        shutil.copy(tmp_path / DARK_SHOT, DOCS / DARK_SHOT)
+
+
+DARK_SHOT = "ui-timeline-recorded-day-dark.png"
+TWIN = "fetch(location.href, {headers: {accept: 'application/json'}}).then((r) => r.json())"
+
+
+def _drag(page: Any, start: float, end: float, y: float) -> None:
+    """A mouse drag from ``start`` to ``end`` across the page at height ``y``."""
+    page.mouse.move(start, y)
+    page.mouse.down()
+    page.mouse.move(end, y, steps=8)
+    page.mouse.up()
+
+
+def _press_until_gone(page: Any, move: str) -> list[dict[str, Any]]:
+    """Follow the timeline's ``move`` link until it is offered no more (the log's edge):
+    each window it went to (its JSON twin)."""
+    seen = []
+    for _ in range(12):
+        if page.locator(f"a#{move}").count() == 0:
+            return seen
+        with page.expect_navigation(wait_until="load"):
+            page.click(f"a#{move}")
+        seen.append(page.evaluate(TWIN))
+    raise AssertionError(f"{move} is still offered after 12 moves: {seen[-1]['since']}")
