@@ -27,6 +27,7 @@ pytestmark = [
 ]
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 SHOT = "ui-recorded-day.png"
+DARK_DAY = "ui-recorded-day-dark.png"
 # `nerve ui` with time.time_ns and time.time moved to the day's "now", still ticking
 SHIFTED = """
 import runpy, sys, time
@@ -59,6 +60,8 @@ def test_the_recorded_day_page_shows_the_apps_and_the_failed_commands(
             text = page.inner_text("body")
             path = tmp_path / SHOT
             page.screenshot(path=str(path))
+            page.emulate_media(color_scheme="dark")
+            page.screenshot(path=str(tmp_path / DARK_DAY))
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.communicate(timeout=20)
@@ -66,6 +69,7 @@ def test_the_recorded_day_page_shows_the_apps_and_the_failed_commands(
     assert " h " not in text.split("in focus")[0], text[:300]  # minutes of a short day, not hours
     if os.environ.get("NERVE_UI_DOCS") == "1":
         shutil.copy(path, DOCS / SHOT)
+        shutil.copy(tmp_path / DARK_DAY, DOCS / DARK_DAY)
 
 
 TIMELINE_SHOTS = {
