@@ -70,6 +70,7 @@ def _env() -> Environment:
     env.filters["clock"] = clock
     env.filters["duration"] = duration
     env.filters["moment"] = moment
+    env.filters["local"] = _local
     env.globals["pages"] = PAGES
     return env
 

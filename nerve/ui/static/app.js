@@ -108,9 +108,9 @@ function cell(tr, text, cls) {
   tr.appendChild(td);
 }
 
-// an ISO time as the local 24-hour clock the pages use: 14:03:22
-function clockOf(iso) {
-  const t = new Date(iso), two = (n) => String(n).padStart(2, "0");
+// a moment (an ISO time, or ms since the epoch) as the local 24-hour clock the pages use: 14:03:22
+function clockOf(when) {
+  const t = new Date(when), two = (n) => String(n).padStart(2, "0");
   return `${two(t.getHours())}:${two(t.getMinutes())}:${two(t.getSeconds())}`;
 }
 
@@ -171,10 +171,14 @@ function colour(name) {
 function chartOf(el, xs, series, names, ordinal) {
   if (!el || typeof uPlot === "undefined" || !xs.length) return;
   const axis = { stroke: colour("--muted"), grid: { stroke: colour("--line") }, ticks: { stroke: colour("--line") } };
+  const days = xs[xs.length - 1] - xs[0] > 86400;  // uPlot's times are seconds
+  const day = (v) => new Date(v * 1000).toLocaleDateString("en-GB", { day: "2-digit", month: "short" }) + " ";
+  const hhmm = (v) => (days ? day(v) : "") + clockOf(v * 1000).slice(0, 5);
   const opts = {
     width: Math.min(el.clientWidth || 800, document.documentElement.clientWidth - 16), height: 220, scales: { x: { time: !ordinal } },
-    series: [{}, ...names.map((n, i) => ({ label: n, stroke: colour(["--c0", "--c1", "--c2", "--c3"][i % 4]) }))],
-    axes: [axis, { ...axis, size: 80 }],
+    series: [ordinal ? {} : { value: (u, v) => (v == null ? "--" : clockOf(v * 1000)) },
+      ...names.map((n, i) => ({ label: n, stroke: colour(["--c0", "--c1", "--c2", "--c3"][i % 4]) }))],
+    axes: [ordinal ? axis : { ...axis, values: (u, splits) => splits.map(hhmm) }, { ...axis, size: 80 }],
   };
   new uPlot(opts, [xs, ...series], el);
 }
