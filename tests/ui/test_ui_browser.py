@@ -305,6 +305,8 @@ def test_every_page_is_readable_in_dark(ui: Ui) -> None:
     light on it (a white panel or chart), the page fits, and no raw stamp shows."""
     page = ui.page.context.new_page()
     page.emulate_media(color_scheme="dark")
+    errors: list[str] = []  # a script error, or anything the CSP refused
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
     seen: dict[str, Any] = {}
     try:
         for (width, height), tag in (((1280, 800), "dark"), ((390, 844), "dark-phone")):
@@ -318,6 +320,7 @@ def test_every_page_is_readable_in_dark(ui: Ui) -> None:
         page.close()
     wrong = [f"{where}: {problem}" for where, found in seen.items() for problem in _dark(found)]
     assert wrong == [], "\n".join(wrong)
+    assert errors == []
 
 
 def _dark(found: dict[str, Any]) -> list[str]:

@@ -154,6 +154,8 @@ def test_a_drag_across_the_timeline_shows_that_span_in_local_times(
         base = login_url.split("/login")[0]
         with chromium(tmp_path / "dl") as context:
             page = context.new_page()
+            errors: list[str] = []  # a script error, or anything the CSP refused
+            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
             page.goto(login_url)
             page.goto(base + "/timeline")
             whole, box = page.evaluate(TWIN), page.locator("#apps-lane").bounding_box()
@@ -173,6 +175,7 @@ def test_a_drag_across_the_timeline_shows_that_span_in_local_times(
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.communicate(timeout=20)
+    assert errors == []
     query = parse_qs(urlsplit(address).query)
     assert not re.search(r"\d{12}", address), address  # no stamps in the address
     for said in (query["since"][0], query["until"][0], *form):
