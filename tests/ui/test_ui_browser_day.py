@@ -145,9 +145,10 @@ def test_a_drag_across_the_timeline_shows_that_span_in_local_times(
     recorded_day_copy: Day, tmp_path: Path
 ) -> None:
     """A drag across the recorded day's picture goes to the dragged span (to a pixel's
-    worth of time), the address and the form in local times; a drag of two pixels does
-    nothing; ``later`` and ``zoom out`` keep to the log's span. The dragged picture is also
-    shot in dark (``ui-timeline-recorded-day-dark.png``)."""
+    worth of time), the address and the form in local times, with a mouse at 1280 px and a
+    finger at 390 px; a drag of two pixels does nothing; ``later`` and ``zoom out`` keep to
+    the log's span. The dragged picture is also shot in dark
+    (``ui-timeline-recorded-day-dark.png``)."""
     proc = _ui_at(recorded_day_copy)
     try:
         (login_url,) = LineReader(proc).take(1, timeout=60)
@@ -158,20 +159,20 @@ def test_a_drag_across_the_timeline_shows_that_span_in_local_times(
             page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
             page.goto(login_url)
             page.goto(base + "/timeline")
-            whole, box = page.evaluate(TWIN), page.locator("#apps-lane").bounding_box()
-            y, start = box["y"] + box["height"] / 2, box["x"] + 0.2 * box["width"]
+            box = page.locator("#apps-lane").bounding_box()
+            start, y = box["x"] + 0.2 * box["width"], box["y"] + box["height"] / 2
             _drag(page, start, start + 2, y)
             page.wait_for_timeout(500)
             assert page.url == base + "/timeline"  # too narrow: a click, not a zoom
-            with page.expect_navigation(wait_until="load"):
-                _drag(page, start, box["x"] + 0.6 * box["width"], y)
+            mouse = _zoomed(page, base, _drag)
             address = page.url
             form = [page.input_value(f"input[name={k}]") for k in ("since", "until")]
-            dragged = page.evaluate(TWIN)
             page.emulate_media(color_scheme="dark")
             page.screenshot(path=str(tmp_path / DARK_SHOT), full_page=True)
             moved = _press_until_gone(page, "later")
             widest = _press_until_gone(page, "zoom-out")
+            page.set_viewport_size({"width": 390, "height": 844})
+            finger = _zoomed(page, base, _swipe)
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.communicate(timeout=20)
@@ -180,17 +181,31 @@ def test_a_drag_across_the_timeline_shows_that_span_in_local_times(
     assert not re.search(r"\d{12}", address), address  # no stamps in the address
     for said in (query["since"][0], query["until"][0], *form):
         assert re.fullmatch(r"2026-12-05 \d\d:\d\d(:\d\d)?", said), (said, address, form)
-    span, pixel = whole["until"] - whole["since"], (whole["until"] - whole["since"]) / box["width"]
-    assert abs(dragged["since"] - (whole["since"] + 0.2 * span)) <= pixel, (dragged, pixel)
-    assert abs(dragged["until"] - (whole["since"] + 0.6 * span)) <= pixel, (dragged, pixel)
-    second = 10**9  # the address holds whole seconds
-    assert abs(moved[-1]["until"] - moved[-1]["since"] - 0.4 * span) <= pixel + second
+    whole, pixel = mouse["whole"], mouse["pixel"]
+    span, second = whole["until"] - whole["since"], 10**9  # the address holds whole seconds
     assert all(abs(m["until"] - m["since"] - 0.4 * span) <= pixel + second for m in moved)
     assert moved[-1]["until"] <= whole["last"] + second  # no later than the last event
     assert widest[-1]["since"] >= whole["first"] - second, (widest[-1], whole)
     assert widest[-1]["until"] <= whole["last"] + second, (widest[-1], whole)
+    for zoom in (mouse, finger):
+        span = zoom["whole"]["until"] - zoom["whole"]["since"]
+        for key, part in (("since", 0.2), ("until", 0.6)):
+            wanted = zoom["whole"]["since"] + part * span
+            assert abs(zoom["dragged"][key] - wanted) <= zoom["pixel"], (key, zoom)
     if os.environ.get("NERVE_UI_DOCS") == "1":
         shutil.copy(tmp_path / DARK_SHOT, DOCS / DARK_SHOT)
+
+
+def _zoomed(page: Any, base: str, drag: Any) -> dict[str, Any]:
+    """The timeline, then ``drag`` from 20% to 60% across its strips: the window before
+    (``whole``, its JSON twin), a pixel's worth of its time, and the window after."""
+    page.goto(base + "/timeline")
+    whole, box = page.evaluate(TWIN), page.locator("#apps-lane").bounding_box()
+    y = box["y"] + box["height"] / 2
+    with page.expect_navigation(wait_until="load"):
+        drag(page, box["x"] + 0.2 * box["width"], box["x"] + 0.6 * box["width"], y)
+    pixel = (whole["until"] - whole["since"]) / box["width"]
+    return {"whole": whole, "pixel": pixel, "dragged": page.evaluate(TWIN)}
 
 
 DARK_SHOT = "ui-timeline-recorded-day-dark.png"
@@ -203,6 +218,22 @@ def _drag(page: Any, start: float, end: float, y: float) -> None:
     page.mouse.down()
     page.mouse.move(end, y, steps=8)
     page.mouse.up()
+
+
+def _swipe(page: Any, start: float, end: float, y: float) -> None:
+    """A finger drawn from ``start`` to ``end`` at height ``y`` (touch events, as a phone
+    sends them, through Chromium's DevTools protocol)."""
+    cdp = page.context.new_cdp_session(page)
+    cdp.send("Emulation.setTouchEmulationEnabled", {"enabled": True, "maxTouchPoints": 1})
+    cdp.send(
+        "Input.dispatchTouchEvent", {"type": "touchStart", "touchPoints": [{"x": start, "y": y}]}
+    )
+    for i in range(1, 9):
+        x = start + (end - start) * i / 8
+        cdp.send(
+            "Input.dispatchTouchEvent", {"type": "touchMove", "touchPoints": [{"x": x, "y": y}]}
+        )
+    cdp.send("Input.dispatchTouchEvent", {"type": "touchEnd", "touchPoints": []})
 
 
 def _press_until_gone(page: Any, move: str) -> list[dict[str, Any]]:
