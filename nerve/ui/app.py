@@ -39,9 +39,10 @@ from nerve.errors import NerveError, UsageError
 from nerve.safetext import csv_cell
 from nerve.ui import data
 from nerve.ui.auth import Keys, local_path
-from nerve.ui.clock import clock, duration
+from nerve.ui.clock import clock, duration, moment
 from nerve.ui.dayline import bars as dayline_bars
 from nerve.ui.dayline import drawn as dayline_drawn
+from nerve.ui.dayline import moves as dayline_moves
 from nerve.ui.guard import Guard, Served, set_cookie
 
 __all__ = ["build_app"]
@@ -68,6 +69,8 @@ def _env() -> Environment:
     env.filters["pretty"] = lambda v: json.dumps(v, indent=2, ensure_ascii=False, default=str)
     env.filters["clock"] = clock
     env.filters["duration"] = duration
+    env.filters["moment"] = moment
+    env.filters["local"] = _local
     env.globals["pages"] = PAGES
     return env
 
@@ -178,10 +181,12 @@ class Pages:
             )
         except NerveError as exc:
             return self.failed(request, exc)
+        logged = (out["first"], out["last"]) if out["first"] is not None else None
         return self.render(
             request, "timeline.html", out, x=_x(data.Window(out["since"], out["until"])),
-            nav=_day_nav(out["since"], out["until"]), drawn=dayline_drawn(out), bars=dayline_bars,
-            shown={k: _human(str(out[k]))[:16] for k in ("since", "until")},
+            nav=_day_nav(out["since"], out["until"], logged), drawn=dayline_drawn(out),
+            bars=dayline_bars, shown={k: _local(out[k]) for k in ("since", "until")},
+            zone=_zone(out["since"]),
         )  # fmt: skip
 
     async def counts(self, request: Request) -> Response:
@@ -202,7 +207,7 @@ class Pages:
         return self.render(
             request, "counts.html", out, x=_x(win), min=least, ticks=_ticks(win),
             shown={k: _human(p.get(k, "")) for k in ("since", "until")},
-            nav=_nav(win, buckets, p.get("host", "").strip()),
+            nav=_nav(win, buckets, p.get("host", "").strip()), zone=_zone(win.since),
         )  # fmt: skip
 
     def _filters(self, request: Request) -> data.Filters:
@@ -489,21 +494,34 @@ def _nav(win: data.Window, buckets: int, host: str = "") -> dict[str, str]:
     }
 
 
-def _day_nav(since: int, until: int) -> dict[str, str]:
-    """Links that move and zoom the timeline's picture, in local times a person reads."""
+def _day_nav(since: int, until: int, logged: tuple[int, int] | None) -> dict[str, str]:
+    """Links that move and zoom the timeline's picture, in local times a person reads; a
+    move past the log's span ``logged`` is left out (:func:`nerve.ui.dayline.moves`)."""
     from urllib.parse import quote
-
-    span, mid = until - since, (since + until) // 2
 
     def url(lo: int, hi: int) -> str:
         return f"/timeline?since={quote(_human(str(lo)))}&until={quote(_human(str(hi)))}"
 
-    return {
-        "earlier": url(since - span, since),
-        "later": url(until, until + span),
-        "zoom_in": url(mid - span // 4, mid + span // 4),
-        "zoom_out": url(mid - span, mid + span),
-    }
+    moved = dayline_moves(since, until, logged).items()
+    return {key: url(*span) for key, span in moved if span is not None}
+
+
+def _local(ns: int) -> str:
+    """A moment as the timeline's form shows and reads it: local ``2026-12-05 19:24:10``
+    (``2026-12-05 19:24`` on a whole minute)."""
+    from datetime import datetime
+
+    moment = datetime.fromtimestamp(ns // 10**9)
+    return f"{moment:%Y-%m-%d %H:%M}" + (f":{moment:%S}" if moment.second else "")
+
+
+def _zone(ns: int) -> int:
+    """Local time's offset from UTC at ``ns``, in seconds (the page's script writes the
+    times a drag picks in the server's local time, whatever the browser's zone)."""
+    from datetime import datetime
+
+    offset = datetime.fromtimestamp(ns / 1e9).astimezone().utcoffset()
+    return int(offset.total_seconds()) if offset else 0
 
 
 def _x(win: data.Window) -> Callable[[int], float]:

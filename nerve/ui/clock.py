@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 
-__all__ = ["clock", "duration"]
+__all__ = ["clock", "duration", "moment"]
 
 
 def clock(ns: int | None, seconds: bool = True) -> str:
@@ -18,6 +18,16 @@ def clock(ns: int | None, seconds: bool = True) -> str:
         if seconds
         else f"{t.tm_hour:02d}:{t.tm_min:02d}"
     )
+
+
+def moment(stamp: int | str, now_ns: int | None = None) -> str:
+    """A moment (ns, or an event's stamp ``physical.logical``) as a list shows it: the clock
+    time for today's, with the day before it for another day's (``05 Dec 19:24:10``)."""
+    ns = int(str(stamp).partition(".")[0])
+    day = time.localtime(ns // 10**9)[:3]
+    if day == time.localtime((now_ns or time.time_ns()) // 10**9)[:3]:
+        return clock(ns)
+    return time.strftime("%d %b ", time.localtime(ns // 10**9)) + clock(ns)
 
 
 def duration(ns: int | None) -> str:

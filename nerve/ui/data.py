@@ -188,33 +188,38 @@ def timeline_day(
     *, now_ns: int | None = None,
 ) -> dict[str, Any]:  # fmt: skip
     """The timeline page's picture (:mod:`nerve.ui.dayline`) of [since, until) (as the
-    events page reads them) or else of the day ``when`` (as the Day page chooses it) cut to
-    the moments it holds events; widened to round times, with the ticks."""
+    events page reads them, cut to the log's span) or else of the day ``when`` (as the Day
+    page chooses it) cut to the moments it holds events and widened to round times; with
+    its ticks at round times and the log's span (``first``, ``last``: ns, or None)."""
     import time
 
     from nerve.categories import define
-    from nerve.ui.dayline import extent, picture, rounded
+    from nerve.clock import PHYSICAL_MAX
+    from nerve.ui.dayline import extent, fitted, picture, rounded, ticks
 
     now = now_ns or time.time_ns()
     conn = connect(ws, screen(ws), rows_of(ws))
     try:
         define(conn, ws.settings.views().get("categories", []))
+        logged = extent(conn, 0, PHYSICAL_MAX)
         if since:
             win = window(since, until, now_ns=now)
-            lo, hi = win.since, win.until
+            lo, hi = fitted(win.since, win.until, logged)
+            at = ticks(lo, hi)
         else:
             first = _local_day(conn, when, now)
             lo, hi = _ns_of(first), _ns_of(first + timedelta(days=1))
             first_ns, last_ns = extent(conn, lo, hi) or (lo, hi - 1)
-            lo, hi = first_ns, last_ns + 1
-        lo, hi, step = rounded(lo, hi)
+            lo, hi, step = rounded(first_ns, last_ns + 1)
+            at = list(range(lo, hi + 1, step))
         found = picture(conn, lo, hi, now)
     finally:
         conn.close()
     shown = datetime.fromtimestamp(lo / 1e9).astimezone()
     return {
-        "since": lo, "until": hi, "step_ns": step, "ticks": list(range(lo, hi + 1, step)),
-        "day": shown.date().isoformat(), "label": f"{shown:%A %d %B %Y}", **found,
+        "since": lo, "until": hi, "ticks": at, "day": shown.date().isoformat(),
+        "label": f"{shown:%A %d %B %Y}", "first": logged[0] if logged else None,
+        "last": logged[1] if logged else None, **found,
     }  # fmt: skip
 
 

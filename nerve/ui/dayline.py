@@ -19,7 +19,10 @@ from nerve.events import bookkeeping_sql
 from nerve.recall.day import commands_in, decisions_in
 from nerve.ui.clock import clock, duration
 
-__all__ = ["READINGS", "STEPS_MIN", "around", "bars", "drawn", "extent", "picture", "rounded"]
+__all__ = [
+    "READINGS", "STEPS_MIN", "around", "bars", "drawn", "edges", "extent", "fitted", "moves",
+    "picture", "rounded", "ticks",
+]  # fmt: skip
 
 MIN_NS = 60 * 10**9
 # tick steps in minutes; a window is widened to whole steps so its ticks fall on round times
@@ -61,16 +64,72 @@ def extent(conn: duckdb.DuckDBPyConnection, since: int, until: int) -> tuple[int
     return int(row[0]), int(row[1])
 
 
+def _step(since: int, until: int) -> int:
+    """The tick step (ns) for [since, until): the smallest giving at most ``MAX_TICKS``."""
+    span = max(until - since, MIN_NS)
+    return next((s for s in STEPS_MIN if span <= s * MIN_NS * MAX_TICKS), STEPS_MIN[-1]) * MIN_NS
+
+
+def _shift(ns: int) -> int:
+    """Local time's offset from UTC at ``ns``, in ns (so steps fall on local round times)."""
+    offset = datetime.fromtimestamp(ns / 1e9).astimezone().utcoffset()
+    return int(offset.total_seconds()) * 10**9 if offset else 0
+
+
 def rounded(since: int, until: int) -> tuple[int, int, int]:
     """[since, until) widened to whole tick steps (local time), and the step in ns."""
-    span = max(until - since, MIN_NS)
-    step = next((s for s in STEPS_MIN if span <= s * MIN_NS * MAX_TICKS), STEPS_MIN[-1])
-    step_ns = step * MIN_NS
-    offset = datetime.fromtimestamp(since / 1e9).astimezone().utcoffset()
-    shift = int(offset.total_seconds()) * 10**9 if offset else 0
+    step_ns, shift = _step(since, until), _shift(since)
     lo = (since + shift) // step_ns * step_ns - shift
     hi = -(-(until + shift) // step_ns) * step_ns - shift
     return lo, max(hi, lo + step_ns), step_ns
+
+
+def ticks(since: int, until: int) -> list[int]:
+    """The round local times in [since, until], a step apart (at most ``MAX_TICKS`` + 1)."""
+    step_ns, shift = _step(since, until), _shift(since)
+    first = -(-(since + shift) // step_ns) * step_ns - shift
+    return list(range(first, until + 1, step_ns))
+
+
+def edges(logged: tuple[int, int]) -> tuple[int, int]:
+    """The log's span (its first and last event) to whole seconds, as a window bounded by it
+    is written in the timeline's address: [first second, the second after the last)."""
+    second = 10**9
+    return logged[0] // second * second, (logged[1] // second + 1) * second
+
+
+def fitted(since: int, until: int, logged: tuple[int, int] | None) -> tuple[int, int]:
+    """A window asked for, cut to the log's span ``logged`` (its first and last event, to
+    whole seconds) when it meets it, and at least a minute wide (widened about its middle)."""
+    if logged and since <= logged[1] and until > logged[0]:
+        lo, hi = edges(logged)
+        since, until = max(since, lo), min(until, hi)
+    if until - since < MIN_NS:
+        mid = (since + until) // 2
+        since, until = mid - MIN_NS // 2, mid + MIN_NS // 2
+    return since, until
+
+
+def moves(
+    since: int, until: int, logged: tuple[int, int] | None
+) -> dict[str, tuple[int, int] | None]:
+    """The windows the timeline's buttons go to: ``earlier`` and ``later`` (the same span,
+    moved), ``zoom_in`` (half of it about its middle) and ``zoom_out`` (twice it), none
+    reaching past the log's span ``logged``; a move with nowhere to go is None."""
+    span, mid = until - since, (since + until) // 2
+    lo, hi = edges(logged) if logged else (since, until)
+
+    def within(start: int, width: int) -> tuple[int, int]:
+        width = min(width, hi - lo)
+        start = min(max(start, lo), hi - width)
+        return start, start + width
+
+    return {
+        "earlier": within(since - span, span) if since > lo else None,
+        "later": within(until, span) if until < hi else None,
+        "zoom_in": (mid - span // 4, mid + span // 4) if span >= 2 * MIN_NS else None,
+        "zoom_out": within(mid - span, 2 * span) if since > lo or until < hi else None,
+    }
 
 
 def picture(conn: duckdb.DuckDBPyConnection, since: int, until: int, now: int) -> dict[str, Any]:

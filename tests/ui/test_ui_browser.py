@@ -5,6 +5,7 @@ test's folder (set NERVE_UI_DOCS=1 to refresh the ones under docs/)."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -59,9 +60,9 @@ class Ui:
         assert response is not None and response.status == 200, path
         return response
 
-    def shot(self, name: str) -> Path:
+    def shot(self, name: str, page: Any = None) -> Path:
         path = self.shots / f"{name}.png"
-        self.page.screenshot(path=str(path))
+        (page or self.page).screenshot(path=str(path))
         if os.environ.get("NERVE_UI_DOCS") == "1":
             DOCS.mkdir(exist_ok=True)
             shutil.copy(path, DOCS / f"ui-{name}.png")
@@ -295,6 +296,98 @@ def test_every_page_fits_a_laptop_and_a_phone(ui: Ui) -> None:
     said = ui.page.locator("#daemon").inner_text()
     assert "events in" in said and "commits" in said and "not yet sealed" in said
     assert ui.page.title().startswith("health")
+
+
+def test_every_page_is_readable_in_dark(ui: Ui) -> None:
+    """With the browser asking for dark (Playwright's ``color_scheme``), every page at 1280x800
+    and at 390 px is dark behind its text, every visible text has a contrast of at least 4.5:1
+    against what is behind it (WCAG's formula on the computed colours), nothing is painted
+    light on it (a white panel or chart), the page fits, and no raw stamp shows."""
+    page = ui.page.context.new_page()
+    page.emulate_media(color_scheme="dark")
+    errors: list[str] = []  # a script error, or anything the CSP refused
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    seen: dict[str, Any] = {}
+    try:
+        for (width, height), tag in (((1280, 800), "dark"), ((390, 844), "dark-phone")):
+            page.set_viewport_size({"width": width, "height": height})
+            for name, path in PAGES.items():
+                assert page.goto(ui.base + path).status == 200, path
+                page.wait_for_load_state("load")
+                seen[f"{name} at {width} px"] = page.evaluate(_DARK)
+                ui.shot(f"{name}-{tag}", page)
+    finally:
+        page.close()
+    wrong = [f"{where}: {problem}" for where, found in seen.items() for problem in _dark(found)]
+    assert wrong == [], "\n".join(wrong)
+    assert errors == []
+
+
+def _dark(found: dict[str, Any]) -> list[str]:
+    """What is wrong with one page seen in dark (nothing: an empty list)."""
+    raw = re.search(r"\d{16}|\d\d:\d\d:\d\d\.\d{6}", found["text"])
+    return [
+        *([f"background luminance {found['bg']:.2f}"] if found["bg"] >= 0.05 else []),
+        *([f"body text contrast {found['body']:.2f}"] if found["body"] < 4.5 else []),
+        *[f"low contrast: {e}" for e in found["low"]],
+        *[f"painted light: {e}" for e in found["light"]],
+        *([f"{found['scroll']} px wide"] if found["scroll"] > found["inner"] else []),
+        *([f"raw time {raw.group(0)}"] if raw else []),
+    ]
+
+
+# In the page: the body's background luminance, the contrast of the body's text and of each
+# visible text (what is written in it and its colour against the backgrounds behind it, SVG
+# text by its fill), the elements painted light, the widths and the visible text.
+_DARK = """() => {
+  const rgba = (c) => { const m = c.match(/[\\d.]+/g) || [0, 0, 0, 0];
+    return [+m[0], +m[1], +m[2], m.length > 3 ? +m[3] : 1]; };
+  const lum = ([r, g, b]) => { const f = (v) => { v /= 255;
+      return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; };
+    return 0.2126 * f(r) + 0.7152 * f(g) + 0.0722 * f(b); };
+  const over = (top, under) => [0, 1, 2].map((i) => top[i] * top[3] + under[i] * (1 - top[3]));
+  const behind = (el) => {
+    const layers = [];
+    for (let e = el; e && e.nodeType === 1; e = e.parentElement) {
+      const c = rgba(getComputedStyle(e).backgroundColor);
+      if (c[3] > 0) layers.push(c);
+      if (c[3] >= 1) break;
+    }
+    let colour = rgba(getComputedStyle(document.documentElement).backgroundColor);
+    if (colour[3] === 0) colour = [255, 255, 255, 1];
+    for (const c of layers.reverse()) colour = [...over(c, colour), 1];
+    return colour;
+  };
+  const ratio = (a, b) => { const [x, y] = [lum(a), lum(b)].sort((p, q) => q - p);
+    return (x + 0.05) / (y + 0.05); };
+  const shown = (e) => e.getClientRects().length > 0 && getComputedStyle(e).visibility !== "hidden";
+  const low = [];
+  for (const e of document.querySelectorAll("body *")) {
+    const own = [...e.childNodes].some((n) => n.nodeType === 3 && n.textContent.trim());
+    if (!own || !shown(e) || e.closest("title, script, option")) continue;
+    const s = getComputedStyle(e);
+    const ink = rgba(e instanceof SVGElement ? s.fill : s.color);
+    const r = ratio(over(ink, behind(e)), behind(e));
+    if (r < 4.5) low.push(`${e.tagName}.${e.className.baseVal ?? e.className} ${r.toFixed(2)}`);
+  }
+  const light = [...document.querySelectorAll("body *")].filter((e) => {
+    if (!shown(e)) return false;
+    const s = getComputedStyle(e);
+    const paint = rgba(e instanceof SVGElement ? s.fill : s.backgroundColor);
+    const alpha = paint[3] * (e instanceof SVGElement ? +s.fillOpacity : 1);
+    return alpha > 0.3 && lum(paint) > 0.6 && !(e instanceof SVGTextElement);
+  }).map((e) => `${e.tagName}#${e.id}`).slice(0, 8);
+  const body = getComputedStyle(document.body);
+  return {
+    bg: lum(behind(document.body)),
+    body: ratio(rgba(body.color), behind(document.body)),
+    low: low.slice(0, 12),
+    light,
+    scroll: document.documentElement.scrollWidth,
+    inner: innerWidth,
+    text: document.body.innerText,
+  };
+}"""
 
 
 _PAST_EDGE = """() => [...document.querySelectorAll("body *")]

@@ -68,6 +68,8 @@ def test_the_day_shows_time_per_app_title_and_away(ws: WorkspaceDir) -> None:
         assert shown in text, shown
     assert "cargo build" in text and "exit 101" in text and "15:26" in text
     assert not re.search(r"\d{19}|\d{2}:\d{2}:\d{2}\.\d{6}", text)  # no HLC, no ISO µs
+    link = re.search(r'href="(/timeline\?[^"]+)">timeline<', c.get(DAY).text)
+    assert link and "since=2026-05-06%2000%3A00&amp;until=2026-05-07%2000%3A00" in link.group(1)
 
 
 def test_the_default_day_is_the_last_with_events_and_a_week_reaches_back(

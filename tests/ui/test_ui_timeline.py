@@ -170,3 +170,32 @@ def test_bar_lanes_escape_titles_and_shade_only_visible_time_away() -> None:
     assert "Fire&lt;fox&gt;" in apps and "a &amp; b" in windows
     assert windows.count("<a href=") == 2 and 'href="/events?since=0&amp;until=600' in windows
     assert str(bars("away", d["away"])).count('class="afk"') == 2
+
+
+def test_moves_keep_the_span_and_stop_at_the_log() -> None:
+    """Earlier and later keep the span and go no further than the log's first and last
+    event (to whole seconds); zoom out is cut to the log; a move with nowhere to go is None."""
+    from nerve.ui.dayline import moves
+
+    s, minute = 10**9, 60 * 10**9
+    logged = (100 * s + 5, 1000 * s - 7)  # the log: [100 s, 1000 s) to whole seconds
+    inner = moves(400 * s, 600 * s, logged)
+    assert inner["earlier"] == (200 * s, 400 * s) and inner["later"] == (600 * s, 800 * s)
+    assert inner["zoom_in"] == (450 * s, 550 * s) and inner["zoom_out"] == (300 * s, 700 * s)
+    near = moves(150 * s, 950 * s, logged)
+    assert near["earlier"] == (100 * s, 900 * s) and near["later"] == (200 * s, 1000 * s)
+    assert near["zoom_out"] == (100 * s, 1000 * s)  # the whole log, no wider
+    edge = moves(100 * s, 1000 * s, logged)
+    assert edge["earlier"] is edge["later"] is edge["zoom_out"] is None
+    assert moves(200 * s, 200 * s + minute, logged)["zoom_in"] is None  # never under a minute
+
+
+def test_a_window_asked_for_is_cut_to_the_log_and_a_minute_wide() -> None:
+    from nerve.ui.dayline import fitted, ticks
+
+    s = 10**9
+    logged = (100 * s + 5, 1000 * s - 7)
+    assert fitted(0, 2000 * s, logged) == (100 * s, 1000 * s)
+    assert fitted(400 * s, 410 * s, logged) == (375 * s, 435 * s)  # widened about its middle
+    assert fitted(5000 * s, 6000 * s, logged) == (5000 * s, 6000 * s)  # no data: as asked
+    assert ticks(30 * s, 330 * s) == [60 * s, 120 * s, 180 * s, 240 * s, 300 * s]

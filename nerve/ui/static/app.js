@@ -11,41 +11,92 @@ document.addEventListener("htmx:configRequest", (ev) => {
   ev.detail.headers["X-CSRF-Token"] = csrf();
 });
 
-// -- timeline: drag across the histogram to zoom; keys move and zoom ------------------------
-function timeline() {
+// -- timeline: drag across a chart to see that span, in local times; keys move and zoom ----
+const DRAG_MIN_PX = 4;  // a narrower drag is taken for a click, and does nothing
+
+// ms since the epoch as the timeline's form reads it, local time to the second:
+// "2026-12-05 19:24:10" (`zone`: the server's offset from UTC in seconds)
+function localTime(ms, zone) {
+  const t = new Date(Math.round(ms / 1000) * 1000 + zone * 1000), two = (n) => String(n).padStart(2, "0");
+  return `${t.getUTCFullYear()}-${two(t.getUTCMonth() + 1)}-${two(t.getUTCDate())} ` +
+    `${two(t.getUTCHours())}:${two(t.getUTCMinutes())}:${two(t.getUTCSeconds())}`;
+}
+
+// A drag across `area` (pointer: mouse, pen or touch), `strip` giving the span's left and
+// right edges on screen: the brush follows it, and on release `done(from, to)` gets the
+// dragged part as fractions 0..1 of the strip.
+function dragSpan(area, strip, show, done) {
+  let start = null, moved = false;
+  const at = (x) => { const r = strip.getBoundingClientRect(); return Math.min(1, Math.max(0, (x - r.left) / r.width)); };
+  area.addEventListener("dragstart", (ev) => ev.preventDefault());
+  area.addEventListener("pointerdown", (ev) => {
+    const r = strip.getBoundingClientRect();
+    if (ev.button !== 0 || ev.clientX < r.left || ev.clientX > r.right) return;
+    start = ev.clientX; moved = false;
+  });
+  area.addEventListener("pointermove", (ev) => {
+    if (start === null) return;
+    if (!moved && Math.abs(ev.clientX - start) >= DRAG_MIN_PX) {
+      moved = true; area.setPointerCapture(ev.pointerId);  // a drag, not a click on a bar
+    }
+    if (moved) { show(at(Math.min(start, ev.clientX)), at(Math.max(start, ev.clientX))); ev.preventDefault(); }
+  });
+  area.addEventListener("pointerup", (ev) => {
+    if (start === null) return;
+    const a = Math.min(start, ev.clientX), b = Math.max(start, ev.clientX);
+    start = null;
+    if (moved && b - a >= DRAG_MIN_PX) done(at(a), at(b)); else show(0, 0);
+  });
+  area.addEventListener("pointercancel", () => { start = null; show(0, 0); });
+}
+
+// the timeline's picture: a drag goes to the dragged span, never past the log's first or
+// last event
+function picture() {
+  const box = document.getElementById("picture");
+  if (!box) return;
+  const strip = document.getElementById("apps-lane"), brush = document.getElementById("picture-brush");
+  const d = box.dataset, since = Number(d.since), until = Number(d.until), zone = Number(d.zone);
+  const first = d.first ? Number(d.first) : since, last = d.last ? Number(d.last) : until;
+  const show = (a, b) => {
+    const r = strip.getBoundingClientRect(), outer = box.getBoundingClientRect();
+    brush.hidden = b <= a;
+    brush.style.left = `${r.left - outer.left + a * r.width}px`;
+    brush.style.width = `${(b - a) * r.width}px`;
+  };
+  dragSpan(box, strip, show, (a, b) => {
+    const lo = Math.max(first, since + a * (until - since)), hi = Math.min(last, since + b * (until - since));
+    const q = new URLSearchParams({ since: localTime(lo, zone), until: localTime(hi, zone) });
+    location.assign("/timeline?" + q.toString());
+  });
+}
+
+// the event counts' histogram: the same drag, on the SVG
+function counts() {
   const svg = document.getElementById("timeline");
   if (!svg) return;
-  const since = BigInt(svg.dataset.since), until = BigInt(svg.dataset.until);
-  const left = Number(svg.dataset.left), width = Number(svg.dataset.width);
-  const brush = document.getElementById("brush");
-  const at = (ev) => {
-    const pt = svg.createSVGPoint();
-    pt.x = ev.clientX; pt.y = ev.clientY;
-    const p = pt.matrixTransform(svg.getScreenCTM().inverse());
-    return Math.max(0, Math.min(width, p.x - left));
+  const d = svg.dataset, since = Number(BigInt(d.since) / 1000000n), until = Number(BigInt(d.until) / 1000000n);
+  const left = Number(d.left), width = Number(d.width), zone = Number(d.zone);
+  const brush = document.getElementById("brush"), hist = document.getElementById("hist-area");
+  const show = (a, b) => {
+    brush.setAttribute("x", String(left + a * width));
+    brush.setAttribute("width", String((b - a) * width));
   };
-  const ns = (x) => since + (until - since) * BigInt(Math.round(x * 1000)) / BigInt(width * 1000);
-  let start = null;
-  svg.addEventListener("mousedown", (ev) => { start = at(ev); ev.preventDefault(); });
-  svg.addEventListener("mousemove", (ev) => {
-    if (start === null) return;
-    const x = at(ev);
-    brush.setAttribute("x", String(left + Math.min(start, x)));
-    brush.setAttribute("width", String(Math.abs(x - start)));
-  });
-  window.addEventListener("mouseup", (ev) => {
-    if (start === null) return;
-    const x = at(ev), a = Math.min(start, x), b = Math.max(start, x);
-    start = null;
-    if (b - a < 3) { brush.setAttribute("width", "0"); return; }
+  dragSpan(svg, hist, show, (a, b) => {
     const q = new URLSearchParams(location.search);
-    q.set("since", ns(a).toString()); q.set("until", ns(b).toString());
+    q.set("since", localTime(since + a * (until - since), zone));
+    q.set("until", localTime(since + b * (until - since), zone));
     location.assign("/timeline/counts?" + q.toString());
   });
+}
+
+// ← → move, + − zoom, on the timeline's pages
+function keys() {
+  if (!document.getElementById("picture") && !document.getElementById("timeline")) return;
   document.addEventListener("keydown", (ev) => {
     if (ev.target.closest && ev.target.closest("input, textarea, select")) return;
     const go = { ArrowLeft: "earlier", ArrowRight: "later", "+": "zoom-in", "=": "zoom-in", "-": "zoom-out" }[ev.key];
-    if (go) document.getElementById(go).click();
+    if (go && document.getElementById(go)) document.getElementById(go).click();
   });
 }
 
@@ -55,6 +106,12 @@ function cell(tr, text, cls) {
   td.textContent = text;
   if (cls) td.className = cls;
   tr.appendChild(td);
+}
+
+// a moment (an ISO time, or ms since the epoch) as the local 24-hour clock the pages use: 14:03:22
+function clockOf(when) {
+  const t = new Date(when), two = (n) => String(n).padStart(2, "0");
+  return `${two(t.getHours())}:${two(t.getMinutes())}:${two(t.getSeconds())}`;
 }
 
 function live() {
@@ -70,7 +127,7 @@ function live() {
     const tr = document.createElement("tr");
     tr.dataset.id = e.id;
     const a = document.createElement("a");
-    a.href = "/events/" + e.id; a.textContent = e.time;
+    a.href = "/events/" + e.id; a.textContent = clockOf(e.time); a.title = e.time;
     const td = document.createElement("td"); td.className = "time"; td.appendChild(a); tr.appendChild(td);
     cell(tr, e.source); cell(tr, e.kind); cell(tr, e.subject); cell(tr, e.line, "line");
     if (e.erased) tr.className = "erased";
@@ -106,12 +163,22 @@ function live() {
 }
 
 // -- charts (uPlot): a SQL result with a time column and numbers; the joule budget ----------
+// a colour of the page's scheme (app.css's custom properties), for what is drawn on a canvas
+function colour(name) {
+  return getComputedStyle(document.documentElement).getPropertyValue(name).trim();
+}
+
 function chartOf(el, xs, series, names, ordinal) {
   if (!el || typeof uPlot === "undefined" || !xs.length) return;
+  const axis = { stroke: colour("--muted"), grid: { stroke: colour("--line") }, ticks: { stroke: colour("--line") } };
+  const days = xs[xs.length - 1] - xs[0] > 86400;  // uPlot's times are seconds
+  const day = (v) => new Date(v * 1000).toLocaleDateString("en-GB", { day: "2-digit", month: "short" }) + " ";
+  const hhmm = (v) => (days ? day(v) : "") + clockOf(v * 1000).slice(0, 5);
   const opts = {
     width: Math.min(el.clientWidth || 800, document.documentElement.clientWidth - 16), height: 220, scales: { x: { time: !ordinal } },
-    series: [{}, ...names.map((n, i) => ({ label: n, stroke: ["#2b6cb0", "#c05621", "#2f855a", "#805ad5"][i % 4] }))],
-    axes: [{}, { size: 80 }],
+    series: [ordinal ? {} : { value: (u, v) => (v == null ? "--" : clockOf(v * 1000)) },
+      ...names.map((n, i) => ({ label: n, stroke: colour(["--c0", "--c1", "--c2", "--c3"][i % 4]) }))],
+    axes: [ordinal ? axis : { ...axis, values: (u, splits) => splits.map(hhmm) }, { ...axis, size: 80 }],
   };
   new uPlot(opts, [xs, ...series], el);
 }
@@ -162,5 +229,5 @@ function savedQueries() {
 }
 
 document.addEventListener("DOMContentLoaded", () => {
-  timeline(); live(); sqlChart(); budgetChart(); savedQueries();
+  picture(); counts(); keys(); live(); sqlChart(); budgetChart(); savedQueries();
 });
