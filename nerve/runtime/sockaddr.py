@@ -54,23 +54,22 @@ def check_length(path: Path) -> None:
 
 
 @contextlib.contextmanager
-def unix_address(path: Path, *, links: Path | None = None) -> Iterator[str]:
+def unix_address(path: Path) -> Iterator[str]:
     """The address ``bind`` and ``connect`` accept for the socket at ``path``, good for the
-    length of the block; ``links``: make it through a symlink in that folder even where
-    ``/proc`` is there (how tests reach the macOS way on Linux)."""
+    length of the block."""
     check_length(path)
     if len(os.fsencode(path)) < SUN_PATH:
         yield str(path)
         return
     folder = path.absolute().parent
-    if links is None and PROC_FDS.is_dir():
+    if PROC_FDS.is_dir():
         fd = os.open(folder, os.O_DIRECTORY | getattr(os, "O_PATH", os.O_RDONLY))
         try:
             yield _fitting(f"{PROC_FDS}/{fd}/{path.name}", path)
         finally:
             os.close(fd)
     else:
-        link = folder_link(folder, links or runtime_dir())
+        link = folder_link(folder, runtime_dir())
         yield _fitting(f"{link}/{path.name}", path)
 
 
