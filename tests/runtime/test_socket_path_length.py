@@ -18,18 +18,7 @@ import pytest
 from nerve.errors import DaemonError, UnsafePath
 from nerve.runtime import ipc, sockaddr
 from nerve.runtime.sockaddr import unix_address
-
-
-def socket_at(base: Path, size: int) -> Path:
-    """A socket path of exactly ``size`` bytes under ``base``, in folders of at most 200."""
-    room = size - len(os.fsencode(base)) - len("/nerve.sock")
-    assert room >= 2, f"{base} leaves no room for a {size}-byte path"
-    path = base
-    while room > 256:
-        path, room = path / ("d" * 200), room - 201
-    path = path / ("e" * (room - 1)) / "nerve.sock"
-    assert len(os.fsencode(path)) == size
-    return path
+from tests.helpers.longpath import path_of
 
 
 @pytest.fixture(params=["proc", "links"])
@@ -90,7 +79,7 @@ async def _serve_and_ask(path: Path) -> None:
 def test_a_socket_at_any_length_serves_streams_and_refuses_a_second(
     tmp_path: Path, way: str, size: int
 ) -> None:
-    path = socket_at(tmp_path, size)
+    path = path_of(tmp_path, size)
     asyncio.run(_serve_and_ask(path))
 
 
@@ -110,7 +99,7 @@ async def _start_over_stale(path: Path) -> None:
 
 
 def test_a_stale_socket_at_a_long_path_is_cleared(tmp_path: Path, way: str) -> None:
-    path = socket_at(tmp_path, 150)
+    path = path_of(tmp_path, 150)
     path.parent.mkdir(parents=True)
     _leave_stale(path)
     assert stat.S_ISSOCK(os.lstat(path).st_mode) and not ipc.ping(path)
@@ -118,7 +107,7 @@ def test_a_stale_socket_at_a_long_path_is_cleared(tmp_path: Path, way: str) -> N
 
 
 def test_a_path_past_path_max_is_one_clear_error(tmp_path: Path) -> None:
-    path = socket_at(tmp_path, sockaddr.path_max() + 10)
+    path = path_of(tmp_path, sockaddr.path_max() + 10)
     with pytest.raises(DaemonError, match=r"PATH_MAX \d+\): /") as caught:
         asyncio.run(_server(path).start())
     assert str(path) in str(caught.value) and "\n" not in str(caught.value)
