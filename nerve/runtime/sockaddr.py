@@ -21,12 +21,9 @@ line naming it.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
-import secrets
 import stat
 import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -86,6 +83,9 @@ def _fitting(address: str, path: Path) -> str:
 def folder_link(folder: Path, links: Path) -> Path:
     """A short symlink in ``links`` to ``folder``, named by a hash of its path: reused while
     it points there, else made beside and renamed over it (never half made)."""
+    import hashlib  # the links' modules: every client loads this one, few take this way
+    import secrets
+
     link = links / hashlib.blake2b(os.fsencode(folder), digest_size=8).hexdigest()
     with contextlib.suppress(OSError):
         if os.readlink(link) == str(folder):
@@ -100,6 +100,8 @@ def runtime_dir() -> Path:
     """This user's private folder for the links: ``$XDG_RUNTIME_DIR/nerve``, else
     ``nerve-<uid>`` in the temp folder; one that is not a real folder of this user's that
     only they can enter is refused."""
+    import tempfile
+
     base = os.environ.get("XDG_RUNTIME_DIR")
     folder = Path(base, "nerve") if base else Path(tempfile.gettempdir(), f"nerve-{os.getuid()}")
     with contextlib.suppress(FileExistsError):
