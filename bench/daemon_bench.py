@@ -48,6 +48,7 @@ from typing import Any, TextIO
 import psutil
 
 from nerve.query import connect
+from nerve.runtime.sockaddr import unix_address
 from nerve.workspace import WorkspaceDir
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -174,7 +175,8 @@ class Client:
     def __init__(self, path: Path) -> None:
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.sock.settimeout(SOCKET_TIMEOUT_S)
-        self.sock.connect(str(path))
+        with unix_address(path) as address:  # a long $TMPDIR passes sun_path's 107 bytes
+            self.sock.connect(address)
         self._buffer = b""
 
     def ask(self, msg: dict[str, Any]) -> dict[str, Any]:

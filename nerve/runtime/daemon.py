@@ -21,7 +21,8 @@ from nerve import fsio
 from nerve.commands.daemon import Stop
 from nerve.errors import DaemonError
 from nerve.runtime.children import adopt_orphans
-from nerve.transport import alive, call, pid_path, read_pid, run_path, running
+from nerve.runtime.sockaddr import check_length
+from nerve.transport import alive, call, pid_path, read_pid, run_path, running, socket_path
 from nerve.workspace import WorkspaceDir
 
 if TYPE_CHECKING:
@@ -182,6 +183,7 @@ def start_background(ws: WorkspaceDir) -> int:
     """Start ``nerve daemon run`` detached; return its pid once it answers on the socket."""
     if ws.config_path.exists():
         _ = ws.config  # a bad nerve.yaml fails here, before anything starts
+    check_length(socket_path(ws))  # so does a socket no path can name
     _refuse_second(ws)
     env = unlock_env(ws)
     fsio.private_dir(ws.data, allow_link=True)

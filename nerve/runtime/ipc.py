@@ -37,6 +37,7 @@ from nerve.canonical import loads_bounded
 from nerve.commands.daemon import GetStatus
 from nerve.errors import DaemonError, EventError, NerveError, UsageError, os_error_text
 from nerve.fsio import is_socket
+from nerve.runtime.sockaddr import check_length, unix_address
 
 if TYPE_CHECKING:  # the server's half; a client (every CLI command) never loads asyncio
     import asyncio
@@ -157,15 +158,12 @@ class IpcServer:
     async def start(self) -> None:
         import asyncio  # the server's only: clients of this module never load it
 
+        check_length(self.path)
         _clear_stale(self.path)
         self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        old = os.umask(0o177)
-        try:
-            self._server = await asyncio.start_unix_server(
-                self._client, path=str(self.path), limit=self.max_bytes + 1
-            )
-        finally:
-            os.umask(old)
+        self._server = await asyncio.start_unix_server(
+            self._client, sock=_bound(self.path), limit=self.max_bytes + 1
+        )
         os.chmod(self.path, 0o600)
         self._inode = os.lstat(self.path).st_ino
 
@@ -272,6 +270,22 @@ async def _reply(writer: asyncio.StreamWriter, msg: dict[str, Any]) -> None:
     await writer.drain()
 
 
+def _bound(path: Path) -> socket.socket:
+    """A stream socket bound at ``path``, owner-only from the start; an existing file there
+    is never replaced (``bind`` fails)."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    old = os.umask(0o177)
+    try:
+        with unix_address(path) as address:
+            sock.bind(address)
+    except BaseException:
+        sock.close()
+        raise
+    finally:
+        os.umask(old)
+    return sock
+
+
 def _clear_stale(path: Path) -> None:
     """Remove a dead daemon's socket; refuse to touch anything else at the path."""
     kind = is_socket(path)
@@ -294,7 +308,8 @@ def ping(path: Path, *, timeout: float = 2) -> bool:
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.settimeout(timeout)
     try:
-        sock.connect(str(path))
+        with unix_address(path) as address:
+            sock.connect(address)
         sock.sendall(encode(GetStatus().to_json()))
         return bool(sock.recv(1))  # nothing: it closed without answering
     except TimeoutError:
@@ -310,7 +325,8 @@ def request(path: Path, msg: dict[str, Any], *, timeout: float = 30) -> dict[str
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.settimeout(timeout)
     try:
-        sock.connect(str(path))
+        with unix_address(path) as address:
+            sock.connect(address)
         sock.sendall(encode(msg))
         data = b""
         while not data.endswith(b"\n"):
@@ -343,7 +359,8 @@ class LineStream:
         self._partial = b""
         self._ready: list[bytes] = []
         try:
-            self._sock.connect(str(path))
+            with unix_address(path) as address:
+                self._sock.connect(address)
             self._sock.sendall(encode(msg))
             first = next(self.lines(), [])
         except (FileNotFoundError, ConnectionRefusedError):
