@@ -62,12 +62,11 @@ def _killed(d: Daemon) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("size", [108, 150])
-def test_a_daemon_at_a_long_socket_path_does_all_it_does_at_a_short_one(
-    tmp_path: Path, size: int
-) -> None:
-    root = _long_workspace(tmp_path, size)
-    assert len(os.fsencode(Daemon(root).socket)) == size
+def test_a_daemon_at_a_long_socket_path_does_all_it_does_at_a_short_one(tmp_path: Path) -> None:
+    """A real daemon at a 150-byte socket path (the first length past the limit, 108, is
+    bound and connected by the unit tests in test_socket_path_length.py)."""
+    root = _long_workspace(tmp_path, 150)
+    assert len(os.fsencode(Daemon(root).socket)) == 150
     with started(root) as d:
         status = run_cli("--workspace", str(root), "status").stdout
         assert "running" in status
