@@ -25,10 +25,11 @@ import blake3
 from nerve import fsio
 from nerve.clock import HLC_ZERO, Hlc
 from nerve.sync.box import Damaged, open_box, seal_box, token
-from nerve.sync.history import OwnKeys, SharedDigest, Sharing, digest_of, own_shared
+from nerve.sync.history import SharedDigest, SharedTally, Sharing, own_shared
 
 if TYPE_CHECKING:
-    from nerve.events import Event
+    import pyarrow as pa
+
     from nerve.sync.group import Group
     from nerve.sync.transport import Transport
 
@@ -78,7 +79,7 @@ class Engine:
         self.sharing, self.log_opts = sharing, log_opts
         self.me = token(group.key, f"node:{node}")
         self._pending: dict[str, list[_Pending]] = {}
-        self._own = OwnKeys(log_root, node, sharing)
+        self._tally = SharedTally(folder, log_root, node, sharing)
         self._short: dict[str, tuple[Hlc, int]] = {}
 
     # -- the round ------------------------------------------------------------------------
@@ -99,31 +100,34 @@ class Engine:
         state = self._state()
         sent, epoch = Hlc(*state["sent"]), int(state["epoch"])
         events = own_shared(self.log_root, self.node, self.sharing, sent)
-        count = 0
-        todo = [events[i : i + BATCH_EVENTS] for i in range(0, len(events), BATCH_EVENTS)]
+        count, total = 0, events.num_rows
+        todo = [events.slice(i, BATCH_EVENTS) for i in range(0, total, BATCH_EVENTS)]
         while todo:
             chunk = todo.pop(0)
             box = self._box(sent, chunk)
-            if len(box) > BOX_BYTES and len(chunk) > 1:
-                todo[:0] = [chunk[: len(chunk) // 2], chunk[len(chunk) // 2 :]]
+            rows = chunk.num_rows
+            if len(box) > BOX_BYTES and rows > 1:
+                todo[:0] = [chunk.slice(0, rows // 2), chunk.slice(rows // 2)]
                 continue
-            ident = blake3.blake3(f"{self.me}|{sent}|{epoch}".encode() + chunk[-1].id)
-            await transport.publish(self.me, ident.hexdigest()[:32], chunk[-1].hlc, box)
-            sent = chunk[-1].hlc
-            count += len(chunk)
+            last = _last_row(chunk)
+            ident = blake3.blake3(f"{self.me}|{sent}|{epoch}".encode() + last["id"])
+            stamp = Hlc(last["physical_ns"], last["logical"])
+            await transport.publish(self.me, ident.hexdigest()[:32], stamp, box)
+            sent = stamp
+            count += rows
             self._save_state({"sent": list(sent), "epoch": epoch})
         return count
 
-    def _box(self, since: Hlc, chunk: list[Event]) -> bytes:
+    def _box(self, since: Hlc, chunk: pa.Table) -> bytes:
         """The sealed box of a batch: ``since`` and the events, in the sender's order."""
-        from nerve.log.wire import event_to_json
+        from nerve.log.wire import row_to_json
 
         body = {
             "v": 1,
             "node": self.node,
             "device": self.group.device,
             "since": list(since),
-            "events": [event_to_json(e) for e in chunk],
+            "events": [row_to_json(r) for r in chunk.to_pylist()],
         }
         return seal_box(self.group.key, body)
 
@@ -232,9 +236,9 @@ class Engine:
                 fsio.write_private(path, text, site="sync.device", exclusive=False)
 
     def digest(self) -> SharedDigest:
-        """The shared digest now (this device's own shared events decoded once, across
-        rounds: :class:`~nerve.sync.history.OwnKeys`)."""
-        return digest_of(self._own.read(), self.folder)
+        """The shared digest now, kept up to date across rounds
+        (:class:`~nerve.sync.history.SharedTally`)."""
+        return self._tally.read()
 
     async def announce(self, transport: Transport) -> SharedDigest:
         """Put this device's status box: its shared digest and what it holds per node."""
@@ -294,6 +298,12 @@ async def read_statuses(key: bytes, transport: Transport) -> list[dict[str, Any]
         except Damaged:
             continue
     return out
+
+
+def _last_row(table: pa.Table) -> dict[str, Any]:
+    """The last row of a table, as a dict."""
+    row: dict[str, Any] = table.slice(table.num_rows - 1).to_pylist()[0]
+    return row
 
 
 def _last(item: _Pending) -> Hlc:
