@@ -16,7 +16,7 @@ from __future__ import annotations
 import contextlib
 import json
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -24,7 +24,8 @@ import blake3
 
 from nerve import fsio
 from nerve.clock import HLC_ZERO, Hlc
-from nerve.sync.box import Damaged, open_box, seal_box, token
+from nerve.errors import EventError
+from nerve.sync.box import Damaged, open_box, seal_batch, seal_box, token
 from nerve.sync.history import SharedDigest, SharedTally, Sharing, own_shared
 
 if TYPE_CHECKING:
@@ -60,7 +61,7 @@ class RoundResult:
 @dataclass
 class _Pending:
     since: Hlc
-    events: list[Any] = field(default_factory=list)
+    events: pa.Table
 
 
 class Engine:
@@ -120,16 +121,10 @@ class Engine:
 
     def _box(self, since: Hlc, chunk: pa.Table) -> bytes:
         """The sealed box of a batch: ``since`` and the events, in the sender's order."""
-        from nerve.log.wire import row_to_json
+        from nerve.log.checked import WIRE_COLUMNS
 
-        body = {
-            "v": 1,
-            "node": self.node,
-            "device": self.group.device,
-            "since": list(since),
-            "events": [row_to_json(r) for r in chunk.to_pylist()],
-        }
-        return seal_box(self.group.key, body)
+        head = {"v": 2, "node": self.node, "device": self.group.device, "since": list(since)}
+        return seal_batch(self.group.key, head, chunk.select(WIRE_COLUMNS))
 
     async def _receive(self, transport: Transport, result: RoundResult) -> None:
         """Fetch boxes until none are new; store each sender's in its peer log."""
@@ -161,17 +156,15 @@ class Engine:
         peer = token(self.group.key, f"node:{node}")
         try:
             since = Hlc(*body["since"])
-            events = list(body["events"])
-        except (KeyError, TypeError, ValueError):
+            table = _events_of(body)
+        except (KeyError, TypeError, ValueError, EventError):
             return 0
-        self._pending.setdefault(peer, []).append(_Pending(since, events))
+        self._pending.setdefault(peer, []).append(_Pending(since, table))
         self._note_device(peer, node, str(body.get("device") or ""))
         return self._drain(peer)
 
     def _drain(self, peer: str) -> int:
         """Import every waiting batch of ``peer`` that now connects; the events imported."""
-        from nerve.log.wire import stored_event_from_json
-
         imported, waiting = 0, self._pending.get(peer, [])
         while True:
             newest = self._peer_newest(peer)
@@ -181,11 +174,11 @@ class Engine:
             for item in ready:
                 waiting.remove(item)
                 held = self._peer_newest(peer)
-                fresh = [stored_event_from_json(e) for e in item.events if _stamp(e) > held]
-                if fresh:
+                fresh = _after(item.events, held)
+                if fresh.num_rows:
                     imported += self._import(peer, fresh)
         newest = self._peer_newest(peer)
-        self._pending[peer] = [p for p in waiting if p.events and _last(p) > newest]
+        self._pending[peer] = [p for p in waiting if p.events.num_rows and _last(p) > newest]
         return imported
 
     # -- peer logs ------------------------------------------------------------------------
@@ -199,7 +192,7 @@ class Engine:
         root = self._peer_root(peer)
         return snapshot(root).newest if root.is_dir() else HLC_ZERO
 
-    def _import(self, peer: str, events: list[Any]) -> int:
+    def _import(self, peer: str, events: pa.Table) -> int:
         """Append a peer's events to its log as that log's single writer (waiting a little
         while another round holds it)."""
         from nerve.errors import WriterLocked
@@ -211,7 +204,7 @@ class Engine:
         while True:
             try:
                 with EventLog(root, node=self.node, **self.log_opts) as log:
-                    return int(log.import_events(events))
+                    return log.import_table(events)
             except WriterLocked:
                 if time.monotonic() > deadline:
                     raise
@@ -308,11 +301,33 @@ def _last_row(table: pa.Table) -> dict[str, Any]:
 
 def _last(item: _Pending) -> Hlc:
     """The stamp of a waiting batch's last event."""
-    return _stamp(item.events[-1])
+    row = _last_row(item.events)
+    return Hlc(row["physical_ns"], row["logical"])
 
 
-def _stamp(wire: Any) -> Hlc:
-    """An event's stamp in its wire form (``"hlc": [physical, logical]``); zero if it has none
-    (a malformed event is refused by the import that follows)."""
-    stamp = wire.get("hlc") if isinstance(wire, dict) else None
-    return Hlc(*stamp) if isinstance(stamp, list) and len(stamp) == 2 else HLC_ZERO
+def _after(table: pa.Table, held: Hlc) -> pa.Table:
+    """The rows of ``table`` stamped after ``held``."""
+    import pyarrow.compute as pc
+
+    physical, logical = table.column("physical_ns"), table.column("logical")
+    later = pc.or_(
+        pc.greater(physical, held.physical_ns),
+        pc.and_(pc.equal(physical, held.physical_ns), pc.greater(logical, held.logical)),
+    )
+    return table.filter(later)
+
+
+def _events_of(body: dict[str, Any]) -> pa.Table:
+    """A batch's events as columns: a version 2 batch's table, or a version 1 batch's JSON
+    events read one by one (``EventError`` for one that is not an event)."""
+    import pyarrow as pa
+
+    from nerve.log.checked import WIRE_COLUMNS
+    from nerve.log.codec import table_from_events
+    from nerve.log.wire import event_from_json
+
+    table = body.get("table")
+    if isinstance(table, pa.Table):
+        return table
+    events = [event_from_json(e, own=True) for e in body["events"]]
+    return table_from_events(events).select(WIRE_COLUMNS)
