@@ -26,7 +26,7 @@ from nerve import fsio
 from nerve.clock import HLC_ZERO, Hlc
 from nerve.errors import EventError
 from nerve.sync.box import Damaged, open_box, seal_batch, seal_box, token
-from nerve.sync.history import SharedDigest, SharedTally, Sharing, own_shared
+from nerve.sync.history import SharedDigest, SharedTally, Sharing, files_seen, own_shared
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -42,6 +42,8 @@ FETCH_LIMIT = 64
 RESEND_ROUNDS = 4
 WRITER_WAIT_S = 10.0
 STALE_NS = 300 * 10**9
+STATUS_EVERY_NS = 10 * 10**9  # peers' statuses, while none looked stuck
+HEARTBEAT_NS = 60 * 10**9  # an unchanged status is put again after this, well before STALE_NS
 
 
 @dataclass
@@ -82,6 +84,11 @@ class Engine:
         self._pending: dict[str, list[_Pending]] = {}
         self._tally = SharedTally(folder, log_root, node, sharing)
         self._short: dict[str, tuple[Hlc, int]] = {}
+        self._sent_seen: tuple[Any, ...] = ()
+        self._looked_ns = 0
+        self._all_held: Hlc | None = None  # the sent mark every peer held at the last look
+        self._newest: dict[str, tuple[tuple[Any, ...], Hlc]] = {}
+        self._announced: tuple[dict[str, Any], int] = ({}, 0)
 
     # -- the round ------------------------------------------------------------------------
 
@@ -100,6 +107,9 @@ class Engine:
         ``BOX_BYTES`` is halved until it fits (a single event that does not fit goes alone)."""
         state = self._state()
         sent, epoch = Hlc(*state["sent"]), int(state["epoch"])
+        seen = (files_seen(self.log_root), sent, epoch)
+        if seen == self._sent_seen:
+            return 0  # the log's files and the mark are as after the last send: nothing new
         events = own_shared(self.log_root, self.node, self.sharing, sent)
         count, total = 0, events.num_rows
         todo = [events.slice(i, BATCH_EVENTS) for i in range(0, total, BATCH_EVENTS)]
@@ -117,6 +127,7 @@ class Engine:
             sent = stamp
             count += rows
             self._save_state({"sent": list(sent), "epoch": epoch})
+        self._sent_seen = (seen[0], sent, epoch)
         return count
 
     def _box(self, since: Hlc, chunk: pa.Table) -> bytes:
@@ -187,10 +198,19 @@ class Engine:
         return self.folder / "peers" / peer / "log"
 
     def _peer_newest(self, peer: str) -> Hlc:
+        """The newest stamp of ``peer``'s log (read again only when its files changed)."""
         from nerve.log.reader import snapshot
 
         root = self._peer_root(peer)
-        return snapshot(root).newest if root.is_dir() else HLC_ZERO
+        if not root.is_dir():
+            return HLC_ZERO
+        seen = files_seen(root)
+        kept = self._newest.get(peer)
+        if kept is not None and kept[0] == seen:
+            return kept[1]
+        newest = snapshot(root).newest
+        self._newest[peer] = (seen, newest)
+        return newest
 
     def _import(self, peer: str, events: pa.Table) -> int:
         """Append a peer's events to its log as that log's single writer (waiting a little
@@ -234,7 +254,8 @@ class Engine:
         return self._tally.read()
 
     async def announce(self, transport: Transport) -> SharedDigest:
-        """Put this device's status box: its shared digest and what it holds per node."""
+        """Put this device's status box: its shared digest and what it holds per node (not
+        again while it says the same and is younger than ``HEARTBEAT_NS``)."""
         found = self.digest()
         body = {
             "v": 1,
@@ -243,15 +264,24 @@ class Engine:
             "sent": self._state()["sent"],
         }
         body.update(found.to_json())
-        body["time_ns"] = time.time_ns()
-        await transport.put_status(self.me, seal_box(self.group.key, body))
+        now = time.time_ns()
+        last, when = self._announced
+        if body == last and now - when < HEARTBEAT_NS:
+            return found
+        await transport.put_status(self.me, seal_box(self.group.key, {**body, "time_ns": now}))
+        self._announced = (body, now)
         return found
 
     async def _resend_if_stuck(self, transport: Transport, result: RoundResult) -> None:
         """Rewind the sent mark to a peer that stayed short of it, without progress, for
-        ``RESEND_ROUNDS`` rounds (a recent status only: a device gone quiet is not waited on)."""
+        ``RESEND_ROUNDS`` rounds (a recent status only: a device gone quiet is not waited on).
+        While every peer held all that was sent at the last look and nothing was sent since,
+        the statuses are read again only after ``STATUS_EVERY_NS``."""
         state = self._state()
-        sent = Hlc(*state["sent"])
+        sent, now = Hlc(*state["sent"]), time.time_ns()
+        if self._all_held == sent and now - self._looked_ns < STATUS_EVERY_NS:
+            return
+        self._looked_ns, held_by_all = now, True
         behind: Hlc | None = None
         for status in await read_statuses(self.group.key, transport):
             node = status.get("node")
@@ -259,10 +289,12 @@ class Engine:
                 continue
             held = status.get("nodes", {}).get(self.node)
             have = Hlc(*held[1]) if held else HLC_ZERO
+            held_by_all = held_by_all and have >= sent
             seen, rounds = self._short.get(str(node), (have, 0))
             self._short[str(node)] = (have, rounds + 1 if have == seen and have < sent else 0)
             if self._short[str(node)][1] >= RESEND_ROUNDS and (behind is None or have < behind):
                 behind = have
+        self._all_held = sent if held_by_all else None
         if behind is not None:
             self._short.clear()
             self._save_state({"sent": list(behind), "epoch": int(state["epoch"]) + 1})
@@ -279,7 +311,8 @@ class Engine:
 
     def _save_state(self, state: dict[str, Any]) -> None:
         text = json.dumps(state, sort_keys=True).encode()
-        fsio.write_private(self.folder / "state.json", text, site="sync.state", exclusive=False)
+        # a mark that falls back after a crash only sends again what was sent (harmless)
+        fsio.replace_unsynced(self.folder / "state.json", text, site="sync.state")
 
 
 async def read_statuses(key: bytes, transport: Transport) -> list[dict[str, Any]]:

@@ -273,7 +273,7 @@ class SharedTally:
         logs = {k: t.to_json() for k, t in sorted(self._tallies.items())}
         text = json.dumps({"v": DIGEST_VERSION, "logs": logs}, sort_keys=True).encode()
         fsio.private_dir(self.folder)
-        fsio.write_private(self.path, text, site="sync.digest", exclusive=False)
+        fsio.replace_unsynced(self.path, text, site="sync.digest")
 
 
 def files_seen(root: Path) -> tuple[Any, ...]:
