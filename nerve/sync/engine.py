@@ -31,12 +31,13 @@ from nerve.sync.history import SharedDigest, SharedTally, Sharing, files_seen, o
 if TYPE_CHECKING:
     import pyarrow as pa
 
+    from nerve.log.store import EventLog
     from nerve.sync.group import Group
     from nerve.sync.transport import Transport
 
 __all__ = ["BATCH_EVENTS", "BOX_BYTES", "RESEND_ROUNDS", "Engine", "RoundResult"]
 
-BATCH_EVENTS = 2000
+BATCH_EVENTS = 5000  # about 200 KiB of ordinary events in a box: fewer round trips and fsyncs
 BOX_BYTES = 512 * 1024  # well under NATS's default max_payload (1 MiB), headers and all
 FETCH_LIMIT = 64
 RESEND_ROUNDS = 4
@@ -85,6 +86,7 @@ class Engine:
         self._tally = SharedTally(folder, log_root, node, sharing)
         self._short: dict[str, tuple[Hlc, int]] = {}
         self._sent_seen: tuple[Any, ...] = ()
+        self._writers: dict[str, EventLog] = {}
         self._looked_ns = 0
         self._all_held: Hlc | None = None  # the sent mark every peer held at the last look
         self._newest: dict[str, tuple[tuple[Any, ...], Hlc]] = {}
@@ -138,7 +140,16 @@ class Engine:
         return seal_batch(self.group.key, head, chunk.select(WIRE_COLUMNS))
 
     async def _receive(self, transport: Transport, result: RoundResult) -> None:
-        """Fetch boxes until none are new; store each sender's in its peer log."""
+        """Fetch boxes until none are new; store each sender's in its peer log (opened once
+        for the round, as its single writer)."""
+        try:
+            await self._fetch_all(transport, result)
+        finally:
+            logs, self._writers = self._writers, {}
+            for log in logs.values():
+                log.close()
+
+    async def _fetch_all(self, transport: Transport, result: RoundResult) -> None:
         while True:
             deliveries = await transport.fetch(self._positions(), FETCH_LIMIT)
             if not deliveries:
@@ -198,9 +209,12 @@ class Engine:
         return self.folder / "peers" / peer / "log"
 
     def _peer_newest(self, peer: str) -> Hlc:
-        """The newest stamp of ``peer``'s log (read again only when its files changed)."""
+        """The newest stamp of ``peer``'s log (its writer's, while this round holds it; else
+        read again only when its files changed)."""
         from nerve.log.reader import snapshot
 
+        if peer in self._writers:
+            return self._writers[peer].newest
         root = self._peer_root(peer)
         if not root.is_dir():
             return HLC_ZERO
@@ -213,18 +227,24 @@ class Engine:
         return newest
 
     def _import(self, peer: str, events: pa.Table) -> int:
-        """Append a peer's events to its log as that log's single writer (waiting a little
-        while another round holds it)."""
+        """Append a peer's events to its log."""
+        return self._writer(peer).import_table(events)
+
+    def _writer(self, peer: str) -> EventLog:
+        """``peer``'s log, open for this round as its single writer (waiting a little while
+        another round holds it)."""
         from nerve.errors import WriterLocked
         from nerve.log.store import EventLog
 
+        if peer in self._writers:
+            return self._writers[peer]
         root = self._peer_root(peer)
         fsio.private_dir(root.parent)
         deadline = time.monotonic() + WRITER_WAIT_S
         while True:
             try:
-                with EventLog(root, node=self.node, **self.log_opts) as log:
-                    return log.import_table(events)
+                log = self._writers[peer] = EventLog(root, node=self.node, **self.log_opts)
+                return log
             except WriterLocked:
                 if time.monotonic() > deadline:
                     raise
