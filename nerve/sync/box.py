@@ -4,8 +4,9 @@ opaque tokens, never a node, a group name or an event.
 
 A status box (and a batch of version 1) holds zlib-compressed canonical JSON. A batch of
 version 2 holds ``BATCH_MAGIC``, the length of a JSON head, the head, then its events as an
-Arrow IPC stream (zstd-compressed buffers): the receiver reads the columns as they are, with
-no object per event.
+Arrow IPC stream (zstd-compressed buffers, but for a few events, where starting zstd would
+cost more than it saves): the receiver reads the columns as they are, with no object per
+event.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ __all__ = ["BATCH_MAGIC", "Damaged", "open_box", "seal_batch", "seal_box", "toke
 
 BATCH_MAGIC = b"NB2\0"  # how a version 2 batch starts (a zlib stream never does)
 _LENGTH = struct.Struct(">I")
+COMPRESS_ROWS = 64
 
 
 class Damaged(Exception):
@@ -52,7 +54,8 @@ def seal_batch(key: bytes, head: dict[str, Any], table: pa.Table) -> bytes:
 
     text = json.dumps(head, sort_keys=True, separators=(",", ":")).encode()
     sink = pa.BufferOutputStream()
-    options = pa.ipc.IpcWriteOptions(compression="zstd")
+    compression = "zstd" if table.num_rows >= COMPRESS_ROWS else None
+    options = pa.ipc.IpcWriteOptions(compression=compression)
     with pa.ipc.new_stream(sink, table.schema, options=options) as writer:
         writer.write_table(table)
     plain = BATCH_MAGIC + _LENGTH.pack(len(text)) + text + sink.getvalue().to_pybytes()

@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -54,6 +55,7 @@ __all__ = [
 ]
 
 DIGEST_VERSION = 2
+SAVE_EVERY_NS = 30 * 10**9  # tallies that only moved on are stored at most this often
 ERASED_KIND = "payload.erased"
 
 
@@ -206,17 +208,20 @@ class Tally:
 class SharedTally:
     """The shared digest kept up to date across rounds: one :class:`Tally` per log (this
     device's, named by its sharing settings, and each peer log), stored in
-    ``data/sync/digest.json``. A round reads a log only when its files changed (a cheap
-    ``stat``), and then only its rows past the tally's ``upto``, as a log grows only at its
-    end. A tally starts over from the whole log when it is missing or unreadable, when the
-    count is not what it was plus the new rows (segments archived), or when a new row is an
-    erasure (the erased event leaves the shared history)."""
+    ``data/sync/digest.json`` (at once after a start-over, else at most every
+    ``SAVE_EVERY_NS``: an older stored tally only moves on further at the next start). A
+    round reads a log only when its files changed (a cheap ``stat``), and then only its rows
+    past the tally's ``upto``, as a log grows only at its end. A tally starts over from the
+    whole log when it is missing or unreadable, when the count is not what it was plus the
+    new rows (segments archived), or when a new row is an erasure (the erased event leaves
+    the shared history)."""
 
     def __init__(self, folder: Path, root: Path, node: str, sharing: Sharing) -> None:
         self.folder, self.root, self.node, self.sharing = folder, root, node, sharing
         self._own = f"own-{sharing.signature}"
         self._tallies = self._load()
         self._seen: dict[str, tuple[Any, ...]] = {}
+        self._saved_ns, self._dirty = 0, False
 
     @property
     def path(self) -> Path:
@@ -225,40 +230,43 @@ class SharedTally:
     def read(self) -> SharedDigest:
         """The shared digest now."""
         logs = {self._own: self.root, **dict(peer_roots(self.folder))}
-        changed = set(self._tallies) - set(logs)
-        for name in changed:
+        for name in set(self._tallies) - set(logs):
             del self._tallies[name]
+        started_over = False
         for name, root in logs.items():
-            if self._update(name, root):
-                changed.add(name)
-        if changed:
+            moved = self._update(name, root)
+            self._dirty = self._dirty or bool(moved)
+            started_over = started_over or moved == "over"
+        if self._dirty and (started_over or time.monotonic_ns() - self._saved_ns > SAVE_EVERY_NS):
             self._save()
         return combine(list(self._tallies.values()))
 
-    def _update(self, name: str, root: Path) -> bool:
-        """Bring one log's tally up to date; True when it moved."""
+    def _update(self, name: str, root: Path) -> str:
+        """Bring one log's tally up to date: ``""`` when it did not move, ``"on"`` when it
+        took new rows, ``"over"`` when it started over from the whole log."""
         from nerve.log.reader import snapshot
 
         seen = files_seen(root)
         if self._seen.get(name) == seen and name in self._tallies:
-            return False
+            return ""
         snap = snapshot(root)
         self._seen[name] = seen
         tally = self._tallies.get(name)
         if tally is not None and (tally.rows, tally.upto) == (snap.count, snap.newest):
-            return False
-        self._tallies[name] = self._advanced(name, tally or Tally(), snap)
-        return True
+            return ""
+        return self._advance(name, tally, snap)
 
-    def _advanced(self, name: str, tally: Tally, snap: Snapshot) -> Tally:
+    def _advance(self, name: str, tally: Tally | None, snap: Snapshot) -> str:
         from nerve.log.reader import table_since
 
-        new = table_since(snap, tally.upto)
-        if tally.rows + new.num_rows != snap.count or _has_erasure(new):
-            tally, new = Tally(), table_since(snap, HLC_ZERO)
+        new = table_since(snap, tally.upto) if tally is not None else None
+        how = "on"
+        if tally is None or new is None or not _continues(tally, new, snap):
+            tally, new, how = Tally(), table_since(snap, HLC_ZERO), "over"
         tally.add(shared_rows(new, self.node, self.sharing) if name == self._own else new)
         tally.rows, tally.upto = snap.count, snap.newest
-        return tally
+        self._tallies[name] = tally
+        return how
 
     def _load(self) -> dict[str, Tally]:
         try:
@@ -274,6 +282,7 @@ class SharedTally:
         text = json.dumps({"v": DIGEST_VERSION, "logs": logs}, sort_keys=True).encode()
         fsio.private_dir(self.folder)
         fsio.replace_unsynced(self.path, text, site="sync.digest")
+        self._dirty, self._saved_ns = False, time.monotonic_ns()
 
 
 def files_seen(root: Path) -> tuple[Any, ...]:
@@ -291,6 +300,12 @@ def files_seen(root: Path) -> tuple[Any, ...]:
 def _stat(path: Path) -> tuple[str, int, int, int]:
     st = os.stat(path, follow_symlinks=False)
     return (path.name, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def _continues(tally: Tally, new: pa.Table, snap: Snapshot) -> bool:
+    """True when ``new`` (the rows past ``tally.upto``) is all that changed since the tally:
+    no rows went (the count adds up) and none of the new ones is an erasure."""
+    return tally.rows + new.num_rows == snap.count and not _has_erasure(new)
 
 
 def _has_erasure(table: pa.Table) -> bool:
