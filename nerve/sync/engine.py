@@ -43,7 +43,7 @@ FETCH_LIMIT = 64
 RESEND_ROUNDS = 4
 WRITER_WAIT_S = 10.0
 STALE_NS = 300 * 10**9
-STATUS_EVERY_NS = 10 * 10**9  # peers' statuses, while none looked stuck
+LOOK_EVERY_ROUNDS = 5  # peers' statuses, while all held what was sent at the last look
 HEARTBEAT_NS = 60 * 10**9  # an unchanged status is put again after this, well before STALE_NS
 
 
@@ -86,9 +86,9 @@ class Engine:
         self._tally = SharedTally(folder, log_root, node, sharing)
         self._short: dict[str, tuple[Hlc, int]] = {}
         self._sent_seen: tuple[Any, ...] = ()
+        self._mark: dict[str, Any] | None = None
         self._writers: dict[str, EventLog] = {}
-        self._looked_ns = 0
-        self._all_held: Hlc | None = None  # the sent mark every peer held at the last look
+        self._unlooked, self._all_held = 0, False  # rounds since the last look; what it saw
         self._newest: dict[str, tuple[tuple[Any, ...], Hlc]] = {}
         self._announced: tuple[dict[str, Any], int] = ({}, 0)
 
@@ -112,7 +112,7 @@ class Engine:
         seen = (files_seen(self.log_root), sent, epoch)
         if seen == self._sent_seen:
             return 0  # the log's files and the mark are as after the last send: nothing new
-        events = own_shared(self.log_root, self.node, self.sharing, sent)
+        events = own_shared(self._tally.snapshot(self.log_root), self.node, self.sharing, sent)
         count, total = 0, events.num_rows
         todo = [events.slice(i, BATCH_EVENTS) for i in range(0, total, BATCH_EVENTS)]
         while todo:
@@ -295,13 +295,14 @@ class Engine:
     async def _resend_if_stuck(self, transport: Transport, result: RoundResult) -> None:
         """Rewind the sent mark to a peer that stayed short of it, without progress, for
         ``RESEND_ROUNDS`` rounds (a recent status only: a device gone quiet is not waited on).
-        While every peer held all that was sent at the last look and nothing was sent since,
-        the statuses are read again only after ``STATUS_EVERY_NS``."""
-        state = self._state()
-        sent, now = Hlc(*state["sent"]), time.time_ns()
-        if self._all_held == sent and now - self._looked_ns < STATUS_EVERY_NS:
+        While every peer held all that was sent at the last look, the statuses are read again
+        only every ``LOOK_EVERY_ROUNDS`` rounds (a box lost since costs that many more)."""
+        self._unlooked += 1
+        if self._all_held and self._unlooked < LOOK_EVERY_ROUNDS:
             return
-        self._looked_ns, held_by_all = now, True
+        self._unlooked, held_by_all = 0, True
+        state = self._state()
+        sent = Hlc(*state["sent"])
         behind: Hlc | None = None
         for status in await read_statuses(self.group.key, transport):
             node = status.get("node")
@@ -314,13 +315,19 @@ class Engine:
             self._short[str(node)] = (have, rounds + 1 if have == seen and have < sent else 0)
             if self._short[str(node)][1] >= RESEND_ROUNDS and (behind is None or have < behind):
                 behind = have
-        self._all_held = sent if held_by_all else None
+        self._all_held = held_by_all
         if behind is not None:
             self._short.clear()
             self._save_state({"sent": list(behind), "epoch": int(state["epoch"]) + 1})
             result.resent += 1
 
     def _state(self) -> dict[str, Any]:
+        """The sent mark and resend epoch: read once, then kept (this engine writes them)."""
+        if self._mark is None:
+            self._mark = self._read_state()
+        return dict(self._mark)
+
+    def _read_state(self) -> dict[str, Any]:
         path = self.folder / "state.json"
         if not path.exists():
             return {"sent": [0, 0], "epoch": 0}
@@ -330,6 +337,7 @@ class Engine:
             return {"sent": [0, 0], "epoch": 0}  # a torn state file: sending again is harmless
 
     def _save_state(self, state: dict[str, Any]) -> None:
+        self._mark = dict(state)
         text = json.dumps(state, sort_keys=True).encode()
         # a mark that falls back after a crash only sends again what was sent (harmless)
         fsio.replace_unsynced(self.folder / "state.json", text, site="sync.state")

@@ -97,11 +97,11 @@ def shared_rows(table: pa.Table, node: str, sharing: Sharing) -> pa.Table:
     return mine.filter(pa.array(keep, pa.bool_()))
 
 
-def own_shared(root: Path, node: str, sharing: Sharing, since: Hlc = HLC_ZERO) -> pa.Table:
-    """This device's shared events after ``since``, in log order, as stored rows."""
-    from nerve.log.reader import snapshot, table_since
+def own_shared(snap: Snapshot, node: str, sharing: Sharing, since: Hlc = HLC_ZERO) -> pa.Table:
+    """This device's shared events in ``snap`` after ``since``, in log order, as stored rows."""
+    from nerve.log.reader import table_since
 
-    return shared_rows(table_since(snapshot(root), since), node, sharing)
+    return shared_rows(table_since(snap, since), node, sharing)
 
 
 def peer_roots(folder: Path) -> Iterator[tuple[str, Path]]:
@@ -135,7 +135,7 @@ def shared_digest(root: Path, node: str, sharing: Sharing, peers: Path) -> Share
     """The shared digest computed afresh from every log (what :class:`SharedTally` keeps)."""
     from nerve.log.reader import snapshot, table_since
 
-    tallies = [Tally.of(own_shared(root, node, sharing))]
+    tallies = [Tally.of(own_shared(snapshot(root), node, sharing))]
     tallies += [Tally.of(table_since(snapshot(r), HLC_ZERO)) for _, r in peer_roots(peers)]
     return combine(tallies)
 
@@ -221,6 +221,7 @@ class SharedTally:
         self._own = f"own-{sharing.signature}"
         self._tallies = self._load()
         self._seen: dict[str, tuple[Any, ...]] = {}
+        self._snaps: dict[Path, tuple[tuple[Any, ...], Snapshot]] = {}
         self._saved_ns, self._dirty = 0, False
 
     @property
@@ -241,15 +242,26 @@ class SharedTally:
             self._save()
         return combine(list(self._tallies.values()))
 
+    def snapshot(self, root: Path) -> Snapshot:
+        """A snapshot of the log at ``root``: the one taken last while its files are as they
+        were (the round's send and its digest read this device's log once)."""
+        return self._snapshot(root, files_seen(root))
+
+    def _snapshot(self, root: Path, seen: tuple[Any, ...]) -> Snapshot:
+        from nerve.log.reader import snapshot
+
+        kept = self._snaps.get(root)
+        if kept is None or kept[0] != seen:
+            kept = self._snaps[root] = (seen, snapshot(root))
+        return kept[1]
+
     def _update(self, name: str, root: Path) -> str:
         """Bring one log's tally up to date: ``""`` when it did not move, ``"on"`` when it
         took new rows, ``"over"`` when it started over from the whole log."""
-        from nerve.log.reader import snapshot
-
         seen = files_seen(root)
         if self._seen.get(name) == seen and name in self._tallies:
             return ""
-        snap = snapshot(root)
+        snap = self._snapshot(root, seen)
         self._seen[name] = seen
         tally = self._tallies.get(name)
         if tally is not None and (tally.rows, tally.upto) == (snap.count, snap.newest):
