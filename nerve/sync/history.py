@@ -57,6 +57,7 @@ __all__ = [
 DIGEST_VERSION = 2
 SAVE_EVERY_NS = 30 * 10**9  # tallies that only moved on are stored at most this often
 ERASED_KIND = "payload.erased"
+SHARE_CHUNK = 65_536
 
 
 class Sharing:
@@ -90,10 +91,13 @@ class Sharing:
 def shared_rows(table: pa.Table, node: str, sharing: Sharing) -> pa.Table:
     """The rows of ``table`` that are ``node``'s shared events (one predicate call a row)."""
     mine = table.filter(pc.equal(table.column("node"), node))
-    if not mine.num_rows:
-        return mine
-    cols = [mine.column(n).to_pylist() for n in ("source", "kind", "subject", "line", "payload")]
-    keep = [sharing.shares(*row) for row in zip(*cols, strict=True)]
+    keep: list[bool] = []
+    for start in range(0, mine.num_rows, SHARE_CHUNK):  # Python objects for a chunk at a time
+        part = mine.slice(start, SHARE_CHUNK)
+        cols = [
+            part.column(n).to_pylist() for n in ("source", "kind", "subject", "line", "payload")
+        ]
+        keep += [sharing.shares(*row) for row in zip(*cols, strict=True)]
     return mine.filter(pa.array(keep, pa.bool_()))
 
 
