@@ -48,6 +48,7 @@ __all__ = [
     "SharedDigest",
     "SharedTally",
     "Sharing",
+    "files_seen",
     "own_shared",
     "peer_roots",
     "shared_digest",
