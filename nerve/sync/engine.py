@@ -13,6 +13,7 @@ the server lost or corrupted costs only that time).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import time
@@ -26,7 +27,7 @@ from nerve import fsio
 from nerve.clock import HLC_ZERO, Hlc
 from nerve.errors import EventError
 from nerve.sync.box import Damaged, open_box, seal_batch, seal_box, token
-from nerve.sync.history import SharedDigest, SharedTally, Sharing, files_seen, own_shared
+from nerve.sync.history import SharedDigest, SharedTally, Sharing, files_seen, shared_rows
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
 
 __all__ = ["BATCH_EVENTS", "BOX_BYTES", "RESEND_ROUNDS", "Engine", "RoundResult"]
 
+SEND_ROWS = 50_000  # rows of the log screened for sharing between publishes
 BATCH_EVENTS = 5000  # about 200 KiB of ordinary events in a box: fewer round trips and fsyncs
 BOX_BYTES = 512 * 1024  # well under NATS's default max_payload (1 MiB), headers and all
 FETCH_LIMIT = 64
@@ -104,15 +106,33 @@ class Engine:
         return result
 
     async def _send(self, transport: Transport) -> int:
-        """Publish shared events past the sent mark, a batch at a time, advancing the mark
-        only after the transport acknowledged each batch. A batch whose box would pass
-        ``BOX_BYTES`` is halved until it fits (a single event that does not fit goes alone)."""
+        """Publish shared events past the sent mark. The log's rows are screened
+        ``SEND_ROWS`` at a time with their batches published in between, so a long backlog
+        never leaves the connection unserved for long."""
+        from nerve.log.reader import table_since
+
         state = self._state()
         sent, epoch = Hlc(*state["sent"]), int(state["epoch"])
         seen = (files_seen(self.log_root), sent, epoch)
         if seen == self._sent_seen:
             return 0  # the log's files and the mark are as after the last send: nothing new
-        events = own_shared(self._tally.snapshot(self.log_root), self.node, self.sharing, sent)
+        rows = table_since(self._tally.snapshot(self.log_root), sent)
+        count = 0
+        for start in range(0, rows.num_rows, SEND_ROWS):
+            events = shared_rows(rows.slice(start, SEND_ROWS), self.node, self.sharing)
+            sent, done = await self._publish(transport, events, sent, epoch)
+            count += done
+            await asyncio.sleep(0)  # the connection's own work (pings) between chunks
+        self._sent_seen = (seen[0], sent, epoch)
+        return count
+
+    async def _publish(
+        self, transport: Transport, events: pa.Table, sent: Hlc, epoch: int
+    ) -> tuple[Hlc, int]:
+        """Publish ``events`` a batch at a time, advancing the mark only after the transport
+        acknowledged each batch; the mark and the count published. A batch whose box would
+        pass ``BOX_BYTES`` is halved until it fits (a single event that does not fit goes
+        alone)."""
         count, total = 0, events.num_rows
         todo = [events.slice(i, BATCH_EVENTS) for i in range(0, total, BATCH_EVENTS)]
         while todo:
@@ -129,8 +149,7 @@ class Engine:
             sent = stamp
             count += rows
             self._save_state({"sent": list(sent), "epoch": epoch})
-        self._sent_seen = (seen[0], sent, epoch)
-        return count
+        return sent, count
 
     def _box(self, since: Hlc, chunk: pa.Table) -> bytes:
         """The sealed box of a batch: ``since`` and the events, in the sender's order."""
@@ -275,8 +294,10 @@ class Engine:
 
     async def announce(self, transport: Transport) -> SharedDigest:
         """Put this device's status box: its shared digest and what it holds per node (not
-        again while it says the same and is younger than ``HEARTBEAT_NS``)."""
-        found = self.digest()
+        again while it says the same and is younger than ``HEARTBEAT_NS``). The digest is
+        brought up to date in a thread: reading a heavy device's whole log (a tally that
+        starts over) must not leave the connection unserved meanwhile."""
+        found = await asyncio.to_thread(self.digest)
         body = {
             "v": 1,
             "node": self.node,

@@ -87,3 +87,20 @@ def test_a_round_with_nothing_new_only_fetches(tmp_path: Path, monkeypatch: Monk
     again = _rounds(engine, bus, 1)
     assert again["publish"] == 1 and again["put_status"] == 1
     assert engine.digest().events == 4
+
+
+def test_a_backlog_is_screened_and_published_a_chunk_at_a_time(
+    tmp_path: Path, monkeypatch: MonkeyPatch
+) -> None:
+    from nerve.sync import engine as engine_module
+
+    ws = device(tmp_path, "alpha")
+    emit(ws, 30, "backlog")
+    group = Group.new("g", Transport("nats", "nats://x"), "d")
+    group.save(ws.data / "sync")
+    monkeypatch.setattr(engine_module, "SEND_ROWS", 7)
+    engine = engine_for(ws, group)
+    bus = _Counted()
+    assert _rounds(engine, bus, 1)["publish"] == 5  # 7 + 7 + 7 + 7 + 2 rows
+    result = asyncio.run(engine.round(bus))
+    assert result.sent == 0 and engine.digest().events == 30
