@@ -287,6 +287,26 @@ def _write_new(path: Path, data: bytes, *, site: str) -> None:
         os.close(fd)
 
 
+def replace_unsynced(path: Path, data: bytes, *, site: str) -> None:
+    """Replace a small owner-only file that only saves work (a cache, a mark that may fall
+    back) atomically, by renaming a new file over it, without ``fsync``: a crash may leave
+    the older copy, which its reader must take (or none)."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(tmp)
+    fd = open_file(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+    try:
+        write_all(fd, data, site=site, path=tmp)
+    finally:
+        os.close(fd)
+    try:
+        rename(tmp, path, site=site)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
 def write_small(path: Path, data: bytes) -> None:
     """Replace a small runtime file (a pid file) owner-only, never through a symlink."""
     fd = open_file(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)

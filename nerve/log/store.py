@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 from nerve import fsio
@@ -427,6 +428,25 @@ class EventLog:
         self._seal_if_due()
         return len(evs)
 
+    def import_table(self, table: pa.Table) -> int:
+        """Append whole events given as columns (:data:`nerve.log.checked.WIRE_COLUMNS`,
+        stamps and nodes kept, in log order): checked as :meth:`import_events` checks each
+        event, column by column (:func:`nerve.log.checked.checked_events`), then committed
+        as they are. All or nothing."""
+        from nerve.log.checked import checked_events
+
+        table = checked_events(table)
+        if not table.num_rows:
+            return 0
+        with self._mutex:
+            _check_table_order(table, self._newest)
+            self.clock.receive(_last_stamp(table))
+            for start in range(0, table.num_rows, IMPORT_FRAME_ROWS):
+                chunk = table.slice(start, IMPORT_FRAME_ROWS)
+                self._commit(chunk, _last_stamp(chunk))
+        self._seal_if_due()
+        return int(table.num_rows)
+
     def _import_sealed(self, evs: list[Event | ErasedEvent], marker: EventFields | None) -> None:
         """Seal the tail, then write ``evs`` (and the batch key's record, ``marker``) as one
         segment of their own, in one manifest record (seal lock and mutex held): the
@@ -715,6 +735,31 @@ def _check_import_order(events: Sequence[Event | ErasedEvent], newest: Hlc) -> N
                 f"{index} (stamp {prev[0]}); nothing was imported"
             )
         prev = key
+
+
+def _check_table_order(table: pa.Table, newest: Hlc) -> None:
+    """``_check_import_order`` for a table: the first row after ``newest``, each row after
+    the one before it (by stamp, then node and id)."""
+    physical = table.column("physical_ns").to_numpy()
+    logical = table.column("logical").to_numpy()
+    first = Hlc(int(physical[0]), int(logical[0]))
+    if first <= newest:
+        raise OrderError(
+            f"event 1 has stamp {first}, not after the log's newest {newest}; nothing was imported"
+        )
+    later = (physical[1:] > physical[:-1]) | (
+        (physical[1:] == physical[:-1]) & (logical[1:] > logical[:-1])
+    )
+    same = (physical[1:] == physical[:-1]) & (logical[1:] == logical[:-1])
+    nodes, ids = table.column("node").to_pylist, table.column("id").to_pylist
+    for at in np.flatnonzero(~later):
+        i = int(at)
+        key = [(n, bytes(d)) for n, d in zip(nodes()[i : i + 2], ids()[i : i + 2], strict=True)]
+        if not (same[i] and key[1] > key[0]):
+            raise OrderError(
+                f"event {i + 2} (stamp {Hlc(int(physical[i + 1]), int(logical[i + 1]))}) "
+                f"does not sort after event {i + 1}; nothing was imported"
+            )
 
 
 def _small_runs(segments: list[SegmentInfo], target_rows: int) -> list[list[SegmentInfo]]:

@@ -13,10 +13,11 @@ the server lost or corrupted costs only that time).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -24,22 +25,28 @@ import blake3
 
 from nerve import fsio
 from nerve.clock import HLC_ZERO, Hlc
-from nerve.sync.box import Damaged, open_box, seal_box, token
-from nerve.sync.history import OwnKeys, SharedDigest, Sharing, digest_of, own_shared
+from nerve.errors import EventError
+from nerve.sync.box import Damaged, open_box, seal_batch, seal_box, token
+from nerve.sync.history import SharedDigest, SharedTally, Sharing, files_seen, shared_rows
 
 if TYPE_CHECKING:
-    from nerve.events import Event
+    import pyarrow as pa
+
+    from nerve.log.store import EventLog
     from nerve.sync.group import Group
     from nerve.sync.transport import Transport
 
 __all__ = ["BATCH_EVENTS", "BOX_BYTES", "RESEND_ROUNDS", "Engine", "RoundResult"]
 
-BATCH_EVENTS = 2000
+SEND_ROWS = 50_000  # rows of the log screened for sharing between publishes
+BATCH_EVENTS = 5000  # about 200 KiB of ordinary events in a box: fewer round trips and fsyncs
 BOX_BYTES = 512 * 1024  # well under NATS's default max_payload (1 MiB), headers and all
 FETCH_LIMIT = 64
 RESEND_ROUNDS = 4
 WRITER_WAIT_S = 10.0
 STALE_NS = 300 * 10**9
+LOOK_EVERY_ROUNDS = 5  # peers' statuses, while all held what was sent at the last look
+HEARTBEAT_NS = 60 * 10**9  # an unchanged status is put again after this, well before STALE_NS
 
 
 @dataclass
@@ -59,7 +66,7 @@ class RoundResult:
 @dataclass
 class _Pending:
     since: Hlc
-    events: list[Any] = field(default_factory=list)
+    events: pa.Table
 
 
 class Engine:
@@ -78,8 +85,14 @@ class Engine:
         self.sharing, self.log_opts = sharing, log_opts
         self.me = token(group.key, f"node:{node}")
         self._pending: dict[str, list[_Pending]] = {}
-        self._own = OwnKeys(log_root, node, sharing)
+        self._tally = SharedTally(folder, log_root, node, sharing)
         self._short: dict[str, tuple[Hlc, int]] = {}
+        self._sent_seen: tuple[Any, ...] = ()
+        self._mark: dict[str, Any] | None = None
+        self._writers: dict[str, EventLog] = {}
+        self._unlooked, self._all_held = 0, False  # rounds since the last look; what it saw
+        self._newest: dict[str, tuple[tuple[Any, ...], Hlc]] = {}
+        self._announced: tuple[dict[str, Any], int] = ({}, 0)
 
     # -- the round ------------------------------------------------------------------------
 
@@ -93,42 +106,69 @@ class Engine:
         return result
 
     async def _send(self, transport: Transport) -> int:
-        """Publish shared events past the sent mark, a batch at a time, advancing the mark
-        only after the transport acknowledged each batch. A batch whose box would pass
-        ``BOX_BYTES`` is halved until it fits (a single event that does not fit goes alone)."""
+        """Publish shared events past the sent mark. The log's rows are screened
+        ``SEND_ROWS`` at a time with their batches published in between, so a long backlog
+        never leaves the connection unserved for long."""
+        from nerve.log.reader import table_since
+
         state = self._state()
         sent, epoch = Hlc(*state["sent"]), int(state["epoch"])
-        events = own_shared(self.log_root, self.node, self.sharing, sent)
+        seen = (files_seen(self.log_root), sent, epoch)
+        if seen == self._sent_seen:
+            return 0  # the log's files and the mark are as after the last send: nothing new
+        rows = table_since(self._tally.snapshot(self.log_root), sent)
         count = 0
-        todo = [events[i : i + BATCH_EVENTS] for i in range(0, len(events), BATCH_EVENTS)]
+        for start in range(0, rows.num_rows, SEND_ROWS):
+            events = shared_rows(rows.slice(start, SEND_ROWS), self.node, self.sharing)
+            sent, done = await self._publish(transport, events, sent, epoch)
+            count += done
+            await asyncio.sleep(0)  # the connection's own work (pings) between chunks
+        self._sent_seen = (seen[0], sent, epoch)
+        return count
+
+    async def _publish(
+        self, transport: Transport, events: pa.Table, sent: Hlc, epoch: int
+    ) -> tuple[Hlc, int]:
+        """Publish ``events`` a batch at a time, advancing the mark only after the transport
+        acknowledged each batch; the mark and the count published. A batch whose box would
+        pass ``BOX_BYTES`` is halved until it fits (a single event that does not fit goes
+        alone)."""
+        count, total = 0, events.num_rows
+        todo = [events.slice(i, BATCH_EVENTS) for i in range(0, total, BATCH_EVENTS)]
         while todo:
             chunk = todo.pop(0)
             box = self._box(sent, chunk)
-            if len(box) > BOX_BYTES and len(chunk) > 1:
-                todo[:0] = [chunk[: len(chunk) // 2], chunk[len(chunk) // 2 :]]
+            rows = chunk.num_rows
+            if len(box) > BOX_BYTES and rows > 1:
+                todo[:0] = [chunk.slice(0, rows // 2), chunk.slice(rows // 2)]
                 continue
-            ident = blake3.blake3(f"{self.me}|{sent}|{epoch}".encode() + chunk[-1].id)
-            await transport.publish(self.me, ident.hexdigest()[:32], chunk[-1].hlc, box)
-            sent = chunk[-1].hlc
-            count += len(chunk)
+            last = _last_row(chunk)
+            ident = blake3.blake3(f"{self.me}|{sent}|{epoch}".encode() + last["id"])
+            stamp = Hlc(last["physical_ns"], last["logical"])
+            await transport.publish(self.me, ident.hexdigest()[:32], stamp, box)
+            sent = stamp
+            count += rows
             self._save_state({"sent": list(sent), "epoch": epoch})
-        return count
+        return sent, count
 
-    def _box(self, since: Hlc, chunk: list[Event]) -> bytes:
+    def _box(self, since: Hlc, chunk: pa.Table) -> bytes:
         """The sealed box of a batch: ``since`` and the events, in the sender's order."""
-        from nerve.log.wire import event_to_json
+        from nerve.log.checked import WIRE_COLUMNS
 
-        body = {
-            "v": 1,
-            "node": self.node,
-            "device": self.group.device,
-            "since": list(since),
-            "events": [event_to_json(e) for e in chunk],
-        }
-        return seal_box(self.group.key, body)
+        head = {"v": 2, "node": self.node, "device": self.group.device, "since": list(since)}
+        return seal_batch(self.group.key, head, chunk.select(WIRE_COLUMNS))
 
     async def _receive(self, transport: Transport, result: RoundResult) -> None:
-        """Fetch boxes until none are new; store each sender's in its peer log."""
+        """Fetch boxes until none are new; store each sender's in its peer log (opened once
+        for the round, as its single writer)."""
+        try:
+            await self._fetch_all(transport, result)
+        finally:
+            logs, self._writers = self._writers, {}
+            for log in logs.values():
+                log.close()
+
+    async def _fetch_all(self, transport: Transport, result: RoundResult) -> None:
         while True:
             deliveries = await transport.fetch(self._positions(), FETCH_LIMIT)
             if not deliveries:
@@ -157,17 +197,15 @@ class Engine:
         peer = token(self.group.key, f"node:{node}")
         try:
             since = Hlc(*body["since"])
-            events = list(body["events"])
-        except (KeyError, TypeError, ValueError):
+            table = _events_of(body)
+        except (KeyError, TypeError, ValueError, EventError):
             return 0
-        self._pending.setdefault(peer, []).append(_Pending(since, events))
+        self._pending.setdefault(peer, []).append(_Pending(since, table))
         self._note_device(peer, node, str(body.get("device") or ""))
         return self._drain(peer)
 
     def _drain(self, peer: str) -> int:
         """Import every waiting batch of ``peer`` that now connects; the events imported."""
-        from nerve.log.wire import stored_event_from_json
-
         imported, waiting = 0, self._pending.get(peer, [])
         while True:
             newest = self._peer_newest(peer)
@@ -177,11 +215,11 @@ class Engine:
             for item in ready:
                 waiting.remove(item)
                 held = self._peer_newest(peer)
-                fresh = [stored_event_from_json(e) for e in item.events if _stamp(e) > held]
-                if fresh:
+                fresh = _after(item.events, held)
+                if fresh.num_rows:
                     imported += self._import(peer, fresh)
         newest = self._peer_newest(peer)
-        self._pending[peer] = [p for p in waiting if p.events and _last(p) > newest]
+        self._pending[peer] = [p for p in waiting if p.events.num_rows and _last(p) > newest]
         return imported
 
     # -- peer logs ------------------------------------------------------------------------
@@ -190,24 +228,42 @@ class Engine:
         return self.folder / "peers" / peer / "log"
 
     def _peer_newest(self, peer: str) -> Hlc:
+        """The newest stamp of ``peer``'s log (its writer's, while this round holds it; else
+        read again only when its files changed)."""
         from nerve.log.reader import snapshot
 
+        if peer in self._writers:
+            return self._writers[peer].newest
         root = self._peer_root(peer)
-        return snapshot(root).newest if root.is_dir() else HLC_ZERO
+        if not root.is_dir():
+            return HLC_ZERO
+        seen = files_seen(root)
+        kept = self._newest.get(peer)
+        if kept is not None and kept[0] == seen:
+            return kept[1]
+        newest = snapshot(root).newest
+        self._newest[peer] = (seen, newest)
+        return newest
 
-    def _import(self, peer: str, events: list[Any]) -> int:
-        """Append a peer's events to its log as that log's single writer (waiting a little
-        while another round holds it)."""
+    def _import(self, peer: str, events: pa.Table) -> int:
+        """Append a peer's events to its log."""
+        return self._writer(peer).import_table(events)
+
+    def _writer(self, peer: str) -> EventLog:
+        """``peer``'s log, open for this round as its single writer (waiting a little while
+        another round holds it)."""
         from nerve.errors import WriterLocked
         from nerve.log.store import EventLog
 
+        if peer in self._writers:
+            return self._writers[peer]
         root = self._peer_root(peer)
         fsio.private_dir(root.parent)
         deadline = time.monotonic() + WRITER_WAIT_S
         while True:
             try:
-                with EventLog(root, node=self.node, **self.log_opts) as log:
-                    return int(log.import_events(events))
+                log = self._writers[peer] = EventLog(root, node=self.node, **self.log_opts)
+                return log
             except WriterLocked:
                 if time.monotonic() > deadline:
                     raise
@@ -232,13 +288,16 @@ class Engine:
                 fsio.write_private(path, text, site="sync.device", exclusive=False)
 
     def digest(self) -> SharedDigest:
-        """The shared digest now (this device's own shared events decoded once, across
-        rounds: :class:`~nerve.sync.history.OwnKeys`)."""
-        return digest_of(self._own.read(), self.folder)
+        """The shared digest now, kept up to date across rounds
+        (:class:`~nerve.sync.history.SharedTally`)."""
+        return self._tally.read()
 
     async def announce(self, transport: Transport) -> SharedDigest:
-        """Put this device's status box: its shared digest and what it holds per node."""
-        found = self.digest()
+        """Put this device's status box: its shared digest and what it holds per node (not
+        again while it says the same and is younger than ``HEARTBEAT_NS``). The digest is
+        brought up to date in a thread: reading a heavy device's whole log (a tally that
+        starts over) must not leave the connection unserved meanwhile."""
+        found = await asyncio.to_thread(self.digest)
         body = {
             "v": 1,
             "node": self.node,
@@ -246,13 +305,23 @@ class Engine:
             "sent": self._state()["sent"],
         }
         body.update(found.to_json())
-        body["time_ns"] = time.time_ns()
-        await transport.put_status(self.me, seal_box(self.group.key, body))
+        now = time.time_ns()
+        last, when = self._announced
+        if body == last and now - when < HEARTBEAT_NS:
+            return found
+        await transport.put_status(self.me, seal_box(self.group.key, {**body, "time_ns": now}))
+        self._announced = (body, now)
         return found
 
     async def _resend_if_stuck(self, transport: Transport, result: RoundResult) -> None:
         """Rewind the sent mark to a peer that stayed short of it, without progress, for
-        ``RESEND_ROUNDS`` rounds (a recent status only: a device gone quiet is not waited on)."""
+        ``RESEND_ROUNDS`` rounds (a recent status only: a device gone quiet is not waited on).
+        While every peer held all that was sent at the last look, the statuses are read again
+        only every ``LOOK_EVERY_ROUNDS`` rounds (a box lost since costs that many more)."""
+        self._unlooked += 1
+        if self._all_held and self._unlooked < LOOK_EVERY_ROUNDS:
+            return
+        self._unlooked, held_by_all = 0, True
         state = self._state()
         sent = Hlc(*state["sent"])
         behind: Hlc | None = None
@@ -262,16 +331,24 @@ class Engine:
                 continue
             held = status.get("nodes", {}).get(self.node)
             have = Hlc(*held[1]) if held else HLC_ZERO
+            held_by_all = held_by_all and have >= sent
             seen, rounds = self._short.get(str(node), (have, 0))
             self._short[str(node)] = (have, rounds + 1 if have == seen and have < sent else 0)
             if self._short[str(node)][1] >= RESEND_ROUNDS and (behind is None or have < behind):
                 behind = have
+        self._all_held = held_by_all
         if behind is not None:
             self._short.clear()
             self._save_state({"sent": list(behind), "epoch": int(state["epoch"]) + 1})
             result.resent += 1
 
     def _state(self) -> dict[str, Any]:
+        """The sent mark and resend epoch: read once, then kept (this engine writes them)."""
+        if self._mark is None:
+            self._mark = self._read_state()
+        return dict(self._mark)
+
+    def _read_state(self) -> dict[str, Any]:
         path = self.folder / "state.json"
         if not path.exists():
             return {"sent": [0, 0], "epoch": 0}
@@ -281,8 +358,10 @@ class Engine:
             return {"sent": [0, 0], "epoch": 0}  # a torn state file: sending again is harmless
 
     def _save_state(self, state: dict[str, Any]) -> None:
+        self._mark = dict(state)
         text = json.dumps(state, sort_keys=True).encode()
-        fsio.write_private(self.folder / "state.json", text, site="sync.state", exclusive=False)
+        # a mark that falls back after a crash only sends again what was sent (harmless)
+        fsio.replace_unsynced(self.folder / "state.json", text, site="sync.state")
 
 
 async def read_statuses(key: bytes, transport: Transport) -> list[dict[str, Any]]:
@@ -296,13 +375,41 @@ async def read_statuses(key: bytes, transport: Transport) -> list[dict[str, Any]
     return out
 
 
+def _last_row(table: pa.Table) -> dict[str, Any]:
+    """The last row of a table, as a dict."""
+    row: dict[str, Any] = table.slice(table.num_rows - 1).to_pylist()[0]
+    return row
+
+
 def _last(item: _Pending) -> Hlc:
     """The stamp of a waiting batch's last event."""
-    return _stamp(item.events[-1])
+    row = _last_row(item.events)
+    return Hlc(row["physical_ns"], row["logical"])
 
 
-def _stamp(wire: Any) -> Hlc:
-    """An event's stamp in its wire form (``"hlc": [physical, logical]``); zero if it has none
-    (a malformed event is refused by the import that follows)."""
-    stamp = wire.get("hlc") if isinstance(wire, dict) else None
-    return Hlc(*stamp) if isinstance(stamp, list) and len(stamp) == 2 else HLC_ZERO
+def _after(table: pa.Table, held: Hlc) -> pa.Table:
+    """The rows of ``table`` stamped after ``held``."""
+    import pyarrow.compute as pc
+
+    physical, logical = table.column("physical_ns"), table.column("logical")
+    later = pc.or_(
+        pc.greater(physical, held.physical_ns),
+        pc.and_(pc.equal(physical, held.physical_ns), pc.greater(logical, held.logical)),
+    )
+    return table.filter(later)
+
+
+def _events_of(body: dict[str, Any]) -> pa.Table:
+    """A batch's events as columns: a version 2 batch's table, or a version 1 batch's JSON
+    events read one by one (``EventError`` for one that is not an event)."""
+    import pyarrow as pa
+
+    from nerve.log.checked import WIRE_COLUMNS
+    from nerve.log.codec import table_from_events
+    from nerve.log.wire import event_from_json
+
+    table = body.get("table")
+    if isinstance(table, pa.Table):
+        return table
+    events = [event_from_json(e, own=True) for e in body["events"]]
+    return table_from_events(events).select(WIRE_COLUMNS)

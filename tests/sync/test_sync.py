@@ -14,7 +14,7 @@ import pytest
 
 from nerve.clock import Hlc
 from nerve.sync.connect import open_transport
-from nerve.sync.engine import Engine
+from nerve.sync.engine import BATCH_EVENTS, Engine
 from nerve.sync.group import SyncError
 from nerve.sync.ops import engine_for, load_group
 from nerve.sync.transport import Delivery, Transport
@@ -76,12 +76,13 @@ def test_keep_local_events_never_leave_and_stay_out_of_the_shared_digest(
 def test_a_late_device_receives_the_whole_shared_history(tmp_path: Path, place: Place) -> None:
     a, b = device(tmp_path, "alpha"), device(tmp_path, "beta")
     group_of(place, a)
-    emit(a, 4500, "old")  # three batches
+    backlog = 2 * BATCH_EVENTS + 500  # three batches
+    emit(a, backlog, "old")
     _rounds(a, times=1)
     code = _code(a)
     cli(b, "sync", "join", code, "--device", "beta")
     _rounds(b, a, times=1)
-    assert len(_peer_lines(b)) == 4500
+    assert len(_peer_lines(b)) == backlog
     assert status(b)["in_sync"] is True
 
 
