@@ -27,7 +27,10 @@ worth an interruption, from the fire's ``kind`` and ``direction`` and the readin
   ``rearm_s`` later that is again beyond its probe's level by ``arm`` (the larger of ``bar``,
   three quarters of the fire's excursion and half the confirmed one) is pending again, as a
   highlight of kind ``return``, and needs half of ``confirm_s``: an incident that comes back,
-  whose values are no longer new so that the detector stays quiet, surfaces again.
+  whose values are no longer new so that the detector stays quiet, surfaces again. Only
+  once the excursion has ended (a reading back within ``bar`` of the level): while it lasts,
+  it is the one decided, however long. A return held as transient went no further than the
+  reading's noise goes, so the next must go further than it (``arm`` rises to it).
 
 - **floor crossings**: a reading of an ``up`` concern with a floor that crosses it from a
   level below is pending (kind ``floor``), though the detector stays quiet because it has seen
@@ -168,6 +171,7 @@ class _Known:
     direction: int
     growing: bool
     at: int  # when it was confirmed (ns)
+    back: bool = False  # a reading came back within ``bar`` of the level since it (or a return)
 
 
 def _key(probe: str) -> str:
@@ -244,15 +248,21 @@ class Rules:
     ) -> None:
         """A reading again beyond its probe's level by ``arm`` of an excursion confirmed at
         least ``rearm_s`` ago is pending again (kind ``return``), though its values are no
-        longer new and the detector stays quiet."""
+        longer new and the detector stays quiet; only once the excursion has ended (a
+        reading back within ``bar`` of the level): while it lasts it is the one decided."""
         rearm = self.settings.rearm_s * _S
         for probe in sorted(self._known.keys() & latest.keys()):
             k = self._known[probe]
-            if probe in self._pending or probe in self._resolved or now_ns - k.at < rearm:
-                continue
             base = level(probe)
-            if base is None or k.direction * (latest[probe] - base) < k.arm:
+            if probe in self._pending or probe in self._resolved or base is None:
                 continue
+            beyond = k.direction * (latest[probe] - base)
+            if not k.back:
+                k.back = beyond < k.bar
+                continue
+            if now_ns - k.at < rearm or beyond < k.arm:
+                continue
+            k.back = False
             h = Highlight(probe, latest[probe], base, k.bar, 0, seq, "return", k.direction)
             self._pending[probe] = _Pending(h, now_ns, k.bar, k.growing)
         self.crossings(latest, seq, now_ns, level)
@@ -340,8 +350,16 @@ class Rules:
                     excess = h.direction * (h.value_milli - h.baseline_milli)
                     arm = max(p.bar, -(-3 * excess // 4), -(-past // 2))
                     self._known[probe] = _Known(arm, p.bar, h.direction, p.growing, now_ns)
+                elif h.kind == "return" and probe in self._known:
+                    self._raise_arm(self._known[probe], h)
                 out.append((replace(h, value_milli=value, seq=seq), action))
         return out
+
+    @staticmethod
+    def _raise_arm(k: _Known, h: Highlight) -> None:
+        """A return held as transient went no further than noise goes: the next return
+        must go further than it."""
+        k.arm = max(k.arm, h.direction * (h.value_milli - h.baseline_milli) + 1)
 
     def _confirm_ns(self, p: _Pending) -> int:
         """How long a pending fire must last: ``confirm_s``, half for one that must keep
@@ -455,5 +473,6 @@ def _drift_of(s: RuleSettings) -> Drift:
 
 def _read_known(k: Mapping[str, Any]) -> _Known:
     return _Known(
-        int(k["arm"]), int(k["bar"]), int(k["direction"]), bool(k["growing"]), int(k["at"])
-    )
+        int(k["arm"]), int(k["bar"]), int(k["direction"]), bool(k["growing"]), int(k["at"]),
+        bool(k.get("back", True)),  # absent before returns waited for the excursion's end
+    )  # fmt: skip

@@ -11,8 +11,9 @@ from typing import Any
 
 import pytest
 
+from nerve.attention.detector import Highlight
 from nerve.attention.pipeline import BATCH_MIN
-from nerve.attention.rules import RuleSettings, concern_of
+from nerve.attention.rules import Rules, RuleSettings, concern_of
 from nerve.attention.service import Attender, Obs, readings_from_bytes
 from nerve.attention.settings import AttentionSettings, parse_settings
 from nerve.clock import Hlc
@@ -186,3 +187,55 @@ def test_a_real_log_replays_the_rules_decisions_and_checks_bit_for_bit(
     assert "hold:transient" in outcomes and "surface" in outcomes, outcomes
     checked = json.loads(run_cli("--workspace", root, "attend", "--check", "--json").stdout)  # type: ignore[attr-defined]
     assert checked["ok"] is True and checked["compared"] == len(outcomes) > 0
+
+
+# -- one decision per excursion: Rules fed readings directly, the level held still -----------
+
+NAB = "value:nab.value"  # a reading of concern ``both``, with no floor and no drift
+Step = tuple[int, int]  # (second, reading)
+
+
+def _record(value: int) -> Highlight:
+    return Highlight(NAB, value, 100, 50, 800, 0, "record", 1)
+
+
+def _actions(steps: list[Step], fire_at: int = 0) -> list[tuple[int, str, str]]:
+    """(second, action, kind) of what :meth:`Rules.apply` gives for each reading of ``NAB``
+    (the level stays at 100: the worst case, a level that does not learn the excursion);
+    the reading at ``fire_at`` comes with a detector fire."""
+    rules, out = Rules(RuleSettings()), []
+    for seq, (second, value) in enumerate(steps):
+        fires = [_record(value)] if second == fire_at else []
+        for h, action in rules.apply({NAB: value}, fires, seq, T0 + second * S, lambda p: 100):
+            out.append((second, action, h.kind))
+    return out
+
+
+def test_a_lasting_excursion_is_decided_once_and_its_return_after_it_ended() -> None:
+    lasting = [(s, 900) for s in range(0, 7200, 60)]
+    again = [(7260, 100), (7400, 900), (7460, 900)]
+    assert _actions(lasting + again) == [(60, "confirmed", "record"), (7460, "confirmed", "return")]
+
+
+def test_a_return_held_as_transient_must_be_outgone_by_the_next() -> None:
+    steps = [(0, 900), (60, 900), (120, 100)]
+    steps += [(800, 760), (860, 100), (920, 100), (1000, 730), (1060, 730), (1120, 100)]
+    steps += [(1300, 900), (1360, 900)]
+    assert _actions(steps) == [
+        (60, "confirmed", "record"),
+        (860, "hold:transient", "return"),
+        (1360, "confirmed", "return"),
+    ]
+
+
+def test_a_snapshot_from_before_the_excursions_end_was_watched_arms_its_returns() -> None:
+    rules = Rules(RuleSettings())
+    rules.apply({NAB: 900}, [_record(900)], 0, T0, lambda p: 100)
+    rules.apply({NAB: 900}, [], 1, T0 + 60 * S, lambda p: 100)
+    snap = json.loads(json.dumps(rules.snapshot()))
+    assert snap["known"][NAB]["back"] is False
+    del snap["known"][NAB]["back"]
+    again = Rules(RuleSettings())
+    again.restore(snap)
+    got = again.apply({NAB: 900}, [], 2, T0 + 700 * S, lambda p: 100)
+    assert got == [] and again.snapshot()["pending"][NAB]["highlight"]["kind"] == "return"
