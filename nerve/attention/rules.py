@@ -29,7 +29,8 @@ worth an interruption, from the fire's ``kind`` and ``direction`` and the readin
   highlight of kind ``return``, and needs half of ``confirm_s``: an incident that comes back,
   whose values are no longer new so that the detector stays quiet, surfaces again. Only
   once the excursion has ended (a reading back within ``bar`` of the level): while it lasts,
-  it is the one decided, however long. A return held as transient went no further than the
+  it is the one decided, however long. A return that does not last is no decision (the
+  detector saw nothing new, and the watch's guess was wrong): it went no further than the
   reading's noise goes, so the next must go further than it (``arm`` rises to it).
 
 - **floor crossings**: a reading of an ``up`` concern with a floor that crosses it from a
@@ -350,16 +351,18 @@ class Rules:
                     excess = h.direction * (h.value_milli - h.baseline_milli)
                     arm = max(p.bar, -(-3 * excess // 4), -(-past // 2))
                     self._known[probe] = _Known(arm, p.bar, h.direction, p.growing, now_ns)
-                elif h.kind == "return" and probe in self._known:
-                    self._raise_arm(self._known[probe], h)
+                elif h.kind == "return":  # the watch's guess, not a fire: nothing to decide
+                    self._raise_arm(probe, h)
+                    continue
                 out.append((replace(h, value_milli=value, seq=seq), action))
         return out
 
-    @staticmethod
-    def _raise_arm(k: _Known, h: Highlight) -> None:
-        """A return held as transient went no further than noise goes: the next return
-        must go further than it."""
-        k.arm = max(k.arm, h.direction * (h.value_milli - h.baseline_milli) + 1)
+    def _raise_arm(self, probe: str, h: Highlight) -> None:
+        """A return that did not last went no further than the reading's noise goes: the
+        next return must go further than it."""
+        k = self._known.get(probe)
+        if k is not None:
+            k.arm = max(k.arm, h.direction * (h.value_milli - h.baseline_milli) + 1)
 
     def _confirm_ns(self, p: _Pending) -> int:
         """How long a pending fire must last: ``confirm_s``, half for one that must keep

@@ -217,13 +217,12 @@ def test_a_lasting_excursion_is_decided_once_and_its_return_after_it_ended() -> 
     assert _actions(lasting + again) == [(60, "confirmed", "record"), (7460, "confirmed", "return")]
 
 
-def test_a_return_held_as_transient_must_be_outgone_by_the_next() -> None:
+def test_a_return_that_does_not_last_is_no_decision_and_must_be_outgone_by_the_next() -> None:
     steps = [(0, 900), (60, 900), (120, 100)]
     steps += [(800, 760), (860, 100), (920, 100), (1000, 730), (1060, 730), (1120, 100)]
     steps += [(1300, 900), (1360, 900)]
     assert _actions(steps) == [
         (60, "confirmed", "record"),
-        (860, "hold:transient", "return"),
         (1360, "confirmed", "return"),
     ]
 
