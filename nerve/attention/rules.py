@@ -24,11 +24,12 @@ worth an interruption, from the fire's ``kind`` and ``direction`` and the readin
 - a confirmed excursion is worth at least ``confirmed_milli`` to the gate, which then applies
   its value and budget tests as to any highlight.
 - **returns**: once an ``up``/``down`` excursion is confirmed, a reading at least
-  ``rearm_s`` later that is again beyond its probe's level by ``arm`` (the larger of ``bar``,
+  ``rearm_s`` later that is again beyond what its probe expects (its level, or a daily or
+  weekly cycle once learnt) by ``arm`` (the larger of ``bar``,
   three quarters of the fire's excursion and half the confirmed one) is pending again, as a
   highlight of kind ``return``, and needs half of ``confirm_s``: an incident that comes back,
   whose values are no longer new so that the detector stays quiet, surfaces again. Only
-  once the excursion has ended (a reading back within ``bar`` of the level): while it lasts,
+  once the excursion has ended (a reading back within ``bar`` of it): while it lasts,
   it is the one decided, however long. A return that does not last is no decision (the
   detector saw nothing new, and the watch's guess was wrong): it went no further than the
   reading's noise goes, so the next must go further than it (``arm`` rises to it).
@@ -210,13 +211,15 @@ class Rules:
         seq: int,
         now_ns: int,
         level: Callable[[str], int | None],
+        expected: Callable[[str], int | None],
     ) -> list[tuple[Highlight, Action]]:
         """Resolve the pending fires ``latest`` (readings by probe) has news of, sort this
         observation's ``fires`` (decided now, held for direction, or left pending), then
-        watch for the return of confirmed excursions (``level``: a probe's level)."""
+        watch for the return of confirmed excursions (``level``: a probe's level;
+        ``expected``: what it expects of its reading now, a daily cycle's or the level)."""
         out = self.resolve(latest, seq, now_ns) + self.sort(fires, now_ns)
         out += self.drifts(latest, seq, now_ns)
-        self.watch(latest, seq, now_ns, level)
+        self.watch(latest, seq, now_ns, level, expected)
         return out
 
     def drifts(
@@ -246,15 +249,18 @@ class Rules:
         seq: int,
         now_ns: int,
         level: Callable[[str], int | None],
+        expected: Callable[[str], int | None],
     ) -> None:
-        """A reading again beyond its probe's level by ``arm`` of an excursion confirmed at
-        least ``rearm_s`` ago is pending again (kind ``return``), though its values are no
-        longer new and the detector stays quiet; only once the excursion has ended (a
-        reading back within ``bar`` of the level): while it lasts it is the one decided."""
+        """A reading again beyond what its probe expects (``expected``: a daily or weekly
+        cycle, once learnt, or the level) by ``arm`` of an excursion confirmed at least
+        ``rearm_s`` ago is pending again (kind ``return``), though its values are no longer
+        new and the detector stays quiet; only once the excursion has ended (a reading back
+        within ``bar`` of what is expected): while it lasts it is the one decided. A cycle's
+        peak, expected at its hour, is no return."""
         rearm = self.settings.rearm_s * _S
         for probe in sorted(self._known.keys() & latest.keys()):
             k = self._known[probe]
-            base = level(probe)
+            base = expected(probe)
             if probe in self._pending or probe in self._resolved or base is None:
                 continue
             beyond = k.direction * (latest[probe] - base)
