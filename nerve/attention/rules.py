@@ -24,8 +24,8 @@ worth an interruption, from the fire's ``kind`` and ``direction`` and the readin
 - a confirmed excursion is worth at least ``confirmed_milli`` to the gate, which then applies
   its value and budget tests as to any highlight.
 - **returns**: once an ``up``/``down`` excursion is confirmed, a reading at least
-  ``rearm_s`` later that is again beyond what its probe expects (its level, or a daily or
-  weekly cycle once learnt) by ``arm`` (the larger of ``bar``,
+  ``rearm_s`` later that is again beyond both its probe's level and what it expects (a
+  daily or weekly cycle once learnt) by ``arm`` (the larger of ``bar``,
   three quarters of the fire's excursion and half the confirmed one) is pending again, as a
   highlight of kind ``return``, and needs half of ``confirm_s``: an incident that comes back,
   whose values are no longer new so that the detector stays quiet, surfaces again. Only
@@ -251,16 +251,17 @@ class Rules:
         level: Callable[[str], int | None],
         expected: Callable[[str], int | None],
     ) -> None:
-        """A reading again beyond what its probe expects (``expected``: a daily or weekly
-        cycle, once learnt, or the level) by ``arm`` of an excursion confirmed at least
-        ``rearm_s`` ago is pending again (kind ``return``), though its values are no longer
-        new and the detector stays quiet; only once the excursion has ended (a reading back
-        within ``bar`` of what is expected): while it lasts it is the one decided. A cycle's
-        peak, expected at its hour, is no return."""
+        """A reading again beyond its probe's level and what it expects (``expected``: a
+        daily or weekly cycle, once learnt, or the level) by ``arm`` of an excursion
+        confirmed at least ``rearm_s`` ago is pending again (kind ``return``), though its
+        values are no longer new and the detector stays quiet; only once the excursion has
+        ended (a reading back within ``bar`` of either): while it lasts it is the one
+        decided. A cycle's peak, expected at its hour, is no return, nor is a reading the
+        level has followed."""
         rearm = self.settings.rearm_s * _S
         for probe in sorted(self._known.keys() & latest.keys()):
             k = self._known[probe]
-            base = expected(probe)
+            base = _nearer(k.direction, level(probe), expected(probe))
             if probe in self._pending or probe in self._resolved or base is None:
                 continue
             beyond = k.direction * (latest[probe] - base)
@@ -470,6 +471,12 @@ class Rules:
                 self.drift.restore(snapshot.get("drift", {}))
         except (KeyError, TypeError, ValueError) as exc:
             raise EventError(f"rules snapshot is malformed: {exc!r}") from None
+
+
+def _nearer(direction: int, *bases: int | None) -> int | None:
+    """Of ``bases`` (None: not known), the one a reading is least beyond in ``direction``."""
+    known = [b for b in bases if b is not None]
+    return max(known, key=lambda b: direction * b) if known else None
 
 
 def _drift_of(s: RuleSettings) -> Drift:

@@ -214,17 +214,20 @@ def _record(value: int) -> Highlight:
 
 
 def _actions(
-    steps: list[Step], expect: Callable[[int], int] = _hundred_at
+    steps: list[Step],
+    expect: Callable[[int], int] = _hundred_at,
+    level: Callable[[int], int] = _hundred_at,
 ) -> list[tuple[int, str, str]]:
     """(second, action, kind) of what :meth:`Rules.apply` gives for each reading of ``NAB``
-    (the level stays at 100: the worst case, a level that does not learn the excursion;
-    ``expect``: what the probe expects at a second, 100 unless given); the first reading
-    comes with a detector fire."""
+    (``level`` and ``expect``: the probe's level and what it expects at a second, 100
+    unless given: the worst case, a level that does not learn the excursion); the first
+    reading comes with a detector fire."""
     rules, out = Rules(RuleSettings()), []
     for seq, (second, value) in enumerate(steps):
         fires = [_record(value)] if seq == 0 else []
+        at_level = functools.partial(_at_second, level, second)
         expected = functools.partial(_at_second, expect, second)
-        for h, action in rules.apply({NAB: value}, fires, seq, T0 + second * S, _hundred, expected):
+        for h, action in rules.apply({NAB: value}, fires, seq, T0 + second * S, at_level, expected):
             out.append((second, action, h.kind))
     return out
 
@@ -254,6 +257,8 @@ def test_a_cycles_peak_expected_at_its_hour_is_no_return() -> None:
     steps = [(0, 900), (60, 900), (120, 100), (800, 900), (860, 900)]
     assert _actions(steps)[-1] == (860, "confirmed", "return")
     assert _actions(steps, _peak_from_800) == [(60, "confirmed", "record")]
+    # nor is a reading the level has followed, whatever the cycle expects
+    assert _actions(steps, level=_peak_from_800) == [(60, "confirmed", "record")]
 
 
 def _square(days: int, seed: int) -> list[Row]:
