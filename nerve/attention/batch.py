@@ -231,12 +231,14 @@ def _highlight(det: Detector, probe: str, value: int, mean: int, var: int, seq: 
 class ValueBatch:
     """What :meth:`ValueDetector.observe` gave each observation of a batch, in order: its
     fires and its readings by probe (``latest``); :meth:`level` gives a probe's level as
-    :meth:`ValueDetector.level` gave it after observation ``i``."""
+    :meth:`ValueDetector.level` gave it after observation ``i``, and :meth:`expected` what
+    :meth:`ValueDetector.expected` gave then of a probe observation ``i`` reads."""
 
     fires: dict[int, list[Highlight]]  # observation -> its fires (none: no entry)
     latest: list[dict[str, int]]
     steps: dict[str, tuple[list[int], list[int]]]  # probe -> (observations, level after each)
     before: Callable[[str], int | None]  # a probe's level before the batch
+    expects: dict[str, list[int]]  # probe -> what it expected after each of its observations
 
     def level(self, i: int) -> Callable[[str], int | None]:
         """A probe's level after observation ``i`` (None if not followed by then)."""
@@ -245,6 +247,18 @@ class ValueBatch:
             steps = self.steps.get(probe)
             k = bisect_right(steps[0], i) - 1 if steps is not None else -1
             return round_div(steps[1][k], _F) if steps and k >= 0 else self.before(probe)
+
+        return at
+
+    def expected(self, i: int) -> Callable[[str], int | None]:
+        """What a probe read by observation ``i`` expected after it (None for another)."""
+
+        def at(probe: str) -> int | None:
+            steps = self.steps.get(probe)
+            k = bisect_right(steps[0], i) - 1 if steps is not None else -1
+            if steps is None or k < 0 or steps[0][k] != i:
+                return None
+            return round_div(self.expects[probe][k], _F)
 
         return at
 
@@ -267,12 +281,15 @@ def value_batch(
     prior = {probe: det.level(probe) for probe in series}
     fires: dict[int, list[Highlight]] = {}
     steps: dict[str, tuple[list[int], list[int]]] = {}
+    expects: dict[str, list[int]] = {}
     for probe, (subject, where, values) in series.items():
         state = det._probes.setdefault(probe, _Probe(sense=subject))
         levels: list[int] = []
+        expects[probe] = []
         at = det.run(
-            probe, state, values, [seqs[i] for i in where], [times[i] for i in where], levels
-        )
+            probe, state, values, [seqs[i] for i in where], [times[i] for i in where], levels,
+            expects[probe],
+        )  # fmt: skip
         for j, h in at:
             fires.setdefault(where[j], []).append(h)
         steps[probe] = (where, levels)
@@ -284,7 +301,7 @@ def value_batch(
         return prior[probe] if probe in prior else det.level(probe)
 
     kept = {i: _kept(det, found, latest[i]) for i, found in fires.items()}
-    return ValueBatch(kept, latest, steps, before)
+    return ValueBatch(kept, latest, steps, before, expects)
 
 
 def _probes_of(

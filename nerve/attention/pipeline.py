@@ -34,6 +34,7 @@ Every key is optional; unknown keys are rejected.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from typing import Annotated, Any
 
@@ -118,7 +119,9 @@ class Attention:
         self, fires: list[Highlight], seq: int, now_ns: int
     ) -> list[tuple[Highlight, Action]]:
         assert self.rules is not None
-        return self.rules.apply(self.values.latest, fires, seq, now_ns, self.values.level)
+        values = self.values
+        expected = functools.partial(values.expected, now_ns=now_ns)
+        return self.rules.apply(values.latest, fires, seq, now_ns, values.level, expected)
 
     def _decide(self, h: Highlight, action: Action, ctx: UserContext, now_ns: int) -> Decision:
         if action == "decide":
@@ -192,14 +195,17 @@ class Attention:
         )
         out: list[tuple[int, int, Highlight, Action]] = []
         level: Callable[[str], int | None]
+        expected: Callable[[str], int | None]
         for j, i in enumerate(todo):
             if found is None:
                 readings_i = readings[i] or _NO_READINGS
                 fires = self.values.observe(subjects[i], readings_i, first + i, times[i])
                 latest, level = self.values.latest, self.values.level
+                expected = functools.partial(self.values.expected, now_ns=times[i])
             else:
                 fires, latest, level = found.fires.get(j, []), found.latest[j], found.level(j)
-            out += self._ruled_batch(i, first + i, times[i], fires, latest, level)
+                expected = found.expected(j)
+            out += self._ruled_batch(i, first + i, times[i], fires, latest, (level, expected))
         return out
 
     def _ruled_batch(
@@ -209,10 +215,11 @@ class Attention:
         now_ns: int,
         fires: list[Highlight],
         latest: Mapping[str, int],
-        level: Callable[[str], int | None],
+        bases: tuple[Callable[[str], int | None], Callable[[str], int | None]],
     ) -> list[tuple[int, int, Highlight, Action]]:
         """Observation ``i``'s value fires through the gate rules, as
-        ``(position, order, highlight, action)``."""
+        ``(position, order, highlight, action)``; ``bases``: a probe's level and what it
+        expects (see :meth:`Rules.apply`)."""
         rules = self.rules
         if rules is None:
             return [(i, 3 + k, h, "decide") for k, h in enumerate(fires)]
@@ -223,7 +230,7 @@ class Attention:
         out += [(i, 3 + k, h, a) for k, (h, a) in enumerate(rules.sort(fires, now_ns))]
         drifts = rules.drifts(latest, seq, now_ns)
         out += [(i, 3 + len(fires) + k, h, a) for k, (h, a) in enumerate(drifts)]
-        rules.watch(latest, seq, now_ns, level)
+        rules.watch(latest, seq, now_ns, *bases)
         return out
 
     def _one_by_one(

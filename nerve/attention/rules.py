@@ -24,10 +24,15 @@ worth an interruption, from the fire's ``kind`` and ``direction`` and the readin
 - a confirmed excursion is worth at least ``confirmed_milli`` to the gate, which then applies
   its value and budget tests as to any highlight.
 - **returns**: once an ``up``/``down`` excursion is confirmed, a reading at least
-  ``rearm_s`` later that is again beyond its probe's level by ``arm`` (the larger of ``bar``,
+  ``rearm_s`` later that is again beyond both its probe's level and what it expects (a
+  daily or weekly cycle once learnt) by ``arm`` (the larger of ``bar``,
   three quarters of the fire's excursion and half the confirmed one) is pending again, as a
   highlight of kind ``return``, and needs half of ``confirm_s``: an incident that comes back,
-  whose values are no longer new so that the detector stays quiet, surfaces again.
+  whose values are no longer new so that the detector stays quiet, surfaces again. Only
+  once the excursion has ended (a reading back within ``bar`` of it): while it lasts,
+  it is the one decided, however long. A return that does not last is no decision (the
+  detector saw nothing new, and the watch's guess was wrong): it went no further than the
+  reading's noise goes, so the next must go further than it (``arm`` rises to it).
 
 - **floor crossings**: a reading of an ``up`` concern with a floor that crosses it from a
   level below is pending (kind ``floor``), though the detector stays quiet because it has seen
@@ -168,6 +173,7 @@ class _Known:
     direction: int
     growing: bool
     at: int  # when it was confirmed (ns)
+    back: bool = False  # a reading came back within ``bar`` of the level since it (or a return)
 
 
 def _key(probe: str) -> str:
@@ -205,13 +211,15 @@ class Rules:
         seq: int,
         now_ns: int,
         level: Callable[[str], int | None],
+        expected: Callable[[str], int | None],
     ) -> list[tuple[Highlight, Action]]:
         """Resolve the pending fires ``latest`` (readings by probe) has news of, sort this
         observation's ``fires`` (decided now, held for direction, or left pending), then
-        watch for the return of confirmed excursions (``level``: a probe's level)."""
+        watch for the return of confirmed excursions (``level``: a probe's level;
+        ``expected``: what it expects of its reading now, a daily cycle's or the level)."""
         out = self.resolve(latest, seq, now_ns) + self.sort(fires, now_ns)
         out += self.drifts(latest, seq, now_ns)
-        self.watch(latest, seq, now_ns, level)
+        self.watch(latest, seq, now_ns, level, expected)
         return out
 
     def drifts(
@@ -241,18 +249,28 @@ class Rules:
         seq: int,
         now_ns: int,
         level: Callable[[str], int | None],
+        expected: Callable[[str], int | None],
     ) -> None:
-        """A reading again beyond its probe's level by ``arm`` of an excursion confirmed at
-        least ``rearm_s`` ago is pending again (kind ``return``), though its values are no
-        longer new and the detector stays quiet."""
+        """A reading again beyond its probe's level and what it expects (``expected``: a
+        daily or weekly cycle, once learnt, or the level) by ``arm`` of an excursion
+        confirmed at least ``rearm_s`` ago is pending again (kind ``return``), though its
+        values are no longer new and the detector stays quiet; only once the excursion has
+        ended (a reading back within ``bar`` of either): while it lasts it is the one
+        decided. A cycle's peak, expected at its hour, is no return, nor is a reading the
+        level has followed."""
         rearm = self.settings.rearm_s * _S
         for probe in sorted(self._known.keys() & latest.keys()):
             k = self._known[probe]
-            if probe in self._pending or probe in self._resolved or now_ns - k.at < rearm:
+            base = _nearer(k.direction, level(probe), expected(probe))
+            if probe in self._pending or probe in self._resolved or base is None:
                 continue
-            base = level(probe)
-            if base is None or k.direction * (latest[probe] - base) < k.arm:
+            beyond = k.direction * (latest[probe] - base)
+            if not k.back:
+                k.back = beyond < k.bar
                 continue
+            if now_ns - k.at < rearm or beyond < k.arm:
+                continue
+            k.back = False
             h = Highlight(probe, latest[probe], base, k.bar, 0, seq, "return", k.direction)
             self._pending[probe] = _Pending(h, now_ns, k.bar, k.growing)
         self.crossings(latest, seq, now_ns, level)
@@ -340,8 +358,18 @@ class Rules:
                     excess = h.direction * (h.value_milli - h.baseline_milli)
                     arm = max(p.bar, -(-3 * excess // 4), -(-past // 2))
                     self._known[probe] = _Known(arm, p.bar, h.direction, p.growing, now_ns)
+                elif h.kind == "return":  # the watch's guess, not a fire: nothing to decide
+                    self._raise_arm(probe, h)
+                    continue
                 out.append((replace(h, value_milli=value, seq=seq), action))
         return out
+
+    def _raise_arm(self, probe: str, h: Highlight) -> None:
+        """A return that did not last went no further than the reading's noise goes: the
+        next return must go further than it."""
+        k = self._known.get(probe)
+        if k is not None:
+            k.arm = max(k.arm, h.direction * (h.value_milli - h.baseline_milli) + 1)
 
     def _confirm_ns(self, p: _Pending) -> int:
         """How long a pending fire must last: ``confirm_s``, half for one that must keep
@@ -445,6 +473,12 @@ class Rules:
             raise EventError(f"rules snapshot is malformed: {exc!r}") from None
 
 
+def _nearer(direction: int, *bases: int | None) -> int | None:
+    """Of ``bases`` (None: not known), the one a reading is least beyond in ``direction``."""
+    known = [b for b in bases if b is not None]
+    return max(known, key=lambda b: direction * b) if known else None
+
+
 def _drift_of(s: RuleSettings) -> Drift:
     rates = {**RATES, **s.drift_rates}
     return Drift(
@@ -455,5 +489,6 @@ def _drift_of(s: RuleSettings) -> Drift:
 
 def _read_known(k: Mapping[str, Any]) -> _Known:
     return _Known(
-        int(k["arm"]), int(k["bar"]), int(k["direction"]), bool(k["growing"]), int(k["at"])
-    )
+        int(k["arm"]), int(k["bar"]), int(k["direction"]), bool(k["growing"]), int(k["at"]),
+        bool(k.get("back", True)),  # absent before returns waited for the excursion's end
+    )  # fmt: skip

@@ -347,11 +347,13 @@ class ValueDetector:
         seqs: Sequence[int],
         times: Sequence[int],
         levels: list[int],
+        expects: list[int] | None = None,
     ) -> list[tuple[int, Highlight]]:
         """Step ``probe`` (its ``state``) through its integer readings ``values`` in order
         (their observations' ``seqs`` and ``times``), as :meth:`step` one by one would;
         return the fires as ``(position in values, highlight)`` and append the level after
-        each reading to ``levels``. Admission and recency are the caller's.
+        each reading to ``levels`` (and what :meth:`expected` gives then to ``expects``).
+        Admission and recency are the caller's.
 
         A reading that comes again within the same hour, after a step of it that changed
         nothing but counts (:func:`_settled`), would change nothing but counts again: it is
@@ -359,11 +361,12 @@ class ValueDetector:
         sense's own rate, an error counter at 0) are such repeats."""
         fires: list[tuple[int, Highlight]] = []
         settled: tuple[int, int] | None = None  # (reading, hour) at which the probe is settled
+        expect = 0
         for j, value in enumerate(values):
             now = times[j]
             hour = now // _HOUR_NS
             if settled == (value, hour):
-                _repeat(state, hour)
+                _repeat(state, hour)  # a settled probe expects what it did
             else:
                 before = _figures(state, hour) if value * _F == state.last else None
                 fire = self._step(probe, state, value, seqs[j], now)
@@ -376,7 +379,11 @@ class ValueDetector:
                     and _settled(state, before, hour, self.params)
                 ):
                     settled = (value, hour)
+                if expects is not None:
+                    expect = self._expect(state, hour)
             levels.append(state.level)
+            if expects is not None:
+                expects.append(expect)
         return fires
 
     def _step(
@@ -496,13 +503,7 @@ class ValueDetector:
         ``season_min`` readings, a season's error counting ``season_bias_milli / 1000`` of
         itself (a cycle, once seen, is preferred to a level that happens to fit as well)."""
         p = self.params
-        need, bias, best, least = p.season_min, p.season_bias_milli, -1, 0
-        for i, fit in enumerate(s.fits):
-            if preds[i] is None or fit.n < need:
-                continue
-            weighed = fit.err if i == 0 else (2 * fit.err * bias + 1000) // 2000
-            if best < 0 or weighed < least:
-                best, least = i, weighed
+        best = self._best(s, preds)
         quiet = s.quiet
         s.quiet = quiet - 1 if quiet > 0 else 0
         if best < 0:
@@ -525,6 +526,26 @@ class ValueDetector:
         )
         value, expected = round_div(x, _F), round_div(pred, _F)
         return Highlight(probe, value, expected, round_div(sigma, _F), score, seq, kind, direction)
+
+    def _best(self, s: _Probe, preds: _Preds) -> int:
+        """Which prediction has lately fitted best (see :meth:`_judge`); -1 if none has
+        ``season_min`` readings yet."""
+        need, bias, best, least = self.params.season_min, self.params.season_bias_milli, -1, 0
+        for i, fit in enumerate(s.fits):
+            if preds[i] is None or fit.n < need:
+                continue
+            weighed = fit.err if i == 0 else (2 * fit.err * bias + 1000) // 2000
+            if best < 0 or weighed < least:
+                best, least = i, weighed
+        return best
+
+    def _expect(self, s: _Probe, hour: int) -> int:
+        """The best prediction of a reading in ``hour`` (thousandths), else the level."""
+        cells = (s.daily.get(hour % _DAY), s.weekly.get((hour + _WEEK_SHIFT) % _WEEK))
+        preds = self._predictions(s, cells)
+        best = self._best(s, preds)
+        pred = preds[best] if best >= 0 else None
+        return s.level if pred is None else pred
 
     def _spike(self, s: _Probe, z: int) -> int:
         """Score of a spike beyond k and the recent peak, or of a run of ``sustain``
@@ -620,6 +641,15 @@ class ValueDetector:
         """The probe's level (its readings' EMA) in the reading's unit; None if not followed."""
         state = self._probes.get(probe)
         return None if state is None or not state.n else round_div(state.level, _F)
+
+    def expected(self, probe: str, now_ns: int) -> int | None:
+        """What the probe expects of a reading at ``now_ns``, in the reading's unit: the
+        prediction that has lately fitted best (a daily or weekly cycle, once learnt, or the
+        level); None if not followed."""
+        state = self._probes.get(probe)
+        if state is None or not state.n:
+            return None
+        return round_div(self._expect(state, now_ns // _HOUR_NS), _F)
 
     def snapshot(self) -> dict[str, Any]:
         """Plain JSON state: each probe's counters, level, fits and seasonal slots; each

@@ -4,15 +4,18 @@ with the default settings."""
 
 from __future__ import annotations
 
+import functools
 import json
 import random
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from nerve.attention.detector import Highlight
 from nerve.attention.pipeline import BATCH_MIN
-from nerve.attention.rules import RuleSettings, concern_of
+from nerve.attention.rules import Rules, RuleSettings, concern_of
 from nerve.attention.service import Attender, Obs, readings_from_bytes
 from nerve.attention.settings import AttentionSettings, parse_settings
 from nerve.clock import Hlc
@@ -186,3 +189,110 @@ def test_a_real_log_replays_the_rules_decisions_and_checks_bit_for_bit(
     assert "hold:transient" in outcomes and "surface" in outcomes, outcomes
     checked = json.loads(run_cli("--workspace", root, "attend", "--check", "--json").stdout)  # type: ignore[attr-defined]
     assert checked["ok"] is True and checked["compared"] == len(outcomes) > 0
+
+
+# -- one decision per excursion: Rules fed readings directly, the level held still -----------
+
+NAB = "value:nab.value"  # a reading of concern ``both``, with no floor and no drift
+Step = tuple[int, int]  # (second, reading)
+
+
+def _hundred(probe: str) -> int:
+    return 100
+
+
+def _hundred_at(second: int) -> int:
+    return 100
+
+
+def _at_second(expect: Callable[[int], int], second: int, probe: str) -> int:
+    return expect(second)
+
+
+def _record(value: int) -> Highlight:
+    return Highlight(NAB, value, 100, 50, 800, 0, "record", 1)
+
+
+def _actions(
+    steps: list[Step],
+    expect: Callable[[int], int] = _hundred_at,
+    level: Callable[[int], int] = _hundred_at,
+) -> list[tuple[int, str, str]]:
+    """(second, action, kind) of what :meth:`Rules.apply` gives for each reading of ``NAB``
+    (``level`` and ``expect``: the probe's level and what it expects at a second, 100
+    unless given: the worst case, a level that does not learn the excursion); the first
+    reading comes with a detector fire."""
+    rules, out = Rules(RuleSettings()), []
+    for seq, (second, value) in enumerate(steps):
+        fires = [_record(value)] if seq == 0 else []
+        at_level = functools.partial(_at_second, level, second)
+        expected = functools.partial(_at_second, expect, second)
+        for h, action in rules.apply({NAB: value}, fires, seq, T0 + second * S, at_level, expected):
+            out.append((second, action, h.kind))
+    return out
+
+
+def test_a_lasting_excursion_is_decided_once_and_its_return_after_it_ended() -> None:
+    lasting = [(s, 900) for s in range(0, 7200, 60)]
+    again = [(7260, 100), (7400, 900), (7460, 900)]
+    assert _actions(lasting + again) == [(60, "confirmed", "record"), (7460, "confirmed", "return")]
+
+
+def test_a_return_that_does_not_last_is_no_decision_and_must_be_outgone_by_the_next() -> None:
+    steps = [(0, 900), (60, 900), (120, 100)]
+    steps += [(800, 760), (860, 100), (920, 100), (1000, 730), (1060, 730), (1120, 100)]
+    steps += [(1300, 900), (1360, 900)]
+    assert _actions(steps) == [
+        (60, "confirmed", "record"),
+        (1360, "confirmed", "return"),
+    ]
+
+
+def _peak_from_800(second: int) -> int:
+    """A cycle whose peak, learnt, comes at second 800."""
+    return 900 if second >= 800 else 100
+
+
+def test_a_cycles_peak_expected_at_its_hour_is_no_return() -> None:
+    steps = [(0, 900), (60, 900), (120, 100), (800, 900), (860, 900)]
+    assert _actions(steps)[-1] == (860, "confirmed", "return")
+    assert _actions(steps, _peak_from_800) == [(60, "confirmed", "record")]
+    # nor is a reading the level has followed, whatever the cycle expects
+    assert _actions(steps, level=_peak_from_800) == [(60, "confirmed", "record")]
+
+
+def _square(days: int, seed: int) -> list[Row]:
+    """A reading every 5 minutes, high (80 ± 2) from 09:00 to 17:00 each day, else 20 ± 2."""
+    rng = random.Random(seed)
+    out = []
+    for k in range(days * 288):
+        hour = (k // 12 + 10) % 24  # T0 is 10:00
+        mean = 80 if 9 <= hour < 17 else 20
+        out.append((T0 + k * 300 * S, "nab", {"value": round(rng.gauss(mean, 2))}))
+    return out
+
+
+def test_a_daily_cycle_once_learnt_returns_no_more_and_batch_decides_as_rows() -> None:
+    rows = _square(14, 3)
+    obs = _obs(rows)
+    batched = Attender(AttentionSettings(), None)
+    batched.observe(obs)
+    one = Attender(AttentionSettings(), None)
+    for k in range(0, len(obs), BATCH_MIN // 2):  # small batches go row by row
+        one.observe(obs[k : k + BATCH_MIN // 2])
+    assert batched.decisions == one.decisions
+    returns = [t for t, o, kind in _at(batched.decisions, rows) if kind == "return"]
+    assert len(returns) <= 2, returns  # the days before the cycle is learnt
+
+
+def test_a_snapshot_from_before_the_excursions_end_was_watched_arms_its_returns() -> None:
+    rules = Rules(RuleSettings())
+    rules.apply({NAB: 900}, [_record(900)], 0, T0, _hundred, _hundred)
+    rules.apply({NAB: 900}, [], 1, T0 + 60 * S, _hundred, _hundred)
+    snap = json.loads(json.dumps(rules.snapshot()))
+    assert snap["known"][NAB]["back"] is False
+    del snap["known"][NAB]["back"]
+    again = Rules(RuleSettings())
+    again.restore(snap)
+    got = again.apply({NAB: 900}, [], 2, T0 + 700 * S, _hundred, _hundred)
+    assert got == [] and again.snapshot()["pending"][NAB]["highlight"]["kind"] == "return"
