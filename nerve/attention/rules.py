@@ -41,7 +41,8 @@ worth an interruption, from the fire's ``kind`` and ``direction`` and the readin
   floor while its busiest process (``processes.top_cpu_permille``, the latest reading of
   each) holds at most one core, explains the machine's busy, its busiest process and memory
   used (a build); a download, the network bringing data in past its floor, explains free disk
-  falling, and a drift window of free disk that holds one is not judged.
+  falling, and a drift window of free disk that holds one is not judged. What is explained
+  is not sampled for the drift rule either (a build's memory comes and goes with it).
 
 A pending fire absorbs later fires of its probe (one decision per excursion). The readings
 are integers and the times the observations' HLC times, so a replay decides the same.
@@ -226,8 +227,10 @@ class Rules:
             concern = concern_of(probe, self.settings.concerns)
             if concern not in _GROWING:
                 continue
+            if self.explained(probe):
+                continue  # what the machine's own work moves (a build's memory) is no sample
             free = probe not in self._pending and probe not in self._resolved
-            free = free and not self.explained(probe) and not self._downloaded(probe, now_ns)
+            free = free and not self._downloaded(probe, now_ns)
             at = (seq, now_ns)
             h = self.drift.check(probe, _key(probe), latest[probe], _SIGN[concern], at, free)
             if h is not None:
@@ -327,12 +330,14 @@ class Rules:
             past = h.direction * (value - h.baseline_milli)
             age = now_ns - p.since
             action: Action | None = None
+            held: dict[str, int | str] | None = None
             if past < p.bar:  # the condition must hold at every reading until confirmed
-                action = "hold:transient"
+                held = {"check": "fell_back", "bar": p.bar}
             elif age >= self._confirm_ns(p):
-                kept = self._grew(p, value) and self._beyond_floor(probe, value)
-                kept = kept and not self.explained(probe)
-                action = "confirmed" if kept else "hold:transient"
+                held = self._failed(p, probe, value)
+                action = "confirmed" if held is None else None
+            if held is not None:
+                action, held = "hold:transient", {**held, "after_s": age // _S}
             if action is not None:
                 del self._pending[probe]
                 self._resolved.add(probe)
@@ -340,8 +345,20 @@ class Rules:
                     excess = h.direction * (h.value_milli - h.baseline_milli)
                     arm = max(p.bar, -(-3 * excess // 4), -(-past // 2))
                     self._known[probe] = _Known(arm, p.bar, h.direction, p.growing, now_ns)
-                out.append((replace(h, value_milli=value, seq=seq), action))
+                out.append((replace(h, value_milli=value, seq=seq, held=held), action))
         return out
+
+    def _failed(self, p: _Pending, probe: str, value: int) -> dict[str, int | str] | None:
+        """The check a pending fire that lasted fails at its confirmation, with its figures
+        (none: it is confirmed): still growing, past its floor, not explained."""
+        h = p.highlight
+        if not self._grew(p, value):
+            need = max(h.sigma_milli, p.bar // 2)
+            return {"check": "stopped_growing", "fired_at": h.value_milli, "need": need}
+        floor = self._floor(probe)
+        if floor is not None and value < floor:
+            return {"check": "under_floor", "floor": floor}
+        return self.explanation(probe)
 
     def _confirm_ns(self, p: _Pending) -> int:
         """How long a pending fire must last: ``confirm_s``, half for one that must keep
@@ -378,23 +395,31 @@ class Rules:
 
     def explained(self, probe: str) -> bool:
         """Whether the probe's excursion is explained by what the machine is doing, so it is
-        held: a parallel job (the machine past its floor, no process past one core, the rest
-        of the machine at least another core) explains the machine's busy, its busiest
-        process and memory used; a download (the network
-        bringing data in past its floor) explains free disk falling."""
+        held (:meth:`explanation`)."""
+        return self.explanation(probe) is not None
+
+    def explanation(self, probe: str) -> dict[str, int | str] | None:
+        """What the machine is doing that explains the probe's excursion, with its figures
+        (none: nothing does): a parallel job (the machine past its floor, no process past
+        one core, the rest of the machine at least another core) explains the machine's
+        busy, its busiest process and memory used; a download (the network bringing data in
+        past its floor) explains free disk falling."""
         if not self.settings.explain:
-            return False
+            return None
         key, last = _key(probe), self._last
         if key in _BY_PARALLEL_JOB:
             busy, top = last.get(_MACHINE), last.get(_TOP)
             if busy is None or top is None:
-                return False
+                return None
             others = busy * self._cores_milli // 1000 - top  # the rest's load, 1000 a core
-            return self._beyond_floor(_MACHINE, busy) and top <= _ONE_CORE and others >= _ONE_CORE
+            if self._beyond_floor(_MACHINE, busy) and top <= _ONE_CORE and others >= _ONE_CORE:
+                return {"check": "parallel_job", "busy_permille": busy, "top_permille": top,
+                        "cores_milli": self._cores_milli}  # fmt: skip
         if key in _BY_DOWNLOAD:
             down = last.get(_DOWN)
-            return down is not None and self._beyond_floor(_DOWN, down)
-        return False
+            if down is not None and self._beyond_floor(_DOWN, down):
+                return {"check": "download", "down_kib_per_s": down}
+        return None
 
     def _floor(self, probe: str) -> int | None:
         key = _key(probe)
