@@ -31,8 +31,9 @@ counter's own noise does not hide a slow climb:
   again from there): noise can look steady and fast for a sample or two, a leak keeps
   climbing.
 
-Samples are not taken while the machine's own work explains the reading
-(:meth:`nerve.attention.rules.Rules.explained`: a build's memory comes and goes with it).
+Samples are not taken while the machine's own work explains the reading, nor within a
+``step_s`` of it on either side (:meth:`nerve.attention.rules.Rules.explained`: a build's
+memory comes and goes with it, and the senses' rows are not taken at the same moment).
 
 It then fires a highlight of kind ``drift`` in the direction of concern: its reading is the
 newest sample, its baseline the oldest, its score ``1000 · S / pairs``; ``rate_per_h`` is the
@@ -120,9 +121,12 @@ def smooth(values: list[int], direction: int) -> bool:
 
 
 def jumps(samples: list[tuple[int, int]], times: int) -> bool:
-    """Whether a step between neighbouring samples exceeds ``times`` the typical (median)
-    one: an app opened, not a leak."""
-    steps = sorted(abs(b[1] - a[1]) for a, b in itertools.pairwise(samples))
+    """Whether a step between neighbouring samples, per hour, exceeds ``times`` the typical
+    (median) one: an app opened, not a leak (per hour: a step across samples left out is
+    not a jump)."""
+    steps = sorted(
+        abs(b - a) * _HOUR_NS // (tb - ta) for (ta, a), (tb, b) in itertools.pairwise(samples)
+    )
     return steps[-1] > times * max(steps[(len(steps) - 1) // 2], 1)
 
 
@@ -185,6 +189,13 @@ class Drift:
         if not judge:
             return None
         return self._judge(track, probe, rate, direction, seq, now_ns)
+
+    def forget(self, probe: str, since_ns: int) -> None:
+        """Drop the samples of ``probe`` taken at ``since_ns`` or later (what the machine's
+        own work moved, seen only once it was under way)."""
+        track = self._tracks.get(probe)
+        while track is not None and track.samples and track.samples[-1][0] >= since_ns:
+            track.samples.pop()
 
     def _judge(
         self, track: _Track, probe: str, rate: int, direction: int, seq: int, now_ns: int

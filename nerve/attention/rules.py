@@ -132,7 +132,8 @@ class RuleSettings(BaseModel):
     each over the built-in table; ``explain`` (true: what a parallel job or a download
     explains is held); ``crossings`` (true: a reading crossing its floor is pending); the
     drift rule's ``drift_*`` (``drift_hold_s``, 300: how long a drift
-    must hold before it fires)."""
+    must hold before it fires); ``reading_novelty`` (false: an observation that carries
+    readings never fires the novelty probe, its readings are the value probes' to judge)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -152,6 +153,7 @@ class RuleSettings(BaseModel):
     persist: dict[str, Annotated[int, Field(ge=0, le=604_800)]] = Field(default_factory=dict)
     explain: bool = True
     crossings: bool = True
+    reading_novelty: bool = False
 
 
 @dataclass(slots=True)
@@ -196,6 +198,7 @@ class Rules:
         self._last: dict[str, int] = {}  # the latest reading of what explains (by sense.reading)
         self._above: set[str] = set()  # probes whose latest reading is at or past their floor
         self._download_ns = 0  # when a download was last seen (0: never)
+        self._work_ns: dict[str, int] = {}  # when the machine's work last explained a probe
         self._cores_milli = 1000  # the machine's cores, at least (thousandths)
         self.drift = _drift_of(settings) if settings.drift else None
 
@@ -227,7 +230,7 @@ class Rules:
             concern = concern_of(probe, self.settings.concerns)
             if concern not in _GROWING:
                 continue
-            if self.explained(probe):
+            if self._moved(probe, now_ns):
                 continue  # what the machine's own work moves (a build's memory) is no sample
             free = probe not in self._pending and probe not in self._resolved
             free = free and not self._downloaded(probe, now_ns)
@@ -237,6 +240,19 @@ class Rules:
                 self._resolved.add(probe)
                 out.append((h, "confirmed"))
         return out
+
+    def _moved(self, probe: str, now_ns: int) -> bool:
+        """Whether the machine's own work explains ``probe`` now or did within a drift step
+        (the senses' rows come apart: a build's memory can show before its CPU does); when
+        it starts, the samples of the step before it are dropped."""
+        assert self.drift is not None
+        step = self.settings.drift_step_s * _S
+        if self.explained(probe):
+            if now_ns - self._work_ns.get(probe, 0) > step:
+                self.drift.forget(probe, now_ns - step)
+            self._work_ns[probe] = now_ns
+            return True
+        return now_ns - self._work_ns.get(probe, -step - 1) <= step
 
     def watch(
         self,
@@ -446,6 +462,7 @@ class Rules:
         drift = {"drift": self.drift.snapshot()} if self.drift is not None else {}
         return {"pending": pending, "known": known, "last": dict(sorted(self._last.items())),
                 "above": sorted(self._above), "download_ns": self._download_ns,
+                "work_ns": dict(sorted(self._work_ns.items())),
                 "cores_milli": self._cores_milli,
                 **drift}  # fmt: skip
 
@@ -463,6 +480,7 @@ class Rules:
             self._last = {str(k): int(v) for k, v in snapshot.get("last", {}).items()}
             self._above = {str(p) for p in snapshot.get("above", [])}
             self._download_ns = int(snapshot.get("download_ns", 0))
+            self._work_ns = {str(k): int(v) for k, v in snapshot.get("work_ns", {}).items()}
             self._cores_milli = int(snapshot.get("cores_milli", 1000))
             if self.drift is not None:  # absent in snapshots taken before the drift rule
                 self.drift.restore(snapshot.get("drift", {}))
