@@ -43,11 +43,11 @@ day at one cadence, 60 s) checks only the replay and that some incident is caugh
 the background activity it falls in (``Days.background``), then their count by class. The last
 stdout line is ``RESULT {json}``; exit status 1 when a check fails.
 
-Figures (2026-12-06/07, the daemon's default settings, held-out seeds 101–103, worst seed,
-load 9–19 on a shared 2-core machine): recall / precision / interruptions per 2 background
-hours 0.889 / 1.0 / 0 at 10 s rows, 0.889 / 0.818 / 0.104 at 1 min, 0.889 / 0.818 / 0.106 at
-5 min (before the gate rules of the tuning days: 0.889 / 0.122 / 3.32, 0.667 / 0.132 / 3.01,
-0.889 / 0.346 / 0.90). Recall misses the goal by one late slow incident a seed
+Figures (2026-12-07, the daemon's default settings, held-out seeds 101–103, worst seed,
+load 16–25 on a shared 2-core machine): recall / precision / interruptions per 2 background
+hours 1.0 / 1.0 / 0 at 10 s rows, 1.0 / 0.818 / 0.104 at 1 min, 0.889 / 0.889 / 0.053 at
+5 min (before the drift was held through noise: 0.889 / 1.0 / 0, 0.889 / 0.818 / 0.104,
+0.889 / 0.818 / 0.106). Recall at 5-minute rows misses the goal by one incident a seed
 (bench/README.md).
 """
 

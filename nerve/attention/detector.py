@@ -76,7 +76,9 @@ class Highlight:
     -1 below (0 for the detector's own probes, whose ``kind`` is empty). Neither is sealed:
     a replay derives both again. A ``drift`` (:mod:`nerve.attention.drift`) also gives its
     steady rate, ``rate_per_h`` (the reading's unit per hour), and ``eta_s``, the projected
-    seconds until the reading's headroom is gone at that rate (0 when not known).
+    seconds until the reading's headroom is gone at that rate (0 when not known). A fire the
+    gate rules held as transient says which of their checks it failed, with its figures
+    (``held``, :meth:`nerve.attention.rules.Rules.resolve`).
     """
 
     probe: str
@@ -89,6 +91,7 @@ class Highlight:
     direction: int = 0
     rate_per_h: int = 0
     eta_s: int = 0
+    held: Mapping[str, int | str] | None = None  # a hold:transient's failed check and figures
 
     def to_cbor_map(self) -> dict[str, int | str]:
         """The highlight as a text-keyed map of ints and text (for a sealed link)."""

@@ -16,23 +16,34 @@ counter's own noise does not hide a slow climb:
   ``steady_milli / 1000`` of the pairs (a leak's medians nearly all climb; a download, a
   compile or an app opened moves once and then holds still or falls back);
 - **smooth**: no step between neighbouring medians carries more than half of the whole
-  climb (first median to last): apps opened one after another climb in steps, a leak does
-  not;
+  climb (first median to last), and no step between neighbouring samples is more than
+  :data:`JUMP` times the typical (median) one: apps opened one after another climb in steps,
+  a leak does not;
 - **fast enough**: the robust slope of the samples themselves (Theil–Sen: the median of the
   pairs' slopes, in the reading's unit per hour, rounded toward zero) is at least the
   probe's least rate
   (:data:`RATES`, per ``sense.reading``, overridden by ``attention.rules.drift_rates``);
 - the samples span at least ``window_s`` less one ``step_s`` (the window is full);
-- **held**: all of the above has held at every sample for ``hold_s`` seconds (a counter's
-  noise can look steady and fast enough for a sample or two; a leak stays so).
+- **held**: once all of the above held, the drift is kept, judged at every sample, while
+  it is fast enough and at least :data:`KEEP_MILLI` of the pairs climb (a counter's noise
+  makes a slow leak's medians flicker); after ``hold_s`` seconds it fires if it is smooth
+  then and its newest median is past the one the hold started with (else the hold starts
+  again from there): noise can look steady and fast for a sample or two, a leak keeps
+  climbing.
+
+Samples are not taken while the machine's own work explains the reading, nor within a
+``step_s`` of it on either side (:meth:`nerve.attention.rules.Rules.explained`: a build's
+memory comes and goes with it, and the senses' rows are not taken at the same moment).
 
 It then fires a highlight of kind ``drift`` in the direction of concern: its reading is the
 newest sample, its baseline the oldest, its score ``1000 · S / pairs``; ``rate_per_h`` is the
 slope and ``eta_s``, for a ``fall`` (free space, whose headroom is the reading itself), the
 projected seconds until it reaches zero at that rate (0 when the headroom is not known).
 The gate rules treat it as a confirmed excursion (the window was its persistence), and the
-probe cannot drift-fire again for ``quiet_s`` seconds. Everything is integer arithmetic on
-the readings and the observations' HLC times, so a replay decides the same, bit for bit.
+probe cannot drift-fire again for ``quiet_s`` seconds, or until the slope of its window is
+no longer the way of concern (the leak stopped: the next one is news). Everything is integer
+arithmetic on the readings and the observations' HLC times, so a replay decides the same,
+bit for bit.
 """
 
 from __future__ import annotations
@@ -48,16 +59,23 @@ from nerve.attention.detector import Highlight
 _S = 1_000_000_000
 _HOUR_NS = 3600 * _S
 BLOCKS = 6  # the window's spans of time, each summed up by its median
+# Chosen on the tuning seeds 1-6 of attention_days_bench: a held drift is kept while at
+# least this share of its medians' pairs climb (a leak's noise dips below the 700 it must
+# start with), and a step between neighbouring samples more than JUMP times the typical one
+# is an app opened or a file written at once, not a leak.
+KEEP_MILLI = 600
+JUMP = 6
 
 # sense.reading -> the least steady rate worth an interruption, in the reading's unit per
-# hour: for memory half the slowest leak issue 40 names (15 MiB per 5 minutes, 180 MiB an
-# hour); for free disk the slowest fill itself (40 MiB per 5 minutes, 480 MiB an hour), as a
-# workday's builds and logs take a few hundred MiB an hour (chosen on the tuning seeds 1-3 of
+# hour: for memory two thirds of the slowest leak issue 40 names (15 MiB per 5 minutes,
+# 180 MiB an hour; half let a counter's noise at 1-minute rows drift); for free disk the
+# slowest fill itself (40 MiB per 5 minutes, 480 MiB an hour), as a workday's builds and
+# logs take a few hundred MiB an hour (chosen on the tuning seeds 1-3 of
 # attention_days_bench, where half let a day of builds drift).
 RATES: dict[str, int] = {
-    "memory.used_mib": 90,
-    "memory.swap_used_mib": 90,
-    "processes.top_rss_bytes": 90 * 1024 * 1024,
+    "memory.used_mib": 120,
+    "memory.swap_used_mib": 120,
+    "processes.top_rss_bytes": 120 * 1024 * 1024,
     "disk.free_mib": 480,
 }
 
@@ -67,6 +85,7 @@ class _Track:
     samples: deque[tuple[int, int]] = field(default_factory=deque)  # (time ns, reading)
     quiet_until: int = 0  # ns: no drift fire before this
     since: int = 0  # ns: when the drift was first judged steady and fast enough (0: it is not)
+    start: int = 0  # the newest median when the hold started
 
 
 def steadiness(values: list[int], direction: int) -> int:
@@ -99,6 +118,16 @@ def smooth(values: list[int], direction: int) -> bool:
     rise = direction * (values[-1] - values[0])
     steps = (direction * (b - a) for a, b in itertools.pairwise(values))
     return rise > 0 and all(2 * step <= rise for step in steps)
+
+
+def jumps(samples: list[tuple[int, int]], times: int) -> bool:
+    """Whether a step between neighbouring samples, per hour, exceeds ``times`` the typical
+    (median) one: an app opened, not a leak (per hour: a step across samples left out is
+    not a jump)."""
+    steps = sorted(
+        abs(b - a) * _HOUR_NS // (tb - ta) for (ta, a), (tb, b) in itertools.pairwise(samples)
+    )
+    return steps[-1] > times * max(steps[(len(steps) - 1) // 2], 1)
 
 
 def slope_per_hour(samples: list[tuple[int, int]], direction: int) -> int:
@@ -149,11 +178,24 @@ class Drift:
         while now_ns - samples[0][0] > self.window_ns:
             samples.popleft()
         full = now_ns - samples[0][0] >= self.window_ns - self.step_ns
-        if not full or now_ns < track.quiet_until:
+        if not full:
             track.since = 0
-        if not judge or not full or now_ns < track.quiet_until:
+            return None
+        if now_ns < track.quiet_until:
+            track.since = 0
+            if slope_per_hour(list(samples), direction) <= 0:
+                track.quiet_until = 0  # the drift stopped: the next one is news again
+            return None
+        if not judge:
             return None
         return self._judge(track, probe, rate, direction, seq, now_ns)
+
+    def forget(self, probe: str, since_ns: int) -> None:
+        """Drop the samples of ``probe`` taken at ``since_ns`` or later (what the machine's
+        own work moved, seen only once it was under way)."""
+        track = self._tracks.get(probe)
+        while track is not None and track.samples and track.samples[-1][0] >= since_ns:
+            track.samples.pop()
 
     def _judge(
         self, track: _Track, probe: str, rate: int, direction: int, seq: int, now_ns: int
@@ -166,12 +208,19 @@ class Drift:
         values = [v for _, v in points]
         s = steadiness(values, direction)
         slope = slope_per_hour(list(track.samples), direction)
-        steady = s * 1000 >= self.steady_milli * pairs and smooth(values, direction)
-        if not steady or slope < max(rate, 1):
+        even = smooth(values, direction) and not jumps(list(track.samples), JUMP)
+        bar = KEEP_MILLI if track.since else self.steady_milli
+        if s * 1000 < bar * pairs or slope < max(rate, 1) or not (even or track.since):
             track.since = 0
             return None
-        track.since = track.since or now_ns
+        if not track.since:
+            track.since, track.start = now_ns, values[-1]
         if now_ns - track.since < self.hold_ns:
+            return None
+        if direction * (values[-1] - track.start) <= 0:
+            track.since, track.start = now_ns, values[-1]
+            return None
+        if not even:
             return None
         track.quiet_until, track.since = now_ns + self.quiet_ns, 0
         first, last = track.samples[0][1], track.samples[-1][1]
@@ -186,6 +235,7 @@ class Drift:
                 "samples": [list(p) for p in t.samples],
                 "quiet_until": t.quiet_until,
                 "since": t.since,
+                "start": t.start,
             }
             for probe, t in sorted(self._tracks.items())
         }
@@ -197,6 +247,7 @@ class Drift:
                 deque((int(t), int(v)) for t, v in raw["samples"]),
                 int(raw["quiet_until"]),
                 int(raw.get("since", 0)),  # absent before the drift's hold
+                int(raw.get("start", 0)),  # absent before the hold had to keep climbing
             )
             for probe, raw in snapshot.items()
         }

@@ -106,7 +106,7 @@ class Attention:
         if not isinstance(event_id, bytes) or len(event_id) != EVENT_ID_SIZE:
             raise EventError(f"event_id must be {EVENT_ID_SIZE} bytes, got {event_id!r}")
         projection = self.observer.observe(source, trust)
-        highlights = self.detector.observe(projection)
+        highlights = [h for h in self.detector.observe(projection) if self._novel(h, readings)]
         if readings or subject:
             fires = self.values.observe(subject, readings or {}, projection.seq, hlc_physical_ns)
             highlights += fires
@@ -114,6 +114,16 @@ class Attention:
                 acts = self._ruled(highlights, projection.seq, hlc_physical_ns)
                 return [(h, self._decide(h, a, ctx, hlc_physical_ns)) for h, a in acts]
         return [(h, self.gate.decide(h, ctx, hlc_physical_ns)) for h in highlights]
+
+    def _novel(self, h: Highlight, readings: Mapping[str, int] | None) -> bool:
+        """Whether ``h`` stands: not a novelty fire of an observation that carries readings
+        (unless ``attention.rules.reading_novelty``): a sampled sense's reading line (the
+        network's idle hum after a stretch of other sources) is no new source, and what is
+        new in its readings is the value probes' to judge."""
+        rules = self.rule_settings
+        if h.probe != "novelty" or not readings or rules is None:
+            return True
+        return rules.reading_novelty
 
     def _ruled(
         self, fires: list[Highlight], seq: int, now_ns: int
@@ -162,7 +172,9 @@ class Attention:
         first = self.observer.seen
         ratios = batch.observer_batch(self.observer, sources, trusts)
         fired: list[tuple[int, int, Highlight, Action]] = [
-            (i, k, h, "decide") for i, k, h in batch.detector_batch(self.detector, ratios, first)
+            (i, k, h, "decide")
+            for i, k, h in batch.detector_batch(self.detector, ratios, first)
+            if self._novel(h, readings[i])
         ]
         fired += self._value_fires(first, times, subjects, readings)
         fired.sort(key=lambda f: (f[0], f[1]))

@@ -17,10 +17,11 @@ decision is explained the same way everywhere. What each rule compared, from the
   creeping steadily the way that matters: ``rate_per_h`` and ``eta_s`` give its rate and
   the projected time to no headroom; the gate then decided it as any confirmed excursion;
 - ``hold:transient`` (a gate rule): a fire in the direction of concern was not confirmed;
-  the reading stored is the one that ended it. Within the fire's spread of its baseline it
-  plainly fell back; beyond it, it fell back short of the rule's bar (not stored), stayed
-  under its floor, stopped growing, or was explained by what the machine was doing (a
-  parallel job, a download).
+  the reading stored is the one that ended it, and ``held`` the one check it failed with
+  its figures (:meth:`nerve.attention.rules.Rules.resolve`): it fell back short of its bar,
+  stopped growing, stayed under its floor, or was explained by a parallel job or a
+  download. A decision recorded before ``held`` was stored says only which of these it
+  may have been (within the fire's spread of its baseline it plainly fell back).
 
 Beside the rule, a reason carries the decision's **cause**, what happened and where
 (:func:`nerve.attention.cause.cause_of`), and its **delivery**: why a surfacing was not sent
@@ -82,6 +83,7 @@ class Reason:
     rate_per_h: int | None = None  # a drift's steady rate, the reading's unit per hour
     eta_s: int | None = None  # a drift's projected seconds to no headroom (0: not known)
     cause: str = ""  # what happened and where (nerve.attention.cause)
+    failed: Mapping[str, Any] | None = None  # hold:transient: the check it failed, figures
     delivery: str | None = None  # why a surfacing was not sent ("muted until 21:30")
 
     @property
@@ -149,8 +151,13 @@ def reason_of(decision: Mapping[str, Any]) -> Reason:
         rate_per_h=_int(hl.get("rate_per_h")),
         eta_s=_int(hl.get("eta_s")),
         cause=cause_of(decision),
+        failed=_held(hl.get("held")),
         delivery=_text(decision.get("delivery")),
     )
+
+
+def _held(value: object) -> Mapping[str, Any] | None:
+    return dict(value) if isinstance(value, Mapping) and "check" in value else None
 
 
 def _text(value: object) -> str | None:
@@ -247,6 +254,10 @@ def _against(r: Reason) -> str:
 
 
 def _transient(r: Reason) -> str:
+    if r.failed is not None:
+        said = _HELD.get(str(r.failed["check"]))
+        if said is not None:
+            return "held as passing: " + said(r, r.failed)
     if _fell_back(r):
         return (
             f"held as passing: it did not last, {_name(r)} was back to "
@@ -258,6 +269,64 @@ def _transient(r: Reason) -> str:
         f"{_reading(r, r.baseline)}) {_name(r)} had fallen back short of its bar, stayed "
         "under its floor, stopped growing or was explained by a parallel job or a download"
     )
+
+
+def _after(held: Mapping[str, Any]) -> str:
+    """The seconds a pending fire lasted, in words: "within 40 s", "within 2 min"."""
+    seconds = _int(held.get("after_s"))
+    if seconds is None:
+        return "before it was confirmed"
+    return f"within {seconds} s" if seconds < 120 else f"within {seconds // 60} min"
+
+
+def _held_fell_back(r: Reason, held: Mapping[str, Any]) -> str:
+    bar, way = _int(held.get("bar")), {1: "above", -1: "below"}.get(r.direction, "from")
+    line = None if bar is None or r.baseline is None else r.baseline + r.direction * bar
+    return (
+        f"{_name(r)} fell back to {_reading(r, r.reading)} {_after(held)} (it had to stay "
+        f"{way} {_reading(r, line)}, baseline {_reading(r, r.baseline)})"
+    )
+
+
+def _held_stopped_growing(r: Reason, held: Mapping[str, Any]) -> str:
+    return (
+        f"{_name(r)} stopped growing: at {_reading(r, r.reading)} {_after(held)}, not "
+        f"{_reading(r, _int(held.get('need')))} past the {_reading(r, _int(held.get('fired_at')))}"
+        f" it fired at (baseline {_reading(r, r.baseline)})"
+    )
+
+
+def _held_under_floor(r: Reason, held: Mapping[str, Any]) -> str:
+    return (
+        f"{_name(r)} stayed under its floor: {_reading(r, r.reading)} {_after(held)}, "
+        f"below {_reading(r, _int(held.get('floor')))} (baseline {_reading(r, r.baseline)})"
+    )
+
+
+def _held_parallel_job(r: Reason, held: Mapping[str, Any]) -> str:
+    busy, top = _int(held.get("busy_permille")), _int(held.get("top_permille"))
+    cores = _int(held.get("cores_milli"))
+    used = "?" if busy is None or cores is None else _ratio(busy * cores // 1000)
+    return (
+        f"explained by a parallel job: processes adding up to {used} cores, none past one "
+        f"(the busiest at {_ratio(top)} of a core; the machine {_ratio(busy)} busy of at "
+        f"least {_ratio(cores)} cores)"
+    )
+
+
+def _held_download(r: Reason, held: Mapping[str, Any]) -> str:
+    down = _int(held.get("down_kib_per_s"))
+    shown = "?" if down is None else f"{down:,} KiB/s"
+    return f"explained by a download: the network bringing data in at {shown}"
+
+
+_HELD = {
+    "fell_back": _held_fell_back,
+    "stopped_growing": _held_stopped_growing,
+    "under_floor": _held_under_floor,
+    "parallel_job": _held_parallel_job,
+    "download": _held_download,
+}
 
 
 def _fell_back(r: Reason) -> bool:

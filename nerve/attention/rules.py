@@ -46,7 +46,8 @@ worth an interruption, from the fire's ``kind`` and ``direction`` and the readin
   floor while its busiest process (``processes.top_cpu_permille``, the latest reading of
   each) holds at most one core, explains the machine's busy, its busiest process and memory
   used (a build); a download, the network bringing data in past its floor, explains free disk
-  falling, and a drift window of free disk that holds one is not judged.
+  falling, and a drift window of free disk that holds one is not judged. What is explained
+  is not sampled for the drift rule either (a build's memory comes and goes with it).
 
 A pending fire absorbs later fires of its probe (one decision per excursion). The readings
 are integers and the times the observations' HLC times, so a replay decides the same.
@@ -136,7 +137,8 @@ class RuleSettings(BaseModel):
     each over the built-in table; ``explain`` (true: what a parallel job or a download
     explains is held); ``crossings`` (true: a reading crossing its floor is pending); the
     drift rule's ``drift_*`` (``drift_hold_s``, 300: how long a drift
-    must hold before it fires)."""
+    must hold before it fires); ``reading_novelty`` (false: an observation that carries
+    readings never fires the novelty probe, its readings are the value probes' to judge)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -156,6 +158,7 @@ class RuleSettings(BaseModel):
     persist: dict[str, Annotated[int, Field(ge=0, le=604_800)]] = Field(default_factory=dict)
     explain: bool = True
     crossings: bool = True
+    reading_novelty: bool = False
 
 
 @dataclass(slots=True)
@@ -201,6 +204,7 @@ class Rules:
         self._last: dict[str, int] = {}  # the latest reading of what explains (by sense.reading)
         self._above: set[str] = set()  # probes whose latest reading is at or past their floor
         self._download_ns = 0  # when a download was last seen (0: never)
+        self._work_ns: dict[str, int] = {}  # when the machine's work last explained a probe
         self._cores_milli = 1000  # the machine's cores, at least (thousandths)
         self.drift = _drift_of(settings) if settings.drift else None
 
@@ -234,14 +238,29 @@ class Rules:
             concern = concern_of(probe, self.settings.concerns)
             if concern not in _GROWING:
                 continue
+            if self._moved(probe, now_ns):
+                continue  # what the machine's own work moves (a build's memory) is no sample
             free = probe not in self._pending and probe not in self._resolved
-            free = free and not self.explained(probe) and not self._downloaded(probe, now_ns)
+            free = free and not self._downloaded(probe, now_ns)
             at = (seq, now_ns)
             h = self.drift.check(probe, _key(probe), latest[probe], _SIGN[concern], at, free)
             if h is not None:
                 self._resolved.add(probe)
                 out.append((h, "confirmed"))
         return out
+
+    def _moved(self, probe: str, now_ns: int) -> bool:
+        """Whether the machine's own work explains ``probe`` now or did within a drift step
+        (the senses' rows come apart: a build's memory can show before its CPU does); when
+        it starts, the samples of the step before it are dropped."""
+        assert self.drift is not None
+        step = self.settings.drift_step_s * _S
+        if self.explained(probe):
+            if now_ns - self._work_ns.get(probe, 0) > step:
+                self.drift.forget(probe, now_ns - step)
+            self._work_ns[probe] = now_ns
+            return True
+        return now_ns - self._work_ns.get(probe, -step - 1) <= step
 
     def watch(
         self,
@@ -345,12 +364,14 @@ class Rules:
             past = h.direction * (value - h.baseline_milli)
             age = now_ns - p.since
             action: Action | None = None
+            held: dict[str, int | str] | None = None
             if past < p.bar:  # the condition must hold at every reading until confirmed
-                action = "hold:transient"
+                held = {"check": "fell_back", "bar": p.bar}
             elif age >= self._confirm_ns(p):
-                kept = self._grew(p, value) and self._beyond_floor(probe, value)
-                kept = kept and not self.explained(probe)
-                action = "confirmed" if kept else "hold:transient"
+                held = self._failed(p, probe, value)
+                action = "confirmed" if held is None else None
+            if held is not None:
+                action, held = "hold:transient", {**held, "after_s": age // _S}
             if action is not None:
                 del self._pending[probe]
                 self._resolved.add(probe)
@@ -361,7 +382,7 @@ class Rules:
                 elif h.kind == "return":  # the watch's guess, not a fire: nothing to decide
                     self._raise_arm(probe, h)
                     continue
-                out.append((replace(h, value_milli=value, seq=seq), action))
+                out.append((replace(h, value_milli=value, seq=seq, held=held), action))
         return out
 
     def _raise_arm(self, probe: str, h: Highlight) -> None:
@@ -370,6 +391,18 @@ class Rules:
         k = self._known.get(probe)
         if k is not None:
             k.arm = max(k.arm, h.direction * (h.value_milli - h.baseline_milli) + 1)
+
+    def _failed(self, p: _Pending, probe: str, value: int) -> dict[str, int | str] | None:
+        """The check a pending fire that lasted fails at its confirmation, with its figures
+        (none: it is confirmed): still growing, past its floor, not explained."""
+        h = p.highlight
+        if not self._grew(p, value):
+            need = max(h.sigma_milli, p.bar // 2)
+            return {"check": "stopped_growing", "fired_at": h.value_milli, "need": need}
+        floor = self._floor(probe)
+        if floor is not None and value < floor:
+            return {"check": "under_floor", "floor": floor}
+        return self.explanation(probe)
 
     def _confirm_ns(self, p: _Pending) -> int:
         """How long a pending fire must last: ``confirm_s``, half for one that must keep
@@ -406,23 +439,31 @@ class Rules:
 
     def explained(self, probe: str) -> bool:
         """Whether the probe's excursion is explained by what the machine is doing, so it is
-        held: a parallel job (the machine past its floor, no process past one core, the rest
-        of the machine at least another core) explains the machine's busy, its busiest
-        process and memory used; a download (the network
-        bringing data in past its floor) explains free disk falling."""
+        held (:meth:`explanation`)."""
+        return self.explanation(probe) is not None
+
+    def explanation(self, probe: str) -> dict[str, int | str] | None:
+        """What the machine is doing that explains the probe's excursion, with its figures
+        (none: nothing does): a parallel job (the machine past its floor, no process past
+        one core, the rest of the machine at least another core) explains the machine's
+        busy, its busiest process and memory used; a download (the network bringing data in
+        past its floor) explains free disk falling."""
         if not self.settings.explain:
-            return False
+            return None
         key, last = _key(probe), self._last
         if key in _BY_PARALLEL_JOB:
             busy, top = last.get(_MACHINE), last.get(_TOP)
             if busy is None or top is None:
-                return False
+                return None
             others = busy * self._cores_milli // 1000 - top  # the rest's load, 1000 a core
-            return self._beyond_floor(_MACHINE, busy) and top <= _ONE_CORE and others >= _ONE_CORE
+            if self._beyond_floor(_MACHINE, busy) and top <= _ONE_CORE and others >= _ONE_CORE:
+                return {"check": "parallel_job", "busy_permille": busy, "top_permille": top,
+                        "cores_milli": self._cores_milli}  # fmt: skip
         if key in _BY_DOWNLOAD:
             down = last.get(_DOWN)
-            return down is not None and self._beyond_floor(_DOWN, down)
-        return False
+            if down is not None and self._beyond_floor(_DOWN, down):
+                return {"check": "download", "down_kib_per_s": down}
+        return None
 
     def _floor(self, probe: str) -> int | None:
         key = _key(probe)
@@ -449,6 +490,7 @@ class Rules:
         drift = {"drift": self.drift.snapshot()} if self.drift is not None else {}
         return {"pending": pending, "known": known, "last": dict(sorted(self._last.items())),
                 "above": sorted(self._above), "download_ns": self._download_ns,
+                "work_ns": dict(sorted(self._work_ns.items())),
                 "cores_milli": self._cores_milli,
                 **drift}  # fmt: skip
 
@@ -466,6 +508,7 @@ class Rules:
             self._last = {str(k): int(v) for k, v in snapshot.get("last", {}).items()}
             self._above = {str(p) for p in snapshot.get("above", [])}
             self._download_ns = int(snapshot.get("download_ns", 0))
+            self._work_ns = {str(k): int(v) for k, v in snapshot.get("work_ns", {}).items()}
             self._cores_milli = int(snapshot.get("cores_milli", 1000))
             if self.drift is not None:  # absent in snapshots taken before the drift rule
                 self.drift.restore(snapshot.get("drift", {}))

@@ -141,6 +141,7 @@ def _highlight_json(hl: Highlight) -> dict[str, Any]:
         "seq": hl.seq,
         **({"kind": hl.kind, "direction": hl.direction} if hl.kind else {}),
         **({"rate_per_h": hl.rate_per_h, "eta_s": hl.eta_s} if hl.kind == "drift" else {}),
+        **({"held": dict(hl.held)} if hl.held else {}),
     }
 
 

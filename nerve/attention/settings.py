@@ -16,6 +16,7 @@ Defaults behave sensibly on a desktop and on a headless server:
         explain: true                 # a parallel job or a download explains what it moves
         crossings: true               # a reading crossing its floor from below is pending
         drift_hold_s: 300             # a drift fires once it has held this long
+        reading_novelty: false        # a reading line (a sampled sense's) can fire novelty
       context:
         engagement_sources: [shell, app_focus, accessibility, file_change]
         engagement_window: 60s        # engagement = events of those sources in this window

@@ -48,3 +48,59 @@ def test_a_filling_disk_says_when_it_is_full_and_noise_does_not_drift() -> None:
     assert not [
         d for d in _run("memory", "used_mib", quiet, RuleSettings()) if d["kind"] == "drift"
     ]
+
+
+def _leak(seed: int, before: int, minutes: int, per_min: int, noise: int) -> list[int]:
+    """Memory used: ``before`` flat minutes, then ``minutes`` of a leak of ``per_min`` MiB a
+    minute, each reading with the counter's own noise (a spread of ``noise`` MiB)."""
+    rng = random.Random(seed)
+    flat = [4000 + round(rng.gauss(0, noise)) for _ in range(before)]
+    return flat + [4000 + round(rng.gauss(0, noise)) + per_min * k for k in range(minutes)]
+
+
+def test_a_slow_leak_in_noise_that_makes_its_medians_flicker_surfaces_in_time() -> None:
+    # 15 MiB per 5 minutes under noise of 10 MiB: a step of medians often carries half the
+    # climb, so a drift that had to look smooth at every sample of its hold came late
+    for seed in range(5):
+        found = _run("memory", "used_mib", _leak(seed, 60, 60, 3, 10), RuleSettings())
+        drifts = [d["i"] for d in found if d["kind"] == "drift"]
+        assert drifts and 60 < drifts[0] <= 90, (seed, drifts)
+
+
+def test_a_second_leak_after_the_first_was_freed_is_news_again() -> None:
+    first = _leak(5, 60, 90, 5, 5)
+    freed = [4000 + round(random.Random(6).gauss(0, 5)) for _ in range(60)]
+    second = _leak(7, 0, 60, 5, 5)
+    found = _run("memory", "used_mib", first + freed + second, RuleSettings())
+    drifts = [d["i"] for d in found if d["kind"] == "drift"]
+    assert len(drifts) == 2 and drifts[1] > 210, drifts  # not six hours of quiet
+
+
+def test_apps_opened_one_after_another_are_no_drift() -> None:
+    rng = random.Random(8)
+    used, level = [], 4000
+    for k in range(90):
+        level += 300 if k % 6 == 0 and 30 <= k < 66 else 0  # an app every 6 minutes
+        used.append(level + round(rng.gauss(0, 5)))
+    assert not [d for d in _run("memory", "used_mib", used, RuleSettings()) if d["kind"] == "drift"]
+
+
+def test_a_builds_memory_is_no_sample_of_a_leak() -> None:
+    """A build every 10 minutes lifts memory by a GiB while many processes share the cores
+    (a parallel job explains it); the leak under them still surfaces in time."""
+    att, drifts = Attention(rules=RuleSettings()), []
+    rng = random.Random(9)
+    for i in range(150):
+        build = i % 10 == 3
+        leak = 4 * (i - 60) if i >= 60 else 0
+        t = T0 + i * 60 * S
+        rows = [
+            ("cpu", {"busy_permille": 900 if build else 100}),  # of 8 cores
+            ("processes", {"top_cpu_permille": 950 if build else 750}),  # one process of 8
+            ("memory", {"used_mib": 4000 + leak + (1200 if build else 0) + round(rng.gauss(0, 8))}),
+        ]
+        for k, (sense, readings) in enumerate(rows):
+            eid = (3 * i + k).to_bytes(32, "big")
+            for h, _ in att.observe(eid, 8, 1, t + k * S, IDLE, sense, readings):
+                drifts += [i] if h.kind == "drift" else []
+    assert drifts and 60 < drifts[0] <= 120, drifts  # with samples left out: later

@@ -44,7 +44,7 @@ def _file(tmp_path: Path, text: str) -> Path:
 
 # The gate rules the day was recorded under: the defaults before floor crossings, parallel
 # jobs and downloads, transfers' persistence and the drift's hold (attention_days_bench's
-# tuning days changed them).
+# tuning days changed them), and reading lines that could fire novelty.
 RECORDED_RULES = {
     "explain": False,
     "crossings": False,
@@ -52,6 +52,7 @@ RECORDED_RULES = {
     "floors": {"processes.top_cpu_permille": 500, "shell.failure_streak": 0},
     "persist": {"network.down_kib_per_s": 0, "network.up_kib_per_s": 0},
     "drift_rates": {"disk.free_mib": 240},
+    "reading_novelty": True,
 }
 
 
