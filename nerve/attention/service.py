@@ -50,10 +50,13 @@ DECISION_FIELDS = ("outcome", "probe", "value_milli", "cost_milli", "charged_uj"
                    "budget_before_uj", "budget_after_uj", "source_event")  # fmt: skip
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Obs:
     """One observation as attention sees it: ``subject`` names its sense and ``readings``
-    are the payload's ``readings`` (see :func:`nerve.attention.values.readings_of`)."""
+    are the payload's ``readings`` (see :func:`nerve.attention.values.readings_of`).
+
+    Attention only reads it. Not frozen: a frozen dataclass sets each field through
+    ``object.__setattr__``, and a replay makes one of these for every observation of the log."""
 
     id: bytes
     source: int
@@ -335,11 +338,12 @@ def read_observations(conn: Any, cursor: Hlc = HLC_ZERO) -> list[Obs]:
     ).fetchall()
     decoded: dict[bytes | None, tuple[dict[str, int], dict[str, Any]]] = {}
     out = []
-    for i, s, t, p, lo, ln, sub, pl in rows:
+    keep = out.append
+    for i, s, t, p, lo, ln, sub, pl in rows:  # DuckDB gives BLOBs as bytes, BIGINTs as int
         got = decoded.get(pl)
         if got is None:
             got = decoded[pl] = readings_and_facts(pl)
-        out.append(Obs(bytes(i), int(s), int(t), int(p), int(lo), ln, sub, *got))
+        keep(Obs(i, s, t, p, lo, ln, sub, *got))
     return out
 
 

@@ -382,7 +382,8 @@ class ValueDetector:
     def _step(
         self, probe: str, state: _Probe, value: int, seq: int, now_ns: int
     ) -> Highlight | None:
-        """One reading of ``probe``: the predictions, the values never seen, the
+        """One reading of ``probe``: the predictions (the level, and the day's and the
+        week's slot once each has ``season_min`` readings), the values never seen, the
         predictions' fire, their blend, then the reading folded in.
 
         This runs for every reading of every observation, so the steps below spell out
@@ -390,15 +391,34 @@ class ValueDetector:
         rather than call functions for them; each figure is the one those give."""
         x, hour = value * _F, now_ns // _HOUR_NS
         slots = (hour % _DAY, (hour + _WEEK_SHIFT) % _WEEK)
-        cells = (state.daily.get(slots[0]), state.weekly.get(slots[1]))
-        preds = self._predictions(state, cells)
+        day, week = cells = (state.daily.get(slots[0]), state.weekly.get(slots[1]))
+        need = self.params.season_min
+        preds = (
+            state.level if state.n else None,
+            day[0] if day and day[1] >= need else None,
+            week[0] if week and week[1] >= need else None,
+        )
         bins = self.params.range_bins
-        novel = self._novelty(state, x, now_ns) if bins else _NOTHING
+        novel = _NOTHING
+        if bins and not self._seen_bin(state, x, bins):
+            novel = self._novelty(state, x, now_ns)
         fire = self._judge(probe, state, x, preds, seq)
-        if bins:
+        if novel is not _NOTHING or (fire is not None and bins):
             fire = self._blend(probe, state, x, novel, fire, seq, now_ns)
+        elif bins:  # _blend with nothing new and no fire: only its counters move
+            state.novel_q = state.novel_q - 1 if state.novel_q > 0 else 0
+            state.hold = state.hold - 1 if state.hold > 0 else 0
         self._fold(state, x, preds, slots, cells)
         return fire
+
+    @staticmethod
+    def _seen_bin(s: _Probe, x: int, bins: int) -> bool:
+        """True when ``x`` falls within the range, in a bin already visited: the reading is
+        nothing new and :meth:`_novelty` would change nothing."""
+        lo, hi = s.lo, s.hi
+        if not s.bins or x < lo or x > hi:
+            return False
+        return bool(s.bins >> min(bins - 1, (x - lo) * bins // (hi - lo if hi > lo else 1)) & 1)
 
     def _admit(self, probe: str, sense: str) -> _Probe:
         """Follow a new probe of ``sense``, evicting one first when at ``max_probes``."""
@@ -479,16 +499,6 @@ class ValueDetector:
         if fire is None or hold:
             return None
         return replace(fire, score_milli=round_div(fire.score_milli * p.blend_milli, 1000))
-
-    def _predictions(self, s: _Probe, cells: _Cells) -> tuple[int | None, int | None, int | None]:
-        """The level, and the day's and the week's slot once each has ``season_min`` readings."""
-        need = self.params.season_min
-        day, week = cells
-        return (
-            s.level if s.n else None,
-            day[0] if day and day[1] >= need else None,
-            week[0] if week and week[1] >= need else None,
-        )
 
     def _judge(self, probe: str, s: _Probe, x: int, preds: _Preds, seq: int) -> Highlight | None:
         """The predictions' fire: a surprise against the prediction that has lately fitted
