@@ -182,6 +182,7 @@ class _Probe:
     since: int = 0  # the time of the first reading (ns)
     novel_at: int = 0  # the time of the latest novelty fire (ns)
     sense: str = ""  # the sense whose readings these are (kept in the snapshot's recency)
+    surprise: int = 0  # the latest reading's surprise against its best prediction (not kept)
     fits: list[_Fit] = field(default_factory=lambda: [_Fit(), _Fit(), _Fit()])
     daily: dict[int, list[int]] = field(default_factory=dict)  # slot -> [mean, count]
     weekly: dict[int, list[int]] = field(default_factory=dict)
@@ -204,8 +205,11 @@ _RANGE = ("lo", "hi", "bins", "novel_q", "hold", "since", "novel_at")
 _NOTHING = (0, "", 0)  # no novelty: score, kind, direction
 _Cells = tuple[list[int] | None, list[int] | None]  # a reading's day and week slots, if any
 _Preds = tuple[int | None, int | None, int | None]  # level, day and week predictions
-# Every figure of a probe but its counts (``n``): what a repeated reading may leave as it is.
-_FIGURES = attrgetter(*(name for name in (*_SCALARS, *_RANGE) if name != "n"))
+# The figures a reading at rest only wears down, each by ``1 / 2^peak_shift`` of itself.
+_DECAYING = ("peak", "held", "climb")
+# Every figure of a probe but its counts (``n``) and those: what a repeated reading may leave
+# as it is.
+_FIGURES = attrgetter(*(name for name in (*_SCALARS, *_RANGE) if name not in ("n", *_DECAYING)))
 
 
 def _bin(x: int, lo: int, hi: int, bins: int) -> int:
@@ -254,12 +258,18 @@ def _figures(s: _Probe, hour: int) -> tuple[Any, ...]:
 
 def _settled(s: _Probe, before: tuple[Any, ...], hour: int, p: ValueParams) -> bool:
     """True when a reading whose step (the reading equal to the last one) left the
-    probe's figures as they were (``before``) would leave them so again, whenever it comes
-    again within ``hour``. Each count a step consults has then passed the point where it
-    would change the step: ``n`` past 2, every fit and both slots of the hour past
-    ``season_min`` (all three predictions in use). An EMA that did not move stays put: the
-    weight of a new reading only falls as its count grows. No score was above 0 (any would have
-    moved a run, a climb or the range), so neither ``warmup`` nor a debounce held a fire."""
+    probe's figures as they were (``before``), but for the three that decay, would do so
+    again whenever it comes again within ``hour``. Each count a step consults has then passed
+    the point where it would change the step: ``n`` past 2, every fit and both slots of the
+    hour past ``season_min`` (all three predictions in use). An EMA that did not move stays
+    put: the weight of a new reading only falls as its count grows. No score was above 0 (any
+    would have moved a run or the range), so neither ``warmup`` nor a debounce held a fire.
+
+    The decaying three (:func:`_repeat` wears them down): the run stayed at 0, so the
+    surprise is at most ``k_milli`` and no spike can beat a bar of at least that, however far
+    the peak decays, nor a run start; a slope of at most ``trend_k_milli`` thousandths gives a
+    trend's surprise (``slope · 1000 / scale``, ``scale`` at least 1000, rounded) of at most
+    that, so no trend can beat a bar of at least that either, however far the climb decays."""
     day = s.daily.get(hour % _DAY)
     week = s.weekly.get((hour + _WEEK_SHIFT) % _WEEK)
     need = p.season_min
@@ -270,18 +280,24 @@ def _settled(s: _Probe, before: tuple[Any, ...], hour: int, p: ValueParams) -> b
         and week is not None
         and week[1] > need
         and all(f.n > need for f in s.fits)
+        and abs(s.slope) <= p.trend_k_milli
         and _figures(s, hour) == before
     )
 
 
-def _repeat(s: _Probe, hour: int) -> None:
-    """A reading again within ``hour`` at a settled probe (see :func:`_settled`): only
-    the counts move."""
+def _repeat(s: _Probe, hour: int, shift: int) -> None:
+    """A reading again within ``hour`` at a settled probe (see :func:`_settled`): the
+    counts move, and the peak, the sustained surprise and the climb decay as a step would
+    decay them (by ``1 / 2^shift``; the peak not below the reading's own surprise)."""
     s.n += 1
     for f in s.fits:
         f.n += 1
     s.daily[hour % _DAY][1] += 1
     s.weekly[(hour + _WEEK_SHIFT) % _WEEK][1] += 1
+    peak, held, climb = s.peak, s.held, s.climb
+    s.peak = max(s.surprise, peak - (peak >> shift))
+    s.held = held - (held >> shift)
+    s.climb = climb - (climb >> shift)
 
 
 class ValueDetector:
@@ -363,7 +379,7 @@ class ValueDetector:
             now = times[j]
             hour = now // _HOUR_NS
             if settled == (value, hour):
-                _repeat(state, hour)
+                _repeat(state, hour, self.params.peak_shift)
             else:
                 before = _figures(state, hour) if value * _F == state.last else None
                 fire = self._step(probe, state, value, seqs[j], now)
@@ -523,7 +539,8 @@ class ValueDetector:
         if p.rel_floor_milli:
             floor = max(floor, (2 * abs(pred) * p.rel_floor_milli + 1_000_000) // 2_000_000)
         sigma = err if err > floor else floor
-        spike = self._spike(s, (2000 * abs(x - pred) + sigma) // (2 * sigma))
+        s.surprise = (2000 * abs(x - pred) + sigma) // (2 * sigma)
+        spike = self._spike(s, s.surprise)
         trend = self._trend(s, x, floor)
         score = spike if spike > trend else trend
         # Within the debounce only a surprise twice as strong fires (a spike, then its run).
