@@ -242,16 +242,16 @@ class Attender:
         fired = self.pipeline.observe_batch(
             ids, sources, trusts, times, context, subjects, readings
         )
-        seen = 0
+        seen, see = 0, self.witness.see
         for i, hl, dec in fired:
             for obs in rows[seen : i + 1]:
-                self._see(obs)
+                see(obs.subject, obs.facts, obs.readings, obs.physical_ns)
             seen = max(seen, i + 1)
             obs = rows[i]
             if recorded is None or (obs.id.hex(), hl.probe) not in recorded:
                 self._seal(obs, hl, dec, context(i))
         for obs in rows[seen:]:
-            self._see(obs)
+            see(obs.subject, obs.facts, obs.readings, obs.physical_ns)
         self.cursor = Hlc(rows[-1].physical_ns, rows[-1].logical)
         self.observed += len(rows)
         return True
