@@ -337,7 +337,7 @@ def read_observations(conn: Any, cursor: Hlc = HLC_ZERO) -> list[Obs]:
         f"WHERE kind = 'observation' AND {_after(cursor)} ORDER BY physical_ns, logical"
     ).fetchall()
     decoded: dict[bytes | None, tuple[dict[str, int], dict[str, Any]]] = {}
-    out = []
+    out: list[Obs] = []
     keep = out.append
     for i, s, t, p, lo, ln, sub, pl in rows:  # DuckDB gives BLOBs as bytes, BIGINTs as int
         got = decoded.get(pl)
