@@ -243,10 +243,15 @@ class ValueBatch:
     def level(self, i: int) -> Callable[[str], int | None]:
         """A probe's level after observation ``i`` (None if not followed by then)."""
 
+        steps_of, before = self.steps.get, self.before
+
         def at(probe: str) -> int | None:
-            steps = self.steps.get(probe)
-            k = bisect_right(steps[0], i) - 1 if steps is not None else -1
-            return round_div(steps[1][k], _F) if steps and k >= 0 else self.before(probe)
+            steps = steps_of(probe)
+            if steps is not None:
+                k = bisect_right(steps[0], i) - 1
+                if k >= 0:
+                    return (2 * steps[1][k] + _F) // (2 * _F)  # round_div(level, _F)
+            return before(probe)
 
         return at
 

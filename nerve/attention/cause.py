@@ -30,6 +30,7 @@ _NS_PER_S = 1_000_000_000
 _KEYS = ("event", "port", "address", "pid", "name", "user", "command", "exit", "path",
          "domain", "provenance", "total_bytes", "free_bytes", "available_bytes")  # fmt: skip
 _SCALAR = (str, int, float)  # a tuple, not ``str | int | float``: built once, not per key
+_TOPS = (("cpu", "top_cpu"), ("memory", "top_memory"))  # what a fact of a busiest process is
 _BY_MEMORY = ("used_mib", "top_rss_bytes")  # readings whose cause is the largest process
 _HINTS = re.compile(rb'"(?:readings|event|provenance|command)"')
 
@@ -89,13 +90,14 @@ class Witness:
         self, subject: str, facts: Mapping[str, Any], readings: Mapping[str, int], t_ns: int
     ) -> None:
         """Take in one observation (in order)."""
-        for key in ("cpu", "memory"):
-            if f"top_{key}" in facts:
-                self.top[key] = facts[f"top_{key}"]
-        if facts.get("event") == "port_opened":
-            self.port = dict(facts)
-        if "total_bytes" in facts:
-            self.sizes[subject] = dict(facts)
+        if facts:  # most observations hold none
+            for key, name in _TOPS:
+                if name in facts:
+                    self.top[key] = facts[name]
+            if facts.get("event") == "port_opened":
+                self.port = dict(facts)
+            if "total_bytes" in facts:
+                self.sizes[subject] = dict(facts)
         for name, value in readings.items():
             if name == "used_mib" or name.startswith("free_mib:"):
                 kept = self.series.setdefault(f"{subject}.{name}", deque(maxlen=_SERIES))

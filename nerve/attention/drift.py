@@ -48,6 +48,7 @@ bit for bit.
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections import deque
 from collections.abc import Mapping
@@ -65,6 +66,9 @@ BLOCKS = 6  # the window's spans of time, each summed up by its median
 # is an app opened or a file written at once, not a leak.
 KEEP_MILLI = 600
 JUMP = 6
+# Readings at most this far apart keep a pair's rise times an hour in ns inside int64.
+_NUMPY_SPAN = (2**63 - 1) // _HOUR_NS
+_NUMPY_MOST = 512  # samples (130,816 pairs): a window of a day at one a minute is 1441
 
 # sense.reading -> the least steady rate worth an interruption, in the reading's unit per
 # hour: for memory two thirds of the slowest leak issue 40 names (15 MiB per 5 minutes,
@@ -132,7 +136,14 @@ def jumps(samples: list[tuple[int, int]], times: int) -> bool:
 
 def slope_per_hour(samples: list[tuple[int, int]], direction: int) -> int:
     """Theil–Sen: the median of the pairs' slopes (the way of ``direction``, in the reading's
-    unit per hour, each rounded toward zero); the lower middle of an even count."""
+    unit per hour, each rounded toward zero); the lower middle of an even count.
+
+    The pairs are counted in numpy when every product fits in int64 (readings within
+    :data:`_NUMPY_SPAN` of each other) and they are not too many, else in Python integers:
+    the same slope either way."""
+    values = [v for _, v in samples]
+    if 2 < len(samples) <= _NUMPY_MOST and max(values) - min(values) <= _NUMPY_SPAN:
+        return _slope_numpy(samples, direction)
     slopes = []
     for i, (ta, a) in enumerate(samples):
         for tb, b in samples[i + 1 :]:
@@ -140,6 +151,28 @@ def slope_per_hour(samples: list[tuple[int, int]], direction: int) -> int:
             slopes.append(num // (tb - ta) if num >= 0 else -(-num // (tb - ta)))
     slopes.sort()
     return slopes[(len(slopes) - 1) // 2]
+
+
+def _slope_numpy(samples: list[tuple[int, int]], direction: int) -> int:
+    """:func:`slope_per_hour` in int64: numpy's ``//`` floors as Python's does."""
+    import numpy as np
+
+    both = np.array(samples, dtype=np.int64)
+    later, earlier = _pairs(len(samples))
+    num = (both[later, 1] - both[earlier, 1]) * (direction * _HOUR_NS)
+    den = both[later, 0] - both[earlier, 0]
+    slopes = np.where(num >= 0, num // den, -(-num // den))
+    middle = (len(slopes) - 1) // 2
+    return int(np.partition(slopes, middle)[middle])
+
+
+@functools.lru_cache(maxsize=4)
+def _pairs(n: int) -> tuple[Any, Any]:
+    """Every pair ``i < j`` of ``n`` samples, as (the j's, the i's)."""
+    import numpy as np
+
+    earlier, later = np.triu_indices(n, 1)
+    return later, earlier
 
 
 class Drift:
@@ -207,10 +240,12 @@ class Drift:
             return None
         values = [v for _, v in points]
         s = steadiness(values, direction)
-        slope = slope_per_hour(list(track.samples), direction)
         even = smooth(values, direction) and not jumps(list(track.samples), JUMP)
         bar = KEEP_MILLI if track.since else self.steady_milli
-        if s * 1000 < bar * pairs or slope < max(rate, 1) or not (even or track.since):
+        steady = s * 1000 >= bar * pairs and (even or bool(track.since))
+        # the slope (every pair of samples) only for a window that passes the rest: most do not
+        slope = slope_per_hour(list(track.samples), direction) if steady else 0
+        if not steady or slope < max(rate, 1):
             track.since = 0
             return None
         if not track.since:

@@ -208,6 +208,7 @@ class Attention:
         out: list[tuple[int, int, Highlight, Action]] = []
         level: Callable[[str], int | None]
         expected: Callable[[str], int | None]
+        ruled = self._ruled_batch
         for j, i in enumerate(todo):
             if found is None:
                 readings_i = readings[i] or _NO_READINGS
@@ -217,7 +218,9 @@ class Attention:
             else:
                 fires, latest, level = found.fires.get(j, []), found.latest[j], found.level(j)
                 expected = found.expected(j)
-            out += self._ruled_batch(i, first + i, times[i], fires, latest, (level, expected))
+            decided = ruled(i, first + i, times[i], fires, latest, (level, expected))
+            if decided:
+                out += decided
         return out
 
     def _ruled_batch(
@@ -236,13 +239,16 @@ class Attention:
         if rules is None:
             return [(i, 3 + k, h, "decide") for k, h in enumerate(fires)]
         done = rules.resolve(latest, seq, now_ns)
+        decided = rules.sort(fires, now_ns) if fires else []
+        drifts = rules.drifts(latest, seq, now_ns)
+        rules.watch(latest, seq, now_ns, *bases)
+        if not (done or decided or drifts):  # most observations: nothing to decide
+            return []
         out: list[tuple[int, int, Highlight, Action]] = [
             (i, k - len(done), h, a) for k, (h, a) in enumerate(done)
         ]
-        out += [(i, 3 + k, h, a) for k, (h, a) in enumerate(rules.sort(fires, now_ns))]
-        drifts = rules.drifts(latest, seq, now_ns)
+        out += [(i, 3 + k, h, a) for k, (h, a) in enumerate(decided)]
         out += [(i, 3 + len(fires) + k, h, a) for k, (h, a) in enumerate(drifts)]
-        rules.watch(latest, seq, now_ns, *bases)
         return out
 
     def _one_by_one(

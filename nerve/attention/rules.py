@@ -55,6 +55,7 @@ are integers and the times the observations' HLC times, so a replay decides the 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, replace
 from typing import Annotated, Any, Literal
@@ -179,6 +180,7 @@ class _Known:
     back: bool = False  # a reading came back within ``bar`` of the level since it (or a return)
 
 
+@functools.lru_cache(maxsize=4096)  # asked of every reading, ten times an observation
 def _key(probe: str) -> str:
     return probe.removeprefix(VALUE_PREFIX).split(":", 1)[0]
 

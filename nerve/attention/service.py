@@ -50,10 +50,13 @@ DECISION_FIELDS = ("outcome", "probe", "value_milli", "cost_milli", "charged_uj"
                    "budget_before_uj", "budget_after_uj", "source_event")  # fmt: skip
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Obs:
     """One observation as attention sees it: ``subject`` names its sense and ``readings``
-    are the payload's ``readings`` (see :func:`nerve.attention.values.readings_of`)."""
+    are the payload's ``readings`` (see :func:`nerve.attention.values.readings_of`).
+
+    Attention only reads it. Not frozen: a frozen dataclass sets each field through
+    ``object.__setattr__``, and a replay makes one of these for every observation of the log."""
 
     id: bytes
     source: int
@@ -240,16 +243,16 @@ class Attender:
         fired = self.pipeline.observe_batch(
             ids, sources, trusts, times, context, subjects, readings
         )
-        seen = 0
+        seen, see = 0, self.witness.see
         for i, hl, dec in fired:
             for obs in rows[seen : i + 1]:
-                self._see(obs)
+                see(obs.subject, obs.facts, obs.readings, obs.physical_ns)
             seen = max(seen, i + 1)
             obs = rows[i]
             if recorded is None or (obs.id.hex(), hl.probe) not in recorded:
                 self._seal(obs, hl, dec, context(i))
         for obs in rows[seen:]:
-            self._see(obs)
+            see(obs.subject, obs.facts, obs.readings, obs.physical_ns)
         self.cursor = Hlc(rows[-1].physical_ns, rows[-1].logical)
         self.observed += len(rows)
         return True
@@ -335,12 +338,13 @@ def read_observations(conn: Any, cursor: Hlc = HLC_ZERO) -> list[Obs]:
         f"WHERE kind = 'observation' AND {_after(cursor)} ORDER BY physical_ns, logical"
     ).fetchall()
     decoded: dict[bytes | None, tuple[dict[str, int], dict[str, Any]]] = {}
-    out = []
-    for i, s, t, p, lo, ln, sub, pl in rows:
+    out: list[Obs] = []
+    keep = out.append
+    for i, s, t, p, lo, ln, sub, pl in rows:  # DuckDB gives BLOBs as bytes, BIGINTs as int
         got = decoded.get(pl)
         if got is None:
             got = decoded[pl] = readings_and_facts(pl)
-        out.append(Obs(bytes(i), int(s), int(t), int(p), int(lo), ln, sub, *got))
+        keep(Obs(i, s, t, p, lo, ln, sub, *got))
     return out
 
 

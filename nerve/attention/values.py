@@ -182,6 +182,7 @@ class _Probe:
     since: int = 0  # the time of the first reading (ns)
     novel_at: int = 0  # the time of the latest novelty fire (ns)
     sense: str = ""  # the sense whose readings these are (kept in the snapshot's recency)
+    surprise: int = 0  # the latest reading's surprise against its best prediction (not kept)
     fits: list[_Fit] = field(default_factory=lambda: [_Fit(), _Fit(), _Fit()])
     daily: dict[int, list[int]] = field(default_factory=dict)  # slot -> [mean, count]
     weekly: dict[int, list[int]] = field(default_factory=dict)
@@ -204,8 +205,11 @@ _RANGE = ("lo", "hi", "bins", "novel_q", "hold", "since", "novel_at")
 _NOTHING = (0, "", 0)  # no novelty: score, kind, direction
 _Cells = tuple[list[int] | None, list[int] | None]  # a reading's day and week slots, if any
 _Preds = tuple[int | None, int | None, int | None]  # level, day and week predictions
-# Every figure of a probe but its counts (``n``): what a repeated reading may leave as it is.
-_FIGURES = attrgetter(*(name for name in (*_SCALARS, *_RANGE) if name != "n"))
+# The figures a reading at rest only wears down, each by ``1 / 2^peak_shift`` of itself.
+_DECAYING = ("peak", "held", "climb")
+# Every figure of a probe but its counts (``n``) and those: what a repeated reading may leave
+# as it is.
+_FIGURES = attrgetter(*(name for name in (*_SCALARS, *_RANGE) if name not in ("n", *_DECAYING)))
 
 
 def _bin(x: int, lo: int, hi: int, bins: int) -> int:
@@ -254,12 +258,18 @@ def _figures(s: _Probe, hour: int) -> tuple[Any, ...]:
 
 def _settled(s: _Probe, before: tuple[Any, ...], hour: int, p: ValueParams) -> bool:
     """True when a reading whose step (the reading equal to the last one) left the
-    probe's figures as they were (``before``) would leave them so again, whenever it comes
-    again within ``hour``. Each count a step consults has then passed the point where it
-    would change the step: ``n`` past 2, every fit and both slots of the hour past
-    ``season_min`` (all three predictions in use). An EMA that did not move stays put: the
-    weight of a new reading only falls as its count grows. No score was above 0 (any would have
-    moved a run, a climb or the range), so neither ``warmup`` nor a debounce held a fire."""
+    probe's figures as they were (``before``), but for the three that decay, would do so
+    again whenever it comes again within ``hour``. Each count a step consults has then passed
+    the point where it would change the step: ``n`` past 2, every fit and both slots of the
+    hour past ``season_min`` (all three predictions in use). An EMA that did not move stays
+    put: the weight of a new reading only falls as its count grows. No score was above 0 (any
+    would have moved a run or the range), so neither ``warmup`` nor a debounce held a fire.
+
+    The decaying three (:func:`_repeat` wears them down): the run stayed at 0, so the
+    surprise is at most ``k_milli`` and no spike can beat a bar of at least that, however far
+    the peak decays, nor a run start; a slope of at most ``trend_k_milli`` thousandths gives a
+    trend's surprise (``slope · 1000 / scale``, ``scale`` at least 1000, rounded) of at most
+    that, so no trend can beat a bar of at least that either, however far the climb decays."""
     day = s.daily.get(hour % _DAY)
     week = s.weekly.get((hour + _WEEK_SHIFT) % _WEEK)
     need = p.season_min
@@ -270,18 +280,24 @@ def _settled(s: _Probe, before: tuple[Any, ...], hour: int, p: ValueParams) -> b
         and week is not None
         and week[1] > need
         and all(f.n > need for f in s.fits)
+        and abs(s.slope) <= p.trend_k_milli
         and _figures(s, hour) == before
     )
 
 
-def _repeat(s: _Probe, hour: int) -> None:
-    """A reading again within ``hour`` at a settled probe (see :func:`_settled`): only
-    the counts move."""
+def _repeat(s: _Probe, hour: int, shift: int) -> None:
+    """A reading again within ``hour`` at a settled probe (see :func:`_settled`): the
+    counts move, and the peak, the sustained surprise and the climb decay as a step would
+    decay them (by ``1 / 2^shift``; the peak not below the reading's own surprise)."""
     s.n += 1
     for f in s.fits:
         f.n += 1
     s.daily[hour % _DAY][1] += 1
     s.weekly[(hour + _WEEK_SHIFT) % _WEEK][1] += 1
+    peak, held, climb = s.peak, s.held, s.climb
+    s.peak = max(s.surprise, peak - (peak >> shift))
+    s.held = held - (held >> shift)
+    s.climb = climb - (climb >> shift)
 
 
 class ValueDetector:
@@ -366,7 +382,7 @@ class ValueDetector:
             now = times[j]
             hour = now // _HOUR_NS
             if settled == (value, hour):
-                _repeat(state, hour)  # a settled probe expects what it did
+                _repeat(state, hour, self.params.peak_shift)  # it expects what it did
             else:
                 before = _figures(state, hour) if value * _F == state.last else None
                 fire = self._step(probe, state, value, seqs[j], now)
@@ -389,7 +405,8 @@ class ValueDetector:
     def _step(
         self, probe: str, state: _Probe, value: int, seq: int, now_ns: int
     ) -> Highlight | None:
-        """One reading of ``probe``: the predictions, the values never seen, the
+        """One reading of ``probe``: the predictions (the level, and the day's and the
+        week's slot once each has ``season_min`` readings), the values never seen, the
         predictions' fire, their blend, then the reading folded in.
 
         This runs for every reading of every observation, so the steps below spell out
@@ -397,15 +414,34 @@ class ValueDetector:
         rather than call functions for them; each figure is the one those give."""
         x, hour = value * _F, now_ns // _HOUR_NS
         slots = (hour % _DAY, (hour + _WEEK_SHIFT) % _WEEK)
-        cells = (state.daily.get(slots[0]), state.weekly.get(slots[1]))
-        preds = self._predictions(state, cells)
+        day, week = cells = (state.daily.get(slots[0]), state.weekly.get(slots[1]))
+        need = self.params.season_min
+        preds = (
+            state.level if state.n else None,
+            day[0] if day and day[1] >= need else None,
+            week[0] if week and week[1] >= need else None,
+        )
         bins = self.params.range_bins
-        novel = self._novelty(state, x, now_ns) if bins else _NOTHING
+        novel = _NOTHING
+        if bins and not self._seen_bin(state, x, bins):
+            novel = self._novelty(state, x, now_ns)
         fire = self._judge(probe, state, x, preds, seq)
-        if bins:
+        if novel is not _NOTHING or (fire is not None and bins):
             fire = self._blend(probe, state, x, novel, fire, seq, now_ns)
+        elif bins:  # _blend with nothing new and no fire: only its counters move
+            state.novel_q = state.novel_q - 1 if state.novel_q > 0 else 0
+            state.hold = state.hold - 1 if state.hold > 0 else 0
         self._fold(state, x, preds, slots, cells)
         return fire
+
+    @staticmethod
+    def _seen_bin(s: _Probe, x: int, bins: int) -> bool:
+        """True when ``x`` falls within the range, in a bin already visited: the reading is
+        nothing new and :meth:`_novelty` would change nothing."""
+        lo, hi = s.lo, s.hi
+        if not s.bins or x < lo or x > hi:
+            return False
+        return bool(s.bins >> min(bins - 1, (x - lo) * bins // (hi - lo if hi > lo else 1)) & 1)
 
     def _admit(self, probe: str, sense: str) -> _Probe:
         """Follow a new probe of ``sense``, evicting one first when at ``max_probes``."""
@@ -487,16 +523,6 @@ class ValueDetector:
             return None
         return replace(fire, score_milli=round_div(fire.score_milli * p.blend_milli, 1000))
 
-    def _predictions(self, s: _Probe, cells: _Cells) -> tuple[int | None, int | None, int | None]:
-        """The level, and the day's and the week's slot once each has ``season_min`` readings."""
-        need = self.params.season_min
-        day, week = cells
-        return (
-            s.level if s.n else None,
-            day[0] if day and day[1] >= need else None,
-            week[0] if week and week[1] >= need else None,
-        )
-
     def _judge(self, probe: str, s: _Probe, x: int, preds: _Preds, seq: int) -> Highlight | None:
         """The predictions' fire: a surprise against the prediction that has lately fitted
         best, or a trend. That fit is the one of smallest error among those with
@@ -514,7 +540,8 @@ class ValueDetector:
         if p.rel_floor_milli:
             floor = max(floor, (2 * abs(pred) * p.rel_floor_milli + 1_000_000) // 2_000_000)
         sigma = err if err > floor else floor
-        spike = self._spike(s, (2000 * abs(x - pred) + sigma) // (2 * sigma))
+        s.surprise = (2000 * abs(x - pred) + sigma) // (2 * sigma)
+        spike = self._spike(s, s.surprise)
         trend = self._trend(s, x, floor)
         score = spike if spike > trend else trend
         # Within the debounce only a surprise twice as strong fires (a spike, then its run).
@@ -541,8 +568,13 @@ class ValueDetector:
 
     def _expect(self, s: _Probe, hour: int) -> int:
         """The best prediction of a reading in ``hour`` (thousandths), else the level."""
-        cells = (s.daily.get(hour % _DAY), s.weekly.get((hour + _WEEK_SHIFT) % _WEEK))
-        preds = self._predictions(s, cells)
+        day, week = s.daily.get(hour % _DAY), s.weekly.get((hour + _WEEK_SHIFT) % _WEEK)
+        need = self.params.season_min
+        preds = (  # as _step makes them
+            s.level if s.n else None,
+            day[0] if day and day[1] >= need else None,
+            week[0] if week and week[1] >= need else None,
+        )
         best = self._best(s, preds)
         pred = preds[best] if best >= 0 else None
         return s.level if pred is None else pred

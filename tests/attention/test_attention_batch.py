@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from nerve.attention import batch
 from nerve.attention import pipeline as pipeline_module
 from nerve.attention import service as service_module
+from nerve.attention import values as values_module
 from nerve.attention.detector import DetectorParams
 from nerve.attention.gate import GateConfig, UserContext
 from nerve.attention.pipeline import Attention, AttentionConfig
@@ -224,6 +225,8 @@ value_params = st.builds(
     warmup=st.integers(0, 4),
     k_milli=st.sampled_from([0, 500, 3000]),
     peak_ratio_milli=st.sampled_from([0, 1500]),
+    peak_shift=st.sampled_from([1, 3, 11]),  # a peak, a climb that decay at rest
+    trend_k_milli=st.sampled_from([0, 1, 3000]),
     debounce=st.integers(0, 3),
     season_min=st.integers(1, 3),
     sustain=st.integers(1, 3),
@@ -289,12 +292,44 @@ def test_value_probes_in_a_batch_fire_as_one_at_a_time(
 ) -> None:
     """Probe by probe, a reading at rest counted rather than stepped: the same fires (the
     strongest of an observation's), readings, levels, recency and state as one at a time."""
+    _same_as_one_at_a_time(params, rows, cut % (len(rows) + 1))
+
+
+def _same_as_one_at_a_time(params: ValueParams, rows: list[tuple[Any, ...]], cut: int) -> None:
     one, many = ValueDetector(params), ValueDetector(params)
     expected = _stepped(one, rows)
-    got = _batched_values(many, rows, cut % (len(rows) + 1))
+    got = _batched_values(many, rows, cut)
     for (fires, latest, levels), (want_fires, want_latest, want_levels) in zip(
         got, expected, strict=True
     ):
         assert (fires, latest) == (want_fires, want_latest)
         assert {p: levels[p] for p in want_levels} == want_levels
     assert canonical_json(many.snapshot()) == canonical_json(one.snapshot())
+
+
+def test_a_reading_at_rest_after_a_spike_is_counted_while_its_peak_decays(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """After a spike the probe's peak decays at every reading for a long while; readings at
+    rest then are counted, the peak worn down as a step would wear it (not below the
+    reading's own surprise), and decide as one at a time."""
+    rest = ("cpu", {"a": 100}, 10)
+    decayed = []
+    counted = values_module._repeat
+
+    def repeat(s: Any, hour: int, shift: int) -> None:
+        decayed.append(s.peak >> shift)
+        counted(s, hour, shift)
+
+    monkeypatch.setattr(values_module, "_repeat", repeat)
+    _same_as_one_at_a_time(ValueParams(peak_shift=1), [rest] * 40 + [("cpu", {"a": 5000}, 10)]
+                           + [rest] * 900, 0)  # fmt: skip
+    assert sum(1 for d in decayed if d) > 10, "readings at rest counted while a peak decays"
+
+
+def test_a_reading_at_rest_after_a_climb_is_stepped_while_a_trend_could_fire() -> None:
+    """After a climb the slope stays a few thousandths off 0; with a trend bar below that
+    the decaying climb would let the trend fire again, so those readings are stepped."""
+    ramp = [("cpu", {"a": 100 + 20 * k}, 10) for k in range(30)]
+    rows = [ramp[0]] * 40 + ramp + [ramp[-1]] * 900
+    _same_as_one_at_a_time(ValueParams(peak_shift=1, trend_k_milli=1), rows, 0)

@@ -4,7 +4,12 @@ rate, a filling disk with its projected time to full, and flat noise does not.""
 from __future__ import annotations
 
 import random
+from fractions import Fraction
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from nerve.attention import drift
 from nerve.attention.gate import UserContext
 from nerve.attention.pipeline import Attention
 from nerve.attention.rules import RuleSettings
@@ -104,3 +109,29 @@ def test_a_builds_memory_is_no_sample_of_a_leak() -> None:
             for h, _ in att.observe(eid, 8, 1, t + k * S, IDLE, sense, readings):
                 drifts += [i] if h.kind == "drift" else []
     assert drifts and 60 < drifts[0] <= 120, drifts  # with samples left out: later
+
+
+def _theil_sen(samples: list[tuple[int, int]], direction: int) -> int:
+    """The median slope by its definition, in Python integers (rounded toward zero)."""
+    slopes = sorted(
+        int(Fraction(direction * (b - a) * 3600 * S, tb - ta))
+        for i, (ta, a) in enumerate(samples)
+        for tb, b in samples[i + 1 :]
+    )
+    return slopes[(len(slopes) - 1) // 2]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.integers(1, 10**6), min_size=2, max_size=40),
+    st.sampled_from([10, 10**6, drift._NUMPY_SPAN, 2**53 - 1]),
+    st.sampled_from([1, -1]),
+    st.randoms(use_true_random=False),
+)
+def test_the_slope_is_the_same_in_numpy_and_in_python(
+    gaps: list[int], span: int, direction: int, rng: random.Random
+) -> None:
+    """Within the span numpy takes, and beyond it, the slope is the median of the pairs'."""
+    times = [T0 + S * sum(gaps[: k + 1]) for k in range(len(gaps))]
+    samples = [(t, rng.randint(-span // 2, span // 2)) for t in times]
+    assert drift.slope_per_hour(samples, direction) == _theil_sen(samples, direction)
