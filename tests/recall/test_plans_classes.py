@@ -102,7 +102,7 @@ def test_a_folder_word_in_a_window_title_is_that_window(recorded_day: Day) -> No
          "at 19:23:50."),
         ("after the first build failure, what did I run?", "you ran `make build` (exit 2"),
         ("what did I change just before make build worked?",
-         "Before `make build` (ok, 0.0 s) (19:29:58), project/src/main.c was modified at "
+         "Before `make build` (exit 0, 0.0 s) (19:29:58), project/src/main.c was modified at "
          "19:29:39."),
     ],
 )  # fmt: skip
