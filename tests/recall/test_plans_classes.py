@@ -145,7 +145,7 @@ def test_the_window_in_focus_at_a_moment(recorded_day: Day, question: str, shown
 
 
 def test_a_measure_a_reading_has_not_is_said_back(recorded_day: Day) -> None:
-    result = ask(WorkspaceDir(recorded_day.root), "when did the CPU stop being busy?",
+    result = ask(WorkspaceDir(recorded_day.root), "how long was the CPU busy?",
                  record=False, now_ns=recorded_day.now_ns, tz=UTC)  # fmt: skip
     assert not result.answered and result.text.startswith("I understood: cpu, in the whole log")
 

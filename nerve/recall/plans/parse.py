@@ -141,7 +141,7 @@ _PORT = re.compile(
     r"\bport\s*(\d{2,5})\b|\b(?:on|:)\s*(\d{4,5})\b|"
     r"\b(\d{4,5})\b(?=.*\b(?:open\w*|clos\w*|listen\w*|bound|address|port)\b)|"
     r"\b(?:open\w*|clos\w*|listen\w*|bound|address)\b.*?\b(\d{4,5})\b|"
-    r"\b(?:server|web|http) (port)\b|\b(ports?)\b(?=.*\bclos\w*)|"
+    r"\b(?:server|web|http) (port)\b|"
     r"\b(server)\b(?=.*\b(?:address|bound|localhost|interface)\b)|"
     r"\b(?:address|bound|localhost|interface)\b.*\b(server)\b"
 )
@@ -551,7 +551,9 @@ def _measure(text: str) -> str:
     return "list"
 
 
-_NOT_NAMES = frozenset(["not", "plus", "but", "total", "bother", "bothered", "reach", "reached"])
+_NOT_NAMES = frozenset(["plus", "but", "total", "bother", "bothered", "reach", "reached"])
+_IN_A_TITLE = frozenset(["file", "files", "document", "documents", "open", "opened"])
+"""Words a window's title answers ("which file was open in vim?")."""
 """Words of a question about attention that name no reading or thing."""
 
 
@@ -564,7 +566,8 @@ def _attention(text: str, window: Window | None, question: str) -> Plan:
     held = re.search(r"\b(held|withheld|hold)\b", text) is not None
     rest = _ATTENTION_WORDS.sub(" ", _ATTENTION.sub(" ", text))
     said = (_name(rest, _READING_WORDS) or "").split()
-    name = " ".join(w for w in said if w not in _FILLER and w not in _NOT_NAMES) or None
+    ignored = _FILLER | _NOT_NAMES | ({"not"} if held else set())  # "held and not shown"
+    name = " ".join(w for w in said if w not in ignored) or None
     subject = Subject("attention", name, reading="held" if held else "surfaced")
     return Plan(question, window, subject, measure)
 
@@ -746,7 +749,8 @@ def _thing(text: str, measure: str, known: Known, status: str | None) -> Subject
     if len(seen.split()) > len(hit.split()) and reading is not None:
         return Subject("process", seen, reading=reading)  # "how much cpu did firefox take?"
     if len(seen.split()) > len(hit.split()):  # "when was I reading Stack Overflow?"
-        return Subject("window", seen, unplaced=unplaced(said, seen, measure))
+        left = unplaced(said, seen, measure)  # a window's title names its file
+        return Subject("window", seen, unplaced=tuple(w for w in left if w not in _IN_A_TITLE))
     use = _USE.search(text) if measure not in _OF_A_RUN else None
     if hit and use is not None:  # "how many cores did cpuhog use?", "how big did x get?"
         return Subject("process", hit, reading="cpu" if use[1] else "memory")

@@ -164,6 +164,9 @@ def reading(reader: Reader, plan: Plan) -> Found:
     if len(rows) == 1:
         value = kind.value(rows[0]) or 0.0
         text = f"{kind.words} at {reader.when(rows[0].t)}: {_say(kind, value)} ({rows[0].line})."
+        if plan.window is not None and plan.window.edge is not None:  # "after memgrow ended"
+            which = "first" if plan.window.edge == "start" else "last"
+            text = f"{kind.words} {reader.scope(plan.window)}, the {which} reading: {text}"
         text, cited = _with_top(reader, plan, name, text, (rows[0].id,))
         return Found(text, cited)
     end = min(plan.window.end_ns, reader.now_ns) if plan.window else reader.now_ns

@@ -1,7 +1,8 @@
 """Words a person mistyped ("memroy", "waht", "comands"), read as the parser's own word one
-edit away: a letter left out, added, changed, or two letters swapped. Only a word the parser
-does not know is read again, only when one known word of four letters or more is that near,
-and never a word that names something the log holds (a command, a file, a window).
+edit away: a letter left out, added, changed, or two letters swapped (a word of four letters
+only by a swap: "home" is no mistyped "come"). Only a whole word the parser does not know is
+read again (not a part of a path), only when one known word of four letters or more is that
+near, and never a word that names something the log holds (a command, a file, a window).
 """
 
 from __future__ import annotations
@@ -54,11 +55,14 @@ class Speller:
         """``text`` with each word the parser does not know, and that ``names`` says names
         nothing in the log, read as the known word an edit away (the likeliest edit first;
         when two words are as likely, the word is left as it is)."""
-        return re.sub(r"[a-z]{4,}", lambda m: self._word(m[0], names), text)
+        return re.sub(
+            r"(?<![\w/.~-])[a-z]{4,}(?![\w/.~-])", lambda m: self._word(m[0], names), text
+        )
 
     def _word(self, word: str, names: Callable[[str], bool]) -> str:
         if self.knows(word) or names(word):
             return word
         found = sorted((e, w) for w in self._words if (e := edit(word, w)) is not None)
+        found = [(e, w) for e, w in found if len(word) > 4 or e == 1]  # "home" is no "come"
         best = [w for e, w in found if e == found[0][0]]
         return best[0] if len(best) == 1 else word

@@ -562,7 +562,7 @@ def processes(reader: Reader, plan: Plan) -> Found | None:
     if plan.measure not in ("most", "peak", "average") and anyone:
         return None  # "which processes started today?": the intents
     moment = plan.window is not None and plan.window.point_ns is not None
-    weighed = anyone and subject.reading == "cpu" and plan.measure == "average" and not moment
+    weighed = anyone and subject.reading == "cpu" and not moment
     if weighed or not _tops_ever(reader):
         return None  # the intents weigh each CPU sample by how long it stood; say when tops come
     if subject.reading is None and plan.measure in ("list", "when", "first", "last"):
