@@ -2,7 +2,7 @@
 test per class of words the parser reads: the log's start and end as a time, a span said
 with a dash, readings people ask about (disk writes, energy, swap, cores, the lowest, when a
 reading fell), a process named by what it did ("the leak", "the hog") or by its pid alone,
-mistyped words, nerve's own daemon, and words about a window or app that name nothing the
+mistyped words, nerve's own daemon, a listening port by its number, and words about a window or app that name nothing the
 log holds (said back, not answered with the window)."""
 
 from __future__ import annotations
@@ -107,3 +107,9 @@ def test_words_about_an_app_the_log_cannot_place_are_said_back(
 
 def test_an_exit_says_whether_it_succeeded(recorded_day: Day) -> None:
     assert "exited 0 (19:25:18), so it succeeded" in _said(recorded_day, "did memgrow exit ok?")
+
+
+def test_a_port_by_its_number(recorded_day: Day) -> None:
+    text = _said(recorded_day, "is 8765 still open?")
+    assert "127.0.0.1:8765 is still open at the end" in text, text
+    assert "by python3 [16634]" in _said(recorded_day, "which process was on 8765?")
