@@ -2,8 +2,9 @@
 test per class of words the parser reads: the log's start and end as a time, a span said
 with a dash, readings people ask about (disk writes, energy, swap, cores, the lowest, when a
 reading fell), a process named by what it did ("the leak", "the hog") or by its pid alone,
-mistyped words, nerve's own daemon, a listening port by its number, and words about a window or app that name nothing the
-log holds (said back, not answered with the window)."""
+mistyped words, nerve's own daemon, a listening port by its number, which of two commands
+ended first, and words that name nothing the log holds (said back, not answered with a
+window or with what happened then)."""
 
 from __future__ import annotations
 
@@ -92,6 +93,8 @@ def test_nerves_own_daemon(recorded_day: Day) -> None:
 @pytest.mark.parametrize(
     "question",
     [
+        "fan speed during the hog",
+        "how many terminal sessions did I have?",
         "number of tabs in firefox",
         "how much memory did firefox use",
         "how much cpu did firefox take",
@@ -113,3 +116,8 @@ def test_a_port_by_its_number(recorded_day: Day) -> None:
     text = _said(recorded_day, "is 8765 still open?")
     assert "127.0.0.1:8765 is still open at the end" in text, text
     assert "by python3 [16634]" in _said(recorded_day, "which process was on 8765?")
+
+
+def test_which_of_two_commands_ended_first(recorded_day: Day) -> None:
+    text = _said(recorded_day, "which finished first, memgrow or yes?")
+    assert text.startswith("`./tools/memgrow.py` first ended at 19:28:31, before `yes"), text

@@ -32,7 +32,7 @@ from nerve.recall.plans.words import Known, app_kind
 __all__ = ["Plan", "Subject", "mended", "parse", "window_of"]
 
 _READINGS = (
-    ("load", r"\b(?:load(?: average)?s?|loaded)\b"),
+    ("load", r"\bload(?: average)?s?\b"),
     (
         "writes",
         r"\b(?:disk (?:writ\w*|i/?o|activity)|writ(?:es|ing) to (?:the )?disk|disk)\b(?=.*"
@@ -44,6 +44,7 @@ _READINGS = (
     ("memory", r"\b(?:memory|ram|rss|swap\w*)\b"),
     ("cpu", r"\b(?:cpu|processor|busy|cores|maxed)\b"),
     ("energy", r"\b(?:energy|power use|power draw|joules?|watts?)\b"),
+    ("load", r"\bloaded\b"),  # "how loaded was the box?", unless it said the processor
 )
 _READING_WORDS = frozenset(["memory", "ram", "cpu", "load", "disk", "network", "processor"])
 _READING_FILLER = frozenset(
@@ -139,8 +140,8 @@ _DEFER = re.compile(
 """Words the intents of :mod:`nerve.recall.facts` read better: the plan steps aside."""
 _PORT = re.compile(
     r"\bport\s*(\d{2,5})\b|\b(?:on|:)\s*(\d{4,5})\b|"
-    r"\b(\d{4,5})\b(?=.*\b(?:open\w*|clos\w*|listen\w*|bound|address|port)\b)|"
-    r"\b(?:open\w*|clos\w*|listen\w*|bound|address)\b.*?\b(\d{4,5})\b|"
+    r"\b(\d{4,5})\b(?=.*\b(?:open\w*|clos\w*|listen\w*|bound|bind|address|port)\b)|"
+    r"\b(?:open\w*|clos\w*|listen\w*|bound|bind|address|grab\w*)\b.*?\b(\d{4,5})\b|"
     r"\b(?:server|web|http) (port)\b|"
     r"\b(server)\b(?=.*\b(?:address|bound|localhost|interface)\b)|"
     r"\b(?:address|bound|localhost|interface)\b.*\b(server)\b"
@@ -551,7 +552,7 @@ def _measure(text: str) -> str:
     return "list"
 
 
-_NOT_NAMES = frozenset(["plus", "but", "total", "bother", "bothered", "reach", "reached"])
+_NOT_NAMES = frozenset(["plus", "but", "total", "bother", "bothered"])
 _IN_A_TITLE = frozenset(["file", "files", "document", "documents", "open", "opened"])
 """Words a window's title answers ("which file was open in vim?")."""
 """Words of a question about attention that name no reading or thing."""
@@ -559,7 +560,7 @@ _IN_A_TITLE = frozenset(["file", "files", "document", "documents", "open", "open
 
 def _attention(text: str, window: Window | None, question: str) -> Plan:
     measure = "unusual" if _UNUSUAL.search(text) else "why" if "why" in text.split() else "list"
-    if re.search(r"\b(how many|how often|number of|count)\b", text):
+    if re.search(r"\b(how many|how often|number of|count|total)\b", text):
         measure = "count"
     elif re.search(r"\b(did|does|has) nerve\b", text):
         measure = "why"  # "did nerve notice the hog?": each decision about it, and why
@@ -745,7 +746,9 @@ def _thing(text: str, measure: str, known: Known, status: str | None) -> Subject
         return Subject("window", seen or None)  # "what was I looking at?": the window in focus
     kinds = [w for w in (said or "").split() if app_kind(w)]
     if kinds and not hit and reading is None:  # "how often did I go to the browser?"
-        return Subject("window", " ".join([*kinds, *seen.split()]))
+        named = " ".join([*kinds, *seen.split()])
+        rest = tuple(w for w in unplaced(said, named, measure) if w not in _IN_A_TITLE)
+        return Subject("window", named, unplaced=rest)  # "terminal *sessions*"
     if len(seen.split()) > len(hit.split()) and reading is not None:
         return Subject("process", seen, reading=reading)  # "how much cpu did firefox take?"
     if len(seen.split()) > len(hit.split()):  # "when was I reading Stack Overflow?"
@@ -771,7 +774,7 @@ def _thing(text: str, measure: str, known: Known, status: str | None) -> Subject
 
 _STARTED = re.compile(r"\b(start(?:ed)?|launch\w*|kick\w* off|fire\w* up|spawn\w*)\b")
 """Words for starting something, which a person does by running a command."""
-_OF_A_RUN = frozenset(["when", "first", "last", "running", "exit", "duration"])
+_OF_A_RUN = frozenset(["when", "running", "exit", "duration"])
 """Measures of a command's run, not of its process's use: "when did the cpu hog start?"."""
 
 
@@ -793,7 +796,8 @@ _BEFORE_START = re.compile(
 )
 _CAME_BACK = re.compile(r"\b(?:when|after|once)\s+i\s+(?:(?:came|got|was)\s+back|returned)\b")
 _WENT_AWAY = re.compile(
-    r"\b(?:just |right )?before\s+i\s+(?:went|stepped|walked|got up|left)(?:\s+(?:away|from))?"
+    r"\b(?:just |right )?before\s+i\s+(?:went|stepped|walked|got up|left)"
+    r"(?:\s+(?:away|idle|afk|from))?"
     r"(?:\s+(?:the|my)\s+(?:desk|computer|keyboard|machine))?\b"
 )
 
@@ -888,7 +892,8 @@ def parse(
     named = _during(rest) if window is None else None
     if named is not None:
         inner = parse(named[1], now_ns=now_ns, tz=tz, known=known, during=_SOME_TIME)
-        what = inner.subject if inner is not None else Subject("activity")
+        left = tuple(w for w in (_name(named[1]) or "").split() if w not in _FILLER)
+        what = inner.subject if inner is not None else Subject("activity", unplaced=left)
         how = inner.measure if inner is not None else "list"
         return Plan(question, _SOME_TIME, what, how, during=named[0])
     if _ATTENTION.search(rest):
@@ -903,8 +908,8 @@ def parse(
         return files
     if port := _PORT.search(rest):
         number = next((g for g in port.groups() if g), None)
-        said = Subject("port", number if number and number.isdigit() else None)
-        return Plan(question, window, said, _measure(rest))
+        held = Subject("port", number if number and number.isdigit() else None)
+        return Plan(question, window, held, _measure(rest))
     if _DEFER.search(rest) and not _names_app((_name(rest) or "").split(), [], known):
         return None
     status, plain = _status(rest)

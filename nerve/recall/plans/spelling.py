@@ -1,8 +1,9 @@
 """Words a person mistyped ("memroy", "waht", "comands"), read as the parser's own word one
-edit away: a letter left out, added, changed, or two letters swapped (a word of four letters
-only by a swap: "home" is no mistyped "come"). Only a whole word the parser does not know is
-read again (not a part of a path), only when one known word of four letters or more is that
-near, and never a word that names something the log holds (a command, a file, a window).
+edit away: a letter left out or two letters swapped, and in a word of six letters or more a
+letter too many or changed ("reach" is no mistyped "each", nor "home" a mistyped "come").
+Only a whole word the parser does not know is read again (not a part of a path), only when
+one known word of four letters or more is that near, and never a word that names something
+the log holds (a command, a file, a window).
 """
 
 from __future__ import annotations
@@ -63,6 +64,6 @@ class Speller:
         if self.knows(word) or names(word):
             return word
         found = sorted((e, w) for w in self._words if (e := edit(word, w)) is not None)
-        found = [(e, w) for e, w in found if len(word) > 4 or e == 1]  # "home" is no "come"
+        found = [(e, w) for e, w in found if e < 2 or len(word) > 5]
         best = [w for e, w in found if e == found[0][0]]
         return best[0] if len(best) == 1 else word

@@ -906,8 +906,8 @@ def windows(reader: Reader, plan: Plan) -> Found | None:
     lines = [(s.row, f"{reader.when(s.start)}  {s.name()} (for {length(s.end - s.start)})")
              for s in (chosen[::-1] if plan.measure != "first" else chosen)]  # fmt: skip
     verb = f"Switched to `{plan.subject.name}`" if plan.subject.name else "Windows in focus"
-    if plan.measure in ("first", "last"):  # "what window was I in last?": that one
-        return reader.listing(f"{verb} {reader.scope(plan.window)}, the {plan.measure} one:",
+    if plan.measure == "last":  # "what window was I in last?": that one
+        return reader.listing(f"{verb} {reader.scope(plan.window)}, the last one:",
                               lines[:1], plan.window)  # fmt: skip
     return reader.listing(f"{verb} {reader.scope(plan.window)}, newest first:", lines, plan.window)
 

@@ -73,7 +73,7 @@ _LAST = re.compile(
 _AGO = re.compile(rf"\b{_COUNT}\s*{_UNITS}\s+ago\b")
 _NOW = re.compile(r"\b(right now|now|currently|at the moment|lately|these days)\b")
 _EDGE = re.compile(
-    r"\b(?:(?:at|in|by|near|towards?) the (?:very )?(start|beginning|end|finish)(?: of (?:it|the "
+    r"\b(?:(?:at|by|near|towards?) the (?:very )?(start|beginning|end|finish)(?: of (?:it|the "
     r"(?:day|log|recording|session)))?|at (first)|when (?:i|nerve|the daemon|recording|the "
     r"recording) (?:first )?(began|begun|started)(?: (?:working|watching|recording|up))?(?=\s*$|,))"
 )
