@@ -567,7 +567,8 @@ def _attention(text: str, window: Window | None, question: str) -> Plan:
     held = re.search(r"\b(held|withheld|hold)\b", text) is not None
     rest = _ATTENTION_WORDS.sub(" ", _ATTENTION.sub(" ", text))
     said = (_name(rest, _READING_WORDS) or "").split()
-    ignored = _FILLER | _NOT_NAMES | ({"not"} if held else set())  # "held and not shown"
+    negated = held or measure == "why"  # "held and not shown", "why did nerve not tell me?"
+    ignored = _FILLER | _NOT_NAMES | ({"not"} if negated else set())
     name = " ".join(w for w in said if w not in ignored) or None
     subject = Subject("attention", name, reading="held" if held else "surfaced")
     return Plan(question, window, subject, measure)
