@@ -834,16 +834,19 @@ memory at its peak), "the hog", "the cpu eater" (the most CPU)."""
 
 
 def _nicknamed(text: str, known: Known) -> str:
-    """The text with a process's nickname replaced by its name, when the log names one."""
-    match = _NICKNAME.search(text)
-    if match is None:
-        return text
+    """The text with each process nickname replaced by that process's name, when the log
+    names one ("the cpu hog or the memory leak": both)."""
+    return _NICKNAME.sub(lambda match: _named(match, known), text)
+
+
+def _named(match: re.Match[str], known: Known) -> str:
+    """The name of the process a nickname means, with the reading it said ("the memory hog":
+    its memory); the nickname as it was when the log names none."""
     said = f"{match[1] or ''} {match[2]}"
     name = known.heaviest(memory=re.search(r"memory|ram|leak|grow", said) is not None)
     if name is None:
-        return text
-    name = f"{match[1]} {name}" if match[1] else name  # "the memory hog": its memory
-    return text[: match.start()] + name + text[match.end() :]
+        return match[0]
+    return f"{match[1]} {name}" if match[1] else name
 
 
 def _speller() -> Speller:
