@@ -27,7 +27,7 @@ from nerve.recall.answers import (
 from nerve.recall.core import Retrieval, RetrievalParams
 from nerve.recall.facts import answer_facts
 from nerve.recall.fallback import FallbackError, call_fallback
-from nerve.recall.plans import answer_plan
+from nerve.recall.plans import answer_plan, mend
 from nerve.recall.tier0 import Tier0Answer, answer, retrieve_for
 from nerve.workspace import WorkspaceDir
 
@@ -130,6 +130,7 @@ def _tier0(
     A plan that understood the question and found the log cannot answer it (``final``: a
     time the log does not cover, words it cannot place) is the answer: a looser tier would
     only answer another question."""
+    question = mend(conn, question)  # "waht comands failed?"
     planned = _planned(conn, question, now, tz)
     if planned is not None and (planned.answered or planned.final):
         return planned

@@ -135,8 +135,8 @@ def test_a_named_command_still_up_asks_whether_it_runs() -> None:
     [
         ("how many attention decisions were made today?", "count", None),
         ("did nerve notice the CPU hog?", "why", "cpu"),
-        ("why didn't nerve tell me about the failing build?", "why", "didn build"),
-        ("did anything odd happen?", "unusual", "happen"),
+        ("why didn't nerve tell me about the failing build?", "why", "build"),
+        ("did anything odd happen?", "unusual", None),
     ],
 )
 def test_attention_questions(question: str, measure: str, name: str | None) -> None:

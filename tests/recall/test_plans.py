@@ -41,7 +41,7 @@ EXAMPLES = [
       "--until 2026-05-06T07:43:00+00:00` shows all"),
      ("$ ls", "[exit 130]")),
     ("what was I doing between 07:41 and 07:43?",
-     ("ran `ls`", "ran `false` (exit 1", "ran `make build` (ok", "ran `git status`",
+     ("ran `ls`", "ran `false` (exit 1", "ran `make build` (exit 0", "ran `git status`",
       "in xterm: vim src/app.py", "file modified src/app.py"),
      ("exit 2", "Firefox")),
     ("what did I run 2 minutes ago?",

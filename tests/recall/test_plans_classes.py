@@ -102,7 +102,7 @@ def test_a_folder_word_in_a_window_title_is_that_window(recorded_day: Day) -> No
          "at 19:23:50."),
         ("after the first build failure, what did I run?", "you ran `make build` (exit 2"),
         ("what did I change just before make build worked?",
-         "Before `make build` (ok, 0.0 s) (19:29:58), project/src/main.c was modified at "
+         "Before `make build` (exit 0, 0.0 s) (19:29:58), project/src/main.c was modified at "
          "19:29:39."),
     ],
 )  # fmt: skip
@@ -145,7 +145,7 @@ def test_the_window_in_focus_at_a_moment(recorded_day: Day, question: str, shown
 
 
 def test_a_measure_a_reading_has_not_is_said_back(recorded_day: Day) -> None:
-    result = ask(WorkspaceDir(recorded_day.root), "when did the CPU stop being busy?",
+    result = ask(WorkspaceDir(recorded_day.root), "how long was the CPU busy?",
                  record=False, now_ns=recorded_day.now_ns, tz=UTC)  # fmt: skip
     assert not result.answered and result.text.startswith("I understood: cpu, in the whole log")
 

@@ -23,7 +23,8 @@ from nerve.recall.plans.cover import uncovered, unknown_words
 from nerve.recall.plans.daemon import daemon
 from nerve.recall.plans.during import during
 from nerve.recall.plans.log import Found, Reader
-from nerve.recall.plans.parse import Plan, Subject, parse, window_of
+from nerve.recall.plans.parse import Plan, Subject, mended, parse, window_of
+from nerve.recall.plans.ports import ports
 from nerve.recall.plans.readings import reading
 from nerve.recall.plans.things import (
     activity,
@@ -36,10 +37,19 @@ from nerve.recall.plans.things import (
     running_at,
     windows,
 )
-from nerve.recall.plans.window import Window, find_window
+from nerve.recall.plans.window import Window, at_edge, find_window
 from nerve.recall.plans.words import known_of
 
-__all__ = ["Found", "Plan", "Subject", "Window", "answer_plan", "find_window", "parse"]
+__all__ = [
+    "Found", "Plan", "Subject", "Window", "answer_plan", "find_window", "mend", "parse",
+]  # fmt: skip
+
+
+def mend(conn: duckdb.DuckDBPyConnection, question: str) -> str:
+    """The question with its mistyped words read as the parser's own ("waht comands failed"
+    is "what commands failed"), for every part of Tier 0 to read; as it was when none is."""
+    return mended(question, known_of(conn))
+
 
 _BY_KIND: dict[str, Callable[[Reader, Plan], Found | None]] = {
     "anything": anything,
@@ -54,6 +64,7 @@ _BY_KIND: dict[str, Callable[[Reader, Plan], Found | None]] = {
     "reading": reading,
     "attention": attention,
     "daemon": daemon,
+    "port": ports,
 }
 
 
@@ -64,6 +75,9 @@ def answer_plan(
     not cover is said so, whatever the rest of the question (:mod:`.cover`)."""
     plan = parse(question, now_ns=now_ns, tz=tz, known=known_of(conn))
     reader = Reader(conn, now_ns, tz)
+    if plan is not None and plan.window is not None and plan.window.edge is not None:
+        span = reader.span()  # "at the start": the log's first half minute
+        plan = replace(plan, window=at_edge(plan.window, *span) if span else None)
     if plan is not None and plan.during is not None:
         placed = during(reader, plan)
         if isinstance(placed, Found):

@@ -18,6 +18,7 @@ _SUBJECTS = {
     "process": "processes", "window": "windows in focus", "away": "time away",
     "folder": "folders", "reading": "readings", "attention": "nerve's attention decisions",
     "file": "file changes", "running": "what was running", "daemon": "nerve's daemon",
+    "port": "listening ports",
 }  # fmt: skip
 """Each subject kind in plain words, for saying what a question was read as."""
 

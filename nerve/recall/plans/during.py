@@ -1,7 +1,9 @@
 """A window named by something else: "what did I do *while memgrow was running*?" reads the
 newest run of the command the words name, from its start to its end; "did memory drop *after
 memgrow exited*?" the two minutes after that run ended; "what did I do *when I came back*?"
-the two minutes after the newest time away ended. Words that name no recorded command (or a
+the two minutes after the newest time away ended ("*just before I went away*": the minute
+before it began); "the lowest CPU *before the hog started*"
+from the start of that day to its start. Words that name no recorded command (or a
 log with no time away) are said back, unanswered: the question cannot be placed in time.
 """
 
@@ -12,11 +14,12 @@ from dataclasses import replace
 from nerve.recall.plans.log import Found, Reader
 from nerve.recall.plans.parse import Plan
 from nerve.recall.plans.things import away_spells, command_runs, ended
-from nerve.recall.plans.window import NS, Window
+from nerve.recall.plans.window import NS, Window, local
 
 __all__ = ["during"]
 
 _AFTER = 120 * NS
+_JUST = 60 * NS
 
 
 def during(reader: Reader, plan: Plan) -> Plan | Found:
@@ -35,8 +38,12 @@ def during(reader: Reader, plan: Plan) -> Plan | Found:
     run = runs[-1]
     start, end = run.t, max(ended(run), run.t + NS)
     said = _said(run.data.get("command"), name)
-    if plan.during.kind == "ended":
-        return replace(plan, window=Window(end, end + _AFTER, f"after `{said}` ended", clock=True))
+    if plan.during.kind == "ended":  # a reading then is the first one after it
+        after = Window(end, end + _AFTER, f"after `{said}` ended", clock=True, edge="start")
+        return replace(plan, window=after)
+    if plan.during.kind == "started":
+        day = _midnight(reader, start)
+        return replace(plan, window=Window(day, start, f"before `{said}` started", clock=True))
     return replace(plan, window=Window(start, end + NS, f"while `{said}` ran", clock=True))
 
 
@@ -46,8 +53,18 @@ def _back(reader: Reader, plan: Plan) -> Plan | Found:
     if not spells:
         return Found("I understood a question about when you came back; but the log records "
                      "no time away you came back from.", (), False, 0, True)  # fmt: skip
+    if plan.during is not None and plan.during.name == "before":  # just before you went away
+        left = spells[-1].start
+        window = Window(left - _JUST, left + NS, "just before you went away", clock=True)
+        return replace(plan, window=window)
     back = spells[-1].end
     return replace(plan, window=Window(back, back + _AFTER, "after you came back", clock=True))
+
+
+def _midnight(reader: Reader, ns: int) -> int:
+    """The start of the local day holding ``ns``."""
+    moment = local(ns, reader.tz)
+    return round(moment.replace(hour=0, minute=0, second=0, microsecond=0).timestamp()) * NS
 
 
 def _said(command: object, name: str) -> str:

@@ -6,13 +6,15 @@ nothing this planner reads (the older intents and the fallback then try).
 doing), ``command`` (a shell command, or its words), ``process`` (by name, command line words
 or ``pid N``), ``window`` (an app or a window title), ``away`` (time away from the machine,
 no input), ``folder`` (where commands ran and files changed), ``reading`` (a sense reading:
-``load``, ``cpu``, ``memory``, ``disk``, ``network``), ``attention`` (nerve's own decisions),
-``file`` (files changed, by name or folder; ``status`` ``added`` or ``deleted``),
-``running`` (what was running at a time, or is still running), ``daemon`` (nerve's own
-daemon: when it started and stopped, its senses).
+``load``, ``cpu``, ``memory``, ``disk`` (free), ``writes``, ``reads``, ``network``,
+``energy``), ``attention`` (nerve's own decisions), ``file`` (files changed, by name or
+folder; ``status`` ``added`` or ``deleted``), ``running`` (what was running at a time, or is
+still running), ``daemon`` (nerve's own daemon: when it started and stopped, its senses),
+``port`` (a listening port by its number: when it opened and closed, by which process).
 
 **Measures**: ``list``, ``count``, ``duration`` (time spent), ``first``, ``last``, ``when``,
-``peak``, ``average``, ``most`` (which one had the most), ``exit`` (exit status),
+``peak``, ``lowest``, ``average``, ``most`` (which one had the most), ``exit`` (exit status),
+``fell`` / ``rose`` (when a reading turned),
 ``running`` (still running? finished?), ``before`` / ``after`` (order, against
 ``Plan.anchor``), ``why`` and ``unusual`` (attention).
 """
@@ -23,29 +25,49 @@ import re
 from dataclasses import dataclass, replace
 from datetime import tzinfo
 
-from nerve.recall.plans.window import Window, find_window
-from nerve.recall.plans.words import Known, app_hit
+from nerve.recall.plans.spelling import Speller
+from nerve.recall.plans.window import TIME_WORDS, Window, find_window
+from nerve.recall.plans.words import Known, app_kind
 
-__all__ = ["Plan", "Subject", "parse", "window_of"]
+__all__ = ["Plan", "Subject", "mended", "parse", "window_of"]
 
 _READINGS = (
     ("load", r"\bload(?: average)?s?\b"),
+    (
+        "writes",
+        r"\b(?:disk (?:writ\w*|i/?o|activity)|writ(?:es|ing) to (?:the )?disk|disk)\b(?=.*"
+        r"\b(?:writ\w*|i/?o|activity)\b)|\bdisk i/?o\b",
+    ),
+    ("reads", r"\bdisk\b(?=.*\bread(?:s|ing)?\b)"),
     ("disk", r"\b(?:free disk|disk space|disk|free space|storage)\b"),
     ("network", r"\b(?:network|bandwidth|download(?:ed|ing)?|upload(?:ed|ing)?|traffic)\b"),
-    ("memory", r"\b(?:memory|ram|rss)\b"),
-    ("cpu", r"\b(?:cpu|processor|busy|loaded)\b"),
+    ("memory", r"\b(?:memory|ram|rss|swap\w*)\b"),
+    ("cpu", r"\b(?:cpu|processor|busy|cores|maxed)\b"),
+    ("energy", r"\b(?:energy|power use|power draw|joules?|watts?)\b"),
+    ("load", r"\bloaded\b"),  # "how loaded was the box?", unless it said the processor
 )
 _READING_WORDS = frozenset(["memory", "ram", "cpu", "load", "disk", "network", "processor"])
+_READING_FILLER = frozenset(
+    ["left", "fill", "fills", "filling", "filled", "speed", "speeds", "rate", "rates", "usage",
+     "throughput", "writes", "write", "writing", "reads", "read", "reading", "io", "i/o",
+     "activity", "swap", "swapping", "swapped", "measured", "estimated", "counter", "real",
+     "numbers", "guesses", "guess", "just", "does", "have", "has", "this", "calm", "down",
+     "maxed", "out", "being", "stop", "low", "lowest", "dip", "minimum", "min", "least",
+     "energy", "power", "joules", "watts", "over", "day", "know", "there", "how", "change",
+     "changed", "changes"]
+)  # fmt: skip
+"""Words a question about a reading may hold that name no process ("disk space *left*")."""
 _ATTENTION = re.compile(
     r"\b(surfaced?|surfacing|held|withheld|hold|interrupt\w*|notif\w*|alert\w*|unusual|"
     r"anomal\w*|highlights?|abnormal|strange|weird|odd|out of the ordinary|you show\w*|"
     r"showed me|shown to me|attention|decisions?|"
     r"nerve (?:\w+ )?(?:tell|told|say|said|flag\w*|notic\w*|warn\w*|spot\w*|mention\w*|catch|"
-    r"caught))\b"
+    r"caught|decid\w*|br(?:ing|ings|inging|ought) (?:\w+ )?up|rais\w*|point\w* out))\b"
 )
 _DAEMON = re.compile(
-    r"\b(daemon|senses?)\b|\bnerve\b.*\b(start\w*|stop\w*|begin|began|record\w*|run\w*|ran|"
-    r"watch\w*|up|alive|quit|exit\w*|restart\w*|crash\w*|load\w*)\b"
+    r"\b(daemon|senses?|observations)\b|\bnerve\b.*\b(start\w*|stop\w*|begin|began|record\w*|"
+    r"run\w*|ran|watch\w*|up|alive|quit|exit\w*|restart\w*|crash\w*|load\w*|shut\w*|die|died|"
+    r"dead|uptime|memory|ram|rss|pid|process id|heavy)\b|\b(memory|ram|pid|process id)\b.*\bnerve\b"
 )
 _UNUSUAL = re.compile(
     r"\b(unusual|anomal\w*|abnormal|strange|weird|odd|out of the ordinary|wrong)\b"
@@ -61,11 +83,14 @@ _COMMAND = re.compile(
 )
 _PROCESS = re.compile(r"\b(process|processes|program|programs|pid)\b")
 _WINDOW = re.compile(
-    r"\b(windows?|apps?|applications?|focus(?:ed)?|switch(?:ed)? to|in front|titled?|"
+    r"\b(windows?|apps?|applications?|focus(?:ed)?|switch(?:ed)? to|in front|titled?|pages?|"
+    r"sites?|websites?|browsing|"
     r"on (?:my |the )?screen)\b"
 )
 _AWAY = re.compile(
-    r"\b(away|afk|idle|no input|inactive|(?:come|came|got|get) back|back (?:at|to) (?:the|my) "
+    r"\b(away|afk|idle|no input|inactive|(?:i|we) (?:come|came|got|get) back|(?:come|came) back|"
+    r"(?:left|leave|leaving|stepped away from) (?:the|my) (?:desk|computer|keyboard|machine)|"
+    r"back (?:at|to) (?:the|my) "
     r"(?:computer|desk|keyboard|machine|screen)|(?:on|took|take|taking) a break|breaks?|"
     r"(?:was|were|am) i (?:at|near|by|in front of) (?:the|my) (?:computer|desk|keyboard|machine|"
     r"screen)|(?:was|were|am) i (?:around|active|present|here|there))\b"
@@ -80,14 +105,17 @@ _FOLDER_WORDS = frozenset(
      "from", "started", "start"]
 )  # fmt: skip
 _DOING = re.compile(r"\b(doing|working on|up to|busy with|what did i do)\b")
-_HAPPENED = re.compile(r"\b(happened|happening|went on|going on|events?|recorded|logged)\b")
+_HAPPENED = re.compile(
+    r"\b(happen|happened|happening|went on|going on|events?|recorded|logged|recap|summar\w*|"
+    r"overview)\b"
+)
 _FAILED = re.compile(
     r"\b(fail\w*|(?:did not|didn't|did n't|not) (?:succeed|work|pass)\w*|unsuccessful|"
     r"errored|broke|broken|non-?zero)\b"
 )
 _OK = re.compile(r"\b(succeed\w*|success\w*|work(?:ed|s)?|pass(?:ed|es)?)\b")
 _FILE = re.compile(
-    r"\b(files?|edit(?:s|ed|ing)?|modif\w*|chang(?:e|ed|es)|creat\w*|added|saved|wrote|"
+    r"\b(files?|edit(?:s|ed|ing)?|modif\w*|chang(?:e|ed|es)|creat\w*|added|sav(?:e|ed|es|ing)|wrote|"
     r"written|touched|deleted|removed)\b"
 )
 _FILE_ADDED = re.compile(r"\b(creat\w*|added|new)\b")
@@ -101,11 +129,25 @@ _LOOKING = re.compile(
     r"editing|using|right|just)\b"
 )
 _PID = re.compile(r"\b(?:pid|process(?: id)?)\s*(?:was\s+|number\s+)?(\d{2,})\b|\[(\d+)\]")
+_BARE_PID = re.compile(
+    r"(?<![\w:.$-])(\d{4,7})(?![\w:.%]|\s*(?:ms|s|sec\w*|min\w*|mib|kib|gib|mb|gb)\b)"
+)
+"""A number alone that is no time nor size: a pid ("what was 17085?")."""
 _DEFER = re.compile(
     r"\b(slowest|longest|slow|per app|each app|new|ports?|listening|files?|"
     r"changed|edited|modified|budget|errors?|in [~/.]\S*)"
 )
 """Words the intents of :mod:`nerve.recall.facts` read better: the plan steps aside."""
+_PORT = re.compile(
+    r"\bport\s*(\d{2,5})\b|\b(?:on|:)\s*(\d{4,5})\b|"
+    r"\b(\d{4,5})\b(?=.*\b(?:open\w*|clos\w*|listen\w*|bound|bind|address|port)\b)|"
+    r"\b(?:open\w*|clos\w*|listen\w*|bound|bind|address|grab\w*)\b.*?\b(\d{4,5})\b|"
+    r"\b(?:server|web|http) (port)\b|"
+    r"\b(server)\b(?=.*\b(?:address|bound|localhost|interface)\b)|"
+    r"\b(?:address|bound|localhost|interface)\b.*\b(server)\b"
+)
+"""A port by its number ("is 8765 still open?", "which process was on 8765?"), or the
+server's port."""
 _FILLER = frozenset(
     ["thing", "things", "stuff", "something", "anything", "one", "ones", "again", "exactly",
      "actually", "really", "terminal", "console", "prompt", "bash", "zsh", "successfully",
@@ -119,14 +161,16 @@ _FILLER = frozenset(
      "called", "named", "name", "doing", "invoke", "invoked", "kick", "kicked", "off",
      "fire", "fired", "bring", "brought", "put", "same", "other", "another", "whatever",
      "appear", "appears", "appeared", "show", "showed", "shown", "under", "inside", "within",
-     "below", "happen", "happened", "next", "then", "just", "right"]
+     "below", "happen", "happened", "next", "then", "just", "right", "hit", "as", "worst",
+     "very", "attempt", "attempts", "pls", "plz", "line", "itself", "all", "in"]
 )  # fmt: skip
 """Words a question may hold that name nothing and change nothing."""
 _CHANGE = re.compile(
-    r"\b(drop\w*|fall\w*|fell|rise|rising|rose|calm\w*|climb\w*|spike\w*|jump\w*|settl\w*|"
-    r"(?:go|goes|went|come|came) (?:down|up|back))\b"
+    r"\b(?:(drop\w*|fall\w*|fell|calm\w*|settl\w*|eas(?:e|ed)|quiet\w*|stop\w* being|"
+    r"(?:go|goes|went|come|came) (?:down|back))|(rise|rising|rose|climb\w*|spike\w*|jump\w*|"
+    r"shot up|(?:go|goes|went|come|came) up))\b"
 )
-"""Words asking when a reading turned, not what it was."""
+"""Words asking when a reading turned (fell, or rose), not what it was."""
 _SAID_MEASURE = {"duration": "how long", "running": "stopping or ending", "exit": "how it ended"}
 """A measure a reading has no answer for, as the question put it."""
 _MEASURE_WORDS = {
@@ -363,7 +407,8 @@ _STOP = frozenset(
     ]
 )
 _STOP |= frozenset(
-    ["titles", "look", "looked", "traffic", "download", "downloaded", "upload", "uploaded",
+    ["page", "pages", "site", "sites", "website", "websites",
+     "titles", "look", "looked", "traffic", "download", "downloaded", "upload", "uploaded",
      "burning", "burned", "hogged", "hogging", "hog", "eating",
      "ate", "busiest", "loaded", "like", "full", "take", "took", "share", "core", "cores",
      "big", "bigger", "grow", "grew", "drop", "dropped", "drops", "fall", "fell", "rise", "rose",
@@ -429,9 +474,16 @@ class Plan:
 
 
 def _clean(question: str) -> str:
+    """The question in lower case and plain words: "what's" is "what is", "didnt" and "didn't"
+    are "did not", "of the day" is "today", "just now" is "last" (the newest)."""
     text = " ".join(question.lower().replace("’", "'").split())
     text = re.sub(r"\bwhat's\b", "what is", text)
+    text = re.sub(r"\b(did|does|do|was|were|is|are|has|have|had|could|would)(?:n't|nt)\b",
+                  r"\1 not", text)  # fmt: skip
+    text = re.sub(r"\b(?:(?:of|over|during|through(?:out)?) the (?:whole )?day|all day)\b", "today",
+                  text)  # fmt: skip
     text = re.sub(r"\b(\w+)'s\b", r"\1", text)
+    text = re.sub(r"\b(?:just now|a moment ago)\b", "last", text)  # the newest, however long ago
     return text.rstrip("?!. ")
 
 
@@ -466,43 +518,58 @@ def _reading(text: str) -> str | None:
     return None
 
 
+_MEASURES = (
+    ("exit", r"\b(exit (?:code|status)|exit(?:ed)? with|return code|returns?|returned|"
+             r"exit(?:ed)? (?:ok|okay|clean(?:ly)?|fine|normally|successfully)|clean exit|"
+             r"crash(?:ed)?|"
+             r"how did .+ (?:go|end)|how .+ went|result|succeed(?:ed)?|fail(?:ed)?|"
+             r"pass(?:ed)?)\b"),
+    ("running", r"\b(finish(?:ed)?|still (?:running|going|up|alive|there|open|on)|done|"
+                r"complete[d]?|is \S+ running"
+                r"|stopp?(?:ed)?|end(?:ed)?|alive)\b"),
+    ("duration", r"\b(how long|time spent|how much time|spend|spent|duration)\b|"
+                 r"^(?:total )?time (?:spent )?in\b"),
+    ("count", r"\b(how many|how often|number of|count)\b"),
+    ("most", r"\b(which|what)\b.*\b(most(?! recent)|top|biggest|largest|heaviest|"
+             r"highest|using|"
+             r"hogg(?:ing|ed)|eating|burning)\b"),
+    ("first", r"\b(first|earliest)\b"),
+    ("last", r"\b(last|latest|most recent(?:ly)?|finally)\b"),
+    ("when", r"\bwhen\b|\bwhat time\b"),
+    ("lowest", r"\b(lowest|minimum|min|(?<!at )least|dip\w*|how low|bottom(?:ed)?)\b"),
+    ("peak", r"\b(peak(?:ed)?|max(?:imum)?|highest|most|how much|top|busiest|how big|worst|"
+             r"how many cores|share)\b"),
+    ("average", r"\b(average|mean|typical|how busy|how loaded|overall|usage|level)\b"),
+)  # fmt: skip
+"""Each measure and the words that ask for it, in the order they are tried."""
+
+
 def _measure(text: str) -> str:
     """The measure the words ask for (the first rule that fits)."""
-    rules = (
-        ("exit", r"\b(exit (?:code|status)|exit(?:ed)? with|return code|returns?|returned|"
-                 r"how did .+ (?:go|end)|how .+ went|result|succeed(?:ed)?|fail(?:ed)?|"
-                 r"pass(?:ed)?)\b"),
-        ("running", r"\b(finish(?:ed)?|still (?:running|going|up|alive|there|open|on)|done|"
-                    r"complete[d]?|is \S+ running"
-                    r"|stopp?(?:ed)?|end(?:ed)?|alive)\b"),
-        ("duration", r"\b(how long|time spent|how much time|spend|spent|duration)\b|"
-                     r"^(?:total )?time (?:spent )?in\b"),
-        ("count", r"\b(how many|how often|number of|count)\b"),
-        ("most", r"\b(which|what)\b.*\b(most(?! recent)|top|biggest|largest|heaviest|"
-                 r"highest|using|"
-                 r"hogg(?:ing|ed)|eating|burning)\b"),
-        ("first", r"\b(first|earliest)\b"),
-        ("last", r"\b(last|latest|most recent(?:ly)?|finally)\b"),
-        ("when", r"\bwhen\b|\bwhat time\b"),
-        ("peak", r"\b(peak(?:ed)?|max(?:imum)?|highest|most|how much|top|busiest|how big|"
-                 r"how many cores|share)\b"),
-        ("average", r"\b(average|mean|typical|how busy|usage|level)\b"),
-    )  # fmt: skip
-    for measure, pattern in rules:
+    for measure, pattern in _MEASURES:
         if re.search(pattern, text):
             return measure
     return "list"
 
 
+_NOT_NAMES = frozenset(["plus", "but", "total", "bother", "bothered"])
+_IN_A_TITLE = frozenset(["file", "files", "document", "documents", "open", "opened"])
+"""Words a window's title answers ("which file was open in vim?")."""
+"""Words of a question about attention that name no reading or thing."""
+
+
 def _attention(text: str, window: Window | None, question: str) -> Plan:
     measure = "unusual" if _UNUSUAL.search(text) else "why" if "why" in text.split() else "list"
-    if re.search(r"\b(how many|how often|number of|count)\b", text):
+    if re.search(r"\b(how many|how often|number of|count|total)\b", text):
         measure = "count"
     elif re.search(r"\b(did|does|has) nerve\b", text):
         measure = "why"  # "did nerve notice the hog?": each decision about it, and why
     held = re.search(r"\b(held|withheld|hold)\b", text) is not None
     rest = _ATTENTION_WORDS.sub(" ", _ATTENTION.sub(" ", text))
-    name = _name(rest, _READING_WORDS)
+    said = (_name(rest, _READING_WORDS) or "").split()
+    negated = held or measure == "why"  # "held and not shown", "why did nerve not tell me?"
+    ignored = _FILLER | _NOT_NAMES | ({"not"} if negated else set())
+    name = " ".join(w for w in said if w not in ignored) or None
     subject = Subject("attention", name, reading="held" if held else "surfaced")
     return Plan(question, window, subject, measure)
 
@@ -593,6 +660,8 @@ def _file(text: str, window: Window | None, question: str, known: Known) -> Plan
         return None
     if re.search(r"\b(ports?|listening|windows?|apps?)\b", text):
         return None
+    if _reading(text) is not None and not named:
+        return None  # "did disk usage change?": the reading
     if _names_app(words, named, known):
         return None  # "which file was open in vim at 19:24:10?": the window's title says
     status = "added" if _FILE_ADDED.search(text) else None
@@ -616,6 +685,9 @@ def _folder(
     I run in src?": ``src`` is a folder commands ran in), or where a command ran ("where did
     I run make build?": the folder subject named by the command's words). A folder word that
     names a window's title instead ("the directory listing") is about that window."""
+    cds = re.search(r"\bcds?\b|\bchang\w* (?:the )?(?:director|folder|dir)", text)
+    if measure == "count" and cds:
+        return Plan(question, window, Subject("command", "cd"), measure)  # "how many cd's?"
     inside = _IN_FOLDER.search(text)
     named = inside is not None and known.folder_word(inside[1].rstrip("/").rsplit("/", 1)[-1])
     if not (_FOLDER.search(text) or named):
@@ -632,7 +704,7 @@ def _folder(
 
 def _names_app(words: list[str], named: list[str], known: Known) -> bool:
     """Whether the words name an app in focus (or a kind of app: "editor"), not a file."""
-    return any(app_hit(w, w) or (known.window_words(w) == w and w not in named) for w in words)
+    return any(app_kind(w) or (known.window_words(w) == w and w not in named) for w in words)
 
 
 def _status(text: str) -> tuple[str | None, str]:
@@ -648,46 +720,69 @@ def _status(text: str) -> tuple[str | None, str]:
 def _thing(text: str, measure: str, known: Known, status: str | None) -> Subject | None:
     """The subject of a question about a thing (command, process, window, reading): a word
     naming a recorded command (``known``) makes it a command."""
-    pid = _PID.search(text)
+    pid = _PID.search(text) or (None if re.search(r"\bports?\b", text) else _BARE_PID.search(text))
+    if measure == "exit":  # "did memgrow exit cleanly or crash?": the measure, not a name
+        text = re.sub(r"\b(clean(?:ly)?|crash(?:ed)?|ok|okay|fine|normally)\b", " ", text)
     name, reading = _name(text), _reading(text)
     hit = " ".join(known.command_words(name.split())) if name else ""
     left = unplaced(name, hit, measure)
     if pid:
-        return Subject("process", None, int(pid[1] or pid[2]), reading)
+        return Subject("process", None, int(next(g for g in pid.groups() if g)), reading)
     nth = "first" if measure != "first" and re.search(r"\b(first|earliest)\b", text) else None
     busy = reading in ("cpu", "memory") and measure in ("peak", "average", "most")
     if hit and busy:  # "peak CPU of the yes command?": its process's samples
         return Subject("process", hit, reading=reading)
     if _COMMAND.search(text) or measure == "exit":
-        return Subject("command", hit or name, status=status, unplaced=left if hit else (),
+        plain = " ".join(w for w in (name or "").split() if w not in _FILLER) or None
+        return Subject("command", hit or plain, status=status, unplaced=left if hit else (),
                        nth=nth)  # fmt: skip
-    if _PROCESS.search(text):
-        return Subject("process", name, reading=reading)
+    if _PROCESS.search(text):  # "pid of the *web* server": words that name nothing aside
+        named = " ".join(w for w in (name or "").split() if w not in _FILLER)
+        return Subject("process", named or None, reading=reading)
     if _WINDOW.search(text) or re.search(r"\b(was|were) i in\b", text):
         return Subject("window", name)
-    seen = known.window_words(_name(_LOOKING.sub(" ", text)) or "")
+    said = _name(_LOOKING.sub(" ", text))
+    seen = known.window_words(said or "")
+    if not hit and reading is None and re.search(r"\b(looking at|look(?:ed)? at|viewing)\b", text):
+        return Subject("window", seen or None)  # "what was I looking at?": the window in focus
+    kinds = [w for w in (said or "").split() if app_kind(w)]
+    if kinds and not hit and reading is None:  # "how often did I go to the browser?"
+        named = " ".join([*kinds, *seen.split()])
+        rest = tuple(w for w in unplaced(said, named, measure) if w not in _IN_A_TITLE)
+        return Subject("window", named, unplaced=rest)  # "terminal *sessions*"
+    if len(seen.split()) > len(hit.split()) and reading is not None:
+        return Subject("process", seen, reading=reading)  # "how much cpu did firefox take?"
     if len(seen.split()) > len(hit.split()):  # "when was I reading Stack Overflow?"
-        return Subject("window", seen)
-    use = _USE.search(text)
+        left = unplaced(said, seen, measure)  # a window's title names its file
+        return Subject("window", seen, unplaced=tuple(w for w in left if w not in _IN_A_TITLE))
+    use = _USE.search(text) if measure not in _OF_A_RUN else None
     if hit and use is not None:  # "how many cores did cpuhog use?", "how big did x get?"
         return Subject("process", hit, reading="cpu" if use[1] else "memory")
-    if hit and reading is None:
+    if hit and (reading is None or measure in _OF_A_RUN):
         return Subject("command", hit, status=status, unplaced=left, nth=nth)
     if status is not None and reading is None:
         return Subject("command", None, status=status)  # "what failed?"
     if name and measure == "duration":
         return Subject("window", name)  # "how much time did I spend in firefox?"
     if reading is not None:
-        thing = bool(name) or measure == "most"
+        busy = measure == "most" and reading in ("cpu", "memory")  # a process's measures
+        thing = bool(set((name or "").split()) - _FILLER - _READING_FILLER) or busy
         return Subject("process" if thing else "reading", name, reading=reading)
     if name and measure == "running":
         return Subject("command", name)
     return None
 
 
+_STARTED = re.compile(r"\b(start(?:ed)?|launch\w*|kick\w* off|fire\w* up|spawn\w*)\b")
+"""Words for starting something, which a person does by running a command."""
+_OF_A_RUN = frozenset(["when", "running", "exit", "duration"])
+"""Measures of a command's run, not of its process's use: "when did the cpu hog start?"."""
+
+
 _DURING = re.compile(
-    r"\b(?:while|during)\s+(?:i was running\s+|i ran\s+)?(.+?)"
-    r"(?:\s+(?:was|were|is)\s+(?:still\s+)?(?:running|going|on|up)|\s+ran|\s+run)?\s*(?:,|$)"
+    r"\b(?:(?<!\ba )while|during)\s+(?:i was running\s+|i ran\s+)?(.+?)"
+    r"(?:\s+(?:was|were|is)\s+(?:still\s+)?(?:running|going|on|up)|\s+ran|\s+run)?\s*(?:,|$)|"
+    r"\bwhen\s+(?!(?:did|was|were|is|i|you|nerve|it)\b)(.+?)\s+(?:ran|was (?:running|going|on))\b"
 )
 _SOME_TIME = Window(0, 0, "during", clock=True)
 """The window of a plan read "during X", until X's run is found (:mod:`.during`)."""
@@ -695,25 +790,87 @@ _SOME_TIME = Window(0, 0, "during", clock=True)
 
 _AFTER_END = re.compile(
     r"\b(?:after|when|once)\s+(.+?)\s+(?:had\s+|was\s+)?(?:finished|ended|exited|stopped|done|"
-    r"completed|quit)\b"
+    r"completed|quit|gone|killed|over)\b"
 )
-_CAME_BACK = re.compile(r"\b(?:when|after|once)\s+i\s+(?:came|got|was)\s+back\b")
+_BEFORE_START = re.compile(
+    r"\bbefore\s+(.+?)\s+(?:was\s+|had\s+)?(?:started|began|begun|ran|launched|kicked off)\b"
+)
+_CAME_BACK = re.compile(r"\b(?:when|after|once)\s+i\s+(?:(?:came|got|was)\s+back|returned)\b")
+_WENT_AWAY = re.compile(
+    r"\b(?:just |right )?before\s+i\s+(?:went|stepped|walked|got up|left)"
+    r"(?:\s+(?:away|idle|afk|from))?"
+    r"(?:\s+(?:the|my)\s+(?:desk|computer|keyboard|machine))?\b"
+)
 
 
 def _during(text: str) -> tuple[Subject, str] | None:
     """A time named by something else, and the text without the words that named it: ``while
-    X was running`` / ``during X`` (X's run: a ``command`` subject), ``after X finished``
-    (just after its end: ``ended``), ``when I came back`` (just after time away: ``away``)."""
+    X was running`` / ``during X`` / ``when X ran`` (X's run: a ``command`` subject), ``after
+    X finished`` (just after its end: ``ended``), ``before X started`` (from the start of its
+    day to its start: ``started``), ``when I came back`` (just after time away: ``away``)."""
     if match := _CAME_BACK.search(text):
         return Subject("away"), (text[: match.start()] + " " + text[match.end() :]).strip()
+    if match := _WENT_AWAY.search(text):  # "just before I stepped away"
+        return Subject("away", "before"), (text[: match.start()] + " " + text[match.end() :])
     kind, match = "command", _DURING.search(text)
     if match is None and (match := _AFTER_END.search(text)) is not None:
         kind = "ended"
-    words = re.sub(r"\b(the|my|a|an|that|this|those|these)\b", " ", match[1]) if match else ""
+    if match is None and (match := _BEFORE_START.search(text)) is not None:
+        kind = "started"
+    said = (match[1] or match[2]) if match else ""
+    words = re.sub(r"\b(the|my|a|an|that|this|those|these)\b", " ", said)
     if match is None or not words.split():
         return None
     rest = (text[: match.start()] + " " + text[match.end() :]).strip()
     return Subject(kind, " ".join(words.split())), rest
+
+
+_NICKNAME = re.compile(
+    r"\b(?:the |that |this )?(?:(memory|ram|cpu|processor) )?(leak(?:y|ing|er)?|hog|grower|"
+    r"eater|(?:memory|ram) (?:grower|eater))\b(?! (?:cpu|memory|ram))"
+)
+"""A process named by what it did: "the leak", "the memory grower" (the process with the most
+memory at its peak), "the hog", "the cpu eater" (the most CPU)."""
+
+
+def _nicknamed(text: str, known: Known) -> str:
+    """The text with each process nickname replaced by that process's name, when the log
+    names one ("the cpu hog or the memory leak": both)."""
+    return _NICKNAME.sub(lambda match: _named(match, known), text)
+
+
+def _named(match: re.Match[str], known: Known) -> str:
+    """The name of the process a nickname means, with the reading it said ("the memory hog":
+    its memory); the nickname as it was when the log names none."""
+    said = f"{match[1] or ''} {match[2]}"
+    name = known.heaviest(memory=re.search(r"memory|ram|leak|grow", said) is not None)
+    if name is None:
+        return match[0]
+    return f"{match[1]} {name}" if match[1] else name
+
+
+def _speller() -> Speller:
+    """The parser's vocabulary: its word lists, and its patterns and the window's."""
+    patterns = [v for v in globals().values() if isinstance(v, re.Pattern)]
+    said = [re.compile(p) for _, p in (*_READINGS, *_MEASURES)]
+    return Speller(_STOP | _FILLER | _READING_FILLER, [*patterns, *said, *TIME_WORDS])
+
+
+_SPELLER = _speller()
+
+
+def _names_something(word: str, known: Known) -> bool:
+    """Whether ``word`` names a command, a changed file or a window the log holds."""
+    return bool(known.command_words([word]) or known.file_words([word]) or
+                known.window_words(word))  # fmt: skip
+
+
+def mended(question: str, known: Known) -> str:
+    """The question with its mistyped words read as the parser's own (:mod:`.spelling`); the
+    question as it was when none is."""
+    text = _clean(question)
+    fixed = _SPELLER.mend(text, lambda word: _names_something(word, known))
+    return question if fixed == text else fixed
 
 
 def window_of(question: str, now_ns: int, tz: tzinfo | None) -> Window | None:
@@ -732,37 +889,44 @@ def parse(
     """The question's plan, or None when it names nothing this planner reads; ``known`` holds
     the log's names (a question naming a recorded command is about it); ``during`` is the
     window when the question named it by a command's run ("while memgrow ran")."""
-    text = _clean(question)
+    known = known or Known()
+    text = _SPELLER.mend(_clean(question), lambda word: _names_something(word, known))
+    text = _nicknamed(text, known)
     window, rest = find_window(text, now_ns, tz) if during is None else (during, text)
     named = _during(rest) if window is None else None
     if named is not None:
         inner = parse(named[1], now_ns=now_ns, tz=tz, known=known, during=_SOME_TIME)
-        what = inner.subject if inner is not None else Subject("activity")
+        left = tuple(w for w in (_name(named[1]) or "").split() if w not in _FILLER)
+        what = inner.subject if inner is not None else Subject("activity", unplaced=left)
         how = inner.measure if inner is not None else "list"
         return Plan(question, _SOME_TIME, what, how, during=named[0])
     if _ATTENTION.search(rest):
         return _attention(rest, window, question)
     if _DAEMON.search(rest):
         return Plan(question, window, Subject("daemon"), "list")
-    ordered = _ordered(rest, question, window, known or Known())
+    ordered = _ordered(rest, question, window, known)
     if ordered is not None:
         return ordered
-    files = _file(rest, window, question, known or Known())
+    files = _file(rest, window, question, known)
     if files is not None:
         return files
-    if _DEFER.search(rest) and not _names_app((_name(rest) or "").split(), [], known or Known()):
+    if port := _PORT.search(rest):
+        number = next((g for g in port.groups() if g), None)
+        held = Subject("port", number if number and number.isdigit() else None)
+        return Plan(question, window, held, _measure(rest))
+    if _DEFER.search(rest) and not _names_app((_name(rest) or "").split(), [], known):
         return None
     status, plain = _status(rest)
     measure = _measure(plain)
     if _AWAY.search(rest) and _reading(rest) is None and not _COMMAND.search(rest):
         return Plan(question, window, Subject("away"), measure)
-    folder = _folder(rest, question, window, measure, known or Known())
+    folder = _folder(rest, question, window, measure, known)
     if folder is not None:
         return folder
     doing = _DOING.search(rest) and not _COMMAND.search(rest) and _reading(rest) is None
     if doing and window is not None:
         return Plan(question, window, Subject("activity"), "list")
-    subject = _thing(plain, measure, known or Known(), status)
+    subject = _thing(plain, measure, known, status)
     anyone = subject is None or (subject.kind in ("command", "process") and not subject.name
                                  and subject.pid is None)  # fmt: skip
     if _RUNNING.search(plain) and anyone:
@@ -770,16 +934,27 @@ def parse(
     failing = subject is not None and subject.status == "failed" and not subject.name
     if failing and measure == "list" and _COMMAND.search(plain) and "fail" in rest:
         return None  # "which commands failed today?": the period intent lists them
+    if subject is None and _STARTED.search(plain) and not _HAPPENED.search(rest):
+        subject = Subject("command")  # "what did I kick off?": the commands run
     if subject is None:
         if (_HAPPENED.search(rest) or _name(rest) is None) and window is not None:
             return Plan(question, window, Subject("anything"), "list")
         return None
     if subject.kind == "process" and subject.reading and measure in ("count", "list"):
         measure = "peak"  # "how many cores did it use?": its peak
-    if subject.kind == "reading" and measure == "when" and _CHANGE.search(plain):
-        measure = "running"  # "when did CPU use drop?": a turn, which no reading here finds
+    turned = _CHANGE.search(plain) if re.search(r"\b(when|what time)\b", plain) else None
+    if subject.kind == "reading" and turned is not None:  # "when did CPU use drop?"
+        return Plan(question, window, subject, "fell" if turned[1] else "rose")
     if subject.kind == "reading" and measure in ("duration", "running", "exit"):
         return Plan(question, window, replace(subject, unplaced=(_SAID_MEASURE[measure],)), measure)
-    if subject.kind == "reading" and window is None and measure not in ("peak", "when"):
+    overall = re.search(r"\b(average|mean|overall|typical)\b", plain) is not None
+    if subject.kind == "reading" and measure == "most":
+        measure = "peak"  # "what was the highest load?"
+    if (
+        subject.kind == "reading"
+        and window is None
+        and measure not in ("peak", "when", "lowest")
+        and not overall
+    ):
         measure = "last"
     return Plan(question, window, subject, measure)

@@ -1,5 +1,7 @@
-"""Plans about a sense reading (load, cpu, memory, free disk, network): its average, peak,
-when it peaked and its latest value over the window.
+"""Plans about a sense reading (load, cpu, memory, free disk, disk writes and reads, network,
+energy): its average, peak (and the sense's own line then), lowest, when it peaked, its
+latest value over the window, and when it turned: the last time it fell below (or rose
+above) the middle of its range.
 
 A reading stands until the next (the senses send one when it moved, or a keyframe is due),
 at most five minutes, so the average weighs each by how long it stood.
@@ -9,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from itertools import pairwise
 
 from nerve.events import SourceClass
 from nerve.recall.plans.log import WHOLE, Found, Reader, Row
@@ -20,6 +23,7 @@ __all__ = ["reading"]
 
 _STANDS_MAX = 300 * NS
 _GIB = 1024**3
+_MIB = 1024**2
 
 
 def _number(key: str, scale: float = 1.0) -> Callable[[Row], float | None]:
@@ -70,6 +74,14 @@ _KINDS = {
                   " GiB", 1, _field("free_bytes", f" / {_GIB}")),
     "network": _Kind("Network traffic (down + up)", SourceClass.NETWORK, None, _network,
                      " KiB/s", 1, _NET_SQL),
+    "writes": _Kind("Disk writes", SourceClass.ENDPOINT, "disk",
+                    _number("write_bytes_per_s", 1 / _MIB), " MiB/s", 2,
+                    _field("write_bytes_per_s", f" / {_MIB}")),
+    "reads": _Kind("Disk reads", SourceClass.ENDPOINT, "disk",
+                   _number("read_bytes_per_s", 1 / _MIB), " MiB/s", 2,
+                   _field("read_bytes_per_s", f" / {_MIB}")),
+    "energy": _Kind("Energy per reading", SourceClass.THERMAL_POWER, None,
+                    _number("estimated_uj", 1e-6), " J", 1, _field("estimated_uj", " / 1e6")),
 }  # fmt: skip
 _T = "coalesce(valid_time_ns, physical_ns)"
 
@@ -83,6 +95,7 @@ class _Fold:
     mean: float
     peak: tuple[float, str, int]
     last: tuple[float, str]
+    low: tuple[float, str, int]
 
 
 def _fold(reader: Reader, kind: _Kind, window: Window | None, end: int) -> _Fold | None:
@@ -100,14 +113,16 @@ def _fold(reader: Reader, kind: _Kind, window: Window | None, end: int) -> _Fold
                 greatest(?, t)) - t, {_STANDS_MAX})) AS w FROM r WHERE v IS NOT NULL
         )
         SELECT count(*), sum(v * w) / sum(w), max(v), arg_max(id, (v, -t)), arg_max(t, (v, -t)),
-            arg_max(v, (t, id)), arg_max(id, (t, id)) FROM w
+            arg_max(v, (t, id)), arg_max(id, (t, id)), min(v), arg_min(id, (v, t)),
+            arg_min(t, (v, t)) FROM w
     """
     row = reader.conn.execute(sql, [*args, end]).fetchone()
     if row is None or not row[0]:
         return None
-    n, mean, peak, peak_id, peak_t, last, last_id = row
+    n, mean, peak, peak_id, peak_t, last, last_id, low, low_id, low_t = row
     return _Fold(int(n), float(mean), (float(peak), bytes(peak_id).hex(), int(peak_t)),
-                 (float(last), bytes(last_id).hex()))  # fmt: skip
+                 (float(last), bytes(last_id).hex()),
+                 (float(low), bytes(low_id).hex(), int(low_t)))  # fmt: skip
 
 
 def _say(kind: _Kind, value: float) -> str:
@@ -126,34 +141,48 @@ def reading(reader: Reader, plan: Plan) -> Found:
         )
     window = plan.window
     point = window is not None and window.point_ns is not None
-    held = reader.rows(window, source=kind.source, subject=kind.subject, limit=2)
+    valued = f"({kind.sql}) IS NOT NULL"  # the disk's free space and its writes share a subject
+    held = reader.rows(window, source=kind.source, subject=kind.subject, where=valued, limit=2)
     if point and window is not None and not held:  # "now": the reading standing then
         window = Window(window.end_ns - _STANDS_MAX * 2, window.end_ns, window.label)
     point = point and not held  # "at 07:44" holds readings: fold the minute's
     rows = [
         r
-        for r in reader.rows(window, source=kind.source, subject=kind.subject, limit=2)
+        for r in reader.rows(
+            window, source=kind.source, subject=kind.subject, where=valued, limit=2
+        )
         if kind.value(r) is not None
     ]  # the newest two: is there one reading, or more to fold in DuckDB?
     if point or (plan.window is None and plan.measure == "last"):
         rows = rows[-1:]
+    if plan.window is not None and plan.window.edge is not None:
+        rows = _at_edge(reader, kind, plan.window)
+    elif plan.window is not None and _around(plan):  # "the load around 19:25": the nearest
+        rows = _nearest(reader, kind, plan.window)
     if not rows:
         return Found(f"No {kind.words.lower()} readings {reader.scope(plan.window)}.")
     if len(rows) == 1:
         value = kind.value(rows[0]) or 0.0
         text = f"{kind.words} at {reader.when(rows[0].t)}: {_say(kind, value)} ({rows[0].line})."
+        if plan.window is not None and plan.window.edge is not None:  # "after memgrow ended"
+            which = "first" if plan.window.edge == "start" else "last"
+            text = f"{kind.words} {reader.scope(plan.window)}, the {which} reading: {text}"
         text, cited = _with_top(reader, plan, name, text, (rows[0].id,))
         return Found(text, cited)
     end = min(plan.window.end_ns, reader.now_ns) if plan.window else reader.now_ns
     fold = _fold(reader, kind, plan.window, end)
     assert fold is not None  # the window holds readings: rows above
+    if plan.measure in ("fell", "rose"):
+        return _turned(reader, plan, kind)
     peak = f"peak {_say(kind, fold.peak[0])} at {reader.when(fold.peak[2])}"
     parts = [f"average {_say(kind, fold.mean)}", peak, f"latest {_say(kind, fold.last[0])}"]
     if plan.measure in ("peak", "when", "most"):
         parts = [parts[1], parts[0], parts[2]]
-    text = f"{kind.words} {reader.scope(plan.window)}: {', '.join(parts)} ({fold.n} readings)."
-    if name == "memory":
-        text = text[:-1] + f"; at the peak: {_line_of(reader, fold.peak[1])}."
+    if plan.measure == "lowest":
+        parts = [f"lowest {_say(kind, fold.low[0])} at {reader.when(fold.low[2])}", *parts]
+    text = f"{kind.words} {reader.scope(plan.window)}: {', '.join(parts)} ({fold.n} readings)"
+    at = fold.low[1] if plan.measure == "lowest" else fold.peak[1]
+    text += f"; at the {'lowest' if plan.measure == 'lowest' else 'peak'}: {_line_of(reader, at)}."
     if name == "cpu" and plan.measure == "average":
         load = _fold(reader, _KINDS["load"], plan.window, end)
         if load is not None:
@@ -161,6 +190,51 @@ def reading(reader: Reader, plan: Plan) -> Found:
     cited = (fold.peak[1], fold.last[1])
     text, cited = _with_top(reader, plan, name, text, cited)
     return Found(text, tuple(dict.fromkeys(cited)))
+
+
+def _turned(reader: Reader, plan: Plan, kind: _Kind) -> Found:
+    """When the reading last fell below (or rose above) the middle of its range in the window,
+    from which reading to which."""
+    rows = [(r, v) for r in reader.rows(plan.window, source=kind.source, subject=kind.subject)
+            if (v := kind.value(r)) is not None]  # fmt: skip
+    values = [v for _, v in rows]
+    middle = (min(values, default=0.0) + max(values, default=0.0)) / 2
+    fell = plan.measure == "fell"
+    turns = [(a, b) for a, b in pairwise(rows)
+             if (a[1] >= middle > b[1] if fell else a[1] < middle <= b[1])]  # fmt: skip
+    said = "fell below" if fell else "rose above"
+    if not turns:
+        text = (f"{kind.words} never {said} the middle of its range ({_say(kind, middle)}) "
+                f"{reader.scope(plan.window)}.")  # fmt: skip
+        return Found(text, tuple(r.id for r, _ in rows[-1:]))
+    (before, was), (after, now) = turns[-1]
+    text = (f"{kind.words} last {said} {_say(kind, middle)} at {reader.when(after.t)} "
+            f"{reader.scope(plan.window)}: from {_say(kind, was)} at {reader.when(before.t)} "
+            f"to {_say(kind, now)} ({after.line}).")  # fmt: skip
+    return Found(text, (before.id, after.id))
+
+
+def _around(plan: Plan) -> bool:
+    """Whether the plan asks what a reading was around a moment (not its peak or lowest)."""
+    window = plan.window
+    if window is None or window.point_ns is None:
+        return False
+    return window.end_ns - window.start_ns > _STANDS_MAX and plan.measure in ("list", "last")
+
+
+def _nearest(reader: Reader, kind: _Kind, window: Window) -> list[Row]:
+    """The reading nearest the window's moment (the earlier of two as near)."""
+    point = window.point_ns if window.point_ns is not None else window.end_ns
+    rows = [r for r in reader.rows(window, source=kind.source, subject=kind.subject)
+            if kind.value(r) is not None]  # fmt: skip
+    return sorted(rows, key=lambda r: (abs(r.t - point), r.t))[:1]
+
+
+def _at_edge(reader: Reader, kind: _Kind, window: Window) -> list[Row]:
+    """The first reading of the log's start (or the last of its end), as the one row."""
+    rows = [r for r in reader.rows(window, source=kind.source, subject=kind.subject)
+            if kind.value(r) is not None]  # fmt: skip
+    return rows[:1] if window.edge == "start" else rows[-1:]
 
 
 def _line_of(reader: Reader, eid: str) -> str:

@@ -135,9 +135,9 @@ def _command_line(row: Row) -> str:
     code, ms = row.data.get("exit"), row.data.get("duration_ms")
     notes = []
     if isinstance(code, int):
-        notes.append("ok" if code == 0 else f"exit {code}")
+        notes.append(f"exit {code}")  # 0 as plainly as a failure's code
     if isinstance(ms, int):
-        notes.append(f"{ms / 1000:.1f} s" if ms < 60_000 else _length(ms * 1_000_000))
+        notes.append(f"{ms / 1000:.1f} s" if ms < 60_000 else length(ms * 1_000_000))
     return f"`{_command_of(row)}`" + (f" ({', '.join(notes)})" if notes else "")
 
 
@@ -202,7 +202,13 @@ def commands(reader: Reader, plan: Plan) -> Found | None:
     name, window, status = plan.subject.name, plan.window, plan.subject.status
     if plan.measure in ("before", "after") and plan.anchor is not None:
         return _command_order(reader, plan, plan.anchor)
-    if not name and status is None and plan.measure in ("exit", "running", "duration", "last"):
+    whole = window is None or (window.point_ns is not None and window.point_ns >= reader.now_ns)
+    if (
+        not name
+        and status is None
+        and plan.measure in ("exit", "running", "duration", "last")
+        and whole
+    ):
         return None  # "what was my last command?": the intents
     if not name and status is None and plan.measure == "list" and window is None:
         return None  # "what did I run?": the intents list the newest
@@ -264,7 +270,7 @@ def _command_time(reader: Reader, plan: Plan, rows: list[Row]) -> Found:
     what = f"`{plan.subject.name}`" if plan.subject.name else "Commands"
     said = f"{total / 1000:.1f} s"
     if total >= 60_000:
-        said = f"{_length(total * 1_000_000)} ({total // 1000} s)"
+        said = f"{length(total * 1_000_000)} ({total // 1000} s)"
     head = (
         f"{what} ran for {said} in all "
         f"{reader.scope(plan.window)}, {len(rows)} run{'s' * (len(rows) != 1)}, newest first:"
@@ -287,7 +293,8 @@ def _command_list(reader: Reader, plan: Plan, rows: list[Row]) -> Found:
         which = "first" if plan.subject.nth == "first" else "last"
         head = f"{what} {which} ran at {reader.when(newest.t)}, exit status not recorded"
         if isinstance(code, int):
-            head = f"{what} {which} exited {code} ({reader.when(newest.t)})"
+            said = "it succeeded" if code == 0 else "it failed"
+            head = f"{what} {which} exited {code} ({reader.when(newest.t)}), so {said}"
         return reader.listing(f"{head}; every run {reader.scope(plan.window)}:", lines, None)
     if plan.measure in ("first", "last"):
         lines = lines[:1]
@@ -392,9 +399,10 @@ def _no_thing(reader: Reader, plan: Plan, what: str) -> Found:
     """The subject matched nothing: say what was understood and ask."""
     if not plan.subject.name:
         return _missing(reader, plan.window, what)
+    one = "process" if what == "processes" else what[:-1]
     return Found(
         f"I read this as a question about {what} matching `{plan.subject.name}` "
-        f"{reader.scope(plan.window)}, and none is recorded. Which {what[:-1]} did you mean "
+        f"{reader.scope(plan.window)}, and none is recorded. Which {one} did you mean "
         "(its name as it ran), or which time?",
         answered=False,
     )
@@ -553,7 +561,9 @@ def processes(reader: Reader, plan: Plan) -> Found | None:
     anyone = not subject.name and subject.pid is None
     if plan.measure not in ("most", "peak", "average") and anyone:
         return None  # "which processes started today?": the intents
-    if (anyone and subject.reading == "cpu") or not _tops_ever(reader):
+    moment = plan.window is not None and plan.window.point_ns is not None
+    weighed = anyone and subject.reading == "cpu" and not moment
+    if weighed or not _tops_ever(reader):
         return None  # the intents weigh each CPU sample by how long it stood; say when tops come
     if subject.reading is None and plan.measure in ("list", "when", "first", "last"):
         return _identity(reader, plan)  # "what was pid 16845?", "what was the pid of yes?"
@@ -599,10 +609,34 @@ def _process_peaks(reader: Reader, plan: Plan, procs: list[_Proc], memory: bool)
     what = "memory (resident, peak)" if memory else "CPU (peak)"
     if not lines:
         return Found(f"No process samples {reader.scope(plan.window)}.")
+    if plan.subject.name and plan.window is not None and plan.window.point_ns is not None:
+        lines = [(row, line + _nearest(reader, plan.window, p, memory))
+                 for (row, line), p in zip(lines, procs, strict=False)]  # fmt: skip
     top = "Most " if plan.measure == "most" or not plan.subject.name else ""
     title = f"{top}{what} {reader.scope(plan.window)}, from the processes sense's samples:"
     title = title[:1].upper() + title[1:]
     return reader.listing(title, lines, plan.window, shown=8)
+
+
+def _nearest(reader: Reader, window: Window, proc: _Proc, memory: bool) -> str:
+    """The process's sample nearest the moment the question named ("7 minutes ago"), said
+    as "; at 19:26:55: 903 MiB" ("" when the window holds none)."""
+    point, part = window.point_ns or window.start_ns, "memory" if memory else "cpu"
+    found = []
+    for row in reader.rows(window, source=SourceClass.PROCESS_TREE):
+        entries = row.data.get(part) if row.data.get("event") == "top" else None
+        for entry in entries if isinstance(entries, list) else []:
+            value = (
+                entry.get("rss_bytes" if memory else "cpu_permille")
+                if isinstance(entry, dict)
+                else None
+            )
+            if isinstance(value, int) and entry.get("pid") == proc.pid:
+                found.append((abs(row.t - point), row.t, value))
+    if not found:
+        return ""
+    _, t, value = min(found)
+    return f"; at {reader.when(t)}: {size(value) if memory else f'{value / 10:.1f}% of a core'}"
 
 
 def size(n: int) -> str:
@@ -626,6 +660,16 @@ def top_process(reader: Reader, window: Window | None, memory: bool) -> tuple[Ro
     return busy.cpu_row, (f"the most CPU by one process: {busy.who()}, peak "
                           f"{busy.peak_cpu / 10:.1f}% of a core at "
                           f"{reader.when(busy.cpu_row.t)}")  # fmt: skip
+
+
+def peak_memory_of(reader: Reader, pid: int) -> tuple[Row, str] | None:
+    """The sample where process ``pid`` used the most memory in the whole log, and that
+    memory in plain words; None when no sample names it."""
+    found = [p for p in _processes(reader, None, "memory").values() if p.pid == pid]
+    big = max(found, key=lambda p: p.peak_rss, default=None)
+    if big is None or big.rss_row is None:
+        return None
+    return big.rss_row, size(big.peak_rss)
 
 
 def _process_state(reader: Reader, subject: Subject, window: Window | None) -> Found:
@@ -810,18 +854,19 @@ def away(reader: Reader, plan: Plan) -> Found:
     order = spans if plan.measure == "first" else spans[::-1]
     lines = [
         (a.row, f"away from {reader.when(a.start)} to "
-         f"{'now' if a.ongoing else reader.when(a.end)} ({_length(a.end - a.start)}), "
+         f"{'now' if a.ongoing else reader.when(a.end)} ({length(a.end - a.start)}), "
          f"{'still away' if a.ongoing else 'back at ' + reader.when(a.end)}")
         for a in order
     ]  # fmt: skip
     title = (
         f"Away {len(spans)} time{'s' if len(spans) != 1 else ''} {reader.scope(plan.window)}, "
-        f"{_length(total)} in all ({'oldest' if plan.measure == 'first' else 'newest'} first):"
+        f"{length(total)} in all ({'oldest' if plan.measure == 'first' else 'newest'} first):"
     )
     return reader.listing(title, lines, plan.window)
 
 
-def _length(ns: int) -> str:
+def length(ns: int) -> str:
+    """A span of time in plain words: "3 min 4 s", "1 h 12 min"."""
     seconds = ns // NS
     hours, rest = divmod(seconds, 3600)
     return f"{hours} h {rest // 60} min" if hours else f"{rest // 60} min {rest % 60} s"
@@ -851,18 +896,19 @@ def windows(reader: Reader, plan: Plan) -> Found | None:
         return _no_thing(reader, plan, "windows")
     if plan.measure == "duration":
         total = sum(s.end - s.start for s in chosen)
-        lines = [(s.row, f"{reader.when(s.start)}  {s.name()}, {_length(s.end - s.start)}")
+        lines = [(s.row, f"{reader.when(s.start)}  {s.name()}, {length(s.end - s.start)}")
                  for s in chosen]  # fmt: skip
         what = f"`{plan.subject.name}`" if plan.subject.name else "windows"
-        title = (
-            f"In {what} for {_length(total)} {reader.scope(plan.window)} ({len(chosen)} spells):"
-        )
+        title = f"In {what} for {length(total)} {reader.scope(plan.window)} ({len(chosen)} spells):"
         return reader.listing(title, lines, plan.window)
     if plan.window is not None and plan.window.point_ns is not None:
         return _in_focus_then(reader, plan, chosen)
-    lines = [(s.row, f"{reader.when(s.start)}  {s.name()} (for {_length(s.end - s.start)})")
+    lines = [(s.row, f"{reader.when(s.start)}  {s.name()} (for {length(s.end - s.start)})")
              for s in (chosen[::-1] if plan.measure != "first" else chosen)]  # fmt: skip
     verb = f"Switched to `{plan.subject.name}`" if plan.subject.name else "Windows in focus"
+    if plan.measure == "last":  # "what window was I in last?": that one
+        return reader.listing(f"{verb} {reader.scope(plan.window)}, the last one:",
+                              lines[:1], plan.window)  # fmt: skip
     return reader.listing(f"{verb} {reader.scope(plan.window)}, newest first:", lines, plan.window)
 
 
@@ -877,7 +923,7 @@ def _in_focus_then(reader: Reader, plan: Plan, chosen: list[Spell]) -> Found:
 def _window_count(reader: Reader, plan: Plan, chosen: list[Spell]) -> Found:
     """How many times the named window came into focus, or how many apps had the focus."""
     apps = list(dict.fromkeys(str(s.row.data.get("app") or "(no window)") for s in chosen))
-    lines = [(s.row, f"{reader.when(s.start)}  {s.name()} (for {_length(s.end - s.start)})")
+    lines = [(s.row, f"{reader.when(s.start)}  {s.name()} (for {length(s.end - s.start)})")
              for s in chosen[::-1]]  # fmt: skip
     scope = reader.scope(plan.window)
     if plan.subject.name:
@@ -899,7 +945,7 @@ def _most_used(reader: Reader, plan: Plan, all_spells: list[Spell]) -> Found:
     if not per:
         return _missing(reader, plan.window, "windows in focus")
     ranked = sorted(per.items(), key=lambda item: (-item[1][0], item[0]))
-    lines = [(row, f"{app}: {_length(ns)}") for app, (ns, row) in ranked]
+    lines = [(row, f"{app}: {length(ns)}") for app, (ns, row) in ranked]
     return reader.listing(f"Time in focus per app {reader.scope(plan.window)}, the most first:",
                           lines, plan.window)  # fmt: skip
 

@@ -14,7 +14,12 @@ What is read (lower case, anywhere in the question; the first match of each kind
   ``before T``, ``until T`` (T a time of day, on the day named or the most recent);
 - ``the last N minutes|hours|days`` (``the last hour``, ``the last few minutes`` = 5),
   ``N minutes ago`` (the whole minute, second, hour it names: a moment, ``point_ns``),
-  ``now`` / ``right now`` / ``currently`` (a moment).
+  ``now`` / ``right now`` / ``currently`` / ``lately`` (a moment);
+- ``T - T`` / ``T to T`` (clock times with a colon or am/pm: the span between them);
+- ``at the start`` / ``at the beginning`` / ``when I began`` / ``when nerve started`` and
+  ``at the end`` / ``by the end``: the first or last half minute the log recorded, a
+  moment (``edge`` "start" or "end"; :func:`at_edge` places it on the log, and a reading
+  then is the first or the last one).
 
 Everything is a function of the question, ``now_ns`` and ``tz`` (None: the machine's zone).
 """
@@ -26,7 +31,7 @@ from dataclasses import dataclass
 from datetime import datetime, tzinfo
 from datetime import time as dtime
 
-__all__ = ["NS", "Window", "find_window", "local", "stamp"]
+__all__ = ["NS", "TIME_WORDS", "Window", "at_edge", "find_window", "local", "stamp"]
 
 NS = 1_000_000_000
 _MIN = 60 * NS
@@ -34,6 +39,7 @@ _DAY = 86_400 * NS
 _AROUND = 5 * _MIN
 _SLACK = 2 * NS
 _FEW = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
+        "seven": 7, "eight": 8, "nine": 9, "eleven": 11, "twelve": 12,
         "ten": 10, "fifteen": 15, "twenty": 20, "thirty": 30, "few": 5, "couple of": 2}  # fmt: skip
 _UNIT = {"s": 1, "sec": 1, "secs": 1, "second": 1, "seconds": 1, "m": 60, "min": 60,
          "mins": 60, "minute": 60, "minutes": 60, "h": 3600, "hr": 3600, "hrs": 3600,
@@ -43,12 +49,21 @@ _WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday",
 _PARTS = {"this morning": (5, 12), "this afternoon": (12, 18), "this evening": (18, 24),
           "tonight": (18, 24), "last night": (-6, 5)}  # fmt: skip
 
-_COUNT = r"(\d+|an?|one|two|three|four|five|six|ten|fifteen|twenty|thirty|few|couple of)"
+_COUNT = (r"(\d+|an?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|"
+          r"twenty|thirty|few|couple of)")  # fmt: skip
 _UNITS = r"(seconds?|secs?|minutes?|mins?|hours?|hrs?|days?|weeks?|[smhd])"
 _T = r"(noon|midnight|\d{1,2}:\d{2}(?::\d{2})?(?:\s*[ap]\.?m\.?)?|\d{1,2}\s*[ap]\.?m\.?|\d{1,2})"
 _CLOCK = re.compile(r"(?:(noon|midnight)|(\d{1,2})(?::(\d{2}))?(?::(\d{2}))?\s*(?:([ap])\.?m\.?)?)")
-_BETWEEN = re.compile(rf"\b(?:between|from)\s+{_T}\s+(?:and|to|until|till|-)\s+{_T}(?![\w:])")
-_REL = re.compile(rf"\b(at|around|about|since|after|before|until|till|by)\s+{_T}(?![\w:/.-])")
+_T_SAID = r"(\d{1,2}:\d{2}(?::\d{2})?(?:\s*[ap]\.?m\.?)?|\d{1,2}\s*[ap]\.?m\.?)"
+"""A time of day said as one (a colon or am/pm): "7" alone may be a count."""
+_BETWEEN = re.compile(
+    rf"\b(?:between|from)\s+{_T}\s+(?:and|to|until|till|-)\s+{_T}(?![\w:])|"
+    rf"(?<![\w:]){_T_SAID}\s*(?:-|–|to|until|till)\s*{_T_SAID}(?![\w:])"
+)
+_REL = re.compile(
+    rf"\b(at|around|about|since|after|before|until|till|by)\s+{_T}(?![\w:/.-])"
+    r"(?!\s*(?:seconds?|secs?|minutes?|mins?|hours?|hrs?|days?|[smh])\b)"
+)  # "about 9 minutes ago" is no clock time
 _BARE = re.compile(
     r"(?<![\w:.])(\d{1,2}:\d{2}(?::\d{2})?(?:\s*[ap]\.?m\.?)?|\d{1,2}\s*[ap]\.?m\.?)"
 )
@@ -56,7 +71,13 @@ _LAST = re.compile(
     rf"\b(?:in |over |during |for )?(?:the )?(?:last|past)\s+(?:{_COUNT}\s*)?{_UNITS}\b"
 )
 _AGO = re.compile(rf"\b{_COUNT}\s*{_UNITS}\s+ago\b")
-_NOW = re.compile(r"\b(right now|now|currently|at the moment)\b")
+_NOW = re.compile(r"\b(right now|now|currently|at the moment|lately|these days)\b")
+_EDGE = re.compile(
+    r"\b(?:(?:at|by|near|towards?) the (?:very )?(start|beginning|end|finish)(?: of (?:it|the "
+    r"(?:day|log|recording|session)))?|at (first)|when (?:i|nerve|the daemon|recording|the "
+    r"recording) (?:first )?(began|begun|started)(?: (?:working|watching|recording|up))?(?=\s*$|,))"
+)
+_EDGE_SAID = {"start": "at the start", "end": "at the end"}
 _MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august",
            "september", "october", "november", "december")  # fmt: skip
 _MONTH = r"(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?"
@@ -69,6 +90,9 @@ _DAY_WORDS = re.compile(
     r"this week|(?:on |last )?(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday))\b"
 )
 _SINCE_DAY = re.compile(r"\bsince (yesterday|this morning|this afternoon|this evening)\b")
+_UNIT_WORDS = re.compile(rf"{_UNITS}|{_COUNT}|{'|'.join(_WEEKDAYS)}|{'|'.join(_MONTHS)}")
+TIME_WORDS = (_REL, _LAST, _AGO, _NOW, _EDGE, _DAY_WORDS, _UNIT_WORDS)
+"""The patterns that read a time, for telling a word this module reads from a mistyped one."""
 
 
 @dataclass(frozen=True)
@@ -81,6 +105,7 @@ class Window:
     label: str
     point_ns: int | None = None
     clock: bool = False  # named by a time of day or "N ago": at, around, between, before …
+    edge: str | None = None  # "start" / "end" of the log (:func:`at_edge` places it)
 
     def contains(self, t: int) -> bool:
         return self.start_ns <= t < self.end_ns
@@ -235,7 +260,8 @@ def _timed(
     if day is not None and day.label != "today":
         day_ns = _ns(_midnight(local(day.start_ns, tz)))
     if match := _BETWEEN.search(text):
-        first, second = (_clock(m, day_ns, now_ns, tz) for m in (match[1], match[2]))
+        said = (match[1], match[2]) if match[1] else (match[3], match[4])
+        first, second = (_clock(m, day_ns, now_ns, tz) for m in said)
         if first is not None and second is not None:
             end = second[0] + (second[1] if second[0] - first[0] < 3600 * NS else 0)
             end += _DAY if end <= first[0] else 0  # a short span holds its last minute
@@ -290,6 +316,20 @@ def find_window(text: str, now_ns: int, tz: tzinfo | None) -> tuple[Window | Non
         return day[0], rest
     if (found := _relative(text, now_ns)) is not None:
         return found[0], text.replace(found[1], " ")
+    if match := _EDGE.search(text):
+        edge = "end" if match[1] in ("end", "finish") else "start"
+        window = Window(now_ns, now_ns + 1, _EDGE_SAID[edge], now_ns, True, edge)
+        return window, text.replace(match[0], " ", 1)
     if match := _NOW.search(text):
         return Window(now_ns, now_ns + 1, "now", now_ns), text.replace(match[0], " ", 1)
     return None, text
+
+
+_EDGE_NS = 30 * NS
+
+
+def at_edge(window: Window, first_ns: int, last_ns: int) -> Window:
+    """An ``edge`` window placed on the log's span: its first or last half minute, a moment."""
+    if window.edge == "start":
+        return Window(first_ns, first_ns + _EDGE_NS, window.label, first_ns, True, "start")
+    return Window(last_ns - _EDGE_NS, last_ns + 1, window.label, last_ns, True, "end")

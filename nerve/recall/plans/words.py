@@ -14,9 +14,11 @@ import re
 import duckdb
 
 from nerve.events import SourceClass
+from nerve.recall.plans.log import Reader
 from nerve.recall.plans.memo import by_segment
+from nerve.recall.plans.tops import folded_tops
 
-__all__ = ["APP_KINDS", "Known", "app_hit", "hits", "known_of", "stem", "tokens"]
+__all__ = ["APP_KINDS", "Known", "app_hit", "app_kind", "hits", "known_of", "stem", "tokens"]
 
 _LIMIT = 2_000
 _SUFFIXES = ("ing", "ers", "er", "ed", "es", "s")
@@ -30,14 +32,21 @@ APP_KINDS = {
     "browser": ("firefox", "chrome", "chromium", "safari", "brave", "edge", "opera", "vivaldi"),
 }  # fmt: skip
 """Words a person says for a kind of app, and the apps (lower case) that are one."""
+_KIND_WORDS = {"browsing": "browser"}
+"""Other words for a kind of app."""
 
 
 def app_hit(word: str, app: str) -> bool:
     """Whether ``word`` names the app: its name holds it, or the word is a kind the app is
     (``editor`` and Vim)."""
     app = app.lower()
-    kind = APP_KINDS.get(word) or APP_KINDS.get(word.removesuffix("s"), ())
-    return any(name in app for name in kind)
+    return any(name in app for name in APP_KINDS.get(app_kind(word) or "", ()))
+
+
+def app_kind(word: str) -> str | None:
+    """The kind of app ``word`` names ("editors", "browsing": browser), or None."""
+    word = _KIND_WORDS.get(word, word)
+    return word if word in APP_KINDS else word[:-1] if word[:-1] in APP_KINDS else None
 
 
 def stem(word: str) -> str:
@@ -137,6 +146,16 @@ class Known:
             return ""
         split = [set(re.findall(r"[\w.]+", w)) for w in self.windows]
         return " ".join(w for w in name.split() if len(w) >= 3 and any(w in s for s in split))
+
+    def heaviest(self, memory: bool) -> str | None:
+        """The name of the process that used the most memory (or CPU) at its peak in the whole
+        log ("the leak", "the hog"), or None when no process was sampled."""
+        if self._conn is None:
+            return None
+        tops = folded_tops(Reader(self._conn, 0, None), None, ("memory" if memory else "cpu",))
+        rank = (lambda f: (f.peak_rss, -f.pid)) if memory else (lambda f: (f.peak_cpu, -f.pid))
+        top = max(tops, key=rank, default=None)
+        return None if top is None else top.name.lower()
 
     def file_words(self, words: list[str]) -> list[str]:
         """The ``words`` that hit some changed file's path, in the question's order."""
