@@ -56,13 +56,27 @@ MODULES: dict[str, tuple[str, ...]] = {
     "senses/focus": ("tests/runtime/test_senses_builtin.py",),
     "nerve/fleet/head.py": ("tests/fleet/test_fleet.py", "tests/fleet/test_fleet_integrity.py"),
 }
-# tests left out of every mutmut run: those that start a daemon. The daemon runs the mutated
-# copy, but in its own working folder, where mutmut's trampoline cannot find its configuration
-# ("Could not figure out where the code to mutate is"), so it exits and the test fails mutmut's
-# first, stats-gathering run as a whole. Leaving them out can only let a mutant survive that
-# they would have killed: the share reported is a lower bound. Tests that start one without
-# the word in their name still trip it (e.g. test_privacy_capture's senses-error test).
-DESELECT_K = "not daemon"
+# A process a test starts (a daemon, its sense workers, the query process) runs the mutated
+# copy too, with the mutant named in MUTANT_UNDER_TEST, but in its own working folder. In
+# mutmut's first, stats-gathering run its trampolines load mutmut's configuration from the
+# working folder's pyproject.toml, find none, and exit ("Could not figure out where the code
+# to mutate is"), failing that run as a whole. The bench puts a sitecustomize on PYTHONPATH
+# that loads the configuration from the copy first, in every process started under mutmut.
+_SITE = """\
+\"\"\"Written by bench/mutation_bench.py: mutmut's configuration, loaded from {project}
+in every process started under mutmut, whatever its working folder.\"\"\"
+import os
+
+if "MUTANT_UNDER_TEST" in os.environ:
+    from mutmut.configuration import config
+
+    _here = os.getcwd()
+    os.chdir({project!r})
+    try:
+        config()
+    finally:
+        os.chdir(_here)
+"""
 KILLED = {"killed", "timeout", "caught by type check", "segfault"}
 SURVIVED = {"survived", "no tests"}
 _COPY_IGNORE = shutil.ignore_patterns(
@@ -114,7 +128,6 @@ def mutmut_config(modules: Sequence[str]) -> str:
         "also_copy": _ALSO_COPY,
         "pytest_add_cli_args": [
             *("-p", "no:cacheprovider", "-p", "no:xdist", "-m", "not fuzz"),
-            *("-k", DESELECT_K),
         ],
         "pytest_add_cli_args_test_selection": tests,
     }
@@ -131,12 +144,16 @@ def prepare(project: Path, modules: Sequence[str]) -> None:
     text = re.sub(r"\n\[tool\.mutmut\][^\[]*", "\n", text)
     (project / "pyproject.toml").write_text(text + "\n" + mutmut_config(modules), "utf-8")
     (project / "mutants").mkdir()
+    (project / "mutmut-site").mkdir()
+    site = _SITE.format(project=str(project))
+    (project / "mutmut-site" / "sitecustomize.py").write_text(site, "utf-8")
 
 
 def run_mutmut(project: Path, argv: Sequence[str], deadline: float | None) -> int | None:
     """``mutmut ARGV`` in ``project`` (its own process group, stopped at ``deadline``);
     its exit status, or None when it was stopped."""
-    env = {**os.environ, "PYTHONPATH": str(project / "mutants"), "NO_COLOR": "1"}
+    path = os.pathsep.join([str(project / "mutants"), str(project / "mutmut-site")])
+    env = {**os.environ, "PYTHONPATH": path, "NO_COLOR": "1"}
     log = (project / "mutmut.log").open("a")
     proc = subprocess.Popen(
         [str(MUTMUT), *argv],
