@@ -45,7 +45,7 @@ MUTMUT = Path(sys.executable).with_name("mutmut")
 # module (a file, or a folder meaning every file in it) -> the tests that cover it
 MODULES: dict[str, tuple[str, ...]] = {
     "nerve/privacy": ("tests/privacy",),
-    "nerve/tokens.py": ("tests/ui/test_ui_hostile.py",),
+    "nerve/tokens.py": ("tests/test_tokens.py", "tests/ui/test_ui_hostile.py"),
     "nerve/ui/auth.py": ("tests/ui/test_ui_hostile.py",),
     "nerve/ui/guard.py": ("tests/ui/test_ui.py", "tests/ui/test_ui_hostile.py"),
     "nerve/mcp/guard.py": ("tests/mcp/test_mcp_tools.py", "tests/mcp/test_mcp_privacy.py"),
