@@ -46,8 +46,12 @@ MUTMUT = Path(sys.executable).with_name("mutmut")
 MODULES: dict[str, tuple[str, ...]] = {
     "nerve/privacy": ("tests/privacy",),
     "nerve/tokens.py": ("tests/test_tokens.py", "tests/ui/test_ui_hostile.py"),
-    "nerve/ui/auth.py": ("tests/ui/test_ui_hostile.py",),
-    "nerve/ui/guard.py": ("tests/ui/test_ui.py", "tests/ui/test_ui_hostile.py"),
+    "nerve/ui/auth.py": ("tests/ui/test_ui_hostile.py", "tests/ui/test_ui_login.py"),
+    "nerve/ui/guard.py": (
+        "tests/ui/test_ui.py",
+        "tests/ui/test_ui_hostile.py",
+        "tests/ui/test_ui_login.py",
+    ),
     "nerve/mcp/guard.py": ("tests/mcp/test_mcp_tools.py", "tests/mcp/test_mcp_privacy.py"),
     "nerve/mcp/sandbox.py": ("tests/mcp/test_mcp_tools.py", "tests/mcp/test_mcp_privacy.py"),
     "nerve/log/crypt.py": ("tests/log/test_crypt.py",),
