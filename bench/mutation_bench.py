@@ -52,7 +52,11 @@ MODULES: dict[str, tuple[str, ...]] = {
         "tests/ui/test_ui_hostile.py",
         "tests/ui/test_ui_login.py",
     ),
-    "nerve/mcp/guard.py": ("tests/mcp/test_mcp_tools.py", "tests/mcp/test_mcp_privacy.py"),
+    "nerve/mcp/guard.py": (
+        "tests/mcp/test_mcp_guard.py",
+        "tests/mcp/test_mcp_tools.py",
+        "tests/mcp/test_mcp_privacy.py",
+    ),
     "nerve/mcp/sandbox.py": ("tests/mcp/test_mcp_tools.py", "tests/mcp/test_mcp_privacy.py"),
     "nerve/log/crypt.py": ("tests/log/test_crypt.py",),
     "nerve/shellhook.py": ("tests/runtime/test_senses_context.py", "tests/test_fuzz.py"),
