@@ -44,8 +44,9 @@ def test_a_session_may_take_its_last_row_and_byte_and_no_more() -> None:
     budgets.charge("s", 24, 100)
     assert budgets.allowance("s") == Allowance(1, 1000)
     budgets.charge("s", 1, 0)
-    with pytest.raises(AccessRefused, match=r"25 rows / 5,000 bytes .* 25 rows and 100 bytes"):
+    with pytest.raises(AccessRefused, match=r"25 rows / 5,000 bytes .* 25 rows and 100 bytes") as e:
         budgets.allowance("s")
+    assert e.value.hint == "start a new session, or raise the budgets under mcp: in nerve.yaml"
     budgets.charge("t", 0, 4999)
     assert budgets.allowance("t") == Allowance(10, 1)
     budgets.charge("t", 0, 1)
