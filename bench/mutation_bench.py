@@ -61,8 +61,16 @@ MODULES: dict[str, tuple[str, ...]] = {
     "nerve/log/crypt.py": ("tests/log/test_crypt.py",),
     "nerve/shellhook.py": ("tests/runtime/test_senses_context.py", "tests/test_fuzz.py"),
     "senses/shell": ("tests/runtime/test_senses_context.py",),
-    "senses/focus": ("tests/runtime/test_senses_builtin.py",),
-    "nerve/fleet/head.py": ("tests/fleet/test_fleet.py", "tests/fleet/test_fleet_integrity.py"),
+    "senses/focus": (
+        "tests/runtime/test_senses_context.py",
+        "tests/runtime/test_senses_builtin.py",
+        "tests/privacy/test_privacy_cut.py",
+    ),
+    "nerve/fleet/head.py": (
+        "tests/fleet/test_fleet.py",
+        "tests/fleet/test_fleet_integrity.py",
+        "tests/fleet/test_fleet_keys.py",
+    ),
 }
 # tests that cannot pass while a module runs behind mutmut's trampoline, whatever the mutant:
 # module -> (test, why). They are deselected in that module's runs, so its share is a lower
