@@ -58,9 +58,21 @@ MODULES: dict[str, tuple[str, ...]] = {
         "tests/mcp/test_mcp_privacy.py",
     ),
     "nerve/mcp/sandbox.py": ("tests/mcp/test_mcp_tools.py", "tests/mcp/test_mcp_privacy.py"),
-    "nerve/log/crypt.py": ("tests/log/test_crypt.py",),
-    "nerve/shellhook.py": ("tests/runtime/test_senses_context.py", "tests/test_fuzz.py"),
-    "senses/shell": ("tests/runtime/test_senses_context.py",),
+    "nerve/log/crypt.py": (
+        "tests/log/test_crypt.py",
+        "tests/log/test_crypt_chunks.py",
+        "tests/log/test_crypt_keys.py",
+    ),
+    "nerve/shellhook.py": (
+        "tests/runtime/test_senses_context.py",
+        "tests/runtime/test_shell_spool.py",
+        "tests/test_fuzz.py",
+    ),
+    "senses/shell": (
+        "tests/runtime/test_senses_context.py",
+        "tests/runtime/test_shell_spool.py",
+        "tests/privacy/test_privacy_cut.py",
+    ),
     "senses/focus": (
         "tests/runtime/test_senses_context.py",
         "tests/runtime/test_senses_builtin.py",
