@@ -118,6 +118,11 @@ if "MUTANT_UNDER_TEST" in os.environ:
     finally:
         os.chdir(_here)
 """
+# a mutant's tests are stopped after this many times their time in the first run (plus 1 s),
+# counted as a timeout (killed); mutmut's default of 15 lets one hung mutant hold a worker for
+# ten minutes when its tests took 40 s (a server a mutant keeps from answering waits on wall
+# time, not CPU)
+TIMEOUT_MULTIPLIER = 4.0
 KILLED = {"killed", "timeout", "caught by type check", "segfault"}
 SURVIVED = {"survived", "no tests"}
 _COPY_IGNORE = shutil.ignore_patterns(
@@ -173,6 +178,7 @@ def mutmut_config(modules: Sequence[str]) -> str:
             *(arg for test in left_out for arg in ("--deselect", test)),
         ],
         "pytest_add_cli_args_test_selection": tests,
+        "timeout_multiplier": TIMEOUT_MULTIPLIER,
     }
     lines = ["[tool.mutmut]"] + [f"{key} = {json.dumps(value)}" for key, value in table.items()]
     return "\n".join(lines) + "\n"
