@@ -79,6 +79,7 @@ MODULES: dict[str, tuple[str, ...]] = {
         "tests/privacy/test_privacy_cut.py",
     ),
     "nerve/fleet/head.py": (
+        "tests/fleet/test_fleet_head.py",
         "tests/fleet/test_fleet.py",
         "tests/fleet/test_fleet_integrity.py",
         "tests/fleet/test_fleet_keys.py",
