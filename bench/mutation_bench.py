@@ -57,7 +57,11 @@ MODULES: dict[str, tuple[str, ...]] = {
         "tests/mcp/test_mcp_tools.py",
         "tests/mcp/test_mcp_privacy.py",
     ),
-    "nerve/mcp/sandbox.py": ("tests/mcp/test_mcp_tools.py", "tests/mcp/test_mcp_privacy.py"),
+    "nerve/mcp/sandbox.py": (
+        "tests/mcp/test_mcp_sandbox.py",
+        "tests/mcp/test_mcp_tools.py",
+        "tests/mcp/test_mcp_privacy.py",
+    ),
     "nerve/log/crypt.py": (
         "tests/log/test_crypt.py",
         "tests/log/test_crypt_chunks.py",
