@@ -4,12 +4,17 @@ bytes), what a refusal says, and how each kind of value comes out as JSON."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import duckdb
 import pytest
 
+import nerve
 from nerve.errors import AccessRefused, UsageError
-from nerve.mcp.sandbox import run_sql
+from nerve.mcp.sandbox import open_sandbox, run_sql
+from nerve.workspace import init_workspace
+
+HINT = "one SELECT over events or a projection, e.g. SELECT kind, count(*) FROM events GROUP BY ALL"
 
 
 @pytest.fixture
@@ -48,8 +53,9 @@ def test_only_one_select_runs_and_a_refusal_names_what_was_written(
     conn: duckdb.DuckDBPyConnection,
 ) -> None:
     assert _sql(conn, "  SELECT 1 AS one;  ") == ([[1]], False)
-    with pytest.raises(AccessRefused, match=r"^INSTALL statements are refused"):
+    with pytest.raises(AccessRefused, match=r"^INSTALL statements are refused") as e:
         run_sql(conn, "install httpfs", limit=1, timeout_ms=1000)
+    assert e.value.hint == HINT
     with pytest.raises(AccessRefused, match="holds 2 statements; exactly one SELECT"):
         run_sql(conn, "SELECT 1; SELECT 2", limit=1, timeout_ms=1000)
     with pytest.raises(AccessRefused, match="holds 0 statements"):
@@ -61,7 +67,7 @@ def test_a_failed_query_says_why_in_one_line(conn: duckdb.DuckDBPyConnection) ->
         run_sql(conn, "SELECT nope FROM range(1)", limit=1, timeout_ms=1000)
     assert str(bad.value).startswith("query failed: Binder Error")
     assert "\n" not in str(bad.value) and "LINE 1" not in str(bad.value)
-    assert bad.value.hint is not None and bad.value.hint.startswith("one SELECT over events")
+    assert bad.value.hint == HINT
     with pytest.raises(UsageError, match=r"^query failed: Parser Error"):
         run_sql(conn, "SELEC 1", limit=1, timeout_ms=1000)
 
@@ -70,7 +76,25 @@ def test_a_slow_query_is_stopped_at_its_time(conn: duckdb.DuckDBPyConnection) ->
     slow = "SELECT count(*) FROM range(100000000) a, range(100000000) b"
     with pytest.raises(AccessRefused, match=r"ran longer than 0\.2 s and was stopped") as e:
         run_sql(conn, slow, limit=1, timeout_ms=200)
-    assert e.value.hint is not None and "mcp.query_timeout" in e.value.hint
+    assert e.value.hint == (
+        "narrow it (a WHERE on ts, a LIMIT, no cross join), or raise mcp.query_timeout"
+    )
+
+
+def test_a_file_outside_the_log_is_refused_with_what_can_be_read(
+    conn: duckdb.DuckDBPyConnection,
+) -> None:
+    conn.execute("SET enable_external_access = false")
+    with pytest.raises(AccessRefused, match="reaches outside this workspace's log") as e:
+        run_sql(conn, "SELECT * FROM read_csv('/etc/passwd')", limit=1, timeout_ms=1000)
+    assert e.value.hint == HINT
+
+
+def test_the_sandbox_reads_nerve_yaml_settings(tmp_path: Path) -> None:
+    root = init_workspace(tmp_path / "ws").root
+    (root / "nerve.yaml").write_text("attention: {window: 17}\n")
+    conn = open_sandbox(nerve.open(root))
+    assert _sql(conn, "SELECT attention_window FROM nerve_settings") == ([[17]], False)
 
 
 def test_each_kind_of_value_comes_out_as_json(conn: duckdb.DuckDBPyConnection) -> None:
