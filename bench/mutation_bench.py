@@ -68,6 +68,7 @@ MODULES: dict[str, tuple[str, ...]] = {
         "tests/log/test_crypt_keys.py",
     ),
     "nerve/shellhook.py": (
+        "tests/runtime/test_shellhook_units.py",
         "tests/runtime/test_senses_context.py",
         "tests/runtime/test_shell_spool.py",
         "tests/test_fuzz.py",
