@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from nerve.errors import UsageError
 from nerve.shellhook import (
     SpoolLineError,
     default_spool,
@@ -40,7 +41,9 @@ def test_a_spool_path_is_one_quoted_word_in_each_shell() -> None:
 def test_a_hook_file_names_the_version_that_wrote_it() -> None:
     text = hook_file("bash", spool=Path("/s"), nerve=Path("/v/bin/nerve"), version="1.2.3")
     assert written_version(text) == "1.2.3"
-    assert "alias nerve='/v/bin/nerve'" in text
+    assert "alias nerve='/v/bin/nerve'" in text and "__nerve_spool='/s';" in text
+    fish = hook_file("fish", spool=Path("/s"), nerve=Path("/v/it's"), version="1.2.3")
+    assert "function nerve; '/v/it\\'s' $argv; end" in fish
     assert written_version("# some other file\n") is None
 
 
@@ -59,13 +62,23 @@ def test_a_spool_line_takes_each_field_to_the_edge_of_its_range() -> None:
 
 
 @pytest.mark.parametrize(
-    ("kw", "field"),
-    [({"status": "256"}, "EXIT"), ({"session": "4194305.1"}, "SESSION"),
-     ({"start": "999999999"}, "START"), ({"end": "4611686018"}, "START")],
+    ("kw", "field", "says"),
+    [({"status": "256"}, "EXIT", "EXIT must be an exit status 0-255, got '256'"),
+     ({"session": "4194305.1"}, "SESSION", "SESSION must be PID.SECONDS with a pid up to"),
+     ({"start": "999999999"}, "START", "START/END must be Unix times, got '999999999'"),
+     ({"end": "4611686018"}, "START", "START/END must be Unix times"),
+     ({"shell": "tcsh"}, "SHELL", "SHELL must be one of bash, zsh, fish, got 'tcsh'")],
 )  # fmt: skip
 def test_a_spool_line_past_a_range_is_refused_naming_the_field(
-    kw: dict[str, str], field: str
+    kw: dict[str, str], field: str, says: str
 ) -> None:
     with pytest.raises(SpoolLineError) as refused:
         parse_spool_line(_line(**kw))
-    assert refused.value.field == field
+    assert refused.value.field == field and says in str(refused.value)
+
+
+def test_a_shell_without_a_hook_is_a_usage_error_naming_those_with_one() -> None:
+    with pytest.raises(
+        UsageError, match="no hook for the shell 'tcsh'; there is one for bash, zsh, fish"
+    ):
+        hook("tcsh")
