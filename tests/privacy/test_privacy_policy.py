@@ -257,3 +257,11 @@ def test_screen_refuses_an_event_whose_subject_a_rule_would_change() -> None:
                   payload=b'{"n":1}', subject=URL)  # fmt: skip
     with pytest.raises(PrivacyError, match=r"event 1: the privacy rules would redact it"):
         policy().screen([event])
+
+
+def test_clean_redacts_a_sense_s_own_text_and_leaves_plain_text_alone() -> None:
+    p = policy()
+    cleaned = p.clean(f"Traceback: export GITHUB_TOKEN={GHP} failed")
+    assert GHP not in cleaned and "[redacted:github-token]" in cleaned
+    assert cleaned.startswith("Traceback: export GITHUB_TOKEN=")
+    assert p.clean("plain words") == "plain words" and p.clean("") == ""

@@ -10,9 +10,18 @@ import pytest
 from starlette.testclient import TestClient
 
 import nerve
-from nerve import api
+from nerve import api, fsio
 from nerve.ui.app import build_app
-from nerve.ui.auth import Keys, Lifetimes, cookie_name, token, token_path
+from nerve.ui.auth import (
+    Keys,
+    Lifetimes,
+    Session,
+    cookie_name,
+    local_path,
+    login_url,
+    token,
+    token_path,
+)
 from nerve.ui.guard import Served
 from nerve.workspace import init_workspace
 
@@ -122,3 +131,59 @@ def test_a_forged_or_altered_cookie_is_no_session(ws: api.Workspace) -> None:
         )
     fresh = TestClient(c.app, base_url="http://127.0.0.1:8765")
     assert fresh.get("/health", headers={"cookie": f"nerve_ui_8765={real}"}).status_code == 200
+
+
+def test_a_login_code_from_a_minute_ahead_is_taken_and_no_further(ws: api.Workspace) -> None:
+    clock = _Clock()
+    _, keys = _served(ws, clock)
+    clock.now += 61
+    early, ahead = keys.login_code(), keys.login_code()
+    clock.now -= 61  # a code stamped by a clock 61 s ahead
+    assert not keys.redeem(early)
+    clock.now += 1  # 60 s ahead
+    assert keys.redeem(ahead)
+
+
+def test_a_session_holds_to_the_last_second_of_its_idle_time(ws: api.Workspace) -> None:
+    clock = _Clock()
+    _, keys = _served(ws, clock)
+    cookie = keys.cookie()
+    clock.now += 2 * HOUR
+    assert keys.session(cookie) is not None
+    clock.now += 1
+    assert keys.session(cookie) is None
+
+
+def test_a_cookie_is_renewed_a_minute_after_it_was_seen(ws: api.Workspace) -> None:
+    clock = _Clock()
+    _, keys = _served(ws, clock)
+    cookie = keys.cookie()
+    clock.now += 59
+    assert keys.session(cookie) == Session(cookie.split(".")[0])
+    clock.now += 1
+    renewed = keys.session(cookie)
+    assert renewed is not None and renewed.renewed is not None
+    assert renewed.renewed.split(".")[1:3] == [cookie.split(".")[1], str(int(clock.now))]
+
+
+def test_the_token_is_written_at_its_fault_site(ws: api.Workspace) -> None:
+    with fsio.inject("ui.token") as fault, pytest.raises(OSError):
+        token(ws, rotate=True)
+    assert fault.fired == 1
+
+
+@pytest.mark.parametrize(
+    ("given", "goes_to"),
+    [("/attention/7", "/attention/7"), ("/a!b?c=d", "/a!b?c=d"), ("//evil", "/"),
+     ("https://evil", "/"), ("/a\\b", "/"), ("/a b", "/"), ("/a\tb", "/"), ("", "/")],
+)  # fmt: skip
+def test_a_login_goes_on_only_to_a_page_of_this_server(given: str, goes_to: str) -> None:
+    assert local_path(given) == goes_to
+
+
+def test_the_login_url_names_the_page_to_show_when_given() -> None:
+    base = "http://127.0.0.1:8765"
+    assert login_url(base, "c0de") == f"{base}/login?token=c0de"
+    assert login_url(base, "c0de", "/events?q=a b") == f"{base}/login?token=c0de&next=/"
+    assert login_url(base, "c0de", "/attention/7") == f"{base}/login?token=c0de&next=/attention/7"
+    assert login_url(base, "c0de", "//evil") == f"{base}/login?token=c0de&next=/"
