@@ -68,6 +68,7 @@ SITES: tuple[str, ...] = (
     "sync.group",  # a sync group's description (written after the key: it marks a join)
     "sync.state",  # what this device has sent to its group
     "sync.device",  # a peer's device name, as its status box gave it
+    "sync.digest",  # the shared digest's running sums (rebuilt from the logs when lost)
 )
 
 

@@ -237,8 +237,8 @@ def logs(
     if not path.exists():
         typer.echo("(no daemon log yet)")
         return
-    page, earlier = daemon.log_page(path, n, offset)
-    lines = [shown(line) for line in ws.daemon.lines(page)]  # a line may quote a sense's error
+    page, earlier = ws.daemon.log_page(n, offset)
+    lines = [shown(line) for line in page]  # a line may quote a sense's error
     if lines:
         typer.echo("\n".join(lines))
     if earlier is not None:

@@ -143,12 +143,10 @@ def logs(n: Annotated[int, typer.Option("-n", min=1, help="Lines to show.")] = 5
 def _daemon_log(workspace: Path, lines: int) -> None:
     """Print the last ``lines`` of the daemon's own log in ``workspace``."""
     from nerve.api import Workspace
-    from nerve.runtime.daemon import log_page
     from nerve.safetext import shown
 
-    ws = Workspace.find(workspace)
-    page, _earlier = log_page(ws.daemon.log_path(), lines, 0)
-    for line in ws.daemon.lines(page):
+    page, _earlier = Workspace.find(workspace).daemon.log_page(lines)
+    for line in page:
         typer.echo(shown(line))
 
 

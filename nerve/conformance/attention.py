@@ -24,12 +24,13 @@ from nerve.chain.records import OUTCOMES
 Record = dict[str, Any]
 
 
-_RULE_FIELDS = ("kind", "direction", "rate_per_h", "eta_s")  # derived, not in C3/C3V
+_RULE_FIELDS = ("kind", "direction", "rate_per_h", "eta_s", "held")  # derived, not in C3/C3V
 
 
 def highlight_to_json(highlight: Highlight) -> Record:
     """``probe``, ``value_milli``, ``baseline_milli``, ``sigma_milli``, ``score_milli``, ``seq``
-    (the fire's ``kind`` and ``direction`` feed the gate rules, which C3 leaves off)."""
+    (the fire's ``kind`` and ``direction`` feed the gate rules, and ``held`` is what they
+    found, all of which C3 leaves off)."""
     return {k: v for k, v in asdict(highlight).items() if k not in _RULE_FIELDS}
 
 

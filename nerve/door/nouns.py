@@ -349,6 +349,14 @@ class Daemon(Noun):
 
         return log_path(self._dir)
 
+    def log_page(self, lines: int, offset: int = 0) -> tuple[list[str], int | None]:
+        """``lines`` lines of the daemon's log ending ``offset`` lines before its end, as a
+        person reads them, and the offset of the page before (None: this is the first)."""
+        from nerve.runtime import daemon
+
+        page, earlier = daemon.log_page(self.log_path(), lines, offset)
+        return self.lines(page), earlier
+
 
 class Settings(Noun):
     """The workspace's configuration (``ws.settings``): nerve.yaml as read and read again,

@@ -437,7 +437,7 @@ def _sync_write_fails(tmp_path: Path, site: str) -> None:
         reports = [ops.status(ws).to_json() for ws in (a, b)]
         found = {r["in_sync"] for r in reports}
     assert found == {True}, reports
-    if site in ("sync.state", "sync.device"):
+    if site in ("sync.state", "sync.device", "sync.digest"):
         assert round_fault.fired >= 1
 
 
@@ -479,6 +479,7 @@ SCENARIOS: dict[str, Callable[[Path, str], None]] = {
     "sync.group": _sync_write_fails,
     "sync.state": _sync_write_fails,
     "sync.device": _sync_write_fails,
+    "sync.digest": _sync_write_fails,
 }
 
 
