@@ -53,3 +53,13 @@ def encrypt_log(root: Path, monkeypatch: pytest.MonkeyPatch, key: Path | None = 
     crypt.new_keyring(root, crypt.kek_from_file(key), crypt.file_source())
     monkeypatch.setenv(crypt.ENV_KEY_FILE, str(key))
     return root
+
+
+def holding(folder: Path, secret: bytes) -> list[str]:
+    """Every file under ``folder`` that holds ``secret`` raw or in hex."""
+    forms = (secret, secret.hex().encode(), secret.hex().upper().encode())
+    return [
+        str(path)
+        for path in sorted(folder.rglob("*"))
+        if path.is_file() and any(form in path.read_bytes() for form in forms)
+    ]

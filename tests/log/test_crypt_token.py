@@ -16,7 +16,7 @@ import pytest
 
 from nerve.log import crypt, tokenkek
 from tests.conftest import run_cli
-from tests.helpers.crypt import SECRETS, files_under, leaks
+from tests.helpers.crypt import SECRETS, files_under, holding, leaks
 from tests.helpers.softhsm import MODULE, PIN, needs_softhsm, softhsm_tokens
 
 PIN_ENV = "NERVE_TEST_KEK_PIN"
@@ -48,16 +48,6 @@ def _emit_secrets(ws: Path, env: dict[str, str]) -> None:
 def _ring(ws: Path) -> dict[str, Any]:
     ring: dict[str, Any] = json.loads((ws / "data" / "log" / "keyring.json").read_text())
     return ring
-
-
-def _holding(folder: Path, secret: bytes) -> list[str]:
-    """Every file under ``folder`` that holds ``secret`` raw or in hex."""
-    forms = (secret, secret.hex().encode(), secret.hex().upper().encode())
-    return [
-        str(path)
-        for path in sorted(folder.rglob("*"))
-        if path.is_file() and any(form in path.read_bytes() for form in forms)
-    ]
 
 
 def test_a_log_locked_by_a_token_is_written_reopened_and_read_back(
@@ -92,7 +82,7 @@ def test_no_file_holds_the_derived_key_or_the_data_key(softhsm: Path, tmp_path: 
     crypt.forget_keys()
     assert len(derived) == 32
     for folder in (tmp_path, softhsm.parent):  # the workspace, and the token's own store
-        assert _holding(folder, derived) == [] and _holding(folder, data_key) == []
+        assert holding(folder, derived) == [] and holding(folder, data_key) == []
     salt = bytes.fromhex(str(ring["kek"]["salt"]))
     other = {**ring["kek"], "salt": bytes(reversed(salt)).hex()}
     assert tokenkek.kek_of(other, WITH_PIN) != derived  # the salt is in what is derived

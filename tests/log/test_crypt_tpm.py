@@ -15,7 +15,7 @@ import pytest
 
 from nerve.log import tokenkek
 from tests.conftest import run_cli
-from tests.helpers.crypt import SECRETS, files_under, leaks
+from tests.helpers.crypt import SECRETS, files_under, holding, leaks
 from tests.helpers.swtpm import PIN, key_public, needs_swtpm, tpm_token
 
 PIN_ENV = "NERVE_TEST_TPM_PIN"
@@ -45,16 +45,6 @@ def _kek(ws: Path) -> dict[str, Any]:
     return dict(ring["kek"])
 
 
-def _holding(folder: Path, secret: bytes) -> list[str]:
-    """Every file under ``folder`` that holds ``secret`` raw or in hex."""
-    forms = (secret, secret.hex().encode(), secret.hex().upper().encode())
-    return [
-        str(path)
-        for path in sorted(folder.rglob("*"))
-        if path.is_file() and any(form in path.read_bytes() for form in forms)
-    ]
-
-
 def test_a_log_locked_by_the_tpm_is_written_sealed_reopened_and_read_back(
     tpm: tuple[str, Path], tmp_path: Path
 ) -> None:
@@ -75,7 +65,7 @@ def test_a_log_locked_by_the_tpm_is_written_sealed_reopened_and_read_back(
     assert leaks(ws / "data") == []
     derived = tokenkek.kek_of(kek, WITH_PIN)
     assert len(derived) == 32 and tokenkek.kek_of(kek, WITH_PIN) == derived
-    assert _holding(tmp_path, derived) == [] and _holding(folder, derived) == []
+    assert holding(tmp_path, derived) == [] and holding(folder, derived) == []
 
 
 def test_a_wrong_pin_is_one_line_of_nerves_and_writes_nothing(

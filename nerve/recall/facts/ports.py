@@ -33,7 +33,7 @@ def port_events(ask: Ask) -> Tier0Answer:
     verb = event.removeprefix("port_")
     if not rows:
         return nothing(ask, "ports", f"listening port {verb}")
-    used = [(r, f"{ask.when(r.t)}  {_socket(r.data)} {verb} {_holder(r.data)}") for r in rows]
+    used = [(r, f"{ask.when(r.t)}  {socket_text(r.data)} {verb} {_holder(r.data)}") for r in rows]
     return answer(
         "ports", f"{len(rows)} listening port(s) {verb} {ask.scope()}, newest first:", used
     )
@@ -51,7 +51,7 @@ def _ports_open(ask: Ask) -> Tier0Answer:
     if not still:
         text = f"No port opened since the network sense began is still listening at {at}."
         return Tier0Answer("ports", text, ())
-    used = [(r, f"{_socket(r.data)} {_holder(r.data)}, since {ask.when(r.t)}") for r in still]
+    used = [(r, f"{socket_text(r.data)} {_holder(r.data)}, since {ask.when(r.t)}") for r in still]
     title = (
         f"Listening at {at}, of the ports opened since the network sense began "
         "(those listening before it are not known):"
@@ -67,7 +67,8 @@ def _ports_ever(ask: Ask) -> bool:
     return ask.conn.execute(sql, [int(SourceClass.NETWORK)]).fetchone() is not None
 
 
-def _socket(data: dict[str, Any]) -> str:
+def socket_text(data: dict[str, Any]) -> str:
+    """A port event's socket as people write it: ``tcp 127.0.0.1:8765``, ``tcp [::1]:22``."""
     ip = str(data.get("address") or "?")
     return f"{data.get('proto', 'tcp')} {f'[{ip}]' if ':' in ip else ip}:{data.get('port', '?')}"
 

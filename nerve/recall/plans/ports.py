@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from nerve.events import SourceClass
+from nerve.recall.facts.ports import socket_text
 from nerve.recall.plans.log import Found, Reader, Row
 from nerve.recall.plans.parse import Plan
 
@@ -36,7 +37,7 @@ def ports(reader: Reader, plan: Plan) -> Found:
 
 def _line(reader: Reader, row: Row) -> str:
     verb = "opened" if row.data.get("event") == "port_opened" else "closed"
-    return f"{reader.when(row.t)}  {_socket(row.data)} {verb} {_holder(row.data)}"
+    return f"{reader.when(row.t)}  {socket_text(row.data)} {verb} {_holder(row.data)}"
 
 
 def _states(reader: Reader, rows: list[Row]) -> list[tuple[Row, str]]:
@@ -47,15 +48,11 @@ def _states(reader: Reader, rows: list[Row]) -> list[tuple[Row, str]]:
     out = []
     for row in last.values():
         if row.data.get("event") == "port_opened":
-            out.append((row, f"{_socket(row.data)} is still open at the end: no close recorded"))
+            still = f"{socket_text(row.data)} is still open at the end: no close recorded"
+            out.append((row, still))
         else:
-            out.append((row, f"{_socket(row.data)} closed at {reader.when(row.t)}"))
+            out.append((row, f"{socket_text(row.data)} closed at {reader.when(row.t)}"))
     return out
-
-
-def _socket(data: dict[str, Any]) -> str:
-    ip = str(data.get("address") or "?")
-    return f"{data.get('proto', 'tcp')} {f'[{ip}]' if ':' in ip else ip}:{data.get('port', '?')}"
 
 
 def _holder(data: dict[str, Any]) -> str:
