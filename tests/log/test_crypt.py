@@ -139,6 +139,7 @@ def test_nothing_readable_in_data_after_a_killed_daemon(tmp_path: Path) -> None:
         assert SECRETS[0] in logs and SECRETS[3] in logs  # readable with the key
     finally:
         os.kill(pid, signal.SIGKILL)
+        _gone(pid)  # its writer's lock goes with the process, not with the signal
     assert list((ws / "data" / "log" / "segments").iterdir())  # seals happened
     assert leaks(ws / "data") == []
 
@@ -159,6 +160,23 @@ def test_nothing_readable_in_data_after_a_killed_daemon(tmp_path: Path) -> None:
     assert leaks(ws / "data") == []
     report = json.loads(run_cli(*w, "replay", "--verify", "--json", env=env).stdout)
     assert report["ok"], report["problems"]
+
+
+def _gone(pid: int) -> None:
+    """Wait until the killed process ``pid`` has ended (a zombie has: its files are closed)."""
+    import time
+
+    import psutil
+
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
+                return
+        except psutil.NoSuchProcess:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"pid {pid} still running 30 s after SIGKILL")
 
 
 def _wait(ws: Path, env: dict[str, str], sql: str, at_least: int = 1) -> None:
