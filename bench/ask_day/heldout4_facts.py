@@ -5,8 +5,9 @@
 The recorded day (``tests/fixtures/day/``) is unpacked into a temporary folder and every fact
 is read with SQL through ``nerve.open(folder).sql(...)``: each line prints the fact's name, the
 value the question set expects, the value the query read and ``ok`` or ``FALSE``; the query
-itself follows, so a reader can run it again. Times are UTC (the bench's time zone). The exit
-status is 1 when a fact no longer holds.
+itself follows, so a reader can run it again. A few figures the set accepts beside the log's
+are read from the plan (``plan.json``) and printed last. Times are UTC (the bench's time zone).
+The exit status is 1 when a fact no longer holds.
 """
 
 from __future__ import annotations
@@ -218,8 +219,10 @@ FACTS: tuple[Fact, ...] = (
     Fact(
         "command output is not in the log",
         "0",
-        "select count(*) from events where cast(data as varchar) ilike '%tests passed%' "
-        "or cast(data as varchar) ilike '%expected '';''%' or line ilike '%tests passed%'",
+        "select count(*) from events, (values ('%tests passed%'), ('%expected '';''%'), "
+        "('%A small C program%'), ('%Makefile  README%'), ('%load average:%'), "
+        "('%How to build the app%')) as output(text) "
+        "where cast(data as varchar) ilike output.text or line ilike output.text",
     ),
     # processes
     Fact(
@@ -602,7 +605,153 @@ FACTS: tuple[Fact, ...] = (
         "then 'dbus-launch' else 'other errors' end from events "
         "where kind = 'attention.notify_failed'",
     ),
+    Fact(
+        "held decisions",
+        "11",
+        f"select count(*) from {DECISIONS} where outcome like 'hold%'",
+    ),
+    # more readings the questions name
+    Fact(
+        "commands over a minute",
+        "./tools/cpuhog.py,./tools/memgrow.py,yes > /dev/null",
+        f"select string_agg(cmd, ',' order by cmd) from {COMMANDS} where ms > 60000",
+    ),
+    Fact(
+        "commands in the last 3 minutes (since 19:30:58)",
+        "sleep 3,date -u,uptime,curl",
+        "select string_agg(case when cmd like 'curl%' then 'curl' else cmd end, ',' "
+        f"order by start, cmd) from {COMMANDS} where start >= '19:30:58'",
+    ),
+    Fact(
+        "commands in the minute before memgrow.py (19:24:18-19:25:18)",
+        "cat guide.md,cd ..,cd ../docs,cd src,cd work/project,cd work/project,echo $!,ls -l,"
+        "make build,python3 -m http.server 8765 --bind 127.0.0.1 > /dev/null 2>&1 &,"
+        "yes > /dev/null",
+        f"select string_agg(cmd, ',' order by cmd) from {COMMANDS} "
+        "where start >= '19:24:18' and start < '19:25:18'",
+    ),
+    Fact(
+        "the command after the last failed build (log order)",
+        "make clean",
+        "select data->>'command' from events where kind = 'observation' and subject = 'shell' "
+        "and (physical_ns, logical) > (select (physical_ns, logical) from events "
+        "where data->>'command' = 'make build' and data->>'exit' = '2' "
+        "order by physical_ns desc, logical desc limit 1) order by physical_ns, logical limit 1",
+    ),
+    Fact(
+        "session length (first to last event, s)",
+        "618",
+        "select round(epoch(max(ts)) - epoch(min(ts)))::int from events",
+    ),
+    Fact(
+        "docs file changes",
+        "2",
+        "select count(*) from events where kind = 'observation' and subject = 'files' "
+        "and data->>'path' like 'project/docs/%'",
+    ),
+    Fact(
+        "windows focused while cpuhog.py ran (19:28:58-19:30:58)",
+        "Firefox undefined reference to main - Stack Overflow - Mozilla Firefox,"
+        "Vim main.c (~/work/project/src) - VIM,XTerm make build - ~/work/project",
+        f"select string_agg(app || ' ' || title, ',' order by start_ns) from {FOCUS} "
+        "where start_ns >= 1796498938000000000 and start_ns < 1796499058000000000",
+    ),
+    Fact(
+        "cpu % while yes ran (19:24:38-19:28:38), mean",
+        "99.975",
+        f"select avg(pct) from {CPU} where ts between '2026-12-05 19:24:38' "
+        "and '2026-12-05 19:28:38'",
+    ),
+    Fact(
+        "cpu % after cpuhog.py exited (19:31:03 on)",
+        "14.0,15.5,12.4,18.4,14.9,13.5,13.4,24.2,15.3 mean 15.7 median 14.9",
+        f"select string_agg(pct::varchar, ',' order by ts) || ' mean ' || round(avg(pct), 1) "
+        f"|| ' median ' || median(pct) from {CPU} where ts >= '2026-12-05 19:31:03'",
+    ),
+    Fact(
+        "cpu % p95",
+        "100.0",
+        f"select quantile_cont(pct, 0.95) from {CPU}",
+    ),
+    Fact(
+        "load1 mean while cpuhog.py ran",
+        "3.2",
+        f"select round(avg(load1), 2) from {CPU} "
+        "where ts between '2026-12-05 19:28:58' and '2026-12-05 19:30:58'",
+    ),
+    Fact(
+        "load1 mean in the last 10 minutes (since 19:23:58.81)",
+        "4.72",
+        f"select round(avg(load1), 2) from {CPU} where ts >= '2026-12-05 19:23:58.81'",
+    ),
+    Fact(
+        "load1 readings 19:26:30-19:28:00",
+        "6.15,5.47",
+        f"select string_agg(load1::varchar, ',' order by ts) from {CPU} "
+        "where ts between '2026-12-05 19:26:30' and '2026-12-05 19:28:00'",
+    ),
+    Fact(
+        "memory used in the minute 19:27",
+        "2137,2311,2059,2148",
+        f"select string_agg(mib::varchar, ',' order by ts) from {MEMORY} "
+        "where ts >= '2026-12-05 19:27' and ts < '2026-12-05 19:28'",
+    ),
+    Fact(
+        "disk free MiB, first and last",
+        "75984,75972",
+        f"select string_agg(value::int::varchar, ',' order by ts) from {READINGS} "
+        "where name = 'free_mib:/' and ts in ((select min(ts) from events "
+        "where data->>'free_bytes' is not null), (select max(ts) from events "
+        "where data->>'free_bytes' is not null))",
+    ),
+    Fact(
+        "yes cpu permille, mean over the readings",
+        "596",
+        f"select round(avg(cpu))::int from (select distinct ts, cpu from {TOP} "
+        "where name = 'yes' and cpu is not null)",
+    ),
+    Fact(
+        "power: no battery, no thermal zones",
+        "no battery {}",
+        "select (state->>'battery') || ' ' || (state->'zones')::varchar from sense_state "
+        "where sense = 'power' order by physical_ns desc limit 1",
+    ),
 )
+
+
+def plan_facts(plan: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """The plan's own figures the set accepts beside the log's: (name, expected, read)."""
+    seconds: dict[str, float] = {}
+    for spell in plan["focus"]:
+        seconds[spell["app"]] = seconds.get(spell["app"], 0.0) + spell["seconds"]
+    memgrow = next(p for p in plan["processes"] if p["name"] == "memgrow.py")
+    server = next(p for p in plan["processes"] if p["name"] == "http.server")
+    idle = plan["idle"][0]
+    return [
+        (
+            "plan: seconds per app",
+            "XTerm 356, Vim 152, Firefox 110",
+            ", ".join(
+                f"{app} {round(s)}" for app, s in sorted(seconds.items(), key=lambda x: -x[1])
+            ),
+        ),
+        ("plan: memgrow.py peak rss MiB", "1544", str(memgrow["peak_rss_mib"])),
+        (
+            "plan: away",
+            "19:25:28 to 19:28:28",
+            f"{idle['last_input']['iso'][11:19]} to {idle['input_again']['iso'][11:19]}",
+        ),
+        ("plan: http.server still running at the end", "True", str(server["still_running_at_end"])),
+    ]
+
+
+def show(name: str, expected: str, got: str) -> bool:
+    """Print a fact and, when it does not hold, what was read; whether it holds."""
+    holds = got == expected
+    print(f"{'ok   ' if holds else 'FALSE'} {name}: {expected}")
+    if not holds:
+        print(f"      read: {got}")
+    return holds
 
 
 def read(ws: Any, sql: str) -> str:
@@ -613,11 +762,7 @@ def read(ws: Any, sql: str) -> str:
 
 def check(ws: Any, fact: Fact) -> bool:
     """Print ``fact``, the value its query read and whether they agree; whether they do."""
-    got = read(ws, fact.sql)
-    holds = got == fact.expected
-    print(f"{'ok   ' if holds else 'FALSE'} {fact.name}: {fact.expected}")
-    if not holds:
-        print(f"      read: {got}")
+    holds = show(fact.name, fact.expected, read(ws, fact.sql))
     print(f"      sql: {' '.join(fact.sql.split())}")
     return holds
 
@@ -628,6 +773,7 @@ def main() -> int:
         day = unpack_day(Path(tmp))
         ws = nerve.open(day.root)
         results = [check(ws, fact) for fact in FACTS]
+        results += [show(*fact) for fact in plan_facts(day.plan)]
     print(f"{sum(results)} of {len(results)} facts hold")
     return 0 if all(results) else 1
 
