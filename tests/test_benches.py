@@ -502,6 +502,20 @@ def test_the_third_held_out_question_set_is_well_formed() -> None:
     assert not any(item.get("expect") for item in cannot)  # nothing to find in a refusal
 
 
+def test_the_fourth_held_out_question_set_is_well_formed() -> None:
+    path = BENCH / "ask_day" / "heldout4.yaml"
+    items = YAML(typ="safe").load(path.read_text())["questions"]
+    questions = _load("ask_day_bench.py").load_questions(path)
+    ids = [item["id"] for item in items]
+    assert len(items) >= 150 and len(questions) >= 450
+    assert len(set(ids)) == len(ids), "an id is used twice"
+    assert all(len(item["ask"]) >= 3 for item in items)
+    assert all(item.get("expect") or item.get("cannot") is True for item in items)
+    cannot = [item for item in items if item.get("cannot")]
+    assert len(cannot) >= 25
+    assert not any(item.get("expect") for item in cannot)  # nothing to find in a refusal
+
+
 def test_the_ask_day_table_keeps_a_long_kind_in_line(capsys: pytest.CaptureFixture[str]) -> None:
     bench = _load("ask_day_bench.py")
     counts = {"right": 1, "partly": 0, "no_answer": 0, "wrong": 0, "error": 0}

@@ -199,6 +199,11 @@ FACTS: tuple[Fact, ...] = (
         f"select count(*) from {COMMANDS} where start > '19:29:00' and exit <> 0",
     ),
     Fact(
+        "commands failed since the passing build (19:29:58)",
+        "0",
+        f"select count(*) from {COMMANDS} where start >= '19:29:58' and exit <> 0",
+    ),
+    Fact(
         "commands while away (19:25:26-19:28:30)",
         "0",
         f"select count(*) from {COMMANDS} where start > '19:25:26' and start < '19:28:30'",
@@ -475,6 +480,7 @@ FACTS: tuple[Fact, ...] = (
         "2655 19:23:25",
         f"select max(mib) || ' ' || {hhmmss('arg_max(ts, mib)')} from {MEMORY}",
     ),
+    Fact("memory used mean", "1784", f"select round(avg(mib))::int from {MEMORY}"),
     Fact(
         "memory used lowest",
         "686 19:29:45",
