@@ -669,10 +669,12 @@ FACTS: tuple[Fact, ...] = (
         "and '2026-12-05 19:28:38'",
     ),
     Fact(
-        "cpu % after cpuhog.py exited (19:31:03 on)",
-        "14.0,15.5,12.4,18.4,14.9,13.5,13.4,24.2,15.3 mean 15.7 median 14.9",
-        f"select string_agg(pct::varchar, ',' order by ts) || ' mean ' || round(avg(pct), 1) "
-        f"|| ' median ' || median(pct) from {CPU} where ts >= '2026-12-05 19:31:03'",
+        "cpu % after cpuhog.py ended (the hook's start + duration, 19:30:58)",
+        "68.7,14.0,15.5,12.4,18.4,14.9,13.5,13.4,24.2,15.3",
+        f"select string_agg(pct::varchar, ',' order by ts) from {CPU} "
+        "where ts > (select make_timestamp(((data->>'timestamp')::bigint * 1000 "
+        "+ (data->>'duration_ms')::bigint) * 1000) from events "
+        "where data->>'command' = './tools/cpuhog.py')",
     ),
     Fact(
         "cpu % p95",
