@@ -117,11 +117,12 @@ def _alternatives(fact: Any, where: str) -> tuple[str, ...]:
 
 def contains(answer: str, fact: str) -> bool:
     """Whether ``fact`` is in ``answer``: case-insensitive, spaces folded; a number only as a
-    whole number (``2`` is not in ``12`` or ``2.5``)."""
+    whole number (``2`` is not in ``12`` or ``2.5``, but is in ``2.0``: the same number)."""
     text = " ".join(answer.lower().split())
     wanted = " ".join(fact.lower().split())
     if re.fullmatch(r"\d+", wanted):
-        return re.search(rf"(?<![\d.]){wanted}(?![\d]|\.\d)", text) is not None
+        whole = rf"(?<![\d.]){wanted}(?:\.0+)?(?![\d]|\.\d)"
+        return re.search(whole, text) is not None
     return wanted in text
 
 
