@@ -42,9 +42,9 @@ sealed
     Parquet segment (``ws.log.seal()``, ``nerve seal``). Also: the *sealed surfacing chain*
     (``nerve audit``), where each attention decision is signed into a link, and an *epoch
     seal* (:mod:`nerve.seal`, ``nerve audit seal-setup``), a signed note over the log's and
-    the chain's heads. Not yet renamed: files kept encrypted at rest are "sealed" too
-    (:mod:`nerve.sealeddir`, :mod:`nerve.sealedfs`, ``Cipher.seal_file``; to become
-    "encrypted": ``nerve.encdir``, ``nerve.encfs``, ``Cipher.encrypt_file``).
+    the chain's heads. Files kept unreadable at rest are *encrypted*, never sealed
+    (:mod:`nerve.log.crypt`, ``Cipher.encrypt_file``; :mod:`nerve.encdir`, the folders
+    workflow roles and checks write; :mod:`nerve.encfs`, how DuckDB reads encrypted segments).
 audit
     ``nerve audit`` and ``ws.audit``: the attention decisions and the signed chain they
     are written to (verify, held, show, why, export, the epoch seals). Also, not yet

@@ -254,16 +254,16 @@ class Run(Noun):
     def outputs(self) -> list[str]:
         """The files the run's folder keeps (outputs, and gate findings under ``.checks/``),
         relative to it; names are readable without the key."""
-        from nerve.sealeddir import kept_names
+        from nerve.encdir import kept_names
 
         return kept_names(self._path())
 
     def output(self, name: str) -> bytes:
         """One kept file of the run, decrypted in an encrypted workspace (``KeyMissing``
         without the key; ``UsageError`` for a name the run does not keep)."""
+        from nerve.encdir import read_kept
         from nerve.errors import UsageError
         from nerve.flow.definition import safe_output
-        from nerve.sealeddir import read_kept
 
         run, rel = self.id, safe_output(name)
         if rel not in self.outputs():

@@ -186,7 +186,7 @@ def fire_check(
                 root=ws.root,
                 run=run,
                 stage=stage,
-                detail_dir=work if kept.sealed else WRITE_DETAIL_DIR,
+                detail_dir=work if kept.encrypted else WRITE_DETAIL_DIR,
             )
         return kept_verdict(ws.root, kept, verdict).to_dict(), False
 

@@ -10,8 +10,8 @@ messages so far; a role picked once ``max_rounds`` messages exist fails the run
 call past the workflow's ``role_timeout`` (default 10 minutes; the worker is then killed and
 its other runs resume on a fresh one). When the moderator returns ``END`` the gate decides
 between ``completed`` and ``held`` (see :mod:`nerve.flow.gate`). In an encrypted workspace a
-role's ``ctx.output_dir`` is a working folder in memory, sealed into ``data/runs/<run>/``
-when the role returns (:mod:`nerve.sealeddir`).
+role's ``ctx.output_dir`` is a working folder in memory, encrypted into ``data/runs/<run>/``
+when the role returns (:mod:`nerve.encdir`).
 """
 
 from __future__ import annotations
@@ -153,7 +153,7 @@ class _Runner:
         try:
             reply = await self.call(self.role_request(role, work), f"role {role!r}")
         finally:
-            await asyncio.to_thread(folder.leave)  # sealed before the step is recorded
+            await asyncio.to_thread(folder.leave)  # encrypted before the step is recorded
         if "ask" in reply:
             await self.ask(role, reply["ask"])
             return True
