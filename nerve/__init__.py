@@ -21,10 +21,11 @@ machine
     ``nerve.host``; ``probes`` is kept for an attention detector's probe).
 gate
     The attention gate (:mod:`nerve.attention.gate`): whether a highlight surfaces or is
-    held (``hold:value``, ``hold:budget``), paid from the attention budget. Also, not yet
-    renamed: a workflow run's gate (:mod:`nerve.flow.gate`), the checks fired on its
-    outputs when it ends, which hold the run when a blocking one fails (to become "the
-    run's output checks", ``nerve.flow.judge``).
+    held (``hold:value``, ``hold:budget``), paid from the attention budget. A workflow
+    run's checks, fired on its outputs when it ends and holding the run when a blocking one
+    fails, are its *output checks* (:mod:`nerve.flow.judge`); a check manifest's
+    ``fire_on: gate`` and ``nerve workflow override``'s prompt keep the word, as written in
+    users' files and read at their terminals.
 check
     A program a manifest declares, fired on one file for a verdict (:mod:`nerve.checks`,
     ``nerve check``, ``ws.runs.checks()``, ``ws.runs.fire_check()``). Also, not yet

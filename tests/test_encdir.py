@@ -12,7 +12,7 @@ import pytest
 from nerve.checks.manifest import parse_manifest
 from nerve.encdir import EncryptedDir, memory_base, read_kept
 from nerve.errors import LogError
-from nerve.flow.gate import evaluate, run_folder
+from nerve.flow.judge import evaluate, run_folder
 from nerve.log import crypt
 from nerve.log.drafts import Draft
 from tests.helpers.crypt import encrypt_log

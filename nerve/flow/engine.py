@@ -1,4 +1,4 @@
-"""The workflow engine: the kernel extension that runs workflows and fires gate checks.
+"""The workflow engine: the kernel extension that runs workflows and fires their checks.
 
 The kernel loads it (``nerve.runtime.extensions``) and calls ``start``/``stop``, ``on_config``
 after a hot reload, ``on_workflow_requested`` when a sense's compute asked for a run (the
@@ -33,8 +33,8 @@ from nerve.errors import WorkflowError
 from nerve.flow import human
 from nerve.flow.dedupe import DEDUPED, Keys
 from nerve.flow.definition import find_workflow
-from nerve.flow.gate import WriteChecks, fire_one
 from nerve.flow.history import RunRecord, load_run
+from nerve.flow.judge import WriteChecks, fire_one
 from nerve.flow.manager import DEFAULT_ROLE_TIMEOUT_S, Flow
 from nerve.flow.record import ERROR, REQUESTED, draft, new_run_id
 from nerve.log.drafts import Draft

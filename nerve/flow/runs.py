@@ -1,4 +1,5 @@
-"""Driving one run: moderator, roles and gate, each step durable before the next begins.
+"""Driving one run: moderator, roles and output checks, each step durable before the next
+begins.
 
 The kernel owns the automaton; the worker process only evaluates the author's moderator and
 roles. One step is: call the role the last decision named, ask the moderator what comes next,
@@ -8,10 +9,10 @@ role whose message is in the log never runs again. The moderator is told the num
 messages so far; a role picked once ``max_rounds`` messages exist fails the run
 (``reason: max_rounds``), as do an unknown role, an exception, a broken return value and a
 call past the workflow's ``role_timeout`` (default 10 minutes; the worker is then killed and
-its other runs resume on a fresh one). When the moderator returns ``END`` the gate decides
-between ``completed`` and ``held`` (see :mod:`nerve.flow.gate`). In an encrypted workspace a
-role's ``ctx.output_dir`` is a working folder in memory, encrypted into ``data/runs/<run>/``
-when the role returns (:mod:`nerve.encdir`).
+its other runs resume on a fresh one). When the moderator returns ``END`` the output checks
+decide between ``completed`` and ``held`` (see :mod:`nerve.flow.judge`). In an encrypted
+workspace a role's ``ctx.output_dir`` is a working folder in memory, encrypted into
+``data/runs/<run>/`` when the role returns (:mod:`nerve.encdir`).
 """
 
 from __future__ import annotations
@@ -23,9 +24,9 @@ from typing import Any, Protocol
 
 from nerve.checks.manifest import CheckManifest
 from nerve.errors import CheckError, LogError
-from nerve.flow import gate
 from nerve.flow.contract import END, Message
 from nerve.flow.history import RunRecord
+from nerve.flow.judge import declared_outputs, evaluate, run_folder
 from nerve.flow.process import WorkerHandle
 from nerve.flow.record import DECISION, MESSAGE, QUESTION, draft, status
 from nerve.log.drafts import Draft
@@ -44,9 +45,9 @@ class Host(Protocol):
 
     def timeout_s(self, handle: WorkerHandle) -> float: ...
 
-    def gate_manifests(self, ids: Sequence[str]) -> list[CheckManifest]: ...
+    def output_manifests(self, ids: Sequence[str]) -> list[CheckManifest]: ...
 
-    def gate_ids(self, handle: WorkerHandle) -> list[str]: ...
+    def output_check_ids(self, handle: WorkerHandle) -> list[str]: ...
 
     async def timed_out(self, handle: WorkerHandle) -> None: ...
 
@@ -146,7 +147,7 @@ class _Runner:
         """Run ``role`` and record it; True if it asked a question (the run now waits)."""
         self.refuse(role)
         try:
-            folder = gate.run_folder(self.host.root, self.record.run)
+            folder = run_folder(self.host.root, self.record.run)
             work = await asyncio.to_thread(folder.enter)
         except LogError as exc:  # an encrypted workspace with no key or memory to work in
             raise StepFailed(str(exc)) from None
@@ -218,12 +219,12 @@ class _Runner:
         return reply
 
     async def finish(self) -> str:
-        outputs = gate.declared_outputs(
+        outputs = declared_outputs(
             self.handle.definition.get("outputs") or [], self.record.messages
         )
         try:
-            ids = self.host.gate_ids(self.handle)
-            manifests = self.host.gate_manifests(ids)
+            ids = self.host.output_check_ids(self.handle)
+            manifests = self.host.output_manifests(ids)
         except CheckError as exc:
             raise StepFailed(str(exc)) from None
         autonomous = self.handle.definition.get("autonomous") is True
@@ -241,21 +242,21 @@ async def judge(
     manifests: list[CheckManifest],
     autonomous: bool = False,
 ) -> str:
-    """Fire the gate on ``outputs`` and record ``completed`` or ``held``; the new status.
+    """Fire the output checks on ``outputs`` and record ``completed`` or ``held``; the new status.
 
-    ``autonomous`` (the workflow says no person reads its gate) fires only blocking checks;
+    ``autonomous`` (the workflow says no person reads its checks) fires only blocking checks;
     a recheck, asked for by a person, fires them all.
     """
-    gate_checks = [m for m in manifests if m.fire_on == "gate"]
+    output_checks = [m for m in manifests if m.fire_on == "gate"]
     reasons: list[dict[str, Any]] = []
-    if gate_checks and outputs:
-        reasons = await gate.evaluate(
+    if output_checks and outputs:
+        reasons = await evaluate(
             host.emit,
             root=host.root,
             run=run,
             workflow=host.name,
             outputs=outputs,
-            manifests=gate_checks,
+            manifests=output_checks,
             autonomous=autonomous,
         )
     facts = {"outputs": list(outputs), "checks": list(ids)}

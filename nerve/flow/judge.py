@@ -1,11 +1,11 @@
-"""Gate checks on a run's outputs, and advisory checks on file changes.
+"""Judging a run: the checks fired on its outputs, and advisory checks on file changes.
 
-**Gate** (``fire_on: gate``). When the moderator ends a run, every declared output (the
-workflow's ``outputs`` plus each role's ``meta["outputs"]``, relative to the run folder
+**Output checks** (``fire_on: gate``). When the moderator ends a run, every declared output
+(the workflow's ``outputs`` plus each role's ``meta["outputs"]``, relative to the run folder
 ``data/runs/<run>/``) is resolved inside that folder: an absolute path, a ``..`` or a symlink
 that leads out is refused and never shown to a check. The outputs are fingerprinted, then each
-imported gate check fires on each output its glob matches (one ``check.fired`` and one
-``check.verdict`` event per fire), then the fingerprints are taken again. The gate passes only
+imported output check fires on each output its glob matches (one ``check.fired`` and one
+``check.verdict`` event per fire), then the fingerprints are taken again. The run passes only
 if no blocking binding returned anything but a clean pass, no path was refused and no output
 changed; otherwise :func:`evaluate` returns the reasons and the run is ``held``. Advisory
 verdicts are recorded and never block. A failure's findings go to
@@ -89,10 +89,10 @@ async def evaluate(
     manifests: Sequence[CheckManifest],
     autonomous: bool = False,
 ) -> list[dict[str, Any]]:
-    """Fire ``manifests`` on ``outputs``; the reasons the gate refuses (empty: it passes).
+    """Fire ``manifests`` on ``outputs``; the reasons the run is held (empty: it passes).
 
-    In an autonomous run (no person will read the gate's advisory evidence) only blocking
-    checks fire, as AI-DLC's gate does under autonomy.
+    In an autonomous run (no person will read the checks' advisory evidence) only blocking
+    checks fire, as AI-DLC's gate (its word) does under autonomy.
     """
     if autonomous:
         manifests = [m for m in manifests if m.default_severity == "blocking"]
@@ -179,8 +179,8 @@ def _blocking(verdict: Verdict) -> dict[str, Any]:
 class _Recorder:
     """Appends events in order without waiting for each commit; ``flush`` waits for all.
 
-    A gate's ``check.fired`` / ``check.verdict`` events are committed while the next check
-    runs. The committer keeps submission order, and the gate flushes before it returns, so
+    A run's ``check.fired`` / ``check.verdict`` events are committed while the next check
+    runs. The committer keeps submission order, and :func:`evaluate` flushes before it returns, so
     every verdict is durable before the run's status that depends on it is appended.
     """
 
