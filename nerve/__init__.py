@@ -35,9 +35,9 @@ check
     (``nerve replay --verify``, ``nerve audit verify``), never check.
 guard
     Not a word of the surface. In code: :mod:`nerve.ui.guard`, the layer every request of
-    ``nerve ui`` passes (Host, Origin, login, CSRF), and :mod:`nerve.mcp.guard`, the
-    privacy screen and budgets of ``nerve mcp`` (to become ``nerve.mcp.budgets``, its
-    screen read from :mod:`nerve.privacy.screen` alone).
+    ``nerve ui`` passes (Host, Origin, login, CSRF). What may leave through ``nerve mcp``
+    and ``nerve ui`` is the privacy screen's (:mod:`nerve.privacy.screen`); how much may
+    leave through ``nerve mcp`` is its budgets' (:mod:`nerve.mcp.budgets`).
 sealed
     A segment is sealed when the unsealed tail (the WAL) is written as an immutable
     Parquet segment (``ws.log.seal()``, ``nerve seal``). Also: the *sealed surfacing chain*
@@ -48,9 +48,9 @@ sealed
     workflow roles and checks write; :mod:`nerve.encfs`, how DuckDB reads encrypted segments).
 audit
     ``nerve audit`` and ``ws.audit``: the attention decisions and the signed chain they
-    are written to (verify, held, show, why, export, the epoch seals). Also, not yet
-    renamed: :mod:`nerve.mcp.audit`, the middleware that records each call of an agent as
-    an ``agent.access`` event (to become ``nerve.mcp.recorder``).
+    are written to (verify, held, show, why, export, the epoch seals), and ``nerve audit
+    access``, the ``agent.access`` events the MCP *recorder* (:mod:`nerve.mcp.recorder`)
+    writes, one for each call of an agent.
 snapshot
     The log as it is at one instant, read without the writer's lock
     (``ws.log.snapshot()``, :class:`nerve.log.reader.Snapshot`). Also: the fleet table's
