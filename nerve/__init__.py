@@ -54,9 +54,8 @@ audit
 snapshot
     The log as it is at one instant, read without the writer's lock
     (``ws.log.snapshot()``, :class:`nerve.log.reader.Snapshot`). Also: the fleet table's
-    Iceberg snapshots, one per ship (Iceberg's own word, kept), and, not yet renamed,
-    ``nerve.runtime.snapshot.Snapshot``, the dev view's figures at one instant (to become
-    ``Frame``).
+    Iceberg snapshots, one per ship (Iceberg's own word, kept). The dev view's figures at
+    one instant are a *frame* (:class:`nerve.runtime.frame.Frame`).
 transport
     How a command reaches the log (:mod:`nerve.transport`): ``Direct``, this process as
     the log's single writer, or ``ThroughDaemon``, over its socket, chosen by ``connect``.
