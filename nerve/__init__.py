@@ -12,9 +12,10 @@ meaning, the entry says which and names the rename that will remove it):
 
 host
     A machine of a fleet, the one that ships its sealed segments (``ws.fleet.host()``,
-    ``nerve fleet status``). Also, not yet renamed: the ``Host`` protocols of
-    ``nerve.attention.host``, ``nerve.runtime.extensions``, ``nerve.runtime.groups`` and
-    ``nerve.flow.runs``, what a part is given by its owner (to become ``*Needs``).
+    ``nerve fleet status``). What a part is given by its owner is its *needs*, a protocol
+    (``ExtensionNeeds``, ``GroupNeeds``, ``RunNeeds``, ``FlowNeeds``). Not yet renamed: the
+    ``Host`` protocol of ``nerve.attention.host`` (to become ``*Needs`` once attention/ is
+    free of the work now under way there).
 machine
     The computer nerve runs on, as the built-in senses read it: :mod:`nerve.machine` holds
     their cheap reads of it (``/proc``, netlink), where psutil would scan (was

@@ -65,7 +65,7 @@ CRASH_WINDOW_S = 60.0
 CRASHES_BEFORE_BACKOFF = 5
 
 
-class EngineHost(Protocol):
+class FlowNeeds(Protocol):
     """What a workflow's manager needs from the engine."""
 
     root: Path
@@ -97,7 +97,7 @@ def start_frame(record: RunRecord) -> StartFrame:
 
 
 class Flow:
-    def __init__(self, engine: EngineHost, name: str) -> None:
+    def __init__(self, engine: FlowNeeds, name: str) -> None:
         self.engine = engine
         self.name = name
         self.root = engine.root
@@ -123,7 +123,7 @@ class Flow:
     def config(self) -> WorkflowConfig:
         return self.engine.config_for(self.name)
 
-    # -- what runs need (runs.Host) ----------------------------------------------------
+    # -- what runs need (runs.RunNeeds) ------------------------------------------------
 
     async def emit(self, drafts: Sequence[Draft]) -> None:
         await self.engine.emit(drafts)

@@ -32,10 +32,10 @@ from nerve.flow.record import DECISION, MESSAGE, QUESTION, draft, status
 from nerve.log.drafts import Draft
 from nerve.privacy.cut import shorten
 
-__all__ = ["Host", "StepFailed", "drive", "judge"]
+__all__ = ["RunNeeds", "StepFailed", "drive", "judge"]
 
 
-class Host(Protocol):
+class RunNeeds(Protocol):
     """What a run needs from its workflow's manager."""
 
     name: str
@@ -62,24 +62,24 @@ class StepFailed(Exception):
         self.before = list(before)
 
 
-async def drive(host: Host, record: RunRecord, handle: WorkerHandle) -> str:
+async def drive(needs: RunNeeds, record: RunRecord, handle: WorkerHandle) -> str:
     """Carry ``record`` on to its next stop; the outcome (completed, failed, held, waiting).
 
     Raises ``WorkerDied`` when the worker exits mid-call (the caller marks the run crashed).
     """
-    runner = _Runner(host, record, handle)
+    runner = _Runner(needs, record, handle)
     try:
         return await runner.go()
     except StepFailed as exc:
         extra = {"traceback": exc.traceback} if exc.traceback else {}
-        failed = status(record.run, host.name, "failed", exc.reason, **extra)
-        await host.emit([*exc.before, failed])
+        failed = status(record.run, needs.name, "failed", exc.reason, **extra)
+        await needs.emit([*exc.before, failed])
         return "failed"
 
 
 class _Runner:
-    def __init__(self, host: Host, record: RunRecord, handle: WorkerHandle) -> None:
-        self.host = host
+    def __init__(self, needs: RunNeeds, record: RunRecord, handle: WorkerHandle) -> None:
+        self.needs = needs
         self.record = record
         self.handle = handle
         assert record.start is not None
@@ -92,15 +92,15 @@ class _Runner:
             if self.start.dry_run:
                 done = status(
                     self.record.run,
-                    self.host.name,
+                    self.needs.name,
                     "completed",
                     "dry run",
                     dry_run=True,
                     decision=self.record.next_role,
                 )
-                await self.host.emit([decision, done])
+                await self.needs.emit([decision, done])
                 return "completed"
-            await self.host.emit([decision])
+            await self.needs.emit([decision])
         while self.record.next_role != END:
             asked = await self.step(str(self.record.next_role))
             if asked:
@@ -125,7 +125,7 @@ class _Runner:
         self.record.next_role = nxt
         payload = {
             "run": self.record.run,
-            "workflow": self.host.name,
+            "workflow": self.needs.name,
             "round": self.record.round,
             "context": context["kind"],
             "after": after.role if after else None,
@@ -147,7 +147,7 @@ class _Runner:
         """Run ``role`` and record it; True if it asked a question (the run now waits)."""
         self.refuse(role)
         try:
-            folder = run_folder(self.host.root, self.record.run)
+            folder = run_folder(self.needs.root, self.record.run)
             work = await asyncio.to_thread(folder.enter)
         except LogError as exc:  # an encrypted workspace with no key or memory to work in
             raise StepFailed(str(exc)) from None
@@ -163,14 +163,14 @@ class _Runner:
         self.record.messages.append(message)
         self.record.answer = None
         decision = await self.decide(message, before=[said])
-        await self.host.emit([said, decision])
+        await self.needs.emit([said, decision])
         return False
 
     def role_request(self, role: str, work: Path) -> dict[str, Any]:
         answer = self.record.answer
         ctx = {
             "run": self.record.run,
-            "workflow": self.host.name,
+            "workflow": self.needs.name,
             "round": self.record.round + 1,
             "output_dir": str(work),
             "answer": answer if answer and answer.get("role") == role else None,
@@ -188,30 +188,30 @@ class _Runner:
         text = message.content.strip()
         first = shorten(text.splitlines()[0], 200) if text else ""
         line = f"{self.record.run}: #{message.round} {message.role}: {first}"
-        payload = {"run": self.record.run, "workflow": self.host.name, **message.to_json()}
+        payload = {"run": self.record.run, "workflow": self.needs.name, **message.to_json()}
         return draft(MESSAGE, self.record.run, line, payload)
 
     async def ask(self, role: str, ask: dict[str, Any]) -> None:
         run = self.record.run
         payload = {
             "run": run,
-            "workflow": self.host.name,
+            "workflow": self.needs.name,
             "role": role,
             "round": self.record.round + 1,
             **ask,
         }
         line = shorten(f"{run}: {role} asks: {ask['question']}", 500)
         question = draft(QUESTION, run, line, payload)
-        waiting = status(run, self.host.name, "waiting", f"{role} asked a question")
-        await self.host.emit([question, waiting])
+        waiting = status(run, self.needs.name, "waiting", f"{role} asked a question")
+        await self.needs.emit([question, waiting])
         self.record.question, self.record.status = payload, "waiting"
 
     async def call(self, msg: dict[str, Any], what: str, before: Sequence[Draft] = ()) -> Any:
-        timeout = self.host.timeout_s(self.handle)
+        timeout = self.needs.timeout_s(self.handle)
         try:
             reply = await self.handle.call(msg, timeout)
         except TimeoutError:
-            await self.host.timed_out(self.handle)
+            await self.needs.timed_out(self.handle)
             raise StepFailed(f"{what} exceeded its {timeout:g} s timeout", before=before) from None
         if not reply.get("ok"):
             trace = str(reply.get("traceback") or "")
@@ -223,19 +223,19 @@ class _Runner:
             self.handle.definition.get("outputs") or [], self.record.messages
         )
         try:
-            ids = self.host.output_check_ids(self.handle)
-            manifests = self.host.output_manifests(ids)
+            ids = self.needs.output_check_ids(self.handle)
+            manifests = self.needs.output_manifests(ids)
         except CheckError as exc:
             raise StepFailed(str(exc)) from None
         autonomous = self.handle.definition.get("autonomous") is True
         try:
-            return await judge(self.host, self.record.run, outputs, ids, manifests, autonomous)
+            return await judge(self.needs, self.record.run, outputs, ids, manifests, autonomous)
         except LogError as exc:
             raise StepFailed(str(exc)) from None
 
 
 async def judge(
-    host: Host,
+    needs: RunNeeds,
     run: str,
     outputs: Sequence[str],
     ids: Sequence[str],
@@ -251,19 +251,19 @@ async def judge(
     reasons: list[dict[str, Any]] = []
     if output_checks and outputs:
         reasons = await evaluate(
-            host.emit,
-            root=host.root,
+            needs.emit,
+            root=needs.root,
             run=run,
-            workflow=host.name,
+            workflow=needs.name,
             outputs=outputs,
             manifests=output_checks,
             autonomous=autonomous,
         )
     facts = {"outputs": list(outputs), "checks": list(ids)}
     if not reasons:
-        await host.emit([status(run, host.name, "completed", None, **facts)])
+        await needs.emit([status(run, needs.name, "completed", None, **facts)])
         return "completed"
-    await host.emit([status(run, host.name, "held", _summary(reasons), reasons=reasons, **facts)])
+    await needs.emit([status(run, needs.name, "held", _summary(reasons), reasons=reasons, **facts)])
     return "held"
 
 
