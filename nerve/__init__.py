@@ -32,7 +32,8 @@ check
     ``nerve check``, ``ws.runs.checks()``, ``ws.runs.fire_check()``). Also, not yet
     renamed: ``nerve attend --check`` and ``nerve.attention.service.check`` recompute every
     attention decision and compare (``ws.audit.recompute()`` already says so; its
-    ``CheckResult`` to become ``Recomputed``). Proving stored bytes is *verify*
+    ``CheckResult``, which lives in ``nerve.attention.service``, to become ``Recomputed``
+    once attention/ is free of the work now under way there). Proving stored bytes is *verify*
     (``nerve replay --verify``, ``nerve audit verify``), never check.
 guard
     Not a word of the surface. In code: :mod:`nerve.ui.guard`, the layer every request of
