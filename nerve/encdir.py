@@ -30,7 +30,8 @@ from nerve.errors import LogError
 from nerve.log import crypt
 
 _SITE = "encrypted.write"
-_LOCK = ".nerve-encrypt.lock"  # in the working folder: one writer at a time, across processes
+# the lock file keeps the name working folders already on disk have (it is never encrypted)
+_LOCK = ".nerve-seal.lock"  # in the working folder: one writer at a time, across processes
 _THREAD_LOCK = threading.RLock()
 _USERS: dict[Path, int] = {}  # working folder → uses in progress in this process
 
