@@ -32,7 +32,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from nerve import sealedfs
+from nerve import encfs
 from nerve.clock import HybridClock
 from nerve.log import crypt
 from nerve.log import segments as seg
@@ -124,7 +124,7 @@ def build_query_log(root: Path, events: int) -> None:
 
 def cold_query(root: Path) -> list[tuple[Any, ...]]:
     """A fresh connection with nothing decrypted yet, then the GROUP BY."""
-    sealedfs._SHARED = None
+    encfs._SHARED = None
     seg._CACHE.clear()
     conn = connect(root)
     try:

@@ -54,7 +54,7 @@ from mcp_types import Implementation
 import nerve
 from nerve.log.reader import snapshot, table_since
 from nerve.mcp import tools
-from nerve.mcp.guard import Allowance
+from nerve.mcp.budgets import Allowance
 from nerve.privacy.screen import Screen
 from nerve.workspace import WorkspaceDir, init_workspace
 

@@ -52,8 +52,8 @@ MODULES: dict[str, tuple[str, ...]] = {
         "tests/ui/test_ui_hostile.py",
         "tests/ui/test_ui_login.py",
     ),
-    "nerve/mcp/guard.py": (
-        "tests/mcp/test_mcp_guard.py",
+    "nerve/mcp/budgets.py": (
+        "tests/mcp/test_mcp_budgets.py",
         "tests/mcp/test_mcp_tools.py",
         "tests/mcp/test_mcp_privacy.py",
     ),

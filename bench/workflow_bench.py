@@ -18,9 +18,9 @@ daemon, roles in their worker processes, every step durably appended with ``--du
   (a Python script printing ``{"pass": true}``) spawned bare with ``subprocess.run``; fired
   with ``nerve.checks.dispatch.fire``; fired as ``nerve check fire`` does through the daemon
   (a ``check.fired`` and a ``check.verdict`` event durable before it returns); and fired by
-  the gate (``nerve.flow.gate.evaluate`` over 10 outputs, whose commits overlap the next
-  check). Rates are 1 / the median time per fire. The goal is a gate fire rate of at least
-  0.8x the bare rate.
+  a run's output checks (``nerve.flow.judge.evaluate`` over 10 outputs, whose commits
+  overlap the next check). Rates are 1 / the median time per fire. The goal is a gate fire
+  rate of at least 0.8x the bare rate.
 
 Run timings keep the best of ``--rounds`` rounds. Progress goes to stderr, a table to
 stdout, and the last line is ``RESULT {json}``. ``--quick`` picks small sizes for every flag
@@ -49,7 +49,7 @@ from nerve.checks.catalog import runnable
 from nerve.checks.dispatch import fire
 from nerve.checks.manifest import parse_manifest
 from nerve.contract import WorkflowTrigger
-from nerve.flow.gate import evaluate, fire_one, run_dir
+from nerve.flow.judge import evaluate, fire_one, run_dir
 from nerve.runtime.kernel import Kernel
 from nerve.workspace import WorkspaceDir
 

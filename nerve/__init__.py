@@ -12,50 +12,52 @@ meaning, the entry says which and names the rename that will remove it):
 
 host
     A machine of a fleet, the one that ships its sealed segments (``ws.fleet.host()``,
-    ``nerve fleet status``). Also, not yet renamed: the ``Host`` protocols of
-    ``nerve.attention.host``, ``nerve.runtime.extensions``, ``nerve.runtime.groups`` and
-    ``nerve.flow.runs``, what a part is given by its owner (to become ``*Needs``).
+    ``nerve fleet status``). What a part is given by its owner is its *needs*, a protocol
+    (``ExtensionNeeds``, ``GroupNeeds``, ``RunNeeds``, ``FlowNeeds``). Not yet renamed: the
+    ``Host`` protocol of ``nerve.attention.host`` (to become ``*Needs`` once attention/ is
+    free of the work now under way there).
 machine
     The computer nerve runs on, as the built-in senses read it: :mod:`nerve.machine` holds
     their cheap reads of it (``/proc``, netlink), where psutil would scan (was
     ``nerve.host``; ``probes`` is kept for an attention detector's probe).
 gate
     The attention gate (:mod:`nerve.attention.gate`): whether a highlight surfaces or is
-    held (``hold:value``, ``hold:budget``), paid from the attention budget. Also, not yet
-    renamed: a workflow run's gate (:mod:`nerve.flow.gate`), the checks fired on its
-    outputs when it ends, which hold the run when a blocking one fails (to become "the
-    run's output checks", ``nerve.flow.judge``).
+    held (``hold:value``, ``hold:budget``), paid from the attention budget. A workflow
+    run's checks, fired on its outputs when it ends and holding the run when a blocking one
+    fails, are its *output checks* (:mod:`nerve.flow.judge`); a check manifest's
+    ``fire_on: gate`` and ``nerve workflow override``'s prompt keep the word, as written in
+    users' files and read at their terminals.
 check
     A program a manifest declares, fired on one file for a verdict (:mod:`nerve.checks`,
     ``nerve check``, ``ws.runs.checks()``, ``ws.runs.fire_check()``). Also, not yet
     renamed: ``nerve attend --check`` and ``nerve.attention.service.check`` recompute every
     attention decision and compare (``ws.audit.recompute()`` already says so; its
-    ``CheckResult`` to become ``Recomputed``). Proving stored bytes is *verify*
+    ``CheckResult``, which lives in ``nerve.attention.service``, to become ``Recomputed``
+    once attention/ is free of the work now under way there). Proving stored bytes is *verify*
     (``nerve replay --verify``, ``nerve audit verify``), never check.
 guard
     Not a word of the surface. In code: :mod:`nerve.ui.guard`, the layer every request of
-    ``nerve ui`` passes (Host, Origin, login, CSRF), and :mod:`nerve.mcp.guard`, the
-    privacy screen and budgets of ``nerve mcp`` (to become ``nerve.mcp.budgets``, its
-    screen read from :mod:`nerve.privacy.screen` alone).
+    ``nerve ui`` passes (Host, Origin, login, CSRF). What may leave through ``nerve mcp``
+    and ``nerve ui`` is the privacy screen's (:mod:`nerve.privacy.screen`); how much may
+    leave through ``nerve mcp`` is its budgets' (:mod:`nerve.mcp.budgets`).
 sealed
     A segment is sealed when the unsealed tail (the WAL) is written as an immutable
     Parquet segment (``ws.log.seal()``, ``nerve seal``). Also: the *sealed surfacing chain*
     (``nerve audit``), where each attention decision is signed into a link, and an *epoch
     seal* (:mod:`nerve.seal`, ``nerve audit seal-setup``), a signed note over the log's and
-    the chain's heads. Not yet renamed: files kept encrypted at rest are "sealed" too
-    (:mod:`nerve.sealeddir`, :mod:`nerve.sealedfs`, ``Cipher.seal_file``; to become
-    "encrypted": ``nerve.encdir``, ``nerve.encfs``, ``Cipher.encrypt_file``).
+    the chain's heads. Files kept unreadable at rest are *encrypted*, never sealed
+    (:mod:`nerve.log.crypt`, ``Cipher.encrypt_file``; :mod:`nerve.encdir`, the folders
+    workflow roles and checks write; :mod:`nerve.encfs`, how DuckDB reads encrypted segments).
 audit
     ``nerve audit`` and ``ws.audit``: the attention decisions and the signed chain they
-    are written to (verify, held, show, why, export, the epoch seals). Also, not yet
-    renamed: :mod:`nerve.mcp.audit`, the middleware that records each call of an agent as
-    an ``agent.access`` event (to become ``nerve.mcp.recorder``).
+    are written to (verify, held, show, why, export, the epoch seals), and ``nerve audit
+    access``, the ``agent.access`` events the MCP *recorder* (:mod:`nerve.mcp.recorder`)
+    writes, one for each call of an agent.
 snapshot
     The log as it is at one instant, read without the writer's lock
     (``ws.log.snapshot()``, :class:`nerve.log.reader.Snapshot`). Also: the fleet table's
-    Iceberg snapshots, one per ship (Iceberg's own word, kept), and, not yet renamed,
-    ``nerve.runtime.snapshot.Snapshot``, the dev view's figures at one instant (to become
-    ``Frame``).
+    Iceberg snapshots, one per ship (Iceberg's own word, kept). The dev view's figures at
+    one instant are a *frame* (:class:`nerve.runtime.frame.Frame`).
 transport
     How a command reaches the log (:mod:`nerve.transport`): ``Direct``, this process as
     the log's single writer, or ``ThroughDaemon``, over its socket, chosen by ``connect``.

@@ -183,7 +183,7 @@ def _write(
     else:  # the rows themselves: asked for, or no segment to name (an empty typed table)
         if files:  # with every payload_cid: a segment stores it for erased rows alone
             register_blake3(conn)
-            register_sealed(conn, snap)
+            register_encrypted(conn, snap)
             conn.execute(
                 f"CREATE TABLE log_rows AS SELECT * REPLACE ({COMPUTED_CID} AS payload_cid) "
                 f"FROM {parquet_sql(files)}"
@@ -196,12 +196,12 @@ def _write(
     return define_views(conn, source, projections, settings, temp=False)
 
 
-def register_sealed(conn: duckdb.DuckDBPyConnection, snap: Snapshot) -> None:
-    """An encrypted log's segments are read through :mod:`nerve.sealedfs` (``--plaintext``)."""
+def register_encrypted(conn: duckdb.DuckDBPyConnection, snap: Snapshot) -> None:
+    """An encrypted log's segments are read through :mod:`nerve.encfs` (``--plaintext``)."""
     from nerve.log.crypt import is_encrypted
 
     if is_encrypted(snap.paths.root):
-        from nerve.sealedfs import register
+        from nerve.encfs import register
 
         register(conn)
 

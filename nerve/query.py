@@ -124,11 +124,11 @@ def load_projections(folders: Iterable[Path]) -> list[Projection]:
 
 def parquet_sql(files: Sequence[Path]) -> str:
     """``read_parquet([...])`` over the files, by the paths given (at least one); an
-    encrypted segment by its ``nervesealed://`` URI (see :mod:`nerve.sealedfs`)."""
-    from nerve.sealedfs import uri
+    encrypted segment by its ``nerveenc://`` URI (see :mod:`nerve.encfs`)."""
+    from nerve.encfs import uri
 
-    sealed = bool(files) and is_encrypted(files[0].parent.parent)
-    names = ", ".join(_quoted(uri(p) if sealed else str(p)) for p in files)
+    encrypted = bool(files) and is_encrypted(files[0].parent.parent)
+    names = ", ".join(_quoted(uri(p) if encrypted else str(p)) for p in files)
     return f"read_parquet([{names}])"
 
 
@@ -145,12 +145,12 @@ def source_sql(snap: Snapshot) -> str:
 
 def register_snapshot(conn: duckdb.DuckDBPyConnection, snap: Snapshot) -> None:
     """What :func:`source_sql` names: the tail as ``_tail``, and for an encrypted log the
-    file system its segments are read through (:mod:`nerve.sealedfs`)."""
+    file system its segments are read through (:mod:`nerve.encfs`)."""
     conn.register("_tail", snap.tail)
     if is_encrypted(snap.paths.root):
         conn.execute("SET temp_directory = ''")  # decrypted rows never spill to disk
         if snap.files:
-            from nerve.sealedfs import register
+            from nerve.encfs import register
 
             register(conn)
 

@@ -27,7 +27,7 @@ LAYERS = [
     {"query", "config", "conformance", "chain", "attention", "checks", "privacy", "sensedata"}
     | {"seal"}
     | {"recall.core", "recall.tier0", "mcp.settings", "fleet.settings", "sync.settings"}
-    | {"sealedfs", "sealeddir"},
+    | {"encfs", "encdir"},
     {"workspace"},
     {
         "runtime",

@@ -164,7 +164,7 @@ def fire(
     The check is told ``--stage <stage>``; ``run`` goes to its environment as
     ``NERVE_RUN``. ``path`` and a relative ``detail_dir`` are taken relative to ``root``;
     ``timeout_s`` overrides the manifest's ``timeout_seconds``; ``env`` replaces the inherited
-    environment. ``source`` is the file the check reads when ``path`` names a sealed copy (an
+    environment. ``source`` is the file the check reads when ``path`` names an encrypted copy (an
     encrypted workspace's run output, worked on in memory); ``path`` stays its name in the
     verdict. Raises ``CheckError`` only for a caller's mistake (a path outside ``root``,
     no such root, a bad ``AIDLC_SENSOR_TIMEOUT_MS``); whatever the check itself does ends in

@@ -134,7 +134,7 @@ def trigger_cmd(
 ) -> None:
     """Ask the running daemon to start a run; print its id and where its outputs land."""
     from nerve.flow.client import payload_fields
-    from nerve.flow.gate import run_dir
+    from nerve.flow.judge import run_dir
 
     fields: dict[str, Any] = {"prompt": prompt, "max_rounds": max_rounds, "dry_run": dry_run}
     if payload is not None:

@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nerve.errors import DaemonError
+from nerve.runtime.frame import Frame, Highlight, Rate, SenseRow, json_object
 from nerve.runtime.journal import Entry
 from nerve.runtime.latest import latest_text
-from nerve.runtime.snapshot import Highlight, Rate, SenseRow, Snapshot, json_object
 
 if TYPE_CHECKING:
     from nerve.api import Workspace
@@ -29,14 +29,14 @@ _LOG_BYTES = 64 * 1024  # the end of the daemon's log that is searched for warni
 _LEVELS = {"warning": 30, "error": 40, "critical": 50}
 
 
-def snapshot_from(
+def frame_from(
     health: dict[str, Any],
     *,
     now_s: float,
     rate: float,
     highlights: tuple[Highlight, ...] = (),
     errors: tuple[Entry, ...] = (),
-) -> Snapshot:
+) -> Frame:
     """The view's figures from a daemon's ``status`` answer (what a viewer can ask)."""
     senses = tuple(
         SenseRow(
@@ -51,7 +51,7 @@ def snapshot_from(
         for s in health.get("sense_results", [])
     )
     alerts = (f"seal failing: {health['seal_failure']}",) if health.get("seal_failure") else ()
-    return Snapshot(
+    return Frame(
         workspace=str(health.get("workspace", "")),
         pid=int(health["pid"]),
         now_s=now_s,
@@ -142,14 +142,14 @@ def view(ws: Workspace) -> int:
                 health = status.health
                 pid = int(health["pid"])
                 rate.add(time.monotonic(), int(health.get("events", 0)))
-                snap = snapshot_from(
+                frame = frame_from(
                     health,
                     now_s=time.time(),
                     rate=rate.per_second(),
                     highlights=newest_decisions(ws),
                     errors=log_warnings(ws.daemon.log_path()),
                 )
-                live.update(render(snap, console.width, console.height), refresh=True)
+                live.update(render(frame, console.width, console.height), refresh=True)
                 asked.wait(REFRESH_S)
     except KeyboardInterrupt:  # a second Ctrl+C, while a step of the loop was slow
         pass

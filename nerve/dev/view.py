@@ -1,6 +1,6 @@
 """``nerve dev`` on a terminal: the kernel in the foreground with a view that fits.
 
-:func:`render` draws a :class:`~nerve.runtime.snapshot.Snapshot` into exactly ``width`` ×
+:func:`render` draws a :class:`~nerve.runtime.frame.Frame` into exactly ``width`` ×
 ``height`` cells: a header, one row per sense, the latest attention decisions and recent
 errors. Nothing wraps: a long cell ends in "…", a narrow terminal loses the low-value
 columns, and senses beyond what fits become "… N more".
@@ -24,8 +24,8 @@ from rich.table import Table
 from rich.text import Text
 
 from nerve.runtime import journal
+from nerve.runtime.frame import AgentRead, Frame, Highlight, Rate, SenseRow
 from nerve.runtime.latest import ago, latest_text
-from nerve.runtime.snapshot import AgentRead, Highlight, Rate, SenseRow, Snapshot
 
 if TYPE_CHECKING:
     from nerve.runtime.kernel import Kernel
@@ -61,26 +61,26 @@ def _fit_path(path: str, room: int) -> str:
     return "…" + path[-(room - 1) :] if room > 1 else ""
 
 
-def _header(snap: Snapshot, width: int) -> Text:
+def _header(frame: Frame, width: int) -> Text:
     wide = width >= 100
     stats = " · ".join(  # pid last: the first to go on a narrow terminal
         [
-            f"up {uptime(snap.now_s - snap.started_s)}",
-            f"{snap.rate:.1f} events/s" if wide else f"{snap.rate:.1f}/s",
-            f"{snap.events:,} events",
-            f"{snap.segments:,} segments" if wide else f"{snap.segments:,} seg",
-            f"pid {snap.pid}",
+            f"up {uptime(frame.now_s - frame.started_s)}",
+            f"{frame.rate:.1f} events/s" if wide else f"{frame.rate:.1f}/s",
+            f"{frame.events:,} events",
+            f"{frame.segments:,} segments" if wide else f"{frame.segments:,} seg",
+            f"pid {frame.pid}",
         ]
     )
     title = "nerve dev "
-    place = _fit_path(clean(snap.workspace), width - len(title) - len(stats) - 3)
-    head = Text.assemble((title, "bold"), place, "  ", (stats, "bold green" if snap.rate else ""))
+    place = _fit_path(clean(frame.workspace), width - len(title) - len(stats) - 3)
+    head = Text.assemble((title, "bold"), place, "  ", (stats, "bold green" if frame.rate else ""))
     head.no_wrap, head.overflow = True, "ellipsis"
     return head
 
 
-def _alerts(snap: Snapshot) -> Text:
-    return _line(" · ".join(clean(a) for a in snap.alerts), "bold red")
+def _alerts(frame: Frame) -> Text:
+    return _line(" · ".join(clean(a) for a in frame.alerts), "bold red")
 
 
 def _columns(width: int, skips: bool) -> list[str]:
@@ -109,9 +109,9 @@ def _cells(row: SenseRow, now_s: float) -> dict[str, Text | str]:
     }
 
 
-def _senses(snap: Snapshot, width: int, rows: int) -> Table:
+def _senses(frame: Frame, width: int, rows: int) -> Table:
     """The sense table in ``rows`` lines, its heading included."""
-    columns = _columns(width, any(row.skipped for row in snap.senses))
+    columns = _columns(width, any(row.skipped for row in frame.senses))
     table = Table(box=None, pad_edge=False, padding=(0, 1), expand=True, header_style="bold")
     for name in columns:
         right = name in ("runs", "err", "last", "ms")
@@ -126,13 +126,13 @@ def _senses(snap: Snapshot, width: int, rows: int) -> Table:
             ratio=1 if name == "latest" else None,
             min_width=8 if name == "latest" else None,
         )
-    fits = len(snap.senses) <= rows - 1
-    shown = snap.senses if fits else snap.senses[: max(0, rows - 2)]  # a row for "… N more"
+    fits = len(frame.senses) <= rows - 1
+    shown = frame.senses if fits else frame.senses[: max(0, rows - 2)]  # a row for "… N more"
     for row in shown:
-        cells = _cells(row, snap.now_s)
+        cells = _cells(row, frame.now_s)
         table.add_row(*(cells[c] for c in columns))
     if not fits:
-        more = Text(f"… {len(snap.senses) - len(shown)} more", style="dim")
+        more = Text(f"… {len(frame.senses) - len(shown)} more", style="dim")
         table.add_row(more, *([""] * (len(columns) - 1)))
     return table
 
@@ -162,18 +162,18 @@ def _section(title: str, lines: list[Text], size: int, empty: str) -> Layout:
     return part
 
 
-def plan(height: int, snap: Snapshot) -> tuple[int, int, int, int, int]:
+def plan(height: int, frame: Frame) -> tuple[int, int, int, int, int]:
     """Rows for (header, senses, decisions, agents, errors), each with its title, adding up
     to at most ``height``: senses first, as many as fit beside a few decisions, agent reads
     and errors; the rest for those, errors taking at most a third."""
-    header = min(height, 2 if snap.alerts else 1)
+    header = min(height, 2 if frame.alerts else 1)
     room = height - header
-    want_decisions = 1 + max(len(snap.highlights), 1)
-    want_agents = 1 + min(len(snap.agents), 3) if snap.agents else 0
-    want_errors = 1 + len(snap.errors) if snap.errors else 0
+    want_decisions = 1 + max(len(frame.highlights), 1)
+    want_agents = 1 + min(len(frame.agents), 3) if frame.agents else 0
+    want_errors = 1 + len(frame.errors) if frame.errors else 0
     least_errors = min(want_errors, 3)
     least = min(want_decisions, 4) + min(want_agents, 2) + least_errors
-    senses = min(1 + len(snap.senses), max(2, room - least))
+    senses = min(1 + len(frame.senses), max(2, room - least))
     senses = min(senses, room)
     rest = room - senses
     errors = min(want_errors, max(least_errors, rest // 3), rest)
@@ -187,23 +187,23 @@ def plan(height: int, snap: Snapshot) -> tuple[int, int, int, int, int]:
     return header, senses, decisions, agents, errors if errors >= 2 else 0
 
 
-def render(snap: Snapshot, width: int, height: int) -> Layout:
+def render(frame: Frame, width: int, height: int) -> Layout:
     """The whole view, ``height`` rows of at most ``width`` cells."""
-    header, senses, decisions, agents, errors = plan(height, snap)
-    parts = [Layout(_header(snap, width), size=1)]
+    header, senses, decisions, agents, errors = plan(height, frame)
+    parts = [Layout(_header(frame, width), size=1)]
     if header > 1:
-        parts.append(Layout(_alerts(snap), size=1))
+        parts.append(Layout(_alerts(frame), size=1))
     if senses:
-        parts.append(Layout(_senses(snap, width, senses), size=senses))
+        parts.append(Layout(_senses(frame, width, senses), size=senses))
     if decisions:
-        lines = [_decision(h, snap.now_s) for h in reversed(snap.highlights)]
+        lines = [_decision(h, frame.now_s) for h in reversed(frame.highlights)]
         parts.append(_section("attention", lines, decisions, "no decisions yet"))
     if agents:
-        lines = [_agent(a, snap.now_s) for a in reversed(snap.agents)]
+        lines = [_agent(a, frame.now_s) for a in reversed(frame.agents)]
         parts.append(_section("agents (nerve mcp)", lines, agents, ""))
     if errors:
-        lines = [_line(f"{ago(snap.now_s - e.wall_s):>4} {e.text}", "red")
-                 for e in reversed(snap.errors)]  # fmt: skip
+        lines = [_line(f"{ago(frame.now_s - e.wall_s):>4} {e.text}", "red")
+                 for e in reversed(frame.errors)]  # fmt: skip
         parts.append(_section("errors", lines, errors, ""))
     used = header + senses + decisions + agents + errors
     if used < height:  # a blank, not Text(""): Layout shows a placeholder for a falsy one
@@ -213,7 +213,7 @@ def render(snap: Snapshot, width: int, height: int) -> Layout:
     return view
 
 
-def snapshot_of(kernel: Kernel, rate: Rate, recent: journal.Recent, now_s: float) -> Snapshot:
+def frame_of(kernel: Kernel, rate: Rate, recent: journal.Recent, now_s: float) -> Frame:
     """The kernel's figures now; ``rate`` takes a sample (on the monotonic clock)."""
     events = kernel.stored_events
     rate.add(time.monotonic(), events)
@@ -233,7 +233,7 @@ def snapshot_of(kernel: Kernel, rate: Rate, recent: journal.Recent, now_s: float
         )
         for name, st in sorted(kernel.stats.items())
     )
-    return Snapshot(
+    return Frame(
         workspace=str(kernel.ws.root),
         pid=os.getpid(),
         now_s=now_s,
@@ -279,8 +279,8 @@ async def run_with_view(
     with Live(console=console, screen=True, auto_refresh=False) as live:
         while not task.done() and not kernel.stopping.is_set():
             seen = recent.total
-            snap = snapshot_of(kernel, rate, recent, time.time())
-            live.update(render(snap, console.width, console.height), refresh=True)
+            frame = frame_of(kernel, rate, recent, time.time())
+            live.update(render(frame, console.width, console.height), refresh=True)
             await _stop_or(kernel, REFRESH_S)
     for entry in recent.since(seen):  # logged after the last frame, e.g. "stopping (SIGINT)"
         sys.stdout.write(journal.format_line(entry.wall_s, entry.level, entry.text) + "\n")

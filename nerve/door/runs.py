@@ -1,4 +1,4 @@
-"""Workflow runs and gate checks through the front door: read from the log, asked of the
+"""Workflow runs and their checks through the front door: read from the log, asked of the
 daemon (``ws.runs`` and ``ws.run(id)``; ``nerve workflow …``, ``nerve check …``)."""
 
 from __future__ import annotations
@@ -113,7 +113,8 @@ class Answered:
 
 @dataclass(frozen=True)
 class Rechecked:
-    """A held run's gate fired again (``ws.run(id).recheck``): ``completed`` or ``held``."""
+    """A held run's output checks, fired again (``ws.run(id).recheck``): ``completed`` or
+    ``held``."""
 
     run: str
     status: str
@@ -154,7 +155,7 @@ class Fired:
 
 
 class Runs(Noun):
-    """Workflow runs and gate checks (``ws.runs``); one run by id is ``ws.run(id)``."""
+    """Workflow runs and their checks (``ws.runs``); one run by id is ``ws.run(id)``."""
 
     def table(
         self,
@@ -216,7 +217,7 @@ class Runs(Noun):
     def override_refusal(
         self, *, stdin: TextIO = sys.stdin, stdout: TextIO = sys.stdout
     ) -> str | None:
-        """Why this process may not override a gate (inside a workflow, or not at an
+        """Why this process may not override a held run (inside a workflow, or not at an
         interactive terminal); None when it may."""
         from nerve.flow import client
 
@@ -225,7 +226,7 @@ class Runs(Noun):
 
 class Run(Noun):
     """One workflow run by id (``ws.run(id)``): as the log tells it, its events and kept
-    files, and what a person does to it (answer its question, recheck or override its gate)."""
+    files, and what a person does to it (answer its question, recheck or override its checks)."""
 
     def __init__(self, ws: Core, id: str) -> None:
         super().__init__(ws)
@@ -252,18 +253,18 @@ class Run(Noun):
         return [RunEvent(**row) for row in run_events(self._ws.connection(), self.id)]
 
     def outputs(self) -> list[str]:
-        """The files the run's folder keeps (outputs, and gate findings under ``.checks/``),
+        """The files the run's folder keeps (outputs, and its checks' findings under ``.checks/``),
         relative to it; names are readable without the key."""
-        from nerve.sealeddir import kept_names
+        from nerve.encdir import kept_names
 
         return kept_names(self._path())
 
     def output(self, name: str) -> bytes:
         """One kept file of the run, decrypted in an encrypted workspace (``KeyMissing``
         without the key; ``UsageError`` for a name the run does not keep)."""
+        from nerve.encdir import read_kept
         from nerve.errors import UsageError
         from nerve.flow.definition import safe_output
-        from nerve.sealeddir import read_kept
 
         run, rel = self.id, safe_output(name)
         if rel not in self.outputs():
@@ -289,7 +290,7 @@ class Run(Noun):
         return Answered(reply["run"], reply["choice"], reply["status"])
 
     def recheck(self) -> Rechecked:
-        """Fire the held run's gate checks again through the daemon (its answer: ``status``)."""
+        """Fire the held run's output checks again through the daemon (its answer: ``status``)."""
         from nerve.flow import client
 
         reply = client.recheck(self._writable(), self.id)

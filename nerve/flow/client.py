@@ -23,7 +23,7 @@ from nerve.commands import Command, Reply
 from nerve.commands.daemon import AnswerRun, FireCheck, Override, RecheckRun, TriggerRun
 from nerve.contract import WorkflowTrigger
 from nerve.errors import UsageError, WorkflowError
-from nerve.flow.gate import WRITE_DETAIL_DIR, kept_verdict, write_details
+from nerve.flow.judge import WRITE_DETAIL_DIR, kept_verdict, write_details
 from nerve.resources import bundled
 from nerve.transport import connect
 from nerve.workspace import WorkspaceDir
@@ -105,7 +105,7 @@ def recheck(ws: WorkspaceDir, run: str) -> dict[str, Any]:
 def interactive_refusal(
     stdin: TextIO, stdout: TextIO, environ: Mapping[str, str] = os.environ
 ) -> str | None:
-    """Why this process may not override a gate (None: a person at a terminal may)."""
+    """Why this process may not override a held run (None: a person at a terminal may)."""
     if environ.get("NERVE_WORKFLOW"):
         return f"refused inside workflow {environ['NERVE_WORKFLOW']!r}: a role cannot override"
     if not (_isatty(stdin) and _isatty(stdout)):
@@ -186,7 +186,7 @@ def fire_check(
                 root=ws.root,
                 run=run,
                 stage=stage,
-                detail_dir=work if kept.sealed else WRITE_DETAIL_DIR,
+                detail_dir=work if kept.encrypted else WRITE_DETAIL_DIR,
             )
         return kept_verdict(ws.root, kept, verdict).to_dict(), False
 

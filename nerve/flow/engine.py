@@ -1,4 +1,4 @@
-"""The workflow engine: the kernel extension that runs workflows and fires gate checks.
+"""The workflow engine: the kernel extension that runs workflows and fires their checks.
 
 The kernel loads it (``nerve.runtime.extensions``) and calls ``start``/``stop``, ``on_config``
 after a hot reload, ``on_workflow_requested`` when a sense's compute asked for a run (the
@@ -33,8 +33,8 @@ from nerve.errors import WorkflowError
 from nerve.flow import human
 from nerve.flow.dedupe import DEDUPED, Keys
 from nerve.flow.definition import find_workflow
-from nerve.flow.gate import WriteChecks, fire_one
 from nerve.flow.history import RunRecord, load_run
+from nerve.flow.judge import WriteChecks, fire_one
 from nerve.flow.manager import DEFAULT_ROLE_TIMEOUT_S, Flow
 from nerve.flow.record import ERROR, REQUESTED, draft, new_run_id
 from nerve.log.drafts import Draft
@@ -42,7 +42,7 @@ from nerve.privacy.cut import shorten
 from nerve.resources import bundled
 
 if TYPE_CHECKING:
-    from nerve.runtime.extensions import Host
+    from nerve.runtime.extensions import ExtensionNeeds
 
 _OPEN = "('queued', 'started', 'crashed', 'waiting')"
 
@@ -54,20 +54,20 @@ class WorkflowEngine:
         self.checks: dict[str, CheckManifest] = {}
         self.busy: set[str] = set()
         self._spawns: set[asyncio.Task[Any]] = set()
-        self._host: Host | None = None
+        self._kernel: ExtensionNeeds | None = None
         self.root = Path(".")
         self.keys = Keys()  # dedupe keys and the runs that claimed them
 
     @property
-    def kernel(self) -> Host:
-        if self._host is None:
+    def kernel(self) -> ExtensionNeeds:
+        if self._kernel is None:
             raise RuntimeError("the workflow engine has not started")
-        return self._host
+        return self._kernel
 
     # -- kernel hooks ------------------------------------------------------------------
 
-    async def start(self, kernel: Host) -> None:
-        self._host, self.root = kernel, kernel.ws.root
+    async def start(self, kernel: ExtensionNeeds) -> None:
+        self._kernel, self.root = kernel, kernel.ws.root
         self.writes = WriteChecks(self.emit, self.root, kernel.log.node)
         kernel.committer.listeners.append(self.writes.listener())
         await self._load_checks()
@@ -81,21 +81,21 @@ class WorkflowEngine:
 
         return dict(handlers(self))
 
-    async def stop(self, kernel: Host) -> None:
+    async def stop(self, kernel: ExtensionNeeds) -> None:
         for task in self._spawns:
             task.cancel()
         await asyncio.gather(*self._spawns, return_exceptions=True)
         await self.writes.close()
         await asyncio.gather(*(f.close() for f in self.flows.values()), return_exceptions=True)
 
-    async def on_config(self, kernel: Host, reason: str) -> None:
+    async def on_config(self, kernel: ExtensionNeeds, reason: str) -> None:
         await self._load_checks()
         for name in sorted(set(self.flows) | set(kernel.config.workflows)):
             await self.flow(name).reconfigure()
         self._spawn_configured()
 
     async def on_workflow_requested(
-        self, kernel: Host, trigger: WorkflowTrigger, sense: str
+        self, kernel: ExtensionNeeds, trigger: WorkflowTrigger, sense: str
     ) -> None:
         record = self._record(trigger, source="sense", sense=sense)
         if await self._deduped(trigger, record) is not None:
@@ -109,7 +109,7 @@ class WorkflowEngine:
             await submit
 
     async def request_run(
-        self, kernel: Host, trigger: WorkflowTrigger, source: str
+        self, kernel: ExtensionNeeds, trigger: WorkflowTrigger, source: str
     ) -> dict[str, Any]:
         record = self._record(trigger, source=source, sense=None)
         deduped = await self._deduped(trigger, record)
@@ -143,7 +143,7 @@ class WorkflowEngine:
             self.keys.release(trigger.name, trigger.key, record.run)
         return result
 
-    # -- what flows need (manager.EngineHost) ------------------------------------------
+    # -- what flows need (manager.FlowNeeds) -------------------------------------------
 
     def config_for(self, name: str) -> WorkflowConfig:
         cfg = self.kernel.config.workflows.get(name)

@@ -1,9 +1,9 @@
-"""What a person does to a run: answer its question, re-check a held run, override its gate.
+"""What a person does to a run: answer its question, re-check a held run, override its checks.
 
 All three are recorded before they take effect. An answer must be one of the question's
 options (its text, or its 1-based number); with no options any non-empty text is accepted.
-A re-check fires the run's gate again on the outputs and checks recorded when it was held,
-with the manifests as they are now. An override completes a held run despite its gate; it
+A re-check fires the run's output checks again on the outputs and checks recorded when it was
+held, with the manifests as they are now. An override completes a held run despite its checks; it
 names the run's refusing checks and the person's reason in ``workflow.override``. Only an
 interactive terminal may ask for one: the daemon refuses a request that does not say it came
 from one (``nerve workflow override`` checks that stdin and stdout are terminals and that it
@@ -81,11 +81,11 @@ def _held(record: RunRecord) -> dict[str, Any]:
 
 
 async def recheck(flow: Flow, record: RunRecord) -> dict[str, Any]:
-    """Fire the gate again on a held run; ``completed`` if it passes now, else still held."""
+    """Fire a held run's output checks again; ``completed`` if it passes now, else still held."""
     held = _held(record)
     ids = list(held.get("checks") or [])
     outputs = list(held.get("outputs") or [])
-    outcome = await judge(flow, record.run, outputs, ids, flow.gate_manifests(ids))
+    outcome = await judge(flow, record.run, outputs, ids, flow.output_manifests(ids))
     return {"run": record.run, "status": outcome}
 
 

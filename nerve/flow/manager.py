@@ -47,9 +47,9 @@ from nerve.checks.catalog import lookup
 from nerve.checks.manifest import CheckManifest
 from nerve.config.models import WorkflowConfig
 from nerve.errors import CheckError, WorkflowError
-from nerve.flow import gate
 from nerve.flow.contract import StartFrame
 from nerve.flow.history import RunRecord
+from nerve.flow.judge import run_dir
 from nerve.flow.process import WorkerDied, WorkerHandle
 from nerve.flow.record import BACKOFF, ERROR, RESTART, STARTED, draft, status
 from nerve.flow.runs import drive
@@ -65,7 +65,7 @@ CRASH_WINDOW_S = 60.0
 CRASHES_BEFORE_BACKOFF = 5
 
 
-class EngineHost(Protocol):
+class FlowNeeds(Protocol):
     """What a workflow's manager needs from the engine."""
 
     root: Path
@@ -97,7 +97,7 @@ def start_frame(record: RunRecord) -> StartFrame:
 
 
 class Flow:
-    def __init__(self, engine: EngineHost, name: str) -> None:
+    def __init__(self, engine: FlowNeeds, name: str) -> None:
         self.engine = engine
         self.name = name
         self.root = engine.root
@@ -123,7 +123,7 @@ class Flow:
     def config(self) -> WorkflowConfig:
         return self.engine.config_for(self.name)
 
-    # -- what runs need (runs.Host) ----------------------------------------------------
+    # -- what runs need (runs.RunNeeds) ------------------------------------------------
 
     async def emit(self, drafts: Sequence[Draft]) -> None:
         await self.engine.emit(drafts)
@@ -132,10 +132,10 @@ class Flow:
         own = handle.definition.get("role_timeout")
         return float(own) if own else self.engine.role_timeout_s
 
-    def gate_ids(self, handle: WorkerHandle) -> list[str]:
+    def output_check_ids(self, handle: WorkerHandle) -> list[str]:
         return list(dict.fromkeys([*self.config.checks, *handle.definition.get("checks", [])]))
 
-    def gate_manifests(self, ids: Sequence[str]) -> list[CheckManifest]:
+    def output_manifests(self, ids: Sequence[str]) -> list[CheckManifest]:
         return [lookup(self.engine.checks, check_id) for check_id in ids]
 
     async def timed_out(self, handle: WorkerHandle) -> None:
@@ -299,7 +299,8 @@ class Flow:
             path = self.engine.find(self.name)
             handle = WorkerHandle(self.name, path, self.root, self._exited, self.engine.clean)
             await handle.start()
-            self.gate_manifests(self.gate_ids(handle))  # an unknown check id is a load error
+            ids = self.output_check_ids(handle)
+            self.output_manifests(ids)  # an unknown check id is a load error
         except (WorkflowError, CheckError) as exc:
             if handle is not None:
                 await handle.kill("load")
@@ -478,4 +479,4 @@ class Flow:
                 await handle.close()
 
     def output_dir(self, run: str) -> Path:
-        return gate.run_dir(self.root, run)
+        return run_dir(self.root, run)

@@ -1,4 +1,5 @@
-"""Driving one run: moderator, roles and gate, each step durable before the next begins.
+"""Driving one run: moderator, roles and output checks, each step durable before the next
+begins.
 
 The kernel owns the automaton; the worker process only evaluates the author's moderator and
 roles. One step is: call the role the last decision named, ask the moderator what comes next,
@@ -8,10 +9,10 @@ role whose message is in the log never runs again. The moderator is told the num
 messages so far; a role picked once ``max_rounds`` messages exist fails the run
 (``reason: max_rounds``), as do an unknown role, an exception, a broken return value and a
 call past the workflow's ``role_timeout`` (default 10 minutes; the worker is then killed and
-its other runs resume on a fresh one). When the moderator returns ``END`` the gate decides
-between ``completed`` and ``held`` (see :mod:`nerve.flow.gate`). In an encrypted workspace a
-role's ``ctx.output_dir`` is a working folder in memory, sealed into ``data/runs/<run>/``
-when the role returns (:mod:`nerve.sealeddir`).
+its other runs resume on a fresh one). When the moderator returns ``END`` the output checks
+decide between ``completed`` and ``held`` (see :mod:`nerve.flow.judge`). In an encrypted
+workspace a role's ``ctx.output_dir`` is a working folder in memory, encrypted into
+``data/runs/<run>/`` when the role returns (:mod:`nerve.encdir`).
 """
 
 from __future__ import annotations
@@ -23,18 +24,18 @@ from typing import Any, Protocol
 
 from nerve.checks.manifest import CheckManifest
 from nerve.errors import CheckError, LogError
-from nerve.flow import gate
 from nerve.flow.contract import END, Message
 from nerve.flow.history import RunRecord
+from nerve.flow.judge import declared_outputs, evaluate, run_folder
 from nerve.flow.process import WorkerHandle
 from nerve.flow.record import DECISION, MESSAGE, QUESTION, draft, status
 from nerve.log.drafts import Draft
 from nerve.privacy.cut import shorten
 
-__all__ = ["Host", "StepFailed", "drive", "judge"]
+__all__ = ["RunNeeds", "StepFailed", "drive", "judge"]
 
 
-class Host(Protocol):
+class RunNeeds(Protocol):
     """What a run needs from its workflow's manager."""
 
     name: str
@@ -44,9 +45,9 @@ class Host(Protocol):
 
     def timeout_s(self, handle: WorkerHandle) -> float: ...
 
-    def gate_manifests(self, ids: Sequence[str]) -> list[CheckManifest]: ...
+    def output_manifests(self, ids: Sequence[str]) -> list[CheckManifest]: ...
 
-    def gate_ids(self, handle: WorkerHandle) -> list[str]: ...
+    def output_check_ids(self, handle: WorkerHandle) -> list[str]: ...
 
     async def timed_out(self, handle: WorkerHandle) -> None: ...
 
@@ -61,24 +62,24 @@ class StepFailed(Exception):
         self.before = list(before)
 
 
-async def drive(host: Host, record: RunRecord, handle: WorkerHandle) -> str:
+async def drive(needs: RunNeeds, record: RunRecord, handle: WorkerHandle) -> str:
     """Carry ``record`` on to its next stop; the outcome (completed, failed, held, waiting).
 
     Raises ``WorkerDied`` when the worker exits mid-call (the caller marks the run crashed).
     """
-    runner = _Runner(host, record, handle)
+    runner = _Runner(needs, record, handle)
     try:
         return await runner.go()
     except StepFailed as exc:
         extra = {"traceback": exc.traceback} if exc.traceback else {}
-        failed = status(record.run, host.name, "failed", exc.reason, **extra)
-        await host.emit([*exc.before, failed])
+        failed = status(record.run, needs.name, "failed", exc.reason, **extra)
+        await needs.emit([*exc.before, failed])
         return "failed"
 
 
 class _Runner:
-    def __init__(self, host: Host, record: RunRecord, handle: WorkerHandle) -> None:
-        self.host = host
+    def __init__(self, needs: RunNeeds, record: RunRecord, handle: WorkerHandle) -> None:
+        self.needs = needs
         self.record = record
         self.handle = handle
         assert record.start is not None
@@ -91,15 +92,15 @@ class _Runner:
             if self.start.dry_run:
                 done = status(
                     self.record.run,
-                    self.host.name,
+                    self.needs.name,
                     "completed",
                     "dry run",
                     dry_run=True,
                     decision=self.record.next_role,
                 )
-                await self.host.emit([decision, done])
+                await self.needs.emit([decision, done])
                 return "completed"
-            await self.host.emit([decision])
+            await self.needs.emit([decision])
         while self.record.next_role != END:
             asked = await self.step(str(self.record.next_role))
             if asked:
@@ -124,7 +125,7 @@ class _Runner:
         self.record.next_role = nxt
         payload = {
             "run": self.record.run,
-            "workflow": self.host.name,
+            "workflow": self.needs.name,
             "round": self.record.round,
             "context": context["kind"],
             "after": after.role if after else None,
@@ -146,14 +147,14 @@ class _Runner:
         """Run ``role`` and record it; True if it asked a question (the run now waits)."""
         self.refuse(role)
         try:
-            folder = gate.run_folder(self.host.root, self.record.run)
+            folder = run_folder(self.needs.root, self.record.run)
             work = await asyncio.to_thread(folder.enter)
         except LogError as exc:  # an encrypted workspace with no key or memory to work in
             raise StepFailed(str(exc)) from None
         try:
             reply = await self.call(self.role_request(role, work), f"role {role!r}")
         finally:
-            await asyncio.to_thread(folder.leave)  # sealed before the step is recorded
+            await asyncio.to_thread(folder.leave)  # encrypted before the step is recorded
         if "ask" in reply:
             await self.ask(role, reply["ask"])
             return True
@@ -162,14 +163,14 @@ class _Runner:
         self.record.messages.append(message)
         self.record.answer = None
         decision = await self.decide(message, before=[said])
-        await self.host.emit([said, decision])
+        await self.needs.emit([said, decision])
         return False
 
     def role_request(self, role: str, work: Path) -> dict[str, Any]:
         answer = self.record.answer
         ctx = {
             "run": self.record.run,
-            "workflow": self.host.name,
+            "workflow": self.needs.name,
             "round": self.record.round + 1,
             "output_dir": str(work),
             "answer": answer if answer and answer.get("role") == role else None,
@@ -187,30 +188,30 @@ class _Runner:
         text = message.content.strip()
         first = shorten(text.splitlines()[0], 200) if text else ""
         line = f"{self.record.run}: #{message.round} {message.role}: {first}"
-        payload = {"run": self.record.run, "workflow": self.host.name, **message.to_json()}
+        payload = {"run": self.record.run, "workflow": self.needs.name, **message.to_json()}
         return draft(MESSAGE, self.record.run, line, payload)
 
     async def ask(self, role: str, ask: dict[str, Any]) -> None:
         run = self.record.run
         payload = {
             "run": run,
-            "workflow": self.host.name,
+            "workflow": self.needs.name,
             "role": role,
             "round": self.record.round + 1,
             **ask,
         }
         line = shorten(f"{run}: {role} asks: {ask['question']}", 500)
         question = draft(QUESTION, run, line, payload)
-        waiting = status(run, self.host.name, "waiting", f"{role} asked a question")
-        await self.host.emit([question, waiting])
+        waiting = status(run, self.needs.name, "waiting", f"{role} asked a question")
+        await self.needs.emit([question, waiting])
         self.record.question, self.record.status = payload, "waiting"
 
     async def call(self, msg: dict[str, Any], what: str, before: Sequence[Draft] = ()) -> Any:
-        timeout = self.host.timeout_s(self.handle)
+        timeout = self.needs.timeout_s(self.handle)
         try:
             reply = await self.handle.call(msg, timeout)
         except TimeoutError:
-            await self.host.timed_out(self.handle)
+            await self.needs.timed_out(self.handle)
             raise StepFailed(f"{what} exceeded its {timeout:g} s timeout", before=before) from None
         if not reply.get("ok"):
             trace = str(reply.get("traceback") or "")
@@ -218,51 +219,51 @@ class _Runner:
         return reply
 
     async def finish(self) -> str:
-        outputs = gate.declared_outputs(
+        outputs = declared_outputs(
             self.handle.definition.get("outputs") or [], self.record.messages
         )
         try:
-            ids = self.host.gate_ids(self.handle)
-            manifests = self.host.gate_manifests(ids)
+            ids = self.needs.output_check_ids(self.handle)
+            manifests = self.needs.output_manifests(ids)
         except CheckError as exc:
             raise StepFailed(str(exc)) from None
         autonomous = self.handle.definition.get("autonomous") is True
         try:
-            return await judge(self.host, self.record.run, outputs, ids, manifests, autonomous)
+            return await judge(self.needs, self.record.run, outputs, ids, manifests, autonomous)
         except LogError as exc:
             raise StepFailed(str(exc)) from None
 
 
 async def judge(
-    host: Host,
+    needs: RunNeeds,
     run: str,
     outputs: Sequence[str],
     ids: Sequence[str],
     manifests: list[CheckManifest],
     autonomous: bool = False,
 ) -> str:
-    """Fire the gate on ``outputs`` and record ``completed`` or ``held``; the new status.
+    """Fire the output checks on ``outputs`` and record ``completed`` or ``held``; the new status.
 
-    ``autonomous`` (the workflow says no person reads its gate) fires only blocking checks;
+    ``autonomous`` (the workflow says no person reads its checks) fires only blocking checks;
     a recheck, asked for by a person, fires them all.
     """
-    gate_checks = [m for m in manifests if m.fire_on == "gate"]
+    output_checks = [m for m in manifests if m.fire_on == "gate"]
     reasons: list[dict[str, Any]] = []
-    if gate_checks and outputs:
-        reasons = await gate.evaluate(
-            host.emit,
-            root=host.root,
+    if output_checks and outputs:
+        reasons = await evaluate(
+            needs.emit,
+            root=needs.root,
             run=run,
-            workflow=host.name,
+            workflow=needs.name,
             outputs=outputs,
-            manifests=gate_checks,
+            manifests=output_checks,
             autonomous=autonomous,
         )
     facts = {"outputs": list(outputs), "checks": list(ids)}
     if not reasons:
-        await host.emit([status(run, host.name, "completed", None, **facts)])
+        await needs.emit([status(run, needs.name, "completed", None, **facts)])
         return "completed"
-    await host.emit([status(run, host.name, "held", _summary(reasons), reasons=reasons, **facts)])
+    await needs.emit([status(run, needs.name, "held", _summary(reasons), reasons=reasons, **facts)])
     return "held"
 
 

@@ -15,7 +15,7 @@ presence is what makes a log encrypted. Rotation re-wraps the same data key unde
 
 An envelope is ``b"NENC\\x01" | key id (8) | nonce (24) | XChaCha20-Poly1305(content)``, the
 first 13 bytes bound as associated data. The nonce is a keyed blake3 of the content, so the
-same plaintext always seals to the same bytes: a segment's name (the blake3 of the bytes on
+same plaintext always encrypts to the same bytes: a segment's name (the blake3 of the bytes on
 disk) stays deterministic, and the manifest chain and every segment's address verify without
 the key. Event ids and the replay digest are over plaintext fields and do not change.
 
@@ -49,8 +49,8 @@ from nerve.log import tokenkek
 from nerve.pkcs11token import TokenError, TokenRef, WrongPin
 
 KEYRING = "keyring.json"
-MAGIC = b"NENC\x01"  # one sealed body (a WAL frame's, a log line's)
-FILE_MAGIC = b"NENC\x02"  # a file in sealed chunks: any range opens without the rest
+MAGIC = b"NENC\x01"  # one encrypted body (a WAL frame's, a log line's)
+FILE_MAGIC = b"NENC\x02"  # a file in encrypted chunks: any range opens without the rest
 _HEAD = len(MAGIC) + 8  # magic + key id: the associated data
 _FILE_HEAD = struct.Struct(">5s8s16sIQ")  # magic, key id, file nonce, chunk size, length
 CHUNK = 1 << 20
@@ -89,7 +89,7 @@ class Cipher:
     def key_id(self) -> bytes:
         return blake3.blake3(self.key, derive_key_context="nerve 2026 key id").digest(8)
 
-    def seal(self, content: bytes | memoryview) -> bytes:
+    def encrypt(self, content: bytes | memoryview) -> bytes:
         head = MAGIC + self.key_id
         nonce = blake3.blake3(content, key=self._nonce_key()).digest(_NONCE)
         body = bindings.crypto_aead_xchacha20poly1305_ietf_encrypt(
@@ -97,7 +97,7 @@ class Cipher:
         )
         return head + nonce + body
 
-    def open(self, data: bytes | memoryview, where: object) -> bytes:
+    def decrypt(self, data: bytes | memoryview, where: object) -> bytes:
         view = memoryview(data)
         nonce = bytes(view[_HEAD : _HEAD + _NONCE])
         try:
@@ -107,8 +107,8 @@ class Cipher:
         except CryptoError:
             raise LogCorrupt(f"{where}: encrypted content fails its authentication tag") from None
 
-    def seal_file(self, content: bytes | memoryview) -> bytes:
-        """A file's bytes in sealed chunks of :data:`CHUNK`: chunk ``i`` is sealed with the
+    def encrypt_file(self, content: bytes | memoryview) -> bytes:
+        """A file's bytes in encrypted chunks of :data:`CHUNK`: chunk ``i`` is encrypted with the
         nonce ``file nonce | i`` and the header as associated data, so chunks cannot be
         moved, dropped or swapped between files."""
         view = memoryview(content)
@@ -116,12 +116,12 @@ class Cipher:
         head = _FILE_HEAD.pack(FILE_MAGIC, self.key_id, nonce, CHUNK, len(view))
         parts = [head]
         for index, start in enumerate(range(0, len(view), CHUNK)):
-            parts.append(self._chunk(head, index, bytes(view[start : start + CHUNK]), seal=True))
+            parts.append(self._chunk(head, index, bytes(view[start : start + CHUNK]), encrypt=True))
         return b"".join(parts)
 
-    def _chunk(self, head: bytes, index: int, data: bytes, *, seal: bool) -> bytes:
+    def _chunk(self, head: bytes, index: int, data: bytes, *, encrypt: bool) -> bytes:
         nonce, aad = head[13:29] + struct.pack(">Q", index), head + struct.pack(">Q", index)
-        if seal:
+        if encrypt:
             return bindings.crypto_aead_xchacha20poly1305_ietf_encrypt(data, aad, nonce, self.key)
         return bindings.crypto_aead_xchacha20poly1305_ietf_decrypt(data, aad, nonce, self.key)
 
@@ -133,7 +133,8 @@ _UNLOCKED: dict[bytes, Cipher] = {}
 _GUARD = threading.Lock()
 
 
-def is_sealed(data: bytes | memoryview) -> bool:
+def has_envelope(data: bytes | memoryview) -> bool:
+    """True if ``data`` starts with an envelope: it is encrypted content."""
     return bytes(data[: len(MAGIC)]) in (MAGIC, FILE_MAGIC)
 
 
@@ -144,8 +145,8 @@ def _cipher(key_id: bytes, where: object) -> Cipher:
     return cipher
 
 
-class SealedFile:
-    """A file of sealed chunks, read by plaintext range: only the chunks a range touches are
+class EncryptedFile:
+    """A file of encrypted chunks, read by plaintext range: only the chunks a range touches are
     read and opened (DuckDB reads a few column chunks of a segment, not all of it)."""
 
     def __init__(self, path: Path) -> None:
@@ -153,11 +154,11 @@ class SealedFile:
         with open(path, "rb") as fh:
             head = fh.read(_FILE_HEAD.size)
         if len(head) < _FILE_HEAD.size or head[:5] != FILE_MAGIC:
-            raise LogCorrupt(f"{path}: not a file of sealed chunks")
+            raise LogCorrupt(f"{path}: not a file of encrypted chunks")
         _, key_id, _, self.chunk, self.size = _FILE_HEAD.unpack(head)
         self.head, self.cipher = head, _cipher(key_id, path)
         if self.chunk <= 0:
-            raise LogCorrupt(f"{path}: sealed chunk size {self.chunk}")
+            raise LogCorrupt(f"{path}: encrypted chunk size {self.chunk}")
         self._kept: collections.OrderedDict[int, bytes] = collections.OrderedDict()
         self._lock = threading.Lock()
 
@@ -190,18 +191,18 @@ class SealedFile:
     def _open_chunk(self, index: int, data: bytes) -> bytes:
         want = min(self.chunk, self.size - index * self.chunk) + _TAG
         if len(data) != want:
-            raise LogCorrupt(f"{self.path}: sealed chunk {index} is cut short")
+            raise LogCorrupt(f"{self.path}: encrypted chunk {index} is cut short")
         try:
-            return self.cipher._chunk(self.head, index, data, seal=False)
+            return self.cipher._chunk(self.head, index, data, encrypt=False)
         except CryptoError:
-            raise LogCorrupt(f"{self.path}: sealed chunk {index} fails its tag") from None
+            raise LogCorrupt(f"{self.path}: encrypted chunk {index} fails its tag") from None
 
 
 _TAG = bindings.crypto_aead_xchacha20poly1305_ietf_ABYTES
 _KEPT_CHUNKS = 16
 
 
-def _open_file(data: bytes | memoryview, where: object) -> bytes:
+def _decrypt_file(data: bytes | memoryview, where: object) -> bytes:
     view = memoryview(data)
     if len(view) < _FILE_HEAD.size:
         raise LogCorrupt(f"{where}: encrypted header is cut short")
@@ -214,7 +215,7 @@ def _open_file(data: bytes | memoryview, where: object) -> bytes:
         raise LogCorrupt(f"{where}: encrypted file is cut short or has bytes added")
     try:
         return b"".join(
-            cipher._chunk(head, i, bytes(body[i * stored : (i + 1) * stored]), seal=False)
+            cipher._chunk(head, i, bytes(body[i * stored : (i + 1) * stored]), encrypt=False)
             for i in range(count)
         )
     except CryptoError:
@@ -222,17 +223,17 @@ def _open_file(data: bytes | memoryview, where: object) -> bytes:
 
 
 def open_bytes(data: bytes | memoryview, where: object) -> bytes | memoryview:
-    """Content as stored if plain; decrypted if sealed (with the key its envelope names)."""
-    if not is_sealed(data):
+    """Content as stored if plain; decrypted if encrypted (with the key its envelope names)."""
+    if not has_envelope(data):
         return data
     if bytes(data[: len(FILE_MAGIC)]) == FILE_MAGIC:
-        return _open_file(data, where)
+        return _decrypt_file(data, where)
     if len(data) < OVERHEAD:
         raise LogCorrupt(f"{where}: encrypted envelope is cut short ({len(data)} bytes)")
-    return _cipher(bytes(data[len(MAGIC) : _HEAD]), where).open(data, where)
+    return _cipher(bytes(data[len(MAGIC) : _HEAD]), where).decrypt(data, where)
 
 
-def sealed_file(path: Path) -> bool:
+def encrypted_file(path: Path) -> bool:
     """True if the file at ``path`` starts with an envelope (reads 5 bytes)."""
     with open(path, "rb") as fh:
         return fh.read(len(MAGIC)) in (MAGIC, FILE_MAGIC)
@@ -241,15 +242,15 @@ def sealed_file(path: Path) -> bool:
 LINE_TAG = "nenc:"
 
 
-def seal_line(cipher: Cipher, text: str) -> str:
+def encrypt_line(cipher: Cipher, text: str) -> str:
     """A line of text (a daemon log entry) as one line of base64 envelope."""
     import base64
 
-    return LINE_TAG + base64.b64encode(cipher.seal(text.encode())).decode()
+    return LINE_TAG + base64.b64encode(cipher.encrypt(text.encode())).decode()
 
 
-def open_line(line: str) -> str:
-    """A line :func:`seal_line` wrote, decrypted with an unlocked key; other lines as
+def decrypt_line(line: str) -> str:
+    """A line :func:`encrypt_line` wrote, decrypted with an unlocked key; other lines as
     they are; one that no unlocked key opens says so."""
     import base64
     import binascii

@@ -90,7 +90,7 @@ def write_segment(folder: Path, table: pa.Table) -> SegmentInfo:
     data = encode_table(table)
     cipher = crypt.cipher_for(folder.parent)
     if cipher is not None:  # an encrypted log: the name is over the bytes on disk
-        data = cipher.seal_file(data)
+        data = cipher.encrypt_file(data)
     name = blake3.blake3(data).hexdigest()
     tmp = folder / f".tmp-{secrets.token_hex(8)}.parquet"
     final = folder / f"{name}.parquet"
@@ -150,7 +150,7 @@ def check_regular(path: Path) -> None:
 def source(path: Path) -> Path | pa.BufferReader:
     """What the Parquet reader should read for a segment: the file itself, or for an
     encrypted one its plaintext in memory (kept a while: segments never change)."""
-    if not crypt.is_encrypted(path.parent.parent) or not crypt.sealed_file(path):
+    if not crypt.is_encrypted(path.parent.parent) or not crypt.encrypted_file(path):
         return path  # a plain log's segment: one stat, no extra open
     return pa.BufferReader(plaintext(path))
 

@@ -209,7 +209,7 @@ def _check_segment(
     if keyless:  # the address is over the ciphertext: proven whole without reading it
         return problems, info.rows
     try:
-        plain = crypt.open_bytes(data, name) if crypt.is_sealed(data) else data
+        plain = crypt.open_bytes(data, name) if crypt.has_envelope(data) else data
         stored = pq.read_table(pa.BufferReader(plain)).select(SCHEMA.names)
         check_types(stored.schema)
         # each payload is hashed once: that fills the addresses a segment leaves out (see

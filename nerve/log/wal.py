@@ -82,7 +82,7 @@ def _framed(magic: int, body: bytes, cipher: Cipher | None) -> bytes:
     """A frame; in an encrypted log its body is an envelope (the checksum is over it, so a
     torn or damaged frame is found without the key)."""
     if cipher is not None:
-        body = cipher.seal(body)
+        body = cipher.encrypt(body)
     return _FRAME.pack(magic, len(body), zlib.crc32(body)) + body
 
 

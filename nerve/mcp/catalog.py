@@ -3,7 +3,7 @@ model) and its resources.
 
 Each tool is a plain function whose signature is its JSON schema (argument sizes bounded,
 so an oversized argument is refused before any work) and whose return type is its output
-schema; its body runs through :func:`nerve.mcp.audit.run`, which hands it the call's
+schema; its body runs through :func:`nerve.mcp.recorder.run`, which hands it the call's
 workspace, privacy screen and allowance.
 """
 
@@ -18,7 +18,7 @@ from mcp_types import ToolAnnotations
 from pydantic import Field
 
 from nerve.api import Workspace
-from nerve.mcp import audit, info, tools, writes
+from nerve.mcp import info, recorder, tools, writes
 from nerve.recall import MAX_QUESTION_CHARS
 
 __all__ = ["INSTRUCTIONS", "READ_TOOLS", "WRITE_TOOLS", "add_resources", "add_tools"]
@@ -73,7 +73,7 @@ def ask(
     cannot answer. Returns the answer, which tier answered (0 recall, 1 model, null none) and
     the cited events with their time and source. Prefer this for questions in words; follow
     up with `recent`, `search` or `query` for detail."""
-    return audit.run(lambda call: tools.ask(call, question, k))
+    return recorder.run(lambda call: tools.ask(call, question, k))
 
 
 def search(
@@ -88,7 +88,7 @@ def search(
     Narrow it with a time window and source classes. Each hit has its id, local time,
     source, kind, line, payload and score. Use it to find when something happened ("git
     push", "build failed", a file name)."""
-    return audit.run(lambda call: tools.search(call, text, since, until, sources, limit))
+    return recorder.run(lambda call: tools.search(call, text, since, until, sources, limit))
 
 
 def recent(
@@ -109,7 +109,7 @@ def recent(
     signals, chain links) and agents' own access records are left out unless asked for. Use
     a window (since/until) and kinds or sources to see what happened at a given time, e.g.
     since '09:00' until '12:30' for a morning."""
-    return audit.run(
+    return recorder.run(
         lambda call: tools.recent(call, since, until, kinds, sources, limit, include_bookkeeping)
     )
 
@@ -130,7 +130,7 @@ def highlights(
     interrupting, the joule budget before and after, the reason in words, and the
     observation that caused it. Use it for "what did nerve flag?" or "what did it hold back
     today?"."""
-    return audit.run(lambda call: tools.highlights(call, since, outcome, limit))
+    return recorder.run(lambda call: tools.highlights(call, since, outcome, limit))
 
 
 def query(
@@ -151,7 +151,7 @@ def query(
     Prefer aggregates (count, group by, time_bucket) and a WHERE on ts: rows are capped, a
     query is stopped after a few seconds, and anything but one SELECT over the log (writes,
     files, ATTACH, INSTALL, PRAGMA, SET) is refused."""
-    return audit.run(lambda call: tools.query(call, sql, limit))
+    return recorder.run(lambda call: tools.query(call, sql, limit))
 
 
 def status() -> info.StatusOut:
@@ -165,7 +165,7 @@ def status() -> info.StatusOut:
         call.rows = len(out.senses)
         return out
 
-    return audit.run(body)
+    return recorder.run(body)
 
 
 READ_TOOLS: tuple[Callable[..., Any], ...] = (ask, search, recent, highlights, query, status)
@@ -188,7 +188,7 @@ def emit(
 ) -> writes.WriteOut:
     """Append one event to the person's log (trust Untrusted: it comes from you). Privacy
     rules apply; nerve's own kinds and source are refused."""
-    return audit.run(
+    return recorder.run(
         lambda call: _one(call, writes.emit(call.ws, line, kind, source, subject, payload))
     )
 
@@ -200,7 +200,7 @@ def trigger_workflow(
     dry_run: bool = False,
 ) -> writes.WriteOut:
     """Ask the running nerve daemon to start a run of a workflow; returns the run id."""
-    return audit.run(
+    return recorder.run(
         lambda call: _one(call, writes.trigger_workflow(call.ws, name, prompt, max_rounds, dry_run))
     )
 
@@ -210,9 +210,9 @@ def answer(
     choice: Annotated[str, Field(description="One of its question's options.", max_length=512)],
 ) -> writes.WriteOut:
     """Answer the question a waiting workflow run asked; the run resumes."""
-    access = audit.current().access
+    access = recorder.current().access
     by = f"agent {access.client} {access.version}".strip()
-    return audit.run(lambda call: _one(call, writes.answer(call.ws, run, choice, by)))
+    return recorder.run(lambda call: _one(call, writes.answer(call.ws, run, choice, by)))
 
 
 WRITE_TOOLS: dict[str, Callable[..., writes.WriteOut]] = {
@@ -241,7 +241,7 @@ def add_resources(server: MCPServer, ws: Workspace) -> None:
 
     def reader(make: Callable[[], Any]) -> Callable[[], str]:
         def read() -> str:
-            audit.current()  # audited like a tool call
+            recorder.current()  # recorded like a tool call
             return json.dumps(make(), ensure_ascii=False)
 
         return read

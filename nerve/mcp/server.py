@@ -1,7 +1,7 @@
 """The MCP server itself, on the official SDK (``mcp.server.mcpserver.MCPServer``).
 
 :func:`build` assembles it for a workspace: the tools and resources of
-:mod:`nerve.mcp.catalog` behind the audit middleware of :mod:`nerve.mcp.audit`.
+:mod:`nerve.mcp.catalog` behind the recording middleware of :mod:`nerve.mcp.recorder`.
 :func:`serve_stdio` runs it on stdin/stdout; :func:`serve_http` on the SDK's streamable HTTP
 (uvicorn), behind the SDK's bearer middleware checking the workspace's token
 (:mod:`nerve.mcp.token`), on loopback unless told otherwise (:func:`check_host`).
@@ -24,8 +24,8 @@ from mcp.server.mcpserver import MCPServer
 from nerve.api import Workspace
 from nerve.errors import UsageError
 from nerve.mcp import hold
-from nerve.mcp.audit import Audit, Transport
 from nerve.mcp.catalog import INSTRUCTIONS, add_resources, add_tools
+from nerve.mcp.recorder import Middleware, Transport
 from nerve.mcp.token import check, token_path
 from nerve.version import __version__
 
@@ -65,7 +65,7 @@ def build(ws: Workspace, transport: Transport = "stdio", *, url: str | None = No
         log_level="WARNING",
         **auth,
     )
-    server.middleware.append(Audit(ws, transport))
+    server.middleware.append(Middleware(ws, transport))
     add_tools(server, list(ws.settings.config.mcp.allow_write))
     add_resources(server, ws)
     return server
@@ -91,8 +91,8 @@ def serve_stdio(ws: Workspace) -> None:
     from nerve.mcp.stdio import serve
 
     server = build(ws, "stdio")
-    audit = next((m for m in server.middleware if isinstance(m, Audit)), None)
-    serve(server, audit)
+    middleware = next((m for m in server.middleware if isinstance(m, Middleware)), None)
+    serve(server, middleware)
 
 
 def serve_http(

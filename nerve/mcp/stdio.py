@@ -27,7 +27,7 @@ from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
 
 from nerve.mcp.access import Access
-from nerve.mcp.audit import Audit, stdio_session
+from nerve.mcp.recorder import Middleware, stdio_session
 
 __all__ = ["StrictLines", "serve"]
 
@@ -185,12 +185,12 @@ def _first_error(exc: Exception) -> str:
     return type(exc).__name__
 
 
-def serve(server: MCPServer, audit: Audit | None) -> None:
+def serve(server: MCPServer, middleware: Middleware | None) -> None:
     """Serve ``server`` on stdin/stdout until the client closes stdin."""
-    anyio.run(_serve, server, audit)
+    anyio.run(_serve, server, middleware)
 
 
-async def _serve(server: MCPServer, audit: Audit | None) -> None:
+async def _serve(server: MCPServer, middleware: Middleware | None) -> None:
     # Read the wire from a private copy of fd 0; fd 0 itself reads nothing, so a child of
     # a tool cannot swallow a message.
     wire = os.dup(0)
@@ -199,8 +199,8 @@ async def _serve(server: MCPServer, audit: Audit | None) -> None:
     os.close(null)
     source = anyio.wrap_file(os.fdopen(wire, "r", encoding="utf-8", errors="surrogateescape"))
     record = None
-    if audit is not None:
-        recorder = audit.recorder
+    if middleware is not None:
+        recorder = middleware.recorder
 
         async def record(access: Access) -> None:
             await anyio.to_thread.run_sync(recorder.record, access)

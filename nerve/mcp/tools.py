@@ -25,7 +25,7 @@ from nerve.chain.records import Outcome as SealedOutcome
 from nerve.clock import Hlc
 from nerve.errors import UsageError
 from nerve.events import AGENT_ACCESS, display_source, trust_name
-from nerve.mcp.guard import Allowance, fit
+from nerve.mcp.budgets import Allowance, fit
 from nerve.privacy.screen import ERASED, Screen, named_ids
 
 __all__ = [

@@ -68,10 +68,10 @@ def run_foreground(
         "max_request_bytes": kernel.config.daemon.max_request_bytes,
     }
     fsio.write_small(run_path(ws), json.dumps(record).encode())
-    seal = _line_sealer(ws)
+    encrypt = _line_encrypter(ws)
     try:
-        with journal.journal(log_path(ws), *([echo] if echo else []), seal=seal) as recent:
-            if seal is not None and journal.same_file(sys.stderr, log_path(ws)):
+        with journal.journal(log_path(ws), *([echo] if echo else []), encrypt=encrypt) as recent:
+            if encrypt is not None and journal.same_file(sys.stderr, log_path(ws)):
                 _relay_stdio()  # a background daemon: its stderr is the log file
             main = view(kernel, recent) if view is not None else kernel.run_until_stopped()
             asyncio.run(_settled(kernel, main))
@@ -102,19 +102,19 @@ async def _freeze_when_ready(kernel: Kernel) -> None:
     gc.freeze()
 
 
-def _line_sealer(ws: WorkspaceDir) -> Callable[[str], str] | None:
-    """How an encrypted workspace's daemon writes its log lines: sealed, one per line."""
+def _line_encrypter(ws: WorkspaceDir) -> Callable[[str], str] | None:
+    """How an encrypted workspace's daemon writes its log lines: encrypted, one per line."""
     from functools import partial
 
     from nerve.log import crypt
 
     cipher = crypt.cipher_for(ws.log_root)
-    return None if cipher is None else partial(crypt.seal_line, cipher)
+    return None if cipher is None else partial(crypt.encrypt_line, cipher)
 
 
 def _relay_stdio() -> None:
     """Send what this process writes on stdout/stderr (a background daemon's are the log
-    file) through the sealed journal, so no plaintext reaches the file."""
+    file) through the encrypted journal, so no plaintext reaches the file."""
     import threading
 
     from nerve.runtime import journal
@@ -135,14 +135,14 @@ def _relay_stdio() -> None:
 
 
 def open_lines(ws: WorkspaceDir, lines: list[str]) -> list[str]:
-    """Daemon log lines as a person reads them: sealed ones opened with the key if given."""
+    """Daemon log lines as a person reads them: encrypted ones opened with the key if given."""
     from nerve.log import crypt
 
     if not any(line.startswith(crypt.LINE_TAG) for line in lines):
         return lines
     with contextlib.suppress(crypt.KeyMissing):
         crypt.cipher_for(ws.log_root)
-    return [crypt.open_line(line) for line in lines]
+    return [crypt.decrypt_line(line) for line in lines]
 
 
 # Libraries the daemon never calls but would load anyway: pyarrow probes for pandas the
@@ -240,7 +240,7 @@ def _wait_started(ws: WorkspaceDir, proc: subprocess.Popen[bytes]) -> int:
 
 
 def _last_words(ws: WorkspaceDir) -> str:
-    """The daemon log's last lines, opened if sealed and the key is at hand."""
+    """The daemon log's last lines, opened if encrypted and the key is at hand."""
     return "\n".join(open_lines(ws, tail_text(log_path(ws), 15).splitlines()))
 
 

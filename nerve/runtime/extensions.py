@@ -6,7 +6,7 @@ requests it answers (``handlers()``, added to the kernel's table at start: nothi
 by being imported), and three hooks: ``on_config`` (a reload applied), ``on_workflow_requested``
 (a sense asked for a run) and ``request_run`` (CLI / IPC asked for one; ``None`` when the
 extension does not run workflows). It listens to committed events through
-``host.committer.listeners`` and writes through ``host.committer.append`` / ``host.record``,
+``kernel.committer.listeners`` and writes through ``kernel.committer.append`` / ``kernel.record``,
 so it never opens the log itself.
 """
 
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from nerve.workspace import WorkspaceDir
 
 
-class Host(Protocol):
+class ExtensionNeeds(Protocol):
     """What an extension may use of the kernel."""
 
     @property
@@ -56,42 +56,42 @@ class Host(Protocol):
 
 
 class Extension(Protocol):
-    async def start(self, host: Host) -> None: ...
+    async def start(self, kernel: ExtensionNeeds) -> None: ...
 
     def handlers(self) -> dict[str, Any]:
         """Socket requests it answers: type -> ``async (kernel, request) -> reply``."""
         ...
 
-    async def stop(self, host: Host) -> None: ...
+    async def stop(self, kernel: ExtensionNeeds) -> None: ...
 
-    async def on_config(self, host: Host, reason: str) -> None: ...
+    async def on_config(self, kernel: ExtensionNeeds, reason: str) -> None: ...
 
     async def on_workflow_requested(
-        self, host: Host, trigger: WorkflowTrigger, sense: str
+        self, kernel: ExtensionNeeds, trigger: WorkflowTrigger, sense: str
     ) -> None: ...
 
     async def request_run(
-        self, host: Host, trigger: WorkflowTrigger, source: str
+        self, kernel: ExtensionNeeds, trigger: WorkflowTrigger, source: str
     ) -> dict[str, Any] | None: ...
 
 
 class Plain:
     """The hooks of an extension that only runs beside the kernel: no requests of its own,
-    nothing to do at a reload (it reads ``host.config`` afresh) or for a workflow."""
+    nothing to do at a reload (it reads ``kernel.config`` afresh) or for a workflow."""
 
     def handlers(self) -> dict[str, Any]:
         return {}
 
-    async def on_config(self, host: object, reason: str) -> None:
+    async def on_config(self, kernel: object, reason: str) -> None:
         return None
 
     async def on_workflow_requested(
-        self, host: object, trigger: WorkflowTrigger, sense: str
+        self, kernel: object, trigger: WorkflowTrigger, sense: str
     ) -> None:
         return None
 
     async def request_run(
-        self, host: object, trigger: WorkflowTrigger, source: str
+        self, kernel: object, trigger: WorkflowTrigger, source: str
     ) -> dict[str, Any] | None:
         return None
 
@@ -105,7 +105,7 @@ class Loop(Plain):
     def spawn(self, work: Coroutine[Any, Any, None], name: str) -> None:
         self._task = asyncio.create_task(work, name=name)
 
-    async def stop(self, host: object) -> None:
+    async def stop(self, kernel: object) -> None:
         task = self._task
         if task is None:
             return

@@ -16,7 +16,7 @@ from nerve.attention.kinds import DECISION
 from nerve.log.segments import of_kind
 from nerve.runtime import journal
 from nerve.runtime.extensions import Plain
-from nerve.runtime.snapshot import AgentReads, Highlights, json_object
+from nerve.runtime.frame import AgentReads, Highlights, json_object
 
 if TYPE_CHECKING:
     import pyarrow as pa

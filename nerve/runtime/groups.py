@@ -65,7 +65,7 @@ class Reply:
     body: dict[str, Any]
 
 
-class Host(Protocol):
+class GroupNeeds(Protocol):
     """What a group needs from the kernel."""
 
     def state_json(self, sense: str) -> bytes:
@@ -110,7 +110,7 @@ class GroupWorker:
         group: str,
         senses: dict[str, SenseSpec],
         workspace: Path,
-        host: Host,
+        needs: GroupNeeds,
         now_ns: Any = time.monotonic_ns,
         clean: Callable[[str], str] | None = None,
     ) -> None:
@@ -118,7 +118,7 @@ class GroupWorker:
         self._clean = clean  # redacts what the worker writes on stderr before it is logged
         self.senses = senses
         self.workspace = workspace
-        self.host = host
+        self.needs = needs
         self._now = now_ns
         self._queue: deque[Job] = deque()
         self._queued: dict[str, int] = {}  # sense -> its jobs in the queue
@@ -141,7 +141,7 @@ class GroupWorker:
         self._partial: list[bytes] = []  # the start of a line not wholly read
         self._partial_bytes = 0
         self._eof = False
-        self._ready: list[Reply] = []  # replies handled, not yet handed to the host
+        self._ready: list[Reply] = []  # replies handled, not yet handed to its owner
         self._mark = ""
 
     async def start(self) -> None:
@@ -195,7 +195,7 @@ class GroupWorker:
         reply = await self._receive(READY_TIMEOUT_S)
         if reply is None or reply.get("op") != "ready":
             raise RuntimeError(f"sense group {self.group!r}: worker did not start")
-        await self.host.on_loaded(self.group, reply["loaded"])
+        await self.needs.on_loaded(self.group, reply["loaded"])
 
     async def _send(self, msg: dict[str, Any]) -> None:
         assert self._proc is not None and self._proc.stdin is not None
@@ -254,7 +254,7 @@ class GroupWorker:
     async def _recover(self, batch: list[Job], exc: Exception) -> None:
         report(f"sense group {self.group!r}: {type(exc).__name__}: {exc}")
         if batch:
-            await self.host.on_failure(batch[0], "internal", f"{type(exc).__name__}: {exc}")
+            await self.needs.on_failure(batch[0], "internal", f"{type(exc).__name__}: {exc}")
         while not self._stopping:
             try:
                 await self._restart(f"{type(exc).__name__}: {exc}")
@@ -307,7 +307,7 @@ class GroupWorker:
         lines = []
         for job in batch:
             self.seq += 1
-            state = self.host.state_json(job.sense)
+            state = self.needs.state_json(job.sense)
             lines.append(_COMPUTE % (self.seq, _name(job.sense), state))
         lines.append(b"")
         return b"\n".join(lines)
@@ -322,12 +322,12 @@ class GroupWorker:
                 raise ProtocolError(f"worker answered {str(reply)[:80]!r} to compute {seq}")
         except ProtocolError as exc:
             self._deliver()  # the replies before it are stored
-            await self.host.on_failure(job, "protocol", str(exc))
+            await self.needs.on_failure(job, "protocol", str(exc))
             await self._restart(f"sense {job.sense!r}: {exc}")
             return False
         except TimeoutError:
             how = await self._cancel(spec.cancel_grace_ms / 1000)
-            await self.host.on_failure(
+            await self.needs.on_failure(
                 job, "timeout", f"compute exceeded its {spec.timeout_ms} ms timeout; {how}"
             )
             await self._restart(f"sense {job.sense!r} hung past its timeout")
@@ -343,12 +343,12 @@ class GroupWorker:
         return True
 
     def _deliver(self) -> None:
-        """Hand the replies handled so far to the host as one batch (one commit), while the
+        """Hand the replies handled so far to its owner as one batch (one commit), while the
         worker goes on; a sense's next compute waits for its batch to be stored."""
         if not self._ready:
             return
         ready, self._ready = self._ready, []
-        task = asyncio.create_task(self.host.on_results(ready))
+        task = asyncio.create_task(self.needs.on_results(ready))
         senses = [r.job.sense for r in ready]
         for sense in senses:
             self._committing[sense] = task
@@ -373,7 +373,7 @@ class GroupWorker:
     async def _crashed(self, batch: list[Job]) -> None:
         self._deliver()  # the replies before the crash are stored before its error
         code = await self._exit_code()
-        await self.host.on_failure(
+        await self.needs.on_failure(
             batch[0], "crash", f"worker exited with code {code} during compute"
         )
         self._requeue(batch[1:])
@@ -434,7 +434,7 @@ class GroupWorker:
             self.restarting = "restarting"
         self.restarts += 1
         await self._spawn()
-        await self.host.on_restart(self.group, reason, old_pid)
+        await self.needs.on_restart(self.group, reason, old_pid)
 
     async def _kill(self) -> None:
         proc, self._proc = self._proc, None

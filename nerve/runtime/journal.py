@@ -122,16 +122,16 @@ class _Stream(logging.Handler):
     """Each line written and flushed at once; a full disk or a closed pipe is ignored
     (the daemon must not stop because its own log cannot be written)."""
 
-    def __init__(self, stream: TextIO, seal: Callable[[str], str] | None = None) -> None:
+    def __init__(self, stream: TextIO, encrypt: Callable[[str], str] | None = None) -> None:
         super().__init__()
         self.stream = stream
-        self.seal = seal
+        self.encrypt = encrypt
         self.setFormatter(_Format())
 
     def emit(self, record: logging.LogRecord) -> None:
         with contextlib.suppress(OSError, ValueError):
             text = self.format(record)
-            self.stream.write((self.seal(text) if self.seal else text) + "\n")
+            self.stream.write((self.encrypt(text) if self.encrypt else text) + "\n")
             self.stream.flush()
 
     def handleError(self, record: logging.LogRecord) -> None:
@@ -173,11 +173,11 @@ def same_file(stream: TextIO, path: Path) -> bool:
 
 @contextlib.contextmanager
 def journal(
-    path: Path | None, *echo: TextIO, seal: Callable[[str], str] | None = None
+    path: Path | None, *echo: TextIO, encrypt: Callable[[str], str] | None = None
 ) -> Iterator[Recent]:
     """Send the ``nerve`` logger's lines to the file at ``path`` and to each ``echo``
     stream (skipping a stream that is that same file) for the length of the block.
-    ``seal``: how a line is written to the file (an encrypted workspace's envelope)."""
+    ``encrypt``: how a line is written to the file (an encrypted workspace's envelope)."""
     recent = Recent()
     handlers: list[logging.Handler] = [recent]
     with contextlib.ExitStack() as stack:
@@ -185,7 +185,7 @@ def journal(
             file = stack.enter_context(
                 os.fdopen(fsio.open_append(path), "a", encoding="utf-8", errors="replace")
             )
-            handlers.append(_Stream(file, seal))
+            handlers.append(_Stream(file, encrypt))
         handlers += [_Stream(s) for s in echo if path is None or not same_file(s, path)]
         stack.enter_context(_attached(handlers))
         yield recent

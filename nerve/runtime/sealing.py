@@ -20,7 +20,7 @@ from nerve.runtime import journal
 from nerve.runtime.extensions import Loop
 
 if TYPE_CHECKING:
-    from nerve.runtime.extensions import Host
+    from nerve.runtime.extensions import ExtensionNeeds
     from nerve.seal import Heads, Sealer
 
 RETRY_S = 30.0
@@ -34,11 +34,11 @@ class Sealing(Loop):
         self.sealer: Sealer | None = None
         self.stopped: str | None = None  # why it is not sealing, when set up but failing
 
-    async def start(self, host: Host) -> None:
-        folder = host.ws.data / "seals"
-        if not host.config.audit.seal.enabled or not (folder / "setup.json").exists():
+    async def start(self, kernel: ExtensionNeeds) -> None:
+        folder = kernel.ws.data / "seals"
+        if not kernel.config.audit.seal.enabled or not (folder / "setup.json").exists():
             return
-        self.spawn(self._run(host, folder), "epoch-seals")
+        self.spawn(self._run(kernel, folder), "epoch-seals")
 
     def status(self) -> dict[str, Any] | None:
         """``{"sealing", "last_epoch", "sealed", "why"}``, or None when not set up."""
@@ -52,35 +52,35 @@ class Sealing(Loop):
             "why": self.stopped,
         }
 
-    async def _run(self, host: Host, folder: Path) -> None:
+    async def _run(self, kernel: ExtensionNeeds, folder: Path) -> None:
         while True:
             try:
                 if self.sealer is None:
-                    self.sealer = await asyncio.to_thread(self._open, host, folder)
+                    self.sealer = await asyncio.to_thread(self._open, kernel, folder)
                 await asyncio.to_thread(self.sealer.seal_due)
                 if self.stopped is not None:
                     journal.say("epoch sealing resumed")
                 self.stopped = None
                 await asyncio.sleep(_until_next(self.sealer))
             except (NerveError, OSError) as exc:
-                await self._not_sealing(host, str(exc))
+                await self._not_sealing(kernel, str(exc))
                 await asyncio.sleep(RETRY_S)
 
-    def _open(self, host: Host, folder: Path) -> Sealer:
+    def _open(self, kernel: ExtensionNeeds, folder: Path) -> Sealer:
         """The sealer, once the identity that certified the set-up answers (a token)."""
         from nerve.seal import Sealer
         from nerve.seal.token import confirm
 
         confirm(folder)
-        root = host.ws.log_root
+        root = kernel.ws.log_root
         return Sealer(folder, lambda: heads_now(root))
 
-    async def _not_sealing(self, host: Host, why: str) -> None:
+    async def _not_sealing(self, kernel: ExtensionNeeds, why: str) -> None:
         if why == self.stopped:
             return
         self.stopped = why
         journal.warn(f"NOT sealing epochs (the log is kept as before): {why}")
-        await host.record("seal.stopped", "seal", f"not sealing epochs: {why}", {"why": why})
+        await kernel.record("seal.stopped", "seal", f"not sealing epochs: {why}", {"why": why})
 
 
 def heads_now(log_root: Path) -> Heads:

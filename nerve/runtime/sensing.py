@@ -1,7 +1,7 @@
 """The senses at run time: one worker per group, the scheduler that dispatches to them, and
 what their replies store (see ``nerve.runtime.results``).
 
-:class:`Sensing` is each group's :class:`~nerve.runtime.groups.Host`: it restores each
+:class:`Sensing` is each group's :class:`~nerve.runtime.groups.GroupNeeds`: it restores each
 sense's state when its group loads, stores a batch of replies as one commit before memory
 moves, publishes signals on the bus, and records failures and restarts.
 """
@@ -169,7 +169,7 @@ class Sensing:
             hint = did_you_mean(sense, known) or f"the senses are: {', '.join(known) or 'none'}"
             raise SenseError(f"unknown sense {sense!r}", field="sense", hint=hint)
 
-    # -- the groups' host --------------------------------------------------------------
+    # -- what the groups need ----------------------------------------------------------
 
     def state_json(self, sense: str) -> bytes:
         return self.results.memory.canonical(sense)

@@ -483,7 +483,7 @@ def live_batch(
 
 def sql(ws: Workspace, text: str, *, timeout_ms: int | None = None) -> dict[str, Any]:
     """One read-only SELECT in MCP's sandbox (the same tool function), privacy applied."""
-    from nerve.mcp.guard import Allowance
+    from nerve.mcp.budgets import Allowance
     from nerve.mcp.tools import Call, query
 
     limit = timeout_ms if timeout_ms is not None else ws.settings.config.mcp.query_timeout
@@ -498,7 +498,7 @@ def sql(ws: Workspace, text: str, *, timeout_ms: int | None = None) -> dict[str,
 def decisions(ws: Workspace, *, limit: int = 1_000) -> dict[str, Any]:
     """Attention decisions, newest first, with why (MCP's ``highlights``), and the budget
     over time, oldest first."""
-    from nerve.mcp.guard import Allowance
+    from nerve.mcp.budgets import Allowance
     from nerve.mcp.tools import Call, highlights
 
     out = highlights(Call(ws, screen(ws), Allowance(limit, SQL_BYTES)), limit=limit)

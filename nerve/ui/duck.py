@@ -39,17 +39,17 @@ def cursor() -> duckdb.DuckDBPyConnection:
 
 def parquet(paths: list[str]) -> str:
     """``read_parquet`` over segment files, for any cursor: an encrypted log's are read
-    through its file system (:mod:`nerve.sealedfs`), registered on first use."""
+    through its file system (:mod:`nerve.encfs`), registered on first use."""
     from nerve.log.crypt import is_encrypted
     from nerve.query import parquet_sql
 
     files = [Path(p) for p in paths]
     if files and is_encrypted(files[0].parent.parent):
-        from nerve.sealedfs import register
+        from nerve.encfs import register
 
         base = _base()
         with _LOCK:
-            if "sealed" not in _STATE:
+            if "encrypted" not in _STATE:
                 register(base)
-                _STATE["sealed"] = True
+                _STATE["encrypted"] = True
     return parquet_sql(files)

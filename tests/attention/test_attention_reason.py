@@ -24,7 +24,7 @@ from nerve.chain.records import SEALABLE, Outcome
 from nerve.clock import Hlc
 from nerve.events import Event, SourceClass, Trust
 from nerve.mcp import tools
-from nerve.mcp.guard import Allowance
+from nerve.mcp.budgets import Allowance
 from nerve.privacy.screen import Screen
 from nerve.workspace import WorkspaceDir
 from tests.attention.test_attention_service import make_workspace

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from nerve.dev.attach import snapshot_from
+from nerve.dev.attach import frame_from
 from nerve.dev.view import render
 from tests.conftest import run_cli
 from tests.daemon_util import COUNTER, started, write_sense
@@ -96,7 +96,7 @@ def test_the_viewer_draws_what_status_answers() -> None:
         ],
         "capture": {"paused": False},
     }  # fmt: skip
-    snap = snapshot_from(health, now_s=1_750_000_002.0, rate=3.0)
+    snap = frame_from(health, now_s=1_750_000_002.0, rate=3.0)
     assert snap.pid == 77 and snap.senses[0].latest == "cpu 12% load1 0.5"
     assert snap.started_s == 1_750_000_002.0 - 65.0 and snap.events == 1234
     assert render(snap, 80, 24) is not None

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from nerve.dev.attach import snapshot_from
+from nerve.dev.attach import frame_from
 from nerve.runtime.latest import latest_text, unavailable_note
 from tests.conftest import run_cli
 from tests.daemon_util import started, write_sense
@@ -58,7 +58,7 @@ def test_unavailable_and_the_last_reading_kept(tmp_path: Path) -> None:
     assert by_name["focus"]["unavailable"] == "no X display (headless)"
     assert by_name["once"]["last_line"] == "once observed" and by_name["once"]["unavailable"] == ""
     assert isinstance(by_name["once"]["last_line_ns"], int)
-    viewed = {row.name: row.latest for row in snapshot_from(health, now_s=0, rate=0).senses}
+    viewed = {row.name: row.latest for row in frame_from(health, now_s=0, rate=0).senses}
     assert viewed["focus"] == "unavailable: no X display (headless)"
     assert viewed["once"].startswith("once observed · ")  # what `nerve dev` draws
 

@@ -1,6 +1,6 @@
 """Golden outputs: rich renderings compared whole with files under tests/golden/.
 
-The dev view draws a snapshot with its own clock, so nothing needs masking. To rewrite a
+The dev view draws a frame with its own clock, so nothing needs masking. To rewrite a
 golden file after a deliberate change: ``NERVE_UPDATE_GOLDEN=1 pytest tests/cli/test_golden.py``.
 """
 
@@ -15,8 +15,8 @@ import pytest
 from rich.console import Console
 
 from nerve.dev.view import render
+from nerve.runtime.frame import AgentRead, Frame, Highlight, SenseRow
 from nerve.runtime.journal import Entry
-from nerve.runtime.snapshot import AgentRead, Highlight, SenseRow, Snapshot
 
 GOLDEN = Path(__file__).parent.parent / "golden"
 NOW = 1_750_000_000.0
@@ -32,9 +32,9 @@ def _sense(index: int, name: str) -> SenseRow:
     return SenseRow(name, group, 120 * index + 3, 2 if index == 7 else 0, last, 1.5 * index, line)
 
 
-def _snapshot(
+def _frame(
     *, senses: list[str], alerts: tuple[str, ...] = (), agents: tuple[AgentRead, ...] = ()
-) -> Snapshot:
+) -> Frame:
     decisions = tuple(
         Highlight(
             NOW - 600 + i * 90,
@@ -49,7 +49,7 @@ def _snapshot(
         Entry(NOW - 4000, logging.WARNING, "sense shell: exception: RuntimeError: unplugged\nat"),
         Entry(NOW - 75, logging.WARNING, restarted),
     )
-    return Snapshot(
+    return Frame(
         workspace="/home/someone/projects/with/a/rather/long/path/nerve",
         pid=4242,
         now_s=NOW,
@@ -72,10 +72,10 @@ AGENTS = (
 )
 
 
-def _drawn(snap: Snapshot, width: int, height: int) -> str:
+def _drawn(frame: Frame, width: int, height: int) -> str:
     out = io.StringIO()
     console = Console(file=out, width=width, height=height, color_system=None, legacy_windows=False)
-    console.print(render(snap, width, height))
+    console.print(render(frame, width, height))
     return out.getvalue()
 
 
@@ -87,22 +87,22 @@ def _check(name: str, text: str) -> None:
 
 
 @pytest.mark.parametrize(
-    ("name", "width", "height", "snap"),
+    ("name", "width", "height", "frame"),
     [
-        ("dev_80x24.txt", 80, 24, _snapshot(senses=BUNDLED + EXTRA + MORE)),  # "… N more"
+        ("dev_80x24.txt", 80, 24, _frame(senses=BUNDLED + EXTRA + MORE)),  # "… N more"
         (
             "dev_200x50.txt",
             200,
             50,
-            _snapshot(senses=BUNDLED + EXTRA, alerts=("seal failing: No space left on device",)),
+            _frame(senses=BUNDLED + EXTRA, alerts=("seal failing: No space left on device",)),
         ),
-        ("dev_100x30_agents.txt", 100, 30, _snapshot(senses=BUNDLED, agents=AGENTS)),
+        ("dev_100x30_agents.txt", 100, 30, _frame(senses=BUNDLED, agents=AGENTS)),
     ],
 )
 def test_dev_view_matches_its_golden_drawing(
-    name: str, width: int, height: int, snap: Snapshot
+    name: str, width: int, height: int, frame: Frame
 ) -> None:
-    text = _drawn(snap, width, height)
+    text = _drawn(frame, width, height)
     lines = text.splitlines()
     assert len(lines) == height and max(len(line) for line in lines) == width
     _check(name, text)

@@ -14,21 +14,21 @@ from rich.console import Console
 
 from nerve.dev.view import render, uptime
 from nerve.errors import report
+from nerve.runtime.frame import AgentRead, Frame, Highlight, Rate, SenseRow
 from nerve.runtime.journal import Entry, Recent, Repeats, format_line, journal
 from nerve.runtime.latest import ago
-from nerve.runtime.snapshot import AgentRead, Highlight, Rate, SenseRow, Snapshot
 
 NOW = 1_750_000_000.0
 texts = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=300)
 
 
 @st.composite
-def snapshots(draw: st.DrawFn) -> Snapshot:
+def frames(draw: st.DrawFn) -> Frame:
     senses = draw(st.lists(st.tuples(texts, texts, texts), max_size=40))
     decisions = draw(st.lists(st.tuples(st.sampled_from(["surface", "hold:value"]), texts)))
     errors = draw(st.lists(texts, max_size=30))
     agents = draw(st.lists(st.tuples(texts, texts, st.sampled_from(["ok", "refused"])), max_size=9))
-    return Snapshot(
+    return Frame(
         workspace=draw(texts),
         pid=4242,
         now_s=NOW,
@@ -45,13 +45,13 @@ def snapshots(draw: st.DrawFn) -> Snapshot:
 
 
 @settings(max_examples=80, deadline=None)
-@given(snapshots(), st.integers(30, 220), st.integers(6, 60))
+@given(frames(), st.integers(30, 220), st.integers(6, 60))
 def test_the_view_fills_exactly_the_terminal_and_never_wraps(
-    snap: Snapshot, width: int, height: int
+    frame: Frame, width: int, height: int
 ) -> None:
     out = io.StringIO()
     console = Console(file=out, width=width, height=height, color_system=None, legacy_windows=False)
-    console.print(render(snap, width, height))
+    console.print(render(frame, width, height))
     lines = out.getvalue().split("\n")
     assert lines[-1] == "" and len(lines) - 1 == height
     assert all(cell_len(line) <= width for line in lines)

@@ -310,7 +310,7 @@ def test_the_bundled_digest_runs_end_to_end_in_the_default_workspace(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, encrypted: bool
 ) -> None:
     """In an encrypted workspace too: its roles and its gate check work on plain files, and
-    the report is kept sealed, read back through the front door with the key."""
+    the report is kept encrypted, read back through the front door with the key."""
     import nerve
     from nerve.log import crypt
 
@@ -324,7 +324,7 @@ def test_the_bundled_digest_runs_end_to_end_in_the_default_workspace(
         assert daemon.wait_status(run, "completed", "held", "failed") == "completed"
         kept = ws.root / "data" / "runs" / run / "report.md"
         report = nerve.open(ws.root).run(run).output("report.md").decode()
-        assert crypt.sealed_file(kept) is encrypted
+        assert crypt.encrypted_file(kept) is encrypted
         assert (report.encode() == kept.read_bytes()) is not encrypted
         assert "## Summary" in report and "## Activity" in report and "## Senses" in report
         assert [m["role"] for m in daemon.messages(run)] == ["collect", "write", "review"]

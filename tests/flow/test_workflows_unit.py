@@ -1,5 +1,5 @@
 """The workflow pieces that need no daemon: rebuilding runs, threads, answers, definitions,
-role results, output paths and the gate itself (with real check scripts)."""
+role results, output paths and the output checks themselves (with real check scripts)."""
 
 from __future__ import annotations
 
@@ -20,9 +20,9 @@ from nerve.errors import WorkflowError
 from nerve.flow import END, START, Message, Question, RoleResult
 from nerve.flow.client import interactive_refusal
 from nerve.flow.definition import find_workflow, load_definition, safe_output
-from nerve.flow.gate import declared_outputs, evaluate
 from nerve.flow.history import rebuild, thread_page
 from nerve.flow.human import match_choice
+from nerve.flow.judge import declared_outputs, evaluate
 from nerve.flow.worker import _Refused, normalise_role_result
 from nerve.log.drafts import Draft
 from tests.helpers.workflows import write_checks

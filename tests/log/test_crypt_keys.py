@@ -186,7 +186,7 @@ def test_a_bare_logs_key_may_sit_beside_it_not_inside_it(tmp_path: Path) -> None
     assert crypt.kept_with(tmp_path / "ws" / "data" / "log") == tmp_path / "ws" / "data"
 
 
-def test_a_sealed_log_line_opens_only_with_its_key_held(tmp_path: Path) -> None:
+def test_an_encrypted_log_line_opens_only_with_its_key_held(tmp_path: Path) -> None:
     key = tmp_path / "nerve.key"
     crypt.new_key_file(key)
     root = tmp_path / "log"
@@ -196,9 +196,9 @@ def test_a_sealed_log_line_opens_only_with_its_key_held(tmp_path: Path) -> None:
     crypt.forget_keys()
     cipher = crypt.held_cipher(root, {crypt.ENV_KEY_FILE: str(key)})  # unlocked from env
     assert cipher is not None
-    line = crypt.seal_line(cipher, "sense cpu failed: boom")
+    line = crypt.encrypt_line(cipher, "sense cpu failed: boom")
     assert line.startswith(crypt.LINE_TAG) and "boom" not in line
-    assert crypt.open_line(line) == "sense cpu failed: boom"
-    assert crypt.open_line("plain line") == "plain line"
+    assert crypt.decrypt_line(line) == "sense cpu failed: boom"
+    assert crypt.decrypt_line("plain line") == "plain line"
     crypt.forget_keys()
-    assert crypt.open_line(line) == "(an encrypted line: it needs the key)"
+    assert crypt.decrypt_line(line) == "(an encrypted line: it needs the key)"

@@ -134,7 +134,7 @@ READABLE = (  # an archive is a log of its own: it has these too
 
 
 def _readable(folder: Path) -> list[str]:
-    """Files under ``folder`` that are neither sealed nor on docs/encryption.md's list."""
+    """Files under ``folder`` that are neither encrypted nor on docs/encryption.md's list."""
     found = []
     for path in sorted(p for p in folder.rglob("*") if p.is_file() and not p.is_symlink()):
         rel, data = path.relative_to(folder), path.read_bytes()
@@ -147,7 +147,7 @@ def _readable(folder: Path) -> list[str]:
         if fnmatch(str(rel), "*log/wal/*.wal") and (
             len(data) <= 16 or (data[:4] == b"NWAL" and b"NENC\x01" in data)
         ):
-            continue  # a header alone (a new generation), or frames whose bodies are sealed
+            continue  # a header alone (a new generation), or frames whose bodies are encrypted
         found.append(str(rel))
     return found
 

@@ -12,7 +12,7 @@ from nerve import api, logops
 from nerve.errors import NerveError
 from nerve.log.drafts import Draft
 from nerve.mcp import tools
-from nerve.mcp.guard import Allowance
+from nerve.mcp.budgets import Allowance
 from nerve.privacy.screen import Screen
 from nerve.workspace import WorkspaceDir, init_workspace
 

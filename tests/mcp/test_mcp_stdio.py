@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from nerve.mcp.access import Access, scrub
-from nerve.mcp.audit import in_words
+from nerve.mcp.recorder import in_words
 from nerve.workspace import init_workspace
 from tests.conftest import run_cli
 

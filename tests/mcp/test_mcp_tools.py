@@ -16,7 +16,7 @@ from nerve.log.drafts import Draft
 from nerve.log.reader import replay_digest
 from nerve.mcp import tools
 from nerve.mcp.access import Access, Recorder, accesses
-from nerve.mcp.guard import Allowance, Budgets, fit
+from nerve.mcp.budgets import Allowance, Budgets, fit
 from nerve.mcp.sandbox import open_sandbox, run_sql
 from nerve.mcp.settings import McpConfig
 from nerve.privacy.screen import Screen

@@ -12,12 +12,12 @@ from typing import Any, cast
 
 from rich.console import Console
 
-from nerve.dev.view import render, snapshot_of
+from nerve.dev.view import frame_of, render
 from nerve.log.drafts import Draft
 from nerve.privacy.pause import PAUSED, RESUMED, PauseState
 from nerve.runtime import journal
 from nerve.runtime.capture import CaptureGate
-from nerve.runtime.snapshot import AgentReads, Rate
+from nerve.runtime.frame import AgentReads, Rate
 from nerve.workspace import init_workspace
 from tests.conftest import run_cli
 from tests.daemon_util import COUNTER, Daemon, started, write_sense
@@ -159,7 +159,7 @@ def test_the_dev_view_says_capture_is_paused() -> None:
         segments=0, capture=gate, seal_failure=None,
         feed=SimpleNamespace(highlights=[], agents=AgentReads()),
     )  # fmt: skip
-    snap = snapshot_of(kernel, Rate(), journal.Recent(), now_s=5.0)  # type: ignore[arg-type]
+    snap = frame_of(kernel, Rate(), journal.Recent(), now_s=5.0)  # type: ignore[arg-type]
     out = io.StringIO()
     Console(file=out, width=100, height=12, color_system=None).print(render(snap, 100, 12))
     assert out.getvalue().splitlines()[1].strip() == "capture paused until 1970-01-01T00:01:00Z"

@@ -24,7 +24,7 @@ from nerve.clock import Hlc
 from nerve.events import Event, SourceClass, Trust, cid
 from nerve.log.drafts import Draft
 from nerve.mcp import catalog, info, tools
-from nerve.mcp.guard import Allowance
+from nerve.mcp.budgets import Allowance
 from nerve.privacy.screen import Screen
 from nerve.ui import data
 from nerve.ui.app import build_app

@@ -13,7 +13,7 @@ from nerve import api, logops
 from nerve.events import ASK_KINDS, BOOKKEEPING_KINDS, bookkeeping_sql
 from nerve.log.drafts import Draft
 from nerve.mcp import tools
-from nerve.mcp.guard import Allowance
+from nerve.mcp.budgets import Allowance
 from nerve.privacy.screen import Screen
 from nerve.workspace import WorkspaceDir, init_workspace
 from tests.conftest import run_cli

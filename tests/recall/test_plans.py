@@ -211,7 +211,7 @@ def test_mcp_gives_the_same_answer_and_cites_the_command_start(
     morning: WorkspaceDir, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from nerve.mcp import tools
-    from nerve.mcp.guard import Allowance
+    from nerve.mcp.budgets import Allowance
     from nerve.privacy.screen import Screen
 
     monkeypatch.setattr("time.time_ns", lambda: newcomer.NOW)
@@ -266,7 +266,7 @@ def test_mcp_search_ranks_the_exact_command_first(tmp_path: Path) -> None:
     """Issue 41: window titles holding the same words (newer, same score) ranked above the
     real ``make build`` command."""
     from nerve.mcp import tools
-    from nerve.mcp.guard import Allowance
+    from nerve.mcp.budgets import Allowance
     from nerve.privacy.screen import Screen
     from tests.helpers.workday import command, focus
 

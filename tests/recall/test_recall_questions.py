@@ -156,7 +156,7 @@ def test_answers_cite_the_events_they_used(day: WorkspaceDir) -> None:
 
 def test_mcp_ask_gives_the_same_answers(day: WorkspaceDir, monkeypatch: pytest.MonkeyPatch) -> None:
     from nerve.mcp import tools
-    from nerve.mcp.guard import Allowance
+    from nerve.mcp.budgets import Allowance
     from nerve.privacy.screen import Screen
 
     monkeypatch.setattr("time.time_ns", lambda: workday.NOW)

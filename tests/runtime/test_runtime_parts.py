@@ -1,5 +1,5 @@
 """The kernel's parts, each imported and run on its own: the committer over a real log, a
-group's worker process answering a batch, the senses' host storing before memory moves,
+group's worker process answering a batch, sensing storing a batch before memory moves,
 and the kernel itself in this process."""
 
 from __future__ import annotations
@@ -72,8 +72,8 @@ def test_the_committer_stores_drafts_and_columns_in_one_commit(tmp_path: Path) -
     assert seen == [3]  # one commit for both callers
 
 
-class Host:
-    """A group's host that keeps what it is handed."""
+class Needs:
+    """What a group needs of its owner, keeping what it is handed."""
 
     def __init__(self) -> None:
         self.batches: list[list[Reply]] = []
@@ -95,26 +95,26 @@ class Host:
         self.loaded = loaded
 
 
-def test_a_group_hands_a_batch_of_replies_to_its_host_at_once(tmp_path: Path) -> None:
+def test_a_group_hands_a_batch_of_replies_to_its_owner_at_once(tmp_path: Path) -> None:
     sense = tmp_path / "senses" / "counter" / "sense.py"
     sense.parent.mkdir(parents=True)
     sense.write_text(COUNTER)
     names = [f"s{i}" for i in range(10)]
     specs = {n: SenseSpec(n, str(sense), {}, timeout_ms=30_000) for n in names}
-    host = Host()
+    needs = Needs()
 
     async def run() -> None:
-        worker = GroupWorker("g", specs, tmp_path, host)
+        worker = GroupWorker("g", specs, tmp_path, needs)
         for name in names:  # queued before the worker runs: sent in one write
             worker.enqueue(Job(name, "interval", 0))
         await worker.start()
-        await _until_async(lambda: sum(len(b) for b in host.batches) == len(names))
+        await _until_async(lambda: sum(len(b) for b in needs.batches) == len(names))
         await worker.stop()
 
     asyncio.run(run())
-    assert all(info["ok"] for info in host.loaded.values())
-    assert len(host.batches) == 1  # one batch: one commit, not ten
-    replies = host.batches[0]
+    assert all(info["ok"] for info in needs.loaded.values())
+    assert len(needs.batches) == 1  # one batch: one commit, not ten
+    replies = needs.batches[0]
     assert [r.job.sense for r in replies] == names
     assert [r.body.get("state_jcs") for r in replies] == ['{"n":42}'] * 10, replies[0].body
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from rich.console import Console
 
 from nerve.dev.view import render
-from nerve.runtime.snapshot import SenseRow, Snapshot
+from nerve.runtime.frame import Frame, SenseRow
 from nerve.workspace import init_workspace
 from tests.conftest import run_cli
 from tests.daemon_util import COUNTER, Daemon, write_sense
@@ -92,9 +92,9 @@ def test_the_dev_view_shows_skipped_ticks_and_why() -> None:
         SenseRow("cpu", "system", 10, 0, 99.0, 1.0, "cpu 12%", skipped=340, skip_reason="throttle"),
         SenseRow("disk", "system", 10, 0, 99.0, 1.0, "disk 80%"),
     )
-    snap = Snapshot("/ws", 1, 100.0, 0.0, 10, 0.0, 0, senses=rows)
+    frame = Frame("/ws", 1, 100.0, 0.0, 10, 0.0, 0, senses=rows)
     out = io.StringIO()
-    Console(file=out, width=100, height=12, color_system=None).print(render(snap, 100, 12))
+    Console(file=out, width=100, height=12, color_system=None).print(render(frame, 100, 12))
     lines = out.getvalue().splitlines()
     assert "skip" in lines[1]
     assert "340 throttle" in next(line for line in lines if line.startswith("cpu"))

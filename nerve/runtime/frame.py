@@ -1,6 +1,6 @@
 """What the dev view shows, as plain data: the kernel's figures at one instant.
 
-:func:`nerve.dev.view.render` draws a :class:`Snapshot` and nothing else, so a test can
+:func:`nerve.dev.view.render` draws a :class:`Frame` and nothing else, so a test can
 build one by hand, with its own clock, and compare the drawing with a golden file.
 """
 
@@ -119,8 +119,9 @@ class SenseRow:
 
 
 @dataclass(frozen=True)
-class Snapshot:
-    """``now_s`` is the wall clock the view measures every "ago" and the uptime from."""
+class Frame:
+    """The figures the dev view draws at one instant; ``now_s`` is the wall clock it
+    measures every "ago" and the uptime from."""
 
     workspace: str
     pid: int

@@ -1,13 +1,10 @@
-"""What may leave through ``nerve mcp``: the privacy screen on every result, and budgets.
+"""How much may leave through ``nerve mcp``: the budgets of each call and each session.
 
-**Privacy.** Every tool reads through :class:`~nerve.privacy.screen.Screen`, the screen
-``nerve ui`` reads through too: rows a rule withholds are not there,
-redacted ones carry their redacted text and keyed addresses, and any other value (a query's
-cells, an answer's text) has each string screened.
-
-**Budgets.** ``mcp.max_rows`` and ``mcp.max_bytes`` bound each call and each session
-(:class:`Budgets`); a tool fits its items into what is left (:func:`fit`), and a session
-that has spent either budget is refused.
+``mcp.max_rows`` and ``mcp.max_bytes`` bound each call and each session (:class:`Budgets`);
+a tool fits its items into what is left (:func:`fit`), and a session that has spent either
+budget is refused. What may leave at all is the privacy screen's to say
+(:class:`nerve.privacy.screen.Screen`, which ``nerve ui`` reads through too): the recorder
+(:mod:`nerve.mcp.recorder`) hands each tool both.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""The audit every call to ``nerve mcp`` passes through: one SDK middleware (:class:`Audit`).
+"""The recorder every call to ``nerve mcp`` passes through: one SDK middleware
+(:class:`Middleware`).
 
 For each ``tools/call`` and ``resources/read`` it names the client (from the MCP handshake,
 or the request's envelope) and the session, refuses the call if the session has spent its
@@ -28,7 +29,7 @@ from nerve.api import Workspace
 from nerve.errors import AccessRefused, NerveError, UsageError
 from nerve.mcp import tools
 from nerve.mcp.access import Access, Recorder
-from nerve.mcp.guard import Allowance, Budgets, json_size
+from nerve.mcp.budgets import Allowance, Budgets, json_size
 from nerve.mcp.settings import McpConfig
 from nerve.privacy.screen import Screen
 from nerve.privacy.settings import PrivacyConfig
@@ -36,7 +37,7 @@ from nerve.privacy.settings import PrivacyConfig
 if TYPE_CHECKING:
     from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 
-__all__ = ["Audit", "Pending", "Transport", "current", "in_words", "run", "stdio_session"]
+__all__ = ["Middleware", "Pending", "Transport", "current", "in_words", "run", "stdio_session"]
 
 Transport = Literal["stdio", "http"]
 _T = TypeVar("_T")
@@ -90,7 +91,7 @@ class _Settings:
         return self
 
 
-class Audit:
+class Middleware:
     """The middleware every call passes through (see the module docstring)."""
 
     def __init__(self, ws: Workspace, transport: Transport) -> None:
@@ -256,7 +257,7 @@ def current() -> Pending:
     try:
         return _CALL.get()
     except LookupError:
-        raise ToolError("this call did not pass nerve's audit; it is refused") from None
+        raise ToolError("this call did not pass nerve's recorder; it is refused") from None
 
 
 def run(body: Callable[[tools.Call], _T]) -> _T:

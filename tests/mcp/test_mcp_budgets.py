@@ -1,4 +1,4 @@
-"""`nerve.mcp.guard`'s budgets at their edges: what a byte counts, the last item that fits,
+"""`nerve.mcp.budgets`'s budgets at their edges: what a byte counts, the last item that fits,
 the last row a session may take, and the sessions a server remembers."""
 
 from __future__ import annotations
@@ -8,8 +8,7 @@ import datetime as dt
 import pytest
 
 from nerve.errors import AccessRefused
-from nerve.mcp import guard
-from nerve.mcp.guard import Allowance, Budgets, fit, json_size
+from nerve.mcp.budgets import Allowance, Budgets, fit, json_size
 from nerve.mcp.settings import McpConfig
 
 
@@ -58,7 +57,7 @@ def test_a_session_may_take_its_last_row_and_byte_and_no_more() -> None:
 def test_the_server_forgets_the_session_it_charged_longest_ago(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(guard, "_MAX_SESSIONS", 3)
+    monkeypatch.setattr("nerve.mcp.budgets._MAX_SESSIONS", 3)
     budgets = _budgets((10, 100), (1000, 10**6))
     for name in ["a", "b", "c"]:
         budgets.charge(name, 1, 1)

@@ -1,8 +1,8 @@
 """DuckDB over an encrypted log: a read-only file system that decrypts segments in memory.
 
 DuckDB's own Parquet reader does the work (projection, row-group pruning, threads); it reads
-``nervesealed://<absolute path>`` through this fsspec file system, which opens only the
-sealed chunks a read touches (:class:`nerve.log.crypt.SealedFile`): a query over a few
+``nerveenc://<absolute path>`` through this fsspec file system, which opens only the
+encrypted chunks a read touches (:class:`nerve.log.crypt.EncryptedFile`): a query over a few
 columns decrypts about what a plain query reads. Nothing decrypted is written to disk.
 """
 
@@ -20,11 +20,11 @@ from fsspec.spec import AbstractBufferedFile  # type: ignore[import-untyped]
 
 from nerve.log import crypt
 
-PROTOCOL = "nervesealed"
+PROTOCOL = "nerveenc"
 _OPEN_FILES = 16
 
 
-class SealedFileSystem(AbstractFileSystem):  # type: ignore[misc]
+class EncryptedFileSystem(AbstractFileSystem):  # type: ignore[misc]
     """Read-only: ``open`` reads a segment's plaintext by range, ``info`` gives its size."""
 
     protocol = PROTOCOL
@@ -32,10 +32,10 @@ class SealedFileSystem(AbstractFileSystem):  # type: ignore[misc]
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self._files: collections.OrderedDict[str, crypt.SealedFile] = collections.OrderedDict()
+        self._files: collections.OrderedDict[str, crypt.EncryptedFile] = collections.OrderedDict()
         self._lock = threading.Lock()
 
-    def sealed(self, path: str) -> crypt.SealedFile:
+    def reader(self, path: str) -> crypt.EncryptedFile:
         """The file's reader (kept for the last few files: each keeps its last chunks)."""
         path = self._strip_protocol(path)
         with self._lock:
@@ -43,7 +43,7 @@ class SealedFileSystem(AbstractFileSystem):  # type: ignore[misc]
             if hit is not None:
                 self._files.move_to_end(path)
                 return hit
-        found = crypt.SealedFile(Path(path))
+        found = crypt.EncryptedFile(Path(path))
         with self._lock:
             self._files[path] = found
             while len(self._files) > _OPEN_FILES:
@@ -63,7 +63,7 @@ class SealedFileSystem(AbstractFileSystem):  # type: ignore[misc]
 
     def info(self, path: str, **kwargs: Any) -> dict[str, Any]:
         name = self._strip_protocol(path)
-        return {"name": name, "size": self.sealed(name).size, "type": "file"}
+        return {"name": name, "size": self.reader(name).size, "type": "file"}
 
     def modified(self, path: str) -> datetime.datetime:
         stamp = Path(self._strip_protocol(path)).stat().st_mtime
@@ -75,27 +75,27 @@ class SealedFileSystem(AbstractFileSystem):  # type: ignore[misc]
 
 
 class _Reader(AbstractBufferedFile):  # type: ignore[misc]
-    def __init__(self, fs: SealedFileSystem, path: str, mode: str, **kwargs: Any) -> None:
-        self._sealed = fs.sealed(path)
+    def __init__(self, fs: EncryptedFileSystem, path: str, mode: str, **kwargs: Any) -> None:
+        self._file = fs.reader(path)
         kwargs.setdefault("cache_type", "none")
-        super().__init__(fs, path, mode, size=self._sealed.size, **kwargs)
+        super().__init__(fs, path, mode, size=self._file.size, **kwargs)
 
     def _fetch_range(self, start: int, end: int) -> bytes:
-        return self._sealed.read(start, end)
+        return self._file.read(start, end)
 
 
-_SHARED: SealedFileSystem | None = None
+_SHARED: EncryptedFileSystem | None = None
 
 
 def register(conn: duckdb.DuckDBPyConnection) -> None:
-    """Let ``conn`` read ``nervesealed://`` paths (one file system per process: its cache)."""
+    """Let ``conn`` read ``nerveenc://`` paths (one file system per process: its cache)."""
     global _SHARED
     if _SHARED is None:
-        _SHARED = SealedFileSystem()
+        _SHARED = EncryptedFileSystem()
     conn.register_filesystem(_SHARED)
     conn.execute("SET temp_directory = ''")  # decrypted pages never spill to disk
 
 
 def uri(path: Path) -> str:
-    """What DuckDB should read for a segment file: its path, or a sealed one's URI."""
-    return f"{PROTOCOL}://{path.absolute()}" if crypt.sealed_file(path) else str(path)
+    """What DuckDB should read for a segment file: its path, or an encrypted one's URI."""
+    return f"{PROTOCOL}://{path.absolute()}" if crypt.encrypted_file(path) else str(path)

@@ -1,15 +1,16 @@
 """Folders whose files code outside nerve writes (a workflow role's outputs, a check's
-findings), kept sealed under ``data/`` in an encrypted workspace.
+findings), kept encrypted under ``data/`` in an encrypted workspace.
 
 Such code writes plain files with ``open()``, so it is given a *working folder* in a
 memory-backed file system (``$XDG_RUNTIME_DIR``, else ``/dev/shm``): its plaintext never
-reaches the disk and a reboot clears it. :class:`SealedDir` pairs that folder with the one under
-``data/`` that keeps each file sealed under the same relative name
-(:meth:`nerve.log.crypt.Cipher.seal_file`). :meth:`SealedDir.seal` copies each regular file in
-(one whose sealed bytes are already there is left alone: sealing is deterministic) and drops
-sealed files the working folder no longer has; :meth:`SealedDir.restore` brings missing
-working files back from their sealed copies (after a reboot); :meth:`SealedDir.discard`
-removes the working folder. In a plain workspace both are one folder and these do nothing.
+reaches the disk and a reboot clears it. :class:`EncryptedDir` pairs that folder with the one
+under ``data/`` that keeps each file encrypted under the same relative name
+(:meth:`nerve.log.crypt.Cipher.encrypt_file`). :meth:`EncryptedDir.encrypt` copies each
+regular file in (one whose encrypted bytes are already there is left alone: encryption is
+deterministic) and drops encrypted files the working folder no longer has;
+:meth:`EncryptedDir.restore` brings missing working files back from their encrypted copies
+(after a reboot); :meth:`EncryptedDir.discard` removes the working folder. In a plain
+workspace both are one folder and these do nothing.
 """
 
 from __future__ import annotations
@@ -28,8 +29,9 @@ from nerve import fsio
 from nerve.errors import LogError
 from nerve.log import crypt
 
-_SITE = "sealed.write"
-_LOCK = ".nerve-seal.lock"  # in the working folder: one sealer at a time, across processes
+_SITE = "encrypted.write"
+# the lock file keeps the name working folders already on disk have (it is never encrypted)
+_LOCK = ".nerve-seal.lock"  # in the working folder: one writer at a time, across processes
 _THREAD_LOCK = threading.RLock()
 _USERS: dict[Path, int] = {}  # working folder → uses in progress in this process
 
@@ -54,8 +56,8 @@ def working_root(data: Path, base: Path) -> Path:
 
 
 @dataclass
-class SealedDir:
-    """A working folder and the sealed folder under ``data/`` that keeps it."""
+class EncryptedDir:
+    """A working folder and the encrypted folder under ``data/`` that keeps it."""
 
     stored: Path
     work: Path
@@ -63,7 +65,7 @@ class SealedDir:
     tops: tuple[Path, Path] | None = None  # (data, working root): made owner-only below them
 
     @classmethod
-    def under(cls, data: Path, rel: str, env: Mapping[str, str] | None = None) -> SealedDir:
+    def under(cls, data: Path, rel: str, env: Mapping[str, str] | None = None) -> EncryptedDir:
         """``data/<rel>``: worked on in place in a plain workspace, in memory in an
         encrypted one (``KeyMissing`` when its key is not to be had)."""
         stored = data / rel
@@ -74,11 +76,11 @@ class SealedDir:
         return cls(stored, working_root(data, base) / rel, cipher, (data, base))
 
     @property
-    def sealed(self) -> bool:
+    def encrypted(self) -> bool:
         return self.cipher is not None
 
     def ready(self) -> Path:
-        """The working folder, made and restored from its sealed copies if need be (a plain
+        """The working folder, made and restored from its encrypted copies if need be (a plain
         one is left as it is: whoever writes there makes it, as before)."""
         if self.cipher is not None:
             _private_dirs(self.work, self._top(1))
@@ -86,7 +88,7 @@ class SealedDir:
         return self.work
 
     def restore(self) -> None:
-        """Working files missing (a reboot cleared them) come back from their sealed copies."""
+        """Working files missing (a reboot cleared them) come back from their encrypted copies."""
         if self.cipher is None or not self.stored.is_dir():
             return
         for path in _files(self.stored):
@@ -97,23 +99,23 @@ class SealedDir:
                 plain = crypt.open_bytes(fsio.read_bytes(path), path)
                 fsio.write_private(mine, bytes(plain), site=_SITE, exclusive=False)
 
-    def seal(self) -> None:
-        """Every regular file of the working folder, sealed into ``stored``; the sealed
+    def encrypt(self) -> None:
+        """Every regular file of the working folder, encrypted into ``stored``; the encrypted
         files it no longer has, removed."""
         if self.cipher is None or not self.work.is_dir():
             return
         with self._locked():
-            kept = {self._seal_one(path) for path in _files(self.work) if path.name != _LOCK}
+            kept = {self._encrypt_one(path) for path in _files(self.work) if path.name != _LOCK}
             if self.stored.is_dir():
                 for path in _files(self.stored):
                     if path.relative_to(self.stored) not in kept:
                         path.unlink(missing_ok=True)
 
-    def _seal_one(self, path: Path) -> Path:
+    def _encrypt_one(self, path: Path) -> Path:
         assert self.cipher is not None
         rel = path.relative_to(self.work)
         target = self.stored / rel
-        data = self.cipher.seal_file(fsio.read_bytes(path))
+        data = self.cipher.encrypt_file(fsio.read_bytes(path))
         same = target.is_file() and target.stat().st_size == len(data)
         if not (same and fsio.read_bytes(target) == data):
             _private_dirs(target.parent, self._top(0))
@@ -140,11 +142,11 @@ class SealedDir:
         return self.work
 
     def leave(self) -> None:
-        """End a use: seal what the working folder holds; the last use removes it (if the
-        seal fails the folder stays, so nothing is lost)."""
+        """End a use: encrypt what the working folder holds; the last use removes it (if that
+        fails the folder stays, so nothing is lost)."""
         with _THREAD_LOCK:
             try:
-                self.seal()
+                self.encrypt()
             finally:
                 users = _USERS.pop(self.work, 1) - 1
                 if users > 0:
@@ -162,13 +164,13 @@ class SealedDir:
             self.leave()
 
     def discard(self) -> None:
-        """Remove the working folder (its files are sealed): plaintext leaves memory."""
+        """Remove the working folder (its files are encrypted): plaintext leaves memory."""
         if self.cipher is not None:
             shutil.rmtree(self.work, ignore_errors=True)
 
 
 def read_kept(data: Path, rel: str) -> bytes:
-    """The plaintext of ``data/<rel>`` (``KeyMissing`` when it is sealed and no key is had)."""
+    """The plaintext of ``data/<rel>`` (``KeyMissing`` when it is encrypted and no key is had)."""
     path = data / rel
     raw = fsio.read_bytes(path)
     if not crypt.is_encrypted(data / "log"):

@@ -1,18 +1,19 @@
-"""Gate checks on a run's outputs, and advisory checks on file changes.
+"""Judging a run: the checks fired on its outputs, and advisory checks on file changes.
 
-**Gate** (``fire_on: gate``). When the moderator ends a run, every declared output (the
-workflow's ``outputs`` plus each role's ``meta["outputs"]``, relative to the run folder
+**Output checks** (``fire_on: gate``). When the moderator ends a run, every declared output
+(the workflow's ``outputs`` plus each role's ``meta["outputs"]``, relative to the run folder
 ``data/runs/<run>/``) is resolved inside that folder: an absolute path, a ``..`` or a symlink
 that leads out is refused and never shown to a check. The outputs are fingerprinted, then each
-imported gate check fires on each output its glob matches (one ``check.fired`` and one
-``check.verdict`` event per fire), then the fingerprints are taken again. The gate passes only
+imported output check fires on each output its glob matches (one ``check.fired`` and one
+``check.verdict`` event per fire), then the fingerprints are taken again. The run passes only
 if no blocking binding returned anything but a clean pass, no path was refused and no output
 changed; otherwise :func:`evaluate` returns the reasons and the run is ``held``. Advisory
 verdicts are recorded and never block. A failure's findings go to
 ``data/runs/<run>/.checks/<check>-<fire>.md``; a later clean pass on the same output removes it.
 
-In an encrypted workspace a run folder and ``data/checks/`` are :class:`SealedDir` pairs: roles
-and checks work on plain files in memory, ``data/`` keeps them sealed (:mod:`nerve.sealeddir`).
+In an encrypted workspace a run folder and ``data/checks/`` are :class:`EncryptedDir` pairs:
+roles and checks work on plain files in memory, ``data/`` keeps them encrypted
+(:mod:`nerve.encdir`).
 
 **Write** (``fire_on: write``). Each committed ``file_change`` observation of this node whose
 path matches a write check's glob fires that check (advisory only, at most a few at a time,
@@ -32,13 +33,13 @@ import pyarrow as pa
 from nerve.checks.catalog import runnable
 from nerve.checks.dispatch import Verdict, fingerprint, fire, resolve_inside
 from nerve.checks.manifest import CheckManifest, matches_path
+from nerve.encdir import EncryptedDir
 from nerve.errors import CheckError, LogError, WorkflowError, report
 from nerve.events import SourceClass, decode_payload
 from nerve.flow.contract import Message
 from nerve.flow.definition import safe_output
 from nerve.flow.record import CHECK_FIRED, CHECK_VERDICT, Emit, draft
 from nerve.log.drafts import Draft
-from nerve.sealeddir import SealedDir
 
 RUNS_DIR = Path("data") / "runs"
 WRITE_DETAIL_DIR = Path("data") / "checks"
@@ -46,18 +47,19 @@ WRITE_PARALLEL = 4
 
 
 def run_dir(root: Path, run: str) -> Path:
-    """Where a run's outputs are kept (sealed, in an encrypted workspace)."""
+    """Where a run's outputs are kept (encrypted, in an encrypted workspace)."""
     return root / RUNS_DIR / run
 
 
-def run_folder(root: Path, run: str) -> SealedDir:
+def run_folder(root: Path, run: str) -> EncryptedDir:
     """A run's kept folder and the folder its roles write in (the same one when plain)."""
-    return SealedDir.under(root / RUNS_DIR.parent, (RUNS_DIR / run).relative_to("data").as_posix())
+    rel = (RUNS_DIR / run).relative_to("data").as_posix()
+    return EncryptedDir.under(root / RUNS_DIR.parent, rel)
 
 
-def write_details(root: Path) -> SealedDir:
+def write_details(root: Path) -> EncryptedDir:
     """``data/checks/``, where write and manual fires keep their findings."""
-    return SealedDir.under(root / RUNS_DIR.parent, WRITE_DETAIL_DIR.name)
+    return EncryptedDir.under(root / RUNS_DIR.parent, WRITE_DETAIL_DIR.name)
 
 
 def declared_outputs(static: Iterable[str], messages: Iterable[Message]) -> list[str]:
@@ -87,10 +89,10 @@ async def evaluate(
     manifests: Sequence[CheckManifest],
     autonomous: bool = False,
 ) -> list[dict[str, Any]]:
-    """Fire ``manifests`` on ``outputs``; the reasons the gate refuses (empty: it passes).
+    """Fire ``manifests`` on ``outputs``; the reasons the run is held (empty: it passes).
 
-    In an autonomous run (no person will read the gate's advisory evidence) only blocking
-    checks fire, as AI-DLC's gate does under autonomy.
+    In an autonomous run (no person will read the checks' advisory evidence) only blocking
+    checks fire, as AI-DLC's gate (its word) does under autonomy.
     """
     if autonomous:
         manifests = [m for m in manifests if m.default_severity == "blocking"]
@@ -110,7 +112,7 @@ async def _evaluate(
     workflow: str,
     outputs: Sequence[str],
     manifests: Sequence[CheckManifest],
-    folder: SealedDir,
+    folder: EncryptedDir,
 ) -> list[dict[str, Any]]:
     reasons: list[dict[str, Any]] = []
     targets: list[tuple[str, Path]] = []
@@ -121,7 +123,7 @@ async def _evaluate(
             reasons.append({"output": output, "reason": "path-refused", "detail": str(exc)})
     before = {rel: fingerprint(source) for rel, source in targets}
     recorder = _Recorder(emit)
-    where = _Where(root, folder, folder.work / ".checks" if folder.sealed else None)
+    where = _Where(root, folder, folder.work / ".checks" if folder.encrypted else None)
     try:
         for rel, source in targets:
             for manifest in manifests:
@@ -140,19 +142,19 @@ async def _evaluate(
 @dataclasses.dataclass(frozen=True)
 class _Where:
     """Where a fire's check runs and keeps its findings: ``details`` (a working folder in
-    memory, for a sealed pair) or the default for its mode (plain)."""
+    memory, for an encrypted pair) or the default for its mode (plain)."""
 
     root: Path
-    kept: SealedDir | None = None
+    kept: EncryptedDir | None = None
     details: Path | None = None
 
     def shown(self, verdict: Verdict) -> Verdict:
         return verdict if self.kept is None else kept_verdict(self.root, self.kept, verdict)
 
 
-def kept_verdict(root: Path, kept: SealedDir, verdict: Verdict) -> Verdict:
-    """A finding written in a working folder is named by its sealed copy's path."""
-    if not kept.sealed or verdict.detail_path is None:
+def kept_verdict(root: Path, kept: EncryptedDir, verdict: Verdict) -> Verdict:
+    """A finding written in a working folder is named by its encrypted copy's path."""
+    if not kept.encrypted or verdict.detail_path is None:
         return verdict
     try:
         inside = Path(verdict.detail_path).relative_to(kept.work)
@@ -177,8 +179,8 @@ def _blocking(verdict: Verdict) -> dict[str, Any]:
 class _Recorder:
     """Appends events in order without waiting for each commit; ``flush`` waits for all.
 
-    A gate's ``check.fired`` / ``check.verdict`` events are committed while the next check
-    runs. The committer keeps submission order, and the gate flushes before it returns, so
+    A run's ``check.fired`` / ``check.verdict`` events are committed while the next check
+    runs. The committer keeps submission order, and :func:`evaluate` flushes before it returns, so
     every verdict is durable before the run's status that depends on it is appended.
     """
 
@@ -228,7 +230,7 @@ async def _fire(
         run=run,
         stage=stage,
         detail_dir=details,
-        source=source if where.kept is not None and where.kept.sealed else None,
+        source=source if where.kept is not None and where.kept.encrypted else None,
     )
     verdict = where.shown(verdict)
     blocks = mode == "gate" and verdict.blocks(manifest.default_severity)
@@ -252,7 +254,7 @@ async def _fire_now(
     kept = write_details(root)
     details = await asyncio.to_thread(kept.enter)
     try:
-        where = _Where(root, kept, details if kept.sealed else None)
+        where = _Where(root, kept, details if kept.encrypted else None)
         return await _fire(recorder, where, run, None, manifest, rel, None, mode, stage)
     finally:
         try:

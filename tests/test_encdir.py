@@ -1,4 +1,4 @@
-"""Working folders in memory, kept sealed under data/: what roles and checks write in an
+"""Working folders in memory, kept encrypted under data/: what roles and checks write in an
 encrypted workspace, and a gate that fires on the plain working copy."""
 
 from __future__ import annotations
@@ -10,18 +10,18 @@ from typing import Any
 import pytest
 
 from nerve.checks.manifest import parse_manifest
+from nerve.encdir import EncryptedDir, memory_base, read_kept
 from nerve.errors import LogError
-from nerve.flow.gate import evaluate, run_folder
+from nerve.flow.judge import evaluate, run_folder
 from nerve.log import crypt
 from nerve.log.drafts import Draft
-from nerve.sealeddir import SealedDir, memory_base, read_kept
 from tests.helpers.crypt import encrypt_log
 from tests.helpers.workflows import write_checks
 
 SECRET = "the heron files at dawn"
 
 
-def _sealed_workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def _encrypted_workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     root = tmp_path / "ws"
     (root / "data").mkdir(parents=True)
     encrypt_log(root / "data" / "log", monkeypatch, key=tmp_path / "ws.key")  # not in data/
@@ -35,12 +35,12 @@ def _memory(tmp_path: Path) -> Path:
     return folder
 
 
-def test_a_working_folder_is_sealed_on_leaving_and_restored_on_entering(
+def test_a_working_folder_is_encrypted_on_leaving_and_restored_on_entering(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    root = _sealed_workspace(tmp_path, monkeypatch)
+    root = _encrypted_workspace(tmp_path, monkeypatch)
     folder = run_folder(root, "w-1")
-    assert folder.sealed and folder.work.is_relative_to(_memory(tmp_path))
+    assert folder.encrypted and folder.work.is_relative_to(_memory(tmp_path))
     with folder.working() as work:
         (work / "a.md").write_text(SECRET)
         (work / "sub").mkdir()
@@ -51,11 +51,11 @@ def test_a_working_folder_is_sealed_on_leaving_and_restored_on_entering(
     stored = root / "data" / "runs" / "w-1"
     assert sorted(p.name for p in stored.rglob("*") if p.is_file()) == ["a.md", "b.txt", "gone.txt"]
     for path in (stored / "a.md", stored / "sub" / "b.txt"):
-        assert crypt.sealed_file(path) and SECRET.encode() not in path.read_bytes()
+        assert crypt.encrypted_file(path) and SECRET.encode() not in path.read_bytes()
     assert read_kept(root / "data", "runs/w-1/sub/b.txt") == (SECRET * 2).encode()
 
     before = (stored / "a.md").stat().st_ino
-    with folder.working() as work:  # restored from the sealed copies
+    with folder.working() as work:  # restored from the encrypted copies
         assert (work / "a.md").read_text() == SECRET
         (work / "gone.txt").unlink()
     assert (stored / "a.md").stat().st_ino == before  # unchanged: not rewritten
@@ -94,10 +94,10 @@ class _Log:
         self.drafts.extend(drafts)
 
 
-def test_the_gate_fires_on_the_working_copy_and_keeps_findings_sealed(
+def test_the_gate_fires_on_the_working_copy_and_keeps_findings_encrypted(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    root = _sealed_workspace(tmp_path, monkeypatch)
+    root = _encrypted_workspace(tmp_path, monkeypatch)
     spec = {"fire_on": "gate", "matches": "**/*.md", "timeout": 10}
     write_checks(root, {"sections": {**spec, "severity": "blocking"}})
     (root / "elsewhere.md").write_text("## Summary\n## Details\n")
@@ -115,7 +115,7 @@ def test_the_gate_fires_on_the_working_copy_and_keeps_findings_sealed(
     assert [v.line.split(":")[1].strip() for v in verdicts] == ["passed", "failed"]
     detail = reasons[1]["detail_path"]
     assert detail.startswith("data/runs/w-1/.checks/sections-") and detail.endswith(".md")
-    assert crypt.sealed_file(root / detail)
+    assert crypt.encrypted_file(root / detail)
     assert "bad.md" in read_kept(root / "data", detail.removeprefix("data/")).decode()
     assert not run_folder(root, "w-1").work.exists()
     assert not any(SECRET.encode() in p.read_bytes() for p in root.rglob("*") if p.is_file())
@@ -124,9 +124,9 @@ def test_the_gate_fires_on_the_working_copy_and_keeps_findings_sealed(
 def test_two_users_of_one_folder_share_it_until_the_last_leaves(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    root = _sealed_workspace(tmp_path, monkeypatch)
-    first = SealedDir.under(root / "data", "checks")
-    second = SealedDir.under(root / "data", "checks")
+    root = _encrypted_workspace(tmp_path, monkeypatch)
+    first = EncryptedDir.under(root / "data", "checks")
+    second = EncryptedDir.under(root / "data", "checks")
     work = first.enter()
     (work / "one.md").write_text("1")
     assert second.enter() == work
@@ -143,18 +143,18 @@ def test_queries_on_an_encrypted_log_never_spill_to_disk(
 ) -> None:
     from nerve.query import connect
 
-    root = _sealed_workspace(tmp_path, monkeypatch)
+    root = _encrypted_workspace(tmp_path, monkeypatch)
     conn = connect(root / "data" / "log")
     assert conn.execute("SELECT current_setting('temp_directory')").fetchone() == ("",)
 
 
-def test_a_key_unlocked_once_seals_after_its_key_file_is_gone(
+def test_a_key_unlocked_once_encrypts_after_its_key_file_is_gone(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A key file on removable media, unplugged once the daemon unlocked: steps still seal."""
+    """A key file on removable media, unplugged once the daemon unlocked: steps still encrypt."""
     import os
 
-    root = _sealed_workspace(tmp_path, monkeypatch)
+    root = _encrypted_workspace(tmp_path, monkeypatch)
     crypt.cipher_for(root / "data" / "log")
     os.unlink(os.environ[crypt.ENV_KEY_FILE])
     with run_folder(root, "w-1").working() as work:
