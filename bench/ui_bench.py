@@ -334,15 +334,15 @@ class Loader:
         self.shots = shots
 
     def rounds(
-        self, pages: dict[str, dict[str, Any]], count: int
+        self, pair: str, pages: dict[str, dict[str, Any]], count: int
     ) -> dict[str, list[dict[str, Any]]]:
-        """Each page loaded once untimed (both servers warm), then ``count`` rounds of every
-        page in turn; the loads of each page."""
+        """Each page of the ``pair`` loaded once untimed (both servers warm), then ``count``
+        rounds of every page in turn; the loads of each page."""
         for page in pages.values():
             self.load(**page)
         runs: dict[str, list[dict[str, Any]]] = {name: [] for name in pages}
         for r in range(count):
-            say(f"round {r + 1}/{count}")
+            say(f"{pair}: round {r + 1}/{count}")
             for name, page in pages.items():
                 runs[name].append(self.load(**page, shot=f"{name}.png"))
         return runs
@@ -505,11 +505,11 @@ def side_by_side(work: Path, args: argparse.Namespace) -> dict[str, Any]:
             try:
                 loader = Loader(browser, args.paint_timeout, zone, args.screenshots)
                 pages = _timeline_pages(ui.base, aw_base, cookie, since, until, webui)
-                runs = loader.rounds(pages, args.rounds)
+                runs = loader.rounds("timelines", pages, args.rounds)
                 index = None if webui else loader.load(aw_base + "/", None)
                 aw_store_afk(aw_base, day, until)
                 pages = _day_pages(ui.base, aw_base, cookie, date, midnight, webui)
-                runs.update(loader.rounds(pages, args.rounds))
+                runs.update(loader.rounds("day summaries", pages, args.rounds))
             finally:
                 browser.close()
         counted = _timeline_count(ui.base, cookie["value"], since, until)
