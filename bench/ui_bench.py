@@ -1,16 +1,18 @@
-"""`nerve ui`'s timeline (the picture of the day) against ActivityWatch's own web UI, in the
-same headless Chromium.
+"""`nerve ui`'s timeline (the picture of the day) and its day summary against ActivityWatch's
+own web UI (its Timeline and Activity views), in the same headless Chromium.
 
     .venv/bin/python bench/ui_bench.py [--aw-webui DIR] [--events N] [--rounds R] [--big N]
-                                       [--quick]
+                                       [--screenshots DIR] [--quick]
 
 A generated day of window-focus events (``--events``, spread over the last 23 hours, each with
 an app, a title and a duration) is written into both stores: a nerve workspace (imported and
 sealed; as its focus sense records them, a ``focus`` event at each start and an ``away`` where
-aw's events leave a gap) and a real ``aw-server`` process (one ``aw-watcher-window`` bucket,
-events posted through its REST API; run as its users run it, not ``--testing``, with its
-``memory`` storage, as 0.12.0's peewee and sqlite storages fail with today's aw-core and
-werkzeug: a created-time type error and a cross-thread SQLite handle).
+aw's events leave a gap and after the last) and a real ``aw-server`` process (one
+``aw-watcher-window`` bucket, events posted through its REST API; run as its users run it, not
+``--testing``, with its ``memory`` storage, as 0.12.0's peewee and sqlite storages fail with
+today's aw-core and werkzeug: a created-time type error and a cross-thread SQLite handle; and
+with Flask 2.2, as its query API, which the Activity view asks, sets ``app.json_encoder``,
+which Flask 2.3 dropped: every query answers 500 there).
 
 The aw-server wheel on PyPI (0.12.0) ships aw-webui's ``index.html`` but not the ``js/``
 bundles it names, so its pages cannot paint. ``--aw-webui DIR`` gives a built aw-webui: the
@@ -38,6 +40,21 @@ events it draws (here, 1,000 took 6 s and 3,000 took 97 s at load 18; 20,000 had
 after 15 minutes), so a day is 2,000 focus changes, one every ~40 s; a page that does not
 paint within ``--paint-timeout`` fails the run with a one-line message.
 
+Then the day summaries, ``--rounds`` times alike: nerve's day at a glance (``/?day=``: time
+per app, per window title, per category, away apart) against aw-webui's Activity view of the
+same date (``#/activity/<host>/day/<date>/view/summary``: top apps, top titles, categories,
+its hourly bar chart), painted when nerve's per-app rows (``#apps td.name``) or aw-webui's top
+apps (``svg.appsummary g``) exist and the network is idle. Both show a calendar day of the
+viewer's zone, and the generated day spans two in most zones, so the ``nerve ui`` process
+(``TZ``) and the browser (its context's zone) are both put in the one whose clocks read 23:xx
+now (``Etc/GMT+5`` at 04:00 UTC), where the day is one date; aw-webui's day, which starts at
+04:00 unless set, is set to start at midnight (a localStorage setting, as its Settings page
+keeps it). The Activity view counts window time only while ``aw-watcher-afk`` says
+``not-afk``: before this pair, an afk bucket is posted, ``not-afk`` over each window and
+``afk`` over each time nerve records as away (after the timeline pair: aw's Timeline would
+draw it as a second lane of as many items again). Without ``--aw-webui`` the stand-in for the
+Activity view is the date's window events request.
+
 Both servers answer once untimed first (a running server is what is compared, not its
 start-up). Ratios are nerve / aw (fastest round each); goals are ≤ 0.5 for both. ``--big``
 builds a second log of that many events stamped within one day and times the timeline page for
@@ -51,9 +68,13 @@ for every window, and its pages load clean (no failed request, no error); aw ret
 event posted; with ``--aw-webui``, aw-server serves the build, aw-webui shows every event
 ("Events shown") and no request of its own fails (but the two that fail for every offline user:
 an icon its build does not write, and its release check, sent to GitHub, which the bench's
-browser does not resolve: nothing leaves loopback), nor any script; in a full run, the goals.
-``--quick``: 1,000 events, 1 round, a 20k big log. The last line is ``RESULT {json}``; progress
-goes to stderr."""
+browser does not resolve: nothing leaves loopback), nor any script; the day summaries agree
+(each app's seconds on nerve's page, its JSON twin, equal aw-server's own answer to the
+Activity view's query, within a second), nerve's page lists every app, aw-webui draws its top
+five with those durations (it painted the day, not "No data"), both pages load clean; in a
+full run, the goals. ``--quick``: 1,000 events, 1 round, a 20k big log. ``--screenshots DIR``
+keeps each page's last load as a PNG. The last line is ``RESULT {json}``, both pairs' ratios
+under ``ratios``; progress goes to stderr."""
 
 from __future__ import annotations
 
