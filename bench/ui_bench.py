@@ -586,15 +586,13 @@ def _timeline_pages(
 ) -> dict[str, dict[str, Any]]:
     """The timeline pair: nerve's picture of the day and its event-count page, aw's timeline."""
     window = f"since={since}&until={until}"
+    nerve_page = {"url": f"{base}/timeline?{window}", "marks": PICTURE_MARKS}
+    nerve_page.update(cookie=cookie, data="/timeline?since=")
+    counts_page = {"url": f"{base}/timeline/counts?{window}", "marks": NERVE_MARKS}
+    counts_page.update(cookie=cookie, data="/timeline/counts?since=")
     return {
-        "nerve": {
-            "url": f"{base}/timeline?{window}",
-            **{"marks": PICTURE_MARKS, "cookie": cookie, "data": "/timeline?since="},
-        },
-        "nerve_counts_page": {
-            "url": f"{base}/timeline/counts?{window}",
-            **{"marks": NERVE_MARKS, "cookie": cookie, "data": "/timeline/counts?since="},
-        },
+        "nerve": nerve_page,
+        "nerve_counts_page": counts_page,
         "aw": _aw_page(aw_base, since, until, webui),
     }
 
@@ -607,13 +605,15 @@ def _day_pages(
     summary query reads: the date's window events."""
     nerve_day = {"url": f"{base}/?day={date}", "marks": DAY_MARKS, "cookie": cookie}
     nerve_day.update(inspect=DAY_SHOWN, data="/?day=")
+    aw_day: dict[str, Any] = {
+        "url": _aw_events_url(aw_base, midnight, midnight + DAY_NS),
+        "marks": None,
+        "data": "/events?",
+    }
     if webui:
         aw_day = {"url": f"{aw_base}/#/activity/{HOST}/day/{date}/view/summary"}
         aw_day.update(marks=AW_DAY_MARKS, settings=AW_DAY_SETTINGS, inspect=AW_APPS_SHOWN)
         aw_day.update(data="/query/")
-    else:
-        aw_day = {"url": _aw_events_url(aw_base, midnight, midnight + DAY_NS), "marks": None}
-        aw_day.update(data="/events?")
     return {"nerve_day": nerve_day, "aw_activity": aw_day}
 
 
