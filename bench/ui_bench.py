@@ -1,16 +1,18 @@
-"""`nerve ui`'s timeline (the picture of the day) against ActivityWatch's own web UI, in the
-same headless Chromium.
+"""`nerve ui`'s timeline (the picture of the day) and its day summary against ActivityWatch's
+own web UI (its Timeline and Activity views), in the same headless Chromium.
 
     .venv/bin/python bench/ui_bench.py [--aw-webui DIR] [--events N] [--rounds R] [--big N]
-                                       [--quick]
+                                       [--screenshots DIR] [--quick]
 
 A generated day of window-focus events (``--events``, spread over the last 23 hours, each with
 an app, a title and a duration) is written into both stores: a nerve workspace (imported and
 sealed; as its focus sense records them, a ``focus`` event at each start and an ``away`` where
-aw's events leave a gap) and a real ``aw-server`` process (one ``aw-watcher-window`` bucket,
-events posted through its REST API; run as its users run it, not ``--testing``, with its
-``memory`` storage, as 0.12.0's peewee and sqlite storages fail with today's aw-core and
-werkzeug: a created-time type error and a cross-thread SQLite handle).
+aw's events leave a gap and after the last) and a real ``aw-server`` process (one
+``aw-watcher-window`` bucket, events posted through its REST API; run as its users run it, not
+``--testing``, with its ``memory`` storage, as 0.12.0's peewee and sqlite storages fail with
+today's aw-core and werkzeug: a created-time type error and a cross-thread SQLite handle; and
+with Flask 2.2, as its query API, which the Activity view asks, sets ``app.json_encoder``,
+which Flask 2.3 dropped: every query answers 500 there).
 
 The aw-server wheel on PyPI (0.12.0) ships aw-webui's ``index.html`` but not the ``js/``
 bundles it names, so its pages cannot paint. ``--aw-webui DIR`` gives a built aw-webui: the
@@ -38,6 +40,21 @@ events it draws (here, 1,000 took 6 s and 3,000 took 97 s at load 18; 20,000 had
 after 15 minutes), so a day is 2,000 focus changes, one every ~40 s; a page that does not
 paint within ``--paint-timeout`` fails the run with a one-line message.
 
+Then the day summaries, ``--rounds`` times alike: nerve's day at a glance (``/?day=``: time
+per app, per window title, per category, away apart) against aw-webui's Activity view of the
+same date (``#/activity/<host>/day/<date>/view/summary``: top apps, top titles, categories,
+its hourly bar chart), painted when nerve's per-app rows (``#apps td.name``) or aw-webui's top
+apps (``svg.appsummary g``) exist and the network is idle. Both show a calendar day of the
+viewer's zone, and the generated day spans two in most zones, so the ``nerve ui`` process
+(``TZ``) and the browser (its context's zone) are both put in the one whose clocks read 23:xx
+now (``Etc/GMT+5`` at 04:00 UTC), where the day is one date; aw-webui's day, which starts at
+04:00 unless set, is set to start at midnight (a localStorage setting, as its Settings page
+keeps it). The Activity view counts window time only while ``aw-watcher-afk`` says
+``not-afk``: before this pair, an afk bucket is posted, ``not-afk`` over each window and
+``afk`` over each time nerve records as away (after the timeline pair: aw's Timeline would
+draw it as a second lane of as many items again). Without ``--aw-webui`` the stand-in for the
+Activity view is the date's window events request.
+
 Both servers answer once untimed first (a running server is what is compared, not its
 start-up). Ratios are nerve / aw (fastest round each); goals are ≤ 0.5 for both. ``--big``
 builds a second log of that many events stamped within one day and times the timeline page for
@@ -51,9 +68,13 @@ for every window, and its pages load clean (no failed request, no error); aw ret
 event posted; with ``--aw-webui``, aw-server serves the build, aw-webui shows every event
 ("Events shown") and no request of its own fails (but the two that fail for every offline user:
 an icon its build does not write, and its release check, sent to GitHub, which the bench's
-browser does not resolve: nothing leaves loopback), nor any script; in a full run, the goals.
-``--quick``: 1,000 events, 1 round, a 20k big log. The last line is ``RESULT {json}``; progress
-goes to stderr."""
+browser does not resolve: nothing leaves loopback), nor any script; the day summaries agree
+(each app's seconds on nerve's page, its JSON twin, equal aw-server's own answer to the
+Activity view's query, within a second), nerve's page lists every app, aw-webui draws its top
+five with those durations (it painted the day, not "No data"), both pages load clean; in a
+full run, the goals. ``--quick``: 1,000 events, 1 round, a 20k big log. ``--screenshots DIR``
+keeps each page's last load as a PNG. The last line is ``RESULT {json}``, both pairs' ratios
+under ``ratios``; progress goes to stderr."""
 
 from __future__ import annotations
 
@@ -70,7 +91,7 @@ import time
 import urllib.parse
 import urllib.request
 from collections.abc import Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -102,7 +123,9 @@ APPS = [
     ("evince", "paper.pdf"),
     ("thunderbird", "Inbox"),
 ]
-BUCKET = "aw-watcher-window_benchhost"
+HOST = "benchhost"
+BUCKET = f"aw-watcher-window_{HOST}"
+AFK_BUCKET = f"aw-watcher-afk_{HOST}"
 
 
 def day_of_events(count: int, end_ns: int) -> list[tuple[int, int, str, str]]:
@@ -116,18 +139,29 @@ def day_of_events(count: int, end_ns: int) -> list[tuple[int, int, str, str]]:
     ]
 
 
-def nerve_store(root: Path, day: list[tuple[int, int, str, str]]) -> tuple[WorkspaceDir, int]:
+def away_spells(day: list[tuple[int, int, str, str]], until: int) -> list[tuple[int, int]]:
+    """(start ns, duration ns) of each time nothing was in focus: between one window's end and
+    the next one's start, and from the last window's end to ``until`` (the person left)."""
+    ends = [t + d for t, d, _, _ in day]
+    starts = [t for t, _, _, _ in day[1:]] + [until]
+    return [(end, start - end) for end, start in zip(ends, starts, strict=True) if end < start]
+
+
+def nerve_store(
+    root: Path, day: list[tuple[int, int, str, str]], until: int
+) -> tuple[WorkspaceDir, int]:
     """The day as the focus sense records it: a ``focus`` event at each window's start and an
-    ``away`` event where nothing was in focus before the next one (aw's gap between events);
-    the workspace and how many events it holds."""
+    ``away`` event where nothing was in focus (:func:`away_spells`: aw's gaps between events,
+    and after the last window); the workspace and how many events it holds."""
     ws = init_workspace(root)
     (root / "nerve.yaml").write_text("senses: {}\nlog:\n  durability: os\n")
     ws = WorkspaceDir(root)
-    events = []
-    for i, (t, d, app, title) in enumerate(day):
-        events.append(_focus(t, f"{app} — {title}", {"event": "focus", "app": app, "title": title}))
-        if i + 1 < len(day) and t + d < day[i + 1][0]:
-            events.append(_focus(t + d, "away", {"event": "away"}))
+    events = [
+        _focus(t, f"{app} — {title}", {"event": "focus", "app": app, "title": title})
+        for t, _, app, title in day
+    ]
+    events += [_focus(t, "away", {"event": "away"}) for t, _ in away_spells(day, until)]
+    events.sort(key=lambda e: e.hlc.physical_ns)
     with ws.open_log() as log:
         log.import_events(events)
         log.seal()
@@ -225,16 +259,33 @@ def _post(url: str, body: Any) -> None:
 
 
 def aw_store(base: str, day: list[tuple[int, int, str, str]]) -> None:
-    _post(
-        f"{base}/api/0/buckets/{BUCKET}",
-        {"client": "aw-watcher-window", "type": "currentwindow", "hostname": "benchhost"},
-    )
-    events = [
-        {"timestamp": _iso(t), "duration": d / 1e9, "data": {"app": app, "title": title}}
-        for t, d, app, title in day
-    ]
+    """The day's windows in aw-server as aw-watcher-window records them: an event each."""
+    windows = [_aw_event(t, d, {"app": app, "title": title}) for t, d, app, title in day]
+    _bucket(base, BUCKET, "aw-watcher-window", "currentwindow", windows)
+
+
+def aw_store_afk(base: str, day: list[tuple[int, int, str, str]], until: int) -> None:
+    """The day's ``aw-watcher-afk`` bucket (:func:`afk_events`), without which aw-webui's
+    Activity view counts no window time."""
+    _bucket(base, AFK_BUCKET, "aw-watcher-afk", "afkstatus", afk_events(day, until))
+
+
+def afk_events(day: list[tuple[int, int, str, str]], until: int) -> list[dict[str, Any]]:
+    """aw-watcher-afk's record of the day: ``not-afk`` over each window, ``afk`` over each
+    time nerve records as away (:func:`away_spells`), in time order."""
+    spells = [(t, d, "not-afk") for t, d, _, _ in day]
+    spells += [(t, d, "afk") for t, d in away_spells(day, until)]
+    return [_aw_event(t, d, {"status": status}) for t, d, status in sorted(spells)]
+
+
+def _aw_event(t: int, d: int, data: dict[str, Any]) -> dict[str, Any]:
+    return {"timestamp": _iso(t), "duration": d / 1e9, "data": data}
+
+
+def _bucket(base: str, bucket: str, client: str, kind: str, events: list[Any]) -> None:
+    _post(f"{base}/api/0/buckets/{bucket}", {"client": client, "type": kind, "hostname": HOST})
     for i in range(0, len(events), 1_000):
-        _post(f"{base}/api/0/buckets/{BUCKET}/events", events[i : i + 1_000])
+        _post(f"{base}/api/0/buckets/{bucket}/events", events[i : i + 1_000])
 
 
 def _iso(ns: int) -> str:
@@ -273,15 +324,49 @@ AW_MARKS = ".vis-timeline .vis-item"
 # default duration to 24 h (Settings → Timeline).
 AW_SETTINGS = "localStorage.setItem('durationDefault', '86400');"
 AW_SHOWN = "() => +(document.body.innerText.match(/Events shown:\\s*(\\d+)/) || [0, -1])[1]"
+# The day pair's marks: nerve's per-app rows; aw-webui's summary bars (its top apps, drawn
+# by the same query that gives its top titles and categories).
+DAY_MARKS = "#apps td.name"
+AW_DAY_MARKS = "svg.appsummary g[id^='summary_app_']"
+# aw-webui's day starts at 04:00 unless set otherwise (Settings → Start of day); nerve's at
+# midnight: one who compares days sets aw's to midnight.
+AW_DAY_SETTINGS = "localStorage.setItem('startOfDay', '00:00');"
+# What each day page shows per app: (name, duration as written on the page).
+DAY_SHOWN = """() => Array.from(document.querySelectorAll('#apps tr'), r =>
+  [r.querySelector('.name')?.textContent, r.querySelector('.dur')?.textContent])"""
+AW_APPS_SHOWN = """() => {
+  const apps = document.querySelector('svg.appsummary');
+  return apps ? Array.from(apps.querySelectorAll("g[id^='summary_app_']"),
+    g => Array.from(g.querySelectorAll('text'), t => t.textContent)) : [];
+}"""
 
 
 class Loader:
-    """Cold loads (a fresh browser context each: empty cache and storage) in one Chromium,
-    each timed to painted: the timeline's marks drawn and the network idle."""
+    """Cold loads (a fresh browser context each: empty cache and storage, the clock in
+    ``zone``) in one Chromium, each timed to painted: the page's marks drawn and the network
+    idle; with ``shots``, a screenshot of each page's last load is saved there."""
 
-    def __init__(self, browser: Any, timeout_s: float) -> None:
+    def __init__(
+        self, browser: Any, timeout_s: float, zone: str, shots: Path | None = None
+    ) -> None:
         self.browser = browser
         self.timeout_s = timeout_s
+        self.zone = zone
+        self.shots = shots
+
+    def rounds(
+        self, pair: str, pages: dict[str, dict[str, Any]], count: int
+    ) -> dict[str, list[dict[str, Any]]]:
+        """Each page of the ``pair`` loaded once untimed (both servers warm), then ``count``
+        rounds of every page in turn; the loads of each page."""
+        for page in pages.values():
+            self.load(**page)
+        runs: dict[str, list[dict[str, Any]]] = {name: [] for name in pages}
+        for r in range(count):
+            say(f"{pair}: round {r + 1}/{count}")
+            for name, page in pages.items():
+                runs[name].append(self.load(**page, shot=f"{name}.png"))
+        return runs
 
     def load(
         self,
@@ -291,8 +376,11 @@ class Loader:
         settings: str = "",
         inspect: str = "() => null",
         data: str = "/",
+        shot: str = "",
     ) -> dict[str, Any]:
-        context = self.browser.new_context(viewport={"width": 1280, "height": 800})
+        context = self.browser.new_context(
+            viewport={"width": 1280, "height": 800}, timezone_id=self.zone
+        )
         try:
             if cookie is not None:
                 context.add_cookies([cookie])
@@ -308,6 +396,8 @@ class Loader:
             wire.settle(page, self.timeout_s)
             painted = page.evaluate("window.__paintedAt ?? null")
             network = page.evaluate(NETWORK_END)
+            if self.shots is not None and shot:
+                page.screenshot(path=self.shots / shot, full_page=True)
             return {
                 "ms": round(max(painted or 0, network), 1),
                 "marks_painted_ms": None if painted is None else round(painted, 1),
@@ -409,62 +499,129 @@ def best(rounds: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def side_by_side(work: Path, args: argparse.Namespace) -> dict[str, Any]:
+    """The generated day in both stores, both servers up, both pairs of pages loaded
+    ``--rounds`` times: ``side_by_side`` (the timelines) and then ``day_summary`` (nerve's day
+    page against aw-webui's Activity view). aw's afk bucket is posted between the two: its
+    Activity view needs it, and its Timeline would draw it as a second lane of as many items
+    again (vis-timeline grows worse than linearly with them), so the timeline pair is measured
+    as before, on the windows alone."""
     from playwright.sync_api import sync_playwright
 
-    from nerve.ui.auth import Keys, cookie_name, token_path
-
     now = time.time_ns()
+    since, until = now - DAY_NS, now + 10**9
     day = day_of_events(args.events, now)
-    say(f"{len(day)} events over the last 24 h into nerve and aw-server")
+    zone, date, midnight = day_zone(now)
+    say(f"{len(day)} events over the last 24 h into nerve and aw-server ({date} in {zone})")
     state = {"XDG_STATE_HOME": str(work / "state")}
     os.environ.update(state)
-    ws, stored = nerve_store(work / "ws", day)
+    ws, stored = nerve_store(work / "ws", day, until)
     aw, aw_base = start_aw(work / "aw", args.aw_webui)
-    ui = UiProcess(ws.root, state)
+    ui = UiProcess(ws.root, {**state, "TZ": zone})
+    webui = args.aw_webui is not None
     try:
         aw_store(aw_base, day)
-        host = ui.base.split("//")[1].split(":")[0]
-        cookie: dict[str, Any] = {
-            "name": cookie_name(int(ui.base.rsplit(":", 1)[1])),
-            "value": Keys(token_path(nerve.open(ws.root))).cookie(),
-            "domain": host,
-            "path": "/",
-            "httpOnly": True,
-            "sameSite": "Strict",
-        }
-        since, until = now - DAY_NS, now + 10**9
-        counts = f"{ui.base}/timeline/counts?since={since}&until={until}"
-        counts_page: dict[str, Any] = {"url": counts}
-        counts_page.update(marks=NERVE_MARKS, cookie=cookie, data="/timeline/counts?since=")
-        nerve_page: dict[str, Any] = {"url": f"{ui.base}/timeline?since={since}&until={until}"}
-        nerve_page.update(marks=PICTURE_MARKS, cookie=cookie, data="/timeline?since=")
-        aw_page = _aw_page(aw_base, since, until, args.aw_webui is not None)
+        cookie = _browser_cookie(ui.base, ws.root)
         with sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=CHROMIUM, args=BENCH_ARGS)
             try:
-                loader = Loader(browser, args.paint_timeout)
-                for page in (nerve_page, counts_page, aw_page):  # warm: not timed
-                    loader.load(**page)
-                nerve_runs, counts_runs, aw_runs = [], [], []
-                for r in range(args.rounds):
-                    say(f"round {r + 1}/{args.rounds}")
-                    nerve_runs.append(loader.load(**nerve_page))
-                    counts_runs.append(loader.load(**counts_page))
-                    aw_runs.append(loader.load(**aw_page))
-                index = None if args.aw_webui else loader.load(aw_base + "/", None)
+                loader = Loader(browser, args.paint_timeout, zone, args.screenshots)
+                pages = _timeline_pages(ui.base, aw_base, cookie, since, until, webui)
+                runs = loader.rounds("timelines", pages, args.rounds)
+                index = None if webui else loader.load(aw_base + "/", None)
+                aw_store_afk(aw_base, day, until)
+                pages = _day_pages(ui.base, aw_base, cookie, date, midnight, webui)
+                runs.update(loader.rounds("day summaries", pages, args.rounds))
             finally:
                 browser.close()
         counted = _timeline_count(ui.base, cookie["value"], since, until)
-        window = urllib.parse.urlencode({"start": _iso(since), "end": _iso(until), "limit": -1})
-        events_url = f"{aw_base}/api/0/buckets/{BUCKET}/events?{window}"
-        posted = len(json.loads(urllib.request.urlopen(events_url, timeout=60).read()))
+        posted = len(_aw_events(aw_base, since, until))
         served = _serves_build(aw_base, args.aw_webui)
+        apps = {"nerve": _nerve_apps(ui.base, cookie["value"], date)}
+        apps["aw"] = _aw_apps(aw_base, midnight)
         idle = _idle(ui.proc.pid)
     finally:
         ui.stop()
         aw.terminate()
         aw.wait(timeout=20)
-    n, a, c = best(nerve_runs), best(aw_runs), best(counts_runs)
+    timeline = _timeline_pair(runs, stored, counted, posted)
+    timeline.update(
+        aw_peer="aw-webui" if webui else "events request (lower bound)",
+        aw_webui_index=index,
+        aw_serves_the_build=served,
+        ui_idle=idle,
+    )
+    return {"side_by_side": timeline, "day_summary": _day_pair(runs, apps, date, zone, webui)}
+
+
+def day_zone(now_ns: int) -> tuple[str, str, int]:
+    """A time zone in which the generated day (the 23 hours before ``now_ns``) is one
+    calendar day, that day (``YYYY-MM-DD``) and its midnight (ns): the zone whose clocks read
+    23:xx at ``now_ns``. Both day summaries show a calendar day of the viewer's zone, so the
+    ``nerve ui`` process (``TZ``) and the browser (its context's zone) are put in it."""
+    at = datetime.fromtimestamp(now_ns / 1e9, UTC)
+    hours = (23 - at.hour) % 24
+    hours -= 24 if hours > 14 else 0  # zones run from UTC-12 to UTC+14
+    local = at + timedelta(hours=hours)
+    midnight = datetime(local.year, local.month, local.day, tzinfo=UTC) - timedelta(hours=hours)
+    name = f"Etc/GMT{-hours:+d}" if hours else "Etc/GMT"  # POSIX signs: Etc/GMT+5 is UTC-5
+    return name, local.date().isoformat(), int(midnight.timestamp()) * 10**9
+
+
+def _browser_cookie(base: str, root: Path) -> dict[str, Any]:
+    """The ``nerve ui`` session cookie at ``base`` for the browser: logged in."""
+    from nerve.ui.auth import Keys, token_path
+
+    return {
+        "name": _cookie_name(base),
+        "value": Keys(token_path(nerve.open(root))).cookie(),
+        "domain": urllib.parse.urlsplit(base).hostname,
+        "path": "/",
+        "httpOnly": True,
+        "sameSite": "Strict",
+    }
+
+
+def _timeline_pages(
+    base: str, aw_base: str, cookie: dict[str, Any], since: int, until: int, webui: bool
+) -> dict[str, dict[str, Any]]:
+    """The timeline pair: nerve's picture of the day and its event-count page, aw's timeline."""
+    window = f"since={since}&until={until}"
+    nerve_page = {"url": f"{base}/timeline?{window}", "marks": PICTURE_MARKS}
+    nerve_page.update(cookie=cookie, data="/timeline?since=")
+    counts_page = {"url": f"{base}/timeline/counts?{window}", "marks": NERVE_MARKS}
+    counts_page.update(cookie=cookie, data="/timeline/counts?since=")
+    return {
+        "nerve": nerve_page,
+        "nerve_counts_page": counts_page,
+        "aw": _aw_page(aw_base, since, until, webui),
+    }
+
+
+def _day_pages(
+    base: str, aw_base: str, cookie: dict[str, Any], date: str, midnight: int, webui: bool
+) -> dict[str, dict[str, Any]]:
+    """The day pair: nerve's day at a glance (``/?day=``) and aw-webui's Activity view of the
+    same date (its summary: top apps, titles, categories); without the pages, what aw's
+    summary query reads: the date's window events."""
+    nerve_day = {"url": f"{base}/?day={date}", "marks": DAY_MARKS, "cookie": cookie}
+    nerve_day.update(inspect=DAY_SHOWN, data="/?day=")
+    aw_day: dict[str, Any] = {
+        "url": _aw_events_url(aw_base, midnight, midnight + DAY_NS),
+        "marks": None,
+        "data": "/events?",
+    }
+    if webui:
+        aw_day = {"url": f"{aw_base}/#/activity/{HOST}/day/{date}/view/summary"}
+        aw_day.update(marks=AW_DAY_MARKS, settings=AW_DAY_SETTINGS, inspect=AW_APPS_SHOWN)
+        aw_day.update(data="/query/")
+    return {"nerve_day": nerve_day, "aw_activity": aw_day}
+
+
+def _timeline_pair(
+    runs: dict[str, list[dict[str, Any]]], stored: int, counted: int, posted: int
+) -> dict[str, Any]:
+    """The timeline pair's figures: the fastest round of each page and their ratios."""
+    n, a, c = (best(runs[k]) for k in ("nerve", "aw", "nerve_counts_page"))
     return {
         "nerve": n,
         "aw": a,
@@ -473,19 +630,34 @@ def side_by_side(work: Path, args: argparse.Namespace) -> dict[str, Any]:
         "counts_bytes_ratio": round(c["bytes"] / a["bytes"], 3),
         "nerve_stored": stored,
         "windows_drawn": n["marks"],
-        "aw_peer": "aw-webui" if args.aw_webui else "events request (lower bound)",
-        "aw_webui_index": index,
-        "aw_serves_the_build": served,
-        "rounds_ms": {
-            "nerve": [r["ms"] for r in nerve_runs],
-            "nerve_counts_page": [r["ms"] for r in counts_runs],
-            "aw": [r["ms"] for r in aw_runs],
-        },
+        "rounds_ms": {k: [r["ms"] for r in runs[k]] for k in ("nerve", "nerve_counts_page", "aw")},
         "time_ratio": round(n["ms"] / a["ms"], 3),
         "bytes_ratio": round(n["bytes"] / a["bytes"], 3),
         "nerve_counted": counted,
         "aw_returned": posted,
-        "ui_idle": idle,
+    }
+
+
+def _day_pair(
+    runs: dict[str, list[dict[str, Any]]],
+    apps: dict[str, dict[str, float]],
+    date: str,
+    zone: str,
+    webui: bool,
+) -> dict[str, Any]:
+    """The day pair's figures: the fastest round of each page, their ratios, and each side's
+    seconds per app for the date (nerve's page's JSON twin, aw's own summary query)."""
+    n, a = best(runs["nerve_day"]), best(runs["aw_activity"])
+    return {
+        "date": date,
+        "zone": zone,
+        "nerve": n,
+        "aw": a,
+        "aw_peer": "aw-webui Activity" if webui else "the date's window events (stand-in)",
+        "rounds_ms": {k: [r["ms"] for r in runs[k]] for k in ("nerve_day", "aw_activity")},
+        "time_ratio": round(n["ms"] / a["ms"], 3),
+        "bytes_ratio": round(n["bytes"] / a["bytes"], 3),
+        "apps_s": apps,
     }
 
 
@@ -503,12 +675,52 @@ def _aw_page(base: str, since: int, until: int, webui: bool) -> dict[str, Any]:
             "inspect": AW_SHOWN,
             "data": "/events?",
         }
+    return {"url": _aw_events_url(base, since, until), "marks": None, "data": "/events?"}
+
+
+def _aw_events_url(base: str, since: int, until: int) -> str:
+    """aw-server's URL for the window events of [since, until)."""
     window = urllib.parse.urlencode({"start": _iso(since), "end": _iso(until), "limit": -1})
-    return {
-        "url": f"{base}/api/0/buckets/{BUCKET}/events?{window}",
-        "marks": None,
-        "data": "/events?",
-    }
+    return f"{base}/api/0/buckets/{BUCKET}/events?{window}"
+
+
+def _aw_events(base: str, since: int, until: int) -> list[dict[str, Any]]:
+    events: list[dict[str, Any]] = json.loads(
+        urllib.request.urlopen(_aw_events_url(base, since, until), timeout=60).read()
+    )
+    return events
+
+
+# aw-webui's summary query for one host (its canonicalEvents, without categories): window
+# events while not afk, summed per app.
+AW_APPS_QUERY = [
+    f'events = flood(query_bucket("{BUCKET}"));',
+    f'not_afk = flood(query_bucket("{AFK_BUCKET}"));',
+    'not_afk = filter_keyvals(not_afk, "status", ["not-afk"]);',
+    "events = filter_period_intersect(events, not_afk);",
+    'RETURN = sort_by_duration(merge_events_by_keys(events, ["app"]));',
+]
+
+
+def _aw_apps(base: str, midnight: int) -> dict[str, float]:
+    """aw-server's own answer for the day from ``midnight``: seconds per app in focus."""
+    period = f"{_iso(midnight)}/{_iso(midnight + DAY_NS)}"
+    body = json.dumps({"timeperiods": [period], "query": AW_APPS_QUERY}).encode()
+    req = urllib.request.Request(
+        f"{base}/api/0/query/", body, {"content-type": "application/json"}, method="POST"
+    )
+    (events,) = json.loads(urllib.request.urlopen(req, timeout=60).read())
+    return {e["data"]["app"]: round(e["duration"], 3) for e in events}
+
+
+def _nerve_apps(base: str, cookie: str, date: str) -> dict[str, float]:
+    """nerve's day page (its JSON twin) for ``date``: seconds per app in focus."""
+    req = urllib.request.Request(
+        f"{base}/?day={date}",
+        headers={"accept": "application/json", "cookie": f"{_cookie_name(base)}={cookie}"},
+    )
+    day = json.loads(urllib.request.urlopen(req, timeout=60).read())
+    return {a["app"]: round(a["ns"] / 1e9, 3) for a in day["apps"]}
 
 
 def _serves_build(base: str, webui: Path | None) -> bool | None:
@@ -682,6 +894,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--paint-timeout", type=float, default=300.0, help="seconds a page may take to paint"
     )
+    parser.add_argument(
+        "--screenshots", type=Path, metavar="DIR", help="save each page's last load here"
+    )
     args = parser.parse_args(argv)
     if args.aw_webui is not None and (problem := webui_problem(args.aw_webui)):
         parser.error(problem)
@@ -710,13 +925,47 @@ def checks(result: dict[str, Any], args: argparse.Namespace) -> dict[str, bool]:
         out["live_no_loss"] = live["missing"] == 0 and live["received"] == live["appended"]
         out["live_no_doubles"] = live["doubled"] == 0
         out["live_in_order"] = live["in_order"]
+    out.update(day_checks(result["day_summary"], args.aw_webui is not None))
     if not args.quick:
         out["time_goal"] = side["time_ratio"] <= GOAL_RATIO
         out["bytes_goal"] = side["bytes_ratio"] <= GOAL_RATIO
+        out["day_time_goal"] = result["day_summary"]["time_ratio"] <= GOAL_RATIO
+        out["day_bytes_goal"] = result["day_summary"]["bytes_ratio"] <= GOAL_RATIO
         if "big" in result:
             out["big_timeline_goal"] = result["big"]["ms_median"] <= GOAL_BIG_MS
             out["big_search_goal"] = result["big"]["search_week_ms_median"] <= GOAL_SEARCH_MS
     return out
+
+
+def day_checks(day: dict[str, Any], webui: bool) -> dict[str, bool]:
+    """Both day summaries show the same day: the same seconds per app (within one), nerve's
+    page a row for each app; with aw-webui, its page draws its top apps with those
+    durations, so it painted the day, not "No data"."""
+    nerve_s, aw_s = day["apps_s"]["nerve"], day["apps_s"]["aw"]
+    out = {
+        "day_totals_agree": bool(aw_s) and _same_seconds(nerve_s, aw_s),
+        "nerve_day_lists_every_app": day["nerve"]["marks"] == len(aw_s),
+        "nerve_day_page_clean": _clean(day["nerve"]),
+    }
+    if webui:
+        shown = {name: _seconds(text) for name, text in day["aw"]["shown"]}
+        drawn = {name: aw_s.get(name, -9.0) for name in shown}
+        out["aw_webui_activity_shows_the_apps"] = len(shown) == min(5, len(aw_s)) and (
+            _same_seconds(shown, drawn)
+        )
+        out["aw_webui_activity_page_clean"] = _clean(day["aw"], AW_KNOWN_FAILURES, console=False)
+    return out
+
+
+def _same_seconds(a: dict[str, float], b: dict[str, float]) -> bool:
+    """The same names, each with the same whole seconds (within one: each side rounds)."""
+    return a.keys() == b.keys() and all(abs(int(a[k]) - int(b[k])) <= 1 for k in a)
+
+
+def _seconds(text: str) -> float:
+    """Seconds in aw-webui's way of writing a duration (``3h 2m 5s``)."""
+    units = {"h": 3600, "m": 60, "s": 1}
+    return float(sum(int(n) * units[u] for n, u in re.findall(r"(\d+)([hms])", text)))
 
 
 # Requests aw-webui makes that fail here, as they would for its users offline: an SVG icon
@@ -726,6 +975,14 @@ AW_KNOWN_FAILURES = (
     "/img/icons/favicon.svg",
     "https://api.github.com/repos/ActivityWatch/activitywatch/releases/latest",
 )
+
+
+def _flask_version() -> tuple[int, int]:
+    """The installed Flask's (major, minor): aw-server's web framework."""
+    from importlib.metadata import version
+
+    major, minor = version("flask").split(".")[:2]
+    return int(major), int(minor)
 
 
 def _clean(load: dict[str, Any], known: Sequence[str] = (), console: bool = True) -> bool:
@@ -744,13 +1001,23 @@ def main(argv: Sequence[str] | None = None, out: TextIO = sys.stdout) -> int:
         need = missing or CHROMIUM
         say(f"missing: {need} (pip install -e '.[test,bench]'; apt-get install chromium)")
         return 1
+    if (flask := _flask_version()) >= (2, 3):
+        say(
+            f"Flask {flask[0]}.{flask[1]}: aw-server 0.12.0's query API (aw-webui's Activity) "
+            "fails with Flask >= 2.3 (pip install -e '.[test,bench]' installs 2.2)"
+        )
+        return 1
     with workdir("nerve-ui-bench-", keep=args.keep) as work:
-        result: dict[str, Any] = {"side_by_side": side_by_side(work, args)}
+        result: dict[str, Any] = side_by_side(work, args)
         if args.live_seconds:
             result["live"] = live_rate(work, args.live_seconds, args.rate)
         if args.big:
             result["big"] = big_timeline(work, args.big)
     result.update(events=args.events, rounds=args.rounds, load_avg_1m=load_avg_1m())
+    result["ratios"] = {
+        pair: {"time": result[key]["time_ratio"], "bytes": result[key]["bytes_ratio"]}
+        for pair, key in (("timeline", "side_by_side"), ("day", "day_summary"))
+    }
     result["checks"] = checks(result, args)
     result["failed_checks"] = failed_checks(result["checks"])
     render(result, out)
@@ -764,12 +1031,7 @@ def render(result: dict[str, Any], out: TextIO) -> None:
     peer = "aw-webui timeline painted" if webui else "aw events request"
     rows = (("nerve timeline painted", n), ("nerve counts page painted", s["nerve_counts_page"]))
     for name, load in (*rows, (peer, a)):
-        print(
-            f"{name:<27}{load['ms']:9.1f} ms {load['bytes']:>11,} B  "
-            f"({load['requests']} requests; marks at {load['marks_painted_ms']} ms, "
-            f"network done at {load['network_done_ms']} ms)",
-            file=out,
-        )
+        _render_load(name, load, out)
     bound = "" if webui else "  (against a lower bound: no --aw-webui DIR given)"
     for what in ("time", "bytes"):
         ratio = s[f"{what}_ratio"]
@@ -792,6 +1054,7 @@ def render(result: dict[str, Any], out: TextIO) -> None:
             "(the wheel ships no js/: aw-webui cannot paint)",
             file=out,
         )
+    render_day(result["day_summary"], out)
     print(f"nerve ui idle            {s['ui_idle']}", file=out)
     if "live" in result:
         v = result["live"]
@@ -812,6 +1075,34 @@ def render(result: dict[str, Any], out: TextIO) -> None:
             f"(first {b['search_first_ms']} ms)",
             file=out,
         )
+
+
+def render_day(d: dict[str, Any], out: TextIO) -> None:
+    """The day pair's lines: both pages' loads, the ratios, each side's seconds per app."""
+    webui = d["aw_peer"] == "aw-webui Activity"
+    peer = "aw-webui Activity painted" if webui else "aw day's events request"
+    for name, load in (("nerve day page painted", d["nerve"]), (peer, d["aw"])):
+        _render_load(name, load, out)
+    bound = "" if webui else " (against a stand-in: no --aw-webui DIR given)"
+    print(
+        f"day ratio nerve/aw: time {d['time_ratio']:.3f}, bytes {d['bytes_ratio']:.3f}; goal "
+        f"<= {GOAL_RATIO}{bound}; {d['date']} in {d['zone']}",
+        file=out,
+    )
+    for side, apps in d["apps_s"].items():
+        listed = ", ".join(f"{app} {sec:,.0f} s" for app, sec in apps.items())
+        print(f"seconds per app, {side + ':':<7}{listed}", file=out)
+    if webui:
+        print(f"aw-webui Activity draws    {d['aw']['shown']}", file=out)
+
+
+def _render_load(name: str, load: dict[str, Any], out: TextIO) -> None:
+    print(
+        f"{name:<27}{load['ms']:9.1f} ms {load['bytes']:>11,} B  "
+        f"({load['requests']} requests; marks at {load['marks_painted_ms']} ms, "
+        f"network done at {load['network_done_ms']} ms)",
+        file=out,
+    )
 
 
 if __name__ == "__main__":

@@ -346,6 +346,18 @@ SABOTAGE: dict[str, tuple[str, list[str], str]] = {
         ["--quick", "--hours", "6"],
         "recall_above_zero",
     ),
+    "ui_bench.py": (  # the day pair: nerve's day page against aw's own summary of the day
+        """
+        afk_events = bench.afk_events
+        def away_at_first(day, until):  # aw-watcher-afk saw the first window's time as away
+            events = afk_events(day, until)
+            events[0]["data"]["status"] = "afk"
+            return events
+        bench.afk_events = away_at_first
+        """,
+        ["--quick", "--events", "300", "--big", "0", "--live-seconds", "0"],
+        "day_totals_agree",
+    ),
 }
 
 

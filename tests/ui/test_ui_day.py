@@ -1,7 +1,8 @@
 """The day at a glance (``/``) in process, on the generated workday (tests/helpers/workday.py):
 time per app, window title and category with time away apart, the commands, the gate's
-decisions; the totals equal the SQL over ``focus_spells`` and ``nerve ask``; category rules
-edited through the page change the page and ``nerve query``."""
+decisions; the totals equal the SQL over ``focus_spells`` and ``nerve ask``, on it and on the
+recorded real day (tests/helpers/day.py), where they also match what the person did; category
+rules edited through the page change the page and ``nerve query``."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ import json
 import re
 import time
 from collections.abc import Iterator
-from datetime import UTC
+from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 from starlette.testclient import TestClient
@@ -20,6 +22,7 @@ from nerve.recall.facts.activity import _duration
 from nerve.workspace import WorkspaceDir, init_workspace
 from tests.conftest import run_cli
 from tests.helpers import workday
+from tests.helpers.day import Day
 from tests.helpers.uiclient import as_json, logged_in
 
 DAY = "/?day=2026-05-06"
@@ -97,6 +100,47 @@ def test_totals_equal_the_sql_and_ask(ws: WorkspaceDir) -> None:
     said = ask(ws, "time per app today", record=False, now_ns=workday.NOW, tz=UTC).text
     lines = [f"- {a['app']}: {_duration(a['ns'])}" for a in day["apps"]]
     assert said.splitlines()[1:] == lines, said
+
+
+def test_the_recorded_days_totals_equal_the_sql_ask_and_what_was_done(
+    recorded_day_copy: Day, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    day = recorded_day_copy
+    monkeypatch.setenv("XDG_STATE_HOME", str(day.root.parent / "state"))
+    monkeypatch.setenv("TZ", "UTC")
+    time.tzset()
+    monkeypatch.setattr("time.time_ns", lambda: day.now_ns)
+    try:
+        apps = {a["app"]: a["ns"] for a in as_json(logged_in(day.root), "/?day=2026-12-05")["apps"]}
+        midnight = int(datetime(2026, 12, 5, tzinfo=UTC).timestamp()) * 10**9
+        args = {"$since": midnight, "$until": midnight + 86_400 * 10**9, "$now": day.now_ns}
+        sql = time_per_sql("app")
+        for name, value in args.items():
+            sql = sql.replace(name, str(value))
+        out = run_cli("--workspace", str(day.root), "query", sql, "--json").stdout
+        said = ask(
+            WorkspaceDir(day.root), "time per app today", record=False, now_ns=day.now_ns, tz=UTC
+        )
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+    assert {r["app"]: r["ns"] for r in map(json.loads, out.splitlines())} == apps
+    assert said.text.splitlines()[1:] == [f"- {a}: {_duration(ns)}" for a, ns in apps.items()]
+    done = _focused_not_idle(day.plan)
+    assert apps.keys() == done.keys() == {"XTerm", "Vim", "Firefox"}
+    for app, ns in apps.items():  # the focus and idle senses sample: a few seconds either way
+        assert abs(ns - done[app]) < 10 * 10**9, (app, ns, done[app])
+
+
+def _focused_not_idle(plan: dict[str, Any]) -> dict[str, int]:
+    """Per app, the ns its windows had focus in the plan, less the time the person was idle."""
+    idle = [(i["last_input"]["ns"], i["input_again"]["ns"]) for i in plan["idle"]]
+    out: dict[str, int] = {}
+    for f in plan["focus"]:
+        lo, hi = f["start"]["ns"], f["end"]["ns"]
+        away = sum(max(0, min(hi, b) - max(lo, a)) for a, b in idle)
+        out[f["app"]] = out.get(f["app"], 0) + hi - lo - away
+    return out
 
 
 def _csrf(c: TestClient) -> str:
