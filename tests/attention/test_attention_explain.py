@@ -99,3 +99,19 @@ def test_a_drift_must_hold_before_it_surfaces() -> None:
     first = [d["i"] for d in held if d["kind"] == "drift"]
     sooner = [d["i"] for d in at_once if d["kind"] == "drift"]
     assert first and sooner and first[0] >= sooner[0] + 5, (first, sooner)
+
+
+def test_a_runaway_alone_at_its_start_is_not_explained_by_a_build_started_beside_it() -> None:
+    # 5-minute rows: the runaway's first row finds the machine quiet; a build shows in the
+    # machine's busy just before the row that confirms it (the seed-102 runaway of
+    # attention_days_bench, held as a parallel job)
+    rng, rows, runaway = random.Random(11), [], START
+    job = range(START - 3600, START - 3000, 300)  # a nightly job: the machine has 4 cores
+    for s in range(0, START + 3600, 300):
+        top = 990 if s >= runaway else 600 if s in job else round(rng.gauss(40, 10))
+        busy = round(rng.gauss(30, 5)) + (125 if s >= runaway else 120 if s in job else 0)
+        busy = 950 if s == runaway else busy
+        rows.append((T0 + s * S, "processes", {"top_cpu_permille": top}))
+        rows.append((T0 + (s + 240) * S, "cpu", {"busy_permille": busy}))
+    surfaced = _surfaced(rows)
+    assert surfaced and runaway <= min(surfaced) <= runaway + 300, surfaced
