@@ -31,6 +31,12 @@ counter's own noise does not hide a slow climb:
   again from there): noise can look steady and fast for a sample or two, a leak keeps
   climbing.
 
+A sample alone in its span of time (its neighbours at least a span away, as at 5-minute
+rows) that stands beyond both of them the same way by more than :data:`JUMP` times the step
+between them is put back between them once the next sample comes (:func:`despike`): a
+build or an app seen at one row only, which no span's median can drop where a span holds
+one sample.
+
 Samples are not taken while the machine's own work explains the reading, nor within a
 ``step_s`` of it on either side (:meth:`nerve.attention.rules.Rules.explained`: a build's
 memory comes and goes with it, and the senses' rows are not taken at the same moment).
@@ -237,10 +243,6 @@ class Drift:
         if not judge:
             return None
         return self._judge(track, probe, rate, direction, seq, now_ns)
-
-    def probes(self) -> set[str]:
-        """The probes sampled so far."""
-        return set(self._tracks)
 
     def forget(self, probe: str, since_ns: int) -> None:
         """Drop the samples of ``probe`` taken at ``since_ns`` or later (what the machine's

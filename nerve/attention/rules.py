@@ -45,7 +45,9 @@ worth an interruption, from the fire's ``kind`` and ``direction`` and the readin
   explains is held as transient. A parallel job, the machine (``cpu.busy_permille``) past its
   floor while its busiest process (``processes.top_cpu_permille``, the latest reading of
   each) holds at most one core, explains the machine's busy, its busiest process and memory
-  used (a build); a download, the network bringing data in past its floor, explains free disk
+  used (a build), the busiest process only if the job was seen within a drift step of the
+  fire (a process at a core alone is a runaway, though a build starts beside it before it
+  is confirmed); a download, the network bringing data in past its floor, explains free disk
   falling, and a drift window of free disk that holds one is not judged. What is explained
   is not sampled for the drift rule either (a build's memory comes and goes with it).
 
@@ -128,7 +130,6 @@ _ONE_CORE = 1000
 _COUNTED_BUSY = 100  # a machine busier than 10 % says how many cores it has at least
 _BY_PARALLEL_JOB = ("cpu.busy_permille", "processes.top_cpu_permille", "memory.used_mib")
 _BY_DOWNLOAD = ("disk.free_mib",)
-_EXPLAINING = frozenset((_MACHINE, _TOP, _DOWN))
 _JOB_PROBES = frozenset(VALUE_PREFIX + k for k in (_MACHINE, _TOP))
 
 
@@ -240,9 +241,6 @@ class Rules:
         if self.drift is None:
             return []
         out: list[tuple[Highlight, Action]] = []
-        if not _EXPLAINING.isdisjoint(map(_key, latest)):  # another sense's row shows work
-            for probe in sorted(self.drift.probes() - latest.keys()):
-                self._moved(probe, now_ns)  # a row taken with it is no sample
         for probe in sorted(latest):
             concern = concern_of(probe, self.settings.concerns)
             if concern not in _GROWING:
