@@ -101,13 +101,16 @@ CONCERNS: dict[str, Concern] = {
 # (sense, reading) -> the least reading worth an interruption: 40 % of the machine, most of a
 # core (a nightly job or a backup's process takes half of one), a transfer of a MiB a second
 # (the idle hum of the counters is a few KiB/s, and from nothing a KiB is a surprise the
-# detector rightly scores), three failures in a row (one is a typo put right by the next).
+# detector rightly scores), three failures in a row (one is a typo put right by the next),
+# files changed at 30 a minute (a person saves a few a minute: the first workday after a
+# quiet weekend is no incident; a program writing in a loop changes tens).
 FLOORS: dict[str, int] = {
     "cpu.busy_permille": 400,
     "processes.top_cpu_permille": 800,
     "network.down_kib_per_s": 1024,
     "network.up_kib_per_s": 1024,
     "shell.failure_streak": 3,
+    "files.per_min": 30,
 }
 
 # (sense, reading) -> the seconds an excursion must last, at least, before it is worth an

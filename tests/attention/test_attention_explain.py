@@ -115,3 +115,16 @@ def test_a_runaway_alone_at_its_start_is_not_explained_by_a_build_started_beside
         rows.append((T0 + (s + 240) * S, "cpu", {"busy_permille": busy}))
     surfaced = _surfaced(rows)
     assert surfaced and runaway <= min(surfaced) <= runaway + 300, surfaced
+
+
+def test_a_person_saving_files_on_the_first_workday_is_no_incident() -> None:
+    # a quiet weekend, then files saved a few a minute (tuning seed 4 of
+    # attention_days_bench: its first Monday surfaced files.per_min twice)
+    rng, rows, monday = random.Random(13), [], 24 * 3600
+    for s in range(0, monday + 3600, 30):
+        rows.append((T0 + s * S, "cpu", {"busy_permille": round(rng.gauss(30, 5))}))
+        if s >= monday and (s % 60 == 0 or s >= monday + 1200):  # one a minute, then two
+            rows.append((T0 + s * S + 1, "files", {}))
+    assert _surfaced(rows) == []
+    low = AttentionSettings.model_validate({"rules": {"floors": {"files.per_min": 1}}})
+    assert _surfaced(rows, low)
