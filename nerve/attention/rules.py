@@ -154,7 +154,10 @@ class RuleSettings(BaseModel):
     confirmed_milli: Annotated[int, Field(ge=0, le=1000)] = 1000
     concerns: dict[str, Concern] = Field(default_factory=dict)
     floors: dict[str, int] = Field(default_factory=dict)
-    rearm_s: Annotated[int, Field(ge=0, le=604_800)] = 600
+    # an excursion back within the hour of the one confirmed is the incident the person was
+    # told of (chosen on NAB's odd files: 600 s, 1800, 3600, 7200 gave as decided 57.57,
+    # 58.29, 58.84, 60.01 standard; the multi-day bench's seeds 1-6 decide the same)
+    rearm_s: Annotated[int, Field(ge=0, le=604_800)] = 3600
     drift: bool = True
     drift_window_s: Annotated[int, Field(ge=60, le=86_400)] = 1200
     drift_step_s: Annotated[int, Field(ge=1, le=3600)] = 60
