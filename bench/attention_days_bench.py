@@ -44,11 +44,11 @@ the background activity it falls in (``Days.background``), then their count by c
 stdout line is ``RESULT {json}``; exit status 1 when a check fails.
 
 Figures (2026-12-07, the daemon's default settings, held-out seeds 101–103, worst seed,
-load 16–25 on a shared 2-core machine): recall / precision / interruptions per 2 background
-hours 1.0 / 1.0 / 0 at 10 s rows, 1.0 / 0.818 / 0.104 at 1 min, 0.889 / 0.889 / 0.053 at
-5 min (before the drift was held through noise: 0.889 / 1.0 / 0, 0.889 / 0.818 / 0.104,
-0.889 / 0.818 / 0.106). Recall at 5-minute rows misses the goal by one incident a seed
-(bench/README.md).
+load 17–30 on a shared 2-core machine): recall / precision / interruptions per 2 background
+hours 1.0 / 1.0 / 0 at 10 s rows, 1.0 / 0.818 / 0.104 at 1 min, 0.889 / 0.900 / 0.053 at
+5 min (before a runaway alone at its start was told from a build: 0.889 / 0.889 / 0.053 at
+5 min). Recall at 5-minute rows misses the goal by one incident (seed 103's leak, +67 min;
+bench/README.md).
 """
 
 from __future__ import annotations

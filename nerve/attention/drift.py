@@ -31,6 +31,12 @@ counter's own noise does not hide a slow climb:
   again from there): noise can look steady and fast for a sample or two, a leak keeps
   climbing.
 
+A sample alone in its span of time (its neighbours at least a span away, as at 5-minute
+rows) that stands beyond both of them the same way by more than :data:`JUMP` times the step
+between them is put back between them once the next sample comes (:func:`despike`): a
+build or an app seen at one row only, which no span's median can drop where a span holds
+one sample.
+
 Samples are not taken while the machine's own work explains the reading, nor within a
 ``step_s`` of it on either side (:meth:`nerve.attention.rules.Rules.explained`: a build's
 memory comes and goes with it, and the senses' rows are not taken at the same moment).
@@ -134,6 +140,20 @@ def jumps(samples: list[tuple[int, int]], times: int) -> bool:
     return steps[-1] > times * max(steps[(len(steps) - 1) // 2], 1)
 
 
+def despike(samples: deque[tuple[int, int]], times: int, block_ns: int) -> None:
+    """Put the sample before the newest back between its neighbours if it is a lone spike:
+    beyond both the same way by more than ``times`` the step between them (a build or an
+    app seen at one row only, not the reading's level), and alone in its span of time (at
+    least ``block_ns`` from either neighbour: where a span holds more, its median drops it)."""
+    if len(samples) < 3:
+        return
+    (ta, a), (t, v), (tb, b) = samples[-3], samples[-2], samples[-1]
+    near = min(v - a, v - b) if v > max(a, b) else min(a - v, b - v)
+    alone = min(t - ta, tb - t) >= block_ns
+    if alone and near > times * max(abs(b - a), 1):
+        samples[-2] = (t, a + (b - a) * (t - ta) // (tb - ta))
+
+
 def slope_per_hour(samples: list[tuple[int, int]], direction: int) -> int:
     """Theil–Sen: the median of the pairs' slopes (the way of ``direction``, in the reading's
     unit per hour, each rounded toward zero); the lower middle of an even count.
@@ -208,6 +228,7 @@ class Drift:
         if samples and now_ns - samples[-1][0] < self.step_ns:
             return None
         samples.append((now_ns, value))
+        despike(samples, JUMP, self.window_ns // BLOCKS)
         while now_ns - samples[0][0] > self.window_ns:
             samples.popleft()
         full = now_ns - samples[0][0] >= self.window_ns - self.step_ns
@@ -233,18 +254,19 @@ class Drift:
     def _judge(
         self, track: _Track, probe: str, rate: int, direction: int, seq: int, now_ns: int
     ) -> Highlight | None:
-        points = medians(list(track.samples), now_ns - self.window_ns, self.window_ns)
+        samples = list(track.samples)
+        points = medians(samples, now_ns - self.window_ns, self.window_ns)
         n = len(points)
         pairs = n * (n - 1) // 2
         if n < 3:
             return None
         values = [v for _, v in points]
         s = steadiness(values, direction)
-        even = smooth(values, direction) and not jumps(list(track.samples), JUMP)
+        even = smooth(values, direction) and not jumps(samples, JUMP)
         bar = KEEP_MILLI if track.since else self.steady_milli
         steady = s * 1000 >= bar * pairs and (even or bool(track.since))
         # the slope (every pair of samples) only for a window that passes the rest: most do not
-        slope = slope_per_hour(list(track.samples), direction) if steady else 0
+        slope = slope_per_hour(samples, direction) if steady else 0
         if not steady or slope < max(rate, 1):
             track.since = 0
             return None

@@ -99,3 +99,32 @@ def test_a_drift_must_hold_before_it_surfaces() -> None:
     first = [d["i"] for d in held if d["kind"] == "drift"]
     sooner = [d["i"] for d in at_once if d["kind"] == "drift"]
     assert first and sooner and first[0] >= sooner[0] + 5, (first, sooner)
+
+
+def test_a_runaway_alone_at_its_start_is_not_explained_by_a_build_started_beside_it() -> None:
+    # 5-minute rows: the runaway's first row finds the machine quiet; a build shows in the
+    # machine's busy just before the row that confirms it (the seed-102 runaway of
+    # attention_days_bench, held as a parallel job)
+    rng, rows, runaway = random.Random(11), [], START
+    job = range(START - 3600, START - 3000, 300)  # a nightly job: the machine has 4 cores
+    for s in range(0, START + 3600, 300):
+        top = 990 if s >= runaway else 600 if s in job else round(rng.gauss(40, 10))
+        busy = round(rng.gauss(30, 5)) + (125 if s >= runaway else 120 if s in job else 0)
+        busy = 950 if s == runaway else busy
+        rows.append((T0 + s * S, "processes", {"top_cpu_permille": top}))
+        rows.append((T0 + (s + 240) * S, "cpu", {"busy_permille": busy}))
+    surfaced = _surfaced(rows)
+    assert surfaced and runaway <= min(surfaced) <= runaway + 300, surfaced
+
+
+def test_a_person_saving_files_on_the_first_workday_is_no_incident() -> None:
+    # a quiet weekend, then files saved a few a minute (tuning seed 4 of
+    # attention_days_bench: its first Monday surfaced files.per_min twice)
+    rng, rows, monday = random.Random(13), [], 24 * 3600
+    for s in range(0, monday + 3600, 30):
+        rows.append((T0 + s * S, "cpu", {"busy_permille": round(rng.gauss(30, 5))}))
+        if s >= monday and (s % 60 == 0 or s >= monday + 1200):  # one a minute, then two
+            rows.append((T0 + s * S + 1, "files", {}))
+    assert _surfaced(rows) == []
+    low = AttentionSettings.model_validate({"rules": {"floors": {"files.per_min": 1}}})
+    assert _surfaced(rows, low)

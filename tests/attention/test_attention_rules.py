@@ -194,6 +194,7 @@ def test_a_real_log_replays_the_rules_decisions_and_checks_bit_for_bit(
 # -- one decision per excursion: Rules fed readings directly, the level held still -----------
 
 NAB = "value:nab.value"  # a reading of concern ``both``, with no floor and no drift
+REARM_10_MIN = RuleSettings(rearm_s=600)  # the returns' mechanics, on a short timeline
 Step = tuple[int, int]  # (second, reading)
 
 
@@ -217,12 +218,13 @@ def _actions(
     steps: list[Step],
     expect: Callable[[int], int] = _hundred_at,
     level: Callable[[int], int] = _hundred_at,
+    settings: RuleSettings = REARM_10_MIN,
 ) -> list[tuple[int, str, str]]:
     """(second, action, kind) of what :meth:`Rules.apply` gives for each reading of ``NAB``
     (``level`` and ``expect``: the probe's level and what it expects at a second, 100
     unless given: the worst case, a level that does not learn the excursion); the first
     reading comes with a detector fire."""
-    rules, out = Rules(RuleSettings()), []
+    rules, out = Rules(settings), []
     for seq, (second, value) in enumerate(steps):
         fires = [_record(value)] if seq == 0 else []
         at_level = functools.partial(_at_second, level, second)
@@ -236,6 +238,15 @@ def test_a_lasting_excursion_is_decided_once_and_its_return_after_it_ended() -> 
     lasting = [(s, 900) for s in range(0, 7200, 60)]
     again = [(7260, 100), (7400, 900), (7460, 900)]
     assert _actions(lasting + again) == [(60, "confirmed", "record"), (7460, "confirmed", "return")]
+
+
+def test_by_default_an_excursion_back_within_the_hour_waits_for_the_hour() -> None:
+    steps = [(0, 900), (60, 900), (120, 100)] + [(s, 900) for s in range(1800, 4300, 300)]
+    assert _actions(steps, settings=RuleSettings()) == [
+        (60, "confirmed", "record"),
+        (4200, "confirmed", "return"),
+    ]
+    assert _actions(steps)[-1] == (2100, "confirmed", "return")
 
 
 def test_a_return_that_does_not_last_is_no_decision_and_must_be_outgone_by_the_next() -> None:
@@ -286,13 +297,13 @@ def test_a_daily_cycle_once_learnt_returns_no_more_and_batch_decides_as_rows() -
 
 
 def test_a_snapshot_from_before_the_excursions_end_was_watched_arms_its_returns() -> None:
-    rules = Rules(RuleSettings())
+    rules = Rules(REARM_10_MIN)
     rules.apply({NAB: 900}, [_record(900)], 0, T0, _hundred, _hundred)
     rules.apply({NAB: 900}, [], 1, T0 + 60 * S, _hundred, _hundred)
     snap = json.loads(json.dumps(rules.snapshot()))
     assert snap["known"][NAB]["back"] is False
     del snap["known"][NAB]["back"]
-    again = Rules(RuleSettings())
+    again = Rules(REARM_10_MIN)
     again.restore(snap)
     got = again.apply({NAB: 900}, [], 2, T0 + 700 * S, _hundred, _hundred)
     assert got == [] and again.snapshot()["pending"][NAB]["highlight"]["kind"] == "return"
