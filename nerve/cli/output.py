@@ -60,11 +60,14 @@ def is_terminal(file: TextIO | None = None) -> bool:
 
 
 def terminal_width(file: TextIO | None = None) -> int:
+    """The columns of the terminal ``file`` is on; where it says none (0 columns, as a pty
+    nobody sized or a serial console does) or is no terminal, ``COLUMNS`` or 80."""
     out = file or sys.stdout
     try:
-        return os.get_terminal_size(out.fileno()).columns
+        columns = os.get_terminal_size(out.fileno()).columns
     except (OSError, ValueError, AttributeError):
-        return shutil.get_terminal_size().columns
+        columns = 0
+    return columns or shutil.get_terminal_size().columns
 
 
 def plural(count: int, noun: str) -> str:

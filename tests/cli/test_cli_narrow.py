@@ -1,14 +1,23 @@
 """Narrow terminals (80 and 60 columns): `tail` keeps a command's `[exit N]` and the time,
-cutting the middle of the command instead; `status` and `sense list` fit the width."""
+cutting the middle of the command instead; `status` and `sense list` fit the width; a
+terminal that reports no width is taken as 80 columns, not as none."""
 
 from __future__ import annotations
 
+import fcntl
+import io
+import os
+import pty
 import re
+import struct
+import sys
+import termios
 from pathlib import Path
 
 import pytest
 
 from nerve.cli.daemon_cmds import status_lines
+from nerve.cli.main import run
 from nerve.cli.tail_cmd import fit_line
 from nerve.workspace import init_workspace
 from tests.conftest import run_cli
@@ -74,3 +83,31 @@ def test_sense_list_fits_the_terminal(
     text = drawn(monkeypatch, width, 24, "-w", str(shell_ws), "sense", "list")
     table = [line for line in text.splitlines() if not line.startswith("…")]  # stderr's note
     assert len(table) > 3 and all(len(line) <= width for line in table), text
+
+
+def _unsized_pty() -> tuple[int, int]:
+    """A real pty that reports 0 columns and 0 rows, as one nobody sized does."""
+    main, side = pty.openpty()
+    fcntl.ioctl(side, termios.TIOCSWINSZ, struct.pack("HHHH", 0, 0, 0, 0))
+    return main, side
+
+
+def test_tail_on_a_terminal_of_no_width_still_prints(
+    shell_ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    main, side = _unsized_pty()
+    monkeypatch.delenv("COLUMNS", raising=False)
+    monkeypatch.setenv("NO_COLOR", "1")
+    with os.fdopen(side, "w") as term:
+        monkeypatch.setattr(sys, "stdout", term)
+        monkeypatch.setattr(sys, "stderr", io.StringIO())
+        with pytest.raises(SystemExit):
+            run(["--no-pager", "-w", str(shell_ws), "tail"])
+        term.flush()
+    os.set_blocking(main, False)
+    try:
+        shown = os.read(main, 65536).decode()
+    except OSError:  # nothing was written (EIO once the other side is closed)
+        shown = ""
+    os.close(main)
+    assert "[exit 12]" in shown and " ls" in shown, repr(shown)
