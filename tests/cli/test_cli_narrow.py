@@ -92,6 +92,21 @@ def _unsized_pty() -> tuple[int, int]:
     return main, side
 
 
+def _drained(main: int) -> str:
+    """All a pty's other side wrote before it was closed, then the pty closed."""
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(main, 65536)
+        except OSError:  # EIO: the other side is closed and everything was read
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(main)
+    return b"".join(chunks).decode()
+
+
 def test_tail_on_a_terminal_of_no_width_still_prints(
     shell_ws: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -104,10 +119,5 @@ def test_tail_on_a_terminal_of_no_width_still_prints(
         with pytest.raises(SystemExit):
             run(["--no-pager", "-w", str(shell_ws), "tail"])
         term.flush()
-    os.set_blocking(main, False)
-    try:
-        shown = os.read(main, 65536).decode()
-    except OSError:  # nothing was written (EIO once the other side is closed)
-        shown = ""
-    os.close(main)
+    shown = _drained(main)
     assert "[exit 12]" in shown and " ls" in shown, repr(shown)
