@@ -6,7 +6,17 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from nerve.cli.output import emit_json, render_rows
+from nerve.cli.output import (
+    emit_json,
+    fit_cell,
+    flat,
+    is_terminal,
+    note,
+    plural,
+    render_rows,
+    terminal_width,
+)
+from nerve.cli.pager import page
 from nerve.cli.state import door as _door
 from nerve.errors import NerveError, UsageError
 from nerve.safetext import shown
@@ -281,12 +291,33 @@ def held(
     """Each held highlight: why in words (the rule that held it and what it compared), its
     source event and chain seq."""
     rows = [{**d.to_json(), "why": d.why().words()} for d in _door().audit.held(_since(since))]
+    if not (as_json or as_csv) and is_terminal():
+        _held_for_a_person(rows)
+        return
     render_rows(
         HELD_COLUMNS,
         [[r.get(c) for c in HELD_COLUMNS] for r in rows],
         fmt="json" if as_json else "csv" if as_csv else "table",
         title="held highlights",
     )
+
+
+def _held_for_a_person(rows: list[dict[str, Any]]) -> None:
+    """Each held highlight on a terminal: its seq, time, outcome and the line it held on
+    one line, then why in words wrapped under it, whole at any width (a table would cut it
+    first); the other fields are for --csv and --json."""
+    import sys
+    import textwrap
+
+    width = terminal_width()
+    page()
+    for row in rows:
+        head = f"#{row['chain_seq']}  {row['ts']}  {row['outcome']}  "
+        line = fit_cell(flat(str(row.get("source_line") or "")), max(width - len(head), 10))
+        why = textwrap.wrap(flat(str(row["why"])), width - 4, break_long_words=False)
+        sys.stdout.write(head + line.rstrip() + "\n" + "".join(f"    {w}\n" for w in why))
+    sys.stdout.flush()
+    note(f"{plural(len(rows), 'held highlight')} (--csv, --json: every field)")
 
 
 @audit_app.command("access")
