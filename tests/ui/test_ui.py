@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import csv
 import io
+import re
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,6 +21,7 @@ from nerve.log.drafts import Draft
 from nerve.log.reader import replay_digest
 from nerve.ui.app import build_app
 from nerve.ui.auth import Keys, cookie_name, token_path
+from nerve.ui.clock import moment_after
 from nerve.ui.guard import Served
 from nerve.workspace import WorkspaceDir
 from tests.helpers.browser import attended_workspace, login_path
@@ -110,6 +113,16 @@ def test_timeline_shades_a_pause(ws: WorkspaceDir) -> None:
     assert as_json(c, "/privacy")["capture"]["paused"] is False
     page = c.get("/privacy").text
     assert 'id="pause"' in page and 'id="resume"' not in page
+
+
+def test_an_events_window_over_days_gives_the_day_of_both_ends(ws: WorkspaceDir) -> None:
+    c = client(ws)
+    page = c.get("/events?since=7d").text
+    title = re.sub(r"<[^>]+>", "", page.split("<h1>", 1)[1].split("</h1>", 1)[0])
+    days = re.findall(r"\d\d [A-Z][a-z]{2} \d\d:\d\d:\d\d", title)
+    assert len(days) == 2 and days[0] != days[1], title
+    noon = int(time.mktime((2026, 12, 7, 12, 0, 0, 0, 0, -1))) * 10**9
+    assert moment_after(noon, noon - 60 * 10**9, now_ns=noon) == "12:00:00"  # one day: times
 
 
 def test_events_search_filters_and_highlights(ws: WorkspaceDir) -> None:
