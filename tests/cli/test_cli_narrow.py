@@ -121,3 +121,18 @@ def test_tail_on_a_terminal_of_no_width_still_prints(
         term.flush()
     shown = _drained(main)
     assert "[exit 12]" in shown and " ls" in shown, repr(shown)
+
+
+def test_tail_says_at_a_terminal_when_nothing_matches(
+    shell_ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def said(*args: str) -> str:
+        return drawn(monkeypatch, 80, 24, "-w", str(shell_ws), "tail", *args)
+
+    assert said("--grep", "no such text") == "note: no event matches\n"
+    assert said("--since", "2099-01-01T00:00").startswith("note: no event matches from ")
+    backwards = said("--since", "10m", "--until", "20m")
+    assert "until" in backwards and backwards.endswith("(the window ends before it starts)\n")
+    assert "[exit 12]" in said() and "note:" not in said()
+    piped = run_cli("-w", str(shell_ws), "tail", "--grep", "no such text")
+    assert piped.stdout == piped.stderr == ""  # a script reads no rows, and no note
