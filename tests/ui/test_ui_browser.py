@@ -297,6 +297,17 @@ def test_a_sense_name_and_its_trigger_are_never_broken_in_two(ui: Ui, width: int
     ui.clean()
 
 
+def test_a_chart_over_minutes_labels_its_ticks_apart(ui: Ui) -> None:
+    """Ticks 15 s apart say their seconds; a minute or more apart, hours and minutes."""
+    ui.go("/attention")
+    t0 = 1_767_261_600  # 2026-01-01 10:00 UTC, on a whole minute in any zone
+    short = ui.page.evaluate(f"timeTicks([{t0}, {t0 + 15}, {t0 + 30}, {t0 + 45}], false)")
+    assert len(set(short)) == 4 and all(len(label) == 8 for label in short), short
+    whole = ui.page.evaluate(f"timeTicks([{t0}, {t0 + 60}, {t0 + 120}], false)")
+    assert len(set(whole)) == 3 and all(len(label) == 5 for label in whole), whole
+    ui.clean()
+
+
 def test_every_page_fits_a_laptop_and_a_phone(ui: Ui) -> None:
     """No page scrolls sideways at 1280x800 or at 390 px (a phone)."""
     wide: list[str] = []
