@@ -303,21 +303,30 @@ def held(
 
 
 def _held_for_a_person(rows: list[dict[str, Any]]) -> None:
-    """Each held highlight on a terminal: its seq, time, outcome and the line it held on
-    one line, then why in words wrapped under it, whole at any width (a table would cut it
-    first); the other fields are for --csv and --json."""
+    """``audit held`` on a terminal: :func:`held_lines`, through the pager when long."""
     import sys
+
+    lines = held_lines(rows, terminal_width())
+    page()
+    sys.stdout.write("".join(line + "\n" for line in lines))
+    sys.stdout.flush()
+    note(f"{plural(len(rows), 'held highlight')} (--csv, --json: every field)")
+
+
+def held_lines(rows: list[dict[str, Any]], width: int) -> list[str]:
+    """Each held highlight for a person: its seq, time, outcome and the line it held on one
+    line, then why in words wrapped under it, whole at any width (a table would cut it
+    first); the other fields are for --csv and --json."""
     import textwrap
 
-    width = terminal_width()
-    page()
+    out = []
     for row in rows:
         head = f"#{row['chain_seq']}  {row['ts']}  {row['outcome']}  "
         line = fit_cell(flat(str(row.get("source_line") or "")), max(width - len(head), 10))
+        out.append(head + line.rstrip())
         why = textwrap.wrap(flat(str(row["why"])), width - 4, break_long_words=False)
-        sys.stdout.write(head + line.rstrip() + "\n" + "".join(f"    {w}\n" for w in why))
-    sys.stdout.flush()
-    note(f"{plural(len(rows), 'held highlight')} (--csv, --json: every field)")
+        out += [f"    {words}" for words in why]
+    return out
 
 
 @audit_app.command("access")

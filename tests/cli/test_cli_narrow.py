@@ -136,3 +136,16 @@ def test_tail_says_at_a_terminal_when_nothing_matches(
     assert "[exit 12]" in said() and "note:" not in said()
     piped = run_cli("-w", str(shell_ws), "tail", "--grep", "no such text")
     assert piped.stdout == piped.stderr == ""  # a script reads no rows, and no note
+
+
+@pytest.mark.parametrize("width", [60, 80])
+def test_the_note_of_columns_left_out_fits_the_terminal(
+    shell_ws: Path, monkeypatch: pytest.MonkeyPatch, width: int
+) -> None:
+    sql = "SELECT * FROM events"
+    lines = drawn(monkeypatch, width, 24, "-w", str(shell_ws), "query", sql).splitlines()
+    told = [i for i, line in enumerate(lines) if "columns left out" in line]
+    assert told and all(len(line) <= width for line in lines[told[0] :]), lines
+    assert "(a wider terminal, --csv or --json shows them)" in " ".join(
+        line.strip() for line in lines[told[0] :]
+    )
