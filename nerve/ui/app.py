@@ -34,6 +34,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from nerve.api import Workspace
+from nerve.attention.reason import thousandths
 from nerve.clock import Hlc
 from nerve.errors import NerveError, UsageError
 from nerve.safetext import csv_cell
@@ -71,6 +72,8 @@ def _env() -> Environment:
     env.filters["duration"] = duration
     env.filters["moment"] = moment
     env.filters["moment_after"] = moment_after
+    env.filters["thousandths"] = thousandths  # a value or cost as the why says it: 1, 0.045
+    env.filters["grouped"] = lambda n: "" if n is None else f"{n:,}"  # 1,000,000
     env.filters["local"] = _local
     env.globals["pages"] = PAGES
     return env

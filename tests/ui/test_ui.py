@@ -16,6 +16,7 @@ from starlette.testclient import TestClient
 
 import nerve
 from nerve import api, logops
+from nerve.attention.reason import thousandths
 from nerve.events import BOOKKEEPING_KINDS
 from nerve.log.drafts import Draft
 from nerve.log.reader import replay_digest
@@ -184,6 +185,18 @@ def test_attention_lists_decisions_and_the_chain_verifies(ws: WorkspaceDir) -> N
     assert one["led_to_it"]["event"]["id"] == held[0]["source_event"]
     assert "verifies" in c.get(f"/attention/{held[0]['chain_seq']}").text
     assert c.get("/attention/99999").status_code == 404
+
+
+def test_attention_says_value_and_budget_as_the_why_does(ws: WorkspaceDir) -> None:
+    """A value as the why says it (1, not 1000 thousandths), a budget grouped (1,000,000)."""
+    c = client(ws)
+    decisions = as_json(c, "/attention")["decisions"]
+    page = c.get("/attention").text
+    cells = re.findall(r'<td class="value">([^<]*)</td>', page)
+    budgets = re.findall(r'<td class="budget">([^<]*)</td>', page)
+    assert cells == [thousandths(d["value_milli"]) for d in decisions], cells
+    big = [b for b in budgets if len(b.split(" → ")[0]) > 3]
+    assert big and all("," in b for b in big), budgets
 
 
 def test_senses_health_and_access_without_a_daemon(ws: WorkspaceDir) -> None:
