@@ -1,6 +1,5 @@
 """Attention and audit commands: attend (--replay, --check) and audit (verify, held, show, ...)."""
 
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -18,7 +17,7 @@ from nerve.cli.output import (
 )
 from nerve.cli.pager import page
 from nerve.cli.state import door as _door
-from nerve.errors import NerveError, UsageError
+from nerve.errors import UsageError
 from nerve.safetext import shown
 
 if TYPE_CHECKING:
@@ -267,23 +266,22 @@ HELD_COLUMNS = [
 
 
 def _since(text: str | None) -> int | None:
-    from nerve.clock import Hlc
-    from nerve.durations import parse_duration
+    """--since read as ``tail`` reads it: 1h ago, an ISO time, an HLC stamp or words
+    (yesterday, this morning, 5 min)."""
+    from nerve.tail import parse_instant
 
     if text is None:
         return None
-    if "." in text or (text.isdigit() and len(text) > 12):
-        return Hlc.parse(text).physical_ns
     try:
-        return time.time_ns() - parse_duration(text) * 1_000_000
-    except NerveError:
-        raise UsageError(f"--since {text!r}: give a duration like 1h or an HLC stamp") from None
+        return parse_instant(text).physical_ns
+    except UsageError as exc:
+        raise UsageError(f"--since: {exc}") from None
 
 
 @audit_app.command("held")
 def held(
     since: Annotated[
-        str | None, typer.Option("--since", help="A duration (1h) or HLC stamp.")
+        str | None, typer.Option("--since", help="From 1h ago, an ISO time, yesterday …")
     ] = None,
     as_json: JsonFlag = False,
     as_csv: Annotated[bool, typer.Option("--csv", help="CSV output.")] = False,
@@ -332,7 +330,7 @@ def held_lines(rows: list[dict[str, Any]], width: int) -> list[str]:
 @audit_app.command("access")
 def access(
     since: Annotated[
-        str | None, typer.Option("--since", help="A duration (1d) or HLC stamp.")
+        str | None, typer.Option("--since", help="From 1d ago, an ISO time, yesterday …")
     ] = None,
     client: Annotated[
         str | None, typer.Option("--client", help="Only this MCP client (its name).")
