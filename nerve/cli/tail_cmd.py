@@ -2,6 +2,7 @@
 
 import re
 import sys
+import textwrap
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -142,7 +143,8 @@ def _nothing(lower: Hlc | None, upper: Hlc | None, *, utc: bool) -> None:
             said += f" {word} {format_times([bound.physical_ns], utc=utc, short=True)[0]}"
     if lower is not None and upper is not None and upper.physical_ns < lower.physical_ns:
         said += " (the window ends before it starts)"
-    typer.echo(f"note: no event matches{said}", err=True)
+    text = f"note: no event matches{said}"
+    typer.echo(textwrap.fill(text, terminal_width(sys.stderr), subsequent_indent="  "), err=True)
 
 
 def count_older(count: int | None, cap: int) -> int:
