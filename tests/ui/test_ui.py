@@ -126,6 +126,14 @@ def test_an_events_window_over_days_gives_the_day_of_both_ends(ws: WorkspaceDir)
     assert moment_after(noon, noon - 60 * 10**9, now_ns=noon) == "12:00:00"  # one day: times
 
 
+@pytest.mark.parametrize("path", ["/events?since=1h", "/live"])
+def test_the_line_column_keeps_its_header_on_a_phone(ws: WorkspaceDir, path: str) -> None:
+    """A phone hides the fourth column on, but the line (app.css keys on ``.line``): its
+    header must carry the class its cells do, or the column shows with no name."""
+    head = client(ws).get(path).text.split("<thead>", 1)[1].split("</thead>", 1)[0]
+    assert '<th class="line">line</th>' in head, head
+
+
 def test_events_search_filters_and_highlights(ws: WorkspaceDir) -> None:
     c = client(ws)
     data = as_json(c, "/events?text=deploy&since=1h")
