@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from typing import Any
 
 _VALUE_PREFIX = "value:"  # nerve.attention.values.VALUE_PREFIX, without its import
+_RATE = "per_min"  # nerve.attention.values.RATE: a sense's observations in the last minute
 _SERIES = 16  # readings kept per memory/disk series, for its rate
 _MIB = 1024 * 1024
 _NS_PER_S = 1_000_000_000
@@ -169,10 +170,19 @@ def _command(facts: Mapping[str, Any], reading: str) -> str | None:
     return f"`{command}` failed (exit {status}){times}"
 
 
+def _about_cpu(sense: Any, reading: str) -> bool:
+    """Whether a reading is about how busy the CPU is: the cpu sense's, but its own rate of
+    observations, and the processes sense's busiest share (not its starts and exits a
+    minute, nor the largest process's memory)."""
+    if sense == "cpu":
+        return reading != _RATE
+    return sense == "processes" and reading == "top_cpu_permille"
+
+
 def _cpu(facts: Mapping[str, Any], reading: str) -> str | None:
     busiest = facts.get("busiest")
-    if reading in _BY_MEMORY or facts.get("sense") not in ("cpu", "processes"):
-        return None  # a memory reading is never explained by the busiest CPU user
+    if not _about_cpu(facts.get("sense"), reading):
+        return None  # nor is a memory reading or a count of processes the busiest's doing
     if not isinstance(busiest, Mapping):
         return None
     share = busiest.get("cpu_permille")

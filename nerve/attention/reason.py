@@ -40,7 +40,7 @@ from typing import Any, Literal
 
 from nerve.attention.cause import cause_of
 
-__all__ = ["Reason", "Rule", "decision_json", "decision_line", "reason_of"]
+__all__ = ["Reason", "Rule", "decision_json", "decision_line", "reason_of", "thousandths"]
 
 Rule = Literal["surfaced", "value", "budget", "direction", "transient", "unknown"]
 _RULES: dict[str, Rule] = {
@@ -180,7 +180,7 @@ def _direction(stored: int | None, reading: int | None, baseline: int | None) ->
 # -- rendering -------------------------------------------------------------------------------
 
 
-def _ratio(milli: int | None) -> str:
+def thousandths(milli: int | None) -> str:
     """Thousandths as a decimal: 542 -> 0.542, 1000 -> 1."""
     if milli is None:
         return "?"
@@ -203,7 +203,7 @@ def _reading(r: Reason, value: int | None) -> str:
     if value is None:
         return "?"
     if not r.probe.startswith(_VALUE_PREFIX):
-        return _ratio(value)
+        return thousandths(value)
     key = _name(r).split(":", 1)[0]
     for ending, divisor, unit in _UNITS:
         if key.endswith(ending):
@@ -221,8 +221,8 @@ def _moved(r: Reason) -> str:
 
 def _surfaced(r: Reason) -> str:
     return (
-        f"surfaced: its value {_ratio(r.value_milli)} beat the interruption cost "
-        f"{_ratio(r.cost_milli)} plus the margin, and the attention budget paid "
+        f"surfaced: its value {thousandths(r.value_milli)} beat the interruption cost "
+        f"{thousandths(r.cost_milli)} plus the margin, and the attention budget paid "
         f"{_mj(r.charged_uj)} ({_mj(r.budget_before_uj)} → {_mj(r.budget_after_uj)})"
     )
 
@@ -231,19 +231,19 @@ def _value(r: Reason) -> str:
     v, c = r.value_milli, r.cost_milli
     if v is not None and c is not None and v > c:
         return (
-            f"held, not worth an interruption: its value {_ratio(v)} beat the interruption "
-            f"cost {_ratio(c)} by only {_ratio(v - c)}, not by more than the margin"
+            f"held, not worth an interruption: its value {thousandths(v)} beat the interruption "
+            f"cost {thousandths(c)} by only {thousandths(v - c)}, not by more than the margin"
         )
     return (
-        f"held, not worth an interruption: its value {_ratio(v)} did not beat the "
-        f"interruption cost {_ratio(c)}"
+        f"held, not worth an interruption: its value {thousandths(v)} did not beat the "
+        f"interruption cost {thousandths(c)}"
     )
 
 
 def _budget(r: Reason) -> str:
     return (
-        f"held for the budget: worth an interruption (its value {_ratio(r.value_milli)} beat "
-        f"the interruption cost {_ratio(r.cost_milli)} plus the margin), but the attention "
+        f"held for the budget: worth an interruption (its value {thousandths(r.value_milli)} beat "
+        f"the interruption cost {thousandths(r.cost_milli)} plus the margin), but the attention "
         f"budget held only {_mj(r.budget_before_uj)}, less than the price of a surfacing"
     )
 
@@ -306,11 +306,11 @@ def _held_under_floor(r: Reason, held: Mapping[str, Any]) -> str:
 def _held_parallel_job(r: Reason, held: Mapping[str, Any]) -> str:
     busy, top = _int(held.get("busy_permille")), _int(held.get("top_permille"))
     cores = _int(held.get("cores_milli"))
-    used = "?" if busy is None or cores is None else _ratio(busy * cores // 1000)
+    used = "?" if busy is None or cores is None else thousandths(busy * cores // 1000)
     return (
         f"explained by a parallel job: processes adding up to {used} cores, none past one "
-        f"(the busiest at {_ratio(top)} of a core; the machine {_ratio(busy)} busy of at "
-        f"least {_ratio(cores)} cores)"
+        f"(the busiest at {thousandths(top)} of a core; the machine {thousandths(busy)} busy of at "
+        f"least {thousandths(cores)} cores)"
     )
 
 

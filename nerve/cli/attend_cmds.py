@@ -1,14 +1,23 @@
 """Attention and audit commands: attend (--replay, --check) and audit (verify, held, show, ...)."""
 
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from nerve.cli.output import emit_json, render_rows
+from nerve.cli.output import (
+    emit_json,
+    fit_cell,
+    flat,
+    is_terminal,
+    note,
+    plural,
+    render_rows,
+    terminal_width,
+)
+from nerve.cli.pager import page
 from nerve.cli.state import door as _door
-from nerve.errors import NerveError, UsageError
+from nerve.errors import UsageError
 from nerve.safetext import shown
 
 if TYPE_CHECKING:
@@ -257,23 +266,22 @@ HELD_COLUMNS = [
 
 
 def _since(text: str | None) -> int | None:
-    from nerve.clock import Hlc
-    from nerve.durations import parse_duration
+    """--since read as ``tail`` reads it: 1h ago, an ISO time, an HLC stamp or words
+    (yesterday, this morning, 5 min)."""
+    from nerve.tail import parse_instant
 
     if text is None:
         return None
-    if "." in text or (text.isdigit() and len(text) > 12):
-        return Hlc.parse(text).physical_ns
     try:
-        return time.time_ns() - parse_duration(text) * 1_000_000
-    except NerveError:
-        raise UsageError(f"--since {text!r}: give a duration like 1h or an HLC stamp") from None
+        return parse_instant(text).physical_ns
+    except UsageError as exc:
+        raise UsageError(f"--since: {exc}") from None
 
 
 @audit_app.command("held")
 def held(
     since: Annotated[
-        str | None, typer.Option("--since", help="A duration (1h) or HLC stamp.")
+        str | None, typer.Option("--since", help="From 1h ago, an ISO time, yesterday …")
     ] = None,
     as_json: JsonFlag = False,
     as_csv: Annotated[bool, typer.Option("--csv", help="CSV output.")] = False,
@@ -281,6 +289,9 @@ def held(
     """Each held highlight: why in words (the rule that held it and what it compared), its
     source event and chain seq."""
     rows = [{**d.to_json(), "why": d.why().words()} for d in _door().audit.held(_since(since))]
+    if not (as_json or as_csv) and is_terminal():
+        _held_for_a_person(rows)
+        return
     render_rows(
         HELD_COLUMNS,
         [[r.get(c) for c in HELD_COLUMNS] for r in rows],
@@ -289,10 +300,37 @@ def held(
     )
 
 
+def _held_for_a_person(rows: list[dict[str, Any]]) -> None:
+    """``audit held`` on a terminal: :func:`held_lines`, through the pager when long."""
+    import sys
+
+    lines = held_lines(rows, terminal_width())
+    page()
+    sys.stdout.write("".join(line + "\n" for line in lines))
+    sys.stdout.flush()
+    note(f"{plural(len(rows), 'held highlight')} (--csv, --json: every field)")
+
+
+def held_lines(rows: list[dict[str, Any]], width: int) -> list[str]:
+    """Each held highlight for a person: its seq, time, outcome and the line it held on one
+    line, then why in words wrapped under it, whole at any width (a table would cut it
+    first); the other fields are for --csv and --json."""
+    import textwrap
+
+    out = []
+    for row in rows:
+        head = f"#{row['chain_seq']}  {row['ts']}  {row['outcome']}  "
+        line = fit_cell(flat(str(row.get("source_line") or "")), max(width - len(head), 10))
+        out.append(head + line.rstrip())
+        why = textwrap.wrap(flat(str(row["why"])), width - 4, break_long_words=False)
+        out += [f"    {words}" for words in why]
+    return out
+
+
 @audit_app.command("access")
 def access(
     since: Annotated[
-        str | None, typer.Option("--since", help="A duration (1d) or HLC stamp.")
+        str | None, typer.Option("--since", help="From 1d ago, an ISO time, yesterday …")
     ] = None,
     client: Annotated[
         str | None, typer.Option("--client", help="Only this MCP client (its name).")

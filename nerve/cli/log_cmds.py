@@ -31,6 +31,8 @@ def _open_input(path: str) -> tuple[IO[str], str]:
     if path == "-":
         return sys.stdin, "<stdin>"
     target = Path(path)
+    if target.is_dir():
+        raise UsageError(f"{path}: a folder, not a file of JSON lines")
     if not target.is_file():
         raise UsageError(f"{path}: no such file")
     return target.open(encoding="utf-8"), str(target)

@@ -60,11 +60,14 @@ def is_terminal(file: TextIO | None = None) -> bool:
 
 
 def terminal_width(file: TextIO | None = None) -> int:
+    """The columns of the terminal ``file`` is on; where it says none (0 columns, as a pty
+    nobody sized or a serial console does) or is no terminal, ``COLUMNS`` or 80."""
     out = file or sys.stdout
     try:
-        return os.get_terminal_size(out.fileno()).columns
+        columns = os.get_terminal_size(out.fileno()).columns
     except (OSError, ValueError, AttributeError):
-        return shutil.get_terminal_size().columns
+        columns = 0
+    return columns or shutil.get_terminal_size().columns
 
 
 def plural(count: int, noun: str) -> str:
@@ -145,7 +148,7 @@ def render_chunks(
         out = sys.stdout
     left, layout = _terminal_table(columns, chunks, out, title, cap)
     if layout.note():
-        note(layout.note() or "")
+        note(_fill(layout.note() or "", terminal_width(out)))
     if left:
         more_rows(left, FOR_ALL)
     return left
@@ -183,6 +186,15 @@ def note(text: str) -> None:
     """A line for the person, not the data: on stderr (in the pager, below the rows); what
     it quotes from the log is shown safe."""
     (PAGING.stream or sys.stderr).write(shown(text) + "\n")
+
+
+def _fill(text: str, width: int) -> str:
+    """A note wrapped at word boundaries to the terminal's width, its next lines indented."""
+    import textwrap
+
+    return "\n".join(
+        textwrap.wrap(text, width, subsequent_indent="  ", break_long_words=False) or [text]
+    )
 
 
 def more_rows(count: int, how: str) -> None:

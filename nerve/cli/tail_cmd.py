@@ -2,6 +2,7 @@
 
 import re
 import sys
+import textwrap
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -106,6 +107,8 @@ def tail_cmd(
         page()
     write = _writer("json" if as_json else "csv" if as_csv else "", terminal, utc=utc, hlc=hlc)
     write(tail.batch)
+    if terminal and not len(tail.batch):
+        _nothing(lower, upper, utc=utc)
     if terminal and by_cap:
         more_rows(by_cap, "use --limit 0 or --json for all")
     if follow_:
@@ -127,6 +130,21 @@ def _left_out(count: int) -> None:
         f"note: -n left out {plural(count, 'older event')} of the window (drop -n for all)",
         err=True,
     )
+
+
+def _nothing(lower: Hlc | None, upper: Hlc | None, *, utc: bool) -> None:
+    """On stderr, for a person at a terminal: that no event matched, in what window (one
+    that ends before it starts, as ``--since "this morning"`` does before 05:00, says so)."""
+    from nerve.tail import format_times
+
+    said = ""
+    for word, bound in (("from", lower), ("until", upper)):
+        if bound is not None:
+            said += f" {word} {format_times([bound.physical_ns], utc=utc, short=True)[0]}"
+    if lower is not None and upper is not None and upper.physical_ns < lower.physical_ns:
+        said += " (the window ends before it starts)"
+    text = f"note: no event matches{said}"
+    typer.echo(textwrap.fill(text, terminal_width(sys.stderr), subsequent_indent="  "), err=True)
 
 
 def count_older(count: int | None, cap: int) -> int:

@@ -34,12 +34,13 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from nerve.api import Workspace
+from nerve.attention.reason import thousandths
 from nerve.clock import Hlc
 from nerve.errors import NerveError, UsageError
 from nerve.safetext import csv_cell
 from nerve.ui import data
 from nerve.ui.auth import Keys, local_path
-from nerve.ui.clock import clock, duration, moment
+from nerve.ui.clock import clock, duration, moment, moment_after
 from nerve.ui.dayline import bars as dayline_bars
 from nerve.ui.dayline import drawn as dayline_drawn
 from nerve.ui.dayline import moves as dayline_moves
@@ -70,6 +71,9 @@ def _env() -> Environment:
     env.filters["clock"] = clock
     env.filters["duration"] = duration
     env.filters["moment"] = moment
+    env.filters["moment_after"] = moment_after
+    env.filters["thousandths"] = thousandths  # a value or cost as the why says it: 1, 0.045
+    env.filters["grouped"] = lambda n: "" if n is None else f"{n:,}"  # 1,000,000
     env.filters["local"] = _local
     env.globals["pages"] = PAGES
     return env

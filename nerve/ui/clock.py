@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 
-__all__ = ["clock", "duration", "moment"]
+__all__ = ["clock", "duration", "moment", "moment_after"]
 
 
 def clock(ns: int | None, seconds: bool = True) -> str:
@@ -27,6 +27,17 @@ def moment(stamp: int | str, now_ns: int | None = None) -> str:
     day = time.localtime(ns // 10**9)[:3]
     if day == time.localtime((now_ns or time.time_ns()) // 10**9)[:3]:
         return clock(ns)
+    return time.strftime("%d %b ", time.localtime(ns // 10**9)) + clock(ns)
+
+
+def moment_after(stamp: int | str, start: int | str, now_ns: int | None = None) -> str:
+    """The end of a span that began at ``start``, as :func:`moment` says it but with its day
+    whenever the span began on another day: ``30 Nov 04:47:22 → 07 Dec 04:47:22``, never
+    ``30 Nov 04:47:22 → 04:47:22``, which reads as no time at all."""
+    ns = int(str(stamp).partition(".")[0])
+    began = int(str(start).partition(".")[0])
+    if time.localtime(ns // 10**9)[:3] == time.localtime(began // 10**9)[:3]:
+        return moment(ns, now_ns)
     return time.strftime("%d %b ", time.localtime(ns // 10**9)) + clock(ns)
 
 

@@ -3,8 +3,8 @@
 Source class ``network``, trust ``FirstParty``. The previous counters live in state, stored
 at checkpoints (``state_records``); the first compute (and the first after a reboot, a
 counter that went backwards, or a daemon that did not stop cleanly) records a baseline and
-observes nothing. Then one observation for all interfaces together and, with
-``per_nic``, one per interface.
+observes nothing. Then one observation for all interfaces together but loopback (the
+machine talking to itself is no network traffic) and, with ``per_nic``, one per interface.
 
 The rates are sent when they are news (see :mod:`nerve.machine.deadband`): a rate since the
 previous compute moved by a quarter (at least 16 KiB/s), errors came or the count of
@@ -35,6 +35,7 @@ only when its inode is new; elsewhere psutil lists every connection at each comp
 
 from __future__ import annotations
 
+import re
 import time
 from typing import Any
 
@@ -55,6 +56,7 @@ initial_state: dict[str, Any] = {
 }
 state_records = "checkpoints"
 
+_LOOPBACK = re.compile(r"lo\d*|Loopback Pseudo-Interface \d+")  # Linux, macOS, Windows
 _FIELDS = ("bytes_sent", "bytes_recv", "packets_sent", "packets_recv", "errin", "errout")
 _KIB = 1024
 _PORTS_MAX = 1000
@@ -115,13 +117,12 @@ def _news(ctx: SenseContext, current: dict[str, Any], listening: Any) -> bool:
 def _read(per_nic: bool, wanted: list[str] | None) -> dict[str, Any] | str:
     """The state to keep (counters, time, boot), or a string saying why there is none."""
     try:
-        raw = psutil.net_io_counters(pernic=False)
+        total = _outside()
         nics = _nic_counters(wanted) if per_nic else {}
     except (OSError, RuntimeError, NotImplementedError) as exc:
         return f"counters unavailable: {exc}"
-    if raw is None:
+    if total is None:
         return "counters unavailable: no network interfaces"
-    total = _counters(raw)
     boot = round(float(psutil.boot_time()))
     return {"boot": boot, "t_ns": time.monotonic_ns(), "total": total, "nics": nics, "note": None}
 
@@ -156,6 +157,24 @@ def _options(ctx: SenseContext) -> tuple[bool, list[str] | None]:
 
 def _counters(raw: Any) -> dict[str, int]:
     return {name: int(getattr(raw, name)) for name in _FIELDS}
+
+
+def _outside() -> dict[str, int] | None:
+    """The counters of every interface but loopback, summed (None: the host lists none):
+    loopback is the machine talking to itself, each byte counted sent and received, which
+    would read as network traffic, the same down and up."""
+    every = psutil.net_io_counters(pernic=True)
+    if not every:
+        return None
+    stats = psutil.net_if_stats()
+    out = [c for name, c in every.items() if not _loopback(name, stats.get(name))]
+    return {name: sum(int(getattr(c, name)) for c in out) for name in _FIELDS}
+
+
+def _loopback(name: str, stats: Any) -> bool:
+    """Whether an interface is loopback: its flags say so (Linux, macOS), else its name."""
+    flags = getattr(stats, "flags", "") or ""
+    return "loopback" in flags.split(",") or _LOOPBACK.fullmatch(name) is not None
 
 
 def _nic_counters(wanted: list[str] | None) -> dict[str, dict[str, int]]:

@@ -1,5 +1,6 @@
 """A decision's cause names what its own reading is about: the busiest process for a CPU
-reading, the largest for a memory one (never the other)."""
+reading, the largest for a memory one (never the other), and neither for how many processes
+started or exited a minute."""
 
 from __future__ import annotations
 
@@ -39,3 +40,11 @@ def test_an_old_record_of_a_memory_reading_is_not_explained_by_cpu() -> None:
         "cause": {"sense": "processes", "busiest": PAYLOAD["cpu"][0]},
     }
     assert cause_of(old) == "processes: " + str(old["source_line"])
+
+
+def test_a_count_of_processes_is_not_explained_by_the_busiest_one() -> None:
+    for probe in ("value:processes.per_min", "value:processes.brief_exits"):
+        assert cause_of(_decision(probe)) == "processes: top cpu: yes", probe
+    cpu = {"source_line": "cpu 91.0%", "cause": {"sense": "cpu", "busiest": PAYLOAD["cpu"][0]}}
+    assert cause_of({**cpu, "probe": "value:cpu.per_min"}) == "cpu: cpu 91.0%"
+    assert cause_of({**cpu, "probe": "value:cpu.busy_permille"}).startswith("CPU: yes [16845]")

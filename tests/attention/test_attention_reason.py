@@ -4,7 +4,8 @@ A real log, attended and sealed, holds a surfaced decision, a ``hold:transient``
 of seconds), a ``hold:direction`` (free disk that grew, a CPU that went quiet) and a
 ``hold:budget`` (a second CPU hog with the budget spent on the first). ``nerve audit held``
 and ``audit show``, the web UI's Attention list and decision pages, MCP's ``highlights`` and
-``ask`` and ``nerve ask`` all say why each was decided in the sentence ``reason_of`` gives."""
+``ask`` and ``nerve ask`` all say why each was decided in the sentence ``reason_of`` gives;
+``audit held`` on a terminal gives that sentence whole, wrapped to its width."""
 
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ from nerve.privacy.screen import Screen
 from nerve.workspace import WorkspaceDir
 from tests.attention.test_attention_service import make_workspace
 from tests.conftest import run_cli
+from tests.helpers.terminal import drawn
 from tests.ui.test_ui import client as ui_client
 
 S = 10**9
@@ -125,6 +127,21 @@ def test_the_cli_says_the_same_in_audit_held_and_audit_show(
     for seq, (_, words) in said.items():
         shown = run_cli("--workspace", root, "audit", "show", str(seq)).stdout
         assert f"why                    {words}" in shown.replace("  # why the gate decided so", "")
+
+
+@pytest.mark.parametrize("width", [60, 80])
+def test_audit_held_on_a_terminal_gives_every_why_whole(
+    ws: WorkspaceDir,
+    said: dict[int, tuple[str, str]],
+    monkeypatch: pytest.MonkeyPatch,
+    width: int,
+) -> None:
+    shown = drawn(monkeypatch, width, 24, "--workspace", str(ws.root), "audit", "held")
+    lines = shown.splitlines()
+    assert lines and all(len(line) <= width for line in lines), shown
+    flowing = " ".join(line.strip() for line in lines)
+    for seq, (outcome, words) in said.items():
+        assert (f"#{seq}  " in shown and words in flowing) == outcome.startswith("hold:"), seq
 
 
 def test_the_ui_lists_and_pages_say_the_same(

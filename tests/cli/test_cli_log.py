@@ -132,6 +132,8 @@ def test_import_junk_names_the_line(workspace: WorkspaceDir) -> None:
     assert proc.returncode == 1 and "<stdin>:2: " in proc.stderr  # type: ignore[attr-defined]
     proc = cli(workspace, "import", str(workspace.root / "missing.jsonl"), check=False)
     assert "no such file" in proc.stderr  # type: ignore[attr-defined]
+    proc = cli(workspace, "import", str(workspace.root), check=False)
+    assert f"{workspace.root}: a folder, not a file" in proc.stderr  # type: ignore[attr-defined]
 
 
 def test_seal_compact_replay_and_payload(workspace: WorkspaceDir) -> None:

@@ -1,14 +1,23 @@
 """Narrow terminals (80 and 60 columns): `tail` keeps a command's `[exit N]` and the time,
-cutting the middle of the command instead; `status` and `sense list` fit the width."""
+cutting the middle of the command instead; `status` and `sense list` fit the width; a
+terminal that reports no width is taken as 80 columns, not as none."""
 
 from __future__ import annotations
 
+import fcntl
+import io
+import os
+import pty
 import re
+import struct
+import sys
+import termios
 from pathlib import Path
 
 import pytest
 
 from nerve.cli.daemon_cmds import status_lines
+from nerve.cli.main import run
 from nerve.cli.tail_cmd import fit_line
 from nerve.workspace import init_workspace
 from tests.conftest import run_cli
@@ -74,3 +83,71 @@ def test_sense_list_fits_the_terminal(
     text = drawn(monkeypatch, width, 24, "-w", str(shell_ws), "sense", "list")
     table = [line for line in text.splitlines() if not line.startswith("…")]  # stderr's note
     assert len(table) > 3 and all(len(line) <= width for line in table), text
+
+
+def _unsized_pty() -> tuple[int, int]:
+    """A real pty that reports 0 columns and 0 rows, as one nobody sized does."""
+    main, side = pty.openpty()
+    fcntl.ioctl(side, termios.TIOCSWINSZ, struct.pack("HHHH", 0, 0, 0, 0))
+    return main, side
+
+
+def _drained(main: int) -> str:
+    """All a pty's other side wrote before it was closed, then the pty closed."""
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(main, 65536)
+        except OSError:  # EIO: the other side is closed and everything was read
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(main)
+    return b"".join(chunks).decode()
+
+
+def test_tail_on_a_terminal_of_no_width_still_prints(
+    shell_ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    main, side = _unsized_pty()
+    monkeypatch.delenv("COLUMNS", raising=False)
+    monkeypatch.setenv("NO_COLOR", "1")
+    with os.fdopen(side, "w") as term:
+        monkeypatch.setattr(sys, "stdout", term)
+        monkeypatch.setattr(sys, "stderr", io.StringIO())
+        with pytest.raises(SystemExit):
+            run(["--no-pager", "-w", str(shell_ws), "tail"])
+        term.flush()
+    shown = _drained(main)
+    assert "[exit 12]" in shown and " ls" in shown, repr(shown)
+
+
+def test_tail_says_at_a_terminal_when_nothing_matches(
+    shell_ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def said(*args: str) -> str:
+        return drawn(monkeypatch, 80, 24, "-w", str(shell_ws), "tail", *args)
+
+    assert said("--grep", "no such text") == "note: no event matches\n"
+    assert said("--since", "2099-01-01T00:00").startswith("note: no event matches from ")
+    backwards = said("--since", "10m", "--until", "20m")
+    assert all(len(line) <= 80 for line in backwards.splitlines()), backwards
+    flowing = " ".join(line.strip() for line in backwards.splitlines())
+    assert "until" in flowing and flowing.endswith("(the window ends before it starts)")
+    assert "[exit 12]" in said() and "note:" not in said()
+    piped = run_cli("-w", str(shell_ws), "tail", "--grep", "no such text")
+    assert piped.stdout == piped.stderr == ""  # a script reads no rows, and no note
+
+
+@pytest.mark.parametrize("width", [60, 80])
+def test_the_note_of_columns_left_out_fits_the_terminal(
+    shell_ws: Path, monkeypatch: pytest.MonkeyPatch, width: int
+) -> None:
+    sql = "SELECT * FROM events"
+    lines = drawn(monkeypatch, width, 24, "-w", str(shell_ws), "query", sql).splitlines()
+    told = [i for i, line in enumerate(lines) if "columns left out" in line]
+    assert told and all(len(line) <= width for line in lines[told[0] :]), lines
+    assert "(a wider terminal, --csv or --json shows them)" in " ".join(
+        line.strip() for line in lines[told[0] :]
+    )

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from nerve.workspace import WorkspaceDir
+from nerve.workspace import WorkspaceDir, init_workspace
 from tests.conftest import ROOT, run_cli
 
 
@@ -53,3 +53,12 @@ def test_the_readme_says_how_to_put_nerve_on_path() -> None:
 
 def test_notebook_outputs_are_ignored() -> None:
     assert "notebooks/*.nbconvert.ipynb" in (ROOT / ".gitignore").read_text().splitlines()
+
+
+def test_audit_reads_since_as_tail_does(tmp_path: Path) -> None:
+    root = str(init_workspace(tmp_path / "ws").root)
+    for since in ("yesterday", "5 min", "10m", "2026-01-01T00:00", "this morning"):
+        for what in ("held", "access"):
+            run_cli("-w", root, "audit", what, "--since", since)  # none is refused
+    junk = run_cli("-w", root, "audit", "held", "--since", "junk", check=False)
+    assert junk.returncode == 2 and "--since: 'junk' is not a duration" in junk.stderr

@@ -264,9 +264,8 @@ def test_audit_held_says_why_and_show_labels_its_fields(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], width: int, height: int
 ) -> None:
     from nerve.attention.reason import reason_of
-    from nerve.cli.attend_cmds import HELD_COLUMNS
+    from nerve.cli.attend_cmds import held_lines
     from nerve.cli.audit_words import link_lines
-    from nerve.cli.output import render_rows
     from tests.helpers.terminal import FakeTerminal, plain
 
     monkeypatch.setenv("COLUMNS", str(width))
@@ -287,8 +286,7 @@ def test_audit_held_says_why_and_show_labels_its_fields(
     assert held[1]["why"].startswith("held for the budget: worth an interruption")
     assert "budget held only 1.2 mJ, less than the price of a surfacing" in held[1]["why"]
     out = FakeTerminal()
-    render_rows(HELD_COLUMNS, [[r.get(c) for c in HELD_COLUMNS] for r in held], fmt="table",
-                title="held highlights", file=out)  # fmt: skip
+    out.write("".join(line + "\n" for line in held_lines(held, width)))
     shown = "\n".join(link_lines(LINK))
     assert "{" not in shown and "hl.value" in shown and "not what the gate weighed" in shown
     _check(_sized("audit", width, height), plain(out.getvalue()) + capsys.readouterr().err + shown)

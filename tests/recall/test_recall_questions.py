@@ -231,3 +231,22 @@ def test_the_cpu_average_weighs_each_reading_by_how_long_it_stood(tmp_path: Path
     assert "peak 90.0%" in result.text
     # 3 min at 10 %, 1 at 90 %, 4 at 10 % up to now (15:30): 20 %, not 36.7 % by count
     assert "average 20.0%" in result.text
+
+
+def test_many_starts_are_counted_right_and_the_short_lived_still_named(tmp_path: Path) -> None:
+    """Ten starts and a count of short-lived ones: eight are listed, "2 more" are not (the
+    count line is no process), and the short-lived ones are still named below the list."""
+    from nerve.workspace import init_workspace
+
+    ws = init_workspace(tmp_path / "ws")
+    starts = [
+        workday.started(workday.at(f"15:{10 + i}"), 500 + i, "python", "name") for i in range(10)
+    ]
+    with ws.open_log() as log:
+        log.import_events([*starts, workday.brief(workday.at("15:25"), {"cc1": 12})])
+    text = _ask(ws, "which processes started in the last hour?").text
+    lines = text.splitlines()
+    assert (
+        lines[0].startswith("10 notable process(es) started") and "(2 more not shown)" in lines[0]
+    )
+    assert len(lines) == 10 and lines[-1].endswith("counted but not listed: cc1 ×12"), text

@@ -17,7 +17,7 @@ import subprocess
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from types import ModuleType
+from types import ModuleType, SimpleNamespace
 from typing import Any, NamedTuple
 
 import psutil
@@ -194,6 +194,34 @@ def test_network_baseline_then_rates(tmp_path: Path) -> None:
     assert total["nic"] == "all" and total["interval_ms"] >= 40
     assert all(v >= 0 for k, v in total.items() if k.endswith("_per_s"))
     assert {p["nic"] for p in payloads(second)[1:]} == set(second.state["nics"])
+
+
+def test_network_traffic_leaves_loopback_out(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The machine talking to itself over lo is no network traffic: 10 MB more through lo
+    and none through eth0 is nothing down and nothing up."""
+    moved = {"lo": 0}
+
+    def nic(bytes_each_way: int) -> SimpleNamespace:
+        return SimpleNamespace(bytes_sent=bytes_each_way, bytes_recv=bytes_each_way,
+                               packets_sent=10, packets_recv=10, errin=0, errout=0)  # fmt: skip
+
+    def counters(pernic: bool = False) -> dict[str, SimpleNamespace]:
+        assert pernic  # the sum over all would count lo
+        return {"lo": nic(moved["lo"]), "eth0": nic(5000)}
+
+    def stats() -> dict[str, SimpleNamespace]:
+        flags = {"lo": "up,loopback,running", "eth0": "up,broadcast,running"}
+        return {name: SimpleNamespace(flags=f) for name, f in flags.items()}
+
+    monkeypatch.setattr(psutil, "net_io_counters", counters)
+    monkeypatch.setattr(psutil, "net_if_stats", stats)
+    first = run("network", initial("network"), tmp_path, keyframe_s=0)
+    moved["lo"] = 10_000_000
+    time.sleep(0.05)
+    total = payloads(run("network", first.state, tmp_path, keyframe_s=0))[0]
+    assert total["nic"] == "all" and total["bytes_recv_per_s"] == total["bytes_sent_per_s"] == 0
 
 
 def test_network_reports_ports_opened_and_closed_with_their_process(tmp_path: Path) -> None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import csv
 import io
+import re
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,11 +16,13 @@ from starlette.testclient import TestClient
 
 import nerve
 from nerve import api, logops
+from nerve.attention.reason import thousandths
 from nerve.events import BOOKKEEPING_KINDS
 from nerve.log.drafts import Draft
 from nerve.log.reader import replay_digest
 from nerve.ui.app import build_app
 from nerve.ui.auth import Keys, cookie_name, token_path
+from nerve.ui.clock import moment_after
 from nerve.ui.guard import Served
 from nerve.workspace import WorkspaceDir
 from tests.helpers.browser import attended_workspace, login_path
@@ -112,6 +116,24 @@ def test_timeline_shades_a_pause(ws: WorkspaceDir) -> None:
     assert 'id="pause"' in page and 'id="resume"' not in page
 
 
+def test_an_events_window_over_days_gives_the_day_of_both_ends(ws: WorkspaceDir) -> None:
+    c = client(ws)
+    page = c.get("/events?since=7d").text
+    title = re.sub(r"<[^>]+>", "", page.split("<h1>", 1)[1].split("</h1>", 1)[0])
+    days = re.findall(r"\d\d [A-Z][a-z]{2} \d\d:\d\d:\d\d", title)
+    assert len(days) == 2 and days[0] != days[1], title
+    noon = int(time.mktime((2026, 12, 7, 12, 0, 0, 0, 0, -1))) * 10**9
+    assert moment_after(noon, noon - 60 * 10**9, now_ns=noon) == "12:00:00"  # one day: times
+
+
+@pytest.mark.parametrize("path", ["/events?since=1h", "/live"])
+def test_the_line_column_keeps_its_header_on_a_phone(ws: WorkspaceDir, path: str) -> None:
+    """A phone hides the fourth column on, but the line (app.css keys on ``.line``): its
+    header must carry the class its cells do, or the column shows with no name."""
+    head = client(ws).get(path).text.split("<thead>", 1)[1].split("</thead>", 1)[0]
+    assert '<th class="line">line</th>' in head, head
+
+
 def test_events_search_filters_and_highlights(ws: WorkspaceDir) -> None:
     c = client(ws)
     data = as_json(c, "/events?text=deploy&since=1h")
@@ -171,6 +193,18 @@ def test_attention_lists_decisions_and_the_chain_verifies(ws: WorkspaceDir) -> N
     assert one["led_to_it"]["event"]["id"] == held[0]["source_event"]
     assert "verifies" in c.get(f"/attention/{held[0]['chain_seq']}").text
     assert c.get("/attention/99999").status_code == 404
+
+
+def test_attention_says_value_and_budget_as_the_why_does(ws: WorkspaceDir) -> None:
+    """A value as the why says it (1, not 1000 thousandths), a budget grouped (1,000,000)."""
+    c = client(ws)
+    decisions = as_json(c, "/attention")["decisions"]
+    page = c.get("/attention").text
+    cells = re.findall(r'<td class="value">([^<]*)</td>', page)
+    budgets = re.findall(r'<td class="budget">([^<]*)</td>', page)
+    assert cells == [thousandths(d["value_milli"]) for d in decisions], cells
+    big = [b for b in budgets if len(b.split(" → ")[0]) > 3]
+    assert big and all("," in b for b in big), budgets
 
 
 def test_senses_health_and_access_without_a_daemon(ws: WorkspaceDir) -> None:

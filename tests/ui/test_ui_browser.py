@@ -276,6 +276,38 @@ def test_a_sense_is_triggered_from_its_page(ui: Ui) -> None:
     ui.clean()
 
 
+BROKEN_WORDS = """() => {
+    const lines = (e) => { const r = document.createRange(); r.selectNodeContents(e);
+                           return r.getClientRects().length; };
+    document.querySelector("#senses tbody td:nth-child(3)").textContent =
+        "a reading long enough to squeeze every other column ".repeat(8);
+    return [...document.querySelectorAll("#senses td:first-child b, #senses button")]
+        .filter((e) => lines(e) > 1).map((e) => e.textContent);
+}"""
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_a_sense_name_and_its_trigger_are_never_broken_in_two(ui: Ui, width: int) -> None:
+    try:
+        ui.page.set_viewport_size({"width": width, "height": 844})
+        ui.go("/senses")
+        assert ui.page.evaluate(BROKEN_WORDS) == []
+    finally:
+        ui.page.set_viewport_size({"width": 1280, "height": 800})
+    ui.clean()
+
+
+def test_a_chart_over_minutes_labels_its_ticks_apart(ui: Ui) -> None:
+    """Ticks 15 s apart say their seconds; a minute or more apart, hours and minutes."""
+    ui.go("/attention")
+    t0 = 1_767_261_600  # 2026-01-01 10:00 UTC, on a whole minute in any zone
+    short = ui.page.evaluate(f"timeTicks([{t0}, {t0 + 15}, {t0 + 30}, {t0 + 45}], false)")
+    assert len(set(short)) == 4 and all(len(label) == 8 for label in short), short
+    whole = ui.page.evaluate(f"timeTicks([{t0}, {t0 + 60}, {t0 + 120}], false)")
+    assert len(set(whole)) == 3 and all(len(label) == 5 for label in whole), whole
+    ui.clean()
+
+
 def test_every_page_fits_a_laptop_and_a_phone(ui: Ui) -> None:
     """No page scrolls sideways at 1280x800 or at 390 px (a phone)."""
     wide: list[str] = []

@@ -122,9 +122,14 @@ def nothing(ask: Ask, intent: str, what: str) -> Tier0Answer:
     return Tier0Answer(intent, f"No {what} {ask.scope()}.", ())
 
 
-def answer(intent: str, title: str, used: list[tuple[Row, str]]) -> Tier0Answer:
+def answer(
+    intent: str, title: str, used: list[tuple[Row, str]], last: tuple[Row, str] | None = None
+) -> Tier0Answer:
+    """A listing: the title, the first ``_LIST_MAX`` items and how many more there are, then
+    ``last`` (a line about all of them, such as a count of the rest) whatever the cut."""
     shown = used[:_LIST_MAX]
     more = f" ({len(used) - len(shown)} more not shown)" if len(used) > len(shown) else ""
+    shown += [last] if last is not None else []
     text = _listing(title + more, [line for _, line in shown])
     return Tier0Answer(intent, text, tuple(dict.fromkeys(r.id for r, _ in shown)))
 

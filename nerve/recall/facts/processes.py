@@ -165,14 +165,16 @@ def new_processes(ask: Ask) -> Tier0Answer:
     if not rows and not brief:
         return nothing(ask, "new_processes", "notable process started")
     used = [(r, f"{ask.when(r.t)}  {_who(r.data)} ({r.data.get('why', '?')})") for r in rows]
+    last = None
     if brief:
         first, counts = brief
         names = ", ".join(f"{name} ×{n}" for name, n in counts.most_common(6))
-        used.append((first, f"and short-lived ones, counted but not listed: {names}"))
+        last = (first, f"and short-lived ones, counted but not listed: {names}")
     return answer(
         "new_processes",
         f"{len(rows)} notable process(es) started {ask.scope()}, newest first:",
         used,
+        last,
     )
 
 

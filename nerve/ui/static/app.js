@@ -168,17 +168,23 @@ function colour(name) {
   return getComputedStyle(document.documentElement).getPropertyValue(name).trim();
 }
 
+// a time axis's labels (uPlot's seconds): hours and minutes, with the seconds when the ticks
+// are under a minute apart (else a few minutes read 04:43 04:43 04:43), the day over days
+function timeTicks(splits, days) {
+  const step = splits.length > 1 ? splits[1] - splits[0] : 60;
+  const day = (v) => new Date(v * 1000).toLocaleDateString("en-GB", { day: "2-digit", month: "short" }) + " ";
+  return splits.map((v) => (days ? day(v) : "") + clockOf(v * 1000).slice(0, step < 60 ? 8 : 5));
+}
+
 function chartOf(el, xs, series, names, ordinal) {
   if (!el || typeof uPlot === "undefined" || !xs.length) return;
   const axis = { stroke: colour("--muted"), grid: { stroke: colour("--line") }, ticks: { stroke: colour("--line") } };
   const days = xs[xs.length - 1] - xs[0] > 86400;  // uPlot's times are seconds
-  const day = (v) => new Date(v * 1000).toLocaleDateString("en-GB", { day: "2-digit", month: "short" }) + " ";
-  const hhmm = (v) => (days ? day(v) : "") + clockOf(v * 1000).slice(0, 5);
   const opts = {
     width: Math.min(el.clientWidth || 800, document.documentElement.clientWidth - 16), height: 220, scales: { x: { time: !ordinal } },
     series: [ordinal ? {} : { value: (u, v) => (v == null ? "--" : clockOf(v * 1000)) },
       ...names.map((n, i) => ({ label: n, stroke: colour(["--c0", "--c1", "--c2", "--c3"][i % 4]) }))],
-    axes: [ordinal ? axis : { ...axis, values: (u, splits) => splits.map(hhmm) }, { ...axis, size: 80 }],
+    axes: [ordinal ? axis : { ...axis, values: (u, splits) => timeTicks(splits, days) }, { ...axis, size: 80 }],
   };
   new uPlot(opts, [xs, ...series], el);
 }
