@@ -190,7 +190,10 @@ class _Known:
     back: bool = False  # a reading came back within ``bar`` of the level since it (or a return)
 
 
-@functools.lru_cache(maxsize=4096)  # asked of every reading, ten times an observation
+_KNOWN_PROBES = 4096  # the probes whose concern and floor are kept at once
+
+
+@functools.lru_cache(maxsize=_KNOWN_PROBES)  # asked of every reading, ten times an observation
 def _key(probe: str) -> str:
     return probe.removeprefix(VALUE_PREFIX).split(":", 1)[0]
 
@@ -220,6 +223,9 @@ class Rules:
         self._job_ns = 0  # when a parallel job was last seen (0: never)
         self._cores_milli = 1000  # the machine's cores, at least (thousandths)
         self.drift = _drift_of(settings) if settings.drift else None
+        # by probe, as these settings give them: asked of every reading, found once
+        self._concerns: dict[str, Concern] = {}
+        self._floors: dict[str, int | None] = {}
 
     def apply(
         self,
@@ -248,7 +254,7 @@ class Rules:
             return []
         out: list[tuple[Highlight, Action]] = []
         for probe in sorted(latest):
-            concern = concern_of(probe, self.settings.concerns)
+            concern = self._concern(probe)
             if concern not in _GROWING:
                 continue
             if self._moved(probe, now_ns):
@@ -322,7 +328,7 @@ class Rules:
             return
         for probe in sorted(latest):
             floor = self._floor(probe)
-            if floor is None or concern_of(probe, self.settings.concerns) != "up":
+            if floor is None or self._concern(probe) != "up":
                 continue
             crossed = latest[probe] >= floor and probe not in self._above
             if latest[probe] >= floor:
@@ -354,7 +360,7 @@ class Rules:
             else:
                 excess = h.direction * (h.value_milli - h.baseline_milli)
                 bar = max(h.sigma_milli, round_div(excess, 2), 1)
-                growing = concern_of(h.probe, self.settings.concerns) in _GROWING
+                growing = self._concern(h.probe) in _GROWING
                 self._pending[h.probe] = self._pend(h, now_ns, bar, growing)
         return out
 
@@ -370,7 +376,7 @@ class Rules:
     def _against(self, h: Highlight) -> bool:
         if not self.settings.direction:
             return False
-        want = _SIGN[concern_of(h.probe, self.settings.concerns)]
+        want = _SIGN[self._concern(h.probe)]
         return want not in (0, h.direction)
 
     def resolve(
@@ -500,9 +506,23 @@ class Rules:
                     "cores_milli": self._cores_milli}  # fmt: skip
         return None
 
+    def _concern(self, probe: str) -> Concern:
+        """:func:`concern_of` under these settings."""
+        concern = self._concerns.get(probe)
+        if concern is None:
+            if len(self._concerns) >= _KNOWN_PROBES:  # reading names that churn
+                self._concerns.clear()
+            concern = self._concerns[probe] = concern_of(probe, self.settings.concerns)
+        return concern
+
     def _floor(self, probe: str) -> int | None:
+        if probe in self._floors:
+            return self._floors[probe]
+        if len(self._floors) >= _KNOWN_PROBES:
+            self._floors.clear()
         key = _key(probe)
-        return self.settings.floors.get(key, FLOORS.get(key))
+        floor = self._floors[probe] = self.settings.floors.get(key, FLOORS.get(key))
+        return floor
 
     def _beyond_floor(self, probe: str, value: int) -> bool:
         floor = self._floor(probe)

@@ -48,7 +48,7 @@ from __future__ import annotations
 from collections import OrderedDict, deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from operator import attrgetter
+from itertools import repeat
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -203,13 +203,7 @@ _SCALARS = (
 # Absent in snapshots taken before values never seen (they restore as 0).
 _RANGE = ("lo", "hi", "bins", "novel_q", "hold", "since", "novel_at")
 _NOTHING = (0, "", 0)  # no novelty: score, kind, direction
-_Cells = tuple[list[int] | None, list[int] | None]  # a reading's day and week slots, if any
 _Preds = tuple[int | None, int | None, int | None]  # level, day and week predictions
-# The figures a reading at rest only wears down, each by ``1 / 2^peak_shift`` of itself.
-_DECAYING = ("peak", "held", "climb")
-# Every figure of a probe but its counts (``n``) and those: what a repeated reading may leave
-# as it is.
-_FIGURES = attrgetter(*(name for name in (*_SCALARS, *_RANGE) if name not in ("n", *_DECAYING)))
 
 
 def _bin(x: int, lo: int, hi: int, bins: int) -> int:
@@ -219,13 +213,20 @@ def _bin(x: int, lo: int, hi: int, bins: int) -> int:
 
 def _remap(mask: int, lo: int, hi: int, new_lo: int, new_hi: int, bins: int) -> int:
     """The bins of ``[new_lo, new_hi]`` that overlap a marked bin of ``[lo, hi]``
-    (:func:`_bin` written out: this runs at every new record)."""
+    (:func:`_bin` written out: this runs at every new record).
+
+    The bins of ``[lo, hi]`` tile its integers, so a run of marked bins covers one stretch
+    of them; when the new bins are at least an integer wide, the stretch's image has no gap
+    and the run is mapped at once (a range visited all over is one run), else bin by bin."""
     span, width, top, out = max(hi - lo, 1), max(new_hi - new_lo, 1), bins - 1, 0
-    for b in range(bins):
-        if not mask >> b & 1:
-            continue
+    whole = width >= bins
+    while mask:
+        b = (mask & -mask).bit_length() - 1  # the lowest marked bin
+        rest = mask >> b
+        e = b + ((rest + 1) & ~rest).bit_length() - 2 if whole else b  # the run's last
+        mask &= ~((2 << e) - (1 << b))
         first = lo + (b * span + top) // bins
-        last = hi if b == top else lo + ((b + 1) * span - 1) // bins
+        last = hi if e == top else lo + ((e + 1) * span - 1) // bins
         if first > last:
             continue
         start = min(top, (first - new_lo) * bins // width)
@@ -243,61 +244,77 @@ def _over(z: int, bar: int) -> int:
     return min(1000, round_div((z - bar) * 1000, z)) if z > bar else 0
 
 
-def _figures(s: _Probe, hour: int) -> tuple[Any, ...]:
-    """The probe's figures but its counts: the scalars, each fit's error and the means of
-    the hour's two slots (the only ones a reading in that hour touches)."""
-    day = s.daily.get(hour % _DAY)
-    week = s.weekly.get((hour + _WEEK_SHIFT) % _WEEK)
+def _trend(
+    step: int, n: int, slope: int, step_err: int, climb: int, floor: int, p: ValueParams
+) -> tuple[int, int, int, int]:
+    """Score of a steady climb or fall, the ``n``-th reading of its probe moving by
+    ``step`` from the last: the EMA of clamped steps (``slope``) against their size (the
+    EMA ``step_err``); the slope, step size and steepest recent climb after it."""
+    if n == 0:
+        return 0, slope, step_err, climb
+    scale = step_err if step_err > floor else floor
+    scale = scale if scale > _F else _F
+    cap = (2 * scale * p.clamp_milli + 1000) // 2000
+    moved = step if step > 0 else -step
+    if n > 1:
+        clamped = cap if step > cap else -cap if step < -cap else step
+        num, den = p.trend_num, p.trend_den
+        slope += (2 * (clamped - slope) * num + den) // (2 * den)
+        num, den = (1, n) if n * p.err_num < p.err_den else (p.err_num, p.err_den)
+        moved = moved if moved < cap else cap
+        step_err += (2 * (moved - step_err) * num + den) // (2 * den)
+    else:
+        step_err = moved
+    z = (2000 * (slope if slope > 0 else -slope) + scale) // (2 * scale)
+    bar = climb if climb > p.trend_k_milli else p.trend_k_milli
+    if z > bar:  # a climb that fired is the one to beat for a while
+        return _over(z, bar), slope, step_err, z
+    return 0, slope, step_err, climb - (climb >> p.peak_shift)
+
+
+def _figures(
+    s: _Probe,
+    figures: tuple[int, ...],
+    errs: tuple[int, int, int],
+    day: list[int] | None,
+    week: list[int] | None,
+) -> tuple[Any, ...]:
+    """A probe's figures but its counts and the three that decay: ``figures`` (the ones
+    :meth:`ValueDetector.run` holds), each fit's error, the range and its times, and the
+    means of the hour's two slots (the only ones a reading in that hour touches)."""
     return (
-        _FIGURES(s),
-        [f.err for f in s.fits],
-        None if day is None else day[0],
-        None if week is None else week[0],
-    )
+        figures, errs, s.lo, s.hi, s.bins, s.since, s.novel_at,
+        None if day is None else day[0], None if week is None else week[0],
+    )  # fmt: skip
 
 
-def _settled(s: _Probe, before: tuple[Any, ...], hour: int, p: ValueParams) -> bool:
-    """True when a reading whose step (the reading equal to the last one) left the
-    probe's figures as they were (``before``), but for the three that decay, would do so
-    again whenever it comes again within ``hour``. Each count a step consults has then passed
-    the point where it would change the step: ``n`` past 2, every fit and both slots of the
-    hour past ``season_min`` (all three predictions in use). An EMA that did not move stays
-    put: the weight of a new reading only falls as its count grows. No score was above 0 (any
-    would have moved a run or the range), so neither ``warmup`` nor a debounce held a fire.
-
-    The decaying three (:func:`_repeat` wears them down): the run stayed at 0, so the
-    surprise is at most ``k_milli`` and no spike can beat a bar of at least that, however far
-    the peak decays, nor a run start; a slope of at most ``trend_k_milli`` thousandths gives a
-    trend's surprise (``slope · 1000 / scale``, ``scale`` at least 1000, rounded) of at most
-    that, so no trend can beat a bar of at least that either, however far the climb decays."""
-    day = s.daily.get(hour % _DAY)
-    week = s.weekly.get((hour + _WEEK_SHIFT) % _WEEK)
-    need = p.season_min
-    return (
-        s.n > 2
-        and day is not None
-        and day[1] > need
-        and week is not None
-        and week[1] > need
-        and all(f.n > need for f in s.fits)
-        and abs(s.slope) <= p.trend_k_milli
-        and _figures(s, hour) == before
-    )
+def _fitted(err: int, n: int, miss: int, clamp: int, err_num: int, err_den: int) -> int:
+    """A fit's error after its ``n``-th ``miss`` (thousandths): the first miss, then an EMA
+    weighing ``1 / n`` until that falls below ``err_num / err_den``, each miss clamped to
+    ``clamp / 1000`` times the error so far (at least one unit). A pending run passes 1000:
+    it widens no error beyond one unit a reading (so it stays a run, while an integer hum
+    still learns its spread)."""
+    if n == 1:
+        return miss
+    cap = (2 * (err if err > _F else _F) * clamp + 1000) // 2000
+    num, den = (1, n) if n * err_num < err_den else (err_num, err_den)
+    return err + (2 * ((miss if miss < cap else cap) - err) * num + den) // (2 * den)
 
 
-def _repeat(s: _Probe, hour: int, shift: int) -> None:
-    """A reading again within ``hour`` at a settled probe (see :func:`_settled`): the
-    counts move, and the peak, the sustained surprise and the climb decay as a step would
-    decay them (by ``1 / 2^shift``; the peak not below the reading's own surprise)."""
-    s.n += 1
-    for f in s.fits:
-        f.n += 1
-    s.daily[hour % _DAY][1] += 1
-    s.weekly[(hour + _WEEK_SHIFT) % _WEEK][1] += 1
-    peak, held, climb = s.peak, s.held, s.climb
-    s.peak = max(s.surprise, peak - (peak >> shift))
-    s.held = held - (held >> shift)
-    s.climb = climb - (climb >> shift)
+def _rest(
+    peak: int, held: int, climb: int, surprise: int, shift: int, times: int
+) -> tuple[int, int, int]:
+    """The peak, the sustained surprise and the climb after ``times`` readings at rest (see
+    :meth:`ValueDetector.run`): each decays by ``1 / 2^shift`` of itself at every reading, the
+    peak not below the reading's own ``surprise``, as a step would wear them down."""
+    for _ in range(times):
+        decayed = peak - (peak >> shift)
+        worn = (surprise if surprise > decayed else decayed, held - (held >> shift),
+                climb - (climb >> shift))  # fmt: skip
+        if worn == (peak, held, climb):  # worn down as far as they go
+            break
+        peak, held, climb = worn
+    return peak, held, climb
 
 
 class ValueDetector:
@@ -353,9 +370,10 @@ class ValueDetector:
             state = self._admit(probe, sense)
         else:
             self._recency[state.sense].move_to_end(probe)
-        return self._step(probe, state, value, seq, now_ns)
+        fired = self.run(probe, state, (value,), (seq,), (now_ns,), [])
+        return fired[0][1] if fired else None
 
-    def run(
+    def run(  # noqa: PLR0915 (one loop, see the docstring's third paragraph)
         self,
         probe: str,
         state: _Probe,
@@ -366,82 +384,233 @@ class ValueDetector:
         expects: list[int] | None = None,
     ) -> list[tuple[int, Highlight]]:
         """Step ``probe`` (its ``state``) through its integer readings ``values`` in order
-        (their observations' ``seqs`` and ``times``), as :meth:`step` one by one would;
-        return the fires as ``(position in values, highlight)`` and append the level after
-        each reading to ``levels`` (and what :meth:`expected` gives then to ``expects``).
-        Admission and recency are the caller's.
+        (their observations' ``seqs`` and ``times``); return the fires as ``(position in
+        values, highlight)`` and append the level after each reading to ``levels`` (and what
+        :meth:`expected` gives then to ``expects``). Admission and recency are the caller's.
+        This is the one step of a reading (:meth:`step` runs it for one).
 
-        A reading that comes again within the same hour, after a step of it that changed
-        nothing but counts (:func:`_settled`), would change nothing but counts again: it is
-        counted (:func:`_repeat`) rather than stepped. Most readings of a steady probe (a
-        sense's own rate, an error counter at 0) are such repeats."""
+        Each reading: the predictions (the level, and the day's and the week's slot once each
+        has ``season_min`` readings), the values never seen (:meth:`_novelty`), the
+        predictions' fire (the best fit's surprise as a spike or a sustained run, or the
+        trend), their blend (:meth:`_blend`), then the reading folded into each fit's error,
+        the level and the hour's two slots (unless a run not yet sustained is pending: the
+        level does not learn it, so the run stays visible).
+
+        A month's replay steps millions of readings, so the probe's figures are held in
+        local names for the whole series (written back at the end, and before the rare
+        calls that read them), and EMAs and half-up divisions (``(2a + d) // 2d``) are
+        spelled out rather than called: each figure is the one the formulas in the module
+        docstring give.
+
+        A reading at rest is counted, not stepped: once a step of a reading equal to the
+        last one (in the same hour) left every figure as it was but the counts and the three
+        that decay (the peak, the sustained surprise, the climb), with every count the step
+        consults past the point where it changes the step (``n`` past 2, every fit and both
+        slots of the hour past ``season_min``) and the slope within ``trend_k_milli``, the
+        same reading in that hour can only move the counts again and wear the three down
+        (:func:`_rest`). An EMA that did not move stays put, as a new reading's weight only
+        falls as its count grows; no score was above 0 (any would have moved a run or the
+        range), so the surprise is at most ``k_milli`` and no spike or run can beat a bar of
+        at least that however far the peak decays; a slope within ``trend_k_milli`` gives a
+        trend's surprise of at most that, so no trend can beat its bar however far the
+        climb decays. Most readings of a steady probe (a sense's own rate, an error counter
+        at 0) are such repeats."""
+        p = self.params
+        need, bias, warmup, debounce = p.season_min, p.season_bias_milli, p.warmup, p.debounce
+        k, ratio, shift, sustain = p.k_milli, p.peak_ratio_milli, p.peak_shift, p.sustain
+        weight, clamp, err_num, err_den = p.spike_weight_milli, p.clamp_milli, p.err_num, p.err_den
+        trend_k = p.trend_k_milli
+        alpha_num, alpha_den, season_num, season_den = (
+            p.alpha_num, p.alpha_den, p.season_num, p.season_den
+        )  # fmt: skip
+        min_dev, rel_floor, bins = p.min_dev_milli, p.rel_floor_milli, p.range_bins
+        s, daily, weekly, (f0, f1, f2) = state, state.daily, state.weekly, state.fits
+        e0, e1, e2, c0, c1, c2 = f0.err, f1.err, f2.err, f0.n, f1.n, f2.n
+        n, level, quiet, peak, run, run_min, held = (
+            s.n, s.level, s.quiet, s.peak, s.run, s.run_min, s.held
+        )  # fmt: skip
+        last, slope, step_err, fired, climb, novel_q, hold, surprise = (
+            s.last, s.slope, s.step_err, s.fired, s.climb, s.novel_q, s.hold, s.surprise
+        )  # fmt: skip
         fires: list[tuple[int, Highlight]] = []
-        settled: tuple[int, int] | None = None  # (reading, hour) at which the probe is settled
-        expect = 0
-        for j, value in enumerate(values):
-            now = times[j]
+        keep_level, keep_expect = levels.append, expects.append if expects is not None else None
+        at_rest, rest_hour, expect, j, size = None, -1, 0, 0, len(values)
+        while j < size:
+            value, now = values[j], times[j]
             hour = now // _HOUR_NS
-            if settled == (value, hour):
-                _repeat(state, hour, self.params.peak_shift)  # it expects what it did
-            else:
-                before = _figures(state, hour) if value * _F == state.last else None
-                fire = self._step(probe, state, value, seqs[j], now)
-                if fire is not None:
-                    fires.append((j, fire))
-                settled = None
-                if (
-                    before is not None
-                    and fire is None
-                    and _settled(state, before, hour, self.params)
-                ):
-                    settled = (value, hour)
+            if value == at_rest and hour == rest_hour:  # counted, not stepped
+                again = 1
+                while j + again < size and values[j + again] == value:
+                    if times[j + again] // _HOUR_NS != hour:
+                        break
+                    again += 1
+                n, c0, c1, c2 = n + again, c0 + again, c1 + again, c2 + again
+                daily[hour % _DAY][1] += again
+                weekly[(hour + _WEEK_SHIFT) % _WEEK][1] += again
+                peak, held, climb = _rest(peak, held, climb, surprise, shift, again)
+                levels.extend(repeat(level, again))
                 if expects is not None:
-                    expect = self._expect(state, hour)
-            levels.append(state.level)
-            if expects is not None:
-                expects.append(expect)
+                    expects.extend(repeat(expect, again))
+                j += again
+                continue
+            x, slot_d, slot_w = value * _F, hour % _DAY, (hour + _WEEK_SHIFT) % _WEEK
+            day, week = daily.get(slot_d), weekly.get(slot_w)
+            before = None
+            if x == last:  # the figures a reading at rest must leave as they are
+                figures = (level, quiet, run, run_min, slope, step_err, fired, novel_q, hold)
+                before = _figures(s, figures, (e0, e1, e2), day, week)
+            # the predictions: the level, the day's slot, the week's slot
+            p0 = level if n else None
+            p1 = day[0] if day is not None and day[1] >= need else None
+            p2 = week[0] if week is not None and week[1] >= need else None
+            novel = _NOTHING
+            if bins:
+                lo, hi, mask = s.lo, s.hi, s.bins
+                if (
+                    not mask
+                    or x < lo
+                    or x > hi
+                    or not mask >> min(bins - 1, (x - lo) * bins // (hi - lo if hi > lo else 1)) & 1
+                ):  # not in a bin already visited
+                    s.level = level
+                    novel = self._novelty(s, x, now)
+            # the best fit: the smallest error, a season's weighed by season_bias_milli
+            pred, err, least = None, 0, -1  # -1: no fit chosen yet
+            if p0 is not None and c0 >= need:
+                pred, err, least = p0, e0, e0
+            if p1 is not None and c1 >= need:
+                weighed = (2 * e1 * bias + 1000) // 2000
+                if least < 0 or weighed < least:
+                    pred, err, least = p1, e1, weighed
+            if p2 is not None and c2 >= need:
+                weighed = (2 * e2 * bias + 1000) // 2000
+                if least < 0 or weighed < least:
+                    pred, err = p2, e2
+            was_quiet = quiet
+            quiet = quiet - 1 if quiet > 0 else 0
+            fire = None
+            if pred is not None:
+                floor = min_dev
+                if rel_floor:
+                    floor = max(floor, (2 * abs(pred) * rel_floor + 1_000_000) // 2_000_000)
+                sigma = err if err > floor else floor
+                miss = x - pred
+                surprise = z = (2000 * (miss if miss > 0 else -miss) + sigma) // (2 * sigma)
+                # a spike beyond k and the recent peak
+                bar = (2 * peak * ratio + 1000) // 2000
+                bar = bar if bar > k else k
+                spike = (2 * _over(z, bar) * weight + 1000) // 2000 if z > bar else 0
+                peak -= peak >> shift
+                peak = z if z > peak else peak
+                if z > k:
+                    run_min = run_min if run and run_min < z else z
+                    run += 1
+                else:
+                    run = run_min = 0
+                held -= held >> shift
+                if run >= sustain:  # a run of sustain readings beyond k: a shift
+                    bar = (2 * held * ratio + 1000) // 2000
+                    shifted = _over(run_min, bar if bar > k else k)
+                    spike = shifted if shifted > spike else spike
+                    held = run_min if run_min > held else held
+                trend, slope, step_err, climb = _trend(
+                    x - last, n, slope, step_err, climb, floor, p
+                )
+                score = spike if spike > trend else trend
+                # Within the debounce only a surprise twice as strong fires (a spike, then
+                # its run).
+                if n >= warmup and score and not (was_quiet > 0 and score <= 2 * fired):
+                    quiet, fired = debounce, score
+                    kind, direction = (
+                        ("trend", _sign(slope)) if trend > spike else ("surprise", _sign(miss))
+                    )
+                    value_milli, expected = round_div(x, _F), round_div(pred, _F)
+                    fire = Highlight(probe, value_milli, expected, round_div(sigma, _F), score,
+                                     seqs[j], kind, direction)  # fmt: skip
+            if novel is not _NOTHING or (fire is not None and bins):
+                s.novel_q, s.hold, s.n, s.level = novel_q, hold, n, level
+                fire = self._blend(probe, s, x, novel, fire, seqs[j], now)
+                novel_q, hold = s.novel_q, s.hold
+            elif bins:  # _blend with nothing new and no fire: only its counters move
+                novel_q = novel_q - 1 if novel_q > 0 else 0
+                hold = hold - 1 if hold > 0 else 0
+            # Fold the reading into each fit's error: a pending run widens none beyond one
+            # unit a reading (so it stays a run, while an integer hum still learns its
+            # spread); otherwise up to clamp times.
+            learn = not 0 < run < sustain
+            widen = clamp if learn else 1000
+            if p0 is not None:
+                c0 += 1
+                e0 = _fitted(e0, c0, x - p0 if x > p0 else p0 - x, widen, err_num, err_den)
+            if p1 is not None:
+                c1 += 1
+                e1 = _fitted(e1, c1, x - p1 if x > p1 else p1 - x, widen, err_num, err_den)
+            if p2 is not None:
+                c2 += 1
+                e2 = _fitted(e2, c2, x - p2 if x > p2 else p2 - x, widen, err_num, err_den)
+            last, n = x, n + 1
+            if learn:
+                level = (
+                    level + (2 * (x - level) * alpha_num + alpha_den) // (2 * alpha_den)
+                    if n > 1
+                    else x
+                )
+                if day is None:
+                    day = daily[slot_d] = [x, 1]
+                else:
+                    day[0] += (2 * (x - day[0]) * season_num + season_den) // (2 * season_den)
+                    day[1] += 1
+                if week is None:
+                    week = weekly[slot_w] = [x, 1]
+                else:
+                    week[0] += (2 * (x - week[0]) * season_num + season_den) // (2 * season_den)
+                    week[1] += 1
+            if fire is not None:
+                fires.append((j, fire))
+            at_rest = None
+            if (
+                before is not None
+                and fire is None
+                and n > 2
+                and day is not None
+                and day[1] > need
+                and week is not None
+                and week[1] > need
+                and c0 > need
+                and c1 > need
+                and c2 > need
+                and -trend_k <= slope <= trend_k
+                and before
+                == _figures(
+                    s,
+                    (level, quiet, run, run_min, slope, step_err, fired, novel_q, hold),
+                    (e0, e1, e2),
+                    day,
+                    week,
+                )
+            ):
+                at_rest, rest_hour = value, hour
+            if keep_expect is not None:  # what expected() gives now (see _expect)
+                expect, least = level, e0 if c0 >= need else -1  # -1: no fit chosen yet
+                if day is not None and day[1] >= need and c1 >= need:
+                    weighed = (2 * e1 * bias + 1000) // 2000
+                    if least < 0 or weighed < least:
+                        expect, least = day[0], weighed
+                if week is not None and week[1] >= need and c2 >= need:
+                    weighed = (2 * e2 * bias + 1000) // 2000
+                    if least < 0 or weighed < least:
+                        expect = week[0]
+                keep_expect(expect)
+            keep_level(level)
+            j += 1
+        f0.err, f1.err, f2.err, f0.n, f1.n, f2.n = e0, e1, e2, c0, c1, c2
+        s.n, s.level, s.quiet, s.peak, s.run, s.run_min, s.held = (
+            n, level, quiet, peak, run, run_min, held
+        )  # fmt: skip
+        s.last, s.slope, s.step_err, s.fired, s.climb, s.novel_q, s.hold, s.surprise = (
+            last, slope, step_err, fired, climb, novel_q, hold, surprise
+        )  # fmt: skip
         return fires
-
-    def _step(
-        self, probe: str, state: _Probe, value: int, seq: int, now_ns: int
-    ) -> Highlight | None:
-        """One reading of ``probe``: the predictions (the level, and the day's and the
-        week's slot once each has ``season_min`` readings), the values never seen, the
-        predictions' fire, their blend, then the reading folded in.
-
-        This runs for every reading of every observation, so the steps below spell out
-        an EMA's update and :func:`nerve.attention.observer.round_div` (``(2a + d) // 2d``)
-        rather than call functions for them; each figure is the one those give."""
-        x, hour = value * _F, now_ns // _HOUR_NS
-        slots = (hour % _DAY, (hour + _WEEK_SHIFT) % _WEEK)
-        day, week = cells = (state.daily.get(slots[0]), state.weekly.get(slots[1]))
-        need = self.params.season_min
-        preds = (
-            state.level if state.n else None,
-            day[0] if day and day[1] >= need else None,
-            week[0] if week and week[1] >= need else None,
-        )
-        bins = self.params.range_bins
-        novel = _NOTHING
-        if bins and not self._seen_bin(state, x, bins):
-            novel = self._novelty(state, x, now_ns)
-        fire = self._judge(probe, state, x, preds, seq)
-        if novel is not _NOTHING or (fire is not None and bins):
-            fire = self._blend(probe, state, x, novel, fire, seq, now_ns)
-        elif bins:  # _blend with nothing new and no fire: only its counters move
-            state.novel_q = state.novel_q - 1 if state.novel_q > 0 else 0
-            state.hold = state.hold - 1 if state.hold > 0 else 0
-        self._fold(state, x, preds, slots, cells)
-        return fire
-
-    @staticmethod
-    def _seen_bin(s: _Probe, x: int, bins: int) -> bool:
-        """True when ``x`` falls within the range, in a bin already visited: the reading is
-        nothing new and :meth:`_novelty` would change nothing."""
-        lo, hi = s.lo, s.hi
-        if not s.bins or x < lo or x > hi:
-            return False
-        return bool(s.bins >> min(bins - 1, (x - lo) * bins // (hi - lo if hi > lo else 1)) & 1)
 
     def _admit(self, probe: str, sense: str) -> _Probe:
         """Follow a new probe of ``sense``, evicting one first when at ``max_probes``."""
@@ -523,39 +692,8 @@ class ValueDetector:
             return None
         return replace(fire, score_milli=round_div(fire.score_milli * p.blend_milli, 1000))
 
-    def _judge(self, probe: str, s: _Probe, x: int, preds: _Preds, seq: int) -> Highlight | None:
-        """The predictions' fire: a surprise against the prediction that has lately fitted
-        best, or a trend. That fit is the one of smallest error among those with
-        ``season_min`` readings, a season's error counting ``season_bias_milli / 1000`` of
-        itself (a cycle, once seen, is preferred to a level that happens to fit as well)."""
-        p = self.params
-        best = self._best(s, preds)
-        quiet = s.quiet
-        s.quiet = quiet - 1 if quiet > 0 else 0
-        if best < 0:
-            return None
-        pred, err = preds[best], s.fits[best].err
-        assert pred is not None
-        floor = p.min_dev_milli
-        if p.rel_floor_milli:
-            floor = max(floor, (2 * abs(pred) * p.rel_floor_milli + 1_000_000) // 2_000_000)
-        sigma = err if err > floor else floor
-        s.surprise = (2000 * abs(x - pred) + sigma) // (2 * sigma)
-        spike = self._spike(s, s.surprise)
-        trend = self._trend(s, x, floor)
-        score = spike if spike > trend else trend
-        # Within the debounce only a surprise twice as strong fires (a spike, then its run).
-        if s.n < p.warmup or score == 0 or (quiet > 0 and score <= 2 * s.fired):
-            return None
-        s.quiet, s.fired = p.debounce, score
-        kind, direction = (
-            ("trend", _sign(s.slope)) if trend > spike else ("surprise", _sign(x - pred))
-        )
-        value, expected = round_div(x, _F), round_div(pred, _F)
-        return Highlight(probe, value, expected, round_div(sigma, _F), score, seq, kind, direction)
-
     def _best(self, s: _Probe, preds: _Preds) -> int:
-        """Which prediction has lately fitted best (see :meth:`_judge`); -1 if none has
+        """Which prediction has lately fitted best (see :meth:`run`); -1 if none has
         ``season_min`` readings yet."""
         need, bias, best, least = self.params.season_min, self.params.season_bias_milli, -1, 0
         for i, fit in enumerate(s.fits):
@@ -570,7 +708,7 @@ class ValueDetector:
         """The best prediction of a reading in ``hour`` (thousandths), else the level."""
         day, week = s.daily.get(hour % _DAY), s.weekly.get((hour + _WEEK_SHIFT) % _WEEK)
         need = self.params.season_min
-        preds = (  # as _step makes them
+        preds = (  # as run makes them
             s.level if s.n else None,
             day[0] if day and day[1] >= need else None,
             week[0] if week and week[1] >= need else None,
@@ -578,96 +716,6 @@ class ValueDetector:
         best = self._best(s, preds)
         pred = preds[best] if best >= 0 else None
         return s.level if pred is None else pred
-
-    def _spike(self, s: _Probe, z: int) -> int:
-        """Score of a spike beyond k and the recent peak, or of a run of ``sustain``
-        readings beyond k whose smallest surprise beats the recent sustained ones."""
-        p = self.params
-        k, ratio, shift = p.k_milli, p.peak_ratio_milli, p.peak_shift
-        peak = s.peak
-        bar = max(k, (2 * peak * ratio + 1000) // 2000)
-        spike = (2 * _over(z, bar) * p.spike_weight_milli + 1000) // 2000 if z > bar else 0
-        s.peak = max(z, peak - (peak >> shift))
-        if z > k:
-            s.run_min = min(s.run_min, z) if s.run else z
-            s.run += 1
-        else:
-            s.run = s.run_min = 0
-        held = s.held - (s.held >> shift)
-        s.held = held
-        if s.run < p.sustain:
-            return spike
-        run_min = s.run_min
-        shift_score = _over(run_min, max(k, (2 * held * ratio + 1000) // 2000))
-        s.held = max(held, run_min)
-        return max(spike, shift_score)
-
-    def _trend(self, s: _Probe, x: int, floor: int) -> int:
-        """Score of a steady climb or fall: the EMA of clamped steps against their size."""
-        p = self.params
-        n = s.n
-        if n == 0:
-            return 0
-        step, scale = x - s.last, max(s.step_err, floor, _F)
-        cap = (2 * scale * p.clamp_milli + 1000) // 2000
-        size = abs(step)
-        if n > 1:
-            clamped = cap if step > cap else -cap if step < -cap else step
-            num, den = p.trend_num, p.trend_den
-            s.slope += (2 * (clamped - s.slope) * num + den) // (2 * den)
-            num, den = (1, n) if n * p.err_num < p.err_den else (p.err_num, p.err_den)
-            size = size if size < cap else cap
-            s.step_err += (2 * (size - s.step_err) * num + den) // (2 * den)
-        else:
-            s.step_err = size
-        z = (2000 * abs(s.slope) + scale) // (2 * scale)
-        climb = s.climb
-        bar = max(p.trend_k_milli, climb)
-        # a climb that fired is the one to beat for a while
-        s.climb = z if z > bar else climb - (climb >> p.peak_shift)
-        return _over(z, bar) if z > bar else 0
-
-    def _fold(
-        self, s: _Probe, x: int, preds: _Preds, slots: tuple[int, int], cells: _Cells
-    ) -> None:
-        """Fold the reading into each prediction's error, then (unless a run not yet
-        sustained is pending: the level does not learn it, so the run stays visible) into
-        the level and the day's and the week's slot."""
-        p = self.params
-        learn = not 0 < s.run < p.sustain
-        clamp, err_num, err_den = p.clamp_milli, p.err_num, p.err_den
-        for fit, pred in zip(s.fits, preds, strict=True):
-            if pred is None:
-                continue
-            miss, n, err = abs(x - pred), fit.n + 1, fit.err
-            if n == 1:
-                fit.err, fit.n = miss, 1
-                continue
-            # A pending run widens no error beyond one unit a reading (so it stays a run,
-            # while an integer hum still learns its spread); otherwise up to clamp times.
-            cap = err if err > _F else _F
-            if learn:
-                cap = (2 * cap * clamp + 1000) // 2000
-            num, den = (1, n) if n * err_num < err_den else (err_num, err_den)
-            fit.err = err + (2 * ((miss if miss < cap else cap) - err) * num + den) // (2 * den)
-            fit.n = n
-        s.last, s.n = x, s.n + 1
-        if not learn:
-            return
-        num, den = p.alpha_num, p.alpha_den
-        s.level = s.level + (2 * (x - s.level) * num + den) // (2 * den) if s.n > 1 else x
-        num, den = p.season_num, p.season_den
-        day, week = cells
-        if day is None:
-            s.daily[slots[0]] = [x, 1]
-        else:
-            day[0] += (2 * (x - day[0]) * num + den) // (2 * den)
-            day[1] += 1
-        if week is None:
-            s.weekly[slots[1]] = [x, 1]
-        else:
-            week[0] += (2 * (x - week[0]) * num + den) // (2 * den)
-            week[1] += 1
 
     def level(self, probe: str) -> int | None:
         """The probe's level (its readings' EMA) in the reading's unit; None if not followed."""

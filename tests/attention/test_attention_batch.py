@@ -253,18 +253,19 @@ value_rows = st.lists(
 
 def _stepped(det: ValueDetector, rows: list[tuple[Any, ...]]) -> list[Any]:
     """Each observation through :meth:`ValueDetector.observe`: its fires, its readings by
-    probe and every followed probe's level afterwards."""
+    probe, every followed probe's level afterwards and what each probe it read expects."""
     out, t = [], 1_767_225_600_000_000_000
     for i, (subject, readings, gap) in enumerate(rows):
         t += gap * 1_000_000_000
         fires = det.observe(subject, readings, i, t)
-        out.append((fires, det.latest, {p: det.level(p) for p in det._probes}))
+        expects = {p: det.expected(p, t) for p in det.latest}
+        out.append((fires, det.latest, {p: det.level(p) for p in det._probes}, expects))
     return out
 
 
 def _batched_values(det: ValueDetector, rows: list[tuple[Any, ...]], cut: int) -> list[Any]:
     """The same through :func:`batch.value_batch`, in two batches (one at a time where it
-    declines), with each level asked of the batch as the gate rules ask it."""
+    declines), with each level and expectation asked of the batch as the gate rules ask it."""
     out, t, times = [], 1_767_225_600_000_000_000, []
     for _, _, gap in rows:
         t += gap * 1_000_000_000
@@ -277,11 +278,13 @@ def _batched_values(det: ValueDetector, rows: list[tuple[Any, ...]], cut: int) -
             i = start + j
             if found is None:
                 fires = det.observe(rows[i][0], rows[i][1], i, times[i])
-                out.append((fires, det.latest, {p: det.level(p) for p in det._probes}))
+                expects = {p: det.expected(p, times[i]) for p in det.latest}
+                out.append((fires, det.latest, {p: det.level(p) for p in det._probes}, expects))
                 continue
             level, known = found.level(j), {p for r in out for p in r[2]} | set(found.latest[j])
             levels = {p: level(p) for p in known | set().union(*found.latest[: j + 1])}
-            out.append((found.fires.get(j, []), found.latest[j], levels))
+            expects = {p: found.expected(j)(p) for p in found.latest[j]}
+            out.append((found.fires.get(j, []), found.latest[j], levels, expects))
     return out
 
 
@@ -291,7 +294,8 @@ def test_value_probes_in_a_batch_fire_as_one_at_a_time(
     params: ValueParams, rows: list[tuple[Any, ...]], cut: int
 ) -> None:
     """Probe by probe, a reading at rest counted rather than stepped: the same fires (the
-    strongest of an observation's), readings, levels, recency and state as one at a time."""
+    strongest of an observation's), readings, levels, expectations, recency and state as one
+    at a time."""
     _same_as_one_at_a_time(params, rows, cut % (len(rows) + 1))
 
 
@@ -299,10 +303,10 @@ def _same_as_one_at_a_time(params: ValueParams, rows: list[tuple[Any, ...]], cut
     one, many = ValueDetector(params), ValueDetector(params)
     expected = _stepped(one, rows)
     got = _batched_values(many, rows, cut)
-    for (fires, latest, levels), (want_fires, want_latest, want_levels) in zip(
+    for (fires, latest, levels, expects), (want_fires, want_latest, want_levels, want) in zip(
         got, expected, strict=True
     ):
-        assert (fires, latest) == (want_fires, want_latest)
+        assert (fires, latest, expects) == (want_fires, want_latest, want)
         assert {p: levels[p] for p in want_levels} == want_levels
     assert canonical_json(many.snapshot()) == canonical_json(one.snapshot())
 
@@ -315,13 +319,16 @@ def test_a_reading_at_rest_after_a_spike_is_counted_while_its_peak_decays(
     reading's own surprise), and decide as one at a time."""
     rest = ("cpu", {"a": 100}, 10)
     decayed = []
-    counted = values_module._repeat
+    counted = values_module._rest
 
-    def repeat(s: Any, hour: int, shift: int) -> None:
-        decayed.append(s.peak >> shift)
-        counted(s, hour, shift)
+    def wear(*worn: int) -> tuple[int, int, int]:  # one reading at a time, seen
+        peak, held, climb, surprise, shift, times = worn
+        for _ in range(times):
+            decayed.append(peak >> shift)
+            peak, held, climb = counted(peak, held, climb, surprise, shift, 1)
+        return peak, held, climb
 
-    monkeypatch.setattr(values_module, "_repeat", repeat)
+    monkeypatch.setattr(values_module, "_rest", wear)
     _same_as_one_at_a_time(ValueParams(peak_shift=1), [rest] * 40 + [("cpu", {"a": 5000}, 10)]
                            + [rest] * 900, 0)  # fmt: skip
     assert sum(1 for d in decayed if d) > 10, "readings at rest counted while a peak decays"
@@ -333,3 +340,48 @@ def test_a_reading_at_rest_after_a_climb_is_stepped_while_a_trend_could_fire() -
     ramp = [("cpu", {"a": 100 + 20 * k}, 10) for k in range(30)]
     rows = [ramp[0]] * 40 + ramp + [ramp[-1]] * 900
     _same_as_one_at_a_time(ValueParams(peak_shift=1, trend_k_milli=1), rows, 0)
+
+
+def _remapped(mask: int, lo: int, hi: int, new_lo: int, new_hi: int, bins: int) -> int:
+    """The bins of ``[new_lo, new_hi]`` that the integers of each marked bin of ``[lo, hi]``
+    stretch over, bin by bin."""
+    span, width, top, out = max(hi - lo, 1), max(new_hi - new_lo, 1), bins - 1, 0
+    for b in range(bins):
+        first = lo + (b * span + top) // bins
+        last = hi if b == top else lo + ((b + 1) * span - 1) // bins
+        if mask >> b & 1 and first <= last:
+            start = min(top, (first - new_lo) * bins // width)
+            end = min(top, (last - new_lo) * bins // width)
+            out |= sum(1 << c for c in range(start, end + 1))
+    return out
+
+
+_SPANS = st.integers(0, 40) | st.integers(0, 10**6)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.integers(1, 64), st.integers(-50, 50), _SPANS, _SPANS, _SPANS, st.data())
+def test_a_widened_range_keeps_the_bins_visited_as_bin_by_bin(
+    bins: int, lo: int, span: int, below: int, above: int, data: st.DataObject
+) -> None:
+    """A run of visited bins mapped at once marks what each bin mapped alone marks, also
+    when the new bins are narrower than an integer."""
+    full = (1 << bins) - 1
+    mask = data.draw(st.integers(0, full) | st.just(full) | st.just(full & ~(1 << bins // 2)))
+    hi, new_lo = lo + span, lo - below
+    got = values_module._remap(mask, lo, hi, new_lo, hi + above, bins)
+    assert got == _remapped(mask, lo, hi, new_lo, hi + above, bins)
+
+
+@settings(max_examples=300, deadline=None)
+@given(*[st.integers(0, 10**7)] * 4, st.integers(1, 30), st.integers(0, 3000))
+def test_readings_at_rest_wear_the_peaks_down_as_one_at_a_time(
+    peak: int, held: int, climb: int, surprise: int, shift: int, times: int
+) -> None:
+    """Counted at once, ``times`` readings at rest leave the peak, the sustained surprise
+    and the climb where as many steps would."""
+    want = (peak, held, climb)
+    for _ in range(times):
+        p, h, c = want
+        want = (max(surprise, p - (p >> shift)), h - (h >> shift), c - (c >> shift))
+    assert values_module._rest(peak, held, climb, surprise, shift, times) == want
