@@ -6,7 +6,7 @@ nothing this planner reads (the older intents and the fallback then try).
 doing), ``command`` (a shell command, or its words), ``process`` (by name, command line words
 or ``pid N``), ``window`` (an app or a window title), ``away`` (time away from the machine,
 no input), ``folder`` (where commands ran and files changed), ``reading`` (a sense reading:
-``load``, ``cpu``, ``memory``, ``disk`` (free), ``writes``, ``reads``, ``network``,
+``load``, ``cpu``, ``memory``, ``swap``, ``disk`` (free), ``writes``, ``reads``, ``network``,
 ``energy``), ``attention`` (nerve's own decisions), ``file`` (files changed, by name or
 folder; ``status`` ``added`` or ``deleted``), ``running`` (what was running at a time, or is
 still running), ``daemon`` (nerve's own daemon: when it started and stopped, its senses),
@@ -26,13 +26,13 @@ from dataclasses import dataclass, replace
 from datetime import tzinfo
 
 from nerve.recall.plans.spelling import Speller
-from nerve.recall.plans.window import TIME_WORDS, Window, find_window
+from nerve.recall.plans.window import TIME_WORDS, Window, edge_window, find_window
 from nerve.recall.plans.words import Known, app_kind
 
 __all__ = ["Plan", "Subject", "mended", "parse", "window_of"]
 
 _READINGS = (
-    ("load", r"\bload(?: average)?s?\b"),
+    ("load", r"\bload(?:1|5|15)?(?: average)?s?\b"),
     (
         "writes",
         r"\b(?:disk (?:writ\w*|i/?o|activity)|writ(?:es|ing) to (?:the )?disk|disk)\b(?=.*"
@@ -41,7 +41,8 @@ _READINGS = (
     ("reads", r"\bdisk\b(?=.*\bread(?:s|ing)?\b)"),
     ("disk", r"\b(?:free disk|disk space|disk|free space|storage)\b"),
     ("network", r"\b(?:network|bandwidth|download(?:ed|ing)?|upload(?:ed|ing)?|traffic)\b"),
-    ("memory", r"\b(?:memory|ram|rss|swap\w*)\b"),
+    ("swap", r"\bswap\w*\b"),
+    ("memory", r"\b(?:memory|ram|rss)\b"),
     ("cpu", r"\b(?:cpu|processor|busy|cores|maxed)\b"),
     ("energy", r"\b(?:energy|power use|power draw|joules?|watts?)\b"),
     ("load", r"\bloaded\b"),  # "how loaded was the box?", unless it said the processor
@@ -54,13 +55,13 @@ _READING_FILLER = frozenset(
      "numbers", "guesses", "guess", "just", "does", "have", "has", "this", "calm", "down",
      "maxed", "out", "being", "stop", "low", "lowest", "dip", "minimum", "min", "least",
      "energy", "power", "joules", "watts", "over", "day", "know", "there", "how", "change",
-     "changed", "changes"]
+     "changed", "changes", "load1", "load5", "load15"]
 )  # fmt: skip
 """Words a question about a reading may hold that name no process ("disk space *left*")."""
 _ATTENTION = re.compile(
     r"\b(surfaced?|surfacing|held|withheld|hold|interrupt\w*|notif\w*|alert\w*|unusual|"
     r"anomal\w*|highlights?|abnormal|strange|weird|odd|out of the ordinary|you show\w*|"
-    r"showed me|shown to me|attention|decisions?|"
+    r"showed me|shown to me|attention|decisions?|flagg?(?:ed|s)?|you (?:warn\w*|notic\w*|rais\w*)|"
     r"nerve (?:\w+ )?(?:tell|told|say|said|flag\w*|notic\w*|warn\w*|spot\w*|mention\w*|catch|"
     r"caught|decid\w*|br(?:ing|ings|inging|ought) (?:\w+ )?up|rais\w*|point\w* out))\b"
 )
@@ -483,6 +484,8 @@ def _clean(question: str) -> str:
     text = re.sub(r"\b(?:(?:of|over|during|through(?:out)?) the (?:whole )?day|all day)\b", "today",
                   text)  # fmt: skip
     text = re.sub(r"\b(\w+)'s\b", r"\1", text)
+    text = re.sub(r"\bavg\b", "average", text)
+    text = re.sub(r"\bcmds?\b", lambda m: "commands" if m[0] == "cmds" else "command", text)
     text = re.sub(r"\b(?:just now|a moment ago)\b", "last", text)  # the newest, however long ago
     return text.rstrip("?!. ")
 
@@ -781,7 +784,7 @@ _OF_A_RUN = frozenset(["when", "running", "exit", "duration"])
 
 _DURING = re.compile(
     r"\b(?:(?<!\ba )while|during)\s+(?:i was running\s+|i ran\s+)?(.+?)"
-    r"(?:\s+(?:was|were|is)\s+(?:still\s+)?(?:running|going|on|up)|\s+ran|\s+run)?\s*(?:,|$)|"
+    r"(?:\s+(?:was|were|is)\s+(?:still\s+)?(?:running|going|on|up)\b|\s+ran\b|\s+run\b|\s*(?:,|$))|"
     r"\bwhen\s+(?!(?:did|was|were|is|i|you|nerve|it)\b)(.+?)\s+(?:ran|was (?:running|going|on))\b"
 )
 _SOME_TIME = Window(0, 0, "during", clock=True)
@@ -795,12 +798,40 @@ _AFTER_END = re.compile(
 _BEFORE_START = re.compile(
     r"\bbefore\s+(.+?)\s+(?:was\s+|had\s+)?(?:started|began|begun|ran|launched|kicked off)\b"
 )
-_CAME_BACK = re.compile(r"\b(?:when|after|once)\s+i\s+(?:(?:came|got|was)\s+back|returned)\b")
-_WENT_AWAY = re.compile(
-    r"\b(?:just |right )?before\s+i\s+(?:went|stepped|walked|got up|left)"
-    r"(?:\s+(?:away|idle|afk|from))?"
-    r"(?:\s+(?:the|my)\s+(?:desk|computer|keyboard|machine))?\b"
+_CAME_BACK = re.compile(
+    r"\b(?:when|after|once)\s+(?:i\s+(?:(?:came|got|was)\s+back|returned)|(?:my|the|a)\s+break|"
+    r"(?:being|i was)\s+(?:away|afk|gone|idle))\b"
 )
+_WENT_AWAY = re.compile(
+    r"\b(?:just |right )?before\s+(?:i\s+(?:went|stepped|walked|got up|left)|going|stepping)"
+    r"(?:\s+(?:away|idle|afk|from|out))?"
+    r"(?:\s+(?:the|my)\s+(?:desk|computer|keyboard|machine))?\b|"
+    r"\b(?:just |right )?before\s+(?:my|the)\s+(?:break|afk|time away)\b"
+)
+
+
+_WHILE_AWAY = re.compile(
+    r"\b(?:while|when|whilst|during the time)\s+(?:i\s+)?(?:was|were|went)\s+(?:away|afk|gone|out|"
+    r"idle|on (?:a |my )?break)\b|"
+    r"\b(?:during|in|over|for)\s+(?:my|the)\s+(?:afk|away|idle)(?:\s+(?:time|spell|period|"
+    r"stretch))?\b|\b(?:during|in|over)\s+(?:my|the)\s+break\b|"
+    r"\b(?:while|when)\s+i\s+(?:was\s+)?(?:stepped|stepping)\s+away\b"
+)
+"""The time away named as a window ("while I was afk", "during my break")."""
+_WHEN_LEFT = re.compile(
+    r"\b(?:when|as)\s+i\s+(?:went\s+(?:away|afk|idle)|left(?:\s+(?:the|my)\s+(?:desk|computer|"
+    r"keyboard|machine))?|stepped\s+away)\b"
+)
+"""The moment the time away began ("what was running when I went away?")."""
+
+
+def _away_named(text: str) -> tuple[Subject, str] | None:
+    """Time away named as the window: its whole spell ("while I was afk"), or its start ("when
+    I went away"), and the text without the words that named it."""
+    for pattern, name in ((_WHILE_AWAY, "while"), (_WHEN_LEFT, "left")):
+        if match := pattern.search(text):
+            return Subject("away", name), (text[: match.start()] + " " + text[match.end() :])
+    return None
 
 
 def _during(text: str) -> tuple[Subject, str] | None:
@@ -808,6 +839,8 @@ def _during(text: str) -> tuple[Subject, str] | None:
     X was running`` / ``during X`` / ``when X ran`` (X's run: a ``command`` subject), ``after
     X finished`` (just after its end: ``ended``), ``before X started`` (from the start of its
     day to its start: ``started``), ``when I came back`` (just after time away: ``away``)."""
+    if (away := _away_named(text)) is not None:
+        return away
     if match := _CAME_BACK.search(text):
         return Subject("away"), (text[: match.start()] + " " + text[match.end() :]).strip()
     if match := _WENT_AWAY.search(text):  # "just before I stepped away"
@@ -899,6 +932,8 @@ def parse(
         left = tuple(w for w in (_name(named[1]) or "").split() if w not in _FILLER)
         what = inner.subject if inner is not None else Subject("activity", unplaced=left)
         how = inner.measure if inner is not None else "list"
+        if named[0] == Subject("away") and how == "list" and what.kind in ("window", "command"):
+            how = "first"  # "which window did I go to when I came back?": the first one
         return Plan(question, _SOME_TIME, what, how, during=named[0])
     if _ATTENTION.search(rest):
         return _attention(rest, window, question)
@@ -932,7 +967,7 @@ def parse(
     if _RUNNING.search(plain) and anyone:
         return Plan(question, window, Subject("running"), "running")  # what was running?
     failing = subject is not None and subject.status == "failed" and not subject.name
-    if failing and measure == "list" and _COMMAND.search(plain) and "fail" in rest:
+    if failing and measure == "list" and _COMMAND.search(plain) and "fail" in rest and not during:
         return None  # "which commands failed today?": the period intent lists them
     if subject is None and _STARTED.search(plain) and not _HAPPENED.search(rest):
         subject = Subject("command")  # "what did I kick off?": the commands run
@@ -947,14 +982,27 @@ def parse(
         return Plan(question, window, subject, "fell" if turned[1] else "rose")
     if subject.kind == "reading" and measure in ("duration", "running", "exit"):
         return Plan(question, window, replace(subject, unplaced=(_SAID_MEASURE[measure],)), measure)
-    overall = re.search(r"\b(average|mean|overall|typical)\b", plain) is not None
-    if subject.kind == "reading" and measure == "most":
-        measure = "peak"  # "what was the highest load?"
-    if (
-        subject.kind == "reading"
-        and window is None
-        and measure not in ("peak", "when", "lowest")
-        and not overall
-    ):
-        measure = "last"
+    if subject.kind == "reading":
+        window, measure = _of_a_reading(plain, window, measure, now_ns)
     return Plan(question, window, subject, measure)
+
+
+_LOWEST = re.compile(r"\b(lowest|minimum|min|(?<!at )least|how low|bottom(?:ed)?)\b")
+
+
+def _of_a_reading(
+    plain: str, window: Window | None, measure: str, now_ns: int
+) -> tuple[Window | None, str]:
+    """The window and measure of a question about a reading: "when was it lowest?" asks for
+    the lowest (and its time), "the first reading" for the log's start, "what was the highest
+    load?" for the peak; with no window and no other measure, the latest."""
+    if measure in ("when", "list", "average", "peak") and _LOWEST.search(plain):
+        return window, "lowest"  # "min ram used and when", "when was the cpu least busy?"
+    if measure == "first" and window is None:
+        return edge_window("start", now_ns), "list"  # "the first load reading"
+    if measure == "most":
+        return window, "peak"
+    overall = re.search(r"\b(average|mean|overall|typical)\b", plain) is not None
+    if window is None and measure not in ("peak", "when", "lowest") and not overall:
+        return window, "last"
+    return window, measure

@@ -77,7 +77,8 @@ def _missing(reader: Reader, window: Window | None, what: str) -> Found:
 
 
 def anything(reader: Reader, plan: Plan) -> Found:
-    """Every observation in the window: counts in plain words, notable ones first."""
+    """Every observation in the window: counts in plain words, notable ones first (and first
+    of all the commands that ran on into it from before)."""
     rows = reader.rows(plan.window)
     if not rows:
         return _missing(reader, plan.window, "events")
@@ -91,6 +92,10 @@ def anything(reader: Reader, plan: Plan) -> Found:
     else:
         ordered = sorted(rows, key=_rank)  # stable: in time order within a rank
     lines = [(r, f"{reader.when(r.t)}  {r.line}") for r in ordered]
+    if plan.window is not None:  # a command started before and running through it comes first
+        start = plan.window.start_ns
+        lines[:0] = [(r, f"running from {_run_line(reader, r)}")
+                     for r in _commands_over(reader, plan.window) if r.t < start]  # fmt: skip
     scope = reader.scope(plan.window)
     title = f"{scope[:1].upper()}{scope[1:]}: {len(rows)} events ({said}). Notable first:"
     return reader.listing(title, lines, plan.window)
@@ -167,6 +172,8 @@ def _commands_over(
     rows = reader.rows(wide, source=SourceClass.SHELL, where=f"({where})", args=args)
     if window is not None:
         rows = [r for r in rows if r.t >= window.start_ns or _ended(r) >= window.start_ns]
+    if window is not None and status is not None:  # it ended so in the window, or started in it
+        rows = [r for r in rows if r.t >= window.start_ns or _ended(r) < window.end_ns]
     ended_so = [r for r in rows if status is None or _failed(r) == (status == "failed")]
     if not words:
         return ended_so
@@ -239,8 +246,13 @@ def anchor_run(reader: Reader, window: Window | None, anchor: Subject) -> Row | 
     return runs[0] if anchor.nth == "first" else runs[-1]
 
 
+_THEN_MAX = 5
+"""How many more commands an answer of what came after one names."""
+
+
 def _command_order(reader: Reader, plan: Plan, anchor: Subject) -> Found:
-    """The command run just before (or after) the anchor command's run."""
+    """The command run just before (or after) the anchor command's run; after it, the few
+    that followed too."""
     every = _commands_over(reader, plan.window)
     mark = anchor_run(reader, plan.window, anchor)
     at = [i for i, r in enumerate(every) if mark is not None and r.id == mark.id]
@@ -252,9 +264,15 @@ def _command_order(reader: Reader, plan: Plan, anchor: Subject) -> Found:
     if not 0 <= j < len(every):
         return Found(f"No command is recorded {plan.measure} {_command_line(every[i])} "
                      f"({reader.when(every[i].t)}).", (every[i].id,))  # fmt: skip
-    return Found(f"{plan.measure.capitalize()} {_command_line(every[i])} "
-                 f"({reader.when(every[i].t)}), you ran {_command_line(every[j])} at "
-                 f"{reader.when(every[j].t)}.", (every[j].id, every[i].id))  # fmt: skip
+    text = (f"{plan.measure.capitalize()} {_command_line(every[i])} "
+            f"({reader.when(every[i].t)}), you ran {_command_line(every[j])} at "
+            f"{reader.when(every[j].t)}.")  # fmt: skip
+    later = every[j + 1 : j + 1 + _THEN_MAX] if plan.measure == "after" else []
+    if later:  # "what did I run after make test?": what came next, and next
+        said = ", ".join(f"{_command_line(r)} at {reader.when(r.t)}" for r in later)
+        more = len(every) - (j + 1 + len(later))
+        text += f" Then {said}" + (f", and {more} more." if more > 0 else ".")
+    return Found(text, (every[j].id, every[i].id, *(r.id for r in later)))
 
 
 def _said(subject: Subject, what: str) -> str:
@@ -296,6 +314,10 @@ def _command_list(reader: Reader, plan: Plan, rows: list[Row]) -> Found:
             said = "it succeeded" if code == 0 else "it failed"
             head = f"{what} {which} exited {code} ({reader.when(newest.t)}), so {said}"
         return reader.listing(f"{head}; every run {reader.scope(plan.window)}:", lines, None)
+    if plan.measure == "first" and plan.window is not None:  # the first run started in it
+        started = [(r, line) for r, line in zip(rows, lines, strict=True)
+                   if r.t >= plan.window.start_ns]  # fmt: skip
+        lines = [line for _, line in started] or lines
     if plan.measure in ("first", "last"):
         lines = lines[:1]
         title = f"{what} that ran {reader.scope(plan.window)}, the {plan.measure} one:"
@@ -866,8 +888,8 @@ def away(reader: Reader, plan: Plan) -> Found:
 
 
 def length(ns: int) -> str:
-    """A span of time in plain words: "3 min 4 s", "1 h 12 min"."""
-    seconds = ns // NS
+    """A span of time in plain words, to the nearest second: "3 min 4 s", "1 h 12 min"."""
+    seconds = (ns + NS // 2) // NS
     hours, rest = divmod(seconds, 3600)
     return f"{hours} h {rest // 60} min" if hours else f"{rest // 60} min {rest % 60} s"
 
@@ -899,13 +921,19 @@ def windows(reader: Reader, plan: Plan) -> Found | None:
         lines = [(s.row, f"{reader.when(s.start)}  {s.name()}, {length(s.end - s.start)}")
                  for s in chosen]  # fmt: skip
         what = f"`{plan.subject.name}`" if plan.subject.name else "windows"
-        title = f"In {what} for {length(total)} {reader.scope(plan.window)} ({len(chosen)} spells):"
+        spent = f"{length(total)} ({(total + NS // 2) // NS} s)"
+        title = f"In {what} for {spent} {reader.scope(plan.window)} ({len(chosen)} spells):"
         return reader.listing(title, lines, plan.window)
     if plan.window is not None and plan.window.point_ns is not None:
         return _in_focus_then(reader, plan, chosen)
+    if plan.measure == "first":  # the first switched to, not one left in focus a moment
+        chosen = [s for s in chosen if s.end - s.start >= NS] or chosen
     lines = [(s.row, f"{reader.when(s.start)}  {s.name()} (for {length(s.end - s.start)})")
              for s in (chosen[::-1] if plan.measure != "first" else chosen)]  # fmt: skip
     verb = f"Switched to `{plan.subject.name}`" if plan.subject.name else "Windows in focus"
+    if plan.measure == "first":
+        return reader.listing(f"{verb} {reader.scope(plan.window)}, the first one:",
+                              lines[:1], plan.window)  # fmt: skip
     if plan.measure == "last":  # "what window was I in last?": that one
         return reader.listing(f"{verb} {reader.scope(plan.window)}, the last one:",
                               lines[:1], plan.window)  # fmt: skip

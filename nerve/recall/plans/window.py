@@ -31,7 +31,9 @@ from dataclasses import dataclass
 from datetime import datetime, tzinfo
 from datetime import time as dtime
 
-__all__ = ["NS", "TIME_WORDS", "Window", "at_edge", "find_window", "local", "stamp"]
+__all__ = [
+    "NS", "TIME_WORDS", "Window", "at_edge", "edge_window", "find_window", "local", "stamp",
+]  # fmt: skip
 
 NS = 1_000_000_000
 _MIN = 60 * NS
@@ -74,7 +76,7 @@ _AGO = re.compile(rf"\b{_COUNT}\s*{_UNITS}\s+ago\b")
 _NOW = re.compile(r"\b(right now|now|currently|at the moment|lately|these days)\b")
 _EDGE = re.compile(
     r"\b(?:(?:at|by|near|towards?) the (?:very )?(start|beginning|end|finish)(?: of (?:it|the "
-    r"(?:day|log|recording|session)))?|at (first)|when (?:i|nerve|the daemon|recording|the "
+    r"(?:day|log|recording|session)))?|at (first)|when (?:i|you|nerve|the daemon|recording|the "
     r"recording) (?:first )?(began|begun|started)(?: (?:working|watching|recording|up))?(?=\s*$|,))"
 )
 _EDGE_SAID = {"start": "at the start", "end": "at the end"}
@@ -318,14 +320,18 @@ def find_window(text: str, now_ns: int, tz: tzinfo | None) -> tuple[Window | Non
         return found[0], text.replace(found[1], " ")
     if match := _EDGE.search(text):
         edge = "end" if match[1] in ("end", "finish") else "start"
-        window = Window(now_ns, now_ns + 1, _EDGE_SAID[edge], now_ns, True, edge)
-        return window, text.replace(match[0], " ", 1)
+        return edge_window(edge, now_ns), text.replace(match[0], " ", 1)
     if match := _NOW.search(text):
         return Window(now_ns, now_ns + 1, "now", now_ns), text.replace(match[0], " ", 1)
     return None, text
 
 
 _EDGE_NS = 30 * NS
+
+
+def edge_window(edge: str, now_ns: int) -> Window:
+    """The log's start or end (``edge``), a moment :func:`at_edge` places on the log."""
+    return Window(now_ns, now_ns + 1, _EDGE_SAID[edge], now_ns, True, edge)
 
 
 def at_edge(window: Window, first_ns: int, last_ns: int) -> Window:
