@@ -52,8 +52,8 @@ def _back(reader: Reader, plan: Plan) -> Plan | Found:
     """The plan over a time named by the newest time away (see the module)."""
     spells = [a for a in away_spells(reader, None) if not a.ongoing]
     if not spells:
-        return Found("I understood a question about a time away from the machine; but the log records "
-                     "no time away.", (), False, 0, True)  # fmt: skip
+        return Found("I understood a question about a time away from the machine; but the log "
+                     "records no time away.", (), False, 0, True)  # fmt: skip
     said = plan.during.name if plan.during is not None else None
     left = spells[-1].start
     if said == "before":  # just before you went away
