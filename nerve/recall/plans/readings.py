@@ -118,15 +118,16 @@ def _fold(reader: Reader, kind: _Kind, window: Window | None, end: int) -> _Fold
                 greatest(?, t)) - t, {_STANDS_MAX})) AS w FROM r WHERE v IS NOT NULL
         )
         SELECT count(*), sum(v * w) / sum(w), avg(v), max(v), arg_max(id, (v, -t)),
-            arg_max(t, (v, -t)), arg_max(v, (t, id)), arg_max(id, (t, id)), min(v), arg_min(id, (v, t)),
-            arg_min(t, (v, t)) FROM w
+            arg_max(t, (v, -t)), arg_max(v, (t, id)), arg_max(id, (t, id)), min(v),
+            arg_min(id, (v, t)), arg_min(t, (v, t)) FROM w
     """
     row = reader.conn.execute(sql, [*args, end]).fetchone()
     if row is None or not row[0]:
         return None
     n, mean, plain, peak, peak_id, peak_t, last, last_id, low, low_id, low_t = row
     return _Fold(int(n), float(mean), float(plain),
-                 (float(peak), bytes(peak_id).hex(), int(peak_t)), (float(last), bytes(last_id).hex()),
+                 (float(peak), bytes(peak_id).hex(), int(peak_t)),
+                 (float(last), bytes(last_id).hex()),
                  (float(low), bytes(low_id).hex(), int(low_t)))  # fmt: skip
 
 
