@@ -19,7 +19,7 @@ import duckdb
 
 from nerve.recall.plans.attention import attention
 from nerve.recall.plans.compare import compare
-from nerve.recall.plans.cover import uncovered, unknown_words
+from nerve.recall.plans.cover import beyond, uncovered, unknown_words
 from nerve.recall.plans.daemon import daemon
 from nerve.recall.plans.during import during
 from nerve.recall.plans.log import Found, Reader
@@ -85,7 +85,8 @@ def answer_plan(
         plan = placed
     timed = plan or Plan(question, window_of(question, now_ns, tz), Subject("anything"), "list")
     if (outside := uncovered(reader, timed)) is not None:  # final when the subject was read
-        return timed, outside if plan is not None else replace(outside, final=False)
+        final = plan is not None or beyond(timed.window, reader.span())  # or nothing was then
+        return timed, outside if final else replace(outside, final=False)
     if plan is None:
         return None
     if plan.subject.unplaced:

@@ -66,7 +66,9 @@ _ATTENTION = re.compile(
     r"caught|decid\w*|br(?:ing|ings|inging|ought) (?:\w+ )?up|rais\w*|point\w* out))\b"
 )
 _DAEMON = re.compile(
-    r"\b(daemon|senses?|observations)\b|\bnerve\b.*\b(start\w*|stop\w*|begin|began|record\w*|"
+    r"\b(daemon|senses?|observations)\b|\byou\b.*\b(?:start\w*|stop\w*|begin|began|quit\w*)\s+"
+    r"(?:watch\w*|record\w*|observ\w*|log\w*)\b|\b(?:were|are) you (?:\w+ )?(?:recording|watching|"
+    r"running|up)\b|\bnerve\b.*\b(start\w*|stop\w*|begin|began|record\w*|"
     r"run\w*|ran|watch\w*|up|alive|quit|exit\w*|restart\w*|crash\w*|load\w*|shut\w*|die|died|"
     r"dead|uptime|memory|ram|rss|pid|process id|heavy)\b|\b(memory|ram|pid|process id)\b.*\bnerve\b"
 )
@@ -105,14 +107,18 @@ _FOLDER_WORDS = frozenset(
      "cwd", "work", "worked", "where", "spend", "spent", "in", "into", "inside", "working",
      "from", "started", "start"]
 )  # fmt: skip
-_DOING = re.compile(r"\b(doing|working on|up to|busy with|what did i do)\b")
+_DOING = re.compile(
+    r"\b(doing|working on|up to|busy with|what did i do|activity|activities|walk me through)\b"
+)
 _HAPPENED = re.compile(
     r"\b(happen|happened|happening|went on|going on|events?|recorded|logged|recap|summar\w*|"
     r"overview)\b"
 )
 _FAILED = re.compile(
     r"\b(fail\w*|(?:did not|didn't|did n't|not) (?:succeed|work|pass)\w*|unsuccessful|"
-    r"errored|broke|broken|non-?zero)\b"
+    r"errored|broke|broken|(?:(?:exit(?:ed)?|return(?:ed)?) (?:with )?(?:an? )?)?non[- ]?zero"
+    r"(?: (?:exit|return) (?:code|status))?|(?:exit|return) (?:code|status) (?:was |is |of )?"
+    r"(?:not|other than) (?:0|zero))\b"
 )
 _OK = re.compile(r"\b(succeed\w*|success\w*|work(?:ed|s)?|pass(?:ed|es)?)\b")
 _FILE = re.compile(
@@ -163,7 +169,8 @@ _FILLER = frozenset(
      "fire", "fired", "bring", "brought", "put", "same", "other", "another", "whatever",
      "appear", "appears", "appeared", "show", "showed", "shown", "under", "inside", "within",
      "below", "happen", "happened", "next", "then", "just", "right", "hit", "as", "worst",
-     "very", "attempt", "attempts", "pls", "plz", "line", "itself", "all", "in"]
+     "very", "attempt", "attempts", "pls", "plz", "line", "itself", "all", "in",
+     "um", "uh", "hey", "hmm", "ok", "okay", "so", "like", "exactly"]
 )  # fmt: skip
 """Words a question may hold that name nothing and change nothing."""
 _CHANGE = re.compile(
@@ -176,7 +183,7 @@ _SAID_MEASURE = {"duration": "how long", "running": "stopping or ending", "exit"
 """A measure a reading has no answer for, as the question put it."""
 _MEASURE_WORDS = {
     "exit": frozenset(["status", "code", "result", "outcome", "end", "ended", "return"]),
-    "running": frozenset(["status", "state"]),
+    "running": frozenset(["status", "state", "exited", "exit", "quit", "ever"]),
 }
 """Words that said the measure, so name nothing more."""
 _QUOTED = re.compile(r"[`\"'“‘]([^`\"'”’]+)[`\"'”’]")
@@ -485,6 +492,7 @@ def _clean(question: str) -> str:
                   text)  # fmt: skip
     text = re.sub(r"\b(\w+)'s\b", r"\1", text)
     text = re.sub(r"\bavg\b", "average", text)
+    text = re.sub(r"\bcmdlines?\b", "command line", text)
     text = re.sub(r"\bcmds?\b", lambda m: "commands" if m[0] == "cmds" else "command", text)
     text = re.sub(r"\b(?:just now|a moment ago)\b", "last", text)  # the newest, however long ago
     return text.rstrip("?!. ")
@@ -776,6 +784,8 @@ def _thing(text: str, measure: str, known: Known, status: str | None) -> Subject
     return None
 
 
+_RUNNING_WORDS = frozenset(["jobs", "background", "tasks", "anymore", "open", "left"])
+"""Words a question of what was running may hold that name no kind of thing."""
 _STARTED = re.compile(r"\b(start(?:ed)?|launch\w*|kick\w* off|fire\w* up|spawn\w*)\b")
 """Words for starting something, which a person does by running a command."""
 _OF_A_RUN = frozenset(["when", "running", "exit", "duration"])
@@ -834,6 +844,29 @@ def _away_named(text: str) -> tuple[Subject, str] | None:
     return None
 
 
+_CONTENT = re.compile(
+    r"\bwhat (?:is|was) (?:in|inside) (?:the )?(?:file )?[\w./~-]+\.[a-z]\w*\b|"
+    r"\b(?:contents?|stdout|stderr|diff|text) of\b|\boutput of\b|\b\w+ output$|"
+    r"\bwhat (?:\w+ )?did (?!(?:the )?(?:browser|firefox|vim|window|screen|page|nerve|you)\b)"
+    r"(?:\S+ ){1,4}(?:show|print|output|display|say)$|"
+    r"\b(?:which|what) (?:is |was |were )?(?:the )?lines?\b|"
+    r"\blines? (?:i |did i )?(?:chang|add|remov|edit|wrot|typ)\w*\b"
+)
+"""Words asking for what a command printed or a file holds, which no sense records."""
+
+
+def _content(text: str, question: str, window: Window | None, known: Known) -> Plan | None:
+    """A question for a command's output or a file's text ("what did cat README.md show?"):
+    what it names, with the part the log cannot hold left unplaced (not answered)."""
+    if _CONTENT.search(text) is None:
+        return None
+    words = (_name(_CONTENT.sub(" ", text)) or "").split()
+    named = [w for w in known.file_words(words) if "." in w]
+    thing = Subject("file", " ".join(named)) if named else _side(" ".join(words), known)
+    said = ("what it printed or holds",)
+    return Plan(question, window, replace(thing or Subject("anything"), unplaced=said), "list")
+
+
 def _during(text: str) -> tuple[Subject, str] | None:
     """A time named by something else, and the text without the words that named it: ``while
     X was running`` / ``during X`` / ``when X ran`` (X's run: a ``command`` subject), ``after
@@ -851,7 +884,8 @@ def _during(text: str) -> tuple[Subject, str] | None:
     if match is None and (match := _BEFORE_START.search(text)) is not None:
         kind = "started"
     said = (match[1] or match[2]) if match else ""
-    words = re.sub(r"\b(the|my|a|an|that|this|those|these)\b", " ", said)
+    words = re.sub(r"\b(the|my|a|an|that|this|those|these|last|first|final|time|again)\b", " ",
+                   said)  # fmt: skip
     if match is None or not words.split():
         return None
     rest = (text[: match.start()] + " " + text[match.end() :]).strip()
@@ -939,6 +973,9 @@ def parse(
         return _attention(rest, window, question)
     if _DAEMON.search(rest):
         return Plan(question, window, Subject("daemon"), "list")
+    content = _content(rest, question, window, known)
+    if content is not None:
+        return content
     ordered = _ordered(rest, question, window, known)
     if ordered is not None:
         return ordered
@@ -964,8 +1001,10 @@ def parse(
     subject = _thing(plain, measure, known, status)
     anyone = subject is None or (subject.kind in ("command", "process") and not subject.name
                                  and subject.pid is None)  # fmt: skip
-    if _RUNNING.search(plain) and anyone:
-        return Plan(question, window, Subject("running"), "running")  # what was running?
+    if _RUNNING.search(plain) and anyone:  # "what was running?"; "which *containers*" is not
+        said = [w for w in (_name(plain) or "").split() if w not in _FILLER | _RUNNING_WORDS]
+        left = tuple(w for w in said if not _names_something(w, known))
+        return Plan(question, window, Subject("running", unplaced=left), "running")
     failing = subject is not None and subject.status == "failed" and not subject.name
     if failing and measure == "list" and _COMMAND.search(plain) and "fail" in rest and not during:
         return None  # "which commands failed today?": the period intent lists them

@@ -92,13 +92,24 @@ def anything(reader: Reader, plan: Plan) -> Found:
     else:
         ordered = sorted(rows, key=_rank)  # stable: in time order within a rank
     lines = [(r, f"{reader.when(r.t)}  {r.line}") for r in ordered]
-    if plan.window is not None:  # a command started before and running through it comes first
-        start = plan.window.start_ns
-        lines[:0] = [(r, f"running from {_run_line(reader, r)}")
-                     for r in _commands_over(reader, plan.window) if r.t < start]  # fmt: skip
+    if plan.window is not None:  # what started before and went on into it comes first
+        lines[:0] = _ongoing(reader, plan.window)
     scope = reader.scope(plan.window)
     title = f"{scope[:1].upper()}{scope[1:]}: {len(rows)} events ({said}). Notable first:"
     return reader.listing(title, lines, plan.window)
+
+
+def _ongoing(reader: Reader, window: Window) -> list[tuple[Row, str]]:
+    """The commands and the time away that began before the window and went on into it."""
+    start = window.start_ns
+    lines = [(r, f"running from {_run_line(reader, r)}")
+             for r in _commands_over(reader, window) if r.t < start]  # fmt: skip
+    wide = Window(start - _DAY, window.end_ns, "")
+    for gone in away_spells(reader, wide):
+        if gone.start < start < gone.end:
+            back = "now" if gone.ongoing else reader.when(gone.end)
+            lines.append((gone.row, f"away from {reader.when(gone.start)} to {back}"))
+    return lines
 
 
 def activity(reader: Reader, plan: Plan) -> Found:
@@ -323,7 +334,8 @@ def _command_list(reader: Reader, plan: Plan, rows: list[Row]) -> Found:
         title = f"{what} that ran {reader.scope(plan.window)}, the {plan.measure} one:"
         return reader.listing(title, lines, plan.window)
     running = _running_then(reader, plan.window) if plan.window and plan.window.point_ns else []
-    title = f"{what} that ran {reader.scope(plan.window)}{', newest first' if day else ''}:"
+    runs = f" ({len(rows)} runs)" if len(rows) > 1 else ""
+    title = f"{what} that ran {reader.scope(plan.window)}{runs}{', newest first' if day else ''}:"
     found = reader.listing(title, lines + running, plan.window)
     return found
 

@@ -10,8 +10,9 @@ What is read (lower case, anywhere in the question; the first match of each kind
   time without am/pm and without a leading zero that could be either half of the day is the
   most recent of the two; with a leading zero or over 12 it is 24-hour;
 - ``at T`` (the whole minute, or the whole second when T has seconds), ``around T`` (five
-  minutes either side), ``between T and T`` / ``from T to T``, ``since T``, ``after T``,
-  ``before T``, ``until T`` (T a time of day, on the day named or the most recent);
+  minutes either side), ``between T and T`` / ``from T to T`` (up to the second T: "and
+  19:31" ends at 19:31:00), ``since T``, ``after T``, ``before T``, ``until T`` (T a time
+  of day, on the day named or the most recent);
 - ``the last N minutes|hours|days`` (``the last hour``, ``the last few minutes`` = 5),
   ``N minutes ago`` (the whole minute, second, hour it names: a moment, ``point_ns``),
   ``now`` / ``right now`` / ``currently`` / ``lately`` (a moment);
@@ -265,8 +266,8 @@ def _timed(
         said = (match[1], match[2]) if match[1] else (match[3], match[4])
         first, second = (_clock(m, day_ns, now_ns, tz) for m in said)
         if first is not None and second is not None:
-            end = second[0] + (second[1] if second[0] - first[0] < 3600 * NS else 0)
-            end += _DAY if end <= first[0] else 0  # a short span holds its last minute
+            end = second[0] + (second[1] if second[1] < _MIN else 0)  # its last second, if said
+            end += _DAY if end <= first[0] else 0  # "between 19:29 and 19:31" ends at 19:31:00
             label = f"between {_say(first[0], first[1], tz)} and {_say(*second, tz)}"
             return Window(first[0], end, label, clock=True), match[0]
     match = _REL.search(text)
