@@ -973,11 +973,8 @@ def parse(
         return _attention(rest, window, question)
     if _DAEMON.search(rest):
         return Plan(question, window, Subject("daemon"), "list")
-    content = _content(rest, question, window, known)
-    if content is not None:
-        return content
-    ordered = _ordered(rest, question, window, known)
-    if ordered is not None:
+    ordered = _content(rest, question, window, known) or _ordered(rest, question, window, known)
+    if ordered is not None:  # a command's output asked for, or a question of order
         return ordered
     files = _file(rest, window, question, known)
     if files is not None:
@@ -1023,6 +1020,7 @@ def parse(
         return Plan(question, window, replace(subject, unplaced=(_SAID_MEASURE[measure],)), measure)
     if subject.kind == "reading":
         window, measure = _of_a_reading(plain, window, measure, now_ns)
+        measure = "peak" if subject.reading == "swap" and measure == "last" else measure
     return Plan(question, window, subject, measure)
 
 
@@ -1043,5 +1041,5 @@ def _of_a_reading(
         return window, "peak"
     overall = re.search(r"\b(average|mean|overall|typical)\b", plain) is not None
     if window is None and measure not in ("peak", "when", "lowest") and not overall:
-        return window, "last"
+        return window, "last"  # (of swap: its peak, "did we swap?" asks whether any was used)
     return window, measure
