@@ -147,7 +147,8 @@ _DEFER = re.compile(
 """Words the intents of :mod:`nerve.recall.facts` read better: the plan steps aside."""
 _PORT = re.compile(
     r"\bport\s*(\d{2,5})\b|\b(?:on|:)\s*(\d{4,5})\b|"
-    r"\b(\d{4,5})\b(?=.*\b(?:open\w*|clos\w*|listen\w*|bound|bind|address|port)\b)|"
+    r"\b(\d{4,5})\b(?=.*\b(?:open\w*|clos\w*|listen\w*|bound|bind|address|port|localhost|"
+    r"interfaces?)\b)|"
     r"\b(?:open\w*|clos\w*|listen\w*|bound|bind|address|grab\w*)\b.*?\b(\d{4,5})\b|"
     r"\b(?:server|web|http) (port)\b|"
     r"\b(server)\b(?=.*\b(?:address|bound|localhost|interface)\b)|"
@@ -170,7 +171,7 @@ _FILLER = frozenset(
      "appear", "appears", "appeared", "show", "showed", "shown", "under", "inside", "within",
      "below", "happen", "happened", "next", "then", "just", "right", "hit", "as", "worst",
      "very", "attempt", "attempts", "pls", "plz", "line", "itself", "all", "in",
-     "um", "uh", "hey", "hmm", "ok", "okay", "so", "like", "exactly"]
+     "um", "uh", "hey", "hmm", "ok", "okay", "so", "like", "exactly", "altogether", "combined"]
 )  # fmt: skip
 """Words a question may hold that name nothing and change nothing."""
 _CHANGE = re.compile(
@@ -493,7 +494,9 @@ def _clean(question: str) -> str:
     text = re.sub(r"\b(\w+)'s\b", r"\1", text)
     text = re.sub(r"\bavg\b", "average", text)
     text = re.sub(r"\bcmdlines?\b", "command line", text)
-    text = re.sub(r"\bcmds?\b", lambda m: "commands" if m[0] == "cmds" else "command", text)
+    text = re.sub(r"\b(?:and )?(?:did|was) it (?:work|succeed|pass|fail|ok|okay)\b", " exit status",
+                  text)  # fmt: skip
+    text = re.sub(r"\bcmd\b", "command", text)
     text = re.sub(r"\b(?:just now|a moment ago)\b", "last", text)  # the newest, however long ago
     return text.rstrip("?!. ")
 
@@ -538,7 +541,7 @@ _MEASURES = (
     ("running", r"\b(finish(?:ed)?|still (?:running|going|up|alive|there|open|on)|done|"
                 r"complete[d]?|is \S+ running"
                 r"|stopp?(?:ed)?|end(?:ed)?|alive)\b"),
-    ("duration", r"\b(how long|time spent|how much time|spend|spent|duration)\b|"
+    ("duration", r"\b(how long|time spent|how much time|spend|spent|duration|total time)\b|"
                  r"^(?:total )?time (?:spent )?in\b"),
     ("count", r"\b(how many|how often|number of|count)\b"),
     ("most", r"\b(which|what)\b.*\b(most(?! recent)|top|biggest|largest|heaviest|"
@@ -737,8 +740,11 @@ def _thing(text: str, measure: str, known: Known, status: str | None) -> Subject
     name, reading = _name(text), _reading(text)
     hit = " ".join(known.command_words(name.split())) if name else ""
     left = unplaced(name, hit, measure)
+    number = next((g for g in pid.groups() if g), "") if pid else ""
+    if pid and _COMMAND.search(text) and not _PID.search(text):  # "commands with 8765 in them"
+        return Subject("command", number, status=status)
     if pid:
-        return Subject("process", None, int(next(g for g in pid.groups() if g)), reading)
+        return Subject("process", None, int(number), reading)
     nth = "first" if measure != "first" and re.search(r"\b(first|earliest)\b", text) else None
     busy = reading in ("cpu", "memory") and measure in ("peak", "average", "most")
     if hit and busy:  # "peak CPU of the yes command?": its process's samples
@@ -795,7 +801,8 @@ _OF_A_RUN = frozenset(["when", "running", "exit", "duration"])
 _DURING = re.compile(
     r"\b(?:(?<!\ba )while|during)\s+(?:i was running\s+|i ran\s+)?(.+?)"
     r"(?:\s+(?:was|were|is)\s+(?:still\s+)?(?:running|going|on|up)\b|\s+ran\b|\s+run\b|\s*(?:,|$))|"
-    r"\bwhen\s+(?!(?:did|was|were|is|i|you|nerve|it)\b)(.+?)\s+(?:ran|was (?:running|going|on))\b"
+    r"\bwhen\s+(?!(?:did|was|were|is|i|you|nerve|it)\b)(.+?)\s+(?:ran|was (?:running|going|on))\b|"
+    r"\bwhen\s+i\s+(?:ran|was running)\s+(.+?)\s*(?:,|$)"
 )
 _SOME_TIME = Window(0, 0, "during", clock=True)
 """The window of a plan read "during X", until X's run is found (:mod:`.during`)."""
@@ -883,7 +890,7 @@ def _during(text: str) -> tuple[Subject, str] | None:
         kind = "ended"
     if match is None and (match := _BEFORE_START.search(text)) is not None:
         kind = "started"
-    said = (match[1] or match[2]) if match else ""
+    said = next((g for g in match.groups() if g), "") if match else ""
     words = re.sub(r"\b(the|my|a|an|that|this|those|these|last|first|final|time|again)\b", " ",
                    said)  # fmt: skip
     if match is None or not words.split():

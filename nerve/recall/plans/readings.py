@@ -146,7 +146,7 @@ def reading(reader: Reader, plan: Plan) -> Found:
             answered=False,
         )
     window = plan.window
-    point = window is not None and window.point_ns is not None
+    point = window is not None and (window.point_ns is not None or _short(window))
     valued = f"({kind.sql}) IS NOT NULL"  # the disk's free space and its writes share a subject
     held = reader.rows(window, source=kind.source, subject=kind.subject, where=valued, limit=2)
     if point and window is not None and not held:  # "now": the reading standing then
@@ -235,6 +235,12 @@ def _turned(reader: Reader, plan: Plan, kind: _Kind) -> Found:
             f"{reader.scope(plan.window)}: from {_say(kind, was)} at {reader.when(before.t)} "
             f"to {_say(kind, now)} ({after.line}).")  # fmt: skip
     return Found(text, (before.id, after.id))
+
+
+def _short(window: Window) -> bool:
+    """Whether the window is shorter than a reading stands ("when I ran uptime"): with no
+    reading in it, the one standing at its end answers."""
+    return window.clock and window.end_ns - window.start_ns < _STANDS_MAX
 
 
 def _around(plan: Plan) -> bool:

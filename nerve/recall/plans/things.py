@@ -28,6 +28,7 @@ __all__ = [
     "files",
     "folders",
     "processes",
+    "run_line",
     "running_at",
     "size",
     "spells",
@@ -102,7 +103,7 @@ def anything(reader: Reader, plan: Plan) -> Found:
 def _ongoing(reader: Reader, window: Window) -> list[tuple[Row, str]]:
     """The commands and the time away that began before the window and went on into it."""
     start = window.start_ns
-    lines = [(r, f"running from {_run_line(reader, r)}")
+    lines = [(r, f"running from {run_line(reader, r)}")
              for r in _commands_over(reader, window) if r.t < start]  # fmt: skip
     wide = Window(start - _DAY, window.end_ns, "")
     for gone in away_spells(reader, wide):
@@ -157,7 +158,7 @@ def _command_line(row: Row) -> str:
     return f"`{_command_of(row)}`" + (f" ({', '.join(notes)})" if notes else "")
 
 
-def _run_line(reader: Reader, row: Row) -> str:
+def run_line(reader: Reader, row: Row) -> str:
     """A command's start and line; one that ran a minute or more says when it ended too."""
     ms = row.data.get("duration_ms")
     until = f" to {reader.when(_ended(row))}" if isinstance(ms, int) and ms >= 60_000 else ""
@@ -173,7 +174,8 @@ def _commands_over(
     reader: Reader, window: Window | None, name: str | None = None, status: str | None = None
 ) -> list[Row]:
     """Commands that ran during the window (started in it, or started before and still ran);
-    with a name, those its words hit most (:func:`~nerve.recall.plans.words.hits`); with a
+    with a name that is a program, every command it starts ("make": make build, make test);
+    with another name, those its words hit most (:func:`~nerve.recall.plans.words.hits`); with a
     status, those that ended so."""
     wide = window if window is None else Window(window.start_ns - _DAY, window.end_ns, "")
     words = (name or "").lower().split()
@@ -189,6 +191,10 @@ def _commands_over(
     if not words:
         return ended_so
     said = [(_command_of(r), r) for r in rows]
+    program = [(text, r) for text, r in said if text.split()[:1] == words]
+    if len(words) == 1 and program:  # "make": every command it starts (make build, make test)
+        keep = {r.id for r in ended_so}
+        return [r for _, r in program if r.id in keep]
     score = {text: hits(words, text) for text in dict.fromkeys(text for text, _ in said)}
     best = max(score.values(), default=0)
     fits = {_command_of(r) for r in ended_so}  # a command with runs that ended as asked
@@ -311,7 +317,7 @@ def _command_list(reader: Reader, plan: Plan, rows: list[Row]) -> Found:
     day = plan.window is not None and not plan.window.clock and plan.measure == "list"
     if plan.measure in ("exit", "last", "when") or day:
         rows = rows[::-1]  # newest first (over a day: what the person did last, first)
-    lines = [(r, _run_line(reader, r)) for r in rows]
+    lines = [(r, run_line(reader, r)) for r in rows]
     kind = _said(plan.subject, "commands")
     what = f"`{plan.subject.name}`" if plan.subject.name else kind[:1].upper() + kind[1:]
     if plan.subject.name and plan.subject.status:
@@ -425,7 +431,7 @@ def _counted(reader: Reader, plan: Plan, rows: list[Row], what: str) -> Found:
     )
     text = f"{len(rows)} {how}runs of `{named}`" if named else f"{len(rows)} {how}{what}s"
     text += f" {reader.scope(plan.window)}"
-    lines = [(r, _run_line(reader, r)) for r in rows[::-1]]
+    lines = [(r, run_line(reader, r)) for r in rows[::-1]]
     return reader.listing(text + ", newest first:", lines, plan.window)
 
 
