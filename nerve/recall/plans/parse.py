@@ -33,12 +33,12 @@ __all__ = ["Plan", "Subject", "mended", "parse", "window_of"]
 
 _READINGS = (
     ("load", r"\bload(?:1|5|15)?(?: average)?s?\b"),
+    ("reads", r"\bdisk\b(?=.*\bread(?:s|ing)?\b)|\bread(?:s|ing)?\b(?=.*\bdisk\b)"),
     (
         "writes",
         r"\b(?:disk (?:writ\w*|i/?o|activity)|writ(?:es|ing) to (?:the )?disk|disk)\b(?=.*"
         r"\b(?:writ\w*|i/?o|activity)\b)|\bdisk i/?o\b",
     ),
-    ("reads", r"\bdisk\b(?=.*\bread(?:s|ing)?\b)"),
     ("disk", r"\b(?:free disk|disk space|disk|free space|storage)\b"),
     ("network", r"\b(?:network|bandwidth|download(?:ed|ing)?|upload(?:ed|ing)?|traffic)\b"),
     ("swap", r"\bswap\w*\b"),
@@ -525,6 +525,12 @@ def unplaced(name: str | None, placed: str, measure: str = "list") -> tuple[str,
     return tuple(w for w in (name or "").split() if w not in have)
 
 
+def _busy(text: str) -> str | None:
+    """The CPU, when the words ask which process was busiest ("the busiest process")."""
+    found = re.search(r"\b(busiest|hogg\w*|burn\w*|work\w* (?:the )?hardest)\b", text)
+    return "cpu" if found and _PROCESS.search(text) else None
+
+
 def _reading(text: str) -> str | None:
     for name, pattern in _READINGS:
         if re.search(pattern, text):
@@ -737,8 +743,9 @@ def _thing(text: str, measure: str, known: Known, status: str | None) -> Subject
     pid = _PID.search(text) or (None if re.search(r"\bports?\b", text) else _BARE_PID.search(text))
     if measure == "exit":  # "did memgrow exit cleanly or crash?": the measure, not a name
         text = re.sub(r"\b(clean(?:ly)?|crash(?:ed)?|ok|okay|fine|normally)\b", " ", text)
-    name, reading = _name(text), _reading(text)
-    hit = " ".join(known.command_words(name.split())) if name else ""
+    name, reading = _name(text), _reading(text) or _busy(text)
+    said = [w for w in (name or "").split() if reading is None or w not in _READING_FILLER]
+    hit = " ".join(known.command_words(said))  # "disk *reading*" names no command
     left = unplaced(name, hit, measure)
     number = next((g for g in pid.groups() if g), "") if pid else ""
     if pid and _COMMAND.search(text) and not _PID.search(text):  # "commands with 8765 in them"

@@ -40,6 +40,8 @@ _MIB = 1024**2
 _BACKGROUND = re.compile(r"&\s*$|nohup|setsid|disown")
 """A command sent to the background: the hook records it at once, while its process runs on."""
 _DAY = 86_400 * NS
+_AROUND = 120 * NS
+"""A window wider than this around a moment ("around 19:31:30") asks for that moment."""
 _FIRST = {SourceClass.SHELL, SourceClass.APP_FOCUS, SourceClass.FILE_CHANGE}
 
 
@@ -81,6 +83,10 @@ def anything(reader: Reader, plan: Plan) -> Found:
     """Every observation in the window: counts in plain words, notable ones first (and first
     of all the commands that ran on into it from before)."""
     rows = reader.rows(plan.window)
+    going = _ongoing(reader, plan.window) if plan.window is not None else []
+    if not rows and going:  # "at 19:26:30": nothing new, but a command ran on, or you were away
+        title = f"Nothing new was recorded {reader.scope(plan.window)}; going on then:"
+        return reader.listing(title, going, plan.window)
     if not rows:
         return _missing(reader, plan.window, "events")
     counts = Counter(plain_source(r) for r in rows)
@@ -93,8 +99,7 @@ def anything(reader: Reader, plan: Plan) -> Found:
     else:
         ordered = sorted(rows, key=_rank)  # stable: in time order within a rank
     lines = [(r, f"{reader.when(r.t)}  {r.line}") for r in ordered]
-    if plan.window is not None:  # what started before and went on into it comes first
-        lines[:0] = _ongoing(reader, plan.window)
+    lines[:0] = going  # what started before and went on into it comes first
     scope = reader.scope(plan.window)
     title = f"{scope[:1].upper()}{scope[1:]}: {len(rows)} events ({said}). Notable first:"
     return reader.listing(title, lines, plan.window)
@@ -105,12 +110,19 @@ def _ongoing(reader: Reader, window: Window) -> list[tuple[Row, str]]:
     start = window.start_ns
     lines = [(r, f"running from {run_line(reader, r)}")
              for r in _commands_over(reader, window) if r.t < start]  # fmt: skip
-    wide = Window(start - _DAY, window.end_ns, "")
-    for gone in away_spells(reader, wide):
-        if gone.start < start < gone.end:
-            back = "now" if gone.ongoing else reader.when(gone.end)
-            lines.append((gone.row, f"away from {reader.when(gone.start)} to {back}"))
+    lines += [(gone.row, text) for gone, text in _away_over(reader, window) if gone.start < start]
     return lines
+
+
+def _away_over(reader: Reader, window: Window) -> list[tuple[Away, str]]:
+    """The times away that overlap the window, each said from its start to its end."""
+    wide = Window(window.start_ns - _DAY, window.end_ns, "")
+    start, end = window.start_ns, window.end_ns
+    over = [gone for gone in away_spells(reader, wide)
+            if gone.start < end and (gone.ongoing or gone.end > start)]  # fmt: skip
+    return [(gone, f"away from {reader.when(gone.start)} to "
+                   f"{'now' if gone.ongoing else reader.when(gone.end)} (no input)")
+            for gone in over]  # fmt: skip
 
 
 def activity(reader: Reader, plan: Plan) -> Found:
@@ -383,6 +395,7 @@ def running_at(reader: Reader, plan: Plan) -> Found:
     lines = [(r, f"{reader.when(r.t)} to {reader.when(_ended(r))}  {_command_line(r)}")
              for r in rows]  # fmt: skip
     lines += _running_then(reader, window)
+    lines += [(gone.row, text) for gone, text in _away_over(reader, window)]
     if not lines:
         return _missing(reader, window, "commands or process samples")
     title = f"Running {reader.scope(window)}: commands, then processes seen busy or large:"
@@ -959,8 +972,17 @@ def windows(reader: Reader, plan: Plan) -> Found | None:
 
 
 def _in_focus_then(reader: Reader, plan: Plan, chosen: list[Spell]) -> Found:
-    """The windows in focus at a moment ("at 19:24:10"), each since its own focus."""
-    lines = [(s.row, f"{s.name()} (in focus from {reader.when(s.row.t)})") for s in chosen[::-1]]
+    """The windows in focus at a moment ("at 19:24:10"), each since its own focus; around a
+    moment ("around 19:31:30"), the one in focus at it when there is one."""
+    window = plan.window
+    point = (
+        window.point_ns
+        if window is not None and window.end_ns - window.start_ns > _AROUND
+        else None
+    )
+    held = [s for s in chosen if point is not None and s.start <= point < s.end]
+    lines = [(s.row, f"{s.name()} (in focus from {reader.when(s.row.t)})")
+             for s in (held or chosen)[::-1]]  # fmt: skip
     what = f"`{plan.subject.name}` windows" if plan.subject.name else "Windows"
     return reader.listing(f"{what} in focus {reader.scope(plan.window)}, newest first:", lines,
                           plan.window)  # fmt: skip

@@ -6,9 +6,10 @@ What is read (lower case, anywhere in the question; the first match of each kind
 - a day: ``today``, ``yesterday``, ``on monday`` … ``sunday`` (the most recent such day
   before today), ``this morning`` (05–12), ``this afternoon`` (12–18), ``this evening`` /
   ``tonight`` (18–24), ``last night``, ``this week``;
-- a time of day: ``7:42``, ``07:42:10``, ``7pm``, ``7:42 pm``, ``noon``, ``midnight``; a
-  time without am/pm and without a leading zero that could be either half of the day is the
-  most recent of the two; with a leading zero or over 12 it is 24-hour;
+- a time of day: ``7:42``, ``07:42:10``, ``7pm``, ``7:42 pm``, ``noon``, ``midnight``,
+  ``half past seven`` (7:30), ``quarter to 8`` (7:45); a time without am/pm and without a
+  leading zero that could be either half of the day is the most recent of the two; with a
+  leading zero or over 12 it is 24-hour;
 - ``at T`` (the whole minute, or the whole second when T has seconds), ``around T`` (five
   minutes either side), ``between T and T`` / ``from T to T`` (up to the second T: "and
   19:31" ends at 19:31:00), ``since T``, ``after T``, ``before T``, ``until T`` (T a time
@@ -299,8 +300,26 @@ def _around(
     return Window(t, t + precision, f"at {said}", t, clock=True)
 
 
+_SPOKEN = re.compile(
+    r"\b(half|quarter) (past|to) (\d{1,2}|one|two|three|four|five|six|seven|eight|nine|ten|"
+    r"eleven|twelve)\b"
+)
+_HOURS = {w: n for n, w in enumerate(["zero", "one", "two", "three", "four", "five", "six",
+          "seven", "eight", "nine", "ten", "eleven", "twelve"])}  # fmt: skip
+
+
+def _spoken(match: re.Match[str]) -> str:
+    """A time said in words as a clock time: "half past seven" is "7:30"."""
+    hour = int(match[3]) if match[3].isdigit() else _HOURS[match[3]]
+    minutes = 30 if match[1] == "half" else 15
+    if match[2] == "to":
+        hour, minutes = (hour - 1) % 12 or 12, 60 - minutes
+    return f"{hour}:{minutes:02d}"
+
+
 def find_window(text: str, now_ns: int, tz: tzinfo | None) -> tuple[Window | None, str]:
     """The window ``text`` (lower case) names, and the text without the words that named it."""
+    text = _SPOKEN.sub(_spoken, text)
     if match := _SINCE_DAY.search(text):
         day = _day(match[1], now_ns, tz)
         if day is not None:
