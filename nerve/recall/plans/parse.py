@@ -748,7 +748,8 @@ def _thing(text: str, measure: str, known: Known, status: str | None) -> Subject
     hit = " ".join(known.command_words(said))  # "disk *reading*" names no command
     left = unplaced(name, hit, measure)
     number = next((g for g in pid.groups() if g), "") if pid else ""
-    if pid and _COMMAND.search(text) and not _PID.search(text):  # "commands with 8765 in them"
+    words = re.search(r"\b(commands?|typed|mention\w*|contain\w*|in (?:it|them))\b", text)
+    if pid and words and not _PID.search(text):  # "commands with 8765 in them"
         return Subject("command", number, status=status)
     if pid:
         return Subject("process", None, int(number), reading)
@@ -976,7 +977,8 @@ def parse(
     window, rest = find_window(text, now_ns, tz) if during is None else (during, text)
     named = _during(rest) if window is None else None
     if named is not None:
-        inner = parse(named[1], now_ns=now_ns, tz=tz, known=known, during=_SOME_TIME)
+        said = re.sub(r"\belse\b", " ", named[1])  # "while yes ran, what *else* did I run?"
+        inner = parse(said, now_ns=now_ns, tz=tz, known=known, during=_SOME_TIME)
         left = tuple(w for w in (_name(named[1]) or "").split() if w not in _FILLER)
         what = inner.subject if inner is not None else Subject("activity", unplaced=left)
         how = inner.measure if inner is not None else "list"

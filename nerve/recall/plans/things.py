@@ -125,6 +125,10 @@ def _away_over(reader: Reader, window: Window) -> list[tuple[Away, str]]:
             for gone in over]  # fmt: skip
 
 
+_SHOWN_DOING = 20
+"""How many of the things a person did an answer shows."""
+
+
 def activity(reader: Reader, plan: Plan) -> Found:
     """Windows in focus, commands, file changes and time away in the window, in order (with
     none of those, the processes that started or exited)."""
@@ -148,8 +152,12 @@ def activity(reader: Reader, plan: Plan) -> Found:
     if not lines:
         return _missing(reader, window, "recorded activity")
     lines.sort(key=lambda item: item[0])
+    if window.point_ns is not None:  # "around 19:29": the nearest, said in time order
+        point = window.point_ns
+        near = sorted(lines, key=lambda item: (abs(item[0] - point), item[0]))
+        lines = sorted(near[:_SHOWN_DOING], key=lambda item: item[0]) + near[_SHOWN_DOING:]
     title = f"What you were doing {reader.scope(window)}, in order:"
-    return reader.listing(title, [(r, text) for _, r, text in lines], window, shown=20)
+    return reader.listing(title, [(r, text) for _, r, text in lines], window, shown=_SHOWN_DOING)
 
 
 # -- commands --------------------------------------------------------------------------------
@@ -296,7 +304,8 @@ def _command_order(reader: Reader, plan: Plan, anchor: Subject) -> Found:
     text = (f"{plan.measure.capitalize()} {_command_line(every[i])} "
             f"({reader.when(every[i].t)}), you ran {_command_line(every[j])} at "
             f"{reader.when(every[j].t)}.")  # fmt: skip
-    later = every[j + 1 : j + 1 + _THEN_MAX] if plan.measure == "after" else []
+    just = re.search(r"\b(?:right|just|immediately|directly) after\b|\bnext\b", plan.question)
+    later = every[j + 1 : j + 1 + _THEN_MAX] if plan.measure == "after" and not just else []
     if later:  # "what did I run after make test?": what came next, and next
         said = ", ".join(f"{_command_line(r)} at {reader.when(r.t)}" for r in later)
         more = len(every) - (j + 1 + len(later))
@@ -957,12 +966,13 @@ def windows(reader: Reader, plan: Plan) -> Found | None:
         return reader.listing(title, lines, plan.window)
     if plan.window is not None and plan.window.point_ns is not None:
         return _in_focus_then(reader, plan, chosen)
-    if plan.measure == "first":  # the first switched to, not one left in focus a moment
+    clocked = plan.window is not None and plan.window.clock
+    if plan.measure == "first" and clocked:  # the first switched to, not one left a moment
         chosen = [s for s in chosen if s.end - s.start >= NS] or chosen
     lines = [(s.row, f"{reader.when(s.start)}  {s.name()} (for {length(s.end - s.start)})")
              for s in (chosen[::-1] if plan.measure != "first" else chosen)]  # fmt: skip
     verb = f"Switched to `{plan.subject.name}`" if plan.subject.name else "Windows in focus"
-    if plan.measure == "first":
+    if plan.measure == "first" and clocked:  # "when I came back, which window first?"
         return reader.listing(f"{verb} {reader.scope(plan.window)}, the first one:",
                               lines[:1], plan.window)  # fmt: skip
     if plan.measure == "last":  # "what window was I in last?": that one

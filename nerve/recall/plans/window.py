@@ -320,6 +320,8 @@ def _spoken(match: re.Match[str]) -> str:
 def find_window(text: str, now_ns: int, tz: tzinfo | None) -> tuple[Window | None, str]:
     """The window ``text`` (lower case) names, and the text without the words that named it."""
     text = _SPOKEN.sub(_spoken, text)
+    text = re.sub(r"\b(?:roughly|approximately|approx|circa|nearly|near)\b(?= (?:at )?\d)",
+                  "around", text)  # fmt: skip
     if match := _SINCE_DAY.search(text):
         day = _day(match[1], now_ns, tz)
         if day is not None:
