@@ -106,3 +106,38 @@ def test_the_daemon_says_its_workspace(recorded_day: Day) -> None:
 def test_what_the_log_cannot_hold_is_said_so(recorded_day: Day, question: str) -> None:
     result = _ask(recorded_day, question)
     assert not result.answered, result.text
+
+
+def test_a_program_counts_every_command_it_starts(recorded_day: Day) -> None:
+    text = _said(recorded_day, "count every command starting with make")
+    assert text.startswith("7 runs of `make`") and "`make test`" in text, text
+
+
+def test_a_port_names_the_commands_that_held_its_number(recorded_day: Day) -> None:
+    text = _said(recorded_day, "what did I run with port 8765")
+    assert "http.server 8765" in text and "`curl" in text, text
+    assert "`curl" in _said(recorded_day, "which commands mention 8765")
+
+
+def test_a_reading_over_a_short_run_is_the_one_standing(recorded_day: Day) -> None:
+    assert "1.71" in _said(recorded_day, "load avg (1, 5, 15) when I ran uptime")
+
+
+def test_a_time_said_in_words(recorded_day: Day) -> None:
+    text = _said(recorded_day, "what window was I in at half past seven pm")
+    assert "at 19:30" in text, text
+
+
+def test_a_moment_with_nothing_new_says_what_went_on(recorded_day: Day) -> None:
+    text = _said(recorded_day, "what happened at 19:26:30")
+    assert "memgrow" in text and "away from 19:25:26" in text, text
+
+
+def test_around_a_moment_the_window_then(recorded_day: Day) -> None:
+    text = _said(recorded_day, "which page was open in firefox around 19:31:30")
+    assert "nerve - the event log" in text and "Stack Overflow" not in text, text
+
+
+def test_right_after_names_only_the_next_command(recorded_day: Day) -> None:
+    text = _said(recorded_day, "what did i run right after the build passed")
+    assert "`ls build`" in text and "Then" not in text, text
