@@ -37,9 +37,9 @@ def test_the_first_reading_is_the_log_start(recorded_day: Day) -> None:
     assert "15.48" in _said(recorded_day, "load1 when you started")
 
 
-def test_an_average_is_the_plain_mean_of_the_readings(recorded_day: Day) -> None:
+def test_an_average_says_the_plain_mean_of_the_readings_too(recorded_day: Day) -> None:
     text = _said(recorded_day, "mean cpu busy %")
-    assert "average 75.0% (76.4% weighted by time)" in text, text
+    assert "average 76.4% by time (75.0% over the readings)" in text, text
 
 
 def test_swap_is_a_reading_of_its_own(recorded_day: Day) -> None:
@@ -69,7 +69,7 @@ def test_what_ran_after_a_command_names_the_ones_that_followed(recorded_day: Day
 
 def test_time_in_focus_is_rounded_to_the_second(recorded_day: Day) -> None:
     text = _said(recorded_day, "how long was I in vim")
-    assert "2 min 26 s (146 s)" in text, text
+    assert "2 min 26 s" in text and "146 s" in text, text
 
 
 def test_a_failure_belongs_to_the_window_it_ended_in(recorded_day: Day) -> None:
@@ -89,7 +89,7 @@ def test_a_span_ends_at_its_second_time(recorded_day: Day) -> None:
 
 def test_the_daemon_says_its_workspace(recorded_day: Day) -> None:
     text = _said(recorded_day, "which workspace was the daemon watching")
-    assert "on the workspace /tmp/nerve-day/home/work" in text, text
+    assert "It watched the workspace /tmp/nerve-day/home/work." in text, text
     assert "started at 19:22:53" in _said(recorded_day, "what time did you start watching")
 
 

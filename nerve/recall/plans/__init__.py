@@ -69,10 +69,17 @@ _BY_KIND: dict[str, Callable[[Reader, Plan], Found | None]] = {
 
 
 def answer_plan(
-    conn: duckdb.DuckDBPyConnection, question: str, *, now_ns: int, tz: tzinfo | None
+    conn: duckdb.DuckDBPyConnection,
+    question: str,
+    *,
+    now_ns: int,
+    tz: tzinfo | None,
+    last_word: bool = True,
 ) -> tuple[Plan, Found] | None:
     """The question's plan and what it found, or None (see the module). A time the log does
-    not cover is said so, whatever the rest of the question (:mod:`.cover`)."""
+    not cover is said so (:mod:`.cover`); with nothing after Tier 0 (``last_word``: no
+    fallback model), a time wholly outside the log is the answer whatever the rest of the
+    question ("which commands failed yesterday?" in a log begun today)."""
     plan = parse(question, now_ns=now_ns, tz=tz, known=known_of(conn))
     reader = Reader(conn, now_ns, tz)
     if plan is not None and plan.window is not None and plan.window.edge is not None:
@@ -85,7 +92,7 @@ def answer_plan(
         plan = placed
     timed = plan or Plan(question, window_of(question, now_ns, tz), Subject("anything"), "list")
     if (outside := uncovered(reader, timed)) is not None:  # final when the subject was read
-        final = plan is not None or beyond(timed.window, reader.span())  # or nothing was then
+        final = plan is not None or (last_word and beyond(timed.window, reader.span()))
         return timed, outside if final else replace(outside, final=False)
     if plan is None:
         return None

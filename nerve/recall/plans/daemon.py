@@ -29,14 +29,14 @@ def daemon(reader: Reader, plan: Plan) -> Found:
     if not marks:
         return Found("The log records no start or stop of nerve's daemon, so I cannot say when "
                      "it ran.", answered=False)  # fmt: skip
-    runs, cited, pids, began = [], [], [], None
+    runs, cited, pids, began, folders = [], [], [], None, []
     for kind, t, eid, line, folder in marks:
         cited.append(bytes(eid).hex())
         if kind == "daemon.started":
             pid = re.search(r"\(pid (\d+)\)", str(line))
             pids += [int(pid[1])] if pid else []
-            runs.append(f"started at {reader.when(int(t))}" + (f" {pid[0]}" if pid else "")
-                        + (f" on the workspace {folder}" if folder else ""))  # fmt: skip
+            runs.append(f"started at {reader.when(int(t))}" + (f" {pid[0]}" if pid else ""))
+            folders += [str(folder)] if folder else []
             began = int(t)
         elif runs and began is not None:
             runs[-1] += f", stopped at {reader.when(int(t))} (up {length(int(t) - began)})"
@@ -48,6 +48,8 @@ def daemon(reader: Reader, plan: Plan) -> Found:
              "without a clean stop)")  # fmt: skip
     senses = [str(s) for (s,) in reader.conn.execute(_SENSES).fetchall() if s]
     text = "nerve's daemon " + "; then ".join(runs) + f"; {state}."
+    if folders:
+        text += f" It watched the workspace {folders[-1]}."
     if senses:
         text += f" Senses that reported: {', '.join(senses)}."
     text += _memory(reader, pids[-1:], cited) + _observations(reader)

@@ -868,17 +868,23 @@ _CONTENT = re.compile(
     r"\blines? (?:i |did i )?(?:chang|add|remov|edit|wrot|typ)\w*\b"
 )
 """Words asking for what a command printed or a file holds, which no sense records."""
+_CONTENT_WORDS = frozenset(
+    ["contents", "content", "stdout", "stderr", "diff", "text", "output", "show", "print",
+     "display", "say", "line", "lines"]
+)  # fmt: skip
+"""Those of them said back as the part the log cannot answer."""
 
 
 def _content(text: str, question: str, window: Window | None, known: Known) -> Plan | None:
     """A question for a command's output or a file's text ("what did cat README.md show?"):
     what it names, with the part the log cannot hold left unplaced (not answered)."""
-    if _CONTENT.search(text) is None:
+    asked = _CONTENT.search(text)
+    if asked is None:
         return None
     words = (_name(_CONTENT.sub(" ", text)) or "").split()
     named = [w for w in known.file_words(words) if "." in w]
     thing = Subject("file", " ".join(named)) if named else _side(" ".join(words), known)
-    said = ("what it printed or holds",)
+    said = tuple(w for w in asked[0].split() if w in _CONTENT_WORDS) or ("what it holds",)
     return Plan(question, window, replace(thing or Subject("anything"), unplaced=said), "list")
 
 

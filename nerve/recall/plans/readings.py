@@ -182,7 +182,7 @@ def reading(reader: Reader, plan: Plan) -> Found:
     if plan.measure in ("fell", "rose"):
         return _turned(reader, plan, kind)
     peak = f"peak {_say(kind, fold.peak[0])} at {reader.when(fold.peak[2])}"
-    mean = f"average {_say(kind, fold.plain)} ({_say(kind, fold.mean)} weighted by time)"
+    mean = f"average {_say(kind, fold.mean)} by time ({_say(kind, fold.plain)} over the readings)"
     parts = [mean, peak, f"latest {_say(kind, fold.last[0])}"]
     if plan.measure in ("peak", "when", "most"):
         parts = [parts[1], parts[0], parts[2]]

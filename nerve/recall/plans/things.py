@@ -961,8 +961,9 @@ def windows(reader: Reader, plan: Plan) -> Found | None:
         lines = [(s.row, f"{reader.when(s.start)}  {s.name()}, {length(s.end - s.start)}")
                  for s in chosen]  # fmt: skip
         what = f"`{plan.subject.name}`" if plan.subject.name else "windows"
-        spent = f"{length(total)} ({(total + NS // 2) // NS} s)"
-        title = f"In {what} for {spent} {reader.scope(plan.window)} ({len(chosen)} spells):"
+        seconds = (total + NS // 2) // NS
+        title = (f"In {what} for {length(total)} {reader.scope(plan.window)} "
+                 f"({len(chosen)} spells, {seconds} s):")  # fmt: skip
         return reader.listing(title, lines, plan.window)
     if plan.window is not None and plan.window.point_ns is not None:
         return _in_focus_then(reader, plan, chosen)
