@@ -527,7 +527,7 @@ def unplaced(name: str | None, placed: str, measure: str = "list") -> tuple[str,
 
 def _busy(text: str) -> str | None:
     """The CPU, when the words ask which process was busiest ("the busiest process")."""
-    found = re.search(r"\b(busiest|hogg\w*|burn\w*|work\w* (?:the )?hardest)\b", text)
+    found = re.search(r"\b(busiest|top|hogg\w*|burn\w*|work\w* (?:the )?hardest)\b", text)
     return "cpu" if found and _PROCESS.search(text) else None
 
 
@@ -744,8 +744,8 @@ def _thing(text: str, measure: str, known: Known, status: str | None) -> Subject
     if measure == "exit":  # "did memgrow exit cleanly or crash?": the measure, not a name
         text = re.sub(r"\b(clean(?:ly)?|crash(?:ed)?|ok|okay|fine|normally)\b", " ", text)
     name, reading = _name(text), _reading(text) or _busy(text)
-    said = [w for w in (name or "").split() if reading is None or w not in _READING_FILLER]
-    hit = " ".join(known.command_words(said))  # "disk *reading*" names no command
+    kept = [w for w in (name or "").split() if reading is None or w not in _READING_FILLER]
+    hit = " ".join(known.command_words(kept))  # "disk *reading*" names no command
     left = unplaced(name, hit, measure)
     number = next((g for g in pid.groups() if g), "") if pid else ""
     words = re.search(r"\b(commands?|typed|mention\w*|contain\w*|in (?:it|them))\b", text)
@@ -966,6 +966,23 @@ def window_of(question: str, now_ns: int, tz: tzinfo | None) -> Window | None:
     return find_window(_clean(question), now_ns, tz)[0]
 
 
+def _in_named_time(
+    question: str, named: tuple[Subject, str], now_ns: int, tz: tzinfo | None, known: Known
+) -> Plan:
+    """The plan of a question whose time is named by something else (:func:`_during`): the
+    rest of it parsed as a question of its own, over that time."""
+    said = re.sub(r"\belse\b", " ", named[1])  # "while yes ran, what *else* did I run?"
+    inner = parse(said, now_ns=now_ns, tz=tz, known=known, during=_SOME_TIME)
+    left = tuple(w for w in (_name(named[1]) or "").split() if w not in _FILLER)
+    what = inner.subject if inner is not None else Subject("activity", unplaced=left)
+    if what.reading == "cpu" and re.match(r"\s*what (?:was|were|is) (?:\w+ )?busy\b", said):
+        what = Subject("process", reading="cpu")  # "what was busy while …?": which process
+    how = inner.measure if inner is not None else "list"
+    if named[0] == Subject("away") and how == "list" and what.kind in ("window", "command"):
+        how = "first"  # "which window did I go to when I came back?": the first one
+    return Plan(question, _SOME_TIME, what, how, during=named[0])
+
+
 def parse(
     question: str,
     *,
@@ -983,14 +1000,7 @@ def parse(
     window, rest = find_window(text, now_ns, tz) if during is None else (during, text)
     named = _during(rest) if window is None else None
     if named is not None:
-        said = re.sub(r"\belse\b", " ", named[1])  # "while yes ran, what *else* did I run?"
-        inner = parse(said, now_ns=now_ns, tz=tz, known=known, during=_SOME_TIME)
-        left = tuple(w for w in (_name(named[1]) or "").split() if w not in _FILLER)
-        what = inner.subject if inner is not None else Subject("activity", unplaced=left)
-        how = inner.measure if inner is not None else "list"
-        if named[0] == Subject("away") and how == "list" and what.kind in ("window", "command"):
-            how = "first"  # "which window did I go to when I came back?": the first one
-        return Plan(question, _SOME_TIME, what, how, during=named[0])
+        return _in_named_time(question, named, now_ns, tz, known)
     if _ATTENTION.search(rest):
         return _attention(rest, window, question)
     if _DAEMON.search(rest):
