@@ -105,10 +105,14 @@ class _Recorder:
 
 
 def _planned(
-    conn: duckdb.DuckDBPyConnection, question: str, now_ns: int, tz: tzinfo | None
+    conn: duckdb.DuckDBPyConnection,
+    question: str,
+    now_ns: int,
+    tz: tzinfo | None,
+    last_word: bool,
 ) -> Tier0Answer | None:
     """Tier 0 by parts (:mod:`nerve.recall.plans`): window, subject and measure, read by SQL."""
-    planned = answer_plan(conn, question, now_ns=now_ns, tz=tz)
+    planned = answer_plan(conn, question, now_ns=now_ns, tz=tz, last_word=last_word)
     if planned is None:
         return None
     plan, found = planned
@@ -131,7 +135,7 @@ def _tier0(
     time the log does not cover, words it cannot place) is the answer: a looser tier would
     only answer another question."""
     question = mend(conn, question)  # "waht comands failed?"
-    planned = _planned(conn, question, now, tz)
+    planned = _planned(conn, question, now, tz, last_word)
     if planned is not None and (planned.answered or planned.final):
         return planned
     found = answer(retrieval) or answer_facts(conn, question, now_ns=now, tz=tz)

@@ -19,7 +19,7 @@ import duckdb
 
 from nerve.recall.plans.attention import attention
 from nerve.recall.plans.compare import compare
-from nerve.recall.plans.cover import uncovered, unknown_words
+from nerve.recall.plans.cover import beyond, uncovered, unknown_words
 from nerve.recall.plans.daemon import daemon
 from nerve.recall.plans.during import during
 from nerve.recall.plans.log import Found, Reader
@@ -69,10 +69,17 @@ _BY_KIND: dict[str, Callable[[Reader, Plan], Found | None]] = {
 
 
 def answer_plan(
-    conn: duckdb.DuckDBPyConnection, question: str, *, now_ns: int, tz: tzinfo | None
+    conn: duckdb.DuckDBPyConnection,
+    question: str,
+    *,
+    now_ns: int,
+    tz: tzinfo | None,
+    last_word: bool = True,
 ) -> tuple[Plan, Found] | None:
     """The question's plan and what it found, or None (see the module). A time the log does
-    not cover is said so, whatever the rest of the question (:mod:`.cover`)."""
+    not cover is said so (:mod:`.cover`); with nothing after Tier 0 (``last_word``: no
+    fallback model), a time wholly outside the log is the answer whatever the rest of the
+    question ("which commands failed yesterday?" in a log begun today)."""
     plan = parse(question, now_ns=now_ns, tz=tz, known=known_of(conn))
     reader = Reader(conn, now_ns, tz)
     if plan is not None and plan.window is not None and plan.window.edge is not None:
@@ -85,7 +92,8 @@ def answer_plan(
         plan = placed
     timed = plan or Plan(question, window_of(question, now_ns, tz), Subject("anything"), "list")
     if (outside := uncovered(reader, timed)) is not None:  # final when the subject was read
-        return timed, outside if plan is not None else replace(outside, final=False)
+        final = plan is not None or (last_word and beyond(timed.window, reader.span()))
+        return timed, outside if final else replace(outside, final=False)
     if plan is None:
         return None
     if plan.subject.unplaced:

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from nerve.recall.plans.log import Found, Reader
 from nerve.recall.plans.parse import Plan
-from nerve.recall.plans.window import NS, local
+from nerve.recall.plans.window import NS, Window, local
 
-__all__ = ["uncovered", "unknown_words"]
+__all__ = ["beyond", "uncovered", "unknown_words"]
 
 _SUBJECTS = {
     "anything": "anything recorded", "activity": "what you were doing", "command": "commands",
@@ -59,7 +59,7 @@ def uncovered(reader: Reader, plan: Plan) -> Found | None:
         return Found(text + _understood(plan), (), False, 0, True)
     first, last = span
     covers = _covers(reader, first, last)
-    if window.end_ns <= first or window.start_ns > last:
+    if beyond(window, span):
         text = f"Nothing was recorded {reader.scope(window)}: the log covers {covers}."
         return Found(text + _understood(plan), (), False, 0, True)
     if window.start_ns < _day_start(reader, first) and window.end_ns - window.start_ns >= _DAY:
@@ -68,6 +68,14 @@ def uncovered(reader: Reader, plan: Plan) -> Found | None:
                 f"back before it (the log covers {covers}).")  # fmt: skip
         return Found(text + _understood(plan), (), False, 0, True)
     return None
+
+
+def beyond(window: Window | None, span: tuple[int, int] | None) -> bool:
+    """Whether ``window`` lies wholly outside the log's ``span`` (first, last): nothing at all
+    can be said of it, whatever the question asks."""
+    if window is None or span is None:
+        return False
+    return window.end_ns <= span[0] or window.start_ns > span[1]
 
 
 def _understood(plan: Plan) -> str:

@@ -2,7 +2,8 @@
 newest run of the command the words name, from its start to its end; "did memory drop *after
 memgrow exited*?" the two minutes after that run ended; "what did I do *when I came back*?"
 the two minutes after the newest time away ended ("*just before I went away*": the minute
-before it began); "the lowest CPU *before the hog started*"
+before it began; "*while I was afk*": the time away itself; "*when I went away*": its
+start); "the lowest CPU *before the hog started*"
 from the start of that day to its start. Words that name no recorded command (or a
 log with no time away) are said back, unanswered: the question cannot be placed in time.
 """
@@ -48,15 +49,21 @@ def during(reader: Reader, plan: Plan) -> Plan | Found:
 
 
 def _back(reader: Reader, plan: Plan) -> Plan | Found:
-    """The plan over the two minutes after the newest time away ended."""
+    """The plan over a time named by the newest time away (see the module)."""
     spells = [a for a in away_spells(reader, None) if not a.ongoing]
     if not spells:
-        return Found("I understood a question about when you came back; but the log records "
-                     "no time away you came back from.", (), False, 0, True)  # fmt: skip
-    if plan.during is not None and plan.during.name == "before":  # just before you went away
-        left = spells[-1].start
+        return Found("I understood a question about a time away from the machine; but the log "
+                     "records no time away.", (), False, 0, True)  # fmt: skip
+    said = plan.during.name if plan.during is not None else None
+    left = spells[-1].start
+    if said == "before":  # just before you went away
         window = Window(left - _JUST, left + NS, "just before you went away", clock=True)
         return replace(plan, window=window)
+    if said == "while":  # the whole time away
+        away = Window(left, spells[-1].end + NS, "while you were away", clock=True)
+        return replace(plan, window=away)
+    if said == "left":  # the moment you went away
+        return replace(plan, window=Window(left, left + NS, "when you went away", left, True))
     back = spells[-1].end
     return replace(plan, window=Window(back, back + _AFTER, "after you came back", clock=True))
 

@@ -6,7 +6,7 @@ nothing this planner reads (the older intents and the fallback then try).
 doing), ``command`` (a shell command, or its words), ``process`` (by name, command line words
 or ``pid N``), ``window`` (an app or a window title), ``away`` (time away from the machine,
 no input), ``folder`` (where commands ran and files changed), ``reading`` (a sense reading:
-``load``, ``cpu``, ``memory``, ``disk`` (free), ``writes``, ``reads``, ``network``,
+``load``, ``cpu``, ``memory``, ``swap``, ``disk`` (free), ``writes``, ``reads``, ``network``,
 ``energy``), ``attention`` (nerve's own decisions), ``file`` (files changed, by name or
 folder; ``status`` ``added`` or ``deleted``), ``running`` (what was running at a time, or is
 still running), ``daemon`` (nerve's own daemon: when it started and stopped, its senses),
@@ -26,22 +26,23 @@ from dataclasses import dataclass, replace
 from datetime import tzinfo
 
 from nerve.recall.plans.spelling import Speller
-from nerve.recall.plans.window import TIME_WORDS, Window, find_window
+from nerve.recall.plans.window import TIME_WORDS, Window, edge_window, find_window
 from nerve.recall.plans.words import Known, app_kind
 
 __all__ = ["Plan", "Subject", "mended", "parse", "window_of"]
 
 _READINGS = (
-    ("load", r"\bload(?: average)?s?\b"),
+    ("load", r"\bload(?:1|5|15)?(?: average)?s?\b"),
+    ("reads", r"\bdisk\b(?=.*\bread(?:s|ing)?\b)|\bread(?:s|ing)?\b(?=.*\bdisk\b)"),
     (
         "writes",
         r"\b(?:disk (?:writ\w*|i/?o|activity)|writ(?:es|ing) to (?:the )?disk|disk)\b(?=.*"
         r"\b(?:writ\w*|i/?o|activity)\b)|\bdisk i/?o\b",
     ),
-    ("reads", r"\bdisk\b(?=.*\bread(?:s|ing)?\b)"),
     ("disk", r"\b(?:free disk|disk space|disk|free space|storage)\b"),
     ("network", r"\b(?:network|bandwidth|download(?:ed|ing)?|upload(?:ed|ing)?|traffic)\b"),
-    ("memory", r"\b(?:memory|ram|rss|swap\w*)\b"),
+    ("swap", r"\bswap\w*\b"),
+    ("memory", r"\b(?:memory|ram|rss)\b"),
     ("cpu", r"\b(?:cpu|processor|busy|cores|maxed)\b"),
     ("energy", r"\b(?:energy|power use|power draw|joules?|watts?)\b"),
     ("load", r"\bloaded\b"),  # "how loaded was the box?", unless it said the processor
@@ -54,18 +55,20 @@ _READING_FILLER = frozenset(
      "numbers", "guesses", "guess", "just", "does", "have", "has", "this", "calm", "down",
      "maxed", "out", "being", "stop", "low", "lowest", "dip", "minimum", "min", "least",
      "energy", "power", "joules", "watts", "over", "day", "know", "there", "how", "change",
-     "changed", "changes"]
+     "changed", "changes", "load1", "load5", "load15"]
 )  # fmt: skip
 """Words a question about a reading may hold that name no process ("disk space *left*")."""
 _ATTENTION = re.compile(
     r"\b(surfaced?|surfacing|held|withheld|hold|interrupt\w*|notif\w*|alert\w*|unusual|"
     r"anomal\w*|highlights?|abnormal|strange|weird|odd|out of the ordinary|you show\w*|"
-    r"showed me|shown to me|attention|decisions?|"
+    r"showed me|shown to me|attention|decisions?|flagg?(?:ed|s)?|you (?:warn\w*|notic\w*|rais\w*)|"
     r"nerve (?:\w+ )?(?:tell|told|say|said|flag\w*|notic\w*|warn\w*|spot\w*|mention\w*|catch|"
     r"caught|decid\w*|br(?:ing|ings|inging|ought) (?:\w+ )?up|rais\w*|point\w* out))\b"
 )
 _DAEMON = re.compile(
-    r"\b(daemon|senses?|observations)\b|\bnerve\b.*\b(start\w*|stop\w*|begin|began|record\w*|"
+    r"\b(daemon|senses?|observations)\b|\byou\b.*\b(?:start\w*|stop\w*|begin|began|quit\w*)\s+"
+    r"(?:watch\w*|record\w*|observ\w*|log\w*)\b|\b(?:were|are) you (?:\w+ )?(?:recording|watching|"
+    r"running|up)\b|\bnerve\b.*\b(start\w*|stop\w*|begin|began|record\w*|"
     r"run\w*|ran|watch\w*|up|alive|quit|exit\w*|restart\w*|crash\w*|load\w*|shut\w*|die|died|"
     r"dead|uptime|memory|ram|rss|pid|process id|heavy)\b|\b(memory|ram|pid|process id)\b.*\bnerve\b"
 )
@@ -104,14 +107,18 @@ _FOLDER_WORDS = frozenset(
      "cwd", "work", "worked", "where", "spend", "spent", "in", "into", "inside", "working",
      "from", "started", "start"]
 )  # fmt: skip
-_DOING = re.compile(r"\b(doing|working on|up to|busy with|what did i do)\b")
+_DOING = re.compile(
+    r"\b(doing|working on|up to|busy with|what did i do|activity|activities|walk me through)\b"
+)
 _HAPPENED = re.compile(
     r"\b(happen|happened|happening|went on|going on|events?|recorded|logged|recap|summar\w*|"
     r"overview)\b"
 )
 _FAILED = re.compile(
     r"\b(fail\w*|(?:did not|didn't|did n't|not) (?:succeed|work|pass)\w*|unsuccessful|"
-    r"errored|broke|broken|non-?zero)\b"
+    r"errored|broke|broken|(?:(?:exit(?:ed)?|return(?:ed)?) (?:with )?(?:an? )?)?non[- ]?zero"
+    r"(?: (?:exit|return) (?:code|status))?|(?:exit|return) (?:code|status) (?:was |is |of )?"
+    r"(?:not|other than) (?:0|zero))\b"
 )
 _OK = re.compile(r"\b(succeed\w*|success\w*|work(?:ed|s)?|pass(?:ed|es)?)\b")
 _FILE = re.compile(
@@ -140,7 +147,8 @@ _DEFER = re.compile(
 """Words the intents of :mod:`nerve.recall.facts` read better: the plan steps aside."""
 _PORT = re.compile(
     r"\bport\s*(\d{2,5})\b|\b(?:on|:)\s*(\d{4,5})\b|"
-    r"\b(\d{4,5})\b(?=.*\b(?:open\w*|clos\w*|listen\w*|bound|bind|address|port)\b)|"
+    r"\b(\d{4,5})\b(?=.*\b(?:open\w*|clos\w*|listen\w*|bound|bind|address|port|localhost|"
+    r"interfaces?)\b)|"
     r"\b(?:open\w*|clos\w*|listen\w*|bound|bind|address|grab\w*)\b.*?\b(\d{4,5})\b|"
     r"\b(?:server|web|http) (port)\b|"
     r"\b(server)\b(?=.*\b(?:address|bound|localhost|interface)\b)|"
@@ -162,7 +170,8 @@ _FILLER = frozenset(
      "fire", "fired", "bring", "brought", "put", "same", "other", "another", "whatever",
      "appear", "appears", "appeared", "show", "showed", "shown", "under", "inside", "within",
      "below", "happen", "happened", "next", "then", "just", "right", "hit", "as", "worst",
-     "very", "attempt", "attempts", "pls", "plz", "line", "itself", "all", "in"]
+     "very", "attempt", "attempts", "pls", "plz", "line", "itself", "all", "in",
+     "um", "uh", "hey", "hmm", "ok", "okay", "so", "like", "exactly", "altogether", "combined"]
 )  # fmt: skip
 """Words a question may hold that name nothing and change nothing."""
 _CHANGE = re.compile(
@@ -175,7 +184,7 @@ _SAID_MEASURE = {"duration": "how long", "running": "stopping or ending", "exit"
 """A measure a reading has no answer for, as the question put it."""
 _MEASURE_WORDS = {
     "exit": frozenset(["status", "code", "result", "outcome", "end", "ended", "return"]),
-    "running": frozenset(["status", "state"]),
+    "running": frozenset(["status", "state", "exited", "exit", "quit", "ever"]),
 }
 """Words that said the measure, so name nothing more."""
 _QUOTED = re.compile(r"[`\"'“‘]([^`\"'”’]+)[`\"'”’]")
@@ -483,6 +492,11 @@ def _clean(question: str) -> str:
     text = re.sub(r"\b(?:(?:of|over|during|through(?:out)?) the (?:whole )?day|all day)\b", "today",
                   text)  # fmt: skip
     text = re.sub(r"\b(\w+)'s\b", r"\1", text)
+    text = re.sub(r"\bavg\b", "average", text)
+    text = re.sub(r"\bcmdlines?\b", "command line", text)
+    text = re.sub(r"\b(?:and )?(?:did|was) it (?:work|succeed|pass|fail|ok|okay)\b", " exit status",
+                  text)  # fmt: skip
+    text = re.sub(r"\bcmd\b", "command", text)
     text = re.sub(r"\b(?:just now|a moment ago)\b", "last", text)  # the newest, however long ago
     return text.rstrip("?!. ")
 
@@ -511,6 +525,12 @@ def unplaced(name: str | None, placed: str, measure: str = "list") -> tuple[str,
     return tuple(w for w in (name or "").split() if w not in have)
 
 
+def _busy(text: str) -> str | None:
+    """The CPU, when the words ask which process was busiest ("the busiest process")."""
+    found = re.search(r"\b(busiest|top|hogg\w*|burn\w*|work\w* (?:the )?hardest)\b", text)
+    return "cpu" if found and _PROCESS.search(text) else None
+
+
 def _reading(text: str) -> str | None:
     for name, pattern in _READINGS:
         if re.search(pattern, text):
@@ -527,7 +547,7 @@ _MEASURES = (
     ("running", r"\b(finish(?:ed)?|still (?:running|going|up|alive|there|open|on)|done|"
                 r"complete[d]?|is \S+ running"
                 r"|stopp?(?:ed)?|end(?:ed)?|alive)\b"),
-    ("duration", r"\b(how long|time spent|how much time|spend|spent|duration)\b|"
+    ("duration", r"\b(how long|time spent|how much time|spend|spent|duration|total time)\b|"
                  r"^(?:total )?time (?:spent )?in\b"),
     ("count", r"\b(how many|how often|number of|count)\b"),
     ("most", r"\b(which|what)\b.*\b(most(?! recent)|top|biggest|largest|heaviest|"
@@ -723,11 +743,16 @@ def _thing(text: str, measure: str, known: Known, status: str | None) -> Subject
     pid = _PID.search(text) or (None if re.search(r"\bports?\b", text) else _BARE_PID.search(text))
     if measure == "exit":  # "did memgrow exit cleanly or crash?": the measure, not a name
         text = re.sub(r"\b(clean(?:ly)?|crash(?:ed)?|ok|okay|fine|normally)\b", " ", text)
-    name, reading = _name(text), _reading(text)
-    hit = " ".join(known.command_words(name.split())) if name else ""
+    name, reading = _name(text), _reading(text) or _busy(text)
+    kept = [w for w in (name or "").split() if reading is None or w not in _READING_FILLER]
+    hit = " ".join(known.command_words(kept))  # "disk *reading*" names no command
     left = unplaced(name, hit, measure)
+    number = next((g for g in pid.groups() if g), "") if pid else ""
+    words = re.search(r"\b(commands?|typed|mention\w*|contain\w*|in (?:it|them))\b", text)
+    if pid and words and not _PID.search(text):  # "commands with 8765 in them"
+        return Subject("command", number, status=status)
     if pid:
-        return Subject("process", None, int(next(g for g in pid.groups() if g)), reading)
+        return Subject("process", None, int(number), reading)
     nth = "first" if measure != "first" and re.search(r"\b(first|earliest)\b", text) else None
     busy = reading in ("cpu", "memory") and measure in ("peak", "average", "most")
     if hit and busy:  # "peak CPU of the yes command?": its process's samples
@@ -773,6 +798,8 @@ def _thing(text: str, measure: str, known: Known, status: str | None) -> Subject
     return None
 
 
+_RUNNING_WORDS = frozenset(["jobs", "background", "tasks", "anymore", "open", "left"])
+"""Words a question of what was running may hold that name no kind of thing."""
 _STARTED = re.compile(r"\b(start(?:ed)?|launch\w*|kick\w* off|fire\w* up|spawn\w*)\b")
 """Words for starting something, which a person does by running a command."""
 _OF_A_RUN = frozenset(["when", "running", "exit", "duration"])
@@ -781,8 +808,9 @@ _OF_A_RUN = frozenset(["when", "running", "exit", "duration"])
 
 _DURING = re.compile(
     r"\b(?:(?<!\ba )while|during)\s+(?:i was running\s+|i ran\s+)?(.+?)"
-    r"(?:\s+(?:was|were|is)\s+(?:still\s+)?(?:running|going|on|up)|\s+ran|\s+run)?\s*(?:,|$)|"
-    r"\bwhen\s+(?!(?:did|was|were|is|i|you|nerve|it)\b)(.+?)\s+(?:ran|was (?:running|going|on))\b"
+    r"(?:\s+(?:was|were|is)\s+(?:still\s+)?(?:running|going|on|up)\b|\s+ran\b|\s+run\b|\s*(?:,|$))|"
+    r"\bwhen\s+(?!(?:did|was|were|is|i|you|nerve|it)\b)(.+?)\s+(?:ran|was (?:running|going|on))\b|"
+    r"\bwhen\s+i\s+(?:ran|was running)\s+(.+?)\s*(?:,|$)"
 )
 _SOME_TIME = Window(0, 0, "during", clock=True)
 """The window of a plan read "during X", until X's run is found (:mod:`.during`)."""
@@ -795,12 +823,69 @@ _AFTER_END = re.compile(
 _BEFORE_START = re.compile(
     r"\bbefore\s+(.+?)\s+(?:was\s+|had\s+)?(?:started|began|begun|ran|launched|kicked off)\b"
 )
-_CAME_BACK = re.compile(r"\b(?:when|after|once)\s+i\s+(?:(?:came|got|was)\s+back|returned)\b")
-_WENT_AWAY = re.compile(
-    r"\b(?:just |right )?before\s+i\s+(?:went|stepped|walked|got up|left)"
-    r"(?:\s+(?:away|idle|afk|from))?"
-    r"(?:\s+(?:the|my)\s+(?:desk|computer|keyboard|machine))?\b"
+_CAME_BACK = re.compile(
+    r"\b(?:when|after|once)\s+(?:i\s+(?:(?:came|got|was)\s+back|returned)|(?:my|the|a)\s+break|"
+    r"(?:being|i was)\s+(?:away|afk|gone|idle))\b"
 )
+_WENT_AWAY = re.compile(
+    r"\b(?:just |right )?before\s+(?:i\s+(?:went|stepped|walked|got up|left)|going|stepping)"
+    r"(?:\s+(?:away|idle|afk|from|out))?"
+    r"(?:\s+(?:the|my)\s+(?:desk|computer|keyboard|machine))?\b|"
+    r"\b(?:just |right )?before\s+(?:my|the)\s+(?:break|afk|time away)\b"
+)
+
+
+_WHILE_AWAY = re.compile(
+    r"\b(?:while|when|whilst|during the time)\s+(?:i\s+)?(?:was|were|went)\s+(?:away|afk|gone|out|"
+    r"idle|on (?:a |my )?break)\b|"
+    r"\b(?:during|in|over|for)\s+(?:my|the)\s+(?:afk|away|idle)(?:\s+(?:time|spell|period|"
+    r"stretch))?\b|\b(?:during|in|over)\s+(?:my|the)\s+break\b|"
+    r"\b(?:while|when)\s+i\s+(?:was\s+)?(?:stepped|stepping)\s+away\b"
+)
+"""The time away named as a window ("while I was afk", "during my break")."""
+_WHEN_LEFT = re.compile(
+    r"\b(?:when|as)\s+i\s+(?:went\s+(?:away|afk|idle)|left(?:\s+(?:the|my)\s+(?:desk|computer|"
+    r"keyboard|machine))?|stepped\s+away)\b"
+)
+"""The moment the time away began ("what was running when I went away?")."""
+
+
+def _away_named(text: str) -> tuple[Subject, str] | None:
+    """Time away named as the window: its whole spell ("while I was afk"), or its start ("when
+    I went away"), and the text without the words that named it."""
+    for pattern, name in ((_WHILE_AWAY, "while"), (_WHEN_LEFT, "left")):
+        if match := pattern.search(text):
+            return Subject("away", name), (text[: match.start()] + " " + text[match.end() :])
+    return None
+
+
+_CONTENT = re.compile(
+    r"\bwhat (?:is|was) (?:in|inside) (?:the )?(?:file )?[\w./~-]+\.[a-z]\w*\b|"
+    r"\b(?:contents?|stdout|stderr|diff|text) of\b|\boutput of\b|\b\w+ output$|"
+    r"\bwhat (?:\w+ )?did (?!(?:the )?(?:browser|firefox|vim|window|screen|page|nerve|you)\b)"
+    r"(?:\S+ ){1,4}(?:show|print|output|display|say)$|"
+    r"\b(?:which|what) (?:is |was |were )?(?:the )?lines?\b|"
+    r"\blines? (?:i |did i )?(?:chang|add|remov|edit|wrot|typ)\w*\b"
+)
+"""Words asking for what a command printed or a file holds, which no sense records."""
+_CONTENT_WORDS = frozenset(
+    ["contents", "content", "stdout", "stderr", "diff", "text", "output", "show", "print",
+     "display", "say", "line", "lines"]
+)  # fmt: skip
+"""Those of them said back as the part the log cannot answer."""
+
+
+def _content(text: str, question: str, window: Window | None, known: Known) -> Plan | None:
+    """A question for a command's output or a file's text ("what did cat README.md show?"):
+    what it names, with the part the log cannot hold left unplaced (not answered)."""
+    asked = _CONTENT.search(text)
+    if asked is None:
+        return None
+    words = (_name(_CONTENT.sub(" ", text)) or "").split()
+    named = [w for w in known.file_words(words) if "." in w]
+    thing = Subject("file", " ".join(named)) if named else _side(" ".join(words), known)
+    said = tuple(w for w in asked[0].split() if w in _CONTENT_WORDS) or ("what it holds",)
+    return Plan(question, window, replace(thing or Subject("anything"), unplaced=said), "list")
 
 
 def _during(text: str) -> tuple[Subject, str] | None:
@@ -808,6 +893,8 @@ def _during(text: str) -> tuple[Subject, str] | None:
     X was running`` / ``during X`` / ``when X ran`` (X's run: a ``command`` subject), ``after
     X finished`` (just after its end: ``ended``), ``before X started`` (from the start of its
     day to its start: ``started``), ``when I came back`` (just after time away: ``away``)."""
+    if (away := _away_named(text)) is not None:
+        return away
     if match := _CAME_BACK.search(text):
         return Subject("away"), (text[: match.start()] + " " + text[match.end() :]).strip()
     if match := _WENT_AWAY.search(text):  # "just before I stepped away"
@@ -817,8 +904,9 @@ def _during(text: str) -> tuple[Subject, str] | None:
         kind = "ended"
     if match is None and (match := _BEFORE_START.search(text)) is not None:
         kind = "started"
-    said = (match[1] or match[2]) if match else ""
-    words = re.sub(r"\b(the|my|a|an|that|this|those|these)\b", " ", said)
+    said = next((g for g in match.groups() if g), "") if match else ""
+    words = re.sub(r"\b(the|my|a|an|that|this|those|these|last|first|final|time|again)\b", " ",
+                   said)  # fmt: skip
     if match is None or not words.split():
         return None
     rest = (text[: match.start()] + " " + text[match.end() :]).strip()
@@ -878,6 +966,23 @@ def window_of(question: str, now_ns: int, tz: tzinfo | None) -> Window | None:
     return find_window(_clean(question), now_ns, tz)[0]
 
 
+def _in_named_time(
+    question: str, named: tuple[Subject, str], now_ns: int, tz: tzinfo | None, known: Known
+) -> Plan:
+    """The plan of a question whose time is named by something else (:func:`_during`): the
+    rest of it parsed as a question of its own, over that time."""
+    said = re.sub(r"\belse\b", " ", named[1])  # "while yes ran, what *else* did I run?"
+    inner = parse(said, now_ns=now_ns, tz=tz, known=known, during=_SOME_TIME)
+    left = tuple(w for w in (_name(named[1]) or "").split() if w not in _FILLER)
+    what = inner.subject if inner is not None else Subject("activity", unplaced=left)
+    if what.reading == "cpu" and re.match(r"\s*what (?:was|were|is) (?:\w+ )?busy\b", said):
+        what = Subject("process", reading="cpu")  # "what was busy while …?": which process
+    how = inner.measure if inner is not None else "list"
+    if named[0] == Subject("away") and how == "list" and what.kind in ("window", "command"):
+        how = "first"  # "which window did I go to when I came back?": the first one
+    return Plan(question, _SOME_TIME, what, how, during=named[0])
+
+
 def parse(
     question: str,
     *,
@@ -895,17 +1000,13 @@ def parse(
     window, rest = find_window(text, now_ns, tz) if during is None else (during, text)
     named = _during(rest) if window is None else None
     if named is not None:
-        inner = parse(named[1], now_ns=now_ns, tz=tz, known=known, during=_SOME_TIME)
-        left = tuple(w for w in (_name(named[1]) or "").split() if w not in _FILLER)
-        what = inner.subject if inner is not None else Subject("activity", unplaced=left)
-        how = inner.measure if inner is not None else "list"
-        return Plan(question, _SOME_TIME, what, how, during=named[0])
+        return _in_named_time(question, named, now_ns, tz, known)
     if _ATTENTION.search(rest):
         return _attention(rest, window, question)
     if _DAEMON.search(rest):
         return Plan(question, window, Subject("daemon"), "list")
-    ordered = _ordered(rest, question, window, known)
-    if ordered is not None:
+    ordered = _content(rest, question, window, known) or _ordered(rest, question, window, known)
+    if ordered is not None:  # a command's output asked for, or a question of order
         return ordered
     files = _file(rest, window, question, known)
     if files is not None:
@@ -929,10 +1030,12 @@ def parse(
     subject = _thing(plain, measure, known, status)
     anyone = subject is None or (subject.kind in ("command", "process") and not subject.name
                                  and subject.pid is None)  # fmt: skip
-    if _RUNNING.search(plain) and anyone:
-        return Plan(question, window, Subject("running"), "running")  # what was running?
+    if _RUNNING.search(plain) and anyone:  # "what was running?"; "which *containers*" is not
+        said = [w for w in (_name(plain) or "").split() if w not in _FILLER | _RUNNING_WORDS]
+        left = tuple(w for w in said if not _names_something(w, known))
+        return Plan(question, window, Subject("running", unplaced=left), "running")
     failing = subject is not None and subject.status == "failed" and not subject.name
-    if failing and measure == "list" and _COMMAND.search(plain) and "fail" in rest:
+    if failing and measure == "list" and _COMMAND.search(plain) and "fail" in rest and not during:
         return None  # "which commands failed today?": the period intent lists them
     if subject is None and _STARTED.search(plain) and not _HAPPENED.search(rest):
         subject = Subject("command")  # "what did I kick off?": the commands run
@@ -947,14 +1050,28 @@ def parse(
         return Plan(question, window, subject, "fell" if turned[1] else "rose")
     if subject.kind == "reading" and measure in ("duration", "running", "exit"):
         return Plan(question, window, replace(subject, unplaced=(_SAID_MEASURE[measure],)), measure)
-    overall = re.search(r"\b(average|mean|overall|typical)\b", plain) is not None
-    if subject.kind == "reading" and measure == "most":
-        measure = "peak"  # "what was the highest load?"
-    if (
-        subject.kind == "reading"
-        and window is None
-        and measure not in ("peak", "when", "lowest")
-        and not overall
-    ):
-        measure = "last"
+    if subject.kind == "reading":
+        window, measure = _of_a_reading(plain, window, measure, now_ns)
+        measure = "peak" if subject.reading == "swap" and measure == "last" else measure
     return Plan(question, window, subject, measure)
+
+
+_LOWEST = re.compile(r"\b(lowest|minimum|min|(?<!at )least|how low|bottom(?:ed)?)\b")
+
+
+def _of_a_reading(
+    plain: str, window: Window | None, measure: str, now_ns: int
+) -> tuple[Window | None, str]:
+    """The window and measure of a question about a reading: "when was it lowest?" asks for
+    the lowest (and its time), "the first reading" for the log's start, "what was the highest
+    load?" for the peak; with no window and no other measure, the latest."""
+    if measure in ("when", "list", "average", "peak") and _LOWEST.search(plain):
+        return window, "lowest"  # "min ram used and when", "when was the cpu least busy?"
+    if measure == "first" and window is None:
+        return edge_window("start", now_ns), "list"  # "the first load reading"
+    if measure == "most":
+        return window, "peak"
+    overall = re.search(r"\b(average|mean|overall|typical)\b", plain) is not None
+    if window is None and measure not in ("peak", "when", "lowest") and not overall:
+        return window, "last"  # (of swap: its peak, "did we swap?" asks whether any was used)
+    return window, measure

@@ -1,6 +1,7 @@
 """Plans about listening ports (the network sense's ``port_opened`` / ``port_closed``): when
 one opened and closed, which process held it on which address, and whether it was still open
-when the log ends. A port named by its number is that port; else every port."""
+when the log ends, and the commands whose words hold its number (the server started on it,
+what reached it). A port named by its number is that port; else every port."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from nerve.events import SourceClass
 from nerve.recall.facts.ports import socket_text
 from nerve.recall.plans.log import Found, Reader, Row
 from nerve.recall.plans.parse import Plan
+from nerve.recall.plans.things import command_runs, run_line
 
 __all__ = ["ports"]
 
@@ -31,6 +33,10 @@ def ports(reader: Reader, plan: Plan) -> Found:
                      answered=number is None)  # fmt: skip
     lines = [(r, _line(reader, r)) for r in rows]
     lines += [(r, state) for r, state in _states(reader, rows)]
+    if number is not None:  # the commands that named it: the server, what reached it
+        runs = command_runs(reader, number)
+        inside = [r for r in runs if plan.window is None or plan.window.contains(r.t)]
+        lines += [(r, f"ran {run_line(reader, r)}") for r in inside]
     title = f"{what[:1].upper()}{what[1:]} {reader.scope(plan.window)}, oldest first:"
     return reader.listing(title, lines, plan.window)
 

@@ -1,4 +1,4 @@
-"""Plans about a sense reading (load, cpu, memory, free disk, disk writes and reads, network,
+"""Plans about a sense reading (load, cpu, memory, swap, free disk, disk writes and reads, network,
 energy): its average, peak (and the sense's own line then), lowest, when it peaked, its
 latest value over the window, and when it turned: the last time it fell below (or rose
 above) the middle of its range.
@@ -70,6 +70,9 @@ _KINDS = {
                   _field("load1")),
     "memory": _Kind("Memory use", SourceClass.ENDPOINT, "memory", _number("percent"), "%", 1,
                     _field("percent")),
+    "swap": _Kind("Swap used", SourceClass.ENDPOINT, "memory",
+                  _number("swap_used_bytes", 1 / _MIB), " MiB", 0,
+                  _field("swap_used_bytes", f" / {_MIB}")),
     "disk": _Kind("Free disk", SourceClass.ENDPOINT, "disk", _number("free_bytes", 1 / _GIB),
                   " GiB", 1, _field("free_bytes", f" / {_GIB}")),
     "network": _Kind("Network traffic (down + up)", SourceClass.NETWORK, None, _network,
@@ -88,11 +91,13 @@ _T = "coalesce(valid_time_ns, physical_ns)"
 
 @dataclass(frozen=True)
 class _Fold:
-    """A reading over a window, folded in DuckDB: how many, the time-weighted mean, the peak
-    (value, id, time) and the latest (value, id)."""
+    """A reading over a window, folded in DuckDB: how many, the time-weighted mean and the
+    plain mean of the readings, the peak (value, id, time), the latest (value, id) and the
+    lowest (value, id, time)."""
 
     n: int
     mean: float
+    plain: float
     peak: tuple[float, str, int]
     last: tuple[float, str]
     low: tuple[float, str, int]
@@ -112,15 +117,16 @@ def _fold(reader: Reader, kind: _Kind, window: Window | None, end: int) -> _Fold
             SELECT id, t, v, greatest(1, least(coalesce(lead(t) OVER (ORDER BY t, id),
                 greatest(?, t)) - t, {_STANDS_MAX})) AS w FROM r WHERE v IS NOT NULL
         )
-        SELECT count(*), sum(v * w) / sum(w), max(v), arg_max(id, (v, -t)), arg_max(t, (v, -t)),
-            arg_max(v, (t, id)), arg_max(id, (t, id)), min(v), arg_min(id, (v, t)),
-            arg_min(t, (v, t)) FROM w
+        SELECT count(*), sum(v * w) / sum(w), avg(v), max(v), arg_max(id, (v, -t)),
+            arg_max(t, (v, -t)), arg_max(v, (t, id)), arg_max(id, (t, id)), min(v),
+            arg_min(id, (v, t)), arg_min(t, (v, t)) FROM w
     """
     row = reader.conn.execute(sql, [*args, end]).fetchone()
     if row is None or not row[0]:
         return None
-    n, mean, peak, peak_id, peak_t, last, last_id, low, low_id, low_t = row
-    return _Fold(int(n), float(mean), (float(peak), bytes(peak_id).hex(), int(peak_t)),
+    n, mean, plain, peak, peak_id, peak_t, last, last_id, low, low_id, low_t = row
+    return _Fold(int(n), float(mean), float(plain),
+                 (float(peak), bytes(peak_id).hex(), int(peak_t)),
                  (float(last), bytes(last_id).hex()),
                  (float(low), bytes(low_id).hex(), int(low_t)))  # fmt: skip
 
@@ -140,7 +146,7 @@ def reading(reader: Reader, plan: Plan) -> Found:
             answered=False,
         )
     window = plan.window
-    point = window is not None and window.point_ns is not None
+    point = window is not None and (window.point_ns is not None or _short(window))
     valued = f"({kind.sql}) IS NOT NULL"  # the disk's free space and its writes share a subject
     held = reader.rows(window, source=kind.source, subject=kind.subject, where=valued, limit=2)
     if point and window is not None and not held:  # "now": the reading standing then
@@ -167,6 +173,7 @@ def reading(reader: Reader, plan: Plan) -> Found:
         if plan.window is not None and plan.window.edge is not None:  # "after memgrow ended"
             which = "first" if plan.window.edge == "start" else "last"
             text = f"{kind.words} {reader.scope(plan.window)}, the {which} reading: {text}"
+            text += _over(reader, kind, plan.window)
         text, cited = _with_top(reader, plan, name, text, (rows[0].id,))
         return Found(text, cited)
     end = min(plan.window.end_ns, reader.now_ns) if plan.window else reader.now_ns
@@ -175,7 +182,8 @@ def reading(reader: Reader, plan: Plan) -> Found:
     if plan.measure in ("fell", "rose"):
         return _turned(reader, plan, kind)
     peak = f"peak {_say(kind, fold.peak[0])} at {reader.when(fold.peak[2])}"
-    parts = [f"average {_say(kind, fold.mean)}", peak, f"latest {_say(kind, fold.last[0])}"]
+    mean = f"average {_say(kind, fold.mean)} by time ({_say(kind, fold.plain)} over the readings)"
+    parts = [mean, peak, f"latest {_say(kind, fold.last[0])}"]
     if plan.measure in ("peak", "when", "most"):
         parts = [parts[1], parts[0], parts[2]]
     if plan.measure == "lowest":
@@ -187,9 +195,24 @@ def reading(reader: Reader, plan: Plan) -> Found:
         load = _fold(reader, _KINDS["load"], plan.window, end)
         if load is not None:
             text += f" Load average (1 min) peaked at {_say(_KINDS['load'], load.peak[0])}."
+    if name == "swap" and fold.peak[0] == 0:
+        text += " No swap was used."
     cited = (fold.peak[1], fold.last[1])
     text, cited = _with_top(reader, plan, name, text, cited)
     return Found(text, tuple(dict.fromkeys(cited)))
+
+
+def _over(reader: Reader, kind: _Kind, window: Window) -> str:
+    """The rest of a window named by an end ("after memgrow ended"), beyond its first reading:
+    its average, lowest and peak; nothing for the log's own start or end."""
+    if window.point_ns is not None:
+        return ""
+    fold = _fold(reader, kind, window, min(window.end_ns, reader.now_ns))
+    if fold is None or fold.n < 2:
+        return ""
+    return (f" Over those {fold.n} readings: average {_say(kind, fold.plain)}, lowest "
+            f"{_say(kind, fold.low[0])} at {reader.when(fold.low[2])}, peak "
+            f"{_say(kind, fold.peak[0])} at {reader.when(fold.peak[2])}.")  # fmt: skip
 
 
 def _turned(reader: Reader, plan: Plan, kind: _Kind) -> Found:
@@ -212,6 +235,12 @@ def _turned(reader: Reader, plan: Plan, kind: _Kind) -> Found:
             f"{reader.scope(plan.window)}: from {_say(kind, was)} at {reader.when(before.t)} "
             f"to {_say(kind, now)} ({after.line}).")  # fmt: skip
     return Found(text, (before.id, after.id))
+
+
+def _short(window: Window) -> bool:
+    """Whether the window is shorter than a reading stands ("when I ran uptime"): with no
+    reading in it, the one standing at its end answers."""
+    return window.clock and window.end_ns - window.start_ns < _STANDS_MAX
 
 
 def _around(plan: Plan) -> bool:

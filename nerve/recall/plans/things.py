@@ -28,6 +28,7 @@ __all__ = [
     "files",
     "folders",
     "processes",
+    "run_line",
     "running_at",
     "size",
     "spells",
@@ -39,6 +40,8 @@ _MIB = 1024**2
 _BACKGROUND = re.compile(r"&\s*$|nohup|setsid|disown")
 """A command sent to the background: the hook records it at once, while its process runs on."""
 _DAY = 86_400 * NS
+_AROUND = 120 * NS
+"""A window wider than this around a moment ("around 19:31:30") asks for that moment."""
 _FIRST = {SourceClass.SHELL, SourceClass.APP_FOCUS, SourceClass.FILE_CHANGE}
 
 
@@ -77,8 +80,13 @@ def _missing(reader: Reader, window: Window | None, what: str) -> Found:
 
 
 def anything(reader: Reader, plan: Plan) -> Found:
-    """Every observation in the window: counts in plain words, notable ones first."""
+    """Every observation in the window: counts in plain words, notable ones first (and first
+    of all the commands that ran on into it from before)."""
     rows = reader.rows(plan.window)
+    going = _ongoing(reader, plan.window) if plan.window is not None else []
+    if not rows and going:  # "at 19:26:30": nothing new, but a command ran on, or you were away
+        title = f"Nothing new was recorded {reader.scope(plan.window)}; going on then:"
+        return reader.listing(title, going, plan.window)
     if not rows:
         return _missing(reader, plan.window, "events")
     counts = Counter(plain_source(r) for r in rows)
@@ -91,9 +99,34 @@ def anything(reader: Reader, plan: Plan) -> Found:
     else:
         ordered = sorted(rows, key=_rank)  # stable: in time order within a rank
     lines = [(r, f"{reader.when(r.t)}  {r.line}") for r in ordered]
+    lines[:0] = going  # what started before and went on into it comes first
     scope = reader.scope(plan.window)
     title = f"{scope[:1].upper()}{scope[1:]}: {len(rows)} events ({said}). Notable first:"
     return reader.listing(title, lines, plan.window)
+
+
+def _ongoing(reader: Reader, window: Window) -> list[tuple[Row, str]]:
+    """The commands and the time away that began before the window and went on into it."""
+    start = window.start_ns
+    lines = [(r, f"running from {run_line(reader, r)}")
+             for r in _commands_over(reader, window) if r.t < start]  # fmt: skip
+    lines += [(gone.row, text) for gone, text in _away_over(reader, window) if gone.start < start]
+    return lines
+
+
+def _away_over(reader: Reader, window: Window) -> list[tuple[Away, str]]:
+    """The times away that overlap the window, each said from its start to its end."""
+    wide = Window(window.start_ns - _DAY, window.end_ns, "")
+    start, end = window.start_ns, window.end_ns
+    over = [gone for gone in away_spells(reader, wide)
+            if gone.start < end and (gone.ongoing or gone.end > start)]  # fmt: skip
+    return [(gone, f"away from {reader.when(gone.start)} to "
+                   f"{'now' if gone.ongoing else reader.when(gone.end)} (no input)")
+            for gone in over]  # fmt: skip
+
+
+_SHOWN_DOING = 20
+"""How many of the things a person did an answer shows."""
 
 
 def activity(reader: Reader, plan: Plan) -> Found:
@@ -119,8 +152,12 @@ def activity(reader: Reader, plan: Plan) -> Found:
     if not lines:
         return _missing(reader, window, "recorded activity")
     lines.sort(key=lambda item: item[0])
+    if window.point_ns is not None:  # "around 19:29": the nearest, said in time order
+        point = window.point_ns
+        near = sorted(lines, key=lambda item: (abs(item[0] - point), item[0]))
+        lines = sorted(near[:_SHOWN_DOING], key=lambda item: item[0]) + near[_SHOWN_DOING:]
     title = f"What you were doing {reader.scope(window)}, in order:"
-    return reader.listing(title, [(r, text) for _, r, text in lines], window, shown=20)
+    return reader.listing(title, [(r, text) for _, r, text in lines], window, shown=_SHOWN_DOING)
 
 
 # -- commands --------------------------------------------------------------------------------
@@ -141,7 +178,7 @@ def _command_line(row: Row) -> str:
     return f"`{_command_of(row)}`" + (f" ({', '.join(notes)})" if notes else "")
 
 
-def _run_line(reader: Reader, row: Row) -> str:
+def run_line(reader: Reader, row: Row) -> str:
     """A command's start and line; one that ran a minute or more says when it ended too."""
     ms = row.data.get("duration_ms")
     until = f" to {reader.when(_ended(row))}" if isinstance(ms, int) and ms >= 60_000 else ""
@@ -157,7 +194,8 @@ def _commands_over(
     reader: Reader, window: Window | None, name: str | None = None, status: str | None = None
 ) -> list[Row]:
     """Commands that ran during the window (started in it, or started before and still ran);
-    with a name, those its words hit most (:func:`~nerve.recall.plans.words.hits`); with a
+    with a name that is a program, every command it starts ("make": make build, make test);
+    with another name, those its words hit most (:func:`~nerve.recall.plans.words.hits`); with a
     status, those that ended so."""
     wide = window if window is None else Window(window.start_ns - _DAY, window.end_ns, "")
     words = (name or "").lower().split()
@@ -167,10 +205,16 @@ def _commands_over(
     rows = reader.rows(wide, source=SourceClass.SHELL, where=f"({where})", args=args)
     if window is not None:
         rows = [r for r in rows if r.t >= window.start_ns or _ended(r) >= window.start_ns]
+    if window is not None and status is not None:  # it ended so in the window, or started in it
+        rows = [r for r in rows if r.t >= window.start_ns or _ended(r) < window.end_ns]
     ended_so = [r for r in rows if status is None or _failed(r) == (status == "failed")]
     if not words:
         return ended_so
     said = [(_command_of(r), r) for r in rows]
+    program = [(text, r) for text, r in said if text.split()[:1] == words]
+    if len(words) == 1 and program:  # "make": every command it starts (make build, make test)
+        keep = {r.id for r in ended_so}
+        return [r for _, r in program if r.id in keep]
     score = {text: hits(words, text) for text in dict.fromkeys(text for text, _ in said)}
     best = max(score.values(), default=0)
     fits = {_command_of(r) for r in ended_so}  # a command with runs that ended as asked
@@ -239,8 +283,13 @@ def anchor_run(reader: Reader, window: Window | None, anchor: Subject) -> Row | 
     return runs[0] if anchor.nth == "first" else runs[-1]
 
 
+_THEN_MAX = 5
+"""How many more commands an answer of what came after one names."""
+
+
 def _command_order(reader: Reader, plan: Plan, anchor: Subject) -> Found:
-    """The command run just before (or after) the anchor command's run."""
+    """The command run just before (or after) the anchor command's run; after it, the few
+    that followed too."""
     every = _commands_over(reader, plan.window)
     mark = anchor_run(reader, plan.window, anchor)
     at = [i for i, r in enumerate(every) if mark is not None and r.id == mark.id]
@@ -252,9 +301,16 @@ def _command_order(reader: Reader, plan: Plan, anchor: Subject) -> Found:
     if not 0 <= j < len(every):
         return Found(f"No command is recorded {plan.measure} {_command_line(every[i])} "
                      f"({reader.when(every[i].t)}).", (every[i].id,))  # fmt: skip
-    return Found(f"{plan.measure.capitalize()} {_command_line(every[i])} "
-                 f"({reader.when(every[i].t)}), you ran {_command_line(every[j])} at "
-                 f"{reader.when(every[j].t)}.", (every[j].id, every[i].id))  # fmt: skip
+    text = (f"{plan.measure.capitalize()} {_command_line(every[i])} "
+            f"({reader.when(every[i].t)}), you ran {_command_line(every[j])} at "
+            f"{reader.when(every[j].t)}.")  # fmt: skip
+    just = re.search(r"\b(?:right|just|immediately|directly) after\b|\bnext\b", plan.question)
+    later = every[j + 1 : j + 1 + _THEN_MAX] if plan.measure == "after" and not just else []
+    if later:  # "what did I run after make test?": what came next, and next
+        said = ", ".join(f"{_command_line(r)} at {reader.when(r.t)}" for r in later)
+        more = len(every) - (j + 1 + len(later))
+        text += f" Then {said}" + (f", and {more} more." if more > 0 else ".")
+    return Found(text, (every[j].id, every[i].id, *(r.id for r in later)))
 
 
 def _said(subject: Subject, what: str) -> str:
@@ -282,7 +338,7 @@ def _command_list(reader: Reader, plan: Plan, rows: list[Row]) -> Found:
     day = plan.window is not None and not plan.window.clock and plan.measure == "list"
     if plan.measure in ("exit", "last", "when") or day:
         rows = rows[::-1]  # newest first (over a day: what the person did last, first)
-    lines = [(r, _run_line(reader, r)) for r in rows]
+    lines = [(r, run_line(reader, r)) for r in rows]
     kind = _said(plan.subject, "commands")
     what = f"`{plan.subject.name}`" if plan.subject.name else kind[:1].upper() + kind[1:]
     if plan.subject.name and plan.subject.status:
@@ -296,12 +352,17 @@ def _command_list(reader: Reader, plan: Plan, rows: list[Row]) -> Found:
             said = "it succeeded" if code == 0 else "it failed"
             head = f"{what} {which} exited {code} ({reader.when(newest.t)}), so {said}"
         return reader.listing(f"{head}; every run {reader.scope(plan.window)}:", lines, None)
+    if plan.measure == "first" and plan.window is not None:  # the first run started in it
+        started = [(r, line) for r, line in zip(rows, lines, strict=True)
+                   if r.t >= plan.window.start_ns]  # fmt: skip
+        lines = [line for _, line in started] or lines
     if plan.measure in ("first", "last"):
         lines = lines[:1]
         title = f"{what} that ran {reader.scope(plan.window)}, the {plan.measure} one:"
         return reader.listing(title, lines, plan.window)
     running = _running_then(reader, plan.window) if plan.window and plan.window.point_ns else []
-    title = f"{what} that ran {reader.scope(plan.window)}{', newest first' if day else ''}:"
+    runs = f" ({len(rows)} runs)" if len(rows) > 1 else ""
+    title = f"{what} that ran {reader.scope(plan.window)}{runs}{', newest first' if day else ''}:"
     found = reader.listing(title, lines + running, plan.window)
     return found
 
@@ -343,6 +404,7 @@ def running_at(reader: Reader, plan: Plan) -> Found:
     lines = [(r, f"{reader.when(r.t)} to {reader.when(_ended(r))}  {_command_line(r)}")
              for r in rows]  # fmt: skip
     lines += _running_then(reader, window)
+    lines += [(gone.row, text) for gone, text in _away_over(reader, window)]
     if not lines:
         return _missing(reader, window, "commands or process samples")
     title = f"Running {reader.scope(window)}: commands, then processes seen busy or large:"
@@ -391,7 +453,7 @@ def _counted(reader: Reader, plan: Plan, rows: list[Row], what: str) -> Found:
     )
     text = f"{len(rows)} {how}runs of `{named}`" if named else f"{len(rows)} {how}{what}s"
     text += f" {reader.scope(plan.window)}"
-    lines = [(r, _run_line(reader, r)) for r in rows[::-1]]
+    lines = [(r, run_line(reader, r)) for r in rows[::-1]]
     return reader.listing(text + ", newest first:", lines, plan.window)
 
 
@@ -866,8 +928,8 @@ def away(reader: Reader, plan: Plan) -> Found:
 
 
 def length(ns: int) -> str:
-    """A span of time in plain words: "3 min 4 s", "1 h 12 min"."""
-    seconds = ns // NS
+    """A span of time in plain words, to the nearest second: "3 min 4 s", "1 h 12 min"."""
+    seconds = (ns + NS // 2) // NS
     hours, rest = divmod(seconds, 3600)
     return f"{hours} h {rest // 60} min" if hours else f"{rest // 60} min {rest % 60} s"
 
@@ -899,13 +961,21 @@ def windows(reader: Reader, plan: Plan) -> Found | None:
         lines = [(s.row, f"{reader.when(s.start)}  {s.name()}, {length(s.end - s.start)}")
                  for s in chosen]  # fmt: skip
         what = f"`{plan.subject.name}`" if plan.subject.name else "windows"
-        title = f"In {what} for {length(total)} {reader.scope(plan.window)} ({len(chosen)} spells):"
+        seconds = (total + NS // 2) // NS
+        title = (f"In {what} for {length(total)} {reader.scope(plan.window)} "
+                 f"({len(chosen)} spells, {seconds} s):")  # fmt: skip
         return reader.listing(title, lines, plan.window)
     if plan.window is not None and plan.window.point_ns is not None:
         return _in_focus_then(reader, plan, chosen)
+    clocked = plan.window is not None and plan.window.clock
+    if plan.measure == "first" and clocked:  # the first switched to, not one left a moment
+        chosen = [s for s in chosen if s.end - s.start >= NS] or chosen
     lines = [(s.row, f"{reader.when(s.start)}  {s.name()} (for {length(s.end - s.start)})")
              for s in (chosen[::-1] if plan.measure != "first" else chosen)]  # fmt: skip
     verb = f"Switched to `{plan.subject.name}`" if plan.subject.name else "Windows in focus"
+    if plan.measure == "first" and clocked:  # "when I came back, which window first?"
+        return reader.listing(f"{verb} {reader.scope(plan.window)}, the first one:",
+                              lines[:1], plan.window)  # fmt: skip
     if plan.measure == "last":  # "what window was I in last?": that one
         return reader.listing(f"{verb} {reader.scope(plan.window)}, the last one:",
                               lines[:1], plan.window)  # fmt: skip
@@ -913,8 +983,17 @@ def windows(reader: Reader, plan: Plan) -> Found | None:
 
 
 def _in_focus_then(reader: Reader, plan: Plan, chosen: list[Spell]) -> Found:
-    """The windows in focus at a moment ("at 19:24:10"), each since its own focus."""
-    lines = [(s.row, f"{s.name()} (in focus from {reader.when(s.row.t)})") for s in chosen[::-1]]
+    """The windows in focus at a moment ("at 19:24:10"), each since its own focus; around a
+    moment ("around 19:31:30"), the one in focus at it when there is one."""
+    window = plan.window
+    point = (
+        window.point_ns
+        if window is not None and window.end_ns - window.start_ns > _AROUND
+        else None
+    )
+    held = [s for s in chosen if point is not None and s.start <= point < s.end]
+    lines = [(s.row, f"{s.name()} (in focus from {reader.when(s.row.t)})")
+             for s in (held or chosen)[::-1]]  # fmt: skip
     what = f"`{plan.subject.name}` windows" if plan.subject.name else "Windows"
     return reader.listing(f"{what} in focus {reader.scope(plan.window)}, newest first:", lines,
                           plan.window)  # fmt: skip

@@ -6,12 +6,14 @@ What is read (lower case, anywhere in the question; the first match of each kind
 - a day: ``today``, ``yesterday``, ``on monday`` … ``sunday`` (the most recent such day
   before today), ``this morning`` (05–12), ``this afternoon`` (12–18), ``this evening`` /
   ``tonight`` (18–24), ``last night``, ``this week``;
-- a time of day: ``7:42``, ``07:42:10``, ``7pm``, ``7:42 pm``, ``noon``, ``midnight``; a
-  time without am/pm and without a leading zero that could be either half of the day is the
-  most recent of the two; with a leading zero or over 12 it is 24-hour;
+- a time of day: ``7:42``, ``07:42:10``, ``7pm``, ``7:42 pm``, ``noon``, ``midnight``,
+  ``half past seven`` (7:30), ``quarter to 8`` (7:45); a time without am/pm and without a
+  leading zero that could be either half of the day is the most recent of the two; with a
+  leading zero or over 12 it is 24-hour;
 - ``at T`` (the whole minute, or the whole second when T has seconds), ``around T`` (five
-  minutes either side), ``between T and T`` / ``from T to T``, ``since T``, ``after T``,
-  ``before T``, ``until T`` (T a time of day, on the day named or the most recent);
+  minutes either side), ``between T and T`` / ``from T to T`` (up to the second T: "and
+  19:31" ends at 19:31:00), ``since T``, ``after T``, ``before T``, ``until T`` (T a time
+  of day, on the day named or the most recent);
 - ``the last N minutes|hours|days`` (``the last hour``, ``the last few minutes`` = 5),
   ``N minutes ago`` (the whole minute, second, hour it names: a moment, ``point_ns``),
   ``now`` / ``right now`` / ``currently`` / ``lately`` (a moment);
@@ -31,7 +33,9 @@ from dataclasses import dataclass
 from datetime import datetime, tzinfo
 from datetime import time as dtime
 
-__all__ = ["NS", "TIME_WORDS", "Window", "at_edge", "find_window", "local", "stamp"]
+__all__ = [
+    "NS", "TIME_WORDS", "Window", "at_edge", "edge_window", "find_window", "local", "stamp",
+]  # fmt: skip
 
 NS = 1_000_000_000
 _MIN = 60 * NS
@@ -74,7 +78,7 @@ _AGO = re.compile(rf"\b{_COUNT}\s*{_UNITS}\s+ago\b")
 _NOW = re.compile(r"\b(right now|now|currently|at the moment|lately|these days)\b")
 _EDGE = re.compile(
     r"\b(?:(?:at|by|near|towards?) the (?:very )?(start|beginning|end|finish)(?: of (?:it|the "
-    r"(?:day|log|recording|session)))?|at (first)|when (?:i|nerve|the daemon|recording|the "
+    r"(?:day|log|recording|session)))?|at (first)|when (?:i|you|nerve|the daemon|recording|the "
     r"recording) (?:first )?(began|begun|started)(?: (?:working|watching|recording|up))?(?=\s*$|,))"
 )
 _EDGE_SAID = {"start": "at the start", "end": "at the end"}
@@ -263,8 +267,8 @@ def _timed(
         said = (match[1], match[2]) if match[1] else (match[3], match[4])
         first, second = (_clock(m, day_ns, now_ns, tz) for m in said)
         if first is not None and second is not None:
-            end = second[0] + (second[1] if second[0] - first[0] < 3600 * NS else 0)
-            end += _DAY if end <= first[0] else 0  # a short span holds its last minute
+            end = second[0] + (second[1] if second[1] < _MIN else 0)  # its last second, if said
+            end += _DAY if end <= first[0] else 0  # "between 19:29 and 19:31" ends at 19:31:00
             label = f"between {_say(first[0], first[1], tz)} and {_say(*second, tz)}"
             return Window(first[0], end, label, clock=True), match[0]
     match = _REL.search(text)
@@ -296,8 +300,28 @@ def _around(
     return Window(t, t + precision, f"at {said}", t, clock=True)
 
 
+_SPOKEN = re.compile(
+    r"\b(half|quarter) (past|to) (\d{1,2}|one|two|three|four|five|six|seven|eight|nine|ten|"
+    r"eleven|twelve)\b"
+)
+_HOURS = {w: n for n, w in enumerate(["zero", "one", "two", "three", "four", "five", "six",
+          "seven", "eight", "nine", "ten", "eleven", "twelve"])}  # fmt: skip
+
+
+def _spoken(match: re.Match[str]) -> str:
+    """A time said in words as a clock time: "half past seven" is "7:30"."""
+    hour = int(match[3]) if match[3].isdigit() else _HOURS[match[3]]
+    minutes = 30 if match[1] == "half" else 15
+    if match[2] == "to":
+        hour, minutes = (hour - 1) % 12 or 12, 60 - minutes
+    return f"{hour}:{minutes:02d}"
+
+
 def find_window(text: str, now_ns: int, tz: tzinfo | None) -> tuple[Window | None, str]:
     """The window ``text`` (lower case) names, and the text without the words that named it."""
+    text = _SPOKEN.sub(_spoken, text)
+    text = re.sub(r"\b(?:roughly|approximately|approx|circa|nearly|near)\b(?= (?:at )?\d)",
+                  "around", text)  # fmt: skip
     if match := _SINCE_DAY.search(text):
         day = _day(match[1], now_ns, tz)
         if day is not None:
@@ -318,14 +342,18 @@ def find_window(text: str, now_ns: int, tz: tzinfo | None) -> tuple[Window | Non
         return found[0], text.replace(found[1], " ")
     if match := _EDGE.search(text):
         edge = "end" if match[1] in ("end", "finish") else "start"
-        window = Window(now_ns, now_ns + 1, _EDGE_SAID[edge], now_ns, True, edge)
-        return window, text.replace(match[0], " ", 1)
+        return edge_window(edge, now_ns), text.replace(match[0], " ", 1)
     if match := _NOW.search(text):
         return Window(now_ns, now_ns + 1, "now", now_ns), text.replace(match[0], " ", 1)
     return None, text
 
 
 _EDGE_NS = 30 * NS
+
+
+def edge_window(edge: str, now_ns: int) -> Window:
+    """The log's start or end (``edge``), a moment :func:`at_edge` places on the log."""
+    return Window(now_ns, now_ns + 1, _EDGE_SAID[edge], now_ns, True, edge)
 
 
 def at_edge(window: Window, first_ns: int, last_ns: int) -> Window:
