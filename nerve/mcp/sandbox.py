@@ -32,7 +32,7 @@ import duckdb
 
 from nerve.canonical import jsonable, loads_bounded
 from nerve.errors import AccessRefused, EventError, UsageError
-from nerve.query import define_views, load_projections, register_snapshot, source_sql
+from nerve.query import TAIL, define_views, load_projections, register_snapshot, source_sql
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -66,7 +66,7 @@ def open_sandbox(ws: Workspace, shown: Shown | None = None) -> duckdb.DuckDBPyCo
         conn.execute("SET enable_progress_bar_print = false")  # DuckDB prints it on stdout
         register_snapshot(conn, snap)
         rows = conn.sql(f"SELECT * FROM {source_sql(snap)}").to_arrow_table()
-        conn.unregister("_tail")
+        conn.unregister(TAIL)
         conn.register(_SHOWN, shown(rows) if shown is not None else rows)
         define_views(
             conn, _SHOWN, load_projections(ws.settings.projection_dirs()), ws.settings.views()
@@ -188,7 +188,7 @@ def _one_select(conn: duckdb.DuckDBPyConnection, sql: str) -> str:
         )
     kind, text = statements[0].type, str(statements[0].query).strip()
     if kind != duckdb.StatementType.SELECT:
-        name = (text.split() or ["these"])[0].upper()  # as written: INSTALL is a LOAD to DuckDB
+        name = text.split()[0].upper()  # as written: INSTALL is a LOAD to DuckDB
         raise AccessRefused(
             f"{name} statements are refused: this connection is read-only (one SELECT only)",
             hint=_SQL_HINT,
@@ -205,7 +205,7 @@ def _cell(value: Any, is_json: bool) -> Any:
     """A value as JSON: JSON columns parsed, bytes as hex, times as ISO text, NaN as text."""
     if is_json and isinstance(value, str):
         try:
-            return loads_bounded(value, field="data")
+            return loads_bounded(value)
         except (EventError, ValueError):
             return value
     if isinstance(value, float) and not math.isfinite(value):

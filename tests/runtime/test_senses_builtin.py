@@ -32,10 +32,15 @@ _LOADED: dict[str, ModuleType] = {}
 
 
 def load(name: str) -> ModuleType:
-    """Load ``senses/<name>/sense.py`` once per test session, as a long-lived worker would."""
+    """Load ``senses/<name>/sense.py`` once per test session, as a long-lived worker would.
+
+    The module is named by its path in the repository (``senses.shell.sense``), as an import
+    would name it, so tools that follow code by module name (the mutation bench's mutmut)
+    know it for the file it is.
+    """
     if name not in _LOADED:
         path = SENSES_DIR / name / "sense.py"
-        spec = importlib.util.spec_from_file_location(f"nerve_sense_{name}", path)
+        spec = importlib.util.spec_from_file_location(f"senses.{name}.sense", path)
         assert spec is not None and spec.loader is not None
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
