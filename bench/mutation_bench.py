@@ -80,6 +80,7 @@ MODULES: dict[str, tuple[str, ...]] = {
         "tests/privacy/test_privacy_cut.py",
     ),
     "senses/focus": (
+        "tests/runtime/test_focus_sense.py",
         "tests/runtime/test_senses_context.py",
         "tests/runtime/test_senses_builtin.py",
         "tests/privacy/test_privacy_cut.py",
