@@ -622,6 +622,17 @@ def test_shell_caps_per_compute_without_losing_commands(tmp_path: Path) -> None:
     assert seen == [f"cmd{i}" for i in range(5)]
 
 
+def test_shell_history_lines_plain_and_timestamped_from_an_empty_first_line() -> None:
+    data = b"\nls\n#1700000000\nmake\n#1700000001\n"
+    records, consumed = load("shell").parse_history(data, 10)
+    assert records == [
+        {"command": "ls", "format": "plain", "timestamp": None, "elapsed_s": None},
+        {"command": "make", "format": "bash-timestamped", "timestamp": 1700000000,
+         "elapsed_s": None},
+    ]  # fmt: skip
+    assert consumed == len(b"\nls\n#1700000000\nmake\n")  # a stamp waits for its command
+
+
 def test_shell_leaves_secrets_to_the_privacy_rules_and_decodes_zsh_meta(tmp_path: Path) -> None:
     """The sense reports commands as typed; the kernel's privacy rules redact them before
     the WAL (tests/privacy/test_privacy_capture.py), so the sense's old mask is gone."""

@@ -205,3 +205,15 @@ def test_a_spool_line_longer_than_a_read_is_skipped_and_said(tmp_path: Path) -> 
 def test_a_spool_option_that_is_not_a_path_is_refused(tmp_path: Path, bad: object) -> None:
     with pytest.raises(ValueError, match=r"senses\.shell\.options\.spool must be a path"):
         run("shell", initial("shell"), tmp_path, spool=bad, files=[])
+
+
+def test_a_spool_read_whole_is_renamed_from_one_mebibyte_by_default(tmp_path: Path) -> None:
+    spool = tmp_path / "shell.spool"
+    line = _line("x" * 60)
+    count = -(-(1024 * 1024) // len(line))  # just past 1 MiB
+    spool.write_text(line * count)
+    assert 1024 * 1024 <= spool.stat().st_size < 1024 * 1024 + len(line)
+    opts = _opts(spool, max_per_compute=count, max_read_bytes=2 * 1024 * 1024)
+    state = run("shell", initial("shell"), tmp_path, **opts).state
+    assert not spool.exists() and Path(f"{spool}.1").exists()
+    assert state["spool"]["rotated"]["offset"] == count * len(line)
