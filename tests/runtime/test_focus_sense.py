@@ -1,11 +1,17 @@
-"""The focus sense's own decisions, in process: its options checked by name, what a focus, an
-away and a back become (the observation, its time and the state kept), and when a display
-that was not there is looked for again. What it reads from a real X server is in
-``test_senses_context.py``."""
+"""The focus sense in process: its options checked by name, what a focus, an away and a back
+become (the observation, its time and the state kept), when a display that was not there is
+looked for again, and what it reads of windows a test makes itself on a real X server (Xvfb,
+no window manager: the test sets the root's active window as one would). With a window
+manager and real applications: ``test_senses_context.py``."""
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
+import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +19,7 @@ import pytest
 
 from nerve.contract import SenseContext
 from nerve.events import SourceClass, Trust
-from tests.runtime.test_senses_builtin import load
+from tests.runtime.test_senses_builtin import initial, load, run
 
 sense = load("focus")
 MS = 1_000_000
@@ -147,3 +153,161 @@ def test_without_a_display_named_the_reason_says_which_session_it_is(
     assert sense._display(headless) == (None, "no X display (headless)")
     monkeypatch.setenv("WAYLAND_DISPLAY", "wayland-0")
     assert sense._display(headless) == (None, "Wayland session without an X display")
+
+
+def test_a_display_that_cannot_be_opened_is_not_tried_again_within_retry_s(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sense._tried, "at", 0)
+    opened: list[Any] = []
+    real = sense._display
+    monkeypatch.setattr(sense, "_display", lambda opts: opened.append(opts) or real(opts))
+    display = f":{59_000 + os.getpid() % 900}"  # no server: no socket is made for it
+    ctx = SenseContext("focus", tmp_path, {"display": display, "retry_s": 3600})
+    gone = sense.compute(initial("focus"), ctx)
+    assert gone.state["status"] == "unavailable" and len(opened) == 1
+    assert gone.state["note"].startswith(f"cannot open X display {display!r}: ")
+    assert sense.compute(gone.state, ctx) is None and len(opened) == 1  # not tried again
+
+
+class _Quartz:
+    """Quartz as a window server that refuses the window list."""
+
+    kCGWindowListOptionOnScreenOnly = kCGWindowListExcludeDesktopElements = kCGNullWindowID = 0
+
+    def CGWindowListCopyWindowInfo(self, option: int, relative: int) -> list[Any]:
+        raise RuntimeError("window server refused")
+
+
+def _mac(monkeypatch: pytest.MonkeyPatch, quartz: Any) -> None:
+    monkeypatch.setattr(sense, "_MAC", True)
+    monkeypatch.setitem(sys.modules, "Quartz", quartz)
+    monkeypatch.setitem(sense._tried, "at", 0)
+
+
+def test_on_macos_a_refused_read_is_an_error_in_state(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _mac(monkeypatch, _Quartz())
+    failed = run("focus", {"focus": ["code", "x"]}, tmp_path)
+    assert not failed.observations
+    assert failed.state == {"focus": ["code", "x"], "status": "error",
+                            "note": "Quartz read failed: window server refused"}  # fmt: skip
+
+
+def test_on_macos_without_quartz_a_state_kept_from_before_is_not_said_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _mac(monkeypatch, None)  # None in sys.modules: the import fails
+    kept = {"status": "unavailable", "note": "pyobjc-framework-Quartz is not installed"}
+    assert sense.compute(kept, SenseContext("focus", tmp_path, {})) is None
+    assert sense._tried["at"] > 0
+
+
+# --- windows the test makes on a real X server ---------------------------------------------------
+
+
+@pytest.fixture
+def xvfb() -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """A bare Xvfb on a display it picks itself, and its process."""
+    if shutil.which("Xvfb") is None:
+        pytest.skip("missing Xvfb (.ci/run installs it)")
+    read_end, write_end = os.pipe()
+    args = ["Xvfb", "-screen", "0", "320x240x24", "-nolisten", "tcp", "-displayfd"]
+    server = subprocess.Popen(
+        [*args, str(write_end)], stderr=subprocess.DEVNULL, pass_fds=(write_end,)
+    )
+    os.close(write_end)
+    with os.fdopen(read_end) as chosen:
+        display = f":{chosen.readline().strip()}"
+    try:
+        yield display, server
+    finally:
+        sense._forget()
+        server.terminate()
+        server.wait(timeout=10)
+
+
+class _Desk:
+    """Windows on an X display and the root's active window, set as a window manager would."""
+
+    def __init__(self, name: str) -> None:
+        from Xlib import display
+
+        self.name = name
+        self.x = display.Display(name)
+        self.root = self.x.screen().root
+
+    def window(self, wm_class: tuple[str, str] | None = None, **props: Any) -> Any:
+        from Xlib import X, Xatom
+
+        w = self.root.create_window(0, 0, 10, 10, 0, X.CopyFromParent)
+        if wm_class is not None:
+            w.set_wm_class(*wm_class)
+        if "wm_name" in props:
+            w.set_wm_name(props["wm_name"])
+        if "net_name" in props:
+            utf8 = self.x.intern_atom("UTF8_STRING")
+            w.change_property(self._atom("_NET_WM_NAME"), utf8, 8, props["net_name"].encode())
+        if "pid" in props:
+            w.change_property(self._atom("_NET_WM_PID"), Xatom.CARDINAL, 32, [props["pid"]])
+        return w
+
+    def activate(self, window_id: int) -> None:
+        from Xlib import Xatom
+
+        self.root.change_property(self._atom("_NET_ACTIVE_WINDOW"), Xatom.WINDOW, 32, [window_id])
+        self.x.sync()
+
+    def _atom(self, name: str) -> int:
+        return int(self.x.intern_atom(name))
+
+
+@pytest.fixture
+def desk(xvfb: tuple[str, subprocess.Popen[bytes]]) -> Iterator[_Desk]:
+    made = _Desk(xvfb[0])
+    try:
+        yield made
+    finally:
+        made.x.close()
+
+
+@pytest.mark.usefixtures("seen")
+def test_the_active_window_s_class_title_and_pid_are_read(desk: _Desk, tmp_path: Path) -> None:
+    opts = {"display": desk.name, "idle_s": 3600, "exclude_apps": ["KEEPASSXC"]}
+    editor = desk.window(("notes", "Gedit"), net_name="café — notes", wm_name="old", pid=4242)
+    desk.activate(editor.id)
+    [obs] = run("focus", {}, tmp_path, **opts).observations
+    assert {k: obs.payload[k] for k in ("app", "title", "window", "pid")} == {
+        "app": "Gedit", "title": "café — notes", "window": editor.id, "pid": 4242,
+    }  # fmt: skip
+    assert isinstance(obs.payload["readings"]["idle_ms"], int)  # MIT-SCREEN-SAVER
+    plain = desk.window(("xload", "XLoad"), wm_name="load average")
+    desk.activate(plain.id)
+    [obs] = run("focus", {}, tmp_path, **opts).observations
+    assert (obs.payload["title"], obs.payload["pid"]) == ("load average", None)
+    unnamed = desk.window(("", "xclock"))
+    desk.activate(unnamed.id)
+    [obs] = run("focus", {}, tmp_path, **opts).observations
+    assert (obs.payload["app"], obs.payload["title"], obs.line) == ("xclock", "", "focus xclock")
+    instance = desk.window(("keepassxc", ""), net_name="passwords.kdbx", pid=7)
+    desk.activate(instance.id)
+    [obs] = run("focus", {}, tmp_path, **opts).observations
+    assert obs.payload["app"] == "(excluded)" and obs.payload["title"] == ""
+    desk.activate(0)
+    [obs] = run("focus", {"focus": ["x", "y"]}, tmp_path, **opts).observations
+    assert obs.line == "focus: no window"
+
+
+def test_a_server_gone_between_reads_is_an_error_then_opened_afresh(
+    xvfb: tuple[str, subprocess.Popen[bytes]], tmp_path: Path
+) -> None:
+    display, server = xvfb
+    first = run("focus", initial("focus"), tmp_path, display=display)
+    assert first.state["status"] == "ok" and sense._conn.get("name") == display
+    server.terminate()
+    server.wait(timeout=10)
+    failed = run("focus", first.state, tmp_path, display=display)
+    assert failed.state["status"] == "error" and not failed.observations
+    assert failed.state["note"].startswith("X11 read failed: ")
+    assert failed.state["focus"] == first.state["focus"] and sense._conn == {}
