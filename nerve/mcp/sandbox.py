@@ -193,7 +193,7 @@ def _one_select(conn: duckdb.DuckDBPyConnection, sql: str) -> str:
             f"{name} statements are refused: this connection is read-only (one SELECT only)",
             hint=_SQL_HINT,
         )
-    return text.rstrip(";")
+    return text
 
 
 def _first_line(exc: BaseException) -> str:
@@ -201,7 +201,7 @@ def _first_line(exc: BaseException) -> str:
     return str(exc).strip().split("\n\n")[0].replace("\n", " ")
 
 
-def _cell(value: Any, is_json: bool) -> Any:
+def _cell(value: Any, is_json: bool = False) -> Any:
     """A value as JSON: JSON columns parsed, bytes as hex, times as ISO text, NaN as text."""
     if is_json and isinstance(value, str):
         try:
@@ -211,7 +211,7 @@ def _cell(value: Any, is_json: bool) -> Any:
     if isinstance(value, float) and not math.isfinite(value):
         return str(value)
     if isinstance(value, dict):
-        return {str(k): _cell(v, False) for k, v in value.items()}
+        return {str(k): _cell(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [_cell(v, False) for v in value]
+        return [_cell(v) for v in value]
     return jsonable(value)
