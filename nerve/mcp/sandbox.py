@@ -78,17 +78,26 @@ def open_sandbox(ws: Workspace, shown: Shown | None = None) -> duckdb.DuckDBPyCo
     return conn
 
 
+LOCKED: tuple[tuple[str, object], ...] = (
+    ("python_enable_replacements", False),
+    ("autoinstall_known_extensions", False),
+    ("autoload_known_extensions", False),
+    ("allowed_paths", []),
+    ("allowed_directories", []),
+    ("temp_directory", ""),
+    ("enable_external_access", False),
+    ("memory_limit", MEMORY_LIMIT),
+    ("threads", THREADS),
+    ("lock_configuration", True),
+)
+"""The DuckDB settings a sandbox connection is held to, set in this order: no Python variable
+read as a table, no extension, no file, nothing spilled to disk; the last locks them all."""
+
+
 def _lock(conn: duckdb.DuckDBPyConnection) -> None:
-    conn.execute("SET python_enable_replacements = false")
-    conn.execute("SET autoinstall_known_extensions = false")
-    conn.execute("SET autoload_known_extensions = false")
-    conn.execute("SET allowed_paths = ?", [[]])
-    conn.execute("SET allowed_directories = ?", [[]])
-    conn.execute("SET temp_directory = ''")
-    conn.execute("SET enable_external_access = false")
-    conn.execute(f"SET memory_limit = '{MEMORY_LIMIT}'")
-    conn.execute(f"SET threads = {THREADS}")
-    conn.execute("SET lock_configuration = true")
+    """Set :data:`LOCKED` on ``conn``."""
+    for name, value in LOCKED:
+        conn.execute(f"SET {name} = ?", [value])
 
 
 @dataclass(frozen=True)

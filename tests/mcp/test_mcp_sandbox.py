@@ -11,7 +11,7 @@ import pytest
 
 import nerve
 from nerve.errors import AccessRefused, UsageError
-from nerve.mcp.sandbox import open_sandbox, run_sql
+from nerve.mcp.sandbox import LOCKED, MEMORY_LIMIT, open_sandbox, run_sql
 from nerve.workspace import init_workspace
 
 HINT = "one SELECT over events or a projection, e.g. SELECT kind, count(*) FROM events GROUP BY ALL"
@@ -91,6 +91,7 @@ def test_a_file_outside_the_log_is_refused_with_what_can_be_read(
         run_sql(conn, "SELECT * FROM read_csv('/etc/passwd')", limit=1, timeout_ms=1000)
     assert e.value.hint == HINT
     assert "(Permission Error: " in str(e.value) and "/etc/passwd" in str(e.value)  # DuckDB's why
+    assert str(e.value).endswith("); only events and the projections can be read")
 
 
 def test_the_sandbox_reads_nerve_yaml_settings(tmp_path: Path) -> None:
@@ -113,3 +114,24 @@ def test_each_kind_of_value_comes_out_as_json(conn: duckdb.DuckDBPyConnection) -
         [{"a": [1, 2]}, "nan", "inf", 1.5, {"k": "nan"}, ["inf"], "01ff",
          '{"a": 1}', ["[1]"], {"t": "[2]"}],
     ]  # fmt: skip
+
+
+def test_a_sandbox_is_held_to_its_settings_and_cannot_change_them(tmp_path: Path) -> None:
+    conn = open_sandbox(nerve.open(init_workspace(tmp_path / "ws").root))
+    held = {n: conn.sql(f"SELECT current_setting('{n}')").fetchall()[0][0] for n, _ in LOCKED}
+    assert MEMORY_LIMIT == "1GB" and held == {
+        "python_enable_replacements": False,
+        "autoinstall_known_extensions": False,
+        "autoload_known_extensions": False,
+        "allowed_paths": [],
+        "allowed_directories": [],
+        "temp_directory": "",
+        "enable_external_access": False,
+        "memory_limit": "953.6 MiB",  # 1 GB as DuckDB shows it
+        "threads": 2,
+        "lock_configuration": True,
+    }
+    for name, _ in LOCKED:
+        with pytest.raises(duckdb.InvalidInputException, match="configuration has been locked"):
+            conn.execute(f"SET {name} = DEFAULT")
+    conn.close()
