@@ -210,3 +210,21 @@ def test_what_is_not_http_passes_to_the_app_untouched(keys: Keys) -> None:
     scope: Scope = {"type": "lifespan", "headers": [(b"host", b"evil.example")]}
     asyncio.run(guard(scope, receive, send))
     assert page.scopes == [scope] and scope == {"type": "lifespan", "headers": scope["headers"]}
+
+
+def test_a_server_that_gives_no_state_in_its_scope_is_served_too(keys: Keys) -> None:
+    page = _Page()
+    guard = Guard(page, keys, Served("127.0.0.1", PORT))
+    sent: list[Message] = []
+
+    async def receive() -> Message:
+        return {"type": "http.request", "body": b""}
+
+    async def send(message: Message) -> None:
+        sent.append(message)
+
+    host = [(b"host", f"127.0.0.1:{PORT}".encode())]
+    for path, status in (("/login", 200), ("/", 401)):
+        scope: Scope = {"type": "http", "method": "GET", "path": path, "headers": host}
+        asyncio.run(guard(scope, receive, send))
+        assert sent[-2]["status"] == status, path
