@@ -220,6 +220,7 @@ def xvfb() -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
     os.close(write_end)
     with os.fdopen(read_end) as chosen:
         display = f":{chosen.readline().strip()}"
+    sense._forget()  # a connection kept from an earlier server of the same number is dead
     try:
         yield display, server
     finally:
@@ -272,30 +273,37 @@ def desk(xvfb: tuple[str, subprocess.Popen[bytes]]) -> Iterator[_Desk]:
         made.x.close()
 
 
+def _one(state: dict[str, Any], tmp: Path, **opts: Any) -> Any:
+    """The one observation a compute makes (the sense's state says why when there is none)."""
+    result = run("focus", state, tmp, **opts)
+    assert len(result.observations) == 1, result.state
+    return result.observations[0]
+
+
 @pytest.mark.usefixtures("seen")
 def test_the_active_window_s_class_title_and_pid_are_read(desk: _Desk, tmp_path: Path) -> None:
     opts = {"display": desk.name, "idle_s": 3600, "exclude_apps": ["KEEPASSXC"]}
     editor = desk.window(("notes", "Gedit"), net_name="café — notes", wm_name="old", pid=4242)
     desk.activate(editor.id)
-    [obs] = run("focus", {}, tmp_path, **opts).observations
+    obs = _one({}, tmp_path, **opts)
     assert {k: obs.payload[k] for k in ("app", "title", "window", "pid")} == {
         "app": "Gedit", "title": "café — notes", "window": editor.id, "pid": 4242,
     }  # fmt: skip
     assert isinstance(obs.payload["readings"]["idle_ms"], int)  # MIT-SCREEN-SAVER
     plain = desk.window(("xload", "XLoad"), wm_name="load average")
     desk.activate(plain.id)
-    [obs] = run("focus", {}, tmp_path, **opts).observations
+    obs = _one({}, tmp_path, **opts)
     assert (obs.payload["title"], obs.payload["pid"]) == ("load average", None)
     unnamed = desk.window(("", "xclock"))
     desk.activate(unnamed.id)
-    [obs] = run("focus", {}, tmp_path, **opts).observations
+    obs = _one({}, tmp_path, **opts)
     assert (obs.payload["app"], obs.payload["title"], obs.line) == ("xclock", "", "focus xclock")
     instance = desk.window(("keepassxc", ""), net_name="passwords.kdbx", pid=7)
     desk.activate(instance.id)
-    [obs] = run("focus", {}, tmp_path, **opts).observations
+    obs = _one({}, tmp_path, **opts)
     assert obs.payload["app"] == "(excluded)" and obs.payload["title"] == ""
     desk.activate(0)
-    [obs] = run("focus", {"focus": ["x", "y"]}, tmp_path, **opts).observations
+    obs = _one({"focus": ["x", "y"]}, tmp_path, **opts)
     assert obs.line == "focus: no window"
 
 
