@@ -70,8 +70,9 @@ def test_a_failed_query_says_why_in_one_line(conn: duckdb.DuckDBPyConnection) ->
     assert str(bad.value).startswith("query failed: Binder Error")
     assert "\n" not in str(bad.value) and "LINE 1" not in str(bad.value)
     assert bad.value.hint == HINT
-    with pytest.raises(UsageError, match=r"^query failed: Parser Error"):
+    with pytest.raises(UsageError) as bad:
         run_sql(conn, "SELEC 1", limit=1, timeout_ms=1000)
+    assert str(bad.value) == 'query failed: Parser Error: syntax error at or near "SELEC"'
 
 
 def test_a_slow_query_is_stopped_at_its_time(conn: duckdb.DuckDBPyConnection) -> None:
