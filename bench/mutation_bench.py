@@ -48,9 +48,9 @@ MODULES: dict[str, tuple[str, ...]] = {
     "nerve/tokens.py": ("tests/test_tokens.py", "tests/ui/test_ui_hostile.py"),
     "nerve/ui/auth.py": ("tests/ui/test_ui_hostile.py", "tests/ui/test_ui_login.py"),
     "nerve/ui/guard.py": (
-        "tests/ui/test_ui.py",
-        "tests/ui/test_ui_hostile.py",
+        "tests/ui/test_ui_guard.py",
         "tests/ui/test_ui_login.py",
+        "tests/ui/test_ui_hostile.py",
     ),
     "nerve/mcp/budgets.py": (
         "tests/mcp/test_mcp_budgets.py",
@@ -74,11 +74,13 @@ MODULES: dict[str, tuple[str, ...]] = {
         "tests/test_fuzz.py",
     ),
     "senses/shell": (
-        "tests/runtime/test_senses_context.py",
         "tests/runtime/test_shell_spool.py",
+        "tests/runtime/test_senses_builtin.py",
+        "tests/runtime/test_senses_context.py",
         "tests/privacy/test_privacy_cut.py",
     ),
     "senses/focus": (
+        "tests/runtime/test_focus_sense.py",
         "tests/runtime/test_senses_context.py",
         "tests/runtime/test_senses_builtin.py",
         "tests/privacy/test_privacy_cut.py",
@@ -88,19 +90,6 @@ MODULES: dict[str, tuple[str, ...]] = {
         "tests/fleet/test_fleet.py",
         "tests/fleet/test_fleet_integrity.py",
         "tests/fleet/test_fleet_keys.py",
-    ),
-}
-# tests that cannot pass while a module runs behind mutmut's trampoline, whatever the mutant:
-# module -> (test, why). They are deselected in that module's runs, so its share is a lower
-# bound by what they would have killed.
-UNRUNNABLE: dict[str, tuple[tuple[str, str], ...]] = {
-    "nerve/ui/guard.py": (
-        (
-            "tests/ui/test_ui.py::test_a_stop_ends_the_server_even_with_a_live_tail_open",
-            "uvicorn calls the app once with no arguments to see whether it is a factory; the "
-            "trampoline around Guard.__call__ takes any arguments and returns a coroutine, so "
-            "the real server takes that coroutine for the app and answers 500",
-        ),
     ),
 }
 # A process a test starts (a daemon, its sense workers, the query process) runs the mutated
@@ -174,15 +163,11 @@ def owner(path: str, modules: Sequence[str]) -> str | None:
 def mutmut_config(modules: Sequence[str]) -> str:
     """The ``[tool.mutmut]`` table for ``modules`` and the tests mapped to them."""
     tests = sorted({test for module in modules for test in MODULES[module]})
-    left_out = sorted({test for module in modules for test, _ in UNRUNNABLE.get(module, ())})
     table = {
         "source_paths": ["nerve", "senses"],
         "only_mutate": [f for module in modules for f in module_files(module)],
         "also_copy": _ALSO_COPY,
-        "pytest_add_cli_args": [
-            *("-p", "no:cacheprovider", "-p", "no:xdist", "-m", "not fuzz"),
-            *(arg for test in left_out for arg in ("--deselect", test)),
-        ],
+        "pytest_add_cli_args": ["-p", "no:cacheprovider", "-p", "no:xdist", "-m", "not fuzz"],
         "pytest_add_cli_args_test_selection": tests,
         "timeout_multiplier": TIMEOUT_MULTIPLIER,
     }

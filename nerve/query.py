@@ -136,17 +136,21 @@ def _quoted(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
+TAIL = "_tail"
+"""The name :func:`register_snapshot` gives the snapshot's tail on a connection."""
+
+
 def source_sql(snap: Snapshot) -> str:
-    """SQL naming every row of the snapshot: its segment files, then the tail as ``_tail``."""
+    """SQL naming every row of the snapshot: its segment files, then the tail as :data:`TAIL`."""
     parts = [f"SELECT * FROM {parquet_sql(snap.files)}"] if snap.files else []
-    parts.append("SELECT * FROM _tail")
+    parts.append(f"SELECT * FROM {TAIL}")
     return "(" + " UNION ALL ".join(parts) + ")"
 
 
 def register_snapshot(conn: duckdb.DuckDBPyConnection, snap: Snapshot) -> None:
-    """What :func:`source_sql` names: the tail as ``_tail``, and for an encrypted log the
+    """What :func:`source_sql` names: the tail as :data:`TAIL`, and for an encrypted log the
     file system its segments are read through (:mod:`nerve.encfs`)."""
-    conn.register("_tail", snap.tail)
+    conn.register(TAIL, snap.tail)
     if is_encrypted(snap.paths.root):
         conn.execute("SET temp_directory = ''")  # decrypted rows never spill to disk
         if snap.files:

@@ -341,7 +341,7 @@ class Daemon(Noun):
         key when it is given)."""
         from nerve.runtime import daemon
 
-        return daemon.open_lines(self._dir, lines)
+        return daemon.decrypt_lines(self._dir, lines)
 
     def log_path(self) -> Path:
         """The daemon's own log file (warnings and errors, as it writes them)."""

@@ -32,7 +32,7 @@ import duckdb
 
 from nerve.canonical import jsonable, loads_bounded
 from nerve.errors import AccessRefused, EventError, UsageError
-from nerve.query import define_views, load_projections, register_snapshot, source_sql
+from nerve.query import TAIL, define_views, load_projections, register_snapshot, source_sql
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -66,7 +66,7 @@ def open_sandbox(ws: Workspace, shown: Shown | None = None) -> duckdb.DuckDBPyCo
         conn.execute("SET enable_progress_bar_print = false")  # DuckDB prints it on stdout
         register_snapshot(conn, snap)
         rows = conn.sql(f"SELECT * FROM {source_sql(snap)}").to_arrow_table()
-        conn.unregister("_tail")
+        conn.unregister(TAIL)
         conn.register(_SHOWN, shown(rows) if shown is not None else rows)
         define_views(
             conn, _SHOWN, load_projections(ws.settings.projection_dirs()), ws.settings.views()
@@ -78,17 +78,26 @@ def open_sandbox(ws: Workspace, shown: Shown | None = None) -> duckdb.DuckDBPyCo
     return conn
 
 
+LOCKED: tuple[tuple[str, object], ...] = (
+    ("python_enable_replacements", False),
+    ("autoinstall_known_extensions", False),
+    ("autoload_known_extensions", False),
+    ("allowed_paths", []),
+    ("allowed_directories", []),
+    ("temp_directory", ""),
+    ("enable_external_access", False),
+    ("memory_limit", MEMORY_LIMIT),
+    ("threads", THREADS),
+    ("lock_configuration", True),
+)
+"""The DuckDB settings a sandbox connection is held to, set in this order: no Python variable
+read as a table, no extension, no file, nothing spilled to disk; the last locks them all."""
+
+
 def _lock(conn: duckdb.DuckDBPyConnection) -> None:
-    conn.execute("SET python_enable_replacements = false")
-    conn.execute("SET autoinstall_known_extensions = false")
-    conn.execute("SET autoload_known_extensions = false")
-    conn.execute("SET allowed_paths = ?", [[]])
-    conn.execute("SET allowed_directories = ?", [[]])
-    conn.execute("SET temp_directory = ''")
-    conn.execute("SET enable_external_access = false")
-    conn.execute(f"SET memory_limit = '{MEMORY_LIMIT}'")
-    conn.execute(f"SET threads = {THREADS}")
-    conn.execute("SET lock_configuration = true")
+    """Set :data:`LOCKED` on ``conn``."""
+    for name, value in LOCKED:
+        conn.execute(f"SET {name} = ?", [value])
 
 
 @dataclass(frozen=True)
@@ -188,12 +197,12 @@ def _one_select(conn: duckdb.DuckDBPyConnection, sql: str) -> str:
         )
     kind, text = statements[0].type, str(statements[0].query).strip()
     if kind != duckdb.StatementType.SELECT:
-        name = (text.split() or ["these"])[0].upper()  # as written: INSTALL is a LOAD to DuckDB
+        name = text.split()[0].upper()  # as written: INSTALL is a LOAD to DuckDB
         raise AccessRefused(
             f"{name} statements are refused: this connection is read-only (one SELECT only)",
             hint=_SQL_HINT,
         )
-    return text.rstrip(";")
+    return text
 
 
 def _first_line(exc: BaseException) -> str:
@@ -201,17 +210,17 @@ def _first_line(exc: BaseException) -> str:
     return str(exc).strip().split("\n\n")[0].replace("\n", " ")
 
 
-def _cell(value: Any, is_json: bool) -> Any:
+def _cell(value: Any, is_json: bool = False) -> Any:
     """A value as JSON: JSON columns parsed, bytes as hex, times as ISO text, NaN as text."""
     if is_json and isinstance(value, str):
         try:
-            return loads_bounded(value, field="data")
+            return loads_bounded(value)
         except (EventError, ValueError):
             return value
     if isinstance(value, float) and not math.isfinite(value):
         return str(value)
     if isinstance(value, dict):
-        return {str(k): _cell(v, False) for k, v in value.items()}
+        return {str(k): _cell(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [_cell(v, False) for v in value]
+        return [_cell(v) for v in value]
     return jsonable(value)

@@ -313,7 +313,7 @@ def _filtered_conn(
     lets them leave (a search cannot match what the rules hold back)."""
     import duckdb
 
-    from nerve.query import define_views, register_snapshot, source_sql
+    from nerve.query import TAIL, define_views, register_snapshot, source_sql
 
     snap = ws.log.snapshot()
     conn = duckdb.connect()
@@ -330,7 +330,7 @@ def _filtered_conn(
         where.append(f"source IN ({', '.join(str(int(s)) for s in sources)})")
     clause = f" WHERE {' AND '.join(where)}" if where else ""
     rows = conn.sql(f"SELECT * FROM {source_sql(snap)}{clause}").to_arrow_table()
-    conn.unregister("_tail")
+    conn.unregister(TAIL)
     conn.register("_search_rows", screen.rows(rows))
     define_views(conn, "_search_rows", [], ws.settings.views())
     return conn

@@ -134,7 +134,7 @@ def _relay_stdio() -> None:
     threading.Thread(target=pump, name="stdio-relay", daemon=True).start()
 
 
-def open_lines(ws: WorkspaceDir, lines: list[str]) -> list[str]:
+def decrypt_lines(ws: WorkspaceDir, lines: list[str]) -> list[str]:
     """Daemon log lines as a person reads them: encrypted ones opened with the key if given."""
     from nerve.log import crypt
 
@@ -241,7 +241,7 @@ def _wait_started(ws: WorkspaceDir, proc: subprocess.Popen[bytes]) -> int:
 
 def _last_words(ws: WorkspaceDir) -> str:
     """The daemon log's last lines, opened if encrypted and the key is at hand."""
-    return "\n".join(open_lines(ws, tail_text(log_path(ws), 15).splitlines()))
+    return "\n".join(decrypt_lines(ws, tail_text(log_path(ws), 15).splitlines()))
 
 
 def stop(ws: WorkspaceDir) -> int | None:

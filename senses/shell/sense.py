@@ -457,7 +457,7 @@ def _observation(record: dict[str, Any], path: str) -> Observation:
 def _line(command: str) -> str:
     """``$ `` and the command's first line, shortened with ``…`` when anything was cut (never
     through a secret: see :func:`nerve.privacy.cut.shorten`)."""
-    first = command.strip().split("\n", 1)[0]
+    first = command.strip().partition("\n")[0]
     short = shorten(first, _LINE_CHARS)
     return f"$ {short}…" if short != command.strip() else f"$ {short}"
 

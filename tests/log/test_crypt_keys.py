@@ -13,6 +13,7 @@ from nerve.log import crypt
 from tests.conftest import run_cli
 from tests.helpers.crypt import files_under
 from tests.helpers.synced import synced_paths
+from tests.log.test_crypt import _systemd_creds_works
 
 
 def _key_file(path: Path, data: bytes) -> Path:
@@ -202,3 +203,15 @@ def test_an_encrypted_log_line_opens_only_with_its_key_held(tmp_path: Path) -> N
     assert crypt.decrypt_line("plain line") == "plain line"
     crypt.forget_keys()
     assert crypt.decrypt_line(line) == "(an encrypted line: it needs the key)"
+
+
+def test_a_systemd_credential_made_again_replaces_the_one_before(tmp_path: Path) -> None:
+    if not _systemd_creds_works():
+        pytest.skip("systemd-creds cannot encrypt here (not installed, or not root)")
+    root = tmp_path / "log"
+    old_kek, source = crypt.systemd_creds_source(root)
+    crypt.new_keyring(root, old_kek, source)
+    new_kek, again = crypt.systemd_creds_source(root)  # a rotation onto a new credential
+    crypt.rewrap(root, old_kek, new_kek, again)
+    assert new_kek != old_kek and again == {"kind": "systemd-creds", "file": crypt.CRED_FILE}
+    assert crypt.kek_from_env(root, crypt.read_keyring(root), {}) == new_kek

@@ -86,6 +86,10 @@ def test_import_a_rule_would_change_is_refused_at_its_line(tmp_path: Path) -> No
         "an imported event keeps its id, which binds its payload, so it cannot be changed; "
         "nothing was imported\n"
     )
+    assert (
+        "remove or fix that event (`nerve privacy test` shows what fires), or send it with "
+        "`nerve emit`, which redacts" in proc.stderr
+    )
     assert _tail(target.root) == []
     first = _jsonl(tmp_path / "clean.jsonl", _tail(source.root)[0])
     run_cli("--workspace", str(target.root), "import", str(first))

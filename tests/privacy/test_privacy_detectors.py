@@ -193,6 +193,13 @@ def test_non_object_payloads_are_wrapped_and_line_only_hits_marked() -> None:
     assert _event(None, line=f"x {GHP}")[1] == {"_redacted": {"github-token": 1}}
 
 
+def test_a_binary_payload_under_a_line_hit_is_kept_as_base64() -> None:
+    binary = b"\xff\xfe\x00bin"  # neither JSON nor UTF-8 text
+    line, payload, counts = PACK.event(f"push {GHP}", binary)
+    assert line == "push [redacted:github-token]" and counts == {"github-token": 1}
+    assert json.loads(payload) == {"_redacted": {"github-token": 1}, "b64": "//4AYmlu"}
+
+
 def test_escaped_json_text_is_scanned_as_its_strings() -> None:
     # In the JSON text the tab is the two characters \t, which `--password\s+` cannot match.
     _, payload, counts = _event({"cmd": "app --password\thunter2"})

@@ -32,10 +32,15 @@ _LOADED: dict[str, ModuleType] = {}
 
 
 def load(name: str) -> ModuleType:
-    """Load ``senses/<name>/sense.py`` once per test session, as a long-lived worker would."""
+    """Load ``senses/<name>/sense.py`` once per test session, as a long-lived worker would.
+
+    The module is named by its path in the repository (``senses.shell.sense``), as an import
+    would name it, so tools that follow code by module name (the mutation bench's mutmut)
+    know it for the file it is.
+    """
     if name not in _LOADED:
         path = SENSES_DIR / name / "sense.py"
-        spec = importlib.util.spec_from_file_location(f"nerve_sense_{name}", path)
+        spec = importlib.util.spec_from_file_location(f"senses.{name}.sense", path)
         assert spec is not None and spec.loader is not None
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
@@ -643,6 +648,17 @@ def test_shell_caps_per_compute_without_losing_commands(tmp_path: Path) -> None:
         seen += _commands(result)
         state = result.state
     assert seen == [f"cmd{i}" for i in range(5)]
+
+
+def test_shell_history_lines_plain_and_timestamped_from_an_empty_first_line() -> None:
+    data = b"\nls\n#1700000000\nmake\n#1700000001\n"
+    records, consumed = load("shell").parse_history(data, 10)
+    assert records == [
+        {"command": "ls", "format": "plain", "timestamp": None, "elapsed_s": None},
+        {"command": "make", "format": "bash-timestamped", "timestamp": 1700000000,
+         "elapsed_s": None},
+    ]  # fmt: skip
+    assert consumed == len(b"\nls\n#1700000000\nmake\n")  # a stamp waits for its command
 
 
 def test_shell_leaves_secrets_to_the_privacy_rules_and_decodes_zsh_meta(tmp_path: Path) -> None:

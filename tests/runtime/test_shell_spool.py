@@ -128,3 +128,92 @@ def test_bytes_that_are_not_utf8_are_kept_exactly_by_the_parser(tmp_path: Path) 
     spool.write_bytes(raw)
     (obs,) = run("shell", initial("shell"), tmp_path, **_opts(spool)).observations
     assert obs.payload["command"] == "caf\ufffd\ufffd\\\t\n"  # the log keeps text
+
+
+def test_a_hook_line_becomes_one_observation_with_its_outcome_and_failure_streak(
+    tmp_path: Path,
+) -> None:
+    spool = tmp_path / "shell.spool"
+    spool.write_text(_line("make", code="2") + _line("make", code="2") + _line("true"))
+    out = run("shell", initial("shell"), tmp_path, **_opts(spool))
+    first = out.observations[0]
+    assert first.line == "$ make [exit 2]" and first.valid_time_ns == 1_700_000_000_500_000_000
+    assert first.payload == {
+        "command": "make",
+        "format": "hook",
+        "exit": 2,
+        "duration_ms": 500,
+        "cwd": "/tmp",
+        "session": "42.1700000000",
+        "shell": "bash",
+        "timestamp": 1_700_000_000,
+        "elapsed_s": 0,
+        "readings": {"exit_status": 2, "duration_ms": 500, "failure_streak": 1},
+    }
+    streaks = [o.payload["readings"]["failure_streak"] for o in out.observations]
+    assert streaks == [1, 2, 0]  # a success ends the streak
+    assert out.state["commands"] == 3 and out.state["streaks"] == {"42.1700000000": 0}
+    more = run("shell", out.state, tmp_path, **_opts(spool))
+    spool.write_text(spool.read_text() + _line("ls"))
+    again = run("shell", more.state, tmp_path, **_opts(spool))
+    assert again.state["commands"] == 4  # a running count
+
+
+def test_a_shell_with_the_hook_has_its_history_file_skipped(tmp_path: Path) -> None:
+    spool, history = tmp_path / "shell.spool", tmp_path / ".bash_history"
+    history.write_text("ls\n")
+    first = run("shell", initial("shell"), tmp_path, spool=str(spool), files=[str(history)])
+    assert first.state["files"][str(history)]["status"] == "ok"
+    spool.write_text(_line("pwd"))
+    history.write_text("ls\npwd\n")
+    second = run("shell", first.state, tmp_path, spool=str(spool), files=[str(history)])
+    assert [o.payload["format"] for o in second.observations] == ["hook"]
+    skipped = "skipped: the shell hook records these"
+    entry = second.state["files"][str(history)]
+    assert entry["status"] == skipped and entry["note"] == skipped
+    assert entry["offset"] == first.state["files"][str(history)]["offset"]  # kept for later
+
+
+def test_the_spool_s_state_says_when_there_is_none_yet_or_it_is_not_a_file(
+    tmp_path: Path,
+) -> None:
+    spool = tmp_path / "shell.spool"
+    none = run("shell", initial("shell"), tmp_path, **_opts(spool)).state["spool"]
+    assert none == {
+        "inode": None,
+        "offset": 0,
+        "note": "no spool yet (no hook has written)",
+        "refused": 0,
+    }
+    spool.mkdir()
+    folder = run("shell", initial("shell"), tmp_path, **_opts(spool)).state["spool"]
+    assert folder["note"] == "skipped: the spool is not a regular file"
+
+
+def test_a_spool_line_longer_than_a_read_is_skipped_and_said(tmp_path: Path) -> None:
+    spool = tmp_path / "shell.spool"
+    spool.write_text("x" * 40 + "\n" + _line("after"))
+    opts = _opts(spool, max_read_bytes=16)
+    first = run("shell", initial("shell"), tmp_path, **opts)
+    assert not first.observations and first.state["spool"]["offset"] == 16
+    assert first.state["spool"]["note"] == (
+        "1 bad spool line(s) refused; first at skipped 16 bytes holding no complete line"
+    )
+
+
+@pytest.mark.parametrize("bad", ["", 5, ["a"]])
+def test_a_spool_option_that_is_not_a_path_is_refused(tmp_path: Path, bad: object) -> None:
+    with pytest.raises(ValueError, match=r"senses\.shell\.options\.spool must be a path"):
+        run("shell", initial("shell"), tmp_path, spool=bad, files=[])
+
+
+def test_a_spool_read_whole_is_renamed_from_one_mebibyte_by_default(tmp_path: Path) -> None:
+    spool = tmp_path / "shell.spool"
+    line = _line("x" * 60)
+    count = -(-(1024 * 1024) // len(line))  # just past 1 MiB
+    spool.write_text(line * count)
+    assert 1024 * 1024 <= spool.stat().st_size < 1024 * 1024 + len(line)
+    opts = _opts(spool, max_per_compute=count, max_read_bytes=2 * 1024 * 1024)
+    state = run("shell", initial("shell"), tmp_path, **opts).state
+    assert not spool.exists() and Path(f"{spool}.1").exists()
+    assert state["spool"]["rotated"]["offset"] == count * len(line)
