@@ -20,6 +20,7 @@ from nerve.recall.plans import find_window, parse
 from nerve.workspace import WorkspaceDir, init_workspace
 from tests.conftest import run_cli
 from tests.helpers import newcomer
+from tests.helpers.day import Day
 
 at = newcomer.at
 
@@ -189,6 +190,21 @@ def _span(text: str, now: int = NOW, tz: object = UTC) -> tuple[str, str, str]:
 )
 def test_time_words_become_windows(text: str, label: str, start: str, end: str) -> None:
     assert _span(text) == (label, start, end)
+
+
+def test_this_morning_before_five_is_since_midnight() -> None:
+    early = at("04:45:00")
+    assert _span("this morning", now=early) == ("this morning", "05-06 00:00:00", "05-06 12:00:00")
+
+
+def test_a_part_of_the_day_not_begun_is_said_so(recorded_day: Day) -> None:
+    ten = recorded_day.now_ns - (recorded_day.now_ns % (86_400 * 10**9)) + 10 * 3600 * 10**9
+    result = ask(WorkspaceDir(recorded_day.root), "what happened this afternoon", record=False,
+                 now_ns=ten, tz=UTC)  # fmt: skip
+    assert not result.answered
+    assert result.text.startswith("This afternoon has not begun yet: it starts at 12:00:00."), (
+        result.text
+    )
 
 
 def test_a_time_is_local_to_the_zone_asked_in() -> None:

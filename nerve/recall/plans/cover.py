@@ -53,6 +53,10 @@ def uncovered(reader: Reader, plan: Plan) -> Found | None:
     window = plan.window
     if window is None or window.point_ns == reader.now_ns:
         return None  # "now": the newest readings and the window in focus still stand
+    if window.start_ns > reader.now_ns:  # "this afternoon" asked at 10:00
+        starts = reader.when(window.start_ns)
+        text = f"{window.label.capitalize()} has not begun yet: it starts at {starts}."
+        return Found(text + _understood(plan), (), False, 0, True)
     span = reader.span()
     if span is None:
         text = "Nothing is recorded in this log yet, so I cannot answer."

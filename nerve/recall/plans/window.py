@@ -187,8 +187,9 @@ def _day(text: str, now_ns: int, tz: tzinfo | None) -> tuple[Window, str] | None
         return Window(monday, now_ns + 1, "this week"), match[0]
     if word in _PARTS:
         first, last = _PARTS[word]
-        label = word
-        return Window(start + first * 3600 * NS, start + last * 3600 * NS, label), match[0]
+        if word == "this morning" and now_ns < start + first * 3600 * NS:
+            first = 0  # up before five, "this morning" is since midnight
+        return Window(start + first * 3600 * NS, start + last * 3600 * NS, word), match[0]
     name = word.split()[-1]
     if name in _WEEKDAYS:
         back = (today.weekday() - _WEEKDAYS.index(name)) % 7  # "on Saturday": today, if it is
