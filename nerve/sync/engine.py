@@ -90,20 +90,31 @@ class Engine:
         self._sent_seen: tuple[Any, ...] = ()
         self._mark: dict[str, Any] | None = None
         self._writers: dict[str, EventLog] = {}
-        self._unlooked, self._all_held = 0, False  # rounds since the last look; what it saw
+        self._unlooked = 0  # rounds since the last look at the peers' statuses
+        self._settled_at: list[int] | None = None  # the sent mark when a look found all even
         self._newest: dict[str, tuple[tuple[Any, ...], Hlc]] = {}
         self._announced: tuple[dict[str, Any], int] = ({}, 0)
 
     # -- the round ------------------------------------------------------------------------
 
-    async def round(self, transport: Transport) -> RoundResult:
-        """Send, receive, announce (see the module docstring)."""
+    async def round(self, transport: Transport, fetch: bool = True) -> RoundResult:
+        """Send, receive (unless ``fetch`` is false: a round only to send), announce (see
+        the module docstring)."""
         result = RoundResult()
         await self._resend_if_stuck(transport, result)
         result.sent = await self._send(transport)
-        await self._receive(transport, result)
+        if fetch:
+            await self._receive(transport, result)
         await self.announce(transport)
         return result
+
+    @property
+    def settled(self) -> bool:
+        """True when nothing is left to chase: at the last look at the statuses every peer
+        held all this device had sent (and nothing was sent since) and this device held all
+        each peer said it had of its own, and no batch waits for a missing one."""
+        sent = self._state()["sent"]
+        return self._settled_at == list(sent) and not any(self._pending.values())
 
     async def _send(self, transport: Transport) -> int:
         """Publish shared events past the sent mark. The log's rows are screened
@@ -316,31 +327,39 @@ class Engine:
     async def _resend_if_stuck(self, transport: Transport, result: RoundResult) -> None:
         """Rewind the sent mark to a peer that stayed short of it, without progress, for
         ``RESEND_ROUNDS`` rounds (a recent status only: a device gone quiet is not waited on).
-        While every peer held all that was sent at the last look, the statuses are read again
-        only every ``LOOK_EVERY_ROUNDS`` rounds (a box lost since costs that many more)."""
+        While settled, the statuses are read again only every ``LOOK_EVERY_ROUNDS`` rounds
+        (a box lost since costs that many more)."""
         self._unlooked += 1
-        if self._all_held and self._unlooked < LOOK_EVERY_ROUNDS:
+        if self.settled and self._unlooked < LOOK_EVERY_ROUNDS:
             return
-        self._unlooked, held_by_all = 0, True
+        self._unlooked = 0
         state = self._state()
-        sent = Hlc(*state["sent"])
-        behind: Hlc | None = None
-        for status in await read_statuses(self.group.key, transport):
-            node = status.get("node")
-            if node == self.node or time.time_ns() - int(status.get("time_ns", 0)) > STALE_NS:
-                continue
-            held = status.get("nodes", {}).get(self.node)
-            have = Hlc(*held[1]) if held else HLC_ZERO
-            held_by_all = held_by_all and have >= sent
-            seen, rounds = self._short.get(str(node), (have, 0))
-            self._short[str(node)] = (have, rounds + 1 if have == seen and have < sent else 0)
-            if self._short[str(node)][1] >= RESEND_ROUNDS and (behind is None or have < behind):
-                behind = have
-        self._all_held = held_by_all
+        behind = self._look(await read_statuses(self.group.key, transport), Hlc(*state["sent"]))
         if behind is not None:
             self._short.clear()
             self._save_state({"sent": list(behind), "epoch": int(state["epoch"]) + 1})
             result.resent += 1
+
+    def _look(self, statuses: list[dict[str, Any]], sent: Hlc) -> Hlc | None:
+        """Note each recent peer status (how long it has been short of ``sent``; whether it
+        is ahead of what this device holds of it); the stamp to rewind to, if any peer has
+        been short for ``RESEND_ROUNDS`` looks."""
+        even, behind = True, None
+        for status in statuses:
+            node = str(status.get("node"))
+            if node == self.node or time.time_ns() - int(status.get("time_ns", 0)) > STALE_NS:
+                continue
+            nodes = status.get("nodes", {})
+            have = Hlc(*nodes[self.node][1]) if self.node in nodes else HLC_ZERO
+            own = Hlc(*nodes[node][1]) if node in nodes else HLC_ZERO
+            peer = token(self.group.key, f"node:{node}")
+            even = even and have >= sent and own <= self._peer_newest(peer)
+            seen, rounds = self._short.get(node, (have, 0))
+            self._short[node] = (have, rounds + 1 if have == seen and have < sent else 0)
+            if self._short[node][1] >= RESEND_ROUNDS and (behind is None or have < behind):
+                behind = have
+        self._settled_at = list(sent) if even else None
+        return behind
 
     def _state(self) -> dict[str, Any]:
         """The sent mark and resend epoch: read once, then kept (this engine writes them)."""

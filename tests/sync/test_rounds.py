@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +42,13 @@ class _Counted:
     async def statuses(self) -> list[bytes]:
         self.calls["statuses"] += 1
         return list(self.status.values())
+
+    async def listen(self, bell: Callable[[], None]) -> bool:
+        return False
+
+    @property
+    def listening(self) -> bool:
+        return False
 
     async def close(self) -> None:
         return
