@@ -75,8 +75,13 @@ class Runner:
         return self._bus is not None and self._bus.listening
 
     @property
+    def even(self) -> bool:
+        """:attr:`Engine.even` (False before the first round)."""
+        return self._engine is not None and self._engine.even
+
+    @property
     def settled(self) -> bool:
-        """True when the engine has nothing left to chase (:attr:`Engine.settled`)."""
+        """:attr:`Engine.settled` (False before the first round)."""
         return self._engine is not None and self._engine.settled
 
     async def _round(self, fetch: bool) -> RoundResult | None:
@@ -175,7 +180,7 @@ class SyncLoop(Loop):
         """The round the pace says is due; the failures in a row after it."""
         runner, pace = self._runner, self._pace
         assert runner is not None
-        fetch = pace.fetches(time.monotonic())
+        fetch = pace.begin(time.monotonic())
         try:
             result = await asyncio.to_thread(runner.round, fetch)
         except (NerveError, OSError) as exc:
@@ -186,8 +191,8 @@ class SyncLoop(Loop):
             return failures
         if failures:
             journal.say(f"sync round succeeded after {failures} failed attempts")
-        moved = result is not None and bool(result.sent or result.received or result.resent)
-        pace.done(time.monotonic(), fetch, moved, runner.settled)
+        received = result is not None and bool(result.received or result.resent)
+        pace.done(time.monotonic(), received, runner.even, runner.settled)
         return 0
 
     async def _sleep(self, wait: float) -> None:

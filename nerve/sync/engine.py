@@ -27,7 +27,7 @@ from nerve import fsio
 from nerve.clock import HLC_ZERO, Hlc
 from nerve.errors import EventError
 from nerve.sync.box import Damaged, open_box, seal_batch, seal_box, token
-from nerve.sync.history import SharedDigest, SharedTally, Sharing, files_seen, shared_rows
+from nerve.sync.history import SharedDigest, SharedTally, Sharing, files_seen
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -106,31 +106,36 @@ class Engine:
         if fetch:
             await self._receive(transport, result)
         await self.announce(transport)
+        self._tally.drop_reads()
         return result
 
     @property
+    def even(self) -> bool:
+        """True when the last look at the statuses found every peer holding all this device
+        had sent and this device holding all each peer said it had of its own, and no batch
+        waits for a missing one."""
+        return self._settled_at is not None and not any(self._pending.values())
+
+    @property
     def settled(self) -> bool:
-        """True when nothing is left to chase: at the last look at the statuses every peer
-        held all this device had sent (and nothing was sent since) and this device held all
-        each peer said it had of its own, and no batch waits for a missing one."""
-        sent = self._state()["sent"]
-        return self._settled_at == list(sent) and not any(self._pending.values())
+        """True when nothing is left to chase: :attr:`even`, and nothing sent since."""
+        return self.even and self._settled_at == list(self._state()["sent"])
 
     async def _send(self, transport: Transport) -> int:
         """Publish shared events past the sent mark. The log's rows are screened
         ``SEND_ROWS`` at a time with their batches published in between, so a long backlog
         never leaves the connection unserved for long."""
-        from nerve.log.reader import table_since
 
         state = self._state()
         sent, epoch = Hlc(*state["sent"]), int(state["epoch"])
         seen = (files_seen(self.log_root), sent, epoch)
         if seen == self._sent_seen:
             return 0  # the log's files and the mark are as after the last send: nothing new
-        rows = table_since(self._tally.snapshot(self.log_root), sent)
+        rows = self._tally.rows_since(self._tally.snapshot(self.log_root), sent)
         count = 0
         for start in range(0, rows.num_rows, SEND_ROWS):
-            events = shared_rows(rows.slice(start, SEND_ROWS), self.node, self.sharing)
+            chunk = rows if rows.num_rows <= SEND_ROWS else rows.slice(start, SEND_ROWS)
+            events = self._tally.screen(chunk)
             sent, done = await self._publish(transport, events, sent, epoch)
             count += done
             await asyncio.sleep(0)  # the connection's own work (pings) between chunks
@@ -328,7 +333,7 @@ class Engine:
         """Rewind the sent mark to a peer that stayed short of it, without progress, for
         ``RESEND_ROUNDS`` rounds (a recent status only: a device gone quiet is not waited on).
         While settled, the statuses are read again only every ``LOOK_EVERY_ROUNDS`` rounds
-        (a box lost since costs that many more)."""
+        (a box lost since costs that many more); after a send, at the next round."""
         self._unlooked += 1
         if self.settled and self._unlooked < LOOK_EVERY_ROUNDS:
             return

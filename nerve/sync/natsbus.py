@@ -155,7 +155,7 @@ class NatsBus:
         await _call(self._kv.put(f"s_{sender}", blob), "write the status")
 
     async def statuses(self) -> list[bytes]:
-        """Every device's latest status box (the bucket's keys listed again every
+        """Every other device's latest status box (the bucket's keys listed again every
         ``KEYS_EVERY`` reads: a device that joined since is seen a little later)."""
         from nats.js.errors import NotFoundError
 
@@ -164,6 +164,8 @@ class NatsBus:
         self._key_reads += 1
         out = []
         for key in self._keys:
+            if key == f"s_{self._me}":
+                continue  # this device knows its own
             try:
                 entry = await self._kv.get(key)
             except NotFoundError:  # deleted, or gone with a lost server's copy

@@ -4,9 +4,9 @@
 A transport moves opaque boxes only. ``publish`` stores one batch box under the sender's
 token with an id that makes a repeat a no-op; ``fetch`` returns boxes this device has not
 taken yet (each with a ``done`` to call once it is stored); ``put_status`` / ``statuses``
-keep one status box per device. ``listen`` asks to be rung when another device publishes
-(where the transport can push; ``listening`` says whether it can now), so a daemon need not
-poll often.
+keep one status box per device (``statuses`` may leave out the asking device's own).
+``listen`` asks to be rung when another device publishes (where the transport can push;
+``listening`` says whether it can now), so a daemon need not poll often.
 """
 
 from __future__ import annotations
