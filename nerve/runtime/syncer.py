@@ -109,6 +109,8 @@ class Runner:
             raise
 
     async def _drop(self) -> None:
+        if self._engine is not None:
+            self._engine.flush()
         bus, self._bus, self._engine = self._bus, None, None
         if bus is not None:
             await bus.close()

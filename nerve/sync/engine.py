@@ -47,6 +47,7 @@ WRITER_WAIT_S = 10.0
 STALE_NS = 300 * 10**9
 LOOK_EVERY_ROUNDS = 5  # peers' statuses, while all held what was sent at the last look
 HEARTBEAT_NS = 60 * 10**9  # an unchanged status is put again after this, well before STALE_NS
+STATE_EVERY_NS = 10 * 10**9  # a moved sent mark is stored at most this often (and at flush)
 
 
 @dataclass
@@ -89,6 +90,7 @@ class Engine:
         self._short: dict[str, tuple[Hlc, int]] = {}
         self._sent_seen: tuple[Any, ...] = ()
         self._mark: dict[str, Any] | None = None
+        self._mark_dirty, self._mark_saved_ns = False, -STATE_EVERY_NS
         self._writers: dict[str, EventLog] = {}
         self._unlooked = 0  # rounds since the last look at the peers' statuses
         self._settled_at: list[int] | None = None  # the sent mark when a look found all even
@@ -382,10 +384,21 @@ class Engine:
             return {"sent": [0, 0], "epoch": 0}  # a torn state file: sending again is harmless
 
     def _save_state(self, state: dict[str, Any]) -> None:
-        self._mark = dict(state)
-        text = json.dumps(state, sort_keys=True).encode()
-        # a mark that falls back after a crash only sends again what was sent (harmless)
+        """Keep a new mark; store it at once when the epoch moved (a resend's batch ids
+        must not repeat the first send's), else at most every ``STATE_EVERY_NS`` and at
+        :meth:`flush`: after a crash an older mark only sends again what was sent."""
+        moved_epoch = self._mark is not None and self._mark["epoch"] != state["epoch"]
+        self._mark, self._mark_dirty = dict(state), True
+        if moved_epoch or time.monotonic_ns() - self._mark_saved_ns >= STATE_EVERY_NS:
+            self.flush()
+
+    def flush(self) -> None:
+        """Store the sent mark if it moved since it was last stored."""
+        if self._mark is None or not self._mark_dirty:
+            return
+        text = json.dumps(self._mark, sort_keys=True).encode()
         fsio.replace_unsynced(self.folder / "state.json", text, site="sync.state")
+        self._mark_dirty, self._mark_saved_ns = False, time.monotonic_ns()
 
 
 async def read_statuses(key: bytes, transport: Transport) -> list[dict[str, Any]]:

@@ -6,8 +6,8 @@ holding one status box per device. Subjects and names are tokens of the group ke
 
 After each batch a sender also publishes an empty message on the group's bell subject (plain
 NATS, not stored): the other devices' daemons listen there and fetch at once instead of
-polling often (a bell missed in a reconnect costs only time: the daemon still polls now and
-then, and a reconnect rings too)."""
+polling often (a bell missed costs only time: the daemon still polls now and then, and a
+restored connection rings too)."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ __all__ = ["NatsBus"]
 
 TIMEOUT_S = 5.0
 FETCH_WAIT_S = 0.4  # how long an empty fetch waits for a box
-KEYS_EVERY = 10  # status reads between listings of the status bucket's keys
+KEYS_EVERY = 30  # status reads between listings of the status bucket's keys
 
 
 class NatsBus:

@@ -13,9 +13,9 @@ something to do, so a device at an ordinary rate spends almost nothing on sync.
   this device holds), then backing off, doubling each quiet round, to ``LISTEN_MAX_S`` while
   the transport can ring (a missed bell costs at most that), else to ``QUIET_TIMES`` ×
   ``interval`` (S3 cannot push: a new batch is seen within that).
-- **Look**: a round that only sent leaves the peers' statuses unread until the next round
-  (a send round reads them first while what was sent before is unconfirmed); after the last
-  send of a stream, a poll ``QUIET_TIMES`` intervals later reads them.
+- **Look**: what a round sent is seen taken in the peers' statuses by the next round (a send
+  round reads them first while the last send is not yet seen taken); after the last send of
+  a stream, a poll ``QUIET_TIMES`` intervals later reads them.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from __future__ import annotations
 __all__ = ["BELL_S", "LISTEN_MAX_S", "QUIET_TIMES", "SEND_EVERY", "Pace"]
 
 BELL_S = 0.2  # a ring waits this long, so a few boxes published together take one round
-LISTEN_MAX_S = 15.0  # idle polls while bells can ring: a bell lost in a reconnect costs this
+LISTEN_MAX_S = 30.0  # idle polls while bells can ring: a bell lost somehow costs this
 QUIET_TIMES = 4  # idle polls without bells back off to this many intervals
 SEND_EVERY = 3  # intervals between send rounds while events keep coming
 

@@ -112,3 +112,22 @@ def test_a_backlog_is_screened_and_published_a_chunk_at_a_time(
     assert _rounds(engine, bus, 1)["publish"] == 5  # 7 + 7 + 7 + 7 + 2 rows
     result = asyncio.run(engine.round(bus))
     assert result.sent == 0 and engine.digest().events == 30
+
+
+def test_the_sent_mark_is_stored_at_most_every_few_seconds_and_at_flush(tmp_path: Path) -> None:
+    import json
+
+    ws = device(tmp_path, "alpha")
+    emit(ws, 2, "first")
+    group = Group.new("g", Transport("nats", "nats://x"), "d")
+    group.save(ws.data / "sync")
+    engine = engine_for(ws, group)
+    path = ws.data / "sync" / "state.json"
+    _rounds(engine, _Counted(), 1)
+    first = json.loads(path.read_bytes())["sent"]
+    assert first != [0, 0]  # the first mark is stored at once
+    emit(ws, 1, "second")
+    _rounds(engine, _Counted(), 1)
+    assert json.loads(path.read_bytes())["sent"] == first  # moved, not stored yet
+    engine.flush()
+    assert json.loads(path.read_bytes())["sent"] > first
