@@ -10,9 +10,10 @@ something to do, so a device at an ordinary rate spends almost nothing on sync.
   each batch another device publishes) rings; a round fetches ``BELL_S`` later.
 - **Poll**: a round that fetches regardless: ``interval`` seconds after the last one while
   uneven (a peer short of what was sent, a batch waiting for a gap, a peer ahead of what
-  this device holds), then backing off, doubling each quiet round, to ``LISTEN_MAX_S`` while
-  the transport can ring (a missed bell costs at most that), else to ``QUIET_TIMES`` ×
-  ``interval`` (S3 cannot push: a new batch is seen within that).
+  this device holds), then backing off, doubling each quiet round, to ``LISTEN_TIMES`` ×
+  ``interval`` while the transport can ring (30 s by default: a missed bell costs at most
+  that), else to ``QUIET_TIMES`` × ``interval`` (S3 cannot push: a new batch is seen within
+  8 s by default).
 - **Look**: what a round sent is seen taken in the peers' statuses by the next round (a send
   round reads them first while the last send is not yet seen taken); after the last send of
   a stream, a poll ``QUIET_TIMES`` intervals later reads them.
@@ -20,10 +21,10 @@ something to do, so a device at an ordinary rate spends almost nothing on sync.
 
 from __future__ import annotations
 
-__all__ = ["BELL_S", "LISTEN_MAX_S", "QUIET_TIMES", "SEND_EVERY", "Pace"]
+__all__ = ["BELL_S", "LISTEN_TIMES", "QUIET_TIMES", "SEND_EVERY", "Pace"]
 
 BELL_S = 0.2  # a ring waits this long, so a few boxes published together take one round
-LISTEN_MAX_S = 30.0  # idle polls while bells can ring: a bell lost somehow costs this
+LISTEN_TIMES = 15  # idle polls while bells can ring back off to this many intervals
 QUIET_TIMES = 4  # idle polls without bells back off to this many intervals
 SEND_EVERY = 3  # intervals between send rounds while events keep coming
 
@@ -92,5 +93,5 @@ class Pace:
         return others if fetching else [self._send_at, *others]
 
     def _idle_wait(self) -> float:
-        cap = LISTEN_MAX_S if self.listening else QUIET_TIMES * self.interval
-        return min(self.interval * 2.0 ** min(self._quiet, 16), max(cap, self.interval))
+        cap = (LISTEN_TIMES if self.listening else QUIET_TIMES) * self.interval
+        return min(self.interval * 2.0 ** min(self._quiet, 16), cap)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import itertools
 
-from nerve.sync.pace import BELL_S, LISTEN_MAX_S, QUIET_TIMES, SEND_EVERY, Pace
+from nerve.sync.pace import BELL_S, LISTEN_TIMES, QUIET_TIMES, SEND_EVERY, Pace
 
 INTERVAL = 2.0
 
@@ -26,7 +26,7 @@ def _backed_off() -> tuple[Pace, float]:
     pace = _settled_pace()
     for _ in range(12):
         _round(pace)
-    return pace, pace.due() - LISTEN_MAX_S + 0.5
+    return pace, pace.due() - LISTEN_TIMES * INTERVAL + 0.5
 
 
 def _round(pace: Pace, received: bool = False, even: bool = True, settled: bool = True) -> bool:
@@ -69,7 +69,7 @@ def test_a_bell_brings_a_fetch_at_once() -> None:
 
 
 def test_idle_polls_back_off_to_the_cap_and_come_every_interval_while_uneven() -> None:
-    for listening, cap in ((True, LISTEN_MAX_S), (False, QUIET_TIMES * INTERVAL)):
+    for listening, cap in ((True, LISTEN_TIMES * INTERVAL), (False, QUIET_TIMES * INTERVAL)):
         pace = _settled_pace(listening)
         times = []
         for _ in range(12):
