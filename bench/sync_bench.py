@@ -22,9 +22,11 @@ same digest over it (issue 45: "within seconds").
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import shutil
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -33,8 +35,9 @@ from nerve.sync import ops
 from nerve.sync.connect import open_transport
 from nerve.sync.pace import Pace
 from nerve.workspace import WorkspaceDir
+from tests.daemon_util import Daemon
 from tests.helpers.natsd import nats
-from tests.sync.conftest import Place, cli, device, emit, group_of, running
+from tests.sync.conftest import Place, cli, device, emit, group_of
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -102,8 +105,8 @@ def latency(folder: Path, place: Place, samples: int) -> list[float]:
     for ws in (c, d):
         (ws.root / "nerve.yaml").write_text(f"node: {ws.node}\n")  # sync.interval's default
     group_of(place, c, d)
-    took = []
-    with running(c, d):
+    took: list[float] = []
+    with _daemons(c, d):
         held = _held(d)
         for k in range(samples):
             cli(c, "emit", "--source", "endpoint", "--line", f"latency {k}")
@@ -114,6 +117,20 @@ def latency(folder: Path, place: Place, samples: int) -> list[float]:
             held = now
             time.sleep(3)
     return took
+
+
+@contextlib.contextmanager
+def _daemons(*spaces: WorkspaceDir) -> Iterator[None]:
+    """A real daemon on each workspace, started and stopped one after another (the CLI runs
+    in this process, and two at once would mix up its captured output)."""
+    daemons = [Daemon(ws.root) for ws in spaces]
+    try:
+        for daemon in daemons:
+            daemon.start()
+        yield
+    finally:
+        for daemon in daemons:
+            daemon.stop()
 
 
 def _held(ws: WorkspaceDir) -> int:
