@@ -26,7 +26,7 @@ __all__ = ["BELL_S", "LISTEN_TIMES", "QUIET_TIMES", "SEND_EVERY", "Pace"]
 BELL_S = 0.2  # a ring waits this long, so a few boxes published together take one round
 LISTEN_TIMES = 15  # idle polls while bells can ring back off to this many intervals
 QUIET_TIMES = 4  # idle polls without bells back off to this many intervals
-SEND_EVERY = 3  # intervals between send rounds while events keep coming
+SEND_EVERY = 4  # intervals between send rounds while events keep coming
 
 
 class Pace:
