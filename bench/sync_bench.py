@@ -174,7 +174,12 @@ def main(argv: list[str] | None = None) -> int:
         ops.now(b)
         in_sync = ops.status(b).in_sync
         took = latency(folder, place, args.samples) if args.samples else [0.0]
-    checks = {"all_sent": sent == events, "all_received": got == events, "in_sync": in_sync}
+    checks = {
+        "all_sent": sent == events,
+        "all_received": got == events,
+        "in_sync": in_sync,
+        "same_digest_within_10_s": max(took) < 10,
+    }
     print(f"{'events':<34}{events:>12,}")
     print(f"{'send (one round)':<34}{send_s:>11.1f}s")
     print(f"{'send: CPU':<34}{send_cpu:>11.1f}s")
