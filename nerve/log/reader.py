@@ -163,14 +163,17 @@ def _warn_damage(paths: LogPaths, scans: list[WalScan]) -> None:
 def table_since(
     snap: Snapshot, since: Hlc = HLC_ZERO, columns: list[str] | None = None
 ) -> pa.Table:
-    """All events strictly after ``since`` in HLC order, as one table."""
+    """All events strictly after ``since`` in HLC order, as one table (only ``columns``: a
+    whole segment is then read for those alone, so a payload address not asked for is not
+    recomputed)."""
     parts: list[pa.Table] = []
     for info, path in zip(snap.segments, snap.files, strict=True):
         if info.max_hlc <= since:
             continue
-        table = seg.read_since(path, since) if since > HLC_ZERO else seg.read_segment(path)
-        parts.append(table)
-    parts.append(seg.after(snap.tail, since))
+        table = seg.read_since(path, since) if since > HLC_ZERO else seg.read_segment(path, columns)
+        parts.append(table.select(columns) if columns else table)
+    tail = seg.after(snap.tail, since)
+    parts.append(tail.select(columns) if columns else tail)
     table = seg.concat(parts) if parts else EMPTY
     return table.select(columns) if columns else table
 

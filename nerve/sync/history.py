@@ -59,6 +59,8 @@ DIGEST_VERSION = 2
 SAVE_EVERY_NS = 30 * 10**9  # tallies that only moved on are stored at most this often
 ERASED_KIND = "payload.erased"
 SHARE_CHUNK = 65_536
+PEER_COLUMNS = ["id", "node", "physical_ns", "logical", "kind"]  # what a tally reads of a log
+OWN_COLUMNS = [*PEER_COLUMNS, "source", "subject", "line", "payload"]  # and what screening does
 
 
 class Sharing:
@@ -255,12 +257,14 @@ class SharedTally:
         return self._snapshot(root, files_seen(root))
 
     def rows_since(self, snap: Snapshot, since: Hlc) -> pa.Table:
-        """The rows of ``snap`` after ``since``: read once when the round's send and its
-        digest ask for the same (the digest's tally was taken where the last send ended)."""
+        """The rows of ``snap`` after ``since``, in the columns a batch carries (no payload
+        address: not recomputed for a whole segment): read once when the round's send and
+        its digest ask for the same (the digest's tally was taken where the last send ended)."""
+        from nerve.log.checked import WIRE_COLUMNS
         from nerve.log.reader import table_since
 
         if self._read is None or self._read[0] is not snap or self._read[1] != since:
-            self._read = (snap, since, table_since(snap, since))
+            self._read = (snap, since, table_since(snap, since, WIRE_COLUMNS))
         return self._read[2]
 
     def screen(self, rows: pa.Table) -> pa.Table:
@@ -303,7 +307,8 @@ class SharedTally:
             new = self.rows_since(snap, tally.upto) if own else table_since(snap, tally.upto)
         how = "on"
         if tally is None or new is None or not _continues(tally, new, snap):
-            tally, new, how = Tally(), table_since(snap, HLC_ZERO), "over"
+            columns = OWN_COLUMNS if own else PEER_COLUMNS
+            tally, new, how = Tally(), table_since(snap, HLC_ZERO, columns), "over"
         tally.add(self.screen(new) if own else new)
         tally.rows, tally.upto = snap.count, snap.newest
         self._tallies[name] = tally
