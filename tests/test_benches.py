@@ -83,7 +83,10 @@ QUICK_RUNS: dict[str, tuple[list[str], dict[str, Any]]] = {
         ["--quick", "--seconds", "8", "--sample-s", "2", "--stream-s", "120"],
         {"seconds": 8.0, "sample_s": 2.0, "stream_s": 120.0},
     ),
-    "sync_bench.py": (["--events", "1000"], {"events": 1000}),
+    "sync_bench.py": (
+        ["--events", "1000", "--seconds", "60", "--samples", "1"],
+        {"events": 1000, "seconds": 60.0},
+    ),
     "sync_partition_bench.py": (["--quick", "--steps", "10"], {"runs": 1, "steps": 10}),
     "ui_bench.py": (
         ["--quick", "--events", "500", "--rounds", "1", "--big", "5000"],

@@ -7,7 +7,7 @@ import struct
 import warnings
 import zlib
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +32,16 @@ SNAPSHOT_TRIES = 20
 
 
 @dataclass(frozen=True)
+class TailFile:
+    """One WAL file as a snapshot read it: its inode, the blake3 of its bytes up to the end
+    of its good frames, and its scan."""
+
+    inode: int
+    prefix: bytes
+    scan: WalScan
+
+
+@dataclass(frozen=True)
 class Snapshot:
     """Live segments (HLC order) and the unsealed tail, as of one manifest head."""
 
@@ -39,6 +49,7 @@ class Snapshot:
     segments: list[SegmentInfo]
     tail: pa.Table
     head: str
+    wal: tuple[TailFile, ...] = ()  # each tail file as read (for a later snapshot)
 
     @property
     def files(self) -> list[Path]:
@@ -56,8 +67,14 @@ class Snapshot:
         return self.segments[-1].max_hlc if self.segments else HLC_ZERO
 
 
-def snapshot(root: Path) -> Snapshot:
+def snapshot(root: Path, previous: Snapshot | None = None) -> Snapshot:
     """Read manifest, then tail, then check the manifest did not move; retry if it did.
+
+    With ``previous`` (an earlier snapshot of the same log), a WAL file it read is read
+    again only past the frames it held then, while the manifest's head is the same and the
+    file is the same file, no shorter than what was read (a WAL only grows at its end, and
+    a recovery only cuts a torn frame past the good ones): a log that took a few events
+    costs a few frames, not its whole tail.
 
     Damaged WAL bytes (not a torn append in progress) hide the events after them: that is
     issued as a :class:`~nerve.errors.LogDamageWarning` naming the file, never silently.
@@ -66,16 +83,52 @@ def snapshot(root: Path) -> Snapshot:
     crypt.cipher_for(paths.root)  # an encrypted log: unlocked here, or a clear refusal
     for _ in range(SNAPSHOT_TRIES):
         state = read_manifest(paths.manifest)
+        known = {f.scan.path: f for f in previous.wal} if previous else {}
+        known = known if previous and previous.head == state.head else {}
         try:
-            scans = [scan(p, strict=False) for g, p in paths.wal_files() if g > state.sealed_gen]
+            files = [p for g, p in paths.wal_files() if g > state.sealed_gen]
+            read = tuple(_read_tail_file(p, known.get(p)) for p in files)
         except FileNotFoundError:
             continue  # a seal finished between listing and reading
         if read_manifest(paths.manifest).head == state.head:
+            scans = [f.scan for f in read]
             _warn_damage(paths, scans)
             tables = [t for s in scans for t in s.tables]
             tail = pa.concat_tables(tables) if tables else EMPTY
-            return Snapshot(paths, _present(paths, state.segments()), tail, state.head)
+            segments = _present(paths, state.segments())
+            return Snapshot(paths, segments, tail, state.head, read)
     raise LogError(f"{paths.root}: the log kept changing while reading it; try again")
+
+
+def _read_tail_file(path: Path, before: TailFile | None) -> TailFile:
+    """One WAL file: only past ``before``'s good frames when it is the same file with the
+    same bytes up to their end, else whole."""
+    data = fsio.read_bytes(path)
+    inode = os.stat(path, follow_symlinks=False).st_ino
+    if before is not None and _same_start(before, inode, data):
+        old = before.scan
+        new = scan(path, strict=False, start=old.good_end)
+        both = replace(new, tables=old.tables + new.tables, frames=old.frames + new.frames)
+        return TailFile(inode, _prefix(path, both.good_end, data), both)
+    found = scan(path, strict=False)
+    return TailFile(inode, _prefix(path, found.good_end, data), found)
+
+
+def _same_start(before: TailFile, inode: int, data: bytes) -> bool:
+    """True when ``data`` (a file with ``inode``) begins with the good frames ``before`` read."""
+    end = before.scan.good_end
+    return before.inode == inode and len(data) >= end and _prefix_of(data, end) == before.prefix
+
+
+def _prefix(path: Path, end: int, data: bytes) -> bytes:
+    """blake3 of the file's first ``end`` bytes (read again if it grew past ``data``)."""
+    if len(data) < end:
+        data = fsio.read_bytes(path)
+    return _prefix_of(data, end)
+
+
+def _prefix_of(data: bytes, end: int) -> bytes:
+    return blake3.blake3(memoryview(data)[:end]).digest()
 
 
 def _present(paths: LogPaths, segments: list[SegmentInfo]) -> list[SegmentInfo]:
@@ -110,14 +163,17 @@ def _warn_damage(paths: LogPaths, scans: list[WalScan]) -> None:
 def table_since(
     snap: Snapshot, since: Hlc = HLC_ZERO, columns: list[str] | None = None
 ) -> pa.Table:
-    """All events strictly after ``since`` in HLC order, as one table."""
+    """All events strictly after ``since`` in HLC order, as one table (only ``columns``: a
+    whole segment is then read for those alone, so a payload address not asked for is not
+    recomputed)."""
     parts: list[pa.Table] = []
     for info, path in zip(snap.segments, snap.files, strict=True):
         if info.max_hlc <= since:
             continue
-        table = seg.read_since(path, since) if since > HLC_ZERO else seg.read_segment(path)
-        parts.append(table)
-    parts.append(seg.after(snap.tail, since))
+        table = seg.read_since(path, since) if since > HLC_ZERO else seg.read_segment(path, columns)
+        parts.append(table.select(columns) if columns else table)
+    tail = seg.after(snap.tail, since)
+    parts.append(tail.select(columns) if columns else tail)
     table = seg.concat(parts) if parts else EMPTY
     return table.select(columns) if columns else table
 

@@ -27,7 +27,7 @@ from nerve import fsio
 from nerve.clock import HLC_ZERO, Hlc
 from nerve.errors import EventError
 from nerve.sync.box import Damaged, open_box, seal_batch, seal_box, token
-from nerve.sync.history import SharedDigest, SharedTally, Sharing, files_seen, shared_rows
+from nerve.sync.history import SharedDigest, SharedTally, Sharing, files_seen
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -47,6 +47,7 @@ WRITER_WAIT_S = 10.0
 STALE_NS = 300 * 10**9
 LOOK_EVERY_ROUNDS = 5  # peers' statuses, while all held what was sent at the last look
 HEARTBEAT_NS = 60 * 10**9  # an unchanged status is put again after this, well before STALE_NS
+STATE_EVERY_NS = 10 * 10**9  # a moved sent mark is stored at most this often (and at flush)
 
 
 @dataclass
@@ -89,37 +90,54 @@ class Engine:
         self._short: dict[str, tuple[Hlc, int]] = {}
         self._sent_seen: tuple[Any, ...] = ()
         self._mark: dict[str, Any] | None = None
+        self._mark_dirty, self._mark_saved_ns = False, -STATE_EVERY_NS
         self._writers: dict[str, EventLog] = {}
-        self._unlooked, self._all_held = 0, False  # rounds since the last look; what it saw
+        self._unlooked = 0  # rounds since the last look at the peers' statuses
+        self._settled_at: list[int] | None = None  # the sent mark when a look found all even
         self._newest: dict[str, tuple[tuple[Any, ...], Hlc]] = {}
         self._announced: tuple[dict[str, Any], int] = ({}, 0)
 
     # -- the round ------------------------------------------------------------------------
 
-    async def round(self, transport: Transport) -> RoundResult:
-        """Send, receive, announce (see the module docstring)."""
+    async def round(self, transport: Transport, fetch: bool = True) -> RoundResult:
+        """Send, receive (unless ``fetch`` is false: a round only to send), announce (see
+        the module docstring)."""
         result = RoundResult()
         await self._resend_if_stuck(transport, result)
         result.sent = await self._send(transport)
-        await self._receive(transport, result)
+        if fetch:
+            await self._receive(transport, result)
         await self.announce(transport)
+        self._tally.drop_reads()
         return result
+
+    @property
+    def even(self) -> bool:
+        """True when the last look at the statuses found every peer holding all this device
+        had sent and this device holding all each peer said it had of its own, and no batch
+        waits for a missing one."""
+        return self._settled_at is not None and not any(self._pending.values())
+
+    @property
+    def settled(self) -> bool:
+        """True when nothing is left to chase: :attr:`even`, and nothing sent since."""
+        return self.even and self._settled_at == list(self._state()["sent"])
 
     async def _send(self, transport: Transport) -> int:
         """Publish shared events past the sent mark. The log's rows are screened
         ``SEND_ROWS`` at a time with their batches published in between, so a long backlog
         never leaves the connection unserved for long."""
-        from nerve.log.reader import table_since
 
         state = self._state()
         sent, epoch = Hlc(*state["sent"]), int(state["epoch"])
         seen = (files_seen(self.log_root), sent, epoch)
         if seen == self._sent_seen:
             return 0  # the log's files and the mark are as after the last send: nothing new
-        rows = table_since(self._tally.snapshot(self.log_root), sent)
+        rows = self._tally.rows_since(self._tally.snapshot(self.log_root), sent)
         count = 0
         for start in range(0, rows.num_rows, SEND_ROWS):
-            events = shared_rows(rows.slice(start, SEND_ROWS), self.node, self.sharing)
+            chunk = rows if rows.num_rows <= SEND_ROWS else rows.slice(start, SEND_ROWS)
+            events = self._tally.screen(chunk)
             sent, done = await self._publish(transport, events, sent, epoch)
             count += done
             await asyncio.sleep(0)  # the connection's own work (pings) between chunks
@@ -316,31 +334,39 @@ class Engine:
     async def _resend_if_stuck(self, transport: Transport, result: RoundResult) -> None:
         """Rewind the sent mark to a peer that stayed short of it, without progress, for
         ``RESEND_ROUNDS`` rounds (a recent status only: a device gone quiet is not waited on).
-        While every peer held all that was sent at the last look, the statuses are read again
-        only every ``LOOK_EVERY_ROUNDS`` rounds (a box lost since costs that many more)."""
+        While settled, the statuses are read again only every ``LOOK_EVERY_ROUNDS`` rounds
+        (a box lost since costs that many more); after a send, at the next round."""
         self._unlooked += 1
-        if self._all_held and self._unlooked < LOOK_EVERY_ROUNDS:
+        if self.settled and self._unlooked < LOOK_EVERY_ROUNDS:
             return
-        self._unlooked, held_by_all = 0, True
+        self._unlooked = 0
         state = self._state()
-        sent = Hlc(*state["sent"])
-        behind: Hlc | None = None
-        for status in await read_statuses(self.group.key, transport):
-            node = status.get("node")
-            if node == self.node or time.time_ns() - int(status.get("time_ns", 0)) > STALE_NS:
-                continue
-            held = status.get("nodes", {}).get(self.node)
-            have = Hlc(*held[1]) if held else HLC_ZERO
-            held_by_all = held_by_all and have >= sent
-            seen, rounds = self._short.get(str(node), (have, 0))
-            self._short[str(node)] = (have, rounds + 1 if have == seen and have < sent else 0)
-            if self._short[str(node)][1] >= RESEND_ROUNDS and (behind is None or have < behind):
-                behind = have
-        self._all_held = held_by_all
+        behind = self._look(await read_statuses(self.group.key, transport), Hlc(*state["sent"]))
         if behind is not None:
             self._short.clear()
             self._save_state({"sent": list(behind), "epoch": int(state["epoch"]) + 1})
             result.resent += 1
+
+    def _look(self, statuses: list[dict[str, Any]], sent: Hlc) -> Hlc | None:
+        """Note each recent peer status (how long it has been short of ``sent``; whether it
+        is ahead of what this device holds of it); the stamp to rewind to, if any peer has
+        been short for ``RESEND_ROUNDS`` looks."""
+        even, behind = True, None
+        for status in statuses:
+            node = str(status.get("node"))
+            if node == self.node or time.time_ns() - int(status.get("time_ns", 0)) > STALE_NS:
+                continue
+            nodes = status.get("nodes", {})
+            have = Hlc(*nodes[self.node][1]) if self.node in nodes else HLC_ZERO
+            own = Hlc(*nodes[node][1]) if node in nodes else HLC_ZERO
+            peer = token(self.group.key, f"node:{node}")
+            even = even and have >= sent and own <= self._peer_newest(peer)
+            seen, rounds = self._short.get(node, (have, 0))
+            self._short[node] = (have, rounds + 1 if have == seen and have < sent else 0)
+            if self._short[node][1] >= RESEND_ROUNDS and (behind is None or have < behind):
+                behind = have
+        self._settled_at = list(sent) if even else None
+        return behind
 
     def _state(self) -> dict[str, Any]:
         """The sent mark and resend epoch: read once, then kept (this engine writes them)."""
@@ -358,10 +384,21 @@ class Engine:
             return {"sent": [0, 0], "epoch": 0}  # a torn state file: sending again is harmless
 
     def _save_state(self, state: dict[str, Any]) -> None:
-        self._mark = dict(state)
-        text = json.dumps(state, sort_keys=True).encode()
-        # a mark that falls back after a crash only sends again what was sent (harmless)
+        """Keep a new mark; store it at once when the epoch moved (a resend's batch ids
+        must not repeat the first send's), else at most every ``STATE_EVERY_NS`` and at
+        :meth:`flush`: after a crash an older mark only sends again what was sent."""
+        moved_epoch = self._mark is not None and self._mark["epoch"] != state["epoch"]
+        self._mark, self._mark_dirty = dict(state), True
+        if moved_epoch or time.monotonic_ns() - self._mark_saved_ns >= STATE_EVERY_NS:
+            self.flush()
+
+    def flush(self) -> None:
+        """Store the sent mark if it moved since it was last stored."""
+        if self._mark is None or not self._mark_dirty:
+            return
+        text = json.dumps(self._mark, sort_keys=True).encode()
         fsio.replace_unsynced(self.folder / "state.json", text, site="sync.state")
+        self._mark_dirty, self._mark_saved_ns = False, time.monotonic_ns()
 
 
 async def read_statuses(key: bytes, transport: Transport) -> list[dict[str, Any]]:

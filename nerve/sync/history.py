@@ -59,6 +59,8 @@ DIGEST_VERSION = 2
 SAVE_EVERY_NS = 30 * 10**9  # tallies that only moved on are stored at most this often
 ERASED_KIND = "payload.erased"
 SHARE_CHUNK = 65_536
+PEER_COLUMNS = ["id", "node", "physical_ns", "logical", "kind"]  # what a tally reads of a log
+OWN_COLUMNS = [*PEER_COLUMNS, "source", "subject", "line", "payload"]  # and what screening does
 
 
 class Sharing:
@@ -228,6 +230,8 @@ class SharedTally:
         self._seen: dict[str, tuple[Any, ...]] = {}
         self._snaps: dict[Path, tuple[tuple[Any, ...], Snapshot]] = {}
         self._saved_ns, self._dirty = 0, False
+        self._read: tuple[Snapshot, Hlc, pa.Table] | None = None  # the last rows_since
+        self._screened: tuple[pa.Table, pa.Table] | None = None  # the last screen
 
     @property
     def path(self) -> Path:
@@ -252,12 +256,33 @@ class SharedTally:
         were (the round's send and its digest read this device's log once)."""
         return self._snapshot(root, files_seen(root))
 
+    def rows_since(self, snap: Snapshot, since: Hlc) -> pa.Table:
+        """The rows of ``snap`` after ``since``, in the columns a batch carries (no payload
+        address: not recomputed for a whole segment): read once when the round's send and
+        its digest ask for the same (the digest's tally was taken where the last send ended)."""
+        from nerve.log.checked import WIRE_COLUMNS
+        from nerve.log.reader import table_since
+
+        if self._read is None or self._read[0] is not snap or self._read[1] != since:
+            self._read = (snap, since, table_since(snap, since, WIRE_COLUMNS))
+        return self._read[2]
+
+    def screen(self, rows: pa.Table) -> pa.Table:
+        """This device's shared events among ``rows`` (screened once for send and digest)."""
+        if self._screened is None or self._screened[0] is not rows:
+            self._screened = (rows, shared_rows(rows, self.node, self.sharing))
+        return self._screened[1]
+
+    def drop_reads(self) -> None:
+        """Let go of the rows kept for :meth:`rows_since` and :meth:`screen` (a round's)."""
+        self._read = self._screened = None
+
     def _snapshot(self, root: Path, seen: tuple[Any, ...]) -> Snapshot:
         from nerve.log.reader import snapshot
 
         kept = self._snaps.get(root)
-        if kept is None or kept[0] != seen:
-            kept = self._snaps[root] = (seen, snapshot(root))
+        if kept is None or kept[0] != seen:  # read again only past the tail it read then
+            kept = self._snaps[root] = (seen, snapshot(root, kept[1] if kept else None))
         return kept[1]
 
     def _update(self, name: str, root: Path) -> str:
@@ -276,11 +301,15 @@ class SharedTally:
     def _advance(self, name: str, tally: Tally | None, snap: Snapshot) -> str:
         from nerve.log.reader import table_since
 
-        new = table_since(snap, tally.upto) if tally is not None else None
+        own = name == self._own
+        new = None
+        if tally is not None:
+            new = self.rows_since(snap, tally.upto) if own else table_since(snap, tally.upto)
         how = "on"
         if tally is None or new is None or not _continues(tally, new, snap):
-            tally, new, how = Tally(), table_since(snap, HLC_ZERO), "over"
-        tally.add(shared_rows(new, self.node, self.sharing) if name == self._own else new)
+            columns = OWN_COLUMNS if own else PEER_COLUMNS
+            tally, new, how = Tally(), table_since(snap, HLC_ZERO, columns), "over"
+        tally.add(self.screen(new) if own else new)
         tally.rows, tally.upto = snap.count, snap.newest
         self._tallies[name] = tally
         return how

@@ -2,11 +2,18 @@
 on up to three servers), batches published with ``Nats-Msg-Id`` so a repeat within the
 duplicate window is stored once, one durable pull consumer per device (a new device's starts
 at the stream's first message: it receives the whole shared history), and a key-value bucket
-holding one status box per device. Subjects and names are tokens of the group key."""
+holding one status box per device. Subjects and names are tokens of the group key.
+
+After each batch a sender also publishes an empty message on the group's bell subject (plain
+NATS, not stored): the other devices' daemons listen there and fetch at once instead of
+polling often (a bell missed costs only time: the daemon still polls now and then, and a
+restored connection rings too)."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from nerve.sync.box import token
@@ -21,6 +28,7 @@ __all__ = ["NatsBus"]
 
 TIMEOUT_S = 5.0
 FETCH_WAIT_S = 0.4  # how long an empty fetch waits for a box
+KEYS_EVERY = 30  # status reads between listings of the status bucket's keys
 
 
 class NatsBus:
@@ -31,6 +39,10 @@ class NatsBus:
         self._replicas = replicas
         self._sub: Any = None
         self._kv: Any = None
+        self._keys: list[str] = []
+        self._key_reads = 0
+        self._bell: Callable[[], None] | None = None
+        self._bell_sub: Any = None
 
     @classmethod
     async def connect(cls, group: Group, me: str) -> NatsBus:
@@ -38,6 +50,12 @@ class NatsBus:
         import nats
 
         servers = [s.strip() for s in group.transport.url.split(",") if s.strip()]
+        buses: list[NatsBus] = []
+
+        async def reconnected() -> None:
+            for bus in buses:
+                bus._ring()  # bells may have been missed while the connection was down
+
         try:
             nc = await nats.connect(
                 servers=servers,
@@ -45,12 +63,14 @@ class NatsBus:
                 allow_reconnect=True,
                 max_reconnect_attempts=2,
                 reconnect_time_wait=0.2,
+                reconnected_cb=reconnected,
             )
         except Exception as exc:  # nats raises its own tree and OSErrors
             raise SyncError(f"{group.transport.url}: cannot reach NATS ({exc!r})") from None
         bus = cls(
             nc, nc.jetstream(timeout=TIMEOUT_S), token(group.key, "group"), me, min(3, len(servers))
         )
+        buses.append(bus)
         await bus._ensure()
         return bus
 
@@ -85,6 +105,32 @@ class NatsBus:
         subject = f"nerve.{self._g}.b.{sender}"
         headers = {"Nats-Msg-Id": batch_id}
         await _call(self._js.publish(subject, blob, headers=headers, timeout=TIMEOUT_S), "publish")
+        with contextlib.suppress(Exception):  # a bell is a hint: the stream has the batch
+            await self._nc.publish(f"nerve.{self._g}.n.{sender}", b"")
+
+    async def listen(self, bell: Callable[[], None]) -> bool:
+        """Call ``bell`` (in this connection's event loop) when another device publishes a
+        batch, or the connection comes back."""
+        self._bell = bell
+
+        async def heard(msg: Any) -> None:
+            if msg.subject.rsplit(".", 1)[-1] != self._me:
+                self._ring()
+
+        if self._bell_sub is None:
+            self._bell_sub = await _call(
+                self._nc.subscribe(f"nerve.{self._g}.n.*", cb=heard), "listen for bells"
+            )
+        return True
+
+    @property
+    def listening(self) -> bool:
+        """True while bells can ring (subscribed, and connected)."""
+        return self._bell_sub is not None and bool(self._nc.is_connected)
+
+    def _ring(self) -> None:
+        if self._bell is not None:
+            self._bell()
 
     async def fetch(self, positions: dict[str, Hlc], limit: int) -> list[Delivery]:
         """Up to ``limit`` boxes from this device's durable consumer, each acked by ``done``."""
@@ -109,21 +155,36 @@ class NatsBus:
         await _call(self._kv.put(f"s_{sender}", blob), "write the status")
 
     async def statuses(self) -> list[bytes]:
-        """Every device's latest status box."""
+        """Every other device's latest status box (the bucket's keys listed again every
+        ``KEYS_EVERY`` reads: a device that joined since is seen a little later)."""
+        from nats.js.errors import NotFoundError
+
+        if self._key_reads % KEYS_EVERY == 0:
+            self._keys = await self._list_keys()
+        self._key_reads += 1
+        out = []
+        for key in self._keys:
+            if key == f"s_{self._me}":
+                continue  # this device knows its own
+            try:
+                entry = await self._kv.get(key)
+            except NotFoundError:  # deleted, or gone with a lost server's copy
+                continue
+            except Exception as exc:
+                raise SyncError(f"NATS: could not read a status ({exc!r})") from None
+            if entry.value:
+                out.append(bytes(entry.value))
+        return out
+
+    async def _list_keys(self) -> list[str]:
         from nats.js.errors import NoKeysError
 
         try:
-            keys = await self._kv.keys()
+            return sorted(await self._kv.keys())
         except NoKeysError:
             return []
         except Exception as exc:
             raise SyncError(f"NATS status read failed ({exc!r})") from None
-        out = []
-        for key in keys:
-            entry = await _call(self._kv.get(key), "read a status")
-            if entry.value:
-                out.append(bytes(entry.value))
-        return out
 
     async def close(self) -> None:
         try:

@@ -67,6 +67,7 @@ def _with_bus(ws: WorkspaceDir, group: Group, work: Callable[[Engine, Bus], Awai
         try:
             return await work(engine, bus)
         finally:
+            engine.flush()
             await bus.close()
 
     return asyncio.run(run())

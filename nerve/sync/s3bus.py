@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -59,6 +60,14 @@ class S3Bus:
 
     async def statuses(self) -> list[bytes]:
         return await asyncio.to_thread(self._read_all, f"{self._base}/s")
+
+    async def listen(self, bell: Callable[[], None]) -> bool:
+        """A bucket cannot ring: the daemon polls it (see :mod:`nerve.sync.pace`)."""
+        return False
+
+    @property
+    def listening(self) -> bool:
+        return False
 
     async def close(self) -> None:
         return None

@@ -2,7 +2,7 @@
 
     sync:
       auto: true              # the daemon syncs on its own while the workspace is in a group
-      interval: 2             # seconds between the daemon's rounds
+      interval: 2             # new events leave within this (see nerve.sync.pace)
       keep_local:             # what never leaves this device (and is outside the shared digest)
         sources: [shell]      # by source class name or code
         kinds: [ask.question]

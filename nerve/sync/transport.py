@@ -4,7 +4,9 @@
 A transport moves opaque boxes only. ``publish`` stores one batch box under the sender's
 token with an id that makes a repeat a no-op; ``fetch`` returns boxes this device has not
 taken yet (each with a ``done`` to call once it is stored); ``put_status`` / ``statuses``
-keep one status box per device.
+keep one status box per device (``statuses`` may leave out the asking device's own).
+``listen`` asks to be rung when another device publishes (where the transport can push;
+``listening`` says whether it can now), so a daemon need not poll often.
 """
 
 from __future__ import annotations
@@ -37,5 +39,10 @@ class Transport(Protocol):
     async def put_status(self, sender: str, blob: bytes) -> None: ...
 
     async def statuses(self) -> list[bytes]: ...
+
+    async def listen(self, bell: Callable[[], None]) -> bool: ...
+
+    @property
+    def listening(self) -> bool: ...
 
     async def close(self) -> None: ...

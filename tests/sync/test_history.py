@@ -79,9 +79,9 @@ def test_a_round_with_nothing_new_reads_no_log(tmp_path: Path, monkeypatch: obje
     calls: list[Path] = []
     real = reader.snapshot
 
-    def counted(root: Path) -> reader.Snapshot:
+    def counted(root: Path, previous: reader.Snapshot | None = None) -> reader.Snapshot:
         calls.append(root)
-        return real(root)
+        return real(root, previous)
 
     monkeypatch.setattr(reader, "snapshot", counted)  # type: ignore[attr-defined]
     assert _kept(tally) == before and calls == []

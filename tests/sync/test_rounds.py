@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +42,13 @@ class _Counted:
     async def statuses(self) -> list[bytes]:
         self.calls["statuses"] += 1
         return list(self.status.values())
+
+    async def listen(self, bell: Callable[[], None]) -> bool:
+        return False
+
+    @property
+    def listening(self) -> bool:
+        return False
 
     async def close(self) -> None:
         return
@@ -104,3 +112,22 @@ def test_a_backlog_is_screened_and_published_a_chunk_at_a_time(
     assert _rounds(engine, bus, 1)["publish"] == 5  # 7 + 7 + 7 + 7 + 2 rows
     result = asyncio.run(engine.round(bus))
     assert result.sent == 0 and engine.digest().events == 30
+
+
+def test_the_sent_mark_is_stored_at_most_every_few_seconds_and_at_flush(tmp_path: Path) -> None:
+    import json
+
+    ws = device(tmp_path, "alpha")
+    emit(ws, 2, "first")
+    group = Group.new("g", Transport("nats", "nats://x"), "d")
+    group.save(ws.data / "sync")
+    engine = engine_for(ws, group)
+    path = ws.data / "sync" / "state.json"
+    _rounds(engine, _Counted(), 1)
+    first = json.loads(path.read_bytes())["sent"]
+    assert first != [0, 0]  # the first mark is stored at once
+    emit(ws, 1, "second")
+    _rounds(engine, _Counted(), 1)
+    assert json.loads(path.read_bytes())["sent"] == first  # moved, not stored yet
+    engine.flush()
+    assert json.loads(path.read_bytes())["sent"] > first

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -178,6 +179,13 @@ class _Faulty:
 
     async def statuses(self) -> list[bytes]:
         return await self.inner.statuses()
+
+    async def listen(self, bell: Callable[[], None]) -> bool:
+        return await self.inner.listen(bell)
+
+    @property
+    def listening(self) -> bool:
+        return self.inner.listening
 
     async def close(self) -> None:
         await self.inner.close()
