@@ -109,11 +109,13 @@ class Runner:
             raise
 
     async def _drop(self) -> None:
-        if self._engine is not None:
-            self._engine.flush()
-        bus, self._bus, self._engine = self._bus, None, None
-        if bus is not None:
-            await bus.close()
+        engine, bus, self._bus, self._engine = self._engine, self._bus, None, None
+        try:
+            if engine is not None:
+                engine.flush()  # the sent mark: may fail as any write may
+        finally:
+            if bus is not None:
+                await bus.close()
 
     def close(self) -> None:
         with self._lock:

@@ -67,8 +67,10 @@ def _with_bus(ws: WorkspaceDir, group: Group, work: Callable[[Engine, Bus], Awai
         try:
             return await work(engine, bus)
         finally:
-            engine.flush()
-            await bus.close()
+            try:
+                engine.flush()  # the sent mark: may fail as any write may
+            finally:
+                await bus.close()
 
     return asyncio.run(run())
 
