@@ -30,7 +30,7 @@ def test_readme_opens_with_setup_and_test_commands() -> None:
     assert first.startswith("python3 -m venv .venv && .venv/bin/pip install") and first.endswith(
         "nerve dev"
     )
-    assert second.endswith(".venv/bin/python -m pytest -q -n 6") and "'.[test]'" in second
+    assert second.endswith(".venv/bin/python -m pytest -q -n 4") and "'.[test]'" in second
     assert (
         second in (ROOT / ".ci" / "run").read_text()
         or "grep -m1" in (ROOT / ".ci" / "run").read_text()
