@@ -48,7 +48,7 @@ def run_cli(
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Under xdist (``-n 6``), tests are handed out by work stealing rather than in fixed
+    """Under xdist (``-n 4``), tests are handed out by work stealing rather than in fixed
     batches: a worker that runs out takes half of a busy one's queue, so the long end-to-end
     tests (benches, fault classes) do not keep one worker running long after the others."""
     if getattr(config.option, "dist", "no") == "load":
