@@ -12,8 +12,12 @@ from __future__ import annotations
 import json
 import shutil
 import tarfile
+from datetime import UTC
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+if TYPE_CHECKING:
+    from nerve.recall import AskResult
 
 FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "day"
 ARCHIVE = FIXTURE / "workspace.tar.gz"
@@ -51,3 +55,18 @@ def copy_day(day: Day, dest: Path) -> Day:
     dest.mkdir(parents=True, exist_ok=True)
     shutil.copytree(day.root, dest / "work", symlinks=True)
     return Day(dest / "work", day.plan)
+
+
+def asked(day: Day, question: str) -> AskResult:
+    """``ask`` over the recorded ``day`` at its "now", in UTC, not recorded in its log."""
+    from nerve.recall import ask  # imported when asked: the conftest loads this module
+    from nerve.workspace import WorkspaceDir
+
+    return ask(WorkspaceDir(day.root), question, record=False, now_ns=day.now_ns, tz=UTC)
+
+
+def said(day: Day, question: str) -> str:
+    """The answer's text, which must be an answer (not "I cannot tell")."""
+    result = asked(day, question)
+    assert result.answered, result.text
+    return result.text

@@ -9,16 +9,11 @@ from datetime import UTC, datetime
 
 import pytest
 
-from nerve.recall import AskResult, ask
 from nerve.recall.plans import find_window
-from nerve.workspace import WorkspaceDir
 from tests.helpers.day import Day
+from tests.helpers.day import asked as _ask
 
 COVERS = "the log covers 19:22:53 to 19:33:11 on Sat 5 Dec"
-
-
-def _ask(day: Day, question: str) -> AskResult:
-    return ask(WorkspaceDir(day.root), question, record=False, now_ns=day.now_ns, tz=UTC)
 
 
 @pytest.mark.parametrize(

@@ -7,23 +7,11 @@ before the log, a kind of thing no sense records), which are said so, not answer
 
 from __future__ import annotations
 
-from datetime import UTC
-
 import pytest
 
-from nerve.recall import AskResult, ask
-from nerve.workspace import WorkspaceDir
 from tests.helpers.day import Day
-
-
-def _ask(day: Day, question: str) -> AskResult:
-    return ask(WorkspaceDir(day.root), question, record=False, now_ns=day.now_ns, tz=UTC)
-
-
-def _said(day: Day, question: str) -> str:
-    result = _ask(day, question)
-    assert result.answered, result.text
-    return result.text
+from tests.helpers.day import asked as _ask
+from tests.helpers.day import said as _said
 
 
 def test_the_lowest_of_a_reading_and_when(recorded_day: Day) -> None:
