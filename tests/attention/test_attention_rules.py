@@ -126,14 +126,21 @@ def _mixed() -> list[Row]:
     return rows + _failing([2 * 3600 + 7, 2 * 3600 + 3007])[:400]
 
 
-def test_batch_and_row_by_row_decide_the_same_with_the_rules() -> None:
-    rows = _mixed()
-    obs = _obs(rows)
+def _both_ways(obs: list[Obs]) -> tuple[Attender, Attender]:
+    """Two attenders with the defaults, one fed ``obs`` in one batch, one in batches small
+    enough to go row by row."""
     batched = Attender(AttentionSettings(), None)
     batched.observe(obs)
     one = Attender(AttentionSettings(), None)
-    for k in range(0, len(obs), BATCH_MIN // 2):  # small batches go row by row
+    for k in range(0, len(obs), BATCH_MIN // 2):
         one.observe(obs[k : k + BATCH_MIN // 2])
+    return batched, one
+
+
+def test_batch_and_row_by_row_decide_the_same_with_the_rules() -> None:
+    rows = _mixed()
+    obs = _obs(rows)
+    batched, one = _both_ways(obs)
     assert batched.decisions == one.decisions
     assert batched.snapshot() == one.snapshot()
     assert any(d["outcome"] == "hold:transient" for d in one.decisions)
@@ -286,11 +293,7 @@ def _square(days: int, seed: int) -> list[Row]:
 def test_a_daily_cycle_once_learnt_returns_no_more_and_batch_decides_as_rows() -> None:
     rows = _square(14, 3)
     obs = _obs(rows)
-    batched = Attender(AttentionSettings(), None)
-    batched.observe(obs)
-    one = Attender(AttentionSettings(), None)
-    for k in range(0, len(obs), BATCH_MIN // 2):  # small batches go row by row
-        one.observe(obs[k : k + BATCH_MIN // 2])
+    batched, one = _both_ways(obs)
     assert batched.decisions == one.decisions
     returns = [t for t, o, kind in _at(batched.decisions, rows) if kind == "return"]
     assert len(returns) <= 2, returns  # the days before the cycle is learnt
