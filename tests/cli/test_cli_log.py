@@ -118,6 +118,10 @@ def test_tail_all_json_piped_into_import_copies_the_log(
         and "OrderError" in again.stderr
         and "nothing was imported" in again.stderr
     )
+    # says why, in times a person reads, and what to do instead
+    said = again.stderr
+    assert "a log only grows at its end" in said and " UTC), not after the log's newest " in said
+    assert "\nhint: import into a new workspace (nerve init DIR" in said
 
 
 def test_import_junk_names_the_line(workspace: WorkspaceDir) -> None:
