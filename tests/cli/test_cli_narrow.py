@@ -76,6 +76,21 @@ def test_status_fits_the_terminal(width: int) -> None:
     assert " ".join(" ".join(lines).split()).count("warming up") == 1  # wrapped, not cut
 
 
+PORT = "port 127.0.0.1:51059 closed (was held by nats-server [12173])"
+
+
+@pytest.mark.parametrize("width", [50, 60, 80])
+def test_status_cuts_a_port_reading_at_a_word_and_keeps_its_age(width: int) -> None:
+    import time
+
+    sense = {"name": "network", "computes": 3, "errors": 0, "last_result": PORT}
+    sense["last_result_ns"] = time.time_ns() - 3 * 10**9
+    row = status_lines({**HEALTH, "warming": False, "sense_results": [sense]}, width)[-1]
+    assert len(row) <= width and row.endswith("… · 3s ago"), row
+    shown = row[row.index("port ") :].removesuffix("… · 3s ago")
+    assert PORT.startswith(shown) and PORT[len(shown)] == " ", row  # cut where a word ends
+
+
 @pytest.mark.parametrize("width", [60, 80])
 def test_sense_list_fits_the_terminal(
     shell_ws: Path, monkeypatch: pytest.MonkeyPatch, width: int
