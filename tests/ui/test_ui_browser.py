@@ -297,6 +297,30 @@ def test_a_sense_name_and_its_trigger_are_never_broken_in_two(ui: Ui, width: int
     ui.clean()
 
 
+# each event table's widest line cell against its table, and the header of that column
+LINE_ROOM = """() => [...document.querySelectorAll("table.events")].map((t) => {
+  const cells = [...t.querySelectorAll("td.line")].map((c) => c.getBoundingClientRect().width);
+  const head = t.querySelector("thead .line");
+  return [Math.max(0, ...cells) / t.getBoundingClientRect().width,
+          head !== null && head.getBoundingClientRect().width > 0];
+})"""
+
+
+@pytest.mark.parametrize("path", ["/events?since=1h", "/timeline/counts?since=1h", "/live"])
+def test_an_events_line_has_the_width_of_a_phone(ui: Ui, path: str) -> None:
+    """At 390 px an event's line is not squeezed into a column beside the others: it takes
+    the table's width below them, and its heading is shown."""
+    try:
+        ui.page.set_viewport_size({"width": 390, "height": 844})
+        ui.go(path)
+        wait_until(lambda: ui.page.locator("table.events td.line").count(), what="an event")
+        ((share, headed),) = ui.page.evaluate(LINE_ROOM)
+        assert share > 0.9 and headed, (path, share, headed)
+    finally:
+        ui.page.set_viewport_size({"width": 1280, "height": 800})
+    ui.clean()
+
+
 def test_a_chart_over_minutes_labels_its_ticks_apart(ui: Ui) -> None:
     """Ticks 15 s apart say their seconds; a minute or more apart, hours and minutes."""
     ui.go("/attention")
