@@ -321,6 +321,20 @@ def test_an_events_line_has_the_width_of_a_phone(ui: Ui, path: str) -> None:
     ui.clean()
 
 
+def test_the_budget_legend_says_the_last_reading_not_dashes(ui: Ui) -> None:
+    """With the cursor away from the chart, its legend gives the newest point's time and
+    budget (uPlot alone prints "--"); over a point, that point's."""
+    ui.go("/attention")
+    values = (
+        "() => [...document.querySelectorAll('#budget-chart .u-value')].map(e => e.textContent)"
+    )
+    shown = wait_until(lambda: ui.page.evaluate(values), what="the budget legend")
+    assert len(shown) == 2 and "--" not in shown, shown
+    assert re.fullmatch(r"\d\d:\d\d:\d\d|\d+", shown[0]), shown  # a time, or the nth decision
+    assert re.fullmatch(r"[\d,]+", shown[1]), shown
+    ui.clean()
+
+
 def test_a_chart_over_minutes_labels_its_ticks_apart(ui: Ui) -> None:
     """Ticks 15 s apart say their seconds; a minute or more apart, hours and minutes."""
     ui.go("/attention")
