@@ -321,6 +321,29 @@ def test_an_events_line_has_the_width_of_a_phone(ui: Ui, path: str) -> None:
     ui.clean()
 
 
+# the words of the prose's code (``Work > Code``, a command) that a line break cuts in two
+SPLIT_CODE = """() => [...document.querySelectorAll("main p code, main p .mono")].flatMap((c) => {
+  const text = c.firstChild, split = [];
+  for (const m of text.textContent.matchAll(/\\S+/g)) {
+    const r = document.createRange();
+    r.setStart(text, m.index); r.setEnd(text, m.index + m[0].length);
+    if (new Set([...r.getClientRects()].map((c) => Math.round(c.top))).size > 1) split.push(m[0]);
+  }
+  return split;
+})"""
+
+
+def test_code_in_the_day_pages_prose_breaks_between_words_on_a_phone(ui: Ui) -> None:
+    try:
+        ui.page.set_viewport_size({"width": 390, "height": 844})
+        ui.go("/")
+        assert ui.page.locator("main p code, main p .mono").count() >= 2
+        assert ui.page.evaluate(SPLIT_CODE) == []
+    finally:
+        ui.page.set_viewport_size({"width": 1280, "height": 800})
+    ui.clean()
+
+
 def test_the_budget_legend_says_the_last_reading_not_dashes(ui: Ui) -> None:
     """With the cursor away from the chart, its legend gives the newest point's time and
     budget (uPlot alone prints "--"); over a point, that point's."""
