@@ -100,6 +100,28 @@ def test_sense_list_fits_the_terminal(
     assert len(table) > 3 and all(len(line) <= width for line in table), text
 
 
+def test_an_error_and_its_hint_wrap_between_words_at_a_terminal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.helpers.terminal import FakeTerminal
+
+    monkeypatch.chdir(tmp_path)  # no nerve.yaml here or above: the error has a long hint
+    monkeypatch.setenv("NERVE_WORKSPACE", "")
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    monkeypatch.setenv("COLUMNS", "80")
+    piped = run_cli("status", check=False).stderr
+    monkeypatch.setattr(sys, "stderr", FakeTerminal())
+    with pytest.raises(SystemExit):
+        run(["status"])
+    shown = sys.stderr.getvalue()  # type: ignore[attr-defined]
+    assert len(piped.splitlines()) == 2 and max(map(len, piped.splitlines())) > 80  # whole
+    wide = [ln for ln in shown.splitlines() if len(ln) > 80 and " " in ln.strip()]
+    assert wide == [], shown  # only a word longer than the terminal (a deep path) may pass it
+    heads = [ln.split(":")[0] for ln in shown.splitlines() if not ln.startswith("  ")]
+    assert heads == ["UsageError", "hint"] and len(shown.splitlines()) > 2  # the rest indented
+    assert " ".join(shown.split()) == " ".join(piped.split())  # the same words, none cut
+
+
 def _unsized_pty() -> tuple[int, int]:
     """A real pty that reports 0 columns and 0 rows, as one nobody sized does."""
     main, side = pty.openpty()
