@@ -344,6 +344,27 @@ def test_code_in_the_day_pages_prose_breaks_between_words_on_a_phone(ui: Ui) -> 
     ui.clean()
 
 
+# each forget field's label: whether its word sits above its input (not beside another's)
+LABELS_ABOVE = """() => [...document.querySelectorAll("#forget-form label")].map((l) => {
+  const r = document.createRange();
+  r.selectNodeContents(l.firstChild);
+  const word = r.getBoundingClientRect(), input = l.querySelector("input").getBoundingClientRect();
+  return [l.firstChild.textContent.trim(), word.bottom <= input.top + 1];
+})"""
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_each_forget_field_has_its_label_above_it(ui: Ui, width: int) -> None:
+    try:
+        ui.page.set_viewport_size({"width": width, "height": 844})
+        ui.go("/privacy")
+        labels = ui.page.evaluate(LABELS_ABOVE)
+        assert len(labels) == 6 and all(above for _, above in labels), labels
+    finally:
+        ui.page.set_viewport_size({"width": 1280, "height": 800})
+    ui.clean()
+
+
 def test_the_budget_legend_says_the_last_reading_not_dashes(ui: Ui) -> None:
     """With the cursor away from the chart, its legend gives the newest point's time and
     budget (uPlot alone prints "--"); over a point, that point's."""
