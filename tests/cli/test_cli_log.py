@@ -124,6 +124,16 @@ def test_tail_all_json_piped_into_import_copies_the_log(
     assert "\nhint: import into a new workspace (nerve init DIR" in said
 
 
+def test_emit_with_its_text_as_an_argument_points_at_line(workspace: WorkspaceDir) -> None:
+    proc = cli(workspace, "emit", "--source", "shell", "make", "build", check=False)
+    assert proc.returncode == 2 and proc.stdout == ""  # type: ignore[attr-defined]
+    assert proc.stderr.splitlines() == [  # type: ignore[attr-defined]
+        "UsageError: emit takes the event's text with --line, not as an argument ('make build')",
+        "hint: nerve emit --source shell --line 'make build'",
+    ]
+    assert "stray" not in cli(workspace, "emit", "--help").stdout  # type: ignore[attr-defined]
+
+
 def test_import_junk_names_the_line(workspace: WorkspaceDir) -> None:
     proc = cli(
         workspace,
