@@ -98,6 +98,7 @@ def test_sense_list_fits_the_terminal(
     text = drawn(monkeypatch, width, 24, "-w", str(shell_ws), "sense", "list")
     table = [line for line in text.splitlines() if not line.startswith("…")]  # stderr's note
     assert len(table) > 3 and all(len(line) <= width for line in table), text
+    assert "[]" not in text  # a sense with no triggers has an empty "on" cell
 
 
 def test_an_error_and_its_hint_wrap_between_words_at_a_terminal(
