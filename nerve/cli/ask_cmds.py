@@ -52,7 +52,12 @@ def wrapped(text: str, width: int) -> str:
 
 
 def ask_cmd(
-    question: Annotated[str, typer.Argument(help="The question, in plain words.")],
+    question: Annotated[
+        str | None,
+        typer.Argument(
+            metavar="QUESTION", help="The question, in plain words.", show_default=False
+        ),
+    ] = None,
     as_json: Annotated[
         bool, typer.Option("--json", help="The whole result: envelope, digest, energy.")
     ] = False,
@@ -76,6 +81,8 @@ def ask_cmd(
     """
     from nerve.cli.state import door
 
+    if question is None:
+        raise _no_question()
     tz = _zone(zone)
     result = door().ask(question, k=k, record=not no_record, now_ns=_now(now, tz), tz=tz)
     if as_json:
@@ -87,6 +94,22 @@ def ask_cmd(
         typer.echo(text)
     if not result.answered:
         raise typer.Exit(EXIT_UNANSWERED)
+
+
+EXAMPLES = (
+    "which commands failed today?",
+    "what was I doing at 15:00?",
+    "what used the most CPU in the last 5 minutes?",
+)
+
+
+def _no_question() -> UsageError:
+    """What ``ask`` does and three questions to copy, for a person who typed it bare."""
+    tried = "".join(f'\n  nerve ask "{example}"' for example in EXAMPLES)
+    return UsageError(
+        "ask needs a question; it answers from the log and cites the events",
+        hint=f"ask as you would a colleague, for example:{tried}",
+    )
 
 
 def register(app: typer.Typer) -> None:

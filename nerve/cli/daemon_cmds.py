@@ -156,6 +156,11 @@ def status_lines(health: dict[str, Any], width: int | None) -> list[str]:
     if not any(row[-1] for row in rows):  # no sense has an error: no empty column
         columns, rows = columns[:-1], [row[:-1] for row in rows]
     layout = Layout.fit(columns, rows, width or UNWRAPPED)
+    if 3 in layout.shown:  # the reading cut at a word, its age kept (not mid-number)
+        from nerve.runtime.latest import fit_latest
+
+        room = layout.widths[layout.shown.index(3)]
+        rows = [[*row[:3], fit_latest(row[3], room), *row[4:]] for row in rows]
     return [*lines, "", layout.line(columns)] + [layout.line(row) for row in rows]
 
 

@@ -1,6 +1,7 @@
 """Log commands: init, emit, import, replay, seal, compact, query, tail, payload, conformance."""
 
 import contextlib
+import shlex
 import sys
 from pathlib import Path
 from typing import IO, Annotated, Any
@@ -97,11 +98,18 @@ def emit_cmd(
         ),
     ] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print nothing on success.")] = False,
+    ctx: typer.Context = None,  # type: ignore[assignment]  # typer passes it
 ) -> None:
     """Append an event (or a batch with --jsonl) and print what was stored."""
     from nerve.log.wire import event_to_json
     from nerve.logops import parse_payload_arg
 
+    if ctx is not None and ctx.args:  # `nerve emit --source shell hello`: meant for --line
+        said = " ".join(ctx.args)
+        raise UsageError(
+            f"emit takes the event's text with --line, not as an argument ({said!r})",
+            hint=f"nerve emit --source {source or 'shell'} --line {shlex.quote(said)}",
+        )
     ws = _door(write=True)
     if jsonl is not None:
         if source is not None:
@@ -285,7 +293,9 @@ def register(app: typer.Typer) -> None:
     from nerve.cli.tail_cmd import tail_cmd
 
     app.command("init", rich_help_panel="The log")(init)
-    app.command("emit", rich_help_panel="The log")(emit_cmd)
+    app.command("emit", context_settings={"allow_extra_args": True}, rich_help_panel="The log")(
+        emit_cmd
+    )
     app.command("import", rich_help_panel="The log")(import_cmd)
     app.command("replay", rich_help_panel="The log")(replay_cmd)
     app.command("seal", rich_help_panel="The log")(seal_cmd)

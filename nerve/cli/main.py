@@ -140,10 +140,28 @@ def fail(exc: NerveError) -> None:
     """``ErrorName: message`` on stderr, the hint below it, exit 1 (2 for usage errors)."""
     from nerve.safetext import shown
 
-    sys.stderr.write(shown(f"{type(exc).__name__}: {exc}") + "\n")  # it may quote log text
+    sys.stderr.write(_fitted(shown(f"{type(exc).__name__}: {exc}")) + "\n")  # may quote the log
     if exc.hint:
-        sys.stderr.write(shown(f"hint: {exc.hint}") + "\n")
+        sys.stderr.write(_fitted(shown(f"hint: {exc.hint}")) + "\n")
     raise SystemExit(exc.exit_code)
+
+
+def _fitted(text: str) -> str:
+    """``text`` wrapped between words to the width of a terminal on stderr, each line's
+    continuation indented under it; whole for a pipe or a file (one line to grep)."""
+    from nerve.cli.output import is_terminal, terminal_width
+
+    if not is_terminal(sys.stderr):
+        return text
+    import textwrap
+
+    width = terminal_width(sys.stderr)
+    out = []
+    for line in text.splitlines():
+        indent = " " * (len(line) - len(line.lstrip(" ")) + 2)
+        out += textwrap.wrap(line, width, subsequent_indent=indent, break_long_words=False,
+                             break_on_hyphens=False) or [""]  # fmt: skip
+    return "\n".join(out)
 
 
 def _show_warning(

@@ -31,13 +31,17 @@ def forget_cmd(
     before: Annotated[
         str | None,
         typer.Option(
-            "--before", metavar="WHEN", help="Older than: 30d, an ISO time, or an HLC stamp."
+            "--before",
+            metavar="WHEN",
+            help="Older than: 30d, an ISO time, an HLC stamp or words (yesterday, 9:00).",
         ),
     ] = None,
     after: Annotated[
         str | None,
         typer.Option(
-            "--after", metavar="WHEN", help="Newer than: 30d, an ISO time, or an HLC stamp."
+            "--after",
+            metavar="WHEN",
+            help="Newer than: 30d, an ISO time, an HLC stamp or words (yesterday, 9:00).",
         ),
     ] = None,
     reason: Annotated[
@@ -124,7 +128,9 @@ def archive_cmd(
     before: Annotated[
         str,
         typer.Option(
-            "--before", metavar="WHEN", help="Move segments wholly older than this (30d, ISO, HLC)."
+            "--before",
+            metavar="WHEN",
+            help="Move segments wholly older than this (30d, ISO, HLC, yesterday).",
         ),
     ],
     to: Annotated[

@@ -44,8 +44,14 @@ def list_cmd(as_json: JsonFlag = False, as_csv: CsvFlag = False) -> None:
     if fmt != "table":
         render_rows(LIST_COLUMNS, [[s.get(c) for c in LIST_COLUMNS] for s in senses], fmt=fmt)
         return
-    rows = [[s.get(c) for c in TABLE_COLUMNS[:-1]] + [_latest(s)] for s in senses]
+    rows = [[_listed(s.get(c)) for c in TABLE_COLUMNS[:-1]] + [_latest(s)] for s in senses]
     render_rows(TABLE_COLUMNS, rows, fmt=fmt, title="senses")
+
+
+def _listed(value: object) -> object:
+    """A list (a sense's ``on`` triggers) as its items, comma-separated: none is an empty
+    cell, not ``[]``."""
+    return ", ".join(map(str, value)) if isinstance(value, list) else value
 
 
 def _latest(sense: dict[str, object]) -> str:

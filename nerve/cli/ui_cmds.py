@@ -44,6 +44,9 @@ def serve(
     """
     if ctx.invoked_subcommand is not None:
         return
+    if sys.stderr.isatty():  # loading the pages' code takes seconds on a busy machine
+        sys.stderr.write("nerve ui: starting…\n")
+        sys.stderr.flush()
     from nerve.ui.server import serve as serve_ui
 
     def ready(url: str) -> None:

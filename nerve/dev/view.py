@@ -16,16 +16,17 @@ import sys
 import time
 from typing import TYPE_CHECKING
 
-from rich.console import Console, Group
+from rich.console import Console, ConsoleOptions, Group, RenderResult
 from rich.layout import Layout
 from rich.live import Live
+from rich.measure import Measurement
 from rich.rule import Rule
 from rich.table import Table
 from rich.text import Text
 
 from nerve.runtime import journal
 from nerve.runtime.frame import AgentRead, Frame, Highlight, Rate, SenseRow
-from nerve.runtime.latest import ago, latest_text
+from nerve.runtime.latest import ago, fit_latest, latest_text
 
 if TYPE_CHECKING:
     from nerve.runtime.kernel import Kernel
@@ -95,7 +96,21 @@ def _ms(ms: float | None) -> str:
     return f"{ms:.0f}" if ms >= 100 else f"{ms:.1f}"
 
 
-def _cells(row: SenseRow, now_s: float) -> dict[str, Text | str]:
+class _Latest:
+    """A sense's latest text, cut when drawn to its column's width at a word boundary with
+    its age kept (:func:`~nerve.runtime.latest.fit_latest`), not mid-number."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        return Measurement.get(console, options, Text(self.text))
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield _line(fit_latest(self.text, options.max_width))
+
+
+def _cells(row: SenseRow, now_s: float) -> dict[str, Text | str | _Latest]:
     last = "—" if row.last_wall_s is None else ago(now_s - row.last_wall_s)
     return {
         "sense": clean(row.name),
@@ -105,7 +120,7 @@ def _cells(row: SenseRow, now_s: float) -> dict[str, Text | str]:
         "skip": f"{row.skipped:,} {clean(row.skip_reason)}" if row.skipped else "",
         "last": last,
         "ms": _ms(row.last_ms),
-        "latest": clean(row.latest),
+        "latest": _Latest(clean(row.latest)),
     }
 
 

@@ -11,6 +11,7 @@ Layout under the log folder (a workspace's ``data/log``)::
 from __future__ import annotations
 
 import contextlib
+import datetime
 import os
 import threading
 import time
@@ -725,16 +726,29 @@ def _check_import_order(events: Sequence[Event | ErasedEvent], newest: Hlc) -> N
     for index, ev in enumerate(events):
         key = (ev.hlc, ev.node, ev.id)
         if index == 0 and ev.hlc <= newest:
-            raise OrderError(
-                f"event 1 has stamp {ev.hlc}, not after the log's newest {newest}; "
-                "nothing was imported"
-            )
+            raise _not_after(ev.hlc, newest)
         if prev is not None and key <= prev:
             raise OrderError(
                 f"event {index + 1} (stamp {ev.hlc}) does not sort after event "
                 f"{index} (stamp {prev[0]}); nothing was imported"
             )
         prev = key
+
+
+def _not_after(first: Hlc, newest: Hlc) -> OrderError:
+    """An import that starts at or before the log's newest event: when each was, in UTC, and
+    what to do (a log only grows at its end)."""
+
+    def when(stamp: Hlc) -> str:
+        moment = datetime.datetime.fromtimestamp(stamp.physical_ns / 1e9, datetime.UTC)
+        return moment.strftime("%Y-%m-%d %H:%M:%S UTC")
+
+    return OrderError(
+        f"event 1 has stamp {first} ({when(first)}), not after the log's newest {newest} "
+        f"({when(newest)}): a log only grows at its end, so nothing was imported",
+        hint="import into a new workspace (nerve init DIR, then nerve -w DIR import FILE), "
+        "or export only newer events (nerve tail --json --since STAMP)",
+    )
 
 
 def _check_table_order(table: pa.Table, newest: Hlc) -> None:
@@ -744,9 +758,7 @@ def _check_table_order(table: pa.Table, newest: Hlc) -> None:
     logical = table.column("logical").to_numpy()
     first = Hlc(int(physical[0]), int(logical[0]))
     if first <= newest:
-        raise OrderError(
-            f"event 1 has stamp {first}, not after the log's newest {newest}; nothing was imported"
-        )
+        raise _not_after(first, newest)
     later = (physical[1:] > physical[:-1]) | (
         (physical[1:] == physical[:-1]) & (logical[1:] > logical[:-1])
     )

@@ -14,7 +14,6 @@ Times are durations back from now (``30d``, ``12h``), ISO times (``2024-05-01``,
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import re
 from collections.abc import Callable, Sequence
@@ -36,12 +35,17 @@ if TYPE_CHECKING:
 
 _HLC = re.compile(r"(\d{10,20})(?:\.(\d{1,10}))?")
 _DURATION = re.compile(r"\d+(?:\.\d+)?\s*(?:ms|s|m|h|d)")
-_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
-_WHEN_HINT = "give a duration back from now (30d, 12h), an ISO time (2024-05-01) or an HLC stamp"
+_WHEN_HINT = (
+    "give a duration back from now (30d, 12h), an ISO time (2024-05-01), an HLC stamp "
+    "or a time in words (yesterday, this morning, 14:00), as `tail --since` takes"
+)
 
 
 def parse_when(text: str, now_ns: int, flag: str) -> Hlc:
-    """A point in time: ``now - duration``, an ISO time, or an HLC stamp."""
+    """A point in time: ``now - duration``, an HLC stamp, else what ``tail --since`` reads
+    (an ISO time, a time of day, words such as ``yesterday``: the start of the period)."""
+    from nerve.tail.when import parse_instant
+
     value = text.strip()
     if _DURATION.fullmatch(value):
         try:
@@ -52,12 +56,9 @@ def parse_when(text: str, now_ns: int, flag: str) -> Hlc:
     if stamp is not None:
         return bound(int(stamp.group(1)), int(stamp.group(2) or 0))
     try:
-        when = dt.datetime.fromisoformat(value)
-    except ValueError:
+        return parse_instant(value, now_ns=now_ns)
+    except UsageError:
         raise UsageError(f"{flag} {text!r} is not a time", hint=_WHEN_HINT) from None
-    if when.tzinfo is None:
-        when = when.astimezone()  # local time, as a person means it
-    return bound((when - _EPOCH) // dt.timedelta(microseconds=1) * 1000)
 
 
 @dataclass(frozen=True)

@@ -10,13 +10,16 @@ observes nothing keeps the last reading shown, with its age, instead of replacin
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
-__all__ = ["ago", "latest_text", "unavailable_note"]
+__all__ = ["ago", "fit_latest", "latest_text", "unavailable_note"]
 
 NOTHING = "nothing new"  # no reading since the daemon started
 _UNITS = (("d", 86400), ("h", 3600), ("m", 60), ("s", 1))
 _MARK = b'"unavailable"'
+_AGE = re.compile(r" · \d+[smhd] ago$")
+_LEAST = 8  # fewer cells than this for the reading: the age goes too
 
 
 def ago(seconds: float) -> str:
@@ -38,6 +41,22 @@ def latest_text(line: str, line_ns: int | None, unavailable: str, now_ns: int) -
     if line_ns is None:
         return line
     return f"{line} · {ago((now_ns - line_ns) / 1e9)} ago"
+
+
+def fit_latest(text: str, width: int) -> str:
+    """A :func:`latest_text` in ``width`` cells: its age kept whole, the reading cut at a
+    word boundary (``port 127.0.0.1:51059 closed (was held by… · 3s ago``), never in the
+    middle of a number or name unless one word is all there is room for. Text that is not
+    ASCII (but for the age's "·") is returned whole, for a cell-aware cut."""
+    if len(text) <= width or not text.replace("·", "").isascii() or width < 2:
+        return text
+    found = _AGE.search(text)
+    age = found[0] if found and width - len(found[0]) - 1 >= _LEAST else ""
+    head = text[: len(text) - len(age)] if age else text
+    room = width - len(age) - 1  # one for the "…"
+    space = head.rfind(" ", 0, room + 1)
+    cut = head[:space] if space >= room // 2 else head[:room]
+    return f"{cut.rstrip()}…{age}"
 
 
 def unavailable_note(canonical: bytes, state: Any = None) -> str:

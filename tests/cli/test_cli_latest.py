@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 from nerve.dev.attach import frame_from
-from nerve.runtime.latest import latest_text, unavailable_note
+from nerve.runtime.latest import fit_latest, latest_text, unavailable_note
 from tests.conftest import run_cli
 from tests.daemon_util import started, write_sense
 
@@ -71,3 +71,12 @@ def test_the_latest_text() -> None:
     assert unavailable_note(b'{"note":"why","status":"unavailable"}') == "why"
     assert unavailable_note(b'{"note":"unavailable","status":"ok"}') == ""
     assert unavailable_note(b'{"n":1}') == ""
+
+
+def test_fit_latest_cuts_at_a_word_and_keeps_the_age() -> None:
+    text = "port 127.0.0.1:51059 closed (was held by nats-server [12173]) · 3s ago"
+    assert fit_latest(text, 80) == text
+    assert fit_latest(text, 60) == "port 127.0.0.1:51059 closed (was held by… · 3s ago"
+    assert fit_latest(text, 30) == "port 127.0.0.1:51059… · 3s ago"
+    assert fit_latest(text, 8) == "port…"  # no room for the age: the reading alone
+    assert fit_latest("x" * 30, 10) == "x" * 9 + "…"  # one long word is cut where it must be

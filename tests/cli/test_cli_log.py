@@ -118,6 +118,20 @@ def test_tail_all_json_piped_into_import_copies_the_log(
         and "OrderError" in again.stderr
         and "nothing was imported" in again.stderr
     )
+    # says why, in times a person reads, and what to do instead
+    said = again.stderr
+    assert "a log only grows at its end" in said and " UTC), not after the log's newest " in said
+    assert "\nhint: import into a new workspace (nerve init DIR" in said
+
+
+def test_emit_with_its_text_as_an_argument_points_at_line(workspace: WorkspaceDir) -> None:
+    proc = cli(workspace, "emit", "--source", "shell", "make", "build", check=False)
+    assert proc.returncode == 2 and proc.stdout == ""  # type: ignore[attr-defined]
+    assert proc.stderr.splitlines() == [  # type: ignore[attr-defined]
+        "UsageError: emit takes the event's text with --line, not as an argument ('make build')",
+        "hint: nerve emit --source shell --line 'make build'",
+    ]
+    assert "stray" not in cli(workspace, "emit", "--help").stdout  # type: ignore[attr-defined]
 
 
 def test_import_junk_names_the_line(workspace: WorkspaceDir) -> None:

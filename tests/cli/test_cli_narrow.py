@@ -76,6 +76,21 @@ def test_status_fits_the_terminal(width: int) -> None:
     assert " ".join(" ".join(lines).split()).count("warming up") == 1  # wrapped, not cut
 
 
+PORT = "port 127.0.0.1:51059 closed (was held by nats-server [12173])"
+
+
+@pytest.mark.parametrize("width", [50, 60, 80])
+def test_status_cuts_a_port_reading_at_a_word_and_keeps_its_age(width: int) -> None:
+    import time
+
+    sense = {"name": "network", "computes": 3, "errors": 0, "last_result": PORT}
+    sense["last_result_ns"] = time.time_ns() - 3 * 10**9
+    row = status_lines({**HEALTH, "warming": False, "sense_results": [sense]}, width)[-1]
+    assert len(row) <= width and row.endswith("… · 3s ago"), row
+    shown = row[row.index("port ") :].removesuffix("… · 3s ago")
+    assert PORT.startswith(shown) and PORT[len(shown)] == " ", row  # cut where a word ends
+
+
 @pytest.mark.parametrize("width", [60, 80])
 def test_sense_list_fits_the_terminal(
     shell_ws: Path, monkeypatch: pytest.MonkeyPatch, width: int
@@ -83,6 +98,29 @@ def test_sense_list_fits_the_terminal(
     text = drawn(monkeypatch, width, 24, "-w", str(shell_ws), "sense", "list")
     table = [line for line in text.splitlines() if not line.startswith("…")]  # stderr's note
     assert len(table) > 3 and all(len(line) <= width for line in table), text
+    assert "[]" not in text  # a sense with no triggers has an empty "on" cell
+
+
+def test_an_error_and_its_hint_wrap_between_words_at_a_terminal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.helpers.terminal import FakeTerminal
+
+    monkeypatch.chdir(tmp_path)  # no nerve.yaml here or above: the error has a long hint
+    monkeypatch.setenv("NERVE_WORKSPACE", "")
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    monkeypatch.setenv("COLUMNS", "80")
+    piped = run_cli("status", check=False).stderr
+    monkeypatch.setattr(sys, "stderr", FakeTerminal())
+    with pytest.raises(SystemExit):
+        run(["status"])
+    shown = sys.stderr.getvalue()  # type: ignore[attr-defined]
+    assert len(piped.splitlines()) == 2 and max(map(len, piped.splitlines())) > 80  # whole
+    wide = [ln for ln in shown.splitlines() if len(ln) > 80 and " " in ln.strip()]
+    assert wide == [], shown  # only a word longer than the terminal (a deep path) may pass it
+    heads = [ln.split(":")[0] for ln in shown.splitlines() if not ln.startswith("  ")]
+    assert heads == ["UsageError", "hint"] and len(shown.splitlines()) > 2  # the rest indented
+    assert " ".join(shown.split()) == " ".join(piped.split())  # the same words, none cut
 
 
 def _unsized_pty() -> tuple[int, int]:

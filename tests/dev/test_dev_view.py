@@ -123,3 +123,20 @@ def test_a_task_that_failed_unexpectedly_is_logged_with_its_traceback(tmp_path: 
     assert re.fullmatch(r"\S+ \S+ error: Task exception was never retrieved", first)
     assert rest[0] == "    Traceback (most recent call last):"
     assert rest[-1] == "    ZeroDivisionError: in a task"
+
+
+def test_a_long_reading_is_cut_at_a_word_with_its_age_kept() -> None:
+    port = "port 127.0.0.1:51059 closed (was held by nats-server [12173])"
+    row = SenseRow("network", "system", 10, 1, NOW - 5, 1.0, f"{port} · 3s ago")
+    frame = Frame(
+        workspace="/w", pid=1, now_s=NOW, started_s=NOW - 9, events=3, rate=0.1, segments=0,
+        senses=(row,), highlights=(), errors=(), alerts=(), agents=(),
+    )  # fmt: skip
+    for width in (60, 80):
+        out = io.StringIO()
+        Console(file=out, width=width, height=8, color_system=None).print(render(frame, width, 8))
+        line = next(ln for ln in out.getvalue().splitlines() if ln.startswith("network"))
+        latest = line.rstrip().removesuffix("… · 3s ago")
+        assert latest != line.rstrip(), line  # the age is kept after the cut
+        shown = latest[latest.index("port ") :]
+        assert port.startswith(shown) and port[len(shown)] == " ", line

@@ -121,6 +121,10 @@ def test_selectors_combine_with_and_repeats_with_or(workspace: WorkspaceDir) -> 
     assert count("--before", f"{cut.physical_ns}.{cut.logical}") == 11
     assert count("--after", f"{cut.physical_ns}.{cut.logical}", "--kind", "observation") == 12
     assert count("--before", "1d") == 0 and count("--after", "2000-01-01") == 24
+    # time in words, as `tail --since` reads it: the start of the period
+    assert count("--before", "yesterday") == 0 and count("--after", "yesterday") == 24
+    assert count("--before", "last 10 minutes") == 0
+    assert count("--after", "last 10 minutes", "--source", "shell") == 12
     cid = next(r for r in _rows(workspace) if r["source"] == FILES)["payload_cid"].hex()
     assert count("--cid", cid) == 2  # both events that carry those bytes
 
@@ -159,7 +163,7 @@ def test_records_nerve_needs_are_never_erased(workspace: WorkspaceDir) -> None:
     ("args", "message"),
     [
         ((), "say what to forget"),
-        (("--before", "yesterday"), "--before 'yesterday' is not a time"),
+        (("--before", "someday"), "--before 'someday' is not a time"),
         (("--cid", "abc"), "not a 64-hex-digit payload address"),
         (("--source", "nosuch"), "--source 'nosuch'"),
         (("--match", ""), "--match must not be empty"),

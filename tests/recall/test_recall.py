@@ -418,7 +418,10 @@ def test_none_in_the_log_only_when_the_window_holds_the_log(workspace: Workspace
     assert answer(retrieval) is None  # the envelope cannot tell: its window is one event
     # ...so the answer comes from reading the whole log over the period instead
     late = ask(WorkspaceDir.at(workspace.root), "what did I run?", record=False)
-    assert late.intent == "commands" and late.text == "Nothing in this log records shell commands."
+    assert late.intent == "commands" and late.text == (
+        "Nothing in this log records shell commands: the shell hook records them "
+        "(`nerve setup`, or `nerve shell-hook --help`)."
+    )
 
 
 def test_a_log_without_process_samples_says_when_they_come(day: WorkspaceDir) -> None:

@@ -78,6 +78,17 @@ def test_usage_errors(workspace: WorkspaceDir) -> None:
     assert code == 2
 
 
+def test_a_bare_ask_says_what_it_does_with_three_questions_to_copy(
+    workspace: WorkspaceDir,
+) -> None:
+    code, out, err = _ask(workspace, check=False)
+    first, *rest = err.splitlines()
+    assert code == 2 and out == "" and len(first) <= 80
+    assert first == "UsageError: ask needs a question; it answers from the log and cites the events"
+    assert rest[0] == "hint: ask as you would a colleague, for example:"
+    assert [line.split('"')[0] for line in rest[1:]] == ["  nerve ask "] * 3
+
+
 def test_with_a_daemon_running_the_answer_is_recorded_through_it(workspace: WorkspaceDir) -> None:
     seed(workspace, activity())
     workspace.config_path.write_text("log:\n  durability: os\n")  # no senses: a quiet daemon

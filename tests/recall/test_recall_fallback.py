@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import socket
+import struct
 import sys
 import threading
 import time
@@ -49,11 +51,14 @@ def _handler(model: Model) -> type[BaseHTTPRequestHandler]:
                 {"path": self.path, "headers": dict(self.headers), "body": self.rfile.read(length)}
             )
             time.sleep(model.delay_s)
-            self.send_response(model.status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(model.body)))
-            self.end_headers()
-            self.wfile.write(model.body)
+            try:
+                self.send_response(model.status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(model.body)))
+                self.end_headers()
+                self.wfile.write(model.body)
+            except (BrokenPipeError, ConnectionResetError):
+                self.close_connection = True  # the client gave up (a timeout): no one to tell
 
         def log_message(self, *args: Any) -> None:
             pass
@@ -201,6 +206,25 @@ def test_a_slow_endpoint_times_out(day: WorkspaceDir, model: tuple[Model, str]) 
     state.delay_s = 1.5
     error = _failing(http_fallback(day, endpoint, ", timeout: 200ms"), "timeout", "no answer")
     assert error.hint is not None and "timeout" in error.hint
+
+
+def test_the_fake_model_is_quiet_when_the_client_hung_up(
+    model: tuple[Model, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A client that timed out and left (as above) is no traceback on stderr."""
+    state, endpoint = model
+    state.reply("late")
+    state.delay_s = 0.3
+    host, port = endpoint.removeprefix("http://").removesuffix("/v1").split(":")
+    with socket.create_connection((host, int(port))) as client:
+        client.sendall(b"POST /v1 HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n")
+        client.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        for _ in range(100):  # hang up once the request is read: the reply meets a reset
+            if state.requests:
+                break
+            time.sleep(0.01)
+    time.sleep(state.delay_s + 0.4)  # the handler has written by now, or failed to
+    assert state.requests and "Traceback" not in capsys.readouterr().err
 
 
 def test_an_unreachable_endpoint_is_a_network_error(day: WorkspaceDir) -> None:

@@ -297,6 +297,88 @@ def test_a_sense_name_and_its_trigger_are_never_broken_in_two(ui: Ui, width: int
     ui.clean()
 
 
+# each event table's widest line cell against its table, and the header of that column
+LINE_ROOM = """() => [...document.querySelectorAll("table.events")].map((t) => {
+  const cells = [...t.querySelectorAll("td.line")].map((c) => c.getBoundingClientRect().width);
+  const head = t.querySelector("thead .line");
+  return [Math.max(0, ...cells) / t.getBoundingClientRect().width,
+          head !== null && head.getBoundingClientRect().width > 0];
+})"""
+
+
+@pytest.mark.parametrize("path", ["/events?since=1h", "/timeline/counts?since=1h", "/live"])
+def test_an_events_line_has_the_width_of_a_phone(ui: Ui, path: str) -> None:
+    """At 390 px an event's line is not squeezed into a column beside the others: it takes
+    the table's width below them, and its heading is shown."""
+    try:
+        ui.page.set_viewport_size({"width": 390, "height": 844})
+        ui.go(path)
+        wait_until(lambda: ui.page.locator("table.events td.line").count(), what="an event")
+        ((share, headed),) = ui.page.evaluate(LINE_ROOM)
+        assert share > 0.9 and headed, (path, share, headed)
+    finally:
+        ui.page.set_viewport_size({"width": 1280, "height": 800})
+    ui.clean()
+
+
+# the words of the prose's code (``Work > Code``, a command) that a line break cuts in two
+SPLIT_CODE = """() => [...document.querySelectorAll("main p code, main p .mono")].flatMap((c) => {
+  const text = c.firstChild, split = [];
+  for (const m of text.textContent.matchAll(/\\S+/g)) {
+    const r = document.createRange();
+    r.setStart(text, m.index); r.setEnd(text, m.index + m[0].length);
+    if (new Set([...r.getClientRects()].map((c) => Math.round(c.top))).size > 1) split.push(m[0]);
+  }
+  return split;
+})"""
+
+
+def test_code_in_the_day_pages_prose_breaks_between_words_on_a_phone(ui: Ui) -> None:
+    try:
+        ui.page.set_viewport_size({"width": 390, "height": 844})
+        ui.go("/")
+        assert ui.page.locator("main p code, main p .mono").count() >= 2
+        assert ui.page.evaluate(SPLIT_CODE) == []
+    finally:
+        ui.page.set_viewport_size({"width": 1280, "height": 800})
+    ui.clean()
+
+
+# each forget field's label: whether its word sits above its input (not beside another's)
+LABELS_ABOVE = """() => [...document.querySelectorAll("#forget-form label")].map((l) => {
+  const r = document.createRange();
+  r.selectNodeContents(l.firstChild);
+  const word = r.getBoundingClientRect(), input = l.querySelector("input").getBoundingClientRect();
+  return [l.firstChild.textContent.trim(), word.bottom <= input.top + 1];
+})"""
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_each_forget_field_has_its_label_above_it(ui: Ui, width: int) -> None:
+    try:
+        ui.page.set_viewport_size({"width": width, "height": 844})
+        ui.go("/privacy")
+        labels = ui.page.evaluate(LABELS_ABOVE)
+        assert len(labels) == 6 and all(above for _, above in labels), labels
+    finally:
+        ui.page.set_viewport_size({"width": 1280, "height": 800})
+    ui.clean()
+
+
+def test_the_budget_legend_says_the_last_reading_not_dashes(ui: Ui) -> None:
+    """With the cursor away from the chart, its legend gives the newest point's time and
+    budget (uPlot alone prints "--"); over a point, that point's."""
+    ui.go("/attention")
+    values = (
+        "() => [...document.querySelectorAll('#budget-chart .u-value')].map(e => e.textContent)"
+    )
+    shown = wait_until(lambda: ui.page.evaluate(values), what="the budget legend")
+    assert len(shown) == 2 and "--" not in shown, shown
+    assert re.fullmatch(r"\d\d:\d\d:\d\d|\d+", shown[0]), shown  # a time, or the nth decision
+    assert re.fullmatch(r"[\d,]+", shown[1]), shown
+    ui.clean()
+
+
 def test_a_chart_over_minutes_labels_its_ticks_apart(ui: Ui) -> None:
     """Ticks 15 s apart say their seconds; a minute or more apart, hours and minutes."""
     ui.go("/attention")

@@ -11,6 +11,7 @@ import re
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -184,6 +185,16 @@ def test_category_rules_edited_on_the_page_change_the_day_and_nerve_query(
         "Work &gt; Code" in ws.config_path.read_text()
         or "Work > Code" in ws.config_path.read_text()
     )
+
+
+def test_a_day_without_focus_says_so_instead_of_zero_seconds(tmp_path: Path) -> None:
+    """On a machine with no display (a fresh checkout's `nerve dev` on a server) the day has
+    no focused window: no "0 s in focus · 0 s away" as if that had been measured."""
+    root = init_workspace(tmp_path / "ws").root
+    run_cli("-w", str(root), "emit", "-q", "--source", "shell", "--line", "make")
+    shown = " ".join(visible(logged_in(root).get("/").text).split())
+    assert "in focus ·" not in shown and "0 s away" not in shown, shown[:600]
+    assert "No focused windows were recorded then, so no time in focus or away" in shown
 
 
 def test_an_unknown_address_gets_a_styled_page_with_the_navigation(ws: WorkspaceDir) -> None:

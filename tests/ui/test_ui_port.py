@@ -76,3 +76,24 @@ def test_every_port_taken_is_a_usage_error_naming_them(monkeypatch: pytest.Monke
         b.listen()
         with pytest.raises(UsageError, match=f"ports {port}-{port + 1} are all taken"):
             listen_near("127.0.0.1", port, print)
+
+
+def test_at_a_terminal_ui_says_it_is_starting_before_the_seconds_of_loading(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A person sees a line at once, not a silent terminal until the login URL (a pipe, as
+    UiProcess reads, gets only the URL's lines)."""
+    import sys
+
+    import nerve.ui.server
+    from nerve.cli.main import run
+    from tests.helpers.terminal import FakeTerminal
+
+    served: list[str] = []
+    root = _workspace(tmp_path, free_port())
+    monkeypatch.setattr(nerve.ui.server, "serve", lambda *a, **k: served.append("served"))
+    monkeypatch.setattr(sys, "stderr", FakeTerminal())
+    with pytest.raises(SystemExit) as done:
+        run(["-w", str(root), "ui"])
+    assert done.value.code in (0, None) and served == ["served"]
+    assert sys.stderr.getvalue() == "nerve ui: starting…\n"  # type: ignore[attr-defined]

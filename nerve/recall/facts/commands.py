@@ -10,6 +10,11 @@ from nerve.events import SourceClass
 from nerve.recall.facts.ask import Ask, Row, answer, never, nothing
 from nerve.recall.tier0 import Tier0Answer
 
+# no shell event at all, as in a fresh checkout's `nerve dev`: say where commands come from
+NO_HOOK = (
+    "shell commands: the shell hook records them (`nerve setup`, or `nerve shell-hook --help`)"
+)
+
 __all__ = [
     "FOLDER",
     "RELATIVE",
@@ -39,7 +44,7 @@ def _seconds(ms: Any) -> str:
 
 def failed_commands(ask: Ask) -> Tier0Answer:
     if not ask.ever(SourceClass.SHELL):
-        return never("failed_commands", "shell commands")
+        return never("failed_commands", NO_HOOK)
     rows = _hooked(ask)
     if not rows and not _any_hooked(ask):
         return Tier0Answer(
@@ -70,7 +75,7 @@ def _any_hooked(ask: Ask) -> bool:
 
 def slowest_commands(ask: Ask) -> Tier0Answer:
     if not ask.ever(SourceClass.SHELL):
-        return never("slowest_commands", "shell commands")
+        return never("slowest_commands", NO_HOOK)
     rows = [r for r in _hooked(ask) if isinstance(r.data.get("duration_ms"), int)]
     if not rows:
         return nothing(ask, "slowest_commands", "timed commands (from the shell hook)")
@@ -125,7 +130,7 @@ def commands_in(ask: Ask) -> Tier0Answer | None:
     if folder is None:
         return None
     if not ask.ever(SourceClass.SHELL):
-        return never("commands_in", "shell commands")
+        return never("commands_in", NO_HOOK)
     tail = _home_tail(ask.text)
     inside = [r for r in reversed(_hooked(ask)) if _under(str(r.data.get("cwd", "")), folder, tail)]
     if not inside:
@@ -138,7 +143,7 @@ def commands_in(ask: Ask) -> Tier0Answer | None:
 
 def listed_commands(ask: Ask) -> Tier0Answer:
     if not ask.ever(SourceClass.SHELL):
-        return never("commands", "shell commands")
+        return never("commands", NO_HOOK)
     rows = list(reversed(ask.rows(SourceClass.SHELL)))
     if not rows:
         return nothing(ask, "commands", "commands")

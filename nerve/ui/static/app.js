@@ -176,14 +176,23 @@ function timeTicks(splits, days) {
   return splits.map((v) => (days ? day(v) : "") + clockOf(v * 1000).slice(0, step < 60 ? 8 : 5));
 }
 
+// a legend value: the point under the cursor, else (the cursor away, uPlot's "--") the last
+function shownAt(values, format) {
+  return (u, v, s, i) => {
+    const x = i == null ? values[values.length - 1] : v;
+    return x == null ? "" : format(x);
+  };
+}
+
 function chartOf(el, xs, series, names, ordinal) {
   if (!el || typeof uPlot === "undefined" || !xs.length) return;
   const axis = { stroke: colour("--muted"), grid: { stroke: colour("--line") }, ticks: { stroke: colour("--line") } };
   const days = xs[xs.length - 1] - xs[0] > 86400;  // uPlot's times are seconds
+  const number = (v) => v.toLocaleString("en-US");
   const opts = {
     width: Math.min(el.clientWidth || 800, document.documentElement.clientWidth - 16), height: 220, scales: { x: { time: !ordinal } },
-    series: [ordinal ? {} : { value: (u, v) => (v == null ? "--" : clockOf(v * 1000)) },
-      ...names.map((n, i) => ({ label: n, stroke: colour(["--c0", "--c1", "--c2", "--c3"][i % 4]) }))],
+    series: [ordinal ? { label: "decision", value: shownAt(xs, String) } : { value: shownAt(xs, (v) => clockOf(v * 1000)) },
+      ...names.map((n, i) => ({ label: n, stroke: colour(["--c0", "--c1", "--c2", "--c3"][i % 4]), value: shownAt(series[i], number) }))],
     axes: [ordinal ? axis : { ...axis, values: (u, splits) => timeTicks(splits, days) }, { ...axis, size: 80 }],
   };
   new uPlot(opts, [xs, ...series], el);
