@@ -13,7 +13,6 @@ as written.
 
 from __future__ import annotations
 
-import heapq
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
@@ -79,11 +78,16 @@ def newest_by_segment(
     if sources is None:
         return [convert(r) for r in conn.execute(sql, list(args)).fetchall()]
     found = [convert(r) for r in _over(conn, TAIL, sql, args)]
+    times = sorted((place[0] for place, _ in found), reverse=True)[:limit]  # the newest held
     spans = [(span, s) for s in sources if (span := _span(conn, s)) and _meets(span, within)]
     for span, source in sorted(spans, key=lambda placed: placed[0][1], reverse=True):
-        if len(found) >= limit and span[1] < heapq.nlargest(limit, (p for p, _ in found))[-1][0]:
+        if len(times) >= limit and span[1] < times[limit - 1]:
             break  # this segment and every older one end before the newest rows held
-        found += _segment(conn, source, sql, tuple(args), convert)
+        part = _segment(conn, source, sql, tuple(args), convert)
+        found += part
+        times += [place[0] for place, _ in part]
+        times.sort(reverse=True)  # runs already in order: cheap
+        del times[limit:]
     return found
 
 
