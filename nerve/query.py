@@ -210,15 +210,31 @@ def newest_floors(conn: duckdb.DuckDBPyConnection, rows: int) -> list[int]:
     sources = segment_sources(conn) or []
     floors, held, wanted = [], 0, rows
     for source in reversed(sources):
-        metadata = _ROW_GROUPS.format(source.removeprefix("read_parquet(").removesuffix(")"))
-        for count, floor in conn.execute(metadata).fetchall():
-            held += int(count)
+        for count, floor in _row_groups(conn, source):
+            held += count
             if held >= wanted and floor is not None:
                 floors.append(int(floor))
                 wanted *= 4
                 if len(floors) == 3:
                     return floors
     return floors
+
+
+_GROUPS: dict[str, list[tuple[int, int | None]]] = {}
+
+
+def _row_groups(conn: duckdb.DuckDBPyConnection, source: str) -> list[tuple[int, int | None]]:
+    """A sealed segment's row groups, newest first: rows and lowest ``physical_ns``, read from
+    its metadata once (a segment's file is named by its bytes' blake3 and never changes)."""
+    found = _GROUPS.get(source)
+    if found is None:
+        metadata = _ROW_GROUPS.format(source.removeprefix("read_parquet(").removesuffix(")"))
+        found = [(int(count), None if floor is None else int(floor))
+                 for count, floor in conn.execute(metadata).fetchall()]  # fmt: skip
+        if len(_GROUPS) > 100_000:  # segments a long-lived process no longer reads
+            _GROUPS.clear()
+        _GROUPS[source] = found
+    return found
 
 
 def define_views(

@@ -21,7 +21,8 @@ from tests.helpers import newcomer
 from tests.recall.test_plans import EXAMPLES
 
 QUESTIONS = sorted(
-    {question for question, *_ in EXAMPLES} | {"how busy was the machine today?", "what's up?"}
+    {question for question, *_ in EXAMPLES}
+    | {"how busy was the machine today?", "what's up?", "when did memory peak?"}
 )
 
 
@@ -123,3 +124,62 @@ def test_an_encrypted_log_is_read_by_segment_too(
         conn.close()
     for question in ("how much memory did memgrow.py use?", "what did I run 2 minutes ago?"):
         assert _answer(ws, question) == _answer(ws, question, connect=_one_read(ws))
+
+
+@pytest.fixture(scope="module")
+def interleaved(tmp_path_factory: pytest.TempPathFactory) -> WorkspaceDir:
+    """Four sealed segments of commands whose times overlap: the k-th holds every fourth
+    second of the morning's last ten minutes from its k-th on (its valid times)."""
+    from nerve.log.fields import EventFields
+
+    ws = init_workspace(tmp_path_factory.mktemp("interleaved") / "ws")
+    with ws.open_log() as log:
+        for k in range(4):
+            times = [newcomer.NOW - 600 * 10**9 + (4 * i + k) * 10**9 for i in range(150)]
+            n = len(times)
+            log.append_columns(EventFields(
+                kind=["observation"] * n, subject=["shell"] * n, source=[5] * n, trust=[1] * n,
+                valid_time_ns=times, payload=[b'{"command":"ls"}'] * n, line=["$ ls"] * n,
+            ))  # fmt: skip
+            log.seal()
+    return ws
+
+
+@pytest.mark.parametrize("layout", ["split", "interleaved"])
+def test_the_newest_rows_read_by_segment_are_the_log_s_newest(
+    layout: str, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A plan's newest rows, read newest segment first and stopped once no older segment can
+    add one, are the newest rows of the whole log, in a window or not, when the segments'
+    times follow each other and when they overlap; few rows wanted read fewer segments."""
+    split: WorkspaceDir = request.getfixturevalue(layout)
+    from nerve.recall.plans import memo
+    from nerve.recall.plans.log import Reader
+    from nerve.recall.plans.window import Window
+
+    read: list[str] = []
+    segment = memo._segment
+    monkeypatch.setattr(memo, "_segment", lambda conn, source, *a: read.append(source) or
+                        segment(conn, source, *a))  # fmt: skip
+    split_conn, whole_conn = split.connect(), _one_read(split)()
+    try:
+        first, last = Reader(whole_conn, newcomer.NOW, UTC).span() or (0, 0)
+        middle = Window(first + (last - first) // 3, last - (last - first) // 3, "")
+        for window in (None, middle):
+            for limit in (1, 2, 7, 40, 10**6):
+                for source in (None, 1, 5):
+                    got = Reader(split_conn, newcomer.NOW, UTC).rows(window, source=source,
+                                                                    limit=limit)  # fmt: skip
+                    want = Reader(whole_conn, newcomer.NOW, UTC).rows(window, source=source,
+                                                                     limit=limit)  # fmt: skip
+                    assert got == want, (window, limit, source)
+        # split: the tail's newest row is the newest; interleaved: its newest segment's
+        # newest row is, and seven rows are in all four
+        wanted = {"split": [(1, 0), (10**6, 4)], "interleaved": [(1, 1), (7, 4), (10**6, 4)]}
+        for limit, segments in wanted[layout]:
+            read.clear()
+            Reader(split_conn, newcomer.NOW, UTC).rows(None, limit=limit)
+            assert len(set(read)) == segments
+    finally:
+        split_conn.close()
+        whole_conn.close()

@@ -17,7 +17,7 @@ import duckdb
 
 from nerve.events import SourceClass, decode_payload
 from nerve.query import EVENTS_IN_TIME, time_args
-from nerve.recall.plans.memo import by_segment
+from nerve.recall.plans.memo import by_segment, newest_by_segment
 from nerve.recall.plans.window import NS, Window, local, stamp
 
 __all__ = ["WHOLE", "Found", "Reader", "Row", "plain_source"]
@@ -108,7 +108,8 @@ class Reader:
             f"ORDER BY t DESC, physical_ns DESC, logical DESC LIMIT {int(limit)}"
         )
         # the newest of the log are among the newest of the segments (read once each)
-        found = [r for part in by_segment(self.conn, sql, params, _placed) for r in part]
+        within = None if window is None else (window.start_ns, window.end_ns)
+        found = newest_by_segment(self.conn, sql, params, _placed, int(limit), within=within)
         found.sort(key=lambda placed: placed[0], reverse=True)
         return [row for _, row in found[: int(limit)]][::-1]
 
@@ -135,9 +136,13 @@ class Reader:
         other = f"CASE WHEN {procs} THEN NULL ELSE {_TIME} END"
         sql = (  # a process's valid time is its start, maybe long before the log began
             f"SELECT min({other}), max({other}), min({_TIME}), max({_TIME}) FROM events "
-            "WHERE NOT nerve_bookkeeping(kind)"
+            "WHERE NOT nerve_bookkeeping(kind) HAVING count(*) > 0"
         )
-        found = self.conn.execute(sql).fetchone() or (None, None, None, None)
+        parts = [row for part in by_segment(self.conn, sql) for row in part]  # read once each
+        found = tuple(
+            pick((r[i] for r in parts if r[i] is not None), default=None)
+            for i, pick in enumerate((min, max, min, max))
+        )
         first, last = found[:2] if found[0] is not None else found[2:]
         return None if first is None or last is None else (int(first), int(last))
 

@@ -12,9 +12,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import pairwise
+from typing import Any
 
 from nerve.events import SourceClass
 from nerve.recall.plans.log import WHOLE, Found, Reader, Row
+from nerve.recall.plans.memo import by_segment
 from nerve.recall.plans.parse import Plan
 from nerve.recall.plans.things import top_process
 from nerve.recall.plans.window import NS, Window
@@ -104,16 +106,35 @@ class _Fold:
 
 
 def _fold(reader: Reader, kind: _Kind, window: Window | None, end: int) -> _Fold | None:
-    """Each reading stands until the next (at most five minutes), the last until ``end``."""
+    """Each reading stands until the next (at most five minutes), the last until ``end``.
+    Folded per sealed segment (:mod:`.memo`: a segment's part is read once) when the parts'
+    times follow each other, else over the window at once."""
     subject = "" if kind.subject is None else "AND subject = ?"
     events, args = reader.events(
         window or WHOLE, [int(kind.source), *([kind.subject] if kind.subject else [])]
     )
-    sql = f"""
+    rows = f"""
         WITH r AS (
             SELECT id, {_T} AS t, {kind.sql} AS v FROM {events}
             WHERE kind = 'observation' AND source = ? {subject}
-        ), w AS (
+        )"""
+    part_sql = f"""{rows}, n AS (  -- the part's last reading stands until the next part's first
+            SELECT id, t, v, CASE WHEN nt IS NOT NULL THEN greatest(1, least(nt - t,
+                {_STANDS_MAX})) END AS w
+            FROM (SELECT id, t, v, lead(t) OVER (ORDER BY t, id) AS nt FROM r WHERE v IS NOT NULL)
+        )
+        SELECT count(*), sum(v * w), sum(w), sum(v), max(v), arg_max(id, (v, -t)),
+            arg_max(t, (v, -t)), min(v), arg_min(id, (v, t)), arg_min(t, (v, t)), min(t),
+            arg_min(id, (t, id)), max(t), arg_max(id, (t, id)), arg_max(v, (t, id))
+        FROM n HAVING count(*) > 0
+    """
+    span = window or WHOLE
+    within = (span.start_ns, span.end_ns)
+    parts = [p for part in by_segment(reader.conn, part_sql, args, within=within) for p in part]
+    parts.sort(key=lambda p: (p[10], bytes(p[11])))
+    if all((a[12], bytes(a[13])) < (b[10], bytes(b[11])) for a, b in pairwise(parts)):
+        return _merged(parts, end)
+    sql = f"""{rows}, w AS (
             SELECT id, t, v, greatest(1, least(coalesce(lead(t) OVER (ORDER BY t, id),
                 greatest(?, t)) - t, {_STANDS_MAX})) AS w FROM r WHERE v IS NOT NULL
         )
@@ -129,6 +150,28 @@ def _fold(reader: Reader, kind: _Kind, window: Window | None, end: int) -> _Fold
                  (float(peak), bytes(peak_id).hex(), int(peak_t)),
                  (float(last), bytes(last_id).hex()),
                  (float(low), bytes(low_id).hex(), int(low_t)))  # fmt: skip
+
+
+def _merged(parts: list[tuple[Any, ...]], end: int) -> _Fold | None:
+    """The fold of parts in time order (none overlapping the next): each part's last
+    reading stands until the next part's first, the last part's until ``end``."""
+    if not parts:
+        return None
+    n = w = 0
+    vw = total = 0.0
+    for i, part in enumerate(parts):
+        last_t, last_v = int(part[12]), float(part[14])
+        until = int(parts[i + 1][10]) if i + 1 < len(parts) else max(end, last_t)
+        stands = max(1, min(until - last_t, _STANDS_MAX))
+        n, total = n + int(part[0]), total + float(part[3])
+        vw += float(part[1] or 0.0) + last_v * stands
+        w += int(part[2] or 0) + stands
+    peak = max(parts, key=lambda p: (p[4], -p[6]))
+    low = min(parts, key=lambda p: (p[7], p[9]))
+    return _Fold(int(n), vw / w, total / n,
+                 (float(peak[4]), bytes(peak[5]).hex(), int(peak[6])),
+                 (float(parts[-1][14]), bytes(parts[-1][13]).hex()),
+                 (float(low[7]), bytes(low[8]).hex(), int(low[9])))  # fmt: skip
 
 
 def _say(kind: _Kind, value: float) -> str:
@@ -189,7 +232,7 @@ def reading(reader: Reader, plan: Plan) -> Found:
     if plan.measure == "lowest":
         parts = [f"lowest {_say(kind, fold.low[0])} at {reader.when(fold.low[2])}", *parts]
     text = f"{kind.words} {reader.scope(plan.window)}: {', '.join(parts)} ({fold.n} readings)"
-    at = fold.low[1] if plan.measure == "lowest" else fold.peak[1]
+    at = fold.low if plan.measure == "lowest" else fold.peak
     text += f"; at the {'lowest' if plan.measure == 'lowest' else 'peak'}: {_line_of(reader, at)}."
     if name == "cpu" and plan.measure == "average":
         load = _fold(reader, _KINDS["load"], plan.window, end)
@@ -266,9 +309,11 @@ def _at_edge(reader: Reader, kind: _Kind, window: Window) -> list[Row]:
     return rows[:1] if window.edge == "start" else rows[-1:]
 
 
-def _line_of(reader: Reader, eid: str) -> str:
-    row = reader.conn.execute("SELECT line FROM events WHERE id = ?", [bytes.fromhex(eid)])
-    found = row.fetchone()
+def _line_of(reader: Reader, at: tuple[float, str, int]) -> str:
+    """The line of the reading ``at`` (value, id, time), read from the rows of its time."""
+    _, eid, t = at
+    events, args = reader.events(Window(t, t + 1, ""), [bytes.fromhex(eid)])
+    found = reader.conn.execute(f"SELECT line FROM {events} WHERE id = ?", args).fetchone()
     return str(found[0]) if found else "?"
 
 

@@ -83,7 +83,8 @@ def folded_tops(
     events, args = reader.events(window or WHOLE, [int(SourceClass.PROCESS_TREE)])
     sql = _SQL.format(t=_T, rows=events, parts=_parts(parts))
     each: dict[tuple[int, int], tuple[Any, ...]] = {}
-    for part in by_segment(reader.conn, sql, args):  # each sealed segment folded once
+    within = None if window is None else (window.start_ns, window.end_ns)
+    for part in by_segment(reader.conn, sql, args, within=within):  # each segment folded once
         for row in part:
             key = (row[0], row[1])
             each[key] = _merged(each[key], row) if key in each else row
