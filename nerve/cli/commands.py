@@ -93,7 +93,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "attend_cmds",
         "Attention & audit",
         "Catch a log up as the daemon would (--replay), try other settings (--replay --with), "
-        "recheck every decision (--check), or print each decision as it is made (--follow).",
+        "recompute every decision (--recompute), or print each decision as it is made (--follow).",
     ),
     "ask": (
         "ask_cmds",

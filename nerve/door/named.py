@@ -15,7 +15,7 @@ from nerve.door.nouns import Noun
 if TYPE_CHECKING:
     from nerve.attention.audit import Verdict
     from nerve.attention.reason import Reason
-    from nerve.attention.service import CheckResult, ReplayResult
+    from nerve.attention.service import Recomputed, ReplayResult
     from nerve.attention.whatif import WhatIf
     from nerve.door.core import Core
     from nerve.door.reads import StoredSense
@@ -164,9 +164,9 @@ class Audit(Noun):
         run: it attends as it runs)."""
         return self._ws._attend_replay()
 
-    def recompute(self) -> CheckResult:
+    def recompute(self) -> Recomputed:
         """Recompute every attention decision from the log and compare (``.ok``)."""
-        return self._ws._attend_check()
+        return self._ws._attend_recompute()
 
     def what_if(self, settings_file: Path, since_ns: int = 0) -> WhatIf:
         """The log's observations attended again under the ``attention:`` settings of
