@@ -235,7 +235,7 @@ def _verdict(
             "--trust-bundle-key applies to a bundle", hint="nerve audit verify BUNDLE ..."
         )
     # the log is append-only: an empty chain means none was ever written
-    return _door().audit.check(key=key, key_from="--key", record=record)
+    return _door().audit.verify_with(key=key, key_from="--key", record=record)
 
 
 def _parse_key(key: str | None) -> bytes | None:

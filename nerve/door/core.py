@@ -477,7 +477,7 @@ class Core(ReadOps):
         return audit.held(self._dir.log_root, since_ns)
 
     def _audit_show(self, seq: int) -> dict[str, Any]:
-        """One sealed link by chain seq, checked up to it (``nerve audit show``)."""
+        """One sealed link by chain seq, the chain verified up to it (``nerve audit show``)."""
         from nerve.attention import audit
 
         return audit.show(self._dir.log_root, seq)
