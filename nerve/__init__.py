@@ -53,8 +53,10 @@ audit
 snapshot
     The log as it is at one instant, read without the writer's lock
     (``ws.log.snapshot()``, :class:`nerve.log.reader.Snapshot`). Also: the fleet table's
-    Iceberg snapshots, one per ship (Iceberg's own word, kept). The dev view's figures at
-    one instant are a *frame* (:class:`nerve.runtime.frame.Frame`).
+    Iceberg snapshots, one per ship (Iceberg's own word, kept), and the stored kind
+    ``attention.snapshot`` with its setting ``attention.snapshot_every`` (the attender's
+    state; a stored name, kept: CONTRIBUTING.md §6). The dev view's figures at one instant
+    are a *frame* (:class:`nerve.runtime.frame.Frame`).
 transport
     How a command reaches the log (:mod:`nerve.transport`): ``Direct``, this process as
     the log's single writer, or ``ThroughDaemon``, over its socket, chosen by ``connect``.
