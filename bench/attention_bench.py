@@ -23,7 +23,7 @@ low-trust observations and newly appearing vendor sources — goes through
   time pass within a batch: fewer highlights surface (the budget refills only between
   batches), and a sense's ``per_min`` value probe sees its whole batch in one minute, so it
   fires where (b1) does not. What the replay recorded must be what ``nerve attend --replay
-  --check`` recomputes from scratch over the same log (``replay_decisions_match``).
+  --recompute`` recomputes from scratch over the same log (``replay_decisions_match``).
 
 **Audit** (M links, default 100,000): a chain of decisions with a checkpoint every 64 links,
 sealed with ``ChainWriter``; ``verify_chain`` and ``nerve.attention.audit.verify`` against
@@ -77,8 +77,8 @@ from nerve.attention import audit
 from nerve.attention.detector import Highlight
 from nerve.attention.gate import Decision, Gate, UserContext
 from nerve.attention.pipeline import Attention
-from nerve.attention.service import DECISION, LINK, Attender, Obs, check, replay
-from nerve.attention.settings import AttentionSettings, ContextTracker, parse_settings
+from nerve.attention.service import DECISION, LINK, Attender, Obs, recompute, replay
+from nerve.attention.settings import AttentionConfig, ContextTracker, parse_attention
 from nerve.canonical import det_cbor_decode
 from nerve.chain import DOMAIN, ChainWriter, Keyring, verify_chain
 from nerve.clock import HybridClock
@@ -201,7 +201,7 @@ def event_ids(n: int, seed: int = SEED) -> list[bytes]:
     return [rng.randbytes(32) for _ in range(n)]
 
 
-def contexts(stream: Stream, settings: AttentionSettings) -> list[UserContext]:
+def contexts(stream: Stream, settings: AttentionConfig) -> list[UserContext]:
     """The user context at each observation, as the Attender's tracker derives it."""
     tracker, seen = ContextTracker(settings.context), {}
     out = []
@@ -240,7 +240,7 @@ class Tally:
 
 
 def bare_batches(
-    stream: Stream, ids: Sequence[bytes], ctxs: Sequence[UserContext], settings: AttentionSettings
+    stream: Stream, ids: Sequence[bytes], ctxs: Sequence[UserContext], settings: AttentionConfig
 ) -> list[tuple[Highlight, Decision]]:
     """(a) ``Attention.observe_batch`` over replay-sized chunks; every (highlight, decision)."""
     att, fired = Attention(settings.pipeline()), []
@@ -253,7 +253,7 @@ def bare_batches(
 
 
 def bare_loop(
-    stream: Stream, ids: Sequence[bytes], ctxs: Sequence[UserContext], settings: AttentionSettings
+    stream: Stream, ids: Sequence[bytes], ctxs: Sequence[UserContext], settings: AttentionConfig
 ) -> list[tuple[Highlight, Decision]]:
     """(a0) ``Attention.observe`` per observation; returns every (highlight, decision)."""
     att, fired = Attention(settings.pipeline()), []
@@ -274,7 +274,7 @@ def observations(stream: Stream, ids: Sequence[bytes], named: bool = False) -> l
     return [Obs(i, s, tr, t, 0, line) for i, s, tr, t, line in cols]
 
 
-def attender_path(obs: Sequence[Obs], settings: AttentionSettings) -> Tally:
+def attender_path(obs: Sequence[Obs], settings: AttentionConfig) -> Tally:
     """(b) The Attender with a signing keyring, fed in replay-sized chunks; drafts counted."""
     att, tally = Attender(settings, Keyring.ephemeral(KEY_SEED)), Tally()
     for start in range(0, len(obs), ATTEND_CHUNK):
@@ -324,7 +324,7 @@ def build_log(root: Path, stream: Stream) -> None:
         log.seal()
 
 
-def replay_path(root: Path, keys: Path, settings: AttentionSettings) -> dict[str, int]:
+def replay_path(root: Path, keys: Path, settings: AttentionConfig) -> dict[str, int]:
     """(c) ``replay`` over the log: read, attend, seal and append, as ``attend --replay``."""
     with open_log(root) as log:
         return replay(log, settings, keys).to_json()
@@ -520,7 +520,7 @@ class Bench:
         return ours / raw if ours and raw else None
 
 
-def warm_up(work: Path, settings: AttentionSettings) -> None:
+def warm_up(work: Path, settings: AttentionConfig) -> None:
     """Every path once on a small stream, so no timed run pays for imports or first calls."""
     stream = make_stream(WARM_OBSERVATIONS, SEED + 7)
     ids = event_ids(len(stream), SEED + 7)
@@ -538,7 +538,7 @@ def warm_up(work: Path, settings: AttentionSettings) -> None:
     shutil.rmtree(work / "warm")
 
 
-def run_pipeline(bench: Bench, settings: AttentionSettings) -> list[tuple[Highlight, Decision]]:
+def run_pipeline(bench: Bench, settings: AttentionConfig) -> list[tuple[Highlight, Decision]]:
     n = bench.observations
     bench.say(f"generating {n:,} observations")
     stream, ids = make_stream(n), event_ids(n)
@@ -566,7 +566,7 @@ def run_pipeline(bench: Bench, settings: AttentionSettings) -> list[tuple[Highli
     return fired
 
 
-def run_replay(bench: Bench, stream: Stream, settings: AttentionSettings) -> None:
+def run_replay(bench: Bench, stream: Stream, settings: AttentionConfig) -> None:
     root, n = bench.work / "replay" / "data" / "log", len(stream)
     bench.say(f"building a log of {n:,} observations (append_columns, batches of {LOG_BATCH:,})")
     bench.keep("log.build", n, build_log, root, stream)
@@ -578,7 +578,7 @@ def run_replay(bench: Bench, stream: Stream, settings: AttentionSettings) -> Non
         "surfaced": outcomes.get("surface", 0),
     }
     att = bench.tallies["attender"]
-    recomputed = check(root, settings)  # what `nerve attend --replay --check` runs
+    recomputed = recompute(root, settings)  # what `nerve attend --replay --recompute` runs
     bench.checks["replay_decisions_match"] = (
         recomputed.ok and recomputed.recorded == result["decisions"]
     )
@@ -672,7 +672,7 @@ def run_profile(bench: Bench, links: Sequence[bytes]) -> None:
 
 
 def run(bench: Bench) -> dict[str, Any]:
-    settings = parse_settings({})
+    settings = parse_attention({})
     bench.load.append(os.getloadavg()[0])
     warm_up(bench.work, settings)
     fired = run_pipeline(bench, settings)

@@ -52,7 +52,7 @@ from typing import Any, TextIO
 import blake3
 
 from nerve.attention.service import Attender, Obs, readings_from_bytes
-from nerve.attention.settings import AttentionSettings
+from nerve.attention.settings import AttentionConfig
 from nerve.events import SourceClass, Trust
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -259,7 +259,7 @@ def observations(rows: list[Row]) -> list[Obs]:
 
 
 def attend(obs: list[Obs], values: dict[str, Any] | None = None) -> list[dict[str, Any]]:
-    att = Attender(AttentionSettings.model_validate({"values": values or {}}), None)
+    att = Attender(AttentionConfig.model_validate({"values": values or {}}), None)
     att.observe(obs)
     return att.decisions
 

@@ -67,7 +67,7 @@ from typing import Any, TextIO
 import blake3
 
 from nerve.attention.service import Attender, Obs, readings_from_bytes
-from nerve.attention.settings import AttentionSettings
+from nerve.attention.settings import AttentionConfig
 from nerve.events import SourceClass, Trust
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -372,7 +372,7 @@ def observations(rows: list[Row]) -> list[Obs]:
     return out
 
 
-def attend(obs: list[Obs], settings: AttentionSettings) -> list[dict[str, Any]]:
+def attend(obs: list[Obs], settings: AttentionConfig) -> list[dict[str, Any]]:
     att = Attender(settings, None)
     att.observe(obs)
     return att.decisions
@@ -443,7 +443,7 @@ def _classes(false: list[tuple[int, dict[str, Any]]], days: Days) -> dict[str, i
     return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
-def run_once(days: int, cadence: int, seed: int, settings: AttentionSettings) -> dict[str, Any]:
+def run_once(days: int, cadence: int, seed: int, settings: AttentionConfig) -> dict[str, Any]:
     gen = Days(days, cadence, seed)
     obs = observations(gen.build())
     started = time.perf_counter()
@@ -499,7 +499,7 @@ def _worst(runs: list[dict[str, Any]]) -> dict[str, float]:
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     rules = json.loads(args.rules)
-    settings = AttentionSettings.model_validate({"rules": rules} if rules else {})
+    settings = AttentionConfig.model_validate({"rules": rules} if rules else {})
     per: dict[str, dict[str, Any]] = {}
     for cadence in args.cadence:
         for seed in args.seeds:

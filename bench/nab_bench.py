@@ -68,7 +68,7 @@ from typing import Any, TextIO
 import blake3
 
 from nerve.attention.service import Attender, Obs, readings_from_bytes
-from nerve.attention.settings import AttentionSettings
+from nerve.attention.settings import AttentionConfig
 from nerve.events import SourceClass, Trust
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -277,7 +277,7 @@ def observations(series: Series) -> list[Obs]:
     return out
 
 
-def run_series(series: Series, settings: AttentionSettings) -> tuple[list[float], list[Any]]:
+def run_series(series: Series, settings: AttentionConfig) -> tuple[list[float], list[Any]]:
     """(anomaly score per row, the decisions) from a fresh attender over the series."""
     att = Attender(settings, None)
     obs = observations(series)
@@ -365,7 +365,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 
 def score_settings(
-    corpus: list[Series], settings: AttentionSettings, say_each: bool
+    corpus: list[Series], settings: AttentionConfig, say_each: bool
 ) -> tuple[dict[str, dict[str, float]], dict[str, list[float]], float]:
     """The three rows for ``settings`` over ``corpus``, the row scores, and seconds taken."""
     started = time.perf_counter()
@@ -380,7 +380,7 @@ def score_settings(
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    defaults = AttentionSettings()
+    defaults = AttentionConfig()
     quick = args.nab is None
     corpus = synthetic_corpus() if quick else load_nab(args.nab, args.only, args.split)
     rows_score, scores, elapsed = score_settings(corpus, defaults, True)
@@ -398,7 +398,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     }
     values, rules = json.loads(args.values), json.loads(args.rules)
     if values or rules:
-        other = AttentionSettings.model_validate({"values": values, "rules": rules})
+        other = AttentionConfig.model_validate({"values": values, "rules": rules})
         result["experiment"] = {
             "settings": {"values": values, "rules": rules},
             "score": score_settings(corpus, other, False)[0],

@@ -46,7 +46,7 @@ from benchkit import finish, new_parser, say, sized, workdir  # noqa: E402
 
 import nerve  # noqa: E402
 from nerve.attention.service import Attender, read_observations  # noqa: E402
-from nerve.attention.settings import AttentionSettings  # noqa: E402
+from nerve.attention.settings import AttentionConfig  # noqa: E402
 from nerve.clock import Hlc  # noqa: E402
 from nerve.events import Event, Trust  # noqa: E402
 from nerve.query import connect  # noqa: E402
@@ -93,7 +93,7 @@ def floor(log_root: Path) -> tuple[float, float]:
     nothing more."""
     started, cpu = time.perf_counter(), time.process_time()
     observations = read_observations(connect(log_root))
-    Attender(AttentionSettings(), None).observe(observations)
+    Attender(AttentionConfig(), None).observe(observations)
     return time.perf_counter() - started, time.process_time() - cpu
 
 
@@ -108,7 +108,7 @@ def run(days: int, cadence: int) -> dict[str, Any]:
         attended = ws.audit.attend()
         change, same = tmp / "change.yaml", tmp / "same.yaml"
         change.write_text(CHANGE)
-        own = AttentionSettings().rules.confirm_s  # the default, said again
+        own = AttentionConfig().rules.confirm_s  # the default, said again
         same.write_text(f"attention:\n  rules:\n    confirm_s: {own}\n")
         before = tree_digest(root / "data")
         since = end_ns - WEEK_NS

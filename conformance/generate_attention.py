@@ -18,7 +18,7 @@ import blake3
 
 from nerve.attention.detector import DetectorParams
 from nerve.attention.gate import GateConfig, UserContext
-from nerve.attention.pipeline import AttentionConfig
+from nerve.attention.pipeline import PipelineConfig
 from nerve.attention.values import ValueParams
 from nerve.chain import ChainWriter, Keyring
 from nerve.clock import Hlc
@@ -65,7 +65,7 @@ _PHASES: list[tuple[int | None, Trust, int]] = [
     (None, Trust.FIRST_PARTY, 4),
 ]
 
-CONFIG = AttentionConfig(
+CONFIG = PipelineConfig(
     window=8,
     detector=DetectorParams(
         alpha_num=1,
@@ -151,7 +151,7 @@ def c5(events: list[Record]) -> dict[str, Any]:
 # and once in a rush (its rate).
 # The idle pass keeps the predictions alone (range_bins 0), as C3V was first published; the
 # ranged pass adds values never seen, learned from ten minutes on.
-V_CONFIG = AttentionConfig(window=8, gate=GateConfig(budget_capacity_uj=10_000_000),
+V_CONFIG = PipelineConfig(window=8, gate=GateConfig(budget_capacity_uj=10_000_000),
                            values=ValueParams(range_bins=0))  # fmt: skip
 R_VALUES = ValueParams(novel_warmup_s=600, novel_quiet_s=900)
 V_T0 = T0 - T0 % (3_600 * 1_000 * MS)  # on the hour

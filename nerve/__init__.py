@@ -13,9 +13,7 @@ meaning, the entry says which and names the rename that will remove it):
 host
     A machine of a fleet, the one that ships its sealed segments (``ws.fleet.host()``,
     ``nerve fleet status``). What a part is given by its owner is its *needs*, a protocol
-    (``ExtensionNeeds``, ``GroupNeeds``, ``RunNeeds``, ``FlowNeeds``). Not yet renamed: the
-    ``Host`` protocol of ``nerve.attention.host`` (to become ``*Needs`` once attention/ is
-    free of the work now under way there).
+    (``ExtensionNeeds``, ``GroupNeeds``, ``RunNeeds``, ``FlowNeeds``, ``AttentionNeeds``).
 machine
     The computer nerve runs on, as the built-in senses read it: :mod:`nerve.machine` holds
     their cheap reads of it (``/proc``, netlink), where psutil would scan (was
@@ -29,12 +27,11 @@ gate
     users' files and read at their terminals.
 check
     A program a manifest declares, fired on one file for a verdict (:mod:`nerve.checks`,
-    ``nerve check``, ``ws.runs.checks()``, ``ws.runs.fire_check()``). Also, not yet
-    renamed: ``nerve attend --check`` and ``nerve.attention.service.check`` recompute every
-    attention decision and compare (``ws.audit.recompute()`` already says so; its
-    ``CheckResult``, which lives in ``nerve.attention.service``, to become ``Recomputed``
-    once attention/ is free of the work now under way there). Proving stored bytes is *verify*
-    (``nerve replay --verify``, ``nerve audit verify``), never check.
+    ``nerve check``, ``ws.runs.checks()``, ``ws.runs.fire_check()``). Working every
+    attention decision out again and comparing is *recompute* (``nerve attend --recompute``,
+    ``ws.audit.recompute()``, a :class:`~nerve.attention.service.Recomputed`; ``--check`` is
+    kept as its hidden old name). Proving stored bytes is *verify* (``nerve replay
+    --verify``, ``nerve audit verify``), never check.
 guard
     Not a word of the surface. In code: :mod:`nerve.ui.guard`, the layer every request of
     ``nerve ui`` passes (Host, Origin, login, CSRF). What may leave through ``nerve mcp``
@@ -56,8 +53,10 @@ audit
 snapshot
     The log as it is at one instant, read without the writer's lock
     (``ws.log.snapshot()``, :class:`nerve.log.reader.Snapshot`). Also: the fleet table's
-    Iceberg snapshots, one per ship (Iceberg's own word, kept). The dev view's figures at
-    one instant are a *frame* (:class:`nerve.runtime.frame.Frame`).
+    Iceberg snapshots, one per ship (Iceberg's own word, kept), and the stored kind
+    ``attention.snapshot`` with its setting ``attention.snapshot_every`` (the attender's
+    state; a stored name, kept: CONTRIBUTING.md §6). The dev view's figures at one instant
+    are a *frame* (:class:`nerve.runtime.frame.Frame`).
 transport
     How a command reaches the log (:mod:`nerve.transport`): ``Direct``, this process as
     the log's single writer, or ``ThroughDaemon``, over its socket, chosen by ``connect``.
@@ -68,11 +67,11 @@ settings, config
     *config* is nerve.yaml as read and validated: :class:`~nerve.config.models.NerveConfig`
     and its sections (``ws.settings.config``). *settings* is ``ws.settings``, the noun over
     that file (its path, config, validation, categories, tokens), and ``nerve_settings``,
-    what the projections read of it (``ws.settings.views()``). Not yet renamed: some
-    sections' models are ``*Settings`` (``AttentionSettings``, ``ChainSettings``,
-    ``DetectorSettings``, ``ExcludeSettings``, ``RuleSettings`` ...) beside the ``*Config``
-    of the rest, and ``ws.fleet.settings()`` returns a ``FleetConfig``: the section models
-    are to be ``*Config`` alone.
+    what the projections read of it (``ws.settings.views()``). Every section's model is a
+    ``*Config`` (``AttentionConfig``, ``PrivacyConfig``, ``FleetConfig`` from
+    ``ws.fleet.config()`` ...); their modules keep the name ``settings.py``. The attention
+    pipeline's own part of its section is a ``PipelineConfig``, and ``attention.rules`` is a
+    ``ValueRulesConfig`` (a privacy rule is a ``RuleConfig``).
 """
 
 from __future__ import annotations

@@ -121,7 +121,7 @@ class Workspace(Core):
 
     @cached_property
     def runs(self) -> Runs:
-        """Workflow runs and gate checks (one by id is :meth:`run`)."""
+        """Workflow runs and checks (one by id is :meth:`run`)."""
         return Runs(self)
 
     def run(self, run_id: str) -> Run:

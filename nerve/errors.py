@@ -22,7 +22,7 @@
     │   ├── CommandFailed       a workflow's command did not start or failed (nerve.flow.utils)
     │   ├── ExtractError        an endpoint's reply is not the model asked for (nerve.flow.utils)
     │   └── NerveYamlError      a workflow read a nerve.yaml it may not (nerve.flow.utils)
-    ├── CheckError              a gate-check manifest is invalid or a check cannot be fired
+    ├── CheckError              a check manifest is invalid or a check cannot be fired
     ├── PrivacyError            the privacy rules refuse an input (an import they would change)
     ├── ChainError              the sealed surfacing log failed verification
     ├── DaemonError             the daemon is not reachable, or is already running
@@ -156,7 +156,7 @@ class WorkflowError(NerveError):
 
 
 class CheckError(NerveError):
-    """Raised when a gate-check manifest is invalid or a check cannot be fired."""
+    """Raised when a check manifest is invalid or a check cannot be fired."""
 
 
 class PrivacyError(NerveError):

@@ -209,11 +209,15 @@ GLOSSARY = ["host", "gate", "check", "guard", "sealed", "audit", "snapshot", "tr
 
 
 def test_the_package_docstring_gives_each_word_one_entry_naming_real_modules() -> None:
-    """The glossary in ``nerve``'s docstring has one entry per word, and every module an
-    entry names (``:mod:`...```) exists: a rename it announces updates it."""
+    """The glossary in ``nerve``'s docstring has one entry per word, and every module and
+    class an entry names (``:mod:`...```, a dotted ``:class:`...```) exists: a rename it
+    announces updates it."""
     doc = str(nerve.__doc__)
     heads = [line for line in doc.splitlines() if line and not line[0].isspace()]
     entries = [line for line in heads if line in GLOSSARY or line == "settings, config"]
     assert entries == [*GLOSSARY, "settings, config"]
     for module in re.findall(r":mod:`([\w.]+)`", doc):
         importlib.import_module(module)
+    for target in re.findall(r":class:`~?(\w+\.[\w.]+)`", doc):
+        home, _, name = target.rpartition(".")
+        assert hasattr(importlib.import_module(home), name), target

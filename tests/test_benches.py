@@ -185,7 +185,7 @@ SABOTAGE: dict[str, tuple[str, list[str], str]] = {
         """
         replay_path = bench.replay_path
         def stricter(root, keys, settings):  # the replay runs another detector
-            strict = bench.parse_settings({"detector": {"k_milli": 6000, "warmup": 50}})
+            strict = bench.parse_attention({"detector": {"k_milli": 6000, "warmup": 50}})
             return replay_path(root, keys, strict)
         bench.replay_path = stricter
         """,

@@ -10,7 +10,7 @@ line ("a new listening port 8080 on 127.0.0.1, opened by python3 [4242]", "/ fil
 80 MiB/5 min"); :func:`nerve.attention.reason.reason_of` carries it, so the notification,
 ``audit show``, the UI's decision page and MCP ``highlights`` say the same words.
 
-The facts are not compared by ``attend --check`` and not sealed by the chain: they say what
+The facts are not compared by ``attend --recompute`` and not sealed by the chain: they say what
 the observations held, and the gate never reads them. They start afresh when the daemon
 starts (a rate needs two readings seen since).
 """

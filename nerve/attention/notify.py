@@ -11,7 +11,7 @@ With no service, :class:`Notices` says so once in the daemon's log and in ``nerv
 the surfacing is still recorded, shown by ``nerve dev``, the UI and ``nerve attend --follow``.
 
 Mute, quiet hours and do-not-disturb are **delivery filters**: the gate decides and the chain
-seals exactly as without them (so ``attend --replay --check`` is unchanged), and the daemon
+seals exactly as without them (so ``attend --replay --recompute`` is unchanged), and the daemon
 writes why a surfacing was not sent into the decision's ``delivery`` field, which the reason
 renders ("not sent: muted until 21:30").
 
@@ -31,10 +31,10 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from nerve.attention.host import Records
 from nerve.attention.kinds import MUTE
+from nerve.attention.needs import Records
 from nerve.attention.reason import reason_of
-from nerve.attention.settings import NotifySettings, quiet_span
+from nerve.attention.settings import NotifyConfig, quiet_span
 from nerve.errors import report
 
 TIMEOUT_S = 10.0
@@ -60,7 +60,7 @@ def in_quiet_hours(span: tuple[int, int], minute: int) -> bool:
 
 
 def withheld(
-    settings: NotifySettings,
+    settings: NotifyConfig,
     mutes: Mapping[str, int],
     probe: str,
     now_ns: int,
@@ -158,7 +158,7 @@ class Notifier:
 
     def __init__(
         self,
-        settings: NotifySettings,
+        settings: NotifyConfig,
         kernel: Records,
         notices: Notices,
         opener: Callable[[int], list[str]],
@@ -189,7 +189,7 @@ class Notifier:
 
     def note(self, payload: Mapping[str, Any]) -> dict[str, Any]:
         """What the daemon adds to a decision before it is stored: for a surfacing it will
-        not send, ``{"delivery": why}`` (not compared by ``attend --check``)."""
+        not send, ``{"delivery": why}`` (not compared by ``attend --recompute``)."""
         if payload.get("outcome") != "surface":
             return {}
         why = withheld(self.settings, self.mutes, str(payload.get("probe")), self.clock())

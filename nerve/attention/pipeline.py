@@ -1,6 +1,7 @@
 """The attention pipeline: observer → detector → gate, as one deterministic object.
 
-:class:`AttentionConfig` is the ``attention:`` section of ``nerve.yaml``::
+:class:`PipelineConfig` is the pipeline's part of the ``attention:`` section of ``nerve.yaml``
+(:class:`nerve.attention.settings.AttentionConfig`, the whole section, gives it)::
 
     attention:
       window: 64                 # observer recency window (observations)
@@ -43,7 +44,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from nerve.attention.detector import Detector, DetectorParams, Highlight
 from nerve.attention.gate import Decision, Gate, GateConfig, UserContext
 from nerve.attention.observer import DEFAULT_WINDOW, Observer
-from nerve.attention.rules import Action, Rules, RuleSettings
+from nerve.attention.rules import Action, Rules, ValueRulesConfig
 from nerve.attention.values import ValueDetector, ValueParams
 from nerve.errors import EventError
 
@@ -53,7 +54,7 @@ BATCH_MIN = 64  # below this, numpy's fixed cost per call outweighs what it save
 _NO_READINGS: Mapping[str, int] = {}
 
 
-class AttentionConfig(BaseModel):
+class PipelineConfig(BaseModel):
     """``window`` (64), ``detector`` (:class:`DetectorParams`), ``gate`` (:class:`GateConfig`),
     ``values`` (:class:`ValueParams`).
 
@@ -76,15 +77,15 @@ class Attention:
     """
 
     def __init__(
-        self, config: AttentionConfig | None = None, rules: RuleSettings | None = None
+        self, config: PipelineConfig | None = None, rules: ValueRulesConfig | None = None
     ) -> None:
-        self.config = config or AttentionConfig()
+        self.config = config or PipelineConfig()
         self.observer = Observer(self.config.window)
         self.detector = Detector(self.config.detector)
         self.gate = Gate(self.config.gate)
         self.values = ValueDetector(self.config.values)
         # The gate rules for value probes (``attention.rules``); none: every fire is gated.
-        self.rule_settings = rules
+        self.rules_config = rules
         self.rules = Rules(rules) if rules is not None else None
 
     def observe(
@@ -120,7 +121,7 @@ class Attention:
         (unless ``attention.rules.reading_novelty``): a sampled sense's reading line (the
         network's idle hum after a stretch of other sources) is no new source, and what is
         new in its readings is the value probes' to judge."""
-        rules = self.rule_settings
+        rules = self.rules_config
         if h.probe != "novelty" or not readings or rules is None:
             return True
         return rules.reading_novelty
@@ -137,8 +138,8 @@ class Attention:
         if action == "decide":
             return self.gate.decide(h, ctx, now_ns)
         if action == "confirmed":
-            assert self.rule_settings is not None
-            return self.gate.decide(h, ctx, now_ns, self.rule_settings.confirmed_milli)
+            assert self.rules_config is not None
+            return self.gate.decide(h, ctx, now_ns, self.rules_config.confirmed_milli)
         return self.gate.hold(h, ctx, now_ns, action)
 
     def observe_batch(
@@ -288,7 +289,7 @@ class Attention:
         parts = [snapshot.get(k) for k in ("observer", "detector", "gate")]
         if not all(isinstance(p, Mapping) for p in parts):
             raise EventError("attention snapshot needs observer, detector and gate maps")
-        fresh = Attention(self.config, self.rule_settings)
+        fresh = Attention(self.config, self.rules_config)
         fresh.observer.restore(snapshot["observer"])
         fresh.detector.restore(snapshot["detector"])
         fresh.gate.restore(snapshot["gate"])

@@ -136,7 +136,7 @@ _BY_DOWNLOAD = ("disk.free_mib",)
 _JOB_PROBES = frozenset(VALUE_PREFIX + k for k in (_MACHINE, _TOP))
 
 
-class RuleSettings(BaseModel):
+class ValueRulesConfig(BaseModel):
     """``attention.rules``: ``direction`` (true), ``confirm_s`` (60; 0 decides at the fire),
     ``confirmed_milli`` (1000), ``concerns`` (``sense.reading`` to ``up``/``down``/``rise``/
     ``fall``/``both``), ``floors`` (``sense.reading`` to the reading below which nothing
@@ -211,7 +211,7 @@ class Rules:
     """Pending fires by probe; :meth:`apply` turns one observation's value fires and readings
     into ``(highlight, action)`` pairs for the gate, in order."""
 
-    def __init__(self, settings: RuleSettings) -> None:
+    def __init__(self, settings: ValueRulesConfig) -> None:
         self.settings = settings
         self._pending: dict[str, _Pending] = {}
         self._resolved: set[str] = set()  # probes resolved by the current observation
@@ -582,7 +582,7 @@ def _nearer(direction: int, *bases: int | None) -> int | None:
     return max(known, key=lambda b: direction * b) if known else None
 
 
-def _drift_of(s: RuleSettings) -> Drift:
+def _drift_of(s: ValueRulesConfig) -> Drift:
     rates = {**RATES, **s.drift_rates}
     return Drift(
         s.drift_window_s, s.drift_step_s, s.drift_steady_milli, s.drift_quiet_s, rates,

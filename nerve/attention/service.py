@@ -4,8 +4,8 @@
 ``attention.highlight``, ``attention.decision`` and ``chain.link`` events (and, now and
 then, an ``attention.snapshot`` holding its state and cursor). The daemon runs it on each
 committed observation (:class:`AttentionService`); ``nerve attend --replay`` runs the same
-code over the log to catch it up (:func:`replay`); ``--check`` recomputes every decision
-from scratch and compares it with what was recorded (:func:`check`).
+code over the log to catch it up (:func:`replay`); ``--recompute`` recomputes every
+decision from scratch and compares it with what was recorded (:func:`recompute`).
 
 Catching up is idempotent: the state is restored from the newest snapshot, observations
 after its cursor are replayed, and a decision already recorded for the same source event and
@@ -28,11 +28,11 @@ from typing import Any
 from nerve.attention.cause import Witness, facts_of, is_estimate, payload_json
 from nerve.attention.detector import Highlight
 from nerve.attention.gate import Decision, UserContext
-from nerve.attention.host import AttentionHost
 from nerve.attention.kinds import DECISION, HIGHLIGHT, LINK, MUTE, SNAPSHOT
+from nerve.attention.needs import AttentionNeeds
 from nerve.attention.notify import Notices, Notifier, mute_of
 from nerve.attention.pipeline import BATCH_MIN, Attention
-from nerve.attention.settings import AttentionSettings, ContextTracker
+from nerve.attention.settings import AttentionConfig, ContextTracker
 from nerve.attention.values import readings_of
 from nerve.canonical import det_cbor_decode
 from nerve.chain import ChainWriter, Keyring
@@ -113,7 +113,7 @@ def decision_payload(
     cause: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """A decision as stored; ``cause`` holds the facts its words are made of (not compared
-    by ``attend --check``: see :mod:`nerve.attention.cause`)."""
+    by ``attend --recompute``: see :mod:`nerve.attention.cause`)."""
     return {
         "outcome": dec.outcome,
         "probe": hl.probe,
@@ -152,7 +152,7 @@ class Attender:
     """The deterministic core. ``keyring=None`` computes decisions without sealing them."""
 
     def __init__(
-        self, settings: AttentionSettings, keyring: Keyring | None, links: Sequence[bytes] = ()
+        self, settings: AttentionConfig, keyring: Keyring | None, links: Sequence[bytes] = ()
     ) -> None:
         self.settings = settings
         self.pipeline = Attention(settings.pipeline(), settings.rules)
@@ -387,7 +387,7 @@ def _events(log_root: Path) -> Any:
 
 def attender_for(
     log_root: Path,
-    settings: AttentionSettings,
+    settings: AttentionConfig,
     keys: Path,
     connect: Callable[[], Any] | None = None,
 ) -> tuple[Attender, LogState]:
@@ -398,7 +398,7 @@ def attender_for(
     return att, state
 
 
-# -- offline: nerve attend --replay / --check -----------------------------------------------
+# -- offline: nerve attend --replay / --recompute -----------------------------------------
 
 
 @dataclass(frozen=True)
@@ -411,7 +411,7 @@ class ReplayResult:
         return {"observed": self.observed, "decisions": self.decisions, "appended": self.appended}
 
 
-def replay(log: EventLog, settings: AttentionSettings, keys: Path) -> ReplayResult:
+def replay(log: EventLog, settings: AttentionConfig, keys: Path) -> ReplayResult:
     """Catch the log up exactly as the daemon would have; a second run appends nothing."""
     att, state = attender_for(log.paths.root, settings, keys)
     before, appended = att.observed, 0
@@ -430,7 +430,7 @@ def _append(log: EventLog, drafts: list[Draft]) -> int:
     return len(drafts)
 
 
-def rotate_offline(log: EventLog, settings: AttentionSettings, keys: Path) -> int:
+def rotate_offline(log: EventLog, settings: AttentionConfig, keys: Path) -> int:
     """Rotate the signing key with no daemon running; returns the new epoch."""
     att, _ = attender_for(log.paths.root, settings, keys)
     epoch = att.rotate_key()
@@ -439,7 +439,7 @@ def rotate_offline(log: EventLog, settings: AttentionSettings, keys: Path) -> in
 
 
 @dataclass(frozen=True)
-class CheckResult:
+class Recomputed:
     compared: int
     recorded: int
     difference: dict[str, Any] | None
@@ -457,7 +457,7 @@ class CheckResult:
         }
 
 
-def check(log_root: Path, settings: AttentionSettings) -> CheckResult:
+def recompute(log_root: Path, settings: AttentionConfig) -> Recomputed:
     """Recompute every decision from scratch and compare, in order, with the recorded ones."""
 
     conn = _events(log_root)
@@ -469,9 +469,7 @@ def check(log_root: Path, settings: AttentionSettings) -> CheckResult:
             f"SELECT payload FROM events WHERE kind = '{DECISION}' ORDER BY physical_ns, logical"
         ).fetchall()
     ]
-    return CheckResult(
-        len(att.decisions), len(recorded), _first_difference(recorded, att.decisions)
-    )
+    return Recomputed(len(att.decisions), len(recorded), _first_difference(recorded, att.decisions))
 
 
 def _first_difference(
@@ -539,7 +537,7 @@ class AttentionService:
         self._since_snapshot = 0
         self._held: list[Draft] = []  # chained drafts a failed append could not store yet
 
-    async def start(self, kernel: AttentionHost) -> None:
+    async def start(self, kernel: AttentionNeeds) -> None:
         settings = kernel.config.attention
         if not settings.enabled:
             return
@@ -580,7 +578,7 @@ class AttentionService:
             await asyncio.sleep(self.settings.chain.checkpoint_interval / 1000)
             self._queue.put_nowait(None)
 
-    async def _run(self, kernel: AttentionHost) -> None:
+    async def _run(self, kernel: AttentionNeeds) -> None:
         assert self.att is not None
         while True:
             rows = await self._queue.get()
@@ -594,7 +592,7 @@ class AttentionService:
             await self._flush(kernel, snapshot=due)
             await self._deliver(kernel, self.att.decisions[done:])
 
-    async def _flush(self, kernel: AttentionHost, *, snapshot: bool) -> None:
+    async def _flush(self, kernel: AttentionNeeds, *, snapshot: bool) -> None:
         """Append what the attender produced. Links are already chained in memory, so a
         failed append keeps them, in order, for the next flush (they are retried before
         anything newer), and the failure is reported once on stderr."""
@@ -614,7 +612,7 @@ class AttentionService:
             return
         self._held = []
 
-    async def _deliver(self, kernel: AttentionHost, decisions: list[dict[str, Any]]) -> None:
+    async def _deliver(self, kernel: AttentionNeeds, decisions: list[dict[str, Any]]) -> None:
         assert self.notifier is not None
         for payload in decisions:
             if payload["outcome"] == "surface":
@@ -625,31 +623,31 @@ class AttentionService:
         return {"rotate-key": self._rotate_key_request}
 
     async def _rotate_key_request(
-        self, kernel: AttentionHost, request: dict[str, Any]
+        self, kernel: AttentionNeeds, request: dict[str, Any]
     ) -> dict[str, Any]:
         return {"ok": True, "epoch": await self.rotate_key(kernel)}
 
-    async def rotate_key(self, kernel: AttentionHost) -> int:
+    async def rotate_key(self, kernel: AttentionNeeds) -> int:
         if self.att is None:
             raise ChainError("attention is disabled in nerve.yaml")
         epoch = self.att.rotate_key()
         await self._flush(kernel, snapshot=False)
         return epoch
 
-    async def on_config(self, kernel: AttentionHost, reason: str) -> None:
+    async def on_config(self, kernel: AttentionNeeds, reason: str) -> None:
         """Attention's settings are read at start; a reload changes nothing here."""
 
     async def on_workflow_requested(
-        self, kernel: AttentionHost, trigger: WorkflowTrigger, sense: str
+        self, kernel: AttentionNeeds, trigger: WorkflowTrigger, sense: str
     ) -> None:
         """Attention runs no workflows."""
 
     async def request_run(
-        self, kernel: AttentionHost, trigger: WorkflowTrigger, source: str
+        self, kernel: AttentionNeeds, trigger: WorkflowTrigger, source: str
     ) -> dict[str, Any] | None:
         return None  # attention runs no workflows: another extension, or the kernel, records it
 
-    async def stop(self, kernel: AttentionHost) -> None:
+    async def stop(self, kernel: AttentionNeeds) -> None:
         for task in self._tasks:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):

@@ -51,8 +51,8 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 from nerve.attention.detector import DetectorParams
 from nerve.attention.gate import GateConfig, UserContext
 from nerve.attention.observer import DEFAULT_WINDOW
-from nerve.attention.pipeline import AttentionConfig
-from nerve.attention.rules import RuleSettings
+from nerve.attention.pipeline import PipelineConfig
+from nerve.attention.rules import ValueRulesConfig
 from nerve.attention.values import ValueParams
 from nerve.durations import Duration
 from nerve.errors import ConfigError, NerveError
@@ -77,7 +77,7 @@ def _source_names(names: list[str]) -> list[str]:
 SourceNames = Annotated[list[str], AfterValidator(_source_names)]
 
 
-class ContextSettings(_Model):
+class ContextConfig(_Model):
     engagement_sources: SourceNames = Field(
         default_factory=lambda: ["shell", "app_focus", "accessibility", "file_change"]
     )
@@ -87,7 +87,7 @@ class ContextSettings(_Model):
     modality_window: Duration = 30_000
 
 
-class ChainSettings(_Model):
+class ChainConfig(_Model):
     checkpoint_every: Annotated[int, Field(ge=0)] = 64
     checkpoint_interval: Duration = 300_000
 
@@ -108,48 +108,48 @@ def quiet_span(text: str) -> tuple[int, int] | None:
     return h1 * 60 + m1, h2 * 60 + m2
 
 
-class NotifySettings(_Model):
+class NotifyConfig(_Model):
     command: list[str] = Field(default_factory=list)
     desktop: Literal["auto", "on", "off"] = "auto"
     quiet: Annotated[str, AfterValidator(_quiet_hours)] = ""
     dnd: bool = False
 
 
-class AttentionSettings(_Model):
+class AttentionConfig(_Model):
     enabled: bool = True
     window: Annotated[int, Field(ge=1, le=1_000_000)] = DEFAULT_WINDOW
     detector: DetectorParams = Field(default_factory=DetectorParams)
     gate: GateConfig = Field(default_factory=GateConfig)
     values: ValueParams = Field(default_factory=ValueParams)
-    rules: RuleSettings = Field(default_factory=RuleSettings)
-    context: ContextSettings = Field(default_factory=ContextSettings)
-    chain: ChainSettings = Field(default_factory=ChainSettings)
-    notify: NotifySettings = Field(default_factory=NotifySettings)
+    rules: ValueRulesConfig = Field(default_factory=ValueRulesConfig)
+    context: ContextConfig = Field(default_factory=ContextConfig)
+    chain: ChainConfig = Field(default_factory=ChainConfig)
+    notify: NotifyConfig = Field(default_factory=NotifyConfig)
     snapshot_every: Annotated[int, Field(ge=1)] = 1000
 
-    def pipeline(self) -> AttentionConfig:
-        return AttentionConfig(
+    def pipeline(self) -> PipelineConfig:
+        return PipelineConfig(
             window=self.window, detector=self.detector, gate=self.gate, values=self.values
         )
 
 
 MODELS = (
-    AttentionSettings,
-    ContextSettings,
-    ChainSettings,
-    NotifySettings,
+    AttentionConfig,
+    ContextConfig,
+    ChainConfig,
+    NotifyConfig,
     DetectorParams,
     GateConfig,
     ValueParams,
-    RuleSettings,
+    ValueRulesConfig,
 )
 
 
-def parse_settings(raw: Mapping[str, Any] | None) -> AttentionSettings:
+def parse_attention(raw: Mapping[str, Any] | None) -> AttentionConfig:
     """Validate an ``attention:`` mapping given as data (nerve.yaml's is checked as it loads:
     ``NerveConfig.attention``); errors name ``attention.<path>``."""
     try:
-        return AttentionSettings.model_validate(dict(raw or {}))
+        return AttentionConfig.model_validate(dict(raw or {}))
     except ValidationError as exc:
         problems = "; ".join(
             "attention." + ".".join(str(p) for p in e["loc"]) + f": {e['msg']}"
@@ -161,7 +161,7 @@ def parse_settings(raw: Mapping[str, Any] | None) -> AttentionSettings:
 class ContextTracker:
     """Engagement and active modality, derived from the observation stream itself."""
 
-    def __init__(self, settings: ContextSettings) -> None:
+    def __init__(self, settings: ContextConfig) -> None:
         self.settings = settings
         self._engaged = {parse_source(s) for s in settings.engagement_sources}
         self._visual = {parse_source(s) for s in settings.visual_sources}

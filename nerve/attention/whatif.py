@@ -6,7 +6,7 @@ Nothing is written and nothing is signed: the replay runs the daemon's determini
 (:class:`nerve.attention.service.Attender`, no keyring) over every stored observation from the
 first — the detector's baselines need the history before the window — and compares, in the
 window only, each decision it makes with the one recorded for the same observation and probe.
-Under the settings the daemon ran with, nothing differs (that is ``attend --check``).
+Under the settings the daemon ran with, nothing differs (that is ``attend --recompute``).
 
 ``FILE`` is a nerve.yaml, or a file holding only its ``attention:`` section; what it sets is
 laid over the workspace's own ``attention:`` settings, so ``attention: {rules: {confirm_s: 0}}``
@@ -25,7 +25,7 @@ from typing import Any
 
 from nerve.attention.reason import decision_line
 from nerve.attention.service import Attender, Obs, read_observations
-from nerve.attention.settings import AttentionSettings
+from nerve.attention.settings import AttentionConfig
 from nerve.errors import UsageError
 
 __all__ = ["Change", "WhatIf", "settings_from", "what_if"]
@@ -82,7 +82,7 @@ class WhatIf:
         }
 
 
-def settings_from(path: Path, base: AttentionSettings) -> AttentionSettings:
+def settings_from(path: Path, base: AttentionConfig) -> AttentionConfig:
     """``base`` with the ``attention:`` section of the YAML file at ``path`` laid over it."""
     from nerve.config import parse_config
     from nerve.config.yamlmap import load_yaml
@@ -101,7 +101,7 @@ def settings_from(path: Path, base: AttentionSettings) -> AttentionSettings:
             hint="e.g. a file holding `attention: {rules: {confirm_s: 0}}`",
         )
     merged = _laid_over(base.model_dump(), section)
-    return AttentionSettings.model_validate(merged)
+    return AttentionConfig.model_validate(merged)
 
 
 def _laid_over(base: Mapping[str, Any], top: Mapping[str, Any]) -> dict[str, Any]:
@@ -113,7 +113,7 @@ def _laid_over(base: Mapping[str, Any], top: Mapping[str, Any]) -> dict[str, Any
     return out
 
 
-def what_if(conn: Any, settings: AttentionSettings, since_ns: int = 0) -> WhatIf:
+def what_if(conn: Any, settings: AttentionConfig, since_ns: int = 0) -> WhatIf:
     """Attend to every observation ``conn``'s ``events`` holds under ``settings`` (no key,
     no write) and compare the window's decisions with the recorded ones."""
     observations = read_observations(conn)

@@ -1,4 +1,4 @@
-"""Where a workspace's gate checks come from, and how a manifest's command is made runnable.
+"""Where a workspace's checks come from, and how a manifest's command is made runnable.
 
 Manifests live in ``workflows/checks/<id>.md``: the built-in ones first, then the workspace's,
 which replace a built-in one of the same id. A workspace may also keep AI-DLC sensor

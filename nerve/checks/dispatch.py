@@ -1,4 +1,4 @@
-"""Firing a gate check: run its command on one file and turn what it says into a verdict.
+"""Firing a check: run its command on one file and turn what it says into a verdict.
 
 The command gets the manifest's argv plus ``--stage <stage> --output-path <path>`` (or
 ``--file-path``), as AI-DLC's dispatcher appends them, runs in the workspace root with no

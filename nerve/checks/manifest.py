@@ -1,4 +1,4 @@
-"""Gate-check manifests: Markdown files whose YAML front matter describes one check.
+"""Check manifests: Markdown files whose YAML front matter describes one check.
 
 A workspace keeps them in ``workflows/checks/<id>.md``::
 

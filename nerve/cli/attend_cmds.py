@@ -1,4 +1,4 @@
-"""Attention and audit commands: attend (--replay, --check) and audit (verify, held, show, ...)."""
+"""Attention and audit commands: attend (--replay, --recompute) and audit (verify, held, ...)."""
 
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -31,9 +31,10 @@ def attend(
     replay_: Annotated[
         bool, typer.Option("--replay", help="Attend to observations not yet attended.")
     ] = False,
-    check_: Annotated[
-        bool, typer.Option("--check", help="Recompute every decision and compare.")
+    recompute_: Annotated[
+        bool, typer.Option("--recompute", help="Recompute every decision and compare.")
     ] = False,
+    check_: Annotated[bool, typer.Option("--check", hidden=True)] = False,  # --recompute's old name
     follow_: Annotated[
         bool,
         typer.Option("-f", "--follow", help="Print each decision as it is made (Ctrl+C stops)."),
@@ -53,14 +54,15 @@ def attend(
     as_json: JsonFlag = False,
 ) -> None:
     """Catch a log up as the daemon would (--replay), try other settings (--replay --with),
-    recheck every decision (--check), or print each decision as it is made (--follow).
+    recompute every decision (--recompute), or print each decision as it is made (--follow).
 
     --replay --with FILE [--since 7d] attends to the whole log again under FILE's
     attention: settings (laid over this workspace's) and lists every decision that would
     differ from the recorded one; nothing is written.
     --follow prints one line per decision (--json: JSON lines) until Ctrl+C."""
+    recompute_ = recompute_ or check_
     if with_ is not None or since is not None:
-        if with_ is None or not replay_ or check_ or follow_:
+        if with_ is None or not replay_ or recompute_ or follow_:
             raise UsageError(
                 "give --with FILE with --replay alone (--since only with --with)",
                 hint="nerve attend --replay --with what-if.yaml --since 7d",
@@ -68,12 +70,12 @@ def attend(
         _what_if(with_, since, as_json)
         return
     if follow_:
-        if replay_ or check_:
-            raise UsageError("give --follow alone, not with --replay or --check")
+        if replay_ or recompute_:
+            raise UsageError("give --follow alone, not with --replay or --recompute")
         _follow(as_json)
         return
-    if not (replay_ or check_):
-        raise UsageError("give --replay, --check, both, or --follow")
+    if not (replay_ or recompute_):
+        raise UsageError("give --replay, --recompute, both, or --follow")
     ws = _door(write=True)
     if replay_:
         result = ws.audit.attend()
@@ -83,9 +85,9 @@ def attend(
             f"attended {result.observed} observations: {result.decisions} decisions, "
             f"{result.appended} events appended",
         )
-    if check_:
+    if recompute_:
         outcome = ws.audit.recompute()
-        _say(as_json, outcome.to_json(), _check_text(outcome.to_json()))
+        _say(as_json, outcome.to_json(), _recomputed_text(outcome.to_json()))
         if not outcome.ok:
             raise typer.Exit(1)
 
@@ -152,12 +154,12 @@ def _follow(as_json: bool) -> None:
         sys.stdout.flush()
 
 
-def _check_text(data: dict[str, Any]) -> str:
+def _recomputed_text(data: dict[str, Any]) -> str:
     if data["ok"]:
-        return f"check ok: {data['compared']} decisions recomputed, all equal to the log's"
+        return f"recompute ok: {data['compared']} decisions recomputed, all equal to the log's"
     d = data["difference"]
     return (
-        f"check FAILED at decision {d['index']} (source event {d.get('source_event')}): "
+        f"recompute FAILED at decision {d['index']} (source event {d.get('source_event')}): "
         f"{d['field']} recorded {d['recorded']!r}, recomputed {d['computed']!r}"
     )
 
@@ -233,7 +235,7 @@ def _verdict(
             "--trust-bundle-key applies to a bundle", hint="nerve audit verify BUNDLE ..."
         )
     # the log is append-only: an empty chain means none was ever written
-    return _door().audit.check(key=key, key_from="--key", record=record)
+    return _door().audit.verify_with(key=key, key_from="--key", record=record)
 
 
 def _parse_key(key: str | None) -> bytes | None:

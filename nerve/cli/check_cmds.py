@@ -1,4 +1,4 @@
-"""Gate-check commands: list, describe, fire."""
+"""Check commands: list, describe, fire."""
 
 from typing import Annotated
 
@@ -7,7 +7,7 @@ import typer
 from nerve.cli.output import emit_json, render_rows
 from nerve.cli.state import door as _door
 
-check_app = typer.Typer(help="Inspect and fire gate checks.", no_args_is_help=True)
+check_app = typer.Typer(help="Inspect and fire checks.", no_args_is_help=True)
 JsonFlag = Annotated[bool, typer.Option("--json", help="JSON output (one object per line).")]
 CsvFlag = Annotated[bool, typer.Option("--csv", help="CSV output.")]
 LIST_COLUMNS = ["id", "fire_on", "default_severity", "matches", "category", "description"]

@@ -93,7 +93,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "attend_cmds",
         "Attention & audit",
         "Catch a log up as the daemon would (--replay), try other settings (--replay --with), "
-        "recheck every decision (--check), or print each decision as it is made (--follow).",
+        "recompute every decision (--recompute), or print each decision as it is made (--follow).",
     ),
     "ask": (
         "ask_cmds",
@@ -136,7 +136,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "sense": ("sense_cmds", "Advanced", "Inspect and trigger senses."),
     "audit": ("attend_cmds", "Attention & audit", "Verify and inspect the sealed surfacing log."),
     "workflow": ("workflow_cmds", "Workflows", "Run and inspect workflows."),
-    "check": ("check_cmds", "Workflows", "Inspect and fire gate checks."),
+    "check": ("check_cmds", "Workflows", "Inspect and fire checks."),
     "privacy": ("privacy_cmds", "Privacy", "See what the privacy rules keep out of the log."),
     "mcp": (
         "mcp_cmds",

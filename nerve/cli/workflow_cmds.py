@@ -194,7 +194,7 @@ def answer_cmd(
 
 @workflow_app.command("recheck")
 def recheck_cmd(run: RunArg, as_json: JsonFlag = False) -> None:
-    """Fire a held run's gate checks again; it completes if they pass now."""
+    """Fire a held run's output checks again; it completes if they pass now."""
     ws = _door(write=True)
     reply = ws.run(run).recheck()
     if as_json:

@@ -24,7 +24,7 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from nerve.attention.settings import MODELS as ATTENTION_MODELS
-from nerve.attention.settings import AttentionSettings
+from nerve.attention.settings import AttentionConfig
 from nerve.categories import CategoryRule
 from nerve.config.recall import MODELS as RECALL_MODELS
 from nerve.config.recall import RecallConfig
@@ -391,7 +391,7 @@ class NerveConfig(_Model):
     reflexes: list[ReflexConfig] = Field(default_factory=list)
     workflows: dict[Name, WorkflowConfig] = Field(default_factory=dict)
     log: LogConfig = Field(default_factory=LogConfig)
-    attention: AttentionSettings = Field(default_factory=AttentionSettings)
+    attention: AttentionConfig = Field(default_factory=AttentionConfig)
     recall: RecallConfig = Field(default_factory=RecallConfig)
     daemon: DaemonConfig = Field(default_factory=DaemonConfig)
     ui: UiConfig = Field(default_factory=UiConfig)

@@ -1,7 +1,7 @@
 """YAML read with the position of every entry, and pydantic errors turned into issues there.
 
 Used for ``nerve.yaml`` and for other workspace files read with line numbers, such as
-gate-check manifests.
+check manifests.
 """
 
 from __future__ import annotations

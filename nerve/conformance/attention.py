@@ -15,7 +15,7 @@ from typing import Any
 
 from nerve.attention.detector import Highlight
 from nerve.attention.gate import Decision, Gate, GateConfig, UserContext
-from nerve.attention.pipeline import Attention, AttentionConfig
+from nerve.attention.pipeline import Attention, PipelineConfig
 from nerve.attention.values import ValueParams
 from nerve.chain import Keyring, verify_chain
 from nerve.chain.links import digest, parse_link
@@ -56,7 +56,7 @@ def context_from_json(obj: Record) -> UserContext:
 
 
 def run_stream(
-    config: AttentionConfig, stream: Sequence[Record], ctx: UserContext
+    config: PipelineConfig, stream: Sequence[Record], ctx: UserContext
 ) -> list[tuple[int, Highlight, Decision]]:
     """Feed the stream through a fresh pipeline: ``(event index, highlight, decision)``.
 
@@ -72,7 +72,7 @@ def run_stream(
     return out
 
 
-def idle_pass(config: AttentionConfig, stream: Sequence[Record], ctx: UserContext) -> list[Record]:
+def idle_pass(config: PipelineConfig, stream: Sequence[Record], ctx: UserContext) -> list[Record]:
     """:func:`run_stream` as records ``{"event": index, "highlight": …, "decision": …}``."""
     return [
         {"event": index, "highlight": highlight_to_json(h), "decision": decision_to_json(d)}
@@ -118,7 +118,7 @@ def _outcome_counts(records: list[Record]) -> str:
 
 def check_c3(vec: dict[str, Any]) -> tuple[bool, str]:
     """The stream's highlights and decisions, then the busy re-gating, match exactly."""
-    config = AttentionConfig.model_validate(vec["config"])
+    config = PipelineConfig.model_validate(vec["config"])
     listed = config.model_dump()
     if "values" not in vec["config"]:  # C3 predates value probes; its streams have none
         del listed["values"]
@@ -145,7 +145,7 @@ def check_c3(vec: dict[str, Any]) -> tuple[bool, str]:
 
 def check_c3v(vec: dict[str, Any]) -> tuple[bool, str]:
     """Value probes: a stream of readings gives exactly the published highlights and decisions."""
-    config = AttentionConfig.model_validate(vec["config"])
+    config = PipelineConfig.model_validate(vec["config"])
     if config.model_dump() != vec["config"]:
         return False, "config must list every parameter explicitly, values included"
     stream, idle_vec = vec["stream"], vec["idle"]

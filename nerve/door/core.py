@@ -29,8 +29,8 @@ if TYPE_CHECKING:  # loaded by the methods that use them: a read or an emit load
     import pyarrow as pa
 
     from nerve.attention.audit import Verdict
-    from nerve.attention.service import CheckResult, ReplayResult
-    from nerve.attention.settings import AttentionSettings
+    from nerve.attention.service import Recomputed, ReplayResult
+    from nerve.attention.settings import AttentionConfig
     from nerve.attention.whatif import WhatIf
     from nerve.clock import Hlc
     from nerve.events import Event
@@ -421,11 +421,11 @@ class Core(ReadOps):
 
         return connect(folder).either(log=direct, busy=_attends_itself)
 
-    def _attend_check(self) -> CheckResult:
+    def _attend_recompute(self) -> Recomputed:
         """Recompute every attention decision from the log and compare (``.ok``)."""
-        from nerve.attention.service import check
+        from nerve.attention.service import recompute
 
-        return check(self._dir.log_root, self._dir.config.attention)
+        return recompute(self._dir.log_root, self._dir.config.attention)
 
     def _attend_what_if(self, settings_file: Path, since_ns: int = 0) -> WhatIf:
         """The log's observations attended again under the ``attention:`` settings of
@@ -448,7 +448,7 @@ class Core(ReadOps):
 
         return connect(folder).either(RotateKey(), log=direct, read=_epoch)
 
-    def _attention_settings(self) -> AttentionSettings:
+    def _attention_config(self) -> AttentionConfig:
         """The ``attention:`` section as the daemon runs it (gate, detector, budget)."""
         return self._dir.config.attention
 
@@ -477,14 +477,16 @@ class Core(ReadOps):
         return audit.held(self._dir.log_root, since_ns)
 
     def _audit_show(self, seq: int) -> dict[str, Any]:
-        """One sealed link by chain seq, checked up to it (``nerve audit show``)."""
+        """One sealed link by chain seq, the chain verified up to it (``nerve audit show``)."""
         from nerve.attention import audit
 
         return audit.show(self._dir.log_root, seq)
 
 
 def _attends_itself() -> DaemonError:
-    return DaemonError("the daemon attends as it runs", hint="stop it first, or use --check alone")
+    return DaemonError(
+        "the daemon attends as it runs", hint="stop it first, or use --recompute alone"
+    )
 
 
 def _filter(kinds: Iterable[str], sources: Iterable[str], bookkeeping: bool) -> TailFilter:

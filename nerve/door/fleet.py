@@ -95,17 +95,17 @@ class Fleet(Noun):
 
         return init_fleet(self._writable(), settings)
 
-    def settings(self) -> FleetConfig:
+    def config(self) -> FleetConfig:
         """nerve.yaml's ``fleet:`` section (``UsageError`` without one)."""
-        from nerve.fleet.settings import fleet_settings
+        from nerve.fleet.settings import fleet_config
 
-        return fleet_settings(self._dir)
+        return fleet_config(self._dir)
 
     def host(self) -> str:
         """This host's name in the fleet table."""
         from nerve.fleet.warehouse import resolve
 
-        return str(resolve(self.settings(), self._dir.data).host)
+        return str(resolve(self.config(), self._dir.data).host)
 
     def cache(self) -> Path:
         """The folder fetched fleet files are kept in (``fleet.cache_mb`` bounds it)."""
@@ -113,10 +113,10 @@ class Fleet(Noun):
 
     def warehouse(self) -> Warehouse:
         """The fleet table nerve.yaml names (``UsageError`` without a ``fleet:`` section)."""
-        from nerve.fleet.settings import fleet_settings
+        from nerve.fleet.settings import fleet_config
         from nerve.fleet.warehouse import open_warehouse, resolve
 
-        return open_warehouse(resolve(fleet_settings(self._dir), self._dir.data))
+        return open_warehouse(resolve(fleet_config(self._dir), self._dir.data))
 
     def query(
         self,
@@ -132,11 +132,11 @@ class Fleet(Noun):
         the same table state is reused (``nerve.fleet.plancache``): the table is opened
         only when something must be planned or fetched."""
         from nerve.fleet.query import connect_fleet
-        from nerve.fleet.settings import fleet_settings
+        from nerve.fleet.settings import fleet_config
         from nerve.log.crypt import is_encrypted
         from nerve.query import stream_query
 
-        settings = fleet_settings(self._dir)
+        config = fleet_config(self._dir)
         opened: list[Warehouse] = []
 
         def wh() -> Warehouse:
@@ -147,7 +147,7 @@ class Fleet(Noun):
         fleet = self._plan(wh, since_ns, hosts)
         if on_plan is not None:
             on_plan(fleet)
-        limit_mb = settings.cache_mb
+        limit_mb = config.cache_mb
         cache = self._dir.data / "fleet" / "cache" if limit_mb else None
         if is_encrypted(self._dir.log_root):
             cache = None  # the fetched files are other hosts' plaintext: none under data/
@@ -159,11 +159,11 @@ class Fleet(Noun):
     ) -> FleetPlan:
         from nerve.fleet import plancache
         from nerve.fleet.query import plan
-        from nerve.fleet.settings import fleet_settings
+        from nerve.fleet.settings import fleet_config
         from nerve.fleet.warehouse import resolve
         from nerve.log.crypt import is_encrypted
 
-        resolved = resolve(fleet_settings(self._dir), self._dir.data)
+        resolved = resolve(fleet_config(self._dir), self._dir.data)
         folder = self._dir.data / "fleet"
         if is_encrypted(self._dir.log_root):  # nothing of other hosts kept under data/
             return plan(wh(), since_ns=since_ns, hosts=hosts)

@@ -15,7 +15,7 @@ from nerve.door.nouns import Noun
 if TYPE_CHECKING:
     from nerve.attention.audit import Verdict
     from nerve.attention.reason import Reason
-    from nerve.attention.service import CheckResult, ReplayResult
+    from nerve.attention.service import Recomputed, ReplayResult
     from nerve.attention.whatif import WhatIf
     from nerve.door.core import Core
     from nerve.door.reads import StoredSense
@@ -102,14 +102,14 @@ class Link:
 class Audit(Noun):
     """The attention decisions and the sealed surfacing chain they are written to
     (``ws.audit``): what was held and why, one link shown, the chain verified or exported,
-    decisions recomputed, the chain's key rotated, and epoch seals set up and checked."""
+    decisions recomputed, the chain's key rotated, and epoch seals set up and verified."""
 
     def verify(self, *, record: bool = False, key: bytes | None = None) -> Verdict:
         """Verify the sealed surfacing chain (``nerve audit verify``); ``record`` advances
         the trust record as the CLI does."""
         return self._ws._audit_verify(record=record, key=key)
 
-    def check(self, *, key: bytes | None, key_from: str, record: bool) -> Verdict:
+    def verify_with(self, *, key: bytes | None, key_from: str, record: bool) -> Verdict:
         """The surfacing chain verified against ``key`` (said to come from ``key_from``),
         else the pinned one; an empty chain is fine (none was ever written)."""
         from nerve.attention import audit
@@ -133,7 +133,7 @@ class Audit(Noun):
         return [Decision.of(row) for row in self._ws._held(since_ns)]
 
     def show(self, seq: int) -> Link:
-        """One sealed link by chain seq, checked up to it (``nerve audit show``)."""
+        """One sealed link by chain seq, the chain verified up to it (``nerve audit show``)."""
         return Link.of(self._ws._audit_show(seq))
 
     def export(self, out: Path) -> Bundle:
@@ -164,9 +164,9 @@ class Audit(Noun):
         run: it attends as it runs)."""
         return self._ws._attend_replay()
 
-    def recompute(self) -> CheckResult:
+    def recompute(self) -> Recomputed:
         """Recompute every attention decision from the log and compare (``.ok``)."""
-        return self._ws._attend_check()
+        return self._ws._attend_recompute()
 
     def what_if(self, settings_file: Path, since_ns: int = 0) -> WhatIf:
         """The log's observations attended again under the ``attention:`` settings of
@@ -190,7 +190,7 @@ class Audit(Noun):
         )
 
     def seal_verify(self, seed: Seed, *, now_ns: int | None = None) -> SealReport:
-        """Every epoch seal checked against ``seed`` and the log as it is now."""
+        """Every epoch seal verified against ``seed`` and the log as it is now."""
         import time
 
         from nerve.seal import SealDir, read_log, verify

@@ -17,7 +17,7 @@ from typing import IO, TYPE_CHECKING, Any, TextIO
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from nerve.attention.settings import AttentionSettings
+    from nerve.attention.settings import AttentionConfig
     from nerve.categories import CategoryRule
     from nerve.clock import Hlc
     from nerve.commands.log import Emitted
@@ -469,6 +469,6 @@ class Settings(Noun):
 
         return tokens.token(self._dir.root, use, site=site, rotate=rotate, environ=environ)
 
-    def attention(self) -> AttentionSettings:
+    def attention(self) -> AttentionConfig:
         """The ``attention:`` section as the daemon runs it (gate, detector, budget)."""
-        return self._ws._attention_settings()
+        return self._ws._attention_config()

@@ -40,7 +40,7 @@ from pydantic_core import PydanticCustomError
 
 from nerve.errors import UsageError
 
-__all__ = ["HOST_PATTERN", "SECRET_KEYS", "FleetConfig", "fleet_settings"]
+__all__ = ["HOST_PATTERN", "SECRET_KEYS", "FleetConfig", "fleet_config"]
 
 HOST_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
 _TABLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\.[A-Za-z_][A-Za-z0-9_]*$")
@@ -139,7 +139,7 @@ MODELS = (FleetConfig,)
 
 
 class _Configured(Protocol):
-    """A workspace folder, as far as its fleet settings go (the config names this module)."""
+    """A workspace folder, as far as its ``fleet:`` section goes (its config names this module)."""
 
     @property
     def config(self) -> Any: ...
@@ -148,7 +148,7 @@ class _Configured(Protocol):
     def config_path(self) -> Path: ...
 
 
-def fleet_settings(ws: _Configured) -> FleetConfig:
+def fleet_config(ws: _Configured) -> FleetConfig:
     """The ``fleet:`` section of the workspace's nerve.yaml (``UsageError`` without one)."""
     cfg = ws.config.fleet
     if not isinstance(cfg, FleetConfig):

@@ -37,7 +37,7 @@ from nerve.errors import UsageError
 from nerve.fleet import group
 from nerve.fleet.group import Request
 from nerve.fleet.head import Head, HeadError, Registration, live_digest
-from nerve.fleet.settings import fleet_settings
+from nerve.fleet.settings import fleet_config
 from nerve.fleet.warehouse import (
     REGISTRATION_PREFIX,
     FleetError,
@@ -54,7 +54,7 @@ from nerve.log.manifest import ManifestState, SegmentInfo, read_manifest
 from nerve.log.paths import LogPaths
 from nerve.workspace import WorkspaceDir
 
-__all__ = ["ShipResult", "fleet_settings", "ship"]
+__all__ = ["ShipResult", "fleet_config", "ship"]
 
 UPLOAD_THREADS = 8
 
@@ -85,7 +85,7 @@ def ship(ws: WorkspaceDir, *, hook: Callable[[str], None] | None = None) -> Ship
     (tests kill the process there)."""
     _refuse_encrypted(ws)
     started = time.perf_counter()
-    resolved = resolve(fleet_settings(ws), ws.data)
+    resolved = resolve(fleet_config(ws), ws.data)
     hook = hook or (lambda _: None)
     with ship_lock(ws.data):
         try:

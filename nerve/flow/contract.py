@@ -5,7 +5,7 @@ A workflow is a folder ``workflows/<name>/`` holding ``workflow.py``, which expo
     roles = {"draft": draft, "review": review}   # name -> role (sync or async)
     def moderator(context, round, max_rounds):   # -> a role name or END (sync or async)
         ...
-    checks = ["report-shape"]                    # optional: gate-check ids it imports
+    checks = ["report-shape"]                    # optional: check ids it imports
     outputs = ["report.md"]                      # optional: outputs every run declares
     role_timeout = 600                           # optional: seconds one role call may take
 

@@ -27,7 +27,7 @@ from nerve.flow.contract import END, START
 __all__ = ["WORKFLOW_FILE", "Definition", "find_workflow", "load_definition", "safe_output"]
 
 WORKFLOW_FILE = "workflow.py"
-NOT_WORKFLOWS = frozenset({"checks"})  # workflows/checks/ holds gate-check manifests
+NOT_WORKFLOWS = frozenset({"checks"})  # workflows/checks/ holds check manifests
 _CHECK_ID = re.compile(r"[a-z][a-z0-9-]*")
 
 
@@ -59,7 +59,7 @@ class Definition:
 def find_workflow(name: str, dirs: Iterable[Path], *, root: Path, path: str | None = None) -> Path:
     """The ``workflow.py`` of ``name``: ``path`` (relative to ``root``) or the first of ``dirs``."""
     if name in NOT_WORKFLOWS:
-        raise WorkflowError(f"workflows/{name}/ holds gate-check manifests, not a workflow")
+        raise WorkflowError(f"workflows/{name}/ holds check manifests, not a workflow")
     if path is not None:
         candidate = (root / path).resolve()
         target = candidate / WORKFLOW_FILE if candidate.is_dir() else candidate

@@ -11,7 +11,7 @@ all have the run id as subject:
     workflow.question  {run, workflow, role, round, question, options}
     workflow.answer    {run, workflow, role, question, options, choice, by}
     workflow.override  {run, workflow, reason, checks, by, tty}
-    check.fired / check.verdict   gate checks on the run's outputs
+    check.fired / check.verdict   the output checks fired on the run's outputs
 """
 
 from __future__ import annotations

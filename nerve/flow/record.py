@@ -1,4 +1,4 @@
-"""The event kinds workflows and gate checks write, and how their drafts are made.
+"""The event kinds workflows and checks write, and how their drafts are made.
 
 Kinds are stable names (never derived from a class): renaming one would change what is stored.
 Run events have the run id as subject; ``workflow.error``, ``workflow.backoff`` and

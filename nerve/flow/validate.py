@@ -1,4 +1,4 @@
-"""``nerve validate`` for workflows and gate checks: every problem, found before a run needs it.
+"""``nerve validate`` for workflows and checks: every problem, found before a run needs it.
 
 Checked: every manifest in ``workflows/checks/`` parses; every workflow named in ``nerve.yaml``
 or found in the workspace's ``workflows/`` loads (its module is imported here, as the worker

@@ -68,7 +68,7 @@ class Pending:
 
 
 @dataclass
-class _Settings:
+class _Sections:
     """nerve.yaml's ``mcp:`` and ``privacy:`` sections, read again when the file changes
     (a bad edit keeps the last good ones)."""
 
@@ -77,7 +77,7 @@ class _Settings:
     mcp: McpConfig = field(default_factory=McpConfig)
     privacy: PrivacyConfig = field(default_factory=PrivacyConfig)
 
-    def fresh(self) -> _Settings:
+    def fresh(self) -> _Sections:
         try:
             mtime = self.ws.settings.path.stat().st_mtime
         except FileNotFoundError:
@@ -97,8 +97,8 @@ class Middleware:
     def __init__(self, ws: Workspace, transport: Transport) -> None:
         self.ws = ws
         self.transport = transport
-        self.settings = _Settings(ws).fresh()
-        self.budgets = Budgets(self.settings.mcp)
+        self.sections = _Sections(ws).fresh()
+        self.budgets = Budgets(self.sections.mcp)
         self.recorder = Recorder(ws)
 
     async def __call__(
@@ -106,8 +106,8 @@ class Middleware:
     ) -> HandlerResult:
         if ctx.method not in ("tools/call", "resources/read") or ctx.request_id is None:
             return await call_next(ctx)
-        settings = self.settings.fresh()
-        self.budgets.config = settings.mcp
+        sections = self.sections.fresh()
+        self.budgets.config = sections.mcp
         access = self._access(ctx)
         try:
             allowance = self.budgets.allowance(access.session)
@@ -115,7 +115,7 @@ class Middleware:
             access.outcome, access.reason = "refused", f"AccessRefused: {exc}"
             await self._record(access)
             return _error_result(ctx.method, f"{access.reason} (hint: {exc.hint})")
-        pending = Pending(self.ws, access, allowance, Screen(settings.privacy), settings.mcp)
+        pending = Pending(self.ws, access, allowance, Screen(sections.privacy), sections.mcp)
         token = _CALL.set(pending)
         try:
             result = await call_next(ctx)

@@ -36,8 +36,8 @@ from nerve.privacy.detectors import detector_names
 
 __all__ = [
     "MODELS",
-    "DetectorSettings",
-    "ExcludeSettings",
+    "DetectorConfig",
+    "ExcludeConfig",
     "PrivacyConfig",
     "RuleConfig",
 ]
@@ -107,7 +107,7 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
-class DetectorSettings(_Model):
+class DetectorConfig(_Model):
     """The built-in pack: on for every event captured, less the ``disable``d detectors."""
 
     enabled: bool = True
@@ -152,7 +152,7 @@ class RuleConfig(_Model):
         return self.name or self.detector or ""
 
 
-class ExcludeSettings(_Model):
+class ExcludeConfig(_Model):
     """Observations a built-in sense makes that are never stored."""
 
     exclude: Names = Field(default_factory=list)
@@ -161,11 +161,11 @@ class ExcludeSettings(_Model):
 class PrivacyConfig(_Model):
     """A whole ``privacy:`` section."""
 
-    detectors: DetectorSettings = Field(default_factory=DetectorSettings)
+    detectors: DetectorConfig = Field(default_factory=DetectorConfig)
     rules: list[RuleConfig] = Field(default_factory=list)
-    files: ExcludeSettings = Field(default_factory=ExcludeSettings)
-    shell: ExcludeSettings = Field(default_factory=ExcludeSettings)
-    processes: ExcludeSettings = Field(default_factory=ExcludeSettings)
+    files: ExcludeConfig = Field(default_factory=ExcludeConfig)
+    shell: ExcludeConfig = Field(default_factory=ExcludeConfig)
+    processes: ExcludeConfig = Field(default_factory=ExcludeConfig)
 
     @_model_validator(mode="after")
     def _unique_names(self) -> PrivacyConfig:
@@ -185,4 +185,4 @@ class PrivacyConfig(_Model):
         return [name for name in detector_names() if name not in self.detectors.disable]
 
 
-MODELS = (PrivacyConfig, DetectorSettings, RuleConfig, ExcludeSettings)
+MODELS = (PrivacyConfig, DetectorConfig, RuleConfig, ExcludeConfig)

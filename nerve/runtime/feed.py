@@ -27,10 +27,10 @@ class ViewFeed(Plain):
         self.highlights = Highlights()  # surfaced or held: the dev view shows both
         self.agents = AgentReads()  # calls through `nerve mcp`, for the dev view and status
 
-    async def start(self, host: object) -> None:
+    async def start(self, kernel: object) -> None:
         return None  # listening since the log opened (see the module docstring)
 
-    async def stop(self, host: object) -> None:
+    async def stop(self, kernel: object) -> None:
         return None
 
     def on_commit(self, table: pa.Table) -> None:

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 NS = 1_000_000_000
 
 
-class Running(Protocol):
+class HealthNeeds(Protocol):
     """The parts of a running kernel that status reads."""
 
     @property
@@ -90,7 +90,7 @@ def sense_results(stats: Mapping[str, SenseStats]) -> list[dict[str, Any]]:
     ]
 
 
-def health(kernel: Running) -> dict[str, Any]:
+def health(kernel: HealthNeeds) -> dict[str, Any]:
     newest = kernel.log.newest
     return {
         "pid": os.getpid(),

@@ -39,7 +39,7 @@ from nerve.runtime.followers import Followers
 from nerve.runtime.groups import GroupWorker
 from nerve.runtime.health import health
 from nerve.runtime.ipc import IpcServer
-from nerve.runtime.parts import Running, open_parts, position
+from nerve.runtime.parts import Parts, open_parts, position
 from nerve.runtime.queries import QueryChild
 from nerve.runtime.results import SenseStats
 from nerve.runtime.scheduler import Scheduler
@@ -84,13 +84,13 @@ class Kernel:
         )
         self._tasks: list[asyncio.Task[Any]] = []
         self._servers: list[IpcServer] = []
-        self._running: Running | None = None
+        self._running: Parts | None = None
         self._down_since: int | None = None  # wall ns the log was last written by a daemon
 
     # -- the parts, once started -------------------------------------------------------
 
     @property
-    def parts(self) -> Running:
+    def parts(self) -> Parts:
         if self._running is None:
             raise RuntimeError("the kernel has not started")
         return self._running
@@ -177,7 +177,7 @@ class Kernel:
         self._tasks += running.upkeep.tasks(self.writer.with_log)
         self.ready.set()
 
-    async def _restore(self, running: Running, found: Hlc) -> None:
+    async def _restore(self, running: Parts, found: Hlc) -> None:
         """What the log says of the last run: sense states, when it ended, whether cleanly,
         and a pause (before any sense is scheduled); of the log up to ``found``, its newest
         stamp at open (emits taken since are of no kind read here, see ``control``)."""

@@ -19,11 +19,11 @@ from nerve.runtime.upkeep import Upkeep
 from nerve.runtime.writer import Current, Writer
 from nerve.workspace import WorkspaceDir
 
-__all__ = ["Running", "open_parts", "position"]
+__all__ = ["Parts", "open_parts", "position"]
 
 
 @dataclass
-class Running:
+class Parts:
     """What the kernel opens at start: the log, the writer's front, upkeep, followers."""
 
     log: EventLog
@@ -38,7 +38,7 @@ def open_parts(
     current: Current,
     skips: Skips,
     listeners: list[Callable[[pa.Table], None]],
-) -> Running:
+) -> Parts:
     """The log (sealing in the background never stalls commits) and the writer's parts;
     ``listeners`` see each committed table (before upkeep's nudge)."""
     log = ws.open_log(background_seal=True)
@@ -49,7 +49,7 @@ def open_parts(
     writer = Writer(log, committer, current, upkeep.after_maintenance)
     committer.listeners.extend([*listeners, upkeep.nudge])
     committer.start()
-    return Running(log, writer, upkeep, followers)
+    return Parts(log, writer, upkeep, followers)
 
 
 async def position(log: EventLog) -> tuple[int, int]:

@@ -33,20 +33,20 @@ class Retaining(Protocol):
 
 
 class Retention(Loop):
-    async def start(self, host: Retaining) -> None:
-        self.spawn(retention_loop(host), "retention")
+    async def start(self, kernel: Retaining) -> None:
+        self.spawn(retention_loop(kernel), "retention")
 
 
-async def retention_loop(host: Retaining, delay_s: float = UPKEEP_DELAY_S) -> None:
+async def retention_loop(kernel: Retaining, delay_s: float = UPKEEP_DELAY_S) -> None:
     from nerve.privacy.forget import RETENTION, Request, apply
 
     await asyncio.sleep(delay_s)  # after the log's own upkeep has finished a pending erasure
     while True:
-        retention = host.config.log.retention
+        retention = kernel.config.log.retention
         if retention.active:
             work = functools.partial(apply, request=Request(None, RETENTION), retention=retention)
             try:
-                await host.writer.with_log(work)
+                await kernel.writer.with_log(work)
             except (NerveError, OSError) as exc:
                 journal.warn(f"retention failed, will retry: {exc}")
         await asyncio.sleep(retention.every / 1000)

@@ -58,8 +58,8 @@ class FleetShipping(Loop):
     """The ship and maintain loops as a kernel extension: it runs for the daemon's life and
     reads ``fleet:`` as each reload leaves it (no fleet configured: it only waits)."""
 
-    async def start(self, host: Shipping) -> None:
-        self.spawn(ship_loop(host), "fleet-ship")
+    async def start(self, kernel: Shipping) -> None:
+        self.spawn(ship_loop(kernel), "fleet-ship")
 
 
 async def _ship_loop(kernel: Shipping) -> None:

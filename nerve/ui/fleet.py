@@ -67,7 +67,7 @@ def host_files(ws: Workspace, host: str, since_ns: int | None) -> HostFiles:
             "an encrypted workspace keeps no fleet cache (its files would be plaintext)",
             field="host",
         )
-    local = fetch(wh, planned, cache) if kept and ws.fleet.settings().cache_mb else {}
+    local = fetch(wh, planned, cache) if kept and ws.fleet.config().cache_mb else {}
     if kept and not local:
         raise UsageError("the fleet cache is off (fleet.cache_mb: 0)", field="host")
     left = [f"{len(found.deletes)} file(s) with delete files are not shown"] * bool(found.deletes)

@@ -15,9 +15,9 @@ from nerve.attention import service as service_module
 from nerve.attention import values as values_module
 from nerve.attention.detector import DetectorParams
 from nerve.attention.gate import GateConfig, UserContext
-from nerve.attention.pipeline import Attention, AttentionConfig
+from nerve.attention.pipeline import Attention, PipelineConfig
 from nerve.attention.service import Attender, Obs
-from nerve.attention.settings import parse_settings
+from nerve.attention.settings import parse_attention
 from nerve.attention.values import ValueDetector, ValueParams
 from nerve.canonical import canonical_json, det_cbor_decode
 from nerve.chain import Keyring
@@ -31,7 +31,7 @@ CONTEXTS = (
 )
 
 configs = st.builds(
-    lambda window, warmup, debounce, alpha, k, floor, refill: AttentionConfig(
+    lambda window, warmup, debounce, alpha, k, floor, refill: PipelineConfig(
         window=window,
         detector=DetectorParams(
             warmup=warmup,
@@ -80,7 +80,7 @@ def _columns(rows: list[tuple[Any, ...]]) -> dict[str, list[Any]]:
     return out
 
 
-def _scalar(config: AttentionConfig, cols: dict[str, list[Any]]) -> tuple[list[Any], str]:
+def _scalar(config: PipelineConfig, cols: dict[str, list[Any]]) -> tuple[list[Any], str]:
     att, out = Attention(config), []
     for i, event_id in enumerate(cols["ids"]):
         args = (cols["sources"][i], cols["trusts"][i], cols["times"][i], cols["ctx"][i])
@@ -90,7 +90,7 @@ def _scalar(config: AttentionConfig, cols: dict[str, list[Any]]) -> tuple[list[A
 
 
 def _batched(
-    config: AttentionConfig, cols: dict[str, list[Any]], cuts: list[int]
+    config: PipelineConfig, cols: dict[str, list[Any]], cuts: list[int]
 ) -> tuple[list[Any], str]:
     att, out = Attention(config), []
     bounds = sorted({0, len(cols["ids"]), *(c % (len(cols["ids"]) + 1) for c in cuts)})
@@ -119,7 +119,7 @@ def every_batch(monkeypatch: pytest.MonkeyPatch) -> None:
 @settings(max_examples=150, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(configs, observations, st.lists(st.integers(0, 300), max_size=4))
 def test_batches_decide_exactly_as_one_at_a_time(
-    every_batch: None, config: AttentionConfig, rows: list[tuple[Any, ...]], cuts: list[int]
+    every_batch: None, config: PipelineConfig, rows: list[tuple[Any, ...]], cuts: list[int]
 ) -> None:
     cols = _columns(rows)
     assert _batched(config, cols, cuts) == _scalar(config, cols)
@@ -134,7 +134,7 @@ def test_a_long_default_stream_fires_and_matches(every_batch: None) -> None:
         trust = 3 if 300 <= phase < 360 else 1  # a storm of one source, then of low trust
         return source, trust, 400_000_000, i % 3, None
 
-    cols, config = _columns([row(i) for i in range(3000)]), AttentionConfig(window=3)
+    cols, config = _columns([row(i) for i in range(3000)]), PipelineConfig(window=3)
     expected = _scalar(config, cols)
     assert {h.probe for _, h, _ in expected[0]} == {"salience", "novelty", "uncertainty"}
     assert _batched(config, cols, [700, 701, 2000]) == expected
@@ -184,7 +184,7 @@ def _cores(links: tuple[bytes, ...]) -> list[dict[str, Any]]:
 def _attend(rows: list[Obs], batch_min: int, monkeypatch: pytest.MonkeyPatch) -> Attender:
     monkeypatch.setattr(service_module, "BATCH_MIN", batch_min)
     monkeypatch.setattr(pipeline_module, "BATCH_MIN", batch_min)
-    att = Attender(parse_settings({}), Keyring.ephemeral(bytes(32)))
+    att = Attender(parse_attention({}), Keyring.ephemeral(bytes(32)))
     for start in range(0, len(rows), 700):
         att.observe(rows[start : start + 700])
     return att
@@ -210,7 +210,7 @@ def test_a_refused_row_stops_the_attender_where_it_stood(monkeypatch: pytest.Mon
     states = []
     for batch_min in (1, 10**9):
         monkeypatch.setattr(service_module, "BATCH_MIN", batch_min)
-        att = Attender(parse_settings({}), None)
+        att = Attender(parse_attention({}), None)
         with pytest.raises(EventError, match="trust 7"):
             att.observe(rows)
         states.append((att.observed, att.cursor, canonical_json(att.snapshot())))

@@ -13,14 +13,14 @@ from hypothesis import strategies as st
 from nerve.attention import drift
 from nerve.attention.gate import UserContext
 from nerve.attention.pipeline import Attention
-from nerve.attention.rules import RuleSettings
+from nerve.attention.rules import ValueRulesConfig
 
 S = 10**9
 T0 = 1_767_261_600 * S
 IDLE = UserContext(0, "none")
 
 
-def _run(sense: str, reading: str, values: list[int], rules: RuleSettings) -> list[dict]:
+def _run(sense: str, reading: str, values: list[int], rules: ValueRulesConfig) -> list[dict]:
     att, out = Attention(rules=rules), []
     for i, v in enumerate(values):
         eid = i.to_bytes(32, "big")
@@ -34,11 +34,11 @@ def test_a_slow_leak_surfaces_as_a_drift_within_30_minutes() -> None:
     rng = random.Random(3)
     flat = [4000 + round(rng.gauss(0, 5)) for _ in range(120)]
     leak = [4000 + round(rng.gauss(0, 5)) + 4 * k for k in range(60)]  # 20 MiB per 5 min
-    found = _run("memory", "used_mib", flat + leak, RuleSettings())
+    found = _run("memory", "used_mib", flat + leak, ValueRulesConfig())
     drifts = [d for d in found if d["kind"] == "drift"]
     assert drifts and drifts[0]["outcome"] == "surface", found
     assert 120 < drifts[0]["i"] <= 150 and 90 <= drifts[0]["rate"] <= 330, drifts
-    off = _run("memory", "used_mib", flat + leak, RuleSettings(drift=False))
+    off = _run("memory", "used_mib", flat + leak, ValueRulesConfig(drift=False))
     assert all(d["kind"] != "drift" for d in off)
 
 
@@ -46,13 +46,15 @@ def test_a_filling_disk_says_when_it_is_full_and_noise_does_not_drift() -> None:
     rng = random.Random(4)
     free = [50_000 + round(rng.gauss(0, 3)) for _ in range(120)]
     free += [50_000 - 12 * k for k in range(60)]  # 60 MiB per 5 min
-    drifts = [d for d in _run("disk", "free_mib:/", free, RuleSettings()) if d["kind"] == "drift"]
+    drifts = [
+        d for d in _run("disk", "free_mib:/", free, ValueRulesConfig()) if d["kind"] == "drift"
+    ]
     assert drifts, free
     # caught early (its rate still part flat): full in days, not never
     assert 48 * 3600 < drifts[0]["eta"] < 240 * 3600, drifts
     quiet = [4000 + round(rng.gauss(0, 8)) for _ in range(600)]
     assert not [
-        d for d in _run("memory", "used_mib", quiet, RuleSettings()) if d["kind"] == "drift"
+        d for d in _run("memory", "used_mib", quiet, ValueRulesConfig()) if d["kind"] == "drift"
     ]
 
 
@@ -68,7 +70,7 @@ def test_a_slow_leak_in_noise_that_makes_its_medians_flicker_surfaces_in_time() 
     # 15 MiB per 5 minutes under noise of 10 MiB: a step of medians often carries half the
     # climb, so a drift that had to look smooth at every sample of its hold came late
     for seed in range(5):
-        found = _run("memory", "used_mib", _leak(seed, 60, 60, 3, 10), RuleSettings())
+        found = _run("memory", "used_mib", _leak(seed, 60, 60, 3, 10), ValueRulesConfig())
         drifts = [d["i"] for d in found if d["kind"] == "drift"]
         assert drifts and 60 < drifts[0] <= 90, (seed, drifts)
 
@@ -77,7 +79,7 @@ def test_a_second_leak_after_the_first_was_freed_is_news_again() -> None:
     first = _leak(5, 60, 90, 5, 5)
     freed = [4000 + round(random.Random(6).gauss(0, 5)) for _ in range(60)]
     second = _leak(7, 0, 60, 5, 5)
-    found = _run("memory", "used_mib", first + freed + second, RuleSettings())
+    found = _run("memory", "used_mib", first + freed + second, ValueRulesConfig())
     drifts = [d["i"] for d in found if d["kind"] == "drift"]
     assert len(drifts) == 2 and drifts[1] > 210, drifts  # not six hours of quiet
 
@@ -88,13 +90,15 @@ def test_apps_opened_one_after_another_are_no_drift() -> None:
     for k in range(90):
         level += 300 if k % 6 == 0 and 30 <= k < 66 else 0  # an app every 6 minutes
         used.append(level + round(rng.gauss(0, 5)))
-    assert not [d for d in _run("memory", "used_mib", used, RuleSettings()) if d["kind"] == "drift"]
+    assert not [
+        d for d in _run("memory", "used_mib", used, ValueRulesConfig()) if d["kind"] == "drift"
+    ]
 
 
 def test_a_builds_memory_is_no_sample_of_a_leak() -> None:
     """A build every 10 minutes lifts memory by a GiB while many processes share the cores
     (a parallel job explains it); the leak under them still surfaces in time."""
-    att, drifts = Attention(rules=RuleSettings()), []
+    att, drifts = Attention(rules=ValueRulesConfig()), []
     rng = random.Random(9)
     for i in range(150):
         build = i % 10 == 3
@@ -140,7 +144,7 @@ def test_the_slope_is_the_same_in_numpy_and_in_python(
 
 def _every_5_min(values: list[int]) -> list[int]:
     """The index of each drift decision of memory readings taken every 5 minutes."""
-    att, out = Attention(rules=RuleSettings()), []
+    att, out = Attention(rules=ValueRulesConfig()), []
     for i, v in enumerate(values):
         eid = i.to_bytes(32, "big")
         for h, _ in att.observe(eid, 8, 1, T0 + i * 300 * S, IDLE, "memory", {"used_mib": v}):

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import random
 
-from nerve.attention.rules import RuleSettings
-from nerve.attention.settings import AttentionSettings
+from nerve.attention.rules import ValueRulesConfig
+from nerve.attention.settings import AttentionConfig
 from tests.attention.test_attention_drift import _run
 from tests.attention.test_attention_rules import T0, Row, _at, _decide
 
@@ -26,7 +26,7 @@ def _machine(seconds: int, busy: dict[int, int], top: dict[int, int]) -> list[Ro
     return rows
 
 
-def _surfaced(rows: list[Row], settings: AttentionSettings | None = None) -> list[int]:
+def _surfaced(rows: list[Row], settings: AttentionConfig | None = None) -> list[int]:
     return [t for t, o, _ in _at(_decide(rows, settings), rows) if o == "surface"]
 
 
@@ -47,7 +47,7 @@ def test_a_parallel_job_is_held_and_a_runaway_after_it_surfaces() -> None:
     rows = _machine(runaway + 2400, busy, top)
     surfaced = _surfaced(rows)
     assert surfaced and all(runaway <= t <= runaway + 120 for t in surfaced), surfaced
-    off = AttentionSettings.model_validate({"rules": {"explain": False}})
+    off = AttentionConfig.model_validate({"rules": {"explain": False}})
     assert any(t < runaway for t in _surfaced(rows, off))
 
 
@@ -73,9 +73,9 @@ def _disk_and_network(download: range) -> list[Row]:
 def test_a_download_explains_free_disk_falling_and_is_no_alarm_itself() -> None:
     rows = _disk_and_network(range(START, START + 480))  # eight minutes
     assert _surfaced(rows) == []
-    off = AttentionSettings.model_validate({"rules": {"explain": False}})
+    off = AttentionConfig.model_validate({"rules": {"explain": False}})
     assert _surfaced(rows, off)
-    brief = AttentionSettings.model_validate({"rules": {"persist": {"network.down_kib_per_s": 60}}})
+    brief = AttentionConfig.model_validate({"rules": {"persist": {"network.down_kib_per_s": 60}}})
     assert _surfaced(rows, brief)
 
 
@@ -86,7 +86,7 @@ def test_a_single_failure_is_no_streak() -> None:
         for s in range(0, 8 * 3600, 60)
     ]
     assert _surfaced(rows) == []
-    low = AttentionSettings.model_validate({"rules": {"floors": {"shell.failure_streak": 1}}})
+    low = AttentionConfig.model_validate({"rules": {"floors": {"shell.failure_streak": 1}}})
     assert _surfaced(rows, low)
 
 
@@ -94,8 +94,8 @@ def test_a_drift_must_hold_before_it_surfaces() -> None:
     rng = random.Random(5)
     flat = [4000 + round(rng.gauss(0, 5)) for _ in range(120)]
     leak = [4000 + round(rng.gauss(0, 5)) + 4 * k for k in range(60)]
-    held = _run("memory", "used_mib", flat + leak, RuleSettings())
-    at_once = _run("memory", "used_mib", flat + leak, RuleSettings(drift_hold_s=0))
+    held = _run("memory", "used_mib", flat + leak, ValueRulesConfig())
+    at_once = _run("memory", "used_mib", flat + leak, ValueRulesConfig(drift_hold_s=0))
     first = [d["i"] for d in held if d["kind"] == "drift"]
     sooner = [d["i"] for d in at_once if d["kind"] == "drift"]
     assert first and sooner and first[0] >= sooner[0] + 5, (first, sooner)
@@ -126,5 +126,5 @@ def test_a_person_saving_files_on_the_first_workday_is_no_incident() -> None:
         if s >= monday and (s % 60 == 0 or s >= monday + 1200):  # one a minute, then two
             rows.append((T0 + s * S + 1, "files", {}))
     assert _surfaced(rows) == []
-    low = AttentionSettings.model_validate({"rules": {"floors": {"files.per_min": 1}}})
+    low = AttentionConfig.model_validate({"rules": {"floors": {"files.per_min": 1}}})
     assert _surfaced(rows, low)

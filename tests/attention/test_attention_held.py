@@ -7,7 +7,7 @@ from typing import Any
 
 from nerve.attention.detector import Highlight
 from nerve.attention.reason import reason_of
-from nerve.attention.rules import Rules, RuleSettings
+from nerve.attention.rules import Rules, ValueRulesConfig
 
 S = 10**9
 CPU, TOP = "value:cpu.busy_permille", "value:processes.top_cpu_permille"
@@ -16,7 +16,7 @@ CPU, TOP = "value:cpu.busy_permille", "value:processes.top_cpu_permille"
 def _held(probe: str, fire: int, later: int, before: dict[str, int]) -> dict[str, Any]:
     """The machine's readings ``before``, then a fire of ``probe`` at ``fire`` (baseline 100)
     and ``later`` a minute on: the transient hold's ``held`` figures."""
-    rules = Rules(RuleSettings())
+    rules = Rules(ValueRulesConfig())
     rules.apply(before, [], 0, 0, lambda p: None, lambda p: None)
     h = Highlight(probe, fire, 100, 20, 500, 1, "surprise", 1)
     rules.apply({probe: fire}, [h], 1, S, lambda p: None, lambda p: None)

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from nerve.attention.service import Attender, Obs, readings_from_bytes
-from nerve.attention.settings import AttentionSettings
+from nerve.attention.settings import AttentionConfig
 from nerve.events import SourceClass, Trust
 from nerve.machine.deadband import Deadband
 from tests.runtime.test_senses_builtin import load
@@ -78,7 +78,7 @@ def _attend(
             Obs(eid, int(source), int(Trust.FIRST_PARTY), t, 0, line, sense,
                 readings_from_bytes(stored))
         )  # fmt: skip
-    attender = Attender(AttentionSettings(), None)
+    attender = Attender(AttentionConfig(), None)
     attender.observe(observations)
     return attender.decisions, seen
 

@@ -17,7 +17,7 @@ import pytest
 
 from nerve.attention.notify import in_quiet_hours, withheld
 from nerve.attention.reason import reason_of
-from nerve.attention.settings import NotifySettings, parse_settings
+from nerve.attention.settings import NotifyConfig, parse_attention
 from nerve.errors import ConfigError
 from nerve.ui.auth import local_path
 from nerve.workspace import init_workspace
@@ -121,7 +121,7 @@ def test_a_surfacing_reaches_dunst_with_its_cause_and_its_actions_work(
     assert mute["probe"] == "novelty" and mute["until_ns"] > time.time_ns() + 3500 * NS
     later = [d for d in _surfaced(daemon) if d.get("delivery")]  # the budget may allow none
     assert all(d["delivery"].startswith("muted until ") for d in later)
-    check = run_cli("--workspace", str(root), "attend", "--check", "--json").stdout
+    check = run_cli("--workspace", str(root), "attend", "--recompute", "--json").stdout
     assert json.loads(check)["ok"] is True
 
 
@@ -196,23 +196,23 @@ def _at(hour: int, minute: int) -> Any:
 
 
 def test_quiet_hours_run_past_midnight_and_dnd_and_mute_withhold() -> None:
-    quiet = NotifySettings(quiet="22:00-07:00")
+    quiet = NotifyConfig(quiet="22:00-07:00")
     assert in_quiet_hours((22 * 60, 7 * 60), 23 * 60) and in_quiet_hours((1320, 420), 0)
     assert not in_quiet_hours((1320, 420), 7 * 60) and not in_quiet_hours((1320, 420), 1319)
     assert in_quiet_hours((9 * 60, 17 * 60), 12 * 60) and not in_quiet_hours((540, 1020), 1020)
     assert withheld(quiet, {}, "novelty", NS, _at(23, 30)) == "quiet hours 22:00-07:00"
     assert withheld(quiet, {}, "novelty", NS, _at(12, 0)) is None
-    assert withheld(NotifySettings(dnd=True), {}, "novelty", NS, _at(12, 0)) == "do not disturb"
+    assert withheld(NotifyConfig(dnd=True), {}, "novelty", NS, _at(12, 0)) == "do not disturb"
     mutes = {"novelty": 3600 * NS}
-    assert withheld(NotifySettings(), mutes, "novelty", NS, _at(12, 0)) == "muted until 12:00"
-    assert withheld(NotifySettings(), mutes, "salience", NS, _at(12, 0)) is None
-    assert withheld(NotifySettings(), mutes, "novelty", 3600 * NS, _at(12, 0)) is None
+    assert withheld(NotifyConfig(), mutes, "novelty", NS, _at(12, 0)) == "muted until 12:00"
+    assert withheld(NotifyConfig(), mutes, "salience", NS, _at(12, 0)) is None
+    assert withheld(NotifyConfig(), mutes, "novelty", 3600 * NS, _at(12, 0)) is None
 
 
 def test_quiet_hours_that_are_not_a_span_are_refused_naming_the_field() -> None:
     with pytest.raises(ConfigError, match=r"attention\.notify\.quiet: .*HH:MM-HH:MM"):
-        parse_settings({"notify": {"quiet": "10pm-7am"}})
-    assert parse_settings({"notify": {"quiet": "22:00-07:00", "dnd": True}}).notify.dnd
+        parse_attention({"notify": {"quiet": "10pm-7am"}})
+    assert parse_attention({"notify": {"quiet": "22:00-07:00", "dnd": True}}).notify.dnd
 
 
 def test_the_login_goes_on_only_to_a_page_of_this_server() -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from nerve.attention.gate import UserContext
 from nerve.attention.pipeline import Attention
-from nerve.attention.rules import RuleSettings
+from nerve.attention.rules import ValueRulesConfig
 from nerve.events import SourceClass
 
 S = 10**9
@@ -15,7 +15,7 @@ IDLE = UserContext(0, "none")
 SHELL, NETWORK = int(SourceClass.SHELL), int(SourceClass.NETWORK)
 
 
-def _novelty(rules: RuleSettings, readings: dict[str, int]) -> list[int]:
+def _novelty(rules: ValueRulesConfig, readings: dict[str, int]) -> list[int]:
     """Forty shell commands, then a network observation (with ``readings``): the
     observations the novelty probe fired at."""
     att, fired = Attention(rules=rules), []
@@ -29,14 +29,14 @@ def _novelty(rules: RuleSettings, readings: dict[str, int]) -> list[int]:
 
 def test_an_idle_reading_line_is_no_news_but_a_rare_event_is() -> None:
     idle = {"down_kib_per_s": 0, "up_kib_per_s": 0, "listening_ports": 2}
-    assert _novelty(RuleSettings(), idle) == []
-    assert _novelty(RuleSettings(reading_novelty=True), idle) == [40]
-    assert _novelty(RuleSettings(), {}) == [40]  # a port opened: an event, no readings
+    assert _novelty(ValueRulesConfig(), idle) == []
+    assert _novelty(ValueRulesConfig(reading_novelty=True), idle) == [40]
+    assert _novelty(ValueRulesConfig(), {}) == [40]  # a port opened: an event, no readings
 
 
 def test_the_batch_path_agrees() -> None:
     idle = {"down_kib_per_s": 0}
-    rules = RuleSettings()
+    rules = ValueRulesConfig()
     one = Attention(rules=rules)
     many = Attention(rules=rules)
     n = 200

@@ -9,11 +9,11 @@ from pydantic import ValidationError
 
 from nerve.attention.detector import DetectorParams
 from nerve.attention.gate import GateConfig, UserContext
-from nerve.attention.pipeline import Attention, AttentionConfig
+from nerve.attention.pipeline import Attention, PipelineConfig
 from nerve.canonical import canonical_json
 from nerve.errors import EventError
 
-CONFIG = AttentionConfig(
+CONFIG = PipelineConfig(
     window=8,
     detector=DetectorParams(warmup=4, debounce=2),
     gate=GateConfig(surface_cost_uj=100, budget_capacity_uj=150, refill_uj_per_s=2),
@@ -88,9 +88,9 @@ def test_bad_snapshot_leaves_state_alone() -> None:
 
 
 def test_config_defaults_and_validation() -> None:
-    config = AttentionConfig.model_validate({"detector": {"k_milli": 2000}})
+    config = PipelineConfig.model_validate({"detector": {"k_milli": 2000}})
     assert (config.window, config.detector.k_milli, config.detector.warmup) == (64, 2000, 8)
     assert config.gate.surface_cost_uj == 250_000
     for bad in ({"windw": 3}, {"gate": {"budget": 1}}, {"window": 0}, {"window": "64"}):
         with pytest.raises(ValidationError):
-            AttentionConfig.model_validate(bad)
+            PipelineConfig.model_validate(bad)

@@ -15,9 +15,9 @@ import pytest
 
 from nerve.attention.detector import Highlight
 from nerve.attention.pipeline import BATCH_MIN
-from nerve.attention.rules import Rules, RuleSettings, concern_of
+from nerve.attention.rules import Rules, ValueRulesConfig, concern_of
 from nerve.attention.service import Attender, Obs, readings_from_bytes
-from nerve.attention.settings import AttentionSettings, parse_settings
+from nerve.attention.settings import AttentionConfig, parse_attention
 from nerve.clock import Hlc
 from nerve.errors import ConfigError
 from nerve.events import Event, SourceClass, Trust
@@ -49,8 +49,8 @@ def _cpu(seed: int, busy: dict[int, int], hours: float = 2.0) -> list[Row]:
     ]
 
 
-def _decide(rows: list[Row], settings: AttentionSettings | None = None) -> list[dict[str, Any]]:
-    att = Attender(settings or AttentionSettings(), None)
+def _decide(rows: list[Row], settings: AttentionConfig | None = None) -> list[dict[str, Any]]:
+    att = Attender(settings or AttentionConfig(), None)
     att.observe(_obs(rows))
     return att.decisions
 
@@ -84,7 +84,7 @@ def test_a_burst_of_seconds_is_held_and_a_sustained_hog_surfaces(seed: int) -> N
 
 def test_with_persistence_off_the_burst_surfaces_at_once() -> None:
     rows = _cpu(1, {BURST + k: 950 for k in (0, 5, 10)})
-    off = AttentionSettings.model_validate({"rules": {"confirm_s": 0}})
+    off = AttentionConfig.model_validate({"rules": {"confirm_s": 0}})
     decided = _at(_decide(rows, off), rows)
     assert (BURST, "surface", "record") in decided, decided
 
@@ -129,9 +129,9 @@ def _mixed() -> list[Row]:
 def _both_ways(obs: list[Obs]) -> tuple[Attender, Attender]:
     """Two attenders with the defaults, one fed ``obs`` in one batch, one in batches small
     enough to go row by row."""
-    batched = Attender(AttentionSettings(), None)
+    batched = Attender(AttentionConfig(), None)
     batched.observe(obs)
-    one = Attender(AttentionSettings(), None)
+    one = Attender(AttentionConfig(), None)
     for k in range(0, len(obs), BATCH_MIN // 2):
         one.observe(obs[k : k + BATCH_MIN // 2])
     return batched, one
@@ -149,13 +149,13 @@ def test_batch_and_row_by_row_decide_the_same_with_the_rules() -> None:
 def test_a_restored_snapshot_carries_a_pending_fire() -> None:
     rows = _cpu(6, {s: 650 for s in range(HOG, HOG + 300, 5)})
     obs = _obs(rows)
-    whole = Attender(AttentionSettings(), None)
+    whole = Attender(AttentionConfig(), None)
     whole.observe(obs)
     cut = next(i for i, o in enumerate(obs) if o.physical_ns >= T0 + (HOG + 20) * S)
-    first = Attender(AttentionSettings(), None)
+    first = Attender(AttentionConfig(), None)
     first.observe(obs[:cut])
     assert first.snapshot()["attention"]["rules"]["pending"], "the hog's fire is pending"
-    second = Attender(AttentionSettings(), None)
+    second = Attender(AttentionConfig(), None)
     second.restore(json.loads(json.dumps(first.snapshot())))
     second.observe(obs[cut:])
     assert first.decisions + second.decisions == whole.decisions
@@ -168,9 +168,9 @@ def test_concerns_come_from_the_table_and_the_settings() -> None:
     assert concern_of("value:files.per_min") == "up"
     assert concern_of("value:nab.value") == "both"
     assert concern_of("value:cpu.busy_permille", {"cpu.busy_permille": "both"}) == "both"
-    assert parse_settings({"rules": {"confirm_s": 30}}).rules == RuleSettings(confirm_s=30)
+    assert parse_attention({"rules": {"confirm_s": 30}}).rules == ValueRulesConfig(confirm_s=30)
     with pytest.raises(ConfigError, match=r"attention\.rules\.concerns"):
-        parse_settings({"rules": {"concerns": {"cpu.busy_permille": "sideways"}}})
+        parse_attention({"rules": {"concerns": {"cpu.busy_permille": "sideways"}}})
 
 
 def test_a_real_log_replays_the_rules_decisions_and_checks_bit_for_bit(
@@ -194,14 +194,14 @@ def test_a_real_log_replays_the_rules_decisions_and_checks_bit_for_bit(
                    "WHERE kind = 'attention.decision'")  # fmt: skip
     outcomes = [json.loads(line)["outcome"] for line in proc.stdout.splitlines()]  # type: ignore[attr-defined]
     assert "hold:transient" in outcomes and "surface" in outcomes, outcomes
-    checked = json.loads(run_cli("--workspace", root, "attend", "--check", "--json").stdout)  # type: ignore[attr-defined]
+    checked = json.loads(run_cli("--workspace", root, "attend", "--recompute", "--json").stdout)  # type: ignore[attr-defined]
     assert checked["ok"] is True and checked["compared"] == len(outcomes) > 0
 
 
 # -- one decision per excursion: Rules fed readings directly, the level held still -----------
 
 NAB = "value:nab.value"  # a reading of concern ``both``, with no floor and no drift
-REARM_10_MIN = RuleSettings(rearm_s=600)  # the returns' mechanics, on a short timeline
+REARM_10_MIN = ValueRulesConfig(rearm_s=600)  # the returns' mechanics, on a short timeline
 Step = tuple[int, int]  # (second, reading)
 
 
@@ -225,7 +225,7 @@ def _actions(
     steps: list[Step],
     expect: Callable[[int], int] = _hundred_at,
     level: Callable[[int], int] = _hundred_at,
-    settings: RuleSettings = REARM_10_MIN,
+    settings: ValueRulesConfig = REARM_10_MIN,
 ) -> list[tuple[int, str, str]]:
     """(second, action, kind) of what :meth:`Rules.apply` gives for each reading of ``NAB``
     (``level`` and ``expect``: the probe's level and what it expects at a second, 100
@@ -249,7 +249,7 @@ def test_a_lasting_excursion_is_decided_once_and_its_return_after_it_ended() -> 
 
 def test_by_default_an_excursion_back_within_the_hour_waits_for_the_hour() -> None:
     steps = [(0, 900), (60, 900), (120, 100)] + [(s, 900) for s in range(1800, 4300, 300)]
-    assert _actions(steps, settings=RuleSettings()) == [
+    assert _actions(steps, settings=ValueRulesConfig()) == [
         (60, "confirmed", "record"),
         (4200, "confirmed", "return"),
     ]

@@ -82,11 +82,11 @@ def jcli(ws: WorkspaceDir, *args: str) -> dict[str, object]:
     return json.loads(cli(ws, *args, "--json").stdout)  # type: ignore[attr-defined]
 
 
-def test_replay_is_idempotent_and_check_recomputes_the_same(ws: WorkspaceDir) -> None:
+def test_replay_is_idempotent_and_recompute_gives_the_same(ws: WorkspaceDir) -> None:
     first = jcli(ws, "attend", "--replay")
     assert first["observed"] == 400 and first["decisions"] > 3
     assert jcli(ws, "attend", "--replay") == {"appended": 0, "decisions": 0, "observed": 0}
-    assert jcli(ws, "attend", "--check")["ok"] is True
+    assert jcli(ws, "attend", "--recompute")["ok"] is True
     budget = (
         ws.connect().execute("SELECT outcome, budget_after_uj FROM attention_budget").fetchall()
     )
@@ -96,6 +96,15 @@ def test_replay_is_idempotent_and_check_recomputes_the_same(ws: WorkspaceDir) ->
     assert jcli(ws, "replay", "--verify")["ok"] is True
 
 
+def test_check_is_the_hidden_old_name_of_recompute(ws: WorkspaceDir) -> None:
+    cli(ws, "attend", "--replay")
+    new = cli(ws, "attend", "--recompute").stdout  # type: ignore[attr-defined]
+    assert new.startswith("recompute ok: ") and new.endswith(" all equal to the log's\n")
+    assert cli(ws, "attend", "--check").stdout == new  # type: ignore[attr-defined]
+    shown = cli(ws, "attend", "--help", env={"COLUMNS": "200"}).stdout  # type: ignore[attr-defined]
+    assert "--recompute" in shown and "--check" not in shown
+
+
 def _recorded_decisions(ws: WorkspaceDir) -> list[dict[str, Any]]:
     rows = ws.connect().execute(
         "SELECT payload FROM events WHERE kind = 'attention.decision' ORDER BY physical_ns, logical"
@@ -103,7 +112,7 @@ def _recorded_decisions(ws: WorkspaceDir) -> list[dict[str, Any]]:
     return [json.loads(bytes(row[0])) for row in rows.fetchall()]
 
 
-def test_check_names_the_first_difference(ws: WorkspaceDir, tmp_path: Path) -> None:
+def test_recompute_names_the_first_difference(ws: WorkspaceDir, tmp_path: Path) -> None:
     stricter = ATTENTION.replace("k_milli: 2000", "k_milli: 2600")
     cli(ws, "attend", "--replay")
     # What the stricter detector decides, recorded by a replay of its own in another log
@@ -117,7 +126,7 @@ def test_check_names_the_first_difference(ws: WorkspaceDir, tmp_path: Path) -> N
         if any(a[f] != b[f] for f in fields)
     )
     (ws.root / "nerve.yaml").write_text("senses: {}\n" + stricter)
-    proc = cli(ws, "attend", "--check", "--json", check=False)
+    proc = cli(ws, "attend", "--recompute", "--json", check=False)
     assert proc.returncode == 1  # type: ignore[attr-defined]
     diff = json.loads(proc.stdout)["difference"]  # type: ignore[attr-defined]
     field = diff["field"]
@@ -296,6 +305,6 @@ def test_daemon_attends_notifies_and_resumes_after_kill_9(
     said = (root / "data" / "daemon.log").read_text()  # the dev view's feed announces it
     assert f"surfaced {first['probe']}: {first['source_line']}" in said
     ws = WorkspaceDir(root)
-    assert jcli(ws, "attend", "--check")["ok"] is True
+    assert jcli(ws, "attend", "--recompute")["ok"] is True
     assert jcli(ws, "audit", "verify")["ok"] is True
     assert jcli(ws, "replay", "--verify")["ok"] is True

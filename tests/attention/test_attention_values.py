@@ -271,7 +271,7 @@ def test_a_real_log_replays_a_value_decision_and_checks_bit_for_bit(
                    "WHERE kind = 'attention.decision'")  # fmt: skip
     rows = [json.loads(line) for line in proc.stdout.splitlines()]  # type: ignore[attr-defined]
     assert {"probe": "value:cpu.busy_permille", "outcome": "surface"} in rows
-    checked = json.loads(run_cli("--workspace", root, "attend", "--check", "--json").stdout)  # type: ignore[attr-defined]
+    checked = json.loads(run_cli("--workspace", root, "attend", "--recompute", "--json").stdout)  # type: ignore[attr-defined]
     assert checked["ok"] is True and checked["compared"] == len(rows) > 0
 
 
@@ -289,7 +289,7 @@ def test_a_real_log_replays_a_record_and_checks_bit_for_bit(
                    "FROM events WHERE kind = 'attention.decision'")  # fmt: skip
     rows = [json.loads(line) for line in proc.stdout.splitlines()]  # type: ignore[attr-defined]
     assert {"probe": "value:cpu.busy_permille", "score": "1000"} in rows
-    checked = json.loads(run_cli("--workspace", root, "attend", "--check", "--json").stdout)  # type: ignore[attr-defined]
+    checked = json.loads(run_cli("--workspace", root, "attend", "--recompute", "--json").stdout)  # type: ignore[attr-defined]
     assert checked["ok"] is True and checked["compared"] == len(rows) > 0
 
 
@@ -302,7 +302,7 @@ def test_a_changed_value_setting_fails_the_check(
     run_cli("--workspace", root, "attend", "--replay")
     yaml = ws.root / "nerve.yaml"
     yaml.write_text(yaml.read_text() + "attention:\n  values: {k_milli: 90000}\n")
-    proc = run_cli("--workspace", root, "attend", "--check", "--json", check=False)
+    proc = run_cli("--workspace", root, "attend", "--recompute", "--json", check=False)
     assert json.loads(proc.stdout)["ok"] is False  # type: ignore[attr-defined]
 
 
@@ -335,7 +335,7 @@ def test_a_churning_sense_cannot_blind_a_real_log_and_the_check_holds(
                    "WHERE kind = 'attention.decision'")  # fmt: skip
     rows = [json.loads(line) for line in proc.stdout.splitlines()]  # type: ignore[attr-defined]
     assert {"probe": "value:cpu.busy_permille", "outcome": "surface"} in rows
-    checked = json.loads(run_cli("--workspace", root, "attend", "--check", "--json").stdout)  # type: ignore[attr-defined]
+    checked = json.loads(run_cli("--workspace", root, "attend", "--recompute", "--json").stdout)  # type: ignore[attr-defined]
     assert checked["ok"] is True and checked["compared"] == len(rows) > 0
     newest = (
         "SELECT payload FROM events WHERE kind = 'attention.snapshot' ORDER BY physical_ns DESC"

@@ -15,7 +15,7 @@ import pytest
 import nerve
 from nerve.attention import values as values_module
 from nerve.attention.service import Attender, Obs, read_observations, readings_and_facts
-from nerve.attention.settings import AttentionSettings
+from nerve.attention.settings import AttentionConfig
 from nerve.attention.whatif import settings_from, what_if
 from nerve.canonical import canonical_json
 from nerve.chain import Keyring
@@ -131,7 +131,7 @@ def test_with_is_a_replay_option(recorded_day: Day, tmp_path: Path) -> None:
     path = _file(tmp_path, "attention:\n  rules:\n    confirm_s: 0\n")
     for args in (
         ["attend", "--with", str(path)],
-        ["attend", "--replay", "--check", "--with", str(path)],
+        ["attend", "--replay", "--recompute", "--with", str(path)],
         ["attend", "--replay", "--since", "7d"],
     ):
         proc = run_cli(*args, cwd=recorded_day.root, check=False)
@@ -181,7 +181,7 @@ def _machine(hours: int = 8) -> list[Event]:
     return out
 
 
-def _one_at_a_time(events: list[Event], settings: AttentionSettings) -> Attender:
+def _one_at_a_time(events: list[Event], settings: AttentionConfig) -> Attender:
     """The daemon's attender: each observation attended as it is committed."""
     att = Attender(settings, None)
     for e in events:
@@ -201,7 +201,7 @@ def test_the_replay_decides_as_the_daemon_does(
     makes, field for field."""
     events = _machine()
     ws = make_workspace(tmp_path / "ws", events, "")
-    settings = AttentionSettings.model_validate(change)
+    settings = AttentionConfig.model_validate(change)
     repeats = []
     counted = values_module._rest
     monkeypatch.setattr(values_module, "_rest", lambda *a: repeats.append(a[-1]) or counted(*a))
@@ -223,7 +223,7 @@ def test_a_log_the_daemon_attended_replays_the_same(
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
     events = _machine(4)
     ws = make_workspace(tmp_path / "ws", events, "")
-    settings = AttentionSettings()
+    settings = AttentionConfig()
     att = Attender(settings, Keyring.ephemeral(bytes(32)))
     with ws.open_log() as log:
         for obs in read_observations(connect(ws.log_root)):

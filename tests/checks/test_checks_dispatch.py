@@ -1,4 +1,4 @@
-"""Firing gate checks: real check scripts, real subprocesses, real files."""
+"""Firing checks: real check scripts, real subprocesses, real files."""
 
 from __future__ import annotations
 

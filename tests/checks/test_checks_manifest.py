@@ -1,4 +1,4 @@
-"""Gate-check manifests: front matter, field rules, forward compatibility, glob matching."""
+"""Check manifests: front matter, field rules, forward compatibility, glob matching."""
 
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from nerve.fleet import plancache
-from nerve.fleet.settings import fleet_settings
+from nerve.fleet.settings import fleet_config
 from nerve.fleet.ship import ship
 from nerve.fleet.warehouse import resolve
 from nerve.workspace import WorkspaceDir
@@ -51,7 +51,7 @@ def test_a_kept_plan_is_used_for_its_table_state_only(hosts: dict[str, Workspace
     first = _counts(alpha)
     assert set(first) == {"alpha", "beta"}
     plans = _plans(alpha)
-    location = plancache.metadata_location(resolve(fleet_settings(alpha), alpha.data))
+    location = plancache.metadata_location(resolve(fleet_config(alpha), alpha.data))
     assert location is not None and [json.loads(k)[0] for k in plans] == [location]
     # the kept plan is what the next query reads: drop beta's files from it, and beta is gone
     (key,) = plans

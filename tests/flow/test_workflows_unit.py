@@ -132,7 +132,7 @@ def test_definitions_load_and_say_what_is_wrong(tmp_path: Path) -> None:
             load_definition("w", _module(tmp_path, code))
     with pytest.raises(WorkflowError, match=r"no workflows/ghost/workflow\.py"):
         find_workflow("ghost", [tmp_path], root=tmp_path)
-    with pytest.raises(WorkflowError, match="gate-check manifests"):
+    with pytest.raises(WorkflowError, match="holds check manifests"):
         find_workflow("checks", [tmp_path], root=tmp_path)
 
 

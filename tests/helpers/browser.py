@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from nerve.attention.service import replay
-from nerve.attention.settings import parse_settings
+from nerve.attention.settings import parse_attention
 from nerve.clock import Hlc
 from nerve.events import Event, SourceClass, Trust
 from nerve.workspace import WorkspaceDir, init_workspace
@@ -76,7 +76,7 @@ def attended_workspace(root: Path, *, cycles: int = 6, end_ns: int | None = None
     t0 = (end_ns or time.time_ns()) - 60 * 10**9 - count * STEP_NS
     with ws.open_log() as log:
         log.import_events([_observation(i, t0) for i in range(count)])
-        replay(log, parse_settings(ws.config.attention), ws.data / "keys")
+        replay(log, parse_attention(ws.config.attention), ws.data / "keys")
     return ws
 
 

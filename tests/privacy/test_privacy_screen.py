@@ -18,7 +18,7 @@ from starlette.testclient import TestClient
 import nerve
 from nerve import api, logops
 from nerve.attention.service import replay
-from nerve.attention.settings import parse_settings
+from nerve.attention.settings import parse_attention
 from nerve.canonical import canonical_json
 from nerve.clock import Hlc
 from nerve.events import Event, SourceClass, Trust, cid
@@ -84,7 +84,7 @@ def ws(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WorkspaceDir]:
     t0 = time.time_ns() - 60 * 10**9 - count * STEP_NS
     with folder.open_log() as log:
         log.import_events([_observation(i, t0) for i in range(count)])
-        replay(log, parse_settings(folder.config.attention), folder.data / "keys")
+        replay(log, parse_attention(folder.config.attention), folder.data / "keys")
         log.seal()
     tail = [Draft.of(source=5, line=EXCLUDED, payload={"command": EXCLUDED}),
             Draft.of(source=int(SourceClass.ENDPOINT), line=f"sms {SECRET}",

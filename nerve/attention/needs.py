@@ -13,13 +13,13 @@ from typing import Any, Protocol
 
 import pyarrow as pa
 
-from nerve.attention.settings import AttentionSettings
+from nerve.attention.settings import AttentionConfig
 from nerve.log.drafts import Draft
 
 
 class Configured(Protocol):
     @property
-    def attention(self) -> AttentionSettings: ...
+    def attention(self) -> AttentionConfig: ...
 
 
 class Folders(Protocol):
@@ -43,7 +43,9 @@ class Records(Protocol):
     async def record(self, kind: str, subject: str, line: str, payload: Any) -> pa.Table: ...
 
 
-class AttentionHost(Records, Protocol):
+class AttentionNeeds(Records, Protocol):
+    """What attention may use of the kernel that runs it."""
+
     @property
     def config(self) -> Configured: ...
 
