@@ -92,8 +92,9 @@ def _strings(value: Any) -> Iterator[str]:
     elif isinstance(value, list):
         for item in value:
             yield from _strings(item)
-    elif isinstance(value, dict):
-        for item in value.values():
+    elif isinstance(value, dict):  # a key is text too: {"<secret>": 1}
+        for key, item in value.items():
+            yield key
             yield from _strings(item)
 
 

@@ -189,7 +189,8 @@ class Screen:
         """A row's line, payload and whether the rules changed it; None: withheld."""
         if line is None:  # erased: nothing of its text is stored
             return line, payload, False
-        verdict = self.policy.plan(int(source), kind, subject).verdict(line, payload or b"")
+        plan = self.policy.plan(int(source), kind, subject)
+        verdict = plan.verdict(line, payload or b"", subject)
         if verdict.dropped_by is not None:
             self.withheld += 1
             return None
@@ -209,7 +210,7 @@ class Screen:
     ) -> Shown:
         """An event as the rules for its source, kind and subject let it leave; ``hidden``:
         stored ids (hex) of screened rows it may name (see the module docstring)."""
-        verdict = self.policy.plan(source, kind, subject).verdict(line, payload)
+        verdict = self.policy.plan(source, kind, subject).verdict(line, payload, subject)
         if verdict.dropped_by is not None:
             self.withheld += 1
             marker = withheld(verdict.dropped_by)
@@ -218,8 +219,9 @@ class Screen:
             self.redacted += 1
         renamed = self._renamed(kind, verdict.payload, hidden)
         data = decode_payload(renamed) if renamed else None
-        changed = bool(verdict.fired) or renamed != verdict.payload
-        return Shown(verdict.line, data, changed=changed, subject=self.text(subject))
+        shown = self.text(subject)
+        changed = bool(verdict.fired) or renamed != verdict.payload or shown != subject
+        return Shown(verdict.line, data, changed=changed, subject=shown)
 
     def value(self, value: Any) -> Any:
         """Any JSON value with each string screened (see the module docstring)."""
@@ -243,5 +245,5 @@ class Screen:
         if isinstance(value, list):
             return [self._drop_strings(v) for v in value]
         if isinstance(value, dict):
-            return {k: self._drop_strings(v) for k, v in value.items()}
+            return {self._drop_strings(k): self._drop_strings(v) for k, v in value.items()}
         return value
