@@ -143,10 +143,34 @@ def _exclusions(config: PrivacyConfig) -> list[_Drop]:
 
         drops.append(_exclusion("shell", "command", command))
     if names := config.processes.exclude:
-        drops.append(
-            _exclusion("processes", "name", lambda n: any(fnmatch.fnmatchcase(n, p) for p in names))
-        )
+        match = _any_process(lambda n: any(fnmatch.fnmatchcase(n, p) for p in names))
+        scope = _Scope(frozenset({int(SourceClass.PROCESS_TREE)}))
+        drops.append(_Drop("processes.exclude", scope, match))
     return drops
+
+
+def _process_names(payload: Any) -> Iterator[str]:
+    """Every process a process event names: its own ``name``, each listed one's (a ``top``'s
+    ``cpu``, ``memory`` and ``over``) and each one a ``brief`` counts."""
+    if not isinstance(payload, dict):
+        return
+    if isinstance(payload.get("name"), str):
+        yield payload["name"]
+    if isinstance(counts := payload.get("counts"), dict):
+        yield from (k for k in counts if isinstance(k, str))
+    for value in payload.values():
+        if isinstance(value, list):
+            yield from (n for item in value for n in _process_names(item))
+
+
+def _any_process(match: Callable[[str], bool]) -> _Test:
+    """Whether a process event names a process ``match`` excludes: a top or brief listing
+    one is withheld whole (its line names it as well), not only its start and exit."""
+
+    def test(line: str, subject: str, payload: Any) -> bool:
+        return any(match(name) for name in _process_names(payload))
+
+    return test
 
 
 def _exclusion(section: str, key: str, match: Callable[[str], bool]) -> _Drop:
