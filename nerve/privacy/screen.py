@@ -162,7 +162,8 @@ class Screen:
 
     def changes(self, source: int, kind: str, subject: str, line: str, payload: bytes) -> bool:
         """Whether the rules withhold or redact this event (nothing counted)."""
-        return self.policy.plan(int(source), kind, subject).verdict(line, payload).changed
+        plan = self.policy.plan(int(source), kind, subject)
+        return plan.verdict(line, payload, subject).changed
 
     def _renamed(self, kind: str, payload: bytes | None, screened: Collection[str]) -> Any:
         """``payload`` with each screened row's id it names keyed (a record of nerve's)."""

@@ -55,7 +55,7 @@ _MAY = (
 _CARD = "[0-9](?:[ -]?[0-9]){12}"
 MAY_MATCH = " OR ".join(
     f"regexp_matches({c}, '{_MAY}') OR regexp_matches({c}, '{_CARD}') OR strlen({c}) != length({c})"
-    for c in ("line", "t")
+    for c in ("line", "t", "subject")
 )
 PAYLOAD_TEXT = "coalesce(TRY(decode(payload)), '')"
 _MAX_SEGMENTS = 4096
@@ -230,7 +230,7 @@ def _screen_here(rows: pa.Table, scr: Screen) -> Overlay:
             continue
         plan = scr.policy.plan(int(source), kind, subject)
         raw = bytes(payload or b"")
-        if not plan.drops and plan.redactor.untouched(line, raw):
+        if not plan.drops and plan.untouched(line, raw, subject):
             continue
         if _changes(scr, source, kind, subject, line, raw):
             changed.append((int(p), int(lg)))
@@ -306,7 +306,8 @@ def _modes(scr: Screen, keys: Sequence[tuple[Any, ...]]) -> pa.Table:
     modes = []
     for source, kind, subject in keys:
         plan = scr.policy.plan(int(source), str(kind), str(subject))
-        modes.append(_ALL if plan.drops or plan.redactor.rules else _SOME if plan.redactor else 0)
+        every = plan.drops or plan.redactor.rules or plan.prune
+        modes.append(_ALL if every else _SOME if plan.redactor else 0)
     return pa.table({
         "source": pa.array([int(k[0]) for k in keys], pa.int64()),
         "kind": pa.array([str(k[1]) for k in keys], pa.string()),
@@ -316,6 +317,4 @@ def _modes(scr: Screen, keys: Sequence[tuple[Any, ...]]) -> pa.Table:
 
 
 def _changes(scr: Screen, source: int, kind: str, subject: str, line: str, payload: Any) -> bool:
-    raw = bytes(payload or b"")
-    verdict = scr.policy.plan(int(source), kind, subject).verdict(line, raw)
-    return verdict.dropped_by is not None or bool(verdict.fired)
+    return scr.changes(int(source), kind, subject, line, bytes(payload or b""))

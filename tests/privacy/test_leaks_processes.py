@@ -44,3 +44,29 @@ def test_the_screen_withholds_a_stored_top_naming_a_process_excluded_since() -> 
     draft = _top("keepassxc-2.7")
     shown = Screen(CONFIG).event(PROCS, "observation", "", draft.line, draft.payload)
     assert shown.rule == "processes.exclude" and "keepass" not in shown.line
+
+
+def _state() -> Draft:
+    """The processes sense's state at a checkpoint: an ssh it noted (a default notable name)
+    with its command line, and short-lived exits counted by name."""
+    ssh = {"name": "ssh", "create_time": 1.0, "cmdline": "ssh me@private-host"}
+    make = {"name": "make", "create_time": 2.0, "cmdline": "make all"}
+    state = {"notable": {"41": ssh, "42": make}, "brief": {"at": 1, "counts": {"ssh": 2}}}
+    payload = {"state": state, "reason": "checkpoint", "computes": 3}
+    return Draft.control("sense.state", "processes", "processes state", payload)
+
+
+SSH = PrivacyConfig.model_validate({"processes": {"exclude": ["ssh"]}})
+
+
+def test_a_senses_state_keeps_no_excluded_process() -> None:
+    """nerve's own records are never dropped, so an excluded process is taken out of one."""
+    stored = Policy(SSH).redact(_state()).payload.decode()
+    assert "ssh" not in stored and "private-host" not in stored
+    assert "make all" in stored
+
+
+def test_the_screen_takes_an_excluded_process_out_of_a_state_stored_before() -> None:
+    draft = _state()
+    shown = Screen(SSH).event(draft.source, draft.kind, draft.subject, draft.line, draft.payload)
+    assert "ssh" not in repr(shown.data) and shown.changed
