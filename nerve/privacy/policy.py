@@ -146,7 +146,8 @@ def _exclusions(config: PrivacyConfig) -> list[_Drop]:
 
         drops.append(_exclusion("shell", "command", command))
     if match := _process_match(config):
-        scope = _Scope(frozenset({int(SourceClass.PROCESS_TREE)}))
+        # the network sense names the process that holds a port it saw open or close
+        scope = _Scope(frozenset({int(SourceClass.PROCESS_TREE), int(SourceClass.NETWORK)}))
         drops.append(_Drop(_PROCESSES, scope, _any_process(match)))
     return drops
 

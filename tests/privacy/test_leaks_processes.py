@@ -70,3 +70,14 @@ def test_the_screen_takes_an_excluded_process_out_of_a_state_stored_before() -> 
     draft = _state()
     shown = Screen(SSH).event(draft.source, draft.kind, draft.subject, draft.line, draft.payload)
     assert "ssh" not in repr(shown.data) and shown.changed
+
+
+def test_a_port_an_excluded_process_opens_is_not_stored() -> None:
+    """The network sense names the process holding a port it saw open or close."""
+    payload = {"event": "port_opened", "address": "127.0.0.1", "port": 4242, "proto": "tcp",
+               "name": "keepassxc", "pid": 7, "user": "me"}  # fmt: skip
+    line = "port 127.0.0.1:4242 opened by keepassxc [7]"
+    net = int(SourceClass.NETWORK)
+    assert Policy(CONFIG).capture(Draft.of(source=net, line=line, payload=payload)) is None
+    other = {**payload, "name": "nginx"}
+    assert Policy(CONFIG).capture(Draft.of(source=net, line="nginx", payload=other)) is not None
