@@ -29,7 +29,9 @@ a stored id named there is as much an oracle, and that record's own id hashes it
 of nerve's that names a screened row's id names it keyed instead, and is a screened row itself
 (``hidden``: the stored ids, hex, of the rows screened elsewhere, such as another segment).
 
-An erased event (a payload removed by ``nerve forget``) is shown as erased, never as text.
+An erased event (a payload removed by ``nerve forget``) is shown as erased, never as text,
+and with keyed addresses: its stored id hashes the erased line with fields that are all
+shown, so it would check each guess of the line.
 """
 
 from __future__ import annotations
@@ -188,8 +190,8 @@ class Screen:
         self, source: int, kind: str, subject: str, line: str | None, payload: bytes | None
     ) -> tuple[str | None, bytes | None, bool] | None:
         """A row's line, payload and whether the rules changed it; None: withheld."""
-        if line is None:  # erased: nothing of its text is stored
-            return line, payload, False
+        if line is None:  # erased: its stored id (and address) would check a guess of it
+            return line, payload, True
         plan = self.policy.plan(int(source), kind, subject)
         verdict = plan.verdict(line, payload or b"", subject)
         if verdict.dropped_by is not None:

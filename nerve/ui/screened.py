@@ -226,7 +226,8 @@ def _screen_here(rows: pa.Table, scr: Screen) -> Overlay:
     for p, lg, source, kind, subject, line, payload in zip(
         *(rows.column(n).to_pylist() for n in names), strict=True
     ):
-        if line is None:
+        if line is None:  # erased: its addresses are keyed
+            changed.append((int(p), int(lg)))
             continue
         plan = scr.policy.plan(int(source), kind, subject)
         raw = bytes(payload or b"")
@@ -257,15 +258,16 @@ def _screen(table_sql: str, table: pa.Table | None, scr: Screen) -> Overlay:
             conn.register("_rows", table)
         keys = conn.execute(f"SELECT DISTINCT source::BIGINT, kind, subject FROM {table_sql}")
         modes = _modes(scr, keys.fetchall())
-        if not any(modes.column("mode").to_pylist()):
+        erased = conn.execute(f"SELECT count(*) FROM {table_sql} WHERE line IS NULL").fetchall()
+        if not any(modes.column("mode").to_pylist()) and not erased[0][0]:
             return NOTHING
         conn.register("_modes", modes)
         conn.execute(
             "CREATE TEMP TABLE c AS SELECT physical_ns, logical, source, kind, subject, line, "
             "payload FROM (SELECT * REPLACE (logical::BIGINT AS logical, source::BIGINT AS "
             f"source), {PAYLOAD_TEXT} AS t FROM {table_sql}) JOIN _modes USING (source, kind, "
-            f"subject) WHERE line IS NOT NULL AND (mode = {_ALL} OR (mode = {_SOME} AND "
-            f"({MAY_MATCH})))"
+            f"subject) WHERE line IS NULL OR mode = {_ALL} OR (mode = {_SOME} AND "
+            f"({MAY_MATCH}))"
         )
         changed = [
             (p, lg)
@@ -316,5 +318,9 @@ def _modes(scr: Screen, keys: Sequence[tuple[Any, ...]]) -> pa.Table:
     })  # fmt: skip
 
 
-def _changes(scr: Screen, source: int, kind: str, subject: str, line: str, payload: Any) -> bool:
+def _changes(
+    scr: Screen, source: int, kind: str, subject: str, line: str | None, payload: Any
+) -> bool:
+    if line is None:  # erased: its addresses are keyed
+        return True
     return scr.changes(int(source), kind, subject, line, bytes(payload or b""))
