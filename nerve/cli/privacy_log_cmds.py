@@ -65,7 +65,7 @@ def forget_cmd(
 
     Selectors combine with AND (repeated ones with OR). The log keeps each event's id,
     order and payload address, so the replay digest is unchanged; one payload.erased event
-    records what went and why (a --match text only as its blake3), and `nerve replay
+    records what went and why (that a --match text was used, never it nor a hash), and `nerve replay
     --verify` reports the erasure, not tampering. Goes through the daemon when one runs.
     --match leaves nerve's bookkeeping (ask.question, …) alone unless --all-kinds or a
     --kind names it.

@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from nerve.canonical import canonical_json
 from nerve.errors import PrivacyError
 from nerve.events import NERVE_SOURCE, Event, SourceClass, decode_payload, parse_source
 from nerve.log.drafts import Draft
@@ -27,6 +28,8 @@ from nerve.privacy.settings import PrivacyConfig, RuleConfig
 __all__ = ["Plan", "Policy", "Verdict", "path_glob", "program_of"]
 
 _MAX_PLANS = 4096
+_STATE = "sense.state"  # a sense's state: nerve's own, never dropped, so pruned
+_PROCESSES = "processes.exclude"
 _Test = Callable[[str, str, Any], bool]  # (line, subject, decoded payload) -> it matches
 # The payload field each built-in sense reports what it saw in, by source class.
 _FIELD: dict[int, str] = {
@@ -92,8 +95,9 @@ def _strings(value: Any) -> Iterator[str]:
     elif isinstance(value, list):
         for item in value:
             yield from _strings(item)
-    elif isinstance(value, dict):
-        for item in value.values():
+    elif isinstance(value, dict):  # a key is text too: {"<secret>": 1}
+        for key, item in value.items():
+            yield key
             yield from _strings(item)
 
 
@@ -141,11 +145,71 @@ def _exclusions(config: PrivacyConfig) -> list[_Drop]:
             )
 
         drops.append(_exclusion("shell", "command", command))
-    if names := config.processes.exclude:
-        drops.append(
-            _exclusion("processes", "name", lambda n: any(fnmatch.fnmatchcase(n, p) for p in names))
-        )
+    if match := _process_match(config):
+        # the network sense names the process that holds a port it saw open or close
+        scope = _Scope(frozenset({int(SourceClass.PROCESS_TREE), int(SourceClass.NETWORK)}))
+        drops.append(_Drop(_PROCESSES, scope, _any_process(match)))
     return drops
+
+
+def _process_match(config: PrivacyConfig) -> Callable[[str], bool] | None:
+    """Whether ``processes.exclude`` names a process (None: it names none)."""
+    names = config.processes.exclude
+    return (lambda n: any(fnmatch.fnmatchcase(n, p) for p in names)) if names else None
+
+
+def _process_names(payload: Any) -> Iterator[str]:
+    """Every process a process event names: its own ``name``, each listed one's (a ``top``'s
+    ``cpu``, ``memory`` and ``over``) and each one a ``brief`` counts."""
+    if not isinstance(payload, dict):
+        return
+    if isinstance(payload.get("name"), str):
+        yield payload["name"]
+    if isinstance(counts := payload.get("counts"), dict):
+        yield from (k for k in counts if isinstance(k, str))
+    for value in payload.values():
+        if isinstance(value, list):
+            yield from (n for item in value for n in _process_names(item))
+
+
+def _any_process(match: Callable[[str], bool]) -> _Test:
+    """Whether a process event names a process ``match`` excludes: a top or brief listing
+    one is withheld whole (its line names it as well), not only its start and exit."""
+
+    def test(line: str, subject: str, payload: Any) -> bool:
+        return any(match(name) for name in _process_names(payload))
+
+    return test
+
+
+def _pruner(match: Callable[[str], bool]) -> Callable[[bytes], tuple[bytes, int]]:
+    """A sense's state (never dropped: nerve's own) with every excluded process taken out:
+    an object whose ``name`` is one (the processes sense's notable ones, with their command
+    lines) and its count under ``counts`` (a brief's); also how many went."""
+
+    def gone(key: str, value: Any, under: str) -> bool:
+        named = isinstance(value, dict) and isinstance(value.get("name"), str)
+        return (named and match(value["name"])) or (under == "counts" and match(key))
+
+    def prune(payload: bytes) -> tuple[bytes, int]:
+        removed = 0
+
+        def walk(value: Any, under: str) -> Any:
+            nonlocal removed
+            if isinstance(value, list):
+                items = [walk(v, "") for v in value if not gone("", v, "")]
+                removed += len(value) - len(items)
+                return items
+            if not isinstance(value, dict):
+                return value
+            kept = {k: walk(v, k) for k, v in value.items() if not gone(k, v, under)}
+            removed += len(value) - len(kept)
+            return kept
+
+        kept = walk(decode_payload(payload), "")
+        return (canonical_json(kept) if removed else payload), removed
+
+    return prune
 
 
 def _exclusion(section: str, key: str, match: Callable[[str], bool]) -> _Drop:
@@ -174,6 +238,11 @@ class Plan:
 
     drops: list[_Drop]
     redactor: Redactor
+    prune: Callable[[bytes], tuple[bytes, int]] | None = None  # a state's excluded processes
+
+    def untouched(self, line: str, payload: bytes, subject: str = "") -> bool:
+        """Whether nothing can change this event but a drop (the quick test capture uses)."""
+        return self.prune is None and self.redactor.untouched(line, payload, subject)
 
     def verdict(
         self, line: str, payload: bytes, subject: str = "", *, drops: bool = True
@@ -185,10 +254,14 @@ class Plan:
             for drop in self.drops:
                 if drop.test(line, subject, decoded):
                     return Verdict(drop.name, line, payload, {}, subject)
+        pruned: Counts = {}
+        if self.prune is not None and payload:
+            payload, removed = self.prune(payload)
+            pruned = {_PROCESSES: removed} if removed else {}
         if not self.redactor:
-            return Verdict(None, line, payload, {}, subject)
+            return Verdict(None, line, payload, pruned, subject)
         new_line, new_subject, new_payload, fired = self.redactor.fields(line, subject, payload)
-        return Verdict(None, new_line, new_payload, fired, new_subject)
+        return Verdict(None, new_line, new_payload, {**pruned, **fired}, new_subject)
 
 
 @dataclass
@@ -224,12 +297,14 @@ class Policy:
             for r in rules
             if r.action == "redact" and r.regex is not None
         ]
-        return Plan(drops, Redactor(detectors, passes))
+        match = _process_match(self.config)
+        prune = _pruner(match) if match and (source, kind) == (NERVE_SOURCE, _STATE) else None
+        return Plan(drops, Redactor(detectors, passes), prune)
 
     def capture(self, draft: Draft) -> Draft | None:
         """``draft`` with the rules applied: None when a drop rule or exclusion matches."""
         plan = self.plan(draft.source, draft.kind, draft.subject)
-        if not plan.drops and plan.redactor.untouched(draft.line, draft.payload, draft.subject):
+        if not plan.drops and plan.untouched(draft.line, draft.payload, draft.subject):
             return draft  # the common case, kept cheap
         return self._counted(draft, plan.verdict(draft.line, draft.payload, draft.subject))
 
@@ -239,7 +314,7 @@ class Policy:
     def redact(self, draft: Draft) -> Draft:
         """``draft`` redacted, never dropped (for nerve's own records, such as state)."""
         plan = self.plan(draft.source, draft.kind, draft.subject)
-        if plan.redactor.untouched(draft.line, draft.payload, draft.subject):
+        if plan.untouched(draft.line, draft.payload, draft.subject):
             return draft
         verdict = plan.verdict(draft.line, draft.payload, draft.subject, drops=False)
         out = self._counted(draft, verdict)

@@ -193,7 +193,9 @@ class Redactor:
         if isinstance(value, list):
             return [self.value(v, counts) for v in value]
         if isinstance(value, dict):
-            return {k: self._entry(k, v, counts) for k, v in value.items()}
+            return _keyed(
+                (self.text(k, counts), self._entry(k, v, counts)) for k, v in value.items()
+            )
         return value
 
     def _entry(self, key: str, value: Any, counts: Counts) -> Any:
@@ -244,6 +246,19 @@ class Redactor:
             return line, subject, payload, counts
         marked = canonical_json(_marked(value, payload, counts))
         return new_line, new_subject, marked, counts
+
+
+def _keyed(entries: Iterable[tuple[str, Any]]) -> dict[str, Any]:
+    """An object from redacted keys and their values: a key is text a rule may hide as much
+    as a value; two keys redacted alike both stay (the second as ``<key> #2``)."""
+    out: dict[str, Any] = {}
+    for key, value in entries:
+        name, n = key, 1
+        while name in out:
+            n += 1
+            name = f"{key} #{n}"
+        out[name] = value
+    return out
 
 
 def _marked(value: Any, original: bytes, counts: Counts) -> Any:

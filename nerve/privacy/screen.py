@@ -29,7 +29,9 @@ a stored id named there is as much an oracle, and that record's own id hashes it
 of nerve's that names a screened row's id names it keyed instead, and is a screened row itself
 (``hidden``: the stored ids, hex, of the rows screened elsewhere, such as another segment).
 
-An erased event (a payload removed by ``nerve forget``) is shown as erased, never as text.
+An erased event (a payload removed by ``nerve forget``) is shown as erased, never as text,
+and with keyed addresses: its stored id hashes the erased line with fields that are all
+shown, so it would check each guess of the line.
 """
 
 from __future__ import annotations
@@ -162,7 +164,8 @@ class Screen:
 
     def changes(self, source: int, kind: str, subject: str, line: str, payload: bytes) -> bool:
         """Whether the rules withhold or redact this event (nothing counted)."""
-        return self.policy.plan(int(source), kind, subject).verdict(line, payload).changed
+        plan = self.policy.plan(int(source), kind, subject)
+        return plan.verdict(line, payload, subject).changed
 
     def _renamed(self, kind: str, payload: bytes | None, screened: Collection[str]) -> Any:
         """``payload`` with each screened row's id it names keyed (a record of nerve's)."""
@@ -187,9 +190,10 @@ class Screen:
         self, source: int, kind: str, subject: str, line: str | None, payload: bytes | None
     ) -> tuple[str | None, bytes | None, bool] | None:
         """A row's line, payload and whether the rules changed it; None: withheld."""
-        if line is None:  # erased: nothing of its text is stored
-            return line, payload, False
-        verdict = self.policy.plan(int(source), kind, subject).verdict(line, payload or b"")
+        if line is None:  # erased: its stored id (and address) would check a guess of it
+            return line, payload, True
+        plan = self.policy.plan(int(source), kind, subject)
+        verdict = plan.verdict(line, payload or b"", subject)
         if verdict.dropped_by is not None:
             self.withheld += 1
             return None
@@ -209,7 +213,7 @@ class Screen:
     ) -> Shown:
         """An event as the rules for its source, kind and subject let it leave; ``hidden``:
         stored ids (hex) of screened rows it may name (see the module docstring)."""
-        verdict = self.policy.plan(source, kind, subject).verdict(line, payload)
+        verdict = self.policy.plan(source, kind, subject).verdict(line, payload, subject)
         if verdict.dropped_by is not None:
             self.withheld += 1
             marker = withheld(verdict.dropped_by)
@@ -218,8 +222,9 @@ class Screen:
             self.redacted += 1
         renamed = self._renamed(kind, verdict.payload, hidden)
         data = decode_payload(renamed) if renamed else None
-        changed = bool(verdict.fired) or renamed != verdict.payload
-        return Shown(verdict.line, data, changed=changed, subject=self.text(subject))
+        shown = self.text(subject)
+        changed = bool(verdict.fired) or renamed != verdict.payload or shown != subject
+        return Shown(verdict.line, data, changed=changed, subject=shown)
 
     def value(self, value: Any) -> Any:
         """Any JSON value with each string screened (see the module docstring)."""
@@ -243,5 +248,5 @@ class Screen:
         if isinstance(value, list):
             return [self._drop_strings(v) for v in value]
         if isinstance(value, dict):
-            return {k: self._drop_strings(v) for k, v in value.items()}
+            return {self._drop_strings(k): self._drop_strings(v) for k, v in value.items()}
         return value

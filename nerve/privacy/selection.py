@@ -20,8 +20,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import blake3
-
 from nerve.clock import Hlc, bound
 from nerve.config.models import RetentionConfig
 from nerve.durations import format_duration, parse_duration
@@ -150,11 +148,11 @@ class Selection:
 
     def recorded(self) -> dict[str, Any]:
         """What the ``payload.erased`` event keeps of the selection. ``--match`` text is
-        kept only as its blake3: it is often the very secret being forgotten."""
+        never kept, nor any hash of it (``match_text``: there was one): it is often the very
+        secret being forgotten, and a hash of a short one is found by hashing each guess."""
         out = self.to_json()
-        match = out.pop("match")
-        if match is not None:
-            out["match_blake3"] = blake3.blake3(match.encode()).hexdigest()
+        if out.pop("match") is not None:
+            out["match_text"] = True
         return {k: v for k, v in out.items() if v}
 
     def describe(self) -> str:

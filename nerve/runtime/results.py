@@ -344,7 +344,7 @@ class Results:
         plan = self.policy.plan(NERVE_SOURCE, STATE, sense)
         # Rules redact strings; the payload's strings are all in the state and the reason
         # (its numbers are counts and times), so the quick test needs only those.
-        if plan.redactor.untouched(line, canon + _text(reason), sense):
+        if plan.untouched(line, canon + _text(reason), sense):
             columns.record(STATE, sense, line, payload)
             return state, canon
         draft = Draft(STATE, NERVE_SOURCE, NERVE_TRUST, line, payload, sense, None)

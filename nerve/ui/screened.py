@@ -55,7 +55,7 @@ _MAY = (
 _CARD = "[0-9](?:[ -]?[0-9]){12}"
 MAY_MATCH = " OR ".join(
     f"regexp_matches({c}, '{_MAY}') OR regexp_matches({c}, '{_CARD}') OR strlen({c}) != length({c})"
-    for c in ("line", "t")
+    for c in ("line", "t", "subject")
 )
 PAYLOAD_TEXT = "coalesce(TRY(decode(payload)), '')"
 _MAX_SEGMENTS = 4096
@@ -226,11 +226,12 @@ def _screen_here(rows: pa.Table, scr: Screen) -> Overlay:
     for p, lg, source, kind, subject, line, payload in zip(
         *(rows.column(n).to_pylist() for n in names), strict=True
     ):
-        if line is None:
+        if line is None:  # erased: its addresses are keyed
+            changed.append((int(p), int(lg)))
             continue
         plan = scr.policy.plan(int(source), kind, subject)
         raw = bytes(payload or b"")
-        if not plan.drops and plan.redactor.untouched(line, raw):
+        if not plan.drops and plan.untouched(line, raw, subject):
             continue
         if _changes(scr, source, kind, subject, line, raw):
             changed.append((int(p), int(lg)))
@@ -257,15 +258,16 @@ def _screen(table_sql: str, table: pa.Table | None, scr: Screen) -> Overlay:
             conn.register("_rows", table)
         keys = conn.execute(f"SELECT DISTINCT source::BIGINT, kind, subject FROM {table_sql}")
         modes = _modes(scr, keys.fetchall())
-        if not any(modes.column("mode").to_pylist()):
+        erased = conn.execute(f"SELECT count(*) FROM {table_sql} WHERE line IS NULL").fetchall()
+        if not any(modes.column("mode").to_pylist()) and not erased[0][0]:
             return NOTHING
         conn.register("_modes", modes)
         conn.execute(
             "CREATE TEMP TABLE c AS SELECT physical_ns, logical, source, kind, subject, line, "
             "payload FROM (SELECT * REPLACE (logical::BIGINT AS logical, source::BIGINT AS "
             f"source), {PAYLOAD_TEXT} AS t FROM {table_sql}) JOIN _modes USING (source, kind, "
-            f"subject) WHERE line IS NOT NULL AND (mode = {_ALL} OR (mode = {_SOME} AND "
-            f"({MAY_MATCH})))"
+            f"subject) WHERE line IS NULL OR mode = {_ALL} OR (mode = {_SOME} AND "
+            f"({MAY_MATCH}))"
         )
         changed = [
             (p, lg)
@@ -306,7 +308,8 @@ def _modes(scr: Screen, keys: Sequence[tuple[Any, ...]]) -> pa.Table:
     modes = []
     for source, kind, subject in keys:
         plan = scr.policy.plan(int(source), str(kind), str(subject))
-        modes.append(_ALL if plan.drops or plan.redactor.rules else _SOME if plan.redactor else 0)
+        every = plan.drops or plan.redactor.rules or plan.prune
+        modes.append(_ALL if every else _SOME if plan.redactor else 0)
     return pa.table({
         "source": pa.array([int(k[0]) for k in keys], pa.int64()),
         "kind": pa.array([str(k[1]) for k in keys], pa.string()),
@@ -315,7 +318,9 @@ def _modes(scr: Screen, keys: Sequence[tuple[Any, ...]]) -> pa.Table:
     })  # fmt: skip
 
 
-def _changes(scr: Screen, source: int, kind: str, subject: str, line: str, payload: Any) -> bool:
-    raw = bytes(payload or b"")
-    verdict = scr.policy.plan(int(source), kind, subject).verdict(line, raw)
-    return verdict.dropped_by is not None or bool(verdict.fired)
+def _changes(
+    scr: Screen, source: int, kind: str, subject: str, line: str | None, payload: Any
+) -> bool:
+    if line is None:  # erased: its addresses are keyed
+        return True
+    return scr.changes(int(source), kind, subject, line, bytes(payload or b""))

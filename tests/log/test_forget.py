@@ -86,7 +86,7 @@ def test_the_secret_is_nowhere_in_the_log_once_the_grace_has_passed(
     assert b"s3cret" not in stored
     event = next(r for r in _rows(workspace) if r["kind"] == ERASED_KIND)
     body = json.loads(event["payload"])
-    assert "match" not in body["selection"] and len(body["selection"]["match_blake3"]) == 64
+    assert "match" not in body["selection"] and body["selection"]["match_text"] is True
 
 
 def test_dry_run_counts_per_segment_and_source_and_changes_nothing(

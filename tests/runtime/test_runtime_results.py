@@ -203,6 +203,19 @@ def test_a_rule_firing_in_a_state_changes_what_memory_keeps(where: str) -> None:
         assert results.memory.canonical("a") == canonical_json({"note": "[redacted:pin]"})
 
 
+def test_an_excluded_process_is_taken_out_of_a_stored_state_and_memory() -> None:
+    """A state has no secret a detector finds, so only ``processes.exclude`` changes it: the
+    quick test must not let it through whole (the processes sense notes ssh by default)."""
+    config = PrivacyConfig.model_validate({"processes": {"exclude": ["ssh"]}})
+    results, _, _ = _results(Policy(config))
+    ssh = {"name": "ssh", "cmdline": "ssh me@private-host", "create_time": 1.0}
+    outcome = results.take([_reply("a", {"notable": {"41": ssh}})])
+    (row,) = _rows(outcome.columns)
+    assert "private-host" not in json.dumps(row[2])
+    list(results.stored(outcome))
+    assert results.memory.state_of("a") == {"notable": {}}
+
+
 def test_checkpoints_at_a_stop_store_the_counts_not_recorded_yet() -> None:
     results, _, _ = _results()
     results.memory.state_records["a"] = "checkpoints"

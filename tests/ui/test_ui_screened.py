@@ -36,7 +36,8 @@ def _door(ws: Any) -> api.Workspace:
 
 
 def flagged(line: str, payload: bytes) -> bool:
-    rows = f"(SELECT *, {PAYLOAD_TEXT} AS t FROM (SELECT ? AS line, ?::BLOB AS payload))"
+    one = "SELECT ? AS line, ?::BLOB AS payload, '' AS subject"
+    rows = f"(SELECT *, {PAYLOAD_TEXT} AS t FROM ({one}))"
     row = CONN.execute(f"SELECT ({MAY_MATCH}) FROM {rows}", [line, payload]).fetchone()
     return bool(row and row[0])
 
