@@ -239,7 +239,7 @@ class Attention:
         rules = self.rules
         if rules is None:
             return [(i, 3 + k, h, "decide") for k, h in enumerate(fires)]
-        done = rules.resolve(latest, seq, now_ns)
+        done = rules.resolve(latest, seq, now_ns, fires)
         decided = rules.sort(fires, now_ns) if fires else []
         drifts = rules.drifts(latest, seq, now_ns)
         rules.watch(latest, seq, now_ns, *bases)

@@ -32,7 +32,10 @@ worth an interruption, from the fire's ``kind`` and ``direction`` and the readin
   once the excursion has ended (a reading back within ``bar`` of it): while it lasts,
   it is the one decided, however long. A return that does not last is no decision (the
   detector saw nothing new, and the watch's guess was wrong): it went no further than the
-  reading's noise goes, so the next must go further than it (``arm`` rises to it).
+  reading's noise goes, so the next must go further than it (``arm`` rises to it). A return
+  that lasted was decided (the incident came back); the next must go further than it went:
+  an excursion that keeps coming back at one height is the series' own life (a spiky
+  series' bursts), as a spike that recurs is to the value probes' peak.
 
 - **floor crossings**: a reading of an ``up`` concern with a floor that crosses it from a
   level below is pending (kind ``floor``), though the detector stays quiet because it has seen
@@ -51,14 +54,15 @@ worth an interruption, from the fire's ``kind`` and ``direction`` and the readin
   falling, and a drift window of free disk that holds one is not judged. What is explained
   is not sampled for the drift rule either (a build's memory comes and goes with it).
 
-A pending fire absorbs later fires of its probe (one decision per excursion). The readings
+A pending fire absorbs later fires of its probe (one decision per excursion); a return
+takes the score of a fire of its way it absorbs (the detector saw it too). The readings
 are integers and the times the observations' HLC times, so a replay decides the same.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Annotated, Any, Literal
 
@@ -240,7 +244,7 @@ class Rules:
         observation's ``fires`` (decided now, held for direction, or left pending), then
         watch for the return of confirmed excursions (``level``: a probe's level;
         ``expected``: what it expects of its reading now, a daily cycle's or the level)."""
-        out = self.resolve(latest, seq, now_ns) + self.sort(fires, now_ns)
+        out = self.resolve(latest, seq, now_ns, fires) + self.sort(fires, now_ns)
         out += self.drifts(latest, seq, now_ns)
         self.watch(latest, seq, now_ns, level, expected)
         return out
@@ -352,6 +356,9 @@ class Rules:
             if not h.probe.startswith(VALUE_PREFIX):
                 out.append((h, "decide"))
             elif h.probe in self._pending or h.probe in self._resolved:
+                pending = self._pending.get(h.probe)
+                if pending is not None:
+                    pending.highlight = _scored(pending.highlight, (h,))
                 continue  # the same excursion: one decision for it
             elif self._against(h):
                 out.append((h, "hold:direction"))
@@ -380,15 +387,17 @@ class Rules:
         return want not in (0, h.direction)
 
     def resolve(
-        self, latest: Mapping[str, int], seq: int, now_ns: int
+        self, latest: Mapping[str, int], seq: int, now_ns: int, fires: Sequence[Highlight] = ()
     ) -> list[tuple[Highlight, Action]]:
-        """Confirm or end the pending fires whose probes ``latest`` (readings by probe) has."""
+        """Confirm or end the pending fires whose probes ``latest`` (readings by probe) has;
+        a return decided takes the score of this observation's fire of its probe and way
+        (``fires``), which it absorbs."""
         out: list[tuple[Highlight, Action]] = []
         self._resolved = set()
         self._remember(latest, now_ns)
         for probe in sorted(self._pending.keys() & latest.keys()):
             p, value = self._pending[probe], latest[probe]
-            h = p.highlight
+            h = _scored(p.highlight, fires)
             past = h.direction * (value - h.baseline_milli)
             age = now_ns - p.since
             action: Action | None = None
@@ -406,6 +415,9 @@ class Rules:
                 if action == "confirmed" and not p.growing:  # a growth has its trend fires
                     excess = h.direction * (h.value_milli - h.baseline_milli)
                     arm = max(p.bar, -(-3 * excess // 4), -(-past // 2))
+                    came_back = self._known.get(probe) if h.kind == "return" else None
+                    if came_back is not None:  # the next return must go further than it
+                        arm = max(arm, came_back.arm, excess + 1)
                     self._known[probe] = _Known(arm, p.bar, h.direction, p.growing, now_ns)
                 elif h.kind == "return":  # the watch's guess, not a fire: nothing to decide
                     self._raise_arm(probe, h)
@@ -574,6 +586,16 @@ class Rules:
                 self.drift.restore(snapshot.get("drift", {}))
         except (KeyError, TypeError, ValueError) as exc:
             raise EventError(f"rules snapshot is malformed: {exc!r}") from None
+
+
+def _scored(h: Highlight, fires: Sequence[Highlight]) -> Highlight:
+    """A return ``h`` with the highest score of ``fires`` of its probe and way (the
+    detector's fires it absorbs), else ``h`` itself."""
+    if h.kind != "return":
+        return h
+    scores = [f.score_milli for f in fires if f.probe == h.probe and f.direction == h.direction]
+    best = max(scores, default=0)
+    return replace(h, score_milli=best) if best > h.score_milli else h
 
 
 def _nearer(direction: int, *bases: int | None) -> int | None:

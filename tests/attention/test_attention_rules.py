@@ -8,6 +8,7 @@ import functools
 import json
 import random
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -264,6 +265,37 @@ def test_a_return_that_does_not_last_is_no_decision_and_must_be_outgone_by_the_n
         (60, "confirmed", "record"),
         (1360, "confirmed", "return"),
     ]
+
+
+def test_an_excursion_that_keeps_coming_back_at_its_height_is_told_once_more() -> None:
+    told = ((0, 900), (60, 900), (120, 100))  # an excursion, then back
+    back = [(s0 + s, v) for s0 in (0, 800, 1600) for s, v in told]
+    further = [(2400, 950), (2460, 950)]
+    assert _actions(back + further) == [
+        (60, "confirmed", "record"),
+        (860, "confirmed", "return"),  # it came back: told again
+        (2460, "confirmed", "return"),  # at 1600 it came back as high again: its own life
+    ]
+
+
+def _scores(steps: list[tuple[int, int, list[Highlight]]]) -> list[tuple[int, str, str, int]]:
+    """(second, action, kind, score) of what :meth:`Rules.apply` gives for ``NAB``'s
+    readings, each with the detector's fires at it, the level held at 100."""
+    rules, got = Rules(REARM_10_MIN), []
+    for seq, (second, value, fires) in enumerate(steps):
+        for h, action in rules.apply({NAB: value}, fires, seq, T0 + second * S, _hundred, _hundred):
+            got.append((second, action, h.kind, h.score_milli))
+    return got
+
+
+def test_a_return_takes_the_score_of_the_detectors_fire_it_absorbs() -> None:
+    told = [(0, 900, [_record(900)]), (60, 900, []), (120, 100, []), (800, 900, [])]
+    fire = [replace(_record(900), score_milli=640)]
+    at_its_confirmation = _scores([*told, (860, 900, fire)])
+    while_pending = _scores([*told, (820, 900, fire), (860, 900, [])])
+    told_again = (860, "confirmed", "return", 640)
+    assert at_its_confirmation == [(60, "confirmed", "record", 800), told_again]
+    assert while_pending == at_its_confirmation
 
 
 def _peak_from_800(second: int) -> int:
