@@ -129,3 +129,39 @@ def test_around_a_moment_the_window_then(recorded_day: Day) -> None:
 def test_right_after_names_only_the_next_command(recorded_day: Day) -> None:
     text = _said(recorded_day, "what did i run right after the build passed")
     assert "`ls build`" in text and "Then" not in text, text
+
+
+@pytest.mark.parametrize(
+    ("question", "amount"),
+    [
+        ("how much memory was used at 19:27:05", "Used: 2.1 GiB."),
+        ("mean ram usage", "1.7 GiB over the readings"),
+        ("peak memory while memgrow ran", "2.3 GiB at the peak"),
+    ],
+)
+def test_memory_use_is_said_as_an_amount_too(recorded_day: Day, question: str, amount: str) -> None:
+    text = _said(recorded_day, question)
+    assert amount in text, text
+
+
+@pytest.mark.parametrize(
+    "question", ["top cpu proc?", "top mem proc", "which procs used the most memory"]
+)
+def test_clipped_words_are_the_parsers_own(recorded_day: Day, question: str) -> None:
+    text = _said(recorded_day, question)
+    assert text.startswith("Most ") and ("cpuhog.py" in text or "memgrow.py" in text), text
+
+
+@pytest.mark.parametrize(
+    "question", ["peak cpu of the http.server process", "max cpu of the record.py process"]
+)
+def test_a_process_with_no_samples_is_asked_about_not_denied(
+    recorded_day: Day, question: str
+) -> None:
+    result = _ask(recorded_day, question)
+    assert not result.answered and "No process samples" not in result.text, result.text
+
+
+@pytest.mark.parametrize("question", ["how many distinct commands did I run", "unique cmd count"])
+def test_distinct_commands_are_counted_once_each(recorded_day: Day, question: str) -> None:
+    assert _said(recorded_day, question).startswith("22 distinct commands (28 runs)")

@@ -498,7 +498,12 @@ def _clean(question: str) -> str:
                   text)  # fmt: skip
     text = re.sub(r"\bcmd\b", "command", text)
     text = re.sub(r"\b(?:just now|a moment ago)\b", "last", text)  # the newest, however long ago
-    return text.rstrip("?!. ")
+    return _SHORT.sub(lambda m: _SHORT_FOR[m[1]], text).rstrip("?!. ")
+
+
+_SHORT_FOR = {"proc": "process", "procs": "processes", "mem": "memory"}
+_SHORT = re.compile(r"\b(procs?|mem)\b(?![./-]\w)")
+"""Clipped words a terse question uses for the parser's own ("top mem proc")."""
 
 
 def _name(text: str, keep: frozenset[str] = frozenset()) -> str | None:
@@ -958,7 +963,8 @@ def mended(question: str, known: Known) -> str:
     question as it was when none is."""
     text = _clean(question)
     fixed = _SPELLER.mend(text, lambda word: _names_something(word, known))
-    return question if fixed == text else fixed
+    clipped = _SHORT.search(" ".join(question.lower().split())) is not None
+    return question if fixed == text and not clipped else fixed
 
 
 def window_of(question: str, now_ns: int, tz: tzinfo | None) -> Window | None:
