@@ -165,3 +165,33 @@ def test_a_process_with_no_samples_is_asked_about_not_denied(
 @pytest.mark.parametrize("question", ["how many distinct commands did I run", "unique cmd count"])
 def test_distinct_commands_are_counted_once_each(recorded_day: Day, question: str) -> None:
     assert _said(recorded_day, question).startswith("22 distinct commands (28 runs)")
+
+
+@pytest.mark.parametrize(
+    ("question", "head"),
+    [
+        ("did any check fail", "2 check verdict(s) in the whole log, none failed:"),
+        ("which checks ran on guide.md", "2 check verdict(s) on `guide.md` in the whole log"),
+        ("check results after 19:30", "1 check verdict(s) after 19:30"),
+    ],
+)
+def test_a_workflows_checks_are_answered_by_their_verdicts(
+    recorded_day: Day, question: str, head: str
+) -> None:
+    text = _said(recorded_day, question)
+    assert text.startswith(head) and "conflict-markers" in text and "passed" in text, text
+
+
+def test_checking_something_is_not_a_question_about_checks(recorded_day: Day) -> None:
+    assert "verdict" not in _said(recorded_day, "did I check the disk")
+
+
+@pytest.mark.parametrize("question", ["how long was guide.md focused", "guide.md time in focus"])
+def test_a_file_in_focus_is_its_windows_time(recorded_day: Day, question: str) -> None:
+    assert "1 min 11 s" in _said(recorded_day, question)
+
+
+@pytest.mark.parametrize("question", ["how much energy did the cpu use", "cpu power draw"])
+def test_the_cpus_energy_is_the_energy_reading(recorded_day: Day, question: str) -> None:
+    text = _said(recorded_day, question)
+    assert text.startswith("Energy per reading") and "estimated" in text, text

@@ -43,8 +43,8 @@ _READINGS = (
     ("network", r"\b(?:network|bandwidth|download(?:ed|ing)?|upload(?:ed|ing)?|traffic)\b"),
     ("swap", r"\bswap\w*\b"),
     ("memory", r"\b(?:memory|ram|rss)\b"),
+    ("energy", r"\b(?:energy|power use|power draw|joules?|watts?)\b"),  # "the cpu's energy"
     ("cpu", r"\b(?:cpu|processor|busy|cores|maxed)\b"),
-    ("energy", r"\b(?:energy|power use|power draw|joules?|watts?)\b"),
     ("load", r"\bloaded\b"),  # "how loaded was the box?", unless it said the processor
 )
 _READING_WORDS = frozenset(["memory", "ram", "cpu", "load", "disk", "network", "processor"])
@@ -54,7 +54,7 @@ _READING_FILLER = frozenset(
      "activity", "swap", "swapping", "swapped", "measured", "estimated", "counter", "real",
      "numbers", "guesses", "guess", "just", "does", "have", "has", "this", "calm", "down",
      "maxed", "out", "being", "stop", "low", "lowest", "dip", "minimum", "min", "least",
-     "energy", "power", "joules", "watts", "over", "day", "know", "there", "how", "change",
+     "energy", "power", "draw", "joules", "watts", "over", "day", "know", "there", "how", "change",
      "changed", "changes", "load1", "load5", "load15"]
 )  # fmt: skip
 """Words a question about a reading may hold that name no process ("disk space *left*")."""
@@ -84,6 +84,11 @@ _COMMAND = re.compile(
     r"\b(run|ran|runs|command|commands|type|typed|executed|exit (?:code|status)|return code|"
     r"shell)\b"
 )
+_CHECKS = re.compile(
+    r"\b(?:checks|(?:any|the|a|which|what|failed|failing|passed|workflow) checks?|"
+    r"checks? (?:run|ran|fail\w*|pass\w*|fired|verdicts?|results?|on))\b"
+)
+"""The checks a workflow ran on files, and their verdicts (not "check if it ran")."""
 _PROCESS = re.compile(r"\b(process|processes|program|programs|pid)\b")
 _WINDOW = re.compile(
     r"\b(windows?|apps?|applications?|focus(?:ed)?|switch(?:ed)? to|in front|titled?|pages?|"
@@ -689,6 +694,10 @@ def _file(text: str, window: Window | None, question: str, known: Known) -> Plan
         return None  # "did disk usage change?": the reading
     if _names_app(words, named, known):
         return None  # "which file was open in vim at 19:24:10?": the window's title says
+    titled = known.window_words(" ".join(named)) if named else ""
+    if titled and (_measure(text) == "duration" or re.search(r"\bfocus", text)):
+        return Plan(question, window, Subject("window", titled), "duration")  # "how long was
+        # guide.md focused?": the time a window titled by it was in front
     status = "added" if _FILE_ADDED.search(text) else None
     status = "deleted" if _FILE_DELETED.search(text) else status
     measure = _measure(text)
@@ -1011,6 +1020,9 @@ def parse(
         return _attention(rest, window, question)
     if _DAEMON.search(rest):
         return Plan(question, window, Subject("daemon"), "list")
+    if _CHECKS.search(rest):  # "did any check fail on guide.md?": the workflow's verdicts
+        on = " ".join(known.file_words((_name(rest) or "").split()))
+        return Plan(question, window, Subject("check", on or None), "list")
     ordered = _content(rest, question, window, known) or _ordered(rest, question, window, known)
     if ordered is not None:  # a command's output asked for, or a question of order
         return ordered
