@@ -195,3 +195,17 @@ def test_a_file_in_focus_is_its_windows_time(recorded_day: Day, question: str) -
 def test_the_cpus_energy_is_the_energy_reading(recorded_day: Day, question: str) -> None:
     text = _said(recorded_day, question)
     assert text.startswith("Energy per reading") and "estimated" in text, text
+
+
+@pytest.mark.parametrize(
+    "question",
+    ["what did I write in util.c", "what is written in guide.md", "what did make test show me",
+     "what did I paste into the terminal", "what was on the clipboard at 19:30"],
+)  # fmt: skip
+def test_what_a_file_or_a_paste_held_is_asked_back(recorded_day: Day, question: str) -> None:
+    result = _ask(recorded_day, question)
+    assert not result.answered and "I understood" in result.text, result.text
+
+
+def test_when_a_file_changed_is_still_answered(recorded_day: Day) -> None:
+    assert "19:29:39" in _said(recorded_day, "when did I change main.c")

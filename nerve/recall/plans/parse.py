@@ -877,14 +877,16 @@ _CONTENT = re.compile(
     r"\bwhat (?:is|was) (?:in|inside) (?:the )?(?:file )?[\w./~-]+\.[a-z]\w*\b|"
     r"\b(?:contents?|stdout|stderr|diff|text) of\b|\boutput of\b|\b\w+ output$|"
     r"\bwhat (?:\w+ )?did (?!(?:the )?(?:browser|firefox|vim|window|screen|page|nerve|you)\b)"
-    r"(?:\S+ ){1,4}(?:show|print|output|display|say)$|"
+    r"(?:\S+ ){1,4}(?:show|print|output|display|say)(?: me| us)?$|"
+    r"\bwhat (?:is|was) (?:written|typed) in\b|\bwhat did i (?:chang|writ|typ|add|remov|delet)\w* "
+    r"(?:in|to|from) (?:the )?(?:file )?[\w./~-]+\.[a-z]\w*\b|\bpast(?:e|ed|ing)\b|\bclipboard\b|"
     r"\b(?:which|what) (?:is |was |were )?(?:the )?lines?\b|"
     r"\blines? (?:i |did i )?(?:chang|add|remov|edit|wrot|typ)\w*\b"
 )
 """Words asking for what a command printed or a file holds, which no sense records."""
 _CONTENT_WORDS = frozenset(
     ["contents", "content", "stdout", "stderr", "diff", "text", "output", "show", "print",
-     "display", "say", "line", "lines"]
+     "display", "say", "line", "lines", "written", "pasted", "paste", "clipboard"]
 )  # fmt: skip
 """Those of them said back as the part the log cannot answer."""
 
@@ -896,8 +898,9 @@ def _content(text: str, question: str, window: Window | None, known: Known) -> P
     if asked is None:
         return None
     words = (_name(_CONTENT.sub(" ", text)) or "").split()
-    named = [w for w in known.file_words(words) if "." in w]
-    thing = Subject("file", " ".join(named)) if named else _side(" ".join(words), known)
+    plain = [w for w in (_name(text) or "").split() if w not in _CONTENT_WORDS | _FILLER]
+    named = [w for w in known.file_words(plain) if "." in w]  # "what did I change in main.c?"
+    thing = Subject("file", " ".join(named)) if named else _side(" ".join(words or plain), known)
     said = tuple(w for w in asked[0].split() if w in _CONTENT_WORDS) or ("what it holds",)
     return Plan(question, window, replace(thing or Subject("anything"), unplaced=said), "list")
 
