@@ -209,3 +209,17 @@ def test_what_a_file_or_a_paste_held_is_asked_back(recorded_day: Day, question: 
 
 def test_when_a_file_changed_is_still_answered(recorded_day: Day) -> None:
     assert "19:29:39" in _said(recorded_day, "when did I change main.c")
+
+
+@pytest.mark.parametrize(
+    ("question", "head"),
+    [
+        ("what was nerve's last decision", "The last of 16 attention decisions"),
+        ("first attention decision today", "The first of 16 attention decisions"),
+    ],
+)
+def test_the_first_or_last_decision_is_one_surfaced_or_held(
+    recorded_day: Day, question: str, head: str
+) -> None:
+    text = _said(recorded_day, question)
+    assert text.startswith(head) and "\n" not in text, text
