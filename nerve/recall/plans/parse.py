@@ -596,12 +596,8 @@ def _attention(text: str, window: Window | None, question: str) -> Plan:
         measure = "why"  # "did nerve notice the hog?": each decision about it, and why
     held = re.search(r"\b(held|withheld|hold)\b", text) is not None
     nth = re.search(r"\b(?:(first|earliest)|last|latest|newest|most recent)\b", text)
-    if (
-        nth
-        and measure == "list"
-        and not held
-        and not re.search(r"\b(surfac|shown|show|told)", text)
-    ):
+    one = re.search(r"\bdecisions?\b", text) is not None  # "first alert": the surfaced list
+    if nth and measure == "list" and not held and one:
         measure = "first" if nth[1] else "last"  # "nerve's last decision": surfaced or held
     rest = _ATTENTION_WORDS.sub(" ", _ATTENTION.sub(" ", text))
     said = (_name(rest, _READING_WORDS) or "").split()
