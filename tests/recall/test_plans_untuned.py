@@ -129,3 +129,97 @@ def test_around_a_moment_the_window_then(recorded_day: Day) -> None:
 def test_right_after_names_only_the_next_command(recorded_day: Day) -> None:
     text = _said(recorded_day, "what did i run right after the build passed")
     assert "`ls build`" in text and "Then" not in text, text
+
+
+@pytest.mark.parametrize(
+    ("question", "amount"),
+    [
+        ("how much memory was used at 19:27:05", "Used: 2.1 GiB."),
+        ("mean ram usage", "1.7 GiB over the readings"),
+        ("peak memory while memgrow ran", "2.3 GiB at the peak"),
+    ],
+)
+def test_memory_use_is_said_as_an_amount_too(recorded_day: Day, question: str, amount: str) -> None:
+    text = _said(recorded_day, question)
+    assert amount in text, text
+
+
+@pytest.mark.parametrize(
+    "question", ["top cpu proc?", "top mem proc", "which procs used the most memory"]
+)
+def test_clipped_words_are_the_parsers_own(recorded_day: Day, question: str) -> None:
+    text = _said(recorded_day, question)
+    assert text.startswith("Most ") and ("cpuhog.py" in text or "memgrow.py" in text), text
+
+
+@pytest.mark.parametrize(
+    "question", ["peak cpu of the http.server process", "max cpu of the record.py process"]
+)
+def test_a_process_with_no_samples_is_asked_about_not_denied(
+    recorded_day: Day, question: str
+) -> None:
+    result = _ask(recorded_day, question)
+    assert not result.answered and "No process samples" not in result.text, result.text
+
+
+@pytest.mark.parametrize("question", ["how many distinct commands did I run", "unique cmd count"])
+def test_distinct_commands_are_counted_once_each(recorded_day: Day, question: str) -> None:
+    assert _said(recorded_day, question).startswith("22 distinct commands (28 runs)")
+
+
+@pytest.mark.parametrize(
+    ("question", "head"),
+    [
+        ("did any check fail", "2 check verdict(s) in the whole log, none failed:"),
+        ("which checks ran on guide.md", "2 check verdict(s) on `guide.md` in the whole log"),
+        ("check results after 19:30", "1 check verdict(s) after 19:30"),
+    ],
+)
+def test_a_workflows_checks_are_answered_by_their_verdicts(
+    recorded_day: Day, question: str, head: str
+) -> None:
+    text = _said(recorded_day, question)
+    assert text.startswith(head) and "conflict-markers" in text and "passed" in text, text
+
+
+def test_checking_something_is_not_a_question_about_checks(recorded_day: Day) -> None:
+    assert "verdict" not in _said(recorded_day, "did I check the disk")
+
+
+@pytest.mark.parametrize("question", ["how long was guide.md focused", "guide.md time in focus"])
+def test_a_file_in_focus_is_its_windows_time(recorded_day: Day, question: str) -> None:
+    assert "1 min 11 s" in _said(recorded_day, question)
+
+
+@pytest.mark.parametrize("question", ["how much energy did the cpu use", "cpu power draw"])
+def test_the_cpus_energy_is_the_energy_reading(recorded_day: Day, question: str) -> None:
+    text = _said(recorded_day, question)
+    assert text.startswith("Energy per reading") and "estimated" in text, text
+
+
+@pytest.mark.parametrize(
+    "question",
+    ["what did I write in util.c", "what is written in guide.md", "what did make test show me",
+     "what did I paste into the terminal", "what was on the clipboard at 19:30"],
+)  # fmt: skip
+def test_what_a_file_or_a_paste_held_is_asked_back(recorded_day: Day, question: str) -> None:
+    result = _ask(recorded_day, question)
+    assert not result.answered and "I understood" in result.text, result.text
+
+
+def test_when_a_file_changed_is_still_answered(recorded_day: Day) -> None:
+    assert "19:29:39" in _said(recorded_day, "when did I change main.c")
+
+
+@pytest.mark.parametrize(
+    ("question", "head"),
+    [
+        ("what was nerve's last decision", "The last of 16 attention decisions"),
+        ("first attention decision today", "The first of 16 attention decisions"),
+    ],
+)
+def test_the_first_or_last_decision_is_one_surfaced_or_held(
+    recorded_day: Day, question: str, head: str
+) -> None:
+    text = _said(recorded_day, question)
+    assert text.startswith(head) and "\n" not in text, text

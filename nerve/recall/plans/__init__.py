@@ -18,6 +18,7 @@ from datetime import tzinfo
 import duckdb
 
 from nerve.recall.plans.attention import attention
+from nerve.recall.plans.checks import checks
 from nerve.recall.plans.compare import compare
 from nerve.recall.plans.cover import beyond, uncovered, unknown_words
 from nerve.recall.plans.daemon import daemon
@@ -65,6 +66,7 @@ _BY_KIND: dict[str, Callable[[Reader, Plan], Found | None]] = {
     "attention": attention,
     "daemon": daemon,
     "port": ports,
+    "check": checks,
 }
 
 

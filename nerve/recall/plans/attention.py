@@ -46,6 +46,8 @@ def attention(reader: Reader, plan: Plan) -> Found:
         return _unusual(reader, plan)
     if plan.measure == "count":
         return _counted(reader, plan)
+    if plan.measure in ("first", "last") and not plan.subject.name:
+        return _nth(reader, plan)
     held = plan.subject.reading == "held"
     name = plan.subject.name
     rows = [r for r in _decisions(reader, plan.window)
@@ -97,3 +99,13 @@ def _counted(reader: Reader, plan: Plan) -> Found:
             f"{len(decisions) - len(surfaced)} held. Newest first:")  # fmt: skip
     lines = [(r, _line(reader, r)) for r in decisions[::-1]]
     return reader.listing(head, lines, plan.window, shown=8)
+
+
+def _nth(reader: Reader, plan: Plan) -> Found:
+    """The first (or last) decision the gate made in the window, surfaced or held, and why."""
+    rows = _decisions(reader, plan.window)
+    if not rows:
+        return Found(f"The gate made no attention decision {reader.scope(plan.window)}.")
+    row = rows[0] if plan.measure == "first" else rows[-1]
+    head = f"The {plan.measure} of {len(rows)} attention decisions {reader.scope(plan.window)}:"
+    return Found(f"{head} {_line(reader, row)}.", (row.id,))

@@ -43,8 +43,8 @@ _READINGS = (
     ("network", r"\b(?:network|bandwidth|download(?:ed|ing)?|upload(?:ed|ing)?|traffic)\b"),
     ("swap", r"\bswap\w*\b"),
     ("memory", r"\b(?:memory|ram|rss)\b"),
+    ("energy", r"\b(?:energy|power use|power draw|joules?|watts?)\b"),  # "the cpu's energy"
     ("cpu", r"\b(?:cpu|processor|busy|cores|maxed)\b"),
-    ("energy", r"\b(?:energy|power use|power draw|joules?|watts?)\b"),
     ("load", r"\bloaded\b"),  # "how loaded was the box?", unless it said the processor
 )
 _READING_WORDS = frozenset(["memory", "ram", "cpu", "load", "disk", "network", "processor"])
@@ -54,7 +54,7 @@ _READING_FILLER = frozenset(
      "activity", "swap", "swapping", "swapped", "measured", "estimated", "counter", "real",
      "numbers", "guesses", "guess", "just", "does", "have", "has", "this", "calm", "down",
      "maxed", "out", "being", "stop", "low", "lowest", "dip", "minimum", "min", "least",
-     "energy", "power", "joules", "watts", "over", "day", "know", "there", "how", "change",
+     "energy", "power", "draw", "joules", "watts", "over", "day", "know", "there", "how", "change",
      "changed", "changes", "load1", "load5", "load15"]
 )  # fmt: skip
 """Words a question about a reading may hold that name no process ("disk space *left*")."""
@@ -84,6 +84,11 @@ _COMMAND = re.compile(
     r"\b(run|ran|runs|command|commands|type|typed|executed|exit (?:code|status)|return code|"
     r"shell)\b"
 )
+_CHECKS = re.compile(
+    r"\b(?:checks|(?:any|the|a|which|what|failed|failing|passed|workflow) checks?|"
+    r"checks? (?:run|ran|fail\w*|pass\w*|fired|verdicts?|results?|on))\b"
+)
+"""The checks a workflow ran on files, and their verdicts (not "check if it ran")."""
 _PROCESS = re.compile(r"\b(process|processes|program|programs|pid)\b")
 _WINDOW = re.compile(
     r"\b(windows?|apps?|applications?|focus(?:ed)?|switch(?:ed)? to|in front|titled?|pages?|"
@@ -498,7 +503,12 @@ def _clean(question: str) -> str:
                   text)  # fmt: skip
     text = re.sub(r"\bcmd\b", "command", text)
     text = re.sub(r"\b(?:just now|a moment ago)\b", "last", text)  # the newest, however long ago
-    return text.rstrip("?!. ")
+    return _SHORT.sub(lambda m: _SHORT_FOR[m[1]], text).rstrip("?!. ")
+
+
+_SHORT_FOR = {"proc": "process", "procs": "processes", "mem": "memory"}
+_SHORT = re.compile(r"\b(procs?|mem)\b(?![./-]\w)")
+"""Clipped words a terse question uses for the parser's own ("top mem proc")."""
 
 
 def _name(text: str, keep: frozenset[str] = frozenset()) -> str | None:
@@ -585,6 +595,10 @@ def _attention(text: str, window: Window | None, question: str) -> Plan:
     elif re.search(r"\b(did|does|has) nerve\b", text):
         measure = "why"  # "did nerve notice the hog?": each decision about it, and why
     held = re.search(r"\b(held|withheld|hold)\b", text) is not None
+    nth = re.search(r"\b(?:(first|earliest)|last|latest|newest|most recent)\b", text)
+    one = re.search(r"\bdecisions?\b", text) is not None  # "first alert": the surfaced list
+    if nth and measure == "list" and not held and one:
+        measure = "first" if nth[1] else "last"  # "nerve's last decision": surfaced or held
     rest = _ATTENTION_WORDS.sub(" ", _ATTENTION.sub(" ", text))
     said = (_name(rest, _READING_WORDS) or "").split()
     negated = held or measure == "why"  # "held and not shown", "why did nerve not tell me?"
@@ -684,6 +698,10 @@ def _file(text: str, window: Window | None, question: str, known: Known) -> Plan
         return None  # "did disk usage change?": the reading
     if _names_app(words, named, known):
         return None  # "which file was open in vim at 19:24:10?": the window's title says
+    titled = known.window_words(" ".join(named)) if named else ""
+    if titled and (_measure(text) == "duration" or re.search(r"\bfocus", text)):
+        return Plan(question, window, Subject("window", titled), "duration")  # "how long was
+        # guide.md focused?": the time a window titled by it was in front
     status = "added" if _FILE_ADDED.search(text) else None
     status = "deleted" if _FILE_DELETED.search(text) else status
     measure = _measure(text)
@@ -863,14 +881,16 @@ _CONTENT = re.compile(
     r"\bwhat (?:is|was) (?:in|inside) (?:the )?(?:file )?[\w./~-]+\.[a-z]\w*\b|"
     r"\b(?:contents?|stdout|stderr|diff|text) of\b|\boutput of\b|\b\w+ output$|"
     r"\bwhat (?:\w+ )?did (?!(?:the )?(?:browser|firefox|vim|window|screen|page|nerve|you)\b)"
-    r"(?:\S+ ){1,4}(?:show|print|output|display|say)$|"
+    r"(?:\S+ ){1,4}(?:show|print|output|display|say)(?: me| us)?$|"
+    r"\bwhat (?:is|was) (?:written|typed) in\b|\bwhat did i (?:chang|writ|typ|add|remov|delet)\w* "
+    r"(?:in|to|from) (?:the )?(?:file )?[\w./~-]+\.[a-z]\w*\b|\bpast(?:e|ed|ing)\b|\bclipboard\b|"
     r"\b(?:which|what) (?:is |was |were )?(?:the )?lines?\b|"
     r"\blines? (?:i |did i )?(?:chang|add|remov|edit|wrot|typ)\w*\b"
 )
 """Words asking for what a command printed or a file holds, which no sense records."""
 _CONTENT_WORDS = frozenset(
     ["contents", "content", "stdout", "stderr", "diff", "text", "output", "show", "print",
-     "display", "say", "line", "lines"]
+     "display", "say", "line", "lines", "written", "pasted", "paste", "clipboard"]
 )  # fmt: skip
 """Those of them said back as the part the log cannot answer."""
 
@@ -882,8 +902,9 @@ def _content(text: str, question: str, window: Window | None, known: Known) -> P
     if asked is None:
         return None
     words = (_name(_CONTENT.sub(" ", text)) or "").split()
-    named = [w for w in known.file_words(words) if "." in w]
-    thing = Subject("file", " ".join(named)) if named else _side(" ".join(words), known)
+    plain = [w for w in (_name(text) or "").split() if w not in _CONTENT_WORDS | _FILLER]
+    named = [w for w in known.file_words(plain) if "." in w]  # "what did I change in main.c?"
+    thing = Subject("file", " ".join(named)) if named else _side(" ".join(words or plain), known)
     said = tuple(w for w in asked[0].split() if w in _CONTENT_WORDS) or ("what it holds",)
     return Plan(question, window, replace(thing or Subject("anything"), unplaced=said), "list")
 
@@ -958,7 +979,8 @@ def mended(question: str, known: Known) -> str:
     question as it was when none is."""
     text = _clean(question)
     fixed = _SPELLER.mend(text, lambda word: _names_something(word, known))
-    return question if fixed == text else fixed
+    clipped = _SHORT.search(" ".join(question.lower().split())) is not None
+    return question if fixed == text and not clipped else fixed
 
 
 def window_of(question: str, now_ns: int, tz: tzinfo | None) -> Window | None:
@@ -1005,6 +1027,9 @@ def parse(
         return _attention(rest, window, question)
     if _DAEMON.search(rest):
         return Plan(question, window, Subject("daemon"), "list")
+    if _CHECKS.search(rest):  # "did any check fail on guide.md?": the workflow's verdicts
+        on = " ".join(known.file_words((_name(rest) or "").split()))
+        return Plan(question, window, Subject("check", on or None), "list")
     ordered = _content(rest, question, window, known) or _ordered(rest, question, window, known)
     if ordered is not None:  # a command's output asked for, or a question of order
         return ordered

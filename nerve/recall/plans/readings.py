@@ -178,6 +178,23 @@ def _say(kind: _Kind, value: float) -> str:
     return f"{value:.{kind.digits}f}{kind.unit}"
 
 
+def _folded(fold: _Fold) -> list[tuple[str, float]]:
+    """A fold's values, each with the words that say which it is."""
+    return [(" on average by time", fold.mean), (" over the readings", fold.plain),
+            (" at the peak", fold.peak[0]), (" at the lowest", fold.low[0]),
+            (" at the latest", fold.last[0])]  # fmt: skip
+
+
+def _amounts(name: str, rows: list[Row], said: list[tuple[str, float]]) -> str:
+    """Memory's shares also as amounts, since "how much memory was used" asks for one (" Used:
+    2.3 GiB at the peak, …"), from the whole its newest reading holds; "" for other readings."""
+    whole = rows[-1].data.get("total_bytes") if name == "memory" and rows else None
+    if not isinstance(whole, int | float) or isinstance(whole, bool) or whole <= 0:
+        return ""
+    parts = [f"{share / 100 * whole / _GIB:.1f} GiB{at}" for at, share in said]
+    return f" Used: {', '.join(parts)}."
+
+
 def reading(reader: Reader, plan: Plan) -> Found:
     """The reading's average, peak (and when) and latest over the window."""
     name = plan.subject.reading or "cpu"
@@ -212,7 +229,8 @@ def reading(reader: Reader, plan: Plan) -> Found:
         return Found(f"No {kind.words.lower()} readings {reader.scope(plan.window)}.")
     if len(rows) == 1:
         value = kind.value(rows[0]) or 0.0
-        text = f"{kind.words} at {reader.when(rows[0].t)}: {_say(kind, value)} ({rows[0].line})."
+        said = f"{_say(kind, value)} ({rows[0].line}).{_amounts(name, rows, [('', value)])}"
+        text = f"{kind.words} at {reader.when(rows[0].t)}: {said}"
         if plan.window is not None and plan.window.edge is not None:  # "after memgrow ended"
             which = "first" if plan.window.edge == "start" else "last"
             text = f"{kind.words} {reader.scope(plan.window)}, the {which} reading: {text}"
@@ -234,13 +252,13 @@ def reading(reader: Reader, plan: Plan) -> Found:
     text = f"{kind.words} {reader.scope(plan.window)}: {', '.join(parts)} ({fold.n} readings)"
     at = fold.low if plan.measure == "lowest" else fold.peak
     text += f"; at the {'lowest' if plan.measure == 'lowest' else 'peak'}: {_line_of(reader, at)}."
+    text, cited = text + _amounts(name, rows, _folded(fold)), (fold.peak[1], fold.last[1])
     if name == "cpu" and plan.measure == "average":
         load = _fold(reader, _KINDS["load"], plan.window, end)
         if load is not None:
             text += f" Load average (1 min) peaked at {_say(_KINDS['load'], load.peak[0])}."
     if name == "swap" and fold.peak[0] == 0:
         text += " No swap was used."
-    cited = (fold.peak[1], fold.last[1])
     text, cited = _with_top(reader, plan, name, text, cited)
     return Found(text, tuple(dict.fromkeys(cited)))
 

@@ -446,12 +446,18 @@ def _finished(reader: Reader, plan: Plan, rows: list[Row]) -> Found:
     return _process_state(reader, plan.subject, plan.window)
 
 
+_DISTINCT = re.compile(r"\b(distinct|unique|different)\b")
+
+
 def _counted(reader: Reader, plan: Plan, rows: list[Row], what: str) -> Found:
     named, how = (
         plan.subject.name,
         {"failed": "failed ", "ok": "successful "}.get(plan.subject.status or "", ""),
     )
     text = f"{len(rows)} {how}runs of `{named}`" if named else f"{len(rows)} {how}{what}s"
+    if what == "command" and _DISTINCT.search(plan.question.lower()):
+        said = dict.fromkeys(_command_of(r) for r in rows)  # "how many *distinct* commands?"
+        text = f"{len(said)} distinct {how}{what}s ({len(rows)} runs)"
     text += f" {reader.scope(plan.window)}"
     lines = [(r, run_line(reader, r)) for r in rows[::-1]]
     return reader.listing(text + ", newest first:", lines, plan.window)
@@ -630,9 +636,16 @@ def processes(reader: Reader, plan: Plan) -> Found | None:
     if subject.reading is None and plan.measure in ("list", "when", "first", "last"):
         return _identity(reader, plan)  # "what was pid 16845?", "what was the pid of yes?"
     memory = subject.reading != "cpu"
-    procs = _matching(_processes(reader, plan.window, "memory" if memory else "cpu"), subject)
+    seen = _matching(_processes(reader, plan.window, "memory" if memory else "cpu"), subject)
+    procs = [p for p in seen if (p.rss_row if memory else p.cpu_row) is not None]
     if not procs and not subject.name:
         return Found(f"No process samples {reader.scope(plan.window)}.")
+    if not procs and seen:  # seen, never among the busiest: no figure to give
+        return Found(f"I read this as a question about processes matching `{subject.name}` "
+                     f"{reader.scope(plan.window)}: {len(seen)} ran, but none was ever among "
+                     f"the sampled top {'memory' if memory else 'CPU'} users, so I have no "
+                     "figure for it. Which process did you mean, or which time?",
+                     answered=False)  # fmt: skip
     if not procs:
         return _no_thing(reader, plan, "processes")
     procs.sort(key=lambda p: -(p.peak_rss if memory else p.peak_cpu))
