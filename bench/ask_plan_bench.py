@@ -190,6 +190,14 @@ def _questions(now: int) -> list[tuple[str, str, list[Any]]]:
     ]  # fmt: skip
 
 
+def _p50_p95(prefix: str, values: list[float]) -> dict[str, float]:
+    """The median and the 95th percentile (nearest rank) of ``values``, keyed ``PREFIXp50_ms``."""
+    return {
+        f"{prefix}p50_ms": round(statistics.median(values), 1),
+        f"{prefix}p95_ms": round(_percentile(values, 0.95), 1),
+    }
+
+
 def _percentile(values: list[float], share: float) -> float:
     ordered = sorted(values)
     return ordered[max(0, math.ceil(share * len(ordered)) - 1)]
@@ -251,18 +259,12 @@ def _measure(root: Path, now: int, runs: int) -> dict[str, Any]:
                          "floor_cpu_p50_ms": round(statistics.median(hand_cpu), 1)}  # fmt: skip
         say(f"{question!r}: {per[question]}")
     return {
-        "p50_ms": round(statistics.median(plan_ms), 1),
-        "p95_ms": round(_percentile(plan_ms, 0.95), 1),
-        "floor_p50_ms": round(statistics.median(floor_ms), 1),
-        "floor_p95_ms": round(_percentile(floor_ms, 0.95), 1),
-        "first_p50_ms": round(statistics.median(first_ms), 1),
-        "first_p95_ms": round(_percentile(first_ms, 0.95), 1),
-        "cpu_p50_ms": round(statistics.median(plan_cpu), 1),
-        "cpu_p95_ms": round(_percentile(plan_cpu, 0.95), 1),
-        "floor_cpu_p50_ms": round(statistics.median(floor_cpu), 1),
-        "floor_cpu_p95_ms": round(_percentile(floor_cpu, 0.95), 1),
-        "first_cpu_p50_ms": round(statistics.median(first_cpu), 1),
-        "first_cpu_p95_ms": round(_percentile(first_cpu, 0.95), 1),
+        **_p50_p95("", plan_ms),
+        **_p50_p95("floor_", floor_ms),
+        **_p50_p95("first_", first_ms),
+        **_p50_p95("cpu_", plan_cpu),
+        **_p50_p95("floor_cpu_", floor_cpu),
+        **_p50_p95("first_cpu_", first_cpu),
         "slowest": max(per, key=lambda q: per[q]["p50_ms"]),
         "questions": per,
         "unplanned": unplanned,
