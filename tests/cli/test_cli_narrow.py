@@ -65,7 +65,9 @@ def test_a_line_is_cut_in_the_middle_before_its_tag() -> None:
     cut = fit_line(line, 40)
     assert len(cut) == 40 and cut.startswith("pytest -q tests/") and cut.endswith("-x [exit 12]")
     assert fit_line("process started python3 -m pytest tests [18288]", 30).endswith(" [18288]")
-    assert fit_line("a plain line that is long enough to be cut", 20) == "a plain line that i…"
+    assert fit_line("a plain line that is long enough to be cut", 20) == "a plain line that…"
+    port = "port 127.0.0.1:51059 closed (was held by nats-server [12173])"
+    assert fit_line(port, 32) == "port 127.0.0.1:51059 closed…"  # not "closed (wa…"
 
 
 @pytest.mark.parametrize("width", [60, 80])
