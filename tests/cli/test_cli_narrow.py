@@ -78,6 +78,15 @@ def test_status_fits_the_terminal(width: int) -> None:
     assert " ".join(" ".join(lines).split()).count("warming up") == 1  # wrapped, not cut
 
 
+def test_status_at_80_columns_keeps_the_computes_and_puts_an_error_under_its_row() -> None:
+    lines = status_lines(HEALTH, 80)
+    table = lines[lines.index("") + 1 :]
+    assert table[0].split() == ["sense", "computes", "errors", "last"], "\n".join(lines)
+    assert table[2].split()[:3] == ["temperature-of-the-north-rack", "120", "2"]
+    error = HEALTH["sense_results"][1]["last_error"]  # type: ignore[index]
+    assert table[3] == f"  error: {error}" and all(len(line) <= 80 for line in lines)
+
+
 PORT = "port 127.0.0.1:51059 closed (was held by nats-server [12173])"
 
 
