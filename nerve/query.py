@@ -13,6 +13,7 @@ same SQL runs in plain DuckDB, e.g. in a file ``nerve export --duckdb`` wrote.
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -302,7 +303,7 @@ def run_query(conn: duckdb.DuckDBPyConnection, sql: str) -> QueryResult:
     try:
         rel = conn.execute(sql)
     except duckdb.Error as exc:
-        raise UsageError(f"query failed: {exc}") from None
+        raise query_failed(exc, sql, conn) from None
     if rel is None:  # DuckDB's answer to text holding no statement ("", ";", a comment)
         raise UsageError(f"the query {sql!r} holds no SQL statement", hint=_QUERY_HINT)
     columns = [d[0] for d in rel.description or []]
@@ -393,7 +394,7 @@ class QueryStream:
             except StopIteration:
                 return
             except (duckdb.Error, pa.ArrowException) as exc:
-                raise UsageError(f"query failed: {exc}") from None
+                raise query_failed(exc) from None
             if batch.num_rows:
                 yield RowChunk(batch, self.json_columns)
 
@@ -409,7 +410,48 @@ def stream_query(
         json_columns = frozenset(i for i, t in enumerate(rel.types) if str(t) == "JSON")
         return QueryStream(list(rel.columns), json_columns, rel.to_arrow_reader(batch_rows))
     except duckdb.Error as exc:
-        raise UsageError(f"query failed: {exc}") from None
+        raise query_failed(exc, sql, conn) from None
+
+
+def query_failed(
+    exc: Exception, sql: str = "", conn: duckdb.DuckDBPyConnection | None = None
+) -> UsageError:
+    """DuckDB's complaint in one line, with the line and column in ``sql`` it points at;
+    the hint names the ``events`` view's columns (read from ``conn``) and the help."""
+    first, *rest = str(exc).splitlines()
+    found = _POINTED.search(str(exc))
+    if found and sql:
+        first += _where(found, sql)
+    notes = [x.strip() for x in rest if x.strip() and not _CARET.match(x) and x.strip("^ ")]
+    return UsageError(f"query failed: {' '.join([first, *notes])}", hint=_columns_hint(conn))
+
+
+_POINTED = re.compile(r"^LINE (\d+): (.*)\n( *)\^", re.MULTILINE)
+_CARET = re.compile(r"^LINE \d+: ")
+
+
+def _where(found: re.Match[str], sql: str) -> str:
+    """`` (line L, column C)`` for DuckDB's ``LINE L: …`` and its caret, which may show
+    only a window of a long line (``...`` at either end)."""
+    number, shown = int(found[1]), found[2]
+    caret = len(found[3]) - len(f"LINE {number}: ")
+    lines = sql.splitlines()
+    if not 0 < number <= len(lines):
+        return ""
+    if shown.startswith("..."):
+        shown, caret = shown[3:], caret - 3
+    start = lines[number - 1].find(shown.removesuffix("..."))
+    return f" (line {number}, column {start + caret + 1})" if start >= 0 else f" (line {number})"
+
+
+def _columns_hint(conn: duckdb.DuckDBPyConnection | None) -> str:
+    """What the ``events`` view holds, and a query that runs."""
+    try:
+        found = conn.execute("SELECT * FROM events LIMIT 0").description if conn else None
+    except duckdb.Error:
+        found = None
+    listed = f"the events view's columns: {', '.join(d[0] for d in found)}; " if found else ""
+    return listed + _QUERY_HINT
 
 
 def projection_lines(conn: duckdb.DuckDBPyConnection, name: str) -> list[bytes]:

@@ -39,7 +39,7 @@ def test_replay_digest_is_what_nerve_replay_prints(workspace: Folder) -> None:
     ws.emit_many([{"source": "shell", "line": f"cmd {n}"} for n in range(3)])
     printed = run_cli("--workspace", str(workspace.root), "replay").stdout
     report = ws.replay()
-    assert f"digest  {report.digest}" in printed
+    assert f"digest   {report.digest}" in printed
     assert report.events == 3
     verified = ws.replay(verify=True)
     assert verified.ok and verified.digest == report.digest

@@ -155,20 +155,47 @@ def status_lines(health: dict[str, Any], width: int | None) -> list[str]:
         row += [flat(_latest(sense, now_ns)), flat(sense.get("last_error") or "")]
     if not any(row[-1] for row in rows):  # no sense has an error: no empty column
         columns, rows = columns[:-1], [row[:-1] for row in rows]
-    layout = Layout.fit(columns, rows, width or UNWRAPPED)
+    layout, under = _sense_layout(columns, rows, width or UNWRAPPED)
     if 3 in layout.shown:  # the reading cut at a word, its age kept (not mid-number)
         from nerve.runtime.latest import fit_latest
 
         room = layout.widths[layout.shown.index(3)]
         rows = [[*row[:3], fit_latest(row[3], room), *row[4:]] for row in rows]
-    return [*lines, "", layout.line(columns)] + [layout.line(row) for row in rows]
+    table = [layout.line(columns)]
+    for row in rows:
+        table.append(layout.line(row))
+        if under and row[-1]:
+            table += _wrapped([f"  error: {row[-1]}"], width or UNWRAPPED, indent="    ")
+    return [*lines, "", *table]
 
 
-def _wrapped(lines: list[str], width: int) -> list[str]:
+def _sense_layout(columns: list[str], rows: list[list[str]], width: int) -> tuple[Layout, bool]:
+    """The senses' table for ``width``, and whether each error goes on lines under its row:
+    when the table does not fit whole, the errors leave the row so that the count of
+    computes and the last reading stay; narrower still, the count goes first."""
+    whole = Layout.fit(columns, rows, width, keys=("computes",))
+    if _roomy(whole, rows) or columns[-1] != "error":
+        return whole if _roomy(whole, rows) else Layout.fit(columns, rows, width), False
+    columns, rows = columns[:-1], [row[:-1] for row in rows]
+    kept = Layout.fit(columns, rows, width, keys=("computes",))
+    return (kept if _roomy(kept, rows) else Layout.fit(columns, rows, width)), True
+
+
+def _roomy(layout: Layout, rows: list[list[str]]) -> bool:
+    """Every column shown, and the last reading given room to be read."""
+    if layout.left_out:
+        return False
+    need = min(_LAST_LEAST, max((len(row[3]) for row in rows), default=0))
+    return layout.widths[layout.shown.index(3)] >= need
+
+
+_LAST_LEAST = 28  # the reading's cells below which the count of computes goes first
+
+
+def _wrapped(lines: list[str], width: int, *, indent: str = " " * len("running  ")) -> list[str]:
     """The health lines wrapped to ``width``, each continuation under its value."""
     import textwrap
 
-    indent = " " * len("running  ")
     return [
         part
         for line in lines

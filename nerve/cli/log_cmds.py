@@ -180,7 +180,9 @@ def replay_cmd(
         listed = {} if views is None else {"projections": [v.to_json() for v in views]}
         emit_json(report.to_json() | listed)
     else:
-        typer.echo(f"events  {report.events}\nsegments {report.segments}\ndigest  {report.digest}")
+        for key, value in (("events", report.events), ("segments", report.segments)):
+            typer.echo(_field(key, value))
+        typer.echo(_field("digest", report.digest))
         _replay_extras(report)
         for view in views or []:
             typer.echo(f"projection {view.name}: {view.rows} rows, digest {view.digest}")
@@ -191,7 +193,7 @@ def replay_cmd(
         for note in report.notes:
             typer.echo(f"erased: {note}", err=True)
         if verify_:
-            typer.echo("verify  " + ("ok" if report.ok else "FAILED"))
+            typer.echo(_field("verify", "ok" if report.ok else "FAILED"))
     if not report.ok:
         raise typer.Exit(1)
 
@@ -200,7 +202,7 @@ def _replay_extras(report: Any) -> None:
     """What the digest covers when segments were archived, and the digest before each
     erasure (the erasure event is one more event; the digest before it is unchanged)."""
     if report.archives:
-        typer.echo(f"covers  {report.covers}")
+        typer.echo(_field("covers", report.covers))
     shown = report.checkpoints[-_CHECKPOINTS_SHOWN:]
     if len(report.checkpoints) > len(shown):
         typer.echo(f"({len(report.checkpoints) - len(shown)} earlier erasures: --json lists all)")
@@ -212,6 +214,11 @@ def _replay_extras(report: Any) -> None:
 
 
 _CHECKPOINTS_SHOWN = 3
+
+
+def _field(key: str, value: object) -> str:
+    """One line of the replay's key/value block, every value in the same column."""
+    return f"{key:<9}{value}"
 
 
 def seal_cmd() -> None:

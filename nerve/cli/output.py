@@ -292,11 +292,15 @@ class Layout:
     left_out: list[str]
 
     @classmethod
-    def fit(cls, columns: list[str], rows: list[list[str]], width: int) -> Layout:
+    def fit(
+        cls, columns: list[str], rows: list[list[str]], width: int, *, keys: Sequence[str] = ()
+    ) -> Layout:
+        """The layout for ``width`` cells; columns named in ``keys`` are kept as the key
+        names are (before the text takes its room)."""
         natural = [len(name) for name in columns]
         for cells in rows:
             natural = [max(w, _width(c)) for w, c in zip(natural, cells, strict=True)]
-        ranks = _ranks(columns)
+        ranks = [2 if name in keys else r for name, r in zip(columns, _ranks(columns), strict=True)]
         want = [min(w, MIN_TEXT) if r == TEXT else w for w, r in zip(natural, ranks, strict=True)]
         order = sorted(range(len(columns)), key=lambda i: (ranks[i], i))
         kept: dict[int, int] = {}

@@ -24,6 +24,7 @@ from nerve.cli.pager import page
 from nerve.cli.state import door as _door
 from nerve.clock import Hlc
 from nerve.errors import UsageError
+from nerve.runtime.latest import fit_latest
 from nerve.safetext import csv_cell, csv_writer
 
 if TYPE_CHECKING:
@@ -279,10 +280,11 @@ _TAG = re.compile(r"^(?P<body>.*\S)(?P<tag> \[[^\[\]]{1,24}\])$")  # "make [exit
 def fit_line(text: str, width: int) -> str:
     """An event's line cut to ``width`` cells: a closing tag such as ``[exit 12]`` or a
     process's ``[18288]`` is kept whole, and the middle of the text before it is cut
-    (``pytest -q tests/…/test_x.py [exit 1]``); other lines are cut at the end."""
+    (``pytest -q tests/…/test_x.py [exit 1]``); other lines are cut at the end, where a
+    word ends (as the latest reading is), a line that is not ASCII by cells."""
     found = _TAG.match(text) if len(text) > width and text.isascii() else None
     if found is None or width - len(found["tag"]) < 8:
-        return fit_cell(text, width, pad=False)
+        return fit_cell(fit_latest(text, width), width, pad=False)
     body, tag = found["body"], found["tag"]
     room = width - len(tag) - 1  # one for the "…"
     front = (room * 2 + 2) // 3

@@ -173,6 +173,21 @@ def test_usage_errors_exit_2_and_expected_errors_have_no_traceback(workspace: Wo
     assert proc.returncode == 2 and proc.stderr.startswith("UsageError: query failed")  # type: ignore[attr-defined]
 
 
+def test_a_query_syntax_error_says_where_and_hints_at_the_columns(
+    workspace: WorkspaceDir,
+) -> None:
+    proc = cli(workspace, "query", "SELECT kind\nFROM events WHER kind = 'x'", check=False)
+    message, hint = proc.stderr.splitlines()  # type: ignore[attr-defined]
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr  # type: ignore[attr-defined]
+    assert message == (
+        'UsageError: query failed: Parser Error: syntax error at or near "kind" (line 2, column 18)'
+    )
+    assert hint.startswith("hint: the events view's columns: ") and ", kind, " in hint
+    long = "SELECT " + "kind, " * 40 + "1 FRM events"  # DuckDB shows a window of this line
+    message = cli(workspace, "query", long, check=False).stderr.splitlines()[0]  # type: ignore[attr-defined]
+    assert message.endswith(f'"events" (line 1, column {long.index("events") + 1})'), message
+
+
 def test_conformance_command(workspace: WorkspaceDir) -> None:
     out = json.loads(cli(workspace, "conformance", "--json").stdout)  # type: ignore[attr-defined]
     assert out["ok"] and {v["vector"] for v in out["vectors"]} >= {"C1", "C2"}

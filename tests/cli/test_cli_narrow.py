@@ -65,7 +65,9 @@ def test_a_line_is_cut_in_the_middle_before_its_tag() -> None:
     cut = fit_line(line, 40)
     assert len(cut) == 40 and cut.startswith("pytest -q tests/") and cut.endswith("-x [exit 12]")
     assert fit_line("process started python3 -m pytest tests [18288]", 30).endswith(" [18288]")
-    assert fit_line("a plain line that is long enough to be cut", 20) == "a plain line that i…"
+    assert fit_line("a plain line that is long enough to be cut", 20) == "a plain line that…"
+    port = "port 127.0.0.1:51059 closed (was held by nats-server [12173])"
+    assert fit_line(port, 32) == "port 127.0.0.1:51059 closed…"  # not "closed (wa…"
 
 
 @pytest.mark.parametrize("width", [60, 80])
@@ -74,6 +76,15 @@ def test_status_fits_the_terminal(width: int) -> None:
     assert all(len(line) <= width for line in lines), "\n".join(lines)
     assert any("unavailable: no X" in line for line in lines)
     assert " ".join(" ".join(lines).split()).count("warming up") == 1  # wrapped, not cut
+
+
+def test_status_at_80_columns_keeps_the_computes_and_puts_an_error_under_its_row() -> None:
+    lines = status_lines(HEALTH, 80)
+    table = lines[lines.index("") + 1 :]
+    assert table[0].split() == ["sense", "computes", "errors", "last"], "\n".join(lines)
+    assert table[2].split()[:3] == ["temperature-of-the-north-rack", "120", "2"]
+    error = HEALTH["sense_results"][1]["last_error"]  # type: ignore[index]
+    assert table[3] == f"  error: {error}" and all(len(line) <= 80 for line in lines)
 
 
 PORT = "port 127.0.0.1:51059 closed (was held by nats-server [12173])"

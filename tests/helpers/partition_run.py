@@ -327,7 +327,7 @@ def check_verify(devices: list[Device]) -> list[str]:
     problems = []
     for device in devices:
         out = run_cli("--workspace", str(device.ws.root), "replay", "--verify", check=False)
-        if out.returncode or "verify  ok" not in out.stdout:
+        if out.returncode or "verify   ok" not in out.stdout:
             problems.append(f"{device.name}: replay --verify: {out.stdout}{out.stderr}")
         for root in sorted((device.ws.data / "sync").glob("peers/*/log")):
             found = verify(root)

@@ -38,6 +38,9 @@ def _cli(ws: Path, *args: str, check: bool = True) -> tuple[int, str, str]:
     return proc.returncode, proc.stdout, proc.stderr
 
 
+_BLOCK_KEYS = ("events", "segments", "digest", "covers", "verify")
+
+
 def _digest(out: str) -> str:
     return next(line.split()[-1] for line in out.splitlines() if line.startswith("digest"))
 
@@ -54,12 +57,15 @@ def test_archive_moves_old_segments_into_a_verifiable_log(
     assert len(list((workspace.log_root / "segments").glob("*.parquet"))) == 4  # in grace
     assert not (folder / "nerve.yaml").exists()
     _, out, err = _cli(folder, "replay", "--verify")
-    assert "events  10" in out and "verify  ok" in out, err
+    assert "events   10" in out and "verify   ok" in out, err
     _, out, _ = _cli(workspace.root, "replay")
-    assert _digest(out) == whole.digest and f"events  {whole.events}" in out
-    assert "covers  the whole history: 10 archived events" in out
+    assert _digest(out) == whole.digest and f"events   {whole.events}" in out
+    assert "covers   the whole history: 10 archived events" in out
     _, out, _ = _cli(workspace.root, "replay", "--verify")
-    assert _digest(out) == whole.digest and "verify  ok" in out
+    assert _digest(out) == whole.digest and "verify   ok" in out
+    block = [line for line in out.splitlines() if line.split()[0] in _BLOCK_KEYS]
+    columns = {len(line) - len(line.split(maxsplit=1)[1]) for line in block}
+    assert len(block) == len(_BLOCK_KEYS) and len(columns) == 1, block  # one value column
     manifest = [json.loads(x) for x in (workspace.log_root / "manifest.jsonl").read_text().split()]
     record = manifest[-1]
     assert record["op"] == "archive" and len(record["archived"]) == 2
@@ -74,7 +80,7 @@ def test_a_second_archive_extends_the_same_folder(workspace: WorkspaceDir, tmp_p
     _cli(workspace.root, "archive", "--before", cuts[2], "--to", str(folder), "--vacuum")
     assert len(list((workspace.log_root / "segments").glob("*.parquet"))) == 1  # vacuumed
     _, out, _ = _cli(folder, "replay", "--verify")
-    assert "events  15" in out and "verify  ok" in out
+    assert "events   15" in out and "verify   ok" in out
     _, out, _ = _cli(workspace.root, "replay", "--verify")
     assert _digest(out) == whole
 
@@ -90,12 +96,12 @@ def test_a_missing_archive_is_said_plainly_and_log_archives_finds_it_moved(
     code, out, err = _cli(workspace.root, "replay")
     assert code == 0 and _digest(out) != whole
     assert (
-        "covers  only the live log (11 events); the 10 older events archived in 2 segments "
+        "covers   only the live log (11 events); the 10 older events archived in 2 segments "
         "are not included" in out
     )
     assert f"{folder}: not found" in out
     code, out, err = _cli(workspace.root, "replay", "--verify")
-    assert code == 0 and "verify  ok" in out and "not found" in err  # a warning, not damage
+    assert code == 0 and "verify   ok" in out and "not found" in err  # a warning, not damage
     config = workspace.root / "nerve.yaml"
     config.write_text(config.read_text().replace("\nlog:\n", "\nlog:\n  archives: [../moved]\n"))
     _, out, _ = _cli(workspace.root, "replay")
@@ -183,9 +189,9 @@ def test_archived_erasures_verify_in_the_archive(workspace: WorkspaceDir, tmp_pa
     folder = tmp_path / "old"
     _cli(workspace.root, "archive", "--before", cuts[1], "--to", str(folder))
     _, out, err = _cli(folder, "replay", "--verify")
-    assert "verify  ok" in out and "erased: payload.erased" in err and "5 events'" in err
+    assert "verify   ok" in out and "erased: payload.erased" in err and "5 events'" in err
     _, out, _ = _cli(workspace.root, "replay", "--verify")
-    assert "verify  ok" in out
+    assert "verify   ok" in out
     shutil.rmtree(folder)
 
 

@@ -127,7 +127,7 @@ def test_verify_text_output_names_the_file(workspace: WorkspaceDir) -> None:
     name = flip_segment_byte(workspace)
     proc = run_cli("--workspace", str(workspace.root), "replay", "--verify", check=False)
     assert proc.returncode == 1
-    assert name in proc.stderr and "verify  FAILED" in proc.stdout
+    assert name in proc.stderr and "verify   FAILED" in proc.stdout
 
 
 def test_a_column_of_another_type_is_named_by_verify_and_by_readers(

@@ -57,7 +57,7 @@ def test_two_daemons_converge_within_seconds_and_the_server_holds_no_plaintext(
     assert stored.returncode == 1, stored.stdout  # 1: no file holds it
     assert b"laptop" not in _all_bytes(server.store) and b"alpha" not in _all_bytes(server.store)
     for ws in (a, b):
-        assert "verify  ok" in cli(ws, "replay", "--verify")
+        assert "verify   ok" in cli(ws, "replay", "--verify")
         assert all_verify(ws)
 
 

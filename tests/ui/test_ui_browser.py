@@ -83,7 +83,9 @@ def ui(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Ui]:
     (ws.root / "nerve.yaml").write_text(
         (ws.root / "nerve.yaml")
         .read_text()
-        .replace("senses: {}", "senses:\n  counter: {interval: 1h}")
+        .replace(
+            "senses: {}", "senses:\n  counter: {interval: 1h}\n  window: {}"
+        )  # no file: erroring
     )
     write_sense(ws.root, "counter", COUNTER)
     ws = WorkspaceDir(ws.root)
@@ -280,8 +282,8 @@ BROKEN_WORDS = """() => {
     const lines = (e) => { const r = document.createRange(); r.selectNodeContents(e);
                            return r.getClientRects().length; };
     document.querySelector("#senses tbody td:nth-child(3)").textContent =
-        "a reading long enough to squeeze every other column ".repeat(8);
-    return [...document.querySelectorAll("#senses td:first-child b, #senses button")]
+        "a reading long enough to squeeze every other column ".repeat(40);
+    return [...document.querySelectorAll("#senses td:first-child b, #senses button, #senses .head")]
         .filter((e) => lines(e) > 1).map((e) => e.textContent);
 }"""
 
@@ -291,7 +293,25 @@ def test_a_sense_name_and_its_trigger_are_never_broken_in_two(ui: Ui, width: int
     try:
         ui.page.set_viewport_size({"width": width, "height": 844})
         ui.go("/senses")
-        assert ui.page.evaluate(BROKEN_WORDS) == []
+        assert ui.page.locator("#senses .head").all_inner_texts() == ["erroring:"]
+        assert ui.page.evaluate(BROKEN_WORDS) == []  # nor "erroring"/"unavailable" from its ":"
+    finally:
+        ui.page.set_viewport_size({"width": 1280, "height": 800})
+    ui.clean()
+
+
+TEXT_HEIGHTS = (
+    "[...document.querySelectorAll('#timeline text')].map((t) => t.getBoundingClientRect().height)"
+)
+
+
+def test_the_counts_chart_keeps_a_readable_size_on_a_phone(ui: Ui) -> None:
+    try:
+        ui.page.set_viewport_size({"width": 390, "height": 844})
+        ui.go("/timeline/counts?since=1h")
+        heights = ui.page.evaluate(TEXT_HEIGHTS)
+        assert heights and min(heights) >= 9, heights  # px: its labels and times, not specks
+        assert ui.page.evaluate("document.documentElement.scrollWidth") <= 390  # its box scrolls
     finally:
         ui.page.set_viewport_size({"width": 1280, "height": 800})
     ui.clean()
