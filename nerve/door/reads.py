@@ -84,6 +84,22 @@ class ReadOps:
             self._dir, count=count, filt=filt, since=since, until=until, count_older=count_older
         )
 
+    def _read_devices(
+        self,
+        *,
+        count: int | None,
+        filt: TailFilter,
+        since: Hlc | None = None,
+        until: Hlc | None = None,
+        device: str | None = None,
+    ) -> Tail:
+        """:meth:`_read_tail` over this log and every synced peer's (``tail --all-devices``)."""
+        from nerve.tail import read_devices
+
+        return read_devices(
+            self._dir, count=count, filt=filt, since=since, until=until, device=device
+        )
+
     def _follow(self, filt: TailFilter, since: Hlc, *, poll_s: float = 0.2) -> Iterator[Batch]:
         """Each batch of events ``filt`` keeps as it is stored after ``since``: pushed by
         the daemon when one runs, else read from the log every ``poll_s``."""

@@ -2,6 +2,8 @@
 
 - :func:`read_tail` — the last N matching events, read newest first (a tail of a
   million-event log reads the unsealed tail and the newest row group or two).
+- :func:`read_devices` — the same over this device's log and every peer log ``nerve sync``
+  keeps, merged in log order, each event with its device.
 - :func:`follow` — new events as they are stored (see :mod:`nerve.tail.follow`).
 - :func:`tail_filter` / :func:`name_warnings` — kinds and sources as people type them,
   with nerve's bookkeeping kinds (``nerve.events.BOOKKEEPING_KINDS``) hidden unless asked.
@@ -47,6 +49,7 @@ __all__ = [
     "format_times",
     "name_warnings",
     "parse_instant",
+    "read_devices",
     "read_tail",
     "tail_filter",
 ]
@@ -77,6 +80,53 @@ def read_tail(
     lower = before(since) if since is not None else HLC_ZERO
     window = newest(snap, count, filt, since=lower, until=until, count_older=count_older)
     return Tail(Batch(window.table), window.older, snap.newest)
+
+
+_ORDER = [("physical_ns", "ascending"), ("logical", "ascending"), ("node", "ascending")]
+
+
+def read_devices(
+    ws: WorkspaceDir,
+    *,
+    count: int | None,
+    filt: TailFilter,
+    since: Hlc | None = None,
+    until: Hlc | None = None,
+    device: str | None = None,
+) -> Tail:
+    """The last ``count`` events ``filt`` keeps (all if None) of this device's log and every
+    peer log, in log order (HLC, then node, then id), each with its device: the name from
+    the sync group, else its node (see :func:`nerve.query.device_logs`); ``device`` keeps
+    one device's. Each log is read for its own newest ``count`` (a peer log holds one
+    device's events, so that is exact); ``.older`` is not counted (0)."""
+    from nerve.log.codec import EMPTY
+    from nerve.query import device_logs  # reads files only, but imports DuckDB: not at start
+
+    own, names, roots = device_logs(ws.log_root)
+    lower = before(since) if since is not None else HLC_ZERO
+    tables: list[pa.Table] = []
+    latest = HLC_ZERO
+    for root, name in [(ws.log_root, own), *((r, "") for r in roots)]:
+        snap = snapshot(root)
+        latest = max(latest, snap.newest)
+        if device is not None and name and name != device:
+            continue  # a named device's log holds none of another's
+        table = newest(snap, count, filt, since=lower, until=until).table
+        shown = [name or names.get(n, n) for n in table.column("node").to_pylist()]
+        if device is not None:
+            keep = [d == device for d in shown]
+            table, shown = table.filter(pa.array(keep)), [d for d in shown if d == device]
+        if table.num_rows:
+            tables.append(table.append_column("_device", pa.array(shown, pa.string())))
+    if not tables:
+        return Tail(Batch(EMPTY, devices=[]), 0, latest)
+    merged = pa.concat_tables(tables, promote_options="permissive")
+    merged = merged.take(pc.sort_indices(merged, [*_ORDER, ("id", "ascending")]))
+    if count is not None and merged.num_rows > count:
+        merged = merged.slice(merged.num_rows - count)
+    shown = merged.column("_device").to_pylist()
+    table = merged.drop_columns(["_device"])
+    return Tail(Batch(table, devices=[str(d) for d in shown]), 0, latest)
 
 
 @dataclass(frozen=True)
