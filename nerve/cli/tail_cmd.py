@@ -98,9 +98,6 @@ def tail_cmd(
     if as_json and as_csv:
         raise UsageError("give --json or --csv, not both")
     devices = all_devices or device is not None
-    if follow_ and devices:
-        flag = "--device" if device is not None else "--all-devices"
-        raise typer.BadParameter("cannot be used with -f (not yet)", param_hint=f"'{flag}'")
     filt = _filter(
         kind or [], source or [], all_kinds=all_kinds or as_json, senses=sense, grep=grep
     )
@@ -133,7 +130,12 @@ def tail_cmd(
     if terminal and by_cap:
         more_rows(by_cap, "use --limit 0 or --json for all")
     if follow_:
-        for batch in ws.events.follow(filt, tail.newest):
+        more = (
+            ws.events.follow_devices(filt, tail.cursors, device)
+            if devices
+            else ws.events.follow(filt, tail.newest)
+        )
+        for batch in more:
             write(batch)
 
 

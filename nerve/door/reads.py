@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     import duckdb
 
     from nerve.clock import Hlc
@@ -99,6 +101,19 @@ class ReadOps:
         return read_devices(
             self._dir, count=count, filt=filt, since=since, until=until, device=device
         )
+
+    def _follow_devices(
+        self,
+        filt: TailFilter,
+        cursors: tuple[tuple[Path, Hlc], ...],
+        device: str | None = None,
+        *,
+        poll_s: float = 0.2,
+    ) -> Iterator[Batch]:
+        """:meth:`_follow` over this log and every synced peer's, polled."""
+        from nerve.tail import follow_devices
+
+        return follow_devices(self._dir, filt=filt, cursors=cursors, device=device, poll_s=poll_s)
 
     def _follow(self, filt: TailFilter, since: Hlc, *, poll_s: float = 0.2) -> Iterator[Batch]:
         """Each batch of events ``filt`` keeps as it is stored after ``since``: pushed by

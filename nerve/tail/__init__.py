@@ -13,7 +13,10 @@
 from __future__ import annotations
 
 import difflib
+import time
+from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -45,6 +48,7 @@ __all__ = [
     "TailFilter",
     "TextFilter",
     "follow",
+    "follow_devices",
     "follow_tables",
     "format_times",
     "name_warnings",
@@ -63,6 +67,7 @@ class Tail:
     batch: Batch
     older: int
     newest: Hlc
+    cursors: tuple[tuple[Path, Hlc], ...] = ()  # with all devices: each log's newest stamp
 
 
 def read_tail(
@@ -105,28 +110,75 @@ def read_devices(
     own, names, roots = device_logs(ws.log_root)
     lower = before(since) if since is not None else HLC_ZERO
     tables: list[pa.Table] = []
-    latest = HLC_ZERO
+    cursors = []
     for root, name in [(ws.log_root, own), *((r, "") for r in roots)]:
         snap = snapshot(root)
-        latest = max(latest, snap.newest)
+        cursors.append((root, snap.newest))
         if device is not None and name and name != device:
             continue  # a named device's log holds none of another's
         table = newest(snap, count, filt, since=lower, until=until).table
-        shown = [name or names.get(n, n) for n in table.column("node").to_pylist()]
-        if device is not None:
-            keep = [d == device for d in shown]
-            table, shown = table.filter(pa.array(keep)), [d for d in shown if d == device]
-        if table.num_rows:
-            tables.append(table.append_column("_device", pa.array(shown, pa.string())))
+        tables.append(_with_devices(table, name, names, device))
+    latest = max(stamp for _, stamp in cursors)
+    table, shown = _merged(tables, EMPTY)
+    if count is not None and table.num_rows > count:
+        table, shown = table.slice(table.num_rows - count), shown[len(shown) - count :]
+    return Tail(Batch(table, devices=shown), 0, latest, tuple(cursors))
+
+
+def _with_devices(
+    table: pa.Table, name: str, names: dict[str, str], device: str | None
+) -> pa.Table:
+    """``table`` with a ``_device`` column (``name``, else the node's name, else the node);
+    only ``device``'s rows when one is given."""
+    shown = [name or names.get(n, n) for n in table.column("node").to_pylist()]
+    table = table.append_column("_device", pa.array(shown, pa.string()))
+    if device is not None:
+        table = table.filter(pc.equal(table.column("_device"), device))
+    return table
+
+
+def _merged(tables: list[pa.Table], empty: pa.Table) -> tuple[pa.Table, list[str]]:
+    """The tables' rows in log order (HLC, node, id), and their ``_device`` column."""
+    tables = [t for t in tables if t.num_rows]
     if not tables:
-        return Tail(Batch(EMPTY, devices=[]), 0, latest)
+        return empty, []
     merged = pa.concat_tables(tables, promote_options="permissive")
     merged = merged.take(pc.sort_indices(merged, [*_ORDER, ("id", "ascending")]))
-    if count is not None and merged.num_rows > count:
-        merged = merged.slice(merged.num_rows - count)
-    shown = merged.column("_device").to_pylist()
-    table = merged.drop_columns(["_device"])
-    return Tail(Batch(table, devices=[str(d) for d in shown]), 0, latest)
+    shown = [str(d) for d in merged.column("_device").to_pylist()]
+    return merged.drop_columns(["_device"]), shown
+
+
+def follow_devices(
+    ws: WorkspaceDir,
+    *,
+    filt: TailFilter,
+    cursors: tuple[tuple[Path, Hlc], ...],
+    device: str | None = None,
+    poll_s: float = 0.2,
+    stop_after_s: float | None = None,
+) -> Iterator[Batch]:
+    """Each batch of matching events stored after ``cursors`` (:attr:`Tail.cursors`) in
+    this log or any peer log, a peer log that appears later read from its start; polled
+    every ``poll_s``, each log from its own newest (a peer's events arrive late, with older
+    stamps than this log's newest: a batch is in log order, batches in the order stored);
+    ``stop_after_s``: ends then."""
+    from nerve.log.codec import EMPTY
+    from nerve.log.reader import TailReader
+    from nerve.query import device_logs
+
+    readers = {root: TailReader(root, stamp) for root, stamp in cursors}
+    started = time.monotonic()
+    while stop_after_s is None or time.monotonic() - started < stop_after_s:
+        own, names, roots = device_logs(ws.log_root)
+        tables = []
+        for root, name in [(ws.log_root, own), *((r, "") for r in roots)]:
+            table = readers.setdefault(root, TailReader(root)).poll()
+            if table.num_rows:
+                tables.append(_with_devices(filt.apply(table), name, names, device))
+        table, shown = _merged(tables, EMPTY)
+        if table.num_rows:
+            yield Batch(table, devices=shown)
+        time.sleep(poll_s)
 
 
 @dataclass(frozen=True)

@@ -161,3 +161,23 @@ def test_an_agent_s_sql_sees_peer_rows_screened_as_its_own(synced: WorkspaceDir)
         except NerveError as exc:
             shown = str(exc)
         assert "A" * 36 not in shown and ("A" * 36)[::-1] not in shown
+
+
+def test_following_every_device_gives_a_peer_s_late_events_older_than_this_log_s_newest(
+    synced: WorkspaceDir, tmp_path: Path
+) -> None:
+    from nerve.tail import Batch, follow_devices, read_devices, tail_filter
+
+    source = tmp_path / "beta-src"
+    _theirs(source, "b3 stamped before a4, synced after it")
+    _own(synced, "a4 cargo test")
+    filt = tail_filter([], [], all_kinds=False)
+    tail = read_devices(synced, count=None, filt=filt)
+    assert [x[:2] for x in tail.batch.columns()["line"]] == ["a1", "b1", "a2", "b2", "a3", "a4"]
+    more = follow_devices(synced, filt=filt, cursors=tail.cursors, poll_s=0.02, stop_after_s=30)
+    _peer(synced, source, "p0", "desk")  # b3 arrives now, older than a4
+    late = next(more, None)
+    assert late is not None, "b3 was not given"
+    assert (late.devices, [x[:2] for x in late.columns()["line"]]) == (["desk"], ["b3"])
+    _own(synced, "a5 make")
+    assert next(more, Batch()).devices == ["laptop"]
