@@ -4,6 +4,11 @@ In ``events``, ``erased`` is true for an event whose payload and line were erase
 ``nerve forget`` or retention: its ``payload``, ``line`` and ``data`` are NULL because they
 are gone, not because they were empty (an empty payload or line is ``''``, never NULL).
 
+``all_events`` is ``events`` and every other device's events (the peer logs ``nerve sync``
+keeps under ``data/sync/peers``), each row with its ``device``: the name the device took
+in the sync group, or its node when it has none. ``events`` and the projections stay this
+device's own log, so a projection is deterministic over one log.
+
 Each ``projections/*.sql`` file holds one plain SELECT and becomes a view named after the
 file. Workspace projections load after the bundled ones and may replace them. Settings from
 nerve.yaml reach them as the one-row table ``nerve_settings`` (``attention_window``), so the
@@ -76,6 +81,70 @@ EVENTS_IN_TIME = (
 range (its parameters: :func:`time_args`). The same rows as a filter on the ``coalesce``, but
 as two scans DuckDB skips row groups in by their column statistics, where a filter on the
 ``coalesce`` reads every row group of the log."""
+
+
+ALL_EVENTS = "all_events"
+
+
+@dataclass(frozen=True)
+class Devices:
+    """What ``all_events`` adds to ``events``: this device's name (``''``: its rows name
+    their node), node → name of the others, and ``source``, SQL naming the peers' stored
+    rows (None: no peer rows)."""
+
+    own: str = ""
+    names: Mapping[str, str] | None = None
+    source: str | None = None
+
+
+def device_logs(log_root: Path) -> tuple[str, dict[str, str], list[Path]]:
+    """This device's name in its sync group (``''`` when unnamed or in none), node → name of
+    each peer that sent one, and the peer logs, as ``nerve sync`` keeps them beside the log
+    (``data/sync``: ``group.json``, ``peers/<token>/device.json`` and ``peers/<token>/log``)."""
+    import json
+
+    folder = log_root.parent / "sync"
+    own, names, roots = "", {}, []
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        own = str(json.loads((folder / "group.json").read_text()).get("device") or "")
+    peers = folder / "peers"
+    for entry in sorted(peers.iterdir()) if peers.is_dir() else ():
+        if not (entry / "log").is_dir():
+            continue
+        roots.append(entry / "log")
+        with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
+            body = json.loads((entry / "device.json").read_text())
+            names[str(body["node"])] = str(body.get("device") or body["node"])
+    return own, names, roots
+
+
+def register_peers(conn: duckdb.DuckDBPyConnection, roots: Sequence[Path]) -> str | None:
+    """Each peer log's rows as it is now (its tail registered as ``_peer_tail_<i>``); the
+    SQL naming them all, or None when there is no peer log."""
+    parts = []
+    for i, root in enumerate(roots):
+        snap = snapshot(root)
+        if snap.files:
+            parts.append(f"SELECT * FROM {parquet_sql(snap.files)}")
+        conn.register(f"_peer_tail_{i}", snap.tail)
+        parts.append(f"SELECT * FROM _peer_tail_{i}")
+    return "(" + " UNION ALL ".join(parts) + ")" if parts else None
+
+
+def _all_events_sql(kind: str, cid: str, devices: Devices) -> str:
+    own = _quoted(devices.own) if devices.own else "node"
+    view = f"CREATE OR REPLACE {kind}VIEW {ALL_EVENTS} AS\nSELECT *, {own} AS device FROM events"
+    if devices.source is None:
+        return view
+    named = " ".join(
+        f"WHEN {_quoted(node)} THEN {_quoted(name)}"
+        for node, name in sorted((devices.names or {}).items())
+    )
+    device = f"CASE node {named} ELSE node END" if named else "node"
+    return (
+        f"{view}\nUNION ALL\nSELECT *, {device} AS device FROM "
+        f"(SELECT\n{event_columns(cid)}FROM {devices.source})"
+    )
 
 
 def time_args(start_ns: int, end_ns: int) -> list[int]:
@@ -171,7 +240,11 @@ def connect(
     with contextlib.suppress(duckdb.InvalidInputException):  # refused inside Jupyter
         conn.execute("SET enable_progress_bar_print = false")  # DuckDB prints it on stdout
     register_snapshot(conn, snap)
-    define_views(conn, source_sql(snap), load_projections(projection_dirs), settings)
+    own, names, roots = device_logs(log_root)
+    devices = Devices(own, names, register_peers(conn, roots))
+    define_views(
+        conn, source_sql(snap), load_projections(projection_dirs), settings, devices=devices
+    )
     conn.execute(
         f"CREATE TEMP TABLE {SEGMENTS_TABLE} AS SELECT unnest(?::VARCHAR[]) AS source",
         [[parquet_sql([path]) for path in snap.files]],
@@ -245,13 +318,18 @@ def define_views(
     settings: Mapping[str, Any] | None = None,
     *,
     temp: bool = True,
+    devices: Devices | None = None,
 ) -> list[str]:
     """``nerve_settings``, the ``nerve_bookkeeping(kind)`` macro (true for nerve's own
     records, :data:`nerve.events.BOOKKEEPING_KINDS`), ``events`` over ``source`` (SQL naming
     the stored rows), then each projection; the names of the views made. ``temp=False``
     stores them in the database, for plain DuckDB: there ``payload_cid`` is as stored (see
     ``BLAKE3_UDF``). ``settings["categories"]`` (rows of :func:`nerve.categories.rule_rows`)
-    fill ``nerve_categories``, which ``focus_spells`` reads (:mod:`nerve.categories`)."""
+    fill ``nerve_categories``, which ``focus_spells`` reads (:mod:`nerve.categories`).
+    ``all_events`` is ``events`` with a ``device`` column, and the peers' rows ``devices``
+    names (with none, ``events`` alone, each row's device its node; not made with
+    ``temp=False``: an export holds one log): a caller that screens
+    ``source`` screens ``devices.source`` the same way."""
     from nerve.categories import SPELLS_VIEW, define
 
     kind = "TEMP " if temp else ""
@@ -267,9 +345,11 @@ def define_views(
         register_blake3(conn)
     cid = COMPUTED_CID if temp else "payload_cid"
     conn.execute(EVENTS_VIEW.format(kind=kind, source=source, columns=event_columns(cid)))
+    if temp:  # an export file holds this log alone: no all_events there
+        conn.execute(_all_events_sql(kind, cid, devices or Devices()))
     define(conn, rules, kind)
     _create_views(conn, projections, kind)
-    return ["events", SPELLS_VIEW, *(p.name for p in projections)]
+    return ["events", *([ALL_EVENTS] if temp else []), SPELLS_VIEW, *(p.name for p in projections)]
 
 
 def _create_views(

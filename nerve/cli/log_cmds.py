@@ -252,7 +252,13 @@ def compact_cmd(
 
 
 def query_cmd(
-    sql: Annotated[str, typer.Argument(help="SQL over `events` and the projections.")],
+    sql: Annotated[
+        str,
+        typer.Argument(
+            help="SQL over `events`, `all_events` (every synced device's, with `device`) "
+            "and the projections."
+        ),
+    ],
     as_json: JsonFlag = False,
     as_csv: CsvFlag = False,
     limit: Annotated[int | None, typer.Option("--limit", min=0, help=LIMIT_HELP)] = None,

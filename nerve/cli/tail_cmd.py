@@ -79,6 +79,17 @@ def tail_cmd(
         bool, typer.Option("--json", help="Whole events as JSON lines (what `import` reads).")
     ] = False,
     as_csv: Annotated[bool, typer.Option("--csv", help="CSV, with a header line.")] = False,
+    all_devices: Annotated[
+        bool,
+        typer.Option(
+            "--all-devices",
+            help="Every synced device's events too, merged, each with its device.",
+        ),
+    ] = False,
+    device: Annotated[
+        str | None,
+        typer.Option("--device", help="Only this device's events (implies --all-devices)."),
+    ] = None,
 ) -> None:
     """Print the newest events; --json prints exactly what `nerve import` reads."""
     ws = _door()
@@ -87,6 +98,7 @@ def tail_cmd(
         raise typer.BadParameter("cannot be used with -f", param_hint="'--until'")
     if as_json and as_csv:
         raise UsageError("give --json or --csv, not both")
+    devices = all_devices or device is not None
     filt = _filter(
         kind or [], source or [], all_kinds=all_kinds or as_json, senses=sense, grep=grep
     )
@@ -100,20 +112,31 @@ def tail_cmd(
     older = 0 if shown == count or not terminal or filt.narrows else count_older(count, cap)
     cut = windowed and n is not None and not all_  # -n may leave part of the window out
     asked = COUNT_ALL if cut else older
-    tail = ws.events.read(count=shown, filt=filt, since=lower, until=upper, count_older=asked)
+    if devices:
+        tail = ws.events.read_devices(
+            count=shown, filt=filt, since=lower, until=upper, device=device
+        )
+    else:
+        tail = ws.events.read(count=shown, filt=filt, since=lower, until=upper, count_older=asked)
     by_cap = min(tail.older, older)  # what the terminal's --limit hid of the -n asked for
     if cut and tail.older > by_cap:
         _left_out(tail.older - by_cap)
     if terminal and not follow_:
         page()
-    write = _writer("json" if as_json else "csv" if as_csv else "", terminal, utc=utc, hlc=hlc)
+    fmt = "json" if as_json else "csv" if as_csv else ""
+    write = _writer(fmt, terminal, utc=utc, hlc=hlc, devices=devices)
     write(tail.batch)
     if terminal and not len(tail.batch):
         _nothing(lower, upper, utc=utc)
     if terminal and by_cap:
         more_rows(by_cap, "use --limit 0 or --json for all")
     if follow_:
-        for batch in ws.events.follow(filt, tail.newest):
+        more = (
+            ws.events.follow_devices(filt, tail.cursors, device)
+            if devices
+            else ws.events.follow(filt, tail.newest)
+        )
+        for batch in more:
             write(batch)
 
 
@@ -178,11 +201,15 @@ def _filter(
         raise typer.BadParameter(str(exc), param_hint="'--source'") from None
 
 
-def _writer(fmt: str, terminal: bool, *, utc: bool, hlc: bool) -> Callable[[Any], None]:
+def _writer(
+    fmt: str, terminal: bool, *, utc: bool, hlc: bool, devices: bool = False
+) -> Callable[[Any], None]:
+    """How batches are printed; ``devices``: each line names its device (after the node in
+    TSV and CSV, after the time at a terminal; ``device`` in JSON)."""
     if fmt == "json":
         return lambda batch: _write_lines(batch.lines())
     if fmt == "csv":
-        return _CsvLines(hlc=hlc).write
+        return _CsvLines(hlc=hlc, devices=devices).write
     if not terminal:
         return lambda batch: _write_lines(_tsv_lines(batch, utc=utc, hlc=hlc))
     return _TerminalLines(utc=utc, hlc=hlc).write
@@ -210,7 +237,8 @@ def _shown(batch: Any, *, utc: bool, short: bool) -> dict[str, list[Any]]:
 
 
 def _plain_fields(batch: Any, *, utc: bool, hlc: bool, keep: Callable[[str], str]) -> list[Any]:
-    """time [hlc] source kind subject trust node line, each a column of text."""
+    """time [hlc] source kind subject trust node [device] line, each a column of text
+    (device when the batch names each event's)."""
     from nerve.events import trust_name
 
     col = _shown(batch, utc=utc, short=False)
@@ -221,6 +249,7 @@ def _plain_fields(batch: Any, *, utc: bool, hlc: bool, keep: Callable[[str], str
         [keep(s) for s in col["subject"]],
         [trusts[t] for t in col["trust"]],
         col["node"],
+        *([[keep(d) for d in col["device"]]] if "device" in col else []),
         [keep(line or "") for line in col["line"]],
     ]
 
@@ -238,12 +267,13 @@ class _CsvLines:
     """CSV with a header, the columns of the piped form; times in UTC ISO 8601. Fields are
     exact, but one a spreadsheet would run as a formula gets a leading ``'``."""
 
-    def __init__(self, *, hlc: bool) -> None:
+    def __init__(self, *, hlc: bool, devices: bool = False) -> None:
 
         self.hlc = hlc
         self.writer = csv_writer(sys.stdout)
         hlc_col = ["hlc"] if hlc else []
-        names = ["time", *hlc_col, "source", "kind", "subject", "trust", "node", "line"]
+        node = ["node", "device"] if devices else ["node"]
+        names = ["time", *hlc_col, "source", "kind", "subject", "trust", *node, "line"]
         self.writer.writerow(names)
 
     def write(self, batch: Any) -> None:
@@ -264,14 +294,20 @@ def _row_style(kind: str, subject: str) -> str | None:
 
 def _safe(col: dict[str, list[Any]]) -> dict[str, list[Any]]:
     """The columns a terminal line shows, as text safe to write there (see ``flat``)."""
-    names = ("time", "hlc", "source", "kind", "subject", "line")
+    names = ("time", "hlc", "device", "source", "kind", "subject", "line")
     return {
         **col,
-        **{name: [flat("" if v is None else str(v)) for v in col[name]] for name in names},
+        **{
+            name: [flat("" if v is None else str(v)) for v in col[name]]
+            for name in names
+            if name in col
+        },
     }
 
 
 _CAPS = {"source": (6, 13), "kind": (4, 22), "subject": (4, 16)}  # widths: least, most
+_DEVICE_CAPS = (6, 16)
+_STYLES = {"time": "dim", "hlc": "dim", "device": "magenta", "source": "cyan"}
 _NARROW_CAPS = {"kind": 14, "subject": 10}
 LINE_LEAST = 28  # below this the kind column goes too (the subject names the sense)
 _TAG = re.compile(r"^(?P<body>.*\S)(?P<tag> \[[^\[\]]{1,24}\])$")  # "make [exit 12]", "[pid]"
@@ -308,12 +344,12 @@ class _TerminalLines:
             return
         col = _safe(_shown(batch, utc=self.utc, short=True))
         widths = self.widths = self.widths or self._fit(col)
-        names = [k for k in ("time", "hlc", "source", "kind", "subject") if k in widths]
-        names = [k for k in names if k != "hlc" or self.hlc]
+        shown = ("time", "hlc", "device", "source", "kind", "subject")
+        names = [k for k in shown if k in widths and (k != "hlc" or self.hlc)]
         for i in range(len(col["time"])):
             line = Text(no_wrap=True, overflow="ellipsis")
             for name in names:
-                style = {"time": "dim", "hlc": "dim", "source": "cyan"}.get(name)
+                style = _STYLES.get(name)
                 line.append(fit_cell(col[name][i], widths[name]) + GAP, style=style)
             text = fit_line(col["line"][i], widths["line"])
             line.append(text, style=_row_style(col["kind"][i], col["subject"][i]))
@@ -326,6 +362,9 @@ class _TerminalLines:
         then kind and subject are cut shorter."""
         width = terminal_width()
         widths = {"time": max(map(len, col["time"])), "hlc": max(map(len, col["hlc"]))}
+        if "device" in col:
+            low, high = _DEVICE_CAPS
+            widths["device"] = max(low, min(high, max(len(v) for v in col["device"])))
         for name, (low, high) in _CAPS.items():
             widths[name] = max(low, min(high, max(len(v) for v in col[name])))
         if self._line(widths, width) < width // 2:

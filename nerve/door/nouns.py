@@ -132,6 +132,33 @@ class Events(Noun):
             count=count, filt=filt, since=since, until=until, count_older=count_older
         )
 
+    def read_devices(
+        self,
+        *,
+        count: int | None,
+        filt: TailFilter,
+        since: Hlc | None = None,
+        until: Hlc | None = None,
+        device: str | None = None,
+    ) -> Tail:
+        """As :meth:`read` over this device's log and every synced peer's, merged in log
+        order, each event with its device (``.batch.devices``); ``device`` keeps one's."""
+        return self._ws._read_devices(
+            count=count, filt=filt, since=since, until=until, device=device
+        )
+
+    def follow_devices(
+        self,
+        filt: TailFilter,
+        cursors: tuple[tuple[Path, Hlc], ...],
+        device: str | None = None,
+        *,
+        poll_s: float = 0.2,
+    ) -> Iterator[Batch]:
+        """As :meth:`follow` over this device's log and every synced peer's, from
+        ``cursors`` (``read_devices(...).cursors``), polled every ``poll_s``."""
+        return self._ws._follow_devices(filt, cursors, device, poll_s=poll_s)
+
     def follow(self, filt: TailFilter, since: Hlc, *, poll_s: float = 0.2) -> Iterator[Batch]:
         """Each batch of events ``filt`` keeps as it is stored after ``since``: pushed by
         the daemon when one runs, else read from the log every ``poll_s``."""

@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     import duckdb
 
     from nerve.clock import Hlc
@@ -83,6 +85,35 @@ class ReadOps:
         return read_tail(
             self._dir, count=count, filt=filt, since=since, until=until, count_older=count_older
         )
+
+    def _read_devices(
+        self,
+        *,
+        count: int | None,
+        filt: TailFilter,
+        since: Hlc | None = None,
+        until: Hlc | None = None,
+        device: str | None = None,
+    ) -> Tail:
+        """:meth:`_read_tail` over this log and every synced peer's (``tail --all-devices``)."""
+        from nerve.tail import read_devices
+
+        return read_devices(
+            self._dir, count=count, filt=filt, since=since, until=until, device=device
+        )
+
+    def _follow_devices(
+        self,
+        filt: TailFilter,
+        cursors: tuple[tuple[Path, Hlc], ...],
+        device: str | None = None,
+        *,
+        poll_s: float = 0.2,
+    ) -> Iterator[Batch]:
+        """:meth:`_follow` over this log and every synced peer's, polled."""
+        from nerve.tail import follow_devices
+
+        return follow_devices(self._dir, filt=filt, cursors=cursors, device=device, poll_s=poll_s)
 
     def _follow(self, filt: TailFilter, since: Hlc, *, poll_s: float = 0.2) -> Iterator[Batch]:
         """Each batch of events ``filt`` keeps as it is stored after ``since``: pushed by

@@ -26,13 +26,23 @@ import math
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import duckdb
 
 from nerve.canonical import jsonable, loads_bounded
 from nerve.errors import AccessRefused, EventError, UsageError
-from nerve.query import TAIL, define_views, load_projections, register_snapshot, source_sql
+from nerve.query import (
+    TAIL,
+    Devices,
+    define_views,
+    device_logs,
+    load_projections,
+    register_peers,
+    register_snapshot,
+    source_sql,
+)
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -57,8 +67,9 @@ def open_sandbox(ws: Workspace, shown: Shown | None = None) -> duckdb.DuckDBPyCo
 
     The snapshot's rows are read once, passed through ``shown`` (the privacy rules applied
     to stored events: :meth:`nerve.privacy.screen.Screen.rows`) and held in memory; ``events``
-    and every projection are views over those rows only. The segment files and the unsealed
-    tail are not reachable from SQL: the raw rows are never registered.
+    and every projection are views over those rows only, and ``all_events`` over those and
+    the synced peers' rows, read and screened the same way. The segment files and the
+    unsealed tails are not reachable from SQL: the raw rows are never left registered.
     """
     snap = ws.log.snapshot()
     conn = duckdb.connect()
@@ -68,14 +79,38 @@ def open_sandbox(ws: Workspace, shown: Shown | None = None) -> duckdb.DuckDBPyCo
         rows = conn.sql(f"SELECT * FROM {source_sql(snap)}").to_arrow_table()
         conn.unregister(TAIL)
         conn.register(_SHOWN, shown(rows) if shown is not None else rows)
+        devices = _screened_peers(conn, ws.log_root, shown)
         define_views(
-            conn, _SHOWN, load_projections(ws.settings.projection_dirs()), ws.settings.views()
+            conn,
+            _SHOWN,
+            load_projections(ws.settings.projection_dirs()),
+            ws.settings.views(),
+            devices=devices,
         )
         _lock(conn)
     except BaseException:
         conn.close()
         raise
     return conn
+
+
+def _screened_peers(
+    conn: duckdb.DuckDBPyConnection, log_root: Path, shown: Shown | None
+) -> Devices:
+    """The peer logs' rows, screened as the own rows are, registered as ``_peers_shown``
+    (their raw tails registered only while they are read)."""
+    own, names, roots = device_logs(log_root)
+    source = register_peers(conn, roots)
+    if source is None:
+        return Devices(own, names)
+    rows = conn.sql(f"SELECT * FROM {source}").to_arrow_table()
+    for i in range(len(roots)):
+        conn.unregister(f"_peer_tail_{i}")
+    conn.register(_PEERS_SHOWN, shown(rows) if shown is not None else rows)
+    return Devices(own, names, _PEERS_SHOWN)
+
+
+_PEERS_SHOWN = "_peers_shown"
 
 
 LOCKED: tuple[tuple[str, object], ...] = (

@@ -2,6 +2,8 @@
 
 - :func:`read_tail` — the last N matching events, read newest first (a tail of a
   million-event log reads the unsealed tail and the newest row group or two).
+- :func:`read_devices` — the same over this device's log and every peer log ``nerve sync``
+  keeps, merged in log order, each event with its device.
 - :func:`follow` — new events as they are stored (see :mod:`nerve.tail.follow`).
 - :func:`tail_filter` / :func:`name_warnings` — kinds and sources as people type them,
   with nerve's bookkeeping kinds (``nerve.events.BOOKKEEPING_KINDS``) hidden unless asked.
@@ -11,7 +13,10 @@
 from __future__ import annotations
 
 import difflib
+import time
+from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -43,10 +48,12 @@ __all__ = [
     "TailFilter",
     "TextFilter",
     "follow",
+    "follow_devices",
     "follow_tables",
     "format_times",
     "name_warnings",
     "parse_instant",
+    "read_devices",
     "read_tail",
     "tail_filter",
 ]
@@ -60,6 +67,7 @@ class Tail:
     batch: Batch
     older: int
     newest: Hlc
+    cursors: tuple[tuple[Path, Hlc], ...] = ()  # with all devices: each log's newest stamp
 
 
 def read_tail(
@@ -77,6 +85,100 @@ def read_tail(
     lower = before(since) if since is not None else HLC_ZERO
     window = newest(snap, count, filt, since=lower, until=until, count_older=count_older)
     return Tail(Batch(window.table), window.older, snap.newest)
+
+
+_ORDER = [("physical_ns", "ascending"), ("logical", "ascending"), ("node", "ascending")]
+
+
+def read_devices(
+    ws: WorkspaceDir,
+    *,
+    count: int | None,
+    filt: TailFilter,
+    since: Hlc | None = None,
+    until: Hlc | None = None,
+    device: str | None = None,
+) -> Tail:
+    """The last ``count`` events ``filt`` keeps (all if None) of this device's log and every
+    peer log, in log order (HLC, then node, then id), each with its device: the name from
+    the sync group, else its node (see :func:`nerve.query.device_logs`); ``device`` keeps
+    one device's. Each log is read for its own newest ``count`` (a peer log holds one
+    device's events, so that is exact); ``.older`` is not counted (0)."""
+    from nerve.log.codec import EMPTY
+    from nerve.query import device_logs  # reads files only, but imports DuckDB: not at start
+
+    own, names, roots = device_logs(ws.log_root)
+    lower = before(since) if since is not None else HLC_ZERO
+    tables: list[pa.Table] = []
+    cursors = []
+    for root, name in [(ws.log_root, own), *((r, "") for r in roots)]:
+        snap = snapshot(root)
+        cursors.append((root, snap.newest))
+        if device is not None and name and name != device:
+            continue  # a named device's log holds none of another's
+        table = newest(snap, count, filt, since=lower, until=until).table
+        tables.append(_with_devices(table, name, names, device))
+    latest = max(stamp for _, stamp in cursors)
+    table, shown = _merged(tables, EMPTY)
+    if count is not None and table.num_rows > count:
+        table, shown = table.slice(table.num_rows - count), shown[len(shown) - count :]
+    return Tail(Batch(table, devices=shown), 0, latest, tuple(cursors))
+
+
+def _with_devices(
+    table: pa.Table, name: str, names: dict[str, str], device: str | None
+) -> pa.Table:
+    """``table`` with a ``_device`` column (``name``, else the node's name, else the node);
+    only ``device``'s rows when one is given."""
+    shown = [name or names.get(n, n) for n in table.column("node").to_pylist()]
+    table = table.append_column("_device", pa.array(shown, pa.string()))
+    if device is not None:
+        table = table.filter(pc.equal(table.column("_device"), device))
+    return table
+
+
+def _merged(tables: list[pa.Table], empty: pa.Table) -> tuple[pa.Table, list[str]]:
+    """The tables' rows in log order (HLC, node, id), and their ``_device`` column."""
+    tables = [t for t in tables if t.num_rows]
+    if not tables:
+        return empty, []
+    merged = pa.concat_tables(tables, promote_options="permissive")
+    merged = merged.take(pc.sort_indices(merged, [*_ORDER, ("id", "ascending")]))
+    shown = [str(d) for d in merged.column("_device").to_pylist()]
+    return merged.drop_columns(["_device"]), shown
+
+
+def follow_devices(
+    ws: WorkspaceDir,
+    *,
+    filt: TailFilter,
+    cursors: tuple[tuple[Path, Hlc], ...],
+    device: str | None = None,
+    poll_s: float = 0.2,
+    stop_after_s: float | None = None,
+) -> Iterator[Batch]:
+    """Each batch of matching events stored after ``cursors`` (:attr:`Tail.cursors`) in
+    this log or any peer log, a peer log that appears later read from its start; polled
+    every ``poll_s``, each log from its own newest (a peer's events arrive late, with older
+    stamps than this log's newest: a batch is in log order, batches in the order stored);
+    ``stop_after_s``: ends then."""
+    from nerve.log.codec import EMPTY
+    from nerve.log.reader import TailReader
+    from nerve.query import device_logs
+
+    readers = {root: TailReader(root, stamp) for root, stamp in cursors}
+    started = time.monotonic()
+    while stop_after_s is None or time.monotonic() - started < stop_after_s:
+        own, names, roots = device_logs(ws.log_root)
+        tables = []
+        for root, name in [(ws.log_root, own), *((r, "") for r in roots)]:
+            table = readers.setdefault(root, TailReader(root)).poll()
+            if table.num_rows:
+                tables.append(_with_devices(filt.apply(table), name, names, device))
+        table, shown = _merged(tables, EMPTY)
+        if table.num_rows:
+            yield Batch(table, devices=shown)
+        time.sleep(poll_s)
 
 
 @dataclass(frozen=True)

@@ -19,10 +19,12 @@ SHOWN = ("physical_ns", "logical", "node", "kind", "subject", "source", "trust",
 
 @dataclass
 class Batch:
-    """Events in HLC order; ``table`` or ``wire`` (one JSON text per event) is set."""
+    """Events in HLC order; ``table`` or ``wire`` (one JSON text per event) is set, and
+    with ``devices`` (``tail --all-devices``) each event's device name."""
 
     table: pa.Table | None = None
     wire: list[str] | None = None
+    devices: list[str] | None = None
     _parsed: list[dict[str, Any]] | None = field(default=None, repr=False)
 
     def __len__(self) -> int:
@@ -32,7 +34,12 @@ class Batch:
         """Each event exactly as ``tail --json`` prints it (what ``nerve import`` reads)."""
         if self.wire is not None:
             return self.wire
-        return wire_lines(self.table) if self.table is not None else []
+        lines = wire_lines(self.table) if self.table is not None else []
+        if self.devices is None:
+            return lines
+        # "device" sorts first among the keys, so the line stays in sorted-key form
+        named = (json.dumps(name, ensure_ascii=False) for name in self.devices)
+        return [f'{{"device":{name},{line[1:]}' for name, line in zip(named, lines, strict=True)]
 
     def columns(self) -> dict[str, list[Any]]:
         """The shown fields, column by column (``source`` and ``trust`` as codes); an erased
@@ -40,6 +47,8 @@ class Batch:
         if self.table is not None:
             shown = {name: self.table.column(name).to_pylist() for name in SHOWN}
             shown["line"] = [ERASED_TEXT if x is None else x for x in shown["line"]]
+            if self.devices is not None:
+                shown["device"] = list(self.devices)
             return shown
         rows = self._rows()
         cols: dict[str, list[Any]] = {
