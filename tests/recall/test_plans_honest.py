@@ -138,6 +138,8 @@ def test_a_reading_or_process_asked_for_is_the_one_given(
     [
         ("did any command fail after make test?", "No: no command failed after `make test`"),
         ("were there failures before memgrow", "Yes: 5 commands failed before"),
+        ("once make test passed, did anything fail", "No: no command failed after `make test`"),
+        ("since false failed did any command break", "Yes: 3 commands failed after `false`"),
     ],
 )
 def test_whether_a_failure_came_before_or_after_a_run_is_answered_so(

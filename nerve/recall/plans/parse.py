@@ -615,7 +615,10 @@ def _attention(text: str, window: Window | None, question: str) -> Plan:
     return Plan(question, window, subject, measure)
 
 
-_ORDER = re.compile(r"\b(before|after)\s+(?:i (?:was in|used|switched to|opened) )?([^,]+)(,.*)?$")
+_ORDER = re.compile(
+    r"\b(before|after|once|since)\s+(?:i (?:was in|used|switched to|opened) )?([^,]+?)"
+    r"(,.*|\s+(?=(?:did|was|were|has|had|is|are) (?:any|some|every)\w*\b.*$).*)?$"
+)
 _COMPARE = re.compile(r"\b(before or after|after or before|which came first|what came first|vs\.?|"
                       r"versus|or was it)\b")  # fmt: skip
 _BROKE = re.compile(r"\b(break|go wrong|went wrong|errors?|crash(?:ed)?)\b")
@@ -637,7 +640,10 @@ def _order(text: str) -> tuple[str, Subject, str] | None:
     thing = _ANCHOR_OK.sub(" ", _ANCHOR_FAILED.sub(" ", thing))
     name = _name(thing)
     head = text[: match.start()] + " " + (match[3] or "").lstrip(",")
-    return (match[1], Subject("window", name, status=status, nth=nth), head) if name else None
+    measure = "before" if match[1] == "before" else "after"  # "once X passed": after it
+    if match[1] in ("once", "since") and status is None:
+        return None  # "once a day", "since then": no run of a thing
+    return (measure, Subject("window", name, status=status, nth=nth), head) if name else None
 
 
 def _side(text: str, known: Known) -> Subject | None:
