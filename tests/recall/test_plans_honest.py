@@ -161,3 +161,13 @@ def test_a_common_word_hits_a_thing_only_as_a_whole_word() -> None:
     assert known.command_words(["codes", "code", "test", "tests", "hog", "curl"]) == [
         "test", "tests", "hog", "curl"]  # fmt: skip
     assert known.window_words("log") == "" and known.window_words("nerve log") == "nerve log"
+
+
+@pytest.mark.parametrize(
+    "question", ["how often did the focus shift?", "how many focus changes today?"]
+)
+def test_focus_changing_is_window_switches_not_file_changes(
+    recorded_day: Day, question: str
+) -> None:
+    result = _ask(recorded_day, question)
+    assert "16 switches" in result.text and "file changes" not in result.text, result.text

@@ -509,6 +509,7 @@ def _clean(question: str) -> str:
     text = re.sub(r"\b(?:and )?(?:did|was) it (?:work|succeed|pass|fail|ok|okay)\b", " exit status",
                   text)  # fmt: skip
     text = re.sub(r"\bcmd\b", "command", text)
+    text = re.sub(r"\bfocus (?:chang|mov|shift)\w*", "focus switches", text)  # of windows
     text = re.sub(r"\b(?:just now|a moment ago)\b", "last", text)  # the newest, however long ago
     return _SHORT.sub(lambda m: _SHORT_FOR[m[1]], text).rstrip("?!. ")
 
@@ -711,6 +712,8 @@ def _file(text: str, window: Window | None, question: str, known: Known) -> Plan
         return None
     if re.search(r"\b(ports?|listening|windows?|apps?)\b", text):
         return None
+    if re.search(r"\bfocus", text) and not named:
+        return None  # "how often did the focus change?": windows, no file named
     if _reading(text) is not None and not named:
         return None  # "did disk usage change?": the reading
     if _names_app(words, named, known):
