@@ -171,3 +171,9 @@ def test_focus_changing_is_window_switches_not_file_changes(
 ) -> None:
     result = _ask(recorded_day, question)
     assert "16 switches" in result.text and "file changes" not in result.text, result.text
+
+
+def test_since_a_thing_with_no_run_said_to_end_is_no_question_of_order(recorded_day: Day) -> None:
+    """ "failures" there is what is asked, not how the build ended."""
+    result = _ask(recorded_day, "since the good make build any failures?")
+    assert not result.text.startswith(("After", "Yes", "No:")), result.text

@@ -642,8 +642,9 @@ def _order(text: str) -> tuple[str, Subject, str] | None:
     name = _name(thing)
     head = text[: match.start()] + " " + (match[3] or "").lstrip(",")
     measure = "before" if match[1] == "before" else "after"  # "once X passed": after it
-    if match[1] in ("once", "since") and status is None:
-        return None  # "once a day", "since then": no run of a thing
+    ended = re.search(r"\b(?:pass(?:ed)?|work(?:ed)?|succeeded|fail(?:ed)?|broke)\b", said)
+    if match[1] in ("once", "since") and (status is None or ended is None):
+        return None  # "once a day", "since the build, any failures?": no run said to end so
     return (measure, Subject("window", name, status=status, nth=nth), head) if name else None
 
 
