@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 import pytest
 
 from nerve.recall.plans import find_window
+from nerve.recall.plans.words import Known
 from tests.helpers.day import Day
 from tests.helpers.day import asked as _ask
 
@@ -99,3 +100,80 @@ def test_weekdays_and_dates_are_days(text: str, label: str, day: str) -> None:
 def test_an_hour_this_morning_is_that_hour() -> None:
     window, _ = find_window("what was i doing at 9 this morning", NOW, UTC)
     assert window is not None and window.label == "this morning at 09:00"
+
+
+@pytest.mark.parametrize(
+    "question",
+    ["what's the first event in the log?", "return codes?", "the newest page?"],
+)
+def test_a_common_word_alone_selects_no_window_or_command(recorded_day: Day, question: str) -> None:
+    """ "log" is a whole word of a window's title, "codes" a part of curl's ``%{http_code}``,
+    "page" of nothing: a common word alone names none of them (issue 41)."""
+    result = _ask(recorded_day, question)
+    assert "event log - Mozilla" not in result.text and "http_code" not in result.text, result
+    assert "Switched to" not in result.text
+
+
+@pytest.mark.parametrize(
+    ("question", "said"),
+    [
+        ("what was the 5 minute load at the end", "Load average (5 min) at 19:32:50: 4.50"),
+        ("load15 now?", "Load average (15 min) at 19:32:50: 6.49"),
+        ("energy in all", "9582.2 J in all"),
+        ("how large is the disk", "252 GiB in all"),
+        ("which pid did the cpuhog command get", "[18048]"),
+    ],
+)
+def test_a_reading_or_process_asked_for_is_the_one_given(
+    recorded_day: Day, question: str, said: str
+) -> None:
+    """The 5 and 15 minute loads are their own readings; energy readings add up (each is the
+    energy since the one before); the disk's size is said; a command's pid is its process's."""
+    result = _ask(recorded_day, question)
+    assert result.answered and said in result.text, result.text
+
+
+@pytest.mark.parametrize(
+    ("question", "said"),
+    [
+        ("did any command fail after make test?", "No: no command failed after `make test`"),
+        ("were there failures before memgrow", "Yes: 5 commands failed before"),
+        ("once make test passed, did anything fail", "No: no command failed after `make test`"),
+        ("since false failed did any command break", "Yes: 3 commands failed after `false`"),
+    ],
+)
+def test_whether_a_failure_came_before_or_after_a_run_is_answered_so(
+    recorded_day: Day, question: str, said: str
+) -> None:
+    """A question of failures around a command's run says whether any failed, not what ran."""
+    result = _ask(recorded_day, question)
+    assert result.answered and result.text.startswith(said), result.text
+
+
+def test_a_page_named_by_a_title_word_is_the_window_not_the_daemon(recorded_day: Day) -> None:
+    result = _ask(recorded_day, "how long was the nerve page up front?")
+    assert "0 min 40 s" in result.text and "daemon" not in result.text, result.text
+
+
+def test_a_common_word_hits_a_thing_only_as_a_whole_word() -> None:
+    known = Known(commands=("curl -w '%{http_code}' x", "make test", "./tools/cpuhog.py"),
+                  windows=("firefox nerve - the event log",))  # fmt: skip
+    assert known.command_words(["codes", "code", "test", "tests", "hog", "curl"]) == [
+        "test", "tests", "hog", "curl"]  # fmt: skip
+    assert known.window_words("log") == "" and known.window_words("nerve log") == "nerve log"
+
+
+@pytest.mark.parametrize(
+    "question", ["how often did the focus shift?", "how many focus changes today?"]
+)
+def test_focus_changing_is_window_switches_not_file_changes(
+    recorded_day: Day, question: str
+) -> None:
+    result = _ask(recorded_day, question)
+    assert "16 switches" in result.text and "file changes" not in result.text, result.text
+
+
+def test_since_a_thing_with_no_run_said_to_end_is_no_question_of_order(recorded_day: Day) -> None:
+    """ "failures" there is what is asked, not how the build ended."""
+    result = _ask(recorded_day, "since the good make build any failures?")
+    assert not result.text.startswith(("After", "Yes", "No:")), result.text

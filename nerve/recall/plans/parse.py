@@ -32,7 +32,9 @@ from nerve.recall.plans.words import Known, app_kind
 __all__ = ["Plan", "Subject", "mended", "parse", "window_of"]
 
 _READINGS = (
-    ("load", r"\bload(?:1|5|15)?(?: average)?s?\b"),
+    ("load15", r"\bload15\b"),
+    ("load5", r"\bload5\b"),
+    ("load", r"\bload1?(?: average)?s?\b"),
     ("reads", r"\bdisk\b(?=.*\bread(?:s|ing)?\b)|\bread(?:s|ing)?\b(?=.*\bdisk\b)"),
     (
         "writes",
@@ -55,7 +57,8 @@ _READING_FILLER = frozenset(
      "numbers", "guesses", "guess", "just", "does", "have", "has", "this", "calm", "down",
      "maxed", "out", "being", "stop", "low", "lowest", "dip", "minimum", "min", "least",
      "energy", "power", "draw", "joules", "watts", "over", "day", "know", "there", "how", "change",
-     "changed", "changes", "load1", "load5", "load15"]
+     "changed", "changes", "load1", "load5", "load15", "size", "capacity", "total", "sum",
+     "big", "large", "altogether"]
 )  # fmt: skip
 """Words a question about a reading may hold that name no process ("disk space *left*")."""
 _ATTENTION = re.compile(
@@ -91,10 +94,12 @@ _CHECKS = re.compile(
 """The checks a workflow ran on files, and their verdicts (not "check if it ran")."""
 _PROCESS = re.compile(r"\b(process|processes|program|programs|pid)\b")
 _WINDOW = re.compile(
-    r"\b(windows?|apps?|applications?|focus(?:ed)?|switch(?:ed)? to|in front|titled?|pages?|"
+    r"\b(windows?|apps?|applications?|focus(?:ed)?|switch(?:ed)? to|(?:in|up) front|titled?|pages?|"
     r"sites?|websites?|browsing|"
     r"on (?:my |the )?screen)\b"
 )
+_NAMED_PAGE = re.compile(r"\bnerve (?:\w+ )?(?:pages?|tabs?|windows?|sites?|websites?|docs)\b")
+"""A window named by a word of its title ("the nerve *page*"), not nerve's own daemon."""
 _AWAY = re.compile(
     r"\b(away|afk|idle|no input|inactive|(?:i|we) (?:come|came|got|get) back|(?:come|came) back|"
     r"(?:left|leave|leaving|stepped away from) (?:the|my) (?:desk|computer|keyboard|machine)|"
@@ -498,10 +503,13 @@ def _clean(question: str) -> str:
                   text)  # fmt: skip
     text = re.sub(r"\b(\w+)'s\b", r"\1", text)
     text = re.sub(r"\bavg\b", "average", text)
+    text = re.sub(r"\b(?:(1|5|15)[- ]?min(?:ute)?s? load|load (1|5|15))\b(?! ?(?:min|sec|hour))",
+                  lambda m: f"load{m[1] or m[2]}", text)  # fmt: skip
     text = re.sub(r"\bcmdlines?\b", "command line", text)
     text = re.sub(r"\b(?:and )?(?:did|was) it (?:work|succeed|pass|fail|ok|okay)\b", " exit status",
                   text)  # fmt: skip
     text = re.sub(r"\bcmd\b", "command", text)
+    text = re.sub(r"\bfocus (?:chang|mov|shift)\w*", "focus switches", text)  # of windows
     text = re.sub(r"\b(?:just now|a moment ago)\b", "last", text)  # the newest, however long ago
     return _SHORT.sub(lambda m: _SHORT_FOR[m[1]], text).rstrip("?!. ")
 
@@ -516,7 +524,7 @@ def _name(text: str, keep: frozenset[str] = frozenset()) -> str | None:
     those in ``keep``)."""
     if quoted := _QUOTED.search(text):
         return quoted[1].strip() or None
-    text = re.sub(r"\b(exit|return) (code|status)\b", " ", text)
+    text = re.sub(r"\b(exit|return) (codes?|status(?:es)?)\b", " ", text)
     words = [
         w
         for w in re.findall(r"[\w./~+-]+", text)
@@ -549,7 +557,7 @@ def _reading(text: str) -> str | None:
 
 
 _MEASURES = (
-    ("exit", r"\b(exit (?:code|status)|exit(?:ed)? with|return code|returns?|returned|"
+    ("exit", r"\b(exit (?:codes?|status(?:es)?)|exit(?:ed)? with|return codes?|returns?|returned|"
              r"exit(?:ed)? (?:ok|okay|clean(?:ly)?|fine|normally|successfully)|clean exit|"
              r"crash(?:ed)?|"
              r"how did .+ (?:go|end)|how .+ went|result|succeed(?:ed)?|fail(?:ed)?|"
@@ -608,9 +616,14 @@ def _attention(text: str, window: Window | None, question: str) -> Plan:
     return Plan(question, window, subject, measure)
 
 
-_ORDER = re.compile(r"\b(before|after)\s+(?:i (?:was in|used|switched to|opened) )?([^,]+)(,.*)?$")
+_ORDER = re.compile(
+    r"\b(before|after|once|since)\s+(?:i (?:was in|used|switched to|opened) )?([^,]+?)"
+    r"(,.*|\s+(?=(?:did|was|were|has|had|is|are) (?:any|some|every)\w*\b.*$).*)?$"
+)
 _COMPARE = re.compile(r"\b(before or after|after or before|which came first|what came first|vs\.?|"
                       r"versus|or was it)\b")  # fmt: skip
+_BROKE = re.compile(r"\b(break|go wrong|went wrong|errors?|crash(?:ed)?)\b")
+"""Other words a yes-or-no question of order uses for a failure ("did something break?")."""
 _ANCHOR_FAILED = re.compile(r"\b(fail\w*|broke\w*|errored|did not work|didn't work)\b")
 _ANCHOR_OK = re.compile(r"\b(work(?:ed|s)?|pass(?:ed|es)?|succeed\w*|success\w*|fixed)\b")
 
@@ -628,7 +641,11 @@ def _order(text: str) -> tuple[str, Subject, str] | None:
     thing = _ANCHOR_OK.sub(" ", _ANCHOR_FAILED.sub(" ", thing))
     name = _name(thing)
     head = text[: match.start()] + " " + (match[3] or "").lstrip(",")
-    return (match[1], Subject("window", name, status=status, nth=nth), head) if name else None
+    measure = "before" if match[1] == "before" else "after"  # "once X passed": after it
+    ended = re.search(r"\b(?:pass(?:ed)?|work(?:ed)?|succeeded|fail(?:ed)?|broke)\b", said)
+    if match[1] in ("once", "since") and (status is None or ended is None):
+        return None  # "once a day", "since the build, any failures?": no run said to end so
+    return (measure, Subject("window", name, status=status, nth=nth), head) if name else None
 
 
 def _side(text: str, known: Known) -> Subject | None:
@@ -676,7 +693,9 @@ def _ordered(text: str, question: str, window: Window | None, known: Known) -> P
                                   or _COMMAND.search(head)):  # fmt: skip
         kind = "file" if _FILE.search(head) and not _COMMAND.search(head) else "command"
         mark = Subject("command", ran, status=anchor.status, nth=anchor.nth)
-        return Plan(question, window, Subject(kind), measure, mark)
+        ended = _status(head)[0] or ("failed" if _BROKE.search(head) else None)
+        asked = Subject(kind, status=ended if kind == "command" else None)
+        return Plan(question, window, asked, measure, mark)
     return Plan(question, window, Subject("window", _name(head)), measure, anchor)
 
 
@@ -694,6 +713,8 @@ def _file(text: str, window: Window | None, question: str, known: Known) -> Plan
         return None
     if re.search(r"\b(ports?|listening|windows?|apps?)\b", text):
         return None
+    if re.search(r"\bfocus", text) and not named:
+        return None  # "how often did the focus change?": windows, no file named
     if _reading(text) is not None and not named:
         return None  # "did disk usage change?": the reading
     if _names_app(words, named, known):
@@ -775,6 +796,8 @@ def _thing(text: str, measure: str, known: Known, status: str | None) -> Subject
     busy = reading in ("cpu", "memory") and measure in ("peak", "average", "most")
     if hit and busy:  # "peak CPU of the yes command?": its process's samples
         return Subject("process", hit, reading=reading)
+    if hit and _PID_OF.search(text):  # "which pid did the yes command get?": its process's
+        return Subject("process", hit, reading=reading)
     if _COMMAND.search(text) or measure == "exit":
         plain = " ".join(w for w in (name or "").split() if w not in _FILLER) or None
         return Subject("command", hit or plain, status=status, unplaced=left if hit else (),
@@ -816,6 +839,8 @@ def _thing(text: str, measure: str, known: Known, status: str | None) -> Subject
     return None
 
 
+_PID_OF = re.compile(r"\b(pids?|process ids?)\b")
+"""Words asking for a process's id, which a command's run does not hold."""
 _RUNNING_WORDS = frozenset(["jobs", "background", "tasks", "anymore", "open", "left"])
 """Words a question of what was running may hold that name no kind of thing."""
 _STARTED = re.compile(r"\b(start(?:ed)?|launch\w*|kick\w* off|fire\w* up|spawn\w*)\b")
@@ -1025,7 +1050,7 @@ def parse(
         return _in_named_time(question, named, now_ns, tz, known)
     if _ATTENTION.search(rest):
         return _attention(rest, window, question)
-    if _DAEMON.search(rest):
+    if _DAEMON.search(rest) and not _NAMED_PAGE.search(rest):
         return Plan(question, window, Subject("daemon"), "list")
     if _CHECKS.search(rest):  # "did any check fail on guide.md?": the workflow's verdicts
         on = " ".join(known.file_words((_name(rest) or "").split()))
@@ -1096,7 +1121,8 @@ def _of_a_reading(
         return edge_window("start", now_ns), "list"  # "the first load reading"
     if measure == "most":
         return window, "peak"
-    overall = re.search(r"\b(average|mean|overall|typical)\b", plain) is not None
+    overall = re.search(r"\b(average|mean|overall|typical|total|sum|in all|altogether)\b",
+                        plain) is not None  # fmt: skip
     if window is None and measure not in ("peak", "when", "lowest") and not overall:
         return window, "last"  # (of swap: its peak, "did we swap?" asks whether any was used)
     return window, measure

@@ -70,6 +70,10 @@ _KINDS = {
                  _field("percent")),
     "load": _Kind("Load average (1 min)", SourceClass.ENDPOINT, "cpu", _number("load1"), "", 2,
                   _field("load1")),
+    "load5": _Kind("Load average (5 min)", SourceClass.ENDPOINT, "cpu", _number("load5"), "", 2,
+                   _field("load5")),
+    "load15": _Kind("Load average (15 min)", SourceClass.ENDPOINT, "cpu", _number("load15"), "",
+                    2, _field("load15")),
     "memory": _Kind("Memory use", SourceClass.ENDPOINT, "memory", _number("percent"), "%", 1,
                     _field("percent")),
     "swap": _Kind("Swap used", SourceClass.ENDPOINT, "memory",
@@ -187,10 +191,13 @@ def _folded(fold: _Fold) -> list[tuple[str, float]]:
 
 def _amounts(name: str, rows: list[Row], said: list[tuple[str, float]]) -> str:
     """Memory's shares also as amounts, since "how much memory was used" asks for one (" Used:
-    2.3 GiB at the peak, …"), from the whole its newest reading holds; "" for other readings."""
-    whole = rows[-1].data.get("total_bytes") if name == "memory" and rows else None
+    2.3 GiB at the peak, …"), from the whole its newest reading holds; the disk's free space
+    with the disk's size ("how big is the disk?"); "" for other readings."""
+    whole = rows[-1].data.get("total_bytes") if name in ("memory", "disk") and rows else None
     if not isinstance(whole, int | float) or isinstance(whole, bool) or whole <= 0:
         return ""
+    if name == "disk":
+        return f" The disk holds {whole / _GIB:.0f} GiB in all ({int(whole)} bytes)."
     parts = [f"{share / 100 * whole / _GIB:.1f} GiB{at}" for at, share in said]
     return f" Used: {', '.join(parts)}."
 
@@ -242,13 +249,7 @@ def reading(reader: Reader, plan: Plan) -> Found:
     assert fold is not None  # the window holds readings: rows above
     if plan.measure in ("fell", "rose"):
         return _turned(reader, plan, kind)
-    peak = f"peak {_say(kind, fold.peak[0])} at {reader.when(fold.peak[2])}"
-    mean = f"average {_say(kind, fold.mean)} by time ({_say(kind, fold.plain)} over the readings)"
-    parts = [mean, peak, f"latest {_say(kind, fold.last[0])}"]
-    if plan.measure in ("peak", "when", "most"):
-        parts = [parts[1], parts[0], parts[2]]
-    if plan.measure == "lowest":
-        parts = [f"lowest {_say(kind, fold.low[0])} at {reader.when(fold.low[2])}", *parts]
+    parts = _parts(reader, plan, name, fold)
     text = f"{kind.words} {reader.scope(plan.window)}: {', '.join(parts)} ({fold.n} readings)"
     at = fold.low if plan.measure == "lowest" else fold.peak
     text += f"; at the {'lowest' if plan.measure == 'lowest' else 'peak'}: {_line_of(reader, at)}."
@@ -261,6 +262,22 @@ def reading(reader: Reader, plan: Plan) -> Found:
         text += " No swap was used."
     text, cited = _with_top(reader, plan, name, text, cited)
     return Found(text, tuple(dict.fromkeys(cited)))
+
+
+def _parts(reader: Reader, plan: Plan, name: str, fold: _Fold) -> list[str]:
+    """What the folded reading says, the measure asked first: its average, peak and latest
+    (and lowest); energy's readings add up (each is the energy spent since the one before)."""
+    kind = _KINDS[name]
+    peak = f"peak {_say(kind, fold.peak[0])} at {reader.when(fold.peak[2])}"
+    mean = f"average {_say(kind, fold.mean)} by time ({_say(kind, fold.plain)} over the readings)"
+    parts = [mean, peak, f"latest {_say(kind, fold.last[0])}"]
+    if plan.measure in ("peak", "when", "most"):
+        parts = [parts[1], parts[0], parts[2]]
+    if plan.measure == "lowest":
+        parts = [f"lowest {_say(kind, fold.low[0])} at {reader.when(fold.low[2])}", *parts]
+    if name == "energy":
+        parts = [f"{_say(kind, fold.plain * fold.n)} in all", *parts]
+    return parts
 
 
 def _over(reader: Reader, kind: _Kind, window: Window) -> str:

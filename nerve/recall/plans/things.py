@@ -297,6 +297,8 @@ def _command_order(reader: Reader, plan: Plan, anchor: Subject) -> Found:
         return _no_thing(reader, Plan(plan.question, plan.window, anchor, "list"),
                          _said(anchor, "commands"))  # fmt: skip
     i = at[-1]
+    if plan.subject.status is not None:  # "did anything fail after the build passed?"
+        return _ended_so_around(reader, plan, every, i)
     j = i - 1 if plan.measure == "before" else i + 1
     if not 0 <= j < len(every):
         return Found(f"No command is recorded {plan.measure} {_command_line(every[i])} "
@@ -311,6 +313,25 @@ def _command_order(reader: Reader, plan: Plan, anchor: Subject) -> Found:
         more = len(every) - (j + 1 + len(later))
         text += f" Then {said}" + (f", and {more} more." if more > 0 else ".")
     return Found(text, (every[j].id, every[i].id, *(r.id for r in later)))
+
+
+def _ended_so_around(reader: Reader, plan: Plan, every: list[Row], i: int) -> Found:
+    """Whether any command before (or after) the anchor's run ``every[i]`` ended as asked
+    (failed, ok), and which: a yes-or-no question, not a list of what ran next."""
+    side = every[:i] if plan.measure == "before" else every[i + 1 :]
+    failed = plan.subject.status == "failed"
+    so = [r for r in side if _failed(r) == failed]
+    what = "failed" if failed else "succeeded"
+    mark = f"{plan.measure} {_command_line(every[i])} ({reader.when(every[i].t)})"
+    if not so:
+        text = (f"No: no command {what} {mark}; {len(side)} ran {plan.measure} it, none "
+                f"{what}.")  # fmt: skip
+        return Found(text, (every[i].id, *(r.id for r in side[:_THEN_MAX])))
+    said = ", ".join(f"{_command_line(r)} at {reader.when(r.t)}" for r in so[:_THEN_MAX])
+    more = len(so) - _THEN_MAX
+    text = (f"Yes: {len(so)} command{'s' * (len(so) != 1)} {what} {mark}: {said}"
+            + (f", and {more} more." if more > 0 else "."))  # fmt: skip
+    return Found(text, (every[i].id, *(r.id for r in so[:_THEN_MAX])))
 
 
 def _said(subject: Subject, what: str) -> str:

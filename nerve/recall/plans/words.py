@@ -81,9 +81,25 @@ def hits(words: list[str], text: str) -> int:
     return sum(1 for w in words if _hit(w, mine))
 
 
+_COMMON = frozenset(
+    ["log", "logs", "code", "codes", "page", "pages", "home", "new", "file", "files", "window",
+     "windows", "tab", "tabs", "time", "times", "day", "thing", "things", "list", "data", "out",
+     "output", "input", "event", "events", "status", "result", "results", "error", "errors",
+     "name", "names", "start", "end", "top", "up", "run", "runs", "ran", "open", "get", "got",
+     "set", "all", "any", "one", "main", "view", "help", "info", "line", "lines", "text", "word",
+     "words", "number", "value", "values", "work", "working", "site", "web", "the", "and", "with",
+     "from", "for", "what", "which", "when", "where", "who", "how", "why", "long", "much", "many",
+     "did", "does", "was", "were", "front", "back", "used", "use", "last", "first", "earliest",
+     "latest", "total", "before", "after", "during", "while", "then", "there", "here"]
+)  # fmt: skip
+"""Common English words and question words: one of these names a recorded thing only as a whole
+word of it ("make *test*"), never as a part ("codes" is not curl's ``%{http_code}``), and alone
+it names no window ("the earliest thing in the *log*" is not a window titled "… event log")."""
+
+
 def _hit(word: str, mine: list[str]) -> bool:
-    if len(word) < 3 and not word.startswith("-"):
-        return word in mine
+    if (len(word) < 3 and not word.startswith("-")) or word in _COMMON:
+        return word in mine or stem(word) in mine
     root = stem(word)
     return any(word in t or (len(root) >= 3 and root in t) for t in mine)
 
@@ -145,7 +161,8 @@ class Known:
         if not name:
             return ""
         split = [set(re.findall(r"[\w.]+", w)) for w in self.windows]
-        return " ".join(w for w in name.split() if len(w) >= 3 and any(w in s for s in split))
+        seen = [w for w in name.split() if len(w) >= 3 and any(w in s for s in split)]
+        return "" if all(w in _COMMON for w in seen) else " ".join(seen)
 
     def heaviest(self, memory: bool) -> str | None:
         """The name of the process that used the most memory (or CPU) at its peak in the whole
